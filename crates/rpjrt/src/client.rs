@@ -1,0 +1,587 @@
+//! Clients, devices and memories.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::buffer::{Buffer, HostBytes};
+use crate::dtype::{element_count, ElementType, NativeType};
+use crate::error::{Error, Result};
+use crate::executable::{Executable, Program};
+use crate::options::CompileOptions;
+use crate::plugin::Plugin;
+use crate::raw::calls::{self, ClientPtr, DeviceFacts, DevicePtr, HostSemantics, MemoryFacts, MemoryPtr};
+use crate::raw::Api;
+use crate::value::{ClientOptions, Value};
+
+pub(crate) struct DeviceData {
+    pub(crate) ptr: DevicePtr,
+    pub(crate) facts: DeviceFacts,
+    pub(crate) default_memory: Option<MemoryPtr>,
+    pub(crate) memories: Vec<MemoryPtr>,
+}
+
+pub(crate) struct MemoryData {
+    pub(crate) ptr: MemoryPtr,
+    pub(crate) facts: MemoryFacts,
+    pub(crate) devices: Vec<DevicePtr>,
+}
+
+/// The shared core of a client: every object made from it holds an `Arc` to this, so the
+/// C client is destroyed only after the last of them.
+pub(crate) struct ClientCore {
+    pub(crate) api: &'static Api,
+    pub(crate) plugin: Plugin,
+    pub(crate) ptr: ClientPtr,
+    closed: AtomicBool,
+    pub(crate) platform_name: String,
+    pub(crate) platform_version: String,
+    pub(crate) process_index: i32,
+    pub(crate) devices: Vec<Arc<DeviceData>>,
+    pub(crate) addressable: Vec<usize>,
+    pub(crate) memories: Vec<Arc<MemoryData>>,
+}
+
+impl ClientCore {
+    /// Errors with `Closed` if `close()` was called.
+    #[inline]
+    pub(crate) fn check(&self, what: &'static str) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed(what))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn device_data(&self, ptr: DevicePtr) -> Option<&Arc<DeviceData>> {
+        self.devices.iter().find(|d| d.ptr == ptr)
+    }
+
+    pub(crate) fn memory_data(&self, ptr: MemoryPtr) -> Option<&Arc<MemoryData>> {
+        self.memories.iter().find(|m| m.ptr == ptr)
+    }
+}
+
+impl Drop for ClientCore {
+    fn drop(&mut self) {
+        // Every buffer, executable and event holds an Arc to us, so they are all gone.
+        let _ = calls::client_destroy(self.api, self.ptr);
+    }
+}
+
+/// A PJRT client: the entry point for devices, compilation and buffers. Cheap to clone.
+///
+/// `close()` makes the client and everything made from it refuse further use; the C client
+/// itself is destroyed when the last object that belongs to it is dropped.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) core: Arc<ClientCore>,
+}
+
+impl Client {
+    /// Creates a client on `plugin` with the given create options.
+    pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
+        let api = plugin.inner.api;
+        let ptr = calls::client_create(api, options.entries())?;
+        // From here on, a failure must still destroy the client: build the core first with
+        // what cannot fail, then fill in.
+        let mut core = ClientCore {
+            api,
+            plugin: plugin.clone(),
+            ptr,
+            closed: AtomicBool::new(false),
+            platform_name: String::new(),
+            platform_version: String::new(),
+            process_index: 0,
+            devices: Vec::new(),
+            addressable: Vec::new(),
+            memories: Vec::new(),
+        };
+        core.platform_name = calls::client_platform_name(api, ptr)?;
+        core.platform_version = calls::client_platform_version(api, ptr)?;
+        core.process_index = calls::client_process_index(api, ptr)?;
+        let addressable = calls::client_addressable_devices(api, ptr)?;
+        for d in calls::client_devices(api, ptr)? {
+            let facts = calls::device_facts(api, d)?;
+            let (default_memory, memories) = if facts.is_addressable {
+                (
+                    calls::device_default_memory(api, d).ok(),
+                    calls::device_memories(api, d).unwrap_or_default(),
+                )
+            } else {
+                (None, Vec::new())
+            };
+            core.devices.push(Arc::new(DeviceData {
+                ptr: d,
+                facts,
+                default_memory,
+                memories,
+            }));
+        }
+        core.addressable = addressable
+            .iter()
+            .filter_map(|a| core.devices.iter().position(|d| d.ptr == *a))
+            .collect();
+        for m in calls::client_addressable_memories(api, ptr).unwrap_or_default() {
+            let facts = calls::memory_facts(api, m)?;
+            let devices = calls::memory_devices(api, m).unwrap_or_default();
+            core.memories.push(Arc::new(MemoryData { ptr: m, facts, devices }));
+        }
+        Ok(Client { core: Arc::new(core) })
+    }
+
+    /// Loads the plugin at `path` and creates a client with default options.
+    pub fn from_path(path: impl AsRef<std::path::Path>) -> Result<Client> {
+        Client::new(&Plugin::load(path)?, &ClientOptions::new())
+    }
+
+    /// The plugin this client runs on.
+    pub fn plugin(&self) -> &Plugin {
+        &self.core.plugin
+    }
+
+    /// The platform name, e.g. `cpu`, `cuda`.
+    pub fn platform_name(&self) -> Result<String> {
+        self.core.check("client")?;
+        Ok(self.core.platform_name.clone())
+    }
+
+    /// The platform version string.
+    pub fn platform_version(&self) -> Result<String> {
+        self.core.check("client")?;
+        Ok(self.core.platform_version.clone())
+    }
+
+    /// The index of this process among the processes of a multi-process job.
+    pub fn process_index(&self) -> Result<i32> {
+        self.core.check("client")?;
+        Ok(self.core.process_index)
+    }
+
+    /// Every device, addressable or not.
+    pub fn devices(&self) -> Result<Vec<Device>> {
+        self.core.check("client")?;
+        Ok(self.core.devices.iter().map(|d| self.device(d)).collect())
+    }
+
+    /// The devices this process can use.
+    pub fn addressable_devices(&self) -> Result<Vec<Device>> {
+        self.core.check("client")?;
+        Ok(self
+            .core
+            .addressable
+            .iter()
+            .map(|&i| self.device(&self.core.devices[i]))
+            .collect())
+    }
+
+    /// The device with this id.
+    pub fn lookup_device(&self, id: i32) -> Result<Device> {
+        self.core.check("client")?;
+        self.core
+            .devices
+            .iter()
+            .find(|d| d.facts.id == id)
+            .map(|d| self.device(d))
+            .ok_or_else(|| {
+                let ids: Vec<i32> = self.core.devices.iter().map(|d| d.facts.id).collect();
+                Error::invalid(format!("no device with id {id}; the client has {ids:?}"))
+            })
+    }
+
+    /// The memory spaces this process can use.
+    pub fn addressable_memories(&self) -> Result<Vec<Memory>> {
+        self.core.check("client")?;
+        Ok(self.core.memories.iter().map(|m| self.memory(m)).collect())
+    }
+
+    /// The memory with this id.
+    pub fn lookup_memory(&self, id: i32) -> Result<Memory> {
+        self.core.check("client")?;
+        self.core
+            .memories
+            .iter()
+            .find(|m| m.facts.id == id)
+            .map(|m| self.memory(m))
+            .ok_or_else(|| Error::invalid(format!("no memory with id {id}")))
+    }
+
+    fn device(&self, d: &Arc<DeviceData>) -> Device {
+        Device {
+            core: Arc::clone(&self.core),
+            data: Arc::clone(d),
+        }
+    }
+
+    fn memory(&self, m: &Arc<MemoryData>) -> Memory {
+        Memory {
+            core: Arc::clone(&self.core),
+            data: Arc::clone(m),
+        }
+    }
+
+    /// The first addressable device (where single-device work goes by default).
+    pub fn default_device(&self) -> Result<Device> {
+        self.addressable_devices()?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::invalid("the client has no addressable device"))
+    }
+
+    /// Marks the client closed: it and every object made from it refuse further use with a
+    /// clear error. The C client is destroyed once the last such object is dropped.
+    pub fn close(&self) -> Result<()> {
+        self.core.closed.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether `close()` was called.
+    pub fn is_closed(&self) -> bool {
+        self.core.check("client").is_err()
+    }
+
+    /// Compiles a program.
+    pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<Executable> {
+        self.core.check("client")?;
+        let ids: Vec<i64> = self.core.devices.iter().map(|d| d.facts.id.into()).collect();
+        let encoded = options.encode(&ids)?;
+        Executable::compile(&self.core, program, &encoded)
+    }
+
+    fn check_target(&self, device: &Device, memory: Option<&Memory>) -> Result<()> {
+        self.core.check("client")?;
+        if !Arc::ptr_eq(&device.core, &self.core) {
+            return Err(Error::invalid(format!("{device} belongs to another client")));
+        }
+        if !device.data.facts.is_addressable {
+            return Err(Error::invalid(format!("{device} is not addressable from this process")));
+        }
+        if let Some(m) = memory {
+            if !Arc::ptr_eq(&m.core, &self.core) {
+                return Err(Error::invalid(format!("{m} belongs to another client")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies host data into a new buffer on `device` (or in `memory`).
+    ///
+    /// `data` holds the elements in row-major order, or as `byte_strides` describe. The size
+    /// and strides are checked against `dims` and `element_type` before the plugin sees them.
+    /// The data is copied before this returns.
+    pub fn buffer_from_host(
+        &self,
+        data: &[u8],
+        element_type: ElementType,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<Buffer> {
+        self.check_target(device, memory)?;
+        check_host_layout(data.len(), element_type, dims, byte_strides)?;
+        let (ptr, done) = {
+            // Safe wrapper over the raw call: `data` covers every addressed byte (checked
+            // above) and the copy completes during the call.
+            calls::buffer_from_host_checked(
+                self.core.api,
+                self.core.ptr,
+                data,
+                element_type.code(),
+                dims,
+                byte_strides,
+                device.data.ptr,
+                memory.map(|m| m.data.ptr),
+            )?
+        };
+        if let Some(e) = done {
+            let _ = crate::raw::event::event_destroy(self.core.api, e);
+        }
+        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims.to_vec(), None))
+    }
+
+    /// Creates a buffer that uses `owner`'s bytes in place where the plugin can (host-visible
+    /// memory), keeping `owner` alive as long as the buffer lives. Plugins that cannot alias
+    /// host memory copy instead.
+    pub fn buffer_from_host_owned(
+        &self,
+        owner: Arc<dyn HostBytes>,
+        element_type: ElementType,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<Buffer> {
+        self.check_target(device, memory)?;
+        let bytes = owner.bytes();
+        check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
+        let (ptr, done) = calls::buffer_from_host_owned(
+            self.core.api,
+            self.core.ptr,
+            &owner,
+            element_type.code(),
+            dims,
+            byte_strides,
+            device.data.ptr,
+            memory.map(|m| m.data.ptr),
+        )?;
+        let buffer = Buffer::from_raw(&self.core, ptr, element_type, dims.to_vec(), Some(owner));
+        if let Some(e) = done {
+            buffer.set_host_done(e);
+        }
+        Ok(buffer)
+    }
+
+    /// Copies a typed slice into a new row-major buffer on `device`.
+    pub fn buffer_from_slice<T: NativeType>(
+        &self,
+        data: &[T],
+        dims: &[i64],
+        device: &Device,
+    ) -> Result<Buffer> {
+        let bytes = calls::as_bytes(data);
+        self.buffer_from_host(bytes, T::ELEMENT_TYPE, dims, None, device, None)
+    }
+}
+
+/// Checks that `len` bytes hold an array of `dims` elements laid out per `byte_strides`.
+pub(crate) fn check_host_layout(
+    len: usize,
+    ty: ElementType,
+    dims: &[i64],
+    byte_strides: Option<&[i64]>,
+) -> Result<()> {
+    if ty == ElementType::Token {
+        return Err(Error::invalid("a token has no host data"));
+    }
+    let n = element_count(dims)?;
+    match byte_strides {
+        None => {
+            let need = ty.dense_byte_size(n)?;
+            if len < need {
+                return Err(Error::invalid(format!(
+                    "host data has {len} bytes, but {ty}{dims:?} needs {need}"
+                )));
+            }
+        }
+        Some(strides) => {
+            if strides.len() != dims.len() {
+                return Err(Error::invalid(format!(
+                    "byte_strides has {} entries for {} dimensions",
+                    strides.len(),
+                    dims.len()
+                )));
+            }
+            let Some(width) = ty.byte_width() else {
+                return Err(Error::invalid(format!(
+                    "byte strides are not supported for the packed type {ty}"
+                )));
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            // The furthest byte any element touches must lie inside the data.
+            let mut last: i128 = 0;
+            for (&d, &s) in dims.iter().zip(strides) {
+                if s < 0 {
+                    return Err(Error::invalid("negative byte strides are not supported"));
+                }
+                last += (d as i128 - 1) * s as i128;
+            }
+            let end = last + width as i128;
+            if end > len as i128 {
+                return Err(Error::invalid(format!(
+                    "byte_strides {strides:?} for {ty}{dims:?} reach byte {end}, but the host \
+                     data has {len}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Client(platform={}, devices={}, plugin={}{})",
+            self.core.platform_name,
+            self.core.devices.len(),
+            self.core.plugin.path().display(),
+            if self.is_closed() { ", closed" } else { "" }
+        )
+    }
+}
+
+/// A device of a client.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) core: Arc<ClientCore>,
+    pub(crate) data: Arc<DeviceData>,
+}
+
+impl Device {
+    /// The device id, unique within the client.
+    pub fn id(&self) -> i32 {
+        self.data.facts.id
+    }
+    /// The device kind, e.g. `cpu`.
+    pub fn kind(&self) -> &str {
+        &self.data.facts.kind
+    }
+    /// The process that owns the device.
+    pub fn process_index(&self) -> i32 {
+        self.data.facts.process_index
+    }
+    /// The hardware id local to its process; -1 where unknown.
+    pub fn local_hardware_id(&self) -> i32 {
+        self.data.facts.local_hardware_id
+    }
+    /// Vendor attributes of the device.
+    pub fn attributes(&self) -> &[(String, Value)] {
+        &self.data.facts.attributes
+    }
+    /// The plugin's verbose description.
+    pub fn debug_string(&self) -> &str {
+        &self.data.facts.debug_string
+    }
+    /// The plugin's short description (also what `Display` prints).
+    pub fn description(&self) -> &str {
+        &self.data.facts.to_string
+    }
+    /// Whether this process can use the device.
+    pub fn is_addressable(&self) -> bool {
+        self.data.facts.is_addressable
+    }
+    /// The device's default memory.
+    pub fn default_memory(&self) -> Result<Memory> {
+        self.core.check("device")?;
+        let ptr = self
+            .data
+            .default_memory
+            .ok_or_else(|| Error::invalid(format!("{self} has no default memory")))?;
+        self.memory_of(ptr)
+    }
+    /// The memories this device can address.
+    pub fn addressable_memories(&self) -> Result<Vec<Memory>> {
+        self.core.check("device")?;
+        self.data.memories.iter().map(|&m| self.memory_of(m)).collect()
+    }
+    /// The addressable memory of this device whose kind is `kind` (e.g. `pinned_host`).
+    pub fn memory_by_kind(&self, kind: &str) -> Result<Memory> {
+        let all = self.addressable_memories()?;
+        let kinds: Vec<String> = all.iter().map(|m| m.kind().to_string()).collect();
+        all.into_iter().find(|m| m.kind() == kind).ok_or_else(|| {
+            Error::invalid(format!("{self} has no memory of kind {kind:?} (it has {kinds:?})"))
+        })
+    }
+    fn memory_of(&self, ptr: MemoryPtr) -> Result<Memory> {
+        let data = self
+            .core
+            .memory_data(ptr)
+            .ok_or_else(|| Error::invalid("the plugin named a memory it did not list"))?;
+        Ok(Memory {
+            core: Arc::clone(&self.core),
+            data: Arc::clone(data),
+        })
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.core, &other.core) && self.data.ptr == other.data.ptr
+    }
+}
+impl Eq for Device {}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.data.facts.to_string.is_empty() {
+            write!(f, "{}:{}", self.kind(), self.id())
+        } else {
+            f.write_str(&self.data.facts.to_string)
+        }
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device(id={}, kind={:?}, process={})", self.id(), self.kind(), self.process_index())
+    }
+}
+
+/// A memory space (device memory, pinned host memory, ...).
+#[derive(Clone)]
+pub struct Memory {
+    pub(crate) core: Arc<ClientCore>,
+    pub(crate) data: Arc<MemoryData>,
+}
+
+impl Memory {
+    /// The memory id, unique within the client.
+    pub fn id(&self) -> i32 {
+        self.data.facts.id
+    }
+    /// The kind, e.g. `device`, `pinned_host`, `unpinned_host`.
+    pub fn kind(&self) -> &str {
+        &self.data.facts.kind
+    }
+    /// The platform-specific number of the kind.
+    pub fn kind_id(&self) -> i32 {
+        self.data.facts.kind_id
+    }
+    /// The plugin's verbose description.
+    pub fn debug_string(&self) -> &str {
+        &self.data.facts.debug_string
+    }
+    /// The plugin's short description.
+    pub fn description(&self) -> &str {
+        &self.data.facts.to_string
+    }
+    /// The devices that can address this memory.
+    pub fn addressable_by_devices(&self) -> Result<Vec<Device>> {
+        self.core.check("memory")?;
+        Ok(self
+            .data
+            .devices
+            .iter()
+            .filter_map(|&p| self.core.device_data(p))
+            .map(|d| Device {
+                core: Arc::clone(&self.core),
+                data: Arc::clone(d),
+            })
+            .collect())
+    }
+}
+
+impl PartialEq for Memory {
+    fn eq(&self, other: &Memory) -> bool {
+        Arc::ptr_eq(&self.core, &other.core) && self.data.ptr == other.data.ptr
+    }
+}
+impl Eq for Memory {}
+
+impl fmt::Display for Memory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.data.facts.to_string.is_empty() {
+            write!(f, "{}:{}", self.kind(), self.id())
+        } else {
+            f.write_str(&self.data.facts.to_string)
+        }
+    }
+}
+
+impl fmt::Debug for Memory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Memory(id={}, kind={:?})", self.id(), self.kind())
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<Client>();
+    check::<Device>();
+    check::<Memory>();
+    let _ = HostSemantics::CopyDuringCall;
+}

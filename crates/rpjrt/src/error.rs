@@ -1,0 +1,188 @@
+//! The one error type of rpjrt.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::plugin::ApiVersion;
+
+/// Result alias used throughout rpjrt.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The status codes a PJRT plugin reports (the gRPC/absl canonical codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Code {
+    /// The operation was cancelled.
+    Cancelled,
+    /// An error with no better code.
+    Unknown,
+    /// The caller passed something invalid.
+    InvalidArgument,
+    /// A deadline passed before the operation finished.
+    DeadlineExceeded,
+    /// Something requested was not found.
+    NotFound,
+    /// Something to be created exists already.
+    AlreadyExists,
+    /// The caller may not do this.
+    PermissionDenied,
+    /// Out of memory or another resource.
+    ResourceExhausted,
+    /// The system is not in a state that allows the operation.
+    FailedPrecondition,
+    /// The operation was aborted.
+    Aborted,
+    /// A value was outside its valid range.
+    OutOfRange,
+    /// The plugin does not implement the operation.
+    Unimplemented,
+    /// An invariant inside the plugin broke.
+    Internal,
+    /// The service is unavailable right now.
+    Unavailable,
+    /// Data was lost or corrupted.
+    DataLoss,
+    /// The caller is not authenticated.
+    Unauthenticated,
+}
+
+impl Code {
+    /// Maps a PJRT error code number to a [`Code`]; unknown numbers become `Unknown`.
+    pub fn from_raw(code: i32) -> Code {
+        match code {
+            1 => Code::Cancelled,
+            3 => Code::InvalidArgument,
+            4 => Code::DeadlineExceeded,
+            5 => Code::NotFound,
+            6 => Code::AlreadyExists,
+            7 => Code::PermissionDenied,
+            8 => Code::ResourceExhausted,
+            9 => Code::FailedPrecondition,
+            10 => Code::Aborted,
+            11 => Code::OutOfRange,
+            12 => Code::Unimplemented,
+            13 => Code::Internal,
+            14 => Code::Unavailable,
+            15 => Code::DataLoss,
+            16 => Code::Unauthenticated,
+            _ => Code::Unknown,
+        }
+    }
+
+    /// The upper-case name used by PJRT and absl, e.g. `INVALID_ARGUMENT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Code::Cancelled => "CANCELLED",
+            Code::Unknown => "UNKNOWN",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Code::FailedPrecondition => "FAILED_PRECONDITION",
+            Code::Aborted => "ABORTED",
+            Code::OutOfRange => "OUT_OF_RANGE",
+            Code::Unimplemented => "UNIMPLEMENTED",
+            Code::Internal => "INTERNAL",
+            Code::Unavailable => "UNAVAILABLE",
+            Code::DataLoss => "DATA_LOSS",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything that can go wrong in rpjrt.
+///
+/// Each variant's `Display` is a sentence that says what failed and, where there is one,
+/// what to do about it.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The plugin library could not be loaded or is not a usable PJRT plugin.
+    #[error("cannot load PJRT plugin {path}: {reason}")]
+    PluginLoad {
+        /// The path that was given.
+        path: PathBuf,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// A call into the plugin returned an error.
+    #[error("{entry} failed with {code}: {message}")]
+    Pjrt {
+        /// The C API entry that failed, e.g. `PJRT_Client_Compile`.
+        entry: &'static str,
+        /// The status code the plugin reported.
+        code: Code,
+        /// The plugin's own message.
+        message: String,
+    },
+    /// The plugin lacks an entry or a feature that the request needs.
+    #[error("{what} is not available: it needs PJRT {needs}, and this plugin implements PJRT {plugin}{}", if *.missing_slot { " without it" } else { "" })]
+    Unsupported {
+        /// The C API entry or feature, e.g. `PJRT_Buffer_CopyToMemory`.
+        what: String,
+        /// The PJRT version that introduced it.
+        needs: ApiVersion,
+        /// The version the plugin reports.
+        plugin: ApiVersion,
+        /// True when the plugin's version is new enough but it leaves the slot empty.
+        missing_slot: bool,
+    },
+    /// The plugin refused an argument struct because its size differs from what it expects.
+    #[error("{entry}: the plugin (PJRT {plugin}) expects {struct_name} of {plugin_size} bytes, but rpjrt (PJRT {ours} layout) sends {our_size}; this plugin's ABI is incompatible with this rpjrt build")]
+    StructSize {
+        /// The entry whose call was refused.
+        entry: &'static str,
+        /// The struct named in the plugin's message.
+        struct_name: String,
+        /// The size the plugin expects.
+        plugin_size: usize,
+        /// The size rpjrt sent.
+        our_size: usize,
+        /// The plugin's PJRT version.
+        plugin: ApiVersion,
+        /// The layout rpjrt was written against.
+        ours: ApiVersion,
+    },
+    /// rpjrt refused the request before it reached the plugin.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The object belongs to a client that was closed.
+    #[error("{0} cannot be used: its client was closed")]
+    Closed(&'static str),
+    /// The buffer or executable was deleted (or donated to an execution).
+    #[error("{0}")]
+    Deleted(String),
+}
+
+impl Error {
+    /// The PJRT status code that best describes this error.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Pjrt { code, .. } => *code,
+            Error::PluginLoad { .. } => Code::NotFound,
+            Error::Unsupported { .. } => Code::Unimplemented,
+            Error::StructSize { .. } | Error::InvalidArgument(_) => Code::InvalidArgument,
+            Error::Closed(_) | Error::Deleted(_) => Code::FailedPrecondition,
+        }
+    }
+
+    /// The entry of the C API that failed, when the error came from a call.
+    pub fn entry(&self) -> Option<&'static str> {
+        match self {
+            Error::Pjrt { entry, .. } | Error::StructSize { entry, .. } => Some(entry),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+        Error::InvalidArgument(msg.into())
+    }
+}

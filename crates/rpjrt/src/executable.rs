@@ -1,0 +1,389 @@
+//! Programs, compiled executables and execution.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::buffer::Buffer;
+use crate::client::{ClientCore, Device};
+use crate::dtype::ElementType;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::raw::calls::{self, BufferPtr, DevicePtr, ExePtr, ExecuteRequest, LoadedPtr};
+
+/// A program to compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// StableHLO / MHLO: text, MLIR bytecode, or a versioned portable artifact.
+    Mlir(Vec<u8>),
+    /// A serialized `HloModuleProto`.
+    Hlo(Vec<u8>),
+}
+
+impl Program {
+    /// A StableHLO program (text, bytecode or portable artifact).
+    pub fn mlir(code: impl Into<Vec<u8>>) -> Program {
+        Program::Mlir(code.into())
+    }
+
+    /// A serialized HLO module.
+    pub fn hlo(proto: impl Into<Vec<u8>>) -> Program {
+        Program::Hlo(proto.into())
+    }
+
+    fn parts(&self) -> (&[u8], &'static str) {
+        match self {
+            Program::Mlir(c) => (c, "mlir"),
+            Program::Hlo(c) => (c, "hlo"),
+        }
+    }
+}
+
+/// The type and shape of one array argument or result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArraySpec {
+    /// Element type.
+    pub element_type: ElementType,
+    /// Dimensions.
+    pub dims: Vec<i64>,
+}
+
+impl fmt::Display for ArraySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{:?}", self.element_type, self.dims)
+    }
+}
+
+/// Per-call options of [`Executable::execute_with`].
+#[derive(Clone, Debug, Default)]
+pub struct ExecuteOptions {
+    /// Argument positions whose buffers the execution may consume (reuse for outputs).
+    /// All other inputs stay usable. Donated buffers are marked deleted afterwards.
+    pub donate: Vec<usize>,
+    /// Run a single-device (portable) executable on this device instead of its own.
+    pub device: Option<Device>,
+    /// Return per-device completion events.
+    pub completion_events: bool,
+}
+
+/// What [`Executable::execute_with`] returns.
+#[derive(Debug)]
+pub struct Execution {
+    /// Outputs, one list per device.
+    pub outputs: Vec<Vec<Buffer>>,
+    /// One completion event per device, when asked for.
+    pub events: Vec<Event>,
+}
+
+struct ExeState {
+    core: Arc<ClientCore>,
+    loaded: LoadedPtr,
+    exe: ExePtr,
+    name: String,
+    num_replicas: usize,
+    num_partitions: usize,
+    outputs: Vec<ArraySpec>,
+    parameters: Option<Vec<ArraySpec>>,
+    devices: Vec<DevicePtr>,
+    deleted: AtomicBool,
+    /// Every argument index, for the "nothing donated" default.
+    all_args: Vec<i64>,
+}
+
+impl Drop for ExeState {
+    fn drop(&mut self) {
+        let _ = calls::exe_destroy(self.core.api, self.exe);
+        let _ = calls::loaded_destroy(self.core.api, self.loaded);
+    }
+}
+
+/// A compiled, loaded program. Cheap to clone; safe to execute from many threads.
+#[derive(Clone)]
+pub struct Executable {
+    state: Arc<ExeState>,
+}
+
+impl Executable {
+    pub(crate) fn compile(core: &Arc<ClientCore>, program: &Program, options: &[u8]) -> Result<Executable> {
+        let (code, format) = program.parts();
+        if code.is_empty() {
+            return Err(Error::invalid("the program is empty"));
+        }
+        let loaded = calls::client_compile(core.api, core.ptr, code, format, options)?;
+        // Build the state right away so that any failure below still destroys `loaded`.
+        let exe = match calls::loaded_get_executable(core.api, loaded) {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = calls::loaded_destroy(core.api, loaded);
+                return Err(e);
+            }
+        };
+        let mut st = ExeState {
+            core: Arc::clone(core),
+            loaded,
+            exe,
+            name: String::new(),
+            num_replicas: 1,
+            num_partitions: 1,
+            outputs: Vec::new(),
+            parameters: None,
+            devices: Vec::new(),
+            deleted: AtomicBool::new(false),
+            all_args: Vec::new(),
+        };
+        let facts = calls::exe_facts(core.api, exe)?;
+        st.name = facts.name;
+        st.num_replicas = facts.num_replicas;
+        st.num_partitions = facts.num_partitions;
+        if facts.output_types.len() == facts.num_outputs && facts.output_dims.len() == facts.num_outputs {
+            for (t, d) in facts.output_types.iter().zip(facts.output_dims) {
+                st.outputs.push(ArraySpec {
+                    element_type: ElementType::from_code(*t)?,
+                    dims: d,
+                });
+            }
+        } else {
+            return Err(Error::invalid(format!(
+                "the plugin reported {} outputs but {} output types",
+                facts.num_outputs,
+                facts.output_types.len()
+            )));
+        }
+        st.parameters = calls::exe_optimized_program(core.api, exe)
+            .ok()
+            .filter(|(_, fmt)| fmt == "hlo" || fmt.is_empty())
+            .and_then(|(code, _)| crate::hlo::entry_parameters(&code))
+            .map(|ps| {
+                ps.into_iter()
+                    .map(|(element_type, dims)| ArraySpec { element_type, dims })
+                    .collect()
+            });
+        st.all_args = (0..st.parameters.as_ref().map_or(0, |p| p.len()) as i64).collect();
+        st.devices = calls::loaded_devices(core.api, loaded)?;
+        Ok(Executable { state: Arc::new(st) })
+    }
+
+    fn check(&self) -> Result<()> {
+        self.state.core.check("executable")?;
+        if self.state.deleted.load(Ordering::Acquire) {
+            return Err(Error::Deleted("executable was deleted".into()));
+        }
+        Ok(())
+    }
+
+    /// The module name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+    /// Number of replicas it was compiled for.
+    pub fn num_replicas(&self) -> usize {
+        self.state.num_replicas
+    }
+    /// Number of partitions it was compiled for.
+    pub fn num_partitions(&self) -> usize {
+        self.state.num_partitions
+    }
+    /// Number of outputs per device.
+    pub fn num_outputs(&self) -> usize {
+        self.state.outputs.len()
+    }
+    /// Type and shape of each output.
+    pub fn outputs(&self) -> &[ArraySpec] {
+        &self.state.outputs
+    }
+    /// Output element types.
+    pub fn output_element_types(&self) -> Vec<ElementType> {
+        self.state.outputs.iter().map(|o| o.element_type).collect()
+    }
+    /// Output dimensions.
+    pub fn output_dimensions(&self) -> Vec<Vec<i64>> {
+        self.state.outputs.iter().map(|o| o.dims.clone()).collect()
+    }
+    /// Type and shape of each parameter, when the plugin exposes the compiled module.
+    pub fn parameters(&self) -> Option<&[ArraySpec]> {
+        self.state.parameters.as_deref()
+    }
+    /// The devices the executable runs on, in argument-list order.
+    pub fn addressable_devices(&self) -> Result<Vec<Device>> {
+        self.check()?;
+        let core = &self.state.core;
+        Ok(self
+            .state
+            .devices
+            .iter()
+            .filter_map(|p| core.device_data(*p))
+            .map(|d| Device {
+                core: Arc::clone(core),
+                data: Arc::clone(d),
+            })
+            .collect())
+    }
+    /// A fingerprint of the compiled code, where the plugin offers one.
+    pub fn fingerprint(&self) -> Result<String> {
+        self.check()?;
+        calls::exe_fingerprint(self.state.core.api, self.state.exe)
+    }
+    /// Frees the executable's device resources now.
+    pub fn delete(&self) -> Result<()> {
+        self.state.core.check("executable")?;
+        if self.state.deleted.swap(true, Ordering::AcqRel) {
+            return Err(Error::Deleted("executable was already deleted".into()));
+        }
+        calls::loaded_delete(self.state.core.api, self.state.loaded)
+    }
+
+    /// Runs on the executable's single device. Returns without waiting for completion;
+    /// outputs become ready when the computation finishes.
+    pub fn execute(&self, args: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let mut out = self.run(&[args], &ExecuteOptions::default(), false)?;
+        Ok(out.outputs.pop().unwrap_or_default())
+    }
+
+    /// Runs a single-device executable on `device` (compile with `portable: true`).
+    pub fn execute_on(&self, device: &Device, args: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let opts = ExecuteOptions {
+            device: Some(device.clone()),
+            ..Default::default()
+        };
+        let mut out = self.run(&[args], &opts, false)?;
+        Ok(out.outputs.pop().unwrap_or_default())
+    }
+
+    /// Runs on every addressable device: one argument list per device, in the order of
+    /// [`Executable::addressable_devices`]. Returns one output list per device.
+    pub fn execute_sharded(&self, args: &[Vec<&Buffer>]) -> Result<Vec<Vec<Buffer>>> {
+        let lists: Vec<&[&Buffer]> = args.iter().map(|l| l.as_slice()).collect();
+        Ok(self.run(&lists, &ExecuteOptions::default(), false)?.outputs)
+    }
+
+    /// Runs with explicit options: donation, a chosen device, completion events.
+    pub fn execute_with(&self, args: &[Vec<&Buffer>], options: &ExecuteOptions) -> Result<Execution> {
+        let lists: Vec<&[&Buffer]> = args.iter().map(|l| l.as_slice()).collect();
+        self.run(&lists, options, options.completion_events)
+    }
+
+    fn run(&self, lists: &[&[&Buffer]], options: &ExecuteOptions, events: bool) -> Result<Execution> {
+        self.check()?;
+        let st = &*self.state;
+        let expected_lists = if options.device.is_some() { 1 } else { st.devices.len() };
+        if lists.len() != expected_lists {
+            return Err(Error::invalid(format!(
+                "{} argument lists given, but the executable runs on {expected_lists} device(s)",
+                lists.len()
+            )));
+        }
+        let num_args = lists.first().map_or(0, |l| l.len());
+        for (d, list) in lists.iter().enumerate() {
+            if list.len() != num_args {
+                return Err(Error::invalid(format!(
+                    "argument list {d} has {} buffers, list 0 has {num_args}",
+                    list.len()
+                )));
+            }
+            self.check_args(list, d)?;
+        }
+        if let Some(dev) = &options.device {
+            if !Arc::ptr_eq(&dev.core, &st.core) {
+                return Err(Error::invalid(format!("{dev} belongs to another client")));
+            }
+        }
+        let mut non_donatable: Vec<i64> = if options.donate.is_empty() && num_args == st.all_args.len() {
+            st.all_args.clone()
+        } else {
+            (0..num_args as i64).collect()
+        };
+        for &i in &options.donate {
+            if i >= num_args {
+                return Err(Error::invalid(format!(
+                    "donate index {i} is out of range for {num_args} arguments"
+                )));
+            }
+            for list in lists {
+                if list[i].is_zero_copy() {
+                    return Err(Error::invalid(format!(
+                        "argument {i} borrows host memory (zero-copy) and cannot be donated"
+                    )));
+                }
+            }
+            non_donatable.retain(|&x| x != i as i64);
+        }
+        let ptrs: Vec<Vec<BufferPtr>> = lists.iter().map(|l| l.iter().map(|b| b.ptr).collect()).collect();
+        let req = ExecuteRequest {
+            args: &ptrs,
+            non_donatable: &non_donatable,
+            device: options.device.as_ref().map(|d| d.data.ptr),
+            num_outputs: st.outputs.len(),
+            want_events: events,
+        };
+        // SAFETY-free: `execute_checked` relies on the checks above (live, same client,
+        // not deleted) that every argument passed.
+        let (outs, evs) = calls::execute_checked(st.core.api, st.loaded, &req)?;
+        for &i in &options.donate {
+            for list in lists {
+                list[i].mark_donated();
+            }
+        }
+        let outputs = outs
+            .into_iter()
+            .map(|list| {
+                list.into_iter()
+                    .zip(&st.outputs)
+                    .map(|(p, spec)| Buffer::from_raw(&st.core, p, spec.element_type, spec.dims.clone(), None))
+                    .collect()
+            })
+            .collect();
+        let events = evs.into_iter().map(|e| Event::from_raw(&st.core, e)).collect();
+        Ok(Execution { outputs, events })
+    }
+
+    fn check_args(&self, list: &[&Buffer], device_index: usize) -> Result<()> {
+        let st = &*self.state;
+        if let Some(params) = &st.parameters {
+            if list.len() != params.len() {
+                return Err(Error::invalid(format!(
+                    "{} takes {} argument(s), but {} were given",
+                    st.name,
+                    params.len(),
+                    list.len()
+                )));
+            }
+        }
+        for (i, b) in list.iter().enumerate() {
+            b.check().map_err(|e| match e {
+                Error::Deleted(m) => Error::Deleted(format!("argument {i}: {m}")),
+                other => other,
+            })?;
+            if !Arc::ptr_eq(&b.core, &st.core) {
+                return Err(Error::invalid(format!("argument {i} belongs to another client")));
+            }
+            if let Some(params) = &st.parameters {
+                let p = &params[i];
+                if b.element_type() != p.element_type || b.dims() != p.dims.as_slice() {
+                    return Err(Error::invalid(format!(
+                        "argument {i}{} is {}{:?}, but {} expects {p}",
+                        if st.devices.len() > 1 { format!(" of device list {device_index}") } else { String::new() },
+                        b.element_type(),
+                        b.dims(),
+                        st.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Executable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ins = match &self.state.parameters {
+            Some(p) => p.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
+            None => "?".into(),
+        };
+        let outs = self.state.outputs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
+        write!(
+            f,
+            "Executable({}: ({ins}) -> ({outs}), replicas={}, partitions={})",
+            self.state.name, self.state.num_replicas, self.state.num_partitions
+        )
+    }
+}

@@ -1,0 +1,84 @@
+//! Reads the entry signature out of a compiled module (`HloModuleProto`), so arguments can
+//! be checked before an execute call.
+
+use prost::Message;
+
+use crate::dtype::ElementType;
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct HloModuleProto {
+    #[prost(message, optional, tag = "4")]
+    host_program_shape: Option<ProgramShapeProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ProgramShapeProto {
+    #[prost(message, repeated, tag = "1")]
+    parameters: Vec<ShapeProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ShapeProto {
+    #[prost(int32, tag = "2")]
+    element_type: i32,
+    #[prost(int64, repeated, tag = "3")]
+    dimensions: Vec<i64>,
+    #[prost(message, repeated, tag = "4")]
+    tuple_shapes: Vec<ShapeProto>,
+}
+
+/// XLA's `PrimitiveType` numbering (differs from PJRT's buffer type codes).
+fn from_primitive(code: i32) -> Option<ElementType> {
+    use ElementType::*;
+    Some(match code {
+        1 => Pred,
+        2 => S8,
+        3 => S16,
+        4 => S32,
+        5 => S64,
+        6 => U8,
+        7 => U16,
+        8 => U32,
+        9 => U64,
+        10 => F16,
+        11 => F32,
+        12 => F64,
+        15 => C64,
+        16 => BF16,
+        17 => Token,
+        18 => C128,
+        19 => F8E5M2,
+        20 => F8E4M3FN,
+        21 => S4,
+        22 => U4,
+        23 => F8E4M3B11FNUZ,
+        24 => F8E5M2FNUZ,
+        25 => F8E4M3FNUZ,
+        26 => S2,
+        27 => U2,
+        28 => F8E4M3,
+        29 => F8E3M4,
+        30 => S1,
+        31 => U1,
+        32 => F4E2M1FN,
+        33 => F8E8M0FNU,
+        _ => return None,
+    })
+}
+
+/// The parameters of the entry computation as `(type, dims)`, or `None` when the module
+/// cannot be read or uses shapes rpjrt does not check (tuples, unknown types).
+pub(crate) fn entry_parameters(module: &[u8]) -> Option<Vec<(ElementType, Vec<i64>)>> {
+    let m = HloModuleProto::decode(module).ok()?;
+    let shape = m.host_program_shape?;
+    shape
+        .parameters
+        .iter()
+        .map(|p| {
+            if !p.tuple_shapes.is_empty() {
+                return None;
+            }
+            Some((from_primitive(p.element_type)?, p.dimensions.clone()))
+        })
+        .collect()
+}

@@ -1,0 +1,50 @@
+//! rpjrt: a small, safe client for PJRT plugins.
+//!
+//! Load a vendor's PJRT plugin (a shared library exporting `GetPjrtApi`), create a client,
+//! compile StableHLO, move buffers and run programs, all through the PJRT C API, with
+//! versions negotiated per plugin and every failure returned as an [`Error`].
+//!
+//! ```no_run
+//! use rpjrt::{Client, ClientOptions, CompileOptions, Plugin, Program};
+//!
+//! # fn main() -> rpjrt::Result<()> {
+//! let plugin = Plugin::load("/path/to/pjrt_plugin.so")?;
+//! let client = Client::new(&plugin, &ClientOptions::new())?;
+//! let program = Program::mlir(
+//!     "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+//!        %0 = stablehlo.add %a, %a : tensor<4xf32>
+//!        return %0 : tensor<4xf32>
+//!      }",
+//! );
+//! let exe = client.compile(&program, &CompileOptions::default())?;
+//! let device = client.default_device()?;
+//! let x = client.buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &device)?;
+//! let out = exe.execute(&[&x])?;
+//! assert_eq!(out[0].to_vec_of::<f32>()?, vec![2.0, 4.0, 6.0, 8.0]);
+//! # Ok(()) }
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod buffer;
+mod client;
+mod dtype;
+mod error;
+mod event;
+mod executable;
+mod hlo;
+mod options;
+mod plugin;
+#[allow(unsafe_code)]
+mod raw;
+mod value;
+
+pub use buffer::{Buffer, HostBytes};
+pub use client::{Client, Device, Memory};
+pub use dtype::{element_count, ElementType, NativeType};
+pub use error::{Code, Error, Result};
+pub use event::Event;
+pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
+pub use options::{CompileOptions, OptionOverride};
+pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use value::{ClientOptions, Value};

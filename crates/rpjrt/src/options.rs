@@ -1,0 +1,284 @@
+//! Compile options, encoded to XLA's `CompileOptionsProto` with prost.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+/// A value for `env_option_overrides` (XLA flags set for one compilation).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OptionOverride {
+    /// A string flag value.
+    String(String),
+    /// A boolean flag value.
+    Bool(bool),
+    /// An integer flag value.
+    Int(i64),
+    /// A floating-point flag value.
+    Double(f64),
+}
+
+/// How to compile a program.
+///
+/// The defaults compile for one replica and one partition on the client's first device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompileOptions {
+    /// Number of replicas (data-parallel copies). At least 1.
+    pub num_replicas: u32,
+    /// Number of partitions (model-parallel shards). At least 1.
+    pub num_partitions: u32,
+    /// Partition with XLA's SPMD partitioner.
+    pub use_spmd_partitioning: bool,
+    /// Use the Shardy partitioner instead of GSPMD.
+    pub use_shardy_partitioner: bool,
+    /// Device ids, indexed `[replica][partition]`. `None` lets the plugin choose.
+    pub device_assignment: Option<Vec<Vec<i64>>>,
+    /// Device ordinal to compile for; -1 lets the plugin choose.
+    pub device_ordinal: i64,
+    /// The entry computation takes its parameters as one tuple.
+    pub parameter_is_tupled_arguments: bool,
+    /// Compile an executable that can run on any single device (`execute_on`).
+    pub portable: bool,
+    /// XLA option overrides for this compilation.
+    pub env_option_overrides: BTreeMap<String, OptionOverride>,
+}
+
+impl Default for CompileOptions {
+    fn default() -> CompileOptions {
+        CompileOptions {
+            num_replicas: 1,
+            num_partitions: 1,
+            use_spmd_partitioning: false,
+            use_shardy_partitioner: false,
+            device_assignment: None,
+            device_ordinal: -1,
+            parameter_is_tupled_arguments: false,
+            portable: false,
+            env_option_overrides: BTreeMap::new(),
+        }
+    }
+}
+
+mod proto {
+    //! The subset of XLA's protos rpjrt writes, declared with prost's derive.
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct CompileOptionsProto {
+        #[prost(bool, tag = "2")]
+        pub parameter_is_tupled_arguments: bool,
+        #[prost(message, optional, tag = "3")]
+        pub executable_build_options: Option<ExecutableBuildOptionsProto>,
+        #[prost(bool, tag = "4")]
+        pub compile_portable_executable: bool,
+        #[prost(map = "string, message", tag = "7")]
+        pub env_option_overrides: std::collections::HashMap<String, OptionOverrideProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ExecutableBuildOptionsProto {
+        #[prost(int64, tag = "1")]
+        pub device_ordinal: i64,
+        #[prost(int64, tag = "4")]
+        pub num_replicas: i64,
+        #[prost(int64, tag = "5")]
+        pub num_partitions: i64,
+        #[prost(bool, tag = "6")]
+        pub use_spmd_partitioning: bool,
+        #[prost(message, optional, tag = "9")]
+        pub device_assignment: Option<DeviceAssignmentProto>,
+        #[prost(bool, tag = "19")]
+        pub use_shardy_partitioner: bool,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct DeviceAssignmentProto {
+        #[prost(int32, tag = "1")]
+        pub replica_count: i32,
+        #[prost(int32, tag = "2")]
+        pub computation_count: i32,
+        #[prost(message, repeated, tag = "3")]
+        pub computation_devices: Vec<ComputationDevice>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ComputationDevice {
+        #[prost(int64, repeated, tag = "1")]
+        pub replica_device_ids: Vec<i64>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct OptionOverrideProto {
+        #[prost(oneof = "Override", tags = "1, 2, 3, 4")]
+        pub value: Option<Override>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Override {
+        #[prost(string, tag = "1")]
+        StringField(String),
+        #[prost(bool, tag = "2")]
+        BoolField(bool),
+        #[prost(int64, tag = "3")]
+        IntField(i64),
+        #[prost(double, tag = "4")]
+        DoubleField(f64),
+    }
+}
+
+impl CompileOptions {
+    /// Checks the options against the client's device ids and encodes them.
+    ///
+    /// Refuses zero replicas or partitions, an assignment whose shape does not match the
+    /// replica and partition counts, and unknown or repeated device ids: the plugins abort
+    /// the process on some of these instead of returning an error.
+    pub fn encode(&self, device_ids: &[i64]) -> Result<Vec<u8>> {
+        use prost::Message;
+        if self.num_replicas == 0 {
+            return Err(Error::invalid("num_replicas must be at least 1"));
+        }
+        if self.num_partitions == 0 {
+            return Err(Error::invalid("num_partitions must be at least 1"));
+        }
+        let needed = self.num_replicas as usize * self.num_partitions as usize;
+        if self.device_assignment.is_none() && needed > device_ids.len() {
+            return Err(Error::invalid(format!(
+                "{} replicas x {} partitions need {needed} devices, but the client has {}",
+                self.num_replicas,
+                self.num_partitions,
+                device_ids.len()
+            )));
+        }
+        if self.device_ordinal >= 0 && !device_ids.contains(&self.device_ordinal) {
+            return Err(Error::invalid(format!(
+                "device_ordinal {} is not a device of this client (devices: {device_ids:?})",
+                self.device_ordinal
+            )));
+        }
+        let device_assignment = match &self.device_assignment {
+            None => None,
+            Some(rows) => Some(self.encode_assignment(rows, device_ids)?),
+        };
+        let overrides = self
+            .env_option_overrides
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    OptionOverride::String(s) => proto::Override::StringField(s.clone()),
+                    OptionOverride::Bool(b) => proto::Override::BoolField(*b),
+                    OptionOverride::Int(i) => proto::Override::IntField(*i),
+                    OptionOverride::Double(d) => proto::Override::DoubleField(*d),
+                };
+                (k.clone(), proto::OptionOverrideProto { value: Some(value) })
+            })
+            .collect();
+        let p = proto::CompileOptionsProto {
+            parameter_is_tupled_arguments: self.parameter_is_tupled_arguments,
+            executable_build_options: Some(proto::ExecutableBuildOptionsProto {
+                device_ordinal: self.device_ordinal,
+                num_replicas: self.num_replicas.into(),
+                num_partitions: self.num_partitions.into(),
+                use_spmd_partitioning: self.use_spmd_partitioning,
+                device_assignment,
+                use_shardy_partitioner: self.use_shardy_partitioner,
+            }),
+            compile_portable_executable: self.portable,
+            env_option_overrides: overrides,
+        };
+        Ok(p.encode_to_vec())
+    }
+
+    fn encode_assignment(
+        &self,
+        rows: &[Vec<i64>],
+        device_ids: &[i64],
+    ) -> Result<proto::DeviceAssignmentProto> {
+        if rows.len() != self.num_replicas as usize {
+            return Err(Error::invalid(format!(
+                "device_assignment has {} rows but num_replicas is {}",
+                rows.len(),
+                self.num_replicas
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (r, row) in rows.iter().enumerate() {
+            if row.len() != self.num_partitions as usize {
+                return Err(Error::invalid(format!(
+                    "device_assignment row {r} has {} entries but num_partitions is {}",
+                    row.len(),
+                    self.num_partitions
+                )));
+            }
+            for &id in row {
+                if !device_ids.contains(&id) {
+                    return Err(Error::invalid(format!(
+                        "device_assignment names device {id}, which this client does not have \
+                         (devices: {device_ids:?})"
+                    )));
+                }
+                if !seen.insert(id) {
+                    return Err(Error::invalid(format!(
+                        "device_assignment names device {id} more than once"
+                    )));
+                }
+            }
+        }
+        // The proto is column-major: one entry per partition, listing a device per replica.
+        let computation_devices = (0..self.num_partitions as usize)
+            .map(|p| proto::ComputationDevice {
+                replica_device_ids: rows.iter().map(|row| row[p]).collect(),
+            })
+            .collect();
+        Ok(proto::DeviceAssignmentProto {
+            replica_count: self.num_replicas as i32,
+            computation_count: self.num_partitions as i32,
+            computation_devices,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn default_options_have_one_replica_and_partition() {
+        let bytes = CompileOptions::default().encode(&[0, 1]).unwrap();
+        let p = proto::CompileOptionsProto::decode(bytes.as_slice()).unwrap();
+        let b = p.executable_build_options.unwrap();
+        assert_eq!((b.num_replicas, b.num_partitions, b.device_ordinal), (1, 1, -1));
+        assert!(!bytes.is_empty());
+    }
+
+    #[test]
+    fn invalid_options_are_refused() {
+        let zero = CompileOptions { num_replicas: 0, ..Default::default() };
+        assert!(zero.encode(&[0]).unwrap_err().to_string().contains("num_replicas"));
+        let dup = CompileOptions {
+            num_replicas: 2,
+            device_assignment: Some(vec![vec![0], vec![0]]),
+            ..Default::default()
+        };
+        assert!(dup.encode(&[0, 1]).unwrap_err().to_string().contains("more than once"));
+        let unknown = CompileOptions {
+            device_assignment: Some(vec![vec![7]]),
+            ..Default::default()
+        };
+        assert!(unknown.encode(&[0, 1]).unwrap_err().to_string().contains("device 7"));
+        let too_many = CompileOptions { num_replicas: 3, ..Default::default() };
+        assert!(too_many.encode(&[0, 1]).is_err());
+    }
+
+    #[test]
+    fn assignment_is_encoded_per_partition() {
+        let o = CompileOptions {
+            num_replicas: 2,
+            num_partitions: 2,
+            device_assignment: Some(vec![vec![0, 1], vec![2, 3]]),
+            ..Default::default()
+        };
+        let p = proto::CompileOptionsProto::decode(o.encode(&[0, 1, 2, 3]).unwrap().as_slice()).unwrap();
+        let da = p.executable_build_options.unwrap().device_assignment.unwrap();
+        assert_eq!(da.computation_devices[0].replica_device_ids, vec![0, 2]);
+        assert_eq!(da.computation_devices[1].replica_device_ids, vec![1, 3]);
+    }
+}

@@ -1,0 +1,278 @@
+//! Loading a PJRT plugin and reading what it offers.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::error::Result;
+use crate::raw::{self, Api};
+use crate::value::Value;
+
+/// A PJRT C API version: `major.minor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ApiVersion {
+    /// Major version (0 for every PJRT release so far).
+    pub major: i32,
+    /// Minor version, bumped for every additive change.
+    pub minor: i32,
+}
+
+impl fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Names of the extension type ids, in the C API's numbering.
+const EXTENSION_NAMES: &[&str] = &[
+    "GpuCustomCall",
+    "Profiler",
+    "CustomPartitioner",
+    "Stream",
+    "Layouts",
+    "FFI",
+    "MemoryDescriptions",
+    "Triton",
+    "RawBuffer",
+    "PhaseCompile",
+    "Example",
+    "Unknown",
+    "CrossHostTransfers",
+    "ExecutableMetadata",
+    "Callback",
+    "HostAllocator",
+    "TpuTopology",
+    "TpuExecutable",
+    "Megascale",
+    "Shardings",
+    "AbiVersion",
+    "Collectives",
+    "MultiSlice",
+    "HostMemoryAllocator",
+    "XlaTransform",
+];
+
+/// One extension a plugin offers on its extension chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtensionInfo {
+    /// The extension's type id in the C API.
+    pub type_id: i32,
+    /// A readable name (`FFI`, `Layouts`, ...), or `unknown(<id>)`.
+    pub name: String,
+    /// Size of the plugin's extension struct in bytes.
+    pub struct_size: usize,
+}
+
+macro_rules! extension_getters {
+    ($($(#[$doc:meta])* $fn:ident = $id:literal;)*) => {
+        impl Extensions {
+            $(
+                $(#[$doc])*
+                pub fn $fn(&self) -> Option<&ExtensionInfo> {
+                    self.get($id)
+                }
+            )*
+        }
+    };
+}
+
+/// The extensions of a plugin, found by walking its chain once at load time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extensions {
+    all: Vec<ExtensionInfo>,
+}
+
+impl Extensions {
+    /// Every extension on the chain, in chain order.
+    pub fn all(&self) -> &[ExtensionInfo] {
+        &self.all
+    }
+
+    /// The extension with this type id, if present.
+    pub fn get(&self, type_id: i32) -> Option<&ExtensionInfo> {
+        self.all.iter().find(|e| e.type_id == type_id)
+    }
+}
+
+extension_getters! {
+    /// The GPU custom-call extension.
+    gpu_custom_call = 0;
+    /// The profiler extension.
+    profiler = 1;
+    /// The custom partitioner extension.
+    custom_partitioner = 2;
+    /// The stream extension.
+    stream = 3;
+    /// The layouts extension.
+    layouts = 4;
+    /// The XLA FFI extension (custom calls).
+    ffi = 5;
+    /// The memory descriptions extension.
+    memory_descriptions = 6;
+    /// The Triton extension.
+    triton = 7;
+    /// The raw buffer extension.
+    raw_buffer = 8;
+    /// The phase compile extension.
+    phase_compile = 9;
+    /// The cross-host transfers extension.
+    cross_host_transfers = 12;
+    /// The executable metadata extension.
+    executable_metadata = 13;
+    /// The callback extension.
+    callback = 14;
+    /// The shardings extension.
+    shardings = 19;
+    /// The collectives extension.
+    collectives = 21;
+    /// The XLA transform extension.
+    xla_transform = 24;
+}
+
+pub(crate) struct PluginInner {
+    pub(crate) path: PathBuf,
+    pub(crate) api: &'static Api,
+    extensions: Extensions,
+    attributes: Vec<(String, Value)>,
+}
+
+/// A loaded PJRT plugin. Cheap to clone.
+///
+/// Each library is loaded and initialised once per process; loading the same path again
+/// returns the same plugin. Libraries are never unloaded.
+#[derive(Clone)]
+pub struct Plugin {
+    pub(crate) inner: Arc<PluginInner>,
+}
+
+static LOADED: Mutex<Vec<Plugin>> = Mutex::new(Vec::new());
+
+impl Plugin {
+    /// Loads the plugin at `path`, checks that it is a PJRT plugin of a version rpjrt can
+    /// talk to (0.57 or newer), and initialises it.
+    pub fn load(path: impl AsRef<Path>) -> Result<Plugin> {
+        let path = path.as_ref();
+        let canonical = raw::canonical(path);
+        let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
+            return Ok(p.clone());
+        }
+        let raw::Loaded { api, extensions } = raw::load(path)?;
+        let api: &'static Api = Box::leak(Box::new(api));
+        raw::calls::plugin_initialize(api)?;
+        // Attributes arrived at 0.58; a plugin without the entry simply has none.
+        let attributes = raw::calls::plugin_attributes(api).unwrap_or_default();
+        let extensions = Extensions {
+            all: extensions
+                .into_iter()
+                .map(|(type_id, struct_size)| ExtensionInfo {
+                    type_id,
+                    name: usize::try_from(type_id)
+                        .ok()
+                        .and_then(|i| EXTENSION_NAMES.get(i))
+                        .map_or_else(|| format!("unknown({type_id})"), |n| n.to_string()),
+                    struct_size,
+                })
+                .collect(),
+        };
+        let plugin = Plugin {
+            inner: Arc::new(PluginInner {
+                path: canonical,
+                api,
+                extensions,
+                attributes,
+            }),
+        };
+        loaded.push(plugin.clone());
+        Ok(plugin)
+    }
+
+    /// The library's path (canonicalised).
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The PJRT C API version the plugin implements.
+    pub fn version(&self) -> ApiVersion {
+        self.inner.api.version()
+    }
+
+    /// The PJRT layout rpjrt was built against.
+    pub fn rpjrt_layout_version() -> ApiVersion {
+        raw::OUR_VERSION
+    }
+
+    /// Size in bytes of the plugin's function table struct.
+    pub fn table_size(&self) -> usize {
+        self.inner.api.table_size()
+    }
+
+    /// Number of function slots in the plugin's table.
+    pub fn table_slots(&self) -> usize {
+        self.inner.api.table_slots()
+    }
+
+    /// The extensions the plugin offers.
+    pub fn extensions(&self) -> &Extensions {
+        &self.inner.extensions
+    }
+
+    /// The plugin's attributes (`xla_version`, `stablehlo_current_version`, ...).
+    pub fn attributes(&self) -> &[(String, Value)] {
+        &self.inner.attributes
+    }
+
+    /// One attribute by name.
+    pub fn attribute(&self, name: &str) -> Option<&Value> {
+        self.inner
+            .attributes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// The newest StableHLO version the plugin accepts, as `[major, minor, patch]`.
+    pub fn stablehlo_current_version(&self) -> Option<Vec<i64>> {
+        match self.attribute("stablehlo_current_version") {
+            Some(Value::Int64List(v)) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// The oldest StableHLO version the plugin accepts, as `[major, minor, patch]`.
+    pub fn stablehlo_minimum_version(&self) -> Option<Vec<i64>> {
+        match self.attribute("stablehlo_minimum_version") {
+            Some(Value::Int64List(v)) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// The `xla_version` attribute.
+    pub fn xla_version(&self) -> Option<i64> {
+        match self.attribute("xla_version") {
+            Some(Value::Int64(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Whether the plugin's table has a non-null entry with this C name
+    /// (e.g. `"PJRT_Buffer_CopyToMemory"`).
+    pub fn has_entry(&self, name: &str) -> bool {
+        rpjrt_sys::PJRT_API_ENTRIES
+            .iter()
+            .position(|e| e.name == name)
+            .is_some_and(|slot| self.inner.api.has_slot(raw::slot_offset(slot)))
+    }
+}
+
+impl fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Plugin({}, PJRT {}, {} slots)",
+            self.path().display(),
+            self.version(),
+            self.table_slots()
+        )
+    }
+}

@@ -1,0 +1,389 @@
+//! The only place where rpjrt touches the C ABI.
+//!
+//! Everything here is `pub(crate)`. The rest of the crate sees safe functions over
+//! small `Copy` handle types and owning handles whose `Drop` destroys the C object.
+//! Every call into the plugin goes through [`Api::invoke`] (via the `pjrt!` macro), which
+//! checks that the plugin's function table has the slot and that it is non-null, and turns
+//! a returned `PJRT_Error*` into an [`Error`].
+
+use std::ffi::c_void;
+use std::mem::{offset_of, size_of, MaybeUninit};
+use std::path::{Path, PathBuf};
+
+use rpjrt_sys as sys;
+
+use crate::error::{Code, Error, Result};
+use crate::plugin::ApiVersion;
+
+pub(crate) mod calls;
+pub(crate) mod event;
+
+/// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
+///
+/// Expands to an unsafe call: the caller promises that every pointer in the args struct is
+/// valid for the duration of the call, as the C API documents for that entry.
+macro_rules! pjrt {
+    ($api:expr, $entry:ident, $args:expr) => {
+        $api.invoke(
+            ::std::mem::offset_of!(::rpjrt_sys::PJRT_Api, $entry),
+            stringify!($entry),
+            $args,
+            // Runs inside the caller's unsafe block; `invoke` calls it only after checking
+            // that the plugin's table covers this slot, so the read stays in bounds.
+            |p| ::std::ptr::addr_of!((*p).$entry).read(),
+        )
+    };
+}
+pub(crate) use pjrt;
+
+/// An args struct of the C API: a `#[repr(C)]` struct whose first field is `size_t
+/// struct_size` and for which all-zero bytes are a valid (empty) value.
+///
+/// # Safety
+/// Implementors must be such structs, and `STRUCT_SIZE` must be the header's size.
+pub(crate) unsafe trait Args: Sized {
+    /// The header's STRUCT_SIZE for this struct.
+    const STRUCT_SIZE: usize;
+
+    /// A zeroed value with `struct_size` set.
+    fn new() -> Self {
+        let mut v = MaybeUninit::<Self>::zeroed();
+        // SAFETY: the trait's contract says the struct starts with a `usize` and that all-zero
+        // bytes are a valid value, so writing the first word and assuming init is sound.
+        unsafe {
+            v.as_mut_ptr().cast::<usize>().write(Self::STRUCT_SIZE);
+            v.assume_init()
+        }
+    }
+}
+
+macro_rules! args_types {
+    ($($t:ident => $size:ident),* $(,)?) => {
+        $(
+            // SAFETY: every listed type is a C API args struct declared in rpjrt-sys; each
+            // begins with `struct_size` and contains only integers, raw pointers, bools and
+            // nullable function pointers, for which zero is valid.
+            unsafe impl Args for sys::$t { const STRUCT_SIZE: usize = sys::$size; }
+        )*
+    };
+}
+pub(crate) use args_types;
+
+args_types! {
+    PJRT_Error_Destroy_Args => PJRT_Error_Destroy_Args_STRUCT_SIZE,
+    PJRT_Error_Message_Args => PJRT_Error_Message_Args_STRUCT_SIZE,
+    PJRT_Error_GetCode_Args => PJRT_Error_GetCode_Args_STRUCT_SIZE,
+    PJRT_Plugin_Initialize_Args => PJRT_Plugin_Initialize_Args_STRUCT_SIZE,
+    PJRT_Plugin_Attributes_Args => PJRT_Plugin_Attributes_Args_STRUCT_SIZE,
+    PJRT_NamedValue => PJRT_NamedValue_STRUCT_SIZE,
+}
+
+/// The loaded function table of one plugin.
+pub(crate) struct Api {
+    ptr: *const sys::PJRT_Api,
+    table_size: usize,
+    version: ApiVersion,
+}
+
+// SAFETY: the table is immutable after GetPjrtApi returns, and the library is never unloaded,
+// so the pointer may be shared and used from any thread; the C API is thread-safe by contract.
+unsafe impl Send for Api {}
+// SAFETY: see `Send`; `Api` has no interior mutability.
+unsafe impl Sync for Api {}
+
+/// Size of the `PJRT_Api` header fields before the first function slot.
+const TABLE_HEADER: usize = offset_of!(sys::PJRT_Api, PJRT_Error_Destroy);
+
+/// The layout rpjrt-sys declares.
+pub(crate) const OUR_VERSION: ApiVersion = ApiVersion {
+    major: sys::PJRT_API_MAJOR as i32,
+    minor: sys::PJRT_API_MINOR as i32,
+};
+
+/// What `load` found in a library.
+pub(crate) struct Loaded {
+    pub api: Api,
+    pub extensions: Vec<(i32, usize)>,
+}
+
+/// Loads a plugin library, checks it is a usable PJRT plugin, and returns its table.
+/// The library is never unloaded.
+pub(crate) fn load(path: &Path) -> Result<Loaded> {
+    let fail = |reason: String| Error::PluginLoad {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match std::fs::metadata(path) {
+        Err(e) => return Err(fail(format!("the file cannot be read ({e})"))),
+        Ok(m) if m.is_dir() => return Err(fail("it is a directory, not a shared library".into())),
+        Ok(_) => {}
+    }
+    // SAFETY: loading a library runs its initialisers. That is what loading a plugin means;
+    // the user chose this path as a PJRT plugin.
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| fail(format!("it is not a loadable shared library ({e})")))?;
+    // SAFETY: `GetPjrtApi` is declared by the C API as `const PJRT_Api* GetPjrtApi(void)`.
+    let get: libloading::Symbol<unsafe extern "C" fn() -> *const sys::PJRT_Api> =
+        unsafe { lib.get(b"GetPjrtApi\0") }.map_err(|_| {
+            fail("it does not export GetPjrtApi, so it is not a PJRT plugin".into())
+        })?;
+    // SAFETY: calling the plugin's entry point, which takes no arguments.
+    let ptr = unsafe { get() };
+    // Never unload: handles from this plugin may outlive every rpjrt object.
+    std::mem::forget(lib);
+    if ptr.is_null() {
+        return Err(fail("GetPjrtApi returned a null table".into()));
+    }
+    // SAFETY: a PJRT_Api starts with `size_t struct_size`; we read only that word first.
+    let table_size = unsafe { ptr.cast::<usize>().read() };
+
+    // The error entries must exist for any call to report failures.
+    if table_size < TABLE_HEADER + 3 * size_of::<usize>() {
+        return Err(fail(format!(
+            "its PJRT_Api struct is only {table_size} bytes, too small to hold a version"
+        )));
+    }
+    // SAFETY: the struct is at least `version_end` bytes, so the version field is inside it.
+    let v = unsafe { std::ptr::addr_of!((*ptr).pjrt_api_version).read() };
+    let version = ApiVersion {
+        major: v.major_version as i32,
+        minor: v.minor_version as i32,
+    };
+    if version.major != OUR_VERSION.major {
+        return Err(fail(format!(
+            "it implements PJRT {version}, a different major version than rpjrt's {OUR_VERSION}"
+        )));
+    }
+    if version.minor < 57 {
+        return Err(fail(format!(
+            "it implements PJRT {version}; rpjrt needs PJRT 0.57 or newer (the function table \
+             was reordered at 0.56/0.57)"
+        )));
+    }
+    let api = Api {
+        ptr,
+        table_size,
+        version,
+    };
+    let extensions = api.walk_extensions();
+    Ok(Loaded { api, extensions })
+}
+
+impl Api {
+    /// The plugin's PJRT version.
+    pub(crate) fn version(&self) -> ApiVersion {
+        self.version
+    }
+
+    /// Size of the plugin's `PJRT_Api` struct in bytes.
+    pub(crate) fn table_size(&self) -> usize {
+        self.table_size
+    }
+
+    /// Number of function slots the plugin's table holds.
+    pub(crate) fn table_slots(&self) -> usize {
+        self.table_size.saturating_sub(TABLE_HEADER) / size_of::<usize>()
+    }
+
+    /// Whether the table has a non-null entry at `offset`.
+    pub(crate) fn has_slot(&self, offset: usize) -> bool {
+        if offset + size_of::<usize>() > self.table_size {
+            return false;
+        }
+        // SAFETY: the slot lies inside the plugin's table (checked above); every slot is a
+        // pointer-sized nullable function pointer.
+        unsafe { self.ptr.cast::<u8>().add(offset).cast::<*const c_void>().read() }.is_null()
+            == false
+    }
+
+    /// Checks the slot, then calls it.
+    ///
+    /// # Safety
+    /// Every pointer in `args` must be valid as the C API requires for this entry.
+    pub(crate) unsafe fn invoke<T>(
+        &self,
+        offset: usize,
+        entry: &'static str,
+        args: &mut T,
+        read: impl FnOnce(*const sys::PJRT_Api) -> Option<unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error>,
+    ) -> Result<()> {
+        if offset + size_of::<usize>() > self.table_size {
+            return Err(self.unsupported_entry(entry, offset, false));
+        }
+        let Some(f) = read(self.ptr) else {
+            return Err(self.unsupported_entry(entry, offset, true));
+        };
+        // SAFETY: `f` is the plugin's implementation of `entry`; the caller vouches for args.
+        let err = unsafe { f(args) };
+        if err.is_null() {
+            Ok(())
+        } else {
+            Err(self.take_error(err, entry))
+        }
+    }
+
+    fn unsupported_entry(&self, entry: &'static str, offset: usize, missing_slot: bool) -> Error {
+        let slot = (offset - TABLE_HEADER) / size_of::<usize>();
+        let since = sys::PJRT_API_ENTRIES
+            .get(slot)
+            .map(|e| e.since_minor as i32)
+            .unwrap_or(OUR_VERSION.minor);
+        Error::Unsupported {
+            what: entry.to_string(),
+            needs: ApiVersion {
+                major: 0,
+                minor: since,
+            },
+            plugin: self.version,
+            missing_slot,
+        }
+    }
+
+    /// An `Unsupported` error for a feature (not a table entry) that needs a newer plugin.
+    pub(crate) fn require(&self, what: &str, minor: i32) -> Result<()> {
+        if self.version.minor >= minor {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            what: what.to_string(),
+            needs: ApiVersion { major: 0, minor },
+            plugin: self.version,
+            missing_slot: false,
+        })
+    }
+
+    /// Turns an owned `PJRT_Error*` into an [`Error`] and destroys it.
+    pub(crate) fn take_error(&self, err: *mut sys::PJRT_Error, entry: &'static str) -> Error {
+        let (code, message) = self.error_parts(err);
+        self.destroy_error(err);
+        if let Some((struct_name, plugin_size, our_size)) = parse_size_complaint(&message) {
+            return Error::StructSize {
+                entry,
+                struct_name,
+                plugin_size,
+                our_size,
+                plugin: self.version,
+                ours: OUR_VERSION,
+            };
+        }
+        Error::Pjrt {
+            entry,
+            code,
+            message,
+        }
+    }
+
+    /// Reads code and message of a live `PJRT_Error*` without destroying it.
+    pub(crate) fn error_parts(&self, err: *mut sys::PJRT_Error) -> (Code, String) {
+        let mut m = sys::PJRT_Error_Message_Args::new();
+        m.error = err;
+        // SAFETY: the table covers the first slots (checked at load), and `err` is a live
+        // error handed to us by the plugin.
+        let called = unsafe {
+            match std::ptr::addr_of!((*self.ptr).PJRT_Error_Message).read() {
+                Some(f) => {
+                    f(&mut m);
+                    true
+                }
+                None => false,
+            }
+        };
+        let message = match called {
+            true if !m.message.is_null() => {
+                // SAFETY: the plugin returned a pointer and length into the error, alive
+                // until the error is destroyed.
+                let bytes = unsafe { std::slice::from_raw_parts(m.message.cast::<u8>(), m.message_size) };
+                String::from_utf8_lossy(bytes).into_owned()
+            }
+            _ => String::from("(the plugin gave no message)"),
+        };
+        let mut c = sys::PJRT_Error_GetCode_Args::new();
+        c.error = err;
+        // SAFETY: as above.
+        let code = match unsafe { pjrt!(self, PJRT_Error_GetCode, &mut c) } {
+            Ok(()) => Code::from_raw(c.code as i32),
+            Err(_) => Code::Unknown,
+        };
+        (code, message)
+    }
+
+    /// Destroys a `PJRT_Error*`.
+    pub(crate) fn destroy_error(&self, err: *mut sys::PJRT_Error) {
+        let mut d = sys::PJRT_Error_Destroy_Args::new();
+        d.error = err;
+        // SAFETY: the table covers the first slots (checked at load); `err` is owned by us
+        // and destroyed exactly once here.
+        unsafe {
+            if let Some(f) = std::ptr::addr_of!((*self.ptr).PJRT_Error_Destroy).read() {
+                f(&mut d);
+            }
+        }
+    }
+
+    /// Walks the extension chain once: `(type id, struct size)` of each entry.
+    fn walk_extensions(&self) -> Vec<(i32, usize)> {
+        let mut out = Vec::new();
+        // SAFETY: the table is at least as large as its header (checked in `load`).
+        let mut cur = unsafe { std::ptr::addr_of!((*self.ptr).extension_start).read() };
+        while !cur.is_null() && out.len() < 64 {
+            // SAFETY: each extension begins with a PJRT_Extension_Base, per the C API; the
+            // chain is immutable and lives as long as the library.
+            let base = unsafe { cur.read() };
+            out.push((base.r#type as i32, base.struct_size));
+            cur = base.next;
+        }
+        out
+    }
+
+    /// The extension struct of type `type_id`, as a raw pointer, if the plugin has one.
+    pub(crate) fn extension(&self, type_id: i32) -> Option<*mut sys::PJRT_Extension_Base> {
+        // SAFETY: as in `walk_extensions`.
+        let mut cur = unsafe { std::ptr::addr_of!((*self.ptr).extension_start).read() };
+        let mut n = 0;
+        while !cur.is_null() && n < 64 {
+            // SAFETY: as in `walk_extensions`.
+            let base = unsafe { cur.read() };
+            if base.r#type as i32 == type_id {
+                return Some(cur);
+            }
+            cur = base.next;
+            n += 1;
+        }
+        None
+    }
+}
+
+/// Recognises a plugin's complaint about an args struct size:
+/// `Unexpected PJRT_X_Args size: expected 88, got 72`.
+fn parse_size_complaint(message: &str) -> Option<(String, usize, usize)> {
+    let rest = &message[message.find("Unexpected ")? + "Unexpected ".len()..];
+    let (name, rest) = rest.split_once(" size: expected ")?;
+    let (expected, rest) = rest.split_once(", got ")?;
+    let got: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    Some((name.to_string(), expected.trim().parse().ok()?, got.parse().ok()?))
+}
+
+/// Canonical form of a plugin path, used to load each library once per process.
+pub(crate) fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_complaints_are_recognised() {
+        let m = "Unexpected PJRT_Client_Create_Args size: expected 88, got 72. Check ...";
+        assert_eq!(
+            parse_size_complaint(m),
+            Some(("PJRT_Client_Create_Args".to_string(), 88, 72))
+        );
+        assert_eq!(parse_size_complaint("something else"), None);
+    }
+}
+
+/// Byte offset of function slot `slot` in `PJRT_Api`.
+pub(crate) fn slot_offset(slot: usize) -> usize {
+    TABLE_HEADER + slot * size_of::<usize>()
+}

@@ -1,0 +1,106 @@
+//! Typed values for plugin attributes, device attributes and client create options.
+
+use std::fmt;
+
+/// One value of a PJRT named value: what plugins report as attributes and take as
+/// create options.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A string.
+    String(String),
+    /// A 64-bit integer.
+    Int64(i64),
+    /// A list of 64-bit integers.
+    Int64List(Vec<i64>),
+    /// A 32-bit float.
+    Float(f32),
+    /// A boolean.
+    Bool(bool),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::String(s) => write!(f, "{s:?}"),
+            Value::Int64(v) => write!(f, "{v}"),
+            Value::Int64List(v) => {
+                let parts: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+                write!(f, "[{}]", parts.join(", "))
+            }
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::String(v.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::String(v)
+    }
+}
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int64(v)
+    }
+}
+impl From<i32> for Value {
+    fn from(v: i32) -> Value {
+        Value::Int64(v.into())
+    }
+}
+impl From<Vec<i64>> for Value {
+    fn from(v: Vec<i64>) -> Value {
+        Value::Int64List(v)
+    }
+}
+impl From<f32> for Value {
+    fn from(v: f32) -> Value {
+        Value::Float(v)
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+
+/// Typed create options for [`crate::Client::new`]: `ClientOptions::new().set("cpu_device_count", 8)`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClientOptions {
+    entries: Vec<(String, Value)>,
+}
+
+impl ClientOptions {
+    /// No options.
+    pub fn new() -> ClientOptions {
+        ClientOptions::default()
+    }
+
+    /// Sets (or replaces) one option.
+    pub fn set(mut self, name: impl Into<String>, value: impl Into<Value>) -> ClientOptions {
+        let name = name.into();
+        let value = value.into();
+        match self.entries.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => self.entries.push((name, value)),
+        }
+        self
+    }
+
+    /// The options as name/value pairs.
+    pub fn entries(&self) -> &[(String, Value)] {
+        &self.entries
+    }
+}
+
+impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for ClientOptions {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> ClientOptions {
+        iter.into_iter()
+            .fold(ClientOptions::new(), |o, (k, v)| o.set(k, v))
+    }
+}

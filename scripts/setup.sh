@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Prepares a fresh machine for building and testing rpjrt.
+#
+# Creates a project-local virtual environment in .venv with the build and test tools,
+# installs the two CPU PJRT plugins used by the tests (xla-cpu-pjrt at PJRT 0.81 and
+# lammps-jax-pjrt-cpu at PJRT 0.115) and writes their paths to .deps/plugins.env, which the
+# Rust and Python test suites read. Safe to run again: finished steps are skipped quickly.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+VPY="$root/.venv/bin/python"
+pip_install() { "$VPY" -m pip install --disable-pip-version-check -q "$@"; }
+
+echo "setup: build and test tools"
+pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10"
+
+echo "setup: CPU PJRT plugins"
+pip_install "xla-cpu-pjrt==0.0.1"
+pip_install --no-deps "lammps-jax-pjrt-cpu==0.11.2"
+
+site=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+old="$site/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"
+new="$site/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"
+for f in "$old" "$new"; do
+  [ -f "$f" ] || { echo "setup: expected plugin file missing: $f" >&2; exit 1; }
+done
+mkdir -p .deps
+cat > .deps/plugins.env <<ENV
+RPJRT_TEST_PLUGIN_OLD=$old
+RPJRT_TEST_PLUGIN_NEW=$new
+ENV
+echo "setup: plugins recorded in .deps/plugins.env"
