@@ -17,6 +17,11 @@ fi
 VPY="$root/.venv/bin/python"
 pip_install() { "$VPY" -m pip install --disable-pip-version-check -q "$@"; }
 
+if ! command -v valgrind >/dev/null; then
+  echo "setup: installing valgrind"
+  (apt-get update -qq && apt-get install -y -qq valgrind) >/dev/null
+fi
+
 echo "setup: build and test tools"
 pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10"
 

@@ -1,0 +1,6 @@
+//! The `rpjrt` command-line tool.
+
+fn main() -> std::process::ExitCode {
+    let code = rpjrt_cli::run_from_args(std::env::args().collect());
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}

@@ -1,0 +1,289 @@
+//! Negotiation and error paths, driven by the scriptable fake plugin.
+//!
+//! Each test loads its own copy of the fake plugin's library, configured through the
+//! `RPJRT_FAKE_*` knobs that the copy reads once, at its first `GetPjrtApi` call. A lock
+//! serialises "set knobs, load" so parallel tests do not see each other's settings.
+//! `scripts/test.sh` builds the fake plugin before running the tests; these tests run under
+//! valgrind in CI as well (scripts/valgrind.sh).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use rpjrt::{Client, ClientOptions, CompileOptions, ElementType, Error, Plugin, Program, Value};
+
+const KNOBS: [&str; 10] = [
+    "RPJRT_FAKE_VERSION",
+    "RPJRT_FAKE_TABLE_SLOTS",
+    "RPJRT_FAKE_NULL_SLOTS",
+    "RPJRT_FAKE_FAIL",
+    "RPJRT_FAKE_MIN_STRUCT_SIZE",
+    "RPJRT_FAKE_EXTENSIONS",
+    "RPJRT_FAKE_ATTRIBUTES",
+    "RPJRT_FAKE_EVENT_ERROR",
+    "RPJRT_FAKE_ALLOWED_OPTIONS",
+    "RPJRT_FAKE_NULL_API",
+];
+
+static LOCK: Mutex<()> = Mutex::new(());
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+const PROGRAM: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n";
+
+fn fake_library() -> PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")));
+    let p = target.join("debug").join("librpjrt_fake_plugin.so");
+    assert!(
+        p.exists(),
+        "{} is missing: build it with `cargo build -p rpjrt-fake-plugin` (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+/// Loads a fresh copy of the fake plugin with the given knobs.
+fn fake(knobs: &[(&str, &str)]) -> rpjrt::Result<Plugin> {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!("rpjrt-fake-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let copy = dir.join(format!("fake-{n}.so"));
+    std::fs::copy(fake_library(), &copy).unwrap();
+    for k in KNOBS {
+        std::env::remove_var(k);
+    }
+    for (k, v) in knobs {
+        assert!(KNOBS.contains(k), "unknown knob {k}");
+        std::env::set_var(k, v);
+    }
+    let r = Plugin::load(&copy);
+    for k in KNOBS {
+        std::env::remove_var(k);
+    }
+    r
+}
+
+fn client(knobs: &[(&str, &str)]) -> Client {
+    let p = fake(knobs).expect("fake plugin loads");
+    Client::new(&p, &ClientOptions::new()).expect("client")
+}
+
+#[test]
+fn default_fake_reports_version_table_and_extensions() {
+    let p = fake(&[]).unwrap();
+    assert_eq!(p.version().to_string(), "0.114");
+    assert_eq!(p.table_slots(), 138);
+    assert_eq!(p.table_size(), 40 + 8 * 138);
+    assert!(p.extensions().layouts().is_some());
+    assert!(p.extensions().ffi().is_some());
+    assert!(p.extensions().stream().is_none());
+    assert_eq!(p.extensions().all().len(), 2);
+}
+
+#[test]
+fn every_attribute_kind_is_decoded() {
+    let p = fake(&[(
+        "RPJRT_FAKE_ATTRIBUTES",
+        "s=string:hello;i=int64:-7;l=int64list:1,2,3;f=float:0.5;b=bool:true",
+    )])
+    .unwrap();
+    assert_eq!(p.attribute("s"), Some(&Value::String("hello".into())));
+    assert_eq!(p.attribute("i"), Some(&Value::Int64(-7)));
+    assert_eq!(p.attribute("l"), Some(&Value::Int64List(vec![1, 2, 3])));
+    assert_eq!(p.attribute("f"), Some(&Value::Float(0.5)));
+    assert_eq!(p.attribute("b"), Some(&Value::Bool(true)));
+}
+
+#[test]
+fn oldest_supported_version_works() {
+    let p = fake(&[("RPJRT_FAKE_VERSION", "0.57")]).unwrap();
+    assert_eq!(p.version().minor, 57);
+    assert!(p.table_slots() < 138, "0.57 has fewer slots: {}", p.table_slots());
+    let c = Client::new(&p, &ClientOptions::new()).unwrap();
+    assert!(!c.devices().unwrap().is_empty());
+    let exe = c.compile(&Program::mlir(PROGRAM), &CompileOptions::default()).unwrap();
+    let d = c.default_device().unwrap();
+    let x = c.buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d).unwrap();
+    let out = exe.execute(&[&x]).unwrap();
+    assert_eq!(out[0].to_vec_of::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
+#[test]
+fn versions_before_057_are_refused() {
+    let e = fake(&[("RPJRT_FAKE_VERSION", "0.56")]).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::PluginLoad { .. }), "{e:?}");
+    assert!(msg.contains("0.56") && msg.contains("0.57"), "{msg}");
+    assert!(msg.contains("fake-"), "names the path: {msg}");
+}
+
+#[test]
+fn other_major_versions_are_refused() {
+    let e = fake(&[("RPJRT_FAKE_VERSION", "1.3")]).unwrap_err();
+    assert!(e.to_string().contains("major"), "{e}");
+}
+
+#[test]
+fn null_table_is_refused() {
+    let e = fake(&[("RPJRT_FAKE_NULL_API", "1")]).unwrap_err();
+    assert!(e.to_string().contains("null"), "{e}");
+}
+
+#[test]
+fn newer_plugin_than_our_layout_keeps_working() {
+    let p = fake(&[("RPJRT_FAKE_VERSION", "0.200"), ("RPJRT_FAKE_TABLE_SLOTS", "150")]).unwrap();
+    assert_eq!(p.table_slots(), 150);
+    let c = Client::new(&p, &ClientOptions::new()).unwrap();
+    assert_eq!(c.platform_name().unwrap(), "fake");
+}
+
+#[test]
+fn entry_beyond_the_table_is_unsupported_with_versions() {
+    // Cut the table just before PJRT_Executable_Fingerprint.
+    let slot = rpjrt_sys::PJRT_API_ENTRIES
+        .iter()
+        .position(|e| e.name == "PJRT_Executable_Fingerprint")
+        .unwrap();
+    let since = rpjrt_sys::PJRT_API_ENTRIES[slot].since_minor;
+    let slots = slot.to_string();
+    let c = client(&[("RPJRT_FAKE_VERSION", "0.60"), ("RPJRT_FAKE_TABLE_SLOTS", &slots)]);
+    assert!(!c.plugin().has_entry("PJRT_Executable_Fingerprint"));
+    let exe = c.compile(&Program::mlir(PROGRAM), &CompileOptions::default()).unwrap();
+    let e = exe.fingerprint().unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    assert!(msg.contains("PJRT_Executable_Fingerprint"), "{msg}");
+    assert!(msg.contains(&format!("0.{since}")) && msg.contains("0.60"), "{msg}");
+}
+
+#[test]
+fn null_slot_is_unsupported() {
+    let c = client(&[("RPJRT_FAKE_NULL_SLOTS", "PJRT_Buffer_CopyToMemory")]);
+    assert!(!c.plugin().has_entry("PJRT_Buffer_CopyToMemory"));
+    let d = c.default_device().unwrap();
+    let m = d.default_memory().unwrap();
+    let x = c.buffer_from_slice(&[1i32, 2], &[2], &d).unwrap();
+    let e = x.copy_to_memory(&m).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { missing_slot: true, .. }), "{e:?}");
+    assert!(e.to_string().contains("PJRT_Buffer_CopyToMemory"), "{e}");
+}
+
+#[test]
+fn forced_errors_carry_code_entry_and_message() {
+    let c = client(&[("RPJRT_FAKE_FAIL", "PJRT_Client_Compile:INVALID_ARGUMENT:no such op frobnicate")]);
+    let e = c.compile(&Program::mlir(PROGRAM), &CompileOptions::default()).unwrap_err();
+    assert_eq!(e.code(), rpjrt::Code::InvalidArgument);
+    assert_eq!(e.entry(), Some("PJRT_Client_Compile"));
+    let msg = e.to_string();
+    assert!(msg.contains("no such op frobnicate") && msg.contains("PJRT_Client_Compile"), "{msg}");
+}
+
+#[test]
+fn struct_size_rejection_names_struct_sizes_and_versions() {
+    let p = fake(&[("RPJRT_FAKE_MIN_STRUCT_SIZE", "PJRT_Client_Create_Args:200")]).unwrap();
+    let e = Client::new(&p, &ClientOptions::new()).unwrap_err();
+    match &e {
+        Error::StructSize { struct_name, plugin_size, our_size, .. } => {
+            assert_eq!(struct_name, "PJRT_Client_Create_Args");
+            assert_eq!(*plugin_size, 200);
+            assert_eq!(*our_size, rpjrt_sys::PJRT_Client_Create_Args_STRUCT_SIZE);
+        }
+        other => panic!("expected StructSize, got {other:?}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("0.114") && msg.contains("200"), "{msg}");
+}
+
+#[test]
+fn failed_event_reports_its_error() {
+    let c = client(&[("RPJRT_FAKE_EVENT_ERROR", "PJRT_Buffer_ReadyEvent:INTERNAL:device fell over")]);
+    let d = c.default_device().unwrap();
+    let x = c.buffer_from_slice(&[1.0f32; 4], &[4], &d).unwrap();
+    let e = x.block_until_ready().unwrap_err();
+    assert_eq!(e.code(), rpjrt::Code::Internal);
+    assert!(e.to_string().contains("device fell over"), "{e}");
+    let ev = x.ready_event().unwrap();
+    assert!(ev.is_ready().unwrap());
+    assert!(ev.error().unwrap().to_string().contains("device fell over"));
+}
+
+#[test]
+fn create_options_of_every_kind_reach_the_plugin() {
+    let p = fake(&[]).unwrap();
+    let opts = ClientOptions::new()
+        .set("fake_device_count", 3)
+        .set("a_string", "x")
+        .set("a_list", vec![1i64, 2])
+        .set("a_float", 1.5f32)
+        .set("a_bool", true);
+    let c = Client::new(&p, &opts).unwrap();
+    assert_eq!(c.devices().unwrap().len(), 3);
+}
+
+#[test]
+fn rejected_create_option_is_an_error() {
+    let p = fake(&[("RPJRT_FAKE_ALLOWED_OPTIONS", "cpu_device_count")]).unwrap();
+    let e = Client::new(&p, &ClientOptions::new().set("bogus", 1)).unwrap_err();
+    assert!(e.to_string().contains("bogus"), "{e}");
+}
+
+#[test]
+fn closed_client_refuses_every_object() {
+    let c = client(&[]);
+    let d = c.default_device().unwrap();
+    let x = c.buffer_from_slice(&[1u8, 2, 3, 4], &[4], &d).unwrap();
+    let exe = c.compile(&Program::mlir(PROGRAM), &CompileOptions::default()).unwrap();
+    c.close().unwrap();
+    assert!(c.is_closed());
+    assert!(matches!(x.to_vec(), Err(Error::Closed(_))));
+    assert!(matches!(exe.execute(&[&x]), Err(Error::Closed(_))));
+    assert!(matches!(c.devices(), Err(Error::Closed(_))));
+    assert!(matches!(
+        c.buffer_from_slice(&[1u8], &[1], &d),
+        Err(Error::Closed(_))
+    ));
+    // Dropping after close, in any order, is fine.
+    drop(c);
+    drop(exe);
+    drop(x);
+}
+
+#[test]
+fn objects_outlive_a_dropped_client_value() {
+    let c = client(&[]);
+    let d = c.default_device().unwrap();
+    let x = c.buffer_from_slice(&[5i64, 6], &[2], &d).unwrap();
+    drop(c);
+    assert_eq!(x.to_vec_of::<i64>().unwrap(), vec![5, 6]);
+    assert_eq!(x.element_type(), ElementType::S64);
+}
+
+#[test]
+fn delete_twice_is_an_error() {
+    let c = client(&[]);
+    let d = c.default_device().unwrap();
+    let x = c.buffer_from_slice(&[1.0f64], &[1], &d).unwrap();
+    x.delete().unwrap();
+    assert!(x.is_deleted());
+    assert!(x.delete().unwrap_err().to_string().contains("already deleted"));
+    assert!(x.to_vec().unwrap_err().to_string().contains("deleted"));
+}
+
+#[test]
+fn short_host_data_is_refused_before_the_plugin() {
+    let c = client(&[]);
+    let d = c.default_device().unwrap();
+    let e = c
+        .buffer_from_host(&[0u8; 15], ElementType::F32, &[4], None, &d, None)
+        .unwrap_err();
+    assert!(e.to_string().contains("15 bytes") && e.to_string().contains("16"), "{e}");
+    let e = c
+        .buffer_from_host(&[0u8; 16], ElementType::F32, &[2, 2], Some(&[4, 16]), &d, None)
+        .unwrap_err();
+    assert!(e.to_string().contains("byte_strides"), "{e}");
+}
