@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::client::{ClientCore, Device, Memory};
-use crate::dtype::{element_count, ElementType, NativeType};
+use crate::dtype::{element_count, pack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::raw::calls::{self, BufferPtr, EventPtr};
@@ -216,6 +216,13 @@ impl Buffer {
         if need == 0 {
             return Ok(());
         }
+        if self.element_type.is_sub_byte() {
+            // The plugins write one element per byte; pack into the caller's dense form.
+            let mut unpacked = vec![0u8; self.element_count()];
+            calls::buffer_to_host_blocking(self.core.api, self.ptr, &mut unpacked)?;
+            dst.copy_from_slice(&pack_sub_byte(self.element_type, &unpacked));
+            return Ok(());
+        }
         calls::buffer_to_host_blocking(self.core.api, self.ptr, dst)
     }
 
@@ -242,20 +249,36 @@ impl Buffer {
     pub fn copy_to_device(&self, device: &Device) -> Result<Buffer> {
         self.check()?;
         if !Arc::ptr_eq(&device.core, &self.core) {
-            return Err(Error::invalid(format!("{device} belongs to another client")));
+            return Err(Error::invalid(format!(
+                "{device} belongs to another client"
+            )));
         }
         let p = calls::buffer_copy_to_device(self.core.api, self.ptr, device.data.ptr)?;
-        Ok(Buffer::from_raw(&self.core, p, self.element_type, self.dims.clone(), None))
+        Ok(Buffer::from_raw(
+            &self.core,
+            p,
+            self.element_type,
+            self.dims.clone(),
+            None,
+        ))
     }
 
     /// Copies the buffer into another memory space (e.g. `pinned_host`).
     pub fn copy_to_memory(&self, memory: &Memory) -> Result<Buffer> {
         self.check()?;
         if !Arc::ptr_eq(&memory.core, &self.core) {
-            return Err(Error::invalid(format!("{memory} belongs to another client")));
+            return Err(Error::invalid(format!(
+                "{memory} belongs to another client"
+            )));
         }
         let p = calls::buffer_copy_to_memory(self.core.api, self.ptr, memory.data.ptr)?;
-        Ok(Buffer::from_raw(&self.core, p, self.element_type, self.dims.clone(), None))
+        Ok(Buffer::from_raw(
+            &self.core,
+            p,
+            self.element_type,
+            self.dims.clone(),
+            None,
+        ))
     }
 }
 

@@ -5,12 +5,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::buffer::{Buffer, HostBytes};
-use crate::dtype::{element_count, ElementType, NativeType};
+use crate::dtype::{element_count, unpack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::executable::{Executable, Program};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
-use crate::raw::calls::{self, ClientPtr, DeviceFacts, DevicePtr, HostSemantics, MemoryFacts, MemoryPtr};
+use crate::raw::calls::{
+    self, ClientPtr, DeviceFacts, DevicePtr, HostSemantics, MemoryFacts, MemoryPtr,
+};
 use crate::raw::Api;
 use crate::value::{ClientOptions, Value};
 
@@ -125,9 +127,15 @@ impl Client {
         for m in calls::client_addressable_memories(api, ptr).unwrap_or_default() {
             let facts = calls::memory_facts(api, m)?;
             let devices = calls::memory_devices(api, m).unwrap_or_default();
-            core.memories.push(Arc::new(MemoryData { ptr: m, facts, devices }));
+            core.memories.push(Arc::new(MemoryData {
+                ptr: m,
+                facts,
+                devices,
+            }));
         }
-        Ok(Client { core: Arc::new(core) })
+        Ok(Client {
+            core: Arc::new(core),
+        })
     }
 
     /// Loads the plugin at `path` and creates a client with default options.
@@ -243,7 +251,12 @@ impl Client {
     /// Compiles a program.
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<Executable> {
         self.core.check("client")?;
-        let ids: Vec<i64> = self.core.devices.iter().map(|d| d.facts.id.into()).collect();
+        let ids: Vec<i64> = self
+            .core
+            .devices
+            .iter()
+            .map(|d| d.facts.id.into())
+            .collect();
         let encoded = options.encode(&ids)?;
         Executable::compile(&self.core, program, &encoded)
     }
@@ -251,10 +264,14 @@ impl Client {
     fn check_target(&self, device: &Device, memory: Option<&Memory>) -> Result<()> {
         self.core.check("client")?;
         if !Arc::ptr_eq(&device.core, &self.core) {
-            return Err(Error::invalid(format!("{device} belongs to another client")));
+            return Err(Error::invalid(format!(
+                "{device} belongs to another client"
+            )));
         }
         if !device.data.facts.is_addressable {
-            return Err(Error::invalid(format!("{device} is not addressable from this process")));
+            return Err(Error::invalid(format!(
+                "{device} is not addressable from this process"
+            )));
         }
         if let Some(m) = memory {
             if !Arc::ptr_eq(&m.core, &self.core) {
@@ -280,6 +297,14 @@ impl Client {
     ) -> Result<Buffer> {
         self.check_target(device, memory)?;
         check_host_layout(data.len(), element_type, dims, byte_strides)?;
+        // The plugins take sub-byte types one element per byte; our host form is packed.
+        let unpacked;
+        let data = if element_type.is_sub_byte() {
+            unpacked = unpack_sub_byte(element_type, data, element_count(dims)?);
+            unpacked.as_slice()
+        } else {
+            data
+        };
         let (ptr, done) = {
             // Safe wrapper over the raw call: `data` covers every addressed byte (checked
             // above) and the copy completes during the call.
@@ -297,7 +322,13 @@ impl Client {
         if let Some(e) = done {
             let _ = crate::raw::event::event_destroy(self.core.api, e);
         }
-        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims.to_vec(), None))
+        Ok(Buffer::from_raw(
+            &self.core,
+            ptr,
+            element_type,
+            dims.to_vec(),
+            None,
+        ))
     }
 
     /// Creates a buffer that uses `owner`'s bytes in place where the plugin can (host-visible
@@ -312,6 +343,17 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
+        if element_type.is_sub_byte() {
+            // Packed host data is unpacked into a copy, so there is nothing to borrow.
+            return self.buffer_from_host(
+                owner.bytes(),
+                element_type,
+                dims,
+                byte_strides,
+                device,
+                memory,
+            );
+        }
         self.check_target(device, memory)?;
         let bytes = owner.bytes();
         check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
@@ -465,14 +507,20 @@ impl Device {
     /// The memories this device can address.
     pub fn addressable_memories(&self) -> Result<Vec<Memory>> {
         self.core.check("device")?;
-        self.data.memories.iter().map(|&m| self.memory_of(m)).collect()
+        self.data
+            .memories
+            .iter()
+            .map(|&m| self.memory_of(m))
+            .collect()
     }
     /// The addressable memory of this device whose kind is `kind` (e.g. `pinned_host`).
     pub fn memory_by_kind(&self, kind: &str) -> Result<Memory> {
         let all = self.addressable_memories()?;
         let kinds: Vec<String> = all.iter().map(|m| m.kind().to_string()).collect();
         all.into_iter().find(|m| m.kind() == kind).ok_or_else(|| {
-            Error::invalid(format!("{self} has no memory of kind {kind:?} (it has {kinds:?})"))
+            Error::invalid(format!(
+                "{self} has no memory of kind {kind:?} (it has {kinds:?})"
+            ))
         })
     }
     fn memory_of(&self, ptr: MemoryPtr) -> Result<Memory> {
@@ -506,7 +554,13 @@ impl fmt::Display for Device {
 
 impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Device(id={}, kind={:?}, process={})", self.id(), self.kind(), self.process_index())
+        write!(
+            f,
+            "Device(id={}, kind={:?}, process={})",
+            self.id(),
+            self.kind(),
+            self.process_index()
+        )
     }
 }
 

@@ -190,6 +190,44 @@ macro_rules! native {
 native!(bool => Pred, i8 => S8, i16 => S16, i32 => S32, i64 => S64, u8 => U8, u16 => U16,
         u32 => U32, u64 => U64, f32 => F32, f64 => F64);
 
+/// Packs one-element-per-byte values of a sub-byte type into the dense form: element `i`
+/// goes to bits `(i * w) % 8` of byte `i * w / 8` (lowest bits first), `w` the bit width.
+pub fn pack_sub_byte(ty: ElementType, unpacked: &[u8]) -> Vec<u8> {
+    let w = ty.bit_width();
+    if !ty.is_sub_byte() {
+        return unpacked.to_vec();
+    }
+    let mask = ((1u16 << w) - 1) as u8;
+    let mut out = vec![0u8; (unpacked.len() * w).div_ceil(8)];
+    for (i, &v) in unpacked.iter().enumerate() {
+        let bit = i * w;
+        out[bit / 8] |= (v & mask) << (bit % 8);
+    }
+    out
+}
+
+/// Unpacks `count` elements of a sub-byte type from the dense form (see [`pack_sub_byte`])
+/// into one byte each; signed types are sign-extended, as PJRT's CPU plugins store them.
+pub fn unpack_sub_byte(ty: ElementType, packed: &[u8], count: usize) -> Vec<u8> {
+    let w = ty.bit_width();
+    if !ty.is_sub_byte() {
+        return packed.to_vec();
+    }
+    let signed = matches!(ty, ElementType::S4 | ElementType::S2 | ElementType::S1);
+    let mask = ((1u16 << w) - 1) as u8;
+    (0..count)
+        .map(|i| {
+            let bit = i * w;
+            let v = (packed[bit / 8] >> (bit % 8)) & mask;
+            if signed && v & (1 << (w - 1)) != 0 {
+                v | !mask
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
 /// Number of elements in a shape, with a clear error for negative or overflowing dims.
 pub fn element_count(dims: &[i64]) -> Result<usize> {
     let mut n: usize = 1;
@@ -221,7 +259,10 @@ mod tests {
     #[test]
     fn unknown_code_is_an_error() {
         let e = ElementType::from_code(99).unwrap_err();
-        assert!(e.to_string().contains("unknown PJRT element type code 99"), "{e}");
+        assert!(
+            e.to_string().contains("unknown PJRT element type code 99"),
+            "{e}"
+        );
         assert!(ElementType::from_code(0).is_err());
     }
 
@@ -231,6 +272,18 @@ mod tests {
         assert_eq!(ElementType::U2.dense_byte_size(5).unwrap(), 2);
         assert_eq!(ElementType::F32.dense_byte_size(3).unwrap(), 12);
         assert_eq!(ElementType::Pred.dense_byte_size(0).unwrap(), 0);
+    }
+
+    #[test]
+    fn sub_byte_pack_round_trips() {
+        let vals: Vec<u8> = vec![0x01, 0xFF, 0x07, 0xF8, 0x00];
+        let packed = pack_sub_byte(ElementType::S4, &vals);
+        assert_eq!(packed, vec![0xF1, 0x87, 0x00]);
+        assert_eq!(unpack_sub_byte(ElementType::S4, &packed, 5), vals);
+        let u2 = vec![3u8, 0, 1, 2, 3];
+        let p = pack_sub_byte(ElementType::U2, &u2);
+        assert_eq!(p, vec![0b1001_0011, 0b11]);
+        assert_eq!(unpack_sub_byte(ElementType::U2, &p, 5), u2);
     }
 
     #[test]

@@ -104,7 +104,11 @@ pub struct Executable {
 }
 
 impl Executable {
-    pub(crate) fn compile(core: &Arc<ClientCore>, program: &Program, options: &[u8]) -> Result<Executable> {
+    pub(crate) fn compile(
+        core: &Arc<ClientCore>,
+        program: &Program,
+        options: &[u8],
+    ) -> Result<Executable> {
         let (code, format) = program.parts();
         if code.is_empty() {
             return Err(Error::invalid("the program is empty"));
@@ -135,7 +139,9 @@ impl Executable {
         st.name = facts.name;
         st.num_replicas = facts.num_replicas;
         st.num_partitions = facts.num_partitions;
-        if facts.output_types.len() == facts.num_outputs && facts.output_dims.len() == facts.num_outputs {
+        if facts.output_types.len() == facts.num_outputs
+            && facts.output_dims.len() == facts.num_outputs
+        {
             for (t, d) in facts.output_types.iter().zip(facts.output_dims) {
                 st.outputs.push(ArraySpec {
                     element_type: ElementType::from_code(*t)?,
@@ -151,8 +157,7 @@ impl Executable {
         }
         st.parameters = calls::exe_optimized_program(core.api, exe)
             .ok()
-            .filter(|(_, fmt)| fmt == "hlo" || fmt.is_empty())
-            .and_then(|(code, _)| crate::hlo::entry_parameters(&code))
+            .and_then(|(code, format)| crate::hlo::entry_parameters(&code, &format))
             .map(|ps| {
                 ps.into_iter()
                     .map(|(element_type, dims)| ArraySpec { element_type, dims })
@@ -160,7 +165,9 @@ impl Executable {
             });
         st.all_args = (0..st.parameters.as_ref().map_or(0, |p| p.len()) as i64).collect();
         st.devices = calls::loaded_devices(core.api, loaded)?;
-        Ok(Executable { state: Arc::new(st) })
+        Ok(Executable {
+            state: Arc::new(st),
+        })
     }
 
     fn check(&self) -> Result<()> {
@@ -257,15 +264,28 @@ impl Executable {
     }
 
     /// Runs with explicit options: donation, a chosen device, completion events.
-    pub fn execute_with(&self, args: &[Vec<&Buffer>], options: &ExecuteOptions) -> Result<Execution> {
+    pub fn execute_with(
+        &self,
+        args: &[Vec<&Buffer>],
+        options: &ExecuteOptions,
+    ) -> Result<Execution> {
         let lists: Vec<&[&Buffer]> = args.iter().map(|l| l.as_slice()).collect();
         self.run(&lists, options, options.completion_events)
     }
 
-    fn run(&self, lists: &[&[&Buffer]], options: &ExecuteOptions, events: bool) -> Result<Execution> {
+    fn run(
+        &self,
+        lists: &[&[&Buffer]],
+        options: &ExecuteOptions,
+        events: bool,
+    ) -> Result<Execution> {
         self.check()?;
         let st = &*self.state;
-        let expected_lists = if options.device.is_some() { 1 } else { st.devices.len() };
+        let expected_lists = if options.device.is_some() {
+            1
+        } else {
+            st.devices.len()
+        };
         if lists.len() != expected_lists {
             return Err(Error::invalid(format!(
                 "{} argument lists given, but the executable runs on {expected_lists} device(s)",
@@ -287,11 +307,12 @@ impl Executable {
                 return Err(Error::invalid(format!("{dev} belongs to another client")));
             }
         }
-        let mut non_donatable: Vec<i64> = if options.donate.is_empty() && num_args == st.all_args.len() {
-            st.all_args.clone()
-        } else {
-            (0..num_args as i64).collect()
-        };
+        let mut non_donatable: Vec<i64> =
+            if options.donate.is_empty() && num_args == st.all_args.len() {
+                st.all_args.clone()
+            } else {
+                (0..num_args as i64).collect()
+            };
         for &i in &options.donate {
             if i >= num_args {
                 return Err(Error::invalid(format!(
@@ -307,7 +328,10 @@ impl Executable {
             }
             non_donatable.retain(|&x| x != i as i64);
         }
-        let ptrs: Vec<Vec<BufferPtr>> = lists.iter().map(|l| l.iter().map(|b| b.ptr).collect()).collect();
+        let ptrs: Vec<Vec<BufferPtr>> = lists
+            .iter()
+            .map(|l| l.iter().map(|b| b.ptr).collect())
+            .collect();
         let req = ExecuteRequest {
             args: &ptrs,
             non_donatable: &non_donatable,
@@ -328,11 +352,16 @@ impl Executable {
             .map(|list| {
                 list.into_iter()
                     .zip(&st.outputs)
-                    .map(|(p, spec)| Buffer::from_raw(&st.core, p, spec.element_type, spec.dims.clone(), None))
+                    .map(|(p, spec)| {
+                        Buffer::from_raw(&st.core, p, spec.element_type, spec.dims.clone(), None)
+                    })
                     .collect()
             })
             .collect();
-        let events = evs.into_iter().map(|e| Event::from_raw(&st.core, e)).collect();
+        let events = evs
+            .into_iter()
+            .map(|e| Event::from_raw(&st.core, e))
+            .collect();
         Ok(Execution { outputs, events })
     }
 
@@ -354,14 +383,20 @@ impl Executable {
                 other => other,
             })?;
             if !Arc::ptr_eq(&b.core, &st.core) {
-                return Err(Error::invalid(format!("argument {i} belongs to another client")));
+                return Err(Error::invalid(format!(
+                    "argument {i} belongs to another client"
+                )));
             }
             if let Some(params) = &st.parameters {
                 let p = &params[i];
                 if b.element_type() != p.element_type || b.dims() != p.dims.as_slice() {
                     return Err(Error::invalid(format!(
                         "argument {i}{} is {}{:?}, but {} expects {p}",
-                        if st.devices.len() > 1 { format!(" of device list {device_index}") } else { String::new() },
+                        if st.devices.len() > 1 {
+                            format!(" of device list {device_index}")
+                        } else {
+                            String::new()
+                        },
                         b.element_type(),
                         b.dims(),
                         st.name
@@ -376,10 +411,20 @@ impl Executable {
 impl fmt::Debug for Executable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ins = match &self.state.parameters {
-            Some(p) => p.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
+            Some(p) => p
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
             None => "?".into(),
         };
-        let outs = self.state.outputs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
+        let outs = self
+            .state
+            .outputs
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
         write!(
             f,
             "Executable({}: ({ins}) -> ({outs}), replicas={}, partitions={})",

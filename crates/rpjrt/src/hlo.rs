@@ -5,6 +5,13 @@ use prost::Message;
 
 use crate::dtype::ElementType;
 
+/// `HloModuleProtoWithConfig`: the module plus its compile configuration.
+#[derive(Clone, PartialEq, prost::Message)]
+struct HloModuleProtoWithConfig {
+    #[prost(message, optional, tag = "1")]
+    hlo_module: Option<HloModuleProto>,
+}
+
 #[derive(Clone, PartialEq, prost::Message)]
 struct HloModuleProto {
     #[prost(message, optional, tag = "4")]
@@ -68,8 +75,18 @@ fn from_primitive(code: i32) -> Option<ElementType> {
 
 /// The parameters of the entry computation as `(type, dims)`, or `None` when the module
 /// cannot be read or uses shapes rpjrt does not check (tuples, unknown types).
-pub(crate) fn entry_parameters(module: &[u8]) -> Option<Vec<(ElementType, Vec<i64>)>> {
-    let m = HloModuleProto::decode(module).ok()?;
+///
+/// `format` is what the plugin reported: `hlo` (an `HloModuleProto`) or `hlo_with_config`
+/// (the module wrapped with its configuration).
+pub(crate) fn entry_parameters(
+    module: &[u8],
+    format: &str,
+) -> Option<Vec<(ElementType, Vec<i64>)>> {
+    let m = match format {
+        "hlo_with_config" => HloModuleProtoWithConfig::decode(module).ok()?.hlo_module?,
+        "hlo" | "" => HloModuleProto::decode(module).ok()?,
+        _ => return None,
+    };
     let shape = m.host_program_shape?;
     shape
         .parameters

@@ -41,7 +41,7 @@ mod value;
 
 pub use buffer::{Buffer, HostBytes};
 pub use client::{Client, Device, Memory};
-pub use dtype::{element_count, ElementType, NativeType};
+pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
 pub use error::{Code, Error, Result};
 pub use event::Event;
 pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};

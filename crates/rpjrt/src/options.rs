@@ -245,26 +245,47 @@ mod tests {
         let bytes = CompileOptions::default().encode(&[0, 1]).unwrap();
         let p = proto::CompileOptionsProto::decode(bytes.as_slice()).unwrap();
         let b = p.executable_build_options.unwrap();
-        assert_eq!((b.num_replicas, b.num_partitions, b.device_ordinal), (1, 1, -1));
+        assert_eq!(
+            (b.num_replicas, b.num_partitions, b.device_ordinal),
+            (1, 1, -1)
+        );
         assert!(!bytes.is_empty());
     }
 
     #[test]
     fn invalid_options_are_refused() {
-        let zero = CompileOptions { num_replicas: 0, ..Default::default() };
-        assert!(zero.encode(&[0]).unwrap_err().to_string().contains("num_replicas"));
+        let zero = CompileOptions {
+            num_replicas: 0,
+            ..Default::default()
+        };
+        assert!(zero
+            .encode(&[0])
+            .unwrap_err()
+            .to_string()
+            .contains("num_replicas"));
         let dup = CompileOptions {
             num_replicas: 2,
             device_assignment: Some(vec![vec![0], vec![0]]),
             ..Default::default()
         };
-        assert!(dup.encode(&[0, 1]).unwrap_err().to_string().contains("more than once"));
+        assert!(dup
+            .encode(&[0, 1])
+            .unwrap_err()
+            .to_string()
+            .contains("more than once"));
         let unknown = CompileOptions {
             device_assignment: Some(vec![vec![7]]),
             ..Default::default()
         };
-        assert!(unknown.encode(&[0, 1]).unwrap_err().to_string().contains("device 7"));
-        let too_many = CompileOptions { num_replicas: 3, ..Default::default() };
+        assert!(unknown
+            .encode(&[0, 1])
+            .unwrap_err()
+            .to_string()
+            .contains("device 7"));
+        let too_many = CompileOptions {
+            num_replicas: 3,
+            ..Default::default()
+        };
         assert!(too_many.encode(&[0, 1]).is_err());
     }
 
@@ -276,8 +297,13 @@ mod tests {
             device_assignment: Some(vec![vec![0, 1], vec![2, 3]]),
             ..Default::default()
         };
-        let p = proto::CompileOptionsProto::decode(o.encode(&[0, 1, 2, 3]).unwrap().as_slice()).unwrap();
-        let da = p.executable_build_options.unwrap().device_assignment.unwrap();
+        let p = proto::CompileOptionsProto::decode(o.encode(&[0, 1, 2, 3]).unwrap().as_slice())
+            .unwrap();
+        let da = p
+            .executable_build_options
+            .unwrap()
+            .device_assignment
+            .unwrap();
         assert_eq!(da.computation_devices[0].replica_device_ids, vec![0, 2]);
         assert_eq!(da.computation_devices[1].replica_device_ids, vec![1, 3]);
     }

@@ -281,7 +281,10 @@ pub(crate) fn client_devices(api: &Api, c: ClientPtr) -> Result<Vec<DevicePtr>> 
     a.client = c.0;
     // SAFETY: live client.
     unsafe { pjrt!(api, PJRT_Client_Devices, &mut a) }?;
-    Ok(array(a.devices, a.num_devices).into_iter().map(DevicePtr).collect())
+    Ok(array(a.devices, a.num_devices)
+        .into_iter()
+        .map(DevicePtr)
+        .collect())
 }
 
 /// `PJRT_Client_AddressableDevices`.
@@ -461,7 +464,10 @@ pub(crate) fn device_memories(api: &Api, d: DevicePtr) -> Result<Vec<MemoryPtr>>
     a.device = d.0;
     // SAFETY: live device.
     unsafe { pjrt!(api, PJRT_Device_AddressableMemories, &mut a) }?;
-    Ok(array(a.memories, a.num_memories).into_iter().map(MemoryPtr).collect())
+    Ok(array(a.memories, a.num_memories)
+        .into_iter()
+        .map(MemoryPtr)
+        .collect())
 }
 
 /// `PJRT_Device_DefaultMemory`.
@@ -520,7 +526,10 @@ pub(crate) fn memory_devices(api: &Api, m: MemoryPtr) -> Result<Vec<DevicePtr>> 
     a.memory = m.0;
     // SAFETY: live memory.
     unsafe { pjrt!(api, PJRT_Memory_AddressableByDevices, &mut a) }?;
-    Ok(array(a.devices, a.num_devices).into_iter().map(DevicePtr).collect())
+    Ok(array(a.devices, a.num_devices)
+        .into_iter()
+        .map(DevicePtr)
+        .collect())
 }
 
 // ---------------------------------------------------------------------------------- executable
@@ -635,7 +644,10 @@ pub(crate) fn exe_fingerprint(api: &Api, e: ExePtr) -> Result<String> {
     a.executable = e.0;
     // SAFETY: live executable.
     unsafe { pjrt!(api, PJRT_Executable_Fingerprint, &mut a) }?;
-    Ok(string(a.executable_fingerprint, a.executable_fingerprint_size))
+    Ok(string(
+        a.executable_fingerprint,
+        a.executable_fingerprint_size,
+    ))
 }
 
 /// `PJRT_Executable_OptimizedProgram`: the compiled module and its format.
@@ -677,8 +689,9 @@ pub(crate) unsafe fn execute(
     let num_args = req.args.first().map_or(0, |a| a.len());
     let arg_lists: Vec<*const *mut sys::PJRT_Buffer> =
         req.args.iter().map(|l| l.as_ptr().cast()).collect();
-    let mut outputs: Vec<Vec<*mut sys::PJRT_Buffer>> =
-        (0..num_devices).map(|_| vec![null_mut(); req.num_outputs]).collect();
+    let mut outputs: Vec<Vec<*mut sys::PJRT_Buffer>> = (0..num_devices)
+        .map(|_| vec![null_mut(); req.num_outputs])
+        .collect();
     let output_lists: Vec<*mut *mut sys::PJRT_Buffer> =
         outputs.iter_mut().map(|o| o.as_mut_ptr()).collect();
     let mut events: Vec<*mut sys::PJRT_Event> = vec![null_mut(); num_devices];
@@ -703,7 +716,11 @@ pub(crate) unsafe fn execute(
         .into_iter()
         .map(|o| o.into_iter().map(BufferPtr).collect())
         .collect();
-    let evs = events.into_iter().filter(|e| !e.is_null()).map(EventPtr).collect();
+    let evs = events
+        .into_iter()
+        .filter(|e| !e.is_null())
+        .map(EventPtr)
+        .collect();
     Ok((outs, evs))
 }
 
@@ -867,7 +884,6 @@ pub(crate) fn buffer_copy_to_memory(api: &Api, b: BufferPtr, m: MemoryPtr) -> Re
     Ok(BufferPtr(a.dst_buffer))
 }
 
-
 /// `buffer_from_host` with copy-during-call semantics over a checked slice.
 ///
 /// The caller has checked (with `check_host_layout`) that `data` covers every byte that
@@ -948,7 +964,11 @@ pub(crate) fn from_bytes<T: crate::dtype::NativeType>(bytes: &[u8]) -> Vec<T> {
     // buffer of the matching element type, so every bit pattern is a valid `T` (bool
     // buffers hold 0 or 1, as PJRT stores PRED).
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            out.as_mut_ptr().cast::<u8>(),
+            n * std::mem::size_of::<T>(),
+        );
         out.set_len(n);
     }
     out

@@ -102,7 +102,11 @@ extern "C" fn on_ready_trampoline(err: *mut sys::PJRT_Error, user_arg: *mut c_vo
 }
 
 /// `PJRT_Event_OnReady`: completes `state` when the event is ready.
-pub(crate) fn event_on_ready(api: &'static Api, e: EventPtr, state: &Arc<ReadyState>) -> Result<()> {
+pub(crate) fn event_on_ready(
+    api: &'static Api,
+    e: EventPtr,
+    state: &Arc<ReadyState>,
+) -> Result<()> {
     let user = Arc::into_raw(Arc::clone(state)) as *mut c_void;
     let mut a = sys::PJRT_Event_OnReady_Args::new();
     a.event = e.0;

@@ -123,10 +123,10 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
     let lib = unsafe { libloading::Library::new(path) }
         .map_err(|e| fail(format!("it is not a loadable shared library ({e})")))?;
     // SAFETY: `GetPjrtApi` is declared by the C API as `const PJRT_Api* GetPjrtApi(void)`.
-    let get: libloading::Symbol<unsafe extern "C" fn() -> *const sys::PJRT_Api> =
-        unsafe { lib.get(b"GetPjrtApi\0") }.map_err(|_| {
-            fail("it does not export GetPjrtApi, so it is not a PJRT plugin".into())
-        })?;
+    let get: libloading::Symbol<unsafe extern "C" fn() -> *const sys::PJRT_Api> = unsafe {
+        lib.get(b"GetPjrtApi\0")
+    }
+    .map_err(|_| fail("it does not export GetPjrtApi, so it is not a PJRT plugin".into()))?;
     // SAFETY: calling the plugin's entry point, which takes no arguments.
     let ptr = unsafe { get() };
     // Never unload: handles from this plugin may outlive every rpjrt object.
@@ -192,7 +192,14 @@ impl Api {
         }
         // SAFETY: the slot lies inside the plugin's table (checked above); every slot is a
         // pointer-sized nullable function pointer.
-        unsafe { self.ptr.cast::<u8>().add(offset).cast::<*const c_void>().read() }.is_null()
+        unsafe {
+            self.ptr
+                .cast::<u8>()
+                .add(offset)
+                .cast::<*const c_void>()
+                .read()
+        }
+        .is_null()
             == false
     }
 
@@ -205,7 +212,9 @@ impl Api {
         offset: usize,
         entry: &'static str,
         args: &mut T,
-        read: impl FnOnce(*const sys::PJRT_Api) -> Option<unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error>,
+        read: impl FnOnce(
+            *const sys::PJRT_Api,
+        ) -> Option<unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error>,
     ) -> Result<()> {
         if offset + size_of::<usize>() > self.table_size {
             return Err(self.unsupported_entry(entry, offset, false));
@@ -292,7 +301,8 @@ impl Api {
             true if !m.message.is_null() => {
                 // SAFETY: the plugin returned a pointer and length into the error, alive
                 // until the error is destroyed.
-                let bytes = unsafe { std::slice::from_raw_parts(m.message.cast::<u8>(), m.message_size) };
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(m.message.cast::<u8>(), m.message_size) };
                 String::from_utf8_lossy(bytes).into_owned()
             }
             _ => String::from("(the plugin gave no message)"),
@@ -360,7 +370,11 @@ fn parse_size_complaint(message: &str) -> Option<(String, usize, usize)> {
     let (name, rest) = rest.split_once(" size: expected ")?;
     let (expected, rest) = rest.split_once(", got ")?;
     let got: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    Some((name.to_string(), expected.trim().parse().ok()?, got.parse().ok()?))
+    Some((
+        name.to_string(),
+        expected.trim().parse().ok()?,
+        got.parse().ok()?,
+    ))
 }
 
 /// Canonical form of a plugin path, used to load each library once per process.
