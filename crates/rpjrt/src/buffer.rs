@@ -160,6 +160,14 @@ impl Buffer {
         calls::buffer_layout(self.core.api, self.ptr)
     }
 
+    /// The address of the buffer's data on its device (`PJRT_Buffer_UnsafePointer`), for
+    /// identity checks and DLPack export. The memory stays valid only while the buffer lives
+    /// and is not deleted or donated.
+    pub fn unsafe_pointer(&self) -> Result<usize> {
+        self.check()?;
+        calls::buffer_unsafe_pointer(self.core.api, self.ptr)
+    }
+
     /// Whether `delete()` was called or an execution consumed the buffer.
     pub fn is_deleted(&self) -> bool {
         self.deleted.load(Ordering::Acquire)
@@ -279,6 +287,65 @@ impl Buffer {
             self.dims.clone(),
             None,
         ))
+    }
+}
+
+/// A counted external reference to a buffer's device memory (for DLPack export and other
+/// foreign owners). While it lives, the memory stays allocated and in place; it keeps the
+/// buffer itself alive through an `Arc`.
+pub struct ExternalReference {
+    buffer: Arc<Buffer>,
+    data: usize,
+}
+
+impl ExternalReference {
+    /// The address of the data on the device (a host address on CPU plugins).
+    pub fn data_ptr(&self) -> usize {
+        self.data
+    }
+
+    /// The buffer this reference pins.
+    pub fn buffer(&self) -> &Arc<Buffer> {
+        &self.buffer
+    }
+}
+
+impl Drop for ExternalReference {
+    fn drop(&mut self) {
+        let _ = calls::buffer_decrease_external_ref(self.buffer.core.api, self.buffer.ptr);
+    }
+}
+
+impl fmt::Debug for ExternalReference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ExternalReference({:?} at {:#x})",
+            self.buffer, self.data
+        )
+    }
+}
+
+impl Buffer {
+    /// Pins the buffer's memory for a foreign owner and returns its address. Waits until the
+    /// buffer is ready first, so the memory holds the final contents.
+    pub fn external_reference(self: &Arc<Buffer>) -> Result<ExternalReference> {
+        self.block_until_ready()?;
+        calls::buffer_increase_external_ref(self.core.api, self.ptr)?;
+        let data = match calls::buffer_device_pointer(self.core.api, self.ptr) {
+            Ok(p) => Ok(p),
+            Err(_) => calls::buffer_unsafe_pointer(self.core.api, self.ptr),
+        };
+        match data {
+            Ok(data) => Ok(ExternalReference {
+                buffer: Arc::clone(self),
+                data,
+            }),
+            Err(e) => {
+                let _ = calls::buffer_decrease_external_ref(self.core.api, self.ptr);
+                Err(e)
+            }
+        }
     }
 }
 

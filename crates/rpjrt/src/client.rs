@@ -261,6 +261,13 @@ impl Client {
         Executable::compile(&self.core, program, &encoded)
     }
 
+    /// Refuses a buffer type code the plugin's PJRT version predates (it would crash on it).
+    fn check_element_type(&self, ty: ElementType) -> Result<()> {
+        self.core
+            .api
+            .require(&format!("element type {ty}"), ty.since_pjrt_minor())
+    }
+
     fn check_target(&self, device: &Device, memory: Option<&Memory>) -> Result<()> {
         self.core.check("client")?;
         if !Arc::ptr_eq(&device.core, &self.core) {
@@ -296,6 +303,7 @@ impl Client {
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
         self.check_target(device, memory)?;
+        self.check_element_type(element_type)?;
         check_host_layout(data.len(), element_type, dims, byte_strides)?;
         // The plugins take sub-byte types one element per byte; our host form is packed.
         let unpacked;
@@ -355,6 +363,7 @@ impl Client {
             );
         }
         self.check_target(device, memory)?;
+        self.check_element_type(element_type)?;
         let bytes = owner.bytes();
         check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
         let (ptr, done) = calls::buffer_from_host_owned(

@@ -160,6 +160,17 @@ impl ElementType {
             .ok_or_else(|| Error::invalid(format!("{elements} elements of {self} overflow usize")))
     }
 
+    /// The PJRT minor version that added this buffer type code (57, rpjrt's floor, for the
+    /// older ones). A plugin older than that crashes on the code instead of refusing it.
+    pub const fn since_pjrt_minor(self) -> i32 {
+        match self {
+            ElementType::F8E8M0FNU | ElementType::F4E2M1FN => 63,
+            ElementType::S1 | ElementType::U1 => 94,
+            ElementType::F6E2M3FN | ElementType::F6E3M2FN => 114,
+            _ => 57,
+        }
+    }
+
     /// Bytes per element for types of at least one byte; `None` for sub-byte types and tokens.
     pub const fn byte_width(self) -> Option<usize> {
         if self.bit_width() >= 8 {

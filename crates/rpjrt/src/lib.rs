@@ -39,7 +39,7 @@ mod plugin;
 mod raw;
 mod value;
 
-pub use buffer::{Buffer, HostBytes};
+pub use buffer::{Buffer, ExternalReference, HostBytes};
 pub use client::{Client, Device, Memory};
 pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
 pub use error::{Code, Error, Result};

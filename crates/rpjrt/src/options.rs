@@ -112,6 +112,7 @@ mod proto {
     }
 
     #[derive(Clone, PartialEq, prost::Oneof)]
+    #[allow(clippy::enum_variant_names)]
     pub enum Override {
         #[prost(string, tag = "1")]
         StringField(String),

@@ -4,6 +4,9 @@
 //! into owned Rust values. Handle types are thin `Copy` wrappers around the C pointers;
 //! the owning types in the rest of the crate decide when `*_destroy` is called.
 
+// C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
+#![allow(clippy::unnecessary_cast)]
+
 use std::ffi::{c_char, c_void};
 use std::ptr::null_mut;
 
@@ -73,6 +76,9 @@ args_types! {
     PJRT_Buffer_CopyToMemory_Args => PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE,
     PJRT_Buffer_UnsafePointer_Args => PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE,
     PJRT_Buffer_GetMemoryLayout_Args => PJRT_Buffer_GetMemoryLayout_Args_STRUCT_SIZE,
+    PJRT_Buffer_IncreaseExternalReferenceCount_Args => PJRT_Buffer_IncreaseExternalReferenceCount_Args_STRUCT_SIZE,
+    PJRT_Buffer_DecreaseExternalReferenceCount_Args => PJRT_Buffer_DecreaseExternalReferenceCount_Args_STRUCT_SIZE,
+    PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args => PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE,
     PJRT_Event_Destroy_Args => PJRT_Event_Destroy_Args_STRUCT_SIZE,
     PJRT_Event_IsReady_Args => PJRT_Event_IsReady_Args_STRUCT_SIZE,
     PJRT_Event_Error_Args => PJRT_Event_Error_Args_STRUCT_SIZE,
@@ -351,6 +357,7 @@ pub(crate) enum HostSemantics {
 /// # Safety
 /// `data` must point to a host buffer that holds every byte `dims`, `ty` and `strides`
 /// address, alive for as long as `semantics` requires.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn buffer_from_host(
     api: &Api,
     c: ClientPtr,
@@ -507,14 +514,18 @@ pub(crate) fn memory_facts(api: &Api, m: MemoryPtr) -> Result<MemoryFacts> {
     unsafe {
         pjrt!(api, PJRT_Memory_Id, &mut id)?;
         pjrt!(api, PJRT_Memory_Kind, &mut kind)?;
-        pjrt!(api, PJRT_Memory_Kind_Id, &mut kid)?;
         pjrt!(api, PJRT_Memory_DebugString, &mut dbg)?;
         pjrt!(api, PJRT_Memory_ToString, &mut ts)?;
     }
     Ok(MemoryFacts {
         id: id.id as i32,
         kind: string(kind.kind, kind.kind_size),
-        kind_id: kid.kind_id as i32,
+        // Kind ids arrived after the other memory entries; -1 where the plugin lacks them.
+        // SAFETY: live memory.
+        kind_id: match unsafe { pjrt!(api, PJRT_Memory_Kind_Id, &mut kid) } {
+            Ok(()) => kid.kind_id as i32,
+            Err(_) => -1,
+        },
         debug_string: string(dbg.debug_string, dbg.debug_string_size),
         to_string: string(ts.to_string, ts.to_string_size),
     })
@@ -754,29 +765,6 @@ pub(crate) fn buffer_delete(api: &Api, b: BufferPtr) -> Result<()> {
     unsafe { pjrt!(api, PJRT_Buffer_Delete, &mut a) }
 }
 
-/// `PJRT_Buffer_IsDeleted`.
-pub(crate) fn buffer_is_deleted(api: &Api, b: BufferPtr) -> Result<bool> {
-    let mut a = sys::PJRT_Buffer_IsDeleted_Args::new();
-    a.buffer = b.0;
-    // SAFETY: live buffer.
-    unsafe { pjrt!(api, PJRT_Buffer_IsDeleted, &mut a) }?;
-    Ok(a.is_deleted)
-}
-
-/// Element type code and dimensions of a buffer.
-pub(crate) fn buffer_shape(api: &Api, b: BufferPtr) -> Result<(i32, Vec<i64>)> {
-    let mut t = sys::PJRT_Buffer_ElementType_Args::new();
-    t.buffer = b.0;
-    let mut d = sys::PJRT_Buffer_Dimensions_Args::new();
-    d.buffer = b.0;
-    // SAFETY: live buffer.
-    unsafe {
-        pjrt!(api, PJRT_Buffer_ElementType, &mut t)?;
-        pjrt!(api, PJRT_Buffer_Dimensions, &mut d)?;
-    }
-    Ok((t.r#type as i32, array(d.dims, d.num_dims)))
-}
-
 /// `PJRT_Buffer_OnDeviceSizeInBytes`.
 pub(crate) fn buffer_on_device_size(api: &Api, b: BufferPtr) -> Result<usize> {
     let mut a = sys::PJRT_Buffer_OnDeviceSizeInBytes_Args::new();
@@ -820,6 +808,31 @@ pub(crate) fn buffer_unsafe_pointer(api: &Api, b: BufferPtr) -> Result<usize> {
     // SAFETY: live buffer.
     unsafe { pjrt!(api, PJRT_Buffer_UnsafePointer, &mut a) }?;
     Ok(a.buffer_pointer as usize)
+}
+
+/// `PJRT_Buffer_IncreaseExternalReferenceCount`.
+pub(crate) fn buffer_increase_external_ref(api: &Api, b: BufferPtr) -> Result<()> {
+    let mut a = sys::PJRT_Buffer_IncreaseExternalReferenceCount_Args::new();
+    a.buffer = b.0;
+    // SAFETY: live buffer.
+    unsafe { pjrt!(api, PJRT_Buffer_IncreaseExternalReferenceCount, &mut a) }
+}
+
+/// `PJRT_Buffer_DecreaseExternalReferenceCount`.
+pub(crate) fn buffer_decrease_external_ref(api: &Api, b: BufferPtr) -> Result<()> {
+    let mut a = sys::PJRT_Buffer_DecreaseExternalReferenceCount_Args::new();
+    a.buffer = b.0;
+    // SAFETY: live buffer whose count we raised before.
+    unsafe { pjrt!(api, PJRT_Buffer_DecreaseExternalReferenceCount, &mut a) }
+}
+
+/// `PJRT_Buffer_OpaqueDeviceMemoryDataPointer`.
+pub(crate) fn buffer_device_pointer(api: &Api, b: BufferPtr) -> Result<usize> {
+    let mut a = sys::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
+    a.buffer = b.0;
+    // SAFETY: live buffer.
+    unsafe { pjrt!(api, PJRT_Buffer_OpaqueDeviceMemoryDataPointer, &mut a) }?;
+    Ok(a.device_memory_ptr as usize)
 }
 
 /// Minor-to-major order of a buffer's dense layout, when the plugin reports a tiled layout.

@@ -6,6 +6,9 @@
 //! checks that the plugin's function table has the slot and that it is non-null, and turns
 //! a returned `PJRT_Error*` into an [`Error`].
 
+// C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
+#![allow(clippy::unnecessary_cast)]
+
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of, MaybeUninit};
 use std::path::{Path, PathBuf};
@@ -137,13 +140,12 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
     // SAFETY: a PJRT_Api starts with `size_t struct_size`; we read only that word first.
     let table_size = unsafe { ptr.cast::<usize>().read() };
 
-    // The error entries must exist for any call to report failures.
-    if table_size < TABLE_HEADER + 3 * size_of::<usize>() {
+    if table_size < TABLE_HEADER {
         return Err(fail(format!(
             "its PJRT_Api struct is only {table_size} bytes, too small to hold a version"
         )));
     }
-    // SAFETY: the struct is at least `version_end` bytes, so the version field is inside it.
+    // SAFETY: the struct covers the header (checked above), so the version is inside it.
     let v = unsafe { std::ptr::addr_of!((*ptr).pjrt_api_version).read() };
     let version = ApiVersion {
         major: v.major_version as i32,
@@ -158,6 +160,12 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
         return Err(fail(format!(
             "it implements PJRT {version}; rpjrt needs PJRT 0.57 or newer (the function table \
              was reordered at 0.56/0.57)"
+        )));
+    }
+    // The error entries must exist for any call to report failures.
+    if table_size < TABLE_HEADER + 3 * size_of::<usize>() {
+        return Err(fail(format!(
+            "its PJRT_Api struct is only {table_size} bytes, too small for the error entries"
         )));
     }
     let api = Api {
@@ -192,15 +200,14 @@ impl Api {
         }
         // SAFETY: the slot lies inside the plugin's table (checked above); every slot is a
         // pointer-sized nullable function pointer.
-        unsafe {
+        let slot = unsafe {
             self.ptr
                 .cast::<u8>()
                 .add(offset)
                 .cast::<*const c_void>()
                 .read()
-        }
-        .is_null()
-            == false
+        };
+        !slot.is_null()
     }
 
     /// Checks the slot, then calls it.
@@ -343,23 +350,6 @@ impl Api {
             cur = base.next;
         }
         out
-    }
-
-    /// The extension struct of type `type_id`, as a raw pointer, if the plugin has one.
-    pub(crate) fn extension(&self, type_id: i32) -> Option<*mut sys::PJRT_Extension_Base> {
-        // SAFETY: as in `walk_extensions`.
-        let mut cur = unsafe { std::ptr::addr_of!((*self.ptr).extension_start).read() };
-        let mut n = 0;
-        while !cur.is_null() && n < 64 {
-            // SAFETY: as in `walk_extensions`.
-            let base = unsafe { cur.read() };
-            if base.r#type as i32 == type_id {
-                return Some(cur);
-            }
-            cur = base.next;
-            n += 1;
-        }
-        None
     }
 }
 

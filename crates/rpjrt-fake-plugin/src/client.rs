@@ -1,0 +1,1072 @@
+//! Clients, devices, device descriptions and memories.
+
+use std::collections::BTreeSet;
+use std::ffi::c_void;
+use std::panic::catch_unwind;
+use std::sync::{Arc, Mutex};
+
+use rpjrt_sys as sys;
+
+use crate::config::{AttrValue, Attribute};
+use crate::error::{self, invalid, Fail};
+use crate::named::{read_named_values, NamedValues};
+use crate::registry::{self, Kind};
+use crate::state::{entry, State};
+
+/// The platform name every fake client reports.
+pub const PLATFORM_NAME: &str = "fake";
+/// The device kind every fake device reports.
+pub const DEVICE_KIND: &str = "fake";
+/// Memory kinds of every device, in order; the first is the default. Their kind ids are
+/// their positions.
+pub const MEMORY_KINDS: [&str; 3] = ["device", "pinned_host", "unpinned_host"];
+/// Devices a client has unless the `fake_device_count` create option says otherwise.
+pub const DEFAULT_DEVICE_COUNT: usize = 2;
+
+pub(crate) struct FakeDevice {
+    pub id: i32,
+    pub local_hardware_id: i32,
+    pub addressable: bool,
+    description: Box<FakeDescription>,
+    memories: Vec<*mut sys::PJRT_Memory>,
+    default_memory: *mut sys::PJRT_Memory,
+}
+
+pub(crate) struct FakeDescription {
+    id: i32,
+    process_index: i32,
+    debug_string: String,
+    to_string: String,
+    attributes: NamedValues,
+}
+
+#[repr(C)]
+pub(crate) struct FakeMemory {
+    vtable: *const sys::PJRT_Memory_FunctionTable,
+    pub id: i32,
+    pub kind: &'static str,
+    pub kind_id: i32,
+    /// Index of the device that owns this memory.
+    pub device: usize,
+    debug_string: String,
+    to_string: String,
+    devices: Vec<*mut sys::PJRT_Device>,
+    user_data: Mutex<Vec<UserData>>,
+}
+
+struct UserData {
+    key: usize,
+    data: usize,
+    dtor: Option<unsafe extern "C" fn(*mut c_void)>,
+}
+
+/// What a client is; kept alive by the client handle and by every buffer and executable
+/// made from it, so their device and memory pointers stay valid.
+pub(crate) struct ClientInner {
+    pub devices: Vec<FakeDevice>,
+    pub memories: Vec<FakeMemory>,
+    device_ptrs: Vec<*mut sys::PJRT_Device>,
+    addressable_ptrs: Vec<*mut sys::PJRT_Device>,
+    addressable_memory_ptrs: Vec<*mut sys::PJRT_Memory>,
+    pub process_index: i32,
+    platform_version: String,
+}
+
+// SAFETY: the raw pointers point into the boxes this struct owns (devices, memories),
+// which never move and are only mutated through the Mutex in FakeMemory.
+unsafe impl Send for ClientInner {}
+// SAFETY: as above.
+unsafe impl Sync for ClientInner {}
+
+pub(crate) struct FakeClient {
+    pub inner: Arc<ClientInner>,
+}
+
+struct SyncMemoryTable(sys::PJRT_Memory_FunctionTable);
+
+// SAFETY: immutable; its only data pointer (extension_start) is null.
+unsafe impl Sync for SyncMemoryTable {}
+
+static MEMORY_VTABLE: SyncMemoryTable = SyncMemoryTable(sys::PJRT_Memory_FunctionTable {
+    struct_size: sys::PJRT_Memory_FunctionTable_STRUCT_SIZE,
+    extension_start: std::ptr::null_mut(),
+    instance_struct_size: sys::PJRT_Memory_STRUCT_SIZE,
+    get_user_data: Some(memory_get_user_data),
+    set_user_data: Some(memory_set_user_data),
+});
+
+unsafe extern "C" fn memory_get_user_data(
+    memory: *mut sys::PJRT_Memory,
+    key: *const c_void,
+) -> *mut c_void {
+    catch_unwind(|| {
+        let Ok(m) = memory_ref(memory) else {
+            return std::ptr::null_mut();
+        };
+        let list = m.user_data.lock().unwrap_or_else(|e| e.into_inner());
+        list.iter()
+            .find(|u| u.key == key as usize)
+            .map(|u| u.data as *mut c_void)
+            .unwrap_or(std::ptr::null_mut())
+    })
+    .unwrap_or(std::ptr::null_mut())
+}
+
+unsafe extern "C" fn memory_set_user_data(
+    memory: *mut sys::PJRT_Memory,
+    key: *const c_void,
+    data: *mut c_void,
+    dtor: Option<unsafe extern "C" fn(*mut c_void)>,
+) {
+    let _ = catch_unwind(|| {
+        let Ok(m) = memory_ref(memory) else {
+            return;
+        };
+        let old = {
+            let mut list = m.user_data.lock().unwrap_or_else(|e| e.into_inner());
+            let old = list
+                .iter()
+                .position(|u| u.key == key as usize)
+                .map(|i| list.remove(i));
+            list.push(UserData {
+                key: key as usize,
+                data: data as usize,
+                dtor,
+            });
+            old
+        };
+        if let Some(old) = old {
+            run_dtor(old);
+        }
+    });
+}
+
+fn run_dtor(u: UserData) {
+    if let Some(d) = u.dtor {
+        // SAFETY: the caller attached `data` with this destructor and handed ownership of
+        // it to the memory; it is run exactly once, when replaced or when the memory dies.
+        unsafe { d(u.data as *mut c_void) };
+    }
+}
+
+impl Drop for FakeMemory {
+    fn drop(&mut self) {
+        let list = std::mem::take(self.user_data.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for u in list {
+            run_dtor(u);
+        }
+    }
+}
+
+impl ClientInner {
+    fn new(
+        device_count: usize,
+        addressable_count: usize,
+        process_index: i32,
+        options: Vec<Attribute>,
+    ) -> Arc<ClientInner> {
+        let mut devices: Vec<FakeDevice> = (0..device_count)
+            .map(|i| {
+                let addressable = i < addressable_count;
+                let id = i as i32;
+                let pi = if addressable {
+                    process_index
+                } else {
+                    process_index + 1
+                };
+                let attrs = vec![
+                    Attribute::new("fake_device_index", AttrValue::Int64(i as i64)),
+                    Attribute::new("coords", AttrValue::Int64List(vec![i as i64, 0, 0])),
+                ];
+                FakeDevice {
+                    id,
+                    local_hardware_id: if addressable { id } else { -1 },
+                    addressable,
+                    description: Box::new(FakeDescription {
+                        id,
+                        process_index: pi,
+                        debug_string: format!("FakeDevice(id={id}, process_index={pi})"),
+                        to_string: format!("FakeDevice(id={id})"),
+                        attributes: NamedValues::new(&attrs),
+                    }),
+                    memories: Vec::new(),
+                    default_memory: std::ptr::null_mut(),
+                }
+            })
+            .collect();
+        let device_ptrs: Vec<*mut sys::PJRT_Device> = devices
+            .iter_mut()
+            .map(|d| (d as *mut FakeDevice).cast())
+            .collect();
+        let mut memories = Vec::new();
+        for (i, dev) in device_ptrs.iter().enumerate() {
+            for (k, kind) in MEMORY_KINDS.iter().enumerate() {
+                let id = (i * MEMORY_KINDS.len() + k) as i32;
+                memories.push(FakeMemory {
+                    vtable: &MEMORY_VTABLE.0,
+                    id,
+                    kind,
+                    kind_id: k as i32,
+                    device: i,
+                    debug_string: format!("FakeMemory(id={id}, kind={kind}, device={i})"),
+                    to_string: format!("FakeMemory(id={id}, kind={kind})"),
+                    devices: vec![*dev],
+                    user_data: Mutex::new(Vec::new()),
+                });
+            }
+        }
+        for (i, dev) in devices.iter_mut().enumerate() {
+            let first = i * MEMORY_KINDS.len();
+            dev.memories = memories[first..first + MEMORY_KINDS.len()]
+                .iter_mut()
+                .map(|m| (m as *mut FakeMemory).cast())
+                .collect();
+            dev.default_memory = dev.memories[0];
+        }
+        let addressable_ptrs: Vec<*mut sys::PJRT_Device> =
+            device_ptrs[..addressable_count].to_vec();
+        let addressable_memory_ptrs: Vec<*mut sys::PJRT_Memory> = memories
+            .iter_mut()
+            .filter(|m| m.device < addressable_count)
+            .map(|m| (m as *mut FakeMemory).cast())
+            .collect();
+        for d in &devices {
+            registry::register(d, Kind::Device);
+            registry::register(&*d.description, Kind::DeviceDescription);
+        }
+        for m in &memories {
+            registry::register(m, Kind::Memory);
+        }
+        let mut platform_version = format!("fake {}", env!("CARGO_PKG_VERSION"));
+        if !options.is_empty() {
+            let shown: Vec<String> = options
+                .iter()
+                .map(|o| format!("{}={}", o.name, o.value))
+                .collect();
+            platform_version.push_str("; create options: ");
+            platform_version.push_str(&shown.join(", "));
+        }
+        Arc::new(ClientInner {
+            devices,
+            memories,
+            device_ptrs,
+            addressable_ptrs,
+            addressable_memory_ptrs,
+            process_index,
+            platform_version,
+        })
+    }
+
+    /// Index of `device` among this client's devices.
+    pub fn device_index(&self, device: *mut sys::PJRT_Device) -> Option<usize> {
+        self.device_ptrs.iter().position(|d| *d == device)
+    }
+
+    /// Index of `memory` among this client's memories.
+    pub fn memory_index(&self, memory: *mut sys::PJRT_Memory) -> Option<usize> {
+        self.memories
+            .iter()
+            .position(|m| std::ptr::eq(m, memory.cast::<FakeMemory>()))
+    }
+
+    pub fn device_ptr(&self, index: usize) -> *mut sys::PJRT_Device {
+        self.device_ptrs[index]
+    }
+
+    pub fn memory_ptr(&self, index: usize) -> *mut sys::PJRT_Memory {
+        let m: &FakeMemory = &self.memories[index];
+        (m as *const FakeMemory).cast_mut().cast()
+    }
+
+    /// Index of the default memory of device `index`.
+    pub fn default_memory_index(&self, device: usize) -> usize {
+        device * MEMORY_KINDS.len()
+    }
+
+    /// Whether the device at `index` is addressable.
+    pub fn addressable(&self, index: usize) -> bool {
+        self.devices[index].addressable
+    }
+
+    pub fn addressable_count(&self) -> usize {
+        self.addressable_ptrs.len()
+    }
+
+    pub fn device_name(&self, index: usize) -> &str {
+        &self.devices[index].description.to_string
+    }
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        for d in &self.devices {
+            registry::unregister(d, Kind::Device);
+            registry::unregister(&*d.description, Kind::DeviceDescription);
+        }
+        for m in &self.memories {
+            registry::unregister(m, Kind::Memory);
+        }
+    }
+}
+
+/// The live client behind `client`.
+pub(crate) fn client_ref<'a>(client: *mut sys::PJRT_Client) -> Result<&'a FakeClient, Fail> {
+    if client.is_null() {
+        return Err(invalid("fake plugin: null PJRT_Client"));
+    }
+    if !registry::is_live(client.cast::<FakeClient>(), Kind::Client) {
+        return Err(invalid(format!(
+            "fake plugin: {client:p} is not a live PJRT_Client"
+        )));
+    }
+    // SAFETY: the registry says it came from Box::into_raw in client_create and has not
+    // been destroyed; the caller keeps it alive for the duration of the call.
+    Ok(unsafe { &*client.cast::<FakeClient>() })
+}
+
+pub(crate) fn device_ref<'a>(device: *mut sys::PJRT_Device) -> Result<&'a FakeDevice, Fail> {
+    if device.is_null() {
+        return Err(invalid("fake plugin: null PJRT_Device"));
+    }
+    if !registry::is_live(device.cast::<FakeDevice>(), Kind::Device) {
+        return Err(invalid(format!(
+            "fake plugin: {device:p} is not a live PJRT_Device"
+        )));
+    }
+    // SAFETY: registered devices are boxes owned by a live ClientInner, unregistered
+    // before they are freed; the caller keeps their client alive during the call.
+    Ok(unsafe { &*device.cast::<FakeDevice>() })
+}
+
+fn description_ref<'a>(
+    desc: *mut sys::PJRT_DeviceDescription,
+) -> Result<&'a FakeDescription, Fail> {
+    if desc.is_null() {
+        return Err(invalid("fake plugin: null PJRT_DeviceDescription"));
+    }
+    if !registry::is_live(desc.cast::<FakeDescription>(), Kind::DeviceDescription) {
+        return Err(invalid(format!(
+            "fake plugin: {desc:p} is not a live PJRT_DeviceDescription"
+        )));
+    }
+    // SAFETY: as for devices: owned by a live ClientInner, unregistered before freed.
+    Ok(unsafe { &*desc.cast::<FakeDescription>() })
+}
+
+pub(crate) fn memory_ref<'a>(memory: *mut sys::PJRT_Memory) -> Result<&'a FakeMemory, Fail> {
+    if memory.is_null() {
+        return Err(invalid("fake plugin: null PJRT_Memory"));
+    }
+    if !registry::is_live(memory.cast::<FakeMemory>(), Kind::Memory) {
+        return Err(invalid(format!(
+            "fake plugin: {memory:p} is not a live PJRT_Memory"
+        )));
+    }
+    // SAFETY: as for devices: owned by a live ClientInner, unregistered before freed.
+    Ok(unsafe { &*memory.cast::<FakeMemory>() })
+}
+
+fn option_int(opt: &Attribute) -> Result<i64, Fail> {
+    match opt.value {
+        AttrValue::Int64(v) => Ok(v),
+        _ => Err(invalid(format!(
+            "fake plugin: create option {:?} must be an int64, got {}",
+            opt.name, opt.value
+        ))),
+    }
+}
+
+fn option_bool(opt: &Attribute) -> Result<bool, Fail> {
+    match opt.value {
+        AttrValue::Bool(v) => Ok(v),
+        _ => Err(invalid(format!(
+            "fake plugin: create option {:?} must be a bool, got {}",
+            opt.name, opt.value
+        ))),
+    }
+}
+
+const KV_KEY: &str = "rpjrt_fake/roundtrip";
+const KV_VALUE: &str = "rpjrt-fake-value";
+
+/// The `fake_kv_roundtrip` option: put a value through the caller's KV callbacks and read
+/// it back with get (and try_get when given).
+fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
+    let put = a
+        .kv_put_callback
+        .ok_or_else(|| invalid("fake plugin: fake_kv_roundtrip needs kv_put_callback"))?;
+    let get = a
+        .kv_get_callback
+        .ok_or_else(|| invalid("fake plugin: fake_kv_roundtrip needs kv_get_callback"))?;
+    let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
+    let mut put_args = sys::PJRT_KeyValuePutCallback_Args {
+        struct_size: sys::PJRT_KeyValuePutCallback_Args_STRUCT_SIZE,
+        extension_start: std::ptr::null_mut(),
+        key: KV_KEY.as_ptr().cast(),
+        key_size: KV_KEY.len(),
+        value: KV_VALUE.as_ptr().cast(),
+        value_size: KV_VALUE.len(),
+        callback_error: &mut cb,
+        user_arg: a.kv_put_user_arg,
+    };
+    // SAFETY: the caller supplied this callback for exactly this call shape; the args
+    // and the strings they point at outlive the call.
+    let err = unsafe { put(&mut put_args) };
+    if !err.is_null() {
+        return Err(error::take_callback_error(err, "kv_put_callback failed"));
+    }
+    let mut get_args = sys::PJRT_KeyValueGetCallback_Args {
+        struct_size: sys::PJRT_KeyValueGetCallback_Args_STRUCT_SIZE,
+        extension_start: std::ptr::null_mut(),
+        key: KV_KEY.as_ptr().cast(),
+        key_size: KV_KEY.len(),
+        timeout_in_ms: 5000,
+        callback_error: &mut cb,
+        user_arg: a.kv_get_user_arg,
+        value: std::ptr::null_mut(),
+        value_size: 0,
+        value_deleter_callback: None,
+    };
+    // SAFETY: as for put.
+    let err = unsafe { get(&mut get_args) };
+    if !err.is_null() {
+        return Err(error::take_callback_error(err, "kv_get_callback failed"));
+    }
+    // SAFETY: on success the callback returns value_size bytes at value.
+    let got = unsafe { crate::named::read_str(get_args.value, get_args.value_size) };
+    if let (Some(del), false) = (get_args.value_deleter_callback, get_args.value.is_null()) {
+        // SAFETY: the callback handed us the value together with its deleter.
+        unsafe { del(get_args.value) };
+    }
+    if got != KV_VALUE {
+        return Err(invalid(format!(
+            "fake plugin: kv_get_callback returned {got:?}, expected {KV_VALUE:?}"
+        )));
+    }
+    if let Some(try_get) = a.kv_try_get_callback {
+        let mut args = sys::PJRT_KeyValueTryGetCallback_Args {
+            struct_size: sys::PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE,
+            extension_start: std::ptr::null_mut(),
+            key: KV_KEY.as_ptr().cast(),
+            key_size: KV_KEY.len(),
+            callback_error: &mut cb,
+            user_arg: a.kv_try_get_user_arg,
+            value: std::ptr::null_mut(),
+            value_size: 0,
+            value_deleter_callback: None,
+        };
+        // SAFETY: as for put.
+        let err = unsafe { try_get(&mut args) };
+        if !err.is_null() {
+            return Err(error::take_callback_error(
+                err,
+                "kv_try_get_callback failed",
+            ));
+        }
+        // SAFETY: on success the callback returns value_size bytes at value.
+        let got = unsafe { crate::named::read_str(args.value, args.value_size) };
+        if let (Some(del), false) = (args.value_deleter_callback, args.value.is_null()) {
+            // SAFETY: the callback handed us the value together with its deleter.
+            unsafe { del(args.value) };
+        }
+        if got != KV_VALUE {
+            return Err(invalid(format!(
+                "fake plugin: kv_try_get_callback returned {got:?}, expected {KV_VALUE:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeClient, Fail> {
+    // SAFETY: per the C API, create_options points at num_options named values.
+    let options = unsafe { read_named_values(state, a.create_options, a.num_options) }?;
+    let mut device_count = DEFAULT_DEVICE_COUNT as i64;
+    let mut addressable: Option<i64> = None;
+    let mut process_index = 0i64;
+    let mut roundtrip = false;
+    let mut seen = BTreeSet::new();
+    for opt in &options {
+        if !seen.insert(opt.name.as_str()) {
+            return Err(invalid(format!(
+                "fake plugin: create option {:?} given twice",
+                opt.name
+            )));
+        }
+        match opt.name.as_str() {
+            "fake_device_count" => device_count = option_int(opt)?,
+            "fake_addressable_device_count" => addressable = Some(option_int(opt)?),
+            "fake_process_index" => process_index = option_int(opt)?,
+            "fake_kv_roundtrip" => roundtrip = option_bool(opt)?,
+            name => {
+                if let Some(allowed) = &state.config.allowed_options {
+                    if !allowed.contains(name) {
+                        return Err(invalid(format!(
+                            "fake plugin: unsupported create option {name:?}"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    if !(1..=4096).contains(&device_count) {
+        return Err(invalid(format!(
+            "fake plugin: fake_device_count must be in 1..=4096, got {device_count}"
+        )));
+    }
+    let addressable = addressable.unwrap_or(device_count);
+    if !(1..=device_count).contains(&addressable) {
+        return Err(invalid(format!(
+            "fake plugin: fake_addressable_device_count must be in 1..={device_count}, got {addressable}"
+        )));
+    }
+    if !(0..=i64::from(i32::MAX - 1)).contains(&process_index) {
+        return Err(invalid(format!(
+            "fake plugin: fake_process_index out of range: {process_index}"
+        )));
+    }
+    if roundtrip {
+        kv_roundtrip(a)?;
+    }
+    let inner = ClientInner::new(
+        device_count as usize,
+        addressable as usize,
+        process_index as i32,
+        options,
+    );
+    let raw = Box::into_raw(Box::new(FakeClient { inner }));
+    registry::register(raw, Kind::Client);
+    Ok(raw)
+}
+
+pub(crate) unsafe extern "C" fn client_create(
+    args: *mut sys::PJRT_Client_Create_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_Create",
+        args,
+        sys::PJRT_Client_Create_Args_STRUCT_SIZE,
+        |args, state| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.client = create(a, state)?.cast();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_destroy(
+    args: *mut sys::PJRT_Client_Destroy_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_Destroy",
+        args,
+        sys::PJRT_Client_Destroy_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let client = unsafe { (*args).client };
+            if client.is_null() {
+                return Ok(());
+            }
+            if !registry::unregister(client.cast::<FakeClient>(), Kind::Client) {
+                return Err(invalid(format!(
+                    "fake plugin: PJRT_Client_Destroy: {client:p} is not a live PJRT_Client"
+                )));
+            }
+            // SAFETY: it was live, so it came from Box::into_raw in `create`; it is now
+            // unregistered, so this is the only free.
+            drop(unsafe { Box::from_raw(client.cast::<FakeClient>()) });
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_platform_name(
+    args: *mut sys::PJRT_Client_PlatformName_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_PlatformName",
+        args,
+        sys::PJRT_Client_PlatformName_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            client_ref(a.client)?;
+            a.platform_name = PLATFORM_NAME.as_ptr().cast();
+            a.platform_name_size = PLATFORM_NAME.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_process_index(
+    args: *mut sys::PJRT_Client_ProcessIndex_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_ProcessIndex",
+        args,
+        sys::PJRT_Client_ProcessIndex_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.process_index = client_ref(a.client)?.inner.process_index;
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_platform_version(
+    args: *mut sys::PJRT_Client_PlatformVersion_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_PlatformVersion",
+        args,
+        sys::PJRT_Client_PlatformVersion_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let c = client_ref(a.client)?;
+            a.platform_version = c.inner.platform_version.as_ptr().cast();
+            a.platform_version_size = c.inner.platform_version.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_devices(
+    args: *mut sys::PJRT_Client_Devices_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_Devices",
+        args,
+        sys::PJRT_Client_Devices_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let c = client_ref(a.client)?;
+            a.devices = c.inner.device_ptrs.as_ptr();
+            a.num_devices = c.inner.device_ptrs.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_addressable_devices(
+    args: *mut sys::PJRT_Client_AddressableDevices_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_AddressableDevices",
+        args,
+        sys::PJRT_Client_AddressableDevices_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let c = client_ref(a.client)?;
+            a.addressable_devices = c.inner.addressable_ptrs.as_ptr();
+            a.num_addressable_devices = c.inner.addressable_ptrs.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_lookup_device(
+    args: *mut sys::PJRT_Client_LookupDevice_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_LookupDevice",
+        args,
+        sys::PJRT_Client_LookupDevice_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let c = client_ref(a.client)?;
+            let i = c
+                .inner
+                .devices
+                .iter()
+                .position(|d| d.id == a.id)
+                .ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?;
+            a.device = c.inner.device_ptr(i);
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_lookup_addressable_device(
+    args: *mut sys::PJRT_Client_LookupAddressableDevice_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_LookupAddressableDevice",
+        args,
+        sys::PJRT_Client_LookupAddressableDevice_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let c = client_ref(a.client)?;
+            let i = c
+                .inner
+                .devices
+                .iter()
+                .position(|d| d.addressable && d.local_hardware_id == a.local_hardware_id)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "fake plugin: no addressable device with local_hardware_id {}",
+                        a.local_hardware_id
+                    ))
+                })?;
+            a.addressable_device = c.inner.device_ptr(i);
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_addressable_memories(
+    args: *mut sys::PJRT_Client_AddressableMemories_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_AddressableMemories",
+        args,
+        sys::PJRT_Client_AddressableMemories_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let c = client_ref(a.client)?;
+            a.addressable_memories = c.inner.addressable_memory_ptrs.as_ptr();
+            a.num_addressable_memories = c.inner.addressable_memory_ptrs.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn client_default_device_assignment(
+    args: *mut sys::PJRT_Client_DefaultDeviceAssignment_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Client_DefaultDeviceAssignment",
+        args,
+        sys::PJRT_Client_DefaultDeviceAssignment_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let c = client_ref(a.client)?;
+            if a.num_replicas < 1 || a.num_partitions < 1 {
+                return Err(invalid(format!(
+                    "fake plugin: bad replica/partition counts {}x{}",
+                    a.num_replicas, a.num_partitions
+                )));
+            }
+            let n = a.num_replicas as usize * a.num_partitions as usize;
+            if n > c.inner.addressable_count() {
+                return Err(invalid(format!(
+                    "fake plugin: {n} devices requested, the client has {} addressable",
+                    c.inner.addressable_count()
+                )));
+            }
+            if a.default_assignment_size < n || a.default_assignment.is_null() {
+                return Err(invalid(format!(
+                    "fake plugin: default_assignment holds {}, needs {n}",
+                    a.default_assignment_size
+                )));
+            }
+            for i in 0..n {
+                // SAFETY: the caller provides default_assignment_size >= n ints.
+                unsafe { *a.default_assignment.add(i) = c.inner.devices[i].id };
+            }
+            Ok(())
+        },
+    )
+}
+
+macro_rules! description_string {
+    ($fn_name:ident, $entry:literal, $args:ident, $size:ident, $field:ident, $ptr:ident, $len:ident) => {
+        pub(crate) unsafe extern "C" fn $fn_name(args: *mut sys::$args) -> *mut sys::PJRT_Error {
+            entry($entry, args, sys::$size, |args, _| {
+                // SAFETY: `entry` checked args.
+                let a = unsafe { &mut *args };
+                let d = description_ref(a.device_description)?;
+                a.$ptr = d.$field.as_ptr().cast();
+                a.$len = d.$field.len();
+                Ok(())
+            })
+        }
+    };
+}
+
+pub(crate) unsafe extern "C" fn description_id(
+    args: *mut sys::PJRT_DeviceDescription_Id_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_DeviceDescription_Id",
+        args,
+        sys::PJRT_DeviceDescription_Id_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.id = description_ref(a.device_description)?.id;
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn description_process_index(
+    args: *mut sys::PJRT_DeviceDescription_ProcessIndex_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_DeviceDescription_ProcessIndex",
+        args,
+        sys::PJRT_DeviceDescription_ProcessIndex_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.process_index = description_ref(a.device_description)?.process_index;
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn description_attributes(
+    args: *mut sys::PJRT_DeviceDescription_Attributes_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_DeviceDescription_Attributes",
+        args,
+        sys::PJRT_DeviceDescription_Attributes_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let d = description_ref(a.device_description)?;
+            a.attributes = d.attributes.as_ptr();
+            a.num_attributes = d.attributes.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn description_kind(
+    args: *mut sys::PJRT_DeviceDescription_Kind_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_DeviceDescription_Kind",
+        args,
+        sys::PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            description_ref(a.device_description)?;
+            a.device_kind = DEVICE_KIND.as_ptr().cast();
+            a.device_kind_size = DEVICE_KIND.len();
+            Ok(())
+        },
+    )
+}
+
+description_string!(
+    description_debug_string,
+    "PJRT_DeviceDescription_DebugString",
+    PJRT_DeviceDescription_DebugString_Args,
+    PJRT_DeviceDescription_DebugString_Args_STRUCT_SIZE,
+    debug_string,
+    debug_string,
+    debug_string_size
+);
+
+description_string!(
+    description_to_string,
+    "PJRT_DeviceDescription_ToString",
+    PJRT_DeviceDescription_ToString_Args,
+    PJRT_DeviceDescription_ToString_Args_STRUCT_SIZE,
+    to_string,
+    to_string,
+    to_string_size
+);
+
+pub(crate) unsafe extern "C" fn device_get_description(
+    args: *mut sys::PJRT_Device_GetDescription_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Device_GetDescription",
+        args,
+        sys::PJRT_Device_GetDescription_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let d = device_ref(a.device)?;
+            let desc: &FakeDescription = &d.description;
+            a.device_description = (desc as *const FakeDescription).cast_mut().cast();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn device_is_addressable(
+    args: *mut sys::PJRT_Device_IsAddressable_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Device_IsAddressable",
+        args,
+        sys::PJRT_Device_IsAddressable_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args; the bool out-field is written through a raw
+            // place, never read.
+            let device = unsafe { (*args).device };
+            let d = device_ref(device)?;
+            // SAFETY: as above.
+            unsafe { (*args).is_addressable = d.addressable };
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn device_local_hardware_id(
+    args: *mut sys::PJRT_Device_LocalHardwareId_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Device_LocalHardwareId",
+        args,
+        sys::PJRT_Device_LocalHardwareId_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.local_hardware_id = device_ref(a.device)?.local_hardware_id;
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn device_addressable_memories(
+    args: *mut sys::PJRT_Device_AddressableMemories_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Device_AddressableMemories",
+        args,
+        sys::PJRT_Device_AddressableMemories_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let d = device_ref(a.device)?;
+            a.memories = d.memories.as_ptr();
+            a.num_memories = d.memories.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn device_default_memory(
+    args: *mut sys::PJRT_Device_DefaultMemory_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Device_DefaultMemory",
+        args,
+        sys::PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.memory = device_ref(a.device)?.default_memory;
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn memory_id(
+    args: *mut sys::PJRT_Memory_Id_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Memory_Id",
+        args,
+        sys::PJRT_Memory_Id_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.id = memory_ref(a.memory)?.id;
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn memory_kind(
+    args: *mut sys::PJRT_Memory_Kind_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Memory_Kind",
+        args,
+        sys::PJRT_Memory_Kind_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let m = memory_ref(a.memory)?;
+            a.kind = m.kind.as_ptr().cast();
+            a.kind_size = m.kind.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn memory_kind_id(
+    args: *mut sys::PJRT_Memory_Kind_Id_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Memory_Kind_Id",
+        args,
+        sys::PJRT_Memory_Kind_Id_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            a.kind_id = memory_ref(a.memory)?.kind_id;
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn memory_debug_string(
+    args: *mut sys::PJRT_Memory_DebugString_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Memory_DebugString",
+        args,
+        sys::PJRT_Memory_DebugString_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let m = memory_ref(a.memory)?;
+            a.debug_string = m.debug_string.as_ptr().cast();
+            a.debug_string_size = m.debug_string.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn memory_to_string(
+    args: *mut sys::PJRT_Memory_ToString_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Memory_ToString",
+        args,
+        sys::PJRT_Memory_ToString_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let m = memory_ref(a.memory)?;
+            a.to_string = m.to_string.as_ptr().cast();
+            a.to_string_size = m.to_string.len();
+            Ok(())
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn memory_addressable_by_devices(
+    args: *mut sys::PJRT_Memory_AddressableByDevices_Args,
+) -> *mut sys::PJRT_Error {
+    entry(
+        "PJRT_Memory_AddressableByDevices",
+        args,
+        sys::PJRT_Memory_AddressableByDevices_Args_STRUCT_SIZE,
+        |args, _| {
+            // SAFETY: `entry` checked args.
+            let a = unsafe { &mut *args };
+            let m = memory_ref(a.memory)?;
+            a.devices = m.devices.as_ptr();
+            a.num_devices = m.devices.len();
+            Ok(())
+        },
+    )
+}

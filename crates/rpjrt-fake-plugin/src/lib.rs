@@ -1,0 +1,228 @@
+//! A scriptable PJRT plugin for tests.
+//!
+//! Built as a `cdylib` (`librpjrt_fake_plugin.so`) it exports `GetPjrtApi` like a vendor
+//! plugin, so a client can `dlopen` it; built as an `rlib` the same table is reachable
+//! from Rust through [`api`] and [`configure`]. It implements a small in-memory PJRT
+//! (clients, devices, memories, buffers, events, a fake compiler and executables) and
+//! lets a test choose, per process, which version it claims, which slots exist, which
+//! entries fail and how, so that a client's error paths can all be reached without a
+//! real plugin.
+//!
+//! # Knobs
+//!
+//! Environment variables, read once, at the first `GetPjrtApi` call of a process (the
+//! configuration is then cached for the life of the process; use [`configure`],
+//! [`configure_from_spec`] or the exported `rpjrt_fake_configure` to change it later).
+//! Their names are the constants in [`knobs`].
+//!
+//! | knob | value | default |
+//! |---|---|---|
+//! | `RPJRT_FAKE_VERSION` | `MAJOR.MINOR` put in `pjrt_api_version` | `0.114` |
+//! | `RPJRT_FAKE_TABLE_SLOTS` | `N`: `PJRT_Api.struct_size = 40 + 8*N`; slots past `N` are null | the slots that existed at the version's minor (138 at 0.114, 118 at 0.81) |
+//! | `RPJRT_FAKE_NULL_SLOTS` | `PJRT_Client_Create,PJRT_Buffer_Delete,...`: those slots are null | none |
+//! | `RPJRT_FAKE_FAIL` | `ENTRY:CODE:message;...`: that entry returns a `PJRT_Error` with that code (name like `INVALID_ARGUMENT`, or number) and message | none |
+//! | `RPJRT_FAKE_MIN_STRUCT_SIZE` | `STRUCT:SIZE,...`, e.g. `PJRT_Client_Create_Args:200`: a smaller `struct_size` is rejected with INVALID_ARGUMENT `Unexpected PJRT_Client_Create_Args size: expected 200, got 88` | each struct's 0.114 size |
+//! | `RPJRT_FAKE_EXTENSIONS` | extension type ids or names (`Layouts,FFI`, `4,5`), `ID:SIZE` to force a size; empty for none | `Layouts,FFI` |
+//! | `RPJRT_FAKE_ATTRIBUTES` | `name=kind:value;...`, kind `string`, `int64`, `int64list` (`1,9,0`), `float`, `bool`; empty for none | see below |
+//! | `RPJRT_FAKE_EVENT_ERROR` | `ENTRY:CODE:message;...`: events handed out by that entry complete with that error | none |
+//! | `RPJRT_FAKE_ALLOWED_OPTIONS` | create-option names accepted besides `fake_*`; others are rejected with INVALID_ARGUMENT | all accepted |
+//! | `RPJRT_FAKE_NULL_API` | `1`: `GetPjrtApi` returns null | `0` |
+//!
+//! Entry names are the C names (`PJRT_Client_Compile`); an unknown name, a malformed
+//! value or an unknown knob in a spec makes `GetPjrtApi` print the problem to stderr and
+//! return null. A message in `FAIL`/`EVENT_ERROR` cannot contain `;`; an empty message
+//! becomes `fake plugin: forced CODE from ENTRY`. `MIN_STRUCT_SIZE` can only raise the
+//! minimum: the fake never reads past what it checked. It also accepts
+//! `PJRT_NamedValue`, `PJRT_Program`, `PJRT_Buffer_MemoryLayout` and
+//! `PJRT_ExecuteOptions`. `FAIL` works on every slot, implemented or not, except the
+//! two that return void (`PJRT_Error_Destroy`, `PJRT_Error_Message`).
+//!
+//! Default extension sizes follow the configured minor: Layouts is 64 bytes before
+//! 0.81, 72 before 0.93 and 80 from then on; FFI is 48; other known all-function
+//! extensions get their 0.114 size; unknown types just the 24-byte base. Every
+//! function slot of an extension returns UNIMPLEMENTED.
+//!
+//! Default plugin attributes, one of each `PJRT_NamedValue` kind: `xla_version` int64 2,
+//! `stablehlo_current_version` int64 list `[1, 9, 0]`, `stablehlo_minimum_version`
+//! `[0, 9, 0]`, `fake_plugin_name` string `rpjrt-fake`, `fake_is_fake` bool true,
+//! `fake_ratio` float 0.5.
+//!
+//! # Behaviour
+//!
+//! - **Errors** start with the 0.107 vtable pointer (and the `PJRT_Error_*` entries work
+//!   too). They carry no payloads.
+//! - **Client create options** are all accepted and recorded (unless
+//!   `RPJRT_FAKE_ALLOWED_OPTIONS` is set); `PJRT_Client_PlatformVersion` reports them as
+//!   `fake 0.1.0; create options: name=int64:4, ...`. Options the fake acts on:
+//!   `fake_device_count` int64 (default 2), `fake_addressable_device_count` int64 (the
+//!   first N devices are addressable, the rest belong to process `index + 1`),
+//!   `fake_process_index` int64 (default 0), `fake_kv_roundtrip` bool (put a value
+//!   through the KV callbacks and read it back with get and, if given, try_get; any
+//!   callback error or mismatch fails the create). Platform name `fake`, device kind
+//!   `fake`; each device has memories `device` (default, kind id 0), `pinned_host` (1) and
+//!   `unpinned_host` (2). Memories carry the 0.105 vtable with working user data.
+//! - **Buffers** are host memory (64-byte aligned). `BufferFromHostBuffer` copies during
+//!   the call whatever the semantics, honours any `byte_strides` (negative included),
+//!   accepts only the dense major-to-minor `device_layout`, and returns a complete
+//!   `done_with_host_buffer` event. Sub-byte types take a byte per element; INVALID,
+//!   TOKEN and unknown type codes are rejected. `IsOnCpu` is true; `UnsafePointer`,
+//!   `OpaqueDeviceMemoryDataPointer` and the external reference count work; `Delete`
+//!   frees the data unless external references remain. `CopyToDevice`/`CopyToMemory`
+//!   refuse a copy to where the buffer already is.
+//! - **Events** are always complete; `OnReady` calls the callback at once, on the
+//!   calling thread. `RPJRT_FAKE_EVENT_ERROR` makes them complete with an error (for
+//!   `PJRT_Buffer_ToHostBuffer` the data is then not copied).
+//! - **Compile** accepts format `mlir` whose code contains `func`; code containing
+//!   `FAKE_COMPILE_ERROR` fails with INVALID_ARGUMENT and a compiler-like message
+//!   (`program.mlir:L:C: error: ...`). Compile options must be a `CompileOptionsProto`
+//!   with `num_replicas` and `num_partitions` at least 1 (real plugins abort on an empty
+//!   blob; the fake reports it); a `device_assignment` is honoured, else devices
+//!   `0..replicas*partitions` are used, replica-major.
+//! - **Executables** compute one thing: **one output, a copy of the first argument**,
+//!   on every device they run on. If the `@main` signature is readable text, the number
+//!   and static types of its parameters are checked at execute time (mismatch:
+//!   INVALID_ARGUMENT like real plugins) and the output type/dimensions are those of the
+//!   first parameter; otherwise any number (at least one) of arguments is accepted and
+//!   `OutputElementTypes`/`OutputDimensions`/`ParameterMemoryKinds` return
+//!   UNIMPLEMENTED. The name is the `module @name` (else `fake_executable`); the
+//!   fingerprint is a hash of format, code and options; `OptimizedProgram` returns the
+//!   compiled text with format `mlir`; every memory kind is `device`.
+//!   `Serialize` gives [`SERIALIZED_MAGIC`] followed by the format, the compile options
+//!   and the code; `DeserializeAndLoad` (honouring overridden options) compiles that
+//!   again and `GetCompileOptions` returns the options as given; blobs are freed by the
+//!   deleter handed out with them. `ExecuteContext_Create`/`Destroy` work (the context
+//!   is otherwise ignored).
+//! - Every entry checks `args` for null and `args->struct_size` against the struct's
+//!   0.114 size (or the knob's larger minimum) before reading anything, and every handle
+//!   against a registry of live handles, so a stale or foreign pointer gets
+//!   INVALID_ARGUMENT instead of undefined behaviour. Panics are caught at every entry and
+//!   become INTERNAL errors. Entries without an implementation return UNIMPLEMENTED
+//!   `fake plugin: <name> is not implemented` (see [`implemented_entries`]).
+//! - Everything is freed by its destroy call; [`live_handle_count`] (exported as
+//!   `rpjrt_fake_live_handle_count`) counts the caller-owned handles still alive
+//!   (errors, clients, buffers, events, executables, execute contexts, serialized
+//!   blobs), so a test can check it leaked none. [`initialize_calls`] counts
+//!   `PJRT_Plugin_Initialize` calls.
+//!
+//! A second cdylib, the example `rpjrt_no_symbol` (`cargo build --examples`), exports
+//! no `GetPjrtApi`, for testing that failure.
+
+mod buffer;
+mod client;
+pub mod config;
+mod error;
+mod exec;
+mod mlir;
+mod named;
+mod plugin;
+mod proto;
+mod registry;
+mod state;
+mod table;
+
+use std::os::raw::{c_char, c_int};
+use std::panic::catch_unwind;
+
+use rpjrt_sys as sys;
+
+pub use buffer::element_size;
+pub use client::{DEFAULT_DEVICE_COUNT, DEVICE_KIND, MEMORY_KINDS, PLATFORM_NAME};
+pub use config::{knobs, AttrValue, Attribute, Config, ExtensionSpec, ForcedError};
+pub use exec::{COMPILE_ERROR_MARKER, SERIALIZED_MAGIC};
+pub use mlir::{parse_signature, parse_tensor_type, Signature, TensorType};
+pub use plugin::initialize_calls;
+pub use proto::{parse_compile_options, CompileOptions};
+pub use state::default_extension_size;
+
+/// The plugin entry point: the function table for the configuration in force (read from
+/// the environment on the first call), or null if `RPJRT_FAKE_NULL_API` is set or the
+/// knobs are malformed (the problem is printed to stderr).
+#[no_mangle]
+pub extern "C" fn GetPjrtApi() -> *const sys::PJRT_Api {
+    catch_unwind(|| match state::current() {
+        Ok(s) if s.config.null_api => std::ptr::null(),
+        Ok(s) => s.api_ptr(),
+        Err(e) => {
+            eprintln!("rpjrt-fake-plugin: bad configuration: {e}");
+            std::ptr::null()
+        }
+    })
+    .unwrap_or(std::ptr::null())
+}
+
+/// [`GetPjrtApi`], for Rust callers.
+pub fn api() -> *const sys::PJRT_Api {
+    GetPjrtApi()
+}
+
+/// Makes `config` the configuration in force and returns its table (null if
+/// `config.null_api`). Tables handed out before stay valid, but every entry follows the
+/// configuration in force, so reconfigure only between tests, with no handles alive.
+pub fn configure(config: Config) -> Result<*const sys::PJRT_Api, String> {
+    let s = state::install(config)?;
+    Ok(if s.config.null_api {
+        std::ptr::null()
+    } else {
+        s.api_ptr()
+    })
+}
+
+/// [`configure`] from `NAME=VALUE` lines using the knob names (as in the environment).
+pub fn configure_from_spec(spec: &str) -> Result<*const sys::PJRT_Api, String> {
+    configure(Config::from_spec(spec)?)
+}
+
+/// Replaces the configuration in force, from `NAME=VALUE` lines (knob names as in the
+/// environment; `len` bytes at `spec`, no terminator needed). Returns 0 on success, -1
+/// (printing why to stderr) if the spec is malformed. The next `GetPjrtApi` returns the
+/// new table. Copying the `.so` to distinct paths gives independent instances in one
+/// process, each with its own configuration.
+///
+/// # Safety
+/// `spec` must point at `len` readable bytes (or be null with `len` 0).
+#[no_mangle]
+pub unsafe extern "C" fn rpjrt_fake_configure(spec: *const c_char, len: usize) -> c_int {
+    catch_unwind(|| {
+        // SAFETY: the caller promises len readable bytes at spec.
+        let text = unsafe { named::read_str(spec, len) };
+        match configure_from_spec(&text) {
+            Ok(_) => 0,
+            Err(e) => {
+                eprintln!("rpjrt-fake-plugin: bad configuration: {e}");
+                -1
+            }
+        }
+    })
+    .unwrap_or(-1)
+}
+
+/// How many caller-owned handles (errors, clients, buffers, events, executables,
+/// execute contexts) are alive in this instance of the plugin.
+pub fn live_handle_count() -> usize {
+    registry::live_count()
+}
+
+/// [`live_handle_count`], exported for clients that load the cdylib.
+#[no_mangle]
+pub extern "C" fn rpjrt_fake_live_handle_count() -> usize {
+    catch_unwind(registry::live_count).unwrap_or(usize::MAX)
+}
+
+/// Live caller-owned handles by C type name (`"PJRT_Buffer"` → 2).
+pub fn live_handles() -> std::collections::BTreeMap<&'static str, usize> {
+    registry::live_counts()
+}
+
+/// Names of the entries with a real implementation (the others return UNIMPLEMENTED).
+pub fn implemented_entries() -> Vec<&'static str> {
+    table::ENTRY_NAMES
+        .iter()
+        .copied()
+        .filter(|n| table::is_implemented(n))
+        .collect()
+}
+
+/// The slot index of an entry name in `PJRT_Api`, if the name is an entry.
+pub fn slot_index(name: &str) -> Option<usize> {
+    table::slot_index(name)
+}

@@ -1,0 +1,247 @@
+//! Just enough reading of StableHLO text to learn the `@main` signature.
+
+use rpjrt_sys as sys;
+
+/// An array type: element type and dimensions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorType {
+    /// A `PJRT_Buffer_Type` value.
+    pub ty: sys::PJRT_Buffer_Type,
+    /// Dimensions, major to minor.
+    pub dims: Vec<i64>,
+}
+
+/// What the fake learned from a program's text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Signature {
+    /// `module @name`, if present.
+    pub module_name: Option<String>,
+    /// The parameters of `@main` (None: no readable `@main`); a parameter whose type is
+    /// not a static tensor the fake knows is None.
+    pub params: Option<Vec<Option<TensorType>>>,
+}
+
+/// Maps an MLIR element type name to a PJRT buffer type.
+pub fn element_type(name: &str) -> Option<sys::PJRT_Buffer_Type> {
+    Some(match name {
+        "i1" => sys::PJRT_Buffer_Type_PRED,
+        "i2" | "si2" => sys::PJRT_Buffer_Type_S2,
+        "i4" | "si4" => sys::PJRT_Buffer_Type_S4,
+        "i8" | "si8" => sys::PJRT_Buffer_Type_S8,
+        "i16" | "si16" => sys::PJRT_Buffer_Type_S16,
+        "i32" | "si32" => sys::PJRT_Buffer_Type_S32,
+        "i64" | "si64" => sys::PJRT_Buffer_Type_S64,
+        "ui2" => sys::PJRT_Buffer_Type_U2,
+        "ui4" => sys::PJRT_Buffer_Type_U4,
+        "ui8" => sys::PJRT_Buffer_Type_U8,
+        "ui16" => sys::PJRT_Buffer_Type_U16,
+        "ui32" => sys::PJRT_Buffer_Type_U32,
+        "ui64" => sys::PJRT_Buffer_Type_U64,
+        "f16" => sys::PJRT_Buffer_Type_F16,
+        "bf16" => sys::PJRT_Buffer_Type_BF16,
+        "f32" => sys::PJRT_Buffer_Type_F32,
+        "f64" => sys::PJRT_Buffer_Type_F64,
+        "complex<f32>" => sys::PJRT_Buffer_Type_C64,
+        "complex<f64>" => sys::PJRT_Buffer_Type_C128,
+        "f8E5M2" => sys::PJRT_Buffer_Type_F8E5M2,
+        "f8E4M3FN" => sys::PJRT_Buffer_Type_F8E4M3FN,
+        "f8E4M3B11FNUZ" => sys::PJRT_Buffer_Type_F8E4M3B11FNUZ,
+        "f8E5M2FNUZ" => sys::PJRT_Buffer_Type_F8E5M2FNUZ,
+        "f8E4M3FNUZ" => sys::PJRT_Buffer_Type_F8E4M3FNUZ,
+        "f8E4M3" => sys::PJRT_Buffer_Type_F8E4M3,
+        "f8E3M4" => sys::PJRT_Buffer_Type_F8E3M4,
+        "f8E8M0FNU" => sys::PJRT_Buffer_Type_F8E8M0FNU,
+        "f4E2M1FN" => sys::PJRT_Buffer_Type_F4E2M1FN,
+        "f6E2M3FN" => sys::PJRT_Buffer_Type_F6E2M3FN,
+        "f6E3M2FN" => sys::PJRT_Buffer_Type_F6E3M2FN,
+        _ => return None,
+    })
+}
+
+/// Parses `tensor<2x3xf32>` (also `tensor<f32>`, and ignores an encoding after a comma).
+pub fn parse_tensor_type(text: &str) -> Option<TensorType> {
+    let inner = text.trim().strip_prefix("tensor<")?;
+    let end = matching(inner, 0, '<', '>')?;
+    let mut body = &inner[..end];
+    if let Some(comma) = top_level_split(body, ',').first().map(|s| s.len()) {
+        body = &body[..comma];
+    }
+    let mut dims = Vec::new();
+    let mut rest = body.trim();
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || rest.as_bytes().get(digits) != Some(&b'x') {
+            break;
+        }
+        dims.push(rest[..digits].parse().ok()?);
+        rest = &rest[digits + 1..];
+    }
+    Some(TensorType {
+        ty: element_type(rest.trim())?,
+        dims,
+    })
+}
+
+/// Position in `s` (relative to its start) of the `close` that balances an already
+/// consumed `open`, skipping quoted strings.
+fn matching(s: &str, start: usize, open: char, close: char) -> Option<usize> {
+    let mut depth = 1usize;
+    let mut in_str = false;
+    let mut escaped = false;
+    for (i, c) in s[start..].char_indices() {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        if c == '"' {
+            in_str = true;
+        } else if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(start + i);
+            }
+        }
+    }
+    None
+}
+
+/// Splits at `sep` outside any brackets or strings.
+fn top_level_split(s: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut last = 0;
+    let mut prev = '\0';
+    for (i, c) in s.char_indices() {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            prev = c;
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '(' | '<' | '{' | '[' => depth += 1,
+            '>' if prev == '-' => {}
+            ')' | '>' | '}' | ']' => depth -= 1,
+            c if c == sep && depth == 0 => {
+                parts.push(&s[last..i]);
+                last = i + c.len_utf8();
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    parts.push(&s[last..]);
+    parts
+}
+
+fn symbol_after(text: &str, marker: &str) -> Option<String> {
+    let at = text.find(marker)? + marker.len();
+    let rest = &text[at..];
+    if let Some(quoted) = rest.strip_prefix('"') {
+        return quoted.find('"').map(|end| quoted[..end].to_string());
+    }
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '-'))
+        .collect();
+    if name.is_empty() {
+        None
+    } else {
+        Some(name)
+    }
+}
+
+/// Reads the module name and the `@main` parameters from StableHLO text. Never fails:
+/// whatever cannot be read is None.
+pub fn parse_signature(code: &[u8]) -> Signature {
+    let Ok(text) = std::str::from_utf8(code) else {
+        return Signature::default();
+    };
+    let module_name = symbol_after(text, "module @");
+    let params = text.find("@main(").and_then(|at| {
+        let open = at + "@main(".len();
+        let close = matching(text, open, '(', ')')?;
+        let list = text[open..close].trim();
+        if list.is_empty() {
+            return Some(Vec::new());
+        }
+        Some(
+            top_level_split(list, ',')
+                .into_iter()
+                .map(|arg| {
+                    let (_, ty) = arg.split_once(':')?;
+                    parse_tensor_type(ty)
+                })
+                .collect(),
+        )
+    });
+    Signature {
+        module_name,
+        params,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_main_signature() {
+        let text = r#"module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<2x3xf32> {mhlo.sharding = "{replicated}"}, %arg1: tensor<i32>, %arg2: tensor<4xcomplex<f32>>) -> (tensor<2x3xf32>) {
+    return %arg0 : tensor<2x3xf32>
+  }
+}"#;
+        let sig = parse_signature(text.as_bytes());
+        assert_eq!(sig.module_name.as_deref(), Some("jit_f"));
+        let params = sig.params.unwrap();
+        assert_eq!(params.len(), 3);
+        assert_eq!(
+            params[0],
+            Some(TensorType {
+                ty: sys::PJRT_Buffer_Type_F32,
+                dims: vec![2, 3]
+            })
+        );
+        assert_eq!(
+            params[1],
+            Some(TensorType {
+                ty: sys::PJRT_Buffer_Type_S32,
+                dims: vec![]
+            })
+        );
+        assert_eq!(
+            params[2],
+            Some(TensorType {
+                ty: sys::PJRT_Buffer_Type_C64,
+                dims: vec![4]
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_types_and_missing_main() {
+        let sig =
+            parse_signature(b"func.func @main(%arg0: tensor<?xf32>, %arg1: !stablehlo.token) {}");
+        assert_eq!(sig.params, Some(vec![None, None]));
+        assert_eq!(sig.module_name, None);
+        let sig = parse_signature(b"func.func @other() {}");
+        assert_eq!(sig.params, None);
+        let sig = parse_signature(b"func.func @main() {}");
+        assert_eq!(sig.params, Some(vec![]));
+    }
+}
