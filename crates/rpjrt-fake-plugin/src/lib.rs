@@ -37,6 +37,11 @@
 //! `PJRT_ExecuteOptions`. `FAIL` works on every slot, implemented or not, except the
 //! two that return void (`PJRT_Error_Destroy`, `PJRT_Error_Message`).
 //!
+//! The default slot count uses the minor version each entry appeared in
+//! (`rpjrt_sys::PJRT_API_ENTRIES`): 118 at 0.81, 128 at 0.90, all 138 from 0.110 or
+//! with a major above 0; a minor below 0.57 gives an empty table unless
+//! `RPJRT_FAKE_TABLE_SLOTS` says otherwise.
+//!
 //! Default extension sizes follow the configured minor: Layouts is 64 bytes before
 //! 0.81, 72 before 0.93 and 80 from then on; FFI is 48; other known all-function
 //! extensions get their 0.114 size; unknown types just the 24-byte base. Every
