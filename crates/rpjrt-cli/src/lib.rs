@@ -66,9 +66,11 @@ fn plugin_path(arg: Option<PathBuf>) -> Result<PathBuf, String> {
     }
     match std::env::var_os("RPJRT_PLUGIN") {
         Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
-        _ => Err("no plugin given: pass a path to a PJRT plugin (.so) or set RPJRT_PLUGIN \
+        _ => Err(
+            "no plugin given: pass a path to a PJRT plugin (.so) or set RPJRT_PLUGIN \
                   (pip install xla-cpu-pjrt gives a CPU plugin)"
-            .into()),
+                .into(),
+        ),
     }
 }
 
@@ -166,7 +168,10 @@ fn info(plugin: Option<PathBuf>, as_json: bool, options: &[String]) -> Result<()
             "devices": device_rows,
             "memories": memory_rows,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+        );
         return Ok(());
     }
 
@@ -185,12 +190,21 @@ fn info(plugin: Option<PathBuf>, as_json: bool, options: &[String]) -> Result<()
     }
     println!("\nextensions");
     for e in plugin.extensions().all() {
-        println!("  {:<28} type {:<3} {} bytes", e.name, e.type_id, e.struct_size);
+        println!(
+            "  {:<28} type {:<3} {} bytes",
+            e.name, e.type_id, e.struct_size
+        );
     }
     println!("\ndevices");
-    println!("  {:<4} {:<8} {:<8} {:<6} {:<16} description", "id", "kind", "process", "hw id", "default memory");
+    println!(
+        "  {:<4} {:<8} {:<8} {:<6} {:<16} description",
+        "id", "kind", "process", "hw id", "default memory"
+    );
     for d in &devices {
-        let default = d.default_memory().map(|m| m.kind().to_string()).unwrap_or_else(|_| "-".into());
+        let default = d
+            .default_memory()
+            .map(|m| m.kind().to_string())
+            .unwrap_or_else(|_| "-".into());
         println!(
             "  {:<4} {:<8} {:<8} {:<6} {:<16} {}",
             d.id(),
@@ -210,7 +224,13 @@ fn info(plugin: Option<PathBuf>, as_json: bool, options: &[String]) -> Result<()
             .iter()
             .map(|d| d.id().to_string())
             .collect();
-        println!("  {:<4} {:<16} {:<8} {}", m.id(), m.kind(), m.kind_id(), by.join(","));
+        println!(
+            "  {:<4} {:<16} {:<8} {}",
+            m.id(),
+            m.kind(),
+            m.kind_id(),
+            by.join(",")
+        );
     }
     Ok(())
 }

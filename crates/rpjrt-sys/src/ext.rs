@@ -45,7 +45,7 @@ pub struct PLUGIN_Profiler_Error_Destroy_Args {
     pub struct_size: usize,
     /// Priv.
     pub r#priv: *mut c_void,
-    /// Error.
+    /// The [`PLUGIN_Profiler_Error`] to use.
     pub error: *mut PLUGIN_Profiler_Error,
 }
 
@@ -63,9 +63,9 @@ pub struct PLUGIN_Profiler_Error_Message_Args {
     pub struct_size: usize,
     /// Priv.
     pub r#priv: *mut c_void,
-    /// Error.
+    /// The [`PLUGIN_Profiler_Error`] to use.
     pub error: *const PLUGIN_Profiler_Error,
-    /// Out: message.
+    /// Out: message bytes (not NUL-terminated; length in `message_size`).
     pub message: *const c_char,
     /// Out: length of `message` in bytes or elements.
     pub message_size: usize,
@@ -85,7 +85,7 @@ pub struct PLUGIN_Profiler_Error_GetCode_Args {
     pub struct_size: usize,
     /// Priv.
     pub r#priv: *mut c_void,
-    /// Error.
+    /// The [`PLUGIN_Profiler_Error`] to use.
     pub error: *const PLUGIN_Profiler_Error,
     /// Out: code.
     pub code: c_int,
@@ -104,11 +104,11 @@ pub type PLUGIN_Profiler_Error_GetCode = unsafe extern "C" fn(
 pub struct PLUGIN_Profiler_Create_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Options.
+    /// Options bytes (not NUL-terminated; length in `options_size`).
     pub options: *const c_char,
     /// Length of `options` in bytes or elements.
     pub options_size: usize,
-    /// Out: profiler.
+    /// Out: the resulting [`PLUGIN_Profiler`].
     pub profiler: *mut PLUGIN_Profiler,
 }
 
@@ -124,7 +124,7 @@ pub type PLUGIN_Profiler_Create =
 pub struct PLUGIN_Profiler_Destroy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Profiler.
+    /// The [`PLUGIN_Profiler`] to use.
     pub profiler: *mut PLUGIN_Profiler,
 }
 
@@ -140,7 +140,7 @@ pub type PLUGIN_Profiler_Destroy =
 pub struct PLUGIN_Profiler_Start_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Profiler.
+    /// The [`PLUGIN_Profiler`] to use.
     pub profiler: *mut PLUGIN_Profiler,
 }
 
@@ -156,7 +156,7 @@ pub type PLUGIN_Profiler_Start =
 pub struct PLUGIN_Profiler_Stop_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Profiler.
+    /// The [`PLUGIN_Profiler`] to use.
     pub profiler: *mut PLUGIN_Profiler,
 }
 
@@ -172,7 +172,7 @@ pub type PLUGIN_Profiler_Stop =
 pub struct PLUGIN_Profiler_CollectData_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Profiler.
+    /// The [`PLUGIN_Profiler`] to use.
     pub profiler: *mut PLUGIN_Profiler,
     /// In/out: buffer.
     pub buffer: *mut u8,
@@ -192,9 +192,9 @@ pub type PLUGIN_Profiler_CollectData =
 pub struct PLUGIN_Profiler_Consume_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Profiler.
+    /// The [`PLUGIN_Profiler`] to use.
     pub profiler: *mut PLUGIN_Profiler,
-    /// Out: result.
+    /// Out: the resulting [`PLUGIN_Profiler_ConsumeResult`].
     pub result: *mut PLUGIN_Profiler_ConsumeResult,
 }
 
@@ -210,7 +210,7 @@ pub type PLUGIN_Profiler_Consume =
 pub struct PLUGIN_Profiler_ConsumeResult_Destroy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Consume result.
+    /// The [`PLUGIN_Profiler_ConsumeResult`] to use.
     pub consume_result: *mut PLUGIN_Profiler_ConsumeResult,
 }
 
@@ -226,9 +226,9 @@ pub type PLUGIN_Profiler_ConsumeResult_Destroy =
 pub struct PLUGIN_Profiler_Serialize_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Profiler.
+    /// The [`PLUGIN_Profiler`] to use.
     pub profiler: *mut PLUGIN_Profiler,
-    /// Consume result.
+    /// The [`PLUGIN_Profiler_ConsumeResult`] to use.
     pub consume_result: *mut PLUGIN_Profiler_ConsumeResult,
     /// Out: serialized bytes.
     pub serialized_bytes: *const u8,
@@ -305,9 +305,9 @@ pub struct PJRT_SerializedProto {
 pub struct PJRT_Client_RuntimeAbiVersion_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
-    /// Out: abi version.
+    /// Out: the resulting [`PJRT_RuntimeAbiVersion`].
     pub abi_version: *mut PJRT_RuntimeAbiVersion,
 }
 
@@ -323,9 +323,9 @@ pub type PJRT_Client_RuntimeAbiVersion =
 pub struct PJRT_Executable_GetAbiVersion_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Executable.
+    /// The [`PJRT_Executable`] to use.
     pub executable: *mut PJRT_Executable,
-    /// Out: abi version.
+    /// Out: the resulting [`PJRT_ExecutableAbiVersion`].
     pub abi_version: *mut PJRT_ExecutableAbiVersion,
 }
 
@@ -341,7 +341,7 @@ pub type PJRT_Executable_GetAbiVersion =
 pub struct PJRT_RuntimeAbiVersion_Destroy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_RuntimeAbiVersion`] to use.
     pub abi_version: *mut PJRT_RuntimeAbiVersion,
 }
 
@@ -357,9 +357,9 @@ pub type PJRT_RuntimeAbiVersion_Destroy =
 pub struct PJRT_RuntimeAbiVersion_IsCompatibleWithRuntime_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_RuntimeAbiVersion`] to use.
     pub abi_version: *const PJRT_RuntimeAbiVersion,
-    /// Other abi version.
+    /// The [`PJRT_RuntimeAbiVersion`] to use.
     pub other_abi_version: *const PJRT_RuntimeAbiVersion,
 }
 
@@ -376,9 +376,9 @@ pub type PJRT_RuntimeAbiVersion_IsCompatibleWithRuntime = unsafe extern "C" fn(
 pub struct PJRT_RuntimeAbiVersion_IsCompatibleWithExecutable_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_RuntimeAbiVersion`] to use.
     pub abi_version: *const PJRT_RuntimeAbiVersion,
-    /// Executable abi version.
+    /// The [`PJRT_ExecutableAbiVersion`] to use.
     pub executable_abi_version: *const PJRT_ExecutableAbiVersion,
 }
 
@@ -396,13 +396,13 @@ pub type PJRT_RuntimeAbiVersion_IsCompatibleWithExecutable =
 pub struct PJRT_RuntimeAbiVersion_ToProto_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_RuntimeAbiVersion`] to use.
     pub abi_version: *const PJRT_RuntimeAbiVersion,
-    /// Out: serialized proto.
+    /// Out: serialized proto bytes (not NUL-terminated; length in `serialized_proto_size`).
     pub serialized_proto: *const c_char,
     /// Out: length of `serialized_proto` in bytes or elements.
     pub serialized_proto_size: usize,
-    /// Out: serialized proto holder.
+    /// Out: the resulting [`PJRT_SerializedProto`].
     pub serialized_proto_holder: *mut PJRT_SerializedProto,
     /// Out: serialized proto deleter callback (may be null).
     pub serialized_proto_deleter: Option<unsafe extern "C" fn(holder: *mut PJRT_SerializedProto)>,
@@ -420,7 +420,7 @@ pub type PJRT_RuntimeAbiVersion_ToProto =
 pub struct PJRT_RuntimeAbiVersion_PlatformId_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_RuntimeAbiVersion`] to use.
     pub abi_version: *const PJRT_RuntimeAbiVersion,
     /// Out: platform id.
     pub platform_id: u64,
@@ -438,7 +438,7 @@ pub type PJRT_RuntimeAbiVersion_PlatformId =
 pub struct PJRT_ExecutableAbiVersion_Destroy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_ExecutableAbiVersion`] to use.
     pub abi_version: *mut PJRT_ExecutableAbiVersion,
 }
 
@@ -454,13 +454,13 @@ pub type PJRT_ExecutableAbiVersion_Destroy =
 pub struct PJRT_ExecutableAbiVersion_ToProto_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_ExecutableAbiVersion`] to use.
     pub abi_version: *const PJRT_ExecutableAbiVersion,
-    /// Out: serialized proto.
+    /// Out: serialized proto bytes (not NUL-terminated; length in `serialized_proto_size`).
     pub serialized_proto: *const c_char,
     /// Out: length of `serialized_proto` in bytes or elements.
     pub serialized_proto_size: usize,
-    /// Out: serialized proto holder.
+    /// Out: the resulting [`PJRT_SerializedProto`].
     pub serialized_proto_holder: *mut PJRT_SerializedProto,
     /// Out: serialized proto deleter callback (may be null).
     pub serialized_proto_deleter: Option<unsafe extern "C" fn(holder: *mut PJRT_SerializedProto)>,
@@ -478,7 +478,7 @@ pub type PJRT_ExecutableAbiVersion_ToProto =
 pub struct PJRT_ExecutableAbiVersion_PlatformId_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Abi version.
+    /// The [`PJRT_ExecutableAbiVersion`] to use.
     pub abi_version: *const PJRT_ExecutableAbiVersion,
     /// Out: platform id.
     pub platform_id: u64,
@@ -496,11 +496,11 @@ pub type PJRT_ExecutableAbiVersion_PlatformId =
 pub struct PJRT_RuntimeAbiVersion_FromProto_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized proto.
+    /// Serialized proto bytes (not NUL-terminated; length in `serialized_proto_size`).
     pub serialized_proto: *const c_char,
     /// Length of `serialized_proto` in bytes or elements.
     pub serialized_proto_size: usize,
-    /// Out: abi version.
+    /// Out: the resulting [`PJRT_RuntimeAbiVersion`].
     pub abi_version: *mut PJRT_RuntimeAbiVersion,
 }
 
@@ -516,11 +516,11 @@ pub type PJRT_RuntimeAbiVersion_FromProto =
 pub struct PJRT_ExecutableAbiVersion_FromProto_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized proto.
+    /// Serialized proto bytes (not NUL-terminated; length in `serialized_proto_size`).
     pub serialized_proto: *const c_char,
     /// Length of `serialized_proto` in bytes or elements.
     pub serialized_proto_size: usize,
-    /// Out: abi version.
+    /// Out: the resulting [`PJRT_ExecutableAbiVersion`].
     pub abi_version: *mut PJRT_ExecutableAbiVersion,
 }
 
@@ -615,7 +615,7 @@ pub struct PJRT_Callback_PrefatalArgs {
     pub struct_size: usize,
     /// Error code.
     pub error_code: PJRT_Error_Code,
-    /// Error message.
+    /// Error message bytes (not NUL-terminated; length in `error_message_size`).
     pub error_message: *const c_char,
     /// Length of `error_message` in bytes or elements.
     pub error_message_size: usize,
@@ -632,13 +632,13 @@ pub type PJRT_Callback_Function = unsafe extern "C" fn(args: *mut c_void, user_a
 pub struct PJRT_Callback_RegisterCallback_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
     /// Type.
     pub r#type: PJRT_Callback_Type,
     /// Callback callback (may be null).
     pub callback: Option<PJRT_Callback_Function>,
-    /// User arg.
+    /// Opaque pointer handed back to the matching callback.
     pub user_arg: *mut c_void,
 }
 
@@ -654,7 +654,7 @@ pub type PJRT_Register_Callback =
 pub struct PJRT_Callback_InvokeCallback_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
     /// Type.
     pub r#type: PJRT_Callback_Type,
@@ -674,9 +674,9 @@ pub type PJRT_Callback_InvokeCallback =
 pub struct PJRT_Callback_Extension {
     /// Extension header; `type` says which extension this is.
     pub base: PJRT_Extension_Base,
-    /// Register callback callback (may be null).
+    /// Register callback (may be null).
     pub register_callback: Option<PJRT_Register_Callback>,
-    /// Invoke callback callback (may be null).
+    /// Invoke callback (may be null).
     pub invoke_callback: Option<PJRT_Callback_InvokeCallback>,
 }
 
@@ -717,7 +717,7 @@ pub struct PJRT_Collectives_ToString_Holder {
 pub struct PJRT_Collectives_Destroy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Collectives.
+    /// The [`PJRT_Collectives`] to use.
     pub collectives: *mut PJRT_Collectives,
 }
 
@@ -733,7 +733,7 @@ pub type PJRT_Collectives_Destroy =
 pub struct PJRT_Collectives_CreateCommunicators_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Collectives.
+    /// The [`PJRT_Collectives`] to use.
     pub collectives: *mut PJRT_Collectives,
     /// Device ids.
     pub device_ids: *const i64,
@@ -753,7 +753,7 @@ pub struct PJRT_Collectives_CreateCommunicators_Args {
     pub communicators: *mut *mut PJRT_Collectives_Communicator,
     /// Out: number of entries in `communicators`.
     pub num_communicators: usize,
-    /// Out: communicators holder.
+    /// Out: the resulting [`PJRT_Collectives_Communicators`].
     pub communicators_holder: *mut PJRT_Collectives_Communicators,
     /// Out: communicators holder deleter callback (may be null).
     pub communicators_holder_deleter:
@@ -772,7 +772,7 @@ pub type PJRT_Collectives_CreateCommunicators =
 pub struct PJRT_Collectives_Communicator_Destroy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Communicator.
+    /// The [`PJRT_Collectives_Communicator`] to use.
     pub communicator: *mut PJRT_Collectives_Communicator,
 }
 
@@ -826,7 +826,7 @@ pub struct PJRT_Collectives_CpuExecutor {
 pub struct PJRT_Collectives_Communicator_AllReduce_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Communicator.
+    /// The [`PJRT_Collectives_Communicator`] to use.
     pub communicator: *mut PJRT_Collectives_Communicator,
     /// Send buffer ptr.
     pub send_buffer_ptr: *mut c_void,
@@ -844,7 +844,7 @@ pub struct PJRT_Collectives_Communicator_AllReduce_Args {
     pub reduction_kind: PJRT_Collectives_ReductionKind,
     /// Cpu executor.
     pub cpu_executor: *mut PJRT_Collectives_CpuExecutor,
-    /// Out: event.
+    /// Out: the resulting [`PJRT_Event`].
     pub event: *mut PJRT_Event,
 }
 
@@ -861,7 +861,7 @@ pub type PJRT_Collectives_Communicator_AllReduce = unsafe extern "C" fn(
 pub struct PJRT_Collectives_Communicator_ReduceScatter_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Communicator.
+    /// The [`PJRT_Collectives_Communicator`] to use.
     pub communicator: *mut PJRT_Collectives_Communicator,
     /// Send buffer ptr.
     pub send_buffer_ptr: *mut c_void,
@@ -879,7 +879,7 @@ pub struct PJRT_Collectives_Communicator_ReduceScatter_Args {
     pub reduction_kind: PJRT_Collectives_ReductionKind,
     /// Cpu executor.
     pub cpu_executor: *mut PJRT_Collectives_CpuExecutor,
-    /// Out: event.
+    /// Out: the resulting [`PJRT_Event`].
     pub event: *mut PJRT_Event,
 }
 
@@ -896,7 +896,7 @@ pub type PJRT_Collectives_Communicator_ReduceScatter = unsafe extern "C" fn(
 pub struct PJRT_Collectives_Communicator_AllGather_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Communicator.
+    /// The [`PJRT_Collectives_Communicator`] to use.
     pub communicator: *mut PJRT_Collectives_Communicator,
     /// Send buffer ptr.
     pub send_buffer_ptr: *mut c_void,
@@ -912,7 +912,7 @@ pub struct PJRT_Collectives_Communicator_AllGather_Args {
     pub count: usize,
     /// Cpu executor.
     pub cpu_executor: *mut PJRT_Collectives_CpuExecutor,
-    /// Out: event.
+    /// Out: the resulting [`PJRT_Event`].
     pub event: *mut PJRT_Event,
 }
 
@@ -929,7 +929,7 @@ pub type PJRT_Collectives_Communicator_AllGather = unsafe extern "C" fn(
 pub struct PJRT_Collectives_Communicator_CollectivePermute_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Communicator.
+    /// The [`PJRT_Collectives_Communicator`] to use.
     pub communicator: *mut PJRT_Collectives_Communicator,
     /// Send buffer ptr.
     pub send_buffer_ptr: *mut c_void,
@@ -943,7 +943,7 @@ pub struct PJRT_Collectives_Communicator_CollectivePermute_Args {
     pub primitive_type: PJRT_Buffer_Type,
     /// Count.
     pub count: usize,
-    /// Has source rank.
+    /// Whether has source rank.
     pub has_source_rank: bool,
     /// Source rank.
     pub source_rank: i64,
@@ -953,7 +953,7 @@ pub struct PJRT_Collectives_Communicator_CollectivePermute_Args {
     pub num_target_ranks: usize,
     /// Cpu executor.
     pub cpu_executor: *mut PJRT_Collectives_CpuExecutor,
-    /// Out: event.
+    /// Out: the resulting [`PJRT_Event`].
     pub event: *mut PJRT_Event,
 }
 
@@ -970,7 +970,7 @@ pub type PJRT_Collectives_Communicator_CollectivePermute = unsafe extern "C" fn(
 pub struct PJRT_Collectives_Communicator_AllToAll_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Communicator.
+    /// The [`PJRT_Collectives_Communicator`] to use.
     pub communicator: *mut PJRT_Collectives_Communicator,
     /// Send buffers ptrs.
     pub send_buffers_ptrs: *mut *mut c_void,
@@ -990,7 +990,7 @@ pub struct PJRT_Collectives_Communicator_AllToAll_Args {
     pub count: usize,
     /// Cpu executor.
     pub cpu_executor: *mut PJRT_Collectives_CpuExecutor,
-    /// Out: event.
+    /// Out: the resulting [`PJRT_Event`].
     pub event: *mut PJRT_Event,
 }
 
@@ -1006,13 +1006,13 @@ pub type PJRT_Collectives_Communicator_AllToAll =
 pub struct PJRT_Collectives_Communicator_ToString_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Communicator.
+    /// The [`PJRT_Collectives_Communicator`] to use.
     pub communicator: *mut PJRT_Collectives_Communicator,
-    /// Out: str.
+    /// Out: str bytes (not NUL-terminated; length in `str_size`).
     pub str: *const c_char,
     /// Out: length of `str` in bytes or elements.
     pub str_size: usize,
-    /// Out: str holder.
+    /// Out: the resulting [`PJRT_Collectives_ToString_Holder`].
     pub str_holder: *mut PJRT_Collectives_ToString_Holder,
     /// Out: str holder deleter callback (may be null).
     pub str_holder_deleter:
@@ -1062,7 +1062,7 @@ pub const PJRT_API_CUSTOM_PARTITIONER_EXTENSION_VERSION: c_int = 1;
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct JAX_CustomCallPartitioner_string {
-    /// Data.
+    /// Data (C string).
     pub data: *const c_char,
     /// Size.
     pub size: usize,
@@ -1074,7 +1074,7 @@ pub struct JAX_CustomCallPartitioner_string {
 pub struct JAX_CustomCallPartitioner_aval {
     /// Shape.
     pub shape: JAX_CustomCallPartitioner_string,
-    /// Has sharding.
+    /// Whether has sharding.
     pub has_sharding: bool,
     /// Sharding.
     pub sharding: JAX_CustomCallPartitioner_string,
@@ -1090,7 +1090,7 @@ pub struct JAX_CustomCallPartitioner_version_and_error {
     pub data: *mut c_void,
     /// Out: cleanup fn callback (may be null).
     pub cleanup_fn: Option<unsafe extern "C" fn(data: *mut c_void)>,
-    /// Has error.
+    /// Whether has error.
     pub has_error: bool,
     /// Out: code.
     pub code: PJRT_Error_Code,
@@ -1134,7 +1134,7 @@ pub struct JAX_CustomCallPartitioner_InferShardingFromOperands_Args {
     pub result_shape: JAX_CustomCallPartitioner_string,
     /// Backend config.
     pub backend_config: JAX_CustomCallPartitioner_string,
-    /// Has result sharding.
+    /// Whether has result sharding.
     pub has_result_sharding: bool,
     /// Result sharding.
     pub result_sharding: JAX_CustomCallPartitioner_string,
@@ -1185,7 +1185,7 @@ pub struct JAX_CustomCallPartitioner_Callbacks {
             args: *mut JAX_CustomCallPartitioner_PropagateUserSharding_Args,
         ),
     >,
-    /// Can side effecting have replicated sharding.
+    /// Whether can side effecting have replicated sharding.
     pub can_side_effecting_have_replicated_sharding: bool,
 }
 
@@ -1195,7 +1195,7 @@ pub struct JAX_CustomCallPartitioner_Callbacks {
 pub struct PJRT_Register_Custom_Partitioner_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Name.
+    /// Name bytes (not NUL-terminated; length in `name_size`).
     pub name: *const c_char,
     /// Length of `name` in bytes or elements.
     pub name_size: usize,
@@ -1215,7 +1215,7 @@ pub type PJRT_Register_Custom_Partitioner =
 pub struct PJRT_Register_Batch_Partitionable_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Name.
+    /// Name bytes (not NUL-terminated; length in `name_size`).
     pub name: *const c_char,
     /// Length of `name` in bytes or elements.
     pub name_size: usize,
@@ -1266,7 +1266,7 @@ pub struct PJRT_FFI_Type_Register_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Type name.
+    /// Type name bytes (not NUL-terminated; length in `type_name_size`).
     pub type_name: *const c_char,
     /// Length of `type_name` in bytes or elements.
     pub type_name_size: usize,
@@ -1300,7 +1300,7 @@ pub struct PJRT_FFI_UserData_Add_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Context.
+    /// The [`PJRT_ExecuteContext`] to use.
     pub context: *mut PJRT_ExecuteContext,
     /// User data.
     pub user_data: PJRT_FFI_UserData,
@@ -1373,7 +1373,7 @@ pub const PJRT_API_GPU_EXTENSION_VERSION: c_int = 2;
 pub struct PJRT_Gpu_Register_Custom_Call_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Function name.
+    /// Function name bytes (not NUL-terminated; length in `function_name_size`).
     pub function_name: *const c_char,
     /// Length of `function_name` in bytes or elements.
     pub function_name_size: usize,
@@ -1432,7 +1432,7 @@ pub struct PJRT_Layouts_MemoryLayout_Destroy_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Layout.
+    /// The [`PJRT_Layouts_MemoryLayout`] to use.
     pub layout: *mut PJRT_Layouts_MemoryLayout,
 }
 
@@ -1450,13 +1450,13 @@ pub struct PJRT_Layouts_MemoryLayout_Serialize_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Layout.
+    /// The [`PJRT_Layouts_MemoryLayout`] to use.
     pub layout: *mut PJRT_Layouts_MemoryLayout,
-    /// Out: serialized bytes.
+    /// Out: serialized bytes bytes (not NUL-terminated; length in `serialized_bytes_size`).
     pub serialized_bytes: *const c_char,
     /// Out: length of `serialized_bytes` in bytes or elements.
     pub serialized_bytes_size: usize,
-    /// Serialized layout.
+    /// The [`PJRT_Layouts_SerializedLayout`] to use.
     pub serialized_layout: *mut PJRT_Layouts_SerializedLayout,
     /// Out: serialized layout deleter callback (may be null).
     pub serialized_layout_deleter:
@@ -1477,9 +1477,9 @@ pub struct PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Buffer.
+    /// The [`PJRT_Buffer`] to use.
     pub buffer: *mut PJRT_Buffer,
-    /// Out: layout.
+    /// Out: the resulting [`PJRT_Layouts_MemoryLayout`].
     pub layout: *mut PJRT_Layouts_MemoryLayout,
 }
 
@@ -1497,7 +1497,7 @@ pub struct PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
     /// Type.
     pub r#type: PJRT_Buffer_Type,
@@ -1505,7 +1505,7 @@ pub struct PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args {
     pub dims: *const i64,
     /// Number of entries in `dims`.
     pub num_dims: usize,
-    /// Out: layout.
+    /// Out: the resulting [`PJRT_Layouts_MemoryLayout`].
     pub layout: *mut PJRT_Layouts_MemoryLayout,
 }
 
@@ -1524,7 +1524,7 @@ pub struct PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Topology description.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology_description: *mut PJRT_TopologyDescription,
     /// Type.
     pub r#type: PJRT_Buffer_Type,
@@ -1532,7 +1532,7 @@ pub struct PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args {
     pub dims: *const i64,
     /// Number of entries in `dims`.
     pub num_dims: usize,
-    /// Out: layout.
+    /// Out: the resulting [`PJRT_Layouts_MemoryLayout`].
     pub layout: *mut PJRT_Layouts_MemoryLayout,
 }
 
@@ -1551,7 +1551,7 @@ pub struct PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Executable.
+    /// The [`PJRT_Executable`] to use.
     pub executable: *mut PJRT_Executable,
     /// Out: number of outputs.
     pub num_outputs: usize,
@@ -1574,7 +1574,7 @@ pub struct PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Executable.
+    /// The [`PJRT_Executable`] to use.
     pub executable: *mut PJRT_Executable,
     /// Out: number of parameters.
     pub num_parameters: usize,
@@ -1647,9 +1647,9 @@ pub struct PJRT_Megascale_SerializedConfig {
 pub struct PJRT_Megascale_CreateClientContextFromPjRtClient_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
-    /// Out: client context.
+    /// Out: the resulting [`PJRT_Megascale_ClientContext`].
     pub client_context: *mut PJRT_Megascale_ClientContext,
 }
 
@@ -1667,7 +1667,7 @@ pub type PJRT_Megascale_CreateClientContextFromPjRtClient = unsafe extern "C" fn
 pub struct PJRT_Megascale_CreateDefaultClientContext_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Out: client context.
+    /// Out: the resulting [`PJRT_Megascale_ClientContext`].
     pub client_context: *mut PJRT_Megascale_ClientContext,
 }
 
@@ -1684,7 +1684,7 @@ pub type PJRT_Megascale_CreateDefaultClientContext = unsafe extern "C" fn(
 pub struct PJRT_Megascale_DeleteClientContext_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client context.
+    /// The [`PJRT_Megascale_ClientContext`] to use.
     pub client_context: *mut PJRT_Megascale_ClientContext,
 }
 
@@ -1700,11 +1700,11 @@ pub type PJRT_Megascale_DeleteClientContext =
 pub struct PJRT_Megascale_CreateAoTConfig_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Number of slices.
     pub num_slices: i32,
-    /// Out: multi slice config.
+    /// Out: the resulting [`PJRT_MultiSlice_Config`].
     pub multi_slice_config: *mut PJRT_MultiSlice_Config,
 }
 
@@ -1720,7 +1720,7 @@ pub type PJRT_Megascale_CreateAoTConfig =
 pub struct PJRT_Megascale_CreateMultiSliceConfig_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Number of slices.
     pub num_slices: i32,
@@ -1728,17 +1728,17 @@ pub struct PJRT_Megascale_CreateMultiSliceConfig_Args {
     pub local_slice_id: i32,
     /// Local host id.
     pub local_host_id: i32,
-    /// Endpoint addresses.
+    /// Endpoint addresses bytes (not NUL-terminated; length in `endpoint_addresses_size`).
     pub endpoint_addresses: *const c_char,
     /// Length of `endpoint_addresses` in bytes or elements.
     pub endpoint_addresses_size: i32,
-    /// Dcn topology.
+    /// Dcn topology bytes (not NUL-terminated; length in `dcn_topology_size`).
     pub dcn_topology: *const c_char,
     /// Length of `dcn_topology` in bytes or elements.
     pub dcn_topology_size: i32,
-    /// Client context.
+    /// The [`PJRT_Megascale_ClientContext`] to use.
     pub client_context: *mut PJRT_Megascale_ClientContext,
-    /// Out: multi slice config.
+    /// Out: the resulting [`PJRT_MultiSlice_Config`].
     pub multi_slice_config: *mut PJRT_MultiSlice_Config,
 }
 
@@ -1754,7 +1754,7 @@ pub type PJRT_Megascale_CreateMultiSliceConfig =
 pub struct PJRT_Megascale_ClientContext_Initialize_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client context.
+    /// The [`PJRT_Megascale_ClientContext`] to use.
     pub client_context: *mut PJRT_Megascale_ClientContext,
 }
 
@@ -1771,7 +1771,7 @@ pub type PJRT_Megascale_ClientContext_Initialize = unsafe extern "C" fn(
 pub struct PJRT_Megascale_ClientContext_UnblockPendingWork_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client context.
+    /// The [`PJRT_Megascale_ClientContext`] to use.
     pub client_context: *mut PJRT_Megascale_ClientContext,
     /// Launch id.
     pub launch_id: i32,
@@ -1792,7 +1792,7 @@ pub type PJRT_Megascale_ClientContext_UnblockPendingWork = unsafe extern "C" fn(
 pub struct PJRT_Megascale_ClientContext_MegascalePort_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client context.
+    /// The [`PJRT_Megascale_ClientContext`] to use.
     pub client_context: *mut PJRT_Megascale_ClientContext,
     /// Out: port.
     pub port: i32,
@@ -1833,15 +1833,15 @@ pub struct PJRT_Megascale_ProcessesInfo {
 pub struct PJRT_Megascale_CreateMegascaleCollectives_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client context.
+    /// The [`PJRT_Megascale_ClientContext`] to use.
     pub client_context: *mut PJRT_Megascale_ClientContext,
     /// Processes info.
     pub processes_info: *mut PJRT_Megascale_ProcessesInfo,
-    /// Dcn topology.
+    /// Dcn topology bytes (not NUL-terminated; length in `dcn_topology_size`).
     pub dcn_topology: *const c_char,
     /// Length of `dcn_topology` in bytes or elements.
     pub dcn_topology_size: usize,
-    /// Out: collectives.
+    /// Out: the resulting [`PJRT_Collectives`].
     pub collectives: *mut PJRT_Collectives,
 }
 
@@ -1905,7 +1905,7 @@ pub type PJRT_Megascale_ErrorHandler = unsafe extern "C" fn(
 pub struct PJRT_Megascale_RegisterErrorHandler_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Handler name.
+    /// Handler name bytes (not NUL-terminated; length in `handler_name_size`).
     pub handler_name: *const c_char,
     /// Length of `handler_name` in bytes or elements.
     pub handler_name_size: usize,
@@ -1927,7 +1927,7 @@ pub type PJRT_Megascale_RegisterErrorHandler =
 pub struct PJRT_Megascale_UnregisterErrorHandler_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Handler name.
+    /// Handler name bytes (not NUL-terminated; length in `handler_name_size`).
     pub handler_name: *const c_char,
     /// Length of `handler_name` in bytes or elements.
     pub handler_name_size: usize,
@@ -1957,11 +1957,11 @@ pub struct PJRT_Megascale_ErrorDigest {
 pub struct PJRT_Megascale_ErrorAggregator_Create_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// App type.
+    /// App type bytes (not NUL-terminated; length in `app_type_size`).
     pub app_type: *const c_char,
     /// Length of `app_type` in bytes or elements.
     pub app_type_size: usize,
-    /// Out: aggregator.
+    /// Out: the resulting [`PJRT_Megascale_ErrorAggregator`].
     pub aggregator: *mut PJRT_Megascale_ErrorAggregator,
 }
 
@@ -1977,7 +1977,7 @@ pub type PJRT_Megascale_ErrorAggregator_Create =
 pub struct PJRT_Megascale_ErrorAggregator_Delete_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Aggregator.
+    /// The [`PJRT_Megascale_ErrorAggregator`] to use.
     pub aggregator: *mut PJRT_Megascale_ErrorAggregator,
 }
 
@@ -1993,7 +1993,7 @@ pub type PJRT_Megascale_ErrorAggregator_Delete =
 pub struct PJRT_Megascale_ErrorDigest_Delete_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Digest.
+    /// The [`PJRT_Megascale_ErrorDigest`] to use.
     pub digest: *mut PJRT_Megascale_ErrorDigest,
 }
 
@@ -2009,13 +2009,13 @@ pub type PJRT_Megascale_ErrorDigest_Delete =
 pub struct PJRT_Megascale_ErrorAggregator_AddError_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Aggregator.
+    /// The [`PJRT_Megascale_ErrorAggregator`] to use.
     pub aggregator: *mut PJRT_Megascale_ErrorAggregator,
-    /// Worker id.
+    /// Worker id bytes (not NUL-terminated; length in `worker_id_size`).
     pub worker_id: *const c_char,
     /// Length of `worker_id` in bytes or elements.
     pub worker_id_size: usize,
-    /// Serialized error.
+    /// Serialized error bytes (not NUL-terminated; length in `serialized_error_size`).
     pub serialized_error: *const c_char,
     /// Length of `serialized_error` in bytes or elements.
     pub serialized_error_size: usize,
@@ -2034,9 +2034,9 @@ pub type PJRT_Megascale_ErrorAggregator_AddError = unsafe extern "C" fn(
 pub struct PJRT_Megascale_ErrorAggregator_ProcessAndShutdown_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Aggregator.
+    /// The [`PJRT_Megascale_ErrorAggregator`] to use.
     pub aggregator: *mut PJRT_Megascale_ErrorAggregator,
-    /// Out: digest.
+    /// Out: the resulting [`PJRT_Megascale_ErrorDigest`].
     pub digest: *mut PJRT_Megascale_ErrorDigest,
 }
 
@@ -2054,9 +2054,9 @@ pub type PJRT_Megascale_ErrorAggregator_ProcessAndShutdown =
 pub struct PJRT_Megascale_ErrorAggregator_LogErrorDigest_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Aggregator.
+    /// The [`PJRT_Megascale_ErrorAggregator`] to use.
     pub aggregator: *mut PJRT_Megascale_ErrorAggregator,
-    /// Digest.
+    /// The [`PJRT_Megascale_ErrorDigest`] to use.
     pub digest: *mut PJRT_Megascale_ErrorDigest,
 }
 
@@ -2073,7 +2073,7 @@ pub type PJRT_Megascale_ErrorAggregator_LogErrorDigest = unsafe extern "C" fn(
 pub struct PJRT_Megascale_ErrorAggregator_Size_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Aggregator.
+    /// The [`PJRT_Megascale_ErrorAggregator`] to use.
     pub aggregator: *mut PJRT_Megascale_ErrorAggregator,
     /// Out: size.
     pub size: usize,
@@ -2091,9 +2091,9 @@ pub type PJRT_Megascale_ErrorAggregator_Size =
 pub struct PJRT_Megascale_ErrorAggregator_Active_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Aggregator.
+    /// The [`PJRT_Megascale_ErrorAggregator`] to use.
     pub aggregator: *mut PJRT_Megascale_ErrorAggregator,
-    /// Out: active.
+    /// Out: whether active.
     pub active: bool,
 }
 
@@ -2115,7 +2115,7 @@ pub struct PJRT_Megascale_SerializedAddresses {
 pub struct PJRT_Megascale_GetInterfaceAddressesHelper_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Megascale port name.
+    /// Megascale port name bytes (not NUL-terminated; length in `megascale_port_name_size`).
     pub megascale_port_name: *const c_char,
     /// Length of `megascale_port_name` in bytes or elements.
     pub megascale_port_name_size: usize,
@@ -2127,9 +2127,9 @@ pub struct PJRT_Megascale_GetInterfaceAddressesHelper_Args {
     pub interface_prefixes_sizes: *const usize,
     /// Number of entries in `interface_prefixes`.
     pub num_interface_prefixes: usize,
-    /// Use all interfaces.
+    /// Whether use all interfaces.
     pub use_all_interfaces: bool,
-    /// Limit to process numa local interfaces.
+    /// Whether limit to process numa local interfaces.
     pub limit_to_process_numa_local_interfaces: bool,
     /// Out: serialized addresses.
     pub serialized_addresses: *mut *const c_char,
@@ -2137,7 +2137,7 @@ pub struct PJRT_Megascale_GetInterfaceAddressesHelper_Args {
     pub serialized_addresses_sizes: *mut usize,
     /// Out: number of addresses.
     pub num_addresses: usize,
-    /// Out: addresses.
+    /// Out: the resulting [`PJRT_Megascale_SerializedAddresses`].
     pub addresses: *mut PJRT_Megascale_SerializedAddresses,
     /// Out: addresses deleter callback (may be null).
     pub addresses_deleter:
@@ -2169,23 +2169,23 @@ pub struct PJRT_Megascale_GetOrCreateRuntimeError_Args {
     pub start_time_nanos: i64,
     /// Status code.
     pub status_code: i32,
-    /// Status message.
+    /// Status message bytes (not NUL-terminated; length in `status_message_size`).
     pub status_message: *const c_char,
     /// Length of `status_message` in bytes or elements.
     pub status_message_size: usize,
     /// Launch id.
     pub launch_id: i32,
-    /// Has unrecoverable error type.
+    /// Whether has unrecoverable error type.
     pub has_unrecoverable_error_type: bool,
     /// Unrecoverable error type.
     pub unrecoverable_error_type: i32,
-    /// Out: serialized error.
+    /// Out: serialized error bytes (not NUL-terminated; length in `serialized_error_size`).
     pub serialized_error: *const c_char,
     /// Out: length of `serialized_error` in bytes or elements.
     pub serialized_error_size: usize,
-    /// Out: is new error.
+    /// Out: whether is new error.
     pub is_new_error: bool,
-    /// Out: error.
+    /// Out: the resulting [`PJRT_Megascale_SerializedError`].
     pub error: *mut PJRT_Megascale_SerializedError,
     /// Out: error deleter callback (may be null).
     pub error_deleter: Option<unsafe extern "C" fn(ptr: *mut PJRT_Megascale_SerializedError)>,
@@ -2285,7 +2285,7 @@ pub struct PJRT_DeviceDescription_MemoryDescriptions_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Device description.
+    /// The [`PJRT_DeviceDescription`] to use.
     pub device_description: *mut PJRT_DeviceDescription,
     /// Out: memory descriptions.
     pub memory_descriptions: *const *const PJRT_MemoryDescription,
@@ -2310,9 +2310,9 @@ pub struct PJRT_MemoryDescription_Kind_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Memory description.
+    /// The [`PJRT_MemoryDescription`] to use.
     pub memory_description: *const PJRT_MemoryDescription,
-    /// Out: kind.
+    /// Out: kind bytes (not NUL-terminated; length in `kind_size`).
     pub kind: *const c_char,
     /// Out: length of `kind` in bytes or elements.
     pub kind_size: usize,
@@ -2364,7 +2364,7 @@ pub struct PJRT_MultiSlice_SerializedConfig {
 pub struct PJRT_MultiSlice_Config_Destroy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Config.
+    /// The [`PJRT_MultiSlice_Config`] to use.
     pub config: *mut PJRT_MultiSlice_Config,
 }
 
@@ -2380,7 +2380,7 @@ pub type PJRT_MultiSlice_Config_Destroy =
 pub struct PJRT_MultiSlice_Config_NumSlices_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Config.
+    /// The [`PJRT_MultiSlice_Config`] to use.
     pub config: *mut PJRT_MultiSlice_Config,
     /// Out: number of slices.
     pub num_slices: i32,
@@ -2398,7 +2398,7 @@ pub type PJRT_MultiSlice_Config_NumSlices =
 pub struct PJRT_MultiSlice_Config_SliceId_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Config.
+    /// The [`PJRT_MultiSlice_Config`] to use.
     pub config: *mut PJRT_MultiSlice_Config,
     /// Out: slice id.
     pub slice_id: i32,
@@ -2416,7 +2416,7 @@ pub type PJRT_MultiSlice_Config_SliceId =
 pub struct PJRT_MultiSlice_Config_NumDevicesPerSlice_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Config.
+    /// The [`PJRT_MultiSlice_Config`] to use.
     pub config: *mut PJRT_MultiSlice_Config,
     /// Out: number of devices per slice map.
     pub num_devices_per_slice_map: usize,
@@ -2424,7 +2424,7 @@ pub struct PJRT_MultiSlice_Config_NumDevicesPerSlice_Args {
     pub slice_ids: *const i32,
     /// Out: number of devices.
     pub num_devices: *const i32,
-    /// Out: devices per slice map.
+    /// Out: the resulting [`PJRT_MultiSlice_NumDevicesPerSlice`].
     pub devices_per_slice_map: *mut PJRT_MultiSlice_NumDevicesPerSlice,
     /// Out: devices per slice map deleter callback (may be null).
     pub devices_per_slice_map_deleter:
@@ -2444,13 +2444,13 @@ pub type PJRT_MultiSlice_Config_NumDevicesPerSlice = unsafe extern "C" fn(
 pub struct PJRT_MultiSlice_Config_Serialize_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Config.
+    /// The [`PJRT_MultiSlice_Config`] to use.
     pub config: *mut PJRT_MultiSlice_Config,
-    /// Out: serialized.
+    /// Out: serialized (C string).
     pub serialized: *const c_char,
     /// Out: size.
     pub size: usize,
-    /// Out: serialized config.
+    /// Out: the resulting [`PJRT_MultiSlice_SerializedConfig`].
     pub serialized_config: *mut PJRT_MultiSlice_SerializedConfig,
     /// Out: serialized config deleter callback (may be null).
     pub serialized_config_deleter:
@@ -2496,7 +2496,7 @@ pub struct PJRT_PhaseCompile_Get_Compiler_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Out: phase compiler.
+    /// Out: the resulting [`PJRT_PhaseCompiler`].
     pub phase_compiler: *const PJRT_PhaseCompiler,
 }
 
@@ -2514,7 +2514,7 @@ pub struct PJRT_PhaseCompile_Destroy_Compiler_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Phase compiler.
+    /// The [`PJRT_PhaseCompiler`] to use.
     pub phase_compiler: *const PJRT_PhaseCompiler,
 }
 
@@ -2532,7 +2532,7 @@ pub struct PJRT_PhaseCompile_Run_Phase_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Phase compiler.
+    /// The [`PJRT_PhaseCompiler`] to use.
     pub phase_compiler: *const PJRT_PhaseCompiler,
     /// Input programs.
     pub input_programs: *mut *const c_char,
@@ -2546,11 +2546,11 @@ pub struct PJRT_PhaseCompile_Run_Phase_Args {
     pub phases_to_run_sizes: *const usize,
     /// Number of entries in `phases_to_run`.
     pub num_phases_to_run: usize,
-    /// Compile options.
+    /// Compile options bytes (not NUL-terminated; length in `compile_options_size`).
     pub compile_options: *const c_char,
     /// Length of `compile_options` in bytes or elements.
     pub compile_options_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *mut PJRT_TopologyDescription,
     /// Out: output programs.
     pub output_programs: *mut *const c_char,
@@ -2574,7 +2574,7 @@ pub struct PJRT_PhaseCompile_Get_PhaseNames_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Phase compiler.
+    /// The [`PJRT_PhaseCompiler`] to use.
     pub phase_compiler: *const PJRT_PhaseCompiler,
     /// Out: phase names.
     pub phase_names: *mut *const c_char,
@@ -2765,7 +2765,7 @@ pub struct PJRT_RawBuffer_CreateRawAliasOfBuffer_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Buffer.
+    /// The [`PJRT_Buffer`] to use.
     pub buffer: *mut PJRT_Buffer,
     /// Out: raw buffer.
     pub raw_buffer: *mut PJRT_RawBuffer,
@@ -2845,7 +2845,7 @@ pub struct PJRT_RawBuffer_GetMemorySpace_Args {
     pub extension_start: *mut PJRT_Extension_Base,
     /// Buffer.
     pub buffer: *mut PJRT_RawBuffer,
-    /// Out: memory space.
+    /// Out: the resulting [`PJRT_Memory`].
     pub memory_space: *mut PJRT_Memory,
 }
 
@@ -2871,7 +2871,7 @@ pub struct PJRT_RawBuffer_CopyRawDeviceToHost_Args {
     pub offset: i64,
     /// Transfer size.
     pub transfer_size: i64,
-    /// Out: event.
+    /// Out: the resulting [`PJRT_Event`].
     pub event: *mut PJRT_Event,
 }
 
@@ -2897,7 +2897,7 @@ pub struct PJRT_RawBuffer_CopyRawHostToDevice_Args {
     pub offset: i64,
     /// Transfer size.
     pub transfer_size: i64,
-    /// Out: event.
+    /// Out: the resulting [`PJRT_Event`].
     pub event: *mut PJRT_Event,
 }
 
@@ -2944,7 +2944,7 @@ pub struct PJRT_Shardings_PJRT_Executable_ParameterShardings_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Executable.
+    /// The [`PJRT_Executable`] to use.
     pub executable: *mut PJRT_Executable,
     /// Out: number of parameters.
     pub num_parameters: usize,
@@ -2970,7 +2970,7 @@ pub struct PJRT_Shardings_PJRT_Executable_OutputShardings_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Executable.
+    /// The [`PJRT_Executable`] to use.
     pub executable: *mut PJRT_Executable,
     /// Out: number of outputs.
     pub num_outputs: usize,
@@ -3014,7 +3014,7 @@ pub const PJRT_API_STREAM_EXTENSION_VERSION: c_int = 0;
 pub struct PJRT_Get_Stream_For_External_Ready_Events_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Device.
+    /// The [`PJRT_Device`] to use.
     pub device: *mut PJRT_Device,
     /// Out: stream.
     pub stream: isize,
@@ -3035,7 +3035,7 @@ pub struct PJRT_Wait_Until_Buffer_Ready_On_Stream_Args {
     pub struct_size: usize,
     /// Stream.
     pub stream: isize,
-    /// Buffer.
+    /// The [`PJRT_Buffer`] to use.
     pub buffer: *mut PJRT_Buffer,
 }
 
@@ -3094,15 +3094,15 @@ pub struct PJRT_TpuExecutable_CostAnalysisResult {
 pub struct PJRT_TpuExecutable_GetTargetArguments_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized executable.
+    /// Serialized executable bytes (not NUL-terminated; length in `serialized_executable_size`).
     pub serialized_executable: *const c_char,
     /// Length of `serialized_executable` in bytes or elements.
     pub serialized_executable_size: usize,
-    /// Out: target arguments.
+    /// Out: target arguments bytes (not NUL-terminated; length in `target_arguments_size`).
     pub target_arguments: *const c_char,
     /// Out: length of `target_arguments` in bytes or elements.
     pub target_arguments_size: usize,
-    /// Out: target arguments ptr.
+    /// Out: the resulting [`PJRT_TpuExecutable_TargetArguments`].
     pub target_arguments_ptr: *mut PJRT_TpuExecutable_TargetArguments,
     /// Out: target arguments deleter callback (may be null).
     pub target_arguments_deleter:
@@ -3127,15 +3127,15 @@ pub struct PJRT_TpuExecutable_HloModuleWithConfig {
 pub struct PJRT_TpuExecutable_GetHloModuleWithConfig_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized executable.
+    /// Serialized executable bytes (not NUL-terminated; length in `serialized_executable_size`).
     pub serialized_executable: *const c_char,
     /// Length of `serialized_executable` in bytes or elements.
     pub serialized_executable_size: usize,
-    /// Out: hlo module with config.
+    /// Out: hlo module with config bytes (not NUL-terminated; length in `hlo_module_with_config_size`).
     pub hlo_module_with_config: *const c_char,
     /// Out: length of `hlo_module_with_config` in bytes or elements.
     pub hlo_module_with_config_size: usize,
-    /// Out: hlo module with config ptr.
+    /// Out: the resulting [`PJRT_TpuExecutable_HloModuleWithConfig`].
     pub hlo_module_with_config_ptr: *mut PJRT_TpuExecutable_HloModuleWithConfig,
     /// Out: hlo module with config deleter callback (may be null).
     pub hlo_module_with_config_deleter:
@@ -3155,7 +3155,7 @@ pub type PJRT_TpuExecutable_GetHloModuleWithConfig = unsafe extern "C" fn(
 pub struct PJRT_TpuExecutable_RunHloCostAnalysis_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Target arguments.
+    /// Target arguments bytes (not NUL-terminated; length in `target_arguments_size`).
     pub target_arguments: *const c_char,
     /// Length of `target_arguments` in bytes or elements.
     pub target_arguments_size: usize,
@@ -3169,7 +3169,7 @@ pub struct PJRT_TpuExecutable_RunHloCostAnalysis_Args {
     pub analysis_results: *const PJRT_NamedValue,
     /// Out: number of entries in `analysis_results`.
     pub num_analysis_results: usize,
-    /// Out: analysis results ptr.
+    /// Out: the resulting [`PJRT_TpuExecutable_CostAnalysisResult`].
     pub analysis_results_ptr: *mut PJRT_TpuExecutable_CostAnalysisResult,
     /// Out: analysis results deleter callback (may be null).
     pub analysis_results_deleter:
@@ -3188,15 +3188,15 @@ pub type PJRT_TpuExecutable_RunHloCostAnalysis =
 pub struct PJRT_TpuExecutable_GetCompiledMemoryStats_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized executable.
+    /// Serialized executable bytes (not NUL-terminated; length in `serialized_executable_size`).
     pub serialized_executable: *const c_char,
     /// Length of `serialized_executable` in bytes or elements.
     pub serialized_executable_size: usize,
-    /// Out: compiled memory stats.
+    /// Out: compiled memory stats bytes (not NUL-terminated; length in `compiled_memory_stats_size`).
     pub compiled_memory_stats: *const c_char,
     /// Out: length of `compiled_memory_stats` in bytes or elements.
     pub compiled_memory_stats_size: usize,
-    /// Out: compiled memory stats ptr.
+    /// Out: the resulting [`PJRT_TpuExecutable_CompiledMemoryStats`].
     pub compiled_memory_stats_ptr: *mut PJRT_TpuExecutable_CompiledMemoryStats,
     /// Out: compiled memory stats deleter callback (may be null).
     pub compiled_memory_stats_deleter:
@@ -3216,15 +3216,15 @@ pub type PJRT_TpuExecutable_GetCompiledMemoryStats = unsafe extern "C" fn(
 pub struct PJRT_TpuExecutable_SetTpuCompilationEnv_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized compilation environments.
+    /// Serialized compilation environments bytes (not NUL-terminated; length in `serialized_compilation_environments_size`).
     pub serialized_compilation_environments: *const c_char,
     /// Length of `serialized_compilation_environments` in bytes or elements.
     pub serialized_compilation_environments_size: usize,
-    /// Out: result compilation environments.
+    /// Out: result compilation environments bytes (not NUL-terminated; length in `result_compilation_environments_size`).
     pub result_compilation_environments: *const c_char,
     /// Out: length of `result_compilation_environments` in bytes or elements.
     pub result_compilation_environments_size: usize,
-    /// Out: result compilation environments ptr.
+    /// Out: the resulting [`PJRT_TpuExecutable_CompilationEnvironments`].
     pub result_compilation_environments_ptr: *mut PJRT_TpuExecutable_CompilationEnvironments,
     /// Out: result compilation environments deleter callback (may be null).
     pub result_compilation_environments_deleter:
@@ -3250,19 +3250,19 @@ pub struct PJRT_TpuExecutable_FieldValue {
 pub struct PJRT_TpuExecutable_GetTpuCompilationEnvFieldAsString_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized compilation environments.
+    /// Serialized compilation environments bytes (not NUL-terminated; length in `serialized_compilation_environments_size`).
     pub serialized_compilation_environments: *const c_char,
     /// Length of `serialized_compilation_environments` in bytes or elements.
     pub serialized_compilation_environments_size: usize,
-    /// Field name.
+    /// Field name bytes (not NUL-terminated; length in `field_name_size`).
     pub field_name: *const c_char,
     /// Length of `field_name` in bytes or elements.
     pub field_name_size: usize,
-    /// Out: field value.
+    /// Out: field value bytes (not NUL-terminated; length in `field_value_size`).
     pub field_value: *const c_char,
     /// Out: length of `field_value` in bytes or elements.
     pub field_value_size: usize,
-    /// Out: field value ptr.
+    /// Out: the resulting [`PJRT_TpuExecutable_FieldValue`].
     pub field_value_ptr: *mut PJRT_TpuExecutable_FieldValue,
     /// Out: field value deleter callback (may be null).
     pub field_value_deleter:
@@ -3283,11 +3283,11 @@ pub type PJRT_TpuExecutable_GetTpuCompilationEnvFieldAsString =
 pub struct PJRT_TpuExecutable_IsTpuPredeterminedError_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Serialized status.
+    /// Serialized status bytes (not NUL-terminated; length in `serialized_status_size`).
     pub serialized_status: *const c_char,
     /// Length of `serialized_status` in bytes or elements.
     pub serialized_status_size: usize,
-    /// Out: is predetermined.
+    /// Out: whether is predetermined.
     pub is_predetermined: bool,
 }
 
@@ -3336,7 +3336,7 @@ pub const PJRT_API_TPU_TOPOLOGY_EXTENSION_VERSION: c_int = 1;
 pub struct PJRT_TpuTopology_Subslice_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Chips per host bounds.
     pub chips_per_host_bounds: *const i32,
@@ -3346,7 +3346,7 @@ pub struct PJRT_TpuTopology_Subslice_Args {
     pub host_bounds: *const i32,
     /// Host bounds num dims.
     pub host_bounds_num_dims: usize,
-    /// Out: subslice topology.
+    /// Out: the resulting [`PJRT_TopologyDescription`].
     pub subslice_topology: *mut PJRT_TopologyDescription,
 }
 
@@ -3362,9 +3362,9 @@ pub type PJRT_TpuTopology_Subslice =
 pub struct PJRT_TpuTopology_IsSubsliceTopology_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
-    /// Out: is subslice topology.
+    /// Out: whether is subslice topology.
     pub is_subslice_topology: bool,
 }
 
@@ -3380,9 +3380,9 @@ pub type PJRT_TpuTopology_IsSubsliceTopology =
 pub struct PJRT_TpuTopology_SubsliceDeviceIdFromFullDeviceId_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Client topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub client_topology: *const PJRT_TopologyDescription,
-    /// Subslice topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub subslice_topology: *const PJRT_TopologyDescription,
     /// Subslice origin.
     pub subslice_origin: *const i32,
@@ -3408,13 +3408,13 @@ pub type PJRT_TpuTopology_SubsliceDeviceIdFromFullDeviceId =
 pub struct PJRT_TpuTopology_ReplaceHostBounds_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Host bounds.
     pub host_bounds: *const i32,
     /// Host bounds dim num.
     pub host_bounds_dim_num: usize,
-    /// Out: new topology.
+    /// Out: the resulting [`PJRT_TopologyDescription`].
     pub new_topology: *mut PJRT_TopologyDescription,
 }
 
@@ -3430,9 +3430,9 @@ pub type PJRT_TpuTopology_ReplaceHostBounds =
 pub struct PJRT_TpuTopology_IsEnhancedBarrierEnabled_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
-    /// Out: is enhanced barrier enabled.
+    /// Out: whether is enhanced barrier enabled.
     pub is_enhanced_barrier_enabled: bool,
 }
 
@@ -3449,9 +3449,9 @@ pub type PJRT_TpuTopology_IsEnhancedBarrierEnabled = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_HasLimitedIciConnectivity_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
-    /// Out: has limited ici connectivity.
+    /// Out: whether has limited ici connectivity.
     pub has_limited_ici_connectivity: bool,
 }
 
@@ -3468,13 +3468,13 @@ pub type PJRT_TpuTopology_HasLimitedIciConnectivity = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_IsReachableOverLimitedIci_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Source chip id.
     pub source_chip_id: i32,
     /// Dest chip id.
     pub dest_chip_id: i32,
-    /// Out: is reachable over limited ici.
+    /// Out: whether is reachable over limited ici.
     pub is_reachable_over_limited_ici: bool,
 }
 
@@ -3491,7 +3491,7 @@ pub type PJRT_TpuTopology_IsReachableOverLimitedIci = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_ProcessCount_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: process count.
     pub process_count: i32,
@@ -3509,7 +3509,7 @@ pub type PJRT_TpuTopology_ProcessCount =
 pub struct PJRT_TpuTopology_ChipsPerProcess_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: chips per process.
     pub chips_per_process: i32,
@@ -3527,7 +3527,7 @@ pub type PJRT_TpuTopology_ChipsPerProcess =
 pub struct PJRT_TpuTopology_CoreCountPerChip_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: core count of default type per chip.
     pub core_count_of_default_type_per_chip: i32,
@@ -3545,7 +3545,7 @@ pub type PJRT_TpuTopology_CoreCountPerChip =
 pub struct PJRT_TpuTopology_ChipCount_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: chip count.
     pub chip_count: i32,
@@ -3563,7 +3563,7 @@ pub type PJRT_TpuTopology_ChipCount =
 pub struct PJRT_TpuTopology_CoreCount_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: core count of default type.
     pub core_count_of_default_type: i32,
@@ -3581,7 +3581,7 @@ pub type PJRT_TpuTopology_CoreCount =
 pub struct PJRT_TpuTopology_LogiDeviceCount_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: logical device count of default type.
     pub logical_device_count_of_default_type: i32,
@@ -3599,7 +3599,7 @@ pub type PJRT_TpuTopology_LogiDeviceCount =
 pub struct PJRT_TpuTopology_LogiDeviceCountPerProcess_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: logical device count of default type per process.
     pub logical_device_count_of_default_type_per_process: i32,
@@ -3618,7 +3618,7 @@ pub type PJRT_TpuTopology_LogiDeviceCountPerProcess = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_LogiDeviceCountPerChip_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: logical device count of default type per chip.
     pub logical_device_count_of_default_type_per_chip: i32,
@@ -3637,7 +3637,7 @@ pub type PJRT_TpuTopology_LogiDeviceCountPerChip = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_CoreCountPerProcess_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Out: core count of default type per process.
     pub core_count_of_default_type_per_process: i32,
@@ -3655,7 +3655,7 @@ pub type PJRT_TpuTopology_CoreCountPerProcess =
 pub struct PJRT_TpuTopology_ProcessIds_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Max process ids.
     pub max_process_ids: i32,
@@ -3677,7 +3677,7 @@ pub type PJRT_TpuTopology_ProcessIds =
 pub struct PJRT_TpuTopology_LogiDeviceIdsOnProcess_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Process id.
     pub process_id: i32,
@@ -3702,7 +3702,7 @@ pub type PJRT_TpuTopology_LogiDeviceIdsOnProcess = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_ProcIdAndIdxOnProcForChip_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Chip id.
     pub chip_id: i32,
@@ -3725,7 +3725,7 @@ pub type PJRT_TpuTopology_ProcIdAndIdxOnProcForChip = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_ProcIdAndIdxOnProcForLogiDevice_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Device id.
     pub device_id: i32,
@@ -3749,7 +3749,7 @@ pub type PJRT_TpuTopology_ProcIdAndIdxOnProcForLogiDevice = unsafe extern "C" fn
 pub struct PJRT_TpuTopology_ProcessCoordFromId_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Process id.
     pub process_id: i32,
@@ -3773,7 +3773,7 @@ pub type PJRT_TpuTopology_ProcessCoordFromId =
 pub struct PJRT_TpuTopology_ChipIdFromCoord_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Coords.
     pub coords: *const i32,
@@ -3795,7 +3795,7 @@ pub type PJRT_TpuTopology_ChipIdFromCoord =
 pub struct PJRT_TpuTopology_LogiDeviceIdFromChipCoordAndIdx_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Chip coords.
     pub chip_coords: *const i32,
@@ -3821,7 +3821,7 @@ pub type PJRT_TpuTopology_LogiDeviceIdFromChipCoordAndIdx = unsafe extern "C" fn
 pub struct PJRT_TpuTopology_ChipCoordAndIdxForLogiDevice_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Device id.
     pub device_id: i32,
@@ -3848,7 +3848,7 @@ pub type PJRT_TpuTopology_ChipCoordAndIdxForLogiDevice = unsafe extern "C" fn(
 pub struct PJRT_TpuTopology_ChipsPerProcessBounds_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Chip per process bounds max dims.
     pub chip_per_process_bounds_max_dims: usize,
@@ -3870,7 +3870,7 @@ pub type PJRT_TpuTopology_ChipsPerProcessBounds =
 pub struct PJRT_TpuTopology_ChipBounds_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Chip bounds max dims.
     pub chip_bounds_max_dims: usize,
@@ -3892,7 +3892,7 @@ pub type PJRT_TpuTopology_ChipBounds =
 pub struct PJRT_TpuTopology_ProcessBounds_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
     /// Process bounds max dims.
     pub process_bounds_max_dims: usize,
@@ -3914,9 +3914,9 @@ pub type PJRT_TpuTopology_ProcessBounds =
 pub struct PJRT_TpuTopology_GetRoutingStrategy_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Topology.
+    /// The [`PJRT_TopologyDescription`] to use.
     pub topology: *const PJRT_TopologyDescription,
-    /// Routing strategy.
+    /// Routing strategy bytes (not NUL-terminated; length in `routing_strategy_len`).
     pub routing_strategy: *mut c_char,
     /// Routing strategy len.
     pub routing_strategy_len: usize,
@@ -3938,7 +3938,7 @@ pub struct PJRT_TpuTopology_SliceConfig {
     pub dimensions: [i32; 4],
     /// Wrap.
     pub wrap: [bool; 4],
-    /// Twist.
+    /// Whether twist.
     pub twist: bool,
 }
 
@@ -3950,11 +3950,11 @@ struct_size!(PJRT_TpuTopology_SliceConfig_STRUCT_SIZE = PJRT_TpuTopology_SliceCo
 pub struct PJRT_TpuTopology_GetSliceConfig_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Platform type name.
+    /// Platform type name bytes (not NUL-terminated; length in `platform_type_name_len`).
     pub platform_type_name: *const c_char,
     /// Platform type name len.
     pub platform_type_name_len: usize,
-    /// Slice name.
+    /// Slice name bytes (not NUL-terminated; length in `slice_name_len`).
     pub slice_name: *const c_char,
     /// Slice name len.
     pub slice_name_len: usize,
@@ -3974,7 +3974,7 @@ pub type PJRT_TpuTopology_GetSliceConfig =
 pub struct PJRT_TpuTopology_GetSliceConfigs_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Platform type name.
+    /// Platform type name bytes (not NUL-terminated; length in `platform_type_name_len`).
     pub platform_type_name: *const c_char,
     /// Platform type name len.
     pub platform_type_name_len: usize,
@@ -3998,7 +3998,7 @@ pub type PJRT_TpuTopology_GetSliceConfigs =
 pub struct PJRT_TpuTopology_GetDefaultPlatformConfig_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Platform type name.
+    /// Platform type name bytes (not NUL-terminated; length in `platform_type_name_len`).
     pub platform_type_name: *const c_char,
     /// Platform type name len.
     pub platform_type_name_len: usize,
@@ -4101,11 +4101,11 @@ pub const PJRT_API_TRITON_EXTENSION_VERSION: c_int = 2;
 pub struct PJRT_Triton_Compile_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Module.
+    /// Module bytes (not NUL-terminated; length in `module_size`).
     pub module: *const c_char,
     /// Length of `module` in bytes or elements.
     pub module_size: usize,
-    /// Arch name.
+    /// Arch name bytes (not NUL-terminated; length in `arch_name_size`).
     pub arch_name: *const c_char,
     /// Length of `arch_name` in bytes or elements.
     pub arch_name_size: usize,
@@ -4115,13 +4115,13 @@ pub struct PJRT_Triton_Compile_Args {
     pub num_ctas: c_int,
     /// Number of stages.
     pub num_stages: c_int,
-    /// Out asm.
+    /// Out asm bytes (not NUL-terminated; length in `out_asm_size`).
     pub out_asm: *const c_char,
     /// Length of `out_asm` in bytes or elements.
     pub out_asm_size: usize,
     /// Out smem bytes.
     pub out_smem_bytes: i64,
-    /// Out path.
+    /// Out path bytes (not NUL-terminated; length in `out_path_size`).
     pub out_path: *const c_char,
     /// Length of `out_path` in bytes or elements.
     pub out_path_size: usize,
@@ -4157,7 +4157,7 @@ pub const PJRT_API_XLA_TRANSFORM_EXTENSION_VERSION: c_int = 1;
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PJRT_XlaTransform_string {
-    /// Data.
+    /// Data (C string).
     pub data: *const c_char,
     /// Size.
     pub size: usize,
@@ -4173,7 +4173,7 @@ pub struct PJRT_XlaTransform_version_and_error {
     pub data: *mut c_void,
     /// Out: cleanup fn callback (may be null).
     pub cleanup_fn: Option<unsafe extern "C" fn(data: *mut c_void)>,
-    /// Out: has error.
+    /// Out: whether has error.
     pub has_error: bool,
     /// Out: code.
     pub code: PJRT_Error_Code,
@@ -4193,7 +4193,7 @@ pub struct PJRT_XlaTransform_Args {
     pub hlo_module: PJRT_XlaTransform_string,
     /// Transformed hlo module.
     pub transformed_hlo_module: PJRT_XlaTransform_string,
-    /// Out: changed.
+    /// Out: whether changed.
     pub changed: bool,
 }
 
@@ -4229,7 +4229,7 @@ pub const PJRT_XlaTransform_PipelineStage_kPostScheduler: PJRT_XlaTransform_Pipe
 pub struct PJRT_Register_Xla_Transform_Args {
     /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
     pub struct_size: usize,
-    /// Name.
+    /// Name bytes (not NUL-terminated; length in `name_size`).
     pub name: *const c_char,
     /// Length of `name` in bytes or elements.
     pub name_size: usize,
@@ -4253,13 +4253,13 @@ pub struct PJRT_Clear_Xla_Transform_Args {
     pub struct_size: usize,
     /// Stage.
     pub stage: PJRT_XlaTransform_PipelineStage,
-    /// Name.
+    /// Name bytes (not NUL-terminated; length in `name_size`).
     pub name: *const c_char,
     /// Length of `name` in bytes or elements.
     pub name_size: usize,
     /// Callbacks.
     pub callbacks: *mut PJRT_XlaTransform_Callbacks,
-    /// Out: cleared.
+    /// Out: whether cleared.
     pub cleared: bool,
 }
 
@@ -4421,7 +4421,7 @@ pub struct PJRT_Transfers_PJRT_Client_CrossHostSendBuffers_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
     /// Number of buffers.
     pub num_buffers: usize,
@@ -4450,7 +4450,7 @@ pub struct PJRT_Transfers_PJRT_Client_CrossHostReceiveBuffers_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
     /// Number of shapes.
     pub num_shapes: usize,
@@ -4462,7 +4462,7 @@ pub struct PJRT_Transfers_PJRT_Client_CrossHostReceiveBuffers_Args {
     pub element_types: *mut PJRT_Buffer_Type,
     /// Layouts.
     pub layouts: *mut *mut PJRT_Buffer_MemoryLayout,
-    /// Device.
+    /// The [`PJRT_Device`] to use.
     pub device: *mut PJRT_Device,
     /// Src global device ids.
     pub src_global_device_ids: *const i32,
@@ -4511,7 +4511,7 @@ pub type PJRT_Transfers_CrossHostRecvNotifier = unsafe extern "C" fn(
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PJRT_Transfers_CrossHostRecvNotifierInfo {
-    /// User arg.
+    /// Opaque pointer handed back to the matching callback.
     pub user_arg: *mut c_void,
     /// Notifier callback (may be null).
     pub notifier: Option<PJRT_Transfers_CrossHostRecvNotifier>,
@@ -4527,7 +4527,7 @@ pub struct PJRT_Transfers_PJRT_Client_MakeCrossHostReceiveBuffers_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Client.
+    /// The [`PJRT_Client`] to use.
     pub client: *mut PJRT_Client,
     /// Number of shapes.
     pub num_shapes: usize,
@@ -4539,7 +4539,7 @@ pub struct PJRT_Transfers_PJRT_Client_MakeCrossHostReceiveBuffers_Args {
     pub element_types: *mut PJRT_Buffer_Type,
     /// Layouts.
     pub layouts: *mut *mut PJRT_Buffer_MemoryLayout,
-    /// Device.
+    /// The [`PJRT_Device`] to use.
     pub device: *mut PJRT_Device,
     /// Notifier.
     pub notifier: PJRT_Transfers_CrossHostRecvNotifierInfo,
@@ -4565,7 +4565,7 @@ pub type PJRT_Transfers_CrossHostRemoteSendCallback =
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PJRT_Transfers_CrossHostRemoteSendCallbackInfo {
-    /// User arg.
+    /// Opaque pointer handed back to the matching callback.
     pub user_arg: *mut c_void,
     /// On done callback (may be null).
     pub on_done: Option<PJRT_Transfers_CrossHostRemoteSendCallback>,
@@ -4581,9 +4581,9 @@ pub struct PJRT_Transfers_PJRT_Buffer_CopyToRemoteDevice_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut PJRT_Extension_Base,
-    /// Buffer.
+    /// The [`PJRT_Buffer`] to use.
     pub buffer: *mut PJRT_Buffer,
-    /// Event.
+    /// The [`PJRT_Event`] to use.
     pub event: *mut PJRT_Event,
     /// Serialized descriptor.
     pub serialized_descriptor: *mut *mut c_char,
@@ -4629,7 +4629,7 @@ pub const PJRT_API_EXECUTABLE_METADATA_EXTENSION_VERSION: c_int = 1;
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PJRT_ExecutableMetadata {
-    /// Serialized metadata.
+    /// Serialized metadata bytes (not NUL-terminated; length in `serialized_metadata_size`).
     pub serialized_metadata: *const c_char,
     /// Length of `serialized_metadata` in bytes or elements.
     pub serialized_metadata_size: usize,
@@ -4639,7 +4639,7 @@ pub struct PJRT_ExecutableMetadata {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PJRT_ExecutableMetadata_GetExecutableMetadata_Args {
-    /// Executable.
+    /// The [`PJRT_Executable`] to use.
     pub executable: *mut PJRT_Executable,
     /// Out: metadata.
     pub metadata: *mut PJRT_ExecutableMetadata,

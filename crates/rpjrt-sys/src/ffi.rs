@@ -130,9 +130,9 @@ pub struct XLA_FFI_Error_GetMessage_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Error.
+    /// The [`XLA_FFI_Error`] to use.
     pub error: *mut XLA_FFI_Error,
-    /// Out: message.
+    /// Out: message (C string).
     pub message: *const c_char,
 }
 
@@ -149,7 +149,7 @@ pub struct XLA_FFI_Error_Destroy_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Error.
+    /// The [`XLA_FFI_Error`] to use.
     pub error: *mut XLA_FFI_Error,
 }
 
@@ -340,7 +340,7 @@ pub struct XLA_FFI_Future_Create_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Out: future.
+    /// Out: the resulting [`XLA_FFI_Future`].
     pub future: *mut XLA_FFI_Future,
 }
 
@@ -358,7 +358,7 @@ pub struct XLA_FFI_Future_SetAvailable_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Future.
+    /// The [`XLA_FFI_Future`] to use.
     pub future: *mut XLA_FFI_Future,
 }
 
@@ -376,9 +376,9 @@ pub struct XLA_FFI_Future_SetError_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Future.
+    /// The [`XLA_FFI_Future`] to use.
     pub future: *mut XLA_FFI_Future,
-    /// Error.
+    /// The [`XLA_FFI_Error`] to use.
     pub error: *mut XLA_FFI_Error,
 }
 
@@ -561,7 +561,7 @@ pub struct XLA_FFI_ExecutionContext_Get_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Type id.
     pub type_id: *mut XLA_FFI_TypeId,
@@ -583,7 +583,7 @@ pub struct XLA_FFI_State_Set_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Stage.
     pub stage: XLA_FFI_ExecutionStage,
@@ -607,7 +607,7 @@ pub struct XLA_FFI_State_Get_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Stage.
     pub stage: XLA_FFI_ExecutionStage,
@@ -631,7 +631,7 @@ pub struct XLA_FFI_Stream_Get_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Out: stream.
     pub stream: *mut c_void,
@@ -651,7 +651,7 @@ pub struct XLA_FFI_DeviceMemory_Allocate_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Size.
     pub size: usize,
@@ -675,7 +675,7 @@ pub struct XLA_FFI_DeviceMemory_Free_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Size.
     pub size: usize,
@@ -700,7 +700,7 @@ pub struct XLA_FFI_ThreadPool_Schedule_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Task callback (may be null).
     pub task: Option<XLA_FFI_Task>,
@@ -722,7 +722,7 @@ pub struct XLA_FFI_ThreadPool_NumThreads_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Out: number of threads.
     pub num_threads: *mut i64,
@@ -742,7 +742,7 @@ pub struct XLA_FFI_RunId_Get_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Out: run id.
     pub run_id: i64,
@@ -762,7 +762,7 @@ pub struct XLA_FFI_DeviceOrdinal_Get_Args {
     pub struct_size: usize,
     /// Head of an optional extension chain; null for none.
     pub extension_start: *mut XLA_FFI_Extension_Base,
-    /// Ctx.
+    /// The [`XLA_FFI_ExecutionContext`] to use.
     pub ctx: *mut XLA_FFI_ExecutionContext,
     /// Out: device ordinal.
     pub device_ordinal: i32,

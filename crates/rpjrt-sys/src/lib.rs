@@ -31,12 +31,12 @@
 macro_rules! struct_size {
     ($name:ident = $t:ident, $field:ident : $fty:ty) => {
         #[doc = concat!(
-                            "Size a caller puts in `struct_size` for [`",
-                            stringify!($t),
-                            "`]: end of field `",
-                            stringify!($field),
-                            "`."
-                        )]
+                                                    "Size a caller puts in `struct_size` for [`",
+                                                    stringify!($t),
+                                                    "`]: end of field `",
+                                                    stringify!($field),
+                                                    "`."
+                                                )]
         pub const $name: usize =
             ::core::mem::offset_of!($t, $field) + ::core::mem::size_of::<$fty>();
     };

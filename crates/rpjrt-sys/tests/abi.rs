@@ -140,8 +140,10 @@ fn facts_match_declarations() {
             if let Some((v, _)) = f.row("slot", "PJRT_Api", name) {
                 let i: usize = v.parse().unwrap();
                 if offset_of!(PJRT_Api, $m) != 40 + 8 * i {
-                    f.errors
-                        .push(format!("slot {name}: header index {i}, Rust offset {}", offset_of!(PJRT_Api, $m)));
+                    f.errors.push(format!(
+                        "slot {name}: header index {i}, Rust offset {}",
+                        offset_of!(PJRT_Api, $m)
+                    ));
                 }
                 if PJRT_API_ENTRIES.get(i).map(|e| e.name) != Some(name) {
                     f.errors
@@ -293,7 +295,9 @@ fn declarations_and_facts_cover_each_other() {
     if d.opaque != names("opaque") {
         errors.push(format!(
             "opaque handles differ: Rust {:?} vs facts {:?}",
-            d.opaque.symmetric_difference(&names("opaque")).collect::<Vec<_>>(),
+            d.opaque
+                .symmetric_difference(&names("opaque"))
+                .collect::<Vec<_>>(),
             ""
         ));
     }
@@ -301,7 +305,9 @@ fn declarations_and_facts_cover_each_other() {
     if consts != names("const") {
         errors.push(format!(
             "constants differ: {:?}",
-            consts.symmetric_difference(&names("const")).collect::<Vec<_>>()
+            consts
+                .symmetric_difference(&names("const"))
+                .collect::<Vec<_>>()
         ));
     }
 
@@ -335,8 +341,13 @@ fn declarations_and_facts_cover_each_other() {
                 offsets.push(v.parse().unwrap());
             }
         }
-        if d.records.contains_key(name) && !name.ends_with("_Union") && !offsets.windows(2).all(|w| w[0] < w[1]) {
-            errors.push(format!("{name}: fields are not in header order ({offsets:?})"));
+        if d.records.contains_key(name)
+            && !name.ends_with("_Union")
+            && !offsets.windows(2).all(|w| w[0] < w[1])
+        {
+            errors.push(format!(
+                "{name}: fields are not in header order ({offsets:?})"
+            ));
         }
     }
 
@@ -373,7 +384,10 @@ fn pinned_facts() {
 
     // The 0.81 plugin's table is 984 bytes = 118 slots: exactly the entries
     // dated 0.81 or earlier, and they come first.
-    let old = PJRT_API_ENTRIES.iter().filter(|e| e.since_minor <= 81).count();
+    let old = PJRT_API_ENTRIES
+        .iter()
+        .filter(|e| e.since_minor <= 81)
+        .count();
     assert_eq!(old, 118);
     assert_eq!(40 + 8 * old, 984);
     assert!(PJRT_API_ENTRIES[..118].iter().all(|e| e.since_minor <= 81));

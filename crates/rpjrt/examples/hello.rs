@@ -23,9 +23,14 @@ fn plugin_path() -> Option<String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = plugin_path().ok_or("give a plugin path, set RPJRT_PLUGIN, or run scripts/setup.sh")?;
+    let path =
+        plugin_path().ok_or("give a plugin path, set RPJRT_PLUGIN, or run scripts/setup.sh")?;
     let plugin = Plugin::load(&path)?;
-    println!("plugin: {} (PJRT {})", plugin.path().display(), plugin.version());
+    println!(
+        "plugin: {} (PJRT {})",
+        plugin.path().display(),
+        plugin.version()
+    );
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let device = client.lookup_device(0)?;
     println!("device: {device}");

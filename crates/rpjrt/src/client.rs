@@ -83,6 +83,7 @@ pub struct Client {
 impl Client {
     /// Creates a client on `plugin` with the given create options.
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
+        check_known_options(options)?;
         let api = plugin.inner.api;
         let ptr = calls::client_create(api, options.entries())?;
         // From here on, a failure must still destroy the client: build the core first with
@@ -393,6 +394,27 @@ impl Client {
         let bytes = calls::as_bytes(data);
         self.buffer_from_host(bytes, T::ELEMENT_TYPE, dims, None, device, None)
     }
+}
+
+/// Checks the create options whose meaning is known across plugins. The CPU plugins throw
+/// a C++ exception (which aborts the process) on a wrongly typed or negative device count,
+/// so these are refused before the call.
+fn check_known_options(options: &ClientOptions) -> Result<()> {
+    for (name, value) in options.entries() {
+        let ok = match name.as_str() {
+            "cpu_device_count" => matches!(value, Value::Int64(n) if *n >= 1 && *n <= 65536),
+            "process_id" | "node_id" | "num_nodes" => matches!(value, Value::Int64(n) if *n >= 0),
+            "asynchronous" | "preallocate" => matches!(value, Value::Bool(_)),
+            _ => true,
+        };
+        if !ok {
+            return Err(Error::invalid(format!(
+                "create option {name} = {value} is out of range or of the wrong type \
+                 (device counts are integers >= 1, ids integers >= 0, flags booleans)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that `len` bytes hold an array of `dims` elements laid out per `byte_strides`.

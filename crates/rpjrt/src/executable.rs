@@ -286,6 +286,12 @@ impl Executable {
         } else {
             st.devices.len()
         };
+        if expected_lists == 0 {
+            return Err(Error::invalid(
+                "this executable was compiled portable and has no device of its own: run it \
+                 with execute_on(device, ...)",
+            ));
+        }
         if lists.len() != expected_lists {
             return Err(Error::invalid(format!(
                 "{} argument lists given, but the executable runs on {expected_lists} device(s)",

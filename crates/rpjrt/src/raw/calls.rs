@@ -987,15 +987,6 @@ pub(crate) fn from_bytes<T: crate::dtype::NativeType>(bytes: &[u8]) -> Vec<T> {
     out
 }
 
-/// Reads `len` bytes of host-visible device memory at `addr` into a new vector.
-///
-/// # Safety
-/// `addr..addr+len` must be readable memory that stays alive and unchanged during the copy.
-pub(crate) unsafe fn read_host_memory(addr: usize, dst: &mut [u8]) {
-    // SAFETY: forwarded to the caller.
-    unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) }
-}
-
 /// Copies a buffer to host memory and waits for the copy to finish.
 pub(crate) fn buffer_to_host_blocking(api: &Api, b: BufferPtr, dst: &mut [u8]) -> Result<()> {
     // SAFETY: `dst` is exclusively borrowed for the whole function, and we wait for the

@@ -372,6 +372,11 @@ pub(crate) fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// Byte offset of function slot `slot` in `PJRT_Api`.
+pub(crate) fn slot_offset(slot: usize) -> usize {
+    TABLE_HEADER + slot * size_of::<usize>()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,9 +390,4 @@ mod tests {
         );
         assert_eq!(parse_size_complaint("something else"), None);
     }
-}
-
-/// Byte offset of function slot `slot` in `PJRT_Api`.
-pub(crate) fn slot_offset(slot: usize) -> usize {
-    TABLE_HEADER + slot * size_of::<usize>()
 }

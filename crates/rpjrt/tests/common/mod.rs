@@ -1,0 +1,220 @@
+//! Shared helpers of rpjrt's integration tests: finding the two real CPU plugins and running
+//! a test body on each.
+//!
+//! The plugins are installed by `scripts/setup.sh`, which records their paths in
+//! `.deps/plugins.env`; the environment variables `RPJRT_TEST_PLUGIN_OLD` and
+//! `RPJRT_TEST_PLUGIN_NEW` take precedence. A missing plugin is a test failure, never a skip.
+
+#![allow(dead_code)]
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use rpjrt::{ApiVersion, Client, ClientOptions, CompileOptions, Executable, Plugin, Program};
+
+/// Which of the two test plugins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    /// xla-cpu-pjrt, PJRT 0.81.
+    Old,
+    /// lammps-jax-pjrt-cpu, PJRT 0.115.
+    New,
+}
+
+impl Which {
+    /// Both, old first.
+    pub const BOTH: [Which; 2] = [Which::Old, Which::New];
+
+    /// The environment variable (and `plugins.env` key) naming this plugin.
+    pub fn var(self) -> &'static str {
+        match self {
+            Which::Old => "RPJRT_TEST_PLUGIN_OLD",
+            Which::New => "RPJRT_TEST_PLUGIN_NEW",
+        }
+    }
+}
+
+/// The workspace root (two levels above this crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A file under `crates/rpjrt/tests/fixtures/`.
+pub fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The bytes of a fixture file.
+pub fn fixture(name: &str) -> Vec<u8> {
+    let p = fixture_path(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", p.display()))
+}
+
+/// The path of one test plugin. Panics (never skips) when it cannot be found.
+pub fn plugin_path(which: Which) -> PathBuf {
+    let var = which.var();
+    let from_env = std::env::var_os(var).filter(|v| !v.is_empty());
+    let path = match from_env {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let env_file = workspace_root().join(".deps/plugins.env");
+            let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
+                panic!(
+                    "{var} is not set and {} cannot be read ({e}): run scripts/setup.sh",
+                    env_file.display()
+                )
+            });
+            let value = text
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix(var)?.strip_prefix('='))
+                .next_back()
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{} has no {var}= line: run scripts/setup.sh",
+                        env_file.display()
+                    )
+                });
+            PathBuf::from(value.trim().trim_matches('"'))
+        }
+    };
+    assert!(
+        path.is_file(),
+        "test plugin {var} = {} does not exist: run scripts/setup.sh",
+        path.display()
+    );
+    path
+}
+
+/// Loads one test plugin (once per process; later calls return the same plugin).
+pub fn plugin(which: Which) -> Plugin {
+    let path = plugin_path(which);
+    Plugin::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
+}
+
+/// A short label for failure messages, e.g. `PJRT 0.81 (xla_cpu_pjrt.so)`.
+pub fn label(plugin: &Plugin) -> String {
+    let file = plugin
+        .path()
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("PJRT {} ({file})", plugin.version())
+}
+
+/// Whether this is the old (0.81) plugin.
+pub fn is_old(plugin: &Plugin) -> bool {
+    plugin.version()
+        < ApiVersion {
+            major: 0,
+            minor: 100,
+        }
+}
+
+fn panic_text(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic)".to_string()
+    }
+}
+
+/// Runs `body` on each plugin, even when an earlier one failed, and then fails with every
+/// failure labelled by the plugin's version.
+pub fn for_each_plugin_only(body: impl Fn(&Plugin)) {
+    // Find both first, so that a missing plugin fails before any body runs.
+    let plugins = Which::BOTH.map(plugin);
+    let mut failures = Vec::new();
+    for plugin in &plugins {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| body(plugin))) {
+            failures.push(format!("on {}: {}", label(plugin), panic_text(&*p)));
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{}", failures.join("\n"));
+    }
+}
+
+/// Runs `body` on each plugin with a fresh client made with default options.
+pub fn for_each_plugin(body: impl Fn(&Plugin, &Client)) {
+    for_each_plugin_with(&ClientOptions::new(), body)
+}
+
+/// Runs `body` on each plugin with a fresh client made with `options`.
+pub fn for_each_plugin_with(options: &ClientOptions, body: impl Fn(&Plugin, &Client)) {
+    for_each_plugin_only(|plugin| {
+        let client = Client::new(plugin, options)
+            .unwrap_or_else(|e| panic!("creating a client with {options:?}: {e}"));
+        body(plugin, &client)
+    })
+}
+
+/// Compiles StableHLO text with default options, panicking with the error.
+pub fn compile(client: &Client, text: &str) -> Executable {
+    compile_with(client, text, &CompileOptions::default())
+}
+
+/// Compiles StableHLO text with `options`, panicking with the error.
+pub fn compile_with(client: &Client, text: &str, options: &CompileOptions) -> Executable {
+    client
+        .compile(&Program::mlir(text), options)
+        .unwrap_or_else(|e| panic!("compiling\n{text}\nfailed: {e}"))
+}
+
+/// The `mul_add.mlir` fixture: `a * b + 1` over `f32[8]`.
+pub fn mul_add() -> String {
+    String::from_utf8(fixture("mul_add.mlir")).expect("mul_add.mlir is UTF-8")
+}
+
+/// Asserts that `r` is an error whose message contains every one of `needles`, and returns
+/// the error.
+#[track_caller]
+pub fn expect_err<T: std::fmt::Debug>(r: rpjrt::Result<T>, needles: &[&str]) -> rpjrt::Error {
+    let e = match r {
+        Ok(v) => panic!("expected an error containing {needles:?}, got Ok({v:?})"),
+        Err(e) => e,
+    };
+    let text = e.to_string();
+    for n in needles {
+        assert!(
+            text.contains(n),
+            "error {text:?} does not contain {n:?} ({e:?})"
+        );
+    }
+    e
+}
+
+/// The bytes of a slice of `f32` in native order.
+pub fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_ne_bytes()).collect()
+}
+
+struct ThreadWaker(std::thread::Thread);
+
+impl std::task::Wake for ThreadWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Drives a future to completion on this thread (a waker that unparks it), failing the test
+/// if it takes longer than 60 seconds.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let waker = Waker::from(std::sync::Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+            return v;
+        }
+        let now = std::time::Instant::now();
+        assert!(now < deadline, "future did not complete within 60 s");
+        std::thread::park_timeout(deadline - now);
+    }
+}
