@@ -4,11 +4,12 @@
 //! whose `api` points at the runtime's [`XLA_FFI_Api`]. Data type numbers
 //! here are XLA's, not PJRT's buffer type numbers.
 //!
-//! Two header STRUCT_SIZE values stop before the real last field and are kept
+//! Four header STRUCT_SIZE values stop before the real last field and are kept
 //! as the header has them: [`XLA_FFI_CallFrame_STRUCT_SIZE`] (excludes
-//! `future`; the runtime demands exactly this value) and
-//! [`XLA_FFI_Metadata_STRUCT_SIZE`] (excludes `state_type_id`);
-//! [`XLA_FFI_Future_Create_Args_STRUCT_SIZE`] stops at `extension_start`.
+//! `future`; the runtime demands exactly this value),
+//! [`XLA_FFI_Metadata_STRUCT_SIZE`] (excludes `state_type_id`),
+//! [`XLA_FFI_Type_Register_Args_STRUCT_SIZE`] (excludes `type_info`) and
+//! [`XLA_FFI_Future_Create_Args_STRUCT_SIZE`] (stops at `extension_start`).
 
 use core::ffi::{c_char, c_int, c_void};
 

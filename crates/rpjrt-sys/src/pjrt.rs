@@ -4964,11 +4964,11 @@ pub const PJRT_API_ENTRIES: [PjrtEntry; 138] = [
         since_minor: 88,
     },
     PjrtEntry {
-        name: "PJRT_Event_Set",
+        name: "PJRT_Event_Create",
         since_minor: 89,
     },
     PjrtEntry {
-        name: "PJRT_Event_Create",
+        name: "PJRT_Event_Set",
         since_minor: 89,
     },
     PjrtEntry {
