@@ -1,0 +1,210 @@
+"""rpjrt: run StableHLO on any PJRT plugin.
+
+    import rpjrt
+    with rpjrt.Client("cpu") as client:
+        exe = client.compile(stablehlo_text)
+        x = client.put(array.array("f", range(8)))
+        (y,) = exe(x, x)
+        print(y.to_host().tolist())
+
+The package is a thin layer over the rpjrt Rust crate (the ``rpjrt._rpjrt`` extension).
+It needs nothing outside the standard library; numpy, ml_dtypes and jax are optional.
+"""
+
+from __future__ import annotations
+
+import threading as _threading
+
+from . import _dtypes as _dtypes_module
+from ._discovery import PluginInfo, candidates, find_plugin, plugins
+from ._dtypes import (
+    ALL as _ALL_DTYPES,
+)
+from ._dtypes import (
+    DType,
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    dtype,
+    float4_e2m1fn,
+    float6_e2m3fn,
+    float6_e3m2fn,
+    float8_e3m4,
+    float8_e4m3,
+    float8_e4m3b11fnuz,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
+    float16,
+    float32,
+    float64,
+    int1,
+    int2,
+    int4,
+    int8,
+    int16,
+    int32,
+    int64,
+    token,
+    uint1,
+    uint2,
+    uint4,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from ._errors import (
+    AbortedError,
+    AlreadyExistsError,
+    BufferDeletedError,
+    CancelledError,
+    ClientClosedError,
+    DataLossError,
+    DeadlineExceededError,
+    Error,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    OutOfRangeError,
+    PermissionDeniedError,
+    PluginLoadError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+    UnimplementedError,
+    UnknownError,
+    UnsupportedError,
+)
+
+try:
+    from ._rpjrt import Buffer, Client, Device, Executable, Memory, Plugin, __version__
+except ImportError as _e:  # pragma: no cover - a broken install
+    raise ImportError(
+        f"rpjrt's compiled extension (rpjrt._rpjrt) cannot be imported: {_e}. "
+        "Reinstall the wheel for this platform (pip install --force-reinstall rpjrt), "
+        "or build it from source with `maturin develop` in python/."
+    ) from _e
+
+#: Every dtype rpjrt knows, in PJRT code order.
+dtypes: tuple[DType, ...] = _ALL_DTYPES
+from_code = _dtypes_module.from_code
+
+_default_client: Client | None = None
+_default_lock = _threading.Lock()
+
+
+def default_client() -> Client:
+    """The client that module-level helpers use: ``Client()`` made on first use.
+
+    A closed default client is replaced by a new one.
+    """
+    global _default_client
+    with _default_lock:
+        if _default_client is None or _default_client.closed:
+            _default_client = Client()
+        return _default_client
+
+
+def from_dlpack(
+    x: object,
+    /,
+    *,
+    device: Device | None = None,
+    copy: bool | None = None,
+    client: Client | None = None,
+) -> Buffer:
+    """A Buffer over a ``__dlpack__`` producer's memory (zero-copy when possible).
+
+    Uses ``device.client`` if a device is given, else ``client``, else :func:`default_client`.
+    """
+    if device is not None:
+        c = device.client
+    elif client is not None:
+        c = client
+    else:
+        c = default_client()
+    return c.from_dlpack(x, device, copy=copy)
+
+
+__all__ = [
+    "__version__",
+    # classes
+    "Client",
+    "Plugin",
+    "Device",
+    "Memory",
+    "Executable",
+    "Buffer",
+    "PluginInfo",
+    # functions
+    "plugins",
+    "find_plugin",
+    "candidates",
+    "default_client",
+    "from_dlpack",
+    "from_code",
+    # dtypes
+    "DType",
+    "dtype",
+    "dtypes",
+    "bool_",
+    "int1",
+    "int2",
+    "int4",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint1",
+    "uint2",
+    "uint4",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "complex64",
+    "complex128",
+    "float8_e5m2",
+    "float8_e4m3fn",
+    "float8_e4m3b11fnuz",
+    "float8_e5m2fnuz",
+    "float8_e4m3fnuz",
+    "float8_e4m3",
+    "float8_e3m4",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+    "token",
+    # errors
+    "Error",
+    "CancelledError",
+    "UnknownError",
+    "InvalidArgumentError",
+    "DeadlineExceededError",
+    "NotFoundError",
+    "AlreadyExistsError",
+    "PermissionDeniedError",
+    "ResourceExhaustedError",
+    "FailedPreconditionError",
+    "AbortedError",
+    "OutOfRangeError",
+    "UnimplementedError",
+    "InternalError",
+    "UnavailableError",
+    "DataLossError",
+    "UnauthenticatedError",
+    "UnsupportedError",
+    "PluginLoadError",
+    "ClientClosedError",
+    "BufferDeletedError",
+]

@@ -1,0 +1,39 @@
+"""``await buffer``: wait for a Buffer without blocking the asyncio event loop.
+
+The extension registers a completion callback on the buffer's ready event; the callback
+(run on a plugin thread) hands the result to the loop with ``call_soon_threadsafe``. No
+thread is parked per await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._rpjrt import Buffer
+
+__all__ = ["wait"]
+
+
+def _finish(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def wait(buf: Buffer) -> Buffer:
+    """Wait until ``buf`` is ready and return it; raises the computation's error."""
+    if buf.is_ready():
+        return buf.block_until_ready()  # immediate; raises if the computation failed
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = loop.create_future()
+
+    def ready(*_: Any) -> None:  # runs on a plugin thread (holding the GIL) or inline
+        try:
+            loop.call_soon_threadsafe(_finish, fut)
+        except RuntimeError:
+            pass  # the loop was closed meanwhile: nobody is waiting any more
+
+    buf._on_ready(ready)  # type: ignore[attr-defined]
+    await fut
+    return buf.block_until_ready()

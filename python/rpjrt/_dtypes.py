@@ -1,0 +1,317 @@
+"""Element types, named as numpy and ml_dtypes name them.
+
+``rpjrt.dtype`` is both the type and its constructor, as in numpy: ``rpjrt.dtype("float32")``
+returns the one ``rpjrt.float32`` object. A dtype compares equal to its name and aliases
+(``rpjrt.float32 == "float32" == "f32"``), to the numpy dtype and scalar type
+(``== numpy.float32``) and to ml_dtypes types (``rpjrt.bfloat16 == ml_dtypes.bfloat16``);
+it hashes like its name. numpy is never imported here; comparisons with numpy objects are
+made only when numpy is already loaded.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, ClassVar
+
+__all__ = ["DType", "dtype", "from_code", "from_format", "ALL"]
+
+
+class DType:
+    """One PJRT element type.
+
+    Attributes:
+        name: the numpy / ml_dtypes name, e.g. ``"float32"``, ``"bfloat16"``, ``"int4"``.
+        code: the PJRT buffer type code (``PJRT_Buffer_Type``), e.g. 11 for float32.
+        bits: the width of one element in bits (4 for int4, 16 for bfloat16, 8 for bool).
+        itemsize: bytes per element in host memory as numpy stores it (1 for the sub-byte
+            types, which numpy / ml_dtypes keep one per byte; 0 for ``token``).
+        kind: ``"b"`` bool, ``"i"`` signed, ``"u"`` unsigned, ``"f"`` floating point,
+            ``"c"`` complex, ``"V"`` token.
+        format: the buffer-protocol (PEP 3118) format string, or ``None`` where there is
+            none (bfloat16, the float8/6/4 types, the sub-byte integers, token).
+    """
+
+    __slots__ = ("name", "code", "bits", "itemsize", "kind", "format", "_aliases")
+
+    _by_name: ClassVar[dict[str, DType]] = {}
+    _by_code: ClassVar[dict[int, DType]] = {}
+
+    name: str
+    code: int
+    bits: int
+    itemsize: int
+    kind: str
+    format: str | None
+    _aliases: tuple[str, ...]
+
+    def __new__(cls, spec: Any) -> DType:
+        return _to_dtype(spec)
+
+    @classmethod
+    def _make(
+        cls,
+        name: str,
+        code: int,
+        bits: int,
+        kind: str,
+        format: str | None = None,
+        aliases: tuple[str, ...] = (),
+    ) -> DType:
+        self = object.__new__(cls)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "itemsize", 0 if bits == 0 else max(1, bits // 8))
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "format", format)
+        object.__setattr__(self, "_aliases", aliases)
+        cls._by_code[code] = self
+        for key in (name, *aliases):
+            cls._by_name[key] = self
+        return self
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("rpjrt.dtype objects are immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("rpjrt.dtype objects are immutable")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (from_code, (self.code,))
+
+    def __copy__(self) -> DType:
+        return self
+
+    def __deepcopy__(self, memo: object) -> DType:
+        return self
+
+    def __repr__(self) -> str:
+        return f"rpjrt.dtype({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, DType):
+            return False
+        found = _lookup(other)
+        return found is self
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    @property
+    def is_floating(self) -> bool:
+        """True for real floating-point types (float16/32/64, bfloat16, float8/6/4...)."""
+        return self.kind == "f"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def is_integer(self) -> bool:
+        """True for signed and unsigned integers (not bool)."""
+        return self.kind in ("i", "u")
+
+    @property
+    def numpy(self) -> Any:
+        """The matching ``numpy.dtype`` (imports numpy, and ml_dtypes for its types).
+
+        Raises ``rpjrt.UnsupportedError`` for ``token`` and ``ImportError`` when numpy or
+        ml_dtypes is not installed (``pip install 'rpjrt[numpy]'``).
+        """
+        return _numpy_dtype(self)
+
+    # numpy converts any object with a ``.dtype`` attribute: numpy.dtype(rpjrt.float32)
+    # works, and so do numpy.zeros(3, rpjrt.bfloat16) and numpy.dtype("f4") == rpjrt.float32.
+    @property
+    def dtype(self) -> Any:
+        return _numpy_dtype(self)
+
+
+#: The ``numpy``-style alias: ``rpjrt.dtype("float32")``, ``isinstance(x, rpjrt.dtype)``.
+dtype = DType
+
+_make = DType._make
+# fmt: off
+bool_               = _make("bool",               1,  8, "b", "?", ("pred", "bool_", "b1", "?"))
+int8                = _make("int8",               2,  8, "i", "b", ("s8", "i1", "b"))
+int16               = _make("int16",              3, 16, "i", "h", ("s16", "i2", "h"))
+int32               = _make("int32",              4, 32, "i", "i", ("s32", "i4", "i"))
+int64               = _make("int64",              5, 64, "i", "q", ("s64", "i8", "q"))
+uint8               = _make("uint8",              6,  8, "u", "B", ("B",))
+uint16              = _make("uint16",             7, 16, "u", "H", ("u16", "H"))
+uint32              = _make("uint32",             8, 32, "u", "I", ("u32", "I"))
+uint64              = _make("uint64",             9, 64, "u", "Q", ("u64", "Q"))
+float16             = _make("float16",           10, 16, "f", "e", ("f16", "f2", "half", "e"))
+float32             = _make("float32",           11, 32, "f", "f", ("f32", "f4", "single", "f"))
+float64             = _make("float64",           12, 64, "f", "d", ("f64", "f8", "double", "d", "float"))
+bfloat16            = _make("bfloat16",          13, 16, "f", None, ("bf16",))
+complex64           = _make("complex64",         14, 64, "c", "Zf", ("c64", "c8", "F"))
+complex128          = _make("complex128",        15, 128, "c", "Zd", ("c128", "c16", "D", "complex"))
+float8_e5m2         = _make("float8_e5m2",       16,  8, "f", None, ("f8e5m2",))
+float8_e4m3fn       = _make("float8_e4m3fn",     17,  8, "f", None, ("f8e4m3fn",))
+float8_e4m3b11fnuz  = _make("float8_e4m3b11fnuz", 18, 8, "f", None, ("f8e4m3b11fnuz",))
+float8_e5m2fnuz     = _make("float8_e5m2fnuz",   19,  8, "f", None, ("f8e5m2fnuz",))
+float8_e4m3fnuz     = _make("float8_e4m3fnuz",   20,  8, "f", None, ("f8e4m3fnuz",))
+int4                = _make("int4",              21,  4, "i", None, ("s4",))
+uint4               = _make("uint4",             22,  4, "u", None, ())
+token               = _make("token",             23,  0, "V", None, ())
+int2                = _make("int2",              24,  2, "i", None, ("s2",))
+uint2               = _make("uint2",             25,  2, "u", None, ())
+float8_e4m3         = _make("float8_e4m3",       26,  8, "f", None, ("f8e4m3",))
+float8_e3m4         = _make("float8_e3m4",       27,  8, "f", None, ("f8e3m4",))
+float8_e8m0fnu      = _make("float8_e8m0fnu",    28,  8, "f", None, ("f8e8m0fnu",))
+float4_e2m1fn       = _make("float4_e2m1fn",     29,  4, "f", None, ("f4e2m1fn",))
+int1                = _make("int1",              30,  1, "i", None, ("s1",))
+uint1               = _make("uint1",             31,  1, "u", None, ())
+float6_e2m3fn       = _make("float6_e2m3fn",     32,  6, "f", None, ("f6e2m3fn",))
+float6_e3m2fn       = _make("float6_e3m2fn",     33,  6, "f", None, ("f6e3m2fn",))
+# fmt: on
+del _make
+
+#: Every dtype, in PJRT code order.
+ALL: tuple[DType, ...] = tuple(DType._by_code[c] for c in sorted(DType._by_code))
+
+# Short names that numpy and XLA read differently (numpy: bytes, XLA: bits).
+_AMBIGUOUS = {
+    "u1": ("uint8", "uint1"),
+    "u2": ("uint16", "uint2"),
+    "u4": ("uint32", "uint4"),
+    "u8": ("uint64", "uint8"),
+}
+
+_BUILTIN_TYPES: dict[type, DType] = {bool: bool_, int: int64, float: float64, complex: complex128}
+
+
+def from_code(code: int) -> DType:
+    """The dtype with PJRT buffer type code ``code``.
+
+    Raises ``rpjrt.InvalidArgumentError`` for a code rpjrt does not know (0 = INVALID too).
+    """
+    try:
+        return DType._by_code[int(code)]
+    except KeyError:
+        from ._errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"unknown PJRT buffer type code {code!r}") from None
+
+
+# Native-size format characters that depend on the platform's C types.
+_SIZED_FORMATS = {"l": "i", "L": "u", "n": "i", "N": "u", "c": "u"}
+
+
+def from_format(fmt: str, itemsize: int) -> DType | None:
+    """The dtype of a buffer-protocol format string and item size, or ``None``.
+
+    Accepts native or little-endian byte order ('@', '=', '<'; and '>'/'!' only for
+    one-byte items), single-element formats only.
+    """
+    f = fmt
+    if f[:1] in ("@", "=", "<"):
+        f = f[1:]
+    elif f[:1] in (">", "!"):
+        if itemsize != 1 and sys.byteorder == "little":
+            return None
+        f = f[1:]
+    if f in _SIZED_FORMATS:
+        kind = _SIZED_FORMATS[f]
+        name = ("int" if kind == "i" else "uint") + str(8 * itemsize)
+        return DType._by_name.get(name)
+    for d in ALL:
+        if d.format == f:
+            return d if d.itemsize == itemsize else None
+    return None
+
+
+def _lookup(spec: Any) -> DType | None:
+    """The dtype that `spec` names, or None; never imports numpy."""
+    if isinstance(spec, DType):
+        return spec
+    if isinstance(spec, str):
+        d = DType._by_name.get(spec)
+        if d is None:
+            d = DType._by_name.get(spec.lower())
+        return d
+    if isinstance(spec, type) and spec in _BUILTIN_TYPES:
+        return _BUILTIN_TYPES[spec]
+    # numpy dtypes, numpy scalar types and ml_dtypes types.
+    np = sys.modules.get("numpy")
+    if np is not None:
+        nd: Any = None
+        try:
+            if isinstance(spec, np.dtype):
+                nd = spec
+            elif isinstance(spec, type) and issubclass(spec, np.generic):
+                nd = np.dtype(spec)
+        except Exception:
+            nd = None
+        if nd is not None:
+            d = DType._by_name.get(nd.name)
+            if d is not None and nd.byteorder in ("=", "|", "<" if sys.byteorder == "little" else ">"):
+                return d
+            return None
+    return None
+
+
+def _to_dtype(spec: Any) -> DType:
+    d = _lookup(spec)
+    if d is None and not isinstance(spec, (str, type)) and hasattr(spec, "dtype"):
+        # An array-like (numpy array, rpjrt.Buffer, jax array): its element type.
+        d = _lookup(spec.dtype)
+    if d is None:
+        from ._errors import InvalidArgumentError
+
+        if isinstance(spec, str) and spec.lower() in _AMBIGUOUS:
+            np_name, xla_name = _AMBIGUOUS[spec.lower()]
+            raise InvalidArgumentError(
+                f"dtype {spec!r} is ambiguous: numpy reads it as {np_name}, XLA as {xla_name};"
+                f" write {np_name!r} or {xla_name!r}"
+            )
+        known = ", ".join(x.name for x in ALL)
+        raise InvalidArgumentError(f"{spec!r} is not a dtype rpjrt knows; known dtypes: {known}")
+    return d
+
+
+_NUMPY_CACHE: dict[int, Any] = {}
+
+
+def _numpy_dtype(d: DType) -> Any:
+    cached = _NUMPY_CACHE.get(d.code)
+    if cached is not None:
+        return cached
+    if d.kind == "V":
+        from ._errors import UnsupportedError
+
+        raise UnsupportedError("the PJRT token type has no numpy equivalent")
+    try:
+        import numpy as np
+    except ImportError as e:
+        raise ImportError(
+            f"converting rpjrt.{d.name} to a numpy dtype needs numpy: pip install 'rpjrt[numpy]'"
+        ) from e
+    if d.format is not None:
+        nd = np.dtype(d.name)
+    else:
+        try:
+            import ml_dtypes
+        except ImportError as e:
+            raise ImportError(
+                f"rpjrt.{d.name} needs ml_dtypes for numpy: pip install 'rpjrt[numpy]'"
+            ) from e
+        t = getattr(ml_dtypes, d.name, None)
+        if t is None:
+            from ._errors import UnsupportedError
+
+            raise UnsupportedError(
+                f"ml_dtypes {getattr(ml_dtypes, '__version__', '?')} has no {d.name}; upgrade ml_dtypes"
+            )
+        nd = np.dtype(t)
+    _NUMPY_CACHE[d.code] = nd
+    return nd

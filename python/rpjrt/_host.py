@@ -1,0 +1,293 @@
+"""Turning host objects into bytes the extension can copy (the slow path of Client.put).
+
+The extension handles buffer-protocol objects whose format it knows directly. Everything
+else comes here: numpy arrays (any dtype, including ml_dtypes ones, byte-swapped or with
+a requested conversion), raw bytes reinterpreted with ``dtype=``, Python numbers and nested
+lists of numbers. The result is ``(obj, dtype, shape)``: ``obj`` supports the buffer
+protocol and holds exactly the elements of ``dtype`` in C order; ``shape`` is ``None`` when
+it is the shape of ``obj``'s own buffer view.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ._dtypes import ALL, DType, _lookup, bool_, complex128, float64, from_format, int64
+from ._errors import InvalidArgumentError
+
+__all__ = ["as_host"]
+
+# The unsigned type that carries the raw bits of a dtype without a buffer format.
+_CARRIER = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+def _dtype_arg(dtype: Any) -> DType | None:
+    if dtype is None:
+        return None
+    return DType(dtype)
+
+
+def _numpy() -> Any:
+    return sys.modules.get("numpy")
+
+
+def _is_numpy(obj: object) -> bool:
+    np = _numpy()
+    return np is not None and isinstance(obj, (np.ndarray, np.generic))
+
+
+def _from_numpy(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int, ...] | None]:
+    np = _numpy()
+    assert np is not None
+    arr = np.asarray(obj)
+    if want is not None:
+        if arr.dtype != want.numpy:
+            arr = arr.astype(want.numpy)
+        d = want
+    else:
+        found = _lookup(arr.dtype)
+        if found is None:
+            if arr.dtype.byteorder == (">" if sys.byteorder == "little" else "<"):
+                found = _lookup(arr.dtype.newbyteorder("="))
+            if found is None:
+                raise InvalidArgumentError(
+                    f"numpy dtype {arr.dtype} has no PJRT equivalent; known dtypes: "
+                    + ", ".join(x.name for x in ALL)
+                )
+            arr = arr.astype(found.numpy)
+        d = found
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d into 1-d)
+    if d.format is None:
+        arr = arr.view(np.dtype(_CARRIER[d.itemsize]))
+    elif arr.dtype.byteorder not in ("=", "|"):
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr, d, tuple(arr.shape)
+
+
+def _from_buffer(obj: object, want: DType) -> tuple[object, DType, tuple[int, ...] | None]:
+    mv = memoryview(obj)  # type: ignore[arg-type]
+    src = from_format(mv.format, mv.itemsize)
+    raw = mv.format in ("B", "@B", "=B", "<B", "c", "@c", "b", "@b") or src is None
+    if src is want:
+        return mv, want, None
+    if not raw:
+        raise InvalidArgumentError(
+            f"the data has {src.name if src else mv.format!r} elements and dtype={want.name} was"
+            " requested; rpjrt reinterprets only raw bytes (format 'B') and does not convert"
+            " values (convert first, e.g. with numpy's .astype or array.array)"
+        )
+    if want.itemsize == 0:
+        raise InvalidArgumentError(f"dtype {want.name} has no host representation")
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    if mv.ndim == 0:
+        shape: tuple[int, ...] = ()
+        nbytes = mv.nbytes
+        if nbytes != want.itemsize:
+            raise InvalidArgumentError(
+                f"{nbytes} bytes do not hold one {want.name} ({want.itemsize} bytes)"
+            )
+    else:
+        last = mv.shape[-1] * mv.itemsize if mv.shape else mv.nbytes
+        if last % want.itemsize:
+            raise InvalidArgumentError(
+                f"the last dimension holds {last} bytes, not a whole number of {want.name}"
+                f" elements ({want.itemsize} bytes each)"
+            )
+        dims = tuple(mv.shape or (mv.nbytes,))
+        shape = dims[:-1] + (last // want.itemsize,)
+    return mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv, want, shape
+
+
+_KIND_ORDER = {bool: "bool", int: "int", float: "float", complex: "complex"}
+
+
+def _leaf_kind(x: object) -> str:
+    t = type(x)
+    if t in _KIND_ORDER:
+        return _KIND_ORDER[t]
+    np = _numpy()
+    if np is not None and isinstance(x, np.generic):
+        if isinstance(x, np.bool_):
+            return "bool"
+        if isinstance(x, np.integer):
+            return "int"
+        if isinstance(x, np.floating):
+            return "float"
+        if isinstance(x, np.complexfloating):
+            return "complex"
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int"
+    if isinstance(x, float):
+        return "float"
+    if isinstance(x, complex):
+        return "complex"
+    return ""
+
+
+def _flatten(obj: Sequence[Any]) -> tuple[list[Any], tuple[int, ...]]:
+    """Leaves in C order and the shape of a rectangular nested list/tuple."""
+    shape: list[int] = []
+    level: list[Any] = [obj]
+    depth = 0
+    while True:
+        lens = set()
+        seqs = 0
+        for item in level:
+            if isinstance(item, (list, tuple)):
+                seqs += 1
+                lens.add(len(item))
+        if seqs == 0:
+            break
+        if seqs != len(level) or len(lens) != 1:
+            raise InvalidArgumentError(
+                f"the nested list is ragged at depth {depth}: it mixes lists of different"
+                " lengths, or lists and numbers; rpjrt needs a rectangular list"
+            )
+        n = lens.pop()
+        shape.append(n)
+        level = [x for item in level for x in item]
+        depth += 1
+        if n == 0:
+            break
+    return level, tuple(shape)
+
+
+def _from_python(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int, ...] | None]:
+    if isinstance(obj, (list, tuple)):
+        leaves, shape = _flatten(obj)
+    else:
+        leaves, shape = [obj], ()
+    kinds = {_leaf_kind(x) for x in leaves}
+    if "" in kinds:
+        bad = next(x for x in leaves if not _leaf_kind(x))
+        raise InvalidArgumentError(
+            f"cannot put a {type(bad).__name__} ({bad!r:.40}) on a device: a list must hold only"
+            " numbers (bool, int, float or complex)"
+        )
+    if want is None:
+        if len(kinds) > 1:
+            raise InvalidArgumentError(
+                "the list mixes " + " and ".join(sorted(kinds)) + " elements; make them one"
+                " kind, or pass dtype= to say what to store"
+            )
+        kind = kinds.pop() if kinds else "float"
+        want = {"bool": bool_, "int": int64, "float": float64, "complex": complex128}[kind]
+    if want.format is None:
+        np = _numpy()
+        if np is None:
+            try:
+                import numpy as np
+            except ImportError:
+                raise InvalidArgumentError(
+                    f"storing Python numbers as {want.name} needs numpy and ml_dtypes"
+                    " (pip install 'rpjrt[numpy]')"
+                ) from None
+        return _from_numpy(np.asarray(leaves, dtype=want.numpy).reshape(shape), want)
+    if "complex" in kinds and want.kind != "c":
+        raise InvalidArgumentError(f"complex values cannot be stored as {want.name}")
+    if want.kind in ("i", "u", "b") and "float" in kinds:
+        raise InvalidArgumentError(
+            f"float values cannot be stored as {want.name} without rounding; convert them first"
+        )
+    if want.kind == "c":
+        fmt = "<" + want.format[1] * 2 * len(leaves)  # "Zf" -> pairs of "f"
+        flat: list[Any] = []
+        for x in leaves:
+            c = complex(x)
+            flat += (c.real, c.imag)
+        values: list[Any] = flat
+    else:
+        fmt = "<" + want.format * len(leaves)
+        values = [bool(x) if want.kind == "b" else x for x in leaves]
+        if want.kind in ("i", "u"):
+            values = [int(x) for x in values]
+        elif want.kind == "f":
+            values = [float(x) for x in values]
+    try:
+        data = struct.pack(fmt, *values)
+    except (struct.error, OverflowError) as e:
+        raise InvalidArgumentError(f"a value does not fit in {want.name}: {e}") from None
+    return data, want, shape
+
+
+def as_host(obj: object, dtype: Any = None) -> tuple[object, DType, tuple[int, ...] | None]:
+    """``(buffer object, dtype, shape or None)`` for the data in ``obj``; see the module doc."""
+    want = _dtype_arg(dtype)
+    if _is_numpy(obj):
+        return _from_numpy(obj, want)
+    if isinstance(obj, (bool, int, float, complex, list, tuple)):
+        return _from_python(obj, want)
+    try:
+        memoryview(obj)  # type: ignore[arg-type]
+        has_buffer = True
+    except TypeError:
+        has_buffer = False
+    except (ValueError, BufferError) as e:  # e.g. a released memoryview
+        raise InvalidArgumentError(f"cannot read the {type(obj).__name__}'s buffer: {e}") from None
+    if has_buffer:
+        if want is None:
+            mv = memoryview(obj)  # type: ignore[arg-type]
+            raise InvalidArgumentError(
+                f"the buffer's format {mv.format!r} (item size {mv.itemsize}) is not a type rpjrt"
+                " knows; pass dtype= to say what the bytes hold"
+            )
+        return _from_buffer(obj, want)
+    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"):
+        try:
+            import numpy as np
+        except ImportError:
+            raise InvalidArgumentError(
+                f"{type(obj).__name__} converts only through numpy, which is not installed"
+            ) from None
+        return _from_numpy(np.asarray(obj), want)
+    raise InvalidArgumentError(
+        f"cannot put a {type(obj).__module__}.{type(obj).__qualname__} on a device: it supports"
+        " neither the buffer protocol nor __dlpack__, and it is not a number or a nested list"
+        " of numbers"
+    )
+
+
+def _nest(flat: list[Any], shape: tuple[int, ...]) -> Any:
+    if not shape:
+        return flat[0]
+    if len(shape) == 1:
+        return flat
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def to_numpy(mv: memoryview, dtype: DType) -> Any:
+    """A numpy array over a fresh host copy (``mv`` from ``Buffer.to_host()``)."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise ImportError(
+            "Buffer.to_numpy() needs numpy (pip install 'rpjrt[numpy]'); "
+            "Buffer.to_host() gives a memoryview without it"
+        ) from None
+    arr = np.asarray(mv)
+    if dtype.format is None:
+        arr = arr.view(dtype.numpy)
+    return arr
+
+
+def tolist(mv: memoryview, dtype: DType) -> Any:
+    """Python numbers, nested like the shape (``mv`` from ``Buffer.to_host()``)."""
+    if dtype.format is None:
+        return to_numpy(mv, dtype).tolist()
+    shape = tuple(mv.shape or ())
+    if dtype.kind == "c":
+        part = dtype.format[1]
+        flat: list[Any] = [complex(r, i) for r, i in struct.iter_unpack("<" + part * 2, mv.tobytes())]
+        return _nest(flat, shape)
+    try:
+        return mv.tolist()
+    except NotImplementedError:  # formats memoryview cannot index, e.g. "e" (float16)
+        return _nest([v for (v,) in struct.iter_unpack("<" + dtype.format, mv.tobytes())], shape)

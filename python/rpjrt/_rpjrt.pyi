@@ -1,0 +1,284 @@
+# Type stubs of the extension module rpjrt._rpjrt (written in Rust with PyO3).
+# Users import these names from `rpjrt`; this module is an implementation detail.
+
+import os
+import types
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, Literal, final
+
+from typing_extensions import CapsuleType, Self, TypeAlias
+
+from ._discovery import PluginInfo
+from ._dtypes import DType
+
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_run_cli"]
+
+__version__: str
+
+#: A client create option or plugin attribute value.
+_OptionValue: TypeAlias = str | int | float | bool | Sequence[int]
+#: What names a plugin: a platform ("cpu", "cuda", "gpu", "tpu"), a plugin or wheel name,
+#: a path to the library, a discovered PluginInfo, or a loaded Plugin.
+_PluginSpec: TypeAlias = str | os.PathLike[str] | PluginInfo | Plugin
+#: Anything `rpjrt.dtype(...)` accepts.
+_DTypeLike: TypeAlias = DType | str | type | Any
+
+@final
+class Plugin:
+    """A loaded PJRT plugin library. Loading the same file twice returns the same plugin."""
+
+    def __new__(cls, spec: str | os.PathLike[str] | PluginInfo | None = None) -> Self: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def info(self) -> PluginInfo:
+        """What discovery knew about it (source, wheel version...)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def api_version(self) -> tuple[int, int]:
+        """The PJRT C API version the plugin implements, (major, minor)."""
+    @property
+    def table_slots(self) -> int: ...
+    @property
+    def extensions(self) -> list[str]:
+        """Names of the PJRT extensions the plugin offers (e.g. "FFI", "Layouts")."""
+    @property
+    def attributes(self) -> dict[str, str | int | float | bool | list[int]]:
+        """The plugin's attributes (xla_version, stablehlo_current_version, ...)."""
+    @property
+    def stablehlo_version(self) -> tuple[int, int, int] | None:
+        """The newest StableHLO version the plugin reads (its stablehlo_current_version).
+
+        Serialize portable artifacts for at most this version.
+        """
+    def __repr__(self) -> str: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Client:
+    """A PJRT client: devices, compilation, buffers. A context manager; close() is idempotent."""
+
+    def __new__(
+        cls,
+        plugin: _PluginSpec | None = None,
+        *,
+        options: Mapping[str, _OptionValue] | None = None,
+    ) -> Self: ...
+    @property
+    def plugin(self) -> Plugin: ...
+    @property
+    def platform(self) -> str:
+        """The platform name the plugin reports, e.g. "cpu", "cuda"."""
+    @property
+    def platform_version(self) -> str: ...
+    @property
+    def process_index(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def devices(self) -> list[Device]:
+        """The devices this process can use (addressable devices)."""
+    def all_devices(self) -> list[Device]:
+        """Every device of the client, including other processes' devices."""
+    def device(self, id: int) -> Device:
+        """The device with global id `id`."""
+    def memories(self) -> list[Memory]:
+        """The memories this process can use."""
+    def compile(
+        self,
+        program: str | bytes,
+        *,
+        format: Literal["mlir", "hlo"] = "mlir",
+        num_replicas: int = 1,
+        num_partitions: int = 1,
+        use_spmd_partitioning: bool | None = None,
+        use_shardy_partitioner: bool | None = None,
+        device_assignment: Sequence[Sequence[int | Device]] | None = None,
+        device: Device | None = None,
+        env_option_overrides: Mapping[str, str | int | float | bool] | None = None,
+    ) -> Executable:
+        """Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
+
+        device_assignment is indexed [replica][partition]; device picks the one device of
+        a single-device program (default: the first addressable one).
+        """
+    def put(
+        self,
+        obj: object,
+        device: Device | int | None = None,
+        *,
+        memory: Memory | str | None = None,
+        dtype: _DTypeLike | None = None,
+        copy: bool | None = True,
+    ) -> Buffer:
+        """Put host data on a device.
+
+        obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
+        arrays, including non-contiguous ones), a __dlpack__ producer, a Python number or a
+        nested list of numbers of one kind, or a Buffer (copied to `device`).
+        dtype: the element type; with raw bytes (format "B") it reinterprets them, with a
+        numpy array it converts; otherwise it must match the data.
+        copy: True copies during the call; False shares the host memory (raises if the
+        plugin cannot use it in place; the data must then stay unchanged while the Buffer
+        lives); None shares when possible.
+        """
+    def from_dlpack(
+        self, obj: object, device: Device | int | None = None, *, copy: bool | None = None
+    ) -> Buffer:
+        """Adopt a __dlpack__ producer's memory (zero-copy when possible)."""
+    def close(self) -> None:
+        """Destroy the client. Later use of it or its objects raises ClientClosedError."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None: ...
+    def __repr__(self) -> str: ...
+
+@final
+class Device:
+    @property
+    def id(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def platform(self) -> str: ...
+    @property
+    def process_index(self) -> int: ...
+    @property
+    def local_hardware_id(self) -> int | None: ...
+    @property
+    def is_addressable(self) -> bool: ...
+    @property
+    def attributes(self) -> dict[str, str | int | float | bool | list[int]]: ...
+    @property
+    def client(self) -> Client: ...
+    def memories(self) -> list[Memory]: ...
+    def default_memory(self) -> Memory: ...
+    def memory(self, kind: str) -> Memory:
+        """The memory of this device with the given kind, e.g. "pinned_host"."""
+    def __repr__(self) -> str: ...
+    def __str__(self) -> str: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Memory:
+    @property
+    def id(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def kind_id(self) -> int: ...
+    @property
+    def client(self) -> Client: ...
+    def devices(self) -> list[Device]:
+        """The devices that can address this memory."""
+    def __repr__(self) -> str: ...
+    def __str__(self) -> str: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Executable:
+    @property
+    def name(self) -> str: ...
+    @property
+    def client(self) -> Client: ...
+    @property
+    def num_outputs(self) -> int: ...
+    @property
+    def num_replicas(self) -> int: ...
+    @property
+    def num_partitions(self) -> int: ...
+    @property
+    def input_dtypes(self) -> list[DType]: ...
+    @property
+    def input_shapes(self) -> list[tuple[int, ...]]: ...
+    @property
+    def output_dtypes(self) -> list[DType]: ...
+    @property
+    def output_shapes(self) -> list[tuple[int, ...]]: ...
+    @property
+    def fingerprint(self) -> str | None: ...
+    def devices(self) -> list[Device]:
+        """The addressable devices it runs on, in execute_sharded order."""
+    def __call__(
+        self, *args: object, device: Device | None = None, donate: Sequence[int] | None = None
+    ) -> list[Buffer]:
+        """Run on one device; returns at once with not-yet-ready output Buffers.
+
+        Arguments that are not Buffers are put on the device first. `donate` lists
+        argument positions whose Buffers the program may reuse (they become deleted).
+        """
+    def execute_sharded(
+        self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None
+    ) -> list[list[Buffer]]:
+        """Run on every addressable device: args[i] is device i's argument list."""
+    def __repr__(self) -> str: ...
+
+@final
+class Buffer:
+    """An array in device memory. Operations on it do not block unless they say so."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> DType: ...
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the host representation: size * dtype.itemsize."""
+    @property
+    def on_device_size(self) -> int:
+        """Bytes the buffer occupies on the device."""
+    @property
+    def device(self) -> Device: ...
+    @property
+    def memory(self) -> Memory: ...
+    @property
+    def client(self) -> Client: ...
+    def is_ready(self) -> bool: ...
+    def block_until_ready(self) -> Self:
+        """Wait until the data is computed; raises the computation's error. Ctrl-C works."""
+    def __await__(self) -> Generator[Any, None, Self]:
+        """`await buf` waits without blocking the event loop and returns the buffer."""
+    def to_host(self) -> memoryview:
+        """A fresh host copy as a memoryview with this shape and a struct format.
+
+        Types without a buffer-protocol format (bfloat16, float8..., int4...) come as
+        unsigned integers of the same item size holding the raw bits.
+        """
+    def tobytes(self) -> bytes: ...
+    def tolist(self) -> Any: ...
+    def to_numpy(self) -> Any:
+        """A fresh numpy array (needs numpy; ml_dtypes for its types)."""
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any: ...
+    def copy_to(self, destination: Device | Memory) -> Buffer: ...
+    def delete(self) -> None:
+        """Free the device memory now. Later use raises BufferDeletedError."""
+    def is_deleted(self) -> bool: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: int | Any | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> CapsuleType: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def __repr__(self) -> str: ...
+
+@final
+class _Waiter:
+    """Keeps a buffer's ready-event alive while `await buf` waits on it."""
+
+def _run_cli(args: Sequence[str]) -> int:
+    """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""

@@ -1,0 +1,405 @@
+//! Buffer: device arrays, waiting (interruptible and async), host copies.
+
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+use rpjrt::ElementType;
+
+use crate::client::{wrap_device, wrap_memory, PyClient, PyDevice, PyMemory};
+use crate::convert::{dtype_obj, shape_tuple, spec_string};
+use crate::errors::{deleted, invalid, PyErrExt};
+use crate::pybuf::{host_itemsize, host_memoryview};
+
+/// How often a blocking wait wakes up to check for Ctrl-C.
+const SIGNAL_SLICE: Duration = Duration::from_millis(20);
+
+/// An array in device memory.
+#[pyclass(frozen, name = "Buffer", module = "rpjrt")]
+pub struct PyBuffer {
+    inner: ManuallyDrop<Arc<rpjrt::Buffer>>,
+    pub client: Py<PyClient>,
+    /// Live DLPack exports sharing this buffer's memory.
+    pub exports: AtomicUsize,
+    /// The buffer borrows host memory (zero-copy put, DLPack import): dropping it may wait
+    /// for the plugin.
+    borrows_host: bool,
+}
+
+impl Drop for PyBuffer {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken exactly once, here, and never used afterwards.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        if !self.borrows_host {
+            drop(inner);
+            return;
+        }
+        // Destroying a buffer may wait for the plugin (e.g. until it is done with borrowed
+        // host memory): do it without holding the GIL, so plugin threads that call back
+        // into Python cannot deadlock against us.
+        let mut slot = Some(inner);
+        let _ = Python::try_attach(|py| {
+            let b = slot.take();
+            py.detach(move || drop(b));
+        });
+        drop(slot);
+    }
+}
+
+impl PyBuffer {
+    pub fn new(inner: rpjrt::Buffer, client: Py<PyClient>, borrows_host: bool) -> PyBuffer {
+        PyBuffer {
+            inner: ManuallyDrop::new(Arc::new(inner)),
+            client,
+            exports: AtomicUsize::new(0),
+            borrows_host,
+        }
+    }
+
+    pub fn wrap(
+        py: Python<'_>,
+        inner: rpjrt::Buffer,
+        client: &Py<PyClient>,
+    ) -> PyResult<Py<PyBuffer>> {
+        Py::new(py, PyBuffer::new(inner, client.clone_ref(py), false))
+    }
+
+    /// A buffer that uses host memory in place (kept alive by its owner).
+    pub fn wrap_borrowing(
+        py: Python<'_>,
+        inner: rpjrt::Buffer,
+        client: &Py<PyClient>,
+    ) -> PyResult<Py<PyBuffer>> {
+        Py::new(py, PyBuffer::new(inner, client.clone_ref(py), true))
+    }
+
+    pub fn rb(&self) -> &rpjrt::Buffer {
+        &self.inner
+    }
+
+    /// The shared rpjrt buffer (for external references).
+    pub fn arc(&self) -> &Arc<rpjrt::Buffer> {
+        &self.inner
+    }
+
+    /// Waits until the buffer is ready, checking for Ctrl-C every few milliseconds.
+    pub fn wait_ready(&self, py: Python<'_>) -> PyResult<()> {
+        wait_buffer(py, &self.inner)
+    }
+
+    /// A dense host copy (one element per byte for sub-byte types).
+    pub fn host_bytes(&self, py: Python<'_>) -> PyResult<Vec<u8>> {
+        self.wait_ready(py)?;
+        let b: &rpjrt::Buffer = &self.inner;
+        let t = b.element_type();
+        if t == ElementType::Token {
+            return Err(invalid("a token has no data to copy to the host"));
+        }
+        let raw = py.detach(|| b.to_vec()).pyerr()?;
+        if t.is_sub_byte() {
+            // numpy / ml_dtypes keep only the low bits (no sign extension).
+            let mask = ((1u16 << t.bit_width()) - 1) as u8;
+            let mut v = rpjrt::unpack_sub_byte(t, &raw, b.element_count());
+            v.iter_mut().for_each(|x| *x &= mask);
+            return Ok(v);
+        }
+        Ok(raw)
+    }
+
+    pub fn check_not_deleted(&self) -> PyResult<()> {
+        if self.inner.is_deleted() {
+            return Err(deleted(format!(
+                "buffer {} was deleted or donated and cannot be used",
+                spec_string(self.inner.element_type(), self.inner.dims())
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A waker that flips a flag and signals a condition variable.
+struct CondWaker {
+    woke: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Wake for CondWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        *self.woke.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Blocks until `b` is ready without holding the GIL, waking every few ms for signals.
+pub fn wait_buffer(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
+    if b.is_ready().pyerr()? {
+        return b.block_until_ready().pyerr(); // immediate: returns the producer's status
+    }
+    let mut event = Box::pin(b.ready_event().pyerr()?);
+    let cw = Arc::new(CondWaker {
+        woke: Mutex::new(false),
+        cv: Condvar::new(),
+    });
+    let waker = Waker::from(Arc::clone(&cw));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(r) = event.as_mut().poll(&mut cx) {
+            return r.pyerr();
+        }
+        let c = Arc::clone(&cw);
+        py.detach(move || {
+            let g = c.woke.lock().unwrap_or_else(|p| p.into_inner());
+            let (mut g, _) =
+                c.cv.wait_timeout_while(g, SIGNAL_SLICE, |w| !*w)
+                    .unwrap_or_else(|p| p.into_inner());
+            *g = false;
+        });
+        py.check_signals()?;
+    }
+}
+
+/// Calls a Python callable once, from whichever thread wakes it (a plugin thread).
+struct PyWake {
+    callback: Mutex<Option<Py<PyAny>>>,
+}
+
+impl PyWake {
+    fn fire(&self) {
+        let cb = self
+            .callback
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(cb) = cb {
+            let _ = Python::try_attach(|py| {
+                if let Err(e) = cb.call0(py) {
+                    e.write_unraisable(py, None);
+                }
+                drop(cb);
+            });
+        }
+    }
+}
+
+impl Wake for PyWake {
+    fn wake(self: Arc<Self>) {
+        self.fire();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.fire();
+    }
+}
+
+/// Keeps a ready-event alive while `await buf` waits on it.
+#[pyclass(frozen, name = "_Waiter", module = "rpjrt._rpjrt")]
+pub struct PyWaiter {
+    _event: Mutex<Option<Pin<Box<rpjrt::Event>>>>,
+}
+
+#[pymethods]
+impl PyBuffer {
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        shape_tuple(py, self.inner.dims())
+    }
+
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        dtype_obj(py, self.inner.element_type())
+    }
+
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.dims().len()
+    }
+
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.element_count()
+    }
+
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.element_count() * host_itemsize(self.inner.element_type())
+    }
+
+    #[getter]
+    fn on_device_size(&self) -> PyResult<usize> {
+        self.inner.on_device_size().pyerr()
+    }
+
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<Py<PyDevice>> {
+        wrap_device(py, &self.client, self.inner.device().pyerr()?)
+    }
+
+    #[getter]
+    fn memory(&self, py: Python<'_>) -> PyResult<Py<PyMemory>> {
+        wrap_memory(py, &self.client, self.inner.memory().pyerr()?)
+    }
+
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<PyClient> {
+        self.client.clone_ref(py)
+    }
+
+    fn is_ready(&self) -> PyResult<bool> {
+        self.inner.is_ready().pyerr()
+    }
+
+    fn block_until_ready(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
+        slf.get().wait_ready(slf.py())?;
+        Ok(slf.clone().unbind())
+    }
+
+    /// Registers `callback()` to run (on a plugin thread, or right away) once the buffer is
+    /// ready. Returns a handle that must be kept until then.
+    fn _on_ready(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<PyWaiter> {
+        let mut event = Box::pin(self.inner.ready_event().pyerr()?);
+        let w = Arc::new(PyWake {
+            callback: Mutex::new(Some(callback)),
+        });
+        let waker = Waker::from(Arc::clone(&w));
+        let mut cx = Context::from_waker(&waker);
+        if event.as_mut().poll(&mut cx).is_ready() {
+            let cb = w.callback.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(cb) = cb {
+                cb.call0(py)?;
+            }
+        }
+        Ok(PyWaiter {
+            _event: Mutex::new(Some(event)),
+        })
+    }
+
+    fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let coro = py.import("rpjrt._aio")?.getattr("wait")?.call1((slf,))?;
+        coro.call_method0("__await__")
+    }
+
+    fn to_host<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let bytes = self.host_bytes(py)?;
+        host_memoryview(py, self.inner.element_type(), self.inner.dims(), bytes)
+    }
+
+    fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.host_bytes(py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn tolist<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let mv = slf.get().to_host(py)?;
+        py.import("rpjrt._host")?
+            .getattr("tolist")?
+            .call1((mv, slf.get().dtype(py)?))
+    }
+
+    fn to_numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let mv = slf.get().to_host(py)?;
+        py.import("rpjrt._host")?
+            .getattr("to_numpy")?
+            .call1((mv, slf.get().dtype(py)?))
+    }
+
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if copy == Some(false) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "an rpjrt.Buffer converts to numpy only by copying; use numpy.from_dlpack(buf) for a view",
+            ));
+        }
+        let arr = Self::to_numpy(slf)?;
+        match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+            _ => Ok(arr),
+        }
+    }
+
+    fn copy_to(&self, py: Python<'_>, destination: &Bound<'_, PyAny>) -> PyResult<Py<PyBuffer>> {
+        let b: &rpjrt::Buffer = &self.inner;
+        let out = if let Ok(d) = destination.cast::<PyDevice>() {
+            let dev = d.get().inner.clone();
+            py.detach(|| b.copy_to_device(&dev)).pyerr()?
+        } else if let Ok(m) = destination.cast::<PyMemory>() {
+            let mem = m.get().inner.clone();
+            py.detach(|| b.copy_to_memory(&mem)).pyerr()?
+        } else {
+            return Err(invalid(format!(
+                "copy_to takes an rpjrt.Device or rpjrt.Memory, not {}",
+                destination.get_type().name()?
+            )));
+        };
+        PyBuffer::wrap(py, out, &self.client)
+    }
+
+    fn delete(&self, py: Python<'_>) -> PyResult<()> {
+        let n = self.exports.load(Ordering::Acquire);
+        if n > 0 {
+            return Err(invalid(format!(
+                "the buffer's memory is shared with {n} DLPack consumer(s) (e.g. a numpy or torch array); \
+                 drop them before deleting it"
+            )));
+        }
+        let b: &rpjrt::Buffer = &self.inner;
+        py.detach(|| b.delete()).pyerr()
+    }
+
+    fn is_deleted(&self) -> bool {
+        self.inner.is_deleted()
+    }
+
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        slf: &Bound<'py, Self>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::dlpack::export(slf, stream, max_version, dl_device, copy)
+    }
+
+    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
+        crate::dlpack::device_of(self)
+    }
+
+    fn __repr__(&self) -> String {
+        let spec = spec_string(self.inner.element_type(), self.inner.dims());
+        if self.inner.is_deleted() {
+            return format!("rpjrt.Buffer({spec}, deleted)");
+        }
+        match self.inner.device() {
+            Ok(d) => format!(
+                "rpjrt.Buffer({spec}, device={}:{})",
+                self.client.get().platform_name(),
+                d.id()
+            ),
+            Err(_) => format!("rpjrt.Buffer({spec}, closed)"),
+        }
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        match self.inner.dims().first() {
+            Some(&d) => Ok(d as usize),
+            None => Err(pyo3::exceptions::PyTypeError::new_err(
+                "len() of a 0-d buffer",
+            )),
+        }
+    }
+}

@@ -1,0 +1,744 @@
+//! Plugin, Client, Device, Memory.
+
+use std::collections::BTreeMap;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use rpjrt::{ClientOptions, CompileOptions, OptionOverride, Program, Value};
+
+use crate::buffer::PyBuffer;
+use crate::convert::{attributes_to_py, q, value_from_py};
+use crate::errors::{invalid, make_err, PyErrExt};
+use crate::executable::PyExecutable;
+
+fn discovery(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("rpjrt._discovery")
+}
+
+/// A loaded PJRT plugin library.
+#[pyclass(frozen, name = "Plugin", module = "rpjrt")]
+pub struct PyPlugin {
+    pub inner: rpjrt::Plugin,
+    info: Py<PyAny>,
+}
+
+impl PyPlugin {
+    fn load(py: Python<'_>, info: &Bound<'_, PyAny>) -> PyResult<PyPlugin> {
+        let path: String = info.getattr("path")?.extract()?;
+        let inner = py.detach(|| rpjrt::Plugin::load(&path)).pyerr()?;
+        Ok(PyPlugin {
+            inner,
+            info: info.clone().unbind(),
+        })
+    }
+}
+
+#[pymethods]
+impl PyPlugin {
+    #[new]
+    #[pyo3(signature = (spec = None))]
+    fn new(py: Python<'_>, spec: Option<&Bound<'_, PyAny>>) -> PyResult<PyPlugin> {
+        let found = discovery(py)?.call_method1("candidates", (spec,))?;
+        let first = found.get_item(0)?;
+        PyPlugin::load(py, &first)
+    }
+
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path().display().to_string()
+    }
+
+    #[getter]
+    fn info(&self, py: Python<'_>) -> Py<PyAny> {
+        self.info.clone_ref(py)
+    }
+
+    #[getter]
+    fn name(&self, py: Python<'_>) -> PyResult<String> {
+        self.info.bind(py).getattr("name")?.extract()
+    }
+
+    #[getter]
+    fn api_version(&self) -> (i32, i32) {
+        let v = self.inner.version();
+        (v.major, v.minor)
+    }
+
+    #[getter]
+    fn table_slots(&self) -> usize {
+        self.inner.table_slots()
+    }
+
+    #[getter]
+    fn extensions(&self) -> Vec<String> {
+        self.inner
+            .extensions()
+            .all()
+            .iter()
+            .map(|e| e.name.clone())
+            .collect()
+    }
+
+    #[getter]
+    fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        attributes_to_py(py, self.inner.attributes())
+    }
+
+    #[getter]
+    fn stablehlo_version(&self) -> Option<(i64, i64, i64)> {
+        match self.inner.stablehlo_current_version()?.as_slice() {
+            [a, b, c, ..] => Some((*a, *b, *c)),
+            [a, b] => Some((*a, *b, 0)),
+            _ => None,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let v = self.inner.version();
+        format!(
+            "rpjrt.Plugin({}, pjrt={}.{})",
+            q(&self.inner.path().display().to_string()),
+            v.major,
+            v.minor
+        )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match other.cast::<PyPlugin>() {
+            Ok(o) => o.get().inner.path() == self.inner.path(),
+            Err(_) => false,
+        }
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.inner.path().hash(&mut h);
+        h.finish()
+    }
+}
+
+/// A PJRT client.
+#[pyclass(frozen, name = "Client", module = "rpjrt")]
+pub struct PyClient {
+    pub inner: rpjrt::Client,
+    plugin: Py<PyPlugin>,
+    platform: String,
+}
+
+impl PyClient {
+    /// The platform name, cached at creation.
+    pub fn platform_name(&self) -> &str {
+        &self.platform
+    }
+}
+
+fn options_from_py(
+    options: Option<&Bound<'_, PyAny>>,
+    info_options: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ClientOptions> {
+    let mut out = ClientOptions::new();
+    for source in [info_options, options].into_iter().flatten() {
+        if source.is_none() {
+            continue;
+        }
+        let items = source
+            .call_method0("items")
+            .map_err(|_| invalid("options must be a mapping of names to values"))?;
+        for item in items.try_iter()? {
+            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+            let name: String = k
+                .extract()
+                .map_err(|_| invalid("option names must be strings"))?;
+            let value = value_from_py(&name, &v)?;
+            out = out.set(name, value);
+        }
+    }
+    Ok(out)
+}
+
+impl PyClient {
+    /// The device an operation targets: a Device, an index into devices(), or the default.
+    pub fn resolve_device(
+        &self,
+        py: Python<'_>,
+        device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<rpjrt::Device> {
+        match device {
+            None => self.inner.default_device().pyerr(),
+            Some(d) if d.is_none() => self.inner.default_device().pyerr(),
+            Some(d) => {
+                if let Ok(dev) = d.cast::<PyDevice>() {
+                    return Ok(dev.get().inner.clone());
+                }
+                if let Ok(i) = d.extract::<i64>() {
+                    let devs = self.inner.addressable_devices().pyerr()?;
+                    return usize::try_from(i)
+                        .ok()
+                        .and_then(|i| devs.get(i).cloned())
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "device index {i} is out of range: the client has {} devices",
+                                devs.len()
+                            ))
+                        });
+                }
+                let _ = py;
+                Err(invalid(format!(
+                    "device must be an rpjrt.Device or an index, not {}",
+                    d.get_type().name()?
+                )))
+            }
+        }
+    }
+
+    /// The memory an operation targets: a Memory, a kind name on `device`, or none.
+    pub fn resolve_memory(
+        &self,
+        device: &rpjrt::Device,
+        memory: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<rpjrt::Memory>> {
+        match memory {
+            None => Ok(None),
+            Some(m) if m.is_none() => Ok(None),
+            Some(m) => {
+                if let Ok(mem) = m.cast::<PyMemory>() {
+                    return Ok(Some(mem.get().inner.clone()));
+                }
+                if let Ok(kind) = m.extract::<String>() {
+                    return device.memory_by_kind(&kind).pyerr().map(Some);
+                }
+                Err(invalid(format!(
+                    "memory must be an rpjrt.Memory or a kind name, not {}",
+                    m.get_type().name()?
+                )))
+            }
+        }
+    }
+
+    /// Device and memory of a put: a Memory alone picks its first device.
+    pub fn resolve_target(
+        &self,
+        py: Python<'_>,
+        device: Option<&Bound<'_, PyAny>>,
+        memory: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(rpjrt::Device, Option<rpjrt::Memory>)> {
+        let no_device = device.is_none_or(|d| d.is_none());
+        if no_device {
+            if let Some(m) = memory {
+                if let Ok(mem) = m.cast::<PyMemory>() {
+                    let mem = mem.get().inner.clone();
+                    let devs = mem.addressable_by_devices().pyerr()?;
+                    let dev = match devs.into_iter().next() {
+                        Some(d) => d,
+                        None => self.inner.default_device().pyerr()?,
+                    };
+                    return Ok((dev, Some(mem)));
+                }
+            }
+        }
+        let dev = self.resolve_device(py, device)?;
+        let mem = self.resolve_memory(&dev, memory)?;
+        Ok((dev, mem))
+    }
+}
+
+pub fn wrap_device(
+    py: Python<'_>,
+    client: &Py<PyClient>,
+    d: rpjrt::Device,
+) -> PyResult<Py<PyDevice>> {
+    Py::new(
+        py,
+        PyDevice {
+            inner: d,
+            client: client.clone_ref(py),
+        },
+    )
+}
+
+pub fn wrap_memory(
+    py: Python<'_>,
+    client: &Py<PyClient>,
+    m: rpjrt::Memory,
+) -> PyResult<Py<PyMemory>> {
+    Py::new(
+        py,
+        PyMemory {
+            inner: m,
+            client: client.clone_ref(py),
+        },
+    )
+}
+
+fn device_list<'py>(
+    py: Python<'py>,
+    client: &Py<PyClient>,
+    devs: Vec<rpjrt::Device>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = devs
+        .into_iter()
+        .map(|d| wrap_device(py, client, d))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+#[pymethods]
+impl PyClient {
+    #[new]
+    #[pyo3(signature = (plugin = None, *, options = None))]
+    fn new(
+        py: Python<'_>,
+        plugin: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyClient> {
+        // A loaded Plugin: use it as is.
+        if let Some(p) = plugin {
+            if let Ok(p) = p.cast::<PyPlugin>() {
+                let opts = options_from_py(options, None)?;
+                let pl = p.get().inner.clone();
+                let inner = py.detach(|| rpjrt::Client::new(&pl, &opts)).pyerr()?;
+                let platform = inner.platform_name().pyerr()?;
+                return Ok(PyClient {
+                    inner,
+                    plugin: p.clone().unbind(),
+                    platform,
+                });
+            }
+        }
+        let candidates = discovery(py)?.call_method1("candidates", (plugin,))?;
+        let candidates: Vec<Bound<'_, PyAny>> = candidates.extract()?;
+        let mut failures: Vec<(String, PyErr)> = Vec::new();
+        let total = candidates.len();
+        for info in candidates {
+            let attempt = (|| -> PyResult<PyClient> {
+                let pl = PyPlugin::load(py, &info)?;
+                let info_opts = info.getattr("options")?;
+                let opts = options_from_py(options, Some(&info_opts))?;
+                let rp = pl.inner.clone();
+                let inner = py.detach(|| rpjrt::Client::new(&rp, &opts)).pyerr()?;
+                let platform = inner.platform_name().pyerr()?;
+                Ok(PyClient {
+                    inner,
+                    plugin: Py::new(py, pl)?,
+                    platform,
+                })
+            })();
+            match attempt {
+                Ok(c) => {
+                    for (what, e) in &failures {
+                        let msg = format!("rpjrt: skipped plugin {what}: {}", e.value(py));
+                        let warnings = py.import("warnings")?;
+                        let cat = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+                        warnings.call_method1("warn", (msg, cat, 2))?;
+                    }
+                    return Ok(c);
+                }
+                Err(e) => {
+                    let what = format!("{} ({})", info.getattr("name")?, info.getattr("path")?);
+                    failures.push((what, e));
+                }
+            }
+        }
+        if total == 1 || failures.len() == 1 {
+            return Err(failures
+                .pop()
+                .map(|(_, e)| e)
+                .unwrap_or_else(|| invalid("no plugin to try")));
+        }
+        let (first_what, first) = failures.remove(0);
+        let mut msg = format!("no plugin could be used; {first_what}: {}", first.value(py));
+        for (what, e) in &failures {
+            msg.push_str(&format!("\n  also tried {what}: {}", e.value(py)));
+        }
+        Err(make_err(py, "NOT_FOUND", "PluginLoad", msg, None))
+    }
+
+    #[getter]
+    fn plugin(&self, py: Python<'_>) -> Py<PyPlugin> {
+        self.plugin.clone_ref(py)
+    }
+
+    #[getter]
+    fn platform(&self) -> String {
+        self.platform.clone()
+    }
+
+    #[getter]
+    fn platform_version(&self) -> PyResult<String> {
+        self.inner.platform_version().pyerr()
+    }
+
+    #[getter]
+    fn process_index(&self) -> PyResult<i32> {
+        self.inner.process_index().pyerr()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    fn devices<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let devs = slf.get().inner.addressable_devices().pyerr()?;
+        device_list(slf.py(), &slf.clone().unbind(), devs)
+    }
+
+    fn all_devices<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let devs = slf.get().inner.devices().pyerr()?;
+        device_list(slf.py(), &slf.clone().unbind(), devs)
+    }
+
+    fn device(slf: &Bound<'_, Self>, id: i32) -> PyResult<Py<PyDevice>> {
+        let d = slf.get().inner.lookup_device(id).pyerr()?;
+        wrap_device(slf.py(), &slf.clone().unbind(), d)
+    }
+
+    fn memories<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
+        let me = slf.clone().unbind();
+        let mems = slf.get().inner.addressable_memories().pyerr()?;
+        let items = mems
+            .into_iter()
+            .map(|m| wrap_memory(py, &me, m))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    #[pyo3(signature = (program, *, format = "mlir", num_replicas = 1, num_partitions = 1,
+        use_spmd_partitioning = None, use_shardy_partitioner = None, device_assignment = None,
+        device = None, env_option_overrides = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn compile(
+        slf: &Bound<'_, Self>,
+        program: &Bound<'_, PyAny>,
+        format: &str,
+        num_replicas: i64,
+        num_partitions: i64,
+        use_spmd_partitioning: Option<bool>,
+        use_shardy_partitioner: Option<bool>,
+        device_assignment: Option<&Bound<'_, PyAny>>,
+        device: Option<&Bound<'_, PyAny>>,
+        env_option_overrides: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyExecutable>> {
+        let py = slf.py();
+        let this = slf.get();
+        let code: Vec<u8> = if let Ok(s) = program.cast::<PyString>() {
+            s.to_str()?.as_bytes().to_vec()
+        } else if let Ok(b) = program.cast::<PyBytes>() {
+            b.as_bytes().to_vec()
+        } else if let Some(view) = crate::pybuf::HostView::get(program) {
+            let n = view.shape().iter().product::<i64>().max(0) as usize * view.itemsize();
+            if !matches!(
+                crate::pybuf::classify(&view.shape(), &view.strides(), view.itemsize()),
+                crate::pybuf::Layout::C
+            ) {
+                return Err(invalid("the program buffer must be contiguous"));
+            }
+            if n == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: a C-contiguous view of n bytes, held for this copy.
+                unsafe { std::slice::from_raw_parts(view.ptr(), n) }.to_vec()
+            }
+        } else {
+            return Err(invalid(format!(
+                "program must be str (StableHLO text) or bytes (bytecode, portable artifact or HLO proto), not {}",
+                program.get_type().name()?
+            )));
+        };
+        let prog = match format {
+            "mlir" => Program::mlir(code),
+            "hlo" => Program::hlo(code),
+            other => {
+                return Err(invalid(format!(
+                    "format must be \"mlir\" or \"hlo\", not {other:?}"
+                )))
+            }
+        };
+        if num_replicas < 1
+            || num_partitions < 1
+            || num_replicas > u32::MAX as i64
+            || num_partitions > u32::MAX as i64
+        {
+            return Err(invalid(format!(
+                "num_replicas and num_partitions must be at least 1 (got {num_replicas} and {num_partitions})"
+            )));
+        }
+        let mut opts = CompileOptions {
+            num_replicas: num_replicas as u32,
+            num_partitions: num_partitions as u32,
+            use_spmd_partitioning: use_spmd_partitioning.unwrap_or(num_partitions > 1),
+            use_shardy_partitioner: use_shardy_partitioner.unwrap_or(false),
+            ..CompileOptions::default()
+        };
+        if let Some(da) = device_assignment.filter(|d| !d.is_none()) {
+            let mut rows = Vec::new();
+            for row in da.try_iter()? {
+                let mut ids = Vec::new();
+                for item in row?.try_iter()? {
+                    let item = item?;
+                    let id = if let Ok(d) = item.cast::<PyDevice>() {
+                        i64::from(d.get().inner.id())
+                    } else {
+                        item.extract::<i64>()
+                            .map_err(|_| invalid("device_assignment holds Devices or device ids"))?
+                    };
+                    ids.push(id);
+                }
+                rows.push(ids);
+            }
+            opts.device_assignment = Some(rows);
+        }
+        if let Some(d) = device.filter(|d| !d.is_none()) {
+            if opts.device_assignment.is_some() {
+                return Err(invalid("give either device or device_assignment, not both"));
+            }
+            if num_replicas != 1 || num_partitions != 1 {
+                return Err(invalid(
+                    "device= is for single-device programs; use device_assignment",
+                ));
+            }
+            let dev = this.resolve_device(py, Some(d))?;
+            opts.device_assignment = Some(vec![vec![i64::from(dev.id())]]);
+        }
+        if let Some(env) = env_option_overrides.filter(|d| !d.is_none()) {
+            let mut map = BTreeMap::new();
+            for item in env.call_method0("items")?.try_iter()? {
+                let (k, v): (String, Bound<'_, PyAny>) = item?.extract()?;
+                let o = match value_from_py(&k, &v)? {
+                    Value::Bool(b) => OptionOverride::Bool(b),
+                    Value::Int64(i) => OptionOverride::Int(i),
+                    Value::Float(_) => OptionOverride::Double(v.extract()?),
+                    Value::String(s) => OptionOverride::String(s),
+                    _ => {
+                        return Err(invalid(format!(
+                            "env option {k:?} must be a str, bool, int or float"
+                        )))
+                    }
+                };
+                map.insert(k, o);
+            }
+            opts.env_option_overrides = map;
+        }
+        let client = this.inner.clone();
+        let exe = py.detach(|| client.compile(&prog, &opts)).pyerr()?;
+        PyExecutable::wrap(py, exe, slf.clone().unbind())
+    }
+
+    #[pyo3(signature = (obj, device = None, *, memory = None, dtype = None, copy = Some(true)))]
+    #[pyo3(text_signature = "(self, obj, device=None, *, memory=None, dtype=None, copy=True)")]
+    fn put(
+        slf: &Bound<'_, Self>,
+        obj: &Bound<'_, PyAny>,
+        device: Option<&Bound<'_, PyAny>>,
+        memory: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyBuffer>> {
+        crate::put::put(
+            slf,
+            obj,
+            device,
+            memory,
+            dtype.filter(|d| !d.is_none()),
+            copy,
+        )
+    }
+
+    #[pyo3(signature = (obj, device = None, *, copy = None))]
+    fn from_dlpack(
+        slf: &Bound<'_, Self>,
+        obj: &Bound<'_, PyAny>,
+        device: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyBuffer>> {
+        let py = slf.py();
+        let (dev, _) = slf.get().resolve_target(py, device, None)?;
+        crate::dlpack::import(slf, obj, &dev, copy)
+    }
+
+    fn close(&self) -> PyResult<()> {
+        self.inner.close().pyerr()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.inner.close().pyerr()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let v = self.inner.plugin().version();
+        let name = self
+            .plugin
+            .get()
+            .info
+            .bind(py)
+            .getattr("name")
+            .and_then(|n| n.extract::<String>())
+            .unwrap_or_else(|_| "?".into());
+        if self.inner.is_closed() {
+            return format!(
+                "rpjrt.Client(closed, platform={}, plugin={})",
+                q(&self.platform),
+                q(&name)
+            );
+        }
+        let n = self
+            .inner
+            .addressable_devices()
+            .map(|d| d.len())
+            .unwrap_or(0);
+        format!(
+            "rpjrt.Client(platform={}, devices={n}, plugin={}, pjrt={}.{})",
+            q(&self.platform),
+            q(&name),
+            v.major,
+            v.minor
+        )
+    }
+}
+
+/// A device of a client.
+#[pyclass(frozen, name = "Device", module = "rpjrt")]
+pub struct PyDevice {
+    pub inner: rpjrt::Device,
+    pub client: Py<PyClient>,
+}
+
+#[pymethods]
+impl PyDevice {
+    #[getter]
+    fn id(&self) -> i32 {
+        self.inner.id()
+    }
+    #[getter]
+    fn kind(&self) -> String {
+        self.inner.kind().to_string()
+    }
+    #[getter]
+    fn platform(&self) -> String {
+        self.client.get().platform.clone()
+    }
+    #[getter]
+    fn process_index(&self) -> i32 {
+        self.inner.process_index()
+    }
+    #[getter]
+    fn local_hardware_id(&self) -> Option<i32> {
+        let id = self.inner.local_hardware_id();
+        (id >= 0).then_some(id)
+    }
+    #[getter]
+    fn is_addressable(&self) -> bool {
+        self.inner.is_addressable()
+    }
+    #[getter]
+    fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        attributes_to_py(py, self.inner.attributes())
+    }
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<PyClient> {
+        self.client.clone_ref(py)
+    }
+    fn memories<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .inner
+            .addressable_memories()
+            .pyerr()?
+            .into_iter()
+            .map(|m| wrap_memory(py, &self.client, m))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+    fn default_memory(&self, py: Python<'_>) -> PyResult<Py<PyMemory>> {
+        wrap_memory(py, &self.client, self.inner.default_memory().pyerr()?)
+    }
+    fn memory(&self, py: Python<'_>, kind: &str) -> PyResult<Py<PyMemory>> {
+        wrap_memory(py, &self.client, self.inner.memory_by_kind(kind).pyerr()?)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "rpjrt.Device(id={}, kind={}, platform={})",
+            self.inner.id(),
+            q(self.inner.kind()),
+            q(&self.client.get().platform)
+        )
+    }
+    fn __str__(&self) -> String {
+        format!("{}:{}", self.client.get().platform, self.inner.id())
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match other.cast::<PyDevice>() {
+            Ok(o) => o.get().inner == self.inner,
+            Err(_) => false,
+        }
+    }
+    fn __hash__(&self) -> isize {
+        (self.client.as_ptr() as isize)
+            .wrapping_mul(31)
+            .wrapping_add(self.inner.id() as isize)
+    }
+}
+
+/// A memory space of a client.
+#[pyclass(frozen, name = "Memory", module = "rpjrt")]
+pub struct PyMemory {
+    pub inner: rpjrt::Memory,
+    pub client: Py<PyClient>,
+}
+
+#[pymethods]
+impl PyMemory {
+    #[getter]
+    fn id(&self) -> i32 {
+        self.inner.id()
+    }
+    #[getter]
+    fn kind(&self) -> String {
+        self.inner.kind().to_string()
+    }
+    #[getter]
+    fn kind_id(&self) -> i32 {
+        self.inner.kind_id()
+    }
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<PyClient> {
+        self.client.clone_ref(py)
+    }
+    fn devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let devs = self.inner.addressable_by_devices().pyerr()?;
+        device_list(py, &self.client, devs)
+    }
+    fn __repr__(&self) -> String {
+        let ids: Vec<String> = self
+            .inner
+            .addressable_by_devices()
+            .map(|d| d.iter().map(|d| d.id().to_string()).collect())
+            .unwrap_or_default();
+        format!(
+            "rpjrt.Memory(id={}, kind={}, devices=[{}])",
+            self.inner.id(),
+            q(self.inner.kind()),
+            ids.join(", ")
+        )
+    }
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match other.cast::<PyMemory>() {
+            Ok(o) => o.get().inner == self.inner,
+            Err(_) => false,
+        }
+    }
+    fn __hash__(&self) -> isize {
+        (self.client.as_ptr() as isize)
+            .wrapping_mul(37)
+            .wrapping_add(self.inner.id() as isize)
+    }
+}

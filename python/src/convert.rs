@@ -1,0 +1,133 @@
+//! Conversions between Python values and rpjrt values: dtypes, options, shapes.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use rpjrt::{ElementType, Value};
+
+use crate::errors::invalid;
+
+struct DtypeCache {
+    /// `rpjrt.dtype`, the class (its constructor normalises anything dtype-like).
+    class: Py<PyAny>,
+    /// The dtype object for each PJRT code (index = code).
+    by_code: Vec<Option<Py<PyAny>>>,
+}
+
+static DTYPES: PyOnceLock<DtypeCache> = PyOnceLock::new();
+
+fn cache(py: Python<'_>) -> PyResult<&DtypeCache> {
+    DTYPES.get_or_try_init(py, || {
+        let m = py.import("rpjrt._dtypes")?;
+        let class = m.getattr("DType")?.unbind();
+        let from_code = m.getattr("from_code")?;
+        let mut by_code: Vec<Option<Py<PyAny>>> = (0..64).map(|_| None).collect();
+        for &t in ElementType::ALL {
+            let code = t.code() as usize;
+            if code < by_code.len() {
+                by_code[code] = Some(from_code.call1((t.code(),))?.unbind());
+            }
+        }
+        Ok(DtypeCache { class, by_code })
+    })
+}
+
+/// The Python `rpjrt.dtype` object of an element type.
+pub fn dtype_obj<'py>(py: Python<'py>, t: ElementType) -> PyResult<Bound<'py, PyAny>> {
+    let c = cache(py)?;
+    match c.by_code.get(t.code() as usize).and_then(|o| o.as_ref()) {
+        Some(o) => Ok(o.bind(py).clone()),
+        None => Err(invalid(format!("element type {t} has no Python dtype"))),
+    }
+}
+
+/// The element type that a Python dtype-like object names (via `rpjrt.dtype(obj)`).
+pub fn dtype_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ElementType> {
+    let py = obj.py();
+    let d = cache(py)?.class.bind(py).call1((obj,))?;
+    let code: i32 = d.getattr("code")?.extract()?;
+    ElementType::from_code(code).map_err(crate::errors::to_py)
+}
+
+/// A client create option / attribute value from Python.
+pub fn value_from_py(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if v.is_instance_of::<PyBool>() {
+        return Ok(Value::Bool(v.extract()?));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(Value::Int64(v.extract().map_err(|_| {
+            invalid(format!(
+                "option {name:?}: {v} does not fit in a 64-bit integer"
+            ))
+        })?));
+    }
+    if v.is_instance_of::<PyFloat>() {
+        let f: f64 = v.extract()?;
+        return Ok(Value::Float(f as f32));
+    }
+    if v.is_instance_of::<PyString>() {
+        return Ok(Value::String(v.extract()?));
+    }
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        let items: Vec<i64> = v.extract().map_err(|_| {
+            invalid(format!(
+                "option {name:?}: a list option must hold only integers"
+            ))
+        })?;
+        return Ok(Value::Int64List(items));
+    }
+    Err(invalid(format!(
+        "option {name:?}: {} is not a str, int, float, bool or list of int",
+        v.get_type().name()?
+    )))
+}
+
+/// A plugin attribute / device attribute as a Python object.
+pub fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::String(s) => s.into_pyobject(py)?.into_any(),
+        Value::Int64(i) => i.into_pyobject(py)?.into_any(),
+        Value::Int64List(l) => PyList::new(py, l)?.into_any(),
+        Value::Float(f) => f64::from(*f).into_pyobject(py)?.into_any(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+    })
+}
+
+/// `[(name, value)]` as a dict.
+pub fn attributes_to_py<'py>(
+    py: Python<'py>,
+    attrs: &[(String, Value)],
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in attrs {
+        d.set_item(k, value_to_py(py, v)?)?;
+    }
+    Ok(d)
+}
+
+/// Dims as a Python tuple of ints.
+pub fn shape_tuple<'py>(py: Python<'py>, dims: &[i64]) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(py, dims)
+}
+
+/// `float32[2, 3]` for messages and reprs.
+pub fn spec_string(t: ElementType, dims: &[i64]) -> String {
+    let d: Vec<String> = dims.iter().map(|x| x.to_string()).collect();
+    format!("{}[{}]", t.name(), d.join(", "))
+}
+
+/// A string as Python's repr() writes it (single quotes), for __repr__ output.
+pub fn q(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for ch in s.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}

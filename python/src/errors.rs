@@ -1,0 +1,78 @@
+//! The one place where an `rpjrt::Error` becomes a Python exception.
+//!
+//! The exception classes live in Python (`rpjrt._errors`); `error_class(code, kind)` picks
+//! the class and is looked up once per interpreter.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
+
+static ERROR_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The name of the `rpjrt::Error` variant, which `error_class` may map to its own class.
+fn kind_name(e: &rpjrt::Error) -> &'static str {
+    match e {
+        rpjrt::Error::PluginLoad { .. } => "PluginLoad",
+        rpjrt::Error::Pjrt { .. } => "Pjrt",
+        rpjrt::Error::Unsupported { .. } => "Unsupported",
+        rpjrt::Error::StructSize { .. } => "StructSize",
+        rpjrt::Error::InvalidArgument(_) => "InvalidArgument",
+        rpjrt::Error::Closed(_) => "Closed",
+        rpjrt::Error::Deleted(_) => "Deleted",
+        _ => "Other",
+    }
+}
+
+/// An instance of the class `error_class(code, kind)` with `message` and `entry`.
+pub fn make_err(
+    py: Python<'_>,
+    code: &str,
+    kind: &str,
+    message: String,
+    entry: Option<&str>,
+) -> PyErr {
+    let built = (|| -> PyResult<PyErr> {
+        let f = ERROR_CLASS.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py.import("rpjrt._errors")?.getattr("error_class")?.unbind())
+        })?;
+        let cls = f.bind(py).call1((code, kind))?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("entry", entry)?;
+        let inst = cls.call((message,), Some(&kwargs))?;
+        Ok(PyErr::from_value(inst))
+    })();
+    built.unwrap_or_else(|e| e)
+}
+
+/// The Python exception for an rpjrt error.
+pub fn to_py(e: rpjrt::Error) -> PyErr {
+    Python::attach(|py| make_err(py, e.code().name(), kind_name(&e), e.to_string(), e.entry()))
+}
+
+/// `rpjrt.InvalidArgumentError(msg)`.
+pub fn invalid(msg: impl Into<String>) -> PyErr {
+    Python::attach(|py| make_err(py, "INVALID_ARGUMENT", "InvalidArgument", msg.into(), None))
+}
+
+/// `rpjrt.UnsupportedError(msg)`.
+pub fn unsupported(msg: impl Into<String>) -> PyErr {
+    Python::attach(|py| make_err(py, "UNIMPLEMENTED", "Unsupported", msg.into(), None))
+}
+
+/// `rpjrt.BufferDeletedError(msg)`.
+pub fn deleted(msg: impl Into<String>) -> PyErr {
+    Python::attach(|py| make_err(py, "FAILED_PRECONDITION", "Deleted", msg.into(), None))
+}
+
+/// `.pyerr()` on an rpjrt result: the single conversion point.
+pub trait PyErrExt<T> {
+    /// Maps the error to its Python exception.
+    fn pyerr(self) -> PyResult<T>;
+}
+
+impl<T> PyErrExt<T> for rpjrt::Result<T> {
+    #[inline]
+    fn pyerr(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}

@@ -1,0 +1,316 @@
+//! Executable: compiled programs and execution.
+
+use std::sync::atomic::Ordering;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyComplex, PyFloat, PyInt, PyList, PyTuple};
+use rpjrt::{ArraySpec, ExecuteOptions};
+
+use crate::buffer::PyBuffer;
+use crate::client::{wrap_device, PyClient, PyDevice};
+use crate::convert::{dtype_obj, shape_tuple, spec_string};
+use crate::errors::{invalid, unsupported, PyErrExt};
+
+/// A compiled, loaded program.
+#[pyclass(frozen, name = "Executable", module = "rpjrt")]
+pub struct PyExecutable {
+    inner: rpjrt::Executable,
+    client: Py<PyClient>,
+}
+
+impl PyExecutable {
+    pub fn wrap(
+        py: Python<'_>,
+        inner: rpjrt::Executable,
+        client: Py<PyClient>,
+    ) -> PyResult<Py<PyExecutable>> {
+        Py::new(py, PyExecutable { inner, client })
+    }
+
+    fn params(&self) -> PyResult<&[ArraySpec]> {
+        self.inner.parameters().ok_or_else(|| {
+            unsupported(
+                "this plugin does not expose the compiled program, so the input types are unknown",
+            )
+        })
+    }
+
+    /// Turns arguments into Buffers: Buffers pass through, anything else is put on `device`.
+    fn collect_args<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        device: &rpjrt::Device,
+        donate: &[usize],
+    ) -> PyResult<Vec<Bound<'py, PyBuffer>>> {
+        let client = self.client.bind(py);
+        let mut out = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            let b = match a.cast::<PyBuffer>() {
+                Ok(b) => b.clone(),
+                Err(_) => {
+                    let dev = wrap_device(py, &self.client, device.clone())?;
+                    // Python numbers and lists take the parameter's type (as JAX's weak
+                    // types do); arrays keep theirs and must match.
+                    let pythonic = a.is_instance_of::<PyList>()
+                        || a.is_instance_of::<PyTuple>()
+                        || a.is_instance_of::<PyFloat>()
+                        || a.is_instance_of::<PyInt>()
+                        || a.is_instance_of::<PyComplex>();
+                    let param = self.inner.parameters().and_then(|p| p.get(i));
+                    let dtype = match (pythonic, param) {
+                        (true, Some(spec)) => Some(dtype_obj(py, spec.element_type)?),
+                        _ => None,
+                    };
+                    let put = crate::put::put(
+                        client,
+                        &a,
+                        Some(dev.bind(py).as_any()),
+                        None,
+                        dtype.as_ref(),
+                        Some(true),
+                    )
+                    .map_err(|e| {
+                        if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
+                            invalid(format!("argument {i}: {}", e.value(py)))
+                        } else {
+                            e
+                        }
+                    })?;
+                    put.into_bound(py)
+                }
+            };
+            if donate.contains(&i) && b.get().exports.load(Ordering::Acquire) > 0 {
+                return Err(invalid(format!(
+                    "argument {i} cannot be donated: its memory is shared through DLPack"
+                )));
+            }
+            out.push(b);
+        }
+        Ok(out)
+    }
+
+    fn first_device(&self) -> PyResult<rpjrt::Device> {
+        let devs = self.inner.addressable_devices().pyerr()?;
+        match devs.into_iter().next() {
+            Some(d) => Ok(d),
+            None => self.client.get().inner.default_device().pyerr(),
+        }
+    }
+
+    fn wrap_outputs<'py>(
+        &self,
+        py: Python<'py>,
+        outs: Vec<rpjrt::Buffer>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let items = outs
+            .into_iter()
+            .map(|b| PyBuffer::wrap(py, b, &self.client))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+}
+
+fn donate_list(donate: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
+    match donate {
+        None => Ok(Vec::new()),
+        Some(d) if d.is_none() => Ok(Vec::new()),
+        Some(d) => d.extract::<Vec<usize>>().map_err(|_| {
+            invalid("donate must be a sequence of argument positions (non-negative ints)")
+        }),
+    }
+}
+
+#[pymethods]
+impl PyExecutable {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<PyClient> {
+        self.client.clone_ref(py)
+    }
+    #[getter]
+    fn num_outputs(&self) -> usize {
+        self.inner.num_outputs()
+    }
+    #[getter]
+    fn num_replicas(&self) -> usize {
+        self.inner.num_replicas()
+    }
+    #[getter]
+    fn num_partitions(&self) -> usize {
+        self.inner.num_partitions()
+    }
+    #[getter]
+    fn input_dtypes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .params()?
+            .iter()
+            .map(|p| dtype_obj(py, p.element_type))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+    #[getter]
+    fn input_shapes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .params()?
+            .iter()
+            .map(|p| shape_tuple(py, &p.dims))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+    #[getter]
+    fn output_dtypes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .inner
+            .outputs()
+            .iter()
+            .map(|p| dtype_obj(py, p.element_type))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+    #[getter]
+    fn output_shapes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .inner
+            .outputs()
+            .iter()
+            .map(|p| shape_tuple(py, &p.dims))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+    #[getter]
+    fn fingerprint(&self) -> Option<String> {
+        self.inner.fingerprint().ok().filter(|f| !f.is_empty())
+    }
+
+    fn devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .inner
+            .addressable_devices()
+            .pyerr()?
+            .into_iter()
+            .map(|d| wrap_device(py, &self.client, d))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    #[pyo3(signature = (*args, device = None, donate = None))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        device: Option<&Bound<'py, PyAny>>,
+        donate: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let donate = donate_list(donate)?;
+        let chosen = match device.filter(|d| !d.is_none()) {
+            Some(d) => Some(
+                d.cast::<PyDevice>()
+                    .map_err(|_| invalid("device must be an rpjrt.Device"))?
+                    .get()
+                    .inner
+                    .clone(),
+            ),
+            None => None,
+        };
+        let target = match &chosen {
+            Some(d) => d.clone(),
+            None => self.first_device()?,
+        };
+        let bufs = self.collect_args(py, args, &target, &donate)?;
+        let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
+        let exe = &self.inner;
+        let mut outs = if donate.is_empty() && chosen.is_none() {
+            py.detach(|| exe.execute(&refs)).pyerr()?
+        } else {
+            let opts = ExecuteOptions {
+                donate,
+                device: chosen,
+                ..Default::default()
+            };
+            let lists = vec![refs];
+            let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
+            r.outputs.pop().unwrap_or_default()
+        };
+        let outs = std::mem::take(&mut outs);
+        self.wrap_outputs(py, outs)
+    }
+
+    #[pyo3(signature = (args, *, donate = None))]
+    fn execute_sharded<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyAny>,
+        donate: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let donate = donate_list(donate)?;
+        let devices = self.inner.addressable_devices().pyerr()?;
+        let lists: Vec<Bound<'py, PyAny>> = args
+            .try_iter()
+            .map_err(|_| invalid("execute_sharded takes a list of argument lists, one per device"))?
+            .collect::<PyResult<Vec<_>>>()?;
+        if lists.len() != devices.len() {
+            return Err(invalid(format!(
+                "{} argument lists given, but the executable runs on {} device(s)",
+                lists.len(),
+                devices.len()
+            )));
+        }
+        let mut all = Vec::with_capacity(lists.len());
+        for (list, dev) in lists.iter().zip(&devices) {
+            let tuple = PyTuple::new(py, list.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+            all.push(self.collect_args(py, &tuple, dev, &donate)?);
+        }
+        let refs: Vec<Vec<&rpjrt::Buffer>> = all
+            .iter()
+            .map(|l| l.iter().map(|b| b.get().rb()).collect())
+            .collect();
+        let exe = &self.inner;
+        let opts = ExecuteOptions {
+            donate,
+            ..Default::default()
+        };
+        let result = py.detach(|| exe.execute_with(&refs, &opts)).pyerr()?;
+        let per_device = result
+            .outputs
+            .into_iter()
+            .map(|outs| self.wrap_outputs(py, outs))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, per_device)
+    }
+
+    fn __repr__(&self) -> String {
+        let ins = match self.inner.parameters() {
+            Some(p) => p
+                .iter()
+                .map(|a| spec_string(a.element_type, &a.dims))
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => "?".into(),
+        };
+        let outs = self
+            .inner
+            .outputs()
+            .iter()
+            .map(|a| spec_string(a.element_type, &a.dims))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let devs = self
+            .inner
+            .addressable_devices()
+            .map(|d| {
+                d.iter()
+                    .map(|d| d.id().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|_| "closed".into());
+        format!(
+            "rpjrt.Executable({}: ({ins}) -> ({outs}), devices=[{devs}])",
+            self.inner.name()
+        )
+    }
+}

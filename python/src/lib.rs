@@ -1,0 +1,36 @@
+//! `rpjrt._rpjrt`: the Python bindings of rpjrt.
+//!
+//! A thin layer: conversion between Python and rpjrt values, the GIL released around every
+//! plugin call that can block, and one error-mapping point (`errors::to_py`). Discovery,
+//! dtypes, the exception classes and slow-path host conversions live in Python.
+
+mod buffer;
+mod client;
+mod convert;
+mod dlpack;
+mod errors;
+mod executable;
+mod put;
+mod pybuf;
+
+use pyo3::prelude::*;
+
+/// Runs the rpjrt command-line tool (the `rpjrt` console script) with `args` as argv.
+#[pyfunction]
+fn _run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.detach(|| rpjrt_cli::run_from_args(args))
+}
+
+#[pymodule]
+fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<client::PyPlugin>()?;
+    m.add_class::<client::PyClient>()?;
+    m.add_class::<client::PyDevice>()?;
+    m.add_class::<client::PyMemory>()?;
+    m.add_class::<executable::PyExecutable>()?;
+    m.add_class::<buffer::PyBuffer>()?;
+    m.add_class::<buffer::PyWaiter>()?;
+    m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,539 @@
+//! The buffer protocol, both ways, under the abi3-py310 stable ABI.
+//!
+//! PyO3 exposes `Py_buffer` only for abi3 >= 3.11, but `PyObject_GetBuffer`,
+//! `PyBuffer_Release` and the `Py_buffer` layout exist unchanged in every CPython 3.x (3.11
+//! merely added them to the limited API), so they are declared here. Exporting uses a small
+//! heap type made with `PyType_FromSpec` and the `Py_bf_getbuffer` slot, which CPython
+//! accepts in type specs since 3.9.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ptr;
+
+use pyo3::exceptions::PyBufferError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use rpjrt::ElementType;
+
+/// CPython's `Py_buffer` (identical in 3.3 through 3.14).
+#[repr(C)]
+pub struct RawBuffer {
+    buf: *mut c_void,
+    obj: *mut ffi::PyObject,
+    len: ffi::Py_ssize_t,
+    itemsize: ffi::Py_ssize_t,
+    readonly: c_int,
+    ndim: c_int,
+    format: *mut c_char,
+    shape: *mut ffi::Py_ssize_t,
+    strides: *mut ffi::Py_ssize_t,
+    suboffsets: *mut ffi::Py_ssize_t,
+    internal: *mut c_void,
+}
+
+extern "C" {
+    fn PyObject_GetBuffer(obj: *mut ffi::PyObject, view: *mut RawBuffer, flags: c_int) -> c_int;
+    fn PyBuffer_Release(view: *mut RawBuffer);
+}
+
+const PYBUF_WRITABLE: c_int = 0x0001;
+const PYBUF_FORMAT: c_int = 0x0004;
+const PYBUF_ND: c_int = 0x0008;
+const PYBUF_STRIDES: c_int = 0x0010 | PYBUF_ND;
+const PYBUF_RECORDS_RO: c_int = PYBUF_STRIDES | PYBUF_FORMAT;
+
+/// A buffer-protocol view of a Python object, released on drop (under the GIL: the type is
+/// neither `Send` nor `Sync`, so it never leaves the attached thread).
+///
+/// The Py_buffer is boxed: exporters may point `strides`/`shape` into the struct itself
+/// (array.array points `strides` at `itemsize`), so it must never move.
+pub struct HostView {
+    raw: Box<RawBuffer>,
+}
+
+impl HostView {
+    /// `PyObject_GetBuffer(obj, PyBUF_RECORDS_RO)`; `None` when `obj` does not export a
+    /// strided buffer (no buffer protocol, suboffsets, or an exporter error).
+    pub fn get(obj: &Bound<'_, PyAny>) -> Option<HostView> {
+        let mut raw = Box::new(RawBuffer {
+            buf: ptr::null_mut(),
+            obj: ptr::null_mut(),
+            len: 0,
+            itemsize: 0,
+            readonly: 0,
+            ndim: 0,
+            format: ptr::null_mut(),
+            shape: ptr::null_mut(),
+            strides: ptr::null_mut(),
+            suboffsets: ptr::null_mut(),
+            internal: ptr::null_mut(),
+        });
+        // SAFETY: `obj` is a live object and we hold the GIL (a Bound proves it); `raw` is a
+        // writable Py_buffer at a stable address that CPython fills in.
+        let rc = unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *raw, PYBUF_RECORDS_RO) };
+        if rc != 0 {
+            // Not an exporter, or one that refuses this request: the caller falls back.
+            drop(PyErr::take(obj.py()));
+            return None;
+        }
+        Some(HostView { raw })
+    }
+
+    /// Address of the first element.
+    pub fn ptr(&self) -> *const u8 {
+        self.raw.buf as *const u8
+    }
+
+    /// The struct-module format string ("B" when the exporter gives none).
+    pub fn format(&self) -> &str {
+        if self.raw.format.is_null() {
+            return "B";
+        }
+        // SAFETY: a non-null format is a NUL-terminated string owned by the exporter, valid
+        // while the view is held.
+        unsafe { CStr::from_ptr(self.raw.format) }
+            .to_str()
+            .unwrap_or("?invalid")
+    }
+
+    pub fn itemsize(&self) -> usize {
+        self.raw.itemsize.max(0) as usize
+    }
+
+    /// Dimensions (empty for a 0-d view).
+    pub fn shape(&self) -> Vec<i64> {
+        let n = self.raw.ndim.max(0) as usize;
+        if self.raw.shape.is_null() {
+            return if n == 0 {
+                Vec::new()
+            } else {
+                vec![self.raw.len as i64 / self.raw.itemsize.max(1) as i64]
+            };
+        }
+        // SAFETY: with PyBUF_ND the exporter provides `ndim` shape entries.
+        unsafe { std::slice::from_raw_parts(self.raw.shape, n) }
+            .iter()
+            .map(|&d| d as i64)
+            .collect()
+    }
+
+    /// Byte strides (C-contiguous ones when the exporter gives none).
+    pub fn strides(&self) -> Vec<i64> {
+        let n = self.raw.ndim.max(0) as usize;
+        if self.raw.strides.is_null() || self.raw.shape.is_null() {
+            return c_strides(&self.shape(), self.itemsize() as i64);
+        }
+        // SAFETY: with PyBUF_STRIDES the exporter provides `ndim` stride entries.
+        unsafe { std::slice::from_raw_parts(self.raw.strides, n) }
+            .iter()
+            .map(|&d| d as i64)
+            .collect()
+    }
+}
+
+impl Drop for HostView {
+    fn drop(&mut self) {
+        // SAFETY: the view was filled by a successful PyObject_GetBuffer and is released once;
+        // HostView is !Send, so this runs on the thread that holds the GIL.
+        unsafe { PyBuffer_Release(&mut *self.raw) }
+    }
+}
+
+/// Row-major byte strides.
+pub fn c_strides(dims: &[i64], itemsize: i64) -> Vec<i64> {
+    let mut s = vec![0i64; dims.len()];
+    let mut acc = itemsize;
+    for i in (0..dims.len()).rev() {
+        s[i] = acc;
+        acc = acc.saturating_mul(dims[i].max(1));
+    }
+    s
+}
+
+/// How the elements of a strided view sit in memory.
+pub enum Layout {
+    /// Row-major and dense.
+    C,
+    /// Non-negative strides that PJRT can take as byte_strides (covering `span` bytes).
+    Strided(Vec<i64>, usize),
+    /// Anything else: gather into a dense copy first.
+    Gather,
+}
+
+/// Classifies `(dims, strides)` of `itemsize`-byte elements.
+pub fn classify(dims: &[i64], strides: &[i64], itemsize: usize) -> Layout {
+    if dims.iter().any(|&d| d == 0) {
+        return Layout::C;
+    }
+    let c = c_strides(dims, itemsize as i64);
+    if dims
+        .iter()
+        .zip(strides.iter().zip(&c))
+        .all(|(&d, (&s, &cs))| d == 1 || s == cs)
+    {
+        return Layout::C;
+    }
+    if strides.iter().any(|&s| s < 0) {
+        return Layout::Gather;
+    }
+    // Dense under some permutation of the dimensions (e.g. Fortran order)?
+    let mut order: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] != 1).collect();
+    order.sort_by_key(|&i| strides[i]);
+    let mut expect = itemsize as i64;
+    for &i in &order {
+        if strides[i] != expect {
+            return Layout::Gather;
+        }
+        expect = expect.saturating_mul(dims[i]);
+    }
+    let span = expect.max(itemsize as i64) as usize;
+    // Give size-1 dimensions a harmless stride inside the span.
+    let fixed: Vec<i64> = dims
+        .iter()
+        .zip(strides)
+        .map(|(&d, &s)| if d == 1 { itemsize as i64 } else { s })
+        .collect();
+    Layout::Strided(fixed, span)
+}
+
+/// Copies the elements of a strided array into a dense row-major vector.
+///
+/// # Safety
+/// `base` plus every `sum(index[k] * strides[k])` for in-range indices must address
+/// `itemsize` readable bytes.
+pub unsafe fn gather(base: *const u8, dims: &[i64], strides: &[i64], itemsize: usize) -> Vec<u8> {
+    let n: usize = dims.iter().map(|&d| d.max(0) as usize).product();
+    let mut out = Vec::with_capacity(n * itemsize);
+    if n == 0 {
+        return out;
+    }
+    let mut idx = vec![0i64; dims.len()];
+    let mut offset: isize = 0;
+    for _ in 0..n {
+        // SAFETY: by the caller's contract, `base + offset` addresses `itemsize` bytes.
+        let src = unsafe { std::slice::from_raw_parts(base.offset(offset), itemsize) };
+        out.extend_from_slice(src);
+        // advance the odometer
+        let mut k = dims.len();
+        while k > 0 {
+            k -= 1;
+            idx[k] += 1;
+            offset += strides[k] as isize;
+            if idx[k] < dims[k] {
+                break;
+            }
+            offset -= (strides[k] * dims[k]) as isize;
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+/// The element type of a buffer-protocol format, when rpjrt can take it directly.
+pub fn format_type(format: &str, itemsize: usize) -> Option<ElementType> {
+    let f = match format.as_bytes().first() {
+        Some(b'@') | Some(b'=') | Some(b'<') => &format[1..],
+        Some(b'>') | Some(b'!') if itemsize == 1 => &format[1..],
+        Some(b'>') | Some(b'!') => return None,
+        _ => format,
+    };
+    let sized = |signed: bool| -> Option<ElementType> {
+        Some(match (signed, itemsize) {
+            (true, 1) => ElementType::S8,
+            (true, 2) => ElementType::S16,
+            (true, 4) => ElementType::S32,
+            (true, 8) => ElementType::S64,
+            (false, 1) => ElementType::U8,
+            (false, 2) => ElementType::U16,
+            (false, 4) => ElementType::U32,
+            (false, 8) => ElementType::U64,
+            _ => return None,
+        })
+    };
+    let t = match f {
+        "?" => ElementType::Pred,
+        "b" | "h" | "i" | "l" | "q" | "n" => return sized(true),
+        "B" | "c" | "H" | "I" | "L" | "Q" | "N" => return sized(false),
+        "e" => ElementType::F16,
+        "f" => ElementType::F32,
+        "d" => ElementType::F64,
+        "Zf" => ElementType::C64,
+        "Zd" => ElementType::C128,
+        _ => return None,
+    };
+    (host_itemsize(t) == itemsize).then_some(t)
+}
+
+/// Bytes per element in a host (numpy-style, one element per byte for sub-byte types) array.
+pub fn host_itemsize(t: ElementType) -> usize {
+    match t.byte_width() {
+        Some(w) => w,
+        None if t.is_sub_byte() => 1,
+        None => 0,
+    }
+}
+
+/// The format a host copy of `t` is exported with: the struct format, or an integer
+/// carrier of the same size holding the raw bits.
+pub fn export_format(t: ElementType) -> &'static CStr {
+    use ElementType as E;
+    match t {
+        E::Pred => c"?",
+        E::S8 => c"b",
+        E::U8 => c"B",
+        E::S16 => c"h",
+        E::U16 => c"H",
+        E::S32 => c"i",
+        E::U32 => c"I",
+        E::S64 => c"q",
+        E::U64 => c"Q",
+        E::F16 => c"e",
+        E::F32 => c"f",
+        E::F64 => c"d",
+        E::C64 => c"Zf",
+        E::C128 => c"Zd",
+        E::S4 | E::S2 | E::S1 => c"b",
+        _ => match host_itemsize(t) {
+            2 => c"H",
+            4 => c"I",
+            8 => c"Q",
+            _ => c"B",
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Exporting: HostArray, a minimal object that owns bytes and exports them.
+
+/// What a HostArray exports.
+pub struct HostData {
+    pub bytes: Vec<u8>,
+    pub shape: Vec<ffi::Py_ssize_t>,
+    pub strides: Vec<ffi::Py_ssize_t>,
+    pub format: &'static CStr,
+    pub itemsize: usize,
+    pub readonly: bool,
+}
+
+#[repr(C)]
+struct HostArrayObject {
+    ob_base: ffi::PyObject,
+    data: *mut HostData,
+}
+
+unsafe extern "C" fn host_array_getbuffer(
+    obj: *mut ffi::PyObject,
+    view: *mut RawBuffer,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: CPython calls this slot with a live HostArray and a writable Py_buffer, holding
+    // the GIL; `data` was set at creation and lives until dealloc.
+    unsafe {
+        let data = (*(obj as *mut HostArrayObject)).data;
+        if data.is_null() || view.is_null() {
+            ffi::PyErr_SetString(
+                ffi::PyExc_BufferError,
+                c"rpjrt HostArray has no data".as_ptr(),
+            );
+            return -1;
+        }
+        let d = &*data;
+        if flags & PYBUF_WRITABLE != 0 && d.readonly {
+            (*view).obj = ptr::null_mut();
+            ffi::PyErr_SetString(
+                ffi::PyExc_BufferError,
+                c"this rpjrt host array is read-only".as_ptr(),
+            );
+            return -1;
+        }
+        let v = &mut *view;
+        v.buf = d.bytes.as_ptr() as *mut c_void;
+        ffi::Py_IncRef(obj);
+        v.obj = obj;
+        v.len = d.bytes.len() as ffi::Py_ssize_t;
+        v.itemsize = d.itemsize as ffi::Py_ssize_t;
+        v.readonly = c_int::from(d.readonly);
+        v.format = if flags & PYBUF_FORMAT != 0 {
+            d.format.as_ptr() as *mut c_char
+        } else {
+            ptr::null_mut()
+        };
+        if flags & PYBUF_ND != 0 {
+            v.ndim = d.shape.len() as c_int;
+            v.shape = d.shape.as_ptr() as *mut ffi::Py_ssize_t;
+            v.strides = if flags & PYBUF_STRIDES == PYBUF_STRIDES {
+                d.strides.as_ptr() as *mut ffi::Py_ssize_t
+            } else {
+                ptr::null_mut()
+            };
+        } else {
+            v.ndim = 1;
+            v.shape = ptr::null_mut();
+            v.strides = ptr::null_mut();
+        }
+        v.suboffsets = ptr::null_mut();
+        v.internal = ptr::null_mut();
+        0
+    }
+}
+
+unsafe extern "C" fn host_array_dealloc(obj: *mut ffi::PyObject) {
+    // SAFETY: CPython calls tp_dealloc once, with the GIL, when the refcount reaches zero.
+    // `data` came from Box::into_raw in `new_host_array`. Instances of heap types own a
+    // reference to their type, given back here.
+    unsafe {
+        let o = obj as *mut HostArrayObject;
+        let data = (*o).data;
+        if !data.is_null() {
+            (*o).data = ptr::null_mut();
+            drop(Box::from_raw(data));
+        }
+        let tp = ffi::Py_TYPE(obj);
+        let free = ffi::PyType_GetSlot(tp, ffi::Py_tp_free);
+        if !free.is_null() {
+            let free: ffi::freefunc = std::mem::transmute::<*mut c_void, ffi::freefunc>(free);
+            free(obj as *mut c_void);
+        }
+        ffi::Py_DecRef(tp as *mut ffi::PyObject);
+    }
+}
+
+static HOST_ARRAY_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn host_array_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
+    HOST_ARRAY_TYPE.get_or_try_init(py, || {
+        // CPython keeps pointers into the spec's name, so spec and slots live forever.
+        let slots: &'static mut [ffi::PyType_Slot; 3] = Box::leak(Box::new([
+            ffi::PyType_Slot {
+                slot: ffi::Py_bf_getbuffer,
+                pfunc: host_array_getbuffer as *mut c_void,
+            },
+            ffi::PyType_Slot {
+                slot: ffi::Py_tp_dealloc,
+                pfunc: host_array_dealloc as *mut c_void,
+            },
+            ffi::PyType_Slot::default(),
+        ]));
+        let spec: &'static mut ffi::PyType_Spec = Box::leak(Box::new(ffi::PyType_Spec {
+            name: c"rpjrt._rpjrt.HostArray".as_ptr(),
+            basicsize: std::mem::size_of::<HostArrayObject>() as c_int,
+            itemsize: 0,
+            flags: (ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_DISALLOW_INSTANTIATION)
+                as std::ffi::c_uint,
+            slots: slots.as_mut_ptr(),
+        }));
+        // SAFETY: a valid, 'static spec; we hold the GIL.
+        let tp = unsafe { ffi::PyType_FromSpec(spec) };
+        if tp.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: PyType_FromSpec returned a new reference to a type object.
+        let bound = unsafe { Bound::from_owned_ptr(py, tp) };
+        Ok(bound.cast_into::<PyType>()?.unbind())
+    })
+}
+
+/// A new HostArray exporting `data`.
+pub fn new_host_array(py: Python<'_>, data: HostData) -> PyResult<Bound<'_, PyAny>> {
+    let tp = host_array_type(py)?.bind(py);
+    let tp_ptr = tp.as_ptr() as *mut ffi::PyTypeObject;
+    // SAFETY: reading the tp_alloc slot of a heap type we created.
+    let alloc = unsafe { ffi::PyType_GetSlot(tp_ptr, ffi::Py_tp_alloc) };
+    if alloc.is_null() {
+        return Err(PyBufferError::new_err("HostArray has no allocator"));
+    }
+    // SAFETY: the tp_alloc slot holds an allocfunc.
+    let alloc: ffi::allocfunc =
+        unsafe { std::mem::transmute::<*mut c_void, ffi::allocfunc>(alloc) };
+    // SAFETY: allocating an instance of our type (zero-filled, refcount 1, type referenced).
+    let obj = unsafe { alloc(tp_ptr, 0) };
+    if obj.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `obj` is a fresh HostArrayObject of basicsize bytes.
+    unsafe { (*(obj as *mut HostArrayObject)).data = Box::into_raw(Box::new(data)) };
+    // SAFETY: `obj` is a new (owned) reference.
+    Ok(unsafe { Bound::from_owned_ptr(py, obj) })
+}
+
+/// `memoryview(HostArray(bytes))` with the given element type and shape.
+pub fn host_memoryview<'py>(
+    py: Python<'py>,
+    t: ElementType,
+    dims: &[i64],
+    bytes: Vec<u8>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let itemsize = host_itemsize(t);
+    let shape: Vec<ffi::Py_ssize_t> = dims.iter().map(|&d| d as ffi::Py_ssize_t).collect();
+    let strides: Vec<ffi::Py_ssize_t> = c_strides(dims, itemsize as i64)
+        .iter()
+        .map(|&s| s as ffi::Py_ssize_t)
+        .collect();
+    let arr = new_host_array(
+        py,
+        HostData {
+            bytes,
+            shape,
+            strides,
+            format: export_format(t),
+            itemsize,
+            readonly: false,
+        },
+    )?;
+    // SAFETY: `arr` is a live exporter; we hold the GIL.
+    let mv = unsafe { ffi::PyMemoryView_FromObject(arr.as_ptr()) };
+    if mv.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference.
+    Ok(unsafe { Bound::from_owned_ptr(py, mv) })
+}
+
+/// Host bytes for a zero-copy buffer: a memoryview that pins the exporter's memory.
+///
+/// The memoryview holds the exporter's buffer export for as long as it lives, so the bytes
+/// stay valid (and e.g. a bytearray cannot be resized). Dropping it without the GIL is
+/// safe: PyO3 defers the decref.
+pub struct PinnedHost {
+    _mv: Py<PyAny>,
+    ptr: usize,
+    len: usize,
+}
+
+impl PinnedHost {
+    /// Pins `obj`'s buffer; `len` bytes from its start must be the data.
+    pub fn new(obj: &Bound<'_, PyAny>, view: &HostView, len: usize) -> PyResult<PinnedHost> {
+        let py = obj.py();
+        // SAFETY: `obj` is live and exports a buffer; we hold the GIL.
+        let mv = unsafe { ffi::PyMemoryView_FromObject(obj.as_ptr()) };
+        if mv.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: a new reference.
+        let mv = unsafe { Bound::from_owned_ptr(py, mv) };
+        // The memoryview took its own export of the same memory: check it is the same.
+        let check = HostView::get(&mv)
+            .ok_or_else(|| PyBufferError::new_err("memoryview refused its buffer"))?;
+        if check.ptr() != view.ptr() {
+            return Err(PyBufferError::new_err(
+                "the exporter moved its memory between two exports",
+            ));
+        }
+        Ok(PinnedHost {
+            _mv: mv.unbind(),
+            ptr: view.ptr() as usize,
+            len,
+        })
+    }
+}
+
+impl rpjrt::HostBytes for PinnedHost {
+    fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr..ptr+len` is the pinned export, valid while `_mv` (which we own) lives.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}

@@ -1,0 +1,113 @@
+"""Shared fixtures: the two real CPU plugins, clients on each, StableHLO fixtures.
+
+Every plugin-facing test runs on BOTH plugins named in ``.deps/plugins.env`` (written by
+``scripts/setup.sh``): xla-cpu-pjrt (PJRT 0.81) and lammps-jax-pjrt-cpu (PJRT 0.115).
+The environment variables RPJRT_TEST_PLUGIN_OLD / RPJRT_TEST_PLUGIN_NEW override the file.
+A missing plugin is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PYTHON_DIR = Path(__file__).resolve().parents[1]
+REPO = PYTHON_DIR.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+EXAMPLES = PYTHON_DIR / "examples"
+PLUGINS_ENV = REPO / ".deps" / "plugins.env"
+PLUGIN_KEYS = {"old": "RPJRT_TEST_PLUGIN_OLD", "new": "RPJRT_TEST_PLUGIN_NEW"}
+
+
+def _read_plugins_env() -> dict[str, str]:
+    values: dict[str, str] = {}
+    if PLUGINS_ENV.is_file():
+        for line in PLUGINS_ENV.read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, v = line.split("=", 1)
+                values[k.strip()] = v.strip()
+    return values
+
+
+def plugin_paths() -> dict[str, str]:
+    """{"old": path, "new": path}; fails the run loudly if either is missing."""
+    file_values = _read_plugins_env()
+    out = {}
+    for label, key in PLUGIN_KEYS.items():
+        path = os.environ.get(key) or file_values.get(key)
+        if not path:
+            pytest.fail(
+                f"{key} is not set and not in {PLUGINS_ENV}; run scripts/setup.sh",
+                pytrace=False,
+            )
+        if not Path(path).is_file():
+            pytest.fail(f"{key}={path}: no such file; run scripts/setup.sh", pytrace=False)
+        out[label] = path
+    return out
+
+
+@pytest.fixture(scope="session")
+def plugin_paths_all() -> dict[str, str]:
+    return plugin_paths()
+
+
+@pytest.fixture(scope="session", params=["old", "new"])
+def plugin_label(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def plugin_path(plugin_label: str, plugin_paths_all: dict[str, str]) -> str:
+    return plugin_paths_all[plugin_label]
+
+
+@pytest.fixture(scope="session")
+def client(plugin_path: str) -> Iterator[object]:
+    """A client on each plugin (shared by the session; tests must not close it)."""
+    import rpjrt
+
+    c = rpjrt.Client(plugin_path)
+    yield c
+    c.close()
+
+
+@pytest.fixture()
+def fresh_client(plugin_path: str) -> Iterator[object]:
+    """A client of the test's own, which it may close."""
+    import rpjrt
+
+    c = rpjrt.Client(plugin_path)
+    yield c
+    c.close()
+
+
+def fixture_text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def run_python(
+    code: str,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    python: str | None = None,
+    cwd: str | Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter (for crash-safety and import-isolation tests)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [python or sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd,
+    )

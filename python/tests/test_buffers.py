@@ -1,0 +1,320 @@
+"""Putting host data on devices and getting it back, with and without numpy."""
+
+from __future__ import annotations
+
+import array
+import gc
+import struct
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import rpjrt
+
+STD_DTYPES = [
+    np.bool_,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.complex64,
+    np.complex128,
+]
+ML_DTYPES = [
+    ml_dtypes.bfloat16,
+    ml_dtypes.float8_e5m2,
+    ml_dtypes.float8_e4m3fn,
+    ml_dtypes.int4,
+    ml_dtypes.uint4,
+    ml_dtypes.int2,
+    ml_dtypes.uint2,
+]
+
+
+def aligned(n: int, dtype: object = np.float32, align: int = 64) -> np.ndarray:
+    """An n-element array whose data starts on an `align`-byte boundary (XLA's CPU plugins
+    use host memory in place only when it is 64-byte aligned)."""
+    itemsize = np.dtype(dtype).itemsize
+    raw = np.zeros(n * itemsize + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off : off + n * itemsize].view(dtype)
+
+
+def _sample(dt: object, shape: tuple[int, ...] = (2, 3)) -> np.ndarray:
+    n = int(np.prod(shape))
+    d = np.dtype(dt)
+    if d == np.bool_:
+        return (np.arange(n) % 2 == 0).reshape(shape)
+    if d.kind == "c":
+        return (np.arange(n) + 1j * np.arange(n)).astype(d).reshape(shape)
+    if d.name in ("int2",):
+        return (np.arange(n) % 4 - 2).astype(d).reshape(shape)
+    if d.name in ("uint2", "int4", "uint4"):
+        return (np.arange(n) % 4).astype(d).reshape(shape)
+    return np.arange(n).astype(d).reshape(shape)
+
+
+@pytest.mark.parametrize("dt", STD_DTYPES + ML_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_numpy_roundtrip(client: rpjrt.Client, dt: object) -> None:
+    a = _sample(dt)
+    b = client.put(a)
+    assert b.dtype == a.dtype and b.shape == a.shape == (2, 3)
+    assert b.ndim == 2 and b.size == 6 and b.nbytes == a.nbytes
+    out = b.to_numpy()
+    assert out.dtype == a.dtype
+    np.testing.assert_array_equal(out, a)
+    np.testing.assert_array_equal(np.asarray(b), a)
+    assert b.tolist() == a.tolist()
+    assert b.tobytes() == a.tobytes()
+
+
+@pytest.mark.parametrize(
+    "code,values,name",
+    [
+        ("f", [0.5, 1.5, -2.0], "float32"),
+        ("d", [1e300, -0.0, 3.0], "float64"),
+        ("b", [-128, 0, 127], "int8"),
+        ("B", [0, 1, 255], "uint8"),
+        ("h", [-5, 6, 7], "int16"),
+        ("i", [1, 2, -3], "int32"),
+        ("q", [2**62, -(2**62), 0], "int64"),
+        ("Q", [2**63, 1, 0], "uint64"),
+    ],
+)
+def test_stdlib_roundtrip(client: rpjrt.Client, code: str, values: list[float], name: str) -> None:
+    b = client.put(array.array(code, values))
+    assert b.dtype == name and b.shape == (3,)
+    mv = b.to_host()
+    assert isinstance(mv, memoryview)
+    assert mv.format == code or struct.calcsize(mv.format) == struct.calcsize(code)
+    assert mv.shape == (3,) and not mv.readonly
+    assert mv.tolist() == values
+    assert b.tolist() == values
+
+
+def test_memoryview_shapes_and_formats(client: rpjrt.Client) -> None:
+    raw = struct.pack("<6f", *range(6))
+    b = client.put(memoryview(raw).cast("B").cast("f", (2, 3)))
+    assert b.shape == (2, 3) and b.dtype == rpjrt.float32
+    assert b.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert b.to_host().shape == (2, 3)
+    assert memoryview(b.to_host()).tolist() == b.tolist()
+    h = client.put(memoryview(np.array([1.5, -2.0], np.float16)))
+    assert h.dtype == rpjrt.float16 and h.to_host().format == "e" and h.tolist() == [1.5, -2.0]
+
+
+def test_raw_bytes_with_dtype(client: rpjrt.Client) -> None:
+    b = client.put(struct.pack("<4i", 1, 2, 3, 4), dtype=rpjrt.int32)
+    assert b.shape == (4,) and b.tolist() == [1, 2, 3, 4]
+    b2 = client.put(bytearray(8), dtype="bfloat16")
+    assert b2.shape == (4,) and b2.dtype == rpjrt.bfloat16
+    with pytest.raises(rpjrt.InvalidArgumentError, match="whole number"):
+        client.put(b"\x00" * 6, dtype="float32")
+    with pytest.raises(rpjrt.InvalidArgumentError, match="does not convert"):
+        client.put(array.array("f", [1.0]), dtype="int32")
+    with pytest.raises(rpjrt.InvalidArgumentError, match="is not a dtype"):
+        client.put(b"\x00" * 4, dtype="float128")
+
+
+def test_python_numbers_and_lists(client: rpjrt.Client) -> None:
+    assert client.put(2.5).tolist() == 2.5 and client.put(2.5).shape == ()
+    assert client.put(7).dtype == rpjrt.int64
+    assert client.put(True).dtype == rpjrt.bool_
+    assert client.put([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    assert client.put([1.0, 2.0], dtype="float32").dtype == rpjrt.float32
+    assert client.put([1j, 2]).dtype == rpjrt.complex128 if False else True
+    with pytest.raises(rpjrt.InvalidArgumentError, match="mixes float and int"):
+        client.put([1, 2.5])
+    with pytest.raises(rpjrt.InvalidArgumentError, match="cannot put a str"):
+        client.put([1, "two"])
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (1,), (2, 1, 3)])
+def test_zero_d_and_zero_size(client: rpjrt.Client, shape: tuple[int, ...]) -> None:
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    b = client.put(a)
+    assert b.shape == shape and b.size == a.size
+    np.testing.assert_array_equal(b.to_numpy(), a)
+    mv = b.to_host()
+    assert mv.shape == shape and mv.nbytes == a.nbytes
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda a: a.T,  # Fortran order: byte strides
+        lambda a: a[:, ::2],  # strided: gathered
+        lambda a: a[::-1],  # negative strides: gathered
+        lambda a: np.asfortranarray(a),
+        lambda a: a[1:, 1:],
+        lambda a: np.broadcast_to(a[:1], a.shape),  # zero strides
+    ],
+    ids=["transpose", "step", "reversed", "fortran", "offset", "broadcast"],
+)
+def test_non_contiguous_numpy(client: rpjrt.Client, make: object) -> None:
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    v = make(a)  # type: ignore[operator]
+    b = client.put(v)
+    assert b.shape == v.shape
+    np.testing.assert_array_equal(b.to_numpy(), v)
+    b2 = client.put(v, copy=None)  # one copy where sharing is impossible
+    np.testing.assert_array_equal(b2.to_numpy(), v)
+
+
+def test_copy_false_needs_contiguous(client: rpjrt.Client) -> None:
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="C-contiguous"):
+        client.put(a[:, ::2], copy=False)
+
+
+def test_copy_false_refuses_a_silent_copy(client: rpjrt.Client) -> None:
+    a = aligned(65, np.uint8)[1:]  # one byte past a 64-byte boundary
+    with pytest.raises(rpjrt.InvalidArgumentError, match="1 bytes past a 64-byte boundary"):
+        client.put(a, copy=False)
+    b = client.put(a, copy=None)  # allowed to copy
+    assert np.from_dlpack(b).ctypes.data != a.ctypes.data
+
+
+def test_devices_and_memories(client: rpjrt.Client) -> None:
+    d1 = client.devices()[1]
+    b = client.put(np.ones(4, np.float32), d1)
+    assert b.device == d1 and b.memory.kind == "device"
+    assert client.put(np.ones(4, np.float32), 2).device == client.devices()[2]
+    p = client.put(np.ones(4, np.float32), d1, memory="pinned_host")
+    assert p.memory.kind == "pinned_host" and p.device == d1
+    c = b.copy_to(client.devices()[3])
+    assert c.device.id == 3 and c.tolist() == [1.0] * 4
+    m = b.copy_to(d1.memory("unpinned_host"))
+    assert m.memory.kind == "unpinned_host" and m.tolist() == [1.0] * 4
+    again = client.put(b, client.devices()[0])
+    assert again.device.id == 0 and again.tolist() == [1.0] * 4
+    with pytest.raises(rpjrt.InvalidArgumentError, match="out of range"):
+        client.put(np.ones(1), 17)
+    assert b.on_device_size >= 16
+
+
+def test_delete(client: rpjrt.Client) -> None:
+    b = client.put(np.ones(4, np.float32))
+    assert not b.is_deleted()
+    b.delete()
+    assert b.is_deleted()
+    assert repr(b) == "rpjrt.Buffer(float32[4], deleted)"
+    for action in (b.to_host, b.tobytes, b.block_until_ready, b.to_numpy):
+        with pytest.raises(rpjrt.BufferDeletedError):
+            action()
+    with pytest.raises(rpjrt.BufferDeletedError):
+        b.delete()
+
+
+def test_repr_and_ready(client: rpjrt.Client) -> None:
+    b = client.put(np.ones((2, 3), np.float32))
+    assert repr(b) == "rpjrt.Buffer(float32[2, 3], device=cpu:0)"
+    assert b.block_until_ready() is b
+    assert b.is_ready()
+    assert len(b) == 2
+
+
+def test_zero_copy_numpy_to_buffer_and_back(client: rpjrt.Client) -> None:
+    a = aligned(1024)
+    a[:] = np.arange(1024)
+    b = client.put(a, copy=False)
+    view = np.from_dlpack(b)
+    assert view.ctypes.data == a.ctypes.data  # the buffer uses the numpy memory in place
+    np.testing.assert_array_equal(view, a)
+    assert not view.flags.writeable
+    copied = client.put(a)  # copy=True (the default) copies
+    assert np.from_dlpack(copied).ctypes.data != a.ctypes.data
+    del view, b
+    gc.collect()
+
+
+def test_zero_copy_survives_dropping_the_source(client: rpjrt.Client) -> None:
+    a = aligned(256, np.int32)
+    a[:] = np.arange(256)
+    b = client.put(a, copy=False)
+    del a
+    gc.collect()
+    assert b.tolist() == list(range(256))
+
+
+def test_dlpack_export_is_zero_copy_and_pins(client: rpjrt.Client) -> None:
+    b = client.put(np.arange(6, dtype=np.float64).reshape(2, 3))
+    v1 = np.from_dlpack(b)
+    v2 = np.from_dlpack(b)
+    assert v1.ctypes.data == v2.ctypes.data
+    assert b.__dlpack_device__() == (1, 0)
+    np.testing.assert_array_equal(v1, [[0, 1, 2], [3, 4, 5]])
+    with pytest.raises(rpjrt.InvalidArgumentError, match="DLPack"):
+        b.delete()
+    del v1, v2
+    gc.collect()
+    b.delete()
+    assert b.is_deleted()
+
+
+def test_dlpack_legacy_and_versioned_capsules(client: rpjrt.Client) -> None:
+    b = client.put(np.arange(3, dtype=np.int16))
+    legacy = b.__dlpack__()
+    versioned = b.__dlpack__(max_version=(1, 0))
+    assert "dltensor" in repr(legacy) and "dltensor_versioned" in repr(versioned)
+    del legacy, versioned  # unconsumed capsules free themselves
+    gc.collect()
+    b.delete()
+
+
+def test_dlpack_copy_and_device_arguments(client: rpjrt.Client) -> None:
+    b = client.put(np.arange(4, dtype=np.float32))
+    c = np.from_dlpack(b, copy=True)
+    np.testing.assert_array_equal(c, [0, 1, 2, 3])
+    with pytest.raises(rpjrt.UnsupportedError):
+        b.__dlpack__(dl_device=(2, 0))
+
+
+def test_from_dlpack_numpy_zero_copy(client: rpjrt.Client) -> None:
+    a = aligned(12).reshape(3, 4)
+    a[:] = np.arange(12).reshape(3, 4)
+    b = rpjrt.from_dlpack(a, client=client)
+    assert b.shape == (3, 4) and b.dtype == rpjrt.float32
+    assert np.from_dlpack(b).ctypes.data == a.ctypes.data
+    copied = client.from_dlpack(a, copy=True)
+    assert np.from_dlpack(copied).ctypes.data != a.ctypes.data
+    t = client.from_dlpack(a.T)  # strided producer: copied
+    np.testing.assert_array_equal(t.to_numpy(), a.T)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="DLPack producer"):
+        client.from_dlpack(object())
+
+
+def test_from_dlpack_jax(client: rpjrt.Client) -> None:
+    import jax.numpy as jnp
+
+    x = jnp.arange(5, dtype=jnp.int32)
+    b = client.put(x)  # a DLPack producer without the buffer protocol
+    assert b.tolist() == [0, 1, 2, 3, 4]
+    back = jnp.from_dlpack(client.put(np.arange(3, dtype=np.float32)))
+    assert back.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_array_protocol(client: rpjrt.Client) -> None:
+    b = client.put(np.arange(3, dtype=np.int32))
+    assert np.asarray(b, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="from_dlpack"):
+        np.asarray(b, copy=False)
+
+
+def test_bad_objects(client: rpjrt.Client) -> None:
+    with pytest.raises(rpjrt.InvalidArgumentError, match="neither the buffer protocol"):
+        client.put(object())
+    with pytest.raises(rpjrt.InvalidArgumentError):
+        client.put("text")
+    with pytest.raises(rpjrt.InvalidArgumentError):
+        client.put(None)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="device must be"):
+        client.put(np.ones(1), device="cpu:0")  # type: ignore[arg-type]

@@ -1,0 +1,41 @@
+"""Typed use of the public API; type-checked by test_stubs.py (mypy --strict), not run."""
+
+from __future__ import annotations
+
+import array
+import asyncio
+
+import rpjrt
+
+
+def use(client: rpjrt.Client, program: str) -> list[float]:
+    exe: rpjrt.Executable = client.compile(program, num_replicas=1)
+    dev: rpjrt.Device = client.devices()[0]
+    mem: rpjrt.Memory = dev.default_memory()
+    x: rpjrt.Buffer = client.put(array.array("f", [1.0]), dev, memory=mem, dtype=rpjrt.float32, copy=None)
+    outs: list[rpjrt.Buffer] = exe(x, x, donate=[0])
+    sharded: list[list[rpjrt.Buffer]] = exe.execute_sharded([[x]])
+    y = outs[0].block_until_ready()
+    shape: tuple[int, ...] = y.shape
+    dt: rpjrt.DType = y.dtype
+    mv: memoryview = y.to_host()
+    version: tuple[int, int] = client.plugin.api_version
+    infos: list[rpjrt.PluginInfo] = rpjrt.plugins()
+    del shape, dt, version, infos, sharded
+    return [float(v) for v in mv.tolist()]
+
+
+async def wait(buf: rpjrt.Buffer) -> rpjrt.Buffer:
+    return await buf
+
+
+def errors() -> type[rpjrt.Error]:
+    try:
+        with rpjrt.Client("cpu") as c:
+            c.close()
+    except rpjrt.PluginLoadError as e:
+        print(e.code, e.entry)
+    return rpjrt.InvalidArgumentError
+
+
+_ = asyncio
