@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test tier of rpjrt on a fresh machine: set-up, lint, Rust tests on both CPU
-# plugins and the fake plugin, and valgrind over the raw layer's fake-plugin tests.
+# plugins and the fake plugin, valgrind over the raw layer's fake-plugin tests, and the
+# Python package (lints, wheel, pytest on both plugins, stubtest and mypy), then a smoke
+# run of the benchmarks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -16,9 +18,12 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # unsafe code lives only in crates/rpjrt/src/raw and the fake plugin (rpjrt-sys declares
-# C function-pointer types, which name `unsafe extern "C" fn` but contain no code).
-if git grep -nE '\bunsafe\b' -- 'crates/*.rs' \
+# C function-pointer types, which name `unsafe extern "C" fn` but contain no code). The
+# Python crate's CPython buffer-protocol and DLPack boundary (pybuf.rs, dlpack.rs) is the
+# one other place: PyO3 offers neither under abi3-py310.
+if git grep -nE '\bunsafe\b' -- 'crates/*.rs' 'python/src/*.rs' \
     | grep -v '^crates/rpjrt/src/raw/' | grep -v '^crates/rpjrt-fake-plugin/' \
+    | grep -v '^python/src/pybuf.rs:' | grep -v '^python/src/dlpack.rs:' \
     | grep -vE '^[^:]+:[0-9]+:\s*//' | grep -vE 'unsafe_code|unsafe_op_in_unsafe_fn|undocumented_unsafe_blocks' \
     | grep -vE 'unsafe extern "C" fn'; then
   echo "unsafe code outside crates/rpjrt/src/raw and the fake plugin" >&2
@@ -31,6 +36,12 @@ cargo test --workspace --locked
 
 step "valgrind: raw layer against the fake plugin"
 bash scripts/valgrind.sh
+
+step "Python package (both CPU plugins)"
+bash python/ci.sh
+
+step "benchmark smoke run (no thresholds; bench/RESULTS.md has a full run)"
+bash scripts/bench.sh --smoke
 
 echo
 echo "all tiers passed"

@@ -25,7 +25,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,9 @@ class PluginInfo:
             ``None``; the real platform is ``client.platform``.
         package: the distribution (wheel) name, when it came from one.
         options: client create options from a JAX plugin config (``.json``), else ``None``.
+        pjrt_version: the PJRT C API version the library reports (``"0.81"``), filled in by
+            :func:`plugins`, which loads each library to ask (without initialising it);
+            ``None`` where the library could not be read.
     """
 
     name: str
@@ -105,9 +108,12 @@ class PluginInfo:
     platform: str | None = None
     package: str | None = None
     options: Mapping[str, Any] | None = field(default=None, compare=False)
+    pjrt_version: str | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         parts = [f"name={self.name!r}", f"path={self.path!r}"]
+        if self.pjrt_version is not None:
+            parts.append(f"pjrt_version={self.pjrt_version!r}")
         if self.version is not None:
             parts.append(f"version={self.version!r}")
         parts.append(f"source={self.source!r}")
@@ -400,7 +406,17 @@ def plugins() -> list[PluginInfo]:
     if env and not _looks_like_path(env):
         # RPJRT_PLUGIN names one of the others: list it first.
         found.sort(key=lambda info: not _matches(info, env))
-    return found
+    return [replace(info, pjrt_version=_probe_pjrt_version(info.path)) for info in found]
+
+
+def _probe_pjrt_version(path: str) -> str | None:
+    """The PJRT version a library reports, or None if it is not a loadable plugin."""
+    from . import _rpjrt  # the native module: imported only when asked to probe
+
+    try:
+        return _rpjrt._probe_pjrt_version(path)
+    except Exception:  # any load failure just means "unknown" in a listing
+        return None
 
 
 def _matches(info: PluginInfo, want: str) -> bool:
@@ -478,7 +494,8 @@ def candidates(spec: object = None) -> list[PluginInfo]:
         if _looks_like_path(spec) or (os.path.isfile(spec) and not _matches_any_platform(spec)):
             path = os.path.abspath(os.path.expanduser(spec))
             name = Path(path).name.split(".")[0]
-            return [PluginInfo(name, path, None, source, _guess_platform(name, path))]
+            given = PluginInfo(name, path, None, source, _guess_platform(name, path))
+            return [_enrich(given)]
     found = plugins()
     if spec is None:
         if found:
@@ -497,6 +514,26 @@ def candidates(spec: object = None) -> list[PluginInfo]:
         + "\nInstall one:\n  "
         + _hint(spec)
     )
+
+
+def _enrich(info: PluginInfo) -> PluginInfo:
+    """A path given directly, named and versioned as discovery knows the same file."""
+    try:
+        real = os.path.realpath(info.path)
+        for known in plugins():
+            if os.path.realpath(known.path) == real:
+                return PluginInfo(
+                    known.name,
+                    info.path,
+                    known.version,
+                    info.source,
+                    known.platform or info.platform,
+                    known.package,
+                    known.options,
+                )
+    except Exception:  # discovery trouble must not break an explicit path
+        pass
+    return info
 
 
 def _matches_any_platform(spec: str) -> bool:

@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_run_cli"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_probe_pjrt_version", "_run_cli"]
 
 __version__: str
 
@@ -96,12 +96,14 @@ class Client:
         use_shardy_partitioner: bool | None = None,
         device_assignment: Sequence[Sequence[int | Device]] | None = None,
         device: Device | None = None,
+        portable: bool = False,
         env_option_overrides: Mapping[str, str | int | float | bool] | None = None,
     ) -> Executable:
         """Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
 
         device_assignment is indexed [replica][partition]; device picks the one device of
-        a single-device program (default: the first addressable one).
+        a single-device program (default: the first addressable one); portable=True makes a
+        single-device program that runs on any device (`exe(..., device=d)`).
         """
     def put(
         self,
@@ -280,5 +282,9 @@ class Buffer:
 class _Waiter:
     """Keeps a buffer's ready-event alive while `await buf` waits on it."""
 
+def _bench_c_floor(
+    exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
+) -> float: ...
+def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""

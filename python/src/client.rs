@@ -407,7 +407,7 @@ impl PyClient {
 
     #[pyo3(signature = (program, *, format = "mlir", num_replicas = 1, num_partitions = 1,
         use_spmd_partitioning = None, use_shardy_partitioner = None, device_assignment = None,
-        device = None, env_option_overrides = None))]
+        device = None, portable = false, env_option_overrides = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile(
         slf: &Bound<'_, Self>,
@@ -419,6 +419,7 @@ impl PyClient {
         use_shardy_partitioner: Option<bool>,
         device_assignment: Option<&Bound<'_, PyAny>>,
         device: Option<&Bound<'_, PyAny>>,
+        portable: bool,
         env_option_overrides: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyExecutable>> {
         let py = slf.py();
@@ -470,6 +471,7 @@ impl PyClient {
             num_partitions: num_partitions as u32,
             use_spmd_partitioning: use_spmd_partitioning.unwrap_or(num_partitions > 1),
             use_shardy_partitioner: use_shardy_partitioner.unwrap_or(false),
+            portable,
             ..CompileOptions::default()
         };
         if let Some(da) = device_assignment.filter(|d| !d.is_none()) {

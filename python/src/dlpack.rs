@@ -498,10 +498,10 @@ pub fn import(
         .byte_width()
         .ok_or_else(|| unsupported(format!("DLPack import of {t}")))?;
     let ndim = tensor.ndim.max(0) as usize;
-    // SAFETY: DLPack guarantees `ndim` shape entries (and strides entries when non-null).
     let dims: Vec<i64> = if ndim == 0 {
         Vec::new()
     } else {
+        // SAFETY: DLPack guarantees `ndim` shape entries (and strides entries when non-null).
         unsafe { std::slice::from_raw_parts(tensor.shape, ndim) }.to_vec()
     };
     let strides: Vec<i64> = if tensor.strides.is_null() || ndim == 0 {

@@ -19,6 +19,11 @@ pub struct PyExecutable {
 }
 
 impl PyExecutable {
+    /// The wrapped executable (for bench.rs).
+    pub fn rexe(&self) -> &rpjrt::Executable {
+        &self.inner
+    }
+
     pub fn wrap(
         py: Python<'_>,
         inner: rpjrt::Executable,

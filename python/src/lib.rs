@@ -4,6 +4,7 @@
 //! plugin call that can block, and one error-mapping point (`errors::to_py`). Discovery,
 //! dtypes, the exception classes and slow-path host conversions live in Python.
 
+mod bench;
 mod buffer;
 mod client;
 mod convert;
@@ -16,6 +17,14 @@ mod pybuf;
 use pyo3::prelude::*;
 
 /// Runs the rpjrt command-line tool (the `rpjrt` console script) with `args` as argv.
+/// The PJRT version a plugin library reports, read without initialising it.
+#[pyfunction]
+fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+    py.detach(|| rpjrt::Plugin::probe_version(&path))
+        .map(|v| v.to_string())
+        .map_err(errors::to_py)
+}
+
 #[pyfunction]
 fn _run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
     py.detach(|| rpjrt_cli::run_from_args(args))
@@ -32,5 +41,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PyBuffer>()?;
     m.add_class::<buffer::PyWaiter>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
     Ok(())
 }

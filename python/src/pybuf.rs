@@ -163,7 +163,7 @@ pub enum Layout {
 
 /// Classifies `(dims, strides)` of `itemsize`-byte elements.
 pub fn classify(dims: &[i64], strides: &[i64], itemsize: usize) -> Layout {
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return Layout::C;
     }
     let c = c_strides(dims, itemsize as i64);

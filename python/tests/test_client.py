@@ -25,6 +25,10 @@ def test_plugin_facts(client: rpjrt.Client, plugin_label: str, plugin_path: str)
     assert p.stablehlo_version is not None and p.stablehlo_version >= (1, 0, 0)
     assert list(p.stablehlo_version) == attrs["stablehlo_current_version"]
     assert isinstance(p.info, rpjrt.PluginInfo)
+    # a path given directly is still named and versioned as discovery knows the file
+    assert p.info.source == "argument"
+    assert p.info.name == {"old": "xla_cpu_pjrt", "new": "lammps_jax_pjrt_cpu"}[plugin_label]
+    assert p.info.version == {"old": "0.0.1", "new": "0.11.2"}[plugin_label]
     assert repr(p).startswith("rpjrt.Plugin('") and f"pjrt=0.{p.api_version[1]}" in repr(p)
     assert rpjrt.Plugin(plugin_path) == p and hash(rpjrt.Plugin(plugin_path)) == hash(p)
 

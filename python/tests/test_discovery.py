@@ -38,6 +38,19 @@ def test_finds_both_installed_cpu_plugins(plugin_paths_all: dict[str, str]) -> N
     assert new.name == "lammps_jax_pjrt_cpu" and new.version == "0.11.2" and new.platform == "cpu"
     assert new.source == "package lammps-jax-pjrt-cpu"
     assert "version='0.11.2'" in repr(new)
+    # The PJRT version comes from the library itself.
+    assert old.pjrt_version == "0.81" and new.pjrt_version == "0.115"
+    assert "pjrt_version='0.115'" in repr(new)
+
+
+def test_unloadable_library_lists_without_a_pjrt_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lib = _fake_lib(tmp_path / "broken.so")
+    monkeypatch.setenv("RPJRT_PLUGIN", str(lib))
+    first = rpjrt.plugins()[0]
+    assert os.path.realpath(first.path) == os.path.realpath(lib)
+    assert first.pjrt_version is None
 
 
 def test_each_file_listed_once() -> None:

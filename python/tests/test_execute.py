@@ -80,6 +80,14 @@ def test_compile_for_another_device(client: rpjrt.Client) -> None:
     assert z.device == d2
 
 
+def test_portable_executable_runs_on_any_device(client: rpjrt.Client) -> None:
+    exe = client.compile(fixture_text("mul_add.mlir"), portable=True)
+    for dev in client.devices()[:3]:
+        x = client.put(np.full(8, 2.0, np.float32), dev)
+        (y,) = exe(x, x, device=dev)
+        assert y.device == dev and y.tolist() == [6.0] * 8
+
+
 def test_donation(client: rpjrt.Client) -> None:
     exe = client.compile(fixture_text("donate.mlir"))
     x = client.put(np.zeros(8, np.float32))

@@ -1,15 +1,30 @@
 //! Device buffers.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::client::{ClientCore, Device, Memory};
 use crate::dtype::{element_count, pack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::raw::calls::{self, BufferPtr, EventPtr};
+use crate::inline::Inline;
+use crate::raw::calls::{self, BufferPtr, EventPtr, HostSlice};
 use crate::raw::event as rev;
+
+/// Shapes of up to this rank are stored inline in a `Buffer` (no allocation).
+const INLINE_RANK: usize = 6;
+
+/// `Buffer::state`: set once the buffer is deleted or donated (or being donated).
+const DELETED: usize = 1;
+/// `Buffer::state`: one pin (a host view or a direct host read in progress).
+const PIN: usize = 2;
+
+/// `Buffer::is_on_cpu` / `Buffer::host_direct` caches: not asked yet, no, yes.
+const UNKNOWN: u8 = 0;
+const NO: u8 = 1;
+const YES: u8 = 2;
 
 /// Host memory that a zero-copy buffer may use in place.
 ///
@@ -39,11 +54,19 @@ impl HostBytes for Box<[u8]> {
 pub struct Buffer {
     pub(crate) core: Arc<ClientCore>,
     pub(crate) ptr: BufferPtr,
-    deleted: AtomicBool,
+    /// `DELETED` bit plus `PIN` times the number of live pins.
+    state: AtomicUsize,
     element_type: ElementType,
-    dims: Vec<i64>,
+    dims: Inline<i64, INLINE_RANK>,
     owner: Option<Arc<dyn HostBytes>>,
     host_done: Mutex<Option<EventPtr>>,
+    /// Cached `PJRT_Buffer_IsOnCpu`.
+    on_cpu: AtomicU8,
+    /// Cached: host-visible and dense row-major, so readable in place.
+    host_direct: AtomicU8,
+    /// Set once the contents are known to be ready and the producer succeeded; a buffer's
+    /// contents never change afterwards, so later waits need no call into the plugin.
+    ready_ok: AtomicBool,
 }
 
 impl Buffer {
@@ -51,17 +74,20 @@ impl Buffer {
         core: &Arc<ClientCore>,
         ptr: BufferPtr,
         element_type: ElementType,
-        dims: Vec<i64>,
+        dims: impl AsRef<[i64]>,
         owner: Option<Arc<dyn HostBytes>>,
     ) -> Buffer {
         Buffer {
             core: Arc::clone(core),
             ptr,
-            deleted: AtomicBool::new(false),
+            state: AtomicUsize::new(0),
             element_type,
-            dims,
+            dims: Inline::from_slice(dims.as_ref()),
             owner,
             host_done: Mutex::new(None),
+            on_cpu: AtomicU8::new(UNKNOWN),
+            host_direct: AtomicU8::new(UNKNOWN),
+            ready_ok: AtomicBool::new(false),
         }
     }
 
@@ -73,18 +99,132 @@ impl Buffer {
     #[inline]
     pub(crate) fn check(&self) -> Result<()> {
         self.core.check("buffer")?;
-        if self.deleted.load(Ordering::Acquire) {
-            return Err(Error::Deleted(format!(
-                "buffer {}{:?} was deleted or donated and cannot be used",
-                self.element_type, self.dims
-            )));
+        if self.state.load(Ordering::Acquire) & DELETED != 0 {
+            return Err(self.deleted_error());
         }
         Ok(())
     }
 
-    /// Marks the buffer deleted because an execution consumed it.
-    pub(crate) fn mark_donated(&self) {
-        self.deleted.store(true, Ordering::Release);
+    fn deleted_error(&self) -> Error {
+        Error::Deleted(format!(
+            "buffer {}{:?} was deleted or donated and cannot be used",
+            self.element_type, &*self.dims
+        ))
+    }
+
+    fn pinned_error(&self, pins: usize, what: &str) -> Error {
+        Error::invalid(format!(
+            "buffer {}{:?} cannot be {what} while {pins} host view(s) of it exist",
+            self.element_type, &*self.dims
+        ))
+    }
+
+    /// Marks the buffer deleted ahead of an execution that will consume it. Fails if it is
+    /// deleted already or pinned by a host view (whose memory the execution could reuse).
+    /// Undo with [`Buffer::cancel_donation`] if the execution does not happen.
+    pub(crate) fn reserve_donation(&self) -> Result<()> {
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            if cur & DELETED != 0 {
+                return Err(self.deleted_error());
+            }
+            if cur >= PIN {
+                return Err(self.pinned_error(cur / PIN, "donated"));
+            }
+            match self.state.compare_exchange_weak(
+                cur,
+                cur | DELETED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Undoes [`Buffer::reserve_donation`] after a failed execution.
+    pub(crate) fn cancel_donation(&self) {
+        self.state.fetch_and(!DELETED, Ordering::AcqRel);
+    }
+
+    /// Takes a pin: the buffer cannot be deleted or donated until [`Buffer::unpin`].
+    fn pin(&self) -> Result<()> {
+        self.core.check("buffer")?;
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            if cur & DELETED != 0 {
+                return Err(self.deleted_error());
+            }
+            let next = cur
+                .checked_add(PIN)
+                .ok_or_else(|| Error::invalid("too many host views of one buffer"))?;
+            match self
+                .state
+                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    fn unpin(&self) {
+        self.state.fetch_sub(PIN, Ordering::AcqRel);
+    }
+
+    /// The buffer's host-visible memory as a slice, if it can be read in place: the buffer
+    /// is on the CPU, has a dense row-major layout of a whole-byte type and occupies exactly
+    /// its host size. Waits until the contents are ready. The caller holds a pin.
+    fn direct_slice(&self) -> Result<Option<HostSlice>> {
+        let len = self.host_size();
+        match self.host_direct.load(Ordering::Relaxed) {
+            NO => return Ok(None),
+            YES => {}
+            _ => {
+                let ok = len > 0 && self.direct_candidate(len);
+                self.host_direct
+                    .store(if ok { YES } else { NO }, Ordering::Relaxed);
+                if !ok {
+                    return Ok(None);
+                }
+            }
+        }
+        self.wait_ready()?;
+        // The pin held by the caller stops deletion and donation (the only ways the memory
+        // is freed or rewritten while the buffer lives); the contents are ready, so no
+        // computation still writes them; `direct_candidate` checked that the buffer is
+        // host-visible and occupies exactly `len` dense bytes.
+        match calls::pinned_host_slice(self.core.api, self.ptr, len) {
+            Ok(Some(slice)) => Ok(Some(slice)),
+            // No address after all (e.g. the plugin lacks PJRT_Buffer_UnsafePointer): copy
+            // through the plugin from now on.
+            Ok(None) | Err(_) => {
+                self.host_direct.store(NO, Ordering::Relaxed);
+                Ok(None)
+            }
+        }
+    }
+
+    fn direct_candidate(&self, len: usize) -> bool {
+        let api = self.core.api;
+        self.element_type.byte_width().is_some()
+            && self.is_on_cpu().unwrap_or(false)
+            && calls::buffer_layout_is_row_major(api, self.ptr).unwrap_or(false)
+            && calls::buffer_on_device_size(api, self.ptr).is_ok_and(|n| n == len)
+    }
+
+    fn wait_ready(&self) -> Result<()> {
+        if self.ready_ok.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let ev = calls::buffer_ready_event(self.core.api, self.ptr)?;
+        let r = rev::event_await(self.core.api, ev);
+        let _ = rev::event_destroy(self.core.api, ev);
+        if r.is_ok() {
+            self.ready_ok.store(true, Ordering::Release);
+        }
+        r
     }
 
     /// Whether this buffer borrows host memory kept alive by an owner.
@@ -94,7 +234,7 @@ impl Buffer {
 
     /// The dimensions.
     pub fn dims(&self) -> &[i64] {
-        &self.dims
+        self.dims.as_slice()
     }
 
     /// The element type.
@@ -148,10 +288,19 @@ impl Buffer {
         })
     }
 
-    /// Whether the buffer lives in host memory.
+    /// Whether the buffer lives in host memory. Asked once per buffer, then remembered.
     pub fn is_on_cpu(&self) -> Result<bool> {
         self.check()?;
-        calls::buffer_is_on_cpu(self.core.api, self.ptr)
+        match self.on_cpu.load(Ordering::Relaxed) {
+            YES => Ok(true),
+            NO => Ok(false),
+            _ => {
+                let on = calls::buffer_is_on_cpu(self.core.api, self.ptr)?;
+                self.on_cpu
+                    .store(if on { YES } else { NO }, Ordering::Relaxed);
+                Ok(on)
+            }
+        }
     }
 
     /// The minor-to-major dimension order of the buffer's layout, where the plugin says.
@@ -170,16 +319,60 @@ impl Buffer {
 
     /// Whether `delete()` was called or an execution consumed the buffer.
     pub fn is_deleted(&self) -> bool {
-        self.deleted.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) & DELETED != 0
     }
 
-    /// Frees the device memory now. Deleting twice is an error.
+    /// Frees the device memory now. Deleting twice is an error, and so is deleting while a
+    /// [`HostView`] of the buffer exists (or a direct host read is in progress).
     pub fn delete(&self) -> Result<()> {
         self.core.check("buffer")?;
-        if self.deleted.swap(true, Ordering::AcqRel) {
-            return Err(Error::Deleted("buffer was already deleted".into()));
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            if cur & DELETED != 0 {
+                return Err(Error::Deleted("buffer was already deleted".into()));
+            }
+            if cur >= PIN {
+                return Err(self.pinned_error(cur / PIN, "deleted"));
+            }
+            match self.state.compare_exchange_weak(
+                cur,
+                cur | DELETED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => cur = now,
+            }
         }
         calls::buffer_delete(self.core.api, self.ptr)
+    }
+
+    /// A zero-copy, read-only view of the buffer's bytes in host memory (dense, row-major).
+    ///
+    /// Works when the buffer's memory is host-visible (CPU devices; host memory kinds)
+    /// with a dense row-major layout of a whole-byte element type; otherwise it is an
+    /// `InvalidArgument` error and [`Buffer::to_host`] copies instead. Waits until the
+    /// contents are ready. While the view lives, `delete()` and donating the buffer to an
+    /// execution fail. See [`HostView`] for an owned variant.
+    pub fn host_view(&self) -> Result<HostView<&Buffer>> {
+        HostView::new(self)
+    }
+
+    /// Whether [`Buffer::host_view`] can work for this buffer (without waiting for it to
+    /// be ready). Asked once per buffer, then remembered.
+    pub fn has_host_view(&self) -> Result<bool> {
+        self.check()?;
+        Ok(match self.host_direct.load(Ordering::Relaxed) {
+            YES => true,
+            NO => false,
+            _ => {
+                let len = self.host_size();
+                let ok = len > 0 && self.direct_candidate(len);
+                self.host_direct
+                    .store(if ok { YES } else { NO }, Ordering::Relaxed);
+                ok
+            }
+        })
     }
 
     /// An event that completes when the buffer's contents are ready.
@@ -192,24 +385,33 @@ impl Buffer {
     /// Blocks until the buffer's contents are ready; returns the error of a failed producer.
     pub fn block_until_ready(&self) -> Result<()> {
         self.check()?;
-        let ev = calls::buffer_ready_event(self.core.api, self.ptr)?;
-        let r = rev::event_await(self.core.api, ev);
-        let _ = rev::event_destroy(self.core.api, ev);
-        r
+        self.wait_ready()
     }
 
-    /// Whether the buffer's contents are ready, without blocking.
+    /// Whether the buffer's contents are ready (also when their computation failed; then
+    /// [`Buffer::block_until_ready`] returns the error), without blocking.
     pub fn is_ready(&self) -> Result<bool> {
         self.check()?;
+        if self.ready_ok.load(Ordering::Acquire) {
+            return Ok(true);
+        }
         let ev = calls::buffer_ready_event(self.core.api, self.ptr)?;
         let r = rev::event_is_ready(self.core.api, ev);
+        if let Ok(true) = r {
+            // Remember a successful producer, so that the wait that usually follows is free.
+            if rev::event_status(self.core.api, ev).is_ok() {
+                self.ready_ok.store(true, Ordering::Release);
+            }
+        }
         let _ = rev::event_destroy(self.core.api, ev);
         r
     }
 
     /// Copies the buffer into `dst` (dense, row-major) and waits for the copy.
     ///
-    /// `dst` must be exactly [`Buffer::host_size`] bytes.
+    /// `dst` must be exactly [`Buffer::host_size`] bytes. Host-visible buffers with a dense
+    /// row-major layout are copied directly from their memory once ready; others go through
+    /// the plugin's `PJRT_Buffer_ToHostBuffer`.
     pub fn to_host(&self, dst: &mut [u8]) -> Result<()> {
         self.check()?;
         let need = self.host_size();
@@ -218,7 +420,7 @@ impl Buffer {
                 "destination has {} bytes, but {}{:?} needs {need}",
                 dst.len(),
                 self.element_type,
-                self.dims
+                &*self.dims
             )));
         }
         if need == 0 {
@@ -230,6 +432,22 @@ impl Buffer {
             calls::buffer_to_host_blocking(self.core.api, self.ptr, &mut unpacked)?;
             dst.copy_from_slice(&pack_sub_byte(self.element_type, &unpacked));
             return Ok(());
+        }
+        if self.host_direct.load(Ordering::Relaxed) != NO {
+            self.pin()?;
+            let direct = self.direct_slice();
+            let done = match &direct {
+                Ok(Some(src)) => {
+                    dst.copy_from_slice(src.bytes());
+                    true
+                }
+                _ => false,
+            };
+            drop(direct);
+            self.unpin();
+            if done {
+                return Ok(());
+            }
         }
         calls::buffer_to_host_blocking(self.core.api, self.ptr, dst)
     }
@@ -266,7 +484,7 @@ impl Buffer {
             &self.core,
             p,
             self.element_type,
-            self.dims.clone(),
+            self.dims(),
             None,
         ))
     }
@@ -284,7 +502,7 @@ impl Buffer {
             &self.core,
             p,
             self.element_type,
-            self.dims.clone(),
+            self.dims(),
             None,
         ))
     }
@@ -365,10 +583,92 @@ impl Drop for Buffer {
 
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Buffer({}{:?}", self.element_type, self.dims)?;
+        write!(f, "Buffer({}{:?}", self.element_type, &*self.dims)?;
         if self.is_deleted() {
             write!(f, ", deleted")?;
         }
         write!(f, ")")
+    }
+}
+
+/// A zero-copy, read-only view of a buffer's bytes in host memory; derefs to `[u8]`.
+///
+/// Made by [`Buffer::host_view`] (borrowing) or [`HostView::new`] with any owner of a
+/// buffer, e.g. `HostView::new(Arc::clone(&buffer))` for a view that is `'static`,
+/// `Send` and `Sync` and may be kept as long as needed. The bytes are the dense row-major
+/// representation (the same as [`Buffer::to_host`] writes) and do not change while the view
+/// lives: deleting the buffer or donating it to an execution fails until the view is
+/// dropped.
+pub struct HostView<B: Deref<Target = Buffer>> {
+    // Valid while the pin taken in `new` is held; `drop` releases it, and nothing reads
+    // the slice after that.
+    slice: HostSlice,
+    buffer: B,
+}
+
+impl<B: Deref<Target = Buffer>> HostView<B> {
+    /// A view of `buffer`'s host memory; waits until its contents are ready.
+    ///
+    /// An `InvalidArgument` error when the buffer is not host-visible, not dense row-major,
+    /// of a sub-byte element type, or empty ([`Buffer::has_host_view`] tells beforehand).
+    pub fn new(buffer: B) -> Result<HostView<B>> {
+        buffer.pin()?;
+        match buffer.direct_slice() {
+            Ok(Some(slice)) => Ok(HostView { slice, buffer }),
+            Ok(None) => {
+                buffer.unpin();
+                Err(Error::invalid(format!(
+                    "buffer {}{:?} has no host view: its memory is not host-visible with a \
+                     dense row-major layout (or it is empty); copy it with to_host instead",
+                    buffer.element_type,
+                    buffer.dims()
+                )))
+            }
+            Err(e) => {
+                buffer.unpin();
+                Err(e)
+            }
+        }
+    }
+
+    /// The bytes (also what the view derefs to).
+    pub fn bytes(&self) -> &[u8] {
+        self.slice.bytes()
+    }
+
+    /// The address of the first byte, for handing the memory to another array library
+    /// (numpy's `__array_interface__`, DLPack). Valid while the view lives.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.slice.addr() as *const u8
+    }
+
+    /// The buffer the view belongs to.
+    pub fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+}
+
+impl<B: Deref<Target = Buffer>> Deref for HostView<B> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.slice.bytes()
+    }
+}
+
+impl<B: Deref<Target = Buffer>> Drop for HostView<B> {
+    fn drop(&mut self) {
+        self.buffer.unpin();
+    }
+}
+
+impl<B: Deref<Target = Buffer>> fmt::Debug for HostView<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "HostView({}{:?}, {} bytes)",
+            self.buffer.element_type,
+            self.buffer.dims(),
+            self.slice.bytes().len()
+        )
     }
 }

@@ -331,13 +331,7 @@ impl Client {
         if let Some(e) = done {
             let _ = crate::raw::event::event_destroy(self.core.api, e);
         }
-        Ok(Buffer::from_raw(
-            &self.core,
-            ptr,
-            element_type,
-            dims.to_vec(),
-            None,
-        ))
+        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims, None))
     }
 
     /// Creates a buffer that uses `owner`'s bytes in place where the plugin can (host-visible
@@ -377,7 +371,7 @@ impl Client {
             device.data.ptr,
             memory.map(|m| m.data.ptr),
         )?;
-        let buffer = Buffer::from_raw(&self.core, ptr, element_type, dims.to_vec(), Some(owner));
+        let buffer = Buffer::from_raw(&self.core, ptr, element_type, dims, Some(owner));
         if let Some(e) = done {
             buffer.set_host_done(e);
         }

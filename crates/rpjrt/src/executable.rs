@@ -1,5 +1,6 @@
 //! Programs, compiled executables and execution.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,7 +10,25 @@ use crate::client::{ClientCore, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::raw::calls::{self, BufferPtr, DevicePtr, ExePtr, ExecuteRequest, LoadedPtr};
+use crate::inline::Inline;
+use crate::raw::calls::{
+    self, BufferPtr, DevicePtr, ExePtr, ExecuteOne, ExecuteRequest, LoadedPtr,
+};
+
+/// Argument and output counts up to this many are handled on the stack when executing.
+const INLINE_ARGS: usize = 16;
+
+/// `0, 1, 2, ...`: the non-donatable indices of a call that donates nothing, borrowed
+/// instead of built per call.
+static ALL_INDICES: [i64; 64] = {
+    let mut a = [0i64; 64];
+    let mut i = 0;
+    while i < a.len() {
+        a[i] = i as i64;
+        i += 1;
+    }
+    a
+};
 
 /// A program to compile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,8 +105,6 @@ struct ExeState {
     parameters: Option<Vec<ArraySpec>>,
     devices: Vec<DevicePtr>,
     deleted: AtomicBool,
-    /// Every argument index, for the "nothing donated" default.
-    all_args: Vec<i64>,
 }
 
 impl Drop for ExeState {
@@ -133,7 +150,6 @@ impl Executable {
             parameters: None,
             devices: Vec::new(),
             deleted: AtomicBool::new(false),
-            all_args: Vec::new(),
         };
         let facts = calls::exe_facts(core.api, exe)?;
         st.name = facts.name;
@@ -163,7 +179,6 @@ impl Executable {
                     .map(|(element_type, dims)| ArraySpec { element_type, dims })
                     .collect()
             });
-        st.all_args = (0..st.parameters.as_ref().map_or(0, |p| p.len()) as i64).collect();
         st.devices = calls::loaded_devices(core.api, loaded)?;
         Ok(Executable {
             state: Arc::new(st),
@@ -242,18 +257,19 @@ impl Executable {
     /// Runs on the executable's single device. Returns without waiting for completion;
     /// outputs become ready when the computation finishes.
     pub fn execute(&self, args: &[&Buffer]) -> Result<Vec<Buffer>> {
-        let mut out = self.run(&[args], &ExecuteOptions::default(), false)?;
-        Ok(out.outputs.pop().unwrap_or_default())
+        let options = ExecuteOptions::default();
+        let non_donatable = self.validate(&[args], &options)?;
+        Ok(self.launch_one(args, &options, &non_donatable, false)?.0)
     }
 
     /// Runs a single-device executable on `device` (compile with `portable: true`).
     pub fn execute_on(&self, device: &Device, args: &[&Buffer]) -> Result<Vec<Buffer>> {
-        let opts = ExecuteOptions {
+        let options = ExecuteOptions {
             device: Some(device.clone()),
             ..Default::default()
         };
-        let mut out = self.run(&[args], &opts, false)?;
-        Ok(out.outputs.pop().unwrap_or_default())
+        let non_donatable = self.validate(&[args], &options)?;
+        Ok(self.launch_one(args, &options, &non_donatable, false)?.0)
     }
 
     /// Runs on every addressable device: one argument list per device, in the order of
@@ -279,6 +295,55 @@ impl Executable {
         options: &ExecuteOptions,
         events: bool,
     ) -> Result<Execution> {
+        let non_donatable = self.validate(lists, options)?;
+        if let [list] = lists {
+            let (outputs, event) = self.launch_one(list, options, &non_donatable, events)?;
+            return Ok(Execution {
+                outputs: vec![outputs],
+                events: event.into_iter().collect(),
+            });
+        }
+        let st = &*self.state;
+        let ptrs: Vec<Vec<BufferPtr>> = lists
+            .iter()
+            .map(|l| l.iter().map(|b| b.ptr).collect())
+            .collect();
+        let req = ExecuteRequest {
+            args: &ptrs,
+            non_donatable: &non_donatable,
+            device: options.device.as_ref().map(|d| d.data.ptr),
+            num_outputs: st.outputs.len(),
+            want_events: events,
+        };
+        let donation = Donation::reserve(lists, &options.donate)?;
+        // `execute_checked` relies on the checks in `validate` (live, same client, not
+        // deleted) that every argument passed.
+        let (outs, evs) = donation.settle(calls::execute_checked(st.core.api, st.loaded, &req))?;
+        let outputs = outs
+            .into_iter()
+            .map(|list| {
+                list.into_iter()
+                    .zip(&st.outputs)
+                    .map(|(p, spec)| {
+                        Buffer::from_raw(&st.core, p, spec.element_type, &spec.dims, None)
+                    })
+                    .collect()
+            })
+            .collect();
+        let events = evs
+            .into_iter()
+            .map(|e| Event::from_raw(&st.core, e))
+            .collect();
+        Ok(Execution { outputs, events })
+    }
+
+    /// Every check of an execution request; returns the non-donatable argument indices
+    /// (borrowed from a static table when nothing is donated).
+    fn validate(
+        &self,
+        lists: &[&[&Buffer]],
+        options: &ExecuteOptions,
+    ) -> Result<Cow<'static, [i64]>> {
         self.check()?;
         let st = &*self.state;
         let expected_lists = if options.device.is_some() {
@@ -313,12 +378,10 @@ impl Executable {
                 return Err(Error::invalid(format!("{dev} belongs to another client")));
             }
         }
-        let mut non_donatable: Vec<i64> =
-            if options.donate.is_empty() && num_args == st.all_args.len() {
-                st.all_args.clone()
-            } else {
-                (0..num_args as i64).collect()
-            };
+        if options.donate.is_empty() && num_args <= ALL_INDICES.len() {
+            return Ok(Cow::Borrowed(&ALL_INDICES[..num_args]));
+        }
+        let mut non_donatable: Vec<i64> = (0..num_args as i64).collect();
         for &i in &options.donate {
             if i >= num_args {
                 return Err(Error::invalid(format!(
@@ -334,41 +397,62 @@ impl Executable {
             }
             non_donatable.retain(|&x| x != i as i64);
         }
-        let ptrs: Vec<Vec<BufferPtr>> = lists
-            .iter()
-            .map(|l| l.iter().map(|b| b.ptr).collect())
-            .collect();
-        let req = ExecuteRequest {
+        Ok(Cow::Owned(non_donatable))
+    }
+
+    /// Executes one validated argument list on one device, with the argument and output
+    /// pointer lists on the stack.
+    fn launch_one(
+        &self,
+        args: &[&Buffer],
+        options: &ExecuteOptions,
+        non_donatable: &[i64],
+        want_event: bool,
+    ) -> Result<(Vec<Buffer>, Option<Event>)> {
+        let st = &*self.state;
+        let ptrs = Inline::<BufferPtr, INLINE_ARGS>::from_exact_iter(
+            args.len(),
+            args.iter().map(|b| b.ptr),
+        );
+        let mut outs =
+            Inline::<BufferPtr, INLINE_ARGS>::filled(st.outputs.len(), BufferPtr::default());
+        let mut req = ExecuteOne {
             args: &ptrs,
-            non_donatable: &non_donatable,
+            non_donatable,
             device: options.device.as_ref().map(|d| d.data.ptr),
-            num_outputs: st.outputs.len(),
-            want_events: events,
+            outputs: outs.as_mut_slice(),
+            want_event,
         };
-        // SAFETY-free: `execute_checked` relies on the checks above (live, same client,
-        // not deleted) that every argument passed.
-        let (outs, evs) = calls::execute_checked(st.core.api, st.loaded, &req)?;
-        for &i in &options.donate {
-            for list in lists {
-                list[i].mark_donated();
-            }
+        let donation = Donation::reserve(&[args], &options.donate)?;
+        // `execute_one_checked` relies on the checks in `validate` (live, same client, not
+        // deleted) that every argument passed.
+        let event =
+            donation.settle(calls::execute_one_checked(st.core.api, st.loaded, &mut req))?;
+        let mut outputs = Vec::with_capacity(outs.len());
+        for (&p, spec) in outs.iter().zip(&st.outputs) {
+            outputs.push(Buffer::from_raw(
+                &st.core,
+                p,
+                spec.element_type,
+                &spec.dims,
+                None,
+            ));
         }
-        let outputs = outs
-            .into_iter()
-            .map(|list| {
-                list.into_iter()
-                    .zip(&st.outputs)
-                    .map(|(p, spec)| {
-                        Buffer::from_raw(&st.core, p, spec.element_type, spec.dims.clone(), None)
-                    })
-                    .collect()
-            })
-            .collect();
-        let events = evs
-            .into_iter()
-            .map(|e| Event::from_raw(&st.core, e))
-            .collect();
-        Ok(Execution { outputs, events })
+        Ok((outputs, event.map(|e| Event::from_raw(&st.core, e))))
+    }
+
+    /// What the benchmark floor needs, after the checks `execute` makes on `args`.
+    pub(crate) fn floor_parts(
+        &self,
+        args: &[&Buffer],
+    ) -> Result<(&'static crate::raw::Api, LoadedPtr, usize)> {
+        // The same checks as `execute` (which also require a single-device executable).
+        self.validate(&[args], &ExecuteOptions::default())?;
+        Ok((
+            self.state.core.api,
+            self.state.loaded,
+            self.state.outputs.len(),
+        ))
     }
 
     fn check_args(&self, list: &[&Buffer], device_index: usize) -> Result<()> {
@@ -411,6 +495,48 @@ impl Executable {
             }
         }
         Ok(())
+    }
+}
+
+/// The buffers an execution consumes, marked deleted before the call (so that no host view
+/// of them can be taken meanwhile) and restored if the call fails.
+struct Donation<'a> {
+    reserved: Vec<&'a Buffer>,
+}
+
+impl<'a> Donation<'a> {
+    fn reserve(lists: &[&[&'a Buffer]], donate: &[usize]) -> Result<Donation<'a>> {
+        let mut d = Donation {
+            reserved: Vec::new(),
+        };
+        for &i in donate {
+            for list in lists {
+                let b = list[i];
+                if d.reserved.iter().any(|r| std::ptr::eq(*r, b)) {
+                    continue;
+                }
+                // On error `d` drops and restores what it reserved so far.
+                b.reserve_donation()?;
+                d.reserved.push(b);
+            }
+        }
+        Ok(d)
+    }
+
+    /// Keeps the reservation if the execution ran; undoes it (on drop) if it failed.
+    fn settle<T>(mut self, result: Result<T>) -> Result<T> {
+        if result.is_ok() {
+            self.reserved.clear();
+        }
+        result
+    }
+}
+
+impl Drop for Donation<'_> {
+    fn drop(&mut self) {
+        for b in &self.reserved {
+            b.cancel_donation();
+        }
     }
 }
 

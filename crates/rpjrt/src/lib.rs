@@ -26,6 +26,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod bench;
 mod buffer;
 mod client;
 mod dtype;
@@ -33,13 +34,20 @@ mod error;
 mod event;
 mod executable;
 mod hlo;
+mod inline;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
 mod value;
 
-pub use buffer::{Buffer, ExternalReference, HostBytes};
+/// Benchmark support: the raw C floor of an execution. Not part of the API.
+#[doc(hidden)]
+pub mod __bench {
+    pub use crate::bench::*;
+}
+
+pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};
 pub use client::{Client, Device, Memory};
 pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
 pub use error::{Code, Error, Result};

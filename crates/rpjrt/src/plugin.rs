@@ -187,6 +187,20 @@ impl Plugin {
         Ok(plugin)
     }
 
+    /// Reads the PJRT version a plugin library reports without initialising it or creating
+    /// anything: the library is loaded (and stays loaded) and `GetPjrtApi` is called. Errors
+    /// are the same as [`Plugin::load`]'s for a file that is not a usable plugin.
+    pub fn probe_version(path: impl AsRef<Path>) -> Result<ApiVersion> {
+        let path = path.as_ref();
+        let canonical = raw::canonical(path);
+        let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
+            return Ok(p.version());
+        }
+        drop(loaded);
+        Ok(raw::load(path)?.api.version())
+    }
+
     /// The library's path (canonicalised).
     pub fn path(&self) -> &Path {
         &self.inner.path

@@ -89,8 +89,17 @@ args_types! {
 macro_rules! handle {
     ($($(#[$doc:meta])* $name:ident($t:ident);)*) => {$(
         $(#[$doc])*
+        ///
+        /// `repr(transparent)`: a slice of these is an array of the C pointers.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(transparent)]
         pub(crate) struct $name(pub(crate) *mut sys::$t);
+        impl Default for $name {
+            /// The null handle (only ever a placeholder the plugin overwrites).
+            fn default() -> Self {
+                $name(null_mut())
+            }
+        }
         // SAFETY: PJRT handles are thread-safe objects by the C API's contract; this wrapper
         // is just the address and does not own anything by itself.
         unsafe impl Send for $name {}
@@ -747,6 +756,56 @@ pub(crate) fn execute_checked(
     unsafe { execute(api, e, req) }
 }
 
+/// Inputs of a single-device execution, prepared by the caller without allocating.
+pub(crate) struct ExecuteOne<'a> {
+    /// The argument buffers.
+    pub args: &'a [BufferPtr],
+    /// Argument positions the execution must not consume.
+    pub non_donatable: &'a [i64],
+    /// The device to run a portable executable on; `None` for the executable's own.
+    pub device: Option<DevicePtr>,
+    /// Receives the outputs; its length is the executable's output count.
+    pub outputs: &'a mut [BufferPtr],
+    /// Whether to ask for the completion event.
+    pub want_event: bool,
+}
+
+/// `PJRT_LoadedExecutable_Execute` on one device, writing the outputs into `req.outputs`;
+/// returns the completion event when asked for and the plugin gave one.
+///
+/// Same contract as [`execute_checked`]: the caller has checked that every buffer belongs to
+/// this client, is not deleted, and that the client is open, and borrows the owning
+/// `Buffer`s for the duration of this call.
+pub(crate) fn execute_one_checked(
+    api: &Api,
+    e: LoadedPtr,
+    req: &mut ExecuteOne<'_>,
+) -> Result<Option<EventPtr>> {
+    let arg_list: *const *mut sys::PJRT_Buffer = req.args.as_ptr().cast();
+    let output_list: *mut *mut sys::PJRT_Buffer = req.outputs.as_mut_ptr().cast();
+    let mut event: *mut sys::PJRT_Event = null_mut();
+    let mut options = sys::PJRT_ExecuteOptions::new();
+    options.non_donatable_input_indices = req.non_donatable.as_ptr();
+    options.num_non_donatable_input_indices = req.non_donatable.len();
+    let mut a = sys::PJRT_LoadedExecutable_Execute_Args::new();
+    a.executable = e.0;
+    a.options = &mut options;
+    a.argument_lists = &arg_list;
+    a.num_devices = 1;
+    a.num_args = req.args.len();
+    a.output_lists = &output_list;
+    if req.want_event {
+        a.device_complete_events = &mut event;
+    }
+    a.execute_device = req.device.map_or(null_mut(), |d| d.0);
+    // SAFETY: `BufferPtr` is `repr(transparent)` over the C pointer, so the slices are C
+    // arrays of the stated lengths; all of them and `options` outlive the call; the output
+    // array has room for the executable's outputs; the argument buffers are live and not
+    // deleted, as the caller checked, and stay borrowed for the call.
+    unsafe { pjrt!(api, PJRT_LoadedExecutable_Execute, &mut a) }?;
+    Ok((!event.is_null()).then_some(EventPtr(event)))
+}
+
 // ---------------------------------------------------------------------------------- buffer
 
 /// `PJRT_Buffer_Destroy`.
@@ -847,6 +906,27 @@ pub(crate) fn buffer_layout(api: &Api, b: BufferPtr) -> Result<Option<Vec<i64>>>
     // SAFETY: `type_` says the tiled member is live.
     let tiled = unsafe { a.layout.layout.tiled };
     Ok(Some(array(tiled.minor_to_major, tiled.minor_to_major_size)))
+}
+
+/// Whether a buffer's layout is dense row-major: not tiled, and `minor_to_major` is
+/// `[rank-1, ..., 1, 0]`. `Ok(false)` for strided, tiled or other layouts.
+pub(crate) fn buffer_layout_is_row_major(api: &Api, b: BufferPtr) -> Result<bool> {
+    let mut a = sys::PJRT_Buffer_GetMemoryLayout_Args::new();
+    a.buffer = b.0;
+    // SAFETY: live buffer; the returned layout points into plugin storage owned by the
+    // buffer, read below while the buffer is alive.
+    unsafe { pjrt!(api, PJRT_Buffer_GetMemoryLayout, &mut a) }?;
+    if a.layout.r#type != sys::PJRT_Buffer_MemoryLayout_Type_Tiled {
+        return Ok(false);
+    }
+    // SAFETY: `type_` says the tiled member is live.
+    let tiled = unsafe { a.layout.layout.tiled };
+    if tiled.num_tiles != 0 {
+        return Ok(false);
+    }
+    let m2m = array(tiled.minor_to_major, tiled.minor_to_major_size);
+    let n = m2m.len() as i64;
+    Ok(m2m.iter().enumerate().all(|(i, &d)| d == n - 1 - i as i64))
 }
 
 /// `PJRT_Buffer_ToHostBuffer` into `dst`; returns the completion event.
@@ -985,6 +1065,58 @@ pub(crate) fn from_bytes<T: crate::dtype::NativeType>(bytes: &[u8]) -> Vec<T> {
         out.set_len(n);
     }
     out
+}
+
+/// Host-visible memory of a buffer, as a byte slice that its owner keeps valid.
+///
+/// Holds only the address and length; `Buffer`'s host views and fast host reads create it
+/// while they hold a pin that stops the buffer from being deleted or donated, and after its
+/// contents are ready, and drop it before releasing the pin.
+#[derive(Debug)]
+pub(crate) struct HostSlice {
+    addr: usize,
+    len: usize,
+}
+
+impl HostSlice {
+    /// # Safety
+    /// `addr..addr+len` must be readable host memory that nobody writes to, and that stays
+    /// allocated, for as long as the returned value lives.
+    pub(crate) unsafe fn new(addr: usize, len: usize) -> HostSlice {
+        HostSlice { addr, len }
+    }
+
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `new`'s contract: readable, unchanging and allocated while `self` lives.
+        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
+    }
+
+    /// The address of the first byte.
+    pub(crate) fn addr(&self) -> usize {
+        self.addr
+    }
+}
+
+/// The host memory of a buffer, read in place: `PJRT_Buffer_UnsafePointer`, then a
+/// [`HostSlice`] of `len` bytes there; `None` if the plugin gives a null address.
+///
+/// For callers that have made sure (as `Buffer` does) that the buffer is host-visible
+/// (`PJRT_Buffer_IsOnCpu`), dense row-major and exactly `len` bytes on the device; that its
+/// contents are ready; and that it cannot be deleted, donated or destroyed while the slice
+/// lives (a pin on the owning `Buffer`, which is borrowed).
+pub(crate) fn pinned_host_slice(api: &Api, b: BufferPtr, len: usize) -> Result<Option<HostSlice>> {
+    let addr = buffer_unsafe_pointer(api, b)?;
+    if addr == 0 {
+        return Ok(None);
+    }
+    // SAFETY: per this function's contract, `addr` is the buffer's host-visible storage of
+    // `len` bytes, nothing writes it (ready; not donatable while pinned) and it stays
+    // allocated (not deletable while pinned, and the owner is borrowed) while the slice lives.
+    Ok(Some(unsafe { HostSlice::new(addr, len) }))
 }
 
 /// Copies a buffer to host memory and waits for the copy to finish.

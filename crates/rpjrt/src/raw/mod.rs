@@ -20,6 +20,7 @@ use crate::plugin::ApiVersion;
 
 pub(crate) mod calls;
 pub(crate) mod event;
+pub(crate) mod floor;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
 ///
@@ -38,6 +39,23 @@ macro_rules! pjrt {
     };
 }
 pub(crate) use pjrt;
+
+/// The function pointer of table entry `$entry`, after the same checks `pjrt!` makes:
+/// `Err(Unsupported)` when the plugin's table is too short or the slot is null.
+macro_rules! pjrt_fn {
+    ($api:expr, $entry:ident) => {
+        $api.slot(
+            ::std::mem::offset_of!(::rpjrt_sys::PJRT_Api, $entry),
+            stringify!($entry),
+            |p| {
+                // SAFETY: `slot` calls this only after checking that the plugin's table
+                // covers this slot, so the read stays inside the table.
+                unsafe { ::std::ptr::addr_of!((*p).$entry).read() }
+            },
+        )
+    };
+}
+pub(crate) use pjrt_fn;
 
 /// An args struct of the C API: a `#[repr(C)]` struct whose first field is `size_t
 /// struct_size` and for which all-zero bytes are a valid (empty) value.
@@ -236,6 +254,20 @@ impl Api {
         } else {
             Err(self.take_error(err, entry))
         }
+    }
+
+    /// Checks the slot and returns its function pointer, for callers that call the same
+    /// entry many times (the benchmark floor).
+    pub(crate) fn slot<F>(
+        &self,
+        offset: usize,
+        entry: &'static str,
+        read: impl FnOnce(*const sys::PJRT_Api) -> Option<F>,
+    ) -> Result<F> {
+        if offset + size_of::<usize>() > self.table_size {
+            return Err(self.unsupported_entry(entry, offset, false));
+        }
+        read(self.ptr).ok_or_else(|| self.unsupported_entry(entry, offset, true))
     }
 
     fn unsupported_entry(&self, entry: &'static str, offset: usize, missing_slot: bool) -> Error {

@@ -1,0 +1,138 @@
+"""Dispatch of the tiny program (f32[8] a*b+1) from Python, against the raw C floor and JAX.
+
+Targets:
+- Python `exe(x, x)` + `block_until_ready()` vs the raw C floor: <= 1.5x
+- the same vs JAX `jit(f)(x, x).block_until_ready()`: <= 1.0x
+- Python execute + `to_numpy()` vs JAX execute + `np.asarray`: <= 1.0x
+
+The floor runs in this process, interleaved with the Python variants, through the
+extension's hidden `_bench_c_floor` (rpjrt::__bench::c_floor_execute with the GIL released).
+Where the extension lacks it, the floor comes from the Rust benchmark's JSON instead
+(measured in another process, so noisier).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import _harness as h
+
+
+def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
+    import numpy as np
+
+    import rpjrt
+
+    reps, iters = (3, 200) if smoke else (31, 3000)
+    client = rpjrt.Client(h.plugin_path("NEW"))
+    exe = client.compile(h.MUL_ADD)
+    xs = np.arange(8, dtype=np.float32)
+    x = client.put(xs)
+    (y,) = exe(x, x)
+    assert np.array_equal(y.to_numpy(), xs * xs + 1), "wrong result"
+
+    def py_bur(n: int) -> None:
+        for _ in range(n):
+            (y,) = exe(x, x)
+            y.block_until_ready()
+
+    def py_numpy(n: int) -> None:
+        for _ in range(n):
+            (y,) = exe(x, x)
+            y.to_numpy()
+
+    variants: dict[str, Any] = {"py_exe_bur": py_bur, "py_exe_to_numpy": py_numpy}
+
+    floor = getattr(rpjrt._rpjrt, "_bench_c_floor", None)
+    if floor is not None:
+        variants["c_floor_event"] = lambda n: floor(exe, [x, x], n, "event")
+        variants["c_floor_ready"] = lambda n: floor(exe, [x, x], n, "ready")
+    else:
+        res.note(
+            "the extension has no _bench_c_floor: the C floor is taken from the Rust "
+            "benchmark (another process, measured earlier)"
+        )
+
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda a, b: a * b + 1)
+        jx = jnp.asarray(xs)
+        assert np.array_equal(np.asarray(f(jx, jx)), xs * xs + 1)
+
+        def jax_bur(n: int) -> None:
+            for _ in range(n):
+                f(jx, jx).block_until_ready()
+
+        def jax_np(n: int) -> None:
+            for _ in range(n):
+                np.asarray(f(jx, jx))
+
+        variants["jax_jit_bur"] = jax_bur
+        variants["jax_jit_asarray"] = jax_np
+        jax_version = jax.__version__
+    except ImportError:
+        jax_version = None
+        res.note("jax is not installed: the JAX comparisons are not measured")
+
+    t = h.interleaved(variants, reps=reps, iters=iters)
+    what = {
+        "py_exe_bur": "Python: (y,) = exe(x, x); y.block_until_ready()",
+        "py_exe_to_numpy": "Python: (y,) = exe(x, x); y.to_numpy()",
+        "c_floor_event": "raw C floor: Execute(completion event) + Await + destroys (in-process)",
+        "c_floor_ready": "raw C floor: Execute + Buffer_ReadyEvent + Await + destroys (in-process)",
+        "jax_jit_bur": f"JAX {jax_version}: jit(f)(x, x).block_until_ready()",
+        "jax_jit_asarray": f"JAX {jax_version}: np.asarray(jit(f)(x, x))",
+    }
+    for k, v in t.items():
+        res.figure(f"execute.{k}", what[k], "ns", h.stats(v))
+
+    # The floor: the faster of the two C sequences in each repetition (the strictest).
+    if floor is not None:
+        floor_ns = [min(a, b) for a, b in zip(t["c_floor_event"], t["c_floor_ready"])]
+        res.figure("execute.c_floor", "raw C floor: the faster of the two, per repetition", "ns", h.stats(floor_ns))
+        ratio = h.paired(t["py_exe_bur"], floor_ns)
+        ref = "raw C floor, same process, interleaved"
+    elif rust is not None:
+        fe = rust["variants"]["floor_event"]["median"]
+        fr = rust["variants"]["floor_ready"]["median"]
+        ratio = h.stats([v / min(fe, fr) for v in t["py_exe_bur"]])
+        ref = "raw C floor from the Rust benchmark (median)"
+    else:
+        ratio = None
+        ref = "raw C floor unavailable"
+    res.target(
+        "Python exe(x, x) + block_until_ready() vs raw C floor",
+        value=ratio,
+        op="<=",
+        threshold=1.5,
+        unit="x",
+        detail="f32[8] a*b+1 on the PJRT 0.115 CPU plugin",
+        reference=ref,
+    )
+    if jax_version is not None:
+        res.target(
+            "Python exe(x, x) + block_until_ready() vs JAX jit(f)(x, x).block_until_ready()",
+            value=h.paired(t["py_exe_bur"], t["jax_jit_bur"]),
+            op="<=",
+            threshold=1.0,
+            unit="x",
+            detail="JAX uses its own bundled CPU client",
+            reference=f"JAX {jax_version}, same process, interleaved",
+        )
+        res.target(
+            "Python execute + to_numpy() vs JAX execute + np.asarray",
+            value=h.paired(t["py_exe_to_numpy"], t["jax_jit_asarray"]),
+            op="<=",
+            threshold=1.0,
+            unit="x",
+            detail="tiny f32[8] result",
+            reference=f"JAX {jax_version}, same process, interleaved",
+        )
+    else:
+        for name in (
+            "Python exe(x, x) + block_until_ready() vs JAX jit(f)(x, x).block_until_ready()",
+            "Python execute + to_numpy() vs JAX execute + np.asarray",
+        ):
+            res.target(name, value=None, op="<=", threshold=1.0, unit="x", detail="jax not installed")

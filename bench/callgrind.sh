@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Where the time of the tiny execute goes, in instructions (valgrind --tool=callgrind; perf
+# is not available on the benchmark machine). Each loop runs twice with different
+# iteration counts; the difference per iteration is split by shared object. Takes ~10
+# minutes. Needs the release example (bash scripts/bench.sh builds it) and the extension.
+#
+#   bash bench/callgrind.sh [VARIANT ...]   default: every Rust and Python variant
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+set -a; . .deps/plugins.env; set +a
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+PY="$root/.venv/bin/python"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cargo build --locked -q --release -p rpjrt --example bench_execute
+bin="$root/target/release/examples/bench_execute"
+
+rust_variants="floor_event floor_ready rust_execute rust_execute_to_host"
+py_variants="bur numpy jax_bur jax_numpy"
+wanted="${*:-$rust_variants $py_variants}"
+
+cg() { valgrind --tool=callgrind --callgrind-out-file="$1" "${@:2}" >/dev/null 2>&1; }
+for v in $wanted; do
+  if [[ " $rust_variants " == *" $v "* ]]; then
+    echo "== Rust $v"
+    cg "$tmp/a.out" "$bin" --only "$v" --iters 1000
+    cg "$tmp/b.out" "$bin" --only "$v" --iters 2000
+    "$PY" bench/_cg_group.py "$tmp/a.out" "$tmp/b.out" 1000
+  else
+    echo "== Python $v"
+    cg "$tmp/a.out" "$PY" bench/_cg_py_loop.py "$v" 1000
+    cg "$tmp/b.out" "$PY" bench/_cg_py_loop.py "$v" 3000
+    "$PY" bench/_cg_group.py "$tmp/a.out" "$tmp/b.out" 2000
+  fi
+done

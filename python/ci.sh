@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The Python tier: lint the PyO3 crate, build the extension and the wheel, and run pytest
+# (both CPU plugins; stubtest and mypy run inside it, and so does the fresh-venv test of
+# the wheel). Needs what scripts/setup.sh prepares (.venv with maturin, pytest, numpy,
+# ml_dtypes, jax, mypy, and the two plugins in .deps/plugins.env).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+cd "$here"
+export VIRTUAL_ENV="$root/.venv"
+export PATH="$root/.venv/bin:$PATH"
+set -a; . "$root/.deps/plugins.env"; set +a
+
+echo "== python: format and lints"
+cargo fmt -- --check
+cargo clippy --all-targets --locked -- -D warnings
+
+echo "== python: build"
+maturin develop --release --locked
+wheels=$(mktemp -d)
+trap 'rm -rf "$wheels"' EXIT
+maturin build --release --locked --out "$wheels"
+RPJRT_TEST_WHEEL=$(ls "$wheels"/rpjrt-*.whl)
+export RPJRT_TEST_WHEEL
+
+echo "== python: tests"
+python -m pytest -q
