@@ -13,10 +13,27 @@ It needs nothing outside the standard library; numpy, ml_dtypes and jax are opti
 
 from __future__ import annotations
 
-import threading as _threading
+import _thread
 
 from . import _dtypes as _dtypes_module
-from ._discovery import PluginInfo, candidates, find_plugin, plugins
+
+# Discovery needs importlib.metadata, json and pathlib (tens of milliseconds to import);
+# it is loaded on first use (a Client without a path, or these names), not on import.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._discovery import PluginInfo, candidates, find_plugin, plugins
+
+_LAZY_DISCOVERY = ("PluginInfo", "candidates", "find_plugin", "plugins")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_DISCOVERY:
+        from . import _discovery
+
+        value = getattr(_discovery, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'rpjrt' has no attribute {name!r}")
 from ._dtypes import (
     ALL as _ALL_DTYPES,
 )
@@ -95,7 +112,7 @@ dtypes: tuple[DType, ...] = _ALL_DTYPES
 from_code = _dtypes_module.from_code
 
 _default_client: Client | None = None
-_default_lock = _threading.Lock()
+_default_lock = _thread.allocate_lock()
 
 
 def default_client() -> Client:

@@ -11,7 +11,11 @@ made only when numpy is already loaded.
 from __future__ import annotations
 
 import sys
-from typing import Any, ClassVar
+
+# `typing` costs milliseconds to import; the names are only needed by type checkers.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["DType", "dtype", "from_code", "from_format", "ALL"]
 

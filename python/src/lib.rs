@@ -16,7 +16,6 @@ mod pybuf;
 
 use pyo3::prelude::*;
 
-/// Runs the rpjrt command-line tool (the `rpjrt` console script) with `args` as argv.
 /// The PJRT version a plugin library reports, read without initialising it.
 #[pyfunction]
 fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
@@ -25,6 +24,7 @@ fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Str
         .map_err(errors::to_py)
 }
 
+/// Runs the rpjrt command-line tool (the `rpjrt` console script) with `args` as argv.
 #[pyfunction]
 fn _run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
     py.detach(|| rpjrt_cli::run_from_args(args))

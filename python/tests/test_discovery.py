@@ -237,3 +237,15 @@ def test_pick_library_prefers_pjrt_named_files(tmp_path: Path) -> None:
     _fake_lib(d / "_ext.abi3.so")
     assert _discovery._pick_library(d).name == "libfoo_pjrt_plugin.so"  # type: ignore[union-attr]
     assert _discovery._pick_library(tmp_path / "missing") is None
+
+
+def test_import_does_not_load_discovery_or_typing() -> None:
+    # Import time is a benchmark target: discovery's heavy imports wait until first use.
+    code = (
+        "import sys, rpjrt\n"
+        "heavy = [m for m in ('importlib.metadata', 'typing', 'json', 'numpy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "assert rpjrt.plugins is rpjrt._discovery.plugins\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
