@@ -1,6 +1,7 @@
 //! Plugin, Client, Device, Memory.
 
 use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -121,9 +122,17 @@ impl PyPlugin {
 /// A PJRT client.
 #[pyclass(frozen, name = "Client", module = "rpjrt")]
 pub struct PyClient {
-    pub inner: rpjrt::Client,
+    pub inner: ManuallyDrop<rpjrt::Client>,
     plugin: Py<PyPlugin>,
     platform: String,
+}
+
+impl Drop for PyClient {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken exactly once, here, and never used afterwards.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        crate::notify::drop_detached(inner);
+    }
 }
 
 impl PyClient {
@@ -157,6 +166,17 @@ fn options_from_py(
     Ok(out)
 }
 
+/// Refuses `True`/`False` where an integer index is expected (bool is an int in Python,
+/// so `device=True` would otherwise mean device 1).
+pub fn reject_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(invalid(format!(
+            "{obj} is not {what} (a bool is not an index)"
+        )));
+    }
+    Ok(())
+}
+
 impl PyClient {
     /// The device an operation targets: a Device, an index into devices(), or the default.
     pub fn resolve_device(
@@ -171,6 +191,7 @@ impl PyClient {
                 if let Ok(dev) = d.cast::<PyDevice>() {
                     return Ok(dev.get().inner.clone());
                 }
+                reject_bool(d, "a device index")?;
                 if let Ok(i) = d.extract::<i64>() {
                     let devs = self.inner.addressable_devices().pyerr()?;
                     return usize::try_from(i)
@@ -300,7 +321,7 @@ impl PyClient {
                 let inner = py.detach(|| rpjrt::Client::new(&pl, &opts)).pyerr()?;
                 let platform = inner.platform_name().pyerr()?;
                 return Ok(PyClient {
-                    inner,
+                    inner: ManuallyDrop::new(inner),
                     plugin: p.clone().unbind(),
                     platform,
                 });
@@ -319,7 +340,7 @@ impl PyClient {
                 let inner = py.detach(|| rpjrt::Client::new(&rp, &opts)).pyerr()?;
                 let platform = inner.platform_name().pyerr()?;
                 Ok(PyClient {
-                    inner,
+                    inner: ManuallyDrop::new(inner),
                     plugin: Py::new(py, pl)?,
                     platform,
                 })
@@ -481,8 +502,15 @@ impl PyClient {
                 for item in row?.try_iter()? {
                     let item = item?;
                     let id = if let Ok(d) = item.cast::<PyDevice>() {
+                        if !d.get().client.is(slf) {
+                            return Err(invalid(format!(
+                                "device_assignment: {} belongs to another client",
+                                d.get().inner
+                            )));
+                        }
                         i64::from(d.get().inner.id())
                     } else {
+                        reject_bool(&item, "a device id")?;
                         item.extract::<i64>()
                             .map_err(|_| invalid("device_assignment holds Devices or device ids"))?
                     };
@@ -500,6 +528,14 @@ impl PyClient {
                 return Err(invalid(
                     "device= is for single-device programs; use device_assignment",
                 ));
+            }
+            if let Ok(pd) = d.cast::<PyDevice>() {
+                if !pd.get().client.is(slf) {
+                    return Err(invalid(format!(
+                        "device={} belongs to another client",
+                        pd.get().inner
+                    )));
+                }
             }
             let dev = this.resolve_device(py, Some(d))?;
             opts.device_assignment = Some(vec![vec![i64::from(dev.id())]]);

@@ -10,6 +10,7 @@ use crate::client::{ClientCore, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::hlo::Signature;
 use crate::inline::Inline;
 use crate::raw::calls::{
     self, BufferPtr, DevicePtr, ExePtr, ExecuteOne, ExecuteRequest, LoadedPtr,
@@ -73,6 +74,14 @@ impl fmt::Display for ArraySpec {
     }
 }
 
+/// Why an executable's parameter types are not known.
+struct UnknownParameters {
+    /// Executing is refused (the plugin would abort on any argument list).
+    refuse: bool,
+    /// What happened, for messages.
+    why: String,
+}
+
 /// Per-call options of [`Executable::execute_with`].
 #[derive(Clone, Debug, Default)]
 pub struct ExecuteOptions {
@@ -103,6 +112,9 @@ struct ExeState {
     num_partitions: usize,
     outputs: Vec<ArraySpec>,
     parameters: Option<Vec<ArraySpec>>,
+    /// Why `parameters` is `None`: the executable cannot be called with array arguments
+    /// (`refuse`), or its signature could not be read (then the checks are conservative).
+    unknown_parameters: Option<UnknownParameters>,
     devices: Vec<DevicePtr>,
     deleted: AtomicBool,
 }
@@ -148,6 +160,7 @@ impl Executable {
             num_partitions: 1,
             outputs: Vec::new(),
             parameters: None,
+            unknown_parameters: None,
             devices: Vec::new(),
             deleted: AtomicBool::new(false),
         };
@@ -171,14 +184,35 @@ impl Executable {
                 facts.output_types.len()
             )));
         }
-        st.parameters = calls::exe_optimized_program(core.api, exe)
-            .ok()
-            .and_then(|(code, format)| crate::hlo::entry_parameters(&code, &format))
-            .map(|ps| {
-                ps.into_iter()
-                    .map(|(element_type, dims)| ArraySpec { element_type, dims })
-                    .collect()
-            });
+        let tupled = crate::options::tupled_arguments(options);
+        match calls::exe_optimized_program(core.api, exe) {
+            Err(e) => {
+                st.unknown_parameters = Some(UnknownParameters {
+                    refuse: false,
+                    why: format!("the plugin did not hand back the compiled program ({e})"),
+                })
+            }
+            Ok((code, format)) => match crate::hlo::entry_signature(&code, &format, tupled) {
+                Some(Signature::Arrays(ps)) => {
+                    st.parameters = Some(
+                        ps.into_iter()
+                            .map(|(element_type, dims)| ArraySpec { element_type, dims })
+                            .collect(),
+                    )
+                }
+                Some(Signature::Unsupported(why)) => {
+                    st.unknown_parameters = Some(UnknownParameters { refuse: true, why })
+                }
+                None => {
+                    st.unknown_parameters = Some(UnknownParameters {
+                        refuse: false,
+                        why: format!(
+                            "rpjrt cannot read the parameter list of the compiled program the                              plugin handed back (format {format:?})"
+                        ),
+                    })
+                }
+            },
+        }
         st.devices = calls::loaded_devices(core.api, loaded)?;
         Ok(Executable {
             state: Arc::new(st),
@@ -221,9 +255,20 @@ impl Executable {
     pub fn output_dimensions(&self) -> Vec<Vec<i64>> {
         self.state.outputs.iter().map(|o| o.dims.clone()).collect()
     }
-    /// Type and shape of each parameter, when the plugin exposes the compiled module.
+    /// Type and shape of each parameter, when the plugin exposes the compiled module and
+    /// every parameter is an array.
     pub fn parameters(&self) -> Option<&[ArraySpec]> {
         self.state.parameters.as_deref()
+    }
+    /// Why [`Executable::parameters`] is `None`, in words: the signature could not be
+    /// read (arguments are then checked conservatively: same count and element types on
+    /// every device), or it has parameters PJRT cannot pass, e.g. a tuple (executing is
+    /// then refused).
+    pub fn parameters_unknown_reason(&self) -> Option<&str> {
+        self.state
+            .unknown_parameters
+            .as_ref()
+            .map(|u| u.why.as_str())
     }
     /// The devices the executable runs on, in argument-list order.
     pub fn addressable_devices(&self) -> Result<Vec<Device>> {
@@ -363,7 +408,20 @@ impl Executable {
                 lists.len()
             )));
         }
+        if let Some(u) = st.unknown_parameters.as_ref().filter(|u| u.refuse) {
+            return Err(Error::invalid(format!(
+                "{} cannot be executed: {}",
+                st.name, u.why
+            )));
+        }
+        if let Some(dev) = &options.device {
+            if !Arc::ptr_eq(&dev.core, &st.core) {
+                return Err(Error::invalid(format!("{dev} belongs to another client")));
+            }
+        }
         let num_args = lists.first().map_or(0, |l| l.len());
+        // Every list is checked before anything is launched: a collective started on some
+        // devices waits for partners that a refused list would never start.
         for (d, list) in lists.iter().enumerate() {
             if list.len() != num_args {
                 return Err(Error::invalid(format!(
@@ -372,11 +430,25 @@ impl Executable {
                 )));
             }
             self.check_args(list, d)?;
-        }
-        if let Some(dev) = &options.device {
-            if !Arc::ptr_eq(&dev.core, &st.core) {
-                return Err(Error::invalid(format!("{dev} belongs to another client")));
+            if st.parameters.is_none() && d > 0 {
+                // No signature to check against: at least every device gets the same kinds
+                // of argument.
+                for (i, (b, first)) in list.iter().zip(lists[0].iter()).enumerate() {
+                    if b.element_type() != first.element_type() || b.dims() != first.dims() {
+                        return Err(Error::invalid(format!(
+                            "argument {i} of device list {d} is {}{:?}, but in list 0 it is \
+                             {}{:?}",
+                            b.element_type(),
+                            b.dims(),
+                            first.element_type(),
+                            first.dims()
+                        )));
+                    }
+                }
             }
+        }
+        if lists.len() > 1 {
+            self.check_placement(lists)?;
         }
         if options.donate.is_empty() && num_args <= ALL_INDICES.len() {
             return Ok(Cow::Borrowed(&ALL_INDICES[..num_args]));
@@ -453,6 +525,31 @@ impl Executable {
             self.state.loaded,
             self.state.outputs.len(),
         ))
+    }
+
+    /// Checks that argument list `d` of a multi-device execution lies on device `d`.
+    fn check_placement(&self, lists: &[&[&Buffer]]) -> Result<()> {
+        let st = &*self.state;
+        for (d, (list, &want)) in lists.iter().zip(&st.devices).enumerate() {
+            for (i, b) in list.iter().enumerate() {
+                let on = calls::buffer_device(st.core.api, b.ptr)?;
+                if on != want {
+                    let name = |p| {
+                        st.core.device_data(p).map_or_else(
+                            || "an unknown device".to_string(),
+                            |x| format!("device {}", x.facts.id),
+                        )
+                    };
+                    return Err(Error::invalid(format!(
+                        "argument {i} of device list {d} is on {}, but list {d} runs on {}; \
+                         copy it there first (nothing was launched)",
+                        name(on),
+                        name(want)
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_args(&self, list: &[&Buffer], device_index: usize) -> Result<()> {

@@ -30,6 +30,7 @@ mod bench;
 mod buffer;
 mod client;
 mod dtype;
+mod elf;
 mod error;
 mod event;
 mod executable;
@@ -48,7 +49,15 @@ pub mod __bench {
 }
 
 pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};
-pub use client::{Client, Device, Memory};
+pub use client::{Client, Device, Memory, MAX_CPU_DEVICE_COUNT};
+
+/// For command-line tools: restores the default action of SIGPIPE, so that writing to a
+/// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
+/// instead of making `println!` panic on EPIPE. Process-wide: call it at the start of a
+/// binary's `main`, never from a library.
+pub fn exit_quietly_on_broken_pipe() {
+    raw::guard::default_sigpipe();
+}
 pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
 pub use error::{Code, Error, Result};
 pub use event::Event;

@@ -21,6 +21,7 @@ use crate::plugin::ApiVersion;
 pub(crate) mod calls;
 pub(crate) mod event;
 pub(crate) mod floor;
+pub(crate) mod guard;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
 ///
@@ -104,6 +105,9 @@ pub(crate) struct Api {
     ptr: *const sys::PJRT_Api,
     table_size: usize,
     version: ApiVersion,
+    /// The fork generation (see `guard`) and process the plugin was loaded in.
+    fork_generation: u32,
+    loaded_in_pid: u32,
 }
 
 // SAFETY: the table is immutable after GetPjrtApi returns, and the library is never unloaded,
@@ -134,11 +138,9 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
         path: path.to_path_buf(),
         reason,
     };
-    match std::fs::metadata(path) {
-        Err(e) => return Err(fail(format!("the file cannot be read ({e})"))),
-        Ok(m) if m.is_dir() => return Err(fail("it is a directory, not a shared library".into())),
-        Ok(_) => {}
-    }
+    // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
+    // blocks on a FIFO: check the file first.
+    crate::elf::check_library_file(path).map_err(fail)?;
     // SAFETY: loading a library runs its initialisers. That is what loading a plugin means;
     // the user chose this path as a PJRT plugin.
     let lib = unsafe { libloading::Library::new(path) }
@@ -190,6 +192,8 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
         ptr,
         table_size,
         version,
+        fork_generation: guard::generation(),
+        loaded_in_pid: std::process::id(),
     };
     let extensions = api.walk_extensions();
     Ok(Loaded { api, extensions })
@@ -247,12 +251,25 @@ impl Api {
         let Some(f) = read(self.ptr) else {
             return Err(self.unsupported_entry(entry, offset, true));
         };
+        if guard::forked_since(self.fork_generation) {
+            return Err(self.forked_error(entry));
+        }
         // SAFETY: `f` is the plugin's implementation of `entry`; the caller vouches for args.
         let err = unsafe { f(args) };
         if err.is_null() {
             Ok(())
         } else {
             Err(self.take_error(err, entry))
+        }
+    }
+
+    /// The error for a call refused in a forked child (see `guard`).
+    #[cold]
+    fn forked_error(&self, entry: &'static str) -> Error {
+        Error::Pjrt {
+            entry,
+            code: Code::FailedPrecondition,
+            message: guard::forked_message(self.loaded_in_pid),
         }
     }
 
@@ -266,6 +283,9 @@ impl Api {
     ) -> Result<F> {
         if offset + size_of::<usize>() > self.table_size {
             return Err(self.unsupported_entry(entry, offset, false));
+        }
+        if guard::forked_since(self.fork_generation) {
+            return Err(self.forked_error(entry));
         }
         read(self.ptr).ok_or_else(|| self.unsupported_entry(entry, offset, true))
     }
