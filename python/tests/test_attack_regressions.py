@@ -434,3 +434,28 @@ def test_info_json_into_a_closed_pipe_exits_quietly(plugin_path: str, how: str) 
     rc = p.wait(timeout=60)
     assert "panick" not in err.lower() and "Traceback" not in err and "Broken pipe" not in err, err
     assert rc in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE), (rc, err)
+
+
+# -- 15. Ctrl-C while dropping a client waits for its computation -------------------------
+
+
+def test_ctrl_c_while_a_client_drop_waits_leaves_cleanly(plugin_path: str) -> None:
+    r = run_case(
+        plugin_path,
+        r"""
+import signal, threading
+c = rpjrt.Client(plugin)
+spin = c.compile(mlir("spin.mlir"))
+(y,) = spin(np.int32(10_000_000), np.zeros(4096, np.float32))
+threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    del y, spin, c  # waits for the computation, without the GIL
+    gc.collect()
+    time.sleep(1)
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted")
+""",
+        timeout=120,
+    )
+    assert r.stdout.strip().splitlines()[-1] in ("interrupted", "finished"), r.stdout

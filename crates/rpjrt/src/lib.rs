@@ -46,6 +46,7 @@ mod value;
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::bench::*;
+    pub use crate::raw::guard::guard_overhead_ns;
 }
 
 pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};

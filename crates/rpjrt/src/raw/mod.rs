@@ -254,12 +254,37 @@ impl Api {
         if guard::forked_since(self.fork_generation) {
             return Err(self.forked_error(entry));
         }
+        // SAFETY: `f` is an `extern "C"` function taking one pointer and returning one
+        // pointer; as `RawEntry` it has the same ABI, only the pointee types are erased.
+        let raw: guard::RawEntry = unsafe {
+            std::mem::transmute::<
+                unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error,
+                guard::RawEntry,
+            >(f)
+        };
         // SAFETY: `f` is the plugin's implementation of `entry`; the caller vouches for args.
-        let err = unsafe { f(args) };
+        // The guard catches a C++ exception escaping from it (which would abort in Rust).
+        let err = match unsafe { guard::call(raw, (args as *mut T).cast()) } {
+            Ok(e) => e.cast::<sys::PJRT_Error>(),
+            Err(what) => return Err(self.exception_error(entry, what)),
+        };
         if err.is_null() {
             Ok(())
         } else {
             Err(self.take_error(err, entry))
+        }
+    }
+
+    /// The error for a C++ exception that escaped from a plugin entry.
+    #[cold]
+    fn exception_error(&self, entry: &'static str, what: String) -> Error {
+        Error::Pjrt {
+            entry,
+            code: Code::Internal,
+            message: format!(
+                "the plugin threw a C++ exception instead of returning an error ({what}); \
+                 rpjrt caught it, but the plugin may be left in an inconsistent state"
+            ),
         }
     }
 
