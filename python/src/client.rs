@@ -410,7 +410,17 @@ impl PyClient {
         device_list(slf.py(), &slf.clone().unbind(), devs)
     }
 
-    fn device(slf: &Bound<'_, Self>, id: i32) -> PyResult<Py<PyDevice>> {
+    fn device(slf: &Bound<'_, Self>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyDevice>> {
+        reject_bool(id, "a device id")?;
+        let id: i32 = id.extract().map_err(|_| {
+            invalid(format!(
+                "a device id is an int, not {}",
+                id.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
         let d = slf.get().inner.lookup_device(id).pyerr()?;
         wrap_device(slf.py(), &slf.clone().unbind(), d)
     }

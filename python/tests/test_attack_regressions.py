@@ -371,6 +371,7 @@ for flag in (True, False):
     expect(rpjrt.InvalidArgumentError, "bool", c.put, x, flag)
     expect(rpjrt.InvalidArgumentError, "bool", c.from_dlpack, x, device=flag)
     expect(rpjrt.InvalidArgumentError, "bool", c.compile, mlir("mul_add.mlir"), device=flag)
+    expect(rpjrt.InvalidArgumentError, "bool", c.device, flag)
     expect(rpjrt.InvalidArgumentError, "bool", c.compile, mlir("allreduce.mlir"), num_replicas=2,
            device_assignment=[[flag], [2]])
 d = c.compile(mlir("donate.mlir"))
