@@ -9,8 +9,8 @@ Usage:
 VENDOR_DIR is the directory that holds `xla/pjrt/c/pjrt_c_api.h` (the
 `vendor/` directory of the upstream snapshot). The tool
 
-1. lists what rpjrt-sys declares by running its ignored test
-   `print_declared` (the facts its `c_api!` macro records: structs, unions
+1. lists what rpjrt-sys declares by running its test `print_declared`
+   with `RPJRT_ABI_PRINT=1` (the facts its `c_api!` macro records: structs, unions
    and their fields, opaque handles, constants and enums, STRUCT_SIZE
    values, type aliases, the `PJRT_Api` slots);
 2. writes a C++ probe into a temporary directory that includes the upstream
@@ -40,11 +40,12 @@ TSV_NAME = 'pjrt-0.114.tsv'
 # --------------------------------------------------------------------------
 
 def declared_rows(root, cargo):
-    """Rows (kind, name, member, hint) printed by the ignored test
-    `print_declared` of rpjrt-sys (the facts its `c_api!` macro lists)."""
+    """Rows (kind, name, member, hint) printed by the test `print_declared` of
+    rpjrt-sys (run with RPJRT_ABI_PRINT=1) (the facts its `c_api!` macro lists)."""
     cmd = [cargo, 'test', '-q', '-p', 'rpjrt-sys', '--test', 'abi', '--',
-           '--ignored', '--exact', 'print_declared', '--nocapture']
-    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+           '--exact', 'print_declared', '--nocapture']
+    env = dict(os.environ, RPJRT_ABI_PRINT='1')
+    r = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     if r.returncode != 0:
         sys.stderr.write(r.stdout[-3000:] + r.stderr[-3000:])
         raise SystemExit('could not list the declarations (%s)' % ' '.join(cmd))

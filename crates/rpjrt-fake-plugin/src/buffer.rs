@@ -78,6 +78,8 @@ struct Chunk([u8; 64]);
 pub(crate) struct Bytes {
     chunks: Vec<Chunk>,
     len: usize,
+    /// Device memory these bytes hold, if they back a buffer in `device` memory.
+    charge: Option<crate::memory::Charge>,
 }
 
 impl Bytes {
@@ -85,6 +87,7 @@ impl Bytes {
         Bytes {
             chunks: vec![Chunk([0; 64]); len.div_ceil(64)],
             len,
+            charge: None,
         }
     }
 
@@ -153,15 +156,19 @@ impl FakeBuffer {
     }
 }
 
-/// Makes a caller-owned buffer.
+/// Makes a caller-owned buffer; data in a `device` memory counts against the device's
+/// limit (RESOURCE_EXHAUSTED past it).
 pub(crate) fn new_buffer(
     client: Arc<ClientInner>,
     memory: usize,
     ty: sys::PJRT_Buffer_Type,
     dims: Vec<i64>,
-    data: Bytes,
-) -> *mut sys::PJRT_Buffer {
+    mut data: Bytes,
+) -> Result<*mut sys::PJRT_Buffer, Fail> {
     let device = client.memories[memory].device;
+    if client.memories[memory].kind_id == 0 {
+        data.charge = Some(client.devices[device].memory.charge(data.len)?);
+    }
     let raw = Box::into_raw(Box::new(FakeBuffer {
         client,
         device,
@@ -176,7 +183,16 @@ pub(crate) fn new_buffer(
         }),
     }));
     registry::register(raw, Kind::Buffer);
-    raw.cast()
+    Ok(raw.cast())
+}
+
+/// Frees a buffer made by `new_buffer` that was never handed to a caller.
+pub(crate) fn free_buffer(buffer: *mut sys::PJRT_Buffer) {
+    if registry::unregister(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
+        // SAFETY: it was live, so it came from Box::into_raw in new_buffer; now
+        // unregistered, so this is the only free.
+        drop(unsafe { Box::from_raw(buffer.cast::<FakeBuffer>()) });
+    }
 }
 
 /// The live buffer behind `buffer`.
@@ -564,7 +580,7 @@ fn from_host(
     // SAFETY: the caller promises `data` holds the array described by dims, type and
     // strides for the duration of the call.
     let bytes = unsafe { gather(a.data.cast(), elem, &dims, strides.as_deref(), size) };
-    a.buffer = new_buffer(inner.clone(), memory, ty, dims, bytes);
+    a.buffer = new_buffer(inner.clone(), memory, ty, dims, bytes)?;
     a.done_with_host_buffer = entry_event(state, "PJRT_Client_BufferFromHostBuffer");
     Ok(())
 }
@@ -854,13 +870,7 @@ pub(crate) unsafe extern "C" fn buffer_ready_event(
 
 fn copy_buffer(b: &FakeBuffer, memory: usize) -> Result<*mut sys::PJRT_Buffer, Fail> {
     let data = b.read()?;
-    Ok(new_buffer(
-        b.client.clone(),
-        memory,
-        b.ty,
-        b.dims.clone(),
-        data,
-    ))
+    new_buffer(b.client.clone(), memory, b.ty, b.dims.clone(), data)
 }
 
 pub(crate) unsafe extern "C" fn buffer_copy_to_device(

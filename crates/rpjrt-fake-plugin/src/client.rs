@@ -25,6 +25,8 @@ pub const DEFAULT_DEVICE_COUNT: usize = 2;
 
 pub(crate) struct FakeDevice {
     pub id: i32,
+    /// Accounting of this device's `device` memory.
+    pub memory: Arc<crate::memory::DeviceMemory>,
     pub local_hardware_id: i32,
     pub addressable: bool,
     description: Box<FakeDescription>,
@@ -159,20 +161,25 @@ impl Drop for FakeMemory {
 }
 
 impl ClientInner {
+    /// A client of `process_index` over devices owned by the processes in `procs` (one
+    /// entry per device); the devices of `process_index` are addressable.
     fn new(
-        device_count: usize,
-        addressable_count: usize,
+        procs: &[i32],
         process_index: i32,
         options: Vec<Attribute>,
+        memory_limit: Option<u64>,
     ) -> Arc<ClientInner> {
-        let mut devices: Vec<FakeDevice> = (0..device_count)
+        let mut local = 0;
+        let mut devices: Vec<FakeDevice> = (0..procs.len())
             .map(|i| {
-                let addressable = i < addressable_count;
+                let pi = procs[i];
+                let addressable = pi == process_index;
                 let id = i as i32;
-                let pi = if addressable {
-                    process_index
+                let local_hardware_id = if addressable {
+                    local += 1;
+                    local - 1
                 } else {
-                    process_index + 1
+                    -1
                 };
                 let attrs = vec![
                     Attribute::new("fake_device_index", AttrValue::Int64(i as i64)),
@@ -180,7 +187,8 @@ impl ClientInner {
                 ];
                 FakeDevice {
                     id,
-                    local_hardware_id: if addressable { id } else { -1 },
+                    memory: crate::memory::DeviceMemory::new(i, memory_limit),
+                    local_hardware_id,
                     addressable,
                     description: Box::new(FakeDescription {
                         id,
@@ -223,11 +231,15 @@ impl ClientInner {
                 .collect();
             dev.default_memory = dev.memories[0];
         }
-        let addressable_ptrs: Vec<*mut sys::PJRT_Device> =
-            device_ptrs[..addressable_count].to_vec();
+        let addressable_ptrs: Vec<*mut sys::PJRT_Device> = device_ptrs
+            .iter()
+            .zip(&devices)
+            .filter(|(_, d)| d.addressable)
+            .map(|(p, _)| *p)
+            .collect();
         let addressable_memory_ptrs: Vec<*mut sys::PJRT_Memory> = memories
             .iter_mut()
-            .filter(|m| m.device < addressable_count)
+            .filter(|m| procs[m.device] == process_index)
             .map(|m| (m as *mut FakeMemory).cast())
             .collect();
         for d in &devices {
@@ -388,62 +400,101 @@ fn option_bool(opt: &Attribute) -> Result<bool, Fail> {
 
 const KV_KEY: &str = "rpjrt_fake/roundtrip";
 const KV_VALUE: &str = "rpjrt-fake-value";
+/// How long the fake waits for another process's key.
+const KV_TIMEOUT_MS: i32 = 10_000;
 
-/// The `fake_kv_roundtrip` option: put a value through the caller's KV callbacks and read
-/// it back with get (and try_get when given).
-fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
+/// Puts `key` = `value` through the caller's KV put callback.
+fn kv_put(a: &sys::PJRT_Client_Create_Args, key: &str, value: &str) -> Result<(), Fail> {
     let put = a
         .kv_put_callback
-        .ok_or_else(|| invalid("fake plugin: fake_kv_roundtrip needs kv_put_callback"))?;
-    let get = a
-        .kv_get_callback
-        .ok_or_else(|| invalid("fake plugin: fake_kv_roundtrip needs kv_get_callback"))?;
+        .ok_or_else(|| invalid("fake plugin: the KV exchange needs kv_put_callback"))?;
     let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
-    let mut put_args = sys::PJRT_KeyValuePutCallback_Args {
+    let mut args = sys::PJRT_KeyValuePutCallback_Args {
         struct_size: sys::PJRT_KeyValuePutCallback_Args_STRUCT_SIZE,
         extension_start: std::ptr::null_mut(),
-        key: KV_KEY.as_ptr().cast(),
-        key_size: KV_KEY.len(),
-        value: KV_VALUE.as_ptr().cast(),
-        value_size: KV_VALUE.len(),
+        key: key.as_ptr().cast(),
+        key_size: key.len(),
+        value: value.as_ptr().cast(),
+        value_size: value.len(),
         callback_error: &mut cb,
         user_arg: a.kv_put_user_arg,
     };
     // SAFETY: the caller supplied this callback for exactly this call shape; the args
     // and the strings they point at outlive the call.
-    let err = unsafe { put(&mut put_args) };
+    let err = unsafe { put(&mut args) };
     if !err.is_null() {
         return Err(error::take_callback_error(err, "kv_put_callback failed"));
     }
-    let mut get_args = sys::PJRT_KeyValueGetCallback_Args {
+    Ok(())
+}
+
+/// Reads a value the callback handed out, then frees it with its deleter.
+fn take_value(
+    value: *mut std::ffi::c_char,
+    size: usize,
+    deleter: Option<unsafe extern "C" fn(*mut std::ffi::c_char)>,
+) -> String {
+    // SAFETY: on success the callback returns `size` bytes at `value`.
+    let got = unsafe { crate::named::read_str(value, size) };
+    if let (Some(del), false) = (deleter, value.is_null()) {
+        // SAFETY: the callback handed us the value together with its deleter.
+        unsafe { del(value) };
+    }
+    got
+}
+
+/// Gets `key` through the caller's KV get callback (blocking up to `timeout_ms`).
+fn kv_get(a: &sys::PJRT_Client_Create_Args, key: &str, timeout_ms: i32) -> Result<String, Fail> {
+    let get = a
+        .kv_get_callback
+        .ok_or_else(|| invalid("fake plugin: the KV exchange needs kv_get_callback"))?;
+    let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
+    let mut args = sys::PJRT_KeyValueGetCallback_Args {
         struct_size: sys::PJRT_KeyValueGetCallback_Args_STRUCT_SIZE,
         extension_start: std::ptr::null_mut(),
-        key: KV_KEY.as_ptr().cast(),
-        key_size: KV_KEY.len(),
-        timeout_in_ms: 5000,
+        key: key.as_ptr().cast(),
+        key_size: key.len(),
+        timeout_in_ms: timeout_ms,
         callback_error: &mut cb,
         user_arg: a.kv_get_user_arg,
         value: std::ptr::null_mut(),
         value_size: 0,
         value_deleter_callback: None,
     };
-    // SAFETY: as for put.
-    let err = unsafe { get(&mut get_args) };
+    // SAFETY: as for kv_put.
+    let err = unsafe { get(&mut args) };
     if !err.is_null() {
         return Err(error::take_callback_error(err, "kv_get_callback failed"));
     }
-    // SAFETY: on success the callback returns value_size bytes at value.
-    let got = unsafe { crate::named::read_str(get_args.value, get_args.value_size) };
-    if let (Some(del), false) = (get_args.value_deleter_callback, get_args.value.is_null()) {
-        // SAFETY: the callback handed us the value together with its deleter.
-        unsafe { del(get_args.value) };
+    Ok(take_value(
+        args.value,
+        args.value_size,
+        args.value_deleter_callback,
+    ))
+}
+
+/// The `fake_kv_roundtrip` option: put a value through the caller's KV callbacks and read
+/// it back with get (and try_get when given).
+fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
+    if a.kv_put_callback.is_none() {
+        return Err(invalid(
+            "fake plugin: fake_kv_roundtrip needs kv_put_callback",
+        ));
     }
+    if a.kv_get_callback.is_none() {
+        return Err(invalid(
+            "fake plugin: fake_kv_roundtrip needs kv_get_callback",
+        ));
+    }
+    kv_put(a, KV_KEY, KV_VALUE)?;
+    let got = kv_get(a, KV_KEY, 5000)?;
     if got != KV_VALUE {
         return Err(invalid(format!(
             "fake plugin: kv_get_callback returned {got:?}, expected {KV_VALUE:?}"
         )));
     }
     if let Some(try_get) = a.kv_try_get_callback {
+        let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
         let mut args = sys::PJRT_KeyValueTryGetCallback_Args {
             struct_size: sys::PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE,
             extension_start: std::ptr::null_mut(),
@@ -455,7 +506,7 @@ fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
             value_size: 0,
             value_deleter_callback: None,
         };
-        // SAFETY: as for put.
+        // SAFETY: as for kv_put.
         let err = unsafe { try_get(&mut args) };
         if !err.is_null() {
             return Err(error::take_callback_error(
@@ -463,12 +514,7 @@ fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
                 "kv_try_get_callback failed",
             ));
         }
-        // SAFETY: on success the callback returns value_size bytes at value.
-        let got = unsafe { crate::named::read_str(args.value, args.value_size) };
-        if let (Some(del), false) = (args.value_deleter_callback, args.value.is_null()) {
-            // SAFETY: the callback handed us the value together with its deleter.
-            unsafe { del(args.value) };
-        }
+        let got = take_value(args.value, args.value_size, args.value_deleter_callback);
         if got != KV_VALUE {
             return Err(invalid(format!(
                 "fake plugin: kv_try_get_callback returned {got:?}, expected {KV_VALUE:?}"
@@ -478,6 +524,51 @@ fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
     Ok(())
 }
 
+/// The `RPJRT_FAKE_KV` exchange: publish this process's device count under
+/// `fake:device:<node_id>` and read every other process's, giving the process index of
+/// each device of the global list (process-major).
+fn kv_exchange(
+    a: &sys::PJRT_Client_Create_Args,
+    num_nodes: i64,
+    node_id: i64,
+    local: i64,
+) -> Result<Vec<i32>, Fail> {
+    if !(1..=1024).contains(&num_nodes) || !(0..num_nodes).contains(&node_id) {
+        return Err(invalid(format!(
+            "fake plugin: need 0 <= node_id < num_nodes <= 1024, got node_id {node_id}, num_nodes {num_nodes}"
+        )));
+    }
+    kv_put(a, &format!("fake:device:{node_id}"), &local.to_string())?;
+    let mut procs = Vec::new();
+    for node in 0..num_nodes {
+        let count = if node == node_id {
+            local
+        } else {
+            let key = format!("fake:device:{node}");
+            let text = kv_get(a, &key, KV_TIMEOUT_MS).map_err(|f| {
+                Fail::new(
+                    f.code,
+                    format!(
+                        "fake plugin: waiting for process {node} (key {key}): {}",
+                        f.message
+                    ),
+                )
+            })?;
+            text.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=4096).contains(n))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "fake plugin: process {node} published a bad device count {text:?}"
+                    ))
+                })?
+        };
+        procs.resize(procs.len() + count as usize, node as i32);
+    }
+    Ok(procs)
+}
+
 fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeClient, Fail> {
     // SAFETY: per the C API, create_options points at num_options named values.
     let options = unsafe { read_named_values(state, a.create_options, a.num_options) }?;
@@ -485,6 +576,8 @@ fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeCl
     let mut addressable: Option<i64> = None;
     let mut process_index = 0i64;
     let mut roundtrip = false;
+    let mut num_nodes: Option<i64> = None;
+    let mut node_id: Option<i64> = None;
     let mut seen = BTreeSet::new();
     for opt in &options {
         if !seen.insert(opt.name.as_str()) {
@@ -498,6 +591,8 @@ fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeCl
             "fake_addressable_device_count" => addressable = Some(option_int(opt)?),
             "fake_process_index" => process_index = option_int(opt)?,
             "fake_kv_roundtrip" => roundtrip = option_bool(opt)?,
+            "num_nodes" if state.config.kv => num_nodes = Some(option_int(opt)?),
+            "node_id" if state.config.kv => node_id = Some(option_int(opt)?),
             name => {
                 if let Some(allowed) = &state.config.allowed_options {
                     if !allowed.contains(name) {
@@ -528,12 +623,21 @@ fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeCl
     if roundtrip {
         kv_roundtrip(a)?;
     }
-    let inner = ClientInner::new(
-        device_count as usize,
-        addressable as usize,
-        process_index as i32,
-        options,
-    );
+    let kv = state.config.kv && a.kv_put_callback.is_some() && a.kv_get_callback.is_some();
+    let (procs, process_index) = match (num_nodes, kv) {
+        (Some(nodes), true) => {
+            let node = node_id.unwrap_or(0);
+            (kv_exchange(a, nodes, node, addressable)?, node as i32)
+        }
+        _ => {
+            let pi = process_index as i32;
+            let procs = (0..device_count)
+                .map(|i| if i < addressable { pi } else { pi + 1 })
+                .collect();
+            (procs, pi)
+        }
+    };
+    let inner = ClientInner::new(&procs, process_index, options, state.config.memory_limit);
     let raw = Box::into_raw(Box::new(FakeClient { inner }));
     registry::register(raw, Kind::Client);
     Ok(raw)

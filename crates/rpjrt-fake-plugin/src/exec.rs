@@ -408,15 +408,27 @@ fn execute(a: &mut sys::PJRT_LoadedExecutable_Execute_Args, state: &State) -> Re
             return Err(invalid(format!("fake plugin: output list {slot} is null")));
         }
     }
-    for (slot, (&device, first)) in run_on.iter().zip(firsts).enumerate() {
-        let data = first.read()?;
-        let out = new_buffer(
-            exe.client.clone(),
-            exe.client.default_memory_index(device),
-            first.ty,
-            first.dims.clone(),
-            data,
-        );
+    // Make every output before handing any out, so a failed allocation leaks nothing.
+    let mut outs = Vec::with_capacity(run_on.len());
+    for (&device, first) in run_on.iter().zip(firsts) {
+        let made = first.read().and_then(|data| {
+            new_buffer(
+                exe.client.clone(),
+                exe.client.default_memory_index(device),
+                first.ty,
+                first.dims.clone(),
+                data,
+            )
+        });
+        match made {
+            Ok(out) => outs.push(out),
+            Err(e) => {
+                outs.into_iter().for_each(crate::buffer::free_buffer);
+                return Err(e);
+            }
+        }
+    }
+    for (slot, out) in outs.into_iter().enumerate() {
         // SAFETY: output_lists[slot] has room for the executable's 1 output.
         unsafe { *(*a.output_lists.add(slot)) = out };
         if !a.device_complete_events.is_null() {
