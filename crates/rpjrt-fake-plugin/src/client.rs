@@ -11,7 +11,7 @@ use crate::config::{AttrValue, Attribute};
 use crate::error::{self, invalid, Fail};
 use crate::named::{read_named_values, NamedValues};
 use crate::registry::{self, Kind};
-use crate::state::{entry, State};
+use crate::state::State;
 
 /// The platform name every fake client reports.
 pub const PLATFORM_NAME: &str = "fake";
@@ -643,534 +643,280 @@ fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeCl
     Ok(raw)
 }
 
-pub(crate) unsafe extern "C" fn client_create(
-    args: *mut sys::PJRT_Client_Create_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_Create",
-        args,
-        sys::PJRT_Client_Create_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.client = create(a, state)?.cast();
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_create, PJRT_Client_Create, |a, state| {
+    a.client = create(a, state)?.cast();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_destroy(
-    args: *mut sys::PJRT_Client_Destroy_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_Destroy",
-        args,
-        sys::PJRT_Client_Destroy_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let client = unsafe { (*args).client };
-            if client.is_null() {
-                return Ok(());
-            }
-            if !registry::unregister(client.cast::<FakeClient>(), Kind::Client) {
-                return Err(invalid(format!(
-                    "fake plugin: PJRT_Client_Destroy: {client:p} is not a live PJRT_Client"
-                )));
-            }
-            // SAFETY: it was live, so it came from Box::into_raw in `create`; it is now
-            // unregistered, so this is the only free.
-            drop(unsafe { Box::from_raw(client.cast::<FakeClient>()) });
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_destroy, PJRT_Client_Destroy, |a, _| {
+    let client = a.client;
+    if client.is_null() {
+        return Ok(());
+    }
+    if !registry::unregister(client.cast::<FakeClient>(), Kind::Client) {
+        return Err(invalid(format!(
+            "fake plugin: PJRT_Client_Destroy: {client:p} is not a live PJRT_Client"
+        )));
+    }
+    // SAFETY: it was live, so it came from Box::into_raw in `create`; it is now
+    // unregistered, so this is the only free.
+    drop(unsafe { Box::from_raw(client.cast::<FakeClient>()) });
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_platform_name(
-    args: *mut sys::PJRT_Client_PlatformName_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_PlatformName",
-        args,
-        sys::PJRT_Client_PlatformName_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            client_ref(a.client)?;
-            a.platform_name = PLATFORM_NAME.as_ptr().cast();
-            a.platform_name_size = PLATFORM_NAME.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_platform_name, PJRT_Client_PlatformName, |a, _| {
+    client_ref(a.client)?;
+    a.platform_name = PLATFORM_NAME.as_ptr().cast();
+    a.platform_name_size = PLATFORM_NAME.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_process_index(
-    args: *mut sys::PJRT_Client_ProcessIndex_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_ProcessIndex",
-        args,
-        sys::PJRT_Client_ProcessIndex_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.process_index = client_ref(a.client)?.inner.process_index;
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_process_index, PJRT_Client_ProcessIndex, |a, _| {
+    a.process_index = client_ref(a.client)?.inner.process_index;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_platform_version(
-    args: *mut sys::PJRT_Client_PlatformVersion_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_PlatformVersion",
-        args,
-        sys::PJRT_Client_PlatformVersion_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.platform_version = c.inner.platform_version.as_ptr().cast();
-            a.platform_version_size = c.inner.platform_version.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_platform_version,
+    PJRT_Client_PlatformVersion,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        a.platform_version = c.inner.platform_version.as_ptr().cast();
+        a.platform_version_size = c.inner.platform_version.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_devices(
-    args: *mut sys::PJRT_Client_Devices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_Devices",
-        args,
-        sys::PJRT_Client_Devices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.devices = c.inner.device_ptrs.as_ptr();
-            a.num_devices = c.inner.device_ptrs.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_devices, PJRT_Client_Devices, |a, _| {
+    let c = client_ref(a.client)?;
+    a.devices = c.inner.device_ptrs.as_ptr();
+    a.num_devices = c.inner.device_ptrs.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_addressable_devices(
-    args: *mut sys::PJRT_Client_AddressableDevices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_AddressableDevices",
-        args,
-        sys::PJRT_Client_AddressableDevices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.addressable_devices = c.inner.addressable_ptrs.as_ptr();
-            a.num_addressable_devices = c.inner.addressable_ptrs.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_addressable_devices,
+    PJRT_Client_AddressableDevices,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        a.addressable_devices = c.inner.addressable_ptrs.as_ptr();
+        a.num_addressable_devices = c.inner.addressable_ptrs.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_lookup_device(
-    args: *mut sys::PJRT_Client_LookupDevice_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_LookupDevice",
-        args,
-        sys::PJRT_Client_LookupDevice_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            let i = c
-                .inner
-                .devices
-                .iter()
-                .position(|d| d.id == a.id)
-                .ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?;
-            a.device = c.inner.device_ptr(i);
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_lookup_device, PJRT_Client_LookupDevice, |a, _| {
+    let c = client_ref(a.client)?;
+    let i = c
+        .inner
+        .devices
+        .iter()
+        .position(|d| d.id == a.id)
+        .ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?;
+    a.device = c.inner.device_ptr(i);
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_lookup_addressable_device(
-    args: *mut sys::PJRT_Client_LookupAddressableDevice_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_LookupAddressableDevice",
-        args,
-        sys::PJRT_Client_LookupAddressableDevice_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            let i = c
-                .inner
-                .devices
-                .iter()
-                .position(|d| d.addressable && d.local_hardware_id == a.local_hardware_id)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "fake plugin: no addressable device with local_hardware_id {}",
-                        a.local_hardware_id
-                    ))
-                })?;
-            a.addressable_device = c.inner.device_ptr(i);
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_lookup_addressable_device,
+    PJRT_Client_LookupAddressableDevice,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        let i = c
+            .inner
+            .devices
+            .iter()
+            .position(|d| d.addressable && d.local_hardware_id == a.local_hardware_id)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "fake plugin: no addressable device with local_hardware_id {}",
+                    a.local_hardware_id
+                ))
+            })?;
+        a.addressable_device = c.inner.device_ptr(i);
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_addressable_memories(
-    args: *mut sys::PJRT_Client_AddressableMemories_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_AddressableMemories",
-        args,
-        sys::PJRT_Client_AddressableMemories_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.addressable_memories = c.inner.addressable_memory_ptrs.as_ptr();
-            a.num_addressable_memories = c.inner.addressable_memory_ptrs.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_addressable_memories,
+    PJRT_Client_AddressableMemories,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        a.addressable_memories = c.inner.addressable_memory_ptrs.as_ptr();
+        a.num_addressable_memories = c.inner.addressable_memory_ptrs.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_default_device_assignment(
-    args: *mut sys::PJRT_Client_DefaultDeviceAssignment_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_DefaultDeviceAssignment",
-        args,
-        sys::PJRT_Client_DefaultDeviceAssignment_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            if a.num_replicas < 1 || a.num_partitions < 1 {
-                return Err(invalid(format!(
-                    "fake plugin: bad replica/partition counts {}x{}",
-                    a.num_replicas, a.num_partitions
-                )));
-            }
-            let n = a.num_replicas as usize * a.num_partitions as usize;
-            if n > c.inner.addressable_count() {
-                return Err(invalid(format!(
-                    "fake plugin: {n} devices requested, the client has {} addressable",
-                    c.inner.addressable_count()
-                )));
-            }
-            if a.default_assignment_size < n || a.default_assignment.is_null() {
-                return Err(invalid(format!(
-                    "fake plugin: default_assignment holds {}, needs {n}",
-                    a.default_assignment_size
-                )));
-            }
-            for i in 0..n {
-                // SAFETY: the caller provides default_assignment_size >= n ints.
-                unsafe { *a.default_assignment.add(i) = c.inner.devices[i].id };
-            }
-            Ok(())
-        },
-    )
-}
-
-macro_rules! description_string {
-    ($fn_name:ident, $entry:literal, $args:ident, $size:ident, $field:ident, $ptr:ident, $len:ident) => {
-        pub(crate) unsafe extern "C" fn $fn_name(args: *mut sys::$args) -> *mut sys::PJRT_Error {
-            entry($entry, args, sys::$size, |args, _| {
-                // SAFETY: `entry` checked args.
-                let a = unsafe { &mut *args };
-                let d = description_ref(a.device_description)?;
-                a.$ptr = d.$field.as_ptr().cast();
-                a.$len = d.$field.len();
-                Ok(())
-            })
+entry_fn!(
+    client_default_device_assignment,
+    PJRT_Client_DefaultDeviceAssignment,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        if a.num_replicas < 1 || a.num_partitions < 1 {
+            return Err(invalid(format!(
+                "fake plugin: bad replica/partition counts {}x{}",
+                a.num_replicas, a.num_partitions
+            )));
         }
-    };
-}
+        let n = a.num_replicas as usize * a.num_partitions as usize;
+        if n > c.inner.addressable_count() {
+            return Err(invalid(format!(
+                "fake plugin: {n} devices requested, the client has {} addressable",
+                c.inner.addressable_count()
+            )));
+        }
+        if a.default_assignment_size < n || a.default_assignment.is_null() {
+            return Err(invalid(format!(
+                "fake plugin: default_assignment holds {}, needs {n}",
+                a.default_assignment_size
+            )));
+        }
+        for i in 0..n {
+            // SAFETY: the caller provides default_assignment_size >= n ints.
+            unsafe { *a.default_assignment.add(i) = c.inner.devices[i].id };
+        }
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn description_id(
-    args: *mut sys::PJRT_DeviceDescription_Id_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_Id",
-        args,
-        sys::PJRT_DeviceDescription_Id_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.id = description_ref(a.device_description)?.id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(description_id, PJRT_DeviceDescription_Id, |a, _| {
+    a.id = description_ref(a.device_description)?.id;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn description_process_index(
-    args: *mut sys::PJRT_DeviceDescription_ProcessIndex_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_ProcessIndex",
-        args,
-        sys::PJRT_DeviceDescription_ProcessIndex_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.process_index = description_ref(a.device_description)?.process_index;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    description_process_index,
+    PJRT_DeviceDescription_ProcessIndex,
+    |a, _| {
+        a.process_index = description_ref(a.device_description)?.process_index;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn description_attributes(
-    args: *mut sys::PJRT_DeviceDescription_Attributes_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_Attributes",
-        args,
-        sys::PJRT_DeviceDescription_Attributes_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let d = description_ref(a.device_description)?;
-            a.attributes = d.attributes.as_ptr();
-            a.num_attributes = d.attributes.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    description_attributes,
+    PJRT_DeviceDescription_Attributes,
+    |a, _| {
+        let d = description_ref(a.device_description)?;
+        a.attributes = d.attributes.as_ptr();
+        a.num_attributes = d.attributes.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn description_kind(
-    args: *mut sys::PJRT_DeviceDescription_Kind_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_Kind",
-        args,
-        sys::PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            description_ref(a.device_description)?;
-            a.device_kind = DEVICE_KIND.as_ptr().cast();
-            a.device_kind_size = DEVICE_KIND.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(description_kind, PJRT_DeviceDescription_Kind, |a, _| {
+    description_ref(a.device_description)?;
+    a.device_kind = DEVICE_KIND.as_ptr().cast();
+    a.device_kind_size = DEVICE_KIND.len();
+    Ok(())
+});
 
-description_string!(
+entry_fn!(
     description_debug_string,
-    "PJRT_DeviceDescription_DebugString",
-    PJRT_DeviceDescription_DebugString_Args,
-    PJRT_DeviceDescription_DebugString_Args_STRUCT_SIZE,
-    debug_string,
-    debug_string,
-    debug_string_size
+    PJRT_DeviceDescription_DebugString,
+    |a, _| {
+        let d = description_ref(a.device_description)?;
+        a.debug_string = d.debug_string.as_ptr().cast();
+        a.debug_string_size = d.debug_string.len();
+        Ok(())
+    }
 );
 
-description_string!(
+entry_fn!(
     description_to_string,
-    "PJRT_DeviceDescription_ToString",
-    PJRT_DeviceDescription_ToString_Args,
-    PJRT_DeviceDescription_ToString_Args_STRUCT_SIZE,
-    to_string,
-    to_string,
-    to_string_size
+    PJRT_DeviceDescription_ToString,
+    |a, _| {
+        let d = description_ref(a.device_description)?;
+        a.to_string = d.to_string.as_ptr().cast();
+        a.to_string_size = d.to_string.len();
+        Ok(())
+    }
 );
 
-pub(crate) unsafe extern "C" fn device_get_description(
-    args: *mut sys::PJRT_Device_GetDescription_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_GetDescription",
-        args,
-        sys::PJRT_Device_GetDescription_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let d = device_ref(a.device)?;
-            let desc: &FakeDescription = &d.description;
-            a.device_description = (desc as *const FakeDescription).cast_mut().cast();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    device_get_description,
+    PJRT_Device_GetDescription,
+    |a, _| {
+        let d = device_ref(a.device)?;
+        let desc: &FakeDescription = &d.description;
+        a.device_description = (desc as *const FakeDescription).cast_mut().cast();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn device_is_addressable(
-    args: *mut sys::PJRT_Device_IsAddressable_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_IsAddressable",
-        args,
-        sys::PJRT_Device_IsAddressable_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args; the bool out-field is written through a raw
-            // place, never read.
-            let device = unsafe { (*args).device };
-            let d = device_ref(device)?;
-            // SAFETY: as above.
-            unsafe { (*args).is_addressable = d.addressable };
-            Ok(())
-        },
-    )
-}
+entry_fn!(device_is_addressable, PJRT_Device_IsAddressable, |a, _| {
+    // place, never read.
+    let device = a.device;
+    let d = device_ref(device)?;
+    a.is_addressable = d.addressable;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn device_local_hardware_id(
-    args: *mut sys::PJRT_Device_LocalHardwareId_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_LocalHardwareId",
-        args,
-        sys::PJRT_Device_LocalHardwareId_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.local_hardware_id = device_ref(a.device)?.local_hardware_id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    device_local_hardware_id,
+    PJRT_Device_LocalHardwareId,
+    |a, _| {
+        a.local_hardware_id = device_ref(a.device)?.local_hardware_id;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn device_addressable_memories(
-    args: *mut sys::PJRT_Device_AddressableMemories_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_AddressableMemories",
-        args,
-        sys::PJRT_Device_AddressableMemories_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let d = device_ref(a.device)?;
-            a.memories = d.memories.as_ptr();
-            a.num_memories = d.memories.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    device_addressable_memories,
+    PJRT_Device_AddressableMemories,
+    |a, _| {
+        let d = device_ref(a.device)?;
+        a.memories = d.memories.as_ptr();
+        a.num_memories = d.memories.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn device_default_memory(
-    args: *mut sys::PJRT_Device_DefaultMemory_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_DefaultMemory",
-        args,
-        sys::PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.memory = device_ref(a.device)?.default_memory;
-            Ok(())
-        },
-    )
-}
+entry_fn!(device_default_memory, PJRT_Device_DefaultMemory, |a, _| {
+    a.memory = device_ref(a.device)?.default_memory;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_id(
-    args: *mut sys::PJRT_Memory_Id_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_Id",
-        args,
-        sys::PJRT_Memory_Id_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.id = memory_ref(a.memory)?.id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_id, PJRT_Memory_Id, |a, _| {
+    a.id = memory_ref(a.memory)?.id;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_kind(
-    args: *mut sys::PJRT_Memory_Kind_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_Kind",
-        args,
-        sys::PJRT_Memory_Kind_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.kind = m.kind.as_ptr().cast();
-            a.kind_size = m.kind.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_kind, PJRT_Memory_Kind, |a, _| {
+    let m = memory_ref(a.memory)?;
+    a.kind = m.kind.as_ptr().cast();
+    a.kind_size = m.kind.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_kind_id(
-    args: *mut sys::PJRT_Memory_Kind_Id_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_Kind_Id",
-        args,
-        sys::PJRT_Memory_Kind_Id_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.kind_id = memory_ref(a.memory)?.kind_id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_kind_id, PJRT_Memory_Kind_Id, |a, _| {
+    a.kind_id = memory_ref(a.memory)?.kind_id;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_debug_string(
-    args: *mut sys::PJRT_Memory_DebugString_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_DebugString",
-        args,
-        sys::PJRT_Memory_DebugString_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.debug_string = m.debug_string.as_ptr().cast();
-            a.debug_string_size = m.debug_string.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_debug_string, PJRT_Memory_DebugString, |a, _| {
+    let m = memory_ref(a.memory)?;
+    a.debug_string = m.debug_string.as_ptr().cast();
+    a.debug_string_size = m.debug_string.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_to_string(
-    args: *mut sys::PJRT_Memory_ToString_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_ToString",
-        args,
-        sys::PJRT_Memory_ToString_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.to_string = m.to_string.as_ptr().cast();
-            a.to_string_size = m.to_string.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_to_string, PJRT_Memory_ToString, |a, _| {
+    let m = memory_ref(a.memory)?;
+    a.to_string = m.to_string.as_ptr().cast();
+    a.to_string_size = m.to_string.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_addressable_by_devices(
-    args: *mut sys::PJRT_Memory_AddressableByDevices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_AddressableByDevices",
-        args,
-        sys::PJRT_Memory_AddressableByDevices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.devices = m.devices.as_ptr();
-            a.num_devices = m.devices.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    memory_addressable_by_devices,
+    PJRT_Memory_AddressableByDevices,
+    |a, _| {
+        let m = memory_ref(a.memory)?;
+        a.devices = m.devices.as_ptr();
+        a.num_devices = m.devices.len();
+        Ok(())
+    }
+);

@@ -10,7 +10,6 @@ use rpjrt_sys as sys;
 use crate::config::FfiMode;
 use crate::error::{invalid, Fail};
 use crate::named::read_str;
-use crate::state::entry;
 
 /// A handler registration the fake accepted (`RPJRT_FAKE_FFI=ok`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,76 +183,64 @@ fn query_metadata(
     })
 }
 
-pub(crate) unsafe extern "C" fn register_handler(
-    args: *mut sys::PJRT_FFI_Register_Handler_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_FFI_Register_Handler",
-        args,
-        sys::PJRT_FFI_Register_Handler_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &*args };
-            // SAFETY: per the C API, the names point at their sizes' bytes.
-            let (name, platform) = unsafe {
-                (
-                    read_str(a.target_name, a.target_name_size),
-                    read_str(a.platform_name, a.platform_name_size),
-                )
-            };
-            if name.is_empty() {
-                return Err(invalid(
-                    "fake plugin: FFI handler with an empty target name",
-                ));
-            }
-            if a.handler.is_null() {
-                return Err(invalid(format!(
-                    "fake plugin: FFI handler {name:?} is null"
-                )));
-            }
-            match state.config.ffi {
-                FfiMode::Refuse => {
-                    return Err(invalid(format!(
-                        "fake plugin: FFI handler {name:?} refused (RPJRT_FAKE_FFI=refuse)"
-                    )))
-                }
-                FfiMode::Drop => return Ok(()),
-                FfiMode::Ok => {}
-            }
-            // SAFETY: the caller passes an XLA_FFI_Handler function as `handler`.
-            let handler = unsafe {
-                std::mem::transmute::<*mut std::ffi::c_void, sys::XLA_FFI_Handler>(a.handler)
-            };
-            let meta = query_metadata(handler, state.config.ffi_version).map_err(|f| {
-                Fail::new(
-                    f.code,
-                    format!(
-                        "fake plugin: FFI handler {name:?} failed its metadata call: {}",
-                        f.message
-                    ),
-                )
-            })?;
-            let reported = (
-                meta.api_version.major_version,
-                meta.api_version.minor_version,
-            );
-            if reported > state.config.ffi_version {
-                // Newer than the runtime: XLA drops it without a word.
-                return Ok(());
-            }
-            TARGETS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(FfiTarget {
-                    name,
-                    platform,
-                    api_version: reported,
-                    traits: meta.traits,
-                });
-            Ok(())
-        },
-    )
-}
+entry_fn!(register_handler, PJRT_FFI_Register_Handler, |a, state| {
+    // SAFETY: per the C API, the names point at their sizes' bytes.
+    let (name, platform) = unsafe {
+        (
+            read_str(a.target_name, a.target_name_size),
+            read_str(a.platform_name, a.platform_name_size),
+        )
+    };
+    if name.is_empty() {
+        return Err(invalid(
+            "fake plugin: FFI handler with an empty target name",
+        ));
+    }
+    if a.handler.is_null() {
+        return Err(invalid(format!(
+            "fake plugin: FFI handler {name:?} is null"
+        )));
+    }
+    match state.config.ffi {
+        FfiMode::Refuse => {
+            return Err(invalid(format!(
+                "fake plugin: FFI handler {name:?} refused (RPJRT_FAKE_FFI=refuse)"
+            )))
+        }
+        FfiMode::Drop => return Ok(()),
+        FfiMode::Ok => {}
+    }
+    // SAFETY: the caller passes an XLA_FFI_Handler function as `handler`.
+    let handler =
+        unsafe { std::mem::transmute::<*mut std::ffi::c_void, sys::XLA_FFI_Handler>(a.handler) };
+    let meta = query_metadata(handler, state.config.ffi_version).map_err(|f| {
+        Fail::new(
+            f.code,
+            format!(
+                "fake plugin: FFI handler {name:?} failed its metadata call: {}",
+                f.message
+            ),
+        )
+    })?;
+    let reported = (
+        meta.api_version.major_version,
+        meta.api_version.minor_version,
+    );
+    if reported > state.config.ffi_version {
+        // Newer than the runtime: XLA drops it without a word.
+        return Ok(());
+    }
+    TARGETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(FfiTarget {
+            name,
+            platform,
+            api_version: reported,
+            traits: meta.traits,
+        });
+    Ok(())
+});
 
 /// Writes the registered targets as `name\tplatform\tMAJOR.MINOR\ttraits` lines into
 /// `buf` (up to `cap` bytes, no terminator) and returns the full length, so a caller can

@@ -145,6 +145,8 @@
 //! A second cdylib, the example `rpjrt_no_symbol` (`cargo build --examples`), exports
 //! no `GetPjrtApi`, for testing that failure.
 
+#[macro_use]
+mod state;
 mod buffer;
 mod client;
 pub mod config;
@@ -157,7 +159,6 @@ mod named;
 mod plugin;
 mod proto;
 mod registry;
-mod state;
 mod table;
 
 use std::os::raw::{c_char, c_int};

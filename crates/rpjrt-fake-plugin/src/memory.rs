@@ -7,7 +7,6 @@ use rpjrt_sys as sys;
 
 use crate::client::device_ref;
 use crate::error::Fail;
-use crate::state::entry;
 
 #[derive(Default)]
 struct Stats {
@@ -82,30 +81,19 @@ fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-pub(crate) unsafe extern "C" fn device_memory_stats(
-    args: *mut sys::PJRT_Device_MemoryStats_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_MemoryStats",
-        args,
-        sys::PJRT_Device_MemoryStats_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let mem = &device_ref(a.device)?.memory;
-            let st = mem.stats();
-            a.bytes_in_use = int(st.in_use);
-            a.peak_bytes_in_use = int(st.peak);
-            a.peak_bytes_in_use_is_set = true;
-            a.num_allocs = int(st.num_allocs);
-            a.num_allocs_is_set = true;
-            a.largest_alloc_size = int(st.largest_alloc);
-            a.largest_alloc_size_is_set = true;
-            a.bytes_limit = int(mem.limit.unwrap_or(0));
-            a.bytes_limit_is_set = mem.limit.is_some();
-            a.largest_free_block_bytes = int(mem.limit.unwrap_or(0).saturating_sub(st.in_use));
-            a.largest_free_block_bytes_is_set = mem.limit.is_some();
-            Ok(())
-        },
-    )
-}
+entry_fn!(device_memory_stats, PJRT_Device_MemoryStats, |a, _| {
+    let mem = &device_ref(a.device)?.memory;
+    let st = mem.stats();
+    a.bytes_in_use = int(st.in_use);
+    a.peak_bytes_in_use = int(st.peak);
+    a.peak_bytes_in_use_is_set = true;
+    a.num_allocs = int(st.num_allocs);
+    a.num_allocs_is_set = true;
+    a.largest_alloc_size = int(st.largest_alloc);
+    a.largest_alloc_size_is_set = true;
+    a.bytes_limit = int(mem.limit.unwrap_or(0));
+    a.bytes_limit_is_set = mem.limit.is_some();
+    a.largest_free_block_bytes = int(mem.limit.unwrap_or(0).saturating_sub(st.in_use));
+    a.largest_free_block_bytes_is_set = mem.limit.is_some();
+    Ok(())
+});

@@ -400,6 +400,45 @@ pub(crate) fn entry<A>(
     }
 }
 
+/// Runs an entry's body on its checked args (a typed call, so the body's closure gets
+/// its parameter types from here).
+pub(crate) fn run_body<A>(
+    args: &mut A,
+    state: &State,
+    body: impl FnOnce(&mut A, &State) -> Result<(), Fail>,
+) -> Result<(), Fail> {
+    body(args, state)
+}
+
+/// Defines the table function `$fn_name` for entry `$entry` (`PJRT_Client_Create`):
+/// it takes `*mut sys::$entry_Args` and runs [`entry`] with the full
+/// `$entry_Args_STRUCT_SIZE`, so the ceremony every entry shares (panics caught, args
+/// non-null and large enough, the CRASH_ON / HANG_ON / FAIL knobs, errors returned as
+/// `PJRT_Error`) happens before `$body`, a closure `|args: &mut $entry_Args, state|`
+/// returning `Result<(), Fail>`. Handles inside args are still checked by the body
+/// (`client_ref`, `buffer_ref`, ...), which turns stale pointers into INVALID_ARGUMENT.
+macro_rules! entry_fn {
+    ($fn_name:ident, $entry:ident, $body:expr) => {
+        pastey::paste! {
+            pub(crate) unsafe extern "C" fn $fn_name(
+                args: *mut sys::[<$entry _Args>],
+            ) -> *mut sys::PJRT_Error {
+                $crate::state::entry(
+                    stringify!($entry),
+                    args,
+                    sys::[<$entry _Args_STRUCT_SIZE>],
+                    |args, state| {
+                        // SAFETY: `entry` checked that args is non-null and that its
+                        // struct_size covers the whole struct.
+                        let a = unsafe { &mut *args };
+                        $crate::state::run_body(a, state, $body)
+                    },
+                )
+            }
+        }
+    };
+}
+
 /// What a stub slot returns: the forced error if configured, else UNIMPLEMENTED.
 pub(crate) fn stub(name: &'static str) -> *mut sys::PJRT_Error {
     catch_unwind(|| {
