@@ -197,17 +197,9 @@ pub(crate) fn free_buffer(buffer: *mut sys::PJRT_Buffer) {
 
 /// The live buffer behind `buffer`.
 pub(crate) fn buffer_ref<'a>(buffer: *mut sys::PJRT_Buffer) -> Result<&'a FakeBuffer, Fail> {
-    if buffer.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Buffer"));
-    }
-    if !registry::is_live(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
-        return Err(invalid(format!(
-            "fake plugin: {buffer:p} is not a live PJRT_Buffer"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in new_buffer and has not
-    // been destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*buffer.cast::<FakeBuffer>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in new_buffer and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(buffer, Kind::Buffer) }
 }
 
 // ------------------------------------------------------------------- events
@@ -230,17 +222,9 @@ pub(crate) fn entry_event(state: &State, entry: &str) -> *mut sys::PJRT_Event {
 }
 
 fn event_ref<'a>(event: *mut sys::PJRT_Event) -> Result<&'a FakeEvent, Fail> {
-    if event.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Event"));
-    }
-    if !registry::is_live(event.cast::<FakeEvent>(), Kind::Event) {
-        return Err(invalid(format!(
-            "fake plugin: {event:p} is not a live PJRT_Event"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in new_event and has not been
-    // destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*event.cast::<FakeEvent>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in new_event and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(event, Kind::Event) }
 }
 
 entry_fn!(event_destroy, PJRT_Event_Destroy, |a, _| {

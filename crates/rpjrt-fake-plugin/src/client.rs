@@ -323,59 +323,27 @@ impl Drop for ClientInner {
 
 /// The live client behind `client`.
 pub(crate) fn client_ref<'a>(client: *mut sys::PJRT_Client) -> Result<&'a FakeClient, Fail> {
-    if client.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Client"));
-    }
-    if !registry::is_live(client.cast::<FakeClient>(), Kind::Client) {
-        return Err(invalid(format!(
-            "fake plugin: {client:p} is not a live PJRT_Client"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in client_create and has not
-    // been destroyed; the caller keeps it alive for the duration of the call.
-    Ok(unsafe { &*client.cast::<FakeClient>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in client_create and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(client, Kind::Client) }
 }
 
 pub(crate) fn device_ref<'a>(device: *mut sys::PJRT_Device) -> Result<&'a FakeDevice, Fail> {
-    if device.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Device"));
-    }
-    if !registry::is_live(device.cast::<FakeDevice>(), Kind::Device) {
-        return Err(invalid(format!(
-            "fake plugin: {device:p} is not a live PJRT_Device"
-        )));
-    }
     // SAFETY: registered devices are boxes owned by a live ClientInner, unregistered
     // before they are freed; the caller keeps their client alive during the call.
-    Ok(unsafe { &*device.cast::<FakeDevice>() })
+    unsafe { registry::live_ref(device, Kind::Device) }
 }
 
 fn description_ref<'a>(
     desc: *mut sys::PJRT_DeviceDescription,
 ) -> Result<&'a FakeDescription, Fail> {
-    if desc.is_null() {
-        return Err(invalid("fake plugin: null PJRT_DeviceDescription"));
-    }
-    if !registry::is_live(desc.cast::<FakeDescription>(), Kind::DeviceDescription) {
-        return Err(invalid(format!(
-            "fake plugin: {desc:p} is not a live PJRT_DeviceDescription"
-        )));
-    }
     // SAFETY: as for devices: owned by a live ClientInner, unregistered before freed.
-    Ok(unsafe { &*desc.cast::<FakeDescription>() })
+    unsafe { registry::live_ref(desc, Kind::DeviceDescription) }
 }
 
 pub(crate) fn memory_ref<'a>(memory: *mut sys::PJRT_Memory) -> Result<&'a FakeMemory, Fail> {
-    if memory.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Memory"));
-    }
-    if !registry::is_live(memory.cast::<FakeMemory>(), Kind::Memory) {
-        return Err(invalid(format!(
-            "fake plugin: {memory:p} is not a live PJRT_Memory"
-        )));
-    }
     // SAFETY: as for devices: owned by a live ClientInner, unregistered before freed.
-    Ok(unsafe { &*memory.cast::<FakeMemory>() })
+    unsafe { registry::live_ref(memory, Kind::Memory) }
 }
 
 fn option_int(opt: &Attribute) -> Result<i64, Fail> {

@@ -78,31 +78,15 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 }
 
 fn loaded_ref<'a>(exe: *mut sys::PJRT_LoadedExecutable) -> Result<&'a FakeLoadedExecutable, Fail> {
-    if exe.is_null() {
-        return Err(invalid("fake plugin: null PJRT_LoadedExecutable"));
-    }
-    if !registry::is_live(exe.cast::<FakeLoadedExecutable>(), Kind::LoadedExecutable) {
-        return Err(invalid(format!(
-            "fake plugin: {exe:p} is not a live PJRT_LoadedExecutable"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in compile and has not been
-    // destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*exe.cast::<FakeLoadedExecutable>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in compile and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(exe, Kind::LoadedExecutable) }
 }
 
 fn executable_ref<'a>(exe: *mut sys::PJRT_Executable) -> Result<&'a FakeExecutable, Fail> {
-    if exe.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Executable"));
-    }
-    if !registry::is_live(exe.cast::<FakeExecutable>(), Kind::Executable) {
-        return Err(invalid(format!(
-            "fake plugin: {exe:p} is not a live PJRT_Executable"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in get_executable and has not
-    // been destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*exe.cast::<FakeExecutable>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in get_executable and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(exe, Kind::Executable) }
 }
 
 fn line_col(text: &[u8], at: usize) -> (usize, usize) {
