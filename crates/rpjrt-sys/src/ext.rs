@@ -52,7 +52,6 @@ c_api! {
     }
     /// Bit flags describing an FFI handler.
     enum PJRT_FFI_Handler_TraitsBits: i32 {
-        /// Value `PJRT_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE` of `PJRT_FFI_Handler_TraitsBits`.
         PJRT_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE = 1,
     }
     struct PJRT_FFI_Register_Handler_Args sized => PJRT_FFI_Register_Handler {

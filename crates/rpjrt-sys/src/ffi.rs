@@ -100,7 +100,6 @@ c_api! {
     opaque XLA_FFI_InternalApi;
     /// Tag of an FFI extension struct.
     enum XLA_FFI_Extension_Type: i32 {
-        /// Value `XLA_FFI_Extension_Metadata` of `XLA_FFI_Extension_Type`.
         XLA_FFI_Extension_Metadata = 1,
     }
     /// Common header of FFI extension structs; they form a linked list.
@@ -364,7 +363,6 @@ c_api! {
     }
     /// Bit flags for [`XLA_FFI_Handler_Traits`].
     enum XLA_FFI_Handler_TraitsBits: i32 {
-        /// Value `XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE` of `XLA_FFI_Handler_TraitsBits`.
         XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE = 1,
     }
     /// Handler trait bits (see `XLA_FFI_HANDLER_TRAITS_*`).

@@ -174,15 +174,10 @@ c_api! {
     }
     /// Which member of a [`PJRT_NamedValue`] union is set.
     enum PJRT_NamedValue_Type: i32 {
-        /// Value `PJRT_NamedValue_kString` of `PJRT_NamedValue_Type`.
         PJRT_NamedValue_kString = 0,
-        /// Value `PJRT_NamedValue_kInt64` of `PJRT_NamedValue_Type`.
         PJRT_NamedValue_kInt64 = 1,
-        /// Value `PJRT_NamedValue_kInt64List` of `PJRT_NamedValue_Type`.
         PJRT_NamedValue_kInt64List = 2,
-        /// Value `PJRT_NamedValue_kFloat` of `PJRT_NamedValue_Type`.
         PJRT_NamedValue_kFloat = 3,
-        /// Value `PJRT_NamedValue_kBool` of `PJRT_NamedValue_Type`.
         PJRT_NamedValue_kBool = 4,
     }
     /// Value storage of a [`PJRT_NamedValue`] (anonymous union in C).
