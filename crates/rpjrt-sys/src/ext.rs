@@ -215,14 +215,6 @@ c_api! {
 
 // ==== pjrt_c_api_phase_compile_extension.h ====
 
-/// Signature of the `PJRT_PhaseCompile_Destroy_Compiler` entry; takes [`PJRT_PhaseCompile_Destroy_Compiler_Args`].
-pub type PJRT_PhaseCompile_Destroy_Compiler =
-    unsafe extern "C" fn(args: *mut PJRT_PhaseCompile_Destroy_Compiler_Args);
-
-/// Signature of the `PJRT_PhaseCompile_C_Buffers_Destroy` entry; takes [`PJRT_PhaseCompile_C_Buffers_Destroy_Args`].
-pub type PJRT_PhaseCompile_C_Buffers_Destroy =
-    unsafe extern "C" fn(args: *mut PJRT_PhaseCompile_C_Buffers_Destroy_Args);
-
 c_api! {
     facts PHASE_COMPILE_FACTS;
     /// Header constant `PJRT_API_PHASE_COMPILE_EXTENSION_VERSION`.
@@ -231,8 +223,7 @@ c_api! {
         /// Out: the resulting [`PJRT_PhaseCompiler`].
         phase_compiler: *const PJRT_PhaseCompiler,
     }
-    /// Arguments of [`PJRT_PhaseCompile_Destroy_Compiler`].
-    args PJRT_PhaseCompile_Destroy_Compiler_Args sized {
+    args PJRT_PhaseCompile_Destroy_Compiler_Args sized => PJRT_PhaseCompile_Destroy_Compiler -> () {
         /// The [`PJRT_PhaseCompiler`] to use.
         phase_compiler: *const PJRT_PhaseCompiler,
     }
@@ -261,8 +252,7 @@ c_api! {
         phase_names_sizes: *const usize,
         num_phase_names: usize,
     }
-    /// Arguments of [`PJRT_PhaseCompile_C_Buffers_Destroy`].
-    args PJRT_PhaseCompile_C_Buffers_Destroy_Args sized {
+    args PJRT_PhaseCompile_C_Buffers_Destroy_Args sized => PJRT_PhaseCompile_C_Buffers_Destroy -> () {
         char_buffers: *mut *const c_char,
         char_buffer_sizes: *const usize,
         num_char_buffers: usize,

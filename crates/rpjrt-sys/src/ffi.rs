@@ -13,82 +13,12 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
-/// Signature of the `XLA_FFI_Error_Create` entry; takes [`XLA_FFI_Error_Create_Args`].
-pub type XLA_FFI_Error_Create =
-    unsafe extern "C" fn(args: *mut XLA_FFI_Error_Create_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_Error_GetMessage` entry; takes [`XLA_FFI_Error_GetMessage_Args`].
-pub type XLA_FFI_Error_GetMessage = unsafe extern "C" fn(args: *mut XLA_FFI_Error_GetMessage_Args);
-
-/// Signature of the `XLA_FFI_Error_Destroy` entry; takes [`XLA_FFI_Error_Destroy_Args`].
-pub type XLA_FFI_Error_Destroy = unsafe extern "C" fn(args: *mut XLA_FFI_Error_Destroy_Args);
-
-/// Signature of the `XLA_FFI_Future_Create` entry; takes [`XLA_FFI_Future_Create_Args`].
-pub type XLA_FFI_Future_Create =
-    unsafe extern "C" fn(args: *mut XLA_FFI_Future_Create_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_Future_SetAvailable` entry; takes [`XLA_FFI_Future_SetAvailable_Args`].
-pub type XLA_FFI_Future_SetAvailable =
-    unsafe extern "C" fn(args: *mut XLA_FFI_Future_SetAvailable_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_Future_SetError` entry; takes [`XLA_FFI_Future_SetError_Args`].
-pub type XLA_FFI_Future_SetError =
-    unsafe extern "C" fn(args: *mut XLA_FFI_Future_SetError_Args) -> *mut XLA_FFI_Error;
-
 /// An FFI handler: called with a call frame, returns null on success or an error.
 pub type XLA_FFI_Handler =
     unsafe extern "C" fn(call_frame: *mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error;
 
-/// Signature of the `XLA_FFI_Handler_Register` entry; takes [`XLA_FFI_Handler_Register_Args`].
-pub type XLA_FFI_Handler_Register =
-    unsafe extern "C" fn(args: *mut XLA_FFI_Handler_Register_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_Type_Register` entry; takes [`XLA_FFI_Type_Register_Args`].
-pub type XLA_FFI_Type_Register =
-    unsafe extern "C" fn(args: *mut XLA_FFI_Type_Register_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_ExecutionContext_Get` entry; takes [`XLA_FFI_ExecutionContext_Get_Args`].
-pub type XLA_FFI_ExecutionContext_Get =
-    unsafe extern "C" fn(args: *mut XLA_FFI_ExecutionContext_Get_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_State_Set` entry; takes [`XLA_FFI_State_Set_Args`].
-pub type XLA_FFI_State_Set =
-    unsafe extern "C" fn(args: *mut XLA_FFI_State_Set_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_State_Get` entry; takes [`XLA_FFI_State_Get_Args`].
-pub type XLA_FFI_State_Get =
-    unsafe extern "C" fn(args: *mut XLA_FFI_State_Get_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_Stream_Get` entry; takes [`XLA_FFI_Stream_Get_Args`].
-pub type XLA_FFI_Stream_Get =
-    unsafe extern "C" fn(args: *mut XLA_FFI_Stream_Get_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_DeviceMemory_Allocate` entry; takes [`XLA_FFI_DeviceMemory_Allocate_Args`].
-pub type XLA_FFI_DeviceMemory_Allocate =
-    unsafe extern "C" fn(args: *mut XLA_FFI_DeviceMemory_Allocate_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_DeviceMemory_Free` entry; takes [`XLA_FFI_DeviceMemory_Free_Args`].
-pub type XLA_FFI_DeviceMemory_Free =
-    unsafe extern "C" fn(args: *mut XLA_FFI_DeviceMemory_Free_Args) -> *mut XLA_FFI_Error;
-
 /// A task for the runtime's thread pool.
 pub type XLA_FFI_Task = unsafe extern "C" fn(data: *mut c_void);
-
-/// Signature of the `XLA_FFI_ThreadPool_Schedule` entry; takes [`XLA_FFI_ThreadPool_Schedule_Args`].
-pub type XLA_FFI_ThreadPool_Schedule =
-    unsafe extern "C" fn(args: *mut XLA_FFI_ThreadPool_Schedule_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_ThreadPool_NumThreads` entry; takes [`XLA_FFI_ThreadPool_NumThreads_Args`].
-pub type XLA_FFI_ThreadPool_NumThreads =
-    unsafe extern "C" fn(args: *mut XLA_FFI_ThreadPool_NumThreads_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_RunId_Get` entry; takes [`XLA_FFI_RunId_Get_Args`].
-pub type XLA_FFI_RunId_Get =
-    unsafe extern "C" fn(args: *mut XLA_FFI_RunId_Get_Args) -> *mut XLA_FFI_Error;
-
-/// Signature of the `XLA_FFI_DeviceOrdinal_Get` entry; takes [`XLA_FFI_DeviceOrdinal_Get_Args`].
-pub type XLA_FFI_DeviceOrdinal_Get =
-    unsafe extern "C" fn(args: *mut XLA_FFI_DeviceOrdinal_Get_Args) -> *mut XLA_FFI_Error;
 
 c_api! {
     facts XLA_FFI_FACTS;
@@ -139,8 +69,7 @@ c_api! {
         XLA_FFI_Error_Code_DATA_LOSS = 15,
         XLA_FFI_Error_Code_UNAUTHENTICATED = 16,
     }
-    /// Arguments of [`XLA_FFI_Error_Create`].
-    struct XLA_FFI_Error_Create_Args sized {
+    struct XLA_FFI_Error_Create_Args sized => XLA_FFI_Error_Create -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// NUL-terminated message; copied by the runtime.
@@ -148,8 +77,7 @@ c_api! {
         /// Error code.
         errc: XLA_FFI_Error_Code,
     }
-    /// Arguments of [`XLA_FFI_Error_GetMessage`].
-    struct XLA_FFI_Error_GetMessage_Args sized {
+    struct XLA_FFI_Error_GetMessage_Args sized => XLA_FFI_Error_GetMessage -> () {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_Error`] to use.
@@ -157,8 +85,7 @@ c_api! {
         /// Out: message (C string).
         message: *const c_char,
     }
-    /// Arguments of [`XLA_FFI_Error_Destroy`].
-    struct XLA_FFI_Error_Destroy_Args sized {
+    struct XLA_FFI_Error_Destroy_Args sized => XLA_FFI_Error_Destroy -> () {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_Error`] to use.
@@ -267,21 +194,19 @@ c_api! {
     /// Opaque future a handler can return for asynchronous completion.
     opaque XLA_FFI_Future;
     /// Arguments of [`XLA_FFI_Future_Create`]. Note: the header's STRUCT_SIZE stops at `extension_start`.
-    struct XLA_FFI_Future_Create_Args sized(extension_start: *mut XLA_FFI_Extension_Base) {
+    struct XLA_FFI_Future_Create_Args sized(extension_start: *mut XLA_FFI_Extension_Base) => XLA_FFI_Future_Create -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// Out: the resulting [`XLA_FFI_Future`].
         future: *mut XLA_FFI_Future,
     }
-    /// Arguments of [`XLA_FFI_Future_SetAvailable`].
-    struct XLA_FFI_Future_SetAvailable_Args sized {
+    struct XLA_FFI_Future_SetAvailable_Args sized => XLA_FFI_Future_SetAvailable -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_Future`] to use.
         future: *mut XLA_FFI_Future,
     }
-    /// Arguments of [`XLA_FFI_Future_SetError`].
-    struct XLA_FFI_Future_SetError_Args sized {
+    struct XLA_FFI_Future_SetError_Args sized => XLA_FFI_Future_SetError -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_Future`] to use.
@@ -367,8 +292,7 @@ c_api! {
     }
     /// Handler trait bits (see `XLA_FFI_HANDLER_TRAITS_*`).
     type XLA_FFI_Handler_Traits = u32;
-    /// Arguments of [`XLA_FFI_Handler_Register`].
-    struct XLA_FFI_Handler_Register_Args sized {
+    struct XLA_FFI_Handler_Register_Args sized => XLA_FFI_Handler_Register -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         name: XLA_FFI_ByteSpan,
@@ -376,16 +300,14 @@ c_api! {
         bundle: XLA_FFI_Handler_Bundle,
         traits: XLA_FFI_Handler_Traits,
     }
-    /// Arguments of [`XLA_FFI_Type_Register`].
-    struct XLA_FFI_Type_Register_Args sized(type_id: *mut XLA_FFI_TypeId) {
+    struct XLA_FFI_Type_Register_Args sized(type_id: *mut XLA_FFI_TypeId) => XLA_FFI_Type_Register -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         name: XLA_FFI_ByteSpan,
         type_id: *mut XLA_FFI_TypeId,
         type_info: *const XLA_FFI_TypeInfo,
     }
-    /// Arguments of [`XLA_FFI_ExecutionContext_Get`].
-    struct XLA_FFI_ExecutionContext_Get_Args sized {
+    struct XLA_FFI_ExecutionContext_Get_Args sized => XLA_FFI_ExecutionContext_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
@@ -393,8 +315,7 @@ c_api! {
         type_id: *mut XLA_FFI_TypeId,
         data: *mut c_void,
     }
-    /// Arguments of [`XLA_FFI_State_Set`].
-    struct XLA_FFI_State_Set_Args sized {
+    struct XLA_FFI_State_Set_Args sized => XLA_FFI_State_Set -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
@@ -403,8 +324,7 @@ c_api! {
         type_id: *mut XLA_FFI_TypeId,
         state: *mut c_void,
     }
-    /// Arguments of [`XLA_FFI_State_Get`].
-    struct XLA_FFI_State_Get_Args sized {
+    struct XLA_FFI_State_Get_Args sized => XLA_FFI_State_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
@@ -413,16 +333,14 @@ c_api! {
         type_id: *mut XLA_FFI_TypeId,
         state: *mut c_void,
     }
-    /// Arguments of [`XLA_FFI_Stream_Get`].
-    struct XLA_FFI_Stream_Get_Args sized {
+    struct XLA_FFI_Stream_Get_Args sized => XLA_FFI_Stream_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         stream: *mut c_void,
     }
-    /// Arguments of [`XLA_FFI_DeviceMemory_Allocate`].
-    struct XLA_FFI_DeviceMemory_Allocate_Args sized {
+    struct XLA_FFI_DeviceMemory_Allocate_Args sized => XLA_FFI_DeviceMemory_Allocate -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
@@ -431,8 +349,7 @@ c_api! {
         alignment: usize,
         data: *mut c_void,
     }
-    /// Arguments of [`XLA_FFI_DeviceMemory_Free`].
-    struct XLA_FFI_DeviceMemory_Free_Args sized {
+    struct XLA_FFI_DeviceMemory_Free_Args sized => XLA_FFI_DeviceMemory_Free -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
@@ -440,8 +357,7 @@ c_api! {
         size: usize,
         data: *mut c_void,
     }
-    /// Arguments of [`XLA_FFI_ThreadPool_Schedule`].
-    struct XLA_FFI_ThreadPool_Schedule_Args sized {
+    struct XLA_FFI_ThreadPool_Schedule_Args sized => XLA_FFI_ThreadPool_Schedule -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
@@ -450,8 +366,7 @@ c_api! {
         task: Option<XLA_FFI_Task>,
         data: *mut c_void,
     }
-    /// Arguments of [`XLA_FFI_ThreadPool_NumThreads`].
-    struct XLA_FFI_ThreadPool_NumThreads_Args sized {
+    struct XLA_FFI_ThreadPool_NumThreads_Args sized => XLA_FFI_ThreadPool_NumThreads -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
@@ -459,16 +374,14 @@ c_api! {
         /// Out: number of threads.
         num_threads: *mut i64,
     }
-    /// Arguments of [`XLA_FFI_RunId_Get`].
-    struct XLA_FFI_RunId_Get_Args sized {
+    struct XLA_FFI_RunId_Get_Args sized => XLA_FFI_RunId_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         run_id: i64,
     }
-    /// Arguments of [`XLA_FFI_DeviceOrdinal_Get`].
-    struct XLA_FFI_DeviceOrdinal_Get_Args sized {
+    struct XLA_FFI_DeviceOrdinal_Get_Args sized => XLA_FFI_DeviceOrdinal_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
         /// The [`XLA_FFI_ExecutionContext`] to use.

@@ -94,7 +94,8 @@ pub const fn abi_fact(
 /// - `args NAME [sized] [=> ENTRY] { fields }`: a struct starting with
 ///   `struct_size` and `extension_start`; `sized` adds `NAME_STRUCT_SIZE`
 ///   (end of the last field, what callers store in `struct_size`); `=> ENTRY`
-///   adds the entry's type `unsafe extern "C" fn(*mut NAME) -> *mut PJRT_Error`;
+///   adds the entry's type `unsafe extern "C" fn(*mut NAME) -> *mut PJRT_Error`
+///   (`=> ENTRY -> TYPE` for another return type, `-> ()` for none);
 /// - `struct NAME [sized] { fields }`: a plain struct;
 /// - `union NAME { fields }`.
 ///
@@ -143,11 +144,11 @@ macro_rules! c_api {
         c_api!(@item $f [$($acc)* &[$crate::abi_fact("opaque", stringify!($name), "-", 0, None, "")],] $($rest)*);
     };
     (@item $f:tt [$($acc:tt)*] $(#[$m:meta])* args $name:ident
-        $($sized:ident $(($sf:ident: $st:ty))?)? $(=> $entry:ident)? {
+        $($sized:ident $(($sf:ident: $st:ty))?)? $(=> $entry:ident $(-> $ret:ty)?)? {
         $($(#[$fm:meta])* $field:ident: $t:ty),* $(,)?
     } $($rest:tt)*) => {
         c_api!(@item $f [$($acc)*] $(#[$m])*
-            struct $name $($sized $(($sf: $st))?)? $(=> $entry)? {
+            struct $name $($sized $(($sf: $st))?)? $(=> $entry $(-> $ret)?)? {
             /// Size of this struct as the caller knows it (the `_STRUCT_SIZE` constant).
             struct_size: usize,
             /// Head of an optional extension chain; null for none.
@@ -156,12 +157,12 @@ macro_rules! c_api {
         } $($rest)*);
     };
     (@item $f:tt [$($acc:tt)*] $(#[$m:meta])* $kw:ident $name:ident
-        $($sized:ident $(($sf:ident: $st:ty))?)? $(=> $entry:ident)? {
+        $($sized:ident $(($sf:ident: $st:ty))?)? $(=> $entry:ident $(-> $ret:ty)?)? {
         $($(#[$fm:meta])* $field:ident: $t:ty),* $(,)?
     } $($rest:tt)*) => {
         $(
             #[doc = concat!("Signature of the `", stringify!($entry), "` entry; takes [`", stringify!($name), "`].")]
-            pub type $entry = unsafe extern "C" fn(args: *mut $name) -> *mut PJRT_Error;
+            pub type $entry = unsafe extern "C" fn(args: *mut $name) -> c_ret!($($ret)?);
         )?
         $(#[$m])*
         $(#[doc = concat!("Arguments of [`", stringify!($entry), "`].")])?
@@ -196,6 +197,12 @@ macro_rules! c_api {
             pub const [<$name _STRUCT_SIZE>]: usize = $e;
         }
     };
+}
+
+/// The return type of an entry declared with `=> ENTRY [-> TYPE]`.
+macro_rules! c_ret {
+    () => { *mut PJRT_Error };
+    ($t:ty) => { $t };
 }
 
 /// The facts of one struct or union (a `&[AbiFact]` expression): size and

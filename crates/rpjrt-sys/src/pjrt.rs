@@ -5,12 +5,6 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
-/// Signature of the `PJRT_Error_Destroy` entry; takes [`PJRT_Error_Destroy_Args`].
-pub type PJRT_Error_Destroy = unsafe extern "C" fn(args: *mut PJRT_Error_Destroy_Args);
-
-/// Signature of the `PJRT_Error_Message` entry; takes [`PJRT_Error_Message_Args`].
-pub type PJRT_Error_Message = unsafe extern "C" fn(args: *mut PJRT_Error_Message_Args);
-
 /// Visitor called once per (key, value) payload pair of an error.
 pub type PJRT_Error_PayloadVisitor = unsafe extern "C" fn(
     key: *const c_char,
@@ -112,12 +106,10 @@ c_api! {
         /// Minor version of the plugin's API.
         minor_version: c_int,
     }
-    /// Arguments of [`PJRT_Error_Destroy`].
-    args PJRT_Error_Destroy_Args sized {
+    args PJRT_Error_Destroy_Args sized => PJRT_Error_Destroy -> () {
         error: *mut PJRT_Error,
     }
-    /// Arguments of [`PJRT_Error_Message`].
-    args PJRT_Error_Message_Args sized {
+    args PJRT_Error_Message_Args sized => PJRT_Error_Message -> () {
         error: *const PJRT_Error,
         message: *const c_char,
         message_size: usize,
