@@ -46,7 +46,6 @@ c_api! {
         data: *mut c_void,
     }
     args PJRT_FFI_UserData_Add_Args sized => PJRT_FFI_UserData_Add {
-        /// The [`PJRT_ExecuteContext`] to use.
         context: *mut PJRT_ExecuteContext,
         user_data: PJRT_FFI_UserData,
     }
@@ -116,28 +115,23 @@ c_api! {
     opaque PJRT_Layouts_MemoryLayout;
     opaque PJRT_Layouts_SerializedLayout;
     args PJRT_Layouts_MemoryLayout_Destroy_Args sized => PJRT_Layouts_MemoryLayout_Destroy {
-        /// The [`PJRT_Layouts_MemoryLayout`] to use.
         layout: *mut PJRT_Layouts_MemoryLayout,
     }
     args PJRT_Layouts_MemoryLayout_Serialize_Args sized => PJRT_Layouts_MemoryLayout_Serialize {
-        /// The [`PJRT_Layouts_MemoryLayout`] to use.
         layout: *mut PJRT_Layouts_MemoryLayout,
         /// Out: serialized bytes bytes (not NUL-terminated; length in `serialized_bytes_size`).
         serialized_bytes: *const c_char,
         serialized_bytes_size: usize,
-        /// The [`PJRT_Layouts_SerializedLayout`] to use.
         serialized_layout: *mut PJRT_Layouts_SerializedLayout,
         /// Out: serialized layout deleter callback (may be null).
         serialized_layout_deleter: Option<unsafe extern "C" fn(s_layout: *mut PJRT_Layouts_SerializedLayout)>,
     }
     args PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args sized => PJRT_Layouts_PJRT_Buffer_MemoryLayout {
-        /// The [`PJRT_Buffer`] to use.
         buffer: *mut PJRT_Buffer,
         /// Out: the resulting [`PJRT_Layouts_MemoryLayout`].
         layout: *mut PJRT_Layouts_MemoryLayout,
     }
     args PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args sized => PJRT_Layouts_PJRT_Client_GetDefaultLayout {
-        /// The [`PJRT_Client`] to use.
         client: *mut PJRT_Client,
         r#type: PJRT_Buffer_Type,
         dims: *const i64,
@@ -146,7 +140,6 @@ c_api! {
         layout: *mut PJRT_Layouts_MemoryLayout,
     }
     args PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args sized => PJRT_Layouts_PJRT_Topology_GetDefaultLayout {
-        /// The [`PJRT_TopologyDescription`] to use.
         topology_description: *mut PJRT_TopologyDescription,
         r#type: PJRT_Buffer_Type,
         dims: *const i64,
@@ -155,14 +148,12 @@ c_api! {
         layout: *mut PJRT_Layouts_MemoryLayout,
     }
     args PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args sized => PJRT_Layouts_PJRT_Executable_GetOutputLayouts {
-        /// The [`PJRT_Executable`] to use.
         executable: *mut PJRT_Executable,
         /// Out: number of outputs.
         num_outputs: usize,
         layouts: *mut *mut PJRT_Layouts_MemoryLayout,
     }
     args PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args sized => PJRT_Layouts_PJRT_Executable_GetParameterLayouts {
-        /// The [`PJRT_Executable`] to use.
         executable: *mut PJRT_Executable,
         /// Out: number of parameters.
         num_parameters: usize,
@@ -190,14 +181,12 @@ c_api! {
     const PJRT_API_MEMORY_DESCRIPTIONS_EXTENSION_VERSION: c_int = 1;
     opaque PJRT_MemoryDescription;
     args PJRT_DeviceDescription_MemoryDescriptions_Args sized => PJRT_DeviceDescription_MemoryDescriptions {
-        /// The [`PJRT_DeviceDescription`] to use.
         device_description: *mut PJRT_DeviceDescription,
         memory_descriptions: *const *const PJRT_MemoryDescription,
         num_memory_descriptions: usize,
         default_memory_index: usize,
     }
     args PJRT_MemoryDescription_Kind_Args sized => PJRT_MemoryDescription_Kind {
-        /// The [`PJRT_MemoryDescription`] to use.
         memory_description: *const PJRT_MemoryDescription,
         /// Out: kind bytes (not NUL-terminated; length in `kind_size`).
         kind: *const c_char,
@@ -224,11 +213,9 @@ c_api! {
         phase_compiler: *const PJRT_PhaseCompiler,
     }
     args PJRT_PhaseCompile_Destroy_Compiler_Args sized => PJRT_PhaseCompile_Destroy_Compiler -> () {
-        /// The [`PJRT_PhaseCompiler`] to use.
         phase_compiler: *const PJRT_PhaseCompiler,
     }
     args PJRT_PhaseCompile_Run_Phase_Args sized => PJRT_PhaseCompile_Run_Phase {
-        /// The [`PJRT_PhaseCompiler`] to use.
         phase_compiler: *const PJRT_PhaseCompiler,
         input_programs: *mut *const c_char,
         input_programs_sizes: *const usize,
@@ -239,14 +226,12 @@ c_api! {
         /// Compile options bytes (not NUL-terminated; length in `compile_options_size`).
         compile_options: *const c_char,
         compile_options_size: usize,
-        /// The [`PJRT_TopologyDescription`] to use.
         topology: *mut PJRT_TopologyDescription,
         output_programs: *mut *const c_char,
         output_programs_sizes: *const usize,
         num_output_programs: usize,
     }
     args PJRT_PhaseCompile_Get_PhaseNames_Args sized => PJRT_PhaseCompile_Get_PhaseNames {
-        /// The [`PJRT_PhaseCompiler`] to use.
         phase_compiler: *const PJRT_PhaseCompiler,
         phase_names: *mut *const c_char,
         phase_names_sizes: *const usize,
@@ -281,7 +266,6 @@ c_api! {
     /// Header constant `PJRT_API_SHARDINGS_EXTENSION_VERSION`.
     const PJRT_API_SHARDINGS_EXTENSION_VERSION: c_int = 1;
     args PJRT_Shardings_PJRT_Executable_ParameterShardings_Args sized => PJRT_Shardings_PJRT_Executable_ParameterShardings {
-        /// The [`PJRT_Executable`] to use.
         executable: *mut PJRT_Executable,
         /// Out: number of parameters.
         num_parameters: usize,
@@ -289,7 +273,6 @@ c_api! {
         sharding_sizes: *const usize,
     }
     args PJRT_Shardings_PJRT_Executable_OutputShardings_Args sized => PJRT_Shardings_PJRT_Executable_OutputShardings {
-        /// The [`PJRT_Executable`] to use.
         executable: *mut PJRT_Executable,
         /// Out: number of outputs.
         num_outputs: usize,
@@ -387,7 +370,6 @@ pub type PJRT_Buffer_CopyToRemoteDevice =
 c_api! {
     @unchecked
     args PJRT_Transfers_PJRT_Client_CrossHostSendBuffers_Args sized => PJRT_Transfers_PJRT_Client_CrossHostSendBuffers {
-        /// The [`PJRT_Client`] to use.
         client: *mut PJRT_Client,
         /// Number of buffers.
         num_buffers: usize,
@@ -397,7 +379,6 @@ c_api! {
         send_events: *mut *mut PJRT_Event,
     }
     args PJRT_Transfers_PJRT_Client_CrossHostReceiveBuffers_Args sized => PJRT_Transfers_PJRT_Client_CrossHostReceiveBuffers {
-        /// The [`PJRT_Client`] to use.
         client: *mut PJRT_Client,
         /// Number of shapes.
         num_shapes: usize,
@@ -406,7 +387,6 @@ c_api! {
         num_dims: *mut *const i64,
         element_types: *mut PJRT_Buffer_Type,
         layouts: *mut *mut PJRT_Buffer_MemoryLayout,
-        /// The [`PJRT_Device`] to use.
         device: *mut PJRT_Device,
         src_global_device_ids: *const i32,
         transfer_keys: *const i64,
@@ -420,7 +400,6 @@ c_api! {
         notifier: Option<PJRT_Transfers_CrossHostRecvNotifier>,
     }
     args PJRT_Transfers_PJRT_Client_MakeCrossHostReceiveBuffers_Args sized => PJRT_Transfers_PJRT_Client_MakeCrossHostReceiveBuffers {
-        /// The [`PJRT_Client`] to use.
         client: *mut PJRT_Client,
         /// Number of shapes.
         num_shapes: usize,
@@ -429,7 +408,6 @@ c_api! {
         num_dims: *mut *const i64,
         element_types: *mut PJRT_Buffer_Type,
         layouts: *mut *mut PJRT_Buffer_MemoryLayout,
-        /// The [`PJRT_Device`] to use.
         device: *mut PJRT_Device,
         notifier: PJRT_Transfers_CrossHostRecvNotifierInfo,
         buffers: *mut *mut PJRT_Buffer,
@@ -444,9 +422,7 @@ c_api! {
     }
     /// Arguments of [`PJRT_Buffer_CopyToRemoteDevice`].
     args PJRT_Transfers_PJRT_Buffer_CopyToRemoteDevice_Args sized {
-        /// The [`PJRT_Buffer`] to use.
         buffer: *mut PJRT_Buffer,
-        /// The [`PJRT_Event`] to use.
         event: *mut PJRT_Event,
         serialized_descriptor: *mut *mut c_char,
         serialized_descriptor_size: *mut usize,

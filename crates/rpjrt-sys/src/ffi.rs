@@ -80,7 +80,6 @@ c_api! {
     struct XLA_FFI_Error_GetMessage_Args sized => XLA_FFI_Error_GetMessage -> () {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_Error`] to use.
         error: *mut XLA_FFI_Error,
         /// Out: message (C string).
         message: *const c_char,
@@ -88,7 +87,6 @@ c_api! {
     struct XLA_FFI_Error_Destroy_Args sized => XLA_FFI_Error_Destroy -> () {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_Error`] to use.
         error: *mut XLA_FFI_Error,
     }
     /// Element type of an FFI buffer or attribute. Numbering differs from `PJRT_Buffer_Type` (e.g. BF16 is 16 here).
@@ -203,15 +201,12 @@ c_api! {
     struct XLA_FFI_Future_SetAvailable_Args sized => XLA_FFI_Future_SetAvailable -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_Future`] to use.
         future: *mut XLA_FFI_Future,
     }
     struct XLA_FFI_Future_SetError_Args sized => XLA_FFI_Future_SetError -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_Future`] to use.
         future: *mut XLA_FFI_Future,
-        /// The [`XLA_FFI_Error`] to use.
         error: *mut XLA_FFI_Error,
     }
     /// Stage at which a handler is called.
@@ -310,7 +305,6 @@ c_api! {
     struct XLA_FFI_ExecutionContext_Get_Args sized => XLA_FFI_ExecutionContext_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         type_id: *mut XLA_FFI_TypeId,
         data: *mut c_void,
@@ -318,7 +312,6 @@ c_api! {
     struct XLA_FFI_State_Set_Args sized => XLA_FFI_State_Set -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         stage: XLA_FFI_ExecutionStage,
         type_id: *mut XLA_FFI_TypeId,
@@ -327,7 +320,6 @@ c_api! {
     struct XLA_FFI_State_Get_Args sized => XLA_FFI_State_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         stage: XLA_FFI_ExecutionStage,
         type_id: *mut XLA_FFI_TypeId,
@@ -336,14 +328,12 @@ c_api! {
     struct XLA_FFI_Stream_Get_Args sized => XLA_FFI_Stream_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         stream: *mut c_void,
     }
     struct XLA_FFI_DeviceMemory_Allocate_Args sized => XLA_FFI_DeviceMemory_Allocate -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         size: usize,
         alignment: usize,
@@ -352,7 +342,6 @@ c_api! {
     struct XLA_FFI_DeviceMemory_Free_Args sized => XLA_FFI_DeviceMemory_Free -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         size: usize,
         data: *mut c_void,
@@ -360,7 +349,6 @@ c_api! {
     struct XLA_FFI_ThreadPool_Schedule_Args sized => XLA_FFI_ThreadPool_Schedule -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         /// Task callback (may be null).
         task: Option<XLA_FFI_Task>,
@@ -369,7 +357,6 @@ c_api! {
     struct XLA_FFI_ThreadPool_NumThreads_Args sized => XLA_FFI_ThreadPool_NumThreads -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         /// Out: number of threads.
         num_threads: *mut i64,
@@ -377,14 +364,12 @@ c_api! {
     struct XLA_FFI_RunId_Get_Args sized => XLA_FFI_RunId_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         run_id: i64,
     }
     struct XLA_FFI_DeviceOrdinal_Get_Args sized => XLA_FFI_DeviceOrdinal_Get -> *mut XLA_FFI_Error {
         struct_size: usize,
         extension_start: *mut XLA_FFI_Extension_Base,
-        /// The [`XLA_FFI_ExecutionContext`] to use.
         ctx: *mut XLA_FFI_ExecutionContext,
         device_ordinal: i32,
     }
