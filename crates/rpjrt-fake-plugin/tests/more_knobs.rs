@@ -45,6 +45,8 @@ fn spawn_child(knob: &str, marker: &str) -> (std::process::Child, Vec<String>) {
         ])
         .env(CHILD, "1")
         .env(knob, "PJRT_Client_Create")
+        // A core file, if the system writes one, lands outside the repository.
+        .current_dir(std::env::temp_dir())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
