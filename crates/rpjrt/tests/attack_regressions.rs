@@ -142,3 +142,59 @@ fn unreasonable_cpu_device_counts_are_refused() {
         }
     });
 }
+
+/// The fake plugin hands back its program as MLIR text, which rpjrt does not parse: its
+/// executables have no readable signature, so they get the conservative checks.
+fn fake_client() -> Client {
+    let path = std::env::var_os("RPJRT_FAKE_PLUGIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| workspace_root().join("target"));
+            target.join("debug").join("librpjrt_fake_plugin.so")
+        });
+    assert!(
+        path.exists(),
+        "{} is missing: cargo build -p rpjrt-fake-plugin",
+        path.display()
+    );
+    Client::from_path(&path).expect("fake client")
+}
+
+const FAKE_IDENTITY: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n";
+
+#[test]
+fn unreadable_signatures_still_check_every_device_list() {
+    let c = fake_client();
+    let opts = CompileOptions {
+        num_replicas: 2,
+        ..Default::default()
+    };
+    let exe = c
+        .compile(&rpjrt::Program::mlir(FAKE_IDENTITY), &opts)
+        .unwrap();
+    assert_eq!(exe.parameters(), None);
+    let why = exe.parameters_unknown_reason().unwrap();
+    assert!(why.contains("cannot read the parameter list"), "{why}");
+    let devs = exe.addressable_devices().unwrap();
+    assert_eq!(devs.len(), 2);
+    let a = c.buffer_from_slice(&[1f32; 4], &[4], &devs[0]).unwrap();
+    let b = c.buffer_from_slice(&[1f32; 4], &[4], &devs[1]).unwrap();
+    let i = c.buffer_from_slice(&[1i32; 4], &[4], &devs[1]).unwrap();
+    let short = c.buffer_from_slice(&[1f32; 3], &[3], &devs[1]).unwrap();
+    expect_err(
+        exe.execute_sharded(&[vec![&a], vec![&i]]),
+        &["argument 0 of device list 1 is int32[4], but in list 0 it is float32[4]"],
+    );
+    expect_err(
+        exe.execute_sharded(&[vec![&a], vec![&short]]),
+        &["device list 1"],
+    );
+    expect_err(
+        exe.execute_sharded(&[vec![&a], vec![&a]]),
+        &["is on device"],
+    );
+    expect_err(exe.execute_sharded(&[vec![&a], vec![&b, &b]]), &["buffers"]);
+    exe.execute_sharded(&[vec![&a], vec![&b]]).unwrap();
+}
