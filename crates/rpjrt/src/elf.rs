@@ -136,6 +136,15 @@ pub(crate) fn check_library_file(path: &Path) -> Result<(), String> {
     let truncated = |what: &str| {
         format!("the file is truncated or damaged: its {what} reaches past its end ({len} bytes)")
     };
+    // The entry sizes are fixed by the class; anything else is a damaged header (and would
+    // make the table read below as large as the header claims).
+    let (ph_size, sh_size) = if is64 { (56, 64) } else { (32, 40) };
+    if phentsize != ph_size || (shnum > 0 && shentsize != sh_size) {
+        return Err(format!(
+            "its ELF header is damaged (header table entries of {phentsize} and {shentsize} \
+             bytes, expected {ph_size} and {sh_size})"
+        ));
+    }
     if phnum == 0 || !inside(phoff, phentsize, phnum, len) {
         return Err(truncated("program header table"));
     }

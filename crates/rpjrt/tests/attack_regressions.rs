@@ -198,3 +198,35 @@ fn unreadable_signatures_still_check_every_device_list() {
     expect_err(exe.execute_sharded(&[vec![&a], vec![&b, &b]]), &["buffers"]);
     exe.execute_sharded(&[vec![&a], vec![&b]]).unwrap();
 }
+
+#[test]
+fn tupled_arguments_are_checked_leaf_by_leaf() {
+    const TWO: &str =
+        "func.func public @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
+  return %b : tensor<2xf32>
+}
+";
+    for_each_plugin(|_, c| {
+        let opts = CompileOptions {
+            parameter_is_tupled_arguments: true,
+            ..Default::default()
+        };
+        // The plugin tuples the two parameters into one; the caller still passes two arrays.
+        let exe = compile_with(c, TWO, &opts);
+        let params = exe
+            .parameters()
+            .expect("the leaves of the tupled parameter");
+        assert_eq!(params.len(), 2);
+        let d = c.default_device().unwrap();
+        let x = c.buffer_from_slice(&[1f32, 2.], &[2], &d).unwrap();
+        let y = c.buffer_from_slice(&[3f32, 4.], &[2], &d).unwrap();
+        let out = exe.execute(&[&x, &y]).unwrap();
+        assert_eq!(out[0].to_vec_of::<f32>().unwrap(), [3., 4.]);
+        expect_err(
+            exe.execute(&[&x]),
+            &["takes 2 argument(s), but 1 were given"],
+        );
+        let i = c.buffer_from_slice(&[1i32, 2], &[2], &d).unwrap();
+        expect_err(exe.execute(&[&x, &i]), &["argument 1"]);
+    });
+}
