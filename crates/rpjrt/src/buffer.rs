@@ -220,7 +220,9 @@ impl Buffer {
 
     fn direct_candidate(&self, len: usize) -> bool {
         let api = self.core.api;
-        self.element_type.byte_width().is_some()
+        // Never a token: asking a plugin for a token's layout aborts it.
+        self.element_type != ElementType::Token
+            && self.element_type.byte_width().is_some()
             && self.is_on_cpu().unwrap_or(false)
             && calls::buffer_layout_is_row_major(api, self.ptr).unwrap_or(false)
             && calls::buffer_on_device_size(api, self.ptr).is_ok_and(|n| n == len)
@@ -316,8 +318,12 @@ impl Buffer {
     }
 
     /// The minor-to-major dimension order of the buffer's layout, where the plugin says.
+    /// `None` for a token, which has no layout (the plugins abort when asked for one).
     pub fn layout(&self) -> Result<Option<Vec<i64>>> {
         self.check()?;
+        if self.element_type == ElementType::Token {
+            return Ok(None);
+        }
         calls::buffer_layout(self.core.api, self.ptr)
     }
 

@@ -60,6 +60,21 @@ fn token_buffers_refuse_copies_and_host_reads() {
         let pinned = devs[0].memory_by_kind("pinned_host").unwrap();
         expect_err(tk.copy_to_memory(&pinned), &["token"]);
         expect_err(tk.to_vec(), &["token"]);
+        // Metadata calls that reach the plugin work (and never ask it for a layout, which
+        // aborts both plugins for a token).
+        assert_eq!(tk.layout().unwrap(), None);
+        assert!(!tk.has_host_view().unwrap());
+        expect_err(tk.host_view(), &["no host view"]);
+        assert!(tk.is_on_cpu().unwrap());
+        assert!(tk.is_ready().unwrap());
+        tk.ready_event().unwrap().wait().unwrap();
+        tk.unsafe_pointer().unwrap();
+        // A token passes where the program takes one.
+        let pass = compile(
+            c,
+            "func.func public @main(%t: !stablehlo.token) -> !stablehlo.token {\n  return %t : !stablehlo.token\n}\n",
+        );
+        assert_eq!(pass.execute(&[tk]).unwrap().len(), 1);
         expect_err(
             std::sync::Arc::new(compile(c, TOKEN_OUT).execute(&[]).unwrap().remove(0))
                 .external_reference(),
