@@ -346,6 +346,9 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
+        // One read of the owner's bytes: the range checked below is the range lent.
+        let owner: Arc<dyn HostBytes> =
+            Arc::new(crate::raw::hostmem::LentBytes::capture_all(owner));
         if element_type.is_sub_byte() {
             // Packed host data is unpacked into a copy, so there is nothing to borrow.
             return self.buffer_from_host(
