@@ -16,6 +16,7 @@
 //!   normalised into a copy (PJRT assumes 0/1 and some plugins compute wrong answers
 //!   otherwise).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::buffer::Buffer;
@@ -76,8 +77,8 @@ pub enum HostData<'a> {
 pub struct HostArray<'a> {
     data: HostData<'a>,
     element_type: ElementType,
-    dims: Vec<i64>,
-    byte_strides: Option<Vec<i64>>,
+    dims: Cow<'a, [i64]>,
+    byte_strides: Option<Cow<'a, [i64]>>,
     offset: usize,
     byte_order: ByteOrder,
     unpacked: bool,
@@ -144,6 +145,19 @@ pub fn c_strides(dims: &[i64], itemsize: usize) -> Vec<i64> {
     s
 }
 
+/// Whether `dims`/`byte_strides` of `itemsize`-byte elements are dense row-major (size-1
+/// dimensions may have any stride).
+pub fn is_c_contiguous(dims: &[i64], byte_strides: &[i64], itemsize: usize) -> bool {
+    let mut acc = itemsize as i64;
+    for (&d, &s) in dims.iter().zip(byte_strides).rev() {
+        if d != 1 && s != acc {
+            return false;
+        }
+        acc = acc.saturating_mul(d.max(1));
+    }
+    true
+}
+
 /// Classifies `dims`/`byte_strides` of `itemsize`-byte elements (checked with [`extent`]
 /// beforehand): dense row-major, dense under a permutation, or to be gathered.
 pub fn classify(dims: &[i64], byte_strides: &[i64], itemsize: usize) -> Layout {
@@ -152,12 +166,7 @@ pub fn classify(dims: &[i64], byte_strides: &[i64], itemsize: usize) -> Layout {
         return Layout::Dense { len: 0 };
     }
     let dense_len = (n * itemsize as i128) as usize;
-    let c = c_strides(dims, itemsize);
-    if dims
-        .iter()
-        .zip(byte_strides.iter().zip(&c))
-        .all(|(&d, (&s, &cs))| d == 1 || s == cs)
-    {
+    if is_c_contiguous(dims, byte_strides, itemsize) {
         return Layout::Dense { len: dense_len };
     }
     if byte_strides
@@ -232,6 +241,18 @@ pub fn buffer_format_type(format: &str, itemsize: usize) -> Option<(ElementType,
 pub fn is_raw_byte_format(format: &str) -> bool {
     let f = format.trim_start_matches(['@', '=', '<', '>', '!']);
     matches!(f, "B" | "b" | "c")
+}
+
+/// Whether `data` of `ty` holds bool bytes other than 0 and 1.
+pub(crate) fn needs_bool_normalising(ty: ElementType, data: &[u8]) -> bool {
+    ty == ElementType::Pred && data.iter().any(|&b| b > 1)
+}
+
+/// `data` with every nonzero byte made 1 (fallibly allocated).
+pub(crate) fn normalised_bools(data: &[u8]) -> Result<Vec<u8>> {
+    let mut v = try_alloc(data.len(), "normalising bool bytes")?;
+    v.extend(data.iter().map(|&b| u8::from(b != 0)));
+    Ok(v)
 }
 
 /// A vector of `len` bytes or [`Error::ResourceExhausted`] (never an abort).
@@ -313,11 +334,15 @@ fn swap_bytes(data: &mut [u8], unit: usize) {
 impl<'a> HostArray<'a> {
     /// A dense row-major array of `element_type` and `dims` in `bytes` (rpjrt's dense form:
     /// sub-byte types packed, see [`crate::pack_sub_byte`]), native byte order.
-    pub fn new(data: HostData<'a>, element_type: ElementType, dims: &[i64]) -> HostArray<'a> {
+    pub fn new(
+        data: HostData<'a>,
+        element_type: ElementType,
+        dims: impl Into<Cow<'a, [i64]>>,
+    ) -> HostArray<'a> {
         HostArray {
             data,
             element_type,
-            dims: dims.to_vec(),
+            dims: dims.into(),
             byte_strides: None,
             offset: 0,
             byte_order: ByteOrder::Native,
@@ -326,20 +351,32 @@ impl<'a> HostArray<'a> {
     }
 
     /// A dense row-major array over borrowed bytes.
-    pub fn from_slice(bytes: &'a [u8], element_type: ElementType, dims: &[i64]) -> Self {
+    pub fn from_slice(
+        bytes: &'a [u8],
+        element_type: ElementType,
+        dims: impl Into<Cow<'a, [i64]>>,
+    ) -> Self {
         HostArray::new(HostData::Borrowed(bytes), element_type, dims)
     }
 
     /// A dense row-major array over an owner's bytes (which a zero-copy buffer may use).
-    pub fn from_owner(owner: Arc<dyn HostBytes>, element_type: ElementType, dims: &[i64]) -> Self {
+    pub fn from_owner(
+        owner: Arc<dyn HostBytes>,
+        element_type: ElementType,
+        dims: impl Into<Cow<'a, [i64]>>,
+    ) -> Self {
         HostArray::new(HostData::Owned(owner), element_type, dims)
     }
 
     /// Elements at `offset + Σ index[k]·byte_strides[k]` bytes (strides may be zero or
     /// negative; `offset` locates element `[0, ...]`). Sub-byte types must be
     /// [`HostArray::unpacked`] to be strided.
-    pub fn with_byte_strides(mut self, byte_strides: &[i64], offset: usize) -> Self {
-        self.byte_strides = Some(byte_strides.to_vec());
+    pub fn with_byte_strides(
+        mut self,
+        byte_strides: impl Into<Cow<'a, [i64]>>,
+        offset: usize,
+    ) -> Self {
+        self.byte_strides = Some(byte_strides.into());
         self.offset = offset;
         self
     }
@@ -409,9 +446,9 @@ impl<'a> HostArray<'a> {
             }
             return Ok((Layout::Dense { len: need }, 0, n));
         }
-        let strides = match &self.byte_strides {
-            Some(s) => s.clone(),
-            None => c_strides(&self.dims, itemsize),
+        let strides: Cow<'_, [i64]> = match &self.byte_strides {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(c_strides(&self.dims, itemsize)),
         };
         let Some((lo, end)) = extent(&self.dims, &strides, itemsize)? else {
             return Ok((Layout::Dense { len: 0 }, itemsize, 0));
@@ -555,9 +592,9 @@ impl Client {
             }
         }
         // A dense converted copy.
-        let strides = match &array.byte_strides {
-            Some(s) => s.clone(),
-            None => c_strides(dims, itemsize),
+        let strides: Cow<'_, [i64]> = match &array.byte_strides {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(c_strides(dims, itemsize)),
         };
         let mut dense = gather(src, start, dims, &strides, itemsize)?;
         if swap {

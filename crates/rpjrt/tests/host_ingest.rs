@@ -123,6 +123,16 @@ fn put_swaps_foreign_byte_order_and_normalises_bools() {
             b.to_vec_of::<bool>().unwrap(),
             vec![false, true, true, true]
         );
+        // The older entries normalise too.
+        let b = c
+            .buffer_from_host(&raw, ElementType::Pred, &[4], None, &d, None)
+            .unwrap();
+        assert_eq!(b.to_vec().unwrap(), vec![0, 1, 1, 1]);
+        let owner: Arc<dyn HostBytes> = Arc::new(raw.clone());
+        let b = c
+            .buffer_from_host_owned(owner, ElementType::Pred, &[4], None, &d, None)
+            .unwrap();
+        assert_eq!(b.to_vec().unwrap(), vec![0, 1, 1, 1]);
         let exe = compile(
             c,
             "func.func public @main(%a: tensor<4xi1>) -> tensor<4xi1> {
