@@ -205,6 +205,20 @@ def _check_values(leaves: list[Any], kinds: set[str], want: DType) -> None:
                 )
 
 
+def _finfo(want: DType) -> Any:
+    """ml_dtypes.finfo of a floating dtype (it knows numpy's and ml_dtypes' types)."""
+    import ml_dtypes
+
+    finfo: Any = getattr(ml_dtypes, "finfo")
+    return finfo(want.numpy)
+
+
+def _overflow_limit(want: DType) -> float:
+    """The smallest magnitude that overflows `want` under round-to-nearest: max + ulp(max)/2."""
+    fi = _finfo(want)
+    return float(fi.max) + float(fi.eps) * 2.0 ** (int(fi.maxexp) - 1) / 2
+
+
 def _numpy_or_refuse(want: DType) -> Any:
     np = _numpy()
     if np is None:
@@ -261,15 +275,22 @@ def _from_python(
             with np.errstate(all="ignore"):
                 arr = src.astype(want.numpy)
                 back = arr.astype(np.float64)
-            bad = np.isfinite(src) & ~np.isfinite(back)
+            # Overflow: beyond the largest finite value by half an ulp or more (types without
+            # inf saturate or give nan there), or a finite value that became inf/nan (e.g. a
+            # negative into float8_e8m0fnu).
+            bad = (np.abs(src) >= _overflow_limit(want)) | (
+                np.isfinite(src) & ~np.isfinite(back)
+            )
             if bad.any():
                 v = src[bad][0]
                 raise InvalidArgumentError(
-                    f"{v!r} overflows {want.name} (it would become {back[bad][0]!r}); pass"
-                    " cast=True to accept that"
+                    f"{v!r} overflows {want.name} (largest finite value"
+                    f" {float(_finfo(want).max)!r}); pass cast=True to convert as"
+                    f" numpy's astype does (to {back[bad][0]!r})"
                 )
             return _from_numpy(arr.reshape(shape), want)
-        return _from_numpy(np.asarray([int(x) for x in leaves], dtype=np.int64).astype(want.numpy).reshape(shape), want)
+        ints = np.asarray([int(x) for x in leaves], dtype=np.int64)
+        return _from_numpy(ints.astype(want.numpy).reshape(shape), want)
     if want.kind == "c":
         fmt = "<" + want.format[1] * 2 * len(leaves)  # "Zf" -> pairs of "f"
         flat: list[Any] = []

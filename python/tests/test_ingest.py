@@ -191,6 +191,9 @@ def test_bool_bytes_refuse_copy_false(client: rpjrt.Client) -> None:
         ([1.7], "int4"),
         ([2.0], "int8"),
         ([1e6], "float8_e4m3fn"),
+        ([1e6], "float4_e2m1fn"),  # would saturate to 6.0
+        ([8.0], "float6_e2m3fn"),  # would saturate to 7.5
+        ([-1.0], "float8_e8m0fnu"),  # would become nan
         ([1e300], "bfloat16"),
         ([1e300], "float32"),
         ([70000], "float16"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -127,3 +128,83 @@ def test_strategy_makes_the_layouts_it_claims() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])
+
+
+INT_TYPES = ["int2", "int4", "int8", "int16", "uint2", "uint4", "uint8", "uint16"]  # 1-bit: PJRT 0.94+
+
+
+@SETTINGS
+@given(
+    name=st.sampled_from(INT_TYPES),
+    values=st.lists(st.integers(-(2**17), 2**17), min_size=1, max_size=6),
+)
+def test_python_ints_are_stored_exactly_or_refused(
+    client: rpjrt.Client, name: str, values: list[int]
+) -> None:
+    d = rpjrt.dtype(name)
+    lo, hi = (-(2 ** (d.bits - 1)), 2 ** (d.bits - 1) - 1) if d.kind == "i" else (0, 2**d.bits - 1)
+    fits = all(lo <= v <= hi for v in values)
+    try:
+        b = client.put(values, dtype=d)
+    except rpjrt.InvalidArgumentError as e:
+        assert not fits, e
+        return
+    assert fits
+    assert b.to_numpy().astype(np.int64).tolist() == values
+
+
+FLOAT_TYPES = ["bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"]
+
+
+@SETTINGS
+@given(
+    name=st.sampled_from(FLOAT_TYPES),
+    values=st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=6
+    ),
+)
+def test_python_floats_round_or_are_refused_on_overflow(
+    client: rpjrt.Client, name: str, values: list[float]
+) -> None:
+    nd = rpjrt.dtype(name).numpy
+    with np.errstate(all="ignore"):
+        want = np.asarray(values).astype(nd)
+    fi = ml_dtypes.finfo(nd)
+    limit = float(fi.max) + float(fi.eps) * 2.0 ** (int(fi.maxexp) - 1) / 2
+    overflow = not np.isfinite(want.astype(np.float64)).all() or any(
+        abs(v) >= limit for v in values
+    )
+    try:
+        b = client.put(values, dtype=name)
+    except rpjrt.InvalidArgumentError as e:
+        assert overflow, e
+        return
+    assert not overflow
+    assert b.to_numpy().tobytes() == want.tobytes()
+
+
+ML_TYPES = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4", "int2"]
+
+
+@SETTINGS
+@given(
+    name=st.sampled_from(ML_TYPES),
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    step=st.sampled_from([1, -1, 2]),
+    seed=st.integers(0, 2**16),
+)
+def test_ml_dtypes_arrays_read_as_numpy_reads_them(
+    client: rpjrt.Client, name: str, shape: list[int], step: int, seed: int
+) -> None:
+    nd = rpjrt.dtype(name).numpy
+    rng = np.random.default_rng(seed)
+    if rpjrt.dtype(name).kind in "iu":
+        info = ml_dtypes.iinfo(nd)
+        base = rng.integers(int(info.min), int(info.max) + 1, size=[2 * n for n in shape])
+    else:
+        base = rng.normal(size=[2 * n for n in shape]) * 4
+    a = base.astype(nd)[tuple(slice(None, None, step) for _ in shape)]
+    a = a[tuple(slice(0, n) for n in shape)]
+    got = client.put(a, copy=None).to_numpy()
+    assert got.dtype == nd and got.shape == a.shape
+    assert got.tobytes() == np.ascontiguousarray(a).tobytes()
