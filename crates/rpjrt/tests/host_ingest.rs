@@ -245,3 +245,45 @@ proptest! {
         }
     }
 }
+
+/// The fake plugin's library (built by `scripts/test.sh`, or named by `RPJRT_FAKE_PLUGIN`).
+fn fake_library() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
+        return p.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
+    target.join("debug").join("librpjrt_fake_plugin.so")
+}
+
+/// A device allocation the plugin refuses is `ResourceExhausted` too (the fake plugin with a
+/// memory limit), in every copy mode, and the client stays usable.
+#[test]
+fn plugin_side_exhaustion_is_resource_exhausted() {
+    let lib = fake_library();
+    assert!(
+        lib.exists(),
+        "{} is missing: cargo build -p rpjrt-fake-plugin",
+        lib.display()
+    );
+    // This is the only test in this binary that loads the fake, so the knob cannot leak.
+    let copy = std::env::temp_dir().join(format!("rpjrt-fake-ingest-{}.so", std::process::id()));
+    std::fs::copy(&lib, &copy).unwrap();
+    std::env::set_var("RPJRT_FAKE_MEMORY_LIMIT", "4096");
+    let plugin = rpjrt::Plugin::load(&copy).unwrap();
+    let c = rpjrt::Client::new(&plugin, &rpjrt::ClientOptions::new()).unwrap();
+    std::env::remove_var("RPJRT_FAKE_MEMORY_LIMIT");
+    let _ = std::fs::remove_file(&copy);
+    let d = c.default_device().unwrap();
+    let big = vec![0u8; 8192];
+    for mode in [CopyMode::Always, CopyMode::IfNeeded] {
+        let a = HostArray::from_slice(&big, ElementType::U8, &[8192]);
+        let e = c.put(&a, &d, None, mode).unwrap_err();
+        assert_eq!(e.code(), rpjrt::Code::ResourceExhausted, "{mode:?}: {e}");
+    }
+    let small = [1u8; 16];
+    let a = HostArray::from_slice(&small, ElementType::U8, &[16]);
+    let b = c.put(&a, &d, None, CopyMode::Always).unwrap();
+    assert_eq!(b.to_vec().unwrap(), small.to_vec());
+}
