@@ -314,3 +314,18 @@ def test_huge_broadcasts_raise_memory_error(plugin_path: str, action: str) -> No
 def test_array_module_still_works_without_numpy_paths(client: rpjrt.Client) -> None:
     b = client.put(array.array("d", [1.0, 2.0]))
     assert b.to_host().tolist() == [1.0, 2.0]
+
+
+def test_resource_exhausted_is_a_memory_error() -> None:
+    assert issubclass(rpjrt.ResourceExhaustedError, MemoryError)
+    assert issubclass(rpjrt.ResourceExhaustedError, rpjrt.Error)
+    assert rpjrt.ResourceExhaustedError("x").code == "RESOURCE_EXHAUSTED"
+
+
+def test_dlpack_negative_and_zero_strides(client: rpjrt.Client) -> None:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)[::-1, ::2]
+    np.testing.assert_array_equal(client.from_dlpack(a).to_numpy(), a)
+    z = np.broadcast_to(np.arange(3, dtype=np.int16), (4, 3))
+    np.testing.assert_array_equal(client.from_dlpack(z).to_numpy(), z)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="copy=False"):
+        client.from_dlpack(a, copy=False)
