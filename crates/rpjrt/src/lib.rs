@@ -29,12 +29,14 @@
 mod bench;
 mod buffer;
 mod client;
+pub mod dlpack;
 mod dtype;
 mod elf;
 mod error;
 mod event;
 mod executable;
 mod hlo;
+pub mod host;
 mod inline;
 mod options;
 mod plugin;
@@ -49,7 +51,7 @@ pub mod __bench {
     pub use crate::raw::guard::guard_overhead_ns;
 }
 
-pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};
+pub use buffer::{Buffer, ExternalReference, HostView};
 pub use client::{Client, Device, Memory, MAX_CPU_DEVICE_COUNT};
 
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
@@ -59,10 +61,15 @@ pub use client::{Client, Device, Memory, MAX_CPU_DEVICE_COUNT};
 pub fn exit_quietly_on_broken_pipe() {
     raw::guard::default_sigpipe();
 }
-pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
+pub use dtype::{
+    element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
+};
 pub use error::{Code, Error, Result};
 pub use event::Event;
 pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
+pub use host::{
+    classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
+};
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use value::{ClientOptions, Value};
