@@ -8,7 +8,7 @@
 //! - `declarations_and_facts_cover_each_other`: scans our sources, so a
 //!   struct, field, handle or constant added or removed on either side
 //!   without re-running the probe fails here;
-//! - `pinned_facts`: numbers measured against real plugins (PJRT-NOTES), kept
+//! - `pinned_facts`: numbers measured against real plugins (docs/PJRT-FACTS.md), kept
 //!   independent of the table.
 
 use rpjrt_sys::*;
@@ -398,7 +398,7 @@ fn pinned_facts() {
     let names: BTreeSet<&str> = PJRT_API_ENTRIES.iter().map(|e| e.name).collect();
     assert_eq!(names.len(), 138, "duplicate entry names");
 
-    // Sizes plugins insist on (PJRT-NOTES).
+    // Sizes plugins insist on (docs/PJRT-FACTS.md).
     assert_eq!(PJRT_Client_Create_Args_STRUCT_SIZE, 88);
 
     // XLA FFI call frame on x86-64 / aarch64 (LP64).
