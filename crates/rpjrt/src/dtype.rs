@@ -188,7 +188,18 @@ impl fmt::Display for ElementType {
 }
 
 /// Rust scalar types that map to one element type, for typed host transfers.
-pub trait NativeType: Copy + Send + Sync + 'static {
+///
+/// Sealed: implemented by rpjrt for `bool`, the integer types, `f32` and `f64` only (its
+/// supertrait lives in a private module), because typed reads reinterpret buffer bytes.
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy)]
+/// struct Mine;
+/// impl rpjrt::NativeType for Mine {
+///     const ELEMENT_TYPE: rpjrt::ElementType = rpjrt::ElementType::U8;
+/// }
+/// ```
+pub trait NativeType: crate::raw::util::HostScalar {
     /// The element type of this Rust type.
     const ELEMENT_TYPE: ElementType;
 }
@@ -200,6 +211,11 @@ macro_rules! native {
 }
 native!(bool => Pred, i8 => S8, i16 => S16, i32 => S32, i64 => S64, u8 => U8, u16 => U16,
         u32 => U32, u64 => U64, f32 => F32, f64 => F64);
+
+/// Views a slice of native scalars as bytes.
+pub(crate) fn as_bytes<T: NativeType>(data: &[T]) -> &[u8] {
+    crate::raw::util::as_bytes(data)
+}
 
 /// Packs one-element-per-byte values of a sub-byte type into the dense form: element `i`
 /// goes to bits `(i * w) % 8` of byte `i * w / 8` (lowest bits first), `w` the bit width.

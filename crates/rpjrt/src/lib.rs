@@ -26,6 +26,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "bench")]
 mod bench;
 mod buffer;
 mod client;
@@ -34,14 +35,15 @@ mod error;
 mod event;
 mod executable;
 mod hlo;
-mod inline;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
 mod value;
 
-/// Benchmark support: the raw C floor of an execution. Not part of the API.
+/// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
+/// `bench` feature, which the benchmarks enable and the shipped crate and wheel do not.
+#[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::bench::*;
