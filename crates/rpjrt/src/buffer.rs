@@ -104,7 +104,8 @@ impl Buffer {
         match e {
             StateError::Deleted => self.deleted_error(),
             StateError::Pinned(pins) => Error::invalid(format!(
-                "buffer {}{:?} cannot be {what} while {pins} host view(s) of it exist",
+                "buffer {}{:?} cannot be {what} while {pins} host view(s) or external \
+                 reference(s) of it exist",
                 self.element_type(),
                 self.dims()
             )),
@@ -332,8 +333,9 @@ impl Buffer {
 }
 
 /// A counted external reference to a buffer's device memory (for DLPack export and other
-/// foreign owners). While it lives, the memory stays allocated and in place; it keeps the
-/// buffer itself alive.
+/// foreign owners): the export pin. While it lives, the memory stays allocated and in place,
+/// the buffer itself stays alive, and deleting or donating the buffer fails (the foreign
+/// owner may still read it).
 pub struct ExternalReference {
     buffer: Arc<Buffer>,
     guard: raw::buffer::ExternalRef<BufferMeta>,
@@ -367,9 +369,13 @@ impl Buffer {
     /// buffer is ready first, so the memory holds the final contents.
     pub fn external_reference(self: &Arc<Buffer>) -> Result<ExternalReference> {
         self.block_until_ready()?;
+        let guard = self
+            .raw
+            .external_ref()?
+            .map_err(|e| self.state_error(e, "exported"))?;
         Ok(ExternalReference {
             buffer: Arc::clone(self),
-            guard: self.raw.external_ref()?,
+            guard,
         })
     }
 }

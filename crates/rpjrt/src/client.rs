@@ -403,6 +403,81 @@ impl Client {
     }
 }
 
+/// Which device an operation targets, as a caller names it.
+#[derive(Clone, Debug, Default)]
+pub enum DeviceChoice {
+    /// The client's default device.
+    #[default]
+    Default,
+    /// This device.
+    Device(Device),
+    /// The device at this index of [`Client::addressable_devices`].
+    Index(i64),
+}
+
+/// Which memory an operation targets, as a caller names it.
+#[derive(Clone, Debug, Default)]
+pub enum MemoryChoice {
+    /// The device's default memory (no memory named).
+    #[default]
+    Default,
+    /// This memory.
+    Memory(Memory),
+    /// The memory of this kind (e.g. `pinned_host`) of the target device.
+    Kind(String),
+}
+
+impl Client {
+    /// The device `choice` names: the default device, a device, or an index into
+    /// [`Client::addressable_devices`] (checked).
+    pub fn resolve_device(&self, choice: &DeviceChoice) -> Result<Device> {
+        match choice {
+            DeviceChoice::Default => self.default_device(),
+            DeviceChoice::Device(d) => {
+                if !Arc::ptr_eq(&d.core, &self.core) {
+                    return Err(Error::invalid(format!("{d} belongs to another client")));
+                }
+                Ok(d.clone())
+            }
+            DeviceChoice::Index(i) => {
+                let devs = self.addressable_devices()?;
+                usize::try_from(*i)
+                    .ok()
+                    .and_then(|i| devs.get(i).cloned())
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "device index {i} is out of range: the client has {} devices",
+                            devs.len()
+                        ))
+                    })
+            }
+        }
+    }
+
+    /// Device and memory of a transfer: a memory named alone picks its first device (or the
+    /// default device); a kind is looked up on the chosen device.
+    pub fn resolve_target(
+        &self,
+        device: &DeviceChoice,
+        memory: &MemoryChoice,
+    ) -> Result<(Device, Option<Memory>)> {
+        if let (DeviceChoice::Default, MemoryChoice::Memory(m)) = (device, memory) {
+            let dev = match m.addressable_by_devices()?.into_iter().next() {
+                Some(d) => d,
+                None => self.default_device()?,
+            };
+            return Ok((dev, Some(m.clone())));
+        }
+        let dev = self.resolve_device(device)?;
+        let mem = match memory {
+            MemoryChoice::Default => None,
+            MemoryChoice::Memory(m) => Some(m.clone()),
+            MemoryChoice::Kind(kind) => Some(dev.memory_by_kind(kind)?),
+        };
+        Ok((dev, mem))
+    }
+}
+
 /// Checks the create options whose meaning is known across plugins. The CPU plugins throw
 /// a C++ exception (which aborts the process) on a wrongly typed or negative device count,
 /// so these are refused before the call.

@@ -50,7 +50,7 @@ pub mod __bench {
 }
 
 pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};
-pub use client::{Client, Device, Memory};
+pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice};
 pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
 pub use error::{Code, Error, Result};
 pub use event::Event;

@@ -492,7 +492,19 @@ impl<M> Buffer<M> {
 
     /// Counts an external reference to the buffer's memory and returns its address; the
     /// memory stays allocated and in place while the returned guard lives.
-    pub(crate) fn external_ref(&self) -> Result<ExternalRef<M>> {
+    ///
+    /// The reference also pins the buffer: while it lives, the buffer cannot be deleted or
+    /// donated (the foreign owner reads its memory). `Ok(Err)` when the buffer's state
+    /// refuses (deleted).
+    pub(crate) fn external_ref(&self) -> Result<std::result::Result<ExternalRef<M>, StateError>> {
+        if let Err(e) = self.pin() {
+            return Ok(Err(e));
+        }
+        let pin = PinnedSlice {
+            buffer: self.clone(),
+            addr: 0,
+            len: 0,
+        };
         let api = self.0.client.api();
         let mut a = sys::PJRT_Buffer_IncreaseExternalReferenceCount_Args::new();
         a.buffer = self.ptr();
@@ -502,12 +514,13 @@ impl<M> Buffer<M> {
         let mut guard = ExternalRef {
             buffer: self.clone(),
             addr: 0,
+            _pin: pin,
         };
         guard.addr = match self.device_pointer() {
             Ok(p) => p,
             Err(_) => self.unsafe_pointer()?,
         };
-        Ok(guard)
+        Ok(Ok(guard))
     }
 }
 
@@ -546,10 +559,12 @@ impl<M> Drop for PinnedSlice<M> {
     }
 }
 
-/// A counted external reference to a buffer's memory, given back on drop.
+/// A counted external reference to a buffer's memory, given back on drop, with a pin
+/// (released after the count).
 pub(crate) struct ExternalRef<M> {
     buffer: Buffer<M>,
     addr: usize,
+    _pin: PinnedSlice<M>,
 }
 
 impl<M> ExternalRef<M> {

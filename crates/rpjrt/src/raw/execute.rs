@@ -159,7 +159,7 @@ impl Loaded {
                     }
                     Err(StateError::Pinned(n)) => {
                         return Err(Error::invalid(format!(
-                            "argument {i} cannot be donated while {n} host view(s) of it exist"
+                            "argument {i} cannot be donated while {n} host view(s) or external reference(s) of it exist"
                         )))
                     }
                 }
