@@ -229,9 +229,10 @@ fn profile_dir() -> PathBuf {
 }
 
 /// The fake plugin's library (`RPJRT_FAKE_PLUGIN`, else `target/<profile>/`), built with
-/// `cargo build -p rpjrt-fake-plugin` in the same profile when it is missing, so that
-/// `cargo test --workspace` works on a fresh checkout with no other step. The build runs
-/// once per test binary.
+/// `cargo build -p rpjrt-fake-plugin` in the same profile once per test binary, so that
+/// `cargo test --workspace` works on a fresh checkout with no other step and never tests a
+/// stale copy (`cargo test` builds the cdylib under `deps/` but does not copy it up to
+/// `target/<profile>/`; the build is a quick no-op when it is current).
 pub fn fake_plugin_library() -> PathBuf {
     if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
         return PathBuf::from(p);
@@ -241,9 +242,6 @@ pub fn fake_plugin_library() -> PathBuf {
         .get_or_init(|| {
             let dir = profile_dir();
             let lib = dir.join("librpjrt_fake_plugin.so");
-            if lib.is_file() {
-                return lib;
-            }
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let mut cmd = std::process::Command::new(cargo);
             cmd.current_dir(workspace_root())
