@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::buffer::{Buffer, BufferMeta};
-use crate::client::{ClientCore, Device};
+use crate::client::{Client, ClientCore, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
@@ -196,6 +196,19 @@ impl Executable {
         self.check()?;
         Ok(self.state.core.devices_of(&self.state.devices))
     }
+    /// Where a call without a chosen device runs (and where host arguments go): the first
+    /// of [`Executable::addressable_devices`], or the client's default device for a portable
+    /// executable, which has none of its own.
+    pub fn default_device(&self) -> Result<Device> {
+        match self.addressable_devices()?.into_iter().next() {
+            Some(d) => Ok(d),
+            None => Client {
+                core: Arc::clone(&self.state.core),
+            }
+            .default_device(),
+        }
+    }
+
     /// A fingerprint of the compiled code, where the plugin offers one.
     pub fn fingerprint(&self) -> Result<String> {
         self.check()?;

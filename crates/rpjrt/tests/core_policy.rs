@@ -41,7 +41,15 @@ fn on_device_compiles_for_that_device() {
             .on_device(i64::from(dev.id()))
             .unwrap();
         let exe = compile_with(c, &mul_add(), &opts);
-        assert_eq!(exe.addressable_devices().unwrap(), vec![dev]);
+        assert_eq!(exe.addressable_devices().unwrap(), vec![dev.clone()]);
+        assert_eq!(exe.default_device().unwrap(), dev);
+        // A portable executable has no device of its own: the client's default.
+        let portable = CompileOptions {
+            portable: true,
+            ..Default::default()
+        };
+        let exe = compile_with(c, &mul_add(), &portable);
+        assert_eq!(exe.default_device().unwrap(), c.default_device().unwrap());
     });
 }
 

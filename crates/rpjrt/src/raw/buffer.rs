@@ -69,8 +69,10 @@ struct Shared<M> {
     state: AtomicUsize,
     /// Cached `PJRT_Buffer_IsOnCpu`.
     on_cpu: AtomicU8,
-    /// Cached: host-visible, dense row-major and exactly the asked length.
+    /// Cached: host-visible, dense row-major and exactly `direct_len` bytes.
     host_direct: AtomicU8,
+    /// The length `host_direct` was established for.
+    direct_len: AtomicUsize,
     /// The contents are known to be ready and their producer succeeded.
     ready_ok: AtomicBool,
     /// Fires when the plugin no longer reads `owner`'s bytes.
@@ -126,6 +128,7 @@ impl<M> Buffer<M> {
             state: AtomicUsize::new(0),
             on_cpu: AtomicU8::new(UNKNOWN),
             host_direct: AtomicU8::new(UNKNOWN),
+            direct_len: AtomicUsize::new(0),
             ready_ok: AtomicBool::new(false),
             host_done,
             owner,
@@ -440,16 +443,19 @@ impl<M> Buffer<M> {
     /// Whether the buffer's memory can be read in place as `len` dense row-major bytes:
     /// on the CPU, dense row-major, exactly `len` bytes on the device. Asked once.
     pub(crate) fn has_direct_host(&self, len: usize) -> bool {
-        match self.0.host_direct.load(Ordering::Relaxed) {
-            YES => true,
+        match self.0.host_direct.load(Ordering::Acquire) {
+            YES => self.0.direct_len.load(Ordering::Relaxed) == len,
             NO => false,
             _ => {
                 let ok = len > 0
                     && self.is_on_cpu().unwrap_or(false)
                     && self.is_row_major().unwrap_or(false)
                     && self.on_device_size().is_ok_and(|n| n == len);
+                if ok {
+                    self.0.direct_len.store(len, Ordering::Relaxed);
+                }
                 let v = if ok { YES } else { NO };
-                self.0.host_direct.store(v, Ordering::Relaxed);
+                self.0.host_direct.store(v, Ordering::Release);
                 ok
             }
         }

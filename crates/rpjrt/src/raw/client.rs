@@ -39,7 +39,13 @@ args_types! {
 pub(crate) struct Client {
     api: &'static Api,
     ptr: NonNull<sys::PJRT_Client>,
+    /// Unique for the life of the process (never reused, unlike addresses): device and
+    /// memory views carry it, so a view can only ever be used with the client that listed it.
+    id: u64,
 }
+
+/// The source of client ids.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 // SAFETY: PJRT clients are thread-safe by the C API's contract; the handle is an address
 // plus the immutable table.
@@ -68,7 +74,8 @@ impl Client {
         unsafe { pjrt!(api, PJRT_Client_Create, &mut a) }?;
         let ptr = NonNull::new(a.client)
             .ok_or_else(|| Error::invalid("PJRT_Client_Create returned no client"))?;
-        Ok(Client { api, ptr })
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Client { api, ptr, id })
     }
 
     /// The plugin's table.
@@ -78,6 +85,10 @@ impl Client {
 
     pub(super) fn ptr(&self) -> *mut sys::PJRT_Client {
         self.ptr.as_ptr()
+    }
+
+    pub(super) fn id(&self) -> u64 {
+        self.id
     }
 
     /// `PJRT_Client_PlatformName`.

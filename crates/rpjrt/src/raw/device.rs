@@ -1,5 +1,7 @@
 //! Device and memory views: owned by their client, identified by address, queried through
-//! the client (which proves it is alive).
+//! the client (which proves it is alive). A view carries its client's process-unique id and
+//! every call checks it against the client it is given, so a view can never reach a
+//! destroyed client's objects.
 
 // C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
 #![allow(clippy::unnecessary_cast)]
@@ -39,10 +41,10 @@ macro_rules! view {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub(crate) struct $name {
             ptr: NonNull<sys::$t>,
-            client: NonNull<sys::PJRT_Client>,
+            client: u64,
         }
-        // SAFETY: an address and its client's address; PJRT objects are thread-safe and
-        // nothing is dereferenced without a live `Client` in hand.
+        // SAFETY: an address and its client's id; PJRT objects are thread-safe and nothing
+        // is dereferenced without the live `Client` of that id in hand.
         unsafe impl Send for $name {}
         // SAFETY: as for Send.
         unsafe impl Sync for $name {}
@@ -50,7 +52,7 @@ macro_rules! view {
             pub(super) fn new(client: &Client, ptr: *mut sys::$t) -> Option<$name> {
                 Some($name {
                     ptr: NonNull::new(ptr)?,
-                    client: NonNull::new(client.ptr())?,
+                    client: client.id(),
                 })
             }
             pub(super) fn ptr(self) -> *mut sys::$t {
@@ -58,7 +60,7 @@ macro_rules! view {
             }
             /// Whether this view was listed by `client`.
             pub(crate) fn belongs_to(self, client: &Client) -> bool {
-                self.client.as_ptr() == client.ptr()
+                self.client == client.id()
             }
             fn check(self, client: &Client) -> Result<()> {
                 if self.belongs_to(client) {
