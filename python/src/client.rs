@@ -420,15 +420,7 @@ impl PyClient {
                 program.get_type().name()?
             )));
         };
-        let prog = match format {
-            "mlir" => Program::mlir(code),
-            "hlo" => Program::hlo(code),
-            other => {
-                return Err(invalid(format!(
-                    "format must be \"mlir\" or \"hlo\", not {other:?}"
-                )))
-            }
-        };
+        let prog = Program::with_format(format, code).pyerr()?;
         let mut opts = CompileOptions::for_mesh(num_replicas, num_partitions).pyerr()?;
         if let Some(spmd) = use_spmd_partitioning {
             opts.use_spmd_partitioning = spmd;

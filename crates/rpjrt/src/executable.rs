@@ -33,6 +33,18 @@ impl Program {
         Program::Hlo(proto.into())
     }
 
+    /// A program in the named PJRT format: `"mlir"` (StableHLO text, bytecode or portable
+    /// artifact) or `"hlo"` (a serialized HLO module); any other name is an error.
+    pub fn with_format(format: &str, code: impl Into<Vec<u8>>) -> Result<Program> {
+        match format {
+            "mlir" => Ok(Program::mlir(code)),
+            "hlo" => Ok(Program::hlo(code)),
+            other => Err(Error::invalid(format!(
+                "format must be \"mlir\" or \"hlo\", not {other:?}"
+            ))),
+        }
+    }
+
     fn parts(&self) -> (&[u8], &'static str) {
         match self {
             Program::Mlir(c) => (c, "mlir"),

@@ -34,6 +34,22 @@ fn compile_shorthands_check_and_fill_in() {
 }
 
 #[test]
+fn programs_are_named_by_format() {
+    assert_eq!(
+        rpjrt::Program::with_format("mlir", "x").unwrap(),
+        rpjrt::Program::mlir("x")
+    );
+    assert_eq!(
+        rpjrt::Program::with_format("hlo", vec![1u8]).unwrap(),
+        rpjrt::Program::hlo(vec![1u8])
+    );
+    expect_err(
+        rpjrt::Program::with_format("onnx", "x"),
+        &["format must be \"mlir\" or \"hlo\", not \"onnx\""],
+    );
+}
+
+#[test]
 fn on_device_compiles_for_that_device() {
     for_each_plugin(|_, c| {
         let dev = c.addressable_devices().unwrap()[1].clone();
