@@ -256,6 +256,23 @@ impl Plugin {
         }
     }
 
+    /// Whether the plugin offers the XLA FFI extension with a handler-registration entry
+    /// (what serving custom calls needs). `Ok(false)` when it has no FFI extension; an
+    /// `Unsupported` error when its extension struct is too short for that entry.
+    pub fn has_ffi_registration(&self) -> Result<bool> {
+        use crate::raw::extension::Ffi;
+        let Some(view) = self.inner.api.extension::<Ffi>()? else {
+            return Ok(false);
+        };
+        let handler: Option<rpjrt_sys::PJRT_FFI_Register_Handler> = view
+            .read(std::mem::offset_of!(
+                rpjrt_sys::PJRT_FFI_Extension,
+                register_handler
+            ))
+            .flatten();
+        Ok(handler.is_some())
+    }
+
     /// Whether the plugin's table has a non-null entry with this C name
     /// (e.g. `"PJRT_Buffer_CopyToMemory"`).
     pub fn has_entry(&self, name: &str) -> bool {

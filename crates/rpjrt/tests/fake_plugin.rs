@@ -328,3 +328,15 @@ fn short_host_data_is_refused_before_the_plugin() {
         .unwrap_err();
     assert!(e.to_string().contains("byte_strides"), "{e}");
 }
+
+#[test]
+fn typed_extension_access_checks_the_struct_size() {
+    assert!(fake(&[]).unwrap().has_ffi_registration().unwrap());
+    let none = fake(&[("RPJRT_FAKE_EXTENSIONS", "")]).unwrap();
+    assert!(!none.has_ffi_registration().unwrap());
+    // An FFI extension too short to hold register_handler is refused, not read past its end.
+    let short = fake(&[("RPJRT_FAKE_EXTENSIONS", "5:24")]).unwrap();
+    let e = short.has_ffi_registration().unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+    assert!(e.to_string().contains("PJRT_FFI_Extension"), "{e}");
+}

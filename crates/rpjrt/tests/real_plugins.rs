@@ -1094,3 +1094,8 @@ fn element_types_the_plugin_predates_are_refused() {
         }
     });
 }
+
+#[test]
+fn both_plugins_offer_ffi_registration() {
+    common::for_each_plugin_only(|p| assert!(p.has_ffi_registration().unwrap()));
+}

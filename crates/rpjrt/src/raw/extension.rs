@@ -6,9 +6,7 @@
 //! are laid out by the plugin's PJRT version, not by their own version numbers), and returns
 //! a view whose reads are bounds-checked against the plugin's struct.
 //!
-//! The FFI, layouts and transfer support build on this; until they land, only the chain
-//! listing is used.
-#![allow(dead_code)]
+//! The FFI, layouts and transfer support build on this.
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -98,6 +96,7 @@ impl<T: Extension> ExtensionView<T> {
     }
 
     /// The plugin's struct size.
+    #[allow(dead_code)] // for extension users that branch on the plugin's layout
     pub(crate) fn struct_size(&self) -> usize {
         self.struct_size
     }
