@@ -107,6 +107,9 @@ except ImportError as _e:  # pragma: no cover - a broken install
         "or build it from source with `maturin develop` in python/."
     ) from _e
 
+from . import sharding
+from .session import Session, SessionProgram
+
 #: Every dtype rpjrt knows, in PJRT code order.
 dtypes: tuple[DType, ...] = _ALL_DTYPES
 from_code = _dtypes_module.from_code
@@ -158,6 +161,9 @@ __all__ = [
     "Executable",
     "Buffer",
     "PluginInfo",
+    "Session",
+    "SessionProgram",
+    "sharding",
     # functions
     "plugins",
     "find_plugin",
