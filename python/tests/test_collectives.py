@@ -216,3 +216,18 @@ def test_replica_collectives_match_jax(
                 atol=1e-5,
                 err_msg=f"replicas {case['key']} replica {r}",
             )
+
+
+def test_shardy_module_needs_only_num_partitions(
+    client: rpjrt.Client, jax_cases: tuple[Path, list[dict[str, Any]]]
+) -> None:
+    """No partitioner options: the sdy dialect is detected and Shardy switched on."""
+    out, cases = jax_cases
+    case = next(c for c in cases if c["key"] == "ppermute-2-shardy")
+    data = np.load(out / (case["key"] + ".npz"))
+    exe = client.compile(case["text"], num_partitions=2)
+    assert exe.num_partitions == 2
+    (got,) = sh.run_sharded(exe, [data["in0"]], _mesh(case), case["in_specs"], case["out_specs"])
+    np.testing.assert_allclose(got, data["out0"], rtol=1e-6)
+    # The same module as bytecode is detected too.
+    assert sh.uses_shardy(case["text"].encode())
