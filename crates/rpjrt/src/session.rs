@@ -685,7 +685,15 @@ impl SessionProgram {
             .donated
             .iter()
             .copied()
-            .filter(|&k| !refs[k].is_zero_copy())
+            // Never donate borrowed host memory, nor a buffer that another argument of
+            // this call also reads (one buffer bound to two slots).
+            .filter(|&k| {
+                !refs[k].is_zero_copy()
+                    && refs
+                        .iter()
+                        .enumerate()
+                        .all(|(j, b)| j == k || !std::ptr::eq(*b, refs[k]))
+            })
             .collect();
         let outs = if donate.is_empty() && !self.portable {
             self.exe.execute(&refs)?
