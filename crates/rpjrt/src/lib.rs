@@ -41,6 +41,8 @@ mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+mod session;
+pub mod sharding;
 mod value;
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API.
@@ -62,4 +64,5 @@ pub use host::{
 };
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use session::{HostArray, Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use value::{ClientOptions, Value};
