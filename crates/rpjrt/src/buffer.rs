@@ -15,26 +15,7 @@ use crate::raw::inline::Inline;
 /// Shapes of up to this rank are stored inline in a `Buffer` (no allocation).
 const INLINE_RANK: usize = 6;
 
-/// Host memory that a zero-copy buffer may use in place.
-///
-/// The bytes must not change while any buffer made from them lives; rpjrt keeps the owner
-/// alive until the plugin is done with them.
-pub trait HostBytes: Send + Sync + 'static {
-    /// The bytes.
-    fn bytes(&self) -> &[u8];
-}
-
-impl HostBytes for Vec<u8> {
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-}
-
-impl HostBytes for Box<[u8]> {
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-}
+pub(crate) use crate::host::HostBytes;
 
 /// Adapts an owner of host bytes to the raw layer's zero-copy contract.
 pub(crate) struct Owner(pub(crate) Arc<dyn HostBytes>);
@@ -114,6 +95,12 @@ impl Buffer {
 
     /// Whether this buffer borrows host memory kept alive by an owner.
     pub(crate) fn is_zero_copy(&self) -> bool {
+        self.raw.borrows_host()
+    }
+
+    /// Whether the buffer was made over host memory that it keeps alive (a zero-copy put or
+    /// DLPack import): dropping it may wait until the plugin is done with that memory.
+    pub fn borrows_host(&self) -> bool {
         self.raw.borrows_host()
     }
 
@@ -300,7 +287,7 @@ impl Buffer {
                 T::ELEMENT_TYPE
             )));
         }
-        Ok(T::from_host_bytes(&self.to_vec()?))
+        Ok(crate::dtype::values_from_bytes(&self.to_vec()?))
     }
 
     /// Copies the buffer to another device of the same client.

@@ -38,6 +38,7 @@ pub(crate) mod execute;
 pub(crate) mod extension;
 #[cfg(feature = "bench")]
 pub(crate) mod floor;
+pub(crate) mod hostmem;
 pub(crate) mod inline;
 pub(crate) mod util;
 

@@ -178,40 +178,36 @@ pub(crate) fn host_extent(
     usize::try_from(end).map_err(|_| format!("the array {dims:?} is too large"))
 }
 
-/// Rust scalars whose slices may be viewed as host bytes, and rebuilt from them.
+/// Rust scalars whose slices may be viewed as host bytes.
 ///
 /// # Safety
 /// Implementors are primitive scalars without padding (every byte of a value is
 /// initialised). Implemented only here, for the types listed below; being a `pub` trait in a
 /// private module, it also seals every public trait that requires it.
-pub unsafe trait HostScalar: Copy + Send + Sync + 'static {
-    /// Values from native-order bytes (a whole number of values).
-    #[doc(hidden)]
-    fn from_host_bytes(bytes: &[u8]) -> Vec<Self>;
-}
+pub unsafe trait HostScalar: Copy + Send + Sync + 'static {}
 
-macro_rules! host_scalar {
-    ($($t:ty),*) => {$(
-        // SAFETY: a primitive integer or float: no padding, every bit pattern valid.
-        unsafe impl HostScalar for $t {
-            fn from_host_bytes(bytes: &[u8]) -> Vec<Self> {
-                bytes
-                    .chunks_exact(std::mem::size_of::<$t>())
-                    .map(|c| <$t>::from_ne_bytes(c.try_into().expect("chunk of the type's size")))
-                    .collect()
-            }
-        }
-    )*};
-}
-host_scalar!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
-
-// SAFETY: `bool` is one byte without padding; reading goes through `!= 0`, so any byte the
-// plugin stores becomes a valid `bool`.
-unsafe impl HostScalar for bool {
-    fn from_host_bytes(bytes: &[u8]) -> Vec<Self> {
-        bytes.iter().map(|&b| b != 0).collect()
-    }
-}
+// SAFETY: primitive integers, floats and `bool`: one value is its bytes, no padding.
+unsafe impl HostScalar for i8 {}
+// SAFETY: as above.
+unsafe impl HostScalar for i16 {}
+// SAFETY: as above.
+unsafe impl HostScalar for i32 {}
+// SAFETY: as above.
+unsafe impl HostScalar for i64 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u8 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u16 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u32 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u64 {}
+// SAFETY: as above.
+unsafe impl HostScalar for f32 {}
+// SAFETY: as above.
+unsafe impl HostScalar for f64 {}
+// SAFETY: as above (one byte; only ever read back through `!= 0`).
+unsafe impl HostScalar for bool {}
 
 /// Views a slice of host scalars as bytes.
 pub(crate) fn as_bytes<T: HostScalar>(data: &[T]) -> &[u8] {
