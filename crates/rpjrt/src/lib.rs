@@ -64,5 +64,5 @@ pub use host::{
 };
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
-pub use session::{HostArray, Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
+pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use value::{ClientOptions, Value};

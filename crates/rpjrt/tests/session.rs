@@ -14,8 +14,8 @@ use rpjrt::{
 };
 
 fn host(values: &[f32], dims: &[i64]) -> SlotValue {
-    SlotValue::Host(HostArray::new(
-        f32_bytes(values),
+    SlotValue::Host(HostArray::from_owner(
+        std::sync::Arc::new(f32_bytes(values)),
         ElementType::F32,
         dims.to_vec(),
     ))
