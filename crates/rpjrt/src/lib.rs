@@ -41,7 +41,7 @@ mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
-pub mod session;
+mod session;
 pub mod sharding;
 mod value;
 
@@ -66,7 +66,5 @@ pub use host::{
 };
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
-// The session's own host array stays at `rpjrt::session::HostArray`: the root's
-// `HostArray` is the host-ingest description (`rpjrt::host`).
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use value::{ClientOptions, Value};

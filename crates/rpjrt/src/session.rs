@@ -8,16 +8,15 @@
 //! compiled module aliases that output to that input, so the update happens in place.
 //!
 //! ```no_run
-//! # use rpjrt::{Client, CompileOptions, ElementType, Program, Session, SlotValue};
-//! # use rpjrt::session::HostArray;
+//! # use rpjrt::{Client, CompileOptions, ElementType, Program, Session, HostArray, SlotValue};
 //! # fn main() -> rpjrt::Result<()> {
 //! # let client = Client::from_path("plugin.so")?;
 //! # let exe = client.compile(&Program::mlir(""), &CompileOptions::default())?;
 //! let session = Session::new(&client)?;
 //! let step = session.program(&exe, &["theta", "x"], &["theta", "loss"])?;
-//! session.bind("theta", SlotValue::Host(HostArray::new(vec![0; 16], ElementType::F32, vec![4])))?;
+//! session.bind("theta", SlotValue::Host(HostArray::from_owner(std::sync::Arc::new(vec![0u8; 16]), ElementType::F32, vec![4])))?;
 //! session.bind_lazy("x", std::sync::Arc::new(|| {
-//!     Ok(SlotValue::Host(HostArray::new(vec![0; 16], ElementType::F32, vec![4])))
+//!     Ok(SlotValue::Host(HostArray::from_owner(std::sync::Arc::new(vec![0u8; 16]), ElementType::F32, vec![4])))
 //! }))?;
 //! for _ in 0..10 {
 //!     step.call()?;
@@ -35,28 +34,7 @@ use crate::client::{Client, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::{ArraySpec, Executable, ExecuteOptions};
-
-/// Host data for a slot: dense row-major bytes with their element type and dimensions.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostArray {
-    /// The elements, row-major (sub-byte types packed, as [`Client::buffer_from_host`] takes).
-    pub bytes: Vec<u8>,
-    /// Element type.
-    pub element_type: ElementType,
-    /// Dimensions.
-    pub dims: Vec<i64>,
-}
-
-impl HostArray {
-    /// Host data of `element_type` and `dims`.
-    pub fn new(bytes: Vec<u8>, element_type: ElementType, dims: Vec<i64>) -> HostArray {
-        HostArray {
-            bytes,
-            element_type,
-            dims,
-        }
-    }
-}
+use crate::host::{CopyMode, HostArray};
 
 /// A value to put into a slot.
 #[derive(Clone, Debug)]
@@ -67,8 +45,9 @@ pub enum SlotValue {
     /// A buffer the caller has just made from host data for this slot (counted as an
     /// upload; used by bindings that convert host values themselves).
     Uploaded(Arc<Buffer>),
-    /// Host data, uploaded to the session's device (counted as an upload).
-    Host(HostArray),
+    /// Host data, uploaded to the session's device (counted as an upload; always copied,
+    /// so the slot never shares memory with the caller).
+    Host(HostArray<'static>),
 }
 
 /// Produces a slot's value when a program first needs it (see [`Session::bind_lazy`]).
@@ -218,10 +197,10 @@ impl Inner {
         };
         match value {
             SlotValue::Host(h) => {
-                check(h.element_type, &h.dims)?;
+                check(h.element_type(), h.dims())?;
                 let b = self
                     .client
-                    .buffer_from_host(&h.bytes, h.element_type, &h.dims, None, &self.device, None)
+                    .put(&h, &self.device, None, CopyMode::Always)
                     .map_err(|e| prefix(name, e))?;
                 Ok((Arc::new(b), true))
             }

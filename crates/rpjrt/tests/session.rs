@@ -7,15 +7,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use rpjrt::session::HostArray;
 use rpjrt::sharding::{self, Mesh};
 use rpjrt::{
-    ClientOptions, CompileOptions, ElementType, Error, Program, Session, SlotState, SlotValue,
+    ClientOptions, CompileOptions, ElementType, Error, HostArray, Program, Session, SlotState,
+    SlotValue,
 };
 
 fn host(values: &[f32], dims: &[i64]) -> SlotValue {
-    SlotValue::Host(HostArray::new(
-        f32_bytes(values),
+    SlotValue::Host(HostArray::from_owner(
+        std::sync::Arc::new(f32_bytes(values)),
         ElementType::F32,
         dims.to_vec(),
     ))
