@@ -1,5 +1,7 @@
 //! The `rpjrt` command-line tool.
 
+#![forbid(unsafe_code)]
+
 fn main() -> std::process::ExitCode {
     // `rpjrt info --json | head`: end quietly on a closed pipe instead of panicking.
     rpjrt::exit_quietly_on_broken_pipe();

@@ -1,7 +1,7 @@
 //! What the C++ exception guard (every plugin call goes through it) costs per call, and
 //! what that is relative to one execution of the tiny program.
 //!
-//! Usage: `cargo run --release -p rpjrt --example bench_guard -- [--plugin PATH]`. The
+//! Usage: `cargo run --release -p rpjrt --features bench --example bench_guard -- [--plugin PATH]`. The
 //! plugin defaults to `RPJRT_PLUGIN`, then `RPJRT_TEST_PLUGIN_NEW`. Figures are the best of
 //! 21 interleaved rounds; the ratio compares the guard's cost on the plugin calls one
 //! `execute + block_until_ready + drop` makes with that iteration's time, both measured

@@ -26,6 +26,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "bench")]
 mod bench;
 mod buffer;
 mod client;
@@ -37,14 +38,17 @@ mod event;
 mod executable;
 mod hlo;
 pub mod host;
-mod inline;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+mod session;
+pub mod sharding;
 mod value;
 
-/// Benchmark support: the raw C floor of an execution. Not part of the API.
+/// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
+/// `bench` feature, which the benchmarks enable and the shipped crate and wheel do not.
+#[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::bench::*;
@@ -52,7 +56,7 @@ pub mod __bench {
 }
 
 pub use buffer::{Buffer, ExternalReference, HostView};
-pub use client::{Client, Device, Memory, MAX_CPU_DEVICE_COUNT};
+pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice, MAX_CPU_DEVICE_COUNT};
 
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
 /// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
@@ -72,4 +76,5 @@ pub use host::{
 };
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use value::{ClientOptions, Value};

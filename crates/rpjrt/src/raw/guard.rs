@@ -124,6 +124,7 @@ fn last_what() -> String {
 }
 
 /// A trivial entry for measuring the guard: returns its argument.
+#[cfg(feature = "bench")]
 extern "C" fn echo(args: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
     std::hint::black_box(args)
 }
@@ -131,6 +132,7 @@ extern "C" fn echo(args: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
 /// Times `iters` direct calls and `iters` guarded calls of a trivial `extern "C"` entry,
 /// interleaved in rounds so machine noise hits both alike: `(direct_ns, guarded_ns)` per
 /// call, the best round of each. What the guard adds to each plugin call is the difference.
+#[cfg(feature = "bench")]
 pub fn guard_overhead_ns(iters: usize) -> (f64, f64) {
     use std::time::Instant;
     let entry: RawEntry = echo;
