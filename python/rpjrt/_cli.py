@@ -28,17 +28,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The tool runs in Rust and never returns to the interpreter while it works, so
     # Python's own SIGINT handler would only set a flag nobody reads: let Ctrl-C end the
     # process as it ends the native binary.
+    # Likewise a closed pipe (`python -m rpjrt info --json | head`) ends the process
+    # quietly, as it ends C tools, instead of a panic on EPIPE inside the tool.
     try:
         previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
+        previous_pipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     except ValueError:  # not the main thread: leave signals alone
-        previous = None
-    sys.stdout.flush()
-    sys.stderr.flush()
+        previous = previous_pipe = None
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        return 141
     try:
         return int(_run_cli(args))
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        if previous_pipe is not None:
+            signal.signal(signal.SIGPIPE, previous_pipe)
 
 
 if __name__ == "__main__":

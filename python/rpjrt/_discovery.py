@@ -239,6 +239,10 @@ def _from_env_rpjrt_plugin() -> Iterator[PluginInfo]:
 
 
 def _read_json_config(path: str) -> tuple[str, Mapping[str, Any] | None]:
+    # Never open anything but a regular file: opening a FIFO blocks until a writer comes.
+    if not os.path.isfile(path):
+        what = "does not exist" if not os.path.lexists(path) else "is not a regular file"
+        raise PluginLoadError(f"cannot read the PJRT plugin config {path}: it {what}")
     try:
         with open(path, encoding="utf-8") as f:
             config = json.load(f)

@@ -32,6 +32,7 @@ mod buffer;
 mod client;
 pub mod dlpack;
 mod dtype;
+mod elf;
 mod error;
 mod event;
 mod executable;
@@ -51,10 +52,19 @@ mod value;
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::bench::*;
+    pub use crate::raw::guard::guard_overhead_ns;
 }
 
 pub use buffer::{Buffer, ExternalReference, HostView};
-pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice};
+pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice, MAX_CPU_DEVICE_COUNT};
+
+/// For command-line tools: restores the default action of SIGPIPE, so that writing to a
+/// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
+/// instead of making `println!` panic on EPIPE. Process-wide: call it at the start of a
+/// binary's `main`, never from a library.
+pub fn exit_quietly_on_broken_pipe() {
+    raw::guard::default_sigpipe();
+}
 pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };
