@@ -1,0 +1,25 @@
+//! The verbs of the `rpjrt` tool, one module each.
+//!
+//! To add a verb: write `cmd/<verb>.rs` with an `Args` struct (clap `Args`) and a
+//! `run(Args) -> Result<i32, CliError>` function, then add one `mod` line, one variant of
+//! [`Command`] and one arm in [`run`] below. Nothing else needs to change.
+
+use clap::Subcommand;
+
+use crate::common::CliError;
+
+pub mod info;
+
+/// The verbs.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Show a plugin's version, attributes, extensions, devices and memories.
+    Info(info::Args),
+}
+
+/// Runs one verb; returns the process exit code.
+pub fn run(command: Command) -> Result<i32, CliError> {
+    match command {
+        Command::Info(args) => info::run(args),
+    }
+}

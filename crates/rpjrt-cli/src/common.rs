@@ -1,0 +1,205 @@
+//! What every verb shares: exit codes, errors, colour, JSON output, plugin resolution.
+
+use std::fmt;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use rpjrt::{ClientOptions, Value};
+use serde_json::{json, Value as Json};
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: a defect or a failure was found (a failed check, a plugin error).
+pub const EXIT_DEFECT: i32 = 1;
+/// Exit code: the command line or an input file was wrong.
+pub const EXIT_USAGE: i32 = 2;
+
+/// An error that ends a verb: one line for stderr and the exit code.
+#[derive(Debug, Clone)]
+pub struct CliError {
+    /// The message (printed after `rpjrt: `).
+    pub message: String,
+    /// The process exit code.
+    pub exit_code: i32,
+}
+
+impl CliError {
+    /// Bad command line or bad input: exit code 2.
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            exit_code: EXIT_USAGE,
+        }
+    }
+
+    /// Something failed at run time: exit code 1.
+    pub fn failed(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            exit_code: EXIT_DEFECT,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<rpjrt::Error> for CliError {
+    fn from(e: rpjrt::Error) -> CliError {
+        // A request rpjrt refused before it reached the plugin was wrong: a usage error.
+        // Anything else (a plugin that cannot be loaded, an error the plugin reported) is
+        // a failure.
+        let code = match &e {
+            rpjrt::Error::InvalidArgument(_) => EXIT_USAGE,
+            _ => EXIT_DEFECT,
+        };
+        CliError {
+            message: e.to_string(),
+            exit_code: code,
+        }
+    }
+}
+
+/// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).
+pub fn print_error(e: &CliError) {
+    let prefix = paint_stderr("rpjrt:", Style::Red);
+    eprintln!("{prefix} {}", e.message);
+}
+
+/// Text styles used by the tables.
+#[derive(Clone, Copy, Debug)]
+pub enum Style {
+    /// Failures.
+    Red,
+    /// Passes.
+    Green,
+    /// Unsupported / warnings.
+    Yellow,
+    /// Headings.
+    Bold,
+    /// Secondary text.
+    Dim,
+}
+
+fn colour_allowed(is_tty: bool) -> bool {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    is_tty
+}
+
+/// True when stdout gets colour: a terminal, and `NO_COLOR` unset or empty.
+pub fn stdout_colour() -> bool {
+    colour_allowed(std::io::stdout().is_terminal())
+}
+
+/// True when stderr gets colour: a terminal, and `NO_COLOR` unset or empty.
+pub fn stderr_colour() -> bool {
+    colour_allowed(std::io::stderr().is_terminal())
+}
+
+fn paint_with(on: bool, text: &str, style: Style) -> String {
+    if !on {
+        return text.to_string();
+    }
+    let code = match style {
+        Style::Red => "31",
+        Style::Green => "32",
+        Style::Yellow => "33",
+        Style::Bold => "1",
+        Style::Dim => "2",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// `text` styled for stdout (plain unless stdout is a colour terminal).
+pub fn paint(text: &str, style: Style) -> String {
+    paint_with(stdout_colour(), text, style)
+}
+
+/// `text` styled for stderr (plain unless stderr is a colour terminal).
+pub fn paint_stderr(text: &str, style: Style) -> String {
+    paint_with(stderr_colour(), text, style)
+}
+
+/// Prints a JSON document, pretty, on stdout.
+pub fn print_json(doc: &Json) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(doc).map_err(|e| CliError::failed(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Parses a `NAME=VALUE` create option (integers, true/false, floats, else text).
+pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| CliError::usage(format!("option {s:?} is not NAME=VALUE")))?;
+    let value = if let Ok(i) = value.parse::<i64>() {
+        Value::Int64(i)
+    } else if value == "true" || value == "false" {
+        Value::Bool(value == "true")
+    } else if let Ok(f) = value.parse::<f32>() {
+        Value::Float(f)
+    } else {
+        Value::String(value.to_string())
+    };
+    Ok((name.to_string(), value))
+}
+
+/// Client options from `NAME=VALUE` strings.
+pub fn parse_options(options: &[String]) -> Result<ClientOptions, CliError> {
+    Ok(options
+        .iter()
+        .map(|o| parse_option(o))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .collect())
+}
+
+/// A plugin attribute or option value as JSON.
+pub fn value_json(v: &Value) -> Json {
+    match v {
+        Value::String(s) => json!(s),
+        Value::Int64(i) => json!(i),
+        Value::Int64List(l) => json!(l),
+        Value::Float(f) => json!(f),
+        Value::Bool(b) => json!(b),
+    }
+}
+
+/// The plugin library a verb should use: the argument, else `$RPJRT_PLUGIN`.
+pub fn plugin_path(arg: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(p) = arg {
+        return Ok(p);
+    }
+    match std::env::var_os("RPJRT_PLUGIN") {
+        Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
+        _ => Err(CliError::usage(
+            "no plugin given: pass a path to a PJRT plugin (.so) or set RPJRT_PLUGIN \
+             (pip install xla-cpu-pjrt gives a CPU plugin)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_typed() {
+        assert_eq!(parse_option("a=3").unwrap().1, Value::Int64(3));
+        assert_eq!(parse_option("a=true").unwrap().1, Value::Bool(true));
+        assert_eq!(parse_option("a=0.5").unwrap().1, Value::Float(0.5));
+        assert_eq!(parse_option("a=x").unwrap().1, Value::String("x".into()));
+        assert_eq!(parse_option("novalue").unwrap_err().exit_code, EXIT_USAGE);
+    }
+
+    #[test]
+    fn no_colour_off_a_terminal() {
+        assert_eq!(paint_with(false, "x", Style::Red), "x");
+        assert_eq!(paint_with(true, "x", Style::Red), "\x1b[31mx\x1b[0m");
+    }
+}
