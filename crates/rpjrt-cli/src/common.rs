@@ -2,10 +2,19 @@
 
 use std::fmt;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
-use rpjrt::{ClientOptions, Value};
+use rpjrt::discovery::{install_hint, Discovery, PluginInfo};
+use rpjrt::{ClientOptions, Plugin, Value};
 use serde_json::{json, Value as Json};
+
+/// `println!` that ignores a closed stdout (`rpjrt info | head` must not panic).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
 
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
@@ -128,7 +137,7 @@ pub fn paint_stderr(text: &str, style: Style) -> String {
 /// Prints a JSON document, pretty, on stdout.
 pub fn print_json(doc: &Json) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(doc).map_err(|e| CliError::failed(e.to_string()))?;
-    println!("{text}");
+    crate::outln!("{text}");
     Ok(())
 }
 
@@ -170,18 +179,32 @@ pub fn value_json(v: &Value) -> Json {
     }
 }
 
-/// The plugin library a verb should use: the argument, else `$RPJRT_PLUGIN`.
-pub fn plugin_path(arg: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    if let Some(p) = arg {
-        return Ok(p);
+/// The plugin a verb should use: `spec` (a path, a plugin or wheel name, or a platform
+/// such as `cpu`), else `$RPJRT_PLUGIN`, else the first plugin discovery finds. Each
+/// candidate is tried in order; the first that loads wins. Load errors name the file, the
+/// loader's reason and what to install.
+pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError> {
+    let discovery = Discovery::from_env();
+    let candidates = discovery.candidates(spec).map_err(|e| match e {
+        rpjrt::Error::PluginLoad { reason, .. } => CliError::usage(reason),
+        other => CliError::from(other),
+    })?;
+    let mut errors = Vec::new();
+    for info in candidates {
+        match Plugin::load(&info.path) {
+            Ok(p) => return Ok((p, info)),
+            Err(e) => errors.push(e.to_string()),
+        }
     }
-    match std::env::var_os("RPJRT_PLUGIN") {
-        Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
-        _ => Err(CliError::usage(
-            "no plugin given: pass a path to a PJRT plugin (.so) or set RPJRT_PLUGIN \
-             (pip install xla-cpu-pjrt gives a CPU plugin)",
-        )),
-    }
+    let want = spec
+        .map(str::to_string)
+        .or_else(|| std::env::var("RPJRT_PLUGIN").ok());
+    Err(CliError::failed(format!(
+        "{}
+  to get a working plugin: {}",
+        errors.join("\n"),
+        install_hint(want.as_deref())
+    )))
 }
 
 #[cfg(test)]

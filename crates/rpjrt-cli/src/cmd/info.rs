@@ -1,7 +1,5 @@
 //! `rpjrt info`: a plugin's version, attributes, extensions, devices and memories.
 
-use std::path::PathBuf;
-
 use rpjrt::{Client, Plugin};
 use serde_json::{json, Value as Json};
 
@@ -10,8 +8,9 @@ use crate::common::{self, paint, value_json, CliError, Style, EXIT_OK};
 /// Arguments of `rpjrt info`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Path to the plugin library; defaults to $RPJRT_PLUGIN.
-    pub plugin: Option<PathBuf>,
+    /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
+    /// $RPJRT_PLUGIN, then the first plugin found (see `rpjrt plugins`).
+    pub plugin: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -22,8 +21,7 @@ pub struct Args {
 
 /// Runs `rpjrt info`.
 pub fn run(args: Args) -> Result<i32, CliError> {
-    let path = common::plugin_path(args.plugin)?;
-    let plugin = Plugin::load(&path)?;
+    let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
     let options = common::parse_options(&args.options)?;
     let client = Client::new(&plugin, &options)?;
     let devices = client.devices()?;
@@ -87,37 +85,43 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         return Ok(EXIT_OK);
     }
 
-    println!("plugin      {}", plugin.path().display());
-    println!(
+    crate::outln!("plugin      {}", plugin.path().display());
+    crate::outln!(
         "PJRT        {} ({} bytes, {} slots; rpjrt layout {})",
         plugin.version(),
         plugin.table_size(),
         plugin.table_slots(),
         Plugin::rpjrt_layout_version()
     );
-    println!("platform    {platform} {platform_version}");
-    println!("\n{}", paint("attributes", Style::Bold));
+    crate::outln!("platform    {platform} {platform_version}");
+    crate::outln!("\n{}", paint("attributes", Style::Bold));
     for (k, v) in plugin.attributes() {
-        println!("  {k:<28} {v}");
+        crate::outln!("  {k:<28} {v}");
     }
-    println!("\n{}", paint("extensions", Style::Bold));
+    crate::outln!("\n{}", paint("extensions", Style::Bold));
     for e in plugin.extensions().all() {
-        println!(
+        crate::outln!(
             "  {:<28} type {:<3} {} bytes",
-            e.name, e.type_id, e.struct_size
+            e.name,
+            e.type_id,
+            e.struct_size
         );
     }
-    println!("\n{}", paint("devices", Style::Bold));
-    println!(
+    crate::outln!("\n{}", paint("devices", Style::Bold));
+    crate::outln!(
         "  {:<4} {:<8} {:<8} {:<6} {:<16} description",
-        "id", "kind", "process", "hw id", "default memory"
+        "id",
+        "kind",
+        "process",
+        "hw id",
+        "default memory"
     );
     for d in &devices {
         let default = d
             .default_memory()
             .map(|m| m.kind().to_string())
             .unwrap_or_else(|_| "-".into());
-        println!(
+        crate::outln!(
             "  {:<4} {:<8} {:<8} {:<6} {:<16} {}",
             d.id(),
             d.kind(),
@@ -127,8 +131,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             d.description()
         );
     }
-    println!("\n{}", paint("memories", Style::Bold));
-    println!("  {:<4} {:<16} {:<8} devices", "id", "kind", "kind id");
+    crate::outln!("\n{}", paint("memories", Style::Bold));
+    crate::outln!("  {:<4} {:<16} {:<8} devices", "id", "kind", "kind id");
     for m in &memories {
         let by: Vec<String> = m
             .addressable_by_devices()
@@ -136,7 +140,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             .iter()
             .map(|d| d.id().to_string())
             .collect();
-        println!(
+        crate::outln!(
             "  {:<4} {:<16} {:<8} {}",
             m.id(),
             m.kind(),

@@ -9,17 +9,21 @@ use clap::Subcommand;
 use crate::common::CliError;
 
 pub mod info;
+pub mod plugins;
 
 /// The verbs.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Show a plugin's version, attributes, extensions, devices and memories.
     Info(info::Args),
+    /// List the PJRT plugins discovery finds, in search order, and where each was found.
+    Plugins(plugins::Args),
 }
 
 /// Runs one verb; returns the process exit code.
 pub fn run(command: Command) -> Result<i32, CliError> {
     match command {
         Command::Info(args) => info::run(args),
+        Command::Plugins(args) => plugins::run(args),
     }
 }
