@@ -36,6 +36,7 @@ mod event;
 mod executable;
 mod hlo;
 mod inline;
+pub mod npy;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
