@@ -179,6 +179,24 @@ pub fn value_json(v: &Value) -> Json {
     }
 }
 
+/// The message of an rpjrt error without the `invalid argument: ` prefix (for one-line
+/// usage errors about the user's own input).
+pub fn bare(e: rpjrt::Error) -> String {
+    match e {
+        rpjrt::Error::InvalidArgument(m) => m,
+        other => other.to_string(),
+    }
+}
+
+/// `e`'s message followed by what rpjrt can add: allocator figures for out-of-memory
+/// errors on `device`, install hints for load failures.
+pub fn explain(e: &rpjrt::Error, device: Option<&rpjrt::Device>) -> String {
+    match rpjrt::diagnostics::explain(e, device, None) {
+        Some(more) => format!("{e}\n{more}"),
+        None => e.to_string(),
+    }
+}
+
 /// The plugin a verb should use: `spec` (a path, a plugin or wheel name, or a platform
 /// such as `cpu`), else `$RPJRT_PLUGIN`, else the first plugin discovery finds. Each
 /// candidate is tried in order; the first that loads wins. Load errors name the file, the
@@ -193,7 +211,7 @@ pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError>
     for info in candidates {
         match Plugin::load(&info.path) {
             Ok(p) => return Ok((p, info)),
-            Err(e) => errors.push(e.to_string()),
+            Err(e) => errors.push(explain(&e, None)),
         }
     }
     let want = spec

@@ -10,6 +10,7 @@ use crate::common::CliError;
 
 pub mod info;
 pub mod plugins;
+pub mod run;
 
 /// The verbs.
 #[derive(Subcommand, Debug)]
@@ -18,6 +19,8 @@ pub enum Command {
     Info(info::Args),
     /// List the PJRT plugins discovery finds, in search order, and where each was found.
     Plugins(plugins::Args),
+    /// Compile and run a program on inputs from .npy/.npz files, literals or --random.
+    Run(run::Args),
 }
 
 /// Runs one verb; returns the process exit code.
@@ -25,5 +28,6 @@ pub fn run(command: Command) -> Result<i32, CliError> {
     match command {
         Command::Info(args) => info::run(args),
         Command::Plugins(args) => plugins::run(args),
+        Command::Run(args) => run::run(args),
     }
 }
