@@ -197,6 +197,14 @@ pub fn explain(e: &rpjrt::Error, device: Option<&rpjrt::Device>) -> String {
     }
 }
 
+/// Like [`explain`], naming the request that failed (what was being allocated).
+pub fn explain_request(e: &rpjrt::Error, device: Option<&rpjrt::Device>, request: &str) -> String {
+    match rpjrt::diagnostics::explain(e, device, Some(request)) {
+        Some(more) => format!("{e}\n{more}"),
+        None => e.to_string(),
+    }
+}
+
 /// The plugin a verb should use: `spec` (a path, a plugin or wheel name, or a platform
 /// such as `cpu`), else `$RPJRT_PLUGIN`, else the first plugin discovery finds. Each
 /// candidate is tried in order; the first that loads wins. Load errors name the file, the

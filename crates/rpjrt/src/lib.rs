@@ -29,6 +29,7 @@
 mod bench;
 mod buffer;
 mod client;
+pub mod conform;
 pub mod diagnostics;
 pub mod discovery;
 mod dtype;

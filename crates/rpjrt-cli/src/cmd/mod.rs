@@ -8,6 +8,7 @@ use clap::Subcommand;
 
 use crate::common::CliError;
 
+pub mod conform;
 pub mod info;
 pub mod plugins;
 pub mod run;
@@ -19,6 +20,11 @@ pub enum Command {
     Info(info::Args),
     /// List the PJRT plugins discovery finds, in search order, and where each was found.
     Plugins(plugins::Args),
+    /// Check a plugin's conformance, each check isolated; or compare two reports (--diff).
+    Conform(conform::Args),
+    /// One isolated conform worker (internal).
+    #[command(name = "conform-child", hide = true)]
+    ConformChild(conform::ChildArgs),
     /// Compile and run a program on inputs from .npy/.npz files, literals or --random.
     Run(run::Args),
 }
@@ -29,5 +35,7 @@ pub fn run(command: Command) -> Result<i32, CliError> {
         Command::Info(args) => info::run(args),
         Command::Plugins(args) => plugins::run(args),
         Command::Run(args) => run::run(args),
+        Command::Conform(args) => conform::run(args),
+        Command::ConformChild(args) => conform::run_child(args),
     }
 }

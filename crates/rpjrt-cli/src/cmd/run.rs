@@ -244,7 +244,21 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         let t = Instant::now();
         let bufs = inputs
             .iter()
-            .map(|a| client.buffer_from_host(&a.data, a.element_type, &a.dims, None, &device, None))
+            .enumerate()
+            .map(|(i, a)| {
+                client
+                    .buffer_from_host(&a.data, a.element_type, &a.dims, None, &device, None)
+                    .map_err(|e| {
+                        let request = format!(
+                            "input {i}: {}{:?}, {} bytes, on device {}",
+                            a.element_type,
+                            a.dims,
+                            a.data.len(),
+                            device.id()
+                        );
+                        CliError::failed(common::explain_request(&e, Some(&device), &request))
+                    })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         for b in &bufs {
             b.block_until_ready()?;
