@@ -112,6 +112,12 @@ fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), Cl
 
 /// Builds the argument arrays from `--input`/`--random`, checked against `params`.
 fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>, CliError> {
+    if params.is_none() && args.random {
+        return Err(CliError::usage(
+            "--random needs the program's parameter types, which this plugin does not report \
+             (no optimized program): give every input with --input",
+        ));
+    }
     let n_guess = params.map(|p| p.len());
     let n = n_guess.unwrap_or(args.inputs.len());
     let mut slots: Vec<Option<Array>> = vec![None; n];
