@@ -72,6 +72,31 @@ impl From<rpjrt::Error> for CliError {
     }
 }
 
+static QUIETED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The variable XLA-based plugins read for their minimum log level.
+pub const PLUGIN_LOG_LEVEL_ENV: &str = "TF_CPP_MIN_LOG_LEVEL";
+
+/// Keeps the plugin's log lines off stderr for this CLI process: sets
+/// `TF_CPP_MIN_LOG_LEVEL=3` (fatal only) before any plugin is loaded, unless `show` is
+/// set, `RPJRT_PLUGIN_LOG` is `1`, or the user set the variable. Only the CLI does this,
+/// once, at start-up, before it starts threads; the rpjrt library never changes the
+/// process environment.
+pub fn quiet_plugin_logs(show: bool) {
+    let env_show = std::env::var("RPJRT_PLUGIN_LOG").is_ok_and(|v| v == "1");
+    if show || env_show || std::env::var_os(PLUGIN_LOG_LEVEL_ENV).is_some() {
+        return;
+    }
+    std::env::set_var(PLUGIN_LOG_LEVEL_ENV, "3");
+    QUIETED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True when [`quiet_plugin_logs`] set the log level itself (a child process whose stderr
+/// is captured may then have it back).
+pub fn plugin_logs_quieted() -> bool {
+    QUIETED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).
 pub fn print_error(e: &CliError) {
     let prefix = paint_stderr("rpjrt:", Style::Red);

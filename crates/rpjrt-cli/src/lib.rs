@@ -18,6 +18,11 @@ pub use common::{CliError, EXIT_DEFECT, EXIT_OK, EXIT_USAGE};
 struct Cli {
     #[command(subcommand)]
     command: cmd::Command,
+    /// Let the plugin's own log lines through to stderr (also: RPJRT_PLUGIN_LOG=1).
+    /// By default the CLI sets TF_CPP_MIN_LOG_LEVEL=3 for its own process, unless it is
+    /// already set, so that XLA's INFO/WARNING/ERROR lines do not mix with its output.
+    #[arg(long, global = true)]
+    plugin_log: bool,
 }
 
 /// Runs the CLI on `args` (including the program name) and returns the exit code:
@@ -30,6 +35,7 @@ pub fn run_from_args(args: Vec<String>) -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
+    common::quiet_plugin_logs(cli.plugin_log);
     match cmd::run(cli.command) {
         Ok(code) => code,
         Err(e) => {

@@ -80,6 +80,8 @@ fn rpjrt() -> Command {
         "VIRTUAL_ENV",
         "RPJRT_CONFORM_TEST_CRASH",
         "RPJRT_CONFORM_TEST_HANG",
+        "RPJRT_PLUGIN_LOG",
+        "TF_CPP_MIN_LOG_LEVEL",
     ] {
         c.env_remove(k);
     }
@@ -524,4 +526,43 @@ fn conform_on_the_fake_plugin_reports_its_defects() {
     let v: Json = serde_json::from_str(&out).unwrap();
     assert_eq!(v["summary"]["fail"], 1);
     assert_eq!(v["summary"]["pass"], 1);
+}
+
+#[test]
+fn plugin_log_lines_are_kept_out_unless_asked_for() {
+    for p in [old(), new()] {
+        // Both plugins log an INFO line when cpu_device_count is given.
+        let (code, _, err) = run(rpjrt()
+            .arg("info")
+            .arg(&p)
+            .args(["-o", "cpu_device_count=2"]));
+        assert_eq!(code, 0, "{err}");
+        assert!(err.is_empty(), "quiet by default: {err}");
+        let (code, _, err) =
+            run(rpjrt()
+                .arg("info")
+                .arg(&p)
+                .args(["-o", "cpu_device_count=2", "--plugin-log"]));
+        assert_eq!(code, 0);
+        assert!(err.contains("cpu_device_count"), "shown on request: {err}");
+        let (_, _, err) = run(rpjrt()
+            .arg("info")
+            .arg(&p)
+            .args(["-o", "cpu_device_count=2"])
+            .env("RPJRT_PLUGIN_LOG", "1"));
+        assert!(err.contains("cpu_device_count"), "{err}");
+    }
+    // conform keeps them per check in the report instead.
+    let (code, out, _) = run(rpjrt().arg("conform").arg(old()).args([
+        "--only",
+        "client.create_options",
+        "--json",
+        "-",
+    ]));
+    assert_eq!(code, 0);
+    let v: Json = serde_json::from_str(&out).unwrap();
+    assert!(v["results"][0]["stderr"]
+        .as_str()
+        .unwrap()
+        .contains("cpu_device_count"));
 }

@@ -143,7 +143,13 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let config = RunConfig {
         child,
         timeout: Duration::from_secs_f64(args.timeout),
-        env: Vec::new(),
+        // The children's stderr is captured per check (never mixed with ours), so the
+        // plugin may log there as it would by default.
+        env: if common::plugin_logs_quieted() {
+            vec![(common::PLUGIN_LOG_LEVEL_ENV.into(), "0".into())]
+        } else {
+            Vec::new()
+        },
     };
     let to_stdout = args.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let progress_on = std::io::stderr().is_terminal();
