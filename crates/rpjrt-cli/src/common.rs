@@ -230,16 +230,24 @@ pub fn explain_request(e: &rpjrt::Error, device: Option<&rpjrt::Device>, request
     }
 }
 
+fn candidates(spec: Option<&str>) -> Result<Vec<PluginInfo>, CliError> {
+    Discovery::from_env().candidates(spec).map_err(|e| match e {
+        rpjrt::Error::PluginLoad { reason, .. } => CliError::usage(reason),
+        other => CliError::from(other),
+    })
+}
+
+/// The first plugin discovery offers for `spec` (see [`load_plugin`]), without loading it.
+pub fn find_plugin(spec: Option<&str>) -> Result<PluginInfo, CliError> {
+    Ok(candidates(spec)?.remove(0))
+}
+
 /// The plugin a verb should use: `spec` (a path, a plugin or wheel name, or a platform
 /// such as `cpu`), else `$RPJRT_PLUGIN`, else the first plugin discovery finds. Each
 /// candidate is tried in order; the first that loads wins. Load errors name the file, the
 /// loader's reason and what to install.
 pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError> {
-    let discovery = Discovery::from_env();
-    let candidates = discovery.candidates(spec).map_err(|e| match e {
-        rpjrt::Error::PluginLoad { reason, .. } => CliError::usage(reason),
-        other => CliError::from(other),
-    })?;
+    let candidates = candidates(spec)?;
     let mut errors = Vec::new();
     for info in candidates {
         match Plugin::load(&info.path) {

@@ -566,3 +566,19 @@ fn plugin_log_lines_are_kept_out_unless_asked_for() {
         .unwrap()
         .contains("cpu_device_count"));
 }
+
+#[test]
+fn conform_on_a_plugin_that_does_not_load_says_why() {
+    let (code, out, err) = run(rpjrt().args(["conform", "/nonexistent/plugin.so"]));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("/nonexistent/plugin.so") && err.contains("cannot be read"),
+        "{err}"
+    );
+    let (code, _, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .env("RPJRT_FAKE_NULL_API", "1"));
+    assert_eq!(code, 1);
+    assert!(err.contains("GetPjrtApi returned a null table"), "{err}");
+}

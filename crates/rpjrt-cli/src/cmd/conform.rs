@@ -137,7 +137,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             "--timeout must be a positive number of seconds",
         ));
     }
-    let (_, info) = common::load_plugin(args.plugin.as_deref())?;
+    // Only the children load the plugin: one that crashes while loading cannot take this
+    // process down.
+    let info = common::find_plugin(args.plugin.as_deref())?;
     let mut child = self_command()?;
     child.push("conform-child".into());
     let config = RunConfig {

@@ -324,10 +324,16 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
     let plugin = match Plugin::load(plugin) {
         Ok(p) => p,
         Err(e) => {
-            let _ = writeln!(out, "{}", json!({"load_error": e.to_string()}));
+            let reason = match e {
+                Error::PluginLoad { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            let _ = writeln!(out, "{}", json!({ "load_error": reason }));
             return 1;
         }
     };
+    let _ = writeln!(out, "{}", json!({"plugin": describe(&plugin)}));
+    let _ = out.flush();
     let mut ctx = Ctx {
         plugin,
         client: None,
@@ -459,36 +465,27 @@ impl Report {
     }
 }
 
-/// What the plugin says about itself, for the report's header (the parent loads the
-/// plugin only to read these; `None` when it cannot even be loaded).
-pub fn describe_plugin(path: &Path) -> Map<String, Json> {
+/// What the plugin says about itself, for the report's header (read in the child, so
+/// that a plugin crashing while it loads cannot take the caller down).
+fn describe(p: &Plugin) -> Map<String, Json> {
     let mut m = Map::new();
-    m.insert("path".into(), json!(path.display().to_string()));
-    match Plugin::load(path) {
-        Ok(p) => {
-            m.insert("pjrt_version".into(), json!(p.version().to_string()));
-            m.insert("table_size".into(), json!(p.table_size()));
-            m.insert("table_slots".into(), json!(p.table_slots()));
-            let attrs: Map<String, Json> = p
-                .attributes()
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v.to_string())))
-                .collect();
-            m.insert("attributes".into(), Json::Object(attrs));
-            let exts: Vec<Json> = p
-                .extensions()
-                .all()
-                .iter()
-                .map(
-                    |e| json!({"name": e.name, "type_id": e.type_id, "struct_size": e.struct_size}),
-                )
-                .collect();
-            m.insert("extensions".into(), Json::Array(exts));
-        }
-        Err(e) => {
-            m.insert("load_error".into(), json!(e.to_string()));
-        }
-    }
+    m.insert("path".into(), json!(p.path().display().to_string()));
+    m.insert("pjrt_version".into(), json!(p.version().to_string()));
+    m.insert("table_size".into(), json!(p.table_size()));
+    m.insert("table_slots".into(), json!(p.table_slots()));
+    let attrs: Map<String, Json> = p
+        .attributes()
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v.to_string())))
+        .collect();
+    m.insert("attributes".into(), Json::Object(attrs));
+    let exts: Vec<Json> = p
+        .extensions()
+        .all()
+        .iter()
+        .map(|e| json!({"name": e.name, "type_id": e.type_id, "struct_size": e.struct_size}))
+        .collect();
+    m.insert("extensions".into(), Json::Array(exts));
     m
 }
 
@@ -529,7 +526,7 @@ pub fn run_isolated(
     config: &RunConfig,
     progress: &mut Progress<'_>,
 ) -> crate::Result<Report> {
-    let plugin_info = describe_plugin(plugin);
+    let mut plugin_info: Option<Map<String, Json>> = None;
     let mut results: Vec<CheckResult> = Vec::new();
     let names: Vec<String> = checks.iter().map(|c| c.name.clone()).collect();
     let group_of = |n: &str| {
@@ -597,7 +594,9 @@ pub fn run_isolated(
                     let Ok(v) = serde_json::from_str::<Json>(&line) else {
                         continue; // not ours (a plugin printing to stdout)
                     };
-                    if let Some(name) = v.get("start").and_then(|s| s.as_str()) {
+                    if let Some(d) = v.get("plugin").and_then(|d| d.as_object()) {
+                        plugin_info.get_or_insert_with(|| d.clone());
+                    } else if let Some(name) = v.get("start").and_then(|s| s.as_str()) {
                         progress(next, total, name, None);
                         let _ = drain_stderr(&erx);
                         current = Some((name.to_string(), Instant::now()));
@@ -649,6 +648,26 @@ pub fn run_isolated(
                 }
             }
         }
+        if plugin_info.is_none() {
+            // The child never got the plugin loaded: nothing can be checked.
+            let _ = child.kill();
+            let status = child.wait().ok();
+            std::thread::sleep(Duration::from_millis(50));
+            let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
+            let log = drain_stderr(&erx);
+            return Err(Error::PluginLoad {
+                path: plugin.to_path_buf(),
+                reason: format!(
+                    "the conform child process {how} while loading the plugin{}{}",
+                    if log.trim().is_empty() {
+                        ""
+                    } else {
+                        "; its stderr: "
+                    },
+                    log.trim()
+                ),
+            });
+        }
         if ended_cleanly && next >= total {
             let _ = child.wait();
             break;
@@ -696,7 +715,7 @@ pub fn run_isolated(
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         rpjrt_version: env!("CARGO_PKG_VERSION").to_string(),
-        plugin: plugin_info,
+        plugin: plugin_info.unwrap_or_default(),
         results,
     })
 }
