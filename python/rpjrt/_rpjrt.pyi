@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_probe_pjrt_version", "_run_cli"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_pick_library", "_probe_pjrt_version", "_run_cli"]
 
 __version__: str
 
@@ -286,5 +286,13 @@ def _bench_c_floor(
     exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
 ) -> float: ...
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
+
+_FoundPlugin: TypeAlias = tuple[
+    str, str, str | None, str, str | None, str | None, dict[str, Any] | None
+]
+
+def _discover(search_path: Sequence[str | os.PathLike[str]]) -> list[_FoundPlugin]: ...
+def _candidates(spec: str | None, search_path: Sequence[str | os.PathLike[str]]) -> list[_FoundPlugin]: ...
+def _pick_library(directory: str | os.PathLike[str], preferred: str | None = None) -> str | None: ...
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""

@@ -8,6 +8,7 @@ mod bench;
 mod buffer;
 mod client;
 mod convert;
+mod discovery;
 mod dlpack;
 mod errors;
 mod executable;
@@ -42,6 +43,9 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PyWaiter>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_discover, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_pick_library, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
     Ok(())
 }
