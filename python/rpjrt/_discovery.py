@@ -146,6 +146,8 @@ def _probe_pjrt_version(path: str) -> str | None:
     """The PJRT version a library reports, or None if it is not a loadable plugin."""
     from . import _rpjrt  # the native module: imported only when asked to probe
 
+    if not os.path.isfile(path):  # missing, or a FIFO/device named by a variable: never opened
+        return None
     try:
         return _rpjrt._probe_pjrt_version(path)
     except Exception:  # any load failure just means "unknown" in a listing

@@ -582,3 +582,21 @@ fn conform_on_a_plugin_that_does_not_load_says_why() {
     assert_eq!(code, 1);
     assert!(err.contains("GetPjrtApi returned a null table"), "{err}");
 }
+
+#[test]
+fn plugins_never_opens_a_fifo_named_by_the_environment() {
+    let dir = tmpdir("fifo");
+    let fifo = dir.join("libfifo_pjrt.so");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (code, out, err) = run(rpjrt()
+        .args(["plugins", "--json"])
+        .env("RPJRT_PLUGIN", &fifo));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["plugins"][0]["source"], "RPJRT_PLUGIN");
+    assert!(v["plugins"][0]["pjrt_version"].is_null());
+}

@@ -21,8 +21,14 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let rows: Vec<Json> = found
         .iter()
         .map(|p| {
-            // Reading the version loads the library (without initialising it).
-            let pjrt = Plugin::probe_version(&p.path).ok().map(|v| v.to_string());
+            // Reading the version loads the library (without initialising it); only a
+            // regular file is tried (a FIFO or device named by a variable is not opened).
+            let regular = std::fs::metadata(&p.path).is_ok_and(|m| m.is_file());
+            let pjrt = if regular {
+                Plugin::probe_version(&p.path).ok().map(|v| v.to_string())
+            } else {
+                None
+            };
             json!({
                 "name": p.name, "path": p.path.display().to_string(), "source": p.source,
                 "platform": p.platform, "package": p.package, "version": p.version,
