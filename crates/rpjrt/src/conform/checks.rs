@@ -334,7 +334,11 @@ fn api_table_size(ctx: &mut Ctx) -> Result<Verdict> {
         .filter(|e| (e.since_minor as i32) <= minor)
         .count();
     let slots = p.table_slots();
+    let last = rpjrt_sys::PJRT_API_ENTRIES
+        .get(slots.wrapping_sub(1))
+        .map_or("(beyond rpjrt's table)", |e| e.name);
     let v = Verdict::pass()
+        .fact("last_entry", last)
         .fact("table_size", p.table_size())
         .fact("table_slots", slots)
         .fact("expected_slots_at_version", expected);
