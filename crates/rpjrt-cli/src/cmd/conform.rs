@@ -157,19 +157,23 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let progress_on = std::io::stderr().is_terminal();
     let verbose = args.verbose;
     let mut progress = |i: usize, n: usize, name: &str, done: Option<&CheckResult>| {
-        if progress_on {
-            let mut e = std::io::stderr();
-            let _ = write!(e, "\r\x1b[K[{}/{}] {name}", i + 1, n);
-            if done.is_some() && i + 1 == n {
-                let _ = write!(e, "\r\x1b[K");
+        let mut e = std::io::stderr();
+        match done {
+            None => {
+                if progress_on {
+                    let _ = write!(e, "\r\x1b[K[{}/{}] {name}", i + 1, n);
+                    let _ = e.flush();
+                }
             }
-            let _ = e.flush();
-        }
-        if let (Some(r), false) = (done, to_stdout) {
-            if progress_on {
-                let _ = write!(std::io::stderr(), "\r\x1b[K");
+            Some(r) => {
+                if progress_on {
+                    let _ = write!(e, "\r\x1b[K");
+                    let _ = e.flush();
+                }
+                if !to_stdout {
+                    print_result(r, verbose);
+                }
             }
-            print_result(r, verbose);
         }
     };
     let report = conform::run_isolated(&info.path, &checks, &config, &mut progress)
