@@ -154,6 +154,9 @@ fn info_by_platform_and_by_wheel_name() {
     assert_eq!(code, 0, "{err}");
     let v: Json = serde_json::from_str(&out).unwrap();
     assert_eq!(v["platform"], "cpu");
+    // Both CPU plugins leave PJRT_Device_MemoryStats unimplemented, and info says so.
+    let stats = v["devices"][0]["memory_stats"]["unavailable"].as_str().unwrap();
+    assert!(stats.contains("UNIMPLEMENTED"), "{stats}");
     let (code, out, err) = run(rpjrt()
         .args(["info", "lammps-jax-pjrt-cpu"])
         .env("RPJRT_PLUGIN_PATH", &site));

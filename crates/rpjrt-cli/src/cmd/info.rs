@@ -49,7 +49,21 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 .iter()
                 .map(|(k, v)| (k.clone(), value_json(v)))
                 .collect();
+            let stats = if d.is_addressable() {
+                match rpjrt::diagnostics::memory_stats(d) {
+                    Ok(s) => json!({
+                        "bytes_in_use": s.bytes_in_use, "peak_bytes_in_use": s.peak_bytes_in_use,
+                        "num_allocs": s.num_allocs, "largest_alloc_size": s.largest_alloc_size,
+                        "bytes_limit": s.bytes_limit,
+                        "largest_free_block_bytes": s.largest_free_block_bytes,
+                    }),
+                    Err(e) => json!({"unavailable": e.to_string()}),
+                }
+            } else {
+                Json::Null
+            };
             json!({
+                "memory_stats": stats,
                 "id": d.id(), "kind": d.kind(), "process_index": d.process_index(),
                 "local_hardware_id": d.local_hardware_id(), "addressable": d.is_addressable(),
                 "description": d.description(), "default_memory": default, "attributes": attrs,
@@ -130,6 +144,16 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             default,
             d.description()
         );
+    }
+    crate::outln!(
+        "\n{}",
+        paint("allocator (PJRT_Device_MemoryStats)", Style::Bold)
+    );
+    for d in devices.iter().filter(|d| d.is_addressable()) {
+        match rpjrt::diagnostics::memory_stats(d) {
+            Ok(s) => crate::outln!("  device {:<4} {s}", d.id()),
+            Err(e) => crate::outln!("  device {:<4} not reported ({})", d.id(), e.code()),
+        }
     }
     crate::outln!("\n{}", paint("memories", Style::Bold));
     crate::outln!("  {:<4} {:<16} {:<8} devices", "id", "kind", "kind id");
