@@ -155,7 +155,9 @@ fn info_by_platform_and_by_wheel_name() {
     let v: Json = serde_json::from_str(&out).unwrap();
     assert_eq!(v["platform"], "cpu");
     // Both CPU plugins leave PJRT_Device_MemoryStats unimplemented, and info says so.
-    let stats = v["devices"][0]["memory_stats"]["unavailable"].as_str().unwrap();
+    let stats = v["devices"][0]["memory_stats"]["unavailable"]
+        .as_str()
+        .unwrap();
     assert!(stats.contains("UNIMPLEMENTED"), "{stats}");
     let (code, out, err) = run(rpjrt()
         .args(["info", "lammps-jax-pjrt-cpu"])
@@ -350,8 +352,9 @@ fn compile_errors_keep_the_compiler_diagnostics() {
 
 #[test]
 fn out_of_memory_says_the_plugin_reports_no_allocator_figures() {
-    // Both CPU plugins answer PJRT_Device_MemoryStats with UNIMPLEMENTED; the fake plugin
-    // scripted to fail allocation stands in for the out-of-memory error itself.
+    // Both CPU plugins answer PJRT_Device_MemoryStats with UNIMPLEMENTED (see
+    // info_by_platform_and_by_wheel_name); the fake plugin scripted to fail allocation and
+    // to answer like them stands in for the out-of-memory error itself.
     let (code, _, err) = run(rpjrt()
         .arg("run")
         .arg(fixture("mul_add.mlir"))
@@ -360,7 +363,8 @@ fn out_of_memory_says_the_plugin_reports_no_allocator_figures() {
         .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
         .env(
             "RPJRT_FAKE_FAIL",
-            "PJRT_Client_BufferFromHostBuffer:RESOURCE_EXHAUSTED:out of memory while allocating",
+            "PJRT_Client_BufferFromHostBuffer:RESOURCE_EXHAUSTED:out of memory while allocating;\
+             PJRT_Device_MemoryStats:UNIMPLEMENTED:GetAllocatorStats is not supported",
         ));
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
@@ -602,4 +606,73 @@ fn plugins_never_opens_a_fifo_named_by_the_environment() {
     let v: Json = serde_json::from_str(&out).unwrap();
     assert_eq!(v["plugins"][0]["source"], "RPJRT_PLUGIN");
     assert!(v["plugins"][0]["pjrt_version"].is_null());
+}
+
+#[test]
+fn conform_on_the_fake_plugin_scripted_to_segfault_and_hang() {
+    // The fake plugin raises SIGSEGV in one entry and sleeps forever in another: conform
+    // reports those checks as crash and timeout and completes all the others.
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--timeout", "3", "--json", "-"])
+        .args([
+            "--only",
+            "api.*,devices.*,buffers.scalar,buffers.zero_size,buffers.events",
+        ])
+        .env("RPJRT_FAKE_CRASH_ON", "PJRT_Device_MemoryStats")
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Buffer_ReadyEvent"));
+    assert_eq!(code, 1, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let by = |n: &str| {
+        results
+            .iter()
+            .find(|x| x["name"] == n)
+            .unwrap_or_else(|| panic!("{n}: {out}"))
+            .clone()
+    };
+    let crashed = by("devices.memory_stats");
+    assert_eq!(crashed["outcome"], "crash");
+    assert!(
+        crashed["detail"].as_str().unwrap().contains("SIGSEGV"),
+        "{crashed}"
+    );
+    assert!(crashed["stderr"]
+        .as_str()
+        .unwrap()
+        .contains("PJRT_Device_MemoryStats: crashing"));
+    assert_eq!(by("buffers.events")["outcome"], "timeout");
+    let others: Vec<&Json> = results
+        .iter()
+        .filter(|r| r["name"] != "devices.memory_stats" && r["name"] != "buffers.events")
+        .collect();
+    assert!(others.len() >= 9, "{out}");
+    for r in others {
+        assert_eq!(r["outcome"], "pass", "{r}");
+    }
+}
+
+#[test]
+fn out_of_memory_shows_the_allocator_figures_the_plugin_reports() {
+    // Under RPJRT_FAKE_MEMORY_LIMIT the fake plugin fails allocation with
+    // RESOURCE_EXHAUSTED and reports its allocator through PJRT_Device_MemoryStats.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
+        .env("RPJRT_FAKE_MEMORY_LIMIT", "40"));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
+    assert!(
+        err.contains("request: input 1: float32[8], 32 bytes, on device 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("device 0 allocator: in use 32 bytes, limit 40 bytes"),
+        "{err}"
+    );
+    assert!(err.contains("largest free block 8 bytes"), "{err}");
 }
