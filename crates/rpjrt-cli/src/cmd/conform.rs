@@ -104,13 +104,6 @@ fn print_result(r: &CheckResult, verbose: bool) {
         for (k, v) in &r.facts {
             crate::outln!("{:>12}{k} = {v}", "");
         }
-        for line in r.stderr.lines() {
-            crate::outln!(
-                "{:>12}{}",
-                "",
-                paint(&format!("plugin: {line}"), Style::Dim)
-            );
-        }
     }
 }
 
@@ -178,6 +171,18 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     };
     let report = conform::run_isolated(&info.path, &checks, &config, &mut progress)
         .map_err(|e| CliError::failed(common::explain(&e, None)))?;
+    if verbose && !to_stdout {
+        // The plugin's own output, per check (known once each child process has ended).
+        for r in report.results.iter().filter(|r| !r.stderr.is_empty()) {
+            crate::outln!(
+                "{}",
+                paint(&format!("plugin stderr during {}:", r.name), Style::Dim)
+            );
+            for line in r.stderr.lines() {
+                crate::outln!("  {}", paint(line, Style::Dim));
+            }
+        }
+    }
     let doc = report.to_json();
     match &args.json {
         Some(p) if p.as_os_str() == "-" => common::print_json(&doc)?,

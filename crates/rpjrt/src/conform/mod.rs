@@ -12,7 +12,8 @@
 //! abort, an exit) or a check runs past its timeout (the child is killed), that check is
 //! recorded as crash or timeout and a fresh child continues with the checks after it. So a
 //! plugin that segfaults or hangs in one check still gets a full report, and the plugin's
-//! own stderr never mixes with the caller's output (it is kept per check in the report).
+//! own stderr never mixes with the caller's output: the child marks each check's start on
+//! stderr too, and the report keeps each check's part.
 //!
 //! The report ([`Report`]) serializes to the JSON schema documented in
 //! `docs/conform-schema.md`, versioned by [`SCHEMA_VERSION`]; [`diff`] compares two.
@@ -36,6 +37,16 @@ pub use checks::all as all_checks;
 
 /// Version of the report's JSON schema. Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// Marks the child's protocol lines on its stdout, so that anything a plugin prints there
+/// (even without a newline) cannot be taken for, or garble, a result.
+const MARK: &str = "\u{1e}rpjrt-conform ";
+
+fn emit(out: &mut dyn Write, v: &Json) {
+    // The leading newline ends any partial line a plugin left on stdout.
+    let _ = write!(out, "\n{MARK}{v}\n");
+    let _ = out.flush();
+}
 
 /// Test-only: the child aborts (SIGABRT) when it is about to run the check named here.
 /// Lets tests prove the isolation without a plugin that crashes.
@@ -317,8 +328,9 @@ fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
 }
 
 /// The body of the child process: loads `plugin`, runs the named checks in order, and
-/// writes one JSON line per event on `out` (`{"start": NAME}` before a check,
-/// `{"result": {...}}` after it). Returns the process exit code.
+/// writes one marked JSON line per event on `out` (`{"plugin": {...}}` once loaded,
+/// `{"start": NAME}` before a check, `{"result": {...}}` after it). Returns the process
+/// exit code.
 pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
     let checks = all_checks();
     let plugin = match Plugin::load(plugin) {
@@ -328,12 +340,11 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
                 Error::PluginLoad { reason, .. } => reason,
                 other => other.to_string(),
             };
-            let _ = writeln!(out, "{}", json!({ "load_error": reason }));
+            emit(out, &json!({ "load_error": reason }));
             return 1;
         }
     };
-    let _ = writeln!(out, "{}", json!({"plugin": describe(&plugin)}));
-    let _ = out.flush();
+    emit(out, &json!({"plugin": describe(&plugin)}));
     let mut ctx = Ctx {
         plugin,
         client: None,
@@ -342,11 +353,13 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
     let hang = std::env::var(TEST_HANG_ENV).unwrap_or_default();
     for name in names {
         let Some(check) = checks.iter().find(|c| &c.name == name) else {
-            let _ = writeln!(out, "{}", json!({"unknown_check": name}));
+            emit(out, &json!({ "unknown_check": name }));
             return 2;
         };
-        let _ = writeln!(out, "{}", json!({"start": name}));
-        let _ = out.flush();
+        emit(out, &json!({ "start": name }));
+        // The same mark on stderr splits the plugin's log lines by check, whatever the
+        // order in which the two pipes are read.
+        eprint!("\n{MARK}start {name}\n");
         if !crash.is_empty() && matches(&crash, name) {
             std::process::abort();
         }
@@ -356,8 +369,7 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
             }
         }
         let r = run_one(&mut ctx, check);
-        let _ = writeln!(out, "{}", json!({"result": r.to_json()}));
-        let _ = out.flush();
+        emit(out, &json!({"result": r.to_json()}));
     }
     0
 }
@@ -575,15 +587,21 @@ pub fn run_isolated(
                 }
             }
         });
-        let drain_stderr = |erx: &mpsc::Receiver<Vec<u8>>| {
+        // After the child is gone: everything it wrote, waiting (briefly) for the pipe to
+        // close so that its last lines (a crash message) are not lost.
+        let drain_closed = |erx: &mpsc::Receiver<Vec<u8>>| {
+            let deadline = Instant::now() + Duration::from_secs(2);
             let mut s = Vec::new();
-            while let Ok(chunk) = erx.try_recv() {
+            while let Ok(chunk) =
+                erx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
                 s.extend(chunk);
             }
             String::from_utf8_lossy(&s).into_owned()
         };
         let mut current: Option<(String, Instant)> = None;
-        let mut ended_cleanly = false;
+        let mut timed_out = false;
+        let first_here = results.len();
         loop {
             let wait = match &current {
                 Some((_, since)) => config.timeout.saturating_sub(since.elapsed()),
@@ -591,18 +609,18 @@ pub fn run_isolated(
             };
             match rx.recv_timeout(wait) {
                 Ok(Event::Line(line)) => {
-                    let Ok(v) = serde_json::from_str::<Json>(&line) else {
+                    let Some(at) = line.find(MARK) else {
                         continue; // not ours (a plugin printing to stdout)
+                    };
+                    let Ok(v) = serde_json::from_str::<Json>(&line[at + MARK.len()..]) else {
+                        continue;
                     };
                     if let Some(d) = v.get("plugin").and_then(|d| d.as_object()) {
                         plugin_info.get_or_insert_with(|| d.clone());
                     } else if let Some(name) = v.get("start").and_then(|s| s.as_str()) {
                         progress(next, total, name, None);
-                        let _ = drain_stderr(&erx);
                         current = Some((name.to_string(), Instant::now()));
                     } else if let Some(r) = v.get("result").and_then(CheckResult::from_json) {
-                        let mut r = r;
-                        r.stderr = drain_stderr(&erx);
                         progress(next, total, &r.name, Some(&r));
                         results.push(r);
                         next += 1;
@@ -615,19 +633,16 @@ pub fn run_isolated(
                         });
                     }
                 }
-                Ok(Event::Eof) => {
-                    ended_cleanly = current.is_none();
-                    break;
-                }
+                Ok(Event::Eof) => break,
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
+                    timed_out = true;
                     let _ = child.kill();
                     let _ = child.wait();
                     let (name, since) = match current.take() {
                         Some(c) => c,
                         None => (names[next].clone(), Instant::now()),
                     };
-                    std::thread::sleep(Duration::from_millis(50));
                     let r = CheckResult {
                         group: group_of(&name),
                         name: name.clone(),
@@ -639,7 +654,7 @@ pub fn run_isolated(
                         ),
                         facts: Map::new(),
                         duration_ms: since.elapsed().as_secs_f64() * 1e3,
-                        stderr: drain_stderr(&erx),
+                        stderr: String::new(),
                     };
                     progress(next, total, &name, Some(&r));
                     results.push(r);
@@ -652,9 +667,8 @@ pub fn run_isolated(
             // The child never got the plugin loaded: nothing can be checked.
             let _ = child.kill();
             let status = child.wait().ok();
-            std::thread::sleep(Duration::from_millis(50));
             let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
-            let log = drain_stderr(&erx);
+            let log = drain_closed(&erx);
             return Err(Error::PluginLoad {
                 path: plugin.to_path_buf(),
                 reason: format!(
@@ -668,48 +682,42 @@ pub fn run_isolated(
                 ),
             });
         }
-        if ended_cleanly && next >= total {
-            let _ = child.wait();
-            break;
-        }
-        if let Some((name, since)) = current {
-            // The child died inside a check.
-            let status = child.wait().ok();
-            std::thread::sleep(Duration::from_millis(50));
-            let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
-            let r = CheckResult {
+        // The child is gone or ending: reap it, record a check it died in, then split its
+        // stderr by check.
+        let status = reap(&mut child, config.timeout);
+        let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
+        let pushed_from = results.len();
+        if let Some((name, since)) = current.take() {
+            results.push(CheckResult {
                 group: group_of(&name),
-                name: name.clone(),
+                name,
                 outcome: Outcome::Crash,
                 unsupported_by: None,
                 detail: format!("the process {how} during this check"),
                 facts: Map::new(),
                 duration_ms: since.elapsed().as_secs_f64() * 1e3,
-                stderr: drain_stderr(&erx),
-            };
-            progress(next, total, &name, Some(&r));
-            results.push(r);
+                stderr: String::new(),
+            });
             next += 1;
-        } else if next < total && !ended_cleanly {
-            let _ = child.wait();
-        } else if next < total {
-            // Exited between checks without finishing: count the next one as crashed.
-            let status = child.wait().ok();
-            let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
+        } else if !timed_out && next < total {
+            // It exited between checks without finishing them all.
             let name = names[next].clone();
-            let r = CheckResult {
+            results.push(CheckResult {
                 group: group_of(&name),
-                name: name.clone(),
+                name,
                 outcome: Outcome::Crash,
                 unsupported_by: None,
                 detail: format!("the process {how} before this check started"),
                 facts: Map::new(),
                 duration_ms: 0.0,
-                stderr: drain_stderr(&erx),
-            };
-            progress(next, total, &name, Some(&r));
-            results.push(r);
+                stderr: String::new(),
+            });
             next += 1;
+        }
+        let log = drain_closed(&erx);
+        assign_stderr(&log, &mut results[first_here..]);
+        for (i, r) in results.iter().enumerate().skip(pushed_from) {
+            progress(i, total, &r.name, Some(r));
         }
     }
     Ok(Report {
@@ -718,6 +726,45 @@ pub fn run_isolated(
         plugin: plugin_info.unwrap_or_default(),
         results,
     })
+}
+
+/// Waits for a child that has closed its stdout; kills it if it lingers past `limit`.
+fn reap(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Gives each result the part of the child's stderr between its start mark and the next.
+fn assign_stderr(log: &str, results: &mut [CheckResult]) {
+    let mut segments: Vec<(&str, String)> = Vec::new();
+    for line in log.split_inclusive('\n') {
+        if let Some(at) = line.find(MARK) {
+            let rest = line[at + MARK.len()..].trim_end();
+            if let Some(name) = rest.strip_prefix("start ") {
+                segments.push((name, String::new()));
+                continue;
+            }
+        }
+        if let Some((_, text)) = segments.last_mut() {
+            text.push_str(line);
+        }
+    }
+    for r in results.iter_mut() {
+        if let Some((_, text)) = segments.iter().find(|(n, _)| *n == r.name) {
+            // Each mark brings a newline of its own: drop the blank lines around it.
+            r.stderr = text.trim_matches('\n').to_string();
+        }
+    }
 }
 
 fn describe_exit(status: std::process::ExitStatus) -> String {
@@ -818,6 +865,28 @@ pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_is_split_by_the_start_marks() {
+        let r = |name: &str| CheckResult {
+            name: name.into(),
+            group: "g".into(),
+            outcome: Outcome::Pass,
+            unsupported_by: None,
+            detail: String::new(),
+            facts: Map::new(),
+            duration_ms: 0.0,
+            stderr: String::new(),
+        };
+        let mut rs = vec![r("g.a"), r("g.b"), r("g.c")];
+        let log = format!(
+            "loading noise\n\n{MARK}start g.a\nline a1\nline a2\n\n{MARK}start g.b\n\n{MARK}start g.c\npartial"
+        );
+        assign_stderr(&log, &mut rs);
+        assert_eq!(rs[0].stderr, "line a1\nline a2");
+        assert_eq!(rs[1].stderr, "");
+        assert_eq!(rs[2].stderr, "partial");
+    }
 
     #[test]
     fn patterns() {
