@@ -285,7 +285,7 @@ fn run_bad_inputs_are_one_line_errors_with_exit_2() {
         (
             vec![
                 "-i".into(),
-                "0=[1,2,3,4,5,6,7,8]:i32".into(),
+                "0=[1,2,3,4,5,6,7,8]:int32".into(),
                 "--random".into(),
             ],
             "int32[8]",

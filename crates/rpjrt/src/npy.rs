@@ -656,7 +656,7 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("ragged"));
-        assert!(parse_literal("300:u8", None)
+        assert!(parse_literal("300:uint8", None)
             .unwrap_err()
             .to_string()
             .contains("does not fit"));
@@ -694,8 +694,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rpjrt-npz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("x.npz");
-        let a = parse_literal("[1,2,3]:i64", None).unwrap();
-        let b = parse_literal("1.5:f64", None).unwrap();
+        let a = parse_literal("[1,2,3]:int64", None).unwrap();
+        let b = parse_literal("1.5:float64", None).unwrap();
         save_npz(&p, &[("a".into(), a.clone()), ("b".into(), b.clone())]).unwrap();
         let got = load(&p).unwrap();
         assert_eq!(got, vec![("a".to_string(), a), ("b".to_string(), b)]);

@@ -480,7 +480,7 @@ mod tests {
         );
         let b = npy::parse_literal("[true, false]", None).unwrap();
         assert_eq!(format_numpy(&b), "array([True, False], dtype=bool)");
-        let s = npy::parse_literal("7:i64", None).unwrap();
+        let s = npy::parse_literal("7:int64", None).unwrap();
         assert_eq!(format_numpy(&s), "array(7, dtype=int64)");
     }
 }
