@@ -5,6 +5,8 @@
 //! `cmd/mod.rs`; shared conventions (exit codes, colour, JSON, plugin resolution) live in
 //! [`common`].
 
+#![forbid(unsafe_code)]
+
 pub mod cmd;
 pub mod common;
 

@@ -60,7 +60,7 @@ pub fn human_bytes(n: i64) -> String {
 /// `UNIMPLEMENTED`; a plugin before the entry existed answers `Unsupported`).
 pub fn memory_stats(device: &Device) -> Result<MemoryStats> {
     device.core.check("device")?;
-    let r = crate::raw::memstats::device_memory_stats(device.core.api, device.data.ptr)?;
+    let r = crate::raw::memstats::device_memory_stats(&device.core.raw, device.data.raw)?;
     Ok(MemoryStats {
         bytes_in_use: r.bytes_in_use,
         peak_bytes_in_use: r.peak_bytes_in_use,

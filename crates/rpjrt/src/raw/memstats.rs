@@ -2,9 +2,10 @@
 
 use rpjrt_sys as sys;
 
-use super::calls::DevicePtr;
-use super::{args_types, pjrt, Api, Args};
-use crate::error::Result;
+use super::client::Client;
+use super::device::DeviceRef;
+use super::{args_types, pjrt, Args};
+use crate::error::{Error, Result};
 
 args_types! {
     PJRT_Device_MemoryStats_Args => PJRT_Device_MemoryStats_Args_STRUCT_SIZE,
@@ -21,12 +22,15 @@ pub(crate) struct RawMemoryStats {
     pub largest_free_block_bytes: Option<i64>,
 }
 
-/// Calls `PJRT_Device_MemoryStats` on a live device.
-pub(crate) fn device_memory_stats(api: &Api, d: DevicePtr) -> Result<RawMemoryStats> {
+/// Calls `PJRT_Device_MemoryStats` on a device of this live client.
+pub(crate) fn device_memory_stats(client: &Client, d: DeviceRef) -> Result<RawMemoryStats> {
+    if !d.belongs_to(client) {
+        return Err(Error::invalid("the device belongs to another client"));
+    }
     let mut a = sys::PJRT_Device_MemoryStats_Args::new();
-    a.device = d.0;
-    // SAFETY: `d` is a live device of this plugin; the args struct is zeroed and sized.
-    unsafe { pjrt!(api, PJRT_Device_MemoryStats, &mut a) }?;
+    a.device = d.ptr();
+    // SAFETY: `d` is a device of this live client; the args struct is zeroed and sized.
+    unsafe { pjrt!(client.api(), PJRT_Device_MemoryStats, &mut a) }?;
     let opt = |set: bool, v: i64| set.then_some(v);
     Ok(RawMemoryStats {
         bytes_in_use: a.bytes_in_use,
