@@ -8,6 +8,7 @@ mod bench;
 mod buffer;
 mod client;
 mod convert;
+mod discovery;
 mod dlpack;
 mod errors;
 mod executable;
@@ -69,6 +70,9 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_discover, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_pick_library, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;

@@ -30,6 +30,9 @@
 mod bench;
 mod buffer;
 mod client;
+pub mod conform;
+pub mod diagnostics;
+pub mod discovery;
 pub mod dlpack;
 mod dtype;
 mod elf;
@@ -38,6 +41,7 @@ mod event;
 mod executable;
 mod hlo;
 pub mod host;
+pub mod npy;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]

@@ -41,6 +41,7 @@ pub(crate) mod floor;
 pub(crate) mod guard;
 pub(crate) mod hostmem;
 pub(crate) mod inline;
+pub(crate) mod memstats;
 pub(crate) mod util;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
