@@ -42,6 +42,8 @@ pub(crate) struct ClientCore {
     pub(crate) devices: Vec<Arc<DeviceData>>,
     pub(crate) addressable: Vec<usize>,
     pub(crate) memories: Vec<Arc<MemoryData>>,
+    /// The persistent compile cache `compile` uses, if any (see `cache.rs`).
+    pub(crate) cache: std::sync::RwLock<Option<crate::cache::Cache>>,
 }
 
 impl ClientCore {
@@ -99,6 +101,7 @@ impl Client {
             devices: Vec::new(),
             addressable: Vec::new(),
             memories: Vec::new(),
+            cache: std::sync::RwLock::new(crate::cache::Cache::from_env()?),
         };
         core.platform_name = calls::client_platform_name(api, ptr)?;
         core.platform_version = calls::client_platform_version(api, ptr)?;
@@ -249,9 +252,14 @@ impl Client {
         self.core.check("client").is_err()
     }
 
-    /// Compiles a program.
+    /// Compiles a program (through the client's compile cache when it has one). A
+    /// StableHLO portable artifact outside the plugin's version window is refused first.
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<Executable> {
         self.core.check("client")?;
+        if let Some(cache) = self.cache() {
+            return cache.compile(self, program, options);
+        }
+        self.core.plugin.check_stablehlo(program)?;
         let ids: Vec<i64> = self
             .core
             .devices
@@ -260,6 +268,7 @@ impl Client {
             .collect();
         let encoded = options.encode(&ids)?;
         Executable::compile(&self.core, program, &encoded)
+            .map_err(|e| crate::stablehlo::explain(&self.core.plugin, program, e))
     }
 
     /// Refuses a buffer type code the plugin's PJRT version predates (it would crash on it).

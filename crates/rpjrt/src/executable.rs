@@ -105,6 +105,8 @@ struct ExeState {
     parameters: Option<Vec<ArraySpec>>,
     devices: Vec<DevicePtr>,
     deleted: AtomicBool,
+    /// The encoded compile options it was built with, where rpjrt knows them.
+    options: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl Drop for ExeState {
@@ -131,6 +133,24 @@ impl Executable {
             return Err(Error::invalid("the program is empty"));
         }
         let loaded = calls::client_compile(core.api, core.ptr, code, format, options)?;
+        let exe = Executable::from_loaded(core, loaded)?;
+        exe.set_recorded_options(options.to_vec());
+        Ok(exe)
+    }
+
+    /// Records the encoded compile options this executable was built with.
+    pub(crate) fn set_recorded_options(&self, options: Vec<u8>) {
+        let _ = self.state.options.set(options);
+    }
+
+    /// The encoded compile options recorded at compile or load time.
+    pub(crate) fn recorded_options(&self) -> Option<&[u8]> {
+        self.state.options.get().map(|v| v.as_slice())
+    }
+
+    /// Wraps a freshly compiled or loaded `PJRT_LoadedExecutable` (taking ownership: it is
+    /// destroyed on failure here, or when the last clone is dropped).
+    pub(crate) fn from_loaded(core: &Arc<ClientCore>, loaded: LoadedPtr) -> Result<Executable> {
         // Build the state right away so that any failure below still destroys `loaded`.
         let exe = match calls::loaded_get_executable(core.api, loaded) {
             Ok(e) => e,
@@ -150,6 +170,7 @@ impl Executable {
             parameters: None,
             devices: Vec::new(),
             deleted: AtomicBool::new(false),
+            options: std::sync::OnceLock::new(),
         };
         let facts = calls::exe_facts(core.api, exe)?;
         st.name = facts.name;
@@ -183,6 +204,13 @@ impl Executable {
         Ok(Executable {
             state: Arc::new(st),
         })
+    }
+
+    /// The client core, the plugin's table and the unloaded executable handle, after the
+    /// usual liveness checks (for the compile-once modules: aot, introspection).
+    pub(crate) fn raw_parts(&self) -> Result<(&Arc<ClientCore>, ExePtr)> {
+        self.check()?;
+        Ok((&self.state.core, self.state.exe))
     }
 
     fn check(&self) -> Result<()> {

@@ -26,8 +26,10 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod aot;
 mod bench;
 mod buffer;
+mod cache;
 mod client;
 mod dtype;
 mod error;
@@ -35,10 +37,13 @@ mod event;
 mod executable;
 mod hlo;
 mod inline;
+mod introspect;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+mod stablehlo;
+mod topology;
 mod value;
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API.
@@ -47,12 +52,17 @@ pub mod __bench {
     pub use crate::bench::*;
 }
 
+pub use aot::{is_artifact, Artifact, ArtifactTarget, ENVELOPE_MAGIC, ENVELOPE_VERSION};
 pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};
+pub use cache::{Cache, CacheEntry, CacheStats};
 pub use client::{Client, Device, Memory};
 pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
 pub use error::{Code, Error, Result};
 pub use event::Event;
 pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
+pub use introspect::{CompiledMemoryStats, Layout};
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
+pub use topology::Topology;
 pub use value::{ClientOptions, Value};

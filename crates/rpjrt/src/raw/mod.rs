@@ -18,6 +18,7 @@ use rpjrt_sys as sys;
 use crate::error::{Code, Error, Result};
 use crate::plugin::ApiVersion;
 
+pub(crate) mod aot;
 pub(crate) mod calls;
 pub(crate) mod event;
 pub(crate) mod floor;
