@@ -9,6 +9,12 @@ use clap::{Parser, Subcommand};
 use rpjrt::{Client, ClientOptions, Plugin, Value};
 use serde_json::{json, Value as Json};
 
+/// One module per verb.
+mod cmd {
+    pub(crate) mod cache;
+    pub(crate) mod compile;
+}
+
 /// Command-line interface of rpjrt.
 #[derive(Parser, Debug)]
 #[command(name = "rpjrt", version, about = "Inspect and drive PJRT plugins")]
@@ -30,6 +36,10 @@ enum Command {
         #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
         options: Vec<String>,
     },
+    /// Compile a program once and write an rpjrt artifact (load it with client.load).
+    Compile(cmd::compile::CompileArgs),
+    /// List, inspect or clear a compile-cache directory.
+    Cache(cmd::cache::CacheArgs),
 }
 
 /// Runs the CLI on `args` (including the program name) and returns the exit code.
@@ -57,6 +67,8 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             options,
         } => info(plugin, json, &options),
+        Command::Compile(a) => cmd::compile::run(a),
+        Command::Cache(a) => cmd::cache::run(a),
     }
 }
 
