@@ -99,7 +99,19 @@ from ._errors import (
 )
 
 try:
-    from ._rpjrt import Buffer, Client, Device, Executable, Memory, Plugin, __version__
+    from ._rpjrt import (
+        Buffer,
+        Cache,
+        Client,
+        Device,
+        Executable,
+        Memory,
+        Plugin,
+        Topology,
+        __version__,
+        artifact_stablehlo_version,
+        inspect_artifact,
+    )
 except ImportError as _e:  # pragma: no cover - a broken install
     raise ImportError(
         f"rpjrt's compiled extension (rpjrt._rpjrt) cannot be imported: {_e}. "
@@ -157,6 +169,8 @@ __all__ = [
     "Memory",
     "Executable",
     "Buffer",
+    "Cache",
+    "Topology",
     "PluginInfo",
     # functions
     "plugins",
@@ -165,6 +179,8 @@ __all__ = [
     "default_client",
     "from_dlpack",
     "from_code",
+    "artifact_stablehlo_version",
+    "inspect_artifact",
     # dtypes
     "DType",
     "dtype",

@@ -1,9 +1,11 @@
 //! Topology descriptions and compiling without devices.
 //!
 //! Where a plugin describes its topology (platform, device descriptions), rpjrt can compile
-//! for it without a client and write an artifact that a client of the same target loads
-//! later. The CPU plugins answer UNIMPLEMENTED for topologies: that is reported as
-//! [`Error::Unsupported`].
+//! for it without devices (`PJRT_Compile`) and write an artifact that a client of the same
+//! target loads later. What the CPU plugins do: both describe a client's topology; the
+//! 0.115 plugin compiles for it, while the 0.81 plugin has no compiler behind `PJRT_Compile`
+//! (NOT_FOUND); neither creates a topology without a client (UNIMPLEMENTED). Each lack is
+//! reported as [`Error::Unsupported`].
 
 use std::fmt;
 use std::sync::Arc;

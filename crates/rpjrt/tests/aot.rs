@@ -264,20 +264,40 @@ fn programs_outside_the_window_are_refused_before_compile() {
 }
 
 #[test]
-fn topologies_are_unsupported_on_the_cpu_plugins() {
+fn topologies_and_compiling_without_devices() {
     for_each_plugin(|p, c| {
-        match c.topology() {
-            Err(Error::Unsupported { what, .. }) => assert!(what.contains("topology"), "{what}"),
-            Ok(t) => {
-                // A plugin that has one must describe the client's devices.
-                assert_eq!(t.devices().len(), c.devices().unwrap().len());
+        // Both CPU plugins describe their client's devices.
+        let t = c.topology().unwrap();
+        assert_eq!(t.platform_name(), "cpu");
+        let ids: Vec<i32> = c.devices().unwrap().iter().map(|d| d.id()).collect();
+        assert_eq!(t.devices().iter().map(|d| d.0).collect::<Vec<_>>(), ids);
+        assert!(t.devices().iter().all(|d| d.1 == "cpu"));
+        assert!(!t.serialize().unwrap().is_empty());
+        assert_eq!(t.target(), rpjrt::ArtifactTarget::of_client(c).unwrap());
+        // Compiling for the topology: the 0.115 plugin does it (and a client loads the
+        // artifact later); the 0.81 plugin has no compiler behind the entry.
+        let program = Program::mlir(mul_add());
+        match t.compile(&program, &CompileOptions::default()) {
+            Ok(artifact) => {
+                assert!(!is_old(p));
+                let exe = c.load(&artifact, None).unwrap();
+                assert_eq!(
+                    run_mul_add_on(&exe, c),
+                    run_mul_add_on(&compile(c, &mul_add()), c)
+                );
             }
-            Err(e) => panic!("client topology: {e:?}"),
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(is_old(p), "{what}");
+                assert!(what.contains("compiling for a topology"), "{what}");
+            }
+            Err(e) => panic!("topology compile: {e:?}"),
         }
+        // Neither creates a topology without a client.
         match Plugin::topology(p, "cpu") {
-            Err(Error::Unsupported { .. }) => {}
-            Ok(t) => assert!(!t.platform_name().is_empty()),
-            Err(e) => panic!("plugin topology: {e:?}"),
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(what.contains("UNIMPLEMENTED"), "{what}")
+            }
+            other => panic!("plugin topology: {other:?}"),
         }
     });
 }

@@ -634,8 +634,20 @@ pub(crate) fn topology_compile_serialized(
     a.compile_options_size = options.len();
     a.client = null_mut();
     // SAFETY: program, code, format and options outlive the call; the plugin only reads them.
-    unsafe { pjrt!(api, PJRT_Compile, &mut a) }
-        .map_err(|e| unimplemented_as_unsupported(api, e, "compiling for a topology"))?;
+    unsafe { pjrt!(api, PJRT_Compile, &mut a) }.map_err(|e| match e {
+        // The 0.81 CPU plugin has the entry but no compiler behind it.
+        Error::Pjrt {
+            code: Code::NotFound,
+            message,
+            entry,
+        } if message.contains("No compiler registered") => Error::Unsupported {
+            what: format!("compiling for a topology ({entry}: {message})"),
+            needs: api.version(),
+            plugin: api.version(),
+            missing_slot: true,
+        },
+        e => unimplemented_as_unsupported(api, e, "compiling for a topology"),
+    })?;
     if a.executable.is_null() {
         return Err(Error::invalid("PJRT_Compile returned no executable"));
     }
