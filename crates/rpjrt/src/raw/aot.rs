@@ -656,3 +656,24 @@ pub(crate) fn topology_compile_serialized(
     let _ = super::calls::exe_destroy(api, exe);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn older_struct_prefixes_match_the_0_81_header() {
+        // 0.81's DeserializeAndLoad args end with the override size (64 bytes); before
+        // 0.71 they end at loaded_executable (48).
+        type D = sys::PJRT_Executable_DeserializeAndLoad_Args;
+        assert_eq!(offset_of!(D, load_options), 64);
+        assert_eq!(offset_of!(D, overridden_serialized_compile_options), 48);
+        // 0.81's compiled memory stats end with peak_memory_in_bytes (112 bytes).
+        type M = sys::PJRT_Executable_GetCompiledMemoryStats_Args;
+        assert_eq!(offset_of!(M, peak_memory_in_bytes) + size_of::<i64>(), 112);
+        // The 0.81 Layouts extension (72 bytes) ends before the parameter-layouts slot.
+        type L = sys::PJRT_Layouts_Extension;
+        assert_eq!(offset_of!(L, PJRT_Layouts_PJRT_Executable_GetOutputLayouts), 64);
+        assert_eq!(offset_of!(L, PJRT_Layouts_PJRT_Executable_GetParameterLayouts), 72);
+    }
+}
