@@ -673,7 +673,13 @@ mod tests {
         assert_eq!(offset_of!(M, peak_memory_in_bytes) + size_of::<i64>(), 112);
         // The 0.81 Layouts extension (72 bytes) ends before the parameter-layouts slot.
         type L = sys::PJRT_Layouts_Extension;
-        assert_eq!(offset_of!(L, PJRT_Layouts_PJRT_Executable_GetOutputLayouts), 64);
-        assert_eq!(offset_of!(L, PJRT_Layouts_PJRT_Executable_GetParameterLayouts), 72);
+        assert_eq!(
+            offset_of!(L, PJRT_Layouts_PJRT_Executable_GetOutputLayouts),
+            64
+        );
+        assert_eq!(
+            offset_of!(L, PJRT_Layouts_PJRT_Executable_GetParameterLayouts),
+            72
+        );
     }
 }
