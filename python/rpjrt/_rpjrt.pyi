@@ -79,10 +79,18 @@ class Client:
         RPJRT_CACHE_DIR is set)."""
     @property
     def plugin(self) -> Plugin: ...
-    def load(self, data: bytes | bytearray | memoryview | os.PathLike[str], *, bare: bool = False) -> Executable:
+    def load(
+        self,
+        data: bytes | bytearray | memoryview | os.PathLike[str],
+        *,
+        bare: bool = False,
+        overrides: Mapping[str, int | bool] | None = None,
+    ) -> Executable:
         """Load an artifact written by Executable.serialize(), checked completely (magic,
         length, checksum, target) before the plugin sees it; a mismatch names both sides.
-        bare=True loads a plugin's own serialized executable with no checks."""
+        bare=True loads a plugin's own serialized executable with no checks. overrides
+        (num_replicas, num_partitions, portable, use_spmd_partitioning, device_ordinal)
+        replace the artifact's compile options where the plugin allows it (PJRT 0.71+)."""
     @property
     def cache(self) -> Cache | None:
         """The compile cache compile() uses (settable: a Cache, a directory, or None)."""

@@ -323,21 +323,31 @@ fn layouts_py<'py>(py: Python<'py>, ls: Vec<rpjrt::Layout>) -> PyResult<Bound<'p
 impl PyClient {
     /// Loads an artifact from `Executable.serialize` (checked first), or with `bare=True` a
     /// plugin's own serialized executable (no checks).
-    #[pyo3(signature = (data, *, bare = false))]
+    #[pyo3(signature = (data, *, bare = false, overrides = None))]
     fn load(
         slf: &Bound<'_, Self>,
         data: &Bound<'_, PyAny>,
         bare: bool,
+        overrides: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyExecutable>> {
         let py = slf.py();
         let bytes = data_bytes(data)?;
+        let overrides = match overrides.filter(|o| !o.is_none()) {
+            None => None,
+            Some(_) if bare => {
+                return Err(invalid(
+                    "overrides need an rpjrt artifact: they cannot be combined with bare=True",
+                ))
+            }
+            Some(o) => Some(overrides_from_py(o)?),
+        };
         let client = slf.get().inner.clone();
         let exe = py
             .detach(|| {
                 if bare {
                     client.load_bare(&bytes)
                 } else {
-                    client.load(&bytes, None)
+                    client.load(&bytes, overrides.as_ref())
                 }
             })
             .pyerr()?;
@@ -372,6 +382,34 @@ impl PyClient {
         let t = rpjrt::ArtifactTarget::of_client(&self.inner).pyerr()?;
         target_dict(py, &t)
     }
+}
+
+/// Compile options that replace an artifact's own when loading it: a mapping with the keys
+/// `num_replicas`, `num_partitions`, `portable`, `use_spmd_partitioning`, `device_ordinal`.
+fn overrides_from_py(o: &Bound<'_, PyAny>) -> PyResult<rpjrt::CompileOptions> {
+    let mut opts = rpjrt::CompileOptions::default();
+    for item in o.call_method0("items")?.try_iter()? {
+        let (k, v): (String, Bound<'_, PyAny>) = item?.extract()?;
+        let bad = |what: &str| invalid(format!("override {k:?} must be {what}"));
+        match k.as_str() {
+            "num_replicas" => opts.num_replicas = v.extract().map_err(|_| bad("an int >= 1"))?,
+            "num_partitions" => {
+                opts.num_partitions = v.extract().map_err(|_| bad("an int >= 1"))?
+            }
+            "portable" => opts.portable = v.extract().map_err(|_| bad("a bool"))?,
+            "use_spmd_partitioning" => {
+                opts.use_spmd_partitioning = v.extract().map_err(|_| bad("a bool"))?
+            }
+            "device_ordinal" => opts.device_ordinal = v.extract().map_err(|_| bad("an int"))?,
+            other => {
+                return Err(invalid(format!(
+                    "unknown override {other:?} (num_replicas, num_partitions, portable, \
+                     use_spmd_partitioning, device_ordinal)"
+                )))
+            }
+        }
+    }
+    Ok(opts)
 }
 
 /// A `Cache` from a Cache object, a directory path, or `os.PathLike`.

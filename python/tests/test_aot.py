@@ -47,6 +47,19 @@ def test_serialize_load_round_trip(client: rpjrt.Client) -> None:
         client.load(exe.serialize_bare())
 
 
+def test_load_with_overrides(client: rpjrt.Client) -> None:
+    exe = client.compile(fixture_text("mul_add.mlir"))
+    data = exe.serialize()
+    loaded = client.load(data, overrides={"num_replicas": 1, "portable": False})
+    assert run_mul_add(client, loaded) == run_mul_add(client, exe)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="unknown override"):
+        client.load(data, overrides={"replicas": 2})
+    with pytest.raises(rpjrt.InvalidArgumentError, match="num_replicas"):
+        client.load(data, overrides={"num_replicas": 0})
+    with pytest.raises(rpjrt.InvalidArgumentError, match="bare"):
+        client.load(exe.serialize_bare(), bare=True, overrides={"num_replicas": 1})
+
+
 def test_load_from_a_path(client: rpjrt.Client, tmp_path: Path) -> None:
     exe = client.compile(fixture_text("mul_add.mlir"))
     p = tmp_path / "mul_add.rpjrt"

@@ -528,3 +528,11 @@ impl Client {
         cache.compile(self, program, options)
     }
 }
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<Cache>();
+    check::<crate::topology::Topology>();
+    check::<Artifact>();
+}
