@@ -23,16 +23,22 @@
 //!
 //! The header fields are the [`ArtifactTarget`] fields (`platform_name`, `platform_version`,
 //! `pjrt_version`, `xla_version`, `stablehlo_current_version`, `stablehlo_minimum_version`,
-//! `device_kind`, `device_count`) plus informational ones (`rpjrt_version`, `compile_ms`).
+//! `device_kind`, `device_count`) plus informational ones (`rpjrt_version`, `compile_ms`,
+//! and `parameters`: the entry parameter types as `code:d0,d1;...` in PJRT type codes, so
+//! that loading need not ask the plugin for the optimized program to check arguments).
 //! Unknown fields are ignored, so later versions can add some without a version bump.
+//!
+//! The checksum catches accidents (a flipped byte, a truncated copy), not tampering: a
+//! deliberately crafted artifact is as dangerous as a crafted plugin blob.
 
 use std::fmt;
 
 use sha2::{Digest, Sha256};
 
 use crate::client::Client;
+use crate::dtype::ElementType;
 use crate::error::{Error, Result};
-use crate::executable::Executable;
+use crate::executable::{ArraySpec, Executable};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
 use crate::raw::aot as raw;
@@ -408,6 +414,9 @@ impl Executable {
             "rpjrt_version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
         ));
+        if let Some(params) = self.parameters() {
+            extra.push(("parameters".to_string(), encode_specs(params)));
+        }
         Ok(Artifact {
             target: ArtifactTarget::of_client(&client)?,
             compile_options,
@@ -440,7 +449,14 @@ impl Client {
             Some(o) => Some(o.encode(&self.device_ids())?),
             None => None,
         };
-        let exe = self.load_blob(&artifact.blob, encoded.as_deref())?;
+        // The parameter types recorded at serialize time spare asking the plugin for the
+        // optimized program (tens of milliseconds for a large module on the CPU plugins).
+        // Overrides may change the program's shape, so then the plugin is asked.
+        let known = match &encoded {
+            None => artifact.extra_field("parameters").and_then(decode_specs),
+            Some(_) => None,
+        };
+        let exe = self.load_blob_with(&artifact.blob, encoded.as_deref(), known)?;
         let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
         if !recorded.is_empty() {
             exe.set_recorded_options(recorded);
@@ -462,11 +478,20 @@ impl Client {
     }
 
     fn load_blob(&self, blob: &[u8], overrides: Option<&[u8]>) -> Result<Executable> {
+        self.load_blob_with(blob, overrides, None)
+    }
+
+    fn load_blob_with(
+        &self,
+        blob: &[u8],
+        overrides: Option<&[u8]>,
+        known_parameters: Option<Vec<ArraySpec>>,
+    ) -> Result<Executable> {
         if blob.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
         let loaded = raw::deserialize_and_load(self.core.api, self.core.ptr, blob, overrides)?;
-        Executable::from_loaded(&self.core, loaded)
+        Executable::from_loaded_with(&self.core, loaded, known_parameters)
     }
 
     pub(crate) fn device_ids(&self) -> Vec<i64> {
@@ -475,5 +500,61 @@ impl Client {
             .iter()
             .map(|d| d.facts.id.into())
             .collect()
+    }
+}
+
+/// `code:d0,d1;code:...` (PJRT element type codes), the header form of parameter types.
+fn encode_specs(specs: &[ArraySpec]) -> String {
+    specs
+        .iter()
+        .map(|s| {
+            let dims: Vec<String> = s.dims.iter().map(|d| d.to_string()).collect();
+            format!("{}:{}", s.element_type.code(), dims.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The inverse of `encode_specs`; `None` for anything malformed (the plugin is asked then).
+fn decode_specs(s: &str) -> Option<Vec<ArraySpec>> {
+    if s.is_empty() {
+        return Some(Vec::new());
+    }
+    s.split(';')
+        .map(|one| {
+            let (code, dims) = one.split_once(':')?;
+            let element_type = ElementType::from_code(code.parse().ok()?).ok()?;
+            let dims = if dims.is_empty() {
+                Vec::new()
+            } else {
+                dims.split(',')
+                    .map(|d| d.parse().ok())
+                    .collect::<Option<Vec<i64>>>()?
+            };
+            Some(ArraySpec { element_type, dims })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_specs_round_trip() {
+        let specs = vec![
+            ArraySpec {
+                element_type: ElementType::F32,
+                dims: vec![8, 4],
+            },
+            ArraySpec {
+                element_type: ElementType::S32,
+                dims: vec![],
+            },
+        ];
+        assert_eq!(decode_specs(&encode_specs(&specs)), Some(specs));
+        assert_eq!(decode_specs(""), Some(vec![]));
+        assert_eq!(decode_specs("11:x"), None);
+        assert_eq!(decode_specs("999:1"), None);
     }
 }

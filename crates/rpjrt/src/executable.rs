@@ -151,6 +151,16 @@ impl Executable {
     /// Wraps a freshly compiled or loaded `PJRT_LoadedExecutable` (taking ownership: it is
     /// destroyed on failure here, or when the last clone is dropped).
     pub(crate) fn from_loaded(core: &Arc<ClientCore>, loaded: LoadedPtr) -> Result<Executable> {
+        Executable::from_loaded_with(core, loaded, None)
+    }
+
+    /// As `from_loaded`, with the parameter types already known (from an artifact's
+    /// header), which saves asking the plugin for the optimized program.
+    pub(crate) fn from_loaded_with(
+        core: &Arc<ClientCore>,
+        loaded: LoadedPtr,
+        known_parameters: Option<Vec<ArraySpec>>,
+    ) -> Result<Executable> {
         // Build the state right away so that any failure below still destroys `loaded`.
         let exe = match calls::loaded_get_executable(core.api, loaded) {
             Ok(e) => e,
@@ -192,14 +202,17 @@ impl Executable {
                 facts.output_types.len()
             )));
         }
-        st.parameters = calls::exe_optimized_program(core.api, exe)
-            .ok()
-            .and_then(|(code, format)| crate::hlo::entry_parameters(&code, &format))
-            .map(|ps| {
-                ps.into_iter()
-                    .map(|(element_type, dims)| ArraySpec { element_type, dims })
-                    .collect()
-            });
+        st.parameters = match known_parameters {
+            Some(p) => Some(p),
+            None => calls::exe_optimized_program(core.api, exe)
+                .ok()
+                .and_then(|(code, format)| crate::hlo::entry_parameters(&code, &format))
+                .map(|ps| {
+                    ps.into_iter()
+                        .map(|(element_type, dims)| ArraySpec { element_type, dims })
+                        .collect()
+                }),
+        };
         st.devices = calls::loaded_devices(core.api, loaded)?;
         Ok(Executable {
             state: Arc::new(st),

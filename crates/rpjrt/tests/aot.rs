@@ -41,6 +41,12 @@ fn serialize_then_load_gives_identical_results() {
         let loaded = c.load(&bytes, None).unwrap();
         assert_eq!(run_mul_add_on(&loaded, c), expected);
         assert_eq!(loaded.outputs(), exe.outputs());
+        // Parameter types come from the artifact's header, and are checked as usual.
+        assert_eq!(loaded.parameters(), exe.parameters());
+        assert!(loaded.parameters().is_some());
+        let d = c.default_device().unwrap();
+        let short = c.buffer_from_slice(&[1.0f32; 4], &[4], &d).unwrap();
+        expect_err(loaded.execute(&[&short, &short]), &["expects float32[8]"]);
         // A second client of the same plugin is the same target.
         let c2 = Client::new(p, &ClientOptions::new()).unwrap();
         assert_eq!(
