@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Cache", "Client", "Device", "Executable", "Memory", "Plugin", "Topology", "_Waiter", "__version__", "artifact_stablehlo_version", "inspect_artifact", "_bench_c_floor", "_probe_pjrt_version", "_run_cli"]
+__all__ = ["Buffer", "Cache", "Client", "Device", "Executable", "Memory", "Plugin", "Topology", "_Waiter", "__version__", "artifact_stablehlo_version", "inspect_artifact", "_bench_c_floor", "_element_type_from_name", "_element_types", "_probe_pjrt_version", "_run_cli"]
 
 __version__: str
 
@@ -146,17 +146,24 @@ class Client:
         memory: Memory | str | None = None,
         dtype: _DTypeLike | None = None,
         copy: bool | None = True,
+        cast: bool = False,
     ) -> Buffer:
         """Put host data on a device.
 
         obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
         arrays, including non-contiguous ones), a __dlpack__ producer, a Python number or a
         nested list of numbers of one kind, or a Buffer (copied to `device`).
-        dtype: the element type; with raw bytes (format "B") it reinterprets them, with a
-        numpy array it converts; otherwise it must match the data.
+        dtype: the element type; with raw bytes (format "B", "b" or "c") it reinterprets
+        them, with a numpy array it converts; with Python numbers and lists every value must
+        fit exactly (out-of-range values, float -> int and float overflow raise
+        InvalidArgumentError); with other buffer-protocol objects it must match the data
+        (big-endian data is converted, other formats refused).
+        cast: with Python numbers and lists, convert as numpy's astype does (wrapping,
+        rounding, saturating) instead of refusing values the dtype cannot hold.
         copy: True copies during the call; False shares the host memory (raises if the
         plugin cannot use it in place; the data must then stay unchanged while the Buffer
-        lives); None shares when possible.
+        lives); None shares when possible. Host allocations that cannot be made raise
+        ResourceExhaustedError (a MemoryError).
         """
     def from_dlpack(
         self, obj: object, device: Device | int | None = None, *, copy: bool | None = None
@@ -381,5 +388,11 @@ def _bench_c_floor(
     exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
 ) -> float: ...
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
+def _element_types() -> list[
+    tuple[str, int, int, int, str, str | None, list[str], tuple[int, int, int] | None, int | None]
+]:
+    """The element-type table: (name, code, bits, itemsize, kind, format, aliases, dlpack, ffi_code)."""
+def _element_type_from_name(name: str) -> tuple[int | None, str]:
+    """The PJRT code `name` denotes, or (None, why not)."""
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""

@@ -306,7 +306,10 @@ impl PyExecutable {
     }
 }
 
-fn layouts_py<'py>(py: Python<'py>, ls: Vec<rpjrt::Layout>) -> PyResult<Bound<'py, PyList>> {
+fn layouts_py<'py>(
+    py: Python<'py>,
+    ls: Vec<rpjrt::CompiledLayout>,
+) -> PyResult<Bound<'py, PyList>> {
     let items = ls
         .into_iter()
         .map(|l| -> PyResult<Bound<'py, PyAny>> {

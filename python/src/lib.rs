@@ -47,6 +47,8 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aot::inspect_artifact, m)?)?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
     Ok(())
 }

@@ -76,7 +76,7 @@ impl CompiledMemoryStats {
 
 /// A layout of one parameter or output as the plugin serializes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub struct CompiledLayout {
     /// Dimension order from minor to major, when the serialized form could be read.
     pub minor_to_major: Option<Vec<i64>>,
     /// The plugin's serialized layout (XLA's layout text, e.g. `{1,0}`).
@@ -96,8 +96,8 @@ fn parse_minor_to_major(serialized: &[u8]) -> Option<Vec<i64>> {
     dims.split(',').map(|d| d.trim().parse().ok()).collect()
 }
 
-fn layout_of(serialized: Vec<u8>) -> Layout {
-    Layout {
+fn layout_of(serialized: Vec<u8>) -> CompiledLayout {
+    CompiledLayout {
         minor_to_major: parse_minor_to_major(&serialized),
         serialized,
     }
@@ -186,7 +186,7 @@ impl Executable {
     }
 
     /// The layout of each parameter (Layouts extension).
-    pub fn parameter_layouts(&self) -> Result<Vec<Layout>> {
+    pub fn parameter_layouts(&self) -> Result<Vec<CompiledLayout>> {
         let (core, exe) = self.raw_parts()?;
         let l = raw::exe_layouts(core.api, exe, true)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "parameter layouts"))?;
@@ -194,7 +194,7 @@ impl Executable {
     }
 
     /// The layout of each output (Layouts extension).
-    pub fn output_layouts(&self) -> Result<Vec<Layout>> {
+    pub fn output_layouts(&self) -> Result<Vec<CompiledLayout>> {
         let (core, exe) = self.raw_parts()?;
         let l = raw::exe_layouts(core.api, exe, false)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output layouts"))?;

@@ -31,11 +31,13 @@ mod bench;
 mod buffer;
 mod cache;
 mod client;
+pub mod dlpack;
 mod dtype;
 mod error;
 mod event;
 mod executable;
 mod hlo;
+pub mod host;
 mod inline;
 mod introspect;
 mod options;
@@ -53,14 +55,19 @@ pub mod __bench {
 }
 
 pub use aot::{is_artifact, Artifact, ArtifactTarget, ENVELOPE_MAGIC, ENVELOPE_VERSION};
-pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};
+pub use buffer::{Buffer, ExternalReference, HostView};
 pub use cache::{Cache, CacheEntry, CacheStats};
 pub use client::{Client, Device, Memory};
-pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
+pub use dtype::{
+    element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
+};
 pub use error::{Code, Error, Result};
 pub use event::Event;
 pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
-pub use introspect::{CompiledMemoryStats, Layout};
+pub use host::{
+    classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
+};
+pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
