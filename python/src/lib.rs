@@ -14,6 +14,8 @@ mod errors;
 mod executable;
 mod put;
 mod pybuf;
+mod session;
+mod sharding;
 
 use pyo3::prelude::*;
 
@@ -45,7 +47,12 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<aot::PyTopology>()?;
     m.add_function(wrap_pyfunction!(aot::artifact_stablehlo_version, m)?)?;
     m.add_function(wrap_pyfunction!(aot::inspect_artifact, m)?)?;
+    m.add_class::<session::PySession>()?;
+    m.add_class::<session::PySessionProgram>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_uses_shardy, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;

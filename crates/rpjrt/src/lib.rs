@@ -44,6 +44,8 @@ mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+mod session;
+pub mod sharding;
 mod stablehlo;
 mod topology;
 mod value;
@@ -70,6 +72,7 @@ pub use host::{
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
 pub use topology::Topology;
 pub use value::{ClientOptions, Value};
