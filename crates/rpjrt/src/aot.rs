@@ -389,8 +389,8 @@ impl Artifact {
 impl Executable {
     /// The plugin's own serialized form of this executable, without an envelope.
     pub fn serialize_bare(&self) -> Result<Vec<u8>> {
-        let (core, exe) = self.raw_parts()?;
-        raw::exe_serialize(core.api, exe)
+        let (_, loaded) = self.raw_parts()?;
+        raw::exe_serialize(loaded)
     }
 
     /// Serializes the executable into an rpjrt artifact that records what it was built
@@ -490,7 +490,7 @@ impl Client {
         if blob.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
-        let loaded = raw::deserialize_and_load(self.core.api, self.core.ptr, blob, overrides)?;
+        let loaded = raw::deserialize_and_load(&self.core.raw, blob, overrides)?;
         Executable::from_loaded_with(&self.core, loaded, known_parameters)
     }
 

@@ -8,7 +8,6 @@
 use crate::error::{Error, Result};
 use crate::executable::Executable;
 use crate::raw::aot as raw;
-use crate::raw::calls;
 use crate::value::Value;
 
 /// Compiled memory statistics of an executable, in bytes.
@@ -107,8 +106,10 @@ impl Executable {
     /// The optimized program the plugin compiled: `(format, bytes)`, e.g.
     /// `("hlo_with_config", <HloModuleProtoWithConfig>)`.
     pub fn optimized_program(&self) -> Result<(String, Vec<u8>)> {
-        let (core, exe) = self.raw_parts()?;
-        let (code, format) = calls::exe_optimized_program(core.api, exe)
+        let (core, loaded) = self.raw_parts()?;
+        let (code, format) = loaded
+            .executable()
+            .optimized_program()
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "optimized program"))?;
         Ok((format, code))
     }
@@ -138,15 +139,15 @@ impl Executable {
 
     /// The plugin's cost analysis (`flops`, `bytes accessed`, ...).
     pub fn cost_analysis(&self) -> Result<Vec<(String, Value)>> {
-        let (core, exe) = self.raw_parts()?;
-        raw::exe_cost_analysis(core.api, exe)
+        let (core, loaded) = self.raw_parts()?;
+        raw::exe_cost_analysis(loaded)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "cost analysis"))
     }
 
     /// Compiled memory statistics, with the fields the plugin's version has.
     pub fn compiled_memory_stats(&self) -> Result<CompiledMemoryStats> {
-        let (core, exe) = self.raw_parts()?;
-        let m = raw::exe_memory_stats(core.api, exe)
+        let (core, loaded) = self.raw_parts()?;
+        let m = raw::exe_memory_stats(loaded)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "compiled memory stats"))?;
         Ok(CompiledMemoryStats {
             generated_code_size_in_bytes: m.device[0],
@@ -166,37 +167,37 @@ impl Executable {
 
     /// The memory kind of each output (`device`, `pinned_host`, ...).
     pub fn output_memory_kinds(&self) -> Result<Vec<String>> {
-        let (core, exe) = self.raw_parts()?;
-        raw::exe_output_memory_kinds(core.api, exe)
+        let (core, loaded) = self.raw_parts()?;
+        raw::exe_output_memory_kinds(loaded)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output memory kinds"))
     }
 
     /// Serialized `OpSharding` of each parameter (Shardings extension).
     pub fn parameter_shardings(&self) -> Result<Vec<Vec<u8>>> {
-        let (core, exe) = self.raw_parts()?;
-        raw::exe_shardings(core.api, exe, true)
+        let (core, loaded) = self.raw_parts()?;
+        raw::exe_shardings(loaded, true)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "parameter shardings"))
     }
 
     /// Serialized `OpSharding` of each output (Shardings extension).
     pub fn output_shardings(&self) -> Result<Vec<Vec<u8>>> {
-        let (core, exe) = self.raw_parts()?;
-        raw::exe_shardings(core.api, exe, false)
+        let (core, loaded) = self.raw_parts()?;
+        raw::exe_shardings(loaded, false)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output shardings"))
     }
 
     /// The layout of each parameter (Layouts extension).
     pub fn parameter_layouts(&self) -> Result<Vec<CompiledLayout>> {
-        let (core, exe) = self.raw_parts()?;
-        let l = raw::exe_layouts(core.api, exe, true)
+        let (core, loaded) = self.raw_parts()?;
+        let l = raw::exe_layouts(loaded, true)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "parameter layouts"))?;
         Ok(l.into_iter().map(layout_of).collect())
     }
 
     /// The layout of each output (Layouts extension).
     pub fn output_layouts(&self) -> Result<Vec<CompiledLayout>> {
-        let (core, exe) = self.raw_parts()?;
-        let l = raw::exe_layouts(core.api, exe, false)
+        let (core, loaded) = self.raw_parts()?;
+        let l = raw::exe_layouts(loaded, false)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output layouts"))?;
         Ok(l.into_iter().map(layout_of).collect())
     }
@@ -205,8 +206,8 @@ impl Executable {
     /// where it has `PJRT_Executable_GetCompileOptions` (0.87+), else what rpjrt recorded
     /// when compiling or loading it; `Unsupported` when neither is known.
     pub fn compile_options_bytes(&self) -> Result<Vec<u8>> {
-        let (core, exe) = self.raw_parts()?;
-        match raw::exe_compile_options(core.api, exe) {
+        let (core, loaded) = self.raw_parts()?;
+        match raw::exe_compile_options(loaded) {
             Ok(b) => Ok(b),
             Err(e) => match self.recorded_options() {
                 Some(o) => Ok(o.to_vec()),

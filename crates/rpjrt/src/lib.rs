@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod aot;
+#[cfg(feature = "bench")]
 mod bench;
 mod buffer;
 mod cache;
@@ -38,7 +39,6 @@ mod event;
 mod executable;
 mod hlo;
 pub mod host;
-mod inline;
 mod introspect;
 mod options;
 mod plugin;
@@ -50,7 +50,9 @@ mod stablehlo;
 mod topology;
 mod value;
 
-/// Benchmark support: the raw C floor of an execution. Not part of the API.
+/// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
+/// `bench` feature, which the benchmarks enable and the shipped crate and wheel do not.
+#[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::bench::*;
@@ -59,7 +61,7 @@ pub mod __bench {
 pub use aot::{is_artifact, Artifact, ArtifactTarget, ENVELOPE_MAGIC, ENVELOPE_VERSION};
 pub use buffer::{Buffer, ExternalReference, HostView};
 pub use cache::{Cache, CacheEntry, CacheStats};
-pub use client::{Client, Device, Memory};
+pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice};
 pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };

@@ -43,7 +43,7 @@ impl Client {
     pub fn topology(&self) -> Result<Topology> {
         self.core.check("client")?;
         let api = self.core.api;
-        let ptr = raw::client_topology(api, self.core.ptr)?;
+        let ptr = raw::client_topology(&self.core.raw)?;
         let facts = raw::topology_facts(api, ptr)?;
         Ok(Topology {
             api,

@@ -16,7 +16,10 @@ use std::ptr::null_mut;
 
 use rpjrt_sys as sys;
 
-use super::calls::{ClientPtr, ExePtr, LoadedPtr};
+use std::sync::Arc;
+
+use super::client::Client as RawClient;
+use super::executable::Loaded;
 use super::{args_types, pjrt, Api, Args};
 use crate::error::{Code, Error, Result};
 use crate::value::Value;
@@ -64,6 +67,14 @@ unsafe impl Send for TopologyPtr {}
 // SAFETY: as for Send.
 unsafe impl Sync for TopologyPtr {}
 
+/// A `PJRT_Executable*` (borrowed from a `Loaded`, or owned by the caller).
+#[derive(Clone, Copy)]
+struct ExePtr(*mut sys::PJRT_Executable);
+
+fn parts(l: &Loaded) -> (&'static Api, ExePtr) {
+    (l.client().api(), ExePtr(l.executable().ptr()))
+}
+
 /// Copies a (pointer, length) byte string out of the plugin.
 fn bytes(ptr: *const c_char, len: usize) -> Vec<u8> {
     if ptr.is_null() || len == 0 {
@@ -106,7 +117,12 @@ pub(crate) fn unimplemented_as_unsupported(api: &Api, e: Error, what: &str) -> E
 // ---------------------------------------------------------------------------- serialize
 
 /// `PJRT_Executable_Serialize`: the plugin's bytes for this executable.
-pub(crate) fn exe_serialize(api: &Api, e: ExePtr) -> Result<Vec<u8>> {
+pub(crate) fn exe_serialize(l: &Loaded) -> Result<Vec<u8>> {
+    let (api, e) = parts(l);
+    serialize_ptr(api, e)
+}
+
+fn serialize_ptr(api: &Api, e: ExePtr) -> Result<Vec<u8>> {
     let mut a = sys::PJRT_Executable_Serialize_Args::new();
     a.executable = e.0;
     // SAFETY: live executable; outputs are copied below, then released with the deleter.
@@ -125,11 +141,11 @@ pub(crate) fn exe_serialize(api: &Api, e: ExePtr) -> Result<Vec<u8>> {
 /// `PJRT_Executable_DeserializeAndLoad` of a plugin blob, with optional serialized
 /// compile-option overrides. The struct size sent is the one of the plugin's version.
 pub(crate) fn deserialize_and_load(
-    api: &Api,
-    c: ClientPtr,
+    client: &Arc<RawClient>,
     blob: &[u8],
     overrides: Option<&[u8]>,
-) -> Result<LoadedPtr> {
+) -> Result<Loaded> {
+    let api = client.api();
     let v = api.version().minor;
     if overrides.is_some() {
         api.require(
@@ -148,7 +164,7 @@ pub(crate) fn deserialize_and_load(
             overridden_serialized_compile_options
         )
     };
-    a.client = c.0;
+    a.client = client.ptr();
     a.serialized_executable = blob.as_ptr().cast();
     a.serialized_executable_size = blob.len();
     if let Some(o) = overrides {
@@ -158,18 +174,18 @@ pub(crate) fn deserialize_and_load(
     // SAFETY: blob and overrides outlive the call; the plugin reads only the prefix that
     // `struct_size` announces, and every field inside it is set.
     unsafe { pjrt!(api, PJRT_Executable_DeserializeAndLoad, &mut a) }?;
-    if a.loaded_executable.is_null() {
-        return Err(Error::invalid(
+    Loaded::new(client, a.loaded_executable).unwrap_or_else(|| {
+        Err(Error::invalid(
             "PJRT_Executable_DeserializeAndLoad returned no executable",
-        ));
-    }
-    Ok(LoadedPtr(a.loaded_executable))
+        ))
+    })
 }
 
 // ---------------------------------------------------------------------------- introspection
 
 /// `PJRT_Executable_GetCompileOptions`: the serialized `CompileOptionsProto`.
-pub(crate) fn exe_compile_options(api: &Api, e: ExePtr) -> Result<Vec<u8>> {
+pub(crate) fn exe_compile_options(l: &Loaded) -> Result<Vec<u8>> {
+    let (api, e) = parts(l);
     let mut a = sys::PJRT_Executable_GetCompileOptions_Args::new();
     a.executable = e.0;
     // SAFETY: live executable; outputs copied, then released with the deleter.
@@ -186,7 +202,8 @@ pub(crate) fn exe_compile_options(api: &Api, e: ExePtr) -> Result<Vec<u8>> {
 }
 
 /// `PJRT_Executable_GetCostAnalysis`: named values.
-pub(crate) fn exe_cost_analysis(api: &Api, e: ExePtr) -> Result<Vec<(String, Value)>> {
+pub(crate) fn exe_cost_analysis(l: &Loaded) -> Result<Vec<(String, Value)>> {
+    let (api, e) = parts(l);
     let mut a = sys::PJRT_Executable_GetCostAnalysis_Args::new();
     a.executable = e.0;
     // SAFETY: live executable; the properties live as long as it and are copied below.
@@ -224,7 +241,8 @@ pub(crate) struct RawMemoryStats {
 }
 
 /// `PJRT_Executable_GetCompiledMemoryStats`, sized by the plugin's version.
-pub(crate) fn exe_memory_stats(api: &Api, e: ExePtr) -> Result<RawMemoryStats> {
+pub(crate) fn exe_memory_stats(l: &Loaded) -> Result<RawMemoryStats> {
+    let (api, e) = parts(l);
     type M = sys::PJRT_Executable_GetCompiledMemoryStats_Args;
     let v = api.version().minor;
     let mut a = M::new();
@@ -276,7 +294,8 @@ pub(crate) fn exe_memory_stats(api: &Api, e: ExePtr) -> Result<RawMemoryStats> {
 }
 
 /// `PJRT_Executable_OutputMemoryKinds`.
-pub(crate) fn exe_output_memory_kinds(api: &Api, e: ExePtr) -> Result<Vec<String>> {
+pub(crate) fn exe_output_memory_kinds(l: &Loaded) -> Result<Vec<String>> {
+    let (api, e) = parts(l);
     let mut a = sys::PJRT_Executable_OutputMemoryKinds_Args::new();
     a.executable = e.0;
     // SAFETY: live executable; the arrays live as long as it and are copied below.
@@ -395,7 +414,8 @@ fn serialize_layout(api: &Api, layout: *mut sys::PJRT_Layouts_MemoryLayout) -> R
 
 /// Serialized layouts of an executable's outputs (`parameters == false`) or parameters,
 /// through the Layouts extension.
-pub(crate) fn exe_layouts(api: &Api, e: ExePtr, parameters: bool) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn exe_layouts(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>> {
+    let (api, e) = parts(l);
     let (ptrs, n) = if parameters {
         let f: sys::PJRT_Layouts_PJRT_Executable_GetParameterLayouts = ext_slot(
             api,
@@ -446,7 +466,8 @@ pub(crate) fn exe_layouts(api: &Api, e: ExePtr, parameters: bool) -> Result<Vec<
 
 /// Serialized `OpSharding`s of an executable's parameters or outputs, through the
 /// Shardings extension.
-pub(crate) fn exe_shardings(api: &Api, e: ExePtr, parameters: bool) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn exe_shardings(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>> {
+    let (api, e) = parts(l);
     let (ptrs, sizes, n) = if parameters {
         let f: sys::PJRT_Shardings_PJRT_Executable_ParameterShardings = ext_slot(
             api,
@@ -500,9 +521,10 @@ pub(crate) fn exe_shardings(api: &Api, e: ExePtr, parameters: bool) -> Result<Ve
 // ---------------------------------------------------------------------------- topology
 
 /// `PJRT_Client_TopologyDescription` (owned by the client: never destroyed by us).
-pub(crate) fn client_topology(api: &Api, c: ClientPtr) -> Result<TopologyPtr> {
+pub(crate) fn client_topology(client: &RawClient) -> Result<TopologyPtr> {
+    let api = client.api();
     let mut a = sys::PJRT_Client_TopologyDescription_Args::new();
-    a.client = c.0;
+    a.client = client.ptr();
     // SAFETY: live client.
     unsafe { pjrt!(api, PJRT_Client_TopologyDescription, &mut a) }
         .map_err(|e| unimplemented_as_unsupported(api, e, "a topology description"))?;
@@ -652,8 +674,11 @@ pub(crate) fn topology_compile_serialized(
         return Err(Error::invalid("PJRT_Compile returned no executable"));
     }
     let exe = ExePtr(a.executable);
-    let out = exe_serialize(api, exe);
-    let _ = super::calls::exe_destroy(api, exe);
+    let out = serialize_ptr(api, exe);
+    let mut d = sys::PJRT_Executable_Destroy_Args::new();
+    d.executable = exe.0;
+    // SAFETY: the unloaded executable PJRT_Compile returned is ours, destroyed once here.
+    let _ = unsafe { pjrt!(api, PJRT_Executable_Destroy, &mut d) };
     out
 }
 
