@@ -113,7 +113,20 @@ from ._errors import (
 )
 
 try:
-    from ._rpjrt import Buffer, Client, Device, Executable, Memory, Plugin, SessionProgram, __version__
+    from ._rpjrt import (
+        Buffer,
+        Cache,
+        Client,
+        Device,
+        Executable,
+        Memory,
+        Plugin,
+        SessionProgram,
+        Topology,
+        __version__,
+        artifact_stablehlo_version,
+        inspect_artifact,
+    )
 except ImportError as _e:  # pragma: no cover - a broken install
     if "subinterpreter" in str(_e):
         raise
@@ -173,6 +186,8 @@ __all__ = [
     "Memory",
     "Executable",
     "Buffer",
+    "Cache",
+    "Topology",
     "PluginInfo",
     "Session",
     "SessionProgram",
@@ -184,6 +199,8 @@ __all__ = [
     "default_client",
     "from_dlpack",
     "from_code",
+    "artifact_stablehlo_version",
+    "inspect_artifact",
     # dtypes
     "DType",
     "dtype",

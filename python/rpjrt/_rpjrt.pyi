@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact"]
 
 __version__: str
 
@@ -53,6 +53,14 @@ class Plugin:
         Serialize portable artifacts for at most this version.
         """
     def __repr__(self) -> str: ...
+    def stablehlo_versions(self) -> tuple[str, str] | None:
+        """(current, minimum) StableHLO versions the plugin reads, as "X.Y.Z"."""
+    def stablehlo_target(self) -> str | None:
+        """The StableHLO version to serialize portable artifacts to for this plugin."""
+    def stablehlo_fit(self, program: str | bytes) -> dict[str, Any]:
+        """artifact (version it was written for, or None), minimum, current, fits, refused."""
+    def topology(self, name: str) -> Topology:
+        """A named topology without a client; UnsupportedError where the plugin has none."""
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -65,9 +73,33 @@ class Client:
         plugin: _PluginSpec | None = None,
         *,
         options: Mapping[str, _OptionValue] | None = None,
-    ) -> Self: ...
+        cache_dir: Cache | str | os.PathLike[str] | None = None,
+    ) -> Self:
+        """cache_dir turns the persistent compile cache on for this client (also on when
+        RPJRT_CACHE_DIR is set)."""
     @property
     def plugin(self) -> Plugin: ...
+    def load(
+        self,
+        data: bytes | bytearray | memoryview | os.PathLike[str],
+        *,
+        bare: bool = False,
+        overrides: Mapping[str, int | bool] | None = None,
+    ) -> Executable:
+        """Load an artifact written by Executable.serialize(), checked completely (magic,
+        length, checksum, target) before the plugin sees it; a mismatch names both sides.
+        bare=True loads a plugin's own serialized executable with no checks. overrides
+        (num_replicas, num_partitions, portable, use_spmd_partitioning, device_ordinal)
+        replace the artifact's compile options where the plugin allows it (PJRT 0.71+)."""
+    @property
+    def cache(self) -> Cache | None:
+        """The compile cache compile() uses (settable: a Cache, a directory, or None)."""
+    @cache.setter
+    def cache(self, cache: Cache | str | os.PathLike[str] | None) -> None: ...
+    def topology(self) -> Topology:
+        """The topology of the client's devices; UnsupportedError where the plugin has none."""
+    def artifact_target(self) -> dict[str, str | int]:
+        """What artifacts from this client are built for (platform, versions, devices)."""
     @property
     def platform(self) -> str:
         """The platform name the plugin reports, e.g. "cpu", "cuda"."""
@@ -98,6 +130,7 @@ class Client:
         device: Device | None = None,
         portable: bool = False,
         env_option_overrides: Mapping[str, str | int | float | bool] | None = None,
+        cache: Cache | str | os.PathLike[str] | None = None,
     ) -> Executable:
         """Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
 
@@ -213,6 +246,25 @@ class Executable:
     def output_shapes(self) -> list[tuple[int, ...]]: ...
     @property
     def fingerprint(self) -> str | None: ...
+    def serialize(self) -> bytes:
+        """An rpjrt artifact: the plugin's executable in an envelope recording its target."""
+    def serialize_bare(self) -> bytes:
+        """The plugin's own serialized executable, with no envelope."""
+    def optimized_program(self) -> tuple[str, bytes]:
+        """(format, bytes) of the optimized program the plugin compiled."""
+    def optimized_hlo_text(self) -> str:
+        """Optimized HLO text; UnsupportedError where the plugin gives only a binary form."""
+    def cost_analysis(self) -> dict[str, int | float | str | bool | list[int]]: ...
+    def compiled_memory_stats(self) -> dict[str, int]: ...
+    def output_memory_kinds(self) -> list[str]: ...
+    def parameter_shardings(self) -> list[bytes]:
+        """Serialized OpSharding of each parameter (Shardings extension)."""
+    def output_shardings(self) -> list[bytes]: ...
+    def parameter_layouts(self) -> list[tuple[int, ...] | None]:
+        """minor_to_major of each parameter's layout (Layouts extension)."""
+    def output_layouts(self) -> list[tuple[int, ...] | None]: ...
+    def compile_options(self) -> bytes:
+        """The serialized CompileOptionsProto it was built with."""
     def devices(self) -> list[Device]:
         """The addressable devices it runs on, in execute_sharded order."""
     def __call__(
@@ -284,6 +336,49 @@ class Buffer:
     ) -> CapsuleType: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
     def __repr__(self) -> str: ...
+
+@final
+class Cache:
+    """A persistent compile-cache directory (atomic writes, shared by processes, LRU bound)."""
+
+    def __new__(cls, dir: str | os.PathLike[str], max_bytes: int | None = None) -> Self: ...
+    @staticmethod
+    def from_env() -> Cache | None:
+        """The cache named by RPJRT_CACHE_DIR (and RPJRT_CACHE_MAX_BYTES), or None."""
+    @property
+    def dir(self) -> str: ...
+    @property
+    def max_bytes(self) -> int | None: ...
+    def stats(self) -> dict[str, int | float]:
+        """hits, misses, corrupt, writes, evictions, bytes_read, bytes_written, time_saved
+        and compile_time (seconds), counted by this object."""
+    def reset_stats(self) -> None: ...
+    def entries(self) -> list[dict[str, Any]]: ...
+    def info(self, key: str) -> dict[str, Any]: ...
+    def clear(self) -> int: ...
+    def evict(self) -> int: ...
+    def total_bytes(self) -> int: ...
+    def take_warnings(self) -> list[str]: ...
+    def __repr__(self) -> str: ...
+
+@final
+class Topology:
+    """A plugin's description of a set of devices (for compiling without them)."""
+
+    @property
+    def platform_name(self) -> str: ...
+    @property
+    def platform_version(self) -> str: ...
+    def devices(self) -> list[tuple[int, str]]: ...
+    def fingerprint(self) -> int | None: ...
+    def serialize(self) -> bytes: ...
+    def compile(self, program: str | bytes, *, format: Literal["mlir", "hlo"] = "mlir") -> bytes:
+        """Compile without devices; returns an artifact for Client.load."""
+
+def artifact_stablehlo_version(data: bytes | bytearray | memoryview | os.PathLike[str]) -> str | None:
+    """The StableHLO version a portable artifact was written for, or None."""
+def inspect_artifact(data: bytes | bytearray | memoryview | os.PathLike[str]) -> dict[str, Any]:
+    """Verify an rpjrt artifact (magic, length, checksum) and describe its target."""
 
 @final
 class _Session:

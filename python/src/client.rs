@@ -279,18 +279,26 @@ fn device_list<'py>(
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (plugin = None, *, options = None))]
+    #[pyo3(signature = (plugin = None, *, options = None, cache_dir = None))]
     fn new(
         py: Python<'_>,
         plugin: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyAny>>,
+        cache_dir: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyClient> {
+        let cache = cache_dir
+            .filter(|c| !c.is_none())
+            .map(crate::aot::cache_from_py)
+            .transpose()?;
         // A loaded Plugin: use it as is.
         if let Some(p) = plugin {
             if let Ok(p) = p.cast::<PyPlugin>() {
                 let opts = options_from_py(options, None)?;
                 let pl = p.get().inner.clone();
                 let inner = py.detach(|| rpjrt::Client::new(&pl, &opts)).pyerr()?;
+                if cache.is_some() {
+                    inner.set_cache(cache.clone());
+                }
                 let platform = inner.platform_name().pyerr()?;
                 return Ok(PyClient {
                     inner: ManuallyDrop::new(inner),
@@ -310,6 +318,9 @@ impl PyClient {
                 let opts = options_from_py(options, Some(&info_opts))?;
                 let rp = pl.inner.clone();
                 let inner = py.detach(|| rpjrt::Client::new(&rp, &opts)).pyerr()?;
+                if cache.is_some() {
+                    inner.set_cache(cache.clone());
+                }
                 let platform = inner.platform_name().pyerr()?;
                 Ok(PyClient {
                     inner: ManuallyDrop::new(inner),
@@ -410,7 +421,7 @@ impl PyClient {
 
     #[pyo3(signature = (program, *, format = "mlir", num_replicas = 1, num_partitions = 1,
         use_spmd_partitioning = None, use_shardy_partitioner = None, device_assignment = None,
-        device = None, portable = false, env_option_overrides = None))]
+        device = None, portable = false, env_option_overrides = None, cache = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile(
         slf: &Bound<'_, Self>,
@@ -424,6 +435,7 @@ impl PyClient {
         device: Option<&Bound<'_, PyAny>>,
         portable: bool,
         env_option_overrides: Option<&Bound<'_, PyAny>>,
+        cache: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyExecutable>> {
         let py = slf.py();
         let this = slf.get();
@@ -507,8 +519,18 @@ impl PyClient {
             opts.env_option_overrides = map;
         }
         let client = this.inner.clone();
-        let exe = py.detach(|| client.compile(&prog, &opts)).pyerr()?;
-        PyExecutable::wrap(py, exe, slf.clone().unbind())
+        let cache = match cache.filter(|c| !c.is_none()) {
+            Some(c) => Some(crate::aot::cache_from_py(c)?),
+            None => client.cache(),
+        };
+        let exe = py.detach(|| match &cache {
+            Some(c) => client.compile_with_cache(&prog, &opts, c),
+            None => client.compile(&prog, &opts),
+        });
+        if let Some(c) = &cache {
+            crate::aot::emit_cache_warnings(py, c)?;
+        }
+        PyExecutable::wrap(py, exe.pyerr()?, slf.clone().unbind())
     }
 
     #[pyo3(signature = (obj, device = None, *, memory = None, dtype = None, copy = Some(true), cast = false))]

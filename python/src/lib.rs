@@ -4,6 +4,7 @@
 //! plugin call that can block, and one error-mapping point (`errors::to_py`). Discovery,
 //! dtypes, the exception classes and slow-path host conversions live in Python.
 
+mod aot;
 mod bench;
 mod buffer;
 mod client;
@@ -63,6 +64,10 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<executable::PyExecutable>()?;
     m.add_class::<buffer::PyBuffer>()?;
     m.add_class::<buffer::PyWaiter>()?;
+    m.add_class::<aot::PyCache>()?;
+    m.add_class::<aot::PyTopology>()?;
+    m.add_function(wrap_pyfunction!(aot::artifact_stablehlo_version, m)?)?;
+    m.add_function(wrap_pyfunction!(aot::inspect_artifact, m)?)?;
     m.add_class::<session::PySession>()?;
     m.add_class::<session::PySessionProgram>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;

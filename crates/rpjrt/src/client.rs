@@ -42,6 +42,8 @@ pub(crate) struct ClientCore {
     pub(crate) devices: Vec<Arc<DeviceData>>,
     pub(crate) addressable: Vec<usize>,
     pub(crate) memories: Vec<Arc<MemoryData>>,
+    /// The persistent compile cache `compile` uses, if any (see `cache.rs`).
+    pub(crate) cache: std::sync::RwLock<Option<crate::cache::Cache>>,
 }
 
 impl ClientCore {
@@ -159,6 +161,7 @@ impl Client {
             devices,
             addressable,
             memories,
+            cache: std::sync::RwLock::new(crate::cache::Cache::from_env()?),
         };
         Ok(Client {
             core: Arc::new(core),
@@ -275,9 +278,14 @@ impl Client {
         self.core.check("client").is_err()
     }
 
-    /// Compiles a program.
+    /// Compiles a program (through the client's compile cache when it has one). A
+    /// StableHLO portable artifact outside the plugin's version window is refused first.
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<Executable> {
         self.core.check("client")?;
+        if let Some(cache) = self.cache() {
+            return cache.compile(self, program, options);
+        }
+        self.core.plugin.check_stablehlo(program)?;
         let ids: Vec<i64> = self
             .core
             .devices
@@ -288,6 +296,7 @@ impl Client {
         let adjusted = crate::sharding::options_for(program, options);
         let encoded = adjusted.as_ref().unwrap_or(options).encode(&ids)?;
         Executable::compile(&self.core, program, &encoded)
+            .map_err(|e| crate::stablehlo::explain(&self.core.plugin, program, e))
     }
 
     /// Refuses a buffer type code the plugin's PJRT version predates (it would crash on it).

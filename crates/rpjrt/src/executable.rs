@@ -111,6 +111,8 @@ struct ExeState {
     unknown_parameters: Option<UnknownParameters>,
     devices: Vec<DeviceRef>,
     deleted: AtomicBool,
+    /// The encoded compile options it was built with, where rpjrt knows them.
+    options: std::sync::OnceLock<Vec<u8>>,
 }
 
 /// A compiled, loaded program. Cheap to clone; safe to execute from many threads.
@@ -131,6 +133,37 @@ impl Executable {
         }
         // The raw handle owns the executable from here: any failure below destroys it.
         let loaded = core.raw.compile(code, format, options)?;
+        let exe = Executable::from_loaded_with(core, loaded, options, None)?;
+        exe.set_recorded_options(options.to_vec());
+        Ok(exe)
+    }
+
+    /// Records the encoded compile options this executable was built with.
+    pub(crate) fn set_recorded_options(&self, options: Vec<u8>) {
+        let _ = self.state.options.set(options);
+    }
+
+    /// The encoded compile options recorded at compile or load time.
+    pub(crate) fn recorded_options(&self) -> Option<&[u8]> {
+        self.state.options.get().map(|v| v.as_slice())
+    }
+
+    /// The client core and the raw loaded executable, after the usual liveness checks (for
+    /// the compile-once modules: aot, introspect).
+    pub(crate) fn raw_parts(&self) -> Result<(&Arc<ClientCore>, &raw::executable::Loaded)> {
+        self.check()?;
+        Ok((&self.state.core, &self.state.loaded))
+    }
+
+    /// Wraps a freshly compiled or loaded executable built with the encoded compile
+    /// `options` (empty when unknown); `known_parameters` (from an artifact's header) saves
+    /// asking the plugin for the optimized program.
+    pub(crate) fn from_loaded_with(
+        core: &Arc<ClientCore>,
+        loaded: raw::executable::Loaded,
+        options: &[u8],
+        known_parameters: Option<Vec<ArraySpec>>,
+    ) -> Result<Executable> {
         let facts = loaded.executable().facts()?;
         if facts.output_types.len() != facts.num_outputs
             || facts.output_dims.len() != facts.num_outputs
@@ -150,36 +183,40 @@ impl Executable {
             });
         }
         let tupled = crate::options::tupled_arguments(options);
-        let (parameters, unknown_parameters) = match loaded.executable().optimized_program() {
-            Err(e) => (
-                None,
-                Some(UnknownParameters {
-                    refuse: false,
-                    why: format!("the plugin did not hand back the compiled program ({e})"),
-                }),
-            ),
-            Ok((code, format)) => match crate::hlo::entry_signature(&code, &format, tupled) {
-                Some(Signature::Arrays(ps)) => (
-                    Some(
-                        ps.into_iter()
-                            .map(|(element_type, dims)| ArraySpec { element_type, dims })
-                            .collect(),
-                    ),
-                    None,
-                ),
-                Some(Signature::Unsupported(why)) => {
-                    (None, Some(UnknownParameters { refuse: true, why }))
-                }
-                None => (
+        let (parameters, unknown_parameters) = match known_parameters {
+            // The artifact's header recorded them when it was made: no need to ask the plugin.
+            Some(p) => (Some(p), None),
+            None => match loaded.executable().optimized_program() {
+                Err(e) => (
                     None,
                     Some(UnknownParameters {
                         refuse: false,
-                        why: format!(
-                            "rpjrt cannot read the parameter list of the compiled program the \
-                             plugin handed back (format {format:?})"
-                        ),
+                        why: format!("the plugin did not hand back the compiled program ({e})"),
                     }),
                 ),
+                Ok((code, format)) => match crate::hlo::entry_signature(&code, &format, tupled) {
+                    Some(Signature::Arrays(ps)) => (
+                        Some(
+                            ps.into_iter()
+                                .map(|(element_type, dims)| ArraySpec { element_type, dims })
+                                .collect(),
+                        ),
+                        None,
+                    ),
+                    Some(Signature::Unsupported(why)) => {
+                        (None, Some(UnknownParameters { refuse: true, why }))
+                    }
+                    None => (
+                        None,
+                        Some(UnknownParameters {
+                            refuse: false,
+                            why: format!(
+                                "rpjrt cannot read the parameter list of the compiled program the \
+                             plugin handed back (format {format:?})"
+                            ),
+                        }),
+                    ),
+                },
             },
         };
         let devices = loaded.devices()?;
@@ -195,6 +232,7 @@ impl Executable {
                 unknown_parameters,
                 devices,
                 deleted: AtomicBool::new(false),
+                options: std::sync::OnceLock::new(),
             }),
         })
     }

@@ -26,9 +26,11 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod aot;
 #[cfg(feature = "bench")]
 mod bench;
 mod buffer;
+mod cache;
 mod client;
 pub mod conform;
 pub mod diagnostics;
@@ -41,6 +43,7 @@ mod event;
 mod executable;
 mod hlo;
 pub mod host;
+mod introspect;
 pub mod npy;
 mod options;
 mod plugin;
@@ -48,6 +51,8 @@ mod plugin;
 mod raw;
 mod session;
 pub mod sharding;
+mod stablehlo;
+mod topology;
 mod value;
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
@@ -59,7 +64,9 @@ pub mod __bench {
     pub use crate::raw::guard::guard_overhead_ns;
 }
 
+pub use aot::{is_artifact, Artifact, ArtifactTarget, ENVELOPE_MAGIC, ENVELOPE_VERSION};
 pub use buffer::{Buffer, ExternalReference, HostView};
+pub use cache::{Cache, CacheEntry, CacheStats};
 pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice, MAX_CPU_DEVICE_COUNT};
 
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
@@ -78,7 +85,10 @@ pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
 pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
 };
+pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
+pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
+pub use topology::Topology;
 pub use value::{ClientOptions, Value};

@@ -6,8 +6,10 @@
 
 use clap::Subcommand;
 
-use crate::common::CliError;
+use crate::common::{CliError, EXIT_OK};
 
+pub mod cache;
+pub mod compile;
 pub mod conform;
 pub mod info;
 pub mod plugins;
@@ -27,6 +29,10 @@ pub enum Command {
     ConformChild(conform::ChildArgs),
     /// Compile and run a program on inputs from .npy/.npz files, literals or --random.
     Run(run::Args),
+    /// Compile a program once and write an rpjrt artifact (load it with client.load).
+    Compile(compile::CompileArgs),
+    /// List, inspect or clear a compile-cache directory.
+    Cache(cache::CacheArgs),
 }
 
 /// Runs one verb; returns the process exit code.
@@ -37,5 +43,9 @@ pub fn run(command: Command) -> Result<i32, CliError> {
         Command::Run(args) => run::run(args),
         Command::Conform(args) => conform::run(args),
         Command::ConformChild(args) => conform::run_child(args),
+        Command::Compile(args) => compile::run(args)
+            .map(|()| EXIT_OK)
+            .map_err(CliError::failed),
+        Command::Cache(args) => cache::run(args).map(|()| EXIT_OK).map_err(CliError::failed),
     }
 }

@@ -63,7 +63,7 @@ pub(crate) struct ExeFacts {
 }
 
 impl Executable {
-    fn ptr(&self) -> *mut sys::PJRT_Executable {
+    pub(super) fn ptr(&self) -> *mut sys::PJRT_Executable {
         self.ptr.as_ptr()
     }
 

@@ -28,6 +28,7 @@ use rpjrt_sys as sys;
 
 use crate::error::{ApiVersion, Code, Error, Result};
 
+pub(crate) mod aot;
 pub(crate) mod buffer;
 pub(crate) mod callback;
 pub(crate) mod client;

@@ -1,0 +1,158 @@
+//! `rpjrt cache ls|info|clear`: inspect and empty a compile-cache directory.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use clap::{Args, Subcommand};
+use rpjrt::{Cache, CacheEntry};
+use serde_json::{json, Value as Json};
+
+/// Arguments of `rpjrt cache`.
+#[derive(Args, Debug)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: CacheAction,
+}
+
+/// What to do with the cache.
+#[derive(Subcommand, Debug)]
+pub enum CacheAction {
+    /// List the entries, most recently used first.
+    Ls(DirArgs),
+    /// Show one entry (by key or a unique key prefix).
+    Info {
+        /// The entry's key or a unique prefix of it.
+        key: String,
+        #[command(flatten)]
+        dir: DirArgs,
+    },
+    /// Remove every entry.
+    Clear(DirArgs),
+}
+
+/// The directory and output style shared by the cache actions.
+#[derive(Args, Debug)]
+pub struct DirArgs {
+    /// The cache directory; defaults to $RPJRT_CACHE_DIR.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn open(dir: Option<PathBuf>) -> Result<Cache, String> {
+    let dir = match dir {
+        Some(d) => d,
+        None => match std::env::var_os("RPJRT_CACHE_DIR") {
+            Some(d) if !d.is_empty() => PathBuf::from(d),
+            _ => return Err("no cache directory: pass --dir or set RPJRT_CACHE_DIR".into()),
+        },
+    };
+    if !dir.is_dir() {
+        return Err(format!("{} is not a cache directory", dir.display()));
+    }
+    Cache::new(&dir, None).map_err(|e| e.to_string())
+}
+
+fn age_s(t: SystemTime) -> f64 {
+    SystemTime::now()
+        .duration_since(t)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn entry_json(e: &CacheEntry) -> Json {
+    let target = e.target.as_ref().map(|t| {
+        t.fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect::<serde_json::Map<_, _>>()
+    });
+    json!({
+        "key": e.key,
+        "path": e.path.display().to_string(),
+        "bytes": e.size,
+        "last_used_seconds_ago": age_s(e.last_used),
+        "compile_ms": e.compile_ms,
+        "target": target,
+        "error": e.error,
+    })
+}
+
+fn print_json(doc: &Json) -> Result<(), String> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+/// Runs `rpjrt cache ...`.
+pub fn run(a: CacheArgs) -> Result<(), String> {
+    match a.action {
+        CacheAction::Ls(d) => {
+            let cache = open(d.dir)?;
+            let entries = cache.entries().map_err(|e| e.to_string())?;
+            if d.json {
+                let total: u64 = entries.iter().map(|e| e.size).sum();
+                return print_json(&json!({
+                    "dir": cache.dir().display().to_string(),
+                    "total_bytes": total,
+                    "entries": entries.iter().map(entry_json).collect::<Vec<_>>(),
+                }));
+            }
+            println!(
+                "{:<16} {:>10} {:>10} {:>9}  target",
+                "key", "bytes", "compile ms", "age s"
+            );
+            for e in &entries {
+                let target = match (&e.target, &e.error) {
+                    (Some(t), _) => t.to_string(),
+                    (None, Some(err)) => format!("unusable: {err}"),
+                    (None, None) => "-".into(),
+                };
+                println!(
+                    "{:<16} {:>10} {:>10} {:>9.0}  {target}",
+                    &e.key[..e.key.len().min(16)],
+                    e.size,
+                    e.compile_ms.map_or("-".into(), |m| format!("{m:.1}")),
+                    age_s(e.last_used)
+                );
+            }
+            println!("{} entries", entries.len());
+            Ok(())
+        }
+        CacheAction::Info { key, dir } => {
+            let cache = open(dir.dir)?;
+            let e = cache.info(&key).map_err(|e| e.to_string())?;
+            if dir.json {
+                return print_json(&entry_json(&e));
+            }
+            println!("key          {}", e.key);
+            println!("path         {}", e.path.display());
+            println!("bytes        {}", e.size);
+            if let Some(ms) = e.compile_ms {
+                println!("compile ms   {ms:.1}");
+            }
+            if let Some(err) = &e.error {
+                println!("unusable     {err}");
+            }
+            if let Some(t) = &e.target {
+                for (k, v) in t.fields() {
+                    println!("{k:<26} {v}");
+                }
+            }
+            Ok(())
+        }
+        CacheAction::Clear(d) => {
+            let cache = open(d.dir)?;
+            let n = cache.clear().map_err(|e| e.to_string())?;
+            if d.json {
+                return print_json(&json!({"removed": n}));
+            }
+            println!("removed {n} entries from {}", cache.dir().display());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,565 @@
+//! Compile once: serialized executables in a small versioned envelope.
+//!
+//! A plugin's own serialized executable says nothing about what it was built for, and
+//! handing a plugin a blob from another plugin (or a damaged one) can abort the process.
+//! [`Executable::serialize`] therefore wraps the plugin's bytes in an envelope that records
+//! the target, and [`Client::load`] checks the envelope completely — magic, length,
+//! checksum, then every target field against the client — before the plugin sees the blob.
+//!
+//! # Envelope format (version 1)
+//!
+//! All integers little-endian.
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 8 | magic `RPJRTEXE` |
+//! | 4 | envelope version (1) |
+//! | 8 | total length of the artifact in bytes, checksum included |
+//! | 4 | number of header fields N |
+//! | N × (4 + k + 4 + v) | header fields: key length, key (UTF-8), value length, value (UTF-8) |
+//! | 8 + c | encoded `CompileOptionsProto` (length, bytes) |
+//! | 8 + b | the plugin's serialized executable (length, bytes) |
+//! | 32 | SHA-256 of every byte before it |
+//!
+//! The header fields are the [`ArtifactTarget`] fields (`platform_name`, `platform_version`,
+//! `pjrt_version`, `xla_version`, `stablehlo_current_version`, `stablehlo_minimum_version`,
+//! `device_kind`, `device_count`) plus informational ones (`rpjrt_version`, `compile_ms`,
+//! and `parameters`: the entry parameter types as `code:d0,d1;...` in PJRT type codes, so
+//! that loading need not ask the plugin for the optimized program to check arguments).
+//! Unknown fields are ignored, so later versions can add some without a version bump.
+//!
+//! The checksum catches accidents (a flipped byte, a truncated copy), not tampering: a
+//! deliberately crafted artifact is as dangerous as a crafted plugin blob.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::client::Client;
+use crate::dtype::ElementType;
+use crate::error::{Error, Result};
+use crate::executable::{ArraySpec, Executable};
+use crate::options::CompileOptions;
+use crate::plugin::Plugin;
+use crate::raw::aot as raw;
+
+/// The first eight bytes of every rpjrt artifact.
+pub const ENVELOPE_MAGIC: &[u8; 8] = b"RPJRTEXE";
+/// The envelope version this rpjrt writes and reads.
+pub const ENVELOPE_VERSION: u32 = 1;
+const CHECKSUM_LEN: usize = 32;
+const FIXED_HEAD: usize = 8 + 4 + 8 + 4;
+
+/// What an executable was compiled for: loading it anywhere else is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactTarget {
+    /// Platform name, e.g. `cpu`.
+    pub platform_name: String,
+    /// The plugin's platform version string.
+    pub platform_version: String,
+    /// The plugin's PJRT C API version, e.g. `0.81`.
+    pub pjrt_version: String,
+    /// The plugin's `xla_version` attribute (empty when it has none).
+    pub xla_version: String,
+    /// The plugin's newest StableHLO version (empty when unknown).
+    pub stablehlo_current_version: String,
+    /// The plugin's oldest StableHLO version (empty when unknown).
+    pub stablehlo_minimum_version: String,
+    /// The device kind(s), comma-separated when mixed.
+    pub device_kind: String,
+    /// The number of devices of the client.
+    pub device_count: usize,
+}
+
+fn version_list(v: Option<Vec<i64>>) -> String {
+    v.map(|v| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(".")
+    })
+    .unwrap_or_default()
+}
+
+impl ArtifactTarget {
+    /// The target a client compiles for.
+    pub fn of_client(client: &Client) -> Result<ArtifactTarget> {
+        let core = &client.core;
+        core.check("client")?;
+        let mut kinds: Vec<String> = Vec::new();
+        for d in &core.devices {
+            if !kinds.contains(&d.facts.kind) {
+                kinds.push(d.facts.kind.clone());
+            }
+        }
+        let mut t = ArtifactTarget::of_plugin(&core.plugin);
+        t.platform_name = core.platform_name.clone();
+        t.platform_version = core.platform_version.clone();
+        t.device_kind = kinds.join(",");
+        t.device_count = core.devices.len();
+        Ok(t)
+    }
+
+    /// The plugin-level part of a target (no platform or devices).
+    pub(crate) fn of_plugin(plugin: &Plugin) -> ArtifactTarget {
+        ArtifactTarget {
+            platform_name: String::new(),
+            platform_version: String::new(),
+            pjrt_version: plugin.version().to_string(),
+            xla_version: plugin
+                .xla_version()
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+            stablehlo_current_version: version_list(plugin.stablehlo_current_version()),
+            stablehlo_minimum_version: version_list(plugin.stablehlo_minimum_version()),
+            device_kind: String::new(),
+            device_count: 0,
+        }
+    }
+
+    /// `(name, value)` of every field, in a fixed order.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("platform_name", self.platform_name.clone()),
+            ("platform_version", self.platform_version.clone()),
+            ("pjrt_version", self.pjrt_version.clone()),
+            ("xla_version", self.xla_version.clone()),
+            (
+                "stablehlo_current_version",
+                self.stablehlo_current_version.clone(),
+            ),
+            (
+                "stablehlo_minimum_version",
+                self.stablehlo_minimum_version.clone(),
+            ),
+            ("device_kind", self.device_kind.clone()),
+            ("device_count", self.device_count.to_string()),
+        ]
+    }
+
+    fn from_fields(fields: &[(String, String)]) -> Result<ArtifactTarget> {
+        let get = |k: &str| -> Result<String> {
+            fields
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| Error::invalid(format!("the artifact's header lacks the field {k}")))
+        };
+        Ok(ArtifactTarget {
+            platform_name: get("platform_name")?,
+            platform_version: get("platform_version")?,
+            pjrt_version: get("pjrt_version")?,
+            xla_version: get("xla_version")?,
+            stablehlo_current_version: get("stablehlo_current_version")?,
+            stablehlo_minimum_version: get("stablehlo_minimum_version")?,
+            device_kind: get("device_kind")?,
+            device_count: get("device_count")?
+                .parse()
+                .map_err(|_| Error::invalid("the artifact's device_count field is not a number"))?,
+        })
+    }
+
+    /// Fields that differ from `other`: `(field, ours, theirs)`.
+    pub fn differences(&self, other: &ArtifactTarget) -> Vec<(&'static str, String, String)> {
+        self.fields()
+            .into_iter()
+            .zip(other.fields())
+            .filter(|((_, a), (_, b))| a != b)
+            .map(|((k, a), (_, b))| (k, a, b))
+            .collect()
+    }
+}
+
+impl fmt::Display for ArtifactTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}) on PJRT {}, {} x {}",
+            self.platform_name,
+            self.platform_version,
+            self.pjrt_version,
+            self.device_count,
+            self.device_kind
+        )
+    }
+}
+
+/// A decoded artifact: target, compile options and the plugin's blob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Artifact {
+    /// What it was compiled for.
+    pub target: ArtifactTarget,
+    /// The encoded `CompileOptionsProto` it was compiled with (empty when unknown).
+    pub compile_options: Vec<u8>,
+    /// The plugin's serialized executable.
+    pub blob: Vec<u8>,
+    /// Informational header fields (`rpjrt_version`, `compile_ms`, ...).
+    pub extra: Vec<(String, String)>,
+}
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u32(out, s.len() as u32);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A bounds-checked reader over an artifact body.
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
+        let Some(end) = end else {
+            return Err(Error::invalid(format!(
+                "the artifact is malformed: its {what} runs past the end"
+            )));
+        };
+        let s = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        let b = self.take(8, what)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+    fn string(&mut self, what: &str) -> Result<String> {
+        let n = self.u32(what)? as usize;
+        let b = self.take(n, what)?;
+        String::from_utf8(b.to_vec())
+            .map_err(|_| Error::invalid(format!("the artifact's {what} is not UTF-8")))
+    }
+    fn blob(&mut self, what: &str) -> Result<&'a [u8]> {
+        let n = usize::try_from(self.u64(what)?)
+            .map_err(|_| Error::invalid(format!("the artifact's {what} is too large")))?;
+        self.take(n, what)
+    }
+}
+
+/// Whether `bytes` start with the rpjrt artifact magic.
+pub fn is_artifact(bytes: &[u8]) -> bool {
+    bytes.starts_with(ENVELOPE_MAGIC)
+}
+
+impl Artifact {
+    /// Encodes the artifact in the envelope format.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.blob.len() + self.compile_options.len() + 512);
+        out.extend_from_slice(ENVELOPE_MAGIC);
+        put_u32(&mut out, ENVELOPE_VERSION);
+        let total_at = out.len();
+        put_u64(&mut out, 0);
+        let mut fields: Vec<(String, String)> = self
+            .target
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        fields.extend(self.extra.iter().cloned());
+        put_u32(&mut out, fields.len() as u32);
+        for (k, v) in &fields {
+            put_str(&mut out, k);
+            put_str(&mut out, v);
+        }
+        put_u64(&mut out, self.compile_options.len() as u64);
+        out.extend_from_slice(&self.compile_options);
+        put_u64(&mut out, self.blob.len() as u64);
+        out.extend_from_slice(&self.blob);
+        let total = (out.len() + CHECKSUM_LEN) as u64;
+        out[total_at..total_at + 8].copy_from_slice(&total.to_le_bytes());
+        let sum = Sha256::digest(&out);
+        out.extend_from_slice(&sum);
+        out
+    }
+
+    /// Decodes and verifies an artifact: magic, envelope version, length and checksum.
+    /// Nothing here reaches a plugin.
+    pub fn decode(bytes: &[u8]) -> Result<Artifact> {
+        if !is_artifact(bytes) {
+            return Err(Error::invalid(
+                "these bytes are not an rpjrt artifact (no RPJRTEXE header); a plugin's own \
+                 serialized executable can be loaded with load_bare, at your own risk",
+            ));
+        }
+        if bytes.len() < FIXED_HEAD + CHECKSUM_LEN {
+            return Err(Error::invalid(format!(
+                "the artifact is truncated: {} bytes, shorter than any envelope",
+                bytes.len()
+            )));
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version != ENVELOPE_VERSION {
+            return Err(Error::invalid(format!(
+                "the artifact uses envelope version {version}, but this rpjrt reads version \
+                 {ENVELOPE_VERSION}"
+            )));
+        }
+        let total = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
+        if total != bytes.len() as u64 {
+            return Err(Error::invalid(if (bytes.len() as u64) < total {
+                format!(
+                    "the artifact is truncated: its header says {total} bytes, but only {} \
+                     are there",
+                    bytes.len()
+                )
+            } else {
+                format!(
+                    "the artifact has trailing bytes: its header says {total} bytes, but {} \
+                     are there",
+                    bytes.len()
+                )
+            }));
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+        if Sha256::digest(body).as_slice() != sum {
+            return Err(Error::invalid(
+                "the artifact is corrupt: its SHA-256 checksum does not match its contents",
+            ));
+        }
+        let mut r = Reader {
+            data: body,
+            pos: 20,
+        };
+        let n = r.u32("field count")? as usize;
+        let mut fields = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            let k = r.string("header field name")?;
+            let v = r.string("header field value")?;
+            fields.push((k, v));
+        }
+        let compile_options = r.blob("compile options")?.to_vec();
+        let blob = r.blob("executable")?.to_vec();
+        if r.pos != body.len() {
+            return Err(Error::invalid(
+                "the artifact is malformed: bytes left over after the executable",
+            ));
+        }
+        let target = ArtifactTarget::from_fields(&fields)?;
+        let known: Vec<&str> = target.fields().iter().map(|(k, _)| *k).collect();
+        let extra = fields
+            .into_iter()
+            .filter(|(k, _)| !known.contains(&k.as_str()))
+            .collect();
+        Ok(Artifact {
+            target,
+            compile_options,
+            blob,
+            extra,
+        })
+    }
+
+    /// One informational header field.
+    pub fn extra_field(&self, name: &str) -> Option<&str> {
+        self.extra
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Refuses an artifact built for another target, naming both sides.
+    pub fn check_target(&self, ours: &ArtifactTarget) -> Result<()> {
+        let diffs = self.target.differences(ours);
+        if diffs.is_empty() {
+            return Ok(());
+        }
+        let list = diffs
+            .iter()
+            .map(|(k, a, b)| format!("{k}: artifact {a:?}, this client {b:?}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        Err(Error::invalid(format!(
+            "the artifact was built for {} but this client is {}; it cannot be loaded here \
+             ({list})",
+            self.target, ours
+        )))
+    }
+}
+
+impl Executable {
+    /// The plugin's own serialized form of this executable, without an envelope.
+    pub fn serialize_bare(&self) -> Result<Vec<u8>> {
+        let (_, loaded) = self.raw_parts()?;
+        raw::exe_serialize(loaded)
+    }
+
+    /// Serializes the executable into an rpjrt artifact that records what it was built
+    /// for; load it with [`Client::load`].
+    pub fn serialize(&self) -> Result<Vec<u8>> {
+        Ok(self.to_artifact(Vec::new())?.encode())
+    }
+
+    pub(crate) fn to_artifact(&self, extra: Vec<(String, String)>) -> Result<Artifact> {
+        let (core, _) = self.raw_parts()?;
+        let blob = self.serialize_bare()?;
+        let client = Client {
+            core: std::sync::Arc::clone(core),
+        };
+        let compile_options = match self.recorded_options() {
+            Some(o) => o.to_vec(),
+            None => self.compile_options_bytes().unwrap_or_default(),
+        };
+        let mut extra = extra;
+        extra.push((
+            "rpjrt_version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ));
+        if let Some(params) = self.parameters() {
+            extra.push(("parameters".to_string(), encode_specs(params)));
+        }
+        Ok(Artifact {
+            target: ArtifactTarget::of_client(&client)?,
+            compile_options,
+            blob,
+            extra,
+        })
+    }
+}
+
+impl Client {
+    /// Loads an artifact written by [`Executable::serialize`].
+    ///
+    /// The envelope is checked completely (magic, length, checksum, and every target field
+    /// against this client) before the plugin sees the executable; a mismatch names both
+    /// sides. `overrides` replaces the compile options stored in the executable, where the
+    /// plugin's PJRT version has that field (0.71 and newer); older plugins refuse.
+    pub fn load(&self, bytes: &[u8], overrides: Option<&CompileOptions>) -> Result<Executable> {
+        self.core.check("client")?;
+        let artifact = Artifact::decode(bytes)?;
+        artifact.check_target(&ArtifactTarget::of_client(self)?)?;
+        self.load_artifact(&artifact, overrides)
+    }
+
+    pub(crate) fn load_artifact(
+        &self,
+        artifact: &Artifact,
+        overrides: Option<&CompileOptions>,
+    ) -> Result<Executable> {
+        let encoded = match overrides {
+            Some(o) => Some(o.encode(&self.device_ids())?),
+            None => None,
+        };
+        // The parameter types recorded at serialize time spare asking the plugin for the
+        // optimized program (tens of milliseconds for a large module on the CPU plugins).
+        // Overrides may change the program's shape, so then the plugin is asked.
+        let known = match &encoded {
+            None => artifact.extra_field("parameters").and_then(decode_specs),
+            Some(_) => None,
+        };
+        let exe = self.load_blob_with(&artifact.blob, encoded.as_deref(), known)?;
+        let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
+        if !recorded.is_empty() {
+            exe.set_recorded_options(recorded);
+        }
+        Ok(exe)
+    }
+
+    /// Loads a plugin's own serialized executable, with no envelope and so no checks: a blob
+    /// from another plugin or version may make the plugin fail or even abort the process.
+    pub fn load_bare(&self, blob: &[u8]) -> Result<Executable> {
+        self.core.check("client")?;
+        if is_artifact(blob) {
+            return Err(Error::invalid(
+                "these bytes are an rpjrt artifact (RPJRTEXE header): load them with load(), \
+                 which checks them first",
+            ));
+        }
+        self.load_blob(blob, None)
+    }
+
+    fn load_blob(&self, blob: &[u8], overrides: Option<&[u8]>) -> Result<Executable> {
+        self.load_blob_with(blob, overrides, None)
+    }
+
+    fn load_blob_with(
+        &self,
+        blob: &[u8],
+        overrides: Option<&[u8]>,
+        known_parameters: Option<Vec<ArraySpec>>,
+    ) -> Result<Executable> {
+        if blob.is_empty() {
+            return Err(Error::invalid("the serialized executable is empty"));
+        }
+        let loaded = raw::deserialize_and_load(&self.core.raw, blob, overrides)?;
+        Executable::from_loaded_with(
+            &self.core,
+            loaded,
+            overrides.unwrap_or(&[]),
+            known_parameters,
+        )
+    }
+
+    pub(crate) fn device_ids(&self) -> Vec<i64> {
+        self.core
+            .devices
+            .iter()
+            .map(|d| d.facts.id.into())
+            .collect()
+    }
+}
+
+/// `code:d0,d1;code:...` (PJRT element type codes), the header form of parameter types.
+fn encode_specs(specs: &[ArraySpec]) -> String {
+    specs
+        .iter()
+        .map(|s| {
+            let dims: Vec<String> = s.dims.iter().map(|d| d.to_string()).collect();
+            format!("{}:{}", s.element_type.code(), dims.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The inverse of `encode_specs`; `None` for anything malformed (the plugin is asked then).
+fn decode_specs(s: &str) -> Option<Vec<ArraySpec>> {
+    if s.is_empty() {
+        return Some(Vec::new());
+    }
+    s.split(';')
+        .map(|one| {
+            let (code, dims) = one.split_once(':')?;
+            let element_type = ElementType::from_code(code.parse().ok()?).ok()?;
+            let dims = if dims.is_empty() {
+                Vec::new()
+            } else {
+                dims.split(',')
+                    .map(|d| d.parse().ok())
+                    .collect::<Option<Vec<i64>>>()?
+            };
+            Some(ArraySpec { element_type, dims })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_specs_round_trip() {
+        let specs = vec![
+            ArraySpec {
+                element_type: ElementType::F32,
+                dims: vec![8, 4],
+            },
+            ArraySpec {
+                element_type: ElementType::S32,
+                dims: vec![],
+            },
+        ];
+        assert_eq!(decode_specs(&encode_specs(&specs)), Some(specs));
+        assert_eq!(decode_specs(""), Some(vec![]));
+        assert_eq!(decode_specs("11:x"), None);
+        assert_eq!(decode_specs("999:1"), None);
+    }
+}

@@ -1,0 +1,538 @@
+//! A persistent compile cache: compile a program once per target, load it afterwards.
+//!
+//! Off by default. Turned on per client ([`Client::set_cache`], or `RPJRT_CACHE_DIR` in the
+//! environment when the client is created, with an optional `RPJRT_CACHE_MAX_BYTES`), or
+//! per call ([`Client::compile_with_cache`]).
+//!
+//! - Each entry is one file `<key>.rpjrtexe` holding an rpjrt artifact (see [`crate::aot`]):
+//!   the key is the SHA-256 of the program bytes and format, the encoded compile options,
+//!   and every [`ArtifactTarget`] field (platform name and version, PJRT version, the
+//!   plugin's XLA and StableHLO version attributes, device kinds and count).
+//! - Writes go to a temporary file in the same directory, then are renamed into place, so a
+//!   reader never sees half an entry and several processes can share a directory (the last
+//!   writer of a key wins; every writer's entry is complete and valid).
+//! - A truncated or corrupt entry fails the artifact checksum before the plugin sees it: it
+//!   is reported once (a warning, see [`Cache::take_warnings`] and
+//!   [`Cache::set_warning_handler`]), removed and recompiled.
+//! - With a size bound, the least recently used entries (oldest modification time; a hit
+//!   touches its entry) are removed after each write until the directory fits.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use crate::aot::{Artifact, ArtifactTarget};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::executable::{Executable, Program};
+use crate::options::CompileOptions;
+
+/// File name extension of cache entries.
+pub const ENTRY_EXTENSION: &str = "rpjrtexe";
+const KEY_DOMAIN: &[u8] = b"rpjrt compile cache key v1\0";
+
+/// Counters of one [`Cache`] object (this process only).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CacheStats {
+    /// Compilations answered from the cache.
+    pub hits: u64,
+    /// Compilations that had to compile.
+    pub misses: u64,
+    /// Entries found corrupt or unloadable (and recompiled).
+    pub corrupt: u64,
+    /// Entries written.
+    pub writes: u64,
+    /// Entries removed to keep the directory under its bound.
+    pub evictions: u64,
+    /// Bytes of entries read on hits.
+    pub bytes_read: u64,
+    /// Bytes of entries written.
+    pub bytes_written: u64,
+    /// Compile time recorded in the entries that hit, minus the time the hits took.
+    pub time_saved: Duration,
+    /// Time spent compiling on misses.
+    pub compile_time: Duration,
+}
+
+/// One entry of a cache directory.
+#[derive(Clone, Debug)]
+pub struct CacheEntry {
+    /// The key (hex SHA-256).
+    pub key: String,
+    /// The entry's file.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Last use (modification time; hits touch it).
+    pub last_used: SystemTime,
+    /// What the artifact was built for, when it decodes.
+    pub target: Option<ArtifactTarget>,
+    /// The compile time recorded when it was written, in milliseconds.
+    pub compile_ms: Option<f64>,
+    /// Why it does not decode, if it does not.
+    pub error: Option<String>,
+}
+
+type WarningHandler = Box<dyn Fn(&str) + Send + Sync>;
+
+struct CacheInner {
+    dir: PathBuf,
+    max_bytes: Option<u64>,
+    stats: Mutex<CacheStats>,
+    warnings: Mutex<Vec<String>>,
+    reported: Mutex<HashSet<String>>,
+    handler: Mutex<Option<WarningHandler>>,
+}
+
+/// A compile-cache directory. Cheap to clone; clones share counters.
+#[derive(Clone)]
+pub struct Cache {
+    inner: Arc<CacheInner>,
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::invalid(format!(
+        "compile cache: cannot {what} {}: {e}",
+        path.display()
+    ))
+}
+
+impl Cache {
+    /// A cache in `dir` (created if needed), bounded to `max_bytes` if given.
+    pub fn new(dir: impl AsRef<Path>, max_bytes: Option<u64>) -> Result<Cache> {
+        let dir = dir.as_ref().to_path_buf();
+        fs::create_dir_all(&dir).map_err(|e| io_err("create the directory", &dir, e))?;
+        if !dir.is_dir() {
+            return Err(Error::invalid(format!(
+                "compile cache: {} is not a directory",
+                dir.display()
+            )));
+        }
+        Ok(Cache {
+            inner: Arc::new(CacheInner {
+                dir,
+                max_bytes,
+                stats: Mutex::new(CacheStats::default()),
+                warnings: Mutex::new(Vec::new()),
+                reported: Mutex::new(HashSet::new()),
+                handler: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The cache named by `RPJRT_CACHE_DIR` (and `RPJRT_CACHE_MAX_BYTES`), if set.
+    pub fn from_env() -> Result<Option<Cache>> {
+        let Some(dir) = std::env::var_os("RPJRT_CACHE_DIR").filter(|d| !d.is_empty()) else {
+            return Ok(None);
+        };
+        let max = match std::env::var("RPJRT_CACHE_MAX_BYTES") {
+            Ok(s) if !s.trim().is_empty() => Some(s.trim().parse::<u64>().map_err(|_| {
+                Error::invalid(format!(
+                    "RPJRT_CACHE_MAX_BYTES={s:?} is not a whole number of bytes"
+                ))
+            })?),
+            _ => None,
+        };
+        Cache::new(dir, max).map(Some)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The size bound, if any.
+    pub fn max_bytes(&self) -> Option<u64> {
+        self.inner.max_bytes
+    }
+
+    /// This object's counters.
+    pub fn stats(&self) -> CacheStats {
+        lock(&self.inner.stats).clone()
+    }
+
+    /// Sets every counter back to zero.
+    pub fn reset_stats(&self) {
+        *lock(&self.inner.stats) = CacheStats::default();
+    }
+
+    /// Warnings not yet taken (each problem is reported once per cache object).
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.inner.warnings))
+    }
+
+    /// Calls `handler` with each warning as it happens (in addition to queuing it).
+    pub fn set_warning_handler(&self, handler: impl Fn(&str) + Send + Sync + 'static) {
+        *lock(&self.inner.handler) = Some(Box::new(handler));
+    }
+
+    fn warn(&self, dedup: &str, message: String) {
+        if !lock(&self.inner.reported).insert(dedup.to_string()) {
+            return;
+        }
+        if let Some(h) = &*lock(&self.inner.handler) {
+            h(&message);
+        }
+        lock(&self.inner.warnings).push(message);
+    }
+
+    /// The cache key of `program` compiled with the encoded `options` for `target`.
+    pub fn key(program: &Program, options: &[u8], target: &ArtifactTarget) -> String {
+        let mut h = Sha256::new();
+        h.update(KEY_DOMAIN);
+        let (format, code): (&[u8], &[u8]) = match program {
+            Program::Mlir(c) => (b"mlir", c),
+            Program::Hlo(c) => (b"hlo", c),
+        };
+        let mut part = |b: &[u8]| {
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b);
+        };
+        part(format);
+        part(code);
+        part(options);
+        for (k, v) in target.fields() {
+            part(k.as_bytes());
+            part(v.as_bytes());
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The file of the entry with `key`.
+    pub fn entry_path(&self, key: &str) -> PathBuf {
+        self.inner.dir.join(format!("{key}.{ENTRY_EXTENSION}"))
+    }
+
+    /// Compiles `program` for `client`, or loads it from the cache.
+    pub fn compile(
+        &self,
+        client: &Client,
+        program: &Program,
+        options: &CompileOptions,
+    ) -> Result<Executable> {
+        client.core.check("client")?;
+        client.plugin().check_stablehlo(program)?;
+        let encoded = options.encode(&client.device_ids())?;
+        let target = ArtifactTarget::of_client(client)?;
+        let key = Cache::key(program, &encoded, &target);
+        let path = self.entry_path(&key);
+        let started = Instant::now();
+        if let Some(exe) = self.try_load(client, &key, &path, &target, started)? {
+            return Ok(exe);
+        }
+        let t0 = Instant::now();
+        let exe = Executable::compile(&client.core, program, &encoded)
+            .map_err(|e| crate::stablehlo::explain(client.plugin(), program, e))?;
+        let took = t0.elapsed();
+        {
+            let mut s = lock(&self.inner.stats);
+            s.misses += 1;
+            s.compile_time += took;
+        }
+        let extra = vec![(
+            "compile_ms".to_string(),
+            format!("{:.3}", took.as_secs_f64() * 1e3),
+        )];
+        match exe.to_artifact(extra) {
+            Ok(artifact) => {
+                if let Err(e) = self.write_entry(&path, &artifact.encode()) {
+                    self.warn(
+                        &format!("write:{key}"),
+                        format!("compile cache: could not store an entry: {e}"),
+                    );
+                }
+            }
+            Err(e) => self.warn(
+                "serialize",
+                format!("compile cache: this plugin cannot serialize executables, nothing is cached: {e}"),
+            ),
+        }
+        Ok(exe)
+    }
+
+    fn try_load(
+        &self,
+        client: &Client,
+        key: &str,
+        path: &Path,
+        target: &ArtifactTarget,
+        started: Instant,
+    ) -> Result<Option<Executable>> {
+        let bytes = match fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                self.warn(
+                    &format!("read:{key}"),
+                    format!(
+                        "compile cache: cannot read {} ({e}); recompiling",
+                        path.display()
+                    ),
+                );
+                return Ok(None);
+            }
+        };
+        let loaded = Artifact::decode(&bytes)
+            .and_then(|a| a.check_target(target).map(|()| a))
+            .and_then(|a| client.load_artifact(&a, None).map(|exe| (a, exe)));
+        match loaded {
+            Ok((artifact, exe)) => {
+                let _ = fs::File::options()
+                    .append(true)
+                    .open(path)
+                    .and_then(|f| f.set_modified(SystemTime::now()));
+                let recorded = artifact
+                    .extra_field("compile_ms")
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3))
+                    .unwrap_or_default();
+                let mut s = lock(&self.inner.stats);
+                s.hits += 1;
+                s.bytes_read += bytes.len() as u64;
+                s.time_saved += recorded.saturating_sub(started.elapsed());
+                Ok(Some(exe))
+            }
+            Err(e) => {
+                lock(&self.inner.stats).corrupt += 1;
+                self.warn(
+                    &format!("corrupt:{key}"),
+                    format!(
+                        "compile cache: entry {} is unusable ({e}); removed and recompiled",
+                        path.display()
+                    ),
+                );
+                let _ = fs::remove_file(path);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Writes an entry atomically (temporary file in the same directory, then rename) and
+    /// evicts least recently used entries beyond the bound.
+    fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let tmp = self.inner.dir.join(format!(
+            ".tmp-{}-{}-{}",
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, Ordering::Relaxed),
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        let result = (|| -> std::io::Result<()> {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            fs::rename(&tmp, path)
+        })();
+        if let Err(e) = result {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err("write", path, e));
+        }
+        {
+            let mut s = lock(&self.inner.stats);
+            s.writes += 1;
+            s.bytes_written += bytes.len() as u64;
+        }
+        if let Some(max) = self.inner.max_bytes {
+            let n = self.evict_to(max, Some(path))?;
+            lock(&self.inner.stats).evictions += n as u64;
+        }
+        Ok(())
+    }
+
+    fn scan(&self) -> Result<Vec<(PathBuf, u64, SystemTime)>> {
+        let rd = fs::read_dir(&self.inner.dir).map_err(|e| io_err("list", &self.inner.dir, e))?;
+        let mut out = Vec::new();
+        for ent in rd.flatten() {
+            let p = ent.path();
+            if p.extension().and_then(|e| e.to_str()) != Some(ENTRY_EXTENSION) {
+                continue;
+            }
+            if let Ok(m) = ent.metadata() {
+                if m.is_file() {
+                    out.push((p, m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes least recently used entries until the directory holds at most `max` bytes
+    /// of entries (`keep`, the entry just written, goes last). Returns how many went.
+    fn evict_to(&self, max: u64, keep: Option<&Path>) -> Result<usize> {
+        let mut all = self.scan()?;
+        let mut total: u64 = all.iter().map(|e| e.1).sum();
+        if total <= max {
+            return Ok(0);
+        }
+        all.sort_by_key(|(p, _, t)| (Some(p.as_path()) == keep, *t));
+        let mut n = 0;
+        for (p, size, _) in all {
+            if total <= max {
+                break;
+            }
+            if fs::remove_file(&p).is_ok() {
+                n += 1;
+            }
+            total = total.saturating_sub(size);
+        }
+        Ok(n)
+    }
+
+    /// Removes least recently used entries until the directory fits the bound; returns
+    /// how many were removed (none without a bound).
+    pub fn evict(&self) -> Result<usize> {
+        match self.inner.max_bytes {
+            Some(max) => self.evict_to(max, None),
+            None => Ok(0),
+        }
+    }
+
+    /// Total bytes of the entries in the directory.
+    pub fn total_bytes(&self) -> Result<u64> {
+        Ok(self.scan()?.iter().map(|e| e.1).sum())
+    }
+
+    /// Every entry, most recently used first, decoded for inspection.
+    pub fn entries(&self) -> Result<Vec<CacheEntry>> {
+        let mut all = self.scan()?;
+        all.sort_by_key(|e| std::cmp::Reverse(e.2));
+        Ok(all
+            .into_iter()
+            .map(|(p, size, t)| describe(p, size, t))
+            .collect())
+    }
+
+    /// The entry with `key` (or a unique key prefix).
+    pub fn info(&self, key: &str) -> Result<CacheEntry> {
+        let matches: Vec<_> = self
+            .scan()?
+            .into_iter()
+            .filter(|(p, _, _)| {
+                p.file_stem()
+                    .and_then(|s| s.to_str())
+                    .is_some_and(|s| s.starts_with(key))
+            })
+            .collect();
+        match matches.len() {
+            0 => Err(Error::invalid(format!(
+                "compile cache {}: no entry with key {key:?}",
+                self.inner.dir.display()
+            ))),
+            1 => {
+                let (p, size, t) = matches.into_iter().next().expect("one match");
+                Ok(describe(p, size, t))
+            }
+            n => Err(Error::invalid(format!(
+                "compile cache {}: {n} entries start with {key:?}; give more of the key",
+                self.inner.dir.display()
+            ))),
+        }
+    }
+
+    /// Removes every entry (and stray temporary files); returns how many entries went.
+    pub fn clear(&self) -> Result<usize> {
+        let mut n = 0;
+        for (p, _, _) in self.scan()? {
+            if fs::remove_file(&p).is_ok() {
+                n += 1;
+            }
+        }
+        if let Ok(rd) = fs::read_dir(&self.inner.dir) {
+            for ent in rd.flatten() {
+                if ent.file_name().to_string_lossy().starts_with(".tmp-") {
+                    let _ = fs::remove_file(ent.path());
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+fn describe(path: PathBuf, size: u64, last_used: SystemTime) -> CacheEntry {
+    let key = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let decoded = fs::read(&path)
+        .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
+        .and_then(|b| Artifact::decode(&b));
+    let (target, compile_ms, error) = match decoded {
+        Ok(a) => (
+            Some(a.target.clone()),
+            a.extra_field("compile_ms").and_then(|s| s.parse().ok()),
+            None,
+        ),
+        Err(e) => (None, None, Some(e.to_string())),
+    };
+    CacheEntry {
+        key,
+        path,
+        size,
+        last_used,
+        target,
+        compile_ms,
+        error,
+    }
+}
+
+impl fmt::Debug for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Cache({}, max_bytes={:?})",
+            self.inner.dir.display(),
+            self.inner.max_bytes
+        )
+    }
+}
+
+impl Client {
+    /// Turns the persistent compile cache on (`Some`) or off (`None`) for
+    /// [`Client::compile`] on this client and its clones.
+    pub fn set_cache(&self, cache: Option<Cache>) {
+        *self.core.cache.write().unwrap_or_else(|p| p.into_inner()) = cache;
+    }
+
+    /// The compile cache this client uses, if any.
+    pub fn cache(&self) -> Option<Cache> {
+        self.core
+            .cache
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Compiles through `cache` regardless of the client's own cache setting.
+    pub fn compile_with_cache(
+        &self,
+        program: &Program,
+        options: &CompileOptions,
+        cache: &Cache,
+    ) -> Result<Executable> {
+        cache.compile(self, program, options)
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn check<T: Send + Sync + 'static>() {}
+    check::<Cache>();
+    check::<crate::topology::Topology>();
+    check::<Artifact>();
+}

@@ -1,0 +1,224 @@
+//! StableHLO version windows: which portable artifacts a plugin can compile.
+//!
+//! A plugin reports the newest and the oldest StableHLO version it reads (attributes
+//! `stablehlo_current_version` and `stablehlo_minimum_version`). A portable artifact
+//! (`jax.export` output, VHLO bytecode) is MLIR bytecode whose producer string is
+//! `StableHLO_vX.Y.Z`: the version it was written for. Text and plain MLIR bytecode carry
+//! no version and are not checked.
+//!
+//! What rpjrt refuses before compiling: an artifact older than the plugin's minimum, or of
+//! a newer major version than the plugin's current one. An artifact of the same major
+//! version but a newer minor or patch is outside the window ([`StablehloFit::fits`] is
+//! false) yet is still handed to the plugin: StableHLO's reader accepts it when none of its
+//! operations is newer than what the plugin knows (the 0.81 CPU plugin, current 1.13.3,
+//! compiles JAX's 1.15.0 artifacts). If the plugin then fails, the error names both
+//! versions.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::executable::Program;
+use crate::plugin::Plugin;
+
+/// A StableHLO version `major.minor.patch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StablehloVersion {
+    /// Major version.
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+    /// Patch version.
+    pub patch: u32,
+}
+
+impl fmt::Display for StablehloVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl FromStr for StablehloVersion {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<StablehloVersion> {
+        let parts: Vec<&str> = s.trim().split('.').collect();
+        let bad = || Error::invalid(format!("{s:?} is not a StableHLO version (X.Y.Z)"));
+        if parts.len() != 3 {
+            return Err(bad());
+        }
+        let n = |p: &str| p.parse::<u32>().map_err(|_| bad());
+        Ok(StablehloVersion {
+            major: n(parts[0])?,
+            minor: n(parts[1])?,
+            patch: n(parts[2])?,
+        })
+    }
+}
+
+impl StablehloVersion {
+    fn from_list(v: &[i64]) -> Option<StablehloVersion> {
+        match v {
+            [a, b, c] => Some(StablehloVersion {
+                major: u32::try_from(*a).ok()?,
+                minor: u32::try_from(*b).ok()?,
+                patch: u32::try_from(*c).ok()?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The MLIR bytecode magic.
+const MLIR_MAGIC: &[u8] = b"ML\xefR";
+const PRODUCER_PREFIX: &[u8] = b"StableHLO_v";
+
+/// The StableHLO version a portable artifact was written for, read from its producer
+/// string; `None` for text, non-StableHLO bytecode, or anything else.
+pub fn artifact_version(program: &[u8]) -> Option<StablehloVersion> {
+    if !program.starts_with(MLIR_MAGIC) {
+        return None;
+    }
+    // Magic, a small varint (the bytecode version), then the NUL-terminated producer.
+    let head = &program[MLIR_MAGIC.len()..program.len().min(96)];
+    let start = head
+        .windows(PRODUCER_PREFIX.len())
+        .position(|w| w == PRODUCER_PREFIX)?;
+    let rest = &head[start + PRODUCER_PREFIX.len()..];
+    let end = rest.iter().position(|&b| b == 0)?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+/// Whether a program fits a plugin's StableHLO window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StablehloFit {
+    /// The version the artifact was written for (`None`: unversioned text or bytecode).
+    pub artifact: Option<StablehloVersion>,
+    /// The plugin's oldest accepted version, if it reports one.
+    pub minimum: Option<StablehloVersion>,
+    /// The plugin's newest accepted version, if it reports one.
+    pub current: Option<StablehloVersion>,
+    /// Whether it lies inside the plugin's window (true when nothing is known to the
+    /// contrary).
+    pub fits: bool,
+    /// Whether rpjrt refuses to compile it (older than the minimum, or a newer major
+    /// version than the current one).
+    pub refused: bool,
+}
+
+impl Plugin {
+    /// The plugin's `(current, minimum)` StableHLO versions, when it reports them.
+    pub fn stablehlo_versions(&self) -> Option<(StablehloVersion, StablehloVersion)> {
+        let cur = StablehloVersion::from_list(&self.stablehlo_current_version()?)?;
+        let min = StablehloVersion::from_list(&self.stablehlo_minimum_version()?)?;
+        Some((cur, min))
+    }
+
+    /// The version a producer should serialize portable artifacts to for this plugin
+    /// (its current version), e.g. `"1.13.3"`.
+    pub fn stablehlo_target(&self) -> Option<String> {
+        self.stablehlo_versions().map(|(cur, _)| cur.to_string())
+    }
+
+    /// Says which version a program was written for and whether this plugin takes it.
+    pub fn stablehlo_fit(&self, program: &[u8]) -> StablehloFit {
+        let artifact = artifact_version(program);
+        let (current, minimum) = match self.stablehlo_versions() {
+            Some((c, m)) => (Some(c), Some(m)),
+            None => (None, None),
+        };
+        let (fits, refused) = match (artifact, current, minimum) {
+            (Some(a), Some(c), Some(m)) => (a >= m && a <= c, a < m || a.major > c.major),
+            _ => (true, false),
+        };
+        StablehloFit {
+            artifact,
+            minimum,
+            current,
+            fits,
+            refused,
+        }
+    }
+
+    /// Refuses a portable artifact outside the plugin's window, naming both versions.
+    pub fn check_stablehlo(&self, program: &Program) -> Result<()> {
+        let Program::Mlir(code) = program else {
+            return Ok(());
+        };
+        let fit = self.stablehlo_fit(code);
+        if !fit.refused {
+            return Ok(());
+        }
+        let (a, c, m) = (
+            fit.artifact.expect("set when refused"),
+            fit.current.expect("set when refused"),
+            fit.minimum.expect("set when refused"),
+        );
+        let hint = if a > c {
+            format!("re-export it targeting {c} (plugin.stablehlo_target())")
+        } else {
+            "re-export it with a newer producer".to_string()
+        };
+        Err(Error::invalid(format!(
+            "the program is a StableHLO portable artifact written for StableHLO {a}, but this \
+             plugin accepts {m} to {c}: {hint}"
+        )))
+    }
+}
+
+/// Adds the version window to a compile error of an artifact newer than the plugin's
+/// current StableHLO version (the likely cause).
+pub(crate) fn explain(plugin: &Plugin, program: &Program, err: Error) -> Error {
+    let Program::Mlir(code) = program else {
+        return err;
+    };
+    let fit = plugin.stablehlo_fit(code);
+    match (err, fit.artifact, fit.current) {
+        (
+            Error::Pjrt {
+                entry,
+                code,
+                message,
+            },
+            Some(a),
+            Some(c),
+        ) if a > c => Error::Pjrt {
+            entry,
+            code,
+            message: format!(
+                "{message} (note: the program is a StableHLO {a} artifact and this plugin's \
+                 newest StableHLO is {c}; re-export it targeting {c})"
+            ),
+        },
+        (err, _, _) => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_producer_version() {
+        let mut b = b"ML\xefR\x0dStableHLO_v1.15.0\x00\x01\x1f".to_vec();
+        assert_eq!(
+            artifact_version(&b),
+            Some(StablehloVersion {
+                major: 1,
+                minor: 15,
+                patch: 0
+            })
+        );
+        b[0] = b'X';
+        assert_eq!(artifact_version(&b), None);
+        assert_eq!(artifact_version(b"module @m {}"), None);
+        assert_eq!(artifact_version(b"ML\xefR\x0dMLIR19\x00"), None);
+    }
+
+    #[test]
+    fn versions_order_numerically() {
+        let a: StablehloVersion = "1.9.0".parse().unwrap();
+        let b: StablehloVersion = "1.13.3".parse().unwrap();
+        assert!(a < b);
+        assert!("1.2".parse::<StablehloVersion>().is_err());
+    }
+}

@@ -1,0 +1,309 @@
+//! Compile once, on both real CPU plugins: serialized executables in rpjrt's envelope,
+//! refusals of foreign, damaged and truncated artifacts, introspection, StableHLO version
+//! windows and topologies. The compile cache has its own file (`compile_cache.rs`).
+
+mod common;
+
+use common::*;
+use rpjrt::{
+    artifact_version, Artifact, Client, ClientOptions, CompileOptions, Error, Plugin, Program,
+    StablehloVersion,
+};
+
+fn run_mul_add_on(exe: &rpjrt::Executable, c: &Client) -> Vec<f32> {
+    let d = c.default_device().unwrap();
+    let a: Vec<f32> = (0..8).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..8).map(|i| 3.0 - i as f32).collect();
+    let xa = c.buffer_from_slice(&a, &[8], &d).unwrap();
+    let xb = c.buffer_from_slice(&b, &[8], &d).unwrap();
+    exe.execute(&[&xa, &xb]).unwrap()[0]
+        .to_vec_of::<f32>()
+        .unwrap()
+}
+
+fn serialized_mul_add(c: &Client) -> Vec<u8> {
+    compile(c, &mul_add()).serialize().unwrap()
+}
+
+#[test]
+fn serialize_then_load_gives_identical_results() {
+    for_each_plugin(|p, c| {
+        let exe = compile(c, &mul_add());
+        let expected = run_mul_add_on(&exe, c);
+        let bytes = exe.serialize().unwrap();
+        assert!(rpjrt::is_artifact(&bytes));
+        let art = Artifact::decode(&bytes).unwrap();
+        assert_eq!(art.target.pjrt_version, p.version().to_string());
+        assert_eq!(art.target.platform_name, "cpu");
+        assert_eq!(art.target.device_kind, "cpu");
+        assert_eq!(art.target.device_count, c.devices().unwrap().len());
+        assert!(!art.compile_options.is_empty());
+        let loaded = c.load(&bytes, None).unwrap();
+        assert_eq!(run_mul_add_on(&loaded, c), expected);
+        assert_eq!(loaded.outputs(), exe.outputs());
+        // Parameter types come from the artifact's header, and are checked as usual.
+        assert_eq!(loaded.parameters(), exe.parameters());
+        assert!(loaded.parameters().is_some());
+        let d = c.default_device().unwrap();
+        let short = c.buffer_from_slice(&[1.0f32; 4], &[4], &d).unwrap();
+        expect_err(loaded.execute(&[&short, &short]), &["expects float32[8]"]);
+        // A second client of the same plugin is the same target.
+        let c2 = Client::new(p, &ClientOptions::new()).unwrap();
+        assert_eq!(
+            run_mul_add_on(&c2.load(&bytes, None).unwrap(), &c2),
+            expected
+        );
+    });
+}
+
+#[test]
+fn bare_blobs_load_explicitly() {
+    for_each_plugin(|_, c| {
+        let exe = compile(c, &mul_add());
+        let expected = run_mul_add_on(&exe, c);
+        let bare = exe.serialize_bare().unwrap();
+        assert!(!rpjrt::is_artifact(&bare));
+        let loaded = c.load_bare(&bare).unwrap();
+        assert_eq!(run_mul_add_on(&loaded, c), expected);
+        // The envelope-checking loader refuses bare blobs, and the other way round.
+        expect_err(c.load(&bare, None), &["not an rpjrt artifact", "load_bare"]);
+        expect_err(c.load_bare(&exe.serialize().unwrap()), &["load()"]);
+        expect_err(c.load_bare(&[]), &["empty"]);
+    });
+}
+
+#[test]
+fn loading_with_compile_option_overrides() {
+    for_each_plugin(|_, c| {
+        let bytes = serialized_mul_add(c);
+        let exe = c.load(&bytes, Some(&CompileOptions::default())).unwrap();
+        let fresh = compile(c, &mul_add());
+        assert_eq!(run_mul_add_on(&exe, c), run_mul_add_on(&fresh, c));
+        // Overrides are checked like compile options before the plugin sees them.
+        let bad = CompileOptions {
+            num_replicas: 0,
+            ..Default::default()
+        };
+        expect_err(c.load(&bytes, Some(&bad)), &["num_replicas"]);
+    });
+}
+
+#[test]
+fn artifacts_from_the_other_plugin_are_refused_naming_both_sides() {
+    let old = Client::new(&plugin(Which::Old), &ClientOptions::new()).unwrap();
+    let new = Client::new(&plugin(Which::New), &ClientOptions::new()).unwrap();
+    let from_old = serialized_mul_add(&old);
+    let from_new = serialized_mul_add(&new);
+    let (ov, nv) = (
+        old.plugin().version().to_string(),
+        new.plugin().version().to_string(),
+    );
+    let e = expect_err(new.load(&from_old, None), &["pjrt_version", &ov, &nv]);
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    expect_err(old.load(&from_new, None), &["pjrt_version", &nv, &ov]);
+    // Same plugin, different device count: also another target.
+    let opts = ClientOptions::new().set("cpu_device_count", 2i64);
+    let two = Client::new(&plugin(Which::New), &opts).unwrap();
+    expect_err(two.load(&from_new, None), &["device_count", "2"]);
+}
+
+#[test]
+fn damaged_and_truncated_artifacts_are_refused_before_the_plugin() {
+    for_each_plugin(|_, c| {
+        let bytes = serialized_mul_add(c);
+        // A flipped byte anywhere: in the blob, in the header, in the checksum.
+        for at in [bytes.len() / 2, 30, bytes.len() - 1] {
+            let mut b = bytes.clone();
+            b[at] ^= 0x40;
+            expect_err(c.load(&b, None), &["corrupt", "checksum"]);
+        }
+        // Truncated at several points.
+        for len in [bytes.len() - 1, bytes.len() / 2, 40, 9] {
+            expect_err(c.load(&bytes[..len], None), &["truncated"]);
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        expect_err(c.load(&longer, None), &["trailing"]);
+        let mut b = bytes.clone();
+        b[8] = 9;
+        expect_err(c.load(&b, None), &["envelope version 9"]);
+        expect_err(c.load(b"RPJ", None), &["not an rpjrt artifact"]);
+        expect_err(c.load(&[], None), &["not an rpjrt artifact"]);
+    });
+}
+
+#[test]
+fn introspection_reports_values_or_unsupported() {
+    for_each_plugin(|p, c| {
+        let exe = compile(c, &mul_add());
+        let old = is_old(p);
+        let unsupported = |r: Result<String, Error>, what: &str| match r {
+            Err(Error::Unsupported { .. }) => {}
+            other => panic!("{what}: expected Unsupported, got {other:?}"),
+        };
+
+        let (format, program) = exe.optimized_program().unwrap();
+        assert!(!program.is_empty() && !format.is_empty());
+        unsupported(exe.optimized_hlo_text(), "optimized_hlo_text");
+
+        if old {
+            // a * b + 1 over f32[8]: 16 floating-point operations.
+            let cost = exe.cost_analysis().unwrap();
+            let flops = cost
+                .iter()
+                .find(|(k, _)| k == "flops")
+                .map(|(_, v)| v.clone());
+            assert_eq!(flops, Some(rpjrt::Value::Float(16.0)), "{cost:?}");
+        } else {
+            // The 0.115 plugin answers UNIMPLEMENTED.
+            unsupported(exe.cost_analysis().map(|_| String::new()), "cost_analysis");
+        }
+
+        let stats = exe.compiled_memory_stats().unwrap();
+        assert_eq!(stats.argument_size_in_bytes, 64, "{stats:?}");
+        assert_eq!(stats.output_size_in_bytes, 32, "{stats:?}");
+        assert!(stats.peak_memory_in_bytes.is_some());
+        assert_eq!(stats.total_size_in_bytes.is_some(), !old, "{stats:?}");
+
+        if old {
+            // The 0.81 plugin answers UNIMPLEMENTED.
+            unsupported(
+                exe.output_memory_kinds().map(|k| k.join(",")),
+                "output_memory_kinds",
+            );
+        } else {
+            assert_eq!(exe.output_memory_kinds().unwrap(), vec!["device"]);
+        }
+
+        let out_layouts = exe.output_layouts().unwrap();
+        assert_eq!(out_layouts.len(), 1);
+        assert_eq!(out_layouts[0].minor_to_major, Some(vec![0]));
+        if old {
+            // The 0.81 Layouts extension is 72 bytes: it ends before the parameter slot.
+            let e = exe.parameter_layouts().unwrap_err();
+            assert!(
+                matches!(&e, Error::Unsupported { what, .. } if what.contains("72 bytes")),
+                "{e:?}"
+            );
+            unsupported(
+                exe.parameter_shardings().map(|_| String::new()),
+                "parameter_shardings",
+            );
+            unsupported(
+                exe.output_shardings().map(|_| String::new()),
+                "output_shardings",
+            );
+        } else {
+            let pl = exe.parameter_layouts().unwrap();
+            assert_eq!(pl.len(), 2);
+            assert_eq!(pl[0].minor_to_major, Some(vec![0]));
+            // The extension is there; an unsharded single-device program has no shardings.
+            assert!(exe.parameter_shardings().unwrap().len() <= 2);
+            assert!(exe.output_shardings().unwrap().len() <= 1);
+        }
+
+        assert!(!exe.fingerprint().unwrap().is_empty());
+        // Compile options: the plugin's (0.87+) or the ones rpjrt recorded.
+        let opts = exe.compile_options_bytes().unwrap();
+        assert!(!opts.is_empty());
+        let loaded = c.load(&exe.serialize().unwrap(), None).unwrap();
+        assert!(!loaded.compile_options_bytes().unwrap().is_empty());
+    });
+}
+
+#[test]
+fn stablehlo_versions_and_targets() {
+    for_each_plugin_only(|p| {
+        let (cur, min) = p
+            .stablehlo_versions()
+            .expect("both plugins report versions");
+        assert!(min < cur);
+        let listed = p.stablehlo_current_version().unwrap();
+        assert_eq!(
+            cur.to_string(),
+            listed
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(".")
+        );
+        assert_eq!(p.stablehlo_target(), Some(cur.to_string()));
+
+        let exported = fixture("mul_add.jax_export.mlirbc");
+        let written: StablehloVersion = artifact_version(&exported).unwrap();
+        let fit = p.stablehlo_fit(&exported);
+        assert_eq!(fit.artifact, Some(written));
+        assert_eq!(fit.fits, written >= min && written <= cur);
+        // Newer minor versions of the same major still go to the plugin, which reads them.
+        assert!(!fit.refused);
+        // Text has no version and always fits.
+        let text_fit = p.stablehlo_fit(mul_add().as_bytes());
+        assert_eq!(text_fit.artifact, None);
+        assert!(text_fit.fits);
+    });
+}
+
+/// A portable-artifact header claiming `version`, followed by bytes no plugin could parse:
+/// if rpjrt did not refuse it first, the error would be the plugin's parse error.
+fn fake_artifact(version: &str) -> Vec<u8> {
+    let mut b = b"ML\xefR\x0dStableHLO_v".to_vec();
+    b.extend_from_slice(version.as_bytes());
+    b.push(0);
+    b.extend_from_slice(&[0xff; 32]);
+    b
+}
+
+#[test]
+fn programs_outside_the_window_are_refused_before_compile() {
+    for_each_plugin(|p, c| {
+        let (cur, min) = p.stablehlo_versions().unwrap();
+        let e = expect_err(
+            c.compile(&Program::mlir(fake_artifact("0.1.0")), &Default::default()),
+            &["0.1.0", &min.to_string(), &cur.to_string()],
+        );
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        expect_err(
+            c.compile(&Program::mlir(fake_artifact("99.0.0")), &Default::default()),
+            &["99.0.0", &cur.to_string(), "stablehlo_target"],
+        );
+    });
+}
+
+#[test]
+fn topologies_and_compiling_without_devices() {
+    for_each_plugin(|p, c| {
+        // Both CPU plugins describe their client's devices.
+        let t = c.topology().unwrap();
+        assert_eq!(t.platform_name(), "cpu");
+        let ids: Vec<i32> = c.devices().unwrap().iter().map(|d| d.id()).collect();
+        assert_eq!(t.devices().iter().map(|d| d.0).collect::<Vec<_>>(), ids);
+        assert!(t.devices().iter().all(|d| d.1 == "cpu"));
+        assert!(!t.serialize().unwrap().is_empty());
+        assert_eq!(t.target(), rpjrt::ArtifactTarget::of_client(c).unwrap());
+        // Compiling for the topology: the 0.115 plugin does it (and a client loads the
+        // artifact later); the 0.81 plugin has no compiler behind the entry.
+        let program = Program::mlir(mul_add());
+        match t.compile(&program, &CompileOptions::default()) {
+            Ok(artifact) => {
+                assert!(!is_old(p));
+                let exe = c.load(&artifact, None).unwrap();
+                assert_eq!(
+                    run_mul_add_on(&exe, c),
+                    run_mul_add_on(&compile(c, &mul_add()), c)
+                );
+            }
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(is_old(p), "{what}");
+                assert!(what.contains("compiling for a topology"), "{what}");
+            }
+            Err(e) => panic!("topology compile: {e:?}"),
+        }
+        // Neither creates a topology without a client.
+        match Plugin::topology(p, "cpu") {
+            Err(Error::Unsupported { what, .. }) => {
+                assert!(what.contains("UNIMPLEMENTED"), "{what}")
+            }
+            other => panic!("plugin topology: {other:?}"),
+        }
+    });
+}

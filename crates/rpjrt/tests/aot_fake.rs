@@ -1,0 +1,188 @@
+//! Compile-once error paths on the scriptable fake plugin: old versions, short extension
+//! structs, empty slots and failing loads. (Each test loads its own copy of the fake, with
+//! knobs set under a lock, as in `fake_plugin.rs`.)
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use rpjrt::{
+    Artifact, ArtifactTarget, Cache, Client, ClientOptions, CompileOptions, Error, Plugin, Program,
+};
+
+const KNOBS: [&str; 4] = [
+    "RPJRT_FAKE_VERSION",
+    "RPJRT_FAKE_NULL_SLOTS",
+    "RPJRT_FAKE_FAIL",
+    "RPJRT_FAKE_EXTENSIONS",
+];
+
+static LOCK: Mutex<()> = Mutex::new(());
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+const PROGRAM: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n";
+
+fn fake_library() -> PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")));
+    let p = target.join("debug").join("librpjrt_fake_plugin.so");
+    assert!(
+        p.exists(),
+        "{} is missing: build it with `cargo build -p rpjrt-fake-plugin` (scripts/test.sh does)",
+        p.display()
+    );
+    p
+}
+
+fn client(knobs: &[(&str, &str)]) -> Client {
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!("rpjrt-aot-fake-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join(format!(
+        "fake-{}.so",
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::copy(fake_library(), &copy).unwrap();
+    for k in KNOBS {
+        std::env::remove_var(k);
+    }
+    for (k, v) in knobs {
+        std::env::set_var(k, v);
+    }
+    let p = Plugin::load(&copy);
+    for k in KNOBS {
+        std::env::remove_var(k);
+    }
+    Client::new(&p.expect("fake plugin loads"), &ClientOptions::new()).expect("client")
+}
+
+fn run(c: &Client, exe: &rpjrt::Executable) -> Vec<f32> {
+    let d = c.default_device().unwrap();
+    let x = c
+        .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d)
+        .unwrap();
+    exe.execute(&[&x]).unwrap()[0].to_vec_of::<f32>().unwrap()
+}
+
+fn program() -> Program {
+    Program::mlir(PROGRAM)
+}
+
+#[test]
+fn round_trip_on_the_fake() {
+    let c = client(&[]);
+    let exe = c.compile(&program(), &CompileOptions::default()).unwrap();
+    let loaded = c.load(&exe.serialize().unwrap(), None).unwrap();
+    assert_eq!(run(&c, &loaded), vec![1.0, 2.0, 3.0, 4.0]);
+    let with = c
+        .load(&exe.serialize().unwrap(), Some(&CompileOptions::default()))
+        .unwrap();
+    assert_eq!(run(&c, &with), vec![1.0, 2.0, 3.0, 4.0]);
+}
+
+#[test]
+fn overrides_are_refused_before_pjrt_0_71() {
+    let c = client(&[("RPJRT_FAKE_VERSION", "0.70")]);
+    let artifact = Artifact {
+        target: ArtifactTarget::of_client(&c).unwrap(),
+        compile_options: Vec::new(),
+        blob: b"never reaches the plugin".to_vec(),
+        extra: Vec::new(),
+    }
+    .encode();
+    let e = c
+        .load(&artifact, Some(&CompileOptions::default()))
+        .unwrap_err();
+    match &e {
+        Error::Unsupported {
+            what,
+            needs,
+            plugin,
+            ..
+        } => {
+            assert!(what.contains("overrides"), "{what}");
+            assert_eq!((needs.minor, plugin.minor), (71, 70));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn short_and_unimplemented_extensions_are_unsupported() {
+    // A Layouts struct of 64 bytes ends before the output-layouts slot (offset 64).
+    let c = client(&[("RPJRT_FAKE_EXTENSIONS", "4:64")]);
+    let exe = c.compile(&program(), &CompileOptions::default()).unwrap();
+    match exe.output_layouts().unwrap_err() {
+        Error::Unsupported { what, .. } => assert!(what.contains("64 bytes"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    // No Shardings extension at all.
+    match exe.output_shardings().unwrap_err() {
+        Error::Unsupported { what, .. } => assert!(what.contains("no Shardings"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+    // Full-size extension whose slots answer UNIMPLEMENTED.
+    let c = client(&[("RPJRT_FAKE_EXTENSIONS", "Layouts")]);
+    let exe = c.compile(&program(), &CompileOptions::default()).unwrap();
+    match exe.parameter_layouts().unwrap_err() {
+        Error::Unsupported { what, .. } => assert!(what.contains("UNIMPLEMENTED"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rpjrt-aot-fake-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn a_plugin_that_cannot_serialize_still_compiles_with_a_cache() {
+    let c = client(&[("RPJRT_FAKE_NULL_SLOTS", "PJRT_Executable_Serialize")]);
+    let dir = temp_dir("noserialize");
+    let cache = Cache::new(&dir, None).unwrap();
+    for _ in 0..3 {
+        let exe = c
+            .compile_with_cache(&program(), &CompileOptions::default(), &cache)
+            .unwrap();
+        assert_eq!(run(&c, &exe), vec![1.0, 2.0, 3.0, 4.0]);
+    }
+    let w = cache.take_warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("cannot serialize"), "{w:?}");
+    assert_eq!(cache.stats().misses, 3);
+    assert!(cache.entries().unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_entry_the_plugin_refuses_is_reported_and_recompiled() {
+    let dir = temp_dir("refused");
+    let good = client(&[]);
+    let writer = Cache::new(&dir, None).unwrap();
+    good.compile_with_cache(&program(), &CompileOptions::default(), &writer)
+        .unwrap();
+    assert_eq!(writer.entries().unwrap().len(), 1);
+
+    let failing = client(&[(
+        "RPJRT_FAKE_FAIL",
+        "PJRT_Executable_DeserializeAndLoad:INTERNAL:cannot load this",
+    )]);
+    let cache = Cache::new(&dir, None).unwrap();
+    for _ in 0..2 {
+        let exe = failing
+            .compile_with_cache(&program(), &CompileOptions::default(), &cache)
+            .unwrap();
+        assert_eq!(run(&failing, &exe), vec![1.0, 2.0, 3.0, 4.0]);
+    }
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.corrupt), (0, 2, 2), "{s:?}");
+    let w = cache.take_warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("cannot load this"), "{w:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

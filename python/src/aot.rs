@@ -1,0 +1,496 @@
+//! Compile once: `Executable.serialize`, `Client.load`, the compile cache (`rpjrt.Cache`),
+//! introspection, StableHLO versions and topologies. Conversion only; the logic is in the
+//! rpjrt crate (`aot`, `cache`, `introspect`, `stablehlo`, `topology`).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::client::{PyClient, PyPlugin};
+use crate::convert::value_to_py;
+use crate::errors::{invalid, PyErrExt};
+use crate::executable::PyExecutable;
+
+/// Bytes from `bytes`, `bytearray`, `memoryview` or a path-like naming a file.
+fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if data.is_instance_of::<PyString>() {
+        return Err(invalid(
+            "data must be bytes (an artifact), not str; read the file first or pass a pathlib.Path",
+        ));
+    }
+    let py = data.py();
+    let path_like = py.import("os")?.getattr("PathLike")?;
+    if data.is_instance(&path_like)? {
+        let p: std::path::PathBuf = data.extract()?;
+        return std::fs::read(&p).map_err(|e| invalid(format!("cannot read {}: {e}", p.display())));
+    }
+    data.call_method0("__bytes__")
+        .or_else(|_| py.get_type::<PyBytes>().call1((data,)))
+        .and_then(|b| Ok(b.cast::<PyBytes>()?.as_bytes().to_vec()))
+        .map_err(|_| {
+            invalid(format!(
+                "data must be bytes-like or a path, not {}",
+                data.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })
+}
+
+fn target_dict<'py>(py: Python<'py>, t: &rpjrt::ArtifactTarget) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in t.fields() {
+        if k == "device_count" {
+            d.set_item(k, t.device_count)?;
+        } else {
+            d.set_item(k, v)?;
+        }
+    }
+    Ok(d)
+}
+
+/// Emits each pending cache warning once as a Python `RuntimeWarning`.
+pub fn emit_cache_warnings(py: Python<'_>, cache: &rpjrt::Cache) -> PyResult<()> {
+    let pending = cache.take_warnings();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let warnings = py.import("warnings")?;
+    let cat = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+    for w in pending {
+        warnings.call_method1("warn", (w, cat.clone(), 2))?;
+    }
+    Ok(())
+}
+
+/// A persistent compile-cache directory.
+#[pyclass(frozen, name = "Cache", module = "rpjrt")]
+pub struct PyCache {
+    pub inner: rpjrt::Cache,
+}
+
+fn entry_dict<'py>(py: Python<'py>, e: &rpjrt::CacheEntry) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("key", &e.key)?;
+    d.set_item("path", e.path.display().to_string())?;
+    d.set_item("bytes", e.size)?;
+    let t = e
+        .last_used
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    d.set_item("last_used", t)?;
+    d.set_item("compile_ms", e.compile_ms)?;
+    match &e.target {
+        Some(t) => d.set_item("target", target_dict(py, t)?)?,
+        None => d.set_item("target", py.None())?,
+    }
+    d.set_item("error", e.error.clone())?;
+    Ok(d)
+}
+
+#[pymethods]
+impl PyCache {
+    #[new]
+    #[pyo3(signature = (dir, max_bytes = None))]
+    fn new(dir: std::path::PathBuf, max_bytes: Option<u64>) -> PyResult<PyCache> {
+        Ok(PyCache {
+            inner: rpjrt::Cache::new(dir, max_bytes).pyerr()?,
+        })
+    }
+
+    /// The cache named by RPJRT_CACHE_DIR (and RPJRT_CACHE_MAX_BYTES), or None.
+    #[staticmethod]
+    fn from_env() -> PyResult<Option<PyCache>> {
+        Ok(rpjrt::Cache::from_env()
+            .pyerr()?
+            .map(|inner| PyCache { inner }))
+    }
+
+    #[getter]
+    fn dir(&self) -> String {
+        self.inner.dir().display().to_string()
+    }
+
+    #[getter]
+    fn max_bytes(&self) -> Option<u64> {
+        self.inner.max_bytes()
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("hits", s.hits)?;
+        d.set_item("misses", s.misses)?;
+        d.set_item("corrupt", s.corrupt)?;
+        d.set_item("writes", s.writes)?;
+        d.set_item("evictions", s.evictions)?;
+        d.set_item("bytes_read", s.bytes_read)?;
+        d.set_item("bytes_written", s.bytes_written)?;
+        d.set_item("time_saved", s.time_saved.as_secs_f64())?;
+        d.set_item("compile_time", s.compile_time.as_secs_f64())?;
+        Ok(d)
+    }
+
+    fn reset_stats(&self) {
+        self.inner.reset_stats()
+    }
+
+    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let entries = py.detach(|| self.inner.entries()).pyerr()?;
+        let items = entries
+            .iter()
+            .map(|e| entry_dict(py, e))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    fn info<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyDict>> {
+        let e = py.detach(|| self.inner.info(key)).pyerr()?;
+        entry_dict(py, &e)
+    }
+
+    fn clear(&self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| self.inner.clear()).pyerr()
+    }
+
+    fn evict(&self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| self.inner.evict()).pyerr()
+    }
+
+    fn total_bytes(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.inner.total_bytes()).pyerr()
+    }
+
+    fn take_warnings(&self) -> Vec<String> {
+        self.inner.take_warnings()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "rpjrt.Cache({:?}, max_bytes={})",
+            self.inner.dir().display().to_string(),
+            self.inner
+                .max_bytes()
+                .map_or("None".to_string(), |m| m.to_string())
+        )
+    }
+}
+
+/// A plugin's description of a set of devices.
+#[pyclass(frozen, name = "Topology", module = "rpjrt")]
+pub struct PyTopology {
+    inner: rpjrt::Topology,
+}
+
+#[pymethods]
+impl PyTopology {
+    #[getter]
+    fn platform_name(&self) -> String {
+        self.inner.platform_name().to_string()
+    }
+    #[getter]
+    fn platform_version(&self) -> String {
+        self.inner.platform_version().to_string()
+    }
+    fn devices(&self) -> Vec<(i32, String)> {
+        self.inner.devices().to_vec()
+    }
+    fn fingerprint(&self) -> Option<u64> {
+        self.inner.fingerprint()
+    }
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let b = py.detach(|| self.inner.serialize()).pyerr()?;
+        Ok(PyBytes::new(py, &b))
+    }
+    #[pyo3(signature = (program, *, format = "mlir"))]
+    fn compile<'py>(
+        &self,
+        py: Python<'py>,
+        program: &Bound<'py, PyAny>,
+        format: &str,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let prog = program_from_py(program, format)?;
+        let b = py
+            .detach(|| self.inner.compile(&prog, &rpjrt::CompileOptions::default()))
+            .pyerr()?;
+        Ok(PyBytes::new(py, &b))
+    }
+}
+
+fn program_from_py(program: &Bound<'_, PyAny>, format: &str) -> PyResult<rpjrt::Program> {
+    let code = if let Ok(s) = program.cast::<PyString>() {
+        s.to_str()?.as_bytes().to_vec()
+    } else {
+        data_bytes(program)?
+    };
+    match format {
+        "mlir" => Ok(rpjrt::Program::mlir(code)),
+        "hlo" => Ok(rpjrt::Program::hlo(code)),
+        other => Err(invalid(format!(
+            "format must be \"mlir\" or \"hlo\", not {other:?}"
+        ))),
+    }
+}
+
+#[pymethods]
+impl PyExecutable {
+    /// An rpjrt artifact (envelope + the plugin's blob); load it with `Client.load`.
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let exe = self.rexe().clone();
+        let b = py.detach(|| exe.serialize()).pyerr()?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// The plugin's own serialized executable, without an envelope.
+    fn serialize_bare<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let exe = self.rexe().clone();
+        let b = py.detach(|| exe.serialize_bare()).pyerr()?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    fn optimized_program<'py>(&self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyBytes>)> {
+        let (format, code) = self.rexe().optimized_program().pyerr()?;
+        Ok((format, PyBytes::new(py, &code)))
+    }
+
+    fn optimized_hlo_text(&self) -> PyResult<String> {
+        self.rexe().optimized_hlo_text().pyerr()
+    }
+
+    fn cost_analysis<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in self.rexe().cost_analysis().pyerr()? {
+            d.set_item(k, value_to_py(py, &v)?)?;
+        }
+        Ok(d)
+    }
+
+    fn compiled_memory_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.rexe().compiled_memory_stats().pyerr()?;
+        let d = PyDict::new(py);
+        for (k, v) in s.fields() {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    fn output_memory_kinds(&self) -> PyResult<Vec<String>> {
+        self.rexe().output_memory_kinds().pyerr()
+    }
+
+    fn parameter_shardings<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let s = self.rexe().parameter_shardings().pyerr()?;
+        Ok(s.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+
+    fn output_shardings<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let s = self.rexe().output_shardings().pyerr()?;
+        Ok(s.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+
+    fn parameter_layouts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        layouts_py(py, self.rexe().parameter_layouts().pyerr()?)
+    }
+
+    fn output_layouts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        layouts_py(py, self.rexe().output_layouts().pyerr()?)
+    }
+
+    fn compile_options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.rexe().compile_options_bytes().pyerr()?;
+        Ok(PyBytes::new(py, &b))
+    }
+}
+
+fn layouts_py<'py>(
+    py: Python<'py>,
+    ls: Vec<rpjrt::CompiledLayout>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = ls
+        .into_iter()
+        .map(|l| -> PyResult<Bound<'py, PyAny>> {
+            Ok(match l.minor_to_major {
+                Some(m) => PyTuple::new(py, m)?.into_any(),
+                None => py.None().into_bound(py),
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+#[pymethods]
+impl PyClient {
+    /// Loads an artifact from `Executable.serialize` (checked first), or with `bare=True` a
+    /// plugin's own serialized executable (no checks).
+    #[pyo3(signature = (data, *, bare = false, overrides = None))]
+    fn load(
+        slf: &Bound<'_, Self>,
+        data: &Bound<'_, PyAny>,
+        bare: bool,
+        overrides: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyExecutable>> {
+        let py = slf.py();
+        let bytes = data_bytes(data)?;
+        let overrides = match overrides.filter(|o| !o.is_none()) {
+            None => None,
+            Some(_) if bare => {
+                return Err(invalid(
+                    "overrides need an rpjrt artifact: they cannot be combined with bare=True",
+                ))
+            }
+            Some(o) => Some(overrides_from_py(o)?),
+        };
+        let client = slf.get().inner.clone();
+        let exe = py
+            .detach(|| {
+                if bare {
+                    client.load_bare(&bytes)
+                } else {
+                    client.load(&bytes, overrides.as_ref())
+                }
+            })
+            .pyerr()?;
+        PyExecutable::wrap(py, exe, slf.clone().unbind())
+    }
+
+    /// The compile cache `compile` uses, or None.
+    #[getter]
+    fn cache(&self) -> Option<PyCache> {
+        self.inner.cache().map(|inner| PyCache { inner })
+    }
+
+    #[setter]
+    fn set_cache(&self, cache: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let c = match cache.filter(|c| !c.is_none()) {
+            None => None,
+            Some(c) => Some(cache_from_py(c)?),
+        };
+        self.inner.set_cache(c);
+        Ok(())
+    }
+
+    /// The topology of the client's devices (UnsupportedError where the plugin has none).
+    fn topology(&self, py: Python<'_>) -> PyResult<PyTopology> {
+        let c = self.inner.clone();
+        let inner = py.detach(|| c.topology()).pyerr()?;
+        Ok(PyTopology { inner })
+    }
+
+    /// What the artifacts this client writes are built for.
+    fn artifact_target<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = rpjrt::ArtifactTarget::of_client(&self.inner).pyerr()?;
+        target_dict(py, &t)
+    }
+}
+
+/// Compile options that replace an artifact's own when loading it: a mapping with the keys
+/// `num_replicas`, `num_partitions`, `portable`, `use_spmd_partitioning`, `device_ordinal`.
+fn overrides_from_py(o: &Bound<'_, PyAny>) -> PyResult<rpjrt::CompileOptions> {
+    let mut opts = rpjrt::CompileOptions::default();
+    for item in o.call_method0("items")?.try_iter()? {
+        let (k, v): (String, Bound<'_, PyAny>) = item?.extract()?;
+        let bad = |what: &str| invalid(format!("override {k:?} must be {what}"));
+        match k.as_str() {
+            "num_replicas" => opts.num_replicas = v.extract().map_err(|_| bad("an int >= 1"))?,
+            "num_partitions" => {
+                opts.num_partitions = v.extract().map_err(|_| bad("an int >= 1"))?
+            }
+            "portable" => opts.portable = v.extract().map_err(|_| bad("a bool"))?,
+            "use_spmd_partitioning" => {
+                opts.use_spmd_partitioning = v.extract().map_err(|_| bad("a bool"))?
+            }
+            "device_ordinal" => opts.device_ordinal = v.extract().map_err(|_| bad("an int"))?,
+            other => {
+                return Err(invalid(format!(
+                    "unknown override {other:?} (num_replicas, num_partitions, portable, \
+                     use_spmd_partitioning, device_ordinal)"
+                )))
+            }
+        }
+    }
+    Ok(opts)
+}
+
+/// A `Cache` from a Cache object, a directory path, or `os.PathLike`.
+pub fn cache_from_py(c: &Bound<'_, PyAny>) -> PyResult<rpjrt::Cache> {
+    if let Ok(pc) = c.cast::<PyCache>() {
+        return Ok(pc.get().inner.clone());
+    }
+    let dir: std::path::PathBuf = c
+        .extract()
+        .map_err(|_| invalid("cache must be an rpjrt.Cache or a directory path"))?;
+    rpjrt::Cache::new(dir, None).pyerr()
+}
+
+#[pymethods]
+impl PyPlugin {
+    /// `(current, minimum)` StableHLO versions as "X.Y.Z" strings, or None.
+    fn stablehlo_versions(&self) -> Option<(String, String)> {
+        self.inner
+            .stablehlo_versions()
+            .map(|(c, m)| (c.to_string(), m.to_string()))
+    }
+
+    /// The StableHLO version to serialize portable artifacts to for this plugin.
+    fn stablehlo_target(&self) -> Option<String> {
+        self.inner.stablehlo_target()
+    }
+
+    /// Which StableHLO version `program` was written for and whether this plugin takes it.
+    fn stablehlo_fit<'py>(
+        &self,
+        py: Python<'py>,
+        program: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let code = program_from_py(program, "mlir")?;
+        let rpjrt::Program::Mlir(code) = code else {
+            unreachable!("mlir format requested")
+        };
+        let fit = self.inner.stablehlo_fit(&code);
+        let d = PyDict::new(py);
+        d.set_item("artifact", fit.artifact.map(|v| v.to_string()))?;
+        d.set_item("minimum", fit.minimum.map(|v| v.to_string()))?;
+        d.set_item("current", fit.current.map(|v| v.to_string()))?;
+        d.set_item("fits", fit.fits)?;
+        d.set_item("refused", fit.refused)?;
+        Ok(d)
+    }
+
+    /// A named topology without a client (UnsupportedError where the plugin has none).
+    fn topology(&self, py: Python<'_>, name: &str) -> PyResult<PyTopology> {
+        let p = self.inner.clone();
+        let inner = py.detach(|| p.topology(name)).pyerr()?;
+        Ok(PyTopology { inner })
+    }
+}
+
+/// The StableHLO version a portable artifact was written for, or None.
+#[pyfunction]
+pub fn artifact_stablehlo_version(data: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let b = data_bytes(data)?;
+    Ok(rpjrt::artifact_version(&b).map(|v| v.to_string()))
+}
+
+/// Verifies an rpjrt artifact (magic, length, checksum) and describes it.
+#[pyfunction]
+pub fn inspect_artifact<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let b = data_bytes(data)?;
+    let a = rpjrt::Artifact::decode(&b).pyerr()?;
+    let d = PyDict::new(py);
+    d.set_item("target", target_dict(py, &a.target)?)?;
+    d.set_item("blob_bytes", a.blob.len())?;
+    d.set_item("compile_options_bytes", a.compile_options.len())?;
+    let extra = PyDict::new(py);
+    for (k, v) in &a.extra {
+        extra.set_item(k, v)?;
+    }
+    d.set_item("extra", extra)?;
+    Ok(d)
+}
