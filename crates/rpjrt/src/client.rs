@@ -42,6 +42,8 @@ pub(crate) struct ClientCore {
     pub(crate) devices: Vec<Arc<DeviceData>>,
     pub(crate) addressable: Vec<usize>,
     pub(crate) memories: Vec<Arc<MemoryData>>,
+    /// The key-value store the plugin's callbacks reach; dropped after the C client.
+    pub(crate) _kv: Option<Box<crate::raw::kv::KvUserData>>,
 }
 
 impl ClientCore {
@@ -84,8 +86,64 @@ impl Client {
     /// Creates a client on `plugin` with the given create options.
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
+        let ptr = calls::client_create(plugin.inner.api, options.entries())?;
+        Client::finish_create(plugin, ptr, None)
+    }
+
+    /// Creates a client that is one process of a multi-process job: the plugin gets the
+    /// store's callbacks (`kv_get`, `kv_put`, and `kv_try_get` where its PJRT version has
+    /// the field, 0.61 on) and the create options that name this process.
+    ///
+    /// The options sent are `node_id` and `num_nodes` (what XLA's GPU and TPU plugins
+    /// read). A plugin that refuses them as unknown names gets `process_id` instead (the
+    /// 0.115 CPU plugin's name), and one that refuses that too gets neither. Options the
+    /// caller set explicitly are sent as given. Whether the plugin formed a multi-process
+    /// client shows in [`Client::process_index`] and each device's
+    /// [`Device::process_index`] and [`Device::is_addressable`]; see docs/distributed.md
+    /// for what each CPU plugin does.
+    pub fn new_distributed(
+        plugin: &Plugin,
+        options: &ClientOptions,
+        dist: &crate::distributed::DistributedOptions,
+    ) -> Result<Client> {
+        check_known_options(options)?;
         let api = plugin.inner.api;
-        let ptr = calls::client_create(api, options.entries())?;
+        let kv = crate::raw::kv::KvUserData::new(Arc::clone(&dist.store));
+        let given = |n: &str| options.entries().iter().any(|(k, _)| k == n);
+        let explicit = given("node_id") || given("num_nodes") || given("process_id");
+        let attempts: Vec<Vec<(&str, i64)>> = if explicit {
+            vec![vec![]]
+        } else {
+            vec![
+                vec![
+                    ("node_id", dist.process_id as i64),
+                    ("num_nodes", dist.num_processes as i64),
+                ],
+                vec![("process_id", dist.process_id as i64)],
+                vec![],
+            ]
+        };
+        let mut last = None;
+        for extra in &attempts {
+            let mut o = options.clone();
+            for (k, v) in extra {
+                o = o.set(*k, *v);
+            }
+            match crate::raw::kv::client_create_with_kv(api, o.entries(), Some(&kv)) {
+                Ok(ptr) => return Client::finish_create(plugin, ptr, Some(kv)),
+                Err(e) if refuses_option_name(&e, extra) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::invalid("client creation made no attempt")))
+    }
+
+    fn finish_create(
+        plugin: &Plugin,
+        ptr: ClientPtr,
+        kv: Option<Box<crate::raw::kv::KvUserData>>,
+    ) -> Result<Client> {
+        let api = plugin.inner.api;
         // From here on, a failure must still destroy the client: build the core first with
         // what cannot fail, then fill in.
         let mut core = ClientCore {
@@ -99,6 +157,7 @@ impl Client {
             devices: Vec::new(),
             addressable: Vec::new(),
             memories: Vec::new(),
+            _kv: kv,
         };
         core.platform_name = calls::client_platform_name(api, ptr)?;
         core.platform_version = calls::client_platform_version(api, ptr)?;
@@ -387,6 +446,19 @@ impl Client {
     ) -> Result<Buffer> {
         let bytes = calls::as_bytes(data);
         self.buffer_from_host(bytes, T::ELEMENT_TYPE, dims, None, device, None)
+    }
+}
+
+/// Whether `e` is a plugin's refusal of one of the option names in `extra` as unknown
+/// ("Unexpected option name passed to PJRT_Client_Create: num_nodes").
+fn refuses_option_name(e: &Error, extra: &[(&str, i64)]) -> bool {
+    match e {
+        Error::Pjrt { code, message, .. } => {
+            *code == crate::error::Code::InvalidArgument
+                && message.contains("option")
+                && extra.iter().any(|(k, _)| message.contains(k))
+        }
+        _ => false,
     }
 }
 

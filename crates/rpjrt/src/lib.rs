@@ -29,6 +29,7 @@
 mod bench;
 mod buffer;
 mod client;
+pub mod distributed;
 mod dtype;
 mod error;
 mod event;

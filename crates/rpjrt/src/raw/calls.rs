@@ -178,6 +178,11 @@ pub(crate) struct NamedValues {
 }
 
 impl NamedValues {
+    /// The C array and its length, valid while `self` lives.
+    pub(crate) fn as_raw(&self) -> (*const sys::PJRT_NamedValue, usize) {
+        (self.values.as_ptr(), self.values.len())
+    }
+
     /// Builds C named values that borrow from `options` (which must outlive the result).
     pub(crate) fn new(options: &[(String, Value)]) -> NamedValues {
         let mut values = Vec::with_capacity(options.len());
