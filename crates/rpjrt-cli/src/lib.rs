@@ -6,6 +6,11 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+#[path = "cmd/launch.rs"]
+mod launch_cmd;
+#[path = "cmd/rendezvous.rs"]
+mod rendezvous_cmd;
 use rpjrt::{Client, ClientOptions, Plugin, Value};
 use serde_json::{json, Value as Json};
 
@@ -30,6 +35,11 @@ enum Command {
         #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
         options: Vec<String>,
     },
+    /// Start N local processes of a multi-process job (each gets RPJRT_PROCESS_ID,
+    /// RPJRT_NUM_PROCESSES, RPJRT_COORDINATOR, RPJRT_TOKEN); exit non-zero if any fails.
+    Launch(launch_cmd::LaunchArgs),
+    /// Check that the processes of a job meet on process 0's key-value store.
+    Rendezvous(rendezvous_cmd::RendezvousArgs),
 }
 
 /// Runs the CLI on `args` (including the program name) and returns the exit code.
@@ -41,6 +51,9 @@ pub fn run_from_args(args: Vec<String>) -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if let Command::Launch(args) = cli.command {
+        return launch_cmd::run(args);
+    }
     match run(cli) {
         Ok(()) => 0,
         Err(msg) => {
@@ -57,6 +70,8 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             options,
         } => info(plugin, json, &options),
+        Command::Rendezvous(args) => rendezvous_cmd::run(args),
+        Command::Launch(_) => unreachable!("handled in run_from_args"),
     }
 }
 

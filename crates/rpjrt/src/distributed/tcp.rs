@@ -153,6 +153,14 @@ impl Host {
         })
     }
 
+    /// Whether every peer has closed its connections.
+    fn idle(&self) -> bool {
+        let conns = self.shared.conns.lock().unwrap_or_else(|p| p.into_inner());
+        conns
+            .iter()
+            .all(|(_, t)| t.as_ref().is_none_or(|t| t.is_finished()))
+    }
+
     fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::Release);
         self.shared.changed.notify_all();
@@ -523,6 +531,25 @@ impl TcpStore {
                 }
             }
         }
+    }
+
+    /// Like [`TcpStore::shutdown`], but the host first waits up to `grace` for its peers
+    /// to close their connections (so a peer still reading the last barrier's keys is not
+    /// cut off). Returns whether every peer had gone before the host stopped.
+    pub fn shutdown_after(&self, grace: Duration) -> bool {
+        let mut clean = true;
+        if let Role::Host(h) = &self.role {
+            let until = Instant::now() + grace;
+            while !h.idle() {
+                if Instant::now() >= until {
+                    clean = false;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        self.shutdown();
+        clean
     }
 
     fn closed_error(&self) -> Error {

@@ -1,0 +1,94 @@
+//! `rpjrt rendezvous`: checks that the processes of a job can meet on the TCP key-value
+//! store (process 0 hosts it). Each prints the process count and its own index.
+
+use std::time::Duration;
+
+use clap::Args;
+use rpjrt::distributed::{KvStore, LaunchEnv, TcpStore};
+
+/// Arguments of `rpjrt rendezvous`.
+#[derive(Args, Debug)]
+pub struct RendezvousArgs {
+    /// Give up after this many seconds (each wait is bounded by it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// This process's index (default: from the launcher's environment).
+    #[arg(long)]
+    pub process_id: Option<usize>,
+    /// The number of processes (default: from the launcher's environment).
+    #[arg(long)]
+    pub num_processes: Option<usize>,
+    /// host:port of process 0's store (default: from the launcher's environment).
+    #[arg(long)]
+    pub coordinator: Option<String>,
+    /// Wait this many seconds after joining, before the barrier (for tests).
+    #[arg(long, hide = true)]
+    pub hold: Option<f64>,
+}
+
+/// Runs `rpjrt rendezvous`.
+pub fn run(args: RendezvousArgs) -> Result<(), String> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(format!("--timeout must be positive, got {}", args.timeout));
+    }
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let env = match (args.process_id, args.num_processes) {
+        (Some(p), Some(n)) => LaunchEnv::explicit(
+            p,
+            n,
+            args.coordinator.clone(),
+            std::env::var("RPJRT_TOKEN").ok(),
+        ),
+        (None, None) => LaunchEnv::detect().map(|mut e| {
+            if args.coordinator.is_some() {
+                e.coordinator = args.coordinator.clone();
+            }
+            e
+        }),
+        _ => return Err("give both --process-id and --num-processes, or neither".into()),
+    }
+    .map_err(|e| e.to_string())?;
+    let (p, n) = (env.process_id, env.num_processes);
+    let fail = |e: rpjrt::Error| format!("process {p} of {n}: {e}");
+    let store = TcpStore::from_env(&env, timeout).map_err(fail)?;
+    let result = meet(&store, p, n, timeout, args.hold).map_err(fail);
+    // Process 0 hosts the store: it outlives the others' last reads (or their own
+    // timeouts, when the rendezvous failed), bounded by the timeout.
+    if store.is_host() {
+        store.shutdown_after(timeout);
+    }
+    drop(store);
+    let seen = result?;
+    println!(
+        "process {p} of {n}: rendezvous ok, {seen} processes (launcher: {}, store: {})",
+        env.source,
+        env.coordinator.as_deref().unwrap_or("-")
+    );
+    Ok(())
+}
+
+fn meet(
+    store: &TcpStore,
+    p: usize,
+    n: usize,
+    timeout: Duration,
+    hold: Option<f64>,
+) -> rpjrt::Result<usize> {
+    store.set(&format!("rpjrt:rendezvous:{p}"), p.to_string().as_bytes())?;
+    if let Some(h) = hold {
+        std::thread::sleep(Duration::from_secs_f64(h.max(0.0)));
+    }
+    store.barrier("rendezvous", p, n, timeout)?;
+    let mut seen = 0;
+    for q in 0..n {
+        let v = store.get(&format!("rpjrt:rendezvous:{q}"), timeout)?;
+        if v != q.to_string().as_bytes() {
+            return Err(rpjrt::Error::InvalidArgument(format!(
+                "process {q}'s key holds a wrong value"
+            )));
+        }
+        seen += 1;
+    }
+    store.barrier("rendezvous-done", p, n, timeout)?;
+    Ok(seen)
+}
