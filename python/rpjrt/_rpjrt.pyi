@@ -4,14 +4,14 @@
 import os
 import types
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Literal, final
+from typing import Any, Literal, Protocol, final
 
 from typing_extensions import CapsuleType, Self, TypeAlias
 
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_probe_pjrt_version", "_run_cli"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_probe_pjrt_version", "_run_cli", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host"]
 
 __version__: str
 
@@ -65,7 +65,12 @@ class Client:
         plugin: _PluginSpec | None = None,
         *,
         options: Mapping[str, _OptionValue] | None = None,
-    ) -> Self: ...
+        kv: _KvStoreLike | None = None,
+        process_id: int | None = None,
+        num_processes: int | None = None,
+    ) -> Self:
+        """kv, process_id and num_processes together make one process of a multi-process
+        client: the plugin rendezvouses through kv's set/get/try_get."""
     @property
     def plugin(self) -> Plugin: ...
     @property
@@ -288,3 +293,43 @@ def _bench_c_floor(
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""
+
+class _KvStoreLike(Protocol):
+    def set(self, key: str, value: bytes, /) -> None: ...
+    def get(self, key: str, timeout: float, /) -> bytes: ...
+    def try_get(self, key: str, /) -> bytes | None: ...
+
+@final
+class InMemoryStore:
+    """A key-value store in this process's memory, shared by its threads."""
+
+    def __new__(cls) -> Self: ...
+    def set(self, key: str, value: bytes) -> None: ...
+    def get(self, key: str, timeout: float = 30.0) -> bytes: ...
+    def try_get(self, key: str) -> bytes | None: ...
+    def barrier(
+        self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
+    ) -> None: ...
+
+@final
+class TcpStore:
+    """The TCP key-value store: process 0 hosts it, the others connect with the token."""
+
+    @staticmethod
+    def host(address: str, token: str) -> TcpStore: ...
+    @staticmethod
+    def connect(address: str, token: str, process_id: int, timeout: float = 30.0) -> TcpStore: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def is_host(self) -> bool: ...
+    def set(self, key: str, value: bytes) -> None: ...
+    def get(self, key: str, timeout: float = 30.0) -> bytes: ...
+    def try_get(self, key: str) -> bytes | None: ...
+    def barrier(
+        self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
+    ) -> None: ...
+    def shutdown(self, grace: float = 0.0) -> bool: ...
+
+def _detect_launch_env() -> dict[str, Any]: ...
+def _first_host(list: str) -> str: ...

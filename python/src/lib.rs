@@ -8,6 +8,7 @@ mod bench;
 mod buffer;
 mod client;
 mod convert;
+mod distributed;
 mod dlpack;
 mod errors;
 mod executable;
@@ -41,6 +42,10 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PyBuffer>()?;
     m.add_class::<buffer::PyWaiter>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
+    m.add_class::<distributed::PyInMemoryStore>()?;
+    m.add_class::<distributed::PyTcpStore>()?;
+    m.add_function(wrap_pyfunction!(distributed::_detect_launch_env, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_first_host, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
     Ok(())
