@@ -197,23 +197,36 @@ fn a_peer_killed_mid_rendezvous_is_named_by_everyone_else() {
         .into_iter()
         .map(|p| {
             cmd(
-                &["rendezvous", "--timeout", "2"],
+                &["rendezvous", "--timeout", "30"],
                 &rpjrt_env(p, 3, port, "t"),
             )
             .spawn()
             .unwrap()
         })
         .collect();
-    // Let the victim join (it sets its key, then holds), then kill it.
-    std::thread::sleep(Duration::from_millis(500));
+    // Wait until the victim has joined (it sets its key, then holds), then kill it.
+    {
+        use rpjrt::distributed::{KvStore, TcpStore};
+        let watcher = TcpStore::connect(
+            &format!("127.0.0.1:{port}"),
+            "t",
+            99,
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        watcher
+            .get("rpjrt:rendezvous:1", Duration::from_secs(20))
+            .unwrap();
+    }
     victim.kill().unwrap();
     victim.wait().unwrap();
     for c in others {
         let out = finish(c, LIMIT);
         let err = text(&out.stderr);
         assert!(!out.status.success());
+        // Its connection closed, so the others fail at once rather than at their timeout.
         assert!(
-            err.contains("process 1 of 3 did not reach barrier"),
+            err.contains("process 1 of 3 lost its connection to the store"),
             "{err}"
         );
     }

@@ -88,6 +88,28 @@ pub fn barrier_on<S: KvStore + ?Sized>(
     num_processes: usize,
     timeout: Duration,
 ) -> Result<()> {
+    barrier_with(
+        store,
+        name,
+        process_id,
+        num_processes,
+        timeout,
+        None,
+        &|_| Ok(()),
+    )
+}
+
+/// [`barrier_on`], waiting in slices of `poll` (when given) and asking `alive(p)` after
+/// each slice whether process `p` can still arrive (an error ends the wait at once).
+pub(crate) fn barrier_with<S: KvStore + ?Sized>(
+    store: &S,
+    name: &str,
+    process_id: usize,
+    num_processes: usize,
+    timeout: Duration,
+    poll: Option<Duration>,
+    alive: &dyn Fn(usize) -> Result<()>,
+) -> Result<()> {
     if process_id >= num_processes {
         return Err(Error::invalid(format!(
             "process id {process_id} is out of range for {num_processes} processes"
@@ -96,19 +118,26 @@ pub fn barrier_on<S: KvStore + ?Sized>(
     let deadline = Instant::now() + timeout;
     store.set(&barrier_key(name, process_id), b"1")?;
     for p in (0..num_processes).filter(|&p| p != process_id) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match store.get(&barrier_key(name, p), left) {
-            Ok(_) => {}
-            Err(e) if e.code() == Code::DeadlineExceeded => {
-                let mut missing = vec![p];
-                for q in (p + 1..num_processes).filter(|&q| q != process_id) {
-                    if store.try_get(&barrier_key(name, q))?.is_none() {
-                        missing.push(q);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let slice = poll.map_or(left, |s| s.min(left));
+            match store.get(&barrier_key(name, p), slice) {
+                Ok(_) => break,
+                Err(e) if e.code() == Code::DeadlineExceeded => {
+                    if Instant::now() < deadline {
+                        alive(p)?;
+                        continue;
                     }
+                    let mut missing = vec![p];
+                    for q in (p + 1..num_processes).filter(|&q| q != process_id) {
+                        if store.try_get(&barrier_key(name, q))?.is_none() {
+                            missing.push(q);
+                        }
+                    }
+                    return Err(missing_processes(name, &missing, num_processes, timeout));
                 }
-                return Err(missing_processes(name, &missing, num_processes, timeout));
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -9,6 +9,7 @@
 //! | `0x02` set | `u32` key length, key, value | ok |
 //! | `0x03` get | `u64` timeout in ms, key | ok + value, timeout |
 //! | `0x04` try-get | key | ok + value, not-found |
+//! | `0x05` peer | `u32` process id | ok + one byte: 0 never joined, 1 connected, 2 gone |
 //!
 //! Replies: `0x00` ok (+ value), `0x01` not found, `0x02` timeout, `0x03` refused (+ UTF-8
 //! reason), `0x04` error (+ UTF-8 message). A connection must say hello first, with the
@@ -23,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::memory::{timeout_error, wait_for_key};
-use super::{store_error, KvStore, LaunchEnv};
+use super::{barrier_with, store_error, KvStore, LaunchEnv};
 use crate::error::{Code, Error, Result};
 
 /// The 8 bytes a client's hello starts with (protocol name and version).
@@ -40,6 +41,7 @@ const OP_HELLO: u8 = 0x01;
 const OP_SET: u8 = 0x02;
 const OP_GET: u8 = 0x03;
 const OP_TRY_GET: u8 = 0x04;
+const OP_PEER: u8 = 0x05;
 
 const R_OK: u8 = 0x00;
 const R_NOT_FOUND: u8 = 0x01;
@@ -105,6 +107,8 @@ struct Shared {
     stop: AtomicBool,
     token: Vec<u8>,
     conns: Mutex<Vec<(TcpStream, Option<JoinHandle<()>>)>>,
+    /// Open connections per process id; an id that joined and has none left is gone.
+    peers: Mutex<HashMap<u32, usize>>,
 }
 
 impl Shared {
@@ -114,6 +118,26 @@ impl Shared {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
+    fn peer_state(&self, p: u32) -> PeerState {
+        match self.peers.lock().unwrap_or_else(|e| e.into_inner()).get(&p) {
+            None => PeerState::NeverJoined,
+            Some(0) => PeerState::Gone,
+            Some(_) => PeerState::Connected,
+        }
+    }
+    fn peer_delta(&self, p: u32, up: bool) {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        let n = peers.entry(p).or_insert(0);
+        *n = if up { *n + 1 } else { n.saturating_sub(1) };
+    }
+}
+
+/// Whether a process has joined the store and is still connected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PeerState {
+    NeverJoined = 0,
+    Connected = 1,
+    Gone = 2,
 }
 
 struct Host {
@@ -140,6 +164,7 @@ impl Host {
             stop: AtomicBool::new(false),
             token: token.as_bytes().to_vec(),
             conns: Mutex::new(Vec::new()),
+            peers: Mutex::new(HashMap::new()),
         });
         let s = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -232,6 +257,14 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
     }
     write_frame(stream, &[&[R_OK]])?;
     stream.set_read_timeout(None)?;
+    let pid = u32::from_be_bytes([hello[9], hello[10], hello[11], hello[12]]);
+    shared.peer_delta(pid, true);
+    let r = serve_requests(stream, shared);
+    shared.peer_delta(pid, false);
+    r
+}
+
+fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
     loop {
         let req = match read_frame(stream) {
             Ok(r) => r,
@@ -273,6 +306,10 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
                     Some(v) => write_frame(stream, &[&[R_OK], &v])?,
                     None => write_frame(stream, &[&[R_TIMEOUT]])?,
                 }
+            }
+            OP_PEER if body.len() == 4 => {
+                let p = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+                write_frame(stream, &[&[R_OK, shared.peer_state(p) as u8]])?;
             }
             OP_TRY_GET => {
                 let key = utf8(body)?;
@@ -552,6 +589,27 @@ impl TcpStore {
         clean
     }
 
+    /// Whether process `p` has joined the store and is still connected to it.
+    fn peer_state(&self, p: usize) -> Result<PeerState> {
+        if p == 0 {
+            // Process 0 is the host; a host that answers is alive.
+            return Ok(PeerState::Connected);
+        }
+        let p32 = u32::try_from(p).map_err(|_| Error::invalid("process id too large"))?;
+        match &self.role {
+            Role::Host(h) => Ok(h.shared.peer_state(p32)),
+            Role::Remote(r) => {
+                let reply = r.call(&[&[OP_PEER], &p32.to_be_bytes()], Duration::ZERO)?;
+                match (reply[0], reply.get(1)) {
+                    (R_OK, Some(0)) => Ok(PeerState::NeverJoined),
+                    (R_OK, Some(1)) => Ok(PeerState::Connected),
+                    (R_OK, Some(2)) => Ok(PeerState::Gone),
+                    _ => Err(reply_error(&reply)),
+                }
+            }
+        }
+    }
+
     fn closed_error(&self) -> Error {
         store_error(
             Code::FailedPrecondition,
@@ -567,6 +625,33 @@ impl Drop for TcpStore {
 }
 
 impl KvStore for TcpStore {
+    /// Like every store's barrier, and it also fails at once, naming the process, when a
+    /// process that joined the store loses its connection (it exited or crashed) before
+    /// arriving.
+    fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
+        let alive = |p: usize| -> Result<()> {
+            if self.peer_state(p)? == PeerState::Gone {
+                return Err(store_error(
+                    Code::Unavailable,
+                    format!(
+                        "process {p} of {n} lost its connection to the store (it exited or \
+                         crashed) before reaching barrier {name:?}"
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        barrier_with(
+            self,
+            name,
+            pid,
+            n,
+            timeout,
+            Some(Duration::from_millis(200)),
+            &alive,
+        )
+    }
+
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
         match &self.role {
             Role::Host(h) => {
@@ -756,6 +841,26 @@ mod tests {
         assert!(e.to_string().contains("process 2 of 3"), "{e}");
         let e = t0.join().unwrap().unwrap_err();
         assert!(e.to_string().contains("process 2 of 3"), "{e}");
+    }
+
+    #[test]
+    fn barrier_fails_fast_naming_a_peer_that_left() {
+        let (host, addr) = pair("t");
+        let leaver = TcpStore::connect(&addr, "t", 2, T).unwrap();
+        let stayer = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        drop(leaver);
+        let stayer = std::thread::spawn(move || stayer.barrier("b", 1, 3, T));
+        let e = host.barrier("b", 0, 3, T).unwrap_err();
+        assert_eq!(e.code(), Code::Unavailable, "{e}");
+        assert!(
+            e.to_string().contains("process 2 of 3 lost its connection"),
+            "{e}"
+        );
+        let e = stayer.join().unwrap().unwrap_err();
+        assert!(
+            e.to_string().contains("process 2 of 3 lost its connection"),
+            "{e}"
+        );
     }
 
     #[test]
