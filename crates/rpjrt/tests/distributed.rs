@@ -269,4 +269,39 @@ fn global_view_lists_other_processes_devices_as_not_addressable() {
     assert!(e.to_string().contains("not addressable"), "{e}");
     // Work goes to the local devices by default.
     assert_eq!(c.default_device().unwrap().id(), 0);
+    // A 2-replica program on the two local devices: execute_sharded takes one argument
+    // list per local device, and refuses a list per global device.
+    let exe = c
+        .compile(
+            &Program::mlir(
+                "func.func public @main(%a: tensor<1xf32>) -> tensor<1xf32> {\n  return %a : tensor<1xf32>\n}\n",
+            ),
+            &CompileOptions {
+                num_replicas: 2,
+                device_assignment: Some(vec![vec![0], vec![1]]),
+                ..CompileOptions::default()
+            },
+        )
+        .unwrap();
+    let locals = exe.addressable_devices().unwrap();
+    assert_eq!(
+        locals.iter().map(|d| d.id()).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    let bufs: Vec<_> = locals
+        .iter()
+        .map(|d| c.buffer_from_slice(&[d.id() as f32], &[1], d).unwrap())
+        .collect();
+    let out = exe
+        .execute_sharded(&[vec![&bufs[0]], vec![&bufs[1]]])
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    let four = vec![
+        vec![&bufs[0]],
+        vec![&bufs[1]],
+        vec![&bufs[0]],
+        vec![&bufs[1]],
+    ];
+    let e = exe.execute_sharded(&four).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
 }
