@@ -663,6 +663,13 @@ impl KvStore for TcpStore {
                 Ok(())
             }
             Role::Remote(r) => {
+                if key.len() + value.len() + 5 > MAX_FRAME {
+                    return Err(Error::invalid(format!(
+                        "key {key:?} with a value of {} bytes exceeds the TCP store's \
+                         {MAX_FRAME}-byte message limit",
+                        value.len()
+                    )));
+                }
                 let klen = u32::try_from(key.len())
                     .map_err(|_| Error::invalid("key longer than 4 GiB"))?;
                 let reply = r.call(
@@ -759,6 +766,11 @@ mod tests {
         assert_eq!(host.get("empty", T).unwrap(), b"");
         c.set("bin", &[0, 255, 10, 13]).unwrap();
         assert_eq!(c.get("bin", T).unwrap(), [0, 255, 10, 13]);
+        // A value too large for one message is refused before sending; the connection
+        // stays usable.
+        let e = c.set("big", &vec![0u8; MAX_FRAME]).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        c.set("after", b"ok").unwrap();
     }
 
     #[test]
