@@ -347,3 +347,67 @@ fn launch_refuses_bad_arguments() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("cannot start"));
 }
+
+/// The fake plugin library, built here if the workspace has not built it yet.
+fn fake_plugin() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
+    let lib = target.join("debug").join("librpjrt_fake_plugin.so");
+    if !lib.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--locked", "-p", "rpjrt-fake-plugin"])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "building the fake plugin failed");
+    }
+    lib
+}
+
+#[test]
+fn processes_form_a_multi_process_client_through_the_tcp_store() {
+    // The fake plugin with RPJRT_FAKE_KV=1 exchanges device counts through the KV
+    // callbacks, as a distributed plugin does; each process has 2 devices.
+    let fake = fake_plugin();
+    for n in [2usize, 4] {
+        let mut c = cmd(
+            &[
+                "launch",
+                "-n",
+                &n.to_string(),
+                "--",
+                RPJRT,
+                "rendezvous",
+                "--timeout",
+                "20",
+                "--plugin",
+                fake.to_str().unwrap(),
+                "-o",
+                "fake_device_count=2",
+            ],
+            &[],
+        );
+        c.env("RPJRT_FAKE_KV", "1");
+        let out = finish(c.spawn().unwrap(), LIMIT);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+        for p in 0..n {
+            let devices: Vec<String> = (0..2 * n)
+                .map(|d| {
+                    let owner = d / 2;
+                    let mark = if owner == p { "*" } else { "" };
+                    format!("{d}@{owner}{mark}")
+                })
+                .collect();
+            let line = format!(
+                "[{p}] process {p} of {n}: client process index {p}, {} devices, 2 addressable \
+                 [id@process, * = addressable: {}]",
+                2 * n,
+                devices.join(" ")
+            );
+            assert!(stdout.contains(&line), "missing {line:?} in\n{stdout}");
+        }
+    }
+}

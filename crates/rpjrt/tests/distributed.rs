@@ -130,7 +130,11 @@ fn distributed_options_check_their_ids() {
 
 // ---------------------------------------------------------------------- the fake plugin
 
-const KNOBS: [&str; 2] = ["RPJRT_FAKE_VERSION", "RPJRT_FAKE_ALLOWED_OPTIONS"];
+const KNOBS: [&str; 3] = [
+    "RPJRT_FAKE_VERSION",
+    "RPJRT_FAKE_ALLOWED_OPTIONS",
+    "RPJRT_FAKE_KV",
+];
 static LOCK: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
@@ -304,4 +308,78 @@ fn global_view_lists_other_processes_devices_as_not_addressable() {
     ];
     let e = exe.execute_sharded(&four).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+}
+
+/// Caps every wait at `cap`, so a missing peer fails fast in tests.
+struct Capped {
+    inner: InMemoryStore,
+    cap: Duration,
+}
+impl KvStore for Capped {
+    fn set(&self, key: &str, value: &[u8]) -> rpjrt::Result<()> {
+        self.inner.set(key, value)
+    }
+    fn get(&self, key: &str, timeout: Duration) -> rpjrt::Result<Vec<u8>> {
+        self.inner.get(key, timeout.min(self.cap))
+    }
+    fn try_get(&self, key: &str) -> rpjrt::Result<Option<Vec<u8>>> {
+        self.inner.try_get(key)
+    }
+}
+
+#[test]
+fn fake_kv_plugin_forms_a_three_process_client_through_the_store() {
+    let plugin = fake(&[("RPJRT_FAKE_KV", "1")]);
+    let store: Arc<dyn KvStore> = Arc::new(InMemoryStore::new());
+    let clients: Vec<Client> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3usize)
+            .map(|p| {
+                let (plugin, store) = (&plugin, Arc::clone(&store));
+                s.spawn(move || {
+                    let dist = DistributedOptions::new(store, p, 3).unwrap();
+                    // Process p has p + 1 devices.
+                    let opts = ClientOptions::new().set("fake_device_count", p as i64 + 1);
+                    Client::new_distributed(plugin, &opts, &dist).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (p, c) in clients.iter().enumerate() {
+        assert_eq!(c.process_index().unwrap(), p as i32);
+        let all = c.devices().unwrap();
+        // The same global list everywhere: 1 + 2 + 3 devices, process-major.
+        let owners: Vec<i32> = all.iter().map(|d| d.process_index()).collect();
+        assert_eq!(owners, vec![0, 1, 1, 2, 2, 2]);
+        let local = c.addressable_devices().unwrap();
+        assert_eq!(local.len(), p + 1);
+        assert!(local
+            .iter()
+            .all(|d| d.process_index() == p as i32 && d.is_addressable()));
+        assert!(all
+            .iter()
+            .filter(|d| d.process_index() != p as i32)
+            .all(|d| !d.is_addressable()));
+        // Local work runs on a local device.
+        let d = c.default_device().unwrap();
+        assert_eq!(d.process_index(), p as i32);
+        let x = c.buffer_from_slice(&[p as f32], &[1], &d).unwrap();
+        assert_eq!(x.to_vec_of::<f32>().unwrap(), vec![p as f32]);
+    }
+}
+
+#[test]
+fn fake_kv_plugin_names_the_process_that_never_arrived() {
+    let plugin = fake(&[("RPJRT_FAKE_KV", "1")]);
+    let store = Arc::new(Capped {
+        inner: InMemoryStore::new(),
+        cap: Duration::from_millis(100),
+    });
+    // Process 0 of 3 alone: process 1 never publishes its devices.
+    let dist = DistributedOptions::new(store, 0, 3).unwrap();
+    let e = Client::new_distributed(&plugin, &ClientOptions::new(), &dist).unwrap_err();
+    assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+    let m = e.to_string();
+    assert!(m.contains("waiting for process 1"), "{m}");
+    assert!(m.contains("fake:device:1"), "{m}");
 }

@@ -1,10 +1,15 @@
 //! `rpjrt rendezvous`: checks that the processes of a job can meet on the TCP key-value
-//! store (process 0 hosts it). Each prints the process count and its own index.
+//! store (process 0 hosts it). Each prints the process count and its own index; with
+//! `--plugin`, each then creates a multi-process client through the store and prints the
+//! global device view it got.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use rpjrt::distributed::{KvStore, LaunchEnv, TcpStore};
+use rpjrt::distributed::{DistributedOptions, KvStore, LaunchEnv, TcpStore};
+use rpjrt::{Client, ClientOptions, Plugin};
 
 /// Arguments of `rpjrt rendezvous`.
 #[derive(Args, Debug)]
@@ -24,6 +29,13 @@ pub struct RendezvousArgs {
     /// Wait this many seconds after joining, before the barrier (for tests).
     #[arg(long, hide = true)]
     pub hold: Option<f64>,
+    /// Also create a multi-process client on this plugin through the store, and print the
+    /// devices it lists.
+    #[arg(long)]
+    pub plugin: Option<PathBuf>,
+    /// Create options for that client, as NAME=VALUE.
+    #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
+    pub options: Vec<String>,
 }
 
 /// Runs `rpjrt rendezvous`.
@@ -50,21 +62,70 @@ pub fn run(args: RendezvousArgs) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let (p, n) = (env.process_id, env.num_processes);
     let fail = |e: rpjrt::Error| format!("process {p} of {n}: {e}");
-    let store = TcpStore::from_env(&env, timeout).map_err(fail)?;
-    let result = meet(&store, p, n, timeout, args.hold).map_err(fail);
+    let options: ClientOptions = args
+        .options
+        .iter()
+        .map(|o| crate::parse_option(o))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .collect();
+    let plugin = match &args.plugin {
+        Some(path) => Some(Plugin::load(path).map_err(fail)?),
+        None => None,
+    };
+    let store = Arc::new(TcpStore::from_env(&env, timeout).map_err(fail)?);
+    let result = meet(&store, p, n, timeout, args.hold).and_then(|seen| {
+        let view = match &plugin {
+            Some(pl) => Some(client_view(pl, &options, &store, p, n)?),
+            None => None,
+        };
+        store.barrier("rendezvous-done", p, n, timeout)?;
+        Ok((seen, view))
+    });
+    let result = result.map_err(fail);
     // Process 0 hosts the store: it outlives the others' last reads (or their own
     // timeouts, when the rendezvous failed), bounded by the timeout.
     if store.is_host() {
         store.shutdown_after(timeout);
     }
     drop(store);
-    let seen = result?;
+    let (seen, view) = result?;
     println!(
         "process {p} of {n}: rendezvous ok, {seen} processes (launcher: {}, store: {})",
         env.source,
         env.coordinator.as_deref().unwrap_or("-")
     );
+    if let Some(v) = view {
+        println!("process {p} of {n}: {v}");
+    }
     Ok(())
+}
+
+/// Creates the multi-process client and describes the device list it sees.
+fn client_view(
+    plugin: &Plugin,
+    options: &ClientOptions,
+    store: &Arc<TcpStore>,
+    p: usize,
+    n: usize,
+) -> rpjrt::Result<String> {
+    let dist = DistributedOptions::new(store.clone(), p, n)?;
+    let client = Client::new_distributed(plugin, options, &dist)?;
+    let devices = client.devices()?;
+    let owners: Vec<String> = devices
+        .iter()
+        .map(|d| {
+            let mark = if d.is_addressable() { "*" } else { "" };
+            format!("{}@{}{mark}", d.id(), d.process_index())
+        })
+        .collect();
+    Ok(format!(
+        "client process index {}, {} devices, {} addressable [id@process, * = addressable: {}]",
+        client.process_index()?,
+        devices.len(),
+        client.addressable_devices()?.len(),
+        owners.join(" ")
+    ))
 }
 
 fn meet(
@@ -89,6 +150,5 @@ fn meet(
         }
         seen += 1;
     }
-    store.barrier("rendezvous-done", p, n, timeout)?;
     Ok(seen)
 }
