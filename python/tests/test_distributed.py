@@ -407,3 +407,44 @@ def test_python_store_serves_the_plugin_through_the_callbacks() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     assert "['get', 'set', 'try_get']" in r.stdout, r.stdout
     assert "DeadlineExceededError" in r.stdout and "process 3 never set" in r.stdout, r.stdout
+
+
+def test_two_threads_form_a_two_process_client_through_a_python_store() -> None:
+    """Each thread's client creation waits in kv_get for the other's key; that only works
+    if creation releases the GIL and each callback takes it for its own call."""
+    r = run_python(
+        f"""
+        import threading, rpjrt
+        class Store:
+            def __init__(self):
+                self.d, self.cv = {{}}, threading.Condition()
+            def set(self, k, v):
+                with self.cv:
+                    self.d[k] = v
+                    self.cv.notify_all()
+            def get(self, k, t):
+                with self.cv:
+                    if not self.cv.wait_for(lambda: k in self.d, t):
+                        raise TimeoutError(k)
+                    return self.d[k]
+            def try_get(self, k):
+                with self.cv:
+                    return self.d.get(k)
+        store, out = Store(), {{}}
+        def make(p):
+            c = rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_device_count": 2}},
+                             kv=store, process_id=p, num_processes=2)
+            out[p] = (c.process_index, [(d.id, d.process_index, d.is_addressable)
+                                        for d in c.all_devices()], len(c.devices()))
+        ts = [threading.Thread(target=make, args=(p,)) for p in (0, 1)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        print(out[0]); print(out[1])
+        """,
+        env={"RPJRT_FAKE_KV": "1"},
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "(0, [(0, 0, True), (1, 0, True), (2, 1, False), (3, 1, False)], 2)"
+    assert lines[1] == "(1, [(0, 0, False), (1, 0, False), (2, 1, True), (3, 1, True)], 2)"
