@@ -168,6 +168,10 @@ pub enum Error {
         /// What failed, naming the process or key involved.
         message: String,
     },
+    /// A host allocation sized by the request could not be made (or its size overflows):
+    /// the request needs more memory than there is, as numpy's `MemoryError`.
+    #[error("out of memory: {0}")]
+    ResourceExhausted(String),
 }
 
 impl Error {
@@ -180,6 +184,7 @@ impl Error {
             Error::StructSize { .. } | Error::InvalidArgument(_) => Code::InvalidArgument,
             Error::Closed(_) | Error::Deleted(_) => Code::FailedPrecondition,
             Error::Store { code, .. } => *code,
+            Error::ResourceExhausted(_) => Code::ResourceExhausted,
         }
     }
 

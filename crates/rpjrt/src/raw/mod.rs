@@ -21,6 +21,7 @@ use crate::plugin::ApiVersion;
 pub(crate) mod calls;
 pub(crate) mod event;
 pub(crate) mod floor;
+pub(crate) mod hostmem;
 pub(crate) mod kv;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
