@@ -1,22 +1,20 @@
-//! The key-value callbacks of `PJRT_Client_Create`: panic-catching `extern "C"`
-//! trampolines over a [`KvStore`], and the create call that passes them.
+//! The key-value callbacks of `PJRT_Client_Create`: `extern "C"` trampolines over a
+//! [`KvStore`], each run inside [`super::callback::guard`] so a panic never reaches C.
 //!
 //! The plugin may call these from any of its threads, during client creation and later
 //! (GPU plugins exchange collective ids through the store at execution time), so the store
 //! lives in a box owned by the client core until the C client is destroyed.
 
 use std::ffi::{c_char, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rpjrt_sys as sys;
 
-use super::calls::{ClientPtr, NamedValues};
-use super::{pjrt, Api, Args};
+use super::callback::guard;
+use super::{Api, Args};
 use crate::distributed::KvStore;
-use crate::error::{Code, Error, Result};
-use crate::value::Value;
+use crate::error::Code;
 
 super::args_types! {
     PJRT_KeyValueGetCallback_Args => PJRT_KeyValueGetCallback_Args_STRUCT_SIZE,
@@ -27,14 +25,14 @@ super::args_types! {
 /// The PJRT minor version that added `kv_try_get_callback` to `PJRT_Client_Create_Args`.
 pub(crate) const KV_TRY_GET_SINCE_MINOR: i32 = 61;
 
-/// What the callbacks' `user_arg` points to. Boxed so its address is stable.
+/// What the callbacks' `user_arg` points to. Kept in an `Arc` so its address is stable.
 pub(crate) struct KvUserData {
     store: Arc<dyn KvStore>,
 }
 
 impl KvUserData {
-    pub(crate) fn new(store: Arc<dyn KvStore>) -> Box<KvUserData> {
-        Box::new(KvUserData { store })
+    pub(crate) fn new(store: Arc<dyn KvStore>) -> KvUserData {
+        KvUserData { store }
     }
     fn as_arg(&self) -> *mut c_void {
         (self as *const KvUserData).cast_mut().cast()
@@ -102,7 +100,7 @@ unsafe extern "C" fn free_value(value: *mut c_char) {
     if value.is_null() {
         return;
     }
-    let _ = catch_unwind(|| {
+    guard(|| {
         // SAFETY: `value` came from `alloc_value`, so the header precedes it inside the same
         // allocation, and the plugin frees each value once.
         unsafe {
@@ -133,15 +131,6 @@ unsafe fn read_key<'a>(key: *const c_char, len: usize) -> std::result::Result<&'
     std::str::from_utf8(bytes).map_err(|_| "the plugin passed a key that is not UTF-8".into())
 }
 
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    let what = p
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".into());
-    format!("the key-value store panicked: {what}")
-}
-
 /// `kv_get_callback`: waits for a key through the store.
 pub(crate) unsafe extern "C" fn kv_get(
     args: *mut sys::PJRT_KeyValueGetCallback_Args,
@@ -151,25 +140,22 @@ pub(crate) unsafe extern "C" fn kv_get(
     }
     // SAFETY: the plugin passes a valid args struct for the duration of the call.
     let a = unsafe { &mut *args };
-    let outcome = catch_unwind(AssertUnwindSafe(
-        || -> std::result::Result<(), (Code, String)> {
-            // SAFETY: key/key_size come from the plugin and are valid during the call.
-            let key =
-                unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
-            // SAFETY: user_arg is the KvUserData we passed; it outlives the client.
-            let data = unsafe { &*(a.user_arg as *const KvUserData) };
-            let timeout = Duration::from_millis(a.timeout_in_ms.max(0) as u64);
-            let v = data
-                .store
-                .get(key, timeout)
-                .map_err(|e| (e.code(), e.to_string()))?;
-            let (ptr, len) = alloc_value(&v);
-            a.value = ptr;
-            a.value_size = len;
-            a.value_deleter_callback = Some(free_value);
-            Ok(())
-        },
-    ));
+    let outcome = guard(|| -> std::result::Result<(), (Code, String)> {
+        // SAFETY: key/key_size come from the plugin and are valid during the call.
+        let key = unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
+        // SAFETY: user_arg is the KvUserData we passed; it outlives the client.
+        let data = unsafe { &*(a.user_arg as *const KvUserData) };
+        let timeout = Duration::from_millis(a.timeout_in_ms.max(0) as u64);
+        let v = data
+            .store
+            .get(key, timeout)
+            .map_err(|e| (e.code(), e.to_string()))?;
+        let (ptr, len) = alloc_value(&v);
+        a.value = ptr;
+        a.value_size = len;
+        a.value_deleter_callback = Some(free_value);
+        Ok(())
+    });
     finish(a.callback_error, outcome)
 }
 
@@ -182,29 +168,26 @@ pub(crate) unsafe extern "C" fn kv_try_get(
     }
     // SAFETY: as in `kv_get`.
     let a = unsafe { &mut *args };
-    let outcome = catch_unwind(AssertUnwindSafe(
-        || -> std::result::Result<(), (Code, String)> {
-            // SAFETY: as in `kv_get`.
-            let key =
-                unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
-            // SAFETY: as in `kv_get`.
-            let data = unsafe { &*(a.user_arg as *const KvUserData) };
-            match data
-                .store
-                .try_get(key)
-                .map_err(|e| (e.code(), e.to_string()))?
-            {
-                Some(v) => {
-                    let (ptr, len) = alloc_value(&v);
-                    a.value = ptr;
-                    a.value_size = len;
-                    a.value_deleter_callback = Some(free_value);
-                    Ok(())
-                }
-                None => Err((Code::NotFound, format!("key {key:?} is not set"))),
+    let outcome = guard(|| -> std::result::Result<(), (Code, String)> {
+        // SAFETY: as in `kv_get`.
+        let key = unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
+        // SAFETY: as in `kv_get`.
+        let data = unsafe { &*(a.user_arg as *const KvUserData) };
+        match data
+            .store
+            .try_get(key)
+            .map_err(|e| (e.code(), e.to_string()))?
+        {
+            Some(v) => {
+                let (ptr, len) = alloc_value(&v);
+                a.value = ptr;
+                a.value_size = len;
+                a.value_deleter_callback = Some(free_value);
+                Ok(())
             }
-        },
-    ));
+            None => Err((Code::NotFound, format!("key {key:?} is not set"))),
+        }
+    });
     finish(a.callback_error, outcome)
 }
 
@@ -217,75 +200,58 @@ pub(crate) unsafe extern "C" fn kv_put(
     }
     // SAFETY: as in `kv_get`.
     let a = unsafe { &mut *args };
-    let outcome = catch_unwind(AssertUnwindSafe(
-        || -> std::result::Result<(), (Code, String)> {
-            // SAFETY: as in `kv_get`.
-            let key =
-                unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
-            let value: &[u8] = if a.value.is_null() || a.value_size == 0 {
-                &[]
-            } else {
-                // SAFETY: value/value_size come from the plugin, valid during the call.
-                unsafe { std::slice::from_raw_parts(a.value.cast::<u8>(), a.value_size) }
-            };
-            // SAFETY: as in `kv_get`.
-            let data = unsafe { &*(a.user_arg as *const KvUserData) };
-            data.store
-                .set(key, value)
-                .map_err(|e| (e.code(), e.to_string()))
-        },
-    ));
+    let outcome = guard(|| -> std::result::Result<(), (Code, String)> {
+        // SAFETY: as in `kv_get`.
+        let key = unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
+        let value: &[u8] = if a.value.is_null() || a.value_size == 0 {
+            &[]
+        } else {
+            // SAFETY: value/value_size come from the plugin, valid during the call.
+            unsafe { std::slice::from_raw_parts(a.value.cast::<u8>(), a.value_size) }
+        };
+        // SAFETY: as in `kv_get`.
+        let data = unsafe { &*(a.user_arg as *const KvUserData) };
+        data.store
+            .set(key, value)
+            .map_err(|e| (e.code(), e.to_string()))
+    });
     finish(a.callback_error, outcome)
 }
 
 fn finish(
     callback_error: *mut Option<sys::PJRT_CallbackError>,
-    outcome: std::thread::Result<std::result::Result<(), (Code, String)>>,
+    outcome: Option<std::result::Result<(), (Code, String)>>,
 ) -> *mut sys::PJRT_Error {
     let (code, message) = match outcome {
-        Ok(Ok(())) => return std::ptr::null_mut(),
-        Ok(Err(e)) => e,
-        Err(p) => (Code::Internal, panic_message(p)),
+        Some(Ok(())) => return std::ptr::null_mut(),
+        Some(Err(e)) => e,
+        None => (
+            Code::Internal,
+            "the key-value store panicked (see stderr for the panic message)".to_string(),
+        ),
     };
     // SAFETY: `callback_error` comes from the live args struct of this callback.
     unsafe { report(callback_error, code, &message) }
 }
 
-/// `PJRT_Client_Create` with options and, when `kv` is given, the key-value callbacks.
-/// `kv_try_get` is passed only to plugins whose `PJRT_Client_Create_Args` has it (0.61+).
-pub(crate) fn client_create_with_kv(
-    api: &Api,
-    options: &[(String, Value)],
-    kv: Option<&KvUserData>,
-) -> Result<ClientPtr> {
-    let nvs = NamedValues::new(options);
-    let mut a = sys::PJRT_Client_Create_Args::new();
-    let (ptr, len) = nvs.as_raw();
-    a.create_options = ptr;
-    a.num_options = len;
-    if let Some(kv) = kv {
-        a.kv_get_callback = Some(kv_get);
-        a.kv_get_user_arg = kv.as_arg();
-        a.kv_put_callback = Some(kv_put);
-        a.kv_put_user_arg = kv.as_arg();
-        if api.version().minor >= KV_TRY_GET_SINCE_MINOR {
-            a.kv_try_get_callback = Some(kv_try_get);
-            a.kv_try_get_user_arg = kv.as_arg();
-        }
+/// Sets the KV callbacks of a `PJRT_Client_Create_Args` to our trampolines over `kv`.
+/// `kv_try_get` is set only for plugins whose struct has it (PJRT 0.61 on).
+pub(crate) fn set_callbacks(api: &Api, a: &mut sys::PJRT_Client_Create_Args, kv: &Arc<KvUserData>) {
+    a.kv_get_callback = Some(kv_get);
+    a.kv_get_user_arg = kv.as_arg();
+    a.kv_put_callback = Some(kv_put);
+    a.kv_put_user_arg = kv.as_arg();
+    if api.version().minor >= KV_TRY_GET_SINCE_MINOR {
+        a.kv_try_get_callback = Some(kv_try_get);
+        a.kv_try_get_user_arg = kv.as_arg();
     }
-    // SAFETY: the named values and their strings live until after the call; the KV user
-    // data is owned by the caller, which keeps it alive as long as the client.
-    unsafe { pjrt!(api, PJRT_Client_Create, &mut a) }?;
-    if a.client.is_null() {
-        return Err(Error::invalid("PJRT_Client_Create returned no client"));
-    }
-    Ok(ClientPtr(a.client))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::distributed::InMemoryStore;
+    use crate::error::Result;
     use std::sync::Mutex;
 
     /// Stands in for the plugin's error maker: records (code, message) and returns a
@@ -324,7 +290,7 @@ mod tests {
 
     #[test]
     fn trampolines_put_get_try_get_and_free() {
-        let data = KvUserData::new(Arc::new(InMemoryStore::new()));
+        let data = Arc::new(KvUserData::new(Arc::new(InMemoryStore::new())));
         let mut cb: Option<sys::PJRT_CallbackError> = Some(record_error);
         let key = "proc:1";
         let val = [7u8, 0, 9];
@@ -383,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_panicking_store_becomes_an_internal_error() {
-        let data = KvUserData::new(Arc::new(Panicky));
+        let data = Arc::new(KvUserData::new(Arc::new(Panicky)));
         let mut cb: Option<sys::PJRT_CallbackError> = Some(record_error);
         let key = "k";
         let mut g = sys::PJRT_KeyValueGetCallback_Args::new();
@@ -395,7 +361,7 @@ mod tests {
         assert!(!unsafe { kv_get(&mut g) }.is_null());
         let (code, msg) = last_error();
         assert_eq!(code, 13);
-        assert!(msg.contains("boom in get"), "{msg}");
+        assert!(msg.contains("panicked"), "{msg}");
         let mut p = sys::PJRT_KeyValuePutCallback_Args::new();
         p.key = key.as_ptr().cast();
         p.key_size = key.len();
@@ -403,12 +369,12 @@ mod tests {
         p.user_arg = data.as_arg();
         // SAFETY: valid args (a null value with size 0 is an empty value).
         assert!(!unsafe { kv_put(&mut p) }.is_null());
-        assert!(last_error().1.contains("boom in set"));
+        assert!(last_error().1.contains("panicked"));
     }
 
     #[test]
     fn a_key_that_is_not_utf8_is_refused() {
-        let data = KvUserData::new(Arc::new(InMemoryStore::new()));
+        let data = Arc::new(KvUserData::new(Arc::new(InMemoryStore::new())));
         let mut cb: Option<sys::PJRT_CallbackError> = Some(record_error);
         let key = [0xffu8, 0xfe];
         let mut t = sys::PJRT_KeyValueTryGetCallback_Args::new();
