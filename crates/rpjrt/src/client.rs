@@ -128,7 +128,9 @@ impl Client {
     ) -> Result<Client> {
         check_known_options(options)?;
         let api = plugin.inner.api;
-        let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::clone(&dist.store)));
+        let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
+            crate::distributed::Backend(Arc::clone(&dist.store)),
+        )));
         let given = |n: &str| options.entries().iter().any(|(k, _)| k == n);
         let explicit = given("node_id") || given("num_nodes") || given("process_id");
         let attempts: Vec<Vec<(&str, i64)>> = if explicit {

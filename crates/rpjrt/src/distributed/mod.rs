@@ -164,6 +164,21 @@ fn missing_processes(name: &str, missing: &[usize], n: usize, timeout: Duration)
     )
 }
 
+/// A [`KvStore`] as the raw layer's KV callbacks see it.
+pub(crate) struct Backend(pub(crate) Arc<dyn KvStore>);
+
+impl crate::raw::kv::KvBackend for Backend {
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.0.set(key, value)
+    }
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        self.0.get(key, timeout)
+    }
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.0.try_get(key)
+    }
+}
+
 /// A store error with `code` and `message`.
 pub(crate) fn store_error(code: Code, message: impl Into<String>) -> Error {
     Error::Store {

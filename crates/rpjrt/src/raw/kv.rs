@@ -1,5 +1,5 @@
 //! The key-value callbacks of `PJRT_Client_Create`: `extern "C"` trampolines over a
-//! [`KvStore`], each run inside [`super::callback::guard`] so a panic never reaches C.
+//! [`KvBackend`] (the safe layer's store), each run inside [`super::callback::guard`] so a panic never reaches C.
 //!
 //! The plugin may call these from any of its threads, during client creation and later
 //! (GPU plugins exchange collective ids through the store at execution time), so the store
@@ -13,7 +13,6 @@ use rpjrt_sys as sys;
 
 use super::callback::guard;
 use super::{Api, Args};
-use crate::distributed::KvStore;
 use crate::error::Code;
 
 super::args_types! {
@@ -25,13 +24,23 @@ super::args_types! {
 /// The PJRT minor version that added `kv_try_get_callback` to `PJRT_Client_Create_Args`.
 pub(crate) const KV_TRY_GET_SINCE_MINOR: i32 = 61;
 
+/// The store the trampolines call; the safe layer adapts its `KvStore` to this.
+pub(crate) trait KvBackend: Send + Sync {
+    /// Stores a value.
+    fn set(&self, key: &str, value: &[u8]) -> crate::error::Result<()>;
+    /// Waits up to `timeout` for a key.
+    fn get(&self, key: &str, timeout: Duration) -> crate::error::Result<Vec<u8>>;
+    /// A key's value now, if set.
+    fn try_get(&self, key: &str) -> crate::error::Result<Option<Vec<u8>>>;
+}
+
 /// What the callbacks' `user_arg` points to. Kept in an `Arc` so its address is stable.
 pub(crate) struct KvUserData {
-    store: Arc<dyn KvStore>,
+    store: Arc<dyn KvBackend>,
 }
 
 impl KvUserData {
-    pub(crate) fn new(store: Arc<dyn KvStore>) -> KvUserData {
+    pub(crate) fn new(store: Arc<dyn KvBackend>) -> KvUserData {
         KvUserData { store }
     }
     fn as_arg(&self) -> *mut c_void {
@@ -250,7 +259,31 @@ pub(crate) fn set_callbacks(api: &Api, a: &mut sys::PJRT_Client_Create_Args, kv:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distributed::InMemoryStore;
+    use std::collections::HashMap;
+
+    /// A map that never waits: a missing key is a timeout at once.
+    #[derive(Default)]
+    struct MapStore(Mutex<HashMap<String, Vec<u8>>>);
+    impl KvBackend for MapStore {
+        fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+            self.0.lock().unwrap().insert(key.into(), value.to_vec());
+            Ok(())
+        }
+        fn get(&self, key: &str, _: Duration) -> Result<Vec<u8>> {
+            self.0
+                .lock()
+                .unwrap()
+                .get(key)
+                .cloned()
+                .ok_or_else(|| crate::error::Error::Store {
+                    code: Code::DeadlineExceeded,
+                    message: format!("key {key:?} was not set in time"),
+                })
+        }
+        fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+            Ok(self.0.lock().unwrap().get(key).cloned())
+        }
+    }
     use crate::error::Result;
     use std::sync::Mutex;
 
@@ -272,7 +305,7 @@ mod tests {
     }
 
     struct Panicky;
-    impl KvStore for Panicky {
+    impl KvBackend for Panicky {
         fn set(&self, _: &str, _: &[u8]) -> Result<()> {
             panic!("boom in set")
         }
@@ -290,7 +323,7 @@ mod tests {
 
     #[test]
     fn trampolines_put_get_try_get_and_free() {
-        let data = Arc::new(KvUserData::new(Arc::new(InMemoryStore::new())));
+        let data = Arc::new(KvUserData::new(Arc::new(MapStore::default())));
         let mut cb: Option<sys::PJRT_CallbackError> = Some(record_error);
         let key = "proc:1";
         let val = [7u8, 0, 9];
@@ -374,7 +407,7 @@ mod tests {
 
     #[test]
     fn a_key_that_is_not_utf8_is_refused() {
-        let data = Arc::new(KvUserData::new(Arc::new(InMemoryStore::new())));
+        let data = Arc::new(KvUserData::new(Arc::new(MapStore::default())));
         let mut cb: Option<sys::PJRT_CallbackError> = Some(record_error);
         let key = [0xffu8, 0xfe];
         let mut t = sys::PJRT_KeyValueTryGetCallback_Args::new();
