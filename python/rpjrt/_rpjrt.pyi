@@ -4,14 +4,14 @@
 import os
 import types
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Literal, final
+from typing import Any, Literal, Protocol, final
 
 from typing_extensions import CapsuleType, Self, TypeAlias
 
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host"]
 
 __version__: str
 
@@ -74,9 +74,13 @@ class Client:
         *,
         options: Mapping[str, _OptionValue] | None = None,
         cache_dir: Cache | str | os.PathLike[str] | None = None,
+        kv: _KvStoreLike | None = None,
+        process_id: int | None = None,
+        num_processes: int | None = None,
     ) -> Self:
         """cache_dir turns the persistent compile cache on for this client (also on when
-        RPJRT_CACHE_DIR is set)."""
+        RPJRT_CACHE_DIR is set). kv, process_id and num_processes together make one process
+        of a multi-process client: the plugin rendezvouses through kv's set/get/try_get."""
     @property
     def plugin(self) -> Plugin: ...
     def load(
@@ -465,3 +469,43 @@ def _element_type_from_name(name: str) -> tuple[int | None, str]:
     """The PJRT code `name` denotes, or (None, why not)."""
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""
+
+class _KvStoreLike(Protocol):
+    def set(self, key: str, value: bytes, /) -> None: ...
+    def get(self, key: str, timeout: float, /) -> bytes: ...
+    def try_get(self, key: str, /) -> bytes | None: ...
+
+@final
+class InMemoryStore:
+    """A key-value store in this process's memory, shared by its threads."""
+
+    def __new__(cls) -> Self: ...
+    def set(self, key: str, value: bytes) -> None: ...
+    def get(self, key: str, timeout: float = 30.0) -> bytes: ...
+    def try_get(self, key: str) -> bytes | None: ...
+    def barrier(
+        self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
+    ) -> None: ...
+
+@final
+class TcpStore:
+    """The TCP key-value store: process 0 hosts it, the others connect with the token."""
+
+    @staticmethod
+    def host(address: str, token: str) -> TcpStore: ...
+    @staticmethod
+    def connect(address: str, token: str, process_id: int, timeout: float = 30.0) -> TcpStore: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def is_host(self) -> bool: ...
+    def set(self, key: str, value: bytes) -> None: ...
+    def get(self, key: str, timeout: float = 30.0) -> bytes: ...
+    def try_get(self, key: str) -> bytes | None: ...
+    def barrier(
+        self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
+    ) -> None: ...
+    def shutdown(self, grace: float = 0.0) -> bool: ...
+
+def _detect_launch_env() -> dict[str, Any]: ...
+def _first_host(list: str) -> str: ...

@@ -279,23 +279,34 @@ fn device_list<'py>(
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (plugin = None, *, options = None, cache_dir = None))]
+    #[pyo3(signature = (plugin = None, *, options = None, cache_dir = None, kv = None,
+        process_id = None, num_processes = None))]
     fn new(
         py: Python<'_>,
         plugin: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyAny>>,
         cache_dir: Option<&Bound<'_, PyAny>>,
+        kv: Option<&Bound<'_, PyAny>>,
+        process_id: Option<usize>,
+        num_processes: Option<usize>,
     ) -> PyResult<PyClient> {
         let cache = cache_dir
             .filter(|c| !c.is_none())
             .map(crate::aot::cache_from_py)
             .transpose()?;
+        let dist = crate::distributed::distributed_from_py(kv, process_id, num_processes)?;
+        // The plugin may call a Python store back from its own threads during creation:
+        // the GIL is released around the call (py.detach), so those calls can take it.
+        let create = |pl: &rpjrt::Plugin, opts: &ClientOptions| match &dist {
+            None => rpjrt::Client::new(pl, opts),
+            Some(d) => rpjrt::Client::new_distributed(pl, opts, d),
+        };
         // A loaded Plugin: use it as is.
         if let Some(p) = plugin {
             if let Ok(p) = p.cast::<PyPlugin>() {
                 let opts = options_from_py(options, None)?;
                 let pl = p.get().inner.clone();
-                let inner = py.detach(|| rpjrt::Client::new(&pl, &opts)).pyerr()?;
+                let inner = py.detach(|| create(&pl, &opts)).pyerr()?;
                 if cache.is_some() {
                     inner.set_cache(cache.clone());
                 }
@@ -317,7 +328,7 @@ impl PyClient {
                 let info_opts = info.getattr("options")?;
                 let opts = options_from_py(options, Some(&info_opts))?;
                 let rp = pl.inner.clone();
-                let inner = py.detach(|| rpjrt::Client::new(&rp, &opts)).pyerr()?;
+                let inner = py.detach(|| create(&rp, &opts)).pyerr()?;
                 if cache.is_some() {
                     inner.set_cache(cache.clone());
                 }

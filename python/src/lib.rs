@@ -10,6 +10,7 @@ mod buffer;
 mod client;
 mod convert;
 mod discovery;
+mod distributed;
 mod dlpack;
 mod errors;
 mod executable;
@@ -71,6 +72,10 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::PySession>()?;
     m.add_class::<session::PySessionProgram>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
+    m.add_class::<distributed::PyInMemoryStore>()?;
+    m.add_class::<distributed::PyTcpStore>()?;
+    m.add_function(wrap_pyfunction!(distributed::_detect_launch_env, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_first_host, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_uses_shardy, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;

@@ -38,6 +38,20 @@ def errors() -> type[rpjrt.Error]:
     return rpjrt.InvalidArgumentError
 
 
+def multi_process() -> int:
+    from rpjrt import distributed
+
+    d = distributed.initialize(0, 1, "127.0.0.1:0", "token")
+    store: distributed.KvStore = distributed.InMemoryStore()
+    c = rpjrt.Client("cpu", kv=store, process_id=d.process_id, num_processes=d.num_processes)
+    c2 = rpjrt.Client("cpu", kv=d.store, process_id=0, num_processes=1)
+    adapted: distributed.KvStore = distributed.RedisStore(object())
+    value: bytes | None = adapted.try_get("k")
+    d.barrier("b", timeout=1.0)
+    print(value, c2, d.source, distributed.detect().coordinator)
+    return c.process_index + int(d.shutdown())
+
+
 _ = asyncio
 
 

@@ -108,13 +108,63 @@ impl Client {
     /// Creates a client on `plugin` with the given create options.
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
+        let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
+        Client::finish_create(plugin, rc)
+    }
+
+    /// Creates a client that is one process of a multi-process job: the plugin gets the
+    /// store's callbacks (`kv_get`, `kv_put`, and `kv_try_get` where its PJRT version has
+    /// the field, 0.61 on) and the create options that name this process.
+    ///
+    /// The options sent are `node_id` and `num_nodes` (what XLA's GPU and TPU plugins
+    /// read). A plugin that refuses them as unknown names gets `process_id` instead (the
+    /// 0.115 CPU plugin's name), and one that refuses that too gets neither. Options the
+    /// caller set explicitly are sent as given. Whether the plugin formed a multi-process
+    /// client shows in [`Client::process_index`] and each device's
+    /// [`Device::process_index`] and [`Device::is_addressable`]; see docs/distributed.md
+    /// for what each CPU plugin does.
+    pub fn new_distributed(
+        plugin: &Plugin,
+        options: &ClientOptions,
+        dist: &crate::distributed::DistributedOptions,
+    ) -> Result<Client> {
+        check_known_options(options)?;
         let api = plugin.inner.api;
-        let named: Vec<(String, raw::util::NamedValue)> = options
-            .entries()
-            .iter()
-            .map(|(n, v)| (n.clone(), v.to_raw()))
-            .collect();
-        let rc = Arc::new(raw::client::Client::create(api, &named)?);
+        let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
+            crate::distributed::Backend(Arc::clone(&dist.store)),
+        )));
+        let given = |n: &str| options.entries().iter().any(|(k, _)| k == n);
+        let explicit = given("node_id") || given("num_nodes") || given("process_id");
+        let attempts: Vec<Vec<(&str, i64)>> = if explicit {
+            vec![vec![]]
+        } else {
+            vec![
+                vec![
+                    ("node_id", dist.process_id as i64),
+                    ("num_nodes", dist.num_processes as i64),
+                ],
+                vec![("process_id", dist.process_id as i64)],
+                vec![],
+            ]
+        };
+        let mut last = None;
+        for extra in &attempts {
+            let mut o = options.clone();
+            for (k, v) in extra {
+                o = o.set(*k, *v);
+            }
+            match raw::client::Client::create_with_kv(api, &to_named(&o), &kv) {
+                Ok(rc) => return Client::finish_create(plugin, rc),
+                Err(e) if refuses_option_name(&e, extra) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::invalid("client creation made no attempt")))
+    }
+
+    fn finish_create(plugin: &Plugin, rc: raw::client::Client) -> Result<Client> {
+        let api = plugin.inner.api;
+        let rc = Arc::new(rc);
         let addressable = rc.addressable_devices()?;
         let mut devices = Vec::new();
         for d in rc.devices()? {
@@ -455,6 +505,28 @@ impl Client {
 /// faster than linearly with the count (measured: about 1.5 s for 1024 devices, 6 to 13 s
 /// for 4096), so 65536 never returns in practice; 1024 is far beyond any real use.
 pub const MAX_CPU_DEVICE_COUNT: i64 = 1024;
+
+/// Whether `e` is a plugin's refusal of one of the option names in `extra` as unknown
+/// ("Unexpected option name passed to PJRT_Client_Create: num_nodes").
+fn refuses_option_name(e: &Error, extra: &[(&str, i64)]) -> bool {
+    match e {
+        Error::Pjrt { code, message, .. } => {
+            *code == crate::error::Code::InvalidArgument
+                && message.contains("option")
+                && extra.iter().any(|(k, _)| message.contains(k))
+        }
+        _ => false,
+    }
+}
+
+/// The options as the raw layer's named values.
+fn to_named(options: &ClientOptions) -> Vec<(String, raw::util::NamedValue)> {
+    options
+        .entries()
+        .iter()
+        .map(|(n, v)| (n.clone(), v.to_raw()))
+        .collect()
+}
 
 /// Which device an operation targets, as a caller names it.
 #[derive(Clone, Debug, Default)]

@@ -173,6 +173,14 @@ pub enum Error {
     /// The buffer or executable was deleted (or donated to an execution).
     #[error("{0}")]
     Deleted(String),
+    /// A key-value store or rendezvous step failed (timeout, lost peer, refused token).
+    #[error("{message}")]
+    Store {
+        /// The status code that describes the failure, e.g. `DEADLINE_EXCEEDED`.
+        code: Code,
+        /// What failed, naming the process or key involved.
+        message: String,
+    },
     /// A host allocation sized by the request could not be made (or its size overflows):
     /// the request needs more memory than there is, as numpy's `MemoryError`.
     #[error("out of memory: {0}")]
@@ -188,6 +196,7 @@ impl Error {
             Error::Unsupported { .. } => Code::Unimplemented,
             Error::StructSize { .. } | Error::InvalidArgument(_) => Code::InvalidArgument,
             Error::Closed(_) | Error::Deleted(_) => Code::FailedPrecondition,
+            Error::Store { code, .. } => *code,
             Error::ResourceExhausted(_) => Code::ResourceExhausted,
         }
     }

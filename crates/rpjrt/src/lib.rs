@@ -35,6 +35,7 @@ mod client;
 pub mod conform;
 pub mod diagnostics;
 pub mod discovery;
+pub mod distributed;
 pub mod dlpack;
 mod dtype;
 mod elf;

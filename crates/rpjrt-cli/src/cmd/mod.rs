@@ -12,7 +12,9 @@ pub mod cache;
 pub mod compile;
 pub mod conform;
 pub mod info;
+pub mod launch;
 pub mod plugins;
+pub mod rendezvous;
 pub mod run;
 
 /// The verbs.
@@ -29,6 +31,11 @@ pub enum Command {
     ConformChild(conform::ChildArgs),
     /// Compile and run a program on inputs from .npy/.npz files, literals or --random.
     Run(run::Args),
+    /// Start N local processes of a multi-process job (each gets RPJRT_PROCESS_ID,
+    /// RPJRT_NUM_PROCESSES, RPJRT_COORDINATOR, RPJRT_TOKEN); exit non-zero if any fails.
+    Launch(launch::Args),
+    /// Check that the processes of a job meet on process 0's key-value store.
+    Rendezvous(rendezvous::Args),
     /// Compile a program once and write an rpjrt artifact (load it with client.load).
     Compile(compile::CompileArgs),
     /// List, inspect or clear a compile-cache directory.
@@ -43,6 +50,8 @@ pub fn run(command: Command) -> Result<i32, CliError> {
         Command::Run(args) => run::run(args),
         Command::Conform(args) => conform::run(args),
         Command::ConformChild(args) => conform::run_child(args),
+        Command::Launch(args) => launch::run(args),
+        Command::Rendezvous(args) => rendezvous::run(args),
         Command::Compile(args) => compile::run(args)
             .map(|()| EXIT_OK)
             .map_err(CliError::failed),

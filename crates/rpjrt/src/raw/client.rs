@@ -42,6 +42,9 @@ pub(crate) struct Client {
     /// Unique for the life of the process (never reused, unlike addresses): device and
     /// memory views carry it, so a view can only ever be used with the client that listed it.
     id: u64,
+    /// The key-value store the plugin's callbacks reach, for a multi-process client.
+    /// Dropped with the fields, after `Drop::drop` destroyed the C client.
+    _kv: Option<Arc<super::kv::KvUserData>>,
 }
 
 /// The source of client ids.
@@ -75,7 +78,38 @@ impl Client {
         let ptr = NonNull::new(a.client)
             .ok_or_else(|| Error::invalid("PJRT_Client_Create returned no client"))?;
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Client { api, ptr, id })
+        Ok(Client {
+            api,
+            ptr,
+            id,
+            _kv: None,
+        })
+    }
+
+    /// `PJRT_Client_Create` with the key-value callbacks over `kv` (see [`super::kv`]);
+    /// the client keeps `kv` alive until it is destroyed.
+    pub(crate) fn create_with_kv(
+        api: &'static Api,
+        options: &[(String, NamedValue)],
+        kv: &Arc<super::kv::KvUserData>,
+    ) -> Result<Client> {
+        let nvs = NamedValues::new(options);
+        let mut a = sys::PJRT_Client_Create_Args::new();
+        a.create_options = nvs.as_slice().as_ptr();
+        a.num_options = nvs.as_slice().len();
+        super::kv::set_callbacks(api, &mut a, kv);
+        // SAFETY: the named values and their strings live until after the call; the KV user
+        // data outlives the call (the caller holds `kv`) and then lives in the client.
+        unsafe { pjrt!(api, PJRT_Client_Create, &mut a) }?;
+        let ptr = NonNull::new(a.client)
+            .ok_or_else(|| Error::invalid("PJRT_Client_Create returned no client"))?;
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Client {
+            api,
+            ptr,
+            id,
+            _kv: Some(Arc::clone(kv)),
+        })
     }
 
     /// The plugin's table.

@@ -42,6 +42,7 @@ pub(crate) mod floor;
 pub(crate) mod guard;
 pub(crate) mod hostmem;
 pub(crate) mod inline;
+pub(crate) mod kv;
 pub(crate) mod memstats;
 pub(crate) mod util;
 

@@ -1,0 +1,71 @@
+//! `rpjrt launch -n N [--port P] [--timeout S] -- CMD ...`: starts N local processes of a
+//! multi-process job, each with RPJRT_PROCESS_ID, RPJRT_NUM_PROCESSES, RPJRT_COORDINATOR
+//! and RPJRT_TOKEN, prefixes their output with `[i]`, and exits non-zero if any fails.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rpjrt::distributed::Launcher;
+
+use crate::common::CliError;
+
+/// Arguments of `rpjrt launch`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// How many processes to start.
+    #[arg(short = 'n', long = "num-processes", value_name = "N")]
+    pub num_processes: usize,
+    /// Port on 127.0.0.1 where process 0 hosts the key-value store (default: a free one).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Kill every process after this many seconds and exit with 124.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Runs `rpjrt launch`; the exit code is the first failing process's (124 on timeout).
+pub fn run(args: Args) -> Result<i32, CliError> {
+    let timeout = match args.timeout {
+        Some(t) if !(t.is_finite() && t > 0.0) => {
+            return Err(CliError::usage(format!(
+                "--timeout must be a positive number of seconds, got {t}"
+            )));
+        }
+        t => t.map(Duration::from_secs_f64),
+    };
+    let launcher = Launcher {
+        num_processes: args.num_processes,
+        command: args.command,
+        port: args.port,
+        timeout,
+    };
+    let sink = Arc::new(|p: usize, is_err: bool, line: &str| {
+        if is_err {
+            let _ = writeln!(std::io::stderr().lock(), "[{p}] {line}");
+        } else {
+            let _ = writeln!(std::io::stdout().lock(), "[{p}] {line}");
+        }
+    });
+    match launcher.run(sink) {
+        Ok(outcome) => {
+            if outcome.timed_out {
+                eprintln!(
+                    "rpjrt: launch timed out after {:.1}s; killed the processes still running",
+                    timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
+                );
+            } else if let Some(p) = outcome.first_failure {
+                let how = match outcome.exit_codes[p] {
+                    Some(c) => format!("exit code {c}"),
+                    None => "a signal".to_string(),
+                };
+                eprintln!("rpjrt: process {p} failed ({how}); killed the processes still running");
+            }
+            Ok(outcome.exit_code())
+        }
+        Err(e) => Err(CliError::failed(e.to_string())),
+    }
+}

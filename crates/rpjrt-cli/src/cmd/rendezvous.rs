@@ -1,0 +1,156 @@
+//! `rpjrt rendezvous`: checks that the processes of a job can meet on the TCP key-value
+//! store (process 0 hosts it). Each prints the process count and its own index; with
+//! `--plugin`, each then creates a multi-process client through the store and prints the
+//! global device view it got.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rpjrt::distributed::{DistributedOptions, KvStore, LaunchEnv, TcpStore};
+use rpjrt::{Client, ClientOptions, Plugin};
+
+use crate::common::{self, CliError, EXIT_OK};
+
+/// Arguments of `rpjrt rendezvous`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Give up after this many seconds (each wait is bounded by it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// This process's index (default: from the launcher's environment).
+    #[arg(long)]
+    pub process_id: Option<usize>,
+    /// The number of processes (default: from the launcher's environment).
+    #[arg(long)]
+    pub num_processes: Option<usize>,
+    /// host:port of process 0's store (default: from the launcher's environment).
+    #[arg(long)]
+    pub coordinator: Option<String>,
+    /// Wait this many seconds after joining, before the barrier (for tests).
+    #[arg(long, hide = true)]
+    pub hold: Option<f64>,
+    /// Also create a multi-process client on this plugin through the store, and print the
+    /// devices it lists.
+    #[arg(long)]
+    pub plugin: Option<PathBuf>,
+    /// Create options for that client, as NAME=VALUE.
+    #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
+    pub options: Vec<String>,
+}
+
+/// Runs `rpjrt rendezvous`.
+pub fn run(args: Args) -> Result<i32, CliError> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(CliError::usage(format!(
+            "--timeout must be positive, got {}",
+            args.timeout
+        )));
+    }
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let env = match (args.process_id, args.num_processes) {
+        (Some(p), Some(n)) => LaunchEnv::explicit(
+            p,
+            n,
+            args.coordinator.clone(),
+            std::env::var("RPJRT_TOKEN").ok(),
+        ),
+        (None, None) => LaunchEnv::detect().map(|mut e| {
+            if args.coordinator.is_some() {
+                e.coordinator = args.coordinator.clone();
+            }
+            e
+        }),
+        _ => {
+            return Err(CliError::usage(
+                "give both --process-id and --num-processes, or neither",
+            ))
+        }
+    }
+    .map_err(|e| CliError::usage(e.to_string()))?;
+    let (p, n) = (env.process_id, env.num_processes);
+    let fail = |e: rpjrt::Error| CliError::failed(format!("process {p} of {n}: {e}"));
+    let options = common::parse_options(&args.options)?;
+    let plugin = match &args.plugin {
+        Some(path) => Some(Plugin::load(path).map_err(fail)?),
+        None => None,
+    };
+    let store = Arc::new(TcpStore::from_env(&env, timeout).map_err(fail)?);
+    let result = meet(&store, p, n, timeout, args.hold).and_then(|seen| {
+        let view = match &plugin {
+            Some(pl) => Some(client_view(pl, &options, &store, p, n)?),
+            None => None,
+        };
+        store.barrier("rendezvous-done", p, n, timeout)?;
+        Ok((seen, view))
+    });
+    let result = result.map_err(fail);
+    // Process 0 hosts the store: it outlives the others' last reads (or their own
+    // timeouts, when the rendezvous failed), bounded by the timeout.
+    if store.is_host() {
+        store.shutdown_after(timeout);
+    }
+    drop(store);
+    let (seen, view) = result?;
+    crate::outln!(
+        "process {p} of {n}: rendezvous ok, {seen} processes (launcher: {}, store: {})",
+        env.source,
+        env.coordinator.as_deref().unwrap_or("-")
+    );
+    if let Some(v) = view {
+        crate::outln!("process {p} of {n}: {v}");
+    }
+    Ok(EXIT_OK)
+}
+
+/// Creates the multi-process client and describes the device list it sees.
+fn client_view(
+    plugin: &Plugin,
+    options: &ClientOptions,
+    store: &Arc<TcpStore>,
+    p: usize,
+    n: usize,
+) -> rpjrt::Result<String> {
+    let dist = DistributedOptions::new(store.clone(), p, n)?;
+    let client = Client::new_distributed(plugin, options, &dist)?;
+    let devices = client.devices()?;
+    let owners: Vec<String> = devices
+        .iter()
+        .map(|d| {
+            let mark = if d.is_addressable() { "*" } else { "" };
+            format!("{}@{}{mark}", d.id(), d.process_index())
+        })
+        .collect();
+    Ok(format!(
+        "client process index {}, {} devices, {} addressable [id@process, * = addressable: {}]",
+        client.process_index()?,
+        devices.len(),
+        client.addressable_devices()?.len(),
+        owners.join(" ")
+    ))
+}
+
+fn meet(
+    store: &TcpStore,
+    p: usize,
+    n: usize,
+    timeout: Duration,
+    hold: Option<f64>,
+) -> rpjrt::Result<usize> {
+    store.set(&format!("rpjrt:rendezvous:{p}"), p.to_string().as_bytes())?;
+    if let Some(h) = hold {
+        std::thread::sleep(Duration::from_secs_f64(h.max(0.0)));
+    }
+    store.barrier("rendezvous", p, n, timeout)?;
+    let mut seen = 0;
+    for q in 0..n {
+        let v = store.get(&format!("rpjrt:rendezvous:{q}"), timeout)?;
+        if v != q.to_string().as_bytes() {
+            return Err(rpjrt::Error::InvalidArgument(format!(
+                "process {q}'s key holds a wrong value"
+            )));
+        }
+        seen += 1;
+    }
+    Ok(seen)
+}

@@ -1,0 +1,413 @@
+//! Multi-process acceptance tests: real processes rendezvous on the TCP store, started by
+//! `rpjrt launch` or by hand with a launcher's variables, including the failure cases
+//! (a peer that never comes, a peer killed mid-rendezvous, a wrong token).
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RPJRT: &str = env!("CARGO_BIN_EXE_rpjrt");
+
+/// Launcher variables that must not leak in from the environment running the tests.
+const SCRUB: &[&str] = &[
+    "RPJRT_PROCESS_ID",
+    "RPJRT_NUM_PROCESSES",
+    "RPJRT_COORDINATOR",
+    "RPJRT_COORDINATOR_PORT",
+    "RPJRT_TOKEN",
+    "RANK",
+    "WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NODELIST",
+    "SLURM_STEP_NODELIST",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+];
+
+fn cmd(args: &[&str], env: &[(&str, String)]) -> Command {
+    let mut c = Command::new(RPJRT);
+    c.args(args);
+    for v in SCRUB {
+        c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits for `child`, killing it and failing the test if it is still running after
+/// `limit` (a hang, not a speed measurement: the limit is far above the expected time).
+fn finish(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "process hung; stdout {:?} stderr {:?}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn launch_two_and_four_processes_that_rendezvous() {
+    for n in [2usize, 4] {
+        let port = free_port();
+        let out = finish(
+            cmd(
+                &[
+                    "launch",
+                    "-n",
+                    &n.to_string(),
+                    "--port",
+                    &port.to_string(),
+                    "--",
+                    RPJRT,
+                    "rendezvous",
+                    "--timeout",
+                    "20",
+                ],
+                &[],
+            )
+            .spawn()
+            .unwrap(),
+            LIMIT,
+        );
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+        for p in 0..n {
+            let line =
+                format!("[{p}] process {p} of {n}: rendezvous ok, {n} processes (launcher: rpjrt");
+            assert!(stdout.contains(&line), "missing {line:?} in {stdout}");
+        }
+        // Process 0 shut its store down: nothing listens on the port any more.
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    }
+}
+
+#[test]
+fn slurm_variables_by_hand() {
+    for n in [2usize, 4] {
+        let port = free_port();
+        let children: Vec<Child> = (0..n)
+            .map(|p| {
+                cmd(
+                    &["rendezvous", "--timeout", "20"],
+                    &[
+                        ("SLURM_PROCID", p.to_string()),
+                        ("SLURM_NTASKS", n.to_string()),
+                        ("SLURM_JOB_NODELIST", "localhost".to_string()),
+                        ("SLURM_JOB_ID", "4242".to_string()),
+                        ("SLURM_STEP_ID", "0".to_string()),
+                        ("RPJRT_COORDINATOR_PORT", port.to_string()),
+                    ],
+                )
+                .spawn()
+                .unwrap()
+            })
+            .collect();
+        for (p, c) in children.into_iter().enumerate() {
+            let out = finish(c, LIMIT);
+            let stdout = text(&out.stdout);
+            assert!(out.status.success(), "{p}: {stdout}\n{}", text(&out.stderr));
+            let line = format!("process {p} of {n}: rendezvous ok, {n} processes (launcher: slurm, store: localhost:{port})");
+            assert!(stdout.contains(&line), "{stdout}");
+        }
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    }
+}
+
+fn rpjrt_env(p: usize, n: usize, port: u16, token: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("RPJRT_PROCESS_ID", p.to_string()),
+        ("RPJRT_NUM_PROCESSES", n.to_string()),
+        ("RPJRT_COORDINATOR", format!("127.0.0.1:{port}")),
+        ("RPJRT_TOKEN", token.to_string()),
+    ]
+}
+
+#[test]
+fn a_peer_that_never_arrives_is_named_by_everyone_else() {
+    let port = free_port();
+    // Processes 0 and 1 of 3 start; process 2 never does.
+    let children: Vec<Child> = (0..2)
+        .map(|p| {
+            cmd(
+                &["rendezvous", "--timeout", "1.5"],
+                &rpjrt_env(p, 3, port, "t"),
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = finish(c, LIMIT);
+        let err = text(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("process 2 of 3 did not reach barrier \"rendezvous\" within 1.5s"),
+            "{err}"
+        );
+    }
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}
+
+#[test]
+fn a_peer_killed_mid_rendezvous_is_named_by_everyone_else() {
+    let port = free_port();
+    let mut victim = cmd(
+        &["rendezvous", "--timeout", "30", "--hold", "30"],
+        &rpjrt_env(1, 3, port, "t"),
+    )
+    .spawn()
+    .unwrap();
+    let others: Vec<Child> = [0usize, 2]
+        .into_iter()
+        .map(|p| {
+            cmd(
+                &["rendezvous", "--timeout", "30"],
+                &rpjrt_env(p, 3, port, "t"),
+            )
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    // Wait until the victim has joined (it sets its key, then holds), then kill it.
+    {
+        use rpjrt::distributed::{KvStore, TcpStore};
+        let watcher = TcpStore::connect(
+            &format!("127.0.0.1:{port}"),
+            "t",
+            99,
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        watcher
+            .get("rpjrt:rendezvous:1", Duration::from_secs(20))
+            .unwrap();
+    }
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    for c in others {
+        let out = finish(c, LIMIT);
+        let err = text(&out.stderr);
+        assert!(!out.status.success());
+        // Its connection closed, so the others fail at once rather than at their timeout.
+        assert!(
+            err.contains("process 1 of 3 lost its connection to the store"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_token_is_refused_and_the_host_names_the_missing_peer() {
+    let port = free_port();
+    let host = cmd(
+        &["rendezvous", "--timeout", "2"],
+        &rpjrt_env(0, 2, port, "right"),
+    )
+    .spawn()
+    .unwrap();
+    let stranger = cmd(
+        &["rendezvous", "--timeout", "2"],
+        &rpjrt_env(1, 2, port, "wrong"),
+    )
+    .spawn()
+    .unwrap();
+    let out = finish(stranger, LIMIT);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("refused process 1") && err.contains("wrong token"),
+        "{err}"
+    );
+    let out = finish(host, LIMIT);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("process 1 of 2 did not reach barrier"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_host_is_named() {
+    let port = free_port();
+    let out = finish(
+        cmd(
+            &["rendezvous", "--timeout", "1"],
+            &rpjrt_env(1, 2, port, "t"),
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("process 0 (the store host) was not reachable"),
+        "{err}"
+    );
+}
+
+#[test]
+fn launch_reports_the_failing_process_and_its_code() {
+    let out = finish(
+        cmd(
+            &[
+                "launch",
+                "-n",
+                "3",
+                "--",
+                "sh",
+                "-c",
+                "echo out $RPJRT_PROCESS_ID of $RPJRT_NUM_PROCESSES; \
+                 if [ $RPJRT_PROCESS_ID = 1 ]; then echo bad >&2; exit 7; fi; exec sleep 20",
+            ],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(7));
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(stdout.contains("[1] out 1 of 3"), "{stdout}");
+    assert!(stderr.contains("[1] bad"), "{stderr}");
+    assert!(
+        stderr.contains("process 1 failed (exit code 7)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn launch_timeout_kills_everything() {
+    let out = finish(
+        cmd(
+            &["launch", "-n", "2", "--timeout", "0.5", "--", "sleep", "20"],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    assert_eq!(out.status.code(), Some(124));
+    assert!(text(&out.stderr).contains("timed out"));
+}
+
+#[test]
+fn launch_refuses_bad_arguments() {
+    let out = finish(
+        cmd(&["launch", "-n", "0", "--", "true"], &[])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("at least one process"));
+    let out = finish(
+        cmd(&["launch", "-n", "1", "--", "/nonexistent/program"], &[])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("cannot start"));
+}
+
+/// The fake plugin library, built here if the workspace has not built it yet.
+fn fake_plugin() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
+    let lib = target.join("debug").join("librpjrt_fake_plugin.so");
+    if !lib.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--locked", "-p", "rpjrt-fake-plugin"])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "building the fake plugin failed");
+    }
+    lib
+}
+
+#[test]
+fn processes_form_a_multi_process_client_through_the_tcp_store() {
+    // The fake plugin with RPJRT_FAKE_KV=1 exchanges device counts through the KV
+    // callbacks, as a distributed plugin does; each process has 2 devices.
+    let fake = fake_plugin();
+    for n in [2usize, 4] {
+        let mut c = cmd(
+            &[
+                "launch",
+                "-n",
+                &n.to_string(),
+                "--",
+                RPJRT,
+                "rendezvous",
+                "--timeout",
+                "20",
+                "--plugin",
+                fake.to_str().unwrap(),
+                "-o",
+                "fake_device_count=2",
+            ],
+            &[],
+        );
+        c.env("RPJRT_FAKE_KV", "1");
+        let out = finish(c.spawn().unwrap(), LIMIT);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+        for p in 0..n {
+            let devices: Vec<String> = (0..2 * n)
+                .map(|d| {
+                    let owner = d / 2;
+                    let mark = if owner == p { "*" } else { "" };
+                    format!("{d}@{owner}{mark}")
+                })
+                .collect();
+            let line = format!(
+                "[{p}] process {p} of {n}: client process index {p}, {} devices, 2 addressable \
+                 [id@process, * = addressable: {}]",
+                2 * n,
+                devices.join(" ")
+            );
+            assert!(stdout.contains(&line), "missing {line:?} in\n{stdout}");
+        }
+    }
+}

@@ -1,0 +1,621 @@
+//! Where this process sits in a job: process id, process count, coordinator address and
+//! token, read from the environment of the common launchers; and a local launcher that
+//! starts N processes with that environment (`rpjrt launch`).
+
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// The port the coordinator listens on when the launcher names only a host (Slurm) and
+/// `RPJRT_COORDINATOR_PORT` does not say otherwise.
+pub const DEFAULT_PORT: u16 = 57_471;
+
+/// Which launcher's variables [`LaunchEnv::detect`] used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchSource {
+    /// Given by the caller.
+    Explicit,
+    /// `rpjrt launch` (`RPJRT_PROCESS_ID`, `RPJRT_NUM_PROCESSES`, `RPJRT_COORDINATOR`).
+    Rpjrt,
+    /// torchrun / torch.distributed.launch (`RANK`, `WORLD_SIZE`, `MASTER_ADDR`, ...).
+    Torchrun,
+    /// Open MPI's mpirun (`OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`).
+    OpenMpi,
+    /// A PMI launcher such as MPICH's or Intel MPI's (`PMI_RANK`, `PMI_SIZE`).
+    Pmi,
+    /// Slurm's srun (`SLURM_PROCID`, `SLURM_NTASKS`, `SLURM_NODELIST`).
+    Slurm,
+}
+
+impl LaunchSource {
+    /// A short lower-case name: `explicit`, `rpjrt`, `torchrun`, `openmpi`, `pmi`, `slurm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LaunchSource::Explicit => "explicit",
+            LaunchSource::Rpjrt => "rpjrt",
+            LaunchSource::Torchrun => "torchrun",
+            LaunchSource::OpenMpi => "openmpi",
+            LaunchSource::Pmi => "pmi",
+            LaunchSource::Slurm => "slurm",
+        }
+    }
+}
+
+impl fmt::Display for LaunchSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// This process's place in a multi-process job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchEnv {
+    /// This process's index, `0..num_processes`.
+    pub process_id: usize,
+    /// The number of processes.
+    pub num_processes: usize,
+    /// `host:port` where process 0 hosts the store, when known.
+    pub coordinator: Option<String>,
+    /// The job's shared secret, when known (see [`LaunchEnv::detect`]).
+    pub token: Option<String>,
+    /// Which launcher's variables these came from.
+    pub source: LaunchSource,
+}
+
+fn parse_num(get: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<usize>> {
+    match get(name) {
+        None => Ok(None),
+        Some(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
+            Error::invalid(format!(
+                "environment variable {name}={v:?} is not a non-negative integer"
+            ))
+        }),
+    }
+}
+
+impl LaunchEnv {
+    /// Explicit values, checked.
+    pub fn explicit(
+        process_id: usize,
+        num_processes: usize,
+        coordinator: Option<String>,
+        token: Option<String>,
+    ) -> Result<LaunchEnv> {
+        LaunchEnv {
+            process_id,
+            num_processes,
+            coordinator,
+            token,
+            source: LaunchSource::Explicit,
+        }
+        .checked()
+    }
+
+    fn checked(self) -> Result<LaunchEnv> {
+        if self.num_processes == 0 || self.process_id >= self.num_processes {
+            return Err(Error::invalid(format!(
+                "process id {} is out of range for {} processes (from {})",
+                self.process_id, self.num_processes, self.source
+            )));
+        }
+        Ok(self)
+    }
+
+    /// Reads the environment of this process; see [`LaunchEnv::detect_from`].
+    pub fn detect() -> Result<LaunchEnv> {
+        LaunchEnv::detect_from(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// Detects the launcher from variables that `get` returns, trying in order:
+    ///
+    /// 1. rpjrt: `RPJRT_PROCESS_ID`, `RPJRT_NUM_PROCESSES`.
+    /// 2. torchrun: `RANK`, `WORLD_SIZE`; coordinator `MASTER_ADDR` at `MASTER_PORT + 1`
+    ///    (torch's own store already listens on `MASTER_PORT`); token `TORCHELASTIC_RUN_ID`.
+    /// 3. Open MPI: `OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`.
+    /// 4. PMI: `PMI_RANK`, `PMI_SIZE`.
+    /// 5. Slurm: `SLURM_PROCID`, `SLURM_NTASKS` (or `SLURM_NPROCS`); coordinator the first
+    ///    host of `SLURM_STEP_NODELIST` / `SLURM_JOB_NODELIST` / `SLURM_NODELIST` at
+    ///    `RPJRT_COORDINATOR_PORT` or [`DEFAULT_PORT`]; token from `SLURM_JOB_ID` and
+    ///    `SLURM_STEP_ID`.
+    ///
+    /// Whatever the launcher, `RPJRT_COORDINATOR` (`host:port`) and `RPJRT_TOKEN` override
+    /// the coordinator and token. A token derived from a job id only keeps jobs from
+    /// mixing by accident; set `RPJRT_TOKEN` to a secret to keep other users out.
+    pub fn detect_from(get: impl Fn(&str) -> Option<String>) -> Result<LaunchEnv> {
+        let get: &dyn Fn(&str) -> Option<String> = &get;
+        let pair = |rank: &str, size: &str| -> Result<Option<(usize, usize)>> {
+            match (parse_num(get, rank)?, parse_num(get, size)?) {
+                (Some(r), Some(n)) => Ok(Some((r, n))),
+                _ => Ok(None),
+            }
+        };
+        let port_plus_one = |p: String| -> Result<String> {
+            let n: u16 = p.trim().parse().map_err(|_| {
+                Error::invalid(format!(
+                    "environment variable MASTER_PORT={p:?} is not a port"
+                ))
+            })?;
+            Ok((n
+                .checked_add(1)
+                .ok_or_else(|| Error::invalid("MASTER_PORT is 65535"))?)
+            .to_string())
+        };
+        let mut env = if let Some((r, n)) = pair("RPJRT_PROCESS_ID", "RPJRT_NUM_PROCESSES")? {
+            LaunchEnv {
+                process_id: r,
+                num_processes: n,
+                coordinator: None,
+                token: None,
+                source: LaunchSource::Rpjrt,
+            }
+        } else if let Some((r, n)) = pair("RANK", "WORLD_SIZE")? {
+            let coordinator = match (get("MASTER_ADDR"), get("MASTER_PORT")) {
+                (Some(a), Some(p)) => Some(format!("{a}:{}", port_plus_one(p)?)),
+                _ => None,
+            };
+            LaunchEnv {
+                process_id: r,
+                num_processes: n,
+                coordinator,
+                token: get("TORCHELASTIC_RUN_ID").map(|id| format!("torchrun-{id}")),
+                source: LaunchSource::Torchrun,
+            }
+        } else if let Some((r, n)) = pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")? {
+            LaunchEnv {
+                process_id: r,
+                num_processes: n,
+                coordinator: None,
+                token: None,
+                source: LaunchSource::OpenMpi,
+            }
+        } else if let Some((r, n)) = pair("PMI_RANK", "PMI_SIZE")? {
+            LaunchEnv {
+                process_id: r,
+                num_processes: n,
+                coordinator: None,
+                token: None,
+                source: LaunchSource::Pmi,
+            }
+        } else if let Some(r) = parse_num(get, "SLURM_PROCID")? {
+            let n = match parse_num(get, "SLURM_NTASKS")? {
+                Some(n) => n,
+                None => parse_num(get, "SLURM_NPROCS")?.ok_or_else(|| {
+                    Error::invalid("SLURM_PROCID is set but neither SLURM_NTASKS nor SLURM_NPROCS")
+                })?,
+            };
+            let list = get("SLURM_STEP_NODELIST")
+                .or_else(|| get("SLURM_JOB_NODELIST"))
+                .or_else(|| get("SLURM_NODELIST"));
+            let port = match get("RPJRT_COORDINATOR_PORT") {
+                Some(p) => p.trim().parse::<u16>().map_err(|_| {
+                    Error::invalid(format!(
+                        "environment variable RPJRT_COORDINATOR_PORT={p:?} is not a port"
+                    ))
+                })?,
+                None => DEFAULT_PORT,
+            };
+            let coordinator = match list {
+                Some(l) => Some(format!("{}:{port}", first_host(&l)?)),
+                None => None,
+            };
+            let token = get("SLURM_JOB_ID")
+                .map(|j| format!("slurm-{j}-{}", get("SLURM_STEP_ID").unwrap_or_default()));
+            LaunchEnv {
+                process_id: r,
+                num_processes: n,
+                coordinator,
+                token,
+                source: LaunchSource::Slurm,
+            }
+        } else {
+            return Err(Error::invalid(
+                "no launcher found in the environment: set RPJRT_PROCESS_ID and \
+                 RPJRT_NUM_PROCESSES (or run under rpjrt launch, torchrun, srun, mpirun), or \
+                 pass the process id and count explicitly",
+            ));
+        };
+        if let Some(c) = get("RPJRT_COORDINATOR") {
+            env.coordinator = Some(c);
+        }
+        if let Some(t) = get("RPJRT_TOKEN") {
+            env.token = Some(t);
+        }
+        env.checked()
+    }
+
+    /// The `RPJRT_*` variables that describe this environment to a child process.
+    pub fn to_env_vars(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("RPJRT_PROCESS_ID".to_string(), self.process_id.to_string()),
+            (
+                "RPJRT_NUM_PROCESSES".to_string(),
+                self.num_processes.to_string(),
+            ),
+        ];
+        if let Some(c) = &self.coordinator {
+            v.push(("RPJRT_COORDINATOR".to_string(), c.clone()));
+        }
+        if let Some(t) = &self.token {
+            v.push(("RPJRT_TOKEN".to_string(), t.clone()));
+        }
+        v
+    }
+}
+
+/// The first host of a Slurm node list: `node[01-04,07]` → `node01`,
+/// `gpu-a[3,5],cpu1` → `gpu-a3`, `rack[1-2]-n[08-09]` → `rack1-n08`, `host` → `host`.
+pub fn first_host(list: &str) -> Result<String> {
+    let bad = |why: &str| Error::invalid(format!("Slurm node list {list:?}: {why}"));
+    let list = list.trim();
+    // The first entry ends at the first comma outside brackets.
+    let mut depth = 0i32;
+    let mut end = list.len();
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+        if !(0..=1).contains(&depth) {
+            return Err(bad("unbalanced or nested brackets"));
+        }
+    }
+    let entry = &list[..end];
+    let mut out = String::new();
+    let mut rest = entry;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or_else(|| bad("a bracket is not closed"))?;
+        let inner = &rest[open + 1..close];
+        let first = inner.split(',').next().unwrap_or("");
+        let first = first.split('-').next().unwrap_or("").trim();
+        if first.is_empty() || !first.chars().all(|c| c.is_ascii_digit()) {
+            return Err(bad("a bracket range does not start with a number"));
+        }
+        out.push_str(first);
+        rest = &rest[close + 1..];
+    }
+    if rest.contains(']') {
+        return Err(bad("unbalanced brackets"));
+    }
+    out.push_str(rest);
+    if out.is_empty() {
+        return Err(bad("no host"));
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------------------ launcher
+
+/// Starts N local processes of one command, each with its `RPJRT_*` environment, and
+/// collects their output and exit codes. Used by `rpjrt launch`.
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    /// How many processes to start.
+    pub num_processes: usize,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The port process 0 hosts the store on; `None` picks a free one.
+    pub port: Option<u16>,
+    /// Kill everything after this long; `None` waits for ever.
+    pub timeout: Option<Duration>,
+}
+
+/// How a launch ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchOutcome {
+    /// Each process's exit code; `None` where it was killed (by us or by a signal).
+    pub exit_codes: Vec<Option<i32>>,
+    /// The first process that failed, if any.
+    pub first_failure: Option<usize>,
+    /// Whether the timeout ran out.
+    pub timed_out: bool,
+}
+
+impl LaunchOutcome {
+    /// The launcher's own exit code: 0 when all succeeded, 124 on timeout, else the first
+    /// failing process's code (1 if it died from a signal).
+    pub fn exit_code(&self) -> i32 {
+        if self.timed_out {
+            return 124;
+        }
+        match self.first_failure {
+            None => 0,
+            Some(p) => match self.exit_codes[p] {
+                Some(0) | None => 1,
+                Some(c) => c,
+            },
+        }
+    }
+}
+
+/// One line of a child's output: process index, whether it came from stderr, the text.
+pub type OutputSink = Arc<dyn Fn(usize, bool, &str) + Send + Sync>;
+
+fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .is_ok();
+    if !ok {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.write_u32(std::process::id());
+        bytes[..8].copy_from_slice(&h.finish().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::invalid(format!("cannot find a free local port: {e}")))?;
+    Ok(l.local_addr()
+        .map_err(|e| Error::invalid(format!("cannot find a free local port: {e}")))?
+        .port())
+}
+
+impl Launcher {
+    /// Starts the processes, forwards each line of their output to `sink`, and waits.
+    /// When one fails (non-zero exit or signal) or the timeout runs out, the others are
+    /// killed.
+    pub fn run(&self, sink: OutputSink) -> Result<LaunchOutcome> {
+        if self.num_processes == 0 {
+            return Err(Error::invalid(
+                "launch needs at least one process (-n 1 or more)",
+            ));
+        }
+        let Some((program, args)) = self.command.split_first() else {
+            return Err(Error::invalid("launch needs a command to run"));
+        };
+        let port = match self.port {
+            Some(p) => p,
+            None => free_port()?,
+        };
+        let token = random_token();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let mut children: Vec<Child> = Vec::new();
+        let mut readers = 0usize;
+        for p in 0..self.num_processes {
+            let env = LaunchEnv {
+                process_id: p,
+                num_processes: self.num_processes,
+                coordinator: Some(format!("127.0.0.1:{port}")),
+                token: Some(token.clone()),
+                source: LaunchSource::Rpjrt,
+            };
+            let mut cmd = Command::new(program);
+            cmd.args(args)
+                .envs(env.to_env_vars())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let mut child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) => {
+                    for c in &mut children {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                    }
+                    return Err(Error::invalid(format!("cannot start {program:?}: {e}")));
+                }
+            };
+            let pipes: [(bool, Option<Box<dyn Read + Send>>); 2] = [
+                (false, child.stdout.take().map(|s| Box::new(s) as _)),
+                (true, child.stderr.take().map(|s| Box::new(s) as _)),
+            ];
+            for (is_err, pipe) in pipes {
+                let Some(pipe) = pipe else { continue };
+                let sink = Arc::clone(&sink);
+                let done = done_tx.clone();
+                readers += 1;
+                std::thread::spawn(move || {
+                    for line in BufReader::new(pipe).split(b'\n') {
+                        let Ok(line) = line else { break };
+                        sink(
+                            p,
+                            is_err,
+                            String::from_utf8_lossy(&line).trim_end_matches('\r'),
+                        );
+                    }
+                    let _ = done.send(());
+                });
+            }
+            children.push(child);
+        }
+        drop(done_tx);
+        let start = Instant::now();
+        let mut codes: Vec<Option<Option<i32>>> = vec![None; children.len()];
+        let mut first_failure = None;
+        let mut timed_out = false;
+        loop {
+            for (i, c) in children.iter_mut().enumerate() {
+                if codes[i].is_none() {
+                    if let Ok(Some(status)) = c.try_wait() {
+                        codes[i] = Some(status.code());
+                        if !status.success() && first_failure.is_none() {
+                            first_failure = Some(i);
+                        }
+                    }
+                }
+            }
+            if codes.iter().all(|c| c.is_some()) {
+                break;
+            }
+            let over = self.timeout.is_some_and(|t| start.elapsed() >= t);
+            if first_failure.is_some() || over {
+                timed_out = over && first_failure.is_none();
+                for (i, c) in children.iter_mut().enumerate() {
+                    if codes[i].is_none() {
+                        let _ = c.kill();
+                        codes[i] = Some(c.wait().ok().and_then(|s| s.code()));
+                    }
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Let the readers drain what the children wrote; a grandchild that keeps a pipe
+        // open must not hold the launcher, so wait a bounded time.
+        let drain_until = Instant::now() + Duration::from_secs(2);
+        for _ in 0..readers {
+            let left = drain_until.saturating_duration_since(Instant::now());
+            if done_rx.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        Ok(LaunchOutcome {
+            exit_codes: codes.into_iter().map(|c| c.flatten()).collect(),
+            first_failure,
+            timed_out,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> Result<LaunchEnv> {
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        LaunchEnv::detect_from(move |k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn first_host_of_slurm_lists() {
+        assert_eq!(first_host("node[01-04,07]").unwrap(), "node01");
+        assert_eq!(first_host("node[07,01-04]").unwrap(), "node07");
+        assert_eq!(first_host("gpu-a[3,5],cpu1").unwrap(), "gpu-a3");
+        assert_eq!(first_host("rack[1-2]-n[08-09],x").unwrap(), "rack1-n08");
+        assert_eq!(first_host("localhost").unwrap(), "localhost");
+        assert_eq!(first_host("a,b[1-2]").unwrap(), "a");
+        assert!(first_host("node[01-04").is_err());
+        assert!(first_host("node[x]").is_err());
+        assert!(first_host("").is_err());
+    }
+
+    #[test]
+    fn each_launcher_is_recognised() {
+        let e = env(&[
+            ("RPJRT_PROCESS_ID", "1"),
+            ("RPJRT_NUM_PROCESSES", "2"),
+            ("RPJRT_COORDINATOR", "127.0.0.1:5000"),
+            ("RPJRT_TOKEN", "s"),
+            ("RANK", "0"),
+            ("WORLD_SIZE", "8"),
+        ])
+        .unwrap();
+        assert_eq!(
+            e,
+            LaunchEnv {
+                process_id: 1,
+                num_processes: 2,
+                coordinator: Some("127.0.0.1:5000".into()),
+                token: Some("s".into()),
+                source: LaunchSource::Rpjrt
+            }
+        );
+        let e = env(&[
+            ("RANK", "3"),
+            ("WORLD_SIZE", "4"),
+            ("MASTER_ADDR", "10.0.0.1"),
+            ("MASTER_PORT", "29500"),
+            ("TORCHELASTIC_RUN_ID", "abc"),
+        ])
+        .unwrap();
+        assert_eq!(e.source, LaunchSource::Torchrun);
+        assert_eq!((e.process_id, e.num_processes), (3, 4));
+        assert_eq!(e.coordinator.as_deref(), Some("10.0.0.1:29501"));
+        assert_eq!(e.token.as_deref(), Some("torchrun-abc"));
+        let e = env(&[("OMPI_COMM_WORLD_RANK", "2"), ("OMPI_COMM_WORLD_SIZE", "3")]).unwrap();
+        assert_eq!(
+            (e.source, e.process_id, e.num_processes),
+            (LaunchSource::OpenMpi, 2, 3)
+        );
+        assert_eq!(e.coordinator, None);
+        let e = env(&[
+            ("PMI_RANK", "0"),
+            ("PMI_SIZE", "5"),
+            ("RPJRT_COORDINATOR", "h:1"),
+        ])
+        .unwrap();
+        assert_eq!((e.source, e.num_processes), (LaunchSource::Pmi, 5));
+        assert_eq!(e.coordinator.as_deref(), Some("h:1"));
+        let e = env(&[
+            ("SLURM_PROCID", "5"),
+            ("SLURM_NTASKS", "8"),
+            ("SLURM_JOB_NODELIST", "node[01-04,07]"),
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_STEP_ID", "0"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (e.source, e.process_id, e.num_processes),
+            (LaunchSource::Slurm, 5, 8)
+        );
+        assert_eq!(e.coordinator, Some(format!("node01:{DEFAULT_PORT}")));
+        assert_eq!(e.token.as_deref(), Some("slurm-77-0"));
+        let e = env(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NPROCS", "2"),
+            ("SLURM_NODELIST", "localhost"),
+            ("RPJRT_COORDINATOR_PORT", "6000"),
+        ])
+        .unwrap();
+        assert_eq!(e.coordinator.as_deref(), Some("localhost:6000"));
+    }
+
+    #[test]
+    fn bad_environments_say_what_is_wrong() {
+        let m = env(&[]).unwrap_err().to_string();
+        assert!(m.contains("no launcher"), "{m}");
+        let m = env(&[("RANK", "x"), ("WORLD_SIZE", "2")])
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("RANK=\"x\""), "{m}");
+        let m = env(&[("RANK", "2"), ("WORLD_SIZE", "2")])
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("out of range") && m.contains("torchrun"), "{m}");
+        let m = env(&[("SLURM_PROCID", "0")]).unwrap_err().to_string();
+        assert!(m.contains("SLURM_NTASKS"), "{m}");
+        assert!(LaunchEnv::explicit(0, 0, None, None).is_err());
+    }
+
+    #[test]
+    fn round_trip_through_env_vars() {
+        let e = LaunchEnv::explicit(1, 3, Some("127.0.0.1:9".into()), Some("t".into())).unwrap();
+        let vars = e.to_env_vars();
+        let back = env(&vars
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect::<Vec<_>>())
+        .unwrap();
+        assert_eq!(back.source, LaunchSource::Rpjrt);
+        assert_eq!((back.process_id, back.num_processes), (1, 3));
+        assert_eq!(back.coordinator, e.coordinator);
+        assert_eq!(back.token, e.token);
+    }
+}

@@ -1,0 +1,158 @@
+//! A store shared by the threads of one process (tests, single-process runs).
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::{store_error, KvStore};
+use crate::error::{Code, Result};
+
+/// A [`KvStore`] in this process's memory. Clone an `Arc` of it into each thread.
+#[derive(Default)]
+pub struct InMemoryStore {
+    map: Mutex<HashMap<String, Vec<u8>>>,
+    changed: Condvar,
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> InMemoryStore {
+        InMemoryStore::default()
+    }
+
+    /// The number of keys set.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<u8>>> {
+        // A panic while holding the lock cannot leave the map half-updated (each update is
+        // one insert), so a poisoned lock is still usable.
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Waits on `changed` until `key` is in the map behind `guard`, or until `timeout`.
+/// Shared by the in-memory store and the TCP store's server.
+pub(crate) fn wait_for_key(
+    mut guard: MutexGuard<'_, HashMap<String, Vec<u8>>>,
+    changed: &Condvar,
+    key: &str,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<u8>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = guard.get(key) {
+            return Some(v.clone());
+        }
+        let now = Instant::now();
+        if now >= deadline || stop() {
+            return None;
+        }
+        // Wake at least every 100 ms so a stop request is seen promptly.
+        let wait = (deadline - now).min(Duration::from_millis(100));
+        guard = changed
+            .wait_timeout(guard, wait)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
+    }
+}
+
+pub(crate) fn timeout_error(key: &str, timeout: Duration) -> crate::Error {
+    store_error(
+        Code::DeadlineExceeded,
+        format!(
+            "key {key:?} was not set within {:.1}s",
+            timeout.as_secs_f64()
+        ),
+    )
+}
+
+impl KvStore for InMemoryStore {
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.lock().insert(key.to_string(), value.to_vec());
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        let v = wait_for_key(self.lock(), &self.changed, key, timeout, &|| false);
+        v.ok_or_else(|| timeout_error(key, timeout))
+    }
+
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.lock().get(key).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn set_get_try_get() {
+        let s = InMemoryStore::new();
+        assert_eq!(s.try_get("a").unwrap(), None);
+        s.set("a", b"1").unwrap();
+        assert_eq!(s.get("a", Duration::from_millis(1)).unwrap(), b"1");
+        assert_eq!(s.try_get("a").unwrap().as_deref(), Some(&b"1"[..]));
+        let e = s.get("b", Duration::from_millis(20)).unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded);
+        assert!(e.to_string().contains("\"b\""), "{e}");
+    }
+
+    #[test]
+    fn get_waits_for_a_later_set() {
+        let s = Arc::new(InMemoryStore::new());
+        let s2 = Arc::clone(&s);
+        let t = std::thread::spawn(move || s2.get("k", Duration::from_secs(10)));
+        std::thread::sleep(Duration::from_millis(20));
+        s.set("k", b"v").unwrap();
+        assert_eq!(t.join().unwrap().unwrap(), b"v");
+    }
+
+    #[test]
+    fn barrier_names_the_missing_process() {
+        let s = Arc::new(InMemoryStore::new());
+        let handles: Vec<_> = [0usize, 2]
+            .into_iter()
+            .map(|p| {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || s.barrier("b", p, 4, Duration::from_millis(200)))
+            })
+            .collect();
+        for h in handles {
+            let e = h.join().unwrap().unwrap_err();
+            assert_eq!(e.code(), Code::DeadlineExceeded);
+            let m = e.to_string();
+            assert!(m.contains("processes 1, 3 of 4"), "{m}");
+        }
+    }
+
+    #[test]
+    fn barrier_completes_with_everyone() {
+        let s = Arc::new(InMemoryStore::new());
+        let handles: Vec<_> = (0..4)
+            .map(|p| {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || s.barrier("b", p, 4, Duration::from_secs(10)))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+    }
+
+    #[test]
+    fn eight_threads_a_thousand_keys_each() {
+        let s = Arc::new(InMemoryStore::new());
+        crate::distributed::tests_support::hammer(|_| Arc::clone(&s) as Arc<dyn KvStore>);
+    }
+}

@@ -1,0 +1,885 @@
+//! A key-value store over TCP: process 0 hosts it, the other processes connect to it.
+//!
+//! Protocol (all integers big-endian). Every message is a frame: a `u32` length `N`
+//! (at most [`MAX_FRAME`]) followed by `N` bytes whose first byte is the operation.
+//!
+//! | request | body after the op byte | replies |
+//! |---|---|---|
+//! | `0x01` hello | magic `RPJRTKV1`, `u32` process id, token bytes | ok, refused |
+//! | `0x02` set | `u32` key length, key, value | ok |
+//! | `0x03` get | `u64` timeout in ms, key | ok + value, timeout |
+//! | `0x04` try-get | key | ok + value, not-found |
+//! | `0x05` peer | `u32` process id | ok + one byte: 0 never joined, 1 connected, 2 gone |
+//!
+//! Replies: `0x00` ok (+ value), `0x01` not found, `0x02` timeout, `0x03` refused (+ UTF-8
+//! reason), `0x04` error (+ UTF-8 message). A connection must say hello first, with the
+//! job's token; a wrong token or magic gets `refused` and the connection is closed.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::memory::{timeout_error, wait_for_key};
+use super::{barrier_with, store_error, KvStore, LaunchEnv};
+use crate::error::{Code, Error, Result};
+
+/// The 8 bytes a client's hello starts with (protocol name and version).
+pub const PROTOCOL_MAGIC: &[u8; 8] = b"RPJRTKV1";
+
+/// The largest frame either side accepts (64 MiB).
+const MAX_FRAME: usize = 64 << 20;
+/// How long the host waits for a new connection's hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest wait a get may ask the host for (one day).
+const MAX_WAIT_MS: u64 = 24 * 3600 * 1000;
+
+const OP_HELLO: u8 = 0x01;
+const OP_SET: u8 = 0x02;
+const OP_GET: u8 = 0x03;
+const OP_TRY_GET: u8 = 0x04;
+const OP_PEER: u8 = 0x05;
+
+const R_OK: u8 = 0x00;
+const R_NOT_FOUND: u8 = 0x01;
+const R_TIMEOUT: u8 = 0x02;
+const R_REFUSED: u8 = 0x03;
+const R_ERROR: u8 = 0x04;
+
+fn write_frame(w: &mut impl Write, parts: &[&[u8]]) -> io::Result<()> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("message of {len} bytes exceeds the {MAX_FRAME}-byte limit"),
+        ));
+    }
+    let mut buf = Vec::with_capacity(4 + len);
+    buf.extend_from_slice(&(len as u32).to_be_bytes());
+    for p in parts {
+        buf.extend_from_slice(p);
+    }
+    w.write_all(&buf)?;
+    w.flush()
+}
+
+fn read_frame(r: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len == 0 || len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes (allowed 1..={MAX_FRAME})"),
+        ));
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+fn utf8(b: &[u8]) -> io::Result<&str> {
+    std::str::from_utf8(b)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "key is not UTF-8"))
+}
+
+/// Resolves `addr` ("host:port"), preferring IPv4.
+fn resolve(addr: &str) -> Result<SocketAddr> {
+    let all: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| Error::invalid(format!("cannot resolve store address {addr:?}: {e}")))?
+        .collect();
+    all.iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| all.first())
+        .copied()
+        .ok_or_else(|| Error::invalid(format!("store address {addr:?} resolves to nothing")))
+}
+
+// ------------------------------------------------------------------------------ the host
+
+struct Shared {
+    map: Mutex<HashMap<String, Vec<u8>>>,
+    changed: Condvar,
+    stop: AtomicBool,
+    token: Vec<u8>,
+    conns: Mutex<Vec<(TcpStream, Option<JoinHandle<()>>)>>,
+    /// Open connections per process id; an id that joined and has none left is gone.
+    peers: Mutex<HashMap<u32, usize>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<u8>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+    fn peer_state(&self, p: u32) -> PeerState {
+        match self.peers.lock().unwrap_or_else(|e| e.into_inner()).get(&p) {
+            None => PeerState::NeverJoined,
+            Some(0) => PeerState::Gone,
+            Some(_) => PeerState::Connected,
+        }
+    }
+    fn peer_delta(&self, p: u32, up: bool) {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        let n = peers.entry(p).or_insert(0);
+        *n = if up { *n + 1 } else { n.saturating_sub(1) };
+    }
+}
+
+/// Whether a process has joined the store and is still connected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PeerState {
+    NeverJoined = 0,
+    Connected = 1,
+    Gone = 2,
+}
+
+struct Host {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Host {
+    fn bind(addr: SocketAddr, token: &str) -> Result<Host> {
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            store_error(
+                Code::Unavailable,
+                format!("cannot host the store on {addr}: {e}"),
+            )
+        })?;
+        let addr = listener.local_addr().map_err(io_err("local address"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io_err("set_nonblocking"))?;
+        let shared = Arc::new(Shared {
+            map: Mutex::new(HashMap::new()),
+            changed: Condvar::new(),
+            stop: AtomicBool::new(false),
+            token: token.as_bytes().to_vec(),
+            conns: Mutex::new(Vec::new()),
+            peers: Mutex::new(HashMap::new()),
+        });
+        let s = Arc::clone(&shared);
+        let accept = std::thread::Builder::new()
+            .name("rpjrt-kv-accept".into())
+            .spawn(move || accept_loop(listener, s))
+            .map_err(io_err("spawn"))?;
+        Ok(Host {
+            addr,
+            shared,
+            accept: Mutex::new(Some(accept)),
+        })
+    }
+
+    /// Whether every peer has closed its connections.
+    fn idle(&self) -> bool {
+        let conns = self.shared.conns.lock().unwrap_or_else(|p| p.into_inner());
+        conns
+            .iter()
+            .all(|(_, t)| t.as_ref().is_none_or(|t| t.is_finished()))
+    }
+
+    fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.changed.notify_all();
+        let accept = self.accept.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = accept {
+            let _ = t.join();
+        }
+        let conns =
+            std::mem::take(&mut *self.shared.conns.lock().unwrap_or_else(|p| p.into_inner()));
+        for (stream, _) in &conns {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        for (_, t) in conns {
+            if let Some(t) = t {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    while !shared.stopped() {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_nodelay(true);
+                let Ok(clone) = stream.try_clone() else {
+                    continue;
+                };
+                let s = Arc::clone(&shared);
+                let t = std::thread::Builder::new()
+                    .name("rpjrt-kv-conn".into())
+                    .spawn(move || {
+                        let mut stream = stream;
+                        let _ = serve(&mut stream, &s);
+                        // The accept loop keeps a clone for shutdown; close for real now.
+                        let _ = stream.shutdown(Shutdown::Both);
+                    })
+                    .ok();
+                let mut conns = shared.conns.lock().unwrap_or_else(|p| p.into_inner());
+                // Forget finished connections so a long job does not accumulate them.
+                conns.retain(|(_, t)| t.as_ref().is_some_and(|t| !t.is_finished()));
+                conns.push((clone, t));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    // The listener is dropped here: nothing listens after shutdown.
+}
+
+fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
+    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
+    let hello = read_frame(stream)?;
+    let ok = hello.len() >= 13
+        && hello[0] == OP_HELLO
+        && &hello[1..9] == PROTOCOL_MAGIC
+        && constant_time_eq(&hello[13..], &shared.token);
+    if !ok {
+        let why = if hello.len() < 9 || hello[0] != OP_HELLO || &hello[1..9] != PROTOCOL_MAGIC {
+            "not an rpjrt key-value store client (bad hello)"
+        } else {
+            "wrong token: this store belongs to another job"
+        };
+        let _ = write_frame(stream, &[&[R_REFUSED], why.as_bytes()]);
+        return Ok(());
+    }
+    write_frame(stream, &[&[R_OK]])?;
+    stream.set_read_timeout(None)?;
+    let pid = u32::from_be_bytes([hello[9], hello[10], hello[11], hello[12]]);
+    shared.peer_delta(pid, true);
+    let r = serve_requests(stream, shared);
+    shared.peer_delta(pid, false);
+    r
+}
+
+fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
+    loop {
+        let req = match read_frame(stream) {
+            Ok(r) => r,
+            Err(_) => return Ok(()),
+        };
+        if shared.stopped() {
+            return Ok(());
+        }
+        let body = &req[1..];
+        match req[0] {
+            OP_SET if body.len() >= 4 => {
+                let klen = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
+                if body.len() < 4 + klen {
+                    write_frame(stream, &[&[R_ERROR], b"truncated set"])?;
+                    continue;
+                }
+                let key = utf8(&body[4..4 + klen])?.to_string();
+                shared.lock().insert(key, body[4 + klen..].to_vec());
+                shared.changed.notify_all();
+                write_frame(stream, &[&[R_OK]])?;
+            }
+            OP_GET if body.len() >= 8 => {
+                let mut ms = [0u8; 8];
+                ms.copy_from_slice(&body[..8]);
+                let ms = u64::from_be_bytes(ms).min(MAX_WAIT_MS);
+                let key = utf8(&body[8..])?;
+                let v = wait_for_key(
+                    shared.lock(),
+                    &shared.changed,
+                    key,
+                    Duration::from_millis(ms),
+                    &|| shared.stopped(),
+                );
+                if v.is_none() && shared.stopped() {
+                    // Closing tells the client the host went away, not that time ran out.
+                    return Ok(());
+                }
+                match v {
+                    Some(v) => write_frame(stream, &[&[R_OK], &v])?,
+                    None => write_frame(stream, &[&[R_TIMEOUT]])?,
+                }
+            }
+            OP_PEER if body.len() == 4 => {
+                let p = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+                write_frame(stream, &[&[R_OK, shared.peer_state(p) as u8]])?;
+            }
+            OP_TRY_GET => {
+                let key = utf8(body)?;
+                let v = shared.lock().get(key).cloned();
+                match v {
+                    Some(v) => write_frame(stream, &[&[R_OK], &v])?,
+                    None => write_frame(stream, &[&[R_NOT_FOUND]])?,
+                }
+            }
+            _ => write_frame(stream, &[&[R_ERROR], b"unknown or malformed request"])?,
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn io_err(what: &'static str) -> impl Fn(io::Error) -> Error {
+    move |e| store_error(Code::Unavailable, format!("key-value store: {what}: {e}"))
+}
+
+// ---------------------------------------------------------------------------- the client
+
+struct Remote {
+    addr: SocketAddr,
+    token: String,
+    process_id: u32,
+    io_timeout: Duration,
+    pool: Mutex<Vec<TcpStream>>,
+}
+
+impl Remote {
+    fn open(&self, timeout: Duration) -> Result<TcpStream> {
+        let lost = |e: io::Error| {
+            store_error(
+                Code::Unavailable,
+                format!(
+                    "cannot reach the store host (process 0) at {}: {e}",
+                    self.addr
+                ),
+            )
+        };
+        let mut s = TcpStream::connect_timeout(&self.addr, timeout).map_err(lost)?;
+        s.set_nodelay(true).map_err(lost)?;
+        s.set_read_timeout(Some(timeout)).map_err(lost)?;
+        s.set_write_timeout(Some(timeout)).map_err(lost)?;
+        write_frame(
+            &mut s,
+            &[
+                &[OP_HELLO],
+                PROTOCOL_MAGIC,
+                &self.process_id.to_be_bytes(),
+                self.token.as_bytes(),
+            ],
+        )
+        .map_err(lost)?;
+        let reply = read_frame(&mut s).map_err(lost)?;
+        match reply[0] {
+            R_OK => Ok(s),
+            R_REFUSED => Err(store_error(
+                Code::PermissionDenied,
+                format!(
+                    "the store host at {} refused process {}: {}",
+                    self.addr,
+                    self.process_id,
+                    String::from_utf8_lossy(&reply[1..])
+                ),
+            )),
+            _ => Err(store_error(
+                Code::Unavailable,
+                format!("the store host at {} answered hello oddly", self.addr),
+            )),
+        }
+    }
+
+    /// Sends one request and reads its reply, on a pooled connection (or a new one).
+    fn call(&self, parts: &[&[u8]], wait: Duration) -> Result<Vec<u8>> {
+        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut s = match pooled {
+            Some(s) => s,
+            None => self.open(self.io_timeout)?,
+        };
+        let limit = self.io_timeout + wait;
+        let result = (|| {
+            s.set_read_timeout(Some(limit))?;
+            write_frame(&mut s, parts)?;
+            read_frame(&mut s)
+        })();
+        match result {
+            Ok(reply) => {
+                self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+                Ok(reply)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(store_error(
+                    Code::DeadlineExceeded,
+                    format!(
+                        "the store host (process 0) at {} did not answer within {:.1}s",
+                        self.addr,
+                        limit.as_secs_f64()
+                    ),
+                ))
+            }
+            Err(e) => Err(store_error(
+                Code::Unavailable,
+                format!(
+                    "lost the connection to the store host (process 0) at {}: {e}",
+                    self.addr
+                ),
+            )),
+        }
+    }
+}
+
+fn reply_error(reply: &[u8]) -> Error {
+    store_error(
+        Code::Internal,
+        format!(
+            "the store host answered with an error: {}",
+            String::from_utf8_lossy(reply.get(1..).unwrap_or_default())
+        ),
+    )
+}
+
+// ------------------------------------------------------------------------------ the store
+
+enum Role {
+    Host(Host),
+    Remote(Remote),
+}
+
+/// A [`KvStore`] over TCP, hosted by process 0 and reached by the others, like JAX's
+/// coordination service or torch's `TCPStore`.
+///
+/// Every call is bounded: `get` by its timeout plus the I/O timeout, the others by the I/O
+/// timeout. A peer must present the job's token to join. The host stops listening and
+/// closes every connection on [`TcpStore::shutdown`] (or drop).
+pub struct TcpStore {
+    role: Role,
+    io_timeout: Duration,
+}
+
+impl TcpStore {
+    /// Hosts the store on `addr` (e.g. `127.0.0.1:0` for any free port) for the peers that
+    /// present `token`. This process talks to the map directly.
+    pub fn host(addr: &str, token: &str) -> Result<TcpStore> {
+        let host = Host::bind(resolve(addr)?, token)?;
+        Ok(TcpStore {
+            role: Role::Host(host),
+            io_timeout: Duration::from_secs(30),
+        })
+    }
+
+    /// Connects to the store hosted at `addr` as process `process_id`, retrying until
+    /// `timeout` while the host is not up yet.
+    pub fn connect(
+        addr: &str,
+        token: &str,
+        process_id: usize,
+        timeout: Duration,
+    ) -> Result<TcpStore> {
+        let sock = resolve(addr)?;
+        let process_id = u32::try_from(process_id)
+            .map_err(|_| Error::invalid(format!("process id {process_id} is too large")))?;
+        let remote = Remote {
+            addr: sock,
+            token: token.to_string(),
+            process_id,
+            io_timeout: timeout.max(Duration::from_millis(100)),
+            pool: Mutex::new(Vec::new()),
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match remote.open(left.max(Duration::from_millis(50))) {
+                Ok(s) => {
+                    remote
+                        .pool
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(s);
+                    break;
+                }
+                Err(e) if e.code() == Code::PermissionDenied => return Err(e),
+                Err(e) => {
+                    if Instant::now() >= deadline {
+                        return Err(store_error(
+                            Code::DeadlineExceeded,
+                            format!(
+                                "process 0 (the store host) was not reachable at {sock} within \
+                                 {:.1}s; last error: {e}",
+                                timeout.as_secs_f64()
+                            ),
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        Ok(TcpStore {
+            role: Role::Remote(remote),
+            io_timeout: timeout.max(Duration::from_millis(100)),
+        })
+    }
+
+    /// Process 0 hosts on the launch environment's coordinator address, the others connect
+    /// to it (waiting up to `timeout` for it to come up).
+    pub fn from_env(env: &LaunchEnv, timeout: Duration) -> Result<TcpStore> {
+        let addr = env.coordinator.as_deref().ok_or_else(|| {
+            Error::invalid(format!(
+                "the launch environment ({}) names no coordinator address; set \
+                 RPJRT_COORDINATOR=host:port",
+                env.source
+            ))
+        })?;
+        let token = env.token.as_deref().unwrap_or("");
+        if env.process_id == 0 {
+            let mut s = TcpStore::host(addr, token)?;
+            s.io_timeout = timeout.max(Duration::from_millis(100));
+            Ok(s)
+        } else {
+            TcpStore::connect(addr, token, env.process_id, timeout)
+        }
+    }
+
+    /// The address the host listens on (for the host) or connects to (for the others).
+    pub fn address(&self) -> SocketAddr {
+        match &self.role {
+            Role::Host(h) => h.addr,
+            Role::Remote(r) => r.addr,
+        }
+    }
+
+    /// Whether this process hosts the store.
+    pub fn is_host(&self) -> bool {
+        matches!(self.role, Role::Host(_))
+    }
+
+    /// Stops the host (it stops listening, closes every connection and joins its threads),
+    /// or closes this client's connections. Idempotent.
+    pub fn shutdown(&self) {
+        match &self.role {
+            Role::Host(h) => h.shutdown(),
+            Role::Remote(r) => {
+                for s in r.pool.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+            }
+        }
+    }
+
+    /// Like [`TcpStore::shutdown`], but the host first waits up to `grace` for its peers
+    /// to close their connections (so a peer still reading the last barrier's keys is not
+    /// cut off). Returns whether every peer had gone before the host stopped.
+    pub fn shutdown_after(&self, grace: Duration) -> bool {
+        let mut clean = true;
+        if let Role::Host(h) = &self.role {
+            let until = Instant::now() + grace;
+            while !h.idle() {
+                if Instant::now() >= until {
+                    clean = false;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        self.shutdown();
+        clean
+    }
+
+    /// Whether process `p` has joined the store and is still connected to it.
+    fn peer_state(&self, p: usize) -> Result<PeerState> {
+        if p == 0 {
+            // Process 0 is the host; a host that answers is alive.
+            return Ok(PeerState::Connected);
+        }
+        let p32 = u32::try_from(p).map_err(|_| Error::invalid("process id too large"))?;
+        match &self.role {
+            Role::Host(h) => Ok(h.shared.peer_state(p32)),
+            Role::Remote(r) => {
+                let reply = r.call(&[&[OP_PEER], &p32.to_be_bytes()], Duration::ZERO)?;
+                match (reply[0], reply.get(1)) {
+                    (R_OK, Some(0)) => Ok(PeerState::NeverJoined),
+                    (R_OK, Some(1)) => Ok(PeerState::Connected),
+                    (R_OK, Some(2)) => Ok(PeerState::Gone),
+                    _ => Err(reply_error(&reply)),
+                }
+            }
+        }
+    }
+
+    fn closed_error(&self) -> Error {
+        store_error(
+            Code::FailedPrecondition,
+            "the key-value store was shut down",
+        )
+    }
+}
+
+impl Drop for TcpStore {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl KvStore for TcpStore {
+    /// Like every store's barrier, and it also fails at once, naming the process, when a
+    /// process that joined the store loses its connection (it exited or crashed) before
+    /// arriving.
+    fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
+        let alive = |p: usize| -> Result<()> {
+            if self.peer_state(p)? == PeerState::Gone {
+                return Err(store_error(
+                    Code::Unavailable,
+                    format!(
+                        "process {p} of {n} lost its connection to the store (it exited or \
+                         crashed) before reaching barrier {name:?}"
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        barrier_with(
+            self,
+            name,
+            pid,
+            n,
+            timeout,
+            Some(Duration::from_millis(200)),
+            &alive,
+        )
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        match &self.role {
+            Role::Host(h) => {
+                if h.shared.stopped() {
+                    return Err(self.closed_error());
+                }
+                h.shared.lock().insert(key.to_string(), value.to_vec());
+                h.shared.changed.notify_all();
+                Ok(())
+            }
+            Role::Remote(r) => {
+                if key.len() + value.len() + 5 > MAX_FRAME {
+                    return Err(Error::invalid(format!(
+                        "key {key:?} with a value of {} bytes exceeds the TCP store's \
+                         {MAX_FRAME}-byte message limit",
+                        value.len()
+                    )));
+                }
+                let klen = u32::try_from(key.len())
+                    .map_err(|_| Error::invalid("key longer than 4 GiB"))?;
+                let reply = r.call(
+                    &[&[OP_SET], &klen.to_be_bytes(), key.as_bytes(), value],
+                    Duration::ZERO,
+                )?;
+                match reply[0] {
+                    R_OK => Ok(()),
+                    _ => Err(reply_error(&reply)),
+                }
+            }
+        }
+    }
+
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        match &self.role {
+            Role::Host(h) => {
+                let v = wait_for_key(h.shared.lock(), &h.shared.changed, key, timeout, &|| {
+                    h.shared.stopped()
+                });
+                match v {
+                    Some(v) => Ok(v),
+                    None if h.shared.stopped() => Err(self.closed_error()),
+                    None => Err(timeout_error(key, timeout)),
+                }
+            }
+            Role::Remote(r) => {
+                let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+                let reply = r.call(&[&[OP_GET], &ms.to_be_bytes(), key.as_bytes()], timeout)?;
+                match reply[0] {
+                    R_OK => Ok(reply[1..].to_vec()),
+                    R_TIMEOUT => Err(timeout_error(key, timeout)),
+                    _ => Err(reply_error(&reply)),
+                }
+            }
+        }
+    }
+
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        match &self.role {
+            Role::Host(h) => {
+                if h.shared.stopped() {
+                    return Err(self.closed_error());
+                }
+                Ok(h.shared.lock().get(key).cloned())
+            }
+            Role::Remote(r) => {
+                let reply = r.call(&[&[OP_TRY_GET], key.as_bytes()], Duration::ZERO)?;
+                match reply[0] {
+                    R_OK => Ok(Some(reply[1..].to_vec())),
+                    R_NOT_FOUND => Ok(None),
+                    _ => Err(reply_error(&reply)),
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for TcpStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.role {
+            Role::Host(h) => write!(f, "TcpStore(host on {})", h.addr),
+            Role::Remote(r) => write!(f, "TcpStore(process {} -> {})", r.process_id, r.addr),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Duration = Duration::from_secs(10);
+
+    fn pair(token: &str) -> (TcpStore, String) {
+        let host = TcpStore::host("127.0.0.1:0", token).unwrap();
+        let addr = host.address().to_string();
+        (host, addr)
+    }
+
+    #[test]
+    fn remote_set_get_try_get() {
+        let (host, addr) = pair("tok");
+        let c = TcpStore::connect(&addr, "tok", 1, T).unwrap();
+        c.set("a", b"1").unwrap();
+        assert_eq!(host.get("a", T).unwrap(), b"1");
+        host.set("b", b"2").unwrap();
+        assert_eq!(c.get("b", T).unwrap(), b"2");
+        assert_eq!(c.try_get("nope").unwrap(), None);
+        assert_eq!(c.try_get("a").unwrap().as_deref(), Some(&b"1"[..]));
+        let e = c.get("never", Duration::from_millis(100)).unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        // Empty values and binary values survive.
+        c.set("empty", b"").unwrap();
+        assert_eq!(host.get("empty", T).unwrap(), b"");
+        c.set("bin", &[0, 255, 10, 13]).unwrap();
+        assert_eq!(c.get("bin", T).unwrap(), [0, 255, 10, 13]);
+        // A value too large for one message is refused before sending; the connection
+        // stays usable.
+        let e = c.set("big", &vec![0u8; MAX_FRAME]).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        c.set("after", b"ok").unwrap();
+    }
+
+    #[test]
+    fn wrong_token_is_refused() {
+        let (_host, addr) = pair("right");
+        let e = TcpStore::connect(&addr, "wrong", 1, T).unwrap_err();
+        assert_eq!(e.code(), Code::PermissionDenied, "{e}");
+        assert!(e.to_string().contains("wrong token"), "{e}");
+    }
+
+    #[test]
+    fn a_stranger_speaking_another_protocol_is_refused() {
+        let (host, addr) = pair("t");
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        let mut buf = Vec::new();
+        s.set_read_timeout(Some(T)).unwrap();
+        let _ = s.read_to_end(&mut buf);
+        // Whatever it got back, the host still serves its own clients.
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        c.set("x", b"y").unwrap();
+        assert_eq!(host.try_get("x").unwrap().as_deref(), Some(&b"y"[..]));
+    }
+
+    #[test]
+    fn missing_host_times_out_naming_process_0() {
+        // A port that was free a moment ago and is closed now.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let start = Instant::now();
+        let e = TcpStore::connect(
+            &format!("127.0.0.1:{port}"),
+            "t",
+            1,
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        assert!(e.to_string().contains("process 0"), "{e}");
+    }
+
+    #[test]
+    fn shutdown_leaves_nothing_listening_and_fails_clients_cleanly() {
+        let (host, addr) = pair("t");
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let c = Arc::new(c);
+        let c2 = Arc::clone(&c);
+        let waiter = std::thread::spawn(move || c2.get("never", Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(100));
+        let start = Instant::now();
+        host.shutdown();
+        let e = waiter.join().unwrap().unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5), "{e}");
+        assert_eq!(e.code(), Code::Unavailable, "{e}");
+        assert!(
+            TcpStream::connect(&addr).is_err(),
+            "still listening on {addr}"
+        );
+        host.shutdown();
+        assert_eq!(
+            host.set("a", b"").unwrap_err().code(),
+            Code::FailedPrecondition
+        );
+    }
+
+    #[test]
+    fn barrier_over_tcp_names_the_missing_process() {
+        let (host, addr) = pair("t");
+        let host = Arc::new(host);
+        let h = Arc::clone(&host);
+        let t0 = std::thread::spawn(move || h.barrier("b", 0, 3, Duration::from_millis(300)));
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let e = c
+            .barrier("b", 1, 3, Duration::from_millis(300))
+            .unwrap_err();
+        assert!(e.to_string().contains("process 2 of 3"), "{e}");
+        let e = t0.join().unwrap().unwrap_err();
+        assert!(e.to_string().contains("process 2 of 3"), "{e}");
+    }
+
+    #[test]
+    fn barrier_fails_fast_naming_a_peer_that_left() {
+        let (host, addr) = pair("t");
+        let leaver = TcpStore::connect(&addr, "t", 2, T).unwrap();
+        let stayer = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        drop(leaver);
+        let stayer = std::thread::spawn(move || stayer.barrier("b", 1, 3, T));
+        let e = host.barrier("b", 0, 3, T).unwrap_err();
+        assert_eq!(e.code(), Code::Unavailable, "{e}");
+        assert!(
+            e.to_string().contains("process 2 of 3 lost its connection"),
+            "{e}"
+        );
+        let e = stayer.join().unwrap().unwrap_err();
+        assert!(
+            e.to_string().contains("process 2 of 3 lost its connection"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn eight_clients_a_thousand_keys_each() {
+        let (_host, addr) = pair("t");
+        crate::distributed::tests_support::hammer(|i| {
+            Arc::new(TcpStore::connect(&addr, "t", i + 1, T).unwrap()) as Arc<dyn KvStore>
+        });
+    }
+}

@@ -1,0 +1,276 @@
+"""Many processes: key-value stores, launcher detection, and adapters to existing stores.
+
+A multi-process client rendezvouses through a key-value store that the plugin reaches
+through callbacks at client creation::
+
+    import rpjrt
+    from rpjrt import distributed
+
+    dist = distributed.initialize()          # rpjrt launch, torchrun, srun, mpirun, or args
+    client = rpjrt.Client("cuda", kv=dist.store,
+                          process_id=dist.process_id, num_processes=dist.num_processes)
+    ...
+    dist.shutdown()
+
+Any object with ``set(key, value)``, ``get(key, timeout)`` and ``try_get(key)`` is a store
+(:class:`KvStore`). rpjrt ships :class:`InMemoryStore` (threads of one process) and
+:class:`TcpStore` (hosted by process 0, joined by the others with a shared token), and
+adapts the stores a job may already have: :class:`TorchStore` (a ``torch.distributed``
+store), :class:`JaxStore` (JAX's distributed client after ``jax.distributed.initialize``)
+and :class:`RedisStore` (a redis-py client). None of torch, jax or redis is needed to
+import this module.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ._errors import FailedPreconditionError, InvalidArgumentError
+from ._rpjrt import InMemoryStore, TcpStore, _detect_launch_env, _first_host
+
+__all__ = [
+    "KvStore",
+    "InMemoryStore",
+    "TcpStore",
+    "LaunchEnv",
+    "Distributed",
+    "detect",
+    "initialize",
+    "first_host",
+    "TorchStore",
+    "JaxStore",
+    "RedisStore",
+]
+
+
+class KvStore(Protocol):
+    """What a client's ``kv=`` accepts. Methods may be called from any thread."""
+
+    def set(self, key: str, value: bytes, /) -> None:
+        """Store ``value`` under ``key`` (replacing any earlier value)."""
+
+    def get(self, key: str, timeout: float, /) -> bytes:
+        """Wait up to ``timeout`` seconds for ``key``; raise ``TimeoutError`` after that."""
+
+    def try_get(self, key: str, /) -> bytes | None:
+        """The value of ``key`` now, or ``None``."""
+
+
+@dataclass(frozen=True)
+class LaunchEnv:
+    """Where this process sits in a job, and which launcher said so."""
+
+    process_id: int
+    num_processes: int
+    #: ``host:port`` where process 0 hosts the store, when known.
+    coordinator: str | None
+    #: The job's shared secret, when known.
+    token: str | None
+    #: ``"explicit"``, ``"rpjrt"``, ``"torchrun"``, ``"openmpi"``, ``"pmi"`` or ``"slurm"``.
+    source: str
+
+
+def detect() -> LaunchEnv:
+    """Read the launcher's variables: rpjrt launch (``RPJRT_PROCESS_ID``...), torchrun
+    (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` + 1), Open MPI
+    (``OMPI_COMM_WORLD_RANK``...), PMI (``PMI_RANK``...), Slurm (``SLURM_PROCID``,
+    ``SLURM_NTASKS``, first host of ``SLURM_JOB_NODELIST``), in that order.
+    ``RPJRT_COORDINATOR`` and ``RPJRT_TOKEN`` override the coordinator and token."""
+    d = _detect_launch_env()
+    return LaunchEnv(
+        process_id=int(d["process_id"]),
+        num_processes=int(d["num_processes"]),
+        coordinator=d["coordinator"],
+        token=d["token"],
+        source=str(d["source"]),
+    )
+
+
+def first_host(nodelist: str) -> str:
+    """The first host of a Slurm node list: ``node[01-04,07]`` gives ``node01``."""
+    return _first_host(nodelist)
+
+
+@dataclass
+class Distributed:
+    """The result of :func:`initialize`: this process's place and the job's store."""
+
+    env: LaunchEnv
+    store: TcpStore
+
+    @property
+    def process_id(self) -> int:
+        return self.env.process_id
+
+    @property
+    def num_processes(self) -> int:
+        return self.env.num_processes
+
+    @property
+    def source(self) -> str:
+        """Which launcher's variables were used (``"explicit"`` for arguments)."""
+        return self.env.source
+
+    def barrier(self, name: str, timeout: float = 30.0) -> None:
+        """Wait for every process; the error names the ones that did not come."""
+        self.store.barrier(name, self.process_id, self.num_processes, timeout)
+
+    def shutdown(self, grace: float = 30.0) -> bool:
+        """Close the store. Process 0 first waits up to ``grace`` seconds for the others to
+        leave. Returns whether they all had."""
+        return self.store.shutdown(grace if self.store.is_host else 0.0)
+
+
+def initialize(
+    process_id: int | None = None,
+    num_processes: int | None = None,
+    coordinator: str | None = None,
+    token: str | None = None,
+    *,
+    timeout: float = 30.0,
+) -> Distributed:
+    """Join the job's TCP store: process 0 hosts it on the coordinator address, the others
+    connect (waiting up to ``timeout`` seconds for it).
+
+    With ``process_id`` and ``num_processes`` given, those are used (``source`` is
+    ``"explicit"``; the coordinator and token default to ``RPJRT_COORDINATOR`` and
+    ``RPJRT_TOKEN``). Otherwise :func:`detect` reads the launcher's variables, and
+    ``coordinator``/``token`` override what it found.
+    """
+    if (process_id is None) != (num_processes is None):
+        raise InvalidArgumentError("give both process_id and num_processes, or neither")
+    if process_id is not None and num_processes is not None:
+        if not 0 <= process_id < num_processes:
+            raise InvalidArgumentError(
+                f"process_id {process_id} is out of range for {num_processes} processes"
+            )
+        env = LaunchEnv(
+            process_id,
+            num_processes,
+            coordinator or os.environ.get("RPJRT_COORDINATOR") or None,
+            token if token is not None else os.environ.get("RPJRT_TOKEN"),
+            "explicit",
+        )
+    else:
+        found = detect()
+        env = LaunchEnv(
+            found.process_id,
+            found.num_processes,
+            coordinator or found.coordinator,
+            token if token is not None else found.token,
+            found.source,
+        )
+    if not env.coordinator:
+        raise InvalidArgumentError(
+            f"no coordinator address (launcher: {env.source}); pass coordinator='host:port' "
+            "or set RPJRT_COORDINATOR"
+        )
+    secret = env.token or ""
+    if env.process_id == 0:
+        store = TcpStore.host(env.coordinator, secret)
+    else:
+        store = TcpStore.connect(env.coordinator, secret, env.process_id, timeout)
+    return Distributed(env, store)
+
+
+def _is_timeout(e: BaseException) -> bool:
+    text = str(e).lower()
+    return isinstance(e, TimeoutError) or "timeout" in text or "timed out" in text or (
+        "deadline_exceeded" in text
+    )
+
+
+class TorchStore:
+    """A ``torch.distributed`` store (``TCPStore``, ``FileStore``, ``HashStore``,
+    ``PrefixStore``...) as a :class:`KvStore`, through its ``set``, ``get``, ``wait`` and
+    ``check`` methods."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def set(self, key: str, value: bytes) -> None:
+        self._store.set(key, value)
+
+    def get(self, key: str, timeout: float) -> bytes:
+        from datetime import timedelta
+
+        try:
+            self._store.wait([key], timedelta(seconds=timeout))
+        except Exception as e:
+            if _is_timeout(e):
+                raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s") from e
+            raise
+        return bytes(self._store.get(key))
+
+    def try_get(self, key: str) -> bytes | None:
+        if not self._store.check([key]):
+            return None
+        return bytes(self._store.get(key))
+
+
+class JaxStore:
+    """JAX's distributed key-value client (the coordination service process 0 hosts) as a
+    :class:`KvStore`. Call ``jax.distributed.initialize(...)`` first, or pass the client."""
+
+    def __init__(self, client: Any = None) -> None:
+        if client is None:
+            from jax._src.distributed import global_state
+
+            client = global_state.client
+            if client is None:
+                raise FailedPreconditionError(
+                    "JAX's distributed client is not running: call jax.distributed.initialize() first"
+                )
+        self._client = client
+
+    def set(self, key: str, value: bytes) -> None:
+        self._client.key_value_set_bytes(key, value, allow_overwrite=True)
+
+    def get(self, key: str, timeout: float) -> bytes:
+        try:
+            return bytes(self._client.blocking_key_value_get_bytes(key, int(timeout * 1000)))
+        except Exception as e:
+            if _is_timeout(e):
+                raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s") from e
+            raise
+
+    def try_get(self, key: str) -> bytes | None:
+        try:
+            return bytes(self._client.key_value_try_get_bytes(key))
+        except Exception as e:
+            if "not_found" in str(e).lower() or "not found" in str(e).lower():
+                return None
+            raise
+
+
+class RedisStore:
+    """A redis-py client (``redis.Redis``) as a :class:`KvStore`. Keys get ``prefix``;
+    ``get`` polls until the key appears or the timeout passes."""
+
+    def __init__(self, redis: Any, prefix: str = "rpjrt:", poll: float = 0.01) -> None:
+        self._redis = redis
+        self._prefix = prefix
+        self._poll = poll
+
+    def set(self, key: str, value: bytes) -> None:
+        self._redis.set(self._prefix + key, value)
+
+    def try_get(self, key: str) -> bytes | None:
+        v = self._redis.get(self._prefix + key)
+        return None if v is None else bytes(v)
+
+    def get(self, key: str, timeout: float) -> bytes:
+        deadline = time.monotonic() + timeout
+        pause = 0.001
+        while True:
+            v = self.try_get(key)
+            if v is not None:
+                return v
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s")
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, self._poll)

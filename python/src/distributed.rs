@@ -1,0 +1,309 @@
+//! Key-value stores for multi-process clients: the Rust stores as Python classes, any
+//! Python object with `set`/`get`/`try_get` as a store for the plugin, and launch-env
+//! detection. The GIL is released whenever a store may wait.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use rpjrt::distributed::{DistributedOptions, InMemoryStore, KvStore, LaunchEnv, TcpStore};
+use rpjrt::Code;
+
+use crate::errors::{invalid, PyErrExt};
+
+fn secs(timeout: f64, what: &str) -> PyResult<Duration> {
+    if !(timeout.is_finite() && timeout >= 0.0) {
+        return Err(invalid(format!(
+            "{what} must be a non-negative number of seconds, got {timeout}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(timeout.min(1e9)))
+}
+
+/// The shared Python face of a Rust store.
+fn py_set(py: Python<'_>, s: &Arc<dyn KvStore>, key: &str, value: &[u8]) -> PyResult<()> {
+    let value = value.to_vec();
+    py.detach(|| s.set(key, &value)).pyerr()
+}
+
+fn py_get<'py>(
+    py: Python<'py>,
+    s: &Arc<dyn KvStore>,
+    key: &str,
+    timeout: f64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let t = secs(timeout, "timeout")?;
+    let v = py.detach(|| s.get(key, t)).pyerr()?;
+    Ok(PyBytes::new(py, &v))
+}
+
+fn py_try_get<'py>(
+    py: Python<'py>,
+    s: &Arc<dyn KvStore>,
+    key: &str,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let v = py.detach(|| s.try_get(key)).pyerr()?;
+    Ok(v.map(|v| PyBytes::new(py, &v)))
+}
+
+fn py_barrier(
+    py: Python<'_>,
+    s: &Arc<dyn KvStore>,
+    name: &str,
+    process_id: usize,
+    num_processes: usize,
+    timeout: f64,
+) -> PyResult<()> {
+    let t = secs(timeout, "timeout")?;
+    py.detach(|| s.barrier(name, process_id, num_processes, t))
+        .pyerr()
+}
+
+/// A key-value store in this process's memory, shared by its threads.
+#[pyclass(frozen, name = "InMemoryStore", module = "rpjrt.distributed")]
+pub struct PyInMemoryStore {
+    store: Arc<dyn KvStore>,
+}
+
+#[pymethods]
+impl PyInMemoryStore {
+    #[new]
+    fn new() -> PyInMemoryStore {
+        PyInMemoryStore {
+            store: Arc::new(InMemoryStore::new()),
+        }
+    }
+    fn set(&self, py: Python<'_>, key: &str, value: &[u8]) -> PyResult<()> {
+        py_set(py, &self.store, key, value)
+    }
+    #[pyo3(signature = (key, timeout = 30.0))]
+    fn get<'py>(&self, py: Python<'py>, key: &str, timeout: f64) -> PyResult<Bound<'py, PyBytes>> {
+        py_get(py, &self.store, key, timeout)
+    }
+    fn try_get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        py_try_get(py, &self.store, key)
+    }
+    #[pyo3(signature = (name, process_id, num_processes, timeout = 30.0))]
+    fn barrier(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        process_id: usize,
+        num_processes: usize,
+        timeout: f64,
+    ) -> PyResult<()> {
+        py_barrier(py, &self.store, name, process_id, num_processes, timeout)
+    }
+    fn __repr__(&self) -> String {
+        "InMemoryStore()".into()
+    }
+}
+
+/// The TCP key-value store: process 0 hosts it, the others connect with the job's token.
+#[pyclass(frozen, name = "TcpStore", module = "rpjrt.distributed")]
+pub struct PyTcpStore {
+    tcp: Arc<TcpStore>,
+    store: Arc<dyn KvStore>,
+}
+
+impl PyTcpStore {
+    fn wrap(t: TcpStore) -> PyTcpStore {
+        let tcp = Arc::new(t);
+        PyTcpStore {
+            store: tcp.clone(),
+            tcp,
+        }
+    }
+}
+
+#[pymethods]
+impl PyTcpStore {
+    /// Hosts the store on `address` ("127.0.0.1:0" picks a free port).
+    #[staticmethod]
+    fn host(py: Python<'_>, address: &str, token: &str) -> PyResult<PyTcpStore> {
+        py.detach(|| TcpStore::host(address, token))
+            .pyerr()
+            .map(PyTcpStore::wrap)
+    }
+    /// Connects to the store at `address` as `process_id`, waiting up to `timeout` seconds.
+    #[staticmethod]
+    #[pyo3(signature = (address, token, process_id, timeout = 30.0))]
+    fn connect(
+        py: Python<'_>,
+        address: &str,
+        token: &str,
+        process_id: usize,
+        timeout: f64,
+    ) -> PyResult<PyTcpStore> {
+        let t = secs(timeout, "timeout")?;
+        py.detach(|| TcpStore::connect(address, token, process_id, t))
+            .pyerr()
+            .map(PyTcpStore::wrap)
+    }
+    #[getter]
+    fn address(&self) -> String {
+        self.tcp.address().to_string()
+    }
+    #[getter]
+    fn is_host(&self) -> bool {
+        self.tcp.is_host()
+    }
+    fn set(&self, py: Python<'_>, key: &str, value: &[u8]) -> PyResult<()> {
+        py_set(py, &self.store, key, value)
+    }
+    #[pyo3(signature = (key, timeout = 30.0))]
+    fn get<'py>(&self, py: Python<'py>, key: &str, timeout: f64) -> PyResult<Bound<'py, PyBytes>> {
+        py_get(py, &self.store, key, timeout)
+    }
+    fn try_get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        py_try_get(py, &self.store, key)
+    }
+    #[pyo3(signature = (name, process_id, num_processes, timeout = 30.0))]
+    fn barrier(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        process_id: usize,
+        num_processes: usize,
+        timeout: f64,
+    ) -> PyResult<()> {
+        py_barrier(py, &self.store, name, process_id, num_processes, timeout)
+    }
+    /// Stops the host (after waiting up to `grace` seconds for peers to leave) or closes
+    /// this client's connections. Returns whether every peer had left in time.
+    #[pyo3(signature = (grace = 0.0))]
+    fn shutdown(&self, py: Python<'_>, grace: f64) -> PyResult<bool> {
+        let g = secs(grace, "grace")?;
+        Ok(py.detach(|| self.tcp.shutdown_after(g)))
+    }
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.tcp)
+    }
+}
+
+/// A Python object with `set(key, value)`, `get(key, timeout)` and `try_get(key)`, used
+/// as a store by the plugin. Each call takes the GIL; client creation releases it first.
+struct PyObjectStore {
+    obj: Py<PyAny>,
+}
+
+fn store_err(py: Python<'_>, e: PyErr, what: &str) -> rpjrt::Error {
+    let timeout = e.is_instance_of::<pyo3::exceptions::PyTimeoutError>(py)
+        || e.get_type(py)
+            .name()
+            .map(|n| n.to_string().contains("DeadlineExceeded"))
+            .unwrap_or(false);
+    let code = if timeout {
+        Code::DeadlineExceeded
+    } else if e.is_instance_of::<pyo3::exceptions::PyLookupError>(py) {
+        Code::NotFound
+    } else {
+        Code::Unknown
+    };
+    rpjrt::Error::Store {
+        code,
+        message: format!("the Python store's {what} raised {}", e.value(py)),
+    }
+}
+
+impl KvStore for PyObjectStore {
+    fn set(&self, key: &str, value: &[u8]) -> rpjrt::Result<()> {
+        Python::attach(|py| {
+            self.obj
+                .call_method1(py, "set", (key, PyBytes::new(py, value)))
+                .map(|_| ())
+                .map_err(|e| store_err(py, e, "set"))
+        })
+    }
+    fn get(&self, key: &str, timeout: Duration) -> rpjrt::Result<Vec<u8>> {
+        Python::attach(|py| {
+            let v = self
+                .obj
+                .call_method1(py, "get", (key, timeout.as_secs_f64()))
+                .map_err(|e| store_err(py, e, "get"))?;
+            v.extract::<Vec<u8>>(py).map_err(|_| rpjrt::Error::Store {
+                code: Code::InvalidArgument,
+                message: format!("the Python store's get({key:?}) returned a non-bytes value"),
+            })
+        })
+    }
+    fn try_get(&self, key: &str) -> rpjrt::Result<Option<Vec<u8>>> {
+        Python::attach(|py| {
+            let v = self
+                .obj
+                .call_method1(py, "try_get", (key,))
+                .map_err(|e| store_err(py, e, "try_get"))?;
+            if v.is_none(py) {
+                return Ok(None);
+            }
+            v.extract::<Vec<u8>>(py)
+                .map(Some)
+                .map_err(|_| rpjrt::Error::Store {
+                    code: Code::InvalidArgument,
+                    message: format!(
+                        "the Python store's try_get({key:?}) returned neither bytes nor None"
+                    ),
+                })
+        })
+    }
+}
+
+/// The store behind `kv`: a Rust store as is, any other object through its methods.
+fn store_from_py(kv: &Bound<'_, PyAny>) -> PyResult<Arc<dyn KvStore>> {
+    if let Ok(s) = kv.cast::<PyInMemoryStore>() {
+        return Ok(s.get().store.clone());
+    }
+    if let Ok(s) = kv.cast::<PyTcpStore>() {
+        return Ok(s.get().store.clone());
+    }
+    for m in ["set", "get", "try_get"] {
+        if !kv.hasattr(m)? {
+            return Err(invalid(format!(
+                "kv must be a key-value store with set, get and try_get methods; {} has no {m}",
+                kv.get_type().name()?
+            )));
+        }
+    }
+    Ok(Arc::new(PyObjectStore {
+        obj: kv.clone().unbind(),
+    }))
+}
+
+/// The distributed options of `Client(kv=..., process_id=..., num_processes=...)`.
+pub fn distributed_from_py(
+    kv: Option<&Bound<'_, PyAny>>,
+    process_id: Option<usize>,
+    num_processes: Option<usize>,
+) -> PyResult<Option<DistributedOptions>> {
+    match (kv, process_id, num_processes) {
+        (None, None, None) => Ok(None),
+        (Some(kv), Some(p), Some(n)) => Ok(Some(
+            DistributedOptions::new(store_from_py(kv)?, p, n).pyerr()?,
+        )),
+        _ => Err(invalid(
+            "a multi-process client needs kv, process_id and num_processes together",
+        )),
+    }
+}
+
+/// The launch environment of this process, as a dict (process_id, num_processes,
+/// coordinator, token, source), from the variables of rpjrt launch, torchrun, Open MPI,
+/// PMI or Slurm.
+#[pyfunction]
+pub fn _detect_launch_env(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let env = LaunchEnv::detect().pyerr()?;
+    let d = PyDict::new(py);
+    d.set_item("process_id", env.process_id)?;
+    d.set_item("num_processes", env.num_processes)?;
+    d.set_item("coordinator", env.coordinator)?;
+    d.set_item("token", env.token)?;
+    d.set_item("source", env.source.name())?;
+    Ok(d)
+}
+
+/// The first host of a Slurm node list (`node[01-04,07]` → `node01`).
+#[pyfunction]
+pub fn _first_host(list: &str) -> PyResult<String> {
+    rpjrt::distributed::first_host(list).pyerr()
+}

@@ -1,0 +1,450 @@
+"""Multi-process support from Python: stores, launcher detection, adapters, Client(kv=...)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rpjrt
+from rpjrt import distributed
+from rpjrt._errors import (
+    DeadlineExceededError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    UnavailableError,
+)
+
+from .conftest import REPO, run_python
+
+LAUNCH_VARS = [
+    "RPJRT_PROCESS_ID",
+    "RPJRT_NUM_PROCESSES",
+    "RPJRT_COORDINATOR",
+    "RPJRT_COORDINATOR_PORT",
+    "RPJRT_TOKEN",
+    "RANK",
+    "WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NODELIST",
+    "SLURM_STEP_NODELIST",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+]
+
+
+@pytest.fixture()
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for v in LAUNCH_VARS:
+        monkeypatch.delenv(v, raising=False)
+    return monkeypatch
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ------------------------------------------------------------------------------ stores
+
+
+def test_in_memory_store() -> None:
+    s = distributed.InMemoryStore()
+    assert s.try_get("a") is None
+    s.set("a", b"\x00\x01")
+    assert s.get("a", 1.0) == b"\x00\x01"
+    assert s.try_get("a") == b"\x00\x01"
+    with pytest.raises(DeadlineExceededError, match='"b"'):
+        s.get("b", 0.05)
+    with pytest.raises(InvalidArgumentError):
+        s.get("a", -1.0)
+
+
+def test_in_memory_barrier_names_the_missing_process() -> None:
+    s = distributed.InMemoryStore()
+    errors: list[BaseException] = []
+
+    def run(p: int) -> None:
+        try:
+            s.barrier("b", p, 3, 0.3)
+        except rpjrt.Error as e:
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(p,)) for p in (0, 1)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(errors) == 2
+    assert all("process 2 of 3" in str(e) for e in errors), errors
+
+
+def test_tcp_store_host_and_clients() -> None:
+    host = distributed.TcpStore.host("127.0.0.1:0", "secret")
+    assert host.is_host
+    addr = host.address
+    c = distributed.TcpStore.connect(addr, "secret", 1, 5.0)
+    assert not c.is_host
+    c.set("k", b"v")
+    assert host.get("k", 5.0) == b"v"
+    assert c.try_get("missing") is None
+    with pytest.raises(DeadlineExceededError):
+        c.get("missing", 0.1)
+    with pytest.raises(PermissionDeniedError, match="wrong token"):
+        distributed.TcpStore.connect(addr, "guess", 1, 5.0)
+    c.shutdown()
+    survivor = distributed.TcpStore.connect(addr, "secret", 2, 5.0)
+    host.shutdown(0.0)
+    port = int(addr.rsplit(":", 1)[1])
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    with pytest.raises(UnavailableError, match="process 0"):
+        survivor.set("x", b"")
+    with pytest.raises(DeadlineExceededError, match="process 0"):
+        distributed.TcpStore.connect(addr, "secret", 1, 0.2)
+
+
+def test_tcp_store_eight_clients_a_thousand_keys_each() -> None:
+    host = distributed.TcpStore.host("127.0.0.1:0", "t")
+    clients = [distributed.TcpStore.connect(host.address, "t", i + 1, 10.0) for i in range(8)]
+    failures: list[str] = []
+
+    def work(i: int) -> None:
+        s = clients[i]
+        try:
+            for k in range(1000):
+                s.set(f"c{i}/k{k}", f"{i}:{k}".encode())
+            other = (i + 1) % 8
+            for k in range(1000):
+                if s.get(f"c{other}/k{k}", 30.0) != f"{other}:{k}".encode():
+                    failures.append(f"client {i} read a wrong value for c{other}/k{k}")
+                if s.try_get(f"c{i}/k{k}") != f"{i}:{k}".encode():
+                    failures.append(f"client {i} lost its own c{i}/k{k}")
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(repr(e))
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert failures == []
+    host.shutdown()
+
+
+# ------------------------------------------------------------------------ launchers
+
+
+def test_detect_each_launcher(clean_env: pytest.MonkeyPatch) -> None:
+    with pytest.raises(InvalidArgumentError, match="no launcher"):
+        distributed.detect()
+    clean_env.setenv("SLURM_PROCID", "3")
+    clean_env.setenv("SLURM_NTASKS", "4")
+    clean_env.setenv("SLURM_JOB_NODELIST", "gpu[07-09,11],cpu1")
+    clean_env.setenv("RPJRT_COORDINATOR_PORT", "7000")
+    e = distributed.detect()
+    assert (e.source, e.process_id, e.num_processes) == ("slurm", 3, 4)
+    assert e.coordinator == "gpu07:7000"
+    clean_env.setenv("OMPI_COMM_WORLD_RANK", "1")
+    clean_env.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    assert distributed.detect().source == "openmpi"
+    clean_env.setenv("RANK", "0")
+    clean_env.setenv("WORLD_SIZE", "2")
+    clean_env.setenv("MASTER_ADDR", "10.1.2.3")
+    clean_env.setenv("MASTER_PORT", "29500")
+    e = distributed.detect()
+    assert (e.source, e.coordinator) == ("torchrun", "10.1.2.3:29501")
+    clean_env.setenv("RPJRT_PROCESS_ID", "1")
+    clean_env.setenv("RPJRT_NUM_PROCESSES", "2")
+    clean_env.setenv("RPJRT_TOKEN", "tok")
+    e = distributed.detect()
+    assert (e.source, e.process_id, e.token) == ("rpjrt", 1, "tok")
+    assert distributed.first_host("node[01-04,07]") == "node01"
+
+
+def test_initialize_explicit_and_from_env(clean_env: pytest.MonkeyPatch) -> None:
+    port = free_port()
+    d = distributed.initialize(0, 1, f"127.0.0.1:{port}", "t")
+    assert (d.process_id, d.num_processes, d.source) == (0, 1, "explicit")
+    d.barrier("one", 5.0)
+    assert d.shutdown(1.0)
+    clean_env.setenv("RPJRT_PROCESS_ID", "0")
+    clean_env.setenv("RPJRT_NUM_PROCESSES", "1")
+    clean_env.setenv("RPJRT_COORDINATOR", f"127.0.0.1:{free_port()}")
+    d = distributed.initialize()
+    assert d.source == "rpjrt"
+    d.shutdown()
+    with pytest.raises(InvalidArgumentError, match="both"):
+        distributed.initialize(process_id=0)
+    clean_env.delenv("RPJRT_COORDINATOR")
+    with pytest.raises(InvalidArgumentError, match="coordinator"):
+        distributed.initialize(0, 1)
+
+
+WORKER = """
+import sys
+from rpjrt import distributed
+d = distributed.initialize(timeout=10.0)
+d.store.set(f"hello/{d.process_id}", str(d.process_id).encode())
+d.barrier("met", 10.0)
+seen = sum(1 for p in range(d.num_processes) if d.store.get(f"hello/{p}", 10.0) == str(p).encode())
+d.barrier("done", 10.0)
+d.shutdown(10.0)
+print(f"process {d.process_id} of {d.num_processes} saw {seen} via {d.source}")
+"""
+
+
+def test_python_processes_rendezvous_under_rpjrt_launch(clean_env: pytest.MonkeyPatch) -> None:
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-m", "rpjrt", "launch", "-n", "3", "--", sys.executable, "-c", WORKER],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    for p in range(3):
+        assert f"[{p}] process {p} of 3 saw 3 via rpjrt" in r.stdout, r.stdout
+
+
+# ----------------------------------------------------------------------------- adapters
+
+
+class FakeTorchStore:
+    """The documented torch.distributed.Store surface: set, get, wait(keys, timedelta), check."""
+
+    def __init__(self) -> None:
+        self._d: dict[str, bytes] = {}
+        self._cv = threading.Condition()
+
+    def set(self, key: str, value: str | bytes) -> None:
+        with self._cv:
+            self._d[key] = value.encode() if isinstance(value, str) else bytes(value)
+            self._cv.notify_all()
+
+    def get(self, key: str) -> bytes:
+        with self._cv:
+            return self._d[key]
+
+    def check(self, keys: list[str]) -> bool:
+        with self._cv:
+            return all(k in self._d for k in keys)
+
+    def wait(self, keys: list[str], timeout: timedelta) -> None:
+        with self._cv:
+            ok = self._cv.wait_for(
+                lambda: all(k in self._d for k in keys), timeout.total_seconds()
+            )
+        if not ok:
+            raise RuntimeError("Socket Timeout")  # what torch's DistStoreError says
+
+
+class FakeRedis:
+    def __init__(self) -> None:
+        self.d: dict[str, bytes] = {}
+
+    def set(self, key: str, value: bytes) -> None:
+        self.d[key] = value
+
+    def get(self, key: str) -> bytes | None:
+        return self.d.get(key)
+
+
+@pytest.mark.parametrize("make", ["torch", "redis", "memory"])
+def test_adapters_behave_like_stores(make: str) -> None:
+    store: Any
+    if make == "torch":
+        store = distributed.TorchStore(FakeTorchStore())
+    elif make == "redis":
+        store = distributed.RedisStore(FakeRedis())
+    else:
+        store = distributed.InMemoryStore()
+    assert store.try_get("k") is None
+    threading.Timer(0.05, lambda: store.set("k", b"late")).start()
+    assert store.get("k", 5.0) == b"late"
+    assert store.try_get("k") == b"late"
+    with pytest.raises((TimeoutError, DeadlineExceededError)):
+        store.get("never", 0.05)
+
+
+def test_jax_adapter_with_the_real_jax_coordination_service() -> None:
+    port = free_port()
+    r = run_python(
+        f"""
+        import jax
+        jax.distributed.initialize(coordinator_address="127.0.0.1:{port}",
+                                   num_processes=1, process_id=0)
+        from rpjrt import distributed
+        s = distributed.JaxStore()
+        assert s.try_get("k") is None
+        s.set("k", b"\\x00v")
+        s.set("k", b"\\x00w")          # overwrite is allowed
+        assert s.get("k", 5.0) == b"\\x00w"
+        assert s.try_get("k") == b"\\x00w"
+        try:
+            s.get("never", 0.1)
+        except TimeoutError as e:
+            print("timeout:", e)
+        jax.distributed.shutdown()
+        print("ok")
+        """,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "timeout: key 'never'" in r.stdout and "ok" in r.stdout, r.stdout
+
+
+def test_jax_adapter_without_initialize_says_so() -> None:
+    r = run_python(
+        """
+        from rpjrt import distributed
+        try:
+            distributed.JaxStore()
+        except Exception as e:
+            print(type(e).__name__, e)
+        """
+    )
+    assert "FailedPreconditionError" in r.stdout and "jax.distributed.initialize" in r.stdout
+
+
+# ----------------------------------------------------------------------- Client(kv=...)
+
+
+def test_cpu_plugins_take_the_store_but_stay_single_process(
+    plugin_path: str, plugin_label: str
+) -> None:
+    calls: list[str] = []
+
+    class Recording:
+        def __init__(self) -> None:
+            self.inner = distributed.InMemoryStore()
+
+        def set(self, key: str, value: bytes) -> None:
+            calls.append("set")
+            self.inner.set(key, value)
+
+        def get(self, key: str, timeout: float) -> bytes:
+            calls.append("get")
+            return self.inner.get(key, timeout)
+
+        def try_get(self, key: str) -> bytes | None:
+            calls.append("try_get")
+            return self.inner.try_get(key)
+
+    c = rpjrt.Client(plugin_path, kv=Recording(), process_id=1, num_processes=2)
+    assert calls == []  # neither CPU plugin rendezvouses
+    devs = c.all_devices()
+    assert all(d.is_addressable for d in devs)
+    if plugin_label == "old":
+        assert c.process_index == 0 and [d.id for d in devs] == [0, 1, 2, 3]
+    else:
+        assert c.process_index == 1 and [d.id for d in devs] == [2048, 2049, 2050, 2051]
+        assert all(d.process_index == 1 for d in devs)
+    c.close()
+
+
+def test_client_kv_arguments_are_checked(plugin_path: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="together"):
+        rpjrt.Client(plugin_path, kv=distributed.InMemoryStore())
+    with pytest.raises(InvalidArgumentError, match="object has no set"):
+        rpjrt.Client(plugin_path, kv=object(), process_id=0, num_processes=1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="out of range"):
+        rpjrt.Client(plugin_path, kv=distributed.InMemoryStore(), process_id=2, num_processes=2)
+
+
+def _fake_plugin() -> Path:
+    lib = REPO / "target" / "debug" / "librpjrt_fake_plugin.so"
+    if not lib.is_file():
+        subprocess.run(
+            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
+        )
+    return lib
+
+
+def test_python_store_serves_the_plugin_through_the_callbacks() -> None:
+    """The fake plugin puts and gets a key through the callbacks during client creation;
+    a Python store serves them (the GIL is released around creation)."""
+    r = run_python(
+        f"""
+        import threading, rpjrt
+        from rpjrt import distributed
+        seen = []
+        class Store:
+            def __init__(self): self.d = {{}}
+            def set(self, k, v): seen.append(("set", k, threading.get_ident())); self.d[k] = v
+            def get(self, k, t): seen.append(("get", k)); return self.d[k]
+            def try_get(self, k): seen.append(("try_get", k)); return self.d.get(k)
+        c = rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_kv_roundtrip": True}},
+                         kv=Store(), process_id=0, num_processes=1)
+        print(sorted(x[0] for x in seen))
+        class Broken(Store):
+            def get(self, k, t): raise TimeoutError(f"process 3 never set {{k}}")
+        try:
+            rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_kv_roundtrip": True}},
+                         kv=Broken(), process_id=0, num_processes=4)
+        except rpjrt.Error as e:
+            print(type(e).__name__, e)
+        """
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "['get', 'set', 'try_get']" in r.stdout, r.stdout
+    assert "DeadlineExceededError" in r.stdout and "process 3 never set" in r.stdout, r.stdout
+
+
+def test_two_threads_form_a_two_process_client_through_a_python_store() -> None:
+    """Each thread's client creation waits in kv_get for the other's key; that only works
+    if creation releases the GIL and each callback takes it for its own call."""
+    r = run_python(
+        f"""
+        import threading, rpjrt
+        class Store:
+            def __init__(self):
+                self.d, self.cv = {{}}, threading.Condition()
+            def set(self, k, v):
+                with self.cv:
+                    self.d[k] = v
+                    self.cv.notify_all()
+            def get(self, k, t):
+                with self.cv:
+                    if not self.cv.wait_for(lambda: k in self.d, t):
+                        raise TimeoutError(k)
+                    return self.d[k]
+            def try_get(self, k):
+                with self.cv:
+                    return self.d.get(k)
+        store, out = Store(), {{}}
+        def make(p):
+            c = rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_device_count": 2}},
+                             kv=store, process_id=p, num_processes=2)
+            out[p] = (c.process_index, [(d.id, d.process_index, d.is_addressable)
+                                        for d in c.all_devices()], len(c.devices()))
+        ts = [threading.Thread(target=make, args=(p,)) for p in (0, 1)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        print(out[0]); print(out[1])
+        """,
+        env={"RPJRT_FAKE_KV": "1"},
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "(0, [(0, 0, True), (1, 0, True), (2, 1, False), (3, 1, False)], 2)"
+    assert lines[1] == "(1, [(0, 0, False), (1, 0, False), (2, 1, True), (3, 1, True)], 2)"
