@@ -83,6 +83,10 @@ pub struct ExecuteOptions {
     pub device: Option<Device>,
     /// Return per-device completion events.
     pub completion_events: bool,
+    /// Per-execute data for custom-call handlers ([`crate::ffi::ExecuteContext`]). When
+    /// set, the call waits until the outputs are ready, so the context may be dropped
+    /// as soon as it returns, and a failing handler's error is this call's error.
+    pub ffi_context: Option<Arc<crate::ffi::ExecuteContext>>,
 }
 
 /// What [`Executable::execute_with`] returns.
@@ -92,6 +96,29 @@ pub struct Execution {
     pub outputs: Vec<Vec<Buffer>>,
     /// One completion event per device, when asked for.
     pub events: Vec<Event>,
+}
+
+/// The execute context pointer of the options (custom-call user data), or the default
+/// one custom calls need (null while no handler is registered).
+fn ffi_context_ptr(
+    options: &ExecuteOptions,
+    api: &'static crate::raw::Api,
+) -> *mut std::ffi::c_void {
+    match &options.ffi_context {
+        Some(c) => c.raw_ptr(),
+        None => crate::ffi::default_context(api),
+    }
+}
+
+/// Waits until every output is ready (the execute context must outlive the execution).
+fn wait_all<'a>(outputs: impl Iterator<Item = &'a Buffer>) -> Result<()> {
+    let mut first = None;
+    for o in outputs {
+        if let Err(e) = o.block_until_ready() {
+            first.get_or_insert(e);
+        }
+    }
+    first.map_or(Ok(()), Err)
 }
 
 struct ExeState {
@@ -314,12 +341,13 @@ impl Executable {
             device: options.device.as_ref().map(|d| d.data.ptr),
             num_outputs: st.outputs.len(),
             want_events: events,
+            context: ffi_context_ptr(options, st.core.api),
         };
         let donation = Donation::reserve(lists, &options.donate)?;
         // `execute_checked` relies on the checks in `validate` (live, same client, not
         // deleted) that every argument passed.
         let (outs, evs) = donation.settle(calls::execute_checked(st.core.api, st.loaded, &req))?;
-        let outputs = outs
+        let outputs: Vec<Vec<Buffer>> = outs
             .into_iter()
             .map(|list| {
                 list.into_iter()
@@ -334,6 +362,9 @@ impl Executable {
             .into_iter()
             .map(|e| Event::from_raw(&st.core, e))
             .collect();
+        if options.ffi_context.is_some() {
+            wait_all(outputs.iter().flatten())?;
+        }
         Ok(Execution { outputs, events })
     }
 
@@ -376,6 +407,13 @@ impl Executable {
         if let Some(dev) = &options.device {
             if !Arc::ptr_eq(&dev.core, &st.core) {
                 return Err(Error::invalid(format!("{dev} belongs to another client")));
+            }
+        }
+        if let Some(ctx) = &options.ffi_context {
+            if !ctx.is_for(st.core.api) {
+                return Err(Error::invalid(
+                    "the FFI execute context was made for a client of another plugin",
+                ));
             }
         }
         if options.donate.is_empty() && num_args <= ALL_INDICES.len() {
@@ -422,6 +460,7 @@ impl Executable {
             device: options.device.as_ref().map(|d| d.data.ptr),
             outputs: outs.as_mut_slice(),
             want_event,
+            context: ffi_context_ptr(options, st.core.api),
         };
         let donation = Donation::reserve(&[args], &options.donate)?;
         // `execute_one_checked` relies on the checks in `validate` (live, same client, not
@@ -437,6 +476,9 @@ impl Executable {
                 &spec.dims,
                 None,
             ));
+        }
+        if options.ffi_context.is_some() {
+            wait_all(outputs.iter())?;
         }
         Ok((outputs, event.map(|e| Event::from_raw(&st.core, e))))
     }

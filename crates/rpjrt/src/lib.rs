@@ -33,6 +33,7 @@ mod dtype;
 mod error;
 mod event;
 mod executable;
+pub mod ffi;
 mod hlo;
 mod inline;
 mod options;

@@ -694,6 +694,8 @@ pub(crate) struct ExecuteRequest<'a> {
     pub device: Option<DevicePtr>,
     pub num_outputs: usize,
     pub want_events: bool,
+    /// `PJRT_ExecuteOptions.context` (custom-call user data); null for none.
+    pub context: *mut c_void,
 }
 
 /// `PJRT_LoadedExecutable_Execute`: returns per-device outputs and completion events.
@@ -718,6 +720,7 @@ pub(crate) unsafe fn execute(
     let mut options = sys::PJRT_ExecuteOptions::new();
     options.non_donatable_input_indices = req.non_donatable.as_ptr();
     options.num_non_donatable_input_indices = req.non_donatable.len();
+    options.context = req.context.cast();
     let mut a = sys::PJRT_LoadedExecutable_Execute_Args::new();
     a.executable = e.0;
     a.options = &mut options;
@@ -768,6 +771,8 @@ pub(crate) struct ExecuteOne<'a> {
     pub outputs: &'a mut [BufferPtr],
     /// Whether to ask for the completion event.
     pub want_event: bool,
+    /// `PJRT_ExecuteOptions.context` (custom-call user data); null for none.
+    pub context: *mut c_void,
 }
 
 /// `PJRT_LoadedExecutable_Execute` on one device, writing the outputs into `req.outputs`;
@@ -787,6 +792,7 @@ pub(crate) fn execute_one_checked(
     let mut options = sys::PJRT_ExecuteOptions::new();
     options.non_donatable_input_indices = req.non_donatable.as_ptr();
     options.num_non_donatable_input_indices = req.non_donatable.len();
+    options.context = req.context.cast();
     let mut a = sys::PJRT_LoadedExecutable_Execute_Args::new();
     a.executable = e.0;
     a.options = &mut options;

@@ -20,6 +20,7 @@ use crate::plugin::ApiVersion;
 
 pub(crate) mod calls;
 pub(crate) mod event;
+pub(crate) mod ffi;
 pub(crate) mod floor;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
