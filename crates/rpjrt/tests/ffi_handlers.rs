@@ -335,3 +335,16 @@ fn bad_names_and_types_are_clear_errors() {
         );
     });
 }
+
+#[path = "../examples/ffi_custom_call.rs"]
+mod example;
+
+#[test]
+fn ffi_example_runs() {
+    for which in [Which::Old, Which::New] {
+        let path = plugin_path(which);
+        let out = example::run(path.to_str().unwrap()).unwrap();
+        assert!(out.contains("10x + 1.5 = [1.5, 11.5,"), "{out}");
+        assert!(out.ends_with("ok\n"), "{out}");
+    }
+}
