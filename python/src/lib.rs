@@ -11,6 +11,7 @@ mod convert;
 mod dlpack;
 mod errors;
 mod executable;
+mod ffi;
 mod put;
 mod pybuf;
 
@@ -43,5 +44,6 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
+    ffi::add(m)?;
     Ok(())
 }
