@@ -348,3 +348,53 @@ fn ffi_example_runs() {
         assert!(out.ends_with("ok\n"), "{out}");
     }
 }
+
+#[test]
+fn instantiate_stage_gives_per_instance_state() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_stateful");
+        let instances = Arc::new(AtomicUsize::new(0));
+        let i2 = instances.clone();
+        let r = ffi::register_with_state(
+            client,
+            &target,
+            &RegisterOptions::default(),
+            move |call: &mut CallFrame<'_>| {
+                // The state is computed once per compiled instance, from the attributes.
+                let offset: f32 = call.attrs()?.get_as("offset")?;
+                let n = i2.fetch_add(1, Ordering::SeqCst);
+                Ok((offset * 10.0, n))
+            },
+            |call: &mut CallFrame<'_>, state: &(f32, usize)| {
+                call.ret(0)?
+                    .as_mut_slice::<f32>()?
+                    .fill(state.0 + state.1 as f32);
+                Ok(())
+            },
+        );
+        if is_old(p) {
+            let e = r.unwrap_err();
+            assert_eq!(e.code(), Code::Unimplemented, "{e}");
+            assert!(e.to_string().contains("0.2"), "{e}");
+            return;
+        }
+        r.unwrap();
+        let a = compile(client, &scale_program(&target, "1.0"));
+        let b = compile(client, &scale_program(&target, "2.0"));
+        assert_eq!(
+            instances.load(Ordering::SeqCst),
+            2,
+            "one instantiate per instance"
+        );
+        let x = client
+            .buffer_from_slice(&[0f32; 8], &[8], &client.default_device().unwrap())
+            .unwrap();
+        for _ in 0..3 {
+            let ya = a.execute(&[&x]).unwrap()[0].to_vec_of::<f32>().unwrap();
+            let yb = b.execute(&[&x]).unwrap()[0].to_vec_of::<f32>().unwrap();
+            assert_eq!(ya, vec![10.0; 8]);
+            assert_eq!(yb, vec![21.0; 8]);
+        }
+        assert_eq!(instances.load(Ordering::SeqCst), 2);
+    });
+}

@@ -280,12 +280,14 @@ pub struct CallFrame<'a> {
     rets: Vec<Ret<'a>>,
     attrs: OnceCell<std::result::Result<Attrs, FfiError>>,
     user_type: Option<i64>,
+    state_type: Option<i64>,
 }
 
 impl<'a> CallFrame<'a> {
     fn new(
         frame: &'a raw::Frame<'a>,
         user_type: Option<i64>,
+        state_type: Option<i64>,
     ) -> std::result::Result<CallFrame<'a>, FfiError> {
         let conv = |(c, m): (Code, String)| FfiError::new(c, m);
         let args = frame
@@ -316,6 +318,7 @@ impl<'a> CallFrame<'a> {
             rets,
             attrs: OnceCell::new(),
             user_type,
+            state_type,
         })
     }
 
@@ -400,6 +403,12 @@ impl<'a> CallFrame<'a> {
     /// The user data, if it is a `T`.
     pub fn user_data<T: Any>(&self) -> Option<&'a T> {
         self.user_data_any()?.downcast_ref::<T>()
+    }
+
+    /// This instance's state, made by the instantiate stage of a handler registered with
+    /// [`register_with_state`] (`None` for other handlers).
+    pub fn state_any(&self) -> Option<&'a (dyn Any + Send + Sync)> {
+        self.frame.state(self.state_type?)
     }
 
     /// The address attached under a user type id ([`ExecuteContext::add_raw`]).
@@ -512,12 +521,32 @@ fn user_type(plugin: &Plugin, ext: &raw::FfiExtension) -> Option<i64> {
         .or_insert_with(|| ext.type_register(plugin.inner.api, USER_TYPE_NAME).ok())
 }
 
+/// How a target is registered with the runtime.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// Through the PJRT FFI extension (execute stage only).
+    Extension,
+    /// Directly with the runtime's FFI table, for the instantiate and execute stages.
+    Bundle(usize),
+}
+
 fn bind(
     plugin: &Plugin,
     platform: &str,
     name: &str,
     bound: raw::Bound,
     replace: bool,
+) -> Result<Registration> {
+    bind_via(plugin, platform, name, bound, replace, Via::Extension)
+}
+
+fn bind_via(
+    plugin: &Plugin,
+    platform: &str,
+    name: &str,
+    bound: raw::Bound,
+    replace: bool,
+    via: Via,
 ) -> Result<Registration> {
     if name.is_empty() {
         return Err(Error::invalid("an FFI target name must not be empty"));
@@ -566,7 +595,11 @@ fn bind(
     } else {
         "rpjrt's"
     };
-    if let Err(e) = target.register_with(api, &ext) {
+    let registered = match via {
+        Via::Extension => target.register_with(api, &ext),
+        Via::Bundle(xla_api) => target.register_bundle(xla_api as *const _),
+    };
+    if let Err(e) = registered {
         target.bind(None);
         return Err(fail(
             e.code(),
@@ -624,7 +657,7 @@ fn accepted(m: &raw::MetaSeen) -> bool {
 
 fn rust_callback(user_type: Option<i64>, handler: Arc<HandlerFn>) -> raw::Bound {
     raw::Bound::Rust(Arc::new(move |frame: &raw::Frame<'_>| {
-        let mut call = CallFrame::new(frame, user_type).map_err(|e| (e.code, e.message))?;
+        let mut call = CallFrame::new(frame, user_type, None).map_err(|e| (e.code, e.message))?;
         handler(&mut call).map_err(|e| (e.code, e.message))
     }))
 }
@@ -675,6 +708,85 @@ pub fn register_on(
     let ext = extension(plugin)?;
     let ut = user_type(plugin, &ext);
     bind(plugin, platform, name, rust_callback(ut, handler), replace)
+}
+
+/// Registers a handler with per-instance state: `instantiate` runs once for each compiled
+/// instance of the custom call (at compile time) and returns the instance's state; every
+/// execution then gets that state with the call. The runtime frees the state with the
+/// executable.
+///
+/// Needs an FFI runtime of version 0.3 or newer (the 0.115 CPU plugin's is 0.4); on older
+/// ones (the 0.81 plugin's 0.2) this fails with `Unimplemented`, naming the versions.
+pub fn register_with_state<S, I, E>(
+    client: &Client,
+    name: &str,
+    options: &RegisterOptions,
+    instantiate: I,
+    execute: E,
+) -> Result<Registration>
+where
+    S: Any + Send + Sync,
+    I: Fn(&mut CallFrame<'_>) -> std::result::Result<S, FfiError> + Send + Sync + 'static,
+    E: Fn(&mut CallFrame<'_>, &S) -> std::result::Result<(), FfiError> + Send + Sync + 'static,
+{
+    let plugin = client.plugin();
+    let platform = match &options.platform {
+        Some(p) => p.clone(),
+        None => client.platform_name()?,
+    };
+    let probe = probe(plugin)?;
+    let runtime = probe.metadata().map(|m| m.runtime).unwrap_or((0, 0));
+    if runtime < (0, 3) {
+        return Err(Error::Pjrt {
+            entry: "XLA_FFI_Handler_Register",
+            code: Code::Unimplemented,
+            message: format!(
+                "per-instance state (the instantiate stage) for target {name:?} needs an XLA FFI \
+                 runtime of version 0.3 or newer; this plugin's is {}",
+                v(runtime)
+            ),
+        });
+    }
+    let xla_api = probe.runtime_api();
+    let state_type = raw::state_type_id(xla_api)?;
+    let ext = extension(plugin)?;
+    let user_type = user_type(plugin, &ext);
+    let cb: Arc<raw::Callback> = Arc::new(move |frame: &raw::Frame<'_>| {
+        let mut call =
+            CallFrame::new(frame, user_type, Some(state_type)).map_err(|e| (e.code, e.message))?;
+        let fail = |e: FfiError| (e.code, e.message);
+        match call.stage() {
+            Stage::Instantiate => {
+                let s = instantiate(&mut call).map_err(fail)?;
+                frame.set_state(state_type, Box::new(s))
+            }
+            Stage::Execute => {
+                let s = call
+                    .state_any()
+                    .and_then(|s| s.downcast_ref::<S>())
+                    .ok_or_else(|| {
+                        (
+                            Code::FailedPrecondition,
+                            format!(
+                                "the handler for {:?} has no instance state (was it first \
+                                 registered without one? state needs its own target name)",
+                                call.target()
+                            ),
+                        )
+                    })?;
+                execute(&mut call, s).map_err(fail)
+            }
+            _ => Ok(()),
+        }
+    });
+    bind_via(
+        plugin,
+        &platform,
+        name,
+        raw::Bound::Rust(cb),
+        options.replace,
+        Via::Bundle(xla_api as usize),
+    )
 }
 
 /// Removes the handler of `name`: the runtime keeps the registration (it has no way to

@@ -308,6 +308,51 @@ impl Target {
         *self.meta.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
+    /// Registers this target's thunk for the instantiate and execute stages directly with
+    /// the runtime's FFI table `xla_api` (learned from an earlier metadata call), which,
+    /// unlike the PJRT extension, takes a bundle of stage handlers.
+    pub(crate) fn register_bundle(&self, xla_api: *const sys::XLA_FFI_Api) -> Result<()> {
+        let reg = api_entry(
+            xla_api,
+            offset_of!(sys::XLA_FFI_Api, XLA_FFI_Handler_Register),
+            |a| a.XLA_FFI_Handler_Register,
+        )
+        .ok_or_else(|| Error::invalid("the FFI runtime offers no XLA_FFI_Handler_Register"))?;
+        // SAFETY: thunks have the handler signature and are never freed.
+        let h = unsafe { native_handler(self.thunk) };
+        let mut a = sys::XLA_FFI_Handler_Register_Args {
+            struct_size: sys::XLA_FFI_Handler_Register_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            name: sys::XLA_FFI_ByteSpan {
+                ptr: self.name.as_ptr().cast(),
+                len: self.name.len(),
+            },
+            platform: sys::XLA_FFI_ByteSpan {
+                ptr: self.platform.as_ptr().cast(),
+                len: self.platform.len(),
+            },
+            bundle: sys::XLA_FFI_Handler_Bundle {
+                instantiate: h,
+                prepare: None,
+                initialize: None,
+                execute: h,
+            },
+            traits: 0,
+        };
+        // SAFETY: the runtime's own registration entry; the strings outlive the call.
+        let err = unsafe { reg(&mut a) };
+        if err.is_null() {
+            return Ok(());
+        }
+        // SAFETY: `err` is an error the runtime just returned; read once, destroyed once.
+        let msg = unsafe { take_ffi_error(xla_api, err) };
+        Err(Error::Pjrt {
+            entry: "XLA_FFI_Handler_Register",
+            code: Code::Internal,
+            message: msg,
+        })
+    }
+
     /// Registers this target's thunk with the plugin.
     pub(crate) fn register_with(&self, api: &Api, ext: &FfiExtension) -> Result<()> {
         // SAFETY: the thunk has the handler signature and lives forever (never freed).
@@ -315,9 +360,127 @@ impl Target {
     }
 
     /// The runtime's FFI api table seen at the metadata call, if any.
-    fn runtime_api(&self) -> *const sys::XLA_FFI_Api {
+    pub(crate) fn runtime_api(&self) -> *const sys::XLA_FFI_Api {
         self.api.load(Ordering::Acquire)
     }
+}
+
+/// A function slot of an FFI api table, when the table is long enough and the slot is set.
+fn api_entry<F: Copy>(
+    api: *const sys::XLA_FFI_Api,
+    offset: usize,
+    read: impl FnOnce(&sys::XLA_FFI_Api) -> Option<F>,
+) -> Option<F> {
+    if api.is_null() {
+        return None;
+    }
+    // SAFETY: `api` is a runtime's live FFI table (learned from a metadata call or a
+    // frame); its first field is its size, checked before the slot is read.
+    let a = unsafe { &*api };
+    if a.struct_size < offset + size_of::<usize>() {
+        return None;
+    }
+    read(a)
+}
+
+/// The message of an FFI error, then destroys it.
+///
+/// # Safety
+/// `err` must be a live error created by `api`'s runtime.
+unsafe fn take_ffi_error(api: *const sys::XLA_FFI_Api, err: *mut sys::XLA_FFI_Error) -> String {
+    let mut msg = String::from("(no message)");
+    if let Some(get) = api_entry(
+        api,
+        offset_of!(sys::XLA_FFI_Api, XLA_FFI_Error_GetMessage),
+        |a| a.XLA_FFI_Error_GetMessage,
+    ) {
+        let mut g = sys::XLA_FFI_Error_GetMessage_Args {
+            struct_size: sys::XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            error: err,
+            message: std::ptr::null(),
+        };
+        // SAFETY: live error per the contract.
+        unsafe { get(&mut g) };
+        if !g.message.is_null() {
+            // SAFETY: a NUL-terminated message owned by the error, read before destroying it.
+            msg = unsafe { std::ffi::CStr::from_ptr(g.message) }
+                .to_string_lossy()
+                .into_owned();
+        }
+    }
+    if let Some(d) = api_entry(
+        api,
+        offset_of!(sys::XLA_FFI_Api, XLA_FFI_Error_Destroy),
+        |a| a.XLA_FFI_Error_Destroy,
+    ) {
+        let mut a = sys::XLA_FFI_Error_Destroy_Args {
+            struct_size: sys::XLA_FFI_Error_Destroy_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            error: err,
+        };
+        // SAFETY: destroyed once, here.
+        unsafe { d(&mut a) };
+    }
+    msg
+}
+
+/// What rpjrt stores as per-instance state: a boxed `Box<dyn Any + Send + Sync>`.
+type StateBox = Box<dyn Any + Send + Sync>;
+
+/// Deleter the runtime calls for a per-instance state.
+unsafe extern "C" fn drop_state(p: *mut c_void) {
+    if !p.is_null() {
+        // SAFETY: only `Frame::set_state` stores states under rpjrt's type, always as
+        // `Box::into_raw(Box<StateBox>)`; the runtime calls the deleter once.
+        drop(unsafe { Box::from_raw(p.cast::<StateBox>()) });
+    }
+}
+
+static STATE_TYPES: Mutex<Vec<(usize, i64)>> = Mutex::new(Vec::new());
+
+/// rpjrt's per-instance state type id in the runtime with FFI table `xla_api`.
+pub(crate) fn state_type_id(xla_api: *const sys::XLA_FFI_Api) -> Result<i64> {
+    let mut g = STATE_TYPES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, id)) = g.iter().find(|(k, _)| *k == xla_api as usize) {
+        return Ok(id);
+    }
+    let reg = api_entry(
+        xla_api,
+        offset_of!(sys::XLA_FFI_Api, XLA_FFI_Type_Register),
+        |a| a.XLA_FFI_Type_Register,
+    )
+    .ok_or_else(|| Error::invalid("the FFI runtime offers no XLA_FFI_Type_Register"))?;
+    let name = "rpjrt.ffi.InstanceState";
+    let mut id = sys::XLA_FFI_TypeId { type_id: 0 };
+    let info = sys::XLA_FFI_TypeInfo {
+        struct_size: sys::XLA_FFI_TypeInfo_STRUCT_SIZE,
+        extension_start: null_mut(),
+        deleter: Some(drop_state),
+    };
+    let mut a = sys::XLA_FFI_Type_Register_Args {
+        struct_size: sys::XLA_FFI_Type_Register_Args_STRUCT_SIZE,
+        extension_start: null_mut(),
+        name: sys::XLA_FFI_ByteSpan {
+            ptr: name.as_ptr().cast(),
+            len: name.len(),
+        },
+        type_id: &mut id,
+        type_info: &info,
+    };
+    // SAFETY: the runtime's own entry; every pointer outlives the call.
+    let err = unsafe { reg(&mut a) };
+    if !err.is_null() {
+        // SAFETY: an error the runtime just returned.
+        let msg = unsafe { take_ffi_error(xla_api, err) };
+        return Err(Error::Pjrt {
+            entry: "XLA_FFI_Type_Register",
+            code: Code::Internal,
+            message: msg,
+        });
+    }
+    g.push((xla_api as usize, id.type_id));
+    Ok(id.type_id)
 }
 
 // ------------------------------------------------------------------------------ dispatch
@@ -714,6 +877,72 @@ impl<'a> Frame<'a> {
             return None;
         }
         (!a.data.is_null()).then_some(a.data as usize)
+    }
+
+    /// Stores `state` as this instance's state (called at the instantiate stage); the
+    /// runtime owns it from then on and frees it through rpjrt's deleter.
+    pub(crate) fn set_state(
+        &self,
+        type_id: i64,
+        state: StateBox,
+    ) -> std::result::Result<(), (Code, String)> {
+        let set = self
+            .api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_State_Set), |a| {
+                a.XLA_FFI_State_Set
+            })
+            .ok_or((
+                Code::Unimplemented,
+                "the FFI runtime offers no State_Set".to_string(),
+            ))?;
+        let raw = Box::into_raw(Box::new(state));
+        let mut id = sys::XLA_FFI_TypeId { type_id };
+        let mut a = sys::XLA_FFI_State_Set_Args {
+            struct_size: sys::XLA_FFI_State_Set_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            stage: sys::XLA_FFI_ExecutionStage_INSTANTIATE,
+            type_id: &mut id,
+            state: raw.cast(),
+        };
+        // SAFETY: live context of this call; `id` outlives the call.
+        let err = unsafe { set(&mut a) };
+        if err.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the runtime refused the state, so it is still ours to free.
+        drop(unsafe { Box::from_raw(raw) });
+        // SAFETY: an error the runtime just returned.
+        let msg = unsafe { take_ffi_error(self.api, err) };
+        Err((Code::Internal, format!("XLA_FFI_State_Set failed: {msg}")))
+    }
+
+    /// This instance's state, set at the instantiate stage.
+    pub(crate) fn state(&self, type_id: i64) -> Option<&'a (dyn Any + Send + Sync)> {
+        let get = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_State_Get), |a| {
+            a.XLA_FFI_State_Get
+        })?;
+        let mut id = sys::XLA_FFI_TypeId { type_id };
+        let mut a = sys::XLA_FFI_State_Get_Args {
+            struct_size: sys::XLA_FFI_State_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            stage: sys::XLA_FFI_ExecutionStage_INSTANTIATE,
+            type_id: &mut id,
+            state: null_mut(),
+        };
+        // SAFETY: live context; `id` outlives the call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return None;
+        }
+        if a.state.is_null() {
+            return None;
+        }
+        // SAFETY: states under rpjrt's type are `Box<StateBox>` set by `set_state`, owned by
+        // the runtime for the life of the instance, which outlives this call.
+        let b = unsafe { &*(a.state as *const StateBox) };
+        Some(&**b)
     }
 
     /// The rpjrt user data attached under rpjrt's own type id.
