@@ -134,9 +134,16 @@ impl PyFfiBuffer {
                 "{t} is packed below a byte; read .memoryview() and unpack it"
             )));
         }
-        let np = py.import("numpy")?;
-        let arr = np.call_method1("frombuffer", (mv, dtype_obj(py, t)?))?;
-        arr.call_method1("reshape", (PyTuple::new(py, &self.shape)?,))
+        let (ndarray, dtypes) = numpy_cache(py)?;
+        let dt = dtypes
+            .get(t.code() as usize)
+            .and_then(|d| d.as_ref())
+            .ok_or_else(|| invalid(format!("{t} has no numpy dtype here")))?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("buffer", mv)?;
+        ndarray
+            .bind(py)
+            .call((PyTuple::new(py, &self.shape)?, dt.bind(py)), Some(&kwargs))
     }
 
     #[pyo3(signature = (dtype = None, copy = None))]
@@ -187,6 +194,27 @@ impl PyFfiBuffer {
             if self.writable { ", result" } else { "" }
         )
     }
+}
+
+type NumpyCache = (Py<PyAny>, Vec<Option<Py<PyAny>>>);
+static NUMPY: pyo3::sync::PyOnceLock<NumpyCache> = pyo3::sync::PyOnceLock::new();
+
+/// `numpy.ndarray` and the numpy dtype of each PJRT type code (None where numpy/ml_dtypes
+/// has none), looked up once.
+fn numpy_cache(py: Python<'_>) -> PyResult<&NumpyCache> {
+    NUMPY.get_or_try_init(py, || -> PyResult<NumpyCache> {
+        let np = py.import("numpy")?;
+        let ndarray = np.getattr("ndarray")?.unbind();
+        let np_dtype = np.getattr("dtype")?;
+        let max = ElementType::ALL.iter().map(|t| t.code()).max().unwrap_or(0) as usize;
+        let mut dtypes: Vec<Option<Py<PyAny>>> = (0..=max).map(|_| None).collect();
+        for &t in ElementType::ALL {
+            if let Ok(d) = dtype_obj(py, t).and_then(|d| np_dtype.call1((d,))) {
+                dtypes[t.code() as usize] = Some(d.unbind());
+            }
+        }
+        Ok((ndarray, dtypes))
+    })
 }
 
 /// What a Python handler receives.
