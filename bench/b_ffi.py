@@ -8,6 +8,9 @@ The work is y = 2·x + 1.5 over f32[8]. Variants (each `exe(x)` + `block_until_r
 - jax_base / jax_pure_callback: JAX jit of the same computation, and of a
   jax.pure_callback doing the same numpy work.
 
+Also a Python handler with an empty body (py_noop_cc: the dispatch cost alone, without
+the numpy work), as a figure.
+
 Targets (overheads are per call, variant minus its base, per repetition):
 - Rust handler overhead <= 1.5 µs; Python handler overhead <= 5 µs;
 - Python handler overhead vs jax.pure_callback overhead <= 1.0x.
@@ -91,13 +94,19 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
     rpjrt._rpjrt._ffi_bench_register_rust(client, "bench_ffi_rust")
 
     def py_handler(call: Any) -> None:
-        np.multiply(call.args[0].to_numpy(), 2, out=call.rets[0].to_numpy())
-        call.rets[0].to_numpy()[:] += call.attrs["offset"]
+        y = call.rets[0].to_numpy()
+        np.multiply(call.args[0].to_numpy(), 2.0, out=y)
+        y += call.attrs["offset"]
+
+    def py_noop(call: Any) -> None:
+        pass
 
     rpjrt.ffi.register(client, "bench_ffi_py", py_handler, replace=True)
+    rpjrt.ffi.register(client, "bench_ffi_py_noop", py_noop, replace=True)
     base = client.compile(BASE)
     rust_cc = client.compile(CC.replace("TARGET", "bench_ffi_rust"))
     py_cc = client.compile(CC.replace("TARGET", "bench_ffi_py"))
+    py_noop_cc = client.compile(CC.replace("TARGET", "bench_ffi_py_noop"))
     for e in (base, rust_cc, py_cc):
         assert np.array_equal(e(x)[0].to_numpy(), want), "wrong result"
 
@@ -108,7 +117,12 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
 
         return f
 
-    variants: dict[str, Any] = {"base": loop(base), "rust_cc": loop(rust_cc), "py_cc": loop(py_cc)}
+    variants: dict[str, Any] = {
+        "base": loop(base),
+        "rust_cc": loop(rust_cc),
+        "py_cc": loop(py_cc),
+        "py_noop_cc": loop(py_noop_cc),
+    }
     jax_version = None
     try:
         import jax
@@ -141,6 +155,7 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
         "base": "exe(x) + block_until_ready(), 2x+1.5 in StableHLO (no custom call)",
         "rust_cc": "the same through a custom call to a Rust handler",
         "py_cc": "the same through a custom call to a Python handler (numpy)",
+        "py_noop_cc": "a custom call to a Python handler with an empty body (dispatch only)",
         "jax_base": f"JAX {jax_version}: jit(2x+1.5)(x).block_until_ready()",
         "jax_pure_callback": f"JAX {jax_version}: jit(pure_callback(numpy 2x+1.5))(x)",
     }
@@ -150,6 +165,13 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
     py_over = [a - b for a, b in zip(t["py_cc"], t["base"])]
     res.figure("ffi.rust_overhead", "Rust handler: rust_cc - base, per repetition", "ns", h.stats(rust_over))
     res.figure("ffi.py_overhead", "Python handler: py_cc - base, per repetition", "ns", h.stats(py_over))
+    noop_over = [a - b for a, b in zip(t["py_noop_cc"], t["base"])]
+    res.figure(
+        "ffi.py_dispatch_overhead",
+        "Python handler with an empty body: py_noop_cc - base (GIL, call object, dispatch)",
+        "ns",
+        h.stats(noop_over),
+    )
     res.figure("ffi.rust_ratio", "rust_cc / base", "x", h.paired(t["rust_cc"], t["base"]))
     res.figure("ffi.py_ratio", "py_cc / base", "x", h.paired(t["py_cc"], t["base"]))
     res.target(
