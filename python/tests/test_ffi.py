@@ -321,3 +321,36 @@ def test_handler_on_plugin_object(plugin_path: str) -> None:
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "[5.0, 5.0" in r.stdout
+
+
+def test_async_client_and_threads_do_not_deadlock(plugin_path: str) -> None:
+    """Handlers take the GIL themselves: executions from several Python threads on an
+    asynchronous client, with reads of the outputs, finish (in a subprocess, so a deadlock
+    fails the test instead of hanging it)."""
+    r = run_python(
+        f"""
+        import threading, numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r}, options={{"asynchronous": True}})
+        def h(call):
+            call.rets[0].to_numpy()[:] = call.args[0].to_numpy() + 1
+        rpjrt.ffi.register(c, "threads_h", h)
+        e = c.compile({_scale_program("threads_h")!r})
+        x = c.put(np.arange(8, dtype=np.float32))
+        bad = []
+        def work():
+            for _ in range(200):
+                y = e(x)[0]
+                y.block_until_ready()
+                if y.to_numpy()[1] != 2.0:
+                    bad.append(1)
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("done", len(bad))
+        """,
+        timeout=240,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "done 0" in r.stdout, r.stdout

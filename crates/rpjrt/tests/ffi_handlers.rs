@@ -398,3 +398,13 @@ fn instantiate_stage_gives_per_instance_state() {
         assert_eq!(instances.load(Ordering::SeqCst), 2);
     });
 }
+
+#[test]
+fn user_type_ids_are_stable_per_name() {
+    for_each_plugin(|p, _| {
+        let a = ffi::register_type(p, "rpjrt.test.TypeA").unwrap();
+        let b = ffi::register_type(p, "rpjrt.test.TypeB").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(ffi::register_type(p, "rpjrt.test.TypeA").unwrap(), a);
+    });
+}

@@ -517,8 +517,12 @@ fn v(v: (i32, i32)) -> String {
 fn user_type(plugin: &Plugin, ext: &raw::FfiExtension) -> Option<i64> {
     let mut g = USER_TYPES.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(HashMap::new);
-    *map.entry(ext.key())
-        .or_insert_with(|| ext.type_register(plugin.inner.api, USER_TYPE_NAME).ok())
+    if let Some(&id) = map.get(&ext.key()) {
+        return id;
+    }
+    let id = type_id_for(plugin, ext, USER_TYPE_NAME).ok();
+    map.insert(ext.key(), id);
+    id
 }
 
 /// How a target is registered with the runtime.
@@ -894,11 +898,39 @@ pub(crate) fn bind_native(
     bind(plugin, platform, name, bound, replace)
 }
 
+static TYPE_IDS: Mutex<Option<HashMap<(usize, String), i64>>> = Mutex::new(None);
+
 /// Registers a user type name with the plugin's FFI runtime; the same name gives the same
 /// id. Use the id with [`ExecuteContext::add_raw`] and [`CallFrame::user_data_raw`].
 pub fn register_type(plugin: &Plugin, name: &str) -> Result<TypeId> {
     let ext = extension(plugin)?;
-    ext.type_register(plugin.inner.api, name).map(TypeId)
+    type_id_for(plugin, &ext, name).map(TypeId)
+}
+
+fn type_id_for(plugin: &Plugin, ext: &raw::FfiExtension, name: &str) -> Result<i64> {
+    let mut g = TYPE_IDS.lock().unwrap_or_else(|e| e.into_inner());
+    let map = g.get_or_insert_with(HashMap::new);
+    let key = (ext.key(), name.to_string());
+    if let Some(&id) = map.get(&key) {
+        return Ok(id);
+    }
+    let id = match ext.type_register(plugin.inner.api, name) {
+        Ok(id) => id,
+        // Registered earlier by someone else in this process: the runtime names the id.
+        Err(e) => match e
+            .to_string()
+            .rsplit_once("already registered with type id ")
+        {
+            Some((_, rest)) => rest
+                .trim()
+                .trim_end_matches('.')
+                .parse::<i64>()
+                .map_err(|_| e.clone())?,
+            None => return Err(e),
+        },
+    };
+    map.insert(key, id);
+    Ok(id)
 }
 
 /// Per-execute data for handlers: pass it in
