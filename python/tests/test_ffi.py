@@ -354,3 +354,46 @@ def test_async_client_and_threads_do_not_deadlock(plugin_path: str) -> None:
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "done 0" in r.stdout, r.stdout
+
+
+def _ctypes_handler(minor: int) -> Any:
+    """A native XLA FFI handler made with ctypes that reports FFI version 0.<minor> when
+    asked for metadata and otherwise does nothing."""
+    import ctypes
+
+    @ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+    def handler(frame: int) -> None:
+        ext = ctypes.c_void_p.from_address(frame + 8).value  # extension_start
+        while ext:
+            ext_type = ctypes.c_int32.from_address(ext + 8).value
+            if ext_type == 1:  # metadata extension: its metadata pointer follows the base
+                md = ctypes.c_void_p.from_address(ext + 24).value
+                assert md is not None
+                ctypes.c_int32.from_address(md + 24).value = 0  # api_version.major
+                ctypes.c_int32.from_address(md + 28).value = minor  # api_version.minor
+                return None
+            ext = ctypes.c_void_p.from_address(ext + 16).value  # next
+        return None
+
+    return handler
+
+
+def test_native_handler_versions_are_checked(client: rpjrt.Client, plugin_label: str) -> None:
+    import ctypes
+
+    runtime = rpjrt.ffi.runtime_version(client)
+    too_new = _ctypes_handler(9)
+    addr = ctypes.cast(too_new, ctypes.c_void_p).value
+    assert addr is not None
+    target = _name("native_new")
+    with pytest.raises(rpjrt.FailedPreconditionError) as info:
+        rpjrt.ffi.register(client, target, addr)
+    msg = str(info.value)
+    assert target in msg and "0.9" in msg and f"{runtime[0]}.{runtime[1]}" in msg, msg
+    assert not rpjrt.ffi.is_registered(client, target)
+
+    old_enough = _ctypes_handler(1)
+    addr = ctypes.cast(old_enough, ctypes.c_void_p).value
+    reg = rpjrt.ffi.register(client, _name("native_ok"), addr)
+    assert reg.handler_version == (0, 1) and reg.runtime_version == runtime
+    test_native_handler_versions_are_checked.keep = (too_new, old_enough)  # type: ignore[attr-defined]
