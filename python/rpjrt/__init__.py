@@ -33,6 +33,10 @@ def __getattr__(name: str) -> object:
         value = getattr(_discovery, name)
         globals()[name] = value
         return value
+    if name == "ffi":  # custom calls: `rpjrt.ffi` works after a plain `import rpjrt`
+        import importlib
+
+        return importlib.import_module(".ffi", __name__)
     raise AttributeError(f"module 'rpjrt' has no attribute {name!r}")
 from ._dtypes import (
     ALL as _ALL_DTYPES,
