@@ -9,23 +9,21 @@ Usage:
 VENDOR_DIR is the directory that holds `xla/pjrt/c/pjrt_c_api.h` (the
 `vendor/` directory of the upstream snapshot). The tool
 
-1. reads our Rust declarations in `<crate>/src/{pjrt,ext,ffi}.rs` (structs,
-   unions and their fields, opaque handles, constants, `struct_size!` uses,
-   plain type aliases, the `PJRT_Api` slots);
+1. lists what rpjrt-sys declares by running its test `print_declared`
+   with `RPJRT_ABI_PRINT=1` (the facts its `c_api!` macro records: structs, unions
+   and their fields, opaque handles, constants and enums, STRUCT_SIZE
+   values, type aliases, the `PJRT_Api` slots);
 2. writes a C++ probe into a temporary directory that includes the upstream
    headers and prints offsetof/sizeof/alignof, STRUCT_SIZE values, slot
-   indices and constant values for exactly those items; compiles it with
-   g++ and runs it;
+   indices and constant values for exactly those items; compiles and runs it;
 3. counts, from the header text, the fields of every struct and the
    enumerators of every enum we declare;
-4. writes `<crate>/abi/pjrt-0.114.tsv` (the facts) and
-   `<crate>/tests/generated/abi_checks.rs` (one check per fact, included
-   by `tests/abi.rs`).
+4. writes `<crate>/abi/pjrt-0.114.tsv`, which `tests/abi.rs` compares with
+   the declarations row for row.
 
-Only the Python standard library and a C++ compiler are needed. The probe
-source is never written into the repository. Items in `ext.rs` below the
-line `// abi-probe: not-vendored` are skipped (their headers are not part of
-the vendored set).
+Only the Python standard library, cargo and a C++ compiler are needed. The
+probe source is never written into the repository. Items declared
+`@unchecked` (headers outside the vendored set) are not listed, so not probed.
 """
 import argparse
 import os
@@ -34,90 +32,55 @@ import subprocess
 import sys
 import tempfile
 
-NOT_VENDORED_MARKER = '// abi-probe: not-vendored'
-RUST_FILES = ['pjrt.rs', 'ext.rs', 'ffi.rs']
 TSV_NAME = 'pjrt-0.114.tsv'
-# Rust-only items (not part of any C header).
-RUST_ONLY = {'PjrtEntry', 'PJRT_API_ENTRIES'}
-# Field names that Rust spells as raw identifiers (`r#type`).
-RAW_IDENTS = set()
-GEN_RS = os.path.join('tests', 'generated', 'abi_checks.rs')
 
 
 # --------------------------------------------------------------------------
-# Rust side
+# Rust side: what rpjrt-sys declares, as listed by its own ABI test
 # --------------------------------------------------------------------------
 
-def strip_rust_comments(text):
-    out = []
-    for line in text.split('\n'):
-        s = line.strip()
-        if s.startswith('//') or s.startswith('#['):
-            continue
-        out.append(line)
-    return '\n'.join(out)
+def declared_rows(root, cargo):
+    """Rows (kind, name, member, hint) printed by the test `print_declared` of
+    rpjrt-sys (run with RPJRT_ABI_PRINT=1) (the facts its `c_api!` macro lists)."""
+    cmd = [cargo, 'test', '-q', '-p', 'rpjrt-sys', '--test', 'abi', '--',
+           '--exact', 'print_declared', '--nocapture']
+    env = dict(os.environ, RPJRT_ABI_PRINT='1')
+    r = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout[-3000:] + r.stderr[-3000:])
+        raise SystemExit('could not list the declarations (%s)' % ' '.join(cmd))
+    out = r.stdout
+    if 'abi-probe-begin' not in out or 'abi-probe-end' not in out:
+        raise SystemExit('no declaration list in the output of %s' % ' '.join(cmd))
+    body = out.split('abi-probe-begin\n', 1)[1].split('abi-probe-end', 1)[0]
+    return [(line.split('\t') + [''] * 4)[:4] for line in body.splitlines() if line.strip()]
 
 
-def split_top_level(body):
-    """Split on commas that are not nested in (), [], <> or {}."""
-    body = body.replace('->', '\x01')  # keep '>' of arrows out of the depth count
-    parts, depth, cur = [], 0, ''
-    for ch in body:
-        if ch in '([<{':
-            depth += 1
-        elif ch in ')]>}':
-            depth -= 1
-        if ch == ',' and depth == 0:
-            parts.append(cur)
-            cur = ''
-        else:
-            cur += ch
-    parts.append(cur)
-    return [p.strip().replace('\x01', '->') for p in parts if p.strip()]
-
-
-def parse_rust(crate):
-    """Return dict with the items declared in the crate, in source order."""
+def parse_declared(rows):
+    """Group the declared rows into the items the probe measures."""
     items = {'structs': [], 'unions': {}, 'opaque': [], 'consts': [],
              'sizes': [], 'aliases': [], 'enum_aliases': set()}
-    for fname in RUST_FILES:
-        text = open(os.path.join(crate, 'src', fname)).read()
-        if NOT_VENDORED_MARKER in text:
-            text = text.split(NOT_VENDORED_MARKER)[0]
-        code = strip_rust_comments(text)
-        for m in re.finditer(r'pub (struct|union) (\w+) \{(.*?)\n\}', code, re.S):
-            kind, name, body = m.group(1), m.group(2), m.group(3)
-            if name in RUST_ONLY:
-                continue
+    records = {}
+    for kind, name, member, hint in rows:
+        if kind == 'struct':
             fields = []
-            for part in split_top_level(body):
-                fm = re.match(r'(?:pub )?(r#)?(\w+)\s*:\s*(.*)$', part, re.S)
-                if not fm:
-                    raise SystemExit('cannot parse field %r of %s' % (part, name))
-                if fm.group(1):
-                    RAW_IDENTS.add(fm.group(2))
-                fields.append((fm.group(2), re.sub(r'\s+', ' ', fm.group(3)).strip()))
-            if len(fields) == 1 and fields[0][0] == '_opaque':
-                items['opaque'].append(name)
-            elif kind == 'union':
+            records[name] = fields
+            items['structs'].append((name, fields, hint))
+            if hint == 'union':
                 items['unions'][name] = fields
-                items['structs'].append((name, fields, 'union'))
-            else:
-                items['structs'].append((name, fields, 'struct'))
-        for m in re.finditer(r'pub const (\w+)\s*:\s*([\w:]+)\s*=\s*([^;]+);', code):
-            name, ty = m.group(1), m.group(2)
-            if name.endswith('_STRUCT_SIZE') or ty.startswith('['):
-                continue
-            items['consts'].append((name, ty))
-        for m in re.finditer(r'struct_size!\(\s*(\w+)\s*=\s*(\w+)\s*,\s*(?:r#)?(\w+)\s*:', code):
-            items['sizes'].append((m.group(2), m.group(1), m.group(3)))
-        for m in re.finditer(r'pub type (\w+)\s*=\s*([^;]+);', code, re.S):
-            name, rhs = m.group(1), re.sub(r'\s+', ' ', m.group(2)).strip()
-            if 'fn(' in rhs or rhs.startswith('Option<'):
-                continue
-            items['aliases'].append((name, rhs))
-            if rhs in ('i32', 'u32', 'i64', 'u8'):
-                items['enum_aliases'].add(name)
+        elif kind == 'field':
+            records[name].append((member, hint))
+        elif kind == 'struct_size':
+            field = hint or records[name][-1][0]
+            items['sizes'].append((name, name + '_STRUCT_SIZE', field))
+        elif kind == 'opaque':
+            items['opaque'].append(name)
+        elif kind == 'const':
+            items['consts'].append((name, hint))
+        elif kind == 'type':
+            items['aliases'].append((name, ''))
+        elif kind == 'enumcount':
+            items['enum_aliases'].add(name)
     return items
 
 
@@ -288,39 +251,13 @@ def build_probe(items, headers):
     return '\n'.join(L) + '\n'
 
 
-def gen_rust(rows, items):
-    out = ['// @generated by tools/abi-probe from abi/%s; do not edit by hand.' % TSV_NAME,
-           '// Included by tests/abi.rs: one check per row of the facts table.', '{']
-    unions = set(items['unions'])
-    for r in rows:
-        kind, name, member = r[0], r[1], r[2]
-        if kind == 'struct':
-            out.append('    check_struct!(%s);' % name)
-        elif kind == 'field':
-            mac = 'check_union_field' if name in unions else 'check_field'
-            out.append('    %s!(%s, %s);' % (mac, name, 'r#' + member if member in RAW_IDENTS else member))
-        elif kind == 'slot':
-            out.append('    check_slot!(%s);' % member)
-        elif kind == 'struct_size':
-            out.append('    check_struct_size!(%s, %s_STRUCT_SIZE);' % (name, name))
-        elif kind == 'opaque':
-            out.append('    check_opaque!(%s);' % name)
-        elif kind == 'const':
-            out.append('    check_const!(%s);' % name)
-        elif kind == 'type':
-            out.append('    check_type!(%s);' % name)
-        elif kind in ('fieldcount', 'enumcount'):
-            out.append('    check_count!(%s, "%s");' % (kind, name))
-    out.append('}')
-    return '\n'.join(out) + '\n'
-
-
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('vendor', help='directory holding xla/pjrt/c/pjrt_c_api.h')
     ap.add_argument('--crate', default=os.path.join(root, 'crates', 'rpjrt-sys'))
+    ap.add_argument('--cargo', default=os.environ.get('CARGO', 'cargo'))
     ap.add_argument('--cxx', default=os.environ.get('CXX', 'g++'))
     ap.add_argument('--keep-probe', help='also copy the probe source to this directory (outside the repo)')
     a = ap.parse_args()
@@ -328,7 +265,7 @@ def main():
     vendor = os.path.abspath(a.vendor)
     if not os.path.exists(os.path.join(vendor, 'xla', 'pjrt', 'c', 'pjrt_c_api.h')):
         raise SystemExit('%s does not contain xla/pjrt/c/pjrt_c_api.h' % vendor)
-    items = parse_rust(a.crate)
+    items = parse_declared(declared_rows(root, a.cargo))
     headers = header_files(vendor)
     src = build_probe(items, headers)
 
@@ -365,16 +302,11 @@ def main():
         f.write('kind\tname\tmember\tvalue\textra\n')
         for r in rows:
             f.write('\t'.join(r) + '\n')
-    gen_path = os.path.join(a.crate, GEN_RS)
-    os.makedirs(os.path.dirname(gen_path), exist_ok=True)
-    with open(gen_path, 'w') as f:
-        f.write(gen_rust(rows, items))
     kinds = {}
     for r in rows:
         kinds[r[0]] = kinds.get(r[0], 0) + 1
     print('wrote %s (%d rows: %s)' % (os.path.relpath(tsv_path, root), len(rows),
                                      ', '.join('%s %d' % kv for kv in sorted(kinds.items()))))
-    print('wrote %s' % os.path.relpath(gen_path, root))
 
 
 if __name__ == '__main__':

@@ -8,7 +8,7 @@ use crate::client::{client_ref, ClientInner};
 use crate::config::ForcedError;
 use crate::error::{invalid, unimplemented, Fail};
 use crate::registry::{self, Kind};
-use crate::state::{self, check_size, entry, State};
+use crate::state::{self, check_size, State};
 
 /// Bytes per element of a PJRT buffer type, or None for types a buffer cannot hold
 /// (INVALID, TOKEN, unknown codes). Sub-byte types take one byte per element, which is
@@ -78,6 +78,8 @@ struct Chunk([u8; 64]);
 pub(crate) struct Bytes {
     chunks: Vec<Chunk>,
     len: usize,
+    /// Device memory these bytes hold, if they back a buffer in `device` memory.
+    charge: Option<crate::memory::Charge>,
 }
 
 impl Bytes {
@@ -85,6 +87,7 @@ impl Bytes {
         Bytes {
             chunks: vec![Chunk([0; 64]); len.div_ceil(64)],
             len,
+            charge: None,
         }
     }
 
@@ -153,15 +156,19 @@ impl FakeBuffer {
     }
 }
 
-/// Makes a caller-owned buffer.
+/// Makes a caller-owned buffer; data in a `device` memory counts against the device's
+/// limit (RESOURCE_EXHAUSTED past it).
 pub(crate) fn new_buffer(
     client: Arc<ClientInner>,
     memory: usize,
     ty: sys::PJRT_Buffer_Type,
     dims: Vec<i64>,
-    data: Bytes,
-) -> *mut sys::PJRT_Buffer {
+    mut data: Bytes,
+) -> Result<*mut sys::PJRT_Buffer, Fail> {
     let device = client.memories[memory].device;
+    if client.memories[memory].kind_id == 0 {
+        data.charge = Some(client.devices[device].memory.charge(data.len)?);
+    }
     let raw = Box::into_raw(Box::new(FakeBuffer {
         client,
         device,
@@ -176,22 +183,23 @@ pub(crate) fn new_buffer(
         }),
     }));
     registry::register(raw, Kind::Buffer);
-    raw.cast()
+    Ok(raw.cast())
+}
+
+/// Frees a buffer made by `new_buffer` that was never handed to a caller.
+pub(crate) fn free_buffer(buffer: *mut sys::PJRT_Buffer) {
+    if registry::unregister(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
+        // SAFETY: it was live, so it came from Box::into_raw in new_buffer; now
+        // unregistered, so this is the only free.
+        drop(unsafe { Box::from_raw(buffer.cast::<FakeBuffer>()) });
+    }
 }
 
 /// The live buffer behind `buffer`.
 pub(crate) fn buffer_ref<'a>(buffer: *mut sys::PJRT_Buffer) -> Result<&'a FakeBuffer, Fail> {
-    if buffer.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Buffer"));
-    }
-    if !registry::is_live(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
-        return Err(invalid(format!(
-            "fake plugin: {buffer:p} is not a live PJRT_Buffer"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in new_buffer and has not
-    // been destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*buffer.cast::<FakeBuffer>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in new_buffer and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(buffer, Kind::Buffer) }
 }
 
 // ------------------------------------------------------------------- events
@@ -214,126 +222,66 @@ pub(crate) fn entry_event(state: &State, entry: &str) -> *mut sys::PJRT_Event {
 }
 
 fn event_ref<'a>(event: *mut sys::PJRT_Event) -> Result<&'a FakeEvent, Fail> {
+    // SAFETY: handles of this kind are registered from Box::into_raw in new_event and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(event, Kind::Event) }
+}
+
+entry_fn!(event_destroy, PJRT_Event_Destroy, |a, _| {
+    let event = a.event;
     if event.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Event"));
+        return Ok(());
     }
-    if !registry::is_live(event.cast::<FakeEvent>(), Kind::Event) {
+    if !registry::unregister(event.cast::<FakeEvent>(), Kind::Event) {
         return Err(invalid(format!(
-            "fake plugin: {event:p} is not a live PJRT_Event"
+            "fake plugin: PJRT_Event_Destroy: {event:p} is not a live PJRT_Event"
         )));
     }
-    // SAFETY: the registry says it came from Box::into_raw in new_event and has not been
-    // destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*event.cast::<FakeEvent>() })
-}
+    // SAFETY: it was live, so it came from Box::into_raw in new_event; now
+    // unregistered, so this is the only free.
+    drop(unsafe { Box::from_raw(event.cast::<FakeEvent>()) });
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn event_destroy(
-    args: *mut sys::PJRT_Event_Destroy_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Event_Destroy",
-        args,
-        sys::PJRT_Event_Destroy_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let event = unsafe { (*args).event };
-            if event.is_null() {
-                return Ok(());
-            }
-            if !registry::unregister(event.cast::<FakeEvent>(), Kind::Event) {
-                return Err(invalid(format!(
-                    "fake plugin: PJRT_Event_Destroy: {event:p} is not a live PJRT_Event"
-                )));
-            }
-            // SAFETY: it was live, so it came from Box::into_raw in new_event; now
-            // unregistered, so this is the only free.
-            drop(unsafe { Box::from_raw(event.cast::<FakeEvent>()) });
-            Ok(())
-        },
-    )
-}
+entry_fn!(event_is_ready, PJRT_Event_IsReady, |a, _| {
+    let event = a.event;
+    event_ref(event)?;
+    a.is_ready = true;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn event_is_ready(
-    args: *mut sys::PJRT_Event_IsReady_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Event_IsReady",
-        args,
-        sys::PJRT_Event_IsReady_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args; the bool out-field is only written.
-            let event = unsafe { (*args).event };
-            event_ref(event)?;
-            // SAFETY: as above.
-            unsafe { (*args).is_ready = true };
-            Ok(())
-        },
-    )
-}
+entry_fn!(event_error, PJRT_Event_Error, |a, _| {
+    let e = event_ref(a.event)?;
+    match &e.error {
+        Some(err) => Err(Fail::from(err)),
+        None => Ok(()),
+    }
+});
 
-pub(crate) unsafe extern "C" fn event_error(
-    args: *mut sys::PJRT_Event_Error_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Event_Error",
-        args,
-        sys::PJRT_Event_Error_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let e = event_ref(unsafe { (*args).event })?;
-            match &e.error {
-                Some(err) => Err(Fail::from(err)),
-                None => Ok(()),
-            }
-        },
-    )
-}
+entry_fn!(event_await, PJRT_Event_Await, |a, _| {
+    let e = event_ref(a.event)?;
+    match &e.error {
+        Some(err) => Err(Fail::from(err)),
+        None => Ok(()),
+    }
+});
 
-pub(crate) unsafe extern "C" fn event_await(
-    args: *mut sys::PJRT_Event_Await_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Event_Await",
-        args,
-        sys::PJRT_Event_Await_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let e = event_ref(unsafe { (*args).event })?;
-            match &e.error {
-                Some(err) => Err(Fail::from(err)),
-                None => Ok(()),
-            }
-        },
-    )
-}
-
-pub(crate) unsafe extern "C" fn event_on_ready(
-    args: *mut sys::PJRT_Event_OnReady_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Event_OnReady",
-        args,
-        sys::PJRT_Event_OnReady_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &*args };
-            let e = event_ref(a.event)?;
-            let callback = a
-                .callback
-                .ok_or_else(|| invalid("fake plugin: PJRT_Event_OnReady with a null callback"))?;
-            let err = e
-                .error
-                .as_ref()
-                .map(|f| Fail::from(f).into_raw())
-                .unwrap_or(std::ptr::null_mut());
-            // The event is complete, so the callback runs now, on this thread; it owns
-            // `err`.
-            // SAFETY: the caller registered this callback with this user_arg.
-            unsafe { callback(err, a.user_arg) };
-            Ok(())
-        },
-    )
-}
+entry_fn!(event_on_ready, PJRT_Event_OnReady, |a, _| {
+    let e = event_ref(a.event)?;
+    let callback = a
+        .callback
+        .ok_or_else(|| invalid("fake plugin: PJRT_Event_OnReady with a null callback"))?;
+    let err = e
+        .error
+        .as_ref()
+        .map(|f| Fail::from(f).into_raw())
+        .unwrap_or(std::ptr::null_mut());
+    // The event is complete, so the callback runs now, on this thread; it owns
+    // `err`.
+    // SAFETY: the caller registered this callback with this user_arg.
+    unsafe { callback(err, a.user_arg) };
+    Ok(())
+});
 
 // ------------------------------------------------------------------ layouts
 
@@ -564,368 +512,207 @@ fn from_host(
     // SAFETY: the caller promises `data` holds the array described by dims, type and
     // strides for the duration of the call.
     let bytes = unsafe { gather(a.data.cast(), elem, &dims, strides.as_deref(), size) };
-    a.buffer = new_buffer(inner.clone(), memory, ty, dims, bytes);
+    a.buffer = new_buffer(inner.clone(), memory, ty, dims, bytes)?;
     a.done_with_host_buffer = entry_event(state, "PJRT_Client_BufferFromHostBuffer");
     Ok(())
 }
 
-pub(crate) unsafe extern "C" fn client_buffer_from_host_buffer(
-    args: *mut sys::PJRT_Client_BufferFromHostBuffer_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_BufferFromHostBuffer",
-        args,
-        sys::PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            from_host(unsafe { &mut *args }, state)
-        },
-    )
-}
+entry_fn!(
+    client_buffer_from_host_buffer,
+    PJRT_Client_BufferFromHostBuffer,
+    |a, state| { from_host(a, state) }
+);
 
-pub(crate) unsafe extern "C" fn buffer_destroy(
-    args: *mut sys::PJRT_Buffer_Destroy_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_Destroy",
-        args,
-        sys::PJRT_Buffer_Destroy_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let buffer = unsafe { (*args).buffer };
-            if buffer.is_null() {
-                return Ok(());
-            }
-            if !registry::unregister(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
-                return Err(invalid(format!(
-                    "fake plugin: PJRT_Buffer_Destroy: {buffer:p} is not a live PJRT_Buffer"
-                )));
-            }
-            // SAFETY: it was live, so it came from Box::into_raw in new_buffer; now
-            // unregistered, so this is the only free.
-            drop(unsafe { Box::from_raw(buffer.cast::<FakeBuffer>()) });
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_destroy, PJRT_Buffer_Destroy, |a, _| {
+    let buffer = a.buffer;
+    if buffer.is_null() {
+        return Ok(());
+    }
+    if !registry::unregister(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
+        return Err(invalid(format!(
+            "fake plugin: PJRT_Buffer_Destroy: {buffer:p} is not a live PJRT_Buffer"
+        )));
+    }
+    // SAFETY: it was live, so it came from Box::into_raw in new_buffer; now
+    // unregistered, so this is the only free.
+    drop(unsafe { Box::from_raw(buffer.cast::<FakeBuffer>()) });
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_element_type(
-    args: *mut sys::PJRT_Buffer_ElementType_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_ElementType",
-        args,
-        sys::PJRT_Buffer_ElementType_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.r#type = buffer_ref(a.buffer)?.ty;
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_element_type, PJRT_Buffer_ElementType, |a, _| {
+    a.r#type = buffer_ref(a.buffer)?.ty;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_dimensions(
-    args: *mut sys::PJRT_Buffer_Dimensions_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_Dimensions",
-        args,
-        sys::PJRT_Buffer_Dimensions_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.buffer)?;
-            a.dims = b.dims.as_ptr();
-            a.num_dims = b.dims.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_dimensions, PJRT_Buffer_Dimensions, |a, _| {
+    let b = buffer_ref(a.buffer)?;
+    a.dims = b.dims.as_ptr();
+    a.num_dims = b.dims.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_unpadded_dimensions(
-    args: *mut sys::PJRT_Buffer_UnpaddedDimensions_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_UnpaddedDimensions",
-        args,
-        sys::PJRT_Buffer_UnpaddedDimensions_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.buffer)?;
-            a.unpadded_dims = b.dims.as_ptr();
-            a.num_dims = b.dims.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    buffer_unpadded_dimensions,
+    PJRT_Buffer_UnpaddedDimensions,
+    |a, _| {
+        let b = buffer_ref(a.buffer)?;
+        a.unpadded_dims = b.dims.as_ptr();
+        a.num_dims = b.dims.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn buffer_dynamic_dimension_indices(
-    args: *mut sys::PJRT_Buffer_DynamicDimensionIndices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_DynamicDimensionIndices",
-        args,
-        sys::PJRT_Buffer_DynamicDimensionIndices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            buffer_ref(a.buffer)?;
-            static NONE: [usize; 0] = [];
-            a.dynamic_dim_indices = NONE.as_ptr();
-            a.num_dynamic_dims = 0;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    buffer_dynamic_dimension_indices,
+    PJRT_Buffer_DynamicDimensionIndices,
+    |a, _| {
+        buffer_ref(a.buffer)?;
+        static NONE: [usize; 0] = [];
+        a.dynamic_dim_indices = NONE.as_ptr();
+        a.num_dynamic_dims = 0;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn buffer_on_device_size(
-    args: *mut sys::PJRT_Buffer_OnDeviceSizeInBytes_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_OnDeviceSizeInBytes",
-        args,
-        sys::PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.on_device_size_in_bytes = buffer_ref(a.buffer)?.size;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    buffer_on_device_size,
+    PJRT_Buffer_OnDeviceSizeInBytes,
+    |a, _| {
+        a.on_device_size_in_bytes = buffer_ref(a.buffer)?.size;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn buffer_device(
-    args: *mut sys::PJRT_Buffer_Device_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_Device",
-        args,
-        sys::PJRT_Buffer_Device_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.buffer)?;
-            a.device = b.client.device_ptr(b.device);
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_device, PJRT_Buffer_Device, |a, _| {
+    let b = buffer_ref(a.buffer)?;
+    a.device = b.client.device_ptr(b.device);
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_memory(
-    args: *mut sys::PJRT_Buffer_Memory_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_Memory",
-        args,
-        sys::PJRT_Buffer_Memory_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.buffer)?;
-            a.memory = b.client.memory_ptr(b.memory);
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_memory, PJRT_Buffer_Memory, |a, _| {
+    let b = buffer_ref(a.buffer)?;
+    a.memory = b.client.memory_ptr(b.memory);
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_delete(
-    args: *mut sys::PJRT_Buffer_Delete_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_Delete",
-        args,
-        sys::PJRT_Buffer_Delete_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let b = buffer_ref(unsafe { (*args).buffer })?;
-            let mut st = b.lock();
-            st.deleted = true;
-            if st.external_refs == 0 {
-                st.data = None;
-            }
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_delete, PJRT_Buffer_Delete, |a, _| {
+    let b = buffer_ref(a.buffer)?;
+    let mut st = b.lock();
+    st.deleted = true;
+    if st.external_refs == 0 {
+        st.data = None;
+    }
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_is_deleted(
-    args: *mut sys::PJRT_Buffer_IsDeleted_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_IsDeleted",
-        args,
-        sys::PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args; the bool out-field is only written.
-            let b = buffer_ref(unsafe { (*args).buffer })?;
-            let deleted = b.is_deleted();
-            // SAFETY: as above.
-            unsafe { (*args).is_deleted = deleted };
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_is_deleted, PJRT_Buffer_IsDeleted, |a, _| {
+    let b = buffer_ref(a.buffer)?;
+    let deleted = b.is_deleted();
+    a.is_deleted = deleted;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_is_on_cpu(
-    args: *mut sys::PJRT_Buffer_IsOnCpu_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_IsOnCpu",
-        args,
-        sys::PJRT_Buffer_IsOnCpu_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args; the bool out-field is only written.
-            buffer_ref(unsafe { (*args).buffer })?;
-            // SAFETY: as above.
-            unsafe { (*args).is_on_cpu = true };
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_is_on_cpu, PJRT_Buffer_IsOnCpu, |a, _| {
+    buffer_ref(a.buffer)?;
+    a.is_on_cpu = true;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_to_host_buffer(
-    args: *mut sys::PJRT_Buffer_ToHostBuffer_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_ToHostBuffer",
-        args,
-        sys::PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.src)?;
-            let elem = element_size(b.ty).unwrap_or(1);
-            // SAFETY: host_layout is null or valid per the C API.
-            unsafe { check_dense_layout(state, a.host_layout, elem, &b.dims, "host_layout") }?;
-            if b.is_deleted() {
-                return Err(invalid(DELETED_MESSAGE));
-            }
-            if a.dst.is_null() {
-                a.dst_size = b.size;
-                a.event = std::ptr::null_mut();
-                return Ok(());
-            }
-            if a.dst_size < b.size {
-                return Err(invalid(format!(
-                    "fake plugin: dst_size {} is smaller than the buffer's {} bytes",
-                    a.dst_size, b.size
-                )));
-            }
-            let event_error = state::event_error(state, "PJRT_Buffer_ToHostBuffer");
-            if event_error.is_none() {
-                let dst = a.dst.cast::<u8>();
-                b.with_data(|d| {
-                    // SAFETY: the caller provides dst_size >= size writable bytes at dst,
-                    // which cannot overlap our own allocation.
-                    unsafe { std::ptr::copy_nonoverlapping(d.as_slice().as_ptr(), dst, b.size) };
-                })?;
-            }
-            a.event = new_event(event_error);
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    buffer_to_host_buffer,
+    PJRT_Buffer_ToHostBuffer,
+    |a, state| {
+        let b = buffer_ref(a.src)?;
+        let elem = element_size(b.ty).unwrap_or(1);
+        // SAFETY: host_layout is null or valid per the C API.
+        unsafe { check_dense_layout(state, a.host_layout, elem, &b.dims, "host_layout") }?;
+        if b.is_deleted() {
+            return Err(invalid(DELETED_MESSAGE));
+        }
+        if a.dst.is_null() {
+            a.dst_size = b.size;
+            a.event = std::ptr::null_mut();
+            return Ok(());
+        }
+        if a.dst_size < b.size {
+            return Err(invalid(format!(
+                "fake plugin: dst_size {} is smaller than the buffer's {} bytes",
+                a.dst_size, b.size
+            )));
+        }
+        let event_error = state::event_error(state, "PJRT_Buffer_ToHostBuffer");
+        if event_error.is_none() {
+            let dst = a.dst.cast::<u8>();
+            b.with_data(|d| {
+                // SAFETY: the caller provides dst_size >= size writable bytes at dst,
+                // which cannot overlap our own allocation.
+                unsafe { std::ptr::copy_nonoverlapping(d.as_slice().as_ptr(), dst, b.size) };
+            })?;
+        }
+        a.event = new_event(event_error);
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn buffer_ready_event(
-    args: *mut sys::PJRT_Buffer_ReadyEvent_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_ReadyEvent",
-        args,
-        sys::PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.buffer)?;
-            a.event = if b.is_deleted() {
-                new_event(Some(ForcedError {
-                    code: sys::PJRT_Error_Code_INVALID_ARGUMENT,
-                    message: DELETED_MESSAGE.to_string(),
-                }))
-            } else {
-                entry_event(state, "PJRT_Buffer_ReadyEvent")
-            };
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_ready_event, PJRT_Buffer_ReadyEvent, |a, state| {
+    let b = buffer_ref(a.buffer)?;
+    a.event = if b.is_deleted() {
+        new_event(Some(ForcedError {
+            code: sys::PJRT_Error_Code_INVALID_ARGUMENT,
+            message: DELETED_MESSAGE.to_string(),
+        }))
+    } else {
+        entry_event(state, "PJRT_Buffer_ReadyEvent")
+    };
+    Ok(())
+});
 
 fn copy_buffer(b: &FakeBuffer, memory: usize) -> Result<*mut sys::PJRT_Buffer, Fail> {
     let data = b.read()?;
-    Ok(new_buffer(
-        b.client.clone(),
-        memory,
-        b.ty,
-        b.dims.clone(),
-        data,
-    ))
+    new_buffer(b.client.clone(), memory, b.ty, b.dims.clone(), data)
 }
 
-pub(crate) unsafe extern "C" fn buffer_copy_to_device(
-    args: *mut sys::PJRT_Buffer_CopyToDevice_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_CopyToDevice",
-        args,
-        sys::PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.buffer)?;
-            let d = b.client.device_index(a.dst_device).ok_or_else(|| {
-                invalid(format!(
-                    "fake plugin: {:p} is not a device of this buffer's client",
-                    a.dst_device
-                ))
-            })?;
-            if d == b.device {
-                return Err(invalid(format!(
-                    "fake plugin: buffer is already on device {}",
-                    b.client.device_name(d)
-                )));
-            }
-            if !b.client.addressable(d) {
-                return Err(invalid(format!(
-                    "fake plugin: device {} is not addressable",
-                    b.client.device_name(d)
-                )));
-            }
-            a.dst_buffer = copy_buffer(b, b.client.default_memory_index(d))?;
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_copy_to_device, PJRT_Buffer_CopyToDevice, |a, _| {
+    let b = buffer_ref(a.buffer)?;
+    let d = b.client.device_index(a.dst_device).ok_or_else(|| {
+        invalid(format!(
+            "fake plugin: {:p} is not a device of this buffer's client",
+            a.dst_device
+        ))
+    })?;
+    if d == b.device {
+        return Err(invalid(format!(
+            "fake plugin: buffer is already on device {}",
+            b.client.device_name(d)
+        )));
+    }
+    if !b.client.addressable(d) {
+        return Err(invalid(format!(
+            "fake plugin: device {} is not addressable",
+            b.client.device_name(d)
+        )));
+    }
+    a.dst_buffer = copy_buffer(b, b.client.default_memory_index(d))?;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_copy_to_memory(
-    args: *mut sys::PJRT_Buffer_CopyToMemory_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_CopyToMemory",
-        args,
-        sys::PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let b = buffer_ref(a.buffer)?;
-            let m = b.client.memory_index(a.dst_memory).ok_or_else(|| {
-                invalid(format!(
-                    "fake plugin: {:p} is not a memory of this buffer's client",
-                    a.dst_memory
-                ))
-            })?;
-            if m == b.memory {
-                return Err(invalid("fake plugin: buffer is already in that memory"));
-            }
-            if !b.client.addressable(b.client.memories[m].device) {
-                return Err(invalid("fake plugin: that memory is not addressable"));
-            }
-            a.dst_buffer = copy_buffer(b, m)?;
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_copy_to_memory, PJRT_Buffer_CopyToMemory, |a, _| {
+    let b = buffer_ref(a.buffer)?;
+    let m = b.client.memory_index(a.dst_memory).ok_or_else(|| {
+        invalid(format!(
+            "fake plugin: {:p} is not a memory of this buffer's client",
+            a.dst_memory
+        ))
+    })?;
+    if m == b.memory {
+        return Err(invalid("fake plugin: buffer is already in that memory"));
+    }
+    if !b.client.addressable(b.client.memories[m].device) {
+        return Err(invalid("fake plugin: that memory is not addressable"));
+    }
+    a.dst_buffer = copy_buffer(b, m)?;
+    Ok(())
+});
 
 fn data_pointer(b: &FakeBuffer) -> Result<*mut u8, Fail> {
     let mut st = b.lock();
@@ -938,79 +725,49 @@ fn data_pointer(b: &FakeBuffer) -> Result<*mut u8, Fail> {
     }
 }
 
-pub(crate) unsafe extern "C" fn buffer_unsafe_pointer(
-    args: *mut sys::PJRT_Buffer_UnsafePointer_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_UnsafePointer",
-        args,
-        sys::PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.buffer_pointer = data_pointer(buffer_ref(a.buffer)?)? as usize;
-            Ok(())
-        },
-    )
-}
+entry_fn!(buffer_unsafe_pointer, PJRT_Buffer_UnsafePointer, |a, _| {
+    a.buffer_pointer = data_pointer(buffer_ref(a.buffer)?)? as usize;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn buffer_opaque_pointer(
-    args: *mut sys::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_OpaqueDeviceMemoryDataPointer",
-        args,
-        sys::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.device_memory_ptr = data_pointer(buffer_ref(a.buffer)?)?.cast();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    buffer_opaque_pointer,
+    PJRT_Buffer_OpaqueDeviceMemoryDataPointer,
+    |a, _| {
+        a.device_memory_ptr = data_pointer(buffer_ref(a.buffer)?)?.cast();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn buffer_increase_ref(
-    args: *mut sys::PJRT_Buffer_IncreaseExternalReferenceCount_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_IncreaseExternalReferenceCount",
-        args,
-        sys::PJRT_Buffer_IncreaseExternalReferenceCount_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let b = buffer_ref(unsafe { (*args).buffer })?;
-            let mut st = b.lock();
-            if st.deleted {
-                return Err(invalid(DELETED_MESSAGE));
-            }
-            st.external_refs += 1;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    buffer_increase_ref,
+    PJRT_Buffer_IncreaseExternalReferenceCount,
+    |a, _| {
+        let b = buffer_ref(a.buffer)?;
+        let mut st = b.lock();
+        if st.deleted {
+            return Err(invalid(DELETED_MESSAGE));
+        }
+        st.external_refs += 1;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn buffer_decrease_ref(
-    args: *mut sys::PJRT_Buffer_DecreaseExternalReferenceCount_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Buffer_DecreaseExternalReferenceCount",
-        args,
-        sys::PJRT_Buffer_DecreaseExternalReferenceCount_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let b = buffer_ref(unsafe { (*args).buffer })?;
-            let mut st = b.lock();
-            if st.external_refs == 0 {
-                return Err(invalid(
-                    "fake plugin: external reference count is already zero",
-                ));
-            }
-            st.external_refs -= 1;
-            if st.external_refs == 0 && st.deleted {
-                st.data = None;
-            }
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    buffer_decrease_ref,
+    PJRT_Buffer_DecreaseExternalReferenceCount,
+    |a, _| {
+        let b = buffer_ref(a.buffer)?;
+        let mut st = b.lock();
+        if st.external_refs == 0 {
+            return Err(invalid(
+                "fake plugin: external reference count is already zero",
+            ));
+        }
+        st.external_refs -= 1;
+        if st.external_refs == 0 && st.deleted {
+            st.data = None;
+        }
+        Ok(())
+    }
+);

@@ -11,7 +11,7 @@ use crate::config::{AttrValue, Attribute};
 use crate::error::{self, invalid, Fail};
 use crate::named::{read_named_values, NamedValues};
 use crate::registry::{self, Kind};
-use crate::state::{entry, State};
+use crate::state::State;
 
 /// The platform name every fake client reports.
 pub const PLATFORM_NAME: &str = "fake";
@@ -25,6 +25,8 @@ pub const DEFAULT_DEVICE_COUNT: usize = 2;
 
 pub(crate) struct FakeDevice {
     pub id: i32,
+    /// Accounting of this device's `device` memory.
+    pub memory: Arc<crate::memory::DeviceMemory>,
     pub local_hardware_id: i32,
     pub addressable: bool,
     description: Box<FakeDescription>,
@@ -159,20 +161,25 @@ impl Drop for FakeMemory {
 }
 
 impl ClientInner {
+    /// A client of `process_index` over devices owned by the processes in `procs` (one
+    /// entry per device); the devices of `process_index` are addressable.
     fn new(
-        device_count: usize,
-        addressable_count: usize,
+        procs: &[i32],
         process_index: i32,
         options: Vec<Attribute>,
+        memory_limit: Option<u64>,
     ) -> Arc<ClientInner> {
-        let mut devices: Vec<FakeDevice> = (0..device_count)
+        let mut local = 0;
+        let mut devices: Vec<FakeDevice> = (0..procs.len())
             .map(|i| {
-                let addressable = i < addressable_count;
+                let pi = procs[i];
+                let addressable = pi == process_index;
                 let id = i as i32;
-                let pi = if addressable {
-                    process_index
+                let local_hardware_id = if addressable {
+                    local += 1;
+                    local - 1
                 } else {
-                    process_index + 1
+                    -1
                 };
                 let attrs = vec![
                     Attribute::new("fake_device_index", AttrValue::Int64(i as i64)),
@@ -180,7 +187,8 @@ impl ClientInner {
                 ];
                 FakeDevice {
                     id,
-                    local_hardware_id: if addressable { id } else { -1 },
+                    memory: crate::memory::DeviceMemory::new(i, memory_limit),
+                    local_hardware_id,
                     addressable,
                     description: Box::new(FakeDescription {
                         id,
@@ -223,11 +231,15 @@ impl ClientInner {
                 .collect();
             dev.default_memory = dev.memories[0];
         }
-        let addressable_ptrs: Vec<*mut sys::PJRT_Device> =
-            device_ptrs[..addressable_count].to_vec();
+        let addressable_ptrs: Vec<*mut sys::PJRT_Device> = device_ptrs
+            .iter()
+            .zip(&devices)
+            .filter(|(_, d)| d.addressable)
+            .map(|(p, _)| *p)
+            .collect();
         let addressable_memory_ptrs: Vec<*mut sys::PJRT_Memory> = memories
             .iter_mut()
-            .filter(|m| m.device < addressable_count)
+            .filter(|m| procs[m.device] == process_index)
             .map(|m| (m as *mut FakeMemory).cast())
             .collect();
         for d in &devices {
@@ -311,59 +323,27 @@ impl Drop for ClientInner {
 
 /// The live client behind `client`.
 pub(crate) fn client_ref<'a>(client: *mut sys::PJRT_Client) -> Result<&'a FakeClient, Fail> {
-    if client.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Client"));
-    }
-    if !registry::is_live(client.cast::<FakeClient>(), Kind::Client) {
-        return Err(invalid(format!(
-            "fake plugin: {client:p} is not a live PJRT_Client"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in client_create and has not
-    // been destroyed; the caller keeps it alive for the duration of the call.
-    Ok(unsafe { &*client.cast::<FakeClient>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in client_create and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(client, Kind::Client) }
 }
 
 pub(crate) fn device_ref<'a>(device: *mut sys::PJRT_Device) -> Result<&'a FakeDevice, Fail> {
-    if device.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Device"));
-    }
-    if !registry::is_live(device.cast::<FakeDevice>(), Kind::Device) {
-        return Err(invalid(format!(
-            "fake plugin: {device:p} is not a live PJRT_Device"
-        )));
-    }
     // SAFETY: registered devices are boxes owned by a live ClientInner, unregistered
     // before they are freed; the caller keeps their client alive during the call.
-    Ok(unsafe { &*device.cast::<FakeDevice>() })
+    unsafe { registry::live_ref(device, Kind::Device) }
 }
 
 fn description_ref<'a>(
     desc: *mut sys::PJRT_DeviceDescription,
 ) -> Result<&'a FakeDescription, Fail> {
-    if desc.is_null() {
-        return Err(invalid("fake plugin: null PJRT_DeviceDescription"));
-    }
-    if !registry::is_live(desc.cast::<FakeDescription>(), Kind::DeviceDescription) {
-        return Err(invalid(format!(
-            "fake plugin: {desc:p} is not a live PJRT_DeviceDescription"
-        )));
-    }
     // SAFETY: as for devices: owned by a live ClientInner, unregistered before freed.
-    Ok(unsafe { &*desc.cast::<FakeDescription>() })
+    unsafe { registry::live_ref(desc, Kind::DeviceDescription) }
 }
 
 pub(crate) fn memory_ref<'a>(memory: *mut sys::PJRT_Memory) -> Result<&'a FakeMemory, Fail> {
-    if memory.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Memory"));
-    }
-    if !registry::is_live(memory.cast::<FakeMemory>(), Kind::Memory) {
-        return Err(invalid(format!(
-            "fake plugin: {memory:p} is not a live PJRT_Memory"
-        )));
-    }
     // SAFETY: as for devices: owned by a live ClientInner, unregistered before freed.
-    Ok(unsafe { &*memory.cast::<FakeMemory>() })
+    unsafe { registry::live_ref(memory, Kind::Memory) }
 }
 
 fn option_int(opt: &Attribute) -> Result<i64, Fail> {
@@ -388,62 +368,101 @@ fn option_bool(opt: &Attribute) -> Result<bool, Fail> {
 
 const KV_KEY: &str = "rpjrt_fake/roundtrip";
 const KV_VALUE: &str = "rpjrt-fake-value";
+/// How long the fake waits for another process's key.
+const KV_TIMEOUT_MS: i32 = 10_000;
 
-/// The `fake_kv_roundtrip` option: put a value through the caller's KV callbacks and read
-/// it back with get (and try_get when given).
-fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
+/// Puts `key` = `value` through the caller's KV put callback.
+fn kv_put(a: &sys::PJRT_Client_Create_Args, key: &str, value: &str) -> Result<(), Fail> {
     let put = a
         .kv_put_callback
-        .ok_or_else(|| invalid("fake plugin: fake_kv_roundtrip needs kv_put_callback"))?;
-    let get = a
-        .kv_get_callback
-        .ok_or_else(|| invalid("fake plugin: fake_kv_roundtrip needs kv_get_callback"))?;
+        .ok_or_else(|| invalid("fake plugin: the KV exchange needs kv_put_callback"))?;
     let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
-    let mut put_args = sys::PJRT_KeyValuePutCallback_Args {
+    let mut args = sys::PJRT_KeyValuePutCallback_Args {
         struct_size: sys::PJRT_KeyValuePutCallback_Args_STRUCT_SIZE,
         extension_start: std::ptr::null_mut(),
-        key: KV_KEY.as_ptr().cast(),
-        key_size: KV_KEY.len(),
-        value: KV_VALUE.as_ptr().cast(),
-        value_size: KV_VALUE.len(),
+        key: key.as_ptr().cast(),
+        key_size: key.len(),
+        value: value.as_ptr().cast(),
+        value_size: value.len(),
         callback_error: &mut cb,
         user_arg: a.kv_put_user_arg,
     };
     // SAFETY: the caller supplied this callback for exactly this call shape; the args
     // and the strings they point at outlive the call.
-    let err = unsafe { put(&mut put_args) };
+    let err = unsafe { put(&mut args) };
     if !err.is_null() {
         return Err(error::take_callback_error(err, "kv_put_callback failed"));
     }
-    let mut get_args = sys::PJRT_KeyValueGetCallback_Args {
+    Ok(())
+}
+
+/// Reads a value the callback handed out, then frees it with its deleter.
+fn take_value(
+    value: *mut std::ffi::c_char,
+    size: usize,
+    deleter: Option<unsafe extern "C" fn(*mut std::ffi::c_char)>,
+) -> String {
+    // SAFETY: on success the callback returns `size` bytes at `value`.
+    let got = unsafe { crate::named::read_str(value, size) };
+    if let (Some(del), false) = (deleter, value.is_null()) {
+        // SAFETY: the callback handed us the value together with its deleter.
+        unsafe { del(value) };
+    }
+    got
+}
+
+/// Gets `key` through the caller's KV get callback (blocking up to `timeout_ms`).
+fn kv_get(a: &sys::PJRT_Client_Create_Args, key: &str, timeout_ms: i32) -> Result<String, Fail> {
+    let get = a
+        .kv_get_callback
+        .ok_or_else(|| invalid("fake plugin: the KV exchange needs kv_get_callback"))?;
+    let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
+    let mut args = sys::PJRT_KeyValueGetCallback_Args {
         struct_size: sys::PJRT_KeyValueGetCallback_Args_STRUCT_SIZE,
         extension_start: std::ptr::null_mut(),
-        key: KV_KEY.as_ptr().cast(),
-        key_size: KV_KEY.len(),
-        timeout_in_ms: 5000,
+        key: key.as_ptr().cast(),
+        key_size: key.len(),
+        timeout_in_ms: timeout_ms,
         callback_error: &mut cb,
         user_arg: a.kv_get_user_arg,
         value: std::ptr::null_mut(),
         value_size: 0,
         value_deleter_callback: None,
     };
-    // SAFETY: as for put.
-    let err = unsafe { get(&mut get_args) };
+    // SAFETY: as for kv_put.
+    let err = unsafe { get(&mut args) };
     if !err.is_null() {
         return Err(error::take_callback_error(err, "kv_get_callback failed"));
     }
-    // SAFETY: on success the callback returns value_size bytes at value.
-    let got = unsafe { crate::named::read_str(get_args.value, get_args.value_size) };
-    if let (Some(del), false) = (get_args.value_deleter_callback, get_args.value.is_null()) {
-        // SAFETY: the callback handed us the value together with its deleter.
-        unsafe { del(get_args.value) };
+    Ok(take_value(
+        args.value,
+        args.value_size,
+        args.value_deleter_callback,
+    ))
+}
+
+/// The `fake_kv_roundtrip` option: put a value through the caller's KV callbacks and read
+/// it back with get (and try_get when given).
+fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
+    if a.kv_put_callback.is_none() {
+        return Err(invalid(
+            "fake plugin: fake_kv_roundtrip needs kv_put_callback",
+        ));
     }
+    if a.kv_get_callback.is_none() {
+        return Err(invalid(
+            "fake plugin: fake_kv_roundtrip needs kv_get_callback",
+        ));
+    }
+    kv_put(a, KV_KEY, KV_VALUE)?;
+    let got = kv_get(a, KV_KEY, 5000)?;
     if got != KV_VALUE {
         return Err(invalid(format!(
             "fake plugin: kv_get_callback returned {got:?}, expected {KV_VALUE:?}"
         )));
     }
     if let Some(try_get) = a.kv_try_get_callback {
+        let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
         let mut args = sys::PJRT_KeyValueTryGetCallback_Args {
             struct_size: sys::PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE,
             extension_start: std::ptr::null_mut(),
@@ -455,7 +474,7 @@ fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
             value_size: 0,
             value_deleter_callback: None,
         };
-        // SAFETY: as for put.
+        // SAFETY: as for kv_put.
         let err = unsafe { try_get(&mut args) };
         if !err.is_null() {
             return Err(error::take_callback_error(
@@ -463,12 +482,7 @@ fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
                 "kv_try_get_callback failed",
             ));
         }
-        // SAFETY: on success the callback returns value_size bytes at value.
-        let got = unsafe { crate::named::read_str(args.value, args.value_size) };
-        if let (Some(del), false) = (args.value_deleter_callback, args.value.is_null()) {
-            // SAFETY: the callback handed us the value together with its deleter.
-            unsafe { del(args.value) };
-        }
+        let got = take_value(args.value, args.value_size, args.value_deleter_callback);
         if got != KV_VALUE {
             return Err(invalid(format!(
                 "fake plugin: kv_try_get_callback returned {got:?}, expected {KV_VALUE:?}"
@@ -478,6 +492,51 @@ fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
     Ok(())
 }
 
+/// The `RPJRT_FAKE_KV` exchange: publish this process's device count under
+/// `fake:device:<node_id>` and read every other process's, giving the process index of
+/// each device of the global list (process-major).
+fn kv_exchange(
+    a: &sys::PJRT_Client_Create_Args,
+    num_nodes: i64,
+    node_id: i64,
+    local: i64,
+) -> Result<Vec<i32>, Fail> {
+    if !(1..=1024).contains(&num_nodes) || !(0..num_nodes).contains(&node_id) {
+        return Err(invalid(format!(
+            "fake plugin: need 0 <= node_id < num_nodes <= 1024, got node_id {node_id}, num_nodes {num_nodes}"
+        )));
+    }
+    kv_put(a, &format!("fake:device:{node_id}"), &local.to_string())?;
+    let mut procs = Vec::new();
+    for node in 0..num_nodes {
+        let count = if node == node_id {
+            local
+        } else {
+            let key = format!("fake:device:{node}");
+            let text = kv_get(a, &key, KV_TIMEOUT_MS).map_err(|f| {
+                Fail::new(
+                    f.code,
+                    format!(
+                        "fake plugin: waiting for process {node} (key {key}): {}",
+                        f.message
+                    ),
+                )
+            })?;
+            text.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=4096).contains(n))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "fake plugin: process {node} published a bad device count {text:?}"
+                    ))
+                })?
+        };
+        procs.resize(procs.len() + count as usize, node as i32);
+    }
+    Ok(procs)
+}
+
 fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeClient, Fail> {
     // SAFETY: per the C API, create_options points at num_options named values.
     let options = unsafe { read_named_values(state, a.create_options, a.num_options) }?;
@@ -485,6 +544,8 @@ fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeCl
     let mut addressable: Option<i64> = None;
     let mut process_index = 0i64;
     let mut roundtrip = false;
+    let mut num_nodes: Option<i64> = None;
+    let mut node_id: Option<i64> = None;
     let mut seen = BTreeSet::new();
     for opt in &options {
         if !seen.insert(opt.name.as_str()) {
@@ -498,6 +559,8 @@ fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeCl
             "fake_addressable_device_count" => addressable = Some(option_int(opt)?),
             "fake_process_index" => process_index = option_int(opt)?,
             "fake_kv_roundtrip" => roundtrip = option_bool(opt)?,
+            "num_nodes" if state.config.kv => num_nodes = Some(option_int(opt)?),
+            "node_id" if state.config.kv => node_id = Some(option_int(opt)?),
             name => {
                 if let Some(allowed) = &state.config.allowed_options {
                     if !allowed.contains(name) {
@@ -528,545 +591,300 @@ fn create(a: &sys::PJRT_Client_Create_Args, state: &State) -> Result<*mut FakeCl
     if roundtrip {
         kv_roundtrip(a)?;
     }
-    let inner = ClientInner::new(
-        device_count as usize,
-        addressable as usize,
-        process_index as i32,
-        options,
-    );
+    let kv = state.config.kv && a.kv_put_callback.is_some() && a.kv_get_callback.is_some();
+    let (procs, process_index) = match (num_nodes, kv) {
+        (Some(nodes), true) => {
+            let node = node_id.unwrap_or(0);
+            (kv_exchange(a, nodes, node, addressable)?, node as i32)
+        }
+        _ => {
+            let pi = process_index as i32;
+            let procs = (0..device_count)
+                .map(|i| if i < addressable { pi } else { pi + 1 })
+                .collect();
+            (procs, pi)
+        }
+    };
+    let inner = ClientInner::new(&procs, process_index, options, state.config.memory_limit);
     let raw = Box::into_raw(Box::new(FakeClient { inner }));
     registry::register(raw, Kind::Client);
     Ok(raw)
 }
 
-pub(crate) unsafe extern "C" fn client_create(
-    args: *mut sys::PJRT_Client_Create_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_Create",
-        args,
-        sys::PJRT_Client_Create_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.client = create(a, state)?.cast();
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_create, PJRT_Client_Create, |a, state| {
+    a.client = create(a, state)?.cast();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_destroy(
-    args: *mut sys::PJRT_Client_Destroy_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_Destroy",
-        args,
-        sys::PJRT_Client_Destroy_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let client = unsafe { (*args).client };
-            if client.is_null() {
-                return Ok(());
-            }
-            if !registry::unregister(client.cast::<FakeClient>(), Kind::Client) {
-                return Err(invalid(format!(
-                    "fake plugin: PJRT_Client_Destroy: {client:p} is not a live PJRT_Client"
-                )));
-            }
-            // SAFETY: it was live, so it came from Box::into_raw in `create`; it is now
-            // unregistered, so this is the only free.
-            drop(unsafe { Box::from_raw(client.cast::<FakeClient>()) });
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_destroy, PJRT_Client_Destroy, |a, _| {
+    let client = a.client;
+    if client.is_null() {
+        return Ok(());
+    }
+    if !registry::unregister(client.cast::<FakeClient>(), Kind::Client) {
+        return Err(invalid(format!(
+            "fake plugin: PJRT_Client_Destroy: {client:p} is not a live PJRT_Client"
+        )));
+    }
+    // SAFETY: it was live, so it came from Box::into_raw in `create`; it is now
+    // unregistered, so this is the only free.
+    drop(unsafe { Box::from_raw(client.cast::<FakeClient>()) });
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_platform_name(
-    args: *mut sys::PJRT_Client_PlatformName_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_PlatformName",
-        args,
-        sys::PJRT_Client_PlatformName_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            client_ref(a.client)?;
-            a.platform_name = PLATFORM_NAME.as_ptr().cast();
-            a.platform_name_size = PLATFORM_NAME.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_platform_name, PJRT_Client_PlatformName, |a, _| {
+    client_ref(a.client)?;
+    a.platform_name = PLATFORM_NAME.as_ptr().cast();
+    a.platform_name_size = PLATFORM_NAME.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_process_index(
-    args: *mut sys::PJRT_Client_ProcessIndex_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_ProcessIndex",
-        args,
-        sys::PJRT_Client_ProcessIndex_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.process_index = client_ref(a.client)?.inner.process_index;
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_process_index, PJRT_Client_ProcessIndex, |a, _| {
+    a.process_index = client_ref(a.client)?.inner.process_index;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_platform_version(
-    args: *mut sys::PJRT_Client_PlatformVersion_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_PlatformVersion",
-        args,
-        sys::PJRT_Client_PlatformVersion_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.platform_version = c.inner.platform_version.as_ptr().cast();
-            a.platform_version_size = c.inner.platform_version.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_platform_version,
+    PJRT_Client_PlatformVersion,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        a.platform_version = c.inner.platform_version.as_ptr().cast();
+        a.platform_version_size = c.inner.platform_version.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_devices(
-    args: *mut sys::PJRT_Client_Devices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_Devices",
-        args,
-        sys::PJRT_Client_Devices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.devices = c.inner.device_ptrs.as_ptr();
-            a.num_devices = c.inner.device_ptrs.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_devices, PJRT_Client_Devices, |a, _| {
+    let c = client_ref(a.client)?;
+    a.devices = c.inner.device_ptrs.as_ptr();
+    a.num_devices = c.inner.device_ptrs.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_addressable_devices(
-    args: *mut sys::PJRT_Client_AddressableDevices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_AddressableDevices",
-        args,
-        sys::PJRT_Client_AddressableDevices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.addressable_devices = c.inner.addressable_ptrs.as_ptr();
-            a.num_addressable_devices = c.inner.addressable_ptrs.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_addressable_devices,
+    PJRT_Client_AddressableDevices,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        a.addressable_devices = c.inner.addressable_ptrs.as_ptr();
+        a.num_addressable_devices = c.inner.addressable_ptrs.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_lookup_device(
-    args: *mut sys::PJRT_Client_LookupDevice_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_LookupDevice",
-        args,
-        sys::PJRT_Client_LookupDevice_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            let i = c
-                .inner
-                .devices
-                .iter()
-                .position(|d| d.id == a.id)
-                .ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?;
-            a.device = c.inner.device_ptr(i);
-            Ok(())
-        },
-    )
-}
+entry_fn!(client_lookup_device, PJRT_Client_LookupDevice, |a, _| {
+    let c = client_ref(a.client)?;
+    let i = c
+        .inner
+        .devices
+        .iter()
+        .position(|d| d.id == a.id)
+        .ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?;
+    a.device = c.inner.device_ptr(i);
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn client_lookup_addressable_device(
-    args: *mut sys::PJRT_Client_LookupAddressableDevice_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_LookupAddressableDevice",
-        args,
-        sys::PJRT_Client_LookupAddressableDevice_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            let i = c
-                .inner
-                .devices
-                .iter()
-                .position(|d| d.addressable && d.local_hardware_id == a.local_hardware_id)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "fake plugin: no addressable device with local_hardware_id {}",
-                        a.local_hardware_id
-                    ))
-                })?;
-            a.addressable_device = c.inner.device_ptr(i);
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_lookup_addressable_device,
+    PJRT_Client_LookupAddressableDevice,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        let i = c
+            .inner
+            .devices
+            .iter()
+            .position(|d| d.addressable && d.local_hardware_id == a.local_hardware_id)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "fake plugin: no addressable device with local_hardware_id {}",
+                    a.local_hardware_id
+                ))
+            })?;
+        a.addressable_device = c.inner.device_ptr(i);
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_addressable_memories(
-    args: *mut sys::PJRT_Client_AddressableMemories_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_AddressableMemories",
-        args,
-        sys::PJRT_Client_AddressableMemories_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            a.addressable_memories = c.inner.addressable_memory_ptrs.as_ptr();
-            a.num_addressable_memories = c.inner.addressable_memory_ptrs.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    client_addressable_memories,
+    PJRT_Client_AddressableMemories,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        a.addressable_memories = c.inner.addressable_memory_ptrs.as_ptr();
+        a.num_addressable_memories = c.inner.addressable_memory_ptrs.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn client_default_device_assignment(
-    args: *mut sys::PJRT_Client_DefaultDeviceAssignment_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_DefaultDeviceAssignment",
-        args,
-        sys::PJRT_Client_DefaultDeviceAssignment_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let c = client_ref(a.client)?;
-            if a.num_replicas < 1 || a.num_partitions < 1 {
-                return Err(invalid(format!(
-                    "fake plugin: bad replica/partition counts {}x{}",
-                    a.num_replicas, a.num_partitions
-                )));
-            }
-            let n = a.num_replicas as usize * a.num_partitions as usize;
-            if n > c.inner.addressable_count() {
-                return Err(invalid(format!(
-                    "fake plugin: {n} devices requested, the client has {} addressable",
-                    c.inner.addressable_count()
-                )));
-            }
-            if a.default_assignment_size < n || a.default_assignment.is_null() {
-                return Err(invalid(format!(
-                    "fake plugin: default_assignment holds {}, needs {n}",
-                    a.default_assignment_size
-                )));
-            }
-            for i in 0..n {
-                // SAFETY: the caller provides default_assignment_size >= n ints.
-                unsafe { *a.default_assignment.add(i) = c.inner.devices[i].id };
-            }
-            Ok(())
-        },
-    )
-}
-
-macro_rules! description_string {
-    ($fn_name:ident, $entry:literal, $args:ident, $size:ident, $field:ident, $ptr:ident, $len:ident) => {
-        pub(crate) unsafe extern "C" fn $fn_name(args: *mut sys::$args) -> *mut sys::PJRT_Error {
-            entry($entry, args, sys::$size, |args, _| {
-                // SAFETY: `entry` checked args.
-                let a = unsafe { &mut *args };
-                let d = description_ref(a.device_description)?;
-                a.$ptr = d.$field.as_ptr().cast();
-                a.$len = d.$field.len();
-                Ok(())
-            })
+entry_fn!(
+    client_default_device_assignment,
+    PJRT_Client_DefaultDeviceAssignment,
+    |a, _| {
+        let c = client_ref(a.client)?;
+        if a.num_replicas < 1 || a.num_partitions < 1 {
+            return Err(invalid(format!(
+                "fake plugin: bad replica/partition counts {}x{}",
+                a.num_replicas, a.num_partitions
+            )));
         }
-    };
-}
+        let n = a.num_replicas as usize * a.num_partitions as usize;
+        if n > c.inner.addressable_count() {
+            return Err(invalid(format!(
+                "fake plugin: {n} devices requested, the client has {} addressable",
+                c.inner.addressable_count()
+            )));
+        }
+        if a.default_assignment_size < n || a.default_assignment.is_null() {
+            return Err(invalid(format!(
+                "fake plugin: default_assignment holds {}, needs {n}",
+                a.default_assignment_size
+            )));
+        }
+        for i in 0..n {
+            // SAFETY: the caller provides default_assignment_size >= n ints.
+            unsafe { *a.default_assignment.add(i) = c.inner.devices[i].id };
+        }
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn description_id(
-    args: *mut sys::PJRT_DeviceDescription_Id_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_Id",
-        args,
-        sys::PJRT_DeviceDescription_Id_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.id = description_ref(a.device_description)?.id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(description_id, PJRT_DeviceDescription_Id, |a, _| {
+    a.id = description_ref(a.device_description)?.id;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn description_process_index(
-    args: *mut sys::PJRT_DeviceDescription_ProcessIndex_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_ProcessIndex",
-        args,
-        sys::PJRT_DeviceDescription_ProcessIndex_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.process_index = description_ref(a.device_description)?.process_index;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    description_process_index,
+    PJRT_DeviceDescription_ProcessIndex,
+    |a, _| {
+        a.process_index = description_ref(a.device_description)?.process_index;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn description_attributes(
-    args: *mut sys::PJRT_DeviceDescription_Attributes_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_Attributes",
-        args,
-        sys::PJRT_DeviceDescription_Attributes_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let d = description_ref(a.device_description)?;
-            a.attributes = d.attributes.as_ptr();
-            a.num_attributes = d.attributes.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    description_attributes,
+    PJRT_DeviceDescription_Attributes,
+    |a, _| {
+        let d = description_ref(a.device_description)?;
+        a.attributes = d.attributes.as_ptr();
+        a.num_attributes = d.attributes.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn description_kind(
-    args: *mut sys::PJRT_DeviceDescription_Kind_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_DeviceDescription_Kind",
-        args,
-        sys::PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            description_ref(a.device_description)?;
-            a.device_kind = DEVICE_KIND.as_ptr().cast();
-            a.device_kind_size = DEVICE_KIND.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(description_kind, PJRT_DeviceDescription_Kind, |a, _| {
+    description_ref(a.device_description)?;
+    a.device_kind = DEVICE_KIND.as_ptr().cast();
+    a.device_kind_size = DEVICE_KIND.len();
+    Ok(())
+});
 
-description_string!(
+entry_fn!(
     description_debug_string,
-    "PJRT_DeviceDescription_DebugString",
-    PJRT_DeviceDescription_DebugString_Args,
-    PJRT_DeviceDescription_DebugString_Args_STRUCT_SIZE,
-    debug_string,
-    debug_string,
-    debug_string_size
+    PJRT_DeviceDescription_DebugString,
+    |a, _| {
+        let d = description_ref(a.device_description)?;
+        a.debug_string = d.debug_string.as_ptr().cast();
+        a.debug_string_size = d.debug_string.len();
+        Ok(())
+    }
 );
 
-description_string!(
+entry_fn!(
     description_to_string,
-    "PJRT_DeviceDescription_ToString",
-    PJRT_DeviceDescription_ToString_Args,
-    PJRT_DeviceDescription_ToString_Args_STRUCT_SIZE,
-    to_string,
-    to_string,
-    to_string_size
+    PJRT_DeviceDescription_ToString,
+    |a, _| {
+        let d = description_ref(a.device_description)?;
+        a.to_string = d.to_string.as_ptr().cast();
+        a.to_string_size = d.to_string.len();
+        Ok(())
+    }
 );
 
-pub(crate) unsafe extern "C" fn device_get_description(
-    args: *mut sys::PJRT_Device_GetDescription_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_GetDescription",
-        args,
-        sys::PJRT_Device_GetDescription_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let d = device_ref(a.device)?;
-            let desc: &FakeDescription = &d.description;
-            a.device_description = (desc as *const FakeDescription).cast_mut().cast();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    device_get_description,
+    PJRT_Device_GetDescription,
+    |a, _| {
+        let d = device_ref(a.device)?;
+        let desc: &FakeDescription = &d.description;
+        a.device_description = (desc as *const FakeDescription).cast_mut().cast();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn device_is_addressable(
-    args: *mut sys::PJRT_Device_IsAddressable_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_IsAddressable",
-        args,
-        sys::PJRT_Device_IsAddressable_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args; the bool out-field is written through a raw
-            // place, never read.
-            let device = unsafe { (*args).device };
-            let d = device_ref(device)?;
-            // SAFETY: as above.
-            unsafe { (*args).is_addressable = d.addressable };
-            Ok(())
-        },
-    )
-}
+entry_fn!(device_is_addressable, PJRT_Device_IsAddressable, |a, _| {
+    // place, never read.
+    let device = a.device;
+    let d = device_ref(device)?;
+    a.is_addressable = d.addressable;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn device_local_hardware_id(
-    args: *mut sys::PJRT_Device_LocalHardwareId_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_LocalHardwareId",
-        args,
-        sys::PJRT_Device_LocalHardwareId_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.local_hardware_id = device_ref(a.device)?.local_hardware_id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    device_local_hardware_id,
+    PJRT_Device_LocalHardwareId,
+    |a, _| {
+        a.local_hardware_id = device_ref(a.device)?.local_hardware_id;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn device_addressable_memories(
-    args: *mut sys::PJRT_Device_AddressableMemories_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_AddressableMemories",
-        args,
-        sys::PJRT_Device_AddressableMemories_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let d = device_ref(a.device)?;
-            a.memories = d.memories.as_ptr();
-            a.num_memories = d.memories.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    device_addressable_memories,
+    PJRT_Device_AddressableMemories,
+    |a, _| {
+        let d = device_ref(a.device)?;
+        a.memories = d.memories.as_ptr();
+        a.num_memories = d.memories.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn device_default_memory(
-    args: *mut sys::PJRT_Device_DefaultMemory_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Device_DefaultMemory",
-        args,
-        sys::PJRT_Device_DefaultMemory_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.memory = device_ref(a.device)?.default_memory;
-            Ok(())
-        },
-    )
-}
+entry_fn!(device_default_memory, PJRT_Device_DefaultMemory, |a, _| {
+    a.memory = device_ref(a.device)?.default_memory;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_id(
-    args: *mut sys::PJRT_Memory_Id_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_Id",
-        args,
-        sys::PJRT_Memory_Id_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.id = memory_ref(a.memory)?.id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_id, PJRT_Memory_Id, |a, _| {
+    a.id = memory_ref(a.memory)?.id;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_kind(
-    args: *mut sys::PJRT_Memory_Kind_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_Kind",
-        args,
-        sys::PJRT_Memory_Kind_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.kind = m.kind.as_ptr().cast();
-            a.kind_size = m.kind.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_kind, PJRT_Memory_Kind, |a, _| {
+    let m = memory_ref(a.memory)?;
+    a.kind = m.kind.as_ptr().cast();
+    a.kind_size = m.kind.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_kind_id(
-    args: *mut sys::PJRT_Memory_Kind_Id_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_Kind_Id",
-        args,
-        sys::PJRT_Memory_Kind_Id_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.kind_id = memory_ref(a.memory)?.kind_id;
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_kind_id, PJRT_Memory_Kind_Id, |a, _| {
+    a.kind_id = memory_ref(a.memory)?.kind_id;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_debug_string(
-    args: *mut sys::PJRT_Memory_DebugString_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_DebugString",
-        args,
-        sys::PJRT_Memory_DebugString_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.debug_string = m.debug_string.as_ptr().cast();
-            a.debug_string_size = m.debug_string.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_debug_string, PJRT_Memory_DebugString, |a, _| {
+    let m = memory_ref(a.memory)?;
+    a.debug_string = m.debug_string.as_ptr().cast();
+    a.debug_string_size = m.debug_string.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_to_string(
-    args: *mut sys::PJRT_Memory_ToString_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_ToString",
-        args,
-        sys::PJRT_Memory_ToString_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.to_string = m.to_string.as_ptr().cast();
-            a.to_string_size = m.to_string.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(memory_to_string, PJRT_Memory_ToString, |a, _| {
+    let m = memory_ref(a.memory)?;
+    a.to_string = m.to_string.as_ptr().cast();
+    a.to_string_size = m.to_string.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn memory_addressable_by_devices(
-    args: *mut sys::PJRT_Memory_AddressableByDevices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Memory_AddressableByDevices",
-        args,
-        sys::PJRT_Memory_AddressableByDevices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let m = memory_ref(a.memory)?;
-            a.devices = m.devices.as_ptr();
-            a.num_devices = m.devices.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    memory_addressable_by_devices,
+    PJRT_Memory_AddressableByDevices,
+    |a, _| {
+        let m = memory_ref(a.memory)?;
+        a.devices = m.devices.as_ptr();
+        a.num_devices = m.devices.len();
+        Ok(())
+    }
+);

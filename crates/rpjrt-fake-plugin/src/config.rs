@@ -39,9 +39,26 @@ pub mod knobs {
     pub const ALLOWED_OPTIONS: &str = "RPJRT_FAKE_ALLOWED_OPTIONS";
     /// `1`: `GetPjrtApi` returns null.
     pub const NULL_API: &str = "RPJRT_FAKE_NULL_API";
+    /// Comma-separated entry names: calling that entry raises SIGSEGV (a real crash).
+    pub const CRASH_ON: &str = "RPJRT_FAKE_CRASH_ON";
+    /// Comma-separated entry names: calling that entry sleeps forever.
+    pub const HANG_ON: &str = "RPJRT_FAKE_HANG_ON";
+    /// `ok` (default), `refuse` or `drop`: what the FFI extension's `register_handler`
+    /// does (`ok`: query the handler's metadata like XLA and record it; `refuse`: return
+    /// an error; `drop`: succeed and record nothing).
+    pub const FFI: &str = "RPJRT_FAKE_FFI";
+    /// `MAJOR.MINOR`, the XLA FFI API version the fake implements (default `0.4`); a
+    /// handler reporting a newer one is dropped silently.
+    pub const FFI_VERSION: &str = "RPJRT_FAKE_FFI_VERSION";
+    /// `1`: client create with `num_nodes`/`node_id` and KV callbacks exchanges device
+    /// counts through the KV store and builds a multi-process device list.
+    pub const KV: &str = "RPJRT_FAKE_KV";
+    /// `BYTES`: each device's `device` memory holds at most that many buffer bytes;
+    /// allocating more fails with RESOURCE_EXHAUSTED.
+    pub const MEMORY_LIMIT: &str = "RPJRT_FAKE_MEMORY_LIMIT";
 
     /// Every knob, in the order above.
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 16] = [
         VERSION,
         TABLE_SLOTS,
         NULL_SLOTS,
@@ -52,7 +69,24 @@ pub mod knobs {
         EVENT_ERROR,
         ALLOWED_OPTIONS,
         NULL_API,
+        CRASH_ON,
+        HANG_ON,
+        FFI,
+        FFI_VERSION,
+        KV,
+        MEMORY_LIMIT,
     ];
+}
+
+/// What the FFI extension's `register_handler` does ([`knobs::FFI`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FfiMode {
+    /// Query the handler's metadata and record it (drop it if its version is newer).
+    Ok,
+    /// Return an error.
+    Refuse,
+    /// Return success and record nothing.
+    Drop,
 }
 
 /// An error the configuration forces an entry (or its events) to report.
@@ -148,6 +182,18 @@ pub struct Config {
     pub attributes: Vec<Attribute>,
     /// If set, create options allowed besides the `fake_*` ones.
     pub allowed_options: Option<BTreeSet<String>>,
+    /// Entry names that crash the process.
+    pub crash_on: BTreeSet<String>,
+    /// Entry names that never return.
+    pub hang_on: BTreeSet<String>,
+    /// What FFI handler registration does.
+    pub ffi: FfiMode,
+    /// `(major, minor)` of the XLA FFI API the fake implements.
+    pub ffi_version: (i32, i32),
+    /// Exchange device counts through the KV callbacks at client create.
+    pub kv: bool,
+    /// Bytes each device's `device` memory holds; `None`: unlimited.
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for Config {
@@ -163,6 +209,12 @@ impl Default for Config {
             extensions: default_extensions(),
             attributes: default_attributes(),
             allowed_options: None,
+            crash_on: BTreeSet::new(),
+            hang_on: BTreeSet::new(),
+            ffi: FfiMode::Ok,
+            ffi_version: (0, 4),
+            kv: false,
+            memory_limit: None,
         }
     }
 }
@@ -390,6 +442,20 @@ fn parse_extensions(text: &str) -> Result<Vec<ExtensionSpec>, String> {
     Ok(out)
 }
 
+fn parse_version(knob: &str, v: &str) -> Result<(i32, i32), String> {
+    let (major, minor) = v
+        .trim()
+        .split_once('.')
+        .ok_or_else(|| format!("{knob}: expected MAJOR.MINOR, got {v:?}"))?;
+    let major: i32 = major
+        .parse()
+        .map_err(|_| format!("{knob}: bad major in {v:?}"))?;
+    let minor: i32 = minor
+        .parse()
+        .map_err(|_| format!("{knob}: bad minor in {v:?}"))?;
+    Ok((major, minor))
+}
+
 fn parse_bool(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
@@ -451,17 +517,7 @@ impl Config {
                 .ok_or_else(|| format!("{}: expected 0 or 1, got {v:?}", knobs::NULL_API))?;
         }
         if let Some(v) = lookup(knobs::VERSION) {
-            let (major, minor) = v
-                .trim()
-                .split_once('.')
-                .ok_or_else(|| format!("{}: expected MAJOR.MINOR, got {v:?}", knobs::VERSION))?;
-            let major: i32 = major
-                .parse()
-                .map_err(|_| format!("{}: bad major in {v:?}", knobs::VERSION))?;
-            let minor: i32 = minor
-                .parse()
-                .map_err(|_| format!("{}: bad minor in {v:?}", knobs::VERSION))?;
-            cfg.version = (major, minor);
+            cfg.version = parse_version(knobs::VERSION, &v)?;
         }
         if let Some(v) = lookup(knobs::TABLE_SLOTS) {
             let n: usize = v
@@ -497,6 +553,38 @@ impl Config {
         }
         if let Some(v) = lookup(knobs::ALLOWED_OPTIONS) {
             cfg.allowed_options = Some(parse_names(&v));
+        }
+        if let Some(v) = lookup(knobs::CRASH_ON) {
+            cfg.crash_on = parse_names(&v);
+        }
+        if let Some(v) = lookup(knobs::HANG_ON) {
+            cfg.hang_on = parse_names(&v);
+        }
+        if let Some(v) = lookup(knobs::FFI) {
+            cfg.ffi = match v.trim() {
+                "ok" => FfiMode::Ok,
+                "refuse" => FfiMode::Refuse,
+                "drop" => FfiMode::Drop,
+                _ => {
+                    return Err(format!(
+                        "{}: expected ok, refuse or drop, got {v:?}",
+                        knobs::FFI
+                    ))
+                }
+            };
+        }
+        if let Some(v) = lookup(knobs::FFI_VERSION) {
+            cfg.ffi_version = parse_version(knobs::FFI_VERSION, &v)?;
+        }
+        if let Some(v) = lookup(knobs::KV) {
+            cfg.kv = parse_bool(&v)
+                .ok_or_else(|| format!("{}: expected 0 or 1, got {v:?}", knobs::KV))?;
+        }
+        if let Some(v) = lookup(knobs::MEMORY_LIMIT) {
+            let n: u64 = v.trim().parse().map_err(|_| {
+                format!("{}: expected a byte count, got {v:?}", knobs::MEMORY_LIMIT)
+            })?;
+            cfg.memory_limit = Some(n);
         }
         Ok(cfg)
     }

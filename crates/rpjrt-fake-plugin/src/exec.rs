@@ -14,7 +14,7 @@ use crate::mlir::{parse_signature, TensorType};
 use crate::named::read_str;
 use crate::proto::parse_compile_options;
 use crate::registry::{self, Kind};
-use crate::state::{check_size, entry, State};
+use crate::state::{check_size, State};
 
 /// Text that makes `PJRT_Client_Compile` fail with INVALID_ARGUMENT.
 pub const COMPILE_ERROR_MARKER: &str = "FAKE_COMPILE_ERROR";
@@ -78,31 +78,15 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 }
 
 fn loaded_ref<'a>(exe: *mut sys::PJRT_LoadedExecutable) -> Result<&'a FakeLoadedExecutable, Fail> {
-    if exe.is_null() {
-        return Err(invalid("fake plugin: null PJRT_LoadedExecutable"));
-    }
-    if !registry::is_live(exe.cast::<FakeLoadedExecutable>(), Kind::LoadedExecutable) {
-        return Err(invalid(format!(
-            "fake plugin: {exe:p} is not a live PJRT_LoadedExecutable"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in compile and has not been
-    // destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*exe.cast::<FakeLoadedExecutable>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in compile and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(exe, Kind::LoadedExecutable) }
 }
 
 fn executable_ref<'a>(exe: *mut sys::PJRT_Executable) -> Result<&'a FakeExecutable, Fail> {
-    if exe.is_null() {
-        return Err(invalid("fake plugin: null PJRT_Executable"));
-    }
-    if !registry::is_live(exe.cast::<FakeExecutable>(), Kind::Executable) {
-        return Err(invalid(format!(
-            "fake plugin: {exe:p} is not a live PJRT_Executable"
-        )));
-    }
-    // SAFETY: the registry says it came from Box::into_raw in get_executable and has not
-    // been destroyed; the caller keeps it alive during the call.
-    Ok(unsafe { &*exe.cast::<FakeExecutable>() })
+    // SAFETY: handles of this kind are registered from Box::into_raw in get_executable and
+    // unregistered before they are freed; the caller keeps this one alive for the call.
+    unsafe { registry::live_ref(exe, Kind::Executable) }
 }
 
 fn line_col(text: &[u8], at: usize) -> (usize, usize) {
@@ -281,19 +265,9 @@ fn build(
     Ok(raw.cast())
 }
 
-pub(crate) unsafe extern "C" fn client_compile(
-    args: *mut sys::PJRT_Client_Compile_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Client_Compile",
-        args,
-        sys::PJRT_Client_Compile_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            compile(unsafe { &mut *args }, state)
-        },
-    )
-}
+entry_fn!(client_compile, PJRT_Client_Compile, |a, state| {
+    compile(a, state)
+});
 
 fn describe(t: &TensorType) -> String {
     format!("type {} {:?}", t.ty, t.dims)
@@ -408,15 +382,27 @@ fn execute(a: &mut sys::PJRT_LoadedExecutable_Execute_Args, state: &State) -> Re
             return Err(invalid(format!("fake plugin: output list {slot} is null")));
         }
     }
-    for (slot, (&device, first)) in run_on.iter().zip(firsts).enumerate() {
-        let data = first.read()?;
-        let out = new_buffer(
-            exe.client.clone(),
-            exe.client.default_memory_index(device),
-            first.ty,
-            first.dims.clone(),
-            data,
-        );
+    // Make every output before handing any out, so a failed allocation leaks nothing.
+    let mut outs = Vec::with_capacity(run_on.len());
+    for (&device, first) in run_on.iter().zip(firsts) {
+        let made = first.read().and_then(|data| {
+            new_buffer(
+                exe.client.clone(),
+                exe.client.default_memory_index(device),
+                first.ty,
+                first.dims.clone(),
+                data,
+            )
+        });
+        match made {
+            Ok(out) => outs.push(out),
+            Err(e) => {
+                outs.into_iter().for_each(crate::buffer::free_buffer);
+                return Err(e);
+            }
+        }
+    }
+    for (slot, out) in outs.into_iter().enumerate() {
         // SAFETY: output_lists[slot] has room for the executable's 1 output.
         unsafe { *(*a.output_lists.add(slot)) = out };
         if !a.device_complete_events.is_null() {
@@ -430,245 +416,138 @@ fn execute(a: &mut sys::PJRT_LoadedExecutable_Execute_Args, state: &State) -> Re
     Ok(())
 }
 
-pub(crate) unsafe extern "C" fn loaded_execute(
-    args: *mut sys::PJRT_LoadedExecutable_Execute_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_LoadedExecutable_Execute",
-        args,
-        sys::PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            execute(unsafe { &mut *args }, state)
-        },
-    )
-}
+entry_fn!(loaded_execute, PJRT_LoadedExecutable_Execute, |a, state| {
+    execute(a, state)
+});
 
-pub(crate) unsafe extern "C" fn loaded_destroy(
-    args: *mut sys::PJRT_LoadedExecutable_Destroy_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_LoadedExecutable_Destroy",
-        args,
-        sys::PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let exe = unsafe { (*args).executable };
-            if exe.is_null() {
-                return Ok(());
-            }
-            if !registry::unregister(exe.cast::<FakeLoadedExecutable>(), Kind::LoadedExecutable) {
-                return Err(invalid(format!(
-                    "fake plugin: PJRT_LoadedExecutable_Destroy: {exe:p} is not a live PJRT_LoadedExecutable"
-                )));
-            }
-            // SAFETY: it was live, so it came from Box::into_raw in compile; now
-            // unregistered, so this is the only free.
-            drop(unsafe { Box::from_raw(exe.cast::<FakeLoadedExecutable>()) });
-            Ok(())
-        },
-    )
-}
+entry_fn!(loaded_destroy, PJRT_LoadedExecutable_Destroy, |a, _| {
+    let exe = a.executable;
+    if exe.is_null() {
+        return Ok(());
+    }
+    if !registry::unregister(exe.cast::<FakeLoadedExecutable>(), Kind::LoadedExecutable) {
+        return Err(invalid(format!(
+                "fake plugin: PJRT_LoadedExecutable_Destroy: {exe:p} is not a live PJRT_LoadedExecutable"
+            )));
+    }
+    // SAFETY: it was live, so it came from Box::into_raw in compile; now
+    // unregistered, so this is the only free.
+    drop(unsafe { Box::from_raw(exe.cast::<FakeLoadedExecutable>()) });
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn loaded_get_executable(
-    args: *mut sys::PJRT_LoadedExecutable_GetExecutable_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_LoadedExecutable_GetExecutable",
-        args,
-        sys::PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = loaded_ref(a.loaded_executable)?;
-            let raw = Box::into_raw(Box::new(FakeExecutable {
-                inner: exe.inner.clone(),
-            }));
-            registry::register(raw, Kind::Executable);
-            a.executable = raw.cast();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    loaded_get_executable,
+    PJRT_LoadedExecutable_GetExecutable,
+    |a, _| {
+        let exe = loaded_ref(a.loaded_executable)?;
+        let raw = Box::into_raw(Box::new(FakeExecutable {
+            inner: exe.inner.clone(),
+        }));
+        registry::register(raw, Kind::Executable);
+        a.executable = raw.cast();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn loaded_addressable_devices(
-    args: *mut sys::PJRT_LoadedExecutable_AddressableDevices_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_LoadedExecutable_AddressableDevices",
-        args,
-        sys::PJRT_LoadedExecutable_AddressableDevices_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = loaded_ref(a.executable)?;
-            a.addressable_devices = exe.device_ptrs.as_ptr();
-            a.num_addressable_devices = exe.device_ptrs.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    loaded_addressable_devices,
+    PJRT_LoadedExecutable_AddressableDevices,
+    |a, _| {
+        let exe = loaded_ref(a.executable)?;
+        a.addressable_devices = exe.device_ptrs.as_ptr();
+        a.num_addressable_devices = exe.device_ptrs.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn loaded_delete(
-    args: *mut sys::PJRT_LoadedExecutable_Delete_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_LoadedExecutable_Delete",
-        args,
-        sys::PJRT_LoadedExecutable_Delete_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let exe = loaded_ref(unsafe { (*args).executable })?;
-            exe.deleted.store(true, Ordering::SeqCst);
-            Ok(())
-        },
-    )
-}
+entry_fn!(loaded_delete, PJRT_LoadedExecutable_Delete, |a, _| {
+    let exe = loaded_ref(a.executable)?;
+    exe.deleted.store(true, Ordering::SeqCst);
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn loaded_is_deleted(
-    args: *mut sys::PJRT_LoadedExecutable_IsDeleted_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_LoadedExecutable_IsDeleted",
-        args,
-        sys::PJRT_LoadedExecutable_IsDeleted_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args; the bool out-field is only written.
-            let exe = loaded_ref(unsafe { (*args).executable })?;
-            let deleted = exe.deleted.load(Ordering::SeqCst);
-            // SAFETY: as above.
-            unsafe { (*args).is_deleted = deleted };
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    loaded_is_deleted,
+    PJRT_LoadedExecutable_IsDeleted,
+    |a, _| {
+        let exe = loaded_ref(a.executable)?;
+        let deleted = exe.deleted.load(Ordering::SeqCst);
+        a.is_deleted = deleted;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn loaded_fingerprint(
-    args: *mut sys::PJRT_LoadedExecutable_Fingerprint_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_LoadedExecutable_Fingerprint",
-        args,
-        sys::PJRT_LoadedExecutable_Fingerprint_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = loaded_ref(a.executable)?;
-            a.executable_fingerprint = exe.inner.fingerprint.as_ptr().cast();
-            a.executable_fingerprint_size = exe.inner.fingerprint.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    loaded_fingerprint,
+    PJRT_LoadedExecutable_Fingerprint,
+    |a, _| {
+        let exe = loaded_ref(a.executable)?;
+        a.executable_fingerprint = exe.inner.fingerprint.as_ptr().cast();
+        a.executable_fingerprint_size = exe.inner.fingerprint.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_destroy(
-    args: *mut sys::PJRT_Executable_Destroy_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_Destroy",
-        args,
-        sys::PJRT_Executable_Destroy_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let exe = unsafe { (*args).executable };
-            if exe.is_null() {
-                return Ok(());
-            }
-            if !registry::unregister(exe.cast::<FakeExecutable>(), Kind::Executable) {
-                return Err(invalid(format!(
-                    "fake plugin: PJRT_Executable_Destroy: {exe:p} is not a live PJRT_Executable"
-                )));
-            }
-            // SAFETY: it was live, so it came from Box::into_raw in get_executable; now
-            // unregistered, so this is the only free.
-            drop(unsafe { Box::from_raw(exe.cast::<FakeExecutable>()) });
-            Ok(())
-        },
-    )
-}
+entry_fn!(executable_destroy, PJRT_Executable_Destroy, |a, _| {
+    let exe = a.executable;
+    if exe.is_null() {
+        return Ok(());
+    }
+    if !registry::unregister(exe.cast::<FakeExecutable>(), Kind::Executable) {
+        return Err(invalid(format!(
+            "fake plugin: PJRT_Executable_Destroy: {exe:p} is not a live PJRT_Executable"
+        )));
+    }
+    // SAFETY: it was live, so it came from Box::into_raw in get_executable; now
+    // unregistered, so this is the only free.
+    drop(unsafe { Box::from_raw(exe.cast::<FakeExecutable>()) });
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn executable_name(
-    args: *mut sys::PJRT_Executable_Name_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_Name",
-        args,
-        sys::PJRT_Executable_Name_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            a.executable_name = exe.inner.name.as_ptr().cast();
-            a.executable_name_size = exe.inner.name.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(executable_name, PJRT_Executable_Name, |a, _| {
+    let exe = executable_ref(a.executable)?;
+    a.executable_name = exe.inner.name.as_ptr().cast();
+    a.executable_name_size = exe.inner.name.len();
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn executable_num_replicas(
-    args: *mut sys::PJRT_Executable_NumReplicas_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_NumReplicas",
-        args,
-        sys::PJRT_Executable_NumReplicas_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.num_replicas = executable_ref(a.executable)?.inner.num_replicas;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_num_replicas,
+    PJRT_Executable_NumReplicas,
+    |a, _| {
+        a.num_replicas = executable_ref(a.executable)?.inner.num_replicas;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_num_partitions(
-    args: *mut sys::PJRT_Executable_NumPartitions_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_NumPartitions",
-        args,
-        sys::PJRT_Executable_NumPartitions_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.num_partitions = executable_ref(a.executable)?.inner.num_partitions;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_num_partitions,
+    PJRT_Executable_NumPartitions,
+    |a, _| {
+        a.num_partitions = executable_ref(a.executable)?.inner.num_partitions;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_num_outputs(
-    args: *mut sys::PJRT_Executable_NumOutputs_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_NumOutputs",
-        args,
-        sys::PJRT_Executable_NumOutputs_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            executable_ref(a.executable)?;
-            a.num_outputs = 1;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_num_outputs,
+    PJRT_Executable_NumOutputs,
+    |a, _| {
+        executable_ref(a.executable)?;
+        a.num_outputs = 1;
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_size_of_generated_code(
-    args: *mut sys::PJRT_Executable_SizeOfGeneratedCodeInBytes_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_SizeOfGeneratedCodeInBytes",
-        args,
-        sys::PJRT_Executable_SizeOfGeneratedCodeInBytes_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            a.size_in_bytes = executable_ref(a.executable)?.inner.code.len() as i64;
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_size_of_generated_code,
+    PJRT_Executable_SizeOfGeneratedCodeInBytes,
+    |a, _| {
+        a.size_in_bytes = executable_ref(a.executable)?.inner.code.len() as i64;
+        Ok(())
+    }
+);
 
 fn known_output(exe: &FakeExecutable) -> Result<&TensorType, Fail> {
     exe.inner.output.as_ref().ok_or_else(|| {
@@ -676,202 +555,146 @@ fn known_output(exe: &FakeExecutable) -> Result<&TensorType, Fail> {
     })
 }
 
-pub(crate) unsafe extern "C" fn executable_output_element_types(
-    args: *mut sys::PJRT_Executable_OutputElementTypes_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_OutputElementTypes",
-        args,
-        sys::PJRT_Executable_OutputElementTypes_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            known_output(exe)?;
-            // The caller only reads through this pointer (it has the executable's
-            // lifetime); the C type is non-const.
-            a.output_types = exe.inner.output_types.as_ptr().cast_mut();
-            a.num_output_types = exe.inner.output_types.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_output_element_types,
+    PJRT_Executable_OutputElementTypes,
+    |a, _| {
+        let exe = executable_ref(a.executable)?;
+        known_output(exe)?;
+        // The caller only reads through this pointer (it has the executable's
+        // lifetime); the C type is non-const.
+        a.output_types = exe.inner.output_types.as_ptr().cast_mut();
+        a.num_output_types = exe.inner.output_types.len();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_output_dimensions(
-    args: *mut sys::PJRT_Executable_OutputDimensions_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_OutputDimensions",
-        args,
-        sys::PJRT_Executable_OutputDimensions_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            let out = known_output(exe)?;
-            a.num_outputs = 1;
-            a.dims = out.dims.as_ptr();
-            a.dim_sizes = exe.inner.output_dim_sizes.as_ptr();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_output_dimensions,
+    PJRT_Executable_OutputDimensions,
+    |a, _| {
+        let exe = executable_ref(a.executable)?;
+        let out = known_output(exe)?;
+        a.num_outputs = 1;
+        a.dims = out.dims.as_ptr();
+        a.dim_sizes = exe.inner.output_dim_sizes.as_ptr();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_output_memory_kinds(
-    args: *mut sys::PJRT_Executable_OutputMemoryKinds_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_OutputMemoryKinds",
-        args,
-        sys::PJRT_Executable_OutputMemoryKinds_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            a.num_outputs = exe.inner.output_kinds.len();
-            a.memory_kinds = exe.inner.output_kinds.as_ptr();
-            a.memory_kind_sizes = exe.inner.output_kind_sizes.as_ptr();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_output_memory_kinds,
+    PJRT_Executable_OutputMemoryKinds,
+    |a, _| {
+        let exe = executable_ref(a.executable)?;
+        a.num_outputs = exe.inner.output_kinds.len();
+        a.memory_kinds = exe.inner.output_kinds.as_ptr();
+        a.memory_kind_sizes = exe.inner.output_kind_sizes.as_ptr();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_parameter_memory_kinds(
-    args: *mut sys::PJRT_Executable_ParameterMemoryKinds_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_ParameterMemoryKinds",
-        args,
-        sys::PJRT_Executable_ParameterMemoryKinds_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            if exe.inner.params.is_none() {
-                return Err(unimplemented(
-                    "fake plugin: parameters unknown (the @main signature could not be read)",
-                ));
-            }
-            a.num_parameters = exe.inner.param_kinds.len();
-            a.memory_kinds = exe.inner.param_kinds.as_ptr();
-            a.memory_kind_sizes = exe.inner.param_kind_sizes.as_ptr();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_parameter_memory_kinds,
+    PJRT_Executable_ParameterMemoryKinds,
+    |a, _| {
+        let exe = executable_ref(a.executable)?;
+        if exe.inner.params.is_none() {
+            return Err(unimplemented(
+                "fake plugin: parameters unknown (the @main signature could not be read)",
+            ));
+        }
+        a.num_parameters = exe.inner.param_kinds.len();
+        a.memory_kinds = exe.inner.param_kinds.as_ptr();
+        a.memory_kind_sizes = exe.inner.param_kind_sizes.as_ptr();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_fingerprint(
-    args: *mut sys::PJRT_Executable_Fingerprint_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_Fingerprint",
-        args,
-        sys::PJRT_Executable_Fingerprint_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            a.executable_fingerprint = exe.inner.fingerprint.as_ptr().cast();
-            a.executable_fingerprint_size = exe.inner.fingerprint.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_fingerprint,
+    PJRT_Executable_Fingerprint,
+    |a, _| {
+        let exe = executable_ref(a.executable)?;
+        a.executable_fingerprint = exe.inner.fingerprint.as_ptr().cast();
+        a.executable_fingerprint_size = exe.inner.fingerprint.len();
+        Ok(())
+    }
+);
 
 /// The format `PJRT_Executable_OptimizedProgram` reports: the fake "optimizes" nothing
 /// and hands back the program text it compiled.
 const OPTIMIZED_FORMAT: &str = "mlir";
 
-pub(crate) unsafe extern "C" fn executable_optimized_program(
-    args: *mut sys::PJRT_Executable_OptimizedProgram_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_OptimizedProgram",
-        args,
-        sys::PJRT_Executable_OptimizedProgram_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            if a.program.is_null() {
-                return Err(invalid("fake plugin: null PJRT_Program"));
-            }
-            // SAFETY: non-null program starts with struct_size.
-            let actual = unsafe { (*a.program).struct_size };
-            check_size(state, "PJRT_Program", actual, sys::PJRT_Program_STRUCT_SIZE)?;
-            // SAFETY: its struct_size covers every field (checked).
-            let p = unsafe { &mut *a.program };
-            let code = &exe.inner.code;
-            p.format = OPTIMIZED_FORMAT.as_ptr().cast();
-            p.format_size = OPTIMIZED_FORMAT.len();
-            if p.code.is_null() {
-                p.code_size = code.len();
-                return Ok(());
-            }
-            if p.code_size < code.len() {
-                return Err(invalid(format!(
-                    "fake plugin: code buffer holds {} bytes, the program needs {}",
-                    p.code_size,
-                    code.len()
-                )));
-            }
-            // SAFETY: the caller provides code_size >= len writable bytes at code.
-            unsafe {
-                std::ptr::copy_nonoverlapping(code.as_ptr(), p.code.cast::<u8>(), code.len())
-            };
+entry_fn!(
+    executable_optimized_program,
+    PJRT_Executable_OptimizedProgram,
+    |a, state| {
+        let exe = executable_ref(a.executable)?;
+        if a.program.is_null() {
+            return Err(invalid("fake plugin: null PJRT_Program"));
+        }
+        // SAFETY: non-null program starts with struct_size.
+        let actual = unsafe { (*a.program).struct_size };
+        check_size(state, "PJRT_Program", actual, sys::PJRT_Program_STRUCT_SIZE)?;
+        // SAFETY: its struct_size covers every field (checked).
+        let p = unsafe { &mut *a.program };
+        let code = &exe.inner.code;
+        p.format = OPTIMIZED_FORMAT.as_ptr().cast();
+        p.format_size = OPTIMIZED_FORMAT.len();
+        if p.code.is_null() {
             p.code_size = code.len();
-            Ok(())
-        },
-    )
-}
+            return Ok(());
+        }
+        if p.code_size < code.len() {
+            return Err(invalid(format!(
+                "fake plugin: code buffer holds {} bytes, the program needs {}",
+                p.code_size,
+                code.len()
+            )));
+        }
+        // SAFETY: the caller provides code_size >= len writable bytes at code.
+        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), p.code.cast::<u8>(), code.len()) };
+        p.code_size = code.len();
+        Ok(())
+    }
+);
 
 /// The object behind a `PJRT_ExecuteContext*` (the fake ignores its contents).
 struct FakeExecuteContext {
     _unused: u8,
 }
 
-pub(crate) unsafe extern "C" fn execute_context_create(
-    args: *mut sys::PJRT_ExecuteContext_Create_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_ExecuteContext_Create",
-        args,
-        sys::PJRT_ExecuteContext_Create_Args_STRUCT_SIZE,
-        |args, _| {
-            let raw = Box::into_raw(Box::new(FakeExecuteContext { _unused: 0 }));
-            registry::register(raw, Kind::ExecuteContext);
-            // SAFETY: `entry` checked args.
-            unsafe { (*args).context = raw.cast() };
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    execute_context_create,
+    PJRT_ExecuteContext_Create,
+    |a, _| {
+        let raw = Box::into_raw(Box::new(FakeExecuteContext { _unused: 0 }));
+        registry::register(raw, Kind::ExecuteContext);
+        a.context = raw.cast();
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn execute_context_destroy(
-    args: *mut sys::PJRT_ExecuteContext_Destroy_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_ExecuteContext_Destroy",
-        args,
-        sys::PJRT_ExecuteContext_Destroy_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let ctx = unsafe { (*args).context };
-            if ctx.is_null() {
-                return Ok(());
-            }
-            if !registry::unregister(ctx.cast::<FakeExecuteContext>(), Kind::ExecuteContext) {
-                return Err(invalid(format!(
-                    "fake plugin: {ctx:p} is not a live PJRT_ExecuteContext"
-                )));
-            }
-            // SAFETY: it was live, so it came from Box::into_raw in create; now
-            // unregistered, so this is the only free.
-            drop(unsafe { Box::from_raw(ctx.cast::<FakeExecuteContext>()) });
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    execute_context_destroy,
+    PJRT_ExecuteContext_Destroy,
+    |a, _| {
+        let ctx = a.context;
+        if ctx.is_null() {
+            return Ok(());
+        }
+        if !registry::unregister(ctx.cast::<FakeExecuteContext>(), Kind::ExecuteContext) {
+            return Err(invalid(format!(
+                "fake plugin: {ctx:p} is not a live PJRT_ExecuteContext"
+            )));
+        }
+        // SAFETY: it was live, so it came from Box::into_raw in create; now
+        // unregistered, so this is the only free.
+        drop(unsafe { Box::from_raw(ctx.cast::<FakeExecuteContext>()) });
+        Ok(())
+    }
+);
 
 /// Leading bytes of a serialized fake executable.
 pub const SERIALIZED_MAGIC: &[u8] = b"RPJRT-FAKE-EXECUTABLE\x01";
@@ -919,104 +742,79 @@ fn take_part<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
     Some(part)
 }
 
-pub(crate) unsafe extern "C" fn executable_serialize(
-    args: *mut sys::PJRT_Executable_Serialize_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_Serialize",
-        args,
-        sys::PJRT_Executable_Serialize_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable.cast_mut())?;
-            let mut bytes = SERIALIZED_MAGIC.to_vec();
-            push_part(&mut bytes, exe.inner.format.as_bytes());
-            push_part(&mut bytes, &exe.inner.options);
-            push_part(&mut bytes, &exe.inner.code);
-            let blob = new_blob(bytes);
-            // SAFETY: just made; lives until the caller runs the deleter.
-            let b = unsafe { &*blob };
-            a.serialized_bytes = b.bytes.as_ptr().cast();
-            a.serialized_bytes_size = b.bytes.len();
-            a.serialized_executable = blob.cast();
-            a.serialized_executable_deleter = Some(serialized_executable_deleter);
-            Ok(())
-        },
-    )
-}
+entry_fn!(executable_serialize, PJRT_Executable_Serialize, |a, _| {
+    let exe = executable_ref(a.executable.cast_mut())?;
+    let mut bytes = SERIALIZED_MAGIC.to_vec();
+    push_part(&mut bytes, exe.inner.format.as_bytes());
+    push_part(&mut bytes, &exe.inner.options);
+    push_part(&mut bytes, &exe.inner.code);
+    let blob = new_blob(bytes);
+    // SAFETY: just made; lives until the caller runs the deleter.
+    let b = unsafe { &*blob };
+    a.serialized_bytes = b.bytes.as_ptr().cast();
+    a.serialized_bytes_size = b.bytes.len();
+    a.serialized_executable = blob.cast();
+    a.serialized_executable_deleter = Some(serialized_executable_deleter);
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn executable_get_compile_options(
-    args: *mut sys::PJRT_Executable_GetCompileOptions_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_GetCompileOptions",
-        args,
-        sys::PJRT_Executable_GetCompileOptions_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let exe = executable_ref(a.executable)?;
-            let blob = new_blob(exe.inner.options.clone());
-            // SAFETY: just made; lives until the caller runs the deleter.
-            let b = unsafe { &*blob };
-            a.serialized_bytes = b.bytes.as_ptr().cast();
-            a.serialized_bytes_size = b.bytes.len();
-            a.serialized_compile_options = blob.cast();
-            a.serialized_compile_options_deleter = Some(serialized_options_deleter);
-            Ok(())
-        },
-    )
-}
+entry_fn!(
+    executable_get_compile_options,
+    PJRT_Executable_GetCompileOptions,
+    |a, _| {
+        let exe = executable_ref(a.executable)?;
+        let blob = new_blob(exe.inner.options.clone());
+        // SAFETY: just made; lives until the caller runs the deleter.
+        let b = unsafe { &*blob };
+        a.serialized_bytes = b.bytes.as_ptr().cast();
+        a.serialized_bytes_size = b.bytes.len();
+        a.serialized_compile_options = blob.cast();
+        a.serialized_compile_options_deleter = Some(serialized_options_deleter);
+        Ok(())
+    }
+);
 
-pub(crate) unsafe extern "C" fn executable_deserialize_and_load(
-    args: *mut sys::PJRT_Executable_DeserializeAndLoad_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Executable_DeserializeAndLoad",
-        args,
-        sys::PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let client = client_ref(a.client)?;
-            let bytes: &[u8] = if a.serialized_executable_size == 0 {
-                &[]
-            } else if a.serialized_executable.is_null() {
-                return Err(invalid("fake plugin: null serialized_executable"));
-            } else {
-                // SAFETY: serialized_executable_size bytes per the C API.
-                unsafe {
-                    std::slice::from_raw_parts(
-                        a.serialized_executable.cast::<u8>(),
-                        a.serialized_executable_size,
-                    )
-                }
-            };
-            let not_ours = || invalid("fake plugin: not a serialized fake executable");
-            let mut rest = bytes.strip_prefix(SERIALIZED_MAGIC).ok_or_else(not_ours)?;
-            let format = take_part(&mut rest).ok_or_else(not_ours)?;
-            let options = take_part(&mut rest).ok_or_else(not_ours)?;
-            let code = take_part(&mut rest).ok_or_else(not_ours)?;
-            if !rest.is_empty() {
-                return Err(not_ours());
+entry_fn!(
+    executable_deserialize_and_load,
+    PJRT_Executable_DeserializeAndLoad,
+    |a, _| {
+        let client = client_ref(a.client)?;
+        let bytes: &[u8] = if a.serialized_executable_size == 0 {
+            &[]
+        } else if a.serialized_executable.is_null() {
+            return Err(invalid("fake plugin: null serialized_executable"));
+        } else {
+            // SAFETY: serialized_executable_size bytes per the C API.
+            unsafe {
+                std::slice::from_raw_parts(
+                    a.serialized_executable.cast::<u8>(),
+                    a.serialized_executable_size,
+                )
             }
-            let options: &[u8] = if a.overridden_serialized_compile_options.is_null()
-                || a.overridden_serialized_compile_options_size == 0
-            {
-                options
-            } else {
-                // SAFETY: the overriding options have the given size per the C API.
-                unsafe {
-                    std::slice::from_raw_parts(
-                        a.overridden_serialized_compile_options.cast::<u8>(),
-                        a.overridden_serialized_compile_options_size,
-                    )
-                }
-            };
-            let format = String::from_utf8_lossy(format).into_owned();
-            a.loaded_executable = build(&client.inner, &format, code.to_vec(), options)?;
-            Ok(())
-        },
-    )
-}
+        };
+        let not_ours = || invalid("fake plugin: not a serialized fake executable");
+        let mut rest = bytes.strip_prefix(SERIALIZED_MAGIC).ok_or_else(not_ours)?;
+        let format = take_part(&mut rest).ok_or_else(not_ours)?;
+        let options = take_part(&mut rest).ok_or_else(not_ours)?;
+        let code = take_part(&mut rest).ok_or_else(not_ours)?;
+        if !rest.is_empty() {
+            return Err(not_ours());
+        }
+        let options: &[u8] = if a.overridden_serialized_compile_options.is_null()
+            || a.overridden_serialized_compile_options_size == 0
+        {
+            options
+        } else {
+            // SAFETY: the overriding options have the given size per the C API.
+            unsafe {
+                std::slice::from_raw_parts(
+                    a.overridden_serialized_compile_options.cast::<u8>(),
+                    a.overridden_serialized_compile_options_size,
+                )
+            }
+        };
+        let format = String::from_utf8_lossy(format).into_owned();
+        a.loaded_executable = build(&client.inner, &format, code.to_vec(), options)?;
+        Ok(())
+    }
+);

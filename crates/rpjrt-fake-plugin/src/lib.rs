@@ -27,6 +27,12 @@
 //! | `RPJRT_FAKE_EVENT_ERROR` | `ENTRY:CODE:message;...`: events handed out by that entry complete with that error | none |
 //! | `RPJRT_FAKE_ALLOWED_OPTIONS` | create-option names accepted besides `fake_*`; others are rejected with INVALID_ARGUMENT | all accepted |
 //! | `RPJRT_FAKE_NULL_API` | `1`: `GetPjrtApi` returns null | `0` |
+//! | `RPJRT_FAKE_CRASH_ON` | `ENTRY,...`: calling that entry raises SIGSEGV (after printing `ENTRY: crashing` to stderr) | none |
+//! | `RPJRT_FAKE_HANG_ON` | `ENTRY,...`: calling that entry prints `ENTRY: hanging` to stderr and sleeps forever | none |
+//! | `RPJRT_FAKE_FFI` | `ok`, `refuse` or `drop`: what the FFI extension's `register_handler` does (see below) | `ok` |
+//! | `RPJRT_FAKE_FFI_VERSION` | `MAJOR.MINOR`: the XLA FFI API version the fake implements | `0.4` |
+//! | `RPJRT_FAKE_KV` | `1`: client create exchanges device counts through the KV callbacks (see below) | `0` |
+//! | `RPJRT_FAKE_MEMORY_LIMIT` | `BYTES`: each device's `device` memory holds at most that many buffer bytes; more fails with RESOURCE_EXHAUSTED | unlimited |
 //!
 //! Entry names are the C names (`PJRT_Client_Compile`); an unknown name, a malformed
 //! value or an unknown knob in a spec makes `GetPjrtApi` print the problem to stderr and
@@ -35,7 +41,9 @@
 //! minimum: the fake never reads past what it checked. It also accepts
 //! `PJRT_NamedValue`, `PJRT_Program`, `PJRT_Buffer_MemoryLayout` and
 //! `PJRT_ExecuteOptions`. `FAIL` works on every slot, implemented or not, except the
-//! two that return void (`PJRT_Error_Destroy`, `PJRT_Error_Message`).
+//! two that return void (`PJRT_Error_Destroy`, `PJRT_Error_Message`). `CRASH_ON` and
+//! `HANG_ON` work on the same entries and on `PJRT_FFI_Register_Handler`; use them only
+//! in a child process.
 //!
 //! The default slot count uses the minor version each entry appeared in
 //! (`rpjrt_sys::PJRT_API_ENTRIES`): 118 at 0.81, 128 at 0.90, all 138 from 0.110 or
@@ -66,6 +74,31 @@
 //!   callback error or mismatch fails the create). Platform name `fake`, device kind
 //!   `fake`; each device has memories `device` (default, kind id 0), `pinned_host` (1) and
 //!   `unpinned_host` (2). Memories carry the 0.105 vtable with working user data.
+//! - **FFI**: the FFI extension's `register_handler` works (its other functions return
+//!   UNIMPLEMENTED). With `RPJRT_FAKE_FFI=ok` it calls the handler once, as XLA does at
+//!   registration, with a call frame of XLA's layout (168 bytes; `api` at 16, `stage` at
+//!   32, empty args, results and attributes) whose extension chain holds the metadata
+//!   extension, and whose `api` is a minimal `XLA_FFI_Api` holding the configured
+//!   version and `XLA_FFI_Error_Create`/`GetMessage`/`Destroy` (every other slot null).
+//!   A handler error fails the registration with its code and message; a handler
+//!   reporting a version newer than `RPJRT_FAKE_FFI_VERSION` is dropped silently
+//!   (success, not recorded), like XLA; otherwise the target is recorded:
+//!   [`ffi_targets`], or the exported `rpjrt_fake_ffi_targets(buf, cap)`, which writes
+//!   `name\tplatform\tMAJOR.MINOR\ttraits` lines and returns their length. `refuse`
+//!   fails every registration with INVALID_ARGUMENT; `drop` returns success and records
+//!   nothing. Compiled custom calls are out of scope (the compiler is a toy).
+//! - **KV exchange** (`RPJRT_FAKE_KV=1`): a client created with int64 options
+//!   `num_nodes` and `node_id` and non-null `kv_put`/`kv_get` callbacks puts
+//!   `fake:device:<node_id>` = its local device count (`fake_addressable_device_count`,
+//!   else `fake_device_count`), then gets every other node's key (timeout 10 s) and
+//!   builds the global device list, node by node: each device reports its node as
+//!   process index, only this node's devices are addressable, and the client's process
+//!   index is `node_id`. A get error fails the create with the callback's code and a
+//!   message naming the process it was waiting for.
+//! - **Memory**: buffers in a `device` memory count against their device;
+//!   `PJRT_Device_MemoryStats` reports bytes in use, peak, number of allocations and the
+//!   largest one, and, under `RPJRT_FAKE_MEMORY_LIMIT`, the limit and the largest free
+//!   block (limit minus use).
 //! - **Buffers** are host memory (64-byte aligned). `BufferFromHostBuffer` copies during
 //!   the call whatever the semantics, honours any `byte_strides` (negative included),
 //!   accepts only the dense major-to-minor `device_layout`, and returns a complete
@@ -112,17 +145,20 @@
 //! A second cdylib, the example `rpjrt_no_symbol` (`cargo build --examples`), exports
 //! no `GetPjrtApi`, for testing that failure.
 
+#[macro_use]
+mod state;
 mod buffer;
 mod client;
 pub mod config;
 mod error;
 mod exec;
+mod ffi;
+mod memory;
 mod mlir;
 mod named;
 mod plugin;
 mod proto;
 mod registry;
-mod state;
 mod table;
 
 use std::os::raw::{c_char, c_int};
@@ -132,8 +168,9 @@ use rpjrt_sys as sys;
 
 pub use buffer::element_size;
 pub use client::{DEFAULT_DEVICE_COUNT, DEVICE_KIND, MEMORY_KINDS, PLATFORM_NAME};
-pub use config::{knobs, AttrValue, Attribute, Config, ExtensionSpec, ForcedError};
+pub use config::{knobs, AttrValue, Attribute, Config, ExtensionSpec, FfiMode, ForcedError};
 pub use exec::{COMPILE_ERROR_MARKER, SERIALIZED_MAGIC};
+pub use ffi::{ffi_targets, FfiTarget};
 pub use mlir::{parse_signature, parse_tensor_type, Signature, TensorType};
 pub use plugin::initialize_calls;
 pub use proto::{parse_compile_options, CompileOptions};

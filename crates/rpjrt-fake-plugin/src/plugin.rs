@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rpjrt_sys as sys;
 
 use crate::error::{self, invalid};
-use crate::state::{self, entry};
+use crate::state;
 
 /// Whether a void entry's args are usable: non-null and big enough.
 fn void_args_ok<A>(name: &str, args: *mut A, reads: usize) -> bool {
@@ -65,42 +65,19 @@ pub(crate) unsafe extern "C" fn error_message(args: *mut sys::PJRT_Error_Message
     });
 }
 
-pub(crate) unsafe extern "C" fn error_get_code(
-    args: *mut sys::PJRT_Error_GetCode_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Error_GetCode",
-        args,
-        sys::PJRT_Error_GetCode_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            let e = error::lookup(a.error)
-                .ok_or_else(|| invalid("fake plugin: PJRT_Error_GetCode: not a live PJRT_Error"))?;
-            a.code = e.code;
-            Ok(())
-        },
-    )
-}
+entry_fn!(error_get_code, PJRT_Error_GetCode, |a, _| {
+    let e = error::lookup(a.error)
+        .ok_or_else(|| invalid("fake plugin: PJRT_Error_GetCode: not a live PJRT_Error"))?;
+    a.code = e.code;
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn error_for_each_payload(
-    args: *mut sys::PJRT_Error_ForEachPayload_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Error_ForEachPayload",
-        args,
-        sys::PJRT_Error_ForEachPayload_Args_STRUCT_SIZE,
-        |args, _| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &*args };
-            error::lookup(a.error).ok_or_else(|| {
-                invalid("fake plugin: PJRT_Error_ForEachPayload: not a live PJRT_Error")
-            })?;
-            // Fake errors carry no payloads: the visitor is never called.
-            Ok(())
-        },
-    )
-}
+entry_fn!(error_for_each_payload, PJRT_Error_ForEachPayload, |a, _| {
+    error::lookup(a.error)
+        .ok_or_else(|| invalid("fake plugin: PJRT_Error_ForEachPayload: not a live PJRT_Error"))?;
+    // Fake errors carry no payloads: the visitor is never called.
+    Ok(())
+});
 
 static INITIALIZE_CALLS: AtomicUsize = AtomicUsize::new(0);
 
@@ -109,34 +86,14 @@ pub fn initialize_calls() -> usize {
     INITIALIZE_CALLS.load(Ordering::SeqCst)
 }
 
-pub(crate) unsafe extern "C" fn plugin_initialize(
-    args: *mut sys::PJRT_Plugin_Initialize_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Plugin_Initialize",
-        args,
-        sys::PJRT_Plugin_Initialize_Args_STRUCT_SIZE,
-        |_, _| {
-            INITIALIZE_CALLS.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        },
-    )
-}
+entry_fn!(plugin_initialize, PJRT_Plugin_Initialize, |_, _| {
+    INITIALIZE_CALLS.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+});
 
-pub(crate) unsafe extern "C" fn plugin_attributes(
-    args: *mut sys::PJRT_Plugin_Attributes_Args,
-) -> *mut sys::PJRT_Error {
-    entry(
-        "PJRT_Plugin_Attributes",
-        args,
-        sys::PJRT_Plugin_Attributes_Args_STRUCT_SIZE,
-        |args, state| {
-            // SAFETY: `entry` checked args.
-            let a = unsafe { &mut *args };
-            // The state is never freed, so the attributes live as long as the process.
-            a.attributes = state.attributes.as_ptr();
-            a.num_attributes = state.attributes.len();
-            Ok(())
-        },
-    )
-}
+entry_fn!(plugin_attributes, PJRT_Plugin_Attributes, |a, state| {
+    // The state is never freed, so the attributes live as long as the process.
+    a.attributes = state.attributes.as_ptr();
+    a.num_attributes = state.attributes.len();
+    Ok(())
+});

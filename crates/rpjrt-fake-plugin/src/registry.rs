@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::error::{invalid, Fail};
+
 /// What a registered address is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
@@ -99,4 +101,25 @@ pub fn live_counts() -> BTreeMap<&'static str, usize> {
 /// How many caller-owned handles are live in total.
 pub fn live_count() -> usize {
     live().values().filter(|k| k.caller_owned()).count()
+}
+
+/// The live object of `kind` behind `handle`: INVALID_ARGUMENT for a null pointer or one
+/// that is not a live handle of that kind (stale, foreign or of another kind).
+///
+/// # Safety
+/// Every address registered as `kind` must point at a live `T` until it is unregistered
+/// (registered from `Box::into_raw`, or a box owned by a live client), and the caller
+/// keeps the handle alive for `'a`.
+pub(crate) unsafe fn live_ref<'a, T, H>(handle: *mut H, kind: Kind) -> Result<&'a T, Fail> {
+    if handle.is_null() {
+        return Err(invalid(format!("fake plugin: null {}", kind.c_name())));
+    }
+    if !is_live(handle.cast::<T>(), kind) {
+        return Err(invalid(format!(
+            "fake plugin: {handle:p} is not a live {}",
+            kind.c_name()
+        )));
+    }
+    // SAFETY: registered as `kind` and not yet unregistered, so a live T (contract).
+    Ok(unsafe { &*handle.cast::<T>() })
 }

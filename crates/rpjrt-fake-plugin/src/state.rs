@@ -115,8 +115,20 @@ fn build(config: Config) -> Result<Arc<State>, String> {
     Ok(state)
 }
 
+/// Extension functions the fake implements, which the entry knobs also accept.
+pub(crate) const EXTENSION_ENTRIES: [&str; 1] = ["PJRT_FFI_Register_Handler"];
+
 fn validate(config: &Config) -> Result<(), String> {
-    let known = |name: &str| crate::table::slot_index(name).is_some();
+    let known =
+        |name: &str| crate::table::slot_index(name).is_some() || EXTENSION_ENTRIES.contains(&name);
+    for (knob, names) in [
+        (crate::knobs::CRASH_ON, &config.crash_on),
+        (crate::knobs::HANG_ON, &config.hang_on),
+    ] {
+        if let Some(name) = names.iter().find(|n| !known(n)) {
+            return Err(format!("{knob}: unknown entry {name:?}"));
+        }
+    }
     for name in &config.null_slots {
         if !known(name) {
             return Err(format!(
@@ -240,6 +252,11 @@ fn build_extensions(specs: &[ExtensionSpec], version: (i32, i32)) -> Vec<Box<[us
                     *w = extension_stub as *const () as usize;
                 }
             }
+            // The FFI extension's register_handler works.
+            let slot = offset_of!(sys::PJRT_FFI_Extension, register_handler);
+            if spec.type_id == sys::PJRT_Extension_Type_FFI && slot + word <= size {
+                block[slot / word] = crate::ffi::register_handler as *const () as usize;
+            }
             let base = block.as_mut_ptr().cast::<sys::PJRT_Extension_Base>();
             // SAFETY: the block is at least PJRT_Extension_Base_STRUCT_SIZE bytes (3
             // words) and word-aligned, which is the base's size and alignment.
@@ -263,6 +280,36 @@ fn build_extensions(specs: &[ExtensionSpec], version: (i32, i32)) -> Vec<Box<[us
         unsafe { (*base).next = next };
     }
     blocks
+}
+
+extern "C" {
+    fn raise(signal: std::os::raw::c_int) -> std::os::raw::c_int;
+    fn signal(signal: std::os::raw::c_int, handler: usize) -> usize;
+}
+
+/// The `CRASH_ON` and `HANG_ON` knobs: crash with SIGSEGV or never return if `entry`
+/// is named.
+pub(crate) fn trap(state: &State, entry: &str) {
+    if state.config.crash_on.contains(entry) {
+        eprintln!("rpjrt-fake-plugin: {entry}: crashing (RPJRT_FAKE_CRASH_ON)");
+        const SIGSEGV: std::os::raw::c_int = 11;
+        const SIG_DFL: usize = 0;
+        // SAFETY: raise(3) and signal(2) have no preconditions. A handler installed by
+        // the host (Rust's runtime, Python's faulthandler) runs first; if it returns, the
+        // default action (ending the process) is restored and the signal raised again.
+        unsafe {
+            raise(SIGSEGV);
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
+        }
+        std::process::abort();
+    }
+    if state.config.hang_on.contains(entry) {
+        eprintln!("rpjrt-fake-plugin: {entry}: hanging (RPJRT_FAKE_HANG_ON)");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
 }
 
 /// The forced error configured for `entry`, if any.
@@ -327,6 +374,7 @@ pub(crate) fn entry<A>(
 ) -> *mut sys::PJRT_Error {
     let result = catch_unwind(AssertUnwindSafe(|| -> Result<(), Fail> {
         let state = current_or_default();
+        trap(&state, name);
         if args.is_null() {
             return Err(invalid(format!(
                 "fake plugin: {name} called with null args"
@@ -352,10 +400,50 @@ pub(crate) fn entry<A>(
     }
 }
 
+/// Runs an entry's body on its checked args (a typed call, so the body's closure gets
+/// its parameter types from here).
+pub(crate) fn run_body<A>(
+    args: &mut A,
+    state: &State,
+    body: impl FnOnce(&mut A, &State) -> Result<(), Fail>,
+) -> Result<(), Fail> {
+    body(args, state)
+}
+
+/// Defines the table function `$fn_name` for entry `$entry` (`PJRT_Client_Create`):
+/// it takes `*mut sys::$entry_Args` and runs [`entry`] with the full
+/// `$entry_Args_STRUCT_SIZE`, so the ceremony every entry shares (panics caught, args
+/// non-null and large enough, the CRASH_ON / HANG_ON / FAIL knobs, errors returned as
+/// `PJRT_Error`) happens before `$body`, a closure `|args: &mut $entry_Args, state|`
+/// returning `Result<(), Fail>`. Handles inside args are still checked by the body
+/// (`client_ref`, `buffer_ref`, ...), which turns stale pointers into INVALID_ARGUMENT.
+macro_rules! entry_fn {
+    ($fn_name:ident, $entry:ident, $body:expr) => {
+        pastey::paste! {
+            pub(crate) unsafe extern "C" fn $fn_name(
+                args: *mut sys::[<$entry _Args>],
+            ) -> *mut sys::PJRT_Error {
+                $crate::state::entry(
+                    stringify!($entry),
+                    args,
+                    sys::[<$entry _Args_STRUCT_SIZE>],
+                    |args, state| {
+                        // SAFETY: `entry` checked that args is non-null and that its
+                        // struct_size covers the whole struct.
+                        let a = unsafe { &mut *args };
+                        $crate::state::run_body(a, state, $body)
+                    },
+                )
+            }
+        }
+    };
+}
+
 /// What a stub slot returns: the forced error if configured, else UNIMPLEMENTED.
 pub(crate) fn stub(name: &'static str) -> *mut sys::PJRT_Error {
     catch_unwind(|| {
         let state = current_or_default();
+        trap(&state, name);
         forced(&state, name)
             .unwrap_or_else(|| {
                 crate::error::unimplemented(format!("fake plugin: {name} is not implemented"))

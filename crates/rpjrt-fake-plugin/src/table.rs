@@ -3,7 +3,7 @@ use std::ffi::c_void;
 
 use rpjrt_sys as sys;
 
-use crate::{buffer, client, exec, plugin};
+use crate::{buffer, client, exec, memory, plugin};
 
 /// A stub slot's function type before it is cast to the slot's own type.
 type StubFn = unsafe extern "C" fn(*mut c_void) -> *mut sys::PJRT_Error;
@@ -89,6 +89,7 @@ table! {
         PJRT_Device_LocalHardwareId => client::device_local_hardware_id,
         PJRT_Device_AddressableMemories => client::device_addressable_memories,
         PJRT_Device_DefaultMemory => client::device_default_memory,
+        PJRT_Device_MemoryStats => memory::device_memory_stats,
         PJRT_Memory_Id => client::memory_id,
         PJRT_Memory_Kind => client::memory_kind,
         PJRT_Memory_DebugString => client::memory_debug_string,
@@ -138,7 +139,6 @@ table! {
         PJRT_Executable_ParameterMemoryKinds => exec::executable_parameter_memory_kinds,
     }
     stubbed {
-        PJRT_Device_MemoryStats,
         PJRT_Executable_GetCostAnalysis,
         PJRT_Buffer_GetMemoryLayout,
         PJRT_CopyToDeviceStream_Destroy,

@@ -1,0 +1,271 @@
+//! The FFI extension's `register_handler`, with the metadata query XLA makes, and the
+//! minimal XLA FFI API table the handler sees during that query.
+
+use std::ffi::{c_char, CStr, CString};
+use std::panic::catch_unwind;
+use std::sync::Mutex;
+
+use rpjrt_sys as sys;
+
+use crate::config::FfiMode;
+use crate::error::{invalid, Fail};
+use crate::named::read_str;
+
+/// A handler registration the fake accepted (`RPJRT_FAKE_FFI=ok`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FfiTarget {
+    /// Custom-call target name.
+    pub name: String,
+    /// Platform name as given (`cpu`, `host`, `cuda`, ...).
+    pub platform: String,
+    /// `(major, minor)` FFI version the handler reported in its metadata.
+    pub api_version: (i32, i32),
+    /// Handler traits the handler reported.
+    pub traits: u32,
+}
+
+static TARGETS: Mutex<Vec<FfiTarget>> = Mutex::new(Vec::new());
+
+/// Handlers registered so far in this instance of the plugin, oldest first.
+pub fn ffi_targets() -> Vec<FfiTarget> {
+    TARGETS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The errors `XLA_FFI_Error_Create` made that are not yet destroyed (by address).
+static LIVE_ERRORS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+struct FfiError {
+    code: sys::XLA_FFI_Error_Code,
+    message: CString,
+}
+
+unsafe extern "C" fn error_create(
+    args: *mut sys::XLA_FFI_Error_Create_Args,
+) -> *mut sys::XLA_FFI_Error {
+    catch_unwind(|| {
+        if args.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: a non-null args points at an XLA_FFI_Error_Create_Args (FFI contract).
+        let a = unsafe { &*args };
+        let message = if a.message.is_null() {
+            CString::default()
+        } else {
+            // SAFETY: the message is NUL-terminated (FFI contract).
+            unsafe { CStr::from_ptr(a.message) }.to_owned()
+        };
+        let raw = Box::into_raw(Box::new(FfiError {
+            code: a.errc,
+            message,
+        }));
+        LIVE_ERRORS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(raw as usize);
+        raw.cast()
+    })
+    .unwrap_or(std::ptr::null_mut())
+}
+
+/// Takes ownership of an error made by `error_create`, if it is one.
+fn take_error(error: *mut sys::XLA_FFI_Error) -> Option<FfiError> {
+    let mut live = LIVE_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
+    let i = live.iter().position(|p| *p == error as usize)?;
+    live.swap_remove(i);
+    // SAFETY: it was live, so it came from Box::into_raw in error_create; removing it
+    // from the list first makes this the only free.
+    Some(*unsafe { Box::from_raw(error.cast::<FfiError>()) })
+}
+
+unsafe extern "C" fn error_get_message(args: *mut sys::XLA_FFI_Error_GetMessage_Args) {
+    let _ = catch_unwind(|| {
+        if args.is_null() {
+            return;
+        }
+        // SAFETY: a non-null args points at an XLA_FFI_Error_GetMessage_Args.
+        let a = unsafe { &mut *args };
+        let live = LIVE_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
+        a.message = if live.contains(&(a.error as usize)) {
+            // SAFETY: a live error is a FfiError owned by the list until destroyed.
+            unsafe { &*a.error.cast::<FfiError>() }.message.as_ptr()
+        } else {
+            c"".as_ptr()
+        };
+    });
+}
+
+unsafe extern "C" fn error_destroy(args: *mut sys::XLA_FFI_Error_Destroy_Args) {
+    let _ = catch_unwind(|| {
+        if !args.is_null() {
+            // SAFETY: a non-null args points at an XLA_FFI_Error_Destroy_Args.
+            take_error(unsafe { (*args).error });
+        }
+    });
+}
+
+struct SyncApi(sys::XLA_FFI_Api);
+// SAFETY: immutable after construction; its pointers are null or functions.
+unsafe impl Send for SyncApi {}
+// SAFETY: as above.
+unsafe impl Sync for SyncApi {}
+
+static APIS: Mutex<Vec<&'static SyncApi>> = Mutex::new(Vec::new());
+
+/// The FFI API table the fake hands to handlers at `version`: only the version and the
+/// three error functions are filled in. Tables live for the rest of the process.
+fn api(version: (i32, i32)) -> *const sys::XLA_FFI_Api {
+    let mut apis = APIS.lock().unwrap_or_else(|e| e.into_inner());
+    let found = apis
+        .iter()
+        .find(|a| (a.0.api_version.major_version, a.0.api_version.minor_version) == version);
+    let table: &'static SyncApi = match found {
+        Some(t) => t,
+        None => {
+            // SAFETY: every field of XLA_FFI_Api is an integer, a raw pointer or an
+            // Option of a function pointer, all valid when zeroed.
+            let mut api: sys::XLA_FFI_Api = unsafe { std::mem::zeroed() };
+            api.struct_size = sys::XLA_FFI_Api_STRUCT_SIZE;
+            api.api_version = sys::XLA_FFI_Api_Version {
+                struct_size: sys::XLA_FFI_Api_Version_STRUCT_SIZE,
+                extension_start: std::ptr::null_mut(),
+                major_version: version.0,
+                minor_version: version.1,
+            };
+            api.XLA_FFI_Error_Create = Some(error_create);
+            api.XLA_FFI_Error_GetMessage = Some(error_get_message);
+            api.XLA_FFI_Error_Destroy = Some(error_destroy);
+            let t: &'static SyncApi = Box::leak(Box::new(SyncApi(api)));
+            apis.push(t);
+            t
+        }
+    };
+    &table.0
+}
+
+/// Calls `handler` once for its metadata, like XLA at registration: a call frame of
+/// the real layout whose extension chain holds the metadata extension, whose `api` has
+/// the fake's FFI version, and with no arguments, results or attributes.
+fn query_metadata(
+    handler: sys::XLA_FFI_Handler,
+    version: (i32, i32),
+) -> Result<sys::XLA_FFI_Metadata, Fail> {
+    // SAFETY: all-zero is valid for these plain C structs (integers, pointers).
+    let mut metadata: sys::XLA_FFI_Metadata = unsafe { std::mem::zeroed() };
+    metadata.struct_size = sys::XLA_FFI_Metadata_STRUCT_SIZE;
+    metadata.api_version.struct_size = sys::XLA_FFI_Api_Version_STRUCT_SIZE;
+    let mut ext = sys::XLA_FFI_Metadata_Extension {
+        extension_base: sys::XLA_FFI_Extension_Base {
+            struct_size: sys::XLA_FFI_Metadata_Extension_STRUCT_SIZE,
+            r#type: sys::XLA_FFI_Extension_Metadata,
+            next: std::ptr::null_mut(),
+        },
+        metadata: &mut metadata,
+    };
+    // SAFETY: as above.
+    let mut frame: sys::XLA_FFI_CallFrame = unsafe { std::mem::zeroed() };
+    frame.struct_size = sys::XLA_FFI_CallFrame_STRUCT_SIZE;
+    frame.extension_start = &mut ext.extension_base;
+    frame.api = api(version);
+    frame.args.struct_size = sys::XLA_FFI_Args_STRUCT_SIZE;
+    frame.rets.struct_size = sys::XLA_FFI_Rets_STRUCT_SIZE;
+    frame.attrs.struct_size = sys::XLA_FFI_Attrs_STRUCT_SIZE;
+    // SAFETY: the caller registered this pointer as an XLA FFI handler; the frame and
+    // everything it points at outlive the call.
+    let err = unsafe { handler(&mut frame) };
+    if err.is_null() {
+        return Ok(metadata);
+    }
+    Err(match take_error(err) {
+        Some(e) => Fail::new(e.code, e.message.to_string_lossy().into_owned()),
+        None => {
+            crate::error::internal("the handler returned an error not made by XLA_FFI_Error_Create")
+        }
+    })
+}
+
+entry_fn!(register_handler, PJRT_FFI_Register_Handler, |a, state| {
+    // SAFETY: per the C API, the names point at their sizes' bytes.
+    let (name, platform) = unsafe {
+        (
+            read_str(a.target_name, a.target_name_size),
+            read_str(a.platform_name, a.platform_name_size),
+        )
+    };
+    if name.is_empty() {
+        return Err(invalid(
+            "fake plugin: FFI handler with an empty target name",
+        ));
+    }
+    if a.handler.is_null() {
+        return Err(invalid(format!(
+            "fake plugin: FFI handler {name:?} is null"
+        )));
+    }
+    match state.config.ffi {
+        FfiMode::Refuse => {
+            return Err(invalid(format!(
+                "fake plugin: FFI handler {name:?} refused (RPJRT_FAKE_FFI=refuse)"
+            )))
+        }
+        FfiMode::Drop => return Ok(()),
+        FfiMode::Ok => {}
+    }
+    // SAFETY: the caller passes an XLA_FFI_Handler function as `handler`.
+    let handler =
+        unsafe { std::mem::transmute::<*mut std::ffi::c_void, sys::XLA_FFI_Handler>(a.handler) };
+    let meta = query_metadata(handler, state.config.ffi_version).map_err(|f| {
+        Fail::new(
+            f.code,
+            format!(
+                "fake plugin: FFI handler {name:?} failed its metadata call: {}",
+                f.message
+            ),
+        )
+    })?;
+    let reported = (
+        meta.api_version.major_version,
+        meta.api_version.minor_version,
+    );
+    if reported > state.config.ffi_version {
+        // Newer than the runtime: XLA drops it without a word.
+        return Ok(());
+    }
+    TARGETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(FfiTarget {
+            name,
+            platform,
+            api_version: reported,
+            traits: meta.traits,
+        });
+    Ok(())
+});
+
+/// Writes the registered targets as `name\tplatform\tMAJOR.MINOR\ttraits` lines into
+/// `buf` (up to `cap` bytes, no terminator) and returns the full length, so a caller can
+/// size its buffer with a first call of capacity 0.
+///
+/// # Safety
+/// `buf` must be writable for `cap` bytes (or null with `cap` 0).
+#[no_mangle]
+pub unsafe extern "C" fn rpjrt_fake_ffi_targets(buf: *mut c_char, cap: usize) -> usize {
+    catch_unwind(|| {
+        let text: String = ffi_targets()
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}\t{}\t{}.{}\t{}\n",
+                    t.name, t.platform, t.api_version.0, t.api_version.1, t.traits
+                )
+            })
+            .collect();
+        let n = text.len().min(cap);
+        if n > 0 && !buf.is_null() {
+            // SAFETY: the caller promises `cap` writable bytes at buf; n <= cap.
+            unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n) };
+        }
+        text.len()
+    })
+    .unwrap_or(0)
+}
