@@ -296,6 +296,26 @@ fn stage_name(s: ffi::Stage) -> &'static str {
     }
 }
 
+/// The status code for a Python exception: ValueError/TypeError are INVALID_ARGUMENT,
+/// IndexError OUT_OF_RANGE, NotImplementedError UNIMPLEMENTED, MemoryError
+/// RESOURCE_EXHAUSTED, anything else UNKNOWN.
+fn exception_code(py: Python<'_>, e: &PyErr) -> Code {
+    use pyo3::exceptions::{
+        PyIndexError, PyMemoryError, PyNotImplementedError, PyTypeError, PyValueError,
+    };
+    if e.is_instance_of::<PyValueError>(py) || e.is_instance_of::<PyTypeError>(py) {
+        Code::InvalidArgument
+    } else if e.is_instance_of::<PyIndexError>(py) {
+        Code::OutOfRange
+    } else if e.is_instance_of::<PyNotImplementedError>(py) {
+        Code::Unimplemented
+    } else if e.is_instance_of::<PyMemoryError>(py) {
+        Code::ResourceExhausted
+    } else {
+        Code::Unknown
+    }
+}
+
 /// `ExcType: message (at file:line in func <- ...)`, the last three frames.
 fn describe_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
     let ty = e
@@ -397,7 +417,10 @@ fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
             let result = build(py, call).and_then(|obj| func.bind(py).call1((obj,)).map(|_| ()));
             valid.store(false, Ordering::Release);
             result.map_err(|e| {
-                FfiError::new(Code::Unknown, describe_exception(py, &e, call.target()))
+                FfiError::new(
+                    exception_code(py, &e),
+                    describe_exception(py, &e, call.target()),
+                )
             })
         })
     })

@@ -126,7 +126,7 @@ def test_raising_handler_fails_execute_with_type_message_traceback(
         inner_helper()
 
     exe = client.compile(_scale_program(target))
-    with pytest.raises(rpjrt.Error) as info:
+    with pytest.raises(rpjrt.InvalidArgumentError) as info:  # ValueError's status code
         exe(X8)[0].to_numpy()
     msg = str(info.value)
     assert "ValueError: offset must be positive" in msg, msg
