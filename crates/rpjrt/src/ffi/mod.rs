@@ -35,9 +35,12 @@
 //! registration is an error at [`register`] time (naming target, platform and both
 //! versions), never a compile error later.
 //!
-//! # Limits
+//! # Stages and limits
 //! Through the PJRT FFI extension a target gets one handler, which XLA calls at the execute
-//! stage only; [`CallFrame::stage`] reports it. Arguments and results must be buffers.
+//! stage only. [`register_with_state`] registers a bundle (instantiate + execute) directly
+//! with the runtime's FFI table instead, so that a handler can build per-instance state once
+//! per compiled custom call (FFI runtimes 0.3 and newer). Arguments and results must be
+//! buffers.
 //! Buffer bytes are offered as slices only on the host platform; elsewhere use
 //! [`Arg::data_ptr`] with the [`CallFrame::stream`].
 
