@@ -236,6 +236,8 @@ pub struct PyFfiCall {
     runtime_version: (i32, i32),
     #[pyo3(get)]
     stage: &'static str,
+    #[pyo3(get)]
+    device_ordinal: Option<i32>,
 }
 
 #[pymethods]
@@ -411,6 +413,7 @@ fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
                         user_data: call.user_data::<Py<PyAny>>().map(|o| o.clone_ref(py)),
                         runtime_version: call.runtime_version(),
                         stage: stage_name(call.stage()),
+                        device_ordinal: call.device_ordinal(),
                     },
                 )
             };

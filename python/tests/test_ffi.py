@@ -41,6 +41,8 @@ def test_python_handler_two_x_plus_attr(client: rpjrt.Client, plugin_label: str)
     @rpjrt.ffi.handler(client, target)
     def scale(call: rpjrt.ffi.FfiCall) -> None:
         seen.append((call.target, call.args[0].shape, call.rets[0].nbytes, call.stage))
+        assert call.device_ordinal == 0, call.device_ordinal
+        assert call.stream == 0
         x = call.args[0].to_numpy()
         call.rets[0].to_numpy()[:] = 2 * x + call.attrs["offset"]
 

@@ -34,6 +34,10 @@ fn name(client: &rpjrt::Client, base: &str) -> String {
 
 fn scale(call: &mut CallFrame<'_>) -> Result<(), FfiError> {
     let offset: f32 = call.attrs()?.get_as("offset")?;
+    // The execution context answers on both runtimes (CPU: device 0, no stream).
+    assert_eq!(call.device_ordinal(), Some(0));
+    let _ = call.run_id();
+    assert_eq!(call.stream(), 0);
     let (args, rets) = call.split();
     let x = args[0].as_slice::<f32>()?;
     let y = rets[0].as_mut_slice::<f32>()?;

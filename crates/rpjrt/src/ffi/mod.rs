@@ -393,6 +393,16 @@ impl<'a> CallFrame<'a> {
         self.frame.stream()
     }
 
+    /// The ordinal of the device this call runs on (`None` where the runtime does not say).
+    pub fn device_ordinal(&self) -> Option<i32> {
+        self.frame.device_ordinal()
+    }
+
+    /// The id of this execution (`None` where the runtime does not say).
+    pub fn run_id(&self) -> Option<i64> {
+        self.frame.run_id()
+    }
+
     /// The execution context's address, for native code that uses the FFI C API itself.
     pub fn context_address(&self) -> usize {
         self.frame.context_address()

@@ -955,6 +955,47 @@ impl<'a> Frame<'a> {
         Some(&**arc)
     }
 
+    /// `XLA_FFI_DeviceOrdinal_Get`: the device this call runs on, where the runtime says.
+    pub(crate) fn device_ordinal(&self) -> Option<i32> {
+        let get = self.api_fn(
+            offset_of!(sys::XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get),
+            |a| a.XLA_FFI_DeviceOrdinal_Get,
+        )?;
+        let mut a = sys::XLA_FFI_DeviceOrdinal_Get_Args {
+            struct_size: sys::XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            device_ordinal: -1,
+        };
+        // SAFETY: live context of this call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return None;
+        }
+        Some(a.device_ordinal)
+    }
+
+    /// `XLA_FFI_RunId_Get`: the id of this execution, where the runtime says.
+    pub(crate) fn run_id(&self) -> Option<i64> {
+        let get = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_RunId_Get), |a| {
+            a.XLA_FFI_RunId_Get
+        })?;
+        let mut a = sys::XLA_FFI_RunId_Get_Args {
+            struct_size: sys::XLA_FFI_RunId_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            run_id: 0,
+        };
+        // SAFETY: live context of this call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return None;
+        }
+        Some(a.run_id)
+    }
+
     /// The execution context address (for native code that wants it).
     pub(crate) fn context_address(&self) -> usize {
         self.frame().ctx as usize
