@@ -399,3 +399,20 @@ def test_native_handler_versions_are_checked(client: rpjrt.Client, plugin_label:
     reg = rpjrt.ffi.register(client, _name("native_ok"), addr)
     assert reg.handler_version == (0, 1) and reg.runtime_version == runtime
     test_native_handler_versions_are_checked.keep = (too_new, old_enough)  # type: ignore[attr-defined]
+
+
+def test_jax_ffi_call_program_runs_with_rust_handler(client: rpjrt.Client) -> None:
+    """The same, served by a Rust handler (rpjrt's benchmark handler: y = 2x + offset)."""
+    import jax
+
+    target = _name("jax_rust")
+    rpjrt._rpjrt._ffi_bench_register_rust(client, target)
+
+    def f(x: Any) -> Any:
+        return jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(
+            x, offset=np.float32(0.5)
+        ) * 3.0
+
+    x = np.linspace(-2, 2, 8, dtype=np.float32)
+    out = client.compile(jax.jit(f).lower(x).as_text())(x)[0].to_numpy()
+    np.testing.assert_allclose(out, (2 * x + 0.5) * 3.0, rtol=1e-6)
