@@ -23,7 +23,7 @@ if ! command -v valgrind >/dev/null; then
 fi
 
 echo "setup: build and test tools"
-pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10"
+pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10" "hypothesis>=6.100"
 
 echo "setup: CPU PJRT plugins"
 pip_install "xla-cpu-pjrt==0.0.1"

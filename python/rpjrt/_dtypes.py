@@ -6,11 +6,20 @@ returns the one ``rpjrt.float32`` object. A dtype compares equal to its name and
 (``== numpy.float32``) and to ml_dtypes types (``rpjrt.bfloat16 == ml_dtypes.bfloat16``);
 it hashes like its name. numpy is never imported here; comparisons with numpy objects are
 made only when numpy is already loaded.
+
+The table itself (names, PJRT codes, widths, formats, aliases, DLPack and XLA FFI codes) is
+the Rust crate's ``rpjrt::ElementType`` table, read from the extension; so is the rule for
+names it does not list exactly: numpy's meaning for numpy type codes (``"i8"`` and
+``"<i8"`` are int64, ``"f4"`` float32), XLA's for XLA spellings (``"s8"`` is int8,
+``"bf16"`` bfloat16), and an error for the short names the two read differently
+(``"u1"``, ``"u2"``, ``"u4"``, ``"u8"``, ``"f16"``).
 """
 
 from __future__ import annotations
 
 import sys
+
+from ._rpjrt import _element_type_from_name, _element_types
 
 # `typing` costs milliseconds to import; the names are only needed by type checkers.
 TYPE_CHECKING = False
@@ -33,9 +42,12 @@ class DType:
             ``"c"`` complex, ``"V"`` token.
         format: the buffer-protocol (PEP 3118) format string, or ``None`` where there is
             none (bfloat16, the float8/6/4 types, the sub-byte integers, token).
+        dlpack: DLPack's ``(code, bits, lanes)``, or ``None`` (token).
+        ffi_code: the XLA FFI ``DataType`` number (differs from ``code`` for bfloat16, the
+            complex and float8/4 types and token), or ``None`` (the float6 types).
     """
 
-    __slots__ = ("name", "code", "bits", "itemsize", "kind", "format", "_aliases")
+    __slots__ = ("name", "code", "bits", "itemsize", "kind", "format", "dlpack", "ffi_code", "_aliases")
 
     _by_name: ClassVar[dict[str, DType]] = {}
     _by_code: ClassVar[dict[int, DType]] = {}
@@ -46,6 +58,8 @@ class DType:
     itemsize: int
     kind: str
     format: str | None
+    dlpack: tuple[int, int, int] | None
+    ffi_code: int | None
     _aliases: tuple[str, ...]
 
     def __new__(cls, spec: Any) -> DType:
@@ -57,17 +71,22 @@ class DType:
         name: str,
         code: int,
         bits: int,
+        itemsize: int,
         kind: str,
-        format: str | None = None,
-        aliases: tuple[str, ...] = (),
+        format: str | None,
+        aliases: tuple[str, ...],
+        dlpack: tuple[int, int, int] | None,
+        ffi_code: int | None,
     ) -> DType:
         self = object.__new__(cls)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "code", code)
         object.__setattr__(self, "bits", bits)
-        object.__setattr__(self, "itemsize", 0 if bits == 0 else max(1, bits // 8))
+        object.__setattr__(self, "itemsize", itemsize)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "format", format)
+        object.__setattr__(self, "dlpack", dlpack)
+        object.__setattr__(self, "ffi_code", ffi_code)
         object.__setattr__(self, "_aliases", aliases)
         cls._by_code[code] = self
         for key in (name, *aliases):
@@ -142,54 +161,51 @@ class DType:
 #: The ``numpy``-style alias: ``rpjrt.dtype("float32")``, ``isinstance(x, rpjrt.dtype)``.
 dtype = DType
 
-_make = DType._make
+for _row in _element_types():
+    _name, _code, _bits, _itemsize, _kind, _format, _aliases, _dl, _ffi = _row
+    DType._make(_name, _code, _bits, _itemsize, _kind, _format, tuple(_aliases), _dl, _ffi)
+del _row, _name, _code, _bits, _itemsize, _kind, _format, _aliases, _dl, _ffi
+
+_N = DType._by_name
 # fmt: off
-bool_               = _make("bool",               1,  8, "b", "?", ("pred", "bool_", "b1", "?"))
-int8                = _make("int8",               2,  8, "i", "b", ("s8", "i1", "b"))
-int16               = _make("int16",              3, 16, "i", "h", ("s16", "i2", "h"))
-int32               = _make("int32",              4, 32, "i", "i", ("s32", "i4", "i"))
-int64               = _make("int64",              5, 64, "i", "q", ("s64", "i8", "q"))
-uint8               = _make("uint8",              6,  8, "u", "B", ("B",))
-uint16              = _make("uint16",             7, 16, "u", "H", ("u16", "H"))
-uint32              = _make("uint32",             8, 32, "u", "I", ("u32", "I"))
-uint64              = _make("uint64",             9, 64, "u", "Q", ("u64", "Q"))
-float16             = _make("float16",           10, 16, "f", "e", ("f16", "f2", "half", "e"))
-float32             = _make("float32",           11, 32, "f", "f", ("f32", "f4", "single", "f"))
-float64             = _make("float64",           12, 64, "f", "d", ("f64", "f8", "double", "d", "float"))
-bfloat16            = _make("bfloat16",          13, 16, "f", None, ("bf16",))
-complex64           = _make("complex64",         14, 64, "c", "Zf", ("c64", "c8", "F"))
-complex128          = _make("complex128",        15, 128, "c", "Zd", ("c128", "c16", "D", "complex"))
-float8_e5m2         = _make("float8_e5m2",       16,  8, "f", None, ("f8e5m2",))
-float8_e4m3fn       = _make("float8_e4m3fn",     17,  8, "f", None, ("f8e4m3fn",))
-float8_e4m3b11fnuz  = _make("float8_e4m3b11fnuz", 18, 8, "f", None, ("f8e4m3b11fnuz",))
-float8_e5m2fnuz     = _make("float8_e5m2fnuz",   19,  8, "f", None, ("f8e5m2fnuz",))
-float8_e4m3fnuz     = _make("float8_e4m3fnuz",   20,  8, "f", None, ("f8e4m3fnuz",))
-int4                = _make("int4",              21,  4, "i", None, ("s4",))
-uint4               = _make("uint4",             22,  4, "u", None, ())
-token               = _make("token",             23,  0, "V", None, ())
-int2                = _make("int2",              24,  2, "i", None, ("s2",))
-uint2               = _make("uint2",             25,  2, "u", None, ())
-float8_e4m3         = _make("float8_e4m3",       26,  8, "f", None, ("f8e4m3",))
-float8_e3m4         = _make("float8_e3m4",       27,  8, "f", None, ("f8e3m4",))
-float8_e8m0fnu      = _make("float8_e8m0fnu",    28,  8, "f", None, ("f8e8m0fnu",))
-float4_e2m1fn       = _make("float4_e2m1fn",     29,  4, "f", None, ("f4e2m1fn",))
-int1                = _make("int1",              30,  1, "i", None, ("s1",))
-uint1               = _make("uint1",             31,  1, "u", None, ())
-float6_e2m3fn       = _make("float6_e2m3fn",     32,  6, "f", None, ("f6e2m3fn",))
-float6_e3m2fn       = _make("float6_e3m2fn",     33,  6, "f", None, ("f6e3m2fn",))
+bool_: DType = _N["bool"]
+int8: DType = _N["int8"]
+int16: DType = _N["int16"]
+int32: DType = _N["int32"]
+int64: DType = _N["int64"]
+uint8: DType = _N["uint8"]
+uint16: DType = _N["uint16"]
+uint32: DType = _N["uint32"]
+uint64: DType = _N["uint64"]
+float16: DType = _N["float16"]
+float32: DType = _N["float32"]
+float64: DType = _N["float64"]
+bfloat16: DType = _N["bfloat16"]
+complex64: DType = _N["complex64"]
+complex128: DType = _N["complex128"]
+float8_e5m2: DType = _N["float8_e5m2"]
+float8_e4m3fn: DType = _N["float8_e4m3fn"]
+float8_e4m3b11fnuz: DType = _N["float8_e4m3b11fnuz"]
+float8_e5m2fnuz: DType = _N["float8_e5m2fnuz"]
+float8_e4m3fnuz: DType = _N["float8_e4m3fnuz"]
+int4: DType = _N["int4"]
+uint4: DType = _N["uint4"]
+token: DType = _N["token"]
+int2: DType = _N["int2"]
+uint2: DType = _N["uint2"]
+float8_e4m3: DType = _N["float8_e4m3"]
+float8_e3m4: DType = _N["float8_e3m4"]
+float8_e8m0fnu: DType = _N["float8_e8m0fnu"]
+float4_e2m1fn: DType = _N["float4_e2m1fn"]
+int1: DType = _N["int1"]
+uint1: DType = _N["uint1"]
+float6_e2m3fn: DType = _N["float6_e2m3fn"]
+float6_e3m2fn: DType = _N["float6_e3m2fn"]
 # fmt: on
-del _make
+del _N
 
 #: Every dtype, in PJRT code order.
 ALL: tuple[DType, ...] = tuple(DType._by_code[c] for c in sorted(DType._by_code))
-
-# Short names that numpy and XLA read differently (numpy: bytes, XLA: bits).
-_AMBIGUOUS = {
-    "u1": ("uint8", "uint1"),
-    "u2": ("uint16", "uint2"),
-    "u4": ("uint32", "uint4"),
-    "u8": ("uint64", "uint8"),
-}
 
 _BUILTIN_TYPES: dict[type, DType] = {bool: bool_, int: int64, float: float64, complex: complex128}
 
@@ -241,7 +257,9 @@ def _lookup(spec: Any) -> DType | None:
     if isinstance(spec, str):
         d = DType._by_name.get(spec)
         if d is None:
-            d = DType._by_name.get(spec.lower())
+            # The Rust table's rule for everything else (numpy type strings, case, ...).
+            code, _why = _element_type_from_name(spec)
+            d = None if code is None else DType._by_code.get(code)
         return d
     if isinstance(spec, type) and spec in _BUILTIN_TYPES:
         return _BUILTIN_TYPES[spec]
@@ -272,12 +290,8 @@ def _to_dtype(spec: Any) -> DType:
     if d is None:
         from ._errors import InvalidArgumentError
 
-        if isinstance(spec, str) and spec.lower() in _AMBIGUOUS:
-            np_name, xla_name = _AMBIGUOUS[spec.lower()]
-            raise InvalidArgumentError(
-                f"dtype {spec!r} is ambiguous: numpy reads it as {np_name}, XLA as {xla_name};"
-                f" write {np_name!r} or {xla_name!r}"
-            )
+        if isinstance(spec, str):
+            raise InvalidArgumentError(_element_type_from_name(spec)[1])
         known = ", ".join(x.name for x in ALL)
         raise InvalidArgumentError(f"{spec!r} is not a dtype rpjrt knows; known dtypes: {known}")
     return d

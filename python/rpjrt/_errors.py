@@ -122,8 +122,11 @@ class PermissionDeniedError(Error):
     code_number = 7
 
 
-class ResourceExhaustedError(Error):
-    """Out of device memory or another resource (RESOURCE_EXHAUSTED, 8)."""
+class ResourceExhaustedError(Error, MemoryError):
+    """Out of device memory or another resource (RESOURCE_EXHAUSTED, 8).
+
+    Also a ``MemoryError``, as numpy raises for an allocation that cannot be made.
+    """
 
     code = "RESOURCE_EXHAUSTED"
     code_number = 8

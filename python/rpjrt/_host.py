@@ -6,6 +6,19 @@ a requested conversion), raw bytes reinterpreted with ``dtype=``, Python numbers
 lists of numbers. The result is ``(obj, dtype, shape)``: ``obj`` supports the buffer
 protocol and holds exactly the elements of ``dtype`` in C order; ``shape`` is ``None`` when
 it is the shape of ``obj``'s own buffer view.
+
+One conversion rule for Python numbers and nested lists, into every dtype: a value must be
+representable -- integers in range (``int4`` holds -8..7), no float into an integer or bool
+type (even 2.0), only 0/1/True/False into bool, no complex into a real type, and no finite
+float that overflows the target (``float8_e4m3fn`` cannot hold 1e6, ``bfloat16`` not
+1e300); rounding to the nearest representable float is fine. Anything else raises
+``InvalidArgumentError`` unless the caller asks for ``cast=True``, which converts as numpy's
+``astype`` does (wrapping, truncating, saturating). Execute arguments given as Python numbers
+follow the same rule with the parameter's dtype.
+
+Buffer-protocol objects other than numpy arrays are never converted: with ``dtype=`` their
+format must be that dtype (any byte order) or raw bytes (``"B"``, ``"b"``, ``"c"``), which
+are reinterpreted.
 """
 
 from __future__ import annotations
@@ -71,14 +84,16 @@ def _from_numpy(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int,
 def _from_buffer(obj: object, want: DType) -> tuple[object, DType, tuple[int, ...] | None]:
     mv = memoryview(obj)  # type: ignore[arg-type]
     src = from_format(mv.format, mv.itemsize)
-    raw = mv.format in ("B", "@B", "=B", "<B", "c", "@c", "b", "@b") or src is None
+    raw = mv.format.lstrip("@=<>!") in ("B", "b", "c")
     if src is want:
         return mv, want, None
     if not raw:
+        what = src.name if src else f"format {mv.format!r}"
         raise InvalidArgumentError(
-            f"the data has {src.name if src else mv.format!r} elements and dtype={want.name} was"
-            " requested; rpjrt reinterprets only raw bytes (format 'B') and does not convert"
-            " values (convert first, e.g. with numpy's .astype or array.array)"
+            f"the data has {what} elements (item size {mv.itemsize}) and dtype={want.name} was"
+            " requested; rpjrt reinterprets only raw bytes (format 'B', 'b' or 'c') and does not"
+            " convert buffer-protocol data (convert first, e.g. with numpy's .astype, or say the"
+            " bytes are raw with memoryview(x).cast('B'))"
         )
     if want.itemsize == 0:
         raise InvalidArgumentError(f"dtype {want.name} has no host representation")
@@ -159,7 +174,67 @@ def _flatten(obj: Sequence[Any]) -> tuple[list[Any], tuple[int, ...]]:
     return level, tuple(shape)
 
 
-def _from_python(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int, ...] | None]:
+def _int_range(d: DType) -> tuple[int, int]:
+    if d.kind == "b":
+        return 0, 1
+    if d.kind == "i":
+        return -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
+    return 0, (1 << d.bits) - 1
+
+
+def _check_values(leaves: list[Any], kinds: set[str], want: DType) -> None:
+    """Refuses values that `want` cannot hold exactly (see the module doc)."""
+    if "complex" in kinds and want.kind != "c":
+        raise InvalidArgumentError(
+            f"complex values cannot be stored as {want.name}; pass cast=True to drop the"
+            " imaginary part"
+        )
+    if want.kind in ("i", "u", "b"):
+        if "float" in kinds:
+            raise InvalidArgumentError(
+                f"float values cannot be stored as {want.name} without rounding; convert them"
+                " first or pass cast=True"
+            )
+        lo, hi = _int_range(want)
+        for x in leaves:
+            v = int(x)
+            if v < lo or v > hi:
+                raise InvalidArgumentError(
+                    f"{v} does not fit in {want.name} (range {lo}..{hi}); pass cast=True to"
+                    " wrap it as numpy's astype does"
+                )
+
+
+def _finfo(want: DType) -> Any:
+    """ml_dtypes.finfo of a floating dtype (it knows numpy's and ml_dtypes' types)."""
+    import ml_dtypes
+
+    finfo: Any = getattr(ml_dtypes, "finfo")
+    return finfo(want.numpy)
+
+
+def _overflow_limit(want: DType) -> float:
+    """The smallest magnitude that overflows `want` under round-to-nearest: max + ulp(max)/2."""
+    fi = _finfo(want)
+    return float(fi.max) + float(fi.eps) * 2.0 ** (int(fi.maxexp) - 1) / 2
+
+
+def _numpy_or_refuse(want: DType) -> Any:
+    np = _numpy()
+    if np is None:
+        try:
+            import numpy as np
+        except ImportError:
+            raise InvalidArgumentError(
+                f"storing Python numbers as {want.name} needs numpy and ml_dtypes"
+                " (pip install 'rpjrt[numpy]')"
+            ) from None
+    return np
+
+
+def _from_python(
+    obj: Any, want: DType | None, cast: bool = False
+) -> tuple[object, DType, tuple[int, ...] | None]:
     if isinstance(obj, (list, tuple)):
         leaves, shape = _flatten(obj)
     else:
@@ -179,23 +254,43 @@ def _from_python(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int
             )
         kind = kinds.pop() if kinds else "float"
         want = {"bool": bool_, "int": int64, "float": float64, "complex": complex128}[kind]
+    if cast:
+        np = _numpy_or_refuse(want)
+        with np.errstate(all="ignore"):
+            src = np.asarray(leaves)
+            if src.dtype.kind == "c" and want.kind != "c":
+                src = src.real
+            arr = src.astype(want.numpy).reshape(shape)
+        return _from_numpy(arr, want)
+    _check_values(leaves, kinds, want)
     if want.format is None:
-        np = _numpy()
-        if np is None:
+        np = _numpy_or_refuse(want)
+        if want.kind == "f":
             try:
-                import numpy as np
-            except ImportError:
+                src = np.asarray([float(x) for x in leaves], dtype=np.float64)
+            except OverflowError:
                 raise InvalidArgumentError(
-                    f"storing Python numbers as {want.name} needs numpy and ml_dtypes"
-                    " (pip install 'rpjrt[numpy]')"
+                    f"an integer is too large for {want.name}; pass cast=True to saturate"
                 ) from None
-        return _from_numpy(np.asarray(leaves, dtype=want.numpy).reshape(shape), want)
-    if "complex" in kinds and want.kind != "c":
-        raise InvalidArgumentError(f"complex values cannot be stored as {want.name}")
-    if want.kind in ("i", "u", "b") and "float" in kinds:
-        raise InvalidArgumentError(
-            f"float values cannot be stored as {want.name} without rounding; convert them first"
-        )
+            with np.errstate(all="ignore"):
+                arr = src.astype(want.numpy)
+                back = arr.astype(np.float64)
+            # Overflow: beyond the largest finite value by half an ulp or more (types without
+            # inf saturate or give nan there), or a finite value that became inf/nan (e.g. a
+            # negative into float8_e8m0fnu).
+            bad = (np.abs(src) >= _overflow_limit(want)) | (
+                np.isfinite(src) & ~np.isfinite(back)
+            )
+            if bad.any():
+                v = src[bad][0]
+                raise InvalidArgumentError(
+                    f"{v!r} overflows {want.name} (largest finite value"
+                    f" {float(_finfo(want).max)!r}); pass cast=True to convert as"
+                    f" numpy's astype does (to {back[bad][0]!r})"
+                )
+            return _from_numpy(arr.reshape(shape), want)
+        ints = np.asarray([int(x) for x in leaves], dtype=np.int64)
+        return _from_numpy(ints.astype(want.numpy).reshape(shape), want)
     if want.kind == "c":
         fmt = "<" + want.format[1] * 2 * len(leaves)  # "Zf" -> pairs of "f"
         flat: list[Any] = []
@@ -213,17 +308,21 @@ def _from_python(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int
     try:
         data = struct.pack(fmt, *values)
     except (struct.error, OverflowError) as e:
-        raise InvalidArgumentError(f"a value does not fit in {want.name}: {e}") from None
+        raise InvalidArgumentError(
+            f"a value does not fit in {want.name}: {e}; pass cast=True to convert as numpy does"
+        ) from None
     return data, want, shape
 
 
-def as_host(obj: object, dtype: Any = None) -> tuple[object, DType, tuple[int, ...] | None]:
+def as_host(
+    obj: object, dtype: Any = None, cast: bool = False
+) -> tuple[object, DType, tuple[int, ...] | None]:
     """``(buffer object, dtype, shape or None)`` for the data in ``obj``; see the module doc."""
     want = _dtype_arg(dtype)
     if _is_numpy(obj):
         return _from_numpy(obj, want)
     if isinstance(obj, (bool, int, float, complex, list, tuple)):
-        return _from_python(obj, want)
+        return _from_python(obj, want, cast)
     try:
         memoryview(obj)  # type: ignore[arg-type]
         has_buffer = True
@@ -236,7 +335,8 @@ def as_host(obj: object, dtype: Any = None) -> tuple[object, DType, tuple[int, .
             mv = memoryview(obj)  # type: ignore[arg-type]
             raise InvalidArgumentError(
                 f"the buffer's format {mv.format!r} (item size {mv.itemsize}) is not a type rpjrt"
-                " knows; pass dtype= to say what the bytes hold"
+                " knows; pass dtype= with raw bytes (memoryview(x).cast('B')) to say what the"
+                " bytes hold"
             )
         return _from_buffer(obj, want)
     if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"):

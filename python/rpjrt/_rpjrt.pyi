@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "FfiBuffer", "FfiCall", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_probe_pjrt_version", "_run_cli"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "FfiBuffer", "FfiCall", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_element_type_from_name", "_element_types", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble"]
 
 __version__: str
 
@@ -113,17 +113,24 @@ class Client:
         memory: Memory | str | None = None,
         dtype: _DTypeLike | None = None,
         copy: bool | None = True,
+        cast: bool = False,
     ) -> Buffer:
         """Put host data on a device.
 
         obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
         arrays, including non-contiguous ones), a __dlpack__ producer, a Python number or a
         nested list of numbers of one kind, or a Buffer (copied to `device`).
-        dtype: the element type; with raw bytes (format "B") it reinterprets them, with a
-        numpy array it converts; otherwise it must match the data.
+        dtype: the element type; with raw bytes (format "B", "b" or "c") it reinterprets
+        them, with a numpy array it converts; with Python numbers and lists every value must
+        fit exactly (out-of-range values, float -> int and float overflow raise
+        InvalidArgumentError); with other buffer-protocol objects it must match the data
+        (big-endian data is converted, other formats refused).
+        cast: with Python numbers and lists, convert as numpy's astype does (wrapping,
+        rounding, saturating) instead of refusing values the dtype cannot hold.
         copy: True copies during the call; False shares the host memory (raises if the
         plugin cannot use it in place; the data must then stay unchanged while the Buffer
-        lives); None shares when possible.
+        lives); None shares when possible. Host allocations that cannot be made raise
+        ResourceExhaustedError (a MemoryError).
         """
     def from_dlpack(
         self, obj: object, device: Device | int | None = None, *, copy: bool | None = None
@@ -285,6 +292,67 @@ class Buffer:
     def __repr__(self) -> str: ...
 
 @final
+class _Session:
+    """Named slots on one device (the engine of rpjrt.Session)."""
+
+    def __new__(cls, client: Client, device: Device | int | None = None) -> Self: ...
+    @property
+    def client(self) -> Client: ...
+    @property
+    def device(self) -> Device: ...
+    @property
+    def uploads(self) -> int: ...
+    @property
+    def loads(self) -> int: ...
+    def program(
+        self,
+        executable: Executable,
+        inputs: Sequence[str],
+        outputs: Sequence[str | None],
+        donate: bool = True,
+    ) -> SessionProgram: ...
+    def bind(self, name: str, value: object) -> None: ...
+    def bind_lazy(self, name: str, loader: Any) -> None: ...
+    def buffer(self, name: str) -> Buffer: ...
+    def slots(self) -> list[tuple[str, Any, tuple[int, ...] | None, str]]: ...
+    def __repr__(self) -> str: ...
+
+@final
+class SessionProgram:
+    """A program whose arguments and outputs are slots of a Session."""
+
+    @property
+    def executable(self) -> Executable: ...
+    @property
+    def inputs(self) -> list[str]: ...
+    @property
+    def outputs(self) -> list[str | None]: ...
+    @property
+    def donated(self) -> list[str]:
+        """Slots donated to each call (read and written, aliased in the compiled module)."""
+    def __call__(self, **values: object) -> None:
+        """Bind the keyword arguments to their slots, then run (without waiting)."""
+    def __repr__(self) -> str: ...
+
+def _uses_shardy(program: str | bytes) -> bool: ...
+def _shard_split(
+    data: bytes,
+    dtype: _DTypeLike,
+    dims: Sequence[int],
+    axes: Sequence[tuple[str, int]],
+    device_ids: Sequence[int],
+    spec: Sequence[Sequence[str]],
+) -> tuple[list[bytes], list[int]]: ...
+def _shard_assemble(
+    shards: Sequence[bytes],
+    dtype: _DTypeLike,
+    dims: Sequence[int],
+    axes: Sequence[tuple[str, int]],
+    device_ids: Sequence[int],
+    spec: Sequence[Sequence[str]],
+) -> bytes: ...
+
+@final
 class _Waiter:
     """Keeps a buffer's ready-event alive while `await buf` waits on it."""
 
@@ -292,6 +360,12 @@ def _bench_c_floor(
     exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
 ) -> float: ...
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
+def _element_types() -> list[
+    tuple[str, int, int, int, str, str | None, list[str], tuple[int, int, int] | None, int | None]
+]:
+    """The element-type table: (name, code, bits, itemsize, kind, format, aliases, dlpack, ffi_code)."""
+def _element_type_from_name(name: str) -> tuple[int | None, str]:
+    """The PJRT code `name` denotes, or (None, why not)."""
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""
 

@@ -528,8 +528,11 @@ impl PyClient {
         PyExecutable::wrap(py, exe, slf.clone().unbind())
     }
 
-    #[pyo3(signature = (obj, device = None, *, memory = None, dtype = None, copy = Some(true)))]
-    #[pyo3(text_signature = "(self, obj, device=None, *, memory=None, dtype=None, copy=True)")]
+    #[pyo3(signature = (obj, device = None, *, memory = None, dtype = None, copy = Some(true), cast = false))]
+    #[pyo3(
+        text_signature = "(self, obj, device=None, *, memory=None, dtype=None, copy=True, cast=False)"
+    )]
+    #[allow(clippy::too_many_arguments)]
     fn put(
         slf: &Bound<'_, Self>,
         obj: &Bound<'_, PyAny>,
@@ -537,14 +540,16 @@ impl PyClient {
         memory: Option<&Bound<'_, PyAny>>,
         dtype: Option<&Bound<'_, PyAny>>,
         copy: Option<bool>,
+        cast: bool,
     ) -> PyResult<Py<PyBuffer>> {
-        crate::put::put(
+        crate::put::put_with(
             slf,
             obj,
             device,
             memory,
             dtype.filter(|d| !d.is_none()),
             copy,
+            cast,
         )
     }
 

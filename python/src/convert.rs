@@ -131,3 +131,52 @@ pub fn q(s: &str) -> String {
     out.push('\'');
     out
 }
+
+/// The element-type table, for `rpjrt._dtypes` to build its dtype objects from: one tuple
+/// per type, in PJRT code order: `(name, code, bits, itemsize, kind, format, aliases,
+/// dlpack, ffi_code)` with `dlpack` a `(code, bits, lanes)` tuple or `None`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn _element_types() -> Vec<(
+    &'static str,
+    i32,
+    usize,
+    usize,
+    char,
+    Option<&'static str>,
+    Vec<&'static str>,
+    Option<(u8, u8, u16)>,
+    Option<i32>,
+)> {
+    ElementType::ALL
+        .iter()
+        .map(|&t| {
+            (
+                t.name(),
+                t.code(),
+                t.bit_width(),
+                t.host_itemsize(),
+                t.kind().numpy_char(),
+                t.buffer_format(),
+                t.aliases().to_vec(),
+                t.dlpack().map(|d| (d.code, d.bits, d.lanes)),
+                t.ffi_code(),
+            )
+        })
+        .collect()
+}
+
+/// The PJRT code of the element type `name` denotes (`rpjrt::ElementType::from_name`'s
+/// rule), or `(None, message)` saying why it denotes none.
+#[pyfunction]
+pub fn _element_type_from_name(name: &str) -> (Option<i32>, String) {
+    match ElementType::from_name(name) {
+        Ok(t) => (Some(t.code()), String::new()),
+        Err(e) => (
+            None,
+            e.to_string()
+                .trim_start_matches("invalid argument: ")
+                .to_string(),
+        ),
+    }
+}

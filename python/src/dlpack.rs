@@ -16,14 +16,8 @@ use rpjrt::ElementType;
 use crate::buffer::PyBuffer;
 use crate::client::PyClient;
 use crate::errors::{invalid, unsupported, PyErrExt};
-use crate::pybuf::{classify, gather, Layout};
 
-const KDL_CPU: i32 = 1;
-const KDL_CUDA: i32 = 2;
-const KDL_CUDA_HOST: i32 = 3;
-const KDL_ROCM: i32 = 10;
-
-const FLAG_READ_ONLY: u64 = 1;
+use rpjrt::dlpack::{DEVICE_CPU as KDL_CPU, DEVICE_CUDA_HOST as KDL_CUDA_HOST, FLAG_READ_ONLY};
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -80,50 +74,13 @@ const NAME_L: &CStr = c"dltensor";
 const USED_V: &CStr = c"used_dltensor_versioned";
 const USED_L: &CStr = c"used_dltensor";
 
-/// DLPack's (code, bits) of an element type; `None` where DLPack has no equivalent layout.
+/// DLPack's data type of an element type (from the element-type table).
 fn dl_dtype(t: ElementType) -> Option<DLDataType> {
-    use ElementType as E;
-    let (code, bits) = match t {
-        E::Pred => (6, 8),
-        E::S8 => (0, 8),
-        E::S16 => (0, 16),
-        E::S32 => (0, 32),
-        E::S64 => (0, 64),
-        E::U8 => (1, 8),
-        E::U16 => (1, 16),
-        E::U32 => (1, 32),
-        E::U64 => (1, 64),
-        E::F16 => (2, 16),
-        E::F32 => (2, 32),
-        E::F64 => (2, 64),
-        E::BF16 => (4, 16),
-        E::C64 => (5, 64),
-        E::C128 => (5, 128),
-        E::F8E3M4 => (7, 8),
-        E::F8E4M3 => (8, 8),
-        E::F8E4M3B11FNUZ => (9, 8),
-        E::F8E4M3FN => (10, 8),
-        E::F8E4M3FNUZ => (11, 8),
-        E::F8E5M2 => (12, 8),
-        E::F8E5M2FNUZ => (13, 8),
-        E::F8E8M0FNU => (14, 8),
-        _ => return None,
-    };
-    Some(DLDataType {
-        code,
-        bits,
-        lanes: 1,
+    t.dlpack().map(|d| DLDataType {
+        code: d.code,
+        bits: d.bits,
+        lanes: d.lanes,
     })
-}
-
-fn from_dl_dtype(d: DLDataType) -> Option<ElementType> {
-    if d.lanes != 1 {
-        return None;
-    }
-    ElementType::ALL
-        .iter()
-        .copied()
-        .find(|&t| dl_dtype(t).is_some_and(|x| x.code == d.code && x.bits == d.bits))
 }
 
 /// `(device_type, device_id)` of a buffer, as `__dlpack_device__` reports it.
@@ -131,14 +88,8 @@ pub fn device_of(b: &PyBuffer) -> PyResult<(i32, i32)> {
     b.check_not_deleted()?;
     let dev = b.rb().device().pyerr()?;
     let platform = b.client.get().platform_name();
-    match platform {
-        "cpu" | "host" => Ok((KDL_CPU, 0)),
-        "cuda" | "gpu" => Ok((KDL_CUDA, dev.local_hardware_id().max(0))),
-        "rocm" => Ok((KDL_ROCM, dev.local_hardware_id().max(0))),
-        other => Err(unsupported(format!(
-            "DLPack has no device type for platform {other:?}"
-        ))),
-    }
+    rpjrt::dlpack::device_for_platform(platform, dev.local_hardware_id())
+        .map_err(|e| unsupported(e.to_string().replace("invalid argument: ", "")))
 }
 
 /// What a capsule owns until its consumer's deleter runs.
@@ -216,24 +167,6 @@ unsafe extern "C" fn capsule_destructor_l(cap: *mut ffi::PyObject) {
     }
 }
 
-/// Element strides of a buffer from its layout (minor-to-major), or row-major.
-fn element_strides(dims: &[i64], minor_to_major: Option<&[i64]>) -> Vec<i64> {
-    let n = dims.len();
-    let mut s = vec![0i64; n];
-    let order: Vec<usize> = match minor_to_major {
-        Some(m) if m.len() == n && m.iter().all(|&d| (d as usize) < n) => {
-            m.iter().map(|&d| d as usize).collect()
-        }
-        _ => (0..n).rev().collect(),
-    };
-    let mut acc = 1i64;
-    for &d in &order {
-        s[d] = acc;
-        acc = acc.saturating_mul(dims[d].max(1));
-    }
-    s
-}
-
 pub fn export<'py>(
     slf: &Bound<'py, PyBuffer>,
     _stream: Option<&Bound<'py, PyAny>>,
@@ -273,7 +206,7 @@ pub fn export<'py>(
     let data = pin.data_ptr();
     let dims = rb.dims().to_vec();
     let layout = rb.layout().pyerr()?;
-    let strides = element_strides(&dims, layout.as_deref());
+    let strides = rpjrt::dlpack::export_strides(&dims, layout.as_deref());
     let device = DLDevice {
         device_type: here.0,
         device_id: here.1,
@@ -373,18 +306,21 @@ pub fn export<'py>(
 struct DlOwner {
     managed: usize,
     versioned: bool,
-    data: usize,
-    span: usize,
+    /// The addressed bytes (from the import plan).
+    addr: usize,
+    len: usize,
 }
 
-impl rpjrt::HostBytes for DlOwner {
+// SAFETY: `bytes` always returns the same range, fixed at creation: the bytes the tensor
+// addresses, which the producer keeps valid until its deleter runs, which happens only
+// when this owner drops. rpjrt never writes them.
+unsafe impl rpjrt::HostBytes for DlOwner {
     fn bytes(&self) -> &[u8] {
-        if self.span == 0 {
+        if self.len == 0 {
             return &[];
         }
-        // SAFETY: the producer keeps `data..data+span` valid until its deleter runs, which
-        // happens only when this owner drops.
-        unsafe { std::slice::from_raw_parts(self.data as *const u8, self.span) }
+        // SAFETY: see the impl's comment.
+        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
     }
 }
 
@@ -469,12 +405,20 @@ pub fn import(
     }
     // SAFETY: a valid capsule of this name points at the matching DLPack struct, owned by
     // the capsule until renamed.
-    let (tensor, flags_ok) = unsafe {
+    let (tensor, flags_ok, readonly) = unsafe {
         if versioned {
             let m = &*(managed as *const DLManagedTensorVersioned);
-            (m.dl_tensor, m.version.major == 1)
+            (
+                m.dl_tensor,
+                m.version.major == 1,
+                m.flags & rpjrt::dlpack::FLAG_READ_ONLY != 0,
+            )
         } else {
-            ((*(managed as *const DLManagedTensor)).dl_tensor, true)
+            (
+                (*(managed as *const DLManagedTensor)).dl_tensor,
+                true,
+                false,
+            )
         }
     };
     if !flags_ok {
@@ -482,93 +426,62 @@ pub fn import(
             "the producer speaks a DLPack major version other than 1",
         ));
     }
-    if tensor.device.device_type != KDL_CPU && tensor.device.device_type != KDL_CUDA_HOST {
-        return Err(unsupported(format!(
-            "importing DLPack device type {} memory is not supported yet",
-            tensor.device.device_type
-        )));
-    }
-    let t = from_dl_dtype(tensor.dtype).ok_or_else(|| {
-        unsupported(format!(
-            "DLPack dtype (code {}, bits {}, lanes {}) has no PJRT equivalent rpjrt supports",
-            tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes
-        ))
-    })?;
-    let itemsize = t
-        .byte_width()
-        .ok_or_else(|| unsupported(format!("DLPack import of {t}")))?;
     let ndim = tensor.ndim.max(0) as usize;
-    let dims: Vec<i64> = if ndim == 0 {
+    let shape: Vec<i64> = if ndim == 0 || tensor.shape.is_null() {
         Vec::new()
     } else {
         // SAFETY: DLPack guarantees `ndim` shape entries (and strides entries when non-null).
         unsafe { std::slice::from_raw_parts(tensor.shape, ndim) }.to_vec()
     };
-    let strides: Vec<i64> = if tensor.strides.is_null() || ndim == 0 {
-        crate::pybuf::c_strides(&dims, itemsize as i64)
+    let strides: Option<Vec<i64>> = if tensor.strides.is_null() || ndim == 0 {
+        None
     } else {
         // SAFETY: as above.
-        unsafe { std::slice::from_raw_parts(tensor.strides, ndim) }
-            .iter()
-            .map(|&s| s * itemsize as i64)
-            .collect()
+        Some(unsafe { std::slice::from_raw_parts(tensor.strides, ndim) }.to_vec())
     };
+    let desc = rpjrt::dlpack::DlTensorDesc {
+        device_type: tensor.device.device_type,
+        device_id: tensor.device.device_id,
+        dtype: rpjrt::DlDataType {
+            code: tensor.dtype.code,
+            bits: tensor.dtype.bits,
+            lanes: tensor.dtype.lanes,
+        },
+        shape,
+        strides,
+        byte_offset: tensor.byte_offset,
+        readonly,
+    };
+    let plan = desc
+        .plan_import()
+        .map_err(|e| unsupported(e.to_string().replace("invalid argument: ", "")))?;
     // Take ownership: from here on the deleter is ours to call (through DlOwner).
     let used = if versioned { USED_V } else { USED_L };
     // SAFETY: renaming a capsule we hold, under the GIL.
     if unsafe { ffi::PyCapsule_SetName(cap_ptr, used.as_ptr()) } != 0 {
         return Err(PyErr::fetch(py));
     }
-    let count: usize = dims.iter().map(|&d| d.max(0) as usize).product();
-    let data = (tensor.data as usize).wrapping_add(tensor.byte_offset as usize);
-    let layout = classify(&dims, &strides, itemsize);
-    let span = match &layout {
-        Layout::C => count * itemsize,
-        Layout::Strided(_, span) => *span,
-        Layout::Gather => 0,
-    };
+    let first = (tensor.data as usize).wrapping_add(tensor.byte_offset as usize);
     let owner = DlOwner {
         managed: managed as usize,
         versioned,
-        data,
-        span,
+        addr: (first as i128 + plan.lo) as usize,
+        len: plan.len,
     };
     let rc = &c.inner;
     let host_platform = matches!(c.platform_name(), "cpu" | "host");
-    match (&layout, copy) {
-        (Layout::C, Some(false) | None) if host_platform && count > 0 => {
-            let owner: Arc<dyn rpjrt::HostBytes> = Arc::new(owner);
-            let b = py.detach(|| rc.buffer_from_host_owned(owner, t, &dims, None, dev, None)).pyerr()?;
-            if copy == Some(false) && b.unsafe_pointer().map(|p| p != data).unwrap_or(true) {
-                return Err(invalid(format!(
-                    "copy=False: the plugin did not use the DLPack memory in place (data at {data:#x}, \
-                     {} bytes past a 64-byte boundary; XLA's CPU plugins alias only 64-byte-aligned memory)",
-                    data % 64
-                )));
-            }
-            PyBuffer::wrap_borrowing(py, b, &me)
-        }
-        (_, Some(false)) if count > 0 => Err(invalid(
-            "copy=False: this DLPack tensor cannot be used in place (strided, or not host-visible to this plugin)",
-        )),
-        _ => {
-            let gathered;
-            let (bytes, bstrides): (&[u8], Option<&[i64]>) = match &layout {
-                Layout::C => (rpjrt::HostBytes::bytes(&owner), None),
-                Layout::Strided(s, _) => (rpjrt::HostBytes::bytes(&owner), Some(s.as_slice())),
-                Layout::Gather => {
-                    let p = data;
-                    gathered = py.detach(|| {
-                        // SAFETY: the producer guarantees every element at these strides is
-                        // readable while we own the tensor.
-                        unsafe { gather(p as *const u8, &dims, &strides, itemsize) }
-                    });
-                    (gathered.as_slice(), None)
-                }
-            };
-            let b = py.detach(|| rc.buffer_from_host(bytes, t, &dims, bstrides, dev, None)).pyerr()?;
-            drop(owner);
-            PyBuffer::wrap(py, b, &me)
-        }
+    let mode = match crate::put::copy_mode(copy) {
+        // Only host platforms can use host memory in place; others copy.
+        rpjrt::CopyMode::IfNeeded if !host_platform => rpjrt::CopyMode::Always,
+        m => m,
+    };
+    let array = rpjrt::HostArray::from_owner(Arc::new(owner), plan.element_type, &plan.dims)
+        .with_byte_strides(&plan.byte_strides, plan.offset());
+    let b = py.detach(|| rc.put(&array, dev, None, mode)).pyerr()?;
+    drop(array);
+    if b.borrows_host() {
+        PyBuffer::wrap_borrowing(py, b, &me)
+    } else {
+        PyBuffer::wrap(py, b, &me)
     }
 }

@@ -19,6 +19,7 @@ fn kind_name(e: &rpjrt::Error) -> &'static str {
         rpjrt::Error::InvalidArgument(_) => "InvalidArgument",
         rpjrt::Error::Closed(_) => "Closed",
         rpjrt::Error::Deleted(_) => "Deleted",
+        rpjrt::Error::ResourceExhausted(_) => "ResourceExhausted",
         _ => "Other",
     }
 }

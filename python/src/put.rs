@@ -1,20 +1,29 @@
 //! `Client.put`: host data (any buffer-protocol object, DLPack producer, number, list) to a
 //! device buffer.
+//!
+//! Conversion only: a Python object becomes an `rpjrt::HostArray` (bytes, element type,
+//! dims, byte strides, byte order) and `rpjrt::Client::put` does the rest (checks, layout,
+//! gather, byte swapping, bool normalisation, fallible allocation).
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use rpjrt::ElementType;
+use rpjrt::{ByteOrder, CopyMode, ElementType, HostArray, HostData};
 
 use crate::buffer::PyBuffer;
 use crate::client::PyClient;
 use crate::convert::{dtype_from_py, spec_string};
 use crate::errors::{invalid, PyErrExt};
-use crate::pybuf::{classify, format_type, gather, host_itemsize, HostView, Layout, PinnedHost};
+use crate::pybuf::{format_type, HostView, PinnedHost};
 
-/// A raw address that may cross into `py.detach` (the view it points into outlives the call).
-#[derive(Clone, Copy)]
-struct SendPtr(usize);
+/// The copy mode of Python's `copy=` argument (`True`, `None`, `False`).
+pub fn copy_mode(copy: Option<bool>) -> CopyMode {
+    match copy {
+        Some(true) => CopyMode::Always,
+        None => CopyMode::IfNeeded,
+        Some(false) => CopyMode::Never,
+    }
+}
 
 pub fn put(
     client: &Bound<'_, PyClient>,
@@ -23,6 +32,20 @@ pub fn put(
     memory: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
+) -> PyResult<Py<PyBuffer>> {
+    put_with(client, obj, device, memory, dtype, copy, false)
+}
+
+/// [`put`] with `cast`: Python numbers and lists may be converted lossily (wrapping,
+/// rounding, saturating as numpy's `astype` does) instead of refused.
+pub fn put_with(
+    client: &Bound<'_, PyClient>,
+    obj: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    memory: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+    cast: bool,
 ) -> PyResult<Py<PyBuffer>> {
     let py = client.py();
     let c = client.get();
@@ -58,11 +81,22 @@ pub fn put(
         return PyBuffer::wrap(py, out, &me);
     }
 
-    // 2. The buffer protocol with a format rpjrt knows (the fast path).
+    // 2. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
     if let Some(view) = HostView::get(obj) {
-        if let Some(t) = format_type(view.format(), view.itemsize()) {
+        if let Some((t, order)) = format_type(view.format(), view.itemsize()) {
             if want.is_none_or(|w| w == t) {
-                return from_view(py, &me, obj, &view, t, None, &dev, mem.as_ref(), copy);
+                return from_view(
+                    py,
+                    &me,
+                    obj,
+                    &view,
+                    t,
+                    order,
+                    None,
+                    &dev,
+                    mem.as_ref(),
+                    copy,
+                );
             }
         }
     } else if want.is_none()
@@ -83,13 +117,24 @@ pub fn put(
     let adapted = py
         .import("rpjrt._host")?
         .getattr("as_host")?
-        .call1((obj, dtype))?;
+        .call1((obj, dtype, cast))?;
     let (data, dt, shape): (Bound<'_, PyAny>, Bound<'_, PyAny>, Option<Vec<i64>>) =
         adapted.extract()?;
     let t = dtype_from_py(&dt)?;
     let view = HostView::get(&data)
         .ok_or_else(|| invalid("the host adapter returned an object without a buffer"))?;
-    from_view(py, &me, &data, &view, t, shape, &dev, mem.as_ref(), copy)
+    from_view(
+        py,
+        &me,
+        &data,
+        &view,
+        t,
+        ByteOrder::Native,
+        shape,
+        &dev,
+        mem.as_ref(),
+        copy,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -99,32 +144,36 @@ fn from_view(
     obj: &Bound<'_, PyAny>,
     view: &HostView,
     t: ElementType,
+    order: ByteOrder,
     forced_shape: Option<Vec<i64>>,
     dev: &rpjrt::Device,
     mem: Option<&rpjrt::Memory>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyBuffer>> {
     let rc = &client.get().inner;
-    let itemsize = host_itemsize(t);
+    let itemsize = t.host_itemsize();
     if itemsize == 0 {
         return Err(invalid(format!("{t} has no host representation")));
     }
-    let (dims, layout) = match forced_shape {
+    let (dims, strides) = match forced_shape {
         Some(shape) => {
-            let strides = view.strides();
-            let vshape = view.shape();
-            if !matches!(classify(&vshape, &strides, view.itemsize()), Layout::C) {
+            // Reinterpreted or adapted host data: C-contiguous bytes in the given shape.
+            if !view.is_c_contiguous() {
                 return Err(invalid("reinterpreted host data must be contiguous"));
             }
-            let have: i64 = vshape.iter().product::<i64>() * view.itemsize() as i64;
-            let need: i64 = shape.iter().product::<i64>() * itemsize as i64;
-            if have != need {
+            let have = view.byte_len();
+            let need = rpjrt::element_count(&shape)
+                .ok()
+                .and_then(|n| n.checked_mul(itemsize));
+            if need != Some(have) {
                 return Err(invalid(format!(
-                    "the host data has {have} bytes, but {} needs {need}",
-                    spec_string(t, &shape)
+                    "the host data has {have} bytes, but {} needs {}",
+                    spec_string(t, &shape),
+                    need.map_or("more than the address space".to_string(), |n| n.to_string())
                 )));
             }
-            (shape, Layout::C)
+            let strides = rpjrt::host::c_strides(&shape, itemsize);
+            (shape, strides)
         }
         None => {
             if view.itemsize() != itemsize {
@@ -133,97 +182,32 @@ fn from_view(
                     view.itemsize()
                 )));
             }
-            let dims = view.shape();
-            let layout = classify(&dims, &view.strides(), itemsize);
-            (dims, layout)
+            (view.shape(), view.strides())
         }
     };
-    let count: usize = dims.iter().map(|&d| d.max(0) as usize).product();
-    let dense_len = count * itemsize;
-    let base = SendPtr(view.ptr() as usize);
-
-    // Sub-byte types: numpy keeps one element per byte, PJRT wants them packed.
+    // The bytes the view addresses: [start + lo, start + end).
+    let (lo, end) = rpjrt::extent(&dims, &strides, itemsize)
+        .pyerr()?
+        .unwrap_or((0, 0));
+    let region = view.region(lo, end)?;
+    let offset = (-lo) as usize;
+    let mode = copy_mode(copy);
+    let data = if mode == CopyMode::Always {
+        // SAFETY: the region lies inside the held view, which outlives the put below.
+        HostData::Borrowed(unsafe { region.as_slice() })
+    } else {
+        HostData::Owned(Arc::new(PinnedHost::new(obj, view, region)?))
+    };
+    let mut array = HostArray::new(data, t, &dims)
+        .with_byte_strides(&strides, offset)
+        .with_byte_order(order);
     if t.is_sub_byte() {
-        if copy == Some(false) {
-            return Err(invalid(format!(
-                "copy=False is impossible for {t}: its elements must be packed"
-            )));
-        }
-        let strides = view.strides();
-        let packed = py.detach(|| {
-            let dense = match &layout {
-                Layout::C => dense_slice(base, dense_len).to_vec(),
-                // SAFETY: the view addresses every element at these strides while it is held.
-                _ => unsafe { gather(base.0 as *const u8, &dims, &strides, itemsize) },
-            };
-            rpjrt::pack_sub_byte(t, &dense)
-        });
-        let b = py
-            .detach(|| rc.buffer_from_host(&packed, t, &dims, None, dev, mem))
-            .pyerr()?;
-        return PyBuffer::wrap(py, b, client);
+        array = array.unpacked();
     }
-
-    match (copy, &layout) {
-        // Zero-copy: the buffer borrows the exporter's memory, pinned by a memoryview.
-        (Some(false) | None, Layout::C) => {
-            let owner: Arc<dyn rpjrt::HostBytes> = Arc::new(PinnedHost::new(obj, view, dense_len)?);
-            let b = py
-                .detach(|| rc.buffer_from_host_owned(owner, t, &dims, None, dev, mem))
-                .pyerr()?;
-            if copy == Some(false) && dense_len > 0 {
-                // The plugin may have copied after all (e.g. misaligned data, device memory).
-                let aliased = b.unsafe_pointer().map(|p| p == base.0).unwrap_or(false);
-                if !aliased {
-                    return Err(invalid(format!(
-                        "copy=False: the plugin ({} on {dev}) did not use this host memory in place; \
-                         the data is at {:#x} ({} bytes past a 64-byte boundary; XLA's CPU plugins \
-                         alias only 64-byte-aligned memory, other plugins none); pass copy=None to \
-                         allow a copy",
-                        client.get().platform_name(),
-                        base.0,
-                        base.0 % 64
-                    )));
-                }
-            }
-            PyBuffer::wrap_borrowing(py, b, client)
-        }
-        (Some(false), _) => Err(invalid(
-            "copy=False needs C-contiguous host data; this data is strided (pass copy=None to allow one copy)",
-        )),
-        (_, Layout::C) => {
-            let b = py
-                .detach(|| rc.buffer_from_host(dense_slice(base, dense_len), t, &dims, None, dev, mem))
-                .pyerr()?;
-            PyBuffer::wrap(py, b, client)
-        }
-        (_, Layout::Strided(strides, span)) => {
-            let span = *span;
-            let b = py
-                .detach(|| rc.buffer_from_host(dense_slice(base, span), t, &dims, Some(strides), dev, mem))
-                .pyerr()?;
-            PyBuffer::wrap(py, b, client)
-        }
-        (_, Layout::Gather) => {
-            let strides = view.strides();
-            let b = py
-                .detach(|| {
-                    // SAFETY: the view addresses every element at these strides while held.
-                    let dense = unsafe { gather(base.0 as *const u8, &dims, &strides, itemsize) };
-                    rc.buffer_from_host(&dense, t, &dims, None, dev, mem)
-                })
-                .pyerr()?;
-            PyBuffer::wrap(py, b, client)
-        }
+    let b = py.detach(|| rc.put(&array, dev, mem, mode)).pyerr()?;
+    if b.borrows_host() {
+        PyBuffer::wrap_borrowing(py, b, client)
+    } else {
+        PyBuffer::wrap(py, b, client)
     }
-}
-
-/// The `len` bytes at `p` (a held buffer view).
-fn dense_slice<'a>(p: SendPtr, len: usize) -> &'a [u8] {
-    if len == 0 {
-        return &[];
-    }
-    // SAFETY: callers pass the start of a held buffer-protocol view and at most the bytes it
-    // covers; the view outlives the returned slice's use (both stay inside `from_view`).
-    unsafe { std::slice::from_raw_parts(p.0 as *const u8, len) }
 }

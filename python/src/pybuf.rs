@@ -132,6 +132,44 @@ impl HostView {
     }
 }
 
+impl HostView {
+    /// Whether the view is C-contiguous (row-major, dense).
+    pub fn is_c_contiguous(&self) -> bool {
+        let dims = self.shape();
+        let strides = self.strides();
+        let c = c_strides(&dims, self.itemsize() as i64);
+        dims.contains(&0)
+            || dims
+                .iter()
+                .zip(strides.iter().zip(&c))
+                .all(|(&d, (&s, &cs))| d == 1 || s == cs)
+    }
+
+    /// The view's length in bytes (`Py_buffer.len`).
+    pub fn byte_len(&self) -> usize {
+        self.raw.len.max(0) as usize
+    }
+
+    /// The bytes `lo..end` relative to the view's first element (from `rpjrt::extent` over
+    /// the view's own shape and strides, or a reshaping of a contiguous view that stays
+    /// within `len`).
+    pub fn region(&self, lo: i128, end: i128) -> PyResult<Region> {
+        if end <= lo {
+            return Ok(Region {
+                addr: self.ptr() as usize,
+                len: 0,
+            });
+        }
+        let base = self.ptr() as usize as i128;
+        let len = usize::try_from(end - lo)
+            .map_err(|_| PyBufferError::new_err("the buffer's extent overflows"))?;
+        Ok(Region {
+            addr: (base + lo) as usize,
+            len,
+        })
+    }
+}
+
 impl Drop for HostView {
     fn drop(&mut self) {
         // SAFETY: the view was filled by a successful PyObject_GetBuffer and is released once;
@@ -142,135 +180,60 @@ impl Drop for HostView {
 
 /// Row-major byte strides.
 pub fn c_strides(dims: &[i64], itemsize: i64) -> Vec<i64> {
-    let mut s = vec![0i64; dims.len()];
-    let mut acc = itemsize;
-    for i in (0..dims.len()).rev() {
-        s[i] = acc;
-        acc = acc.saturating_mul(dims[i].max(1));
-    }
-    s
+    rpjrt::host::c_strides(dims, itemsize.max(0) as usize)
 }
 
-/// How the elements of a strided view sit in memory.
+/// How the elements of a strided view sit in memory (kept for callers outside ingest; the
+/// decision itself is `rpjrt::classify`).
 pub enum Layout {
     /// Row-major and dense.
     C,
-    /// Non-negative strides that PJRT can take as byte_strides (covering `span` bytes).
+    /// Dense under a permutation of the dimensions, with these byte strides over `span`.
+    #[allow(dead_code)]
     Strided(Vec<i64>, usize),
-    /// Anything else: gather into a dense copy first.
+    /// Anything else.
     Gather,
 }
 
-/// Classifies `(dims, strides)` of `itemsize`-byte elements.
+/// Classifies `(dims, strides)` of `itemsize`-byte elements (`rpjrt::classify`).
 pub fn classify(dims: &[i64], strides: &[i64], itemsize: usize) -> Layout {
-    if dims.contains(&0) {
-        return Layout::C;
+    match rpjrt::classify(dims, strides, itemsize) {
+        rpjrt::Layout::Dense { .. } => Layout::C,
+        rpjrt::Layout::Strided { strides, span } => Layout::Strided(strides, span),
+        rpjrt::Layout::Gather => Layout::Gather,
     }
-    let c = c_strides(dims, itemsize as i64);
-    if dims
-        .iter()
-        .zip(strides.iter().zip(&c))
-        .all(|(&d, (&s, &cs))| d == 1 || s == cs)
-    {
-        return Layout::C;
-    }
-    if strides.iter().any(|&s| s < 0) {
-        return Layout::Gather;
-    }
-    // Dense under some permutation of the dimensions (e.g. Fortran order)?
-    let mut order: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] != 1).collect();
-    order.sort_by_key(|&i| strides[i]);
-    let mut expect = itemsize as i64;
-    for &i in &order {
-        if strides[i] != expect {
-            return Layout::Gather;
-        }
-        expect = expect.saturating_mul(dims[i]);
-    }
-    let span = expect.max(itemsize as i64) as usize;
-    // Give size-1 dimensions a harmless stride inside the span.
-    let fixed: Vec<i64> = dims
-        .iter()
-        .zip(strides)
-        .map(|(&d, &s)| if d == 1 { itemsize as i64 } else { s })
-        .collect();
-    Layout::Strided(fixed, span)
 }
 
-/// Copies the elements of a strided array into a dense row-major vector.
-///
-/// # Safety
-/// `base` plus every `sum(index[k] * strides[k])` for in-range indices must address
-/// `itemsize` readable bytes.
-pub unsafe fn gather(base: *const u8, dims: &[i64], strides: &[i64], itemsize: usize) -> Vec<u8> {
-    let n: usize = dims.iter().map(|&d| d.max(0) as usize).product();
-    let mut out = Vec::with_capacity(n * itemsize);
-    if n == 0 {
-        return out;
-    }
-    let mut idx = vec![0i64; dims.len()];
-    let mut offset: isize = 0;
-    for _ in 0..n {
-        // SAFETY: by the caller's contract, `base + offset` addresses `itemsize` bytes.
-        let src = unsafe { std::slice::from_raw_parts(base.offset(offset), itemsize) };
-        out.extend_from_slice(src);
-        // advance the odometer
-        let mut k = dims.len();
-        while k > 0 {
-            k -= 1;
-            idx[k] += 1;
-            offset += strides[k] as isize;
-            if idx[k] < dims[k] {
-                break;
-            }
-            offset -= (strides[k] * dims[k]) as isize;
-            idx[k] = 0;
-        }
-    }
-    out
-}
-
-/// The element type of a buffer-protocol format, when rpjrt can take it directly.
-pub fn format_type(format: &str, itemsize: usize) -> Option<ElementType> {
-    let f = match format.as_bytes().first() {
-        Some(b'@') | Some(b'=') | Some(b'<') => &format[1..],
-        Some(b'>') | Some(b'!') if itemsize == 1 => &format[1..],
-        Some(b'>') | Some(b'!') => return None,
-        _ => format,
-    };
-    let sized = |signed: bool| -> Option<ElementType> {
-        Some(match (signed, itemsize) {
-            (true, 1) => ElementType::S8,
-            (true, 2) => ElementType::S16,
-            (true, 4) => ElementType::S32,
-            (true, 8) => ElementType::S64,
-            (false, 1) => ElementType::U8,
-            (false, 2) => ElementType::U16,
-            (false, 4) => ElementType::U32,
-            (false, 8) => ElementType::U64,
-            _ => return None,
-        })
-    };
-    let t = match f {
-        "?" => ElementType::Pred,
-        "b" | "h" | "i" | "l" | "q" | "n" => return sized(true),
-        "B" | "c" | "H" | "I" | "L" | "Q" | "N" => return sized(false),
-        "e" => ElementType::F16,
-        "f" => ElementType::F32,
-        "d" => ElementType::F64,
-        "Zf" => ElementType::C64,
-        "Zd" => ElementType::C128,
-        _ => return None,
-    };
-    (host_itemsize(t) == itemsize).then_some(t)
+/// The element type and byte order of a buffer-protocol format (see
+/// `rpjrt::host::buffer_format_type`).
+pub fn format_type(format: &str, itemsize: usize) -> Option<(ElementType, rpjrt::ByteOrder)> {
+    rpjrt::host::buffer_format_type(format, itemsize)
 }
 
 /// Bytes per element in a host (numpy-style, one element per byte for sub-byte types) array.
 pub fn host_itemsize(t: ElementType) -> usize {
-    match t.byte_width() {
-        Some(w) => w,
-        None if t.is_sub_byte() => 1,
-        None => 0,
+    t.host_itemsize()
+}
+
+/// A byte range inside a held [`HostView`].
+#[derive(Clone, Copy)]
+pub struct Region {
+    addr: usize,
+    len: usize,
+}
+
+impl Region {
+    /// The bytes.
+    ///
+    /// # Safety
+    /// The view the region came from must still be held while the slice is used.
+    pub unsafe fn as_slice<'a>(&self) -> &'a [u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `HostView::region` checked that the range lies inside the view's memory
+        // (by its shape and strides); the caller keeps the view held.
+        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
     }
 }
 
@@ -497,13 +460,12 @@ pub fn host_memoryview<'py>(
 /// safe: PyO3 defers the decref.
 pub struct PinnedHost {
     _mv: Py<PyAny>,
-    ptr: usize,
-    len: usize,
+    region: Region,
 }
 
 impl PinnedHost {
-    /// Pins `obj`'s buffer; `len` bytes from its start must be the data.
-    pub fn new(obj: &Bound<'_, PyAny>, view: &HostView, len: usize) -> PyResult<PinnedHost> {
+    /// Pins `obj`'s buffer; `region` (inside `view`, an export of `obj`) is the data.
+    pub fn new(obj: &Bound<'_, PyAny>, view: &HostView, region: Region) -> PyResult<PinnedHost> {
         let py = obj.py();
         // SAFETY: `obj` is live and exports a buffer; we hold the GIL.
         let mv = unsafe { ffi::PyMemoryView_FromObject(obj.as_ptr()) };
@@ -522,18 +484,18 @@ impl PinnedHost {
         }
         Ok(PinnedHost {
             _mv: mv.unbind(),
-            ptr: view.ptr() as usize,
-            len,
+            region,
         })
     }
 }
 
-impl rpjrt::HostBytes for PinnedHost {
+// SAFETY: `bytes` always returns the same range (fixed at creation), which lies inside the
+// export that `_mv` holds: valid and not resizable while this value lives. The exporter's
+// owner may still write through other references; rpjrt's Python API documents that a
+// zero-copy buffer must not be written to, as numpy does for shared memory.
+unsafe impl rpjrt::HostBytes for PinnedHost {
     fn bytes(&self) -> &[u8] {
-        if self.len == 0 {
-            return &[];
-        }
-        // SAFETY: `ptr..ptr+len` is the pinned export, valid while `_mv` (which we own) lives.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+        // SAFETY: the region lies inside the export held by `_mv`, which we own.
+        unsafe { self.region.as_slice() }
     }
 }

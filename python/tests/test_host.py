@@ -94,7 +94,10 @@ def test_unknown_buffer_format_needs_dtype() -> None:
     assert memoryview(records).format.startswith("T{")
     with pytest.raises(rpjrt.InvalidArgumentError, match="pass dtype="):
         as_host(records)
-    data, d, shape = as_host(records, dtype="uint16")
+    # Only raw bytes are reinterpreted: a record format is refused, its bytes are not.
+    with pytest.raises(rpjrt.InvalidArgumentError, match="only raw bytes"):
+        as_host(records, dtype="uint16")
+    data, d, shape = as_host(memoryview(records).cast("B"), dtype="uint16")
     assert d is rpjrt.uint16 and shape == (4,) and len(_bytes(data)) == 8
 
 

@@ -26,26 +26,7 @@ const UNKNOWN: u8 = 0;
 const NO: u8 = 1;
 const YES: u8 = 2;
 
-/// Host memory that a zero-copy buffer may use in place.
-///
-/// The bytes must not change while any buffer made from them lives; rpjrt keeps the owner
-/// alive until the plugin is done with them.
-pub trait HostBytes: Send + Sync + 'static {
-    /// The bytes.
-    fn bytes(&self) -> &[u8];
-}
-
-impl HostBytes for Vec<u8> {
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-}
-
-impl HostBytes for Box<[u8]> {
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-}
+pub(crate) use crate::host::HostBytes;
 
 /// An array in a device's memory.
 ///
@@ -229,6 +210,12 @@ impl Buffer {
 
     /// Whether this buffer borrows host memory kept alive by an owner.
     pub(crate) fn is_zero_copy(&self) -> bool {
+        self.owner.is_some()
+    }
+
+    /// Whether the buffer was made over host memory that it keeps alive (a zero-copy put or
+    /// DLPack import): dropping it may wait until the plugin is done with that memory.
+    pub fn borrows_host(&self) -> bool {
         self.owner.is_some()
     }
 
@@ -468,7 +455,7 @@ impl Buffer {
                 T::ELEMENT_TYPE
             )));
         }
-        Ok(calls::from_bytes(&self.to_vec()?))
+        Ok(crate::dtype::values_from_bytes(&self.to_vec()?))
     }
 
     /// Copies the buffer to another device of the same client.

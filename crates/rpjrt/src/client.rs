@@ -258,7 +258,9 @@ impl Client {
             .iter()
             .map(|d| d.facts.id.into())
             .collect();
-        let encoded = options.encode(&ids)?;
+        // A Shardy module needs the Shardy partitioner (see sharding::options_for).
+        let adjusted = crate::sharding::options_for(program, options);
+        let encoded = adjusted.as_ref().unwrap_or(options).encode(&ids)?;
         Executable::compile(&self.core, program, &encoded)
     }
 
@@ -306,6 +308,15 @@ impl Client {
         self.check_target(device, memory)?;
         self.check_element_type(element_type)?;
         check_host_layout(data.len(), element_type, dims, byte_strides)?;
+        // PJRT assumes bool bytes are 0 or 1 (and some plugins compute wrong answers with
+        // others): read anything else as true, in a copy.
+        let normalised;
+        let data = if crate::host::needs_bool_normalising(element_type, data) {
+            normalised = crate::host::normalised_bools(data)?;
+            normalised.as_slice()
+        } else {
+            data
+        };
         // The plugins take sub-byte types one element per byte; our host form is packed.
         let unpacked;
         let data = if element_type.is_sub_byte() {
@@ -346,8 +357,36 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
+        // One read of the owner's bytes: the range checked below is the range lent.
+        let owner: Arc<dyn HostBytes> =
+            Arc::new(crate::raw::hostmem::LentBytes::capture_all(owner));
+        self.buffer_from_lent_strided(owner, element_type, dims, byte_strides, device, memory)
+    }
+
+    /// [`Client::buffer_from_host_owned`] for an owner whose `bytes()` is known to return
+    /// the same slice every time (a `LentBytes`, or one of rpjrt's own impls).
+    pub(crate) fn buffer_from_lent_strided(
+        &self,
+        owner: Arc<dyn HostBytes>,
+        element_type: ElementType,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<Buffer> {
         if element_type.is_sub_byte() {
             // Packed host data is unpacked into a copy, so there is nothing to borrow.
+            return self.buffer_from_host(
+                owner.bytes(),
+                element_type,
+                dims,
+                byte_strides,
+                device,
+                memory,
+            );
+        }
+        if crate::host::needs_bool_normalising(element_type, owner.bytes()) {
+            // Normalised into a copy, so there is nothing to borrow.
             return self.buffer_from_host(
                 owner.bytes(),
                 element_type,

@@ -1,14 +1,86 @@
-//! Element types of PJRT buffers.
+//! Element types of PJRT buffers: the one table every other name or code derives from.
+//!
+//! Each [`ElementType`] carries, in one row of one table: its PJRT buffer type code, its
+//! numpy / ml_dtypes name, its true bit width, the bits it occupies in rpjrt's dense host
+//! form, its kind, its buffer-protocol (PEP 3118) format where one exists, its DLPack
+//! `(code, bits, lanes)`, its XLA FFI `DataType` number (which differs from the PJRT code
+//! for several types) and the aliases [`ElementType::from_name`] accepts. The Python
+//! package builds its dtype objects from this table (`_rpjrt._element_types()`).
+//!
+//! # Names
+//!
+//! [`ElementType::from_name`] accepts, case-sensitively first and then ignoring case:
+//! - numpy / ml_dtypes names (`float32`, `bfloat16`, `int4`, `float8_e4m3fn`) and numpy's
+//!   spelled-out aliases with numpy's meaning (`float` and `double` = float64, `single` =
+//!   float32, `half` = float16, `complex` = complex128, `bool_`);
+//! - numpy type codes with numpy's meaning: a kind letter and a size in **bytes** (`i1`,
+//!   `i2`, `i4`, `i8` = int8/16/32/64, `f2`/`f4`/`f8`, `c8`/`c16`, `b1`), the one-letter
+//!   codes (`?`, `b`, `B`, `h`, `H`, `i`, `I`, `q`, `Q`, `e`, `f`, `d`, `F`, `D`), and the
+//!   same with numpy's byte-order prefix (`<i8`, `=f4`, `|u1`; `>` only for one-byte types,
+//!   since buffers hold native little-endian data);
+//! - XLA / PJRT spellings, where the size is in **bits**: `pred`, `s8` … `s64`, `u16` …
+//!   `u64`, `f16`, `f32`, `f64`, `bf16`, `c64`, `c128`, `s1`, `s2`, `s4`, `f8e4m3fn`, ….
+//!
+//! Where numpy and XLA read the same short name differently (`u1`, `u2`, `u4`, `u8`: bytes
+//! to numpy, bits to XLA; `f16`: a 16-byte float to numpy, float16 to XLA) the name is
+//! refused as ambiguous, with both readings in the message; write the long name. Rust's
+//! own spellings `i16`, `i32`, `i64` are refused too, since numpy's `i8` is int64.
 
 use std::fmt;
 
 use crate::error::{Error, Result};
 
+/// What kind of value an element type holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ElementKind {
+    /// `bool` (PRED).
+    Bool,
+    /// Signed integers.
+    Signed,
+    /// Unsigned integers.
+    Unsigned,
+    /// Real floating point.
+    Float,
+    /// Complex floating point.
+    Complex,
+    /// The XLA token (no data).
+    Token,
+}
+
+impl ElementKind {
+    /// numpy's kind character: `b`, `i`, `u`, `f`, `c`, or `V` for the token.
+    pub const fn numpy_char(self) -> char {
+        match self {
+            ElementKind::Bool => 'b',
+            ElementKind::Signed => 'i',
+            ElementKind::Unsigned => 'u',
+            ElementKind::Float => 'f',
+            ElementKind::Complex => 'c',
+            ElementKind::Token => 'V',
+        }
+    }
+}
+
+/// A DLPack data type: `(code, bits, lanes)` as `DLDataType` holds them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DlDataType {
+    /// `DLDataTypeCode` (0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool, 7.. float8/6/4).
+    pub code: u8,
+    /// Bits per element (per lane).
+    pub bits: u8,
+    /// Vector lanes; rpjrt uses 1 only.
+    pub lanes: u16,
+}
+
 macro_rules! element_types {
-    ($( $(#[$doc:meta])* $variant:ident = $code:literal, $name:literal, $bits:literal; )*) => {
+    ($( $(#[$doc:meta])* $variant:ident = $code:literal, $name:literal, bits $bits:literal,
+        host $host:literal, $kind:ident, fmt $fmt:expr, dl $dl:expr, ffi $ffi:expr,
+        [$($alias:literal),*]; )*) => {
         /// The element type of a buffer, as PJRT numbers it.
         ///
-        /// `name()` gives the name numpy or ml_dtypes uses for the same type.
+        /// `name()` gives the name numpy or ml_dtypes uses for the same type. See the
+        /// module documentation for the names [`ElementType::from_name`] accepts.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[non_exhaustive]
         pub enum ElementType {
@@ -39,125 +111,183 @@ macro_rules! element_types {
                 match self { $(ElementType::$variant => $name,)* }
             }
 
-            /// Bits one element occupies in a host buffer (sub-byte types are packed).
+            /// The true width of one element in bits (4 for int4, 6 for the float6 types,
+            /// 8 for bool, 0 for the token).
             pub const fn bit_width(self) -> usize {
                 match self { $(ElementType::$variant => $bits,)* }
             }
 
-            /// The type with the given numpy / ml_dtypes name (also accepts `bool` and PJRT
-            /// spellings such as `f32`, `bf16`, `s4`, `pred`).
-            pub fn from_name(name: &str) -> Result<ElementType> {
-                let lower = name.to_ascii_lowercase();
-                $( if lower == $name { return Ok(ElementType::$variant); } )*
-                let alias = match lower.as_str() {
-                    "pred" => Some(ElementType::Pred),
-                    "f16" | "half" => Some(ElementType::F16),
-                    "f32" | "float" => Some(ElementType::F32),
-                    "f64" | "double" => Some(ElementType::F64),
-                    "bf16" => Some(ElementType::BF16),
-                    "c64" => Some(ElementType::C64),
-                    "c128" => Some(ElementType::C128),
-                    "s8" | "i8" => Some(ElementType::S8),
-                    "s16" | "i16" => Some(ElementType::S16),
-                    "s32" | "i32" => Some(ElementType::S32),
-                    "s64" | "i64" => Some(ElementType::S64),
-                    "u8" => Some(ElementType::U8),
-                    "u16" => Some(ElementType::U16),
-                    "u32" => Some(ElementType::U32),
-                    "u64" => Some(ElementType::U64),
-                    "s4" | "i4" => Some(ElementType::S4),
-                    "u4" => Some(ElementType::U4),
-                    "s2" | "i2" => Some(ElementType::S2),
-                    "u2" => Some(ElementType::U2),
-                    _ => None,
-                };
-                alias.ok_or_else(|| Error::invalid(format!("unknown element type name {name:?}")))
+            /// Bits one element occupies in rpjrt's dense host form: the 1-, 2- and 4-bit
+            /// types are packed several to a byte, everything else (the float6 types
+            /// included) takes whole bytes.
+            pub const fn storage_bits(self) -> usize {
+                match self { $(ElementType::$variant => $host,)* }
+            }
+
+            /// What kind of value the type holds.
+            pub const fn kind(self) -> ElementKind {
+                match self { $(ElementType::$variant => ElementKind::$kind,)* }
+            }
+
+            /// The buffer-protocol (PEP 3118 / `struct`) format of one element, where the
+            /// format language has one (not for bfloat16, the float8/6/4 types, the sub-byte
+            /// integers or the token).
+            pub const fn buffer_format(self) -> Option<&'static str> {
+                match self { $(ElementType::$variant => $fmt,)* }
+            }
+
+            /// The DLPack data type, where DLPack has one.
+            pub const fn dlpack(self) -> Option<DlDataType> {
+                match self { $(ElementType::$variant => $dl,)* }
+            }
+
+            /// The XLA FFI `XLA_FFI_DataType` number (differs from [`ElementType::code`] for
+            /// bf16, the complex types, the token and the float8/4 types); `None` for the
+            /// float6 types, which the FFI does not number.
+            pub const fn ffi_code(self) -> Option<i32> {
+                match self { $(ElementType::$variant => $ffi,)* }
+            }
+
+            /// The other names [`ElementType::from_name`] accepts for this type, exactly.
+            pub const fn aliases(self) -> &'static [&'static str] {
+                match self { $(ElementType::$variant => &[$($alias),*],)* }
             }
         }
     };
 }
 
+const fn dl(code: u8, bits: u8) -> Option<DlDataType> {
+    Some(DlDataType {
+        code,
+        bits,
+        lanes: 1,
+    })
+}
+
 element_types! {
     /// Boolean, one byte per element.
-    Pred = 1, "bool", 8;
+    Pred = 1, "bool", bits 8, host 8, Bool, fmt Some("?"), dl dl(6, 8), ffi Some(1),
+        ["pred", "bool_", "b1", "?"];
     /// Signed 8-bit integer.
-    S8 = 2, "int8", 8;
+    S8 = 2, "int8", bits 8, host 8, Signed, fmt Some("b"), dl dl(0, 8), ffi Some(2),
+        ["s8", "i1", "b"];
     /// Signed 16-bit integer.
-    S16 = 3, "int16", 16;
+    S16 = 3, "int16", bits 16, host 16, Signed, fmt Some("h"), dl dl(0, 16), ffi Some(3),
+        ["s16", "i2", "h"];
     /// Signed 32-bit integer.
-    S32 = 4, "int32", 32;
+    S32 = 4, "int32", bits 32, host 32, Signed, fmt Some("i"), dl dl(0, 32), ffi Some(4),
+        ["s32", "i4", "i"];
     /// Signed 64-bit integer.
-    S64 = 5, "int64", 64;
+    S64 = 5, "int64", bits 64, host 64, Signed, fmt Some("q"), dl dl(0, 64), ffi Some(5),
+        ["s64", "i8", "q"];
     /// Unsigned 8-bit integer.
-    U8 = 6, "uint8", 8;
+    U8 = 6, "uint8", bits 8, host 8, Unsigned, fmt Some("B"), dl dl(1, 8), ffi Some(6),
+        ["B"];
     /// Unsigned 16-bit integer.
-    U16 = 7, "uint16", 16;
+    U16 = 7, "uint16", bits 16, host 16, Unsigned, fmt Some("H"), dl dl(1, 16), ffi Some(7),
+        ["u16", "H"];
     /// Unsigned 32-bit integer.
-    U32 = 8, "uint32", 32;
+    U32 = 8, "uint32", bits 32, host 32, Unsigned, fmt Some("I"), dl dl(1, 32), ffi Some(8),
+        ["u32", "I"];
     /// Unsigned 64-bit integer.
-    U64 = 9, "uint64", 64;
+    U64 = 9, "uint64", bits 64, host 64, Unsigned, fmt Some("Q"), dl dl(1, 64), ffi Some(9),
+        ["u64", "Q"];
     /// IEEE half precision.
-    F16 = 10, "float16", 16;
+    F16 = 10, "float16", bits 16, host 16, Float, fmt Some("e"), dl dl(2, 16), ffi Some(10),
+        ["f2", "half", "e"];
     /// IEEE single precision.
-    F32 = 11, "float32", 32;
+    F32 = 11, "float32", bits 32, host 32, Float, fmt Some("f"), dl dl(2, 32), ffi Some(11),
+        ["f32", "f4", "single", "f"];
     /// IEEE double precision.
-    F64 = 12, "float64", 64;
+    F64 = 12, "float64", bits 64, host 64, Float, fmt Some("d"), dl dl(2, 64), ffi Some(12),
+        ["f64", "f8", "double", "d", "float"];
     /// bfloat16.
-    BF16 = 13, "bfloat16", 16;
+    BF16 = 13, "bfloat16", bits 16, host 16, Float, fmt None, dl dl(4, 16), ffi Some(16),
+        ["bf16"];
     /// Complex of two f32.
-    C64 = 14, "complex64", 64;
+    C64 = 14, "complex64", bits 64, host 64, Complex, fmt Some("Zf"), dl dl(5, 64),
+        ffi Some(15), ["c64", "c8", "F"];
     /// Complex of two f64.
-    C128 = 15, "complex128", 128;
+    C128 = 15, "complex128", bits 128, host 128, Complex, fmt Some("Zd"), dl dl(5, 128),
+        ffi Some(18), ["c128", "c16", "D", "complex"];
     /// 8-bit float, 5 exponent bits, 2 mantissa bits.
-    F8E5M2 = 16, "float8_e5m2", 8;
+    F8E5M2 = 16, "float8_e5m2", bits 8, host 8, Float, fmt None, dl dl(12, 8), ffi Some(19),
+        ["f8e5m2"];
     /// 8-bit float, 4 exponent bits, 3 mantissa bits, finite only.
-    F8E4M3FN = 17, "float8_e4m3fn", 8;
+    F8E4M3FN = 17, "float8_e4m3fn", bits 8, host 8, Float, fmt None, dl dl(10, 8),
+        ffi Some(20), ["f8e4m3fn"];
     /// 8-bit float, 4 exponent bits, bias 11, finite, unsigned zero.
-    F8E4M3B11FNUZ = 18, "float8_e4m3b11fnuz", 8;
+    F8E4M3B11FNUZ = 18, "float8_e4m3b11fnuz", bits 8, host 8, Float, fmt None, dl dl(9, 8),
+        ffi Some(23), ["f8e4m3b11fnuz"];
     /// 8-bit float, 5 exponent bits, finite, unsigned zero.
-    F8E5M2FNUZ = 19, "float8_e5m2fnuz", 8;
+    F8E5M2FNUZ = 19, "float8_e5m2fnuz", bits 8, host 8, Float, fmt None, dl dl(13, 8),
+        ffi Some(24), ["f8e5m2fnuz"];
     /// 8-bit float, 4 exponent bits, finite, unsigned zero.
-    F8E4M3FNUZ = 20, "float8_e4m3fnuz", 8;
+    F8E4M3FNUZ = 20, "float8_e4m3fnuz", bits 8, host 8, Float, fmt None, dl dl(11, 8),
+        ffi Some(25), ["f8e4m3fnuz"];
     /// Signed 4-bit integer, two per byte.
-    S4 = 21, "int4", 4;
+    S4 = 21, "int4", bits 4, host 4, Signed, fmt None, dl dl(0, 4), ffi Some(21), ["s4"];
     /// Unsigned 4-bit integer, two per byte.
-    U4 = 22, "uint4", 4;
+    U4 = 22, "uint4", bits 4, host 4, Unsigned, fmt None, dl dl(1, 4), ffi Some(22), [];
     /// XLA token (no data).
-    Token = 23, "token", 0;
+    Token = 23, "token", bits 0, host 0, Token, fmt None, dl None, ffi Some(17), [];
     /// Signed 2-bit integer, four per byte.
-    S2 = 24, "int2", 2;
+    S2 = 24, "int2", bits 2, host 2, Signed, fmt None, dl dl(0, 2), ffi Some(26), ["s2"];
     /// Unsigned 2-bit integer, four per byte.
-    U2 = 25, "uint2", 2;
+    U2 = 25, "uint2", bits 2, host 2, Unsigned, fmt None, dl dl(1, 2), ffi Some(27), [];
     /// 8-bit float, IEEE-like with 4 exponent bits.
-    F8E4M3 = 26, "float8_e4m3", 8;
+    F8E4M3 = 26, "float8_e4m3", bits 8, host 8, Float, fmt None, dl dl(8, 8), ffi Some(28),
+        ["f8e4m3"];
     /// 8-bit float, 3 exponent bits, 4 mantissa bits.
-    F8E3M4 = 27, "float8_e3m4", 8;
+    F8E3M4 = 27, "float8_e3m4", bits 8, host 8, Float, fmt None, dl dl(7, 8), ffi Some(29),
+        ["f8e3m4"];
     /// 8-bit exponent-only scale type.
-    F8E8M0FNU = 28, "float8_e8m0fnu", 8;
+    F8E8M0FNU = 28, "float8_e8m0fnu", bits 8, host 8, Float, fmt None, dl dl(14, 8),
+        ffi Some(33), ["f8e8m0fnu"];
     /// 4-bit float, two per byte.
-    F4E2M1FN = 29, "float4_e2m1fn", 4;
+    F4E2M1FN = 29, "float4_e2m1fn", bits 4, host 4, Float, fmt None, dl dl(17, 4),
+        ffi Some(32), ["f4e2m1fn"];
     /// Signed 1-bit integer, eight per byte.
-    S1 = 30, "int1", 1;
+    S1 = 30, "int1", bits 1, host 1, Signed, fmt None, dl dl(0, 1), ffi Some(30), ["s1"];
     /// Unsigned 1-bit integer, eight per byte.
-    U1 = 31, "uint1", 1;
-    /// 6-bit float (2 exponent bits), one per byte.
-    F6E2M3FN = 32, "float6_e2m3fn", 8;
-    /// 6-bit float (3 exponent bits), one per byte.
-    F6E3M2FN = 33, "float6_e3m2fn", 8;
+    U1 = 31, "uint1", bits 1, host 1, Unsigned, fmt None, dl dl(1, 1), ffi Some(31), [];
+    /// 6-bit float (2 exponent bits), one per byte in host memory.
+    F6E2M3FN = 32, "float6_e2m3fn", bits 6, host 8, Float, fmt None, dl dl(15, 6), ffi None,
+        ["f6e2m3fn"];
+    /// 6-bit float (3 exponent bits), one per byte in host memory.
+    F6E3M2FN = 33, "float6_e3m2fn", bits 6, host 8, Float, fmt None, dl dl(16, 6), ffi None,
+        ["f6e3m2fn"];
 }
+
+/// Short names that numpy (size in bytes) and XLA (size in bits) read differently:
+/// (name, numpy's reading, XLA's reading).
+const AMBIGUOUS: &[(&str, &str, &str)] = &[
+    ("u1", "uint8", "uint1"),
+    ("u2", "uint16", "uint2"),
+    ("u4", "uint32", "uint4"),
+    ("u8", "uint64", "uint8"),
+    ("f16", "float128 (which PJRT lacks)", "float16"),
+];
+
+/// Rust's type spellings, refused because numpy's `i8` is int64: (name, long name).
+const RUST_SPELLINGS: &[(&str, &str)] = &[("i16", "int16"), ("i32", "int32"), ("i64", "int64")];
 
 impl ElementType {
     /// True for the types packed several to a byte (`int4`, `uint2`, `float4_e2m1fn`, ...).
     pub const fn is_sub_byte(self) -> bool {
-        self.bit_width() < 8 && self.bit_width() > 0
+        self.storage_bits() < 8 && self.storage_bits() > 0
     }
 
     /// Bytes of a dense host buffer with `elements` elements of this type.
     pub fn dense_byte_size(self, elements: usize) -> Result<usize> {
         elements
-            .checked_mul(self.bit_width())
+            .checked_mul(self.storage_bits())
             .map(|bits| bits.div_ceil(8))
-            .ok_or_else(|| Error::invalid(format!("{elements} elements of {self} overflow usize")))
+            .ok_or_else(|| {
+                Error::ResourceExhausted(format!(
+                    "{elements} elements of {self} overflow the address space"
+                ))
+            })
     }
 
     /// The PJRT minor version that added this buffer type code (57, rpjrt's floor, for the
@@ -171,13 +301,131 @@ impl ElementType {
         }
     }
 
-    /// Bytes per element for types of at least one byte; `None` for sub-byte types and tokens.
+    /// Bytes per element in rpjrt's dense host form for types stored in whole bytes;
+    /// `None` for the packed sub-byte types and the token.
     pub const fn byte_width(self) -> Option<usize> {
-        if self.bit_width() >= 8 {
-            Some(self.bit_width() / 8)
+        if self.storage_bits() >= 8 {
+            Some(self.storage_bits() / 8)
         } else {
             None
         }
+    }
+
+    /// Bytes per element in an unpacked host array as numpy / ml_dtypes store it: the byte
+    /// width, 1 for the sub-byte types (one element per byte), 0 for the token.
+    pub const fn host_itemsize(self) -> usize {
+        match self.byte_width() {
+            Some(w) => w,
+            None if self.is_sub_byte() => 1,
+            None => 0,
+        }
+    }
+
+    /// The type with a DLPack data type, if rpjrt has one (lanes must be 1).
+    pub fn from_dlpack(dt: DlDataType) -> Option<ElementType> {
+        ElementType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.dlpack() == Some(dt))
+    }
+
+    /// The type with an XLA FFI `DataType` number, if rpjrt has one.
+    pub fn from_ffi_code(code: i32) -> Option<ElementType> {
+        ElementType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.ffi_code() == Some(code))
+    }
+
+    /// The type a name denotes; see the module documentation for the rule. Errors name
+    /// both readings of an ambiguous name, or list the known names.
+    pub fn from_name(name: &str) -> Result<ElementType> {
+        if let Some(t) = Self::exact_name(name) {
+            return Ok(t);
+        }
+        if let Some(t) = Self::numpy_typestr(name)? {
+            return Ok(t);
+        }
+        let lower = name.to_ascii_lowercase();
+        if let Some(&(_, np, xla)) = AMBIGUOUS.iter().find(|(n, _, _)| *n == lower) {
+            return Err(Error::invalid(format!(
+                "element type name {name:?} is ambiguous: numpy reads it as {np}, XLA as \
+                 {xla}; write the full name"
+            )));
+        }
+        if let Some(&(_, long)) = RUST_SPELLINGS.iter().find(|(n, _)| *n == lower) {
+            return Err(Error::invalid(format!(
+                "element type name {name:?} is not accepted: numpy's short codes count bytes \
+                 ('i8' is int64), so write {long:?} (or XLA's 's{}')",
+                &lower[1..]
+            )));
+        }
+        // Case-insensitive match of the multi-letter names (one-letter codes are
+        // case-sensitive: 'f' is float32, 'F' complex64).
+        for &t in ElementType::ALL {
+            if t.name() == lower || t.aliases().iter().any(|a| a.len() > 1 && *a == lower) {
+                return Ok(t);
+            }
+        }
+        let known: Vec<&str> = ElementType::ALL.iter().map(|t| t.name()).collect();
+        Err(Error::invalid(format!(
+            "unknown element type name {name:?}: it is not a dtype rpjrt knows; known: {}",
+            known.join(", ")
+        )))
+    }
+
+    fn exact_name(name: &str) -> Option<ElementType> {
+        ElementType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.name() == name || t.aliases().contains(&name))
+    }
+
+    /// numpy's typestr / type code reading of `s` with a byte-order prefix (`<i8`, `|b1`,
+    /// `=f`), or `None` when `s` has no such prefix.
+    fn numpy_typestr(s: &str) -> Result<Option<ElementType>> {
+        let Some(order) = s.chars().next().filter(|c| "<>=|@".contains(*c)) else {
+            return Ok(None);
+        };
+        let rest = &s[1..];
+        let t = match rest {
+            "b1" => Some(ElementType::Pred),
+            "i1" => Some(ElementType::S8),
+            "i2" => Some(ElementType::S16),
+            "i4" => Some(ElementType::S32),
+            "i8" => Some(ElementType::S64),
+            "u1" => Some(ElementType::U8),
+            "u2" => Some(ElementType::U16),
+            "u4" => Some(ElementType::U32),
+            "u8" => Some(ElementType::U64),
+            "f2" => Some(ElementType::F16),
+            "f4" => Some(ElementType::F32),
+            "f8" => Some(ElementType::F64),
+            "c8" => Some(ElementType::C64),
+            "c16" => Some(ElementType::C128),
+            _ => ElementType::ALL
+                .iter()
+                .copied()
+                .find(|t| t.buffer_format() == Some(rest) && rest.len() == 1),
+        };
+        let Some(t) = t else {
+            return Err(Error::invalid(format!(
+                "{s:?} is not a numpy type string for an element type rpjrt knows"
+            )));
+        };
+        let big_endian_host = cfg!(target_endian = "big");
+        let foreign = match order {
+            '<' => big_endian_host,
+            '>' => !big_endian_host,
+            _ => false,
+        };
+        if foreign && t.host_itemsize() > 1 {
+            return Err(Error::invalid(format!(
+                "{s:?} names {t} in non-native byte order; device buffers hold native-order \
+                 data (byte-swap the host data first)"
+            )));
+        }
+        Ok(Some(t))
     }
 }
 
@@ -187,24 +435,97 @@ impl fmt::Display for ElementType {
     }
 }
 
+mod sealed {
+    /// The private supertrait that seals [`super::NativeType`]: only rpjrt implements it.
+    pub trait Sealed: Sized {
+        /// Values read from the dense host bytes of a buffer of the matching type (native
+        /// byte order; a trailing partial element is ignored). Never builds an invalid value:
+        /// `bool` is read as "byte != 0".
+        fn from_host_bytes(bytes: &[u8]) -> Vec<Self>;
+    }
+}
+
 /// Rust scalar types that map to one element type, for typed host transfers.
-pub trait NativeType: Copy + Send + Sync + 'static {
+///
+/// Sealed: rpjrt implements it for `bool`, the integer types `i8` … `u64`, `f32` and `f64`,
+/// and nothing else can, since values are built from raw buffer bytes. An implementation
+/// outside rpjrt does not compile:
+///
+/// ```compile_fail,E0277
+/// // A reference type would let `to_vec_of` hand out dangling references.
+/// impl rpjrt::NativeType for &'static u8 {
+///     const ELEMENT_TYPE: rpjrt::ElementType = rpjrt::ElementType::U8;
+/// }
+/// ```
+///
+/// ```compile_fail,E0277
+/// #[derive(Clone, Copy)]
+/// struct Mine(u8);
+/// impl rpjrt::NativeType for Mine {
+///     const ELEMENT_TYPE: rpjrt::ElementType = rpjrt::ElementType::U8;
+/// }
+/// ```
+///
+/// The failure is the missing private supertrait, not anything else in the code: the same
+/// shape against a trait without one compiles.
+///
+/// ```
+/// trait Open: Copy + Send + Sync + 'static {
+///     const ELEMENT_TYPE: rpjrt::ElementType;
+/// }
+/// impl Open for &'static u8 {
+///     const ELEMENT_TYPE: rpjrt::ElementType = rpjrt::ElementType::U8;
+/// }
+/// ```
+pub trait NativeType: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The element type of this Rust type.
     const ELEMENT_TYPE: ElementType;
 }
 
+/// Reads native-order values of a numeric type from bytes (safe code: `from_ne_bytes`).
 macro_rules! native {
     ($($t:ty => $e:ident),* $(,)?) => {
-        $(impl NativeType for $t { const ELEMENT_TYPE: ElementType = ElementType::$e; })*
+        $(
+            impl sealed::Sealed for $t {
+                fn from_host_bytes(bytes: &[u8]) -> Vec<$t> {
+                    const N: usize = std::mem::size_of::<$t>();
+                    bytes
+                        .chunks_exact(N)
+                        .map(|c| {
+                            let mut a = [0u8; N];
+                            a.copy_from_slice(c);
+                            <$t>::from_ne_bytes(a)
+                        })
+                        .collect()
+                }
+            }
+            impl NativeType for $t { const ELEMENT_TYPE: ElementType = ElementType::$e; }
+        )*
     };
 }
-native!(bool => Pred, i8 => S8, i16 => S16, i32 => S32, i64 => S64, u8 => U8, u16 => U16,
+native!(i8 => S8, i16 => S16, i32 => S32, i64 => S64, u8 => U8, u16 => U16,
         u32 => U32, u64 => U64, f32 => F32, f64 => F64);
+
+impl sealed::Sealed for bool {
+    fn from_host_bytes(bytes: &[u8]) -> Vec<bool> {
+        // PRED is one byte; anything but 0 is true (a plugin or a host view over other
+        // bytes may hold 2, which must never become an invalid `bool`).
+        bytes.iter().map(|&b| b != 0).collect()
+    }
+}
+impl NativeType for bool {
+    const ELEMENT_TYPE: ElementType = ElementType::Pred;
+}
+
+/// Values of `T` from dense host bytes of `T`'s element type (see [`NativeType`]).
+pub(crate) fn values_from_bytes<T: NativeType>(bytes: &[u8]) -> Vec<T> {
+    T::from_host_bytes(bytes)
+}
 
 /// Packs one-element-per-byte values of a sub-byte type into the dense form: element `i`
 /// goes to bits `(i * w) % 8` of byte `i * w / 8` (lowest bits first), `w` the bit width.
 pub fn pack_sub_byte(ty: ElementType, unpacked: &[u8]) -> Vec<u8> {
-    let w = ty.bit_width();
+    let w = ty.storage_bits();
     if !ty.is_sub_byte() {
         return unpacked.to_vec();
     }
@@ -220,7 +541,7 @@ pub fn pack_sub_byte(ty: ElementType, unpacked: &[u8]) -> Vec<u8> {
 /// Unpacks `count` elements of a sub-byte type from the dense form (see [`pack_sub_byte`])
 /// into one byte each; signed types are sign-extended, as PJRT's CPU plugins store them.
 pub fn unpack_sub_byte(ty: ElementType, packed: &[u8], count: usize) -> Vec<u8> {
-    let w = ty.bit_width();
+    let w = ty.storage_bits();
     if !ty.is_sub_byte() {
         return packed.to_vec();
     }
@@ -263,8 +584,338 @@ mod tests {
             assert_eq!(ElementType::from_code(t.code()).unwrap(), t);
             assert_eq!(ElementType::from_name(t.name()).unwrap(), t);
             assert!(names.insert(t.name()));
+            for a in t.aliases() {
+                assert_eq!(ElementType::from_name(a).unwrap(), t, "alias {a}");
+                assert!(names.insert(a), "alias {a} used twice");
+            }
         }
         assert_eq!(ElementType::ALL.len(), 33);
+    }
+
+    /// The one table against independent sources: rpjrt-sys's PJRT and XLA FFI constants
+    /// (declared from the C headers) and DLPack's published codes.
+    #[test]
+    #[allow(clippy::type_complexity)]
+    fn table_agrees_with_pjrt_ffi_and_dlpack() {
+        use rpjrt_sys as s;
+        let rows: &[(ElementType, i32, Option<i32>, Option<(u8, u8)>, usize)] = &[
+            (
+                ElementType::Pred,
+                s::PJRT_Buffer_Type_PRED,
+                Some(s::XLA_FFI_DataType_PRED),
+                Some((6, 8)),
+                8,
+            ),
+            (
+                ElementType::S8,
+                s::PJRT_Buffer_Type_S8,
+                Some(s::XLA_FFI_DataType_S8),
+                Some((0, 8)),
+                8,
+            ),
+            (
+                ElementType::S16,
+                s::PJRT_Buffer_Type_S16,
+                Some(s::XLA_FFI_DataType_S16),
+                Some((0, 16)),
+                16,
+            ),
+            (
+                ElementType::S32,
+                s::PJRT_Buffer_Type_S32,
+                Some(s::XLA_FFI_DataType_S32),
+                Some((0, 32)),
+                32,
+            ),
+            (
+                ElementType::S64,
+                s::PJRT_Buffer_Type_S64,
+                Some(s::XLA_FFI_DataType_S64),
+                Some((0, 64)),
+                64,
+            ),
+            (
+                ElementType::U8,
+                s::PJRT_Buffer_Type_U8,
+                Some(s::XLA_FFI_DataType_U8),
+                Some((1, 8)),
+                8,
+            ),
+            (
+                ElementType::U16,
+                s::PJRT_Buffer_Type_U16,
+                Some(s::XLA_FFI_DataType_U16),
+                Some((1, 16)),
+                16,
+            ),
+            (
+                ElementType::U32,
+                s::PJRT_Buffer_Type_U32,
+                Some(s::XLA_FFI_DataType_U32),
+                Some((1, 32)),
+                32,
+            ),
+            (
+                ElementType::U64,
+                s::PJRT_Buffer_Type_U64,
+                Some(s::XLA_FFI_DataType_U64),
+                Some((1, 64)),
+                64,
+            ),
+            (
+                ElementType::F16,
+                s::PJRT_Buffer_Type_F16,
+                Some(s::XLA_FFI_DataType_F16),
+                Some((2, 16)),
+                16,
+            ),
+            (
+                ElementType::F32,
+                s::PJRT_Buffer_Type_F32,
+                Some(s::XLA_FFI_DataType_F32),
+                Some((2, 32)),
+                32,
+            ),
+            (
+                ElementType::F64,
+                s::PJRT_Buffer_Type_F64,
+                Some(s::XLA_FFI_DataType_F64),
+                Some((2, 64)),
+                64,
+            ),
+            (
+                ElementType::BF16,
+                s::PJRT_Buffer_Type_BF16,
+                Some(s::XLA_FFI_DataType_BF16),
+                Some((4, 16)),
+                16,
+            ),
+            (
+                ElementType::C64,
+                s::PJRT_Buffer_Type_C64,
+                Some(s::XLA_FFI_DataType_C64),
+                Some((5, 64)),
+                64,
+            ),
+            (
+                ElementType::C128,
+                s::PJRT_Buffer_Type_C128,
+                Some(s::XLA_FFI_DataType_C128),
+                Some((5, 128)),
+                128,
+            ),
+            (
+                ElementType::F8E5M2,
+                s::PJRT_Buffer_Type_F8E5M2,
+                Some(s::XLA_FFI_DataType_F8E5M2),
+                Some((12, 8)),
+                8,
+            ),
+            (
+                ElementType::F8E4M3FN,
+                s::PJRT_Buffer_Type_F8E4M3FN,
+                Some(s::XLA_FFI_DataType_F8E4M3FN),
+                Some((10, 8)),
+                8,
+            ),
+            (
+                ElementType::F8E4M3B11FNUZ,
+                s::PJRT_Buffer_Type_F8E4M3B11FNUZ,
+                Some(s::XLA_FFI_DataType_F8E4M3B11FNUZ),
+                Some((9, 8)),
+                8,
+            ),
+            (
+                ElementType::F8E5M2FNUZ,
+                s::PJRT_Buffer_Type_F8E5M2FNUZ,
+                Some(s::XLA_FFI_DataType_F8E5M2FNUZ),
+                Some((13, 8)),
+                8,
+            ),
+            (
+                ElementType::F8E4M3FNUZ,
+                s::PJRT_Buffer_Type_F8E4M3FNUZ,
+                Some(s::XLA_FFI_DataType_F8E4M3FNUZ),
+                Some((11, 8)),
+                8,
+            ),
+            (
+                ElementType::S4,
+                s::PJRT_Buffer_Type_S4,
+                Some(s::XLA_FFI_DataType_S4),
+                Some((0, 4)),
+                4,
+            ),
+            (
+                ElementType::U4,
+                s::PJRT_Buffer_Type_U4,
+                Some(s::XLA_FFI_DataType_U4),
+                Some((1, 4)),
+                4,
+            ),
+            (
+                ElementType::Token,
+                s::PJRT_Buffer_Type_TOKEN,
+                Some(s::XLA_FFI_DataType_TOKEN),
+                None,
+                0,
+            ),
+            (
+                ElementType::S2,
+                s::PJRT_Buffer_Type_S2,
+                Some(s::XLA_FFI_DataType_S2),
+                Some((0, 2)),
+                2,
+            ),
+            (
+                ElementType::U2,
+                s::PJRT_Buffer_Type_U2,
+                Some(s::XLA_FFI_DataType_U2),
+                Some((1, 2)),
+                2,
+            ),
+            (
+                ElementType::F8E4M3,
+                s::PJRT_Buffer_Type_F8E4M3,
+                Some(s::XLA_FFI_DataType_F8E4M3),
+                Some((8, 8)),
+                8,
+            ),
+            (
+                ElementType::F8E3M4,
+                s::PJRT_Buffer_Type_F8E3M4,
+                Some(s::XLA_FFI_DataType_F8E3M4),
+                Some((7, 8)),
+                8,
+            ),
+            (
+                ElementType::F8E8M0FNU,
+                s::PJRT_Buffer_Type_F8E8M0FNU,
+                Some(s::XLA_FFI_DataType_F8E8M0FNU),
+                Some((14, 8)),
+                8,
+            ),
+            (
+                ElementType::F4E2M1FN,
+                s::PJRT_Buffer_Type_F4E2M1FN,
+                Some(s::XLA_FFI_DataType_F4E2M1FN),
+                Some((17, 4)),
+                4,
+            ),
+            (
+                ElementType::S1,
+                s::PJRT_Buffer_Type_S1,
+                Some(s::XLA_FFI_DataType_S1),
+                Some((0, 1)),
+                1,
+            ),
+            (
+                ElementType::U1,
+                s::PJRT_Buffer_Type_U1,
+                Some(s::XLA_FFI_DataType_U1),
+                Some((1, 1)),
+                1,
+            ),
+            (
+                ElementType::F6E2M3FN,
+                s::PJRT_Buffer_Type_F6E2M3FN,
+                None,
+                Some((15, 6)),
+                6,
+            ),
+            (
+                ElementType::F6E3M2FN,
+                s::PJRT_Buffer_Type_F6E3M2FN,
+                None,
+                Some((16, 6)),
+                6,
+            ),
+        ];
+        assert_eq!(rows.len(), ElementType::ALL.len());
+        for &(t, pjrt, ffi, dl, bits) in rows {
+            assert_eq!(t.code(), pjrt, "{t} PJRT code");
+            assert_eq!(t.ffi_code(), ffi, "{t} FFI code");
+            if let Some(f) = ffi {
+                assert_eq!(ElementType::from_ffi_code(f), Some(t));
+            }
+            let dl = dl.map(|(code, bits)| DlDataType {
+                code,
+                bits,
+                lanes: 1,
+            });
+            assert_eq!(t.dlpack(), dl, "{t} DLPack");
+            if let Some(d) = dl {
+                assert_eq!(ElementType::from_dlpack(d), Some(t));
+                assert_eq!(usize::from(d.bits), t.bit_width(), "{t} DLPack bits");
+            }
+            assert_eq!(t.bit_width(), bits, "{t} bits");
+        }
+        assert_eq!(ElementType::from_ffi_code(0), None);
+        assert_eq!(
+            ElementType::from_dlpack(DlDataType {
+                code: 2,
+                bits: 32,
+                lanes: 4
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn names_follow_numpy_for_numpy_codes_and_refuse_ambiguity() {
+        let ok = |n: &str, t: ElementType| assert_eq!(ElementType::from_name(n).unwrap(), t, "{n}");
+        ok("i8", ElementType::S64);
+        ok("<i8", ElementType::S64);
+        ok("i4", ElementType::S32);
+        ok("i1", ElementType::S8);
+        ok("s8", ElementType::S8);
+        ok("int8", ElementType::S8);
+        ok("s4", ElementType::S4);
+        ok("float", ElementType::F64);
+        ok("f8", ElementType::F64);
+        ok("F32", ElementType::F32);
+        ok("f", ElementType::F32);
+        ok("F", ElementType::C64);
+        ok("|b1", ElementType::Pred);
+        ok("|u1", ElementType::U8);
+        ok("<u8", ElementType::U64);
+        ok("=f4", ElementType::F32);
+        ok(">i1", ElementType::S8);
+        ok("BFloat16", ElementType::BF16);
+        for n in ["u1", "u2", "u4", "u8", "U8", "f16"] {
+            let e = ElementType::from_name(n).unwrap_err().to_string();
+            assert!(e.contains("ambiguous"), "{n}: {e}");
+        }
+        for n in ["i16", "i32", "i64"] {
+            let e = ElementType::from_name(n).unwrap_err().to_string();
+            assert!(e.contains("'i8' is int64"), "{n}: {e}");
+        }
+        let e = ElementType::from_name(">f4").unwrap_err().to_string();
+        assert!(e.contains("byte order"), "{e}");
+        assert!(ElementType::from_name("float7").is_err());
+        assert!(ElementType::from_name("<x9").is_err());
+        assert!(ElementType::from_name("").is_err());
+    }
+
+    #[test]
+    fn float6_is_six_bits_stored_in_a_byte() {
+        for t in [ElementType::F6E2M3FN, ElementType::F6E3M2FN] {
+            assert_eq!(t.bit_width(), 6);
+            assert_eq!(t.storage_bits(), 8);
+            assert!(!t.is_sub_byte());
+            assert_eq!(t.byte_width(), Some(1));
+            assert_eq!(t.dense_byte_size(3).unwrap(), 3);
+        }
+    }
+
+    #[test]
+    fn pred_reads_nonzero_as_true() {
+        assert_eq!(
+            values_from_bytes::<bool>(&[0, 1, 2, 255]),
+            vec![false, true, true, true]
+        );
+        assert_eq!(values_from_bytes::<u16>(&1u16.to_ne_bytes()), vec![1u16]);
+        assert_eq!(values_from_bytes::<f32>(&[0, 0, 128, 63, 9]), vec![1.0f32]);
     }
 
     #[test]

@@ -160,6 +160,10 @@ pub enum Error {
     /// The buffer or executable was deleted (or donated to an execution).
     #[error("{0}")]
     Deleted(String),
+    /// A host allocation sized by the request could not be made (or its size overflows):
+    /// the request needs more memory than there is, as numpy's `MemoryError`.
+    #[error("out of memory: {0}")]
+    ResourceExhausted(String),
 }
 
 impl Error {
@@ -171,6 +175,7 @@ impl Error {
             Error::Unsupported { .. } => Code::Unimplemented,
             Error::StructSize { .. } | Error::InvalidArgument(_) => Code::InvalidArgument,
             Error::Closed(_) | Error::Deleted(_) => Code::FailedPrecondition,
+            Error::ResourceExhausted(_) => Code::ResourceExhausted,
         }
     }
 

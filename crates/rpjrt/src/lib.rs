@@ -29,17 +29,21 @@
 mod bench;
 mod buffer;
 mod client;
+pub mod dlpack;
 mod dtype;
 mod error;
 mod event;
 mod executable;
 pub mod ffi;
 mod hlo;
+pub mod host;
 mod inline;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+mod session;
+pub mod sharding;
 mod value;
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API.
@@ -48,12 +52,18 @@ pub mod __bench {
     pub use crate::bench::*;
 }
 
-pub use buffer::{Buffer, ExternalReference, HostBytes, HostView};
+pub use buffer::{Buffer, ExternalReference, HostView};
 pub use client::{Client, Device, Memory};
-pub use dtype::{element_count, pack_sub_byte, unpack_sub_byte, ElementType, NativeType};
+pub use dtype::{
+    element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
+};
 pub use error::{Code, Error, Result};
 pub use event::Event;
 pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
+pub use host::{
+    classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
+};
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use value::{ClientOptions, Value};

@@ -1055,24 +1055,6 @@ pub(crate) fn as_bytes<T: crate::dtype::NativeType>(data: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
-/// Copies `bytes` into a vector of `T` (the byte count must be a multiple of `T`'s size).
-pub(crate) fn from_bytes<T: crate::dtype::NativeType>(bytes: &[u8]) -> Vec<T> {
-    let n = bytes.len() / std::mem::size_of::<T>();
-    let mut out: Vec<T> = Vec::with_capacity(n);
-    // SAFETY: the destination has capacity for `n` values; the source bytes came from a
-    // buffer of the matching element type, so every bit pattern is a valid `T` (bool
-    // buffers hold 0 or 1, as PJRT stores PRED).
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            out.as_mut_ptr().cast::<u8>(),
-            n * std::mem::size_of::<T>(),
-        );
-        out.set_len(n);
-    }
-    out
-}
-
 /// Host-visible memory of a buffer, as a byte slice that its owner keeps valid.
 ///
 /// Holds only the address and length; `Buffer`'s host views and fast host reads create it
