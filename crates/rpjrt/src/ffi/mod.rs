@@ -255,25 +255,14 @@ impl<'a> Ret<'a> {
 }
 
 fn cast_slice<T: NativeType>(bytes: &[u8]) -> std::result::Result<&[T], FfiError> {
-    // A plain reinterpretation of numbers (every `NativeType` is valid for any bit pattern
-    // except bool, whose buffers XLA fills with 0/1). `align_to` is the safe check.
-    let (head, mid, tail) = raw::align_to::<T>(bytes);
-    if !head.is_empty() || !tail.is_empty() {
-        return Err(FfiError::invalid(
-            "the buffer is not aligned for its element type",
-        ));
-    }
-    Ok(mid)
+    raw::cast_elements(bytes).ok_or_else(|| {
+        FfiError::invalid("the buffer is not aligned for its element type, or holds invalid bools")
+    })
 }
 
 fn cast_slice_mut<T: NativeType>(bytes: &mut [u8]) -> std::result::Result<&mut [T], FfiError> {
-    let (head, mid, tail) = raw::align_to_mut::<T>(bytes);
-    if !head.is_empty() || !tail.is_empty() {
-        return Err(FfiError::invalid(
-            "the buffer is not aligned for its element type",
-        ));
-    }
-    Ok(mid)
+    raw::cast_elements_mut(bytes)
+        .ok_or_else(|| FfiError::invalid("the buffer is not aligned for its element type"))
 }
 
 /// The view of one call a handler receives.

@@ -1247,18 +1247,29 @@ impl crate::ffi::ExecuteContext {
     }
 }
 
-/// Reinterprets host bytes as elements (the safe part: alignment is checked by the caller
-/// through the returned head and tail).
-pub(crate) fn align_to<T: NativeType>(bytes: &[u8]) -> (&[u8], &[T], &[u8]) {
-    // SAFETY: every `NativeType` is a plain number type valid for all bit patterns, except
-    // `bool`, for which XLA's PRED buffers hold only 0 and 1.
-    unsafe { bytes.align_to::<T>() }
+/// Host bytes as elements of `T`: `None` when they are not aligned for `T`, or, for
+/// `bool`, when a byte is neither 0 nor 1 (which would not be a valid `bool`).
+pub(crate) fn cast_elements<T: NativeType>(bytes: &[u8]) -> Option<&[T]> {
+    if T::ELEMENT_TYPE == crate::dtype::ElementType::Pred && bytes.iter().any(|&b| b > 1) {
+        return None;
+    }
+    // SAFETY: every `NativeType` but `bool` is a plain number type valid for all bit
+    // patterns; for `bool` every byte was checked to be 0 or 1 above.
+    let (head, mid, tail) = unsafe { bytes.align_to::<T>() };
+    (head.is_empty() && tail.is_empty()).then_some(mid)
 }
 
-/// Mutable [`align_to`].
-pub(crate) fn align_to_mut<T: NativeType>(bytes: &mut [u8]) -> (&mut [u8], &mut [T], &mut [u8]) {
-    // SAFETY: as for `align_to`; results are written by the handler, then read by XLA.
-    unsafe { bytes.align_to_mut::<T>() }
+/// Mutable [`cast_elements`] for results; for `bool`, bytes other than 0 and 1 (a result
+/// buffer is not initialised before the handler runs) are first normalised to 0 or 1.
+pub(crate) fn cast_elements_mut<T: NativeType>(bytes: &mut [u8]) -> Option<&mut [T]> {
+    if T::ELEMENT_TYPE == crate::dtype::ElementType::Pred {
+        for b in bytes.iter_mut() {
+            *b = u8::from(*b != 0);
+        }
+    }
+    // SAFETY: as for `cast_elements`; `bool` bytes are all 0 or 1 after the loop above.
+    let (head, mid, tail) = unsafe { bytes.align_to_mut::<T>() };
+    (head.is_empty() && tail.is_empty()).then_some(mid)
 }
 
 // ------------------------------------------------------------------------------- thunks
