@@ -3,7 +3,8 @@
 //! (`RPJRT_FAKE_FFI_VERSION`). Each test loads its own copy of the fake's library, which
 //! reads the knobs once at its first `GetPjrtApi`.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -13,22 +14,6 @@ use rpjrt::{Code, Plugin};
 static LOCK: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-fn fake_library() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")));
-    let p = target.join("debug").join("librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} is missing: build it with `cargo build -p rpjrt-fake-plugin` (scripts/test.sh does)",
-        p.display()
-    );
-    p
-}
-
 /// A fresh copy of the fake with `RPJRT_FAKE_FFI=mode` and the given FFI version.
 fn fake(mode: &str, version: Option<&str>) -> Plugin {
     let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -36,7 +21,7 @@ fn fake(mode: &str, version: Option<&str>) -> Plugin {
     std::fs::create_dir_all(&dir).unwrap();
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let copy = dir.join(format!("fake-{n}.so"));
-    std::fs::copy(fake_library(), &copy).unwrap();
+    std::fs::copy(common::fake_plugin_library(), &copy).unwrap();
     std::env::set_var("RPJRT_FAKE_FFI", mode);
     match version {
         Some(v) => std::env::set_var("RPJRT_FAKE_FFI_VERSION", v),

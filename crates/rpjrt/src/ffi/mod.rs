@@ -468,28 +468,27 @@ static USER_TYPES: Mutex<Option<HashMap<usize, Option<i64>>>> = Mutex::new(None)
 /// an execute context (an empty shared one when the caller gives none), because the FFI
 /// 0.2 runtime crashes when a handler looks up user data in an execution without one.
 static ANY_HANDLER: AtomicBool = AtomicBool::new(false);
-static DEFAULT_CONTEXTS: Mutex<Option<HashMap<usize, raw::ExecuteContextPtr>>> = Mutex::new(None);
+static DEFAULT_CONTEXTS: Mutex<Option<HashMap<usize, &'static raw::ExecuteContextPtr>>> =
+    Mutex::new(None);
 
-/// The execute context to pass when the caller gave none: null until a handler was
-/// registered, then a shared empty context per plugin.
-pub(crate) fn default_context(api: &'static crate::raw::Api) -> *mut std::ffi::c_void {
+/// The execute context to pass when the caller gave none: none until a handler was
+/// registered, then a shared empty context per plugin (never destroyed).
+pub(crate) fn default_context(
+    api: &'static crate::raw::Api,
+) -> Option<&'static crate::raw::execute::ExecuteContext> {
     if !ANY_HANDLER.load(AtomicOrdering::Acquire) {
-        return std::ptr::null_mut();
+        return None;
     }
     let mut g = DEFAULT_CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(HashMap::new);
     let key = api as *const crate::raw::Api as usize;
     if let Some(c) = map.get(&key) {
-        return c.as_ptr();
+        return Some(c.context());
     }
-    match raw::ExecuteContextPtr::create(api) {
-        Ok(c) => {
-            let p = c.as_ptr();
-            map.insert(key, c);
-            p
-        }
-        Err(_) => std::ptr::null_mut(),
-    }
+    let c: &'static raw::ExecuteContextPtr =
+        Box::leak(Box::new(raw::ExecuteContextPtr::create(api).ok()?));
+    map.insert(key, c);
+    Some(c.context())
 }
 
 const USER_TYPE_NAME: &str = "rpjrt.ffi.UserData";
@@ -1003,7 +1002,7 @@ impl ExecuteContext {
         std::ptr::eq(self.plugin.inner.api, api)
     }
 
-    pub(crate) fn raw_ptr(&self) -> *mut std::ffi::c_void {
-        self.ptr.as_ptr()
+    pub(crate) fn raw_context(&self) -> &crate::raw::execute::ExecuteContext {
+        self.ptr.context()
     }
 }

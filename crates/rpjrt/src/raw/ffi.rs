@@ -178,7 +178,7 @@ impl FfiExtension {
             "user_data_add",
         )?;
         let mut a = sys::PJRT_FFI_UserData_Add_Args::new();
-        a.context = ctx.0;
+        a.context = ctx.raw();
         a.user_data = sys::PJRT_FFI_UserData {
             type_id,
             data: data as *mut c_void,
@@ -195,7 +195,10 @@ impl FfiExtension {
 }
 
 /// An owned `PJRT_ExecuteContext`.
-pub(crate) struct ExecuteContextPtr(*mut sys::PJRT_ExecuteContext, &'static Api);
+pub(crate) struct ExecuteContextPtr {
+    ctx: super::execute::ExecuteContext,
+    api: &'static Api,
+}
 
 // SAFETY: a context is a plain heap object of the plugin; it is only read by the plugin during
 // an execute call, and destroyed once by its owner.
@@ -209,26 +212,30 @@ impl ExecuteContextPtr {
         let mut a = sys::PJRT_ExecuteContext_Create_Args::new();
         // SAFETY: plain out-parameter call.
         unsafe { pjrt!(api, PJRT_ExecuteContext_Create, &mut a) }?;
-        if a.context.is_null() {
-            return Err(Error::invalid(
-                "PJRT_ExecuteContext_Create returned no context",
-            ));
-        }
-        Ok(ExecuteContextPtr(a.context, api))
+        let ptr = std::ptr::NonNull::new(a.context)
+            .ok_or_else(|| Error::invalid("PJRT_ExecuteContext_Create returned no context"))?;
+        Ok(ExecuteContextPtr {
+            ctx: super::execute::ExecuteContext { ptr },
+            api,
+        })
     }
 
-    /// The C pointer, for `PJRT_ExecuteOptions.context`.
-    pub(crate) fn as_ptr(&self) -> *mut c_void {
-        self.0.cast()
+    /// The context as the execute marshaller takes it.
+    pub(crate) fn context(&self) -> &super::execute::ExecuteContext {
+        &self.ctx
+    }
+
+    fn raw(&self) -> *mut sys::PJRT_ExecuteContext {
+        self.ctx.ptr.as_ptr()
     }
 }
 
 impl Drop for ExecuteContextPtr {
     fn drop(&mut self) {
         let mut a = sys::PJRT_ExecuteContext_Destroy_Args::new();
-        a.context = self.0;
+        a.context = self.raw();
         // SAFETY: owned context, destroyed once.
-        let _ = unsafe { pjrt!(self.1, PJRT_ExecuteContext_Destroy, &mut a) };
+        let _ = unsafe { pjrt!(self.api, PJRT_ExecuteContext_Destroy, &mut a) };
     }
 }
 
