@@ -47,6 +47,12 @@ def __getattr__(name: str) -> object:
         mod = importlib.import_module(".sharding", __name__)
         globals()[name] = mod
         return mod
+    if name == "ffi":  # custom calls: `rpjrt.ffi` works after a plain `import rpjrt`
+        import importlib
+
+        mod = importlib.import_module(".ffi", __name__)
+        globals()[name] = mod
+        return mod
     raise AttributeError(f"module 'rpjrt' has no attribute {name!r}")
 from ._dtypes import (
     ALL as _ALL_DTYPES,

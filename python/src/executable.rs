@@ -224,13 +224,14 @@ impl PyExecutable {
         PyList::new(py, items)
     }
 
-    #[pyo3(signature = (*args, device = None, donate = None))]
+    #[pyo3(signature = (*args, device = None, donate = None, ffi_user_data = None))]
     fn __call__<'py>(
         &self,
         py: Python<'py>,
         args: &Bound<'py, PyTuple>,
         device: Option<&Bound<'py, PyAny>>,
         donate: Option<&Bound<'py, PyAny>>,
+        ffi_user_data: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let donate = donate_list(donate)?;
         let chosen = match device.filter(|d| !d.is_none()) {
@@ -250,12 +251,20 @@ impl PyExecutable {
         let bufs = self.collect_args(py, args, &target, &donate)?;
         let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
         let exe = &self.inner;
-        let mut outs = if donate.is_empty() && chosen.is_none() {
+        let ffi_context = match ffi_user_data {
+            Some(obj) => Some(crate::ffi::user_data_context(
+                &self.client.bind(py).get().inner,
+                obj,
+            )?),
+            None => None,
+        };
+        let mut outs = if donate.is_empty() && chosen.is_none() && ffi_context.is_none() {
             py.detach(|| exe.execute(&refs)).pyerr()?
         } else {
             let opts = ExecuteOptions {
                 donate,
                 device: chosen,
+                ffi_context,
                 ..Default::default()
             };
             let lists = vec![refs];

@@ -14,6 +14,7 @@ mod distributed;
 mod dlpack;
 mod errors;
 mod executable;
+mod ffi;
 mod notify;
 mod put;
 mod pybuf;
@@ -86,5 +87,6 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
+    ffi::add(m)?;
     Ok(())
 }

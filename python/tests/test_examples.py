@@ -16,6 +16,7 @@ EXPECT = {
     "multi_device.py": "cpu:1 [11.0, 22.0, 33.0, 44.0]",
     "dlpack_interop.py": "adopted: rpjrt.Buffer(",
     "async_example.py": "[49.0, 49.0, 49.0, 49.0]",
+    "ffi_example.py": "jax.ffi.ffi_call via rpjrt: [36.0, 45.0, 54.0, 63.0]",
 }
 
 

@@ -79,6 +79,10 @@ pub struct ExecuteOptions {
     pub device: Option<Device>,
     /// Return per-device completion events.
     pub completion_events: bool,
+    /// Per-execute data for custom-call handlers ([`crate::ffi::ExecuteContext`]). When
+    /// set, the call waits until the outputs are ready, so the context may be dropped
+    /// as soon as it returns, and a failing handler's error is this call's error.
+    pub ffi_context: Option<Arc<crate::ffi::ExecuteContext>>,
 }
 
 /// What [`Executable::execute_with`] returns.
@@ -96,6 +100,29 @@ struct UnknownParameters {
     refuse: bool,
     /// What happened, for messages.
     why: String,
+}
+
+/// The execute context of the options (custom-call user data), or the default one custom
+/// calls need (none while no handler is registered in the process).
+fn ffi_context<'a>(
+    options: &'a ExecuteOptions,
+    api: &'static crate::raw::Api,
+) -> Option<&'a crate::raw::execute::ExecuteContext> {
+    match &options.ffi_context {
+        Some(c) => Some(c.raw_context()),
+        None => crate::ffi::default_context(api),
+    }
+}
+
+/// Waits until every output is ready (the execute context must outlive the execution).
+fn wait_all<'a>(outputs: impl Iterator<Item = &'a Buffer>) -> Result<()> {
+    let mut first = None;
+    for o in outputs {
+        if let Err(e) = o.block_until_ready() {
+            first.get_or_insert(e);
+        }
+    }
+    first.map_or(Ok(()), Err)
 }
 
 struct ExeState {
@@ -368,6 +395,9 @@ impl Executable {
         if let [list] = lists {
             let mut sink = OneDevice::new(&self.state, events);
             self.launch(&[list], options, events, &mut sink)?;
+            if options.ffi_context.is_some() {
+                wait_all(sink.outputs.iter())?;
+            }
             return Ok(Execution {
                 outputs: vec![sink.outputs],
                 events: sink.event.into_iter().collect(),
@@ -379,6 +409,9 @@ impl Executable {
             events: Vec::new(),
         };
         self.launch(lists, options, events, &mut sink)?;
+        if options.ffi_context.is_some() {
+            wait_all(sink.outputs.iter().flatten())?;
+        }
         Ok(Execution {
             outputs: sink.outputs,
             events: sink.events,
@@ -399,7 +432,7 @@ impl Executable {
             donate: &options.donate,
             device: options.device.as_ref().map(|d| d.data.raw),
             want_events,
-            context: None,
+            context: ffi_context(options, self.state.core.api),
             send_recv: None,
         };
         self.state.loaded.execute(&req, sink)
@@ -467,6 +500,13 @@ impl Executable {
         }
         if lists.len() > 1 {
             self.check_placement(lists)?;
+        }
+        if let Some(ctx) = &options.ffi_context {
+            if !ctx.is_for(st.core.api) {
+                return Err(Error::invalid(
+                    "the FFI execute context was made for a client of another plugin",
+                ));
+            }
         }
         for &i in &options.donate {
             if i >= num_args {

@@ -42,6 +42,7 @@ mod elf;
 mod error;
 mod event;
 mod executable;
+pub mod ffi;
 mod hlo;
 pub mod host;
 mod introspect;

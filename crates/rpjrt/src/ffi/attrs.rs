@@ -1,0 +1,526 @@
+//! Custom-call attributes: the `backend_config = {...}` dictionary of an
+//! `api_version = 4` custom call, decoded.
+
+use std::fmt;
+
+use super::FfiError;
+
+/// One attribute value.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum AttrValue {
+    /// `i1` / boolean.
+    Bool(bool),
+    /// `i8`.
+    I8(i8),
+    /// `i16`.
+    I16(i16),
+    /// `i32`.
+    I32(i32),
+    /// `i64`.
+    I64(i64),
+    /// `ui8`.
+    U8(u8),
+    /// `ui16`.
+    U16(u16),
+    /// `ui32`.
+    U32(u32),
+    /// `ui64`.
+    U64(u64),
+    /// `f16`, as its bit pattern.
+    F16Bits(u16),
+    /// `bf16`, as its bit pattern.
+    BF16Bits(u16),
+    /// `f32`.
+    F32(f32),
+    /// `f64`.
+    F64(f64),
+    /// A string.
+    Str(String),
+    /// A dense array (`array<i64: 1, 2>`).
+    Array(AttrArray),
+    /// A nested dictionary.
+    Dict(Attrs),
+}
+
+/// An array attribute's elements.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum AttrArray {
+    /// Booleans.
+    Bool(Vec<bool>),
+    /// `i8` elements.
+    I8(Vec<i8>),
+    /// `i16` elements.
+    I16(Vec<i16>),
+    /// `i32` elements.
+    I32(Vec<i32>),
+    /// `i64` elements.
+    I64(Vec<i64>),
+    /// `ui8` elements.
+    U8(Vec<u8>),
+    /// `ui16` elements.
+    U16(Vec<u16>),
+    /// `ui32` elements.
+    U32(Vec<u32>),
+    /// `ui64` elements.
+    U64(Vec<u64>),
+    /// `f32` elements.
+    F32(Vec<f32>),
+    /// `f64` elements.
+    F64(Vec<f64>),
+}
+
+impl AttrValue {
+    /// A short name of the value's type, for error messages (`i32`, `string`, `array<f32>`).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AttrValue::Bool(_) => "bool",
+            AttrValue::I8(_) => "i8",
+            AttrValue::I16(_) => "i16",
+            AttrValue::I32(_) => "i32",
+            AttrValue::I64(_) => "i64",
+            AttrValue::U8(_) => "u8",
+            AttrValue::U16(_) => "u16",
+            AttrValue::U32(_) => "u32",
+            AttrValue::U64(_) => "u64",
+            AttrValue::F16Bits(_) => "f16",
+            AttrValue::BF16Bits(_) => "bf16",
+            AttrValue::F32(_) => "f32",
+            AttrValue::F64(_) => "f64",
+            AttrValue::Str(_) => "string",
+            AttrValue::Array(a) => a.type_name(),
+            AttrValue::Dict(_) => "dictionary",
+        }
+    }
+
+    /// The value as an `i64` if it is an integer (or bool) that fits.
+    pub fn as_i64(&self) -> Option<i64> {
+        Some(match *self {
+            AttrValue::Bool(b) => b as i64,
+            AttrValue::I8(v) => v.into(),
+            AttrValue::I16(v) => v.into(),
+            AttrValue::I32(v) => v.into(),
+            AttrValue::I64(v) => v,
+            AttrValue::U8(v) => v.into(),
+            AttrValue::U16(v) => v.into(),
+            AttrValue::U32(v) => v.into(),
+            AttrValue::U64(v) => i64::try_from(v).ok()?,
+            _ => return None,
+        })
+    }
+
+    /// The value as an `f64` if it is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            AttrValue::F32(v) => Some(v.into()),
+            AttrValue::F64(v) => Some(v),
+            AttrValue::F16Bits(b) => Some(f16_to_f64(b)),
+            AttrValue::BF16Bits(b) => Some(f32::from_bits(u32::from(b) << 16).into()),
+            _ => self.as_i64().map(|v| v as f64),
+        }
+    }
+}
+
+fn f16_to_f64(b: u16) -> f64 {
+    let sign = if b & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((b >> 10) & 0x1f);
+    let frac = f64::from(b & 0x3ff);
+    sign * match exp {
+        0 => frac * 2f64.powi(-24),
+        31 if frac == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+impl AttrArray {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            AttrArray::Bool(v) => v.len(),
+            AttrArray::I8(v) => v.len(),
+            AttrArray::I16(v) => v.len(),
+            AttrArray::I32(v) => v.len(),
+            AttrArray::I64(v) => v.len(),
+            AttrArray::U8(v) => v.len(),
+            AttrArray::U16(v) => v.len(),
+            AttrArray::U32(v) => v.len(),
+            AttrArray::U64(v) => v.len(),
+            AttrArray::F32(v) => v.len(),
+            AttrArray::F64(v) => v.len(),
+        }
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A short name of the array's type, e.g. `array<i64>`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AttrArray::Bool(_) => "array<bool>",
+            AttrArray::I8(_) => "array<i8>",
+            AttrArray::I16(_) => "array<i16>",
+            AttrArray::I32(_) => "array<i32>",
+            AttrArray::I64(_) => "array<i64>",
+            AttrArray::U8(_) => "array<u8>",
+            AttrArray::U16(_) => "array<u16>",
+            AttrArray::U32(_) => "array<u32>",
+            AttrArray::U64(_) => "array<u64>",
+            AttrArray::F32(_) => "array<f32>",
+            AttrArray::F64(_) => "array<f64>",
+        }
+    }
+
+    /// The elements as `i64` when they are integers.
+    pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
+        Some(match self {
+            AttrArray::Bool(v) => v.iter().map(|&b| b as i64).collect(),
+            AttrArray::I8(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::I16(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::I32(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::I64(v) => v.clone(),
+            AttrArray::U8(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::U16(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::U32(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::U64(v) => v
+                .iter()
+                .map(|&x| i64::try_from(x).ok())
+                .collect::<Option<_>>()?,
+            _ => return None,
+        })
+    }
+
+    /// The elements as `f64` (any numeric array).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            AttrArray::F32(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::F64(v) => v.clone(),
+            AttrArray::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            other => other
+                .to_i64_vec()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|x| x as f64)
+                .collect(),
+        }
+    }
+}
+
+/// The attributes of one call (or a nested dictionary), sorted by name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Attrs {
+    items: Vec<(String, AttrValue)>,
+}
+
+impl Attrs {
+    /// Attributes from `(name, value)` pairs; sorts them by name.
+    pub fn new(mut items: Vec<(String, AttrValue)>) -> Attrs {
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        Attrs { items }
+    }
+
+    pub(crate) fn from_sorted(items: Vec<(String, AttrValue)>) -> Attrs {
+        Attrs::new(items)
+    }
+
+    /// The value of attribute `name`.
+    pub fn get(&self, name: &str) -> Option<&AttrValue> {
+        self.items
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.items[i].1)
+    }
+
+    /// Attribute `name` converted to `T`; errors name the attribute and what was wrong.
+    pub fn get_as<T: FromAttr>(&self, name: &str) -> Result<T, FfiError> {
+        let v = self.get(name).ok_or_else(|| {
+            FfiError::invalid(format!(
+                "the custom call has no attribute {name:?} (it has: {})",
+                self.names().collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        T::from_attr(v).ok_or_else(|| {
+            FfiError::invalid(format!(
+                "attribute {name:?} is {} ({}), which does not convert to {}",
+                v.type_name(),
+                Short(v),
+                T::EXPECTED
+            ))
+        })
+    }
+
+    /// Attribute `name` converted to `T`, or `None` when absent.
+    pub fn get_opt<T: FromAttr>(&self, name: &str) -> Result<Option<T>, FfiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(_) => self.get_as(name).map(Some),
+        }
+    }
+
+    /// Decodes all attributes into a user type.
+    pub fn parse<T: FromAttrs>(&self) -> Result<T, FfiError> {
+        T::from_attrs(self)
+    }
+
+    /// Attribute names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.items.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// `(name, value)` pairs, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &AttrValue)> {
+        self.items.iter().map(|(n, v)| (n.as_str(), v))
+    }
+
+    /// Number of attributes.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+struct Short<'a>(&'a AttrValue);
+
+impl fmt::Display for Short<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = format!("{:?}", self.0);
+        if s.chars().count() > 60 {
+            write!(f, "{}...", s.chars().take(57).collect::<String>())
+        } else {
+            f.write_str(&s)
+        }
+    }
+}
+
+/// Converts one attribute value into a Rust value (numbers convert when they fit exactly).
+pub trait FromAttr: Sized {
+    /// What the conversion expects, for error messages.
+    const EXPECTED: &'static str;
+    /// The converted value, or `None` when the attribute does not fit.
+    fn from_attr(v: &AttrValue) -> Option<Self>;
+}
+
+macro_rules! int_from_attr {
+    ($($t:ty),*) => {$(
+        impl FromAttr for $t {
+            const EXPECTED: &'static str = stringify!($t);
+            fn from_attr(v: &AttrValue) -> Option<Self> {
+                match v {
+                    AttrValue::Bool(_) => None,
+                    AttrValue::U64(x) => <$t>::try_from(*x).ok(),
+                    _ => <$t>::try_from(v.as_i64()?).ok(),
+                }
+            }
+        }
+    )*};
+}
+int_from_attr!(i8, i16, i32, i64, u8, u16, u32, u64, usize, isize);
+
+impl FromAttr for bool {
+    const EXPECTED: &'static str = "bool";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+}
+
+impl FromAttr for f64 {
+    const EXPECTED: &'static str = "f64";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::Bool(_) | AttrValue::Str(_) | AttrValue::Array(_) | AttrValue::Dict(_) => {
+                None
+            }
+            _ => v.as_f64(),
+        }
+    }
+}
+
+impl FromAttr for f32 {
+    const EXPECTED: &'static str = "f32";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::F32(x) => Some(*x),
+            _ => f64::from_attr(v).map(|x| x as f32),
+        }
+    }
+}
+
+impl FromAttr for String {
+    const EXPECTED: &'static str = "string";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::Str(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromAttr for Vec<i64> {
+    const EXPECTED: &'static str = "array of integers";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::Array(a) => a.to_i64_vec(),
+            _ => None,
+        }
+    }
+}
+
+impl FromAttr for Vec<f64> {
+    const EXPECTED: &'static str = "array of numbers";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::Array(a) => Some(a.to_f64_vec()),
+            _ => None,
+        }
+    }
+}
+
+impl FromAttr for Vec<f32> {
+    const EXPECTED: &'static str = "array of numbers";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::Array(AttrArray::F32(x)) => Some(x.clone()),
+            AttrValue::Array(a) => Some(a.to_f64_vec().into_iter().map(|x| x as f32).collect()),
+            _ => None,
+        }
+    }
+}
+
+impl FromAttr for Attrs {
+    const EXPECTED: &'static str = "dictionary";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        match v {
+            AttrValue::Dict(d) => Some(d.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromAttr for AttrValue {
+    const EXPECTED: &'static str = "any attribute";
+    fn from_attr(v: &AttrValue) -> Option<Self> {
+        Some(v.clone())
+    }
+}
+
+/// Decodes a whole attribute dictionary into a user struct, without a derive macro:
+///
+/// ```
+/// use rpjrt::ffi::{Attrs, FfiError, FromAttrs};
+///
+/// struct Scale {
+///     factor: f32,
+///     offset: i64,
+///     label: Option<String>,
+/// }
+///
+/// impl FromAttrs for Scale {
+///     fn from_attrs(a: &Attrs) -> Result<Self, FfiError> {
+///         Ok(Scale {
+///             factor: a.get_as("factor")?,
+///             offset: a.get_as("offset")?,
+///             label: a.get_opt("label")?,
+///         })
+///     }
+/// }
+/// ```
+///
+/// Nested dictionaries decode the same way: `Inner::from_attrs(&a.get_as::<Attrs>("inner")?)`.
+pub trait FromAttrs: Sized {
+    /// Builds the value from the call's attributes.
+    fn from_attrs(attrs: &Attrs) -> Result<Self, FfiError>;
+}
+
+impl FromAttrs for Attrs {
+    fn from_attrs(attrs: &Attrs) -> Result<Self, FfiError> {
+        Ok(attrs.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct S {
+        a: i32,
+        b: f32,
+        name: String,
+        dims: Vec<i64>,
+        inner: Inner,
+    }
+    struct Inner {
+        flag: bool,
+    }
+    impl FromAttrs for Inner {
+        fn from_attrs(a: &Attrs) -> Result<Self, FfiError> {
+            Ok(Inner {
+                flag: a.get_as("flag")?,
+            })
+        }
+    }
+    impl FromAttrs for S {
+        fn from_attrs(a: &Attrs) -> Result<Self, FfiError> {
+            Ok(S {
+                a: a.get_as("a")?,
+                b: a.get_as("b")?,
+                name: a.get_as("name")?,
+                dims: a.get_as("dims")?,
+                inner: a.get_as::<Attrs>("inner")?.parse()?,
+            })
+        }
+    }
+
+    fn sample() -> Attrs {
+        Attrs::new(vec![
+            ("name".into(), AttrValue::Str("x".into())),
+            ("a".into(), AttrValue::I64(7)),
+            ("b".into(), AttrValue::F64(0.5)),
+            ("dims".into(), AttrValue::Array(AttrArray::I32(vec![1, 2]))),
+            (
+                "inner".into(),
+                AttrValue::Dict(Attrs::new(vec![("flag".into(), AttrValue::Bool(true))])),
+            ),
+        ])
+    }
+
+    #[test]
+    fn user_structs_decode_with_conversions() {
+        let s: S = sample().parse().unwrap();
+        assert_eq!((s.a, s.b, s.name.as_str()), (7, 0.5, "x"));
+        assert_eq!(s.dims, vec![1, 2]);
+        assert!(s.inner.flag);
+        assert_eq!(
+            sample().names().collect::<Vec<_>>(),
+            ["a", "b", "dims", "inner", "name"]
+        );
+    }
+
+    #[test]
+    fn wrong_or_missing_attributes_say_which() {
+        let e = sample().get_as::<i64>("nope").unwrap_err();
+        assert!(
+            e.message.contains("\"nope\"") && e.message.contains("a, b, dims"),
+            "{e}"
+        );
+        let e = sample().get_as::<i64>("name").unwrap_err();
+        assert!(
+            e.message.contains("string") && e.message.contains("i64"),
+            "{e}"
+        );
+        let big = Attrs::new(vec![("v".into(), AttrValue::I64(300))]);
+        assert!(big.get_as::<u8>("v").is_err());
+        assert_eq!(big.get_as::<u16>("v").unwrap(), 300);
+        assert_eq!(AttrValue::F16Bits(0x3c00).as_f64(), Some(1.0));
+        assert_eq!(AttrValue::BF16Bits(0x3f80).as_f64(), Some(1.0));
+    }
+}

@@ -1,0 +1,414 @@
+//! Custom calls served by Rust handlers, on both real CPU plugins (FFI runtime 0.2 on the
+//! PJRT 0.81 plugin, 0.4 on the 0.115 plugin).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use rpjrt::ffi::{
+    self, AttrArray, AttrValue, Attrs, CallFrame, FfiError, FromAttrs, RegisterOptions,
+};
+use rpjrt::{Code, ExecuteOptions};
+
+fn scale_program(target: &str, offset: &str) -> String {
+    format!(
+        "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32, backend_config = {{offset = {offset} : f32}}}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}
+"
+    )
+}
+
+/// A per-plugin unique target name (both plugins live in one process).
+fn name(client: &rpjrt::Client, base: &str) -> String {
+    let tag = if is_old(client.plugin()) {
+        "old"
+    } else {
+        "new"
+    };
+    format!("{base}_{tag}")
+}
+
+fn scale(call: &mut CallFrame<'_>) -> Result<(), FfiError> {
+    let offset: f32 = call.attrs()?.get_as("offset")?;
+    // The execution context answers on both runtimes (CPU: device 0, no stream).
+    assert_eq!(call.device_ordinal(), Some(0));
+    let _ = call.run_id();
+    assert_eq!(call.stream(), 0);
+    let (args, rets) = call.split();
+    let x = args[0].as_slice::<f32>()?;
+    let y = rets[0].as_mut_slice::<f32>()?;
+    for (y, x) in y.iter_mut().zip(x) {
+        *y = 2.0 * x + offset;
+    }
+    Ok(())
+}
+
+fn run8(client: &rpjrt::Client, program: &str) -> rpjrt::Result<Vec<f32>> {
+    let exe = compile(client, program);
+    let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
+    let b = client.buffer_from_slice(&x, &[8], &client.default_device()?)?;
+    let out = exe.execute(&[&b])?;
+    out[0].to_vec_of::<f32>()
+}
+
+#[test]
+fn rust_handler_computes_two_x_plus_attr_on_both_runtimes() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_scale");
+        let reg = ffi::register(client, &target, scale).unwrap();
+        assert_eq!(reg.platform, "host");
+        let expected_rt = if is_old(p) { (0, 2) } else { (0, 4) };
+        assert_eq!(reg.runtime_version, expected_rt, "{}", label(p));
+        assert_eq!(
+            reg.handler_version,
+            ffi::rpjrt_ffi_version().min(expected_rt)
+        );
+        assert_eq!(ffi::runtime_version(p).unwrap(), expected_rt);
+        let y = run8(client, &scale_program(&target, "1.5")).unwrap();
+        let want: Vec<f32> = (0..8).map(|i| 2.0 * i as f32 + 1.5).collect();
+        assert_eq!(y, want, "{}", label(p));
+    });
+}
+
+#[test]
+fn registering_twice_needs_replace_and_rebinding_takes_effect() {
+    for_each_plugin(|_, client| {
+        let target = name(client, "rs_rebind");
+        ffi::register(client, &target, scale).unwrap();
+        let e = ffi::register(client, &target, scale).unwrap_err();
+        assert_eq!(e.code(), Code::AlreadyExists);
+        assert!(e.to_string().contains(&target), "{e}");
+        let exe = compile(client, &scale_program(&target, "0.0"));
+        let opts = RegisterOptions {
+            replace: true,
+            ..Default::default()
+        };
+        ffi::register_with(client, &target, &opts, |call: &mut CallFrame<'_>| {
+            call.ret(0)?.as_mut_slice::<f32>()?.fill(7.0);
+            Ok(())
+        })
+        .unwrap();
+        let b = client
+            .buffer_from_slice(&[0f32; 8], &[8], &client.default_device().unwrap())
+            .unwrap();
+        let y = exe.execute(&[&b]).unwrap()[0].to_vec_of::<f32>().unwrap();
+        assert_eq!(y, vec![7.0; 8]);
+        let plat = client.platform_name().unwrap();
+        assert!(ffi::unregister(client.plugin(), &plat, &target).unwrap());
+        let err = exe
+            .execute(&[&b])
+            .and_then(|o| o[0].to_vec_of::<f32>())
+            .unwrap_err();
+        assert!(err.to_string().contains("removed"), "{err}");
+        // Removed names can be registered again without `replace`.
+        ffi::register(client, &target, scale).unwrap();
+        let y = exe.execute(&[&b]).unwrap()[0].to_vec_of::<f32>().unwrap();
+        assert_eq!(y, vec![0.0; 8]);
+    });
+}
+
+#[test]
+fn errors_and_panics_fail_the_execution_with_their_message() {
+    for_each_plugin(|p, client| {
+        let t_err = name(client, "rs_fails");
+        let t_panic = name(client, "rs_panics");
+        ffi::register(client, &t_err, |_: &mut CallFrame<'_>| {
+            Err(FfiError::new(Code::OutOfRange, "value 42 is too large"))
+        })
+        .unwrap();
+        ffi::register(
+            client,
+            &t_panic,
+            |_: &mut CallFrame<'_>| -> Result<(), FfiError> { panic!("handler went wrong") },
+        )
+        .unwrap();
+        let e = run8(client, &scale_program(&t_err, "0.0")).unwrap_err();
+        assert!(
+            e.to_string().contains("value 42 is too large"),
+            "{}: {e}",
+            label(p)
+        );
+        let e = run8(client, &scale_program(&t_panic, "0.0")).unwrap_err();
+        assert!(
+            e.to_string().contains("handler went wrong"),
+            "{}: {e}",
+            label(p)
+        );
+        assert!(e.to_string().contains("panicked"), "{}: {e}", label(p));
+        // The process and the client are fine afterwards.
+        let t_ok = name(client, "rs_after_panic");
+        ffi::register(client, &t_ok, scale).unwrap();
+        assert_eq!(run8(client, &scale_program(&t_ok, "1.0")).unwrap()[1], 3.0);
+    });
+}
+
+const ALL_ATTRS: &str = r#"func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.custom_call @TARGET(%x) {api_version = 4 : i32, backend_config = {
+    b = true, i8v = -8 : i8, i16v = -16 : i16, i32v = -32 : i32, i64v = -64 : i64,
+    u8v = 8 : ui8, u16v = 16 : ui16, u32v = 32 : ui32, u64v = 64 : ui64,
+    f32v = 1.5 : f32, f64v = 2.25 : f64, s = "hello",
+    ai32 = array<i32: 1, 2, 3>, ai64 = array<i64: -4, 5>, af32 = array<f32: 0.5, 1.5>,
+    af64 = array<f64: 2.5>, d = {inner = 9 : i64, name = "in", deeper = {z = false}}}}
+    : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+"#;
+
+struct Deep {
+    z: bool,
+}
+impl FromAttrs for Deep {
+    fn from_attrs(a: &Attrs) -> Result<Self, FfiError> {
+        Ok(Deep { z: a.get_as("z")? })
+    }
+}
+struct Config {
+    i32v: i32,
+    u64v: u64,
+    f64v: f64,
+    s: String,
+    ai64: Vec<i64>,
+    inner: i64,
+    deep: Deep,
+}
+impl FromAttrs for Config {
+    fn from_attrs(a: &Attrs) -> Result<Self, FfiError> {
+        let d: Attrs = a.get_as("d")?;
+        Ok(Config {
+            i32v: a.get_as("i32v")?,
+            u64v: a.get_as("u64v")?,
+            f64v: a.get_as("f64v")?,
+            s: a.get_as("s")?,
+            ai64: a.get_as("ai64")?,
+            inner: d.get_as("inner")?,
+            deep: d.get_as::<Attrs>("deeper")?.parse()?,
+        })
+    }
+}
+
+#[test]
+fn every_attribute_kind_arrives_with_value_and_type() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_attrs");
+        let seen: Arc<std::sync::Mutex<Option<Attrs>>> = Arc::default();
+        let parsed = Arc::new(AtomicUsize::new(0));
+        let (s2, p2) = (seen.clone(), parsed.clone());
+        ffi::register(client, &target, move |call: &mut CallFrame<'_>| {
+            *s2.lock().unwrap() = Some(call.attrs()?.clone());
+            let c: Config = call.parse_attrs()?;
+            assert_eq!(
+                (c.i32v, c.u64v, c.f64v, c.s.as_str(), c.inner, c.deep.z),
+                (-32, 64, 2.25, "hello", 9, false)
+            );
+            assert_eq!(c.ai64, vec![-4, 5]);
+            p2.fetch_add(1, Ordering::SeqCst);
+            call.ret(0)?.as_mut_slice::<f32>()?.fill(0.0);
+            Ok(())
+        })
+        .unwrap();
+        run8(client, &ALL_ATTRS.replace("TARGET", &target)).unwrap();
+        assert_eq!(parsed.load(Ordering::SeqCst), 1, "{}", label(p));
+        let a = seen.lock().unwrap().take().unwrap();
+        let get = |n: &str| a.get(n).cloned().unwrap();
+        assert_eq!(get("b"), AttrValue::Bool(true));
+        assert_eq!(get("i8v"), AttrValue::I8(-8));
+        assert_eq!(get("i16v"), AttrValue::I16(-16));
+        assert_eq!(get("i32v"), AttrValue::I32(-32));
+        assert_eq!(get("i64v"), AttrValue::I64(-64));
+        assert_eq!(get("u8v"), AttrValue::U8(8));
+        assert_eq!(get("u16v"), AttrValue::U16(16));
+        assert_eq!(get("u32v"), AttrValue::U32(32));
+        assert_eq!(get("u64v"), AttrValue::U64(64));
+        assert_eq!(get("f32v"), AttrValue::F32(1.5));
+        assert_eq!(get("f64v"), AttrValue::F64(2.25));
+        assert_eq!(get("s"), AttrValue::Str("hello".into()));
+        assert_eq!(get("ai32"), AttrValue::Array(AttrArray::I32(vec![1, 2, 3])));
+        assert_eq!(get("ai64"), AttrValue::Array(AttrArray::I64(vec![-4, 5])));
+        assert_eq!(
+            get("af32"),
+            AttrValue::Array(AttrArray::F32(vec![0.5, 1.5]))
+        );
+        assert_eq!(get("af64"), AttrValue::Array(AttrArray::F64(vec![2.5])));
+        let AttrValue::Dict(d) = get("d") else {
+            panic!("d is not a dictionary")
+        };
+        assert_eq!(d.get("inner"), Some(&AttrValue::I64(9)));
+        assert_eq!(d.get("name"), Some(&AttrValue::Str("in".into())));
+        let AttrValue::Dict(deeper) = d.get("deeper").unwrap().clone() else {
+            panic!("deeper is not a dictionary")
+        };
+        assert_eq!(deeper.get("z"), Some(&AttrValue::Bool(false)));
+    });
+}
+
+#[test]
+fn user_data_arrives_per_execute() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_user_data");
+        ffi::register(client, &target, |call: &mut CallFrame<'_>| {
+            let k = call
+                .user_data::<f32>()
+                .copied()
+                .ok_or_else(|| FfiError::invalid("no user data"))?;
+            let (args, rets) = call.split();
+            let x = args[0].as_slice::<f32>()?;
+            for (y, x) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
+                *y = k * x;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let exe = compile(client, &scale_program(&target, "0.0"));
+        let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
+        let b = client
+            .buffer_from_slice(&x, &[8], &client.default_device().unwrap())
+            .unwrap();
+        for k in [3.0f32, -1.0] {
+            let ctx = ffi::ExecuteContext::with_user_data(client, k).unwrap();
+            let opts = ExecuteOptions {
+                ffi_context: Some(Arc::new(ctx)),
+                ..Default::default()
+            };
+            let out = exe.execute_with(&[vec![&b]], &opts).unwrap();
+            let y = out.outputs[0][0].to_vec_of::<f32>().unwrap();
+            assert_eq!(
+                y,
+                x.iter().map(|v| k * v).collect::<Vec<_>>(),
+                "{}",
+                label(p)
+            );
+        }
+        // Without a context the handler sees no user data and says so.
+        let e = exe
+            .execute(&[&b])
+            .and_then(|o| o[0].to_vec_of::<f32>())
+            .unwrap_err();
+        assert!(e.to_string().contains("no user data"), "{e}");
+    });
+}
+
+#[test]
+fn many_handlers_have_no_small_limit() {
+    for_each_plugin(|_, client| {
+        let n = 300;
+        let calls = Arc::new(AtomicUsize::new(0));
+        for i in 0..n {
+            let c = calls.clone();
+            ffi::register(
+                client,
+                &name(client, &format!("rs_many_{i}")),
+                move |call: &mut CallFrame<'_>| {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    call.ret(0)?.as_mut_slice::<f32>()?.fill(i as f32);
+                    Ok(())
+                },
+            )
+            .unwrap();
+        }
+        for i in [0, 129, n - 1] {
+            let y = run8(
+                client,
+                &scale_program(&name(client, &format!("rs_many_{i}")), "0.0"),
+            )
+            .unwrap();
+            assert_eq!(y, vec![i as f32; 8]);
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    });
+}
+
+#[test]
+fn bad_names_and_types_are_clear_errors() {
+    for_each_plugin(|_, client| {
+        let e = ffi::register(client, "", scale).unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        let target = name(client, "rs_wrong_type");
+        ffi::register(client, &target, |call: &mut CallFrame<'_>| {
+            call.arg(0)?.as_slice::<i32>()?;
+            Ok(())
+        })
+        .unwrap();
+        let e = run8(client, &scale_program(&target, "0.0")).unwrap_err();
+        assert!(
+            e.to_string().contains("float32") && e.to_string().contains("int32"),
+            "{e}"
+        );
+    });
+}
+
+#[path = "../examples/ffi_custom_call.rs"]
+mod example;
+
+#[test]
+fn ffi_example_runs() {
+    for which in [Which::Old, Which::New] {
+        let path = plugin_path(which);
+        let out = example::run(path.to_str().unwrap()).unwrap();
+        assert!(out.contains("10x + 1.5 = [1.5, 11.5,"), "{out}");
+        assert!(out.ends_with("ok\n"), "{out}");
+    }
+}
+
+#[test]
+fn instantiate_stage_gives_per_instance_state() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_stateful");
+        let instances = Arc::new(AtomicUsize::new(0));
+        let i2 = instances.clone();
+        let r = ffi::register_with_state(
+            client,
+            &target,
+            &RegisterOptions::default(),
+            move |call: &mut CallFrame<'_>| {
+                // The state is computed once per compiled instance, from the attributes.
+                let offset: f32 = call.attrs()?.get_as("offset")?;
+                let n = i2.fetch_add(1, Ordering::SeqCst);
+                Ok((offset * 10.0, n))
+            },
+            |call: &mut CallFrame<'_>, state: &(f32, usize)| {
+                call.ret(0)?
+                    .as_mut_slice::<f32>()?
+                    .fill(state.0 + state.1 as f32);
+                Ok(())
+            },
+        );
+        if is_old(p) {
+            let e = r.unwrap_err();
+            assert_eq!(e.code(), Code::Unimplemented, "{e}");
+            assert!(e.to_string().contains("0.2"), "{e}");
+            return;
+        }
+        r.unwrap();
+        let a = compile(client, &scale_program(&target, "1.0"));
+        let b = compile(client, &scale_program(&target, "2.0"));
+        assert_eq!(
+            instances.load(Ordering::SeqCst),
+            2,
+            "one instantiate per instance"
+        );
+        let x = client
+            .buffer_from_slice(&[0f32; 8], &[8], &client.default_device().unwrap())
+            .unwrap();
+        for _ in 0..3 {
+            let ya = a.execute(&[&x]).unwrap()[0].to_vec_of::<f32>().unwrap();
+            let yb = b.execute(&[&x]).unwrap()[0].to_vec_of::<f32>().unwrap();
+            assert_eq!(ya, vec![10.0; 8]);
+            assert_eq!(yb, vec![21.0; 8]);
+        }
+        assert_eq!(instances.load(Ordering::SeqCst), 2);
+    });
+}
+
+#[test]
+fn user_type_ids_are_stable_per_name() {
+    for_each_plugin(|p, _| {
+        let a = ffi::register_type(p, "rpjrt.test.TypeA").unwrap();
+        let b = ffi::register_type(p, "rpjrt.test.TypeB").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(ffi::register_type(p, "rpjrt.test.TypeA").unwrap(), a);
+    });
+}

@@ -1,0 +1,168 @@
+"""Custom calls (XLA FFI): serve ``stablehlo.custom_call @name(...) {api_version = 4 : i32}``
+with a Python function, or with compiled handler code (a PyCapsule, as jax.ffi uses).
+
+    import rpjrt, rpjrt.ffi
+
+    client = rpjrt.Client("cpu")
+
+    @rpjrt.ffi.handler(client, "scale")
+    def scale(call):
+        x = call.args[0].to_numpy()
+        call.rets[0].to_numpy()[:] = 2 * x + call.attrs["offset"]
+
+A handler receives an :class:`FfiCall`: ``args`` and ``rets`` (:class:`FfiBuffer`: shape,
+dtype, nbytes, data address, ``memoryview()``, ``to_numpy()``, ``__array__``, ``__dlpack__``;
+views are valid only during the call), ``attrs`` (the custom call's ``backend_config``
+dictionary as Python values), ``stream``, ``user_data`` (the object passed as
+``exe(x, ffi_user_data=obj)``), ``target`` and ``runtime_version``. An exception fails the
+execute call with its type, message and the innermost traceback frames.
+
+Registration is checked at once: a plugin that refuses or silently drops the handler (an
+FFI runtime older than the handler) raises here, naming target, platform and versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union, cast
+
+from . import _rpjrt
+from ._errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from ._rpjrt import Client, Plugin
+
+#: What registration functions take: a Client (its platform is the default) or a Plugin.
+Target = Union["Client", "Plugin"]
+
+FfiBuffer = _rpjrt.FfiBuffer
+FfiCall = _rpjrt.FfiCall
+
+__all__ = [
+    "FfiBuffer",
+    "FfiCall",
+    "Registration",
+    "handler",
+    "is_registered",
+    "register",
+    "register_jaxlib_cpu_targets",
+    "rpjrt_ffi_version",
+    "runtime_version",
+    "unregister",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Registration(NamedTuple):
+    """What a successful registration found."""
+
+    target: str
+    platform: str
+    runtime_version: tuple[int, int]
+    handler_version: tuple[int, int]
+
+
+def _is_native(obj: object) -> bool:
+    return isinstance(obj, int) or type(obj).__name__ == "PyCapsule"
+
+
+def register(
+    client_or_plugin: Target,
+    name: str,
+    handler: Any,
+    platform: str | None = None,
+    *,
+    replace: bool = False,
+) -> Registration:
+    """Registers ``handler`` for custom calls to ``name``.
+
+    ``handler`` is a Python callable taking an :class:`FfiCall`, or native handler code:
+    a PyCapsule holding an ``XLA_FFI_Handler*`` (the ``jax.ffi.register_ffi_target``
+    convention) or its address as an int. ``platform`` defaults to the client's (``cpu``);
+    registering a name twice raises ``AlreadyExistsError`` unless ``replace=True``.
+    """
+    if _is_native(handler):
+        native = cast(Any, handler)
+        r = _rpjrt._ffi_register_native(client_or_plugin, name, native, platform, replace)
+    elif callable(handler):
+        r = _rpjrt._ffi_register_python(client_or_plugin, name, handler, platform, replace)
+    else:
+        raise TypeError(
+            "an FFI handler is a Python callable, a PyCapsule or an address, "
+            f"not {type(handler).__name__}"
+        )
+    return Registration(*r)
+
+
+def handler(
+    client_or_plugin: Target,
+    name: str,
+    *,
+    platform: str | None = None,
+    replace: bool = False,
+) -> Callable[[F], F]:
+    """Decorator: registers the function as the handler of ``name`` and returns it."""
+
+    def wrap(fn: F) -> F:
+        register(client_or_plugin, name, fn, platform, replace=replace)
+        return fn
+
+    return wrap
+
+
+def unregister(client_or_plugin: Target, name: str, platform: str | None = None) -> bool:
+    """Removes the handler of ``name``; programs calling it then fail saying so. Returns
+    whether a handler was bound. The name can be registered again afterwards."""
+    return bool(_rpjrt._ffi_unregister(client_or_plugin, name, platform))
+
+
+def is_registered(client_or_plugin: Target, name: str, platform: str | None = None) -> bool:
+    """Whether ``name`` has a handler on this plugin and platform."""
+    return bool(_rpjrt._ffi_is_registered(client_or_plugin, name, platform))
+
+
+def runtime_version(client_or_plugin: Target) -> tuple[int, int]:
+    """The plugin's XLA FFI runtime version, e.g. ``(0, 4)``."""
+    major, minor = _rpjrt._ffi_runtime_version(client_or_plugin)
+    return (major, minor)
+
+
+def rpjrt_ffi_version() -> tuple[int, int]:
+    """The XLA FFI version rpjrt's own handlers speak."""
+    major, minor = _rpjrt._ffi_rpjrt_version()
+    return (major, minor)
+
+
+def register_jaxlib_cpu_targets(client: Target, *, replace: bool = False) -> list[str]:
+    """Registers the CPU custom-call handlers jaxlib ships (its LAPACK kernels), so
+    JAX-lowered programs using ``jnp.linalg`` compile and run under rpjrt.
+
+    Returns the target names registered (names that already have a handler are kept).
+    Raises ``UnsupportedError`` without jaxlib, and a clear error when the plugin's FFI
+    runtime is older than the one jaxlib's handlers were built for (they would be dropped).
+    """
+    try:
+        import jaxlib
+        from jaxlib import lapack
+    except ImportError as e:
+        raise UnsupportedError(f"register_jaxlib_cpu_targets needs jaxlib: {e}") from e
+    getattr(lapack, "_lapack").initialize()
+    targets = [
+        (name, capsule)
+        for name, capsule, api_version in lapack.registrations().get("cpu", [])
+        if api_version == 1
+    ]
+    done: list[str] = []
+    for name, capsule in targets:
+        if not replace and is_registered(client, name):
+            continue
+        try:
+            register(client, name, capsule, replace=replace)
+        except Exception as e:
+            raise type(e)(
+                f"jaxlib {getattr(jaxlib, '__version__', '?')}'s CPU handlers cannot be used with this plugin "
+                f"(FFI runtime {'.'.join(map(str, runtime_version(client)))}): {e}"
+            ) from e
+        done.append(name)
+    return done

@@ -1,0 +1,418 @@
+"""Custom calls (XLA FFI) served by Python handlers and by jaxlib's native handlers, on
+both CPU plugins (FFI runtime 0.2 on the PJRT 0.81 plugin, 0.4 on the 0.115 plugin)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rpjrt
+import rpjrt.ffi
+
+from .conftest import run_python
+
+_ids = itertools.count()
+
+
+def _name(base: str) -> str:
+    """A fresh target name (registrations are per process and per plugin)."""
+    return f"py_{base}_{next(_ids)}"
+
+
+def _scale_program(target: str, offset: str = "1.5") -> str:
+    return f"""func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32,
+      backend_config = {{offset = {offset} : f32}}}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}
+"""
+
+
+X8 = np.arange(8, dtype=np.float32)
+
+
+def test_python_handler_two_x_plus_attr(client: rpjrt.Client, plugin_label: str) -> None:
+    target = _name("scale")
+    seen: list[Any] = []
+
+    @rpjrt.ffi.handler(client, target)
+    def scale(call: rpjrt.ffi.FfiCall) -> None:
+        seen.append((call.target, call.args[0].shape, call.rets[0].nbytes, call.stage))
+        assert call.device_ordinal == 0, call.device_ordinal
+        assert call.stream == 0
+        x = call.args[0].to_numpy()
+        call.rets[0].to_numpy()[:] = 2 * x + call.attrs["offset"]
+
+    out = client.compile(_scale_program(target))(X8)[0].to_numpy()
+    np.testing.assert_array_equal(out, 2 * X8 + 1.5)
+    assert seen == [(target, (8,), 32, "execute")]
+    want_rt = (0, 2) if plugin_label == "old" else (0, 4)
+    assert rpjrt.ffi.runtime_version(client) == want_rt
+
+
+def test_buffer_views(client: rpjrt.Client) -> None:
+    target = _name("views")
+    kept: list[Any] = []
+
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        a, r = call.args[0], call.rets[0]
+        assert a.is_host and not a.writable and r.writable
+        assert a.dtype == np.float32 and a.ffi_dtype == 11 and a.data != 0
+        mv = a.memoryview()
+        assert mv.readonly and mv.nbytes == 32
+        np.testing.assert_array_equal(np.asarray(a), X8)
+        np.testing.assert_array_equal(np.from_dlpack(a), X8)
+        out = r.memoryview()
+        out[:] = (np.asarray(a) * 3).tobytes()
+        kept.append(a)
+
+    rpjrt.ffi.register(client, target, h)
+    out = client.compile(_scale_program(target))(X8)[0].to_numpy()
+    np.testing.assert_array_equal(out, 3 * X8)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="only valid during the handler call"):
+        kept[0].to_numpy()
+
+
+ALL_ATTRS = """func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.custom_call @TARGET(%x) {api_version = 4 : i32, backend_config = {
+    b = true, i8v = -8 : i8, i16v = -16 : i16, i32v = -32 : i32, i64v = -64 : i64,
+    u8v = 8 : ui8, u16v = 16 : ui16, u32v = 32 : ui32, u64v = 64 : ui64,
+    f32v = 1.5 : f32, f64v = 2.25 : f64, s = "hello",
+    ai32 = array<i32: 1, 2, 3>, ai64 = array<i64: -4, 5>, af32 = array<f32: 0.5, 1.5>,
+    af64 = array<f64: 2.5>, d = {inner = 9 : i64, name = "in", deeper = {z = false}}}}
+    : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+"""
+
+
+def test_every_attribute_kind(client: rpjrt.Client) -> None:
+    target = _name("attrs")
+    got: dict[str, Any] = {}
+
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        got.update(call.attrs)
+        call.rets[0].to_numpy()[:] = 0
+
+    rpjrt.ffi.register(client, target, h)
+    client.compile(ALL_ATTRS.replace("TARGET", target))(X8)[0].to_numpy()
+    want = {
+        "b": True, "i8v": -8, "i16v": -16, "i32v": -32, "i64v": -64, "u8v": 8, "u16v": 16,
+        "u32v": 32, "u64v": 64, "f32v": 1.5, "f64v": 2.25, "s": "hello", "ai32": [1, 2, 3],
+        "ai64": [-4, 5], "af32": [0.5, 1.5], "af64": [2.5],
+        "d": {"inner": 9, "name": "in", "deeper": {"z": False}},
+    }  # fmt: skip
+    assert got == want
+    for k in ("b",):
+        assert type(got[k]) is bool
+    for k in ("i8v", "i64v", "u64v"):
+        assert type(got[k]) is int
+    for k in ("f32v", "f64v"):
+        assert type(got[k]) is float
+    assert type(got["d"]["deeper"]["z"]) is bool
+
+
+def test_raising_handler_fails_execute_with_type_message_traceback(
+    client: rpjrt.Client,
+) -> None:
+    target = _name("raises")
+
+    def inner_helper() -> None:
+        raise ValueError("offset must be positive")
+
+    @rpjrt.ffi.handler(client, target)
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        inner_helper()
+
+    exe = client.compile(_scale_program(target))
+    with pytest.raises(rpjrt.InvalidArgumentError) as info:  # ValueError's status code
+        exe(X8)[0].to_numpy()
+    msg = str(info.value)
+    assert "ValueError: offset must be positive" in msg, msg
+    assert "inner_helper" in msg and "test_ffi.py" in msg, msg
+    # The client keeps working.
+    ok = _name("after_raise")
+    rpjrt.ffi.register(client, ok, lambda call: call.rets[0].memoryview().cast("B").__setitem__(slice(None), bytes(32)))
+    np.testing.assert_array_equal(client.compile(_scale_program(ok))(X8)[0].to_numpy(), 0)
+
+
+def test_user_data_arrives(client: rpjrt.Client) -> None:
+    target = _name("user")
+    seen: list[Any] = []
+
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        seen.append(call.user_data)
+        k = call.user_data["k"] if call.user_data is not None else 0.0
+        call.rets[0].to_numpy()[:] = k * call.args[0].to_numpy()
+
+    rpjrt.ffi.register(client, target, h)
+    exe = client.compile(_scale_program(target))
+    token = {"k": 4.0}
+    np.testing.assert_array_equal(exe(X8, ffi_user_data=token)[0].to_numpy(), 4 * X8)
+    assert seen[-1] is token
+    np.testing.assert_array_equal(exe(X8)[0].to_numpy(), 0 * X8)
+    assert seen[-1] is None
+
+
+def test_register_twice_replace_and_remove(client: rpjrt.Client) -> None:
+    target = _name("rebind")
+    rpjrt.ffi.register(client, target, lambda call: call.rets[0].to_numpy().fill(1))
+    with pytest.raises(rpjrt.AlreadyExistsError, match=target):
+        rpjrt.ffi.register(client, target, lambda call: None)
+    exe = client.compile(_scale_program(target))
+    np.testing.assert_array_equal(exe(X8)[0].to_numpy(), 1)
+    rpjrt.ffi.register(client, target, lambda call: call.rets[0].to_numpy().fill(2), replace=True)
+    np.testing.assert_array_equal(exe(X8)[0].to_numpy(), 2)
+    assert rpjrt.ffi.unregister(client, target)
+    assert not rpjrt.ffi.is_registered(client, target)
+    with pytest.raises(rpjrt.Error, match="removed"):
+        exe(X8)[0].to_numpy()
+    rpjrt.ffi.register(client, target, lambda call: call.rets[0].to_numpy().fill(3))
+    np.testing.assert_array_equal(exe(X8)[0].to_numpy(), 3)
+
+
+def test_many_handlers(client: rpjrt.Client) -> None:
+    names = [_name("many") for _ in range(300)]
+    for i, n in enumerate(names):
+        rpjrt.ffi.register(client, n, lambda call, i=i: call.rets[0].to_numpy().fill(i))
+    for i in (0, 150, 299):
+        np.testing.assert_array_equal(client.compile(_scale_program(names[i]))(X8)[0].to_numpy(), i)
+
+
+def test_bad_handlers_are_clear_errors(client: rpjrt.Client) -> None:
+    with pytest.raises(TypeError, match="callable"):
+        rpjrt.ffi.register(client, _name("bad"), "not a function")
+    with pytest.raises(rpjrt.InvalidArgumentError, match="null"):
+        rpjrt.ffi.register(client, _name("bad"), 0)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="empty"):
+        rpjrt.ffi.register(client, "", lambda call: None)
+
+
+def test_jax_ffi_call_program_runs_with_rpjrt_handler(client: rpjrt.Client) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    target = _name("jax_axpy")
+
+    def f(x: Any) -> Any:
+        y = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(
+            x, alpha=np.float32(3.0)
+        )
+        return jnp.sin(y) + 1.0
+
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
+    text = jax.jit(f).lower(x).as_text()
+    assert f"custom_call @{target}" in text
+
+    @rpjrt.ffi.handler(client, target)
+    def axpy(call: rpjrt.ffi.FfiCall) -> None:
+        call.rets[0].to_numpy()[:] = call.attrs["alpha"] * call.args[0].to_numpy()
+
+    out = client.compile(text)(x)[0].to_numpy()
+    np.testing.assert_allclose(out, np.sin(3.0 * x) + 1.0, rtol=1e-6, atol=1e-6)
+
+
+LINALG = ["cholesky", "qr", "eigh", "svd", "solve", "lu"]
+
+
+def _linalg_case(kind: str) -> tuple[Any, list[np.ndarray]]:
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(5, 5)).astype(np.float32)
+    spd = (a @ a.T + 5 * np.eye(5)).astype(np.float32)
+    b = rng.normal(size=(5, 2)).astype(np.float32)
+    fns: dict[str, tuple[Any, list[np.ndarray]]] = {
+        "cholesky": (jnp.linalg.cholesky, [spd]),
+        "qr": (lambda m: jnp.linalg.qr(m), [a]),
+        "eigh": (lambda m: jnp.linalg.eigh(m), [spd]),
+        "svd": (lambda m: jnp.linalg.svd(m, full_matrices=False), [a]),
+        "solve": (jnp.linalg.solve, [a, b]),
+        "lu": (jsl.lu, [a]),
+    }
+    return fns[kind]
+
+
+@pytest.fixture(scope="module")
+def jaxlib_targets(plugin_label: str, client: rpjrt.Client) -> list[str] | Exception:
+    try:
+        return rpjrt.ffi.register_jaxlib_cpu_targets(client)
+    except rpjrt.Error as e:
+        return e
+
+
+@pytest.mark.parametrize("kind", LINALG)
+def test_jnp_linalg_under_rpjrt(
+    kind: str, plugin_label: str, client: rpjrt.Client, jaxlib_targets: Any
+) -> None:
+    import jax
+
+    if plugin_label == "old":
+        # The 0.2 FFI runtime cannot take jaxlib's handlers: registration says why.
+        assert isinstance(jaxlib_targets, rpjrt.Error)
+        msg = str(jaxlib_targets)
+        assert "jaxlib" in msg and "0.2" in msg and "newer" in msg, msg
+        return
+    assert isinstance(jaxlib_targets, list), jaxlib_targets
+    fn, args = _linalg_case(kind)
+    jitted = jax.jit(fn)
+    text = jitted.lower(*args).as_text()
+    assert "lapack_" in text
+    want = jax.tree.leaves(jitted(*args))
+    got = client.compile(text)(*args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.to_numpy(), np.asarray(w), rtol=2e-4, atol=2e-4)
+
+
+def test_rss_flat_over_many_calls(plugin_path: str) -> None:
+    """10,000 calls through a Python handler and 10,000 failing ones: RSS stays flat (a
+    generous bound; bench/b_ffi.py measures it precisely)."""
+    code = f"""
+        import gc, numpy as np, rpjrt, rpjrt.ffi
+        def rss():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        c = rpjrt.Client({plugin_path!r})
+        prog = {_scale_program("TARGET")!r}
+        def ok(call):
+            call.rets[0].to_numpy()[:] = 2 * call.args[0].to_numpy() + call.attrs["offset"]
+        def bad(call):
+            raise RuntimeError("always fails")
+        rpjrt.ffi.register(c, "rss_ok", ok)
+        rpjrt.ffi.register(c, "rss_bad", bad)
+        e_ok = c.compile(prog.replace("TARGET", "rss_ok"))
+        e_bad = c.compile(prog.replace("TARGET", "rss_bad"))
+        x = c.put(np.arange(8, dtype=np.float32))
+        def run(n):
+            for _ in range(n):
+                e_ok(x)[0].to_numpy()
+                try:
+                    e_bad(x)[0].to_numpy()
+                except rpjrt.Error:
+                    pass
+        run(2000)
+        gc.collect()
+        before = rss()
+        run(10000)
+        gc.collect()
+        print("GROWTH", rss() - before)
+    """
+    r = run_python(code, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    growth = int(r.stdout.split("GROWTH")[1].split()[0])
+    assert growth <= 4 * 1024 * 1024, growth
+
+
+def test_handler_on_plugin_object(plugin_path: str) -> None:
+    """Registration through a Plugin (no client) with an explicit platform."""
+    r = run_python(
+        f"""
+        import numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        reg = rpjrt.ffi.register(c.plugin, "via_plugin", lambda call: call.rets[0].to_numpy().fill(5), platform="cpu")
+        assert reg.platform == "host", reg
+        e = c.compile({_scale_program("via_plugin")!r})
+        print(e(np.zeros(8, np.float32))[0].to_numpy().tolist())
+        """
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[5.0, 5.0" in r.stdout
+
+
+def test_async_client_and_threads_do_not_deadlock(plugin_path: str) -> None:
+    """Handlers take the GIL themselves: executions from several Python threads on an
+    asynchronous client, with reads of the outputs, finish (in a subprocess, so a deadlock
+    fails the test instead of hanging it)."""
+    r = run_python(
+        f"""
+        import threading, numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r}, options={{"asynchronous": True}})
+        def h(call):
+            call.rets[0].to_numpy()[:] = call.args[0].to_numpy() + 1
+        rpjrt.ffi.register(c, "threads_h", h)
+        e = c.compile({_scale_program("threads_h")!r})
+        x = c.put(np.arange(8, dtype=np.float32))
+        bad = []
+        def work():
+            for _ in range(200):
+                y = e(x)[0]
+                y.block_until_ready()
+                if y.to_numpy()[1] != 2.0:
+                    bad.append(1)
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("done", len(bad))
+        """,
+        timeout=240,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "done 0" in r.stdout, r.stdout
+
+
+def _ctypes_handler(minor: int) -> Any:
+    """A native XLA FFI handler made with ctypes that reports FFI version 0.<minor> when
+    asked for metadata and otherwise does nothing."""
+    import ctypes
+
+    @ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+    def handler(frame: int) -> None:
+        ext = ctypes.c_void_p.from_address(frame + 8).value  # extension_start
+        while ext:
+            ext_type = ctypes.c_int32.from_address(ext + 8).value
+            if ext_type == 1:  # metadata extension: its metadata pointer follows the base
+                md = ctypes.c_void_p.from_address(ext + 24).value
+                assert md is not None
+                ctypes.c_int32.from_address(md + 24).value = 0  # api_version.major
+                ctypes.c_int32.from_address(md + 28).value = minor  # api_version.minor
+                return None
+            ext = ctypes.c_void_p.from_address(ext + 16).value  # next
+        return None
+
+    return handler
+
+
+def test_native_handler_versions_are_checked(client: rpjrt.Client, plugin_label: str) -> None:
+    import ctypes
+
+    runtime = rpjrt.ffi.runtime_version(client)
+    too_new = _ctypes_handler(9)
+    addr = ctypes.cast(too_new, ctypes.c_void_p).value
+    assert addr is not None
+    target = _name("native_new")
+    with pytest.raises(rpjrt.FailedPreconditionError) as info:
+        rpjrt.ffi.register(client, target, addr)
+    msg = str(info.value)
+    assert target in msg and "0.9" in msg and f"{runtime[0]}.{runtime[1]}" in msg, msg
+    assert not rpjrt.ffi.is_registered(client, target)
+
+    old_enough = _ctypes_handler(1)
+    addr = ctypes.cast(old_enough, ctypes.c_void_p).value
+    reg = rpjrt.ffi.register(client, _name("native_ok"), addr)
+    assert reg.handler_version == (0, 1) and reg.runtime_version == runtime
+    test_native_handler_versions_are_checked.keep = (too_new, old_enough)  # type: ignore[attr-defined]
+
+
+def test_jax_ffi_call_program_runs_with_rust_handler(client: rpjrt.Client) -> None:
+    """The same, served by a Rust handler (rpjrt's benchmark handler: y = 2x + offset)."""
+    import jax
+
+    target = _name("jax_rust")
+    rpjrt._rpjrt._ffi_bench_register_rust(client, target)
+
+    def f(x: Any) -> Any:
+        return jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(
+            x, offset=np.float32(0.5)
+        ) * 3.0
+
+    x = np.linspace(-2, 2, 8, dtype=np.float32)
+    out = client.compile(jax.jit(f).lower(x).as_text())(x)[0].to_numpy()
+    np.testing.assert_allclose(out, (2 * x + 0.5) * 3.0, rtol=1e-6)
