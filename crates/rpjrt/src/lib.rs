@@ -41,6 +41,7 @@ mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+pub mod transfer;
 mod value;
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API.
@@ -62,4 +63,5 @@ pub use host::{
 };
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use transfer::{StreamOptions, Upload};
 pub use value::{ClientOptions, Value};
