@@ -3,7 +3,7 @@
 
 import os
 import types
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, Literal, final
 
 from typing_extensions import CapsuleType, Self, TypeAlias
@@ -301,3 +301,34 @@ def _element_type_from_name(name: str) -> tuple[int | None, str]:
     """The PJRT code `name` denotes, or (None, why not)."""
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""
+__all__ += ["_copy_raw_to_host", "_create_error_buffer", "_create_uninitialized_buffer", "_put_streaming"]
+
+def _put_streaming(
+    client: Client,
+    source: Callable[[int, int], Any],
+    dtype: _DTypeLike,
+    shape: list[int],
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+    chunk_bytes: int = 67108864,
+    progress: Callable[[int, int], None] | None = None,
+    progress_threshold: int = 268435456,
+) -> Buffer:
+    """Upload dtype[shape] in chunks from source(offset, nbytes) (see rpjrt.transfer)."""
+def _copy_raw_to_host(buffer: Buffer, offset: int, size: int) -> bytes: ...
+def _create_uninitialized_buffer(
+    client: Client,
+    dtype: _DTypeLike,
+    shape: list[int],
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+) -> Buffer: ...
+def _create_error_buffer(
+    client: Client,
+    dtype: _DTypeLike,
+    shape: list[int],
+    code: str,
+    message: str,
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+) -> Buffer: ...

@@ -13,6 +13,7 @@ mod errors;
 mod executable;
 mod put;
 mod pybuf;
+mod transfer;
 
 use pyo3::prelude::*;
 
@@ -45,5 +46,9 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_put_streaming, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_copy_raw_to_host, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_create_uninitialized_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_create_error_buffer, m)?)?;
     Ok(())
 }
