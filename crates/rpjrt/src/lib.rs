@@ -37,6 +37,7 @@ mod executable;
 mod hlo;
 pub mod host;
 mod inline;
+pub mod layout;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
@@ -61,6 +62,7 @@ pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
 pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
 };
+pub use layout::DeviceLayout;
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use transfer::{StreamOptions, Upload};

@@ -22,6 +22,7 @@ pub(crate) mod calls;
 pub(crate) mod event;
 pub(crate) mod floor;
 pub(crate) mod hostmem;
+pub(crate) mod layout;
 pub(crate) mod transfer;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
