@@ -21,7 +21,9 @@ from . import _dtypes as _dtypes_module
 # it is loaded on first use (a Client without a path, or these names), not on import.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from . import sharding
     from ._discovery import PluginInfo, candidates, find_plugin, plugins
+    from .session import Session
 
 _LAZY_DISCOVERY = ("PluginInfo", "candidates", "find_plugin", "plugins")
 
@@ -33,6 +35,18 @@ def __getattr__(name: str) -> object:
         value = getattr(_discovery, name)
         globals()[name] = value
         return value
+    # Sessions and sharding use typing; they load on first use too.
+    if name == "Session":
+        from .session import Session
+
+        globals()[name] = Session
+        return Session
+    if name == "sharding":
+        import importlib
+
+        mod = importlib.import_module(".sharding", __name__)
+        globals()[name] = mod
+        return mod
     raise AttributeError(f"module 'rpjrt' has no attribute {name!r}")
 from ._dtypes import (
     ALL as _ALL_DTYPES,
@@ -99,7 +113,7 @@ from ._errors import (
 )
 
 try:
-    from ._rpjrt import Buffer, Client, Device, Executable, Memory, Plugin, __version__
+    from ._rpjrt import Buffer, Client, Device, Executable, Memory, Plugin, SessionProgram, __version__
 except ImportError as _e:  # pragma: no cover - a broken install
     raise ImportError(
         f"rpjrt's compiled extension (rpjrt._rpjrt) cannot be imported: {_e}. "
@@ -158,6 +172,9 @@ __all__ = [
     "Executable",
     "Buffer",
     "PluginInfo",
+    "Session",
+    "SessionProgram",
+    "sharding",
     # functions
     "plugins",
     "find_plugin",

@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_element_type_from_name", "_element_types", "_probe_pjrt_version", "_run_cli"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_element_type_from_name", "_element_types", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble"]
 
 __version__: str
 
@@ -284,6 +284,67 @@ class Buffer:
     ) -> CapsuleType: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
     def __repr__(self) -> str: ...
+
+@final
+class _Session:
+    """Named slots on one device (the engine of rpjrt.Session)."""
+
+    def __new__(cls, client: Client, device: Device | int | None = None) -> Self: ...
+    @property
+    def client(self) -> Client: ...
+    @property
+    def device(self) -> Device: ...
+    @property
+    def uploads(self) -> int: ...
+    @property
+    def loads(self) -> int: ...
+    def program(
+        self,
+        executable: Executable,
+        inputs: Sequence[str],
+        outputs: Sequence[str | None],
+        donate: bool = True,
+    ) -> SessionProgram: ...
+    def bind(self, name: str, value: object) -> None: ...
+    def bind_lazy(self, name: str, loader: Any) -> None: ...
+    def buffer(self, name: str) -> Buffer: ...
+    def slots(self) -> list[tuple[str, Any, tuple[int, ...] | None, str]]: ...
+    def __repr__(self) -> str: ...
+
+@final
+class SessionProgram:
+    """A program whose arguments and outputs are slots of a Session."""
+
+    @property
+    def executable(self) -> Executable: ...
+    @property
+    def inputs(self) -> list[str]: ...
+    @property
+    def outputs(self) -> list[str | None]: ...
+    @property
+    def donated(self) -> list[str]:
+        """Slots donated to each call (read and written, aliased in the compiled module)."""
+    def __call__(self, **values: object) -> None:
+        """Bind the keyword arguments to their slots, then run (without waiting)."""
+    def __repr__(self) -> str: ...
+
+def _uses_shardy(program: str | bytes) -> bool: ...
+def _shard_split(
+    data: bytes,
+    dtype: _DTypeLike,
+    dims: Sequence[int],
+    axes: Sequence[tuple[str, int]],
+    device_ids: Sequence[int],
+    spec: Sequence[Sequence[str]],
+) -> tuple[list[bytes], list[int]]: ...
+def _shard_assemble(
+    shards: Sequence[bytes],
+    dtype: _DTypeLike,
+    dims: Sequence[int],
+    axes: Sequence[tuple[str, int]],
+    device_ids: Sequence[int],
+    spec: Sequence[Sequence[str]],
+) -> bytes: ...
 
 @final
 class _Waiter:

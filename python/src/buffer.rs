@@ -79,6 +79,24 @@ impl PyBuffer {
         Py::new(py, PyBuffer::new(inner, client.clone_ref(py), true))
     }
 
+    /// A Python Buffer sharing an rpjrt buffer that something else also holds (a session
+    /// slot): deleting or donating it shows through both.
+    pub fn wrap_shared(
+        py: Python<'_>,
+        inner: Arc<rpjrt::Buffer>,
+        client: &Py<PyClient>,
+    ) -> PyResult<Py<PyBuffer>> {
+        Py::new(
+            py,
+            PyBuffer {
+                inner: ManuallyDrop::new(inner),
+                client: client.clone_ref(py),
+                exports: AtomicUsize::new(0),
+                borrows_host: false,
+            },
+        )
+    }
+
     pub fn rb(&self) -> &rpjrt::Buffer {
         &self.inner
     }

@@ -13,6 +13,8 @@ mod errors;
 mod executable;
 mod put;
 mod pybuf;
+mod session;
+mod sharding;
 mod transfer;
 
 use pyo3::prelude::*;
@@ -41,7 +43,12 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<executable::PyExecutable>()?;
     m.add_class::<buffer::PyBuffer>()?;
     m.add_class::<buffer::PyWaiter>()?;
+    m.add_class::<session::PySession>()?;
+    m.add_class::<session::PySessionProgram>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_uses_shardy, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;

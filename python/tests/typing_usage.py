@@ -39,3 +39,21 @@ def errors() -> type[rpjrt.Error]:
 
 
 _ = asyncio
+
+
+def session(client: rpjrt.Client, exe: rpjrt.Executable) -> float:
+    import rpjrt.sharding as sh
+
+    s = rpjrt.Session(client)
+    step: rpjrt.SessionProgram = s.program(exe, inputs=["w", "x"], outputs=["w", None])
+    s.bind("w", [1.0, 2.0])
+    s.bind_many({"x": lambda: [3.0, 4.0]})
+    step()
+    step(x=[5.0, 6.0])
+    donated: list[str] = step.donated
+    n: int = s.uploads + s.loads
+    mesh = sh.Mesh({"x": 2}, [0, 1])
+    parts = sh.shard(client, [1.0, 2.0], mesh, ("x",))
+    whole = sh.gather(parts, mesh, ("x",), (2,))
+    del donated, n, whole
+    return float(s.fetch("w")[0])

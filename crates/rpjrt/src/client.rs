@@ -258,7 +258,9 @@ impl Client {
             .iter()
             .map(|d| d.facts.id.into())
             .collect();
-        let encoded = options.encode(&ids)?;
+        // A Shardy module needs the Shardy partitioner (see sharding::options_for).
+        let adjusted = crate::sharding::options_for(program, options);
+        let encoded = adjusted.as_ref().unwrap_or(options).encode(&ids)?;
         Executable::compile(&self.core, program, &encoded)
     }
 

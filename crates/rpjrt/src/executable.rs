@@ -564,3 +564,19 @@ impl fmt::Debug for Executable {
         )
     }
 }
+
+impl Executable {
+    /// The compiled program's input/output aliases as `(output, parameter)` pairs: when
+    /// argument `parameter` is donated, output `output` may be written into its buffer
+    /// (from `tf.aliasing_output` / donation in the lowered module).
+    ///
+    /// `Ok(None)` when the plugin does not expose the compiled module in a form rpjrt reads.
+    pub fn input_output_aliases(&self) -> Result<Option<Vec<(usize, usize)>>> {
+        self.check()?;
+        Ok(
+            calls::exe_optimized_program(self.state.core.api, self.state.exe)
+                .ok()
+                .and_then(|(code, format)| crate::hlo::entry_aliases(&code, &format)),
+        )
+    }
+}

@@ -99,3 +99,65 @@ pub(crate) fn entry_parameters(
         })
         .collect()
 }
+
+/// `HloModuleProto` fields read for the entry's input/output aliasing.
+#[derive(Clone, PartialEq, prost::Message)]
+struct HloModuleAliasing {
+    #[prost(message, optional, tag = "8")]
+    input_output_alias: Option<HloInputOutputAliasProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct HloModuleAliasingWithConfig {
+    #[prost(message, optional, tag = "1")]
+    hlo_module: Option<HloModuleAliasing>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct HloInputOutputAliasProto {
+    #[prost(message, repeated, tag = "1")]
+    entries: Vec<AliasEntryProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct AliasEntryProto {
+    #[prost(int64, repeated, tag = "1")]
+    output_shape_index: Vec<i64>,
+    #[prost(int64, tag = "2")]
+    parameter_number: i64,
+    #[prost(int64, repeated, tag = "3")]
+    parameter_shape_index: Vec<i64>,
+}
+
+/// The compiled module's input/output aliases as `(output, parameter)` pairs: output
+/// `output` (an index into the flat result list) may reuse parameter `parameter`'s buffer
+/// when that argument is donated. `None` when the module cannot be read; aliases of tuple
+/// elements inside a parameter are left out.
+pub(crate) fn entry_aliases(module: &[u8], format: &str) -> Option<Vec<(usize, usize)>> {
+    let m = match format {
+        "hlo_with_config" => {
+            HloModuleAliasingWithConfig::decode(module)
+                .ok()?
+                .hlo_module?
+        }
+        "hlo" | "" => HloModuleAliasing::decode(module).ok()?,
+        _ => return None,
+    };
+    let Some(aliases) = m.input_output_alias else {
+        return Some(Vec::new());
+    };
+    Some(
+        aliases
+            .entries
+            .iter()
+            .filter(|e| e.parameter_shape_index.is_empty() && e.output_shape_index.len() <= 1)
+            .filter_map(|e| {
+                let out = e.output_shape_index.first().copied().unwrap_or(0);
+                Some((
+                    usize::try_from(out).ok()?,
+                    usize::try_from(e.parameter_number).ok()?,
+                ))
+            })
+            .collect(),
+    )
+}

@@ -331,6 +331,24 @@ fn swap_bytes(data: &mut [u8], unit: usize) {
     }
 }
 
+impl std::fmt::Debug for HostArray<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, len) = match &self.data {
+            HostData::Borrowed(b) => ("borrowed", b.len()),
+            HostData::Owned(o) => ("owned", o.bytes().len()),
+        };
+        f.debug_struct("HostArray")
+            .field("element_type", &self.element_type)
+            .field("dims", &self.dims)
+            .field("byte_strides", &self.byte_strides)
+            .field("offset", &self.offset)
+            .field("byte_order", &self.byte_order)
+            .field("unpacked", &self.unpacked)
+            .field("data", &format_args!("{kind} {len} bytes"))
+            .finish()
+    }
+}
+
 impl<'a> HostArray<'a> {
     /// A dense row-major array of `element_type` and `dims` in `bytes` (rpjrt's dense form:
     /// sub-byte types packed, see [`crate::pack_sub_byte`]), native byte order.

@@ -42,6 +42,8 @@ mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+mod session;
+pub mod sharding;
 pub mod transfer;
 mod value;
 
@@ -65,5 +67,6 @@ pub use host::{
 pub use layout::DeviceLayout;
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use transfer::{StreamOptions, Upload};
 pub use value::{ClientOptions, Value};

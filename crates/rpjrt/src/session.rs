@@ -1,0 +1,715 @@
+//! Sessions: programs whose inputs and outputs are named slots, for training loops and
+//! other state that is fed back step after step without leaving the device.
+//!
+//! A [`Session`] holds named slots, each an array on the session's device. A
+//! [`SessionProgram`] names the slot each argument comes from and the slot each output
+//! goes to; calling it runs the executable and stores the outputs in their slots (no host
+//! copy). A slot a program both reads and writes is donated to the execution when the
+//! compiled module aliases that output to that input, so the update happens in place.
+//!
+//! ```no_run
+//! # use rpjrt::{Client, CompileOptions, ElementType, Program, Session, HostArray, SlotValue};
+//! # fn main() -> rpjrt::Result<()> {
+//! # let client = Client::from_path("plugin.so")?;
+//! # let exe = client.compile(&Program::mlir(""), &CompileOptions::default())?;
+//! let session = Session::new(&client)?;
+//! let step = session.program(&exe, &["theta", "x"], &["theta", "loss"])?;
+//! session.bind("theta", SlotValue::Host(HostArray::from_owner(std::sync::Arc::new(vec![0u8; 16]), ElementType::F32, vec![4])))?;
+//! session.bind_lazy("x", std::sync::Arc::new(|| {
+//!     Ok(SlotValue::Host(HostArray::from_owner(std::sync::Arc::new(vec![0u8; 16]), ElementType::F32, vec![4])))
+//! }))?;
+//! for _ in 0..10 {
+//!     step.call()?;
+//! }
+//! let loss = session.fetch("loss")?.to_vec_of::<f32>()?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::buffer::Buffer;
+use crate::client::{Client, Device};
+use crate::dtype::ElementType;
+use crate::error::{Error, Result};
+use crate::executable::{ArraySpec, Executable, ExecuteOptions};
+use crate::host::{CopyMode, HostArray};
+
+/// A value to put into a slot.
+#[derive(Clone, Debug)]
+pub enum SlotValue {
+    /// A device buffer, bound as it is (no upload). The slot shares it: if a program
+    /// donates the slot, this buffer becomes unusable.
+    Buffer(Arc<Buffer>),
+    /// A buffer the caller has just made from host data for this slot (counted as an
+    /// upload; used by bindings that convert host values themselves).
+    Uploaded(Arc<Buffer>),
+    /// Host data, uploaded to the session's device (counted as an upload; always copied,
+    /// so the slot never shares memory with the caller).
+    Host(HostArray<'static>),
+}
+
+/// Produces a slot's value when a program first needs it (see [`Session::bind_lazy`]).
+/// It is called without any session lock held; if it fails, the slot stays lazy and the
+/// next use calls it again.
+pub type Loader = Arc<dyn Fn() -> Result<SlotValue> + Send + Sync>;
+
+/// What a slot holds now (see [`Session::slots`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotState {
+    /// Named by a program but never bound.
+    Empty,
+    /// Bound to a loader that has not run yet.
+    Pending,
+    /// Holds a buffer.
+    Ready,
+    /// Holds a buffer that was deleted (by the caller, or donated outside this session).
+    Deleted,
+}
+
+/// A description of one slot (see [`Session::slots`]).
+#[derive(Clone, Debug)]
+pub struct SlotInfo {
+    /// The slot's name.
+    pub name: String,
+    /// Its element type and shape, once a program or a bind fixed them.
+    pub spec: Option<ArraySpec>,
+    /// What it holds.
+    pub state: SlotState,
+}
+
+enum Content {
+    Empty,
+    Lazy(Loader),
+    Ready(Arc<Buffer>),
+}
+
+struct Slot {
+    name: String,
+    spec: Option<ArraySpec>,
+    content: Content,
+}
+
+impl Slot {
+    fn state(&self) -> SlotState {
+        match &self.content {
+            Content::Empty => SlotState::Empty,
+            Content::Lazy(_) => SlotState::Pending,
+            Content::Ready(b) if b.is_deleted() => SlotState::Deleted,
+            Content::Ready(_) => SlotState::Ready,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    slots: Vec<Slot>,
+    index: HashMap<String, usize>,
+    uploads: usize,
+    loads: usize,
+    programs: Vec<String>,
+}
+
+impl State {
+    fn slot_index(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        self.slots.push(Slot {
+            name: name.to_string(),
+            spec: None,
+            content: Content::Empty,
+        });
+        self.index.insert(name.to_string(), self.slots.len() - 1);
+        self.slots.len() - 1
+    }
+
+    fn find(&self, name: &str) -> Result<usize> {
+        self.index.get(name).copied().ok_or_else(|| {
+            Error::invalid(format!(
+                "the session has no slot {name:?} (slots: {})",
+                self.names()
+            ))
+        })
+    }
+
+    fn names(&self) -> String {
+        if self.slots.is_empty() {
+            return "none".into();
+        }
+        self.slots
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Fixes slot `i`'s spec, or checks `spec` against the one it has.
+    fn settle_spec(&mut self, i: usize, spec: &ArraySpec, what: &str) -> Result<()> {
+        let slot = &mut self.slots[i];
+        match &slot.spec {
+            None => {
+                slot.spec = Some(spec.clone());
+                Ok(())
+            }
+            Some(have) if have == spec => Ok(()),
+            Some(have) => Err(Error::invalid(format!(
+                "slot {:?} holds {have}, but {what} is {spec}",
+                slot.name
+            ))),
+        }
+    }
+}
+
+struct Inner {
+    client: Client,
+    device: Device,
+    state: Mutex<State>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while the lock was held cannot leave a slot half-written (every update
+        // is one assignment), so a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Turns a value into a buffer on the session's device, checked against the slot's
+    /// spec before any upload. Returns the buffer and whether it was uploaded.
+    fn materialize(
+        &self,
+        name: &str,
+        spec: Option<&ArraySpec>,
+        value: SlotValue,
+    ) -> Result<(Arc<Buffer>, bool)> {
+        let check = |ty: ElementType, dims: &[i64]| -> Result<()> {
+            match spec {
+                Some(s) if s.element_type != ty || s.dims != dims => Err(Error::invalid(format!(
+                    "slot {name:?} holds {s}, but the value bound to it is {}",
+                    ArraySpec {
+                        element_type: ty,
+                        dims: dims.to_vec()
+                    }
+                ))),
+                _ => Ok(()),
+            }
+        };
+        match value {
+            SlotValue::Host(h) => {
+                check(h.element_type(), h.dims())?;
+                let b = self
+                    .client
+                    .put(&h, &self.device, None, CopyMode::Always)
+                    .map_err(|e| prefix(name, e))?;
+                Ok((Arc::new(b), true))
+            }
+            SlotValue::Buffer(b) | SlotValue::Uploaded(b) if b.is_deleted() => Err(Error::Deleted(
+                format!("the buffer bound to slot {name:?} was deleted (or donated)"),
+            )),
+            SlotValue::Buffer(b) => {
+                check(b.element_type(), b.dims())?;
+                self.check_device(name, &b)?;
+                Ok((b, false))
+            }
+            SlotValue::Uploaded(b) => {
+                check(b.element_type(), b.dims())?;
+                self.check_device(name, &b)?;
+                Ok((b, true))
+            }
+        }
+    }
+
+    fn check_device(&self, name: &str, b: &Buffer) -> Result<()> {
+        let d = b.device()?;
+        if d != self.device {
+            return Err(Error::invalid(format!(
+                "the buffer bound to slot {name:?} is on {d}, but the session runs on {}",
+                self.device
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs the loaders of the given slots that are still lazy (without the lock held).
+    fn load(&self, slots: &[usize]) -> Result<()> {
+        let pending: Vec<(usize, Loader)> = {
+            let st = self.lock();
+            slots
+                .iter()
+                .filter_map(|&i| match &st.slots[i].content {
+                    Content::Lazy(l) => Some((i, Arc::clone(l))),
+                    _ => None,
+                })
+                .collect()
+        };
+        for (i, loader) in pending {
+            let (name, spec) = {
+                let st = self.lock();
+                (st.slots[i].name.clone(), st.slots[i].spec.clone())
+            };
+            let value = loader().map_err(|e| prefix(&name, e))?;
+            let (buffer, uploaded) = self.materialize(&name, spec.as_ref(), value)?;
+            let mut st = self.lock();
+            st.loads += 1;
+            if uploaded {
+                st.uploads += 1;
+            }
+            // Bound to something else meanwhile: that binding wins.
+            if matches!(st.slots[i].content, Content::Lazy(_)) {
+                let spec = ArraySpec {
+                    element_type: buffer.element_type(),
+                    dims: buffer.dims().to_vec(),
+                };
+                st.settle_spec(i, &spec, "the loaded value")?;
+                st.slots[i].content = Content::Ready(buffer);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn prefix(name: &str, e: Error) -> Error {
+    match e {
+        Error::InvalidArgument(m) => Error::InvalidArgument(format!("slot {name:?}: {m}")),
+        Error::Deleted(m) => Error::Deleted(format!("slot {name:?}: {m}")),
+        other => other,
+    }
+}
+
+/// Named slots on one device and programs that read and write them. Cheap to clone (clones
+/// share the slots); safe to use from many threads (calls are serialised).
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl Session {
+    /// A session on the client's default device.
+    pub fn new(client: &Client) -> Result<Session> {
+        Session::on_device(client, &client.default_device()?)
+    }
+
+    /// A session whose slots live on `device`.
+    pub fn on_device(client: &Client, device: &Device) -> Result<Session> {
+        if !device.is_addressable() {
+            return Err(Error::invalid(format!(
+                "{device} is not addressable from this process"
+            )));
+        }
+        Ok(Session {
+            inner: Arc::new(Inner {
+                client: client.clone(),
+                device: device.clone(),
+                state: Mutex::new(State::default()),
+            }),
+        })
+    }
+
+    /// The device the slots live on.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// A program that reads argument `k` from slot `inputs[k]` and writes output `k` to
+    /// slot `outputs[k]` (an empty name discards that output). Slots are created as needed;
+    /// their element types and shapes are fixed by the executable, and a slot that already
+    /// has a different one is refused.
+    ///
+    /// Slots the program both reads and writes are donated when the compiled module aliases
+    /// that output to that argument (see [`Executable::input_output_aliases`]).
+    pub fn program(
+        &self,
+        exe: &Executable,
+        inputs: &[&str],
+        outputs: &[&str],
+    ) -> Result<SessionProgram> {
+        self.program_with(exe, inputs, outputs, true)
+    }
+
+    /// [`Session::program`] with automatic donation switched on or off.
+    pub fn program_with(
+        &self,
+        exe: &Executable,
+        inputs: &[&str],
+        outputs: &[&str],
+        donate: bool,
+    ) -> Result<SessionProgram> {
+        let devices = exe.addressable_devices()?;
+        let on_device = match devices.as_slice() {
+            [] => true,
+            [d] if *d == self.inner.device => false,
+            [d] => {
+                return Err(Error::invalid(format!(
+                    "{} runs on {d}, but the session's slots live on {}; compile it for that \
+                     device (or portable)",
+                    exe.name(),
+                    self.inner.device
+                )))
+            }
+            more => {
+                return Err(Error::invalid(format!(
+                    "{} runs on {} devices; a session program runs on one device (split \
+                     arrays across devices with rpjrt::sharding)",
+                    exe.name(),
+                    more.len()
+                )))
+            }
+        };
+        if let Some(params) = exe.parameters() {
+            if params.len() != inputs.len() {
+                return Err(Error::invalid(format!(
+                    "{} takes {} argument(s), but {} input slot name(s) were given",
+                    exe.name(),
+                    params.len(),
+                    inputs.len()
+                )));
+            }
+        }
+        if exe.num_outputs() != outputs.len() {
+            return Err(Error::invalid(format!(
+                "{} has {} output(s), but {} output slot name(s) were given",
+                exe.name(),
+                exe.num_outputs(),
+                outputs.len()
+            )));
+        }
+        for n in inputs {
+            if n.is_empty() {
+                return Err(Error::invalid("an input slot name is empty"));
+            }
+        }
+        for (k, n) in outputs.iter().enumerate() {
+            if !n.is_empty() && outputs[..k].contains(n) {
+                return Err(Error::invalid(format!(
+                    "slot {n:?} is named for more than one output"
+                )));
+            }
+        }
+        let aliases = if donate {
+            exe.input_output_aliases()?.unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut st = self.inner.lock();
+        // Check every spec before creating any slot, so a refused program leaves no trace.
+        let mut staged: Vec<(String, ArraySpec, String)> = Vec::new();
+        if let Some(params) = exe.parameters() {
+            for (k, (n, p)) in inputs.iter().zip(params).enumerate() {
+                staged.push((
+                    n.to_string(),
+                    p.clone(),
+                    format!("argument {k} of {}", exe.name()),
+                ));
+            }
+        }
+        for (k, (n, o)) in outputs.iter().zip(exe.outputs()).enumerate() {
+            if !n.is_empty() {
+                staged.push((
+                    n.to_string(),
+                    o.clone(),
+                    format!("output {k} of {}", exe.name()),
+                ));
+            }
+        }
+        let mut seen: HashMap<&str, &ArraySpec> = HashMap::new();
+        for (n, spec, what) in &staged {
+            let have = seen
+                .get(n.as_str())
+                .copied()
+                .or_else(|| st.index.get(n).and_then(|&i| st.slots[i].spec.as_ref()));
+            if let Some(have) = have {
+                if have != spec {
+                    return Err(Error::invalid(format!(
+                        "slot {n:?} holds {have}, but {what} is {spec}"
+                    )));
+                }
+            }
+            seen.insert(n, spec);
+        }
+        let input_slots: Vec<usize> = inputs.iter().map(|n| st.slot_index(n)).collect();
+        let output_slots: Vec<Option<usize>> = outputs
+            .iter()
+            .map(|n| (!n.is_empty()).then(|| st.slot_index(n)))
+            .collect();
+        for (n, spec, what) in &staged {
+            let i = st.slot_index(n);
+            st.settle_spec(i, spec, what)?;
+        }
+        let mut donated: Vec<usize> = aliases
+            .iter()
+            .filter(|&&(out, param)| {
+                param < input_slots.len()
+                    && out < output_slots.len()
+                    && output_slots[out] == Some(input_slots[param])
+                    && input_slots
+                        .iter()
+                        .filter(|&&s| s == input_slots[param])
+                        .count()
+                        == 1
+            })
+            .map(|&(_, param)| param)
+            .collect();
+        donated.sort_unstable();
+        donated.dedup();
+        st.programs.push(exe.name().to_string());
+        Ok(SessionProgram {
+            inner: Arc::clone(&self.inner),
+            exe: exe.clone(),
+            inputs: input_slots,
+            outputs: output_slots,
+            donated,
+            portable: on_device,
+        })
+    }
+
+    /// Binds `value` to slot `name` (created if new). A value whose element type or shape
+    /// differs from the slot's is refused here, naming the slot, before any upload.
+    pub fn bind(&self, name: &str, value: SlotValue) -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::invalid("a slot name is empty"));
+        }
+        let spec = {
+            let st = self.inner.lock();
+            st.index.get(name).and_then(|&i| st.slots[i].spec.clone())
+        };
+        let (buffer, uploaded) = self.inner.materialize(name, spec.as_ref(), value)?;
+        let mut st = self.inner.lock();
+        let i = st.slot_index(name);
+        let spec = ArraySpec {
+            element_type: buffer.element_type(),
+            dims: buffer.dims().to_vec(),
+        };
+        st.settle_spec(i, &spec, "the value bound to it")?;
+        if uploaded {
+            st.uploads += 1;
+        }
+        st.slots[i].content = Content::Ready(buffer);
+        Ok(())
+    }
+
+    /// Binds slot `name` to a loader, called only when a program first needs the slot (or
+    /// on [`Session::fetch`]). Its value is checked against the slot's type and shape then.
+    pub fn bind_lazy(&self, name: &str, loader: Loader) -> Result<()> {
+        if name.is_empty() {
+            return Err(Error::invalid("a slot name is empty"));
+        }
+        let mut st = self.inner.lock();
+        let i = st.slot_index(name);
+        st.slots[i].content = Content::Lazy(loader);
+        Ok(())
+    }
+
+    /// The buffer slot `name` holds (running its loader first if it is lazy). The buffer is
+    /// shared with the slot: a later donation of the slot makes it unusable.
+    pub fn fetch(&self, name: &str) -> Result<Arc<Buffer>> {
+        let i = self.inner.lock().find(name)?;
+        self.inner.load(&[i])?;
+        let st = self.inner.lock();
+        match &st.slots[i].content {
+            Content::Ready(b) if b.is_deleted() => Err(Error::Deleted(format!(
+                "slot {name:?}: its buffer was deleted (or donated outside this session)"
+            ))),
+            Content::Ready(b) => Ok(Arc::clone(b)),
+            _ => Err(Error::invalid(format!(
+                "slot {name:?} has no value yet: bind it first"
+            ))),
+        }
+    }
+
+    /// Every slot: name, type and shape, state (in creation order).
+    pub fn slots(&self) -> Vec<SlotInfo> {
+        self.inner
+            .lock()
+            .slots
+            .iter()
+            .map(|s| SlotInfo {
+                name: s.name.clone(),
+                spec: s.spec.clone(),
+                state: s.state(),
+            })
+            .collect()
+    }
+
+    /// How many host values were uploaded into slots (by binds and by loaders).
+    pub fn uploads(&self) -> usize {
+        self.inner.lock().uploads
+    }
+
+    /// How many times a loader ran.
+    pub fn loads(&self) -> usize {
+        self.inner.lock().loads
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.inner.lock();
+        let slots = st
+            .slots
+            .iter()
+            .map(|s| describe_slot(s.name.as_str(), s.spec.as_ref(), s.state()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        write!(
+            f,
+            "Session(device={}, slots=[{slots}], programs=[{}])",
+            self.inner.device,
+            st.programs.join(", ")
+        )
+    }
+}
+
+/// `name: float32[4, 16] ready`.
+pub(crate) fn describe_slot(name: &str, spec: Option<&ArraySpec>, state: SlotState) -> String {
+    let spec = spec.map_or_else(|| "?".to_string(), |s| s.to_string());
+    let state = match state {
+        SlotState::Empty => "empty",
+        SlotState::Pending => "pending",
+        SlotState::Ready => "ready",
+        SlotState::Deleted => "deleted",
+    };
+    format!("{name}: {spec} {state}")
+}
+
+/// A program of a [`Session`]: its arguments and outputs are named slots.
+#[derive(Clone)]
+pub struct SessionProgram {
+    inner: Arc<Inner>,
+    exe: Executable,
+    inputs: Vec<usize>,
+    outputs: Vec<Option<usize>>,
+    donated: Vec<usize>,
+    portable: bool,
+}
+
+impl SessionProgram {
+    /// The executable.
+    pub fn executable(&self) -> &Executable {
+        &self.exe
+    }
+
+    /// The slot each argument is read from.
+    pub fn inputs(&self) -> Vec<String> {
+        let st = self.inner.lock();
+        self.inputs
+            .iter()
+            .map(|&i| st.slots[i].name.clone())
+            .collect()
+    }
+
+    /// The slot each output is written to (`None`: discarded).
+    pub fn outputs(&self) -> Vec<Option<String>> {
+        let st = self.inner.lock();
+        self.outputs
+            .iter()
+            .map(|o| o.map(|i| st.slots[i].name.clone()))
+            .collect()
+    }
+
+    /// The slots this program donates to its execution (read and written, and aliased in
+    /// the compiled module).
+    pub fn donated(&self) -> Vec<String> {
+        let st = self.inner.lock();
+        self.donated
+            .iter()
+            .map(|&k| st.slots[self.inputs[k]].name.clone())
+            .collect()
+    }
+
+    /// Runs the program: loads lazy input slots, executes (donating the aliased slots), and
+    /// stores each output in its slot. Returns without waiting for the computation.
+    pub fn call(&self) -> Result<()> {
+        let inner = &*self.inner;
+        {
+            let st = inner.lock();
+            if self
+                .inputs
+                .iter()
+                .any(|&i| matches!(st.slots[i].content, Content::Lazy(_)))
+            {
+                drop(st);
+                inner.load(&self.inputs)?;
+            }
+        }
+        let mut st = inner.lock();
+        let mut args: Vec<Arc<Buffer>> = Vec::with_capacity(self.inputs.len());
+        for &i in &self.inputs {
+            let slot = &st.slots[i];
+            match &slot.content {
+                Content::Ready(b) => {
+                    if b.is_deleted() {
+                        return Err(Error::Deleted(format!(
+                            "slot {:?}: its buffer was deleted (or donated outside this session)",
+                            slot.name
+                        )));
+                    }
+                    args.push(Arc::clone(b));
+                }
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "slot {:?} has no value: bind it before calling {}",
+                        slot.name,
+                        self.exe.name()
+                    )))
+                }
+            }
+        }
+        let refs: Vec<&Buffer> = args.iter().map(|b| &**b).collect();
+        let donate: Vec<usize> = self
+            .donated
+            .iter()
+            .copied()
+            // Never donate borrowed host memory, nor a buffer that another argument of
+            // this call also reads (one buffer bound to two slots).
+            .filter(|&k| {
+                !refs[k].is_zero_copy()
+                    && refs
+                        .iter()
+                        .enumerate()
+                        .all(|(j, b)| j == k || !std::ptr::eq(*b, refs[k]))
+            })
+            .collect();
+        let outs = if donate.is_empty() && !self.portable {
+            self.exe.execute(&refs)?
+        } else {
+            let options = ExecuteOptions {
+                donate,
+                device: self.portable.then(|| inner.device.clone()),
+                ..Default::default()
+            };
+            let mut r = self.exe.execute_with(&[refs], &options)?;
+            r.outputs.pop().unwrap_or_default()
+        };
+        drop(args);
+        for (out, slot) in outs.into_iter().zip(&self.outputs) {
+            if let Some(i) = slot {
+                st.slots[*i].content = Content::Ready(Arc::new(out));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for SessionProgram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outs = self
+            .outputs()
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| "_".into()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        write!(
+            f,
+            "SessionProgram({}: ({}) -> ({outs}), donates=[{}])",
+            self.exe.name(),
+            self.inputs().join(", "),
+            self.donated().join(", ")
+        )
+    }
+}

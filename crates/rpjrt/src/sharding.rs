@@ -1,0 +1,550 @@
+//! Sharded arrays: which partitioner a module needs, and moving host arrays to and from
+//! per-device shards along the axes of a device mesh.
+//!
+//! This module moves data; it never decides a sharding. The mesh and the partition specs
+//! are given by the caller (they are the ones the program was lowered with).
+
+use crate::dtype::ElementType;
+use crate::error::{Error, Result};
+use crate::executable::Program;
+use crate::options::CompileOptions;
+
+/// MLIR bytecode starts with these four bytes.
+const BYTECODE_MAGIC: &[u8] = b"ML\xefR";
+
+/// True when the module uses the Shardy (`sdy`) dialect: its shardings are for the Shardy
+/// partitioner, which XLA uses only when `use_shardy_partitioner` is set.
+///
+/// Text is searched for `sdy.` operations and attributes (`sdy.mesh`, `#sdy.sharding`,
+/// `sdy.sharding_constraint`, and the `xla.sdy.*` attributes of a round-tripped module);
+/// bytecode (including portable artifacts) is read up to its dialect section, which names
+/// every dialect the module uses. HLO protos are never Shardy modules.
+pub fn uses_shardy(program: &Program) -> bool {
+    match program {
+        Program::Hlo(_) => false,
+        Program::Mlir(code) => {
+            if code.starts_with(BYTECODE_MAGIC) {
+                bytecode_dialects(code).is_some_and(|d| d.iter().any(|n| n == "sdy"))
+            } else {
+                text_uses_shardy(code)
+            }
+        }
+    }
+}
+
+fn text_uses_shardy(code: &[u8]) -> bool {
+    code.windows(4).enumerate().any(|(i, w)| {
+        w == b"sdy." && (i == 0 || !code[i - 1].is_ascii_alphanumeric() && code[i - 1] != b'_')
+    })
+}
+
+/// The options to compile `program` with: `options`, with the Shardy partitioner switched
+/// on (and SPMD partitioning, when there is more than one partition) if the module uses the
+/// `sdy` dialect. GSPMD cannot read Shardy's shardings, so this is never a choice between
+/// two working set-ups.
+pub fn options_for(program: &Program, options: &CompileOptions) -> Option<CompileOptions> {
+    if options.use_shardy_partitioner || !uses_shardy(program) {
+        return None;
+    }
+    let mut o = options.clone();
+    o.use_shardy_partitioner = true;
+    if o.num_partitions > 1 {
+        o.use_spmd_partitioning = true;
+    }
+    Some(o)
+}
+
+/// Reads MLIR bytecode's prefix varint: the count of trailing zero bits of the first byte
+/// says how many more bytes follow (a zero first byte: eight more, the whole value).
+fn read_varint(data: &[u8], pos: &mut usize) -> Option<u64> {
+    let first = *data.get(*pos)?;
+    if first == 0 {
+        let bytes = data.get(*pos + 1..*pos + 9)?;
+        *pos += 9;
+        return Some(u64::from_le_bytes(bytes.try_into().ok()?));
+    }
+    let extra = first.trailing_zeros() as usize;
+    let bytes = data.get(*pos..*pos + extra + 1)?;
+    let mut buf = [0u8; 8];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    *pos += extra + 1;
+    Some(u64::from_le_bytes(buf) >> (extra + 1))
+}
+
+/// The dialect names listed in an MLIR bytecode file's dialect section, or `None` when the
+/// file cannot be read that far.
+pub fn bytecode_dialects(code: &[u8]) -> Option<Vec<String>> {
+    let mut pos = BYTECODE_MAGIC.len();
+    if !code.starts_with(BYTECODE_MAGIC) {
+        return None;
+    }
+    let version = read_varint(code, &mut pos)?;
+    // Producer string, NUL-terminated.
+    let end = code[pos..].iter().position(|&b| b == 0)?;
+    pos += end + 1;
+    let mut strings: Option<Vec<&[u8]>> = None;
+    let mut dialect_section: Option<&[u8]> = None;
+    while pos < code.len() {
+        let id_and_aligned = code[pos];
+        pos += 1;
+        let len = usize::try_from(read_varint(code, &mut pos)?).ok()?;
+        if id_and_aligned & 0x80 != 0 {
+            let align = read_varint(code, &mut pos)?;
+            if align == 0 || !align.is_power_of_two() {
+                return None;
+            }
+            // Padding bytes (0xCB) up to the alignment.
+            while pos < code.len() && code[pos] == 0xCB && !(pos as u64).is_multiple_of(align) {
+                pos += 1;
+            }
+        }
+        let data = code.get(pos..pos.checked_add(len)?)?;
+        pos += len;
+        match id_and_aligned & 0x7f {
+            0 => strings = Some(string_section(data)?),
+            1 => dialect_section = Some(data),
+            _ => {}
+        }
+        if strings.is_some() && dialect_section.is_some() {
+            break;
+        }
+    }
+    let strings = strings?;
+    let data = dialect_section?;
+    let mut p = 0;
+    let count = read_varint(data, &mut p)?;
+    let mut names = Vec::new();
+    for _ in 0..count.min(4096) {
+        let mut v = read_varint(data, &mut p)?;
+        // From bytecode version 1 on, the low bit says whether a version follows.
+        if version >= 1 {
+            v >>= 1;
+        }
+        let s = strings.get(usize::try_from(v).ok()?)?;
+        names.push(String::from_utf8_lossy(s).into_owned());
+    }
+    Some(names)
+}
+
+/// The string section: a count, the lengths in reverse order, then the NUL-terminated data.
+fn string_section(data: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut p = 0;
+    let count = usize::try_from(read_varint(data, &mut p)?).ok()?;
+    if count > data.len() {
+        return None;
+    }
+    let mut lengths = Vec::with_capacity(count);
+    for _ in 0..count {
+        lengths.push(usize::try_from(read_varint(data, &mut p)?).ok()?);
+    }
+    lengths.reverse();
+    let mut out = Vec::with_capacity(count);
+    for n in lengths {
+        let s = data.get(p..p.checked_add(n)?)?;
+        p += n;
+        out.push(s.strip_suffix(&[0]).unwrap_or(s));
+    }
+    Some(out)
+}
+
+/// A logical grid of devices with named axes, like JAX's `Mesh`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mesh {
+    axes: Vec<(String, usize)>,
+    device_ids: Vec<i64>,
+}
+
+impl Mesh {
+    /// A mesh with `axes` (name, size), major to minor, over `device_ids` in row-major mesh
+    /// order (the order of the program's partitions).
+    pub fn new(axes: &[(&str, usize)], device_ids: &[i64]) -> Result<Mesh> {
+        let mut n = 1usize;
+        for (k, (name, size)) in axes.iter().enumerate() {
+            if name.is_empty() || *size == 0 {
+                return Err(Error::invalid(format!(
+                    "mesh axis {k} must have a name and a size of at least 1"
+                )));
+            }
+            if axes[..k].iter().any(|(m, _)| m == name) {
+                return Err(Error::invalid(format!("mesh axis {name:?} is named twice")));
+            }
+            n = n.saturating_mul(*size);
+        }
+        if n != device_ids.len() {
+            return Err(Error::invalid(format!(
+                "a mesh of shape {:?} holds {n} devices, but {} device ids were given",
+                axes.iter().map(|a| a.1).collect::<Vec<_>>(),
+                device_ids.len()
+            )));
+        }
+        for (k, id) in device_ids.iter().enumerate() {
+            if device_ids[..k].contains(id) {
+                return Err(Error::invalid(format!("mesh names device {id} twice")));
+            }
+        }
+        Ok(Mesh {
+            axes: axes.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+            device_ids: device_ids.to_vec(),
+        })
+    }
+
+    /// The axes (name, size), major to minor.
+    pub fn axes(&self) -> &[(String, usize)] {
+        &self.axes
+    }
+
+    /// The device ids in row-major mesh order.
+    pub fn device_ids(&self) -> &[i64] {
+        &self.device_ids
+    }
+
+    /// The coordinates of mesh position `flat`.
+    fn coords(&self, mut flat: usize) -> Vec<usize> {
+        let mut c = vec![0; self.axes.len()];
+        for (k, (_, size)) in self.axes.iter().enumerate().rev() {
+            c[k] = flat % size;
+            flat /= size;
+        }
+        c
+    }
+
+    fn axis(&self, name: &str) -> Result<usize> {
+        self.axes
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                "the partition spec names axis {name:?}, which the mesh does not have (axes: {})",
+                self.axes
+                    .iter()
+                    .map(|a| a.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            })
+    }
+}
+
+/// How each dimension of an array is split: for dimension `d`, the mesh axes (major to
+/// minor) it is split along; an empty list means the dimension is not split. Dimensions
+/// past the spec's length are not split. Axes the spec does not name replicate the array.
+pub type PartitionSpec = Vec<Vec<String>>;
+
+/// One device's block of an array: which block of each dimension it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardLayout {
+    /// The shard's dimensions.
+    pub shard_dims: Vec<i64>,
+    /// For each mesh position (row-major), the block index along each dimension.
+    pub blocks: Vec<Vec<usize>>,
+}
+
+/// Works out each device's block of an array of `dims` under `spec` on `mesh`.
+pub fn shard_layout(mesh: &Mesh, spec: &PartitionSpec, dims: &[i64]) -> Result<ShardLayout> {
+    if spec.len() > dims.len() {
+        return Err(Error::invalid(format!(
+            "the partition spec has {} entries, but the array has {} dimensions",
+            spec.len(),
+            dims.len()
+        )));
+    }
+    let mut used: Vec<&str> = Vec::new();
+    let mut axes_of: Vec<Vec<usize>> = Vec::with_capacity(dims.len());
+    let mut shard_dims = dims.to_vec();
+    for (d, &n) in dims.iter().enumerate() {
+        let names = spec.get(d).map(|v| v.as_slice()).unwrap_or(&[]);
+        let mut idx = Vec::new();
+        let mut parts = 1usize;
+        for name in names {
+            if used.contains(&name.as_str()) {
+                return Err(Error::invalid(format!(
+                    "the partition spec uses mesh axis {name:?} twice"
+                )));
+            }
+            used.push(name);
+            let a = mesh.axis(name)?;
+            parts *= mesh.axes[a].1;
+            idx.push(a);
+        }
+        if n < 0 || !(n as usize).is_multiple_of(parts) {
+            return Err(Error::invalid(format!(
+                "dimension {d} has size {n}, which does not split evenly into {parts} parts"
+            )));
+        }
+        shard_dims[d] = n / parts as i64;
+        axes_of.push(idx);
+    }
+    let blocks = (0..mesh.device_ids.len())
+        .map(|flat| {
+            let c = mesh.coords(flat);
+            axes_of
+                .iter()
+                .map(|axes| {
+                    axes.iter()
+                        .fold(0usize, |acc, &a| acc * mesh.axes[a].1 + c[a])
+                })
+                .collect()
+        })
+        .collect();
+    Ok(ShardLayout { shard_dims, blocks })
+}
+
+fn check_host(element_type: ElementType, dims: &[i64], len: usize) -> Result<usize> {
+    if element_type.is_sub_byte() {
+        return Err(Error::invalid(format!(
+            "splitting {element_type} arrays is not supported (sub-byte types are packed)"
+        )));
+    }
+    let count = crate::dtype::element_count(dims)?;
+    let need = element_type.dense_byte_size(count)?;
+    if len != need {
+        return Err(Error::invalid(format!(
+            "the host data has {len} bytes, but {element_type}{dims:?} needs {need}"
+        )));
+    }
+    element_type.dense_byte_size(1)
+}
+
+/// Copies block `block` of a row-major array between `full` and `shard` (`to_shard`: full
+/// into shard, else shard into full). Works row by row along the last dimension.
+fn copy_block(
+    full: &mut [u8],
+    shard: &mut [u8],
+    dims: &[i64],
+    shard_dims: &[i64],
+    block: &[usize],
+    item: usize,
+    to_shard: bool,
+) {
+    let rank = dims.len();
+    if rank == 0 {
+        if to_shard {
+            shard.copy_from_slice(full);
+        } else {
+            full.copy_from_slice(shard);
+        }
+        return;
+    }
+    let sd: Vec<usize> = shard_dims.iter().map(|&d| d as usize).collect();
+    let fd: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+    if sd.contains(&0) {
+        return;
+    }
+    let row = sd[rank - 1] * item;
+    let rows: usize = sd[..rank - 1].iter().product();
+    let mut idx = vec![0usize; rank.saturating_sub(1)];
+    for r in 0..rows {
+        // Offset of this row's first element in the full array.
+        let mut off = 0usize;
+        for d in 0..rank {
+            let i = if d < rank - 1 { idx[d] } else { 0 };
+            off = off * fd[d] + block[d] * sd[d] + i;
+        }
+        let (f, s) = (off * item, r * row);
+        if to_shard {
+            shard[s..s + row].copy_from_slice(&full[f..f + row]);
+        } else {
+            full[f..f + row].copy_from_slice(&shard[s..s + row]);
+        }
+        for d in (0..rank - 1).rev() {
+            idx[d] += 1;
+            if idx[d] < sd[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Splits a dense row-major host array into one shard per mesh position (row-major mesh
+/// order), each dense row-major, by the given mesh and partition spec.
+pub fn split(
+    data: &[u8],
+    element_type: ElementType,
+    dims: &[i64],
+    mesh: &Mesh,
+    spec: &PartitionSpec,
+) -> Result<(Vec<Vec<u8>>, Vec<i64>)> {
+    let item = check_host(element_type, dims, data.len())?;
+    let layout = shard_layout(mesh, spec, dims)?;
+    let n = element_type.dense_byte_size(crate::dtype::element_count(&layout.shard_dims)?)?;
+    let mut full = data.to_vec();
+    let shards = layout
+        .blocks
+        .iter()
+        .map(|b| {
+            let mut s = vec![0u8; n];
+            copy_block(&mut full, &mut s, dims, &layout.shard_dims, b, item, true);
+            s
+        })
+        .collect();
+    Ok((shards, layout.shard_dims))
+}
+
+/// Reassembles a dense row-major host array of `dims` from one shard per mesh position
+/// (row-major mesh order). Where the spec replicates, the first position holding a block
+/// supplies it.
+pub fn assemble(
+    shards: &[&[u8]],
+    element_type: ElementType,
+    dims: &[i64],
+    mesh: &Mesh,
+    spec: &PartitionSpec,
+) -> Result<Vec<u8>> {
+    let total = element_type.dense_byte_size(crate::dtype::element_count(dims)?)?;
+    let mut full = vec![0u8; total];
+    let item = check_host(element_type, dims, total)?;
+    let layout = shard_layout(mesh, spec, dims)?;
+    if shards.len() != layout.blocks.len() {
+        return Err(Error::invalid(format!(
+            "{} shards given, but the mesh has {} devices",
+            shards.len(),
+            layout.blocks.len()
+        )));
+    }
+    let n = element_type.dense_byte_size(crate::dtype::element_count(&layout.shard_dims)?)?;
+    let mut done: Vec<&Vec<usize>> = Vec::new();
+    for (k, (b, s)) in layout.blocks.iter().zip(shards).enumerate() {
+        if s.len() != n {
+            return Err(Error::invalid(format!(
+                "shard {k} has {} bytes, but a {element_type}{:?} shard needs {n}",
+                s.len(),
+                layout.shard_dims
+            )));
+        }
+        if done.contains(&b) {
+            continue;
+        }
+        done.push(b);
+        let mut shard = s.to_vec();
+        copy_block(
+            &mut full,
+            &mut shard,
+            dims,
+            &layout.shard_dims,
+            b,
+            item,
+            false,
+        );
+    }
+    Ok(full)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(v: &[&[&str]]) -> PartitionSpec {
+        v.iter()
+            .map(|a| a.iter().map(|s| s.to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn text_detection() {
+        assert!(uses_shardy(&Program::mlir(
+            "sdy.mesh @mesh = <[\"x\"=2]>\nfunc.func @main()"
+        )));
+        assert!(uses_shardy(&Program::mlir(
+            "{mhlo.frontend_attributes = {xla.sdy.sharding = \"\"}}"
+        )));
+        assert!(!uses_shardy(&Program::mlir(
+            "func.func @main() { %0 = stablehlo.add }"
+        )));
+        assert!(!uses_shardy(&Program::mlir("%busdy.x")));
+        assert!(!uses_shardy(&Program::hlo(b"sdy.mesh".to_vec())));
+    }
+
+    #[test]
+    fn varints() {
+        let mut p = 0;
+        assert_eq!(read_varint(&[0b0000_0011], &mut p), Some(1));
+        let mut p = 0;
+        // Two bytes: low bit 0, next bit 1.
+        assert_eq!(read_varint(&[0b0000_0110, 0x01], &mut p), Some(0x40 + 1));
+        assert_eq!(p, 2);
+        let mut p = 0;
+        assert_eq!(read_varint(&[0b0000_0010], &mut p), None);
+        assert_eq!(read_varint(b"", &mut 0), None);
+    }
+
+    #[test]
+    fn bad_bytecode_is_not_shardy() {
+        assert_eq!(bytecode_dialects(b"ML\xefR"), None);
+        assert_eq!(bytecode_dialects(b"ML\xefR\x03prod"), None);
+        assert!(!uses_shardy(&Program::mlir(
+            b"ML\xefR\x03x\x00\x01\xff".to_vec()
+        )));
+    }
+
+    #[test]
+    fn options_switch_shardy_on() {
+        let p = Program::mlir("sdy.mesh @m = <[\"x\"=2]>");
+        let o = CompileOptions {
+            num_partitions: 2,
+            ..Default::default()
+        };
+        let got = options_for(&p, &o).unwrap();
+        assert!(got.use_shardy_partitioner && got.use_spmd_partitioning);
+        assert!(options_for(&Program::mlir("func.func"), &o).is_none());
+    }
+
+    #[test]
+    fn split_and_assemble_round_trip() {
+        let mesh = Mesh::new(&[("x", 2), ("y", 2)], &[0, 1, 2, 3]).unwrap();
+        let data: Vec<u8> = (0..24u8).collect();
+        // 4 x 6 u8 array: rows split over x, columns over y.
+        let (shards, sd) = split(
+            &data,
+            ElementType::U8,
+            &[4, 6],
+            &mesh,
+            &spec(&[&["x"], &["y"]]),
+        )
+        .unwrap();
+        assert_eq!(sd, vec![2, 3]);
+        assert_eq!(shards[0], vec![0, 1, 2, 6, 7, 8]);
+        assert_eq!(shards[1], vec![3, 4, 5, 9, 10, 11]);
+        assert_eq!(shards[2], vec![12, 13, 14, 18, 19, 20]);
+        let refs: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
+        let back = assemble(
+            &refs,
+            ElementType::U8,
+            &[4, 6],
+            &mesh,
+            &spec(&[&["x"], &["y"]]),
+        )
+        .unwrap();
+        assert_eq!(back, data);
+        // Rows over x, replicated over y.
+        let (shards, sd) = split(&data, ElementType::U8, &[4, 6], &mesh, &spec(&[&["x"]])).unwrap();
+        assert_eq!(sd, vec![2, 6]);
+        assert_eq!(shards[0], shards[1]);
+        assert_eq!(shards[2], (12..24u8).collect::<Vec<_>>());
+        // Rows over both axes (x major).
+        let (shards, _) = split(
+            &data,
+            ElementType::U8,
+            &[4, 6],
+            &mesh,
+            &spec(&[&["x", "y"]]),
+        )
+        .unwrap();
+        assert_eq!(shards[1], (6..12u8).collect::<Vec<_>>());
+        assert_eq!(shards[2], (12..18u8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        let mesh = Mesh::new(&[("x", 2)], &[0, 1]).unwrap();
+        let data = vec![0u8; 12];
+        let e = split(&data, ElementType::F32, &[3], &mesh, &spec(&[&["x"]])).unwrap_err();
+        assert!(e.to_string().contains("does not split evenly"), "{e}");
+        let e = split(&data, ElementType::F32, &[3], &mesh, &spec(&[&["z"]])).unwrap_err();
+        assert!(e.to_string().contains("\"z\""), "{e}");
+        let e = split(&data, ElementType::F32, &[4], &mesh, &spec(&[])).unwrap_err();
+        assert!(e.to_string().contains("12 bytes"), "{e}");
+        assert!(Mesh::new(&[("x", 2)], &[0, 0]).is_err());
+        assert!(Mesh::new(&[("x", 3)], &[0, 1]).is_err());
+    }
+}

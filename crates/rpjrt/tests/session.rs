@@ -1,0 +1,250 @@
+//! Sessions (named slots, feedback, donation, lazy loading) and sharded arrays (Shardy
+//! detection, split/assemble across devices) on both CPU plugins.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use rpjrt::sharding::{self, Mesh};
+use rpjrt::{
+    ClientOptions, CompileOptions, ElementType, Error, HostArray, Program, Session, SlotState,
+    SlotValue,
+};
+
+fn host(values: &[f32], dims: &[i64]) -> SlotValue {
+    SlotValue::Host(HostArray::from_owner(
+        std::sync::Arc::new(f32_bytes(values)),
+        ElementType::F32,
+        dims.to_vec(),
+    ))
+}
+
+/// The fixture's step in plain Rust: w -= 0.1 * d/dw mean((x @ w - y)^2); returns the loss.
+fn reference_step(w: &mut [f32], x: &[f32], y: &[f32]) -> f32 {
+    let mut r = [0f32; 16];
+    for i in 0..8 {
+        for j in 0..2 {
+            let mut s = 0f32;
+            for k in 0..4 {
+                s += x[i * 4 + k] * w[k * 2 + j];
+            }
+            r[i * 2 + j] = s - y[i * 2 + j];
+        }
+    }
+    let loss = r.iter().map(|v| v * v).sum::<f32>() / 16.0;
+    for k in 0..4 {
+        for j in 0..2 {
+            let g: f32 = (0..8)
+                .map(|i| 2.0 * r[i * 2 + j] * x[i * 4 + k])
+                .sum::<f32>()
+                / 16.0;
+            w[k * 2 + j] -= 0.1 * g;
+        }
+    }
+    loss
+}
+
+#[test]
+fn session_feeds_back_donates_and_loads_lazily() {
+    let text = String::from_utf8(fixture("sgd_step.mlir")).unwrap();
+    for_each_plugin(|_, client| {
+        let exe = compile(client, &text);
+        assert_eq!(exe.input_output_aliases().unwrap(), Some(vec![(0, 0)]));
+        let session = Session::new(client).unwrap();
+        let step = session
+            .program(&exe, &["w", "x", "y"], &["w", "loss"])
+            .unwrap();
+        assert_eq!(step.donated(), vec!["w".to_string()]);
+        assert!(format!("{step:?}").contains("(w, x, y) -> (w, loss), donates=[w]"));
+        let w0: Vec<f32> = (0..8).map(|i| 0.1 * i as f32).collect();
+        let x: Vec<f32> = (0..32).map(|i| ((i * 7) % 5) as f32 / 5.0).collect();
+        let y: Vec<f32> = (0..16).map(|i| ((i * 3) % 4) as f32 / 4.0).collect();
+        let device = client.default_device().unwrap();
+        let w_buf = Arc::new(client.buffer_from_slice(&w0, &[4, 2], &device).unwrap());
+        session
+            .bind("w", SlotValue::Buffer(Arc::clone(&w_buf)))
+            .unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (c, xv) = (Arc::clone(&calls), x.clone());
+        session
+            .bind_lazy(
+                "x",
+                Arc::new(move || {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    Ok(host(&xv, &[8, 4]))
+                }),
+            )
+            .unwrap();
+        session.bind("y", host(&y, &[8, 2])).unwrap();
+        let unused = Arc::new(AtomicUsize::new(0));
+        let u = Arc::clone(&unused);
+        session
+            .bind_lazy(
+                "unused",
+                Arc::new(move || {
+                    u.fetch_add(1, Ordering::SeqCst);
+                    Ok(host(&[0.0], &[1]))
+                }),
+            )
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        let mut w_ref = w0.clone();
+        for _ in 0..20 {
+            step.call().unwrap();
+            let want = reference_step(&mut w_ref, &x, &y);
+            let got = session.fetch("loss").unwrap().to_vec_of::<f32>().unwrap()[0];
+            assert!(
+                (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "{got} vs {want}"
+            );
+        }
+        let w = session.fetch("w").unwrap().to_vec_of::<f32>().unwrap();
+        for (a, b) in w.iter().zip(&w_ref) {
+            assert!((a - b).abs() < 1e-5, "{w:?} vs {w_ref:?}");
+        }
+        // The loader ran once; the unused slot was never loaded; uploads: x and y.
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(unused.load(Ordering::SeqCst), 0);
+        assert_eq!((session.uploads(), session.loads()), (2, 1));
+        // The caller's w was donated to the first step; x and y stay usable.
+        assert!(w_buf.is_deleted());
+        expect_err(w_buf.to_vec(), &["donated"]);
+        assert!(!session.fetch("x").unwrap().is_deleted());
+        let states: Vec<(String, SlotState)> = session
+            .slots()
+            .into_iter()
+            .map(|s| (s.name, s.state))
+            .collect();
+        assert!(states.contains(&("unused".into(), SlotState::Pending)));
+        assert!(format!("{session:?}").contains("w: float32[4, 2] ready"));
+    });
+}
+
+#[test]
+fn session_refuses_mismatches_naming_the_slot() {
+    let text = String::from_utf8(fixture("sgd_step.mlir")).unwrap();
+    for_each_plugin(|_, client| {
+        let exe = compile(client, &text);
+        let session = Session::new(client).unwrap();
+        let step = session
+            .program(&exe, &["w", "x", "y"], &["w", "loss"])
+            .unwrap();
+        let e = expect_err(
+            session.bind("w", host(&[0.0; 6], &[3, 2])),
+            &["slot \"w\"", "float32[4, 2]", "float32[3, 2]"],
+        );
+        assert!(matches!(e, Error::InvalidArgument(_)));
+        expect_err(step.call(), &["slot \"w\" has no value"]);
+        expect_err(
+            session.program(&exe, &["w", "x"], &["w", "loss"]),
+            &["3 argument(s)", "2 input slot"],
+        );
+        // A slot that means two different things in two programs.
+        expect_err(
+            session.program(&exe, &["x", "w", "y"], &["w", "loss"]),
+            &["slot \"x\" holds float32[8, 4]", "argument 0"],
+        );
+        // A lazy value of the wrong shape fails when loaded, naming the slot.
+        session.bind("w", host(&[0.0; 8], &[4, 2])).unwrap();
+        session.bind("y", host(&[0.0; 16], &[8, 2])).unwrap();
+        session
+            .bind_lazy("x", Arc::new(|| Ok(host(&[0.0; 4], &[4]))))
+            .unwrap();
+        expect_err(step.call(), &["slot \"x\"", "float32[8, 4]", "float32[4]"]);
+        // Without donation the bound buffer stays valid.
+        let keep = session
+            .program_with(&exe, &["w", "x", "y"], &["w", "loss"], false)
+            .unwrap();
+        assert!(keep.donated().is_empty());
+        expect_err(session.fetch("nope"), &["no slot \"nope\""]);
+    });
+}
+
+fn sin2_halves() -> (Vec<f32>, Vec<f32>) {
+    let a: Vec<f32> = (0..32).map(|i| i as f32 * 0.1).collect();
+    let want = a.iter().map(|v| v.sin() * 2.0).collect();
+    (a, want)
+}
+
+#[test]
+fn shardy_modules_are_detected_in_text_and_bytecode() {
+    for name in [
+        "shardy_sin.mlir",
+        "shardy_sin.mlirbc",
+        "shardy_sin.jax_export.mlirbc",
+    ] {
+        assert!(
+            sharding::uses_shardy(&Program::mlir(fixture(name))),
+            "{name}"
+        );
+    }
+    let dialects = sharding::bytecode_dialects(&fixture("shardy_sin.mlirbc")).unwrap();
+    assert!(dialects.contains(&"sdy".to_string()), "{dialects:?}");
+    assert!(dialects.contains(&"stablehlo".to_string()), "{dialects:?}");
+    for name in [
+        "mul_add.mlir",
+        "mul_add.mlirbc",
+        "mul_add.jax_export.mlirbc",
+    ] {
+        assert!(
+            !sharding::uses_shardy(&Program::mlir(fixture(name))),
+            "{name}"
+        );
+    }
+    let plain = sharding::bytecode_dialects(&fixture("mul_add.mlirbc")).unwrap();
+    assert!(!plain.contains(&"sdy".to_string()), "{plain:?}");
+}
+
+#[test]
+fn shardy_module_runs_with_only_num_partitions_set() {
+    let options = ClientOptions::new().set("cpu_device_count", 4);
+    for_each_plugin_with(&options, |_, client| {
+        let (a, want) = sin2_halves();
+        let mesh = Mesh::new(&[("x", 2)], &[0, 1]).unwrap();
+        let spec = vec![vec!["x".to_string()]];
+        for name in [
+            "shardy_sin.mlir",
+            "shardy_sin.mlirbc",
+            "shardy_sin.jax_export.mlirbc",
+        ] {
+            let exe = client
+                .compile(
+                    &Program::mlir(fixture(name)),
+                    &CompileOptions {
+                        num_partitions: 2,
+                        ..Default::default()
+                    },
+                )
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let devices = exe.addressable_devices().unwrap();
+            assert_eq!(devices.len(), 2);
+            let (shards, dims) =
+                sharding::split(&f32_bytes(&a), ElementType::F32, &[8, 4], &mesh, &spec).unwrap();
+            assert_eq!(dims, vec![4, 4]);
+            let bufs: Vec<rpjrt::Buffer> = shards
+                .iter()
+                .zip(&devices)
+                .map(|(s, d)| {
+                    client
+                        .buffer_from_host(s, ElementType::F32, &dims, None, d, None)
+                        .unwrap()
+                })
+                .collect();
+            let outs = exe
+                .execute_sharded(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>())
+                .unwrap();
+            let host: Vec<Vec<u8>> = outs.iter().map(|o| o[0].to_vec().unwrap()).collect();
+            let refs: Vec<&[u8]> = host.iter().map(|h| h.as_slice()).collect();
+            let full = sharding::assemble(&refs, ElementType::F32, &[8, 4], &mesh, &spec).unwrap();
+            let got: Vec<f32> = full
+                .chunks(4)
+                .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+                .collect();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-5, "{name}: {got:?} vs {want:?}");
+            }
+        }
+    });
+}

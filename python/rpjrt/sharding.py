@@ -1,0 +1,167 @@
+"""Sharded arrays: split host arrays into per-device shards along the axes of a device
+mesh, run an SPMD program on them, and put the outputs back together.
+
+    mesh = rpjrt.sharding.Mesh({"x": 2, "y": 2}, devices=[0, 1, 2, 3])
+    shards = rpjrt.sharding.shard(client, a, mesh, ("x", None))   # one Buffer per device
+    outs = rpjrt.sharding.run_sharded(exe, [a, b], mesh, in_specs=[("x", None), None],
+                                      out_specs=[("x", None)])
+
+This module moves data; it never decides a sharding. The mesh and the specs are the ones
+the program was lowered with (in JAX: the ``Mesh`` and the ``PartitionSpec`` of each
+argument and result). A spec has one entry per leading dimension: ``None`` (not split), a
+mesh axis name, or a tuple of axis names (split along several, major first); mesh axes a
+spec does not name hold copies. Mesh position ``k`` (row-major over the axes) runs the
+program's partition ``k``: compile with ``device_assignment=[mesh.device_ids]`` when the
+devices are not the first ones in order.
+
+Modules that use the Shardy dialect (``sdy``) are compiled with the Shardy partitioner
+automatically (GSPMD cannot read them); :func:`uses_shardy` says whether a module does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+from ._rpjrt import (
+    Buffer,
+    Client,
+    Device,
+    Executable,
+    _shard_assemble,
+    _shard_split,
+    _uses_shardy,
+)
+
+#: One spec entry: not split, split along one mesh axis, or along several (major first).
+SpecEntry = Union[None, str, Sequence[str]]
+Spec = Union[None, Sequence[SpecEntry]]
+
+
+class Mesh:
+    """Devices arranged on named axes, like JAX's ``Mesh``: ``axes`` maps each axis name
+    to its size (major to minor, in order); ``devices`` lists the devices (or their ids)
+    in row-major mesh order."""
+
+    __slots__ = ("axes", "device_ids")
+
+    def __init__(self, axes: Mapping[str, int], devices: Sequence[int | Device]) -> None:
+        self.axes: tuple[tuple[str, int], ...] = tuple((str(k), int(v)) for k, v in axes.items())
+        self.device_ids: tuple[int, ...] = tuple(
+            d.id if isinstance(d, Device) else int(d) for d in devices
+        )
+        # Checked by the core (sizes, counts, repeats); fail here, not at first use.
+        _shard_split(b"", "uint8", [0], list(self.axes), list(self.device_ids), [])
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(self.axes)
+
+    def __len__(self) -> int:
+        return len(self.device_ids)
+
+    def __repr__(self) -> str:
+        return f"rpjrt.sharding.Mesh({self.shape}, devices={list(self.device_ids)})"
+
+
+def _spec(spec: Spec) -> list[list[str]]:
+    if spec is None:
+        return []
+    if isinstance(spec, str):
+        raise TypeError(f"a partition spec is a sequence of entries, not a string: ({spec!r},)")
+    out: list[list[str]] = []
+    for entry in spec:
+        if entry is None:
+            out.append([])
+        elif isinstance(entry, str):
+            out.append([entry])
+        else:
+            out.append([str(a) for a in entry])
+    return out
+
+
+def uses_shardy(program: str | bytes) -> bool:
+    """Whether a StableHLO module (text or bytecode) uses the Shardy (``sdy``) dialect."""
+    return _uses_shardy(program)
+
+
+def split(array: Any, mesh: Mesh, spec: Spec) -> list[Any]:
+    """The shards of a host array (numpy arrays, one per mesh position)."""
+    import numpy as np
+
+    from ._dtypes import dtype as rdtype
+
+    a = np.asarray(array, order="C")
+    dt = rdtype(a.dtype)
+    shards, dims = _shard_split(
+        a.tobytes(), dt.name, list(a.shape), list(mesh.axes), list(mesh.device_ids), _spec(spec)
+    )
+    return [np.frombuffer(s, dtype=a.dtype).reshape(dims) for s in shards]
+
+
+def shard(client: Client, array: Any, mesh: Mesh, spec: Spec) -> list[Buffer]:
+    """Splits a host array by ``spec`` and puts each shard on its mesh device."""
+    return [
+        client.put(s, device=client.device(d)) for s, d in zip(split(array, mesh, spec), mesh.device_ids)
+    ]
+
+
+def gather(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) -> Any:
+    """The host array of ``shape`` put back together from one shard per mesh position
+    (Buffers or arrays). Where the spec replicates, the first copy is used."""
+    import numpy as np
+
+    from ._dtypes import dtype as rdtype
+
+    hosts = [np.asarray(s, order="C") for s in shards]
+    if not hosts:
+        raise ValueError("no shards given")
+    dt = hosts[0].dtype
+    full = _shard_assemble(
+        [h.tobytes() for h in hosts],
+        rdtype(dt).name,
+        list(shape),
+        list(mesh.axes),
+        list(mesh.device_ids),
+        _spec(spec),
+    )
+    return np.frombuffer(full, dtype=dt).reshape(tuple(shape)).copy()
+
+
+def run_sharded(
+    exe: Executable,
+    args: Sequence[Any],
+    mesh: Mesh,
+    in_specs: Sequence[Spec],
+    out_specs: Sequence[Spec],
+) -> list[Any]:
+    """Splits each host argument by its spec, runs ``exe.execute_sharded`` with mesh
+    position ``k``'s shards on ``mesh.device_ids[k]``, and returns each output put back
+    together by its spec (numpy arrays of the global shapes)."""
+    client = exe.client
+    exe_ids = [d.id for d in exe.devices()]
+    if sorted(exe_ids) != sorted(mesh.device_ids):
+        raise ValueError(
+            f"{exe.name} runs on devices {exe_ids}, but the mesh holds {list(mesh.device_ids)}"
+        )
+    if len(in_specs) != len(args):
+        raise ValueError(f"{len(args)} arguments but {len(in_specs)} input specs")
+    if len(out_specs) != exe.num_outputs:
+        raise ValueError(f"{exe.name} has {exe.num_outputs} outputs but {len(out_specs)} output specs")
+    pos = {d: k for k, d in enumerate(mesh.device_ids)}
+    per_arg = [shard(client, a, mesh, s) for a, s in zip(args, in_specs)]
+    lists = [[bufs[pos[d]] for bufs in per_arg] for d in exe_ids]
+    outs = exe.execute_sharded(lists)
+    results = []
+    for j, spec in enumerate(out_specs):
+        by_pos = [outs[exe_ids.index(d)][j] for d in mesh.device_ids]
+        shard_shape = by_pos[0].shape
+        full = list(shard_shape)
+        for dim, names in enumerate(_spec(spec)):
+            for n in names:
+                full[dim] *= dict(mesh.axes).get(n, 1)
+        results.append(gather(by_pos, mesh, spec, full))
+    return results
+
+
+__all__ = ["Mesh", "Spec", "SpecEntry", "uses_shardy", "split", "shard", "gather", "run_sharded"]

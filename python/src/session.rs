@@ -1,0 +1,323 @@
+//! Sessions: named slots and programs that read and write them (rpjrt::Session).
+//! Python-only sugar (compiling sources, bind_many, save/restore) is in rpjrt/session.py.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use rpjrt::{Session, SessionProgram, SlotState, SlotValue};
+
+use crate::buffer::PyBuffer;
+use crate::client::{wrap_device, PyClient, PyDevice};
+use crate::convert::{dtype_obj, shape_tuple};
+use crate::errors::{invalid, PyErrExt};
+use crate::executable::PyExecutable;
+
+/// The Python exception a loader raised, kept so that the failed call can chain it.
+type Stash = Arc<Mutex<Option<PyErr>>>;
+
+/// Named slots on one device (the engine of `rpjrt.Session`).
+#[pyclass(frozen, name = "_Session", module = "rpjrt")]
+pub struct PySession {
+    inner: Session,
+    client: Py<PyClient>,
+    device: Py<PyDevice>,
+    loader_error: Stash,
+}
+
+/// A value for a slot: Buffers are bound as they are, anything else is put on the
+/// session's device (taking the slot's dtype for Python numbers and lists).
+fn slot_value(
+    py: Python<'_>,
+    session: Option<&Session>,
+    client: &Py<PyClient>,
+    device: &Py<PyDevice>,
+    name: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<SlotValue> {
+    if let Ok(b) = value.cast::<PyBuffer>() {
+        return Ok(SlotValue::Buffer(Arc::clone(b.get().arc())));
+    }
+    let pythonic = value.is_instance_of::<PyList>()
+        || value.is_instance_of::<PyTuple>()
+        || value.is_instance_of::<PyFloat>()
+        || value.is_instance_of::<PyInt>()
+        || value.is_instance_of::<PyComplex>();
+    let dtype = match session.filter(|_| pythonic) {
+        Some(session) => session
+            .slots()
+            .into_iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.spec)
+            .map(|s| dtype_obj(py, s.element_type))
+            .transpose()?,
+        None => None,
+    };
+    let put = crate::put::put(
+        client.bind(py),
+        value,
+        Some(device.bind(py).as_any()),
+        None,
+        dtype.as_ref(),
+        Some(true),
+    )
+    .map_err(|e| {
+        if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
+            invalid(format!("slot {name:?}: {}", e.value(py)))
+        } else {
+            e
+        }
+    })?;
+    let arc = Arc::clone(put.bind(py).get().arc());
+    Ok(SlotValue::Uploaded(arc))
+}
+
+fn state_name(s: SlotState) -> &'static str {
+    match s {
+        SlotState::Empty => "empty",
+        SlotState::Pending => "pending",
+        SlotState::Ready => "ready",
+        SlotState::Deleted => "deleted",
+    }
+}
+
+/// Turns a failed call's error into the Python exception, chaining a loader's own
+/// exception as its cause.
+fn raise(py: Python<'_>, stash: &Stash, e: rpjrt::Error) -> PyErr {
+    let err = crate::errors::to_py(e);
+    let cause = stash.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(c) = cause {
+        err.set_cause(py, Some(c));
+    }
+    err
+}
+
+#[pymethods]
+impl PySession {
+    #[new]
+    #[pyo3(signature = (client, device = None))]
+    fn new(
+        py: Python<'_>,
+        client: &Bound<'_, PyClient>,
+        device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PySession> {
+        let c = client.get();
+        let dev = c.resolve_device(py, device.filter(|d| !d.is_none()))?;
+        let inner = Session::on_device(&c.inner, &dev).pyerr()?;
+        let client = client.clone().unbind();
+        let device = wrap_device(py, &client, dev)?;
+        Ok(PySession {
+            inner,
+            client,
+            device,
+            loader_error: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<PyClient> {
+        self.client.clone_ref(py)
+    }
+
+    #[getter]
+    fn device(&self, py: Python<'_>) -> Py<PyDevice> {
+        self.device.clone_ref(py)
+    }
+
+    #[getter]
+    fn uploads(&self) -> usize {
+        self.inner.uploads()
+    }
+
+    #[getter]
+    fn loads(&self) -> usize {
+        self.inner.loads()
+    }
+
+    #[pyo3(signature = (executable, inputs, outputs, donate = true))]
+    fn program(
+        slf: &Bound<'_, Self>,
+        executable: &Bound<'_, PyAny>,
+        inputs: Vec<String>,
+        outputs: Vec<Option<String>>,
+        donate: bool,
+    ) -> PyResult<PySessionProgram> {
+        let exe = executable.cast::<PyExecutable>().map_err(|_| {
+            invalid("program takes an rpjrt.Executable (or source, through Session.program)")
+        })?;
+        let ins: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let outs: Vec<&str> = outputs.iter().map(|o| o.as_deref().unwrap_or("")).collect();
+        let this = slf.get();
+        let inner = this
+            .inner
+            .program_with(exe.get().rexe(), &ins, &outs, donate)
+            .pyerr()?;
+        Ok(PySessionProgram {
+            inner,
+            session: slf.clone().unbind(),
+            executable: exe.clone().unbind(),
+        })
+    }
+
+    fn bind(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = slot_value(
+            py,
+            Some(&self.inner),
+            &self.client,
+            &self.device,
+            name,
+            value,
+        )?;
+        let s = &self.inner;
+        py.detach(|| s.bind(name, v)).pyerr()
+    }
+
+    fn bind_lazy(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
+        if !loader.is_callable() {
+            return Err(invalid(format!(
+                "the loader of slot {name:?} is not callable"
+            )));
+        }
+        let f = loader.clone().unbind();
+        // No Session in the closure: the slot holds the closure (a cycle would leak both).
+        let client = self.client.clone_ref(py);
+        let device = self.device.clone_ref(py);
+        let stash = Arc::clone(&self.loader_error);
+        let slot = name.to_string();
+        let load = move || -> rpjrt::Result<SlotValue> {
+            Python::attach(|py| {
+                let r = f
+                    .bind(py)
+                    .call0()
+                    .and_then(|v| slot_value(py, None, &client, &device, &slot, &v));
+                r.map_err(|e| {
+                    let msg = format!("its loader raised {e}");
+                    *stash.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    rpjrt::Error::InvalidArgument(msg)
+                })
+            })
+        };
+        self.inner.bind_lazy(name, Arc::new(load)).pyerr()
+    }
+
+    /// The Buffer slot `name` holds (shared with the slot).
+    fn buffer(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyBuffer>> {
+        let s = &self.inner;
+        let b = py
+            .detach(|| s.fetch(name))
+            .map_err(|e| raise(py, &self.loader_error, e))?;
+        PyBuffer::wrap_shared(py, b, &self.client)
+    }
+
+    /// `[(name, dtype | None, shape | None, state)]` in creation order.
+    fn slots<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .inner
+            .slots()
+            .into_iter()
+            .map(|s| {
+                let (dtype, shape) = match &s.spec {
+                    Some(spec) => (
+                        dtype_obj(py, spec.element_type)?.unbind(),
+                        shape_tuple(py, &spec.dims)?.into_any().unbind(),
+                    ),
+                    None => (py.None(), py.None()),
+                };
+                PyTuple::new(
+                    py,
+                    [
+                        s.name.into_pyobject(py)?.into_any().unbind(),
+                        dtype,
+                        shape,
+                        state_name(s.state).into_pyobject(py)?.into_any().unbind(),
+                    ],
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    fn __repr__(&self) -> String {
+        let slots = self
+            .inner
+            .slots()
+            .into_iter()
+            .map(|s| {
+                let spec = s.spec.map_or_else(
+                    || "?".to_string(),
+                    |sp| crate::convert::spec_string(sp.element_type, &sp.dims),
+                );
+                format!("{}: {spec} {}", s.name, state_name(s.state))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "rpjrt.Session(device={}, slots=[{slots}], uploads={})",
+            self.inner.device(),
+            self.inner.uploads()
+        )
+    }
+}
+
+/// A program whose arguments and outputs are slots of a session.
+#[pyclass(frozen, name = "SessionProgram", module = "rpjrt")]
+pub struct PySessionProgram {
+    inner: SessionProgram,
+    session: Py<PySession>,
+    executable: Py<PyExecutable>,
+}
+
+#[pymethods]
+impl PySessionProgram {
+    #[getter]
+    fn executable(&self, py: Python<'_>) -> Py<PyExecutable> {
+        self.executable.clone_ref(py)
+    }
+
+    #[getter]
+    fn inputs(&self) -> Vec<String> {
+        self.inner.inputs()
+    }
+
+    #[getter]
+    fn outputs(&self) -> Vec<Option<String>> {
+        self.inner.outputs()
+    }
+
+    #[getter]
+    fn donated(&self) -> Vec<String> {
+        self.inner.donated()
+    }
+
+    /// Binds the keyword arguments to their slots, then runs the program (without waiting
+    /// for it); the outputs go to their slots.
+    #[pyo3(signature = (**values))]
+    fn __call__(&self, py: Python<'_>, values: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        let s = self.session.get();
+        if let Some(values) = values {
+            for (k, v) in values.iter() {
+                let name: String = k.extract()?;
+                s.bind(py, &name, &v)?;
+            }
+        }
+        let p = &self.inner;
+        py.detach(|| p.call())
+            .map_err(|e| raise(py, &s.loader_error, e))
+    }
+
+    fn __repr__(&self) -> String {
+        let outs = self
+            .inner
+            .outputs()
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| "_".into()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "rpjrt.SessionProgram({}: ({}) -> ({outs}), donates=[{}])",
+            self.inner.executable().name(),
+            self.inner.inputs().join(", "),
+            self.inner.donated().join(", ")
+        )
+    }
+}

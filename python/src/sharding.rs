@@ -1,0 +1,65 @@
+//! Sharded arrays: Shardy detection and mesh split/assemble (rpjrt::sharding). The
+//! Python-facing helpers (Mesh, shard, gather, run_sharded) are in rpjrt/sharding.py.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use rpjrt::sharding::{self, Mesh, PartitionSpec};
+use rpjrt::Program;
+
+use crate::convert::dtype_from_py;
+use crate::errors::PyErrExt;
+
+fn mesh(axes: Vec<(String, usize)>, device_ids: Vec<i64>) -> PyResult<Mesh> {
+    let axes: Vec<(&str, usize)> = axes.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    Mesh::new(&axes, &device_ids).pyerr()
+}
+
+/// Whether a StableHLO program (text or bytecode) uses the Shardy dialect.
+#[pyfunction]
+pub fn _uses_shardy(program: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let code: Vec<u8> = match program.extract::<String>() {
+        Ok(s) => s.into_bytes(),
+        Err(_) => program.extract::<Vec<u8>>()?,
+    };
+    Ok(sharding::uses_shardy(&Program::mlir(code)))
+}
+
+/// Splits dense row-major host bytes into one shard per mesh position.
+#[pyfunction]
+pub fn _shard_split<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    dtype: &Bound<'py, PyAny>,
+    dims: Vec<i64>,
+    axes: Vec<(String, usize)>,
+    device_ids: Vec<i64>,
+    spec: PartitionSpec,
+) -> PyResult<(Bound<'py, PyList>, Vec<i64>)> {
+    let ty = dtype_from_py(dtype)?;
+    let m = mesh(axes, device_ids)?;
+    let (shards, shard_dims) = py
+        .detach(|| sharding::split(data, ty, &dims, &m, &spec))
+        .pyerr()?;
+    let items = shards.iter().map(|s| PyBytes::new(py, s));
+    Ok((PyList::new(py, items)?, shard_dims))
+}
+
+/// Reassembles dense row-major host bytes from one shard per mesh position.
+#[pyfunction]
+pub fn _shard_assemble<'py>(
+    py: Python<'py>,
+    shards: Vec<Vec<u8>>,
+    dtype: &Bound<'py, PyAny>,
+    dims: Vec<i64>,
+    axes: Vec<(String, usize)>,
+    device_ids: Vec<i64>,
+    spec: PartitionSpec,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let ty = dtype_from_py(dtype)?;
+    let m = mesh(axes, device_ids)?;
+    let refs: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
+    let full = py
+        .detach(|| sharding::assemble(&refs, ty, &dims, &m, &spec))
+        .pyerr()?;
+    Ok(PyBytes::new(py, &full))
+}

@@ -1,0 +1,215 @@
+"""Sessions on both CPU plugins: a JAX-lowered MLP trained for 200 steps with parameters
+fed back and donated (loss curve against JAX's), lazy loaders, bind-time checks, donation
+semantics, save/restore."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rpjrt
+
+import jax  # a test dependency: it must be installed (a skip would count as a failure)
+import jax.numpy as jnp
+
+PARAMS = ["w1", "b1", "w2", "b2"]
+
+
+def _loss(params: Any, x: Any, y: Any) -> Any:
+    w1, b1, w2, b2 = params
+    h = jnp.tanh(x @ w1 + b1)
+    return jnp.mean((h @ w2 + b2 - y) ** 2)
+
+
+def _step(params: Any, x: Any, y: Any) -> Any:
+    loss, grads = jax.value_and_grad(_loss)(params, x, y)
+    return [p - 0.05 * g for p, g in zip(params, grads)], loss
+
+
+@pytest.fixture(scope="module")
+def mlp() -> dict[str, Any]:
+    rng = np.random.default_rng(1)
+    params = [
+        rng.normal(size=(4, 16)).astype(np.float32),
+        np.zeros(16, np.float32),
+        rng.normal(size=(16, 2)).astype(np.float32) * 0.5,
+        np.zeros(2, np.float32),
+    ]
+    x = rng.normal(size=(32, 4)).astype(np.float32)
+    y = rng.normal(size=(32, 2)).astype(np.float32)
+    step = jax.jit(_step, donate_argnums=0)
+    text = step.lower(params, x, y).as_text()
+    assert "tf.aliasing_output" in text
+    jparams = [jnp.asarray(p) for p in params]
+    losses = []
+    for _ in range(200):
+        jparams, loss = step(jparams, x, y)
+        losses.append(float(loss))
+    return {
+        "params": params,
+        "x": x,
+        "y": y,
+        "text": text,
+        "losses": np.array(losses),
+        "final": [np.asarray(p) for p in jparams],
+    }
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_sgd_200_steps_match_jax(client: rpjrt.Client, mlp: dict[str, Any]) -> None:
+    session = rpjrt.Session(client)
+    step = session.program(mlp["text"], inputs=PARAMS + ["x", "y"], outputs=PARAMS + ["loss"])
+    assert step.donated == PARAMS
+    loaded: list[str] = []
+
+    def loader(name: str, value: Any) -> Any:
+        def load() -> Any:
+            loaded.append(name)
+            return value
+
+        return load
+
+    session.bind_many({n: p for n, p in zip(PARAMS, mlp["params"])})
+    session.bind_many(
+        {
+            "x": loader("x", mlp["x"]),
+            "y": loader("y", mlp["y"]),
+            "validation": loader("validation", np.zeros((1000, 4), np.float32)),
+        }
+    )
+    assert loaded == [] and session.uploads == 4
+    losses = []
+    rss_after_warmup = 0
+    for i in range(200):
+        step()
+        losses.append(float(session.fetch("loss")))
+        if i == 20:
+            rss_after_warmup = _rss_bytes()
+    growth = _rss_bytes() - rss_after_warmup
+    np.testing.assert_allclose(np.array(losses), mlp["losses"], rtol=1e-5, atol=0)
+    for name, want in zip(PARAMS, mlp["final"]):
+        np.testing.assert_allclose(session.fetch(name), want, rtol=1e-4, atol=1e-5)
+    # Only slots a program names were uploaded: 4 parameters, then x and y once each.
+    assert sorted(loaded) == ["x", "y"]
+    assert (session.uploads, session.loads) == (6, 2)
+    assert dict((s[0], s[3]) for s in session.slots())["validation"] == "pending"
+    # Generous: 180 steps of 5 fresh output buffers must not accumulate (a leak of them
+    # all would be far more than this with the allocator's per-buffer overhead).
+    assert growth < 16 * 2**20, f"RSS grew by {growth} bytes over 180 steps"
+
+
+def test_donated_buffers_become_unusable_others_stay_valid(
+    client: rpjrt.Client, mlp: dict[str, Any]
+) -> None:
+    session = rpjrt.Session(client)
+    step = session.program(mlp["text"], inputs=PARAMS + ["x", "y"], outputs=PARAMS + ["loss"])
+    bound = {n: client.put(p) for n, p in zip(PARAMS, mlp["params"])}
+    x = client.put(mlp["x"])
+    session.bind_many({**bound, "x": x, "y": mlp["y"]})
+    step()
+    for b in bound.values():
+        assert b.is_deleted()
+        with pytest.raises(rpjrt.BufferDeletedError, match="donated"):
+            b.to_numpy()
+    np.testing.assert_array_equal(x.to_numpy(), mlp["x"])
+    # Buffers taken from a slot share it: the next step donates them too.
+    w1 = session["w1"]
+    before = w1.to_numpy()
+    step()
+    assert w1.is_deleted()
+    assert not np.array_equal(before, session.fetch("w1"))
+    # Without donation every input stays valid.
+    keep = session.program(
+        mlp["text"], inputs=PARAMS + ["x", "y"], outputs=PARAMS + ["loss"], donate=False
+    )
+    assert keep.donated == []
+    w1 = session["w1"]
+    keep()
+    assert not w1.is_deleted()
+
+
+def test_bind_time_checks_name_the_slot(client: rpjrt.Client, mlp: dict[str, Any]) -> None:
+    session = rpjrt.Session(client)
+    step = session.program(mlp["text"], inputs=PARAMS + ["x", "y"], outputs=PARAMS + ["loss"])
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'slot "w1" holds float32\[4, 16\].*float32\[4, 8\]'):
+        session.bind("w1", np.zeros((4, 8), np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'slot "b1".*float64'):
+        session.bind("b1", np.zeros(16, np.float64))
+    with pytest.raises(rpjrt.InvalidArgumentError, match='slot "w1" has no value'):
+        step()
+    with pytest.raises(rpjrt.InvalidArgumentError, match="6 argument"):
+        session.program(mlp["text"], inputs=PARAMS, outputs=PARAMS + ["loss"])
+    with pytest.raises(TypeError):
+        session.program(mlp["text"], inputs="w1", outputs=PARAMS)
+    # A loader's own exception is the cause of the failed call.
+    session.bind_many({n: p for n, p in zip(PARAMS, mlp["params"])})
+    session.bind("y", mlp["y"])
+    session.bind_many({"x": lambda: 1 / 0})
+    with pytest.raises(rpjrt.InvalidArgumentError, match='slot "x": its loader raised') as e:
+        step()
+    assert isinstance(e.value.__cause__, ZeroDivisionError)
+    session.bind_many({"x": lambda: np.zeros((3, 4), np.float32)})
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'slot "x" holds float32\[32, 4\]'):
+        step()
+    # Keyword arguments bind before the call; Python lists take the slot's dtype.
+    step(x=mlp["x"].tolist())
+    assert session.fetch("loss").dtype == np.float32
+    with pytest.raises(rpjrt.InvalidArgumentError, match='no slot "nope"'):
+        session.buffer("nope")
+    assert re.search(r"w1: float32\[4, 16\] ready", repr(session))
+    assert "donates=[w1, b1, w2, b2]" in repr(step)
+
+
+def test_save_and_restore(client: rpjrt.Client, mlp: dict[str, Any], tmp_path: Path) -> None:
+    session = rpjrt.Session(client)
+    step = session.program(mlp["text"], inputs=PARAMS + ["x", "y"], outputs=PARAMS + ["loss"])
+    session.bind_many({n: p for n, p in zip(PARAMS, mlp["params"])})
+    session.bind_many({"x": mlp["x"], "y": mlp["y"], "scale": np.array([1.5, -2], rpjrt.bfloat16.numpy)})
+    step()
+    path = tmp_path / "ckpt.npz"
+    session.save(path)
+    saved = {n: session.fetch(n) for n in PARAMS + ["loss", "scale"]}
+    step()
+    step()
+    other = rpjrt.Session(client)
+    other.restore(path)
+    session.restore(path)
+    for n, want in saved.items():
+        got = session.fetch(n)
+        assert got.dtype == want.dtype, n
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(other.fetch(n), want)
+    assert sorted(other) == sorted(PARAMS + ["x", "y", "loss", "scale"])
+
+
+def test_rss_stays_flat_with_a_large_state(client: rpjrt.Client) -> None:
+    """A 4 MiB state slot updated (and donated) 100 times: a leak of the old states would
+    grow RSS by 400 MiB; the bound is generous against allocator noise."""
+
+    def decay(s: Any, k: Any) -> Any:
+        return s * 0.5 + k, jnp.sum(s)
+
+    state = np.ones((1024, 1024), np.float32)
+    text = jax.jit(decay, donate_argnums=0).lower(state, np.float32(1)).as_text()
+    session = rpjrt.Session(client)
+    step = session.program(text, inputs=["state", "k"], outputs=["state", "total"])
+    assert step.donated == ["state"]
+    session.bind_many({"state": state, "k": np.float32(1)})
+    for _ in range(10):
+        step()
+    session.buffer("total").block_until_ready()
+    before = _rss_bytes()
+    for _ in range(100):
+        step()
+    session.buffer("total").block_until_ready()
+    growth = _rss_bytes() - before
+    assert growth < 64 * 2**20, f"RSS grew by {growth / 2**20:.1f} MiB over 100 steps"
+    np.testing.assert_allclose(session.fetch("state")[0, :3], [2.0, 2.0, 2.0], rtol=1e-6)
