@@ -362,7 +362,7 @@ def _element_type_from_name(name: str) -> tuple[int | None, str]:
     """The PJRT code `name` denotes, or (None, why not)."""
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""
-__all__ += ["_copy_raw_to_host", "_create_error_buffer", "_create_uninitialized_buffer", "_put_streaming"]
+__all__ += ["_byte_strides", "_copy_raw_to_host", "_create_error_buffer", "_create_uninitialized_buffer", "_default_layout", "_device_layout", "_layouts_extension_size", "_put_streaming"]
 
 def _put_streaming(
     client: Client,
@@ -393,3 +393,10 @@ def _create_error_buffer(
     device: Device | int | None = None,
     memory: Memory | str | None = None,
 ) -> Buffer: ...
+def _device_layout(buffer: Buffer) -> tuple[list[int], list[list[int]], int, int]:
+    """(minor_to_major, tiles, element_size_bits, memory_space) of the buffer's layout."""
+def _default_layout(
+    client: Client, dtype: _DTypeLike, shape: list[int]
+) -> tuple[list[int], list[list[int]], int, int]: ...
+def _byte_strides(buffer: Buffer) -> list[int]: ...
+def _layouts_extension_size(client: Client) -> int: ...

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from . import _rpjrt
 from ._rpjrt import Buffer, Client, Device, Memory
@@ -28,6 +28,10 @@ __all__ = [
     "read_raw",
     "uninitialized",
     "error_buffer",
+    "DeviceLayout",
+    "device_layout",
+    "default_layout",
+    "byte_strides",
 ]
 
 #: Default chunk size of ``put_streaming``: 64 MiB.
@@ -182,3 +186,38 @@ def error_buffer(
     return _rpjrt._create_error_buffer(
         client, dtype, list(shape), code, message, device, memory
     )
+
+
+class DeviceLayout(NamedTuple):
+    """A device layout as the plugin's Layouts extension reports it."""
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[tuple[int, ...], ...]
+    element_size_bits: int
+    memory_space: int
+
+    @property
+    def is_row_major(self) -> bool:
+        n = len(self.minor_to_major)
+        return not self.tiles and self.minor_to_major == tuple(range(n - 1, -1, -1))
+
+
+def _layout(raw: tuple[list[int], list[list[int]], int, int]) -> DeviceLayout:
+    m2m, tiles, bits, space = raw
+    return DeviceLayout(tuple(m2m), tuple(tuple(t) for t in tiles), bits, space)
+
+
+def device_layout(buffer: Buffer) -> DeviceLayout:
+    """The buffer's device layout (Layouts extension; read within the struct size the
+    plugin reports). Raises UnsupportedError when the plugin lacks the entry."""
+    return _layout(_rpjrt._device_layout(buffer))
+
+
+def default_layout(client: Client, dtype: Any, shape: Sequence[int]) -> DeviceLayout:
+    """The plugin's default device layout for ``dtype[shape]``."""
+    return _layout(_rpjrt._default_layout(client, dtype, list(shape)))
+
+
+def byte_strides(buffer: Buffer) -> tuple[int, ...]:
+    """Byte strides of the buffer's device layout (an error for tiled layouts)."""
+    return tuple(_rpjrt._byte_strides(buffer))

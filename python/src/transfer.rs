@@ -172,3 +172,54 @@ pub fn _create_error_buffer(
         .pyerr()?;
     PyBuffer::wrap(py, b, &client.clone().unbind())
 }
+
+/// The buffer's device layout through the plugin's Layouts extension:
+/// `(minor_to_major, tiles, element_size_bits, memory_space)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn _device_layout(
+    py: Python<'_>,
+    buffer: &Bound<'_, PyBuffer>,
+) -> PyResult<(Vec<i64>, Vec<Vec<i64>>, i64, i64)> {
+    let b = buffer.get();
+    let l = py.detach(|| b.rb().device_layout()).pyerr()?;
+    Ok((
+        l.minor_to_major,
+        l.tiles,
+        l.element_size_bits,
+        l.memory_space,
+    ))
+}
+
+/// The client's default device layout of `dtype[shape]`: `(minor_to_major, tiles,
+/// element_size_bits, memory_space)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn _default_layout(
+    py: Python<'_>,
+    client: &Bound<'_, PyClient>,
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<i64>,
+) -> PyResult<(Vec<i64>, Vec<Vec<i64>>, i64, i64)> {
+    let t = dtype_from_py(dtype)?;
+    let me = client.get();
+    let l = py.detach(|| me.inner.default_layout(t, &shape)).pyerr()?;
+    Ok((
+        l.minor_to_major,
+        l.tiles,
+        l.element_size_bits,
+        l.memory_space,
+    ))
+}
+
+/// Byte strides of the buffer's (untiled) device layout.
+#[pyfunction]
+pub fn _byte_strides(buffer: &Bound<'_, PyBuffer>) -> PyResult<Vec<i64>> {
+    buffer.get().rb().byte_strides().pyerr()
+}
+
+/// Size in bytes of the plugin's Layouts extension struct.
+#[pyfunction]
+pub fn _layouts_extension_size(client: &Bound<'_, PyClient>) -> PyResult<usize> {
+    client.get().inner.layouts_extension_size().pyerr()
+}

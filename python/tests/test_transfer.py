@@ -169,3 +169,17 @@ def test_streaming_one_gib_has_bounded_host_overhead(plugin_path: str) -> None:
     assert out["ok"] and out["shape"] == [1 << 28]
     assert out["calls"] == [chunk * (i + 1) for i in range(16)]
     assert out["overhead"] < 2 * chunk, out
+
+
+def test_layouts(client: Any, plugin_label: str) -> None:
+    assert rpjrt._rpjrt._layouts_extension_size(client) == (72 if plugin_label == "old" else 80)
+    b = client.put(np.zeros((2, 3, 4), np.float32))
+    lay = transfer.device_layout(b)
+    assert lay.minor_to_major == (2, 1, 0) and lay.tiles == () and lay.is_row_major
+    assert transfer.byte_strides(b) == (48, 16, 4)
+    assert transfer.default_layout(client, "int8", (5, 7)).minor_to_major == (1, 0)
+    # Fortran-ordered host data lands in the device's row-major layout.
+    f = np.asfortranarray(np.arange(12, dtype=np.int16).reshape(3, 4))
+    bf = client.put(f)
+    assert transfer.byte_strides(bf) == (8, 2)
+    np.testing.assert_array_equal(bf.to_numpy(), f)
