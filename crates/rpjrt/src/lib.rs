@@ -68,5 +68,5 @@ pub use layout::DeviceLayout;
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
-pub use transfer::{StreamOptions, Upload};
+pub use transfer::{AliasFulfiller, StreamOptions, Upload};
 pub use value::{ClientOptions, Value};

@@ -420,3 +420,103 @@ impl Buffer {
         copy_raw_to_host_blocking(self.core.api, self.ptr, offset, dst)
     }
 }
+
+/// The promise that completes an alias buffer (see [`Client::create_alias_buffer`]). Dropped
+/// unfulfilled, it completes the alias with a `CANCELLED` error so nothing waits forever.
+pub struct AliasFulfiller {
+    client: Client,
+    cb: Option<crate::raw::transfer::AliasCallback>,
+}
+
+impl std::fmt::Debug for AliasFulfiller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AliasFulfiller")
+            .field("pending", &self.cb.is_some())
+            .finish()
+    }
+}
+
+impl AliasFulfiller {
+    /// Completes the alias with `target`'s contents (same shape and element type).
+    pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
+        target.check()?;
+        if !Arc::ptr_eq(&target.core, &self.client.core) {
+            return Err(Error::invalid(
+                "the target buffer belongs to another client",
+            ));
+        }
+        let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
+        crate::raw::transfer::fulfill_alias_buffer(
+            self.client.core.api,
+            self.client.core.ptr,
+            cb,
+            Some(target.ptr),
+            0,
+            "",
+        )
+    }
+
+    /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
+    pub fn fail(mut self, code: Code, message: &str) -> Result<()> {
+        let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
+        match crate::raw::transfer::fulfill_alias_buffer(
+            self.client.core.api,
+            self.client.core.ptr,
+            cb,
+            None,
+            code_number(code),
+            message,
+        ) {
+            // Some plugins hand the error they were given back from the call itself.
+            Err(Error::Pjrt { code: c, .. }) if c == code => Ok(()),
+            r => r,
+        }
+    }
+}
+
+impl Drop for AliasFulfiller {
+    fn drop(&mut self) {
+        if let Some(cb) = self.cb.take() {
+            if !self.client.is_closed() {
+                let _ = crate::raw::transfer::fulfill_alias_buffer(
+                    self.client.core.api,
+                    self.client.core.ptr,
+                    cb,
+                    None,
+                    1,
+                    "the alias buffer's fulfiller was dropped unfulfilled",
+                );
+            }
+        }
+    }
+}
+
+impl Client {
+    /// A buffer of `element_type[dims]` whose contents are given later: by another buffer
+    /// through [`AliasFulfiller::fulfill`], or an error through [`AliasFulfiller::fail`]
+    /// (`PJRT_Client_CreateAliasBuffer` / `PJRT_Client_FulfillAliasBuffer`).
+    pub fn create_alias_buffer(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<(Buffer, AliasFulfiller)> {
+        self.check_put_target(element_type, dims, device, memory)?;
+        let mem = target_memory(device, memory)?;
+        let (ptr, cb) = crate::raw::transfer::create_alias_buffer(
+            self.core.api,
+            self.core.ptr,
+            mem.data.ptr,
+            element_type.code(),
+            dims,
+        )?;
+        Ok((
+            Buffer::from_raw(&self.core, ptr, element_type, dims, None),
+            AliasFulfiller {
+                client: self.clone(),
+                cb: Some(cb),
+            },
+        ))
+    }
+}

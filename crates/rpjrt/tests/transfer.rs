@@ -189,3 +189,31 @@ fn uninitialised_and_error_buffers() {
         }
     });
 }
+
+#[test]
+fn alias_buffers_are_fulfilled_later() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        // Both CPU plugins have alias buffers (the 0.115 one needs an explicit layout).
+        let (alias, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let target = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d)
+            .unwrap();
+        promise.fulfill(&target).unwrap();
+        assert_eq!(alias.to_vec_of::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+        let (failed, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        promise.fail(Code::DataLoss, "gone").unwrap();
+        let e = failed.block_until_ready().unwrap_err();
+        assert!(e.to_string().contains("gone"), "{e}");
+        let (dropped, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        drop(promise);
+        let e = dropped.block_until_ready().unwrap_err();
+        assert!(e.to_string().contains("dropped unfulfilled"), "{e}");
+    });
+}

@@ -10,15 +10,9 @@ use std::ptr::null_mut;
 use rpjrt_sys as sys;
 
 use super::calls::{BufferPtr, ClientPtr};
-use super::{args_types, Api, Args};
+use super::transfer::zeroed_args;
+use super::Api;
 use crate::error::{Error, Result};
-
-args_types! {
-    PJRT_Layouts_MemoryLayout_Destroy_Args => PJRT_Layouts_MemoryLayout_Destroy_Args_STRUCT_SIZE,
-    PJRT_Layouts_MemoryLayout_Serialize_Args => PJRT_Layouts_MemoryLayout_Serialize_Args_STRUCT_SIZE,
-    PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args => PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args_STRUCT_SIZE,
-    PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args => PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args_STRUCT_SIZE,
-}
 
 /// The plugin's Layouts extension and the size of its struct.
 pub(crate) struct LayoutsExt {
@@ -106,7 +100,9 @@ impl LayoutsExt {
     ) -> Result<Vec<u8>> {
         let out = (|| {
             let f = ext_fn!(self, PJRT_Layouts_MemoryLayout_Serialize)?;
-            let mut a = sys::PJRT_Layouts_MemoryLayout_Serialize_Args::new();
+            // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
+            let mut a: sys::PJRT_Layouts_MemoryLayout_Serialize_Args =
+                unsafe { zeroed_args(sys::PJRT_Layouts_MemoryLayout_Serialize_Args_STRUCT_SIZE) };
             a.layout = layout;
             // SAFETY: a live layout owned by us; out-parameters only.
             let err = unsafe { f(&mut a) };
@@ -131,7 +127,9 @@ impl LayoutsExt {
             Ok(bytes)
         })();
         if let Ok(d) = ext_fn!(self, PJRT_Layouts_MemoryLayout_Destroy) {
-            let mut a = sys::PJRT_Layouts_MemoryLayout_Destroy_Args::new();
+            // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
+            let mut a: sys::PJRT_Layouts_MemoryLayout_Destroy_Args =
+                unsafe { zeroed_args(sys::PJRT_Layouts_MemoryLayout_Destroy_Args_STRUCT_SIZE) };
             a.layout = layout;
             // SAFETY: the layout is owned by us and destroyed once, here.
             let err = unsafe { d(&mut a) };
@@ -143,7 +141,9 @@ impl LayoutsExt {
     /// The serialized layout of a live buffer.
     pub(crate) fn buffer_layout(&self, b: BufferPtr) -> Result<Vec<u8>> {
         let f = ext_fn!(self, PJRT_Layouts_PJRT_Buffer_MemoryLayout)?;
-        let mut a = sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args::new();
+        // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
+        let mut a: sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args =
+            unsafe { zeroed_args(sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args_STRUCT_SIZE) };
         a.buffer = b.0;
         a.layout = null_mut();
         // SAFETY: a live buffer; the layout out-parameter becomes ours.
@@ -158,7 +158,9 @@ impl LayoutsExt {
     /// The serialized default layout of `ty[dims]` on this client.
     pub(crate) fn default_layout(&self, c: ClientPtr, ty: i32, dims: &[i64]) -> Result<Vec<u8>> {
         let f = ext_fn!(self, PJRT_Layouts_PJRT_Client_GetDefaultLayout)?;
-        let mut a = sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args::new();
+        // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
+        let mut a: sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args =
+            unsafe { zeroed_args(sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args_STRUCT_SIZE) };
         a.client = c.0;
         a.r#type = ty as sys::PJRT_Buffer_Type;
         a.dims = dims.as_ptr();

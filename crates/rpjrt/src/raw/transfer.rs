@@ -369,3 +369,98 @@ impl Drop for TransferManager {
         };
     }
 }
+
+// ------------------------------------------------------------------------ alias buffers
+
+args_types! {
+    PJRT_Client_CreateAliasBuffer_Args => PJRT_Client_CreateAliasBuffer_Args_STRUCT_SIZE,
+    PJRT_Client_FulfillAliasBuffer_Args => PJRT_Client_FulfillAliasBuffer_Args_STRUCT_SIZE,
+}
+
+/// The plugin's promise to fulfil an alias buffer, consumed by [`fulfill_alias_buffer`].
+pub(crate) struct AliasCallback(*mut sys::PJRT_FulfillAliasBufferCallback);
+
+// SAFETY: an opaque plugin object handed back to the plugin exactly once; the C API does
+// not tie it to a thread.
+unsafe impl Send for AliasCallback {}
+// SAFETY: see `Send`; it is only read through `&mut`/by value.
+unsafe impl Sync for AliasCallback {}
+
+/// `PJRT_Client_CreateAliasBuffer`: a buffer in `memory` whose contents come later from
+/// another buffer (or an error) through [`fulfill_alias_buffer`].
+pub(crate) fn create_alias_buffer(
+    api: &Api,
+    c: ClientPtr,
+    memory: MemoryPtr,
+    ty: i32,
+    dims: &[i64],
+) -> Result<(BufferPtr, AliasCallback)> {
+    let mut a = sys::PJRT_Client_CreateAliasBuffer_Args::new();
+    a.client = c.0;
+    a.memory = memory.0;
+    a.shape_dims = dims.as_ptr();
+    a.shape_num_dims = dims.len();
+    a.shape_element_type = ty as sys::PJRT_Buffer_Type;
+    // Some plugins need an explicit layout here: dense row-major.
+    let m2m: Vec<i64> = (0..dims.len() as i64).rev().collect();
+    // SAFETY: both are C API structs starting with `struct_size`, valid when zeroed.
+    let mut layout: sys::PJRT_Buffer_MemoryLayout =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE) };
+    layout.r#type = sys::PJRT_Buffer_MemoryLayout_Type_Tiled;
+    // SAFETY: as above.
+    let mut tiled: sys::PJRT_Buffer_MemoryLayout_Tiled =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE) };
+    tiled.minor_to_major = m2m.as_ptr();
+    tiled.minor_to_major_size = m2m.len();
+    layout.layout.tiled = tiled;
+    a.shape_layout = &mut layout;
+    // SAFETY: live client and memory; dims, the layout and its minor-to-major array
+    // outlive the call.
+    unsafe { pjrt!(api, PJRT_Client_CreateAliasBuffer, &mut a) }?;
+    if a.alias_buffer.is_null() || a.fulfill_alias_buffer_cb.is_null() {
+        return Err(Error::invalid(
+            "PJRT_Client_CreateAliasBuffer returned no buffer or no fulfil callback",
+        ));
+    }
+    Ok((
+        BufferPtr(a.alias_buffer),
+        AliasCallback(a.fulfill_alias_buffer_cb),
+    ))
+}
+
+/// `PJRT_Client_FulfillAliasBuffer`: completes an alias buffer with `target`'s contents, or
+/// with the error `code`/`message` when `target` is `None`.
+pub(crate) fn fulfill_alias_buffer(
+    api: &Api,
+    c: ClientPtr,
+    cb: AliasCallback,
+    target: Option<BufferPtr>,
+    code: i32,
+    message: &str,
+) -> Result<()> {
+    let mut a = sys::PJRT_Client_FulfillAliasBuffer_Args::new();
+    a.client = c.0;
+    a.buffer = target.map_or(null_mut(), |b| b.0);
+    a.status_code = if target.is_some() { 0 } else { code } as sys::PJRT_Error_Code;
+    a.error_message = message.as_ptr().cast();
+    a.error_message_size = message.len();
+    a.fulfill_alias_buffer_cb = cb.0;
+    // SAFETY: live client; the callback came from create_alias_buffer of this client and is
+    // consumed here exactly once (taken by value); the target buffer is live.
+    unsafe { pjrt!(api, PJRT_Client_FulfillAliasBuffer, &mut a) }
+}
+
+/// A zeroed C API struct with `struct_size` set, for types whose crate-wide `Args` impl
+/// another raw module may declare (two impls of the trait for one type would not compile).
+///
+/// # Safety
+/// `T` must be a `#[repr(C)]` C API struct whose first field is `size_t struct_size` and
+/// for which all-zero bytes are a valid value.
+pub(crate) unsafe fn zeroed_args<T>(struct_size: usize) -> T {
+    let mut v = std::mem::MaybeUninit::<T>::zeroed();
+    // SAFETY: per the contract, the struct starts with a `usize` and zero is valid.
+    unsafe {
+        v.as_mut_ptr().cast::<usize>().write(struct_size);
+        v.assume_init()
+    }
+}
