@@ -436,6 +436,16 @@ impl Buffer {
                 return Ok(());
             }
         }
+        if self.dims.len() >= 2 && !calls::buffer_layout_is_row_major(self.core.api, self.ptr)? {
+            // A non-default device layout (e.g. `Client::put_with_layout`): ask for row-major
+            // explicitly; some plugins (0.115) otherwise copy the device order as it is.
+            return crate::raw::transfer::buffer_to_host_row_major_blocking(
+                self.core.api,
+                self.ptr,
+                self.dims.len(),
+                dst,
+            );
+        }
         calls::buffer_to_host_blocking(self.core.api, self.ptr, dst)
     }
 

@@ -157,6 +157,31 @@ impl DeviceLayout {
 }
 
 impl Buffer {
+    /// A dense row-major host copy whatever the device layout: buffers whose device layout
+    /// is not the default row-major one are read with an explicit row-major host layout.
+    pub fn to_vec_row_major(&self) -> Result<Vec<u8>> {
+        self.check()?;
+        let row_major = match self.layout() {
+            Ok(Some(m2m)) => {
+                let n = m2m.len() as i64;
+                m2m.iter().enumerate().all(|(i, &d)| d == n - 1 - i as i64)
+            }
+            _ => true,
+        };
+        if row_major || self.element_type().is_sub_byte() || self.dims().len() < 2 {
+            return self.to_vec();
+        }
+        self.block_until_ready()?;
+        let mut v = vec![0u8; self.host_size()];
+        crate::raw::transfer::buffer_to_host_row_major_blocking(
+            self.core.api,
+            self.ptr,
+            self.dims().len(),
+            &mut v,
+        )?;
+        Ok(v)
+    }
+
     /// The buffer's device layout through the plugin's Layouts extension
     /// (`Error::Unsupported` when the plugin lacks the extension or the entry).
     pub fn device_layout(&self) -> Result<DeviceLayout> {
@@ -242,7 +267,7 @@ impl Buffer {
             }
             span += s * (dims[i] as u128 - 1);
         }
-        let dense = self.to_vec()?;
+        let dense = self.to_vec_row_major()?;
         let n = crate::dtype::element_count(&dims)?;
         let mut index = vec![0i64; dims.len()];
         for k in 0..n {
@@ -276,6 +301,73 @@ impl Client {
     /// 0.115); `Unsupported` when the plugin has none.
     pub fn layouts_extension_size(&self) -> Result<usize> {
         Ok(layouts_ext(self.core.api)?.struct_size())
+    }
+}
+
+impl Client {
+    /// Copies dense row-major host bytes into a new buffer whose device layout has the
+    /// given `minor_to_major` order (e.g. `[0, 1]` for column-major 2-d), as
+    /// `PJRT_Client_BufferFromHostBuffer`'s `device_layout` asks. Plugins that cannot honour
+    /// the request return their error. Host reads of the buffer are row-major as always.
+    ///
+    /// Caution: a program compiled for the default layout must not be given such a buffer
+    /// on every plugin: the 0.81 CPU plugin converts it, the 0.115 one reads its bytes as if
+    /// they were row-major (measured). Use it for programs compiled for that layout.
+    pub fn put_with_layout(
+        &self,
+        data: &[u8],
+        element_type: ElementType,
+        dims: &[i64],
+        minor_to_major: &[i64],
+        device: &crate::client::Device,
+        memory: Option<&crate::client::Memory>,
+    ) -> Result<Buffer> {
+        self.core.check("client")?;
+        let itemsize = element_type
+            .byte_width()
+            .filter(|_| element_type != ElementType::Token && element_type != ElementType::Pred)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "a put with a device layout takes whole-byte numeric elements; \
+                     {element_type} is not one"
+                ))
+            })?;
+        let mut seen = vec![false; dims.len()];
+        let perm = minor_to_major.len() == dims.len()
+            && minor_to_major.iter().all(|&d| {
+                usize::try_from(d)
+                    .ok()
+                    .and_then(|d| seen.get_mut(d))
+                    .is_some_and(|s| !std::mem::replace(s, true))
+            });
+        if !perm {
+            return Err(Error::invalid(format!(
+                "minor_to_major {minor_to_major:?} is not a permutation of the {} dimensions",
+                dims.len()
+            )));
+        }
+        let need = crate::dtype::element_count(dims)?
+            .checked_mul(itemsize)
+            .ok_or_else(|| Error::invalid("the array is too large to address"))?;
+        if data.len() != need {
+            return Err(Error::invalid(format!(
+                "{element_type}{dims:?} needs {need} bytes of dense data, got {}",
+                data.len()
+            )));
+        }
+        // Same target checks as every put.
+        let _ = self.default_device()?;
+        let ptr = crate::raw::transfer::buffer_from_host_with_layout(
+            self.core.api,
+            self.core.ptr,
+            data,
+            element_type.code(),
+            dims,
+            minor_to_major,
+            device.data.ptr,
+            memory.map(|m| m.data.ptr),
+        )?;
+        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims, None))
     }
 }
 

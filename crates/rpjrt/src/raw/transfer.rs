@@ -464,3 +464,92 @@ pub(crate) unsafe fn zeroed_args<T>(struct_size: usize) -> T {
         v.assume_init()
     }
 }
+
+// ------------------------------------------------------------- put with a device layout
+
+/// `PJRT_Client_BufferFromHostBuffer` of dense row-major `data`, copied during the call,
+/// asking for a device layout with the given minor-to-major order.
+///
+/// The caller has checked that `data` holds exactly the dense array of `ty[dims]` and that
+/// `minor_to_major` is a permutation of the dimensions.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn buffer_from_host_with_layout(
+    api: &Api,
+    c: ClientPtr,
+    data: &[u8],
+    ty: i32,
+    dims: &[i64],
+    minor_to_major: &[i64],
+    device: DevicePtr,
+    memory: Option<MemoryPtr>,
+) -> Result<BufferPtr> {
+    // SAFETY: C API structs starting with `struct_size`, valid when zeroed.
+    let mut layout: sys::PJRT_Buffer_MemoryLayout =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE) };
+    layout.r#type = sys::PJRT_Buffer_MemoryLayout_Type_Tiled;
+    // SAFETY: as above.
+    let mut tiled: sys::PJRT_Buffer_MemoryLayout_Tiled =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE) };
+    tiled.minor_to_major = minor_to_major.as_ptr();
+    tiled.minor_to_major_size = minor_to_major.len();
+    layout.layout.tiled = tiled;
+    let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+    a.client = c.0;
+    a.data = data.as_ptr().cast();
+    a.r#type = ty as sys::PJRT_Buffer_Type;
+    a.dims = dims.as_ptr();
+    a.num_dims = dims.len();
+    a.host_buffer_semantics = sys::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+    a.device = device.0;
+    a.memory = memory.map_or(null_mut(), |m| m.0);
+    a.device_layout = &mut layout;
+    // SAFETY: `data` covers the dense array (checked by the caller) and is copied during the
+    // call; dims, the layout and its minor-to-major array outlive the call.
+    unsafe { pjrt!(api, PJRT_Client_BufferFromHostBuffer, &mut a) }?;
+    if !a.done_with_host_buffer.is_null() {
+        let _ = super::event::event_destroy(api, EventPtr(a.done_with_host_buffer));
+    }
+    if a.buffer.is_null() {
+        return Err(Error::invalid(
+            "PJRT_Client_BufferFromHostBuffer returned no buffer",
+        ));
+    }
+    Ok(BufferPtr(a.buffer))
+}
+
+/// `PJRT_Buffer_ToHostBuffer` into `dst` with an explicit dense row-major host layout,
+/// waiting for the copy. Without a host layout some plugins (0.115) copy the device
+/// layout's bytes as they are, which for a non-default device layout is not row-major.
+pub(crate) fn buffer_to_host_row_major_blocking(
+    api: &Api,
+    b: BufferPtr,
+    rank: usize,
+    dst: &mut [u8],
+) -> Result<()> {
+    let m2m: Vec<i64> = (0..rank as i64).rev().collect();
+    // SAFETY: C API structs starting with `struct_size`, valid when zeroed.
+    let mut layout: sys::PJRT_Buffer_MemoryLayout =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE) };
+    layout.r#type = sys::PJRT_Buffer_MemoryLayout_Type_Tiled;
+    // SAFETY: as above.
+    let mut tiled: sys::PJRT_Buffer_MemoryLayout_Tiled =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE) };
+    tiled.minor_to_major = m2m.as_ptr();
+    tiled.minor_to_major_size = m2m.len();
+    layout.layout.tiled = tiled;
+    let mut a = sys::PJRT_Buffer_ToHostBuffer_Args::new();
+    a.src = b.0;
+    a.host_layout = &mut layout;
+    a.dst = dst.as_mut_ptr().cast();
+    a.dst_size = dst.len();
+    // SAFETY: live buffer; `dst` is exclusively borrowed for the whole function and we wait
+    // for the event before returning; the layout outlives the call.
+    unsafe { pjrt!(api, PJRT_Buffer_ToHostBuffer, &mut a) }?;
+    if !a.event.is_null() {
+        let ev = EventPtr(a.event);
+        let r = super::event::event_await(api, ev);
+        let _ = super::event::event_destroy(api, ev);
+        r?;
+    }
+    Ok(())
+}
