@@ -173,12 +173,7 @@ impl Buffer {
         }
         self.block_until_ready()?;
         let mut v = vec![0u8; self.host_size()];
-        crate::raw::transfer::buffer_to_host_row_major_blocking(
-            self.core.api,
-            self.ptr,
-            self.dims().len(),
-            &mut v,
-        )?;
+        self.raw.to_host_row_major(self.dims().len(), &mut v)?;
         Ok(v)
     }
 
@@ -186,8 +181,8 @@ impl Buffer {
     /// (`Error::Unsupported` when the plugin lacks the extension or the entry).
     pub fn device_layout(&self) -> Result<DeviceLayout> {
         self.check()?;
-        let ext = layouts_ext(self.core.api)?;
-        DeviceLayout::parse(ext.buffer_layout(self.ptr)?)
+        let ext = layouts_ext(self.core().api)?;
+        DeviceLayout::parse(ext.buffer_layout(&self.raw)?)
     }
 
     /// Byte strides of the buffer's device layout (from the core API's
@@ -294,7 +289,7 @@ impl Client {
     pub fn default_layout(&self, element_type: ElementType, dims: &[i64]) -> Result<DeviceLayout> {
         self.core.check("client")?;
         let ext = layouts_ext(self.core.api)?;
-        DeviceLayout::parse(ext.default_layout(self.core.ptr, element_type.code(), dims)?)
+        DeviceLayout::parse(ext.default_layout(&self.core.raw, element_type.code(), dims)?)
     }
 
     /// Size in bytes of the plugin's Layouts extension struct (72 at PJRT 0.81, 80 at
@@ -357,17 +352,17 @@ impl Client {
         }
         // Same target checks as every put.
         let _ = self.default_device()?;
-        let ptr = crate::raw::transfer::buffer_from_host_with_layout(
-            self.core.api,
-            self.core.ptr,
+        let raw = crate::raw::transfer::buffer_from_host_with_layout(
+            &self.core.raw,
             data,
             element_type.code(),
             dims,
             minor_to_major,
-            device.data.ptr,
-            memory.map(|m| m.data.ptr),
+            device.data.raw,
+            memory.map(|m| m.data.raw),
+            crate::buffer::BufferMeta::new(&self.core, element_type, dims),
         )?;
-        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims, None))
+        Ok(Buffer::from_raw(raw))
     }
 }
 

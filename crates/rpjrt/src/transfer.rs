@@ -16,13 +16,12 @@
 
 use std::sync::Arc;
 
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, BufferMeta};
 use crate::client::{Client, Device, Memory};
 use crate::dtype::{element_count, ElementType};
 use crate::error::{Code, Error, Result};
 use crate::raw::transfer::{
-    copy_raw_to_host_blocking, create_error_buffer, create_uninitialized_buffer, Staging,
-    TransferManager,
+    create_error_buffer, create_uninitialized_buffer, Staging, TransferManager,
 };
 
 /// Dense copies at least this large are staged in huge-page memory (see the module docs);
@@ -131,15 +130,15 @@ impl Client {
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
         self.check_put_target(element_type, dims, device, memory)?;
-        let ptr = create_uninitialized_buffer(
-            self.core.api,
-            self.core.ptr,
+        let raw = create_uninitialized_buffer(
+            &self.core.raw,
             element_type.code(),
             dims,
-            device.data.ptr,
-            memory.map(|m| m.data.ptr),
+            device.data.raw,
+            memory.map(|m| m.data.raw),
+            BufferMeta::new(&self.core, element_type, dims),
         )?;
-        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims, None))
+        Ok(Buffer::from_raw(raw))
     }
 
     /// A buffer of `element_type[dims]` that carries an error instead of data
@@ -156,16 +155,16 @@ impl Client {
     ) -> Result<Buffer> {
         self.check_put_target(element_type, dims, device, memory)?;
         let mem = target_memory(device, memory)?;
-        let ptr = create_error_buffer(
-            self.core.api,
-            self.core.ptr,
+        let raw = create_error_buffer(
+            &self.core.raw,
             code_number(code),
             message,
             element_type.code(),
             dims,
-            mem.data.ptr,
+            mem.data.raw,
+            BufferMeta::new(&self.core, element_type, dims),
         )?;
-        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims, None))
+        Ok(Buffer::from_raw(raw))
     }
 
     fn check_put_target(
@@ -222,7 +221,7 @@ impl Client {
             sizes.push(bytes);
         }
         let mem = target_memory(device, memory)?;
-        let tm = TransferManager::create(self.core.api, self.core.ptr, &specs, mem.data.ptr)?;
+        let tm = TransferManager::create(&self.core.raw, &specs, mem.data.raw)?;
         let count = tm.buffer_count()?;
         if count != shapes.len() {
             return Err(Error::invalid(format!(
@@ -394,9 +393,11 @@ impl Upload {
             )));
         }
         self.client.core.check("client")?;
-        let ptr = self.tm.retrieve(index)?;
         let (t, dims) = &self.shapes[index];
-        Ok(Buffer::from_raw(&self.client.core, ptr, *t, dims, None))
+        let raw = self
+            .tm
+            .retrieve(index, BufferMeta::new(&self.client.core, *t, dims))?;
+        Ok(Buffer::from_raw(raw))
     }
 }
 
@@ -417,7 +418,7 @@ impl Buffer {
         if dst.is_empty() {
             return Ok(());
         }
-        copy_raw_to_host_blocking(self.core.api, self.ptr, offset, dst)
+        self.raw.copy_raw_to_host(offset, dst)
     }
 }
 
@@ -440,17 +441,16 @@ impl AliasFulfiller {
     /// Completes the alias with `target`'s contents (same shape and element type).
     pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
         target.check()?;
-        if !Arc::ptr_eq(&target.core, &self.client.core) {
+        if !Arc::ptr_eq(target.core(), &self.client.core) {
             return Err(Error::invalid(
                 "the target buffer belongs to another client",
             ));
         }
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
         crate::raw::transfer::fulfill_alias_buffer(
-            self.client.core.api,
-            self.client.core.ptr,
+            &self.client.core.raw,
             cb,
-            Some(target.ptr),
+            Some(&target.raw),
             0,
             "",
         )
@@ -459,9 +459,8 @@ impl AliasFulfiller {
     /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
     pub fn fail(mut self, code: Code, message: &str) -> Result<()> {
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
-        match crate::raw::transfer::fulfill_alias_buffer(
-            self.client.core.api,
-            self.client.core.ptr,
+        match crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
+            &self.client.core.raw,
             cb,
             None,
             code_number(code),
@@ -478,9 +477,8 @@ impl Drop for AliasFulfiller {
     fn drop(&mut self) {
         if let Some(cb) = self.cb.take() {
             if !self.client.is_closed() {
-                let _ = crate::raw::transfer::fulfill_alias_buffer(
-                    self.client.core.api,
-                    self.client.core.ptr,
+                let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
+                    &self.client.core.raw,
                     cb,
                     None,
                     1,
@@ -504,15 +502,15 @@ impl Client {
     ) -> Result<(Buffer, AliasFulfiller)> {
         self.check_put_target(element_type, dims, device, memory)?;
         let mem = target_memory(device, memory)?;
-        let (ptr, cb) = crate::raw::transfer::create_alias_buffer(
-            self.core.api,
-            self.core.ptr,
-            mem.data.ptr,
+        let (raw, cb) = crate::raw::transfer::create_alias_buffer(
+            &self.core.raw,
+            mem.data.raw,
             element_type.code(),
             dims,
+            BufferMeta::new(&self.core, element_type, dims),
         )?;
         Ok((
-            Buffer::from_raw(&self.core, ptr, element_type, dims, None),
+            Buffer::from_raw(raw),
             AliasFulfiller {
                 client: self.clone(),
                 cb: Some(cb),

@@ -9,7 +9,8 @@ use std::ptr::null_mut;
 
 use rpjrt_sys as sys;
 
-use super::calls::{BufferPtr, ClientPtr};
+use super::buffer::Buffer;
+use super::client::Client;
 use super::transfer::zeroed_args;
 use super::Api;
 use crate::error::{Error, Result};
@@ -139,12 +140,12 @@ impl LayoutsExt {
     }
 
     /// The serialized layout of a live buffer.
-    pub(crate) fn buffer_layout(&self, b: BufferPtr) -> Result<Vec<u8>> {
+    pub(crate) fn buffer_layout<M>(&self, b: &Buffer<M>) -> Result<Vec<u8>> {
         let f = ext_fn!(self, PJRT_Layouts_PJRT_Buffer_MemoryLayout)?;
         // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
         let mut a: sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args =
             unsafe { zeroed_args(sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args_STRUCT_SIZE) };
-        a.buffer = b.0;
+        a.buffer = b.ptr();
         a.layout = null_mut();
         // SAFETY: a live buffer; the layout out-parameter becomes ours.
         let err = unsafe { f(&mut a) };
@@ -156,12 +157,12 @@ impl LayoutsExt {
     }
 
     /// The serialized default layout of `ty[dims]` on this client.
-    pub(crate) fn default_layout(&self, c: ClientPtr, ty: i32, dims: &[i64]) -> Result<Vec<u8>> {
+    pub(crate) fn default_layout(&self, c: &Client, ty: i32, dims: &[i64]) -> Result<Vec<u8>> {
         let f = ext_fn!(self, PJRT_Layouts_PJRT_Client_GetDefaultLayout)?;
         // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
         let mut a: sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args =
             unsafe { zeroed_args(sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args_STRUCT_SIZE) };
-        a.client = c.0;
+        a.client = c.ptr();
         a.r#type = ty as sys::PJRT_Buffer_Type;
         a.dims = dims.as_ptr();
         a.num_dims = dims.len();

@@ -9,13 +9,17 @@
 #![allow(clippy::unnecessary_cast)]
 
 use std::ffi::c_void;
-use std::ptr::null_mut;
+use std::ptr::{null_mut, NonNull};
+use std::sync::Arc;
 
 use rpjrt_sys as sys;
 
-use super::calls::{BufferPtr, ClientPtr, DevicePtr, EventPtr, MemoryPtr};
+use super::buffer::Buffer;
+use super::client::Client;
+use super::device::{DeviceRef, MemoryRef};
+use super::event::Event;
 use super::hostmem::HostBytes;
-use super::{args_types, pjrt, Api, Args};
+use super::{args_types, pjrt, Args};
 use crate::error::{Error, Result};
 
 args_types! {
@@ -130,95 +134,161 @@ unsafe impl HostBytes for Staging {
 
 // ----------------------------------------------------------------- buffers without data
 
+fn check_views(
+    client: &Client,
+    device: Option<DeviceRef>,
+    memory: Option<MemoryRef>,
+) -> Result<()> {
+    if device.is_some_and(|d| !d.belongs_to(client))
+        || memory.is_some_and(|m| !m.belongs_to(client))
+    {
+        return Err(Error::invalid(
+            "the device or memory belongs to another client",
+        ));
+    }
+    Ok(())
+}
+
+fn wrap<M>(
+    client: &Arc<Client>,
+    ptr: *mut sys::PJRT_Buffer,
+    entry: &str,
+    meta: M,
+) -> Result<Buffer<M>> {
+    let ptr =
+        NonNull::new(ptr).ok_or_else(|| Error::invalid(format!("{entry} returned no buffer")))?;
+    Ok(Buffer::new(client, ptr, meta, None, None))
+}
+
 /// `PJRT_Client_CreateUninitializedBuffer`: a dense buffer whose contents are unspecified.
-pub(crate) fn create_uninitialized_buffer(
-    api: &Api,
-    c: ClientPtr,
+pub(crate) fn create_uninitialized_buffer<M>(
+    client: &Arc<Client>,
     ty: i32,
     dims: &[i64],
-    device: DevicePtr,
-    memory: Option<MemoryPtr>,
-) -> Result<BufferPtr> {
+    device: DeviceRef,
+    memory: Option<MemoryRef>,
+    meta: M,
+) -> Result<Buffer<M>> {
+    check_views(client, Some(device), memory)?;
     let mut a = sys::PJRT_Client_CreateUninitializedBuffer_Args::new();
-    a.client = c.0;
+    a.client = client.ptr();
     a.shape_dims = dims.as_ptr();
     a.shape_num_dims = dims.len();
     a.shape_element_type = ty as sys::PJRT_Buffer_Type;
-    a.device = device.0;
-    a.memory = memory.map_or(null_mut(), |m| m.0);
-    // SAFETY: live client/device/memory of that client (the caller's `Client` checked);
-    // `dims` outlives the call; the layout pointer is null (the default layout).
-    unsafe { pjrt!(api, PJRT_Client_CreateUninitializedBuffer, &mut a) }?;
-    if a.buffer.is_null() {
-        return Err(Error::invalid(
-            "PJRT_Client_CreateUninitializedBuffer returned no buffer",
-        ));
-    }
-    Ok(BufferPtr(a.buffer))
+    a.device = device.ptr();
+    a.memory = memory.map_or(null_mut(), |m| m.ptr());
+    // SAFETY: live client, and a device/memory it listed (checked above); `dims` outlives
+    // the call; the layout pointer is null (the default layout).
+    unsafe { pjrt!(client.api(), PJRT_Client_CreateUninitializedBuffer, &mut a) }?;
+    wrap(
+        client,
+        a.buffer,
+        "PJRT_Client_CreateUninitializedBuffer",
+        meta,
+    )
 }
 
 /// `PJRT_Client_CreateErrorBuffer`: a buffer that carries an error instead of data.
-pub(crate) fn create_error_buffer(
-    api: &Api,
-    c: ClientPtr,
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn create_error_buffer<M>(
+    client: &Arc<Client>,
     code: i32,
     message: &str,
     ty: i32,
     dims: &[i64],
-    memory: MemoryPtr,
-) -> Result<BufferPtr> {
+    memory: MemoryRef,
+    meta: M,
+) -> Result<Buffer<M>> {
+    check_views(client, None, Some(memory))?;
     let mut a = sys::PJRT_Client_CreateErrorBuffer_Args::new();
-    a.client = c.0;
+    a.client = client.ptr();
     a.error_code = code as sys::PJRT_Error_Code;
     a.error_message = message.as_ptr().cast();
     a.error_message_size = message.len();
     a.shape_dims = dims.as_ptr();
     a.shape_num_dims = dims.len();
     a.shape_element_type = ty as sys::PJRT_Buffer_Type;
-    a.memory = memory.0;
-    // SAFETY: live client and memory; message and dims outlive the call (the plugin copies
-    // the message); no payload and the default layout.
-    unsafe { pjrt!(api, PJRT_Client_CreateErrorBuffer, &mut a) }?;
-    if a.buffer.is_null() {
-        return Err(Error::invalid(
-            "PJRT_Client_CreateErrorBuffer returned no buffer",
-        ));
-    }
-    Ok(BufferPtr(a.buffer))
+    a.memory = memory.ptr();
+    // SAFETY: live client and a memory it listed; message and dims outlive the call (the
+    // plugin copies the message); no payload and the default layout.
+    unsafe { pjrt!(client.api(), PJRT_Client_CreateErrorBuffer, &mut a) }?;
+    wrap(client, a.buffer, "PJRT_Client_CreateErrorBuffer", meta)
 }
 
-/// `PJRT_Buffer_CopyRawToHost` of `dst.len()` bytes from byte `offset` of the buffer's
-/// on-device representation, waiting for the copy to finish.
-///
-/// The caller has checked `offset + dst.len()` against the buffer's on-device size.
-pub(crate) fn copy_raw_to_host_blocking(
-    api: &Api,
-    b: BufferPtr,
-    offset: usize,
-    dst: &mut [u8],
-) -> Result<()> {
-    let mut a = sys::PJRT_Buffer_CopyRawToHost_Args::new();
-    a.buffer = b.0;
-    a.dst = dst.as_mut_ptr().cast();
-    a.offset = offset as i64;
-    a.transfer_size = dst.len() as i64;
-    // SAFETY: live buffer; `dst` is exclusively borrowed for the whole function and we wait
-    // for the copy's event before returning, so the plugin's writes end inside the borrow.
-    unsafe { pjrt!(api, PJRT_Buffer_CopyRawToHost, &mut a) }?;
-    if !a.event.is_null() {
-        let ev = EventPtr(a.event);
-        let r = super::event::event_await(api, ev);
-        let _ = super::event::event_destroy(api, ev);
-        r?;
+impl<M> Buffer<M> {
+    /// `PJRT_Buffer_CopyRawToHost` of `dst.len()` bytes from byte `offset` of the buffer's
+    /// on-device representation, waiting for the copy to finish. The caller has checked the
+    /// range against the on-device size.
+    pub(crate) fn copy_raw_to_host(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        let mut a = sys::PJRT_Buffer_CopyRawToHost_Args::new();
+        a.buffer = self.ptr();
+        a.dst = dst.as_mut_ptr().cast();
+        a.offset = offset as i64;
+        a.transfer_size = dst.len() as i64;
+        // SAFETY: live buffer; `dst` is exclusively borrowed for the whole function and we
+        // wait for the copy's event before returning.
+        unsafe { pjrt!(self.client().api(), PJRT_Buffer_CopyRawToHost, &mut a) }?;
+        match Event::new(self.client(), a.event) {
+            Some(ev) => ev.wait(),
+            None => Ok(()),
+        }
     }
-    Ok(())
+
+    /// Whether the device layout is dense row-major (no tiles, `[rank-1, ..., 0]`).
+    pub(crate) fn layout_is_row_major(&self) -> Result<bool> {
+        Ok(match self.layout()? {
+            Some(m2m) => {
+                let n = m2m.len() as i64;
+                m2m.iter().enumerate().all(|(i, &d)| d == n - 1 - i as i64)
+            }
+            None => false,
+        })
+    }
+
+    /// `PJRT_Buffer_ToHostBuffer` into `dst` with an explicit dense row-major host layout,
+    /// waiting for the copy. Without a host layout some plugins (0.115) copy the device
+    /// layout's bytes as they are, which for a non-default device layout is not row-major.
+    pub(crate) fn to_host_row_major(&self, rank: usize, dst: &mut [u8]) -> Result<()> {
+        let m2m: Vec<i64> = (0..rank as i64).rev().collect();
+        let mut layout = dense_layout(&m2m);
+        let mut a = sys::PJRT_Buffer_ToHostBuffer_Args::new();
+        a.src = self.ptr();
+        a.host_layout = &mut layout.0;
+        a.dst = dst.as_mut_ptr().cast();
+        a.dst_size = dst.len();
+        // SAFETY: live buffer; `dst` is exclusively borrowed for the whole function and we
+        // wait for the event before returning; the layout and `m2m` outlive the call.
+        unsafe { pjrt!(self.client().api(), PJRT_Buffer_ToHostBuffer, &mut a) }?;
+        match Event::new(self.client(), a.event) {
+            Some(ev) => ev.wait(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A `PJRT_Buffer_MemoryLayout` of the tiled kind with no tiles and the given
+/// minor-to-major order (which must outlive every use of the layout).
+struct DenseLayout(sys::PJRT_Buffer_MemoryLayout);
+
+fn dense_layout(minor_to_major: &[i64]) -> DenseLayout {
+    // SAFETY: C API structs starting with `struct_size`, valid when zeroed.
+    let mut layout: sys::PJRT_Buffer_MemoryLayout =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE) };
+    layout.r#type = sys::PJRT_Buffer_MemoryLayout_Type_Tiled;
+    // SAFETY: as above.
+    let mut tiled: sys::PJRT_Buffer_MemoryLayout_Tiled =
+        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE) };
+    tiled.minor_to_major = minor_to_major.as_ptr();
+    tiled.minor_to_major_size = minor_to_major.len();
+    layout.layout.tiled = tiled;
+    DenseLayout(layout)
 }
 
 // ------------------------------------------------------------------- transfer manager
 
 /// An owned `PJRT_AsyncHostToDeviceTransferManager*`, destroyed on drop.
 pub(crate) struct TransferManager {
-    api: &'static Api,
+    client: Arc<Client>,
     ptr: *mut sys::PJRT_AsyncHostToDeviceTransferManager,
 }
 
@@ -232,11 +302,11 @@ impl TransferManager {
     /// `PJRT_Client_CreateBuffersForAsyncHostToDevice` for buffers of `(type code, dims)`
     /// in `memory`, with default layouts.
     pub(crate) fn create(
-        api: &'static Api,
-        c: ClientPtr,
+        client: &Arc<Client>,
         shapes: &[(i32, Vec<i64>)],
-        memory: MemoryPtr,
+        memory: MemoryRef,
     ) -> Result<TransferManager> {
+        check_views(client, None, Some(memory))?;
         let mut specs: Vec<sys::PJRT_ShapeSpec> = shapes
             .iter()
             .map(|(ty, dims)| {
@@ -248,20 +318,26 @@ impl TransferManager {
             })
             .collect();
         let mut a = sys::PJRT_Client_CreateBuffersForAsyncHostToDevice_Args::new();
-        a.client = c.0;
+        a.client = client.ptr();
         a.shape_specs = specs.as_mut_ptr();
         a.num_shape_specs = specs.len();
-        a.memory = memory.0;
-        // SAFETY: live client and memory; the specs and the dims they point to outlive the
-        // call; no device layouts.
-        unsafe { pjrt!(api, PJRT_Client_CreateBuffersForAsyncHostToDevice, &mut a) }?;
+        a.memory = memory.ptr();
+        // SAFETY: live client and a memory it listed; the specs and the dims they point to
+        // outlive the call; no device layouts.
+        unsafe {
+            pjrt!(
+                client.api(),
+                PJRT_Client_CreateBuffersForAsyncHostToDevice,
+                &mut a
+            )
+        }?;
         if a.transfer_manager.is_null() {
             return Err(Error::invalid(
                 "PJRT_Client_CreateBuffersForAsyncHostToDevice returned no transfer manager",
             ));
         }
         Ok(TransferManager {
-            api,
+            client: Arc::clone(client),
             ptr: a.transfer_manager,
         })
     }
@@ -273,7 +349,7 @@ impl TransferManager {
         // SAFETY: live manager.
         unsafe {
             pjrt!(
-                self.api,
+                self.client.api(),
                 PJRT_AsyncHostToDeviceTransferManager_BufferCount,
                 &mut a
             )
@@ -286,11 +362,10 @@ impl TransferManager {
         let mut a = sys::PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args::new();
         a.transfer_manager = self.ptr;
         a.buffer_index = index as i32;
-        // SAFETY: live manager; the index was checked against the count by the caller (the
-        // plugin checks too).
+        // SAFETY: live manager; the index was checked against the count by the caller.
         unsafe {
             pjrt!(
-                self.api,
+                self.client.api(),
                 PJRT_AsyncHostToDeviceTransferManager_BufferSize,
                 &mut a
             )
@@ -318,39 +393,36 @@ impl TransferManager {
         // the done event before returning, so the plugin's reads end inside the borrow.
         unsafe {
             pjrt!(
-                self.api,
+                self.client.api(),
                 PJRT_AsyncHostToDeviceTransferManager_TransferData,
                 &mut a
             )
         }?;
-        if !a.done_with_h2d_transfer.is_null() {
-            let ev = EventPtr(a.done_with_h2d_transfer);
-            let r = super::event::event_await(self.api, ev);
-            let _ = super::event::event_destroy(self.api, ev);
-            r?;
+        match Event::new(&self.client, a.done_with_h2d_transfer) {
+            Some(ev) => ev.wait(),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// `PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer`: the caller owns the result.
-    pub(crate) fn retrieve(&self, index: usize) -> Result<BufferPtr> {
+    /// `PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer`.
+    pub(crate) fn retrieve<M>(&self, index: usize, meta: M) -> Result<Buffer<M>> {
         let mut a = sys::PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer_Args::new();
         a.transfer_manager = self.ptr;
         a.buffer_index = index as i32;
         // SAFETY: live manager; each index is retrieved once by the caller.
         unsafe {
             pjrt!(
-                self.api,
+                self.client.api(),
                 PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer,
                 &mut a
             )
         }?;
-        if a.buffer_out.is_null() {
-            return Err(Error::invalid(
-                "PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer returned no buffer",
-            ));
-        }
-        Ok(BufferPtr(a.buffer_out))
+        wrap(
+            &self.client,
+            a.buffer_out,
+            "PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer",
+            meta,
+        )
     }
 }
 
@@ -362,7 +434,7 @@ impl Drop for TransferManager {
         // separately and survive it.
         let _ = unsafe {
             pjrt!(
-                self.api,
+                self.client.api(),
                 PJRT_AsyncHostToDeviceTransferManager_Destroy,
                 &mut a
             )
@@ -383,71 +455,103 @@ pub(crate) struct AliasCallback(*mut sys::PJRT_FulfillAliasBufferCallback);
 // SAFETY: an opaque plugin object handed back to the plugin exactly once; the C API does
 // not tie it to a thread.
 unsafe impl Send for AliasCallback {}
-// SAFETY: see `Send`; it is only read through `&mut`/by value.
+// SAFETY: see `Send`; it is only used by value.
 unsafe impl Sync for AliasCallback {}
 
 /// `PJRT_Client_CreateAliasBuffer`: a buffer in `memory` whose contents come later from
 /// another buffer (or an error) through [`fulfill_alias_buffer`].
-pub(crate) fn create_alias_buffer(
-    api: &Api,
-    c: ClientPtr,
-    memory: MemoryPtr,
+pub(crate) fn create_alias_buffer<M>(
+    client: &Arc<Client>,
+    memory: MemoryRef,
     ty: i32,
     dims: &[i64],
-) -> Result<(BufferPtr, AliasCallback)> {
+    meta: M,
+) -> Result<(Buffer<M>, AliasCallback)> {
+    check_views(client, None, Some(memory))?;
     let mut a = sys::PJRT_Client_CreateAliasBuffer_Args::new();
-    a.client = c.0;
-    a.memory = memory.0;
+    a.client = client.ptr();
+    a.memory = memory.ptr();
     a.shape_dims = dims.as_ptr();
     a.shape_num_dims = dims.len();
     a.shape_element_type = ty as sys::PJRT_Buffer_Type;
-    // Some plugins need an explicit layout here: dense row-major.
+    // Some plugins (0.115) need an explicit layout here: dense row-major.
     let m2m: Vec<i64> = (0..dims.len() as i64).rev().collect();
-    // SAFETY: both are C API structs starting with `struct_size`, valid when zeroed.
-    let mut layout: sys::PJRT_Buffer_MemoryLayout =
-        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE) };
-    layout.r#type = sys::PJRT_Buffer_MemoryLayout_Type_Tiled;
-    // SAFETY: as above.
-    let mut tiled: sys::PJRT_Buffer_MemoryLayout_Tiled =
-        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE) };
-    tiled.minor_to_major = m2m.as_ptr();
-    tiled.minor_to_major_size = m2m.len();
-    layout.layout.tiled = tiled;
-    a.shape_layout = &mut layout;
-    // SAFETY: live client and memory; dims, the layout and its minor-to-major array
-    // outlive the call.
-    unsafe { pjrt!(api, PJRT_Client_CreateAliasBuffer, &mut a) }?;
-    if a.alias_buffer.is_null() || a.fulfill_alias_buffer_cb.is_null() {
+    let mut layout = dense_layout(&m2m);
+    a.shape_layout = &mut layout.0;
+    // SAFETY: live client and a memory it listed; dims, the layout and its minor-to-major
+    // array outlive the call.
+    unsafe { pjrt!(client.api(), PJRT_Client_CreateAliasBuffer, &mut a) }?;
+    if a.fulfill_alias_buffer_cb.is_null() {
         return Err(Error::invalid(
-            "PJRT_Client_CreateAliasBuffer returned no buffer or no fulfil callback",
+            "PJRT_Client_CreateAliasBuffer returned no fulfil callback",
         ));
     }
-    Ok((
-        BufferPtr(a.alias_buffer),
-        AliasCallback(a.fulfill_alias_buffer_cb),
-    ))
+    let cb = AliasCallback(a.fulfill_alias_buffer_cb);
+    let b = wrap(
+        client,
+        a.alias_buffer,
+        "PJRT_Client_CreateAliasBuffer",
+        meta,
+    )?;
+    Ok((b, cb))
 }
 
 /// `PJRT_Client_FulfillAliasBuffer`: completes an alias buffer with `target`'s contents, or
 /// with the error `code`/`message` when `target` is `None`.
-pub(crate) fn fulfill_alias_buffer(
-    api: &Api,
-    c: ClientPtr,
+pub(crate) fn fulfill_alias_buffer<M>(
+    client: &Arc<Client>,
     cb: AliasCallback,
-    target: Option<BufferPtr>,
+    target: Option<&Buffer<M>>,
     code: i32,
     message: &str,
 ) -> Result<()> {
     let mut a = sys::PJRT_Client_FulfillAliasBuffer_Args::new();
-    a.client = c.0;
-    a.buffer = target.map_or(null_mut(), |b| b.0);
+    a.client = client.ptr();
+    a.buffer = target.map_or(null_mut(), |b| b.ptr());
     a.status_code = if target.is_some() { 0 } else { code } as sys::PJRT_Error_Code;
     a.error_message = message.as_ptr().cast();
     a.error_message_size = message.len();
     a.fulfill_alias_buffer_cb = cb.0;
     // SAFETY: live client; the callback came from create_alias_buffer of this client and is
     // consumed here exactly once (taken by value); the target buffer is live.
-    unsafe { pjrt!(api, PJRT_Client_FulfillAliasBuffer, &mut a) }
+    unsafe { pjrt!(client.api(), PJRT_Client_FulfillAliasBuffer, &mut a) }
+}
+
+// ------------------------------------------------------------- put with a device layout
+
+/// `PJRT_Client_BufferFromHostBuffer` of dense row-major `data`, copied during the call,
+/// asking for a device layout with the given minor-to-major order.
+///
+/// The caller has checked that `data` holds exactly the dense array of `ty[dims]` and that
+/// `minor_to_major` is a permutation of the dimensions.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn buffer_from_host_with_layout<M>(
+    client: &Arc<Client>,
+    data: &[u8],
+    ty: i32,
+    dims: &[i64],
+    minor_to_major: &[i64],
+    device: DeviceRef,
+    memory: Option<MemoryRef>,
+    meta: M,
+) -> Result<Buffer<M>> {
+    check_views(client, Some(device), memory)?;
+    let mut layout = dense_layout(minor_to_major);
+    let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+    a.client = client.ptr();
+    a.data = data.as_ptr().cast();
+    a.r#type = ty as sys::PJRT_Buffer_Type;
+    a.dims = dims.as_ptr();
+    a.num_dims = dims.len();
+    a.host_buffer_semantics = sys::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+    a.device = device.ptr();
+    a.memory = memory.map_or(null_mut(), |m| m.ptr());
+    a.device_layout = &mut layout.0;
+    // SAFETY: `data` covers the dense array (checked by the caller) and is copied during the
+    // call; dims, the layout and its minor-to-major array outlive the call.
+    unsafe { pjrt!(client.api(), PJRT_Client_BufferFromHostBuffer, &mut a) }?;
+    drop(Event::new(client, a.done_with_host_buffer));
+    wrap(client, a.buffer, "PJRT_Client_BufferFromHostBuffer", meta)
 }
 
 /// A zeroed C API struct with `struct_size` set, for types whose crate-wide `Args` impl
@@ -463,93 +567,4 @@ pub(crate) unsafe fn zeroed_args<T>(struct_size: usize) -> T {
         v.as_mut_ptr().cast::<usize>().write(struct_size);
         v.assume_init()
     }
-}
-
-// ------------------------------------------------------------- put with a device layout
-
-/// `PJRT_Client_BufferFromHostBuffer` of dense row-major `data`, copied during the call,
-/// asking for a device layout with the given minor-to-major order.
-///
-/// The caller has checked that `data` holds exactly the dense array of `ty[dims]` and that
-/// `minor_to_major` is a permutation of the dimensions.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn buffer_from_host_with_layout(
-    api: &Api,
-    c: ClientPtr,
-    data: &[u8],
-    ty: i32,
-    dims: &[i64],
-    minor_to_major: &[i64],
-    device: DevicePtr,
-    memory: Option<MemoryPtr>,
-) -> Result<BufferPtr> {
-    // SAFETY: C API structs starting with `struct_size`, valid when zeroed.
-    let mut layout: sys::PJRT_Buffer_MemoryLayout =
-        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE) };
-    layout.r#type = sys::PJRT_Buffer_MemoryLayout_Type_Tiled;
-    // SAFETY: as above.
-    let mut tiled: sys::PJRT_Buffer_MemoryLayout_Tiled =
-        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE) };
-    tiled.minor_to_major = minor_to_major.as_ptr();
-    tiled.minor_to_major_size = minor_to_major.len();
-    layout.layout.tiled = tiled;
-    let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
-    a.client = c.0;
-    a.data = data.as_ptr().cast();
-    a.r#type = ty as sys::PJRT_Buffer_Type;
-    a.dims = dims.as_ptr();
-    a.num_dims = dims.len();
-    a.host_buffer_semantics = sys::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
-    a.device = device.0;
-    a.memory = memory.map_or(null_mut(), |m| m.0);
-    a.device_layout = &mut layout;
-    // SAFETY: `data` covers the dense array (checked by the caller) and is copied during the
-    // call; dims, the layout and its minor-to-major array outlive the call.
-    unsafe { pjrt!(api, PJRT_Client_BufferFromHostBuffer, &mut a) }?;
-    if !a.done_with_host_buffer.is_null() {
-        let _ = super::event::event_destroy(api, EventPtr(a.done_with_host_buffer));
-    }
-    if a.buffer.is_null() {
-        return Err(Error::invalid(
-            "PJRT_Client_BufferFromHostBuffer returned no buffer",
-        ));
-    }
-    Ok(BufferPtr(a.buffer))
-}
-
-/// `PJRT_Buffer_ToHostBuffer` into `dst` with an explicit dense row-major host layout,
-/// waiting for the copy. Without a host layout some plugins (0.115) copy the device
-/// layout's bytes as they are, which for a non-default device layout is not row-major.
-pub(crate) fn buffer_to_host_row_major_blocking(
-    api: &Api,
-    b: BufferPtr,
-    rank: usize,
-    dst: &mut [u8],
-) -> Result<()> {
-    let m2m: Vec<i64> = (0..rank as i64).rev().collect();
-    // SAFETY: C API structs starting with `struct_size`, valid when zeroed.
-    let mut layout: sys::PJRT_Buffer_MemoryLayout =
-        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE) };
-    layout.r#type = sys::PJRT_Buffer_MemoryLayout_Type_Tiled;
-    // SAFETY: as above.
-    let mut tiled: sys::PJRT_Buffer_MemoryLayout_Tiled =
-        unsafe { zeroed_args(sys::PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE) };
-    tiled.minor_to_major = m2m.as_ptr();
-    tiled.minor_to_major_size = m2m.len();
-    layout.layout.tiled = tiled;
-    let mut a = sys::PJRT_Buffer_ToHostBuffer_Args::new();
-    a.src = b.0;
-    a.host_layout = &mut layout;
-    a.dst = dst.as_mut_ptr().cast();
-    a.dst_size = dst.len();
-    // SAFETY: live buffer; `dst` is exclusively borrowed for the whole function and we wait
-    // for the event before returning; the layout outlives the call.
-    unsafe { pjrt!(api, PJRT_Buffer_ToHostBuffer, &mut a) }?;
-    if !a.event.is_null() {
-        let ev = EventPtr(a.event);
-        let r = super::event::event_await(api, ev);
-        let _ = super::event::event_destroy(api, ev);
-        r?;
-    }
-    Ok(())
 }
