@@ -11,42 +11,47 @@ use rpjrt_sys as sys;
 
 use super::buffer::Buffer;
 use super::client::Client;
+use super::extension::{Extension, ExtensionView};
 use super::transfer::zeroed_args;
 use super::Api;
 use crate::error::{Error, Result};
 
-/// The plugin's Layouts extension and the size of its struct.
-pub(crate) struct LayoutsExt {
-    api: &'static Api,
-    ptr: *const sys::PJRT_Layouts_Extension,
-    size: usize,
+/// The Layouts extension for the typed extension access (`Api::extension`).
+pub(crate) struct Layouts;
+
+// SAFETY: `PJRT_Layouts_Extension` is rpjrt-sys's declaration of the Layouts extension
+// (type 4); the first four slots (destroy, serialize, client default layout, buffer layout)
+// are present at every PJRT minor rpjrt accepts. Later slots are read only when the
+// plugin's struct covers them (`ext_fn!`).
+unsafe impl Extension for Layouts {
+    const TYPE_ID: i32 = sys::PJRT_Extension_Type_Layouts as i32;
+    const NAME: &'static str = "PJRT_Layouts_Extension";
+    type Struct = sys::PJRT_Layouts_Extension;
+    fn required_size(_minor: i32) -> usize {
+        offset_of!(
+            sys::PJRT_Layouts_Extension,
+            PJRT_Layouts_PJRT_Buffer_MemoryLayout
+        ) + size_of::<usize>()
+    }
 }
 
-/// Finds the Layouts extension in the plugin's chain.
+/// The plugin's Layouts extension, through the typed extension view.
+pub(crate) struct LayoutsExt {
+    api: &'static Api,
+    view: ExtensionView<Layouts>,
+}
+
+/// Finds the Layouts extension on the plugin's chain.
 pub(crate) fn layouts_ext(api: &'static Api) -> Result<LayoutsExt> {
-    // SAFETY: the table is at least as large as its header (checked at load).
-    let mut cur = unsafe { std::ptr::addr_of!((*api.ptr).extension_start).read() };
-    let mut hops = 0;
-    while !cur.is_null() && hops < 64 {
-        // SAFETY: each extension begins with a PJRT_Extension_Base, per the C API; the
-        // chain is immutable and lives as long as the library (never unloaded).
-        let base = unsafe { cur.read() };
-        if base.r#type == sys::PJRT_Extension_Type_Layouts {
-            return Ok(LayoutsExt {
-                api,
-                ptr: cur.cast(),
-                size: base.struct_size,
-            });
-        }
-        cur = base.next;
-        hops += 1;
+    match api.extension::<Layouts>()? {
+        Some(view) => Ok(LayoutsExt { api, view }),
+        None => Err(Error::Unsupported {
+            what: "the Layouts extension".into(),
+            needs: api.version(),
+            plugin: api.version(),
+            missing_slot: true,
+        }),
     }
-    Err(Error::Unsupported {
-        what: "the Layouts extension".into(),
-        needs: api.version(),
-        plugin: api.version(),
-        missing_slot: true,
-    })
 }
 
 /// Reads function slot `$field` of the extension, only if it lies inside the plugin's
@@ -54,28 +59,24 @@ pub(crate) fn layouts_ext(api: &'static Api) -> Result<LayoutsExt> {
 macro_rules! ext_fn {
     ($ext:expr, $field:ident) => {{
         let off = offset_of!(sys::PJRT_Layouts_Extension, $field);
-        if off + size_of::<usize>() > $ext.size {
-            Err(Error::Unsupported {
+        match $ext.view.read::<Option<sys::$field>>(off) {
+            None => Err(Error::Unsupported {
                 what: format!(
                     "{} (the plugin's Layouts extension struct is {} bytes)",
                     stringify!($field),
-                    $ext.size
+                    $ext.view.struct_size()
                 ),
                 needs: $ext.api.version(),
                 plugin: $ext.api.version(),
                 missing_slot: false,
-            })
-        } else {
-            // SAFETY: the slot lies inside the plugin's struct (checked above); each slot is
-            // a nullable function pointer.
-            unsafe { std::ptr::addr_of!((*$ext.ptr).$field).read() }.ok_or_else(|| {
-                Error::Unsupported {
-                    what: stringify!($field).to_string(),
-                    needs: $ext.api.version(),
-                    plugin: $ext.api.version(),
-                    missing_slot: true,
-                }
-            })
+            }),
+            Some(None) => Err(Error::Unsupported {
+                what: stringify!($field).to_string(),
+                needs: $ext.api.version(),
+                plugin: $ext.api.version(),
+                missing_slot: true,
+            }),
+            Some(Some(f)) => Ok(f),
         }
     }};
 }
@@ -83,7 +84,7 @@ macro_rules! ext_fn {
 impl LayoutsExt {
     /// Size of the plugin's extension struct in bytes.
     pub(crate) fn struct_size(&self) -> usize {
-        self.size
+        self.view.struct_size()
     }
 
     fn check(&self, err: *mut sys::PJRT_Error, entry: &'static str) -> Result<()> {
