@@ -3,7 +3,7 @@
 
 import os
 import types
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, Literal, Protocol, final
 
 from typing_extensions import CapsuleType, Self, TypeAlias
@@ -580,3 +580,42 @@ def _ffi_is_registered(target: Client | Plugin, name: str, platform: str | None 
 def _ffi_runtime_version(target: Client | Plugin) -> tuple[int, int]: ...
 def _ffi_rpjrt_version() -> tuple[int, int]: ...
 def _ffi_bench_register_rust(target: Client | Plugin, name: str) -> _FfiRegistration: ...
+
+__all__ += ["_byte_strides", "_copy_raw_to_host", "_create_error_buffer", "_create_uninitialized_buffer", "_default_layout", "_device_layout", "_layouts_extension_size", "_put_streaming"]
+
+def _put_streaming(
+    client: Client,
+    source: Callable[[int, int], Any],
+    dtype: _DTypeLike,
+    shape: list[int],
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+    chunk_bytes: int = 67108864,
+    progress: Callable[[int, int], None] | None = None,
+    progress_threshold: int = 268435456,
+) -> Buffer:
+    """Upload dtype[shape] in chunks from source(offset, nbytes) (see rpjrt.transfer)."""
+def _copy_raw_to_host(buffer: Buffer, offset: int, size: int) -> bytes: ...
+def _create_uninitialized_buffer(
+    client: Client,
+    dtype: _DTypeLike,
+    shape: list[int],
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+) -> Buffer: ...
+def _create_error_buffer(
+    client: Client,
+    dtype: _DTypeLike,
+    shape: list[int],
+    code: str,
+    message: str,
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+) -> Buffer: ...
+def _device_layout(buffer: Buffer) -> tuple[list[int], list[list[int]], int, int]:
+    """(minor_to_major, tiles, element_size_bits, memory_space) of the buffer's layout."""
+def _default_layout(
+    client: Client, dtype: _DTypeLike, shape: list[int]
+) -> tuple[list[int], list[list[int]], int, int]: ...
+def _byte_strides(buffer: Buffer) -> list[int]: ...
+def _layouts_extension_size(client: Client) -> int: ...

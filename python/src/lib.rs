@@ -20,6 +20,7 @@ mod put;
 mod pybuf;
 mod session;
 mod sharding;
+mod transfer;
 
 use pyo3::prelude::*;
 
@@ -88,5 +89,13 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
     ffi::add(m)?;
+    m.add_function(wrap_pyfunction!(transfer::_put_streaming, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_copy_raw_to_host, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_create_uninitialized_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_create_error_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_device_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_default_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_byte_strides, m)?)?;
+    m.add_function(wrap_pyfunction!(transfer::_layouts_extension_size, m)?)?;
     Ok(())
 }

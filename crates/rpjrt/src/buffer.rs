@@ -289,6 +289,11 @@ impl Buffer {
             dst.copy_from_slice(src.bytes());
             return Ok(());
         }
+        if self.dims().len() >= 2 && !self.raw.layout_is_row_major()? {
+            // A non-default device layout (e.g. `Client::put_with_layout`): ask for row-major
+            // explicitly; some plugins (0.115) otherwise copy the device order as it is.
+            return self.raw.to_host_row_major(self.dims().len(), dst);
+        }
         self.raw.to_host(dst)
     }
 

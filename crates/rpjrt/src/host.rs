@@ -586,6 +586,10 @@ impl Client {
         }
         if !convert {
             match &layout {
+                Layout::Dense { len } if *len >= crate::transfer::STAGING_THRESHOLD => {
+                    // Full-speed copy through huge-page staging (see `crate::transfer`).
+                    return self.put_staged(&src[start..start + len], t, dims, device, memory);
+                }
                 Layout::Dense { len } => {
                     return self.buffer_from_host(
                         &src[start..start + len],

@@ -46,6 +46,7 @@ pub mod ffi;
 mod hlo;
 pub mod host;
 mod introspect;
+pub mod layout;
 pub mod npy;
 mod options;
 mod plugin;
@@ -55,6 +56,7 @@ mod session;
 pub mod sharding;
 mod stablehlo;
 mod topology;
+pub mod transfer;
 mod value;
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
@@ -88,9 +90,11 @@ pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
 };
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
+pub use layout::DeviceLayout;
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
 pub use topology::Topology;
+pub use transfer::{AliasFulfiller, StreamOptions, Upload};
 pub use value::{ClientOptions, Value};

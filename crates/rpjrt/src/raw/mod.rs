@@ -44,7 +44,9 @@ pub(crate) mod guard;
 pub(crate) mod hostmem;
 pub(crate) mod inline;
 pub(crate) mod kv;
+pub(crate) mod layout;
 pub(crate) mod memstats;
+pub(crate) mod transfer;
 pub(crate) mod util;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).

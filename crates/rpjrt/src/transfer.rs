@@ -1,0 +1,520 @@
+//! Transfers at scale: full-speed staged copies, streaming uploads in bounded chunks with
+//! progress, partial raw reads, and buffers without host data (uninitialised, error).
+//!
+//! **Staged copies.** A large dense copy (`put` with `copy=True`, or any borrowed host
+//! data) is written into memory rpjrt maps itself and advises to use transparent huge
+//! pages, then lent to the plugin zero-copy; the mapping is released when the buffer and
+//! the plugin's use of it are gone. The plugins' own destination allocation uses 4 KiB pages
+//! and spends most of a 64 MiB copy in page faults; 2 MiB pages cut that 512-fold.
+//! Nothing process-wide (malloc settings) changes.
+//!
+//! **Streaming.** [`Client::put_streaming`] goes through the plugin's async host-to-device
+//! transfer manager: it allocates the device buffer, then fills it chunk by chunk from a
+//! caller's function, reusing one host chunk, so peak extra host memory is one chunk
+//! whatever the array's size. [`Upload`] is the lower-level handle for several buffers.
+//! A plugin without the entries gives [`Error::Unsupported`] naming the missing one.
+
+use std::sync::Arc;
+
+use crate::buffer::{Buffer, BufferMeta};
+use crate::client::{Client, Device, Memory};
+use crate::dtype::{element_count, ElementType};
+use crate::error::{Code, Error, Result};
+use crate::raw::transfer::{
+    create_error_buffer, create_uninitialized_buffer, Staging, TransferManager,
+};
+
+/// Dense copies at least this large are staged in huge-page memory (see the module docs);
+/// smaller ones are left to the plugin, where the mapping would cost more than it saves.
+pub const STAGING_THRESHOLD: usize = 4 << 20;
+
+/// Default chunk size of streaming uploads: 64 MiB.
+pub const DEFAULT_CHUNK: usize = 64 << 20;
+
+/// Default size above which a streaming upload reports progress: 256 MiB.
+pub const DEFAULT_PROGRESS_THRESHOLD: u64 = 256 << 20;
+
+/// Progress of a transfer: `(bytes done, bytes in all)`.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Options of [`Client::put_streaming`].
+pub struct StreamOptions<'a> {
+    /// Bytes per chunk (at least 1); one host chunk of this size is reused throughout.
+    pub chunk_size: usize,
+    /// Called after each chunk when the transfer is at least `progress_threshold` bytes.
+    pub progress: Option<Progress<'a>>,
+    /// Transfers smaller than this report no progress.
+    pub progress_threshold: u64,
+}
+
+impl Default for StreamOptions<'_> {
+    fn default() -> Self {
+        StreamOptions {
+            chunk_size: DEFAULT_CHUNK,
+            progress: None,
+            progress_threshold: DEFAULT_PROGRESS_THRESHOLD,
+        }
+    }
+}
+
+fn check_plain(t: ElementType, what: &str) -> Result<()> {
+    if t == ElementType::Token || t.is_sub_byte() {
+        return Err(Error::invalid(format!(
+            "{what} takes byte-sized element types; {t} is not one"
+        )));
+    }
+    Ok(())
+}
+
+/// The PJRT (absl) number of a status code.
+fn code_number(code: Code) -> i32 {
+    match code {
+        Code::Cancelled => 1,
+        Code::InvalidArgument => 3,
+        Code::DeadlineExceeded => 4,
+        Code::NotFound => 5,
+        Code::AlreadyExists => 6,
+        Code::PermissionDenied => 7,
+        Code::ResourceExhausted => 8,
+        Code::FailedPrecondition => 9,
+        Code::Aborted => 10,
+        Code::OutOfRange => 11,
+        Code::Unimplemented => 12,
+        Code::Internal => 13,
+        Code::Unavailable => 14,
+        Code::DataLoss => 15,
+        Code::Unauthenticated => 16,
+        _ => 2,
+    }
+}
+
+fn target_memory(device: &Device, memory: Option<&Memory>) -> Result<Memory> {
+    match memory {
+        Some(m) => Ok(m.clone()),
+        None => device.default_memory(),
+    }
+}
+
+impl Client {
+    /// Copies dense host bytes into a new buffer through huge-page staging memory lent to
+    /// the plugin zero-copy (see the module docs). Same checks as
+    /// [`Client::buffer_from_host`].
+    pub fn put_staged(
+        &self,
+        data: &[u8],
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<Buffer> {
+        if element_type.is_sub_byte()
+            || element_type == ElementType::Token
+            || crate::host::needs_bool_normalising(element_type, data)
+        {
+            // Converted into a copy by the plain path anyway.
+            return self.buffer_from_host(data, element_type, dims, None, device, memory);
+        }
+        crate::client::check_host_layout(data.len(), element_type, dims, None)?;
+        let mut staging = Staging::new(data.len())?;
+        staging.as_mut().copy_from_slice(data);
+        self.buffer_from_lent_strided(Arc::new(staging), element_type, dims, None, device, memory)
+    }
+
+    /// A dense buffer of `element_type[dims]` whose contents are unspecified
+    /// (`PJRT_Client_CreateUninitializedBuffer`), e.g. as an output to be overwritten.
+    pub fn create_uninitialized_buffer(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<Buffer> {
+        self.check_put_target(element_type, dims, device, memory)?;
+        let raw = create_uninitialized_buffer(
+            &self.core.raw,
+            element_type.code(),
+            dims,
+            device.data.raw,
+            memory.map(|m| m.data.raw),
+            BufferMeta::new(&self.core, element_type, dims),
+        )?;
+        Ok(Buffer::from_raw(raw))
+    }
+
+    /// A buffer of `element_type[dims]` that carries an error instead of data
+    /// (`PJRT_Client_CreateErrorBuffer`): waiting on it, reading it or running a program on
+    /// it reports `code` and `message`.
+    pub fn create_error_buffer(
+        &self,
+        code: Code,
+        message: &str,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<Buffer> {
+        self.check_put_target(element_type, dims, device, memory)?;
+        let mem = target_memory(device, memory)?;
+        let raw = create_error_buffer(
+            &self.core.raw,
+            code_number(code),
+            message,
+            element_type.code(),
+            dims,
+            mem.data.raw,
+            BufferMeta::new(&self.core, element_type, dims),
+        )?;
+        Ok(Buffer::from_raw(raw))
+    }
+
+    fn check_put_target(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<()> {
+        self.core.check("client")?;
+        if !Arc::ptr_eq(&device.core, &self.core) {
+            return Err(Error::invalid(format!(
+                "{device} belongs to another client"
+            )));
+        }
+        if let Some(m) = memory {
+            if !Arc::ptr_eq(&m.core, &self.core) {
+                return Err(Error::invalid(format!("{m} belongs to another client")));
+            }
+        }
+        if element_type == ElementType::Token {
+            return Err(Error::invalid("a token has no array shape"));
+        }
+        self.core.api.require(
+            &format!("element type {element_type}"),
+            element_type.since_pjrt_minor(),
+        )?;
+        element_count(dims)?;
+        Ok(())
+    }
+
+    /// Starts an upload of several buffers through the async host-to-device transfer
+    /// manager (`PJRT_Client_CreateBuffersForAsyncHostToDevice`): the plugin allocates them
+    /// in `memory` (default: `device`'s default memory); fill each with [`Upload::write`].
+    pub fn begin_upload(
+        &self,
+        shapes: &[(ElementType, Vec<i64>)],
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<Upload> {
+        if shapes.is_empty() {
+            return Err(Error::invalid("an upload needs at least one buffer"));
+        }
+        let mut specs = Vec::with_capacity(shapes.len());
+        let mut sizes = Vec::with_capacity(shapes.len());
+        for (t, dims) in shapes {
+            self.check_put_target(*t, dims, device, memory)?;
+            check_plain(*t, "a streaming upload")?;
+            let n = element_count(dims)?;
+            let bytes = n
+                .checked_mul(t.host_itemsize())
+                .ok_or_else(|| Error::invalid(format!("{t}{dims:?} is too large to address")))?;
+            specs.push((t.code(), dims.clone()));
+            sizes.push(bytes);
+        }
+        let mem = target_memory(device, memory)?;
+        let tm = TransferManager::create(&self.core.raw, &specs, mem.data.raw)?;
+        let count = tm.buffer_count()?;
+        if count != shapes.len() {
+            return Err(Error::invalid(format!(
+                "the transfer manager holds {count} buffers, {} were asked for",
+                shapes.len()
+            )));
+        }
+        for (i, &want) in sizes.iter().enumerate() {
+            let on_device = tm.buffer_size(i)?;
+            if on_device != want {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "streaming into buffer {i}: its device form is {on_device} bytes, not \
+                         the {want} bytes of the dense host form"
+                    ),
+                    needs: self.core.api.version(),
+                    plugin: self.core.api.version(),
+                    missing_slot: false,
+                });
+            }
+        }
+        Ok(Upload {
+            client: self.clone(),
+            tm,
+            shapes: shapes.to_vec(),
+            sizes,
+            written: vec![0; shapes.len()],
+            finished: vec![false; shapes.len()],
+        })
+    }
+
+    /// Uploads `element_type[dims]` (dense, row-major) in chunks: `fill(offset, chunk)`
+    /// writes bytes `offset..offset + chunk.len()` of the array into `chunk`, which is one
+    /// reused host allocation of at most `options.chunk_size` bytes. Progress is reported
+    /// per chunk for transfers of at least `options.progress_threshold` bytes.
+    pub fn put_streaming(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+        fill: &mut dyn FnMut(usize, &mut [u8]) -> Result<()>,
+        options: StreamOptions<'_>,
+    ) -> Result<Buffer> {
+        let mut up = self.begin_upload(&[(element_type, dims.to_vec())], device, memory)?;
+        let total = up.sizes[0];
+        let chunk = options.chunk_size.max(1).min(total.max(1));
+        let mut host = Vec::new();
+        host.try_reserve_exact(chunk)
+            .map_err(|_| Error::ResourceExhausted(format!("a {chunk}-byte upload chunk")))?;
+        host.resize(chunk, 0u8);
+        let mut progress = options.progress;
+        let report = total as u64 >= options.progress_threshold;
+        let mut offset = 0usize;
+        loop {
+            let n = chunk.min(total - offset);
+            fill(offset, &mut host[..n])?;
+            up.write(0, offset, &host[..n], offset + n == total)?;
+            offset += n;
+            if report {
+                if let Some(p) = progress.as_mut() {
+                    p(offset as u64, total as u64);
+                }
+            }
+            if offset >= total {
+                break;
+            }
+        }
+        up.finish(0)
+    }
+}
+
+/// An upload of several buffers through the plugin's async host-to-device transfer
+/// manager (see [`Client::begin_upload`]).
+pub struct Upload {
+    client: Client,
+    tm: TransferManager,
+    shapes: Vec<(ElementType, Vec<i64>)>,
+    sizes: Vec<usize>,
+    written: Vec<usize>,
+    finished: Vec<bool>,
+}
+
+impl std::fmt::Debug for Upload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upload")
+            .field("shapes", &self.shapes)
+            .field("written", &self.written)
+            .field("finished", &self.finished)
+            .finish()
+    }
+}
+
+impl Upload {
+    /// Number of buffers.
+    pub fn len(&self) -> usize {
+        self.shapes.len()
+    }
+
+    /// Whether the upload holds no buffers (never: `begin_upload` refuses that).
+    pub fn is_empty(&self) -> bool {
+        self.shapes.is_empty()
+    }
+
+    /// Bytes of buffer `index` (dense row-major host form, equal to its device form).
+    pub fn size(&self, index: usize) -> Result<usize> {
+        self.check_index(index)?;
+        Ok(self.sizes[index])
+    }
+
+    fn check_index(&self, index: usize) -> Result<()> {
+        if index >= self.shapes.len() {
+            return Err(Error::invalid(format!(
+                "buffer index {index} is out of range for an upload of {}",
+                self.shapes.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at byte `offset` of buffer `index`, in order (`offset` must be where
+    /// the previous write ended); `is_last` completes the buffer and must be given exactly
+    /// when the write reaches its end. Returns once the plugin is done with `data`.
+    pub fn write(&mut self, index: usize, offset: usize, data: &[u8], is_last: bool) -> Result<()> {
+        self.check_index(index)?;
+        if self.finished[index] {
+            return Err(Error::invalid(format!(
+                "buffer {index} of the upload was already completed"
+            )));
+        }
+        if offset != self.written[index] {
+            return Err(Error::invalid(format!(
+                "upload writes must be in order: buffer {index} is written up to byte {}, \
+                 this write starts at {offset}",
+                self.written[index]
+            )));
+        }
+        let end = offset
+            .checked_add(data.len())
+            .filter(|&e| e <= self.sizes[index])
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "a write of {} bytes at {offset} runs past buffer {index}'s {} bytes",
+                    data.len(),
+                    self.sizes[index]
+                ))
+            })?;
+        if is_last != (end == self.sizes[index]) {
+            return Err(Error::invalid(format!(
+                "is_last must be set exactly on the write that ends buffer {index} (this one \
+                 ends at {end} of {})",
+                self.sizes[index]
+            )));
+        }
+        self.client.core.check("client")?;
+        self.tm.transfer_blocking(index, data, offset, is_last)?;
+        self.written[index] = end;
+        self.finished[index] = is_last;
+        Ok(())
+    }
+
+    /// The buffer `index` once all of it was written.
+    pub fn finish(&mut self, index: usize) -> Result<Buffer> {
+        self.check_index(index)?;
+        if !self.finished[index] {
+            return Err(Error::invalid(format!(
+                "buffer {index} of the upload is incomplete: {} of {} bytes written",
+                self.written[index], self.sizes[index]
+            )));
+        }
+        self.client.core.check("client")?;
+        let (t, dims) = &self.shapes[index];
+        let raw = self
+            .tm
+            .retrieve(index, BufferMeta::new(&self.client.core, *t, dims))?;
+        Ok(Buffer::from_raw(raw))
+    }
+}
+
+impl Buffer {
+    /// Copies `dst.len()` bytes starting at byte `offset` of the buffer's on-device
+    /// representation into `dst` (`PJRT_Buffer_CopyRawToHost`), e.g. to read a large buffer
+    /// in pieces. On the CPU plugins the device form of a dense array is its row-major
+    /// bytes.
+    pub fn copy_raw_to_host(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.check()?;
+        let size = self.on_device_size()?;
+        if offset.checked_add(dst.len()).is_none_or(|e| e > size) {
+            return Err(Error::invalid(format!(
+                "raw read of {} bytes at offset {offset} runs past the buffer's {size} bytes",
+                dst.len()
+            )));
+        }
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.raw.copy_raw_to_host(offset, dst)
+    }
+}
+
+/// The promise that completes an alias buffer (see [`Client::create_alias_buffer`]). Dropped
+/// unfulfilled, it completes the alias with a `CANCELLED` error so nothing waits forever.
+pub struct AliasFulfiller {
+    client: Client,
+    cb: Option<crate::raw::transfer::AliasCallback>,
+}
+
+impl std::fmt::Debug for AliasFulfiller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AliasFulfiller")
+            .field("pending", &self.cb.is_some())
+            .finish()
+    }
+}
+
+impl AliasFulfiller {
+    /// Completes the alias with `target`'s contents (same shape and element type).
+    pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
+        target.check()?;
+        if !Arc::ptr_eq(target.core(), &self.client.core) {
+            return Err(Error::invalid(
+                "the target buffer belongs to another client",
+            ));
+        }
+        let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
+        crate::raw::transfer::fulfill_alias_buffer(
+            &self.client.core.raw,
+            cb,
+            Some(&target.raw),
+            0,
+            "",
+        )
+    }
+
+    /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
+    pub fn fail(mut self, code: Code, message: &str) -> Result<()> {
+        let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
+        match crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
+            &self.client.core.raw,
+            cb,
+            None,
+            code_number(code),
+            message,
+        ) {
+            // Some plugins hand the error they were given back from the call itself.
+            Err(Error::Pjrt { code: c, .. }) if c == code => Ok(()),
+            r => r,
+        }
+    }
+}
+
+impl Drop for AliasFulfiller {
+    fn drop(&mut self) {
+        if let Some(cb) = self.cb.take() {
+            if !self.client.is_closed() {
+                let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
+                    &self.client.core.raw,
+                    cb,
+                    None,
+                    1,
+                    "the alias buffer's fulfiller was dropped unfulfilled",
+                );
+            }
+        }
+    }
+}
+
+impl Client {
+    /// A buffer of `element_type[dims]` whose contents are given later: by another buffer
+    /// through [`AliasFulfiller::fulfill`], or an error through [`AliasFulfiller::fail`]
+    /// (`PJRT_Client_CreateAliasBuffer` / `PJRT_Client_FulfillAliasBuffer`).
+    pub fn create_alias_buffer(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<(Buffer, AliasFulfiller)> {
+        self.check_put_target(element_type, dims, device, memory)?;
+        let mem = target_memory(device, memory)?;
+        let (raw, cb) = crate::raw::transfer::create_alias_buffer(
+            &self.core.raw,
+            mem.data.raw,
+            element_type.code(),
+            dims,
+            BufferMeta::new(&self.core, element_type, dims),
+        )?;
+        Ok((
+            Buffer::from_raw(raw),
+            AliasFulfiller {
+                client: self.clone(),
+                cb: Some(cb),
+            },
+        ))
+    }
+}

@@ -1,0 +1,219 @@
+//! Transfers at scale on both CPU plugins: huge-page staged copies, streaming uploads through
+//! the async transfer manager, partial raw reads, uninitialised and error buffers.
+
+mod common;
+
+use common::{expect_err, for_each_plugin, is_old};
+use rpjrt::{Code, CopyMode, ElementType, Error, HostArray, StreamOptions};
+
+fn pattern(n: usize) -> Vec<f32> {
+    (0..n).map(|i| (i % 9973) as f32 * 0.5 - 7.0).collect()
+}
+
+fn bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+#[test]
+fn large_copies_are_staged_in_huge_page_memory_and_round_trip() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        let n = (rpjrt::transfer::STAGING_THRESHOLD / 4) * 2 + 3;
+        let src = bytes(&pattern(n));
+        let dims = [n as i64];
+        let a = HostArray::from_slice(&src, ElementType::F32, &dims);
+        let b = c.put(&a, &d, None, CopyMode::Always).unwrap();
+        assert_eq!(b.to_vec().unwrap(), src);
+        // The plugin uses the staging mapping in place: it starts on a 2 MiB boundary.
+        assert_eq!(b.unsafe_pointer().unwrap() % (2 << 20), 0);
+        assert!(!b.borrows_host() || b.unsafe_pointer().unwrap() != src.as_ptr() as usize);
+        // Small copies stay with the plugin.
+        let small = bytes(&pattern(16));
+        let a = HostArray::from_slice(&small, ElementType::F32, &[16]);
+        let b = c.put(&a, &d, None, CopyMode::Always).unwrap();
+        assert_eq!(b.to_vec().unwrap(), small);
+    });
+}
+
+#[test]
+fn streaming_uploads_fill_several_buffers_in_chunks_with_progress() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        let n = 10_000usize;
+        let src = bytes(&pattern(n));
+        let mut calls = Vec::new();
+        let mut progress = |done: u64, total: u64| calls.push((done, total));
+        let b = c
+            .put_streaming(
+                ElementType::F32,
+                &[100, 100],
+                &d,
+                None,
+                &mut |off, chunk: &mut [u8]| {
+                    chunk.copy_from_slice(&src[off..off + chunk.len()]);
+                    Ok(())
+                },
+                StreamOptions {
+                    chunk_size: 12_000,
+                    progress: Some(&mut progress),
+                    progress_threshold: 1,
+                },
+            )
+            .unwrap();
+        assert_eq!(b.dims(), &[100, 100]);
+        assert_eq!(b.to_vec().unwrap(), src);
+        assert_eq!(
+            calls,
+            vec![
+                (12_000, 40_000),
+                (24_000, 40_000),
+                (36_000, 40_000),
+                (40_000, 40_000)
+            ]
+        );
+
+        // Below the threshold: no progress calls.
+        let mut quiet = 0;
+        let mut count = |_: u64, _: u64| quiet += 1;
+        c.put_streaming(
+            ElementType::F32,
+            &[n as i64],
+            &d,
+            None,
+            &mut |off, chunk: &mut [u8]| {
+                chunk.copy_from_slice(&src[off..off + chunk.len()]);
+                Ok(())
+            },
+            StreamOptions {
+                chunk_size: 4096,
+                progress: Some(&mut count),
+                progress_threshold: 1 << 30,
+            },
+        )
+        .unwrap();
+        assert_eq!(quiet, 0);
+
+        // Several buffers, interleaved writes, checked order and completion.
+        let mut up = c
+            .begin_upload(
+                &[(ElementType::S32, vec![3]), (ElementType::U8, vec![2, 2])],
+                &d,
+                None,
+            )
+            .unwrap();
+        assert_eq!(
+            (up.len(), up.size(0).unwrap(), up.size(1).unwrap()),
+            (2, 12, 4)
+        );
+        let ints: Vec<u8> = [7i32, -8, 9].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        up.write(0, 0, &ints[..4], false).unwrap();
+        up.write(1, 0, &[1, 2], false).unwrap();
+        expect_err(up.write(0, 8, &ints[8..], true), &["in order", "4"]);
+        expect_err(up.write(0, 4, &ints[4..], false), &["is_last"]);
+        expect_err(up.finish(0), &["incomplete", "4 of 12"]);
+        expect_err(up.write(2, 0, &[], true), &["out of range"]);
+        up.write(0, 4, &ints[4..], true).unwrap();
+        up.write(1, 2, &[3, 4], true).unwrap();
+        expect_err(up.write(1, 4, &[], true), &["already completed"]);
+        let b0 = up.finish(0).unwrap();
+        let b1 = up.finish(1).unwrap();
+        drop(up);
+        assert_eq!(b0.to_vec_of::<i32>().unwrap(), vec![7, -8, 9]);
+        assert_eq!(b1.to_vec().unwrap(), vec![1, 2, 3, 4]);
+        expect_err(
+            c.begin_upload(&[(ElementType::S4, vec![4])], &d, None),
+            &["byte-sized", "int4"],
+        );
+        expect_err(c.begin_upload(&[], &d, None), &["at least one"]);
+        // A failing source stops the upload with its error.
+        let e = c
+            .put_streaming(
+                ElementType::F32,
+                &[4],
+                &d,
+                None,
+                &mut |_, _| Err(Error::InvalidArgument("source gave up".into())),
+                StreamOptions::default(),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("source gave up"), "{e}");
+    });
+}
+
+#[test]
+fn raw_reads_take_an_offset_and_size() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        let v = pattern(64);
+        let b = c.buffer_from_slice(&v, &[8, 8], &d).unwrap();
+        let mut dst = vec![0u8; 40];
+        b.copy_raw_to_host(12, &mut dst).unwrap();
+        assert_eq!(dst, bytes(&v)[12..52]);
+        b.copy_raw_to_host(256, &mut []).unwrap();
+        expect_err(b.copy_raw_to_host(250, &mut [0u8; 8]), &["past", "256"]);
+        b.delete().unwrap();
+        expect_err(b.copy_raw_to_host(0, &mut [0u8; 4]), &["deleted"]);
+    });
+}
+
+#[test]
+fn uninitialised_and_error_buffers() {
+    for_each_plugin(|p, c| {
+        let d = c.default_device().unwrap();
+        let u = c
+            .create_uninitialized_buffer(ElementType::F64, &[3, 5], &d, None)
+            .unwrap();
+        assert_eq!(
+            (u.element_type(), u.dims()),
+            (ElementType::F64, &[3i64, 5][..])
+        );
+        assert_eq!(u.on_device_size().unwrap(), 120);
+        expect_err(
+            c.create_uninitialized_buffer(ElementType::Token, &[], &d, None),
+            &["token"],
+        );
+        let r = c.create_error_buffer(Code::Internal, "boom", ElementType::F32, &[4], &d, None);
+        if is_old(p) {
+            let e = r.unwrap_err();
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            assert!(
+                e.to_string().contains("PJRT_Client_CreateErrorBuffer"),
+                "{e}"
+            );
+        } else {
+            let b = r.unwrap();
+            let e = b.block_until_ready().unwrap_err();
+            assert_eq!(e.code(), Code::Internal);
+            assert!(e.to_string().contains("boom"), "{e}");
+            assert!(b.to_vec().is_err());
+        }
+    });
+}
+
+#[test]
+fn alias_buffers_are_fulfilled_later() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        // Both CPU plugins have alias buffers (the 0.115 one needs an explicit layout).
+        let (alias, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let target = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d)
+            .unwrap();
+        promise.fulfill(&target).unwrap();
+        assert_eq!(alias.to_vec_of::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+        let (failed, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        promise.fail(Code::DataLoss, "gone").unwrap();
+        let e = failed.block_until_ready().unwrap_err();
+        assert!(e.to_string().contains("gone"), "{e}");
+        let (dropped, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        drop(promise);
+        let e = dropped.block_until_ready().unwrap_err();
+        assert!(e.to_string().contains("dropped unfulfilled"), "{e}");
+    });
+}

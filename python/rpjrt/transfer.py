@@ -1,0 +1,223 @@
+"""Transfers at scale: streaming uploads in bounded chunks with progress, raw partial
+reads, uninitialised and error buffers.
+
+``put_streaming`` moves an array of any size to a device through the plugin's async
+host-to-device transfer manager, one chunk at a time, so the extra host memory it needs is
+about one chunk whatever the array's size. The source is either a C-contiguous
+buffer-protocol object (a numpy array, an ``np.memmap``, bytes ...; its chunks are handed
+to the plugin in place) or a function ``source(offset, nbytes)`` returning the next
+``nbytes`` bytes (generate or read data chunk by chunk). Progress is reported for
+transfers of at least ``progress_threshold`` bytes: to a callable ``progress(done, total)``,
+or, when ``progress`` is left as ``None``, with a tqdm bar if tqdm is installed and stderr
+is a terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Union
+
+from . import _rpjrt
+from ._rpjrt import Buffer, Client, Device, Memory
+
+__all__ = [
+    "DEFAULT_CHUNK",
+    "DEFAULT_PROGRESS_THRESHOLD",
+    "put_streaming",
+    "read_raw",
+    "uninitialized",
+    "error_buffer",
+    "DeviceLayout",
+    "device_layout",
+    "default_layout",
+    "byte_strides",
+]
+
+#: Default chunk size of ``put_streaming``: 64 MiB.
+DEFAULT_CHUNK = 64 << 20
+#: Transfers at least this large report progress: 256 MiB.
+DEFAULT_PROGRESS_THRESHOLD = 256 << 20
+
+Source = Union[Any, Callable[[int, int], Any]]
+ProgressFn = Callable[[int, int], None]
+
+
+def _tqdm_progress(total: int) -> tuple[ProgressFn | None, Callable[[], None]]:
+    """A tqdm bar reporting bytes, when tqdm is installed and stderr is a terminal."""
+    try:
+        if not sys.stderr.isatty():
+            return None, lambda: None
+        from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+    except Exception:
+        return None, lambda: None
+    bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="put")
+    last = [0]
+
+    def update(done: int, _total: int) -> None:
+        bar.update(done - last[0])
+        last[0] = done
+
+    return update, bar.close
+
+
+def _byte_source(obj: Any) -> tuple[Callable[[int, int], Any], Any, tuple[int, ...]]:
+    """(source function, dtype, shape) of a C-contiguous buffer-protocol object."""
+    view = memoryview(obj)
+    if not view.c_contiguous:
+        raise _rpjrt_invalid("put_streaming needs a C-contiguous source array")
+    dtype = getattr(obj, "dtype", None)
+    if dtype is None:
+        from . import dtype as to_dtype
+
+        dtype = to_dtype(view.format)
+    shape = tuple(view.shape or ())
+    flat = view.cast("B") if view.nbytes else view
+
+    def source(offset: int, nbytes: int) -> Any:
+        return flat[offset : offset + nbytes]
+
+    return source, dtype, shape
+
+
+def _rpjrt_invalid(message: str) -> Exception:
+    from ._errors import InvalidArgumentError
+
+    return InvalidArgumentError(message)
+
+
+def put_streaming(
+    client: Client,
+    source: Source,
+    *,
+    dtype: Any = None,
+    shape: Sequence[int] | None = None,
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK,
+    progress: ProgressFn | bool | None = None,
+    progress_threshold: int = DEFAULT_PROGRESS_THRESHOLD,
+) -> Buffer:
+    """Upload an array in chunks through the plugin's async transfer manager.
+
+    source: a C-contiguous buffer-protocol object (dtype and shape come from it), or a
+    function ``source(offset, nbytes)`` returning exactly ``nbytes`` C-contiguous bytes of
+    the row-major array (then ``dtype`` and ``shape`` are required).
+    progress: a callable ``progress(done_bytes, total_bytes)``; ``None`` shows a tqdm bar
+    when tqdm is installed and stderr is a terminal; ``False`` reports nothing.
+    Raises UnsupportedError naming the entry when the plugin has no transfer manager.
+    """
+    if callable(source) and not _has_buffer(source):
+        if dtype is None or shape is None:
+            raise _rpjrt_invalid("put_streaming from a function needs dtype= and shape=")
+        fn = source
+    else:
+        fn, own_dtype, own_shape = _byte_source(source)
+        dtype = own_dtype if dtype is None else dtype
+        shape = own_shape if shape is None else shape
+    close: Callable[[], None] = lambda: None
+    report: ProgressFn | None
+    if progress is None or progress is True:
+        from . import dtype as to_dtype
+
+        d = to_dtype(dtype)
+        n = d.itemsize
+        for s in shape:
+            n *= int(s)
+        report, close = _tqdm_progress(n) if n >= progress_threshold else (None, close)
+    elif progress is False:
+        report = None
+    else:
+        report = progress
+    try:
+        return _rpjrt._put_streaming(
+            client,
+            fn,
+            dtype,
+            list(shape),
+            device,
+            memory,
+            chunk_bytes,
+            report,
+            progress_threshold,
+        )
+    finally:
+        close()
+
+
+def _has_buffer(obj: Any) -> bool:
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def read_raw(buffer: Buffer, offset: int, size: int) -> bytes:
+    """``size`` bytes from byte ``offset`` of the buffer's on-device form
+    (PJRT_Buffer_CopyRawToHost); on the CPU plugins that is the row-major data."""
+    return _rpjrt._copy_raw_to_host(buffer, offset, size)
+
+
+def uninitialized(
+    client: Client,
+    dtype: Any,
+    shape: Sequence[int],
+    *,
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+) -> Buffer:
+    """A buffer whose contents are unspecified (PJRT_Client_CreateUninitializedBuffer)."""
+    return _rpjrt._create_uninitialized_buffer(client, dtype, list(shape), device, memory)
+
+
+def error_buffer(
+    client: Client,
+    dtype: Any,
+    shape: Sequence[int],
+    code: str,
+    message: str,
+    *,
+    device: Device | int | None = None,
+    memory: Memory | str | None = None,
+) -> Buffer:
+    """A buffer carrying an error (PJRT_Client_CreateErrorBuffer): waiting on it or using
+    it raises ``code`` (a name such as "INTERNAL") with ``message``."""
+    return _rpjrt._create_error_buffer(
+        client, dtype, list(shape), code, message, device, memory
+    )
+
+
+class DeviceLayout(NamedTuple):
+    """A device layout as the plugin's Layouts extension reports it."""
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[tuple[int, ...], ...]
+    element_size_bits: int
+    memory_space: int
+
+    @property
+    def is_row_major(self) -> bool:
+        n = len(self.minor_to_major)
+        return not self.tiles and self.minor_to_major == tuple(range(n - 1, -1, -1))
+
+
+def _layout(raw: tuple[list[int], list[list[int]], int, int]) -> DeviceLayout:
+    m2m, tiles, bits, space = raw
+    return DeviceLayout(tuple(m2m), tuple(tuple(t) for t in tiles), bits, space)
+
+
+def device_layout(buffer: Buffer) -> DeviceLayout:
+    """The buffer's device layout (Layouts extension; read within the struct size the
+    plugin reports). Raises UnsupportedError when the plugin lacks the entry."""
+    return _layout(_rpjrt._device_layout(buffer))
+
+
+def default_layout(client: Client, dtype: Any, shape: Sequence[int]) -> DeviceLayout:
+    """The plugin's default device layout for ``dtype[shape]``."""
+    return _layout(_rpjrt._default_layout(client, dtype, list(shape)))
+
+
+def byte_strides(buffer: Buffer) -> tuple[int, ...]:
+    """Byte strides of the buffer's device layout (an error for tiled layouts)."""
+    return tuple(_rpjrt._byte_strides(buffer))

@@ -1,0 +1,225 @@
+//! Streaming uploads, raw partial reads, uninitialised and error buffers (conversion only;
+//! the logic is `rpjrt::transfer`). Python-side sugar (tqdm bars, numpy sources) lives in
+//! `rpjrt/transfer.py`.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::buffer::PyBuffer;
+use crate::client::PyClient;
+use crate::convert::dtype_from_py;
+use crate::errors::{invalid, PyErrExt};
+use crate::pybuf::HostView;
+
+/// Uploads `dtype[shape]` through the plugin's async transfer manager, one chunk at a time:
+/// `source(offset, nbytes)` returns a C-contiguous buffer-protocol object of exactly
+/// `nbytes` bytes (bytes `offset..offset + nbytes` of the row-major array), which is handed
+/// to the plugin in place, with the GIL released while it copies. `progress(done, total)`
+/// is called after each chunk when the array is at least `progress_threshold` bytes.
+#[pyfunction]
+#[pyo3(signature = (client, source, dtype, shape, device = None, memory = None, chunk_bytes = 67108864, progress = None, progress_threshold = 268435456))]
+#[allow(clippy::too_many_arguments)]
+pub fn _put_streaming(
+    py: Python<'_>,
+    client: &Bound<'_, PyClient>,
+    source: &Bound<'_, PyAny>,
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<i64>,
+    device: Option<&Bound<'_, PyAny>>,
+    memory: Option<&Bound<'_, PyAny>>,
+    chunk_bytes: usize,
+    progress: Option<&Bound<'_, PyAny>>,
+    progress_threshold: u64,
+) -> PyResult<Py<PyBuffer>> {
+    if chunk_bytes == 0 {
+        return Err(invalid("chunk_bytes must be at least 1"));
+    }
+    let t = dtype_from_py(dtype)?;
+    let me = client.get();
+    let (dev, mem) = me.resolve_target(py, device, memory)?;
+    let mut up = py
+        .detach(|| {
+            me.inner
+                .begin_upload(&[(t, shape.clone())], &dev, mem.as_ref())
+        })
+        .pyerr()?;
+    let total = up.size(0).pyerr()?;
+    let report = total as u64 >= progress_threshold;
+    let progress = progress.filter(|p| !p.is_none());
+    let mut offset = 0usize;
+    loop {
+        let n = chunk_bytes.min(total - offset);
+        let chunk = source.call1((offset, n))?;
+        let view = HostView::get(&chunk).ok_or_else(|| {
+            invalid(format!(
+                "source({offset}, {n}) must return a buffer-protocol object, not {}",
+                chunk
+                    .get_type()
+                    .name()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
+        if view.byte_len() != n || !view.is_c_contiguous() {
+            return Err(invalid(format!(
+                "source({offset}, {n}) returned {} bytes{}; it must return exactly {n} \
+                 C-contiguous bytes",
+                view.byte_len(),
+                if view.is_c_contiguous() {
+                    ""
+                } else {
+                    " (not C-contiguous)"
+                }
+            )));
+        }
+        let region = view.region(0, n as i128)?;
+        let last = offset + n == total;
+        {
+            // SAFETY: `view` is held until after this block, so the region's bytes stay
+            // valid; the plugin is done with them when `write` returns.
+            let bytes = unsafe { region.as_slice() };
+            py.detach(|| up.write(0, offset, bytes, last)).pyerr()?;
+        }
+        drop(view);
+        offset += n;
+        if let (true, Some(p)) = (report, progress) {
+            p.call1((offset, total))?;
+        }
+        if last {
+            break;
+        }
+    }
+    let b = py.detach(|| up.finish(0)).pyerr()?;
+    PyBuffer::wrap(py, b, &client.clone().unbind())
+}
+
+/// `size` bytes from byte `offset` of the buffer's on-device form, as bytes.
+#[pyfunction]
+pub fn _copy_raw_to_host<'py>(
+    py: Python<'py>,
+    buffer: &Bound<'py, PyBuffer>,
+    offset: usize,
+    size: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let b = buffer.get();
+    b.check_not_deleted()?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(size)
+        .map_err(|_| invalid(format!("cannot allocate {size} bytes for a raw read")))?;
+    out.resize(size, 0u8);
+    py.detach(|| b.rb().copy_raw_to_host(offset, &mut out))
+        .pyerr()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// A buffer with unspecified contents.
+#[pyfunction]
+#[pyo3(signature = (client, dtype, shape, device = None, memory = None))]
+pub fn _create_uninitialized_buffer(
+    py: Python<'_>,
+    client: &Bound<'_, PyClient>,
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<i64>,
+    device: Option<&Bound<'_, PyAny>>,
+    memory: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyBuffer>> {
+    let t = dtype_from_py(dtype)?;
+    let me = client.get();
+    let (dev, mem) = me.resolve_target(py, device, memory)?;
+    let b = py
+        .detach(|| {
+            me.inner
+                .create_uninitialized_buffer(t, &shape, &dev, mem.as_ref())
+        })
+        .pyerr()?;
+    PyBuffer::wrap(py, b, &client.clone().unbind())
+}
+
+/// A buffer that carries the error `code` (a name such as "INTERNAL") and `message`.
+#[pyfunction]
+#[pyo3(signature = (client, dtype, shape, code, message, device = None, memory = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn _create_error_buffer(
+    py: Python<'_>,
+    client: &Bound<'_, PyClient>,
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<i64>,
+    code: &str,
+    message: &str,
+    device: Option<&Bound<'_, PyAny>>,
+    memory: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyBuffer>> {
+    let t = dtype_from_py(dtype)?;
+    let c = if code == "UNKNOWN" {
+        Some(rpjrt::Code::Unknown)
+    } else {
+        (1..=16)
+            .map(rpjrt::Code::from_raw)
+            .find(|c| *c != rpjrt::Code::Unknown && c.name() == code)
+    }
+    .ok_or_else(|| {
+        invalid(format!(
+            "unknown error code {code:?} (use a name such as \"INTERNAL\")"
+        ))
+    })?;
+    let me = client.get();
+    let (dev, mem) = me.resolve_target(py, device, memory)?;
+    let b = py
+        .detach(|| {
+            me.inner
+                .create_error_buffer(c, message, t, &shape, &dev, mem.as_ref())
+        })
+        .pyerr()?;
+    PyBuffer::wrap(py, b, &client.clone().unbind())
+}
+
+/// The buffer's device layout through the plugin's Layouts extension:
+/// `(minor_to_major, tiles, element_size_bits, memory_space)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn _device_layout(
+    py: Python<'_>,
+    buffer: &Bound<'_, PyBuffer>,
+) -> PyResult<(Vec<i64>, Vec<Vec<i64>>, i64, i64)> {
+    let b = buffer.get();
+    let l = py.detach(|| b.rb().device_layout()).pyerr()?;
+    Ok((
+        l.minor_to_major,
+        l.tiles,
+        l.element_size_bits,
+        l.memory_space,
+    ))
+}
+
+/// The client's default device layout of `dtype[shape]`: `(minor_to_major, tiles,
+/// element_size_bits, memory_space)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn _default_layout(
+    py: Python<'_>,
+    client: &Bound<'_, PyClient>,
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<i64>,
+) -> PyResult<(Vec<i64>, Vec<Vec<i64>>, i64, i64)> {
+    let t = dtype_from_py(dtype)?;
+    let me = client.get();
+    let l = py.detach(|| me.inner.default_layout(t, &shape)).pyerr()?;
+    Ok((
+        l.minor_to_major,
+        l.tiles,
+        l.element_size_bits,
+        l.memory_space,
+    ))
+}
+
+/// Byte strides of the buffer's (untiled) device layout.
+#[pyfunction]
+pub fn _byte_strides(buffer: &Bound<'_, PyBuffer>) -> PyResult<Vec<i64>> {
+    buffer.get().rb().byte_strides().pyerr()
+}
+
+/// Size in bytes of the plugin's Layouts extension struct.
+#[pyfunction]
+pub fn _layouts_extension_size(client: &Bound<'_, PyClient>) -> PyResult<usize> {
+    client.get().inner.layouts_extension_size().pyerr()
+}
