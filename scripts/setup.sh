@@ -29,15 +29,23 @@ echo "setup: CPU PJRT plugins"
 pip_install "xla-cpu-pjrt==0.0.1"
 pip_install --no-deps "lammps-jax-pjrt-cpu==0.11.2"
 
+# The CUDA PJRT plugin (about 135 MB). Without its nvidia-* dependencies and without a GPU it
+# still loads and reports its version, extensions and attributes; client creation then fails
+# cleanly, which the no-GPU tests check.
+echo "setup: CUDA PJRT plugin (no GPU needed to load it)"
+pip_install --no-deps "jax-cuda13-pjrt==0.12.0.1"
+
 site=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 old="$site/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"
 new="$site/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"
-for f in "$old" "$new"; do
+cuda="$site/jax_plugins/xla_cuda13/xla_cuda_plugin.so"
+for f in "$old" "$new" "$cuda"; do
   [ -f "$f" ] || { echo "setup: expected plugin file missing: $f" >&2; exit 1; }
 done
 mkdir -p .deps
 cat > .deps/plugins.env <<ENV
 RPJRT_TEST_PLUGIN_OLD=$old
 RPJRT_TEST_PLUGIN_NEW=$new
+RPJRT_TEST_PLUGIN_CUDA=$cuda
 ENV
 echo "setup: plugins recorded in .deps/plugins.env"

@@ -29,6 +29,7 @@
 mod bench;
 mod buffer;
 mod client;
+pub mod cuda;
 pub mod dlpack;
 mod dtype;
 mod error;

@@ -19,6 +19,7 @@ use crate::error::{Code, Error, Result};
 use crate::plugin::ApiVersion;
 
 pub(crate) mod calls;
+pub(crate) mod cuda;
 pub(crate) mod event;
 pub(crate) mod floor;
 pub(crate) mod hostmem;
