@@ -297,7 +297,9 @@ impl PyClient {
             if let Ok(p) = p.cast::<PyPlugin>() {
                 let opts = options_from_py(options, None)?;
                 let pl = p.get().inner.clone();
-                let inner = py.detach(|| rpjrt::Client::new(&pl, &opts)).pyerr()?;
+                let inner = py
+                    .detach(|| rpjrt::cuda::create_client(&pl, &opts))
+                    .pyerr()?;
                 let platform = inner.platform_name().pyerr()?;
                 return Ok(PyClient {
                     inner,
@@ -316,7 +318,9 @@ impl PyClient {
                 let info_opts = info.getattr("options")?;
                 let opts = options_from_py(options, Some(&info_opts))?;
                 let rp = pl.inner.clone();
-                let inner = py.detach(|| rpjrt::Client::new(&rp, &opts)).pyerr()?;
+                let inner = py
+                    .detach(|| rpjrt::cuda::create_client(&rp, &opts))
+                    .pyerr()?;
                 let platform = inner.platform_name().pyerr()?;
                 Ok(PyClient {
                     inner,

@@ -8,6 +8,7 @@ mod bench;
 mod buffer;
 mod client;
 mod convert;
+mod cuda;
 mod dlpack;
 mod errors;
 mod executable;
@@ -52,5 +53,6 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
+    cuda::register(m)?;
     Ok(())
 }

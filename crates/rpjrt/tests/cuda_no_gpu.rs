@@ -185,3 +185,30 @@ fn driver_helpers_name_the_missing_library() {
     // The loader's own text is kept (glibc says the file cannot be opened).
     assert!(msg.contains("cannot open shared object file"), "{msg}");
 }
+
+#[test]
+fn cpu_plugin_errors_are_left_alone() {
+    // create_client only adds CUDA context to CUDA plugins' errors.
+    let p = std::env::var_os("RPJRT_TEST_PLUGIN_NEW")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let env_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps/plugins.env");
+            let text = std::fs::read_to_string(env_file).unwrap();
+            let v = text
+                .lines()
+                .find_map(|l| l.strip_prefix("RPJRT_TEST_PLUGIN_NEW="))
+                .unwrap();
+            PathBuf::from(v.trim())
+        });
+    let plugin = Plugin::load(p).unwrap();
+    assert!(!rpjrt::cuda::is_cuda_plugin(&plugin));
+    let cuda = Plugin::load(cuda_plugin_path()).unwrap();
+    assert!(rpjrt::cuda::is_cuda_plugin(&cuda));
+    let bad = ClientOptions::new().set("cpu_device_count", "many");
+    let direct = rpjrt::Client::new(&plugin, &bad).map(|_| ()).unwrap_err();
+    let wrapped = rpjrt::cuda::create_client(&plugin, &bad)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(direct.to_string(), wrapped.to_string());
+    assert!(!wrapped.to_string().contains("CUDA driver"));
+}

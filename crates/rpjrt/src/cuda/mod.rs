@@ -32,13 +32,23 @@ pub use options::{Allocator, CudaOptions};
 use crate::error::{Code, Error, Result};
 use crate::{Client, ClientOptions, Plugin};
 
-/// Creates a client of a CUDA plugin; when that fails for want of a GPU or driver, the
-/// error also names the plugin file and says what loading the CUDA driver found.
+/// Whether `plugin` is a CUDA plugin (it reports a `cuda_version` attribute).
+pub fn is_cuda_plugin(plugin: &Plugin) -> bool {
+    plugin.attribute("cuda_version").is_some()
+}
+
+/// [`Client::new`], with a better error from CUDA plugins: when a CUDA plugin fails for
+/// want of a GPU or driver, the error also names the plugin file and says what loading the
+/// CUDA driver found. Other plugins' errors are returned as they are.
 ///
 /// The plugin's own message ("No visible GPU devices") says neither which library failed
 /// nor why; this adds both, keeping the plugin's code and entry.
 pub fn create_client(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
-    Client::new(plugin, options).map_err(|e| match e {
+    let result = Client::new(plugin, options);
+    if !is_cuda_plugin(plugin) {
+        return result;
+    }
+    result.map_err(|e| match e {
         Error::Pjrt {
             entry,
             code,
