@@ -9,7 +9,7 @@
 #   bash scripts/bench.sh --strict   full run that exits 1 when a target misses
 #
 # The Python benchmarks use the rpjrt extension installed in .venv; the full run rebuilds
-# it first (maturin develop --release, incremental) unless RPJRT_BENCH_NO_BUILD=1, the
+# it first (maturin develop --release --features bench, incremental) unless RPJRT_BENCH_NO_BUILD=1, the
 # smoke run builds it only when it is missing. OPENBLAS_NUM_THREADS defaults to 1: numpy's
 # OpenBLAS threads otherwise spin on a 2-core machine and slow every Python figure (rpjrt's
 # and JAX's alike) by up to 2x.
@@ -39,16 +39,16 @@ mkdir -p "$out"
 echo "== Rust: execute vs the raw C floor"
 if [ "$smoke" = 1 ]; then
   # The debug build that `cargo test` already made; no thresholds in smoke mode.
-  cargo run --locked -q -p rpjrt --example bench_execute -- --smoke --json "$out/rust_execute.json"
+  cargo run --locked -q -p rpjrt --features bench --example bench_execute -- --smoke --json "$out/rust_execute.json"
 else
-  cargo run --locked -q --release -p rpjrt --example bench_execute -- --json "$out/rust_execute.json"
+  cargo run --locked -q --release -p rpjrt --features bench --example bench_execute -- --json "$out/rust_execute.json"
 fi
 
 echo "== Python extension"
 if [ "$smoke" = 0 ] && [ "${RPJRT_BENCH_NO_BUILD:-0}" != 1 ]; then
-  (cd python && maturin develop --release --locked -q)
+  (cd python && maturin develop --release --locked -q --features bench)
 elif ! "$PY" -c "import rpjrt._rpjrt" 2>/dev/null; then
-  (cd python && maturin develop --release --locked -q)
+  (cd python && maturin develop --release --locked -q --features bench)
 fi
 "$PY" -c "import rpjrt, rpjrt._rpjrt as m; print('rpjrt', rpjrt.__version__, 'from', m.__file__)"
 

@@ -17,21 +17,13 @@ export PATH="$root/.venv/bin:$PATH"
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-# unsafe code lives only in crates/rpjrt/src/raw and the fake plugin (rpjrt-sys declares
-# C function-pointer types, which name `unsafe extern "C" fn` but contain no code). The
-# Python extension (python/src) is the CPython boundary: PyO3 gives no buffer protocol or
-# DLPack capsules under abi3-py310, so it has audited unsafe blocks of its own, each with a
-# SAFETY comment that clippy's undocumented_unsafe_blocks lint (deny) enforces there.
-if git grep -nE '\bunsafe\b' -- 'crates/*.rs' \
-    | grep -v '^crates/rpjrt/src/raw/' | grep -v '^crates/rpjrt-fake-plugin/' \
-    | grep -vE '^[^:]+:[0-9]+:\s*//' | grep -vE 'unsafe_code|unsafe_op_in_unsafe_fn|undocumented_unsafe_blocks' \
-    | grep -vE 'unsafe extern "C" fn'; then
-  echo "unsafe code outside crates/rpjrt/src/raw and the fake plugin" >&2
-  exit 1
-fi
+# unsafe code is confined by lints, not by a grep: rpjrt is `#![deny(unsafe_code)]` with
+# `#[allow(unsafe_code)]` only on `mod raw`, the CLI is `#![forbid(unsafe_code)]`, and every
+# unsafe block (raw, fake plugin, the CPython boundary in python/src) needs a SAFETY comment
+# (clippy's undocumented_unsafe_blocks, denied workspace-wide and in python/).
 
 step "Rust tests (both CPU plugins and the fake plugin)"
-cargo build --locked -p rpjrt-fake-plugin
+# The test harness builds the fake plugin itself when it is missing.
 cargo test --workspace --locked
 
 step "valgrind: raw layer against the fake plugin"

@@ -157,89 +157,61 @@ fn options_from_py(
     Ok(out)
 }
 
+/// A Python device argument as the core names it: a Device, an index into devices(), or
+/// the default (None).
+fn device_choice(device: Option<&Bound<'_, PyAny>>) -> PyResult<rpjrt::DeviceChoice> {
+    let Some(d) = device.filter(|d| !d.is_none()) else {
+        return Ok(rpjrt::DeviceChoice::Default);
+    };
+    if let Ok(dev) = d.cast::<PyDevice>() {
+        return Ok(rpjrt::DeviceChoice::Device(dev.get().inner.clone()));
+    }
+    if let Ok(i) = d.extract::<i64>() {
+        return Ok(rpjrt::DeviceChoice::Index(i));
+    }
+    Err(invalid(format!(
+        "device must be an rpjrt.Device or an index, not {}",
+        d.get_type().name()?
+    )))
+}
+
+/// A Python memory argument as the core names it: a Memory, a kind name, or none.
+fn memory_choice(memory: Option<&Bound<'_, PyAny>>) -> PyResult<rpjrt::MemoryChoice> {
+    let Some(m) = memory.filter(|m| !m.is_none()) else {
+        return Ok(rpjrt::MemoryChoice::Default);
+    };
+    if let Ok(mem) = m.cast::<PyMemory>() {
+        return Ok(rpjrt::MemoryChoice::Memory(mem.get().inner.clone()));
+    }
+    if let Ok(kind) = m.extract::<String>() {
+        return Ok(rpjrt::MemoryChoice::Kind(kind));
+    }
+    Err(invalid(format!(
+        "memory must be an rpjrt.Memory or a kind name, not {}",
+        m.get_type().name()?
+    )))
+}
+
 impl PyClient {
     /// The device an operation targets: a Device, an index into devices(), or the default.
     pub fn resolve_device(
         &self,
-        py: Python<'_>,
+        _py: Python<'_>,
         device: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<rpjrt::Device> {
-        match device {
-            None => self.inner.default_device().pyerr(),
-            Some(d) if d.is_none() => self.inner.default_device().pyerr(),
-            Some(d) => {
-                if let Ok(dev) = d.cast::<PyDevice>() {
-                    return Ok(dev.get().inner.clone());
-                }
-                if let Ok(i) = d.extract::<i64>() {
-                    let devs = self.inner.addressable_devices().pyerr()?;
-                    return usize::try_from(i)
-                        .ok()
-                        .and_then(|i| devs.get(i).cloned())
-                        .ok_or_else(|| {
-                            invalid(format!(
-                                "device index {i} is out of range: the client has {} devices",
-                                devs.len()
-                            ))
-                        });
-                }
-                let _ = py;
-                Err(invalid(format!(
-                    "device must be an rpjrt.Device or an index, not {}",
-                    d.get_type().name()?
-                )))
-            }
-        }
-    }
-
-    /// The memory an operation targets: a Memory, a kind name on `device`, or none.
-    pub fn resolve_memory(
-        &self,
-        device: &rpjrt::Device,
-        memory: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<rpjrt::Memory>> {
-        match memory {
-            None => Ok(None),
-            Some(m) if m.is_none() => Ok(None),
-            Some(m) => {
-                if let Ok(mem) = m.cast::<PyMemory>() {
-                    return Ok(Some(mem.get().inner.clone()));
-                }
-                if let Ok(kind) = m.extract::<String>() {
-                    return device.memory_by_kind(&kind).pyerr().map(Some);
-                }
-                Err(invalid(format!(
-                    "memory must be an rpjrt.Memory or a kind name, not {}",
-                    m.get_type().name()?
-                )))
-            }
-        }
+        self.inner.resolve_device(&device_choice(device)?).pyerr()
     }
 
     /// Device and memory of a put: a Memory alone picks its first device.
     pub fn resolve_target(
         &self,
-        py: Python<'_>,
+        _py: Python<'_>,
         device: Option<&Bound<'_, PyAny>>,
         memory: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(rpjrt::Device, Option<rpjrt::Memory>)> {
-        let no_device = device.is_none_or(|d| d.is_none());
-        if no_device {
-            if let Some(m) = memory {
-                if let Ok(mem) = m.cast::<PyMemory>() {
-                    let mem = mem.get().inner.clone();
-                    let devs = mem.addressable_by_devices().pyerr()?;
-                    let dev = match devs.into_iter().next() {
-                        Some(d) => d,
-                        None => self.inner.default_device().pyerr()?,
-                    };
-                    return Ok((dev, Some(mem)));
-                }
-            }
-        }
-        let dev = self.resolve_device(py, device)?;
-        let mem = self.resolve_memory(&dev, memory)?;
-        Ok((dev, mem))
+        self.inner
+            .resolve_target(&device_choice(device)?, &memory_choice(memory)?)
+            .pyerr()
     }
 }
 
@@ -452,32 +424,13 @@ impl PyClient {
                 program.get_type().name()?
             )));
         };
-        let prog = match format {
-            "mlir" => Program::mlir(code),
-            "hlo" => Program::hlo(code),
-            other => {
-                return Err(invalid(format!(
-                    "format must be \"mlir\" or \"hlo\", not {other:?}"
-                )))
-            }
-        };
-        if num_replicas < 1
-            || num_partitions < 1
-            || num_replicas > u32::MAX as i64
-            || num_partitions > u32::MAX as i64
-        {
-            return Err(invalid(format!(
-                "num_replicas and num_partitions must be at least 1 (got {num_replicas} and {num_partitions})"
-            )));
+        let prog = Program::with_format(format, code).pyerr()?;
+        let mut opts = CompileOptions::for_mesh(num_replicas, num_partitions).pyerr()?;
+        if let Some(spmd) = use_spmd_partitioning {
+            opts.use_spmd_partitioning = spmd;
         }
-        let mut opts = CompileOptions {
-            num_replicas: num_replicas as u32,
-            num_partitions: num_partitions as u32,
-            use_spmd_partitioning: use_spmd_partitioning.unwrap_or(num_partitions > 1),
-            use_shardy_partitioner: use_shardy_partitioner.unwrap_or(false),
-            portable,
-            ..CompileOptions::default()
-        };
+        opts.use_shardy_partitioner = use_shardy_partitioner.unwrap_or(false);
+        opts.portable = portable;
         if let Some(da) = device_assignment.filter(|d| !d.is_none()) {
             let mut rows = Vec::new();
             for row in da.try_iter()? {
@@ -497,16 +450,8 @@ impl PyClient {
             opts.device_assignment = Some(rows);
         }
         if let Some(d) = device.filter(|d| !d.is_none()) {
-            if opts.device_assignment.is_some() {
-                return Err(invalid("give either device or device_assignment, not both"));
-            }
-            if num_replicas != 1 || num_partitions != 1 {
-                return Err(invalid(
-                    "device= is for single-device programs; use device_assignment",
-                ));
-            }
             let dev = this.resolve_device(py, Some(d))?;
-            opts.device_assignment = Some(vec![vec![i64::from(dev.id())]]);
+            opts = opts.on_device(i64::from(dev.id())).pyerr()?;
         }
         if let Some(env) = env_option_overrides.filter(|d| !d.is_none()) {
             let mut map = BTreeMap::new();

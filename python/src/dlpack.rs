@@ -382,7 +382,7 @@ pub fn import(
         if dt != KDL_CPU && dt != KDL_CUDA_HOST {
             return Err(unsupported(format!(
                 "importing DLPack device type {dt} memory needs rpjrt support for foreign device \
-                 memory (see docs/PYTHON-NEEDS.md); copy it to the host first"
+                 memory; copy it to the host first"
             )));
         }
     }

@@ -96,11 +96,7 @@ impl PyExecutable {
     }
 
     fn first_device(&self) -> PyResult<rpjrt::Device> {
-        let devs = self.inner.addressable_devices().pyerr()?;
-        match devs.into_iter().next() {
-            Some(d) => Ok(d),
-            None => self.client.get().inner.default_device().pyerr(),
-        }
+        self.inner.default_device().pyerr()
     }
 
     fn wrap_outputs<'py>(

@@ -115,7 +115,7 @@ def run_python(
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
-    """A skipped test counts as a failure on this tier (DESIGN.md): turn skips into failures."""
+    """A skipped test counts as a failure on this tier (a house rule): turn skips into failures."""
     outcome = yield
     report = outcome.get_result()
     if report.skipped and not hasattr(report, "wasxfail"):

@@ -10,7 +10,7 @@ import pytest
 import rpjrt
 from rpjrt import _dtypes
 
-# (name, PJRT code, bits, host itemsize) -- codes from docs PJRT-NOTES "Buffer type codes".
+# (name, PJRT code, bits, host itemsize) -- codes from docs/PJRT-FACTS.md "Element-type codes".
 TABLE = [
     ("bool", 1, 8, 1),
     ("int8", 2, 8, 1),

@@ -3,6 +3,8 @@
 //! Exposed as a library so the Python package's `rpjrt` console script runs the very same
 //! code as the Rust binary.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};

@@ -1,5 +1,7 @@
 //! The `rpjrt` command-line tool.
 
+#![forbid(unsafe_code)]
+
 fn main() -> std::process::ExitCode {
     let code = rpjrt_cli::run_from_args(std::env::args().collect());
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))

@@ -1,7 +1,7 @@
 //! Measures rpjrt's execute path against the raw C floor on the tiny program
 //! (`f32[8] a*b+1`, tests/fixtures/mul_add.mlir).
 //!
-//! Usage: `cargo run --release -p rpjrt --example bench_execute -- [--plugin PATH]
+//! Usage: `cargo run --release -p rpjrt --features bench --example bench_execute -- [--plugin PATH]
 //! [--reps R] [--iters N] [--json PATH] [--smoke]`. The plugin defaults to `RPJRT_PLUGIN`,
 //! then `RPJRT_TEST_PLUGIN_NEW`, then `.deps/plugins.env`.
 //!

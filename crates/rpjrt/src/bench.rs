@@ -1,4 +1,5 @@
-//! Support for rpjrt's benchmarks; not part of the API and not covered by semver.
+//! Support for rpjrt's benchmarks (the `bench` feature); not part of the API and not
+//! covered by semver.
 
 use std::time::Duration;
 
@@ -22,11 +23,7 @@ pub fn c_floor_execute(
     iters: usize,
     wait: FloorWait,
 ) -> Result<Duration> {
-    let (api, loaded, num_outputs) = exe.floor_parts(args)?;
-    let mut ptrs = [crate::raw::calls::BufferPtr(std::ptr::null_mut()); floor::FLOOR_MAX];
-    for (p, b) in ptrs.iter_mut().zip(args) {
-        *p = b.ptr;
-    }
-    let n = args.len().min(floor::FLOOR_MAX);
-    floor::execute_floor_checked(api, loaded, &ptrs[..n], num_outputs, iters, wait)
+    let loaded = exe.floor_parts(args)?;
+    let raws: Vec<_> = args.iter().map(|b| &b.raw).collect();
+    floor::execute_floor(loaded, &raws, iters, wait)
 }

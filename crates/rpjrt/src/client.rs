@@ -4,37 +4,37 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::buffer::{Buffer, HostBytes};
+use crate::buffer::{Buffer, BufferMeta, HostBytes};
 use crate::dtype::{element_count, unpack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::executable::{Executable, Program};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
-use crate::raw::calls::{
-    self, ClientPtr, DeviceFacts, DevicePtr, HostSemantics, MemoryFacts, MemoryPtr,
-};
-use crate::raw::Api;
-use crate::value::{ClientOptions, Value};
+use crate::raw::device::{DeviceFacts, DeviceRef, MemoryFacts, MemoryRef};
+use crate::raw::{self, Api};
+use crate::value::{from_raw_list, ClientOptions, Value};
 
 pub(crate) struct DeviceData {
-    pub(crate) ptr: DevicePtr,
+    pub(crate) raw: DeviceRef,
     pub(crate) facts: DeviceFacts,
-    pub(crate) default_memory: Option<MemoryPtr>,
-    pub(crate) memories: Vec<MemoryPtr>,
+    pub(crate) attributes: Vec<(String, Value)>,
+    pub(crate) default_memory: Option<MemoryRef>,
+    pub(crate) memories: Vec<MemoryRef>,
 }
 
 pub(crate) struct MemoryData {
-    pub(crate) ptr: MemoryPtr,
+    pub(crate) raw: MemoryRef,
     pub(crate) facts: MemoryFacts,
-    pub(crate) devices: Vec<DevicePtr>,
+    pub(crate) devices: Vec<DeviceRef>,
 }
 
-/// The shared core of a client: every object made from it holds an `Arc` to this, so the
-/// C client is destroyed only after the last of them.
+/// The shared core of a client: every object made from it holds an `Arc` to this (and the
+/// raw handles hold the raw client), so the C client is destroyed only after the last of
+/// them.
 pub(crate) struct ClientCore {
     pub(crate) api: &'static Api,
     pub(crate) plugin: Plugin,
-    pub(crate) ptr: ClientPtr,
+    pub(crate) raw: Arc<raw::client::Client>,
     closed: AtomicBool,
     pub(crate) platform_name: String,
     pub(crate) platform_version: String,
@@ -55,19 +55,41 @@ impl ClientCore {
         }
     }
 
-    pub(crate) fn device_data(&self, ptr: DevicePtr) -> Option<&Arc<DeviceData>> {
-        self.devices.iter().find(|d| d.ptr == ptr)
+    pub(crate) fn device_data(&self, raw: DeviceRef) -> Option<&Arc<DeviceData>> {
+        self.devices.iter().find(|d| d.raw == raw)
     }
 
-    pub(crate) fn memory_data(&self, ptr: MemoryPtr) -> Option<&Arc<MemoryData>> {
-        self.memories.iter().find(|m| m.ptr == ptr)
+    pub(crate) fn memory_data(&self, raw: MemoryRef) -> Option<&Arc<MemoryData>> {
+        self.memories.iter().find(|m| m.raw == raw)
     }
-}
 
-impl Drop for ClientCore {
-    fn drop(&mut self) {
-        // Every buffer, executable and event holds an Arc to us, so they are all gone.
-        let _ = calls::client_destroy(self.api, self.ptr);
+    /// The public `Device` for a device the plugin named: the one place device values are
+    /// built.
+    pub(crate) fn device(self: &Arc<Self>, raw: DeviceRef) -> Result<Device> {
+        let data = self
+            .device_data(raw)
+            .ok_or_else(|| Error::invalid("the plugin named a device it did not list"))?;
+        Ok(Device {
+            core: Arc::clone(self),
+            data: Arc::clone(data),
+        })
+    }
+
+    /// The public `Memory` for a memory the plugin named: the one place memory values are
+    /// built.
+    pub(crate) fn memory(self: &Arc<Self>, raw: MemoryRef) -> Result<Memory> {
+        let data = self
+            .memory_data(raw)
+            .ok_or_else(|| Error::invalid("the plugin named a memory it did not list"))?;
+        Ok(Memory {
+            core: Arc::clone(self),
+            data: Arc::clone(data),
+        })
+    }
+
+    /// Devices for a list the plugin returned (unknown ones left out).
+    pub(crate) fn devices_of(self: &Arc<Self>, raws: &[DeviceRef]) -> Vec<Device> {
+        raws.iter().filter_map(|&d| self.device(d).ok()).collect()
     }
 }
 
@@ -85,55 +107,59 @@ impl Client {
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
         let api = plugin.inner.api;
-        let ptr = calls::client_create(api, options.entries())?;
-        // From here on, a failure must still destroy the client: build the core first with
-        // what cannot fail, then fill in.
-        let mut core = ClientCore {
-            api,
-            plugin: plugin.clone(),
-            ptr,
-            closed: AtomicBool::new(false),
-            platform_name: String::new(),
-            platform_version: String::new(),
-            process_index: 0,
-            devices: Vec::new(),
-            addressable: Vec::new(),
-            memories: Vec::new(),
-        };
-        core.platform_name = calls::client_platform_name(api, ptr)?;
-        core.platform_version = calls::client_platform_version(api, ptr)?;
-        core.process_index = calls::client_process_index(api, ptr)?;
-        let addressable = calls::client_addressable_devices(api, ptr)?;
-        for d in calls::client_devices(api, ptr)? {
-            let facts = calls::device_facts(api, d)?;
+        let named: Vec<(String, raw::util::NamedValue)> = options
+            .entries()
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_raw()))
+            .collect();
+        let rc = Arc::new(raw::client::Client::create(api, &named)?);
+        let addressable = rc.addressable_devices()?;
+        let mut devices = Vec::new();
+        for d in rc.devices()? {
+            let facts = d.facts(&rc)?;
             let (default_memory, memories) = if facts.is_addressable {
                 (
-                    calls::device_default_memory(api, d).ok(),
-                    calls::device_memories(api, d).unwrap_or_default(),
+                    d.default_memory(&rc).ok().flatten(),
+                    d.memories(&rc).unwrap_or_default(),
                 )
             } else {
                 (None, Vec::new())
             };
-            core.devices.push(Arc::new(DeviceData {
-                ptr: d,
+            let attributes = from_raw_list(facts.attributes.clone());
+            devices.push(Arc::new(DeviceData {
+                raw: d,
                 facts,
+                attributes,
                 default_memory,
                 memories,
             }));
         }
-        core.addressable = addressable
+        let addressable = addressable
             .iter()
-            .filter_map(|a| core.devices.iter().position(|d| d.ptr == *a))
+            .filter_map(|a| devices.iter().position(|d| d.raw == *a))
             .collect();
-        for m in calls::client_addressable_memories(api, ptr).unwrap_or_default() {
-            let facts = calls::memory_facts(api, m)?;
-            let devices = calls::memory_devices(api, m).unwrap_or_default();
-            core.memories.push(Arc::new(MemoryData {
-                ptr: m,
+        let mut memories = Vec::new();
+        for m in rc.addressable_memories().unwrap_or_default() {
+            let facts = m.facts(&rc)?;
+            let devices = m.devices(&rc).unwrap_or_default();
+            memories.push(Arc::new(MemoryData {
+                raw: m,
                 facts,
                 devices,
             }));
         }
+        let core = ClientCore {
+            api,
+            plugin: plugin.clone(),
+            platform_name: rc.platform_name()?,
+            platform_version: rc.platform_version()?,
+            process_index: rc.process_index()?,
+            raw: rc,
+            closed: AtomicBool::new(false),
+            devices,
+            addressable,
+            memories,
+        };
         Ok(Client {
             core: Arc::new(core),
         })
@@ -325,24 +351,16 @@ impl Client {
         } else {
             data
         };
-        let (ptr, done) = {
-            // Safe wrapper over the raw call: `data` covers every addressed byte (checked
-            // above) and the copy completes during the call.
-            calls::buffer_from_host_checked(
-                self.core.api,
-                self.core.ptr,
-                data,
-                element_type.code(),
-                dims,
-                byte_strides,
-                device.data.ptr,
-                memory.map(|m| m.data.ptr),
-            )?
-        };
-        if let Some(e) = done {
-            let _ = crate::raw::event::event_destroy(self.core.api, e);
-        }
-        Ok(Buffer::from_raw(&self.core, ptr, element_type, dims, None))
+        let raw = self.core.raw.buffer_from_host(
+            data,
+            element_type.code(),
+            dims,
+            byte_strides,
+            device.data.raw,
+            memory.map(|m| m.data.raw),
+            BufferMeta::new(&self.core, element_type, dims),
+        )?;
+        Ok(Buffer::from_raw(raw))
     }
 
     /// Creates a buffer that uses `owner`'s bytes in place where the plugin can (host-visible
@@ -400,21 +418,16 @@ impl Client {
         self.check_element_type(element_type)?;
         let bytes = owner.bytes();
         check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
-        let (ptr, done) = calls::buffer_from_host_owned(
-            self.core.api,
-            self.core.ptr,
-            &owner,
+        let raw = self.core.raw.buffer_from_host_owned(
+            crate::buffer::Owner(owner),
             element_type.code(),
             dims,
             byte_strides,
-            device.data.ptr,
-            memory.map(|m| m.data.ptr),
+            device.data.raw,
+            memory.map(|m| m.data.raw),
+            BufferMeta::new(&self.core, element_type, dims),
         )?;
-        let buffer = Buffer::from_raw(&self.core, ptr, element_type, dims, Some(owner));
-        if let Some(e) = done {
-            buffer.set_host_done(e);
-        }
-        Ok(buffer)
+        Ok(Buffer::from_raw(raw))
     }
 
     /// Copies a typed slice into a new row-major buffer on `device`.
@@ -424,8 +437,83 @@ impl Client {
         dims: &[i64],
         device: &Device,
     ) -> Result<Buffer> {
-        let bytes = calls::as_bytes(data);
+        let bytes = crate::dtype::as_bytes(data);
         self.buffer_from_host(bytes, T::ELEMENT_TYPE, dims, None, device, None)
+    }
+}
+
+/// Which device an operation targets, as a caller names it.
+#[derive(Clone, Debug, Default)]
+pub enum DeviceChoice {
+    /// The client's default device.
+    #[default]
+    Default,
+    /// This device.
+    Device(Device),
+    /// The device at this index of [`Client::addressable_devices`].
+    Index(i64),
+}
+
+/// Which memory an operation targets, as a caller names it.
+#[derive(Clone, Debug, Default)]
+pub enum MemoryChoice {
+    /// The device's default memory (no memory named).
+    #[default]
+    Default,
+    /// This memory.
+    Memory(Memory),
+    /// The memory of this kind (e.g. `pinned_host`) of the target device.
+    Kind(String),
+}
+
+impl Client {
+    /// The device `choice` names: the default device, a device, or an index into
+    /// [`Client::addressable_devices`] (checked).
+    pub fn resolve_device(&self, choice: &DeviceChoice) -> Result<Device> {
+        match choice {
+            DeviceChoice::Default => self.default_device(),
+            DeviceChoice::Device(d) => {
+                if !Arc::ptr_eq(&d.core, &self.core) {
+                    return Err(Error::invalid(format!("{d} belongs to another client")));
+                }
+                Ok(d.clone())
+            }
+            DeviceChoice::Index(i) => {
+                let devs = self.addressable_devices()?;
+                usize::try_from(*i)
+                    .ok()
+                    .and_then(|i| devs.get(i).cloned())
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "device index {i} is out of range: the client has {} devices",
+                            devs.len()
+                        ))
+                    })
+            }
+        }
+    }
+
+    /// Device and memory of a transfer: a memory named alone picks its first device (or the
+    /// default device); a kind is looked up on the chosen device.
+    pub fn resolve_target(
+        &self,
+        device: &DeviceChoice,
+        memory: &MemoryChoice,
+    ) -> Result<(Device, Option<Memory>)> {
+        if let (DeviceChoice::Default, MemoryChoice::Memory(m)) = (device, memory) {
+            let dev = match m.addressable_by_devices()?.into_iter().next() {
+                Some(d) => d,
+                None => self.default_device()?,
+            };
+            return Ok((dev, Some(m.clone())));
+        }
+        let dev = self.resolve_device(device)?;
+        let mem = match memory {
+            MemoryChoice::Default => None,
+            MemoryChoice::Memory(m) => Some(m.clone()),
+            MemoryChoice::Kind(kind) => Some(dev.memory_by_kind(kind)?),
+        };
+        Ok((dev, mem))
     }
 }
 
@@ -545,7 +633,7 @@ impl Device {
     }
     /// Vendor attributes of the device.
     pub fn attributes(&self) -> &[(String, Value)] {
-        &self.data.facts.attributes
+        &self.data.attributes
     }
     /// The plugin's verbose description.
     pub fn debug_string(&self) -> &str {
@@ -587,21 +675,14 @@ impl Device {
             ))
         })
     }
-    fn memory_of(&self, ptr: MemoryPtr) -> Result<Memory> {
-        let data = self
-            .core
-            .memory_data(ptr)
-            .ok_or_else(|| Error::invalid("the plugin named a memory it did not list"))?;
-        Ok(Memory {
-            core: Arc::clone(&self.core),
-            data: Arc::clone(data),
-        })
+    fn memory_of(&self, raw: MemoryRef) -> Result<Memory> {
+        self.core.memory(raw)
     }
 }
 
 impl PartialEq for Device {
     fn eq(&self, other: &Device) -> bool {
-        Arc::ptr_eq(&self.core, &other.core) && self.data.ptr == other.data.ptr
+        Arc::ptr_eq(&self.core, &other.core) && self.data.raw == other.data.raw
     }
 }
 impl Eq for Device {}
@@ -659,22 +740,13 @@ impl Memory {
     /// The devices that can address this memory.
     pub fn addressable_by_devices(&self) -> Result<Vec<Device>> {
         self.core.check("memory")?;
-        Ok(self
-            .data
-            .devices
-            .iter()
-            .filter_map(|&p| self.core.device_data(p))
-            .map(|d| Device {
-                core: Arc::clone(&self.core),
-                data: Arc::clone(d),
-            })
-            .collect())
+        Ok(self.core.devices_of(&self.data.devices))
     }
 }
 
 impl PartialEq for Memory {
     fn eq(&self, other: &Memory) -> bool {
-        Arc::ptr_eq(&self.core, &other.core) && self.data.ptr == other.data.ptr
+        Arc::ptr_eq(&self.core, &other.core) && self.data.raw == other.data.raw
     }
 }
 impl Eq for Memory {}
@@ -701,5 +773,4 @@ fn _assert_send_sync() {
     check::<Client>();
     check::<Device>();
     check::<Memory>();
-    let _ = HostSemantics::CopyDuringCall;
 }

@@ -437,7 +437,9 @@ impl fmt::Display for ElementType {
 
 mod sealed {
     /// The private supertrait that seals [`super::NativeType`]: only rpjrt implements it.
-    pub trait Sealed: Sized {
+    ///
+    /// Requires raw's `HostScalar` (the same types): their slices may be viewed as bytes.
+    pub trait Sealed: Sized + crate::raw::util::HostScalar {
         /// Values read from the dense host bytes of a buffer of the matching type (native
         /// byte order; a trailing partial element is ignored). Never builds an invalid value:
         /// `bool` is read as "byte != 0".
@@ -515,6 +517,11 @@ impl sealed::Sealed for bool {
 }
 impl NativeType for bool {
     const ELEMENT_TYPE: ElementType = ElementType::Pred;
+}
+
+/// Views a slice of native scalars as bytes (no copy).
+pub(crate) fn as_bytes<T: NativeType>(data: &[T]) -> &[u8] {
+    crate::raw::util::as_bytes(data)
 }
 
 /// Values of `T` from dense host bytes of `T`'s element type (see [`NativeType`]).

@@ -3,7 +3,20 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::plugin::ApiVersion;
+/// A PJRT C API version: `major.minor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ApiVersion {
+    /// Major version (0 for every PJRT release so far).
+    pub major: i32,
+    /// Minor version, bumped for every additive change.
+    pub minor: i32,
+}
+
+impl fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
 
 /// Result alias used throughout rpjrt.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,34 +1,17 @@
 //! Programs, compiled executables and execution.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::buffer::Buffer;
-use crate::client::{ClientCore, Device};
+use crate::buffer::{Buffer, BufferMeta};
+use crate::client::{Client, ClientCore, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::inline::Inline;
-use crate::raw::calls::{
-    self, BufferPtr, DevicePtr, ExePtr, ExecuteOne, ExecuteRequest, LoadedPtr,
-};
-
-/// Argument and output counts up to this many are handled on the stack when executing.
-const INLINE_ARGS: usize = 16;
-
-/// `0, 1, 2, ...`: the non-donatable indices of a call that donates nothing, borrowed
-/// instead of built per call.
-static ALL_INDICES: [i64; 64] = {
-    let mut a = [0i64; 64];
-    let mut i = 0;
-    while i < a.len() {
-        a[i] = i as i64;
-        i += 1;
-    }
-    a
-};
+use crate::raw;
+use crate::raw::device::DeviceRef;
+use crate::raw::execute::{ExecuteRequest, ExecuteSink};
 
 /// A program to compile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +31,18 @@ impl Program {
     /// A serialized HLO module.
     pub fn hlo(proto: impl Into<Vec<u8>>) -> Program {
         Program::Hlo(proto.into())
+    }
+
+    /// A program in the named PJRT format: `"mlir"` (StableHLO text, bytecode or portable
+    /// artifact) or `"hlo"` (a serialized HLO module); any other name is an error.
+    pub fn with_format(format: &str, code: impl Into<Vec<u8>>) -> Result<Program> {
+        match format {
+            "mlir" => Ok(Program::mlir(code)),
+            "hlo" => Ok(Program::hlo(code)),
+            other => Err(Error::invalid(format!(
+                "format must be \"mlir\" or \"hlo\", not {other:?}"
+            ))),
+        }
     }
 
     fn parts(&self) -> (&[u8], &'static str) {
@@ -96,22 +91,14 @@ pub struct Execution {
 
 struct ExeState {
     core: Arc<ClientCore>,
-    loaded: LoadedPtr,
-    exe: ExePtr,
+    loaded: raw::executable::Loaded,
     name: String,
     num_replicas: usize,
     num_partitions: usize,
     outputs: Vec<ArraySpec>,
     parameters: Option<Vec<ArraySpec>>,
-    devices: Vec<DevicePtr>,
+    devices: Vec<DeviceRef>,
     deleted: AtomicBool,
-}
-
-impl Drop for ExeState {
-    fn drop(&mut self) {
-        let _ = calls::exe_destroy(self.core.api, self.exe);
-        let _ = calls::loaded_destroy(self.core.api, self.loaded);
-    }
 }
 
 /// A compiled, loaded program. Cheap to clone; safe to execute from many threads.
@@ -130,48 +117,29 @@ impl Executable {
         if code.is_empty() {
             return Err(Error::invalid("the program is empty"));
         }
-        let loaded = calls::client_compile(core.api, core.ptr, code, format, options)?;
-        // Build the state right away so that any failure below still destroys `loaded`.
-        let exe = match calls::loaded_get_executable(core.api, loaded) {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = calls::loaded_destroy(core.api, loaded);
-                return Err(e);
-            }
-        };
-        let mut st = ExeState {
-            core: Arc::clone(core),
-            loaded,
-            exe,
-            name: String::new(),
-            num_replicas: 1,
-            num_partitions: 1,
-            outputs: Vec::new(),
-            parameters: None,
-            devices: Vec::new(),
-            deleted: AtomicBool::new(false),
-        };
-        let facts = calls::exe_facts(core.api, exe)?;
-        st.name = facts.name;
-        st.num_replicas = facts.num_replicas;
-        st.num_partitions = facts.num_partitions;
-        if facts.output_types.len() == facts.num_outputs
-            && facts.output_dims.len() == facts.num_outputs
+        // The raw handle owns the executable from here: any failure below destroys it.
+        let loaded = core.raw.compile(code, format, options)?;
+        let facts = loaded.executable().facts()?;
+        if facts.output_types.len() != facts.num_outputs
+            || facts.output_dims.len() != facts.num_outputs
+            || facts.num_outputs != loaded.num_outputs()
         {
-            for (t, d) in facts.output_types.iter().zip(facts.output_dims) {
-                st.outputs.push(ArraySpec {
-                    element_type: ElementType::from_code(*t)?,
-                    dims: d,
-                });
-            }
-        } else {
             return Err(Error::invalid(format!(
                 "the plugin reported {} outputs but {} output types",
                 facts.num_outputs,
                 facts.output_types.len()
             )));
         }
-        st.parameters = calls::exe_optimized_program(core.api, exe)
+        let mut outputs = Vec::with_capacity(facts.num_outputs);
+        for (t, d) in facts.output_types.iter().zip(facts.output_dims) {
+            outputs.push(ArraySpec {
+                element_type: ElementType::from_code(*t)?,
+                dims: d,
+            });
+        }
+        let parameters = loaded
+            .executable()
+            .optimized_program()
             .ok()
             .and_then(|(code, format)| crate::hlo::entry_parameters(&code, &format))
             .map(|ps| {
@@ -179,9 +147,19 @@ impl Executable {
                     .map(|(element_type, dims)| ArraySpec { element_type, dims })
                     .collect()
             });
-        st.devices = calls::loaded_devices(core.api, loaded)?;
+        let devices = loaded.devices()?;
         Ok(Executable {
-            state: Arc::new(st),
+            state: Arc::new(ExeState {
+                core: Arc::clone(core),
+                loaded,
+                name: facts.name,
+                num_replicas: facts.num_replicas,
+                num_partitions: facts.num_partitions,
+                outputs,
+                parameters,
+                devices,
+                deleted: AtomicBool::new(false),
+            }),
         })
     }
 
@@ -228,22 +206,25 @@ impl Executable {
     /// The devices the executable runs on, in argument-list order.
     pub fn addressable_devices(&self) -> Result<Vec<Device>> {
         self.check()?;
-        let core = &self.state.core;
-        Ok(self
-            .state
-            .devices
-            .iter()
-            .filter_map(|p| core.device_data(*p))
-            .map(|d| Device {
-                core: Arc::clone(core),
-                data: Arc::clone(d),
-            })
-            .collect())
+        Ok(self.state.core.devices_of(&self.state.devices))
     }
+    /// Where a call without a chosen device runs (and where host arguments go): the first
+    /// of [`Executable::addressable_devices`], or the client's default device for a portable
+    /// executable, which has none of its own.
+    pub fn default_device(&self) -> Result<Device> {
+        match self.addressable_devices()?.into_iter().next() {
+            Some(d) => Ok(d),
+            None => Client {
+                core: Arc::clone(&self.state.core),
+            }
+            .default_device(),
+        }
+    }
+
     /// A fingerprint of the compiled code, where the plugin offers one.
     pub fn fingerprint(&self) -> Result<String> {
         self.check()?;
-        calls::exe_fingerprint(self.state.core.api, self.state.exe)
+        self.state.loaded.executable().fingerprint()
     }
     /// Frees the executable's device resources now.
     pub fn delete(&self) -> Result<()> {
@@ -251,15 +232,17 @@ impl Executable {
         if self.state.deleted.swap(true, Ordering::AcqRel) {
             return Err(Error::Deleted("executable was already deleted".into()));
         }
-        calls::loaded_delete(self.state.core.api, self.state.loaded)
+        self.state.loaded.delete()
     }
 
     /// Runs on the executable's single device. Returns without waiting for completion;
     /// outputs become ready when the computation finishes.
     pub fn execute(&self, args: &[&Buffer]) -> Result<Vec<Buffer>> {
         let options = ExecuteOptions::default();
-        let non_donatable = self.validate(&[args], &options)?;
-        Ok(self.launch_one(args, &options, &non_donatable, false)?.0)
+        self.validate(&[args], &options)?;
+        let mut sink = OneDevice::new(&self.state, false);
+        self.launch(&[args], &options, false, &mut sink)?;
+        Ok(sink.outputs)
     }
 
     /// Runs a single-device executable on `device` (compile with `portable: true`).
@@ -268,8 +251,10 @@ impl Executable {
             device: Some(device.clone()),
             ..Default::default()
         };
-        let non_donatable = self.validate(&[args], &options)?;
-        Ok(self.launch_one(args, &options, &non_donatable, false)?.0)
+        self.validate(&[args], &options)?;
+        let mut sink = OneDevice::new(&self.state, false);
+        self.launch(&[args], &options, false, &mut sink)?;
+        Ok(sink.outputs)
     }
 
     /// Runs on every addressable device: one argument list per device, in the order of
@@ -295,55 +280,49 @@ impl Executable {
         options: &ExecuteOptions,
         events: bool,
     ) -> Result<Execution> {
-        let non_donatable = self.validate(lists, options)?;
+        self.validate(lists, options)?;
         if let [list] = lists {
-            let (outputs, event) = self.launch_one(list, options, &non_donatable, events)?;
+            let mut sink = OneDevice::new(&self.state, events);
+            self.launch(&[list], options, events, &mut sink)?;
             return Ok(Execution {
-                outputs: vec![outputs],
-                events: event.into_iter().collect(),
+                outputs: vec![sink.outputs],
+                events: sink.event.into_iter().collect(),
             });
         }
-        let st = &*self.state;
-        let ptrs: Vec<Vec<BufferPtr>> = lists
-            .iter()
-            .map(|l| l.iter().map(|b| b.ptr).collect())
-            .collect();
-        let req = ExecuteRequest {
-            args: &ptrs,
-            non_donatable: &non_donatable,
-            device: options.device.as_ref().map(|d| d.data.ptr),
-            num_outputs: st.outputs.len(),
-            want_events: events,
+        let mut sink = ManyDevices {
+            state: &self.state,
+            outputs: (0..lists.len()).map(|_| Vec::new()).collect(),
+            events: Vec::new(),
         };
-        let donation = Donation::reserve(lists, &options.donate)?;
-        // `execute_checked` relies on the checks in `validate` (live, same client, not
-        // deleted) that every argument passed.
-        let (outs, evs) = donation.settle(calls::execute_checked(st.core.api, st.loaded, &req))?;
-        let outputs = outs
-            .into_iter()
-            .map(|list| {
-                list.into_iter()
-                    .zip(&st.outputs)
-                    .map(|(p, spec)| {
-                        Buffer::from_raw(&st.core, p, spec.element_type, &spec.dims, None)
-                    })
-                    .collect()
-            })
-            .collect();
-        let events = evs
-            .into_iter()
-            .map(|e| Event::from_raw(&st.core, e))
-            .collect();
-        Ok(Execution { outputs, events })
+        self.launch(lists, options, events, &mut sink)?;
+        Ok(Execution {
+            outputs: sink.outputs,
+            events: sink.events,
+        })
     }
 
-    /// Every check of an execution request; returns the non-donatable argument indices
-    /// (borrowed from a static table when nothing is donated).
-    fn validate(
+    /// The one call into the raw marshaller, after `validate`.
+    fn launch(
         &self,
         lists: &[&[&Buffer]],
         options: &ExecuteOptions,
-    ) -> Result<Cow<'static, [i64]>> {
+        want_events: bool,
+        sink: &mut impl ExecuteSink<BufferMeta>,
+    ) -> Result<()> {
+        let req = ExecuteRequest {
+            lists,
+            raw: raw_of,
+            donate: &options.donate,
+            device: options.device.as_ref().map(|d| d.data.raw),
+            want_events,
+            context: None,
+            send_recv: None,
+        };
+        self.state.loaded.execute(&req, sink)
+    }
+
+    /// Every check of an execution request, with messages that name the argument.
+    fn validate(&self, lists: &[&[&Buffer]], options: &ExecuteOptions) -> Result<()> {
         self.check()?;
         let st = &*self.state;
         let expected_lists = if options.device.is_some() {
@@ -378,10 +357,6 @@ impl Executable {
                 return Err(Error::invalid(format!("{dev} belongs to another client")));
             }
         }
-        if options.donate.is_empty() && num_args <= ALL_INDICES.len() {
-            return Ok(Cow::Borrowed(&ALL_INDICES[..num_args]));
-        }
-        let mut non_donatable: Vec<i64> = (0..num_args as i64).collect();
         for &i in &options.donate {
             if i >= num_args {
                 return Err(Error::invalid(format!(
@@ -395,64 +370,16 @@ impl Executable {
                     )));
                 }
             }
-            non_donatable.retain(|&x| x != i as i64);
         }
-        Ok(Cow::Owned(non_donatable))
-    }
-
-    /// Executes one validated argument list on one device, with the argument and output
-    /// pointer lists on the stack.
-    fn launch_one(
-        &self,
-        args: &[&Buffer],
-        options: &ExecuteOptions,
-        non_donatable: &[i64],
-        want_event: bool,
-    ) -> Result<(Vec<Buffer>, Option<Event>)> {
-        let st = &*self.state;
-        let ptrs = Inline::<BufferPtr, INLINE_ARGS>::from_exact_iter(
-            args.len(),
-            args.iter().map(|b| b.ptr),
-        );
-        let mut outs =
-            Inline::<BufferPtr, INLINE_ARGS>::filled(st.outputs.len(), BufferPtr::default());
-        let mut req = ExecuteOne {
-            args: &ptrs,
-            non_donatable,
-            device: options.device.as_ref().map(|d| d.data.ptr),
-            outputs: outs.as_mut_slice(),
-            want_event,
-        };
-        let donation = Donation::reserve(&[args], &options.donate)?;
-        // `execute_one_checked` relies on the checks in `validate` (live, same client, not
-        // deleted) that every argument passed.
-        let event =
-            donation.settle(calls::execute_one_checked(st.core.api, st.loaded, &mut req))?;
-        let mut outputs = Vec::with_capacity(outs.len());
-        for (&p, spec) in outs.iter().zip(&st.outputs) {
-            outputs.push(Buffer::from_raw(
-                &st.core,
-                p,
-                spec.element_type,
-                &spec.dims,
-                None,
-            ));
-        }
-        Ok((outputs, event.map(|e| Event::from_raw(&st.core, e))))
+        Ok(())
     }
 
     /// What the benchmark floor needs, after the checks `execute` makes on `args`.
-    pub(crate) fn floor_parts(
-        &self,
-        args: &[&Buffer],
-    ) -> Result<(&'static crate::raw::Api, LoadedPtr, usize)> {
+    #[cfg(feature = "bench")]
+    pub(crate) fn floor_parts(&self, args: &[&Buffer]) -> Result<&raw::executable::Loaded> {
         // The same checks as `execute` (which also require a single-device executable).
         self.validate(&[args], &ExecuteOptions::default())?;
-        Ok((
-            self.state.core.api,
-            self.state.loaded,
-            self.state.outputs.len(),
-        ))
+        Ok(&self.state.loaded)
     }
 
     fn check_args(&self, list: &[&Buffer], device_index: usize) -> Result<()> {
@@ -472,7 +399,7 @@ impl Executable {
                 Error::Deleted(m) => Error::Deleted(format!("argument {i}: {m}")),
                 other => other,
             })?;
-            if !Arc::ptr_eq(&b.core, &st.core) {
+            if !Arc::ptr_eq(b.core(), &st.core) {
                 return Err(Error::invalid(format!(
                     "argument {i} belongs to another client"
                 )));
@@ -498,45 +425,60 @@ impl Executable {
     }
 }
 
-/// The buffers an execution consumes, marked deleted before the call (so that no host view
-/// of them can be taken meanwhile) and restored if the call fails.
-struct Donation<'a> {
-    reserved: Vec<&'a Buffer>,
+fn raw_of(b: &Buffer) -> &raw::buffer::Buffer<BufferMeta> {
+    &b.raw
 }
 
-impl<'a> Donation<'a> {
-    fn reserve(lists: &[&[&'a Buffer]], donate: &[usize]) -> Result<Donation<'a>> {
-        let mut d = Donation {
-            reserved: Vec::new(),
-        };
-        for &i in donate {
-            for list in lists {
-                let b = list[i];
-                if d.reserved.iter().any(|r| std::ptr::eq(*r, b)) {
-                    continue;
-                }
-                // On error `d` drops and restores what it reserved so far.
-                b.reserve_donation()?;
-                d.reserved.push(b);
-            }
-        }
-        Ok(d)
-    }
+/// Collects the outputs (and event) of a one-device execution, wrapped once.
+struct OneDevice<'a> {
+    state: &'a ExeState,
+    outputs: Vec<Buffer>,
+    event: Option<Event>,
+}
 
-    /// Keeps the reservation if the execution ran; undoes it (on drop) if it failed.
-    fn settle<T>(mut self, result: Result<T>) -> Result<T> {
-        if result.is_ok() {
-            self.reserved.clear();
+impl<'a> OneDevice<'a> {
+    fn new(state: &'a ExeState, _events: bool) -> Self {
+        OneDevice {
+            state,
+            outputs: Vec::with_capacity(state.outputs.len()),
+            event: None,
         }
-        result
     }
 }
 
-impl Drop for Donation<'_> {
-    fn drop(&mut self) {
-        for b in &self.reserved {
-            b.cancel_donation();
-        }
+fn output_meta(state: &ExeState, output: usize) -> BufferMeta {
+    let spec = &state.outputs[output];
+    BufferMeta::new(&state.core, spec.element_type, &spec.dims)
+}
+
+impl ExecuteSink<BufferMeta> for OneDevice<'_> {
+    fn meta(&mut self, _device: usize, output: usize) -> BufferMeta {
+        output_meta(self.state, output)
+    }
+    fn output(&mut self, _device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
+        self.outputs.push(Buffer::from_raw(buffer));
+    }
+    fn event(&mut self, _device: usize, event: raw::event::Event) {
+        self.event = Some(Event::from_raw(&self.state.core, event));
+    }
+}
+
+/// Collects per-device outputs and events of a multi-device execution.
+struct ManyDevices<'a> {
+    state: &'a ExeState,
+    outputs: Vec<Vec<Buffer>>,
+    events: Vec<Event>,
+}
+
+impl ExecuteSink<BufferMeta> for ManyDevices<'_> {
+    fn meta(&mut self, _device: usize, output: usize) -> BufferMeta {
+        output_meta(self.state, output)
+    }
+    fn output(&mut self, device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
+        self.outputs[device].push(Buffer::from_raw(buffer));
+    }
+    fn event(&mut self, _device: usize, event: raw::event::Event) {
+        self.events.push(Event::from_raw(&self.state.core, event));
     }
 }
 
@@ -573,10 +515,12 @@ impl Executable {
     /// `Ok(None)` when the plugin does not expose the compiled module in a form rpjrt reads.
     pub fn input_output_aliases(&self) -> Result<Option<Vec<(usize, usize)>>> {
         self.check()?;
-        Ok(
-            calls::exe_optimized_program(self.state.core.api, self.state.exe)
-                .ok()
-                .and_then(|(code, format)| crate::hlo::entry_aliases(&code, &format)),
-        )
+        Ok(self
+            .state
+            .loaded
+            .executable()
+            .optimized_program()
+            .ok()
+            .and_then(|(code, format)| crate::hlo::entry_aliases(&code, &format)))
     }
 }

@@ -26,6 +26,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "bench")]
 mod bench;
 mod buffer;
 mod client;
@@ -37,7 +38,6 @@ mod event;
 mod executable;
 mod hlo;
 pub mod host;
-mod inline;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
@@ -46,14 +46,16 @@ mod session;
 pub mod sharding;
 mod value;
 
-/// Benchmark support: the raw C floor of an execution. Not part of the API.
+/// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
+/// `bench` feature, which the benchmarks enable and the shipped crate and wheel do not.
+#[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::bench::*;
 }
 
 pub use buffer::{Buffer, ExternalReference, HostView};
-pub use client::{Client, Device, Memory};
+pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice};
 pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };

@@ -58,6 +58,45 @@ impl Default for CompileOptions {
     }
 }
 
+impl CompileOptions {
+    /// Options for `num_replicas` x `num_partitions` devices, checked (each at least 1 and
+    /// fitting in 32 bits), with SPMD partitioning on when there is more than one partition
+    /// (what front ends mean by "partitions"). Change the fields afterwards to override.
+    pub fn for_mesh(num_replicas: i64, num_partitions: i64) -> Result<CompileOptions> {
+        let ok = |n: i64| (1..=i64::from(u32::MAX)).contains(&n);
+        if !ok(num_replicas) || !ok(num_partitions) {
+            return Err(Error::invalid(format!(
+                "num_replicas and num_partitions must be at least 1 (got {num_replicas} and \
+                 {num_partitions})"
+            )));
+        }
+        Ok(CompileOptions {
+            num_replicas: num_replicas as u32,
+            num_partitions: num_partitions as u32,
+            use_spmd_partitioning: num_partitions > 1,
+            ..CompileOptions::default()
+        })
+    }
+
+    /// Pins a single-device program to the device with id `device_id` (a one-entry device
+    /// assignment). Refused when a device assignment is set already or the options are for
+    /// more than one replica or partition.
+    pub fn on_device(mut self, device_id: i64) -> Result<CompileOptions> {
+        if self.device_assignment.is_some() {
+            return Err(Error::invalid(
+                "give either device or device_assignment, not both",
+            ));
+        }
+        if self.num_replicas != 1 || self.num_partitions != 1 {
+            return Err(Error::invalid(
+                "device= is for single-device programs; use device_assignment",
+            ));
+        }
+        self.device_assignment = Some(vec![vec![device_id]]);
+        Ok(self)
+    }
+}
+
 mod proto {
     //! The subset of XLA's protos rpjrt writes, declared with prost's derive.
 

@@ -8,20 +8,7 @@ use crate::error::Result;
 use crate::raw::{self, Api};
 use crate::value::Value;
 
-/// A PJRT C API version: `major.minor`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ApiVersion {
-    /// Major version (0 for every PJRT release so far).
-    pub major: i32,
-    /// Minor version, bumped for every additive change.
-    pub minor: i32,
-}
-
-impl fmt::Display for ApiVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
+pub use crate::error::ApiVersion;
 
 /// Names of the extension type ids, in the C API's numbering.
 const EXTENSION_NAMES: &[&str] = &[
@@ -157,13 +144,13 @@ impl Plugin {
         if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
             return Ok(p.clone());
         }
-        let raw::Loaded { api, extensions } = raw::load(path)?;
-        let api: &'static Api = Box::leak(Box::new(api));
-        raw::calls::plugin_initialize(api)?;
+        let api: &'static Api = Box::leak(Box::new(raw::load(path)?));
+        api.plugin_initialize()?;
         // Attributes arrived at 0.58; a plugin without the entry simply has none.
-        let attributes = raw::calls::plugin_attributes(api).unwrap_or_default();
+        let attributes = crate::value::from_raw_list(api.plugin_attributes().unwrap_or_default());
         let extensions = Extensions {
-            all: extensions
+            all: api
+                .extension_list()
                 .into_iter()
                 .map(|(type_id, struct_size)| ExtensionInfo {
                     type_id,
@@ -198,7 +185,7 @@ impl Plugin {
             return Ok(p.version());
         }
         drop(loaded);
-        Ok(raw::load(path)?.api.version())
+        Ok(raw::load(path)?.version())
     }
 
     /// The library's path (canonicalised).
@@ -267,6 +254,23 @@ impl Plugin {
             Some(Value::Int64(v)) => Some(*v),
             _ => None,
         }
+    }
+
+    /// Whether the plugin offers the XLA FFI extension with a handler-registration entry
+    /// (what serving custom calls needs). `Ok(false)` when it has no FFI extension; an
+    /// `Unsupported` error when its extension struct is too short for that entry.
+    pub fn has_ffi_registration(&self) -> Result<bool> {
+        use crate::raw::extension::Ffi;
+        let Some(view) = self.inner.api.extension::<Ffi>()? else {
+            return Ok(false);
+        };
+        let handler: Option<rpjrt_sys::PJRT_FFI_Register_Handler> = view
+            .read(std::mem::offset_of!(
+                rpjrt_sys::PJRT_FFI_Extension,
+                register_handler
+            ))
+            .flatten();
+        Ok(handler.is_some())
     }
 
     /// Whether the plugin's table has a non-null entry with this C name

@@ -104,3 +104,36 @@ impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for ClientOptions {
             .fold(ClientOptions::new(), |o, (k, v)| o.set(k, v))
     }
 }
+
+impl From<crate::raw::util::NamedValue> for Value {
+    fn from(v: crate::raw::util::NamedValue) -> Value {
+        use crate::raw::util::NamedValue as N;
+        match v {
+            N::String(s) => Value::String(s),
+            N::Int64(i) => Value::Int64(i),
+            N::Int64List(l) => Value::Int64List(l),
+            N::Float(f) => Value::Float(f),
+            N::Bool(b) => Value::Bool(b),
+        }
+    }
+}
+
+impl Value {
+    pub(crate) fn to_raw(&self) -> crate::raw::util::NamedValue {
+        use crate::raw::util::NamedValue as N;
+        match self {
+            Value::String(s) => N::String(s.clone()),
+            Value::Int64(i) => N::Int64(*i),
+            Value::Int64List(l) => N::Int64List(l.clone()),
+            Value::Float(f) => N::Float(*f),
+            Value::Bool(b) => N::Bool(*b),
+        }
+    }
+}
+
+/// Named values from the plugin, converted.
+pub(crate) fn from_raw_list(
+    v: Vec<(String, crate::raw::util::NamedValue)>,
+) -> Vec<(String, Value)> {
+    v.into_iter().map(|(n, v)| (n, v.into())).collect()
+}

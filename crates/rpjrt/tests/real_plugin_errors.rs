@@ -627,12 +627,14 @@ fn objects_outlive_the_client_value() {
 }
 
 #[test]
-fn delete_twice_is_an_error() {
+fn delete_twice() {
     for_each_plugin(|_, c| {
         let d = c.default_device().unwrap();
         let x = c.buffer_from_slice(&[1u8; 4], &[4], &d).unwrap();
         x.delete().unwrap();
-        let e = expect_err(x.delete(), &["buffer was already deleted"]);
+        // A second delete of a buffer does nothing (as in JAX); an executable's is an error.
+        x.delete().unwrap();
+        let e = expect_err(x.to_vec(), &["was deleted or donated"]);
         assert!(matches!(e, Error::Deleted(_)), "{e:?}");
         let exe = compile(c, &mul_add());
         exe.delete().unwrap();

@@ -1,124 +1,95 @@
-//! PJRT events: polling, blocking waits and the `OnReady` callback behind `Future`.
+//! The owning event handle: waits, polls and the `OnReady` callback.
 
-use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
-use std::task::Waker;
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 use rpjrt_sys as sys;
 
-use super::calls::EventPtr;
-use super::{pjrt, Api, Args};
-use crate::error::{Error, Result};
+use super::callback::{self, StatusCallback};
+use super::client::Client;
+use super::{args_types, pjrt, Args};
+use crate::error::Result;
 
-/// `PJRT_Event_Destroy`.
-pub(crate) fn event_destroy(api: &Api, e: EventPtr) -> Result<()> {
-    let mut a = sys::PJRT_Event_Destroy_Args::new();
-    a.event = e.0;
-    // SAFETY: live event, destroyed once by its owner.
-    unsafe { pjrt!(api, PJRT_Event_Destroy, &mut a) }
+args_types! {
+    PJRT_Event_Destroy_Args => PJRT_Event_Destroy_Args_STRUCT_SIZE,
+    PJRT_Event_IsReady_Args => PJRT_Event_IsReady_Args_STRUCT_SIZE,
+    PJRT_Event_Error_Args => PJRT_Event_Error_Args_STRUCT_SIZE,
+    PJRT_Event_Await_Args => PJRT_Event_Await_Args_STRUCT_SIZE,
+    PJRT_Event_OnReady_Args => PJRT_Event_OnReady_Args_STRUCT_SIZE,
 }
 
-/// `PJRT_Event_IsReady`.
-pub(crate) fn event_is_ready(api: &Api, e: EventPtr) -> Result<bool> {
-    let mut a = sys::PJRT_Event_IsReady_Args::new();
-    a.event = e.0;
-    // SAFETY: live event.
-    unsafe { pjrt!(api, PJRT_Event_IsReady, &mut a) }?;
-    Ok(a.is_ready)
+/// An owned `PJRT_Event`, destroyed on drop. Keeps its client alive.
+pub(crate) struct Event {
+    client: Arc<Client>,
+    ptr: NonNull<sys::PJRT_Event>,
 }
 
-/// `PJRT_Event_Await`: blocks until the event is ready and returns its status.
-pub(crate) fn event_await(api: &Api, e: EventPtr) -> Result<()> {
-    let mut a = sys::PJRT_Event_Await_Args::new();
-    a.event = e.0;
-    // SAFETY: live event.
-    unsafe { pjrt!(api, PJRT_Event_Await, &mut a) }
+// SAFETY: PJRT events are thread-safe by the C API's contract.
+unsafe impl Send for Event {}
+// SAFETY: as for Send.
+unsafe impl Sync for Event {}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let mut a = sys::PJRT_Event_Destroy_Args::new();
+        a.event = self.ptr.as_ptr();
+        // SAFETY: live event owned by us, destroyed exactly once; its client is alive.
+        let _ = unsafe { pjrt!(self.client.api(), PJRT_Event_Destroy, &mut a) };
+    }
 }
 
-/// `PJRT_Event_Error` of a ready event: `Ok(())` if it completed without error.
-pub(crate) fn event_status(api: &Api, e: EventPtr) -> Result<()> {
-    let mut a = sys::PJRT_Event_Error_Args::new();
-    a.event = e.0;
-    // SAFETY: live event.
-    unsafe { pjrt!(api, PJRT_Event_Error, &mut a) }
-}
-
-/// Shared completion state between an event's `OnReady` callback and its waiters.
-pub(crate) struct ReadyState {
-    api: &'static Api,
-    inner: Mutex<ReadyInner>,
-}
-
-#[derive(Default)]
-struct ReadyInner {
-    result: Option<Result<()>>,
-    waker: Option<Waker>,
-}
-
-impl ReadyState {
-    /// A fresh, incomplete state.
-    pub(crate) fn new(api: &'static Api) -> Arc<ReadyState> {
-        Arc::new(ReadyState {
-            api,
-            inner: Mutex::new(ReadyInner::default()),
+impl Event {
+    /// Takes ownership of an event the plugin returned (`None` for a null pointer).
+    pub(super) fn new(client: &Arc<Client>, ptr: *mut sys::PJRT_Event) -> Option<Event> {
+        Some(Event {
+            client: Arc::clone(client),
+            ptr: NonNull::new(ptr)?,
         })
     }
 
-    /// The result if the event has completed; otherwise remembers `waker`.
-    pub(crate) fn poll(&self, waker: &Waker) -> Option<Result<()>> {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(r) = &g.result {
-            return Some(r.clone());
+    /// `PJRT_Event_Await`: blocks until the event is ready and returns its status.
+    pub(crate) fn wait(&self) -> Result<()> {
+        let mut a = sys::PJRT_Event_Await_Args::new();
+        a.event = self.ptr.as_ptr();
+        // SAFETY: live event.
+        unsafe { pjrt!(self.client.api(), PJRT_Event_Await, &mut a) }
+    }
+
+    /// `PJRT_Event_IsReady`.
+    pub(crate) fn is_ready(&self) -> Result<bool> {
+        let mut a = sys::PJRT_Event_IsReady_Args::new();
+        a.event = self.ptr.as_ptr();
+        // SAFETY: live event.
+        unsafe { pjrt!(self.client.api(), PJRT_Event_IsReady, &mut a) }?;
+        Ok(a.is_ready)
+    }
+
+    /// `PJRT_Event_Error` of a ready event: `Ok(())` if it completed without error.
+    pub(crate) fn status(&self) -> Result<()> {
+        let mut a = sys::PJRT_Event_Error_Args::new();
+        a.event = self.ptr.as_ptr();
+        // SAFETY: live event.
+        unsafe { pjrt!(self.client.api(), PJRT_Event_Error, &mut a) }
+    }
+
+    /// `PJRT_Event_OnReady`: `callback` runs once with the event's status, on whatever
+    /// thread the plugin completes it (possibly this one, before this returns). It must not
+    /// block (see `raw::callback`).
+    pub(crate) fn on_ready(&self, callback: StatusCallback) -> Result<()> {
+        let api = self.client.api();
+        let user = callback::leak_status(api, "PJRT_Event_OnReady", callback);
+        let mut a = sys::PJRT_Event_OnReady_Args::new();
+        a.event = self.ptr.as_ptr();
+        a.callback = Some(callback::status_trampoline);
+        a.user_arg = user;
+        // SAFETY: live event; the trampoline matches the callback type and never unwinds;
+        // `user` is reclaimed by the trampoline, or below when the registration failed.
+        let r = unsafe { pjrt!(api, PJRT_Event_OnReady, &mut a) };
+        if r.is_err() {
+            // SAFETY: the registration failed, so C will never call the trampoline: the
+            // user data is still ours and is reclaimed exactly once, here.
+            drop(unsafe { callback::reclaim::<callback::StatusUser>(user) });
         }
-        g.waker = Some(waker.clone());
-        None
+        r
     }
-
-    fn complete(&self, result: Result<()>) {
-        let waker = {
-            let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            g.result = Some(result);
-            g.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-}
-
-extern "C" fn on_ready_trampoline(err: *mut sys::PJRT_Error, user_arg: *mut c_void) {
-    // Never unwind into the plugin.
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: `user_arg` came from `Arc::into_raw` in `event_on_ready`, and the plugin
-        // calls this callback exactly once, so the reference count is given back once.
-        let state = unsafe { Arc::from_raw(user_arg.cast::<ReadyState>()) };
-        let result = if err.is_null() {
-            Ok(())
-        } else {
-            Err(state.api.take_error(err, "PJRT_Event_OnReady"))
-        };
-        state.complete(result);
-    });
-}
-
-/// `PJRT_Event_OnReady`: completes `state` when the event is ready.
-pub(crate) fn event_on_ready(
-    api: &'static Api,
-    e: EventPtr,
-    state: &Arc<ReadyState>,
-) -> Result<()> {
-    let user = Arc::into_raw(Arc::clone(state)) as *mut c_void;
-    let mut a = sys::PJRT_Event_OnReady_Args::new();
-    a.event = e.0;
-    a.callback = Some(on_ready_trampoline);
-    a.user_arg = user;
-    // SAFETY: the trampoline matches the callback type and never unwinds; `user` is a leaked
-    // Arc reclaimed by the trampoline.
-    let r = unsafe { pjrt!(api, PJRT_Event_OnReady, &mut a) };
-    if r.is_err() {
-        // The callback will never run: take the reference back.
-        // SAFETY: `user` came from `Arc::into_raw` just above and was not consumed.
-        drop(unsafe { Arc::from_raw(user.cast::<ReadyState>()) });
-    }
-    r.map_err(|e: Error| e)
 }

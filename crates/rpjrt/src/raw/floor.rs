@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use rpjrt_sys as sys;
 
-use super::calls::{BufferPtr, LoadedPtr};
-use super::{pjrt_fn, Api, Args};
+use super::buffer::Buffer;
+use super::executable::Loaded;
+use super::{pjrt_fn, Args};
 use crate::error::{Error, Result};
 
 /// How each iteration of the floor waits for the computation.
@@ -32,23 +33,28 @@ pub(crate) const FLOOR_MAX: usize = 64;
 /// Runs `iters` executions of `e` on `args` and returns the wall time of the whole loop.
 ///
 /// Every argument is declared non-donatable, as the buffers are reused by each iteration.
-///
-/// # Safety
-/// Every buffer in `args` must be live, not deleted, and belong to the client of `e` for the
-/// whole call; `num_outputs` must be the executable's output count.
-pub(crate) unsafe fn execute_floor(
-    api: &Api,
-    e: LoadedPtr,
-    args: &[BufferPtr],
-    num_outputs: usize,
+/// The arguments are checked as the execute marshaller checks them (live buffers of the
+/// executable's client, not deleted) and stay borrowed for the whole loop.
+pub(crate) fn execute_floor<M>(
+    e: &Loaded,
+    args: &[&Buffer<M>],
     iters: usize,
     wait: FloorWait,
 ) -> Result<Duration> {
+    let num_outputs = e.num_outputs();
     if args.len() > FLOOR_MAX || num_outputs > FLOOR_MAX || num_outputs == 0 {
         return Err(Error::invalid(format!(
             "the floor handles 1..={FLOOR_MAX} outputs and up to {FLOOR_MAX} arguments"
         )));
     }
+    for b in args {
+        if !b.belongs_to(e.client()) || b.is_deleted() {
+            return Err(Error::invalid(
+                "floor arguments must be live buffers of the executable's client",
+            ));
+        }
+    }
+    let api = e.client().api();
     let execute = pjrt_fn!(api, PJRT_LoadedExecutable_Execute)?;
     let await_event = pjrt_fn!(api, PJRT_Event_Await)?;
     let destroy_event = pjrt_fn!(api, PJRT_Event_Destroy)?;
@@ -57,7 +63,7 @@ pub(crate) unsafe fn execute_floor(
 
     let mut arg_list = [null_mut::<sys::PJRT_Buffer>(); FLOOR_MAX];
     for (slot, b) in arg_list.iter_mut().zip(args) {
-        *slot = b.0;
+        *slot = b.ptr();
     }
     let arg_lists = [arg_list.as_ptr() as *const *mut sys::PJRT_Buffer];
     let mut non_donatable = [0i64; FLOOR_MAX];
@@ -72,7 +78,7 @@ pub(crate) unsafe fn execute_floor(
     options.non_donatable_input_indices = non_donatable.as_ptr();
     options.num_non_donatable_input_indices = args.len();
     let mut a = sys::PJRT_LoadedExecutable_Execute_Args::new();
-    a.executable = e.0;
+    a.executable = e.ptr();
     a.options = &mut options;
     a.argument_lists = arg_lists.as_ptr();
     a.num_devices = 1;
@@ -109,7 +115,7 @@ pub(crate) unsafe fn execute_floor(
     for _ in 0..iters {
         // SAFETY: the structs above live across the loop and point at arrays that do too;
         // the arrays have room for `num_args` arguments and `num_outputs` outputs; the
-        // argument buffers are live per this function's contract.
+        // argument buffers are live buffers of this client (checked above, borrowed).
         let err = unsafe { execute(&mut a) };
         if !err.is_null() {
             return Err(api.take_error(err, "PJRT_LoadedExecutable_Execute"));
@@ -139,18 +145,4 @@ pub(crate) unsafe fn execute_floor(
         waited.and(destroyed)?;
     }
     Ok(start.elapsed())
-}
-
-/// [`execute_floor`] for arguments the caller has checked the way `Executable::execute`
-/// checks them (live, not deleted, same client, client open) and keeps borrowed.
-pub(crate) fn execute_floor_checked(
-    api: &Api,
-    e: LoadedPtr,
-    args: &[BufferPtr],
-    num_outputs: usize,
-    iters: usize,
-    wait: FloorWait,
-) -> Result<Duration> {
-    // SAFETY: the caller checked each buffer and borrows its owner for this call.
-    unsafe { execute_floor(api, e, args, num_outputs, iters, wait) }
 }

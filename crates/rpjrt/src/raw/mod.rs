@@ -1,10 +1,21 @@
 //! The only place where rpjrt touches the C ABI.
 //!
-//! Everything here is `pub(crate)`. The rest of the crate sees safe functions over
-//! small `Copy` handle types and owning handles whose `Drop` destroys the C object.
+//! Everything here is `pub(crate)`, and no C pointer leaves this module. The rest of the
+//! crate sees owning handles, one per PJRT object ([`client::Client`], [`buffer::Buffer`],
+//! [`executable::Loaded`], [`executable::Executable`], [`event::Event`]), each holding a
+//! private non-null pointer and the plugin's table and destroying the C object on drop,
+//! plus device and memory views ([`device::DeviceRef`], [`device::MemoryRef`]) that are
+//! only ever used through their live client. The C entries are methods on these handles;
+//! a function whose precondition it cannot check itself is an `unsafe fn` with the contract
+//! written on it.
+//!
 //! Every call into the plugin goes through [`Api::invoke`] (via the `pjrt!` macro), which
 //! checks that the plugin's function table has the slot and that it is non-null, and turns
 //! a returned `PJRT_Error*` into an [`Error`].
+//!
+//! `raw` imports nothing from the safe layer except the error type (`crate::error`, which
+//! depends on nothing): it takes and returns plain slices, integers, strings and its own
+//! small types, and the safe layer converts.
 
 // C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
 #![allow(clippy::unnecessary_cast)]
@@ -15,14 +26,22 @@ use std::path::{Path, PathBuf};
 
 use rpjrt_sys as sys;
 
-use crate::error::{Code, Error, Result};
-use crate::plugin::ApiVersion;
+use crate::error::{ApiVersion, Code, Error, Result};
 
-pub(crate) mod calls;
+pub(crate) mod buffer;
+pub(crate) mod callback;
+pub(crate) mod client;
 pub(crate) mod cuda;
+pub(crate) mod device;
 pub(crate) mod event;
+pub(crate) mod executable;
+pub(crate) mod execute;
+pub(crate) mod extension;
+#[cfg(feature = "bench")]
 pub(crate) mod floor;
 pub(crate) mod hostmem;
+pub(crate) mod inline;
+pub(crate) mod util;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
 ///
@@ -44,6 +63,7 @@ pub(crate) use pjrt;
 
 /// The function pointer of table entry `$entry`, after the same checks `pjrt!` makes:
 /// `Err(Unsupported)` when the plugin's table is too short or the slot is null.
+#[cfg(feature = "bench")]
 macro_rules! pjrt_fn {
     ($api:expr, $entry:ident) => {
         $api.slot(
@@ -57,6 +77,7 @@ macro_rules! pjrt_fn {
         )
     };
 }
+#[cfg(feature = "bench")]
 pub(crate) use pjrt_fn;
 
 /// An args struct of the C API: a `#[repr(C)]` struct whose first field is `size_t
@@ -106,6 +127,8 @@ pub(crate) struct Api {
     ptr: *const sys::PJRT_Api,
     table_size: usize,
     version: ApiVersion,
+    /// The extension chain, walked once at load: (type id, struct size, address).
+    extensions: Vec<extension::Found>,
 }
 
 // SAFETY: the table is immutable after GetPjrtApi returns, and the library is never unloaded,
@@ -123,15 +146,9 @@ pub(crate) const OUR_VERSION: ApiVersion = ApiVersion {
     minor: sys::PJRT_API_MINOR as i32,
 };
 
-/// What `load` found in a library.
-pub(crate) struct Loaded {
-    pub api: Api,
-    pub extensions: Vec<(i32, usize)>,
-}
-
 /// Loads a plugin library, checks it is a usable PJRT plugin, and returns its table.
 /// The library is never unloaded.
-pub(crate) fn load(path: &Path) -> Result<Loaded> {
+pub(crate) fn load(path: &Path) -> Result<Api> {
     let fail = |reason: String| Error::PluginLoad {
         path: path.to_path_buf(),
         reason,
@@ -188,13 +205,14 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
             "its PJRT_Api struct is only {table_size} bytes, too small for the error entries"
         )));
     }
-    let api = Api {
+    let mut api = Api {
         ptr,
         table_size,
         version,
+        extensions: Vec::new(),
     };
-    let extensions = api.walk_extensions();
-    Ok(Loaded { api, extensions })
+    api.extensions = api.walk_extensions();
+    Ok(api)
 }
 
 impl Api {
@@ -260,6 +278,7 @@ impl Api {
 
     /// Checks the slot and returns its function pointer, for callers that call the same
     /// entry many times (the benchmark floor).
+    #[cfg(feature = "bench")]
     pub(crate) fn slot<F>(
         &self,
         offset: usize,
@@ -371,19 +390,46 @@ impl Api {
         }
     }
 
-    /// Walks the extension chain once: `(type id, struct size)` of each entry.
-    fn walk_extensions(&self) -> Vec<(i32, usize)> {
+    /// Walks the extension chain once.
+    fn walk_extensions(&self) -> Vec<extension::Found> {
         let mut out = Vec::new();
         // SAFETY: the table is at least as large as its header (checked in `load`).
         let mut cur = unsafe { std::ptr::addr_of!((*self.ptr).extension_start).read() };
         while !cur.is_null() && out.len() < 64 {
             // SAFETY: each extension begins with a PJRT_Extension_Base, per the C API; the
-            // chain is immutable and lives as long as the library.
+            // chain is immutable and lives as long as the library (never unloaded).
             let base = unsafe { cur.read() };
-            out.push((base.r#type as i32, base.struct_size));
+            out.push(extension::Found::new(
+                base.r#type as i32,
+                base.struct_size,
+                cur.cast(),
+            ));
             cur = base.next;
         }
         out
+    }
+
+    /// `(type id, struct size)` of each extension on the chain, in chain order.
+    pub(crate) fn extension_list(&self) -> Vec<(i32, usize)> {
+        self.extensions
+            .iter()
+            .map(|e| (e.type_id(), e.struct_size()))
+            .collect()
+    }
+
+    /// `PJRT_Plugin_Initialize`.
+    pub(crate) fn plugin_initialize(&self) -> Result<()> {
+        let mut a = sys::PJRT_Plugin_Initialize_Args::new();
+        // SAFETY: no pointers in the args.
+        unsafe { pjrt!(self, PJRT_Plugin_Initialize, &mut a) }
+    }
+
+    /// `PJRT_Plugin_Attributes`.
+    pub(crate) fn plugin_attributes(&self) -> Result<Vec<(String, util::NamedValue)>> {
+        let mut a = sys::PJRT_Plugin_Attributes_Args::new();
+        // SAFETY: out-parameters only; the attributes live as long as the plugin.
+        unsafe { pjrt!(self, PJRT_Plugin_Attributes, &mut a) }?;
+        Ok(util::read_named_values(a.attributes, a.num_attributes))
     }
 }
 

@@ -218,3 +218,49 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         std::thread::park_timeout(deadline - now);
     }
 }
+
+/// `target/<profile>/`, found from this test binary (at `target/<profile>/deps/`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binaries live in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The fake plugin's library (`RPJRT_FAKE_PLUGIN`, else `target/<profile>/`), built with
+/// `cargo build -p rpjrt-fake-plugin` in the same profile once per test binary, so that
+/// `cargo test --workspace` works on a fresh checkout with no other step and never tests a
+/// stale copy (`cargo test` builds the cdylib under `deps/` but does not copy it up to
+/// `target/<profile>/`; the build is a quick no-op when it is current).
+pub fn fake_plugin_library() -> PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
+        return PathBuf::from(p);
+    }
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = profile_dir();
+            let lib = dir.join("librpjrt_fake_plugin.so");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = std::process::Command::new(cargo);
+            cmd.current_dir(workspace_root())
+                .args(["build", "--quiet", "-p", "rpjrt-fake-plugin"]);
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            if let Some(target) = dir.parent() {
+                cmd.env("CARGO_TARGET_DIR", target);
+            }
+            let status = cmd
+                .status()
+                .unwrap_or_else(|e| panic!("running cargo to build the fake plugin: {e}"));
+            assert!(
+                status.success() && lib.is_file(),
+                "`cargo build -p rpjrt-fake-plugin` did not produce {} ({status})",
+                lib.display()
+            );
+            lib
+        })
+        .clone()
+}

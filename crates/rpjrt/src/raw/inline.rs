@@ -15,7 +15,7 @@ pub(crate) enum Inline<T: Copy, const N: usize> {
     Heap(Box<[T]>),
 }
 
-impl<T: Copy + Default, const N: usize> Inline<T, N> {
+impl<T: Copy, const N: usize> Inline<T, N> {
     /// `len` copies of `value`.
     #[inline]
     pub(crate) fn filled(len: usize, value: T) -> Self {
@@ -28,7 +28,9 @@ impl<T: Copy + Default, const N: usize> Inline<T, N> {
             Inline::Heap(vec![value; len].into_boxed_slice())
         }
     }
+}
 
+impl<T: Copy + Default, const N: usize> Inline<T, N> {
     /// A copy of `items`.
     #[inline]
     pub(crate) fn from_slice(items: &[T]) -> Self {

@@ -1,0 +1,81 @@
+//! The one place where C calls back into Rust.
+//!
+//! Rules every callback follows (events today; FFI handlers, KV stores, transfers and
+//! progress reports later):
+//! - The `extern "C"` trampoline never unwinds into the plugin: its body runs inside
+//!   [`guard`], which catches a panic and reports it as a failed call.
+//! - User data is Rust data boxed and leaked to C with [`leak`], and taken back exactly once
+//!   with [`reclaim`]: by the trampoline of a one-shot callback, or by whoever unregisters
+//!   it — and also when the registering call itself failed, because then C will never call.
+//! - A trampoline may run on a plugin thread, possibly before the registering call returns.
+//!   It must not block on anything the registering thread may hold; in particular, bindings
+//!   must never wait for Python's GIL inside a callback on a plugin thread (hand the work to
+//!   a Python-owned thread or a waker instead).
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rpjrt_sys as sys;
+
+use super::Api;
+use crate::error::Result;
+
+/// Boxes `data` and gives up ownership of it to C as a `void*` user argument.
+pub(crate) fn leak<T: Send + 'static>(data: T) -> *mut c_void {
+    Box::into_raw(Box::new(data)).cast()
+}
+
+/// Takes back data given to C by [`leak`].
+///
+/// # Safety
+/// `user` must come from `leak::<T>` and must not have been reclaimed before: each leaked
+/// pointer is reclaimed exactly once.
+pub(crate) unsafe fn reclaim<T>(user: *mut c_void) -> T {
+    // SAFETY: per the contract, `user` is a `Box<T>` leaked by `leak` and still owned by C.
+    *unsafe { Box::from_raw(user.cast::<T>()) }
+}
+
+/// Runs `body`, catching any panic so that it never unwinds into C. Returns `None` when the
+/// body panicked.
+pub(crate) fn guard<R>(body: impl FnOnce() -> R) -> Option<R> {
+    catch_unwind(AssertUnwindSafe(body)).ok()
+}
+
+/// A one-shot callback that receives a status (an event became ready, a transfer ended).
+pub(crate) type StatusCallback = Box<dyn FnOnce(Result<()>) + Send + 'static>;
+
+/// What a status trampoline's user argument points to.
+pub(crate) struct StatusUser {
+    api: &'static Api,
+    entry: &'static str,
+    callback: StatusCallback,
+}
+
+/// Leaks a status callback for a C registration through `entry` (named in errors).
+pub(crate) fn leak_status(
+    api: &'static Api,
+    entry: &'static str,
+    callback: StatusCallback,
+) -> *mut c_void {
+    leak(StatusUser {
+        api,
+        entry,
+        callback,
+    })
+}
+
+/// The trampoline of a one-shot `void (*)(PJRT_Error*, void*)` callback: takes ownership of
+/// the error (turning it into `Err`), reclaims the user data and calls the callback once.
+pub(crate) extern "C" fn status_trampoline(err: *mut sys::PJRT_Error, user: *mut c_void) {
+    guard(|| {
+        // SAFETY: `user` was made by `leak_status` for this registration, and the C API
+        // calls a one-shot callback exactly once, so it is reclaimed exactly once.
+        let u = unsafe { reclaim::<StatusUser>(user) };
+        let status = if err.is_null() {
+            Ok(())
+        } else {
+            Err(u.api.take_error(err, u.entry))
+        };
+        (u.callback)(status);
+    });
+}

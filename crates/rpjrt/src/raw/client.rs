@@ -1,0 +1,313 @@
+//! The owning client handle and the calls made on a client.
+
+// C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
+#![allow(clippy::unnecessary_cast)]
+
+use std::ffi::c_char;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use rpjrt_sys as sys;
+
+use super::buffer::{Buffer, HostMemory};
+use super::device::{DeviceRef, MemoryRef};
+use super::event::Event;
+use super::executable::Loaded;
+use super::util::{array, host_extent, string, NamedValue, NamedValues};
+use super::{args_types, pjrt, Api, Args};
+use crate::error::{Error, Result};
+
+args_types! {
+    PJRT_Client_Create_Args => PJRT_Client_Create_Args_STRUCT_SIZE,
+    PJRT_Client_Destroy_Args => PJRT_Client_Destroy_Args_STRUCT_SIZE,
+    PJRT_Client_PlatformName_Args => PJRT_Client_PlatformName_Args_STRUCT_SIZE,
+    PJRT_Client_PlatformVersion_Args => PJRT_Client_PlatformVersion_Args_STRUCT_SIZE,
+    PJRT_Client_ProcessIndex_Args => PJRT_Client_ProcessIndex_Args_STRUCT_SIZE,
+    PJRT_Client_Devices_Args => PJRT_Client_Devices_Args_STRUCT_SIZE,
+    PJRT_Client_AddressableDevices_Args => PJRT_Client_AddressableDevices_Args_STRUCT_SIZE,
+    PJRT_Client_AddressableMemories_Args => PJRT_Client_AddressableMemories_Args_STRUCT_SIZE,
+    PJRT_Client_Compile_Args => PJRT_Client_Compile_Args_STRUCT_SIZE,
+    PJRT_Client_BufferFromHostBuffer_Args => PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE,
+    PJRT_Program => PJRT_Program_STRUCT_SIZE,
+}
+
+/// An owned `PJRT_Client`, destroyed on drop.
+///
+/// Every handle made from a client (buffers, executables, events) holds an `Arc` of it, so
+/// the C client outlives them all: a call on an object of a destroyed client aborts some
+/// plugins, and this ordering makes that impossible.
+pub(crate) struct Client {
+    api: &'static Api,
+    ptr: NonNull<sys::PJRT_Client>,
+    /// Unique for the life of the process (never reused, unlike addresses): device and
+    /// memory views carry it, so a view can only ever be used with the client that listed it.
+    id: u64,
+}
+
+/// The source of client ids.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+// SAFETY: PJRT clients are thread-safe by the C API's contract; the handle is an address
+// plus the immutable table.
+unsafe impl Send for Client {}
+// SAFETY: as for Send.
+unsafe impl Sync for Client {}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let mut a = sys::PJRT_Client_Destroy_Args::new();
+        a.client = self.ptr.as_ptr();
+        // SAFETY: the client is live and owned by us; every object made from it holds an
+        // Arc of this handle, so all of them are gone.
+        let _ = unsafe { pjrt!(self.api, PJRT_Client_Destroy, &mut a) };
+    }
+}
+
+impl Client {
+    /// `PJRT_Client_Create` with the given create options and no KV store.
+    pub(crate) fn create(api: &'static Api, options: &[(String, NamedValue)]) -> Result<Client> {
+        let nvs = NamedValues::new(options);
+        let mut a = sys::PJRT_Client_Create_Args::new();
+        a.create_options = nvs.as_slice().as_ptr();
+        a.num_options = nvs.as_slice().len();
+        // SAFETY: the named values and the strings they point to live until after the call.
+        unsafe { pjrt!(api, PJRT_Client_Create, &mut a) }?;
+        let ptr = NonNull::new(a.client)
+            .ok_or_else(|| Error::invalid("PJRT_Client_Create returned no client"))?;
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Client { api, ptr, id })
+    }
+
+    /// The plugin's table.
+    pub(crate) fn api(&self) -> &'static Api {
+        self.api
+    }
+
+    pub(super) fn ptr(&self) -> *mut sys::PJRT_Client {
+        self.ptr.as_ptr()
+    }
+
+    pub(super) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// `PJRT_Client_PlatformName`.
+    pub(crate) fn platform_name(&self) -> Result<String> {
+        let mut a = sys::PJRT_Client_PlatformName_Args::new();
+        a.client = self.ptr();
+        // SAFETY: live client.
+        unsafe { pjrt!(self.api, PJRT_Client_PlatformName, &mut a) }?;
+        Ok(string(a.platform_name, a.platform_name_size))
+    }
+
+    /// `PJRT_Client_PlatformVersion`.
+    pub(crate) fn platform_version(&self) -> Result<String> {
+        let mut a = sys::PJRT_Client_PlatformVersion_Args::new();
+        a.client = self.ptr();
+        // SAFETY: live client.
+        unsafe { pjrt!(self.api, PJRT_Client_PlatformVersion, &mut a) }?;
+        Ok(string(a.platform_version, a.platform_version_size))
+    }
+
+    /// `PJRT_Client_ProcessIndex`.
+    pub(crate) fn process_index(&self) -> Result<i32> {
+        let mut a = sys::PJRT_Client_ProcessIndex_Args::new();
+        a.client = self.ptr();
+        // SAFETY: live client.
+        unsafe { pjrt!(self.api, PJRT_Client_ProcessIndex, &mut a) }?;
+        Ok(a.process_index as i32)
+    }
+
+    /// `PJRT_Client_Devices`.
+    pub(crate) fn devices(&self) -> Result<Vec<DeviceRef>> {
+        let mut a = sys::PJRT_Client_Devices_Args::new();
+        a.client = self.ptr();
+        // SAFETY: live client.
+        unsafe { pjrt!(self.api, PJRT_Client_Devices, &mut a) }?;
+        Ok(self.device_refs(array(a.devices, a.num_devices)))
+    }
+
+    /// `PJRT_Client_AddressableDevices`.
+    pub(crate) fn addressable_devices(&self) -> Result<Vec<DeviceRef>> {
+        let mut a = sys::PJRT_Client_AddressableDevices_Args::new();
+        a.client = self.ptr();
+        // SAFETY: live client.
+        unsafe { pjrt!(self.api, PJRT_Client_AddressableDevices, &mut a) }?;
+        Ok(self.device_refs(array(a.addressable_devices, a.num_addressable_devices)))
+    }
+
+    /// `PJRT_Client_AddressableMemories`.
+    pub(crate) fn addressable_memories(&self) -> Result<Vec<MemoryRef>> {
+        let mut a = sys::PJRT_Client_AddressableMemories_Args::new();
+        a.client = self.ptr();
+        // SAFETY: live client.
+        unsafe { pjrt!(self.api, PJRT_Client_AddressableMemories, &mut a) }?;
+        Ok(self.memory_refs(array(a.addressable_memories, a.num_addressable_memories)))
+    }
+
+    pub(super) fn device_refs(&self, ptrs: Vec<*mut sys::PJRT_Device>) -> Vec<DeviceRef> {
+        ptrs.into_iter()
+            .filter_map(|p| DeviceRef::new(self, p))
+            .collect()
+    }
+
+    pub(super) fn memory_refs(&self, ptrs: Vec<*mut sys::PJRT_Memory>) -> Vec<MemoryRef> {
+        ptrs.into_iter()
+            .filter_map(|p| MemoryRef::new(self, p))
+            .collect()
+    }
+
+    /// `PJRT_Client_Compile` of `code` in `format` ("mlir" or "hlo") with a serialized
+    /// `CompileOptionsProto`.
+    pub(crate) fn compile(
+        self: &Arc<Client>,
+        code: &[u8],
+        format: &str,
+        options: &[u8],
+    ) -> Result<Loaded> {
+        let mut program = sys::PJRT_Program::new();
+        program.code = code.as_ptr() as *mut c_char;
+        program.code_size = code.len();
+        program.format = format.as_ptr().cast();
+        program.format_size = format.len();
+        let mut a = sys::PJRT_Client_Compile_Args::new();
+        a.client = self.ptr();
+        a.program = &program;
+        a.compile_options = options.as_ptr().cast();
+        a.compile_options_size = options.len();
+        // SAFETY: program, code, format and options outlive the call; the plugin only reads
+        // the code.
+        unsafe { pjrt!(self.api, PJRT_Client_Compile, &mut a) }?;
+        Loaded::new(self, a.executable)
+            .ok_or_else(|| Error::invalid("PJRT_Client_Compile returned no executable"))?
+    }
+
+    /// `PJRT_Client_BufferFromHostBuffer` copying `data` during the call. `ty` is a PJRT
+    /// type code; `data` must hold every byte that `dims` (and `byte_strides`) address, which
+    /// is checked here. The target is `memory` when given, else `device`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn buffer_from_host<M>(
+        self: &Arc<Client>,
+        data: &[u8],
+        ty: i32,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: DeviceRef,
+        memory: Option<MemoryRef>,
+        meta: M,
+    ) -> Result<Buffer<M>> {
+        self.check_host_data(data.len(), ty, dims, byte_strides, device, memory)?;
+        // SAFETY: `data` covers every addressed byte (checked above) and the plugin copies
+        // it before returning under ImmutableOnlyDuringCall.
+        let (ptr, done) = unsafe {
+            self.from_host_raw(
+                data.as_ptr(),
+                ty,
+                dims,
+                byte_strides,
+                sys::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall,
+                device,
+                memory,
+            )
+        }?;
+        // The copy is complete; the done event carries nothing more.
+        drop(done);
+        Ok(Buffer::new(self, ptr, meta, None, None))
+    }
+
+    /// `PJRT_Client_BufferFromHostBuffer` using `owner`'s bytes in place where the plugin
+    /// can (zero copy). The buffer keeps `owner` alive until the plugin is done with its
+    /// bytes (after the buffer is destroyed and the done event fired).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn buffer_from_host_owned<M, O: HostMemory>(
+        self: &Arc<Client>,
+        owner: O,
+        ty: i32,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: DeviceRef,
+        memory: Option<MemoryRef>,
+        meta: M,
+    ) -> Result<Buffer<M>> {
+        let owner: Box<dyn HostMemory> = Box::new(owner);
+        let data = owner.host_bytes();
+        self.check_host_data(data.len(), ty, dims, byte_strides, device, memory)?;
+        // SAFETY: the bytes cover the array (checked above); they belong to `owner`, which
+        // the buffer keeps (boxed, so at a fixed address) until after it is destroyed and its
+        // done event has fired, and `HostMemory` promises they do not change meanwhile.
+        let (ptr, done) = unsafe {
+            self.from_host_raw(
+                data.as_ptr(),
+                ty,
+                dims,
+                byte_strides,
+                sys::PJRT_HostBufferSemantics_kImmutableZeroCopy,
+                device,
+                memory,
+            )
+        }?;
+        Ok(Buffer::new(self, ptr, meta, done, Some(owner)))
+    }
+
+    fn check_host_data(
+        &self,
+        len: usize,
+        ty: i32,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: DeviceRef,
+        memory: Option<MemoryRef>,
+    ) -> Result<()> {
+        let need = host_extent(ty, dims, byte_strides).map_err(Error::invalid)?;
+        if len < need {
+            return Err(Error::invalid(format!(
+                "host data has {len} bytes, but the array needs {need}"
+            )));
+        }
+        if !device.belongs_to(self) || memory.is_some_and(|m| !m.belongs_to(self)) {
+            return Err(Error::invalid("the target belongs to another client"));
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `data` must point to host memory holding every byte `ty`, `dims` and `byte_strides`
+    /// address, alive and unchanged for as long as `semantics` requires.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn from_host_raw(
+        self: &Arc<Client>,
+        data: *const u8,
+        ty: i32,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        semantics: sys::PJRT_HostBufferSemantics,
+        device: DeviceRef,
+        memory: Option<MemoryRef>,
+    ) -> Result<(NonNull<sys::PJRT_Buffer>, Option<Event>)> {
+        let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+        a.client = self.ptr();
+        a.data = data.cast();
+        a.r#type = ty as _;
+        a.dims = dims.as_ptr();
+        a.num_dims = dims.len();
+        if let Some(s) = byte_strides {
+            a.byte_strides = s.as_ptr();
+            a.num_byte_strides = s.len();
+        }
+        a.host_buffer_semantics = semantics;
+        match memory {
+            Some(m) => a.memory = m.ptr(),
+            None => a.device = device.ptr(),
+        }
+        // SAFETY: forwarded to the caller's contract; dims and strides outlive the call;
+        // device and memory belong to this live client.
+        unsafe { pjrt!(self.api, PJRT_Client_BufferFromHostBuffer, &mut a) }?;
+        let done = Event::new(self, a.done_with_host_buffer);
+        match NonNull::new(a.buffer) {
+            Some(p) => Ok((p, done)),
+            None => Err(Error::invalid(
+                "PJRT_Client_BufferFromHostBuffer returned no buffer",
+            )),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Copying plugin-owned strings, arrays and named values into owned Rust values, and
+//! building named values for a call.
+
+use std::ffi::c_char;
+
+use rpjrt_sys as sys;
+
+use super::Args;
+
+/// One PJRT named value, owned. The safe layer converts it to and from `Value`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum NamedValue {
+    String(String),
+    Int64(i64),
+    Int64List(Vec<i64>),
+    Float(f32),
+    Bool(bool),
+}
+
+/// Copies a (pointer, length) string out of the plugin.
+pub(crate) fn string(ptr: *const c_char, len: usize) -> String {
+    if ptr.is_null() || len == 0 {
+        return String::new();
+    }
+    // SAFETY: the plugin handed out this pointer/length pair; it stays valid at least until
+    // the owning object is destroyed, which cannot happen during this copy (callers hold the
+    // owning handle).
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Copies a (pointer, length) array out of the plugin.
+pub(crate) fn array<T: Copy>(ptr: *const T, len: usize) -> Vec<T> {
+    if ptr.is_null() || len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: as in `string`: a live array owned by the plugin, read before any destroy.
+    unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec()
+}
+
+/// Converts the plugin's named values into owned pairs.
+pub(crate) fn read_named_values(
+    ptr: *const sys::PJRT_NamedValue,
+    len: usize,
+) -> Vec<(String, NamedValue)> {
+    let mut out = Vec::with_capacity(len);
+    for nv in array(ptr, len) {
+        let name = string(nv.name, nv.name_size);
+        // SAFETY: `type` says which union member is live; array members point to
+        // `value_size` elements owned by the plugin.
+        let value = unsafe {
+            match nv.r#type {
+                sys::PJRT_NamedValue_kString => {
+                    NamedValue::String(string(nv.value.string_value, nv.value_size))
+                }
+                sys::PJRT_NamedValue_kInt64 => NamedValue::Int64(nv.value.int64_value),
+                sys::PJRT_NamedValue_kInt64List => {
+                    NamedValue::Int64List(array(nv.value.int64_array_value, nv.value_size))
+                }
+                sys::PJRT_NamedValue_kFloat => NamedValue::Float(nv.value.float_value),
+                sys::PJRT_NamedValue_kBool => NamedValue::Bool(nv.value.bool_value),
+                other => NamedValue::String(format!("<unknown value kind {other}>")),
+            }
+        };
+        out.push((name, value));
+    }
+    out
+}
+
+/// C named values that borrow from `options`: the lifetime ties them to it.
+pub(crate) struct NamedValues<'a> {
+    values: Vec<sys::PJRT_NamedValue>,
+    _borrow: std::marker::PhantomData<&'a [(String, NamedValue)]>,
+}
+
+impl<'a> NamedValues<'a> {
+    /// Builds C named values pointing into `options`.
+    pub(crate) fn new(options: &'a [(String, NamedValue)]) -> NamedValues<'a> {
+        let mut values = Vec::with_capacity(options.len());
+        for (name, value) in options {
+            let mut nv = sys::PJRT_NamedValue::new();
+            nv.name = name.as_ptr().cast();
+            nv.name_size = name.len();
+            match value {
+                NamedValue::String(s) => {
+                    nv.r#type = sys::PJRT_NamedValue_kString;
+                    nv.value.string_value = s.as_ptr().cast();
+                    nv.value_size = s.len();
+                }
+                NamedValue::Int64(v) => {
+                    nv.r#type = sys::PJRT_NamedValue_kInt64;
+                    nv.value.int64_value = *v;
+                    nv.value_size = 1;
+                }
+                NamedValue::Int64List(v) => {
+                    nv.r#type = sys::PJRT_NamedValue_kInt64List;
+                    nv.value.int64_array_value = v.as_ptr();
+                    nv.value_size = v.len();
+                }
+                NamedValue::Float(v) => {
+                    nv.r#type = sys::PJRT_NamedValue_kFloat;
+                    nv.value.float_value = *v;
+                    nv.value_size = 1;
+                }
+                NamedValue::Bool(v) => {
+                    nv.r#type = sys::PJRT_NamedValue_kBool;
+                    nv.value.bool_value = *v;
+                    nv.value_size = 1;
+                }
+            }
+            values.push(nv);
+        }
+        NamedValues {
+            values,
+            _borrow: std::marker::PhantomData,
+        }
+    }
+
+    /// The C array.
+    pub(crate) fn as_slice(&self) -> &[sys::PJRT_NamedValue] {
+        &self.values
+    }
+}
+
+/// Bytes per element the plugins take for a PJRT buffer type code on the host (sub-byte
+/// types one element per byte); `None` for TOKEN and codes rpjrt does not know.
+pub(crate) fn host_element_bytes(code: i32) -> Option<usize> {
+    Some(match code {
+        1 | 2 | 6 | 16..=22 | 24..=33 => 1,
+        3 | 7 | 10 | 13 => 2,
+        4 | 8 | 11 => 4,
+        5 | 9 | 12 | 14 => 8,
+        15 => 16,
+        _ => return None,
+    })
+}
+
+/// The number of bytes a host array of `dims` elements of type `code`, laid out per
+/// `byte_strides` (dense row-major when `None`), reaches from its first byte. Errors name
+/// what is wrong.
+pub(crate) fn host_extent(
+    code: i32,
+    dims: &[i64],
+    byte_strides: Option<&[i64]>,
+) -> Result<usize, String> {
+    let width = host_element_bytes(code)
+        .ok_or_else(|| format!("element type code {code} has no host representation"))?;
+    let mut n: u128 = 1;
+    for &d in dims {
+        if d < 0 {
+            return Err(format!("negative dimension in {dims:?}"));
+        }
+        n = n.saturating_mul(d as u128);
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    let end: u128 = match byte_strides {
+        None => n.saturating_mul(width as u128),
+        Some(s) => {
+            if s.len() != dims.len() {
+                return Err(format!(
+                    "byte_strides has {} entries for {} dimensions",
+                    s.len(),
+                    dims.len()
+                ));
+            }
+            let mut last: u128 = 0;
+            for (&d, &st) in dims.iter().zip(s) {
+                if st < 0 {
+                    return Err("negative byte strides are not supported".into());
+                }
+                last = last.saturating_add((d as u128 - 1).saturating_mul(st as u128));
+            }
+            last.saturating_add(width as u128)
+        }
+    };
+    usize::try_from(end).map_err(|_| format!("the array {dims:?} is too large"))
+}
+
+/// Rust scalars whose slices may be viewed as host bytes.
+///
+/// # Safety
+/// Implementors are primitive scalars without padding (every byte of a value is
+/// initialised). Implemented only here, for the types listed below; being a `pub` trait in a
+/// private module, it also seals every public trait that requires it.
+pub unsafe trait HostScalar: Copy + Send + Sync + 'static {}
+
+// SAFETY: primitive integers, floats and `bool`: one value is its bytes, no padding.
+unsafe impl HostScalar for i8 {}
+// SAFETY: as above.
+unsafe impl HostScalar for i16 {}
+// SAFETY: as above.
+unsafe impl HostScalar for i32 {}
+// SAFETY: as above.
+unsafe impl HostScalar for i64 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u8 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u16 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u32 {}
+// SAFETY: as above.
+unsafe impl HostScalar for u64 {}
+// SAFETY: as above.
+unsafe impl HostScalar for f32 {}
+// SAFETY: as above.
+unsafe impl HostScalar for f64 {}
+// SAFETY: as above (one byte; only ever read back through `!= 0`).
+unsafe impl HostScalar for bool {}
+
+/// Views a slice of host scalars as bytes.
+pub(crate) fn as_bytes<T: HostScalar>(data: &[T]) -> &[u8] {
+    // SAFETY: `HostScalar` types have no padding, so every byte of the slice is initialised;
+    // the length is the slice's size in bytes and the borrow is carried over.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
