@@ -3,9 +3,11 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use std::sync::Mutex;
+
 use rpjrt::cuda::{
     Allocator, Context, Cuda, CudaOptions, DeviceBuffer, DevicePtr, Event, Function, KernelArg,
-    LaunchConfig, Module, Stream, StreamRef,
+    LaunchConfig, Module, PinnedBuffer, Stream, StreamRef,
 };
 use rpjrt::Value;
 
@@ -168,6 +170,31 @@ impl PyCudaContext {
         })
     }
 
+    /// Page-locked host memory for the asynchronous copies.
+    fn alloc_pinned(&self, nbytes: usize) -> PyResult<PyPinnedMemory> {
+        Ok(PyPinnedMemory {
+            inner: Mutex::new(self.inner.alloc_pinned(nbytes).pyerr()?),
+        })
+    }
+
+    /// Queues a copy of all of `src` (pinned) to device address `dst` on `stream`.
+    #[pyo3(signature = (dst, src, stream = 0))]
+    fn memcpy_htod_async(&self, dst: u64, src: &PyPinnedMemory, stream: usize) -> PyResult<()> {
+        let src = src.lock();
+        self.inner
+            .memcpy_htod_async(DevicePtr(dst), &src, StreamRef(stream))
+            .pyerr()
+    }
+
+    /// Queues a copy from device address `src` filling all of `dst` (pinned) on `stream`.
+    #[pyo3(signature = (dst, src, stream = 0))]
+    fn memcpy_dtoh_async(&self, dst: &PyPinnedMemory, src: u64, stream: usize) -> PyResult<()> {
+        let mut dst = dst.lock();
+        self.inner
+            .memcpy_dtoh_async(&mut dst, DevicePtr(src), StreamRef(stream))
+            .pyerr()
+    }
+
     fn stream(&self) -> PyResult<PyCudaStream> {
         Ok(PyCudaStream {
             inner: self.inner.stream().pyerr()?,
@@ -294,6 +321,52 @@ impl PyDeviceMemory {
     }
 }
 
+/// Page-locked host memory; it waits for its last asynchronous copy before it is read,
+/// written or freed.
+#[pyclass(frozen, name = "PinnedMemory", module = "rpjrt.cuda")]
+pub struct PyPinnedMemory {
+    inner: Mutex<PinnedBuffer>,
+}
+
+impl PyPinnedMemory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PinnedBuffer> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl PyPinnedMemory {
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Overwrites it with `data` (exactly its size), after any copy in flight.
+    fn write(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<()> {
+        py.detach(|| {
+            let mut buf = self.lock();
+            if data.len() != buf.len() {
+                return Err(rpjrt::Error::InvalidArgument(format!(
+                    "write: {} bytes given, the pinned memory holds {}",
+                    data.len(),
+                    buf.len()
+                )));
+            }
+            buf.as_mut_slice()?.copy_from_slice(&data);
+            Ok(())
+        })
+        .pyerr()
+    }
+
+    /// Its bytes, after any copy in flight.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = py
+            .detach(|| self.lock().as_slice().map(|s| s.to_vec()))
+            .pyerr()?;
+        Ok(PyBytes::new(py, &v))
+    }
+}
+
 /// A loaded module.
 #[pyclass(frozen, name = "CudaModule", module = "rpjrt.cuda")]
 pub struct PyCudaModule {
@@ -375,6 +448,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCudaDriver>()?;
     m.add_class::<PyCudaContext>()?;
     m.add_class::<PyDeviceMemory>()?;
+    m.add_class::<PyPinnedMemory>()?;
     m.add_class::<PyCudaModule>()?;
     m.add_class::<PyCudaFunction>()?;
     m.add_class::<PyCudaStream>()?;

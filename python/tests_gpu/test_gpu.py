@@ -310,6 +310,13 @@ def test_cuda_driver_helpers() -> None:
     s.synchronize()
     out = np.frombuffer(dst.to_bytes(), np.float32)
     np.testing.assert_array_equal(out, 2 * data)
+    pinned = ctx.alloc_pinned(n * 4)
+    ctx.memcpy_dtoh_async(pinned, dst.ptr, s.handle)
+    np.testing.assert_array_equal(np.frombuffer(pinned.to_bytes(), np.float32), 2 * data)
+    pinned.write((3 * data).tobytes())
+    ctx.memcpy_htod_async(dst.ptr, pinned, s.handle)
+    s.synchronize()
+    np.testing.assert_array_equal(np.frombuffer(dst.to_bytes(), np.float32), 3 * data)
     ctx.memcpy_dtod(dst.ptr, src.ptr, n * 4)
     np.testing.assert_array_equal(np.frombuffer(ctx.memcpy_dtoh(dst.ptr, n * 4), np.float32), data)
     try:
