@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test tier of rpjrt on a fresh machine: set-up, lint, Rust tests on both CPU
-# plugins and the fake plugin, valgrind over the raw layer's fake-plugin tests, and the
+# plugins and the fake plugin, valgrind and AddressSanitizer over the fake-plugin tests, and the
 # Python package (lints, wheel, pytest on both plugins, stubtest and mypy), then a smoke
 # run of the benchmarks.
 set -euo pipefail
@@ -28,6 +28,9 @@ cargo test --workspace --locked
 
 step "valgrind: raw layer against the fake plugin"
 bash scripts/valgrind.sh
+
+step "AddressSanitizer: rpjrt and the fake plugin's tests (target/asan)"
+bash scripts/asan.sh
 
 step "Python package (both CPU plugins)"
 bash python/ci.sh

@@ -115,6 +115,8 @@ from ._errors import (
 try:
     from ._rpjrt import Buffer, Client, Device, Executable, Memory, Plugin, SessionProgram, __version__
 except ImportError as _e:  # pragma: no cover - a broken install
+    if "subinterpreter" in str(_e):
+        raise
     raise ImportError(
         f"rpjrt's compiled extension (rpjrt._rpjrt) cannot be imported: {_e}. "
         "Reinstall the wheel for this platform (pip install --force-reinstall rpjrt), "

@@ -1,8 +1,11 @@
 """``await buffer``: wait for a Buffer without blocking the asyncio event loop.
 
-The extension registers a completion callback on the buffer's ready event; the callback
-(run on a plugin thread) hands the result to the loop with ``call_soon_threadsafe``. No
-thread is parked per await.
+The extension registers a completion callback on the buffer's ready event. The plugin's
+thread never touches Python: it passes the callable to the extension's notifier thread,
+which takes the GIL and hands the result to the loop with ``call_soon_threadsafe``. No
+thread is parked per await, and no plugin thread ever waits for the GIL (which could
+deadlock against a thread that holds the GIL while waiting for the plugin, e.g. while a
+client is destroyed).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ async def wait(buf: Buffer) -> Buffer:
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[None] = loop.create_future()
 
-    def ready(*_: Any) -> None:  # runs on a plugin thread (holding the GIL) or inline
+    def ready(*_: Any) -> None:  # runs on the extension's notifier thread, or inline
         try:
             loop.call_soon_threadsafe(_finish, fut)
         except RuntimeError:

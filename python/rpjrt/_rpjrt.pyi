@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_element_type_from_name", "_element_types", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble"]
 
 __version__: str
 
@@ -354,6 +354,14 @@ def _bench_c_floor(
     exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
 ) -> float: ...
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
+
+_FoundPlugin: TypeAlias = tuple[
+    str, str, str | None, str, str | None, str | None, dict[str, Any] | None
+]
+
+def _discover(search_path: Sequence[str | os.PathLike[str]]) -> list[_FoundPlugin]: ...
+def _candidates(spec: str | None, search_path: Sequence[str | os.PathLike[str]]) -> list[_FoundPlugin]: ...
+def _pick_library(directory: str | os.PathLike[str], preferred: str | None = None) -> str | None: ...
 def _element_types() -> list[
     tuple[str, int, int, int, str, str | None, list[str], tuple[int, int, int] | None, int | None]
 ]:

@@ -185,12 +185,14 @@ pub fn wait_buffer(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
     }
 }
 
-/// Calls a Python callable once, from whichever thread wakes it (a plugin thread).
+/// Calls a Python callable once, after whichever thread wakes it (a plugin thread).
 struct PyWake {
     callback: Mutex<Option<Py<PyAny>>>,
 }
 
 impl PyWake {
+    /// Runs on a plugin thread: hands the callable to the notifier thread, never waiting
+    /// for the GIL here (see `notify`).
     fn fire(&self) {
         let cb = self
             .callback
@@ -198,12 +200,7 @@ impl PyWake {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(cb) = cb {
-            let _ = Python::try_attach(|py| {
-                if let Err(e) = cb.call0(py) {
-                    e.write_unraisable(py, None);
-                }
-                drop(cb);
-            });
+            crate::notify::post(cb);
         }
     }
 }
@@ -282,6 +279,7 @@ impl PyBuffer {
     /// Registers `callback()` to run (on a plugin thread, or right away) once the buffer is
     /// ready. Returns a handle that must be kept until then.
     fn _on_ready(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<PyWaiter> {
+        crate::notify::warm_up();
         let mut event = Box::pin(self.inner.ready_event().pyerr()?);
         let w = Arc::new(PyWake {
             callback: Mutex::new(Some(callback)),

@@ -1,6 +1,7 @@
 //! Plugin, Client, Device, Memory.
 
 use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -121,9 +122,17 @@ impl PyPlugin {
 /// A PJRT client.
 #[pyclass(frozen, name = "Client", module = "rpjrt")]
 pub struct PyClient {
-    pub inner: rpjrt::Client,
+    pub inner: ManuallyDrop<rpjrt::Client>,
     plugin: Py<PyPlugin>,
     platform: String,
+}
+
+impl Drop for PyClient {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken exactly once, here, and never used afterwards.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        crate::notify::drop_detached(inner);
+    }
 }
 
 impl PyClient {
@@ -157,6 +166,17 @@ fn options_from_py(
     Ok(out)
 }
 
+/// Refuses `True`/`False` where an integer index is expected (bool is an int in Python,
+/// so `device=True` would otherwise mean device 1).
+pub fn reject_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(invalid(format!(
+            "{obj} is not {what} (a bool is not an index)"
+        )));
+    }
+    Ok(())
+}
+
 /// A Python device argument as the core names it: a Device, an index into devices(), or
 /// the default (None).
 fn device_choice(device: Option<&Bound<'_, PyAny>>) -> PyResult<rpjrt::DeviceChoice> {
@@ -166,6 +186,7 @@ fn device_choice(device: Option<&Bound<'_, PyAny>>) -> PyResult<rpjrt::DeviceCho
     if let Ok(dev) = d.cast::<PyDevice>() {
         return Ok(rpjrt::DeviceChoice::Device(dev.get().inner.clone()));
     }
+    reject_bool(d, "a device index")?;
     if let Ok(i) = d.extract::<i64>() {
         return Ok(rpjrt::DeviceChoice::Index(i));
     }
@@ -274,7 +295,7 @@ impl PyClient {
                     .pyerr()?;
                 let platform = inner.platform_name().pyerr()?;
                 return Ok(PyClient {
-                    inner,
+                    inner: ManuallyDrop::new(inner),
                     plugin: p.clone().unbind(),
                     platform,
                 });
@@ -295,7 +316,7 @@ impl PyClient {
                     .pyerr()?;
                 let platform = inner.platform_name().pyerr()?;
                 Ok(PyClient {
-                    inner,
+                    inner: ManuallyDrop::new(inner),
                     plugin: Py::new(py, pl)?,
                     platform,
                 })
@@ -365,7 +386,17 @@ impl PyClient {
         device_list(slf.py(), &slf.clone().unbind(), devs)
     }
 
-    fn device(slf: &Bound<'_, Self>, id: i32) -> PyResult<Py<PyDevice>> {
+    fn device(slf: &Bound<'_, Self>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyDevice>> {
+        reject_bool(id, "a device id")?;
+        let id: i32 = id.extract().map_err(|_| {
+            invalid(format!(
+                "a device id is an int, not {}",
+                id.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
         let d = slf.get().inner.lookup_device(id).pyerr()?;
         wrap_device(slf.py(), &slf.clone().unbind(), d)
     }
@@ -438,8 +469,15 @@ impl PyClient {
                 for item in row?.try_iter()? {
                     let item = item?;
                     let id = if let Ok(d) = item.cast::<PyDevice>() {
+                        if !d.get().client.is(slf) {
+                            return Err(invalid(format!(
+                                "device_assignment: {} belongs to another client",
+                                d.get().inner
+                            )));
+                        }
                         i64::from(d.get().inner.id())
                     } else {
+                        reject_bool(&item, "a device id")?;
                         item.extract::<i64>()
                             .map_err(|_| invalid("device_assignment holds Devices or device ids"))?
                     };

@@ -1,5 +1,6 @@
 //! Executable: compiled programs and execution.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
 use pyo3::prelude::*;
@@ -14,8 +15,16 @@ use crate::errors::{invalid, unsupported, PyErrExt};
 /// A compiled, loaded program.
 #[pyclass(frozen, name = "Executable", module = "rpjrt")]
 pub struct PyExecutable {
-    inner: rpjrt::Executable,
+    inner: ManuallyDrop<rpjrt::Executable>,
     client: Py<PyClient>,
+}
+
+impl Drop for PyExecutable {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken exactly once, here, and never used afterwards.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        crate::notify::drop_detached(inner);
+    }
 }
 
 impl PyExecutable {
@@ -29,14 +38,24 @@ impl PyExecutable {
         inner: rpjrt::Executable,
         client: Py<PyClient>,
     ) -> PyResult<Py<PyExecutable>> {
-        Py::new(py, PyExecutable { inner, client })
+        Py::new(
+            py,
+            PyExecutable {
+                inner: ManuallyDrop::new(inner),
+                client,
+            },
+        )
     }
 
     fn params(&self) -> PyResult<&[ArraySpec]> {
         self.inner.parameters().ok_or_else(|| {
-            unsupported(
-                "this plugin does not expose the compiled program, so the input types are unknown",
-            )
+            unsupported(format!(
+                "the input types of {} are unknown: {}",
+                self.inner.name(),
+                self.inner
+                    .parameters_unknown_reason()
+                    .unwrap_or("the plugin did not describe them")
+            ))
         })
     }
 
@@ -116,9 +135,16 @@ fn donate_list(donate: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
     match donate {
         None => Ok(Vec::new()),
         Some(d) if d.is_none() => Ok(Vec::new()),
-        Some(d) => d.extract::<Vec<usize>>().map_err(|_| {
-            invalid("donate must be a sequence of argument positions (non-negative ints)")
-        }),
+        Some(d) => {
+            for item in d.try_iter().map_err(|_| {
+                invalid("donate must be a sequence of argument positions (non-negative ints)")
+            })? {
+                crate::client::reject_bool(&item?, "an argument position")?;
+            }
+            d.extract::<Vec<usize>>().map_err(|_| {
+                invalid("donate must be a sequence of argument positions (non-negative ints)")
+            })
+        }
     }
 }
 

@@ -9,9 +9,11 @@ mod buffer;
 mod client;
 mod convert;
 mod cuda;
+mod discovery;
 mod dlpack;
 mod errors;
 mod executable;
+mod notify;
 mod put;
 mod pybuf;
 mod session;
@@ -33,8 +35,27 @@ fn _run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
     py.detach(|| rpjrt_cli::run_from_args(args))
 }
 
+/// Refuses to load in a subinterpreter. The module keeps per-process state that holds
+/// objects of the interpreter that first imported it (exception classes, dtype objects,
+/// callbacks): shared with another interpreter they give wrong answers or crash.
+fn only_in_main_interpreter() -> PyResult<()> {
+    // SAFETY: both functions are in the limited API and need only an attached thread,
+    // which a module's initialisation has; `PyInterpreterState_Get` never returns null
+    // then (it aborts instead).
+    let id = unsafe { pyo3::ffi::PyInterpreterState_GetID(pyo3::ffi::PyInterpreterState_Get()) };
+    if id != 0 {
+        return Err(pyo3::exceptions::PyImportError::new_err(format!(
+            "rpjrt cannot be imported in a subinterpreter (this is interpreter {id}): its \
+             native module keeps process-wide state tied to the main interpreter. Use rpjrt \
+             from the main interpreter, or from another process"
+        )));
+    }
+    Ok(())
+}
+
 #[pymodule]
 fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    only_in_main_interpreter()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<client::PyPlugin>()?;
     m.add_class::<client::PyClient>()?;
@@ -50,6 +71,9 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_discover, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_pick_library, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;

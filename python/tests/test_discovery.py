@@ -249,3 +249,19 @@ def test_import_does_not_load_discovery_or_typing() -> None:
     )
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_fifo_named_by_rpjrt_plugin_is_listed_but_never_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "libfifo_pjrt.so"
+    os.mkfifo(fifo)
+    r = run_python(
+        """
+        import rpjrt
+        first = rpjrt.plugins()[0]
+        print(first.source, first.pjrt_version)
+        """,
+        env={"RPJRT_PLUGIN": str(fifo)},
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["RPJRT_PLUGIN", "None"]

@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 
 fn main() -> std::process::ExitCode {
+    // `rpjrt info --json | head`: end quietly on a closed pipe instead of panicking.
+    rpjrt::exit_quietly_on_broken_pipe();
     let code = rpjrt_cli::run_from_args(std::env::args().collect());
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

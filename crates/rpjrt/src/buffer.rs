@@ -73,6 +73,18 @@ impl Buffer {
         Ok(())
     }
 
+    /// Refuses operations that need array data on a token buffer: the plugins have no
+    /// data to move for it, and some abort on the attempt (copying a token on PJRT 0.81).
+    fn check_array(&self, what: &str) -> Result<()> {
+        if self.element_type() == ElementType::Token {
+            return Err(Error::invalid(format!(
+                "a token buffer has no data and cannot be {what}; tokens only order effects \
+                 between executions"
+            )));
+        }
+        Ok(())
+    }
+
     fn deleted_error(&self) -> Error {
         Error::Deleted(format!(
             "buffer {}{:?} was deleted or donated and cannot be used",
@@ -138,6 +150,11 @@ impl Buffer {
         self.core().device(self.raw.device()?)
     }
 
+    /// The plugin's handle of the device holding the buffer (for placement checks).
+    pub(crate) fn raw_device(&self) -> Result<crate::raw::device::DeviceRef> {
+        self.raw.device()
+    }
+
     /// The memory space holding the buffer.
     pub fn memory(&self) -> Result<Memory> {
         self.check()?;
@@ -151,8 +168,12 @@ impl Buffer {
     }
 
     /// The minor-to-major dimension order of the buffer's layout, where the plugin says.
+    /// `None` for a token, which has no layout (the plugins abort when asked for one).
     pub fn layout(&self) -> Result<Option<Vec<i64>>> {
         self.check()?;
+        if self.element_type() == ElementType::Token {
+            return Ok(None);
+        }
         self.raw.layout()
     }
 
@@ -243,6 +264,7 @@ impl Buffer {
     /// the plugin's `PJRT_Buffer_ToHostBuffer`.
     pub fn to_host(&self, dst: &mut [u8]) -> Result<()> {
         self.check()?;
+        self.check_array("copied to the host")?;
         let need = self.host_size();
         if dst.len() != need {
             return Err(Error::invalid(format!(
@@ -293,6 +315,7 @@ impl Buffer {
     /// Copies the buffer to another device of the same client.
     pub fn copy_to_device(&self, device: &Device) -> Result<Buffer> {
         self.check()?;
+        self.check_array("copied")?;
         if !Arc::ptr_eq(&device.core, self.core()) {
             return Err(Error::invalid(format!(
                 "{device} belongs to another client"
@@ -307,6 +330,7 @@ impl Buffer {
     /// Copies the buffer into another memory space (e.g. `pinned_host`).
     pub fn copy_to_memory(&self, memory: &Memory) -> Result<Buffer> {
         self.check()?;
+        self.check_array("copied")?;
         if !Arc::ptr_eq(&memory.core, self.core()) {
             return Err(Error::invalid(format!(
                 "{memory} belongs to another client"
@@ -356,6 +380,7 @@ impl Buffer {
     /// buffer is ready first, so the memory holds the final contents.
     pub fn external_reference(self: &Arc<Buffer>) -> Result<ExternalReference> {
         self.block_until_ready()?;
+        self.check_array("shared")?;
         let guard = self
             .raw
             .external_ref()?

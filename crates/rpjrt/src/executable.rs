@@ -9,6 +9,7 @@ use crate::client::{Client, ClientCore, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::hlo::Signature;
 use crate::raw;
 use crate::raw::device::DeviceRef;
 use crate::raw::execute::{ExecuteRequest, ExecuteSink};
@@ -89,6 +90,14 @@ pub struct Execution {
     pub events: Vec<Event>,
 }
 
+/// Why an executable's parameter types are not known.
+struct UnknownParameters {
+    /// Executing is refused (the plugin would abort on any argument list).
+    refuse: bool,
+    /// What happened, for messages.
+    why: String,
+}
+
 struct ExeState {
     core: Arc<ClientCore>,
     loaded: raw::executable::Loaded,
@@ -97,6 +106,9 @@ struct ExeState {
     num_partitions: usize,
     outputs: Vec<ArraySpec>,
     parameters: Option<Vec<ArraySpec>>,
+    /// Why `parameters` is `None`: the executable cannot be called with array arguments
+    /// (`refuse`), or its signature could not be read (then the checks are conservative).
+    unknown_parameters: Option<UnknownParameters>,
     devices: Vec<DeviceRef>,
     deleted: AtomicBool,
 }
@@ -137,16 +149,39 @@ impl Executable {
                 dims: d,
             });
         }
-        let parameters = loaded
-            .executable()
-            .optimized_program()
-            .ok()
-            .and_then(|(code, format)| crate::hlo::entry_parameters(&code, &format))
-            .map(|ps| {
-                ps.into_iter()
-                    .map(|(element_type, dims)| ArraySpec { element_type, dims })
-                    .collect()
-            });
+        let tupled = crate::options::tupled_arguments(options);
+        let (parameters, unknown_parameters) = match loaded.executable().optimized_program() {
+            Err(e) => (
+                None,
+                Some(UnknownParameters {
+                    refuse: false,
+                    why: format!("the plugin did not hand back the compiled program ({e})"),
+                }),
+            ),
+            Ok((code, format)) => match crate::hlo::entry_signature(&code, &format, tupled) {
+                Some(Signature::Arrays(ps)) => (
+                    Some(
+                        ps.into_iter()
+                            .map(|(element_type, dims)| ArraySpec { element_type, dims })
+                            .collect(),
+                    ),
+                    None,
+                ),
+                Some(Signature::Unsupported(why)) => {
+                    (None, Some(UnknownParameters { refuse: true, why }))
+                }
+                None => (
+                    None,
+                    Some(UnknownParameters {
+                        refuse: false,
+                        why: format!(
+                            "rpjrt cannot read the parameter list of the compiled program the \
+                             plugin handed back (format {format:?})"
+                        ),
+                    }),
+                ),
+            },
+        };
         let devices = loaded.devices()?;
         Ok(Executable {
             state: Arc::new(ExeState {
@@ -157,6 +192,7 @@ impl Executable {
                 num_partitions: facts.num_partitions,
                 outputs,
                 parameters,
+                unknown_parameters,
                 devices,
                 deleted: AtomicBool::new(false),
             }),
@@ -202,6 +238,16 @@ impl Executable {
     /// Type and shape of each parameter, when the plugin exposes the compiled module.
     pub fn parameters(&self) -> Option<&[ArraySpec]> {
         self.state.parameters.as_deref()
+    }
+    /// Why [`Executable::parameters`] is `None`, in words: the signature could not be
+    /// read (arguments are then checked conservatively: same count, element types and
+    /// shapes on every device), or it has parameters PJRT cannot pass, e.g. a tuple
+    /// (executing is then refused).
+    pub fn parameters_unknown_reason(&self) -> Option<&str> {
+        self.state
+            .unknown_parameters
+            .as_ref()
+            .map(|u| u.why.as_str())
     }
     /// The devices the executable runs on, in argument-list order.
     pub fn addressable_devices(&self) -> Result<Vec<Device>> {
@@ -342,7 +388,20 @@ impl Executable {
                 lists.len()
             )));
         }
+        if let Some(u) = st.unknown_parameters.as_ref().filter(|u| u.refuse) {
+            return Err(Error::invalid(format!(
+                "{} cannot be executed: {}",
+                st.name, u.why
+            )));
+        }
+        if let Some(dev) = &options.device {
+            if !Arc::ptr_eq(&dev.core, &st.core) {
+                return Err(Error::invalid(format!("{dev} belongs to another client")));
+            }
+        }
         let num_args = lists.first().map_or(0, |l| l.len());
+        // Every list is checked before anything is launched: a collective started on some
+        // devices waits for partners that a refused list would never start.
         for (d, list) in lists.iter().enumerate() {
             if list.len() != num_args {
                 return Err(Error::invalid(format!(
@@ -351,11 +410,25 @@ impl Executable {
                 )));
             }
             self.check_args(list, d)?;
-        }
-        if let Some(dev) = &options.device {
-            if !Arc::ptr_eq(&dev.core, &st.core) {
-                return Err(Error::invalid(format!("{dev} belongs to another client")));
+            if st.parameters.is_none() && d > 0 {
+                // No signature to check against: at least every device gets the same kinds
+                // of argument.
+                for (i, (b, first)) in list.iter().zip(lists[0].iter()).enumerate() {
+                    if b.element_type() != first.element_type() || b.dims() != first.dims() {
+                        return Err(Error::invalid(format!(
+                            "argument {i} of device list {d} is {}{:?}, but in list 0 it is \
+                             {}{:?}",
+                            b.element_type(),
+                            b.dims(),
+                            first.element_type(),
+                            first.dims()
+                        )));
+                    }
+                }
             }
+        }
+        if lists.len() > 1 {
+            self.check_placement(lists)?;
         }
         for &i in &options.donate {
             if i >= num_args {
@@ -380,6 +453,31 @@ impl Executable {
         // The same checks as `execute` (which also require a single-device executable).
         self.validate(&[args], &ExecuteOptions::default())?;
         Ok(&self.state.loaded)
+    }
+
+    /// Checks that argument list `d` of a multi-device execution lies on device `d`.
+    fn check_placement(&self, lists: &[&[&Buffer]]) -> Result<()> {
+        let st = &*self.state;
+        let name = |r: DeviceRef| {
+            st.core.device_data(r).map_or_else(
+                || "an unknown device".to_string(),
+                |x| format!("device {}", x.facts.id),
+            )
+        };
+        for (d, (list, &want)) in lists.iter().zip(&st.devices).enumerate() {
+            for (i, b) in list.iter().enumerate() {
+                let on = b.raw_device()?;
+                if on != want {
+                    return Err(Error::invalid(format!(
+                        "argument {i} of device list {d} is on {}, but list {d} runs on {}; \
+                         copy it there first (nothing was launched)",
+                        name(on),
+                        name(want)
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_args(&self, list: &[&Buffer], device_index: usize) -> Result<()> {

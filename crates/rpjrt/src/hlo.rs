@@ -73,31 +73,164 @@ fn from_primitive(code: i32) -> Option<ElementType> {
     })
 }
 
-/// The parameters of the entry computation as `(type, dims)`, or `None` when the module
-/// cannot be read or uses shapes rpjrt does not check (tuples, unknown types).
+/// What the entry computation's parameter list says about the arguments an execution needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Signature {
+    /// Every argument is an array of this type and shape, in order.
+    Arrays(Vec<(ElementType, Vec<i64>)>),
+    /// The executable takes parameters that PJRT cannot pass as a list of array buffers
+    /// (a tuple parameter, a type rpjrt does not know): why, in words. Executing it is
+    /// refused, since the plugins abort on such calls instead of returning an error.
+    Unsupported(String),
+}
+
+/// Reads the entry computation's parameters, or `None` when the module cannot be read
+/// (an unknown format, a malformed proto, no program shape).
 ///
 /// `format` is what the plugin reported: `hlo` (an `HloModuleProto`) or `hlo_with_config`
-/// (the module wrapped with its configuration).
-pub(crate) fn entry_parameters(
+/// (the module wrapped with its configuration). `tupled_arguments` is the compile option
+/// `parameter_is_tupled_arguments`: the entry then takes one tuple, whose leaves are what
+/// the caller passes.
+pub(crate) fn entry_signature(
     module: &[u8],
     format: &str,
-) -> Option<Vec<(ElementType, Vec<i64>)>> {
+    tupled_arguments: bool,
+) -> Option<Signature> {
     let m = match format {
         "hlo_with_config" => HloModuleProtoWithConfig::decode(module).ok()?.hlo_module?,
         "hlo" | "" => HloModuleProto::decode(module).ok()?,
         _ => return None,
     };
-    let shape = m.host_program_shape?;
-    shape
-        .parameters
-        .iter()
-        .map(|p| {
-            if !p.tuple_shapes.is_empty() {
-                return None;
+    let params = m.host_program_shape?.parameters;
+    let flat: Vec<&ShapeProto> = match params.as_slice() {
+        [one] if tupled_arguments && one.element_type == TUPLE => one.tuple_shapes.iter().collect(),
+        _ => params.iter().collect(),
+    };
+    let mut out = Vec::with_capacity(flat.len());
+    for (i, p) in flat.iter().enumerate() {
+        if p.element_type == TUPLE || !p.tuple_shapes.is_empty() {
+            return Some(Signature::Unsupported(format!(
+                "parameter {i} is a tuple ({}); PJRT passes only arrays, so such a program \
+                 cannot be called (give the entry function one parameter per array, or compile \
+                 a single tuple parameter with parameter_is_tupled_arguments)",
+                describe(p)
+            )));
+        }
+        match from_primitive(p.element_type) {
+            Some(t) => out.push((t, p.dimensions.clone())),
+            None => {
+                return Some(Signature::Unsupported(format!(
+                    "parameter {i} has XLA element type {}, which rpjrt does not know",
+                    p.element_type
+                )))
             }
-            Some((from_primitive(p.element_type)?, p.dimensions.clone()))
-        })
-        .collect()
+        }
+    }
+    Some(Signature::Arrays(out))
+}
+
+/// XLA's `PrimitiveType::TUPLE`.
+const TUPLE: i32 = 13;
+
+/// A short readable form of a shape, e.g. `(f32[2], f32[2])`.
+fn describe(s: &ShapeProto) -> String {
+    if s.element_type == TUPLE || !s.tuple_shapes.is_empty() {
+        let parts: Vec<String> = s.tuple_shapes.iter().map(describe).collect();
+        return format!("({})", parts.join(", "));
+    }
+    match from_primitive(s.element_type) {
+        Some(t) => format!("{t}{:?}", s.dimensions),
+        None => format!("type{}{:?}", s.element_type, s.dimensions),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(params: Vec<ShapeProto>) -> Vec<u8> {
+        HloModuleProto {
+            host_program_shape: Some(ProgramShapeProto { parameters: params }),
+        }
+        .encode_to_vec()
+    }
+
+    fn array(t: i32, dims: &[i64]) -> ShapeProto {
+        ShapeProto {
+            element_type: t,
+            dimensions: dims.to_vec(),
+            tuple_shapes: Vec::new(),
+        }
+    }
+
+    fn tuple(parts: Vec<ShapeProto>) -> ShapeProto {
+        ShapeProto {
+            element_type: TUPLE,
+            dimensions: Vec::new(),
+            tuple_shapes: parts,
+        }
+    }
+
+    #[test]
+    fn arrays_are_read() {
+        let m = module(vec![array(11, &[2]), array(4, &[])]);
+        assert_eq!(
+            entry_signature(&m, "hlo", false),
+            Some(Signature::Arrays(vec![
+                (ElementType::F32, vec![2]),
+                (ElementType::S32, vec![])
+            ]))
+        );
+    }
+
+    #[test]
+    fn tuple_parameters_are_unsupported_not_unknown() {
+        let m = module(vec![tuple(vec![array(11, &[2]), array(11, &[2])])]);
+        match entry_signature(&m, "hlo", false) {
+            Some(Signature::Unsupported(why)) => {
+                assert!(
+                    why.contains("parameter 0 is a tuple ((float32[2], float32[2]))"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // An empty tuple is a tuple too.
+        let m = module(vec![array(11, &[2]), tuple(vec![])]);
+        assert!(matches!(
+            entry_signature(&m, "hlo", false),
+            Some(Signature::Unsupported(_))
+        ));
+        // Nested tuples inside a tupled argument list stay unsupported.
+        let m = module(vec![tuple(vec![tuple(vec![array(11, &[2])])])]);
+        assert!(matches!(
+            entry_signature(&m, "hlo", true),
+            Some(Signature::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn tupled_arguments_are_flattened() {
+        let m = module(vec![tuple(vec![array(11, &[2]), array(12, &[3])])]);
+        assert_eq!(
+            entry_signature(&m, "hlo", true),
+            Some(Signature::Arrays(vec![
+                (ElementType::F32, vec![2]),
+                (ElementType::F64, vec![3])
+            ]))
+        );
+    }
+
+    #[test]
+    fn unknown_types_and_unreadable_modules() {
+        let m = module(vec![array(999, &[2])]);
+        assert!(matches!(
+            entry_signature(&m, "hlo", false),
+            Some(Signature::Unsupported(_))
+        ));
+        assert_eq!(entry_signature(b"\xff\xff\xff", "hlo", false), None);
+        assert_eq!(entry_signature(&m, "mlir", false), None);
+    }
 }
 
 /// `HloModuleProto` fields read for the entry's input/output aliasing.

@@ -30,14 +30,19 @@
 mod bench;
 mod buffer;
 mod client;
+pub mod conform;
 pub mod cuda;
+pub mod diagnostics;
+pub mod discovery;
 pub mod dlpack;
 mod dtype;
+mod elf;
 mod error;
 mod event;
 mod executable;
 mod hlo;
 pub mod host;
+pub mod npy;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
@@ -52,10 +57,19 @@ mod value;
 #[doc(hidden)]
 pub mod __bench {
     pub use crate::bench::*;
+    pub use crate::raw::guard::guard_overhead_ns;
 }
 
 pub use buffer::{Buffer, ExternalReference, HostView};
-pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice};
+pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice, MAX_CPU_DEVICE_COUNT};
+
+/// For command-line tools: restores the default action of SIGPIPE, so that writing to a
+/// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
+/// instead of making `println!` panic on EPIPE. Process-wide: call it at the start of a
+/// binary's `main`, never from a library.
+pub fn exit_quietly_on_broken_pipe() {
+    raw::guard::default_sigpipe();
+}
 pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };

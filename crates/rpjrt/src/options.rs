@@ -38,7 +38,9 @@ pub struct CompileOptions {
     pub parameter_is_tupled_arguments: bool,
     /// Compile an executable that can run on any single device (`execute_on`).
     pub portable: bool,
-    /// XLA option overrides for this compilation.
+    /// XLA option overrides for this compilation. Checked before compiling: names must
+    /// look like XLA option names, integers must be in range (counts and sizes are not
+    /// negative), doubles finite (see `CompileOptions::encode`).
     pub env_option_overrides: BTreeMap<String, OptionOverride>,
 }
 
@@ -197,6 +199,9 @@ impl CompileOptions {
             None => None,
             Some(rows) => Some(self.encode_assignment(rows, device_ids)?),
         };
+        for (name, value) in &self.env_option_overrides {
+            check_override(name, value)?;
+        }
         let overrides = self
             .env_option_overrides
             .iter()
@@ -275,6 +280,85 @@ impl CompileOptions {
     }
 }
 
+/// Whether encoded compile options ask for `parameter_is_tupled_arguments`.
+pub(crate) fn tupled_arguments(encoded: &[u8]) -> bool {
+    use prost::Message;
+    proto::CompileOptionsProto::decode(encoded).is_ok_and(|p| p.parameter_is_tupled_arguments)
+}
+
+/// XLA options whose integer values are counts (at least 1). The CPU plugins throw a C++
+/// exception (which aborts the process) on a negative split count, for example.
+const COUNT_OPTIONS: &[&str] = &[
+    "xla_cpu_parallel_codegen_split_count",
+    "xla_force_host_platform_device_count",
+];
+
+/// The largest count accepted (known counts and options named `*_count`, `*_threads`): the
+/// CPU plugins allocate per unit of a split count before checking it (2^31 - 1 exhausts
+/// memory), and no machine needs more than this many threads or pieces.
+const MAX_COUNT_OVERRIDE: i64 = 65536;
+
+/// The largest integer accepted for an XLA option. XLA's integer options are 32- or
+/// 64-bit fields used as counts, sizes and levels; anything beyond this is a mistake, and
+/// some plugins allocate or loop by such values before checking them.
+const MAX_INT_OVERRIDE: i64 = i32::MAX as i64;
+
+/// Checks one `env_option_overrides` entry before the plugin sees it.
+///
+/// Names must look like XLA option names (`xla_` then lower-case letters, digits and
+/// underscores). Integers must be in `-1 ..= i32::MAX` (-1 is XLA's usual "unset");
+/// options that are sizes (names ending in `_size`, `_bytes` or `_limit`) at least 0, and
+/// counts (known ones, and names ending in `_count` or `_threads`) from 0 (known ones
+/// from 1) to 65536.
+/// Doubles must be finite; strings must not contain NUL.
+fn check_override(name: &str, value: &OptionOverride) -> Result<()> {
+    let well_formed = name.starts_with("xla_")
+        && name.len() > 4
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !well_formed {
+        return Err(Error::invalid(format!(
+            "env_option_overrides: {name:?} is not an XLA option name (they look like \
+             xla_cpu_enable_fast_math: xla_ then lower-case letters, digits and underscores)"
+        )));
+    }
+    match value {
+        OptionOverride::Int(v) => {
+            let ends = |ss: &[&str]| ss.iter().any(|s| name.ends_with(s));
+            let counted = ends(&["_count", "_threads"]);
+            let sized = counted || ends(&["_size", "_bytes", "_limit"]);
+            let (min, max) = if COUNT_OPTIONS.contains(&name) {
+                (1, MAX_COUNT_OVERRIDE)
+            } else if counted {
+                (0, MAX_COUNT_OVERRIDE)
+            } else if sized {
+                (0, MAX_INT_OVERRIDE)
+            } else {
+                (-1, MAX_INT_OVERRIDE)
+            };
+            if *v < min || *v > max {
+                return Err(Error::invalid(format!(
+                    "env_option_overrides: {name} = {v} is out of range (this option takes \
+                     integers from {min} to {max})"
+                )));
+            }
+        }
+        OptionOverride::Double(d) if !d.is_finite() => {
+            return Err(Error::invalid(format!(
+                "env_option_overrides: {name} = {d} is not a finite number"
+            )));
+        }
+        OptionOverride::String(s) if s.contains('\0') => {
+            return Err(Error::invalid(format!(
+                "env_option_overrides: the value of {name} contains a NUL character"
+            )));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +411,44 @@ mod tests {
             ..Default::default()
         };
         assert!(too_many.encode(&[0, 1]).is_err());
+    }
+
+    #[test]
+    fn overrides_are_checked() {
+        let with = |name: &str, v: OptionOverride| CompileOptions {
+            env_option_overrides: [(name.to_string(), v)].into_iter().collect(),
+            ..Default::default()
+        };
+        let refused =
+            |name: &str, v: OptionOverride| with(name, v).encode(&[0]).unwrap_err().to_string();
+        let split = "xla_cpu_parallel_codegen_split_count";
+        assert!(refused(split, OptionOverride::Int(-1)).contains("out of range"));
+        assert!(refused(split, OptionOverride::Int(0)).contains("from 1"));
+        assert!(refused(split, OptionOverride::Int(1 << 40)).contains("out of range"));
+        assert!(refused(split, OptionOverride::Int(65537)).contains("to 65536"));
+        assert!(refused("xla_some_thing_count", OptionOverride::Int(1 << 20)).contains("65536"));
+        assert!(with(split, OptionOverride::Int(4)).encode(&[0]).is_ok());
+        assert!(refused("xla_some_buffer_size", OptionOverride::Int(-1)).contains("from 0"));
+        assert!(with("xla_dump_max_hlo_modules", OptionOverride::Int(-1))
+            .encode(&[0])
+            .is_ok());
+        assert!(refused("xla_x", OptionOverride::Int(-2)).contains("out of range"));
+        assert!(refused("not_xla", OptionOverride::Bool(true)).contains("not an XLA option"));
+        assert!(refused("xla_A", OptionOverride::Bool(true)).contains("not an XLA option"));
+        assert!(refused("xla_x", OptionOverride::Double(f64::NAN)).contains("finite"));
+        assert!(refused("xla_x", OptionOverride::String("a\0b".into())).contains("NUL"));
+    }
+
+    #[test]
+    fn tupled_arguments_are_read_back() {
+        let o = CompileOptions {
+            parameter_is_tupled_arguments: true,
+            ..Default::default()
+        };
+        assert!(tupled_arguments(&o.encode(&[0]).unwrap()));
+        assert!(!tupled_arguments(
+            &CompileOptions::default().encode(&[0]).unwrap()
+        ));
     }
 
     #[test]

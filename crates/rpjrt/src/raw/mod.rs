@@ -39,8 +39,10 @@ pub(crate) mod execute;
 pub(crate) mod extension;
 #[cfg(feature = "bench")]
 pub(crate) mod floor;
+pub(crate) mod guard;
 pub(crate) mod hostmem;
 pub(crate) mod inline;
+pub(crate) mod memstats;
 pub(crate) mod util;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
@@ -127,6 +129,9 @@ pub(crate) struct Api {
     ptr: *const sys::PJRT_Api,
     table_size: usize,
     version: ApiVersion,
+    /// The fork generation (see `guard`) and process the plugin was loaded in.
+    fork_generation: u32,
+    loaded_in_pid: u32,
     /// The extension chain, walked once at load: (type id, struct size, address).
     extensions: Vec<extension::Found>,
 }
@@ -153,11 +158,9 @@ pub(crate) fn load(path: &Path) -> Result<Api> {
         path: path.to_path_buf(),
         reason,
     };
-    match std::fs::metadata(path) {
-        Err(e) => return Err(fail(format!("the file cannot be read ({e})"))),
-        Ok(m) if m.is_dir() => return Err(fail("it is a directory, not a shared library".into())),
-        Ok(_) => {}
-    }
+    // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
+    // blocks on a FIFO: check the file first.
+    crate::elf::check_library_file(path).map_err(fail)?;
     // SAFETY: loading a library runs its initialisers. That is what loading a plugin means;
     // the user chose this path as a PJRT plugin.
     let lib = unsafe { libloading::Library::new(path) }
@@ -209,6 +212,8 @@ pub(crate) fn load(path: &Path) -> Result<Api> {
         ptr,
         table_size,
         version,
+        fork_generation: guard::generation(),
+        loaded_in_pid: std::process::id(),
         extensions: Vec::new(),
     };
     api.extensions = api.walk_extensions();
@@ -267,12 +272,50 @@ impl Api {
         let Some(f) = read(self.ptr) else {
             return Err(self.unsupported_entry(entry, offset, true));
         };
+        if guard::forked_since(self.fork_generation) {
+            return Err(self.forked_error(entry));
+        }
+        // SAFETY: `f` is an `extern "C"` function taking one pointer and returning one
+        // pointer; as `RawEntry` it has the same ABI, only the pointee types are erased.
+        let raw: guard::RawEntry = unsafe {
+            std::mem::transmute::<
+                unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error,
+                guard::RawEntry,
+            >(f)
+        };
         // SAFETY: `f` is the plugin's implementation of `entry`; the caller vouches for args.
-        let err = unsafe { f(args) };
+        // The guard catches a C++ exception escaping from it (which would abort in Rust).
+        let err = match unsafe { guard::call(raw, (args as *mut T).cast()) } {
+            Ok(e) => e.cast::<sys::PJRT_Error>(),
+            Err(what) => return Err(self.exception_error(entry, what)),
+        };
         if err.is_null() {
             Ok(())
         } else {
             Err(self.take_error(err, entry))
+        }
+    }
+
+    /// The error for a C++ exception that escaped from a plugin entry.
+    #[cold]
+    fn exception_error(&self, entry: &'static str, what: String) -> Error {
+        Error::Pjrt {
+            entry,
+            code: Code::Internal,
+            message: format!(
+                "the plugin threw a C++ exception instead of returning an error ({what}); \
+                 rpjrt caught it, but the plugin may be left in an inconsistent state"
+            ),
+        }
+    }
+
+    /// The error for a call refused in a forked child (see `guard`).
+    #[cold]
+    fn forked_error(&self, entry: &'static str) -> Error {
+        Error::Pjrt {
+            entry,
+            code: Code::FailedPrecondition,
+            message: guard::forked_message(self.loaded_in_pid),
         }
     }
 
@@ -287,6 +330,9 @@ impl Api {
     ) -> Result<F> {
         if offset + size_of::<usize>() > self.table_size {
             return Err(self.unsupported_entry(entry, offset, false));
+        }
+        if guard::forked_since(self.fork_generation) {
+            return Err(self.forked_error(entry));
         }
         read(self.ptr).ok_or_else(|| self.unsupported_entry(entry, offset, true))
     }

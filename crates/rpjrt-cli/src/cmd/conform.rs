@@ -1,0 +1,292 @@
+//! `rpjrt conform`: the conformance harness (see `rpjrt::conform`), and its hidden child.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rpjrt::conform::{self, CheckResult, Outcome, Report, RunConfig};
+use serde_json::json;
+
+use crate::common::{self, paint, CliError, Style, EXIT_DEFECT, EXIT_OK};
+
+/// Environment variable holding the command that starts this CLI again, as a JSON list
+/// (`["/usr/bin/python3", "-m", "rpjrt"]`); set by the Python console script, whose
+/// process is the interpreter rather than the `rpjrt` binary.
+pub const SELF_COMMAND_ENV: &str = "RPJRT_CLI_SELF";
+
+/// Arguments of `rpjrt conform`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
+    /// $RPJRT_PLUGIN, then the first plugin found.
+    #[arg(conflicts_with = "diff")]
+    pub plugin: Option<String>,
+    /// Write the JSON report to this file (`-` for stdout, instead of the table).
+    #[arg(long, value_name = "REPORT|-")]
+    pub json: Option<PathBuf>,
+    /// Run only the checks whose names match (substring, or a glob with `*`; comma-separated).
+    #[arg(long, value_name = "PATTERN")]
+    pub only: Option<String>,
+    /// Show every check's facts and the plugin's log lines.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Time limit per check, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    /// List the checks instead of running them.
+    #[arg(long)]
+    pub list: bool,
+    /// Compare two reports instead of running checks.
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
+    pub diff: Option<Vec<PathBuf>>,
+}
+
+/// Arguments of the hidden `conform-child` verb (one isolated worker).
+#[derive(clap::Args, Debug)]
+pub struct ChildArgs {
+    /// The plugin library.
+    #[arg(long)]
+    pub plugin: PathBuf,
+    /// The checks to run, comma-separated, in order.
+    #[arg(long)]
+    pub checks: String,
+}
+
+/// Runs the hidden child: the checks, one JSON line per event on stdout.
+pub fn run_child(args: ChildArgs) -> Result<i32, CliError> {
+    let names: Vec<String> = args
+        .checks
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    Ok(conform::child_main(&args.plugin, &names, &mut out))
+}
+
+fn self_command() -> Result<Vec<OsString>, CliError> {
+    if let Ok(v) = std::env::var(SELF_COMMAND_ENV) {
+        if let Ok(list) = serde_json::from_str::<Vec<String>>(&v) {
+            if !list.is_empty() {
+                return Ok(list.into_iter().map(OsString::from).collect());
+            }
+        }
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::failed(format!("cannot find this program to re-run it: {e}")))?;
+    Ok(vec![exe.into_os_string()])
+}
+
+fn outcome_text(o: Outcome) -> String {
+    let style = match o {
+        Outcome::Pass => Style::Green,
+        Outcome::Unsupported => Style::Yellow,
+        _ => Style::Red,
+    };
+    paint(&format!("{:<11}", o.name()), style)
+}
+
+fn print_result(r: &CheckResult, verbose: bool) {
+    let by = match r.unsupported_by.as_deref() {
+        Some("rpjrt") => " [not yet in rpjrt]",
+        _ => "",
+    };
+    crate::outln!(
+        "{} {:<34} {}{}",
+        outcome_text(r.outcome),
+        r.name,
+        r.detail.lines().next().unwrap_or(""),
+        by
+    );
+    if verbose {
+        for (k, v) in &r.facts {
+            crate::outln!("{:>12}{k} = {v}", "");
+        }
+    }
+}
+
+/// Runs `rpjrt conform`.
+pub fn run(args: Args) -> Result<i32, CliError> {
+    if let Some(files) = &args.diff {
+        return diff(files, args.json.as_ref());
+    }
+    let checks = conform::select(args.only.as_deref());
+    if checks.is_empty() {
+        return Err(CliError::usage(format!(
+            "no check matches {:?}; `rpjrt conform --list` shows them",
+            args.only.as_deref().unwrap_or("")
+        )));
+    }
+    if args.list {
+        for c in &checks {
+            crate::outln!("{:<34} {}", c.name, c.description);
+        }
+        return Ok(EXIT_OK);
+    }
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(CliError::usage(
+            "--timeout must be a positive number of seconds",
+        ));
+    }
+    // Only the children load the plugin: one that crashes while loading cannot take this
+    // process down.
+    let info = common::find_plugin(args.plugin.as_deref())?;
+    let mut child = self_command()?;
+    child.push("conform-child".into());
+    let config = RunConfig {
+        child,
+        timeout: Duration::from_secs_f64(args.timeout),
+        // The children's stderr is captured per check (never mixed with ours), so the
+        // plugin may log there as it would by default.
+        env: if common::plugin_logs_quieted() {
+            vec![(common::PLUGIN_LOG_LEVEL_ENV.into(), "0".into())]
+        } else {
+            Vec::new()
+        },
+    };
+    let to_stdout = args.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let progress_on = std::io::stderr().is_terminal();
+    let verbose = args.verbose;
+    let mut progress = |i: usize, n: usize, name: &str, done: Option<&CheckResult>| {
+        let mut e = std::io::stderr();
+        match done {
+            None => {
+                if progress_on {
+                    let _ = write!(e, "\r\x1b[K[{}/{}] {name}", i + 1, n);
+                    let _ = e.flush();
+                }
+            }
+            Some(r) => {
+                if progress_on {
+                    let _ = write!(e, "\r\x1b[K");
+                    let _ = e.flush();
+                }
+                if !to_stdout {
+                    print_result(r, verbose);
+                }
+            }
+        }
+    };
+    let report = conform::run_isolated(&info.path, &checks, &config, &mut progress)
+        .map_err(|e| CliError::failed(common::explain(&e, None)))?;
+    if verbose && !to_stdout {
+        // The plugin's own output, per check (known once each child process has ended).
+        for r in report.results.iter().filter(|r| !r.stderr.is_empty()) {
+            crate::outln!(
+                "{}",
+                paint(&format!("plugin stderr during {}:", r.name), Style::Dim)
+            );
+            for line in r.stderr.lines() {
+                crate::outln!("  {}", paint(line, Style::Dim));
+            }
+        }
+    }
+    let doc = report.to_json();
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => common::print_json(&doc)?,
+        Some(p) => {
+            let text =
+                serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
+            std::fs::write(p, text + "\n")
+                .map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+        }
+        None => {}
+    }
+    if !to_stdout {
+        let s = report.summary();
+        let line = format!(
+            "{} checks: {} pass, {} fail, {} unsupported, {} crash, {} timeout  ({})",
+            report.results.len(),
+            s["pass"],
+            s["fail"],
+            s["unsupported"],
+            s["crash"],
+            s["timeout"],
+            info.path.display()
+        );
+        let style = if report.has_defects() {
+            Style::Red
+        } else {
+            Style::Green
+        };
+        crate::outln!("{}", paint(&line, style));
+    }
+    Ok(if report.has_defects() {
+        EXIT_DEFECT
+    } else {
+        EXIT_OK
+    })
+}
+
+fn read_report(p: &PathBuf) -> Result<Report, CliError> {
+    let meta =
+        std::fs::metadata(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+    if !meta.is_file() {
+        return Err(CliError::usage(format!(
+            "{}: not a regular file",
+            p.display()
+        )));
+    }
+    let text =
+        std::fs::read_to_string(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::usage(format!("{}: not JSON ({e})", p.display())))?;
+    Report::from_json(&v)
+        .map_err(|e| CliError::usage(format!("{}: {}", p.display(), common::bare(e))))
+}
+
+fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> {
+    let a = read_report(&files[0])?;
+    let b = read_report(&files[1])?;
+    let d = conform::diff(&a, &b);
+    if let Some(p) = json_out {
+        let rows: Vec<serde_json::Value> = d
+            .iter()
+            .map(|x| json!({"what": x.what, "a": x.a, "b": x.b}))
+            .collect();
+        let doc = json!({"a": files[0].display().to_string(), "b": files[1].display().to_string(),
+                         "differences": rows});
+        if p.as_os_str() == "-" {
+            common::print_json(&doc)?;
+        } else {
+            let text =
+                serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
+            std::fs::write(p, text + "\n")
+                .map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+        }
+        return Ok(EXIT_OK);
+    }
+    let name = |r: &Report, f: &PathBuf| {
+        r.plugin
+            .get("pjrt_version")
+            .and_then(|v| v.as_str())
+            .map(|v| format!("PJRT {v}"))
+            .unwrap_or_else(|| f.display().to_string())
+    };
+    crate::outln!(
+        "{}",
+        paint(
+            &format!(
+                "A = {} ({})\nB = {} ({})",
+                files[0].display(),
+                name(&a, &files[0]),
+                files[1].display(),
+                name(&b, &files[1])
+            ),
+            Style::Bold
+        )
+    );
+    if d.is_empty() {
+        crate::outln!("no differences");
+        return Ok(EXIT_OK);
+    }
+    for x in &d {
+        crate::outln!("{}", x.what);
+        crate::outln!("  A: {}", paint(&x.a.to_string(), Style::Red));
+        crate::outln!("  B: {}", paint(&x.b.to_string(), Style::Green));
+    }
+    crate::outln!("{} differences", d.len());
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,176 @@
+//! `rpjrt info`: a plugin's version, attributes, extensions, devices and memories.
+
+use rpjrt::{Client, Plugin};
+use serde_json::{json, Value as Json};
+
+use crate::common::{self, paint, value_json, CliError, Style, EXIT_OK};
+
+/// Arguments of `rpjrt info`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
+    /// $RPJRT_PLUGIN, then the first plugin found (see `rpjrt plugins`).
+    pub plugin: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Create options for the client, as NAME=VALUE (integers, true/false, or text).
+    #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
+    pub options: Vec<String>,
+}
+
+/// Runs `rpjrt info`.
+pub fn run(args: Args) -> Result<i32, CliError> {
+    let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
+    let options = common::parse_options(&args.options)?;
+    let client = Client::new(&plugin, &options)?;
+    let devices = client.devices()?;
+    let memories = client.addressable_memories()?;
+    let platform = client.platform_name()?;
+    let platform_version = client.platform_version()?;
+
+    let attributes: serde_json::Map<String, Json> = plugin
+        .attributes()
+        .iter()
+        .map(|(k, v)| (k.clone(), value_json(v)))
+        .collect();
+    let extensions: Vec<Json> = plugin
+        .extensions()
+        .all()
+        .iter()
+        .map(|e| json!({"name": e.name, "type_id": e.type_id, "struct_size": e.struct_size}))
+        .collect();
+    let device_rows: Vec<Json> = devices
+        .iter()
+        .map(|d| {
+            let default = d.default_memory().ok().map(|m| m.kind().to_string());
+            let attrs: serde_json::Map<String, Json> = d
+                .attributes()
+                .iter()
+                .map(|(k, v)| (k.clone(), value_json(v)))
+                .collect();
+            let stats = if d.is_addressable() {
+                match rpjrt::diagnostics::memory_stats(d) {
+                    Ok(s) => json!({
+                        "bytes_in_use": s.bytes_in_use, "peak_bytes_in_use": s.peak_bytes_in_use,
+                        "num_allocs": s.num_allocs, "largest_alloc_size": s.largest_alloc_size,
+                        "bytes_limit": s.bytes_limit,
+                        "largest_free_block_bytes": s.largest_free_block_bytes,
+                    }),
+                    Err(e) => json!({"unavailable": e.to_string()}),
+                }
+            } else {
+                Json::Null
+            };
+            json!({
+                "memory_stats": stats,
+                "id": d.id(), "kind": d.kind(), "process_index": d.process_index(),
+                "local_hardware_id": d.local_hardware_id(), "addressable": d.is_addressable(),
+                "description": d.description(), "default_memory": default, "attributes": attrs,
+            })
+        })
+        .collect();
+    let memory_rows: Vec<Json> = memories
+        .iter()
+        .map(|m| {
+            let by: Vec<i32> = m
+                .addressable_by_devices()
+                .unwrap_or_default()
+                .iter()
+                .map(|d| d.id())
+                .collect();
+            json!({"id": m.id(), "kind": m.kind(), "kind_id": m.kind_id(), "devices": by})
+        })
+        .collect();
+
+    if args.json {
+        common::print_json(&json!({
+            "path": plugin.path().display().to_string(),
+            "pjrt_version": plugin.version().to_string(),
+            "table_size": plugin.table_size(),
+            "table_slots": plugin.table_slots(),
+            "platform": platform,
+            "platform_version": platform_version,
+            "attributes": attributes,
+            "extensions": extensions,
+            "devices": device_rows,
+            "memories": memory_rows,
+        }))?;
+        return Ok(EXIT_OK);
+    }
+
+    crate::outln!("plugin      {}", plugin.path().display());
+    crate::outln!(
+        "PJRT        {} ({} bytes, {} slots; rpjrt layout {})",
+        plugin.version(),
+        plugin.table_size(),
+        plugin.table_slots(),
+        Plugin::rpjrt_layout_version()
+    );
+    crate::outln!("platform    {platform} {platform_version}");
+    crate::outln!("\n{}", paint("attributes", Style::Bold));
+    for (k, v) in plugin.attributes() {
+        crate::outln!("  {k:<28} {v}");
+    }
+    crate::outln!("\n{}", paint("extensions", Style::Bold));
+    for e in plugin.extensions().all() {
+        crate::outln!(
+            "  {:<28} type {:<3} {} bytes",
+            e.name,
+            e.type_id,
+            e.struct_size
+        );
+    }
+    crate::outln!("\n{}", paint("devices", Style::Bold));
+    crate::outln!(
+        "  {:<4} {:<8} {:<8} {:<6} {:<16} description",
+        "id",
+        "kind",
+        "process",
+        "hw id",
+        "default memory"
+    );
+    for d in &devices {
+        let default = d
+            .default_memory()
+            .map(|m| m.kind().to_string())
+            .unwrap_or_else(|_| "-".into());
+        crate::outln!(
+            "  {:<4} {:<8} {:<8} {:<6} {:<16} {}",
+            d.id(),
+            d.kind(),
+            d.process_index(),
+            d.local_hardware_id(),
+            default,
+            d.description()
+        );
+    }
+    crate::outln!(
+        "\n{}",
+        paint("allocator (PJRT_Device_MemoryStats)", Style::Bold)
+    );
+    for d in devices.iter().filter(|d| d.is_addressable()) {
+        match rpjrt::diagnostics::memory_stats(d) {
+            Ok(s) => crate::outln!("  device {:<4} {s}", d.id()),
+            Err(e) => crate::outln!("  device {:<4} not reported ({})", d.id(), e.code()),
+        }
+    }
+    crate::outln!("\n{}", paint("memories", Style::Bold));
+    crate::outln!("  {:<4} {:<16} {:<8} devices", "id", "kind", "kind id");
+    for m in &memories {
+        let by: Vec<String> = m
+            .addressable_by_devices()
+            .unwrap_or_default()
+            .iter()
+            .map(|d| d.id().to_string())
+            .collect();
+        crate::outln!(
+            "  {:<4} {:<16} {:<8} {}",
+            m.id(),
+            m.kind(),
+            m.kind_id(),
+            by.join(",")
+        );
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,486 @@
+//! `rpjrt run`: compile a program, feed it inputs, print or save its outputs, time it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rpjrt::npy::{self, Array, Scalar};
+use rpjrt::{ArraySpec, Client, CompileOptions, ElementType, Program};
+use serde_json::{json, Value as Json};
+
+use crate::common::{self, paint, CliError, Style, EXIT_OK};
+
+/// Arguments of `rpjrt run`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The program: StableHLO text (.mlir), MLIR bytecode or a jax.export portable
+    /// artifact (.mlirbc), or a serialized HloModuleProto (.pb).
+    pub program: PathBuf,
+    /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`).
+    #[arg(long)]
+    pub plugin: Option<String>,
+    /// An input, as INDEX=FILE.npy, INDEX=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz
+    /// (its arrays in order, or by the names arg0, arg1, ...). INDEX is 0-based or argN.
+    #[arg(long = "input", short = 'i', value_name = "INDEX=FILE|LITERAL")]
+    pub inputs: Vec<String>,
+    /// Fill inputs that were not given with random values of the right type and shape.
+    #[arg(long)]
+    pub random: bool,
+    /// Seed for --random.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Run on this device id (default: the plugin's first device).
+    #[arg(long)]
+    pub device: Option<i32>,
+    /// Run this many times and report timing statistics.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Save the outputs: FILE.npz (out0, out1, ...) or FILE.npy (a single output).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Create options for the client, as NAME=VALUE.
+    #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
+    pub options: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Reads a program file and decides how to hand it to the plugin.
+pub fn read_program(path: &Path) -> Result<Program, CliError> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(CliError::usage(format!(
+            "{}: not a regular file",
+            path.display()
+        )));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    let name = path.to_string_lossy();
+    // MLIR bytecode (also what jax.export serializes) starts with "ML\xefR"; text is
+    // StableHLO; anything else with a .pb/.hlo suffix is an HloModuleProto.
+    if bytes.starts_with(b"ML\xefR")
+        || name.ends_with(".mlir")
+        || std::str::from_utf8(&bytes)
+            .is_ok_and(|t| t.contains("func.func") || t.contains("module"))
+    {
+        Ok(Program::mlir(bytes))
+    } else if name.ends_with(".pb") || name.ends_with(".hlo") || name.ends_with(".hlopb") {
+        Ok(Program::hlo(bytes))
+    } else {
+        Err(CliError::usage(format!(
+            "{}: not StableHLO text, MLIR bytecode or a .pb HloModuleProto",
+            path.display()
+        )))
+    }
+}
+
+fn parse_index(s: &str, n: usize) -> Result<usize, CliError> {
+    let t = s.trim().trim_start_matches('%');
+    let t = t.strip_prefix("arg").unwrap_or(t);
+    let i: usize = t.parse().map_err(|_| {
+        CliError::usage(format!(
+            "input name {s:?} is not an argument index (0, 1, ... or arg0, arg1, ...)"
+        ))
+    })?;
+    if i >= n {
+        return Err(CliError::usage(format!(
+            "input {s:?}: the program takes {n} argument(s)"
+        )));
+    }
+    Ok(i)
+}
+
+fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), CliError> {
+    if let Some(spec) = spec {
+        if a.element_type != spec.element_type {
+            return Err(CliError::usage(format!(
+                "input {i}: the program takes {} but the input is {}{:?}",
+                spec, a.element_type, a.dims
+            )));
+        }
+        if a.dims != spec.dims {
+            return Err(CliError::usage(format!(
+                "input {i}: the program takes shape {:?} ({spec}) but the input has shape {:?}",
+                spec.dims, a.dims
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Builds the argument arrays from `--input`/`--random`, checked against `params`.
+fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>, CliError> {
+    if params.is_none() && args.random {
+        return Err(CliError::usage(
+            "--random needs the program's parameter types, which this plugin does not report \
+             (no optimized program): give every input with --input",
+        ));
+    }
+    let n_guess = params.map(|p| p.len());
+    let n = n_guess.unwrap_or(args.inputs.len());
+    let mut slots: Vec<Option<Array>> = vec![None; n];
+    let mut next_positional = 0usize;
+    for spec in &args.inputs {
+        let (target, value) = match spec.split_once('=') {
+            Some((k, v)) if !k.contains('[') => (Some(k), v),
+            _ => (None, spec.as_str()),
+        };
+        let looks_like_file = value.ends_with(".npy") || value.ends_with(".npz");
+        if target.is_none() && value.ends_with(".npz") {
+            for (name, a) in npy::load(value).map_err(|e| CliError::usage(common::bare(e)))? {
+                let i = match parse_index(&name, n) {
+                    Ok(i) => i,
+                    Err(_) => next_positional,
+                };
+                if i >= n {
+                    return Err(CliError::usage(format!(
+                        "{value}: more arrays than the program's {n} argument(s)"
+                    )));
+                }
+                slots[i] = Some(a);
+                next_positional = i + 1;
+            }
+            continue;
+        }
+        let i = match target {
+            Some(k) => parse_index(k, n)?,
+            None => {
+                if next_positional >= n {
+                    return Err(CliError::usage(format!(
+                        "input {spec:?}: the program takes {n} argument(s)"
+                    )));
+                }
+                next_positional
+            }
+        };
+        next_positional = i + 1;
+        let a = if looks_like_file {
+            let mut arrays = npy::load(value).map_err(|e| CliError::usage(common::bare(e)))?;
+            if arrays.len() != 1 {
+                return Err(CliError::usage(format!(
+                    "{value} holds {} arrays; give it without INDEX= to spread them over the arguments",
+                    arrays.len()
+                )));
+            }
+            arrays.remove(0).1
+        } else {
+            let default = params.and_then(|p| p.get(i)).map(|s| s.element_type);
+            npy::parse_literal(value, default)
+                .map_err(|e| CliError::usage(format!("input {i}: {}", common::bare(e))))?
+        };
+        slots[i] = Some(a);
+    }
+    let mut out = Vec::with_capacity(n);
+    for (i, slot) in slots.into_iter().enumerate() {
+        let spec = params.and_then(|p| p.get(i));
+        let a = match (slot, spec) {
+            (Some(a), _) => a,
+            (None, Some(s)) if args.random => {
+                npy::random(s.element_type, &s.dims, args.seed.wrapping_add(i as u64))
+                    .map_err(|e| CliError::usage(common::bare(e)))?
+            }
+            (None, Some(s)) => {
+                return Err(CliError::usage(format!(
+                    "argument {i} ({s}) was not given: pass --input {i}=... or --random"
+                )))
+            }
+            (None, None) => {
+                return Err(CliError::usage(format!("argument {i} was not given")));
+            }
+        };
+        check_against(i, &a, spec)?;
+        out.push(a);
+    }
+    Ok(out)
+}
+
+#[derive(Default)]
+struct Phase {
+    samples: Vec<Duration>,
+}
+
+impl Phase {
+    fn stats(&self) -> Json {
+        let mut s: Vec<f64> = self.samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        s.sort_by(f64::total_cmp);
+        if s.is_empty() {
+            return Json::Null;
+        }
+        let mean = s.iter().sum::<f64>() / s.len() as f64;
+        json!({"n": s.len(), "min_ms": s[0], "median_ms": s[s.len() / 2],
+               "mean_ms": mean, "max_ms": s[s.len() - 1]})
+    }
+}
+
+/// Runs `rpjrt run`.
+pub fn run(args: Args) -> Result<i32, CliError> {
+    if args.repeat == 0 {
+        return Err(CliError::usage("--repeat must be at least 1"));
+    }
+    let program = read_program(&args.program)?;
+    let t = Instant::now();
+    let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
+    let options = common::parse_options(&args.options)?;
+    let client = Client::new(&plugin, &options)?;
+    let load = t.elapsed();
+
+    let device = match args.device {
+        Some(id) => client
+            .lookup_device(id)
+            .map_err(|e| CliError::usage(format!("--device {id}: {e}")))?,
+        None => client.default_device()?,
+    };
+    let mut copts = CompileOptions::default();
+    if args.device.is_some() {
+        copts.device_assignment = Some(vec![vec![i64::from(device.id())]]);
+    }
+    let t = Instant::now();
+    let exe = client
+        .compile(&program, &copts)
+        .map_err(|e| CliError::failed(format!("compile failed: {e}")))?;
+    let compile = t.elapsed();
+    let inputs = gather_inputs(&args, exe.parameters())?;
+
+    let (mut transfer, mut execute, mut fetch) =
+        (Phase::default(), Phase::default(), Phase::default());
+    let mut outputs: Vec<Array> = Vec::new();
+    for _ in 0..args.repeat {
+        let t = Instant::now();
+        let bufs = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                client
+                    .buffer_from_host(&a.data, a.element_type, &a.dims, None, &device, None)
+                    .map_err(|e| {
+                        let request = format!(
+                            "input {i}: {}{:?}, {} bytes, on device {}",
+                            a.element_type,
+                            a.dims,
+                            a.data.len(),
+                            device.id()
+                        );
+                        CliError::failed(common::explain_request(&e, Some(&device), &request))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for b in &bufs {
+            b.block_until_ready()?;
+        }
+        transfer.samples.push(t.elapsed());
+        let refs: Vec<&rpjrt::Buffer> = bufs.iter().collect();
+        let t = Instant::now();
+        let outs = exe
+            .execute(&refs)
+            .map_err(|e| CliError::failed(common::explain(&e, Some(&device))))?;
+        for o in &outs {
+            o.block_until_ready()
+                .map_err(|e| CliError::failed(common::explain(&e, Some(&device))))?;
+        }
+        execute.samples.push(t.elapsed());
+        let t = Instant::now();
+        outputs = outs
+            .iter()
+            .map(|o| Array::new(o.element_type(), o.dims().to_vec(), o.to_vec()?))
+            .collect::<Result<Vec<_>, _>>()?;
+        fetch.samples.push(t.elapsed());
+    }
+
+    if let Some(path) = &args.out {
+        let p = path.to_string_lossy();
+        if p.ends_with(".npy") {
+            if outputs.len() != 1 {
+                return Err(CliError::usage(format!(
+                    "{p}: the program has {} outputs; save them as .npz",
+                    outputs.len()
+                )));
+            }
+            npy::save_npy(path, &outputs[0])?;
+        } else if p.ends_with(".npz") {
+            let named: Vec<(String, Array)> = outputs
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (format!("out{i}"), a.clone()))
+                .collect();
+            npy::save_npz(path, &named)?;
+        } else {
+            return Err(CliError::usage(format!(
+                "--out {p}: give a .npz or .npy file name"
+            )));
+        }
+    }
+
+    let timings = json!({
+        "load_ms": load.as_secs_f64() * 1e3,
+        "compile_ms": compile.as_secs_f64() * 1e3,
+        "transfer": transfer.stats(), "execute": execute.stats(), "fetch": fetch.stats(),
+    });
+    if args.json {
+        let outs: Vec<Json> = outputs
+            .iter()
+            .map(|a| {
+                json!({"dtype": a.element_type.name(), "shape": a.dims, "data": nested_json(a)})
+            })
+            .collect();
+        common::print_json(&json!({
+            "program": args.program.display().to_string(),
+            "plugin": plugin.path().display().to_string(),
+            "device": device.id(),
+            "outputs": outs,
+            "timings": timings,
+        }))?;
+        return Ok(EXIT_OK);
+    }
+    for (i, a) in outputs.iter().enumerate() {
+        crate::outln!(
+            "{} {}",
+            paint(&format!("out{i}:"), Style::Bold),
+            format_numpy(a)
+        );
+    }
+    let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
+    crate::outln!(
+        "{}",
+        paint(
+            &format!("load {}  compile {}", ms(load), ms(compile)),
+            Style::Dim
+        )
+    );
+    for (name, p) in [
+        ("transfer", &transfer),
+        ("execute", &execute),
+        ("fetch", &fetch),
+    ] {
+        let s = p.stats();
+        let line = if args.repeat > 1 {
+            format!(
+                "{name:<9} min {:.3}  median {:.3}  mean {:.3}  max {:.3} ms  (n={})",
+                s["min_ms"].as_f64().unwrap_or(0.0),
+                s["median_ms"].as_f64().unwrap_or(0.0),
+                s["mean_ms"].as_f64().unwrap_or(0.0),
+                s["max_ms"].as_f64().unwrap_or(0.0),
+                args.repeat
+            )
+        } else {
+            format!("{name:<9} {:.3} ms", s["min_ms"].as_f64().unwrap_or(0.0))
+        };
+        crate::outln!("{}", paint(&line, Style::Dim));
+    }
+    Ok(EXIT_OK)
+}
+
+fn scalar_json(s: Scalar) -> Json {
+    match s {
+        Scalar::Bool(b) => json!(b),
+        Scalar::Int(i) => json!(i),
+        Scalar::UInt(u) => json!(u),
+        Scalar::Float(f) if f.is_finite() => json!(f),
+        Scalar::Float(f) => json!(f.to_string()),
+        Scalar::Complex(re, im) => json!([re, im]),
+    }
+}
+
+fn nested_json(a: &Array) -> Json {
+    fn go(a: &Array, dim: usize, offset: usize, stride: usize) -> Json {
+        if dim == a.dims.len() {
+            return a.get(offset).map(scalar_json).unwrap_or(Json::Null);
+        }
+        let n = a.dims[dim].max(0) as usize;
+        let inner = stride / n.max(1);
+        Json::Array(
+            (0..n)
+                .map(|i| go(a, dim + 1, offset + i * inner, inner))
+                .collect(),
+        )
+    }
+    go(a, 0, 0, a.len())
+}
+
+fn format_scalar(s: Scalar, ty: ElementType) -> String {
+    match s {
+        Scalar::Bool(b) => if b { "True" } else { "False" }.to_string(),
+        Scalar::Int(i) => i.to_string(),
+        Scalar::UInt(u) => u.to_string(),
+        Scalar::Float(f) => format_float(f, ty),
+        Scalar::Complex(re, im) => format!(
+            "{}{}{}j",
+            format_float(re, ty),
+            if im < 0.0 { "-" } else { "+" },
+            format_float(im.abs(), ty)
+        ),
+    }
+}
+
+fn format_float(f: f64, ty: ElementType) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    // Shortest representation at the type's precision, as numpy prints.
+    let s = if matches!(ty, ElementType::F32 | ElementType::C64) {
+        format!("{}", f as f32)
+    } else {
+        format!("{f}")
+    };
+    if s.contains(['.', 'e', 'i', 'n']) {
+        s
+    } else {
+        format!("{s}.")
+    }
+}
+
+/// numpy-style text of an array: `array([1., 2.], dtype=float32)`.
+pub fn format_numpy(a: &Array) -> String {
+    fn go(a: &Array, dim: usize, offset: usize, stride: usize, indent: usize) -> String {
+        if dim == a.dims.len() {
+            return a
+                .get(offset)
+                .map(|s| format_scalar(s, a.element_type))
+                .unwrap_or_else(|| "?".into());
+        }
+        let n = a.dims[dim].max(0) as usize;
+        let inner = stride / n.max(1);
+        let shown: Vec<usize> = if n > 10 {
+            (0..3).chain(n - 3..n).collect()
+        } else {
+            (0..n).collect()
+        };
+        let mut parts = Vec::new();
+        for (k, &i) in shown.iter().enumerate() {
+            if n > 10 && k == 3 {
+                parts.push("...".to_string());
+            }
+            parts.push(go(a, dim + 1, offset + i * inner, inner, indent + 1));
+        }
+        let sep = if dim + 1 < a.dims.len() {
+            format!(",\n{}", " ".repeat(indent + 1))
+        } else {
+            ", ".to_string()
+        };
+        format!("[{}]", parts.join(&sep))
+    }
+    let body = go(a, 0, 0, a.len(), 6);
+    format!("array({body}, dtype={})", a.element_type.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numpy_style_text() {
+        let a = npy::parse_literal("[[1, 2.5], [3, 4]]:f32", None).unwrap();
+        assert_eq!(
+            format_numpy(&a),
+            "array([[1., 2.5],\n       [3., 4.]], dtype=float32)"
+        );
+        let b = npy::parse_literal("[true, false]", None).unwrap();
+        assert_eq!(format_numpy(&b), "array([True, False], dtype=bool)");
+        let s = npy::parse_literal("7:int64", None).unwrap();
+        assert_eq!(format_numpy(&s), "array(7, dtype=int64)");
+    }
+}

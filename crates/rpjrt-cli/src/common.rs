@@ -1,0 +1,287 @@
+//! What every verb shares: exit codes, errors, colour, JSON output, plugin resolution.
+
+use std::fmt;
+use std::io::IsTerminal;
+
+use rpjrt::discovery::{install_hint, Discovery, PluginInfo};
+use rpjrt::{ClientOptions, Plugin, Value};
+use serde_json::{json, Value as Json};
+
+/// `println!` that ignores a closed stdout (`rpjrt info | head` must not panic).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: a defect or a failure was found (a failed check, a plugin error).
+pub const EXIT_DEFECT: i32 = 1;
+/// Exit code: the command line or an input file was wrong.
+pub const EXIT_USAGE: i32 = 2;
+
+/// An error that ends a verb: one line for stderr and the exit code.
+#[derive(Debug, Clone)]
+pub struct CliError {
+    /// The message (printed after `rpjrt: `).
+    pub message: String,
+    /// The process exit code.
+    pub exit_code: i32,
+}
+
+impl CliError {
+    /// Bad command line or bad input: exit code 2.
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            exit_code: EXIT_USAGE,
+        }
+    }
+
+    /// Something failed at run time: exit code 1.
+    pub fn failed(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            exit_code: EXIT_DEFECT,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<rpjrt::Error> for CliError {
+    fn from(e: rpjrt::Error) -> CliError {
+        // A request rpjrt refused before it reached the plugin was wrong: a usage error.
+        // Anything else (a plugin that cannot be loaded, an error the plugin reported) is
+        // a failure.
+        let code = match &e {
+            rpjrt::Error::InvalidArgument(_) => EXIT_USAGE,
+            _ => EXIT_DEFECT,
+        };
+        CliError {
+            message: e.to_string(),
+            exit_code: code,
+        }
+    }
+}
+
+static QUIETED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The variable XLA-based plugins read for their minimum log level.
+pub const PLUGIN_LOG_LEVEL_ENV: &str = "TF_CPP_MIN_LOG_LEVEL";
+
+/// Keeps the plugin's log lines off stderr for this CLI process: sets
+/// `TF_CPP_MIN_LOG_LEVEL=3` (fatal only) before any plugin is loaded, unless `show` is
+/// set, `RPJRT_PLUGIN_LOG` is `1`, or the user set the variable. Only the CLI does this,
+/// once, at start-up, before it starts threads; the rpjrt library never changes the
+/// process environment.
+pub fn quiet_plugin_logs(show: bool) {
+    let env_show = std::env::var("RPJRT_PLUGIN_LOG").is_ok_and(|v| v == "1");
+    if show || env_show || std::env::var_os(PLUGIN_LOG_LEVEL_ENV).is_some() {
+        return;
+    }
+    std::env::set_var(PLUGIN_LOG_LEVEL_ENV, "3");
+    QUIETED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True when [`quiet_plugin_logs`] set the log level itself (a child process whose stderr
+/// is captured may then have it back).
+pub fn plugin_logs_quieted() -> bool {
+    QUIETED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).
+pub fn print_error(e: &CliError) {
+    let prefix = paint_stderr("rpjrt:", Style::Red);
+    eprintln!("{prefix} {}", e.message);
+}
+
+/// Text styles used by the tables.
+#[derive(Clone, Copy, Debug)]
+pub enum Style {
+    /// Failures.
+    Red,
+    /// Passes.
+    Green,
+    /// Unsupported / warnings.
+    Yellow,
+    /// Headings.
+    Bold,
+    /// Secondary text.
+    Dim,
+}
+
+fn colour_allowed(is_tty: bool) -> bool {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    is_tty
+}
+
+/// True when stdout gets colour: a terminal, and `NO_COLOR` unset or empty.
+pub fn stdout_colour() -> bool {
+    colour_allowed(std::io::stdout().is_terminal())
+}
+
+/// True when stderr gets colour: a terminal, and `NO_COLOR` unset or empty.
+pub fn stderr_colour() -> bool {
+    colour_allowed(std::io::stderr().is_terminal())
+}
+
+fn paint_with(on: bool, text: &str, style: Style) -> String {
+    if !on {
+        return text.to_string();
+    }
+    let code = match style {
+        Style::Red => "31",
+        Style::Green => "32",
+        Style::Yellow => "33",
+        Style::Bold => "1",
+        Style::Dim => "2",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// `text` styled for stdout (plain unless stdout is a colour terminal).
+pub fn paint(text: &str, style: Style) -> String {
+    paint_with(stdout_colour(), text, style)
+}
+
+/// `text` styled for stderr (plain unless stderr is a colour terminal).
+pub fn paint_stderr(text: &str, style: Style) -> String {
+    paint_with(stderr_colour(), text, style)
+}
+
+/// Prints a JSON document, pretty, on stdout.
+pub fn print_json(doc: &Json) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(doc).map_err(|e| CliError::failed(e.to_string()))?;
+    crate::outln!("{text}");
+    Ok(())
+}
+
+/// Parses a `NAME=VALUE` create option (integers, true/false, floats, else text).
+pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| CliError::usage(format!("option {s:?} is not NAME=VALUE")))?;
+    let value = if let Ok(i) = value.parse::<i64>() {
+        Value::Int64(i)
+    } else if value == "true" || value == "false" {
+        Value::Bool(value == "true")
+    } else if let Ok(f) = value.parse::<f32>() {
+        Value::Float(f)
+    } else {
+        Value::String(value.to_string())
+    };
+    Ok((name.to_string(), value))
+}
+
+/// Client options from `NAME=VALUE` strings.
+pub fn parse_options(options: &[String]) -> Result<ClientOptions, CliError> {
+    Ok(options
+        .iter()
+        .map(|o| parse_option(o))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .collect())
+}
+
+/// A plugin attribute or option value as JSON.
+pub fn value_json(v: &Value) -> Json {
+    match v {
+        Value::String(s) => json!(s),
+        Value::Int64(i) => json!(i),
+        Value::Int64List(l) => json!(l),
+        Value::Float(f) => json!(f),
+        Value::Bool(b) => json!(b),
+    }
+}
+
+/// The message of an rpjrt error without the `invalid argument: ` prefix (for one-line
+/// usage errors about the user's own input).
+pub fn bare(e: rpjrt::Error) -> String {
+    match e {
+        rpjrt::Error::InvalidArgument(m) => m,
+        other => other.to_string(),
+    }
+}
+
+/// `e`'s message followed by what rpjrt can add: allocator figures for out-of-memory
+/// errors on `device`, install hints for load failures.
+pub fn explain(e: &rpjrt::Error, device: Option<&rpjrt::Device>) -> String {
+    match rpjrt::diagnostics::explain(e, device, None) {
+        Some(more) => format!("{e}\n{more}"),
+        None => e.to_string(),
+    }
+}
+
+/// Like [`explain`], naming the request that failed (what was being allocated).
+pub fn explain_request(e: &rpjrt::Error, device: Option<&rpjrt::Device>, request: &str) -> String {
+    match rpjrt::diagnostics::explain(e, device, Some(request)) {
+        Some(more) => format!("{e}\n{more}"),
+        None => e.to_string(),
+    }
+}
+
+fn candidates(spec: Option<&str>) -> Result<Vec<PluginInfo>, CliError> {
+    Discovery::from_env().candidates(spec).map_err(|e| match e {
+        rpjrt::Error::PluginLoad { reason, .. } => CliError::usage(reason),
+        other => CliError::from(other),
+    })
+}
+
+/// The first plugin discovery offers for `spec` (see [`load_plugin`]), without loading it.
+pub fn find_plugin(spec: Option<&str>) -> Result<PluginInfo, CliError> {
+    Ok(candidates(spec)?.remove(0))
+}
+
+/// The plugin a verb should use: `spec` (a path, a plugin or wheel name, or a platform
+/// such as `cpu`), else `$RPJRT_PLUGIN`, else the first plugin discovery finds. Each
+/// candidate is tried in order; the first that loads wins. Load errors name the file, the
+/// loader's reason and what to install.
+pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError> {
+    let candidates = candidates(spec)?;
+    let mut errors = Vec::new();
+    for info in candidates {
+        match Plugin::load(&info.path) {
+            Ok(p) => return Ok((p, info)),
+            Err(e) => errors.push(explain(&e, None)),
+        }
+    }
+    let want = spec
+        .map(str::to_string)
+        .or_else(|| std::env::var("RPJRT_PLUGIN").ok());
+    Err(CliError::failed(format!(
+        "{}
+  to get a working plugin: {}",
+        errors.join("\n"),
+        install_hint(want.as_deref())
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_typed() {
+        assert_eq!(parse_option("a=3").unwrap().1, Value::Int64(3));
+        assert_eq!(parse_option("a=true").unwrap().1, Value::Bool(true));
+        assert_eq!(parse_option("a=0.5").unwrap().1, Value::Float(0.5));
+        assert_eq!(parse_option("a=x").unwrap().1, Value::String("x".into()));
+        assert_eq!(parse_option("novalue").unwrap_err().exit_code, EXIT_USAGE);
+    }
+
+    #[test]
+    fn no_colour_off_a_terminal() {
+        assert_eq!(paint_with(false, "x", Style::Red), "x");
+        assert_eq!(paint_with(true, "x", Style::Red), "\x1b[31mx\x1b[0m");
+    }
+}

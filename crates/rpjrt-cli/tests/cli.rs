@@ -1,0 +1,678 @@
+//! The real `rpjrt` binary, run as a user would: both CPU plugins and the fake plugin,
+//! checking output and exit codes (0 ok, 1 defect/failure, 2 usage or bad input).
+//!
+//! The CPU plugins come from `RPJRT_TEST_PLUGIN_OLD`/`_NEW` or `.deps/plugins.env`
+//! (written by `scripts/setup.sh`); the fake plugin from `RPJRT_FAKE_PLUGIN` or
+//! `target/debug` (`cargo build -p rpjrt-fake-plugin`, which `scripts/test.sh` runs).
+//! Missing plugins fail the tests; nothing is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value as Json;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn plugin(var: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let env_file = root().join(".deps/plugins.env");
+    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
+        panic!(
+            "{var} unset and {} unreadable ({e}): run scripts/setup.sh",
+            env_file.display()
+        )
+    });
+    let line = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(var)?.strip_prefix('='))
+        .next_back()
+        .unwrap_or_else(|| panic!("no {var} in {}", env_file.display()));
+    PathBuf::from(line.trim().trim_matches('"'))
+}
+
+fn old() -> PathBuf {
+    plugin("RPJRT_TEST_PLUGIN_OLD")
+}
+
+fn new() -> PathBuf {
+    plugin("RPJRT_TEST_PLUGIN_NEW")
+}
+
+fn fake() -> PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    let p = target.join("debug/librpjrt_fake_plugin.so");
+    assert!(
+        p.exists(),
+        "{} missing: cargo build -p rpjrt-fake-plugin",
+        p.display()
+    );
+    p
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("crates/rpjrt/tests/fixtures").join(name)
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rpjrt-cli-test-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The binary with a clean discovery environment (no plugin variables, no colour).
+fn rpjrt() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
+    for k in [
+        "RPJRT_PLUGIN",
+        "PJRT_NAMES_AND_LIBRARY_PATHS",
+        "TPU_LIBRARY_PATH",
+        "RPJRT_PLUGIN_PATH",
+        "VIRTUAL_ENV",
+        "RPJRT_CONFORM_TEST_CRASH",
+        "RPJRT_CONFORM_TEST_HANG",
+        "RPJRT_PLUGIN_LOG",
+        "TF_CPP_MIN_LOG_LEVEL",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn run(c: &mut Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("the rpjrt binary runs");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+/// The site-packages directory holding a plugin wheel (for discovery tests).
+fn site_of(plugin: &Path) -> PathBuf {
+    plugin
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "site-packages"))
+        .expect("the test plugins are installed in a site-packages directory")
+        .to_path_buf()
+}
+
+#[test]
+fn plugins_lists_both_wheels_with_their_sources() {
+    let site = site_of(&old());
+    let (code, out, err) = run(rpjrt()
+        .args(["plugins", "--json"])
+        .env("RPJRT_PLUGIN_PATH", &site));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    let list = v["plugins"].as_array().unwrap();
+    let find = |name: &str| {
+        list.iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {out}"))
+    };
+    let o = find("xla_cpu_pjrt");
+    assert_eq!(o["source"], "entry point xla_plugins:xla_cpu_pjrt");
+    assert_eq!(o["pjrt_version"], "0.81");
+    assert_eq!(o["version"], "0.0.1");
+    let n = find("lammps_jax_pjrt_cpu");
+    assert_eq!(n["source"], "package lammps-jax-pjrt-cpu");
+    assert_eq!(n["pjrt_version"], "0.115");
+    // The table form names the same plugins.
+    let (code, out, _) = run(rpjrt().arg("plugins").env("RPJRT_PLUGIN_PATH", &site));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("xla_cpu_pjrt") && out.contains("package lammps-jax-pjrt-cpu"),
+        "{out}"
+    );
+    assert!(
+        !out.contains('\x1b'),
+        "no colour with NO_COLOR or off a terminal"
+    );
+}
+
+#[test]
+fn info_by_platform_and_by_wheel_name() {
+    let site = site_of(&old());
+    let (code, out, err) = run(rpjrt()
+        .args(["info", "cpu", "--json"])
+        .env("RPJRT_PLUGIN_PATH", &site));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["platform"], "cpu");
+    // Both CPU plugins leave PJRT_Device_MemoryStats unimplemented, and info says so.
+    let stats = v["devices"][0]["memory_stats"]["unavailable"]
+        .as_str()
+        .unwrap();
+    assert!(stats.contains("UNIMPLEMENTED"), "{stats}");
+    let (code, out, err) = run(rpjrt()
+        .args(["info", "lammps-jax-pjrt-cpu"])
+        .env("RPJRT_PLUGIN_PATH", &site));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("0.115"), "{out}");
+    // VIRTUAL_ENV is searched too.
+    let venv = site.ancestors().nth(3).unwrap().to_path_buf();
+    let (code, out, err) = run(rpjrt()
+        .args(["info", "xla_cpu_pjrt"])
+        .env("VIRTUAL_ENV", &venv));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("0.81"), "{out}");
+}
+
+#[test]
+fn unknown_plugin_names_what_was_searched_and_what_to_install() {
+    let (code, _, err) = run(rpjrt().args(["info", "cuda"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("no PJRT plugin matching \"cuda\""), "{err}");
+    assert!(err.contains("pip install jax-cuda12-pjrt"), "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("rpjrt:")).count(), 1);
+    let (code, _, err) = run(rpjrt().args(["info", "/nonexistent/plugin.so"]));
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("/nonexistent/plugin.so") && err.contains("cannot be read"),
+        "{err}"
+    );
+    assert!(err.contains("pip install"), "says what to install: {err}");
+    let (code, _, _) = run(rpjrt().arg("no-such-verb"));
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn run_text_bytecode_portable_and_hlo_on_both_plugins() {
+    for p in [old(), new()] {
+        for f in [
+            "mul_add.mlir",
+            "mul_add.mlirbc",
+            "mul_add.jax_export.mlirbc",
+            "mul_add.hlo.pb",
+        ] {
+            let (code, out, err) = run(rpjrt()
+                .arg("run")
+                .arg(fixture(f))
+                .arg("--plugin")
+                .arg(&p)
+                .args(["-i", "0=[1,2,3,4,5,6,7,8]", "-i", "1=[2,2,2,2,2,2,2,2]:f32"]));
+            assert_eq!(code, 0, "{f} on {}: {err}", p.display());
+            assert!(
+                out.contains("out0: array([3., 5., 7., 9., 11., 13., 15., 17.], dtype=float32)"),
+                "{f}: {out}"
+            );
+            assert!(
+                out.contains("execute") && out.contains("compile"),
+                "timings: {out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn run_with_npy_inputs_writes_npz_outputs() {
+    let dir = tmpdir("npz");
+    let a = rpjrt::npy::parse_literal("[1,2,3,4,5,6,7,8]:f32", None).unwrap();
+    let b = rpjrt::npy::parse_literal("[0.5,0.5,0.5,0.5,2,2,2,2]:f32", None).unwrap();
+    rpjrt::npy::save_npy(dir.join("a.npy"), &a).unwrap();
+    rpjrt::npy::save_npz(dir.join("in.npz"), &[("arg1".into(), b)]).unwrap();
+    for p in [old(), new()] {
+        let out_file = dir.join("out.npz");
+        let (code, _, err) = run(rpjrt()
+            .arg("run")
+            .arg(fixture("mul_add.jax_export.mlirbc"))
+            .arg("--plugin")
+            .arg(&p)
+            .arg("-i")
+            .arg(format!("0={}", dir.join("a.npy").display()))
+            .arg("-i")
+            .arg(dir.join("in.npz"))
+            .arg("--out")
+            .arg(&out_file)
+            .args(["--repeat", "3"]));
+        assert_eq!(code, 0, "{err}");
+        let got = rpjrt::npy::load(&out_file).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "out0");
+        let want = rpjrt::npy::parse_literal("[1.5,2,2.5,3,11,13,15,17]:f32", None).unwrap();
+        assert_eq!(got[0].1, want);
+    }
+}
+
+#[test]
+fn run_json_and_random_inputs() {
+    let (code, out, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(new())
+        .args(["--random", "--json", "--repeat", "2"]));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["outputs"][0]["shape"], serde_json::json!([8]));
+    assert_eq!(v["outputs"][0]["dtype"], "float32");
+    assert_eq!(v["timings"]["execute"]["n"], 2);
+}
+
+#[test]
+fn run_bad_inputs_are_one_line_errors_with_exit_2() {
+    let dir = tmpdir("bad");
+    let wrong = rpjrt::npy::parse_literal("[1,2,3]:f32", None).unwrap();
+    rpjrt::npy::save_npy(dir.join("wrong.npy"), &wrong).unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "-i".into(),
+                format!("0={}", dir.join("wrong.npy").display()),
+                "--random".into(),
+            ],
+            "shape [8]",
+        ),
+        (
+            vec!["-i".into(), "0=/no/such/file.npy".into(), "--random".into()],
+            "/no/such/file.npy",
+        ),
+        (
+            vec![
+                "-i".into(),
+                "0=[1,2,3,4,5,6,7,8]:int32".into(),
+                "--random".into(),
+            ],
+            "int32[8]",
+        ),
+        (
+            vec!["-i".into(), "0=[1,2".into(), "--random".into()],
+            "unbalanced",
+        ),
+        (vec!["-i".into(), "[1,2,3,4,5,6,7,8]".into()], "argument 1"),
+        (vec!["-i".into(), "7=1".into()], "takes 2 argument"),
+        (
+            vec![
+                "--random".into(),
+                "--out".into(),
+                dir.join("x.txt").display().to_string(),
+            ],
+            ".npz",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (code, out, err) = run(rpjrt()
+            .arg("run")
+            .arg(fixture("mul_add.mlir"))
+            .arg("--plugin")
+            .arg(old())
+            .args(&args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: nothing on stdout: {out}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(dir.join("missing.mlir"))
+        .arg("--plugin")
+        .arg(old()));
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn compile_errors_keep_the_compiler_diagnostics() {
+    let dir = tmpdir("compile");
+    let bad = dir.join("bad.mlir");
+    std::fs::write(
+        &bad,
+        "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.add %a, %nope : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n",
+    )
+    .unwrap();
+    for p in [old(), new()] {
+        let (code, _, err) = run(rpjrt()
+            .arg("run")
+            .arg(&bad)
+            .arg("--plugin")
+            .arg(&p)
+            .arg("--random"));
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("compile failed") && err.contains("2:"),
+            "location kept: {err}"
+        );
+        assert!(err.contains("nope") || err.contains("undeclared"), "{err}");
+    }
+}
+
+#[test]
+fn out_of_memory_says_the_plugin_reports_no_allocator_figures() {
+    // Both CPU plugins answer PJRT_Device_MemoryStats with UNIMPLEMENTED (see
+    // info_by_platform_and_by_wheel_name); the fake plugin scripted to fail allocation and
+    // to answer like them stands in for the out-of-memory error itself.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
+        .env(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Client_BufferFromHostBuffer:RESOURCE_EXHAUSTED:out of memory while allocating;\
+             PJRT_Device_MemoryStats:UNIMPLEMENTED:GetAllocatorStats is not supported",
+        ));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
+    assert!(
+        err.contains("request: input 0: float32[8], 32 bytes, on device 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("reports no allocator figures (UNIMPLEMENTED)"),
+        "{err}"
+    );
+    assert!(err.contains("hint:"), "{err}");
+    // Without parameter types from the plugin, --random cannot guess the inputs.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .arg("--random"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("give every input"), "{err}");
+}
+
+fn conform_json(plugin: &Path, file: &Path) -> Json {
+    let (code, out, err) = run(rpjrt().arg("conform").arg(plugin).arg("--json").arg(file));
+    assert_eq!(code, 0, "conform on {}: {out}\n{err}", plugin.display());
+    assert!(out.contains(" fail, "), "summary line: {out}");
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn conform_on_both_cpu_plugins_and_diff() {
+    let dir = tmpdir("conform");
+    let (a, b) = (dir.join("old.json"), dir.join("new.json"));
+    let ra = conform_json(&old(), &a);
+    let rb = conform_json(&new(), &b);
+    for r in [&ra, &rb] {
+        assert_eq!(r["schema"], "rpjrt-conform");
+        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["summary"]["fail"], 0);
+        assert_eq!(r["summary"]["crash"], 0);
+        let results = r["results"].as_array().unwrap();
+        assert!(results.len() > 60);
+        let by = |n: &str| results.iter().find(|x| x["name"] == n).unwrap().clone();
+        assert_eq!(by("compile.portable")["outcome"], "pass");
+        assert_eq!(by("execute.multi_device")["outcome"], "pass");
+        assert_eq!(by("devices.memory_stats")["outcome"], "unsupported");
+        assert_eq!(by("devices.memory_stats")["unsupported_by"], "plugin");
+    }
+    let (code, out, err) = run(rpjrt().args(["conform", "--diff"]).arg(&a).arg(&b));
+    assert_eq!(code, 0, "{err}");
+    for needle in [
+        "plugin.table_size",
+        "984",
+        "1144",
+        "plugin.extensions",
+        "XlaTransform",
+        "buffers.roundtrip.int1: outcome",
+        "client.create_options: unknown_option",
+    ] {
+        assert!(out.contains(needle), "diff names {needle}: {out}");
+    }
+    let (code, out, _) = run(rpjrt().args(["conform", "--diff"]).arg(&a).arg(&a));
+    assert_eq!(code, 0);
+    assert!(out.contains("no differences"), "{out}");
+    let (code, _, err) = run(rpjrt()
+        .args(["conform", "--diff"])
+        .arg(&a)
+        .arg(dir.join("missing.json")));
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn conform_json_to_stdout_and_only() {
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(old())
+        .args(["--only", "api.*", "--json", "-"]));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).expect("stdout is only the JSON document");
+    let names: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names.is_empty() && names.iter().all(|n| n.starts_with("api.")),
+        "{names:?}"
+    );
+    assert!(err.is_empty(), "no progress line off a terminal: {err}");
+    let (code, _, _) = run(rpjrt()
+        .arg("conform")
+        .arg(old())
+        .args(["--only", "no-such-check"]));
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn conform_isolates_a_crash_and_a_hang() {
+    // The conform child aborts (a real signal) before one check and sleeps forever in
+    // another, as a crashing or hanging plugin would; every other check still runs.
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(new())
+        .args([
+            "--only",
+            "api.version,buffers.scalar,execute.*",
+            "--timeout",
+            "3",
+            "--json",
+            "-",
+        ])
+        .env("RPJRT_CONFORM_TEST_CRASH", "buffers.scalar")
+        .env("RPJRT_CONFORM_TEST_HANG", "execute.events"));
+    assert_eq!(code, 1, "defects found: {err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let by = |n: &str| {
+        results
+            .iter()
+            .find(|x| x["name"] == n)
+            .unwrap_or_else(|| panic!("{n}: {out}"))
+            .clone()
+    };
+    assert_eq!(by("buffers.scalar")["outcome"], "crash");
+    assert!(by("buffers.scalar")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("SIGABRT"));
+    assert_eq!(by("execute.events")["outcome"], "timeout");
+    for n in [
+        "api.version",
+        "execute.single",
+        "execute.donation",
+        "execute.wrong_arguments",
+    ] {
+        assert_eq!(by(n)["outcome"], "pass", "{n}");
+    }
+    assert_eq!(v["summary"]["crash"], 1);
+    assert_eq!(v["summary"]["timeout"], 1);
+}
+
+#[test]
+fn conform_on_the_fake_plugin_reports_its_defects() {
+    // The fake plugin's compiler is a toy: conform finds wrong results, and says so.
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--only", "compile.text,api.*"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains("fail") && out.contains("compile.text"),
+        "{out}"
+    );
+    // A plugin that fails one entry: that check fails, the rest complete.
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--only", "buffers.scalar,api.version", "--json", "-"])
+        .env(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Buffer_ToHostBuffer:INTERNAL:broken",
+        ));
+    assert_eq!(code, 1, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["summary"]["fail"], 1);
+    assert_eq!(v["summary"]["pass"], 1);
+}
+
+#[test]
+fn plugin_log_lines_are_kept_out_unless_asked_for() {
+    for p in [old(), new()] {
+        // Both plugins log an INFO line when cpu_device_count is given.
+        let (code, _, err) = run(rpjrt()
+            .arg("info")
+            .arg(&p)
+            .args(["-o", "cpu_device_count=2"]));
+        assert_eq!(code, 0, "{err}");
+        assert!(err.is_empty(), "quiet by default: {err}");
+        let (code, _, err) =
+            run(rpjrt()
+                .arg("info")
+                .arg(&p)
+                .args(["-o", "cpu_device_count=2", "--plugin-log"]));
+        assert_eq!(code, 0);
+        assert!(err.contains("cpu_device_count"), "shown on request: {err}");
+        let (_, _, err) = run(rpjrt()
+            .arg("info")
+            .arg(&p)
+            .args(["-o", "cpu_device_count=2"])
+            .env("RPJRT_PLUGIN_LOG", "1"));
+        assert!(err.contains("cpu_device_count"), "{err}");
+    }
+    // conform keeps them per check in the report instead.
+    let (code, out, _) = run(rpjrt().arg("conform").arg(old()).args([
+        "--only",
+        "client.create_options",
+        "--json",
+        "-",
+    ]));
+    assert_eq!(code, 0);
+    let v: Json = serde_json::from_str(&out).unwrap();
+    assert!(v["results"][0]["stderr"]
+        .as_str()
+        .unwrap()
+        .contains("cpu_device_count"));
+}
+
+#[test]
+fn conform_on_a_plugin_that_does_not_load_says_why() {
+    let (code, out, err) = run(rpjrt().args(["conform", "/nonexistent/plugin.so"]));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("/nonexistent/plugin.so") && err.contains("cannot be read"),
+        "{err}"
+    );
+    let (code, _, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .env("RPJRT_FAKE_NULL_API", "1"));
+    assert_eq!(code, 1);
+    assert!(err.contains("GetPjrtApi returned a null table"), "{err}");
+}
+
+#[test]
+fn plugins_never_opens_a_fifo_named_by_the_environment() {
+    let dir = tmpdir("fifo");
+    let fifo = dir.join("libfifo_pjrt.so");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (code, out, err) = run(rpjrt()
+        .args(["plugins", "--json"])
+        .env("RPJRT_PLUGIN", &fifo));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["plugins"][0]["source"], "RPJRT_PLUGIN");
+    assert!(v["plugins"][0]["pjrt_version"].is_null());
+}
+
+#[test]
+fn conform_on_the_fake_plugin_scripted_to_segfault_and_hang() {
+    // The fake plugin raises SIGSEGV in one entry and sleeps forever in another: conform
+    // reports those checks as crash and timeout and completes all the others.
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--timeout", "3", "--json", "-"])
+        .args([
+            "--only",
+            "api.*,devices.*,buffers.scalar,buffers.zero_size,buffers.events",
+        ])
+        .env("RPJRT_FAKE_CRASH_ON", "PJRT_Device_MemoryStats")
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Buffer_ReadyEvent"));
+    assert_eq!(code, 1, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let by = |n: &str| {
+        results
+            .iter()
+            .find(|x| x["name"] == n)
+            .unwrap_or_else(|| panic!("{n}: {out}"))
+            .clone()
+    };
+    let crashed = by("devices.memory_stats");
+    assert_eq!(crashed["outcome"], "crash");
+    assert!(
+        crashed["detail"].as_str().unwrap().contains("SIGSEGV"),
+        "{crashed}"
+    );
+    assert!(crashed["stderr"]
+        .as_str()
+        .unwrap()
+        .contains("PJRT_Device_MemoryStats: crashing"));
+    assert_eq!(by("buffers.events")["outcome"], "timeout");
+    let others: Vec<&Json> = results
+        .iter()
+        .filter(|r| r["name"] != "devices.memory_stats" && r["name"] != "buffers.events")
+        .collect();
+    assert!(others.len() >= 9, "{out}");
+    for r in others {
+        assert_eq!(r["outcome"], "pass", "{r}");
+    }
+}
+
+#[test]
+fn out_of_memory_shows_the_allocator_figures_the_plugin_reports() {
+    // Under RPJRT_FAKE_MEMORY_LIMIT the fake plugin fails allocation with
+    // RESOURCE_EXHAUSTED and reports its allocator through PJRT_Device_MemoryStats.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
+        .env("RPJRT_FAKE_MEMORY_LIMIT", "40"));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
+    assert!(
+        err.contains("request: input 1: float32[8], 32 bytes, on device 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("device 0 allocator: in use 32 bytes, limit 40 bytes"),
+        "{err}"
+    );
+    assert!(err.contains("largest free block 8 bytes"), "{err}");
+}

@@ -1,0 +1,950 @@
+//! A conformance harness for PJRT plugins: a second opinion on a plugin that is not JAX.
+//!
+//! The checks are data ([`Check`]: name, group, description, function) in
+//! [`checks::all`]. Each exercises an entry point or extension through rpjrt itself and
+//! ends in one [`Outcome`]: pass, fail (a defect), unsupported (the capability is absent;
+//! not a defect), crash or timeout.
+//!
+//! Isolation: [`run_isolated`] runs the checks in a child process (the caller says how to
+//! start one, normally its own binary with a hidden subcommand that calls
+//! [`child_main`]). The child runs the checks one after another, announcing each on its
+//! stdout before it starts and reporting it when done. When the child dies (a signal, an
+//! abort, an exit) or a check runs past its timeout (the child is killed), that check is
+//! recorded as crash or timeout and a fresh child continues with the checks after it. So a
+//! plugin that segfaults or hangs in one check still gets a full report, and the plugin's
+//! own stderr never mixes with the caller's output: the child marks each check's start on
+//! stderr too, and the report keeps each check's part.
+//!
+//! The report ([`Report`]) serializes to the JSON schema documented in
+//! `docs/conform-schema.md`, versioned by [`SCHEMA_VERSION`]; [`diff`] compares two.
+
+mod checks;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::error::{Code, Error};
+use crate::plugin::Plugin;
+
+pub use checks::all as all_checks;
+
+/// Version of the report's JSON schema. Bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Marks the child's protocol lines on its stdout, so that anything a plugin prints there
+/// (even without a newline) cannot be taken for, or garble, a result.
+const MARK: &str = "\u{1e}rpjrt-conform ";
+
+fn emit(out: &mut dyn Write, v: &Json) {
+    // The leading newline ends any partial line a plugin left on stdout.
+    let _ = write!(out, "\n{MARK}{v}\n");
+    let _ = out.flush();
+}
+
+/// Test-only: the child aborts (SIGABRT) when it is about to run the check named here.
+/// Lets tests prove the isolation without a plugin that crashes.
+pub const TEST_CRASH_ENV: &str = "RPJRT_CONFORM_TEST_CRASH";
+/// Test-only: the child sleeps forever when it is about to run the check named here.
+pub const TEST_HANG_ENV: &str = "RPJRT_CONFORM_TEST_HANG";
+
+/// How a check ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// The plugin did what PJRT specifies.
+    Pass,
+    /// The plugin did something wrong: a defect.
+    Fail,
+    /// The capability is absent (by the plugin, or not yet bound by rpjrt): not a defect.
+    Unsupported,
+    /// The process died during the check (a signal, an abort, an unexpected exit).
+    Crash,
+    /// The check ran past its time limit and was killed.
+    Timeout,
+}
+
+impl Outcome {
+    /// The lower-case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Unsupported => "unsupported",
+            Outcome::Crash => "crash",
+            Outcome::Timeout => "timeout",
+        }
+    }
+
+    /// The outcome with that name.
+    pub fn from_name(s: &str) -> Option<Outcome> {
+        Some(match s {
+            "pass" => Outcome::Pass,
+            "fail" => Outcome::Fail,
+            "unsupported" => Outcome::Unsupported,
+            "crash" => Outcome::Crash,
+            "timeout" => Outcome::Timeout,
+            _ => return None,
+        })
+    }
+
+    /// True for the outcomes that count as defects (fail, crash, timeout).
+    pub fn is_defect(self) -> bool {
+        matches!(self, Outcome::Fail | Outcome::Crash | Outcome::Timeout)
+    }
+}
+
+/// What a check found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckResult {
+    /// The check's name, `group.what`.
+    pub name: String,
+    /// Its group.
+    pub group: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// For unsupported: `plugin` (the plugin lacks it) or `rpjrt` (rpjrt does not bind it
+    /// yet). `None` otherwise.
+    pub unsupported_by: Option<String>,
+    /// One line saying what happened (the error, what differed, why unsupported).
+    pub detail: String,
+    /// Facts observed (sizes, versions, names), compared by [`diff`].
+    pub facts: Map<String, Json>,
+    /// Wall time of the check.
+    pub duration_ms: f64,
+    /// The plugin's stderr output during the check (its log lines), when there was any.
+    pub stderr: String,
+}
+
+impl CheckResult {
+    fn to_json(&self) -> Json {
+        json!({
+            "name": self.name, "group": self.group, "outcome": self.outcome.name(),
+            "unsupported_by": self.unsupported_by, "detail": self.detail,
+            "facts": self.facts, "duration_ms": self.duration_ms, "stderr": self.stderr,
+        })
+    }
+
+    fn from_json(v: &Json) -> Option<CheckResult> {
+        Some(CheckResult {
+            name: v.get("name")?.as_str()?.to_string(),
+            group: v.get("group")?.as_str()?.to_string(),
+            outcome: Outcome::from_name(v.get("outcome")?.as_str()?)?,
+            unsupported_by: v
+                .get("unsupported_by")
+                .and_then(|s| s.as_str())
+                .map(str::to_string),
+            detail: v
+                .get("detail")
+                .and_then(|s| s.as_str())
+                .unwrap_or("")
+                .to_string(),
+            facts: v
+                .get("facts")
+                .and_then(|f| f.as_object())
+                .cloned()
+                .unwrap_or_default(),
+            duration_ms: v.get("duration_ms").and_then(|d| d.as_f64()).unwrap_or(0.0),
+            stderr: v
+                .get("stderr")
+                .and_then(|s| s.as_str())
+                .unwrap_or("")
+                .to_string(),
+        })
+    }
+}
+
+/// The verdict a check function returns (the runner adds name, group and timing).
+#[derive(Clone, Debug, Default)]
+pub struct Verdict {
+    outcome: Option<Outcome>,
+    unsupported_by: Option<String>,
+    detail: String,
+    facts: Map<String, Json>,
+}
+
+impl Verdict {
+    /// A pass.
+    pub fn pass() -> Verdict {
+        Verdict {
+            outcome: Some(Outcome::Pass),
+            ..Verdict::default()
+        }
+    }
+
+    /// A defect, with what was wrong.
+    pub fn fail(detail: impl Into<String>) -> Verdict {
+        Verdict {
+            outcome: Some(Outcome::Fail),
+            detail: detail.into(),
+            ..Verdict::default()
+        }
+    }
+
+    /// The plugin lacks the capability.
+    pub fn unsupported(detail: impl Into<String>) -> Verdict {
+        Verdict {
+            outcome: Some(Outcome::Unsupported),
+            unsupported_by: Some("plugin".into()),
+            detail: detail.into(),
+            ..Verdict::default()
+        }
+    }
+
+    /// rpjrt does not bind the capability yet (the plugin may have it).
+    pub fn unsupported_in_rpjrt(detail: impl Into<String>) -> Verdict {
+        Verdict {
+            outcome: Some(Outcome::Unsupported),
+            unsupported_by: Some("rpjrt".into()),
+            detail: detail.into(),
+            ..Verdict::default()
+        }
+    }
+
+    /// Adds a fact.
+    pub fn fact(mut self, key: &str, value: impl Into<Json>) -> Verdict {
+        self.facts.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Sets the detail line.
+    pub fn detail(mut self, detail: impl Into<String>) -> Verdict {
+        self.detail = detail.into();
+        self
+    }
+
+    /// The verdict for an error: unsupported for a capability the plugin lacks
+    /// (`Unsupported`, `UNIMPLEMENTED`), a defect otherwise.
+    pub fn from_error(e: &Error) -> Verdict {
+        match e {
+            Error::Unsupported { .. } => Verdict::unsupported(e.to_string()),
+            _ if e.code() == Code::Unimplemented => Verdict::unsupported(e.to_string()),
+            _ => Verdict::fail(e.to_string()),
+        }
+    }
+}
+
+/// What a check function gets: the plugin, and a client made on first use.
+pub struct Ctx {
+    /// The plugin under test.
+    pub plugin: Plugin,
+    client: Option<crate::Client>,
+}
+
+impl Ctx {
+    /// The shared default client of this child process (created on first use).
+    pub fn client(&mut self) -> crate::Result<&crate::Client> {
+        if self.client.is_none() {
+            self.client = Some(crate::Client::new(
+                &self.plugin,
+                &crate::ClientOptions::new(),
+            )?);
+        }
+        Ok(self.client.as_ref().expect("set above"))
+    }
+}
+
+/// A check function: `Err` becomes [`Verdict::from_error`].
+pub type CheckFn = fn(&mut Ctx) -> crate::Result<Verdict>;
+
+/// One conformance check.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// `group.what`, unique.
+    pub name: String,
+    /// The group (the part before the first dot).
+    pub group: String,
+    /// What it checks, one line.
+    pub description: String,
+    /// The function.
+    pub run: CheckFn,
+}
+
+/// True when `name` matches `pattern`: `*` matches any run of characters; a pattern
+/// without `*` matches names containing it. Several patterns separated by `,` match
+/// when any does.
+pub fn matches(pattern: &str, name: &str) -> bool {
+    pattern
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .any(|p| {
+            if !p.contains('*') {
+                return name.contains(p);
+            }
+            glob(p.as_bytes(), name.as_bytes())
+        })
+}
+
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    match p.split_first() {
+        None => s.is_empty(),
+        Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),
+        Some((c, rest)) => s.first() == Some(c) && glob(rest, &s[1..]),
+    }
+}
+
+/// The checks selected by `only` (all when `None`).
+pub fn select(only: Option<&str>) -> Vec<Check> {
+    all_checks()
+        .into_iter()
+        .filter(|c| match only {
+            Some(p) => matches(p, &c.name),
+            None => true,
+        })
+        .collect()
+}
+
+fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
+    let start = Instant::now();
+    let verdict = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (check.run)(ctx)))
+    {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => Verdict::from_error(&e),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Verdict::fail(format!("the check panicked: {msg}"))
+        }
+    };
+    CheckResult {
+        name: check.name.clone(),
+        group: check.group.clone(),
+        outcome: verdict.outcome.unwrap_or(Outcome::Pass),
+        unsupported_by: verdict.unsupported_by,
+        detail: verdict.detail,
+        facts: verdict.facts,
+        duration_ms: start.elapsed().as_secs_f64() * 1e3,
+        stderr: String::new(),
+    }
+}
+
+/// The body of the child process: loads `plugin`, runs the named checks in order, and
+/// writes one marked JSON line per event on `out` (`{"plugin": {...}}` once loaded,
+/// `{"start": NAME}` before a check, `{"result": {...}}` after it). Returns the process
+/// exit code.
+pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
+    let checks = all_checks();
+    let plugin = match Plugin::load(plugin) {
+        Ok(p) => p,
+        Err(e) => {
+            let reason = match e {
+                Error::PluginLoad { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            emit(out, &json!({ "load_error": reason }));
+            return 1;
+        }
+    };
+    emit(out, &json!({"plugin": describe(&plugin)}));
+    let mut ctx = Ctx {
+        plugin,
+        client: None,
+    };
+    let crash = std::env::var(TEST_CRASH_ENV).unwrap_or_default();
+    let hang = std::env::var(TEST_HANG_ENV).unwrap_or_default();
+    for name in names {
+        let Some(check) = checks.iter().find(|c| &c.name == name) else {
+            emit(out, &json!({ "unknown_check": name }));
+            return 2;
+        };
+        emit(out, &json!({ "start": name }));
+        // The same mark on stderr splits the plugin's log lines by check, whatever the
+        // order in which the two pipes are read.
+        eprint!("\n{MARK}start {name}\n");
+        if !crash.is_empty() && matches(&crash, name) {
+            std::process::abort();
+        }
+        if !hang.is_empty() && matches(&hang, name) {
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        let r = run_one(&mut ctx, check);
+        emit(out, &json!({"result": r.to_json()}));
+    }
+    0
+}
+
+/// How [`run_isolated`] starts a child and reports progress.
+pub struct RunConfig {
+    /// The program and leading arguments that start a child: the runner appends
+    /// `--plugin PATH --checks NAME,NAME,...`.
+    pub child: Vec<OsString>,
+    /// Time limit per check.
+    pub timeout: Duration,
+    /// Environment variables set in the child (on top of the caller's).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// The whole report of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`] of the file.
+    pub schema_version: u32,
+    /// The rpjrt version that ran the checks.
+    pub rpjrt_version: String,
+    /// What the plugin says about itself (path, versions, table, attributes, extensions).
+    pub plugin: Map<String, Json>,
+    /// One result per check, in run order.
+    pub results: Vec<CheckResult>,
+}
+
+impl Report {
+    /// Number of results with each outcome.
+    pub fn summary(&self) -> BTreeMap<&'static str, usize> {
+        let mut m = BTreeMap::new();
+        for o in [
+            Outcome::Pass,
+            Outcome::Fail,
+            Outcome::Unsupported,
+            Outcome::Crash,
+            Outcome::Timeout,
+        ] {
+            m.insert(
+                o.name(),
+                self.results.iter().filter(|r| r.outcome == o).count(),
+            );
+        }
+        m
+    }
+
+    /// True when any check failed, crashed or timed out.
+    pub fn has_defects(&self) -> bool {
+        self.results.iter().any(|r| r.outcome.is_defect())
+    }
+
+    /// The report as JSON (the documented schema).
+    pub fn to_json(&self) -> Json {
+        json!({
+            "schema": "rpjrt-conform",
+            "schema_version": self.schema_version,
+            "rpjrt_version": self.rpjrt_version,
+            "plugin": self.plugin,
+            "summary": self.summary(),
+            "results": self.results.iter().map(CheckResult::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Reads a report; refuses other schemas and newer schema versions.
+    pub fn from_json(v: &Json) -> crate::Result<Report> {
+        if v.get("schema").and_then(|s| s.as_str()) != Some("rpjrt-conform") {
+            return Err(Error::invalid(
+                "not an rpjrt conform report (no \"schema\": \"rpjrt-conform\")",
+            ));
+        }
+        let version = v
+            .get("schema_version")
+            .and_then(|s| s.as_u64())
+            .unwrap_or(0) as u32;
+        if version == 0 || version > SCHEMA_VERSION {
+            return Err(Error::invalid(format!(
+                "conform report schema version {version}; this rpjrt reads up to {SCHEMA_VERSION}"
+            )));
+        }
+        let results = v
+            .get("results")
+            .and_then(|r| r.as_array())
+            .ok_or_else(|| Error::invalid("the report has no results list"))?
+            .iter()
+            .map(|r| {
+                CheckResult::from_json(r)
+                    .ok_or_else(|| Error::invalid("a malformed result in the report"))
+            })
+            .collect::<crate::Result<Vec<_>>>()?;
+        Ok(Report {
+            schema_version: version,
+            rpjrt_version: v
+                .get("rpjrt_version")
+                .and_then(|s| s.as_str())
+                .unwrap_or("")
+                .to_string(),
+            plugin: v
+                .get("plugin")
+                .and_then(|p| p.as_object())
+                .cloned()
+                .unwrap_or_default(),
+            results,
+        })
+    }
+}
+
+/// What the plugin says about itself, for the report's header (read in the child, so
+/// that a plugin crashing while it loads cannot take the caller down).
+fn describe(p: &Plugin) -> Map<String, Json> {
+    let mut m = Map::new();
+    m.insert("path".into(), json!(p.path().display().to_string()));
+    m.insert("pjrt_version".into(), json!(p.version().to_string()));
+    m.insert("table_size".into(), json!(p.table_size()));
+    m.insert("table_slots".into(), json!(p.table_slots()));
+    let attrs: Map<String, Json> = p
+        .attributes()
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v.to_string())))
+        .collect();
+    m.insert("attributes".into(), Json::Object(attrs));
+    let exts: Vec<Json> = p
+        .extensions()
+        .all()
+        .iter()
+        .map(|e| json!({"name": e.name, "type_id": e.type_id, "struct_size": e.struct_size}))
+        .collect();
+    m.insert("extensions".into(), Json::Array(exts));
+    m
+}
+
+enum Event {
+    Line(String),
+    Eof,
+}
+
+fn spawn(config: &RunConfig, plugin: &Path, names: &[String]) -> std::io::Result<Child> {
+    let (prog, args) = config
+        .child
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("no child command"))?;
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .arg("--plugin")
+        .arg(plugin)
+        .arg("--checks")
+        .arg(names.join(","))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in &config.env {
+        cmd.env(k, v);
+    }
+    cmd.spawn()
+}
+
+/// Progress callback of [`run_isolated`]: (index, total, check name, result when done).
+pub type Progress<'a> = dyn FnMut(usize, usize, &str, Option<&CheckResult>) + 'a;
+
+/// Runs `checks` against the plugin at `plugin`, each isolated as the module docs
+/// describe. `progress` is called with (index, total, check name) before each check and
+/// with the result after it.
+pub fn run_isolated(
+    plugin: &Path,
+    checks: &[Check],
+    config: &RunConfig,
+    progress: &mut Progress<'_>,
+) -> crate::Result<Report> {
+    let mut plugin_info: Option<Map<String, Json>> = None;
+    let mut results: Vec<CheckResult> = Vec::new();
+    let names: Vec<String> = checks.iter().map(|c| c.name.clone()).collect();
+    let group_of = |n: &str| {
+        checks
+            .iter()
+            .find(|c| c.name == n)
+            .map(|c| c.group.clone())
+            .unwrap_or_default()
+    };
+    let total = names.len();
+    let mut next = 0usize;
+    while next < total {
+        let remaining = &names[next..];
+        let mut child = spawn(config, plugin, remaining).map_err(|e| Error::PluginLoad {
+            path: PathBuf::from(&config.child[0]),
+            reason: format!("cannot start the conform child process: {e}"),
+        })?;
+        let stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(Event::Line(l)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(Event::Eof);
+        });
+        // The plugin's stderr: collected, split per check by the time it arrived.
+        let (etx, erx) = mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                match stderr.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if etx.send(buf[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        // After the child is gone: everything it wrote, waiting (briefly) for the pipe to
+        // close so that its last lines (a crash message) are not lost.
+        let drain_closed = |erx: &mpsc::Receiver<Vec<u8>>| {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            let mut s = Vec::new();
+            while let Ok(chunk) =
+                erx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                s.extend(chunk);
+            }
+            String::from_utf8_lossy(&s).into_owned()
+        };
+        let mut current: Option<(String, Instant)> = None;
+        let mut timed_out = false;
+        let first_here = results.len();
+        loop {
+            let wait = match &current {
+                Some((_, since)) => config.timeout.saturating_sub(since.elapsed()),
+                None => config.timeout.max(Duration::from_secs(60)),
+            };
+            match rx.recv_timeout(wait) {
+                Ok(Event::Line(line)) => {
+                    let Some(at) = line.find(MARK) else {
+                        continue; // not ours (a plugin printing to stdout)
+                    };
+                    let Ok(v) = serde_json::from_str::<Json>(&line[at + MARK.len()..]) else {
+                        continue;
+                    };
+                    if let Some(d) = v.get("plugin").and_then(|d| d.as_object()) {
+                        plugin_info.get_or_insert_with(|| d.clone());
+                    } else if let Some(name) = v.get("start").and_then(|s| s.as_str()) {
+                        progress(next, total, name, None);
+                        current = Some((name.to_string(), Instant::now()));
+                    } else if let Some(r) = v.get("result").and_then(CheckResult::from_json) {
+                        progress(next, total, &r.name, Some(&r));
+                        results.push(r);
+                        next += 1;
+                        current = None;
+                    } else if let Some(e) = v.get("load_error").and_then(|s| s.as_str()) {
+                        let _ = child.wait();
+                        return Err(Error::PluginLoad {
+                            path: plugin.to_path_buf(),
+                            reason: e.to_string(),
+                        });
+                    }
+                }
+                Ok(Event::Eof) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    timed_out = true;
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let (name, since) = match current.take() {
+                        Some(c) => c,
+                        None => (names[next].clone(), Instant::now()),
+                    };
+                    let r = CheckResult {
+                        group: group_of(&name),
+                        name: name.clone(),
+                        outcome: Outcome::Timeout,
+                        unsupported_by: None,
+                        detail: format!(
+                            "no result after {:.1} s; the child process was killed",
+                            since.elapsed().as_secs_f64()
+                        ),
+                        facts: Map::new(),
+                        duration_ms: since.elapsed().as_secs_f64() * 1e3,
+                        stderr: String::new(),
+                    };
+                    progress(next, total, &name, Some(&r));
+                    results.push(r);
+                    next += 1;
+                    break;
+                }
+            }
+        }
+        if plugin_info.is_none() {
+            // The child never got the plugin loaded: nothing can be checked.
+            let _ = child.kill();
+            let status = child.wait().ok();
+            let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
+            let log = drain_closed(&erx);
+            return Err(Error::PluginLoad {
+                path: plugin.to_path_buf(),
+                reason: format!(
+                    "the conform child process {how} while loading the plugin{}{}",
+                    if log.trim().is_empty() {
+                        ""
+                    } else {
+                        "; its stderr: "
+                    },
+                    log.trim()
+                ),
+            });
+        }
+        // The child is gone or ending: reap it, record a check it died in, then split its
+        // stderr by check.
+        let status = reap(&mut child, config.timeout);
+        let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
+        let pushed_from = results.len();
+        if let Some((name, since)) = current.take() {
+            results.push(CheckResult {
+                group: group_of(&name),
+                name,
+                outcome: Outcome::Crash,
+                unsupported_by: None,
+                detail: format!("the process {how} during this check"),
+                facts: Map::new(),
+                duration_ms: since.elapsed().as_secs_f64() * 1e3,
+                stderr: String::new(),
+            });
+            next += 1;
+        } else if !timed_out && next < total {
+            // It exited between checks without finishing them all.
+            let name = names[next].clone();
+            results.push(CheckResult {
+                group: group_of(&name),
+                name,
+                outcome: Outcome::Crash,
+                unsupported_by: None,
+                detail: format!("the process {how} before this check started"),
+                facts: Map::new(),
+                duration_ms: 0.0,
+                stderr: String::new(),
+            });
+            next += 1;
+        }
+        let log = drain_closed(&erx);
+        assign_stderr(&log, &mut results[first_here..]);
+        for (i, r) in results.iter().enumerate().skip(pushed_from) {
+            progress(i, total, &r.name, Some(r));
+        }
+    }
+    Ok(Report {
+        schema_version: SCHEMA_VERSION,
+        rpjrt_version: env!("CARGO_PKG_VERSION").to_string(),
+        plugin: plugin_info.unwrap_or_default(),
+        results,
+    })
+}
+
+/// Waits for a child that has closed its stdout; kills it if it lingers past `limit`.
+fn reap(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Gives each result the part of the child's stderr between its start mark and the next.
+fn assign_stderr(log: &str, results: &mut [CheckResult]) {
+    let mut segments: Vec<(&str, String)> = Vec::new();
+    for line in log.split_inclusive('\n') {
+        if let Some(at) = line.find(MARK) {
+            let rest = line[at + MARK.len()..].trim_end();
+            if let Some(name) = rest.strip_prefix("start ") {
+                segments.push((name, String::new()));
+                continue;
+            }
+        }
+        if let Some((_, text)) = segments.last_mut() {
+            text.push_str(line);
+        }
+    }
+    for r in results.iter_mut() {
+        if let Some((_, text)) = segments.iter().find(|(n, _)| *n == r.name) {
+            // Each mark brings a newline of its own: drop the blank lines around it.
+            r.stderr = text.trim_matches('\n').to_string();
+        }
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                6 => "SIGABRT",
+                7 => "SIGBUS",
+                8 => "SIGFPE",
+                9 => "SIGKILL",
+                11 => "SIGSEGV",
+                4 => "SIGILL",
+                _ => "a signal",
+            };
+            return format!("was killed by {name} ({sig})");
+        }
+    }
+    match status.code() {
+        Some(c) => format!("exited with code {c}"),
+        None => "ended".into(),
+    }
+}
+
+/// One difference between two reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Difference {
+    /// What differs: `plugin.table_size`, `check api.table.outcome`, `check x.facts.y`.
+    pub what: String,
+    /// The value in the first report (`null` when absent).
+    pub a: Json,
+    /// The value in the second report.
+    pub b: Json,
+}
+
+/// What differs between two reports: plugin facts (version, table size, attributes,
+/// extensions), then per check its outcome and each fact. Paths, timings and log output
+/// are not compared.
+pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let mut keys: Vec<&String> = a.plugin.keys().chain(b.plugin.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        if k == "path" {
+            continue;
+        }
+        let (x, y) = (a.plugin.get(k), b.plugin.get(k));
+        if x != y {
+            out.push(Difference {
+                what: format!("plugin.{k}"),
+                a: x.cloned().unwrap_or(Json::Null),
+                b: y.cloned().unwrap_or(Json::Null),
+            });
+        }
+    }
+    let mut names: Vec<&String> = a
+        .results
+        .iter()
+        .chain(&b.results)
+        .map(|r| &r.name)
+        .collect();
+    names.sort();
+    names.dedup();
+    for n in names {
+        let ra = a.results.iter().find(|r| &r.name == n);
+        let rb = b.results.iter().find(|r| &r.name == n);
+        let outcome =
+            |r: Option<&CheckResult>| r.map(|r| json!(r.outcome.name())).unwrap_or(Json::Null);
+        if outcome(ra) != outcome(rb) {
+            out.push(Difference {
+                what: format!("check {n}: outcome"),
+                a: outcome(ra),
+                b: outcome(rb),
+            });
+        }
+        let empty = Map::new();
+        let fa = ra.map(|r| &r.facts).unwrap_or(&empty);
+        let fb = rb.map(|r| &r.facts).unwrap_or(&empty);
+        let mut fk: Vec<&String> = fa.keys().chain(fb.keys()).collect();
+        fk.sort();
+        fk.dedup();
+        for k in fk {
+            let (x, y) = (fa.get(k), fb.get(k));
+            if x != y {
+                out.push(Difference {
+                    what: format!("check {n}: {k}"),
+                    a: x.cloned().unwrap_or(Json::Null),
+                    b: y.cloned().unwrap_or(Json::Null),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_is_split_by_the_start_marks() {
+        let r = |name: &str| CheckResult {
+            name: name.into(),
+            group: "g".into(),
+            outcome: Outcome::Pass,
+            unsupported_by: None,
+            detail: String::new(),
+            facts: Map::new(),
+            duration_ms: 0.0,
+            stderr: String::new(),
+        };
+        let mut rs = vec![r("g.a"), r("g.b"), r("g.c")];
+        let log = format!(
+            "loading noise\n\n{MARK}start g.a\nline a1\nline a2\n\n{MARK}start g.b\n\n{MARK}start g.c\npartial"
+        );
+        assign_stderr(&log, &mut rs);
+        assert_eq!(rs[0].stderr, "line a1\nline a2");
+        assert_eq!(rs[1].stderr, "");
+        assert_eq!(rs[2].stderr, "partial");
+    }
+
+    #[test]
+    fn patterns() {
+        assert!(matches("buffers.*", "buffers.roundtrip.f32"));
+        assert!(matches("roundtrip", "buffers.roundtrip.f32"));
+        assert!(matches("x,*.f32", "buffers.roundtrip.f32"));
+        assert!(!matches("compile.*", "buffers.roundtrip.f32"));
+    }
+
+    #[test]
+    fn names_are_unique_and_grouped() {
+        let all = all_checks();
+        let mut names: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n);
+        assert!(all
+            .iter()
+            .all(|c| c.name.starts_with(&format!("{}.", c.group))));
+    }
+
+    #[test]
+    fn report_round_trips_and_diffs() {
+        let r = CheckResult {
+            name: "api.version".into(),
+            group: "api".into(),
+            outcome: Outcome::Pass,
+            unsupported_by: None,
+            detail: String::new(),
+            facts: json!({"minor": 81}).as_object().unwrap().clone(),
+            duration_ms: 1.0,
+            stderr: String::new(),
+        };
+        let a = Report {
+            schema_version: SCHEMA_VERSION,
+            rpjrt_version: "x".into(),
+            plugin: json!({"table_size": 984}).as_object().unwrap().clone(),
+            results: vec![r.clone()],
+        };
+        let back = Report::from_json(&a.to_json()).unwrap();
+        assert_eq!(back, a);
+        let mut b = a.clone();
+        b.plugin.insert("table_size".into(), json!(1144));
+        b.results[0].facts.insert("minor".into(), json!(115));
+        b.results[0].outcome = Outcome::Unsupported;
+        let d = diff(&a, &b);
+        let whats: Vec<&str> = d.iter().map(|d| d.what.as_str()).collect();
+        assert_eq!(
+            whats,
+            [
+                "plugin.table_size",
+                "check api.version: outcome",
+                "check api.version: minor"
+            ]
+        );
+        let mut future = a.to_json();
+        future["schema_version"] = json!(SCHEMA_VERSION + 1);
+        assert!(Report::from_json(&future).is_err());
+    }
+}

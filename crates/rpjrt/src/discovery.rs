@@ -1,0 +1,1031 @@
+//! Finding PJRT plugins on disk, without loading (or even opening) any library.
+//!
+//! Rust users, the `rpjrt` CLI and the Python package all use this module, so they find
+//! the same plugins in the same order:
+//!
+//! 1. `RPJRT_PLUGIN`: a path to a plugin library (listed first), or the name of a plugin
+//!    found by the steps below (`RPJRT_PLUGIN=cuda`), which is then moved to the front.
+//! 2. `PJRT_NAMES_AND_LIBRARY_PATHS`: `name:path,name:path` as JAX reads it (`;` between
+//!    name and path on Windows); a path ending in `.json` is a JAX plugin config
+//!    (`{"library_path": ..., "create_options": {...}}`).
+//! 3. Installed wheels that declare an entry point in the `jax_plugins` or `xla_plugins`
+//!    group (read from `*.dist-info/entry_points.txt`); the library is found from the
+//!    distribution's `RECORD`, else in the module's directory on the search path.
+//! 4. Sub-directories of the `jax_plugins` / `xla_plugins` namespace packages.
+//! 5. Known plugin wheels by name ([`KNOWN_PACKAGES`]), with `TPU_LIBRARY_PATH` just
+//!    before libtpu.
+//!
+//! A file found twice is listed once, under its first source. The search path is a list of
+//! site-packages style directories: Python passes its `sys.path`; elsewhere
+//! [`SearchPath::from_env`] uses `RPJRT_PLUGIN_PATH` (a `:`-separated list) and the
+//! site-packages of `VIRTUAL_ENV`. Only regular files are ever read (metadata files and
+//! JSON configs); libraries are only listed.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::value::{ClientOptions, Value};
+
+/// Entry point groups whose values name a plugin module.
+pub const ENTRY_POINT_GROUPS: [&str; 2] = ["jax_plugins", "xla_plugins"];
+/// Namespace packages whose sub-packages are plugin modules.
+pub const NAMESPACE_PACKAGES: [&str; 2] = ["jax_plugins", "xla_plugins"];
+
+/// A plugin wheel rpjrt knows by name (found even without an entry point).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownPackage {
+    /// Distribution name on PyPI.
+    pub package: &'static str,
+    /// Directory of the library, relative to site-packages, `/`-separated.
+    pub module_dir: &'static str,
+    /// Preferred library file name in that directory.
+    pub library: &'static str,
+    /// Plugin name.
+    pub name: &'static str,
+    /// Platform.
+    pub platform: &'static str,
+}
+
+/// The plugin wheels rpjrt knows by name, in search order.
+pub const KNOWN_PACKAGES: [KnownPackage; 5] = [
+    KnownPackage {
+        package: "xla-cpu-pjrt",
+        module_dir: "xla_plugins/xla_cpu_pjrt",
+        library: "xla_cpu_pjrt.so",
+        name: "xla_cpu_pjrt",
+        platform: "cpu",
+    },
+    KnownPackage {
+        package: "lammps-jax-pjrt-cpu",
+        module_dir: "lammps_jax_pjrt_cpu",
+        library: "pjrt_c_api_cpu_plugin.so",
+        name: "lammps_jax_pjrt_cpu",
+        platform: "cpu",
+    },
+    KnownPackage {
+        package: "jax-cuda12-pjrt",
+        module_dir: "jax_plugins/xla_cuda12",
+        library: "xla_cuda_plugin.so",
+        name: "xla_cuda12",
+        platform: "cuda",
+    },
+    KnownPackage {
+        package: "jax-cuda13-pjrt",
+        module_dir: "jax_plugins/xla_cuda13",
+        library: "xla_cuda_plugin.so",
+        name: "xla_cuda13",
+        platform: "cuda",
+    },
+    KnownPackage {
+        package: "libtpu",
+        module_dir: "libtpu",
+        library: "libtpu.so",
+        name: "libtpu",
+        platform: "tpu",
+    },
+];
+
+const INSTALL_HINTS: [(&str, &str); 5] = [
+    (
+        "cpu",
+        "pip install 'rpjrt[cpu]'   (the xla-cpu-pjrt plugin)",
+    ),
+    (
+        "cuda",
+        "pip install jax-cuda12-pjrt   (or jax-cuda13-pjrt for CUDA 13)",
+    ),
+    (
+        "gpu",
+        "pip install jax-cuda12-pjrt   (NVIDIA; or jax-cuda13-pjrt, or a ROCm PJRT wheel)",
+    ),
+    ("rocm", "pip install jax-rocm7-pjrt   (AMD ROCm)"),
+    ("tpu", "pip install libtpu   (or set TPU_LIBRARY_PATH)"),
+];
+
+/// A plugin library that discovery found (nothing is loaded).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PluginInfo {
+    /// The entry point or module name, the name given in `PJRT_NAMES_AND_LIBRARY_PATHS`,
+    /// or the file's stem for a bare path.
+    pub name: String,
+    /// Path of the shared library (absolute; resolved when found inside a wheel).
+    pub path: PathBuf,
+    /// Version of the wheel that installed it, when it came from one.
+    pub version: Option<String>,
+    /// Where it was found, e.g. `RPJRT_PLUGIN`, `entry point xla_plugins:xla_cpu_pjrt`,
+    /// `package lammps-jax-pjrt-cpu`.
+    pub source: String,
+    /// `cpu`, `cuda`, `rocm`, `tpu`, ... guessed from names; `None` when unknown.
+    pub platform: Option<String>,
+    /// The distribution (wheel) name, when it came from one.
+    pub package: Option<String>,
+    /// Client create options from a JAX plugin config (`.json`).
+    pub options: Option<ClientOptions>,
+}
+
+impl PluginInfo {
+    fn bare(name: String, path: PathBuf, source: &str) -> PluginInfo {
+        let platform = guess_platform(&[Some(&name), path.to_str()]);
+        PluginInfo {
+            name,
+            path,
+            version: None,
+            source: source.to_string(),
+            platform,
+            package: None,
+            options: None,
+        }
+    }
+
+    /// True when `want` (a platform, a plugin name, a wheel name or a file name) names
+    /// this plugin. `gpu` matches cuda and rocm, `host` matches cpu.
+    pub fn matches(&self, want: &str) -> bool {
+        let w = want.to_lowercase();
+        let platforms: &[&str] = match w.as_str() {
+            "gpu" => &["cuda", "rocm"],
+            "host" => &["cpu"],
+            other => &[other][..0],
+        };
+        if let Some(p) = &self.platform {
+            if p == &w || platforms.contains(&p.as_str()) {
+                return true;
+            }
+        }
+        let mut names = vec![self.name.to_lowercase()];
+        if let Some(f) = self.path.file_name() {
+            names.push(f.to_string_lossy().to_lowercase());
+        }
+        if let Some(p) = &self.package {
+            names.push(p.to_lowercase());
+            names.push(p.to_lowercase().replace('-', "_"));
+        }
+        names.contains(&w) || names.contains(&w.replace('-', "_"))
+    }
+
+    fn rank(&self) -> u8 {
+        match self.platform.as_deref() {
+            Some("tpu") => 0,
+            Some("cuda") => 1,
+            Some("rocm") => 2,
+            Some("cpu") => 4,
+            _ => 3,
+        }
+    }
+}
+
+/// The directories discovery looks in for installed wheels.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchPath {
+    /// Site-packages style directories, in priority order.
+    pub dirs: Vec<PathBuf>,
+}
+
+impl SearchPath {
+    /// Exactly these directories (Python passes `sys.path`).
+    pub fn new(dirs: impl IntoIterator<Item = impl Into<PathBuf>>) -> SearchPath {
+        SearchPath {
+            dirs: dirs.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// `RPJRT_PLUGIN_PATH` (`:`-separated), then the site-packages directories of the
+    /// virtual environment in `VIRTUAL_ENV` (`lib/python*/site-packages`), then those of
+    /// the virtual environment the running program is installed in (a `bin/` next to a
+    /// `pyvenv.cfg`), if any.
+    pub fn from_env() -> SearchPath {
+        let mut dirs = Vec::new();
+        if let Some(v) = std::env::var_os("RPJRT_PLUGIN_PATH") {
+            dirs.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
+        }
+        if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+            dirs.extend(venv_site_packages(Path::new(&venv)));
+        }
+        // A program installed in a virtual environment's bin/ (the Python console script,
+        // or a binary copied there) sees that environment's wheels without activation.
+        if let Some(prefix) = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent()?.parent().map(Path::to_path_buf))
+        {
+            if is_regular_file(&prefix.join("pyvenv.cfg")) {
+                for d in venv_site_packages(&prefix) {
+                    if !dirs.contains(&d) {
+                        dirs.push(d);
+                    }
+                }
+            }
+        }
+        SearchPath { dirs }
+    }
+}
+
+/// The `site-packages` directories of a virtual environment or Python prefix.
+pub fn venv_site_packages(prefix: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for lib in ["lib", "lib64"] {
+        let Ok(entries) = fs::read_dir(prefix.join(lib)) else {
+            continue;
+        };
+        let mut names: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("python"))
+            .map(|e| e.path().join("site-packages"))
+            .filter(|p| p.is_dir())
+            .collect();
+        names.sort();
+        for n in names {
+            let n = resolve(&n);
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    let win = prefix.join("Lib").join("site-packages");
+    if win.is_dir() {
+        out.push(win);
+    }
+    out
+}
+
+fn guess_platform(texts: &[Option<&str>]) -> Option<String> {
+    for t in texts.iter().flatten() {
+        let t = t.to_lowercase();
+        for (key, platform) in [
+            ("tpu", "tpu"),
+            ("cuda", "cuda"),
+            ("rocm", "rocm"),
+            ("metal", "metal"),
+            ("cpu", "cpu"),
+            ("host", "cpu"),
+        ] {
+            if t.contains(key) {
+                return Some(platform.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// True when `spec` is spelled like a path rather than a name.
+pub fn looks_like_path(spec: &str) -> bool {
+    spec.contains('/')
+        || (cfg!(windows) && spec.contains('\\'))
+        || spec.ends_with(".so")
+        || spec.ends_with(".dylib")
+        || spec.ends_with(".dll")
+        || spec.contains(".so.")
+}
+
+fn is_library_name(name: &str) -> bool {
+    name.ends_with(".so")
+        || name.ends_with(".dylib")
+        || name.ends_with(".dll")
+        || name.contains(".so.")
+}
+
+fn is_regular_file(p: &Path) -> bool {
+    fs::metadata(p).map(|m| m.is_file()).unwrap_or(false)
+}
+
+fn read_small_text(p: &Path) -> Option<String> {
+    // Only regular files are opened: a FIFO or device would block or misbehave.
+    let meta = fs::metadata(p).ok()?;
+    if !meta.is_file() || meta.len() > 16 << 20 {
+        return None;
+    }
+    fs::read_to_string(p).ok()
+}
+
+fn absolute(p: &str) -> PathBuf {
+    let expanded = match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => PathBuf::from(p),
+    };
+    std::path::absolute(&expanded).unwrap_or(expanded)
+}
+
+fn resolve(p: &Path) -> PathBuf {
+    fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The PJRT library in a plugin module's directory: `preferred` if present, else a shared
+/// library that is not a Python extension, preferring names with `pjrt`, then `plugin`.
+pub fn pick_library(directory: &Path, preferred: Option<&str>) -> Option<PathBuf> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(directory)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| is_regular_file(p))
+        .collect();
+    entries.sort();
+    if let Some(pref) = preferred {
+        if let Some(p) = entries
+            .iter()
+            .find(|p| p.file_name().is_some_and(|n| n == pref))
+        {
+            return Some(p.clone());
+        }
+    }
+    let libs: Vec<&PathBuf> = entries
+        .iter()
+        .filter(|p| {
+            let n = p
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            is_library_name(&n)
+                && !n.contains(".cpython-")
+                && !n.contains(".abi3.")
+                && !n.starts_with('_')
+        })
+        .collect();
+    for key in ["pjrt", "plugin"] {
+        if let Some(p) = libs.iter().find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().to_lowercase().contains(key))
+        }) {
+            return Some((*p).clone());
+        }
+    }
+    libs.first().map(|p| (*p).clone())
+}
+
+/// An installed distribution: its `.dist-info` directory and metadata.
+#[derive(Clone, Debug)]
+struct Dist {
+    site: PathBuf,
+    info_dir: PathBuf,
+    name: String,
+    version: Option<String>,
+}
+
+fn normalize(name: &str) -> String {
+    name.to_lowercase().replace(['-', '.'], "_")
+}
+
+impl Dist {
+    fn read(site: &Path, info_dir: PathBuf) -> Option<Dist> {
+        let stem = info_dir
+            .file_name()?
+            .to_string_lossy()
+            .strip_suffix(".dist-info")?
+            .to_string();
+        let (mut name, mut version) = match stem.split_once('-') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (stem.clone(), None),
+        };
+        if let Some(meta) = read_small_text(&info_dir.join("METADATA")) {
+            for line in meta.lines() {
+                if line.is_empty() {
+                    break; // end of the headers
+                }
+                if let Some(v) = line.strip_prefix("Name:") {
+                    name = v.trim().to_string();
+                } else if let Some(v) = line.strip_prefix("Version:") {
+                    version = Some(v.trim().to_string());
+                }
+            }
+        }
+        Some(Dist {
+            site: site.to_path_buf(),
+            info_dir,
+            name,
+            version,
+        })
+    }
+
+    /// The library under `module_dir` (`a/b`) among the files RECORD lists.
+    fn library(&self, module_dir: &str, preferred: Option<&str>) -> Option<PathBuf> {
+        let record = read_small_text(&self.info_dir.join("RECORD"))?;
+        let prefix = format!("{}/", module_dir.trim_end_matches('/'));
+        let mut found = Vec::new();
+        for line in record.lines() {
+            let file = line.split(',').next().unwrap_or("").replace('\\', "/");
+            if let Some(name) = file.strip_prefix(&prefix) {
+                if !name.contains('/') && is_library_name(name) {
+                    found.push(self.site.join(&file));
+                }
+            }
+        }
+        let found: Vec<PathBuf> = found.into_iter().filter(|p| is_regular_file(p)).collect();
+        if let Some(pref) = preferred {
+            if let Some(p) = found
+                .iter()
+                .find(|p| p.file_name().is_some_and(|n| n == pref))
+            {
+                return Some(resolve(p));
+            }
+        }
+        let first = found.first()?;
+        Some(resolve(
+            &pick_library(first.parent()?, preferred).unwrap_or_else(|| first.clone()),
+        ))
+    }
+
+    fn entry_points(&self) -> Vec<(String, String, String)> {
+        let Some(text) = read_small_text(&self.info_dir.join("entry_points.txt")) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut group = String::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+                continue;
+            }
+            if line.starts_with('[') && line.ends_with(']') {
+                group = line[1..line.len() - 1].trim().to_string();
+                continue;
+            }
+            if let Some((name, value)) = line.split_once('=') {
+                out.push((
+                    group.clone(),
+                    name.trim().to_string(),
+                    value.trim().to_string(),
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The discovery itself: a search path and what it found there.
+#[derive(Clone, Debug)]
+pub struct Discovery {
+    search: SearchPath,
+    dists: Vec<Dist>,
+}
+
+impl Discovery {
+    /// Discovery over `search` (reads the `.dist-info` directories found there).
+    pub fn new(search: SearchPath) -> Discovery {
+        let mut dists = Vec::new();
+        let mut seen = HashSet::new();
+        for site in &search.dirs {
+            let Ok(entries) = fs::read_dir(if site.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                site
+            }) else {
+                continue;
+            };
+            let mut infos: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "dist-info") && p.is_dir())
+                .collect();
+            infos.sort();
+            for info in infos {
+                if let Some(d) = Dist::read(site, info) {
+                    // The first distribution of a name shadows later ones, as for imports.
+                    if seen.insert(normalize(&d.name)) {
+                        dists.push(d);
+                    }
+                }
+            }
+        }
+        Discovery { search, dists }
+    }
+
+    /// Discovery over [`SearchPath::from_env`].
+    pub fn from_env() -> Discovery {
+        Discovery::new(SearchPath::from_env())
+    }
+
+    /// The search path in use.
+    pub fn search_path(&self) -> &SearchPath {
+        &self.search
+    }
+
+    fn module_dirs(&self, module: &str) -> Vec<PathBuf> {
+        let rel: PathBuf = module.split(['.', '/']).collect();
+        self.search
+            .dirs
+            .iter()
+            .map(|base| base.join(&rel))
+            .filter(|d| d.is_dir())
+            .map(|d| resolve(&d))
+            .collect()
+    }
+
+    fn dist(&self, package: &str) -> Option<&Dist> {
+        let want = normalize(package);
+        self.dists.iter().find(|d| normalize(&d.name) == want)
+    }
+
+    /// Every plugin library discovery can see, in search order (nothing is loaded).
+    ///
+    /// Fails only on a `.json` plugin config in `PJRT_NAMES_AND_LIBRARY_PATHS` that cannot
+    /// be read.
+    pub fn plugins(&self) -> Result<Vec<PluginInfo>> {
+        let mut found = Vec::new();
+        let env = env_str("RPJRT_PLUGIN");
+        if looks_like_path(&env) {
+            let path = absolute(&env);
+            let name = stem(&path);
+            found.push(PluginInfo::bare(name, path, "RPJRT_PLUGIN"));
+        }
+        found.extend(from_names_and_paths()?);
+        found.extend(self.find_entry_points());
+        found.extend(self.find_namespaces());
+        found.extend(self.find_known_packages());
+        let mut found = merge(found);
+        if !env.is_empty() && !looks_like_path(&env) {
+            // RPJRT_PLUGIN names one of the others: list it first.
+            found.sort_by_key(|p| !p.matches(&env));
+        }
+        Ok(found)
+    }
+
+    fn find_entry_points(&self) -> Vec<PluginInfo> {
+        let mut out = Vec::new();
+        for group in ENTRY_POINT_GROUPS {
+            for dist in &self.dists {
+                for (g, name, value) in dist.entry_points() {
+                    if g != group {
+                        continue;
+                    }
+                    let module = value.split(':').next().unwrap_or("").trim().to_string();
+                    if module.is_empty() {
+                        continue;
+                    }
+                    let lib = dist.library(&module.replace('.', "/"), None).or_else(|| {
+                        self.module_dirs(&module)
+                            .iter()
+                            .find_map(|d| pick_library(d, None))
+                    });
+                    let Some(lib) = lib else { continue };
+                    let platform = guess_platform(&[Some(&name), Some(&module), Some(&dist.name)]);
+                    out.push(PluginInfo {
+                        name: name.clone(),
+                        path: resolve(&lib),
+                        version: dist.version.clone(),
+                        source: format!("entry point {group}:{name}"),
+                        platform,
+                        package: Some(dist.name.clone()),
+                        options: None,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn find_namespaces(&self) -> Vec<PluginInfo> {
+        let mut out = Vec::new();
+        for ns in NAMESPACE_PACKAGES {
+            let mut seen = HashSet::new();
+            for d in self.module_dirs(ns) {
+                let Ok(entries) = fs::read_dir(&d) else {
+                    continue;
+                };
+                let mut subs: Vec<PathBuf> = entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.is_dir()
+                            && p.file_name().is_some_and(|n| {
+                                let n = n.to_string_lossy();
+                                !n.starts_with('_') && !n.starts_with('.')
+                            })
+                    })
+                    .collect();
+                subs.sort();
+                for sub in subs {
+                    let name = sub
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .to_string();
+                    if !seen.insert(name.clone()) {
+                        continue; // an earlier directory shadows it, as for imports
+                    }
+                    if let Some(lib) = pick_library(&sub, None) {
+                        let platform = guess_platform(&[Some(&name)]);
+                        out.push(PluginInfo {
+                            source: format!("namespace package {ns}.{name}"),
+                            name,
+                            path: resolve(&lib),
+                            version: None,
+                            platform,
+                            package: None,
+                            options: None,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn find_known_packages(&self) -> Vec<PluginInfo> {
+        let mut out = Vec::new();
+        let tpu = env_str("TPU_LIBRARY_PATH");
+        for known in KNOWN_PACKAGES {
+            if known.package == "libtpu" && !tpu.is_empty() {
+                let mut info =
+                    PluginInfo::bare("libtpu".into(), absolute(&tpu), "TPU_LIBRARY_PATH");
+                info.platform = Some("tpu".into());
+                out.push(info);
+            }
+            let dist = self.dist(known.package);
+            let lib = dist
+                .and_then(|d| d.library(known.module_dir, Some(known.library)))
+                .or_else(|| {
+                    self.module_dirs(known.module_dir)
+                        .iter()
+                        .find_map(|d| pick_library(d, Some(known.library)))
+                });
+            let Some(lib) = lib else { continue };
+            out.push(PluginInfo {
+                name: known.name.into(),
+                path: resolve(&lib),
+                version: dist.and_then(|d| d.version.clone()),
+                source: format!("package {}", known.package),
+                platform: Some(known.platform.into()),
+                package: Some(
+                    dist.map(|d| d.name.clone())
+                        .unwrap_or_else(|| known.package.to_string()),
+                ),
+                options: None,
+            });
+        }
+        out
+    }
+
+    /// The plugins that `spec` selects, in the order to try them.
+    ///
+    /// `spec` is `None` (then `RPJRT_PLUGIN` if set, else everything found: accelerators
+    /// first, CPU last), a platform (`cpu`, `cuda`, `gpu`, `rocm`, `tpu`), a plugin or
+    /// wheel name, or a path to a library. The error says what was searched and what to
+    /// install.
+    pub fn candidates(&self, spec: Option<&str>) -> Result<Vec<PluginInfo>> {
+        let mut spec = spec.map(str::to_string);
+        let mut source = "argument";
+        if spec.is_none() {
+            let env = env_str("RPJRT_PLUGIN");
+            if !env.is_empty() {
+                spec = Some(env);
+                source = "RPJRT_PLUGIN";
+            }
+        }
+        if let Some(s) = &spec {
+            if s.trim().is_empty() {
+                return Err(Error::invalid("an empty string names no plugin"));
+            }
+            let lower = s.to_lowercase();
+            let is_platform = INSTALL_HINTS.iter().any(|(p, _)| *p == lower) || lower == "host";
+            if looks_like_path(s) || (is_regular_file(Path::new(s)) && !is_platform) {
+                let path = absolute(s);
+                let given = PluginInfo::bare(stem(&path), path, source);
+                return Ok(vec![self.enrich(given)]);
+            }
+        }
+        let found = self.plugins()?;
+        let Some(spec) = spec else {
+            if found.is_empty() {
+                return Err(self.not_found(None, source, &found));
+            }
+            let mut found = found;
+            found.sort_by_key(PluginInfo::rank);
+            return Ok(found);
+        };
+        let chosen: Vec<PluginInfo> = found.iter().filter(|p| p.matches(&spec)).cloned().collect();
+        if chosen.is_empty() {
+            return Err(self.not_found(Some(&spec), source, &found));
+        }
+        Ok(chosen)
+    }
+
+    /// A path given directly, named and versioned as discovery knows the same file.
+    fn enrich(&self, info: PluginInfo) -> PluginInfo {
+        let real = resolve(&info.path);
+        let Ok(all) = self.plugins() else { return info };
+        match all.into_iter().find(|k| resolve(&k.path) == real) {
+            Some(k) => PluginInfo {
+                name: k.name,
+                path: info.path,
+                version: k.version,
+                source: info.source,
+                platform: k.platform.or(info.platform),
+                package: k.package,
+                options: k.options,
+            },
+            None => info,
+        }
+    }
+
+    /// What was searched, one place per line (for error messages and `rpjrt plugins`).
+    pub fn searched(&self) -> Vec<String> {
+        let show = |k: &str| {
+            let v = env_str(k);
+            if v.is_empty() {
+                "(unset)".to_string()
+            } else {
+                v
+            }
+        };
+        let dirs: Vec<String> = self
+            .search
+            .dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        vec![
+            format!("RPJRT_PLUGIN: {}", show("RPJRT_PLUGIN")),
+            format!(
+                "PJRT_NAMES_AND_LIBRARY_PATHS: {}",
+                show("PJRT_NAMES_AND_LIBRARY_PATHS")
+            ),
+            format!("entry points in groups {}", ENTRY_POINT_GROUPS.join(", ")),
+            format!("namespace packages {}", NAMESPACE_PACKAGES.join(", ")),
+            format!(
+                "wheels {}",
+                KNOWN_PACKAGES
+                    .iter()
+                    .map(|k| k.package)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            format!("TPU_LIBRARY_PATH: {}", show("TPU_LIBRARY_PATH")),
+            format!(
+                "in: {}",
+                if dirs.is_empty() {
+                    "(no directories: set RPJRT_PLUGIN_PATH or VIRTUAL_ENV)".to_string()
+                } else {
+                    dirs.join(", ")
+                }
+            ),
+        ]
+    }
+
+    fn not_found(&self, spec: Option<&str>, source: &str, found: &[PluginInfo]) -> Error {
+        let mut msg = match spec {
+            None => "no PJRT plugin found. Searched:\n".to_string(),
+            Some(s) => {
+                let origin = if source == "RPJRT_PLUGIN" {
+                    " (from RPJRT_PLUGIN)"
+                } else {
+                    ""
+                };
+                format!("no PJRT plugin matching {s:?}{origin} found. Searched:\n")
+            }
+        };
+        for line in self.searched() {
+            msg.push_str(&format!("  {line}\n"));
+        }
+        if found.is_empty() {
+            msg.push_str("found: nothing\n");
+        } else {
+            msg.push_str("found, but not matching:\n");
+            for p in found {
+                msg.push_str(&format!(
+                    "  {} ({}) at {}\n",
+                    p.name,
+                    p.platform.as_deref().unwrap_or("unknown platform"),
+                    p.path.display()
+                ));
+            }
+        }
+        msg.push_str("Install one:\n  ");
+        msg.push_str(&install_hint(spec));
+        Error::PluginLoad {
+            path: PathBuf::from(spec.unwrap_or("")),
+            reason: msg,
+        }
+    }
+}
+
+/// What to install for a platform (`cpu`, `cuda`, `gpu`, `rocm`, `tpu`), or the general
+/// advice when `want` is none of them.
+pub fn install_hint(want: Option<&str>) -> String {
+    let w = want.map(str::to_lowercase);
+    if let Some(w) = &w {
+        if let Some((_, h)) = INSTALL_HINTS.iter().find(|(p, _)| p == w) {
+            return h.to_string();
+        }
+    }
+    format!(
+        "{}\n  or point RPJRT_PLUGIN at a PJRT plugin library (a .so exporting GetPjrtApi)",
+        INSTALL_HINTS[0].1
+    )
+}
+
+fn env_str(key: &str) -> String {
+    std::env::var(key)
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    name.split('.').next().unwrap_or("").to_string()
+}
+
+fn from_names_and_paths() -> Result<Vec<PluginInfo>> {
+    let value = env_str("PJRT_NAMES_AND_LIBRARY_PATHS");
+    let sep = if cfg!(windows) { ';' } else { ':' };
+    let mut out = Vec::new();
+    for item in value.split(',') {
+        let item = item.trim();
+        let Some((name, path)) = item.split_once(sep) else {
+            continue; // malformed: JAX ignores it too
+        };
+        if name.is_empty() || path.is_empty() {
+            continue;
+        }
+        let (path, options) = if path.ends_with(".json") {
+            let (p, o) = read_json_config(Path::new(path))?;
+            (p, o)
+        } else {
+            (path.to_string(), None)
+        };
+        let mut info = PluginInfo::bare(
+            name.to_string(),
+            absolute(&path),
+            "PJRT_NAMES_AND_LIBRARY_PATHS",
+        );
+        info.options = options;
+        out.push(info);
+    }
+    Ok(out)
+}
+
+fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
+    let err = |reason: String| Error::PluginLoad {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if !is_regular_file(path) {
+        return Err(err(
+            "the PJRT plugin config is not a readable regular file".into()
+        ));
+    }
+    let text = fs::read_to_string(path)
+        .map_err(|e| err(format!("cannot read the PJRT plugin config: {e}")))?;
+    let config: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| err(format!("cannot read the PJRT plugin config: {e}")))?;
+    let lib = config
+        .get("library_path")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| err("the PJRT plugin config has no 'library_path' field".into()))?;
+    let options = config
+        .get("create_options")
+        .and_then(|o| o.as_object())
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| json_value(v).map(|v| (k.clone(), v)))
+                .collect::<ClientOptions>()
+        });
+    Ok((lib.to_string(), options))
+}
+
+fn json_value(v: &serde_json::Value) -> Option<Value> {
+    use serde_json::Value as J;
+    Some(match v {
+        J::Bool(b) => Value::Bool(*b),
+        J::Number(n) if n.is_i64() => Value::Int64(n.as_i64()?),
+        J::Number(n) => Value::Float(n.as_f64()? as f32),
+        J::String(s) => Value::String(s.clone()),
+        J::Array(a) => Value::Int64List(a.iter().map(|x| x.as_i64()).collect::<Option<Vec<_>>>()?),
+        _ => return None,
+    })
+}
+
+fn merge(found: Vec<PluginInfo>) -> Vec<PluginInfo> {
+    let mut out: Vec<PluginInfo> = Vec::new();
+    let mut keys: Vec<PathBuf> = Vec::new();
+    for info in found {
+        let key = resolve(&info.path);
+        if let Some(i) = keys.iter().position(|k| *k == key) {
+            let first = &mut out[i];
+            if first.version.is_none() {
+                first.version = info.version;
+            }
+            if first.platform.is_none() {
+                first.platform = info.platform;
+            }
+            if first.package.is_none() {
+                first.package = info.package;
+            }
+            if first.options.is_none() {
+                first.options = info.options;
+            }
+            continue;
+        }
+        keys.push(key);
+        out.push(info);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_lib(p: &Path) {
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, b"\x7fELF not really").unwrap();
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rpjrt-discovery-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn pick_library_prefers_pjrt_names_and_skips_extensions() {
+        let d = tmp("pick");
+        fake_lib(&d.join("libz.so"));
+        fake_lib(&d.join("libfoo_pjrt_plugin.so"));
+        fake_lib(&d.join("_ext.abi3.so"));
+        let got = pick_library(&d, None).unwrap();
+        assert_eq!(got.file_name().unwrap(), "libfoo_pjrt_plugin.so");
+        assert!(pick_library(&d.join("missing"), None).is_none());
+    }
+
+    #[test]
+    fn entry_point_namespace_and_known_wheel() {
+        let site = tmp("site");
+        fake_lib(&site.join("acme_pjrt/libacme_pjrt.so"));
+        let info = site.join("acme_pjrt-1.2.3.dist-info");
+        fs::create_dir_all(&info).unwrap();
+        fs::write(
+            info.join("METADATA"),
+            "Metadata-Version: 2.1\nName: acme-pjrt\nVersion: 1.2.3\n",
+        )
+        .unwrap();
+        fs::write(
+            info.join("entry_points.txt"),
+            "[console_scripts]\nx = y\n[jax_plugins]\nacme = acme_pjrt\n",
+        )
+        .unwrap();
+        fs::write(
+            info.join("RECORD"),
+            "acme_pjrt/__init__.py,,\nacme_pjrt/libacme_pjrt.so,,\n",
+        )
+        .unwrap();
+        fake_lib(&site.join("jax_plugins/xla_fakecuda/xla_cuda_plugin.so"));
+        fake_lib(&site.join("jax_plugins/xla_fakecuda/_helper.cpython-311-x86_64-linux-gnu.so"));
+        fake_lib(&site.join("lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"));
+        fs::create_dir_all(site.join("jax_plugins/xla_fifo")).unwrap();
+        let fifo = site.join("jax_plugins/xla_fifo/libfifo_pjrt.so");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let d = Discovery::new(SearchPath::new([&site]));
+        // Plugins named by the environment of whoever runs the tests come first; the
+        // directory's own come after them, in search order.
+        let found: Vec<PluginInfo> = d
+            .plugins()
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.path.starts_with(resolve(&site)))
+            .collect();
+        let names: Vec<&str> = found.iter().map(|p| p.name.as_str()).collect();
+        // Search order: entry points, namespace packages, known wheels.
+        assert_eq!(names, ["acme", "xla_fakecuda", "lammps_jax_pjrt_cpu"]);
+        assert_eq!(found[0].version.as_deref(), Some("1.2.3"));
+        assert_eq!(found[0].package.as_deref(), Some("acme-pjrt"));
+        assert_eq!(found[0].source, "entry point jax_plugins:acme");
+        assert_eq!(found[1].platform.as_deref(), Some("cuda"));
+        assert_eq!(
+            found[1].source,
+            "namespace package jax_plugins.xla_fakecuda"
+        );
+        assert_eq!(found[2].source, "package lammps-jax-pjrt-cpu");
+        // A FIFO is never opened (and never listed).
+        assert!(found.iter().all(|p| p.path.is_file()));
+        // Accelerators are tried first.
+        let c = d.candidates(Some("gpu")).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].name, "xla_fakecuda");
+        assert_eq!(d.candidates(Some("acme-pjrt")).unwrap()[0].name, "acme");
+        let err = d.candidates(Some("tpu")).unwrap_err().to_string();
+        assert!(err.contains("pip install libtpu"), "{err}");
+        assert!(err.contains("xla_fakecuda (cuda)"), "{err}");
+    }
+
+    #[test]
+    fn matching_by_platform_alias_and_package() {
+        let info = PluginInfo {
+            name: "xla_cuda12".into(),
+            path: "/x/xla_cuda_plugin.so".into(),
+            version: None,
+            source: "s".into(),
+            platform: Some("cuda".into()),
+            package: Some("jax-cuda12-pjrt".into()),
+            options: None,
+        };
+        assert!(info.matches("gpu") && info.matches("CUDA") && info.matches("jax_cuda12_pjrt"));
+        assert!(info.matches("xla_cuda_plugin.so") && !info.matches("cpu"));
+    }
+}

@@ -1,0 +1,708 @@
+//! Host arrays in numpy's `.npy` / `.npz` files, and typed literals such as `[1,2,3]:f32`.
+//!
+//! The `.npy` format (version 1.0-3.0) is small enough to read and write here: a magic
+//! string, a header length, a Python-literal header dict (`descr`, `fortran_order`,
+//! `shape`) and the raw C-order data. `.npz` files are zip archives of `.npy` members
+//! (stored by `np.savez`, deflated by `np.savez_compressed`); the `zip` crate reads and
+//! writes them. numpy is never needed.
+//!
+//! Types: every numpy type PJRT has (bool, int8..int64, uint8..uint64, float16/32/64,
+//! complex64/128). ml_dtypes types (bfloat16, float8...) are stored by numpy as raw void
+//! (`|V2`), which names no type: such files are refused with a message saying so.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use crate::dtype::{element_count, ElementType};
+use crate::error::{Error, Result};
+
+/// A dense, row-major host array: element type, dimensions and little-endian bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Array {
+    /// Element type.
+    pub element_type: ElementType,
+    /// Dimensions (empty for a 0-d array).
+    pub dims: Vec<i64>,
+    /// The elements, row-major, little-endian, one byte per `bool`.
+    pub data: Vec<u8>,
+}
+
+impl Array {
+    /// An array, checking that `data` has exactly the bytes `dims` and the type need.
+    pub fn new(element_type: ElementType, dims: Vec<i64>, data: Vec<u8>) -> Result<Array> {
+        let want = element_type.dense_byte_size(element_count(&dims)?)?;
+        if data.len() != want {
+            return Err(Error::invalid(format!(
+                "{} data for shape {:?} needs {want} bytes, got {}",
+                element_type,
+                dims,
+                data.len()
+            )));
+        }
+        Ok(Array {
+            element_type,
+            dims,
+            data,
+        })
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.dims.iter().map(|&d| d.max(0) as usize).product()
+    }
+
+    /// True when the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` (row-major) as a [`Scalar`].
+    pub fn get(&self, i: usize) -> Option<Scalar> {
+        let size = byte_size(self.element_type)?;
+        let b = self.data.get(i * size..(i + 1) * size)?;
+        let arr = |n: usize| -> [u8; 8] {
+            let mut a = [0u8; 8];
+            a[..n].copy_from_slice(&b[..n]);
+            a
+        };
+        use ElementType as T;
+        Some(match self.element_type {
+            T::Pred => Scalar::Bool(b[0] != 0),
+            T::S8 => Scalar::Int(b[0] as i8 as i64),
+            T::S16 => Scalar::Int(i16::from_le_bytes([b[0], b[1]]) as i64),
+            T::S32 => Scalar::Int(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64),
+            T::S64 => Scalar::Int(i64::from_le_bytes(arr(8))),
+            T::U8 => Scalar::UInt(b[0] as u64),
+            T::U16 => Scalar::UInt(u16::from_le_bytes([b[0], b[1]]) as u64),
+            T::U32 => Scalar::UInt(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64),
+            T::U64 => Scalar::UInt(u64::from_le_bytes(arr(8))),
+            T::F16 => Scalar::Float(f16_to_f32(u16::from_le_bytes([b[0], b[1]])) as f64),
+            T::BF16 => Scalar::Float(
+                f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16) as f64,
+            ),
+            T::F32 => Scalar::Float(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+            T::F64 => Scalar::Float(f64::from_le_bytes(arr(8))),
+            T::C64 => Scalar::Complex(
+                f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+                f32::from_le_bytes([b[4], b[5], b[6], b[7]]) as f64,
+            ),
+            T::C128 => {
+                let mut re = [0u8; 8];
+                let mut im = [0u8; 8];
+                re.copy_from_slice(&b[..8]);
+                im.copy_from_slice(&b[8..16]);
+                Scalar::Complex(f64::from_le_bytes(re), f64::from_le_bytes(im))
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// One element's value, wide enough for every type [`Array::get`] reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// bool.
+    Bool(bool),
+    /// Signed integers.
+    Int(i64),
+    /// Unsigned integers.
+    UInt(u64),
+    /// Floating point.
+    Float(f64),
+    /// Complex (real, imaginary).
+    Complex(f64, f64),
+}
+
+/// Bytes per element of the types `.npy` files carry; `None` for the others.
+fn byte_size(t: ElementType) -> Option<usize> {
+    use ElementType as T;
+    Some(match t {
+        T::Pred | T::S8 | T::U8 => 1,
+        T::S16 | T::U16 | T::F16 | T::BF16 => 2,
+        T::S32 | T::U32 | T::F32 => 4,
+        T::S64 | T::U64 | T::F64 | T::C64 => 8,
+        T::C128 => 16,
+        _ => return None,
+    })
+}
+
+fn descr_of(t: ElementType) -> Result<&'static str> {
+    use ElementType as T;
+    Ok(match t {
+        T::Pred => "|b1",
+        T::S8 => "|i1",
+        T::S16 => "<i2",
+        T::S32 => "<i4",
+        T::S64 => "<i8",
+        T::U8 => "|u1",
+        T::U16 => "<u2",
+        T::U32 => "<u4",
+        T::U64 => "<u8",
+        T::F16 => "<f2",
+        T::F32 => "<f4",
+        T::F64 => "<f8",
+        T::C64 => "<c8",
+        T::C128 => "<c16",
+        other => {
+            return Err(Error::invalid(format!(
+                "{other} has no .npy type (numpy stores it as raw bytes); convert it to a numpy type first"
+            )))
+        }
+    })
+}
+
+fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
+    use ElementType as T;
+    let (order, code) = descr.split_at(descr.len().min(1));
+    let big = match order {
+        "<" | "|" | "=" => false,
+        ">" => true,
+        _ => return Err(Error::invalid(format!("unknown .npy type {descr:?}"))),
+    };
+    let t = match code {
+        "b1" => T::Pred,
+        "i1" => T::S8,
+        "i2" => T::S16,
+        "i4" => T::S32,
+        "i8" => T::S64,
+        "u1" => T::U8,
+        "u2" => T::U16,
+        "u4" => T::U32,
+        "u8" => T::U64,
+        "f2" => T::F16,
+        "f4" => T::F32,
+        "f8" => T::F64,
+        "c8" => T::C64,
+        "c16" => T::C128,
+        c if c.starts_with('V') => {
+            return Err(Error::invalid(format!(
+                "the .npy type {descr:?} is raw bytes (how numpy saves bfloat16, float8 and \
+                 other ml_dtypes types): it names no element type; save as float32 instead"
+            )))
+        }
+        _ => {
+            return Err(Error::invalid(format!(
+                "the .npy type {descr:?} has no PJRT element type"
+            )))
+        }
+    };
+    Ok((t, big))
+}
+
+/// Parses a `.npy` file's bytes.
+pub fn read_npy(bytes: &[u8]) -> Result<Array> {
+    let bad = |why: &str| Error::invalid(format!("not a valid .npy file: {why}"));
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(bad("it does not start with the .npy magic bytes"));
+    }
+    let major = bytes[6];
+    let (header_len, start) = match major {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        2 | 3 => {
+            if bytes.len() < 12 {
+                return Err(bad("truncated header"));
+            }
+            (
+                u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                12,
+            )
+        }
+        v => return Err(bad(&format!("unknown format version {v}"))),
+    };
+    let header = bytes
+        .get(start..start + header_len)
+        .ok_or_else(|| bad("truncated header"))?;
+    let header = std::str::from_utf8(header).map_err(|_| bad("the header is not text"))?;
+    let descr = dict_field(header, "descr")
+        .and_then(|v| v.strip_prefix('\'').and_then(|v| v.split('\'').next()))
+        .ok_or_else(|| {
+            if header.contains("'descr': [") {
+                bad("structured (record) arrays are not supported")
+            } else {
+                bad("no 'descr' in the header")
+            }
+        })?;
+    let fortran = dict_field(header, "fortran_order").ok_or_else(|| bad("no 'fortran_order'"))?;
+    if fortran.starts_with("True") {
+        return Err(Error::invalid(
+            "the .npy array is in Fortran order; save it with np.ascontiguousarray(a)",
+        ));
+    }
+    let shape = dict_field(header, "shape").ok_or_else(|| bad("no 'shape'"))?;
+    let inner = shape
+        .strip_prefix('(')
+        .and_then(|s| s.split(')').next())
+        .ok_or_else(|| bad("the shape is not a tuple"))?;
+    let dims = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.trim_end_matches('L')
+                .parse::<i64>()
+                .map_err(|_| bad("a dimension is not an integer"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (element_type, big) = type_of_descr(descr)?;
+    let mut data = bytes[start + header_len..].to_vec();
+    let want = element_type.dense_byte_size(element_count(&dims)?)?;
+    if data.len() != want {
+        return Err(bad(&format!(
+            "shape {dims:?} of {element_type} needs {want} data bytes, the file has {}",
+            data.len()
+        )));
+    }
+    if big {
+        let size = byte_size(element_type).unwrap_or(1);
+        let part = if matches!(element_type, ElementType::C64 | ElementType::C128) {
+            size / 2
+        } else {
+            size
+        };
+        for chunk in data.chunks_exact_mut(part) {
+            chunk.reverse();
+        }
+    }
+    Array::new(element_type, dims, data)
+}
+
+/// The text after `'key':` in a header dict, trimmed at the start.
+fn dict_field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("'{key}':");
+    let at = header.find(&pat)?;
+    Some(header[at + pat.len()..].trim_start())
+}
+
+/// The bytes of a `.npy` file (format 1.0) holding `array`.
+pub fn write_npy(array: &Array) -> Result<Vec<u8>> {
+    let descr = descr_of(array.element_type)?;
+    let shape = match array.dims.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", array.dims[0]),
+        _ => format!(
+            "({})",
+            array
+                .dims
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Pad so that the data starts at a multiple of 64 bytes, ending with a newline.
+    let unpadded = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len() + array.data.len());
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&array.data);
+    Ok(out)
+}
+
+fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("{}: {e}", path.display()))
+}
+
+/// Reads a `.npy` file (one array, named `""`) or a `.npz` file (its arrays by name, in
+/// archive order). Only regular files are opened.
+pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+    if !meta.is_file() {
+        return Err(io_err(path, "not a regular file"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+    if bytes.starts_with(b"PK") {
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .map_err(|e| io_err(path, format!("not a valid .npz archive ({e})")))?;
+        let mut out = Vec::new();
+        for i in 0..zip.len() {
+            let mut f = zip.by_index(i).map_err(|e| io_err(path, e))?;
+            let name = f
+                .name()
+                .map_err(|e| io_err(path, e))?
+                .trim_end_matches(".npy")
+                .to_string();
+            let mut member = Vec::new();
+            f.read_to_end(&mut member).map_err(|e| io_err(path, e))?;
+            let a = read_npy(&member).map_err(|e| io_err(path, format!("member {name}: {e}")))?;
+            out.push((name, a));
+        }
+        return Ok(out);
+    }
+    let a = read_npy(&bytes).map_err(|e| io_err(path, e))?;
+    Ok(vec![(String::new(), a)])
+}
+
+/// Writes one array as a `.npy` file.
+pub fn save_npy(path: impl AsRef<Path>, array: &Array) -> Result<()> {
+    let path = path.as_ref();
+    std::fs::write(path, write_npy(array)?).map_err(|e| io_err(path, e))
+}
+
+/// Writes named arrays as an (uncompressed) `.npz` file, like `np.savez`.
+pub fn save_npz(path: impl AsRef<Path>, arrays: &[(String, Array)]) -> Result<()> {
+    let path = path.as_ref();
+    let file = std::fs::File::create(path).map_err(|e| io_err(path, e))?;
+    let mut zip = zip::ZipWriter::new(file);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .large_file(
+            arrays
+                .iter()
+                .any(|(_, a)| a.data.len() > u32::MAX as usize / 2),
+        );
+    for (name, a) in arrays {
+        zip.start_file(format!("{name}.npy"), opts)
+            .map_err(|e| io_err(path, e))?;
+        zip.write_all(&write_npy(a)?).map_err(|e| io_err(path, e))?;
+    }
+    zip.finish().map_err(|e| io_err(path, e))?;
+    Ok(())
+}
+
+/// Parses a literal: a number (`1.5`, `-3`, `true`) or nested lists (`[[1,2],[3,4]]`),
+/// with an optional `:TYPE` suffix (`[1,2,3]:f32`, `7:int8`). Without a suffix the type is
+/// `default` when given, else float32 for numbers with a `.`/`e`, int32 for integers and
+/// bool for `true`/`false`.
+pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> {
+    let text = text.trim();
+    let (body, ty) = match text.rsplit_once(':') {
+        Some((b, t)) if !t.contains(']') => (b, Some(ElementType::from_name(t.trim())?)),
+        _ => (text, None),
+    };
+    let mut dims = Vec::new();
+    let mut values = Vec::new();
+    parse_nested(body.trim(), 0, &mut dims, &mut values)?;
+    let ty = match ty.or(default) {
+        Some(t) => t,
+        None => {
+            if values.iter().all(|v| v == "true" || v == "false") && !values.is_empty() {
+                ElementType::Pred
+            } else if values.iter().any(|v| v.contains(['.', 'e', 'E', 'n', 'i'])) {
+                ElementType::F32
+            } else {
+                ElementType::S32
+            }
+        }
+    };
+    let mut data = Vec::new();
+    for v in &values {
+        encode(ty, v, &mut data)?;
+    }
+    Array::new(ty, dims, data)
+}
+
+fn parse_nested(s: &str, depth: usize, dims: &mut Vec<i64>, out: &mut Vec<String>) -> Result<()> {
+    let s = s.trim();
+    let Some(inner) = s.strip_prefix('[') else {
+        if s.is_empty() || s.contains([',', ']']) {
+            return Err(Error::invalid(format!("malformed literal near {s:?}")));
+        }
+        if dims.len() > depth {
+            return Err(Error::invalid(
+                "ragged literal: nesting depth differs between elements",
+            ));
+        }
+        out.push(s.to_string());
+        return Ok(());
+    };
+    let inner = inner
+        .strip_suffix(']')
+        .ok_or_else(|| Error::invalid(format!("unbalanced brackets in {s:?}")))?;
+    // Split at top-level commas.
+    let mut parts = Vec::new();
+    let (mut level, mut start) = (0i32, 0usize);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '[' => level += 1,
+            ']' => level -= 1,
+            ',' if level == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if level < 0 {
+            return Err(Error::invalid(format!("unbalanced brackets in {s:?}")));
+        }
+    }
+    let last = inner[start..].trim();
+    if !last.is_empty() {
+        parts.push(last);
+    } else if !parts.is_empty() {
+        // trailing comma: fine
+    }
+    let n = parts.len() as i64;
+    if dims.len() == depth {
+        dims.push(n);
+    } else if dims[depth] != n {
+        return Err(Error::invalid(format!(
+            "ragged literal: {n} elements where {} were expected",
+            dims[depth]
+        )));
+    }
+    for p in parts {
+        parse_nested(p, depth + 1, dims, out)?;
+    }
+    Ok(())
+}
+
+fn encode(ty: ElementType, v: &str, out: &mut Vec<u8>) -> Result<()> {
+    use ElementType as T;
+    let bad = || Error::invalid(format!("{v:?} is not a valid {ty} value"));
+    let float = || -> Result<f64> {
+        match v {
+            "true" => Ok(1.0),
+            "false" => Ok(0.0),
+            "nan" => Ok(f64::NAN),
+            "inf" => Ok(f64::INFINITY),
+            "-inf" => Ok(f64::NEG_INFINITY),
+            _ => v.parse::<f64>().map_err(|_| bad()),
+        }
+    };
+    let int = || -> Result<i128> {
+        match v {
+            "true" => Ok(1),
+            "false" => Ok(0),
+            _ => v.parse::<i128>().map_err(|_| bad()),
+        }
+    };
+    macro_rules! int_as {
+        ($t:ty) => {{
+            let x = <$t>::try_from(int()?)
+                .map_err(|_| Error::invalid(format!("{v} does not fit in {ty}")))?;
+            out.extend_from_slice(&x.to_le_bytes());
+        }};
+    }
+    match ty {
+        T::Pred => out.push(match v {
+            "true" | "1" => 1,
+            "false" | "0" => 0,
+            _ => return Err(bad()),
+        }),
+        T::S8 => int_as!(i8),
+        T::S16 => int_as!(i16),
+        T::S32 => int_as!(i32),
+        T::S64 => int_as!(i64),
+        T::U8 => int_as!(u8),
+        T::U16 => int_as!(u16),
+        T::U32 => int_as!(u32),
+        T::U64 => int_as!(u64),
+        T::F16 => out.extend_from_slice(&f32_to_f16(float()? as f32).to_le_bytes()),
+        T::BF16 => out.extend_from_slice(&f32_to_bf16(float()? as f32).to_le_bytes()),
+        T::F32 => out.extend_from_slice(&(float()? as f32).to_le_bytes()),
+        T::F64 => out.extend_from_slice(&float()?.to_le_bytes()),
+        T::C64 => {
+            out.extend_from_slice(&(float()? as f32).to_le_bytes());
+            out.extend_from_slice(&0f32.to_le_bytes());
+        }
+        T::C128 => {
+            out.extend_from_slice(&float()?.to_le_bytes());
+            out.extend_from_slice(&0f64.to_le_bytes());
+        }
+        other => {
+            return Err(Error::invalid(format!(
+                "literals of {other} are not supported; use a numpy type"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Random values of a type and shape: floats in [-1, 1), integers in [0, 10), random
+/// bools, from a small deterministic generator seeded by `seed`.
+pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
+    let n = element_count(dims)?;
+    let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut data = Vec::new();
+    use ElementType as T;
+    for _ in 0..n {
+        let r = next();
+        let text = match ty {
+            T::Pred => (if r & 1 == 1 { "true" } else { "false" }).to_string(),
+            T::F16 | T::BF16 | T::F32 | T::F64 | T::C64 | T::C128 => {
+                format!("{}", (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0)
+            }
+            _ => format!("{}", r % 10),
+        };
+        encode(ty, &text, &mut data)?;
+    }
+    Array::new(ty, dims.to_vec(), data)
+}
+
+/// IEEE half to single precision.
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h >> 15) as u32) << 31;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let frac = (h & 0x3ff) as u32;
+    let bits = match (exp, frac) {
+        (0, 0) => sign,
+        (0, f) => {
+            // subnormal: normalise
+            let mut e = 127 - 15 + 1;
+            let mut f = f;
+            while f & 0x400 == 0 {
+                f <<= 1;
+                e -= 1;
+            }
+            sign | ((e as u32) << 23) | ((f & 0x3ff) << 13)
+        }
+        (0x1f, f) => sign | 0x7f80_0000 | (f << 13),
+        (e, f) => sign | ((e + 127 - 15) << 23) | (f << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// Single to half precision, rounding to nearest even.
+pub fn f32_to_f16(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let frac = b & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if frac != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = frac | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1 << shift) - 1);
+        let mut v = m >> shift;
+        if rest > half || (rest == half && v & 1 == 1) {
+            v += 1;
+        }
+        return sign | v as u16;
+    }
+    let mut v = ((e as u32) << 10) | (frac >> 13);
+    let rest = frac & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && v & 1 == 1) {
+        v += 1;
+    }
+    sign | v as u16
+}
+
+fn f32_to_bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    let round = 0x7fff + ((b >> 16) & 1);
+    (b.wrapping_add(round) >> 16) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_round_trip_every_type() {
+        for &t in ElementType::ALL {
+            if descr_of(t).is_err() {
+                continue;
+            }
+            let a = random(t, &[2, 3], 7).unwrap();
+            let back = read_npy(&write_npy(&a).unwrap()).unwrap();
+            assert_eq!(back, a, "{t}");
+            let bytes = write_npy(&a).unwrap();
+            let header_end = 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+            assert_eq!(header_end % 64, 0);
+        }
+        let scalar = parse_literal("2.5", None).unwrap();
+        assert_eq!(scalar.dims, Vec::<i64>::new());
+        assert_eq!(read_npy(&write_npy(&scalar).unwrap()).unwrap(), scalar);
+        let empty = parse_literal("[]:f32", None).unwrap();
+        assert_eq!(empty.dims, vec![0]);
+        assert_eq!(read_npy(&write_npy(&empty).unwrap()).unwrap(), empty);
+    }
+
+    #[test]
+    fn literals() {
+        let a = parse_literal("[[1, 2], [3, 4]]:f32", None).unwrap();
+        assert_eq!(a.element_type, ElementType::F32);
+        assert_eq!(a.dims, vec![2, 2]);
+        assert_eq!(a.get(3), Some(Scalar::Float(4.0)));
+        assert_eq!(
+            parse_literal("3", None).unwrap().element_type,
+            ElementType::S32
+        );
+        assert_eq!(
+            parse_literal("3", Some(ElementType::F64)).unwrap().get(0),
+            Some(Scalar::Float(3.0))
+        );
+        assert_eq!(
+            parse_literal("[true,false]", None).unwrap().element_type,
+            ElementType::Pred
+        );
+        assert!(parse_literal("[[1,2],[3]]", None)
+            .unwrap_err()
+            .to_string()
+            .contains("ragged"));
+        assert!(parse_literal("300:uint8", None)
+            .unwrap_err()
+            .to_string()
+            .contains("does not fit"));
+        assert!(parse_literal("[1,2", None).is_err());
+        assert!(parse_literal("x:f32", None).is_err());
+        assert!(parse_literal("1:nosuchtype", None).is_err());
+    }
+
+    #[test]
+    fn half_precision() {
+        for x in [0.0f32, 1.0, -2.5, 65504.0, 6.1035156e-5, 5.9604645e-8] {
+            assert_eq!(f16_to_f32(f32_to_f16(x)), x);
+        }
+        assert_eq!(f32_to_f16(1e6), 0x7c00);
+    }
+
+    #[test]
+    fn bad_files_are_errors() {
+        assert!(read_npy(b"hello").is_err());
+        let a = parse_literal("[1,2,3]:f32", None).unwrap();
+        let mut bytes = write_npy(&a).unwrap();
+        bytes.pop();
+        assert!(read_npy(&bytes)
+            .unwrap_err()
+            .to_string()
+            .contains("needs 12 data bytes"));
+        let mut v2 = write_npy(&a).unwrap();
+        let at = v2.windows(3).position(|w| w == b"<f4").unwrap();
+        v2[at..at + 3].copy_from_slice(b"|V4");
+        assert!(read_npy(&v2).unwrap_err().to_string().contains("raw bytes"));
+    }
+
+    #[test]
+    fn npz_round_trip() {
+        let dir = std::env::temp_dir().join(format!("rpjrt-npz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("x.npz");
+        let a = parse_literal("[1,2,3]:int64", None).unwrap();
+        let b = parse_literal("1.5:float64", None).unwrap();
+        save_npz(&p, &[("a".into(), a.clone()), ("b".into(), b.clone())]).unwrap();
+        let got = load(&p).unwrap();
+        assert_eq!(got, vec![("a".to_string(), a), ("b".to_string(), b)]);
+        assert!(load(&dir)
+            .unwrap_err()
+            .to_string()
+            .contains("not a regular file"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

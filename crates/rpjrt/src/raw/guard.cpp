@@ -1,0 +1,45 @@
+// Catches any C++ exception a plugin lets escape from a PJRT C API entry.
+//
+// The C API promises that entries return errors, not exceptions, but plugins have been
+// seen to throw (e.g. std::length_error on a negative XLA option value). An exception
+// unwinding into Rust frames aborts the process, so every call into a plugin goes through
+// rpjrt_guarded_call, which calls the entry inside a try block and reports an escaped
+// exception as a flag plus its what() text. When nothing is thrown this costs one extra
+// direct call: C++ try blocks are free on the non-throwing path (table-based unwinding).
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+// The what() text of the last exception caught on this thread.
+thread_local std::string last_what;
+
+}  // namespace
+
+extern "C" void* rpjrt_guarded_call(void* (*entry)(void*), void* args, int* threw) {
+  try {
+    return entry(args);
+  } catch (const std::exception& e) {
+    *threw = 1;
+    try {
+      last_what = e.what();
+    } catch (...) {
+      last_what.clear();
+    }
+  } catch (...) {
+    *threw = 1;
+    last_what = "an exception that is not a std::exception";
+  }
+  return nullptr;
+}
+
+// The what() text of the exception the last guarded call on this thread caught.
+extern "C" const char* rpjrt_guard_last_what() { return last_what.c_str(); }
+
+// For rpjrt's own tests: an "entry" that throws, as a misbehaving plugin would.
+extern "C" void* rpjrt_guard_test_throw(void* args) {
+  if (args != nullptr) throw std::length_error("vector::_M_default_append");
+  throw 42;
+}

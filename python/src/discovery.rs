@@ -1,0 +1,73 @@
+//! Plugin discovery (`rpjrt::discovery`) for `rpjrt._discovery`: conversion only.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use rpjrt::discovery::{pick_library, Discovery, PluginInfo, SearchPath};
+
+use crate::convert::attributes_to_py;
+use crate::errors::{make_err, to_py};
+
+/// A discovery error as Python sees it: a load failure's reason alone (it is a whole
+/// message about the search), anything else through the usual mapping.
+fn discovery_err(e: rpjrt::Error) -> PyErr {
+    match e {
+        rpjrt::Error::PluginLoad { reason, .. } => {
+            Python::attach(|py| make_err(py, "NOT_FOUND", "PluginLoad", reason, None))
+        }
+        other => to_py(other),
+    }
+}
+
+fn info_tuple<'py>(py: Python<'py>, p: &PluginInfo) -> PyResult<Bound<'py, PyTuple>> {
+    let options = match &p.options {
+        Some(o) => Some(attributes_to_py(py, o.entries())?),
+        None => None,
+    };
+    (
+        &p.name,
+        p.path.display().to_string(),
+        &p.version,
+        &p.source,
+        &p.platform,
+        &p.package,
+        options,
+    )
+        .into_pyobject(py)
+}
+
+/// Every plugin found over `search_path` (Python's `sys.path`), in search order, as
+/// `(name, path, version, source, platform, package, options)` tuples.
+#[pyfunction]
+pub fn _discover<'py>(
+    py: Python<'py>,
+    search_path: Vec<PathBuf>,
+) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    let found = py
+        .detach(|| Discovery::new(SearchPath::new(search_path)).plugins())
+        .map_err(discovery_err)?;
+    found.iter().map(|p| info_tuple(py, p)).collect()
+}
+
+/// The plugins `spec` selects (a platform, a name, a path, or `None`), in the order to
+/// try them, as [`_discover`]'s tuples; the error says what was searched.
+#[pyfunction]
+#[pyo3(signature = (spec, search_path))]
+pub fn _candidates<'py>(
+    py: Python<'py>,
+    spec: Option<String>,
+    search_path: Vec<PathBuf>,
+) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    let found = py
+        .detach(|| Discovery::new(SearchPath::new(search_path)).candidates(spec.as_deref()))
+        .map_err(discovery_err)?;
+    found.iter().map(|p| info_tuple(py, p)).collect()
+}
+
+/// The PJRT library in a plugin module's directory, or `None`.
+#[pyfunction]
+#[pyo3(signature = (directory, preferred = None))]
+pub fn _pick_library(directory: PathBuf, preferred: Option<String>) -> Option<String> {
+    pick_library(&directory, preferred.as_deref()).map(|p| p.display().to_string())
+}
