@@ -29,15 +29,30 @@ echo "setup: CPU PJRT plugins"
 pip_install "xla-cpu-pjrt==0.0.1"
 pip_install --no-deps "lammps-jax-pjrt-cpu==0.11.2"
 
+# The CUDA PJRT plugin (about 135 MB). Without its nvidia-* dependencies and without a GPU it
+# still loads and reports its version, extensions and attributes; client creation then fails
+# cleanly, which the no-GPU tests check. It goes into its own directory, not the venv's
+# site-packages: there, discovery would rank it (an accelerator) before the CPU plugins and
+# `rpjrt info` with no plugin named would pick it and fail on machines without a GPU. The
+# tests put .deps/cuda-plugin on the search path themselves.
+cuda_dir="$root/.deps/cuda-plugin"
+cuda="$cuda_dir/jax_plugins/xla_cuda13/xla_cuda_plugin.so"
+if [ ! -f "$cuda" ]; then
+  echo "setup: CUDA PJRT plugin into .deps/cuda-plugin (no GPU needed to load it)"
+  mkdir -p "$cuda_dir"
+  pip_install --no-deps --target "$cuda_dir" "jax-cuda13-pjrt==0.12.0.1"
+fi
+
 site=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 old="$site/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"
 new="$site/lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"
-for f in "$old" "$new"; do
+for f in "$old" "$new" "$cuda"; do
   [ -f "$f" ] || { echo "setup: expected plugin file missing: $f" >&2; exit 1; }
 done
 mkdir -p .deps
 cat > .deps/plugins.env <<ENV
 RPJRT_TEST_PLUGIN_OLD=$old
 RPJRT_TEST_PLUGIN_NEW=$new
+RPJRT_TEST_PLUGIN_CUDA=$cuda
 ENV
 echo "setup: plugins recorded in .deps/plugins.env"

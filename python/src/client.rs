@@ -298,7 +298,8 @@ impl PyClient {
         // The plugin may call a Python store back from its own threads during creation:
         // the GIL is released around the call (py.detach), so those calls can take it.
         let create = |pl: &rpjrt::Plugin, opts: &ClientOptions| match &dist {
-            None => rpjrt::Client::new(pl, opts),
+            // A CUDA plugin's creation failure gets the library and driver state added.
+            None => rpjrt::cuda::create_client(pl, opts),
             Some(d) => rpjrt::Client::new_distributed(pl, opts, d),
         };
         // A loaded Plugin: use it as is.

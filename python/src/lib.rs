@@ -9,6 +9,7 @@ mod bench;
 mod buffer;
 mod client;
 mod convert;
+mod cuda;
 mod discovery;
 mod distributed;
 mod dlpack;
@@ -97,5 +98,6 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transfer::_default_layout, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_byte_strides, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_layouts_extension_size, m)?)?;
+    cuda::register(m)?;
     Ok(())
 }

@@ -87,3 +87,20 @@ def session(client: rpjrt.Client, exe: rpjrt.Executable) -> float:
     whole = sh.gather(parts, mesh, ("x",), (2,))
     del donated, n, whole
     return float(s.fetch("w")[0])
+
+
+def use_cuda(ptx: str) -> bytes:
+    import rpjrt.cuda
+
+    opts = rpjrt.cuda.options(memory_fraction=0.5, preallocate=False, allocator="bfc", visible_devices=[0])
+    client = rpjrt.Client("cuda", options=opts)
+    drv: rpjrt.cuda.CudaDriver = rpjrt.cuda.load()
+    ctx: rpjrt.cuda.CudaContext = drv.context(0)
+    mem: rpjrt.cuda.DeviceMemory = ctx.alloc(1024)
+    fn: rpjrt.cuda.CudaFunction = ctx.load_ptx(ptx).function("k")
+    stream: rpjrt.cuda.CudaStream = ctx.stream()
+    ctx.launch(fn, (1,), (256,), [("ptr", mem.ptr), ("u32", 256), ("f32", 1.5)], stream=stream.handle)
+    stream.synchronize()
+    free, total = ctx.mem_info()
+    del client, free, total
+    return mem.to_bytes()

@@ -33,6 +33,7 @@ mod buffer;
 mod cache;
 mod client;
 pub mod conform;
+pub mod cuda;
 pub mod diagnostics;
 pub mod discovery;
 pub mod distributed;

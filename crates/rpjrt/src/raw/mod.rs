@@ -32,6 +32,7 @@ pub(crate) mod aot;
 pub(crate) mod buffer;
 pub(crate) mod callback;
 pub(crate) mod client;
+pub(crate) mod cuda;
 pub(crate) mod device;
 pub(crate) mod event;
 pub(crate) mod executable;

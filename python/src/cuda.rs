@@ -1,0 +1,457 @@
+//! `rpjrt.cuda`: typed CUDA plugin options and the CUDA driver helpers (rpjrt::cuda).
+//! The Python-facing module is rpjrt/cuda.py.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::sync::Mutex;
+
+use rpjrt::cuda::{
+    Allocator, Context, Cuda, CudaOptions, DeviceBuffer, DevicePtr, Event, Function, KernelArg,
+    LaunchConfig, Module, PinnedBuffer, Stream, StreamRef,
+};
+use rpjrt::Value;
+
+use crate::errors::{invalid, PyErrExt};
+
+/// Checked CUDA plugin create options as a dict for `Client(..., options=...)`.
+#[pyfunction]
+#[pyo3(signature = (*, memory_fraction = None, preallocate = None, allocator = None, visible_devices = None))]
+pub fn _cuda_options<'py>(
+    py: Python<'py>,
+    memory_fraction: Option<f64>,
+    preallocate: Option<bool>,
+    allocator: Option<String>,
+    visible_devices: Option<Vec<i64>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut o = CudaOptions::new();
+    if let Some(f) = memory_fraction {
+        o = o.memory_fraction(f);
+    }
+    if let Some(p) = preallocate {
+        o = o.preallocate(p);
+    }
+    if let Some(a) = allocator {
+        o = o.allocator(a.parse::<Allocator>().pyerr()?);
+    }
+    if let Some(d) = visible_devices {
+        o = o.visible_devices(d);
+    }
+    let opts = o.to_client_options().pyerr()?;
+    let out = PyDict::new(py);
+    for (k, v) in opts.entries() {
+        match v {
+            Value::String(s) => out.set_item(k, s)?,
+            Value::Int64(i) => out.set_item(k, i)?,
+            Value::Int64List(l) => out.set_item(k, l.clone())?,
+            Value::Float(f) => out.set_item(k, f64::from(*f))?,
+            Value::Bool(b) => out.set_item(k, b)?,
+        }
+    }
+    Ok(out)
+}
+
+/// The allocator names the CUDA plugin accepts.
+#[pyfunction]
+pub fn _cuda_allocators() -> Vec<&'static str> {
+    Allocator::ALL.iter().map(|a| a.name()).collect()
+}
+
+/// One line on the CUDA driver: loaded with version and device count, or why not.
+#[pyfunction]
+pub fn _cuda_driver_summary(py: Python<'_>) -> String {
+    py.detach(rpjrt::cuda::driver_summary)
+}
+
+/// The CUDA driver library (libcuda.so.1), opened at run time.
+#[pyclass(frozen, name = "CudaDriver", module = "rpjrt.cuda")]
+pub struct PyCudaDriver {
+    inner: Cuda,
+}
+
+#[pymethods]
+impl PyCudaDriver {
+    /// Opens the driver (`libcuda.so.1`, or `path`) and initialises it.
+    #[staticmethod]
+    #[pyo3(signature = (path = None))]
+    fn load(py: Python<'_>, path: Option<std::path::PathBuf>) -> PyResult<PyCudaDriver> {
+        let inner = py
+            .detach(|| match path {
+                Some(p) => Cuda::load_from(p),
+                None => Cuda::load(),
+            })
+            .pyerr()?;
+        Ok(PyCudaDriver { inner })
+    }
+
+    #[getter]
+    fn library(&self) -> String {
+        self.inner.library().to_string()
+    }
+
+    #[getter]
+    fn driver_version(&self) -> PyResult<i32> {
+        self.inner.driver_version().pyerr()
+    }
+
+    fn device_count(&self) -> PyResult<i32> {
+        self.inner.device_count().pyerr()
+    }
+
+    fn device_name(&self, ordinal: i32) -> PyResult<String> {
+        self.inner.device_name(ordinal).pyerr()
+    }
+
+    /// Device `ordinal`'s primary context (the one XLA uses).
+    #[pyo3(signature = (ordinal = 0))]
+    fn context(&self, py: Python<'_>, ordinal: i32) -> PyResult<PyCudaContext> {
+        let inner = py.detach(|| self.inner.context(ordinal)).pyerr()?;
+        Ok(PyCudaContext { inner })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("CudaDriver({:?})", self.inner.library())
+    }
+}
+
+fn kernel_arg(kind: &str, v: &Bound<'_, PyAny>) -> PyResult<KernelArg> {
+    Ok(match kind {
+        "ptr" => KernelArg::Ptr(DevicePtr(v.extract()?)),
+        "i32" => KernelArg::I32(v.extract()?),
+        "u32" => KernelArg::U32(v.extract()?),
+        "i64" => KernelArg::I64(v.extract()?),
+        "u64" => KernelArg::U64(v.extract()?),
+        "f32" => KernelArg::F32(v.extract()?),
+        "f64" => KernelArg::F64(v.extract()?),
+        other => {
+            return Err(invalid(format!(
+                "unknown kernel argument type {other:?}: use ptr, i32, u32, i64, u64, f32 or f64"
+            )))
+        }
+    })
+}
+
+fn dims(name: &str, v: Vec<u32>) -> PyResult<[u32; 3]> {
+    match v.as_slice() {
+        [x] => Ok([*x, 1, 1]),
+        [x, y] => Ok([*x, *y, 1]),
+        [x, y, z] => Ok([*x, *y, *z]),
+        _ => Err(invalid(format!(
+            "{name} needs 1 to 3 dimensions, got {}",
+            v.len()
+        ))),
+    }
+}
+
+/// A device's primary context.
+#[pyclass(frozen, name = "CudaContext", module = "rpjrt.cuda")]
+pub struct PyCudaContext {
+    inner: Context,
+}
+
+#[pymethods]
+impl PyCudaContext {
+    #[getter]
+    fn ordinal(&self) -> i32 {
+        self.inner.ordinal()
+    }
+
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.synchronize()).pyerr()
+    }
+
+    /// (free, total) device memory in bytes.
+    fn mem_info(&self) -> PyResult<(usize, usize)> {
+        self.inner.mem_info().pyerr()
+    }
+
+    fn alloc(&self, nbytes: usize) -> PyResult<PyDeviceMemory> {
+        Ok(PyDeviceMemory {
+            inner: self.inner.alloc(nbytes).pyerr()?,
+        })
+    }
+
+    /// Page-locked host memory for the asynchronous copies.
+    fn alloc_pinned(&self, nbytes: usize) -> PyResult<PyPinnedMemory> {
+        Ok(PyPinnedMemory {
+            inner: Mutex::new(self.inner.alloc_pinned(nbytes).pyerr()?),
+        })
+    }
+
+    /// Queues a copy of all of `src` (pinned) to device address `dst` on `stream`.
+    #[pyo3(signature = (dst, src, stream = 0))]
+    fn memcpy_htod_async(&self, dst: u64, src: &PyPinnedMemory, stream: usize) -> PyResult<()> {
+        let src = src.lock();
+        self.inner
+            .memcpy_htod_async(DevicePtr(dst), &src, StreamRef(stream))
+            .pyerr()
+    }
+
+    /// Queues a copy from device address `src` filling all of `dst` (pinned) on `stream`.
+    #[pyo3(signature = (dst, src, stream = 0))]
+    fn memcpy_dtoh_async(&self, dst: &PyPinnedMemory, src: u64, stream: usize) -> PyResult<()> {
+        let mut dst = dst.lock();
+        self.inner
+            .memcpy_dtoh_async(&mut dst, DevicePtr(src), StreamRef(stream))
+            .pyerr()
+    }
+
+    fn stream(&self) -> PyResult<PyCudaStream> {
+        Ok(PyCudaStream {
+            inner: self.inner.stream().pyerr()?,
+        })
+    }
+
+    #[pyo3(signature = (timing = false))]
+    fn event(&self, timing: bool) -> PyResult<PyCudaEvent> {
+        Ok(PyCudaEvent {
+            inner: self.inner.event(timing).pyerr()?,
+        })
+    }
+
+    fn load_ptx(&self, py: Python<'_>, ptx: &str) -> PyResult<PyCudaModule> {
+        let inner = py.detach(|| self.inner.load_ptx(ptx)).pyerr()?;
+        Ok(PyCudaModule { inner })
+    }
+
+    fn load_cubin(&self, py: Python<'_>, image: Vec<u8>) -> PyResult<PyCudaModule> {
+        let inner = py.detach(|| self.inner.load_cubin(&image)).pyerr()?;
+        Ok(PyCudaModule { inner })
+    }
+
+    fn memcpy_htod(&self, py: Python<'_>, dst: u64, data: Vec<u8>) -> PyResult<()> {
+        py.detach(|| self.inner.memcpy_htod(DevicePtr(dst), &data))
+            .pyerr()
+    }
+
+    fn memcpy_dtoh<'py>(
+        &self,
+        py: Python<'py>,
+        src: u64,
+        nbytes: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut v = vec![0u8; nbytes];
+        py.detach(|| self.inner.memcpy_dtoh(&mut v, DevicePtr(src)))
+            .pyerr()?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    fn memcpy_dtod(&self, py: Python<'_>, dst: u64, src: u64, nbytes: usize) -> PyResult<()> {
+        py.detach(|| {
+            self.inner
+                .memcpy_dtod(DevicePtr(dst), DevicePtr(src), nbytes)
+        })
+        .pyerr()
+    }
+
+    #[pyo3(signature = (dst, src, nbytes, stream = 0))]
+    fn memcpy_dtod_async(&self, dst: u64, src: u64, nbytes: usize, stream: usize) -> PyResult<()> {
+        self.inner
+            .memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), nbytes, StreamRef(stream))
+            .pyerr()
+    }
+
+    fn memset(&self, py: Python<'_>, dst: u64, value: u8, nbytes: usize) -> PyResult<()> {
+        py.detach(|| self.inner.memset(DevicePtr(dst), value, nbytes))
+            .pyerr()
+    }
+
+    #[pyo3(signature = (dst, value, nbytes, stream = 0))]
+    fn memset_async(&self, dst: u64, value: u8, nbytes: usize, stream: usize) -> PyResult<()> {
+        self.inner
+            .memset_async(DevicePtr(dst), value, nbytes, StreamRef(stream))
+            .pyerr()
+    }
+
+    /// Launches `function`; `args` are (type, value) pairs, type one of ptr, i32, u32,
+    /// i64, u64, f32, f64.
+    #[pyo3(signature = (function, grid, block, args, *, shared_mem = 0, stream = 0))]
+    fn launch(
+        &self,
+        function: &PyCudaFunction,
+        grid: Vec<u32>,
+        block: Vec<u32>,
+        args: Vec<(String, Bound<'_, PyAny>)>,
+        shared_mem: u32,
+        stream: usize,
+    ) -> PyResult<()> {
+        let args = args
+            .iter()
+            .map(|(k, v)| kernel_arg(k, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        let cfg = LaunchConfig {
+            grid: dims("grid", grid)?,
+            block: dims("block", block)?,
+            shared_mem_bytes: shared_mem,
+        };
+        self.inner
+            .launch(&function.inner, cfg, &args, StreamRef(stream))
+            .pyerr()
+    }
+}
+
+/// Device memory allocated by rpjrt, freed when collected.
+#[pyclass(frozen, name = "DeviceMemory", module = "rpjrt.cuda")]
+pub struct PyDeviceMemory {
+    inner: DeviceBuffer,
+}
+
+#[pymethods]
+impl PyDeviceMemory {
+    #[getter]
+    fn ptr(&self) -> u64 {
+        self.inner.ptr().0
+    }
+
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn copy_from_host(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<()> {
+        py.detach(|| self.inner.copy_from_host(&data)).pyerr()
+    }
+
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = py.detach(|| self.inner.to_vec()).pyerr()?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.inner)
+    }
+}
+
+/// Page-locked host memory; it waits for its last asynchronous copy before it is read,
+/// written or freed.
+#[pyclass(frozen, name = "PinnedMemory", module = "rpjrt.cuda")]
+pub struct PyPinnedMemory {
+    inner: Mutex<PinnedBuffer>,
+}
+
+impl PyPinnedMemory {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PinnedBuffer> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl PyPinnedMemory {
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Overwrites it with `data` (exactly its size), after any copy in flight.
+    fn write(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<()> {
+        py.detach(|| {
+            let mut buf = self.lock();
+            if data.len() != buf.len() {
+                return Err(rpjrt::Error::InvalidArgument(format!(
+                    "write: {} bytes given, the pinned memory holds {}",
+                    data.len(),
+                    buf.len()
+                )));
+            }
+            buf.as_mut_slice()?.copy_from_slice(&data);
+            Ok(())
+        })
+        .pyerr()
+    }
+
+    /// Its bytes, after any copy in flight.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let v = py
+            .detach(|| self.lock().as_slice().map(|s| s.to_vec()))
+            .pyerr()?;
+        Ok(PyBytes::new(py, &v))
+    }
+}
+
+/// A loaded module.
+#[pyclass(frozen, name = "CudaModule", module = "rpjrt.cuda")]
+pub struct PyCudaModule {
+    inner: Module,
+}
+
+#[pymethods]
+impl PyCudaModule {
+    fn function(&self, name: &str) -> PyResult<PyCudaFunction> {
+        Ok(PyCudaFunction {
+            inner: self.inner.function(name).pyerr()?,
+        })
+    }
+}
+
+/// A kernel in a loaded module.
+#[pyclass(frozen, name = "CudaFunction", module = "rpjrt.cuda")]
+pub struct PyCudaFunction {
+    inner: Function,
+}
+
+#[pymethods]
+impl PyCudaFunction {
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name().to_string()
+    }
+}
+
+/// A stream created by rpjrt.
+#[pyclass(frozen, name = "CudaStream", module = "rpjrt.cuda")]
+pub struct PyCudaStream {
+    inner: Stream,
+}
+
+#[pymethods]
+impl PyCudaStream {
+    #[getter]
+    fn handle(&self) -> usize {
+        self.inner.handle().0
+    }
+
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.synchronize()).pyerr()
+    }
+
+    fn wait_event(&self, event: &PyCudaEvent) -> PyResult<()> {
+        self.inner.wait_event(&event.inner).pyerr()
+    }
+}
+
+/// A CUDA event.
+#[pyclass(frozen, name = "CudaEvent", module = "rpjrt.cuda")]
+pub struct PyCudaEvent {
+    inner: Event,
+}
+
+#[pymethods]
+impl PyCudaEvent {
+    #[pyo3(signature = (stream = 0))]
+    fn record(&self, stream: usize) -> PyResult<()> {
+        self.inner.record(StreamRef(stream)).pyerr()
+    }
+
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.synchronize()).pyerr()
+    }
+
+    fn elapsed_ms(&self, start: &PyCudaEvent) -> PyResult<f32> {
+        self.inner.elapsed_ms(&start.inner).pyerr()
+    }
+}
+
+/// Registers the classes and functions on the extension module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_cuda_options, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_allocators, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_driver_summary, m)?)?;
+    m.add_class::<PyCudaDriver>()?;
+    m.add_class::<PyCudaContext>()?;
+    m.add_class::<PyDeviceMemory>()?;
+    m.add_class::<PyPinnedMemory>()?;
+    m.add_class::<PyCudaModule>()?;
+    m.add_class::<PyCudaFunction>()?;
+    m.add_class::<PyCudaStream>()?;
+    m.add_class::<PyCudaEvent>()?;
+    Ok(())
+}
