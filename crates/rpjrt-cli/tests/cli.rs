@@ -676,3 +676,25 @@ fn out_of_memory_shows_the_allocator_figures_the_plugin_reports() {
     );
     assert!(err.contains("largest free block 8 bytes"), "{err}");
 }
+
+/// A plugin that loads but whose client cannot be created here (the CUDA plugin on a machine
+/// without a GPU): `info` still shows its version, attributes and extensions, then why the
+/// client failed, and exits 1.
+#[test]
+fn info_on_a_plugin_whose_client_fails_shows_the_plugin_then_the_error() {
+    let cuda = plugin("RPJRT_TEST_PLUGIN_CUDA");
+    let (code, out, err) = run(rpjrt().arg("info").arg(&cuda));
+    assert_eq!(code, 1, "stdout: {out}\nstderr: {err}");
+    assert!(out.contains("PJRT        0."), "{out}");
+    assert!(out.contains("cuda_version"), "{out}");
+    assert!(out.contains("Layouts"), "{out}");
+    assert!(out.contains("client could not be created:"), "{out}");
+
+    let (code, out, err) = run(rpjrt().arg("info").arg(&cuda).arg("--json"));
+    assert_eq!(code, 1, "stderr: {err}");
+    let doc: Json = serde_json::from_str(&out).expect("JSON on stdout");
+    assert!(doc["pjrt_version"].as_str().unwrap().starts_with("0."));
+    assert!(doc["attributes"]["cuda_version"].is_i64(), "{doc}");
+    assert!(!doc["extensions"].as_array().unwrap().is_empty());
+    assert!(!doc["client_error"].as_str().unwrap().is_empty());
+}

@@ -3,7 +3,7 @@
 use rpjrt::{Client, Plugin};
 use serde_json::{json, Value as Json};
 
-use crate::common::{self, paint, value_json, CliError, Style, EXIT_OK};
+use crate::common::{self, paint, value_json, CliError, Style, EXIT_DEFECT, EXIT_OK};
 
 /// Arguments of `rpjrt info`.
 #[derive(clap::Args, Debug)]
@@ -23,23 +23,19 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32, CliError> {
     let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
     let options = common::parse_options(&args.options)?;
-    let client = Client::new(&plugin, &options)?;
+    // The plugin's own facts come first: they need no client, so a plugin whose client
+    // cannot be created here (a GPU plugin on a machine without a GPU) still shows its
+    // version, attributes and extensions, followed by why the client failed (exit 1).
+    let client = match Client::new(&plugin, &options) {
+        Ok(c) => c,
+        Err(e) => return plugin_only(&plugin, &e, args.json),
+    };
     let devices = client.devices()?;
     let memories = client.addressable_memories()?;
     let platform = client.platform_name()?;
     let platform_version = client.platform_version()?;
 
-    let attributes: serde_json::Map<String, Json> = plugin
-        .attributes()
-        .iter()
-        .map(|(k, v)| (k.clone(), value_json(v)))
-        .collect();
-    let extensions: Vec<Json> = plugin
-        .extensions()
-        .all()
-        .iter()
-        .map(|e| json!({"name": e.name, "type_id": e.type_id, "struct_size": e.struct_size}))
-        .collect();
+    let (attributes, extensions) = plugin_json(&plugin);
     let device_rows: Vec<Json> = devices
         .iter()
         .map(|d| {
@@ -99,28 +95,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         return Ok(EXIT_OK);
     }
 
-    crate::outln!("plugin      {}", plugin.path().display());
-    crate::outln!(
-        "PJRT        {} ({} bytes, {} slots; rpjrt layout {})",
-        plugin.version(),
-        plugin.table_size(),
-        plugin.table_slots(),
-        Plugin::rpjrt_layout_version()
-    );
-    crate::outln!("platform    {platform} {platform_version}");
-    crate::outln!("\n{}", paint("attributes", Style::Bold));
-    for (k, v) in plugin.attributes() {
-        crate::outln!("  {k:<28} {v}");
-    }
-    crate::outln!("\n{}", paint("extensions", Style::Bold));
-    for e in plugin.extensions().all() {
-        crate::outln!(
-            "  {:<28} type {:<3} {} bytes",
-            e.name,
-            e.type_id,
-            e.struct_size
-        );
-    }
+    print_plugin(&plugin, Some(&format!("{platform} {platform_version}")));
     crate::outln!("\n{}", paint("devices", Style::Bold));
     crate::outln!(
         "  {:<4} {:<8} {:<8} {:<6} {:<16} description",
@@ -173,4 +148,73 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// The plugin's attributes and extensions as JSON.
+fn plugin_json(plugin: &Plugin) -> (serde_json::Map<String, Json>, Vec<Json>) {
+    let attributes = plugin
+        .attributes()
+        .iter()
+        .map(|(k, v)| (k.clone(), value_json(v)))
+        .collect();
+    let extensions = plugin
+        .extensions()
+        .all()
+        .iter()
+        .map(|e| json!({"name": e.name, "type_id": e.type_id, "struct_size": e.struct_size}))
+        .collect();
+    (attributes, extensions)
+}
+
+/// The plugin's path, version, attributes and extensions as a table.
+fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
+    crate::outln!("plugin      {}", plugin.path().display());
+    crate::outln!(
+        "PJRT        {} ({} bytes, {} slots; rpjrt layout {})",
+        plugin.version(),
+        plugin.table_size(),
+        plugin.table_slots(),
+        Plugin::rpjrt_layout_version()
+    );
+    if let Some(p) = platform {
+        crate::outln!("platform    {p}");
+    }
+    crate::outln!("\n{}", paint("attributes", Style::Bold));
+    for (k, v) in plugin.attributes() {
+        crate::outln!("  {k:<28} {v}");
+    }
+    crate::outln!("\n{}", paint("extensions", Style::Bold));
+    for e in plugin.extensions().all() {
+        crate::outln!(
+            "  {:<28} type {:<3} {} bytes",
+            e.name,
+            e.type_id,
+            e.struct_size
+        );
+    }
+}
+
+/// What `info` shows when the plugin loads but its client cannot be created: the plugin's
+/// own facts, then the error; exit code 1.
+fn plugin_only(plugin: &Plugin, err: &rpjrt::Error, json: bool) -> Result<i32, CliError> {
+    let message = common::explain(err, None);
+    if json {
+        let (attributes, extensions) = plugin_json(plugin);
+        common::print_json(&json!({
+            "path": plugin.path().display().to_string(),
+            "pjrt_version": plugin.version().to_string(),
+            "table_size": plugin.table_size(),
+            "table_slots": plugin.table_slots(),
+            "attributes": attributes,
+            "extensions": extensions,
+            "client_error": message,
+        }))?;
+    } else {
+        print_plugin(plugin, None);
+        crate::outln!(
+            "\n{} {message}",
+            paint("client could not be created:", Style::Bold)
+        );
+    }
+    Ok(EXIT_DEFECT)
 }
