@@ -31,6 +31,10 @@ pub(crate) struct BufferMeta {
     pub(crate) core: Arc<ClientCore>,
     element_type: ElementType,
     dims: Inline<i64, INLINE_RANK>,
+    /// The device layout was asked to differ from the default (row-major) one
+    /// ([`Client::put_with_layout`](crate::Client::put_with_layout)); programs take the
+    /// default layout, so execute refuses such a buffer.
+    pub(crate) non_default_layout: bool,
 }
 
 impl BufferMeta {
@@ -39,6 +43,7 @@ impl BufferMeta {
             core: Arc::clone(core),
             element_type,
             dims: Inline::from_slice(dims),
+            non_default_layout: false,
         }
     }
 }

@@ -580,6 +580,14 @@ impl Executable {
                     "argument {i} belongs to another client"
                 )));
             }
+            if b.raw.meta().non_default_layout {
+                return Err(Error::invalid(format!(
+                    "argument {i} was put with a non-default device layout; {} takes the \
+                     default (row-major) layout and plugins disagree on such a buffer (one \
+                     reads it as row-major bytes): put the data with the default layout",
+                    st.name
+                )));
+            }
             if let Some(params) = &st.parameters {
                 let p = &params[i];
                 if b.element_type() != p.element_type || b.dims() != p.dims.as_slice() {

@@ -305,9 +305,10 @@ impl Client {
     /// `PJRT_Client_BufferFromHostBuffer`'s `device_layout` asks. Plugins that cannot honour
     /// the request return their error. Host reads of the buffer are row-major as always.
     ///
-    /// Caution: a program compiled for the default layout must not be given such a buffer
-    /// on every plugin: the 0.81 CPU plugin converts it, the 0.115 one reads its bytes as if
-    /// they were row-major (measured). Use it for programs compiled for that layout.
+    /// A buffer with a non-default layout is refused as an execute argument: programs take
+    /// the default layout, and plugins disagree on such a buffer (the 0.81 CPU plugin
+    /// converts it, the 0.115 one reads its bytes as if they were row-major — a silent wrong
+    /// answer, measured). Read it back with `to_host` (always row-major) or copy it first.
     pub fn put_with_layout(
         &self,
         data: &[u8],
@@ -360,7 +361,16 @@ impl Client {
             minor_to_major,
             device.data.raw,
             memory.map(|m| m.data.raw),
-            crate::buffer::BufferMeta::new(&self.core, element_type, dims),
+            {
+                let mut meta = crate::buffer::BufferMeta::new(&self.core, element_type, dims);
+                // Row-major is minor_to_major = [rank-1, ..., 0]; anything else is marked.
+                meta.non_default_layout = minor_to_major
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .any(|(i, &d)| d != i as i64);
+                meta
+            },
         )?;
         Ok(Buffer::from_raw(raw))
     }

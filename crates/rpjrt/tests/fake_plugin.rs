@@ -47,6 +47,8 @@ fn fake(knobs: &[(&str, &str)]) -> rpjrt::Result<Plugin> {
         std::env::set_var(k, v);
     }
     let r = Plugin::load(&copy);
+    // The library stays mapped (never unloaded); the copy on disk is not needed again.
+    let _ = std::fs::remove_file(&copy);
     for k in KNOBS {
         std::env::remove_var(k);
     }

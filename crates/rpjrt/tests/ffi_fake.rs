@@ -28,6 +28,8 @@ fn fake(mode: &str, version: Option<&str>) -> Plugin {
         None => std::env::remove_var("RPJRT_FAKE_FFI_VERSION"),
     }
     let p = Plugin::load(&copy).unwrap();
+    // The library stays mapped (never unloaded); the copy on disk is not needed again.
+    let _ = std::fs::remove_file(&copy);
     // The copy has read its knobs; later loads set their own.
     let _ = p.version();
     std::env::remove_var("RPJRT_FAKE_FFI");

@@ -46,6 +46,8 @@ fn client(knobs: &[(&str, &str)]) -> Client {
         std::env::set_var(k, v);
     }
     let p = Plugin::load(&copy);
+    // The library stays mapped (never unloaded); the copy on disk is not needed again.
+    let _ = std::fs::remove_file(&copy);
     for k in KNOBS {
         std::env::remove_var(k);
     }
