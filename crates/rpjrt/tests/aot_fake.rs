@@ -2,6 +2,8 @@
 //! structs, empty slots and failing loads. (Each test loads its own copy of the fake, with
 //! knobs set under a lock, as in `fake_plugin.rs`.)
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -22,20 +24,9 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 const PROGRAM: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n";
 
+/// The fake plugin's library, built by the shared test harness when needed.
 fn fake_library() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")));
-    let p = target.join("debug").join("librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} is missing: build it with `cargo build -p rpjrt-fake-plugin` (scripts/test.sh does)",
-        p.display()
-    );
-    p
+    common::fake_plugin_library()
 }
 
 fn client(knobs: &[(&str, &str)]) -> Client {

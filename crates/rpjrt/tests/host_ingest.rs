@@ -247,14 +247,9 @@ proptest! {
 }
 
 /// The fake plugin's library (built by `scripts/test.sh`, or named by `RPJRT_FAKE_PLUGIN`).
+/// The fake plugin's library, built by the shared test harness when needed.
 fn fake_library() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return p.into();
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
-    target.join("debug").join("librpjrt_fake_plugin.so")
+    common::fake_plugin_library()
 }
 
 /// A device allocation the plugin refuses is `ResourceExhausted` too (the fake plugin with a

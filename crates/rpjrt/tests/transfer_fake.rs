@@ -2,6 +2,8 @@
 //! `Error::Unsupported` naming them, and the Layouts extension is never read past the
 //! struct size the plugin gives it.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -17,20 +19,9 @@ const KNOBS: [&str; 3] = [
 static LOCK: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
+/// The fake plugin's library, built by the shared test harness when needed.
 fn fake_library() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target")));
-    let p = target.join("debug").join("librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} is missing: cargo build -p rpjrt-fake-plugin",
-        p.display()
-    );
-    p
+    common::fake_plugin_library()
 }
 
 /// A client on a fresh copy of the fake plugin configured with `knobs`.
