@@ -413,7 +413,21 @@ fn conform_on_both_cpu_plugins_and_diff() {
         assert_eq!(by("execute.multi_device")["outcome"], "pass");
         assert_eq!(by("devices.memory_stats")["outcome"], "unsupported");
         assert_eq!(by("devices.memory_stats")["unsupported_by"], "plugin");
+        // Capabilities exercised through the library, not just looked up.
+        assert_eq!(by("executable.serialize")["outcome"], "pass");
+        assert_eq!(by("ext.ffi")["outcome"], "pass", "{}", by("ext.ffi"));
     }
+    let ffi_of = |r: &Json| {
+        r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == "ext.ffi")
+            .unwrap()["facts"]["runtime_version"]
+            .clone()
+    };
+    assert_eq!(ffi_of(&ra), "0.2");
+    assert_eq!(ffi_of(&rb), "0.4");
     let (code, out, err) = run(rpjrt().args(["conform", "--diff"]).arg(&a).arg(&b));
     assert_eq!(code, 0, "{err}");
     for needle in [
@@ -424,6 +438,7 @@ fn conform_on_both_cpu_plugins_and_diff() {
         "XlaTransform",
         "buffers.roundtrip.int1: outcome",
         "client.create_options: unknown_option",
+        "ext.ffi: runtime_version",
     ] {
         assert!(out.contains(needle), "diff names {needle}: {out}");
     }

@@ -195,6 +195,11 @@ pub fn all() -> Vec<Check> {
             executable_cost_analysis,
         ),
         check(
+            "executable.memory_stats",
+            "an executable reports its compiled memory statistics",
+            executable_memory_stats,
+        ),
+        check(
             "topology.describe",
             "the plugin describes its topology",
             topology_describe,
@@ -847,55 +852,60 @@ fn executable_signature(ctx: &mut Ctx) -> Result<Verdict> {
     }
 }
 
-fn entry_presence(ctx: &Ctx, entries: &[&str], what: &str) -> Verdict {
-    let present: Vec<&str> = entries
-        .iter()
-        .copied()
-        .filter(|e| ctx.plugin.has_entry(e))
-        .collect();
-    if present.len() < entries.len() {
-        let missing: Vec<&str> = entries
-            .iter()
-            .copied()
-            .filter(|e| !present.contains(e))
-            .collect();
-        return Verdict::unsupported(format!("the plugin lacks {}", missing.join(", ")))
-            .fact("entries_present", json!(present));
-    }
-    Verdict::unsupported_in_rpjrt(format!(
-        "the plugin has the entries; this rpjrt build does not exercise {what} yet"
-    ))
-    .fact("entries_present", json!(present))
-}
-
 fn executable_serialize(ctx: &mut Ctx) -> Result<Verdict> {
-    Ok(entry_presence(
-        ctx,
-        &[
-            "PJRT_Executable_Serialize",
-            "PJRT_Executable_DeserializeAndLoad",
-        ],
-        "serialization",
-    ))
+    let (exe, x, y) = compiled(ctx)?;
+    let artifact = match exe.serialize() {
+        Ok(a) => a,
+        Err(e) => return Ok(Verdict::from_error(&e)),
+    };
+    let c = ctx.client()?;
+    let loaded = match c.load(&artifact, None) {
+        Ok(l) => l,
+        Err(e) => return Ok(Verdict::from_error(&e)),
+    };
+    let out = loaded.execute(&[&x, &y])?;
+    if out[0].to_vec_of::<f32>()? != [7.0; 8] {
+        return Ok(Verdict::fail(
+            "the loaded executable computes a wrong result",
+        ));
+    }
+    // A damaged artifact is refused by rpjrt's checks, never handed to the plugin.
+    let mut bad = artifact.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x40;
+    if c.load(&bad, None).is_ok() {
+        return Ok(Verdict::fail("a damaged artifact was loaded"));
+    }
+    Ok(Verdict::pass().fact("artifact_bytes", artifact.len()))
 }
 
 fn executable_cost_analysis(ctx: &mut Ctx) -> Result<Verdict> {
-    Ok(entry_presence(
-        ctx,
-        &["PJRT_Executable_GetCostAnalysis"],
-        "cost analysis",
-    ))
+    let (exe, _, _) = compiled(ctx)?;
+    match exe.cost_analysis() {
+        Ok(props) => {
+            let names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
+            Ok(Verdict::pass().fact("properties", json!(names)))
+        }
+        Err(e) => Ok(Verdict::from_error(&e)),
+    }
+}
+
+fn executable_memory_stats(ctx: &mut Ctx) -> Result<Verdict> {
+    let (exe, _, _) = compiled(ctx)?;
+    match exe.compiled_memory_stats() {
+        Ok(m) => Ok(Verdict::pass().fact("stats", format!("{m:?}"))),
+        Err(e) => Ok(Verdict::from_error(&e)),
+    }
 }
 
 fn topology_describe(ctx: &mut Ctx) -> Result<Verdict> {
-    Ok(entry_presence(
-        ctx,
-        &[
-            "PJRT_Client_TopologyDescription",
-            "PJRT_TopologyDescription_PlatformName",
-        ],
-        "topology",
-    ))
+    let c = ctx.client()?;
+    match c.topology() {
+        Ok(t) => Ok(Verdict::pass()
+            .fact("platform", t.platform_name())
+            .fact("platform_version", t.platform_version())),
+        Err(e) => Ok(Verdict::from_error(&e)),
+    }
 }
 
 fn ext_present(ctx: &Ctx, name: &str) -> Verdict {
@@ -932,11 +942,27 @@ fn ext_phase_compile(ctx: &mut Ctx) -> Result<Verdict> {
 
 fn ext_ffi(ctx: &mut Ctx) -> Result<Verdict> {
     let v = ext_present(ctx, "FFI");
-    if v.outcome == Some(super::Outcome::Pass) {
-        return Ok(Verdict::unsupported_in_rpjrt(
-            "the FFI extension is present; this rpjrt build has no handler registration API to attempt one",
-        )
-        .fact("present", true));
+    if v.outcome != Some(super::Outcome::Pass) {
+        return Ok(v);
     }
-    Ok(v)
+    let (major, minor) = match crate::ffi::runtime_version(&ctx.plugin) {
+        Ok(rv) => rv,
+        Err(e) => return Ok(Verdict::from_error(&e)),
+    };
+    let c = ctx.client()?;
+    // A registration is checked when it happens (the runtime's metadata call must come and
+    // accept the handler's version), so success here means the runtime took the handler.
+    let options = crate::ffi::RegisterOptions {
+        replace: true,
+        ..Default::default()
+    };
+    match crate::ffi::register_with(c, "rpjrt_conform_probe", &options, |_| Ok(())) {
+        Ok(r) => Ok(Verdict::pass()
+            .fact("runtime_version", format!("{major}.{minor}"))
+            .fact(
+                "handler_version",
+                format!("{}.{}", r.handler_version.0, r.handler_version.1),
+            )),
+        Err(e) => Ok(Verdict::from_error(&e).fact("runtime_version", format!("{major}.{minor}"))),
+    }
 }
