@@ -82,6 +82,28 @@ impl Code {
         }
     }
 
+    /// The code's number (the same in PJRT, XLA FFI and absl); [`Code::from_raw`]'s inverse.
+    pub fn number(self) -> i32 {
+        match self {
+            Code::Cancelled => 1,
+            Code::Unknown => 2,
+            Code::InvalidArgument => 3,
+            Code::DeadlineExceeded => 4,
+            Code::NotFound => 5,
+            Code::AlreadyExists => 6,
+            Code::PermissionDenied => 7,
+            Code::ResourceExhausted => 8,
+            Code::FailedPrecondition => 9,
+            Code::Aborted => 10,
+            Code::OutOfRange => 11,
+            Code::Unimplemented => 12,
+            Code::Internal => 13,
+            Code::Unavailable => 14,
+            Code::DataLoss => 15,
+            Code::Unauthenticated => 16,
+        }
+    }
+
     /// The upper-case name used by PJRT and absl, e.g. `INVALID_ARGUMENT`.
     pub fn name(self) -> &'static str {
         match self {
@@ -211,5 +233,19 @@ impl Error {
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Code;
+
+    #[test]
+    fn code_numbers_round_trip() {
+        for n in 1..=16 {
+            let c = Code::from_raw(n);
+            assert_eq!(c.number(), n, "{c:?}");
+        }
+        assert_eq!(Code::from_raw(99), Code::Unknown);
     }
 }

@@ -68,24 +68,7 @@ fn check_plain(t: ElementType, what: &str) -> Result<()> {
 
 /// The PJRT (absl) number of a status code.
 fn code_number(code: Code) -> i32 {
-    match code {
-        Code::Cancelled => 1,
-        Code::InvalidArgument => 3,
-        Code::DeadlineExceeded => 4,
-        Code::NotFound => 5,
-        Code::AlreadyExists => 6,
-        Code::PermissionDenied => 7,
-        Code::ResourceExhausted => 8,
-        Code::FailedPrecondition => 9,
-        Code::Aborted => 10,
-        Code::OutOfRange => 11,
-        Code::Unimplemented => 12,
-        Code::Internal => 13,
-        Code::Unavailable => 14,
-        Code::DataLoss => 15,
-        Code::Unauthenticated => 16,
-        _ => 2,
-    }
+    code.number()
 }
 
 fn target_memory(device: &Device, memory: Option<&Memory>) -> Result<Memory> {

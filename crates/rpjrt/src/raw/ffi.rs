@@ -566,24 +566,7 @@ unsafe fn make_error(
 }
 
 fn code_number(code: Code) -> sys::XLA_FFI_Error_Code {
-    match code {
-        Code::Cancelled => 1,
-        Code::Unknown => 2,
-        Code::InvalidArgument => 3,
-        Code::DeadlineExceeded => 4,
-        Code::NotFound => 5,
-        Code::AlreadyExists => 6,
-        Code::PermissionDenied => 7,
-        Code::ResourceExhausted => 8,
-        Code::FailedPrecondition => 9,
-        Code::Aborted => 10,
-        Code::OutOfRange => 11,
-        Code::Unimplemented => 12,
-        Code::Internal => 13,
-        Code::Unavailable => 14,
-        Code::DataLoss => 15,
-        Code::Unauthenticated => 16,
-    }
+    code.number() as sys::XLA_FFI_Error_Code
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> String {
