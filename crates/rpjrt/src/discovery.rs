@@ -861,9 +861,15 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
         reason,
     };
     if !is_regular_file(path) {
-        return Err(err(
-            "the PJRT plugin config is not a readable regular file".into()
-        ));
+        let what = if fs::symlink_metadata(path).is_err() {
+            "does not exist"
+        } else {
+            "is not a regular file (a FIFO, directory or device is never opened)"
+        };
+        return Err(err(format!(
+            "the PJRT plugin config {} {what}",
+            path.display()
+        )));
     }
     let text = fs::read_to_string(path)
         .map_err(|e| err(format!("cannot read the PJRT plugin config: {e}")))?;

@@ -69,6 +69,9 @@ fn from_primitive(code: i32) -> Option<ElementType> {
         31 => U1,
         32 => F4E2M1FN,
         33 => F8E8M0FNU,
+        // Read off the 0.115 plugin's compiled modules (the FFI header has no float6 codes).
+        35 => F6E3M2FN,
+        36 => F6E2M3FN,
         _ => return None,
     })
 }

@@ -28,7 +28,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     // version, attributes and extensions, followed by why the client failed (exit 1).
     let client = match Client::new(&plugin, &options) {
         Ok(c) => c,
-        Err(e) => return plugin_only(&plugin, &e, args.json),
+        Err(e) => return plugin_only(&plugin, e, args.json),
     };
     let devices = client.devices()?;
     let memories = client.addressable_memories()?;
@@ -195,9 +195,9 @@ fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
 }
 
 /// What `info` shows when the plugin loads but its client cannot be created: the plugin's
-/// own facts, then the error; exit code 1.
-fn plugin_only(plugin: &Plugin, err: &rpjrt::Error, json: bool) -> Result<i32, CliError> {
-    let message = common::explain(err, None);
+/// own facts on stdout (with `client_error` in JSON), then the error on stderr as every
+/// failure is reported (exit 1).
+fn plugin_only(plugin: &Plugin, err: rpjrt::Error, json: bool) -> Result<i32, CliError> {
     if json {
         let (attributes, extensions) = plugin_json(plugin);
         common::print_json(&json!({
@@ -207,14 +207,16 @@ fn plugin_only(plugin: &Plugin, err: &rpjrt::Error, json: bool) -> Result<i32, C
             "table_slots": plugin.table_slots(),
             "attributes": attributes,
             "extensions": extensions,
-            "client_error": message,
+            "client_error": common::explain(&err, None),
         }))?;
     } else {
         print_plugin(plugin, None);
-        crate::outln!(
-            "\n{} {message}",
-            paint("client could not be created:", Style::Bold)
-        );
     }
-    Ok(EXIT_DEFECT)
+    let mut e = CliError::from(err);
+    e.message = format!(
+        "the plugin loaded, but its client could not be created: {}",
+        e.message
+    );
+    e.exit_code = EXIT_DEFECT;
+    Err(e)
 }
