@@ -435,7 +435,20 @@ impl Executable {
             context: ffi_context(options, self.state.core.api),
             send_recv: None,
         };
-        self.state.loaded.execute(&req, sink)
+        self.state.loaded.execute(&req, sink).map_err(|e| {
+            // Another thread may delete an argument between the checks and the plugin's
+            // own: the plugin then refuses it ("deleted or donated"); say what happened.
+            let deleted = lists
+                .iter()
+                .flat_map(|l| l.iter().enumerate())
+                .find(|(_, b)| b.is_deleted());
+            match deleted {
+                Some((i, _)) if !matches!(e, Error::Deleted(_)) => Error::Deleted(format!(
+                    "argument {i} was deleted while the execution was being launched ({e})"
+                )),
+                _ => e,
+            }
+        })
     }
 
     /// Every check of an execution request, with messages that name the argument.
