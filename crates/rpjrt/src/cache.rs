@@ -224,7 +224,7 @@ impl Cache {
         options: &CompileOptions,
     ) -> Result<Executable> {
         client.core.check("client")?;
-        client.plugin().check_stablehlo(program)?;
+        client.plugin().check_program(program)?;
         let encoded = options.encode(&client.device_ids())?;
         let target = ArtifactTarget::of_client(client)?;
         let key = Cache::key(program, &encoded, &target);

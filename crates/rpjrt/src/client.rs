@@ -335,7 +335,7 @@ impl Client {
         if let Some(cache) = self.cache() {
             return cache.compile(self, program, options);
         }
-        self.core.plugin.check_stablehlo(program)?;
+        self.core.plugin.check_program(program)?;
         let ids: Vec<i64> = self
             .core
             .devices

@@ -34,6 +34,70 @@ struct ShapeProto {
     tuple_shapes: Vec<ShapeProto>,
 }
 
+/// The parts of an `HloModuleProto` the compile screen reads: every instruction's opcode and
+/// shape.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ScreenModule {
+    #[prost(message, repeated, tag = "3")]
+    computations: Vec<ScreenComputation>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ScreenComputation {
+    #[prost(message, repeated, tag = "2")]
+    instructions: Vec<ScreenInstruction>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ScreenInstruction {
+    #[prost(string, tag = "2")]
+    opcode: String,
+    #[prost(message, optional, tag = "3")]
+    shape: Option<ShapeProto>,
+}
+
+/// What a serialized `HloModuleProto` uses, for the compile screen: each opcode as
+/// `hlo.<opcode>`, the element types of every instruction's shape (tuple leaves included)
+/// with whether one has no elements, and the element types of `constant` instructions.
+/// `None` when the bytes are not a module.
+pub(crate) fn program_uses(module: &[u8]) -> Option<crate::mlir::Uses> {
+    fn leaves(s: &ShapeProto, depth: usize, out: &mut Vec<(ElementType, bool)>) {
+        if depth > 64 {
+            return;
+        }
+        for t in &s.tuple_shapes {
+            leaves(t, depth + 1, out);
+        }
+        if let Some(ty) = from_primitive(s.element_type) {
+            out.push((ty, s.dimensions.contains(&0)));
+        }
+    }
+    let m = ScreenModule::decode(module).ok()?;
+    let mut uses = crate::mlir::Uses {
+        constant_types: Some(Vec::new()),
+        ..Default::default()
+    };
+    for c in &m.computations {
+        for i in &c.instructions {
+            uses.ops.insert(format!("hlo.{}", i.opcode));
+            let mut found = Vec::new();
+            if let Some(shape) = &i.shape {
+                leaves(shape, 0, &mut found);
+            }
+            for (ty, zero) in found {
+                uses.note(ty, zero);
+                if i.opcode == "constant" {
+                    let c = uses.constant_types.get_or_insert_with(Vec::new);
+                    if !c.contains(&ty) {
+                        c.push(ty);
+                    }
+                }
+            }
+        }
+    }
+    Some(uses)
+}
+
 /// XLA's `PrimitiveType` numbering (differs from PJRT's buffer type codes).
 fn from_primitive(code: i32) -> Option<ElementType> {
     use ElementType::*;
@@ -172,6 +236,41 @@ mod tests {
             dimensions: Vec::new(),
             tuple_shapes: parts,
         }
+    }
+
+    fn screened(instructions: &[(&str, i32, &[i64])]) -> crate::error::Result<()> {
+        let module = ScreenModule {
+            computations: vec![ScreenComputation {
+                instructions: instructions
+                    .iter()
+                    .map(|(op, t, dims)| ScreenInstruction {
+                        opcode: op.to_string(),
+                        shape: Some(array(*t, dims)),
+                    })
+                    .collect(),
+            }],
+        };
+        let program = crate::executable::Program::hlo(module.encode_to_vec());
+        crate::screen::check(&program, 115)
+    }
+
+    #[test]
+    fn hlo_modules_are_screened() {
+        // 36 is F6E2M3FN, 26 is S2, 11 is F32.
+        assert!(screened(&[("parameter", 36, &[2]), ("reshape", 36, &[2, 1])]).is_ok());
+        let e = screened(&[("parameter", 36, &[2]), ("concatenate", 36, &[4])]).unwrap_err();
+        assert!(e.to_string().contains("hlo.concatenate"), "{e}");
+        let e = screened(&[("parameter", 36, &[0, 2])]).unwrap_err();
+        assert!(e.to_string().contains("no elements"), "{e}");
+        let e = screened(&[("constant", 36, &[2])]).unwrap_err();
+        assert!(e.to_string().contains("constant"), "{e}");
+        assert!(screened(&[("parameter", 36, &[2]), ("constant", 11, &[])]).is_ok());
+        let e = screened(&[("parameter", 26, &[2]), ("concatenate", 26, &[4])]).unwrap_err();
+        assert!(e.to_string().contains("int2"), "{e}");
+        assert!(
+            crate::screen::check(&crate::executable::Program::hlo(b"\xff\xff".to_vec()), 115)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -48,11 +48,13 @@ mod hlo;
 pub mod host;
 mod introspect;
 pub mod layout;
+mod mlir;
 pub mod npy;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+mod screen;
 mod session;
 pub mod sharding;
 mod stablehlo;

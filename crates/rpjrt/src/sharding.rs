@@ -9,8 +9,7 @@ use crate::error::{Error, Result};
 use crate::executable::Program;
 use crate::options::CompileOptions;
 
-/// MLIR bytecode starts with these four bytes.
-const BYTECODE_MAGIC: &[u8] = b"ML\xefR";
+use crate::mlir::BYTECODE_MAGIC;
 
 /// True when the module uses the Shardy (`sdy`) dialect: its shardings are for the Shardy
 /// partitioner, which XLA uses only when `use_shardy_partitioner` is set.
@@ -54,97 +53,10 @@ pub fn options_for(program: &Program, options: &CompileOptions) -> Option<Compil
     Some(o)
 }
 
-/// Reads MLIR bytecode's prefix varint: the count of trailing zero bits of the first byte
-/// says how many more bytes follow (a zero first byte: eight more, the whole value).
-fn read_varint(data: &[u8], pos: &mut usize) -> Option<u64> {
-    let first = *data.get(*pos)?;
-    if first == 0 {
-        let bytes = data.get(*pos + 1..*pos + 9)?;
-        *pos += 9;
-        return Some(u64::from_le_bytes(bytes.try_into().ok()?));
-    }
-    let extra = first.trailing_zeros() as usize;
-    let bytes = data.get(*pos..*pos + extra + 1)?;
-    let mut buf = [0u8; 8];
-    buf[..bytes.len()].copy_from_slice(bytes);
-    *pos += extra + 1;
-    Some(u64::from_le_bytes(buf) >> (extra + 1))
-}
-
 /// The dialect names listed in an MLIR bytecode file's dialect section, or `None` when the
 /// file cannot be read that far.
 pub fn bytecode_dialects(code: &[u8]) -> Option<Vec<String>> {
-    let mut pos = BYTECODE_MAGIC.len();
-    if !code.starts_with(BYTECODE_MAGIC) {
-        return None;
-    }
-    let version = read_varint(code, &mut pos)?;
-    // Producer string, NUL-terminated.
-    let end = code[pos..].iter().position(|&b| b == 0)?;
-    pos += end + 1;
-    let mut strings: Option<Vec<&[u8]>> = None;
-    let mut dialect_section: Option<&[u8]> = None;
-    while pos < code.len() {
-        let id_and_aligned = code[pos];
-        pos += 1;
-        let len = usize::try_from(read_varint(code, &mut pos)?).ok()?;
-        if id_and_aligned & 0x80 != 0 {
-            let align = read_varint(code, &mut pos)?;
-            if align == 0 || !align.is_power_of_two() {
-                return None;
-            }
-            // Padding bytes (0xCB) up to the alignment.
-            while pos < code.len() && code[pos] == 0xCB && !(pos as u64).is_multiple_of(align) {
-                pos += 1;
-            }
-        }
-        let data = code.get(pos..pos.checked_add(len)?)?;
-        pos += len;
-        match id_and_aligned & 0x7f {
-            0 => strings = Some(string_section(data)?),
-            1 => dialect_section = Some(data),
-            _ => {}
-        }
-        if strings.is_some() && dialect_section.is_some() {
-            break;
-        }
-    }
-    let strings = strings?;
-    let data = dialect_section?;
-    let mut p = 0;
-    let count = read_varint(data, &mut p)?;
-    let mut names = Vec::new();
-    for _ in 0..count.min(4096) {
-        let mut v = read_varint(data, &mut p)?;
-        // From bytecode version 1 on, the low bit says whether a version follows.
-        if version >= 1 {
-            v >>= 1;
-        }
-        let s = strings.get(usize::try_from(v).ok()?)?;
-        names.push(String::from_utf8_lossy(s).into_owned());
-    }
-    Some(names)
-}
-
-/// The string section: a count, the lengths in reverse order, then the NUL-terminated data.
-fn string_section(data: &[u8]) -> Option<Vec<&[u8]>> {
-    let mut p = 0;
-    let count = usize::try_from(read_varint(data, &mut p)?).ok()?;
-    if count > data.len() {
-        return None;
-    }
-    let mut lengths = Vec::with_capacity(count);
-    for _ in 0..count {
-        lengths.push(usize::try_from(read_varint(data, &mut p)?).ok()?);
-    }
-    lengths.reverse();
-    let mut out = Vec::with_capacity(count);
-    for n in lengths {
-        let s = data.get(p..p.checked_add(n)?)?;
-        p += n;
-        out.push(s.strip_suffix(&[0]).unwrap_or(s));
-    }
-    Some(out)
+    crate::mlir::bytecode_dialects(code)
 }
 
 /// A logical grid of devices with named axes, like JAX's `Mesh`.
@@ -453,19 +365,6 @@ mod tests {
         )));
         assert!(!uses_shardy(&Program::mlir("%busdy.x")));
         assert!(!uses_shardy(&Program::hlo(b"sdy.mesh".to_vec())));
-    }
-
-    #[test]
-    fn varints() {
-        let mut p = 0;
-        assert_eq!(read_varint(&[0b0000_0011], &mut p), Some(1));
-        let mut p = 0;
-        // Two bytes: low bit 0, next bit 1.
-        assert_eq!(read_varint(&[0b0000_0110, 0x01], &mut p), Some(0x40 + 1));
-        assert_eq!(p, 2);
-        let mut p = 0;
-        assert_eq!(read_varint(&[0b0000_0010], &mut p), None);
-        assert_eq!(read_varint(b"", &mut 0), None);
     }
 
     #[test]

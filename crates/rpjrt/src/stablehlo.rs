@@ -139,6 +139,16 @@ impl Plugin {
         }
     }
 
+    /// Everything rpjrt checks about a program before handing it to this plugin's compiler:
+    /// the StableHLO window ([`Plugin::check_stablehlo`]) and the programs the compiler is
+    /// known to abort the process on (an element type newer than the plugin, and the
+    /// float6 and 2-bit integer cases listed in the architecture notes), each refused
+    /// with an `InvalidArgument` error naming what was wrong.
+    pub fn check_program(&self, program: &Program) -> Result<()> {
+        self.check_stablehlo(program)?;
+        crate::screen::check(program, self.version().minor)
+    }
+
     /// Refuses a portable artifact outside the plugin's window, naming both versions.
     pub fn check_stablehlo(&self, program: &Program) -> Result<()> {
         let Program::Mlir(code) = program else {

@@ -121,7 +121,7 @@ impl Topology {
     /// Compiles for this topology without devices and returns an rpjrt artifact that
     /// [`Client::load`] accepts on a matching client.
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<Vec<u8>> {
-        self.plugin.check_stablehlo(program)?;
+        self.plugin.check_program(program)?;
         let ids: Vec<i64> = self
             .facts
             .device_kinds

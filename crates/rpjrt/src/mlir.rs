@@ -1,0 +1,567 @@
+//! What an MLIR program uses, read without an MLIR library: the dialects it names, its
+//! operation names and the element types (with their shapes) of its tensors.
+//!
+//! Two readers, both total (any input gives an answer or `None`, never a panic):
+//! - **text**: a token scan. Operation names are the `dialect.op` tokens that are not
+//!   attributes or types (`#stablehlo.…`, `!stablehlo.…`); element types come from tensor
+//!   shape tokens such as `0x3xf6E2M3FN` or `f32`.
+//! - **bytecode** (plain MLIR bytecode and StableHLO portable artifacts): the string,
+//!   dialect, attribute/type and offset sections. Types with the builtin or VHLO dialect's
+//!   own encoding are decoded for the few element types rpjrt has to recognise and for
+//!   ranked tensors (shape and element type); everything else is skipped.
+//!
+//! rpjrt uses this to switch the Shardy partitioner on and to refuse, before compiling,
+//! programs that a plugin's compiler is known to abort on (see `crate::screen`).
+
+use std::collections::BTreeSet;
+
+use crate::dtype::ElementType;
+
+/// MLIR bytecode starts with these four bytes.
+pub(crate) const BYTECODE_MAGIC: &[u8] = b"ML\xefR";
+
+/// What a program uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Uses {
+    /// Operation names as `dialect.op`, with a VHLO name given as its StableHLO name
+    /// (`vhlo.concatenate_v1` is `stablehlo.concatenate`).
+    pub ops: BTreeSet<String>,
+    /// The recognised element types, each with whether some tensor of that type has no
+    /// elements (a zero in its shape).
+    pub types: Vec<(ElementType, bool)>,
+    /// Text only: element types that appear on the same line as a `constant` operation.
+    /// `None` for bytecode, where a constant cannot be tied to its type this cheaply.
+    pub constant_types: Option<Vec<ElementType>>,
+}
+
+impl Uses {
+    /// Records a use of `ty`, in a tensor with no elements when `zero_size`.
+    pub(crate) fn note(&mut self, ty: ElementType, zero_size: bool) {
+        match self.types.iter_mut().find(|(t, _)| *t == ty) {
+            Some((_, z)) => *z |= zero_size,
+            None => self.types.push((ty, zero_size)),
+        }
+    }
+
+    /// Whether `ty` is used, and if so whether in a tensor with no elements.
+    #[cfg(test)]
+    fn zero_size(&self, ty: ElementType) -> Option<bool> {
+        self.types.iter().find(|(t, _)| *t == ty).map(|(_, z)| *z)
+    }
+}
+
+/// The element type an MLIR type spelling names, for the types the screen needs.
+fn text_element_type(name: &str) -> Option<ElementType> {
+    Some(match name {
+        "f6E2M3FN" => ElementType::F6E2M3FN,
+        "f6E3M2FN" => ElementType::F6E3M2FN,
+        "f4E2M1FN" => ElementType::F4E2M1FN,
+        "f8E8M0FNU" => ElementType::F8E8M0FNU,
+        "i2" | "si2" => ElementType::S2,
+        "ui2" => ElementType::U2,
+        _ => return None,
+    })
+}
+
+/// Reads a program in either form; `None` for bytecode that cannot be read.
+pub(crate) fn uses(code: &[u8]) -> Option<Uses> {
+    if code.starts_with(BYTECODE_MAGIC) {
+        Bytecode::read(code).map(|b| b.uses())
+    } else {
+        Some(text_uses(code))
+    }
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'$'
+}
+
+/// `dialect.op` of an operation token, VHLO names mapped to StableHLO.
+fn op_name(dialect: &str, op: &str) -> String {
+    if dialect == "vhlo" {
+        let base = match op.rfind("_v") {
+            Some(i) if op[i + 2..].bytes().all(|b| b.is_ascii_digit()) && i + 2 < op.len() => {
+                &op[..i]
+            }
+            _ => op,
+        };
+        return format!("stablehlo.{base}");
+    }
+    format!("{dialect}.{op}")
+}
+
+fn text_uses(code: &[u8]) -> Uses {
+    let mut out = Uses {
+        constant_types: Some(Vec::new()),
+        ..Uses::default()
+    };
+    for line in code.split(|&b| b == b'\n') {
+        let mut line_types = Vec::new();
+        let mut line_has_constant = false;
+        let mut i = 0;
+        while i < line.len() {
+            if !is_ident(line[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < line.len() && is_ident(line[i]) {
+                i += 1;
+            }
+            let prev = start.checked_sub(1).map(|p| line[p]);
+            // SSA values, symbols, block labels, attributes and dialect types are not ops.
+            if matches!(prev, Some(b'%' | b'@' | b'^' | b'#' | b'!')) {
+                continue;
+            }
+            let token = String::from_utf8_lossy(&line[start..i]);
+            if let Some((dialect, op)) = token.split_once('.') {
+                if matches!(
+                    dialect,
+                    "stablehlo" | "mhlo" | "chlo" | "vhlo" | "func" | "sdy" | "builtin"
+                ) && !op.is_empty()
+                    && !op.contains('.')
+                {
+                    let name = op_name(dialect, op);
+                    if name.ends_with(".constant") {
+                        line_has_constant = true;
+                    }
+                    out.ops.insert(name);
+                }
+                continue;
+            }
+            // A shape token: `4x0xf32`, `?x3xi2`, or a bare type `f32`.
+            let parts: Vec<&str> = token.split('x').collect();
+            let (dims, ty) = parts.split_at(parts.len() - 1);
+            let dims_ok = dims
+                .iter()
+                .all(|d| !d.is_empty() && (*d == "?" || d.bytes().all(|b| b.is_ascii_digit())));
+            let ty = if dims_ok {
+                text_element_type(ty[0])
+            } else {
+                text_element_type(&token)
+            };
+            if let Some(ty) = ty {
+                let zero = dims_ok && dims.iter().any(|d| d.bytes().all(|b| b == b'0'));
+                out.note(ty, zero);
+                if !line_types.contains(&ty) {
+                    line_types.push(ty);
+                }
+            }
+        }
+        if line_has_constant {
+            if let Some(c) = out.constant_types.as_mut() {
+                for ty in line_types {
+                    if !c.contains(&ty) {
+                        c.push(ty);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Reads MLIR bytecode's prefix varint: the count of trailing zero bits of the first byte
+/// says how many more bytes follow (a zero first byte: eight more, the whole value).
+pub(crate) fn read_varint(data: &[u8], pos: &mut usize) -> Option<u64> {
+    let first = *data.get(*pos)?;
+    if first == 0 {
+        let bytes = data.get(pos.checked_add(1)?..pos.checked_add(9)?)?;
+        *pos += 9;
+        return Some(u64::from_le_bytes(bytes.try_into().ok()?));
+    }
+    let extra = first.trailing_zeros() as usize;
+    let bytes = data.get(*pos..pos.checked_add(extra + 1)?)?;
+    let mut buf = [0u8; 8];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    *pos += extra + 1;
+    Some(u64::from_le_bytes(buf) >> (extra + 1))
+}
+
+fn read_usize(data: &[u8], pos: &mut usize) -> Option<usize> {
+    usize::try_from(read_varint(data, pos)?).ok()
+}
+
+/// The sections of a bytecode file that rpjrt reads.
+struct Bytecode<'a> {
+    version: u64,
+    strings: Vec<&'a [u8]>,
+    dialect: &'a [u8],
+    attr_type: Option<&'a [u8]>,
+    offsets: Option<&'a [u8]>,
+}
+
+/// Dialect names and operation names of the dialect section.
+struct DialectSection {
+    dialects: Vec<String>,
+    ops: Vec<String>,
+}
+
+impl<'a> Bytecode<'a> {
+    fn read(code: &'a [u8]) -> Option<Bytecode<'a>> {
+        let mut pos = BYTECODE_MAGIC.len();
+        if !code.starts_with(BYTECODE_MAGIC) {
+            return None;
+        }
+        let version = read_varint(code, &mut pos)?;
+        // Producer string, NUL-terminated.
+        let end = code.get(pos..)?.iter().position(|&b| b == 0)?;
+        pos += end + 1;
+        let (mut strings, mut dialect, mut attr_type, mut offsets) = (None, None, None, None);
+        while pos < code.len() {
+            let (id, data) = read_section(code, &mut pos)?;
+            match id {
+                0 => strings = Some(string_section(data)?),
+                1 => dialect = Some(data),
+                2 => attr_type = Some(data),
+                3 => offsets = Some(data),
+                _ => {}
+            }
+        }
+        Some(Bytecode {
+            version,
+            strings: strings?,
+            dialect: dialect?,
+            attr_type,
+            offsets,
+        })
+    }
+
+    fn string(&self, index: u64) -> Option<String> {
+        let s = self.strings.get(usize::try_from(index).ok()?)?;
+        Some(String::from_utf8_lossy(s).into_owned())
+    }
+
+    fn dialect_section(&self) -> Option<DialectSection> {
+        let data = self.dialect;
+        let mut p = 0;
+        let count = read_usize(data, &mut p)?;
+        if count > data.len() {
+            return None;
+        }
+        let mut dialects = Vec::with_capacity(count);
+        for _ in 0..count {
+            let mut v = read_varint(data, &mut p)?;
+            // From version 1 on, the low bit says a dialect version (a nested section) follows.
+            if self.version >= 1 {
+                let has_version = v & 1 == 1;
+                v >>= 1;
+                if has_version {
+                    read_section(data, &mut p)?;
+                }
+            }
+            dialects.push(self.string(v)?);
+        }
+        // Operation names, grouped by dialect; from version 5 on, after a total count and
+        // with a "registered" flag in each name's low bit.
+        let mut ops = Vec::new();
+        let total = if self.version >= 5 {
+            Some(read_usize(data, &mut p)?)
+        } else {
+            None
+        };
+        while p < data.len() && total.is_none_or(|t| ops.len() < t) {
+            let d = read_usize(data, &mut p)?;
+            let dialect = dialects.get(d)?;
+            let n = read_usize(data, &mut p)?;
+            if n > data.len() {
+                return None;
+            }
+            for _ in 0..n {
+                let mut v = read_varint(data, &mut p)?;
+                if self.version >= 5 {
+                    v >>= 1;
+                }
+                ops.push(op_name(dialect, &self.string(v)?));
+            }
+        }
+        Some(DialectSection { dialects, ops })
+    }
+
+    /// The type table: for each type, its dialect and its bytes, with whether the bytes
+    /// are the dialect's own encoding (else they are the type's text).
+    fn types(&self, dialects: &[String]) -> Option<Vec<(String, bool, &'a [u8])>> {
+        let (Some(data), Some(offsets)) = (self.attr_type, self.offsets) else {
+            return Some(Vec::new());
+        };
+        let mut p = 0;
+        let n_attrs = read_usize(offsets, &mut p)?;
+        let n_types = read_usize(offsets, &mut p)?;
+        if n_attrs > offsets.len() || n_types > offsets.len() {
+            return None;
+        }
+        let mut entries = Vec::with_capacity(n_attrs + n_types);
+        for total in [n_attrs, n_types] {
+            let mut seen = 0;
+            while seen < total {
+                let dialect = dialects.get(read_usize(offsets, &mut p)?)?;
+                let n = read_usize(offsets, &mut p)?;
+                if n == 0 || n > total - seen {
+                    return None;
+                }
+                for _ in 0..n {
+                    let v = read_varint(offsets, &mut p)?;
+                    entries.push((dialect.clone(), v & 1 == 1, usize::try_from(v >> 1).ok()?));
+                }
+                seen += n;
+            }
+        }
+        let mut at = 0usize;
+        let mut types = Vec::with_capacity(n_types);
+        for (i, (dialect, custom, size)) in entries.into_iter().enumerate() {
+            let bytes = data.get(at..at.checked_add(size)?)?;
+            at += size;
+            if i >= n_attrs {
+                types.push((dialect, custom, bytes));
+            }
+        }
+        Some(types)
+    }
+
+    fn uses(&self) -> Uses {
+        let mut out = Uses::default();
+        let Some(section) = self.dialect_section() else {
+            return out;
+        };
+        out.ops = section.ops.iter().cloned().collect();
+        let types = self.types(&section.dialects).unwrap_or_default();
+        let elements: Vec<Option<ElementType>> = types
+            .iter()
+            .map(|(d, custom, bytes)| bytecode_element_type(d, *custom, bytes))
+            .collect();
+        for ty in elements.iter().flatten() {
+            out.note(*ty, false);
+        }
+        for (dialect, custom, bytes) in &types {
+            if let Some((dims, element)) = ranked_tensor(dialect, *custom, bytes) {
+                if let Some(Some(ty)) = elements.get(element) {
+                    out.note(*ty, dims.contains(&0));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads a section header and its data: `(id, data)`.
+fn read_section<'a>(code: &'a [u8], pos: &mut usize) -> Option<(u8, &'a [u8])> {
+    let id_and_aligned = *code.get(*pos)?;
+    *pos += 1;
+    let len = read_usize(code, pos)?;
+    if id_and_aligned & 0x80 != 0 {
+        let align = read_varint(code, pos)?;
+        if align == 0 || !align.is_power_of_two() {
+            return None;
+        }
+        // Padding bytes (0xCB) up to the alignment.
+        while *pos < code.len() && code[*pos] == 0xCB && !(*pos as u64).is_multiple_of(align) {
+            *pos += 1;
+        }
+    }
+    let data = code.get(*pos..pos.checked_add(len)?)?;
+    *pos += len;
+    Some((id_and_aligned & 0x7f, data))
+}
+
+/// The string section: a count, the lengths in reverse order, then the NUL-terminated data.
+fn string_section(data: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut p = 0;
+    let count = read_usize(data, &mut p)?;
+    if count > data.len() {
+        return None;
+    }
+    let mut lengths = Vec::with_capacity(count);
+    for _ in 0..count {
+        lengths.push(read_usize(data, &mut p)?);
+    }
+    lengths.reverse();
+    let mut out = Vec::with_capacity(count);
+    for n in lengths {
+        let s = data.get(p..p.checked_add(n)?)?;
+        p += n;
+        out.push(s.strip_suffix(&[0]).unwrap_or(s));
+    }
+    Some(out)
+}
+
+/// The dialect names listed in an MLIR bytecode file's dialect section, or `None` when the
+/// file cannot be read that far.
+pub(crate) fn bytecode_dialects(code: &[u8]) -> Option<Vec<String>> {
+    let b = Bytecode::read(code)?;
+    Some(b.dialect_section()?.dialects)
+}
+
+// Type codes of the builtin and VHLO dialects' own bytecode encodings, for the types the
+// screen recognises. Read off bytecode that MLIR's writer (as shipped in jaxlib 0.10) and
+// StableHLO's portable-artifact writer produced for one-type programs; these numbers are
+// part of the bytecode formats' compatibility promise and do not change.
+const BUILTIN_INTEGER: u64 = 0;
+const BUILTIN_RANKED_TENSOR: u64 = 13;
+const BUILTIN_F6E2M3FN: u64 = 30;
+const BUILTIN_F6E3M2FN: u64 = 31;
+const VHLO_RANKED_TENSOR: u64 = 20;
+const VHLO_I2: u64 = 31;
+const VHLO_UI2: u64 = 32;
+const VHLO_F4E2M1FN: u64 = 37;
+const VHLO_F6E2M3FN: u64 = 38;
+const VHLO_F6E3M2FN: u64 = 39;
+
+fn bytecode_element_type(dialect: &str, custom: bool, bytes: &[u8]) -> Option<ElementType> {
+    if !custom {
+        // A type written as its text, NUL-terminated.
+        let text = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+        return text_element_type(std::str::from_utf8(text).ok()?);
+    }
+    let mut p = 0;
+    let code = read_varint(bytes, &mut p)?;
+    match (dialect, code) {
+        ("builtin", BUILTIN_F6E2M3FN) | ("vhlo", VHLO_F6E2M3FN) => Some(ElementType::F6E2M3FN),
+        ("builtin", BUILTIN_F6E3M2FN) | ("vhlo", VHLO_F6E3M2FN) => Some(ElementType::F6E3M2FN),
+        ("vhlo", VHLO_F4E2M1FN) => Some(ElementType::F4E2M1FN),
+        ("vhlo", VHLO_I2) => Some(ElementType::S2),
+        ("vhlo", VHLO_UI2) => Some(ElementType::U2),
+        ("builtin", BUILTIN_INTEGER) => {
+            // Width and signedness: width << 2 | (0 signless, 1 signed, 2 unsigned).
+            let w = read_varint(bytes, &mut p)?;
+            match (w >> 2, w & 3) {
+                (2, 0 | 1) => Some(ElementType::S2),
+                (2, 2) => Some(ElementType::U2),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A ranked tensor type's dims and the index of its element type in the type table.
+fn ranked_tensor(dialect: &str, custom: bool, bytes: &[u8]) -> Option<(Vec<i64>, usize)> {
+    if !custom {
+        return None;
+    }
+    let mut p = 0;
+    let code = read_varint(bytes, &mut p)?;
+    if !matches!(
+        (dialect, code),
+        ("builtin", BUILTIN_RANKED_TENSOR) | ("vhlo", VHLO_RANKED_TENSOR)
+    ) {
+        return None;
+    }
+    let rank = read_usize(bytes, &mut p)?;
+    if rank > bytes.len() {
+        return None;
+    }
+    let mut dims = Vec::with_capacity(rank);
+    for _ in 0..rank {
+        // Signed varints are zigzag-encoded.
+        let z = read_varint(bytes, &mut p)?;
+        dims.push(((z >> 1) as i64) ^ -((z & 1) as i64));
+    }
+    let element = read_usize(bytes, &mut p)?;
+    Some((dims, element))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    // `@main(%a: tensor<0x2xf6E2M3FN>, %b: tensor<3xui2>) -> tensor<6xui2>` concatenating
+    // `%b` with itself, written as plain bytecode (version 6) by jaxlib's MLIR and as a
+    // StableHLO 1.17 portable artifact.
+    const PLAIN: &str = "4d4cef520d4d4c495232332e302e3067697400011f070105090901030f030507130503170331170f01170b130b0b0b1313130f1313010f17130b131b070f0279050d170101010d09050f0511170103031701033117010365110d011701050f170107051b0501090b1b030d0501151b0319050505010303073d0102040453050150030107044303010503500b0307042f03070b05030d070f00074613050307050303050415030506030105010093130f0b05190f0f150b116275696c74696e0066756e6300737461626c65686c6f006d6f64756c650072657475726e00636f6e636174656e617465002d006d61696e007075626c696300081b070501010d0105010107130311";
+    const PORTABLE: &str = "4d4cef520d537461626c65484c4f5f76312e31372e300001190501050901030b03070f13170337190f010f0b131313131313030b0b0b0b0b0f030f171307131b07070277050d1701030317010507170105351701056f170107151701090b030123091d0f1d11130d01290501090b29030d0541290319051105010303074d1d045305015003010704430301050350050307042f03070b05030707090005460b05030705030307040d03050603010501009b130f0b05151f110f0b116275696c74696e0076686c6f006d6f64756c650066756e635f763100636f6e636174656e6174655f76310072657475726e5f7631002d006d61696e007075626c6963000819070501010b0f110f13150317";
+
+    #[test]
+    fn varints() {
+        let mut p = 0;
+        assert_eq!(read_varint(&[0b0000_0011], &mut p), Some(1));
+        let mut p = 0;
+        // Two bytes: low bit 0, next bit 1.
+        assert_eq!(read_varint(&[0b0000_0110, 0x01], &mut p), Some(0x40 + 1));
+        assert_eq!(p, 2);
+        let mut p = 0;
+        assert_eq!(read_varint(&[0b0000_0010], &mut p), None);
+        assert_eq!(read_varint(b"", &mut 0), None);
+    }
+
+    #[test]
+    fn text_ops_and_types() {
+        let u = uses(
+            b"func.func public @main(%a: tensor<2x3xi2>, %i2: tensor<0x3xf6E2M3FN>) -> tensor<2x6xi2> {\n\
+              %r = stablehlo.concatenate %a, %a, dim = 1 : (tensor<2x3xi2>, tensor<2x3xi2>) -> tensor<2x6xi2>\n\
+              %c = stablehlo.constant dense<1.0> : tensor<2xf6E3M2FN>\n\
+              %g = \"stablehlo.gather\"(%a) {d = #stablehlo.scatter<>} : (tensor<2x3xi2>) -> tensor<2x3xi2>\n\
+              return %r : tensor<2x6xi2> }",
+        )
+        .unwrap();
+        let ops: Vec<&str> = u.ops.iter().map(String::as_str).collect();
+        assert_eq!(
+            ops,
+            [
+                "func.func",
+                "stablehlo.concatenate",
+                "stablehlo.constant",
+                "stablehlo.gather"
+            ]
+        );
+        assert_eq!(u.zero_size(ElementType::S2), Some(false));
+        assert_eq!(u.zero_size(ElementType::F6E2M3FN), Some(true));
+        assert_eq!(u.zero_size(ElementType::F6E3M2FN), Some(false));
+        let c = u.constant_types.unwrap();
+        assert!(c.contains(&ElementType::F6E3M2FN) && !c.contains(&ElementType::S2));
+    }
+
+    #[test]
+    fn text_ignores_names_and_hex() {
+        let u = uses(b"%i2 = stablehlo.constant dense<0x7F> : tensor<f32> // ui2x").unwrap();
+        assert!(u.types.is_empty(), "{u:?}");
+    }
+
+    #[test]
+    fn bytecode_types_and_ops() {
+        for (form, code, ret) in [
+            ("plain", PLAIN, "func.return"),
+            ("portable", PORTABLE, "stablehlo.return"),
+        ] {
+            let u = uses(&hex(code)).unwrap();
+            assert_eq!(
+                u.zero_size(ElementType::F6E2M3FN),
+                Some(true),
+                "{form}: {u:?}"
+            );
+            assert_eq!(u.zero_size(ElementType::U2), Some(false), "{form}: {u:?}");
+            assert!(u.ops.contains("stablehlo.concatenate"), "{form}: {u:?}");
+            assert!(u.ops.contains(ret), "{form}: {u:?}");
+            assert_eq!(u.constant_types, None);
+        }
+        assert_eq!(
+            bytecode_dialects(&hex(PORTABLE)).unwrap(),
+            ["builtin", "vhlo"]
+        );
+        assert_eq!(
+            bytecode_dialects(&hex(PLAIN)).unwrap(),
+            ["builtin", "func", "stablehlo"]
+        );
+    }
+
+    #[test]
+    fn damaged_bytecode_never_panics() {
+        let good = hex(PORTABLE);
+        for cut in 0..good.len() {
+            let _ = uses(&good[..cut]);
+        }
+        for i in 4..good.len() {
+            for b in [0x00, 0xff, 0x01, 0x80] {
+                let mut bad = good.clone();
+                bad[i] = b;
+                let _ = uses(&bad);
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Programs a plugin's compiler is known to abort on, refused before they are compiled.
+//!
+//! Some programs make XLA stop the whole process (a failed `CHECK`, an "unhandled
+//! primitive type") instead of returning a compile error. No error code can come back from
+//! that, so rpjrt reads what the program uses (`crate::mlir`) and refuses these cases with
+//! an error naming the element type and the operation. Found by compiling one-operation
+//! programs of every element type on the two CPU plugins (PJRT 0.81 and 0.115):
+//!
+//! - an element type newer than the plugin's PJRT version (the float6 types on 0.81):
+//!   several operations abort on it, the rest fail;
+//! - the float6 types (`f6E2M3FN`, `f6E3M2FN`): a tensor with no elements, a constant,
+//!   `concatenate` and `sort` abort. Only operations seen to compile or fail cleanly with
+//!   float6 operands are let through (`F6_OPERATIONS`), so an untried operation is refused
+//!   rather than risked;
+//! - the 2-bit integers (`i2`, `ui2`): `concatenate` aborts.
+//!
+//! The rules apply to every plugin: they come from XLA code shared by its back ends. MLIR
+//! text is read line by line (a constant is refused only when its own line names a float6
+//! type); bytecode is read as a whole (any constant in a program that uses a float6 type
+//! is refused); a serialized HLO module is read instruction by instruction.
+
+use crate::dtype::ElementType;
+use crate::error::{Error, Result};
+use crate::executable::Program;
+use crate::mlir::{self, Uses};
+
+/// Operations seen to compile, or to fail with an error, when their operands are float6.
+const F6_OPERATIONS: &[&str] = &[
+    "abs",
+    "add",
+    "and",
+    "bitcast_convert",
+    "broadcast_in_dim",
+    "call",
+    "case",
+    "clamp",
+    "compare",
+    "convert",
+    "divide",
+    "dot_general",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "func",
+    "gather",
+    "get_tuple_element",
+    "if",
+    "iota",
+    "maximum",
+    "minimum",
+    "module",
+    "multiply",
+    "negate",
+    "not",
+    "optimization_barrier",
+    "or",
+    "pad",
+    "popcnt",
+    "power",
+    "reduce",
+    "reduce_window",
+    "remainder",
+    "reshape",
+    "return",
+    "reverse",
+    "scatter",
+    "select",
+    "shift_left",
+    "sign",
+    "slice",
+    "subtract",
+    "transpose",
+    "tuple",
+    "while",
+    "xor",
+];
+
+const FLOAT6: [ElementType; 2] = [ElementType::F6E2M3FN, ElementType::F6E3M2FN];
+const INT2: [ElementType; 2] = [ElementType::S2, ElementType::U2];
+
+fn refuse(ty: ElementType, what: &str) -> Error {
+    Error::invalid(format!(
+        "the program uses {ty} {what}, which the plugin's compiler is known to abort the \
+         process on instead of reporting an error; rpjrt refuses it before compiling \
+         (convert those values to a wider type, such as bf16 or int8, around it)"
+    ))
+}
+
+/// The operation's name without its dialect, for the dialects whose operations the rules
+/// are about, with an HLO opcode given its StableHLO name; `None` for other dialects.
+fn hlo_op(name: &str) -> Option<&str> {
+    let (dialect, op) = name.split_once('.')?;
+    if dialect == "hlo" {
+        return Some(match op {
+            "parameter" => "func",
+            "broadcast" => "broadcast_in_dim",
+            "dot" => "dot_general",
+            "conditional" => "case",
+            "get-tuple-element" => "get_tuple_element",
+            "dynamic-slice" => "dynamic_slice",
+            "dynamic-update-slice" => "dynamic_update_slice",
+            "bitcast-convert" => "bitcast_convert",
+            "reduce-window" => "reduce_window",
+            "opt-barrier" => "optimization_barrier",
+            "shift-left" => "shift_left",
+            "population-count" => "popcnt",
+            other => other,
+        });
+    }
+    matches!(dialect, "stablehlo" | "mhlo" | "chlo" | "func" | "builtin").then_some(op)
+}
+
+/// Checks `uses` against the rules for a plugin implementing PJRT 0.`minor`.
+pub(crate) fn check_uses(uses: &Uses, minor: i32) -> Result<()> {
+    for &(ty, zero_size) in &uses.types {
+        let since = ty.since_pjrt_minor();
+        if since > minor {
+            return Err(Error::invalid(format!(
+                "the program uses element type {ty}, which needs PJRT 0.{since}; this plugin \
+                 implements PJRT 0.{minor} and its compiler cannot handle it (some programs \
+                 using it abort the process), so rpjrt refuses it before compiling"
+            )));
+        }
+        if FLOAT6.contains(&ty) {
+            if zero_size {
+                return Err(refuse(ty, "in a tensor with no elements"));
+            }
+            let constant = match &uses.constant_types {
+                Some(types) => types.contains(&ty),
+                None => uses.ops.iter().any(|o| hlo_op(o) == Some("constant")),
+            };
+            if constant {
+                return Err(refuse(ty, "with a constant operation"));
+            }
+            let untried: Vec<&str> = uses
+                .ops
+                .iter()
+                .filter(|o| match hlo_op(o) {
+                    Some("constant") => false,
+                    Some(op) => !F6_OPERATIONS.contains(&op) || o.starts_with("chlo."),
+                    None => !o.starts_with("sdy."),
+                })
+                .map(String::as_str)
+                .collect();
+            if !untried.is_empty() {
+                return Err(refuse(
+                    ty,
+                    &format!(
+                        "together with {} (some operations abort on float6 operands; only \
+                         those known not to are allowed in a program that uses float6)",
+                        untried.join(", ")
+                    ),
+                ));
+            }
+        }
+        if INT2.contains(&ty) {
+            if let Some(op) = uses.ops.iter().find(|o| hlo_op(o) == Some("concatenate")) {
+                return Err(refuse(ty, &format!("together with {op}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `program` if it is one a plugin implementing PJRT 0.`minor` is known to abort
+/// on. Bytecode or a module that cannot be read is passed through (the plugin reports it).
+pub(crate) fn check(program: &Program, minor: i32) -> Result<()> {
+    let uses = match program {
+        Program::Mlir(code) => mlir::uses(code),
+        Program::Hlo(module) => crate::hlo::program_uses(module),
+    };
+    match uses {
+        Some(uses) => check_uses(&uses, minor),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(src: &str, minor: i32) -> Result<()> {
+        check(&Program::mlir(src), minor)
+    }
+
+    fn one(op: &str, ty: &str, shape: &str) -> String {
+        let t = format!("tensor<{shape}{ty}>");
+        format!(
+            "func.func public @main(%a: {t}) -> {t} {{\n  %r = stablehlo.{op} %a, %a : {t}\n  \
+             return %r : {t}\n}}"
+        )
+    }
+
+    #[test]
+    fn float6_rules() {
+        for ty in ["f6E2M3FN", "f6E3M2FN"] {
+            assert!(text(&one("maximum", ty, "4x"), 115).is_ok());
+            let e = text(&one("maximum", ty, "0x4x"), 115)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("float6") && e.contains("no elements"), "{e}");
+            let e = text(&one("concatenate", ty, "4x"), 115)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("stablehlo.concatenate"), "{e}");
+            let e = text(&one("sort", ty, "4x"), 115).unwrap_err().to_string();
+            assert!(e.contains("stablehlo.sort"), "{e}");
+            let c = format!(
+                "func.func public @main() -> tensor<2x{ty}> {{\n %c = stablehlo.constant \
+                 dense<1.0> : tensor<2x{ty}>\n return %c : tensor<2x{ty}>\n}}"
+            );
+            let e = text(&c, 115).unwrap_err().to_string();
+            assert!(e.contains("constant"), "{e}");
+            // Too new for a PJRT 0.81 plugin, whatever the operation.
+            let e = text(&one("maximum", ty, "4x"), 81).unwrap_err().to_string();
+            assert!(e.contains("needs PJRT 0.114") && e.contains("0.81"), "{e}");
+        }
+        // A constant of another type next to float6 values is fine in text.
+        let mixed = "func.func public @main(%a: tensor<2xf6E2M3FN>) -> tensor<2xf6E2M3FN> {\n \
+                     %c = stablehlo.constant dense<1.0> : tensor<2xf32>\n \
+                     return %a : tensor<2xf6E2M3FN>\n}";
+        assert!(text(mixed, 115).is_ok());
+    }
+
+    #[test]
+    fn int2_rules() {
+        for ty in ["i2", "ui2"] {
+            assert!(text(&one("add", ty, "4x"), 81).is_ok());
+            let e = text(&one("concatenate", ty, "2x3x"), 81)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("int2") && e.contains("concatenate"), "{e}");
+        }
+        assert!(text(&one("concatenate", "i4", "4x"), 115).is_ok());
+    }
+
+    #[test]
+    fn other_programs_pass() {
+        assert!(text(&one("concatenate", "f32", "4x"), 81).is_ok());
+        assert!(text("not mlir at all", 81).is_ok());
+        assert!(check(&Program::mlir(b"ML\xefR\x03".to_vec()), 81).is_ok());
+    }
+}
