@@ -266,6 +266,40 @@ pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError>
     )))
 }
 
+/// A client on the first plugin for `spec` that loads and creates a client with `options`
+/// (`rpjrt::discovery::Discovery::open_client`): a plugin that loads but cannot serve here,
+/// such as a CUDA plugin without a GPU, is skipped with a note on stderr. Errors carry the
+/// install hint, as for [`load_plugin`].
+pub fn open_client(
+    spec: Option<&str>,
+    options: &ClientOptions,
+) -> Result<(rpjrt::Client, Plugin, PluginInfo), CliError> {
+    let opened = Discovery::from_env()
+        .open_client(spec, options, rpjrt::cuda::create_client)
+        .map_err(|e| match e {
+            rpjrt::Error::PluginLoad { .. } => {
+                let want = spec
+                    .map(str::to_string)
+                    .or_else(|| std::env::var("RPJRT_PLUGIN").ok());
+                CliError::failed(format!(
+                    "{}\n  to get a working plugin: {}",
+                    explain(&e, None),
+                    install_hint(want.as_deref())
+                ))
+            }
+            other => CliError::from(other),
+        })?;
+    for (info, e) in &opened.skipped {
+        eprintln!(
+            "rpjrt: skipped plugin {} ({}): {}",
+            info.name,
+            info.path.display(),
+            e
+        );
+    }
+    Ok((opened.client, opened.plugin, opened.info))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

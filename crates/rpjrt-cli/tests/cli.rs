@@ -714,3 +714,30 @@ fn info_on_a_plugin_whose_client_fails_shows_the_plugin_then_the_error() {
     assert!(!doc["extensions"].as_array().unwrap().is_empty());
     assert!(!doc["client_error"].as_str().unwrap().is_empty());
 }
+
+/// With no plugin named, discovery ranks an accelerator plugin before the CPU plugin. When
+/// the accelerator's client cannot be created here (the CUDA plugin without a GPU), the
+/// verbs go on to the CPU plugin and say on stderr what they skipped, as `rpjrt.Client()`
+/// does in Python.
+#[test]
+fn a_plugin_that_loads_but_cannot_serve_is_skipped() {
+    let cuda = plugin("RPJRT_TEST_PLUGIN_CUDA");
+    let cpu = plugin("RPJRT_TEST_PLUGIN_NEW");
+    let names = format!("cuda:{},cpu:{}", cuda.display(), cpu.display());
+    let (code, out, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .args(["-i", "0=[1,1,1,1,1,1,1,1]", "-i", "1=[2,2,2,2,2,2,2,2]"])
+        .env("PJRT_NAMES_AND_LIBRARY_PATHS", &names)
+        .env("RPJRT_PLUGIN_PATH", "/nonexistent"));
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert!(out.contains('3'), "{out}");
+    assert!(err.contains("skipped plugin cuda"), "{err}");
+
+    let (code, out, err) = run(rpjrt()
+        .arg("info")
+        .env("PJRT_NAMES_AND_LIBRARY_PATHS", &names)
+        .env("RPJRT_PLUGIN_PATH", "/nonexistent"));
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert!(out.contains("cpu"), "{out}");
+}

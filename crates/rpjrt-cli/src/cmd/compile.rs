@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use rpjrt::{Artifact, Cache, Client, ClientOptions, CompileOptions, Program};
+use rpjrt::{Artifact, Cache, ClientOptions, CompileOptions, Program};
 use serde_json::json;
 
 /// Arguments of `rpjrt compile`.
@@ -42,9 +42,9 @@ pub struct CompileArgs {
 
 /// Runs `rpjrt compile`.
 pub fn run(a: CompileArgs) -> Result<(), String> {
-    let (plugin, _) = crate::common::load_plugin(a.plugin.as_deref()).map_err(|e| e.message)?;
     let options: ClientOptions = crate::common::parse_options(&a.options).map_err(|e| e.message)?;
-    let client = Client::new(&plugin, &options).map_err(|e| e.to_string())?;
+    let (client, _, _) =
+        crate::common::open_client(a.plugin.as_deref(), &options).map_err(|e| e.message)?;
     let code = std::fs::read(&a.program)
         .map_err(|e| format!("cannot read {}: {e}", a.program.display()))?;
     let format =

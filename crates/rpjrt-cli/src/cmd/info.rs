@@ -21,14 +21,20 @@ pub struct Args {
 
 /// Runs `rpjrt info`.
 pub fn run(args: Args) -> Result<i32, CliError> {
-    let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
     let options = common::parse_options(&args.options)?;
-    // The plugin's own facts come first: they need no client, so a plugin whose client
-    // cannot be created here (a GPU plugin on a machine without a GPU) still shows its
-    // version, attributes and extensions, followed by why the client failed (exit 1).
-    let client = match Client::new(&plugin, &options) {
-        Ok(c) => c,
-        Err(e) => return plugin_only(&plugin, e, args.json),
+    // The first plugin that can serve here; when none can, the first that loads is shown
+    // anyway: its own facts need no client, so a plugin whose client cannot be created (a
+    // GPU plugin on a machine without a GPU) still shows its version, attributes and
+    // extensions, followed by why the client failed (exit 1).
+    let (client, plugin) = match common::open_client(args.plugin.as_deref(), &options) {
+        Ok((client, plugin, _)) => (client, plugin),
+        Err(open_err) => {
+            let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
+            match Client::new(&plugin, &options) {
+                Ok(_) => return Err(open_err),
+                Err(e) => return plugin_only(&plugin, e, args.json),
+            }
+        }
     };
     let devices = client.devices()?;
     let memories = client.addressable_memories()?;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rpjrt::npy::{self, Array, Scalar};
-use rpjrt::{ArraySpec, Client, CompileOptions, ElementType, Program};
+use rpjrt::{ArraySpec, CompileOptions, ElementType, Program};
 use serde_json::{json, Value as Json};
 
 use crate::common::{self, paint, CliError, Style, EXIT_OK};
@@ -221,9 +221,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     }
     let program = read_program(&args.program)?;
     let t = Instant::now();
-    let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
     let options = common::parse_options(&args.options)?;
-    let client = Client::new(&plugin, &options)?;
+    let (client, plugin, _) = common::open_client(args.plugin.as_deref(), &options)?;
     let load = t.elapsed();
 
     let device = match args.device {
