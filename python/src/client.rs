@@ -166,6 +166,24 @@ fn options_from_py(
     Ok(out)
 }
 
+/// A Python `PluginInfo` as the core's.
+fn plugin_info_from_py(info: &Bound<'_, PyAny>) -> PyResult<rpjrt::discovery::PluginInfo> {
+    let opts = info.getattr("options")?;
+    Ok(rpjrt::discovery::PluginInfo {
+        name: info.getattr("name")?.extract()?,
+        path: info.getattr("path")?.extract::<String>()?.into(),
+        version: info.getattr("version")?.extract()?,
+        source: info.getattr("source")?.extract()?,
+        platform: info.getattr("platform")?.extract()?,
+        package: info.getattr("package")?.extract()?,
+        options: if opts.is_none() {
+            None
+        } else {
+            Some(options_from_py(Some(&opts), None)?)
+        },
+    })
+}
+
 /// Refuses `True`/`False` where an integer index is expected (bool is an int in Python,
 /// so `device=True` would otherwise mean device 1).
 pub fn reject_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
@@ -319,55 +337,51 @@ impl PyClient {
                 });
             }
         }
-        let candidates = discovery(py)?.call_method1("candidates", (plugin,))?;
-        let candidates: Vec<Bound<'_, PyAny>> = candidates.extract()?;
-        let mut failures: Vec<(String, PyErr)> = Vec::new();
-        let total = candidates.len();
-        for info in candidates {
-            let attempt = (|| -> PyResult<PyClient> {
-                let pl = PyPlugin::load(py, &info)?;
-                let info_opts = info.getattr("options")?;
-                let opts = options_from_py(options, Some(&info_opts))?;
-                let rp = pl.inner.clone();
-                let inner = py.detach(|| create(&rp, &opts)).pyerr()?;
-                if cache.is_some() {
-                    inner.set_cache(cache.clone());
+        // Discovery and its spec rules are Python-facing (`_discovery.candidates`); trying
+        // them in turn is the core's `open_first`.
+        let found: Vec<Bound<'_, PyAny>> = discovery(py)?
+            .call_method1("candidates", (plugin,))?
+            .extract()?;
+        let infos = found
+            .iter()
+            .map(plugin_info_from_py)
+            .collect::<PyResult<Vec<_>>>()?;
+        let opts = options_from_py(options, None)?;
+        let opened = py
+            .detach(|| rpjrt::discovery::open_first(infos, &opts, create))
+            .map_err(|e| match e {
+                rpjrt::Error::PluginLoad { reason, .. } if found.len() > 1 => {
+                    make_err(py, "NOT_FOUND", "PluginLoad", reason, None)
                 }
-                let platform = inner.platform_name().pyerr()?;
-                Ok(PyClient {
-                    inner: ManuallyDrop::new(inner),
-                    plugin: Py::new(py, pl)?,
-                    platform,
-                })
-            })();
-            match attempt {
-                Ok(c) => {
-                    for (what, e) in &failures {
-                        let msg = format!("rpjrt: skipped plugin {what}: {}", e.value(py));
-                        let warnings = py.import("warnings")?;
-                        let cat = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
-                        warnings.call_method1("warn", (msg, cat, 2))?;
-                    }
-                    return Ok(c);
-                }
-                Err(e) => {
-                    let what = format!("{} ({})", info.getattr("name")?, info.getattr("path")?);
-                    failures.push((what, e));
-                }
-            }
+                other => crate::errors::to_py(other),
+            })?;
+        for (info, e) in &opened.skipped {
+            let msg = format!(
+                "rpjrt: skipped plugin {} ({}): {}",
+                info.name,
+                info.path.display(),
+                crate::errors::to_py(e.clone()).value(py)
+            );
+            let warnings = py.import("warnings")?;
+            let cat = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+            warnings.call_method1("warn", (msg, cat, 2))?;
         }
-        if total == 1 || failures.len() == 1 {
-            return Err(failures
-                .pop()
-                .map(|(_, e)| e)
-                .unwrap_or_else(|| invalid("no plugin to try")));
+        let inner = opened.client;
+        if cache.is_some() {
+            inner.set_cache(cache.clone());
         }
-        let (first_what, first) = failures.remove(0);
-        let mut msg = format!("no plugin could be used; {first_what}: {}", first.value(py));
-        for (what, e) in &failures {
-            msg.push_str(&format!("\n  also tried {what}: {}", e.value(py)));
-        }
-        Err(make_err(py, "NOT_FOUND", "PluginLoad", msg, None))
+        let platform = inner.platform_name().pyerr()?;
+        Ok(PyClient {
+            inner: ManuallyDrop::new(inner),
+            plugin: Py::new(
+                py,
+                PyPlugin {
+                    inner: opened.plugin,
+                    info: found[opened.index].clone().unbind(),
+                },
+            )?,
+            platform,
+        })
     }
 
     #[getter]

@@ -135,6 +135,39 @@ def test_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: ob
     assert any("skipped plugin brokencpu" in str(x.message) for x in w)
 
 
+def test_every_candidate_failing_names_each(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    import pathlib
+
+    bad1 = pathlib.Path(str(tmp_path)) / "libone_cpu_pjrt.so"
+    bad2 = pathlib.Path(str(tmp_path)) / "libtwo_cpu_pjrt.so"
+    bad1.write_bytes(b"not a library")
+    bad2.write_bytes(b"not one either")
+    monkeypatch.delenv("RPJRT_PLUGIN", raising=False)
+    monkeypatch.setenv("PJRT_NAMES_AND_LIBRARY_PATHS", f"onecpu:{bad1},twocpu:{bad2}")
+    monkeypatch.setattr("sys.path", [str(tmp_path)])
+    with pytest.raises(rpjrt.PluginLoadError) as e:
+        rpjrt.Client("cpu")
+    msg = str(e.value)
+    assert "no plugin could be used" in msg and "onecpu" in msg and "also tried twocpu" in msg, msg
+
+
+def test_a_plugin_that_loads_but_cannot_serve_is_skipped(monkeypatch: pytest.MonkeyPatch, plugin_paths_all: dict[str, str]) -> None:
+    """The CUDA plugin loads without a GPU but cannot create a client; with nothing named,
+    it is ranked first and skipped with a warning."""
+    from .test_cuda_no_gpu import _cuda_plugin
+
+    cuda = _cuda_plugin()
+    monkeypatch.delenv("RPJRT_PLUGIN", raising=False)
+    monkeypatch.setenv("PJRT_NAMES_AND_LIBRARY_PATHS", f"cuda:{cuda},cpu:{plugin_paths_all['new']}")
+    monkeypatch.setattr("sys.path", [])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with rpjrt.Client() as c:
+            assert c.platform == "cpu"
+            assert c.plugin.info.name == "cpu"
+    assert any("skipped plugin cuda" in str(x.message) for x in w), [str(x.message) for x in w]
+
+
 def test_missing_plugin_file(tmp_path: object) -> None:
     with pytest.raises(rpjrt.PluginLoadError, match="nope.so"):
         rpjrt.Client(f"{tmp_path}/nope.so")

@@ -459,9 +459,72 @@ pub struct Opened {
     pub plugin: crate::Plugin,
     /// Where the plugin was found.
     pub info: PluginInfo,
+    /// Its position among the candidates.
+    pub index: usize,
     /// The candidates tried before it, each with why it could not be used (worth a
     /// warning: the user may have meant one of them).
     pub skipped: Vec<(PluginInfo, Error)>,
+}
+
+/// Opens a client on the first of `candidates` that both loads and creates a client, so a
+/// plugin that loads but cannot serve here (a CUDA plugin on a machine without a GPU, ranked
+/// before the CPU plugin) does not stop the search.
+///
+/// Each candidate gets `options` over the options of its own JAX plugin config (`options`
+/// win). `create` makes the client: [`crate::Client::new`], [`crate::cuda::create_client`]
+/// (which explains CUDA failures) or a closure over [`crate::Client::new_distributed`].
+///
+/// When no candidate works: with one candidate, or one failure, that failure as it was;
+/// otherwise a [`Error::PluginLoad`] that lists every candidate and why it failed.
+pub fn open_first(
+    candidates: Vec<PluginInfo>,
+    options: &ClientOptions,
+    mut create: impl FnMut(&crate::Plugin, &ClientOptions) -> Result<crate::Client>,
+) -> Result<Opened> {
+    let total = candidates.len();
+    let mut skipped: Vec<(PluginInfo, Error)> = Vec::new();
+    for (index, info) in candidates.into_iter().enumerate() {
+        let attempt = crate::Plugin::load(&info.path).and_then(|plugin| {
+            let mut merged = options.clone();
+            for (name, value) in info.options.iter().flat_map(|o| o.entries()) {
+                if !options.entries().iter().any(|(n, _)| n == name) {
+                    merged = merged.set(name.clone(), value.clone());
+                }
+            }
+            create(&plugin, &merged).map(|client| (plugin, client))
+        });
+        match attempt {
+            Ok((plugin, client)) => {
+                return Ok(Opened {
+                    client,
+                    plugin,
+                    info,
+                    index,
+                    skipped,
+                })
+            }
+            Err(e) => skipped.push((info, e)),
+        }
+    }
+    if total == 1 || skipped.len() == 1 {
+        return Err(skipped
+            .pop()
+            .map(|(_, e)| e)
+            .unwrap_or_else(|| Error::invalid("no plugin to try")));
+    }
+    let mut reason = String::from("no plugin could be used");
+    for (i, (info, e)) in skipped.iter().enumerate() {
+        let lead = if i == 0 { ";" } else { "\n  also tried" };
+        reason.push_str(&format!(
+            "{lead} {} ({}): {e}",
+            info.name,
+            info.path.display()
+        ));
+    }
+    Err(Error::PluginLoad {
+        path: skipped[0].0.path.clone(),
+        reason,
+    })
 }
 
 /// The discovery itself: a search path and what it found there.
@@ -713,66 +776,14 @@ impl Discovery {
     }
 
     /// Opens a client on the first candidate for `spec` (see [`Discovery::candidates`]) that
-    /// both loads and creates a client, so a plugin that loads but cannot serve here (a CUDA
-    /// plugin on a machine without a GPU, ranked before the CPU plugin) does not stop the
-    /// search.
-    ///
-    /// Each candidate gets `options` over the options of its own JAX plugin config (`options`
-    /// win). `create` makes the client: [`crate::Client::new`], [`crate::cuda::create_client`]
-    /// (which explains CUDA failures) or a closure over [`crate::Client::new_distributed`].
-    ///
-    /// When no candidate works: with one candidate, or one failure, that failure as it was;
-    /// otherwise a [`Error::PluginLoad`] that lists every candidate and why it failed.
+    /// both loads and creates a client; see [`open_first`].
     pub fn open_client(
         &self,
         spec: Option<&str>,
         options: &ClientOptions,
-        mut create: impl FnMut(&crate::Plugin, &ClientOptions) -> Result<crate::Client>,
+        create: impl FnMut(&crate::Plugin, &ClientOptions) -> Result<crate::Client>,
     ) -> Result<Opened> {
-        let candidates = self.candidates(spec)?;
-        let total = candidates.len();
-        let mut skipped: Vec<(PluginInfo, Error)> = Vec::new();
-        for info in candidates {
-            let attempt = crate::Plugin::load(&info.path).and_then(|plugin| {
-                let mut merged = options.clone();
-                for (name, value) in info.options.iter().flat_map(|o| o.entries()) {
-                    if !options.entries().iter().any(|(n, _)| n == name) {
-                        merged = merged.set(name.clone(), value.clone());
-                    }
-                }
-                create(&plugin, &merged).map(|client| (plugin, client))
-            });
-            match attempt {
-                Ok((plugin, client)) => {
-                    return Ok(Opened {
-                        client,
-                        plugin,
-                        info,
-                        skipped,
-                    })
-                }
-                Err(e) => skipped.push((info, e)),
-            }
-        }
-        if total == 1 || skipped.len() == 1 {
-            return Err(skipped
-                .pop()
-                .map(|(_, e)| e)
-                .unwrap_or_else(|| Error::invalid("no plugin to try")));
-        }
-        let mut reason = String::from("no plugin could be used");
-        for (i, (info, e)) in skipped.iter().enumerate() {
-            let lead = if i == 0 { ";" } else { "\n  also tried" };
-            reason.push_str(&format!(
-                "{lead} {} ({}): {e}",
-                info.name,
-                info.path.display()
-            ));
-        }
-        Err(Error::PluginLoad {
-            path: skipped[0].0.path.clone(),
-            reason,
-        })
+        open_first(self.candidates(spec)?, options, create)
     }
 
     /// A path given directly, named and versioned as discovery knows the same file.
