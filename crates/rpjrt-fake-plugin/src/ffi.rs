@@ -1,7 +1,7 @@
 //! The FFI extension's `register_handler`, with the metadata query XLA makes, and the
 //! minimal XLA FFI API table the handler sees during that query.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::catch_unwind;
 use std::sync::Mutex;
 
@@ -183,14 +183,11 @@ fn query_metadata(
     })
 }
 
-entry_fn!(register_handler, PJRT_FFI_Register_Handler, |a, state| {
+entry!(PJRT_FFI_Register_Handler, |a, state| {
     // SAFETY: per the C API, the names point at their sizes' bytes.
-    let (name, platform) = unsafe {
-        (
-            read_str(a.target_name, a.target_name_size),
-            read_str(a.platform_name, a.platform_name_size),
-        )
-    };
+    let name = unsafe { read_str(a.target_name, a.target_name_size) };
+    // SAFETY: as above.
+    let platform = unsafe { read_str(a.platform_name, a.platform_name_size) };
     if name.is_empty() {
         return Err(invalid(
             "fake plugin: FFI handler with an empty target name",
@@ -211,35 +208,29 @@ entry_fn!(register_handler, PJRT_FFI_Register_Handler, |a, state| {
         FfiMode::Ok => {}
     }
     // SAFETY: the caller passes an XLA_FFI_Handler function as `handler`.
-    let handler =
-        unsafe { std::mem::transmute::<*mut std::ffi::c_void, sys::XLA_FFI_Handler>(a.handler) };
+    let handler = unsafe { std::mem::transmute::<*mut c_void, sys::XLA_FFI_Handler>(a.handler) };
     let meta = query_metadata(handler, state.config.ffi_version).map_err(|f| {
-        Fail::new(
-            f.code,
-            format!(
-                "fake plugin: FFI handler {name:?} failed its metadata call: {}",
-                f.message
-            ),
-        )
+        f.context(format!(
+            "fake plugin: FFI handler {name:?} failed its metadata call"
+        ))
     })?;
-    let reported = (
+    let api_version = (
         meta.api_version.major_version,
         meta.api_version.minor_version,
     );
-    if reported > state.config.ffi_version {
-        // Newer than the runtime: XLA drops it without a word.
-        return Ok(());
-    }
-    TARGETS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(FfiTarget {
+    // Newer than the runtime: XLA drops it without a word.
+    if api_version <= state.config.ffi_version {
+        let target = FfiTarget {
             name,
             platform,
-            api_version: reported,
+            api_version,
             traits: meta.traits,
-        });
-    Ok(())
+        };
+        TARGETS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(target);
+    }
 });
 
 /// Writes the registered targets as `name\tplatform\tMAJOR.MINOR\ttraits` lines into

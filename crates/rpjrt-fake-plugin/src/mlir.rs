@@ -21,43 +21,6 @@ pub struct Signature {
     pub params: Option<Vec<Option<TensorType>>>,
 }
 
-/// Maps an MLIR element type name to a PJRT buffer type.
-pub fn element_type(name: &str) -> Option<sys::PJRT_Buffer_Type> {
-    Some(match name {
-        "i1" => sys::PJRT_Buffer_Type_PRED,
-        "i2" | "si2" => sys::PJRT_Buffer_Type_S2,
-        "i4" | "si4" => sys::PJRT_Buffer_Type_S4,
-        "i8" | "si8" => sys::PJRT_Buffer_Type_S8,
-        "i16" | "si16" => sys::PJRT_Buffer_Type_S16,
-        "i32" | "si32" => sys::PJRT_Buffer_Type_S32,
-        "i64" | "si64" => sys::PJRT_Buffer_Type_S64,
-        "ui2" => sys::PJRT_Buffer_Type_U2,
-        "ui4" => sys::PJRT_Buffer_Type_U4,
-        "ui8" => sys::PJRT_Buffer_Type_U8,
-        "ui16" => sys::PJRT_Buffer_Type_U16,
-        "ui32" => sys::PJRT_Buffer_Type_U32,
-        "ui64" => sys::PJRT_Buffer_Type_U64,
-        "f16" => sys::PJRT_Buffer_Type_F16,
-        "bf16" => sys::PJRT_Buffer_Type_BF16,
-        "f32" => sys::PJRT_Buffer_Type_F32,
-        "f64" => sys::PJRT_Buffer_Type_F64,
-        "complex<f32>" => sys::PJRT_Buffer_Type_C64,
-        "complex<f64>" => sys::PJRT_Buffer_Type_C128,
-        "f8E5M2" => sys::PJRT_Buffer_Type_F8E5M2,
-        "f8E4M3FN" => sys::PJRT_Buffer_Type_F8E4M3FN,
-        "f8E4M3B11FNUZ" => sys::PJRT_Buffer_Type_F8E4M3B11FNUZ,
-        "f8E5M2FNUZ" => sys::PJRT_Buffer_Type_F8E5M2FNUZ,
-        "f8E4M3FNUZ" => sys::PJRT_Buffer_Type_F8E4M3FNUZ,
-        "f8E4M3" => sys::PJRT_Buffer_Type_F8E4M3,
-        "f8E3M4" => sys::PJRT_Buffer_Type_F8E3M4,
-        "f8E8M0FNU" => sys::PJRT_Buffer_Type_F8E8M0FNU,
-        "f4E2M1FN" => sys::PJRT_Buffer_Type_F4E2M1FN,
-        "f6E2M3FN" => sys::PJRT_Buffer_Type_F6E2M3FN,
-        "f6E3M2FN" => sys::PJRT_Buffer_Type_F6E3M2FN,
-        _ => return None,
-    })
-}
-
 /// Parses `tensor<2x3xf32>` (also `tensor<f32>`, and ignores an encoding after a comma).
 pub fn parse_tensor_type(text: &str) -> Option<TensorType> {
     let inner = text.trim().strip_prefix("tensor<")?;
@@ -77,7 +40,7 @@ pub fn parse_tensor_type(text: &str) -> Option<TensorType> {
         rest = &rest[digits + 1..];
     }
     Some(TensorType {
-        ty: element_type(rest.trim())?,
+        ty: crate::buffer::mlir_element_type(rest.trim())?,
         dims,
     })
 }

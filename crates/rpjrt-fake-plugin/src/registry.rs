@@ -6,120 +6,88 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{invalid, Fail};
 
-/// What a registered address is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    /// `PJRT_Error` (caller-owned).
-    Error,
-    /// `PJRT_Client` (caller-owned).
-    Client,
-    /// `PJRT_Device` (client-owned).
-    Device,
-    /// `PJRT_DeviceDescription` (client-owned).
-    DeviceDescription,
-    /// `PJRT_Memory` (client-owned).
-    Memory,
-    /// `PJRT_Buffer` (caller-owned).
-    Buffer,
-    /// `PJRT_Event` (caller-owned).
-    Event,
-    /// `PJRT_LoadedExecutable` (caller-owned).
-    LoadedExecutable,
-    /// `PJRT_Executable` (caller-owned).
-    Executable,
-    /// `PJRT_ExecuteContext` (caller-owned).
-    ExecuteContext,
-    /// `PJRT_SerializedExecutable` or `PJRT_SerializedCompileOptions` (caller-owned,
-    /// freed through the deleter handed out with it).
-    Blob,
+/// An object the fake hands out behind a C handle.
+pub(crate) trait Handle: Sized + 'static {
+    /// The C handle type (`sys::PJRT_Buffer`).
+    type C;
+    /// The C type name, used in messages and by `live_handles`.
+    const NAME: &'static str;
 }
 
-impl Kind {
-    /// Whether the caller must destroy handles of this kind (so a live one at the end of
-    /// a test is a leak).
-    pub fn caller_owned(self) -> bool {
-        !matches!(self, Kind::Device | Kind::DeviceDescription | Kind::Memory)
-    }
+/// Address to (C type name, whether the caller owns it: made by [`new`], not
+/// registered in place by its owner).
+static LIVE: Mutex<BTreeMap<usize, (&'static str, bool)>> = Mutex::new(BTreeMap::new());
 
-    /// The C type name.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            Kind::Error => "PJRT_Error",
-            Kind::Client => "PJRT_Client",
-            Kind::Device => "PJRT_Device",
-            Kind::DeviceDescription => "PJRT_DeviceDescription",
-            Kind::Memory => "PJRT_Memory",
-            Kind::Buffer => "PJRT_Buffer",
-            Kind::Event => "PJRT_Event",
-            Kind::LoadedExecutable => "PJRT_LoadedExecutable",
-            Kind::Executable => "PJRT_Executable",
-            Kind::ExecuteContext => "PJRT_ExecuteContext",
-            Kind::Blob => "PJRT_SerializedExecutable/CompileOptions",
-        }
-    }
-}
-
-static LIVE: Mutex<BTreeMap<usize, Kind>> = Mutex::new(BTreeMap::new());
-
-fn live() -> MutexGuard<'static, BTreeMap<usize, Kind>> {
+fn live() -> MutexGuard<'static, BTreeMap<usize, (&'static str, bool)>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Records `addr` as a live handle of `kind`.
-pub fn register<T>(addr: *const T, kind: Kind) {
-    live().insert(addr as usize, kind);
+/// Boxes `value` as a caller-owned handle (freed by [`take`], counted as a leak until).
+pub(crate) fn new<T: Handle>(value: T) -> *mut T::C {
+    let raw = Box::into_raw(Box::new(value));
+    live().insert(raw as usize, (T::NAME, true));
+    raw.cast()
 }
 
-/// Forgets `addr`; true if it was live with that kind.
-pub fn unregister<T>(addr: *const T, kind: Kind) -> bool {
+/// Registers an object its owner keeps in place (devices and memories of a client).
+///
+/// # Safety
+/// `obj` must stay alive at its address until [`unregister_in_place`] is called on it.
+pub(crate) unsafe fn register_in_place<T: Handle>(obj: &T) {
+    live().insert(obj as *const T as usize, (T::NAME, false));
+}
+
+/// Undoes [`register_in_place`].
+pub(crate) fn unregister_in_place<T: Handle>(obj: &T) {
+    live().remove(&(obj as *const T as usize));
+}
+
+/// Takes back a handle made by [`new`]: `None` if `h` is not a live caller-owned `T`.
+pub(crate) fn take<T: Handle>(h: *mut T::C) -> Option<Box<T>> {
     let mut map = live();
-    match map.get(&(addr as usize)) {
-        Some(k) if *k == kind => {
-            map.remove(&(addr as usize));
-            true
-        }
-        _ => false,
+    if map.get(&(h as usize)) != Some(&(T::NAME, true)) {
+        return None;
     }
+    map.remove(&(h as usize));
+    // SAFETY: it was registered by `new` (boxed, caller-owned) and not yet taken, so it
+    // came from Box::into_raw; removing it first makes this the only free.
+    Some(unsafe { Box::from_raw(h.cast::<T>()) })
 }
 
-/// Whether `addr` is a live handle of `kind`.
-pub fn is_live<T>(addr: *const T, kind: Kind) -> bool {
-    live().get(&(addr as usize)) == Some(&kind)
+/// A destroy entry: frees a handle made by [`new`]; null is a no-op.
+pub(crate) fn destroy<T: Handle>(h: *mut T::C) -> Result<(), Fail> {
+    if !h.is_null() && take::<T>(h).is_none() {
+        return Err(invalid(format!(
+            "fake plugin: {h:p} is not a live {}",
+            T::NAME
+        )));
+    }
+    Ok(())
+}
+
+/// The live `T` behind `h`: INVALID_ARGUMENT for a null pointer or one that is not a
+/// live `T` (stale, foreign or of another type).
+pub(crate) fn get<'a, T: Handle>(h: *mut T::C) -> Result<&'a T, Fail> {
+    if h.is_null() {
+        return Err(invalid(format!("fake plugin: null {}", T::NAME)));
+    }
+    if live().get(&(h as usize)).map(|e| e.0) != Some(T::NAME) {
+        return Err(invalid(format!(
+            "fake plugin: {h:p} is not a live {}",
+            T::NAME
+        )));
+    }
+    // SAFETY: registered as a T (by `new`, or in place by an owner that unregisters it
+    // before it moves or dies) and not yet unregistered, so a live T. Per the C API the
+    // caller keeps the handle (and its client) alive while the call uses it.
+    Ok(unsafe { &*h.cast::<T>() })
 }
 
 /// How many caller-owned handles are live, by C type name.
 pub fn live_counts() -> BTreeMap<&'static str, usize> {
     let mut out = BTreeMap::new();
-    for kind in live().values() {
-        if kind.caller_owned() {
-            *out.entry(kind.c_name()).or_insert(0) += 1;
-        }
+    for (name, _) in live().values().filter(|e| e.1) {
+        *out.entry(*name).or_insert(0) += 1;
     }
     out
-}
-
-/// How many caller-owned handles are live in total.
-pub fn live_count() -> usize {
-    live().values().filter(|k| k.caller_owned()).count()
-}
-
-/// The live object of `kind` behind `handle`: INVALID_ARGUMENT for a null pointer or one
-/// that is not a live handle of that kind (stale, foreign or of another kind).
-///
-/// # Safety
-/// Every address registered as `kind` must point at a live `T` until it is unregistered
-/// (registered from `Box::into_raw`, or a box owned by a live client), and the caller
-/// keeps the handle alive for `'a`.
-pub(crate) unsafe fn live_ref<'a, T, H>(handle: *mut H, kind: Kind) -> Result<&'a T, Fail> {
-    if handle.is_null() {
-        return Err(invalid(format!("fake plugin: null {}", kind.c_name())));
-    }
-    if !is_live(handle.cast::<T>(), kind) {
-        return Err(invalid(format!(
-            "fake plugin: {handle:p} is not a live {}",
-            kind.c_name()
-        )));
-    }
-    // SAFETY: registered as `kind` and not yet unregistered, so a live T (contract).
-    Ok(unsafe { &*handle.cast::<T>() })
 }
