@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rpjrt_sys as sys;
 
-use crate::client::{ClientInner, FakeClient};
+use crate::client::ClientInner;
 use crate::config::ForcedError;
 use crate::error::{invalid, unimplemented, Fail};
 use crate::named::{out_slice, slice};
@@ -129,8 +129,8 @@ pub(crate) struct FakeBuffer {
     state: Mutex<BufState>,
 }
 
-impl Handle for FakeBuffer {
-    type C = sys::PJRT_Buffer;
+impl Handle for sys::PJRT_Buffer {
+    type Obj = FakeBuffer;
     const NAME: &'static str = "PJRT_Buffer";
 }
 
@@ -212,8 +212,8 @@ pub(crate) struct FakeEvent {
     error: Option<ForcedError>,
 }
 
-impl Handle for FakeEvent {
-    type C = sys::PJRT_Event;
+impl Handle for sys::PJRT_Event {
+    type Obj = FakeEvent;
     const NAME: &'static str = "PJRT_Event";
 }
 
@@ -233,23 +233,19 @@ pub(crate) fn entry_event(state: &State, entry: &str) -> *mut sys::PJRT_Event {
     new_event(state::event_error(state, entry))
 }
 
-entry!(PJRT_Event_Destroy, |a, _| registry::destroy::<FakeEvent>(
-    a.event
-)?);
+entry!(PJRT_Event_Destroy, |a, _| registry::destroy(a.event)?);
 
 entry!(PJRT_Event_IsReady, |a, _| {
-    get::<FakeEvent>(a.event)?;
+    get(a.event)?;
     a.is_ready = true;
 });
 
-entry!(PJRT_Event_Error, |a, _| get::<FakeEvent>(a.event)?
-    .result()?);
+entry!(PJRT_Event_Error, |a, _| get(a.event)?.result()?);
 
-entry!(PJRT_Event_Await, |a, _| get::<FakeEvent>(a.event)?
-    .result()?);
+entry!(PJRT_Event_Await, |a, _| get(a.event)?.result()?);
 
 entry!(PJRT_Event_OnReady, |a, _| {
-    let e = get::<FakeEvent>(a.event)?;
+    let e = get(a.event)?;
     let callback = a
         .callback
         .ok_or_else(|| invalid("fake plugin: PJRT_Event_OnReady with a null callback"))?;
@@ -369,7 +365,7 @@ unsafe fn gather(
 // ------------------------------------------------------------------ entries
 
 entry!(PJRT_Client_BufferFromHostBuffer, |a, state| {
-    let inner = &get::<FakeClient>(a.client)?.inner;
+    let inner = &get(a.client)?.inner;
     let (ty, elem) = (a.r#type, element_size(a.r#type)?);
     // SAFETY: dims has num_dims values per the C API.
     let dims = unsafe { slice(a.dims, a.num_dims, "dims") }?.to_vec();
@@ -423,42 +419,39 @@ entry!(PJRT_Client_BufferFromHostBuffer, |a, state| {
     a.done_with_host_buffer = entry_event(state, "PJRT_Client_BufferFromHostBuffer");
 });
 
-entry!(PJRT_Buffer_Destroy, |a, _| registry::destroy::<FakeBuffer>(
-    a.buffer
-)?);
+entry!(PJRT_Buffer_Destroy, |a, _| registry::destroy(a.buffer)?);
 
-entry!(PJRT_Buffer_ElementType, |a, _| a.r#type =
-    get::<FakeBuffer>(a.buffer)?.ty);
+entry!(PJRT_Buffer_ElementType, |a, _| a.r#type = get(a.buffer)?.ty);
 
 entry!(PJRT_Buffer_Dimensions, |a, _| {
-    (a.dims, a.num_dims) = out_slice(&get::<FakeBuffer>(a.buffer)?.dims);
+    (a.dims, a.num_dims) = out_slice(&get(a.buffer)?.dims);
 });
 
 entry!(PJRT_Buffer_UnpaddedDimensions, |a, _| {
-    (a.unpadded_dims, a.num_dims) = out_slice(&get::<FakeBuffer>(a.buffer)?.dims);
+    (a.unpadded_dims, a.num_dims) = out_slice(&get(a.buffer)?.dims);
 });
 
 entry!(PJRT_Buffer_DynamicDimensionIndices, |a, _| {
-    get::<FakeBuffer>(a.buffer)?;
+    get(a.buffer)?;
     (a.dynamic_dim_indices, a.num_dynamic_dims) = out_slice(&[]);
 });
 
-entry!(PJRT_Buffer_OnDeviceSizeInBytes, |a, _| {
-    a.on_device_size_in_bytes = get::<FakeBuffer>(a.buffer)?.size;
-});
+entry!(PJRT_Buffer_OnDeviceSizeInBytes, |a, _| a
+    .on_device_size_in_bytes =
+    get(a.buffer)?.size);
 
 entry!(PJRT_Buffer_Device, |a, _| {
-    let b = get::<FakeBuffer>(a.buffer)?;
+    let b = get(a.buffer)?;
     a.device = b.client.device_ptr(b.device);
 });
 
 entry!(PJRT_Buffer_Memory, |a, _| {
-    let b = get::<FakeBuffer>(a.buffer)?;
+    let b = get(a.buffer)?;
     a.memory = b.client.memory_ptr(b.memory);
 });
 
 entry!(PJRT_Buffer_Delete, |a, _| {
-    let mut st = get::<FakeBuffer>(a.buffer)?.lock();
+    let mut st = get(a.buffer)?.lock();
     st.deleted = true;
     if st.external_refs == 0 {
         st.data = None;
@@ -466,16 +459,16 @@ entry!(PJRT_Buffer_Delete, |a, _| {
 });
 
 entry!(PJRT_Buffer_IsDeleted, |a, _| {
-    a.is_deleted = get::<FakeBuffer>(a.buffer)?.is_deleted();
+    a.is_deleted = get(a.buffer)?.is_deleted();
 });
 
 entry!(PJRT_Buffer_IsOnCpu, |a, _| {
-    get::<FakeBuffer>(a.buffer)?;
+    get(a.buffer)?;
     a.is_on_cpu = true;
 });
 
 entry!(PJRT_Buffer_ToHostBuffer, |a, state| {
-    let b = get::<FakeBuffer>(a.src)?;
+    let b = get(a.src)?;
     check_dense_layout(
         state,
         a.host_layout,
@@ -509,7 +502,7 @@ entry!(PJRT_Buffer_ToHostBuffer, |a, state| {
 });
 
 entry!(PJRT_Buffer_ReadyEvent, |a, state| {
-    a.event = if get::<FakeBuffer>(a.buffer)?.is_deleted() {
+    a.event = if get(a.buffer)?.is_deleted() {
         let code = sys::PJRT_Error_Code_INVALID_ARGUMENT;
         new_event(Some(ForcedError {
             code,
@@ -521,7 +514,7 @@ entry!(PJRT_Buffer_ReadyEvent, |a, state| {
 });
 
 entry!(PJRT_Buffer_CopyToDevice, |a, _| {
-    let b = get::<FakeBuffer>(a.buffer)?;
+    let b = get(a.buffer)?;
     let d = b.client.device_index(a.dst_device).ok_or_else(|| {
         invalid(format!(
             "fake plugin: {:p} is not a device of this buffer's client",
@@ -541,7 +534,7 @@ entry!(PJRT_Buffer_CopyToDevice, |a, _| {
 });
 
 entry!(PJRT_Buffer_CopyToMemory, |a, _| {
-    let b = get::<FakeBuffer>(a.buffer)?;
+    let b = get(a.buffer)?;
     let m = b.client.memory_index(a.dst_memory).ok_or_else(|| {
         invalid(format!(
             "fake plugin: {:p} is not a memory of this buffer's client",
@@ -562,15 +555,15 @@ fn data_pointer(b: &FakeBuffer) -> Result<*mut u8, Fail> {
 }
 
 entry!(PJRT_Buffer_UnsafePointer, |a, _| {
-    a.buffer_pointer = data_pointer(get::<FakeBuffer>(a.buffer)?)? as usize;
+    a.buffer_pointer = data_pointer(get(a.buffer)?)? as usize;
 });
 
 entry!(PJRT_Buffer_OpaqueDeviceMemoryDataPointer, |a, _| {
-    a.device_memory_ptr = data_pointer(get::<FakeBuffer>(a.buffer)?)?.cast();
+    a.device_memory_ptr = data_pointer(get(a.buffer)?)?.cast();
 });
 
 entry!(PJRT_Buffer_IncreaseExternalReferenceCount, |a, _| {
-    let mut st = get::<FakeBuffer>(a.buffer)?.lock();
+    let mut st = get(a.buffer)?.lock();
     if st.deleted {
         return Err(invalid(DELETED_MESSAGE));
     }
@@ -578,7 +571,7 @@ entry!(PJRT_Buffer_IncreaseExternalReferenceCount, |a, _| {
 });
 
 entry!(PJRT_Buffer_DecreaseExternalReferenceCount, |a, _| {
-    let mut st = get::<FakeBuffer>(a.buffer)?.lock();
+    let mut st = get(a.buffer)?.lock();
     if st.external_refs == 0 {
         return Err(invalid(
             "fake plugin: external reference count is already zero",

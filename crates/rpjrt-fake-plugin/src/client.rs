@@ -77,20 +77,20 @@ pub(crate) struct FakeClient {
     pub inner: Arc<ClientInner>,
 }
 
-impl Handle for FakeClient {
-    type C = sys::PJRT_Client;
+impl Handle for sys::PJRT_Client {
+    type Obj = FakeClient;
     const NAME: &'static str = "PJRT_Client";
 }
-impl Handle for FakeDevice {
-    type C = sys::PJRT_Device;
+impl Handle for sys::PJRT_Device {
+    type Obj = FakeDevice;
     const NAME: &'static str = "PJRT_Device";
 }
-impl Handle for FakeDescription {
-    type C = sys::PJRT_DeviceDescription;
+impl Handle for sys::PJRT_DeviceDescription {
+    type Obj = FakeDescription;
     const NAME: &'static str = "PJRT_DeviceDescription";
 }
-impl Handle for FakeMemory {
-    type C = sys::PJRT_Memory;
+impl Handle for sys::PJRT_Memory {
+    type Obj = FakeMemory;
     const NAME: &'static str = "PJRT_Memory";
 }
 
@@ -112,7 +112,7 @@ unsafe extern "C" fn memory_get_user_data(
     key: *const c_void,
 ) -> *mut c_void {
     catch_unwind(|| {
-        let m = get::<FakeMemory>(memory).ok()?;
+        let m = get(memory).ok()?;
         let list = m.user_data.lock().unwrap_or_else(|e| e.into_inner());
         list.iter()
             .find(|u| u.0 == key as usize)
@@ -130,7 +130,7 @@ unsafe extern "C" fn memory_set_user_data(
     dtor: Option<unsafe extern "C" fn(*mut c_void)>,
 ) {
     let _ = catch_unwind(|| {
-        let Ok(m) = get::<FakeMemory>(memory) else {
+        let Ok(m) = get(memory) else {
             return;
         };
         let mut list = m.user_data.lock().unwrap_or_else(|e| e.into_inner());
@@ -240,13 +240,13 @@ impl ClientInner {
             // SAFETY: the devices, descriptions (boxed) and memories stay where they are
             // until ClientInner drops, which unregisters them first.
             unsafe {
-                registry::register_in_place(d);
-                registry::register_in_place(&*d.description);
+                registry::register_in_place::<sys::PJRT_Device>(d);
+                registry::register_in_place::<sys::PJRT_DeviceDescription>(&d.description);
             }
         }
         for m in &memories {
             // SAFETY: as above.
-            unsafe { registry::register_in_place(m) };
+            unsafe { registry::register_in_place::<sys::PJRT_Memory>(m) };
         }
         let mut platform_version = format!("fake {}", env!("CARGO_PKG_VERSION"));
         if !options.is_empty() {
@@ -313,10 +313,12 @@ impl ClientInner {
 impl Drop for ClientInner {
     fn drop(&mut self) {
         for d in &self.devices {
-            registry::unregister_in_place(d);
-            registry::unregister_in_place(&*d.description);
+            registry::unregister_in_place::<sys::PJRT_Device>(d);
+            registry::unregister_in_place::<sys::PJRT_DeviceDescription>(&d.description);
         }
-        self.memories.iter().for_each(registry::unregister_in_place);
+        self.memories
+            .iter()
+            .for_each(registry::unregister_in_place::<sys::PJRT_Memory>);
     }
 }
 
@@ -572,42 +574,40 @@ entry!(PJRT_Client_Create, |a, state| {
     a.client = registry::new(FakeClient { inner });
 });
 
-entry!(PJRT_Client_Destroy, |a, _| registry::destroy::<FakeClient>(
-    a.client
-)?);
+entry!(PJRT_Client_Destroy, |a, _| registry::destroy(a.client)?);
 
 entry!(PJRT_Client_PlatformName, |a, _| {
-    get::<FakeClient>(a.client)?;
+    get(a.client)?;
     (a.platform_name, a.platform_name_size) = out_str(PLATFORM_NAME);
 });
 
 entry!(PJRT_Client_ProcessIndex, |a, _| {
-    a.process_index = get::<FakeClient>(a.client)?.inner.process_index;
+    a.process_index = get(a.client)?.inner.process_index;
 });
 
 entry!(PJRT_Client_PlatformVersion, |a, _| {
-    let c = get::<FakeClient>(a.client)?;
+    let c = get(a.client)?;
     (a.platform_version, a.platform_version_size) = out_str(&c.inner.platform_version);
 });
 
 entry!(PJRT_Client_Devices, |a, _| {
-    (a.devices, a.num_devices) = out_slice(&get::<FakeClient>(a.client)?.inner.device_ptrs);
+    (a.devices, a.num_devices) = out_slice(&get(a.client)?.inner.device_ptrs);
 });
 
 entry!(PJRT_Client_AddressableDevices, |a, _| {
-    let c = get::<FakeClient>(a.client)?;
+    let c = get(a.client)?;
     (a.addressable_devices, a.num_addressable_devices) = out_slice(&c.inner.addressable_ptrs);
 });
 
 entry!(PJRT_Client_LookupDevice, |a, _| {
-    let c = &get::<FakeClient>(a.client)?.inner;
+    let c = &get(a.client)?.inner;
     let i = c.devices.iter().position(|d| d.id == a.id);
     a.device =
         c.device_ptr(i.ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?);
 });
 
 entry!(PJRT_Client_LookupAddressableDevice, |a, _| {
-    let c = &get::<FakeClient>(a.client)?.inner;
+    let c = &get(a.client)?.inner;
     let id = a.local_hardware_id;
     let i = (c.devices.iter()).position(|d| d.addressable && d.local_hardware_id == id);
     let i = i.ok_or_else(|| {
@@ -619,13 +619,13 @@ entry!(PJRT_Client_LookupAddressableDevice, |a, _| {
 });
 
 entry!(PJRT_Client_AddressableMemories, |a, _| {
-    let c = get::<FakeClient>(a.client)?;
+    let c = get(a.client)?;
     (a.addressable_memories, a.num_addressable_memories) =
         out_slice(&c.inner.addressable_memory_ptrs);
 });
 
 entry!(PJRT_Client_DefaultDeviceAssignment, |a, _| {
-    let c = get::<FakeClient>(a.client)?;
+    let c = get(a.client)?;
     if a.num_replicas < 1 || a.num_partitions < 1 {
         return Err(invalid(format!(
             "fake plugin: bad replica/partition counts {}x{}",
@@ -652,74 +652,73 @@ entry!(PJRT_Client_DefaultDeviceAssignment, |a, _| {
 });
 
 entry!(PJRT_DeviceDescription_Id, |a, _| {
-    a.id = get::<FakeDescription>(a.device_description)?.id;
+    a.id = get(a.device_description)?.id;
 });
 
 entry!(PJRT_DeviceDescription_ProcessIndex, |a, _| {
-    a.process_index = get::<FakeDescription>(a.device_description)?.process_index;
+    a.process_index = get(a.device_description)?.process_index;
 });
 
 entry!(PJRT_DeviceDescription_Attributes, |a, _| {
-    let d = get::<FakeDescription>(a.device_description)?;
+    let d = get(a.device_description)?;
     (a.attributes, a.num_attributes) = d.attributes.out();
 });
 
 entry!(PJRT_DeviceDescription_Kind, |a, _| {
-    get::<FakeDescription>(a.device_description)?;
+    get(a.device_description)?;
     (a.device_kind, a.device_kind_size) = out_str(DEVICE_KIND);
 });
 
 entry!(PJRT_DeviceDescription_DebugString, |a, _| {
-    let d = get::<FakeDescription>(a.device_description)?;
+    let d = get(a.device_description)?;
     (a.debug_string, a.debug_string_size) = out_str(&d.debug_string);
 });
 
 entry!(PJRT_DeviceDescription_ToString, |a, _| {
-    let d = get::<FakeDescription>(a.device_description)?;
+    let d = get(a.device_description)?;
     (a.to_string, a.to_string_size) = out_str(&d.to_string);
 });
 
 entry!(PJRT_Device_GetDescription, |a, _| {
-    let desc: &FakeDescription = &get::<FakeDevice>(a.device)?.description;
+    let desc: &FakeDescription = &get(a.device)?.description;
     a.device_description = (desc as *const FakeDescription).cast_mut().cast();
 });
 
 entry!(PJRT_Device_IsAddressable, |a, _| {
-    a.is_addressable = get::<FakeDevice>(a.device)?.addressable;
+    a.is_addressable = get(a.device)?.addressable;
 });
 
 entry!(PJRT_Device_LocalHardwareId, |a, _| {
-    a.local_hardware_id = get::<FakeDevice>(a.device)?.local_hardware_id;
+    a.local_hardware_id = get(a.device)?.local_hardware_id;
 });
 
 entry!(PJRT_Device_AddressableMemories, |a, _| {
-    (a.memories, a.num_memories) = out_slice(&get::<FakeDevice>(a.device)?.memories);
+    (a.memories, a.num_memories) = out_slice(&get(a.device)?.memories);
 });
 
 entry!(PJRT_Device_DefaultMemory, |a, _| {
-    a.memory = get::<FakeDevice>(a.device)?.memories[0];
+    a.memory = get(a.device)?.memories[0];
 });
 
-entry!(PJRT_Memory_Id, |a, _| a.id =
-    get::<FakeMemory>(a.memory)?.id);
+entry!(PJRT_Memory_Id, |a, _| a.id = get(a.memory)?.id);
 
 entry!(PJRT_Memory_Kind, |a, _| {
-    (a.kind, a.kind_size) = out_str(get::<FakeMemory>(a.memory)?.kind);
+    (a.kind, a.kind_size) = out_str(get(a.memory)?.kind);
 });
 
 entry!(PJRT_Memory_Kind_Id, |a, _| {
-    a.kind_id = get::<FakeMemory>(a.memory)?.kind_id;
+    a.kind_id = get(a.memory)?.kind_id;
 });
 
 entry!(PJRT_Memory_DebugString, |a, _| {
-    let m = get::<FakeMemory>(a.memory)?;
+    let m = get(a.memory)?;
     (a.debug_string, a.debug_string_size) = out_str(&m.debug_string);
 });
 
 entry!(PJRT_Memory_ToString, |a, _| {
-    (a.to_string, a.to_string_size) = out_str(&get::<FakeMemory>(a.memory)?.to_string);
+    (a.to_string, a.to_string_size) = out_str(&get(a.memory)?.to_string);
 });
 
 entry!(PJRT_Memory_AddressableByDevices, |a, _| {
-    (a.devices, a.num_devices) = out_slice(&get::<FakeMemory>(a.memory)?.devices);
+    (a.devices, a.num_devices) = out_slice(&get(a.memory)?.devices);
 });

@@ -64,8 +64,8 @@ pub(crate) struct FakeError {
     pub message: String,
 }
 
-impl Handle for FakeError {
-    type C = sys::PJRT_Error;
+impl Handle for sys::PJRT_Error {
+    type Obj = FakeError;
     const NAME: &'static str = "PJRT_Error";
 }
 
@@ -86,13 +86,13 @@ static ERROR_VTABLE: SyncTable = SyncTable(sys::PJRT_Error_FunctionTable {
 
 /// The live error behind `error`, if it is one.
 pub(crate) fn lookup(error: *const sys::PJRT_Error) -> Option<&'static FakeError> {
-    registry::get::<FakeError>(error.cast_mut()).ok()
+    registry::get(error.cast_mut()).ok()
 }
 
 /// Frees an error; a null, unknown or already freed pointer is ignored (and reported on
 /// stderr, since the call has no way to return an error).
 pub(crate) fn destroy_error(error: *mut sys::PJRT_Error) {
-    if !error.is_null() && registry::take::<FakeError>(error).is_none() {
+    if !error.is_null() && registry::take(error).is_none() {
         eprintln!("rpjrt-fake-plugin: PJRT_Error_Destroy on {error:p}, which is not a live error");
     }
 }
@@ -142,7 +142,7 @@ pub(crate) unsafe extern "C" fn callback_error(
 /// Turns an error a caller's callback returned (made with `callback_error`) into a
 /// `Fail` prefixed with `context`, freeing it.
 pub(crate) fn take_callback_error(error: *mut sys::PJRT_Error, context: &str) -> Fail {
-    match registry::take::<FakeError>(error) {
+    match registry::take(error) {
         Some(e) => Fail::new(e.code, format!("{context}: {}", e.message)),
         None => internal(format!(
             "{context}: the callback returned an error not made with PJRT_CallbackError"

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use rpjrt_sys as sys;
 
-use crate::buffer::{entry_event, FakeBuffer, DELETED_MESSAGE};
-use crate::client::{ClientInner, FakeClient};
+use crate::buffer::{entry_event, DELETED_MESSAGE};
+use crate::client::ClientInner;
 use crate::error::{invalid, unimplemented, Fail};
 use crate::mlir::{parse_signature, TensorType};
 use crate::named::{out_slice, out_str, read_str, slice};
@@ -65,27 +65,31 @@ pub(crate) struct FakeExecutable {
 }
 
 /// The object behind a `PJRT_ExecuteContext*` (the fake ignores its contents).
-struct FakeExecuteContext;
+pub(crate) struct FakeExecuteContext;
 
 /// A byte blob handed to the caller with a deleter (serialized executables and
 /// serialized compile options).
-struct FakeBlob(Vec<u8>);
+pub(crate) struct FakeBlob(Vec<u8>);
 
-impl Handle for FakeLoadedExecutable {
-    type C = sys::PJRT_LoadedExecutable;
+impl Handle for sys::PJRT_LoadedExecutable {
+    type Obj = FakeLoadedExecutable;
     const NAME: &'static str = "PJRT_LoadedExecutable";
 }
-impl Handle for FakeExecutable {
-    type C = sys::PJRT_Executable;
+impl Handle for sys::PJRT_Executable {
+    type Obj = FakeExecutable;
     const NAME: &'static str = "PJRT_Executable";
 }
-impl Handle for FakeExecuteContext {
-    type C = sys::PJRT_ExecuteContext;
+impl Handle for sys::PJRT_ExecuteContext {
+    type Obj = FakeExecuteContext;
     const NAME: &'static str = "PJRT_ExecuteContext";
 }
-impl Handle for FakeBlob {
-    type C = u8;
-    const NAME: &'static str = "PJRT_SerializedExecutable/CompileOptions";
+impl Handle for sys::PJRT_SerializedExecutable {
+    type Obj = FakeBlob;
+    const NAME: &'static str = "PJRT_SerializedExecutable";
+}
+impl Handle for sys::PJRT_SerializedCompileOptions {
+    type Obj = FakeBlob;
+    const NAME: &'static str = "PJRT_SerializedCompileOptions";
 }
 
 /// 64-bit FNV-1a.
@@ -109,7 +113,7 @@ fn line_col(text: &[u8], at: usize) -> (usize, usize) {
 }
 
 entry!(PJRT_Client_Compile, |a, state| {
-    let client = get::<FakeClient>(a.client)?;
+    let client = get(a.client)?;
     let program = nested!(state, a.program, PJRT_Program)?;
     let program = program.ok_or_else(|| invalid("fake plugin: null PJRT_Program"))?;
     // SAFETY: per the C API, format, code and compile_options point at their sizes' bytes.
@@ -245,7 +249,7 @@ fn describe(ty: sys::PJRT_Buffer_Type, dims: &[i64]) -> String {
 }
 
 entry!(PJRT_LoadedExecutable_Execute, |a, state| {
-    let exe = get::<FakeLoadedExecutable>(a.executable)?;
+    let exe = get(a.executable)?;
     if exe.deleted.load(Ordering::SeqCst) {
         let code = sys::PJRT_Error_Code_FAILED_PRECONDITION;
         return Err(Fail::new(
@@ -304,7 +308,7 @@ entry!(PJRT_LoadedExecutable_Execute, |a, state| {
         // SAFETY: as above.
         let args = unsafe { std::slice::from_raw_parts(list, a.num_args) };
         for (i, &arg) in args.iter().enumerate() {
-            let b = get::<FakeBuffer>(arg)?;
+            let b = get(arg)?;
             if b.is_deleted() {
                 return Err(invalid(format!(
                     "Argument {i} to replica {slot}: {DELETED_MESSAGE}"
@@ -337,7 +341,7 @@ entry!(PJRT_LoadedExecutable_Execute, |a, state| {
         if out.is_null() {
             return Err(invalid(format!("fake plugin: output list {slot} is null")));
         }
-        firsts.push(get::<FakeBuffer>(args[0])?);
+        firsts.push(get(args[0])?);
     }
     // Make every output before handing any out, so a failed allocation leaks nothing.
     let mut outs = Vec::with_capacity(run_on.len());
@@ -345,8 +349,7 @@ entry!(PJRT_LoadedExecutable_Execute, |a, state| {
         match first.copy_to(exe.client.default_memory_index(device)) {
             Ok(out) => outs.push(out),
             Err(e) => {
-                outs.into_iter()
-                    .for_each(|b| drop(registry::take::<FakeBuffer>(b)));
+                outs.into_iter().for_each(|b| drop(registry::take(b)));
                 return Err(e);
             }
         }
@@ -363,53 +366,48 @@ entry!(PJRT_LoadedExecutable_Execute, |a, state| {
 });
 
 entry!(PJRT_LoadedExecutable_Destroy, |a, _| {
-    registry::destroy::<FakeLoadedExecutable>(a.executable)?
+    registry::destroy(a.executable)?
 });
 
 entry!(PJRT_LoadedExecutable_GetExecutable, |a, _| {
-    let inner = get::<FakeLoadedExecutable>(a.loaded_executable)?
-        .inner
-        .clone();
+    let inner = get(a.loaded_executable)?.inner.clone();
     a.executable = registry::new(FakeExecutable { inner });
 });
 
 entry!(PJRT_LoadedExecutable_AddressableDevices, |a, _| {
-    let exe = get::<FakeLoadedExecutable>(a.executable)?;
+    let exe = get(a.executable)?;
     (a.addressable_devices, a.num_addressable_devices) = out_slice(&exe.device_ptrs);
 });
 
 entry!(PJRT_LoadedExecutable_Delete, |a, _| {
-    get::<FakeLoadedExecutable>(a.executable)?
-        .deleted
-        .store(true, Ordering::SeqCst);
+    get(a.executable)?.deleted.store(true, Ordering::SeqCst);
 });
 
 entry!(PJRT_LoadedExecutable_IsDeleted, |a, _| {
-    a.is_deleted = get::<FakeLoadedExecutable>(a.executable)?
-        .deleted
-        .load(Ordering::SeqCst);
+    a.is_deleted = get(a.executable)?.deleted.load(Ordering::SeqCst);
 });
 
 entry!(PJRT_LoadedExecutable_Fingerprint, |a, _| {
-    let exe = &get::<FakeLoadedExecutable>(a.executable)?.inner;
+    let exe = &get(a.executable)?.inner;
     (a.executable_fingerprint, a.executable_fingerprint_size) = out_str(&exe.fingerprint);
 });
 
 /// The compiled executable behind `exe`.
 fn exec<'a>(exe: *const sys::PJRT_Executable) -> Result<&'a ExecInner, Fail> {
-    Ok(&get::<FakeExecutable>(exe.cast_mut())?.inner)
+    Ok(&get(exe.cast_mut())?.inner)
 }
 
-entry!(PJRT_Executable_Destroy, |a, _| registry::destroy::<
-    FakeExecutable,
->(a.executable)?);
+entry!(PJRT_Executable_Destroy, |a, _| registry::destroy(
+    a.executable
+)?);
 
 entry!(PJRT_Executable_Name, |a, _| {
     (a.executable_name, a.executable_name_size) = out_str(&exec(a.executable)?.name);
 });
 
-entry!(PJRT_Executable_NumReplicas, |a, _| a.num_replicas =
-    exec(a.executable)?.num_replicas);
+entry!(PJRT_Executable_NumReplicas, |a, _| {
+    a.num_replicas = exec(a.executable)?.num_replicas;
+});
 
 entry!(PJRT_Executable_NumPartitions, |a, _| {
     a.num_partitions = exec(a.executable)?.num_partitions;
@@ -492,26 +490,27 @@ entry!(PJRT_Executable_OptimizedProgram, |a, state| {
     p.code_size = code.len();
 });
 
-entry!(PJRT_ExecuteContext_Create, |a, _| a.context =
-    registry::new(FakeExecuteContext));
+entry!(PJRT_ExecuteContext_Create, |a, _| {
+    a.context = registry::new(FakeExecuteContext);
+});
 
 entry!(PJRT_ExecuteContext_Destroy, |a, _| {
-    registry::destroy::<FakeExecuteContext>(a.context)?
+    registry::destroy(a.context)?
 });
 
 /// Hands `bytes` out as a blob, returning (bytes, size, blob) for the args.
-fn new_blob<T>(bytes: Vec<u8>) -> (*const c_char, usize, *mut T) {
-    let blob = registry::new(FakeBlob(bytes));
+fn new_blob<H: Handle<Obj = FakeBlob>>(bytes: Vec<u8>) -> (*const c_char, usize, *mut H) {
+    let blob = registry::new::<H>(FakeBlob(bytes));
     // SAFETY: just made; it lives until the caller runs the deleter.
     let (ptr, len) = out_slice(unsafe { &(*blob.cast::<FakeBlob>()).0 });
-    (ptr.cast(), len, blob.cast())
+    (ptr.cast(), len, blob)
 }
 
-unsafe extern "C" fn free_blob<T>(blob: *mut T) {
-    let blob = blob.cast::<u8>();
+unsafe extern "C" fn free_blob<H: Handle<Obj = FakeBlob>>(blob: *mut H) {
+    let addr = blob as usize;
     let _ = std::panic::catch_unwind(|| {
-        if registry::take::<FakeBlob>(blob).is_none() {
-            eprintln!("rpjrt-fake-plugin: blob deleter called on {blob:p}, which is not live");
+        if registry::take(addr as *mut H).is_none() {
+            eprintln!("rpjrt-fake-plugin: blob deleter called on {addr:#x}, which is not live");
         }
     });
 }
@@ -549,7 +548,7 @@ fn take_part<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
 }
 
 entry!(PJRT_Executable_DeserializeAndLoad, |a, _| {
-    let client = get::<FakeClient>(a.client)?;
+    let client = get(a.client)?;
     let (ptr, len) = (
         a.serialized_executable.cast::<u8>(),
         a.serialized_executable_size,

@@ -81,7 +81,7 @@ fn int(v: u64) -> i64 {
 }
 
 entry!(PJRT_Device_MemoryStats, |a, _| {
-    let mem = &crate::registry::get::<crate::client::FakeDevice>(a.device)?.memory;
+    let mem = &crate::registry::get(a.device)?.memory;
     let st = mem.stats();
     let limit = mem.limit.unwrap_or(0);
     (a.bytes_in_use, a.peak_bytes_in_use, a.num_allocs) =
