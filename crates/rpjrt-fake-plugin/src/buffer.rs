@@ -427,15 +427,6 @@ entry!(PJRT_Buffer_Dimensions, |a, _| {
     (a.dims, a.num_dims) = out_slice(&get(a.buffer)?.dims);
 });
 
-entry!(PJRT_Buffer_UnpaddedDimensions, |a, _| {
-    (a.unpadded_dims, a.num_dims) = out_slice(&get(a.buffer)?.dims);
-});
-
-entry!(PJRT_Buffer_DynamicDimensionIndices, |a, _| {
-    get(a.buffer)?;
-    (a.dynamic_dim_indices, a.num_dynamic_dims) = out_slice(&[]);
-});
-
 entry!(PJRT_Buffer_OnDeviceSizeInBytes, |a, _| a
     .on_device_size_in_bytes =
     get(a.buffer)?.size);

@@ -1,9 +1,8 @@
 //! Clients, devices, device descriptions and memories.
 
 use std::collections::BTreeSet;
-use std::ffi::{c_char, c_void};
-use std::panic::catch_unwind;
-use std::sync::{Arc, Mutex};
+use std::ffi::c_char;
+use std::sync::Arc;
 
 use rpjrt_sys as sys;
 
@@ -40,9 +39,7 @@ pub(crate) struct FakeDescription {
     attributes: NamedValues,
 }
 
-#[repr(C)]
 pub(crate) struct FakeMemory {
-    vtable: *const sys::PJRT_Memory_FunctionTable,
     pub id: i32,
     pub kind: &'static str,
     pub kind_id: i32,
@@ -51,8 +48,6 @@ pub(crate) struct FakeMemory {
     debug_string: String,
     to_string: String,
     devices: Vec<*mut sys::PJRT_Device>,
-    /// (key, data, destructor) attached through the memory's vtable.
-    user_data: Mutex<Vec<(usize, usize, Option<unsafe extern "C" fn(*mut c_void)>)>>,
 }
 
 /// What a client is; kept alive by the client handle and by every buffer and executable
@@ -68,7 +63,7 @@ pub(crate) struct ClientInner {
 }
 
 // SAFETY: the raw pointers point into the boxes this struct owns (devices, memories),
-// which never move and are only mutated through the Mutex in FakeMemory.
+// which never move and are not mutated after creation.
 unsafe impl Send for ClientInner {}
 // SAFETY: as above.
 unsafe impl Sync for ClientInner {}
@@ -92,71 +87,6 @@ impl Handle for sys::PJRT_DeviceDescription {
 impl Handle for sys::PJRT_Memory {
     type Obj = FakeMemory;
     const NAME: &'static str = "PJRT_Memory";
-}
-
-struct SyncMemoryTable(sys::PJRT_Memory_FunctionTable);
-
-// SAFETY: immutable; its only data pointer (extension_start) is null.
-unsafe impl Sync for SyncMemoryTable {}
-
-static MEMORY_VTABLE: SyncMemoryTable = SyncMemoryTable(sys::PJRT_Memory_FunctionTable {
-    struct_size: sys::PJRT_Memory_FunctionTable_STRUCT_SIZE,
-    extension_start: std::ptr::null_mut(),
-    instance_struct_size: sys::PJRT_Memory_STRUCT_SIZE,
-    get_user_data: Some(memory_get_user_data),
-    set_user_data: Some(memory_set_user_data),
-});
-
-unsafe extern "C" fn memory_get_user_data(
-    memory: *mut sys::PJRT_Memory,
-    key: *const c_void,
-) -> *mut c_void {
-    catch_unwind(|| {
-        let m = get(memory).ok()?;
-        let list = m.user_data.lock().unwrap_or_else(|e| e.into_inner());
-        list.iter()
-            .find(|u| u.0 == key as usize)
-            .map(|u| u.1 as *mut c_void)
-    })
-    .ok()
-    .flatten()
-    .unwrap_or(std::ptr::null_mut())
-}
-
-unsafe extern "C" fn memory_set_user_data(
-    memory: *mut sys::PJRT_Memory,
-    key: *const c_void,
-    data: *mut c_void,
-    dtor: Option<unsafe extern "C" fn(*mut c_void)>,
-) {
-    let _ = catch_unwind(|| {
-        let Ok(m) = get(memory) else {
-            return;
-        };
-        let mut list = m.user_data.lock().unwrap_or_else(|e| e.into_inner());
-        let old = list
-            .iter()
-            .position(|u| u.0 == key as usize)
-            .map(|i| list.remove(i));
-        list.push((key as usize, data as usize, dtor));
-        drop(list);
-        old.into_iter().for_each(run_dtor);
-    });
-}
-
-fn run_dtor((_, data, dtor): (usize, usize, Option<unsafe extern "C" fn(*mut c_void)>)) {
-    if let Some(d) = dtor {
-        // SAFETY: the caller attached `data` with this destructor and handed ownership of
-        // it to the memory; it is run exactly once, when replaced or when the memory dies.
-        unsafe { d(data as *mut c_void) };
-    }
-}
-
-impl Drop for FakeMemory {
-    fn drop(&mut self) {
-        let list = self.user_data.get_mut().unwrap_or_else(|e| e.into_inner());
-        std::mem::take(list).into_iter().for_each(run_dtor);
-    }
 }
 
 impl ClientInner {
@@ -205,7 +135,6 @@ impl ClientInner {
                 let (device, kind_id) = (id / MEMORY_KINDS.len(), id % MEMORY_KINDS.len());
                 let kind = MEMORY_KINDS[kind_id];
                 FakeMemory {
-                    vtable: &MEMORY_VTABLE.0,
                     id: id as i32,
                     kind,
                     kind_id: kind_id as i32,
@@ -213,7 +142,6 @@ impl ClientInner {
                     debug_string: format!("FakeMemory(id={id}, kind={kind}, device={device})"),
                     to_string: format!("FakeMemory(id={id}, kind={kind})"),
                     devices: vec![device_ptrs[device]],
-                    user_data: Mutex::new(Vec::new()),
                 }
             })
             .collect();
@@ -606,49 +534,10 @@ entry!(PJRT_Client_LookupDevice, |a, _| {
         c.device_ptr(i.ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?);
 });
 
-entry!(PJRT_Client_LookupAddressableDevice, |a, _| {
-    let c = &get(a.client)?.inner;
-    let id = a.local_hardware_id;
-    let i = (c.devices.iter()).position(|d| d.addressable && d.local_hardware_id == id);
-    let i = i.ok_or_else(|| {
-        invalid(format!(
-            "fake plugin: no addressable device with local_hardware_id {id}"
-        ))
-    })?;
-    a.addressable_device = c.device_ptr(i);
-});
-
 entry!(PJRT_Client_AddressableMemories, |a, _| {
     let c = get(a.client)?;
     (a.addressable_memories, a.num_addressable_memories) =
         out_slice(&c.inner.addressable_memory_ptrs);
-});
-
-entry!(PJRT_Client_DefaultDeviceAssignment, |a, _| {
-    let c = get(a.client)?;
-    if a.num_replicas < 1 || a.num_partitions < 1 {
-        return Err(invalid(format!(
-            "fake plugin: bad replica/partition counts {}x{}",
-            a.num_replicas, a.num_partitions
-        )));
-    }
-    let n = a.num_replicas as usize * a.num_partitions as usize;
-    let have = c.inner.addressable_ptrs.len();
-    if n > have {
-        return Err(invalid(format!(
-            "fake plugin: {n} devices requested, the client has {have} addressable"
-        )));
-    }
-    if a.default_assignment_size < n || a.default_assignment.is_null() {
-        return Err(invalid(format!(
-            "fake plugin: default_assignment holds {}, needs {n}",
-            a.default_assignment_size
-        )));
-    }
-    for i in 0..n {
-        // SAFETY: the caller provides default_assignment_size >= n ints.
-        unsafe { *a.default_assignment.add(i) = c.inner.devices[i].id };
-    }
 });
 
 entry!(PJRT_DeviceDescription_Id, |a, _| {

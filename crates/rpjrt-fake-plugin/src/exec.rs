@@ -383,10 +383,6 @@ entry!(PJRT_LoadedExecutable_Delete, |a, _| {
     get(a.executable)?.deleted.store(true, Ordering::SeqCst);
 });
 
-entry!(PJRT_LoadedExecutable_IsDeleted, |a, _| {
-    a.is_deleted = get(a.executable)?.deleted.load(Ordering::SeqCst);
-});
-
 entry!(PJRT_LoadedExecutable_Fingerprint, |a, _| {
     let exe = &get(a.executable)?.inner;
     (a.executable_fingerprint, a.executable_fingerprint_size) = out_str(&exe.fingerprint);
@@ -416,10 +412,6 @@ entry!(PJRT_Executable_NumPartitions, |a, _| {
 entry!(PJRT_Executable_NumOutputs, |a, _| {
     exec(a.executable)?;
     a.num_outputs = 1;
-});
-
-entry!(PJRT_Executable_SizeOfGeneratedCodeInBytes, |a, _| {
-    a.size_in_bytes = exec(a.executable)?.code.len() as i64;
 });
 
 fn known_output(exe: &ExecInner) -> Result<&TensorType, Fail> {

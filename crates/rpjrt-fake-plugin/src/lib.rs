@@ -73,7 +73,7 @@
 //!   through the KV callbacks and read it back with get and, if given, try_get; any
 //!   callback error or mismatch fails the create). Platform name `fake`, device kind
 //!   `fake`; each device has memories `device` (default, kind id 0), `pinned_host` (1) and
-//!   `unpinned_host` (2). Memories carry the 0.105 vtable with working user data.
+//!   `unpinned_host` (2). Memories have no vtable (no user data).
 //! - **FFI**: the FFI extension's `register_handler` works (its other functions return
 //!   UNIMPLEMENTED). With `RPJRT_FAKE_FFI=ok` it calls the handler once, as XLA does at
 //!   registration, with a call frame of XLA's layout (168 bytes; `api` at 16, `stage` at

@@ -58,12 +58,6 @@ entry!(PJRT_Error_GetCode, |a, _| {
         .code;
 });
 
-entry!(PJRT_Error_ForEachPayload, |a, _| {
-    // Fake errors carry no payloads: the visitor is never called.
-    error::lookup(a.error)
-        .ok_or_else(|| invalid("fake plugin: PJRT_Error_ForEachPayload: not a live PJRT_Error"))?;
-});
-
 entry!(PJRT_Plugin_Initialize, |_, _| {});
 
 entry!(PJRT_Plugin_Attributes, |a, state| {

@@ -31,12 +31,11 @@ macro_rules! table {
 
 table! {
     implemented {
-        plugin: PJRT_Error_Destroy PJRT_Error_Message PJRT_Error_GetCode PJRT_Error_ForEachPayload
-            PJRT_Plugin_Initialize PJRT_Plugin_Attributes;
+        plugin: PJRT_Error_Destroy PJRT_Error_Message PJRT_Error_GetCode PJRT_Plugin_Initialize
+            PJRT_Plugin_Attributes;
         buffer: PJRT_Event_Destroy PJRT_Event_IsReady PJRT_Event_Error PJRT_Event_Await
             PJRT_Event_OnReady PJRT_Client_BufferFromHostBuffer PJRT_Buffer_Destroy
-            PJRT_Buffer_ElementType PJRT_Buffer_Dimensions PJRT_Buffer_UnpaddedDimensions
-            PJRT_Buffer_DynamicDimensionIndices PJRT_Buffer_OnDeviceSizeInBytes
+            PJRT_Buffer_ElementType PJRT_Buffer_Dimensions PJRT_Buffer_OnDeviceSizeInBytes
             PJRT_Buffer_Device PJRT_Buffer_Memory PJRT_Buffer_Delete PJRT_Buffer_IsDeleted
             PJRT_Buffer_CopyToDevice PJRT_Buffer_CopyToMemory PJRT_Buffer_ToHostBuffer
             PJRT_Buffer_IsOnCpu PJRT_Buffer_ReadyEvent PJRT_Buffer_UnsafePointer
@@ -44,30 +43,31 @@ table! {
             PJRT_Buffer_OpaqueDeviceMemoryDataPointer;
         client: PJRT_Client_Create PJRT_Client_Destroy PJRT_Client_PlatformName
             PJRT_Client_ProcessIndex PJRT_Client_PlatformVersion PJRT_Client_Devices
-            PJRT_Client_AddressableDevices PJRT_Client_LookupDevice
-            PJRT_Client_LookupAddressableDevice PJRT_Client_AddressableMemories
-            PJRT_Client_DefaultDeviceAssignment PJRT_DeviceDescription_Id
-            PJRT_DeviceDescription_ProcessIndex PJRT_DeviceDescription_Attributes
-            PJRT_DeviceDescription_Kind PJRT_DeviceDescription_DebugString
-            PJRT_DeviceDescription_ToString PJRT_Device_GetDescription PJRT_Device_IsAddressable
-            PJRT_Device_LocalHardwareId PJRT_Device_AddressableMemories PJRT_Device_DefaultMemory
-            PJRT_Memory_Id PJRT_Memory_Kind PJRT_Memory_Kind_Id
-            PJRT_Memory_DebugString PJRT_Memory_ToString PJRT_Memory_AddressableByDevices;
+            PJRT_Client_AddressableDevices PJRT_Client_LookupDevice PJRT_Client_AddressableMemories
+            PJRT_DeviceDescription_Id PJRT_DeviceDescription_ProcessIndex
+            PJRT_DeviceDescription_Attributes PJRT_DeviceDescription_Kind
+            PJRT_DeviceDescription_DebugString PJRT_DeviceDescription_ToString
+            PJRT_Device_GetDescription PJRT_Device_IsAddressable PJRT_Device_LocalHardwareId
+            PJRT_Device_AddressableMemories PJRT_Device_DefaultMemory PJRT_Memory_Id
+            PJRT_Memory_Kind PJRT_Memory_Kind_Id PJRT_Memory_DebugString PJRT_Memory_ToString
+            PJRT_Memory_AddressableByDevices;
         exec: PJRT_Client_Compile PJRT_Executable_Destroy PJRT_Executable_Name
             PJRT_Executable_NumReplicas PJRT_Executable_NumPartitions PJRT_Executable_NumOutputs
-            PJRT_Executable_SizeOfGeneratedCodeInBytes PJRT_Executable_OutputMemoryKinds
-            PJRT_Executable_ParameterMemoryKinds PJRT_Executable_OutputElementTypes
-            PJRT_Executable_OutputDimensions PJRT_Executable_Fingerprint
-            PJRT_Executable_OptimizedProgram PJRT_Executable_Serialize
+            PJRT_Executable_OutputMemoryKinds PJRT_Executable_ParameterMemoryKinds
+            PJRT_Executable_OutputElementTypes PJRT_Executable_OutputDimensions
+            PJRT_Executable_Fingerprint PJRT_Executable_OptimizedProgram PJRT_Executable_Serialize
             PJRT_Executable_GetCompileOptions PJRT_Executable_DeserializeAndLoad
             PJRT_LoadedExecutable_Destroy PJRT_LoadedExecutable_GetExecutable
             PJRT_LoadedExecutable_AddressableDevices PJRT_LoadedExecutable_Delete
-            PJRT_LoadedExecutable_IsDeleted PJRT_LoadedExecutable_Execute
-            PJRT_LoadedExecutable_Fingerprint PJRT_ExecuteContext_Create
-            PJRT_ExecuteContext_Destroy;
+            PJRT_LoadedExecutable_Execute PJRT_LoadedExecutable_Fingerprint
+            PJRT_ExecuteContext_Create PJRT_ExecuteContext_Destroy;
         memory: PJRT_Device_MemoryStats;
     }
     stubbed {
+        PJRT_Error_ForEachPayload PJRT_Client_LookupAddressableDevice
+        PJRT_Client_DefaultDeviceAssignment PJRT_Buffer_UnpaddedDimensions
+        PJRT_Buffer_DynamicDimensionIndices PJRT_Executable_SizeOfGeneratedCodeInBytes
+        PJRT_LoadedExecutable_IsDeleted
         PJRT_Executable_GetCostAnalysis PJRT_Buffer_GetMemoryLayout PJRT_CopyToDeviceStream_Destroy
         PJRT_CopyToDeviceStream_AddChunk PJRT_CopyToDeviceStream_TotalBytes
         PJRT_CopyToDeviceStream_GranuleSize PJRT_CopyToDeviceStream_CurrentBytes
