@@ -53,7 +53,7 @@ const ELEMENT_TYPES: [(sys::PJRT_Buffer_Type, &str, usize); 32] = [
 /// (INVALID, TOKEN, unknown codes).
 pub(crate) fn element_size(ty: sys::PJRT_Buffer_Type) -> Result<usize, Fail> {
     let found = ELEMENT_TYPES.iter().find(|t| t.0 == ty).map(|t| t.2);
-    found.ok_or_else(|| invalid(format!("fake plugin: unsupported buffer element type {ty}")))
+    found.ok_or_else(|| invalid!("fake plugin: unsupported buffer element type {ty}"))
 }
 
 /// The buffer type of an MLIR element type name (`f32`, `si8`, `complex<f32>`).
@@ -72,9 +72,9 @@ pub(crate) fn mlir_element_type(name: &str) -> Option<sys::PJRT_Buffer_Type> {
 pub(crate) fn byte_size(ty: sys::PJRT_Buffer_Type, dims: &[i64]) -> Result<usize, Fail> {
     dims.iter().try_fold(element_size(ty)?, |n, &d| {
         let d = usize::try_from(d)
-            .map_err(|_| invalid(format!("fake plugin: negative dimension in {dims:?}")))?;
+            .map_err(|_| invalid!("fake plugin: negative dimension in {dims:?}"))?;
         n.checked_mul(d)
-            .ok_or_else(|| invalid(format!("fake plugin: array {dims:?} is too large")))
+            .ok_or_else(|| invalid!("fake plugin: array {dims:?} is too large"))
     })
 }
 
@@ -300,19 +300,17 @@ fn check_dense_layout(
             // SAFETY: type Strides says `strides` is the member set.
             let s = unsafe { &l.layout.strides };
             if s.num_byte_strides != n {
-                return Err(invalid(format!(
+                bail!(
                     "fake plugin: {what} has {} strides for {n} dimensions",
                     s.num_byte_strides
-                )));
+                );
             }
             // SAFETY: byte_strides has num_byte_strides elements.
             unsafe { slice(s.byte_strides, n, "byte_strides") }?
                 == dense_strides(elem, dims).as_slice()
         }
         other => {
-            return Err(invalid(format!(
-                "fake plugin: unknown memory layout type {other}"
-            )))
+            bail!("fake plugin: unknown memory layout type {other}")
         }
     };
     match dense {
@@ -371,44 +369,37 @@ entry!(PJRT_Client_BufferFromHostBuffer, |a, state| {
     let dims = unsafe { slice(a.dims, a.num_dims, "dims") }?.to_vec();
     let size = byte_size(ty, &dims)?;
     if a.num_byte_strides != 0 && a.num_byte_strides != dims.len() {
-        return Err(invalid(format!(
+        bail!(
             "fake plugin: {} byte_strides for {} dimensions",
             a.num_byte_strides,
             dims.len()
-        )));
+        );
     }
     // SAFETY: byte_strides has num_byte_strides values per the C API.
     let strides = unsafe { slice(a.byte_strides, a.num_byte_strides, "byte_strides") }?;
     check_dense_layout(state, a.device_layout, elem, &dims, "device_layout")?;
     let device_index = |d| {
         let index = inner.device_index(d);
-        index.ok_or_else(|| invalid(format!("fake plugin: {d:p} is not a device of this client")))
+        index.ok_or_else(|| invalid!("fake plugin: {d:p} is not a device of this client"))
     };
     let memory = match (a.memory.is_null(), a.device.is_null()) {
         (false, device_null) => {
             let m = inner.memory_index(a.memory).ok_or_else(|| {
-                invalid(format!(
-                    "fake plugin: {:p} is not a memory of this client",
-                    a.memory
-                ))
+                invalid!("fake plugin: {:p} is not a memory of this client", a.memory)
             })?;
             if !device_null && inner.device_index(a.device) != Some(inner.memories[m].device) {
-                return Err(invalid(
-                    "fake plugin: device and memory given do not belong together",
-                ));
+                bail!("fake plugin: device and memory given do not belong together");
             }
             m
         }
         (true, false) => inner.default_memory_index(device_index(a.device)?),
         (true, true) => {
-            return Err(invalid(
-                "fake plugin: PJRT_Client_BufferFromHostBuffer needs a device or a memory",
-            ))
+            bail!("fake plugin: PJRT_Client_BufferFromHostBuffer needs a device or a memory")
         }
     };
     inner.check_addressable(inner.memories[memory].device)?;
     if a.data.is_null() && size > 0 {
-        return Err(invalid("fake plugin: null host data"));
+        bail!("fake plugin: null host data");
     }
     let dense = dense_strides(elem, &dims);
     let strides = if strides.is_empty() { &dense } else { strides };
@@ -475,10 +466,11 @@ entry!(PJRT_Buffer_ToHostBuffer, |a, state| {
         return Ok(());
     }
     if a.dst_size < b.size {
-        return Err(invalid(format!(
+        bail!(
             "fake plugin: dst_size {} is smaller than the buffer's {} bytes",
-            a.dst_size, b.size
-        )));
+            a.dst_size,
+            b.size
+        );
     }
     let event_error = state::event_error(state, "PJRT_Buffer_ToHostBuffer");
     if event_error.is_none() {
@@ -507,16 +499,14 @@ entry!(PJRT_Buffer_ReadyEvent, |a, state| {
 entry!(PJRT_Buffer_CopyToDevice, |a, _| {
     let b = get(a.buffer)?;
     let d = b.client.device_index(a.dst_device).ok_or_else(|| {
-        invalid(format!(
+        invalid!(
             "fake plugin: {:p} is not a device of this buffer's client",
             a.dst_device
-        ))
+        )
     })?;
     if d == b.device {
         let name = b.client.device_name(d);
-        return Err(invalid(format!(
-            "fake plugin: buffer is already on device {name}"
-        )));
+        bail!("fake plugin: buffer is already on device {name}");
     }
     a.dst_buffer = b.copy_to(
         b.client
@@ -527,16 +517,16 @@ entry!(PJRT_Buffer_CopyToDevice, |a, _| {
 entry!(PJRT_Buffer_CopyToMemory, |a, _| {
     let b = get(a.buffer)?;
     let m = b.client.memory_index(a.dst_memory).ok_or_else(|| {
-        invalid(format!(
+        invalid!(
             "fake plugin: {:p} is not a memory of this buffer's client",
             a.dst_memory
-        ))
+        )
     })?;
     if m == b.memory {
-        return Err(invalid("fake plugin: buffer is already in that memory"));
+        bail!("fake plugin: buffer is already in that memory");
     }
     if !b.client.devices[b.client.memories[m].device].addressable {
-        return Err(invalid("fake plugin: that memory is not addressable"));
+        bail!("fake plugin: that memory is not addressable");
     }
     a.dst_buffer = b.copy_to(m)?;
 });
@@ -564,9 +554,7 @@ entry!(PJRT_Buffer_IncreaseExternalReferenceCount, |a, _| {
 entry!(PJRT_Buffer_DecreaseExternalReferenceCount, |a, _| {
     let mut st = get(a.buffer)?.lock();
     if st.external_refs == 0 {
-        return Err(invalid(
-            "fake plugin: external reference count is already zero",
-        ));
+        bail!("fake plugin: external reference count is already zero");
     }
     st.external_refs -= 1;
     if st.external_refs == 0 && st.deleted {

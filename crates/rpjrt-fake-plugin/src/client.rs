@@ -226,10 +226,10 @@ impl ClientInner {
     pub fn check_addressable(&self, device: usize) -> Result<usize, Fail> {
         match self.devices[device].addressable {
             true => Ok(device),
-            false => Err(invalid(format!(
+            false => Err(invalid!(
                 "fake plugin: device {} is not addressable",
                 self.device_name(device)
-            ))),
+            )),
         }
     }
 
@@ -252,10 +252,11 @@ impl Drop for ClientInner {
 
 fn option<T>(opt: &Attribute, kind: &str, value: Option<T>) -> Result<T, Fail> {
     value.ok_or_else(|| {
-        invalid(format!(
+        invalid!(
             "fake plugin: create option {:?} must be {kind}, got {}",
-            opt.name, opt.value
-        ))
+            opt.name,
+            opt.value
+        )
     })
 }
 
@@ -377,9 +378,9 @@ fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
         ));
     }
     match got.into_iter().find(|(_, v)| v != KV_VALUE) {
-        Some((what, v)) => Err(invalid(format!(
+        Some((what, v)) => Err(invalid!(
             "fake plugin: {what} returned {v:?}, expected {KV_VALUE:?}"
-        ))),
+        )),
         None => Ok(()),
     }
 }
@@ -394,9 +395,10 @@ fn kv_exchange(
     local: i64,
 ) -> Result<Vec<i32>, Fail> {
     if !(1..=1024).contains(&num_nodes) || !(0..num_nodes).contains(&node_id) {
-        return Err(invalid(format!(
-            "fake plugin: need 0 <= node_id < num_nodes <= 1024, got node_id {node_id}, num_nodes {num_nodes}"
-        )));
+        bail!(
+            "fake plugin: need 0 <= node_id < num_nodes <= 1024, \
+             got node_id {node_id}, num_nodes {num_nodes}"
+        );
     }
     kv_put(a, &format!("fake:device:{node_id}"), &local.to_string())?;
     let mut procs = Vec::new();
@@ -416,9 +418,7 @@ fn kv_exchange(
                 .ok()
                 .filter(|n| (1..=4096).contains(n));
             count.ok_or_else(|| {
-                invalid(format!(
-                    "fake plugin: process {node} published a bad device count {text:?}"
-                ))
+                invalid!("fake plugin: process {node} published a bad device count {text:?}")
             })?
         };
         procs.resize(procs.len() + count as usize, node as i32);
@@ -434,10 +434,7 @@ entry!(PJRT_Client_Create, |a, state| {
     let mut seen = BTreeSet::new();
     for opt in &options {
         if !seen.insert(opt.name.as_str()) {
-            return Err(invalid(format!(
-                "fake plugin: create option {:?} given twice",
-                opt.name
-            )));
+            bail!("fake plugin: create option {:?} given twice", opt.name);
         }
         let kv = state.config.kv;
         match opt.name.as_str() {
@@ -455,29 +452,24 @@ entry!(PJRT_Client_Create, |a, state| {
             "node_id" if kv => node_id = Some(int(opt)?),
             name => match &state.config.allowed_options {
                 Some(allowed) if !allowed.contains(name) => {
-                    return Err(invalid(format!(
-                        "fake plugin: unsupported create option {name:?}"
-                    )))
+                    bail!("fake plugin: unsupported create option {name:?}")
                 }
                 _ => {}
             },
         }
     }
     if !(1..=4096).contains(&device_count) {
-        return Err(invalid(format!(
-            "fake plugin: fake_device_count must be in 1..=4096, got {device_count}"
-        )));
+        bail!("fake plugin: fake_device_count must be in 1..=4096, got {device_count}");
     }
     let addressable = addressable.unwrap_or(device_count);
     if !(1..=device_count).contains(&addressable) {
-        return Err(invalid(format!(
-            "fake plugin: fake_addressable_device_count must be in 1..={device_count}, got {addressable}"
-        )));
+        bail!(
+            "fake plugin: fake_addressable_device_count must be in 1..={device_count}, \
+             got {addressable}"
+        );
     }
     if !(0..=i64::from(i32::MAX - 1)).contains(&process_index) {
-        return Err(invalid(format!(
-            "fake plugin: fake_process_index out of range: {process_index}"
-        )));
+        bail!("fake plugin: fake_process_index out of range: {process_index}");
     }
     if roundtrip {
         kv_roundtrip(a)?;
@@ -530,8 +522,7 @@ entry!(PJRT_Client_AddressableDevices, |a, _| {
 entry!(PJRT_Client_LookupDevice, |a, _| {
     let c = &get(a.client)?.inner;
     let i = c.devices.iter().position(|d| d.id == a.id);
-    a.device =
-        c.device_ptr(i.ok_or_else(|| invalid(format!("fake plugin: no device with id {}", a.id)))?);
+    a.device = c.device_ptr(i.ok_or_else(|| invalid!("fake plugin: no device with id {}", a.id))?);
 });
 
 entry!(PJRT_Client_AddressableMemories, |a, _| {

@@ -7,6 +7,20 @@ use std::os::raw::c_char;
 use rpjrt_sys as sys;
 
 use crate::config::ForcedError;
+
+/// An INVALID_ARGUMENT [`Fail`] with a `format!` message.
+macro_rules! invalid {
+    ($($fmt:tt)*) => {
+        $crate::error::invalid(format!($($fmt)*))
+    };
+}
+
+/// Returns an INVALID_ARGUMENT [`Fail`] with a `format!` message from the function.
+macro_rules! bail {
+    ($($fmt:tt)*) => {
+        return Err(invalid!($($fmt)*))
+    };
+}
 use crate::registry::{self, Handle};
 
 /// An error on its way out of an entry.

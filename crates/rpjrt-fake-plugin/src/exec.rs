@@ -140,30 +140,26 @@ fn build(
     options: &[u8],
 ) -> Result<*mut sys::PJRT_LoadedExecutable, Fail> {
     if format != "mlir" {
-        return Err(invalid(format!(
-            "fake plugin: unsupported program format {format:?}; only \"mlir\" is accepted"
-        )));
+        bail!("fake plugin: unsupported program format {format:?}; only \"mlir\" is accepted");
     }
     let marker = COMPILE_ERROR_MARKER.as_bytes();
     if let Some(at) = code.windows(marker.len()).position(|w| w == marker) {
         let (line, col) = line_col(&code, at);
-        return Err(invalid(format!(
-            "program.mlir:{line}:{col}: error: {COMPILE_ERROR_MARKER}: compilation failed as requested"
-        )));
+        let what = "compilation failed as requested";
+        bail!("program.mlir:{line}:{col}: error: {COMPILE_ERROR_MARKER}: {what}");
     }
     if !code.windows(4).any(|w| w == b"func") {
-        return Err(invalid(
-            "fake plugin: the program has no func; expected a StableHLO module",
-        ));
+        bail!("fake plugin: the program has no func; expected a StableHLO module");
     }
     let opts = parse_compile_options(options)
-        .map_err(|e| invalid(format!("fake plugin: bad CompileOptionsProto: {e}")))?;
+        .map_err(|e| invalid!("fake plugin: bad CompileOptionsProto: {e}"))?;
     if opts.num_replicas == 0 || opts.num_partitions == 0 {
-        return Err(invalid(format!(
+        bail!(
             "fake plugin: num_replicas ({}) and num_partitions ({}) must be at least 1 \
              (real plugins abort the process on this)",
-            opts.num_replicas, opts.num_partitions
-        )));
+            opts.num_replicas,
+            opts.num_partitions
+        );
     }
     let (replicas, partitions) = (opts.num_replicas as usize, opts.num_partitions as usize);
     let needed = (replicas.checked_mul(partitions))
@@ -171,9 +167,10 @@ fn build(
     let device_indices: Vec<usize> = match &opts.device_assignment {
         Some(da) => {
             if da.len() != partitions || da.iter().any(|c| c.len() != replicas) {
-                return Err(invalid(format!(
-                    "fake plugin: device assignment is not {replicas} replicas x {partitions} partitions"
-                )));
+                bail!(
+                    "fake plugin: device assignment is not \
+                     {replicas} replicas x {partitions} partitions"
+                );
             }
             let mut out = Vec::with_capacity(needed);
             for id in (0..replicas).flat_map(|r| da.iter().map(move |comp| comp[r])) {
@@ -182,25 +179,23 @@ fn build(
                     .iter()
                     .position(|d| i64::from(d.id) == id)
                     .ok_or_else(|| {
-                        invalid(format!(
-                            "fake plugin: device assignment names unknown device {id}"
-                        ))
+                        invalid!("fake plugin: device assignment names unknown device {id}")
                     })?;
                 if out.contains(&i) {
-                    return Err(invalid(format!(
+                    bail!(
                         "fake plugin: device assignment names device {id} twice \
                          (some real plugins abort the process on this)"
-                    )));
+                    );
                 }
                 out.push(i);
             }
             out
         }
         None if needed > inner.devices.len() => {
-            return Err(invalid(format!(
+            bail!(
                 "fake plugin: {needed} devices needed, the client has {}",
                 inner.devices.len()
-            )))
+            )
         }
         None => (0..needed).collect(),
     };
@@ -270,29 +265,30 @@ entry!(PJRT_LoadedExecutable_Execute, |a, state| {
         })?]
     };
     if a.num_devices != run_on.len() {
-        return Err(invalid(format!(
+        bail!(
             "Attempted to execute with {} argument lists when local device count is {} \
              (total replica count: {}, partition count: {})",
             a.num_devices,
             run_on.len(),
             exe.inner.num_replicas,
             exe.inner.num_partitions
-        )));
+        );
     }
     if let Some(params) = exe.inner.params.as_ref().filter(|p| p.len() != a.num_args) {
-        return Err(invalid(format!(
+        bail!(
             "Execution supplied {} buffers but compiled program expected {} buffers",
             a.num_args,
             params.len()
-        )));
+        );
     }
     if a.num_args == 0 {
-        return Err(invalid(
-            "fake plugin: the fake executable returns a copy of its first argument, so it needs at least one",
-        ));
+        bail!(
+            "fake plugin: the fake executable returns a copy of its first argument, \
+             so it needs at least one"
+        );
     }
     if a.argument_lists.is_null() || a.output_lists.is_null() {
-        return Err(invalid("fake plugin: null argument_lists or output_lists"));
+        bail!("fake plugin: null argument_lists or output_lists");
     }
     // Check every argument before producing anything.
     let mut firsts = Vec::with_capacity(run_on.len());
@@ -301,45 +297,40 @@ entry!(PJRT_LoadedExecutable_Execute, |a, state| {
         // run_on.len()), each argument list num_args buffers.
         let (list, out) = unsafe { (*a.argument_lists.add(slot), *a.output_lists.add(slot)) };
         if list.is_null() {
-            return Err(invalid(format!(
-                "fake plugin: argument list {slot} is null"
-            )));
+            bail!("fake plugin: argument list {slot} is null");
         }
         // SAFETY: as above.
         let args = unsafe { std::slice::from_raw_parts(list, a.num_args) };
         for (i, &arg) in args.iter().enumerate() {
             let b = get(arg)?;
             if b.is_deleted() {
-                return Err(invalid(format!(
-                    "Argument {i} to replica {slot}: {DELETED_MESSAGE}"
-                )));
+                bail!("Argument {i} to replica {slot}: {DELETED_MESSAGE}");
             }
             if !Arc::ptr_eq(&b.client, &exe.client) {
-                return Err(invalid(format!(
-                    "fake plugin: argument {i} belongs to another client"
-                )));
+                bail!("fake plugin: argument {i} belongs to another client");
             }
             if b.device != device {
-                return Err(invalid(format!(
-                    "Buffer passed to Execute() as argument {i} to replica {slot} is on device {}, \
-                     but replica is assigned to device {}.",
+                let (on, want) = (
                     exe.client.device_name(b.device),
-                    exe.client.device_name(device)
-                )));
+                    exe.client.device_name(device),
+                );
+                bail!(
+                    "Buffer passed to Execute() as argument {i} to replica {slot} is on device \
+                     {on}, but replica is assigned to device {want}."
+                );
             }
             if let Some(Some(want)) = exe.inner.params.as_ref().and_then(|p| p.get(i)) {
                 if want.ty != b.ty || want.dims != b.dims {
-                    return Err(invalid(format!(
-                        "Argument does not match host shape or layout of computation parameter {i}: \
-                         want {}, got {}",
-                        describe(want.ty, &want.dims),
-                        describe(b.ty, &b.dims)
-                    )));
+                    let (want, got) = (describe(want.ty, &want.dims), describe(b.ty, &b.dims));
+                    bail!(
+                        "Argument does not match host shape or layout of computation \
+                         parameter {i}: want {want}, got {got}"
+                    );
                 }
             }
         }
         if out.is_null() {
-            return Err(invalid(format!("fake plugin: output list {slot} is null")));
+            bail!("fake plugin: output list {slot} is null");
         }
         firsts.push(get(args[0])?);
     }
@@ -469,11 +460,11 @@ entry!(PJRT_Executable_OptimizedProgram, |a, state| {
     let p = unsafe { &mut *a.program };
     (p.format, p.format_size) = out_str("mlir");
     if !p.code.is_null() && p.code_size < code.len() {
-        return Err(invalid(format!(
+        bail!(
             "fake plugin: code buffer holds {} bytes, the program needs {}",
             p.code_size,
             code.len()
-        )));
+        );
     }
     if !p.code.is_null() {
         // SAFETY: the caller provides code_size >= len writable bytes at code.

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use rpjrt_sys as sys;
 
 use crate::config::FfiMode;
-use crate::error::{invalid, Fail};
+use crate::error::Fail;
 use crate::named::read_str;
 
 /// A handler registration the fake accepted (`RPJRT_FAKE_FFI=ok`).
@@ -189,20 +189,14 @@ entry!(PJRT_FFI_Register_Handler, |a, state| {
     // SAFETY: as above.
     let platform = unsafe { read_str(a.platform_name, a.platform_name_size) };
     if name.is_empty() {
-        return Err(invalid(
-            "fake plugin: FFI handler with an empty target name",
-        ));
+        bail!("fake plugin: FFI handler with an empty target name");
     }
     if a.handler.is_null() {
-        return Err(invalid(format!(
-            "fake plugin: FFI handler {name:?} is null"
-        )));
+        bail!("fake plugin: FFI handler {name:?} is null");
     }
     match state.config.ffi {
         FfiMode::Refuse => {
-            return Err(invalid(format!(
-                "fake plugin: FFI handler {name:?} refused (RPJRT_FAKE_FFI=refuse)"
-            )))
+            bail!("fake plugin: FFI handler {name:?} refused (RPJRT_FAKE_FFI=refuse)")
         }
         FfiMode::Drop => return Ok(()),
         FfiMode::Ok => {}

@@ -145,11 +145,12 @@
 //! no `GetPjrtApi`, for testing that failure.
 
 #[macro_use]
+mod error;
+#[macro_use]
 mod state;
 mod buffer;
 mod client;
 pub mod config;
-mod error;
 mod exec;
 mod ffi;
 mod memory;

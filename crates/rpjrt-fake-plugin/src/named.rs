@@ -6,7 +6,7 @@ use std::os::raw::c_char;
 use rpjrt_sys as sys;
 
 use crate::config::{AttrValue, Attribute};
-use crate::error::{invalid, Fail};
+use crate::error::Fail;
 use crate::state::{check_size, State};
 
 /// A string handed out as (pointer, size) fields.
@@ -39,9 +39,7 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Resu
         return Ok(&[]);
     }
     if ptr.is_null() {
-        return Err(invalid(format!(
-            "fake plugin: null {what} with {len} elements"
-        )));
+        bail!("fake plugin: null {what} with {len} elements");
     }
     // SAFETY: non-null with `len` values (contract).
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
@@ -151,9 +149,7 @@ pub(crate) unsafe fn read_named_values(
                 AttrValue::Bool(unsafe { *std::ptr::addr_of!(nv.value).cast::<u8>() } != 0)
             }
             other => {
-                return Err(invalid(format!(
-                    "fake plugin: named value {name:?} has unknown type {other}"
-                )))
+                bail!("fake plugin: named value {name:?} has unknown type {other}")
             }
         };
         out.push(Attribute { name, value });

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::error::{invalid, Fail};
+use crate::error::Fail;
 
 /// A C handle type (`sys::PJRT_Buffer`) and the fake's object behind it: a handle is the
 /// address of its object.
@@ -60,10 +60,7 @@ pub(crate) fn take<H: Handle>(h: *mut H) -> Option<Box<H::Obj>> {
 pub(crate) fn destroy<H: Handle>(h: *mut H) -> Result<(), Fail> {
     match h.is_null() || take(h).is_some() {
         true => Ok(()),
-        false => Err(invalid(format!(
-            "fake plugin: {h:p} is not a live {}",
-            H::NAME
-        ))),
+        false => Err(invalid!("fake plugin: {h:p} is not a live {}", H::NAME)),
     }
 }
 
@@ -71,13 +68,10 @@ pub(crate) fn destroy<H: Handle>(h: *mut H) -> Result<(), Fail> {
 /// `H` (stale, foreign or of another type).
 pub(crate) fn get<'a, H: Handle>(h: *mut H) -> Result<&'a H::Obj, Fail> {
     if h.is_null() {
-        return Err(invalid(format!("fake plugin: null {}", H::NAME)));
+        bail!("fake plugin: null {}", H::NAME);
     }
     if live().get(&(h as usize)).map(|e| e.0) != Some(H::NAME) {
-        return Err(invalid(format!(
-            "fake plugin: {h:p} is not a live {}",
-            H::NAME
-        )));
+        bail!("fake plugin: {h:p} is not a live {}", H::NAME);
     }
     // SAFETY: registered as an H (by `new`, or in place by an owner that unregisters it
     // before it moves or dies) and not yet unregistered, so a live H::Obj. Per the C API

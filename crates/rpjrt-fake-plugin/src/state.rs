@@ -9,7 +9,7 @@ use std::sync::{Mutex, RwLock};
 use rpjrt_sys as sys;
 
 use crate::config::{knobs, Config, ForcedError};
-use crate::error::{internal, invalid, unimplemented, Fail};
+use crate::error::{internal, unimplemented, Fail};
 use crate::named::NamedValues;
 
 /// Byte offset of slot 0 in `PJRT_Api`.
@@ -285,9 +285,7 @@ pub(crate) fn check_size(
         .unwrap_or(0)
         .max(reads);
     if actual < expected {
-        return Err(invalid(format!(
-            "Unexpected {name} size: expected {expected}, got {actual}"
-        )));
+        bail!("Unexpected {name} size: expected {expected}, got {actual}");
     }
     Ok(())
 }
@@ -345,9 +343,7 @@ pub(crate) fn entry<A>(
         let state = current_or_default();
         trap(state, name);
         if args.is_null() {
-            return Err(invalid(format!(
-                "fake plugin: {name} called with null args"
-            )));
+            bail!("fake plugin: {name} called with null args");
         }
         // SAFETY: args is non-null and, per the C API, points at an args struct, all of
         // which start with `size_t struct_size`.
