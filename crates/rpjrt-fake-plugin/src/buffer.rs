@@ -11,43 +11,27 @@ use crate::named::{out_slice, slice};
 use crate::registry::{self, get, Handle};
 use crate::state::{self, State};
 
+/// `(type, MLIR name, bytes per element)` for the `PJRT_Buffer_Type_$ty` constants.
+macro_rules! element_types {
+    ($($ty:ident $mlir:literal $size:literal,)*) => {
+        pastey::paste!(&[$((sys::[<PJRT_Buffer_Type_ $ty>], $mlir, $size),)*])
+    };
+}
+
 /// Every element type a buffer can hold, with its MLIR name (as in `tensor<2xf32>`;
 /// empty for none) and bytes per element. Sub-byte types take one byte per element,
 /// which is how XLA lays them out on the host by default.
-const ELEMENT_TYPES: [(sys::PJRT_Buffer_Type, &str, usize); 32] = [
-    (sys::PJRT_Buffer_Type_PRED, "i1", 1),
-    (sys::PJRT_Buffer_Type_S8, "i8", 1),
-    (sys::PJRT_Buffer_Type_S16, "i16", 2),
-    (sys::PJRT_Buffer_Type_S32, "i32", 4),
-    (sys::PJRT_Buffer_Type_S64, "i64", 8),
-    (sys::PJRT_Buffer_Type_U8, "ui8", 1),
-    (sys::PJRT_Buffer_Type_U16, "ui16", 2),
-    (sys::PJRT_Buffer_Type_U32, "ui32", 4),
-    (sys::PJRT_Buffer_Type_U64, "ui64", 8),
-    (sys::PJRT_Buffer_Type_F16, "f16", 2),
-    (sys::PJRT_Buffer_Type_F32, "f32", 4),
-    (sys::PJRT_Buffer_Type_F64, "f64", 8),
-    (sys::PJRT_Buffer_Type_BF16, "bf16", 2),
-    (sys::PJRT_Buffer_Type_C64, "complex<f32>", 8),
-    (sys::PJRT_Buffer_Type_C128, "complex<f64>", 16),
-    (sys::PJRT_Buffer_Type_F8E5M2, "f8E5M2", 1),
-    (sys::PJRT_Buffer_Type_F8E4M3FN, "f8E4M3FN", 1),
-    (sys::PJRT_Buffer_Type_F8E4M3B11FNUZ, "f8E4M3B11FNUZ", 1),
-    (sys::PJRT_Buffer_Type_F8E5M2FNUZ, "f8E5M2FNUZ", 1),
-    (sys::PJRT_Buffer_Type_F8E4M3FNUZ, "f8E4M3FNUZ", 1),
-    (sys::PJRT_Buffer_Type_S4, "i4", 1),
-    (sys::PJRT_Buffer_Type_U4, "ui4", 1),
-    (sys::PJRT_Buffer_Type_S2, "i2", 1),
-    (sys::PJRT_Buffer_Type_U2, "ui2", 1),
-    (sys::PJRT_Buffer_Type_F8E4M3, "f8E4M3", 1),
-    (sys::PJRT_Buffer_Type_F8E3M4, "f8E3M4", 1),
-    (sys::PJRT_Buffer_Type_F8E8M0FNU, "f8E8M0FNU", 1),
-    (sys::PJRT_Buffer_Type_F4E2M1FN, "f4E2M1FN", 1),
-    (sys::PJRT_Buffer_Type_S1, "", 1),
-    (sys::PJRT_Buffer_Type_U1, "", 1),
-    (sys::PJRT_Buffer_Type_F6E2M3FN, "f6E2M3FN", 1),
-    (sys::PJRT_Buffer_Type_F6E3M2FN, "f6E3M2FN", 1),
-];
+const ELEMENT_TYPES: &[(sys::PJRT_Buffer_Type, &str, usize)] = element_types! {
+    PRED "i1" 1, S8 "i8" 1, S16 "i16" 2, S32 "i32" 4, S64 "i64" 8,
+    U8 "ui8" 1, U16 "ui16" 2, U32 "ui32" 4, U64 "ui64" 8,
+    F16 "f16" 2, F32 "f32" 4, F64 "f64" 8, BF16 "bf16" 2,
+    C64 "complex<f32>" 8, C128 "complex<f64>" 16,
+    F8E5M2 "f8E5M2" 1, F8E4M3FN "f8E4M3FN" 1, F8E4M3B11FNUZ "f8E4M3B11FNUZ" 1,
+    F8E5M2FNUZ "f8E5M2FNUZ" 1, F8E4M3FNUZ "f8E4M3FNUZ" 1, F8E4M3 "f8E4M3" 1,
+    F8E3M4 "f8E3M4" 1, F8E8M0FNU "f8E8M0FNU" 1, F4E2M1FN "f4E2M1FN" 1,
+    F6E2M3FN "f6E2M3FN" 1, F6E3M2FN "f6E3M2FN" 1,
+    S4 "i4" 1, U4 "ui4" 1, S2 "i2" 1, U2 "ui2" 1, S1 "" 1, U1 "" 1,
+};
 
 /// Bytes per element of a PJRT buffer type, or None for types a buffer cannot hold
 /// (INVALID, TOKEN, unknown codes).

@@ -10,6 +10,7 @@ use rpjrt_sys as sys;
 use crate::config::FfiMode;
 use crate::error::Fail;
 use crate::named::read_str;
+use crate::registry::{self, Handle};
 
 /// A handler registration the fake accepted (`RPJRT_FAKE_FFI=ok`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,115 +32,67 @@ pub fn ffi_targets() -> Vec<FfiTarget> {
     TARGETS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// The errors `XLA_FFI_Error_Create` made that are not yet destroyed (by address).
-static LIVE_ERRORS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-struct FfiError {
+/// The object behind an `XLA_FFI_Error*` made by the fake's `XLA_FFI_Error_Create`.
+pub(crate) struct FfiError {
     code: sys::XLA_FFI_Error_Code,
     message: CString,
+}
+
+impl Handle for sys::XLA_FFI_Error {
+    type Obj = FfiError;
+    const NAME: &'static str = "XLA_FFI_Error";
 }
 
 unsafe extern "C" fn error_create(
     args: *mut sys::XLA_FFI_Error_Create_Args,
 ) -> *mut sys::XLA_FFI_Error {
     catch_unwind(|| {
-        if args.is_null() {
-            return std::ptr::null_mut();
-        }
         // SAFETY: a non-null args points at an XLA_FFI_Error_Create_Args (FFI contract).
-        let a = unsafe { &*args };
-        let message = if a.message.is_null() {
-            CString::default()
-        } else {
-            // SAFETY: the message is NUL-terminated (FFI contract).
-            unsafe { CStr::from_ptr(a.message) }.to_owned()
-        };
-        let raw = Box::into_raw(Box::new(FfiError {
+        let a = unsafe { args.as_ref() }?;
+        // SAFETY: the message is NUL-terminated (FFI contract).
+        let message = (!a.message.is_null()).then(|| unsafe { CStr::from_ptr(a.message) });
+        let message = message.map_or_else(CString::default, CStr::to_owned);
+        Some(registry::new(FfiError {
             code: a.errc,
             message,
-        }));
-        LIVE_ERRORS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(raw as usize);
-        raw.cast()
+        }))
     })
+    .ok()
+    .flatten()
     .unwrap_or(std::ptr::null_mut())
-}
-
-/// Takes ownership of an error made by `error_create`, if it is one.
-fn take_error(error: *mut sys::XLA_FFI_Error) -> Option<FfiError> {
-    let mut live = LIVE_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
-    let i = live.iter().position(|p| *p == error as usize)?;
-    live.swap_remove(i);
-    // SAFETY: it was live, so it came from Box::into_raw in error_create; removing it
-    // from the list first makes this the only free.
-    Some(*unsafe { Box::from_raw(error.cast::<FfiError>()) })
 }
 
 unsafe extern "C" fn error_get_message(args: *mut sys::XLA_FFI_Error_GetMessage_Args) {
     let _ = catch_unwind(|| {
-        if args.is_null() {
-            return;
-        }
         // SAFETY: a non-null args points at an XLA_FFI_Error_GetMessage_Args.
-        let a = unsafe { &mut *args };
-        let live = LIVE_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
-        a.message = if live.contains(&(a.error as usize)) {
-            // SAFETY: a live error is a FfiError owned by the list until destroyed.
-            unsafe { &*a.error.cast::<FfiError>() }.message.as_ptr()
-        } else {
-            c"".as_ptr()
-        };
+        if let Some(a) = unsafe { args.as_mut() } {
+            a.message = registry::get(a.error).map_or(c"".as_ptr(), |e| e.message.as_ptr());
+        }
     });
 }
 
 unsafe extern "C" fn error_destroy(args: *mut sys::XLA_FFI_Error_Destroy_Args) {
-    let _ = catch_unwind(|| {
-        if !args.is_null() {
-            // SAFETY: a non-null args points at an XLA_FFI_Error_Destroy_Args.
-            take_error(unsafe { (*args).error });
-        }
-    });
+    // SAFETY: a non-null args points at an XLA_FFI_Error_Destroy_Args.
+    let _ = catch_unwind(|| unsafe { args.as_ref() }.map(|a| registry::take(a.error)));
 }
 
-struct SyncApi(sys::XLA_FFI_Api);
-// SAFETY: immutable after construction; its pointers are null or functions.
-unsafe impl Send for SyncApi {}
-// SAFETY: as above.
-unsafe impl Sync for SyncApi {}
-
-static APIS: Mutex<Vec<&'static SyncApi>> = Mutex::new(Vec::new());
-
 /// The FFI API table the fake hands to handlers at `version`: only the version and the
-/// three error functions are filled in. Tables live for the rest of the process.
-fn api(version: (i32, i32)) -> *const sys::XLA_FFI_Api {
-    let mut apis = APIS.lock().unwrap_or_else(|e| e.into_inner());
-    let found = apis
-        .iter()
-        .find(|a| (a.0.api_version.major_version, a.0.api_version.minor_version) == version);
-    let table: &'static SyncApi = match found {
-        Some(t) => t,
-        None => {
-            // SAFETY: every field of XLA_FFI_Api is an integer, a raw pointer or an
-            // Option of a function pointer, all valid when zeroed.
-            let mut api: sys::XLA_FFI_Api = unsafe { std::mem::zeroed() };
-            api.struct_size = sys::XLA_FFI_Api_STRUCT_SIZE;
-            api.api_version = sys::XLA_FFI_Api_Version {
-                struct_size: sys::XLA_FFI_Api_Version_STRUCT_SIZE,
-                extension_start: std::ptr::null_mut(),
-                major_version: version.0,
-                minor_version: version.1,
-            };
-            api.XLA_FFI_Error_Create = Some(error_create);
-            api.XLA_FFI_Error_GetMessage = Some(error_get_message);
-            api.XLA_FFI_Error_Destroy = Some(error_destroy);
-            let t: &'static SyncApi = Box::leak(Box::new(SyncApi(api)));
-            apis.push(t);
-            t
-        }
+/// three error functions are filled in.
+pub(crate) fn api(version: (i32, i32)) -> sys::XLA_FFI_Api {
+    // SAFETY: every field of XLA_FFI_Api is an integer, a raw pointer or an Option of a
+    // function pointer, all valid when zeroed.
+    let mut api: sys::XLA_FFI_Api = unsafe { std::mem::zeroed() };
+    api.struct_size = sys::XLA_FFI_Api_STRUCT_SIZE;
+    api.api_version = sys::XLA_FFI_Api_Version {
+        struct_size: sys::XLA_FFI_Api_Version_STRUCT_SIZE,
+        extension_start: std::ptr::null_mut(),
+        major_version: version.0,
+        minor_version: version.1,
     };
-    &table.0
+    api.XLA_FFI_Error_Create = Some(error_create);
+    api.XLA_FFI_Error_GetMessage = Some(error_get_message);
+    api.XLA_FFI_Error_Destroy = Some(error_destroy);
+    api
 }
 
 /// Calls `handler` once for its metadata, like XLA at registration: a call frame of
@@ -147,7 +100,7 @@ fn api(version: (i32, i32)) -> *const sys::XLA_FFI_Api {
 /// the fake's FFI version, and with no arguments, results or attributes.
 fn query_metadata(
     handler: sys::XLA_FFI_Handler,
-    version: (i32, i32),
+    api: &sys::XLA_FFI_Api,
 ) -> Result<sys::XLA_FFI_Metadata, Fail> {
     // SAFETY: all-zero is valid for these plain C structs (integers, pointers).
     let mut metadata: sys::XLA_FFI_Metadata = unsafe { std::mem::zeroed() };
@@ -165,7 +118,7 @@ fn query_metadata(
     let mut frame: sys::XLA_FFI_CallFrame = unsafe { std::mem::zeroed() };
     frame.struct_size = sys::XLA_FFI_CallFrame_STRUCT_SIZE;
     frame.extension_start = &mut ext.extension_base;
-    frame.api = api(version);
+    frame.api = api;
     frame.args.struct_size = sys::XLA_FFI_Args_STRUCT_SIZE;
     frame.rets.struct_size = sys::XLA_FFI_Rets_STRUCT_SIZE;
     frame.attrs.struct_size = sys::XLA_FFI_Attrs_STRUCT_SIZE;
@@ -175,7 +128,7 @@ fn query_metadata(
     if err.is_null() {
         return Ok(metadata);
     }
-    Err(match take_error(err) {
+    Err(match registry::take(err) {
         Some(e) => Fail::new(e.code, e.message.to_string_lossy().into_owned()),
         None => {
             crate::error::internal("the handler returned an error not made by XLA_FFI_Error_Create")
@@ -203,7 +156,7 @@ entry!(PJRT_FFI_Register_Handler, |a, state| {
     }
     // SAFETY: the caller passes an XLA_FFI_Handler function as `handler`.
     let handler = unsafe { std::mem::transmute::<*mut c_void, sys::XLA_FFI_Handler>(a.handler) };
-    let meta = query_metadata(handler, state.config.ffi_version).map_err(|f| {
+    let meta = query_metadata(handler, &state.ffi_api).map_err(|f| {
         f.context(format!(
             "fake plugin: FFI handler {name:?} failed its metadata call"
         ))

@@ -21,6 +21,8 @@ pub(crate) struct State {
     pub config: Config,
     api: sys::PJRT_Api,
     pub attributes: NamedValues,
+    /// The XLA FFI API table FFI handlers see.
+    pub ffi_api: sys::XLA_FFI_Api,
 }
 
 // SAFETY: after construction the state is never mutated; its raw pointers point into
@@ -87,10 +89,12 @@ fn build(config: Config) -> Result<&'static State, String> {
     let attributes = NamedValues::new(&config.attributes);
     // Leaked on purpose, a table must outlive every pointer handed out to it; kept in a
     // list so that leak checkers still see it reachable.
+    let ffi_api = crate::ffi::api(config.ffi_version);
     let state = Box::leak(Box::new(State {
         config,
         api,
         attributes,
+        ffi_api,
     }));
     ALL_STATES
         .lock()
