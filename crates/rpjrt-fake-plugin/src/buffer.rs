@@ -8,7 +8,7 @@ use crate::client::ClientInner;
 use crate::config::ForcedError;
 use crate::error::{invalid, unimplemented, Fail};
 use crate::named::{out_slice, slice};
-use crate::registry::{self, get, Handle};
+use crate::registry::{self, get};
 use crate::state::{self, State};
 
 /// `(type, MLIR name, bytes per element)` for the `PJRT_Buffer_Type_$ty` constants.
@@ -113,10 +113,7 @@ pub(crate) struct FakeBuffer {
     state: Mutex<BufState>,
 }
 
-impl Handle for sys::PJRT_Buffer {
-    type Obj = FakeBuffer;
-    const NAME: &'static str = "PJRT_Buffer";
-}
+handles! { PJRT_Buffer => FakeBuffer, }
 
 pub(crate) const DELETED_MESSAGE: &str = "Buffer has been deleted or donated.";
 
@@ -196,10 +193,7 @@ pub(crate) struct FakeEvent {
     error: Option<ForcedError>,
 }
 
-impl Handle for sys::PJRT_Event {
-    type Obj = FakeEvent;
-    const NAME: &'static str = "PJRT_Event";
-}
+handles! { PJRT_Event => FakeEvent, }
 
 impl FakeEvent {
     fn result(&self) -> Result<(), Fail> {

@@ -9,7 +9,7 @@ use rpjrt_sys as sys;
 use crate::config::{AttrValue, Attribute};
 use crate::error::{self, invalid, Fail};
 use crate::named::{out_slice, out_str, read_named_values, read_str, NamedValues};
-use crate::registry::{self, get, Handle};
+use crate::registry::{self, get};
 
 /// The platform name every fake client reports.
 pub const PLATFORM_NAME: &str = "fake";
@@ -72,21 +72,11 @@ pub(crate) struct FakeClient {
     pub inner: Arc<ClientInner>,
 }
 
-impl Handle for sys::PJRT_Client {
-    type Obj = FakeClient;
-    const NAME: &'static str = "PJRT_Client";
-}
-impl Handle for sys::PJRT_Device {
-    type Obj = FakeDevice;
-    const NAME: &'static str = "PJRT_Device";
-}
-impl Handle for sys::PJRT_DeviceDescription {
-    type Obj = FakeDescription;
-    const NAME: &'static str = "PJRT_DeviceDescription";
-}
-impl Handle for sys::PJRT_Memory {
-    type Obj = FakeMemory;
-    const NAME: &'static str = "PJRT_Memory";
+handles! {
+    PJRT_Client => FakeClient,
+    PJRT_Device => FakeDevice,
+    PJRT_DeviceDescription => FakeDescription,
+    PJRT_Memory => FakeMemory,
 }
 
 impl ClientInner {

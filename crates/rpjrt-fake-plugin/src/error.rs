@@ -7,21 +7,7 @@ use std::os::raw::c_char;
 use rpjrt_sys as sys;
 
 use crate::config::ForcedError;
-
-/// An INVALID_ARGUMENT [`Fail`] with a `format!` message.
-macro_rules! invalid {
-    ($($fmt:tt)*) => {
-        $crate::error::invalid(format!($($fmt)*))
-    };
-}
-
-/// Returns an INVALID_ARGUMENT [`Fail`] with a `format!` message from the function.
-macro_rules! bail {
-    ($($fmt:tt)*) => {
-        return Err(invalid!($($fmt)*))
-    };
-}
-use crate::registry::{self, Handle};
+use crate::registry;
 
 /// An error on its way out of an entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,10 +64,7 @@ pub(crate) struct FakeError {
     pub message: String,
 }
 
-impl Handle for sys::PJRT_Error {
-    type Obj = FakeError;
-    const NAME: &'static str = "PJRT_Error";
-}
+handles! { PJRT_Error => FakeError, }
 
 struct SyncTable(sys::PJRT_Error_FunctionTable);
 

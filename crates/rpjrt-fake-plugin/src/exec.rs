@@ -71,25 +71,12 @@ pub(crate) struct FakeExecuteContext;
 /// serialized compile options).
 pub(crate) struct FakeBlob(Vec<u8>);
 
-impl Handle for sys::PJRT_LoadedExecutable {
-    type Obj = FakeLoadedExecutable;
-    const NAME: &'static str = "PJRT_LoadedExecutable";
-}
-impl Handle for sys::PJRT_Executable {
-    type Obj = FakeExecutable;
-    const NAME: &'static str = "PJRT_Executable";
-}
-impl Handle for sys::PJRT_ExecuteContext {
-    type Obj = FakeExecuteContext;
-    const NAME: &'static str = "PJRT_ExecuteContext";
-}
-impl Handle for sys::PJRT_SerializedExecutable {
-    type Obj = FakeBlob;
-    const NAME: &'static str = "PJRT_SerializedExecutable";
-}
-impl Handle for sys::PJRT_SerializedCompileOptions {
-    type Obj = FakeBlob;
-    const NAME: &'static str = "PJRT_SerializedCompileOptions";
+handles! {
+    PJRT_LoadedExecutable => FakeLoadedExecutable,
+    PJRT_Executable => FakeExecutable,
+    PJRT_ExecuteContext => FakeExecuteContext,
+    PJRT_SerializedExecutable => FakeBlob,
+    PJRT_SerializedCompileOptions => FakeBlob,
 }
 
 /// 64-bit FNV-1a.

@@ -10,7 +10,7 @@ use rpjrt_sys as sys;
 use crate::config::FfiMode;
 use crate::error::Fail;
 use crate::named::read_str;
-use crate::registry::{self, Handle};
+use crate::registry;
 
 /// A handler registration the fake accepted (`RPJRT_FAKE_FFI=ok`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,10 +38,7 @@ pub(crate) struct FfiError {
     message: CString,
 }
 
-impl Handle for sys::XLA_FFI_Error {
-    type Obj = FfiError;
-    const NAME: &'static str = "XLA_FFI_Error";
-}
+handles! { XLA_FFI_Error => FfiError, }
 
 unsafe extern "C" fn error_create(
     args: *mut sys::XLA_FFI_Error_Create_Args,

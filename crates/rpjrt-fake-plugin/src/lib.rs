@@ -144,7 +144,22 @@
 //! A second cdylib, the example `rpjrt_no_symbol` (`cargo build --examples`), exports
 //! no `GetPjrtApi`, for testing that failure.
 
+/// An INVALID_ARGUMENT `Fail` with a `format!` message.
+macro_rules! invalid {
+    ($($fmt:tt)*) => {
+        $crate::error::invalid(format!($($fmt)*))
+    };
+}
+
+/// Returns an INVALID_ARGUMENT `Fail` with a `format!` message from the function.
+macro_rules! bail {
+    ($($fmt:tt)*) => {
+        return Err(invalid!($($fmt)*))
+    };
+}
+
 #[macro_use]
+mod registry;
 mod error;
 #[macro_use]
 mod state;
@@ -158,7 +173,6 @@ mod mlir;
 mod named;
 mod plugin;
 mod proto;
-mod registry;
 mod table;
 
 use std::os::raw::{c_char, c_int};

@@ -15,6 +15,16 @@ pub(crate) trait Handle: Sized + 'static {
     const NAME: &'static str;
 }
 
+/// Implements [`Handle`] for C handle types: `PJRT_Buffer => FakeBuffer, ...`.
+macro_rules! handles {
+    ($($c:ident => $obj:ty,)*) => {$(
+        impl $crate::registry::Handle for sys::$c {
+            type Obj = $obj;
+            const NAME: &'static str = stringify!($c);
+        }
+    )*};
+}
+
 /// Address to (C type name, whether the caller owns it: made by [`new`], not
 /// registered in place by its owner).
 type Live = BTreeMap<usize, (&'static str, bool)>;
