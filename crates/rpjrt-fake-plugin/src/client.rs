@@ -1,7 +1,6 @@
 //! Clients, devices, device descriptions and memories.
 
 use std::collections::BTreeSet;
-use std::ffi::c_char;
 use std::sync::Arc;
 
 use rpjrt_sys as sys;
@@ -286,53 +285,47 @@ fn kv_put(a: &sys::PJRT_Client_Create_Args, key: &str, value: &str) -> Result<()
     }
 }
 
-/// Reads a value a get callback handed out (or the error it returned), then frees it
-/// with its deleter.
-fn take_value(
-    err: *mut sys::PJRT_Error,
-    what: &str,
-    value: *mut c_char,
-    size: usize,
-    deleter: Option<unsafe extern "C" fn(*mut c_char)>,
-) -> Result<String, Fail> {
-    if !err.is_null() {
-        return Err(error::take_callback_error(err, &format!("{what} failed")));
-    }
-    // SAFETY: on success the callback returns `size` bytes at `value`.
-    let got = unsafe { read_str(value, size) };
-    if let (Some(del), false) = (deleter, value.is_null()) {
-        // SAFETY: the callback handed us the value together with its deleter.
-        unsafe { del(value) };
-    }
-    Ok(got)
+/// Calls a KV get or try-get callback of `a` for `key` (`$field: $value` adds get's
+/// timeout) and returns the value it hands out, freed with its deleter.
+macro_rules! kv_get {
+    ($a:ident.$cb:ident($user:ident), $args:ident, $key:expr $(, $field:ident: $value:expr)?) => {{
+        let what = stringify!($cb);
+        let get = ($a.$cb).ok_or_else(|| invalid!("fake plugin: the KV exchange needs {what}"))?;
+        let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
+        let key: &str = $key;
+        let mut args = sys::$args {
+            struct_size: pastey::paste!(sys::[<$args _STRUCT_SIZE>]),
+            extension_start: std::ptr::null_mut(),
+            key: key.as_ptr().cast(),
+            key_size: key.len(),
+            $($field: $value,)?
+            callback_error: &mut cb,
+            user_arg: $a.$user,
+            value: std::ptr::null_mut(),
+            value_size: 0,
+            value_deleter_callback: None,
+        };
+        // SAFETY: as for kv_put.
+        let err = unsafe { get(&mut args) };
+        if !err.is_null() {
+            return Err(error::take_callback_error(err, &format!("{what} failed")));
+        }
+        // SAFETY: on success the callback returns `value_size` bytes at `value`.
+        let got = unsafe { read_str(args.value, args.value_size) };
+        if let (Some(del), false) = (args.value_deleter_callback, args.value.is_null()) {
+            // SAFETY: the callback handed us the value together with its deleter.
+            unsafe { del(args.value) };
+        }
+        got
+    }};
 }
 
 /// Gets `key` through the caller's KV get callback (blocking up to `timeout_ms`).
 fn kv_get(a: &sys::PJRT_Client_Create_Args, key: &str, timeout_ms: i32) -> Result<String, Fail> {
-    let get = (a.kv_get_callback)
-        .ok_or_else(|| invalid("fake plugin: the KV exchange needs kv_get_callback"))?;
-    let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
-    let mut args = sys::PJRT_KeyValueGetCallback_Args {
-        struct_size: sys::PJRT_KeyValueGetCallback_Args_STRUCT_SIZE,
-        extension_start: std::ptr::null_mut(),
-        key: key.as_ptr().cast(),
-        key_size: key.len(),
-        timeout_in_ms: timeout_ms,
-        callback_error: &mut cb,
-        user_arg: a.kv_get_user_arg,
-        value: std::ptr::null_mut(),
-        value_size: 0,
-        value_deleter_callback: None,
-    };
-    // SAFETY: as for kv_put.
-    let err = unsafe { get(&mut args) };
-    take_value(
-        err,
-        "kv_get_callback",
-        args.value,
-        args.value_size,
-        args.value_deleter_callback,
-    )
+    Ok(kv_get!(
+        a.kv_get_callback(kv_get_user_arg), PJRT_KeyValueGetCallback_Args, key,
+        timeout_in_ms: timeout_ms
+    ))
 }
 
 /// The `fake_kv_roundtrip` option: put a value through the caller's KV callbacks and read
@@ -340,32 +333,13 @@ fn kv_get(a: &sys::PJRT_Client_Create_Args, key: &str, timeout_ms: i32) -> Resul
 fn kv_roundtrip(a: &sys::PJRT_Client_Create_Args) -> Result<(), Fail> {
     kv_put(a, KV_KEY, KV_VALUE)?;
     let mut got = vec![("kv_get_callback", kv_get(a, KV_KEY, 5000)?)];
-    if let Some(try_get) = a.kv_try_get_callback {
-        let mut cb: Option<sys::PJRT_CallbackError> = Some(error::callback_error);
-        let mut args = sys::PJRT_KeyValueTryGetCallback_Args {
-            struct_size: sys::PJRT_KeyValueTryGetCallback_Args_STRUCT_SIZE,
-            extension_start: std::ptr::null_mut(),
-            key: KV_KEY.as_ptr().cast(),
-            key_size: KV_KEY.len(),
-            callback_error: &mut cb,
-            user_arg: a.kv_try_get_user_arg,
-            value: std::ptr::null_mut(),
-            value_size: 0,
-            value_deleter_callback: None,
-        };
-        // SAFETY: as for kv_put.
-        let err = unsafe { try_get(&mut args) };
-        let what = "kv_try_get_callback";
-        got.push((
-            what,
-            take_value(
-                err,
-                what,
-                args.value,
-                args.value_size,
-                args.value_deleter_callback,
-            )?,
-        ));
+    if a.kv_try_get_callback.is_some() {
+        let value = kv_get!(
+            a.kv_try_get_callback(kv_try_get_user_arg),
+            PJRT_KeyValueTryGetCallback_Args,
+            KV_KEY
+        );
+        got.push(("kv_try_get_callback", value));
     }
     match got.into_iter().find(|(_, v)| v != KV_VALUE) {
         Some((what, v)) => Err(invalid!(
