@@ -139,7 +139,7 @@
 //! - Everything is freed by its destroy call; [`live_handle_count`] (exported as
 //!   `rpjrt_fake_live_handle_count`) counts the caller-owned handles still alive
 //!   (errors, clients, buffers, events, executables, execute contexts, serialized
-//!   blobs), so a test can check it leaked none.
+//!   blobs, XLA FFI errors), so a test can check it leaked none.
 //!
 //! A second cdylib, the example `rpjrt_no_symbol` (`cargo build --examples`), exports
 //! no `GetPjrtApi`, for testing that failure.
@@ -242,8 +242,8 @@ pub unsafe extern "C" fn rpjrt_fake_configure(spec: *const c_char, len: usize) -
     .unwrap_or(-1)
 }
 
-/// How many caller-owned handles (errors, clients, buffers, events, executables,
-/// execute contexts) are alive in this instance of the plugin.
+/// How many caller-owned handles (see [`live_handles`]) are alive in this instance of
+/// the plugin.
 pub fn live_handle_count() -> usize {
     registry::live_counts().values().sum()
 }
