@@ -4,70 +4,62 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rpjrt_sys as sys;
 
-use crate::client::{client_ref, ClientInner};
+use crate::client::ClientInner;
 use crate::config::ForcedError;
 use crate::error::{invalid, unimplemented, Fail};
-use crate::registry::{self, Kind};
-use crate::state::{self, check_size, State};
+use crate::named::{out_slice, slice};
+use crate::registry::{self, get};
+use crate::state::{self, State};
 
-/// Bytes per element of a PJRT buffer type, or None for types a buffer cannot hold
-/// (INVALID, TOKEN, unknown codes). Sub-byte types take one byte per element, which is
-/// how XLA lays them out on the host by default.
-pub fn element_size(ty: sys::PJRT_Buffer_Type) -> Option<usize> {
-    ELEMENT_SIZES
-        .iter()
-        .find(|(t, _)| *t == ty)
-        .map(|(_, size)| *size)
+/// `(type, MLIR name, bytes per element)` for the `PJRT_Buffer_Type_$ty` constants.
+macro_rules! element_types {
+    ($($ty:ident $mlir:literal $size:literal,)*) => {
+        pastey::paste!(&[$((sys::[<PJRT_Buffer_Type_ $ty>], $mlir, $size),)*])
+    };
 }
 
-const ELEMENT_SIZES: [(sys::PJRT_Buffer_Type, usize); 32] = [
-    (sys::PJRT_Buffer_Type_PRED, 1),
-    (sys::PJRT_Buffer_Type_S8, 1),
-    (sys::PJRT_Buffer_Type_S16, 2),
-    (sys::PJRT_Buffer_Type_S32, 4),
-    (sys::PJRT_Buffer_Type_S64, 8),
-    (sys::PJRT_Buffer_Type_U8, 1),
-    (sys::PJRT_Buffer_Type_U16, 2),
-    (sys::PJRT_Buffer_Type_U32, 4),
-    (sys::PJRT_Buffer_Type_U64, 8),
-    (sys::PJRT_Buffer_Type_F16, 2),
-    (sys::PJRT_Buffer_Type_F32, 4),
-    (sys::PJRT_Buffer_Type_F64, 8),
-    (sys::PJRT_Buffer_Type_BF16, 2),
-    (sys::PJRT_Buffer_Type_C64, 8),
-    (sys::PJRT_Buffer_Type_C128, 16),
-    (sys::PJRT_Buffer_Type_F8E5M2, 1),
-    (sys::PJRT_Buffer_Type_F8E4M3FN, 1),
-    (sys::PJRT_Buffer_Type_F8E4M3B11FNUZ, 1),
-    (sys::PJRT_Buffer_Type_F8E5M2FNUZ, 1),
-    (sys::PJRT_Buffer_Type_F8E4M3FNUZ, 1),
-    (sys::PJRT_Buffer_Type_S4, 1),
-    (sys::PJRT_Buffer_Type_U4, 1),
-    (sys::PJRT_Buffer_Type_S2, 1),
-    (sys::PJRT_Buffer_Type_U2, 1),
-    (sys::PJRT_Buffer_Type_F8E4M3, 1),
-    (sys::PJRT_Buffer_Type_F8E3M4, 1),
-    (sys::PJRT_Buffer_Type_F8E8M0FNU, 1),
-    (sys::PJRT_Buffer_Type_F4E2M1FN, 1),
-    (sys::PJRT_Buffer_Type_S1, 1),
-    (sys::PJRT_Buffer_Type_U1, 1),
-    (sys::PJRT_Buffer_Type_F6E2M3FN, 1),
-    (sys::PJRT_Buffer_Type_F6E3M2FN, 1),
-];
+/// Every element type a buffer can hold, with its MLIR name (as in `tensor<2xf32>`;
+/// empty for none) and bytes per element. Sub-byte types take one byte per element,
+/// which is how XLA lays them out on the host by default.
+const ELEMENT_TYPES: &[(sys::PJRT_Buffer_Type, &str, usize)] = element_types! {
+    PRED "i1" 1, S8 "i8" 1, S16 "i16" 2, S32 "i32" 4, S64 "i64" 8,
+    U8 "ui8" 1, U16 "ui16" 2, U32 "ui32" 4, U64 "ui64" 8,
+    F16 "f16" 2, F32 "f32" 4, F64 "f64" 8, BF16 "bf16" 2,
+    C64 "complex<f32>" 8, C128 "complex<f64>" 16,
+    F8E5M2 "f8E5M2" 1, F8E4M3FN "f8E4M3FN" 1, F8E4M3B11FNUZ "f8E4M3B11FNUZ" 1,
+    F8E5M2FNUZ "f8E5M2FNUZ" 1, F8E4M3FNUZ "f8E4M3FNUZ" 1, F8E4M3 "f8E4M3" 1,
+    F8E3M4 "f8E3M4" 1, F8E8M0FNU "f8E8M0FNU" 1, F4E2M1FN "f4E2M1FN" 1,
+    F6E2M3FN "f6E2M3FN" 1, F6E3M2FN "f6E3M2FN" 1,
+    S4 "i4" 1, U4 "ui4" 1, S2 "i2" 1, U2 "ui2" 1, S1 "" 1, U1 "" 1,
+};
+
+/// Bytes per element of a PJRT buffer type, or None for types a buffer cannot hold
+/// (INVALID, TOKEN, unknown codes).
+pub(crate) fn element_size(ty: sys::PJRT_Buffer_Type) -> Result<usize, Fail> {
+    let found = ELEMENT_TYPES.iter().find(|t| t.0 == ty).map(|t| t.2);
+    found.ok_or_else(|| invalid!("fake plugin: unsupported buffer element type {ty}"))
+}
+
+/// The buffer type of an MLIR element type name (`f32`, `si8`, `complex<f32>`).
+pub(crate) fn mlir_element_type(name: &str) -> Option<sys::PJRT_Buffer_Type> {
+    let name = match name.strip_prefix('s') {
+        Some(signless) if signless.starts_with('i') && signless != "i1" => signless,
+        _ => name,
+    };
+    ELEMENT_TYPES
+        .iter()
+        .find(|t| !name.is_empty() && t.1 == name)
+        .map(|t| t.0)
+}
 
 /// Byte size of an array, with every overflow and negative dimension reported.
 pub(crate) fn byte_size(ty: sys::PJRT_Buffer_Type, dims: &[i64]) -> Result<usize, Fail> {
-    let elem = element_size(ty)
-        .ok_or_else(|| invalid(format!("fake plugin: unsupported buffer element type {ty}")))?;
-    let mut n = elem;
-    for &d in dims {
+    dims.iter().try_fold(element_size(ty)?, |n, &d| {
         let d = usize::try_from(d)
-            .map_err(|_| invalid(format!("fake plugin: negative dimension in {dims:?}")))?;
-        n = n
-            .checked_mul(d)
-            .ok_or_else(|| invalid(format!("fake plugin: array {dims:?} is too large")))?;
-    }
-    Ok(n)
+            .map_err(|_| invalid!("fake plugin: negative dimension in {dims:?}"))?;
+        n.checked_mul(d)
+            .ok_or_else(|| invalid!("fake plugin: array {dims:?} is too large"))
+    })
 }
 
 #[repr(C, align(64))]
@@ -84,8 +76,9 @@ pub(crate) struct Bytes {
 
 impl Bytes {
     pub fn zeroed(len: usize) -> Bytes {
+        let chunks = vec![Chunk([0; 64]); len.div_ceil(64)];
         Bytes {
-            chunks: vec![Chunk([0; 64]); len.div_ceil(64)],
+            chunks,
             len,
             charge: None,
         }
@@ -100,12 +93,6 @@ impl Bytes {
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as for as_slice, with unique access through &mut self.
         unsafe { std::slice::from_raw_parts_mut(self.chunks.as_mut_ptr().cast::<u8>(), self.len) }
-    }
-
-    pub fn from_slice(bytes: &[u8]) -> Bytes {
-        let mut b = Bytes::zeroed(bytes.len());
-        b.as_mut_slice().copy_from_slice(bytes);
-        b
     }
 }
 
@@ -126,6 +113,8 @@ pub(crate) struct FakeBuffer {
     state: Mutex<BufState>,
 }
 
+handles! { PJRT_Buffer => FakeBuffer, }
+
 pub(crate) const DELETED_MESSAGE: &str = "Buffer has been deleted or donated.";
 
 impl FakeBuffer {
@@ -137,22 +126,30 @@ impl FakeBuffer {
         self.lock().deleted
     }
 
-    /// A copy of the contents, or an error if the buffer was deleted.
-    pub fn read(&self) -> Result<Bytes, Fail> {
-        let st = self.lock();
-        match (&st.data, st.deleted) {
-            (Some(d), false) => Ok(Bytes::from_slice(d.as_slice())),
+    /// Runs `f` on the contents, or fails if the buffer was deleted.
+    fn with_data<R>(&self, f: impl FnOnce(&mut Bytes) -> R) -> Result<R, Fail> {
+        match &mut *self.lock() {
+            BufState {
+                data: Some(d),
+                deleted: false,
+                ..
+            } => Ok(f(d)),
             _ => Err(invalid(DELETED_MESSAGE)),
         }
     }
 
-    /// Runs `f` on the contents, or fails if the buffer was deleted.
-    fn with_data<R>(&self, f: impl FnOnce(&Bytes) -> R) -> Result<R, Fail> {
-        let st = self.lock();
-        match (&st.data, st.deleted) {
-            (Some(d), false) => Ok(f(d)),
-            _ => Err(invalid(DELETED_MESSAGE)),
-        }
+    /// A copy of this buffer in `memory` of its client.
+    pub fn copy_to(&self, memory: usize) -> Result<*mut sys::PJRT_Buffer, Fail> {
+        let data = self.with_data(|d| d.as_slice().to_vec())?;
+        let mut bytes = Bytes::zeroed(data.len());
+        bytes.as_mut_slice().copy_from_slice(&data);
+        new_buffer(
+            self.client.clone(),
+            memory,
+            self.ty,
+            self.dims.clone(),
+            bytes,
+        )
     }
 }
 
@@ -169,37 +166,24 @@ pub(crate) fn new_buffer(
     if client.memories[memory].kind_id == 0 {
         data.charge = Some(client.devices[device].memory.charge(data.len)?);
     }
-    let raw = Box::into_raw(Box::new(FakeBuffer {
+    let (size, state) = (
+        data.len,
+        BufState {
+            data: Some(data),
+            deleted: false,
+            external_refs: 0,
+        },
+    );
+    let state = Mutex::new(state);
+    Ok(registry::new(FakeBuffer {
         client,
         device,
         memory,
         ty,
         dims,
-        size: data.len,
-        state: Mutex::new(BufState {
-            data: Some(data),
-            deleted: false,
-            external_refs: 0,
-        }),
-    }));
-    registry::register(raw, Kind::Buffer);
-    Ok(raw.cast())
-}
-
-/// Frees a buffer made by `new_buffer` that was never handed to a caller.
-pub(crate) fn free_buffer(buffer: *mut sys::PJRT_Buffer) {
-    if registry::unregister(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
-        // SAFETY: it was live, so it came from Box::into_raw in new_buffer; now
-        // unregistered, so this is the only free.
-        drop(unsafe { Box::from_raw(buffer.cast::<FakeBuffer>()) });
-    }
-}
-
-/// The live buffer behind `buffer`.
-pub(crate) fn buffer_ref<'a>(buffer: *mut sys::PJRT_Buffer) -> Result<&'a FakeBuffer, Fail> {
-    // SAFETY: handles of this kind are registered from Box::into_raw in new_buffer and
-    // unregistered before they are freed; the caller keeps this one alive for the call.
-    unsafe { registry::live_ref(buffer, Kind::Buffer) }
+        size,
+        state,
+    }))
 }
 
 // ------------------------------------------------------------------- events
@@ -209,11 +193,17 @@ pub(crate) struct FakeEvent {
     error: Option<ForcedError>,
 }
 
+handles! { PJRT_Event => FakeEvent, }
+
+impl FakeEvent {
+    fn result(&self) -> Result<(), Fail> {
+        self.error.as_ref().map_or(Ok(()), |e| Err(e.into()))
+    }
+}
+
 /// Makes a caller-owned, complete event.
 pub(crate) fn new_event(error: Option<ForcedError>) -> *mut sys::PJRT_Event {
-    let raw = Box::into_raw(Box::new(FakeEvent { error }));
-    registry::register(raw, Kind::Event);
-    raw.cast()
+    registry::new(FakeEvent { error })
 }
 
 /// An event for `entry`, complete with the error the `EVENT_ERROR` knob gives it.
@@ -221,66 +211,29 @@ pub(crate) fn entry_event(state: &State, entry: &str) -> *mut sys::PJRT_Event {
     new_event(state::event_error(state, entry))
 }
 
-fn event_ref<'a>(event: *mut sys::PJRT_Event) -> Result<&'a FakeEvent, Fail> {
-    // SAFETY: handles of this kind are registered from Box::into_raw in new_event and
-    // unregistered before they are freed; the caller keeps this one alive for the call.
-    unsafe { registry::live_ref(event, Kind::Event) }
-}
+entry!(PJRT_Event_Destroy, |a, _| registry::destroy(a.event)?);
 
-entry_fn!(event_destroy, PJRT_Event_Destroy, |a, _| {
-    let event = a.event;
-    if event.is_null() {
-        return Ok(());
-    }
-    if !registry::unregister(event.cast::<FakeEvent>(), Kind::Event) {
-        return Err(invalid(format!(
-            "fake plugin: PJRT_Event_Destroy: {event:p} is not a live PJRT_Event"
-        )));
-    }
-    // SAFETY: it was live, so it came from Box::into_raw in new_event; now
-    // unregistered, so this is the only free.
-    drop(unsafe { Box::from_raw(event.cast::<FakeEvent>()) });
-    Ok(())
-});
-
-entry_fn!(event_is_ready, PJRT_Event_IsReady, |a, _| {
-    let event = a.event;
-    event_ref(event)?;
+entry!(PJRT_Event_IsReady, |a, _| {
+    get(a.event)?;
     a.is_ready = true;
-    Ok(())
 });
 
-entry_fn!(event_error, PJRT_Event_Error, |a, _| {
-    let e = event_ref(a.event)?;
-    match &e.error {
-        Some(err) => Err(Fail::from(err)),
-        None => Ok(()),
-    }
-});
+entry!(PJRT_Event_Error, |a, _| get(a.event)?.result()?);
 
-entry_fn!(event_await, PJRT_Event_Await, |a, _| {
-    let e = event_ref(a.event)?;
-    match &e.error {
-        Some(err) => Err(Fail::from(err)),
-        None => Ok(()),
-    }
-});
+entry!(PJRT_Event_Await, |a, _| get(a.event)?.result()?);
 
-entry_fn!(event_on_ready, PJRT_Event_OnReady, |a, _| {
-    let e = event_ref(a.event)?;
+entry!(PJRT_Event_OnReady, |a, _| {
+    let e = get(a.event)?;
     let callback = a
         .callback
         .ok_or_else(|| invalid("fake plugin: PJRT_Event_OnReady with a null callback"))?;
     let err = e
-        .error
-        .as_ref()
-        .map(|f| Fail::from(f).into_raw())
-        .unwrap_or(std::ptr::null_mut());
-    // The event is complete, so the callback runs now, on this thread; it owns
-    // `err`.
+        .result()
+        .err()
+        .map_or(std::ptr::null_mut(), Fail::into_raw);
+    // The event is complete, so the callback runs now, on this thread; it owns `err`.
     // SAFETY: the caller registered this callback with this user_arg.
     unsafe { callback(err, a.user_arg) };
-    Ok(())
 });
 
 // ------------------------------------------------------------------ layouts
@@ -295,479 +248,294 @@ fn dense_strides(elem: usize, dims: &[i64]) -> Vec<i64> {
     strides
 }
 
-/// Accepts a layout only if it is the dense major-to-minor one.
-///
-/// # Safety
-/// `layout` must be null or point at a layout valid up to its struct_size, whose
-/// arrays are valid for their sizes.
-unsafe fn check_dense_layout(
+/// Accepts a layout only if it is the dense major-to-minor one (or null).
+fn check_dense_layout(
     state: &State,
     layout: *const sys::PJRT_Buffer_MemoryLayout,
     elem: usize,
     dims: &[i64],
     what: &str,
 ) -> Result<(), Fail> {
-    if layout.is_null() {
+    let Some(l) = nested!(state, layout, PJRT_Buffer_MemoryLayout)? else {
         return Ok(());
-    }
-    // SAFETY: non-null layout starts with struct_size.
-    let actual = unsafe { (*layout).struct_size };
-    check_size(
-        state,
-        "PJRT_Buffer_MemoryLayout",
-        actual,
-        sys::PJRT_Buffer_MemoryLayout_STRUCT_SIZE,
-    )?;
-    // SAFETY: its struct_size covers every field (checked).
-    let l = unsafe { &*layout };
+    };
     let n = dims.len();
     let dense = match l.r#type {
         sys::PJRT_Buffer_MemoryLayout_Type_Tiled => {
-            // SAFETY: type Tiled says `tiled` is the member set.
-            let t = unsafe { &l.layout.tiled };
-            let m2m: Vec<i64> = if t.minor_to_major_size == 0 {
-                Vec::new()
-            } else if t.minor_to_major.is_null() {
-                return Err(invalid("fake plugin: null minor_to_major"));
-            } else {
-                // SAFETY: minor_to_major has minor_to_major_size elements.
-                unsafe { std::slice::from_raw_parts(t.minor_to_major, t.minor_to_major_size) }
-                    .to_vec()
-            };
-            let want: Vec<i64> = (0..n as i64).rev().collect();
-            m2m == want && t.num_tiles == 0
+            // SAFETY: type Tiled says `tiled` is the member set; minor_to_major has
+            // minor_to_major_size elements.
+            let m2m = unsafe {
+                slice(
+                    l.layout.tiled.minor_to_major,
+                    l.layout.tiled.minor_to_major_size,
+                    "minor_to_major",
+                )
+            }?;
+            // SAFETY: as above.
+            m2m.iter().copied().eq((0..n as i64).rev()) && unsafe { l.layout.tiled.num_tiles } == 0
         }
         sys::PJRT_Buffer_MemoryLayout_Type_Strides => {
             // SAFETY: type Strides says `strides` is the member set.
             let s = unsafe { &l.layout.strides };
             if s.num_byte_strides != n {
-                return Err(invalid(format!(
+                bail!(
                     "fake plugin: {what} has {} strides for {n} dimensions",
                     s.num_byte_strides
-                )));
+                );
             }
-            let got: &[i64] = if n == 0 {
-                &[]
-            } else if s.byte_strides.is_null() {
-                return Err(invalid("fake plugin: null byte_strides"));
-            } else {
-                // SAFETY: byte_strides has num_byte_strides elements.
-                unsafe { std::slice::from_raw_parts(s.byte_strides, n) }
-            };
-            got == dense_strides(elem, dims).as_slice()
+            // SAFETY: byte_strides has num_byte_strides elements.
+            unsafe { slice(s.byte_strides, n, "byte_strides") }?
+                == dense_strides(elem, dims).as_slice()
         }
         other => {
-            return Err(invalid(format!(
-                "fake plugin: unknown memory layout type {other}"
-            )))
+            bail!("fake plugin: unknown memory layout type {other}")
         }
     };
-    if dense {
-        Ok(())
-    } else {
-        Err(unimplemented(format!(
+    match dense {
+        true => Ok(()),
+        false => Err(unimplemented(format!(
             "fake plugin: only the dense major-to-minor {what} is supported"
-        )))
+        ))),
     }
 }
 
-/// Copies a host array, honouring any byte strides (negative ones too).
+/// Copies a host array, honouring byte strides (negative ones too).
 ///
 /// # Safety
-/// `data` must be valid for every byte the strides reach (all of `size` bytes when
-/// `strides` is None).
+/// `data` must be valid for every byte the strides reach.
 unsafe fn gather(
     data: *const u8,
     elem: usize,
     dims: &[i64],
-    strides: Option<&[i64]>,
+    strides: &[i64],
     size: usize,
 ) -> Bytes {
     let mut out = Bytes::zeroed(size);
-    if size == 0 {
+    if strides == dense_strides(elem, dims) && size > 0 {
+        // SAFETY: dense data: `size` readable bytes.
+        out.as_mut_slice()
+            .copy_from_slice(unsafe { std::slice::from_raw_parts(data, size) });
         return out;
     }
-    let dense = dense_strides(elem, dims);
-    match strides {
-        Some(s) if s != dense.as_slice() => {
-            let dst = out.as_mut_slice();
-            let mut index = vec![0i64; dims.len()];
-            let mut pos = 0;
-            loop {
-                let offset: isize = index
-                    .iter()
-                    .zip(s)
-                    .map(|(i, st)| (*i as isize) * (*st as isize))
-                    .sum();
-                // SAFETY: the caller promises every strided element is readable.
-                let src = unsafe { std::slice::from_raw_parts(data.offset(offset), elem) };
-                dst[pos..pos + elem].copy_from_slice(src);
-                pos += elem;
-                // Advance the multi-index, last dimension fastest.
-                let mut k = dims.len();
-                loop {
-                    if k == 0 {
-                        return out;
-                    }
-                    k -= 1;
-                    index[k] += 1;
-                    if index[k] < dims[k] {
-                        break;
-                    }
-                    index[k] = 0;
-                }
+    let mut index = vec![0i64; dims.len()];
+    for dst in out.as_mut_slice().chunks_exact_mut(elem) {
+        let offset: isize = index
+            .iter()
+            .zip(strides)
+            .map(|(i, st)| (*i * *st) as isize)
+            .sum();
+        // SAFETY: the caller promises every strided element is readable.
+        dst.copy_from_slice(unsafe { std::slice::from_raw_parts(data.offset(offset), elem) });
+        // Advance the multi-index, last dimension fastest.
+        for k in (0..dims.len()).rev() {
+            index[k] += 1;
+            if index[k] < dims[k] {
+                break;
             }
-        }
-        _ => {
-            // SAFETY: dense data: `size` readable bytes.
-            let src = unsafe { std::slice::from_raw_parts(data, size) };
-            out.as_mut_slice().copy_from_slice(src);
-            out
+            index[k] = 0;
         }
     }
-}
-
-/// Reads `len` i64 values at `ptr` (null allowed when len is 0).
-///
-/// # Safety
-/// `ptr` must point at `len` readable values when len > 0.
-pub(crate) unsafe fn read_i64s(ptr: *const i64, len: usize, what: &str) -> Result<Vec<i64>, Fail> {
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    if ptr.is_null() {
-        return Err(invalid(format!(
-            "fake plugin: null {what} with {len} elements"
-        )));
-    }
-    // SAFETY: the caller promises len values.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec())
+    out
 }
 
 // ------------------------------------------------------------------ entries
 
-fn from_host(
-    a: &mut sys::PJRT_Client_BufferFromHostBuffer_Args,
-    state: &State,
-) -> Result<(), Fail> {
-    let client = client_ref(a.client)?;
-    let inner = &client.inner;
-    let ty = a.r#type;
-    let elem = element_size(ty)
-        .ok_or_else(|| invalid(format!("fake plugin: unsupported buffer element type {ty}")))?;
+entry!(PJRT_Client_BufferFromHostBuffer, |a, state| {
+    let inner = &get(a.client)?.inner;
+    let (ty, elem) = (a.r#type, element_size(a.r#type)?);
     // SAFETY: dims has num_dims values per the C API.
-    let dims = unsafe { read_i64s(a.dims, a.num_dims, "dims") }?;
+    let dims = unsafe { slice(a.dims, a.num_dims, "dims") }?.to_vec();
     let size = byte_size(ty, &dims)?;
-    let strides = if a.num_byte_strides == 0 {
-        None
-    } else {
-        if a.num_byte_strides != dims.len() {
-            return Err(invalid(format!(
-                "fake plugin: {} byte_strides for {} dimensions",
-                a.num_byte_strides,
-                dims.len()
-            )));
-        }
-        // SAFETY: byte_strides has num_byte_strides values per the C API.
-        Some(unsafe { read_i64s(a.byte_strides, a.num_byte_strides, "byte_strides") }?)
-    };
-    // SAFETY: device_layout is null or valid per the C API.
-    unsafe { check_dense_layout(state, a.device_layout, elem, &dims, "device_layout") }?;
-    let memory = if !a.memory.is_null() {
-        let m = inner.memory_index(a.memory).ok_or_else(|| {
-            invalid(format!(
-                "fake plugin: {:p} is not a memory of this client",
-                a.memory
-            ))
-        })?;
-        if !a.device.is_null() && inner.device_index(a.device) != Some(inner.memories[m].device) {
-            return Err(invalid(
-                "fake plugin: device and memory given do not belong together",
-            ));
-        }
-        m
-    } else if !a.device.is_null() {
-        let d = inner.device_index(a.device).ok_or_else(|| {
-            invalid(format!(
-                "fake plugin: {:p} is not a device of this client",
-                a.device
-            ))
-        })?;
-        inner.default_memory_index(d)
-    } else {
-        return Err(invalid(
-            "fake plugin: PJRT_Client_BufferFromHostBuffer needs a device or a memory",
-        ));
-    };
-    let device = inner.memories[memory].device;
-    if !inner.addressable(device) {
-        return Err(invalid(format!(
-            "fake plugin: device {} is not addressable",
-            inner.device_name(device)
-        )));
+    if a.num_byte_strides != 0 && a.num_byte_strides != dims.len() {
+        bail!(
+            "fake plugin: {} byte_strides for {} dimensions",
+            a.num_byte_strides,
+            dims.len()
+        );
     }
+    // SAFETY: byte_strides has num_byte_strides values per the C API.
+    let strides = unsafe { slice(a.byte_strides, a.num_byte_strides, "byte_strides") }?;
+    check_dense_layout(state, a.device_layout, elem, &dims, "device_layout")?;
+    let device_index = |d| {
+        let index = inner.device_index(d);
+        index.ok_or_else(|| invalid!("fake plugin: {d:p} is not a device of this client"))
+    };
+    let memory = match (a.memory.is_null(), a.device.is_null()) {
+        (false, device_null) => {
+            let m = inner.memory_index(a.memory).ok_or_else(|| {
+                invalid!("fake plugin: {:p} is not a memory of this client", a.memory)
+            })?;
+            if !device_null && inner.device_index(a.device) != Some(inner.memories[m].device) {
+                bail!("fake plugin: device and memory given do not belong together");
+            }
+            m
+        }
+        (true, false) => inner.default_memory_index(device_index(a.device)?),
+        (true, true) => {
+            bail!("fake plugin: PJRT_Client_BufferFromHostBuffer needs a device or a memory")
+        }
+    };
+    inner.check_addressable(inner.memories[memory].device)?;
     if a.data.is_null() && size > 0 {
-        return Err(invalid("fake plugin: null host data"));
+        bail!("fake plugin: null host data");
     }
+    let dense = dense_strides(elem, &dims);
+    let strides = if strides.is_empty() { &dense } else { strides };
     // SAFETY: the caller promises `data` holds the array described by dims, type and
     // strides for the duration of the call.
-    let bytes = unsafe { gather(a.data.cast(), elem, &dims, strides.as_deref(), size) };
+    let bytes = unsafe { gather(a.data.cast(), elem, &dims, strides, size) };
     a.buffer = new_buffer(inner.clone(), memory, ty, dims, bytes)?;
     a.done_with_host_buffer = entry_event(state, "PJRT_Client_BufferFromHostBuffer");
-    Ok(())
-}
-
-entry_fn!(
-    client_buffer_from_host_buffer,
-    PJRT_Client_BufferFromHostBuffer,
-    |a, state| { from_host(a, state) }
-);
-
-entry_fn!(buffer_destroy, PJRT_Buffer_Destroy, |a, _| {
-    let buffer = a.buffer;
-    if buffer.is_null() {
-        return Ok(());
-    }
-    if !registry::unregister(buffer.cast::<FakeBuffer>(), Kind::Buffer) {
-        return Err(invalid(format!(
-            "fake plugin: PJRT_Buffer_Destroy: {buffer:p} is not a live PJRT_Buffer"
-        )));
-    }
-    // SAFETY: it was live, so it came from Box::into_raw in new_buffer; now
-    // unregistered, so this is the only free.
-    drop(unsafe { Box::from_raw(buffer.cast::<FakeBuffer>()) });
-    Ok(())
 });
 
-entry_fn!(buffer_element_type, PJRT_Buffer_ElementType, |a, _| {
-    a.r#type = buffer_ref(a.buffer)?.ty;
-    Ok(())
+entry!(PJRT_Buffer_Destroy, |a, _| registry::destroy(a.buffer)?);
+
+entry!(PJRT_Buffer_ElementType, |a, _| a.r#type = get(a.buffer)?.ty);
+
+entry!(PJRT_Buffer_Dimensions, |a, _| {
+    (a.dims, a.num_dims) = out_slice(&get(a.buffer)?.dims);
 });
 
-entry_fn!(buffer_dimensions, PJRT_Buffer_Dimensions, |a, _| {
-    let b = buffer_ref(a.buffer)?;
-    a.dims = b.dims.as_ptr();
-    a.num_dims = b.dims.len();
-    Ok(())
-});
+entry!(PJRT_Buffer_OnDeviceSizeInBytes, |a, _| a
+    .on_device_size_in_bytes =
+    get(a.buffer)?.size);
 
-entry_fn!(
-    buffer_unpadded_dimensions,
-    PJRT_Buffer_UnpaddedDimensions,
-    |a, _| {
-        let b = buffer_ref(a.buffer)?;
-        a.unpadded_dims = b.dims.as_ptr();
-        a.num_dims = b.dims.len();
-        Ok(())
-    }
-);
-
-entry_fn!(
-    buffer_dynamic_dimension_indices,
-    PJRT_Buffer_DynamicDimensionIndices,
-    |a, _| {
-        buffer_ref(a.buffer)?;
-        static NONE: [usize; 0] = [];
-        a.dynamic_dim_indices = NONE.as_ptr();
-        a.num_dynamic_dims = 0;
-        Ok(())
-    }
-);
-
-entry_fn!(
-    buffer_on_device_size,
-    PJRT_Buffer_OnDeviceSizeInBytes,
-    |a, _| {
-        a.on_device_size_in_bytes = buffer_ref(a.buffer)?.size;
-        Ok(())
-    }
-);
-
-entry_fn!(buffer_device, PJRT_Buffer_Device, |a, _| {
-    let b = buffer_ref(a.buffer)?;
+entry!(PJRT_Buffer_Device, |a, _| {
+    let b = get(a.buffer)?;
     a.device = b.client.device_ptr(b.device);
-    Ok(())
 });
 
-entry_fn!(buffer_memory, PJRT_Buffer_Memory, |a, _| {
-    let b = buffer_ref(a.buffer)?;
+entry!(PJRT_Buffer_Memory, |a, _| {
+    let b = get(a.buffer)?;
     a.memory = b.client.memory_ptr(b.memory);
-    Ok(())
 });
 
-entry_fn!(buffer_delete, PJRT_Buffer_Delete, |a, _| {
-    let b = buffer_ref(a.buffer)?;
-    let mut st = b.lock();
+entry!(PJRT_Buffer_Delete, |a, _| {
+    let mut st = get(a.buffer)?.lock();
     st.deleted = true;
     if st.external_refs == 0 {
         st.data = None;
     }
-    Ok(())
 });
 
-entry_fn!(buffer_is_deleted, PJRT_Buffer_IsDeleted, |a, _| {
-    let b = buffer_ref(a.buffer)?;
-    let deleted = b.is_deleted();
-    a.is_deleted = deleted;
-    Ok(())
+entry!(PJRT_Buffer_IsDeleted, |a, _| {
+    a.is_deleted = get(a.buffer)?.is_deleted();
 });
 
-entry_fn!(buffer_is_on_cpu, PJRT_Buffer_IsOnCpu, |a, _| {
-    buffer_ref(a.buffer)?;
+entry!(PJRT_Buffer_IsOnCpu, |a, _| {
+    get(a.buffer)?;
     a.is_on_cpu = true;
-    Ok(())
 });
 
-entry_fn!(
-    buffer_to_host_buffer,
-    PJRT_Buffer_ToHostBuffer,
-    |a, state| {
-        let b = buffer_ref(a.src)?;
-        let elem = element_size(b.ty).unwrap_or(1);
-        // SAFETY: host_layout is null or valid per the C API.
-        unsafe { check_dense_layout(state, a.host_layout, elem, &b.dims, "host_layout") }?;
-        if b.is_deleted() {
-            return Err(invalid(DELETED_MESSAGE));
-        }
-        if a.dst.is_null() {
-            a.dst_size = b.size;
-            a.event = std::ptr::null_mut();
-            return Ok(());
-        }
-        if a.dst_size < b.size {
-            return Err(invalid(format!(
-                "fake plugin: dst_size {} is smaller than the buffer's {} bytes",
-                a.dst_size, b.size
-            )));
-        }
-        let event_error = state::event_error(state, "PJRT_Buffer_ToHostBuffer");
-        if event_error.is_none() {
-            let dst = a.dst.cast::<u8>();
-            b.with_data(|d| {
-                // SAFETY: the caller provides dst_size >= size writable bytes at dst,
-                // which cannot overlap our own allocation.
-                unsafe { std::ptr::copy_nonoverlapping(d.as_slice().as_ptr(), dst, b.size) };
-            })?;
-        }
-        a.event = new_event(event_error);
-        Ok(())
+entry!(PJRT_Buffer_ToHostBuffer, |a, state| {
+    let b = get(a.src)?;
+    check_dense_layout(
+        state,
+        a.host_layout,
+        element_size(b.ty)?,
+        &b.dims,
+        "host_layout",
+    )?;
+    if b.is_deleted() {
+        return Err(invalid(DELETED_MESSAGE));
     }
-);
+    if a.dst.is_null() {
+        (a.dst_size, a.event) = (b.size, std::ptr::null_mut());
+        return Ok(());
+    }
+    if a.dst_size < b.size {
+        bail!(
+            "fake plugin: dst_size {} is smaller than the buffer's {} bytes",
+            a.dst_size,
+            b.size
+        );
+    }
+    let event_error = state::event_error(state, "PJRT_Buffer_ToHostBuffer");
+    if event_error.is_none() {
+        let dst = a.dst.cast::<u8>();
+        // SAFETY: the caller provides dst_size >= size writable bytes at dst, which
+        // cannot overlap our own allocation.
+        b.with_data(|d| unsafe {
+            std::ptr::copy_nonoverlapping(d.as_slice().as_ptr(), dst, b.size)
+        })?;
+    }
+    a.event = new_event(event_error);
+});
 
-entry_fn!(buffer_ready_event, PJRT_Buffer_ReadyEvent, |a, state| {
-    let b = buffer_ref(a.buffer)?;
-    a.event = if b.is_deleted() {
+entry!(PJRT_Buffer_ReadyEvent, |a, state| {
+    a.event = if get(a.buffer)?.is_deleted() {
+        let code = sys::PJRT_Error_Code_INVALID_ARGUMENT;
         new_event(Some(ForcedError {
-            code: sys::PJRT_Error_Code_INVALID_ARGUMENT,
+            code,
             message: DELETED_MESSAGE.to_string(),
         }))
     } else {
         entry_event(state, "PJRT_Buffer_ReadyEvent")
     };
-    Ok(())
 });
 
-fn copy_buffer(b: &FakeBuffer, memory: usize) -> Result<*mut sys::PJRT_Buffer, Fail> {
-    let data = b.read()?;
-    new_buffer(b.client.clone(), memory, b.ty, b.dims.clone(), data)
-}
-
-entry_fn!(buffer_copy_to_device, PJRT_Buffer_CopyToDevice, |a, _| {
-    let b = buffer_ref(a.buffer)?;
+entry!(PJRT_Buffer_CopyToDevice, |a, _| {
+    let b = get(a.buffer)?;
     let d = b.client.device_index(a.dst_device).ok_or_else(|| {
-        invalid(format!(
+        invalid!(
             "fake plugin: {:p} is not a device of this buffer's client",
             a.dst_device
-        ))
+        )
     })?;
     if d == b.device {
-        return Err(invalid(format!(
-            "fake plugin: buffer is already on device {}",
-            b.client.device_name(d)
-        )));
+        let name = b.client.device_name(d);
+        bail!("fake plugin: buffer is already on device {name}");
     }
-    if !b.client.addressable(d) {
-        return Err(invalid(format!(
-            "fake plugin: device {} is not addressable",
-            b.client.device_name(d)
-        )));
-    }
-    a.dst_buffer = copy_buffer(b, b.client.default_memory_index(d))?;
-    Ok(())
+    a.dst_buffer = b.copy_to(
+        b.client
+            .default_memory_index(b.client.check_addressable(d)?),
+    )?;
 });
 
-entry_fn!(buffer_copy_to_memory, PJRT_Buffer_CopyToMemory, |a, _| {
-    let b = buffer_ref(a.buffer)?;
+entry!(PJRT_Buffer_CopyToMemory, |a, _| {
+    let b = get(a.buffer)?;
     let m = b.client.memory_index(a.dst_memory).ok_or_else(|| {
-        invalid(format!(
+        invalid!(
             "fake plugin: {:p} is not a memory of this buffer's client",
             a.dst_memory
-        ))
+        )
     })?;
     if m == b.memory {
-        return Err(invalid("fake plugin: buffer is already in that memory"));
+        bail!("fake plugin: buffer is already in that memory");
     }
-    if !b.client.addressable(b.client.memories[m].device) {
-        return Err(invalid("fake plugin: that memory is not addressable"));
+    if !b.client.devices[b.client.memories[m].device].addressable {
+        bail!("fake plugin: that memory is not addressable");
     }
-    a.dst_buffer = copy_buffer(b, m)?;
-    Ok(())
+    a.dst_buffer = b.copy_to(m)?;
 });
 
 fn data_pointer(b: &FakeBuffer) -> Result<*mut u8, Fail> {
-    let mut st = b.lock();
+    b.with_data(|d| d.as_mut_slice().as_mut_ptr())
+}
+
+entry!(PJRT_Buffer_UnsafePointer, |a, _| {
+    a.buffer_pointer = data_pointer(get(a.buffer)?)? as usize;
+});
+
+entry!(PJRT_Buffer_OpaqueDeviceMemoryDataPointer, |a, _| {
+    a.device_memory_ptr = data_pointer(get(a.buffer)?)?.cast();
+});
+
+entry!(PJRT_Buffer_IncreaseExternalReferenceCount, |a, _| {
+    let mut st = get(a.buffer)?.lock();
     if st.deleted {
         return Err(invalid(DELETED_MESSAGE));
     }
-    match st.data.as_mut() {
-        Some(d) => Ok(d.as_mut_slice().as_mut_ptr()),
-        None => Err(invalid(DELETED_MESSAGE)),
-    }
-}
-
-entry_fn!(buffer_unsafe_pointer, PJRT_Buffer_UnsafePointer, |a, _| {
-    a.buffer_pointer = data_pointer(buffer_ref(a.buffer)?)? as usize;
-    Ok(())
+    st.external_refs += 1;
 });
 
-entry_fn!(
-    buffer_opaque_pointer,
-    PJRT_Buffer_OpaqueDeviceMemoryDataPointer,
-    |a, _| {
-        a.device_memory_ptr = data_pointer(buffer_ref(a.buffer)?)?.cast();
-        Ok(())
+entry!(PJRT_Buffer_DecreaseExternalReferenceCount, |a, _| {
+    let mut st = get(a.buffer)?.lock();
+    if st.external_refs == 0 {
+        bail!("fake plugin: external reference count is already zero");
     }
-);
-
-entry_fn!(
-    buffer_increase_ref,
-    PJRT_Buffer_IncreaseExternalReferenceCount,
-    |a, _| {
-        let b = buffer_ref(a.buffer)?;
-        let mut st = b.lock();
-        if st.deleted {
-            return Err(invalid(DELETED_MESSAGE));
-        }
-        st.external_refs += 1;
-        Ok(())
+    st.external_refs -= 1;
+    if st.external_refs == 0 && st.deleted {
+        st.data = None;
     }
-);
-
-entry_fn!(
-    buffer_decrease_ref,
-    PJRT_Buffer_DecreaseExternalReferenceCount,
-    |a, _| {
-        let b = buffer_ref(a.buffer)?;
-        let mut st = b.lock();
-        if st.external_refs == 0 {
-            return Err(invalid(
-                "fake plugin: external reference count is already zero",
-            ));
-        }
-        st.external_refs -= 1;
-        if st.external_refs == 0 && st.deleted {
-            st.data = None;
-        }
-        Ok(())
-    }
-);
+});

@@ -7,7 +7,7 @@ use std::os::raw::c_char;
 use rpjrt_sys as sys;
 
 use crate::config::ForcedError;
-use crate::registry::{self, Kind};
+use crate::registry;
 
 /// An error on its way out of an entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,15 +18,22 @@ pub(crate) struct Fail {
 
 impl Fail {
     pub fn new(code: sys::PJRT_Error_Code, message: impl Into<String>) -> Fail {
-        Fail {
-            code,
-            message: message.into(),
-        }
+        let message = message.into();
+        Fail { code, message }
+    }
+
+    /// The same error with `context: ` in front of its message.
+    pub fn context(self, context: impl std::fmt::Display) -> Fail {
+        Fail::new(self.code, format!("{context}: {}", self.message))
     }
 
     /// Turns the error into a caller-owned `PJRT_Error*`.
     pub fn into_raw(self) -> *mut sys::PJRT_Error {
-        new_error(self.code, self.message)
+        registry::new(FakeError {
+            vtable: &ERROR_VTABLE.0,
+            code: self.code,
+            message: self.message,
+        })
     }
 }
 
@@ -44,10 +51,6 @@ pub(crate) fn unimplemented(message: impl Into<String>) -> Fail {
     Fail::new(sys::PJRT_Error_Code_UNIMPLEMENTED, message)
 }
 
-pub(crate) fn failed_precondition(message: impl Into<String>) -> Fail {
-    Fail::new(sys::PJRT_Error_Code_FAILED_PRECONDITION, message)
-}
-
 pub(crate) fn internal(message: impl Into<String>) -> Fail {
     Fail::new(sys::PJRT_Error_Code_INTERNAL, message)
 }
@@ -60,6 +63,8 @@ pub(crate) struct FakeError {
     pub code: sys::PJRT_Error_Code,
     pub message: String,
 }
+
+handles! { PJRT_Error => FakeError, }
 
 struct SyncTable(sys::PJRT_Error_FunctionTable);
 
@@ -76,39 +81,15 @@ static ERROR_VTABLE: SyncTable = SyncTable(sys::PJRT_Error_FunctionTable {
     for_each_payload: Some(vtable_for_each_payload),
 });
 
-/// Allocates a caller-owned error.
-pub(crate) fn new_error(code: sys::PJRT_Error_Code, message: String) -> *mut sys::PJRT_Error {
-    let raw = Box::into_raw(Box::new(FakeError {
-        vtable: &ERROR_VTABLE.0,
-        code,
-        message,
-    }));
-    registry::register(raw, Kind::Error);
-    raw.cast()
-}
-
 /// The live error behind `error`, if it is one.
 pub(crate) fn lookup(error: *const sys::PJRT_Error) -> Option<&'static FakeError> {
-    if error.is_null() || !registry::is_live(error.cast::<FakeError>(), Kind::Error) {
-        return None;
-    }
-    // SAFETY: the registry says `error` came from `new_error` and has not been destroyed;
-    // the caller owns it and promises not to destroy it while using what it returns.
-    Some(unsafe { &*error.cast::<FakeError>() })
+    registry::get(error.cast_mut()).ok()
 }
 
-/// Frees an error made by `new_error`; a null, unknown or already freed pointer is
-/// ignored (and reported on stderr, since the call has no way to return an error).
+/// Frees an error; a null, unknown or already freed pointer is ignored (and reported on
+/// stderr, since the call has no way to return an error).
 pub(crate) fn destroy_error(error: *mut sys::PJRT_Error) {
-    if error.is_null() {
-        return;
-    }
-    if registry::unregister(error.cast::<FakeError>(), Kind::Error) {
-        // SAFETY: it was live in the registry, so it came from Box::into_raw in
-        // `new_error` and nobody has freed it; unregistering first makes this the only
-        // free.
-        drop(unsafe { Box::from_raw(error.cast::<FakeError>()) });
-    } else {
+    if !error.is_null() && registry::take(error).is_none() {
         eprintln!("rpjrt-fake-plugin: PJRT_Error_Destroy on {error:p}, which is not a live error");
     }
 }
@@ -123,27 +104,17 @@ unsafe extern "C" fn vtable_message(
     message_size: *mut usize,
 ) {
     let _ = std::panic::catch_unwind(|| {
-        let (ptr, len) = match lookup(error) {
-            Some(e) => (e.message.as_ptr().cast::<c_char>(), e.message.len()),
-            None => (c"".as_ptr(), 0),
-        };
+        let text = lookup(error).map_or("", |e| e.message.as_str());
         if !message.is_null() && !message_size.is_null() {
             // SAFETY: the caller passes two writable out-pointers (checked non-null).
-            unsafe {
-                *message = ptr;
-                *message_size = len;
-            }
+            unsafe { (*message, *message_size) = (text.as_ptr().cast(), text.len()) };
         }
     });
 }
 
 unsafe extern "C" fn vtable_get_code(error: *const sys::PJRT_Error) -> sys::PJRT_Error_Code {
-    std::panic::catch_unwind(|| {
-        lookup(error)
-            .map(|e| e.code)
-            .unwrap_or(sys::PJRT_Error_Code_UNKNOWN)
-    })
-    .unwrap_or(sys::PJRT_Error_Code_UNKNOWN)
+    let code = || lookup(error).map_or(sys::PJRT_Error_Code_UNKNOWN, |e| e.code);
+    std::panic::catch_unwind(code).unwrap_or(sys::PJRT_Error_Code_UNKNOWN)
 }
 
 unsafe extern "C" fn vtable_for_each_payload(
@@ -160,30 +131,18 @@ pub(crate) unsafe extern "C" fn callback_error(
     message: *const c_char,
     message_size: usize,
 ) -> *mut sys::PJRT_Error {
-    std::panic::catch_unwind(|| {
-        let text = if message.is_null() || message_size == 0 {
-            String::new()
-        } else {
-            // SAFETY: the callback passes `message_size` readable bytes at `message`.
-            let bytes = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), message_size) };
-            String::from_utf8_lossy(bytes).into_owned()
-        };
-        new_error(code, text)
-    })
-    .unwrap_or(std::ptr::null_mut())
+    // SAFETY: the callback passes `message_size` readable bytes at `message`.
+    let text = || unsafe { crate::named::read_str(message, message_size) };
+    std::panic::catch_unwind(|| Fail::new(code, text()).into_raw()).unwrap_or(std::ptr::null_mut())
 }
 
 /// Turns an error a caller's callback returned (made with `callback_error`) into a
 /// `Fail` prefixed with `context`, freeing it.
 pub(crate) fn take_callback_error(error: *mut sys::PJRT_Error, context: &str) -> Fail {
-    let fail = match lookup(error) {
+    match registry::take(error) {
         Some(e) => Fail::new(e.code, format!("{context}: {}", e.message)),
-        None => {
-            return internal(format!(
-                "{context}: the callback returned an error not made with PJRT_CallbackError"
-            ))
-        }
-    };
-    destroy_error(error);
-    fail
+        None => internal(format!(
+            "{context}: the callback returned an error not made with PJRT_CallbackError"
+        )),
+    }
 }

@@ -1,15 +1,16 @@
 //! The FFI extension's `register_handler`, with the metadata query XLA makes, and the
 //! minimal XLA FFI API table the handler sees during that query.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::catch_unwind;
 use std::sync::Mutex;
 
 use rpjrt_sys as sys;
 
 use crate::config::FfiMode;
-use crate::error::{invalid, Fail};
+use crate::error::Fail;
 use crate::named::read_str;
+use crate::registry;
 
 /// A handler registration the fake accepted (`RPJRT_FAKE_FFI=ok`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,115 +32,64 @@ pub fn ffi_targets() -> Vec<FfiTarget> {
     TARGETS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// The errors `XLA_FFI_Error_Create` made that are not yet destroyed (by address).
-static LIVE_ERRORS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-struct FfiError {
+/// The object behind an `XLA_FFI_Error*` made by the fake's `XLA_FFI_Error_Create`.
+pub(crate) struct FfiError {
     code: sys::XLA_FFI_Error_Code,
     message: CString,
 }
+
+handles! { XLA_FFI_Error => FfiError, }
 
 unsafe extern "C" fn error_create(
     args: *mut sys::XLA_FFI_Error_Create_Args,
 ) -> *mut sys::XLA_FFI_Error {
     catch_unwind(|| {
-        if args.is_null() {
-            return std::ptr::null_mut();
-        }
         // SAFETY: a non-null args points at an XLA_FFI_Error_Create_Args (FFI contract).
-        let a = unsafe { &*args };
-        let message = if a.message.is_null() {
-            CString::default()
-        } else {
-            // SAFETY: the message is NUL-terminated (FFI contract).
-            unsafe { CStr::from_ptr(a.message) }.to_owned()
-        };
-        let raw = Box::into_raw(Box::new(FfiError {
+        let a = unsafe { args.as_ref() }?;
+        // SAFETY: the message is NUL-terminated (FFI contract).
+        let message = (!a.message.is_null()).then(|| unsafe { CStr::from_ptr(a.message) });
+        let message = message.map_or_else(CString::default, CStr::to_owned);
+        Some(registry::new(FfiError {
             code: a.errc,
             message,
-        }));
-        LIVE_ERRORS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(raw as usize);
-        raw.cast()
+        }))
     })
+    .ok()
+    .flatten()
     .unwrap_or(std::ptr::null_mut())
-}
-
-/// Takes ownership of an error made by `error_create`, if it is one.
-fn take_error(error: *mut sys::XLA_FFI_Error) -> Option<FfiError> {
-    let mut live = LIVE_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
-    let i = live.iter().position(|p| *p == error as usize)?;
-    live.swap_remove(i);
-    // SAFETY: it was live, so it came from Box::into_raw in error_create; removing it
-    // from the list first makes this the only free.
-    Some(*unsafe { Box::from_raw(error.cast::<FfiError>()) })
 }
 
 unsafe extern "C" fn error_get_message(args: *mut sys::XLA_FFI_Error_GetMessage_Args) {
     let _ = catch_unwind(|| {
-        if args.is_null() {
-            return;
-        }
         // SAFETY: a non-null args points at an XLA_FFI_Error_GetMessage_Args.
-        let a = unsafe { &mut *args };
-        let live = LIVE_ERRORS.lock().unwrap_or_else(|e| e.into_inner());
-        a.message = if live.contains(&(a.error as usize)) {
-            // SAFETY: a live error is a FfiError owned by the list until destroyed.
-            unsafe { &*a.error.cast::<FfiError>() }.message.as_ptr()
-        } else {
-            c"".as_ptr()
-        };
+        if let Some(a) = unsafe { args.as_mut() } {
+            a.message = registry::get(a.error).map_or(c"".as_ptr(), |e| e.message.as_ptr());
+        }
     });
 }
 
 unsafe extern "C" fn error_destroy(args: *mut sys::XLA_FFI_Error_Destroy_Args) {
-    let _ = catch_unwind(|| {
-        if !args.is_null() {
-            // SAFETY: a non-null args points at an XLA_FFI_Error_Destroy_Args.
-            take_error(unsafe { (*args).error });
-        }
-    });
+    // SAFETY: a non-null args points at an XLA_FFI_Error_Destroy_Args.
+    let _ = catch_unwind(|| unsafe { args.as_ref() }.map(|a| registry::take(a.error)));
 }
 
-struct SyncApi(sys::XLA_FFI_Api);
-// SAFETY: immutable after construction; its pointers are null or functions.
-unsafe impl Send for SyncApi {}
-// SAFETY: as above.
-unsafe impl Sync for SyncApi {}
-
-static APIS: Mutex<Vec<&'static SyncApi>> = Mutex::new(Vec::new());
-
 /// The FFI API table the fake hands to handlers at `version`: only the version and the
-/// three error functions are filled in. Tables live for the rest of the process.
-fn api(version: (i32, i32)) -> *const sys::XLA_FFI_Api {
-    let mut apis = APIS.lock().unwrap_or_else(|e| e.into_inner());
-    let found = apis
-        .iter()
-        .find(|a| (a.0.api_version.major_version, a.0.api_version.minor_version) == version);
-    let table: &'static SyncApi = match found {
-        Some(t) => t,
-        None => {
-            // SAFETY: every field of XLA_FFI_Api is an integer, a raw pointer or an
-            // Option of a function pointer, all valid when zeroed.
-            let mut api: sys::XLA_FFI_Api = unsafe { std::mem::zeroed() };
-            api.struct_size = sys::XLA_FFI_Api_STRUCT_SIZE;
-            api.api_version = sys::XLA_FFI_Api_Version {
-                struct_size: sys::XLA_FFI_Api_Version_STRUCT_SIZE,
-                extension_start: std::ptr::null_mut(),
-                major_version: version.0,
-                minor_version: version.1,
-            };
-            api.XLA_FFI_Error_Create = Some(error_create);
-            api.XLA_FFI_Error_GetMessage = Some(error_get_message);
-            api.XLA_FFI_Error_Destroy = Some(error_destroy);
-            let t: &'static SyncApi = Box::leak(Box::new(SyncApi(api)));
-            apis.push(t);
-            t
-        }
+/// three error functions are filled in.
+pub(crate) fn api(version: (i32, i32)) -> sys::XLA_FFI_Api {
+    // SAFETY: every field of XLA_FFI_Api is an integer, a raw pointer or an Option of a
+    // function pointer, all valid when zeroed.
+    let mut api: sys::XLA_FFI_Api = unsafe { std::mem::zeroed() };
+    api.struct_size = sys::XLA_FFI_Api_STRUCT_SIZE;
+    api.api_version = sys::XLA_FFI_Api_Version {
+        struct_size: sys::XLA_FFI_Api_Version_STRUCT_SIZE,
+        extension_start: std::ptr::null_mut(),
+        major_version: version.0,
+        minor_version: version.1,
     };
-    &table.0
+    api.XLA_FFI_Error_Create = Some(error_create);
+    api.XLA_FFI_Error_GetMessage = Some(error_get_message);
+    api.XLA_FFI_Error_Destroy = Some(error_destroy);
+    api
 }
 
 /// Calls `handler` once for its metadata, like XLA at registration: a call frame of
@@ -147,7 +97,7 @@ fn api(version: (i32, i32)) -> *const sys::XLA_FFI_Api {
 /// the fake's FFI version, and with no arguments, results or attributes.
 fn query_metadata(
     handler: sys::XLA_FFI_Handler,
-    version: (i32, i32),
+    api: &sys::XLA_FFI_Api,
 ) -> Result<sys::XLA_FFI_Metadata, Fail> {
     // SAFETY: all-zero is valid for these plain C structs (integers, pointers).
     let mut metadata: sys::XLA_FFI_Metadata = unsafe { std::mem::zeroed() };
@@ -165,7 +115,7 @@ fn query_metadata(
     let mut frame: sys::XLA_FFI_CallFrame = unsafe { std::mem::zeroed() };
     frame.struct_size = sys::XLA_FFI_CallFrame_STRUCT_SIZE;
     frame.extension_start = &mut ext.extension_base;
-    frame.api = api(version);
+    frame.api = api;
     frame.args.struct_size = sys::XLA_FFI_Args_STRUCT_SIZE;
     frame.rets.struct_size = sys::XLA_FFI_Rets_STRUCT_SIZE;
     frame.attrs.struct_size = sys::XLA_FFI_Attrs_STRUCT_SIZE;
@@ -175,7 +125,7 @@ fn query_metadata(
     if err.is_null() {
         return Ok(metadata);
     }
-    Err(match take_error(err) {
+    Err(match registry::take(err) {
         Some(e) => Fail::new(e.code, e.message.to_string_lossy().into_owned()),
         None => {
             crate::error::internal("the handler returned an error not made by XLA_FFI_Error_Create")
@@ -183,63 +133,48 @@ fn query_metadata(
     })
 }
 
-entry_fn!(register_handler, PJRT_FFI_Register_Handler, |a, state| {
+entry!(PJRT_FFI_Register_Handler, |a, state| {
     // SAFETY: per the C API, the names point at their sizes' bytes.
-    let (name, platform) = unsafe {
-        (
-            read_str(a.target_name, a.target_name_size),
-            read_str(a.platform_name, a.platform_name_size),
-        )
-    };
+    let name = unsafe { read_str(a.target_name, a.target_name_size) };
+    // SAFETY: as above.
+    let platform = unsafe { read_str(a.platform_name, a.platform_name_size) };
     if name.is_empty() {
-        return Err(invalid(
-            "fake plugin: FFI handler with an empty target name",
-        ));
+        bail!("fake plugin: FFI handler with an empty target name");
     }
     if a.handler.is_null() {
-        return Err(invalid(format!(
-            "fake plugin: FFI handler {name:?} is null"
-        )));
+        bail!("fake plugin: FFI handler {name:?} is null");
     }
     match state.config.ffi {
         FfiMode::Refuse => {
-            return Err(invalid(format!(
-                "fake plugin: FFI handler {name:?} refused (RPJRT_FAKE_FFI=refuse)"
-            )))
+            bail!("fake plugin: FFI handler {name:?} refused (RPJRT_FAKE_FFI=refuse)")
         }
         FfiMode::Drop => return Ok(()),
         FfiMode::Ok => {}
     }
     // SAFETY: the caller passes an XLA_FFI_Handler function as `handler`.
-    let handler =
-        unsafe { std::mem::transmute::<*mut std::ffi::c_void, sys::XLA_FFI_Handler>(a.handler) };
-    let meta = query_metadata(handler, state.config.ffi_version).map_err(|f| {
-        Fail::new(
-            f.code,
-            format!(
-                "fake plugin: FFI handler {name:?} failed its metadata call: {}",
-                f.message
-            ),
-        )
+    let handler = unsafe { std::mem::transmute::<*mut c_void, sys::XLA_FFI_Handler>(a.handler) };
+    let meta = query_metadata(handler, &state.ffi_api).map_err(|f| {
+        f.context(format!(
+            "fake plugin: FFI handler {name:?} failed its metadata call"
+        ))
     })?;
-    let reported = (
+    let api_version = (
         meta.api_version.major_version,
         meta.api_version.minor_version,
     );
-    if reported > state.config.ffi_version {
-        // Newer than the runtime: XLA drops it without a word.
-        return Ok(());
-    }
-    TARGETS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(FfiTarget {
+    // Newer than the runtime: XLA drops it without a word.
+    if api_version <= state.config.ffi_version {
+        let target = FfiTarget {
             name,
             platform,
-            api_version: reported,
+            api_version,
             traits: meta.traits,
-        });
-    Ok(())
+        };
+        TARGETS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(target);
+    }
 });
 
 /// Writes the registered targets as `name\tplatform\tMAJOR.MINOR\ttraits` lines into

@@ -2,7 +2,7 @@
 //!
 //! Built as a `cdylib` (`librpjrt_fake_plugin.so`) it exports `GetPjrtApi` like a vendor
 //! plugin, so a client can `dlopen` it; built as an `rlib` the same table is reachable
-//! from Rust through [`api`] and [`configure`]. It implements a small in-memory PJRT
+//! from Rust through [`GetPjrtApi`] and [`configure`]. It implements a small in-memory PJRT
 //! (clients, devices, memories, buffers, events, a fake compiler and executables) and
 //! lets a test choose, per process, which version it claims, which slots exist, which
 //! entries fail and how, so that a client's error paths can all be reached without a
@@ -73,7 +73,7 @@
 //!   through the KV callbacks and read it back with get and, if given, try_get; any
 //!   callback error or mismatch fails the create). Platform name `fake`, device kind
 //!   `fake`; each device has memories `device` (default, kind id 0), `pinned_host` (1) and
-//!   `unpinned_host` (2). Memories carry the 0.105 vtable with working user data.
+//!   `unpinned_host` (2). Memories have no vtable (no user data).
 //! - **FFI**: the FFI extension's `register_handler` works (its other functions return
 //!   UNIMPLEMENTED). With `RPJRT_FAKE_FFI=ok` it calls the handler once, as XLA does at
 //!   registration, with a call frame of XLA's layout (168 bytes; `api` at 16, `stage` at
@@ -139,18 +139,33 @@
 //! - Everything is freed by its destroy call; [`live_handle_count`] (exported as
 //!   `rpjrt_fake_live_handle_count`) counts the caller-owned handles still alive
 //!   (errors, clients, buffers, events, executables, execute contexts, serialized
-//!   blobs), so a test can check it leaked none. [`initialize_calls`] counts
-//!   `PJRT_Plugin_Initialize` calls.
+//!   blobs, XLA FFI errors), so a test can check it leaked none.
 //!
 //! A second cdylib, the example `rpjrt_no_symbol` (`cargo build --examples`), exports
 //! no `GetPjrtApi`, for testing that failure.
 
+/// An INVALID_ARGUMENT `Fail` with a `format!` message.
+macro_rules! invalid {
+    ($($fmt:tt)*) => {
+        $crate::error::invalid(format!($($fmt)*))
+    };
+}
+
+/// Returns an INVALID_ARGUMENT `Fail` with a `format!` message from the function.
+macro_rules! bail {
+    ($($fmt:tt)*) => {
+        return Err(invalid!($($fmt)*))
+    };
+}
+
+#[macro_use]
+mod registry;
+mod error;
 #[macro_use]
 mod state;
 mod buffer;
 mod client;
 pub mod config;
-mod error;
 mod exec;
 mod ffi;
 mod memory;
@@ -158,7 +173,6 @@ mod mlir;
 mod named;
 mod plugin;
 mod proto;
-mod registry;
 mod table;
 
 use std::os::raw::{c_char, c_int};
@@ -166,15 +180,10 @@ use std::panic::catch_unwind;
 
 use rpjrt_sys as sys;
 
-pub use buffer::element_size;
 pub use client::{DEFAULT_DEVICE_COUNT, DEVICE_KIND, MEMORY_KINDS, PLATFORM_NAME};
 pub use config::{knobs, AttrValue, Attribute, Config, ExtensionSpec, FfiMode, ForcedError};
 pub use exec::{COMPILE_ERROR_MARKER, SERIALIZED_MAGIC};
 pub use ffi::{ffi_targets, FfiTarget};
-pub use mlir::{parse_signature, parse_tensor_type, Signature, TensorType};
-pub use plugin::initialize_calls;
-pub use proto::{parse_compile_options, CompileOptions};
-pub use state::default_extension_size;
 
 /// The plugin entry point: the function table for the configuration in force (read from
 /// the environment on the first call), or null if `RPJRT_FAKE_NULL_API` is set or the
@@ -190,11 +199,6 @@ pub extern "C" fn GetPjrtApi() -> *const sys::PJRT_Api {
         }
     })
     .unwrap_or(std::ptr::null())
-}
-
-/// [`GetPjrtApi`], for Rust callers.
-pub fn api() -> *const sys::PJRT_Api {
-    GetPjrtApi()
 }
 
 /// Makes `config` the configuration in force and returns its table (null if
@@ -238,16 +242,16 @@ pub unsafe extern "C" fn rpjrt_fake_configure(spec: *const c_char, len: usize) -
     .unwrap_or(-1)
 }
 
-/// How many caller-owned handles (errors, clients, buffers, events, executables,
-/// execute contexts) are alive in this instance of the plugin.
+/// How many caller-owned handles (see [`live_handles`]) are alive in this instance of
+/// the plugin.
 pub fn live_handle_count() -> usize {
-    registry::live_count()
+    registry::live_counts().values().sum()
 }
 
 /// [`live_handle_count`], exported for clients that load the cdylib.
 #[no_mangle]
 pub extern "C" fn rpjrt_fake_live_handle_count() -> usize {
-    catch_unwind(registry::live_count).unwrap_or(usize::MAX)
+    catch_unwind(live_handle_count).unwrap_or(usize::MAX)
 }
 
 /// Live caller-owned handles by C type name (`"PJRT_Buffer"` → 2).
@@ -257,14 +261,10 @@ pub fn live_handles() -> std::collections::BTreeMap<&'static str, usize> {
 
 /// Names of the entries with a real implementation (the others return UNIMPLEMENTED).
 pub fn implemented_entries() -> Vec<&'static str> {
-    table::ENTRY_NAMES
-        .iter()
-        .copied()
-        .filter(|n| table::is_implemented(n))
-        .collect()
+    table::IMPLEMENTED.to_vec()
 }
 
 /// The slot index of an entry name in `PJRT_Api`, if the name is an entry.
 pub fn slot_index(name: &str) -> Option<usize> {
-    table::slot_index(name)
+    state::slot_index(name)
 }

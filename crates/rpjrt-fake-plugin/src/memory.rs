@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex};
 
 use rpjrt_sys as sys;
 
-use crate::client::device_ref;
 use crate::error::Fail;
 
 #[derive(Default)]
@@ -81,19 +80,20 @@ fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-entry_fn!(device_memory_stats, PJRT_Device_MemoryStats, |a, _| {
-    let mem = &device_ref(a.device)?.memory;
+entry!(PJRT_Device_MemoryStats, |a, _| {
+    let mem = &crate::registry::get(a.device)?.memory;
     let st = mem.stats();
-    a.bytes_in_use = int(st.in_use);
-    a.peak_bytes_in_use = int(st.peak);
-    a.peak_bytes_in_use_is_set = true;
-    a.num_allocs = int(st.num_allocs);
-    a.num_allocs_is_set = true;
+    let limit = mem.limit.unwrap_or(0);
+    (a.bytes_in_use, a.peak_bytes_in_use, a.num_allocs) =
+        (int(st.in_use), int(st.peak), int(st.num_allocs));
     a.largest_alloc_size = int(st.largest_alloc);
-    a.largest_alloc_size_is_set = true;
-    a.bytes_limit = int(mem.limit.unwrap_or(0));
-    a.bytes_limit_is_set = mem.limit.is_some();
-    a.largest_free_block_bytes = int(mem.limit.unwrap_or(0).saturating_sub(st.in_use));
-    a.largest_free_block_bytes_is_set = mem.limit.is_some();
-    Ok(())
+    (
+        a.peak_bytes_in_use_is_set,
+        a.num_allocs_is_set,
+        a.largest_alloc_size_is_set,
+    ) = (true, true, true);
+    (a.bytes_limit, a.largest_free_block_bytes) =
+        (int(limit), int(limit.saturating_sub(st.in_use)));
+    (a.bytes_limit_is_set, a.largest_free_block_bytes_is_set) =
+        (mem.limit.is_some(), mem.limit.is_some());
 });

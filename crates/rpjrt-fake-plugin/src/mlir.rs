@@ -21,47 +21,10 @@ pub struct Signature {
     pub params: Option<Vec<Option<TensorType>>>,
 }
 
-/// Maps an MLIR element type name to a PJRT buffer type.
-pub fn element_type(name: &str) -> Option<sys::PJRT_Buffer_Type> {
-    Some(match name {
-        "i1" => sys::PJRT_Buffer_Type_PRED,
-        "i2" | "si2" => sys::PJRT_Buffer_Type_S2,
-        "i4" | "si4" => sys::PJRT_Buffer_Type_S4,
-        "i8" | "si8" => sys::PJRT_Buffer_Type_S8,
-        "i16" | "si16" => sys::PJRT_Buffer_Type_S16,
-        "i32" | "si32" => sys::PJRT_Buffer_Type_S32,
-        "i64" | "si64" => sys::PJRT_Buffer_Type_S64,
-        "ui2" => sys::PJRT_Buffer_Type_U2,
-        "ui4" => sys::PJRT_Buffer_Type_U4,
-        "ui8" => sys::PJRT_Buffer_Type_U8,
-        "ui16" => sys::PJRT_Buffer_Type_U16,
-        "ui32" => sys::PJRT_Buffer_Type_U32,
-        "ui64" => sys::PJRT_Buffer_Type_U64,
-        "f16" => sys::PJRT_Buffer_Type_F16,
-        "bf16" => sys::PJRT_Buffer_Type_BF16,
-        "f32" => sys::PJRT_Buffer_Type_F32,
-        "f64" => sys::PJRT_Buffer_Type_F64,
-        "complex<f32>" => sys::PJRT_Buffer_Type_C64,
-        "complex<f64>" => sys::PJRT_Buffer_Type_C128,
-        "f8E5M2" => sys::PJRT_Buffer_Type_F8E5M2,
-        "f8E4M3FN" => sys::PJRT_Buffer_Type_F8E4M3FN,
-        "f8E4M3B11FNUZ" => sys::PJRT_Buffer_Type_F8E4M3B11FNUZ,
-        "f8E5M2FNUZ" => sys::PJRT_Buffer_Type_F8E5M2FNUZ,
-        "f8E4M3FNUZ" => sys::PJRT_Buffer_Type_F8E4M3FNUZ,
-        "f8E4M3" => sys::PJRT_Buffer_Type_F8E4M3,
-        "f8E3M4" => sys::PJRT_Buffer_Type_F8E3M4,
-        "f8E8M0FNU" => sys::PJRT_Buffer_Type_F8E8M0FNU,
-        "f4E2M1FN" => sys::PJRT_Buffer_Type_F4E2M1FN,
-        "f6E2M3FN" => sys::PJRT_Buffer_Type_F6E2M3FN,
-        "f6E3M2FN" => sys::PJRT_Buffer_Type_F6E3M2FN,
-        _ => return None,
-    })
-}
-
 /// Parses `tensor<2x3xf32>` (also `tensor<f32>`, and ignores an encoding after a comma).
 pub fn parse_tensor_type(text: &str) -> Option<TensorType> {
     let inner = text.trim().strip_prefix("tensor<")?;
-    let end = matching(inner, 0, '<', '>')?;
+    let end = matching(inner)?;
     let mut body = &inner[..end];
     if let Some(comma) = top_level_split(body, ',').first().map(|s| s.len()) {
         body = &body[..comma];
@@ -77,75 +40,48 @@ pub fn parse_tensor_type(text: &str) -> Option<TensorType> {
         rest = &rest[digits + 1..];
     }
     Some(TensorType {
-        ty: element_type(rest.trim())?,
+        ty: crate::buffer::mlir_element_type(rest.trim())?,
         dims,
     })
 }
 
-/// Position in `s` (relative to its start) of the `close` that balances an already
-/// consumed `open`, skipping quoted strings.
-fn matching(s: &str, start: usize, open: char, close: char) -> Option<usize> {
-    let mut depth = 1usize;
-    let mut in_str = false;
-    let mut escaped = false;
-    for (i, c) in s[start..].char_indices() {
-        if in_str {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        if c == '"' {
-            in_str = true;
-        } else if c == open {
-            depth += 1;
-        } else if c == close {
-            depth -= 1;
-            if depth == 0 {
-                return Some(start + i);
-            }
-        }
-    }
-    None
-}
-
-/// Splits at `sep` outside any brackets or strings.
-fn top_level_split(s: &str, sep: char) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut in_str = false;
-    let mut escaped = false;
-    let mut last = 0;
-    let mut prev = '\0';
+/// The byte positions in `s`, outside quoted strings, where `stop(char, depth)` holds,
+/// `depth` being the bracket depth before the char (`(<{[` open, `)>}]` close, the `>`
+/// of `->` does neither).
+fn scan(s: &str, mut stop: impl FnMut(char, i32) -> bool) -> Vec<usize> {
+    let (mut depth, mut in_str, mut escaped, mut prev, mut out) = (0, false, false, '\0', vec![]);
     for (i, c) in s.char_indices() {
-        if in_str {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_str = false,
-                _ => {}
-            }
-            prev = c;
-            continue;
-        }
-        match c {
-            '"' => in_str = true,
-            '(' | '<' | '{' | '[' => depth += 1,
-            '>' if prev == '-' => {}
-            ')' | '>' | '}' | ']' => depth -= 1,
-            c if c == sep && depth == 0 => {
-                parts.push(&s[last..i]);
-                last = i + c.len_utf8();
-            }
+        match (in_str, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') | (false, _, '"') => in_str = !in_str,
+            (true, ..) => {}
+            _ if stop(c, depth) => out.push(i),
+            (.., '(' | '<' | '{' | '[') => depth += 1,
+            (.., '>') if prev == '-' => {}
+            (.., ')' | '>' | '}' | ']') => depth -= 1,
             _ => {}
         }
         prev = c;
     }
-    parts.push(&s[last..]);
-    parts
+    out
+}
+
+/// Position in `s` of the bracket that closes an already consumed opening one.
+fn matching(s: &str) -> Option<usize> {
+    scan(s, |c, depth| {
+        depth == 0 && matches!(c, ')' | '>' | '}' | ']')
+    })
+    .first()
+    .copied()
+}
+
+/// Splits at `sep` outside any brackets or strings.
+fn top_level_split(s: &str, sep: char) -> Vec<&str> {
+    let cuts = scan(s, |c, depth| c == sep && depth == 0);
+    let starts = std::iter::once(0).chain(cuts.iter().map(|i| i + sep.len_utf8()));
+    let ends = cuts.iter().copied().chain(std::iter::once(s.len()));
+    starts.zip(ends).map(|(a, b)| &s[a..b]).collect()
 }
 
 fn symbol_after(text: &str, marker: &str) -> Option<String> {
@@ -174,7 +110,7 @@ pub fn parse_signature(code: &[u8]) -> Signature {
     let module_name = symbol_after(text, "module @");
     let params = text.find("@main(").and_then(|at| {
         let open = at + "@main(".len();
-        let close = matching(text, open, '(', ')')?;
+        let close = open + matching(&text[open..])?;
         let list = text[open..close].trim();
         if list.is_empty() {
             return Some(Vec::new());

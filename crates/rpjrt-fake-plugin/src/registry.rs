@@ -4,122 +4,96 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::error::{invalid, Fail};
+use crate::error::Fail;
 
-/// What a registered address is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    /// `PJRT_Error` (caller-owned).
-    Error,
-    /// `PJRT_Client` (caller-owned).
-    Client,
-    /// `PJRT_Device` (client-owned).
-    Device,
-    /// `PJRT_DeviceDescription` (client-owned).
-    DeviceDescription,
-    /// `PJRT_Memory` (client-owned).
-    Memory,
-    /// `PJRT_Buffer` (caller-owned).
-    Buffer,
-    /// `PJRT_Event` (caller-owned).
-    Event,
-    /// `PJRT_LoadedExecutable` (caller-owned).
-    LoadedExecutable,
-    /// `PJRT_Executable` (caller-owned).
-    Executable,
-    /// `PJRT_ExecuteContext` (caller-owned).
-    ExecuteContext,
-    /// `PJRT_SerializedExecutable` or `PJRT_SerializedCompileOptions` (caller-owned,
-    /// freed through the deleter handed out with it).
-    Blob,
+/// A C handle type (`sys::PJRT_Buffer`) and the fake's object behind it: a handle is the
+/// address of its object.
+pub(crate) trait Handle: Sized + 'static {
+    /// The object behind the handle.
+    type Obj: 'static;
+    /// The C type name, used in messages and by `live_handles`.
+    const NAME: &'static str;
 }
 
-impl Kind {
-    /// Whether the caller must destroy handles of this kind (so a live one at the end of
-    /// a test is a leak).
-    pub fn caller_owned(self) -> bool {
-        !matches!(self, Kind::Device | Kind::DeviceDescription | Kind::Memory)
-    }
-
-    /// The C type name.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            Kind::Error => "PJRT_Error",
-            Kind::Client => "PJRT_Client",
-            Kind::Device => "PJRT_Device",
-            Kind::DeviceDescription => "PJRT_DeviceDescription",
-            Kind::Memory => "PJRT_Memory",
-            Kind::Buffer => "PJRT_Buffer",
-            Kind::Event => "PJRT_Event",
-            Kind::LoadedExecutable => "PJRT_LoadedExecutable",
-            Kind::Executable => "PJRT_Executable",
-            Kind::ExecuteContext => "PJRT_ExecuteContext",
-            Kind::Blob => "PJRT_SerializedExecutable/CompileOptions",
+/// Implements [`Handle`] for C handle types: `PJRT_Buffer => FakeBuffer, ...`.
+macro_rules! handles {
+    ($($c:ident => $obj:ty,)*) => {$(
+        impl $crate::registry::Handle for sys::$c {
+            type Obj = $obj;
+            const NAME: &'static str = stringify!($c);
         }
-    }
+    )*};
 }
 
-static LIVE: Mutex<BTreeMap<usize, Kind>> = Mutex::new(BTreeMap::new());
+/// Address to (C type name, whether the caller owns it: made by [`new`], not
+/// registered in place by its owner).
+type Live = BTreeMap<usize, (&'static str, bool)>;
+static LIVE: Mutex<Live> = Mutex::new(BTreeMap::new());
 
-fn live() -> MutexGuard<'static, BTreeMap<usize, Kind>> {
+fn live() -> MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Records `addr` as a live handle of `kind`.
-pub fn register<T>(addr: *const T, kind: Kind) {
-    live().insert(addr as usize, kind);
+/// Boxes `obj` as a caller-owned handle (freed by [`take`], counted as a leak until).
+pub(crate) fn new<H: Handle>(obj: H::Obj) -> *mut H {
+    let raw = Box::into_raw(Box::new(obj));
+    live().insert(raw as usize, (H::NAME, true));
+    raw.cast()
 }
 
-/// Forgets `addr`; true if it was live with that kind.
-pub fn unregister<T>(addr: *const T, kind: Kind) -> bool {
+/// Registers an object its owner keeps in place (devices and memories of a client).
+///
+/// # Safety
+/// `obj` must stay alive at its address until [`unregister_in_place`] is called on it.
+pub(crate) unsafe fn register_in_place<H: Handle>(obj: &H::Obj) {
+    live().insert(obj as *const H::Obj as usize, (H::NAME, false));
+}
+
+/// Undoes [`register_in_place`].
+pub(crate) fn unregister_in_place<H: Handle>(obj: &H::Obj) {
+    live().remove(&(obj as *const H::Obj as usize));
+}
+
+/// Takes back a handle made by [`new`]: `None` if `h` is not a live caller-owned `H`.
+pub(crate) fn take<H: Handle>(h: *mut H) -> Option<Box<H::Obj>> {
     let mut map = live();
-    match map.get(&(addr as usize)) {
-        Some(k) if *k == kind => {
-            map.remove(&(addr as usize));
-            true
-        }
-        _ => false,
+    if map.get(&(h as usize)) != Some(&(H::NAME, true)) {
+        return None;
+    }
+    map.remove(&(h as usize));
+    // SAFETY: it was registered by `new` (boxed, caller-owned) and not yet taken, so it
+    // came from Box::into_raw; removing it first makes this the only free.
+    Some(unsafe { Box::from_raw(h.cast::<H::Obj>()) })
+}
+
+/// A destroy entry: frees a handle made by [`new`]; null is a no-op.
+pub(crate) fn destroy<H: Handle>(h: *mut H) -> Result<(), Fail> {
+    match h.is_null() || take(h).is_some() {
+        true => Ok(()),
+        false => Err(invalid!("fake plugin: {h:p} is not a live {}", H::NAME)),
     }
 }
 
-/// Whether `addr` is a live handle of `kind`.
-pub fn is_live<T>(addr: *const T, kind: Kind) -> bool {
-    live().get(&(addr as usize)) == Some(&kind)
+/// The object behind `h`: INVALID_ARGUMENT for a null pointer or one that is not a live
+/// `H` (stale, foreign or of another type).
+pub(crate) fn get<'a, H: Handle>(h: *mut H) -> Result<&'a H::Obj, Fail> {
+    if h.is_null() {
+        bail!("fake plugin: null {}", H::NAME);
+    }
+    if live().get(&(h as usize)).map(|e| e.0) != Some(H::NAME) {
+        bail!("fake plugin: {h:p} is not a live {}", H::NAME);
+    }
+    // SAFETY: registered as an H (by `new`, or in place by an owner that unregisters it
+    // before it moves or dies) and not yet unregistered, so a live H::Obj. Per the C API
+    // the caller keeps the handle (and its client) alive while the call uses it.
+    Ok(unsafe { &*h.cast::<H::Obj>() })
 }
 
 /// How many caller-owned handles are live, by C type name.
 pub fn live_counts() -> BTreeMap<&'static str, usize> {
     let mut out = BTreeMap::new();
-    for kind in live().values() {
-        if kind.caller_owned() {
-            *out.entry(kind.c_name()).or_insert(0) += 1;
-        }
+    for (name, _) in live().values().filter(|e| e.1) {
+        *out.entry(*name).or_insert(0) += 1;
     }
     out
-}
-
-/// How many caller-owned handles are live in total.
-pub fn live_count() -> usize {
-    live().values().filter(|k| k.caller_owned()).count()
-}
-
-/// The live object of `kind` behind `handle`: INVALID_ARGUMENT for a null pointer or one
-/// that is not a live handle of that kind (stale, foreign or of another kind).
-///
-/// # Safety
-/// Every address registered as `kind` must point at a live `T` until it is unregistered
-/// (registered from `Box::into_raw`, or a box owned by a live client), and the caller
-/// keeps the handle alive for `'a`.
-pub(crate) unsafe fn live_ref<'a, T, H>(handle: *mut H, kind: Kind) -> Result<&'a T, Fail> {
-    if handle.is_null() {
-        return Err(invalid(format!("fake plugin: null {}", kind.c_name())));
-    }
-    if !is_live(handle.cast::<T>(), kind) {
-        return Err(invalid(format!(
-            "fake plugin: {handle:p} is not a live {}",
-            kind.c_name()
-        )));
-    }
-    // SAFETY: registered as `kind` and not yet unregistered, so a live T (contract).
-    Ok(unsafe { &*handle.cast::<T>() })
 }
