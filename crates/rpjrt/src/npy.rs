@@ -8,7 +8,9 @@
 //!
 //! Types: every numpy type PJRT has (bool, int8..int64, uint8..uint64, float16/32/64,
 //! complex64/128). ml_dtypes types (bfloat16, float8...) are stored by numpy as raw void
-//! (`|V2`), which names no type: such files are refused with a message saying so.
+//! (`|V2`), which names no type: such files are refused with a message saying so. Type
+//! strings are built from the one element-type table (`crate::dtype`): numpy's kind letter
+//! and the byte size, for the types that have a buffer-protocol format.
 
 use std::io::{Read, Write};
 use std::path::Path;
