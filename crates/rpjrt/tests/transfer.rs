@@ -215,5 +215,25 @@ fn alias_buffers_are_fulfilled_later() {
         drop(promise);
         let e = dropped.block_until_ready().unwrap_err();
         assert!(e.to_string().contains("dropped unfulfilled"), "{e}");
+        // A target of another shape, type or device is refused before the plugin sees it.
+        let (pending, promise) = c
+            .create_alias_buffer(ElementType::F32, &[2, 2], &d, None)
+            .unwrap();
+        assert!(format!("{promise:?}").contains("pending: true"));
+        let wrong = c.buffer_from_slice(&[1i32, 2, 3, 4], &[2, 2], &d).unwrap();
+        let e = promise.fulfill(&wrong).unwrap_err();
+        assert!(e.to_string().contains("float32[2, 2]"), "{e}");
+        assert!(e.to_string().contains("int32[2, 2]"), "{e}");
+        let e = pending.block_until_ready().unwrap_err();
+        assert!(e.to_string().contains("dropped unfulfilled"), "{e}");
+        let (_, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let elsewhere = c.devices().unwrap()[1].clone();
+        let other = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &elsewhere)
+            .unwrap();
+        let e = promise.fulfill(&other).unwrap_err();
+        assert!(e.to_string().contains("target buffer is on"), "{e}");
     });
 }
