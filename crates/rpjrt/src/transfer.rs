@@ -439,16 +439,29 @@ impl AliasFulfiller {
     /// Completes the alias with `target`'s contents: a buffer of the same client, element
     /// type, shape and device (checked here; a mismatch is an error and the alias stays
     /// pending until this fulfiller is dropped).
+    ///
+    /// The plugin moves `target` into the alias (both CPU plugins consume it, as a donation
+    /// does), so `target` is marked deleted: later use is [`Error::Deleted`] instead of the
+    /// plugin's "deleted or donated" complaint. A target with live host views or external
+    /// references is refused, since its memory may not move while they exist.
     pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
         self.check_target(target)?;
+        target
+            .raw
+            .reserve_donation()
+            .map_err(|e| target.state_error(e, "moved into an alias"))?;
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
-        crate::raw::transfer::fulfill_alias_buffer(
+        let r = crate::raw::transfer::fulfill_alias_buffer(
             &self.client.core.raw,
             cb,
             Some(&target.raw),
             0,
             "",
-        )
+        );
+        if r.is_err() {
+            target.raw.cancel_donation();
+        }
+        r
     }
 
     /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
