@@ -344,16 +344,15 @@ class Buffer:
     def __await__(self) -> Generator[Any, None, Self]:
         """`await buf` waits without blocking the event loop and returns the buffer."""
     @overload
-    def to_host(self, out: None = None) -> memoryview: ...
-    @overload
-    def to_host(self, out: _Out) -> _Out: ...
-    def to_host(self, out: Any = None) -> Any:
+    def to_host(self, out: None = None) -> memoryview:
         """A fresh host copy as a memoryview with this shape and a struct format, or, with
         ``out``, the data copied into ``out`` (see copy_to_host), which is returned.
 
         Types without a buffer-protocol format (bfloat16, float8..., int4...) come as
         unsigned integers of the same item size holding the raw bits.
         """
+    @overload
+    def to_host(self, out: _Out) -> _Out: ...
     def copy_to_host(self, out: Any) -> None:
         """Copy into ``out``: any writable buffer-protocol object or numpy array of this
         shape and dtype, with any strides (negative, non-contiguous, Fortran order). Types
