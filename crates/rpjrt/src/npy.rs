@@ -300,7 +300,8 @@ pub(crate) fn write_npy_raw(descr: &str, dims: &[i64], data: &[u8]) -> Vec<u8> {
     };
     let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     // Pad so that the data starts at a multiple of 64 bytes, ending with a newline.
-    let v1 = 10 + header.len() + 1 <= u16::MAX as usize;
+    // The padded header (up to 64 bytes more) must fit version 1.0's 16-bit length.
+    let v1 = header.len() + 64 <= u16::MAX as usize;
     let prefix = if v1 { 10 } else { 12 };
     let unpadded = prefix + header.len() + 1;
     header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
