@@ -120,6 +120,7 @@ from ._errors import (
 
 try:
     from ._rpjrt import (
+        AliasFulfiller,
         Buffer,
         Cache,
         Client,
@@ -192,6 +193,7 @@ __all__ = [
     "Memory",
     "Executable",
     "Buffer",
+    "AliasFulfiller",
     "Cache",
     "Topology",
     "PluginInfo",

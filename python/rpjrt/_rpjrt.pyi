@@ -4,14 +4,14 @@
 import os
 import types
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any, Literal, Protocol, final
+from typing import Any, Literal, Protocol, TypeVar, final, overload
 
 from typing_extensions import CapsuleType, Self, TypeAlias
 
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister"]
 
 __version__: str
 
@@ -22,6 +22,10 @@ _OptionValue: TypeAlias = str | int | float | bool | Sequence[int]
 _PluginSpec: TypeAlias = str | os.PathLike[str] | PluginInfo | Plugin
 #: Anything `rpjrt.dtype(...)` accepts.
 _DTypeLike: TypeAlias = DType | str | type | Any
+#: A device layout to request: minor_to_major dimension numbers, or an untiled
+#: `rpjrt.transfer.DeviceLayout`.
+_LayoutLike: TypeAlias = Sequence[int] | Any
+_Out = TypeVar("_Out")
 
 @final
 class Plugin:
@@ -151,6 +155,7 @@ class Client:
         dtype: _DTypeLike | None = None,
         copy: bool | None = True,
         cast: bool = False,
+        layout: _LayoutLike | None = None,
     ) -> Buffer:
         """Put host data on a device.
 
@@ -168,7 +173,24 @@ class Client:
         plugin cannot use it in place; the data must then stay unchanged while the Buffer
         lives); None shares when possible. Host allocations that cannot be made raise
         ResourceExhaustedError (a MemoryError).
+        layout: a device layout to ask the plugin for, as minor_to_major dimension numbers
+        (``(0, 1)``: column-major 2-d) or an untiled ``rpjrt.transfer.DeviceLayout``; the
+        data is copied (copy=False is refused). Host reads stay row-major; programs refuse
+        such a buffer as an argument (plugins disagree on it), so copy it first.
         """
+    def create_alias_buffer(
+        self,
+        dtype: _DTypeLike,
+        shape: Sequence[int],
+        device: Device | int | None = None,
+        *,
+        memory: Memory | str | None = None,
+    ) -> tuple[Buffer, AliasFulfiller]:
+        """A buffer of ``dtype[shape]`` whose contents come later, and its fulfiller
+        (PJRT_Client_CreateAliasBuffer): ``fulfiller.fulfill(other)`` gives it the contents
+        of a buffer of the same dtype, shape and device; ``fulfiller.fail(code, message)``
+        an error. Waiting on the alias blocks until then. Raises UnsupportedError naming
+        the entry on plugins without it."""
     def from_dlpack(
         self, obj: object, device: Device | int | None = None, *, copy: bool | None = None
     ) -> Buffer:
@@ -321,12 +343,22 @@ class Buffer:
         """Wait until the data is computed; raises the computation's error. Ctrl-C works."""
     def __await__(self) -> Generator[Any, None, Self]:
         """`await buf` waits without blocking the event loop and returns the buffer."""
-    def to_host(self) -> memoryview:
-        """A fresh host copy as a memoryview with this shape and a struct format.
+    @overload
+    def to_host(self, out: None = None) -> memoryview:
+        """A fresh host copy as a memoryview with this shape and a struct format, or, with
+        ``out``, the data copied into ``out`` (see copy_to_host), which is returned.
 
         Types without a buffer-protocol format (bfloat16, float8..., int4...) come as
         unsigned integers of the same item size holding the raw bits.
         """
+    @overload
+    def to_host(self, out: _Out) -> _Out: ...
+    def copy_to_host(self, out: Any) -> None:
+        """Copy into ``out``: any writable buffer-protocol object or numpy array of this
+        shape and dtype, with any strides (negative, non-contiguous, Fortran order). Types
+        without a buffer format take a numpy array of their ml_dtypes type, or integers of
+        the same size (the raw bits). Sub-byte types land one element per byte. Wrong shape,
+        dtype, byte order or a read-only ``out`` raise InvalidArgumentError naming it."""
     def tobytes(self) -> bytes: ...
     def tolist(self) -> Any: ...
     def to_numpy(self) -> Any:
@@ -413,7 +445,23 @@ class _Session:
     def bind(self, name: str, value: object) -> None: ...
     def bind_lazy(self, name: str, loader: Any) -> None: ...
     def buffer(self, name: str) -> Buffer: ...
+    def save(self, path: str | os.PathLike[str]) -> None: ...
+    def restore(self, path: str | os.PathLike[str]) -> None: ...
     def slots(self) -> list[tuple[str, Any, tuple[int, ...] | None, str]]: ...
+    def __repr__(self) -> str: ...
+
+@final
+class AliasFulfiller:
+    """Completes an alias buffer (Client.create_alias_buffer) once; dropped unused, it
+    fails the alias with CANCELLED so nothing waits forever."""
+
+    def fulfill(self, buffer: Buffer) -> None:
+        """Give the alias ``buffer``'s contents (same client, dtype, shape and device)."""
+    def fail(self, code: str, message: str) -> None:
+        """Complete the alias with an error ``code`` (a name such as "INTERNAL")."""
+    @property
+    def pending(self) -> bool:
+        """Whether the alias still waits to be completed."""
     def __repr__(self) -> str: ...
 
 @final

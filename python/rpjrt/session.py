@@ -24,9 +24,6 @@ from typing import Any
 
 from ._rpjrt import Buffer, Client, Device, Executable, SessionProgram, _Session
 
-#: The .npz entry that records each slot's rpjrt dtype name (numpy has no name for some).
-_DTYPES_KEY = "__rpjrt_dtypes__"
-
 
 class Session:
     """Named slots on one device, and programs that read and write them."""
@@ -118,50 +115,25 @@ class Session:
         return iter([s[0] for s in self._s.slots()])
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes every slot that holds a value to an ``.npz`` file (numpy's ``savez``).
+        """Writes every slot that holds a value to an ``.npz`` file that ``numpy.load``
+        reads, atomically (a temporary file renamed over ``path``).
 
         Slots whose loader has not run are loaded first; empty slots are left out. Dtypes
-        numpy cannot name (bfloat16, float8 ...) are stored as raw bytes with their name.
+        numpy cannot name (bfloat16, float8, int4 ...) are stored as ``uint8`` with a
+        trailing axis of the item size, and the member ``__rpjrt_dtypes__`` names every
+        slot's dtype. The work is done by the core (``rpjrt::Session::save``).
         """
-        import json
-
-        import numpy as np
-
-        arrays: dict[str, Any] = {}
-        names: dict[str, str] = {}
-        for name, _dtype, _shape, state in self._s.slots():
-            if state == "empty":
-                continue
-            buf = self._s.buffer(name)
-            arr = np.asarray(buf.to_numpy(), order="C")
-            names[name] = buf.dtype.name
-            if arr.dtype.kind == "V" or arr.dtype.names is not None or arr.dtype.isbuiltin != 1:
-                arr = arr.view(np.uint8).reshape(arr.shape + (arr.dtype.itemsize,))
-            arrays[name] = arr
-        if _DTYPES_KEY in arrays:
-            raise ValueError(f"a slot may not be named {_DTYPES_KEY!r}")
-        arrays[_DTYPES_KEY] = np.array(json.dumps(names))
-        with open(path, "wb") as f:
-            np.savez(f, **arrays)
+        self._s.save(path)
 
     def restore(self, path: str | os.PathLike[str]) -> None:
-        """Binds every slot saved in ``path`` by :meth:`save` (uploads each value)."""
-        import json
+        """Binds every array saved in ``path`` (by :meth:`save`, or by ``numpy.savez``) to
+        the slot of its name, creating slots the session lacks.
 
-        import numpy as np
-
-        from ._dtypes import dtype as rdtype
-
-        with np.load(path, allow_pickle=False) as data:
-            if _DTYPES_KEY not in data.files:
-                raise ValueError(f"{os.fspath(path)} was not written by Session.save")
-            names: dict[str, str] = json.loads(str(data[_DTYPES_KEY]))
-            for name, dname in names.items():
-                arr = data[name]
-                want = rdtype(dname).numpy
-                if arr.dtype != want:
-                    arr = arr.view(want).reshape(arr.shape[:-1])
-                self._s.bind(name, arr)
+        Everything is checked before any slot changes: a dtype or shape that differs from
+        the slot's is refused naming the slot, and a damaged file is an error naming it.
+        Arrays ``numpy.savez`` stored as raw bytes (bfloat16 ...) take their slot's dtype.
+        """
+        self._s.restore(path)
 
     def __repr__(self) -> str:
         return repr(self._s)

@@ -15,7 +15,7 @@ use rpjrt::ElementType;
 use crate::client::{wrap_device, wrap_memory, PyClient, PyDevice, PyMemory};
 use crate::convert::{dtype_obj, shape_tuple, spec_string};
 use crate::errors::{deleted, invalid, PyErrExt};
-use crate::pybuf::{host_itemsize, host_memoryview};
+use crate::pybuf::{export_format, format_type, host_itemsize, host_memoryview, HostView};
 
 /// How often a blocking wait wakes up to check for Ctrl-C.
 const SIGNAL_SLICE: Duration = Duration::from_millis(20);
@@ -128,6 +128,89 @@ impl PyBuffer {
             return Ok(v);
         }
         Ok(raw)
+    }
+
+    /// Copies the buffer into `out`, a writable buffer-protocol object (or numpy array) of
+    /// the buffer's shape and dtype with any strides (rpjrt::Buffer::copy_to_host_strided).
+    pub fn copy_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.check_not_deleted()?;
+        let b: &rpjrt::Buffer = &self.inner;
+        let t = b.element_type();
+        if t == ElementType::Token {
+            return Err(invalid("a token has no data to copy to the host"));
+        }
+        // Types without a buffer-protocol format travel as integers of their size (the
+        // form `to_host()` exports); numpy arrays of ml_dtypes types export no buffer at
+        // all, so their bits are viewed as that integer type.
+        let carrier = format_type(export_format(t).to_str().unwrap_or("B"), host_itemsize(t))
+            .map(|(c, _)| c)
+            .filter(|_| t.buffer_format().is_none());
+        let viewed;
+        let mut target = out;
+        if HostView::get(out).is_none() && out.hasattr("dtype")? {
+            let name: String = out.getattr("dtype")?.getattr("name")?.extract()?;
+            if name != t.name() {
+                return Err(invalid(format!(
+                    "the destination holds {name}, but the buffer holds {t} (copy_to_host \
+                     does not convert)"
+                )));
+            }
+            if let Some(c) = carrier {
+                viewed = out.call_method1("view", (c.name(),))?;
+                target = &viewed;
+            }
+        }
+        let view = HostView::get_writable(target, "the destination")?;
+        let fmt = view.format().to_string();
+        let Some((ft, order)) = format_type(&fmt, view.itemsize()) else {
+            return Err(invalid(format!(
+                "the destination's format {fmt:?} ({}-byte items) is no element type; the \
+                 buffer holds {t}",
+                view.itemsize()
+            )));
+        };
+        if ft != t && Some(ft) != carrier {
+            return Err(invalid(format!(
+                "the destination holds {ft}, but the buffer holds {t} (copy_to_host does not \
+                 convert)"
+            )));
+        }
+        if order.is_foreign() && view.itemsize() > 1 {
+            return Err(invalid(format!(
+                "the destination is in foreign byte order (format {fmt:?}); copy_to_host \
+                 writes native order"
+            )));
+        }
+        let dims = view.shape();
+        if dims != b.dims() {
+            let tuple = |d: &[i64]| match d {
+                [one] => format!("({one},)"),
+                _ => format!(
+                    "({})",
+                    d.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            return Err(invalid(format!(
+                "the destination has shape {}, but the buffer has shape {}",
+                tuple(&dims),
+                tuple(b.dims())
+            )));
+        }
+        let strides = view.strides();
+        let (lo, end) = rpjrt::extent(&dims, &strides, view.itemsize())
+            .pyerr()?
+            .unwrap_or((0, 0));
+        let region = view.region(lo, end)?;
+        let offset = usize::try_from(-lo).unwrap_or(0);
+        self.wait_ready(py)?;
+        // SAFETY: the region lies inside `view`, a writable export held until this function
+        // returns; no other Rust code uses it meanwhile.
+        let dst = unsafe { region.as_mut_slice() };
+        py.detach(|| b.copy_to_host_strided(dst, &strides, offset))
+            .pyerr()
     }
 
     pub fn check_not_deleted(&self) -> PyResult<()> {
@@ -303,9 +386,25 @@ impl PyBuffer {
         coro.call_method0("__await__")
     }
 
-    fn to_host<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// A fresh memoryview, or, with `out`, the buffer copied into `out` (returned).
+    #[pyo3(signature = (out = None))]
+    fn to_host<'py>(
+        &self,
+        py: Python<'py>,
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(out) = out.filter(|o| !o.is_none()) {
+            self.copy_into(py, &out)?;
+            return Ok(out);
+        }
         let bytes = self.host_bytes(py)?;
         host_memoryview(py, self.inner.element_type(), self.inner.dims(), bytes)
+    }
+
+    /// Copies the buffer into `out`: any writable buffer-protocol object or numpy array
+    /// of the buffer's shape and dtype, with any strides (negative, non-contiguous).
+    fn copy_to_host(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.copy_into(py, out)
     }
 
     fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
@@ -315,7 +414,7 @@ impl PyBuffer {
 
     fn tolist<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        let mv = slf.get().to_host(py)?;
+        let mv = slf.get().to_host(py, None)?;
         py.import("rpjrt._host")?
             .getattr("tolist")?
             .call1((mv, slf.get().dtype(py)?))
@@ -323,7 +422,7 @@ impl PyBuffer {
 
     fn to_numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        let mv = slf.get().to_host(py)?;
+        let mv = slf.get().to_host(py, None)?;
         py.import("rpjrt._host")?
             .getattr("to_numpy")?
             .call1((mv, slf.get().dtype(py)?))

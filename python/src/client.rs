@@ -559,9 +559,9 @@ impl PyClient {
         PyExecutable::wrap(py, exe.pyerr()?, slf.clone().unbind())
     }
 
-    #[pyo3(signature = (obj, device = None, *, memory = None, dtype = None, copy = Some(true), cast = false))]
+    #[pyo3(signature = (obj, device = None, *, memory = None, dtype = None, copy = Some(true), cast = false, layout = None))]
     #[pyo3(
-        text_signature = "(self, obj, device=None, *, memory=None, dtype=None, copy=True, cast=False)"
+        text_signature = "(self, obj, device=None, *, memory=None, dtype=None, copy=True, cast=False, layout=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn put(
@@ -572,7 +572,12 @@ impl PyClient {
         dtype: Option<&Bound<'_, PyAny>>,
         copy: Option<bool>,
         cast: bool,
+        layout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyBuffer>> {
+        let layout = layout
+            .filter(|l| !l.is_none())
+            .map(crate::put::layout_from_py)
+            .transpose()?;
         crate::put::put_with(
             slf,
             obj,
@@ -581,7 +586,21 @@ impl PyClient {
             dtype.filter(|d| !d.is_none()),
             copy,
             cast,
+            layout,
         )
+    }
+
+    /// A buffer of `dtype[shape]` whose contents come later, and its fulfiller:
+    /// `fulfiller.fulfill(other_buffer)` or `fulfiller.fail(code, message)`.
+    #[pyo3(signature = (dtype, shape, device = None, *, memory = None))]
+    fn create_alias_buffer(
+        slf: &Bound<'_, Self>,
+        dtype: &Bound<'_, PyAny>,
+        shape: Vec<i64>,
+        device: Option<&Bound<'_, PyAny>>,
+        memory: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Py<PyBuffer>, crate::transfer::PyAliasFulfiller)> {
+        crate::transfer::create_alias_buffer(slf.py(), slf, dtype, shape, device, memory)
     }
 
     #[pyo3(signature = (obj, device = None, *, copy = None))]

@@ -94,6 +94,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transfer::_copy_raw_to_host, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_create_uninitialized_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_create_error_buffer, m)?)?;
+    m.add_class::<transfer::PyAliasFulfiller>()?;
     m.add_function(wrap_pyfunction!(transfer::_device_layout, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_default_layout, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_byte_strides, m)?)?;

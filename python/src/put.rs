@@ -33,11 +33,48 @@ pub fn put(
     dtype: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyBuffer>> {
-    put_with(client, obj, device, memory, dtype, copy, false)
+    put_with(client, obj, device, memory, dtype, copy, false, None)
 }
 
-/// [`put`] with `cast`: Python numbers and lists may be converted lossily (wrapping,
-/// rounding, saturating as numpy's `astype` does) instead of refused.
+/// The `layout=` argument of `Client.put`: a sequence of dimension numbers
+/// (`minor_to_major`) or anything with a `minor_to_major` attribute and no tiles (such as
+/// `rpjrt.transfer.DeviceLayout`).
+pub fn layout_from_py(layout: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    let bad = || {
+        invalid(format!(
+            "layout= takes minor_to_major dimension numbers (a sequence of ints) or a \
+             DeviceLayout, not {}",
+            layout
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".into())
+        ))
+    };
+    if layout.hasattr("minor_to_major")? {
+        if let Ok(tiles) = layout.getattr("tiles") {
+            if tiles.len().unwrap_or(0) > 0 {
+                return Err(invalid(
+                    "a tiled device layout cannot be requested for a put; give \
+                     minor_to_major only",
+                ));
+            }
+        }
+        return layout
+            .getattr("minor_to_major")?
+            .extract::<Vec<i64>>()
+            .map_err(|_| bad());
+    }
+    if layout.is_instance_of::<pyo3::types::PyString>() {
+        return Err(bad());
+    }
+    layout.extract::<Vec<i64>>().map_err(|_| bad())
+}
+
+/// [`put`] with `cast` and `layout`: Python numbers and lists may be converted lossily (wrapping,
+/// rounding, saturating as numpy's `astype` does) instead of refused; `layout` asks for a
+/// device layout (`minor_to_major`), which copies.
+#[allow(clippy::too_many_arguments)]
 pub fn put_with(
     client: &Bound<'_, PyClient>,
     obj: &Bound<'_, PyAny>,
@@ -46,8 +83,15 @@ pub fn put_with(
     dtype: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
     cast: bool,
+    layout: Option<Vec<i64>>,
 ) -> PyResult<Py<PyBuffer>> {
     let py = client.py();
+    if layout.is_some() && copy == Some(false) {
+        return Err(invalid(
+            "copy=False cannot be combined with layout=: the data is rearranged into the \
+             requested device layout",
+        ));
+    }
     let c = client.get();
     let (dev, mem) = c.resolve_target(py, device, memory)?;
     let want = dtype.map(dtype_from_py).transpose()?;
@@ -69,6 +113,12 @@ pub fn put_with(
         if copy == Some(false) {
             return Err(invalid(
                 "copy=False cannot move a Buffer; pass the Buffer itself",
+            ));
+        }
+        if layout.is_some() {
+            return Err(invalid(
+                "layout= applies to host data; a Buffer is copied in its own layout \
+                 (copy it to the host first)",
             ));
         }
         let rb = src.rb();
@@ -96,10 +146,12 @@ pub fn put_with(
                     &dev,
                     mem.as_ref(),
                     copy,
+                    layout.as_deref(),
                 );
             }
         }
     } else if want.is_none()
+        && layout.is_none()
         && obj.hasattr("__dlpack__")?
         && !obj.is_instance_of::<pyo3::types::PyType>()
     {
@@ -134,6 +186,7 @@ pub fn put_with(
         &dev,
         mem.as_ref(),
         copy,
+        layout.as_deref(),
     )
 }
 
@@ -149,6 +202,7 @@ fn from_view(
     dev: &rpjrt::Device,
     mem: Option<&rpjrt::Memory>,
     copy: Option<bool>,
+    layout: Option<&[i64]>,
 ) -> PyResult<Py<PyBuffer>> {
     let rc = &client.get().inner;
     let itemsize = t.host_itemsize();
@@ -191,7 +245,11 @@ fn from_view(
         .unwrap_or((0, 0));
     let region = view.region(lo, end)?;
     let offset = (-lo) as usize;
-    let mode = copy_mode(copy);
+    let mode = if layout.is_some() {
+        CopyMode::Always
+    } else {
+        copy_mode(copy)
+    };
     let data = if mode == CopyMode::Always {
         // SAFETY: the region lies inside the held view, which outlives the put below.
         HostData::Borrowed(unsafe { region.as_slice() })
@@ -204,7 +262,11 @@ fn from_view(
     if t.is_sub_byte() {
         array = array.unpacked();
     }
-    let b = py.detach(|| rc.put(&array, dev, mem, mode)).pyerr()?;
+    let b = match layout {
+        Some(m2m) => py.detach(|| rc.put_array_with_layout(&array, m2m, dev, mem)),
+        None => py.detach(|| rc.put(&array, dev, mem, mode)),
+    }
+    .pyerr()?;
     if b.borrows_host() {
         PyBuffer::wrap_borrowing(py, b, client)
     } else {

@@ -42,6 +42,7 @@ const PYBUF_FORMAT: c_int = 0x0004;
 const PYBUF_ND: c_int = 0x0008;
 const PYBUF_STRIDES: c_int = 0x0010 | PYBUF_ND;
 const PYBUF_RECORDS_RO: c_int = PYBUF_STRIDES | PYBUF_FORMAT;
+const PYBUF_RECORDS: c_int = PYBUF_RECORDS_RO | PYBUF_WRITABLE;
 
 /// A buffer-protocol view of a Python object, released on drop (under the GIL: the type is
 /// neither `Send` nor `Sync`, so it never leaves the attached thread).
@@ -56,6 +57,41 @@ impl HostView {
     /// `PyObject_GetBuffer(obj, PyBUF_RECORDS_RO)`; `None` when `obj` does not export a
     /// strided buffer (no buffer protocol, suboffsets, or an exporter error).
     pub fn get(obj: &Bound<'_, PyAny>) -> Option<HostView> {
+        match Self::get_with(obj, PYBUF_RECORDS_RO) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                // Not an exporter, or one that refuses this request: the caller falls back.
+                drop(e);
+                None
+            }
+        }
+    }
+
+    /// A writable strided view (`PyBUF_RECORDS`), or an error saying whether `obj` is
+    /// read-only or exports no strided buffer at all.
+    pub fn get_writable(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<HostView> {
+        match Self::get_with(obj, PYBUF_RECORDS) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                let ty = obj
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|_| "?".into());
+                if Self::get(obj).is_some() {
+                    Err(crate::errors::invalid(format!(
+                        "{what} (a {ty}) is read-only"
+                    )))
+                } else {
+                    Err(crate::errors::invalid(format!(
+                        "{what} (a {ty}) does not export a writable strided buffer: {e}"
+                    )))
+                }
+            }
+        }
+    }
+
+    fn get_with(obj: &Bound<'_, PyAny>, flags: c_int) -> PyResult<HostView> {
         let mut raw = Box::new(RawBuffer {
             buf: ptr::null_mut(),
             obj: ptr::null_mut(),
@@ -71,13 +107,12 @@ impl HostView {
         });
         // SAFETY: `obj` is a live object and we hold the GIL (a Bound proves it); `raw` is a
         // writable Py_buffer at a stable address that CPython fills in.
-        let rc = unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *raw, PYBUF_RECORDS_RO) };
+        let rc = unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *raw, flags) };
         if rc != 0 {
-            // Not an exporter, or one that refuses this request: the caller falls back.
-            drop(PyErr::take(obj.py()));
-            return None;
+            return Err(PyErr::take(obj.py())
+                .unwrap_or_else(|| PyBufferError::new_err("the object exports no buffer")));
         }
-        Some(HostView { raw })
+        Ok(HostView { raw })
     }
 
     /// Address of the first element.
@@ -223,6 +258,20 @@ pub struct Region {
 }
 
 impl Region {
+    /// The bytes, writable.
+    ///
+    /// # Safety
+    /// The region must come from a view taken with [`HostView::get_writable`], that view
+    /// must be held while the slice is used, and nothing else may use the slice meanwhile.
+    pub unsafe fn as_mut_slice<'a>(&self) -> &'a mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: `HostView::region` checked that the range lies inside the view's memory;
+        // the caller holds a writable export of it.
+        unsafe { std::slice::from_raw_parts_mut(self.addr as *mut u8, self.len) }
+    }
+
     /// The bytes.
     ///
     /// # Safety

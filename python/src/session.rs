@@ -1,5 +1,5 @@
 //! Sessions: named slots and programs that read and write them (rpjrt::Session).
-//! Python-only sugar (compiling sources, bind_many, save/restore) is in rpjrt/session.py.
+//! Python-only sugar (compiling sources, bind_many) is in rpjrt/session.py.
 
 use std::sync::{Arc, Mutex};
 
@@ -207,6 +207,19 @@ impl PySession {
             .detach(|| s.fetch(name))
             .map_err(|e| raise(py, &self.loader_error, e))?;
         PyBuffer::wrap_shared(py, b, &self.client)
+    }
+
+    /// Writes every slot with a value to an `.npz` checkpoint (rpjrt::Session::save).
+    fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        let s = &self.inner;
+        py.detach(|| s.save(&path))
+            .map_err(|e| raise(py, &self.loader_error, e))
+    }
+
+    /// Binds every array of an `.npz` file to its slot (rpjrt::Session::restore).
+    fn restore(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        let s = &self.inner;
+        py.detach(|| s.restore(&path)).pyerr()
     }
 
     /// `[(name, dtype | None, shape | None, state)]` in creation order.

@@ -1,6 +1,8 @@
-//! Streaming uploads, raw partial reads, uninitialised and error buffers (conversion only;
+//! Streaming uploads, raw partial reads, uninitialised, error and alias buffers (conversion only;
 //! the logic is `rpjrt::transfer`). Python-side sugar (tqdm bars, numpy sources) lives in
 //! `rpjrt/transfer.py`.
+
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -150,7 +152,21 @@ pub fn _create_error_buffer(
     memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBuffer>> {
     let t = dtype_from_py(dtype)?;
-    let c = if code == "UNKNOWN" {
+    let c = code_from_name(code)?;
+    let me = client.get();
+    let (dev, mem) = me.resolve_target(py, device, memory)?;
+    let b = py
+        .detach(|| {
+            me.inner
+                .create_error_buffer(c, message, t, &shape, &dev, mem.as_ref())
+        })
+        .pyerr()?;
+    PyBuffer::wrap(py, b, &client.clone().unbind())
+}
+
+/// An error code by its name ("INTERNAL", "DATA_LOSS", ...).
+fn code_from_name(code: &str) -> PyResult<rpjrt::Code> {
+    if code == "UNKNOWN" {
         Some(rpjrt::Code::Unknown)
     } else {
         (1..=16)
@@ -161,16 +177,85 @@ pub fn _create_error_buffer(
         invalid(format!(
             "unknown error code {code:?} (use a name such as \"INTERNAL\")"
         ))
-    })?;
+    })
+}
+
+/// The promise that completes an alias buffer (rpjrt::AliasFulfiller): `fulfill(buffer)`
+/// gives the alias that buffer's contents, `fail(code, message)` an error. Used once;
+/// dropped unused, it fails the alias with CANCELLED so nothing waits forever.
+#[pyclass(frozen, name = "AliasFulfiller", module = "rpjrt")]
+pub struct PyAliasFulfiller {
+    inner: Mutex<Option<rpjrt::AliasFulfiller>>,
+    spec: String,
+}
+
+impl PyAliasFulfiller {
+    fn take(&self) -> PyResult<rpjrt::AliasFulfiller> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| invalid(format!("this {} alias was already completed", self.spec)))
+    }
+}
+
+#[pymethods]
+impl PyAliasFulfiller {
+    /// Completes the alias with `buffer`'s contents (same client, dtype, shape and device).
+    fn fulfill(&self, py: Python<'_>, buffer: &Bound<'_, PyBuffer>) -> PyResult<()> {
+        buffer.get().check_not_deleted()?;
+        let f = self.take()?;
+        let b = buffer.get();
+        py.detach(|| f.fulfill(b.rb())).pyerr()
+    }
+
+    /// Completes the alias with an error: using the alias raises `code` (a name such as
+    /// "INTERNAL") with `message`.
+    fn fail(&self, py: Python<'_>, code: &str, message: &str) -> PyResult<()> {
+        let c = code_from_name(code)?;
+        let f = self.take()?;
+        py.detach(|| f.fail(c, message)).pyerr()
+    }
+
+    /// Whether the alias still waits to be completed.
+    #[getter]
+    fn pending(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.pending() { "pending" } else { "done" };
+        format!("rpjrt.AliasFulfiller({}, {state})", self.spec)
+    }
+}
+
+/// A buffer of `dtype[shape]` completed later through the returned fulfiller
+/// (`PJRT_Client_CreateAliasBuffer`).
+pub fn create_alias_buffer(
+    py: Python<'_>,
+    client: &Bound<'_, PyClient>,
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<i64>,
+    device: Option<&Bound<'_, PyAny>>,
+    memory: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Py<PyBuffer>, PyAliasFulfiller)> {
+    let t = dtype_from_py(dtype)?;
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
-    let b = py
-        .detach(|| {
-            me.inner
-                .create_error_buffer(c, message, t, &shape, &dev, mem.as_ref())
-        })
+    let (b, f) = py
+        .detach(|| me.inner.create_alias_buffer(t, &shape, &dev, mem.as_ref()))
         .pyerr()?;
-    PyBuffer::wrap(py, b, &client.clone().unbind())
+    let buffer = PyBuffer::wrap(py, b, &client.clone().unbind())?;
+    Ok((
+        buffer,
+        PyAliasFulfiller {
+            inner: Mutex::new(Some(f)),
+            spec: crate::convert::spec_string(t, &shape),
+        },
+    ))
 }
 
 /// The buffer's device layout through the plugin's Layouts extension:

@@ -190,6 +190,79 @@ def test_save_and_restore(client: rpjrt.Client, mlp: dict[str, Any], tmp_path: P
     assert sorted(other) == sorted(PARAMS + ["x", "y", "loss", "scale"])
 
 
+def test_checkpoints_interoperate_with_numpy(client: rpjrt.Client, tmp_path: Path) -> None:
+    """The core writes the .npz (numpy.load reads it); numpy.savez files restore, raw
+    ml_dtypes members taking their slot's dtype; bad files and mismatches name what is
+    wrong and change nothing."""
+    import ml_dtypes
+
+    session = rpjrt.Session(client)
+    values = {
+        "f": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "c": np.array([1 + 2j, -3j], np.complex64),
+        "q": np.array(True),
+        "e": np.zeros((0, 4), np.int16),
+        "bf": np.array([1.5, -2, 3], ml_dtypes.bfloat16),
+        "i4": np.array([-8, 7, -1], ml_dtypes.int4),
+    }
+    session.bind_many(values)
+    path = tmp_path / "ckpt.npz"
+    session.save(path)
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.npz"]  # no temporary left
+    with np.load(path) as data:
+        for n in ("f", "c", "q", "e"):
+            np.testing.assert_array_equal(data[n], values[n])
+            assert data[n].dtype == values[n].dtype
+        bf = data["bf"].view(ml_dtypes.bfloat16)[..., 0]
+        np.testing.assert_array_equal(bf, values["bf"])
+        assert data["i4"].shape == (3, 1)
+        assert "bfloat16" in str(data["__rpjrt_dtypes__"])
+    fresh = rpjrt.Session(client)
+    fresh.restore(str(path))
+    for n, want in values.items():
+        got = fresh.fetch(n)
+        assert got.dtype == want.dtype, n
+        np.testing.assert_array_equal(got, want)
+
+    # A plain numpy.savez file: Fortran order, big-endian, and bfloat16 as raw bytes.
+    plain = tmp_path / "plain.npz"
+    np.savez(
+        plain,
+        f=np.asfortranarray(values["f"]),
+        b=np.array([258, -2], ">i4"),
+        bf=values["bf"],
+    )
+    other = rpjrt.Session(client)
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'slot "bf" is stored as raw 2-byte'):
+        other.restore(plain)
+    assert list(other) == []
+    other.bind("bf", np.zeros(3, ml_dtypes.bfloat16))
+    other.restore(plain)
+    np.testing.assert_array_equal(other.fetch("f"), values["f"])
+    np.testing.assert_array_equal(other.fetch("b"), [258, -2])
+    np.testing.assert_array_equal(other.fetch("bf"), values["bf"])
+
+    # Mismatches name the slot; nothing is bound.
+    small = rpjrt.Session(client)
+    small.bind("f", np.zeros(3, np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'slot "f" holds float32\[3\], but .*ckpt.npz stores float32\[2, 3\]'):
+        small.restore(path)
+    assert list(small) == ["f"]
+
+    # Damaged files never crash.
+    good = path.read_bytes()
+    bad = tmp_path / "bad.npz"
+    for cut in (7, len(good) // 2, len(good) - 3):
+        bad.write_bytes(good[:cut])
+        with pytest.raises(rpjrt.InvalidArgumentError, match="bad.npz"):
+            fresh.restore(bad)
+    bad.write_bytes(b"not a zip at all")
+    with pytest.raises(rpjrt.InvalidArgumentError, match="not an .npz archive"):
+        fresh.restore(bad)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="missing.npz"):
+        fresh.restore(tmp_path / "missing.npz")
+
+
 def test_rss_stays_flat_with_a_large_state(client: rpjrt.Client) -> None:
     """A 4 MiB state slot updated (and donated) 100 times: a leak of the old states would
     grow RSS by 400 MiB; the bound is generous against allocator noise."""

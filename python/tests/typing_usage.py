@@ -85,8 +85,24 @@ def session(client: rpjrt.Client, exe: rpjrt.Executable) -> float:
     mesh = sh.Mesh({"x": 2}, [0, 1])
     parts = sh.shard(client, [1.0, 2.0], mesh, ("x",))
     whole = sh.gather(parts, mesh, ("x",), (2,))
+    s.save("ckpt.npz")
+    s.restore("ckpt.npz")
     del donated, n, whole
     return float(s.fetch("w")[0])
+
+
+def data_plane(client: rpjrt.Client, x: rpjrt.Buffer) -> array.array[float]:
+    out = array.array("f", [0.0])
+    same: array.array[float] = x.to_host(out=out)
+    x.copy_to_host(out)
+    fresh: memoryview = x.to_host()
+    col: rpjrt.Buffer = client.put([[1, 2], [3, 4]], layout=(0, 1))
+    alias, fulfiller = client.create_alias_buffer(rpjrt.float32, (1,), 0)
+    done: rpjrt.AliasFulfiller = fulfiller
+    done.fulfill(x)
+    pending: bool = done.pending
+    del fresh, col, alias, pending
+    return same
 
 
 def use_cuda(ptx: str) -> bytes:

@@ -98,7 +98,7 @@ impl Buffer {
         ))
     }
 
-    fn state_error(&self, e: StateError, what: &str) -> Error {
+    pub(crate) fn state_error(&self, e: StateError, what: &str) -> Error {
         match e {
             StateError::Deleted => self.deleted_error(),
             StateError::Pinned(pins) => Error::invalid(format!(

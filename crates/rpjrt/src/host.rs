@@ -486,6 +486,43 @@ impl<'a> HostArray<'a> {
     }
 }
 
+impl HostArray<'_> {
+    /// A dense copy in rpjrt's dense form: row-major, native byte order, bools as 0/1,
+    /// sub-byte types packed.
+    pub fn to_dense(&self) -> Result<Vec<u8>> {
+        let t = self.element_type;
+        let src: &[u8] = match &self.data {
+            HostData::Borrowed(b) => b,
+            HostData::Owned(o) => o.bytes(),
+        };
+        let (_, itemsize, n) = self.plan_for(src.len())?;
+        if itemsize == 0 {
+            let len = t.dense_byte_size(n)?;
+            return Ok(src[..len].to_vec());
+        }
+        let strides: Cow<'_, [i64]> = match &self.byte_strides {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(c_strides(&self.dims, itemsize)),
+        };
+        let mut dense = gather(src, self.offset, &self.dims, &strides, itemsize)?;
+        if self.byte_order.is_foreign() && itemsize > 1 {
+            let unit = if t.kind() == crate::dtype::ElementKind::Complex {
+                itemsize / 2
+            } else {
+                itemsize
+            };
+            swap_bytes(&mut dense, unit);
+        }
+        if t == ElementType::Pred {
+            dense.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+        }
+        if self.unpacked && t.is_sub_byte() {
+            dense = pack_sub_byte(t, &dense);
+        }
+        Ok(dense)
+    }
+}
+
 impl Client {
     /// Makes a buffer on `device` (or in `memory`) from a host array description, copying
     /// or not as `mode` says (see [`crate::host`]): dense native data from an owner is used

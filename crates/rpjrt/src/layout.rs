@@ -211,7 +211,8 @@ impl Buffer {
     /// Copies the buffer into a caller's strided destination: element `[i, j, ...]` goes to
     /// byte `offset + i*byte_strides[0] + j*byte_strides[1] + ...` of `dst`. Strides may be
     /// negative; two elements may not land on overlapping bytes; every addressed byte must
-    /// lie inside `dst`.
+    /// lie inside `dst`. Sub-byte types (int4 ...) are written one element per byte, low
+    /// bits only, as numpy / ml_dtypes hold them; the token has no data and is refused.
     pub fn copy_to_host_strided(
         &self,
         dst: &mut [u8],
@@ -219,14 +220,14 @@ impl Buffer {
         offset: usize,
     ) -> Result<()> {
         let t = self.element_type();
-        let itemsize = t
-            .byte_width()
-            .filter(|_| t != ElementType::Token)
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "a strided copy needs whole-byte elements; {t} is not one"
+        let itemsize = match t {
+            ElementType::Token => {
+                return Err(Error::invalid(
+                    "a token has no data to copy to the host".to_string(),
                 ))
-            })?;
+            }
+            _ => t.host_itemsize(),
+        };
         let dims = self.dims().to_vec();
         if byte_strides.len() != dims.len() {
             return Err(Error::invalid(format!(
@@ -262,8 +263,13 @@ impl Buffer {
             }
             span += s * (dims[i] as u128 - 1);
         }
-        let dense = self.to_vec_row_major()?;
         let n = crate::dtype::element_count(&dims)?;
+        let mut dense = self.to_vec_row_major()?;
+        if t.is_sub_byte() {
+            let mask = ((1u16 << t.bit_width()) - 1) as u8;
+            dense = crate::dtype::unpack_sub_byte(t, &dense, n);
+            dense.iter_mut().for_each(|x| *x &= mask);
+        }
         let mut index = vec![0i64; dims.len()];
         for k in 0..n {
             let mut at = base;
@@ -300,6 +306,26 @@ impl Client {
 }
 
 impl Client {
+    /// [`Client::put_with_layout`] from a host array description (any byte strides and
+    /// byte order, as [`Client::put`] takes): the array is made dense first (a copy).
+    pub fn put_array_with_layout(
+        &self,
+        array: &crate::host::HostArray<'_>,
+        minor_to_major: &[i64],
+        device: &crate::client::Device,
+        memory: Option<&crate::client::Memory>,
+    ) -> Result<Buffer> {
+        let dense = array.to_dense()?;
+        self.put_with_layout(
+            &dense,
+            array.element_type(),
+            array.dims(),
+            minor_to_major,
+            device,
+            memory,
+        )
+    }
+
     /// Copies dense row-major host bytes into a new buffer whose device layout has the
     /// given `minor_to_major` order (e.g. `[0, 1]` for column-major 2-d), as
     /// `PJRT_Client_BufferFromHostBuffer`'s `device_layout` asks. Plugins that cannot honour

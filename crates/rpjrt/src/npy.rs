@@ -8,7 +8,9 @@
 //!
 //! Types: every numpy type PJRT has (bool, int8..int64, uint8..uint64, float16/32/64,
 //! complex64/128). ml_dtypes types (bfloat16, float8...) are stored by numpy as raw void
-//! (`|V2`), which names no type: such files are refused with a message saying so.
+//! (`|V2`), which names no type: such files are refused with a message saying so. Type
+//! strings are built from the one element-type table (`crate::dtype`): numpy's kind letter
+//! and the byte size, for the types that have a buffer-protocol format.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -58,7 +60,7 @@ impl Array {
 
     /// Element `i` (row-major) as a [`Scalar`].
     pub fn get(&self, i: usize) -> Option<Scalar> {
-        let size = byte_size(self.element_type)?;
+        let size = self.element_type.byte_width()?;
         let b = self.data.get(i * size..(i + 1) * size)?;
         let arr = |n: usize| -> [u8; 8] {
             let mut a = [0u8; 8];
@@ -113,84 +115,73 @@ pub enum Scalar {
     Complex(f64, f64),
 }
 
+/// Whether `.npy` files can carry `t` under a type code of its own: numpy's built-in types,
+/// the ones with a buffer-protocol format in the element-type table. (ml_dtypes types such
+/// as bfloat16 share a kind letter and size with a built-in one, so numpy writes them as
+/// raw bytes.)
+fn has_descr(t: ElementType) -> bool {
+    t.buffer_format().is_some() && t.byte_width().is_some()
+}
+
 /// Bytes per element of the types `.npy` files carry; `None` for the others.
 fn byte_size(t: ElementType) -> Option<usize> {
-    use ElementType as T;
-    Some(match t {
-        T::Pred | T::S8 | T::U8 => 1,
-        T::S16 | T::U16 | T::F16 | T::BF16 => 2,
-        T::S32 | T::U32 | T::F32 => 4,
-        T::S64 | T::U64 | T::F64 | T::C64 => 8,
-        T::C128 => 16,
-        _ => return None,
-    })
+    t.byte_width().filter(|_| has_descr(t))
 }
 
-fn descr_of(t: ElementType) -> Result<&'static str> {
-    use ElementType as T;
-    Ok(match t {
-        T::Pred => "|b1",
-        T::S8 => "|i1",
-        T::S16 => "<i2",
-        T::S32 => "<i4",
-        T::S64 => "<i8",
-        T::U8 => "|u1",
-        T::U16 => "<u2",
-        T::U32 => "<u4",
-        T::U64 => "<u8",
-        T::F16 => "<f2",
-        T::F32 => "<f4",
-        T::F64 => "<f8",
-        T::C64 => "<c8",
-        T::C128 => "<c16",
-        other => {
-            return Err(Error::invalid(format!(
-                "{other} has no .npy type (numpy stores it as raw bytes); convert it to a numpy type first"
-            )))
+/// numpy's type string for `t`, built from the element-type table: byte order (`|` for
+/// one-byte types, else `<`), numpy's kind letter and the size in bytes (`<f4`, `|b1`).
+pub fn descr_of(t: ElementType) -> Result<String> {
+    match byte_size(t) {
+        Some(size) => {
+            let order = if size == 1 { '|' } else { '<' };
+            Ok(format!("{order}{}{size}", t.kind().numpy_char()))
         }
-    })
+        None => Err(Error::invalid(format!(
+            "{t} has no .npy type (numpy stores it as raw bytes); convert it to a numpy type first"
+        ))),
+    }
 }
 
-fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
-    use ElementType as T;
+/// The element type of a numpy type string and whether it is big-endian; raw-byte types
+/// (`|V2`) and types PJRT lacks are refused with a message naming the type string.
+pub fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
     let (order, code) = descr.split_at(descr.len().min(1));
     let big = match order {
         "<" | "|" | "=" => false,
         ">" => true,
         _ => return Err(Error::invalid(format!("unknown .npy type {descr:?}"))),
     };
-    let t = match code {
-        "b1" => T::Pred,
-        "i1" => T::S8,
-        "i2" => T::S16,
-        "i4" => T::S32,
-        "i8" => T::S64,
-        "u1" => T::U8,
-        "u2" => T::U16,
-        "u4" => T::U32,
-        "u8" => T::U64,
-        "f2" => T::F16,
-        "f4" => T::F32,
-        "f8" => T::F64,
-        "c8" => T::C64,
-        "c16" => T::C128,
-        c if c.starts_with('V') => {
-            return Err(Error::invalid(format!(
-                "the .npy type {descr:?} is raw bytes (how numpy saves bfloat16, float8 and \
-                 other ml_dtypes types): it names no element type; save as float32 instead"
-            )))
-        }
-        _ => {
-            return Err(Error::invalid(format!(
-                "the .npy type {descr:?} has no PJRT element type"
-            )))
-        }
-    };
-    Ok((t, big))
+    if code.starts_with('V') {
+        return Err(Error::invalid(format!(
+            "the .npy type {descr:?} is raw bytes (how numpy saves bfloat16, float8 and \
+             other ml_dtypes types): it names no element type; save as float32 instead"
+        )));
+    }
+    let mut chars = code.chars();
+    let kind = chars.next();
+    let size = chars.as_str().parse::<usize>().ok();
+    ElementType::ALL
+        .iter()
+        .copied()
+        .find(|&t| has_descr(t) && Some(t.kind().numpy_char()) == kind && byte_size(t) == size)
+        .map(|t| (t, big))
+        .ok_or_else(|| Error::invalid(format!("the .npy type {descr:?} has no PJRT element type")))
 }
 
-/// Parses a `.npy` file's bytes.
-pub fn read_npy(bytes: &[u8]) -> Result<Array> {
+/// A `.npy` member split into its header fields and data, before its type is read.
+pub(crate) struct RawNpy<'a> {
+    /// numpy's type string (`<f4`, `|V2`, `<U12`).
+    pub descr: String,
+    /// Whether the data is column-major.
+    pub fortran: bool,
+    /// Dimensions.
+    pub dims: Vec<i64>,
+    /// The bytes after the header.
+    pub data: &'a [u8],
+}
+
+/// Splits a `.npy` file's bytes into header fields and data (no type checks).
+pub(crate) fn parse_npy(bytes: &[u8]) -> Result<RawNpy<'_>> {
     let bad = |why: &str| Error::invalid(format!("not a valid .npy file: {why}"));
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Err(bad("it does not start with the .npy magic bytes"));
@@ -223,11 +214,13 @@ pub fn read_npy(bytes: &[u8]) -> Result<Array> {
             }
         })?;
     let fortran = dict_field(header, "fortran_order").ok_or_else(|| bad("no 'fortran_order'"))?;
-    if fortran.starts_with("True") {
-        return Err(Error::invalid(
-            "the .npy array is in Fortran order; save it with np.ascontiguousarray(a)",
-        ));
-    }
+    let fortran = if fortran.starts_with("True") {
+        true
+    } else if fortran.starts_with("False") {
+        false
+    } else {
+        return Err(bad("'fortran_order' is neither True nor False"));
+    };
     let shape = dict_field(header, "shape").ok_or_else(|| bad("no 'shape'"))?;
     let inner = shape
         .strip_prefix('(')
@@ -240,11 +233,31 @@ pub fn read_npy(bytes: &[u8]) -> Result<Array> {
         .map(|s| {
             s.trim_end_matches('L')
                 .parse::<i64>()
-                .map_err(|_| bad("a dimension is not an integer"))
+                .ok()
+                .filter(|&d| d >= 0)
+                .ok_or_else(|| bad("a dimension is not a non-negative integer"))
         })
         .collect::<Result<Vec<_>>>()?;
-    let (element_type, big) = type_of_descr(descr)?;
-    let mut data = bytes[start + header_len..].to_vec();
+    Ok(RawNpy {
+        descr: descr.to_string(),
+        fortran,
+        dims,
+        data: &bytes[start + header_len..],
+    })
+}
+
+/// Parses a `.npy` file's bytes.
+pub fn read_npy(bytes: &[u8]) -> Result<Array> {
+    let bad = |why: &str| Error::invalid(format!("not a valid .npy file: {why}"));
+    let raw = parse_npy(bytes)?;
+    let (element_type, big) = type_of_descr(&raw.descr)?;
+    if raw.fortran {
+        return Err(Error::invalid(
+            "the .npy array is in Fortran order; save it with np.ascontiguousarray(a)",
+        ));
+    }
+    let dims = raw.dims;
+    let mut data = raw.data.to_vec();
     let want = element_type.dense_byte_size(element_count(&dims)?)?;
     if data.len() != want {
         return Err(bad(&format!(
@@ -253,17 +266,107 @@ pub fn read_npy(bytes: &[u8]) -> Result<Array> {
         )));
     }
     if big {
-        let size = byte_size(element_type).unwrap_or(1);
-        let part = if matches!(element_type, ElementType::C64 | ElementType::C128) {
-            size / 2
-        } else {
-            size
-        };
-        for chunk in data.chunks_exact_mut(part) {
-            chunk.reverse();
-        }
+        swap_to_little(element_type, &mut data);
     }
     Array::new(element_type, dims, data)
+}
+
+/// Reverses each element's bytes (each half's, for complex types) in place.
+pub(crate) fn swap_to_little(t: ElementType, data: &mut [u8]) {
+    let size = t.byte_width().unwrap_or(1);
+    let part = if t.kind() == crate::dtype::ElementKind::Complex {
+        size / 2
+    } else {
+        size
+    };
+    for chunk in data.chunks_exact_mut(part.max(1)) {
+        chunk.reverse();
+    }
+}
+
+/// The bytes of a `.npy` file (format 1.0, or 2.0 when the header needs it) with the given
+/// type string, C-order dimensions and data.
+pub(crate) fn write_npy_raw(descr: &str, dims: &[i64], data: &[u8]) -> Vec<u8> {
+    let shape = match dims.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", dims[0]),
+        _ => format!(
+            "({})",
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Pad so that the data starts at a multiple of 64 bytes, ending with a newline.
+    // The padded header (up to 64 bytes more) must fit version 1.0's 16-bit length.
+    let v1 = header.len() + 64 <= u16::MAX as usize;
+    let prefix = if v1 { 10 } else { 12 };
+    let unpadded = prefix + header.len() + 1;
+    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(prefix + header.len() + data.len());
+    if v1 {
+        out.extend_from_slice(b"\x93NUMPY\x01\x00");
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(b"\x93NUMPY\x02\x00");
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// A `.npy` file holding one 0-d numpy string (`<U…`, UTF-32), as `np.array("text")`.
+pub(crate) fn write_npy_text(text: &str) -> Vec<u8> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut data = Vec::with_capacity(chars.len() * 4);
+    for c in &chars {
+        data.extend_from_slice(&(*c as u32).to_le_bytes());
+    }
+    write_npy_raw(&format!("<U{}", chars.len().max(1)), &[], &{
+        if data.is_empty() {
+            vec![0; 4]
+        } else {
+            data
+        }
+    })
+}
+
+/// The text of a 0-d numpy string member (`<U…`); trailing NULs are numpy's padding.
+pub(crate) fn read_npy_text(raw: &RawNpy<'_>) -> Result<String> {
+    let n = raw
+        .descr
+        .strip_prefix(['<', '='])
+        .and_then(|d| d.strip_prefix('U'))
+        .and_then(|n| n.parse::<usize>().ok())
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "expected a numpy string (<U…), found type {:?}",
+                raw.descr
+            ))
+        })?;
+    if !raw.dims.is_empty() || n.checked_mul(4) != Some(raw.data.len()) {
+        return Err(Error::invalid(format!(
+            "expected one string of {n} characters, found shape {:?} with {} bytes",
+            raw.dims,
+            raw.data.len()
+        )));
+    }
+    let mut s = String::with_capacity(n);
+    for c in raw.data.chunks_exact(4) {
+        let u = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if u == 0 {
+            break;
+        }
+        s.push(
+            char::from_u32(u)
+                .ok_or_else(|| Error::invalid(format!("{u:#x} is not a character")))?,
+        );
+    }
+    Ok(s)
 }
 
 /// The text after `'key':` in a header dict, trimmed at the start.
@@ -275,31 +378,11 @@ fn dict_field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
 
 /// The bytes of a `.npy` file (format 1.0) holding `array`.
 pub fn write_npy(array: &Array) -> Result<Vec<u8>> {
-    let descr = descr_of(array.element_type)?;
-    let shape = match array.dims.len() {
-        0 => "()".to_string(),
-        1 => format!("({},)", array.dims[0]),
-        _ => format!(
-            "({})",
-            array
-                .dims
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    // Pad so that the data starts at a multiple of 64 bytes, ending with a newline.
-    let unpadded = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + array.data.len());
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&array.data);
-    Ok(out)
+    Ok(write_npy_raw(
+        &descr_of(array.element_type)?,
+        &array.dims,
+        &array.data,
+    ))
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -310,24 +393,10 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
 /// archive order). Only regular files are opened.
 pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
     let path = path.as_ref();
-    let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
-    if !meta.is_file() {
-        return Err(io_err(path, "not a regular file"));
-    }
-    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+    let bytes = read_regular_file(path)?;
     if bytes.starts_with(b"PK") {
-        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-            .map_err(|e| io_err(path, format!("not a valid .npz archive ({e})")))?;
         let mut out = Vec::new();
-        for i in 0..zip.len() {
-            let mut f = zip.by_index(i).map_err(|e| io_err(path, e))?;
-            let name = f
-                .name()
-                .map_err(|e| io_err(path, e))?
-                .trim_end_matches(".npy")
-                .to_string();
-            let mut member = Vec::new();
-            f.read_to_end(&mut member).map_err(|e| io_err(path, e))?;
+        for (name, member) in npz_members(path, bytes)? {
             let a = read_npy(&member).map_err(|e| io_err(path, format!("member {name}: {e}")))?;
             out.push((name, a));
         }
@@ -337,31 +406,101 @@ pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
     Ok(vec![(String::new(), a)])
 }
 
+/// The bytes of `path`, which must be a regular file.
+pub(crate) fn read_regular_file(path: &Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+    if !meta.is_file() {
+        return Err(io_err(path, "not a regular file"));
+    }
+    std::fs::read(path).map_err(|e| io_err(path, e))
+}
+
+/// The members of a `.npz` archive (`bytes` of `path`): names without `.npy`, and their
+/// bytes, checked against their CRC-32 as the zip reader reads them.
+pub(crate) fn npz_members(path: &Path, bytes: Vec<u8>) -> Result<Vec<(String, Vec<u8>)>> {
+    let total = bytes.len() as u64;
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
+        .map_err(|e| io_err(path, format!("not a valid .npz archive ({e})")))?;
+    let mut out = Vec::with_capacity(zip.len());
+    for i in 0..zip.len() {
+        let mut f = zip
+            .by_index(i)
+            .map_err(|e| io_err(path, format!("damaged .npz archive ({e})")))?;
+        let name = f
+            .name()
+            .map_err(|e| io_err(path, e))?
+            .trim_end_matches(".npy")
+            .to_string();
+        // A stored member is no larger than the archive; a deflated one may be larger, but
+        // a declared size far past any real ratio is a damaged (or hostile) header.
+        let declared = f.size();
+        if declared > total.saturating_mul(1032) {
+            return Err(io_err(
+                path,
+                format!("member {name} claims {declared} bytes: the archive is damaged"),
+            ));
+        }
+        let mut member = Vec::with_capacity(declared.min(total) as usize);
+        f.read_to_end(&mut member)
+            .map_err(|e| io_err(path, format!("member {name} is damaged ({e})")))?;
+        out.push((name, member));
+    }
+    Ok(out)
+}
+
 /// Writes one array as a `.npy` file.
 pub fn save_npy(path: impl AsRef<Path>, array: &Array) -> Result<()> {
     let path = path.as_ref();
     std::fs::write(path, write_npy(array)?).map_err(|e| io_err(path, e))
 }
 
-/// Writes named arrays as an (uncompressed) `.npz` file, like `np.savez`.
+/// Writes named arrays as an (uncompressed) `.npz` file, like `np.savez`; atomically
+/// (a temporary file in the same directory, renamed over `path` once complete).
 pub fn save_npz(path: impl AsRef<Path>, arrays: &[(String, Array)]) -> Result<()> {
-    let path = path.as_ref();
-    let file = std::fs::File::create(path).map_err(|e| io_err(path, e))?;
-    let mut zip = zip::ZipWriter::new(file);
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored)
-        .large_file(
-            arrays
-                .iter()
-                .any(|(_, a)| a.data.len() > u32::MAX as usize / 2),
-        );
-    for (name, a) in arrays {
-        zip.start_file(format!("{name}.npy"), opts)
-            .map_err(|e| io_err(path, e))?;
-        zip.write_all(&write_npy(a)?).map_err(|e| io_err(path, e))?;
+    let members = arrays
+        .iter()
+        .map(|(name, a)| Ok((name.clone(), write_npy(a)?)))
+        .collect::<Result<Vec<_>>>()?;
+    write_npz_members(path.as_ref(), &members)
+}
+
+/// Writes `(name, .npy bytes)` members as a stored (uncompressed) zip archive, atomically:
+/// into a temporary file next to `path`, flushed to disk, then renamed over `path`, so a
+/// crash or a full disk leaves either the old file or the new one, never half of one.
+pub(crate) fn write_npz_members(path: &Path, members: &[(String, Vec<u8>)]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| io_err(path, "not a file name"))?
+        .to_string_lossy()
+        .into_owned();
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = (|| -> Result<()> {
+        let file = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
+        let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(file));
+        for (name, bytes) in members {
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored)
+                .large_file(bytes.len() > u32::MAX as usize / 2);
+            zip.start_file(format!("{name}.npy"), opts)
+                .map_err(|e| io_err(path, e))?;
+            zip.write_all(bytes).map_err(|e| io_err(path, e))?;
+        }
+        let file = zip
+            .finish()
+            .map_err(|e| io_err(path, e))?
+            .into_inner()
+            .map_err(|e| io_err(path, e.error()))?;
+        file.sync_all().map_err(|e| io_err(path, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    zip.finish().map_err(|e| io_err(path, e))?;
-    Ok(())
+    result
 }
 
 /// Parses a literal: a number (`1.5`, `-3`, `true`) or nested lists (`[[1,2],[3,4]]`),
@@ -632,6 +771,46 @@ mod tests {
         let empty = parse_literal("[]:f32", None).unwrap();
         assert_eq!(empty.dims, vec![0]);
         assert_eq!(read_npy(&write_npy(&empty).unwrap()).unwrap(), empty);
+    }
+
+    #[test]
+    fn type_strings_come_from_the_element_table() {
+        use ElementType as T;
+        let want = [
+            (T::Pred, "|b1"),
+            (T::S8, "|i1"),
+            (T::S16, "<i2"),
+            (T::S32, "<i4"),
+            (T::S64, "<i8"),
+            (T::U8, "|u1"),
+            (T::U16, "<u2"),
+            (T::U32, "<u4"),
+            (T::U64, "<u8"),
+            (T::F16, "<f2"),
+            (T::F32, "<f4"),
+            (T::F64, "<f8"),
+            (T::C64, "<c8"),
+            (T::C128, "<c16"),
+        ];
+        for &t in ElementType::ALL {
+            match want.iter().find(|(w, _)| *w == t) {
+                Some((_, d)) => {
+                    assert_eq!(descr_of(t).unwrap(), *d);
+                    assert_eq!(type_of_descr(d).unwrap(), (t, false));
+                    let big = format!(">{}", &d[1..]);
+                    assert_eq!(type_of_descr(&big).unwrap(), (t, true));
+                }
+                None => assert!(descr_of(t).unwrap_err().to_string().contains("raw bytes")),
+            }
+        }
+        // bfloat16 shares float16's kind and size: never read as one another.
+        assert_eq!(type_of_descr("<f2").unwrap().0, T::F16);
+        assert!(type_of_descr("<f16").is_err());
+        assert!(type_of_descr("<U5").is_err());
+        assert!(type_of_descr("|V2")
+            .unwrap_err()
+            .to_string()
+            .contains("raw bytes"));
     }
 
     #[test]

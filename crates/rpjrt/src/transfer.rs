@@ -410,33 +410,58 @@ impl Buffer {
 pub struct AliasFulfiller {
     client: Client,
     cb: Option<crate::raw::transfer::AliasCallback>,
+    element_type: ElementType,
+    dims: Vec<i64>,
+    device: Device,
 }
 
 impl std::fmt::Debug for AliasFulfiller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AliasFulfiller")
+            .field("element_type", &self.element_type)
+            .field("dims", &self.dims)
             .field("pending", &self.cb.is_some())
             .finish()
     }
 }
 
 impl AliasFulfiller {
-    /// Completes the alias with `target`'s contents (same shape and element type).
+    /// The alias's element type.
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+
+    /// The alias's dimensions.
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
+    }
+
+    /// Completes the alias with `target`'s contents: a buffer of the same client, element
+    /// type, shape and device (checked here; a mismatch is an error and the alias stays
+    /// pending until this fulfiller is dropped).
+    ///
+    /// The plugin moves `target` into the alias (both CPU plugins consume it, as a donation
+    /// does), so `target` is marked deleted: later use is [`Error::Deleted`] instead of the
+    /// plugin's "deleted or donated" complaint. A target with live host views or external
+    /// references is refused, since its memory may not move while they exist.
     pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
-        target.check()?;
-        if !Arc::ptr_eq(target.core(), &self.client.core) {
-            return Err(Error::invalid(
-                "the target buffer belongs to another client",
-            ));
-        }
+        self.check_target(target)?;
+        target
+            .raw
+            .reserve_donation()
+            .map_err(|e| target.state_error(e, "moved into an alias"))?;
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
-        crate::raw::transfer::fulfill_alias_buffer(
+        let r = crate::raw::transfer::fulfill_alias_buffer(
             &self.client.core.raw,
             cb,
             Some(&target.raw),
             0,
             "",
-        )
+        );
+        if r.is_err() {
+            target.raw.cancel_donation();
+        }
+        r
     }
 
     /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
@@ -453,6 +478,34 @@ impl AliasFulfiller {
             Err(Error::Pjrt { code: c, .. }) if c == code => Ok(()),
             r => r,
         }
+    }
+}
+
+impl AliasFulfiller {
+    fn check_target(&self, target: &Buffer) -> Result<()> {
+        target.check()?;
+        if !Arc::ptr_eq(target.core(), &self.client.core) {
+            return Err(Error::invalid(
+                "the target buffer belongs to another client",
+            ));
+        }
+        if target.element_type() != self.element_type || target.dims() != self.dims.as_slice() {
+            return Err(Error::invalid(format!(
+                "the alias is {}{:?}, but the target buffer is {}{:?}",
+                self.element_type,
+                self.dims,
+                target.element_type(),
+                target.dims()
+            )));
+        }
+        let d = target.device()?;
+        if d != self.device {
+            return Err(Error::invalid(format!(
+                "the alias is on {}, but the target buffer is on {d}",
+                self.device
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -497,6 +550,9 @@ impl Client {
             AliasFulfiller {
                 client: self.clone(),
                 cb: Some(cb),
+                element_type,
+                dims: dims.to_vec(),
+                device: device.clone(),
             },
         ))
     }

@@ -80,6 +80,41 @@ fn copies_into_strided_destinations() {
             b.copy_to_host_strided(&mut [0u8; 24], &[4], 0),
             &["1 byte strides", "rank-2"],
         );
+        // Sub-byte types land one element per byte, low bits only (ml_dtypes' form).
+        let packed = rpjrt::pack_sub_byte(ElementType::S4, &[0x0f, 0x01, 0x08]);
+        let i4 = c
+            .buffer_from_host(&packed, ElementType::S4, &[3], None, &d, None)
+            .unwrap();
+        let mut dst = [0xAAu8; 6];
+        i4.copy_to_host_strided(&mut dst, &[-2], 4).unwrap();
+        assert_eq!(dst, [0x08, 0xAA, 0x01, 0xAA, 0x0f, 0xAA]);
+    });
+}
+
+#[test]
+fn put_a_strided_host_array_with_a_device_layout() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        // A transposed (Fortran-order) view of [[0, 1, 2], [3, 4, 5]], big-endian.
+        let col: Vec<u8> = [0i32, 3, 1, 4, 2, 5]
+            .iter()
+            .flat_map(|x| x.to_be_bytes())
+            .collect();
+        let a = rpjrt::HostArray::from_slice(&col, ElementType::S32, vec![2, 3])
+            .with_byte_strides(vec![4, 8], 0)
+            .with_byte_order(rpjrt::ByteOrder::Big);
+        let b = c.put_array_with_layout(&a, &[0, 1], &d, None).unwrap();
+        assert_eq!(b.device_layout().unwrap().minor_to_major, vec![0, 1]);
+        assert_eq!(b.to_vec_of::<i32>().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+        expect_err(
+            c.put_array_with_layout(&a, &[1], &d, None),
+            &["not a permutation of the 2 dimensions"],
+        );
+        let short = rpjrt::HostArray::from_slice(&col[..20], ElementType::S32, vec![2, 3]);
+        expect_err(
+            c.put_array_with_layout(&short, &[0, 1], &d, None),
+            &["addresses bytes 0..24", "host data has 20"],
+        );
     });
 }
 

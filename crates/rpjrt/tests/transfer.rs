@@ -203,6 +203,22 @@ fn alias_buffers_are_fulfilled_later() {
             .unwrap();
         promise.fulfill(&target).unwrap();
         assert_eq!(alias.to_vec_of::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+        // The plugin moved the target into the alias: it reads as deleted, not as the
+        // plugin's "deleted or donated" INVALID_ARGUMENT.
+        assert!(target.is_deleted());
+        assert!(matches!(target.to_vec().unwrap_err(), Error::Deleted(_)));
+        // A target pinned by a host view cannot move.
+        let (_, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let pinned = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d)
+            .unwrap();
+        let view = pinned.host_view().unwrap();
+        let e = promise.fulfill(&pinned).unwrap_err();
+        assert!(e.to_string().contains("host view"), "{e}");
+        drop(view);
+        assert!(!pinned.is_deleted());
         let (failed, promise) = c
             .create_alias_buffer(ElementType::F32, &[4], &d, None)
             .unwrap();
@@ -215,5 +231,25 @@ fn alias_buffers_are_fulfilled_later() {
         drop(promise);
         let e = dropped.block_until_ready().unwrap_err();
         assert!(e.to_string().contains("dropped unfulfilled"), "{e}");
+        // A target of another shape, type or device is refused before the plugin sees it.
+        let (pending, promise) = c
+            .create_alias_buffer(ElementType::F32, &[2, 2], &d, None)
+            .unwrap();
+        assert!(format!("{promise:?}").contains("pending: true"));
+        let wrong = c.buffer_from_slice(&[1i32, 2, 3, 4], &[2, 2], &d).unwrap();
+        let e = promise.fulfill(&wrong).unwrap_err();
+        assert!(e.to_string().contains("float32[2, 2]"), "{e}");
+        assert!(e.to_string().contains("int32[2, 2]"), "{e}");
+        let e = pending.block_until_ready().unwrap_err();
+        assert!(e.to_string().contains("dropped unfulfilled"), "{e}");
+        let (_, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let elsewhere = c.devices().unwrap()[1].clone();
+        let other = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &elsewhere)
+            .unwrap();
+        let e = promise.fulfill(&other).unwrap_err();
+        assert!(e.to_string().contains("target buffer is on"), "{e}");
     });
 }
