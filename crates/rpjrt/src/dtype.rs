@@ -584,6 +584,29 @@ pub fn element_count(dims: &[i64]) -> Result<usize> {
 mod tests {
     use super::*;
 
+    /// `raw` keeps the two width tables it sizes memory with (it imports nothing from the
+    /// safe layer); they must agree with this table for every code.
+    #[test]
+    fn raw_width_tables_agree_with_the_element_type_table() {
+        for code in -2..80 {
+            let by_table = ElementType::from_ffi_code(code).map(|t| t.storage_bits());
+            assert_eq!(
+                crate::raw::util::ffi_storage_bits(code),
+                by_table,
+                "FFI code {code}"
+            );
+            let host = ElementType::from_code(code)
+                .ok()
+                .map(|t| t.host_itemsize())
+                .filter(|&n| n > 0);
+            assert_eq!(
+                crate::raw::util::host_element_bytes(code),
+                host,
+                "PJRT code {code}"
+            );
+        }
+    }
+
     #[test]
     fn codes_round_trip_and_names_are_unique() {
         let mut names = std::collections::HashSet::new();
