@@ -62,16 +62,7 @@ impl ElementKind {
     }
 }
 
-/// A DLPack data type: `(code, bits, lanes)` as `DLDataType` holds them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DlDataType {
-    /// `DLDataTypeCode` (0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool, 7.. float8/6/4).
-    pub code: u8,
-    /// Bits per element (per lane).
-    pub bits: u8,
-    /// Vector lanes; rpjrt uses 1 only.
-    pub lanes: u16,
-}
+pub use crate::raw::dlpack::DlDataType;
 
 macro_rules! element_types {
     ($( $(#[$doc:meta])* $variant:ident = $code:literal, $name:literal, bits $bits:literal,

@@ -34,6 +34,7 @@ pub(crate) mod callback;
 pub(crate) mod client;
 pub(crate) mod cuda;
 pub(crate) mod device;
+pub(crate) mod dlpack;
 mod elf;
 pub(crate) mod event;
 pub(crate) mod executable;
