@@ -156,10 +156,17 @@ fn dropping_an_unconsumed_export_runs_the_deleter_once() {
         assert_eq!(drops.load(Ordering::SeqCst), 1);
 
         // Consumed through the C deleter, as a C consumer would.
-        let m = dlpack::export_versioned(&b).unwrap();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let m =
+            dlpack::export_with::<DlManagedTensor>(&b, Box::new(DropCount(drops.clone()))).unwrap();
         let raw = m.into_raw();
-        // SAFETY: we own `raw` and give it up here.
-        unsafe { dlpack::delete_managed(raw) };
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "handed out, not freed");
+        // SAFETY: we own `raw` and give it up here; the deleter is read from the struct.
+        unsafe { ((*raw).deleter.expect("rpjrt sets a deleter"))(raw) };
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        let m = dlpack::export_versioned(&b).unwrap();
+        // SAFETY: as above, through the helper.
+        unsafe { dlpack::delete_managed(m.into_raw()) };
         b.delete().unwrap();
     });
 }
