@@ -499,14 +499,13 @@ pub fn _ffi_register_native(
              its address as an int",
         ));
     };
-    if address == 0 {
-        return Err(invalid(format!("the handler address for {name:?} is null")));
-    }
     // SAFETY: the CPython boundary: the caller hands us a capsule or address that, by the
     // jax.ffi.register_ffi_target convention, is an XLA_FFI_Handler in a loaded extension
     // module. Python keeps extension modules loaded for the life of the process.
-    let r =
-        py.detach(|| unsafe { ffi::register_raw_on(&plugin, &platform, name, address, replace) });
+    let Some(handler) = (unsafe { ffi::NativeHandler::from_address(address) }) else {
+        return Err(invalid(format!("the handler address for {name:?} is null")));
+    };
+    let r = py.detach(|| ffi::register_raw_on(&plugin, &platform, name, handler, replace));
     r.pyerr().map(registration_tuple)
 }
 

@@ -1,25 +1,54 @@
-//! DLPack, independent of any capsule or language binding: device mapping, the tensor
-//! description a producer hands over, the import plan (element type, byte strides, the
-//! byte range to keep alive) and the strides of an export.
+//! DLPack, both ways, independent of any capsule or language binding.
 //!
-//! A binding reads a producer's `DLTensor` into a [`DlTensorDesc`], asks it for an
-//! [`ImportPlan`], keeps the planned byte range alive with the producer's deleter, and
-//! passes a [`crate::HostArray`] built from the plan to [`crate::Client::put`].
+//! **Export**: [`export`] / [`export_versioned`] turn a [`Buffer`] into an owning Rust value,
+//! [`ManagedTensor`] (`DLManagedTensor`, pre-1.0) or [`ManagedTensorVersioned`]
+//! (`DLManagedTensorVersioned`, DLPack 1.x, flagged read-only). It pins the buffer's memory
+//! (an [`ExternalReference`](crate::ExternalReference), so the buffer can be neither
+//! deleted nor donated meanwhile) until its deleter runs: dropping the value runs it, and
+//! [`Exported::into_raw`] hands the C struct to a consumer, who calls the deleter once.
+//!
+//! ```no_run
+//! # fn main() -> rpjrt::Result<()> {
+//! # let client = rpjrt::Client::from_path("plugin.so")?;
+//! let buffer = client.buffer_from_slice(&[1.0f32, 2.0, 3.0], &[3], &client.default_device()?)?;
+//! let tensor = rpjrt::dlpack::export_versioned(&buffer)?;
+//! assert_eq!(tensor.shape(), &[3]);
+//! let for_c: *mut rpjrt::dlpack::DlManagedTensorVersioned = tensor.into_raw();
+//! // ... a C consumer reads it and calls (*for_c).deleter(for_c) once.
+//! # let _ = for_c; Ok(()) }
+//! ```
+//!
+//! **Import**: a producer's managed tensor pointer becomes an [`ImportedTensor`] through
+//! its `unsafe` constructors ([`ImportedTensor::from_versioned`],
+//! [`ImportedTensor::from_legacy`]), whose contract says what the pointer must be; from then
+//! on rpjrt owns it and calls its deleter exactly once. [`import`] checks the description
+//! ([`DlTensorDesc::plan_import`]) and makes a buffer with [`Client::put`], in place where
+//! the memory and the plugin allow it (the buffer then keeps the tensor alive).
 
-use crate::dtype::{DlDataType, ElementType};
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::buffer::Buffer;
+use crate::client::{Client, Device};
+use crate::dtype::ElementType;
 use crate::error::{Error, Result};
-use crate::host::extent;
+use crate::host::{extent, CopyMode, HostArray};
 
-/// `kDLCPU`.
-pub const DEVICE_CPU: i32 = 1;
+pub use crate::raw::dlpack::{
+    delete_managed, host_readable, DlDataType, DlDevice, DlManagedTensor, DlManagedTensorVersioned,
+    DlPackVersion, DlTensor, DlTensorDesc, Exported, ImportedTensor, Managed, DEVICE_CPU,
+    DEVICE_CUDA_HOST, FLAG_READ_ONLY,
+};
+
+/// A buffer exported as a pre-1.0 `DLManagedTensor` (see [`export`]).
+pub type ManagedTensor = Exported<DlManagedTensor>;
+/// A buffer exported as a DLPack 1.x `DLManagedTensorVersioned` (see [`export_versioned`]).
+pub type ManagedTensorVersioned = Exported<DlManagedTensorVersioned>;
+
 /// `kDLCUDA`.
 pub const DEVICE_CUDA: i32 = 2;
-/// `kDLCUDAHost` (pinned host memory, readable by the CPU).
-pub const DEVICE_CUDA_HOST: i32 = 3;
 /// `kDLROCM`.
 pub const DEVICE_ROCM: i32 = 10;
-/// `DLPACK_FLAG_BITMASK_READ_ONLY` of a versioned tensor.
-pub const FLAG_READ_ONLY: u64 = 1;
 
 /// The DLPack `(device_type, device_id)` of a device of a PJRT platform; `Unsupported`-style
 /// `InvalidArgument` for a platform DLPack has no device type for.
@@ -34,28 +63,99 @@ pub fn device_for_platform(platform: &str, local_hardware_id: i32) -> Result<(i3
     }
 }
 
-/// Whether memory on a DLPack device type can be read by the host CPU.
-pub const fn host_readable(device_type: i32) -> bool {
-    device_type == DEVICE_CPU || device_type == DEVICE_CUDA_HOST
+/// The DLPack `(device_type, device_id)` of a buffer: host memory (as the plugin says,
+/// whatever the platform) is `kDLCPU`, or `kDLCUDAHost` on a CUDA platform; device memory
+/// goes by the platform ([`device_for_platform`]).
+pub fn device_of(buffer: &Buffer) -> Result<(i32, i32)> {
+    buffer.check()?;
+    let platform = buffer.core().platform_name.as_str();
+    if buffer.is_on_cpu()? {
+        return Ok(match platform {
+            "cuda" | "gpu" => (DEVICE_CUDA_HOST, 0),
+            _ => (DEVICE_CPU, 0),
+        });
+    }
+    let dev = buffer.device()?;
+    device_for_platform(platform, dev.local_hardware_id())
 }
 
-/// What a producer's `DLTensor` says, read out of the C struct by the caller.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DlTensorDesc {
-    /// `device.device_type`.
-    pub device_type: i32,
-    /// `device.device_id`.
-    pub device_id: i32,
-    /// `dtype`.
-    pub dtype: DlDataType,
-    /// `shape` (`ndim` entries).
-    pub shape: Vec<i64>,
-    /// `strides` in elements, or `None` for a null pointer (row-major).
-    pub strides: Option<Vec<i64>>,
-    /// `byte_offset`.
-    pub byte_offset: u64,
-    /// The versioned tensor's read-only flag (rpjrt only reads imported memory).
-    pub readonly: bool,
+/// Exports `buffer` as a pre-1.0 `DLManagedTensor` (for consumers that do not speak
+/// DLPack 1.x; it cannot carry the read-only flag).
+pub fn export(buffer: &Buffer) -> Result<ManagedTensor> {
+    export_with(buffer, Box::new(()))
+}
+
+/// Exports `buffer` as a DLPack 1.x `DLManagedTensorVersioned`, flagged read-only (PJRT
+/// buffers are immutable).
+pub fn export_versioned(buffer: &Buffer) -> Result<ManagedTensorVersioned> {
+    export_with(buffer, Box::new(()))
+}
+
+/// Exports `buffer` in either form, also keeping `keep_alive` until the consumer's deleter
+/// runs (a binding's own bookkeeping, e.g. an owner object to release).
+///
+/// Waits until the buffer is ready (the consumer reads at once). Errors for a deleted
+/// buffer, a platform DLPack has no device type for, and element types DLPack cannot carry
+/// (the token).
+pub fn export_with<M: Managed>(
+    buffer: &Buffer,
+    keep_alive: Box<dyn Any + Send>,
+) -> Result<Exported<M>> {
+    let (device_type, device_id) = device_of(buffer)?;
+    let t = buffer.element_type();
+    let dtype = t
+        .dlpack()
+        .ok_or_else(|| Error::invalid(format!("DLPack cannot carry {t} buffers")))?;
+    let pin = Arc::new(buffer.clone()).external_reference()?;
+    let shape = buffer.dims().to_vec();
+    let layout = match buffer.layout() {
+        Ok(l) => l,
+        // A plugin that cannot tell the layout holds the default (row-major) one, unless
+        // the buffer was asked for another.
+        Err(e)
+            if e.code() == crate::Code::Unimplemented && !buffer.raw.meta().non_default_layout =>
+        {
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let strides = export_strides(&shape, layout.as_deref());
+    let spec = crate::raw::dlpack::ExportSpec {
+        data: pin.data_ptr(),
+        device: DlDevice {
+            device_type,
+            device_id,
+        },
+        dtype,
+        shape,
+        strides,
+        flags: if M::VERSIONED { FLAG_READ_ONLY } else { 0 },
+    };
+    Ok(Exported::new(spec, Box::new((pin, keep_alive))))
+}
+
+/// Makes a buffer on `device` from an imported DLPack tensor through [`Client::put`]:
+/// checks the description ([`DlTensorDesc::plan_import`]), then uses the memory in place
+/// where `mode` and the plugin allow it (host platforms only; the buffer keeps the tensor,
+/// and so the producer's memory, alive) or copies it. The tensor's deleter runs when
+/// neither the tensor nor a buffer over its memory is left, also on error.
+pub fn import(
+    client: &Client,
+    tensor: ImportedTensor,
+    device: &Device,
+    mode: CopyMode,
+) -> Result<Buffer> {
+    let plan = tensor.desc().plan_import()?;
+    let host_platform = matches!(client.platform_name()?.as_str(), "cpu" | "host");
+    let mode = match mode {
+        // Only host platforms can use host memory in place; others copy.
+        CopyMode::IfNeeded if !host_platform => CopyMode::Always,
+        m => m,
+    };
+    let first = tensor.first_element_offset();
+    let array = HostArray::from_owner(Arc::new(tensor), plan.element_type, &plan.dims)
+        .with_byte_strides(&plan.byte_strides, first);
+    client.put(&array, device, None, mode)
 }
 
 /// How to read an imported DLPack tensor as a host array.
@@ -80,6 +180,7 @@ impl ImportPlan {
     }
 }
 
+// The type lives with the C structs in `raw`; its checks are safe code and live here.
 impl DlTensorDesc {
     /// Checks the description and plans the import: a host-readable device, a dtype rpjrt
     /// knows with whole-byte elements and one lane, non-negative dims, strides whose byte
@@ -158,6 +259,7 @@ pub fn export_strides(dims: &[i64], minor_to_major: Option<&[i64]>) -> Vec<i64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::DlDataType;
 
     fn desc(shape: &[i64], strides: Option<&[i64]>) -> DlTensorDesc {
         DlTensorDesc {

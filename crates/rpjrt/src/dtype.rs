@@ -62,16 +62,7 @@ impl ElementKind {
     }
 }
 
-/// A DLPack data type: `(code, bits, lanes)` as `DLDataType` holds them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DlDataType {
-    /// `DLDataTypeCode` (0 int, 1 uint, 2 float, 4 bfloat, 5 complex, 6 bool, 7.. float8/6/4).
-    pub code: u8,
-    /// Bits per element (per lane).
-    pub bits: u8,
-    /// Vector lanes; rpjrt uses 1 only.
-    pub lanes: u16,
-}
+pub use crate::raw::dlpack::DlDataType;
 
 macro_rules! element_types {
     ($( $(#[$doc:meta])* $variant:ident = $code:literal, $name:literal, bits $bits:literal,
@@ -583,6 +574,29 @@ pub fn element_count(dims: &[i64]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `raw` keeps the two width tables it sizes memory with (it imports nothing from the
+    /// safe layer); they must agree with this table for every code.
+    #[test]
+    fn raw_width_tables_agree_with_the_element_type_table() {
+        for code in -2..80 {
+            let by_table = ElementType::from_ffi_code(code).map(|t| t.storage_bits());
+            assert_eq!(
+                crate::raw::util::ffi_storage_bits(code),
+                by_table,
+                "FFI code {code}"
+            );
+            let host = ElementType::from_code(code)
+                .ok()
+                .map(|t| t.host_itemsize())
+                .filter(|&n| n > 0);
+            assert_eq!(
+                crate::raw::util::host_element_bytes(code),
+                host,
+                "PJRT code {code}"
+            );
+        }
+    }
 
     #[test]
     fn codes_round_trip_and_names_are_unique() {

@@ -104,35 +104,7 @@ pub enum Layout {
     Gather,
 }
 
-/// The byte range that `dims`/`byte_strides` of `itemsize`-byte elements address, relative
-/// to element `[0, ...]`: `(lowest, end)` with `end` one past the last byte; `None` for an
-/// empty array. Errors when the range overflows.
-pub fn extent(dims: &[i64], byte_strides: &[i64], itemsize: usize) -> Result<Option<(i128, i128)>> {
-    if dims.len() != byte_strides.len() {
-        return Err(Error::invalid(format!(
-            "{} byte strides for {} dimensions",
-            byte_strides.len(),
-            dims.len()
-        )));
-    }
-    let mut lo: i128 = 0;
-    let mut hi: i128 = 0;
-    for (i, (&d, &s)) in dims.iter().zip(byte_strides).enumerate() {
-        if d < 0 {
-            return Err(Error::invalid(format!("dimension {i} is negative ({d})")));
-        }
-        if d == 0 {
-            return Ok(None);
-        }
-        let reach = i128::from(d - 1) * i128::from(s);
-        if reach < 0 {
-            lo += reach;
-        } else {
-            hi += reach;
-        }
-    }
-    Ok(Some((lo, hi + itemsize as i128)))
-}
+pub use crate::raw::util::extent;
 
 /// Row-major byte strides of `itemsize`-byte elements (saturating; only compared).
 pub fn c_strides(dims: &[i64], itemsize: usize) -> Vec<i64> {

@@ -140,8 +140,12 @@ impl Executable {
     /// The plugin's cost analysis (`flops`, `bytes accessed`, ...).
     pub fn cost_analysis(&self) -> Result<Vec<(String, Value)>> {
         let (core, loaded) = self.raw_parts()?;
-        raw::exe_cost_analysis(loaded)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "cost analysis"))
+        let values = raw::exe_cost_analysis(loaded)
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "cost analysis"))?;
+        Ok(values
+            .into_iter()
+            .map(|(k, v)| (k, Value::from(v)))
+            .collect())
     }
 
     /// Compiled memory statistics, with the fields the plugin's version has.

@@ -39,7 +39,6 @@ pub mod discovery;
 pub mod distributed;
 pub mod dlpack;
 mod dtype;
-mod elf;
 mod error;
 mod event;
 mod executable;

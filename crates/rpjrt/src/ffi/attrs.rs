@@ -4,6 +4,8 @@
 use std::fmt;
 
 use super::FfiError;
+use crate::error::Code;
+use crate::raw::ffi::RawAttr;
 
 /// One attribute value.
 #[derive(Clone, Debug, PartialEq)]
@@ -222,8 +224,37 @@ impl Attrs {
         Attrs { items }
     }
 
-    pub(crate) fn from_sorted(items: Vec<(String, AttrValue)>) -> Attrs {
-        Attrs::new(items)
+    /// Types the attributes raw copied out of a call frame; errors name an attribute of a
+    /// kind or element type rpjrt does not decode.
+    pub(crate) fn from_raw(items: Vec<(String, RawAttr)>) -> Result<Attrs, (Code, String)> {
+        let mut out = Vec::with_capacity(items.len());
+        for (name, raw) in items {
+            let v = match raw {
+                RawAttr::Scalar { dtype, bytes } => scalar(dtype, &bytes).ok_or_else(|| {
+                    unimplemented(format!(
+                        "attribute {name:?} has scalar FFI type {dtype}, which rpjrt does not \
+                         decode"
+                    ))
+                })?,
+                RawAttr::Array { dtype, len, bytes } => {
+                    AttrValue::Array(array(dtype, len, &bytes).ok_or_else(|| {
+                        unimplemented(format!(
+                            "attribute {name:?} is an array of FFI type {dtype}, which rpjrt \
+                             does not decode"
+                        ))
+                    })?)
+                }
+                RawAttr::Str(s) => AttrValue::Str(s),
+                RawAttr::Dict(d) => AttrValue::Dict(Attrs::from_raw(d)?),
+                RawAttr::Other(kind) => {
+                    return Err(unimplemented(format!(
+                        "attribute {name:?} is of FFI kind {kind}, which rpjrt does not decode"
+                    )))
+                }
+            };
+            out.push((name, v));
+        }
+        Ok(Attrs::new(out))
     }
 
     /// The value of attribute `name`.
@@ -447,9 +478,163 @@ impl FromAttrs for Attrs {
     }
 }
 
+fn unimplemented(message: String) -> (Code, String) {
+    (Code::Unimplemented, message)
+}
+
+/// Native-order values of `N` bytes each (a trailing partial value is ignored).
+fn values<const N: usize, T>(bytes: &[u8], from: fn([u8; N]) -> T) -> Vec<T> {
+    bytes
+        .chunks_exact(N)
+        .map(|c| {
+            let mut a = [0u8; N];
+            a.copy_from_slice(c);
+            from(a)
+        })
+        .collect()
+}
+
+/// One scalar of XLA FFI type `dtype` from its bytes; `None` for types rpjrt does not
+/// decode (or bytes of the wrong length).
+fn scalar(dtype: i32, bytes: &[u8]) -> Option<AttrValue> {
+    use super::dtype::ffi_element_type;
+    use crate::dtype::ElementType as T;
+    let t = ffi_element_type(dtype)?;
+    if t.byte_width() != Some(bytes.len()) {
+        return None;
+    }
+    macro_rules! one {
+        ($n:literal, $ty:ty) => {{
+            let mut a = [0u8; $n];
+            a.copy_from_slice(bytes);
+            <$ty>::from_ne_bytes(a)
+        }};
+    }
+    Some(match t {
+        T::Pred => AttrValue::Bool(bytes[0] != 0),
+        T::S8 => AttrValue::I8(one!(1, i8)),
+        T::S16 => AttrValue::I16(one!(2, i16)),
+        T::S32 => AttrValue::I32(one!(4, i32)),
+        T::S64 => AttrValue::I64(one!(8, i64)),
+        T::U8 => AttrValue::U8(bytes[0]),
+        T::U16 => AttrValue::U16(one!(2, u16)),
+        T::U32 => AttrValue::U32(one!(4, u32)),
+        T::U64 => AttrValue::U64(one!(8, u64)),
+        T::F16 => AttrValue::F16Bits(one!(2, u16)),
+        T::BF16 => AttrValue::BF16Bits(one!(2, u16)),
+        T::F32 => AttrValue::F32(one!(4, f32)),
+        T::F64 => AttrValue::F64(one!(8, f64)),
+        _ => return None,
+    })
+}
+
+/// `len` elements of XLA FFI type `dtype` from their bytes; `None` for types rpjrt does
+/// not decode (or bytes of the wrong length).
+fn array(dtype: i32, len: usize, bytes: &[u8]) -> Option<AttrArray> {
+    use super::dtype::ffi_element_type;
+    use crate::dtype::ElementType as T;
+    let t = ffi_element_type(dtype)?;
+    if t.byte_width()?.checked_mul(len) != Some(bytes.len()) {
+        return None;
+    }
+    Some(match t {
+        T::Pred => AttrArray::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        T::S8 => AttrArray::I8(values(bytes, i8::from_ne_bytes)),
+        T::S16 => AttrArray::I16(values(bytes, i16::from_ne_bytes)),
+        T::S32 => AttrArray::I32(values(bytes, i32::from_ne_bytes)),
+        T::S64 => AttrArray::I64(values(bytes, i64::from_ne_bytes)),
+        T::U8 => AttrArray::U8(bytes.to_vec()),
+        T::U16 => AttrArray::U16(values(bytes, u16::from_ne_bytes)),
+        T::U32 => AttrArray::U32(values(bytes, u32::from_ne_bytes)),
+        T::U64 => AttrArray::U64(values(bytes, u64::from_ne_bytes)),
+        T::F32 => AttrArray::F32(values(bytes, f32::from_ne_bytes)),
+        T::F64 => AttrArray::F64(values(bytes, f64::from_ne_bytes)),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_attributes_are_typed_by_their_ffi_code() {
+        let raw = vec![
+            (
+                "b".to_string(),
+                RawAttr::Scalar {
+                    dtype: 11,
+                    bytes: 1.5f32.to_ne_bytes().to_vec(),
+                },
+            ),
+            (
+                "a".to_string(),
+                RawAttr::Array {
+                    dtype: 5,
+                    len: 2,
+                    bytes: [7i64.to_ne_bytes(), (-1i64).to_ne_bytes()].concat(),
+                },
+            ),
+            (
+                "d".to_string(),
+                RawAttr::Dict(vec![(
+                    "p".to_string(),
+                    RawAttr::Scalar {
+                        dtype: 1,
+                        bytes: vec![2],
+                    },
+                )]),
+            ),
+            ("s".to_string(), RawAttr::Str("x".into())),
+            (
+                "e".to_string(),
+                RawAttr::Array {
+                    dtype: 1,
+                    len: 0,
+                    bytes: vec![],
+                },
+            ),
+        ];
+        let a = Attrs::from_raw(raw).unwrap();
+        assert_eq!(a.names().collect::<Vec<_>>(), ["a", "b", "d", "e", "s"]);
+        assert_eq!(a.get("b"), Some(&AttrValue::F32(1.5)));
+        assert_eq!(
+            a.get("a"),
+            Some(&AttrValue::Array(AttrArray::I64(vec![7, -1])))
+        );
+        let d = Attrs::new(vec![("p".into(), AttrValue::Bool(true))]);
+        assert_eq!(a.get("d"), Some(&AttrValue::Dict(d)));
+        assert_eq!(a.get("e"), Some(&AttrValue::Array(AttrArray::Bool(vec![]))));
+        // Types and kinds rpjrt does not decode are named in the error.
+        let c64 = vec![(
+            "z".to_string(),
+            RawAttr::Scalar {
+                dtype: 15,
+                bytes: vec![0; 8],
+            },
+        )];
+        let e = Attrs::from_raw(c64).unwrap_err();
+        assert_eq!(e.0, Code::Unimplemented);
+        assert!(
+            e.1.contains("\"z\"") && e.1.contains("FFI type 15"),
+            "{}",
+            e.1
+        );
+        let unknown_width = vec![(
+            "q".to_string(),
+            RawAttr::Array {
+                dtype: 99,
+                len: 3,
+                bytes: vec![],
+            },
+        )];
+        assert!(Attrs::from_raw(unknown_width)
+            .unwrap_err()
+            .1
+            .contains("FFI type 99"));
+        let kind = vec![("k".to_string(), RawAttr::Other(7))];
+        assert!(Attrs::from_raw(kind).unwrap_err().1.contains("FFI kind 7"));
+    }
 
     struct S {
         a: i32,

@@ -255,13 +255,13 @@ impl<'a> Ret<'a> {
 }
 
 fn cast_slice<T: NativeType>(bytes: &[u8]) -> std::result::Result<&[T], FfiError> {
-    raw::cast_elements(bytes).ok_or_else(|| {
+    crate::raw::util::cast_elements(bytes).ok_or_else(|| {
         FfiError::invalid("the buffer is not aligned for its element type, or holds invalid bools")
     })
 }
 
 fn cast_slice_mut<T: NativeType>(bytes: &mut [u8]) -> std::result::Result<&mut [T], FfiError> {
-    raw::cast_elements_mut(bytes)
+    crate::raw::util::cast_elements_mut(bytes)
         .ok_or_else(|| FfiError::invalid("the buffer is not aligned for its element type"))
 }
 
@@ -367,7 +367,12 @@ impl<'a> CallFrame<'a> {
     /// The attributes (`backend_config = {...}`), decoded on first use.
     pub fn attrs(&self) -> std::result::Result<&Attrs, FfiError> {
         self.attrs
-            .get_or_init(|| self.frame.attrs().map_err(|(c, m)| FfiError::new(c, m)))
+            .get_or_init(|| {
+                self.frame
+                    .attrs()
+                    .and_then(Attrs::from_raw)
+                    .map_err(|(c, m)| FfiError::new(c, m))
+            })
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -858,14 +863,45 @@ fn probe(plugin: &Plugin) -> Result<&'static raw::Target> {
         .expect("just registered"))
 }
 
-pub use crate::raw::ffi::{register_raw, register_raw_on};
+pub use crate::raw::ffi::{NativeHandler, UserAddress};
 
-pub(crate) fn probe_target(plugin: &Plugin) -> Result<&'static raw::Target> {
-    probe(plugin)
+/// Registers compiled handler code ([`NativeHandler`]) for `name` on the client's platform
+/// (or `platform`).
+///
+/// Before registering, the handler is asked which FFI version it was built for (the same
+/// metadata question XLA asks); a handler newer than the plugin's FFI runtime, which the
+/// runtime would drop silently, is refused with both versions named. The registration
+/// itself is then checked as for Rust handlers.
+pub fn register_raw(
+    client: &Client,
+    name: &str,
+    handler: NativeHandler,
+    platform: Option<&str>,
+) -> Result<Registration> {
+    let platform = match platform {
+        Some(p) => p.to_string(),
+        None => client.platform_name()?,
+    };
+    register_raw_on(client.plugin(), &platform, name, handler, false)
+}
+
+/// [`register_raw`] for a plugin and platform, optionally replacing an existing handler.
+pub fn register_raw_on(
+    plugin: &Plugin,
+    platform: &str,
+    name: &str,
+    handler: NativeHandler,
+    replace: bool,
+) -> Result<Registration> {
+    let probe = probe(plugin)?;
+    let runtime = probe.metadata().map(|m| m.runtime);
+    let built = raw::native_version(handler, probe);
+    check_native_version(name, platform, runtime, built)?;
+    bind(plugin, platform, name, raw::Bound::Native(handler), replace)
 }
 
 /// Refuses a native handler built for a newer FFI than the runtime's.
-pub(crate) fn check_native_version(
+fn check_native_version(
     name: &str,
     platform: &str,
     runtime: Option<(i32, i32)>,
@@ -887,16 +923,6 @@ pub(crate) fn check_native_version(
         }
     }
     Ok(())
-}
-
-pub(crate) fn bind_native(
-    plugin: &Plugin,
-    platform: &str,
-    name: &str,
-    bound: raw::Bound,
-    replace: bool,
-) -> Result<Registration> {
-    bind(plugin, platform, name, bound, replace)
 }
 
 static TYPE_IDS: Mutex<Option<HashMap<(usize, String), i64>>> = Mutex::new(None);
@@ -992,9 +1018,12 @@ impl ExecuteContext {
         Ok(())
     }
 
-    pub(crate) fn add_user_data_address(&mut self, type_id: TypeId, data: usize) -> Result<()> {
+    /// Attaches an address under a user type id ([`register_type`]), for native handlers
+    /// that read it with `XLA_FFI_ExecutionContext_Get` ([`CallFrame::user_data_raw`] in
+    /// Rust handlers). Making the [`UserAddress`] is where its validity is promised.
+    pub fn add_raw(&mut self, type_id: TypeId, data: UserAddress) -> Result<()> {
         let ext = extension(&self.plugin)?;
-        ext.user_data_add(self.plugin.inner.api, &self.ptr, type_id.0, data)
+        ext.user_data_add(self.plugin.inner.api, &self.ptr, type_id.0, data.address())
     }
 
     /// Whether this context was made by the plugin with this function table.

@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use super::client::Client as RawClient;
 use super::executable::Loaded;
+use super::util::{read_named_values, NamedValue};
 use super::{args_types, pjrt, Api, Args};
 use crate::error::{Code, Error, Result};
-use crate::value::Value;
 
 args_types! {
     PJRT_Executable_Serialize_Args => PJRT_Executable_Serialize_Args_STRUCT_SIZE,
@@ -202,33 +202,13 @@ pub(crate) fn exe_compile_options(l: &Loaded) -> Result<Vec<u8>> {
 }
 
 /// `PJRT_Executable_GetCostAnalysis`: named values.
-pub(crate) fn exe_cost_analysis(l: &Loaded) -> Result<Vec<(String, Value)>> {
+pub(crate) fn exe_cost_analysis(l: &Loaded) -> Result<Vec<(String, NamedValue)>> {
     let (api, e) = parts(l);
     let mut a = sys::PJRT_Executable_GetCostAnalysis_Args::new();
     a.executable = e.0;
     // SAFETY: live executable; the properties live as long as it and are copied below.
     unsafe { pjrt!(api, PJRT_Executable_GetCostAnalysis, &mut a) }?;
-    let mut out = Vec::new();
-    for nv in array(a.properties, a.num_properties) {
-        let name = string(nv.name, nv.name_size);
-        // SAFETY: `type_` says which union member is live; arrays have `value_size` items.
-        let value = unsafe {
-            match nv.r#type {
-                sys::PJRT_NamedValue_kString => {
-                    Value::String(string(nv.value.string_value, nv.value_size))
-                }
-                sys::PJRT_NamedValue_kInt64 => Value::Int64(nv.value.int64_value),
-                sys::PJRT_NamedValue_kInt64List => {
-                    Value::Int64List(array(nv.value.int64_array_value, nv.value_size))
-                }
-                sys::PJRT_NamedValue_kFloat => Value::Float(nv.value.float_value),
-                sys::PJRT_NamedValue_kBool => Value::Bool(nv.value.bool_value),
-                _ => continue,
-            }
-        };
-        out.push((name, value));
-    }
-    Ok(out)
+    Ok(read_named_values(a.properties, a.num_properties))
 }
 
 /// The compiled memory stats; `None` for fields the plugin's version does not have.

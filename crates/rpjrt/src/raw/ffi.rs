@@ -29,12 +29,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rpjrt_sys as sys;
 
+use super::util::{ffi_dense_bytes, ffi_storage_bits};
 use super::{args_types, pjrt, Api, Args};
-use crate::client::Client;
-use crate::dtype::NativeType;
 use crate::error::{Code, Error, Result};
-use crate::ffi::{ffi_element_type, AttrArray, AttrValue, Attrs, Registration, TypeId};
-use crate::plugin::Plugin;
 
 args_types! {
     PJRT_ExecuteContext_Create_Args => PJRT_ExecuteContext_Create_Args_STRUCT_SIZE,
@@ -251,7 +248,59 @@ pub(crate) enum Bound {
     /// A Rust closure.
     Rust(Arc<Callback>),
     /// Compiled handler code from elsewhere; the frame is forwarded untouched.
-    Native(sys::XLA_FFI_Handler),
+    Native(NativeHandler),
+}
+
+/// Compiled XLA FFI handler code (an `XLA_FFI_Handler` function) that its maker vouched
+/// for; register it with `rpjrt::ffi::register_raw`.
+#[derive(Clone, Copy)]
+pub struct NativeHandler(sys::XLA_FFI_Handler);
+
+impl NativeHandler {
+    /// The handler function at `address`; `None` for a null address.
+    ///
+    /// # Safety
+    /// `address` must be the address of a function with the C signature
+    /// `XLA_FFI_Error* handler(XLA_FFI_CallFrame*)` that stays loaded for the life of the
+    /// process and behaves as an XLA FFI handler (fills in metadata when asked, reads only
+    /// what the call frame offers).
+    pub unsafe fn from_address(address: usize) -> Option<NativeHandler> {
+        // SAFETY: forwarded contract.
+        unsafe { native_handler(address) }.map(NativeHandler)
+    }
+
+    /// The function's address.
+    pub fn address(&self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Debug for NativeHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NativeHandler({:#x})", self.address())
+    }
+}
+
+/// An address to attach to an execute context under a user type id, for native handlers
+/// that read it with `XLA_FFI_ExecutionContext_Get`; attach it with
+/// `rpjrt::ffi::ExecuteContext::add_raw`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserAddress(usize);
+
+impl UserAddress {
+    /// Wraps `address`.
+    ///
+    /// # Safety
+    /// Whatever `address` points to must stay valid while any execution using a context it
+    /// is attached to runs, and be what the handlers reading its type id expect.
+    pub unsafe fn new(address: usize) -> UserAddress {
+        UserAddress(address)
+    }
+
+    /// The address.
+    pub fn address(&self) -> usize {
+        self.0
+    }
 }
 
 /// What the metadata call at registration told us.
@@ -636,7 +685,7 @@ unsafe fn dispatch_inner(
         let runtime = unsafe { api_version(api) }.unwrap_or((0, 0));
         target.api.store(api.cast_mut(), Ordering::Release);
         let reported = match bound {
-            Some(Bound::Native(h)) => {
+            Some(Bound::Native(NativeHandler(h))) => {
                 // SAFETY: forwarding the runtime's metadata frame to native handler code the
                 // registrant vouched for; it fills in its own version.
                 let err = unsafe { h(frame) };
@@ -663,8 +712,8 @@ unsafe fn dispatch_inner(
         return Ok(null_mut());
     }
     match bound {
-        // SAFETY: forwarding the live frame to native handler code.
-        Some(Bound::Native(h)) => Ok(unsafe { h(frame) }),
+        // SAFETY: forwarding the live frame to native handler code the registrant vouched for.
+        Some(Bound::Native(NativeHandler(h))) => Ok(unsafe { h(frame) }),
         Some(Bound::Rust(cb)) => {
             // SAFETY: live frame; checked for size before any field past the header is read.
             let size = unsafe { (*frame).struct_size };
@@ -783,8 +832,8 @@ impl<'a> Frame<'a> {
         self.buffers(r.size, r.types, r.rets, "result")
     }
 
-    /// The attributes, decoded.
-    pub(crate) fn attrs(&self) -> std::result::Result<Attrs, (Code, String)> {
+    /// The attributes, copied out of the frame in order (the safe layer types them).
+    pub(crate) fn attrs(&self) -> std::result::Result<Vec<(String, RawAttr)>, (Code, String)> {
         let a = self.frame().attrs;
         // SAFETY: the runtime's attribute table for this call.
         unsafe { decode_attrs(&a, 0) }
@@ -818,9 +867,7 @@ impl<'a> Frame<'a> {
         if !self.target.host_memory || b.data == 0 {
             return None;
         }
-        let ty = ffi_element_type(b.dtype)?;
-        let count = crate::dtype::element_count(b.dims).ok()?;
-        ty.dense_byte_size(count).ok()
+        ffi_dense_bytes(b.dtype, b.dims)
     }
 
     /// `XLA_FFI_Stream_Get`: the platform stream (0 where there is none).
@@ -1022,14 +1069,49 @@ impl<'a> Frame<'a> {
     }
 }
 
-/// Decodes an attribute table (`depth` guards against runaway nesting).
+/// One attribute as the frame gives it, copied out: scalars and arrays as their element
+/// bytes (native order) with the XLA FFI data type code, so that the safe layer types them.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum RawAttr {
+    /// One element; `bytes` is empty when rpjrt does not know the type's width.
+    Scalar {
+        /// XLA FFI data type code.
+        dtype: i32,
+        /// The element's bytes.
+        bytes: Vec<u8>,
+    },
+    /// `len` elements; `bytes` is empty when rpjrt does not know the type's width.
+    Array {
+        /// XLA FFI data type code.
+        dtype: i32,
+        /// Number of elements.
+        len: usize,
+        /// The elements' bytes.
+        bytes: Vec<u8>,
+    },
+    /// A string.
+    Str(String),
+    /// A nested dictionary, in the runtime's order.
+    Dict(Vec<(String, RawAttr)>),
+    /// An attribute kind rpjrt does not read (its `XLA_FFI_AttrType`).
+    Other(i32),
+}
+
+/// Bytes per element of an FFI type stored in whole bytes.
+fn whole_bytes(dtype: i32) -> Option<usize> {
+    ffi_storage_bits(dtype)
+        .filter(|b| b % 8 == 0 && *b > 0)
+        .map(|b| b / 8)
+}
+
+/// Copies an attribute table out (`depth` guards against runaway nesting).
 ///
 /// # Safety
 /// `a` must be the runtime's attribute table for a live call.
 unsafe fn decode_attrs(
     a: &sys::XLA_FFI_Attrs,
     depth: usize,
-) -> std::result::Result<Attrs, (Code, String)> {
+) -> std::result::Result<Vec<(String, RawAttr)>, (Code, String)> {
     if depth > 32 {
         return Err((
             Code::InvalidArgument,
@@ -1047,41 +1129,55 @@ unsafe fn decode_attrs(
             sys::XLA_FFI_AttrType_SCALAR => {
                 // SAFETY: a SCALAR entry points at an XLA_FFI_Scalar.
                 let s = unsafe { &*value.cast::<sys::XLA_FFI_Scalar>() };
-                // SAFETY: the scalar's value pointer holds one element of its dtype.
-                unsafe { scalar(s.dtype, s.value) }.ok_or_else(|| {
-                    (Code::Unimplemented, format!("attribute {name:?} has scalar FFI type {}, which rpjrt does not decode", s.dtype))
-                })?
+                let width = whole_bytes(s.dtype).filter(|_| !s.value.is_null());
+                // SAFETY: the scalar's value pointer holds one element of its dtype, whose
+                // width the table gives.
+                let bytes = width.map_or(Vec::new(), |w| unsafe { copy_bytes(s.value, w) });
+                RawAttr::Scalar {
+                    dtype: s.dtype,
+                    bytes,
+                }
             }
             sys::XLA_FFI_AttrType_ARRAY => {
                 // SAFETY: an ARRAY entry points at an XLA_FFI_Array.
                 let arr = unsafe { &*value.cast::<sys::XLA_FFI_Array>() };
+                let len = arr.size;
+                let total = whole_bytes(arr.dtype)
+                    .and_then(|w| w.checked_mul(len))
+                    .filter(|_| !arr.data.is_null() || len == 0);
                 // SAFETY: `size` elements of `dtype` at `data`.
-                AttrValue::Array(unsafe { array(arr.dtype, arr.data, arr.size) }.ok_or_else(|| {
-                    (Code::Unimplemented, format!("attribute {name:?} is an array of FFI type {}, which rpjrt does not decode", arr.dtype))
-                })?)
+                let bytes = total.map_or(Vec::new(), |t| unsafe { copy_bytes(arr.data, t) });
+                RawAttr::Array {
+                    dtype: arr.dtype,
+                    len,
+                    bytes,
+                }
             }
             sys::XLA_FFI_AttrType_STRING => {
                 // SAFETY: a STRING entry points at a byte span.
-                AttrValue::Str(unsafe { span(value.cast()) })
+                RawAttr::Str(unsafe { span(value.cast()) })
             }
             sys::XLA_FFI_AttrType_DICTIONARY => {
                 // SAFETY: a DICTIONARY entry points at a nested attribute table.
                 let inner = unsafe { &*value.cast::<sys::XLA_FFI_Attrs>() };
                 // SAFETY: as for the outer table.
-                AttrValue::Dict(unsafe { decode_attrs(inner, depth + 1) }?)
+                RawAttr::Dict(unsafe { decode_attrs(inner, depth + 1) }?)
             }
-            other => {
-                return Err((
-                    Code::Unimplemented,
-                    format!(
-                        "attribute {name:?} is of FFI kind {other}, which rpjrt does not decode"
-                    ),
-                ))
-            }
+            other => RawAttr::Other(other),
         };
         out.push((name, v));
     }
-    Ok(Attrs::from_sorted(out))
+    Ok(out)
+}
+
+/// # Safety
+/// `n` readable bytes at `p` (or `n == 0`).
+unsafe fn copy_bytes(p: *const c_void, n: usize) -> Vec<u8> {
+    if n == 0 || p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: per the contract.
+    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) }.to_vec()
 }
 
 /// # Safety
@@ -1098,168 +1194,6 @@ unsafe fn span(s: *const sys::XLA_FFI_ByteSpan) -> String {
     // SAFETY: `len` bytes at `ptr`, live for the call.
     let bytes = unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) };
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// # Safety
-/// `p` points at one value of FFI type `dtype`.
-unsafe fn scalar(dtype: i32, p: *const c_void) -> Option<AttrValue> {
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: (all arms) one value of the stated type at `p`; read unaligned to be safe.
-    unsafe {
-        Some(match dtype {
-            sys::XLA_FFI_DataType_PRED => AttrValue::Bool(p.cast::<u8>().read() != 0),
-            sys::XLA_FFI_DataType_S8 => AttrValue::I8(p.cast::<i8>().read()),
-            sys::XLA_FFI_DataType_S16 => AttrValue::I16(p.cast::<i16>().read_unaligned()),
-            sys::XLA_FFI_DataType_S32 => AttrValue::I32(p.cast::<i32>().read_unaligned()),
-            sys::XLA_FFI_DataType_S64 => AttrValue::I64(p.cast::<i64>().read_unaligned()),
-            sys::XLA_FFI_DataType_U8 => AttrValue::U8(p.cast::<u8>().read()),
-            sys::XLA_FFI_DataType_U16 => AttrValue::U16(p.cast::<u16>().read_unaligned()),
-            sys::XLA_FFI_DataType_U32 => AttrValue::U32(p.cast::<u32>().read_unaligned()),
-            sys::XLA_FFI_DataType_U64 => AttrValue::U64(p.cast::<u64>().read_unaligned()),
-            sys::XLA_FFI_DataType_F16 => AttrValue::F16Bits(p.cast::<u16>().read_unaligned()),
-            sys::XLA_FFI_DataType_BF16 => AttrValue::BF16Bits(p.cast::<u16>().read_unaligned()),
-            sys::XLA_FFI_DataType_F32 => AttrValue::F32(p.cast::<f32>().read_unaligned()),
-            sys::XLA_FFI_DataType_F64 => AttrValue::F64(p.cast::<f64>().read_unaligned()),
-            _ => return None,
-        })
-    }
-}
-
-/// # Safety
-/// `n` values of FFI type `dtype` at `p`.
-unsafe fn array(dtype: i32, p: *const c_void, n: usize) -> Option<AttrArray> {
-    if n == 0 || p.is_null() {
-        return match dtype {
-            sys::XLA_FFI_DataType_PRED => Some(AttrArray::Bool(vec![])),
-            sys::XLA_FFI_DataType_S8 => Some(AttrArray::I8(vec![])),
-            sys::XLA_FFI_DataType_S16 => Some(AttrArray::I16(vec![])),
-            sys::XLA_FFI_DataType_S32 => Some(AttrArray::I32(vec![])),
-            sys::XLA_FFI_DataType_S64 => Some(AttrArray::I64(vec![])),
-            sys::XLA_FFI_DataType_U8 => Some(AttrArray::U8(vec![])),
-            sys::XLA_FFI_DataType_U16 => Some(AttrArray::U16(vec![])),
-            sys::XLA_FFI_DataType_U32 => Some(AttrArray::U32(vec![])),
-            sys::XLA_FFI_DataType_U64 => Some(AttrArray::U64(vec![])),
-            sys::XLA_FFI_DataType_F32 => Some(AttrArray::F32(vec![])),
-            sys::XLA_FFI_DataType_F64 => Some(AttrArray::F64(vec![])),
-            _ => None,
-        };
-    }
-    fn read<T: Copy>(p: *const c_void, n: usize) -> Vec<T> {
-        (0..n)
-            // SAFETY: the enclosing function's contract: `n` values of `T` at `p`.
-            .map(|i| unsafe { p.cast::<T>().add(i).read_unaligned() })
-            .collect()
-    }
-    Some(match dtype {
-        sys::XLA_FFI_DataType_PRED => {
-            AttrArray::Bool(read::<u8>(p, n).into_iter().map(|b| b != 0).collect())
-        }
-        sys::XLA_FFI_DataType_S8 => AttrArray::I8(read(p, n)),
-        sys::XLA_FFI_DataType_S16 => AttrArray::I16(read(p, n)),
-        sys::XLA_FFI_DataType_S32 => AttrArray::I32(read(p, n)),
-        sys::XLA_FFI_DataType_S64 => AttrArray::I64(read(p, n)),
-        sys::XLA_FFI_DataType_U8 => AttrArray::U8(read(p, n)),
-        sys::XLA_FFI_DataType_U16 => AttrArray::U16(read(p, n)),
-        sys::XLA_FFI_DataType_U32 => AttrArray::U32(read(p, n)),
-        sys::XLA_FFI_DataType_U64 => AttrArray::U64(read(p, n)),
-        sys::XLA_FFI_DataType_F32 => AttrArray::F32(read(p, n)),
-        sys::XLA_FFI_DataType_F64 => AttrArray::F64(read(p, n)),
-        _ => return None,
-    })
-}
-
-// ------------------------------------------------------------------ native registrations
-
-/// Registers compiled handler code (an `XLA_FFI_Handler` function) for `name` on the
-/// client's platform (or `platform`).
-///
-/// Before registering, the handler is asked which FFI version it was built for (the same
-/// metadata question XLA asks); a handler newer than the plugin's FFI runtime, which the
-/// runtime would drop silently, is refused with both versions named. The registration
-/// itself is then checked as for Rust handlers.
-///
-/// # Safety
-/// `handler_address` must be the address of a function with the C signature
-/// `XLA_FFI_Error* handler(XLA_FFI_CallFrame*)` that stays loaded for the life of the
-/// process and behaves as an XLA FFI handler (fills in metadata when asked, reads only
-/// what the call frame offers).
-pub unsafe fn register_raw(
-    client: &Client,
-    name: &str,
-    handler_address: usize,
-    platform: Option<&str>,
-) -> Result<Registration> {
-    let platform = match platform {
-        Some(p) => p.to_string(),
-        None => client.platform_name()?,
-    };
-    // SAFETY: forwarded contract.
-    unsafe { register_raw_on(client.plugin(), &platform, name, handler_address, false) }
-}
-
-/// [`register_raw`] for a plugin and platform, optionally replacing an existing handler.
-///
-/// # Safety
-/// As for [`register_raw`].
-pub unsafe fn register_raw_on(
-    plugin: &Plugin,
-    platform: &str,
-    name: &str,
-    handler_address: usize,
-    replace: bool,
-) -> Result<Registration> {
-    // SAFETY: per the contract, the address is a live handler function.
-    let Some(h) = (unsafe { native_handler(handler_address) }) else {
-        return Err(Error::invalid(format!(
-            "the handler address for {name:?} is null"
-        )));
-    };
-    let probe = crate::ffi::probe_target(plugin)?;
-    let runtime = probe.metadata().map(|m| m.runtime);
-    // SAFETY: per the contract, `h` is an XLA FFI handler; it is asked for metadata only.
-    let built = unsafe { native_version(h, probe) };
-    crate::ffi::check_native_version(name, platform, runtime, built)?;
-    crate::ffi::bind_native(plugin, platform, name, Bound::Native(h), replace)
-}
-
-impl crate::ffi::ExecuteContext {
-    /// Attaches an address under a user type id ([`crate::ffi::register_type`]), for native
-    /// handlers that read it with `XLA_FFI_ExecutionContext_Get`
-    /// ([`crate::ffi::CallFrame::user_data_raw`] in Rust handlers).
-    ///
-    /// # Safety
-    /// Whatever `data` points to must stay valid while any execution using this context
-    /// runs, and be what handlers reading `type_id` expect.
-    pub unsafe fn add_raw(&mut self, type_id: TypeId, data: usize) -> Result<()> {
-        self.add_user_data_address(type_id, data)
-    }
-}
-
-/// Host bytes as elements of `T`: `None` when they are not aligned for `T`, or, for
-/// `bool`, when a byte is neither 0 nor 1 (which would not be a valid `bool`).
-pub(crate) fn cast_elements<T: NativeType>(bytes: &[u8]) -> Option<&[T]> {
-    if T::ELEMENT_TYPE == crate::dtype::ElementType::Pred && bytes.iter().any(|&b| b > 1) {
-        return None;
-    }
-    // SAFETY: every `NativeType` but `bool` is a plain number type valid for all bit
-    // patterns; for `bool` every byte was checked to be 0 or 1 above.
-    let (head, mid, tail) = unsafe { bytes.align_to::<T>() };
-    (head.is_empty() && tail.is_empty()).then_some(mid)
-}
-
-/// Mutable [`cast_elements`] for results; for `bool`, bytes other than 0 and 1 (a result
-/// buffer is not initialised before the handler runs) are first normalised to 0 or 1.
-pub(crate) fn cast_elements_mut<T: NativeType>(bytes: &mut [u8]) -> Option<&mut [T]> {
-    if T::ELEMENT_TYPE == crate::dtype::ElementType::Pred {
-        for b in bytes.iter_mut() {
-            *b = u8::from(*b != 0);
-        }
-    }
-    // SAFETY: as for `cast_elements`; `bool` bytes are all 0 or 1 after the loop above.
-    let (head, mid, tail) = unsafe { bytes.align_to_mut::<T>() };
-    (head.is_empty() && tail.is_empty()).then_some(mid)
 }
 
 // ------------------------------------------------------------------------------- thunks
@@ -1280,13 +1214,7 @@ pub(crate) unsafe fn native_handler(address: usize) -> Option<sys::XLA_FFI_Handl
 /// Asks native handler code which FFI version it was built for, by calling it with a
 /// metadata frame (what XLA does at registration), using the runtime api learned by
 /// `probe_target`'s metadata call.
-///
-/// # Safety
-/// `h` must be a real `XLA_FFI_Handler`.
-pub(crate) unsafe fn native_version(
-    h: sys::XLA_FFI_Handler,
-    probe_target: &Target,
-) -> Option<Version> {
+pub(crate) fn native_version(h: NativeHandler, probe_target: &Target) -> Option<Version> {
     let api = probe_target.runtime_api();
     if api.is_null() {
         return None;
@@ -1343,9 +1271,10 @@ pub(crate) unsafe fn native_version(
         attrs: empty_attrs,
         future: null_mut(),
     };
-    // SAFETY: a well-formed metadata frame with the runtime's own api; the handler only
-    // fills in the metadata struct.
-    let err = unsafe { h(&mut frame) };
+    // SAFETY: a well-formed metadata frame with the runtime's own api; the handler is an
+    // XLA FFI handler (vouched for when the `NativeHandler` was made) and only fills in the
+    // metadata struct.
+    let err = unsafe { (h.0)(&mut frame) };
     if !err.is_null() {
         let f = Frame {
             ptr: &mut frame,

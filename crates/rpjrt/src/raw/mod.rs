@@ -34,6 +34,8 @@ pub(crate) mod callback;
 pub(crate) mod client;
 pub(crate) mod cuda;
 pub(crate) mod device;
+pub(crate) mod dlpack;
+mod elf;
 pub(crate) mod event;
 pub(crate) mod executable;
 pub(crate) mod execute;
@@ -165,7 +167,7 @@ pub(crate) fn load(path: &Path) -> Result<Api> {
     };
     // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
     // blocks on a FIFO: check the file first.
-    crate::elf::check_library_file(path).map_err(fail)?;
+    elf::check_library_file(path).map_err(fail)?;
     // SAFETY: loading a library runs its initialisers. That is what loading a plugin means;
     // the user chose this path as a PJRT plugin.
     let lib = unsafe { libloading::Library::new(path) }
@@ -520,5 +522,121 @@ mod tests {
             Some(("PJRT_Client_Create_Args".to_string(), 88, 72))
         );
         assert_eq!(parse_size_complaint("something else"), None);
+    }
+
+    /// The modules of the crate that `raw` may name: itself, and the error vocabulary every
+    /// layer shares. Anything else would make the unsafe layer depend on the safe one.
+    const RAW_MAY_USE: &[&str] = &["raw", "error"];
+
+    /// Every `crate::<module>` path in `src/raw/*.rs` outside comments, as
+    /// `(file, line number, module)`, whose module is not in [`RAW_MAY_USE`].
+    fn upward_paths() -> Vec<(String, usize, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/raw");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("src/raw is readable")
+            .map(|e| e.expect("a directory entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+            .collect();
+        files.sort();
+        assert!(files.len() > 10, "found only {files:?} in {dir:?}");
+        let mut bad = Vec::new();
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("a readable source file");
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            for (i, line) in text.lines().enumerate() {
+                let code = without_strings(line.split("//").next().unwrap_or(""));
+                bad.extend(
+                    offending_modules(&code)
+                        .into_iter()
+                        .map(|m| (file.clone(), i + 1, m)),
+                );
+            }
+        }
+        bad
+    }
+
+    /// One line with the contents of its string literals blanked (a message may say
+    /// `crate::` without naming a module).
+    fn without_strings(line: &str) -> String {
+        let mut out = String::with_capacity(line.len());
+        let (mut in_str, mut escaped) = (false, false);
+        for c in line.chars() {
+            match (in_str, escaped, c) {
+                (true, false, '\\') => escaped = true,
+                (true, true, _) => escaped = false,
+                (_, false, '"') => {
+                    in_str = !in_str;
+                    out.push(c);
+                }
+                (true, false, _) => {}
+                (false, _, _) => out.push(c),
+            }
+        }
+        out
+    }
+
+    /// The modules named right after `crate::` in one line of code (for `crate::{a, b}`,
+    /// each of `a`, `b`) that `raw` may not use.
+    fn offending_modules(code: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for (at, _) in code.match_indices("crate::") {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue; // `rpjrt_crate::` or similar, not a crate path
+            }
+            let rest = &code[at + "crate::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group
+                    .split('}')
+                    .next()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(|n| n.trim().split("::").next().unwrap_or("").trim())
+                    .collect(),
+                None => vec![rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")],
+            };
+            out.extend(
+                names
+                    .into_iter()
+                    .filter(|n| !n.is_empty() && !RAW_MAY_USE.contains(n))
+                    .map(str::to_string),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn the_check_for_upward_paths_finds_them() {
+        assert_eq!(offending_modules("use crate::client::Client;"), ["client"]);
+        assert_eq!(
+            offending_modules("use crate::{error::Error, ffi::Attrs, raw::Api};"),
+            ["ffi"]
+        );
+        assert_eq!(
+            offending_modules("let n = crate::dtype::element_count(d);"),
+            ["dtype"]
+        );
+        assert!(offending_modules("use crate::error::{Code, Error};").is_empty());
+        assert!(offending_modules("use crate::raw::util::string;").is_empty());
+        assert!(offending_modules("$crate::raw::pjrt_call!(x)").is_empty());
+        let line = "f(\"crate::client \\\" crate::ffi\", crate::dtype::X)";
+        assert_eq!(offending_modules(&without_strings(line)), ["dtype"]);
+    }
+
+    #[test]
+    fn raw_imports_nothing_from_the_safe_layer() {
+        let bad = upward_paths();
+        assert!(
+            bad.is_empty(),
+            "raw may only name crate::{{{}}}; found:\n{}",
+            RAW_MAY_USE.join(", "),
+            bad.iter()
+                .map(|(f, l, m)| format!("  src/raw/{f}:{l}: crate::{m}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
     }
 }

@@ -178,13 +178,87 @@ pub(crate) fn host_extent(
     usize::try_from(end).map_err(|_| format!("the array {dims:?} is too large"))
 }
 
-/// Rust scalars whose slices may be viewed as host bytes.
+/// Bits one element of an XLA FFI `DataType` occupies in a dense buffer (sub-byte types
+/// packed), or `None` for codes rpjrt does not know.
+///
+/// `raw` keeps this small table itself because a frame's host slices are sized from it
+/// (`raw` imports nothing from the safe layer); a test in `dtype.rs` checks it against the
+/// element-type table for every code.
+pub(crate) const fn ffi_storage_bits(code: i32) -> Option<usize> {
+    Some(match code {
+        1 | 2 | 6 | 19 | 20 | 23 | 24 | 25 | 28 | 29 | 33 => 8,
+        3 | 7 | 10 | 16 => 16,
+        4 | 8 | 11 => 32,
+        5 | 9 | 12 | 15 => 64,
+        18 => 128,
+        21 | 22 | 32 => 4,
+        26 | 27 => 2,
+        30 | 31 => 1,
+        17 => 0,
+        _ => return None,
+    })
+}
+
+/// Bytes of a dense buffer of `dims` elements of XLA FFI type `code`; `None` for an
+/// unknown type, a negative dimension or an overflow.
+pub(crate) fn ffi_dense_bytes(code: i32, dims: &[i64]) -> Option<usize> {
+    let bits = ffi_storage_bits(code)?;
+    let mut n: usize = 1;
+    for &d in dims {
+        n = n.checked_mul(usize::try_from(d).ok()?)?;
+    }
+    Some(n.checked_mul(bits)?.div_ceil(8))
+}
+
+/// The byte range that `dims`/`byte_strides` of `itemsize`-byte elements address, relative
+/// to element `[0, ...]`: `(lowest, end)` with `end` one past the last byte; `None` for an
+/// empty array. Errors name a negative dimension or a rank mismatch.
+///
+/// Lives in `raw` because raw's DLPack import sizes the host slice it hands out with it;
+/// the public path is `rpjrt::host::extent`.
+pub fn extent(
+    dims: &[i64],
+    byte_strides: &[i64],
+    itemsize: usize,
+) -> Result<Option<(i128, i128)>, crate::error::Error> {
+    use crate::error::Error;
+    if dims.len() != byte_strides.len() {
+        return Err(Error::invalid(format!(
+            "{} byte strides for {} dimensions",
+            byte_strides.len(),
+            dims.len()
+        )));
+    }
+    let mut lo: i128 = 0;
+    let mut hi: i128 = 0;
+    for (i, (&d, &s)) in dims.iter().zip(byte_strides).enumerate() {
+        if d < 0 {
+            return Err(Error::invalid(format!("dimension {i} is negative ({d})")));
+        }
+        if d == 0 {
+            return Ok(None);
+        }
+        let reach = i128::from(d - 1) * i128::from(s);
+        if reach < 0 {
+            lo += reach;
+        } else {
+            hi += reach;
+        }
+    }
+    Ok(Some((lo, hi + itemsize as i128)))
+}
+
+/// Rust scalars whose slices may be viewed as host bytes, and built from them.
 ///
 /// # Safety
 /// Implementors are primitive scalars without padding (every byte of a value is
-/// initialised). Implemented only here, for the types listed below; being a `pub` trait in a
-/// private module, it also seals every public trait that requires it.
-pub unsafe trait HostScalar: Copy + Send + Sync + 'static {}
+/// initialised), valid for every bit pattern of their size except `bool` (only 0 and 1,
+/// which `IS_BOOL` marks). Implemented only here, for the types listed below; being a `pub`
+/// trait in a private module, it also seals every public trait that requires it.
+pub unsafe trait HostScalar: Copy + Send + Sync + 'static {
+    /// `true` only for `bool`, whose bytes must be 0 or 1.
+    const IS_BOOL: bool = false;
+}
 
 // SAFETY: primitive integers, floats and `bool`: one value is its bytes, no padding.
 unsafe impl HostScalar for i8 {}
@@ -206,12 +280,39 @@ unsafe impl HostScalar for u64 {}
 unsafe impl HostScalar for f32 {}
 // SAFETY: as above.
 unsafe impl HostScalar for f64 {}
-// SAFETY: as above (one byte; only ever read back through `!= 0`).
-unsafe impl HostScalar for bool {}
+// SAFETY: as above (one byte); `IS_BOOL` makes `cast_elements` check for 0 and 1.
+unsafe impl HostScalar for bool {
+    const IS_BOOL: bool = true;
+}
 
 /// Views a slice of host scalars as bytes.
 pub(crate) fn as_bytes<T: HostScalar>(data: &[T]) -> &[u8] {
     // SAFETY: `HostScalar` types have no padding, so every byte of the slice is initialised;
     // the length is the slice's size in bytes and the borrow is carried over.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// Host bytes as elements of `T`: `None` when they are not aligned for `T`, or, for
+/// `bool`, when a byte is neither 0 nor 1 (which would not be a valid `bool`).
+pub(crate) fn cast_elements<T: HostScalar>(bytes: &[u8]) -> Option<&[T]> {
+    if T::IS_BOOL && bytes.iter().any(|&b| b > 1) {
+        return None;
+    }
+    // SAFETY: every `HostScalar` but `bool` is a plain number type valid for all bit
+    // patterns; for `bool` every byte was checked to be 0 or 1 above.
+    let (head, mid, tail) = unsafe { bytes.align_to::<T>() };
+    (head.is_empty() && tail.is_empty()).then_some(mid)
+}
+
+/// Mutable [`cast_elements`]; for `bool`, bytes other than 0 and 1 (a result buffer is not
+/// initialised before a handler runs) are first normalised to 0 or 1.
+pub(crate) fn cast_elements_mut<T: HostScalar>(bytes: &mut [u8]) -> Option<&mut [T]> {
+    if T::IS_BOOL {
+        for b in bytes.iter_mut() {
+            *b = u8::from(*b != 0);
+        }
+    }
+    // SAFETY: as for `cast_elements`; `bool` bytes are all 0 or 1 after the loop above.
+    let (head, mid, tail) = unsafe { bytes.align_to_mut::<T>() };
+    (head.is_empty() && tail.is_empty()).then_some(mid)
 }
