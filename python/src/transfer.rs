@@ -150,18 +150,7 @@ pub fn _create_error_buffer(
     memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBuffer>> {
     let t = dtype_from_py(dtype)?;
-    let c = if code == "UNKNOWN" {
-        Some(rpjrt::Code::Unknown)
-    } else {
-        (1..=16)
-            .map(rpjrt::Code::from_raw)
-            .find(|c| *c != rpjrt::Code::Unknown && c.name() == code)
-    }
-    .ok_or_else(|| {
-        invalid(format!(
-            "unknown error code {code:?} (use a name such as \"INTERNAL\")"
-        ))
-    })?;
+    let c = rpjrt::Code::from_name(code).pyerr()?;
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
     let b = py

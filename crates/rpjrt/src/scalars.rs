@@ -568,7 +568,7 @@ impl Format {
         let sign = if negative { self.sign_bit() } else { 0 };
         let all_exp = (1u64 << self.exp) - 1;
         match self.specials {
-            Specials::Ieee => Some(sign | all_exp << self.man | 1 << (self.man - 1)),
+            Specials::Ieee => Some(sign | (all_exp << self.man) | (1 << (self.man - 1))),
             Specials::Fn => Some(sign | (all_exp << self.man) | ((1 << self.man) - 1)),
             Specials::Fnuz => Some(1 << (self.exp + self.man)),
             Specials::E8m0 => Some(0xFF),
@@ -603,7 +603,7 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
     }
     if x.is_infinite() {
         return if f.specials == Specials::Ieee {
-            Ok(sign | ((1u64 << f.exp) - 1) << f.man)
+            Ok(sign | (((1u64 << f.exp) - 1) << f.man))
         } else {
             Err(format!("cannot be stored as {t}, which has no infinity"))
         };
