@@ -332,7 +332,10 @@ fn scalar_from_py<'py>(
         Some(np) => np,
         None => np.insert(NumpyScalars::get(py)?),
     };
-    if let Some(np) = np.as_ref().filter(|n| obj.is_instance(&n.generic).unwrap_or(false)) {
+    if let Some(np) = np
+        .as_ref()
+        .filter(|n| obj.is_instance(&n.generic).unwrap_or(false))
+    {
         if obj.is_instance(&np.bool_)? {
             return Ok(Scalar::Bool(obj.is_truthy()?));
         }
