@@ -25,6 +25,7 @@
 //! Integers beyond `i128` are [`Scalar::BigInt`] (decimal text): out of range of every
 //! integer type, and converted to floats with correct rounding.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -337,6 +338,24 @@ pub fn default_element_type(leaves: &[&Scalar]) -> Result<ElementType> {
 /// converts lossily instead.
 pub fn to_host(tree: &Nested, want: Option<ElementType>) -> Result<HostValues> {
     let (leaves, dims) = flatten(tree)?;
+    values_to_host(&leaves, dims, want)
+}
+
+/// [`to_host`] for scalars already flattened in row-major order with their `dims` (e.g. by
+/// a parser that checked the shape itself); the count must match the dims.
+pub fn values_to_host<S: Borrow<Scalar>>(
+    leaves: &[S],
+    dims: Vec<i64>,
+    want: Option<ElementType>,
+) -> Result<HostValues> {
+    let n = crate::dtype::element_count(&dims)?;
+    if n != leaves.len() {
+        return Err(Error::invalid(format!(
+            "{} values for dims {dims:?}, which hold {n}",
+            leaves.len()
+        )));
+    }
+    let leaves: Vec<&Scalar> = leaves.iter().map(Borrow::borrow).collect();
     let t = match want {
         Some(t) => t,
         None => default_element_type(&leaves)?,
@@ -1070,6 +1089,14 @@ mod tests {
         let e = err(vec![1.5f64], Some(T::S8));
         assert!(e.contains("(1.5 at index [0])"), "{e}");
         assert!(err(vec![1i64], Some(T::Token)).contains("no host representation"));
+    }
+
+    #[test]
+    fn flat_values_need_matching_dims() {
+        let v = values_to_host(&[Scalar::Int(1), Scalar::Int(2)], vec![2, 1], None).unwrap();
+        assert_eq!((v.element_type, v.dims), (T::S64, vec![2, 1]));
+        let e = values_to_host(&[Scalar::Int(1)], vec![2], None).unwrap_err();
+        assert!(e.to_string().contains("1 values for dims [2]"), "{e}");
     }
 
     #[test]
