@@ -5,6 +5,7 @@ use std::mem::ManuallyDrop;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use rpjrt::discovery::OpenFailure;
 use rpjrt::{ClientOptions, CompileOptions, OptionOverride, Program, Value};
 
 use crate::buffer::PyBuffer;
@@ -321,53 +322,50 @@ impl PyClient {
         }
         let candidates = discovery(py)?.call_method1("candidates", (plugin,))?;
         let candidates: Vec<Bound<'_, PyAny>> = candidates.extract()?;
-        let mut failures: Vec<(String, PyErr)> = Vec::new();
-        let total = candidates.len();
-        for info in candidates {
-            let attempt = (|| -> PyResult<PyClient> {
-                let pl = PyPlugin::load(py, &info)?;
-                let info_opts = info.getattr("options")?;
-                let opts = options_from_py(options, Some(&info_opts))?;
-                let rp = pl.inner.clone();
-                let inner = py.detach(|| create(&rp, &opts)).pyerr()?;
-                if cache.is_some() {
-                    inner.set_cache(cache.clone());
+        let describe = |info: &Bound<'_, PyAny>| -> String {
+            let get = |a: &str| {
+                info.getattr(a)
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|_| "?".into())
+            };
+            format!("{} ({})", get("name"), get("path"))
+        };
+        let attempt = |info: &Bound<'_, PyAny>| -> PyResult<PyClient> {
+            let pl = PyPlugin::load(py, info)?;
+            let info_opts = info.getattr("options")?;
+            let opts = options_from_py(options, Some(&info_opts))?;
+            let rp = pl.inner.clone();
+            let inner = py.detach(|| create(&rp, &opts)).pyerr()?;
+            if cache.is_some() {
+                inner.set_cache(cache.clone());
+            }
+            let platform = inner.platform_name().pyerr()?;
+            Ok(PyClient {
+                inner: ManuallyDrop::new(inner),
+                plugin: Py::new(py, pl)?,
+                platform,
+            })
+        };
+        match rpjrt::discovery::first_that_opens(candidates, describe, attempt) {
+            Ok((c, skipped)) => {
+                for (what, e) in &skipped {
+                    let msg = format!("rpjrt: skipped plugin {what}: {}", e.value(py));
+                    let warnings = py.import("warnings")?;
+                    let cat = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+                    warnings.call_method1("warn", (msg, cat, 2))?;
                 }
-                let platform = inner.platform_name().pyerr()?;
-                Ok(PyClient {
-                    inner: ManuallyDrop::new(inner),
-                    plugin: Py::new(py, pl)?,
-                    platform,
-                })
-            })();
-            match attempt {
-                Ok(c) => {
-                    for (what, e) in &failures {
-                        let msg = format!("rpjrt: skipped plugin {what}: {}", e.value(py));
-                        let warnings = py.import("warnings")?;
-                        let cat = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
-                        warnings.call_method1("warn", (msg, cat, 2))?;
-                    }
-                    return Ok(c);
-                }
-                Err(e) => {
-                    let what = format!("{} ({})", info.getattr("name")?, info.getattr("path")?);
-                    failures.push((what, e));
-                }
+                Ok(c)
+            }
+            Err(OpenFailure::One(e)) => Err(e),
+            Err(OpenFailure::All(failures)) => {
+                let texts = failures
+                    .into_iter()
+                    .map(|(what, e)| (what, e.value(py).to_string()))
+                    .collect();
+                let msg = OpenFailure::All(texts).message();
+                Err(make_err(py, "NOT_FOUND", "PluginLoad", msg, None))
             }
         }
-        if total == 1 || failures.len() == 1 {
-            return Err(failures
-                .pop()
-                .map(|(_, e)| e)
-                .unwrap_or_else(|| invalid("no plugin to try")));
-        }
-        let (first_what, first) = failures.remove(0);
-        let mut msg = format!("no plugin could be used; {first_what}: {}", first.value(py));
-        for (what, e) in &failures {
-            msg.push_str(&format!("\n  also tried {what}: {}", e.value(py)));
-        }
-        Err(make_err(py, "NOT_FOUND", "PluginLoad", msg, None))
     }
 
     #[getter]

@@ -929,9 +929,90 @@ fn merge(found: Vec<PluginInfo>) -> Vec<PluginInfo> {
     out
 }
 
+/// Why [`first_that_opens`] found nothing.
+#[derive(Debug)]
+pub enum OpenFailure<E> {
+    /// There was one candidate; its error.
+    One(E),
+    /// Every one of several candidates failed: `(what, error)` in the order tried.
+    All(Vec<(String, E)>),
+}
+
+impl<E: std::fmt::Display> OpenFailure<E> {
+    /// One message naming every failure: `no plugin could be used; A: why` and an
+    /// `also tried B: why` line for each other candidate.
+    pub fn message(&self) -> String {
+        match self {
+            OpenFailure::One(e) => e.to_string(),
+            OpenFailure::All(failures) => {
+                let mut it = failures.iter();
+                let mut msg = match it.next() {
+                    Some((what, e)) => format!("no plugin could be used; {what}: {e}"),
+                    None => "no plugin to try".to_string(),
+                };
+                for (what, e) in it {
+                    msg.push_str(&format!("\n  also tried {what}: {e}"));
+                }
+                msg
+            }
+        }
+    }
+}
+
+/// Opens the first candidate (a discovered plugin, in [`Discovery::candidates`] order) that
+/// `open` accepts, and returns it with the failures of the candidates tried before it
+/// (`(describe(candidate), error)`, for the caller to report as skipped). When all fail,
+/// [`OpenFailure`] says why: the one error, or every failure in order.
+pub fn first_that_opens<C, T, E>(
+    candidates: impl IntoIterator<Item = C>,
+    describe: impl Fn(&C) -> String,
+    mut open: impl FnMut(&C) -> std::result::Result<T, E>,
+) -> std::result::Result<(T, Vec<(String, E)>), OpenFailure<E>> {
+    let mut failures = Vec::new();
+    for c in candidates {
+        match open(&c) {
+            Ok(t) => return Ok((t, failures)),
+            Err(e) => failures.push((describe(&c), e)),
+        }
+    }
+    match failures.len() {
+        1 => Err(OpenFailure::One(failures.remove(0).1)),
+        _ => Err(OpenFailure::All(failures)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_that_opens_falls_back_and_reports() {
+        let names = ["a", "b", "c"];
+        let (got, skipped) = first_that_opens(
+            names,
+            |n| n.to_string(),
+            |n| if *n == "b" { Ok(2) } else { Err("no") },
+        )
+        .unwrap();
+        assert_eq!(got, 2);
+        assert_eq!(skipped, vec![("a".to_string(), "no")]);
+        match first_that_opens(["x"], |n| n.to_string(), |_| Err::<(), _>("bad file")) {
+            Err(OpenFailure::One(e)) => assert_eq!(e, "bad file"),
+            other => panic!("{other:?}"),
+        }
+        let all = first_that_opens(names, |n| n.to_string(), |n| Err::<(), _>(format!("{n}!")));
+        let Err(f) = all else { panic!() };
+        assert_eq!(
+            f.message(),
+            "no plugin could be used; a: a!\n  also tried b: b!\n  also tried c: c!"
+        );
+        let none = first_that_opens(
+            Vec::<&str>::new(),
+            |n| n.to_string(),
+            |_| Ok::<(), &str>(()),
+        );
+        assert_eq!(none.unwrap_err().message(), "no plugin to try");
+    }
 
     fn fake_lib(p: &Path) {
         fs::create_dir_all(p.parent().unwrap()).unwrap();
