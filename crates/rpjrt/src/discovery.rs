@@ -959,6 +959,10 @@ impl<E: std::fmt::Display> OpenFailure<E> {
     }
 }
 
+/// What [`first_that_opens`] returns: the opened value and the `(what, error)` of each
+/// candidate skipped before it, or why nothing opened.
+pub type Opened<T, E> = std::result::Result<(T, Vec<(String, E)>), OpenFailure<E>>;
+
 /// Opens the first candidate (a discovered plugin, in [`Discovery::candidates`] order) that
 /// `open` accepts, and returns it with the failures of the candidates tried before it
 /// (`(describe(candidate), error)`, for the caller to report as skipped). When all fail,
@@ -967,7 +971,7 @@ pub fn first_that_opens<C, T, E>(
     candidates: impl IntoIterator<Item = C>,
     describe: impl Fn(&C) -> String,
     mut open: impl FnMut(&C) -> std::result::Result<T, E>,
-) -> std::result::Result<(T, Vec<(String, E)>), OpenFailure<E>> {
+) -> Opened<T, E> {
     let mut failures = Vec::new();
     for c in candidates {
         match open(&c) {
