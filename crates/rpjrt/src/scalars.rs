@@ -120,6 +120,13 @@ impl fmt::Display for Scalar {
         match self {
             Scalar::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
             Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::BigInt(s) if s.len() > 40 => {
+                // Shortened: a message should not carry thousands of digits.
+                let digits = s.trim_start_matches('-').chars().count();
+                let head: String = s.chars().take(20).collect();
+                let tail: String = s.chars().skip(s.chars().count() - 5).collect();
+                write!(f, "{head}...{tail} ({digits} digits)")
+            }
             Scalar::BigInt(s) => f.write_str(s),
             Scalar::Float(x) => write!(f, "{}", Float(*x)),
             Scalar::Complex(re, im) => write!(f, "({}{:+}j)", Float(*re), Float(*im)),
@@ -1077,6 +1084,7 @@ mod tests {
         let huge = Nested::Scalar(Scalar::BigInt(format!("1{}", "0".repeat(400)).into()));
         let e = err(huge, Some(T::F64));
         assert!(e.contains("overflows float64"), "{e}");
+        assert!(e.contains("...00000 (401 digits)") && e.len() < 200, "{e}");
         let e = err(vec![1.5e-5f64, 2.0], Some(T::S8));
         assert!(e.contains("1.5e-05"), "{e}");
         let e = err(vec![1i64, 300], Some(T::S8));
