@@ -7,14 +7,16 @@ lists of numbers. The result is ``(obj, dtype, shape)``: ``obj`` supports the bu
 protocol and holds exactly the elements of ``dtype`` in C order; ``shape`` is ``None`` when
 it is the shape of ``obj``'s own buffer view.
 
-One conversion rule for Python numbers and nested lists, into every dtype: a value must be
-representable -- integers in range (``int4`` holds -8..7), no float into an integer or bool
-type (even 2.0), only 0/1/True/False into bool, no complex into a real type, and no finite
-float that overflows the target (``float8_e4m3fn`` cannot hold 1e6, ``bfloat16`` not
-1e300); rounding to the nearest representable float is fine. Anything else raises
-``InvalidArgumentError`` unless the caller asks for ``cast=True``, which converts as numpy's
-``astype`` does (wrapping, truncating, saturating). Execute arguments given as Python numbers
-follow the same rule with the parameter's dtype.
+One conversion rule for Python numbers and nested lists, into every dtype, kept in the core
+(``rpjrt::scalars``; ``Client.put`` calls it directly, this module through
+``_rpjrt._python_to_host``): a value must be representable -- integers in range (``int4``
+holds -8..7), no float into an integer or bool type (even 2.0), only 0/1/True/False into
+bool, no complex into a real type, no finite float that overflows the target
+(``float8_e4m3fn`` cannot hold 1e6, ``bfloat16`` not 1e300), and NaN or infinities only
+into types that have them; rounding to the nearest representable float is fine. Anything
+else raises ``InvalidArgumentError`` unless the caller asks for ``cast=True``, which
+converts as numpy's ``astype`` does (wrapping, truncating, saturating). Execute arguments
+given as Python numbers follow the same rule with the parameter's dtype.
 
 Buffer-protocol objects other than numpy arrays are never converted: with ``dtype=`` their
 format must be that dtype (any byte order) or raw bytes (``"B"``, ``"b"``, ``"c"``), which
@@ -25,10 +27,9 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Sequence
 from typing import Any
 
-from ._dtypes import ALL, DType, _lookup, bool_, complex128, float64, from_format, int64
+from ._dtypes import ALL, DType, _lookup, from_code, from_format
 from ._errors import InvalidArgumentError
 
 __all__ = ["as_host"]
@@ -118,107 +119,6 @@ def _from_buffer(obj: object, want: DType) -> tuple[object, DType, tuple[int, ..
     return mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv, want, shape
 
 
-_KIND_ORDER = {bool: "bool", int: "int", float: "float", complex: "complex"}
-
-
-def _leaf_kind(x: object) -> str:
-    t = type(x)
-    if t in _KIND_ORDER:
-        return _KIND_ORDER[t]
-    np = _numpy()
-    if np is not None and isinstance(x, np.generic):
-        if isinstance(x, np.bool_):
-            return "bool"
-        if isinstance(x, np.integer):
-            return "int"
-        if isinstance(x, np.floating):
-            return "float"
-        if isinstance(x, np.complexfloating):
-            return "complex"
-    if isinstance(x, bool):
-        return "bool"
-    if isinstance(x, int):
-        return "int"
-    if isinstance(x, float):
-        return "float"
-    if isinstance(x, complex):
-        return "complex"
-    return ""
-
-
-def _flatten(obj: Sequence[Any]) -> tuple[list[Any], tuple[int, ...]]:
-    """Leaves in C order and the shape of a rectangular nested list/tuple."""
-    shape: list[int] = []
-    level: list[Any] = [obj]
-    depth = 0
-    while True:
-        lens = set()
-        seqs = 0
-        for item in level:
-            if isinstance(item, (list, tuple)):
-                seqs += 1
-                lens.add(len(item))
-        if seqs == 0:
-            break
-        if seqs != len(level) or len(lens) != 1:
-            raise InvalidArgumentError(
-                f"the nested list is ragged at depth {depth}: it mixes lists of different"
-                " lengths, or lists and numbers; rpjrt needs a rectangular list"
-            )
-        n = lens.pop()
-        shape.append(n)
-        level = [x for item in level for x in item]
-        depth += 1
-        if n == 0:
-            break
-    return level, tuple(shape)
-
-
-def _int_range(d: DType) -> tuple[int, int]:
-    if d.kind == "b":
-        return 0, 1
-    if d.kind == "i":
-        return -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
-    return 0, (1 << d.bits) - 1
-
-
-def _check_values(leaves: list[Any], kinds: set[str], want: DType) -> None:
-    """Refuses values that `want` cannot hold exactly (see the module doc)."""
-    if "complex" in kinds and want.kind != "c":
-        raise InvalidArgumentError(
-            f"complex values cannot be stored as {want.name}; pass cast=True to drop the"
-            " imaginary part"
-        )
-    if want.kind in ("i", "u", "b"):
-        if "float" in kinds:
-            raise InvalidArgumentError(
-                f"float values cannot be stored as {want.name} without rounding; convert them"
-                " first or pass cast=True"
-            )
-        lo, hi = _int_range(want)
-        for x in leaves:
-            v = int(x)
-            if v < lo or v > hi:
-                raise InvalidArgumentError(
-                    f"{v} does not fit in {want.name} (range {lo}..{hi}); pass cast=True to"
-                    " wrap it as numpy's astype does"
-                )
-
-
-def _finfo(want: DType) -> Any:
-    """ml_dtypes.finfo of a floating dtype (it knows numpy's and ml_dtypes' types)."""
-    import ml_dtypes
-
-    finfo: Any = getattr(ml_dtypes, "finfo")
-    return finfo(want.numpy)
-
-
-def _overflow_limit(want: DType) -> float:
-    """The smallest magnitude that overflows `want` under round-to-nearest: max + ulp(max)/2."""
-    fi = _finfo(want)
-    return float(fi.max) + float(fi.eps) * 2.0 ** (int(fi.maxexp) - 1) / 2
-
-
 def _numpy_or_refuse(want: DType) -> Any:
     np = _numpy()
     if np is None:
@@ -226,8 +126,8 @@ def _numpy_or_refuse(want: DType) -> Any:
             import numpy as np
         except ImportError:
             raise InvalidArgumentError(
-                f"storing Python numbers as {want.name} needs numpy and ml_dtypes"
-                " (pip install 'rpjrt[numpy]')"
+                f"cast=True converts as numpy's astype does, so storing Python numbers as"
+                f" {want.name} with it needs numpy and ml_dtypes (pip install 'rpjrt[numpy]')"
             ) from None
     return np
 
@@ -235,83 +135,22 @@ def _numpy_or_refuse(want: DType) -> Any:
 def _from_python(
     obj: Any, want: DType | None, cast: bool = False
 ) -> tuple[object, DType, tuple[int, ...] | None]:
-    if isinstance(obj, (list, tuple)):
-        leaves, shape = _flatten(obj)
-    else:
-        leaves, shape = [obj], ()
-    kinds = {_leaf_kind(x) for x in leaves}
-    if "" in kinds:
-        bad = next(x for x in leaves if not _leaf_kind(x))
-        raise InvalidArgumentError(
-            f"cannot put a {type(bad).__name__} ({bad!r:.40}) on a device: a list must hold only"
-            " numbers (bool, int, float or complex)"
-        )
-    if want is None:
-        if len(kinds) > 1:
-            raise InvalidArgumentError(
-                "the list mixes " + " and ".join(sorted(kinds)) + " elements; make them one"
-                " kind, or pass dtype= to say what to store"
-            )
-        kind = kinds.pop() if kinds else "float"
-        want = {"bool": bool_, "int": int64, "float": float64, "complex": complex128}[kind]
-    if cast:
-        np = _numpy_or_refuse(want)
-        with np.errstate(all="ignore"):
-            src = np.asarray(leaves)
-            if src.dtype.kind == "c" and want.kind != "c":
-                src = src.real
-            arr = src.astype(want.numpy).reshape(shape)
-        return _from_numpy(arr, want)
-    _check_values(leaves, kinds, want)
-    if want.format is None:
-        np = _numpy_or_refuse(want)
-        if want.kind == "f":
-            try:
-                src = np.asarray([float(x) for x in leaves], dtype=np.float64)
-            except OverflowError:
-                raise InvalidArgumentError(
-                    f"an integer is too large for {want.name}; pass cast=True to saturate"
-                ) from None
-            with np.errstate(all="ignore"):
-                arr = src.astype(want.numpy)
-                back = arr.astype(np.float64)
-            # Overflow: beyond the largest finite value by half an ulp or more (types without
-            # inf saturate or give nan there), or a finite value that became inf/nan (e.g. a
-            # negative into float8_e8m0fnu).
-            bad = (np.abs(src) >= _overflow_limit(want)) | (
-                np.isfinite(src) & ~np.isfinite(back)
-            )
-            if bad.any():
-                v = src[bad][0]
-                raise InvalidArgumentError(
-                    f"{v!r} overflows {want.name} (largest finite value"
-                    f" {float(_finfo(want).max)!r}); pass cast=True to convert as"
-                    f" numpy's astype does (to {back[bad][0]!r})"
-                )
-            return _from_numpy(arr.reshape(shape), want)
-        ints = np.asarray([int(x) for x in leaves], dtype=np.int64)
-        return _from_numpy(ints.astype(want.numpy).reshape(shape), want)
-    if want.kind == "c":
-        fmt = "<" + want.format[1] * 2 * len(leaves)  # "Zf" -> pairs of "f"
-        flat: list[Any] = []
-        for x in leaves:
-            c = complex(x)
-            flat += (c.real, c.imag)
-        values: list[Any] = flat
-    else:
-        fmt = "<" + want.format * len(leaves)
-        values = [bool(x) if want.kind == "b" else x for x in leaves]
-        if want.kind in ("i", "u"):
-            values = [int(x) for x in values]
-        elif want.kind == "f":
-            values = [float(x) for x in values]
-    try:
-        data = struct.pack(fmt, *values)
-    except (struct.error, OverflowError) as e:
-        raise InvalidArgumentError(
-            f"a value does not fit in {want.name}: {e}; pass cast=True to convert as numpy does"
-        ) from None
-    return data, want, shape
+    from . import _rpjrt
+
+    if not cast:
+        # The one rule for numbers lives in the core (rpjrt::scalars::to_host).
+        data, code, shape = _rpjrt._python_to_host(obj, want)
+        return data, from_code(code), tuple(shape)
+    # cast=True: the core checks the shape and picks the type; numpy's astype converts.
+    shape, code = _rpjrt._python_shape(obj, want)
+    want = from_code(code)
+    np = _numpy_or_refuse(want)
+    with np.errstate(all="ignore"):
+        src = np.asarray(obj) if shape else np.asarray([obj])
+        if src.dtype.kind == "c" and want.kind != "c":
+            src = src.real
+        arr = src.astype(want.numpy).reshape(tuple(shape))
+    return _from_numpy(arr, want)
 
 
 def as_host(

@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize"]
 
 __version__: str
 
@@ -498,6 +498,12 @@ def _shard_assemble(
     device_ids: Sequence[int],
     spec: Sequence[Sequence[str]],
 ) -> bytes: ...
+def _shard_global_dims(
+    shard_dims: Sequence[int],
+    axes: Sequence[tuple[str, int]],
+    device_ids: Sequence[int],
+    spec: Sequence[Sequence[str]],
+) -> list[int]: ...
 
 @final
 class _Waiter:
@@ -521,6 +527,12 @@ def _element_types() -> list[
     """The element-type table: (name, code, bits, itemsize, kind, format, aliases, dlpack, ffi_code)."""
 def _element_type_from_name(name: str) -> tuple[int | None, str]:
     """The PJRT code `name` denotes, or (None, why not)."""
+def _python_to_host(obj: object, dtype: _DTypeLike | None = None) -> tuple[bytes, int, list[int]]:
+    """(bytes, element type code, shape) of a Python number or nested list of numbers, under
+    the core's rule for numbers (rpjrt::scalars::to_host)."""
+def _python_shape(obj: object, dtype: _DTypeLike | None = None) -> tuple[list[int], int]:
+    """(shape, element type code) of a Python number or nested list of numbers, checked but
+    not converted (the cast=True path)."""
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""
 
@@ -562,6 +574,14 @@ class TcpStore:
     def shutdown(self, grace: float = 0.0) -> bool: ...
 
 def _detect_launch_env() -> dict[str, Any]: ...
+def _initialize(
+    process_id: int | None,
+    num_processes: int | None,
+    coordinator: str | None,
+    token: str | None,
+    timeout: float,
+) -> tuple[dict[str, Any], TcpStore]:
+    """distributed.initialize: the resolved launch environment and the joined store."""
 def _first_host(list: str) -> str: ...
 
 @final

@@ -23,13 +23,12 @@ import this module.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ._errors import FailedPreconditionError, InvalidArgumentError
-from ._rpjrt import InMemoryStore, TcpStore, _detect_launch_env, _first_host
+from ._errors import FailedPreconditionError
+from ._rpjrt import InMemoryStore, TcpStore, _detect_launch_env, _first_host, _initialize
 
 __all__ = [
     "KvStore",
@@ -140,39 +139,14 @@ def initialize(
     ``RPJRT_TOKEN``). Otherwise :func:`detect` reads the launcher's variables, and
     ``coordinator``/``token`` override what it found.
     """
-    if (process_id is None) != (num_processes is None):
-        raise InvalidArgumentError("give both process_id and num_processes, or neither")
-    if process_id is not None and num_processes is not None:
-        if not 0 <= process_id < num_processes:
-            raise InvalidArgumentError(
-                f"process_id {process_id} is out of range for {num_processes} processes"
-            )
-        env = LaunchEnv(
-            process_id,
-            num_processes,
-            coordinator or os.environ.get("RPJRT_COORDINATOR") or None,
-            token if token is not None else os.environ.get("RPJRT_TOKEN"),
-            "explicit",
-        )
-    else:
-        found = detect()
-        env = LaunchEnv(
-            found.process_id,
-            found.num_processes,
-            coordinator or found.coordinator,
-            token if token is not None else found.token,
-            found.source,
-        )
-    if not env.coordinator:
-        raise InvalidArgumentError(
-            f"no coordinator address (launcher: {env.source}); pass coordinator='host:port' "
-            "or set RPJRT_COORDINATOR"
-        )
-    secret = env.token or ""
-    if env.process_id == 0:
-        store = TcpStore.host(env.coordinator, secret)
-    else:
-        store = TcpStore.connect(env.coordinator, secret, env.process_id, timeout)
+    d, store = _initialize(process_id, num_processes, coordinator, token, timeout)
+    env = LaunchEnv(
+        process_id=int(d["process_id"]),
+        num_processes=int(d["num_processes"]),
+        coordinator=d["coordinator"],
+        token=d["token"],
+        source=str(d["source"]),
+    )
     return Distributed(env, store)
 
 

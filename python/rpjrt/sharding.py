@@ -29,6 +29,7 @@ from ._rpjrt import (
     Device,
     Executable,
     _shard_assemble,
+    _shard_global_dims,
     _shard_split,
     _uses_shardy,
 )
@@ -155,11 +156,9 @@ def run_sharded(
     results = []
     for j, spec in enumerate(out_specs):
         by_pos = [outs[exe_ids.index(d)][j] for d in mesh.device_ids]
-        shard_shape = by_pos[0].shape
-        full = list(shard_shape)
-        for dim, names in enumerate(_spec(spec)):
-            for n in names:
-                full[dim] *= dict(mesh.axes).get(n, 1)
+        full = _shard_global_dims(
+            list(by_pos[0].shape), list(mesh.axes), list(mesh.device_ids), _spec(spec)
+        )
         results.append(gather(by_pos, mesh, spec, full))
     return results
 

@@ -293,11 +293,52 @@ pub fn distributed_from_py(
 #[pyfunction]
 pub fn _detect_launch_env(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let env = LaunchEnv::detect().pyerr()?;
+    env_dict(py, &env)
+}
+
+/// `distributed.initialize`: the launch environment (`LaunchEnv::resolve`) as a dict, and
+/// the job's store joined under it (`TcpStore::from_env`: process 0 hosts, the others
+/// connect, waiting up to `timeout` seconds).
+#[pyfunction]
+#[pyo3(signature = (process_id, num_processes, coordinator, token, timeout))]
+pub fn _initialize(
+    py: Python<'_>,
+    process_id: Option<i64>,
+    num_processes: Option<i64>,
+    coordinator: Option<String>,
+    token: Option<String>,
+    timeout: f64,
+) -> PyResult<(Bound<'_, PyDict>, PyTcpStore)> {
+    let count = |v: Option<i64>| -> PyResult<Option<usize>> {
+        v.map(|v| {
+            usize::try_from(v).map_err(|_| {
+                invalid(format!(
+                    "process_id {} is out of range for {} processes",
+                    process_id.unwrap_or(v),
+                    num_processes.unwrap_or(v)
+                ))
+            })
+        })
+        .transpose()
+    };
+    let t = secs(timeout, "timeout")?;
+    let env = LaunchEnv::resolve(
+        count(process_id)?,
+        count(num_processes)?,
+        coordinator,
+        token,
+    )
+    .pyerr()?;
+    let store = py.detach(|| TcpStore::from_env(&env, t)).pyerr()?;
+    Ok((env_dict(py, &env)?, PyTcpStore::wrap(store)))
+}
+
+fn env_dict<'py>(py: Python<'py>, env: &LaunchEnv) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("process_id", env.process_id)?;
     d.set_item("num_processes", env.num_processes)?;
-    d.set_item("coordinator", env.coordinator)?;
-    d.set_item("token", env.token)?;
+    d.set_item("coordinator", &env.coordinator)?;
+    d.set_item("token", &env.token)?;
     d.set_item("source", env.source.name())?;
     Ok(d)
 }

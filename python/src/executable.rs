@@ -4,7 +4,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyComplex, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use rpjrt::{ArraySpec, ExecuteOptions};
 
 use crate::buffer::PyBuffer;
@@ -76,11 +76,7 @@ impl PyExecutable {
                     let dev = wrap_device(py, &self.client, device.clone())?;
                     // Python numbers and lists take the parameter's type (as JAX's weak
                     // types do); arrays keep theirs and must match.
-                    let pythonic = a.is_instance_of::<PyList>()
-                        || a.is_instance_of::<PyTuple>()
-                        || a.is_instance_of::<PyFloat>()
-                        || a.is_instance_of::<PyInt>()
-                        || a.is_instance_of::<PyComplex>();
+                    let pythonic = crate::put::is_python_tree(&a);
                     let param = self.inner.parameters().and_then(|p| p.get(i));
                     let dtype = match (pythonic, param) {
                         (true, Some(spec)) => Some(dtype_obj(py, spec.element_type)?),

@@ -2,7 +2,7 @@
 //!
 //! A thin layer: conversion between Python and rpjrt values, the GIL released around every
 //! plugin call that can block, and one error-mapping point (`errors::to_py`). Discovery,
-//! dtypes, the exception classes and slow-path host conversions live in Python.
+//! dtypes, the exception classes and the numpy side of host conversions live in Python.
 
 mod aot;
 mod bench;
@@ -78,16 +78,20 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<distributed::PyInMemoryStore>()?;
     m.add_class::<distributed::PyTcpStore>()?;
     m.add_function(wrap_pyfunction!(distributed::_detect_launch_env, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_initialize, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::_first_host, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_uses_shardy, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_shard_global_dims, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_discover, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_pick_library, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
+    m.add_function(wrap_pyfunction!(put::_python_to_host, m)?)?;
+    m.add_function(wrap_pyfunction!(put::_python_shape, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
     ffi::add(m)?;
     m.add_function(wrap_pyfunction!(transfer::_put_streaming, m)?)?;

@@ -3,11 +3,15 @@
 //!
 //! Conversion only: a Python object becomes an `rpjrt::HostArray` (bytes, element type,
 //! dims, byte strides, byte order) and `rpjrt::Client::put` does the rest (checks, layout,
-//! gather, byte swapping, bool normalisation, fallible allocation).
+//! gather, byte swapping, bool normalisation, fallible allocation). Python numbers and
+//! nested lists become an `rpjrt::scalars::Nested` tree, which `rpjrt::scalars::to_host`
+//! checks and converts under the one rule for numbers.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyComplex, PyFloat, PyInt, PyList, PyTuple};
+use rpjrt::scalars::{Nested, Scalar, MAX_DEPTH};
 use rpjrt::{ByteOrder, CopyMode, ElementType, HostArray, HostData};
 
 use crate::buffer::PyBuffer;
@@ -131,7 +135,25 @@ pub fn put_with(
         return PyBuffer::wrap(py, out, &me);
     }
 
-    // 2. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
+    // 2. Python numbers and (nested) lists/tuples of them: the core's rule for numbers.
+    //    (numpy scalars at the top level keep numpy's dtype, in the adapter below.) Lists
+    //    and Python numbers have neither the buffer protocol nor DLPack, so they go first.
+    if !cast && is_plain_python_tree(obj) {
+        let tree = nested_from_py(obj)?;
+        let values = rpjrt::scalars::to_host(&tree, want).pyerr()?;
+        let array = values.into_host_array();
+        let b = py
+            .detach(|| match layout.as_deref() {
+                Some(m2m) => c
+                    .inner
+                    .put_array_with_layout(&array, m2m, &dev, mem.as_ref()),
+                None => c.inner.put(&array, &dev, mem.as_ref(), copy_mode(copy)),
+            })
+            .pyerr()?;
+        return wrap_put(py, b, &me);
+    }
+
+    // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
     if let Some(view) = HostView::get(obj) {
         if let Some((t, order)) = format_type(view.format(), view.itemsize()) {
             if want.is_none_or(|w| w == t) {
@@ -155,7 +177,7 @@ pub fn put_with(
         && obj.hasattr("__dlpack__")?
         && !obj.is_instance_of::<pyo3::types::PyType>()
     {
-        // 3. A DLPack producer without the buffer protocol (torch, jax, cupy...). numpy
+        // 4. A DLPack producer without the buffer protocol (torch, jax, cupy...). numpy
         //    arrays of ml_dtypes types get here too; numpy refuses to export those, and
         //    the adapter below handles them.
         match crate::dlpack::import(client, obj, &dev, copy) {
@@ -164,8 +186,8 @@ pub fn put_with(
         }
     }
 
-    // 4. Everything else goes through the Python adapter (numpy dtypes, lists, numbers,
-    //    raw bytes with dtype=...).
+    // 5. Everything else goes through the Python adapter (numpy dtypes, lossy casts of
+    //    numbers, raw bytes with dtype=...).
     let adapted = py
         .import("rpjrt._host")?
         .getattr("as_host")?
@@ -267,9 +289,206 @@ fn from_view(
         None => py.detach(|| rc.put(&array, dev, mem, mode)),
     }
     .pyerr()?;
+    wrap_put(py, b, client)
+}
+
+fn wrap_put(py: Python<'_>, b: rpjrt::Buffer, client: &Py<PyClient>) -> PyResult<Py<PyBuffer>> {
     if b.borrows_host() {
         PyBuffer::wrap_borrowing(py, b, client)
     } else {
         PyBuffer::wrap(py, b, client)
     }
+}
+
+/// Whether `obj` is a Python number (not a numpy scalar) or a list/tuple: what takes a
+/// parameter's element type as an execute argument (JAX's weak types) and goes through
+/// `rpjrt::scalars`.
+pub fn is_python_tree(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || obj.is_instance_of::<PyFloat>()
+        || obj.is_instance_of::<PyInt>()
+        || obj.is_instance_of::<PyComplex>()
+}
+
+/// [`is_python_tree`] without subclasses of the number types (numpy's float64 is a float).
+fn is_plain_python_tree(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyComplex>()
+}
+
+/// numpy's abstract scalar classes, when numpy is imported.
+struct NumpyScalars<'py> {
+    generic: Bound<'py, PyAny>,
+    bool_: Bound<'py, PyAny>,
+    integer: Bound<'py, PyAny>,
+    floating: Bound<'py, PyAny>,
+    complexfloating: Bound<'py, PyAny>,
+}
+
+impl<'py> NumpyScalars<'py> {
+    fn get(py: Python<'py>) -> PyResult<Option<NumpyScalars<'py>>> {
+        let modules = py.import("sys")?.getattr("modules")?;
+        let Ok(np) = modules.get_item("numpy") else {
+            return Ok(None);
+        };
+        Ok(Some(NumpyScalars {
+            generic: np.getattr("generic")?,
+            bool_: np.getattr("bool_")?,
+            integer: np.getattr("integer")?,
+            floating: np.getattr("floating")?,
+            complexfloating: np.getattr("complexfloating")?,
+        }))
+    }
+}
+
+/// A Python number or nested lists/tuples of numbers as the core's tree (conversion only;
+/// shape and values are checked by `rpjrt::scalars`). Leaves are bool, int, float, complex
+/// and numpy scalars; anything else is refused here, naming its type.
+pub fn nested_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Nested> {
+    let mut np = None;
+    to_nested(obj, 0, &mut np)
+}
+
+fn to_nested<'py>(
+    obj: &Bound<'py, PyAny>,
+    depth: usize,
+    np: &mut Option<Option<NumpyScalars<'py>>>,
+) -> PyResult<Nested> {
+    let items = |it: &mut dyn Iterator<Item = Bound<'py, PyAny>>,
+                 np: &mut Option<Option<NumpyScalars<'py>>>|
+     -> PyResult<Nested> {
+        if depth > MAX_DEPTH {
+            // Deeper than any rank: the core refuses the tree, so stop descending.
+            return Ok(Nested::List(Vec::new()));
+        }
+        let mut v = Vec::with_capacity(it.size_hint().0);
+        for x in it {
+            v.push(to_nested(&x, depth + 1, np)?);
+        }
+        Ok(Nested::List(v))
+    };
+    if let Ok(l) = obj.cast::<PyList>() {
+        return items(&mut l.iter(), np);
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return items(&mut t.iter(), np);
+    }
+    Ok(Nested::Scalar(scalar_from_py(obj, np)?))
+}
+
+fn scalar_from_py<'py>(
+    obj: &Bound<'py, PyAny>,
+    np: &mut Option<Option<NumpyScalars<'py>>>,
+) -> PyResult<Scalar> {
+    let py = obj.py();
+    if obj.is_exact_instance_of::<PyFloat>() {
+        return Ok(Scalar::Float(obj.extract()?));
+    }
+    if obj.is_exact_instance_of::<PyBool>() {
+        return Ok(Scalar::Bool(obj.extract()?));
+    }
+    if obj.is_exact_instance_of::<PyInt>() {
+        return int_from_py(obj);
+    }
+    let np = match np {
+        Some(np) => np,
+        None => np.insert(NumpyScalars::get(py)?),
+    };
+    if let Some(np) = np
+        .as_ref()
+        .filter(|n| obj.is_instance(&n.generic).unwrap_or(false))
+    {
+        if obj.is_instance(&np.bool_)? {
+            return Ok(Scalar::Bool(obj.is_truthy()?));
+        }
+        if obj.is_instance(&np.integer)? {
+            return int_from_py(&py.get_type::<PyInt>().call1((obj,))?);
+        }
+        if obj.is_instance(&np.floating)? {
+            return Ok(Scalar::Float(obj.extract()?));
+        }
+        if obj.is_instance(&np.complexfloating)? {
+            return complex_from_py(&py.get_type::<PyComplex>().call1((obj,))?);
+        }
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(Scalar::Bool(obj.is_truthy()?));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return int_from_py(&py.get_type::<PyInt>().call1((obj,))?);
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return Ok(Scalar::Float(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyComplex>() {
+        return complex_from_py(obj);
+    }
+    let repr: String = obj
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".into());
+    Err(invalid(format!(
+        "cannot put a {} ({}) on a device: a list must hold only numbers (bool, int, float or \
+         complex)",
+        obj.get_type().name()?,
+        repr.chars().take(40).collect::<String>()
+    )))
+}
+
+/// An exact Python int: `i128` where it fits, else its decimal text.
+fn int_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    if let Ok(v) = obj.extract::<i64>() {
+        return Ok(Scalar::Int(v.into()));
+    }
+    if let Ok(v) = obj.extract::<i128>() {
+        return Ok(Scalar::Int(v));
+    }
+    Ok(Scalar::BigInt(obj.str()?.to_string().into()))
+}
+
+fn complex_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    let c = obj.cast::<PyComplex>()?;
+    Ok(Scalar::Complex(c.real(), c.imag()))
+}
+
+/// `(bytes, element type code, shape)` of Python numbers or nested lists of them under
+/// the core's rule (`rpjrt.scalars.to_host`), for `rpjrt._host.as_host`.
+#[pyfunction]
+#[pyo3(signature = (obj, dtype = None))]
+pub fn _python_to_host<'py>(
+    obj: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyBytes>, i32, Vec<i64>)> {
+    let want = dtype.map(dtype_from_py).transpose()?;
+    let tree = nested_from_py(obj)?;
+    let v = rpjrt::scalars::to_host(&tree, want).pyerr()?;
+    Ok((
+        PyBytes::new(obj.py(), &v.bytes),
+        v.element_type.code(),
+        v.dims,
+    ))
+}
+
+/// `(shape, element type code)` of Python numbers or nested lists of them: the shape
+/// checks and the default type of `rpjrt.scalars` without converting values (for the
+/// lossy `cast=True` path, which converts as numpy's `astype` does).
+#[pyfunction]
+#[pyo3(signature = (obj, dtype = None))]
+pub fn _python_shape(
+    obj: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Vec<i64>, i32)> {
+    let want = dtype.map(dtype_from_py).transpose()?;
+    let tree = nested_from_py(obj)?;
+    let (leaves, dims) = rpjrt::scalars::flatten(&tree).pyerr()?;
+    let t = match want {
+        Some(t) => t,
+        None => rpjrt::scalars::default_element_type(&leaves).pyerr()?,
+    };
+    Ok((dims, t.code()))
 }

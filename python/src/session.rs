@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use rpjrt::{Session, SessionProgram, SlotState, SlotValue};
 
 use crate::buffer::PyBuffer;
@@ -38,11 +38,7 @@ fn slot_value(
     if let Ok(b) = value.cast::<PyBuffer>() {
         return Ok(SlotValue::Buffer(Arc::clone(b.get().arc())));
     }
-    let pythonic = value.is_instance_of::<PyList>()
-        || value.is_instance_of::<PyTuple>()
-        || value.is_instance_of::<PyFloat>()
-        || value.is_instance_of::<PyInt>()
-        || value.is_instance_of::<PyComplex>();
+    let pythonic = crate::put::is_python_tree(value);
     let dtype = match session.filter(|_| pythonic) {
         Some(session) => session
             .slots()

@@ -63,3 +63,15 @@ pub fn _shard_assemble<'py>(
         .pyerr()?;
     Ok(PyBytes::new(py, &full))
 }
+
+/// The global dims of an array whose shards have `shard_dims` (`sharding::global_dims`).
+#[pyfunction]
+pub fn _shard_global_dims(
+    shard_dims: Vec<i64>,
+    axes: Vec<(String, usize)>,
+    device_ids: Vec<i64>,
+    spec: PartitionSpec,
+) -> PyResult<Vec<i64>> {
+    let m = mesh(axes, device_ids)?;
+    sharding::global_dims(&m, &spec, &shard_dims).pyerr()
+}

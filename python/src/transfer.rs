@@ -152,7 +152,7 @@ pub fn _create_error_buffer(
     memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBuffer>> {
     let t = dtype_from_py(dtype)?;
-    let c = code_from_name(code)?;
+    let c = rpjrt::Code::from_name(code).pyerr()?;
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
     let b = py
@@ -162,22 +162,6 @@ pub fn _create_error_buffer(
         })
         .pyerr()?;
     PyBuffer::wrap(py, b, &client.clone().unbind())
-}
-
-/// An error code by its name ("INTERNAL", "DATA_LOSS", ...).
-fn code_from_name(code: &str) -> PyResult<rpjrt::Code> {
-    if code == "UNKNOWN" {
-        Some(rpjrt::Code::Unknown)
-    } else {
-        (1..=16)
-            .map(rpjrt::Code::from_raw)
-            .find(|c| *c != rpjrt::Code::Unknown && c.name() == code)
-    }
-    .ok_or_else(|| {
-        invalid(format!(
-            "unknown error code {code:?} (use a name such as \"INTERNAL\")"
-        ))
-    })
 }
 
 /// The promise that completes an alias buffer (rpjrt::AliasFulfiller): `fulfill(buffer)`
@@ -212,7 +196,7 @@ impl PyAliasFulfiller {
     /// Completes the alias with an error: using the alias raises `code` (a name such as
     /// "INTERNAL") with `message`.
     fn fail(&self, py: Python<'_>, code: &str, message: &str) -> PyResult<()> {
-        let c = code_from_name(code)?;
+        let c = rpjrt::Code::from_name(code).pyerr()?;
         let f = self.take()?;
         py.detach(|| f.fail(c, message)).pyerr()
     }

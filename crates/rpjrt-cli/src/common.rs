@@ -248,13 +248,17 @@ pub fn find_plugin(spec: Option<&str>) -> Result<PluginInfo, CliError> {
 /// loader's reason and what to install.
 pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError> {
     let candidates = candidates(spec)?;
-    let mut errors = Vec::new();
-    for info in candidates {
-        match Plugin::load(&info.path) {
-            Ok(p) => return Ok((p, info)),
-            Err(e) => errors.push(explain(&e, None)),
+    let errors: Vec<String> = match rpjrt::discovery::first_that_opens(
+        candidates,
+        |info| info.name.clone(),
+        |info| Plugin::load(&info.path).map(|p| (p, info.clone())),
+    ) {
+        Ok((found, _skipped)) => return Ok(found),
+        Err(rpjrt::discovery::OpenFailure::One(e)) => vec![explain(&e, None)],
+        Err(rpjrt::discovery::OpenFailure::All(all)) => {
+            all.iter().map(|(_, e)| explain(e, None)).collect()
         }
-    }
+    };
     let want = spec
         .map(str::to_string)
         .or_else(|| std::env::var("RPJRT_PLUGIN").ok());

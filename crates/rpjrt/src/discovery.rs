@@ -481,50 +481,50 @@ pub fn open_first(
     options: &ClientOptions,
     mut create: impl FnMut(&crate::Plugin, &ClientOptions) -> Result<crate::Client>,
 ) -> Result<Opened> {
-    let total = candidates.len();
-    let mut skipped: Vec<(PluginInfo, Error)> = Vec::new();
-    for (index, info) in candidates.into_iter().enumerate() {
-        let attempt = crate::Plugin::load(&info.path).and_then(|plugin| {
-            let mut merged = options.clone();
-            for (name, value) in info.options.iter().flat_map(|o| o.entries()) {
-                if !options.entries().iter().any(|(n, _)| n == name) {
-                    merged = merged.set(name.clone(), value.clone());
-                }
+    let describe =
+        |(_, info): &(usize, PluginInfo)| format!("{} ({})", info.name, info.path.display());
+    let open = |(_, info): &(usize, PluginInfo)| {
+        let plugin = crate::Plugin::load(&info.path)?;
+        let mut merged = options.clone();
+        for (name, value) in info.options.iter().flat_map(|o| o.entries()) {
+            if !options.entries().iter().any(|(n, _)| n == name) {
+                merged = merged.set(name.clone(), value.clone());
             }
-            create(&plugin, &merged).map(|client| (plugin, client))
-        });
-        match attempt {
-            Ok((plugin, client)) => {
-                return Ok(Opened {
-                    client,
-                    plugin,
-                    info,
-                    index,
-                    skipped,
-                })
-            }
-            Err(e) => skipped.push((info, e)),
+        }
+        create(&plugin, &merged).map(|client| (plugin, client))
+    };
+    let indexed: Vec<(usize, PluginInfo)> = candidates.into_iter().enumerate().collect();
+    let mut skipped_infos = indexed.clone();
+    match first_that_opens(indexed, describe, open) {
+        Ok(((plugin, client), failures)) => {
+            let index = failures.len();
+            let info = skipped_infos.swap_remove(index).1;
+            skipped_infos.truncate(index);
+            let skipped = skipped_infos
+                .into_iter()
+                .zip(failures)
+                .map(|((_, info), (_, e))| (info, e))
+                .collect();
+            Ok(Opened {
+                client,
+                plugin,
+                info,
+                index,
+                skipped,
+            })
+        }
+        Err(OpenFailure::One(e)) => Err(e),
+        Err(all) => {
+            let path = skipped_infos
+                .first()
+                .map(|(_, i)| i.path.clone())
+                .unwrap_or_default();
+            Err(Error::PluginLoad {
+                path,
+                reason: all.message(),
+            })
         }
     }
-    if total == 1 || skipped.len() == 1 {
-        return Err(skipped
-            .pop()
-            .map(|(_, e)| e)
-            .unwrap_or_else(|| Error::invalid("no plugin to try")));
-    }
-    let mut reason = String::from("no plugin could be used");
-    for (i, (info, e)) in skipped.iter().enumerate() {
-        let lead = if i == 0 { ";" } else { "\n  also tried" };
-        reason.push_str(&format!(
-            "{lead} {} ({}): {e}",
-            info.name,
-            info.path.display()
-        ));
-    }
-    Err(Error::PluginLoad {
-        path: skipped[0].0.path.clone(),
-        reason,
-    })
 }
 
 /// The discovery itself: a search path and what it found there.
@@ -1017,9 +1017,94 @@ fn merge(found: Vec<PluginInfo>) -> Vec<PluginInfo> {
     out
 }
 
+/// Why [`first_that_opens`] found nothing.
+#[derive(Debug)]
+pub enum OpenFailure<E> {
+    /// There was one candidate; its error.
+    One(E),
+    /// Every one of several candidates failed: `(what, error)` in the order tried.
+    All(Vec<(String, E)>),
+}
+
+impl<E: std::fmt::Display> OpenFailure<E> {
+    /// One message naming every failure: `no plugin could be used; A: why` and an
+    /// `also tried B: why` line for each other candidate.
+    pub fn message(&self) -> String {
+        match self {
+            OpenFailure::One(e) => e.to_string(),
+            OpenFailure::All(failures) => {
+                let mut it = failures.iter();
+                let mut msg = match it.next() {
+                    Some((what, e)) => format!("no plugin could be used; {what}: {e}"),
+                    None => "no plugin to try".to_string(),
+                };
+                for (what, e) in it {
+                    msg.push_str(&format!("\n  also tried {what}: {e}"));
+                }
+                msg
+            }
+        }
+    }
+}
+
+/// What [`first_that_opens`] returns: the opened value and the `(what, error)` of each
+/// candidate skipped before it, or why nothing opened.
+pub type OpenResult<T, E> = std::result::Result<(T, Vec<(String, E)>), OpenFailure<E>>;
+
+/// Opens the first candidate (a discovered plugin, in [`Discovery::candidates`] order) that
+/// `open` accepts, and returns it with the failures of the candidates tried before it
+/// (`(describe(candidate), error)`, for the caller to report as skipped). When all fail,
+/// [`OpenFailure`] says why: the one error, or every failure in order.
+pub fn first_that_opens<C, T, E>(
+    candidates: impl IntoIterator<Item = C>,
+    describe: impl Fn(&C) -> String,
+    mut open: impl FnMut(&C) -> std::result::Result<T, E>,
+) -> OpenResult<T, E> {
+    let mut failures = Vec::new();
+    for c in candidates {
+        match open(&c) {
+            Ok(t) => return Ok((t, failures)),
+            Err(e) => failures.push((describe(&c), e)),
+        }
+    }
+    match failures.len() {
+        1 => Err(OpenFailure::One(failures.remove(0).1)),
+        _ => Err(OpenFailure::All(failures)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_that_opens_falls_back_and_reports() {
+        let names = ["a", "b", "c"];
+        let (got, skipped) = first_that_opens(
+            names,
+            |n| n.to_string(),
+            |n| if *n == "b" { Ok(2) } else { Err("no") },
+        )
+        .unwrap();
+        assert_eq!(got, 2);
+        assert_eq!(skipped, vec![("a".to_string(), "no")]);
+        match first_that_opens(["x"], |n| n.to_string(), |_| Err::<(), _>("bad file")) {
+            Err(OpenFailure::One(e)) => assert_eq!(e, "bad file"),
+            other => panic!("{other:?}"),
+        }
+        let all = first_that_opens(names, |n| n.to_string(), |n| Err::<(), _>(format!("{n}!")));
+        let Err(f) = all else { panic!() };
+        assert_eq!(
+            f.message(),
+            "no plugin could be used; a: a!\n  also tried b: b!\n  also tried c: c!"
+        );
+        let none = first_that_opens(
+            Vec::<&str>::new(),
+            |n| n.to_string(),
+            |_| Ok::<(), &str>(()),
+        );
+        assert_eq!(none.unwrap_err().message(), "no plugin to try");
+    }
 
     fn fake_lib(p: &Path) {
         fs::create_dir_all(p.parent().unwrap()).unwrap();

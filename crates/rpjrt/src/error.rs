@@ -104,6 +104,24 @@ impl Code {
         }
     }
 
+    /// The code named `name` (the upper-case name [`Code::name`] gives, e.g. `INTERNAL`),
+    /// or an error listing the names.
+    pub fn from_name(name: &str) -> Result<Code> {
+        (1..=16)
+            .map(Code::from_raw)
+            .chain([Code::Unknown])
+            .find(|c| c.name() == name)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown error code {name:?} (use a name such as \"INTERNAL\"; known: {})",
+                    (1..=16)
+                        .map(|n| Code::from_raw(n).name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
     /// The upper-case name used by PJRT and absl, e.g. `INVALID_ARGUMENT`.
     pub fn name(self) -> &'static str {
         match self {
@@ -247,5 +265,18 @@ mod tests {
             assert_eq!(c.number(), n, "{c:?}");
         }
         assert_eq!(Code::from_raw(99), Code::Unknown);
+    }
+
+    #[test]
+    fn code_names_round_trip() {
+        for n in 1..=16 {
+            let c = Code::from_raw(n);
+            assert_eq!(Code::from_name(c.name()).unwrap(), c);
+        }
+        let e = Code::from_name("internal").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown error code \"internal\"") && e.contains("INTERNAL"),
+            "{e}"
+        );
     }
 }

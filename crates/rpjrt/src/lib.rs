@@ -53,6 +53,7 @@ mod options;
 mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+pub mod scalars;
 mod screen;
 mod session;
 pub mod sharding;

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use crate::dtype::{element_count, ElementType};
 use crate::error::{Error, Result};
+use crate::scalars;
 
 /// A dense, row-major host array: element type, dimensions and little-endian bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -506,7 +507,8 @@ pub(crate) fn write_npz_members(path: &Path, members: &[(String, Vec<u8>)]) -> R
 /// Parses a literal: a number (`1.5`, `-3`, `true`) or nested lists (`[[1,2],[3,4]]`),
 /// with an optional `:TYPE` suffix (`[1,2,3]:f32`, `7:int8`). Without a suffix the type is
 /// `default` when given, else float32 for numbers with a `.`/`e`, int32 for integers and
-/// bool for `true`/`false`.
+/// bool for `true`/`false`. Values follow the one rule for numbers
+/// ([`crate::scalars::to_host`]): in range, no float into an integer type, no overflow.
 pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> {
     let text = text.trim();
     let (body, ty) = match text.rsplit_once(':') {
@@ -516,21 +518,73 @@ pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> 
     let mut dims = Vec::new();
     let mut values = Vec::new();
     parse_nested(body.trim(), 0, &mut dims, &mut values)?;
+    let leaves = values
+        .iter()
+        .map(|v| token_scalar(v))
+        .collect::<Result<Vec<_>>>()?;
     let ty = match ty.or(default) {
         Some(t) => t,
         None => {
             if values.iter().all(|v| v == "true" || v == "false") && !values.is_empty() {
                 ElementType::Pred
-            } else if values.iter().any(|v| v.contains(['.', 'e', 'E', 'n', 'i'])) {
+            } else if leaves
+                .iter()
+                .any(|s| matches!(s, scalars::Scalar::Float(_)))
+            {
                 ElementType::F32
             } else {
                 ElementType::S32
             }
         }
     };
-    let mut data = Vec::new();
-    for v in &values {
-        encode(ty, v, &mut data)?;
+    dense_array(&leaves, dims, ty)
+}
+
+/// One literal token as a scalar: `true`/`false`, an integer (any size), or a float
+/// (`nan`, `inf` and `-inf` included).
+fn token_scalar(v: &str) -> Result<scalars::Scalar> {
+    use scalars::Scalar as S;
+    Ok(match v {
+        "true" => S::Bool(true),
+        "false" => S::Bool(false),
+        "nan" => S::Float(f64::NAN),
+        "inf" | "+inf" => S::Float(f64::INFINITY),
+        "-inf" => S::Float(f64::NEG_INFINITY),
+        _ => {
+            if let Ok(i) = v.parse::<i128>() {
+                S::Int(i)
+            } else if !v.is_empty()
+                && v.trim_start_matches(['-', '+'])
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+                && v.len() > 1
+            {
+                S::BigInt(v.trim_start_matches('+').into())
+            } else {
+                S::Float(
+                    v.parse::<f64>()
+                        .map_err(|_| Error::invalid(format!("{v:?} is not a number")))?,
+                )
+            }
+        }
+    })
+}
+
+/// The [`Array`] of scalars under the one rule for numbers (sub-byte types packed,
+/// little-endian).
+fn dense_array(leaves: &[scalars::Scalar], dims: Vec<i64>, ty: ElementType) -> Result<Array> {
+    let v = scalars::values_to_host(leaves, dims.clone(), Some(ty))?;
+    let mut data = if ty.is_sub_byte() {
+        crate::dtype::pack_sub_byte(ty, &v.bytes)
+    } else {
+        v.bytes
+    };
+    if cfg!(target_endian = "big") {
+        let unit = match ty.kind() {
+            crate::dtype::ElementKind::Complex => ty.host_itemsize() / 2,
+            _ => ty.host_itemsize(),
+        };
+        data.chunks_exact_mut(unit.max(1)).for_each(|c| c.reverse());
     }
     Array::new(ty, dims, data)
 }
@@ -590,68 +644,6 @@ fn parse_nested(s: &str, depth: usize, dims: &mut Vec<i64>, out: &mut Vec<String
     Ok(())
 }
 
-fn encode(ty: ElementType, v: &str, out: &mut Vec<u8>) -> Result<()> {
-    use ElementType as T;
-    let bad = || Error::invalid(format!("{v:?} is not a valid {ty} value"));
-    let float = || -> Result<f64> {
-        match v {
-            "true" => Ok(1.0),
-            "false" => Ok(0.0),
-            "nan" => Ok(f64::NAN),
-            "inf" => Ok(f64::INFINITY),
-            "-inf" => Ok(f64::NEG_INFINITY),
-            _ => v.parse::<f64>().map_err(|_| bad()),
-        }
-    };
-    let int = || -> Result<i128> {
-        match v {
-            "true" => Ok(1),
-            "false" => Ok(0),
-            _ => v.parse::<i128>().map_err(|_| bad()),
-        }
-    };
-    macro_rules! int_as {
-        ($t:ty) => {{
-            let x = <$t>::try_from(int()?)
-                .map_err(|_| Error::invalid(format!("{v} does not fit in {ty}")))?;
-            out.extend_from_slice(&x.to_le_bytes());
-        }};
-    }
-    match ty {
-        T::Pred => out.push(match v {
-            "true" | "1" => 1,
-            "false" | "0" => 0,
-            _ => return Err(bad()),
-        }),
-        T::S8 => int_as!(i8),
-        T::S16 => int_as!(i16),
-        T::S32 => int_as!(i32),
-        T::S64 => int_as!(i64),
-        T::U8 => int_as!(u8),
-        T::U16 => int_as!(u16),
-        T::U32 => int_as!(u32),
-        T::U64 => int_as!(u64),
-        T::F16 => out.extend_from_slice(&f32_to_f16(float()? as f32).to_le_bytes()),
-        T::BF16 => out.extend_from_slice(&f32_to_bf16(float()? as f32).to_le_bytes()),
-        T::F32 => out.extend_from_slice(&(float()? as f32).to_le_bytes()),
-        T::F64 => out.extend_from_slice(&float()?.to_le_bytes()),
-        T::C64 => {
-            out.extend_from_slice(&(float()? as f32).to_le_bytes());
-            out.extend_from_slice(&0f32.to_le_bytes());
-        }
-        T::C128 => {
-            out.extend_from_slice(&float()?.to_le_bytes());
-            out.extend_from_slice(&0f64.to_le_bytes());
-        }
-        other => {
-            return Err(Error::invalid(format!(
-                "literals of {other} are not supported; use a numpy type"
-            )))
-        }
-    }
-    Ok(())
-}
-
 /// Random values of a type and shape: floats in [-1, 1), integers in [0, 10), random
 /// bools, from a small deterministic generator seeded by `seed`.
 pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
@@ -665,20 +657,25 @@ pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let mut data = Vec::new();
-    use ElementType as T;
+    use crate::dtype::ElementKind as K;
+    use scalars::Scalar as S;
+    let (_, hi) = scalars::int_range(ty);
+    let mut leaves = Vec::new();
+    leaves
+        .try_reserve_exact(n)
+        .map_err(|_| Error::ResourceExhausted(format!("{n} random values")))?;
     for _ in 0..n {
         let r = next();
-        let text = match ty {
-            T::Pred => (if r & 1 == 1 { "true" } else { "false" }).to_string(),
-            T::F16 | T::BF16 | T::F32 | T::F64 | T::C64 | T::C128 => {
-                format!("{}", (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0)
+        leaves.push(match ty.kind() {
+            K::Bool => S::Bool(r & 1 == 1),
+            K::Float | K::Complex if ty == ElementType::F8E8M0FNU => {
+                S::Float(2f64.powi((r % 8) as i32 - 4))
             }
-            _ => format!("{}", r % 10),
-        };
-        encode(ty, &text, &mut data)?;
+            K::Float | K::Complex => S::Float((r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0),
+            _ => S::Int(i128::from(r % 10) % (hi + 1).max(1)),
+        });
     }
-    Array::new(ty, dims.to_vec(), data)
+    dense_array(&leaves, dims.to_vec(), ty)
 }
 
 /// IEEE half to single precision.
@@ -737,15 +734,6 @@ pub fn f32_to_f16(x: f32) -> u16 {
         v += 1;
     }
     sign | v as u16
-}
-
-fn f32_to_bf16(x: f32) -> u16 {
-    let b = x.to_bits();
-    if x.is_nan() {
-        return ((b >> 16) | 0x40) as u16;
-    }
-    let round = 0x7fff + ((b >> 16) & 1);
-    (b.wrapping_add(round) >> 16) as u16
 }
 
 #[cfg(test)]
@@ -814,6 +802,17 @@ mod tests {
     }
 
     #[test]
+    fn random_values_for_every_type() {
+        for &t in ElementType::ALL {
+            if t == ElementType::Token {
+                continue;
+            }
+            let a = random(t, &[3, 5], 1).unwrap();
+            assert_eq!(a.data.len(), t.dense_byte_size(15).unwrap(), "{t}");
+        }
+    }
+
+    #[test]
     fn literals() {
         let a = parse_literal("[[1, 2], [3, 4]]:f32", None).unwrap();
         assert_eq!(a.element_type, ElementType::F32);
@@ -839,6 +838,32 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("does not fit"));
+        // The one rule for numbers: no float into an integer type, no overflow, and the
+        // types numpy lacks (packed when sub-byte).
+        let e = parse_literal("[1, 2.0]:int8", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("without rounding"), "{e}");
+        let e = parse_literal("1e300:float16", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("overflows float16"), "{e}");
+        let a = parse_literal("[1, -2, 7]:int4", None).unwrap();
+        assert_eq!(a.data, vec![0xE1, 0x07]);
+        let a = parse_literal("[1.5, 448]:f8e4m3fn", None).unwrap();
+        assert_eq!(a.data, vec![0x3C, 0x7E]);
+        let a = parse_literal("[1, 0.5]", Some(ElementType::BF16)).unwrap();
+        assert_eq!(a.data, [0x3F80u16, 0x3F00].map(u16::to_le_bytes).concat());
+        let e = parse_literal("123456789012345678901234567890123456789012", None).unwrap_err();
+        assert!(e.to_string().contains("does not fit in int32"), "{e}");
+        assert!(parse_literal("[1, x]", None)
+            .unwrap_err()
+            .to_string()
+            .contains("\"x\" is not a number"));
+        assert_eq!(
+            parse_literal("[nan, -inf]", None).unwrap().element_type,
+            ElementType::F32
+        );
         assert!(parse_literal("[1,2", None).is_err());
         assert!(parse_literal("x:f32", None).is_err());
         assert!(parse_literal("1:nosuchtype", None).is_err());

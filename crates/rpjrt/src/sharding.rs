@@ -201,6 +201,32 @@ pub fn shard_layout(mesh: &Mesh, spec: &PartitionSpec, dims: &[i64]) -> Result<S
     Ok(ShardLayout { shard_dims, blocks })
 }
 
+/// The global dims of an array whose shards (one per mesh position, laid out by `spec`)
+/// have `shard_dims`: [`shard_layout`]'s inverse. Each dimension grows by the sizes of the
+/// mesh axes the spec splits it along; axes the mesh lacks, or named twice, are errors.
+pub fn global_dims(mesh: &Mesh, spec: &PartitionSpec, shard_dims: &[i64]) -> Result<Vec<i64>> {
+    let mut full = shard_dims.to_vec();
+    for (d, names) in spec.iter().enumerate() {
+        for name in names {
+            let n = mesh.axes[mesh.axis(name)?].1 as i64;
+            let dim = full.get_mut(d).ok_or_else(|| {
+                Error::invalid(format!(
+                    "the partition spec has {} entries, but the shards have {} dimensions",
+                    spec.len(),
+                    shard_dims.len()
+                ))
+            })?;
+            *dim = dim.checked_mul(n).ok_or_else(|| {
+                Error::invalid(format!("dimension {d} overflows when multiplied by {n}"))
+            })?;
+        }
+    }
+    // The same checks as splitting (axes used twice, even splits), on the result.
+    let back = shard_layout(mesh, spec, &full)?;
+    debug_assert_eq!(back.shard_dims, shard_dims);
+    Ok(full)
+}
+
 fn check_host(element_type: ElementType, dims: &[i64], len: usize) -> Result<usize> {
     if element_type.is_sub_byte() {
         return Err(Error::invalid(format!(
@@ -345,6 +371,27 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn global_dims_invert_the_layout() {
+        let m = Mesh::new(&[("x", 2), ("y", 3)], &[0, 1, 2, 3, 4, 5]).unwrap();
+        let spec: PartitionSpec = vec![vec!["x".into()], vec![], vec!["y".into(), "x".into()]];
+        let spec2: PartitionSpec = vec![vec!["x".into()], vec!["y".into()]];
+        assert_eq!(global_dims(&m, &spec2, &[4, 5]).unwrap(), vec![8, 15]);
+        assert_eq!(
+            shard_layout(&m, &spec2, &[8, 15]).unwrap().shard_dims,
+            vec![4, 5]
+        );
+        let e = global_dims(&m, &spec, &[1, 2, 3]).unwrap_err().to_string();
+        assert!(e.contains("twice"), "{e}");
+        assert_eq!(global_dims(&m, &vec![], &[7]).unwrap(), vec![7]);
+        let e = global_dims(&m, &vec![vec!["z".into()]], &[1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"z\""), "{e}");
+        let e = global_dims(&m, &spec2, &[4]).unwrap_err().to_string();
+        assert!(e.contains("2 entries"), "{e}");
+    }
 
     fn spec(v: &[&[&str]]) -> PartitionSpec {
         v.iter()

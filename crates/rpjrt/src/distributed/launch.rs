@@ -107,6 +107,60 @@ impl LaunchEnv {
         Ok(self)
     }
 
+    /// The launch environment of `initialize`-style arguments, reading this process's
+    /// environment; see [`LaunchEnv::resolve_from`].
+    pub fn resolve(
+        process_id: Option<usize>,
+        num_processes: Option<usize>,
+        coordinator: Option<String>,
+        token: Option<String>,
+    ) -> Result<LaunchEnv> {
+        LaunchEnv::resolve_from(
+            |name| std::env::var(name).ok().filter(|v| !v.is_empty()),
+            process_id,
+            num_processes,
+            coordinator,
+            token,
+        )
+    }
+
+    /// The launch environment of `initialize`-style arguments: with `process_id` and
+    /// `num_processes` both given, those (checked; source [`LaunchSource::Explicit`]) with
+    /// the coordinator and token defaulting to `RPJRT_COORDINATOR` and `RPJRT_TOKEN`;
+    /// with neither, what [`LaunchEnv::detect_from`] finds, `coordinator` and `token`
+    /// overriding it. One without the other is an error. An empty `coordinator` counts as
+    /// none.
+    pub fn resolve_from(
+        get: impl Fn(&str) -> Option<String>,
+        process_id: Option<usize>,
+        num_processes: Option<usize>,
+        coordinator: Option<String>,
+        token: Option<String>,
+    ) -> Result<LaunchEnv> {
+        let coordinator = coordinator.filter(|c| !c.is_empty());
+        match (process_id, num_processes) {
+            (Some(p), Some(n)) => LaunchEnv::explicit(
+                p,
+                n,
+                coordinator.or_else(|| get("RPJRT_COORDINATOR")),
+                token.or_else(|| get("RPJRT_TOKEN")),
+            ),
+            (None, None) => {
+                let mut env = LaunchEnv::detect_from(get)?;
+                if coordinator.is_some() {
+                    env.coordinator = coordinator;
+                }
+                if token.is_some() {
+                    env.token = token;
+                }
+                Ok(env)
+            }
+            _ => Err(Error::invalid(
+                "give both process_id and num_processes, or neither",
+            )),
+        }
+    }
+
     /// Reads the environment of this process; see [`LaunchEnv::detect_from`].
     pub fn detect() -> Result<LaunchEnv> {
         LaunchEnv::detect_from(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
@@ -501,6 +555,52 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         LaunchEnv::detect_from(move |k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn resolve_takes_arguments_then_the_environment() {
+        let vars: HashMap<String, String> = [
+            ("RPJRT_COORDINATOR", "h:1"),
+            ("RPJRT_TOKEN", "tok"),
+            ("RANK", "1"),
+            ("WORLD_SIZE", "4"),
+            ("MASTER_ADDR", "m"),
+            ("MASTER_PORT", "100"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let get = |k: &str| vars.get(k).cloned();
+        let e = LaunchEnv::resolve_from(get, Some(0), Some(2), None, None).unwrap();
+        assert_eq!(e.source, LaunchSource::Explicit);
+        assert_eq!((e.process_id, e.num_processes), (0, 2));
+        assert_eq!(
+            (e.coordinator.as_deref(), e.token.as_deref()),
+            (Some("h:1"), Some("tok"))
+        );
+        let e = LaunchEnv::resolve_from(get, Some(1), Some(2), Some("c:2".into()), Some("".into()))
+            .unwrap();
+        assert_eq!(
+            (e.coordinator.as_deref(), e.token.as_deref()),
+            (Some("c:2"), Some(""))
+        );
+        let e = LaunchEnv::resolve_from(get, None, None, Some("".into()), None).unwrap();
+        assert_eq!(e.source, LaunchSource::Torchrun);
+        assert_eq!((e.process_id, e.num_processes), (1, 4));
+        assert_eq!(e.coordinator.as_deref(), Some("h:1")); // RPJRT_COORDINATOR overrides
+        let e =
+            LaunchEnv::resolve_from(get, None, None, Some("x:3".into()), Some("t".into())).unwrap();
+        assert_eq!(
+            (e.coordinator.as_deref(), e.token.as_deref()),
+            (Some("x:3"), Some("t"))
+        );
+        let e = LaunchEnv::resolve_from(get, Some(0), None, None, None).unwrap_err();
+        assert!(e.to_string().contains("give both"), "{e}");
+        let e = LaunchEnv::resolve_from(get, Some(2), Some(2), None, None).unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{e}");
+        let none = |_: &str| None;
+        let e = LaunchEnv::resolve_from(none, Some(0), Some(1), None, None).unwrap();
+        assert_eq!(e.coordinator, None);
     }
 
     #[test]

@@ -1,0 +1,1118 @@
+//! Numbers and nested lists of numbers into typed host arrays: the one conversion rule.
+//!
+//! A [`Nested`] tree holds scalars ([`Scalar`]: bool, integer, float, complex) and lists of
+//! trees, as a Python list literal or a JSON array does. [`to_host`] turns it into a dense
+//! host array of one [`ElementType`] ([`HostValues`], ready for [`crate::Client::put`]), or
+//! refuses with an error naming the element and why.
+//!
+//! # The rule
+//!
+//! - **Shape**: the tree must be rectangular: every list at one depth has the same length
+//!   and holds only lists or only scalars. A scalar alone is 0-d; an empty list is `[0]`.
+//! - **Element type** when none is wanted: the kind of the scalars, which must all be of
+//!   one kind: bool → `bool`, integer → `int64`, float → `float64`, complex → `complex128`
+//!   (an empty list is `float64`).
+//! - **Values** must be representable in the element type: integers in range (`int4` holds
+//!   -8..7, `bool` only 0 and 1); no float into an integer or bool type, even `2.0`; no
+//!   complex into a real type; no finite value that overflows a float type, i.e. whose
+//!   magnitude reaches the largest finite value plus half an ulp of it (`float8_e4m3fn`
+//!   cannot hold 1e6, `bfloat16` not 1e300), nor one that the type would turn into NaN
+//!   (a negative or zero `float8_e8m0fnu`); NaN only into types with a NaN and infinities
+//!   only into types with infinities. Rounding to the nearest representable value (ties
+//!   to even, as numpy and ml_dtypes round; `float8_e8m0fnu` rounds ties up, as ml_dtypes
+//!   does) is fine.
+//!
+//! Integers beyond `i128` are [`Scalar::BigInt`] (decimal text): out of range of every
+//! integer type, and converted to floats with correct rounding.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::dtype::{ElementKind, ElementType};
+use crate::error::{Error, Result};
+use crate::host::HostArray;
+
+/// One number of a [`Nested`] tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar {
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i128),
+    /// An integer beyond `i128`, as decimal text with an optional leading `-`.
+    BigInt(Box<str>),
+    /// A real float.
+    Float(f64),
+    /// A complex number `(re, im)`.
+    Complex(f64, f64),
+}
+
+/// The kind of a [`Scalar`], ordered bool < int < float < complex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScalarKind {
+    /// [`Scalar::Bool`].
+    Bool,
+    /// [`Scalar::Int`] and [`Scalar::BigInt`].
+    Int,
+    /// [`Scalar::Float`].
+    Float,
+    /// [`Scalar::Complex`].
+    Complex,
+}
+
+impl ScalarKind {
+    /// The element type a tree of only this kind gets when none is wanted.
+    pub const fn default_element_type(self) -> ElementType {
+        match self {
+            ScalarKind::Bool => ElementType::Pred,
+            ScalarKind::Int => ElementType::S64,
+            ScalarKind::Float => ElementType::F64,
+            ScalarKind::Complex => ElementType::C128,
+        }
+    }
+
+    const fn name(self) -> &'static str {
+        match self {
+            ScalarKind::Bool => "bool",
+            ScalarKind::Int => "int",
+            ScalarKind::Float => "float",
+            ScalarKind::Complex => "complex",
+        }
+    }
+}
+
+impl Scalar {
+    /// The kind of this scalar.
+    pub const fn kind(&self) -> ScalarKind {
+        match self {
+            Scalar::Bool(_) => ScalarKind::Bool,
+            Scalar::Int(_) | Scalar::BigInt(_) => ScalarKind::Int,
+            Scalar::Float(_) => ScalarKind::Float,
+            Scalar::Complex(..) => ScalarKind::Complex,
+        }
+    }
+
+    /// The value as the nearest `f64` (the real part of a complex); integers round to
+    /// nearest, ties to even. An integer beyond `f64`'s range is refused (it must not
+    /// become an infinity), for the element type `t` named in the reason.
+    fn real(&self, t: ElementType) -> std::result::Result<f64, String> {
+        match self {
+            Scalar::Bool(b) => Ok(f64::from(u8::from(*b))),
+            Scalar::Int(i) => Ok(*i as f64),
+            // Rust's float parsing rounds correctly and gives ±inf past the range.
+            Scalar::BigInt(s) => match s.parse::<f64>() {
+                Ok(x) if x.is_finite() => Ok(x),
+                Ok(_) => Err(format!(
+                    "overflows {t} (it is beyond the range of float64); pass cast=True to \
+                     convert as numpy's astype does"
+                )),
+                Err(_) => Err(format!("is not a decimal integer ({t})")),
+            },
+            Scalar::Float(f) => Ok(*f),
+            Scalar::Complex(re, _) => Ok(*re),
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::BigInt(s) if s.len() > 40 => {
+                // Shortened: a message should not carry thousands of digits.
+                let digits = s.trim_start_matches('-').chars().count();
+                let head: String = s.chars().take(20).collect();
+                let tail: String = s.chars().skip(s.chars().count() - 5).collect();
+                write!(f, "{head}...{tail} ({digits} digits)")
+            }
+            Scalar::BigInt(s) => f.write_str(s),
+            Scalar::Float(x) => write!(f, "{}", Float(*x)),
+            Scalar::Complex(re, im) => write!(f, "({}{:+}j)", Float(*re), Float(*im)),
+        }
+    }
+}
+
+/// A float shown as Python shows it (`1e+300`, `inf`, `nan`, `2.0`).
+struct Float(f64);
+
+impl fmt::Display for Float {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let x = self.0;
+        if x.is_nan() {
+            f.write_str("nan")
+        } else if x.is_infinite() {
+            f.write_str(if x > 0.0 { "inf" } else { "-inf" })
+        } else if x != 0.0 && (x.abs() >= 1e16 || x.abs() < 1e-4) {
+            // Python's form: 1e+300, 1.5e-05.
+            let s = format!("{x:e}");
+            let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+            let exp: i32 = exp.parse().unwrap_or(0);
+            let sign = if exp < 0 { '-' } else { '+' };
+            write!(f, "{mant}e{sign}{:02}", exp.unsigned_abs())
+        } else if x.fract() == 0.0 {
+            write!(f, "{x:.1}")
+        } else {
+            write!(f, "{x}")
+        }
+    }
+}
+
+impl From<bool> for Scalar {
+    fn from(v: bool) -> Scalar {
+        Scalar::Bool(v)
+    }
+}
+impl From<i64> for Scalar {
+    fn from(v: i64) -> Scalar {
+        Scalar::Int(v.into())
+    }
+}
+impl From<i128> for Scalar {
+    fn from(v: i128) -> Scalar {
+        Scalar::Int(v)
+    }
+}
+impl From<f64> for Scalar {
+    fn from(v: f64) -> Scalar {
+        Scalar::Float(v)
+    }
+}
+
+/// A scalar or a list of trees (see the module documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Nested {
+    /// One number.
+    Scalar(Scalar),
+    /// A list.
+    List(Vec<Nested>),
+}
+
+macro_rules! nested_from_scalar {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Nested {
+            fn from(v: $t) -> Nested {
+                Nested::Scalar(v.into())
+            }
+        }
+    )*};
+}
+nested_from_scalar!(Scalar, bool, i64, i128, f64);
+
+impl<T: Into<Nested>> From<Vec<T>> for Nested {
+    fn from(v: Vec<T>) -> Nested {
+        Nested::List(v.into_iter().map(Into::into).collect())
+    }
+}
+
+/// A dense row-major host array made by [`to_host`]: native byte order, one element per
+/// [`ElementType::host_itemsize`] bytes (sub-byte types one per byte, numpy's form).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostValues {
+    /// The element type.
+    pub element_type: ElementType,
+    /// The dims.
+    pub dims: Vec<i64>,
+    /// The elements.
+    pub bytes: Vec<u8>,
+}
+
+impl HostValues {
+    /// A [`HostArray`] owning these bytes (marked unpacked for the sub-byte types), for
+    /// [`crate::Client::put`].
+    pub fn into_host_array(self) -> HostArray<'static> {
+        let t = self.element_type;
+        let a = HostArray::from_owner(Arc::new(self.bytes), t, self.dims);
+        if t.is_sub_byte() {
+            a.unpacked()
+        } else {
+            a
+        }
+    }
+}
+
+/// A multi-index like `[1, 0]`.
+struct Path<'a>(&'a [usize]);
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, x) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{x}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+/// The deepest nesting (the highest rank) [`flatten`] accepts, numpy's limit.
+pub const MAX_DEPTH: usize = 64;
+
+/// The scalars of a rectangular tree in row-major order, and its dims; a ragged tree is an
+/// error naming the first element that breaks the shape, and one nested deeper than
+/// [`MAX_DEPTH`] an error too.
+pub fn flatten(tree: &Nested) -> Result<(Vec<&Scalar>, Vec<i64>)> {
+    // The shape is read down the first elements, then every node is checked against it.
+    let mut dims: Vec<usize> = Vec::new();
+    let mut node = tree;
+    while let Nested::List(items) = node {
+        dims.push(items.len());
+        if dims.len() > MAX_DEPTH {
+            return Err(Error::invalid(format!(
+                "the nested list is deeper than {MAX_DEPTH} levels (rpjrt's highest rank)"
+            )));
+        }
+        match items.first() {
+            Some(first) => node = first,
+            None => break,
+        }
+    }
+    let mut leaves = Vec::new();
+    let mut path = Vec::with_capacity(dims.len());
+    walk(tree, &dims, &mut path, &mut leaves)?;
+    Ok((leaves, dims.iter().map(|&d| d as i64).collect()))
+}
+
+fn walk<'t>(
+    node: &'t Nested,
+    dims: &[usize],
+    path: &mut Vec<usize>,
+    leaves: &mut Vec<&'t Scalar>,
+) -> Result<()> {
+    let depth = path.len();
+    let ragged = |what: String| {
+        Error::invalid(format!(
+            "the nested list is ragged at depth {depth}: element {} {what}; rpjrt needs a \
+             rectangular list",
+            Path(path)
+        ))
+    };
+    match (node, dims.get(depth)) {
+        (Nested::Scalar(s), None) => {
+            leaves.push(s);
+            Ok(())
+        }
+        (Nested::Scalar(_), Some(&n)) => Err(ragged(format!(
+            "is a number where a list of {n} was expected"
+        ))),
+        (Nested::List(items), Some(&n)) if items.len() == n => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(i);
+                walk(item, dims, path, leaves)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        (Nested::List(items), Some(&n)) => Err(ragged(format!(
+            "has {} items where the first list at this depth has {n}",
+            items.len()
+        ))),
+        (Nested::List(items), None) => Err(ragged(format!(
+            "is a list of {} where a number was expected",
+            items.len()
+        ))),
+    }
+}
+
+/// The element type scalars get when none is wanted: the one kind's default
+/// ([`ScalarKind::default_element_type`]), `float64` for none; an error when they mix
+/// kinds.
+pub fn default_element_type(leaves: &[&Scalar]) -> Result<ElementType> {
+    let mut kinds: Vec<ScalarKind> = leaves.iter().map(|s| s.kind()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    match kinds.as_slice() {
+        [] => Ok(ElementType::F64),
+        [k] => Ok(k.default_element_type()),
+        many => {
+            let mut names: Vec<&str> = many.iter().map(|k| k.name()).collect();
+            names.sort_unstable();
+            Err(Error::invalid(format!(
+                "the list mixes {} elements; make them one kind, or pass dtype= to say what \
+                 to store",
+                names.join(" and ")
+            )))
+        }
+    }
+}
+
+/// Converts a tree of numbers into a dense host array of `want` (or of the type its
+/// scalars' kind implies when `want` is `None`) under the rule of the module documentation.
+/// Errors name the element (by index) and the reason, and say that Python's `cast=True`
+/// converts lossily instead.
+pub fn to_host(tree: &Nested, want: Option<ElementType>) -> Result<HostValues> {
+    let (leaves, dims) = flatten(tree)?;
+    values_to_host(&leaves, dims, want)
+}
+
+/// [`to_host`] for scalars already flattened in row-major order with their `dims` (e.g. by
+/// a parser that checked the shape itself); the count must match the dims.
+pub fn values_to_host<S: Borrow<Scalar>>(
+    leaves: &[S],
+    dims: Vec<i64>,
+    want: Option<ElementType>,
+) -> Result<HostValues> {
+    let n = crate::dtype::element_count(&dims)?;
+    if n != leaves.len() {
+        return Err(Error::invalid(format!(
+            "{} values for dims {dims:?}, which hold {n}",
+            leaves.len()
+        )));
+    }
+    let leaves: Vec<&Scalar> = leaves.iter().map(Borrow::borrow).collect();
+    let t = match want {
+        Some(t) => t,
+        None => default_element_type(&leaves)?,
+    };
+    let size = t.host_itemsize();
+    if size == 0 {
+        return Err(Error::invalid(format!("{t} has no host representation")));
+    }
+    let mut bytes = crate::host::try_alloc(
+        leaves.len().saturating_mul(size),
+        "converting numbers to host data",
+    )?;
+    let at = |i: usize| -> String {
+        if dims.is_empty() {
+            String::new()
+        } else {
+            let mut idx = vec![0usize; dims.len()];
+            let mut r = i;
+            for k in (0..dims.len()).rev() {
+                let d = dims[k] as usize;
+                idx[k] = r % d;
+                r /= d;
+            }
+            format!(" at index {}", Path(&idx))
+        }
+    };
+    // Kind checks first, over all elements (as the rule is stated).
+    let kind = t.kind();
+    let worst = leaves.iter().map(|s| s.kind()).max();
+    if worst == Some(ScalarKind::Complex) && kind != ElementKind::Complex {
+        let i = leaves
+            .iter()
+            .position(|s| s.kind() == ScalarKind::Complex)
+            .unwrap_or(0);
+        return Err(Error::invalid(format!(
+            "complex values cannot be stored as {t} ({}{}); pass cast=True to drop the \
+             imaginary part",
+            leaves[i],
+            at(i)
+        )));
+    }
+    if matches!(
+        kind,
+        ElementKind::Bool | ElementKind::Signed | ElementKind::Unsigned
+    ) && worst >= Some(ScalarKind::Float)
+    {
+        let i = leaves
+            .iter()
+            .position(|s| s.kind() >= ScalarKind::Float)
+            .unwrap_or(0);
+        return Err(Error::invalid(format!(
+            "float values cannot be stored as {t} without rounding ({}{}); convert them \
+             first or pass cast=True",
+            leaves[i],
+            at(i)
+        )));
+    }
+    for (i, s) in leaves.iter().enumerate() {
+        put_one(s, t, &mut bytes).map_err(|why| Error::invalid(format!("{s}{} {why}", at(i))))?;
+    }
+    Ok(HostValues {
+        element_type: t,
+        dims,
+        bytes,
+    })
+}
+
+/// Appends `s` as one element of `t` (native byte order), or says why it cannot be stored.
+fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    match t.kind() {
+        ElementKind::Bool | ElementKind::Signed | ElementKind::Unsigned => {
+            let (lo, hi) = int_range(t);
+            let v = match s {
+                Scalar::Bool(b) => Some(i128::from(*b)),
+                Scalar::Int(i) => Some(*i),
+                _ => None,
+            };
+            let v = v.filter(|v| (lo..=hi).contains(v)).ok_or_else(|| {
+                format!(
+                    "does not fit in {t} (range {lo}..{hi}); pass cast=True to wrap it as \
+                     numpy's astype does"
+                )
+            })?;
+            // Two's complement, truncated to the width (sub-byte types in the low bits of
+            // their byte, the rest zero, as ml_dtypes stores them).
+            let bits = if t.is_sub_byte() {
+                v as u64 & ((1 << t.bit_width()) - 1)
+            } else {
+                v as u64
+            };
+            push_bits(bits, t.host_itemsize(), out);
+            Ok(())
+        }
+        ElementKind::Float => {
+            let bits = encode_float(s.real(t)?, t)?;
+            push_bits(bits, t.host_itemsize(), out);
+            Ok(())
+        }
+        ElementKind::Complex => {
+            let (re, im) = match s {
+                Scalar::Complex(re, im) => (*re, *im),
+                other => (other.real(t)?, 0.0),
+            };
+            let part = if t == ElementType::C64 {
+                ElementType::F32
+            } else {
+                ElementType::F64
+            };
+            for x in [re, im] {
+                let bits = encode_float(x, part).map_err(|why| format!("has a part that {why}"))?;
+                push_bits(bits, part.host_itemsize(), out);
+            }
+            Ok(())
+        }
+        ElementKind::Token => Err("cannot be stored as a token".into()),
+    }
+}
+
+/// Appends the low `width` bytes of `bits` in native order.
+fn push_bits(bits: u64, width: usize, out: &mut Vec<u8>) {
+    match width {
+        8 => out.extend_from_slice(&bits.to_ne_bytes()),
+        4 => out.extend_from_slice(&(bits as u32).to_ne_bytes()),
+        2 => out.extend_from_slice(&(bits as u16).to_ne_bytes()),
+        _ => out.push(bits as u8),
+    }
+}
+
+/// The smallest and largest value an integer or bool element type holds.
+pub fn int_range(t: ElementType) -> (i128, i128) {
+    let bits = t.bit_width() as u32;
+    match t.kind() {
+        ElementKind::Bool => (0, 1),
+        ElementKind::Signed => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+        ElementKind::Unsigned => (0, (1i128 << bits) - 1),
+        _ => (0, -1),
+    }
+}
+
+/// How a float format spends its top codes on infinities and NaN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Specials {
+    /// IEEE 754: the all-ones exponent holds ±inf and NaNs.
+    Ieee,
+    /// Finite, NaN = all ones after the sign (`float8_e4m3fn`).
+    Fn,
+    /// Finite, one NaN at the negative-zero code, no negative zero (`*fnuz`).
+    Fnuz,
+    /// Finite, no NaN (`float4_e2m1fn`, the float6 types).
+    FiniteOnly,
+    /// Exponent only, no sign or zero, NaN = all ones (`float8_e8m0fnu`).
+    E8m0,
+}
+
+/// A float format: exponent bits, mantissa bits, bias, specials.
+#[derive(Clone, Copy, Debug)]
+struct Format {
+    exp: u32,
+    man: u32,
+    bias: i32,
+    specials: Specials,
+}
+
+fn format_of(t: ElementType) -> Option<Format> {
+    use ElementType as T;
+    use Specials::*;
+    let f = |exp, man, bias, specials| {
+        Some(Format {
+            exp,
+            man,
+            bias,
+            specials,
+        })
+    };
+    match t {
+        T::F16 => f(5, 10, 15, Ieee),
+        T::F32 => f(8, 23, 127, Ieee),
+        T::F64 => f(11, 52, 1023, Ieee),
+        T::BF16 => f(8, 7, 127, Ieee),
+        T::F8E5M2 => f(5, 2, 15, Ieee),
+        T::F8E4M3 => f(4, 3, 7, Ieee),
+        T::F8E3M4 => f(3, 4, 3, Ieee),
+        T::F8E4M3FN => f(4, 3, 7, Fn),
+        T::F8E4M3FNUZ => f(4, 3, 8, Fnuz),
+        T::F8E5M2FNUZ => f(5, 2, 16, Fnuz),
+        T::F8E4M3B11FNUZ => f(4, 3, 11, Fnuz),
+        T::F8E8M0FNU => f(8, 0, 127, E8m0),
+        T::F4E2M1FN => f(2, 1, 1, FiniteOnly),
+        T::F6E2M3FN => f(2, 3, 1, FiniteOnly),
+        T::F6E3M2FN => f(3, 2, 3, FiniteOnly),
+        _ => None,
+    }
+}
+
+impl Format {
+    fn sign_bit(&self) -> u64 {
+        if self.specials == Specials::E8m0 {
+            0
+        } else {
+            1 << (self.exp + self.man)
+        }
+    }
+
+    /// The biased exponent field and mantissa field of the largest finite value.
+    fn max_fields(&self) -> (i32, u64) {
+        let all_exp = (1i32 << self.exp) - 1;
+        let all_man = (1u64 << self.man) - 1;
+        match self.specials {
+            Specials::Ieee => (all_exp - 1, all_man),
+            Specials::Fn => (all_exp, all_man - 1),
+            Specials::Fnuz | Specials::FiniteOnly => (all_exp, all_man),
+            Specials::E8m0 => (all_exp - 1, 0),
+        }
+    }
+
+    /// The largest finite value.
+    fn max(&self) -> f64 {
+        let (e, m) = self.max_fields();
+        (1.0 + m as f64 / (1u64 << self.man) as f64) * pow2(e - self.bias)
+    }
+
+    /// The smallest magnitude that overflows: the largest finite value plus half an ulp.
+    fn limit(&self) -> f64 {
+        let (e, _) = self.max_fields();
+        self.max() + pow2(e - self.bias - self.man as i32 - 1)
+    }
+
+    fn nan(&self, negative: bool) -> Option<u64> {
+        let sign = if negative { self.sign_bit() } else { 0 };
+        let all_exp = (1u64 << self.exp) - 1;
+        match self.specials {
+            Specials::Ieee => Some(sign | (all_exp << self.man) | (1 << (self.man - 1))),
+            Specials::Fn => Some(sign | (all_exp << self.man) | ((1 << self.man) - 1)),
+            Specials::Fnuz => Some(1 << (self.exp + self.man)),
+            Specials::E8m0 => Some(0xFF),
+            Specials::FiniteOnly => None,
+        }
+    }
+}
+
+/// 2^e as an f64 for e in f64's normal range (and 0 below it).
+fn pow2(e: i32) -> f64 {
+    if e < -1074 {
+        0.0
+    } else if e < -1022 {
+        f64::from_bits(1u64 << (e + 1074))
+    } else {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    }
+}
+
+/// The bits of the element of float type `t` nearest to `x` (ties to even;
+/// `float8_e8m0fnu` ties up, as ml_dtypes does), in the low bits of the result, or why `x`
+/// cannot be stored: a finite value that overflows or would become NaN, a NaN or infinity
+/// for a type without one.
+pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> {
+    let f = format_of(t).ok_or_else(|| format!("{t} is not a real float type"))?;
+    let negative = x.is_sign_negative();
+    let sign = if negative { f.sign_bit() } else { 0 };
+    if x.is_nan() {
+        return f
+            .nan(negative)
+            .ok_or_else(|| format!("cannot be stored as {t}, which has no NaN"));
+    }
+    if x.is_infinite() {
+        return if f.specials == Specials::Ieee {
+            Ok(sign | (((1u64 << f.exp) - 1) << f.man))
+        } else {
+            Err(format!("cannot be stored as {t}, which has no infinity"))
+        };
+    }
+    let a = x.abs();
+    if t == ElementType::F64 {
+        return Ok(x.to_bits());
+    }
+    if a >= f.limit() {
+        return Err(format!(
+            "overflows {t} (largest finite value {}); pass cast=True to convert as numpy's \
+             astype does",
+            Float(f.max())
+        ));
+    }
+    if f.specials == Specials::E8m0 {
+        if negative || a == 0.0 {
+            return Err(format!(
+                "cannot be stored as {t}, which holds only positive powers of two (it would \
+                 become NaN); pass cast=True to convert as numpy's astype does"
+            ));
+        }
+        // ml_dtypes rounds to the nearer power of two with ties up; below the smallest
+        // value (2^-127) it gives the smallest.
+        let bits = a.to_bits();
+        let (mut e, upper_half) = if bits >> 52 == 0 {
+            // An f64 subnormal: far below 2^-127.
+            (-1075, false)
+        } else {
+            (
+                ((bits >> 52) as i32) - 1023,
+                bits & (1 << 51) != 0, // mantissa >= 0.5: at or past the midpoint 1.5·2^e
+            )
+        };
+        if upper_half {
+            e += 1;
+        }
+        return Ok((e + f.bias).max(0) as u64);
+    }
+    if t == ElementType::F32 {
+        // Rust's conversion rounds to nearest, ties to even; below the limit it is finite.
+        return Ok(u64::from((x as f32).to_bits()));
+    }
+    if a == 0.0 {
+        return Ok(if f.specials == Specials::Fnuz {
+            0
+        } else {
+            sign
+        });
+    }
+    // a = m · 2^e exactly, m a 53-bit integer (or fewer for an f64 subnormal).
+    let bits = a.to_bits();
+    let (m, e) = if bits >> 52 == 0 {
+        (bits, -1074)
+    } else {
+        (
+            (bits & ((1 << 52) - 1)) | (1 << 52),
+            ((bits >> 52) as i32) - 1075,
+        )
+    };
+    let top = e + 63 - m.leading_zeros() as i32; // floor(log2 a)
+    let emin = 1 - f.bias;
+    // The spacing of representable values around a: 2^q.
+    let q = top.max(emin) - f.man as i32;
+    let shift = q - e;
+    let n: u64 = if shift <= 0 {
+        m << (-shift) // exact; a < limit keeps this far inside u64
+    } else if shift > 54 {
+        0
+    } else {
+        let kept = m >> shift;
+        let rest = m & ((1u64 << shift) - 1);
+        let half = 1u64 << (shift - 1);
+        if rest > half || (rest == half && kept & 1 == 1) {
+            kept + 1
+        } else {
+            kept
+        }
+    };
+    if n == 0 {
+        return Ok(if f.specials == Specials::Fnuz {
+            0
+        } else {
+            sign
+        });
+    }
+    // n · 2^q with n < 2^(man+1), or exactly 2^(man+1) after rounding up.
+    let (n, q) = if n >> (f.man + 1) != 0 {
+        (n >> 1, q + 1)
+    } else {
+        (n, q)
+    };
+    let implicit = 1u64 << f.man;
+    let fields = if n < implicit {
+        n // subnormal: exponent field 0
+    } else {
+        let biased = (q + f.man as i32 + f.bias) as u64;
+        (biased << f.man) | (n - implicit)
+    };
+    Ok(sign | fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ElementType as T;
+
+    fn host(tree: impl Into<Nested>, want: Option<ElementType>) -> Result<HostValues> {
+        to_host(&tree.into(), want)
+    }
+
+    fn err(tree: impl Into<Nested>, want: Option<ElementType>) -> String {
+        host(tree, want).unwrap_err().to_string()
+    }
+
+    fn l(items: Vec<Nested>) -> Nested {
+        Nested::List(items)
+    }
+
+    #[test]
+    fn shapes_and_default_types() {
+        let v = host(vec![vec![1i64, 2, 3], vec![4, 5, 6]], None).unwrap();
+        assert_eq!((v.element_type, v.dims.clone()), (T::S64, vec![2, 3]));
+        let want: Vec<u8> = [1i64, 2, 3, 4, 5, 6]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
+        assert_eq!(v.bytes, want);
+        let v = host(2.5f64, None).unwrap();
+        assert_eq!((v.element_type, v.dims), (T::F64, vec![]));
+        assert_eq!(host(true, None).unwrap().element_type, T::Pred);
+        let c = host(Nested::Scalar(Scalar::Complex(1.0, 2.0)), None).unwrap();
+        assert_eq!(c.element_type, T::C128);
+        assert_eq!(c.bytes.len(), 16);
+        let e = host(l(vec![]), None).unwrap();
+        assert_eq!((e.element_type, e.dims), (T::F64, vec![0]));
+        let e = host(l(vec![l(vec![]), l(vec![])]), None).unwrap();
+        assert_eq!(e.dims, vec![2, 0]);
+        let e = host(l(vec![l(vec![l(vec![])])]), Some(T::S4)).unwrap();
+        assert_eq!((e.dims, e.bytes.len()), (vec![1, 1, 0], 0));
+    }
+
+    #[test]
+    fn ragged_lists_name_the_element() {
+        let e = err(l(vec![vec![1i64].into(), vec![2i64, 3].into()]), None);
+        assert!(
+            e.contains("ragged at depth 1") && e.contains("element [1]"),
+            "{e}"
+        );
+        let e = err(l(vec![vec![1i64].into(), 2i64.into()]), None);
+        assert!(e.contains("ragged") && e.contains("[1] is a number"), "{e}");
+        let e = err(l(vec![2i64.into(), vec![1i64].into()]), None);
+        assert!(e.contains("ragged") && e.contains("[1] is a list"), "{e}");
+        let e = err(l(vec![l(vec![]), vec![1i64].into()]), None);
+        assert!(e.contains("ragged"), "{e}");
+        let deep = l(vec![
+            vec![vec![1i64, 2], vec![3, 4]].into(),
+            vec![vec![1i64, 2], vec![3]].into(),
+        ]);
+        let e = err(deep, None);
+        assert!(e.contains("depth 2") && e.contains("[1, 1]"), "{e}");
+    }
+
+    #[test]
+    fn too_deep_is_refused() {
+        let mut t = Nested::from(1i64);
+        for _ in 0..MAX_DEPTH {
+            t = Nested::List(vec![t]);
+        }
+        assert_eq!(flatten(&t).unwrap().1.len(), MAX_DEPTH);
+        let t = Nested::List(vec![t]);
+        assert!(err(t, None).contains("deeper than 64"));
+    }
+
+    #[test]
+    fn mixed_kinds_need_a_type() {
+        let e = err(l(vec![1i64.into(), 2.0f64.into()]), None);
+        assert!(e.contains("mixes float and int"), "{e}");
+        let e = err(l(vec![true.into(), 1i64.into()]), None);
+        assert!(e.contains("mixes bool and int"), "{e}");
+        let v = host(
+            l(vec![1.5f64.into(), 2i64.into(), true.into()]),
+            Some(T::F16),
+        )
+        .unwrap();
+        assert_eq!(
+            v.bytes,
+            [0x3E00u16, 0x4000, 0x3C00].map(u16::to_ne_bytes).concat()
+        );
+    }
+
+    #[test]
+    fn integers_in_range_only() {
+        for (t, lo, hi) in [
+            (T::S1, -1, 0),
+            (T::U1, 0, 1),
+            (T::S2, -2, 1),
+            (T::U2, 0, 3),
+            (T::S4, -8, 7),
+            (T::U4, 0, 15),
+            (T::S8, -128, 127),
+            (T::U8, 0, 255),
+            (T::S16, -32768, 32767),
+            (T::U16, 0, 65535),
+            (T::S32, i32::MIN as i128, i32::MAX as i128),
+            (T::U32, 0, u32::MAX as i128),
+            (T::S64, i64::MIN as i128, i64::MAX as i128),
+            (T::U64, 0, u64::MAX as i128),
+            (T::Pred, 0, 1),
+        ] {
+            assert_eq!(int_range(t), (lo, hi), "{t}");
+            let v = host(vec![Scalar::Int(lo), Scalar::Int(hi)], Some(t)).unwrap();
+            let w = t.host_itemsize();
+            assert_eq!(v.bytes.len(), 2 * w);
+            if !t.is_sub_byte() {
+                assert_eq!(v.bytes[..w], lo.to_ne_bytes()[..w], "{t}");
+                assert_eq!(v.bytes[w..], hi.to_ne_bytes()[..w], "{t}");
+            }
+            for bad in [lo - 1, hi + 1] {
+                let e = err(vec![Scalar::Int(0), Scalar::Int(bad)], Some(t));
+                assert!(
+                    e.contains(&format!("{bad} at index [1] does not fit in {t}"))
+                        && e.contains("cast=True"),
+                    "{t}: {e}"
+                );
+            }
+        }
+        // One per byte in the low bits, as ml_dtypes stores int4.
+        assert_eq!(
+            host(vec![-2i64, 7], Some(T::S4)).unwrap().bytes,
+            vec![0x0E, 0x07]
+        );
+        assert_eq!(host(vec![-1i64], Some(T::S1)).unwrap().bytes, vec![0x01]);
+        // bool: 0/1 and True/False only.
+        let v = host(
+            l(vec![true.into(), 0i64.into(), 1i64.into()]),
+            Some(T::Pred),
+        )
+        .unwrap();
+        assert_eq!(v.bytes, vec![1, 0, 1]);
+        assert!(err(vec![2i64], Some(T::Pred)).contains("does not fit in bool"));
+        // True does not fit in int1 (-1..0).
+        assert!(err(vec![true], Some(T::S1)).contains("does not fit in int1"));
+        let big = Nested::Scalar(Scalar::BigInt("1180591620717411303424".into()));
+        let e = err(big.clone(), None);
+        assert!(
+            e.contains("1180591620717411303424 does not fit in int64"),
+            "{e}"
+        );
+        assert!(err(Nested::Scalar(Scalar::Int(1 << 70)), None).contains("does not fit"));
+        let v = host(big, Some(T::F64)).unwrap();
+        assert_eq!(v.bytes, (2f64.powi(70)).to_ne_bytes());
+    }
+
+    #[test]
+    fn floats_and_complex_are_not_squeezed_into_other_kinds() {
+        let e = err(vec![1.5f64], Some(T::S32));
+        assert!(
+            e.contains("without rounding") && e.contains("cast=True"),
+            "{e}"
+        );
+        assert!(err(vec![2.0f64], Some(T::S8)).contains("without rounding"));
+        assert!(err(vec![1.0f64], Some(T::Pred)).contains("without rounding"));
+        let c = Nested::from(vec![Nested::Scalar(Scalar::Complex(0.0, 1.0))]);
+        let e = to_host(&c, Some(T::F32)).unwrap_err().to_string();
+        assert!(
+            e.contains("complex values cannot be stored as float32"),
+            "{e}"
+        );
+        assert!(to_host(&c, Some(T::S8))
+            .unwrap_err()
+            .to_string()
+            .contains("complex"));
+        let v = to_host(&c, Some(T::C64)).unwrap();
+        assert_eq!(v.bytes, [0f32, 1.0].map(f32::to_ne_bytes).concat());
+        let v = host(vec![3i64], Some(T::C128)).unwrap();
+        assert_eq!(v.bytes, [3f64, 0.0].map(f64::to_ne_bytes).concat());
+        let e = host(vec![1e300f64], Some(T::C64)).unwrap_err().to_string();
+        assert!(e.contains("overflows float32"), "{e}");
+    }
+
+    /// Largest finite value and overflow limit of every float type, as ml_dtypes' finfo
+    /// gives them (max, and max + eps·2^(maxexp-1)/2).
+    #[test]
+    fn float_limits_match_ml_dtypes() {
+        for (t, max, limit) in [
+            (T::F16, 65504.0, 65520.0),
+            (T::BF16, 3.3895313892515355e38, 3.39617752923046e38),
+            (T::F32, f32::MAX as f64, 3.4028235677973366e38),
+            (T::F8E5M2, 57344.0, 61440.0),
+            (T::F8E4M3FN, 448.0, 464.0),
+            (T::F8E4M3FNUZ, 240.0, 248.0),
+            (T::F8E5M2FNUZ, 57344.0, 61440.0),
+            (T::F8E4M3B11FNUZ, 30.0, 31.0),
+            (T::F8E4M3, 240.0, 248.0),
+            (T::F8E3M4, 15.5, 15.75),
+            (T::F8E8M0FNU, 2f64.powi(127), 1.5 * 2f64.powi(127)),
+            (T::F4E2M1FN, 6.0, 7.0),
+            (T::F6E2M3FN, 7.5, 7.75),
+            (T::F6E3M2FN, 28.0, 30.0),
+        ] {
+            let f = format_of(t).unwrap();
+            assert_eq!((f.max(), f.limit()), (max, limit), "{t}");
+            // The largest value is stored, the limit and beyond are refused.
+            assert!(encode_float(max, t).is_ok(), "{t}");
+            assert!(encode_float(-max, t).is_ok() || t == T::F8E8M0FNU, "{t}");
+            let just_below = f64::from_bits(limit.to_bits() - 1);
+            assert!(encode_float(just_below, t).is_ok(), "{t}");
+            let e = encode_float(limit, t).unwrap_err();
+            assert!(
+                e.contains(&format!("overflows {t}")) && e.contains("cast=True"),
+                "{t}: {e}"
+            );
+            assert!(encode_float(-1e300, t).is_err(), "{t}");
+        }
+    }
+
+    #[test]
+    fn float_bits_match_known_encodings() {
+        let b = |x: f64, t| encode_float(x, t).unwrap();
+        // f32 agrees with Rust's own rounding, subnormals included.
+        for x in [
+            1.0,
+            -2.5,
+            0.1,
+            1e-40,
+            -1e-45,
+            3.4028234e38,
+            1.0 + f64::EPSILON,
+            7e-46,
+        ] {
+            assert_eq!(b(x, T::F32), u64::from((x as f32).to_bits()), "{x}");
+        }
+        assert_eq!(b(1.5, T::F16), 0x3E00);
+        assert_eq!(b(-1.0, T::F16), 0xBC00);
+        assert_eq!(b(5.960464477539063e-8, T::F16), 1); // smallest subnormal
+        assert_eq!(b(65519.0, T::F16), 0x7BFF);
+        assert_eq!(b(1.0 + 2f64.powi(-11), T::F16), 0x3C00); // tie to even
+        assert_eq!(b(1.0 + 3.0 * 2f64.powi(-11), T::F16), 0x3C02);
+        // Direct rounding from f64 (no double rounding through f32), as ml_dtypes does.
+        assert_eq!(b(1.0 + 2f64.powi(-8) + 2f64.powi(-40), T::BF16), 0x3F81);
+        assert_eq!(b(1.5, T::BF16), 16320);
+        assert_eq!(b(448.0, T::F8E4M3FN), 0x7E);
+        assert_eq!(b(-1.0, T::F8E4M3FN), 184);
+        assert_eq!(b(0.001953125, T::F8E4M3FN), 1);
+        assert_eq!(b(1.5, T::F8E4M3FNUZ), 68);
+        assert_eq!(b(-1.0, T::F8E4M3FNUZ), 192);
+        assert_eq!(b(-0.0, T::F8E4M3FNUZ), 0);
+        assert_eq!(b(-1e-300, T::F8E5M2FNUZ), 0);
+        assert_eq!(b(-0.0, T::F8E5M2), 128);
+        assert_eq!(b(3.0, T::F8E5M2), 66);
+        assert_eq!(b(1.5, T::F8E4M3B11FNUZ), 92);
+        assert_eq!(b(3.0, T::F8E4M3), 68);
+        assert_eq!(b(-1.0, T::F8E3M4), 176);
+        assert_eq!(b(1.5, T::F4E2M1FN), 3);
+        assert_eq!(b(-6.0, T::F4E2M1FN), 15);
+        assert_eq!(b(2.5, T::F4E2M1FN), 4); // tie to even: 2.0
+        assert_eq!(b(-1.0, T::F6E2M3FN), 40);
+        assert_eq!(b(3.0, T::F6E3M2FN), 18);
+        // float8_e8m0fnu: powers of two, ties up, tiny values to the smallest.
+        assert_eq!(b(1.0, T::F8E8M0FNU), 127);
+        assert_eq!(b(1.49, T::F8E8M0FNU), 127);
+        assert_eq!(b(1.5, T::F8E8M0FNU), 128);
+        assert_eq!(b(3.0, T::F8E8M0FNU), 129);
+        assert_eq!(b(0.7, T::F8E8M0FNU), 126);
+        assert_eq!(b(1e-300, T::F8E8M0FNU), 0);
+        assert!(encode_float(-1.0, T::F8E8M0FNU)
+            .unwrap_err()
+            .contains("NaN"));
+        assert!(encode_float(0.0, T::F8E8M0FNU).is_err());
+    }
+
+    #[test]
+    fn nan_and_infinity_only_where_the_type_has_them() {
+        let b = |x: f64, t| encode_float(x, t);
+        assert_eq!(b(f64::NAN, T::F16), Ok(0x7E00));
+        assert_eq!(b(-f64::NAN, T::F16), Ok(0xFE00));
+        assert_eq!(b(f64::NAN, T::BF16), Ok(0x7FC0));
+        assert_eq!(b(f64::INFINITY, T::BF16), Ok(0x7F80));
+        assert_eq!(b(f64::NEG_INFINITY, T::F8E5M2), Ok(252));
+        assert_eq!(b(f64::INFINITY, T::F8E4M3), Ok(120));
+        assert_eq!(b(f64::NAN, T::F8E4M3), Ok(124));
+        assert_eq!(b(f64::NAN, T::F8E3M4), Ok(120));
+        assert_eq!(b(f64::NAN, T::F8E4M3FN), Ok(127));
+        assert_eq!(b(-f64::NAN, T::F8E4M3FN), Ok(255));
+        assert_eq!(b(f64::NAN, T::F8E5M2FNUZ), Ok(128));
+        assert_eq!(b(f64::NAN, T::F8E8M0FNU), Ok(255));
+        assert_eq!(b(f64::NAN, T::F32), Ok(0x7FC0_0000));
+        assert_eq!(b(f64::INFINITY, T::F64), Ok(0x7FF0_0000_0000_0000));
+        for t in [T::F4E2M1FN, T::F6E2M3FN, T::F6E3M2FN] {
+            assert!(b(f64::NAN, t).unwrap_err().contains("no NaN"), "{t}");
+        }
+        for t in [T::F8E4M3FN, T::F8E4M3FNUZ, T::F4E2M1FN, T::F8E8M0FNU] {
+            assert!(
+                b(f64::INFINITY, t).unwrap_err().contains("no infinity"),
+                "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_float_type_round_trips_its_small_integers() {
+        for &t in ElementType::ALL {
+            let Some(f) = format_of(t) else { continue };
+            // Integers up to 2^(man+1) are exact; decode and compare.
+            let top = (1u64 << (f.man + 1)).min(f.max() as u64);
+            for k in 1..=top.min(64) {
+                if t == T::F8E8M0FNU && !k.is_power_of_two() {
+                    continue;
+                }
+                let bits = encode_float(k as f64, t).unwrap();
+                assert_eq!(decode(bits, f), k as f64, "{t} {k}");
+            }
+        }
+    }
+
+    /// Value of `bits` in format `f` (finite codes only), for the round-trip test.
+    fn decode(bits: u64, f: Format) -> f64 {
+        if f.specials == Specials::E8m0 {
+            return pow2(bits as i32 - f.bias);
+        }
+        let man = bits & ((1 << f.man) - 1);
+        let exp = ((bits >> f.man) & ((1 << f.exp) - 1)) as i32;
+        let neg = bits & f.sign_bit() != 0 && f.specials != Specials::Fnuz;
+        let v = if exp == 0 {
+            man as f64 * pow2(1 - f.bias - f.man as i32)
+        } else {
+            (1.0 + man as f64 / (1u64 << f.man) as f64) * pow2(exp - f.bias)
+        };
+        if neg {
+            -v
+        } else {
+            v
+        }
+    }
+
+    #[test]
+    fn errors_name_the_element() {
+        let tree = l(vec![vec![1.0f64, 2.0].into(), vec![3.0f64, 1e6].into()]);
+        let e = to_host(&tree, Some(T::F8E4M3FN)).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                ": 1000000.0 at index [1, 1] overflows float8_e4m3fn (largest finite value 448.0)"
+            ),
+            "{e}"
+        );
+        let e = err(vec![1e300f64], Some(T::BF16));
+        assert!(
+            e.contains(": 1e+300 at index [0] overflows bfloat16 (largest finite value 3.3895313892515355e+38)"),
+            "{e}"
+        );
+        let huge = Nested::Scalar(Scalar::BigInt(format!("1{}", "0".repeat(400)).into()));
+        let e = err(huge, Some(T::F64));
+        assert!(e.contains("overflows float64"), "{e}");
+        assert!(e.contains("...00000 (401 digits)") && e.len() < 200, "{e}");
+        let e = err(vec![1.5e-5f64, 2.0], Some(T::S8));
+        assert!(e.contains("1.5e-05"), "{e}");
+        let e = err(vec![1i64, 300], Some(T::S8));
+        assert!(
+            e.contains(": 300 at index [1] does not fit in int8 (range -128..127)"),
+            "{e}"
+        );
+        let e = err(Nested::from(300i64), Some(T::S8));
+        assert!(e.contains(": 300 does not fit in int8"), "{e}");
+        let e = err(vec![1.5f64], Some(T::S8));
+        assert!(e.contains("(1.5 at index [0])"), "{e}");
+        assert!(err(vec![1i64], Some(T::Token)).contains("no host representation"));
+    }
+
+    #[test]
+    fn flat_values_need_matching_dims() {
+        let v = values_to_host(&[Scalar::Int(1), Scalar::Int(2)], vec![2, 1], None).unwrap();
+        assert_eq!((v.element_type, v.dims), (T::S64, vec![2, 1]));
+        let e = values_to_host(&[Scalar::Int(1)], vec![2], None).unwrap_err();
+        assert!(e.to_string().contains("1 values for dims [2]"), "{e}");
+    }
+
+    #[test]
+    fn host_values_become_a_host_array() {
+        let v = host(vec![1i64, -2, 3], Some(T::S4)).unwrap();
+        let a = v.into_host_array();
+        assert_eq!(a.element_type(), T::S4);
+        assert_eq!(a.dims(), &[3]);
+        assert_eq!(a.plan().unwrap().2, 3);
+    }
+}
