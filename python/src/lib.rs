@@ -17,6 +17,7 @@ mod errors;
 mod executable;
 mod ffi;
 mod notify;
+mod npy;
 mod put;
 mod pybuf;
 mod session;
