@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import _harness as h
+import _mlp_step
 
 
 def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
@@ -31,30 +32,13 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
 
     reps, iters = (3, 50) if smoke else (21, 1000)
 
-    def loss_fn(params: Any, x: Any, y: Any) -> Any:
-        w1, b1, w2, b2 = params
-        h1 = jnp.tanh(x @ w1 + b1)
-        return jnp.mean((h1 @ w2 + b2 - y) ** 2)
-
-    def step(params: Any, x: Any, y: Any) -> Any:
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        return [p - 0.01 * g for p, g in zip(params, grads)], loss
-
-    rng = np.random.default_rng(0)
-    params = [
-        rng.normal(size=(32, 64)).astype(np.float32) * 0.1,
-        np.zeros(64, np.float32),
-        rng.normal(size=(64, 8)).astype(np.float32) * 0.1,
-        np.zeros(8, np.float32),
-    ]
-    x = rng.normal(size=(128, 32)).astype(np.float32)
-    y = rng.normal(size=(128, 8)).astype(np.float32)
-    jstep = jax.jit(step, donate_argnums=0)
+    params, x, y = _mlp_step.data()
+    jstep = _mlp_step.jax_step()
     text = jstep.lower(params, x, y).as_text()
 
     client = rpjrt.Client(h.plugin_path("NEW"))
     session = rpjrt.Session(client)
-    names = ["w1", "b1", "w2", "b2"]
+    names = _mlp_step.NAMES
     prog = session.program(text, inputs=names + ["x", "y"], outputs=names + ["loss"])
     assert prog.donated == names, prog
     session.bind_many(dict(zip(names, params)))

@@ -90,6 +90,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_bench_hold_gil, m)?)?;
     ffi::add(m)?;
     m.add_function(wrap_pyfunction!(transfer::_put_streaming, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_copy_raw_to_host, m)?)?;
