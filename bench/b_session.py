@@ -4,12 +4,16 @@ Target:
 - Session step (parameters fed back in slots and donated) + wait for the loss, vs
   `params, loss = jit(step, donate_argnums=0)(params, x, y)` + wait for the loss: <= 1.0x
 
+Also recorded: the process CPU time per step, Session / JAX (figure session.cpu_vs_jax),
+which a loaded machine disturbs far less than the wall clock.
+
 Both run the program JAX lowered (an MLP, 4 parameter arrays, batch 128), on the PJRT
 0.115 CPU plugin for rpjrt and on JAX's own CPU client, interleaved in one process.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import _harness as h
@@ -77,8 +81,31 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
             loss.block_until_ready()
         bufs["p"] = p
 
+    # CPU time of the whole process per step, next to the wall clock: on a loaded machine the
+    # wall clock mostly measures the scheduler (a step waits for descheduled plugin threads),
+    # while the CPU time counts the work itself (all threads), much more repeatably.
+    cpu: dict[str, list[float]] = {"session": [], "direct": [], "jax": []}
+
+    def timed(name: str, f: Any) -> Any:
+        def g(n: int) -> None:
+            c0 = time.process_time_ns()
+            f(n)
+            cpu[name].append((time.process_time_ns() - c0) / n)
+
+        return g
+
     t = h.interleaved(
-        {"session": session_step, "direct": direct_step, "jax": jax_step}, reps=reps, iters=iters
+        {"session": timed("session", session_step), "direct": timed("direct", direct_step), "jax": timed("jax", jax_step)},
+        reps=reps,
+        iters=iters,
+    )
+    # The warm-up call of each variant is recorded first: drop it.
+    cpu = {k: v[-reps:] for k, v in cpu.items()}
+    res.figure(
+        "session.cpu_vs_jax",
+        "process CPU time per step, Session / JAX, per repetition",
+        "x",
+        h.paired(cpu["session"], cpu["jax"]),
     )
     res.figure("session.step", "rpjrt.Session: step() + loss.block_until_ready()", "ns", h.stats(t["session"]))
     res.figure(
