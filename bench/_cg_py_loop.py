@@ -1,12 +1,58 @@
 """A Python loop for bench/callgrind.sh: MODE N runs N iterations of one variant after a
-short warm-up. MODE: bur (exe + block_until_ready), numpy (exe + to_numpy), jax_bur,
-jax_numpy."""
+short warm-up. MODE: bur (exe + block_until_ready), numpy (exe + to_numpy), asarray (exe +
+np.asarray), jax_bur, jax_numpy; session (a Session step of the MLP in _mlp_step.py +
+waiting for the loss), session_direct (the same executable called with the buffers fed back
+by hand), jax_session (the jitted step with donation). The session modes read the lowered
+program from bench/out/mlp_step.mlir (run `python bench/_cg_py_loop.py session 0` once
+outside valgrind to write it with JAX)."""
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import _harness as h
+import _mlp_step
+
+
+def session_body(mode: str) -> Any:
+    import rpjrt
+
+    params, x, y = _mlp_step.data()
+    if mode == "jax_session":
+        import jax.numpy as jnp
+
+        jstep = _mlp_step.jax_step()
+        state = {"p": [jnp.asarray(p) for p in params]}
+        jx, jy = jnp.asarray(x), jnp.asarray(y)
+
+        def jbody() -> None:
+            state["p"], loss = jstep(state["p"], jx, jy)
+            loss.block_until_ready()
+
+        return jbody
+    client = rpjrt.Client(h.plugin_path("NEW"))
+    names = _mlp_step.NAMES
+    session = rpjrt.Session(client)
+    prog = session.program(_mlp_step.program_text(), inputs=names + ["x", "y"], outputs=names + ["loss"])
+    if mode == "session":
+        session.bind_many(dict(zip(names, params)))
+        session.bind_many({"x": x, "y": y})
+
+        def sbody() -> None:
+            prog()
+            session.buffer("loss").block_until_ready()
+
+        return sbody
+    exe = prog.executable
+    bufs = {"p": [client.put(p) for p in params]}
+    bx, by = client.put(x), client.put(y)
+
+    def dbody() -> None:
+        *bufs["p"], loss = exe(*bufs["p"], bx, by, donate=[0, 1, 2, 3])
+        loss.block_until_ready()
+
+    return dbody
 
 
 def main() -> None:
@@ -14,7 +60,9 @@ def main() -> None:
 
     mode, n = sys.argv[1], int(sys.argv[2])
     xs = np.arange(8, dtype=np.float32)
-    if mode.startswith("jax"):
+    if mode in ("session", "session_direct", "jax_session"):
+        body = session_body(mode)
+    elif mode.startswith("jax"):
         import jax
         import jax.numpy as jnp
 
@@ -27,8 +75,13 @@ def main() -> None:
         client = rpjrt.Client(h.plugin_path("NEW"))
         exe = client.compile(h.MUL_ADD)
         b = client.put(xs)
-        body = (lambda: exe(b, b)[0].block_until_ready()) if mode == "bur" else (lambda: exe(b, b)[0].to_numpy())
-    for _ in range(100):
+        bodies = {
+            "bur": lambda: exe(b, b)[0].block_until_ready(),
+            "numpy": lambda: exe(b, b)[0].to_numpy(),
+            "asarray": lambda: np.asarray(exe(b, b)[0]),
+        }
+        body = bodies[mode]
+    for _ in range(min(n, 100)):
         body()
     for _ in range(n):
         body()

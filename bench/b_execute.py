@@ -41,7 +41,12 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
             (y,) = exe(x, x)
             y.to_numpy()
 
-    variants: dict[str, Any] = {"py_exe_bur": py_bur, "py_exe_to_numpy": py_numpy}
+    def py_asarray(n: int) -> None:
+        for _ in range(n):
+            (y,) = exe(x, x)
+            np.asarray(y)
+
+    variants: dict[str, Any] = {"py_exe_bur": py_bur, "py_exe_to_numpy": py_numpy, "py_exe_asarray": py_asarray}
 
     floor = getattr(rpjrt._rpjrt, "_bench_c_floor", None)
     if floor is not None:
@@ -85,6 +90,7 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
     what = {
         "py_exe_bur": "Python: (y,) = exe(x, x); y.block_until_ready()",
         "py_exe_to_numpy": "Python: (y,) = exe(x, x); y.to_numpy()",
+        "py_exe_asarray": "Python: (y,) = exe(x, x); np.asarray(y)",
         "c_floor_event": "raw C floor: Execute(completion event) + Await + destroys (in-process)",
         "c_floor_ready": "raw C floor: Execute + Buffer_ReadyEvent + Await + destroys (in-process)",
         "jax_jit_bur": f"JAX {jax_version}: jit(f)(x, x).block_until_ready()",
@@ -134,6 +140,12 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
             unit="x",
             detail="tiny f32[8] result",
             reference=f"JAX {jax_version}, same process, interleaved",
+        )
+        res.figure(
+            "execute.asarray_vs_jax",
+            "np.asarray(exe(x, x)[0]) / np.asarray(jit(f)(x, x)), per repetition",
+            "x",
+            h.paired(t["py_exe_asarray"], t["jax_jit_asarray"]),
         )
     else:
         for name in (

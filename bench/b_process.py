@@ -194,6 +194,21 @@ def threads(res: h.Results, *, smoke: bool) -> None:
         reference="1 thread, same process, interleaved",
     )
 
+    # The same with the GIL kept around the execute (the extension's bench build only): what
+    # releasing it costs or gains when two threads share the interpreter.
+    hold = getattr(rpjrt._rpjrt, "_bench_hold_gil", None)
+    try:
+        if hold is not None:
+            hold(False)
+    except Exception:  # noqa: BLE001 - built without the `bench` feature
+        hold = None
+    if hold is not None:
+        hold(True)
+        try:
+            measure("tiny_hold_gil", "rpjrt exe(x, x) + block_until_ready, f32[8], GIL kept during execute", tiny, iters)
+        finally:
+            hold(False)
+
     try:
         import jax
         import jax.numpy as jnp

@@ -4,15 +4,20 @@ Target:
 - Session step (parameters fed back in slots and donated) + wait for the loss, vs
   `params, loss = jit(step, donate_argnums=0)(params, x, y)` + wait for the loss: <= 1.0x
 
+Also recorded: the process CPU time per step, Session / JAX (figure session.cpu_vs_jax),
+which a loaded machine disturbs far less than the wall clock.
+
 Both run the program JAX lowered (an MLP, 4 parameter arrays, batch 128), on the PJRT
 0.115 CPU plugin for rpjrt and on JAX's own CPU client, interleaved in one process.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import _harness as h
+import _mlp_step
 
 
 def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
@@ -31,30 +36,13 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
 
     reps, iters = (3, 50) if smoke else (21, 1000)
 
-    def loss_fn(params: Any, x: Any, y: Any) -> Any:
-        w1, b1, w2, b2 = params
-        h1 = jnp.tanh(x @ w1 + b1)
-        return jnp.mean((h1 @ w2 + b2 - y) ** 2)
-
-    def step(params: Any, x: Any, y: Any) -> Any:
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        return [p - 0.01 * g for p, g in zip(params, grads)], loss
-
-    rng = np.random.default_rng(0)
-    params = [
-        rng.normal(size=(32, 64)).astype(np.float32) * 0.1,
-        np.zeros(64, np.float32),
-        rng.normal(size=(64, 8)).astype(np.float32) * 0.1,
-        np.zeros(8, np.float32),
-    ]
-    x = rng.normal(size=(128, 32)).astype(np.float32)
-    y = rng.normal(size=(128, 8)).astype(np.float32)
-    jstep = jax.jit(step, donate_argnums=0)
+    params, x, y = _mlp_step.data()
+    jstep = _mlp_step.jax_step()
     text = jstep.lower(params, x, y).as_text()
 
     client = rpjrt.Client(h.plugin_path("NEW"))
     session = rpjrt.Session(client)
-    names = ["w1", "b1", "w2", "b2"]
+    names = _mlp_step.NAMES
     prog = session.program(text, inputs=names + ["x", "y"], outputs=names + ["loss"])
     assert prog.donated == names, prog
     session.bind_many(dict(zip(names, params)))
@@ -93,8 +81,31 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
             loss.block_until_ready()
         bufs["p"] = p
 
+    # CPU time of the whole process per step, next to the wall clock: on a loaded machine the
+    # wall clock mostly measures the scheduler (a step waits for descheduled plugin threads),
+    # while the CPU time counts the work itself (all threads), much more repeatably.
+    cpu: dict[str, list[float]] = {"session": [], "direct": [], "jax": []}
+
+    def timed(name: str, f: Any) -> Any:
+        def g(n: int) -> None:
+            c0 = time.process_time_ns()
+            f(n)
+            cpu[name].append((time.process_time_ns() - c0) / n)
+
+        return g
+
     t = h.interleaved(
-        {"session": session_step, "direct": direct_step, "jax": jax_step}, reps=reps, iters=iters
+        {"session": timed("session", session_step), "direct": timed("direct", direct_step), "jax": timed("jax", jax_step)},
+        reps=reps,
+        iters=iters,
+    )
+    # The warm-up call of each variant is recorded first: drop it.
+    cpu = {k: v[-reps:] for k, v in cpu.items()}
+    res.figure(
+        "session.cpu_vs_jax",
+        "process CPU time per step, Session / JAX, per repetition",
+        "x",
+        h.paired(cpu["session"], cpu["jax"]),
     )
     res.figure("session.step", "rpjrt.Session: step() + loss.block_until_ready()", "ns", h.stats(t["session"]))
     res.figure(

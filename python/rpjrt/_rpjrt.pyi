@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil"]
 
 __version__: str
 
@@ -362,7 +362,8 @@ class Buffer:
     def tobytes(self) -> bytes: ...
     def tolist(self) -> Any: ...
     def to_numpy(self) -> Any:
-        """A fresh numpy array (needs numpy; ml_dtypes for its types)."""
+        """A fresh, writable numpy array that owns its data (needs numpy, imported on the
+        first call; ml_dtypes for its types). `numpy.asarray(buf)` gives the same."""
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any: ...
     def copy_to(self, destination: Device | Memory) -> Buffer: ...
     def delete(self) -> None:
@@ -512,6 +513,7 @@ class _Waiter:
 def _bench_c_floor(
     exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
 ) -> float: ...
+def _bench_hold_gil(flag: bool) -> None: ...
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
 
 _FoundPlugin: TypeAlias = tuple[

@@ -57,3 +57,40 @@ pub fn _bench_c_floor(
         "this build of rpjrt has no benchmark support (build it with --features bench)",
     ))
 }
+
+/// Whether `Executable.__call__` keeps the GIL around a plain execute (an experiment of
+/// bench/b_process.py's thread figures; off unless `_bench_hold_gil(True)` was called).
+#[cfg(feature = "bench")]
+static HOLD_GIL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a plain execute keeps the GIL (see `_bench_hold_gil`).
+#[cfg(feature = "bench")]
+pub fn hold_gil() -> bool {
+    HOLD_GIL.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether a plain execute keeps the GIL: never without the `bench` feature.
+#[cfg(not(feature = "bench"))]
+#[inline(always)]
+pub fn hold_gil() -> bool {
+    false
+}
+
+/// `_bench_hold_gil(flag)`: makes `Executable.__call__` keep (True) or release (False, the
+/// default) the GIL around a plain execute, so that bench/b_process.py can measure both in
+/// one process. Raises without the `bench` feature.
+#[pyfunction]
+pub fn _bench_hold_gil(flag: bool) -> PyResult<()> {
+    #[cfg(feature = "bench")]
+    {
+        HOLD_GIL.store(flag, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    #[cfg(not(feature = "bench"))]
+    {
+        let _ = flag;
+        Err(invalid(
+            "_bench_hold_gil needs the extension built with the `bench` feature",
+        ))
+    }
+}

@@ -113,21 +113,44 @@ impl PyBuffer {
 
     /// A dense host copy (one element per byte for sub-byte types).
     pub fn host_bytes(&self, py: Python<'_>) -> PyResult<Vec<u8>> {
-        self.wait_ready(py)?;
+        self.check_host_copy(py)?;
         let b: &rpjrt::Buffer = &self.inner;
-        let t = b.element_type();
-        if t == ElementType::Token {
+        let mut v = vec![0u8; b.host_array_size()];
+        copy_to_host_array(py, b, &mut v)?;
+        Ok(v)
+    }
+
+    /// Refuses a token and waits until the contents are ready (what every host copy does
+    /// first).
+    fn check_host_copy(&self, py: Python<'_>) -> PyResult<()> {
+        if self.inner.element_type() == ElementType::Token {
+            self.check_not_deleted()?;
             return Err(invalid("a token has no data to copy to the host"));
         }
-        let raw = py.detach(|| b.to_vec()).pyerr()?;
-        if t.is_sub_byte() {
-            // numpy / ml_dtypes keep only the low bits (no sign extension).
-            let mask = ((1u16 << t.bit_width()) - 1) as u8;
-            let mut v = rpjrt::unpack_sub_byte(t, &raw, b.element_count());
-            v.iter_mut().for_each(|x| *x &= mask);
-            return Ok(v);
+        self.wait_ready(py)
+    }
+
+    /// A fresh numpy array made in the extension (numpy's C API), or `None` where that API
+    /// is unusable (then the caller takes the portable path).
+    fn numpy_array<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.check_host_copy(py)?;
+        let Some(api) = crate::npy::api(py)? else {
+            return Ok(None);
+        };
+        let b: &rpjrt::Buffer = &self.inner;
+        let descr = crate::npy::descr(py, b.element_type())?.bind(py);
+        let Some((arr, data)) = api.empty(py, descr, b.dims())? else {
+            return Ok(None);
+        };
+        let len = b.host_array_size();
+        if len > 0 {
+            // SAFETY: `data` addresses the new array's `len` bytes (its dtype has the host
+            // item size, checked by `npy::descr`); nothing else can reach the array before
+            // it is returned, and `arr` keeps it alive while the slice is used.
+            let dst = unsafe { std::slice::from_raw_parts_mut(data, len) };
+            copy_to_host_array(py, b, dst)?;
         }
-        Ok(raw)
+        Ok(Some(arr))
     }
 
     /// Copies the buffer into `out`, a writable buffer-protocol object (or numpy array) of
@@ -221,6 +244,17 @@ impl PyBuffer {
             )));
         }
         Ok(())
+    }
+}
+
+/// Copies `b` into `dst` (its host-array form), keeping the GIL for a quick copy of ready,
+/// host-readable data (releasing and retaking it would cost more than the copy) and
+/// releasing it otherwise.
+fn copy_to_host_array(py: Python<'_>, b: &rpjrt::Buffer, dst: &mut [u8]) -> PyResult<()> {
+    if b.host_copy_is_quick() {
+        b.to_host_array(dst).pyerr()
+    } else {
+        py.detach(|| b.to_host_array(dst)).pyerr()
     }
 }
 
@@ -422,6 +456,9 @@ impl PyBuffer {
 
     fn to_numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        if let Some(arr) = slf.get().numpy_array(py)? {
+            return Ok(arr);
+        }
         let mv = slf.get().to_host(py, None)?;
         py.import("rpjrt._host")?
             .getattr("to_numpy")?
@@ -441,7 +478,12 @@ impl PyBuffer {
         }
         let arr = Self::to_numpy(slf)?;
         match dtype {
-            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+            Some(d) if !d.is_none() => {
+                // The array is already a fresh copy: convert without a second one.
+                let kw = pyo3::types::PyDict::new(slf.py());
+                kw.set_item("copy", false)?;
+                arr.call_method("astype", (d,), Some(&kw))
+            }
             _ => Ok(arr),
         }
     }

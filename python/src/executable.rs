@@ -255,7 +255,11 @@ impl PyExecutable {
             None => None,
         };
         let mut outs = if donate.is_empty() && chosen.is_none() && ffi_context.is_none() {
-            py.detach(|| exe.execute(&refs)).pyerr()?
+            if crate::bench::hold_gil() {
+                exe.execute(&refs).pyerr()?
+            } else {
+                py.detach(|| exe.execute(&refs)).pyerr()?
+            }
         } else {
             let opts = ExecuteOptions {
                 donate,

@@ -17,6 +17,7 @@ mod errors;
 mod executable;
 mod ffi;
 mod notify;
+mod npy;
 mod put;
 mod pybuf;
 mod session;
@@ -93,6 +94,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(put::_python_to_host, m)?)?;
     m.add_function(wrap_pyfunction!(put::_python_shape, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_bench_hold_gil, m)?)?;
     ffi::add(m)?;
     m.add_function(wrap_pyfunction!(transfer::_put_streaming, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_copy_raw_to_host, m)?)?;

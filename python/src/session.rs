@@ -199,9 +199,14 @@ impl PySession {
     /// The Buffer slot `name` holds (shared with the slot).
     fn buffer(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyBuffer>> {
         let s = &self.inner;
-        let b = py
-            .detach(|| s.fetch(name))
-            .map_err(|e| raise(py, &self.loader_error, e))?;
+        // A slot that holds its buffer is read with the GIL held (nothing to wait for); a
+        // loader, or waiting for another thread's use of the session, runs without it.
+        let b = match s.fetch_loaded(name).pyerr()? {
+            Some(b) => b,
+            None => py
+                .detach(|| s.fetch(name))
+                .map_err(|e| raise(py, &self.loader_error, e))?,
+        };
         PyBuffer::wrap_shared(py, b, &self.client)
     }
 

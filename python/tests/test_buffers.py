@@ -12,6 +12,8 @@ import pytest
 
 import rpjrt
 
+from .conftest import run_python
+
 STD_DTYPES = [
     np.bool_,
     np.int8,
@@ -74,6 +76,73 @@ def test_numpy_roundtrip(client: rpjrt.Client, dt: object) -> None:
     np.testing.assert_array_equal(np.asarray(b), a)
     assert b.tolist() == a.tolist()
     assert b.tobytes() == a.tobytes()
+
+
+@pytest.mark.parametrize("dt", STD_DTYPES + ML_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(), (0,), (5,), (2, 1, 3, 2)], ids=str)
+def test_to_numpy_gives_a_fresh_writable_array_that_owns_its_data(
+    client: rpjrt.Client, dt: object, shape: tuple[int, ...]
+) -> None:
+    a = _sample(dt, shape)
+    b = client.put(a)
+    for out in (b.to_numpy(), np.asarray(b), np.array(b)):
+        assert type(out) is np.ndarray
+        assert out.dtype == a.dtype and out.shape == a.shape
+        np.testing.assert_array_equal(out, a)
+        assert out.flags.writeable and out.flags.owndata and out.base is None
+        assert out.flags.c_contiguous
+    # Writing to the array changes neither the buffer nor the next copy.
+    out = b.to_numpy()
+    out[...] = np.zeros((), a.dtype)
+    again = b.to_numpy()
+    assert again is not out
+    np.testing.assert_array_equal(again, a)
+
+
+def test_to_numpy_of_a_large_buffer(client: rpjrt.Client) -> None:
+    # Above rpjrt.QUICK_COPY_BYTES the copy runs without the GIL.
+    a = np.arange(1 << 18, dtype=np.float64).reshape(512, 512)
+    b = client.put(a)
+    np.testing.assert_array_equal(b.to_numpy(), a)
+    np.testing.assert_array_equal(np.asarray(b, dtype=np.float32), a.astype(np.float32))
+
+
+def test_array_protocol_conversions(client: rpjrt.Client) -> None:
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = client.put(a)
+    f = np.asarray(b, dtype=np.float64)
+    assert f.dtype == np.float64 and f.flags.owndata
+    np.testing.assert_array_equal(f, a)
+    same = b.__array__(np.int32)
+    assert same.dtype == np.int32 and same.flags.owndata
+    with pytest.raises(ValueError, match="only by copying"):
+        np.array(b, copy=False)
+
+
+def test_to_numpy_of_a_deleted_buffer(client: rpjrt.Client) -> None:
+    b = client.put(np.ones(3, np.float32))
+    b.delete()
+    with pytest.raises(rpjrt.BufferDeletedError):
+        b.to_numpy()
+    with pytest.raises(rpjrt.BufferDeletedError):
+        np.asarray(b)
+
+
+def test_to_numpy_imports_numpy_only_when_called(plugin_path: str) -> None:
+    code = f"""
+        import sys, rpjrt
+        assert "numpy" not in sys.modules
+        b = rpjrt.Client({plugin_path!r}).put([1.0, 2.0, 3.0])
+        assert "numpy" not in sys.modules
+        a = b.to_numpy()
+        import numpy as np
+        assert type(a) is np.ndarray and a.dtype == np.float64, (type(a), a.dtype)
+        assert a.tolist() == [1.0, 2.0, 3.0] and a.flags.owndata
+        print("ok")
+    """
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,11 @@ use crate::raw::inline::Inline;
 /// Shapes of up to this rank are stored inline in a `Buffer` (no allocation).
 const INLINE_RANK: usize = 6;
 
+/// Host copies of at most this many bytes count as quick
+/// ([`Buffer::host_copy_is_quick`]): a memcpy of 64 KiB takes a few microseconds, about what
+/// handing an interpreter lock to another thread and back costs.
+pub const QUICK_COPY_BYTES: usize = 64 << 10;
+
 pub(crate) use crate::host::HostBytes;
 
 /// Adapts an owner of host bytes to the raw layer's zero-copy contract.
@@ -300,6 +305,55 @@ impl Buffer {
             return self.raw.to_host_row_major(self.dims().len(), dst);
         }
         self.raw.to_host(dst)
+    }
+
+    /// Bytes of the host-array form that [`Buffer::to_host_array`] writes:
+    /// [`ElementType::host_itemsize`] per element.
+    pub fn host_array_size(&self) -> usize {
+        self.element_count() * self.element_type().host_itemsize()
+    }
+
+    /// Copies the buffer into `dst` in the form numpy and ml_dtypes hold arrays: dense,
+    /// row-major, [`ElementType::host_itemsize`] bytes per element. For whole-byte types
+    /// these are the bytes of [`Buffer::to_host`]; a sub-byte type (int4, float4 ...) takes
+    /// one byte per element holding the value's low bits (not sign-extended).
+    ///
+    /// `dst` must be exactly [`Buffer::host_array_size`] bytes.
+    pub fn to_host_array(&self, dst: &mut [u8]) -> Result<()> {
+        let ty = self.element_type();
+        if !ty.is_sub_byte() {
+            return self.to_host(dst);
+        }
+        self.check()?;
+        let need = self.host_array_size();
+        if dst.len() != need {
+            return Err(Error::invalid(format!(
+                "destination has {} bytes, but {}{:?} needs {need} (one byte per element)",
+                dst.len(),
+                ty,
+                self.dims()
+            )));
+        }
+        if need == 0 {
+            return Ok(());
+        }
+        // The plugins write one element per byte (signed types sign-extended); numpy and
+        // ml_dtypes keep only the low bits.
+        self.raw.to_host(dst)?;
+        let mask = ((1u16 << ty.bit_width()) - 1) as u8;
+        dst.iter_mut().for_each(|x| *x &= mask);
+        Ok(())
+    }
+
+    /// Whether a host copy of this buffer ([`Buffer::to_host`], [`Buffer::to_host_array`])
+    /// is quick right now: the contents are known to be ready, the memory is read in place
+    /// (see [`Buffer::has_host_view`]) and it is at most [`QUICK_COPY_BYTES`] long. Bindings
+    /// use it to skip releasing their interpreter lock around copies that take less time
+    /// than the release and the reacquisition. Never blocks.
+    pub fn host_copy_is_quick(&self) -> bool {
+        self.host_size() <= QUICK_COPY_BYTES
+            && self.raw.is_ready_cached()
+            && self.has_host_view().unwrap_or(false)
     }
 
     /// Copies the buffer into a new vector of bytes.

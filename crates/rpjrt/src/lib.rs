@@ -72,7 +72,7 @@ pub mod __bench {
 }
 
 pub use aot::{is_artifact, Artifact, ArtifactTarget, ENVELOPE_MAGIC, ENVELOPE_VERSION};
-pub use buffer::{Buffer, ExternalReference, HostView};
+pub use buffer::{Buffer, ExternalReference, HostView, QUICK_COPY_BYTES};
 pub use cache::{Cache, CacheEntry, CacheStats};
 pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice, MAX_CPU_DEVICE_COUNT};
 

@@ -27,7 +27,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::buffer::Buffer;
 use crate::client::{Client, Device};
@@ -269,6 +269,16 @@ impl Inner {
     }
 }
 
+/// A slot's buffer, unless it was deleted.
+fn ready_buffer(name: &str, b: &Arc<Buffer>) -> Result<Arc<Buffer>> {
+    if b.is_deleted() {
+        return Err(Error::Deleted(format!(
+            "slot {name:?}: its buffer was deleted (or donated outside this session)"
+        )));
+    }
+    Ok(Arc::clone(b))
+}
+
 fn prefix(name: &str, e: Error) -> Error {
     match e {
         Error::InvalidArgument(m) => Error::InvalidArgument(format!("slot {name:?}: {m}")),
@@ -508,15 +518,38 @@ impl Session {
     /// The buffer slot `name` holds (running its loader first if it is lazy). The buffer is
     /// shared with the slot: a later donation of the slot makes it unusable.
     pub fn fetch(&self, name: &str) -> Result<Arc<Buffer>> {
-        let i = self.inner.lock().find(name)?;
+        let i = {
+            let st = self.inner.lock();
+            let i = st.find(name)?;
+            if let Content::Ready(b) = &st.slots[i].content {
+                return ready_buffer(name, b);
+            }
+            i
+        };
         self.inner.load(&[i])?;
         let st = self.inner.lock();
         match &st.slots[i].content {
-            Content::Ready(b) if b.is_deleted() => Err(Error::Deleted(format!(
-                "slot {name:?}: its buffer was deleted (or donated outside this session)"
-            ))),
-            Content::Ready(b) => Ok(Arc::clone(b)),
+            Content::Ready(b) => ready_buffer(name, b),
             _ => Err(Error::invalid(format!(
+                "slot {name:?} has no value yet: bind it first"
+            ))),
+        }
+    }
+
+    /// As [`Session::fetch`], but never runs a loader and never waits: `Ok(None)` when slot
+    /// `name` is bound to a loader that has not run yet, or when another thread holds the
+    /// session (e.g. while it calls a program); [`Session::fetch`] then does the rest.
+    pub fn fetch_loaded(&self, name: &str) -> Result<Option<Arc<Buffer>>> {
+        let st = match self.inner.state.try_lock() {
+            Ok(st) => st,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(None),
+        };
+        let i = st.find(name)?;
+        match &st.slots[i].content {
+            Content::Ready(b) => ready_buffer(name, b).map(Some),
+            Content::Lazy(_) => Ok(None),
+            Content::Empty => Err(Error::invalid(format!(
                 "slot {name:?} has no value yet: bind it first"
             ))),
         }
@@ -937,19 +970,21 @@ impl SessionProgram {
     /// stores each output in its slot. Returns without waiting for the computation.
     pub fn call(&self) -> Result<()> {
         let inner = &*self.inner;
-        {
-            let st = inner.lock();
-            if self
-                .inputs
-                .iter()
-                .any(|&i| matches!(st.slots[i].content, Content::Lazy(_)))
-            {
-                drop(st);
-                inner.load(&self.inputs)?;
-            }
-        }
         let mut st = inner.lock();
-        let mut args: Vec<Arc<Buffer>> = Vec::with_capacity(self.inputs.len());
+        if self
+            .inputs
+            .iter()
+            .any(|&i| matches!(st.slots[i].content, Content::Lazy(_)))
+        {
+            // Loaders run without the lock (they may take long, or call back into a
+            // binding that uses the session).
+            drop(st);
+            inner.load(&self.inputs)?;
+            st = inner.lock();
+        }
+        // The lock is held until the outputs are stored, so the slots' buffers can be
+        // borrowed for the execution.
+        let mut refs: Vec<&Buffer> = Vec::with_capacity(self.inputs.len());
         for &i in &self.inputs {
             let slot = &st.slots[i];
             match &slot.content {
@@ -960,7 +995,7 @@ impl SessionProgram {
                             slot.name
                         )));
                     }
-                    args.push(Arc::clone(b));
+                    refs.push(b);
                 }
                 _ => {
                     return Err(Error::invalid(format!(
@@ -971,7 +1006,6 @@ impl SessionProgram {
                 }
             }
         }
-        let refs: Vec<&Buffer> = args.iter().map(|b| &**b).collect();
         let donate: Vec<usize> = self
             .donated
             .iter()
@@ -997,7 +1031,6 @@ impl SessionProgram {
             let mut r = self.exe.execute_with(&[refs], &options)?;
             r.outputs.pop().unwrap_or_default()
         };
-        drop(args);
         for (out, slot) in outs.into_iter().zip(&self.outputs) {
             if let Some(i) = slot {
                 st.slots[*i].content = Content::Ready(Arc::new(out));

@@ -260,3 +260,57 @@ fn views_refuse_closed_clients() {
         expect_err(x.to_vec(), &["client was closed"]);
     });
 }
+
+#[test]
+fn host_array_form_is_one_byte_per_sub_byte_element() {
+    for_each_plugin(|_, client| {
+        let dev = client.default_device().unwrap();
+        // int4 values 1, -2, 3, -8, packed two per byte, low nibble first.
+        let packed = [0xE1u8, 0x83];
+        let b = client
+            .buffer_from_host(&packed, ElementType::S4, &[4], None, &dev, None)
+            .unwrap();
+        assert_eq!(b.host_array_size(), 4);
+        let mut dst = [0xFFu8; 4];
+        b.to_host_array(&mut dst).unwrap();
+        // numpy / ml_dtypes' int4: the low four bits, not sign-extended.
+        assert_eq!(dst, [0x1, 0xE, 0x3, 0x8]);
+        expect_err(
+            b.to_host_array(&mut [0u8; 2]),
+            &["destination has 2 bytes", "needs 4"],
+        );
+        assert!(
+            !b.host_copy_is_quick(),
+            "no in-place read for sub-byte types"
+        );
+
+        // Whole-byte types: the same bytes as to_host.
+        let x = client
+            .buffer_from_slice(&[1f32, -2.5, 3.0], &[3], &dev)
+            .unwrap();
+        assert_eq!(x.host_array_size(), x.host_size());
+        let mut a = [0u8; 12];
+        x.to_host_array(&mut a).unwrap();
+        assert_eq!(f32s(&a), [1.0, -2.5, 3.0]);
+    });
+}
+
+#[test]
+fn quick_host_copies_are_small_ready_and_read_in_place() {
+    for_each_plugin(|_, client| {
+        let dev = client.default_device().unwrap();
+        let exe = compile(client, &mul_add());
+        let x = client.buffer_from_slice(&[1f32; 8], &[8], &dev).unwrap();
+        let out = exe.execute(&[&x, &x]).unwrap();
+        out[0].block_until_ready().unwrap();
+        assert!(out[0].host_copy_is_quick());
+        let n = rpjrt::QUICK_COPY_BYTES / 4 + 1;
+        let big = client
+            .buffer_from_slice(&vec![0f32; n], &[n as i64], &dev)
+            .unwrap();
+        big.block_until_ready().unwrap();
+        assert!(!big.host_copy_is_quick(), "above QUICK_COPY_BYTES");
+        out[0].delete().unwrap();
+        assert!(!out[0].host_copy_is_quick(), "deleted");
+    });
+}

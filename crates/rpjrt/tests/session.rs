@@ -159,6 +159,22 @@ fn session_refuses_mismatches_naming_the_slot() {
             .unwrap();
         assert!(keep.donated().is_empty());
         expect_err(session.fetch("nope"), &["no slot \"nope\""]);
+        // fetch_loaded never runs a loader.
+        expect_err(session.fetch_loaded("nope"), &["no slot \"nope\""]);
+        let loads = session.loads();
+        assert!(
+            session.fetch_loaded("x").unwrap().is_none(),
+            "x is still lazy"
+        );
+        assert_eq!(session.loads(), loads, "no loader ran");
+        let w = session.fetch_loaded("w").unwrap().expect("w is bound");
+        assert_eq!(w.dims(), &[4, 2]);
+        expect_err(
+            session.fetch_loaded("loss"),
+            &["slot \"loss\" has no value yet"],
+        );
+        w.delete().unwrap();
+        expect_err(session.fetch_loaded("w"), &["slot \"w\"", "deleted"]);
     });
 }
 

@@ -366,6 +366,12 @@ impl<M> Buffer<M> {
         Ok(())
     }
 
+    /// Whether an earlier wait or readiness check saw the contents ready and their producer
+    /// succeeded (no plugin call).
+    pub(crate) fn is_ready_cached(&self) -> bool {
+        self.0.ready_ok.load(Ordering::Acquire)
+    }
+
     /// Whether the contents are ready (also when their producer failed), without blocking.
     pub(crate) fn is_ready(&self) -> Result<bool> {
         if self.0.ready_ok.load(Ordering::Acquire) {

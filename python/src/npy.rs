@@ -1,0 +1,218 @@
+//! numpy arrays made in the extension through numpy's C API, so that `Buffer.to_numpy()`
+//! allocates its array once and the core copies straight into it, without a Python-level
+//! detour (importing a helper, wrapping a memoryview, calling `numpy.asarray`).
+//!
+//! numpy stays optional: nothing here runs before the first `to_numpy()`, which imports it.
+//! The API is numpy's table of function pointers, published as the `_ARRAY_API` capsule of
+//! its `_multiarray_umath` extension. Three entries are used, at positions numpy keeps
+//! fixed in its 1.x and 2.x ABIs (its promise to extensions compiled against older
+//! versions): 0 `PyArray_GetNDArrayCVersion`, 2 `PyArray_Type` and 94
+//! `PyArray_NewFromDescr`. The table is used only when entry 0 reports ABI major version 1
+//! or 2. An array's data pointer is the first field after the object header
+//! (`PyArrayObject_fields.data`, what numpy's own `PyArray_DATA` reads); that is checked once
+//! against the pointer the buffer protocol gives. When anything does not match, [`api`]
+//! returns `None` and callers take the portable path.
+//!
+//! Element types are described by the `numpy.dtype` objects that `rpjrt.dtype(...).numpy`
+//! gives (ml_dtypes' types included: `PyArray_NewFromDescr` takes any descriptor), cached
+//! per type, each checked once to have the host item size rpjrt writes.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::ptr;
+
+use pyo3::exceptions::PyImportError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use rpjrt::ElementType;
+
+use crate::convert::dtype_obj;
+use crate::errors::invalid;
+use crate::pybuf::HostView;
+
+/// `PyArray_NewFromDescr(subtype, descr, nd, dims, strides, data, flags, obj)`; steals a
+/// reference to `descr`.
+type NewFromDescr = unsafe extern "C" fn(
+    *mut ffi::PyTypeObject,
+    *mut ffi::PyObject,
+    c_int,
+    *const ffi::Py_ssize_t,
+    *const ffi::Py_ssize_t,
+    *mut c_void,
+    c_int,
+    *mut ffi::PyObject,
+) -> *mut ffi::PyObject;
+
+/// `PyArray_GetNDArrayCVersion()`: the ABI version (major in the top byte).
+type AbiVersion = unsafe extern "C" fn() -> c_uint;
+
+/// Position of each entry in numpy's API table.
+const SLOT_ABI_VERSION: usize = 0;
+const SLOT_ARRAY_TYPE: usize = 2;
+const SLOT_NEW_FROM_DESCR: usize = 94;
+
+/// The most dimensions every supported numpy takes (`NPY_MAXDIMS` is 32 in 1.x, 64 in 2.x).
+const MAX_DIMS: usize = 32;
+
+/// The numpy entries this module uses.
+pub struct Api {
+    array_type: *mut ffi::PyTypeObject,
+    new_from_descr: NewFromDescr,
+    /// Keeps the capsule (and so the table it points to) alive.
+    _capsule: Py<PyAny>,
+}
+
+// SAFETY: the pointers address numpy's static type object and function, valid for the life
+// of the process once numpy is imported (extension modules are never unloaded); they are
+// used only with the GIL held.
+unsafe impl Send for Api {}
+// SAFETY: as for Send; the struct is never mutated after creation.
+unsafe impl Sync for Api {}
+
+/// `None` once numpy's table was found unusable (then `to_numpy` takes the portable path).
+static API: PyOnceLock<Option<Api>> = PyOnceLock::new();
+
+/// The numpy dtype of each element type, by PJRT code.
+static DESCRS: [PyOnceLock<Py<PyAny>>; 64] = [const { PyOnceLock::new() }; 64];
+
+/// numpy's API, importing numpy the first time. `Err(ImportError)` when numpy is not
+/// installed; `Ok(None)` when its table is not one this module knows.
+pub fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
+    if let Some(a) = API.get(py) {
+        return Ok(a.as_ref());
+    }
+    if py.import("numpy").is_err() {
+        return Err(PyImportError::new_err(
+            "Buffer.to_numpy() needs numpy (pip install 'rpjrt[numpy]'); Buffer.to_host() \
+             gives a memoryview without it",
+        ));
+    }
+    let found = load(py);
+    Ok(API.get_or_init(py, || found).as_ref())
+}
+
+/// Reads and checks numpy's table; `None` on any surprise.
+fn load(py: Python<'_>) -> Option<Api> {
+    // numpy 2 moved its core to numpy._core (numpy.core still works there, with a warning).
+    let module = [
+        "numpy._core._multiarray_umath",
+        "numpy.core._multiarray_umath",
+    ]
+    .iter()
+    .find_map(|m| py.import(*m).ok())?;
+    let capsule = module.getattr("_ARRAY_API").ok()?;
+    // SAFETY: `capsule` is a live object; PyCapsule_IsValid accepts any object, and
+    // numpy's capsule has no name (NULL).
+    let table = unsafe {
+        if ffi::PyCapsule_IsValid(capsule.as_ptr(), ptr::null()) == 0 {
+            return None;
+        }
+        ffi::PyCapsule_GetPointer(capsule.as_ptr(), ptr::null())
+    } as *const *const c_void;
+    if table.is_null() {
+        drop(PyErr::take(py));
+        return None;
+    }
+    // SAFETY: numpy's table holds at least 300 entries in every 1.x and 2.x release; the
+    // three read here are a function, the address of a static type object, and a function,
+    // with the signatures declared above. The ABI version is checked before the others are
+    // trusted.
+    let api = unsafe {
+        let version_fn = *table.add(SLOT_ABI_VERSION);
+        if version_fn.is_null() {
+            return None;
+        }
+        let version = std::mem::transmute::<*const c_void, AbiVersion>(version_fn)();
+        if !matches!(version >> 24, 1 | 2) {
+            return None;
+        }
+        let array_type = *table.add(SLOT_ARRAY_TYPE) as *mut ffi::PyTypeObject;
+        let new_fn = *table.add(SLOT_NEW_FROM_DESCR);
+        if array_type.is_null() || new_fn.is_null() {
+            return None;
+        }
+        Api {
+            array_type,
+            new_from_descr: std::mem::transmute::<*const c_void, NewFromDescr>(new_fn),
+            _capsule: capsule.unbind(),
+        }
+    };
+    // Check the data-pointer field against the buffer protocol once.
+    let np = py.import("numpy").ok()?;
+    let u8_descr = np.getattr("dtype").ok()?.call1(("uint8",)).ok()?;
+    let (arr, data) = api.empty(py, &u8_descr, &[3]).ok()??;
+    let view = HostView::get(&arr)?;
+    if view.ptr() != data.cast_const() || view.byte_len() != 3 {
+        return None;
+    }
+    drop(view);
+    Some(api)
+}
+
+impl Api {
+    /// A new, writable, C-ordered array of `descr` elements with shape `dims`, and the
+    /// address of its data (`product(dims) * descr.itemsize` bytes, uninitialised).
+    /// `Ok(None)` for more dimensions than numpy takes.
+    pub fn empty<'py>(
+        &self,
+        py: Python<'py>,
+        descr: &Bound<'py, PyAny>,
+        dims: &[i64],
+    ) -> PyResult<Option<(Bound<'py, PyAny>, *mut u8)>> {
+        if dims.len() > MAX_DIMS {
+            return Ok(None);
+        }
+        let mut shape = [0 as ffi::Py_ssize_t; MAX_DIMS];
+        for (s, &d) in shape.iter_mut().zip(dims) {
+            *s = ffi::Py_ssize_t::try_from(d)
+                .map_err(|_| invalid(format!("dimension {d} does not fit numpy")))?;
+        }
+        // SAFETY: we hold the GIL; `descr` is a live numpy dtype, whose reference the call
+        // steals (hence the incref); `shape` holds `dims.len()` sizes; null strides and data
+        // ask numpy for a fresh C-ordered allocation, flags 0 for a C-ordered array, and a
+        // null `obj` for no base.
+        let obj = unsafe {
+            ffi::Py_IncRef(descr.as_ptr());
+            (self.new_from_descr)(
+                self.array_type,
+                descr.as_ptr(),
+                dims.len() as c_int,
+                shape.as_ptr(),
+                ptr::null(),
+                ptr::null_mut(),
+                0,
+                ptr::null_mut(),
+            )
+        };
+        if obj.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: a new reference to a numpy array; its first field after the object
+        // header is the data pointer (`PyArrayObject_fields.data`; checked in `load`).
+        let (arr, data) = unsafe {
+            let data_field =
+                (obj as *const u8).add(std::mem::size_of::<ffi::PyObject>()) as *const *mut u8;
+            (Bound::from_owned_ptr(py, obj), *data_field)
+        };
+        Ok(Some((arr, data)))
+    }
+}
+
+/// The numpy dtype of `t` (`rpjrt.dtype(t).numpy`), cached; checked to have the item size
+/// of rpjrt's host form.
+pub fn descr(py: Python<'_>, t: ElementType) -> PyResult<&Py<PyAny>> {
+    let slot = DESCRS
+        .get(t.code() as usize)
+        .ok_or_else(|| invalid(format!("element type {t} has no numpy dtype")))?;
+    slot.get_or_try_init(py, || {
+        let d = dtype_obj(py, t)?.getattr("numpy")?;
+        let itemsize: usize = d.getattr("itemsize")?.extract()?;
+        if itemsize != t.host_itemsize() {
+            return Err(invalid(format!(
+                "numpy's {d} has {itemsize}-byte elements, but rpjrt's host form of {t} has {}",
+                t.host_itemsize()
+            )));
+        }
+        Ok(d.unbind())
+    })
+}
