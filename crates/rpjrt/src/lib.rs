@@ -49,6 +49,7 @@ pub mod host;
 mod introspect;
 pub mod layout;
 pub mod npy;
+mod op_sharding;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
@@ -92,6 +93,7 @@ pub use host::{
 };
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use layout::DeviceLayout;
+pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
