@@ -236,7 +236,10 @@ impl Cache {
     ) -> Result<Executable> {
         client.core.check("client")?;
         client.plugin().check_stablehlo(program)?;
-        let encoded = options.encode(&client.device_ids())?;
+        // What Client::compile would send (so the key covers it).
+        let encoded = options
+            .effective(program, &client.core.platform_name)
+            .encode(&client.device_ids())?;
         let target = ArtifactTarget::of_client(client)?;
         let key = Cache::key(program, &encoded, &target);
         let path = self.entry_path(&key);

@@ -348,9 +348,10 @@ impl Client {
             .iter()
             .map(|d| d.facts.id.into())
             .collect();
-        // A Shardy module needs the Shardy partitioner (see sharding::options_for).
-        let adjusted = crate::sharding::options_for(program, options);
-        let encoded = adjusted.as_ref().unwrap_or(options).encode(&ids)?;
+        // Shardy modules get the Shardy partitioner; CPU compiles keep NaNs in max/min.
+        let encoded = options
+            .effective(program, &self.core.platform_name)
+            .encode(&ids)?;
         Executable::compile(&self.core, program, &encoded)
             .map_err(|e| crate::stablehlo::explain(&self.core.plugin, program, e))
     }

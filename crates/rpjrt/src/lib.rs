@@ -94,7 +94,7 @@ pub use host::{
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use layout::DeviceLayout;
 pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
-pub use options::{CompileOptions, OptionOverride};
+pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
