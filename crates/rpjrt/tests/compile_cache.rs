@@ -318,9 +318,10 @@ fn client_options_cache_dir_turns_the_cache_on() {
         // A cache directory that cannot be one is refused before a client is made.
         let file = dir.join("plain-file");
         std::fs::write(&file, b"x").unwrap();
-        let e = Client::new(p, &ClientOptions::new().cache_dir(&file))
-            .err()
-            .expect("a file is not a cache directory");
+        let e = match Client::new(p, &ClientOptions::new().cache_dir(&file)) {
+            Err(e) => e,
+            Ok(_) => panic!("a file is not a cache directory"),
+        };
         assert!(e.to_string().contains("plain-file"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     });
