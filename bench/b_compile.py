@@ -10,7 +10,10 @@ compile call is timed; see _compile_child.py), repeated with the variants interl
 - JAX cold / warm: `jax.jit(f).lower(...).compile()` without / with a populated
   `jax_compilation_cache_dir` (JAX's own CPU backend)
 
-Targets: rpjrt warm <= 5% of rpjrt cold; rpjrt warm no slower than JAX warm (ratio <= 1).
+Targets: rpjrt warm <= 5% of rpjrt cold; rpjrt warm no slower than JAX warm (ratio <= 1),
+judged on wall time. The CPU time each child spent in the timed call is recorded too (all
+threads; figures `*_cpu`), and the warm ratios on CPU time are printed with the targets: on a
+machine shared by many jobs, wall time is mostly waiting for a core.
 """
 
 from __future__ import annotations
@@ -29,13 +32,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "_compile_child.py")
 
 
-def _child(args: list[str]) -> tuple[float, int]:
+def _child(args: list[str]) -> tuple[float, int, float]:
     out = subprocess.run(
         [sys.executable, CHILD, *args], check=True, capture_output=True, text=True, timeout=600
     ).stdout
     line = next(l for l in out.splitlines() if l.startswith("MS "))
-    _, ms, _, hit = line.split()
-    return float(ms), int(hit)
+    _, ms, _, hit, _, cpu = line.split()
+    return float(ms), int(hit), float(cpu)
 
 
 def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
@@ -60,16 +63,23 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
                 "jax_warm": ["jax", name, jax_dir],
             }
             samples: dict[str, list[float]] = {k: [] for k in variants}
+            cpu: dict[str, list[float]] = {k: [] for k in variants}
             keys = list(variants)
             for rep in range(reps):
                 for k in range(len(keys)):
                     v = keys[(rep + k) % len(keys)]
-                    ms, hit = _child(variants[v])
+                    ms, hit, c = _child(variants[v])
                     if v == "rpjrt_warm" and hit != 1:
                         res.note(f"compile.{name}: the rpjrt warm run missed its cache")
                     samples[v].append(ms)
+                    cpu[v].append(c)
             for v, s in samples.items():
                 res.figure(f"compile.{name}.{v}", f"{v.replace('_', ' ')} compile of {name} (fresh process)", "ms", h.stats(s))
+                res.figure(f"compile.{name}.{v}_cpu", f"{v.replace('_', ' ')} compile of {name}, CPU time", "ms", h.stats(cpu[v]))
+
+            def cpu_ratio(a: str, b: str) -> str:
+                return f"{h.paired(cpu[a], cpu[b])['median']:.3f}x"
+
             res.target(
                 f"compile {name}: rpjrt warm cache / cold compile",
                 value=h.paired(samples["rpjrt_warm"], samples["rpjrt_cold"]),
@@ -77,7 +87,8 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
                 threshold=0.05,
                 unit="x",
                 detail=f"cache load vs compile of the same StableHLO; JAX warm/cold "
-                f"{h.stats([a / b for a, b in zip(samples['jax_warm'], samples['jax_cold'])])['median']:.3f}x",
+                f"{h.stats([a / b for a, b in zip(samples['jax_warm'], samples['jax_cold'])])['median']:.3f}x; "
+                f"on CPU time rpjrt {cpu_ratio('rpjrt_warm', 'rpjrt_cold')}, JAX {cpu_ratio('jax_warm', 'jax_cold')}",
                 reference="rpjrt cold compile, same repetition",
             )
             res.target(
@@ -86,7 +97,8 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
                 op="<=",
                 threshold=1.0,
                 unit="x",
-                detail="both load a cached executable in a fresh process",
+                detail="both load a cached executable in a fresh process; on CPU time "
+                f"{cpu_ratio('rpjrt_warm', 'jax_warm')}",
                 reference="JAX persistent compilation cache, same repetition",
             )
     finally:

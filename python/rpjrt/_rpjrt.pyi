@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding"]
 
 __version__: str
 
@@ -283,9 +283,10 @@ class Executable:
     def cost_analysis(self) -> dict[str, int | float | str | bool | list[int]]: ...
     def compiled_memory_stats(self) -> dict[str, int]: ...
     def output_memory_kinds(self) -> list[str]: ...
-    def parameter_shardings(self) -> list[bytes]:
-        """Serialized OpSharding of each parameter (Shardings extension)."""
-    def output_shardings(self) -> list[bytes]: ...
+    def parameter_shardings(self) -> list[OpSharding]:
+        """The sharding of each parameter (Shardings extension); UnsupportedError without it."""
+    def output_shardings(self) -> list[OpSharding]:
+        """The sharding of each output (Shardings extension); UnsupportedError without it."""
     def parameter_layouts(self) -> list[tuple[int, ...] | None]:
         """minor_to_major of each parameter's layout (Layouts extension)."""
     def output_layouts(self) -> list[tuple[int, ...] | None]: ...
@@ -417,6 +418,40 @@ class Topology:
     def serialize(self) -> bytes: ...
     def compile(self, program: str | bytes, *, format: Literal["mlir", "hlo"] = "mlir") -> bytes:
         """Compile without devices; returns an artifact for Client.load."""
+
+@final
+class OpSharding:
+    """XLA's OpSharding of a parameter or output; str() is XLA's short form
+    ("{replicated}", "{maximal device=0}", "{devices=[2,1]<=[2]}")."""
+
+    @staticmethod
+    def from_bytes(data: bytes | bytearray | memoryview | os.PathLike[str]) -> OpSharding:
+        """Decodes a serialized OpSharding proto (InvalidArgumentError when it is not one)."""
+    @property
+    def type(self) -> Literal["replicated", "maximal", "tuple", "other", "manual", "unknown", "unreduced"]: ...
+    @property
+    def tile_assignment_dimensions(self) -> list[int]: ...
+    @property
+    def tile_assignment_devices(self) -> list[int]:
+        """Devices listed explicitly (empty for an iota assignment; see devices())."""
+    @property
+    def iota_reshape_dims(self) -> list[int]: ...
+    @property
+    def iota_transpose_perm(self) -> list[int]: ...
+    @property
+    def replicate_on_last_tile_dim(self) -> bool: ...
+    @property
+    def last_tile_dims(self) -> list[str]: ...
+    @property
+    def tuple_shardings(self) -> list[OpSharding]: ...
+    @property
+    def shard_group(self) -> tuple[Literal["shard_as", "shard_like"], int] | None: ...
+    @property
+    def is_replicated(self) -> bool: ...
+    def devices(self) -> list[int]:
+        """The tile assignment's device ids in row-major order, an iota expanded."""
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
 
 def artifact_stablehlo_version(data: bytes | bytearray | memoryview | os.PathLike[str]) -> str | None:
     """The StableHLO version a portable artifact was written for, or None."""

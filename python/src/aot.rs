@@ -221,6 +221,81 @@ impl PyTopology {
     }
 }
 
+/// XLA's `OpSharding` of a parameter or output (rpjrt::OpSharding).
+#[pyclass(frozen, eq, hash, name = "OpSharding", module = "rpjrt")]
+#[derive(PartialEq, Hash)]
+pub struct PyOpSharding {
+    inner: rpjrt::OpSharding,
+}
+
+#[pymethods]
+impl PyOpSharding {
+    /// Decodes a serialized OpSharding proto.
+    #[staticmethod]
+    fn from_bytes(data: &Bound<'_, PyAny>) -> PyResult<PyOpSharding> {
+        let b = data_bytes(data)?;
+        Ok(PyOpSharding {
+            inner: rpjrt::OpSharding::decode(&b).pyerr()?,
+        })
+    }
+    #[getter]
+    #[pyo3(name = "type")]
+    fn type_name(&self) -> &'static str {
+        self.inner.kind.name()
+    }
+    #[getter]
+    fn tile_assignment_dimensions(&self) -> Vec<i64> {
+        self.inner.tile_assignment_dimensions.clone()
+    }
+    #[getter]
+    fn tile_assignment_devices(&self) -> Vec<i64> {
+        self.inner.tile_assignment_devices.clone()
+    }
+    #[getter]
+    fn iota_reshape_dims(&self) -> Vec<i64> {
+        self.inner.iota_reshape_dims.clone()
+    }
+    #[getter]
+    fn iota_transpose_perm(&self) -> Vec<i64> {
+        self.inner.iota_transpose_perm.clone()
+    }
+    #[getter]
+    fn replicate_on_last_tile_dim(&self) -> bool {
+        self.inner.replicate_on_last_tile_dim
+    }
+    #[getter]
+    fn last_tile_dims(&self) -> Vec<&'static str> {
+        self.inner.last_tile_dims.iter().map(|t| t.name()).collect()
+    }
+    #[getter]
+    fn tuple_shardings(&self) -> Vec<PyOpSharding> {
+        self.inner
+            .tuple_shardings
+            .iter()
+            .map(|t| PyOpSharding { inner: t.clone() })
+            .collect()
+    }
+    #[getter]
+    fn shard_group(&self) -> Option<(&'static str, i64)> {
+        self.inner
+            .shard_group
+            .map(|g| (if g.like { "shard_like" } else { "shard_as" }, g.id))
+    }
+    #[getter]
+    fn is_replicated(&self) -> bool {
+        self.inner.is_replicated()
+    }
+    fn devices(&self) -> Vec<i64> {
+        self.inner.devices()
+    }
+    fn __str__(&self) -> String {
+        self.inner.to_string()
+    }
+    fn __repr__(&self) -> String {
+        format!("OpSharding({})", self.inner)
+    }
+}
+
 fn program_from_py(program: &Bound<'_, PyAny>, format: &str) -> PyResult<rpjrt::Program> {
     let code = if let Ok(s) = program.cast::<PyString>() {
         s.to_str()?.as_bytes().to_vec()
@@ -282,14 +357,14 @@ impl PyExecutable {
         self.rexe().output_memory_kinds().pyerr()
     }
 
-    fn parameter_shardings<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    fn parameter_shardings(&self) -> PyResult<Vec<PyOpSharding>> {
         let s = self.rexe().parameter_shardings().pyerr()?;
-        Ok(s.iter().map(|b| PyBytes::new(py, b)).collect())
+        Ok(s.into_iter().map(|inner| PyOpSharding { inner }).collect())
     }
 
-    fn output_shardings<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    fn output_shardings(&self) -> PyResult<Vec<PyOpSharding>> {
         let s = self.rexe().output_shardings().pyerr()?;
-        Ok(s.iter().map(|b| PyBytes::new(py, b)).collect())
+        Ok(s.into_iter().map(|inner| PyOpSharding { inner }).collect())
     }
 
     fn parameter_layouts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

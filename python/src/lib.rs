@@ -71,6 +71,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PyWaiter>()?;
     m.add_class::<aot::PyCache>()?;
     m.add_class::<aot::PyTopology>()?;
+    m.add_class::<aot::PyOpSharding>()?;
     m.add_function(wrap_pyfunction!(aot::artifact_stablehlo_version, m)?)?;
     m.add_function(wrap_pyfunction!(aot::inspect_artifact, m)?)?;
     m.add_class::<session::PySession>()?;

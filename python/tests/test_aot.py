@@ -121,6 +121,45 @@ def test_introspection(client: rpjrt.Client) -> None:
         assert isinstance(exe.output_shardings(), list)
 
 
+SHARDY_SIN = REPO / "crates" / "rpjrt" / "tests" / "fixtures" / "shardy_sin.mlir"
+
+
+def test_shardings_of_a_two_device_program(client: rpjrt.Client) -> None:
+    # JAX-lowered sin(x) * 2 over f32[8,4], split along axis 0 over a 2-device mesh.
+    exe = client.compile(SHARDY_SIN.read_text(), num_partitions=2)
+    if is_old(client):
+        for f in (exe.parameter_shardings, exe.output_shardings):
+            with pytest.raises(rpjrt.UnsupportedError, match="Shardings"):
+                f()
+        return
+    (p,) = exe.parameter_shardings()
+    (o,) = exe.output_shardings()
+    assert isinstance(p, rpjrt.OpSharding)
+    assert p == o and hash(p) == hash(o)
+    assert str(p) == "{devices=[2,1]<=[2]}"
+    assert repr(p) == "OpSharding({devices=[2,1]<=[2]})"
+    assert p.type == "other" and not p.is_replicated
+    assert p.tile_assignment_dimensions == [2, 1]
+    assert p.tile_assignment_devices == [] and p.iota_reshape_dims == [2]
+    assert p.devices() == [0, 1]
+    assert p.last_tile_dims == [] and p.tuple_shardings == [] and p.shard_group is None
+    # A single-device program has none.
+    assert client.compile(fixture_text("mul_add.mlir")).parameter_shardings() == []
+
+
+def test_op_sharding_from_bytes() -> None:
+    # Bytes jaxlib writes for these shardings (HloSharding.to_proto().SerializeToString()).
+    t = rpjrt.OpSharding.from_bytes(bytes.fromhex("08031a0202024a02020252020100"))
+    assert str(t) == "{devices=[2,2]<=[2,2]T(1,0)}" and t.devices() == [0, 2, 1, 3]
+    tup = rpjrt.OpSharding.from_bytes(bytes.fromhex("08022a002a0b08031a01024a0102520100"))
+    assert tup.type == "tuple" and str(tup) == "{{replicated}, {devices=[2]<=[2]}}"
+    assert [x.type for x in tup.tuple_shardings] == ["replicated", "other"]
+    assert rpjrt.OpSharding.from_bytes(b"").is_replicated
+    for bad in (b"\xff" * 8, bytes.fromhex("08031a0202024a02020252020100")[:-1], b"\x08\x2a"):
+        with pytest.raises(rpjrt.InvalidArgumentError, match="not a valid serialized OpSharding"):
+            rpjrt.OpSharding.from_bytes(bad)
+
+
 def test_stablehlo_versions(client: rpjrt.Client) -> None:
     versions = client.plugin.stablehlo_versions()
     assert versions is not None

@@ -86,3 +86,55 @@ fn compile_writes_a_loadable_artifact_and_cache_lists_it() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[test]
+fn compile_describe_shows_shardings_or_why_not() {
+    let program =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../rpjrt/tests/fixtures/shardy_sin.mlir");
+    for var in ["RPJRT_TEST_PLUGIN_OLD", "RPJRT_TEST_PLUGIN_NEW"] {
+        let plugin = plugin_path(var);
+        let dir =
+            std::env::temp_dir().join(format!("rpjrt-cli-describe-{}-{var}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let artifact = dir.join("sin.rpjrt");
+        let args = [
+            "compile",
+            program.to_str().unwrap(),
+            "-o",
+            artifact.to_str().unwrap(),
+            "--plugin",
+            plugin.to_str().unwrap(),
+            "--num-partitions",
+            "2",
+            "--describe",
+        ];
+        let (ok, out, err) = rpjrt(&[&args[..], &["--json"]].concat());
+        assert!(ok, "{out}{err}");
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let exe = &doc["executable"];
+        assert_eq!(
+            exe["output_layouts"],
+            serde_json::json!(["[1, 0]"]),
+            "{out}"
+        );
+        let (ok, text, err) = rpjrt(&args);
+        assert!(ok, "{text}{err}");
+        if var.ends_with("NEW") {
+            for k in ["parameter_shardings", "output_shardings"] {
+                assert_eq!(exe[k], serde_json::json!(["{devices=[2,1]<=[2]}"]), "{out}");
+            }
+            assert!(
+                text.contains("parameter_shardings: {devices=[2,1]<=[2]}"),
+                "{text}"
+            );
+        } else {
+            let why = exe["parameter_shardings"]["unsupported"].as_str().unwrap();
+            assert!(why.contains("Shardings"), "{out}");
+            assert!(
+                text.contains("parameter_shardings: not available ("),
+                "{text}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

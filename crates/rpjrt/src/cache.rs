@@ -1,8 +1,9 @@
 //! A persistent compile cache: compile a program once per target, load it afterwards.
 //!
-//! Off by default. Turned on per client ([`Client::set_cache`], or `RPJRT_CACHE_DIR` in the
-//! environment when the client is created, with an optional `RPJRT_CACHE_MAX_BYTES`), or
-//! per call ([`Client::compile_with_cache`]).
+//! Off by default. Turned on per client ([`crate::ClientOptions::cache_dir`] or
+//! [`Client::set_cache`], or `RPJRT_CACHE_DIR` in the environment when the client is
+//! created, with an optional `RPJRT_CACHE_MAX_BYTES`), or per call
+//! ([`Client::compile_with_cache`]).
 //!
 //! - Each entry is one file `<key>.rpjrtexe` holding an rpjrt artifact (see [`crate::aot`]):
 //!   the key is the SHA-256 of the program bytes and format, the encoded compile options,
@@ -149,6 +150,16 @@ impl Cache {
         Cache::new(dir, max).map(Some)
     }
 
+    /// The cache a client created with `options` uses: the directory of
+    /// [`crate::ClientOptions::cache_dir`] (no size bound) if set, else [`Cache::from_env`].
+    /// Checked before the plugin creates the client, so a bad setting costs no client.
+    pub fn for_client(options: &crate::ClientOptions) -> Result<Option<Cache>> {
+        match options.cache_dir_path() {
+            Some(dir) => Cache::new(dir, None).map(Some),
+            None => Cache::from_env(),
+        }
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
@@ -225,7 +236,10 @@ impl Cache {
     ) -> Result<Executable> {
         client.core.check("client")?;
         client.plugin().check_program(program)?;
-        let encoded = options.encode(&client.device_ids())?;
+        // What Client::compile would send (so the key covers it).
+        let encoded = options
+            .effective(program, &client.core.platform_name)
+            .encode(&client.device_ids())?;
         let target = ArtifactTarget::of_client(client)?;
         let key = Cache::key(program, &encoded, &target);
         let path = self.entry_path(&key);

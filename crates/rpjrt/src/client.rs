@@ -108,8 +108,9 @@ impl Client {
     /// Creates a client on `plugin` with the given create options.
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
+        let cache = crate::cache::Cache::for_client(options)?;
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
-        Client::finish_create(plugin, rc)
+        Client::finish_create(plugin, rc, cache)
     }
 
     /// Creates a client that is one process of a multi-process job: the plugin gets the
@@ -129,6 +130,7 @@ impl Client {
         dist: &crate::distributed::DistributedOptions,
     ) -> Result<Client> {
         check_known_options(options)?;
+        let cache = crate::cache::Cache::for_client(options)?;
         let api = plugin.inner.api;
         let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
             crate::distributed::Backend(Arc::clone(&dist.store)),
@@ -154,7 +156,7 @@ impl Client {
                 o = o.set(*k, *v);
             }
             match raw::client::Client::create_with_kv(api, &to_named(&o), &kv) {
-                Ok(rc) => return Client::finish_create(plugin, rc),
+                Ok(rc) => return Client::finish_create(plugin, rc, cache),
                 Err(e) if refuses_option_name(&e, extra) => last = Some(e),
                 Err(e) => return Err(e),
             }
@@ -162,7 +164,11 @@ impl Client {
         Err(last.unwrap_or_else(|| Error::invalid("client creation made no attempt")))
     }
 
-    fn finish_create(plugin: &Plugin, rc: raw::client::Client) -> Result<Client> {
+    fn finish_create(
+        plugin: &Plugin,
+        rc: raw::client::Client,
+        cache: Option<crate::cache::Cache>,
+    ) -> Result<Client> {
         let api = plugin.inner.api;
         let rc = Arc::new(rc);
         let addressable = rc.addressable_devices()?;
@@ -211,7 +217,7 @@ impl Client {
             devices,
             addressable,
             memories,
-            cache: std::sync::RwLock::new(crate::cache::Cache::from_env()?),
+            cache: std::sync::RwLock::new(cache),
         };
         Ok(Client {
             core: Arc::new(core),
@@ -342,9 +348,10 @@ impl Client {
             .iter()
             .map(|d| d.facts.id.into())
             .collect();
-        // A Shardy module needs the Shardy partitioner (see sharding::options_for).
-        let adjusted = crate::sharding::options_for(program, options);
-        let encoded = adjusted.as_ref().unwrap_or(options).encode(&ids)?;
+        // Shardy modules get the Shardy partitioner; CPU compiles keep NaNs in max/min.
+        let encoded = options
+            .effective(program, &self.core.platform_name)
+            .encode(&ids)?;
         Executable::compile(&self.core, program, &encoded)
             .map_err(|e| crate::stablehlo::explain(&self.core.plugin, program, e))
     }

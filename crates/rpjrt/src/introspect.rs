@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::executable::Executable;
+use crate::op_sharding::OpSharding;
 use crate::raw::aot as raw;
 use crate::value::Value;
 
@@ -95,6 +96,16 @@ fn parse_minor_to_major(serialized: &[u8]) -> Option<Vec<i64>> {
     dims.split(',').map(|d| d.trim().parse().ok()).collect()
 }
 
+fn decode_all(all: Vec<Vec<u8>>, what: &str) -> Result<Vec<OpSharding>> {
+    all.iter()
+        .enumerate()
+        .map(|(i, b)| {
+            OpSharding::decode(b)
+                .map_err(|e| Error::invalid(format!("the plugin's sharding of {what} {i}: {e}")))
+        })
+        .collect()
+}
+
 fn layout_of(serialized: Vec<u8>) -> CompiledLayout {
     CompiledLayout {
         minor_to_major: parse_minor_to_major(&serialized),
@@ -176,15 +187,25 @@ impl Executable {
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output memory kinds"))
     }
 
-    /// Serialized `OpSharding` of each parameter (Shardings extension).
-    pub fn parameter_shardings(&self) -> Result<Vec<Vec<u8>>> {
+    /// The sharding of each parameter (Shardings extension), decoded.
+    pub fn parameter_shardings(&self) -> Result<Vec<OpSharding>> {
+        decode_all(self.parameter_shardings_bytes()?, "parameter")
+    }
+
+    /// The sharding of each output (Shardings extension), decoded.
+    pub fn output_shardings(&self) -> Result<Vec<OpSharding>> {
+        decode_all(self.output_shardings_bytes()?, "output")
+    }
+
+    /// The serialized `OpSharding` of each parameter, as the plugin hands it out.
+    pub fn parameter_shardings_bytes(&self) -> Result<Vec<Vec<u8>>> {
         let (core, loaded) = self.raw_parts()?;
         raw::exe_shardings(loaded, true)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "parameter shardings"))
     }
 
-    /// Serialized `OpSharding` of each output (Shardings extension).
-    pub fn output_shardings(&self) -> Result<Vec<Vec<u8>>> {
+    /// The serialized `OpSharding` of each output, as the plugin hands it out.
+    pub fn output_shardings_bytes(&self) -> Result<Vec<Vec<u8>>> {
         let (core, loaded) = self.raw_parts()?;
         raw::exe_shardings(loaded, false)
             .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output shardings"))

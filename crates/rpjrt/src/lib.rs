@@ -49,6 +49,7 @@ mod introspect;
 pub mod layout;
 mod mlir;
 pub mod npy;
+mod op_sharding;
 mod options;
 mod plugin;
 #[allow(unsafe_code)]
@@ -94,7 +95,8 @@ pub use host::{
 };
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use layout::DeviceLayout;
-pub use options::{CompileOptions, OptionOverride};
+pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
+pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};

@@ -99,6 +99,40 @@ impl CompileOptions {
     }
 }
 
+/// The XLA option rpjrt turns off on CPU compiles unless the caller sets it (see
+/// [`CompileOptions::effective`]).
+pub const CPU_FAST_MIN_MAX: &str = "xla_cpu_enable_fast_min_max";
+
+impl CompileOptions {
+    /// The options rpjrt actually compiles `program` with on a plugin whose platform is
+    /// `platform` (what every compile path encodes, and so what the compile cache keys on):
+    ///
+    /// - a module in the Shardy dialect gets the Shardy partitioner
+    ///   ([`crate::sharding::options_for`]);
+    /// - on `cpu`, [`CPU_FAST_MIN_MAX`] is `false` unless the caller set it. Both CPU plugins
+    ///   default it to `true`, which makes `maximum`/`minimum` drop NaNs (`max(1, NaN) = 1`,
+    ///   against StableHLO's semantics and what JAX computes: JAX compiles with it off). Off,
+    ///   the plugins also build the same executables JAX does (smaller, and quicker to load
+    ///   from the compile cache: 388 KB instead of 419 KB for bench/'s 12-layer transformer).
+    pub fn effective<'a>(
+        &'a self,
+        program: &crate::executable::Program,
+        platform: &str,
+    ) -> std::borrow::Cow<'a, CompileOptions> {
+        use std::borrow::Cow;
+        let mut o = match crate::sharding::options_for(program, self) {
+            Some(adjusted) => Cow::Owned(adjusted),
+            None => Cow::Borrowed(self),
+        };
+        if platform == "cpu" && !o.env_option_overrides.contains_key(CPU_FAST_MIN_MAX) {
+            o.to_mut()
+                .env_option_overrides
+                .insert(CPU_FAST_MIN_MAX.to_string(), OptionOverride::Bool(false));
+        }
+        o
+    }
+}
+
 mod proto {
     //! The subset of XLA's protos rpjrt writes, declared with prost's derive.
 
@@ -363,6 +397,25 @@ fn check_override(name: &str, value: &OptionOverride) -> Result<()> {
 mod tests {
     use super::*;
     use prost::Message;
+
+    #[test]
+    fn cpu_compiles_keep_nans_in_min_max_unless_told() {
+        let prog = crate::executable::Program::mlir(b"func.func @main() { return }".to_vec());
+        let d = CompileOptions::default();
+        let cpu = d.effective(&prog, "cpu");
+        assert_eq!(
+            cpu.env_option_overrides.get(CPU_FAST_MIN_MAX),
+            Some(&OptionOverride::Bool(false))
+        );
+        assert!(matches!(
+            d.effective(&prog, "cuda"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let mut mine = CompileOptions::default();
+        mine.env_option_overrides
+            .insert(CPU_FAST_MIN_MAX.into(), OptionOverride::Bool(true));
+        assert_eq!(*mine.effective(&prog, "cpu"), mine);
+    }
 
     #[test]
     fn default_options_have_one_replica_and_partition() {

@@ -128,7 +128,9 @@ impl Topology {
             .iter()
             .map(|(i, _)| i64::from(*i))
             .collect();
-        let encoded = options.encode(&ids)?;
+        let encoded = options
+            .effective(program, self.platform_name())
+            .encode(&ids)?;
         let (code, format) = match program {
             Program::Mlir(c) => (c.as_slice(), "mlir"),
             Program::Hlo(c) => (c.as_slice(), "hlo"),

@@ -70,9 +70,13 @@ impl From<bool> for Value {
 }
 
 /// Typed create options for [`crate::Client::new`]: `ClientOptions::new().set("cpu_device_count", 8)`.
+///
+/// Besides the plugin's named options, [`ClientOptions::cache_dir`] turns rpjrt's persistent
+/// compile cache on for the new client (it is never sent to the plugin).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClientOptions {
     entries: Vec<(String, Value)>,
+    cache_dir: Option<std::path::PathBuf>,
 }
 
 impl ClientOptions {
@@ -95,6 +99,20 @@ impl ClientOptions {
     /// The options as name/value pairs.
     pub fn entries(&self) -> &[(String, Value)] {
         &self.entries
+    }
+
+    /// Compiles through a persistent compile cache in `dir` (created if missing; no size
+    /// bound), overriding `RPJRT_CACHE_DIR`. Without it the client uses the cache that
+    /// `RPJRT_CACHE_DIR` (and `RPJRT_CACHE_MAX_BYTES`) name, if any; see
+    /// [`crate::Cache::for_client`].
+    pub fn cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> ClientOptions {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// The compile cache directory set with [`ClientOptions::cache_dir`], if any.
+    pub fn cache_dir_path(&self) -> Option<&std::path::Path> {
+        self.cache_dir.as_deref()
     }
 }
 

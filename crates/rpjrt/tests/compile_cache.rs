@@ -71,14 +71,25 @@ fn child_compiles_the_mlp() {
         Ok("old") => Which::Old,
         _ => Which::New,
     };
-    let client = Client::new(&plugin(which), &ClientOptions::new()).unwrap();
-    let (exe, stats) = if mode == "env" {
-        // RPJRT_CACHE_DIR is set for this process: the client picks the cache up itself.
+    let options = if mode == "option" {
+        // RPJRT_CACHE_DIR names another directory: the option wins over it.
+        ClientOptions::new().cache_dir(std::env::var("RPJRT_CACHE_TEST_DIR").unwrap())
+    } else {
+        ClientOptions::new()
+    };
+    let client = Client::new(&plugin(which), &options).unwrap();
+    let (exe, stats) = if mode == "env" || mode == "option" {
+        // RPJRT_CACHE_DIR is set for this process (or the option): the client picks the cache
+        // up itself.
+        let cache = client
+            .cache()
+            .expect("cache from RPJRT_CACHE_DIR or cache_dir");
+        assert_eq!(
+            cache.dir(),
+            Path::new(&std::env::var("RPJRT_CACHE_TEST_DIR").unwrap())
+        );
         let exe = client.compile(&mlp(), &CompileOptions::default()).unwrap();
-        (
-            exe,
-            client.cache().expect("cache from RPJRT_CACHE_DIR").stats(),
-        )
+        (exe, cache.stats())
     } else {
         let cache = Cache::new(std::env::var("RPJRT_CACHE_TEST_DIR").unwrap(), None).unwrap();
         let exe = client
@@ -115,6 +126,8 @@ fn spawn_child(which: Which, dir: &Path, mode: &str) -> std::process::Child {
     .stderr(std::process::Stdio::piped());
     if mode == "env" {
         cmd.env("RPJRT_CACHE_DIR", dir);
+    } else if mode == "option" {
+        cmd.env("RPJRT_CACHE_DIR", dir.join("not-this-one"));
     } else {
         cmd.env_remove("RPJRT_CACHE_DIR");
     }
@@ -151,7 +164,7 @@ fn child_result(child: std::process::Child) -> (u64, u64, String) {
 #[test]
 fn a_second_process_gets_a_hit() {
     for which in Which::BOTH {
-        for mode in ["explicit", "env"] {
+        for mode in ["explicit", "env", "option"] {
             let dir = temp_dir(&format!("second-{}-{mode}", which_name(which)));
             let first = child_result(spawn_child(which, &dir, mode));
             let second = child_result(spawn_child(which, &dir, mode));
@@ -167,6 +180,7 @@ fn a_second_process_gets_a_hit() {
             );
             assert_eq!(first.2, second.2, "loaded executable computes the same");
             assert_eq!(entry_files(&dir).len(), 1);
+            assert!(!dir.join("not-this-one").exists(), "{mode}");
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
@@ -277,6 +291,38 @@ fn eviction_keeps_the_directory_under_its_bound() {
             assert!(cache.total_bytes().unwrap() <= bound);
         }
         assert_eq!(cache.entries().unwrap().len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+#[test]
+fn client_options_cache_dir_turns_the_cache_on() {
+    for_each_plugin_only(|p| {
+        let dir = temp_dir(&format!("option-{}", p.version()));
+        let options = ClientOptions::new().cache_dir(&dir);
+        assert_eq!(options.cache_dir_path(), Some(dir.as_path()));
+        let c = Client::new(p, &options).unwrap();
+        let cache = c.cache().expect("cache_dir turns the cache on");
+        assert_eq!(cache.dir(), dir.as_path());
+        assert_eq!(cache.max_bytes(), None);
+        let first = c.compile(&mlp(), &CompileOptions::default()).unwrap();
+        let again = c.compile(&mlp(), &CompileOptions::default()).unwrap();
+        assert_eq!(run_mlp(&first, &c), run_mlp(&again, &c));
+        let s = cache.stats();
+        assert_eq!((s.hits, s.misses, s.writes), (1, 1, 1), "{s:?}");
+        // A second client with the same option shares the directory: a hit.
+        let c2 = Client::new(p, &options).unwrap();
+        c2.compile(&mlp(), &CompileOptions::default()).unwrap();
+        assert_eq!(c2.cache().unwrap().stats().hits, 1);
+        assert_eq!(entry_files(&dir).len(), 1);
+        // A cache directory that cannot be one is refused before a client is made.
+        let file = dir.join("plain-file");
+        std::fs::write(&file, b"x").unwrap();
+        let e = match Client::new(p, &ClientOptions::new().cache_dir(&file)) {
+            Err(e) => e,
+            Ok(_) => panic!("a file is not a cache directory"),
+        };
+        assert!(e.to_string().contains("plain-file"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

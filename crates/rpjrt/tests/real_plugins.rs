@@ -1099,3 +1099,59 @@ fn element_types_the_plugin_predates_are_refused() {
 fn both_plugins_offer_ffi_registration() {
     common::for_each_plugin_only(|p| assert!(p.has_ffi_registration().unwrap()));
 }
+
+const MAX_MIN: &str = r#"
+func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = stablehlo.maximum %a, %b : tensor<4xf32>
+  %1 = stablehlo.minimum %a, %b : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+"#;
+
+/// max/min of (NaN, 1), (1, NaN), (2, 3), (NaN, NaN), rendered so NaN compares equal.
+fn max_min(c: &Client, options: &CompileOptions) -> Vec<Vec<String>> {
+    let exe = compile_with(c, MAX_MIN, options);
+    let d = c.default_device().unwrap();
+    let a = c
+        .buffer_from_slice(&[f32::NAN, 1.0, 2.0, f32::NAN], &[4], &d)
+        .unwrap();
+    let b = c
+        .buffer_from_slice(&[1.0, f32::NAN, 3.0, f32::NAN], &[4], &d)
+        .unwrap();
+    exe.execute(&[&a, &b])
+        .unwrap()
+        .iter()
+        .map(|o| {
+            o.to_vec_of::<f32>()
+                .unwrap()
+                .iter()
+                .map(|x| x.to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn maximum_and_minimum_keep_nans_on_cpu_unless_asked_otherwise() {
+    for_each_plugin(|_, c| {
+        // StableHLO (and JAX) semantics: a NaN operand gives NaN. The CPU plugins' own
+        // default (fast min/max) would answer 1 for max(NaN, 1)... rpjrt turns it off.
+        let nan = |v: [&str; 4]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            max_min(c, &CompileOptions::default()),
+            vec![
+                nan(["NaN", "NaN", "3", "NaN"]),
+                nan(["NaN", "NaN", "2", "NaN"])
+            ]
+        );
+        // ... unless the caller sets the option: then the plugin's fast path is used.
+        let mut fast = CompileOptions::default();
+        fast.env_option_overrides.insert(
+            rpjrt::CPU_FAST_MIN_MAX.to_string(),
+            rpjrt::OptionOverride::Bool(true),
+        );
+        let got = max_min(c, &fast);
+        assert_eq!(got[0][1], "1", "{got:?}");
+        assert_eq!(got[0][2], "3", "{got:?}");
+    });
+}

@@ -35,9 +35,39 @@ pub struct CompileArgs {
     /// Create options for the client, as NAME=VALUE.
     #[arg(long = "client-option", value_name = "NAME=VALUE")]
     pub options: Vec<String>,
+    /// Also show what the compiled executable says about itself: parameter and output
+    /// shardings and layouts (or why the plugin cannot say).
+    #[arg(long)]
+    pub describe: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// One introspection item: its values as text, or why the plugin cannot give it.
+fn item<T>(r: rpjrt::Result<Vec<T>>, show: impl Fn(&T) -> String) -> Result<Vec<String>, String> {
+    r.map(|v| v.iter().map(show).collect())
+        .map_err(|e| e.to_string())
+}
+
+/// The `--describe` items of `exe`, in a fixed order.
+fn describe(exe: &rpjrt::Executable) -> Vec<(&'static str, Result<Vec<String>, String>)> {
+    let layout = |l: &rpjrt::CompiledLayout| match &l.minor_to_major {
+        Some(m) => format!("{m:?}"),
+        None => String::from_utf8_lossy(&l.serialized).into_owned(),
+    };
+    vec![
+        (
+            "parameter_shardings",
+            item(exe.parameter_shardings(), |s| s.to_string()),
+        ),
+        (
+            "output_shardings",
+            item(exe.output_shardings(), |s| s.to_string()),
+        ),
+        ("parameter_layouts", item(exe.parameter_layouts(), layout)),
+        ("output_layouts", item(exe.output_layouts(), layout)),
+    ]
 }
 
 /// Runs `rpjrt compile`.
@@ -80,18 +110,36 @@ pub fn run(a: CompileArgs) -> Result<(), String> {
         .and_then(|()| std::fs::rename(&tmp, &a.output))
         .map_err(|e| format!("cannot write {}: {e}", a.output.display()))?;
     let target = Artifact::decode(&bytes).map_err(|e| e.to_string())?.target;
+    let described = if a.describe {
+        describe(&exe)
+    } else {
+        Vec::new()
+    };
     if a.json {
         let fields: serde_json::Map<String, serde_json::Value> = target
             .fields()
             .into_iter()
             .map(|(k, v)| (k.to_string(), json!(v)))
             .collect();
-        let doc = json!({
+        let mut doc = json!({
             "artifact": a.output.display().to_string(),
             "bytes": bytes.len(),
             "compile_ms": compile_ms,
             "target": fields,
         });
+        if a.describe {
+            let items: serde_json::Map<String, serde_json::Value> = described
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Ok(list) => json!(list),
+                        Err(why) => json!({ "unsupported": why }),
+                    };
+                    (k.to_string(), v)
+                })
+                .collect();
+            doc["executable"] = serde_json::Value::Object(items);
+        }
         println!(
             "{}",
             serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
@@ -102,6 +150,12 @@ pub fn run(a: CompileArgs) -> Result<(), String> {
             a.output.display(),
             bytes.len()
         );
+        for (k, v) in &described {
+            match v {
+                Ok(list) => println!("  {k}: {}", list.join(" ")),
+                Err(why) => println!("  {k}: not available ({why})"),
+            }
+        }
     }
     Ok(())
 }
