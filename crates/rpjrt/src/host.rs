@@ -476,7 +476,15 @@ impl HostArray<'_> {
             Some(s) => Cow::Borrowed(s),
             None => Cow::Owned(c_strides(&self.dims, itemsize)),
         };
-        let mut dense = gather(src, self.offset, &self.dims, &strides, itemsize)?;
+        self.dense_from(src, &strides, itemsize)
+    }
+
+    /// The dense form of this array read from `src` (the one read of its bytes) with byte
+    /// `strides`: gathered row-major, swapped to native order, bools as 0/1, sub-byte
+    /// types packed.
+    fn dense_from(&self, src: &[u8], strides: &[i64], itemsize: usize) -> Result<Vec<u8>> {
+        let t = self.element_type;
+        let mut dense = gather(src, self.offset, &self.dims, strides, itemsize)?;
         if self.byte_order.is_foreign() && itemsize > 1 {
             let unit = if t.kind() == crate::dtype::ElementKind::Complex {
                 itemsize / 2
@@ -627,21 +635,7 @@ impl Client {
             Some(s) => Cow::Borrowed(s),
             None => Cow::Owned(c_strides(dims, itemsize)),
         };
-        let mut dense = gather(src, start, dims, &strides, itemsize)?;
-        if swap {
-            let unit = if t.kind() == crate::dtype::ElementKind::Complex {
-                itemsize / 2
-            } else {
-                itemsize
-            };
-            swap_bytes(&mut dense, unit);
-        }
-        if t == ElementType::Pred {
-            dense.iter_mut().for_each(|b| *b = u8::from(*b != 0));
-        }
-        if array.unpacked && t.is_sub_byte() {
-            dense = pack_sub_byte(t, &dense);
-        }
+        let dense = array.dense_from(src, &strides, itemsize)?;
         self.buffer_from_host(&dense, t, dims, None, device, memory)
     }
 }
