@@ -2,6 +2,7 @@
 //! the logic is `rpjrt::transfer`). Python-side sugar (tqdm bars, numpy sources) lives in
 //! `rpjrt/transfer.py`.
 
+use std::cell::RefCell;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -33,66 +34,64 @@ pub fn _put_streaming(
     progress: Option<&Bound<'_, PyAny>>,
     progress_threshold: u64,
 ) -> PyResult<Py<PyBuffer>> {
-    if chunk_bytes == 0 {
-        return Err(invalid("chunk_bytes must be at least 1"));
-    }
     let t = dtype_from_py(dtype)?;
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
-    let mut up = py
-        .detach(|| {
-            me.inner
-                .begin_upload(&[(t, shape.clone())], &dev, mem.as_ref())
+    // A Python exception from the source or the progress callback is raised as itself.
+    let raised: RefCell<Option<PyErr>> = RefCell::new(None);
+    let keep = |r: PyResult<()>| -> rpjrt::Result<()> {
+        r.map_err(|e| {
+            let msg = format!("the streaming upload was stopped: {e}");
+            *raised.borrow_mut() = Some(e);
+            rpjrt::Error::InvalidArgument(msg)
         })
-        .pyerr()?;
-    let total = up.size(0).pyerr()?;
-    let report = total as u64 >= progress_threshold;
-    let progress = progress.filter(|p| !p.is_none());
-    let mut offset = 0usize;
-    loop {
-        let n = chunk_bytes.min(total - offset);
-        let chunk = source.call1((offset, n))?;
-        let view = HostView::get(&chunk).ok_or_else(|| {
-            invalid(format!(
-                "source({offset}, {n}) must return a buffer-protocol object, not {}",
-                chunk
-                    .get_type()
-                    .name()
-                    .map(|s| s.to_string())
-                    .unwrap_or_default()
-            ))
-        })?;
-        if view.byte_len() != n || !view.is_c_contiguous() {
-            return Err(invalid(format!(
-                "source({offset}, {n}) returned {} bytes{}; it must return exactly {n} \
-                 C-contiguous bytes",
-                view.byte_len(),
-                if view.is_c_contiguous() {
-                    ""
-                } else {
-                    " (not C-contiguous)"
-                }
-            )));
-        }
-        let region = view.region(0, n as i128)?;
-        let last = offset + n == total;
-        {
-            // SAFETY: `view` is held until after this block, so the region's bytes stay
+    };
+    let mut lend = |offset: usize, n: usize, sink: &mut rpjrt::ChunkSink<'_>| {
+        let r = (|| -> PyResult<()> {
+            let chunk = source.call1((offset, n))?;
+            let view = HostView::get(&chunk).ok_or_else(|| {
+                invalid(format!(
+                    "source({offset}, {n}) must return a buffer-protocol object, not {}",
+                    chunk
+                        .get_type()
+                        .name()
+                        .map(|s| s.to_string())
+                        .unwrap_or_default()
+                ))
+            })?;
+            if !view.is_c_contiguous() {
+                return Err(invalid(format!(
+                    "source({offset}, {n}) returned bytes that are not C-contiguous"
+                )));
+            }
+            let region = view.region(0, view.byte_len() as i128)?;
+            // SAFETY: `view` lives until the end of this closure, so the region's bytes stay
             // valid; the plugin is done with them when `write` returns.
             let bytes = unsafe { region.as_slice() };
-            py.detach(|| up.write(0, offset, bytes, last)).pyerr()?;
+            py.detach(|| sink.write(bytes)).pyerr()
+        })();
+        keep(r)
+    };
+    let progress = progress.filter(|p| !p.is_none());
+    let mut report = |done: u64, total: u64| -> rpjrt::Result<()> {
+        match progress {
+            Some(p) => keep(p.call1((done, total)).map(|_| ())),
+            None => Ok(()),
         }
-        drop(view);
-        offset += n;
-        if let (true, Some(p)) = (report, progress) {
-            p.call1((offset, total))?;
-        }
-        if last {
-            break;
-        }
+    };
+    let options = rpjrt::StreamOptions {
+        chunk_size: chunk_bytes,
+        progress: Some(&mut report),
+        progress_threshold,
+    };
+    let r = me
+        .inner
+        .put_streaming_lent(t, &shape, &dev, mem.as_ref(), &mut lend, options);
+    match (r, raised.into_inner()) {
+        (Ok(b), _) => PyBuffer::wrap(py, b, &client.clone().unbind()),
+        (Err(_), Some(e)) => Err(e),
+        (Err(e), None) => Err(e).pyerr(),
     }
-    let b = py.detach(|| up.finish(0)).pyerr()?;
-    PyBuffer::wrap(py, b, &client.clone().unbind())
 }
 
 /// `size` bytes from byte `offset` of the buffer's on-device form, as bytes.

@@ -52,8 +52,10 @@ def test_stream_from_a_function(client: Any) -> None:
 
 
 def test_stream_bad_sources_are_refused(client: Any) -> None:
-    with pytest.raises(rpjrt.InvalidArgumentError, match="exactly 8 C-contiguous bytes"):
+    with pytest.raises(rpjrt.InvalidArgumentError, match="lent 3 bytes for bytes 0..8 .*exactly 8"):
         transfer.put_streaming(client, lambda o, n: b"abc", dtype="float32", shape=(2,))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="chunk size must be at least 1"):
+        transfer.put_streaming(client, np.zeros(4, np.float32), chunk_bytes=0)
     with pytest.raises(rpjrt.InvalidArgumentError, match="buffer-protocol"):
         transfer.put_streaming(client, lambda o, n: 3, dtype="float32", shape=(2,))
     with pytest.raises(rpjrt.InvalidArgumentError, match="dtype= and shape="):
@@ -68,6 +70,31 @@ def test_stream_bad_sources_are_refused(client: Any) -> None:
 
     with pytest.raises(KeyError, match="source failed"):
         transfer.put_streaming(client, boom, dtype="float32", shape=(2,))
+
+
+def test_a_progress_callback_that_raises_stops_the_upload(client: Any) -> None:
+    asked: list[int] = []
+    raw = np.arange(1000, dtype=np.float32).tobytes()
+
+    def source(offset: int, nbytes: int) -> bytes:
+        asked.append(offset)
+        return raw[offset : offset + nbytes]
+
+    def progress(done: int, total: int) -> None:
+        if done >= 2000:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        transfer.put_streaming(
+            client,
+            source,
+            dtype="float32",
+            shape=(1000,),
+            chunk_bytes=1000,
+            progress=progress,
+            progress_threshold=0,
+        )
+    assert asked == [0, 1000]
 
 
 def test_tqdm_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,5 +101,5 @@ pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
 pub use topology::Topology;
-pub use transfer::{AliasFulfiller, StreamOptions, Upload};
+pub use transfer::{AliasFulfiller, ChunkSink, StreamOptions, Upload};
 pub use value::{ClientOptions, Value};

@@ -34,12 +34,14 @@ pub const DEFAULT_CHUNK: usize = 64 << 20;
 /// Default size above which a streaming upload reports progress: 256 MiB.
 pub const DEFAULT_PROGRESS_THRESHOLD: u64 = 256 << 20;
 
-/// Progress of a transfer: `(bytes done, bytes in all)`.
-pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+/// Progress of a transfer: `(bytes done, bytes in all)`; an error stops the transfer with
+/// it (a progress bar's cancel button, an interrupted interpreter).
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64) -> Result<()>;
 
 /// Options of [`Client::put_streaming`].
 pub struct StreamOptions<'a> {
-    /// Bytes per chunk (at least 1); one host chunk of this size is reused throughout.
+    /// Bytes per chunk (at least 1; 0 is refused); one host chunk of this size is reused
+    /// throughout.
     pub chunk_size: usize,
     /// Called after each chunk when the transfer is at least `progress_threshold` bytes.
     pub progress: Option<Progress<'a>>,
@@ -249,24 +251,63 @@ impl Client {
         fill: &mut dyn FnMut(usize, &mut [u8]) -> Result<()>,
         options: StreamOptions<'_>,
     ) -> Result<Buffer> {
+        let mut host: Vec<u8> = Vec::new();
+        let mut lend = |offset: usize, n: usize, sink: &mut ChunkSink<'_>| -> Result<()> {
+            // The first chunk is the largest: the allocation happens once.
+            if host.len() < n {
+                host.try_reserve_exact(n - host.len())
+                    .map_err(|_| Error::ResourceExhausted(format!("a {n}-byte upload chunk")))?;
+                host.resize(n, 0u8);
+            }
+            fill(offset, &mut host[..n])?;
+            sink.write(&host[..n])
+        };
+        self.put_streaming_lent(element_type, dims, device, memory, &mut lend, options)
+    }
+
+    /// Like [`Client::put_streaming`], for data that already sits in host memory in pieces
+    /// (a memory-mapped file, a caller's array): `lend(offset, len, sink)` hands bytes
+    /// `offset..offset + len` of the row-major array to [`ChunkSink::write`] exactly once,
+    /// in place, with no copy into a staging chunk. A `lend` that returns without writing, or
+    /// writes a different length, stops the upload with an error naming the range.
+    pub fn put_streaming_lent(
+        &self,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+        memory: Option<&Memory>,
+        lend: &mut dyn FnMut(usize, usize, &mut ChunkSink<'_>) -> Result<()>,
+        options: StreamOptions<'_>,
+    ) -> Result<Buffer> {
+        if options.chunk_size == 0 {
+            return Err(Error::invalid(
+                "a streaming upload's chunk size must be at least 1",
+            ));
+        }
         let mut up = self.begin_upload(&[(element_type, dims.to_vec())], device, memory)?;
         let total = up.sizes[0];
-        let chunk = options.chunk_size.max(1).min(total.max(1));
-        let mut host = Vec::new();
-        host.try_reserve_exact(chunk)
-            .map_err(|_| Error::ResourceExhausted(format!("a {chunk}-byte upload chunk")))?;
-        host.resize(chunk, 0u8);
         let mut progress = options.progress;
         let report = total as u64 >= options.progress_threshold;
         let mut offset = 0usize;
         loop {
-            let n = chunk.min(total - offset);
-            fill(offset, &mut host[..n])?;
-            up.write(0, offset, &host[..n], offset + n == total)?;
-            offset += n;
+            let len = options.chunk_size.min(total - offset);
+            let mut sink = ChunkSink {
+                upload: &mut up,
+                offset,
+                len,
+                written: false,
+            };
+            lend(offset, len, &mut sink)?;
+            if !sink.written {
+                return Err(Error::invalid(format!(
+                    "the source returned without lending bytes {offset}..{} of the array",
+                    offset + len
+                )));
+            }
+            offset += len;
             if report {
                 if let Some(p) = progress.as_mut() {
-                    p(offset as u64, total as u64);
+                    p(offset as u64, total as u64)?;
                 }
             }
             if offset >= total {
@@ -274,6 +315,68 @@ impl Client {
             }
         }
         up.finish(0)
+    }
+}
+
+/// Where a [`Client::put_streaming_lent`] source hands over one chunk of the array.
+pub struct ChunkSink<'a> {
+    upload: &'a mut Upload,
+    offset: usize,
+    len: usize,
+    written: bool,
+}
+
+impl std::fmt::Debug for ChunkSink<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ChunkSink(bytes {}..{}{})",
+            self.offset,
+            self.offset + self.len,
+            if self.written { ", written" } else { "" }
+        )
+    }
+}
+
+impl ChunkSink<'_> {
+    /// The chunk's first byte within the array.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The chunk's length: `bytes` given to [`ChunkSink::write`] must be exactly this long.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the chunk is empty (only for a zero-size array).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Hands the chunk's bytes to the plugin; returns once it is done with them, so they
+    /// may be released or reused afterwards. Called once per chunk.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.written {
+            return Err(Error::invalid(format!(
+                "bytes {}..{} of the array were already lent",
+                self.offset,
+                self.offset + self.len
+            )));
+        }
+        if bytes.len() != self.len {
+            return Err(Error::invalid(format!(
+                "the source lent {} bytes for bytes {}..{} of the array; it must lend exactly {}",
+                bytes.len(),
+                self.offset,
+                self.offset + self.len,
+                self.len
+            )));
+        }
+        let last = self.offset + self.len == self.upload.sizes[0];
+        self.upload.write(0, self.offset, bytes, last)?;
+        self.written = true;
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{expect_err, for_each_plugin, is_old};
-use rpjrt::{Code, CopyMode, ElementType, Error, HostArray, StreamOptions};
+use rpjrt::{ChunkSink, Code, CopyMode, ElementType, Error, HostArray, StreamOptions};
 
 fn pattern(n: usize) -> Vec<f32> {
     (0..n).map(|i| (i % 9973) as f32 * 0.5 - 7.0).collect()
@@ -42,7 +42,10 @@ fn streaming_uploads_fill_several_buffers_in_chunks_with_progress() {
         let n = 10_000usize;
         let src = bytes(&pattern(n));
         let mut calls = Vec::new();
-        let mut progress = |done: u64, total: u64| calls.push((done, total));
+        let mut progress = |done: u64, total: u64| {
+            calls.push((done, total));
+            Ok(())
+        };
         let b = c
             .put_streaming(
                 ElementType::F32,
@@ -74,7 +77,10 @@ fn streaming_uploads_fill_several_buffers_in_chunks_with_progress() {
 
         // Below the threshold: no progress calls.
         let mut quiet = 0;
-        let mut count = |_: u64, _: u64| quiet += 1;
+        let mut count = |_: u64, _: u64| {
+            quiet += 1;
+            Ok(())
+        };
         c.put_streaming(
             ElementType::F32,
             &[n as i64],
@@ -137,6 +143,125 @@ fn streaming_uploads_fill_several_buffers_in_chunks_with_progress() {
             )
             .unwrap_err();
         assert!(e.to_string().contains("source gave up"), "{e}");
+    });
+}
+
+#[test]
+fn lent_streaming_hands_chunks_over_in_place_and_checks_each_one() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        let src = bytes(&pattern(1000));
+        let mut seen = Vec::new();
+        let b = c
+            .put_streaming_lent(
+                ElementType::F32,
+                &[10, 100],
+                &d,
+                None,
+                &mut |off, len, sink: &mut ChunkSink<'_>| {
+                    seen.push((off, len, sink.offset(), sink.len()));
+                    sink.write(&src[off..off + len])
+                },
+                StreamOptions {
+                    chunk_size: 1500,
+                    ..StreamOptions::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(b.to_vec().unwrap(), src);
+        assert_eq!(
+            seen,
+            vec![
+                (0, 1500, 0, 1500),
+                (1500, 1500, 1500, 1500),
+                (3000, 1000, 3000, 1000)
+            ]
+        );
+
+        // A zero-size array is one empty chunk.
+        let z = c
+            .put_streaming_lent(
+                ElementType::F32,
+                &[0, 3],
+                &d,
+                None,
+                &mut |_, len, sink: &mut ChunkSink<'_>| {
+                    assert!(sink.is_empty());
+                    sink.write(&src[..len])
+                },
+                StreamOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(z.dims(), &[0, 3]);
+
+        let run = |lend: &mut dyn FnMut(usize, usize, &mut ChunkSink<'_>) -> rpjrt::Result<()>,
+                   chunk_size: usize| {
+            c.put_streaming_lent(
+                ElementType::F32,
+                &[1000],
+                &d,
+                None,
+                lend,
+                StreamOptions {
+                    chunk_size,
+                    ..StreamOptions::default()
+                },
+            )
+            .map(|_| ())
+        };
+        expect_err(
+            run(
+                &mut |off, len, sink| sink.write(&src[off..off + len - 4]),
+                1000,
+            ),
+            &["lent 996 bytes", "bytes 0..1000", "exactly 1000"],
+        );
+        expect_err(
+            run(
+                &mut |off, _, _| if off == 0 { Ok(()) } else { unreachable!() },
+                4000,
+            ),
+            &["without lending", "0..4000"],
+        );
+        expect_err(
+            run(
+                &mut |off, len, sink| {
+                    sink.write(&src[off..off + len])?;
+                    sink.write(&src[off..off + len])
+                },
+                4000,
+            ),
+            &["already lent", "0..4000"],
+        );
+        expect_err(run(&mut |_, _, _| Ok(()), 0), &["chunk size", "at least 1"]);
+        // A progress callback's error stops the transfer after the chunk it was told about.
+        let mut chunks = 0;
+        let mut stop = |done: u64, _: u64| {
+            if done >= 2000 {
+                Err(Error::InvalidArgument("stopped by the user".into()))
+            } else {
+                Ok(())
+            }
+        };
+        let e = c
+            .put_streaming_lent(
+                ElementType::F32,
+                &[1000],
+                &d,
+                None,
+                &mut |off, len, sink: &mut ChunkSink<'_>| {
+                    chunks += 1;
+                    sink.write(&src[off..off + len])
+                },
+                StreamOptions {
+                    chunk_size: 1000,
+                    progress: Some(&mut stop),
+                    progress_threshold: 0,
+                },
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("stopped by the user"), "{e}");
+        assert_eq!(chunks, 2);
     });
 }
 
