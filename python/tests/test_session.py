@@ -4,6 +4,7 @@ semantics, save/restore."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import numpy as np
 import pytest
 
 import rpjrt
+
+from .conftest import run_python
 
 import jax  # a test dependency: it must be installed (a skip would count as a failure)
 import jax.numpy as jnp
@@ -286,3 +289,49 @@ def test_rss_stays_flat_with_a_large_state(client: rpjrt.Client) -> None:
     growth = _rss_bytes() - before
     assert growth < 64 * 2**20, f"RSS grew by {growth / 2**20:.1f} MiB over 100 steps"
     np.testing.assert_allclose(session.fetch("state")[0, :3], [2.0, 2.0, 2.0], rtol=1e-6)
+
+
+RESTORE_BOUNDED = r"""
+import json, os, sys
+import numpy as np
+import rpjrt
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+client = rpjrt.Client(os.environ["RPJRT_CKPT_PLUGIN"])
+path, count, member = sys.argv[1], 8, 32 << 20
+warm = rpjrt.Session(client)
+warm.bind("w", np.zeros(4, np.float32))
+warm.save(path + ".warm.npz")
+warm.restore(path + ".warm.npz")
+del warm
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset the peak RSS (VmHWM) to the current RSS
+base = status("VmRSS")
+s = rpjrt.Session(client)
+s.restore(path)
+peak = status("VmHWM")
+ok = all(
+    np.array_equal(s.fetch(f"w{i}"), np.arange(member // 4, dtype=np.float32) + i)
+    for i in range(count)
+)
+print(json.dumps({"overhead": peak - base - count * member, "ok": ok, "slots": sorted(s)}))
+"""
+
+
+def test_restore_reads_one_member_at_a_time(plugin_path: str, tmp_path: Path) -> None:
+    """Restoring a 256 MiB checkpoint holds the restored buffers plus about one member
+    (32 MiB) of host memory, not the file and copies of it."""
+    member = 32 << 20
+    path = tmp_path / "big.npz"
+    np.savez(path, **{f"w{i}": np.arange(member // 4, dtype=np.float32) + i for i in range(8)})
+    code = RESTORE_BOUNDED.replace("sys.argv[1]", repr(str(path)))
+    r = run_python(code, env={"RPJRT_CKPT_PLUGIN": plugin_path}, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["ok"] and out["slots"] == [f"w{i}" for i in range(8)], out
+    assert out["overhead"] < 3 * member, out

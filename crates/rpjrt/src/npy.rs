@@ -12,7 +12,7 @@
 //! strings are built from the one element-type table (`crate::dtype`): numpy's kind letter
 //! and the byte size, for the types that have a buffer-protocol format.
 
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::path::Path;
 
 use crate::dtype::{element_count, ElementType};
@@ -394,37 +394,74 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
 /// archive order). Only regular files are opened.
 pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
     let path = path.as_ref();
-    let bytes = read_regular_file(path)?;
-    if bytes.starts_with(b"PK") {
-        let mut out = Vec::new();
-        for (name, member) in npz_members(path, bytes)? {
+    if let Some(mut npz) = NpzReader::open(path)? {
+        let mut out = Vec::with_capacity(npz.len());
+        for i in 0..npz.len() {
+            let (name, member) = npz.read(i)?;
             let a = read_npy(&member).map_err(|e| io_err(path, format!("member {name}: {e}")))?;
             out.push((name, a));
         }
         return Ok(out);
     }
+    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
     let a = read_npy(&bytes).map_err(|e| io_err(path, e))?;
     Ok(vec![(String::new(), a)])
 }
 
-/// The bytes of `path`, which must be a regular file.
-pub(crate) fn read_regular_file(path: &Path) -> Result<Vec<u8>> {
-    let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
-    if !meta.is_file() {
-        return Err(io_err(path, "not a regular file"));
-    }
-    std::fs::read(path).map_err(|e| io_err(path, e))
+/// An `.npz` archive read one member at a time, so a reader holds at most one member's
+/// bytes however large the file is. Members are checked against their CRC-32 as they are
+/// read.
+pub(crate) struct NpzReader {
+    path: std::path::PathBuf,
+    zip: zip::ZipArchive<std::io::BufReader<std::fs::File>>,
+    total: u64,
 }
 
-/// The members of a `.npz` archive (`bytes` of `path`): names without `.npy`, and their
-/// bytes, checked against their CRC-32 as the zip reader reads them.
-pub(crate) fn npz_members(path: &Path, bytes: Vec<u8>) -> Result<Vec<(String, Vec<u8>)>> {
-    let total = bytes.len() as u64;
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-        .map_err(|e| io_err(path, format!("not a valid .npz archive ({e})")))?;
-    let mut out = Vec::with_capacity(zip.len());
-    for i in 0..zip.len() {
-        let mut f = zip
+impl NpzReader {
+    /// Opens `path`, which must be a regular file: `None` when it does not start with a zip
+    /// header (a `.npy` file, say), an error naming the file when it is not a readable
+    /// archive.
+    pub(crate) fn open(path: &Path) -> Result<Option<NpzReader>> {
+        let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+        if !meta.is_file() {
+            return Err(io_err(path, "not a regular file"));
+        }
+        let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+        let mut magic = [0u8; 2];
+        let n = file.read(&mut magic).map_err(|e| io_err(path, e))?;
+        if &magic[..n] != b"PK" {
+            return Ok(None);
+        }
+        file.seek(std::io::SeekFrom::Start(0))
+            .map_err(|e| io_err(path, e))?;
+        let zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+            .map_err(|e| io_err(path, format!("not a valid .npz archive ({e})")))?;
+        Ok(Some(NpzReader {
+            path: path.to_path_buf(),
+            zip,
+            total: meta.len(),
+        }))
+    }
+
+    /// Number of members.
+    pub(crate) fn len(&self) -> usize {
+        self.zip.len()
+    }
+
+    /// Member `i`'s name, without `.npy`.
+    pub(crate) fn name(&self, i: usize) -> Result<String> {
+        match self.zip.name_for_index(i) {
+            Some(Ok(n)) => Ok(n.trim_end_matches(".npy").to_string()),
+            Some(Err(e)) => Err(io_err(&self.path, format!("damaged .npz archive ({e})"))),
+            None => Err(io_err(&self.path, format!("the archive has no member {i}"))),
+        }
+    }
+
+    /// Member `i`: its name (without `.npy`) and bytes.
+    pub(crate) fn read(&mut self, i: usize) -> Result<(String, Vec<u8>)> {
+        let path = &self.path;
+        let mut f = self
+            .zip
             .by_index(i)
             .map_err(|e| io_err(path, format!("damaged .npz archive ({e})")))?;
         let name = f
@@ -435,18 +472,20 @@ pub(crate) fn npz_members(path: &Path, bytes: Vec<u8>) -> Result<Vec<(String, Ve
         // A stored member is no larger than the archive; a deflated one may be larger, but
         // a declared size far past any real ratio is a damaged (or hostile) header.
         let declared = f.size();
-        if declared > total.saturating_mul(1032) {
+        if declared > self.total.saturating_mul(1032) {
             return Err(io_err(
                 path,
                 format!("member {name} claims {declared} bytes: the archive is damaged"),
             ));
         }
-        let mut member = Vec::with_capacity(declared.min(total) as usize);
+        let mut member = Vec::new();
+        member
+            .try_reserve_exact(declared.min(self.total) as usize)
+            .map_err(|_| Error::ResourceExhausted(format!("{declared} bytes for member {name}")))?;
         f.read_to_end(&mut member)
             .map_err(|e| io_err(path, format!("member {name} is damaged ({e})")))?;
-        out.push((name, member));
+        Ok((name, member))
     }
-    Ok(out)
 }
 
 /// Writes one array as a `.npy` file.

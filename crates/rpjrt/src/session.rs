@@ -586,7 +586,6 @@ pub const DTYPES_KEY: &str = "__rpjrt_dtypes__";
 
 /// One array of a checkpoint, ready to upload.
 struct Saved {
-    name: String,
     element_type: ElementType,
     dims: Vec<i64>,
     /// Host bytes: numpy's form (sub-byte types one element per byte), in `order`.
@@ -657,30 +656,69 @@ impl Session {
     /// session does not have yet): a checkpoint written by [`Session::save`], or any file
     /// `np.savez` wrote.
     ///
-    /// Everything is read and checked before any slot changes: an array whose element type
-    /// or shape differs from its slot's is refused naming the slot, and a damaged or
-    /// truncated file is an error naming the file. Arrays `np.savez` stored as raw bytes
+    /// All-or-nothing: an array whose element type or shape differs from its slot's is
+    /// refused naming the slot, and a damaged or truncated file is an error naming the file;
+    /// either way the session is left as it was. Arrays `np.savez` stored as raw bytes
     /// (bfloat16 and other ml_dtypes types) take the type of their slot, which must then be
-    /// known (from a program or an earlier bind). The uploads all happen before the slots
-    /// are updated, so a failed restore leaves the session as it was.
+    /// known (from a program or an earlier bind). Members are read, checked and uploaded one
+    /// at a time, so the extra host memory is one member, not the file; the slots change only
+    /// once every upload has succeeded.
     pub fn restore(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let path = path.as_ref();
-        let bytes = crate::npy::read_regular_file(path)?;
-        if !bytes.starts_with(b"PK") {
-            return Err(Error::invalid(format!(
-                "{}: not an .npz archive (it does not start with a zip header)",
-                path.display()
-            )));
+        let file = path.display();
+        let mut npz = crate::npy::NpzReader::open(path)?.ok_or_else(|| {
+            Error::invalid(format!(
+                "{file}: not an .npz archive (it does not start with a zip header)"
+            ))
+        })?;
+        let mut names = Vec::with_capacity(npz.len());
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..npz.len() {
+            let name = npz.name(i)?;
+            if name.is_empty() {
+                return Err(Error::invalid(format!(
+                    "{file}: a member has an empty name"
+                )));
+            }
+            if !seen.insert(name.clone()) {
+                return Err(Error::invalid(format!(
+                    "{file}: slot {name:?} is stored twice"
+                )));
+            }
+            names.push(name);
         }
-        let members = crate::npy::npz_members(path, bytes)?;
-        let saved = self.read_checkpoint(path, members)?;
+        let types = match names.iter().position(|n| n == DTYPES_KEY) {
+            Some(i) => read_type_table(path, &npz.read(i)?.1)?,
+            None => HashMap::new(),
+        };
+        let specs: HashMap<String, ArraySpec> = self
+            .slots()
+            .into_iter()
+            .filter_map(|s| s.spec.map(|spec| (s.name, spec)))
+            .collect();
         // Upload everything first; only then touch the slots.
-        let mut ready = Vec::with_capacity(saved.len());
-        for s in saved {
+        let mut ready = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            if name == DTYPES_KEY {
+                continue;
+            }
+            let (_, bytes) = npz.read(i)?;
+            let slot = specs.get(name);
+            let s = decode_member(name, bytes, types.get(name).copied(), slot).map_err(
+                |e| match e {
+                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("{file}: {m}")),
+                    other => other,
+                },
+            )?;
             let spec = ArraySpec {
                 element_type: s.element_type,
                 dims: s.dims.clone(),
             };
+            if let Some(have) = slot.filter(|&have| have != &spec) {
+                return Err(Error::invalid(format!(
+                    "slot {name:?} holds {have}, but {file} stores {spec}"
+                )));
+            }
             let mut host = HostArray::from_owner(Arc::new(s.data), s.element_type, s.dims)
                 .with_byte_order(s.order);
             if let Some(strides) = s.strides {
@@ -689,18 +727,15 @@ impl Session {
             if s.element_type.is_sub_byte() {
                 host = host.unpacked();
             }
-            let (buffer, _) = self
-                .inner
-                .materialize(&s.name, None, SlotValue::Host(host))?;
-            ready.push((s.name, spec, buffer));
+            let (buffer, _) = self.inner.materialize(name, None, SlotValue::Host(host))?;
+            ready.push((name.clone(), spec, buffer));
         }
         let mut st = self.inner.lock();
         for (name, spec, _) in &ready {
             if let Some(have) = st.index.get(name).and_then(|&i| st.slots[i].spec.as_ref()) {
                 if have != spec {
                     return Err(Error::invalid(format!(
-                        "slot {name:?} holds {have}, but {} stores {spec}",
-                        path.display()
+                        "slot {name:?} holds {have}, but {file} stores {spec}"
                     )));
                 }
             }
@@ -713,95 +748,43 @@ impl Session {
         }
         Ok(())
     }
+}
 
-    /// Reads and checks a checkpoint's members against the session's slots.
-    fn read_checkpoint(
-        &self,
-        path: &std::path::Path,
-        members: Vec<(String, Vec<u8>)>,
-    ) -> Result<Vec<Saved>> {
-        let file = path.display();
-        let mut seen = std::collections::HashSet::new();
-        for (name, _) in &members {
-            if name.is_empty() {
-                return Err(Error::invalid(format!(
-                    "{file}: a member has an empty name"
-                )));
-            }
-            if !seen.insert(name.as_str()) {
-                return Err(Error::invalid(format!(
-                    "{file}: slot {name:?} is stored twice"
-                )));
-            }
-        }
-        let mut types: HashMap<String, ElementType> = HashMap::new();
-        if let Some((_, bytes)) = members.iter().find(|(n, _)| n == DTYPES_KEY) {
-            let bad = |why: String| {
-                Error::invalid(format!("{file}: the type table {DTYPES_KEY:?} {why}"))
-            };
-            let raw = crate::npy::parse_npy(bytes).map_err(|e| bad(format!("is damaged: {e}")))?;
-            let text = crate::npy::read_npy_text(&raw).map_err(|e| bad(format!("{e}")))?;
-            let table: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| bad(format!("is not JSON: {e}")))?;
-            let obj = table
-                .as_object()
-                .ok_or_else(|| bad("is not a JSON object".into()))?;
-            for (name, v) in obj {
-                let t = v
-                    .as_str()
-                    .ok_or_else(|| bad(format!("gives slot {name:?} a non-string type")))
-                    .and_then(|t| {
-                        ElementType::from_name(t)
-                            .map_err(|e| bad(format!("gives slot {name:?} type {t:?}: {e}")))
-                    })?;
-                types.insert(name.clone(), t);
-            }
-        }
-        let specs: HashMap<String, ArraySpec> = self
-            .slots()
-            .into_iter()
-            .filter_map(|s| s.spec.map(|spec| (s.name, spec)))
-            .collect();
-        let mut out = Vec::new();
-        for (name, bytes) in members {
-            if name == DTYPES_KEY {
-                continue;
-            }
-            let slot = specs.get(&name);
-            let s =
-                decode_member(&name, &bytes, types.get(&name).copied(), slot).map_err(
-                    |e| match e {
-                        Error::InvalidArgument(m) => Error::InvalidArgument(format!("{file}: {m}")),
-                        other => other,
-                    },
-                )?;
-            if let Some(have) = slot {
-                if have.element_type != s.element_type || have.dims != s.dims {
-                    return Err(Error::invalid(format!(
-                        "slot {name:?} holds {have}, but {file} stores {}",
-                        ArraySpec {
-                            element_type: s.element_type,
-                            dims: s.dims.clone()
-                        }
-                    )));
-                }
-            }
-            out.push(s);
-        }
-        Ok(out)
+/// A checkpoint's type table (the member [`DTYPES_KEY`]): slot name → element type.
+fn read_type_table(path: &std::path::Path, bytes: &[u8]) -> Result<HashMap<String, ElementType>> {
+    let file = path.display();
+    let bad = |why: String| Error::invalid(format!("{file}: the type table {DTYPES_KEY:?} {why}"));
+    let raw = crate::npy::parse_npy(bytes).map_err(|e| bad(format!("is damaged: {e}")))?;
+    let text = crate::npy::read_npy_text(&raw).map_err(|e| bad(format!("{e}")))?;
+    let table: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("is not JSON: {e}")))?;
+    let obj = table
+        .as_object()
+        .ok_or_else(|| bad("is not a JSON object".into()))?;
+    let mut types = HashMap::with_capacity(obj.len());
+    for (name, v) in obj {
+        let t = v
+            .as_str()
+            .ok_or_else(|| bad(format!("gives slot {name:?} a non-string type")))
+            .and_then(|t| {
+                ElementType::from_name(t)
+                    .map_err(|e| bad(format!("gives slot {name:?} type {t:?}: {e}")))
+            })?;
+        types.insert(name.clone(), t);
     }
+    Ok(types)
 }
 
 /// One `.npy` member of a checkpoint as an array: its type from the type table (`named`),
 /// else from the member's type string, else (raw bytes) from the slot's type.
 fn decode_member(
     name: &str,
-    bytes: &[u8],
+    mut bytes: Vec<u8>,
     named: Option<ElementType>,
     slot: Option<&ArraySpec>,
 ) -> Result<Saved> {
     let raw =
-        crate::npy::parse_npy(bytes).map_err(|e| Error::invalid(format!("slot {name:?}: {e}")))?;
+        crate::npy::parse_npy(&bytes).map_err(|e| Error::invalid(format!("slot {name:?}: {e}")))?;
     let descr = raw.descr.as_str();
     let raw_bytes = descr
         .strip_prefix(['|', '<', '>', '='])
@@ -881,11 +864,13 @@ fn decode_member(
         }
         strides
     });
+    // The data is the member's tail: drop the header in place rather than copy the data.
+    let header = bytes.len() - raw.data.len();
+    bytes.drain(..header);
     Ok(Saved {
-        name: name.to_string(),
         element_type: t,
         dims,
-        data: raw.data.to_vec(),
+        data: bytes,
         strides,
         order,
     })
