@@ -134,6 +134,8 @@ try:
         __version__,
         artifact_stablehlo_version,
         inspect_artifact,
+        set_wait_spin,
+        wait_spin,
     )
 except ImportError as _e:  # pragma: no cover - a broken install
     if "subinterpreter" in str(_e):
@@ -211,6 +213,8 @@ __all__ = [
     "from_code",
     "artifact_stablehlo_version",
     "inspect_artifact",
+    "set_wait_spin",
+    "wait_spin",
     # dtypes
     "DType",
     "dtype",

@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin"]
 
 __version__: str
 
@@ -570,6 +570,15 @@ def _python_to_host(obj: object, dtype: _DTypeLike | None = None) -> tuple[bytes
 def _python_shape(obj: object, dtype: _DTypeLike | None = None) -> tuple[list[int], int]:
     """(shape, element type code) of a Python number or nested list of numbers, checked but
     not converted (the cast=True path)."""
+def set_wait_spin(seconds: float) -> None:
+    """Set how long a blocking wait (``block_until_ready``, reading a buffer still being
+    computed) polls for completion before it sleeps; 0 sleeps at once. Process-wide;
+    default 100 µs (or ``RPJRT_WAIT_SPIN_US`` at the first client's creation). Polling
+    trades CPU for latency: waking a sleeping thread costs tens of microseconds."""
+
+def wait_spin() -> float:
+    """How long, in seconds, a blocking wait polls before it sleeps."""
+
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""
 

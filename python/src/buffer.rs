@@ -279,6 +279,10 @@ pub fn wait_buffer(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
     if b.is_ready().pyerr()? {
         return b.block_until_ready().pyerr(); // immediate: returns the producer's status
     }
+    // A short computation is over sooner than a sleeping thread can be woken: poll first.
+    if py.detach(|| b.poll_ready()).pyerr()? {
+        return b.block_until_ready().pyerr();
+    }
     let mut event = Box::pin(b.ready_event().pyerr()?);
     let cw = Arc::new(CondWaker {
         woke: Mutex::new(false),

@@ -34,6 +34,25 @@ fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Str
         .map_err(errors::to_py)
 }
 
+/// Sets how long, in seconds, a blocking wait polls for completion before it sleeps
+/// (`rpjrt::set_wait_spin`).
+#[pyfunction]
+fn set_wait_spin(seconds: f64) -> PyResult<()> {
+    if !(0.0..=1.0).contains(&seconds) {
+        return Err(errors::invalid(format!(
+            "set_wait_spin takes seconds from 0 to 1, not {seconds}"
+        )));
+    }
+    rpjrt::set_wait_spin(std::time::Duration::from_secs_f64(seconds));
+    Ok(())
+}
+
+/// How long, in seconds, a blocking wait polls before it sleeps (`rpjrt::wait_spin`).
+#[pyfunction]
+fn wait_spin() -> f64 {
+    rpjrt::wait_spin().as_secs_f64()
+}
+
 /// Runs the rpjrt command-line tool (the `rpjrt` console script) with `args` as argv.
 #[pyfunction]
 fn _run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
@@ -77,6 +96,8 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::PySession>()?;
     m.add_class::<session::PySessionProgram>()?;
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(set_wait_spin, m)?)?;
+    m.add_function(wrap_pyfunction!(wait_spin, m)?)?;
     m.add_class::<distributed::PyInMemoryStore>()?;
     m.add_class::<distributed::PyTcpStore>()?;
     m.add_function(wrap_pyfunction!(distributed::_detect_launch_env, m)?)?;

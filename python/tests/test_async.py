@@ -6,10 +6,11 @@ import asyncio
 import time
 
 import numpy as np
+import pytest
 
 import rpjrt
 
-from .conftest import fixture_text
+from .conftest import fixture_text, run_python
 
 
 def test_await_returns_the_buffer(client: rpjrt.Client) -> None:
@@ -77,3 +78,40 @@ def test_await_a_deleted_buffer_raises(client: rpjrt.Client) -> None:
         pass
     else:
         raise AssertionError("awaiting a deleted buffer must raise")
+
+
+def test_waits_poll_for_a_set_time_before_sleeping(client: rpjrt.Client) -> None:
+    before = rpjrt.wait_spin()
+    assert 0 <= before <= 1
+    exe = client.compile(fixture_text("mul_add.mlir"))
+    x = client.put(np.arange(8, dtype=np.float32))
+    try:
+        for spin in (0.0, 50e-6, 0.005):
+            rpjrt.set_wait_spin(spin)
+            assert abs(rpjrt.wait_spin() - spin) < 1e-9
+            (y,) = exe(x, x)
+            assert y.block_until_ready() is y
+            assert y.tolist() == [float(i * i + i) for i in range(8)]
+        for bad in (-1e-6, 2.0, float("nan")):
+            with pytest.raises(rpjrt.InvalidArgumentError, match="seconds from 0 to 1"):
+                rpjrt.set_wait_spin(bad)
+    finally:
+        rpjrt.set_wait_spin(before)
+    assert rpjrt.wait_spin() == before
+
+
+def test_wait_spin_from_the_environment(plugin_path: str) -> None:
+    code = f"""
+import rpjrt
+try:
+    rpjrt.Client({plugin_path!r})
+    print("SPIN", rpjrt.wait_spin())
+except rpjrt.InvalidArgumentError as e:
+    print("ERROR", e)
+"""
+    r = run_python(code, env={"RPJRT_WAIT_SPIN_US": "250"})
+    assert r.returncode == 0, r.stderr
+    assert "SPIN 0.00025" in r.stdout, r.stdout
+    r = run_python(code, env={"RPJRT_WAIT_SPIN_US": "fast"})
+    assert r.returncode == 0, r.stderr
+    assert "ERROR" in r.stdout and "RPJRT_WAIT_SPIN_US" in r.stdout, r.stdout

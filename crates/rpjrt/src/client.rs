@@ -169,6 +169,7 @@ impl Client {
         rc: raw::client::Client,
         cache: Option<crate::cache::Cache>,
     ) -> Result<Client> {
+        crate::event::wait_spin_from_env()?;
         let api = plugin.inner.api;
         let rc = Arc::new(rc);
         let addressable = rc.addressable_devices()?;

@@ -11,6 +11,48 @@ use crate::client::ClientCore;
 use crate::error::{Error, Result};
 use crate::raw;
 
+/// Sets how long a blocking wait ([`Event::wait`], [`crate::Buffer::block_until_ready`],
+/// reading a buffer that is still being computed) polls for completion before it sleeps
+/// in the plugin; `Duration::ZERO` sleeps at once. Process-wide; the default is 100 µs, or
+/// the environment variable `RPJRT_WAIT_SPIN_US` (microseconds) when it is set at the
+/// first client's creation.
+///
+/// Polling trades CPU for latency: a sleeping waiter is woken through the kernel, which
+/// on the CPU plugins costs more than a short computation itself (a 70 µs training step
+/// waits ~40 µs longer asleep than polling; bench/RESULTS.md). Waits on long computations
+/// poll for the budget and then sleep, so they spend at most the budget in polling. Set it
+/// to zero where cores are scarce and latency does not matter. The poll yields the CPU
+/// between checks, so other runnable threads are not starved.
+pub fn set_wait_spin(spin: Duration) {
+    raw::event::set_spin_nanos(u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX));
+}
+
+/// The current poll time of a blocking wait (see [`set_wait_spin`]).
+pub fn wait_spin() -> Duration {
+    Duration::from_nanos(raw::event::spin_nanos())
+}
+
+/// Applies `RPJRT_WAIT_SPIN_US` once per process, at the first client's creation.
+pub(crate) fn wait_spin_from_env() -> Result<()> {
+    static APPLIED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    let r = APPLIED.get_or_init(|| {
+        let Some(v) = std::env::var_os("RPJRT_WAIT_SPIN_US") else {
+            return Ok(());
+        };
+        let text = v.to_string_lossy();
+        match text.trim().parse::<u64>() {
+            Ok(us) if us <= 1_000_000 => {
+                set_wait_spin(Duration::from_micros(us));
+                Ok(())
+            }
+            _ => Err(format!(
+                "RPJRT_WAIT_SPIN_US={text:?}: give whole microseconds from 0 to 1000000"
+            )),
+        }
+    });
+    r.clone().map_err(Error::InvalidArgument)
+}
+
 /// Something the device will finish later: a transfer, a computation.
 ///
 /// Wait with [`Event::wait`] (or [`Event::wait_timeout`]), poll with [`Event::is_ready`], or

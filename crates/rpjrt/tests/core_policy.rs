@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{compile_with, expect_err, for_each_plugin, mul_add};
+use common::{compile_with, expect_err, for_each_plugin, is_old, mul_add};
 use rpjrt::{CompileOptions, DeviceChoice, MemoryChoice};
 
 #[test]
@@ -171,4 +171,42 @@ fn pred_reads_any_nonzero_byte_as_true() {
             vec![false, true, true, true]
         );
     });
+}
+
+#[test]
+fn waits_poll_then_sleep_and_still_report_errors() {
+    let before = rpjrt::wait_spin();
+    assert!(before <= Duration::from_secs(1));
+    for spin in [
+        Duration::ZERO,
+        Duration::from_micros(50),
+        Duration::from_millis(5),
+    ] {
+        rpjrt::set_wait_spin(spin);
+        assert_eq!(rpjrt::wait_spin(), spin);
+        for_each_plugin(|p, c| {
+            let d = c.default_device().unwrap();
+            let exe = compile_with(c, &mul_add(), &Default::default());
+            let x = c.buffer_from_slice(&[2.0f32; 8], &[8], &d).unwrap();
+            let out = exe.execute(&[&x, &x]).unwrap();
+            out[0].block_until_ready().unwrap();
+            assert_eq!(out[0].to_vec_of::<f32>().unwrap(), vec![5.0f32; 8]);
+            if !is_old(p) {
+                // A failed producer is reported whether the wait polled or slept.
+                let e = c
+                    .create_error_buffer(
+                        rpjrt::Code::Internal,
+                        "producer failed",
+                        rpjrt::ElementType::F32,
+                        &[2],
+                        &d,
+                        None,
+                    )
+                    .unwrap();
+                expect_err(e.block_until_ready(), &["producer failed"]);
+                expect_err(e.ready_event().unwrap().wait(), &["producer failed"]);
+            }
+        });
+    }
+    rpjrt::set_wait_spin(before);
 }

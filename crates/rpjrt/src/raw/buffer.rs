@@ -366,6 +366,16 @@ impl<M> Buffer<M> {
         Ok(())
     }
 
+    /// Polls readiness for up to the wait poll time (`raw::event::spin_until`); whether the
+    /// contents became ready (also when their producer failed).
+    pub(crate) fn poll_ready(&self) -> Result<bool> {
+        if self.0.ready_ok.load(Ordering::Acquire) {
+            return Ok(true);
+        }
+        let ev = self.ready_event()?;
+        Ok(super::event::spin_until(|| ev.is_ready().unwrap_or(true)))
+    }
+
     /// Whether an earlier wait or readiness check saw the contents ready and their producer
     /// succeeded (no plugin call).
     pub(crate) fn is_ready_cached(&self) -> bool {
