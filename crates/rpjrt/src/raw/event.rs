@@ -39,12 +39,12 @@ pub(crate) fn spin_nanos() -> u64 {
 
 /// Calls `ready` until it says true or the poll time has passed; whether it said true.
 pub(crate) fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
-    if ready() {
-        return true;
-    }
     let spin = spin_nanos();
     if spin == 0 {
         return false;
+    }
+    if ready() {
+        return true;
     }
     let start = Instant::now();
     let budget = Duration::from_nanos(spin);
