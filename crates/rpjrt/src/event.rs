@@ -22,10 +22,14 @@ use crate::raw;
 /// waits ~40 µs longer asleep than polling; bench/RESULTS.md). Waits on long computations
 /// poll for the budget and then sleep, so they spend at most the budget in polling. Set it
 /// to zero where cores are scarce and latency does not matter. The poll yields the CPU
-/// between checks, so other runnable threads are not starved.
+/// between checks, so other runnable threads are not starved. At most [`MAX_WAIT_SPIN`].
 pub fn set_wait_spin(spin: Duration) {
+    let spin = spin.min(MAX_WAIT_SPIN);
     raw::event::set_spin_nanos(u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX));
 }
+
+/// The longest poll [`set_wait_spin`] accepts (longer values are cut to it): one second.
+pub const MAX_WAIT_SPIN: Duration = Duration::from_secs(1);
 
 /// The current poll time of a blocking wait (see [`set_wait_spin`]).
 pub fn wait_spin() -> Duration {

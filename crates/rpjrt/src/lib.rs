@@ -88,7 +88,7 @@ pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };
 pub use error::{Code, Error, Result};
-pub use event::{set_wait_spin, wait_spin, Event};
+pub use event::{set_wait_spin, wait_spin, Event, MAX_WAIT_SPIN};
 pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
 pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,

@@ -208,5 +208,7 @@ fn waits_poll_then_sleep_and_still_report_errors() {
             }
         });
     }
+    rpjrt::set_wait_spin(Duration::MAX);
+    assert_eq!(rpjrt::wait_spin(), rpjrt::MAX_WAIT_SPIN);
     rpjrt::set_wait_spin(before);
 }
