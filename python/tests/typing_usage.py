@@ -67,7 +67,9 @@ def compile_once(client: rpjrt.Client, program: str) -> rpjrt.Executable:
     written: str | None = rpjrt.artifact_stablehlo_version(data)
     layouts: list[tuple[int, ...] | None] = exe.output_layouts()
     stats: dict[str, int] = exe.compiled_memory_stats()
-    del hits, entries, versions, target, written, layouts, stats
+    spin: float = rpjrt.wait_spin()
+    rpjrt.set_wait_spin(spin)
+    del hits, entries, versions, target, written, layouts, stats, spin
     return client.load(data, overrides={"num_replicas": 1})
 
 
