@@ -341,7 +341,10 @@ class Buffer:
     def client(self) -> Client: ...
     def is_ready(self) -> bool: ...
     def block_until_ready(self) -> Self:
-        """Wait until the data is computed; raises the computation's error. Ctrl-C works."""
+        """Wait until the data is computed; raises the computation's error. Ctrl-C works.
+
+        Polls for up to :func:`wait_spin` seconds (100 µs by default) before sleeping:
+        waking a sleeping thread costs more than a short computation."""
     def __await__(self) -> Generator[Any, None, Self]:
         """`await buf` waits without blocking the event loop and returns the buffer."""
     @overload
