@@ -143,10 +143,17 @@ impl Event {
     }
 
     /// Blocks until the event completes or `timeout` passes: `Ok(true)` when it completed
-    /// without error, `Ok(false)` on timeout, its error if it failed. Registers the plugin's
-    /// `OnReady` callback once (no thread is kept blocked in the plugin after a timeout).
+    /// without error, `Ok(false)` on timeout, its error if it failed. Polls first, like
+    /// [`Event::wait`] (for at most the timeout), then registers the plugin's `OnReady`
+    /// callback once (no thread is kept blocked in the plugin after a timeout).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
         self.core.check("event")?;
+        // Poll first, as `wait` does, but never past the timeout.
+        if raw::event::spin_for(timeout.min(wait_spin()), || {
+            self.raw.is_ready().unwrap_or(true)
+        }) {
+            return self.raw.status().map(|()| true);
+        }
         let deadline = Instant::now().checked_add(timeout);
         let state = self.ready_state()?;
         let result = match deadline {

@@ -38,16 +38,20 @@ pub(crate) fn spin_nanos() -> u64 {
 }
 
 /// Calls `ready` until it says true or the poll time has passed; whether it said true.
-pub(crate) fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
-    let spin = spin_nanos();
-    if spin == 0 {
+pub(crate) fn spin_until(ready: impl FnMut() -> bool) -> bool {
+    spin_for(Duration::from_nanos(spin_nanos()), ready)
+}
+
+/// Calls `ready` until it says true or `budget` has passed (not at all for a zero budget);
+/// whether it said true.
+pub(crate) fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    if budget.is_zero() {
         return false;
     }
     if ready() {
         return true;
     }
     let start = Instant::now();
-    let budget = Duration::from_nanos(spin);
     while start.elapsed() < budget {
         // Yielding, not spinning: a thread the plugin needs (or any other) gets the core.
         std::thread::yield_now();
