@@ -206,7 +206,9 @@ fn waits_poll_then_sleep_and_still_report_errors() {
                 expect_err(e.block_until_ready(), &["producer failed"]);
                 expect_err(e.ready_event().unwrap().wait(), &["producer failed"]);
                 expect_err(
-                    e.ready_event().unwrap().wait_timeout(Duration::from_secs(60)),
+                    e.ready_event()
+                        .unwrap()
+                        .wait_timeout(Duration::from_secs(60)),
                     &["producer failed"],
                 );
             }
