@@ -38,9 +38,10 @@ fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Str
 /// (`rpjrt::set_wait_spin`).
 #[pyfunction]
 fn set_wait_spin(seconds: f64) -> PyResult<()> {
-    if !(0.0..=1.0).contains(&seconds) {
+    let max = rpjrt::MAX_WAIT_SPIN.as_secs_f64();
+    if !(0.0..=max).contains(&seconds) {
         return Err(errors::invalid(format!(
-            "set_wait_spin takes seconds from 0 to 1, not {seconds}"
+            "set_wait_spin takes seconds from 0 to {max}, not {seconds}"
         )));
     }
     rpjrt::set_wait_spin(std::time::Duration::from_secs_f64(seconds));

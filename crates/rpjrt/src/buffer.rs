@@ -260,10 +260,11 @@ impl Buffer {
         self.raw.wait_ready()
     }
 
-    /// Polls for up to the wait poll time ([`crate::set_wait_spin`]) until the contents are
-    /// ready: whether they are (also when their computation failed). For waits that must
-    /// sleep their own way afterwards (Python's interruptible wait);
-    /// [`Buffer::block_until_ready`] already polls first.
+    /// For contents [`Buffer::is_ready`] just found pending: keeps polling, for up to the
+    /// wait poll time ([`crate::set_wait_spin`]), until they are ready; whether they are
+    /// (also when their computation failed). For waits that must sleep their own way
+    /// afterwards (Python's interruptible wait); [`Buffer::block_until_ready`] already polls
+    /// first.
     pub fn poll_ready(&self) -> Result<bool> {
         self.check()?;
         self.raw.poll_ready()

@@ -45,12 +45,13 @@ pub(crate) fn wait_spin_from_env() -> Result<()> {
         };
         let text = v.to_string_lossy();
         match text.trim().parse::<u64>() {
-            Ok(us) if us <= 1_000_000 => {
+            Ok(us) if u128::from(us) <= MAX_WAIT_SPIN.as_micros() => {
                 set_wait_spin(Duration::from_micros(us));
                 Ok(())
             }
             _ => Err(format!(
-                "RPJRT_WAIT_SPIN_US={text:?}: give whole microseconds from 0 to 1000000"
+                "RPJRT_WAIT_SPIN_US={text:?}: give whole microseconds from 0 to {}",
+                MAX_WAIT_SPIN.as_micros()
             )),
         }
     });

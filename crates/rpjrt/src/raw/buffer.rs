@@ -366,14 +366,21 @@ impl<M> Buffer<M> {
         Ok(())
     }
 
-    /// Polls readiness for up to the wait poll time (`raw::event::spin_until`); whether the
-    /// contents became ready (also when their producer failed).
+    /// For contents just seen pending: keeps polling their readiness for up to the wait poll
+    /// time (`raw::event::keep_polling`); whether they became ready (also when their
+    /// producer failed).
     pub(crate) fn poll_ready(&self) -> Result<bool> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
         }
+        let budget = std::time::Duration::from_nanos(super::event::spin_nanos());
+        if budget.is_zero() {
+            return Ok(false);
+        }
         let ev = self.ready_event()?;
-        Ok(super::event::spin_until(|| ev.is_ready().unwrap_or(true)))
+        Ok(super::event::keep_polling(budget, || {
+            ev.is_ready().unwrap_or(true)
+        }))
     }
 
     /// Whether an earlier wait or readiness check saw the contents ready and their producer

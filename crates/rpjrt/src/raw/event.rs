@@ -48,9 +48,12 @@ pub(crate) fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> boo
     if budget.is_zero() {
         return false;
     }
-    if ready() {
-        return true;
-    }
+    ready() || keep_polling(budget, ready)
+}
+
+/// After a check that found the event pending: yields, then calls `ready` until it says
+/// true or `budget` has passed; whether it said true.
+pub(crate) fn keep_polling(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < budget {
         // Yielding, not spinning: a thread the plugin needs (or any other) gets the core.
