@@ -85,6 +85,14 @@ pub struct ExecuteOptions {
     pub ffi_context: Option<Arc<crate::ffi::ExecuteContext>>,
 }
 
+/// The options of a plain [`Executable::execute`] (the defaults, made once).
+static NO_OPTIONS: ExecuteOptions = ExecuteOptions {
+    donate: Vec::new(),
+    device: None,
+    completion_events: false,
+    ffi_context: None,
+};
+
 /// What [`Executable::execute_with`] returns.
 #[derive(Debug)]
 pub struct Execution {
@@ -349,10 +357,10 @@ impl Executable {
     /// Runs on the executable's single device. Returns without waiting for completion;
     /// outputs become ready when the computation finishes.
     pub fn execute(&self, args: &[&Buffer]) -> Result<Vec<Buffer>> {
-        let options = ExecuteOptions::default();
-        self.validate(&[args], &options)?;
+        let options = &NO_OPTIONS;
+        self.validate(&[args], options)?;
         let mut sink = OneDevice::new(&self.state, false);
-        self.launch(&[args], &options, false, &mut sink)?;
+        self.launch(&[args], options, false, &mut sink)?;
         Ok(sink.outputs)
     }
 

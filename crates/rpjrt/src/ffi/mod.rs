@@ -473,27 +473,16 @@ static USER_TYPES: Mutex<Option<HashMap<usize, Option<i64>>>> = Mutex::new(None)
 /// an execute context (an empty shared one when the caller gives none), because the FFI
 /// 0.2 runtime crashes when a handler looks up user data in an execution without one.
 static ANY_HANDLER: AtomicBool = AtomicBool::new(false);
-static DEFAULT_CONTEXTS: Mutex<Option<HashMap<usize, &'static raw::ExecuteContextPtr>>> =
-    Mutex::new(None);
 
 /// The execute context to pass when the caller gave none: none until a handler was
-/// registered, then a shared empty context per plugin (never destroyed).
+/// registered, then the plugin's shared empty context (never destroyed).
 pub(crate) fn default_context(
     api: &'static crate::raw::Api,
 ) -> Option<&'static crate::raw::execute::ExecuteContext> {
     if !ANY_HANDLER.load(AtomicOrdering::Acquire) {
         return None;
     }
-    let mut g = DEFAULT_CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
-    let map = g.get_or_insert_with(HashMap::new);
-    let key = api as *const crate::raw::Api as usize;
-    if let Some(c) = map.get(&key) {
-        return Some(c.context());
-    }
-    let c: &'static raw::ExecuteContextPtr =
-        Box::leak(Box::new(raw::ExecuteContextPtr::create(api).ok()?));
-    map.insert(key, c);
-    Some(c.context())
+    api.default_execute_context()
 }
 
 const USER_TYPE_NAME: &str = "rpjrt.ffi.UserData";

@@ -88,6 +88,11 @@ unsafe impl<M: Send + Sync> Send for Shared<M> {}
 // SAFETY: as for Send.
 unsafe impl<M: Send + Sync> Sync for Shared<M> {}
 
+#[cold]
+fn no_ready_event() -> Error {
+    Error::invalid("PJRT_Buffer_ReadyEvent returned no event")
+}
+
 impl<M> Drop for Shared<M> {
     fn drop(&mut self) {
         let mut a = sys::PJRT_Buffer_Destroy_Args::new();
@@ -348,12 +353,23 @@ impl<M> Buffer<M> {
 
     /// `PJRT_Buffer_ReadyEvent`.
     pub(crate) fn ready_event(&self) -> Result<Event> {
+        let ev = self.ready_event_ptr()?;
+        Event::new(&self.0.client, ev).ok_or_else(no_ready_event)
+    }
+
+    /// The ready event for a wait or check inside one call (borrows the client).
+    fn ready_event_here(&self) -> Result<Event<&Client>> {
+        let ev = self.ready_event_ptr()?;
+        Event::borrowing(&self.0.client, ev).ok_or_else(no_ready_event)
+    }
+
+    /// `PJRT_Buffer_ReadyEvent`: a new event the caller must own.
+    fn ready_event_ptr(&self) -> Result<*mut sys::PJRT_Event> {
         let mut a = sys::PJRT_Buffer_ReadyEvent_Args::new();
         a.buffer = self.ptr();
         // SAFETY: live buffer.
         unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_ReadyEvent, &mut a) }?;
-        Event::new(&self.0.client, a.event)
-            .ok_or_else(|| Error::invalid("PJRT_Buffer_ReadyEvent returned no event"))
+        Ok(a.event)
     }
 
     /// Blocks until the contents are ready; remembers success, so later waits are free.
@@ -361,7 +377,7 @@ impl<M> Buffer<M> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.ready_event()?.wait()?;
+        self.ready_event_here()?.wait()?;
         self.0.ready_ok.store(true, Ordering::Release);
         Ok(())
     }
@@ -377,7 +393,7 @@ impl<M> Buffer<M> {
         if budget.is_zero() {
             return Ok(false);
         }
-        let ev = self.ready_event()?;
+        let ev = self.ready_event_here()?;
         Ok(super::event::keep_polling(budget, || {
             ev.is_ready().unwrap_or(true)
         }))
@@ -394,7 +410,7 @@ impl<M> Buffer<M> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
         }
-        let ev = self.ready_event()?;
+        let ev = self.ready_event_here()?;
         let ready = ev.is_ready()?;
         if ready && ev.status().is_ok() {
             self.0.ready_ok.store(true, Ordering::Release);

@@ -1,5 +1,6 @@
 //! The owning event handle: waits, polls and the `OnReady` callback.
 
+use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -65,18 +66,21 @@ pub(crate) fn keep_polling(budget: Duration, mut ready: impl FnMut() -> bool) ->
     false
 }
 
-/// An owned `PJRT_Event`, destroyed on drop. Keeps its client alive.
-pub(crate) struct Event {
-    client: Arc<Client>,
+/// An owned `PJRT_Event`, destroyed on drop. Keeps its client alive: `C` is an
+/// `Arc<Client>` for events that are handed out, or a `&Client` for one that lives inside a
+/// call (a wait on a buffer's ready event), which spares two atomic reference-count updates.
+pub(crate) struct Event<C: Deref<Target = Client> = Arc<Client>> {
+    client: C,
     ptr: NonNull<sys::PJRT_Event>,
 }
 
-// SAFETY: PJRT events are thread-safe by the C API's contract.
-unsafe impl Send for Event {}
+// SAFETY: PJRT events are thread-safe by the C API's contract; `C` is an `Arc` or a
+// reference of the client, which is Send + Sync.
+unsafe impl<C: Deref<Target = Client> + Send> Send for Event<C> {}
 // SAFETY: as for Send.
-unsafe impl Sync for Event {}
+unsafe impl<C: Deref<Target = Client> + Sync> Sync for Event<C> {}
 
-impl Drop for Event {
+impl<C: Deref<Target = Client>> Drop for Event<C> {
     fn drop(&mut self) {
         let mut a = sys::PJRT_Event_Destroy_Args::new();
         a.event = self.ptr.as_ptr();
@@ -93,7 +97,20 @@ impl Event {
             ptr: NonNull::new(ptr)?,
         })
     }
+}
 
+impl<'a> Event<&'a Client> {
+    /// Takes ownership of an event the plugin returned, for the duration of a call that
+    /// borrows its client (`None` for a null pointer).
+    pub(super) fn borrowing(client: &'a Client, ptr: *mut sys::PJRT_Event) -> Option<Self> {
+        Some(Event {
+            client,
+            ptr: NonNull::new(ptr)?,
+        })
+    }
+}
+
+impl<C: Deref<Target = Client>> Event<C> {
     /// Waits until the event is ready and returns its status: polls `PJRT_Event_IsReady`
     /// (yielding the CPU between polls) for up to the poll time, then blocks in
     /// `PJRT_Event_Await`. A blocked waiter is woken by the plugin's worker thread through

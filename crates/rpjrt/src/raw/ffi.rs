@@ -227,6 +227,19 @@ impl ExecuteContextPtr {
     }
 }
 
+impl Api {
+    /// The plugin's shared empty execute context, made on first use and kept for the life
+    /// of the process (`None` if the plugin cannot make one). Lock-free after the first call.
+    pub(crate) fn default_execute_context(
+        &'static self,
+    ) -> Option<&'static super::execute::ExecuteContext> {
+        self.default_context
+            .get_or_init(|| ExecuteContextPtr::create(self).ok())
+            .as_ref()
+            .map(ExecuteContextPtr::context)
+    }
+}
+
 impl Drop for ExecuteContextPtr {
     fn drop(&mut self) {
         let mut a = sys::PJRT_ExecuteContext_Destroy_Args::new();

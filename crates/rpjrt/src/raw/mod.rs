@@ -141,12 +141,15 @@ pub(crate) struct Api {
     loaded_in_pid: u32,
     /// The extension chain, walked once at load: (type id, struct size, address).
     extensions: Vec<extension::Found>,
+    /// The empty execute context that executions get once FFI handlers exist and the
+    /// caller gave none (made on first use; `None` if the plugin could not make one).
+    default_context: std::sync::OnceLock<Option<ffi::ExecuteContextPtr>>,
 }
 
 // SAFETY: the table is immutable after GetPjrtApi returns, and the library is never unloaded,
 // so the pointer may be shared and used from any thread; the C API is thread-safe by contract.
 unsafe impl Send for Api {}
-// SAFETY: see `Send`; `Api` has no interior mutability.
+// SAFETY: see `Send`; the only interior mutability is a `OnceLock` of a Send + Sync value.
 unsafe impl Sync for Api {}
 
 /// Size of the `PJRT_Api` header fields before the first function slot.
@@ -222,6 +225,7 @@ pub(crate) fn load(path: &Path) -> Result<Api> {
         fork_generation: guard::generation(),
         loaded_in_pid: std::process::id(),
         extensions: Vec::new(),
+        default_context: std::sync::OnceLock::new(),
     };
     api.extensions = api.walk_extensions();
     Ok(api)
