@@ -345,11 +345,12 @@ impl Executable {
         self.check()?;
         self.state.loaded.executable().fingerprint()
     }
-    /// Frees the executable's device resources now.
+    /// Frees the executable's device resources now (for every clone); deleting again does
+    /// nothing, as for [`Buffer::delete`]. Later executions are refused with a clear error.
     pub fn delete(&self) -> Result<()> {
         self.state.core.check("executable")?;
         if self.state.deleted.swap(true, Ordering::AcqRel) {
-            return Err(Error::Deleted("executable was already deleted".into()));
+            return Ok(());
         }
         self.state.loaded.delete()
     }
