@@ -268,6 +268,7 @@ impl Api {
     ///
     /// # Safety
     /// Every pointer in `args` must be valid as the C API requires for this entry.
+    #[inline]
     pub(crate) unsafe fn invoke<T>(
         &self,
         offset: usize,
@@ -348,6 +349,7 @@ impl Api {
         read(self.ptr).ok_or_else(|| self.unsupported_entry(entry, offset, true))
     }
 
+    #[cold]
     fn unsupported_entry(&self, entry: &'static str, offset: usize, missing_slot: bool) -> Error {
         let slot = (offset - TABLE_HEADER) / size_of::<usize>();
         let since = sys::PJRT_API_ENTRIES
