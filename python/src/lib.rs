@@ -55,8 +55,10 @@ fn wait_spin() -> f64 {
 }
 
 /// Runs the rpjrt command-line tool (the `rpjrt` console script) with `args` as argv.
+/// Arguments are OS strings: a file name that is not UTF-8 (which Python holds with
+/// surrogate escapes) reaches the tool as the same bytes.
 #[pyfunction]
-fn _run_cli(py: Python<'_>, args: Vec<String>) -> i32 {
+fn _run_cli(py: Python<'_>, args: Vec<std::ffi::OsString>) -> i32 {
     py.detach(|| rpjrt_cli::run_from_args(args))
 }
 

@@ -42,6 +42,20 @@ def test_cli_errors_are_exit_codes_not_crashes() -> None:
     assert r.returncode == 2
 
 
+def test_file_names_that_are_not_utf8_reach_the_tool(plugin_path: str, tmp_path: Path) -> None:
+    # Python holds such a name with surrogate escapes; the tool must get the same bytes.
+    fixtures = Path(__file__).resolve().parents[2] / "crates" / "rpjrt" / "tests" / "fixtures"
+    program = os.fsencode(tmp_path) + b"/prog-\xff\xfe.mlir"
+    shutil.copy(fixtures / "mul_add.mlir", program)
+    out = os.fsencode(tmp_path) + b"/out-\xff.npz"
+    args = [b"run", program, b"--plugin", os.fsencode(plugin_path), b"-i", b"0=[1,2,3,4,5,6,7,8]", b"-i", b"1=[2,2,2,2,2,2,2,2]:f32"]
+    r = subprocess.run([sys.executable, "-m", "rpjrt", *args, b"--out", out], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert os.path.exists(out) and "out0" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "rpjrt", "info", b"cpu\xff"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "UTF-8" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_import_does_not_pull_numpy(plugin_path: str) -> None:
     r = run_python(
         f"""

@@ -29,7 +29,11 @@ struct Cli {
 
 /// Runs the CLI on `args` (including the program name) and returns the exit code:
 /// 0 ok, 1 a defect or failure was found, 2 usage error or bad input.
-pub fn run_from_args(args: Vec<String>) -> i32 {
+pub fn run_from_args<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

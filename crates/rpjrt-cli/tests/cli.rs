@@ -220,6 +220,42 @@ fn run_text_bytecode_portable_and_hlo_on_both_plugins() {
 }
 
 #[test]
+fn arguments_that_are_not_utf8_are_paths_or_usage_errors_never_a_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tmpdir("non-utf8");
+    // A file name that is not UTF-8 is a valid path on Linux: the program runs from it.
+    let program = dir.join(OsStr::from_bytes(b"prog-\xff\xfe.mlir"));
+    std::fs::copy(fixture("mul_add.mlir"), &program).unwrap();
+    let out_file = dir.join(OsStr::from_bytes(b"out-\xff.npz"));
+    let (code, out, err) = run(rpjrt()
+        .arg("run")
+        .arg(&program)
+        .arg("--plugin")
+        .arg(new())
+        .args(["-i", "0=[1,2,3,4,5,6,7,8]", "-i", "1=[2,2,2,2,2,2,2,2]:f32"])
+        .arg("--out")
+        .arg(&out_file));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out_file.exists(), "{out}");
+    // A missing one is reported as missing.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(dir.join(OsStr::from_bytes(b"missing-\xff.mlir")))
+        .arg("--plugin")
+        .arg(new()));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("missing-") && !err.contains("panicked"),
+        "{err}"
+    );
+    // Where text is expected, the parser refuses it with a usage error.
+    let (code, _, err) = run(rpjrt().arg("info").arg(OsStr::from_bytes(b"cpu\xff")));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("UTF-8") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn run_with_npy_inputs_writes_npz_outputs() {
     let dir = tmpdir("npz");
     let a = rpjrt::npy::parse_literal("[1,2,3,4,5,6,7,8]:f32", None).unwrap();
