@@ -75,7 +75,7 @@ pub struct PyCache {
 fn entry_dict<'py>(py: Python<'py>, e: &rpjrt::CacheEntry) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("key", &e.key)?;
-    d.set_item("path", e.path.display().to_string())?;
+    d.set_item("path", e.path.as_os_str())?;
     d.set_item("bytes", e.size)?;
     let t = e
         .last_used
@@ -111,8 +111,8 @@ impl PyCache {
     }
 
     #[getter]
-    fn dir(&self) -> String {
-        self.inner.dir().display().to_string()
+    fn dir(&self) -> std::ffi::OsString {
+        self.inner.dir().as_os_str().to_owned()
     }
 
     #[getter]

@@ -25,7 +25,7 @@ pub struct PyPlugin {
 
 impl PyPlugin {
     fn load(py: Python<'_>, info: &Bound<'_, PyAny>) -> PyResult<PyPlugin> {
-        let path: String = info.getattr("path")?.extract()?;
+        let path: std::ffi::OsString = info.getattr("path")?.extract()?;
         let inner = py.detach(|| rpjrt::Plugin::load(&path)).pyerr()?;
         Ok(PyPlugin {
             inner,
@@ -44,9 +44,10 @@ impl PyPlugin {
         PyPlugin::load(py, &first)
     }
 
+    /// The library's path (a name that is not UTF-8 keeps its bytes, as `os.fsdecode` does).
     #[getter]
-    fn path(&self) -> String {
-        self.inner.path().display().to_string()
+    fn path(&self) -> std::ffi::OsString {
+        self.inner.path().as_os_str().to_owned()
     }
 
     #[getter]
@@ -171,7 +172,7 @@ fn plugin_info_from_py(info: &Bound<'_, PyAny>) -> PyResult<rpjrt::discovery::Pl
     let opts = info.getattr("options")?;
     Ok(rpjrt::discovery::PluginInfo {
         name: info.getattr("name")?.extract()?,
-        path: info.getattr("path")?.extract::<String>()?.into(),
+        path: info.getattr("path")?.extract::<std::ffi::OsString>()?.into(),
         version: info.getattr("version")?.extract()?,
         source: info.getattr("source")?.extract()?,
         platform: info.getattr("platform")?.extract()?,

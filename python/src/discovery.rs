@@ -27,7 +27,7 @@ fn info_tuple<'py>(py: Python<'py>, p: &PluginInfo) -> PyResult<Bound<'py, PyTup
     };
     (
         &p.name,
-        p.path.display().to_string(),
+        p.path.as_os_str(),
         &p.version,
         &p.source,
         &p.platform,
@@ -56,7 +56,7 @@ pub fn _discover<'py>(
 #[pyo3(signature = (spec, search_path))]
 pub fn _candidates<'py>(
     py: Python<'py>,
-    spec: Option<String>,
+    spec: Option<std::ffi::OsString>,
     search_path: Vec<PathBuf>,
 ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
     let found = py
@@ -68,6 +68,6 @@ pub fn _candidates<'py>(
 /// The PJRT library in a plugin module's directory, or `None`.
 #[pyfunction]
 #[pyo3(signature = (directory, preferred = None))]
-pub fn _pick_library(directory: PathBuf, preferred: Option<String>) -> Option<String> {
-    pick_library(&directory, preferred.as_deref()).map(|p| p.display().to_string())
+pub fn _pick_library(directory: PathBuf, preferred: Option<String>) -> Option<std::ffi::OsString> {
+    pick_library(&directory, preferred.as_deref()).map(PathBuf::into_os_string)
 }

@@ -52,7 +52,11 @@ def test_file_names_that_are_not_utf8_reach_the_tool(plugin_path: str, tmp_path:
     r = subprocess.run([sys.executable, "-m", "rpjrt", *args, b"--out", out], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert os.path.exists(out) and "out0" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "rpjrt", "info", b"cpu\xff"], capture_output=True, text=True, timeout=60)
+    # A plugin named by bytes that are not UTF-8 can only be a path: this one is missing.
+    r = subprocess.run([sys.executable, "-m", "rpjrt", "info", b"/nonexistent/cpu\xff"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "cannot load PJRT plugin /nonexistent/cpu" in r.stderr, r.stderr
+    # Where only text makes sense, the parser refuses it with a usage error.
+    r = subprocess.run([sys.executable, "-m", "rpjrt", "info", "-o", b"\xff=1"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "UTF-8" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 

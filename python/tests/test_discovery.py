@@ -230,6 +230,24 @@ def test_paths_and_specs(tmp_path: Path, plugin_paths_all: dict[str, str]) -> No
         rpjrt.candidates("  ")
 
 
+def test_a_plugin_path_that_is_not_utf8(tmp_path: Path, plugin_paths_all: dict[str, str]) -> None:
+    # Python holds such a name with surrogate escapes; discovery and the loader get its bytes.
+    link = os.fsdecode(os.fsencode(tmp_path) + b"/plug-\xff.so")
+    os.symlink(plugin_paths_all["old"], link)
+    (c,) = rpjrt.candidates(link)
+    assert c.path == link and c.source == "argument"
+    assert rpjrt.candidates(os.fsencode(link)) == [c]
+    with rpjrt.Client(link) as client:
+        assert client.put(b"\x01\x02").to_host().tobytes() == b"\x01\x02"
+    missing = os.fsdecode(os.fsencode(tmp_path) + b"/missing-\xff.so")
+    with pytest.raises(rpjrt.PluginLoadError, match="missing-"):
+        rpjrt.Client(missing)
+    # A directory that is not UTF-8 keeps its bytes too.
+    d = Path(os.fsdecode(os.fsencode(tmp_path) + b"/pkg-\xfe"))
+    _fake_lib(d / "libfoo_pjrt_plugin.so")
+    assert _discovery._pick_library(d) == d / "libfoo_pjrt_plugin.so"
+
+
 def test_pick_library_prefers_pjrt_named_files(tmp_path: Path) -> None:
     d = tmp_path / "pkg"
     _fake_lib(d / "libz.so")

@@ -1,5 +1,6 @@
 //! What every verb shares: exit codes, errors, colour, JSON output, plugin resolution.
 
+use std::ffi::OsStr;
 use std::fmt;
 use std::io::IsTerminal;
 
@@ -230,7 +231,14 @@ pub fn explain_request(e: &rpjrt::Error, device: Option<&rpjrt::Device>, request
     }
 }
 
-fn candidates(spec: Option<&str>) -> Result<Vec<PluginInfo>, CliError> {
+/// What the user asked for, as text for the install hint: the spec (lossy if it is not
+/// UTF-8), else `$RPJRT_PLUGIN`.
+fn wanted(spec: Option<&OsStr>) -> Option<String> {
+    spec.map(|s| s.to_string_lossy().into_owned())
+        .or_else(|| std::env::var("RPJRT_PLUGIN").ok())
+}
+
+fn candidates(spec: Option<&OsStr>) -> Result<Vec<PluginInfo>, CliError> {
     Discovery::from_env().candidates(spec).map_err(|e| match e {
         rpjrt::Error::PluginLoad { reason, .. } => CliError::usage(reason),
         other => CliError::from(other),
@@ -238,7 +246,7 @@ fn candidates(spec: Option<&str>) -> Result<Vec<PluginInfo>, CliError> {
 }
 
 /// The first plugin discovery offers for `spec` (see [`load_plugin`]), without loading it.
-pub fn find_plugin(spec: Option<&str>) -> Result<PluginInfo, CliError> {
+pub fn find_plugin(spec: Option<&OsStr>) -> Result<PluginInfo, CliError> {
     Ok(candidates(spec)?.remove(0))
 }
 
@@ -246,7 +254,7 @@ pub fn find_plugin(spec: Option<&str>) -> Result<PluginInfo, CliError> {
 /// such as `cpu`), else `$RPJRT_PLUGIN`, else the first plugin discovery finds. Each
 /// candidate is tried in order; the first that loads wins. Load errors name the file, the
 /// loader's reason and what to install.
-pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError> {
+pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliError> {
     let candidates = candidates(spec)?;
     let errors: Vec<String> = match rpjrt::discovery::first_that_opens(
         candidates,
@@ -259,9 +267,7 @@ pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError>
             all.iter().map(|(_, e)| explain(e, None)).collect()
         }
     };
-    let want = spec
-        .map(str::to_string)
-        .or_else(|| std::env::var("RPJRT_PLUGIN").ok());
+    let want = wanted(spec);
     Err(CliError::failed(format!(
         "{}
   to get a working plugin: {}",
@@ -275,16 +281,14 @@ pub fn load_plugin(spec: Option<&str>) -> Result<(Plugin, PluginInfo), CliError>
 /// such as a CUDA plugin without a GPU, is skipped with a note on stderr. Errors carry the
 /// install hint, as for [`load_plugin`].
 pub fn open_client(
-    spec: Option<&str>,
+    spec: Option<&OsStr>,
     options: &ClientOptions,
 ) -> Result<(rpjrt::Client, Plugin, PluginInfo), CliError> {
     let opened = Discovery::from_env()
         .open_client(spec, options, rpjrt::cuda::create_client)
         .map_err(|e| match e {
             rpjrt::Error::PluginLoad { .. } => {
-                let want = spec
-                    .map(str::to_string)
-                    .or_else(|| std::env::var("RPJRT_PLUGIN").ok());
+                let want = wanted(spec);
                 CliError::failed(format!(
                     "{}\n  to get a working plugin: {}",
                     explain(&e, None),

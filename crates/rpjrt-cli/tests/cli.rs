@@ -249,8 +249,25 @@ fn arguments_that_are_not_utf8_are_paths_or_usage_errors_never_a_panic() {
         err.contains("missing-") && !err.contains("panicked"),
         "{err}"
     );
-    // Where text is expected, the parser refuses it with a usage error.
-    let (code, _, err) = run(rpjrt().arg("info").arg(OsStr::from_bytes(b"cpu\xff")));
+    // A plugin named by bytes that are not UTF-8 can only be a path: this one is missing.
+    let (code, _, err) = run(rpjrt()
+        .arg("info")
+        .arg(OsStr::from_bytes(b"/nonexistent/cpu\xff")));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("cannot load PJRT plugin /nonexistent/cpu"),
+        "{err}"
+    );
+    // A plugin at such a path loads.
+    let link = dir.join(OsStr::from_bytes(b"plug-\xff.so"));
+    std::os::unix::fs::symlink(new(), &link).unwrap();
+    let (code, out, err) = run(rpjrt().arg("info").arg(&link));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("0.115"), "{out}");
+    // Where only text makes sense, the parser refuses it with a usage error.
+    let (code, _, err) = run(rpjrt()
+        .args(["info", "-o"])
+        .arg(OsStr::from_bytes(b"\xff=1")));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("UTF-8") && !err.contains("panicked"), "{err}");
 }

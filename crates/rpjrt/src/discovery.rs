@@ -22,6 +22,7 @@
 //! JSON configs); libraries are only listed.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -737,9 +738,18 @@ impl Discovery {
     /// first, CPU last), a platform (`cpu`, `cuda`, `gpu`, `rocm`, `tpu`), a plugin or
     /// wheel name, or a path to a library. The error says what was searched and what to
     /// install.
-    pub fn candidates(&self, spec: Option<&str>) -> Result<Vec<PluginInfo>> {
-        let mut spec = spec.map(str::to_string);
+    ///
+    /// `spec` is an OS string: a path that is not UTF-8 is still a path (and can only be
+    /// one, since platform and plugin names are text).
+    pub fn candidates(&self, spec: Option<impl AsRef<OsStr>>) -> Result<Vec<PluginInfo>> {
+        let spec = spec.map(|s| s.as_ref().to_owned());
         let mut source = "argument";
+        if let Some(raw) = spec.as_deref().filter(|s| s.to_str().is_none()) {
+            let path = std::path::absolute(raw).unwrap_or_else(|_| PathBuf::from(raw));
+            let given = PluginInfo::bare(stem(&path), path, source);
+            return Ok(vec![self.enrich(given)]);
+        }
+        let mut spec = spec.and_then(|s| s.into_string().ok());
         if spec.is_none() {
             let env = env_str("RPJRT_PLUGIN");
             if !env.is_empty() {
@@ -779,7 +789,7 @@ impl Discovery {
     /// both loads and creates a client; see [`open_first`].
     pub fn open_client(
         &self,
-        spec: Option<&str>,
+        spec: Option<impl AsRef<OsStr>>,
         options: &ClientOptions,
         create: impl FnMut(&crate::Plugin, &ClientOptions) -> Result<crate::Client>,
     ) -> Result<Opened> {
@@ -1191,6 +1201,13 @@ mod tests {
         let err = d.candidates(Some("tpu")).unwrap_err().to_string();
         assert!(err.contains("pip install libtpu"), "{err}");
         assert!(err.contains("xla_fakecuda (cuda)"), "{err}");
+        // A spec that is not UTF-8 can only be a path, and keeps its bytes.
+        use std::os::unix::ffi::OsStrExt;
+        let raw = OsStr::from_bytes(b"/x/plug-\xff.so");
+        let c = d.candidates(Some(raw)).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].path.as_os_str(), raw);
+        assert_eq!(c[0].source, "argument");
     }
 
     #[test]

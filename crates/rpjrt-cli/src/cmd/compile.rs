@@ -19,7 +19,7 @@ pub struct CompileArgs {
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
     /// $RPJRT_PLUGIN, then the first plugin found (see `rpjrt plugins`).
     #[arg(long)]
-    pub plugin: Option<String>,
+    pub plugin: Option<std::ffi::OsString>,
     /// Program format: mlir or hlo (default: hlo for .pb files, else mlir).
     #[arg(long)]
     pub format: Option<String>,

@@ -21,7 +21,7 @@ pub struct Args {
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
     /// $RPJRT_PLUGIN, then the first plugin found.
     #[arg(conflicts_with = "diff")]
-    pub plugin: Option<String>,
+    pub plugin: Option<std::ffi::OsString>,
     /// Write the JSON report to this file (`-` for stdout, instead of the table).
     #[arg(long, value_name = "REPORT|-")]
     pub json: Option<PathBuf>,

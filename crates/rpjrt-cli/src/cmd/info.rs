@@ -10,7 +10,7 @@ use crate::common::{self, paint, value_json, CliError, Style, EXIT_DEFECT, EXIT_
 pub struct Args {
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
     /// $RPJRT_PLUGIN, then the first plugin found (see `rpjrt plugins`).
-    pub plugin: Option<String>,
+    pub plugin: Option<std::ffi::OsString>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -17,7 +17,7 @@ pub struct Args {
     pub program: PathBuf,
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`).
     #[arg(long)]
-    pub plugin: Option<String>,
+    pub plugin: Option<std::ffi::OsString>,
     /// An input, as INDEX=FILE.npy, INDEX=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz
     /// (its arrays in order, or by the names arg0, arg1, ...). INDEX is 0-based or argN.
     #[arg(long = "input", short = 'i', value_name = "INDEX=FILE|LITERAL")]
