@@ -46,7 +46,7 @@ def test_file_names_that_are_not_utf8_reach_the_tool(plugin_path: str, tmp_path:
     # Python holds such a name with surrogate escapes; the tool must get the same bytes.
     fixtures = Path(__file__).resolve().parents[2] / "crates" / "rpjrt" / "tests" / "fixtures"
     program = os.fsencode(tmp_path) + b"/prog-\xff\xfe.mlir"
-    shutil.copy(fixtures / "mul_add.mlir", program)
+    shutil.copy(os.fsencode(fixtures / "mul_add.mlir"), program)
     out = os.fsencode(tmp_path) + b"/out-\xff.npz"
     args = [b"run", program, b"--plugin", os.fsencode(plugin_path), b"-i", b"0=[1,2,3,4,5,6,7,8]", b"-i", b"1=[2,2,2,2,2,2,2,2]:f32"]
     r = subprocess.run([sys.executable, "-m", "rpjrt", *args, b"--out", out], capture_output=True, text=True, timeout=120)
