@@ -254,6 +254,9 @@ class Memory:
 class Executable:
     @property
     def name(self) -> str: ...
+    def delete(self) -> None:
+        """Free the compiled program's device resources now (a no-op when already deleted). Later calls raise."""
+    def is_deleted(self) -> bool: ...
     @property
     def client(self) -> Client: ...
     @property

@@ -150,6 +150,18 @@ impl PyExecutable {
     fn name(&self) -> String {
         self.inner.name().to_string()
     }
+
+    /// Frees the compiled program's device resources now, for every reference to it
+    /// (`Executable::delete`); a no-op when already deleted.
+    fn delete(&self, py: Python<'_>) -> PyResult<()> {
+        let e = &self.inner;
+        py.detach(|| e.delete()).pyerr()
+    }
+
+    /// Whether `delete()` was called.
+    fn is_deleted(&self) -> bool {
+        self.inner.is_deleted()
+    }
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<PyClient> {
         self.client.clone_ref(py)
@@ -334,18 +346,19 @@ impl PyExecutable {
             .map(|a| spec_string(a.element_type, &a.dims))
             .collect::<Vec<_>>()
             .join(", ");
-        let devs = self
-            .inner
-            .addressable_devices()
-            .map(|d| {
-                d.iter()
-                    .map(|d| d.id().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_else(|_| "closed".into());
+        let devs = if self.inner.is_deleted() {
+            "deleted".to_string()
+        } else {
+            match self.inner.addressable_devices() {
+                Ok(d) => {
+                    let ids: Vec<String> = d.iter().map(|d| d.id().to_string()).collect();
+                    format!("devices=[{}]", ids.join(", "))
+                }
+                Err(_) => "client closed".to_string(),
+            }
+        };
         format!(
-            "rpjrt.Executable({}: ({ins}) -> ({outs}), devices=[{devs}])",
+            "rpjrt.Executable({}: ({ins}) -> ({outs}), {devs})",
             self.inner.name()
         )
     }

@@ -163,3 +163,17 @@ def test_outputs_are_independent_of_inputs(client: rpjrt.Client, mul_add: rpjrt.
     (y,) = mul_add(xb, xb)
     x[:] = -1  # the copy was made during put
     np.testing.assert_array_equal(y.to_numpy(), np.arange(8) ** 2 + np.arange(8))
+
+
+def test_executable_delete_frees_it_for_every_reference(client: rpjrt.Client) -> None:
+    exe = client.compile(fixture_text("mul_add.mlir"))
+    alias = exe
+    a = client.put(array.array("f", range(8)))
+    assert not exe.is_deleted() and "devices=[" in repr(exe)
+    exe.delete()
+    exe.delete()  # a second delete does nothing, as for buffers
+    assert alias.is_deleted()
+    assert repr(exe) == "rpjrt.Executable(main: (float32[8], float32[8]) -> (float32[8]), deleted)"
+    with pytest.raises(rpjrt.FailedPreconditionError, match="executable was deleted"):
+        exe(a, a)
+    assert a.tolist() == [float(i) for i in range(8)]  # its arguments are untouched

@@ -345,6 +345,11 @@ impl Executable {
         self.check()?;
         self.state.loaded.executable().fingerprint()
     }
+    /// Whether [`Executable::delete`] was called (on this or any clone).
+    pub fn is_deleted(&self) -> bool {
+        self.state.deleted.load(Ordering::Acquire)
+    }
+
     /// Frees the executable's device resources now (for every clone); deleting again does
     /// nothing, as for [`Buffer::delete`]. Later executions are refused with a clear error.
     pub fn delete(&self) -> Result<()> {
@@ -707,8 +712,11 @@ impl fmt::Debug for Executable {
             .join(", ");
         write!(
             f,
-            "Executable({}: ({ins}) -> ({outs}), replicas={}, partitions={})",
-            self.state.name, self.state.num_replicas, self.state.num_partitions
+            "Executable({}: ({ins}) -> ({outs}), replicas={}, partitions={}{})",
+            self.state.name,
+            self.state.num_replicas,
+            self.state.num_partitions,
+            if self.is_deleted() { ", deleted" } else { "" }
         )
     }
 }

@@ -637,8 +637,11 @@ fn delete_twice() {
         let e = expect_err(x.to_vec(), &["was deleted or donated"]);
         assert!(matches!(e, Error::Deleted(_)), "{e:?}");
         let exe = compile(c, &mul_add());
+        assert!(!exe.is_deleted());
         exe.delete().unwrap();
         exe.delete().unwrap();
+        assert!(exe.is_deleted());
+        assert!(format!("{exe:?}").ends_with(", deleted)"), "{exe:?}");
         // A clone of the executable shares its state: deleted for it too.
         let clone = exe.clone();
         clone.delete().unwrap();
