@@ -172,7 +172,10 @@ fn plugin_info_from_py(info: &Bound<'_, PyAny>) -> PyResult<rpjrt::discovery::Pl
     let opts = info.getattr("options")?;
     Ok(rpjrt::discovery::PluginInfo {
         name: info.getattr("name")?.extract()?,
-        path: info.getattr("path")?.extract::<std::ffi::OsString>()?.into(),
+        path: info
+            .getattr("path")?
+            .extract::<std::ffi::OsString>()?
+            .into(),
         version: info.getattr("version")?.extract()?,
         source: info.getattr("source")?.extract()?,
         platform: info.getattr("platform")?.extract()?,
