@@ -248,6 +248,18 @@ def test_a_plugin_path_that_is_not_utf8(tmp_path: Path, plugin_paths_all: dict[s
     assert _discovery._pick_library(d) == d / "libfoo_pjrt_plugin.so"
 
 
+def test_environment_paths_that_are_not_utf8(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Such a value is a path (it names no platform or plugin), never silently dropped.
+    lib = os.fsdecode(os.fsencode(_fake_lib(tmp_path / "d-\udcff" / "libmine_pjrt.so")))
+    monkeypatch.setenv("RPJRT_PLUGIN", lib)
+    (only,) = rpjrt.candidates()
+    assert only.path == lib and only.source == "RPJRT_PLUGIN"
+    assert rpjrt.plugins()[0].path == lib
+    monkeypatch.delenv("RPJRT_PLUGIN")
+    monkeypatch.setenv("PJRT_NAMES_AND_LIBRARY_PATHS", f"mine:{lib}")
+    assert rpjrt.find_plugin("mine").path == lib
+
+
 def test_pick_library_prefers_pjrt_named_files(tmp_path: Path) -> None:
     d = tmp_path / "pkg"
     _fake_lib(d / "libz.so")

@@ -22,7 +22,7 @@
 //! JSON configs); libraries are only listed.
 
 use std::collections::HashSet;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -298,12 +298,24 @@ fn read_small_text(p: &Path) -> Option<String> {
     fs::read_to_string(p).ok()
 }
 
-fn absolute(p: &str) -> PathBuf {
-    let expanded = match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => Path::new(&home).join(rest),
-        _ => PathBuf::from(p),
+fn absolute(p: impl AsRef<OsStr>) -> PathBuf {
+    let p = Path::new(p.as_ref());
+    let expanded = match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) if !rest.as_os_str().is_empty() => Path::new(&home).join(rest),
+        _ => p.to_path_buf(),
     };
     std::path::absolute(&expanded).unwrap_or(expanded)
+}
+
+/// An environment variable that may hold a path or a name: `None` when unset or blank.
+/// Text is trimmed; a value that is not UTF-8 is kept as it is (it can only be a path).
+fn env_os(key: &str) -> Option<OsString> {
+    let v = std::env::var_os(key)?;
+    match v.to_str() {
+        Some(s) if s.trim().is_empty() => None,
+        Some(s) => Some(OsString::from(s.trim())),
+        None => Some(v),
+    }
 }
 
 fn resolve(p: &Path) -> PathBuf {
@@ -598,20 +610,23 @@ impl Discovery {
     /// be read.
     pub fn plugins(&self) -> Result<Vec<PluginInfo>> {
         let mut found = Vec::new();
-        let env = env_str("RPJRT_PLUGIN");
-        if looks_like_path(&env) {
-            let path = absolute(&env);
+        let env_os = env_os("RPJRT_PLUGIN");
+        // Not UTF-8: a path, and no name to match.
+        let env = env_os.as_ref().map_or(Some(""), |e| e.to_str());
+        if let Some(e) = env_os.as_ref().filter(|_| env.is_none_or(looks_like_path)) {
+            let path = absolute(e);
             let name = stem(&path);
             found.push(PluginInfo::bare(name, path, "RPJRT_PLUGIN"));
         }
+        let env = env.unwrap_or("");
         found.extend(from_names_and_paths()?);
         found.extend(self.find_entry_points());
         found.extend(self.find_namespaces());
         found.extend(self.find_known_packages());
         let mut found = merge(found);
-        if !env.is_empty() && !looks_like_path(&env) {
+        if !env.is_empty() && !looks_like_path(env) {
             // RPJRT_PLUGIN names one of the others: list it first.
-            found.sort_by_key(|p| !p.matches(&env));
+            found.sort_by_key(|p| !p.matches(env));
         }
         Ok(found)
     }
@@ -699,11 +714,10 @@ impl Discovery {
 
     fn find_known_packages(&self) -> Vec<PluginInfo> {
         let mut out = Vec::new();
-        let tpu = env_str("TPU_LIBRARY_PATH");
+        let tpu = env_os("TPU_LIBRARY_PATH");
         for known in KNOWN_PACKAGES {
-            if known.package == "libtpu" && !tpu.is_empty() {
-                let mut info =
-                    PluginInfo::bare("libtpu".into(), absolute(&tpu), "TPU_LIBRARY_PATH");
+            if let Some(tpu) = tpu.as_ref().filter(|_| known.package == "libtpu") {
+                let mut info = PluginInfo::bare("libtpu".into(), absolute(tpu), "TPU_LIBRARY_PATH");
                 info.platform = Some("tpu".into());
                 out.push(info);
             }
@@ -742,21 +756,19 @@ impl Discovery {
     /// `spec` is an OS string: a path that is not UTF-8 is still a path (and can only be
     /// one, since platform and plugin names are text).
     pub fn candidates(&self, spec: Option<impl AsRef<OsStr>>) -> Result<Vec<PluginInfo>> {
-        let spec = spec.map(|s| s.as_ref().to_owned());
-        let mut source = "argument";
+        let (spec, source) = match spec {
+            Some(s) => (Some(s.as_ref().to_owned()), "argument"),
+            None => match env_os("RPJRT_PLUGIN") {
+                Some(env) => (Some(env), "RPJRT_PLUGIN"),
+                None => (None, "argument"),
+            },
+        };
         if let Some(raw) = spec.as_deref().filter(|s| s.to_str().is_none()) {
-            let path = std::path::absolute(raw).unwrap_or_else(|_| PathBuf::from(raw));
+            let path = absolute(raw);
             let given = PluginInfo::bare(stem(&path), path, source);
             return Ok(vec![self.enrich(given)]);
         }
-        let mut spec = spec.and_then(|s| s.into_string().ok());
-        if spec.is_none() {
-            let env = env_str("RPJRT_PLUGIN");
-            if !env.is_empty() {
-                spec = Some(env);
-                source = "RPJRT_PLUGIN";
-            }
-        }
+        let spec = spec.and_then(|s| s.into_string().ok());
         if let Some(s) = &spec {
             if s.trim().is_empty() {
                 return Err(Error::invalid("an empty string names no plugin"));
@@ -816,13 +828,9 @@ impl Discovery {
 
     /// What was searched, one place per line (for error messages and `rpjrt plugins`).
     pub fn searched(&self) -> Vec<String> {
-        let show = |k: &str| {
-            let v = env_str(k);
-            if v.is_empty() {
-                "(unset)".to_string()
-            } else {
-                v
-            }
+        let show = |k: &str| match env_os(k) {
+            Some(v) => v.to_string_lossy().into_owned(),
+            None => "(unset)".to_string(),
         };
         let dirs: Vec<String> = self
             .search
@@ -910,12 +918,6 @@ pub fn install_hint(want: Option<&str>) -> String {
     )
 }
 
-fn env_str(key: &str) -> String {
-    std::env::var(key)
-        .map(|v| v.trim().to_string())
-        .unwrap_or_default()
-}
-
 fn stem(path: &Path) -> String {
     let name = path
         .file_name()
@@ -925,25 +927,28 @@ fn stem(path: &Path) -> String {
 }
 
 fn from_names_and_paths() -> Result<Vec<PluginInfo>> {
-    let value = env_str("PJRT_NAMES_AND_LIBRARY_PATHS");
-    let sep = if cfg!(windows) { ';' } else { ':' };
+    use std::os::unix::ffi::OsStrExt;
+    // Parsed as bytes: a path that is not UTF-8 is still a path.
+    let value = std::env::var_os("PJRT_NAMES_AND_LIBRARY_PATHS").unwrap_or_default();
     let mut out = Vec::new();
-    for item in value.split(',') {
-        let item = item.trim();
-        let Some((name, path)) = item.split_once(sep) else {
+    for item in value.as_bytes().split(|&b| b == b',') {
+        let item = item.trim_ascii();
+        let Some(at) = item.iter().position(|&b| b == b':') else {
             continue; // malformed: JAX ignores it too
         };
+        let (name, path) = (&item[..at], &item[at + 1..]);
         if name.is_empty() || path.is_empty() {
             continue;
         }
-        let (path, options) = if path.ends_with(".json") {
+        let path = OsStr::from_bytes(path);
+        let (path, options) = if path.as_bytes().ends_with(b".json") {
             let (p, o) = read_json_config(Path::new(path))?;
-            (p, o)
+            (OsString::from(p), o)
         } else {
-            (path.to_string(), None)
+            (path.to_owned(), None)
         };
         let mut info = PluginInfo::bare(
-            name.to_string(),
+            String::from_utf8_lossy(name).into_owned(),
             absolute(&path),
             "PJRT_NAMES_AND_LIBRARY_PATHS",
         );
