@@ -246,3 +246,11 @@ def test_client_cache_dir_and_second_process(plugin_path: str, tmp_path: Path) -
     c.cache = None
     assert c.cache is None
     assert os.listdir(tmp_path)
+
+
+def test_cache_size_bound_that_is_not_utf8_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read as unset, such a bound would quietly leave the cache unbounded.
+    monkeypatch.setenv("RPJRT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("RPJRT_CACHE_MAX_BYTES", "10\udcff")
+    with pytest.raises(rpjrt.InvalidArgumentError, match="RPJRT_CACHE_MAX_BYTES"):
+        rpjrt.Cache.from_env()

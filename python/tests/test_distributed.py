@@ -179,6 +179,14 @@ def test_detect_each_launcher(clean_env: pytest.MonkeyPatch) -> None:
     assert distributed.first_host("node[01-04,07]") == "node01"
 
 
+def test_launch_variables_that_are_not_utf8_are_errors_not_unset(clean_env: pytest.MonkeyPatch) -> None:
+    # Read as unset, such a value would quietly make a multi-process job single-process.
+    clean_env.setenv("RPJRT_PROCESS_ID", "\udcff")
+    clean_env.setenv("RPJRT_NUM_PROCESSES", "2")
+    with pytest.raises(InvalidArgumentError, match="RPJRT_PROCESS_ID"):
+        distributed.detect()
+
+
 def test_initialize_explicit_and_from_env(clean_env: pytest.MonkeyPatch) -> None:
     port = free_port()
     d = distributed.initialize(0, 1, f"127.0.0.1:{port}", "t")

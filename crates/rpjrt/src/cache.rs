@@ -139,8 +139,8 @@ impl Cache {
         let Some(dir) = std::env::var_os("RPJRT_CACHE_DIR").filter(|d| !d.is_empty()) else {
             return Ok(None);
         };
-        let max = match std::env::var("RPJRT_CACHE_MAX_BYTES") {
-            Ok(s) if !s.trim().is_empty() => Some(s.trim().parse::<u64>().map_err(|_| {
+        let max = match crate::env_text("RPJRT_CACHE_MAX_BYTES") {
+            Some(s) if !s.trim().is_empty() => Some(s.trim().parse::<u64>().map_err(|_| {
                 Error::invalid(format!(
                     "RPJRT_CACHE_MAX_BYTES={s:?} is not a whole number of bytes"
                 ))

@@ -84,6 +84,14 @@ pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice, MAX_CPU_DEV
 pub fn exit_quietly_on_broken_pipe() {
     raw::guard::default_sigpipe();
 }
+
+/// An environment variable as text, `None` when unset or empty. A value that is not UTF-8
+/// keeps its other characters (with replacement characters), so that it fails the
+/// caller's parse with a message naming it, instead of passing for unset.
+pub(crate) fn env_text(name: &str) -> Option<String> {
+    let v = std::env::var_os(name)?;
+    Some(v.to_string_lossy().into_owned()).filter(|v| !v.is_empty())
+}
 pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };

@@ -116,7 +116,7 @@ impl LaunchEnv {
         token: Option<String>,
     ) -> Result<LaunchEnv> {
         LaunchEnv::resolve_from(
-            |name| std::env::var(name).ok().filter(|v| !v.is_empty()),
+            crate::env_text,
             process_id,
             num_processes,
             coordinator,
@@ -163,7 +163,7 @@ impl LaunchEnv {
 
     /// Reads the environment of this process; see [`LaunchEnv::detect_from`].
     pub fn detect() -> Result<LaunchEnv> {
-        LaunchEnv::detect_from(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        LaunchEnv::detect_from(crate::env_text)
     }
 
     /// Detects the launcher from variables that `get` returns, trying in order:
