@@ -67,7 +67,7 @@ pub fn emit_cache_warnings(py: Python<'_>, cache: &rpjrt::Cache) -> PyResult<()>
 }
 
 /// A persistent compile-cache directory.
-#[pyclass(frozen, name = "Cache", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Cache", module = "rpjrt")]
 pub struct PyCache {
     pub inner: rpjrt::Cache,
 }
@@ -181,7 +181,7 @@ impl PyCache {
 }
 
 /// A plugin's description of a set of devices.
-#[pyclass(frozen, name = "Topology", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Topology", module = "rpjrt")]
 pub struct PyTopology {
     inner: rpjrt::Topology,
 }

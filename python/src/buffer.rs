@@ -21,7 +21,7 @@ use crate::pybuf::{export_format, format_type, host_itemsize, host_memoryview, H
 const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 
 /// An array in device memory.
-#[pyclass(frozen, name = "Buffer", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Buffer", module = "rpjrt")]
 pub struct PyBuffer {
     inner: ManuallyDrop<Arc<rpjrt::Buffer>>,
     pub client: Py<PyClient>,
@@ -507,6 +507,22 @@ impl PyBuffer {
             )));
         };
         PyBuffer::wrap(py, out, &self.client)
+    }
+
+    /// An independent copy in the same memory (`Buffer::duplicate`): deleting or donating
+    /// one leaves the other.
+    fn copy(&self, py: Python<'_>) -> PyResult<Py<PyBuffer>> {
+        let b: &rpjrt::Buffer = &self.inner;
+        let out = py.detach(|| b.duplicate()).pyerr()?;
+        PyBuffer::wrap(py, out, &self.client)
+    }
+
+    fn __copy__(&self, py: Python<'_>) -> PyResult<Py<PyBuffer>> {
+        self.copy(py)
+    }
+
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Py<PyBuffer>> {
+        self.copy(py)
     }
 
     fn delete(&self, py: Python<'_>) -> PyResult<()> {

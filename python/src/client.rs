@@ -17,7 +17,7 @@ fn discovery(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
 }
 
 /// A loaded PJRT plugin library.
-#[pyclass(frozen, name = "Plugin", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Plugin", module = "rpjrt")]
 pub struct PyPlugin {
     pub inner: rpjrt::Plugin,
     info: Py<PyAny>,
@@ -121,7 +121,7 @@ impl PyPlugin {
 }
 
 /// A PJRT client.
-#[pyclass(frozen, name = "Client", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Client", module = "rpjrt")]
 pub struct PyClient {
     pub inner: ManuallyDrop<rpjrt::Client>,
     plugin: Py<PyPlugin>,
@@ -665,7 +665,7 @@ impl PyClient {
 }
 
 /// A device of a client.
-#[pyclass(frozen, name = "Device", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Device", module = "rpjrt")]
 pub struct PyDevice {
     pub inner: rpjrt::Device,
     pub client: Py<PyClient>,
@@ -747,7 +747,7 @@ impl PyDevice {
 }
 
 /// A memory space of a client.
-#[pyclass(frozen, name = "Memory", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Memory", module = "rpjrt")]
 pub struct PyMemory {
     pub inner: rpjrt::Memory,
     pub client: Py<PyClient>,

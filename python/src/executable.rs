@@ -13,7 +13,7 @@ use crate::convert::{dtype_obj, shape_tuple, spec_string};
 use crate::errors::{invalid, unsupported, PyErrExt};
 
 /// A compiled, loaded program.
-#[pyclass(frozen, name = "Executable", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "Executable", module = "rpjrt")]
 pub struct PyExecutable {
     inner: ManuallyDrop<rpjrt::Executable>,
     client: Py<PyClient>,

@@ -26,6 +26,34 @@ mod transfer;
 
 use pyo3::prelude::*;
 
+/// `copy.copy` and `copy.deepcopy` of a handle give the handle itself: it names one plugin
+/// object (a client, a device, a compiled program ...) that copying cannot duplicate. So a
+/// structure holding handles and buffers deep-copies, the buffers into new device buffers.
+macro_rules! copy_is_identity {
+    ($($ty:ty),* $(,)?) => {$(
+        #[pymethods]
+        impl $ty {
+            fn __copy__(slf: Py<Self>) -> Py<Self> {
+                slf
+            }
+            fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+                slf
+            }
+        }
+    )*};
+}
+
+copy_is_identity!(
+    client::PyPlugin,
+    client::PyClient,
+    client::PyDevice,
+    client::PyMemory,
+    executable::PyExecutable,
+    aot::PyCache,
+    aot::PyTopology,
+    session::PySessionProgram,
+);
+
 /// The PJRT version a plugin library reports, read without initialising it.
 #[pyfunction]
 fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {

@@ -274,7 +274,7 @@ impl PySession {
 }
 
 /// A program whose arguments and outputs are slots of a session.
-#[pyclass(frozen, name = "SessionProgram", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "SessionProgram", module = "rpjrt")]
 pub struct PySessionProgram {
     inner: SessionProgram,
     session: Py<PySession>,

@@ -12,7 +12,7 @@ import pytest
 
 import rpjrt
 
-from .conftest import run_python
+from .conftest import fixture_text, run_python
 
 STD_DTYPES = [
     np.bool_,
@@ -281,6 +281,35 @@ def test_delete(client: rpjrt.Client) -> None:
             action()
     b.delete()  # deleting again does nothing, as in JAX
     assert b.is_deleted()
+
+
+def test_copy_deepcopy_and_weakrefs(client: rpjrt.Client) -> None:
+    import copy
+    import weakref
+
+    exe = client.compile(fixture_text("mul_add.mlir"))
+    dev = client.devices()[1]
+    b = client.put(np.arange(8, dtype=np.float32), device=dev)
+    state = {"params": [b], "exe": exe, "device": dev, "client": client}
+    snap = copy.deepcopy(state)
+    # Buffers become new device buffers in the same memory; handles stay themselves.
+    (c,) = snap["params"]
+    assert c is not b and c.device == dev and c.memory == b.memory
+    assert snap["exe"] is exe and snap["device"] is dev and snap["client"] is client
+    b.delete()
+    np.testing.assert_array_equal(c.to_numpy(), np.arange(8, dtype=np.float32))
+    shallow = copy.copy(c)
+    assert shallow is not c and shallow.tolist() == c.tolist()
+    assert c.copy().tolist() == c.tolist()
+    with pytest.raises(rpjrt.BufferDeletedError):
+        b.copy()
+    # Weak references, as to JAX arrays and devices (caches keyed by them).
+    for obj in (c, exe, dev, client, dev.memories()[0], client.plugin):
+        assert weakref.ref(obj)() is obj
+    r = weakref.ref(shallow)
+    del shallow
+    gc.collect()
+    assert r() is None
 
 
 def test_repr_and_ready(client: rpjrt.Client) -> None:

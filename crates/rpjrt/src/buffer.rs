@@ -401,6 +401,17 @@ impl Buffer {
         ))
     }
 
+    /// An independent copy of the contents, in the same memory space (on the same device
+    /// where the plugin has no memory spaces). A [`Clone`] shares the one device buffer, so
+    /// deleting or donating one deletes all; this is a new buffer.
+    pub fn duplicate(&self) -> Result<Buffer> {
+        match self.memory() {
+            Ok(m) => self.copy_to_memory(&m),
+            Err(Error::Unsupported { .. }) => self.copy_to_device(&self.device()?),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Copies the buffer into another memory space (e.g. `pinned_host`).
     pub fn copy_to_memory(&self, memory: &Memory) -> Result<Buffer> {
         self.check()?;

@@ -730,6 +730,23 @@ fn buffer_copy_to_device() {
 }
 
 #[test]
+fn buffer_duplicate_is_independent_and_a_clone_is_not() {
+    for_each_plugin(|_, c| {
+        let d3 = c.lookup_device(3).unwrap();
+        let b = c.buffer_from_slice(&eight(), &[8], &d3).unwrap();
+        let dup = b.duplicate().unwrap();
+        assert_eq!(dup.device().unwrap(), d3);
+        assert_eq!(dup.memory().unwrap(), b.memory().unwrap());
+        assert_eq!(dup.to_vec_of::<f32>().unwrap(), eight());
+        let clone = b.clone();
+        b.delete().unwrap();
+        assert!(clone.is_deleted(), "a clone shares the device buffer");
+        assert_eq!(dup.to_vec_of::<f32>().unwrap(), eight());
+        expect_err(b.duplicate(), &["deleted"]);
+    });
+}
+
+#[test]
 fn buffer_copy_to_memory() {
     for_each_plugin(|_, c| {
         let d = c.default_device().unwrap();
