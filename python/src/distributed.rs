@@ -13,12 +13,7 @@ use rpjrt::Code;
 use crate::errors::{invalid, PyErrExt};
 
 fn secs(timeout: f64, what: &str) -> PyResult<Duration> {
-    if !(timeout.is_finite() && timeout >= 0.0) {
-        return Err(invalid(format!(
-            "{what} must be a non-negative number of seconds, got {timeout}"
-        )));
-    }
-    Ok(Duration::from_secs_f64(timeout.min(1e9)))
+    rpjrt::duration_from_secs(timeout, what).pyerr()
 }
 
 /// The shared Python face of a Rust store.

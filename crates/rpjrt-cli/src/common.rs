@@ -231,6 +231,17 @@ pub fn explain_request(e: &rpjrt::Error, device: Option<&rpjrt::Device>, request
     }
 }
 
+/// A positive number of seconds from the command line (infinity and huge values mean
+/// "as long as it takes", capped at `rpjrt::MAX_SECONDS`); anything else is a usage error.
+pub fn positive_seconds(seconds: f64, what: &str) -> Result<std::time::Duration, CliError> {
+    if seconds == 0.0 {
+        return Err(CliError::usage(format!(
+            "{what} must be a positive number of seconds, got 0"
+        )));
+    }
+    rpjrt::duration_from_secs(seconds, what).map_err(|e| CliError::usage(e.to_string()))
+}
+
 /// What the user asked for, as text for the install hint: the spec (lossy if it is not
 /// UTF-8), else `$RPJRT_PLUGIN`.
 fn wanted(spec: Option<&OsStr>) -> Option<String> {

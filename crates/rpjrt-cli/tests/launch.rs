@@ -118,6 +118,56 @@ fn launch_two_and_four_processes_that_rendezvous() {
 }
 
 #[test]
+fn timeouts_of_any_size_are_usage_errors_or_forever_never_a_panic() {
+    // Huge and infinite timeouts mean "as long as it takes" (they panicked converting to a
+    // Duration); NaN, negative and zero ones are usage errors naming the option.
+    let port = free_port();
+    let out = finish(
+        cmd(
+            &[
+                "launch",
+                "-n",
+                "2",
+                "--port",
+                &port.to_string(),
+                "--timeout=1e300",
+                "--",
+                RPJRT,
+                "rendezvous",
+                "--timeout=inf",
+            ],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("rendezvous ok, 2 processes"));
+    for bad in ["nan", "-1", "0"] {
+        for verb in [
+            &["launch", "-n", "1"][..],
+            &["rendezvous"],
+            &["conform", "cpu"],
+        ] {
+            let mut args = verb.to_vec();
+            let t = format!("--timeout={bad}");
+            args.push(&t);
+            if verb[0] == "launch" {
+                args.extend(["--", "true"]);
+            }
+            let out = cmd(&args, &[]).output().unwrap();
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("--timeout") && !err.contains("panicked"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}
+
+#[test]
 fn slurm_variables_by_hand() {
     for n in [2usize, 4] {
         let port = free_port();

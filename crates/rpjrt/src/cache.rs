@@ -311,7 +311,8 @@ impl Cache {
                 let recorded = artifact
                     .extra_field("compile_ms")
                     .and_then(|s| s.parse::<f64>().ok())
-                    .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1e3))
+                    // A field of a file on disk: any number, none of them a crash.
+                    .and_then(|ms| crate::duration_from_secs(ms / 1e3, "compile_ms").ok())
                     .unwrap_or_default();
                 let mut s = lock(&self.inner.stats);
                 s.hits += 1;

@@ -85,6 +85,34 @@ pub fn exit_quietly_on_broken_pipe() {
     raw::guard::default_sigpipe();
 }
 
+/// The longest duration [`duration_from_secs`] gives: 10^9 seconds (about 31 years), long
+/// enough to mean "forever" for any timeout, and far from where adding it to an `Instant`
+/// overflows.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// Seconds given as a float (a timeout, a delay) as a [`std::time::Duration`]. NaN and
+/// negative values are an error naming `what`; values beyond [`MAX_SECONDS`], infinity
+/// included, are capped there. (`Duration::from_secs_f64` panics on all three.)
+///
+/// ```
+/// # fn main() -> rpjrt::Result<()> {
+/// use std::time::Duration;
+/// assert_eq!(rpjrt::duration_from_secs(1.5, "timeout")?, Duration::from_millis(1500));
+/// assert_eq!(rpjrt::duration_from_secs(f64::INFINITY, "timeout")?.as_secs_f64(), rpjrt::MAX_SECONDS);
+/// let e = rpjrt::duration_from_secs(f64::NAN, "--timeout").unwrap_err();
+/// assert!(e.to_string().contains("--timeout"));
+/// # Ok(())
+/// # }
+/// ```
+pub fn duration_from_secs(seconds: f64, what: &str) -> Result<std::time::Duration> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return Err(Error::invalid(format!(
+            "{what} must be a non-negative number of seconds, got {seconds}"
+        )));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds.min(MAX_SECONDS)))
+}
+
 /// An environment variable as text, `None` when unset or empty. A value that is not UTF-8
 /// keeps its other characters (with replacement characters), so that it fails the
 /// caller's parse with a message naming it, instead of passing for unset.

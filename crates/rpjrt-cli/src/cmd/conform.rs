@@ -3,7 +3,6 @@
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use rpjrt::conform::{self, CheckResult, Outcome, Report, RunConfig};
 use serde_json::json;
@@ -125,11 +124,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         }
         return Ok(EXIT_OK);
     }
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return Err(CliError::usage(
-            "--timeout must be a positive number of seconds",
-        ));
-    }
+    let timeout = common::positive_seconds(args.timeout, "--timeout")?;
     // Only the children load the plugin: one that crashes while loading cannot take this
     // process down.
     let info = common::find_plugin(args.plugin.as_deref())?;
@@ -137,7 +132,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     child.push("conform-child".into());
     let config = RunConfig {
         child,
-        timeout: Duration::from_secs_f64(args.timeout),
+        timeout,
         // The children's stderr is captured per check (never mixed with ours), so the
         // plugin may log there as it would by default.
         env: if common::plugin_logs_quieted() {

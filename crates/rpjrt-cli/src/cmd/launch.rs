@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rpjrt::distributed::Launcher;
 
@@ -29,14 +28,10 @@ pub struct Args {
 
 /// Runs `rpjrt launch`; the exit code is the first failing process's (124 on timeout).
 pub fn run(args: Args) -> Result<i32, CliError> {
-    let timeout = match args.timeout {
-        Some(t) if !(t.is_finite() && t > 0.0) => {
-            return Err(CliError::usage(format!(
-                "--timeout must be a positive number of seconds, got {t}"
-            )));
-        }
-        t => t.map(Duration::from_secs_f64),
-    };
+    let timeout = args
+        .timeout
+        .map(|t| crate::common::positive_seconds(t, "--timeout"))
+        .transpose()?;
     let launcher = Launcher {
         num_processes: args.num_processes,
         command: args.command,

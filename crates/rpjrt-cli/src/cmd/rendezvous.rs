@@ -41,13 +41,7 @@ pub struct Args {
 
 /// Runs `rpjrt rendezvous`.
 pub fn run(args: Args) -> Result<i32, CliError> {
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        return Err(CliError::usage(format!(
-            "--timeout must be positive, got {}",
-            args.timeout
-        )));
-    }
-    let timeout = Duration::from_secs_f64(args.timeout);
+    let timeout = crate::common::positive_seconds(args.timeout, "--timeout")?;
     let env = match (args.process_id, args.num_processes) {
         (Some(p), Some(n)) => LaunchEnv::explicit(
             p,
@@ -139,7 +133,7 @@ fn meet(
 ) -> rpjrt::Result<usize> {
     store.set(&format!("rpjrt:rendezvous:{p}"), p.to_string().as_bytes())?;
     if let Some(h) = hold {
-        std::thread::sleep(Duration::from_secs_f64(h.max(0.0)));
+        std::thread::sleep(rpjrt::duration_from_secs(h.max(0.0), "--hold")?);
     }
     store.barrier("rendezvous", p, n, timeout)?;
     let mut seen = 0;
