@@ -234,12 +234,12 @@ pub fn explain_request(e: &rpjrt::Error, device: Option<&rpjrt::Device>, request
 /// A positive number of seconds from the command line (infinity and huge values mean
 /// "as long as it takes", capped at `rpjrt::MAX_SECONDS`); anything else is a usage error.
 pub fn positive_seconds(seconds: f64, what: &str) -> Result<std::time::Duration, CliError> {
-    if seconds == 0.0 {
-        return Err(CliError::usage(format!(
-            "{what} must be a positive number of seconds, got 0"
-        )));
+    match rpjrt::duration_from_secs(seconds, what) {
+        Ok(d) if seconds > 0.0 => Ok(d),
+        _ => Err(CliError::usage(format!(
+            "{what} must be a positive number of seconds, got {seconds}"
+        ))),
     }
-    rpjrt::duration_from_secs(seconds, what).map_err(|e| CliError::usage(e.to_string()))
 }
 
 /// What the user asked for, as text for the install hint: the spec (lossy if it is not
