@@ -629,6 +629,13 @@ fn dense_array(leaves: &[scalars::Scalar], dims: Vec<i64>, ty: ElementType) -> R
 }
 
 fn parse_nested(s: &str, depth: usize, dims: &mut Vec<i64>, out: &mut Vec<String>) -> Result<()> {
+    // Bounded before it recurses: deep brackets would otherwise overflow the stack.
+    if depth > scalars::MAX_DEPTH {
+        return Err(Error::invalid(format!(
+            "the literal is nested deeper than {} levels (rpjrt's highest rank)",
+            scalars::MAX_DEPTH
+        )));
+    }
     let s = s.trim();
     let Some(inner) = s.strip_prefix('[') else {
         if s.is_empty() || s.contains([',', ']']) {
@@ -848,6 +855,17 @@ mod tests {
             }
             let a = random(t, &[3, 5], 1).unwrap();
             assert_eq!(a.data.len(), t.dense_byte_size(15).unwrap(), "{t}");
+        }
+    }
+
+    #[test]
+    fn literal_nesting_is_bounded_not_a_stack_overflow() {
+        let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let a = parse_literal(&nested(scalars::MAX_DEPTH), None).unwrap();
+        assert_eq!(a.dims, vec![1; scalars::MAX_DEPTH]);
+        for n in [scalars::MAX_DEPTH + 1, 100_000] {
+            let e = parse_literal(&nested(n), None).unwrap_err().to_string();
+            assert!(e.contains("nested deeper than 64"), "{e}");
         }
     }
 

@@ -281,12 +281,35 @@ pub fn matches(pattern: &str, name: &str) -> bool {
         })
 }
 
+/// Whole-string match of `s` against `p`, where `*` matches any run. Backtracks only to the
+/// last `*` seen, so it takes time proportional to `p.len() * s.len()` at worst (trying
+/// every split for every `*` took exponential time: `**********x` hung).
 fn glob(p: &[u8], s: &[u8]) -> bool {
-    match p.split_first() {
-        None => s.is_empty(),
-        Some((b'*', rest)) => (0..=s.len()).any(|i| glob(rest, &s[i..])),
-        Some((c, rest)) => s.first() == Some(c) && glob(rest, &s[1..]),
+    let (mut pi, mut si) = (0, 0);
+    // The position after the last `*` and the text position it is tried from.
+    let mut retry: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match p.get(pi) {
+            Some(b'*') => {
+                pi += 1;
+                retry = Some((pi, si));
+            }
+            Some(&c) if c == s[si] => {
+                pi += 1;
+                si += 1;
+            }
+            _ => match retry {
+                // The last `*` takes one more character.
+                Some((after_star, from)) => {
+                    pi = after_star;
+                    si = from + 1;
+                    retry = Some((after_star, from + 1));
+                }
+                None => return false,
+            },
+        }
     }
+    p[pi..].iter().all(|&c| c == b'*')
 }
 
 /// The checks selected by `only` (all when `None`).
@@ -894,6 +917,41 @@ mod tests {
         assert!(matches("roundtrip", "buffers.roundtrip.f32"));
         assert!(matches("x,*.f32", "buffers.roundtrip.f32"));
         assert!(!matches("compile.*", "buffers.roundtrip.f32"));
+        // The matcher against a plain recursive one, over every short pattern of `a`, `b`
+        // and `*` and every short text of `a` and `b`.
+        fn reference(p: &[u8], s: &[u8]) -> bool {
+            match p.split_first() {
+                None => s.is_empty(),
+                Some((b'*', rest)) => (0..=s.len()).any(|i| reference(rest, &s[i..])),
+                Some((c, rest)) => s.first() == Some(c) && reference(rest, &s[1..]),
+            }
+        }
+        fn words(alphabet: &[u8], max: usize) -> Vec<Vec<u8>> {
+            let mut all = vec![Vec::new()];
+            let mut last = vec![Vec::new()];
+            for _ in 0..max {
+                last = last
+                    .iter()
+                    .flat_map(|w| {
+                        alphabet.iter().map(move |&c| {
+                            let mut w = w.clone();
+                            w.push(c);
+                            w
+                        })
+                    })
+                    .collect();
+                all.extend(last.iter().cloned());
+            }
+            all
+        }
+        for p in words(b"ab*", 5) {
+            for s in words(b"ab", 6) {
+                assert_eq!(glob(&p, &s), reference(&p, &s), "{p:?} {s:?}");
+            }
+        }
+        // Many stars: this took exponential time (20 stars would run for hours).
+        assert!(!matches(&format!("{}Q", "*".repeat(200)), &"x".repeat(200)));
+        assert!(matches(&format!("{}x", "*".repeat(200)), &"x".repeat(200)));
     }
 
     #[test]
