@@ -285,6 +285,22 @@ impl Cache {
         target: &ArtifactTarget,
         started: Instant,
     ) -> Result<Option<Executable>> {
+        // Only a regular file is read: a FIFO (or a device) planted under an entry's name
+        // would block the read forever.
+        match fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Ok(m) if !m.is_file() => {
+                self.warn(
+                    &format!("read:{key}"),
+                    format!(
+                        "compile cache: {} is not a regular file; recompiling",
+                        path.display()
+                    ),
+                );
+                return Ok(None);
+            }
+            _ => {}
+        }
         let bytes = match fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

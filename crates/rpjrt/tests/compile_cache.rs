@@ -250,6 +250,39 @@ fn corrupt_and_truncated_entries_are_reported_once_and_recompiled() {
     });
 }
 
+#[test]
+fn a_fifo_under_an_entry_name_is_skipped_not_read() {
+    for_each_plugin(|p, c| {
+        let dir = temp_dir(&format!("fifo-{}", p.version()));
+        let cache = Cache::new(&dir, None).unwrap();
+        let opts = CompileOptions::default();
+        let expected = run_mlp(&c.compile_with_cache(&mlp(), &opts, &cache).unwrap(), c);
+        let files = entry_files(&dir);
+        assert_eq!(files.len(), 1);
+        // Reading a FIFO blocks until a writer comes: the lookup must not open it.
+        std::fs::remove_file(&files[0]).unwrap();
+        let made = Command::new("mkfifo").arg(&files[0]).status().unwrap();
+        assert!(made.success(), "mkfifo");
+        assert!(
+            cache.entries().unwrap().is_empty(),
+            "a FIFO is not an entry"
+        );
+        let exe = c.compile_with_cache(&mlp(), &opts, &cache).unwrap();
+        assert_eq!(run_mlp(&exe, c), expected);
+        let warnings = cache.take_warnings();
+        assert!(
+            warnings.iter().any(|w| w.contains("not a regular file")),
+            "{warnings:?}"
+        );
+        // The recompiled entry replaced the FIFO: the next compile hits.
+        assert!(std::fs::metadata(&files[0]).unwrap().is_file());
+        let hits = cache.stats().hits;
+        c.compile_with_cache(&mlp(), &opts, &cache).unwrap();
+        assert_eq!(cache.stats().hits, hits + 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
 /// `a * b + k` over f32[8]: a different program (and cache key) for each `k`.
 fn variant(k: u32) -> Program {
     Program::mlir(mul_add().replace("1.0", &format!("{k}.0")))
