@@ -24,7 +24,7 @@ fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let path_like = py.import("os")?.getattr("PathLike")?;
     if data.is_instance(&path_like)? {
         let p: std::path::PathBuf = data.extract()?;
-        return std::fs::read(&p).map_err(|e| invalid(format!("cannot read {}: {e}", p.display())));
+        return rpjrt::read_regular_file(&p).pyerr();
     }
     data.call_method0("__bytes__")
         .or_else(|_| py.get_type::<PyBytes>().call1((data,)))

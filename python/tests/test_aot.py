@@ -65,6 +65,12 @@ def test_load_from_a_path(client: rpjrt.Client, tmp_path: Path) -> None:
     p = tmp_path / "mul_add.rpjrt"
     p.write_bytes(exe.serialize())
     assert run_mul_add(client, client.load(p)) == run_mul_add(client, exe)
+    # Only a regular file is read: /dev/zero never ends, a FIFO blocks, a directory fails.
+    for bad in (Path("/dev/zero"), tmp_path):
+        with pytest.raises(rpjrt.InvalidArgumentError, match="not a regular file"):
+            client.load(bad)
+        with pytest.raises(rpjrt.InvalidArgumentError, match="not a regular file"):
+            rpjrt.inspect_artifact(bad)
 
 
 def test_damaged_artifacts_are_refused(client: rpjrt.Client) -> None:

@@ -113,6 +113,24 @@ pub fn duration_from_secs(seconds: f64, what: &str) -> Result<std::time::Duratio
     Ok(std::time::Duration::from_secs_f64(seconds.min(MAX_SECONDS)))
 }
 
+/// The bytes of a regular file. A FIFO, a directory or a device is refused without being
+/// read (reading a FIFO blocks until a writer comes; `/dev/zero` never ends), and every
+/// error names the path.
+///
+/// ```
+/// let e = rpjrt::read_regular_file("/dev/zero").unwrap_err();
+/// assert_eq!(e.to_string(), "invalid argument: /dev/zero: not a regular file");
+/// ```
+pub fn read_regular_file(path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
+    let path = path.as_ref();
+    let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
+    if !meta.is_file() {
+        return Err(fail(&"not a regular file"));
+    }
+    std::fs::read(path).map_err(|e| fail(&e))
+}
+
 /// An environment variable as text, `None` when unset or empty. A value that is not UTF-8
 /// keeps its other characters (with replacement characters), so that it fails the
 /// caller's parse with a message naming it, instead of passing for unset.

@@ -216,16 +216,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
 }
 
 fn read_report(p: &PathBuf) -> Result<Report, CliError> {
-    let meta =
-        std::fs::metadata(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
-    if !meta.is_file() {
-        return Err(CliError::usage(format!(
-            "{}: not a regular file",
-            p.display()
-        )));
-    }
-    let text =
-        std::fs::read_to_string(p).map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+    let bytes = rpjrt::read_regular_file(p).map_err(|e| CliError::usage(common::bare(e)))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CliError::usage(format!("{}: not UTF-8 text", p.display())))?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| CliError::usage(format!("{}: not JSON ({e})", p.display())))?;
     Report::from_json(&v)

@@ -47,16 +47,7 @@ pub struct Args {
 
 /// Reads a program file and decides how to hand it to the plugin.
 pub fn read_program(path: &Path) -> Result<Program, CliError> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
-    if !meta.is_file() {
-        return Err(CliError::usage(format!(
-            "{}: not a regular file",
-            path.display()
-        )));
-    }
-    let bytes =
-        std::fs::read(path).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    let bytes = rpjrt::read_regular_file(path).map_err(|e| CliError::usage(common::bare(e)))?;
     let name = path.to_string_lossy();
     // MLIR bytecode (also what jax.export serializes) starts with "ML\xefR"; text is
     // StableHLO; anything else with a .pb/.hlo suffix is an HloModuleProto.
