@@ -1,7 +1,6 @@
 //! Buffer: device arrays, waiting (interruptible and async), host copies.
 
 use std::future::Future;
-use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -23,7 +22,7 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 /// An array in device memory.
 #[pyclass(frozen, weakref, name = "Buffer", module = "rpjrt")]
 pub struct PyBuffer {
-    inner: ManuallyDrop<Arc<rpjrt::Buffer>>,
+    inner: crate::notify::Held<Arc<rpjrt::Buffer>>,
     pub client: Py<PyClient>,
     /// Live DLPack exports sharing this buffer's memory.
     pub exports: AtomicUsize,
@@ -34,8 +33,9 @@ pub struct PyBuffer {
 
 impl Drop for PyBuffer {
     fn drop(&mut self) {
-        // SAFETY: `inner` is taken exactly once, here, and never used afterwards.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
         if !self.borrows_host {
             drop(inner);
             return;
@@ -43,19 +43,14 @@ impl Drop for PyBuffer {
         // Destroying a buffer may wait for the plugin (e.g. until it is done with borrowed
         // host memory): do it without holding the GIL, so plugin threads that call back
         // into Python cannot deadlock against us.
-        let mut slot = Some(inner);
-        let _ = Python::try_attach(|py| {
-            let b = slot.take();
-            py.detach(move || drop(b));
-        });
-        drop(slot);
+        crate::notify::drop_detached(inner);
     }
 }
 
 impl PyBuffer {
     pub fn new(inner: rpjrt::Buffer, client: Py<PyClient>, borrows_host: bool) -> PyBuffer {
         PyBuffer {
-            inner: ManuallyDrop::new(Arc::new(inner)),
+            inner: crate::notify::Held::new(Arc::new(inner)),
             client,
             exports: AtomicUsize::new(0),
             borrows_host,
@@ -89,7 +84,7 @@ impl PyBuffer {
         Py::new(
             py,
             PyBuffer {
-                inner: ManuallyDrop::new(inner),
+                inner: crate::notify::Held::new(inner),
                 client: client.clone_ref(py),
                 exports: AtomicUsize::new(0),
                 borrows_host: false,

@@ -1,7 +1,6 @@
 //! Plugin, Client, Device, Memory.
 
 use std::collections::BTreeMap;
-use std::mem::ManuallyDrop;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -123,16 +122,16 @@ impl PyPlugin {
 /// A PJRT client.
 #[pyclass(frozen, weakref, name = "Client", module = "rpjrt")]
 pub struct PyClient {
-    pub inner: ManuallyDrop<rpjrt::Client>,
+    pub inner: crate::notify::Held<rpjrt::Client>,
     plugin: Py<PyPlugin>,
     platform: String,
 }
 
 impl Drop for PyClient {
     fn drop(&mut self) {
-        // SAFETY: `inner` is taken exactly once, here, and never used afterwards.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        crate::notify::drop_detached(inner);
+        if let Some(inner) = self.inner.take() {
+            crate::notify::drop_detached(inner);
+        }
     }
 }
 
@@ -335,7 +334,7 @@ impl PyClient {
                 }
                 let platform = inner.platform_name().pyerr()?;
                 return Ok(PyClient {
-                    inner: ManuallyDrop::new(inner),
+                    inner: crate::notify::Held::new(inner),
                     plugin: p.clone().unbind(),
                     platform,
                 });
@@ -376,7 +375,7 @@ impl PyClient {
         }
         let platform = inner.platform_name().pyerr()?;
         Ok(PyClient {
-            inner: ManuallyDrop::new(inner),
+            inner: crate::notify::Held::new(inner),
             plugin: Py::new(
                 py,
                 PyPlugin {

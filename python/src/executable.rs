@@ -1,6 +1,5 @@
 //! Executable: compiled programs and execution.
 
-use std::mem::ManuallyDrop;
 use std::sync::atomic::Ordering;
 
 use pyo3::prelude::*;
@@ -15,15 +14,15 @@ use crate::errors::{invalid, unsupported, PyErrExt};
 /// A compiled, loaded program.
 #[pyclass(frozen, weakref, name = "Executable", module = "rpjrt")]
 pub struct PyExecutable {
-    inner: ManuallyDrop<rpjrt::Executable>,
+    inner: crate::notify::Held<rpjrt::Executable>,
     client: Py<PyClient>,
 }
 
 impl Drop for PyExecutable {
     fn drop(&mut self) {
-        // SAFETY: `inner` is taken exactly once, here, and never used afterwards.
-        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-        crate::notify::drop_detached(inner);
+        if let Some(inner) = self.inner.take() {
+            crate::notify::drop_detached(inner);
+        }
     }
 }
 
@@ -41,7 +40,7 @@ impl PyExecutable {
         Py::new(
             py,
             PyExecutable {
-                inner: ManuallyDrop::new(inner),
+                inner: crate::notify::Held::new(inner),
                 client,
             },
         )

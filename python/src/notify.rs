@@ -50,6 +50,33 @@ pub fn warm_up() {
     let _ = NOTIFIER.get_or_init(start);
 }
 
+/// A value a Python object owns until its own drop, which takes it out to drop it its own
+/// way (without the GIL: [`drop_detached`]). Derefs to the value; safe in place of a
+/// `ManuallyDrop` taken in `Drop`.
+pub struct Held<T>(Option<T>);
+
+impl<T> Held<T> {
+    pub fn new(value: T) -> Held<T> {
+        Held(Some(value))
+    }
+
+    /// The value, for the owner's `Drop` (only there: the owner is never used after it).
+    pub fn take(&mut self) -> Option<T> {
+        self.0.take()
+    }
+}
+
+impl<T> std::ops::Deref for Held<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        match &self.0 {
+            Some(v) => v,
+            None => unreachable!("a held value is taken only by its owner's drop"),
+        }
+    }
+}
+
 /// Drops `value` (a client or executable, whose destruction may wait for running
 /// computations) without holding the GIL where this thread holds it, so that other Python
 /// threads run meanwhile and nothing that needs the GIL can deadlock against the wait.
