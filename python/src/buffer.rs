@@ -22,7 +22,7 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 /// An array in device memory.
 #[pyclass(frozen, weakref, name = "Buffer", module = "rpjrt")]
 pub struct PyBuffer {
-    inner: crate::notify::Held<Arc<rpjrt::Buffer>>,
+    inner: crate::notify::Held<rpjrt::Buffer>,
     pub client: Py<PyClient>,
     /// Live DLPack exports sharing this buffer's memory.
     pub exports: AtomicUsize,
@@ -50,7 +50,7 @@ impl Drop for PyBuffer {
 impl PyBuffer {
     pub fn new(inner: rpjrt::Buffer, client: Py<PyClient>, borrows_host: bool) -> PyBuffer {
         PyBuffer {
-            inner: crate::notify::Held::new(Arc::new(inner)),
+            inner: crate::notify::Held::new(inner),
             client,
             exports: AtomicUsize::new(0),
             borrows_host,
@@ -78,7 +78,7 @@ impl PyBuffer {
     /// slot): deleting or donating it shows through both.
     pub fn wrap_shared(
         py: Python<'_>,
-        inner: Arc<rpjrt::Buffer>,
+        inner: rpjrt::Buffer,
         client: &Py<PyClient>,
     ) -> PyResult<Py<PyBuffer>> {
         Py::new(
@@ -93,11 +93,6 @@ impl PyBuffer {
     }
 
     pub fn rb(&self) -> &rpjrt::Buffer {
-        &self.inner
-    }
-
-    /// The shared rpjrt buffer (for external references).
-    pub fn arc(&self) -> &Arc<rpjrt::Buffer> {
         &self.inner
     }
 

@@ -36,7 +36,7 @@ fn slot_value(
     value: &Bound<'_, PyAny>,
 ) -> PyResult<SlotValue> {
     if let Ok(b) = value.cast::<PyBuffer>() {
-        return Ok(SlotValue::Buffer(Arc::clone(b.get().arc())));
+        return Ok(SlotValue::Buffer(b.get().rb().clone()));
     }
     let pythonic = crate::put::is_python_tree(value);
     let dtype = match session.filter(|_| pythonic) {
@@ -64,8 +64,7 @@ fn slot_value(
             e
         }
     })?;
-    let arc = Arc::clone(put.bind(py).get().arc());
-    Ok(SlotValue::Uploaded(arc))
+    Ok(SlotValue::Uploaded(put.bind(py).get().rb().clone()))
 }
 
 fn state_name(s: SlotState) -> &'static str {

@@ -433,7 +433,7 @@ impl Buffer {
 /// the buffer itself stays alive, and deleting or donating the buffer fails (the foreign
 /// owner may still read it).
 pub struct ExternalReference {
-    buffer: Arc<Buffer>,
+    buffer: Buffer,
     guard: raw::buffer::ExternalRef<BufferMeta>,
 }
 
@@ -444,7 +444,7 @@ impl ExternalReference {
     }
 
     /// The buffer this reference pins.
-    pub fn buffer(&self) -> &Arc<Buffer> {
+    pub fn buffer(&self) -> &Buffer {
         &self.buffer
     }
 }
@@ -463,7 +463,7 @@ impl fmt::Debug for ExternalReference {
 impl Buffer {
     /// Pins the buffer's memory for a foreign owner and returns its address. Waits until the
     /// buffer is ready first, so the memory holds the final contents.
-    pub fn external_reference(self: &Arc<Buffer>) -> Result<ExternalReference> {
+    pub fn external_reference(&self) -> Result<ExternalReference> {
         self.block_until_ready()?;
         self.check_array("shared")?;
         let guard = self
@@ -471,7 +471,7 @@ impl Buffer {
             .external_ref()?
             .map_err(|e| self.state_error(e, "exported"))?;
         Ok(ExternalReference {
-            buffer: Arc::clone(self),
+            buffer: self.clone(),
             guard,
         })
     }

@@ -41,10 +41,10 @@ use crate::host::{CopyMode, HostArray};
 pub enum SlotValue {
     /// A device buffer, bound as it is (no upload). The slot shares it: if a program
     /// donates the slot, this buffer becomes unusable.
-    Buffer(Arc<Buffer>),
+    Buffer(Buffer),
     /// A buffer the caller has just made from host data for this slot (counted as an
     /// upload; used by bindings that convert host values themselves).
-    Uploaded(Arc<Buffer>),
+    Uploaded(Buffer),
     /// Host data, uploaded to the session's device (counted as an upload; always copied,
     /// so the slot never shares memory with the caller).
     Host(HostArray<'static>),
@@ -82,7 +82,7 @@ pub struct SlotInfo {
 enum Content {
     Empty,
     Lazy(Loader),
-    Ready(Arc<Buffer>),
+    Ready(Buffer),
 }
 
 struct Slot {
@@ -182,7 +182,7 @@ impl Inner {
         name: &str,
         spec: Option<&ArraySpec>,
         value: SlotValue,
-    ) -> Result<(Arc<Buffer>, bool)> {
+    ) -> Result<(Buffer, bool)> {
         let check = |ty: ElementType, dims: &[i64]| -> Result<()> {
             match spec {
                 Some(s) if s.element_type != ty || s.dims != dims => Err(Error::invalid(format!(
@@ -202,7 +202,7 @@ impl Inner {
                     .client
                     .put(&h, &self.device, None, CopyMode::Always)
                     .map_err(|e| prefix(name, e))?;
-                Ok((Arc::new(b), true))
+                Ok((b, true))
             }
             SlotValue::Buffer(b) | SlotValue::Uploaded(b) if b.is_deleted() => Err(Error::Deleted(
                 format!("the buffer bound to slot {name:?} was deleted (or donated)"),
@@ -270,13 +270,13 @@ impl Inner {
 }
 
 /// A slot's buffer, unless it was deleted.
-fn ready_buffer(name: &str, b: &Arc<Buffer>) -> Result<Arc<Buffer>> {
+fn ready_buffer(name: &str, b: &Buffer) -> Result<Buffer> {
     if b.is_deleted() {
         return Err(Error::Deleted(format!(
             "slot {name:?}: its buffer was deleted (or donated outside this session)"
         )));
     }
-    Ok(Arc::clone(b))
+    Ok(b.clone())
 }
 
 fn prefix(name: &str, e: Error) -> Error {
@@ -517,7 +517,7 @@ impl Session {
 
     /// The buffer slot `name` holds (running its loader first if it is lazy). The buffer is
     /// shared with the slot: a later donation of the slot makes it unusable.
-    pub fn fetch(&self, name: &str) -> Result<Arc<Buffer>> {
+    pub fn fetch(&self, name: &str) -> Result<Buffer> {
         let i = {
             let st = self.inner.lock();
             let i = st.find(name)?;
@@ -539,7 +539,7 @@ impl Session {
     /// As [`Session::fetch`], but never runs a loader and never waits: `Ok(None)` when slot
     /// `name` is bound to a loader that has not run yet, or when another thread holds the
     /// session (e.g. while it calls a program); [`Session::fetch`] then does the rest.
-    pub fn fetch_loaded(&self, name: &str) -> Result<Option<Arc<Buffer>>> {
+    pub fn fetch_loaded(&self, name: &str) -> Result<Option<Buffer>> {
         let st = match self.inner.state.try_lock() {
             Ok(st) => st,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
@@ -1018,7 +1018,7 @@ impl SessionProgram {
         };
         for (out, slot) in outs.into_iter().zip(&self.outputs) {
             if let Some(i) = slot {
-                st.slots[*i].content = Content::Ready(Arc::new(out));
+                st.slots[*i].content = Content::Ready(out);
             }
         }
         Ok(())

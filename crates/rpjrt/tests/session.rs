@@ -62,10 +62,8 @@ fn session_feeds_back_donates_and_loads_lazily() {
         let x: Vec<f32> = (0..32).map(|i| ((i * 7) % 5) as f32 / 5.0).collect();
         let y: Vec<f32> = (0..16).map(|i| ((i * 3) % 4) as f32 / 4.0).collect();
         let device = client.default_device().unwrap();
-        let w_buf = Arc::new(client.buffer_from_slice(&w0, &[4, 2], &device).unwrap());
-        session
-            .bind("w", SlotValue::Buffer(Arc::clone(&w_buf)))
-            .unwrap();
+        let w_buf = client.buffer_from_slice(&w0, &[4, 2], &device).unwrap();
+        session.bind("w", SlotValue::Buffer(w_buf.clone())).unwrap();
         let calls = Arc::new(AtomicUsize::new(0));
         let (c, xv) = (Arc::clone(&calls), x.clone());
         session
