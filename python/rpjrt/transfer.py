@@ -80,6 +80,35 @@ def _byte_source(obj: Any) -> tuple[Callable[[int, int], Any], Any, tuple[int, .
     return source, dtype, shape
 
 
+def _agree_with_source(
+    own_dtype: Any, own_shape: tuple[int, ...], dtype: Any, shape: Sequence[int] | None
+) -> tuple[Any, Sequence[int]]:
+    """The dtype and shape of an upload from an array: the array's own, or the caller's when
+    they describe the same elements. A different element type would reinterpret the bytes,
+    and a shape with another element count would drop or over-read data: both are refused."""
+    from . import dtype as to_dtype
+
+    if dtype is not None and to_dtype(dtype) != to_dtype(own_dtype):
+        raise _rpjrt_invalid(
+            f"put_streaming: dtype={to_dtype(dtype).name} differs from the source array's "
+            f"{to_dtype(own_dtype).name} (convert the array first; its bytes are not reinterpreted)"
+        )
+    if shape is None:
+        return own_dtype, own_shape
+    count = 1
+    for s in shape:
+        count *= int(s)
+    own = 1
+    for s in own_shape:
+        own *= int(s)
+    if count != own or any(int(s) < 0 for s in shape):
+        raise _rpjrt_invalid(
+            f"put_streaming: shape={list(shape)} has {count} elements, the source array "
+            f"{list(own_shape)} has {own}"
+        )
+    return own_dtype, shape
+
+
 def _rpjrt_invalid(message: str) -> Exception:
     from ._errors import InvalidArgumentError
 
@@ -113,8 +142,7 @@ def put_streaming(
         fn = source
     else:
         fn, own_dtype, own_shape = _byte_source(source)
-        dtype = own_dtype if dtype is None else dtype
-        shape = own_shape if shape is None else shape
+        dtype, shape = _agree_with_source(own_dtype, own_shape, dtype, shape)
     close: Callable[[], None] = lambda: None
     report: ProgressFn | None
     if progress is None or progress is True:

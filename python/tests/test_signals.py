@@ -9,6 +9,9 @@ import os, signal, sys, threading, time
 import numpy as np
 import rpjrt
 plugin, fixtures, how = sys.argv[1], sys.argv[2], sys.argv[3]
+# A shell that runs the suite in the background starts children with SIGINT ignored, and
+# Python then leaves it ignored: install the handler that raises KeyboardInterrupt here.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 c = rpjrt.Client(plugin)
 spin = c.compile(open(f"{fixtures}/spin.mlir").read())
 (y,) = spin(np.int32(60_000_000), np.zeros(4096, np.float32))  # ~20 s of work
@@ -47,3 +50,14 @@ def test_ctrl_c_during_block_until_ready(plugin_path: str) -> None:
 
 def test_ctrl_c_during_to_host(plugin_path: str) -> None:
     _check(plugin_path, "to_host")
+
+
+def test_ctrl_c_arrives_when_the_runner_ignores_sigint(plugin_path: str) -> None:
+    """The suite started from a background job (SIGINT ignored) still checks Ctrl-C."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _check(plugin_path, "block")  # the child inherits SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -51,6 +51,22 @@ def test_stream_from_a_function(client: Any) -> None:
     assert asked == [(0, 3000), (3000, 3000), (6000, 2000)]
 
 
+def test_stream_overrides_must_describe_the_source_array(client: Any) -> None:
+    """A shape or dtype given with an array source must describe the same elements: the
+    rest of the array was silently dropped (16384 floats uploaded as float32[5])."""
+    a = np.arange(16384, dtype=np.float32)
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"shape=\[5\] has 5 elements.*16384"):
+        transfer.put_streaming(client, a, shape=[5])
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"shape=\[20000\]"):
+        transfer.put_streaming(client, a, shape=[20000])
+    with pytest.raises(rpjrt.InvalidArgumentError, match="dtype=int32 differs .*float32"):
+        transfer.put_streaming(client, a, dtype="int32")
+    # The same elements in another shape, and the array's own dtype named, are fine.
+    b = transfer.put_streaming(client, a, dtype="float32", shape=(128, 128))
+    assert b.shape == (128, 128)
+    np.testing.assert_array_equal(b.to_numpy().ravel(), a)
+
+
 def test_stream_bad_sources_are_refused(client: Any) -> None:
     with pytest.raises(rpjrt.InvalidArgumentError, match="lent 3 bytes for bytes 0..8 .*exactly 8"):
         transfer.put_streaming(client, lambda o, n: b"abc", dtype="float32", shape=(2,))
