@@ -34,11 +34,6 @@ from typing import Any
 
 __all__ = ["PluginInfo", "plugins", "find_plugin", "candidates", "ENTRY_POINT_GROUPS", "KNOWN_PACKAGES"]
 
-#: Entry point groups whose values name a plugin module.
-ENTRY_POINT_GROUPS = ("jax_plugins", "xla_plugins")
-#: Namespace packages whose sub-packages are plugin modules.
-NAMESPACE_PACKAGES = ("jax_plugins", "xla_plugins")
-
 @dataclass(frozen=True)
 class _Known:
     package: str  # distribution name on PyPI
@@ -48,21 +43,19 @@ class _Known:
     platform: str
 
 
-#: Plugin wheels rpjrt knows by name (found even without an entry point); the same list
-#: as ``rpjrt::discovery::KNOWN_PACKAGES``, which does the searching.
-KNOWN_PACKAGES: tuple[_Known, ...] = (
-    _Known("xla-cpu-pjrt", "xla_plugins/xla_cpu_pjrt", "xla_cpu_pjrt.so", "xla_cpu_pjrt", "cpu"),
-    _Known(
-        "lammps-jax-pjrt-cpu",
-        "lammps_jax_pjrt_cpu",
-        "pjrt_c_api_cpu_plugin.so",
-        "lammps_jax_pjrt_cpu",
-        "cpu",
-    ),
-    _Known("jax-cuda12-pjrt", "jax_plugins/xla_cuda12", "xla_cuda_plugin.so", "xla_cuda12", "cuda"),
-    _Known("jax-cuda13-pjrt", "jax_plugins/xla_cuda13", "xla_cuda_plugin.so", "xla_cuda13", "cuda"),
-    _Known("libtpu", "libtpu", "libtpu.so", "libtpu", "tpu"),
-)
+def _tables() -> tuple[tuple[_Known, ...], tuple[str, ...], tuple[str, ...]]:
+    # The one statement of these lists is ``rpjrt::discovery`` in Rust; the native module
+    # hands them over (it loads no plugin).
+    from . import _rpjrt
+
+    known, groups, namespaces = _rpjrt._discovery_tables()
+    return tuple(_Known(*k) for k in known), tuple(groups), tuple(namespaces)
+
+
+#: Plugin wheels rpjrt knows by name (found even without an entry point), read from
+#: ``rpjrt::discovery::KNOWN_PACKAGES``; entry point groups whose values name a plugin
+#: module; namespace packages whose sub-packages are plugin modules.
+KNOWN_PACKAGES, ENTRY_POINT_GROUPS, NAMESPACE_PACKAGES = _tables()
 
 @dataclass(frozen=True)
 class PluginInfo:

@@ -11,7 +11,7 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 from ._discovery import PluginInfo
 from ._dtypes import DType
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin"]
+__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin"]
 
 __version__: str
 
@@ -583,6 +583,9 @@ _FoundPlugin: TypeAlias = tuple[
 
 def _discover(search_path: Sequence[str | os.PathLike[str]]) -> list[_FoundPlugin]: ...
 def _candidates(spec: str | None, search_path: Sequence[str | os.PathLike[str]]) -> list[_FoundPlugin]: ...
+def _discovery_tables() -> tuple[
+    list[tuple[str, str, str, str, str]], list[str], list[str]
+]: ...
 def _pick_library(directory: str | os.PathLike[str], preferred: str | None = None) -> str | None: ...
 def _element_types() -> list[
     tuple[str, int, int, int, str, str | None, list[str], tuple[int, int, int] | None, int | None]

@@ -71,3 +71,29 @@ pub fn _candidates<'py>(
 pub fn _pick_library(directory: PathBuf, preferred: Option<String>) -> Option<std::ffi::OsString> {
     pick_library(&directory, preferred.as_deref()).map(PathBuf::into_os_string)
 }
+
+/// The discovery constants of `rpjrt::discovery`, so that Python states none of them again:
+/// `(known packages as (package, module_dir, library, name, platform) tuples, entry point
+/// groups, namespace packages)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn _discovery_tables() -> (
+    Vec<(
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    )>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+) {
+    (
+        rpjrt::discovery::KNOWN_PACKAGES
+            .iter()
+            .map(|k| (k.package, k.module_dir, k.library, k.name, k.platform))
+            .collect(),
+        rpjrt::discovery::ENTRY_POINT_GROUPS.to_vec(),
+        rpjrt::discovery::NAMESPACE_PACKAGES.to_vec(),
+    )
+}

@@ -142,6 +142,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(discovery::_discover, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_pick_library, m)?)?;
+    m.add_function(wrap_pyfunction!(discovery::_discovery_tables, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(put::_python_to_host, m)?)?;
