@@ -3,8 +3,8 @@
 //!
 //! The CUDA driver API helpers for custom kernels (contexts, device and pinned memory,
 //! PTX/cubin modules, kernel launch, streams, events) are the `rpjrt-cuda` crate
-//! (`rpjrt_cuda::Cuda`). The core never depends on it and never links against CUDA: the
-//! one driver look here, [`driver_summary`], opens `libcuda.so.1` at run time, so
+//! (`rpjrt_cuda::Cuda`). The core never depends on it and never links against CUDA: its
+//! one look at the driver, [`driver_summary`], opens `libcuda.so.1` at run time, so
 //! everything builds and loads on machines without a GPU.
 //!
 //! ```no_run
