@@ -1,15 +1,17 @@
-//! `rpjrt.cuda`: typed CUDA plugin options and the CUDA driver helpers (rpjrt::cuda).
+//! `rpjrt.cuda`: typed CUDA plugin options (rpjrt::cuda) and the CUDA driver helpers
+//! (the rpjrt-cuda crate).
 //! The Python-facing module is rpjrt/cuda.py.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::sync::Mutex;
 
-use rpjrt::cuda::{
-    Allocator, Context, Cuda, CudaOptions, DeviceBuffer, DevicePtr, Event, Function, KernelArg,
-    LaunchConfig, Module, PinnedBuffer, Stream, StreamRef,
-};
+use rpjrt::cuda::{Allocator, CudaOptions};
 use rpjrt::Value;
+use rpjrt_cuda::{
+    Context, Cuda, DeviceBuffer, DevicePtr, Event, Function, KernelArg, LaunchConfig, Module,
+    PinnedBuffer, Stream, StreamRef,
+};
 
 use crate::errors::{invalid, PyErrExt};
 

@@ -146,4 +146,7 @@ def test_driver_load_names_the_library() -> None:
     assert "cannot open shared object file" in msg  # the loader's own words
     with pytest.raises(rpjrt.FailedPreconditionError, match="missing symbol cuInit"):
         rpjrt.cuda.load("libc.so.6")
+    with pytest.raises(rpjrt.FailedPreconditionError) as ei:
+        rpjrt.cuda.load(Path("/nonexistent/dir/libcuda.so.1"))
+    assert "cannot load the CUDA driver /nonexistent/dir/libcuda.so.1" in str(ei.value)
     assert "libcuda.so.1" in rpjrt.cuda.driver_summary()

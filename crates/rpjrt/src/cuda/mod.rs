@@ -1,36 +1,34 @@
-//! NVIDIA GPUs: typed create options for the CUDA PJRT plugin and small helpers over the
-//! CUDA driver API for custom kernels.
+//! NVIDIA GPUs: typed create options for the CUDA PJRT plugin, and client creation that
+//! says what the CUDA driver is missing when a CUDA plugin cannot create a client.
 //!
-//! The driver helpers open `libcuda.so.1` at run time ([`Cuda::load`]); rpjrt never links
-//! against CUDA, so everything here builds and loads on machines without a GPU, and
-//! [`Cuda::load`] then returns an error naming the library and the loader's message.
+//! The CUDA driver API helpers for custom kernels (contexts, device and pinned memory,
+//! PTX/cubin modules, kernel launch, streams, events) are the `rpjrt-cuda` crate
+//! (`rpjrt_cuda::Cuda`). The core never depends on it and never links against CUDA: its
+//! one look at the driver, [`driver_summary`], opens `libcuda.so.1` at run time, so
+//! everything builds and loads on machines without a GPU.
 //!
 //! ```no_run
-//! use rpjrt::cuda::{Cuda, KernelArg, LaunchConfig, StreamRef};
+//! use rpjrt::cuda::{Allocator, CudaOptions};
 //! # fn main() -> rpjrt::Result<()> {
-//! let cuda = Cuda::load()?;
-//! let ctx = cuda.context(0)?;
-//! let buf = ctx.alloc(1024)?;
-//! ctx.memset(buf.ptr(), 0, 1024)?;
-//! # let ptx = "";
-//! let module = ctx.load_ptx(ptx)?;
-//! let f = module.function("fill")?;
-//! ctx.launch(&f, LaunchConfig::linear(256, 128), &[KernelArg::Ptr(buf.ptr())], StreamRef::DEFAULT)?;
-//! ctx.synchronize()?;
+//! let plugin = rpjrt::Plugin::load("/path/to/xla_cuda_plugin.so")?;
+//! let options = CudaOptions::new()
+//!     .memory_fraction(0.5)
+//!     .allocator(Allocator::Bfc)
+//!     .to_client_options()?;
+//! let client = rpjrt::cuda::create_client(&plugin, &options)?;
 //! # Ok(()) }
 //! ```
 
-mod driver;
 mod options;
 
-pub use driver::{
-    Context, Cuda, DeviceBuffer, DevicePtr, Event, Function, KernelArg, LaunchConfig, Module,
-    PinnedBuffer, Stream, StreamRef,
-};
 pub use options::{Allocator, CudaOptions};
 
 use crate::error::{Code, Error, Result};
+use crate::raw::cuda::probe;
 use crate::{Client, ClientOptions, Plugin};
+
+/// The CUDA driver library's name, as the dynamic loader searches for it.
+pub const DRIVER_LIBRARY: &str = "libcuda.so.1";
 
 /// Whether `plugin` is a CUDA plugin (it reports a `cuda_version` attribute).
 pub fn is_cuda_plugin(plugin: &Plugin) -> bool {
@@ -66,21 +64,57 @@ pub fn create_client(plugin: &Plugin, options: &ClientOptions) -> Result<Client>
     })
 }
 
-/// One line on the CUDA driver: its library and version and device count, or why it
-/// cannot be used.
+/// One line on the CUDA driver ([`DRIVER_LIBRARY`]): loaded, with its version and device
+/// count, or why it cannot be used (the loader's message, a missing entry point, or the
+/// driver's error from `cuInit`).
 pub fn driver_summary() -> String {
-    match Cuda::load() {
+    match probe(DRIVER_LIBRARY) {
         Err(e) => e.to_string(),
-        Ok(c) => {
-            let version = c
-                .driver_version()
-                .map(|v| format!("CUDA {}.{}", v / 1000, (v % 1000) / 10))
-                .unwrap_or_else(|e| e.to_string());
-            let devices = c
-                .device_count()
-                .map(|n| format!("{n} device(s)"))
-                .unwrap_or_else(|e| e.to_string());
-            format!("{} loaded, {version}, {devices}", c.library())
+        Ok(f) => {
+            let devices = match f.devices {
+                Ok(n) => format!("{n} device(s)"),
+                Err(why) => format!("cuDeviceGetCount failed: {why}"),
+            };
+            format!(
+                "{DRIVER_LIBRARY} loaded, CUDA {}.{}, {devices}",
+                f.version / 1000,
+                (f.version % 1000) / 10
+            )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_driver_is_named_with_the_loaders_message() {
+        let e = probe("/nonexistent/libcuda.so.1").unwrap_err();
+        assert_eq!(e.code(), Code::FailedPrecondition);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("cannot load the CUDA driver /nonexistent/libcuda.so.1"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("No such file"),
+            "the loader's text is kept: {msg}"
+        );
+    }
+
+    #[test]
+    fn a_library_that_is_not_the_driver_is_refused() {
+        let e = probe("libc.so.6").unwrap_err().to_string();
+        assert!(
+            e.contains("libc.so.6 is not a usable CUDA driver: missing symbol cuInit"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_summary_names_the_library() {
+        // With or without a driver, the line says which library it is about.
+        assert!(driver_summary().contains(DRIVER_LIBRARY));
     }
 }

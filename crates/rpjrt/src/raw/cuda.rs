@@ -1,97 +1,26 @@
-//! The CUDA driver API (`libcuda.so.1`), opened at run time with libloading.
+//! A probe of the CUDA driver (`libcuda.so.1`) for diagnostics: can it be loaded, which
+//! version is it, how many devices does it see.
 //!
-//! rpjrt never links against CUDA: this file looks the driver's entry points up when
-//! [`Driver::open`] runs and keeps them as plain function pointers. Every call returns the
-//! driver's `CUresult`; [`Driver::check`] turns a non-zero one into an error that carries
-//! the driver's own name and description of it. Handles (contexts, streams, events,
-//! modules, functions) cross this boundary as `usize`, device pointers as `u64`.
+//! `cuda::create_client` uses it to say why a CUDA plugin could not create a client. It
+//! opens the library at run time (nothing links against CUDA) and calls four entry
+//! points; the driver API helpers for kernels live in the `rpjrt-cuda` crate.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-use std::path::Path;
+use std::ffi::{c_char, c_int, c_uint, CStr};
 
 use crate::error::{Code, Error, Result};
 
 type CuResult = c_int;
-type Handle = *mut c_void;
+type InitFn = unsafe extern "C" fn(c_uint) -> CuResult;
+type CountFn = unsafe extern "C" fn(*mut c_int) -> CuResult;
+type ErrorNameFn = unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult;
 
-macro_rules! driver_fns {
-    ($( $field:ident = $sym:literal : fn($($arg:ty),*); )*) => {
-        /// The driver entry points rpjrt uses.
-        #[allow(non_snake_case)]
-        struct Fns {
-            $( $field: unsafe extern "C" fn($($arg),*) -> CuResult, )*
-        }
-
-        impl Fns {
-            fn resolve(lib: &libloading::Library, name: &str) -> Result<Fns> {
-                Ok(Fns {
-                    $( $field: {
-                        // SAFETY: the symbol is the CUDA driver entry point of that name,
-                        // whose C signature is the one declared here (CUDA driver API).
-                        let s = unsafe {
-                            lib.get::<unsafe extern "C" fn($($arg),*) -> CuResult>(
-                                concat!($sym, "\0").as_bytes(),
-                            )
-                        };
-                        *s.map_err(|e| unavailable("dlsym", format!(
-                            "{name} is not a usable CUDA driver: missing symbol {}: {e}", $sym
-                        )))?
-                    }, )*
-                })
-            }
-        }
-    };
-}
-
-driver_fns! {
-    init = "cuInit": fn(c_uint);
-    driver_get_version = "cuDriverGetVersion": fn(*mut c_int);
-    get_error_name = "cuGetErrorName": fn(CuResult, *mut *const c_char);
-    get_error_string = "cuGetErrorString": fn(CuResult, *mut *const c_char);
-    device_get_count = "cuDeviceGetCount": fn(*mut c_int);
-    device_get = "cuDeviceGet": fn(*mut c_int, c_int);
-    device_get_name = "cuDeviceGetName": fn(*mut c_char, c_int, c_int);
-    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut Handle, c_int);
-    primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(c_int);
-    ctx_set_current = "cuCtxSetCurrent": fn(Handle);
-    ctx_synchronize = "cuCtxSynchronize": fn();
-    mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize);
-    mem_alloc = "cuMemAlloc_v2": fn(*mut u64, usize);
-    mem_free = "cuMemFree_v2": fn(u64);
-    mem_alloc_host = "cuMemAllocHost_v2": fn(*mut *mut c_void, usize);
-    mem_free_host = "cuMemFreeHost": fn(*mut c_void);
-    memcpy_htod = "cuMemcpyHtoD_v2": fn(u64, *const c_void, usize);
-    memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, u64, usize);
-    memcpy_dtod = "cuMemcpyDtoD_v2": fn(u64, u64, usize);
-    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(u64, *const c_void, usize, Handle);
-    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, u64, usize, Handle);
-    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(u64, u64, usize, Handle);
-    memset_d8 = "cuMemsetD8_v2": fn(u64, u8, usize);
-    memset_d8_async = "cuMemsetD8Async": fn(u64, u8, usize, Handle);
-    module_load_data = "cuModuleLoadData": fn(*mut Handle, *const c_void);
-    module_unload = "cuModuleUnload": fn(Handle);
-    module_get_function = "cuModuleGetFunction": fn(*mut Handle, Handle, *const c_char);
-    launch_kernel = "cuLaunchKernel": fn(
-        Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle,
-        *mut *mut c_void, *mut *mut c_void
-    );
-    stream_create = "cuStreamCreate": fn(*mut Handle, c_uint);
-    stream_destroy = "cuStreamDestroy_v2": fn(Handle);
-    stream_synchronize = "cuStreamSynchronize": fn(Handle);
-    stream_wait_event = "cuStreamWaitEvent": fn(Handle, Handle, c_uint);
-    event_create = "cuEventCreate": fn(*mut Handle, c_uint);
-    event_destroy = "cuEventDestroy_v2": fn(Handle);
-    event_record = "cuEventRecord": fn(Handle, Handle);
-    event_synchronize = "cuEventSynchronize": fn(Handle);
-    event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, Handle, Handle);
-}
-
-/// The opened driver library and its entry points.
-pub(crate) struct Driver {
-    fns: Fns,
-    name: String,
-    // Keeps the library mapped while the function pointers above are in use.
-    _lib: libloading::Library,
+/// What the probe found in a driver that loads.
+#[derive(Clone, Debug)]
+pub(crate) struct DriverFacts {
+    /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0.
+    pub(crate) version: i32,
+    /// `cuDeviceGetCount`, or the driver's name for why it failed.
+    pub(crate) devices: std::result::Result<i32, String>,
 }
 
 /// A driver that cannot be used: FAILED_PRECONDITION, like the plugins without a GPU.
@@ -103,461 +32,66 @@ fn unavailable(entry: &'static str, message: String) -> Error {
     }
 }
 
-/// The status code closest to a `CUresult`.
-fn code_of(code: CuResult) -> Code {
-    match code {
-        1 | 101 | 400 => Code::InvalidArgument, // invalid value / device / handle
-        2 => Code::ResourceExhausted,           // out of memory
-        3 | 4 | 100 | 201 => Code::FailedPrecondition, // not initialized, deinit, no device, bad context
-        500 => Code::NotFound,                         // named symbol not found
-        218 | 200 | 209 | 300 | 301 => Code::InvalidArgument, // bad PTX / image / source
-        _ => Code::Internal,
-    }
+fn symbol<T: Copy>(lib: &libloading::Library, name: &str, sym: &str) -> Result<T> {
+    // SAFETY: every caller asks for a CUDA driver entry point by its documented name with
+    // the C signature the driver API gives it (the type aliases above).
+    let s = unsafe { lib.get::<T>(format!("{sym}\0").as_bytes()) };
+    s.map(|s| *s).map_err(|e| {
+        unavailable(
+            "dlsym",
+            format!("{name} is not a usable CUDA driver: missing symbol {sym}: {e}"),
+        )
+    })
 }
 
-fn h(handle: usize) -> Handle {
-    handle as Handle
-}
-
-impl Driver {
-    /// Opens the driver library at `path` (a file name like `libcuda.so.1` is searched the
-    /// way the dynamic loader does), resolves the entry points and calls `cuInit(0)`.
-    pub(crate) fn open(path: &Path) -> Result<Driver> {
-        let name = path.display().to_string();
-        // SAFETY: loading the CUDA driver runs its initialisers, which have no
-        // preconditions; any library given here is the caller's explicit choice.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
-            unavailable(
-                "dlopen",
-                format!("cannot load the CUDA driver {name}: {e} (is an NVIDIA driver installed?)"),
-            )
-        })?;
-        let fns = Fns::resolve(&lib, &name)?;
-        let d = Driver {
-            fns,
-            name,
-            _lib: lib,
-        };
-        // SAFETY: cuInit takes a flags word (must be 0) and nothing else.
-        d.check("cuInit", unsafe { (d.fns.init)(0) })?;
-        Ok(d)
-    }
-
-    /// The library name or path this driver was opened from.
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Turns a `CUresult` into `Ok` or an error naming the call and the driver's message.
-    pub(crate) fn check(&self, call: &'static str, code: CuResult) -> Result<()> {
-        if code == 0 {
-            return Ok(());
-        }
-        let text = |f: unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult| {
-            let mut p: *const c_char = std::ptr::null();
-            // SAFETY: the out-pointer is valid; the driver stores a pointer to a static
-            // string, or returns an error for unknown codes (then `p` stays null).
-            let rc = unsafe { f(code, &mut p) };
-            if rc != 0 || p.is_null() {
-                None
-            } else {
-                // SAFETY: a non-null result is a static NUL-terminated string.
-                Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-            }
-        };
-        let name = text(self.fns.get_error_name).unwrap_or_else(|| "CUDA_ERROR_UNKNOWN".into());
-        let desc = text(self.fns.get_error_string).unwrap_or_else(|| "unknown error".into());
-        Err(Error::Pjrt {
-            entry: call,
-            code: code_of(code),
-            message: format!("{name} ({code}): {desc}"),
-        })
-    }
-
-    pub(crate) fn driver_version(&self) -> Result<i32> {
-        let mut v: c_int = 0;
-        // SAFETY: valid out-pointer.
-        self.check("cuDriverGetVersion", unsafe {
-            (self.fns.driver_get_version)(&mut v)
-        })?;
-        Ok(v)
-    }
-
-    pub(crate) fn device_count(&self) -> Result<i32> {
-        let mut n: c_int = 0;
-        // SAFETY: valid out-pointer.
-        self.check("cuDeviceGetCount", unsafe {
-            (self.fns.device_get_count)(&mut n)
-        })?;
-        Ok(n)
-    }
-
-    pub(crate) fn device_name(&self, ordinal: i32) -> Result<String> {
-        let mut dev: c_int = 0;
-        // SAFETY: valid out-pointer.
-        self.check("cuDeviceGet", unsafe {
-            (self.fns.device_get)(&mut dev, ordinal)
-        })?;
-        let mut buf = [0 as c_char; 256];
-        // SAFETY: the buffer holds 256 chars and its length is passed.
-        self.check("cuDeviceGetName", unsafe {
-            (self.fns.device_get_name)(buf.as_mut_ptr(), buf.len() as c_int, dev)
-        })?;
-        // SAFETY: the driver wrote a NUL-terminated string into the buffer.
-        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned())
-    }
-
-    /// Retains device `ordinal`'s primary context and makes it current on this thread.
-    pub(crate) fn primary_context(&self, ordinal: i32) -> Result<(i32, usize)> {
-        let mut dev: c_int = 0;
-        // SAFETY: valid out-pointer.
-        self.check("cuDeviceGet", unsafe {
-            (self.fns.device_get)(&mut dev, ordinal)
-        })?;
-        let mut ctx: Handle = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; `dev` came from cuDeviceGet.
-        self.check("cuDevicePrimaryCtxRetain", unsafe {
-            (self.fns.primary_ctx_retain)(&mut ctx, dev)
-        })?;
-        self.set_current(ctx as usize)?;
-        Ok((dev, ctx as usize))
-    }
-
-    pub(crate) fn release_primary_context(&self, dev: i32) {
-        // SAFETY: `dev` had its primary context retained once by `primary_context`.
-        let _ = unsafe { (self.fns.primary_ctx_release)(dev) };
-    }
-
-    pub(crate) fn set_current(&self, ctx: usize) -> Result<()> {
-        // SAFETY: `ctx` is a context handle from the driver.
-        self.check("cuCtxSetCurrent", unsafe {
-            (self.fns.ctx_set_current)(h(ctx))
-        })
-    }
-
-    pub(crate) fn synchronize(&self) -> Result<()> {
-        // SAFETY: no arguments.
-        self.check("cuCtxSynchronize", unsafe { (self.fns.ctx_synchronize)() })
-    }
-
-    pub(crate) fn mem_info(&self) -> Result<(usize, usize)> {
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: valid out-pointers.
-        self.check("cuMemGetInfo", unsafe {
-            (self.fns.mem_get_info)(&mut free, &mut total)
-        })?;
-        Ok((free, total))
-    }
-
-    pub(crate) fn alloc(&self, bytes: usize) -> Result<u64> {
-        let mut p: u64 = 0;
-        // SAFETY: valid out-pointer.
-        self.check("cuMemAlloc", unsafe { (self.fns.mem_alloc)(&mut p, bytes) })?;
-        Ok(p)
-    }
-
-    pub(crate) fn free(&self, ptr: u64) -> Result<()> {
-        // SAFETY: device pointers are checked by the driver; a bad one is an error code.
-        self.check("cuMemFree", unsafe { (self.fns.mem_free)(ptr) })
-    }
-
-    /// Page-locked host memory of `bytes` bytes, as an address.
-    pub(crate) fn alloc_host(&self, bytes: usize) -> Result<usize> {
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        self.check("cuMemAllocHost", unsafe {
-            (self.fns.mem_alloc_host)(&mut p, bytes)
-        })?;
-        Ok(p as usize)
-    }
-
-    pub(crate) fn free_host(&self, addr: usize) -> Result<()> {
-        // SAFETY: `addr` came from `alloc_host` and is freed once (the owner's Drop).
-        self.check("cuMemFreeHost", unsafe {
-            (self.fns.mem_free_host)(addr as *mut c_void)
-        })
-    }
-
-    /// Copies `src` to device address `dst` (synchronously).
-    pub(crate) fn memcpy_htod(&self, dst: u64, src: &[u8]) -> Result<()> {
-        // SAFETY: `src` is valid for its length for the whole (synchronous) call.
-        self.check("cuMemcpyHtoD", unsafe {
-            (self.fns.memcpy_htod)(dst, src.as_ptr().cast(), src.len())
-        })
-    }
-
-    /// Copies device address `src` into `dst` (synchronously).
-    pub(crate) fn memcpy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
-        // SAFETY: `dst` is valid for writes of its length for the whole call.
-        self.check("cuMemcpyDtoH", unsafe {
-            (self.fns.memcpy_dtoh)(dst.as_mut_ptr().cast(), src, dst.len())
-        })
-    }
-
-    pub(crate) fn memcpy_dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
-        // SAFETY: only device addresses, which the driver checks.
-        self.check("cuMemcpyDtoD", unsafe {
-            (self.fns.memcpy_dtod)(dst, src, bytes)
-        })
-    }
-
-    /// Queues a copy from host address `src` (page-locked memory owned by the caller, kept
-    /// alive until the stream passes this copy) to device address `dst`.
-    pub(crate) fn memcpy_htod_async(
-        &self,
-        dst: u64,
-        src: usize,
-        bytes: usize,
-        stream: usize,
-    ) -> Result<()> {
-        // SAFETY: the caller keeps `src..src+bytes` alive and unwritten until the copy is
-        // done (the pinned buffer's event is synchronised before it is touched or freed).
-        self.check("cuMemcpyHtoDAsync", unsafe {
-            (self.fns.memcpy_htod_async)(dst, src as *const c_void, bytes, h(stream))
-        })
-    }
-
-    /// Queues a copy from device address `src` to host address `dst` (see above).
-    pub(crate) fn memcpy_dtoh_async(
-        &self,
-        dst: usize,
-        src: u64,
-        bytes: usize,
-        stream: usize,
-    ) -> Result<()> {
-        // SAFETY: as for `memcpy_htod_async`, the caller owns and guards `dst`.
-        self.check("cuMemcpyDtoHAsync", unsafe {
-            (self.fns.memcpy_dtoh_async)(dst as *mut c_void, src, bytes, h(stream))
-        })
-    }
-
-    pub(crate) fn memcpy_dtod_async(
-        &self,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-        stream: usize,
-    ) -> Result<()> {
-        // SAFETY: only device addresses and a stream handle, which the driver checks.
-        self.check("cuMemcpyDtoDAsync", unsafe {
-            (self.fns.memcpy_dtod_async)(dst, src, bytes, h(stream))
-        })
-    }
-
-    pub(crate) fn memset(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
-        // SAFETY: only a device address, which the driver checks.
-        self.check("cuMemsetD8", unsafe {
-            (self.fns.memset_d8)(dst, value, bytes)
-        })
-    }
-
-    pub(crate) fn memset_async(
-        &self,
-        dst: u64,
-        value: u8,
-        bytes: usize,
-        stream: usize,
-    ) -> Result<()> {
-        // SAFETY: only a device address and a stream handle, which the driver checks.
-        self.check("cuMemsetD8Async", unsafe {
-            (self.fns.memset_d8_async)(dst, value, bytes, h(stream))
-        })
-    }
-
-    /// Loads a module from PTX text or a cubin/fatbin image. PTX must end with a NUL byte;
-    /// the caller (the safe layer) guarantees that.
-    pub(crate) fn module_load(&self, image: &[u8]) -> Result<usize> {
-        let mut m: Handle = std::ptr::null_mut();
-        // SAFETY: `image` is a complete image (PTX NUL-terminated) valid for the call.
-        self.check("cuModuleLoadData", unsafe {
-            (self.fns.module_load_data)(&mut m, image.as_ptr().cast())
-        })?;
-        Ok(m as usize)
-    }
-
-    pub(crate) fn module_unload(&self, module: usize) -> Result<()> {
-        // SAFETY: `module` came from `module_load` and is unloaded once (owner's Drop).
-        self.check("cuModuleUnload", unsafe {
-            (self.fns.module_unload)(h(module))
-        })
-    }
-
-    pub(crate) fn module_function(&self, module: usize, name: &str) -> Result<usize> {
-        let cname = CString::new(name)
-            .map_err(|_| Error::invalid(format!("kernel name {name:?} contains a NUL byte")))?;
-        let mut f: Handle = std::ptr::null_mut();
-        // SAFETY: valid out-pointer, a live module and a NUL-terminated name.
-        self.check("cuModuleGetFunction", unsafe {
-            (self.fns.module_get_function)(&mut f, h(module), cname.as_ptr())
-        })?;
-        Ok(f as usize)
-    }
-
-    /// Launches `function` with `params`, the kernel's arguments packed one after another,
-    /// each at its offset in `offsets`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn launch(
-        &self,
-        function: usize,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_mem: u32,
-        stream: usize,
-        params: &mut [u8],
-        offsets: &[usize],
-    ) -> Result<()> {
-        let base = params.as_mut_ptr();
-        let mut ptrs: Vec<*mut c_void> = offsets
-            .iter()
-            // `wrapping_add` needs no unsafe; each offset is inside `params` (the safe layer
-            // packed it), so the pointers stay in bounds.
-            .map(|&o| base.wrapping_add(o).cast::<c_void>())
-            .collect();
-        let kernel_params = if ptrs.is_empty() {
-            std::ptr::null_mut()
+/// Opens `name` (searched the way the dynamic loader does), initialises the driver and
+/// reads its version and device count. The library stays loaded only for the call.
+pub(crate) fn probe(name: &str) -> Result<DriverFacts> {
+    // SAFETY: loading the CUDA driver runs its initialisers, which have no preconditions.
+    let lib = unsafe { libloading::Library::new(name) }.map_err(|e| {
+        unavailable(
+            "dlopen",
+            format!("cannot load the CUDA driver {name}: {e} (is an NVIDIA driver installed?)"),
+        )
+    })?;
+    let init: InitFn = symbol(&lib, name, "cuInit")?;
+    let version: CountFn = symbol(&lib, name, "cuDriverGetVersion")?;
+    let count: CountFn = symbol(&lib, name, "cuDeviceGetCount")?;
+    let error_name: ErrorNameFn = symbol(&lib, name, "cuGetErrorName")?;
+    let describe = |code: CuResult| {
+        let mut p: *const c_char = std::ptr::null();
+        // SAFETY: a valid out-pointer; the driver stores a static string or leaves it null.
+        let rc = unsafe { error_name(code, &mut p) };
+        if rc != 0 || p.is_null() {
+            format!("CUresult {code}")
         } else {
-            ptrs.as_mut_ptr()
-        };
-        // SAFETY: every parameter pointer points at a value of the size the caller declared,
-        // alive for the call (the driver copies parameters before cuLaunchKernel returns).
-        self.check("cuLaunchKernel", unsafe {
-            (self.fns.launch_kernel)(
-                h(function),
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                shared_mem,
-                h(stream),
-                kernel_params,
-                std::ptr::null_mut(),
-            )
-        })
-    }
-
-    pub(crate) fn stream_create(&self, non_blocking: bool) -> Result<usize> {
-        let mut s: Handle = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; flag 1 is CU_STREAM_NON_BLOCKING.
-        self.check("cuStreamCreate", unsafe {
-            (self.fns.stream_create)(&mut s, non_blocking as c_uint)
-        })?;
-        Ok(s as usize)
-    }
-
-    pub(crate) fn stream_destroy(&self, stream: usize) -> Result<()> {
-        // SAFETY: `stream` came from `stream_create` and is destroyed once.
-        self.check("cuStreamDestroy", unsafe {
-            (self.fns.stream_destroy)(h(stream))
-        })
-    }
-
-    pub(crate) fn stream_synchronize(&self, stream: usize) -> Result<()> {
-        // SAFETY: a stream handle (0 is the legacy default stream).
-        self.check("cuStreamSynchronize", unsafe {
-            (self.fns.stream_synchronize)(h(stream))
-        })
-    }
-
-    pub(crate) fn stream_wait_event(&self, stream: usize, event: usize) -> Result<()> {
-        // SAFETY: stream and event handles from the driver.
-        self.check("cuStreamWaitEvent", unsafe {
-            (self.fns.stream_wait_event)(h(stream), h(event), 0)
-        })
-    }
-
-    pub(crate) fn event_create(&self, timing: bool) -> Result<usize> {
-        let mut e: Handle = std::ptr::null_mut();
-        // CU_EVENT_DISABLE_TIMING is 2.
-        let flags: c_uint = if timing { 0 } else { 2 };
-        // SAFETY: valid out-pointer.
-        self.check("cuEventCreate", unsafe {
-            (self.fns.event_create)(&mut e, flags)
-        })?;
-        Ok(e as usize)
-    }
-
-    pub(crate) fn event_destroy(&self, event: usize) -> Result<()> {
-        // SAFETY: `event` came from `event_create` and is destroyed once.
-        self.check("cuEventDestroy", unsafe {
-            (self.fns.event_destroy)(h(event))
-        })
-    }
-
-    pub(crate) fn event_record(&self, event: usize, stream: usize) -> Result<()> {
-        // SAFETY: event and stream handles from the driver.
-        self.check("cuEventRecord", unsafe {
-            (self.fns.event_record)(h(event), h(stream))
-        })
-    }
-
-    pub(crate) fn event_synchronize(&self, event: usize) -> Result<()> {
-        // SAFETY: an event handle from the driver.
-        self.check("cuEventSynchronize", unsafe {
-            (self.fns.event_synchronize)(h(event))
-        })
-    }
-
-    pub(crate) fn event_elapsed_ms(&self, start: usize, end: usize) -> Result<f32> {
-        let mut ms = 0f32;
-        // SAFETY: valid out-pointer and two event handles.
-        self.check("cuEventElapsedTime", unsafe {
-            (self.fns.event_elapsed_time)(&mut ms, h(start), h(end))
-        })?;
-        Ok(ms)
-    }
-}
-
-/// Page-locked host memory from `cuMemAllocHost`, freed on drop.
-///
-/// The slices it hands out are only sound while no asynchronous copy into or out of it is
-/// in flight; its one user, `cuda::PinnedBuffer`, waits for its last copy's event before
-/// calling them and before dropping it.
-pub(crate) struct HostAlloc {
-    driver: std::sync::Arc<Driver>,
-    addr: usize,
-    len: usize,
-}
-
-impl HostAlloc {
-    pub(crate) fn new(driver: std::sync::Arc<Driver>, len: usize) -> Result<HostAlloc> {
-        let addr = if len == 0 { 0 } else { driver.alloc_host(len)? };
-        Ok(HostAlloc { driver, addr, len })
-    }
-
-    pub(crate) fn addr(&self) -> usize {
-        self.addr
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        if self.len == 0 {
-            return &[];
+            // SAFETY: a non-null result is a static NUL-terminated string.
+            let s = unsafe { CStr::from_ptr(p) }.to_string_lossy();
+            format!("{s} ({code})")
         }
-        // SAFETY: `addr..addr+len` is this object's live allocation; the owner has waited
-        // for every copy into it (see the type's docs), and `&self` excludes writers.
-        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
+    };
+    // SAFETY: cuInit takes a flags word (must be 0) and nothing else.
+    let rc = unsafe { init(0) };
+    if rc != 0 {
+        return Err(unavailable(
+            "cuInit",
+            format!("{name} loaded, but cuInit failed: {}", describe(rc)),
+        ));
     }
-
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
-        if self.len == 0 {
-            return &mut [];
-        }
-        // SAFETY: as `as_slice`, and `&mut self` makes this the only access.
-        unsafe { std::slice::from_raw_parts_mut(self.addr as *mut u8, self.len) }
+    let mut v: c_int = 0;
+    // SAFETY: a valid out-pointer.
+    let rc = unsafe { version(&mut v) };
+    if rc != 0 {
+        return Err(unavailable(
+            "cuDriverGetVersion",
+            format!("{name}: cuDriverGetVersion failed: {}", describe(rc)),
+        ));
     }
-}
-
-impl Drop for HostAlloc {
-    fn drop(&mut self) {
-        if self.len != 0 {
-            let _ = self.driver.free_host(self.addr);
-        }
-    }
+    let mut n: c_int = 0;
+    // SAFETY: a valid out-pointer.
+    let rc = unsafe { count(&mut n) };
+    Ok(DriverFacts {
+        version: v,
+        devices: if rc == 0 { Ok(n) } else { Err(describe(rc)) },
+    })
 }
