@@ -21,11 +21,14 @@ from . import _dtypes as _dtypes_module
 # it is loaded on first use (a Client without a path, or these names), not on import.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from . import sharding
+    from . import conform, cuda, distributed, ffi, session, sharding, transfer
     from ._discovery import PluginInfo, candidates, find_plugin, plugins
     from .session import Session
 
 _LAZY_DISCOVERY = ("PluginInfo", "candidates", "find_plugin", "plugins")
+# Every public submodule is an attribute after a plain `import rpjrt` (as in JAX), imported
+# on first use so that `import rpjrt` stays fast.
+_SUBMODULES = ("conform", "cuda", "distributed", "ffi", "session", "sharding", "transfer")
 
 
 def __getattr__(name: str) -> object:
@@ -41,19 +44,17 @@ def __getattr__(name: str) -> object:
 
         globals()[name] = Session
         return Session
-    if name == "sharding":
+    if name in _SUBMODULES:
         import importlib
 
-        mod = importlib.import_module(".sharding", __name__)
-        globals()[name] = mod
-        return mod
-    if name == "ffi":  # custom calls: `rpjrt.ffi` works after a plain `import rpjrt`
-        import importlib
-
-        mod = importlib.import_module(".ffi", __name__)
+        mod = importlib.import_module(f".{name}", __name__)
         globals()[name] = mod
         return mod
     raise AttributeError(f"module 'rpjrt' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_DISCOVERY) | set(_SUBMODULES) | {"Session"})
 from ._dtypes import (
     ALL as _ALL_DTYPES,
 )

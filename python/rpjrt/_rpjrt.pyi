@@ -646,7 +646,9 @@ class TcpStore:
     def barrier(
         self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
     ) -> None: ...
-    def shutdown(self, grace: float = 0.0) -> bool: ...
+    def shutdown(self, grace: float = 0.0) -> bool:
+        """Host: stop, first waiting up to ``grace`` s for every peer to leave.
+        Peer: say goodbye, then close."""
 
 def _detect_launch_env() -> dict[str, Any]: ...
 def _initialize(

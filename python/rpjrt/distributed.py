@@ -118,8 +118,10 @@ class Distributed:
         self.store.barrier(name, self.process_id, self.num_processes, timeout)
 
     def shutdown(self, grace: float = 30.0) -> bool:
-        """Close the store. Process 0 first waits up to ``grace`` seconds for the others to
-        leave. Returns whether they all had."""
+        """Leave the job. The other processes say goodbye to the store and close it;
+        process 0, which hosts it, first waits up to ``grace`` seconds until every other
+        process has said goodbye (or lost its connection), so that no peer is cut off.
+        Returns whether they all had left in time."""
         return self.store.shutdown(grace if self.store.is_host else 0.0)
 
 
@@ -132,7 +134,8 @@ def initialize(
     timeout: float = 30.0,
 ) -> Distributed:
     """Join the job's TCP store: process 0 hosts it on the coordinator address, the others
-    connect (waiting up to ``timeout`` seconds for it).
+    connect (waiting up to ``timeout`` seconds for it). Returns only once every process has
+    joined (waiting up to ``timeout`` again); the error names the processes that did not.
 
     With ``process_id`` and ``num_processes`` given, those are used (``source`` is
     ``"explicit"``; the coordinator and token default to ``RPJRT_COORDINATOR`` and

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use rpjrt::distributed::{DistributedOptions, InMemoryStore, KvStore, LaunchEnv, TcpStore};
 use rpjrt::Code;
+use rpjrt_distributed::{
+    DistributedOptions, InMemoryStore, KvStore, LaunchEnv, Rendezvous, TcpStore,
+};
 
 use crate::errors::{invalid, PyErrExt};
 
@@ -17,14 +19,14 @@ fn secs(timeout: f64, what: &str) -> PyResult<Duration> {
 }
 
 /// The shared Python face of a Rust store.
-fn py_set(py: Python<'_>, s: &Arc<dyn KvStore>, key: &str, value: &[u8]) -> PyResult<()> {
+fn py_set(py: Python<'_>, s: &Arc<dyn Rendezvous>, key: &str, value: &[u8]) -> PyResult<()> {
     let value = value.to_vec();
     py.detach(|| s.set(key, &value)).pyerr()
 }
 
 fn py_get<'py>(
     py: Python<'py>,
-    s: &Arc<dyn KvStore>,
+    s: &Arc<dyn Rendezvous>,
     key: &str,
     timeout: f64,
 ) -> PyResult<Bound<'py, PyBytes>> {
@@ -35,7 +37,7 @@ fn py_get<'py>(
 
 fn py_try_get<'py>(
     py: Python<'py>,
-    s: &Arc<dyn KvStore>,
+    s: &Arc<dyn Rendezvous>,
     key: &str,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let v = py.detach(|| s.try_get(key)).pyerr()?;
@@ -44,7 +46,7 @@ fn py_try_get<'py>(
 
 fn py_barrier(
     py: Python<'_>,
-    s: &Arc<dyn KvStore>,
+    s: &Arc<dyn Rendezvous>,
     name: &str,
     process_id: usize,
     num_processes: usize,
@@ -58,7 +60,7 @@ fn py_barrier(
 /// A key-value store in this process's memory, shared by its threads.
 #[pyclass(frozen, name = "InMemoryStore", module = "rpjrt.distributed")]
 pub struct PyInMemoryStore {
-    store: Arc<dyn KvStore>,
+    store: Arc<dyn Rendezvous>,
 }
 
 #[pymethods]
@@ -99,7 +101,7 @@ impl PyInMemoryStore {
 #[pyclass(frozen, name = "TcpStore", module = "rpjrt.distributed")]
 pub struct PyTcpStore {
     tcp: Arc<TcpStore>,
-    store: Arc<dyn KvStore>,
+    store: Arc<dyn Rendezvous>,
 }
 
 impl PyTcpStore {
@@ -247,10 +249,10 @@ impl KvStore for PyObjectStore {
 /// The store behind `kv`: a Rust store as is, any other object through its methods.
 fn store_from_py(kv: &Bound<'_, PyAny>) -> PyResult<Arc<dyn KvStore>> {
     if let Ok(s) = kv.cast::<PyInMemoryStore>() {
-        return Ok(s.get().store.clone());
+        return Ok(s.get().store.clone() as Arc<dyn KvStore>);
     }
     if let Ok(s) = kv.cast::<PyTcpStore>() {
-        return Ok(s.get().store.clone());
+        return Ok(s.get().store.clone() as Arc<dyn KvStore>);
     }
     for m in ["set", "get", "try_get"] {
         if !kv.hasattr(m)? {
@@ -293,7 +295,7 @@ pub fn _detect_launch_env(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 
 /// `distributed.initialize`: the launch environment (`LaunchEnv::resolve`) as a dict, and
 /// the job's store joined under it (`TcpStore::from_env`: process 0 hosts, the others
-/// connect, waiting up to `timeout` seconds).
+/// connect, waiting up to `timeout` seconds; it returns once every process has joined).
 #[pyfunction]
 #[pyo3(signature = (process_id, num_processes, coordinator, token, timeout))]
 pub fn _initialize(
@@ -341,5 +343,5 @@ fn env_dict<'py>(py: Python<'py>, env: &LaunchEnv) -> PyResult<Bound<'py, PyDict
 /// The first host of a Slurm node list (`node[01-04,07]` → `node01`).
 #[pyfunction]
 pub fn _first_host(list: &str) -> PyResult<String> {
-    rpjrt::distributed::first_host(list).pyerr()
+    rpjrt_distributed::first_host(list).pyerr()
 }

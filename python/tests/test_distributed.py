@@ -96,6 +96,26 @@ def test_in_memory_barrier_names_the_missing_process() -> None:
     assert all("process 2 of 3" in str(e) for e in errors), errors
 
 
+def test_a_reused_barrier_name_waits_again() -> None:
+    s = distributed.InMemoryStore()
+    t = threading.Thread(target=s.barrier, args=("b", 1, 2, 10.0))
+    t.start()
+    s.barrier("b", 0, 2, 10.0)
+    t.join()
+    # The second use of "b" is a new round: process 1 has not come to it.
+    with pytest.raises(DeadlineExceededError, match="process 1 of 2"):
+        s.barrier("b", 0, 2, 0.1)
+
+
+def test_the_hosts_own_set_obeys_the_entry_limit() -> None:
+    host = distributed.TcpStore.host("127.0.0.1:0", "t")
+    try:
+        with pytest.raises(InvalidArgumentError, match="limit"):
+            host.set("k", bytes(64 << 20))
+    finally:
+        host.shutdown()
+
+
 def test_tcp_store_host_and_clients() -> None:
     host = distributed.TcpStore.host("127.0.0.1:0", "secret")
     assert host.is_host
@@ -231,6 +251,54 @@ def test_python_processes_rendezvous_under_rpjrt_launch(clean_env: pytest.Monkey
     assert r.returncode == 0, r.stdout + r.stderr
     for p in range(3):
         assert f"[{p}] process {p} of 3 saw 3 via rpjrt" in r.stdout, r.stdout
+
+
+JOIN_AND_LEAVE = (
+    "import rpjrt.distributed as d; c = d.initialize(timeout=20.0); "
+    "print(c.process_id); c.shutdown()"
+)
+
+
+def test_initialize_and_shutdown_alone_pass_under_launch_twenty_times(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    # initialize() returns only once every process joined, and process 0's shutdown waits
+    # for the others' goodbyes: no process meets a store that is gone.
+    import sys
+
+    for i in range(20):
+        r = subprocess.run(
+            [sys.executable, "-m", "rpjrt", "launch", "-n", "4", "--timeout", "60", "--",
+             sys.executable, "-c", JOIN_AND_LEAVE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, f"run {i}: {r.stdout}{r.stderr}"
+        for p in range(4):
+            assert f"[{p}] {p}" in r.stdout, f"run {i}: {r.stdout}"
+
+
+def test_every_submodule_is_an_attribute_after_a_plain_import() -> None:
+    names = ["conform", "cuda", "distributed", "ffi", "session", "sharding", "transfer"]
+    r = run_python(
+        f"""
+        import rpjrt
+        assert callable(rpjrt.distributed.initialize)
+        for name in {names!r}:
+            mod = getattr(rpjrt, name)
+            assert mod.__name__ == "rpjrt." + name, mod
+            assert name in dir(rpjrt), name
+        try:
+            rpjrt.no_such_module
+        except AttributeError as e:
+            assert "no_such_module" in str(e)
+        else:
+            raise SystemExit("no AttributeError")
+        print("ok")
+        """
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
 
 # ----------------------------------------------------------------------------- adapters

@@ -227,7 +227,7 @@ fn a_peer_that_never_arrives_is_named_by_everyone_else() {
         let err = text(&out.stderr);
         assert!(!out.status.success());
         assert!(
-            err.contains("process 2 of 3 did not reach barrier \"rendezvous\" within 1.5s"),
+            err.contains("process 2 of 3 did not join the job's store within 1.5s"),
             "{err}"
         );
     }
@@ -256,7 +256,7 @@ fn a_peer_killed_mid_rendezvous_is_named_by_everyone_else() {
         .collect();
     // Wait until the victim has joined (it sets its key, then holds), then kill it.
     {
-        use rpjrt::distributed::{KvStore, TcpStore};
+        use rpjrt_distributed::{KvStore, TcpStore};
         let watcher = TcpStore::connect(
             &format!("127.0.0.1:{port}"),
             "t",
@@ -307,7 +307,7 @@ fn a_wrong_token_is_refused_and_the_host_names_the_missing_peer() {
     let out = finish(host, LIMIT);
     let err = text(&out.stderr);
     assert!(
-        err.contains("process 1 of 2 did not reach barrier"),
+        err.contains("process 1 of 2 did not join the job's store"),
         "{err}"
     );
 }
@@ -386,15 +386,26 @@ fn launch_refuses_bad_arguments() {
             .unwrap(),
         LIMIT,
     );
-    assert!(!out.status.success());
+    // Every usage error exits with 2: a count clap refuses (negative, not a number) and
+    // one only the launch can judge (zero) alike, and a command that cannot start.
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("at least one process"));
+    for n in ["-1", "x"] {
+        let out = finish(
+            cmd(&["launch", "-n", n, "--", "true"], &[])
+                .spawn()
+                .unwrap(),
+            LIMIT,
+        );
+        assert_eq!(out.status.code(), Some(2), "-n {n}: {}", text(&out.stderr));
+    }
     let out = finish(
         cmd(&["launch", "-n", "1", "--", "/nonexistent/program"], &[])
             .spawn()
             .unwrap(),
         LIMIT,
     );
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("cannot start"));
 }
 

@@ -127,13 +127,13 @@ impl Client {
     pub fn new_distributed(
         plugin: &Plugin,
         options: &ClientOptions,
-        dist: &crate::distributed::DistributedOptions,
+        dist: &crate::DistributedOptions,
     ) -> Result<Client> {
         check_known_options(options)?;
         let cache = crate::cache::Cache::for_client(options)?;
         let api = plugin.inner.api;
         let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
-            crate::distributed::Backend(Arc::clone(&dist.store)),
+            crate::kv::Backend(Arc::clone(&dist.store)),
         )));
         let given = |n: &str| options.entries().iter().any(|(k, _)| k == n);
         let explicit = given("node_id") || given("num_nodes") || given("process_id");

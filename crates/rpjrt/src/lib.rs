@@ -36,7 +36,6 @@ pub mod conform;
 pub mod cuda;
 pub mod diagnostics;
 pub mod discovery;
-pub mod distributed;
 pub mod dlpack;
 mod dtype;
 mod error;
@@ -46,6 +45,7 @@ pub mod ffi;
 mod hlo;
 pub mod host;
 mod introspect;
+mod kv;
 pub mod layout;
 mod mlir;
 pub mod npy;
@@ -148,6 +148,7 @@ pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
 };
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
+pub use kv::{DistributedOptions, KvStore};
 pub use layout::DeviceLayout;
 pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};

@@ -9,8 +9,47 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{for_each_plugin_only, is_old};
-use rpjrt::distributed::{DistributedOptions, InMemoryStore, KvStore};
 use rpjrt::{Client, ClientOptions, Code, CompileOptions, Plugin, Program};
+use rpjrt::{DistributedOptions, KvStore};
+
+/// The smallest store that waits: a map behind a lock, and a condition variable that wakes
+/// waiters when a key is set. (The shipped stores live in rpjrt-distributed.)
+#[derive(Default)]
+struct InMemoryStore {
+    map: Mutex<std::collections::HashMap<String, Vec<u8>>>,
+    changed: std::sync::Condvar,
+}
+
+impl InMemoryStore {
+    fn new() -> InMemoryStore {
+        InMemoryStore::default()
+    }
+}
+
+impl KvStore for InMemoryStore {
+    fn set(&self, key: &str, value: &[u8]) -> rpjrt::Result<()> {
+        self.map
+            .lock()
+            .unwrap()
+            .insert(key.to_string(), value.to_vec());
+        self.changed.notify_all();
+        Ok(())
+    }
+    fn get(&self, key: &str, timeout: Duration) -> rpjrt::Result<Vec<u8>> {
+        let map = self.map.lock().unwrap();
+        let (map, _) = self
+            .changed
+            .wait_timeout_while(map, timeout, |m| !m.contains_key(key))
+            .unwrap();
+        map.get(key).cloned().ok_or_else(|| rpjrt::Error::Store {
+            code: Code::DeadlineExceeded,
+            message: format!("key {key:?} was not set within {timeout:?}"),
+        })
+    }
+    fn try_get(&self, key: &str) -> rpjrt::Result<Option<Vec<u8>>> {
+        Ok(self.map.lock().unwrap().get(key).cloned())
+    }
+}
 
 /// A store that counts the calls the plugin makes.
 #[derive(Default)]

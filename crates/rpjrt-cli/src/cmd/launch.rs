@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use rpjrt::distributed::Launcher;
+use rpjrt_distributed::Launcher;
 
 use crate::common::CliError;
 
@@ -28,6 +28,13 @@ pub struct Args {
 
 /// Runs `rpjrt launch`; the exit code is the first failing process's (124 on timeout).
 pub fn run(args: Args) -> Result<i32, CliError> {
+    // A count clap accepts but a launch cannot use is a usage error too (exit 2), like
+    // the negative counts clap refuses itself.
+    if args.num_processes == 0 {
+        return Err(CliError::usage(
+            "launch needs at least one process (-n 1 or more)",
+        ));
+    }
     let timeout = args
         .timeout
         .map(|t| crate::common::positive_seconds(t, "--timeout"))
@@ -61,6 +68,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             }
             Ok(outcome.exit_code())
         }
-        Err(e) => Err(CliError::failed(e.to_string())),
+        // A launch refused before anything ran (no process, a command that cannot start)
+        // is a usage error, exit 2; anything else is a failure.
+        Err(e) => Err(CliError::from(e)),
     }
 }

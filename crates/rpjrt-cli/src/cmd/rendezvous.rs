@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rpjrt::distributed::{DistributedOptions, KvStore, LaunchEnv, TcpStore};
 use rpjrt::{Client, ClientOptions, Plugin};
+use rpjrt_distributed::{DistributedOptions, KvStore, LaunchEnv, Rendezvous, TcpStore};
 
 use crate::common::{self, CliError, EXIT_OK};
 

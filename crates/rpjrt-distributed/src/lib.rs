@@ -1,58 +1,57 @@
-//! Many processes: the key-value store a plugin rendezvouses through, the stores rpjrt
-//! ships (in-process and TCP), and the launch environment of common launchers.
+//! Many processes for rpjrt: the key-value stores a multi-process client rendezvouses
+//! through (in-process and TCP), barriers with generations, the launch environment of
+//! common launchers, and a local launcher (`rpjrt launch`).
 //!
 //! A multi-process PJRT client exchanges facts with its peers (device lists, addresses)
 //! through a key-value store that the caller hands to `PJRT_Client_Create` as callbacks.
-//! [`KvStore`] is that store's interface; [`DistributedOptions`] carries it, with this
-//! process's index and the process count, into [`crate::Client::new_distributed`].
+//! The interface of that store, [`KvStore`], and [`DistributedOptions`] belong to the
+//! core crate (re-exported here); this crate builds stores and rendezvous on top of
+//! them, using only rpjrt's public API.
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use rpjrt::distributed::{KvStore, LaunchEnv, TcpStore};
+//! use rpjrt_distributed::{DistributedOptions, LaunchEnv, Rendezvous, TcpStore};
 //!
 //! # fn main() -> rpjrt::Result<()> {
 //! let env = LaunchEnv::detect()?;              // RPJRT_*, torchrun, Slurm, Open MPI, PMI
-//! let store = TcpStore::from_env(&env, Duration::from_secs(30))?;   // process 0 hosts
+//! // Process 0 hosts, the others connect; returns once every process has joined.
+//! let store = Arc::new(TcpStore::from_env(&env, Duration::from_secs(30))?);
+//! let dist = DistributedOptions::new(store.clone(), env.process_id, env.num_processes)?;
+//! // ... rpjrt::Client::new_distributed(&plugin, &options, &dist) ...
 //! store.barrier("ready", env.process_id, env.num_processes, Duration::from_secs(30))?;
-//! store.shutdown();
+//! store.shutdown_after(Duration::from_secs(30)); // the host waits for every goodbye
 //! # Ok(()) }
 //! ```
 
-use std::fmt;
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Code, Error, Result};
+use rpjrt::{Code, Error, Result};
 
 mod launch;
 mod memory;
 mod tcp;
 
-pub use launch::{first_host, LaunchEnv, LaunchOutcome, LaunchSource, Launcher, DEFAULT_PORT};
+pub use launch::{
+    first_host, LaunchEnv, LaunchOutcome, LaunchSource, Launcher, OutputSink, DEFAULT_PORT,
+};
 pub use memory::InMemoryStore;
-pub use tcp::{TcpStore, PROTOCOL_MAGIC};
+pub use rpjrt::{DistributedOptions, KvStore};
+pub use tcp::{TcpStore, MAX_ENTRY_BYTES, PROTOCOL_MAGIC};
 
-/// A key-value store shared by the processes of one job.
+/// A [`KvStore`] the processes of a job can meet at: [`Rendezvous::barrier`].
 ///
-/// Every method may be called from any thread, including threads the plugin owns, and
-/// concurrently. Implementations must return within the time they are given (`get`) or
-/// within their own bounded I/O timeout (`set`, `try_get`): a plugin waiting on a store
-/// that never answers would hang client creation.
-pub trait KvStore: Send + Sync {
-    /// Stores `value` under `key`, replacing any earlier value.
-    fn set(&self, key: &str, value: &[u8]) -> Result<()>;
-
-    /// Waits up to `timeout` for `key` to be set and returns its value. Errors with code
-    /// `DEADLINE_EXCEEDED` when the time runs out.
-    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>>;
-
-    /// The value of `key` if it is set now, without waiting.
-    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>>;
-
+/// Every store gets the key-based barrier of [`barrier_on`]; a store that knows more
+/// (the TCP store knows which peers are still connected) overrides it.
+pub trait Rendezvous: KvStore {
     /// Waits until each of `num_processes` processes has called `barrier` with the same
     /// `name`, or until `timeout` runs out. The error names every process that did not
-    /// arrive in time.
+    /// arrive in time. A name may be used again: each use is a new generation, which
+    /// waits for every process to arrive again.
     fn barrier(
         &self,
         name: &str,
@@ -64,23 +63,16 @@ pub trait KvStore: Send + Sync {
     }
 }
 
-impl<T: KvStore + ?Sized> KvStore for Arc<T> {
-    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
-        (**self).set(key, value)
-    }
-    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
-        (**self).get(key, timeout)
-    }
-    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        (**self).try_get(key)
-    }
+impl<T: Rendezvous + ?Sized> Rendezvous for Arc<T> {
     fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
         (**self).barrier(name, pid, n, timeout)
     }
 }
 
-/// The barrier every [`KvStore`] gets: each process sets `rpjrt:barrier:<name>:<id>`, then
-/// waits for the others' keys; a timeout names the processes whose keys never came.
+/// The barrier for any [`KvStore`]. Process `p`'s `k`-th use of `name` (counted in the
+/// store, under a key only `p` writes) sets `rpjrt:barrier:<name>:<k>:<p>` and waits for
+/// the other processes' keys of generation `k`; a timeout names the processes whose keys
+/// never came. Every process must use the same names in the same order.
 pub fn barrier_on<S: KvStore + ?Sized>(
     store: &S,
     name: &str,
@@ -96,11 +88,14 @@ pub fn barrier_on<S: KvStore + ?Sized>(
         timeout,
         None,
         &|_| Ok(()),
+        &format!("reach barrier {name:?}"),
     )
 }
 
 /// [`barrier_on`], waiting in slices of `poll` (when given) and asking `alive(p)` after
-/// each slice whether process `p` can still arrive (an error ends the wait at once).
+/// each slice whether process `p` can still arrive (an error ends the wait at once). A
+/// timeout says the missing processes did not `what` ("reach barrier \"b\"").
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     store: &S,
     name: &str,
@@ -109,19 +104,22 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     timeout: Duration,
     poll: Option<Duration>,
     alive: &dyn Fn(usize) -> Result<()>,
+    what: &str,
 ) -> Result<()> {
     if process_id >= num_processes {
-        return Err(Error::invalid(format!(
+        return Err(invalid(format!(
             "process id {process_id} is out of range for {num_processes} processes"
         )));
     }
     let deadline = Instant::now() + timeout;
-    store.set(&barrier_key(name, process_id), b"1")?;
+    let generation = next_generation(store, name, process_id)?;
+    let key = |p: usize| format!("rpjrt:barrier:{name}:{generation}:{p}");
+    store.set(&key(process_id), b"1")?;
     for p in (0..num_processes).filter(|&p| p != process_id) {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let slice = poll.map_or(left, |s| s.min(left));
-            match store.get(&barrier_key(name, p), slice) {
+            match store.get(&key(p), slice) {
                 Ok(_) => break,
                 Err(e) if e.code() == Code::DeadlineExceeded => {
                     if Instant::now() < deadline {
@@ -130,11 +128,11 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
                     }
                     let mut missing = vec![p];
                     for q in (p + 1..num_processes).filter(|&q| q != process_id) {
-                        if store.try_get(&barrier_key(name, q))?.is_none() {
+                        if store.try_get(&key(q))?.is_none() {
                             missing.push(q);
                         }
                     }
-                    return Err(missing_processes(name, &missing, num_processes, timeout));
+                    return Err(missing_processes(what, &missing, num_processes, timeout));
                 }
                 Err(e) => return Err(e),
             }
@@ -143,11 +141,27 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     Ok(())
 }
 
-fn barrier_key(name: &str, p: usize) -> String {
-    format!("rpjrt:barrier:{name}:{p}")
+/// The generation of this process's next use of barrier `name`, kept in the store under a
+/// key only this process writes (so every handle on the store sees the same count).
+fn next_generation<S: KvStore + ?Sized>(store: &S, name: &str, process_id: usize) -> Result<u64> {
+    let counter = format!("rpjrt:barrier-uses:{name}:{process_id}");
+    let used = match store.try_get(&counter)? {
+        None => 0,
+        Some(v) => std::str::from_utf8(&v)
+            .ok()
+            .and_then(|t| t.parse::<u64>().ok())
+            .ok_or_else(|| {
+                store_error(
+                    Code::DataLoss,
+                    format!("barrier {name:?}: the store's use count {counter:?} is not a number"),
+                )
+            })?,
+    };
+    store.set(&counter, (used + 1).to_string().as_bytes())?;
+    Ok(used)
 }
 
-fn missing_processes(name: &str, missing: &[usize], n: usize, timeout: Duration) -> Error {
+fn missing_processes(what: &str, missing: &[usize], n: usize, timeout: Duration) -> Error {
     let who = if missing.len() == 1 {
         format!("process {}", missing[0])
     } else {
@@ -157,26 +171,11 @@ fn missing_processes(name: &str, missing: &[usize], n: usize, timeout: Duration)
     store_error(
         Code::DeadlineExceeded,
         format!(
-            "{who} of {n} did not reach barrier {name:?} within {:.1}s (never started, \
+            "{who} of {n} did not {what} within {:.1}s (never started, \
              crashed, or cannot reach the store)",
             timeout.as_secs_f64()
         ),
     )
-}
-
-/// A [`KvStore`] as the raw layer's KV callbacks see it.
-pub(crate) struct Backend(pub(crate) Arc<dyn KvStore>);
-
-impl crate::raw::kv::KvBackend for Backend {
-    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
-        self.0.set(key, value)
-    }
-    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
-        self.0.get(key, timeout)
-    }
-    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        self.0.try_get(key)
-    }
 }
 
 /// A store error with `code` and `message`.
@@ -187,47 +186,17 @@ pub(crate) fn store_error(code: Code, message: impl Into<String>) -> Error {
     }
 }
 
-/// What a multi-process client needs at creation: the store, this process's index and the
-/// number of processes.
-#[derive(Clone)]
-pub struct DistributedOptions {
-    /// The store the plugin exchanges keys through.
-    pub store: Arc<dyn KvStore>,
-    /// This process's index, `0..num_processes`.
-    pub process_id: usize,
-    /// The number of processes in the job.
-    pub num_processes: usize,
+/// An invalid-argument error.
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    Error::InvalidArgument(message.into())
 }
 
-impl DistributedOptions {
-    /// Options for process `process_id` of `num_processes`, rendezvousing on `store`.
-    pub fn new(
-        store: Arc<dyn KvStore>,
-        process_id: usize,
-        num_processes: usize,
-    ) -> Result<DistributedOptions> {
-        if num_processes == 0 || process_id >= num_processes {
-            return Err(Error::invalid(format!(
-                "process id {process_id} is out of range for {num_processes} processes \
-                 (ids run from 0 to num_processes - 1)"
-            )));
-        }
-        Ok(DistributedOptions {
-            store,
-            process_id,
-            num_processes,
-        })
-    }
-}
-
-impl fmt::Debug for DistributedOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "DistributedOptions(process {} of {})",
-            self.process_id, self.num_processes
-        )
-    }
+/// An environment variable as text, `None` when unset or empty. A value that is not UTF-8
+/// keeps its other characters (with replacement characters), so that it fails the
+/// caller's parse with a message naming it, instead of passing for unset.
+pub(crate) fn env_text(name: &str) -> Option<String> {
+    let v = std::env::var_os(name)?;
+    Some(v.to_string_lossy().into_owned()).filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]

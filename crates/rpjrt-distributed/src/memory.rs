@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{store_error, KvStore};
-use crate::error::{Code, Result};
+use crate::{store_error, KvStore, Rendezvous};
+use rpjrt::{Code, Result};
 
 /// A [`KvStore`] in this process's memory. Clone an `Arc` of it into each thread.
 #[derive(Default)]
@@ -64,7 +64,7 @@ pub(crate) fn wait_for_key(
     }
 }
 
-pub(crate) fn timeout_error(key: &str, timeout: Duration) -> crate::Error {
+pub(crate) fn timeout_error(key: &str, timeout: Duration) -> rpjrt::Error {
     store_error(
         Code::DeadlineExceeded,
         format!(
@@ -73,6 +73,8 @@ pub(crate) fn timeout_error(key: &str, timeout: Duration) -> crate::Error {
         ),
     )
 }
+
+impl Rendezvous for InMemoryStore {}
 
 impl KvStore for InMemoryStore {
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
@@ -151,8 +153,35 @@ mod tests {
     }
 
     #[test]
+    fn a_barrier_name_used_again_waits_again() {
+        let s = Arc::new(InMemoryStore::new());
+        let t = Duration::from_secs(10);
+        let peer = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || s.barrier("b", 1, 2, t))
+        };
+        s.barrier("b", 0, 2, t).unwrap();
+        peer.join().unwrap().unwrap();
+        // The second use of "b" must wait for process 1 again, and name it.
+        let e = s
+            .barrier("b", 0, 2, Duration::from_millis(100))
+            .unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        assert!(e.to_string().contains("process 1 of 2"), "{e}");
+        // Process 1's second use meets process 0's second (already arrived), and a
+        // third round meets again.
+        s.barrier("b", 1, 2, t).unwrap();
+        let peer = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || s.barrier("b", 1, 2, t))
+        };
+        s.barrier("b", 0, 2, t).unwrap();
+        peer.join().unwrap().unwrap();
+    }
+
+    #[test]
     fn eight_threads_a_thousand_keys_each() {
         let s = Arc::new(InMemoryStore::new());
-        crate::distributed::tests_support::hammer(|_| Arc::clone(&s) as Arc<dyn KvStore>);
+        crate::tests_support::hammer(|_| Arc::clone(&s) as Arc<dyn KvStore>);
     }
 }

@@ -9,7 +9,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use rpjrt::Result;
+
+use crate::env_text;
 
 /// The port the coordinator listens on when the launcher names only a host (Slurm) and
 /// `RPJRT_COORDINATOR_PORT` does not say otherwise.
@@ -72,7 +74,7 @@ fn parse_num(get: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<
     match get(name) {
         None => Ok(None),
         Some(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
-            Error::invalid(format!(
+            crate::invalid(format!(
                 "environment variable {name}={v:?} is not a non-negative integer"
             ))
         }),
@@ -99,7 +101,7 @@ impl LaunchEnv {
 
     fn checked(self) -> Result<LaunchEnv> {
         if self.num_processes == 0 || self.process_id >= self.num_processes {
-            return Err(Error::invalid(format!(
+            return Err(crate::invalid(format!(
                 "process id {} is out of range for {} processes (from {})",
                 self.process_id, self.num_processes, self.source
             )));
@@ -115,13 +117,7 @@ impl LaunchEnv {
         coordinator: Option<String>,
         token: Option<String>,
     ) -> Result<LaunchEnv> {
-        LaunchEnv::resolve_from(
-            crate::env_text,
-            process_id,
-            num_processes,
-            coordinator,
-            token,
-        )
+        LaunchEnv::resolve_from(env_text, process_id, num_processes, coordinator, token)
     }
 
     /// The launch environment of `initialize`-style arguments: with `process_id` and
@@ -155,7 +151,7 @@ impl LaunchEnv {
                 }
                 Ok(env)
             }
-            _ => Err(Error::invalid(
+            _ => Err(crate::invalid(
                 "give both process_id and num_processes, or neither",
             )),
         }
@@ -163,7 +159,7 @@ impl LaunchEnv {
 
     /// Reads the environment of this process; see [`LaunchEnv::detect_from`].
     pub fn detect() -> Result<LaunchEnv> {
-        LaunchEnv::detect_from(crate::env_text)
+        LaunchEnv::detect_from(env_text)
     }
 
     /// Detects the launcher from variables that `get` returns, trying in order:
@@ -191,13 +187,13 @@ impl LaunchEnv {
         };
         let port_plus_one = |p: String| -> Result<String> {
             let n: u16 = p.trim().parse().map_err(|_| {
-                Error::invalid(format!(
+                crate::invalid(format!(
                     "environment variable MASTER_PORT={p:?} is not a port"
                 ))
             })?;
             Ok((n
                 .checked_add(1)
-                .ok_or_else(|| Error::invalid("MASTER_PORT is 65535"))?)
+                .ok_or_else(|| crate::invalid("MASTER_PORT is 65535"))?)
             .to_string())
         };
         let mut env = if let Some((r, n)) = pair("RPJRT_PROCESS_ID", "RPJRT_NUM_PROCESSES")? {
@@ -240,7 +236,7 @@ impl LaunchEnv {
             let n = match parse_num(get, "SLURM_NTASKS")? {
                 Some(n) => n,
                 None => parse_num(get, "SLURM_NPROCS")?.ok_or_else(|| {
-                    Error::invalid("SLURM_PROCID is set but neither SLURM_NTASKS nor SLURM_NPROCS")
+                    crate::invalid("SLURM_PROCID is set but neither SLURM_NTASKS nor SLURM_NPROCS")
                 })?,
             };
             let list = get("SLURM_STEP_NODELIST")
@@ -248,7 +244,7 @@ impl LaunchEnv {
                 .or_else(|| get("SLURM_NODELIST"));
             let port = match get("RPJRT_COORDINATOR_PORT") {
                 Some(p) => p.trim().parse::<u16>().map_err(|_| {
-                    Error::invalid(format!(
+                    crate::invalid(format!(
                         "environment variable RPJRT_COORDINATOR_PORT={p:?} is not a port"
                     ))
                 })?,
@@ -268,7 +264,7 @@ impl LaunchEnv {
                 source: LaunchSource::Slurm,
             }
         } else {
-            return Err(Error::invalid(
+            return Err(crate::invalid(
                 "no launcher found in the environment: set RPJRT_PROCESS_ID and \
                  RPJRT_NUM_PROCESSES (or run under rpjrt launch, torchrun, srun, mpirun), or \
                  pass the process id and count explicitly",
@@ -305,7 +301,7 @@ impl LaunchEnv {
 /// The first host of a Slurm node list: `node[01-04,07]` → `node01`,
 /// `gpu-a[3,5],cpu1` → `gpu-a3`, `rack[1-2]-n[08-09]` → `rack1-n08`, `host` → `host`.
 pub fn first_host(list: &str) -> Result<String> {
-    let bad = |why: &str| Error::invalid(format!("Slurm node list {list:?}: {why}"));
+    let bad = |why: &str| crate::invalid(format!("Slurm node list {list:?}: {why}"));
     let list = list.trim();
     // The first entry ends at the first comma outside brackets.
     let mut depth = 0i32;
@@ -420,11 +416,14 @@ fn random_token() -> String {
 }
 
 fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| Error::invalid(format!("cannot find a free local port: {e}")))?;
-    Ok(l.local_addr()
-        .map_err(|e| Error::invalid(format!("cannot find a free local port: {e}")))?
-        .port())
+    let fail = |e: std::io::Error| {
+        crate::store_error(
+            rpjrt::Code::Unavailable,
+            format!("cannot find a free local port: {e}"),
+        )
+    };
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(fail)?;
+    Ok(l.local_addr().map_err(fail)?.port())
 }
 
 impl Launcher {
@@ -433,12 +432,12 @@ impl Launcher {
     /// killed.
     pub fn run(&self, sink: OutputSink) -> Result<LaunchOutcome> {
         if self.num_processes == 0 {
-            return Err(Error::invalid(
+            return Err(crate::invalid(
                 "launch needs at least one process (-n 1 or more)",
             ));
         }
         let Some((program, args)) = self.command.split_first() else {
-            return Err(Error::invalid("launch needs a command to run"));
+            return Err(crate::invalid("launch needs a command to run"));
         };
         let port = match self.port {
             Some(p) => p,
@@ -469,7 +468,7 @@ impl Launcher {
                         let _ = c.kill();
                         let _ = c.wait();
                     }
-                    return Err(Error::invalid(format!("cannot start {program:?}: {e}")));
+                    return Err(crate::invalid(format!("cannot start {program:?}: {e}")));
                 }
             };
             let pipes: [(bool, Option<Box<dyn Read + Send>>); 2] = [

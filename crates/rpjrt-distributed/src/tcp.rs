@@ -23,15 +23,22 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::memory::{timeout_error, wait_for_key};
-use super::{barrier_with, store_error, KvStore, LaunchEnv};
-use crate::error::{Code, Error, Result};
+use rpjrt::{Code, Error, Result};
+
+use crate::memory::{timeout_error, wait_for_key};
+use crate::{barrier_with, invalid, store_error, KvStore, LaunchEnv, Rendezvous};
 
 /// The 8 bytes a client's hello starts with (protocol name and version).
 pub const PROTOCOL_MAGIC: &[u8; 8] = b"RPJRTKV1";
 
 /// The largest frame either side accepts (64 MiB).
 const MAX_FRAME: usize = 64 << 20;
+/// The most bytes of key plus value one entry may hold: what is left of a frame after a
+/// set request's op byte and key length, so that every entry any writer stores (the host
+/// itself included) can be sent as a set and served back as a reply.
+pub const MAX_ENTRY_BYTES: usize = MAX_FRAME - 5;
+/// The barrier [`TcpStore::from_env`] holds so that it returns once every process joined.
+const JOIN_BARRIER: &str = "rpjrt:join";
 /// How long the host waits for a new connection's hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest wait a get may ask the host for (one day).
@@ -90,13 +97,13 @@ fn utf8(b: &[u8]) -> io::Result<&str> {
 fn resolve(addr: &str) -> Result<SocketAddr> {
     let all: Vec<SocketAddr> = addr
         .to_socket_addrs()
-        .map_err(|e| Error::invalid(format!("cannot resolve store address {addr:?}: {e}")))?
+        .map_err(|e| invalid(format!("cannot resolve store address {addr:?}: {e}")))?
         .collect();
     all.iter()
         .find(|a| a.is_ipv4())
         .or_else(|| all.first())
         .copied()
-        .ok_or_else(|| Error::invalid(format!("store address {addr:?} resolves to nothing")))
+        .ok_or_else(|| invalid(format!("store address {addr:?} resolves to nothing")))
 }
 
 // ------------------------------------------------------------------------------ the host
@@ -343,6 +350,8 @@ struct Remote {
     process_id: u32,
     io_timeout: Duration,
     pool: Mutex<Vec<TcpStream>>,
+    /// Set by [`TcpStore::shutdown`]: no call opens a connection after it.
+    closed: AtomicBool,
 }
 
 impl Remote {
@@ -391,6 +400,9 @@ impl Remote {
 
     /// Sends one request and reads its reply, on a pooled connection (or a new one).
     fn call(&self, parts: &[&[u8]], wait: Duration) -> Result<Vec<u8>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed_error());
+        }
         let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut s = match pooled {
             Some(s) => s,
@@ -459,6 +471,33 @@ enum Role {
 pub struct TcpStore {
     role: Role,
     io_timeout: Duration,
+    /// The job's process count, when known ([`TcpStore::from_env`]): the host then waits
+    /// for every peer's goodbye in [`TcpStore::shutdown_after`].
+    members: Option<usize>,
+}
+
+/// The key a peer sets when it leaves the store.
+fn goodbye_key(p: usize) -> String {
+    format!("rpjrt:goodbye:{p}")
+}
+
+/// Refuses an entry too large for the protocol, whoever writes it.
+fn check_entry(key: &str, value: &[u8]) -> Result<()> {
+    if key.len() + value.len() > MAX_ENTRY_BYTES {
+        return Err(invalid(format!(
+            "key {key:?} with a value of {} bytes exceeds the TCP store's limit of \
+             {MAX_ENTRY_BYTES} bytes of key and value",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
+fn closed_error() -> Error {
+    store_error(
+        Code::FailedPrecondition,
+        "the key-value store was shut down",
+    )
 }
 
 impl TcpStore {
@@ -469,6 +508,7 @@ impl TcpStore {
         Ok(TcpStore {
             role: Role::Host(host),
             io_timeout: Duration::from_secs(30),
+            members: None,
         })
     }
 
@@ -482,13 +522,14 @@ impl TcpStore {
     ) -> Result<TcpStore> {
         let sock = resolve(addr)?;
         let process_id = u32::try_from(process_id)
-            .map_err(|_| Error::invalid(format!("process id {process_id} is too large")))?;
+            .map_err(|_| invalid(format!("process id {process_id} is too large")))?;
         let remote = Remote {
             addr: sock,
             token: token.to_string(),
             process_id,
             io_timeout: timeout.max(Duration::from_millis(100)),
             pool: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
         };
         let deadline = Instant::now() + timeout;
         loop {
@@ -521,14 +562,41 @@ impl TcpStore {
         Ok(TcpStore {
             role: Role::Remote(remote),
             io_timeout: timeout.max(Duration::from_millis(100)),
+            members: None,
         })
     }
 
     /// Process 0 hosts on the launch environment's coordinator address, the others connect
-    /// to it (waiting up to `timeout` for it to come up).
+    /// to it (waiting up to `timeout` for it to come up); then every process waits, up to
+    /// `timeout` again, until all `num_processes` have joined, so that no process goes on
+    /// (and the host never shuts down) before a peer has arrived. The error names the
+    /// processes that did not join.
+    ///
+    /// The store knows the process count: [`TcpStore::shutdown_after`] on the host waits
+    /// for every peer to leave.
     pub fn from_env(env: &LaunchEnv, timeout: Duration) -> Result<TcpStore> {
+        let mut store = TcpStore::open_env(env, timeout)?;
+        let joined = store.meet(
+            JOIN_BARRIER,
+            env.process_id,
+            env.num_processes,
+            timeout,
+            "join the job's store",
+        );
+        if let Err(e) = joined {
+            // The peers that did join are failing their own wait; the host serves them
+            // until they have gone (bounded), so they see the missing processes named
+            // rather than a lost connection.
+            store.shutdown_after(timeout);
+            return Err(e);
+        }
+        store.members = Some(env.num_processes);
+        Ok(store)
+    }
+
+    fn open_env(env: &LaunchEnv, timeout: Duration) -> Result<TcpStore> {
         let addr = env.coordinator.as_deref().ok_or_else(|| {
-            Error::invalid(format!(
+            invalid(format!(
                 "the launch environment ({}) names no coordinator address; set \
                  RPJRT_COORDINATOR=host:port",
                 env.source
@@ -557,12 +625,18 @@ impl TcpStore {
         matches!(self.role, Role::Host(_))
     }
 
-    /// Stops the host (it stops listening, closes every connection and joins its threads),
-    /// or closes this client's connections. Idempotent.
+    /// Stops the host at once (it stops listening, closes every connection and joins its
+    /// threads), or says goodbye to the host and closes this client's connections. Every
+    /// later call on this store fails. Idempotent.
     pub fn shutdown(&self) {
         match &self.role {
             Role::Host(h) => h.shutdown(),
             Role::Remote(r) => {
+                if !r.closed.load(Ordering::Acquire) {
+                    // Best effort: a host that is gone needs no goodbye.
+                    let _ = self.set(&goodbye_key(r.process_id as usize), b"");
+                }
+                r.closed.store(true, Ordering::Release);
                 for s in r.pool.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
                     let _ = s.shutdown(Shutdown::Both);
                 }
@@ -571,13 +645,20 @@ impl TcpStore {
     }
 
     /// Like [`TcpStore::shutdown`], but the host first waits up to `grace` for its peers
-    /// to close their connections (so a peer still reading the last barrier's keys is not
-    /// cut off). Returns whether every peer had gone before the host stopped.
+    /// to leave, so that a peer still reading the last barrier's keys is not cut off: for
+    /// each peer's goodbye (or lost connection) when the store knows the process count
+    /// ([`TcpStore::from_env`]), and for every connection to close. Returns whether every
+    /// peer had left before the host stopped.
     pub fn shutdown_after(&self, grace: Duration) -> bool {
         let mut clean = true;
         if let Role::Host(h) = &self.role {
             let until = Instant::now() + grace;
-            while !h.idle() {
+            let left = |p: usize| {
+                h.shared.lock().contains_key(&goodbye_key(p))
+                    || u32::try_from(p).is_ok_and(|p| h.shared.peer_state(p) == PeerState::Gone)
+            };
+            let n = self.members.unwrap_or(0);
+            while !((1..n).all(left) && h.idle()) {
                 if Instant::now() >= until {
                     clean = false;
                     break;
@@ -595,7 +676,7 @@ impl TcpStore {
             // Process 0 is the host; a host that answers is alive.
             return Ok(PeerState::Connected);
         }
-        let p32 = u32::try_from(p).map_err(|_| Error::invalid("process id too large"))?;
+        let p32 = u32::try_from(p).map_err(|_| invalid("process id too large"))?;
         match &self.role {
             Role::Host(h) => Ok(h.shared.peer_state(p32)),
             Role::Remote(r) => {
@@ -609,13 +690,6 @@ impl TcpStore {
             }
         }
     }
-
-    fn closed_error(&self) -> Error {
-        store_error(
-            Code::FailedPrecondition,
-            "the key-value store was shut down",
-        )
-    }
 }
 
 impl Drop for TcpStore {
@@ -624,18 +698,17 @@ impl Drop for TcpStore {
     }
 }
 
-impl KvStore for TcpStore {
-    /// Like every store's barrier, and it also fails at once, naming the process, when a
-    /// process that joined the store loses its connection (it exited or crashed) before
-    /// arriving.
-    fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
+impl TcpStore {
+    /// The barrier `name`, failing at once when a peer that joined loses its connection;
+    /// errors say the missing processes did not `what`.
+    fn meet(&self, name: &str, pid: usize, n: usize, timeout: Duration, what: &str) -> Result<()> {
         let alive = |p: usize| -> Result<()> {
             if self.peer_state(p)? == PeerState::Gone {
                 return Err(store_error(
                     Code::Unavailable,
                     format!(
                         "process {p} of {n} lost its connection to the store (it exited or \
-                         crashed) before reaching barrier {name:?}"
+                         crashed) before it could {what}"
                     ),
                 ));
             }
@@ -649,29 +722,35 @@ impl KvStore for TcpStore {
             timeout,
             Some(Duration::from_millis(200)),
             &alive,
+            what,
         )
     }
+}
 
+impl Rendezvous for TcpStore {
+    /// Like every store's barrier, and it also fails at once, naming the process, when a
+    /// process that joined the store loses its connection (it exited or crashed) before
+    /// arriving.
+    fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
+        self.meet(name, pid, n, timeout, &format!("reach barrier {name:?}"))
+    }
+}
+
+impl KvStore for TcpStore {
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        check_entry(key, value)?;
         match &self.role {
             Role::Host(h) => {
                 if h.shared.stopped() {
-                    return Err(self.closed_error());
+                    return Err(closed_error());
                 }
                 h.shared.lock().insert(key.to_string(), value.to_vec());
                 h.shared.changed.notify_all();
                 Ok(())
             }
             Role::Remote(r) => {
-                if key.len() + value.len() + 5 > MAX_FRAME {
-                    return Err(Error::invalid(format!(
-                        "key {key:?} with a value of {} bytes exceeds the TCP store's \
-                         {MAX_FRAME}-byte message limit",
-                        value.len()
-                    )));
-                }
-                let klen = u32::try_from(key.len())
-                    .map_err(|_| Error::invalid("key longer than 4 GiB"))?;
+                let klen =
+                    u32::try_from(key.len()).map_err(|_| invalid("key longer than 4 GiB"))?;
                 let reply = r.call(
                     &[&[OP_SET], &klen.to_be_bytes(), key.as_bytes(), value],
                     Duration::ZERO,
@@ -692,7 +771,7 @@ impl KvStore for TcpStore {
                 });
                 match v {
                     Some(v) => Ok(v),
-                    None if h.shared.stopped() => Err(self.closed_error()),
+                    None if h.shared.stopped() => Err(closed_error()),
                     None => Err(timeout_error(key, timeout)),
                 }
             }
@@ -712,7 +791,7 @@ impl KvStore for TcpStore {
         match &self.role {
             Role::Host(h) => {
                 if h.shared.stopped() {
-                    return Err(self.closed_error());
+                    return Err(closed_error());
                 }
                 Ok(h.shared.lock().get(key).cloned())
             }
@@ -876,9 +955,112 @@ mod tests {
     }
 
     #[test]
+    fn one_entry_limit_for_every_writer() {
+        let (host, addr) = pair("t");
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        // The host's own set obeys the limit peers obey...
+        let too_big = vec![7u8; MAX_ENTRY_BYTES];
+        let e = host.set("k", &too_big).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.to_string().contains(&MAX_ENTRY_BYTES.to_string()), "{e}");
+        let e = c.set("k", &too_big).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        // ...and the largest entry either may write is served back whole.
+        let largest = vec![9u8; MAX_ENTRY_BYTES - 1];
+        host.set("k", &largest).unwrap();
+        assert_eq!(c.get("k", T).unwrap(), largest);
+        c.set("j", &largest).unwrap();
+        assert_eq!(c.try_get("j").unwrap().as_deref(), Some(&largest[..]));
+        assert_eq!(host.get("j", T).unwrap(), largest);
+    }
+
+    fn env(p: usize, n: usize, addr: &str) -> LaunchEnv {
+        LaunchEnv::explicit(p, n, Some(addr.to_string()), Some("j".into())).unwrap()
+    }
+
+    #[test]
+    fn from_env_returns_once_everyone_joined_and_the_host_waits_for_goodbyes() {
+        let addr = format!(
+            "127.0.0.1:{}",
+            TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        );
+        let (a0, a1, a2) = (addr.clone(), addr.clone(), addr.clone());
+        let start = Instant::now();
+        let host = std::thread::spawn(move || {
+            let s = TcpStore::from_env(&env(0, 3, &a0), T).unwrap();
+            let joined = start.elapsed();
+            // Shut down at once: the host must still serve the peers until they leave.
+            let clean = s.shutdown_after(T);
+            (joined, clean)
+        });
+        let early = std::thread::spawn(move || {
+            let s = TcpStore::from_env(&env(1, 3, &a1), T).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            s.set("late-write", b"1").unwrap();
+            s.shutdown();
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let s = TcpStore::from_env(&env(2, 3, &a2), T).unwrap();
+        let joined_at = start.elapsed();
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(s.get("late-write", T).unwrap(), b"1");
+        drop(s); // a drop says goodbye too
+        early.join().unwrap();
+        let (host_joined, clean) = host.join().unwrap();
+        assert!(
+            host_joined + Duration::from_millis(50) >= Duration::from_millis(300),
+            "the host returned from from_env after {host_joined:?}, before process 2 came \
+             ({joined_at:?})"
+        );
+        assert!(clean, "the host stopped before every peer said goodbye");
+        assert!(TcpStream::connect(&addr).is_err(), "still listening");
+    }
+
+    #[test]
+    fn from_env_names_a_process_that_never_joins() {
+        let (_h, addr) = pair("j");
+        let e = TcpStore::from_env(&env(1, 3, &addr), Duration::from_millis(300)).unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        assert!(
+            e.to_string()
+                .contains("processes 0, 2 of 3 did not join the job's store"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_closed_client_refuses_further_calls() {
+        let (_host, addr) = pair("t");
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        c.shutdown();
+        let e = c.set("a", b"1").unwrap_err();
+        assert_eq!(e.code(), Code::FailedPrecondition, "{e}");
+    }
+
+    #[test]
+    fn a_reused_barrier_name_waits_again_over_tcp() {
+        let (host, addr) = pair("t");
+        let host = Arc::new(host);
+        let h = Arc::clone(&host);
+        let peer = std::thread::spawn(move || h.barrier("b", 0, 2, T));
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        c.barrier("b", 1, 2, T).unwrap();
+        peer.join().unwrap().unwrap();
+        let e = c
+            .barrier("b", 1, 2, Duration::from_millis(300))
+            .unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        assert!(e.to_string().contains("process 0 of 2"), "{e}");
+    }
+
+    #[test]
     fn eight_clients_a_thousand_keys_each() {
         let (_host, addr) = pair("t");
-        crate::distributed::tests_support::hammer(|i| {
+        crate::tests_support::hammer(|i| {
             Arc::new(TcpStore::connect(&addr, "t", i + 1, T).unwrap()) as Arc<dyn KvStore>
         });
     }
