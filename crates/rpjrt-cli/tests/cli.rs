@@ -456,7 +456,7 @@ fn conform_on_both_cpu_plugins_and_diff() {
     let rb = conform_json(&new(), &b);
     for r in [&ra, &rb] {
         assert_eq!(r["schema"], "rpjrt-conform");
-        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["schema_version"], 2);
         assert_eq!(r["summary"]["fail"], 0);
         assert_eq!(r["summary"]["crash"], 0);
         let results = r["results"].as_array().unwrap();
