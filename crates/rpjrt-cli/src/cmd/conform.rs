@@ -89,16 +89,20 @@ fn outcome_text(o: Outcome) -> String {
 }
 
 fn print_result(r: &CheckResult, verbose: bool) {
-    let by = match (r.unsupported_by.as_deref(), r.blocked_by.as_deref()) {
-        (Some("rpjrt"), _) => " [not yet in rpjrt]".to_string(),
-        (_, Some(cause)) => format!(" [blocked by {cause}]"),
-        _ => String::new(),
+    let by = match r.unsupported_by.as_deref() {
+        Some("rpjrt") => " [not yet in rpjrt]",
+        _ => "",
+    };
+    // A blocked check names its cause; the cause's own line has the error.
+    let detail = match (r.outcome, r.blocked_by.as_deref()) {
+        (Outcome::Blocked, Some(cause)) => format!("blocked by {cause}"),
+        _ => r.detail.lines().next().unwrap_or("").to_string(),
     };
     crate::outln!(
         "{} {:<34} {}{}",
         outcome_text(r.outcome),
         r.name,
-        r.detail.lines().next().unwrap_or(""),
+        detail,
         by
     );
     if verbose {
