@@ -304,7 +304,7 @@ impl Verdict {
                 what,
                 needs,
                 plugin,
-                missing_slot,
+                ..
             } => {
                 if let Some((what, entry, message)) = unimplemented_in(what) {
                     return Verdict::unsupported(answered_unimplemented(
@@ -313,12 +313,13 @@ impl Verdict {
                         Some(what),
                     ));
                 }
+                // Only a newer version than the plugin's is worth naming; at its own
+                // version the plugin simply leaves the capability out (an empty slot, an
+                // absent extension, a short extension struct).
                 Verdict::unsupported(if needs > plugin {
                     format!("{what} needs PJRT {needs}; this plugin implements PJRT {plugin}")
-                } else if *missing_slot {
-                    format!("the plugin does not provide {what} (PJRT {plugin})")
                 } else {
-                    e.to_string()
+                    format!("the plugin does not provide {what} (PJRT {plugin})")
                 })
             }
             _ if e.code() == Code::Unimplemented => Verdict::unsupported(e.to_string()),
