@@ -90,7 +90,7 @@ def test_python_m_rpjrt_conform_runs_isolated_checks(plugin_path: str, tmp_path:
     )
     assert r.returncode == 1, r.stderr
     doc = json.loads(report.read_text())
-    assert doc["schema"] == "rpjrt-conform" and doc["schema_version"] == 1
+    assert doc["schema"] == "rpjrt-conform" and doc["schema_version"] == 2
     outcomes = {x["name"]: x["outcome"] for x in doc["results"]}
     assert outcomes["buffers.scalar"] == "crash"
     assert outcomes["api.version"] == "pass"

@@ -456,7 +456,7 @@ fn conform_on_both_cpu_plugins_and_diff() {
     let rb = conform_json(&new(), &b);
     for r in [&ra, &rb] {
         assert_eq!(r["schema"], "rpjrt-conform");
-        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["schema_version"], 2);
         assert_eq!(r["summary"]["fail"], 0);
         assert_eq!(r["summary"]["crash"], 0);
         let results = r["results"].as_array().unwrap();
@@ -601,6 +601,85 @@ fn conform_on_the_fake_plugin_reports_its_defects() {
     let v: Json = serde_json::from_str(&out).unwrap();
     assert_eq!(v["summary"]["fail"], 1);
     assert_eq!(v["summary"]["pass"], 1);
+}
+
+#[test]
+fn conform_without_a_client_reports_one_failure_and_the_blocked_checks() {
+    // A plugin that cannot create a client (a GPU plugin without a GPU).
+    let no_client = (
+        "RPJRT_FAKE_FAIL",
+        "PJRT_Client_Create:FAILED_PRECONDITION:no GPU",
+    );
+    let only = ["--only", "api.version,client.*,buffers.scalar,devices.list"];
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(only)
+        .env(no_client.0, no_client.1));
+    assert_eq!(code, 1, "blocked checks did not run: {out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let line = |name: &str| {
+        *lines
+            .iter()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no line for {name}: {out}"))
+    };
+    assert!(line("client.create").starts_with("fail"), "{out}");
+    assert!(line("client.create").contains("no GPU"), "{out}");
+    for name in ["client.platform", "buffers.scalar", "devices.list"] {
+        let l = line(name);
+        assert!(l.starts_with("blocked"), "{out}");
+        // The cause is named; its error is on the cause's line, not repeated.
+        assert!(l.ends_with("blocked by client.create"), "{l}");
+    }
+    assert!(line("api.version").starts_with("pass"), "{out}");
+    assert!(out.contains("1 fail") && out.contains("5 blocked"), "{out}");
+    // --diff against a run that had a client: the blocked checks are listed together,
+    // without their (absent) facts.
+    let dir = tmpdir("conform-blocked");
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let (code, _, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(only)
+        .arg("--json")
+        .arg(&a));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(only)
+        .arg("--json")
+        .arg(&b)
+        .env(no_client.0, no_client.1));
+    assert_eq!(code, 1, "{err}");
+    let (code, out, _) = run(rpjrt().args(["conform", "--diff"]).arg(&a).arg(&b));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(
+            "5 checks blocked in B by client.create: buffers.scalar, client.create_options"
+        ),
+        "{out}"
+    );
+    assert!(
+        !out.contains("check devices.list: devices"),
+        "no fact rows: {out}"
+    );
+    assert!(out.contains("check client.create: outcome"), "{out}");
+    let (_, out, _) = run(rpjrt()
+        .args(["conform", "--diff"])
+        .arg(&a)
+        .arg(&b)
+        .args(["--json", "-"]));
+    let v: Json = serde_json::from_str(&out).unwrap();
+    let blocked_rows = v["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["b"] == "blocked")
+        .count();
+    assert_eq!(blocked_rows, 5, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

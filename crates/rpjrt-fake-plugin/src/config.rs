@@ -52,6 +52,8 @@ knobs! {
     KV,
     /// `BYTES`: each device's `device` memory holds at most that many buffer bytes.
     MEMORY_LIMIT,
+    /// `BYTES` put in `pjrt_api_version.struct_size` (default: the struct's real size).
+    VERSION_STRUCT_SIZE,
 }
 
 /// What the FFI extension's `register_handler` does ([`knobs::FFI`]).
@@ -170,6 +172,8 @@ pub struct Config {
     pub kv: bool,
     /// Bytes each device's `device` memory holds; `None`: unlimited.
     pub memory_limit: Option<u64>,
+    /// The `struct_size` reported in `pjrt_api_version`.
+    pub version_struct_size: usize,
 }
 
 impl Default for Config {
@@ -212,6 +216,7 @@ impl Default for Config {
             ffi_version: (0, 4),
             kv: false,
             memory_limit: None,
+            version_struct_size: sys::PJRT_Api_Version_STRUCT_SIZE,
         }
     }
 }
@@ -413,6 +418,9 @@ impl Config {
                 knobs::FFI_VERSION => c.ffi_version = parse_version(knob, &v)?,
                 knobs::KV => c.kv = flag(&v)?,
                 knobs::MEMORY_LIMIT => c.memory_limit = Some(parse(knob, &v, "a byte count")?),
+                knobs::VERSION_STRUCT_SIZE => {
+                    c.version_struct_size = parse(knob, &v, "a byte count")?
+                }
                 _ => unreachable!("every knob is handled"),
             }
         }

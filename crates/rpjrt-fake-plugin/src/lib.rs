@@ -33,6 +33,7 @@
 //! | `RPJRT_FAKE_FFI_VERSION` | `MAJOR.MINOR`: the XLA FFI API version the fake implements | `0.4` |
 //! | `RPJRT_FAKE_KV` | `1`: client create exchanges device counts through the KV callbacks (see below) | `0` |
 //! | `RPJRT_FAKE_MEMORY_LIMIT` | `BYTES`: each device's `device` memory holds at most that many buffer bytes; more fails with RESOURCE_EXHAUSTED | unlimited |
+//! | `RPJRT_FAKE_VERSION_STRUCT_SIZE` | `BYTES` put in `pjrt_api_version.struct_size` (`0` plays a plugin that leaves it unset) | `24`, the struct's size |
 //!
 //! Entry names are the C names (`PJRT_Client_Compile`); an unknown name, a malformed
 //! value or an unknown knob in a spec makes `GetPjrtApi` print the problem to stderr and

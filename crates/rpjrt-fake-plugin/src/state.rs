@@ -80,7 +80,7 @@ fn build(config: Config) -> Result<&'static State, String> {
     }
     api.struct_size = FIRST_SLOT + 8 * slots;
     api.pjrt_api_version = sys::PJRT_Api_Version {
-        struct_size: sys::PJRT_Api_Version_STRUCT_SIZE,
+        struct_size: config.version_struct_size,
         extension_start: std::ptr::null_mut(),
         major_version: config.version.0,
         minor_version: config.version.1,

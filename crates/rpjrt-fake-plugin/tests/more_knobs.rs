@@ -467,3 +467,19 @@ fn memory_limit_fails_allocations_and_stats_report_use() {
     destroy_client(api, client);
     assert!(fake::configure_from_spec("RPJRT_FAKE_MEMORY_LIMIT=lots").is_err());
 }
+
+#[test]
+fn version_struct_size_is_what_the_knob_says() {
+    let _g = serial();
+    let api = api_from("");
+    assert_eq!(
+        api.0.pjrt_api_version.struct_size,
+        sys::PJRT_Api_Version_STRUCT_SIZE
+    );
+    let api = api_from("RPJRT_FAKE_VERSION_STRUCT_SIZE=0");
+    assert_eq!(api.0.pjrt_api_version.struct_size, 0);
+    // The version itself is still there.
+    assert_eq!(api.0.pjrt_api_version.minor_version, 114);
+    assert!(fake::configure_from_spec("RPJRT_FAKE_VERSION_STRUCT_SIZE=-1").is_err());
+    fake::configure_from_spec("").unwrap();
+}

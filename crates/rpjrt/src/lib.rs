@@ -32,7 +32,6 @@ mod bench;
 mod buffer;
 mod cache;
 mod client;
-pub mod conform;
 pub mod cuda;
 pub mod diagnostics;
 pub mod discovery;

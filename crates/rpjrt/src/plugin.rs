@@ -203,6 +203,13 @@ impl Plugin {
         raw::OUR_VERSION
     }
 
+    /// The `struct_size` the plugin put in its `PJRT_Api_Version` (the struct holding
+    /// its version, 24 bytes in every PJRT release). A plugin that leaves it wrong (0)
+    /// still loads; conformance checks report it.
+    pub fn version_struct_size(&self) -> usize {
+        self.inner.api.version_struct_size()
+    }
+
     /// Size in bytes of the plugin's function table struct.
     pub fn table_size(&self) -> usize {
         self.inner.api.table_size()

@@ -1,10 +1,10 @@
-//! `rpjrt conform`: the conformance harness (see `rpjrt::conform`), and its hidden child.
+//! `rpjrt conform`: the conformance harness (the `rpjrt-conform` crate), and its hidden child.
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use rpjrt::conform::{self, CheckResult, Outcome, Report, RunConfig};
+use rpjrt_conform::{self as conform, CheckResult, Outcome, Report, RunConfig};
 use serde_json::json;
 
 use crate::common::{self, paint, CliError, Style, EXIT_DEFECT, EXIT_OK};
@@ -82,6 +82,7 @@ fn outcome_text(o: Outcome) -> String {
     let style = match o {
         Outcome::Pass => Style::Green,
         Outcome::Unsupported => Style::Yellow,
+        Outcome::Blocked => Style::Dim,
         _ => Style::Red,
     };
     paint(&format!("{:<11}", o.name()), style)
@@ -92,11 +93,16 @@ fn print_result(r: &CheckResult, verbose: bool) {
         Some("rpjrt") => " [not yet in rpjrt]",
         _ => "",
     };
+    // A blocked check names its cause; the cause's own line has the error.
+    let detail = match (r.outcome, r.blocked_by.as_deref()) {
+        (Outcome::Blocked, Some(cause)) => format!("blocked by {cause}"),
+        _ => r.detail.lines().next().unwrap_or("").to_string(),
+    };
     crate::outln!(
         "{} {:<34} {}{}",
         outcome_text(r.outcome),
         r.name,
-        r.detail.lines().next().unwrap_or(""),
+        detail,
         by
     );
     if verbose {
@@ -191,8 +197,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     }
     if !to_stdout {
         let s = report.summary();
+        let blocked = match s["blocked"] {
+            0 => String::new(),
+            n => format!(", {n} blocked"),
+        };
         let line = format!(
-            "{} checks: {} pass, {} fail, {} unsupported, {} crash, {} timeout  ({})",
+            "{} checks: {} pass, {} fail, {} unsupported{blocked}, {} crash, {} timeout  ({})",
             report.results.len(),
             s["pass"],
             s["fail"],
@@ -270,10 +280,38 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
         crate::outln!("no differences");
         return Ok(EXIT_OK);
     }
+    // Checks blocked on one side (by one cause, the client) are listed together, not as a
+    // screenful of outcome changes.
+    let blocked_in = |r: &Report, what: &str| {
+        let name = what.strip_prefix("check ")?.strip_suffix(": outcome")?;
+        let r = r.results.iter().find(|r| r.name == name)?;
+        Some(r.blocked_by.clone()?).filter(|_| r.outcome == Outcome::Blocked)
+    };
+    let mut grouped: Vec<(&str, String, Vec<&str>)> = Vec::new();
     for x in &d {
+        let side = match (blocked_in(&a, &x.what), blocked_in(&b, &x.what)) {
+            (Some(cause), _) => Some(("A", cause)),
+            (None, Some(cause)) => Some(("B", cause)),
+            _ => None,
+        };
+        if let Some((side, cause)) = side {
+            let name = &x.what["check ".len()..x.what.len() - ": outcome".len()];
+            match grouped.iter_mut().find(|g| g.0 == side && g.1 == cause) {
+                Some(g) => g.2.push(name),
+                None => grouped.push((side, cause, vec![name])),
+            }
+            continue;
+        }
         crate::outln!("{}", x.what);
         crate::outln!("  A: {}", paint(&x.a.to_string(), Style::Red));
         crate::outln!("  B: {}", paint(&x.b.to_string(), Style::Green));
+    }
+    for (side, cause, names) in &grouped {
+        crate::outln!(
+            "{} checks blocked in {side} by {cause}: {}",
+            names.len(),
+            paint(&names.join(", "), Style::Dim)
+        );
     }
     crate::outln!("{} differences", d.len());
     Ok(EXIT_OK)

@@ -136,6 +136,8 @@ pub(crate) struct Api {
     ptr: *const sys::PJRT_Api,
     table_size: usize,
     version: ApiVersion,
+    /// `pjrt_api_version.struct_size` as the plugin set it.
+    version_struct_size: usize,
     /// The fork generation (see `guard`) and process the plugin was loaded in.
     fork_generation: u32,
     loaded_in_pid: u32,
@@ -222,6 +224,7 @@ pub(crate) fn load(path: &Path) -> Result<Api> {
         ptr,
         table_size,
         version,
+        version_struct_size: v.struct_size,
         fork_generation: guard::generation(),
         loaded_in_pid: std::process::id(),
         extensions: Vec::new(),
@@ -235,6 +238,11 @@ impl Api {
     /// The plugin's PJRT version.
     pub(crate) fn version(&self) -> ApiVersion {
         self.version
+    }
+
+    /// `pjrt_api_version.struct_size` as the plugin reports it.
+    pub(crate) fn version_struct_size(&self) -> usize {
+        self.version_struct_size
     }
 
     /// Size of the plugin's `PJRT_Api` struct in bytes.

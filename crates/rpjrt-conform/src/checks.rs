@@ -3,15 +3,16 @@
 use serde_json::json;
 
 use super::{Check, CheckFn, Ctx, Verdict};
-use crate::{
+use rpjrt::{
     ArraySpec, Buffer, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Program, Result,
     Value,
 };
 
-const MUL_ADD_TEXT: &[u8] = include_bytes!("../../tests/fixtures/mul_add.mlir");
-const MUL_ADD_BYTECODE: &[u8] = include_bytes!("../../tests/fixtures/mul_add.mlirbc");
-const MUL_ADD_PORTABLE: &[u8] = include_bytes!("../../tests/fixtures/mul_add.jax_export.mlirbc");
-const MUL_ADD_HLO: &[u8] = include_bytes!("../../tests/fixtures/mul_add.hlo.pb");
+const MUL_ADD_TEXT: &[u8] = include_bytes!("../../rpjrt/tests/fixtures/mul_add.mlir");
+const MUL_ADD_BYTECODE: &[u8] = include_bytes!("../../rpjrt/tests/fixtures/mul_add.mlirbc");
+const MUL_ADD_PORTABLE: &[u8] =
+    include_bytes!("../../rpjrt/tests/fixtures/mul_add.jax_export.mlirbc");
+const MUL_ADD_HLO: &[u8] = include_bytes!("../../rpjrt/tests/fixtures/mul_add.hlo.pb");
 
 const BAD_PROGRAM: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  \
     %0 = stablehlo.add %a, %undefined_value : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n";
@@ -325,10 +326,25 @@ fn run_mul_add(ctx: &mut Ctx, program: Program) -> Result<Verdict> {
 
 fn api_version(ctx: &mut Ctx) -> Result<Verdict> {
     let v = ctx.plugin.version();
-    Ok(Verdict::pass().fact("pjrt_version", v.to_string()).fact(
-        "newer_than_rpjrt_layout",
-        v > crate::Plugin::rpjrt_layout_version(),
-    ))
+    // The version is read from a PJRT_Api_Version struct whose own size must say it holds
+    // the version fields; a plugin that leaves it 0 (or short) has not filled it in.
+    let size = ctx.plugin.version_struct_size();
+    let want = rpjrt_sys::PJRT_Api_Version_STRUCT_SIZE;
+    let verdict = if size < want {
+        Verdict::fail(format!(
+            "pjrt_api_version.struct_size is {size}, less than the {want} bytes of a \
+             PJRT_Api_Version: the version it reports ({v}) is not vouched for"
+        ))
+    } else {
+        Verdict::pass()
+    };
+    Ok(verdict
+        .fact("pjrt_version", v.to_string())
+        .fact("version_struct_size", size)
+        .fact(
+            "newer_than_rpjrt_layout",
+            v > rpjrt::Plugin::rpjrt_layout_version(),
+        ))
 }
 
 fn api_table_size(ctx: &mut Ctx) -> Result<Verdict> {
@@ -418,7 +434,7 @@ fn client_create(ctx: &mut Ctx) -> Result<Verdict> {
 
 fn client_struct_sizes(ctx: &mut Ctx) -> Result<Verdict> {
     // rpjrt always sends its newest struct sizes; a plugin must read the prefix it knows.
-    let ours = crate::Plugin::rpjrt_layout_version();
+    let ours = rpjrt::Plugin::rpjrt_layout_version();
     let theirs = ctx.plugin.version();
     let client = ctx.client()?;
     client.devices()?;
@@ -436,13 +452,15 @@ fn client_struct_sizes(ctx: &mut Ctx) -> Result<Verdict> {
 }
 
 fn client_create_options(ctx: &mut Ctx) -> Result<Verdict> {
+    // The default client first: without one, this check is blocked, not a failure.
+    let platform = ctx.client()?.platform_name()?;
     let opts = ClientOptions::new().set("rpjrt_conform_unknown_option", Value::Int64(1));
-    let unknown = match crate::Client::new(&ctx.plugin, &opts) {
+    let unknown = match rpjrt::Client::new(&ctx.plugin, &opts) {
         Ok(_) => "accepted silently",
         Err(e)
-            if e.code() == crate::Code::InvalidArgument
-                || e.code() == crate::Code::NotFound
-                || e.code() == crate::Code::Unimplemented =>
+            if e.code() == rpjrt::Code::InvalidArgument
+                || e.code() == rpjrt::Code::NotFound
+                || e.code() == rpjrt::Code::Unimplemented =>
         {
             "refused"
         }
@@ -453,10 +471,9 @@ fn client_create_options(ctx: &mut Ctx) -> Result<Verdict> {
         }
     };
     let mut v = Verdict::pass().fact("unknown_option", unknown);
-    let platform = ctx.client()?.platform_name()?;
     if platform == "cpu" {
         let o = ClientOptions::new().set("cpu_device_count", Value::Int64(2));
-        let c = crate::Client::new(&ctx.plugin, &o)?;
+        let c = rpjrt::Client::new(&ctx.plugin, &o)?;
         let n = c.devices()?.len();
         if n != 2 {
             return Ok(Verdict::fail(format!(
@@ -550,7 +567,7 @@ fn devices_memories(ctx: &mut Ctx) -> Result<Verdict> {
 
 fn devices_memory_stats(ctx: &mut Ctx) -> Result<Verdict> {
     let d = ctx.client()?.default_device()?;
-    let s = crate::diagnostics::memory_stats(&d)?;
+    let s = rpjrt::diagnostics::memory_stats(&d)?;
     Ok(Verdict::pass()
         .detail(s.to_string())
         .fact("limit_reported", s.bytes_limit.is_some())
@@ -724,7 +741,7 @@ fn buffers_delete(ctx: &mut Ctx) -> Result<Verdict> {
     Ok(Verdict::pass())
 }
 
-fn compiled(ctx: &mut Ctx) -> Result<(crate::Executable, Buffer, Buffer)> {
+fn compiled(ctx: &mut Ctx) -> Result<(rpjrt::Executable, Buffer, Buffer)> {
     let c = ctx.client()?;
     let exe = c.compile(&Program::mlir(MUL_ADD_TEXT), &CompileOptions::default())?;
     let d = c.default_device()?;
@@ -826,7 +843,7 @@ fn execute_wrong_arguments(ctx: &mut Ctx) -> Result<Verdict> {
         )),
         Err(e) => Ok(Verdict::pass().fact(
             "refused_by",
-            if matches!(e, crate::Error::InvalidArgument(_)) {
+            if matches!(e, rpjrt::Error::InvalidArgument(_)) {
                 "rpjrt"
             } else {
                 "plugin"
@@ -945,18 +962,18 @@ fn ext_ffi(ctx: &mut Ctx) -> Result<Verdict> {
     if v.outcome != Some(super::Outcome::Pass) {
         return Ok(v);
     }
-    let (major, minor) = match crate::ffi::runtime_version(&ctx.plugin) {
+    let (major, minor) = match rpjrt::ffi::runtime_version(&ctx.plugin) {
         Ok(rv) => rv,
         Err(e) => return Ok(Verdict::from_error(&e)),
     };
     let c = ctx.client()?;
     // A registration is checked when it happens (the runtime's metadata call must come and
     // accept the handler's version), so success here means the runtime took the handler.
-    let options = crate::ffi::RegisterOptions {
+    let options = rpjrt::ffi::RegisterOptions {
         replace: true,
         ..Default::default()
     };
-    match crate::ffi::register_with(c, "rpjrt_conform_probe", &options, |_| Ok(())) {
+    match rpjrt::ffi::register_with(c, "rpjrt_conform_probe", &options, |_| Ok(())) {
         Ok(r) => Ok(Verdict::pass()
             .fact("runtime_version", format!("{major}.{minor}"))
             .fact(

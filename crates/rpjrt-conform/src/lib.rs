@@ -1,9 +1,10 @@
 //! A conformance harness for PJRT plugins: a second opinion on a plugin that is not JAX.
 //!
 //! The checks are data ([`Check`]: name, group, description, function) in
-//! [`checks::all`]. Each exercises an entry point or extension through rpjrt itself and
-//! ends in one [`Outcome`]: pass, fail (a defect), unsupported (the capability is absent;
-//! not a defect), crash or timeout.
+//! [`all_checks`]. Each exercises an entry point or extension through rpjrt's public API
+//! and ends in one [`Outcome`]: pass, fail (a defect), unsupported (the capability is
+//! absent; not a defect), blocked (an earlier step it needs, creating the client, failed),
+//! crash or timeout.
 //!
 //! Isolation: [`run_isolated`] runs the checks in a child process (the caller says how to
 //! start one, normally its own binary with a hidden subcommand that calls
@@ -17,6 +18,45 @@
 //!
 //! The report ([`Report`]) serializes to the JSON schema documented in
 //! `docs/conform-schema.md`, versioned by [`SCHEMA_VERSION`]; [`diff`] compares two.
+//!
+//! # Example
+//!
+//! A program that checks a plugin: it is its own child process, started again with a
+//! `child` argument followed by the `--plugin PATH --checks NAMES` that the runner adds.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! fn main() -> rpjrt::Result<()> {
+//!     let args: Vec<String> = std::env::args().collect();
+//!     if args.get(1).map(String::as_str) == Some("child") {
+//!         // args: [exe, "child", "--plugin", PATH, "--checks", NAMES]
+//!         let names: Vec<String> = args[5].split(',').map(str::to_string).collect();
+//!         let code = rpjrt_conform::child_main(args[3].as_ref(), &names, &mut std::io::stdout());
+//!         std::process::exit(code);
+//!     }
+//!     let config = rpjrt_conform::RunConfig {
+//!         child: vec![std::env::current_exe().expect("own path").into(), "child".into()],
+//!         timeout: Duration::from_secs(60),
+//!         env: Vec::new(),
+//!     };
+//!     let checks = rpjrt_conform::select(Some("api.*,buffers.*"));
+//!     let mut progress = |_: usize, _: usize, _: &str, _: Option<&rpjrt_conform::CheckResult>| {};
+//!     let report = rpjrt_conform::run_isolated(
+//!         "/path/to/pjrt_plugin.so".as_ref(),
+//!         &checks,
+//!         &config,
+//!         &mut progress,
+//!     )?;
+//!     for r in &report.results {
+//!         println!("{:<12} {} {}", r.outcome.name(), r.name, r.detail);
+//!     }
+//!     std::process::exit(i32::from(report.has_defects()));
+//! }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod checks;
 
@@ -30,13 +70,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::error::{Code, Error};
-use crate::plugin::Plugin;
+use rpjrt::{Code, Error, Plugin};
 
 pub use checks::all as all_checks;
 
-/// Version of the report's JSON schema. Bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the report's JSON schema. Bumped on any incompatible change (2 added the
+/// `blocked` outcome and the `blocked_by` field). Reports of version 1 are still read.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The check whose job is creating the shared client: when that fails, it is the one
+/// defect reported, and every other check that needs the client is [`Outcome::Blocked`].
+pub const CLIENT_CHECK: &str = "client.create";
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::InvalidArgument(msg.into())
+}
 
 /// Marks the child's protocol lines on its stdout, so that anything a plugin prints there
 /// (even without a newline) cannot be taken for, or garble, a result.
@@ -67,6 +115,9 @@ pub enum Outcome {
     Crash,
     /// The check ran past its time limit and was killed.
     Timeout,
+    /// The check needs something an earlier step failed to make (the client): it could
+    /// not run. Not a defect of its own; the cause is in [`CheckResult::blocked_by`].
+    Blocked,
 }
 
 impl Outcome {
@@ -78,6 +129,7 @@ impl Outcome {
             Outcome::Unsupported => "unsupported",
             Outcome::Crash => "crash",
             Outcome::Timeout => "timeout",
+            Outcome::Blocked => "blocked",
         }
     }
 
@@ -89,6 +141,7 @@ impl Outcome {
             "unsupported" => Outcome::Unsupported,
             "crash" => Outcome::Crash,
             "timeout" => Outcome::Timeout,
+            "blocked" => Outcome::Blocked,
             _ => return None,
         })
     }
@@ -97,6 +150,16 @@ impl Outcome {
     pub fn is_defect(self) -> bool {
         matches!(self, Outcome::Fail | Outcome::Crash | Outcome::Timeout)
     }
+
+    /// Every outcome, in the order reports list them.
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::Unsupported,
+        Outcome::Blocked,
+        Outcome::Crash,
+        Outcome::Timeout,
+    ];
 }
 
 /// What a check found.
@@ -111,6 +174,9 @@ pub struct CheckResult {
     /// For unsupported: `plugin` (the plugin lacks it) or `rpjrt` (rpjrt does not bind it
     /// yet). `None` otherwise.
     pub unsupported_by: Option<String>,
+    /// For blocked: the check whose failure blocked this one ([`CLIENT_CHECK`]). `None`
+    /// otherwise.
+    pub blocked_by: Option<String>,
     /// One line saying what happened (the error, what differed, why unsupported).
     pub detail: String,
     /// Facts observed (sizes, versions, names), compared by [`diff`].
@@ -125,7 +191,8 @@ impl CheckResult {
     fn to_json(&self) -> Json {
         json!({
             "name": self.name, "group": self.group, "outcome": self.outcome.name(),
-            "unsupported_by": self.unsupported_by, "detail": self.detail,
+            "unsupported_by": self.unsupported_by, "blocked_by": self.blocked_by,
+            "detail": self.detail,
             "facts": self.facts, "duration_ms": self.duration_ms, "stderr": self.stderr,
         })
     }
@@ -137,6 +204,10 @@ impl CheckResult {
             outcome: Outcome::from_name(v.get("outcome")?.as_str()?)?,
             unsupported_by: v
                 .get("unsupported_by")
+                .and_then(|s| s.as_str())
+                .map(str::to_string),
+            blocked_by: v
+                .get("blocked_by")
                 .and_then(|s| s.as_str())
                 .map(str::to_string),
             detail: v
@@ -219,38 +290,118 @@ impl Verdict {
     }
 
     /// The verdict for an error: unsupported for a capability the plugin lacks
-    /// (`Unsupported`, `UNIMPLEMENTED`), a defect otherwise.
+    /// (`Unsupported`, `UNIMPLEMENTED`), a defect otherwise. The detail says what
+    /// happened: a plugin that answered UNIMPLEMENTED is named as such, and a version is
+    /// given only when the plugin's version is what is missing.
     pub fn from_error(e: &Error) -> Verdict {
         match e {
-            Error::Unsupported { .. } => Verdict::unsupported(e.to_string()),
+            Error::Pjrt {
+                entry,
+                code: Code::Unimplemented,
+                message,
+            } => Verdict::unsupported(answered_unimplemented(entry, message, None)),
+            Error::Unsupported {
+                what,
+                needs,
+                plugin,
+                ..
+            } => {
+                if let Some((what, entry, message)) = unimplemented_in(what) {
+                    return Verdict::unsupported(answered_unimplemented(
+                        entry,
+                        message,
+                        Some(what),
+                    ));
+                }
+                // Only a newer version than the plugin's is worth naming; at its own
+                // version the plugin simply leaves the capability out (an empty slot, an
+                // absent extension, a short extension struct).
+                Verdict::unsupported(if needs > plugin {
+                    format!("{what} needs PJRT {needs}; this plugin implements PJRT {plugin}")
+                } else {
+                    format!("the plugin does not provide {what} (PJRT {plugin})")
+                })
+            }
             _ if e.code() == Code::Unimplemented => Verdict::unsupported(e.to_string()),
             _ => Verdict::fail(e.to_string()),
         }
     }
 }
 
+fn answered_unimplemented(entry: &str, message: &str, what: Option<&str>) -> String {
+    let mut s = format!("the plugin answered UNIMPLEMENTED for {entry}");
+    if let Some(what) = what.filter(|w| !w.is_empty()) {
+        s.push_str(&format!(" (asked for {what})"));
+    }
+    if !message.trim().is_empty() {
+        s.push_str(": ");
+        s.push_str(message.trim());
+    }
+    s
+}
+
+/// rpjrt reports an entry that answered UNIMPLEMENTED, where it stands for a missing
+/// capability, as `Unsupported` with `what` = `WHAT (ENTRY: the plugin says UNIMPLEMENTED:
+/// MESSAGE)`; the parts, when `what` has that form.
+fn unimplemented_in(what: &str) -> Option<(&str, &str, &str)> {
+    const SAYS: &str = ": the plugin says UNIMPLEMENTED";
+    let at = what.find(SAYS)?;
+    let open = what[..at].rfind(" (")?;
+    let entry = &what[open + 2..at];
+    if !entry.starts_with("PJRT_") {
+        return None;
+    }
+    let rest = &what[at + SAYS.len()..];
+    let message = rest.strip_prefix(':').unwrap_or(rest).trim_start();
+    let message = message.strip_suffix(')').unwrap_or(message);
+    Some((what[..open].trim(), entry, message))
+}
+
 /// What a check function gets: the plugin, and a client made on first use.
 pub struct Ctx {
     /// The plugin under test.
     pub plugin: Plugin,
-    client: Option<crate::Client>,
+    client: Option<rpjrt::Client>,
+    /// Why the client could not be created (tried once per child process).
+    client_error: Option<String>,
+    /// Set when the running check asked for the client and there was none.
+    wanted_missing_client: bool,
 }
 
 impl Ctx {
-    /// The shared default client of this child process (created on first use).
-    pub fn client(&mut self) -> crate::Result<&crate::Client> {
+    fn new(plugin: Plugin) -> Ctx {
+        Ctx {
+            plugin,
+            client: None,
+            client_error: None,
+            wanted_missing_client: false,
+        }
+    }
+
+    /// The shared default client of this child process, created on first use. Creation
+    /// is tried once: when it fails, this and every later call return that error, and
+    /// the checks that asked are reported as blocked by it rather than each as a failure.
+    pub fn client(&mut self) -> rpjrt::Result<&rpjrt::Client> {
         if self.client.is_none() {
-            self.client = Some(crate::Client::new(
-                &self.plugin,
-                &crate::ClientOptions::new(),
-            )?);
+            if let Some(e) = &self.client_error {
+                self.wanted_missing_client = true;
+                return Err(invalid(format!("no client: {e}")));
+            }
+            match rpjrt::Client::new(&self.plugin, &rpjrt::ClientOptions::new()) {
+                Ok(c) => self.client = Some(c),
+                Err(e) => {
+                    self.client_error = Some(e.to_string());
+                    self.wanted_missing_client = true;
+                    return Err(e);
+                }
+            }
         }
         Ok(self.client.as_ref().expect("set above"))
     }
 }
 
 /// A check function: `Err` becomes [`Verdict::from_error`].
-pub type CheckFn = fn(&mut Ctx) -> crate::Result<Verdict>;
+pub type CheckFn = fn(&mut Ctx) -> rpjrt::Result<Verdict>;
 
 /// One conformance check.
 #[derive(Clone, Debug)]
@@ -325,6 +476,7 @@ pub fn select(only: Option<&str>) -> Vec<Check> {
 
 fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
     let start = Instant::now();
+    ctx.wanted_missing_client = false;
     let verdict = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (check.run)(ctx)))
     {
         Ok(Ok(v)) => v,
@@ -338,11 +490,26 @@ fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
             Verdict::fail(format!("the check panicked: {msg}"))
         }
     };
+    // Only the client check reports a failure to create the client; the others could
+    // not run without one.
+    let blocked = ctx.wanted_missing_client && check.name != CLIENT_CHECK;
+    let (verdict, blocked_by) = match (&ctx.client_error, blocked) {
+        (Some(e), true) => (
+            Verdict {
+                outcome: Some(Outcome::Blocked),
+                detail: format!("needs a client, and the plugin could not create one: {e}"),
+                ..Verdict::default()
+            },
+            Some(CLIENT_CHECK.to_string()),
+        ),
+        _ => (verdict, None),
+    };
     CheckResult {
         name: check.name.clone(),
         group: check.group.clone(),
         outcome: verdict.outcome.unwrap_or(Outcome::Pass),
         unsupported_by: verdict.unsupported_by,
+        blocked_by,
         detail: verdict.detail,
         facts: verdict.facts,
         duration_ms: start.elapsed().as_secs_f64() * 1e3,
@@ -368,10 +535,7 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
         }
     };
     emit(out, &json!({"plugin": describe(&plugin)}));
-    let mut ctx = Ctx {
-        plugin,
-        client: None,
-    };
+    let mut ctx = Ctx::new(plugin);
     let crash = std::env::var(TEST_CRASH_ENV).unwrap_or_default();
     let hang = std::env::var(TEST_HANG_ENV).unwrap_or_default();
     for name in names {
@@ -425,13 +589,7 @@ impl Report {
     /// Number of results with each outcome.
     pub fn summary(&self) -> BTreeMap<&'static str, usize> {
         let mut m = BTreeMap::new();
-        for o in [
-            Outcome::Pass,
-            Outcome::Fail,
-            Outcome::Unsupported,
-            Outcome::Crash,
-            Outcome::Timeout,
-        ] {
+        for o in Outcome::ALL {
             m.insert(
                 o.name(),
                 self.results.iter().filter(|r| r.outcome == o).count(),
@@ -440,9 +598,12 @@ impl Report {
         m
     }
 
-    /// True when any check failed, crashed or timed out.
+    /// True when any check failed, crashed or timed out, or could not run (blocked): a
+    /// run that leaves checks undone does not vouch for the plugin.
     pub fn has_defects(&self) -> bool {
-        self.results.iter().any(|r| r.outcome.is_defect())
+        self.results
+            .iter()
+            .any(|r| r.outcome.is_defect() || r.outcome == Outcome::Blocked)
     }
 
     /// The report as JSON (the documented schema).
@@ -458,9 +619,9 @@ impl Report {
     }
 
     /// Reads a report; refuses other schemas and newer schema versions.
-    pub fn from_json(v: &Json) -> crate::Result<Report> {
+    pub fn from_json(v: &Json) -> rpjrt::Result<Report> {
         if v.get("schema").and_then(|s| s.as_str()) != Some("rpjrt-conform") {
-            return Err(Error::invalid(
+            return Err(invalid(
                 "not an rpjrt conform report (no \"schema\": \"rpjrt-conform\")",
             ));
         }
@@ -469,20 +630,19 @@ impl Report {
             .and_then(|s| s.as_u64())
             .unwrap_or(0) as u32;
         if version == 0 || version > SCHEMA_VERSION {
-            return Err(Error::invalid(format!(
+            return Err(invalid(format!(
                 "conform report schema version {version}; this rpjrt reads up to {SCHEMA_VERSION}"
             )));
         }
         let results = v
             .get("results")
             .and_then(|r| r.as_array())
-            .ok_or_else(|| Error::invalid("the report has no results list"))?
+            .ok_or_else(|| invalid("the report has no results list"))?
             .iter()
             .map(|r| {
-                CheckResult::from_json(r)
-                    .ok_or_else(|| Error::invalid("a malformed result in the report"))
+                CheckResult::from_json(r).ok_or_else(|| invalid("a malformed result in the report"))
             })
-            .collect::<crate::Result<Vec<_>>>()?;
+            .collect::<rpjrt::Result<Vec<_>>>()?;
         Ok(Report {
             schema_version: version,
             rpjrt_version: v
@@ -560,7 +720,7 @@ pub fn run_isolated(
     checks: &[Check],
     config: &RunConfig,
     progress: &mut Progress<'_>,
-) -> crate::Result<Report> {
+) -> rpjrt::Result<Report> {
     let mut plugin_info: Option<Map<String, Json>> = None;
     let mut results: Vec<CheckResult> = Vec::new();
     let names: Vec<String> = checks.iter().map(|c| c.name.clone()).collect();
@@ -671,6 +831,7 @@ pub fn run_isolated(
                         name: name.clone(),
                         outcome: Outcome::Timeout,
                         unsupported_by: None,
+                        blocked_by: None,
                         detail: format!(
                             "no result after {:.1} s; the child process was killed",
                             since.elapsed().as_secs_f64()
@@ -716,6 +877,7 @@ pub fn run_isolated(
                 name,
                 outcome: Outcome::Crash,
                 unsupported_by: None,
+                blocked_by: None,
                 detail: format!("the process {how} during this check"),
                 facts: Map::new(),
                 duration_ms: since.elapsed().as_secs_f64() * 1e3,
@@ -730,6 +892,7 @@ pub fn run_isolated(
                 name,
                 outcome: Outcome::Crash,
                 unsupported_by: None,
+                blocked_by: None,
                 detail: format!("the process {how} before this check started"),
                 facts: Map::new(),
                 duration_ms: 0.0,
@@ -826,7 +989,8 @@ pub struct Difference {
 
 /// What differs between two reports: plugin facts (version, table size, attributes,
 /// extensions), then per check its outcome and each fact. Paths, timings and log output
-/// are not compared.
+/// are not compared, nor the facts of a check that is blocked on either side (it observed
+/// nothing; its outcome already differs).
 pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut keys: Vec<&String> = a.plugin.keys().chain(b.plugin.keys()).collect();
@@ -865,6 +1029,10 @@ pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
                 b: outcome(rb),
             });
         }
+        let blocked = |r: Option<&CheckResult>| r.is_some_and(|r| r.outcome == Outcome::Blocked);
+        if blocked(ra) || blocked(rb) {
+            continue;
+        }
         let empty = Map::new();
         let fa = ra.map(|r| &r.facts).unwrap_or(&empty);
         let fb = rb.map(|r| &r.facts).unwrap_or(&empty);
@@ -896,6 +1064,7 @@ mod tests {
             group: "g".into(),
             outcome: Outcome::Pass,
             unsupported_by: None,
+            blocked_by: None,
             detail: String::new(),
             facts: Map::new(),
             duration_ms: 0.0,
@@ -974,6 +1143,7 @@ mod tests {
             group: "api".into(),
             outcome: Outcome::Pass,
             unsupported_by: None,
+            blocked_by: None,
             detail: String::new(),
             facts: json!({"minor": 81}).as_object().unwrap().clone(),
             duration_ms: 1.0,
@@ -1004,5 +1174,114 @@ mod tests {
         let mut future = a.to_json();
         future["schema_version"] = json!(SCHEMA_VERSION + 1);
         assert!(Report::from_json(&future).is_err());
+        // A version 1 report (no `blocked_by`) is still read.
+        let mut v1 = a.to_json();
+        v1["schema_version"] = json!(1);
+        v1["results"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("blocked_by");
+        assert_eq!(Report::from_json(&v1).unwrap().results, a.results);
+    }
+
+    #[test]
+    fn a_blocked_check_diffs_by_its_outcome_only() {
+        let ok = CheckResult {
+            name: "buffers.scalar".into(),
+            group: "buffers".into(),
+            outcome: Outcome::Pass,
+            unsupported_by: None,
+            blocked_by: None,
+            detail: String::new(),
+            facts: json!({"x": 1}).as_object().unwrap().clone(),
+            duration_ms: 1.0,
+            stderr: String::new(),
+        };
+        let blocked = CheckResult {
+            outcome: Outcome::Blocked,
+            blocked_by: Some(CLIENT_CHECK.into()),
+            detail: "needs a client, and the plugin could not create one: no GPU".into(),
+            facts: Map::new(),
+            ..ok.clone()
+        };
+        let report = |r: &CheckResult| Report {
+            schema_version: SCHEMA_VERSION,
+            rpjrt_version: "x".into(),
+            plugin: Map::new(),
+            results: vec![r.clone()],
+        };
+        let (a, b) = (report(&ok), report(&blocked));
+        let d = diff(&a, &b);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].what, "check buffers.scalar: outcome");
+        assert_eq!((&d[0].a, &d[0].b), (&json!("pass"), &json!("blocked")));
+        // Blocked is not a defect of its own, but a run with one does not vouch.
+        assert!(!Outcome::Blocked.is_defect());
+        assert!(b.has_defects() && !a.has_defects());
+        assert_eq!(b.summary()["blocked"], 1);
+        let back = Report::from_json(&b.to_json()).unwrap();
+        assert_eq!(back.results[0].blocked_by.as_deref(), Some(CLIENT_CHECK));
+        assert_eq!(back.results[0].outcome, Outcome::Blocked);
+    }
+
+    #[test]
+    fn unimplemented_says_what_happened() {
+        let v = rpjrt::ApiVersion {
+            major: 0,
+            minor: 115,
+        };
+        // An entry that answered UNIMPLEMENTED, as rpjrt reports it directly...
+        let direct = Error::Pjrt {
+            entry: "PJRT_Device_MemoryStats",
+            code: Code::Unimplemented,
+            message: "not on this device".into(),
+        };
+        let d = Verdict::from_error(&direct);
+        assert_eq!(d.outcome, Some(Outcome::Unsupported));
+        assert_eq!(
+            d.detail,
+            "the plugin answered UNIMPLEMENTED for PJRT_Device_MemoryStats: not on this device"
+        );
+        // ...and folded into `Unsupported` by the safe layer.
+        let folded = Error::Unsupported {
+            what: "cost analysis (PJRT_Executable_GetCostAnalysis: the plugin says \
+                   UNIMPLEMENTED: no costs)"
+                .into(),
+            needs: v,
+            plugin: v,
+            missing_slot: true,
+        };
+        let d = Verdict::from_error(&folded);
+        assert_eq!(
+            d.detail,
+            "the plugin answered UNIMPLEMENTED for PJRT_Executable_GetCostAnalysis \
+             (asked for cost analysis): no costs"
+        );
+        assert!(!d.detail.contains("needs PJRT"), "{}", d.detail);
+        // An absent capability at the plugin's own version names no version it needs.
+        let absent = Error::Unsupported {
+            what: "the Layouts extension".into(),
+            needs: v,
+            plugin: v,
+            missing_slot: true,
+        };
+        assert_eq!(
+            Verdict::from_error(&absent).detail,
+            "the plugin does not provide the Layouts extension (PJRT 0.115)"
+        );
+        // A real version gap says so.
+        let older = Error::Unsupported {
+            what: "PJRT_Buffer_CopyToMemory".into(),
+            needs: v,
+            plugin: rpjrt::ApiVersion {
+                major: 0,
+                minor: 81,
+            },
+            missing_slot: false,
+        };
+        assert_eq!(
+            Verdict::from_error(&older).detail,
+            "PJRT_Buffer_CopyToMemory needs PJRT 0.115; this plugin implements PJRT 0.81"
+        );
     }
 }

@@ -1,0 +1,322 @@
+//! The harness end to end: checks run in child processes against the fake plugin (scripted
+//! through its `RPJRT_FAKE_*` knobs) and a real CPU plugin.
+//!
+//! This test binary is its own harness (`harness = false`) so that it can also be the
+//! conform child: started as `isolated child --plugin PATH --checks NAMES`, it runs
+//! `child_main` and exits. The CPU plugin comes from `RPJRT_TEST_PLUGIN_NEW` or
+//! `.deps/plugins.env` (written by `scripts/setup.sh`); the fake plugin from
+//! `RPJRT_FAKE_PLUGIN`, else it is built with cargo into this profile's target folder.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rpjrt_conform::{
+    run_isolated, select, CheckResult, Outcome, Report, RunConfig, CLIENT_CHECK, TEST_CRASH_ENV,
+};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("child") {
+        std::process::exit(child(&args[2..]));
+    }
+    // libtest-style filtering: `cargo test -p rpjrt-conform --test isolated -- NAME`.
+    let filter = args.iter().skip(1).find(|a| !a.starts_with('-')).cloned();
+    let tests: &[(&str, fn())] = &[
+        (
+            "cpu_plugin_passes_api_and_buffers",
+            cpu_plugin_passes_api_and_buffers,
+        ),
+        (
+            "no_client_blocks_the_checks_that_need_one",
+            no_client_blocks_the_checks_that_need_one,
+        ),
+        (
+            "a_zero_version_struct_size_fails_api_version",
+            a_zero_version_struct_size_fails_api_version,
+        ),
+        (
+            "unimplemented_is_reported_as_such",
+            unimplemented_is_reported_as_such,
+        ),
+        ("a_crash_is_isolated", a_crash_is_isolated),
+    ];
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for (name, test) in tests {
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        ran += 1;
+        print!("test {name} ... ");
+        match std::panic::catch_unwind(test) {
+            Ok(()) => println!("ok"),
+            Err(_) => {
+                println!("FAILED");
+                failed.push(*name);
+            }
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        ran - failed.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        std::process::exit(101);
+    }
+}
+
+/// The child: `--plugin PATH --checks A,B,...`.
+fn child(args: &[String]) -> i32 {
+    let value = |flag: &str| {
+        let at = args.iter().position(|a| a == flag);
+        at.and_then(|i| args.get(i + 1))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let names: Vec<String> = value("--checks")
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let plugin = PathBuf::from(value("--plugin"));
+    rpjrt_conform::child_main(&plugin, &names, &mut std::io::stdout().lock())
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `target/<profile>/`, found from this test binary (at `target/<profile>/deps/`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binaries live in target/<profile>/deps")
+        .to_path_buf()
+}
+
+fn fake_plugin() -> PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
+        return PathBuf::from(p);
+    }
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = profile_dir();
+            let lib = dir.join("librpjrt_fake_plugin.so");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = std::process::Command::new(cargo);
+            cmd.current_dir(workspace_root())
+                .args(["build", "--quiet", "-p", "rpjrt-fake-plugin"]);
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            if let Some(target) = dir.parent() {
+                cmd.env("CARGO_TARGET_DIR", target);
+            }
+            let status = cmd
+                .status()
+                .expect("running cargo to build the fake plugin");
+            assert!(
+                status.success() && lib.is_file(),
+                "`cargo build -p rpjrt-fake-plugin` did not produce {} ({status})",
+                lib.display()
+            );
+            lib
+        })
+        .clone()
+}
+
+fn cpu_plugin() -> PathBuf {
+    const VAR: &str = "RPJRT_TEST_PLUGIN_NEW";
+    if let Some(p) = std::env::var_os(VAR).filter(|v| !v.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let env_file = workspace_root().join(".deps/plugins.env");
+    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
+        panic!(
+            "{VAR} unset and {} unreadable ({e}): run scripts/setup.sh",
+            env_file.display()
+        )
+    });
+    let line = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(VAR)?.strip_prefix('='))
+        .next_back()
+        .unwrap_or_else(|| panic!("no {VAR} in {}", env_file.display()));
+    PathBuf::from(line.trim().trim_matches('"'))
+}
+
+/// Runs the checks matching `only` against `plugin`, with `env` set in the children.
+fn conform(plugin: &Path, only: &str, env: &[(&str, &str)]) -> Report {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child_env: Vec<(OsString, OsString)> = env
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+    // Keep the plugins' logs out of the way; the report keeps them anyway.
+    child_env.push(("TF_CPP_MIN_LOG_LEVEL".into(), "3".into()));
+    let config = RunConfig {
+        child: vec![exe.into_os_string(), "child".into()],
+        timeout: Duration::from_secs(60),
+        env: child_env,
+    };
+    let checks = select(Some(only));
+    assert!(!checks.is_empty(), "no check matches {only}");
+    let mut progress = |_: usize, _: usize, _: &str, _: Option<&CheckResult>| {};
+    run_isolated(plugin, &checks, &config, &mut progress).expect("the run completes")
+}
+
+fn result<'a>(r: &'a Report, name: &str) -> &'a CheckResult {
+    r.results
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no result for {name}"))
+}
+
+fn cpu_plugin_passes_api_and_buffers() {
+    let r = conform(&cpu_plugin(), "api.*,client.*,buffers.s*", &[]);
+    for c in &r.results {
+        assert!(
+            matches!(c.outcome, Outcome::Pass | Outcome::Unsupported),
+            "{}: {} {}",
+            c.name,
+            c.outcome.name(),
+            c.detail
+        );
+    }
+    let v = result(&r, "api.version");
+    assert_eq!(v.facts["version_struct_size"], 24);
+    assert!(!r.has_defects());
+    assert_eq!(r.summary()["blocked"], 0);
+}
+
+fn no_client_blocks_the_checks_that_need_one() {
+    // A plugin whose client cannot be created (a GPU plugin on a machine without one).
+    let r = conform(
+        &fake_plugin(),
+        "api.*,client.*,devices.*,buffers.*,ext.layouts",
+        &[(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Client_Create:FAILED_PRECONDITION:no devices found",
+        )],
+    );
+    let create = result(&r, CLIENT_CHECK);
+    assert_eq!(create.outcome, Outcome::Fail, "{}", create.detail);
+    assert!(
+        create.detail.contains("no devices found"),
+        "{}",
+        create.detail
+    );
+    // The one failure is the only defect: every other check that needs a client says it
+    // was blocked by it, and those that need none still ran.
+    let defects: Vec<&str> = r
+        .results
+        .iter()
+        .filter(|c| c.outcome.is_defect())
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(defects, [CLIENT_CHECK]);
+    let blocked: Vec<&CheckResult> = r
+        .results
+        .iter()
+        .filter(|c| c.outcome == Outcome::Blocked)
+        .collect();
+    assert!(blocked.len() > 30, "only {} blocked", blocked.len());
+    for c in &blocked {
+        assert_eq!(c.blocked_by.as_deref(), Some(CLIENT_CHECK), "{}", c.name);
+        assert!(c.detail.contains("no devices found"), "{}", c.detail);
+    }
+    for name in [
+        "client.create_options",
+        "devices.list",
+        "buffers.roundtrip.float32",
+    ] {
+        assert_eq!(result(&r, name).outcome, Outcome::Blocked, "{name}");
+    }
+    for name in ["api.version", "api.table_size", "ext.layouts"] {
+        assert_eq!(result(&r, name).outcome, Outcome::Pass, "{name}");
+    }
+    assert!(r.has_defects());
+    let json = r.to_json();
+    assert_eq!(json["summary"]["blocked"], blocked.len());
+    assert_eq!(Report::from_json(&json).unwrap(), r);
+}
+
+fn a_zero_version_struct_size_fails_api_version() {
+    let r = conform(
+        &fake_plugin(),
+        "api.version",
+        &[("RPJRT_FAKE_VERSION_STRUCT_SIZE", "0")],
+    );
+    let v = result(&r, "api.version");
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.detail);
+    assert!(
+        v.detail.contains("pjrt_api_version.struct_size is 0"),
+        "{}",
+        v.detail
+    );
+    assert_eq!(v.facts["version_struct_size"], 0);
+    // The same plugin with the size set passes.
+    let r = conform(&fake_plugin(), "api.version", &[]);
+    assert_eq!(result(&r, "api.version").outcome, Outcome::Pass);
+}
+
+fn unimplemented_is_reported_as_such() {
+    let r = conform(
+        &fake_plugin(),
+        "executable.cost_analysis,devices.memory_stats",
+        &[(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Executable_GetCostAnalysis:UNIMPLEMENTED:no cost model;\
+             PJRT_Device_MemoryStats:UNIMPLEMENTED:no allocator stats",
+        )],
+    );
+    for (name, entry, message) in [
+        (
+            "executable.cost_analysis",
+            "PJRT_Executable_GetCostAnalysis",
+            "no cost model",
+        ),
+        (
+            "devices.memory_stats",
+            "PJRT_Device_MemoryStats",
+            "no allocator stats",
+        ),
+    ] {
+        let c = result(&r, name);
+        assert_eq!(c.outcome, Outcome::Unsupported, "{name}: {}", c.detail);
+        assert_eq!(c.unsupported_by.as_deref(), Some("plugin"));
+        assert!(
+            c.detail
+                .starts_with(&format!("the plugin answered UNIMPLEMENTED for {entry}")),
+            "{name}: {}",
+            c.detail
+        );
+        assert!(c.detail.contains(message), "{name}: {}", c.detail);
+        assert!(!c.detail.contains("needs PJRT"), "{name}: {}", c.detail);
+    }
+}
+
+fn a_crash_is_isolated() {
+    // Run order: api.version, buffers.zero_size, buffers.scalar.
+    let r = conform(
+        &fake_plugin(),
+        "api.version,buffers.scalar,buffers.zero_size",
+        &[(TEST_CRASH_ENV, "buffers.zero_size")],
+    );
+    let names: Vec<&str> = r.results.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["api.version", "buffers.zero_size", "buffers.scalar"]
+    );
+    let crash = result(&r, "buffers.zero_size");
+    assert_eq!(crash.outcome, Outcome::Crash);
+    assert!(crash.detail.contains("SIGABRT"), "{}", crash.detail);
+    // A fresh child carried on after it.
+    assert_eq!(result(&r, "buffers.scalar").outcome, Outcome::Pass);
+    assert!(r.has_defects());
+}
