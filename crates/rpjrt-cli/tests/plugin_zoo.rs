@@ -275,3 +275,43 @@ fn the_python_on_path_is_asked_for_its_site_directories() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_plugin_that_does_not_answer_is_reported_while_its_log_is_captured() {
+    use std::io::Read;
+    let mut child = rpjrt()
+        .args(["info", "--json"])
+        .arg(fake())
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        // Reads until the note arrives (or the pipe closes when the child is killed).
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 512];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&seen).contains("still waiting") {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let started = Instant::now();
+    while !reader.is_finished() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert!(err.contains("still waiting after 5s"), "{err}");
+    assert!(err.contains("creating a client"), "{err}");
+    // The plugin's own line ("hanging") stays in the capture.
+    assert!(!err.contains("RPJRT_FAKE_HANG_ON"), "{err}");
+}

@@ -55,6 +55,9 @@ pub fn divert_stdout() -> Result<StdoutDiverted> {
         .map_err(|e| io_error("divert stdout to stderr", e))
 }
 
+/// How much of a capture [`Capture::finish`] returns: the last 64 KiB.
+pub const CAPTURE_KEEP: u64 = 64 << 10;
+
 /// The real stderr while a [`Capture`] is active (for [`notice`]).
 static REAL_STDERR: Mutex<Option<OwnedFd>> = Mutex::new(None);
 
@@ -107,14 +110,25 @@ pub fn capture() -> Result<Capture> {
 }
 
 impl Capture {
-    /// Puts descriptors 1 and 2 back and returns what was written meanwhile (lossy UTF-8).
+    /// Puts descriptors 1 and 2 back and returns what was written meanwhile (lossy UTF-8;
+    /// the last [`CAPTURE_KEEP`] bytes when more was written).
     pub fn finish(mut self) -> String {
+        use std::io::{Seek, SeekFrom};
         self.restore();
+        let len = self.file.metadata().map_or(0, |m| m.len());
+        let from = len.saturating_sub(CAPTURE_KEEP);
         let mut text = Vec::new();
-        use std::io::Seek;
-        let _ = self.file.rewind();
-        let _ = self.file.read_to_end(&mut text);
-        String::from_utf8_lossy(&text).into_owned()
+        if self.file.seek(SeekFrom::Start(from)).is_ok() {
+            let _ = (&mut self.file).take(CAPTURE_KEEP).read_to_end(&mut text);
+        }
+        let text = String::from_utf8_lossy(&text).into_owned();
+        if from > 0 {
+            // Start at a whole line.
+            let rest = text.split_once('\n').map_or("", |(_, r)| r);
+            format!("({from} earlier bytes left out)\n{rest}")
+        } else {
+            text
+        }
     }
 
     fn restore(&mut self) {
@@ -195,4 +209,21 @@ pub fn summarize_log(text: &str, max_lines: usize) -> String {
         "({skipped} earlier lines left out)\n{}",
         lines[skipped..].join("\n")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_logs_keep_their_last_lines() {
+        let log: String = (0..30).map(|i| format!("line {i}\n\n")).collect();
+        let s = summarize_log(&log, 5);
+        assert!(s.starts_with("(25 earlier lines left out)\n"), "{s}");
+        assert!(
+            s.ends_with("line 25\nline 26\nline 27\nline 28\nline 29"),
+            "{s}"
+        );
+        assert_eq!(summarize_log("a\nb\n", 5), "a\nb");
+    }
 }
