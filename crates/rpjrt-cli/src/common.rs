@@ -212,7 +212,13 @@ fn colour_allowed(is_tty: bool) -> bool {
 
 /// True when stdout gets colour: a terminal, and `NO_COLOR` unset or empty.
 pub fn stdout_colour() -> bool {
-    colour_allowed(std::io::stdout().is_terminal())
+    // While plugin prints are diverted, descriptor 1 is stderr: ask about the real stdout.
+    let original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
+    let tty = match original.as_ref() {
+        Some(f) => f.is_terminal(),
+        None => std::io::stdout().is_terminal(),
+    };
+    colour_allowed(tty)
 }
 
 /// True when stderr gets colour: a terminal, and `NO_COLOR` unset or empty.
