@@ -51,7 +51,7 @@ pub struct KnownPackage {
 }
 
 /// The plugin wheels rpjrt knows by name, in search order.
-pub const KNOWN_PACKAGES: [KnownPackage; 5] = [
+pub const KNOWN_PACKAGES: [KnownPackage; 6] = [
     KnownPackage {
         package: "xla-cpu-pjrt",
         module_dir: "xla_plugins/xla_cpu_pjrt",
@@ -64,6 +64,14 @@ pub const KNOWN_PACKAGES: [KnownPackage; 5] = [
         module_dir: "lammps_jax_pjrt_cpu",
         library: "pjrt_c_api_cpu_plugin.so",
         name: "lammps_jax_pjrt_cpu",
+        platform: "cpu",
+    },
+    // A plain package (no entry point, no namespace package) holding XLA's CPU plugin.
+    KnownPackage {
+        package: "fastatomstruct-xla-cpu",
+        module_dir: "fastatomstruct_xla_cpu",
+        library: "libpjrt_cpu.so",
+        name: "fastatomstruct_xla_cpu",
         platform: "cpu",
     },
     KnownPackage {
