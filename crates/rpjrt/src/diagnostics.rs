@@ -265,7 +265,8 @@ fn locate(
     rpath: Option<&str>,
 ) -> Option<PathBuf> {
     if name.contains('/') {
-        let p = origin.join(name);
+        // A name with a slash is a path, taken as it is (relative to the working directory).
+        let p = PathBuf::from(name);
         return p.is_file().then_some(p);
     }
     let mut dirs = Vec::new();
@@ -384,6 +385,35 @@ mod tests {
             ..Default::default()
         };
         assert!(s.to_string().contains("limit not reported"));
+    }
+
+    #[test]
+    fn run_paths_expand_origin_and_missing_libraries_group_by_provider() {
+        let dirs = search_dirs("$ORIGIN/../lib::${ORIGIN}/x:/opt/y", Path::new("/p/q"));
+        let want: Vec<PathBuf> = ["/p/q/../lib", "/p/q/x", "/opt/y"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(dirs, want);
+        let m = |name: &str| MissingLibrary {
+            name: name.into(),
+            needed_by: "/p/plugin.so".into(),
+            provider: library_provider(name),
+        };
+        let text = describe_missing(&[m("libamdhip64.so.7"), m("libzz.so"), m("librocblas.so.5")]);
+        assert!(text.contains("3 libraries"), "{text}");
+        assert!(
+            text.contains("libamdhip64.so.7, librocblas.so.5 (from ROCm"),
+            "{text}"
+        );
+        assert!(text.contains("libzz.so (from an unknown package"), "{text}");
+        let e = Error::PluginLoad {
+            path: "/p/plugin.so".into(),
+            reason: text,
+        };
+        let hint = explain(&e, None, None).unwrap();
+        assert!(hint.contains("LD_LIBRARY_PATH"), "{hint}");
+        assert!(!hint.contains("not there"), "{hint}");
     }
 
     #[test]
