@@ -14,7 +14,7 @@ and Rust users, so all three find the same plugins in the same order; Python pas
    ``jax_plugins`` / ``xla_plugins`` namespace packages. The library inside is found from
    the distribution's RECORD, or by looking in the module's directory on ``sys.path``:
    plugin modules are never imported.
-4. Known plugin wheels: xla-cpu-pjrt, lammps-jax-pjrt-cpu, jax-cuda12-pjrt,
+4. Known plugin wheels: xla-cpu-pjrt, lammps-jax-pjrt-cpu, fastatomstruct-xla-cpu, jax-cuda12-pjrt,
    jax-cuda13-pjrt, and libtpu (``TPU_LIBRARY_PATH`` first, then the libtpu wheel).
 
 Nothing here opens a library; :func:`plugins` only lists files (and asks each for its

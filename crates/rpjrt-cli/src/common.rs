@@ -12,8 +12,7 @@ use serde_json::{json, Value as Json};
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        $crate::common::write_out(format_args!("{}\n", format_args!($($arg)*)));
     }};
 }
 
@@ -85,6 +84,7 @@ pub const PLUGIN_LOG_LEVEL_ENV: &str = "TF_CPP_MIN_LOG_LEVEL";
 /// process environment.
 pub fn quiet_plugin_logs(show: bool) {
     let env_show = std::env::var("RPJRT_PLUGIN_LOG").is_ok_and(|v| v == "1");
+    SHOW_PLUGIN_LOG.store(show || env_show, std::sync::atomic::Ordering::Relaxed);
     if show || env_show || std::env::var_os(PLUGIN_LOG_LEVEL_ENV).is_some() {
         return;
     }
@@ -97,6 +97,90 @@ pub fn quiet_plugin_logs(show: bool) {
 pub fn plugin_logs_quieted() -> bool {
     QUIETED.load(std::sync::atomic::Ordering::Relaxed)
 }
+
+/// Where the CLI's own output goes: the original stdout while [`divert_plugin_stdout`]
+/// sends descriptor 1 (a plugin's prints) to stderr.
+static ORIGINAL_STDOUT: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
+
+/// Writes the CLI's own output (see [`outln!`]).
+pub fn write_out(text: fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = match original.as_mut() {
+        Some(f) => f.write_fmt(text),
+        None => std::io::stdout().write_fmt(text),
+    };
+}
+
+/// Sends what plugins print on stdout to stderr until the guard drops, so that the CLI's
+/// own output (JSON above all) stays clean; [`write_out`] keeps reaching the real stdout.
+pub fn divert_plugin_stdout() -> Option<rpjrt::stdio::StdoutDiverted> {
+    let diverted = rpjrt::stdio::divert_stdout().ok()?;
+    *ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner()) = diverted.original().ok();
+    Some(diverted)
+}
+
+/// Ends [`divert_plugin_stdout`]'s redirection of the CLI's own output.
+pub fn end_plugin_stdout_diversion() {
+    ORIGINAL_STDOUT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+}
+
+/// The plugin's output around loading and client creation: captured (unless
+/// `--plugin-log` or `RPJRT_PLUGIN_LOG=1` asked to see it), with a note on stderr when the
+/// call takes longer than a few seconds, saying what it waits on.
+pub struct Quiet {
+    capture: Option<rpjrt::stdio::Capture>,
+    _watch: rpjrt::stdio::Watch,
+}
+
+/// How long a plugin call may take before the CLI says what it is waiting on.
+pub const SLOW_CALL_NOTICE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Quiet {
+    /// Starts capturing; `what` names the call for the slow-call note.
+    pub fn start(what: &str) -> Quiet {
+        let show = SHOW_PLUGIN_LOG.load(std::sync::atomic::Ordering::Relaxed);
+        Quiet {
+            capture: if show {
+                None
+            } else {
+                rpjrt::stdio::capture().ok()
+            },
+            _watch: rpjrt::stdio::watch(
+                format!(
+                    "{what} (the plugin has not returned; a plugin may wait on a device, a \
+                     driver or a network service: rerun with --plugin-log to see its log)"
+                ),
+                SLOW_CALL_NOTICE,
+            ),
+        }
+    }
+
+    /// Stops capturing and returns what the plugin wrote.
+    pub fn finish(mut self) -> String {
+        self.capture.take().map(|c| c.finish()).unwrap_or_default()
+    }
+}
+
+/// `message` with the plugin's captured log appended, when there is one.
+pub fn with_log(message: String, log: &str) -> String {
+    if log.trim().is_empty() {
+        return message;
+    }
+    format!(
+        "{message}\n  the plugin's log (shown because it failed; --plugin-log shows it always):\n{}",
+        rpjrt::stdio::summarize_log(log, 20)
+            .lines()
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+static SHOW_PLUGIN_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).
 pub fn print_error(e: &CliError) {
@@ -128,7 +212,13 @@ fn colour_allowed(is_tty: bool) -> bool {
 
 /// True when stdout gets colour: a terminal, and `NO_COLOR` unset or empty.
 pub fn stdout_colour() -> bool {
-    colour_allowed(std::io::stdout().is_terminal())
+    // While plugin prints are diverted, descriptor 1 is stderr: ask about the real stdout.
+    let original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
+    let tty = match original.as_ref() {
+        Some(f) => f.is_terminal(),
+        None => std::io::stdout().is_terminal(),
+    };
+    colour_allowed(tty)
 }
 
 /// True when stderr gets colour: a terminal, and `NO_COLOR` unset or empty.
@@ -267,24 +357,35 @@ pub fn find_plugin(spec: Option<&OsStr>) -> Result<PluginInfo, CliError> {
 /// loader's reason and what to install.
 pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliError> {
     let candidates = candidates(spec)?;
-    let errors: Vec<String> = match rpjrt::discovery::first_that_opens(
+    let quiet = Quiet::start("loading and initialising the plugin");
+    let result = rpjrt::discovery::first_that_opens(
         candidates,
         |info| info.name.clone(),
         |info| Plugin::load(&info.path).map(|p| (p, info.clone())),
-    ) {
+    );
+    let log = quiet.finish();
+    let errors: Vec<String> = match result {
         Ok((found, _skipped)) => return Ok(found),
         Err(rpjrt::discovery::OpenFailure::One(e)) => vec![explain(&e, None)],
         Err(rpjrt::discovery::OpenFailure::All(all)) => {
             all.iter().map(|(_, e)| explain(e, None)).collect()
         }
     };
-    let want = wanted(spec);
-    Err(CliError::failed(format!(
-        "{}
-  to get a working plugin: {}",
-        errors.join("\n"),
-        install_hint(want.as_deref())
-    )))
+    Err(CliError::failed(with_hint(errors.join("\n"), spec, &log)))
+}
+
+/// `message`, then the plugin's captured log (if any), then what to install unless the
+/// message already carries a hint (said once).
+fn with_hint(message: String, spec: Option<&OsStr>, log: &str) -> String {
+    let mut text = with_log(message, log);
+    if !text.contains("hint:") {
+        let want = wanted(spec);
+        text.push_str(&format!(
+            "\n  to get a working plugin: {}",
+            install_hint(want.as_deref())
+        ));
+    }
+    text
 }
 
 /// A client on the first plugin for `spec` that loads and creates a client with `options`
@@ -295,19 +396,19 @@ pub fn open_client(
     spec: Option<&OsStr>,
     options: &ClientOptions,
 ) -> Result<(rpjrt::Client, Plugin, PluginInfo), CliError> {
-    let opened = Discovery::from_env()
-        .open_client(spec, options, rpjrt::cuda::create_client)
-        .map_err(|e| match e {
-            rpjrt::Error::PluginLoad { .. } => {
-                let want = wanted(spec);
-                CliError::failed(format!(
-                    "{}\n  to get a working plugin: {}",
-                    explain(&e, None),
-                    install_hint(want.as_deref())
-                ))
-            }
-            other => CliError::from(other),
-        })?;
+    let quiet = Quiet::start("loading the plugin and creating a client");
+    let result = Discovery::from_env().open_client(spec, options, rpjrt::cuda::create_client);
+    let log = quiet.finish();
+    let opened = result.map_err(|e| match e {
+        rpjrt::Error::PluginLoad { .. } => {
+            CliError::failed(with_hint(explain(&e, None), spec, &log))
+        }
+        other => {
+            let mut err = CliError::from(other);
+            err.message = with_log(err.message, &log);
+            err
+        }
+    })?;
     for (info, e) in &opened.skipped {
         eprintln!(
             "rpjrt: skipped plugin {} ({}): {}",

@@ -42,7 +42,17 @@ where
         }
     };
     common::quiet_plugin_logs(cli.plugin_log);
-    match cmd::run(cli.command) {
+    // Verbs whose output is read by programs (--json) keep a plugin's prints off stdout.
+    let diverted = matches!(
+        cli.command,
+        cmd::Command::Info(_) | cmd::Command::Plugins(_) | cmd::Command::Run(_)
+    )
+    .then(common::divert_plugin_stdout)
+    .flatten();
+    let result = cmd::run(cli.command);
+    common::end_plugin_stdout_diversion();
+    drop(diverted);
+    match result {
         Ok(code) => code,
         Err(e) => {
             common::print_error(&e);

@@ -86,6 +86,8 @@ fn rpjrt() -> Command {
         c.env_remove(k);
     }
     c.env("NO_COLOR", "1");
+    // Hermetic: the python3 on the test's PATH is not asked for its site directories.
+    c.env("RPJRT_PYTHON", "");
     c
 }
 

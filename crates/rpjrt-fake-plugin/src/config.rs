@@ -44,6 +44,9 @@ knobs! {
     CRASH_ON,
     /// Entry names: calling that entry sleeps forever.
     HANG_ON,
+    /// Entry names: calling that entry first prints a line to stdout and one to stderr,
+    /// as plugins that print banners and logs do.
+    PRINT_ON,
     /// `ok` (default), `refuse` or `drop`: what the FFI extension's `register_handler` does.
     FFI,
     /// `MAJOR.MINOR`, the XLA FFI API version the fake implements (default `0.4`).
@@ -164,6 +167,8 @@ pub struct Config {
     pub crash_on: BTreeSet<String>,
     /// Entry names that never return.
     pub hang_on: BTreeSet<String>,
+    /// Entry names that print to stdout and stderr when called.
+    pub print_on: BTreeSet<String>,
     /// What FFI handler registration does.
     pub ffi: FfiMode,
     /// `(major, minor)` of the XLA FFI API the fake implements.
@@ -212,6 +217,7 @@ impl Default for Config {
             allowed_options: None,
             crash_on: BTreeSet::new(),
             hang_on: BTreeSet::new(),
+            print_on: BTreeSet::new(),
             ffi: FfiMode::Ok,
             ffi_version: (0, 4),
             kv: false,
@@ -407,6 +413,7 @@ impl Config {
                 knobs::NULL_API => c.null_api = flag(&v)?,
                 knobs::CRASH_ON => c.crash_on = parse_names(&v),
                 knobs::HANG_ON => c.hang_on = parse_names(&v),
+                knobs::PRINT_ON => c.print_on = parse_names(&v),
                 knobs::FFI => {
                     c.ffi = match v.trim() {
                         "ok" => FfiMode::Ok,

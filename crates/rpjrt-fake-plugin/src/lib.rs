@@ -29,6 +29,7 @@
 //! | `RPJRT_FAKE_NULL_API` | `1`: `GetPjrtApi` returns null | `0` |
 //! | `RPJRT_FAKE_CRASH_ON` | `ENTRY,...`: calling that entry raises SIGSEGV (after printing `ENTRY: crashing` to stderr) | none |
 //! | `RPJRT_FAKE_HANG_ON` | `ENTRY,...`: calling that entry prints `ENTRY: hanging` to stderr and sleeps forever | none |
+//! | `RPJRT_FAKE_PRINT_ON` | `ENTRY,...`: calling that entry first prints `... ENTRY says hello on stdout` to stdout and a log line to stderr | none |
 //! | `RPJRT_FAKE_FFI` | `ok`, `refuse` or `drop`: what the FFI extension's `register_handler` does (see below) | `ok` |
 //! | `RPJRT_FAKE_FFI_VERSION` | `MAJOR.MINOR`: the XLA FFI API version the fake implements | `0.4` |
 //! | `RPJRT_FAKE_KV` | `1`: client create exchanges device counts through the KV callbacks (see below) | `0` |

@@ -115,6 +115,7 @@ fn validate(config: &Config) -> Result<(), String> {
     let named = [
         (knobs::CRASH_ON, config.crash_on.iter().collect::<Vec<_>>()),
         (knobs::HANG_ON, config.hang_on.iter().collect()),
+        (knobs::PRINT_ON, config.print_on.iter().collect()),
         (knobs::NULL_SLOTS, config.null_slots.iter().collect()),
         (knobs::FAIL, config.fail.keys().collect()),
         (knobs::EVENT_ERROR, config.event_error.keys().collect()),
@@ -238,9 +239,19 @@ extern "C" {
     fn signal(signal: std::os::raw::c_int, handler: usize) -> usize;
 }
 
-/// The `CRASH_ON` and `HANG_ON` knobs: crash with SIGSEGV or never return if `entry`
+/// The `PRINT_ON`, `CRASH_ON` and `HANG_ON` knobs: print, crash with SIGSEGV or never return if `entry`
 /// is named.
 pub(crate) fn trap(state: &State, entry: &str) {
+    if state.config.print_on.contains(entry) {
+        use std::io::Write as _;
+        // Written to the descriptors directly, as a plugin's C code would.
+        let _ = writeln!(
+            std::io::stdout(),
+            "rpjrt-fake-plugin: {entry} says hello on stdout"
+        );
+        let _ = std::io::stdout().flush();
+        eprintln!("rpjrt-fake-plugin: {entry}: a log line on stderr (RPJRT_FAKE_PRINT_ON)");
+    }
     if state.config.crash_on.contains(entry) {
         eprintln!("rpjrt-fake-plugin: {entry}: crashing (RPJRT_FAKE_CRASH_ON)");
         const SIGSEGV: std::os::raw::c_int = 11;

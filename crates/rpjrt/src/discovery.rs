@@ -25,6 +25,7 @@ use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::value::{ClientOptions, Value};
@@ -50,7 +51,7 @@ pub struct KnownPackage {
 }
 
 /// The plugin wheels rpjrt knows by name, in search order.
-pub const KNOWN_PACKAGES: [KnownPackage; 5] = [
+pub const KNOWN_PACKAGES: [KnownPackage; 6] = [
     KnownPackage {
         package: "xla-cpu-pjrt",
         module_dir: "xla_plugins/xla_cpu_pjrt",
@@ -63,6 +64,14 @@ pub const KNOWN_PACKAGES: [KnownPackage; 5] = [
         module_dir: "lammps_jax_pjrt_cpu",
         library: "pjrt_c_api_cpu_plugin.so",
         name: "lammps_jax_pjrt_cpu",
+        platform: "cpu",
+    },
+    // A plain package (no entry point, no namespace package) holding XLA's CPU plugin.
+    KnownPackage {
+        package: "fastatomstruct-xla-cpu",
+        module_dir: "fastatomstruct_xla_cpu",
+        library: "libpjrt_cpu.so",
+        name: "fastatomstruct_xla_cpu",
         platform: "cpu",
     },
     KnownPackage {
@@ -194,7 +203,8 @@ impl SearchPath {
     /// `RPJRT_PLUGIN_PATH` (`:`-separated), then the site-packages directories of the
     /// virtual environment in `VIRTUAL_ENV` (`lib/python*/site-packages`), then those of
     /// the virtual environment the running program is installed in (a `bin/` next to a
-    /// `pyvenv.cfg`), if any.
+    /// `pyvenv.cfg`), if any; and when `VIRTUAL_ENV` is unset, the site directories of the
+    /// `python3` on PATH ([`python_site_dirs`]).
     pub fn from_env() -> SearchPath {
         let mut dirs = Vec::new();
         if let Some(v) = std::env::var_os("RPJRT_PLUGIN_PATH") {
@@ -217,8 +227,70 @@ impl SearchPath {
                 }
             }
         }
+        // An environment activated only by PATH (`VIRTUAL_ENV` unset, as `uv run`, conda
+        // and direct `venv/bin` invocations leave it), or a user site: ask the Python that
+        // a `python3` command would run, as other tools do.
+        if std::env::var_os("VIRTUAL_ENV").is_none_or(|v| v.is_empty()) {
+            for d in python_site_dirs() {
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
         SearchPath { dirs }
     }
+}
+
+/// How long [`python_site_dirs`] waits for the interpreter.
+pub const PYTHON_QUERY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The site-packages directories of the Python interpreter `RPJRT_PYTHON` names (default
+/// `python3` on PATH; set it empty to skip the query), asked with a timeout of
+/// [`PYTHON_QUERY_TIMEOUT`]. Empty when there is no such interpreter or it does not answer
+/// in time.
+pub fn python_site_dirs() -> Vec<PathBuf> {
+    let python = std::env::var_os("RPJRT_PYTHON").unwrap_or_else(|| "python3".into());
+    if python.is_empty() {
+        return Vec::new();
+    }
+    let script = "import site, sys\n\
+        dirs = getattr(site, 'getsitepackages', lambda: [])()\n\
+        user = getattr(site, 'getusersitepackages', lambda: '')()\n\
+        print('\\n'.join(dirs + ([user] if isinstance(user, str) and user else [])))";
+    let Ok(mut child) = std::process::Command::new(&python)
+        .args(["-I", "-c", script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return Vec::new();
+    };
+    let deadline = std::time::Instant::now() + PYTHON_QUERY_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Vec::new();
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        use std::io::Read;
+        let _ = stdout.take(1 << 16).read_to_string(&mut out);
+    }
+    out.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .collect()
 }
 
 /// The `site-packages` directories of a virtual environment or Python prefix.

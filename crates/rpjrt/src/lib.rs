@@ -58,7 +58,9 @@ mod screen;
 mod session;
 pub mod sharding;
 mod stablehlo;
+pub mod stdio;
 mod topology;
+pub mod tpu;
 pub mod transfer;
 mod value;
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::raw::{self, Api};
 use crate::value::Value;
 
@@ -134,6 +134,25 @@ pub struct Plugin {
 
 static LOADED: Mutex<Vec<Plugin>> = Mutex::new(Vec::new());
 
+/// `raw::load`, with the settings libtpu needs off a TPU machine first, and a loader
+/// failure over missing libraries explained: every missing library named (the loader names
+/// only the first), with what provides it.
+fn load_library(path: &Path) -> Result<Api> {
+    crate::tpu::prepare(path);
+    raw::load(path).map_err(|e| match e {
+        Error::PluginLoad { path, reason } if reason.contains("cannot open shared object") => {
+            match crate::diagnostics::missing_libraries(&path) {
+                Ok(missing) if !missing.is_empty() => Error::PluginLoad {
+                    reason: crate::diagnostics::describe_missing(&missing),
+                    path,
+                },
+                _ => Error::PluginLoad { path, reason },
+            }
+        }
+        other => other,
+    })
+}
+
 impl Plugin {
     /// Loads the plugin at `path`, checks that it is a PJRT plugin of a version rpjrt can
     /// talk to (0.57 or newer), and initialises it.
@@ -144,7 +163,7 @@ impl Plugin {
         if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
             return Ok(p.clone());
         }
-        let api: &'static Api = Box::leak(Box::new(raw::load(path)?));
+        let api: &'static Api = Box::leak(Box::new(load_library(path)?));
         api.plugin_initialize()?;
         // Attributes arrived at 0.58; a plugin without the entry simply has none.
         let attributes = crate::value::from_raw_list(api.plugin_attributes().unwrap_or_default());
@@ -185,7 +204,7 @@ impl Plugin {
             return Ok(p.version());
         }
         drop(loaded);
-        Ok(raw::load(path)?.version())
+        Ok(load_library(path)?.version())
     }
 
     /// The library's path (canonicalised).

@@ -30,9 +30,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         Ok((client, plugin, _)) => (client, plugin),
         Err(open_err) => {
             let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
-            match Client::new(&plugin, &options) {
+            let quiet = common::Quiet::start("creating a client");
+            let created = Client::new(&plugin, &options);
+            let log = quiet.finish();
+            match created {
                 Ok(_) => return Err(open_err),
-                Err(e) => return plugin_only(&plugin, e, args.json),
+                Err(e) => return plugin_only(&plugin, e, &log, args.json),
             }
         }
     };
@@ -203,7 +206,7 @@ fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
 /// What `info` shows when the plugin loads but its client cannot be created: the plugin's
 /// own facts on stdout (with `client_error` in JSON), then the error on stderr as every
 /// failure is reported (exit 1).
-fn plugin_only(plugin: &Plugin, err: rpjrt::Error, json: bool) -> Result<i32, CliError> {
+fn plugin_only(plugin: &Plugin, err: rpjrt::Error, log: &str, json: bool) -> Result<i32, CliError> {
     if json {
         let (attributes, extensions) = plugin_json(plugin);
         common::print_json(&json!({
@@ -219,9 +222,12 @@ fn plugin_only(plugin: &Plugin, err: rpjrt::Error, json: bool) -> Result<i32, Cl
         print_plugin(plugin, None);
     }
     let mut e = CliError::from(err);
-    e.message = format!(
-        "the plugin loaded, but its client could not be created: {}",
-        e.message
+    e.message = common::with_log(
+        format!(
+            "the plugin loaded, but its client could not be created: {}",
+            e.message
+        ),
+        log,
     );
     e.exit_code = EXIT_DEFECT;
     Err(e)

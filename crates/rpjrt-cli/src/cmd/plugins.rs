@@ -18,6 +18,9 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32, CliError> {
     let discovery = Discovery::from_env();
     let found = discovery.plugins()?;
+    // Reading versions loads the libraries, and some print while loading (absl's pre-init
+    // warning, CUDA stubs): a listing has no use for that output.
+    let quiet = common::Quiet::start("loading the plugins to read their PJRT versions");
     let rows: Vec<Json> = found
         .iter()
         .map(|p| {
@@ -36,6 +39,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             })
         })
         .collect();
+    drop(quiet.finish());
     if args.json {
         common::print_json(&json!({"plugins": rows, "searched": discovery.searched()}))?;
         return Ok(EXIT_OK);

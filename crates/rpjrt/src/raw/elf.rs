@@ -184,6 +184,113 @@ pub(crate) fn check_library_file(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// What a shared library asks of the dynamic loader: the libraries it needs (`DT_NEEDED`,
+/// in order) and where it asks for them to be searched (`DT_RUNPATH`, `DT_RPATH`, each
+/// `:`-separated, `$ORIGIN` not yet expanded).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Dynamic {
+    pub(crate) needed: Vec<String>,
+    pub(crate) runpath: Option<String>,
+    pub(crate) rpath: Option<String>,
+}
+
+/// Reads the dynamic section of the shared library at `path` (which
+/// [`check_library_file`] accepted). Only the ELF header, the program headers, the dynamic
+/// segment and its string table are read, however large the file.
+pub(crate) fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
+    use std::io::{Seek, SeekFrom};
+    check_library_file(path)?;
+    let mut f = File::open(path).map_err(|e| format!("the file cannot be read ({e})"))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut read_at = |at: u64, n: u64| -> Result<Vec<u8>, String> {
+        if !inside(at, n, 1, len) || n > (64 << 20) {
+            return Err("its dynamic section lies outside the file".into());
+        }
+        let mut buf = vec![0u8; n as usize];
+        f.seek(SeekFrom::Start(at))
+            .and_then(|_| f.read_exact(&mut buf))
+            .map_err(|e| format!("the file cannot be read ({e})"))?;
+        Ok(buf)
+    };
+    let header = read_at(0, 64.min(len))?;
+    let is64 = header[4] == 2;
+    let little = header[5] == 1;
+    let w = if is64 { 8 } else { 4 };
+    let half = |d: &[u8], at| num(d, at, 2, little).unwrap_or(0);
+    let word = |d: &[u8], at| num(d, at, w, little).unwrap_or(0);
+    let phoff = if is64 {
+        word(&header, 32)
+    } else {
+        word(&header, 28)
+    };
+    let at = if is64 { 54 } else { 42 };
+    let (phentsize, phnum) = (half(&header, at), half(&header, at + 2));
+    let table = read_at(phoff, phentsize * phnum)?;
+    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
+    let headers: Vec<(u64, u64, u64, u64)> = (0..phnum as usize)
+        .map(|i| {
+            let e = i * phentsize as usize;
+            let t = num(&table, e, 4, little).unwrap_or(0);
+            if is64 {
+                (
+                    t,
+                    word(&table, e + 8),
+                    word(&table, e + 16),
+                    word(&table, e + 32),
+                )
+            } else {
+                (
+                    t,
+                    word(&table, e + 4),
+                    word(&table, e + 8),
+                    word(&table, e + 16),
+                )
+            }
+        })
+        .collect();
+    let Some(&(_, dyn_off, _, dyn_size)) = headers.iter().find(|h| h.0 == 2) else {
+        return Ok(Dynamic::default()); // PT_DYNAMIC absent: a static library needs nothing
+    };
+    let entries = read_at(dyn_off, dyn_size)?;
+    let (mut needed, mut runpath, mut rpath) = (Vec::new(), None, None);
+    let (mut strtab, mut strsz) = (None, 0u64);
+    for e in entries.chunks_exact(2 * w) {
+        let (tag, val) = (word(e, 0), word(e, w));
+        match tag {
+            0 => break,
+            1 => needed.push(val),
+            5 => strtab = Some(val),
+            10 => strsz = val,
+            15 => rpath = Some(val),
+            29 => runpath = Some(val),
+            _ => {}
+        }
+    }
+    let Some(strtab) = strtab else {
+        return Err("its dynamic section has no string table".into());
+    };
+    // DT_STRTAB is an address: find the loadable segment that holds it.
+    let Some(&(_, off, vaddr, _)) = headers
+        .iter()
+        .find(|h| h.0 == 1 && h.2 <= strtab && strtab < h.2.saturating_add(h.3))
+    else {
+        return Err("its string table lies outside its loadable segments".into());
+    };
+    let strings = read_at(strtab - vaddr + off, strsz)?;
+    let text = |at: u64| -> Result<String, String> {
+        let s = strings
+            .get(at as usize..)
+            .and_then(|s| s.split(|&b| b == 0).next())
+            .ok_or("a dynamic entry points outside its string table")?;
+        Ok(String::from_utf8_lossy(s).into_owned())
+    };
+    Ok(Dynamic {
+        needed: needed.into_iter().map(text).collect::<Result<_, _>>()?,
+        runpath: runpath.map(text).transpose()?,
+        rpath: rpath.map(text).transpose()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +305,13 @@ mod tests {
         .iter()
         .map(std::path::PathBuf::from)
         .find(|p| p.is_file())
+    }
+
+    #[test]
+    fn the_c_library_needs_the_loader() {
+        let Some(lib) = own_library() else { return };
+        let d = dynamic_info(&lib).unwrap();
+        assert!(d.needed.iter().any(|n| n.starts_with("ld-linux")), "{d:?}");
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub(crate) mod client;
 pub(crate) mod cuda;
 pub(crate) mod device;
 pub(crate) mod dlpack;
-mod elf;
+pub(crate) mod elf;
 pub(crate) mod event;
 pub(crate) mod executable;
 pub(crate) mod execute;
@@ -49,6 +49,7 @@ pub(crate) mod inline;
 pub(crate) mod kv;
 pub(crate) mod layout;
 pub(crate) mod memstats;
+pub(crate) mod stdio;
 pub(crate) mod transfer;
 pub(crate) mod util;
 
@@ -162,6 +163,50 @@ pub(crate) const OUR_VERSION: ApiVersion = ApiVersion {
     major: sys::PJRT_API_MAJOR as i32,
     minor: sys::PJRT_API_MINOR as i32,
 };
+
+/// A C++ exception's text cut to what a reader needs, the cause first: the backtrace
+/// frames (lines from `backtrace:` on, and lines that are only a frame address) are
+/// dropped and counted, and an `info:` section (the human explanation some runtimes put
+/// after the failed assertion) comes before the assertion. Short plain texts are unchanged.
+pub(crate) fn summarize_exception(what: &str) -> String {
+    let is_frame = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("--- ") || t.starts_with("#") && t.contains("0x") || t.contains("(+0x")
+    };
+    let mut kept = Vec::new();
+    let mut dropped = 0usize;
+    let mut in_backtrace = false;
+    for line in what.lines() {
+        let t = line.trim();
+        if t.eq_ignore_ascii_case("backtrace:") || t.eq_ignore_ascii_case("stack trace:") {
+            in_backtrace = true;
+            continue;
+        }
+        if in_backtrace || is_frame(line) {
+            dropped += 1;
+            continue;
+        }
+        if !t.is_empty() {
+            kept.push(t);
+        }
+    }
+    // "ASSERTION\ninfo:\nCAUSE" becomes "CAUSE (ASSERTION)".
+    let text = match kept.iter().position(|l| l.eq_ignore_ascii_case("info:")) {
+        Some(i) if i + 1 < kept.len() => {
+            format!("{} ({})", kept[i + 1..].join("; "), kept[..i].join("; "))
+        }
+        _ => kept.join("; "),
+    };
+    let mut text = if text.chars().count() > 600 {
+        format!("{}...", text.chars().take(600).collect::<String>())
+    } else {
+        text
+    };
+    if dropped > 0 {
+        text.push_str(&format!("; {dropped} backtrace lines left out"));
+    }
+    text
+}
 
 /// Loads a plugin library, checks it is a usable PJRT plugin, and returns its table.
 /// The library is never unloaded.
@@ -323,8 +368,9 @@ impl Api {
             entry,
             code: Code::Internal,
             message: format!(
-                "the plugin threw a C++ exception instead of returning an error ({what}); \
-                 rpjrt caught it, but the plugin may be left in an inconsistent state"
+                "the plugin threw a C++ exception instead of returning an error ({}); \
+                 rpjrt caught it, but the plugin may be left in an inconsistent state",
+                summarize_exception(&what)
             ),
         }
     }
@@ -527,6 +573,27 @@ pub(crate) fn slot_offset(slot: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exception_backtraces_are_summarised_cause_first() {
+        let mut what = String::from(
+            "TT_FATAL @ tt_cluster.cpp:129: num_chips > 0\ninfo:\nNo chips detected in the \
+             cluster\nbacktrace:\n",
+        );
+        for i in 0..30 {
+            what.push_str(&format!(
+                " --- /x/libtt.so(+0x3d6dc{i:02}) [0x7f1c8a36dc0a]\n"
+            ));
+        }
+        let s = summarize_exception(&what);
+        assert!(
+            s.starts_with("No chips detected in the cluster (TT_FATAL"),
+            "{s}"
+        );
+        assert!(s.ends_with("30 backtrace lines left out"), "{s}");
+        assert!(!s.contains("0x7f1c"), "{s}");
+        assert_eq!(summarize_exception("bad_alloc"), "bad_alloc");
+    }
 
     #[test]
     fn size_complaints_are_recognised() {

@@ -1,0 +1,317 @@
+//! What loading the plugins published on PyPI taught, checked without them: plugins that
+//! print on stdout (the fake plugin's `RPJRT_FAKE_PRINT_ON`), plugins whose sibling
+//! libraries are missing (a tiny library built with `cc` that needs two that do not
+//! exist), and discovery through the `python3` on PATH. The real wheels are the opt-in
+//! tier `scripts/test-zoo.sh`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn old_plugin() -> PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_TEST_PLUGIN_OLD").filter(|v| !v.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let env_file = root().join(".deps/plugins.env");
+    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
+        panic!(
+            "{} unreadable ({e}): run scripts/setup.sh",
+            env_file.display()
+        )
+    });
+    let line = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("RPJRT_TEST_PLUGIN_OLD="))
+        .next_back()
+        .expect("RPJRT_TEST_PLUGIN_OLD in .deps/plugins.env");
+    PathBuf::from(line.trim().trim_matches('"'))
+}
+
+fn fake() -> PathBuf {
+    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    let p = target.join("debug/librpjrt_fake_plugin.so");
+    assert!(
+        p.exists(),
+        "{} missing: cargo build -p rpjrt-fake-plugin",
+        p.display()
+    );
+    p
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rpjrt-zoo-test-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rpjrt() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
+    for k in [
+        "RPJRT_PLUGIN",
+        "PJRT_NAMES_AND_LIBRARY_PATHS",
+        "TPU_LIBRARY_PATH",
+        "RPJRT_PLUGIN_PATH",
+        "VIRTUAL_ENV",
+        "RPJRT_PLUGIN_LOG",
+        "TF_CPP_MIN_LOG_LEVEL",
+        "LD_LIBRARY_PATH",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("NO_COLOR", "1").env("RPJRT_PYTHON", "");
+    c
+}
+
+fn run(c: &mut Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("the rpjrt binary runs");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_plugin_printing_on_stdout_keeps_json_valid_and_its_log_quiet() {
+    let entries = "PJRT_Plugin_Initialize,PJRT_Client_Create,PJRT_Plugin_Attributes";
+    let (code, out, err) = run(rpjrt()
+        .args(["info", "--json"])
+        .arg(fake())
+        .env("RPJRT_FAKE_PRINT_ON", entries));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(v["pjrt_version"].is_string(), "{v}");
+    assert!(!out.contains("says hello"), "{out}");
+    // Quiet by default: neither the prints nor the log lines reach the terminal...
+    assert!(!err.contains("RPJRT_FAKE_PRINT_ON"), "{err}");
+    assert!(!err.contains("says hello"), "{err}");
+    // ...and --plugin-log lets them through, on stderr.
+    let (code, out, err) = run(rpjrt()
+        .args(["info", "--json", "--plugin-log"])
+        .arg(fake())
+        .env("RPJRT_FAKE_PRINT_ON", entries));
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Json>(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        err.contains("PJRT_Client_Create says hello on stdout"),
+        "{err}"
+    );
+    assert!(err.contains("a log line on stderr"), "{err}");
+}
+
+#[test]
+fn a_failing_plugin_shows_its_captured_log() {
+    let (code, out, err) = run(rpjrt()
+        .args(["info", "--json"])
+        .arg(fake())
+        .env("RPJRT_FAKE_PRINT_ON", "PJRT_Client_Create")
+        .env(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Client_Create:UNAVAILABLE:no device here",
+        ));
+    assert_eq!(code, 1, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        v["client_error"]
+            .as_str()
+            .unwrap()
+            .contains("no device here"),
+        "{v}"
+    );
+    assert!(err.contains("the plugin's log"), "{err}");
+    assert!(
+        err.contains("PJRT_Client_Create: a log line on stderr"),
+        "{err}"
+    );
+}
+
+/// Builds `x.so` needing `libzoomissing1.so` and `libcudart.so.99`-like names that do not
+/// exist (stub libraries are linked, then deleted).
+fn library_with_missing_siblings(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("stub.c"), "int stub_fn(void) { return 1; }\n").unwrap();
+    std::fs::write(dir.join("x.c"), "int x_fn(void) { return 2; }\n").unwrap();
+    for name in ["zoomissing1", "zoomissing2"] {
+        let lib = format!("lib{name}.so");
+        let ok = Command::new("cc")
+            .args(["-shared", "-fPIC", "-o", &lib, "stub.c"])
+            .current_dir(dir)
+            .status()
+            .expect("cc runs");
+        assert!(ok.success());
+    }
+    let ok = Command::new("cc")
+        .args([
+            "-shared",
+            "-fPIC",
+            "-o",
+            "x.so",
+            "x.c",
+            "-Wl,--no-as-needed",
+            "-L.",
+            "-lzoomissing1",
+            "-lzoomissing2",
+        ])
+        .current_dir(dir)
+        .status()
+        .expect("cc runs");
+    assert!(ok.success());
+    for name in ["zoomissing1", "zoomissing2"] {
+        std::fs::remove_file(dir.join(format!("lib{name}.so"))).unwrap();
+    }
+    dir.join("x.so")
+}
+
+#[test]
+fn every_missing_library_is_named_not_the_first_only() {
+    let dir = tmpdir("missing");
+    let lib = library_with_missing_siblings(&dir);
+    let (code, _, err) = run(rpjrt().arg("info").arg(&lib));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("libzoomissing1.so"), "{err}");
+    assert!(err.contains("libzoomissing2.so"), "{err}");
+    assert!(err.contains("2 libraries"), "{err}");
+    assert!(!err.contains("the file is not there"), "{err}");
+    // The same library through the core, with what provides each name.
+    let missing = rpjrt::diagnostics::missing_libraries(&lib).unwrap();
+    let names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names.len(), 2, "{missing:?}");
+    assert!(missing.iter().all(|m| m.needed_by == lib), "{missing:?}");
+    // Found once they are on LD_LIBRARY_PATH (stubs rebuilt in another directory).
+    let stubs = tmpdir("stubs");
+    std::fs::write(stubs.join("stub.c"), "int stub_fn(void) { return 1; }\n").unwrap();
+    for name in ["zoomissing1", "zoomissing2"] {
+        let ok = Command::new("cc")
+            .args(["-shared", "-fPIC", "-o", &format!("lib{name}.so"), "stub.c"])
+            .current_dir(&stubs)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let (_, _, err) = run(rpjrt().arg("info").arg(&lib).env("LD_LIBRARY_PATH", &stubs));
+    assert!(err.contains("GetPjrtApi"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&stubs).unwrap();
+}
+
+#[test]
+fn providers_are_named_for_known_libraries() {
+    use rpjrt::diagnostics::library_provider;
+    assert!(library_provider("libcuda.so.1")
+        .unwrap()
+        .contains("NVIDIA driver"));
+    assert!(library_provider("libcudart.so.12")
+        .unwrap()
+        .contains("nvidia-*"));
+    assert!(library_provider("libamdhip64.so.7")
+        .unwrap()
+        .contains("ROCm"));
+    assert!(library_provider("libmpi.so.12").unwrap().contains("MPI"));
+    assert!(library_provider("libsycl.so.8").unwrap().contains("oneAPI"));
+    assert_eq!(library_provider("libzoomissing1.so"), None);
+}
+
+#[test]
+fn the_install_hint_is_said_once() {
+    let (code, _, err) = run(rpjrt().args(["info", "/nonexistent/plugin.so"]));
+    assert_ne!(code, 0);
+    assert_eq!(err.matches("pip install").count(), 1, "{err}");
+}
+
+/// A fake `python3` that prints `site` as its only site directory (or sleeps).
+fn fake_python(dir: &Path, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("python3");
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn the_python_on_path_is_asked_for_its_site_directories() {
+    let site = old_plugin()
+        .ancestors()
+        .find(|a| a.ends_with("site-packages"))
+        .expect("the plugin is in a site-packages directory")
+        .to_path_buf();
+    let dir = tmpdir("python");
+    let python = fake_python(&dir, &format!("echo '{}'", site.display()));
+    let (code, out, err) = run(rpjrt()
+        .args(["plugins", "--json"])
+        .env("RPJRT_PYTHON", &python));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = v["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.contains("xla")), "{v}");
+    // An interpreter that does not answer is given up on after the timeout.
+    let slow = fake_python(&dir, "exec sleep 30");
+    let started = Instant::now();
+    let (code, _, err) = run(rpjrt().args(["plugins"]).env("RPJRT_PYTHON", &slow));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_plugin_that_does_not_answer_is_reported_while_its_log_is_captured() {
+    use std::io::Read;
+    let mut child = rpjrt()
+        .args(["info", "--json"])
+        .arg(fake())
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        // Reads until the note arrives (or the pipe closes when the child is killed).
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 512];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&seen).contains("still waiting") {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let started = Instant::now();
+    while !reader.is_finished() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert!(err.contains("still waiting after 5s"), "{err}");
+    assert!(err.contains("creating a client"), "{err}");
+    // The plugin's own line ("hanging") stays in the capture.
+    assert!(!err.contains("RPJRT_FAKE_HANG_ON"), "{err}");
+}

@@ -1,0 +1,229 @@
+//! Keeping a plugin's own output out of a program's output.
+//!
+//! Plugins write to the process's descriptors 1 and 2 directly: log lines from absl and
+//! the CUDA stubs, banners on stdout (jax-tt-plugin prints 14 lines when it loads), and
+//! libtpu's start-up report. A tool whose stdout is machine-readable, or which wants a
+//! quiet stderr, moves the descriptors themselves:
+//!
+//! - [`divert_stdout`] sends descriptor 1 to stderr for as long as the guard lives and
+//!   hands out the original stdout for the tool's own output;
+//! - [`capture`] sends descriptors 1 and 2 into a temporary file for as long as the guard
+//!   lives; [`Capture::finish`] returns what was written, so it can be shown when
+//!   something failed and dropped otherwise;
+//! - [`notice`] writes a line to the real stderr even while a capture is active, and
+//!   [`watch`] uses it to say what a call is waiting on when it takes long.
+//!
+//! Descriptors are process-wide: while a guard lives, every thread's writes move with them.
+//! Guards are meant for a command-line tool's main thread; the library itself never
+//! creates one.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::raw::stdio::{self as raw_stdio, Diverted, Std};
+
+fn io_error(what: &str, e: std::io::Error) -> Error {
+    Error::invalid(format!("cannot {what}: {e}"))
+}
+
+/// Descriptor 1 sent to stderr until dropped (see [`divert_stdout`]).
+pub struct StdoutDiverted {
+    inner: Diverted,
+}
+
+impl StdoutDiverted {
+    /// The original stdout, as a file to write the program's own output to.
+    pub fn original(&self) -> Result<File> {
+        self.inner
+            .original()
+            .map(File::from)
+            .map_err(|e| io_error("reopen stdout", e))
+    }
+}
+
+/// Sends everything written to descriptor 1 (by any thread, and by a plugin's C code) to
+/// stderr until the guard is dropped; [`StdoutDiverted::original`] still reaches the real
+/// stdout.
+pub fn divert_stdout() -> Result<StdoutDiverted> {
+    Diverted::new(Std::Out, raw_stdio::standard(Std::Err))
+        .map(|inner| StdoutDiverted { inner })
+        .map_err(|e| io_error("divert stdout to stderr", e))
+}
+
+/// How much of a capture [`Capture::finish`] returns: the last 64 KiB.
+pub const CAPTURE_KEEP: u64 = 64 << 10;
+
+/// The real stderr while a [`Capture`] is active (for [`notice`]).
+static REAL_STDERR: Mutex<Option<OwnedFd>> = Mutex::new(None);
+
+/// Descriptors 1 and 2 captured into a temporary file (see [`capture`]).
+pub struct Capture {
+    // Dropped in this order: stderr is restored before stdout, then the file closes.
+    err: Option<Diverted>,
+    out: Option<Diverted>,
+    file: File,
+}
+
+/// Sends what is written to descriptors 2 and 1 into a temporary file until
+/// [`Capture::finish`] (or drop). Lines written with [`notice`] meanwhile still reach the
+/// real stderr. Captures do not nest: a second one while one is active is refused.
+pub fn capture() -> Result<Capture> {
+    let mut real = REAL_STDERR.lock().unwrap_or_else(|p| p.into_inner());
+    if real.is_some() {
+        return Err(Error::invalid(
+            "stdout and stderr are already being captured (captures do not nest)",
+        ));
+    }
+    let dir = std::env::temp_dir();
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = dir.join(format!(
+        ".rpjrt-capture-{}-{nanos}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&name)
+        .map_err(|e| io_error(&format!("create {}", name.display()), e))?;
+    // The file lives on only through the descriptor.
+    let _ = std::fs::remove_file(&name);
+    let saved = raw_stdio::duplicate(raw_stdio::standard(Std::Err))
+        .map_err(|e| io_error("duplicate stderr", e))?;
+    let err = Diverted::new(Std::Err, file.as_fd()).map_err(|e| io_error("capture stderr", e))?;
+    let out = Diverted::new(Std::Out, file.as_fd()).map_err(|e| io_error("capture stdout", e))?;
+    *real = Some(saved);
+    Ok(Capture {
+        err: Some(err),
+        out: Some(out),
+        file,
+    })
+}
+
+impl Capture {
+    /// Puts descriptors 1 and 2 back and returns what was written meanwhile (lossy UTF-8;
+    /// the last [`CAPTURE_KEEP`] bytes when more was written).
+    pub fn finish(mut self) -> String {
+        use std::io::{Seek, SeekFrom};
+        self.restore();
+        let len = self.file.metadata().map_or(0, |m| m.len());
+        let from = len.saturating_sub(CAPTURE_KEEP);
+        let mut text = Vec::new();
+        if self.file.seek(SeekFrom::Start(from)).is_ok() {
+            let _ = (&mut self.file).take(CAPTURE_KEEP).read_to_end(&mut text);
+        }
+        let text = String::from_utf8_lossy(&text).into_owned();
+        if from > 0 {
+            // Start at a whole line.
+            let rest = text.split_once('\n').map_or("", |(_, r)| r);
+            format!("({from} earlier bytes left out)\n{rest}")
+        } else {
+            text
+        }
+    }
+
+    fn restore(&mut self) {
+        let mut real = REAL_STDERR.lock().unwrap_or_else(|p| p.into_inner());
+        self.err.take();
+        self.out.take();
+        *real = None;
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+/// Writes `line` and a newline to the real stderr, even while a [`Capture`] is active.
+pub fn notice(line: &str) {
+    let real = REAL_STDERR.lock().unwrap_or_else(|p| p.into_inner());
+    let text = format!("{line}\n");
+    match real.as_ref() {
+        Some(fd) => drop(raw_stdio::write_saved(fd.as_fd(), text.as_bytes())),
+        None => eprint!("{text}"),
+    }
+}
+
+/// Says on the real stderr what a slow call is waiting on (see [`watch`]); stops when
+/// dropped.
+pub struct Watch {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Starts a watch on a call that may block: if it is still running after `first`, a line
+/// `rpjrt: still waiting after Ns: {what}` goes to the real stderr, then one every 30 s.
+/// Dropping the watch (when the call returns) stops it.
+pub fn watch(what: impl Into<String>, first: Duration) -> Watch {
+    let what = what.into();
+    let (stop, rx) = mpsc::channel::<()>();
+    let started = Instant::now();
+    let thread = std::thread::Builder::new()
+        .name("rpjrt-watch".into())
+        .spawn(move || {
+            let mut wait = first;
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
+                notice(&format!(
+                    "rpjrt: still waiting after {}s: {what}",
+                    started.elapsed().as_secs()
+                ));
+                wait = Duration::from_secs(30);
+            }
+        })
+        .ok();
+    Watch {
+        stop: Some(stop),
+        thread,
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A captured plugin log cut to what a reader needs: at most `max_lines` lines, the last
+/// ones (where a failure is explained), with a note of how many were left out.
+pub fn summarize_log(text: &str, max_lines: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() <= max_lines {
+        return lines.join("\n");
+    }
+    let skipped = lines.len() - max_lines;
+    format!(
+        "({skipped} earlier lines left out)\n{}",
+        lines[skipped..].join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_logs_keep_their_last_lines() {
+        let log: String = (0..30).map(|i| format!("line {i}\n\n")).collect();
+        let s = summarize_log(&log, 5);
+        assert!(s.starts_with("(25 earlier lines left out)\n"), "{s}");
+        assert!(
+            s.ends_with("line 25\nline 26\nline 27\nline 28\nline 29"),
+            "{s}"
+        );
+        assert_eq!(summarize_log("a\nb\n", 5), "a\nb");
+    }
+}
