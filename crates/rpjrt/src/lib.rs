@@ -48,7 +48,6 @@ pub mod host;
 mod introspect;
 pub mod layout;
 mod mlir;
-pub mod npy;
 mod op_sharding;
 mod options;
 mod plugin;
