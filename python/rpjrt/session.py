@@ -118,10 +118,11 @@ class Session:
         """Writes every slot that holds a value to an ``.npz`` file that ``numpy.load``
         reads, atomically (a temporary file renamed over ``path``).
 
-        Slots whose loader has not run are loaded first; empty slots are left out. Dtypes
+        Slots whose loader has not run are loaded first; empty slots are left out. Each
+        member is the slot's name plus ``.npy``, so every name comes back exactly. Dtypes
         numpy cannot name (bfloat16, float8, int4 ...) are stored as ``uint8`` with a
         trailing axis of the item size, and the member ``__rpjrt_dtypes__`` names every
-        slot's dtype. The work is done by the core (``rpjrt::Session::save``).
+        slot's dtype. The work is done in Rust (``rpjrt_npy::checkpoint::save``).
         """
         self._s.save(path)
 
@@ -130,8 +131,10 @@ class Session:
         the slot of its name, creating slots the session lacks.
 
         Everything is checked before any slot changes: a dtype or shape that differs from
-        the slot's is refused naming the slot, and a damaged file is an error naming it.
-        Arrays ``numpy.savez`` stored as raw bytes (bfloat16 ...) take their slot's dtype.
+        the slot's is refused naming the slot (from the member's header, before its data
+        is read), a name stored twice is refused naming it, and a damaged file is an error
+        naming it. Arrays ``numpy.savez`` stored as raw bytes (bfloat16 ...) take their
+        slot's dtype. The work is done in Rust (``rpjrt_npy::checkpoint::restore``).
         """
         self._s.restore(path)
 

@@ -209,17 +209,18 @@ impl PySession {
         PyBuffer::wrap_shared(py, b, &self.client)
     }
 
-    /// Writes every slot with a value to an `.npz` checkpoint (rpjrt::Session::save).
+    /// Writes every slot with a value to an `.npz` checkpoint (rpjrt_npy::checkpoint::save).
     fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
         let s = &self.inner;
-        py.detach(|| s.save(&path))
+        py.detach(|| rpjrt_npy::checkpoint::save(s, &path))
             .map_err(|e| raise(py, &self.loader_error, e))
     }
 
-    /// Binds every array of an `.npz` file to its slot (rpjrt::Session::restore).
+    /// Binds every array of an `.npz` file to its slot (rpjrt_npy::checkpoint::restore).
     fn restore(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
         let s = &self.inner;
-        py.detach(|| s.restore(&path)).pyerr()
+        py.detach(|| rpjrt_npy::checkpoint::restore(s, &path))
+            .pyerr()
     }
 
     /// `[(name, dtype | None, shape | None, state)]` in creation order.

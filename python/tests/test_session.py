@@ -266,6 +266,78 @@ def test_checkpoints_interoperate_with_numpy(client: rpjrt.Client, tmp_path: Pat
         fresh.restore(tmp_path / "missing.npz")
 
 
+def test_checkpoint_names_round_trip_exactly(client: rpjrt.Client, tmp_path: Path) -> None:
+    """Issue 21: a slot "w.npy" came back as "w", and a session holding both "w" and
+    "w.npy" saved a checkpoint that restore refused. Every name comes back as it was, and
+    numpy.load sees the same names."""
+    names = ["w", "w.npy", "w.npy.npy", ".npy", "a/b", "x y", "ünï ☃"]
+    session = rpjrt.Session(client)
+    session.bind_many({n: np.full(2, k, np.float32) for k, n in enumerate(names)})
+    path = tmp_path / "names.npz"
+    session.save(path)
+    with np.load(path) as data:
+        assert sorted(data.files) == sorted(names + ["__rpjrt_dtypes__"])
+    back = rpjrt.Session(client)
+    back.restore(path)
+    assert sorted(back) == sorted(names)
+    for k, n in enumerate(names):
+        np.testing.assert_array_equal(back.fetch(n), np.full(2, k, np.float32))
+
+
+def test_checkpoint_duplicates_are_refused_by_name(client: rpjrt.Client, tmp_path: Path) -> None:
+    """Issue 21: a member stored twice was merged silently (the last one won)."""
+    import io
+    import warnings
+    import zipfile
+
+    def npy(v: float) -> bytes:
+        buf = io.BytesIO()
+        np.save(buf, np.array([v], np.float32))
+        return buf.getvalue()
+
+    path = tmp_path / "dup.npz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("w.npy", npy(1.0))
+            z.writestr("w.npy", npy(2.0))
+    session = rpjrt.Session(client)
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'dup.npz: .*member "w.npy" more than once'):
+        session.restore(path)
+    assert list(session) == []
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("w.npy", npy(1.0))
+        z.writestr("w", npy(2.0))
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'members "w.npy" and "w" both hold the array "w"'):
+        session.restore(path)
+    assert list(session) == []
+
+
+def test_checkpoint_member_is_checked_before_it_is_inflated(client: rpjrt.Client, tmp_path: Path) -> None:
+    """Issue 21: a small deflated member that inflates far past its slot was inflated in
+    full before its header was compared with the slot. The header refuses it first (the
+    damaged tail of its data is never reached), and a plain restore finds the damage."""
+    import zipfile
+
+    path = tmp_path / "bomb.npz"
+    np.savez_compressed(path, w=np.zeros(4 << 20, np.float32))  # 16 MiB in ~16 KiB
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("w.npy")
+    # The last bytes of the deflated data, just before the central directory.
+    end = raw.index(b"PK\x01\x02")
+    raw[end - 3] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    assert info.file_size > 1000 * info.compress_size
+    session = rpjrt.Session(client)
+    session.bind("w", np.zeros(4, np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'slot "w" holds float32\[4\], but .*bomb.npz stores float32\[4194304\]'):
+        session.restore(path)
+    np.testing.assert_array_equal(session.fetch("w"), np.zeros(4, np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="bomb.npz.*damaged"):
+        rpjrt.Session(client).restore(path)
+
+
 def test_rss_stays_flat_with_a_large_state(client: rpjrt.Client) -> None:
     """A 4 MiB state slot updated (and donated) 100 times: a leak of the old states would
     grow RSS by 400 MiB; the bound is generous against allocator noise."""

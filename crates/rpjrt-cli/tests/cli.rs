@@ -277,10 +277,10 @@ fn arguments_that_are_not_utf8_are_paths_or_usage_errors_never_a_panic() {
 #[test]
 fn run_with_npy_inputs_writes_npz_outputs() {
     let dir = tmpdir("npz");
-    let a = rpjrt::npy::parse_literal("[1,2,3,4,5,6,7,8]:f32", None).unwrap();
-    let b = rpjrt::npy::parse_literal("[0.5,0.5,0.5,0.5,2,2,2,2]:f32", None).unwrap();
-    rpjrt::npy::save_npy(dir.join("a.npy"), &a).unwrap();
-    rpjrt::npy::save_npz(dir.join("in.npz"), &[("arg1".into(), b)]).unwrap();
+    let a = rpjrt_npy::literal::parse_literal("[1,2,3,4,5,6,7,8]:f32", None).unwrap();
+    let b = rpjrt_npy::literal::parse_literal("[0.5,0.5,0.5,0.5,2,2,2,2]:f32", None).unwrap();
+    rpjrt_npy::save_npy(dir.join("a.npy"), &a).unwrap();
+    rpjrt_npy::save_npz(dir.join("in.npz"), &[("arg1".into(), b)]).unwrap();
     for p in [old(), new()] {
         let out_file = dir.join("out.npz");
         let (code, _, err) = run(rpjrt()
@@ -296,10 +296,11 @@ fn run_with_npy_inputs_writes_npz_outputs() {
             .arg(&out_file)
             .args(["--repeat", "3"]));
         assert_eq!(code, 0, "{err}");
-        let got = rpjrt::npy::load(&out_file).unwrap();
+        let got = rpjrt_npy::load(&out_file).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0, "out0");
-        let want = rpjrt::npy::parse_literal("[1.5,2,2.5,3,11,13,15,17]:f32", None).unwrap();
+        let want =
+            rpjrt_npy::literal::parse_literal("[1.5,2,2.5,3,11,13,15,17]:f32", None).unwrap();
         assert_eq!(got[0].1, want);
     }
 }
@@ -322,8 +323,8 @@ fn run_json_and_random_inputs() {
 #[test]
 fn run_bad_inputs_are_one_line_errors_with_exit_2() {
     let dir = tmpdir("bad");
-    let wrong = rpjrt::npy::parse_literal("[1,2,3]:f32", None).unwrap();
-    rpjrt::npy::save_npy(dir.join("wrong.npy"), &wrong).unwrap();
+    let wrong = rpjrt_npy::literal::parse_literal("[1,2,3]:f32", None).unwrap();
+    rpjrt_npy::save_npy(dir.join("wrong.npy"), &wrong).unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
             vec![

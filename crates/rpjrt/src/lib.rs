@@ -47,7 +47,6 @@ mod introspect;
 mod kv;
 pub mod layout;
 mod mlir;
-pub mod npy;
 mod op_sharding;
 mod options;
 mod plugin;

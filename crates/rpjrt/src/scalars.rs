@@ -673,6 +673,14 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
         // Rust's conversion rounds to nearest, ties to even; below the limit it is finite.
         return Ok(u64::from((x as f32).to_bits()));
     }
+    if t == ElementType::F16 {
+        return Ok(u64::from(half::f16::from_f64(sticky_low_word(x)).to_bits()));
+    }
+    if t == ElementType::BF16 {
+        return Ok(u64::from(
+            half::bf16::from_f64(sticky_low_word(x)).to_bits(),
+        ));
+    }
     if a == 0.0 {
         return Ok(if f.specials == Specials::Fnuz {
             0
@@ -730,6 +738,21 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
         (biased << f.man) | (n - implicit)
     };
     Ok(sign | fields)
+}
+
+/// `x` with its low 32 mantissa bits folded into bit 32 (set when any of them is set).
+///
+/// `half`'s `from_f64` reads only the top 32 bits of an `f64`: a value just past a tie in
+/// the dropped bits (1 + 2^-11 + 2^-40 for float16) would round as the tie, to even. Folding
+/// the dropped bits into a sticky bit (round to odd at 20 mantissa bits, far more than the
+/// 10 of float16 or 7 of bfloat16 plus a rounding bit) makes its rounding exact again.
+fn sticky_low_word(x: f64) -> f64 {
+    let bits = x.to_bits();
+    if bits & 0xffff_ffff == 0 {
+        x
+    } else {
+        f64::from_bits((bits & !0xffff_ffff) | (1 << 32))
+    }
 }
 
 #[cfg(test)]
@@ -969,7 +992,11 @@ mod tests {
         assert_eq!(b(65519.0, T::F16), 0x7BFF);
         assert_eq!(b(1.0 + 2f64.powi(-11), T::F16), 0x3C00); // tie to even
         assert_eq!(b(1.0 + 3.0 * 2f64.powi(-11), T::F16), 0x3C02);
-        // Direct rounding from f64 (no double rounding through f32), as ml_dtypes does.
+        // Just past a tie only in the low 32 bits of the f64: rounds up, not to even.
+        assert_eq!(b(1.0 + 2f64.powi(-11) + 2f64.powi(-40), T::F16), 0x3C01);
+        assert_eq!(b(-(1.0 + 2f64.powi(-11) + 2f64.powi(-40)), T::F16), 0xBC01);
+        assert_eq!(b(2f64.powi(-25) + 2f64.powi(-60), T::F16), 1); // past half the subnormal
+                                                                   // Direct rounding from f64 (no double rounding through f32), as ml_dtypes does.
         assert_eq!(b(1.0 + 2f64.powi(-8) + 2f64.powi(-40), T::BF16), 0x3F81);
         assert_eq!(b(1.5, T::BF16), 16320);
         assert_eq!(b(448.0, T::F8E4M3FN), 0x7E);
@@ -1000,6 +1027,40 @@ mod tests {
             .unwrap_err()
             .contains("NaN"));
         assert!(encode_float(0.0, T::F8E8M0FNU).is_err());
+    }
+
+    proptest::proptest! {
+        /// float16 and bfloat16 (encoded by `half`): the nearest value, ties to even, for
+        /// any finite f64 below the overflow limit.
+        #[test]
+        fn half_precision_rounds_to_nearest(bits in proptest::prelude::any::<u64>()) {
+            let x = f64::from_bits(bits);
+            for t in [T::F16, T::BF16] {
+                let f = format_of(t).unwrap();
+                if !x.is_finite() || x.abs() >= f.limit() {
+                    continue;
+                }
+                let got = encode_float(x, t).unwrap();
+                let value = |b: u64| match t {
+                    T::F16 => half::f16::from_bits(b as u16).to_f64(),
+                    _ => half::bf16::from_bits(b as u16).to_f64(),
+                };
+                let err = (value(got) - x).abs();
+                let mag = got & 0x7fff;
+                // Neighbours in magnitude: one code below and above (same sign).
+                for n in [mag.wrapping_sub(1), mag + 1] {
+                    let nb = (got & 0x8000) | n;
+                    if n > 0x7fff || value(nb).is_nan() || value(nb).is_infinite() {
+                        continue;
+                    }
+                    let other = (value(nb) - x).abs();
+                    proptest::prop_assert!(
+                        err < other || (err == other && got & 1 == 0),
+                        "{x:e} as {t}: {got:#x} (err {err:e}) vs {nb:#x} (err {other:e})"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -503,6 +503,59 @@ impl Session {
         Ok(())
     }
 
+    /// Binds every `(name, value)` pair at once, all or nothing: each value is checked
+    /// against its slot's element type and shape (and against the other pairs for the same
+    /// name, which is refused), host values are uploaded, and only when every value is
+    /// ready do the slots change. On any error the session is left as it was. Slots are
+    /// created as needed. (A checkpoint restore is built on this.)
+    pub fn bind_all(&self, values: Vec<(String, SlotValue)>) -> Result<()> {
+        let mut seen = std::collections::HashSet::with_capacity(values.len());
+        for (name, _) in &values {
+            if name.is_empty() {
+                return Err(Error::invalid("a slot name is empty"));
+            }
+            if !seen.insert(name.as_str()) {
+                return Err(Error::invalid(format!(
+                    "slot {name:?} is given more than one value"
+                )));
+            }
+        }
+        let mut ready = Vec::with_capacity(values.len());
+        for (name, value) in values {
+            let spec = {
+                let st = self.inner.lock();
+                st.index.get(&name).and_then(|&i| st.slots[i].spec.clone())
+            };
+            let (buffer, uploaded) = self.inner.materialize(&name, spec.as_ref(), value)?;
+            let spec = ArraySpec {
+                element_type: buffer.element_type(),
+                dims: buffer.dims().to_vec(),
+            };
+            ready.push((name, spec, buffer, uploaded));
+        }
+        let mut st = self.inner.lock();
+        // A slot may have been given a type meanwhile (another thread): check again under
+        // the lock, before changing anything.
+        for (name, spec, _, _) in &ready {
+            if let Some(have) = st.index.get(name).and_then(|&i| st.slots[i].spec.as_ref()) {
+                if have != spec {
+                    return Err(Error::invalid(format!(
+                        "slot {name:?} holds {have}, but the value bound to it is {spec}"
+                    )));
+                }
+            }
+        }
+        for (name, spec, buffer, uploaded) in ready {
+            let i = st.slot_index(&name);
+            st.settle_spec(i, &spec, "the value bound to it")?;
+            if uploaded {
+                st.uploads += 1;
+            }
+            st.slots[i].content = Content::Ready(buffer);
+        }
+        Ok(())
+    }
+
     /// Binds slot `name` to a loader, called only when a program first needs the slot (or
     /// on [`Session::fetch`]). Its value is checked against the slot's type and shape then.
     pub fn bind_lazy(&self, name: &str, loader: Loader) -> Result<()> {
@@ -578,302 +631,6 @@ impl Session {
     pub fn loads(&self) -> usize {
         self.inner.lock().loads
     }
-}
-
-/// The `.npz` member of a checkpoint that records each slot's element type name (numpy has
-/// no type string for bfloat16, the float8 types or the sub-byte integers).
-pub const DTYPES_KEY: &str = "__rpjrt_dtypes__";
-
-/// One array of a checkpoint, ready to upload.
-struct Saved {
-    element_type: ElementType,
-    dims: Vec<i64>,
-    /// Host bytes: numpy's form (sub-byte types one element per byte), in `order`.
-    data: Vec<u8>,
-    /// Byte strides when the file stores the array in Fortran order.
-    strides: Option<Vec<i64>>,
-    order: crate::host::ByteOrder,
-}
-
-impl Session {
-    /// Writes every slot that holds a value to an `.npz` file (a stored zip of `.npy`
-    /// members named after the slots, as `np.savez` writes), atomically: a temporary file
-    /// in the same directory, renamed over `path` once complete.
-    ///
-    /// Slots whose loader has not run are loaded first; empty slots are left out; a slot
-    /// whose buffer was deleted is an error naming it. Types numpy has a type string for are
-    /// stored as themselves; the others (bfloat16, float8, int4 ...) as `uint8` arrays with a
-    /// trailing axis of the element's byte size (one byte per element for the sub-byte
-    /// types, as ml_dtypes holds them). The member `__rpjrt_dtypes__` (a numpy string with
-    /// a JSON object) names every slot's element type, so `np.load(path)` reads the file and
-    /// `arr.view(ml_dtypes.bfloat16)[..., 0]` recovers such a slot.
-    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        let path = path.as_ref();
-        let names: Vec<String> = self
-            .slots()
-            .into_iter()
-            .filter(|s| s.state != SlotState::Empty)
-            .map(|s| s.name)
-            .collect();
-        if names.iter().any(|n| n == DTYPES_KEY) {
-            return Err(Error::invalid(format!(
-                "a slot named {DTYPES_KEY:?} cannot be saved: the name is reserved for the \
-                 checkpoint's type table"
-            )));
-        }
-        let mut members = Vec::with_capacity(names.len() + 1);
-        let mut types = serde_json::Map::new();
-        for name in &names {
-            let b = self.fetch(name)?;
-            let t = b.element_type();
-            if t == ElementType::Token {
-                return Err(Error::invalid(format!(
-                    "slot {name:?} holds a token, which has no data to save"
-                )));
-            }
-            let mut data = b.to_vec_row_major().map_err(|e| prefix(name, e))?;
-            let member = match crate::npy::descr_of(t) {
-                Ok(descr) => crate::npy::write_npy_raw(&descr, b.dims(), &data),
-                Err(_) => {
-                    if t.is_sub_byte() {
-                        let n = crate::dtype::element_count(b.dims())?;
-                        data = crate::dtype::unpack_sub_byte(t, &data, n);
-                    }
-                    let mut dims = b.dims().to_vec();
-                    dims.push(t.host_itemsize() as i64);
-                    crate::npy::write_npy_raw("|u1", &dims, &data)
-                }
-            };
-            types.insert(name.clone(), serde_json::Value::from(t.name()));
-            members.push((name.clone(), member));
-        }
-        let table = serde_json::Value::Object(types).to_string();
-        members.push((DTYPES_KEY.to_string(), crate::npy::write_npy_text(&table)));
-        crate::npy::write_npz_members(path, &members)
-    }
-
-    /// Binds every array in an `.npz` file to the slot of its name (creating slots the
-    /// session does not have yet): a checkpoint written by [`Session::save`], or any file
-    /// `np.savez` wrote.
-    ///
-    /// All-or-nothing: an array whose element type or shape differs from its slot's is
-    /// refused naming the slot, and a damaged or truncated file is an error naming the file;
-    /// either way the session is left as it was. Arrays `np.savez` stored as raw bytes
-    /// (bfloat16 and other ml_dtypes types) take the type of their slot, which must then be
-    /// known (from a program or an earlier bind). Members are read, checked and uploaded one
-    /// at a time, so the extra host memory is one member, not the file; the slots change only
-    /// once every upload has succeeded.
-    pub fn restore(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        let path = path.as_ref();
-        let file = path.display();
-        let mut npz = crate::npy::NpzReader::open(path)?.ok_or_else(|| {
-            Error::invalid(format!(
-                "{file}: not an .npz archive (it does not start with a zip header)"
-            ))
-        })?;
-        let mut names = Vec::with_capacity(npz.len());
-        let mut seen = std::collections::HashSet::new();
-        for i in 0..npz.len() {
-            let name = npz.name(i)?;
-            if name.is_empty() {
-                return Err(Error::invalid(format!(
-                    "{file}: a member has an empty name"
-                )));
-            }
-            if !seen.insert(name.clone()) {
-                return Err(Error::invalid(format!(
-                    "{file}: slot {name:?} is stored twice"
-                )));
-            }
-            names.push(name);
-        }
-        let types = match names.iter().position(|n| n == DTYPES_KEY) {
-            Some(i) => read_type_table(path, &npz.read(i)?.1)?,
-            None => HashMap::new(),
-        };
-        let specs: HashMap<String, ArraySpec> = self
-            .slots()
-            .into_iter()
-            .filter_map(|s| s.spec.map(|spec| (s.name, spec)))
-            .collect();
-        // Upload everything first; only then touch the slots.
-        let mut ready = Vec::with_capacity(names.len());
-        for (i, name) in names.iter().enumerate() {
-            if name == DTYPES_KEY {
-                continue;
-            }
-            let (_, bytes) = npz.read(i)?;
-            let slot = specs.get(name);
-            let s = decode_member(name, bytes, types.get(name).copied(), slot).map_err(
-                |e| match e {
-                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("{file}: {m}")),
-                    other => other,
-                },
-            )?;
-            let spec = ArraySpec {
-                element_type: s.element_type,
-                dims: s.dims.clone(),
-            };
-            if let Some(have) = slot.filter(|&have| have != &spec) {
-                return Err(Error::invalid(format!(
-                    "slot {name:?} holds {have}, but {file} stores {spec}"
-                )));
-            }
-            let mut host = HostArray::from_owner(Arc::new(s.data), s.element_type, s.dims)
-                .with_byte_order(s.order);
-            if let Some(strides) = s.strides {
-                host = host.with_byte_strides(strides, 0);
-            }
-            if s.element_type.is_sub_byte() {
-                host = host.unpacked();
-            }
-            let (buffer, _) = self.inner.materialize(name, None, SlotValue::Host(host))?;
-            ready.push((name.clone(), spec, buffer));
-        }
-        let mut st = self.inner.lock();
-        for (name, spec, _) in &ready {
-            if let Some(have) = st.index.get(name).and_then(|&i| st.slots[i].spec.as_ref()) {
-                if have != spec {
-                    return Err(Error::invalid(format!(
-                        "slot {name:?} holds {have}, but {file} stores {spec}"
-                    )));
-                }
-            }
-        }
-        for (name, spec, buffer) in ready {
-            let i = st.slot_index(&name);
-            st.settle_spec(i, &spec, "the restored value")?;
-            st.uploads += 1;
-            st.slots[i].content = Content::Ready(buffer);
-        }
-        Ok(())
-    }
-}
-
-/// A checkpoint's type table (the member [`DTYPES_KEY`]): slot name → element type.
-fn read_type_table(path: &std::path::Path, bytes: &[u8]) -> Result<HashMap<String, ElementType>> {
-    let file = path.display();
-    let bad = |why: String| Error::invalid(format!("{file}: the type table {DTYPES_KEY:?} {why}"));
-    let raw = crate::npy::parse_npy(bytes).map_err(|e| bad(format!("is damaged: {e}")))?;
-    let text = crate::npy::read_npy_text(&raw).map_err(|e| bad(format!("{e}")))?;
-    let table: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("is not JSON: {e}")))?;
-    let obj = table
-        .as_object()
-        .ok_or_else(|| bad("is not a JSON object".into()))?;
-    let mut types = HashMap::with_capacity(obj.len());
-    for (name, v) in obj {
-        let t = v
-            .as_str()
-            .ok_or_else(|| bad(format!("gives slot {name:?} a non-string type")))
-            .and_then(|t| {
-                ElementType::from_name(t)
-                    .map_err(|e| bad(format!("gives slot {name:?} type {t:?}: {e}")))
-            })?;
-        types.insert(name.clone(), t);
-    }
-    Ok(types)
-}
-
-/// One `.npy` member of a checkpoint as an array: its type from the type table (`named`),
-/// else from the member's type string, else (raw bytes) from the slot's type.
-fn decode_member(
-    name: &str,
-    mut bytes: Vec<u8>,
-    named: Option<ElementType>,
-    slot: Option<&ArraySpec>,
-) -> Result<Saved> {
-    let raw =
-        crate::npy::parse_npy(&bytes).map_err(|e| Error::invalid(format!("slot {name:?}: {e}")))?;
-    let descr = raw.descr.as_str();
-    let raw_bytes = descr
-        .strip_prefix(['|', '<', '>', '='])
-        .and_then(|d| d.strip_prefix('V'))
-        .and_then(|n| n.parse::<usize>().ok());
-    let mut dims = raw.dims.clone();
-    let (t, order) = match (named, raw_bytes) {
-        // A type numpy cannot name: uint8 with a trailing byte axis (what save writes) or
-        // raw void elements (what np.savez writes for ml_dtypes arrays).
-        (Some(t), _) if crate::npy::descr_of(t).is_err() => {
-            let w = t.host_itemsize();
-            let as_u8 = crate::npy::type_of_descr(descr).ok().map(|d| d.0) == Some(ElementType::U8)
-                && dims.last() == Some(&(w as i64));
-            if raw_bytes != Some(w) {
-                if !as_u8 || raw.fortran {
-                    return Err(Error::invalid(format!(
-                        "slot {name:?} is {t}, stored as {w}-byte raw elements (or C-order \
-                         uint8 with a trailing axis of {w}), but the member has type \
-                         {descr:?} and shape {dims:?}"
-                    )));
-                }
-                dims.pop();
-            }
-            (t, crate::host::ByteOrder::Native)
-        }
-        (named, None) => {
-            let (t, big) = crate::npy::type_of_descr(descr)
-                .map_err(|e| Error::invalid(format!("slot {name:?}: {e}")))?;
-            if let Some(n) = named.filter(|&n| n != t) {
-                return Err(Error::invalid(format!(
-                    "slot {name:?}: the type table says {n}, but the member holds {t}"
-                )));
-            }
-            let order = if big {
-                crate::host::ByteOrder::Big
-            } else {
-                crate::host::ByteOrder::Native
-            };
-            (t, order)
-        }
-        (_, Some(w)) => match slot {
-            Some(s)
-                if s.element_type != ElementType::Token
-                    && crate::npy::descr_of(s.element_type).is_err()
-                    && s.element_type.host_itemsize() == w =>
-            {
-                (s.element_type, crate::host::ByteOrder::Native)
-            }
-            _ => {
-                return Err(Error::invalid(format!(
-                    "slot {name:?} is stored as raw {w}-byte elements ({descr:?}, how numpy \
-                     saves bfloat16, float8 and other ml_dtypes types), which name no element \
-                     type; give the slot its type first (a program or a bind), or save with \
-                     Session.save"
-                )))
-            }
-        },
-    };
-    let itemsize = t.host_itemsize();
-    let n = crate::dtype::element_count(&dims)?;
-    let want = n
-        .checked_mul(itemsize)
-        .ok_or_else(|| Error::invalid(format!("slot {name:?}: shape {dims:?} is too large")))?;
-    if raw.data.len() != want {
-        return Err(Error::invalid(format!(
-            "slot {name:?}: {t}{dims:?} needs {want} data bytes, the member has {} (truncated \
-             or damaged)",
-            raw.data.len()
-        )));
-    }
-    let strides = raw.fortran.then(|| {
-        let mut strides = vec![0i64; dims.len()];
-        let mut step = itemsize as i64;
-        for (k, &d) in dims.iter().enumerate() {
-            strides[k] = step;
-            step *= d.max(1);
-        }
-        strides
-    });
-    // The data is the member's tail: drop the header in place rather than copy the data.
-    let header = bytes.len() - raw.data.len();
-    bytes.drain(..header);
-    Ok(Saved {
-        element_type: t,
-        dims,
-        data: bytes,
-        strides,
-        order,
-    })
 }
 
 impl fmt::Debug for Session {

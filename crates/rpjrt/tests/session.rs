@@ -176,212 +176,6 @@ fn session_refuses_mismatches_naming_the_slot() {
     });
 }
 
-fn typed(t: ElementType, bytes: Vec<u8>, dims: &[i64]) -> SlotValue {
-    SlotValue::Host(HostArray::from_owner(Arc::new(bytes), t, dims.to_vec()))
-}
-
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("rpjrt-ckpt-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-#[test]
-fn session_saves_and_restores_checkpoints() {
-    let text = String::from_utf8(fixture("sgd_step.mlir")).unwrap();
-    for_each_plugin(|plugin, client| {
-        let dir = temp_dir(&format!("rt{}", plugin.version().minor));
-        let path = dir.join("ckpt.npz");
-        let exe = compile(client, &text);
-        let session = Session::new(client).unwrap();
-        let step = session
-            .program(&exe, &["w", "x", "y"], &["w", "loss"])
-            .unwrap();
-        let w0: Vec<f32> = (0..8).map(|i| 0.1 * i as f32).collect();
-        session.bind("w", host(&w0, &[4, 2])).unwrap();
-        session.bind("x", host(&[0.5; 32], &[8, 4])).unwrap();
-        session
-            .bind_lazy("y", Arc::new(|| Ok(host(&[0.25; 16], &[8, 2]))))
-            .unwrap();
-        // Types numpy has no type string for, a sub-byte one, a 0-d and a zero-size array.
-        session
-            .bind(
-                "bf",
-                typed(ElementType::BF16, vec![0x80, 0x3f, 0x00, 0xc0], &[2]),
-            )
-            .unwrap();
-        session
-            .bind("i4", typed(ElementType::S4, vec![0x21, 0x0f], &[3]))
-            .unwrap();
-        session
-            .bind(
-                "s",
-                typed(ElementType::S64, 7i64.to_le_bytes().to_vec(), &[]),
-            )
-            .unwrap();
-        session
-            .bind("z", typed(ElementType::F32, Vec::new(), &[0, 3]))
-            .unwrap();
-        step.call().unwrap();
-        session.save(&path).unwrap();
-        // The temporary file is gone; the member names are the slots.
-        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
-        assert_eq!(left.len(), 1, "{left:?}");
-        let saved: Vec<(String, Vec<u8>)> = ["w", "x", "y", "loss", "bf", "i4", "s", "z"]
-            .iter()
-            .map(|n| (n.to_string(), session.fetch(n).unwrap().to_vec().unwrap()))
-            .collect();
-        step.call().unwrap();
-        step.call().unwrap();
-
-        // Into a fresh session (slots are created) and back into the same one.
-        let other = Session::new(client).unwrap();
-        other.restore(&path).unwrap();
-        let uploads = session.uploads();
-        session.restore(&path).unwrap();
-        assert_eq!(session.uploads(), uploads + saved.len());
-        for (n, want) in &saved {
-            assert_eq!(&session.fetch(n).unwrap().to_vec().unwrap(), want, "{n}");
-            assert_eq!(&other.fetch(n).unwrap().to_vec().unwrap(), want, "{n}");
-        }
-        assert_eq!(other.fetch("bf").unwrap().element_type(), ElementType::BF16);
-        assert_eq!(other.fetch("i4").unwrap().dims(), &[3]);
-        // The restored session runs.
-        let again = other
-            .program(&exe, &["w", "x", "y"], &["w", "loss"])
-            .unwrap();
-        again.call().unwrap();
-
-        // A slot whose shape differs is named, and nothing changes.
-        let small = Session::new(client).unwrap();
-        small.bind("x", host(&[1.0; 4], &[4])).unwrap();
-        expect_err(
-            small.restore(&path),
-            &["slot \"x\" holds float32[4]", "float32[8, 4]", "ckpt.npz"],
-        );
-        assert_eq!(small.slots().len(), 1);
-        let typed_slot = Session::new(client).unwrap();
-        typed_slot
-            .bind("s", typed(ElementType::S32, vec![0; 4], &[]))
-            .unwrap();
-        expect_err(typed_slot.restore(&path), &["slot \"s\"", "int32", "int64"]);
-
-        // Damaged files: truncated, a flipped data byte (CRC), not a zip, missing.
-        let good = std::fs::read(&path).unwrap();
-        let bad = dir.join("bad.npz");
-        for cut in [10, good.len() / 2, good.len() - 1] {
-            std::fs::write(&bad, &good[..cut]).unwrap();
-            let e = other.restore(&bad).unwrap_err();
-            assert!(e.to_string().contains("bad.npz"), "{cut}: {e}");
-        }
-        let mut flipped = good.clone();
-        let at = good.windows(6).position(|w| w == b"\x93NUMPY").unwrap() + 130;
-        flipped[at] ^= 0xff;
-        std::fs::write(&bad, &flipped).unwrap();
-        expect_err(other.restore(&bad), &["bad.npz", "damaged"]);
-        // Single-byte flips and truncations across the file (every 11th byte, to keep the
-        // debug-build test short): an error or (where the byte is one no reader checks,
-        // such as a timestamp) a clean restore, never a panic.
-        for at in (0..good.len()).step_by(11) {
-            let mut f = good.clone();
-            f[at] ^= 0x5a;
-            std::fs::write(&bad, &f).unwrap();
-            let _ = Session::new(client).unwrap().restore(&bad);
-            std::fs::write(&bad, &good[..at]).unwrap();
-            assert!(
-                Session::new(client).unwrap().restore(&bad).is_err(),
-                "cut at {at}"
-            );
-        }
-        std::fs::write(&bad, b"\x93NUMPY not a zip").unwrap();
-        expect_err(other.restore(&bad), &["not an .npz archive"]);
-        expect_err(other.restore(dir.join("missing.npz")), &["missing.npz"]);
-        expect_err(other.restore(&dir), &["not a regular file"]);
-
-        // A deleted slot is named, and the old file is left as it was.
-        session.fetch("x").unwrap().delete().unwrap();
-        expect_err(session.save(&path), &["slot \"x\""]);
-        assert_eq!(std::fs::read(&path).unwrap(), good);
-        std::fs::remove_dir_all(&dir).unwrap();
-    });
-}
-
-#[test]
-fn session_restores_plain_npz_files() {
-    // What np.savez writes: C- and Fortran-order members, big-endian, and bfloat16 as raw
-    // bytes (|V2), which takes its slot's type.
-    for_each_plugin(|plugin, client| {
-        let dir = temp_dir(&format!("np{}", plugin.version().minor));
-        let path = dir.join("plain.npz");
-        let npy = |descr: &str, fortran: bool, shape: &str, data: &[u8]| -> Vec<u8> {
-            let mut h = format!(
-                "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
-                if fortran { "True" } else { "False" }
-            );
-            while (10 + h.len() + 1) % 64 != 0 {
-                h.push(' ');
-            }
-            h.push('\n');
-            let mut out = b"\x93NUMPY\x01\x00".to_vec();
-            out.extend_from_slice(&(h.len() as u16).to_le_bytes());
-            out.extend_from_slice(h.as_bytes());
-            out.extend_from_slice(data);
-            out
-        };
-        let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
-        let members = [
-            (
-                "c",
-                npy("<f4", false, "(2, 3)", &f32s(&[0., 1., 2., 3., 4., 5.])),
-            ),
-            // Column-major [[0, 1, 2], [3, 4, 5]].
-            (
-                "f",
-                npy("<f4", true, "(2, 3)", &f32s(&[0., 3., 1., 4., 2., 5.])),
-            ),
-            (
-                "b",
-                npy(">i4", false, "(2,)", &[0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe]),
-            ),
-            ("h", npy("|V2", false, "(2,)", &[0x80, 0x3f, 0x00, 0xc0])),
-        ];
-        {
-            use std::io::Write;
-            let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
-            for (name, bytes) in &members {
-                zip.start_file(
-                    format!("{name}.npy"),
-                    zip::write::SimpleFileOptions::default()
-                        .compression_method(zip::CompressionMethod::Stored),
-                )
-                .unwrap();
-                zip.write_all(bytes).unwrap();
-            }
-            zip.finish().unwrap();
-        }
-        let session = Session::new(client).unwrap();
-        // Without a type for "h" the raw bytes name nothing.
-        expect_err(session.restore(&path), &["slot \"h\"", "raw 2-byte", "|V2"]);
-        assert!(session.slots().is_empty());
-        session
-            .bind("h", typed(ElementType::BF16, vec![0; 4], &[2]))
-            .unwrap();
-        session.restore(&path).unwrap();
-        let want = f32s(&[0., 1., 2., 3., 4., 5.]);
-        assert_eq!(session.fetch("c").unwrap().to_vec().unwrap(), want);
-        assert_eq!(session.fetch("f").unwrap().to_vec().unwrap(), want);
-        assert_eq!(
-            session.fetch("b").unwrap().to_vec_of::<i32>().unwrap(),
-            vec![258, -2]
-        );
-        assert_eq!(
-            session.fetch("h").unwrap().to_vec().unwrap(),
-            vec![0x80, 0x3f, 0x00, 0xc0]
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    });
-}
-
 fn sin2_halves() -> (Vec<f32>, Vec<f32>) {
     let a: Vec<f32> = (0..32).map(|i| i as f32 * 0.1).collect();
     let want = a.iter().map(|v| v.sin() * 2.0).collect();
@@ -466,5 +260,56 @@ fn shardy_module_runs_with_only_num_partitions_set() {
                 assert!((g - w).abs() < 1e-5, "{name}: {got:?} vs {want:?}");
             }
         }
+    });
+}
+
+#[test]
+fn bind_all_is_all_or_nothing() {
+    for_each_plugin(|_, client| {
+        let session = Session::new(client).unwrap();
+        session.bind("a", host(&[1.0; 2], &[2])).unwrap();
+        // One value of the wrong shape: nothing changes, and the slot is named.
+        let e = session
+            .bind_all(vec![
+                ("b".into(), host(&[2.0; 3], &[3])),
+                ("a".into(), host(&[3.0; 4], &[4])),
+            ])
+            .unwrap_err();
+        assert!(e.to_string().contains("slot \"a\" holds float32[2]"), "{e}");
+        assert_eq!(session.slots().len(), 1);
+        assert_eq!(
+            session.fetch("a").unwrap().to_vec_of::<f32>().unwrap(),
+            [1.0; 2]
+        );
+        // A name given twice is refused by name; an empty name too.
+        let twice = vec![
+            ("c".into(), host(&[0.0], &[1])),
+            ("c".into(), host(&[1.0], &[1])),
+        ];
+        expect_err(
+            session.bind_all(twice),
+            &["slot \"c\" is given more than one value"],
+        );
+        expect_err(
+            session.bind_all(vec![(String::new(), host(&[0.0], &[1]))]),
+            &["a slot name is empty"],
+        );
+        // All good: every slot changes, each upload counted.
+        let uploads = session.uploads();
+        session
+            .bind_all(vec![
+                ("a".into(), host(&[5.0; 2], &[2])),
+                ("b".into(), host(&[6.0; 3], &[3])),
+            ])
+            .unwrap();
+        assert_eq!(session.uploads(), uploads + 2);
+        assert_eq!(
+            session.fetch("a").unwrap().to_vec_of::<f32>().unwrap(),
+            [5.0; 2]
+        );
+        assert_eq!(
+            session.fetch("b").unwrap().to_vec_of::<f32>().unwrap(),
+            [6.0; 3]
+        );
     });
 }

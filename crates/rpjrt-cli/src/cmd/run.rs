@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rpjrt::npy::{self, Array, Scalar};
+use rpjrt::scalars::Scalar;
 use rpjrt::{ArraySpec, CompileOptions, ElementType, Program};
+use rpjrt_npy::literal::{parse_literal, random};
+use rpjrt_npy::{self as npy, Array};
 use serde_json::{json, Value as Json};
 
 use crate::common::{self, paint, CliError, Style, EXIT_OK};
@@ -158,7 +160,7 @@ fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>
             arrays.remove(0).1
         } else {
             let default = params.and_then(|p| p.get(i)).map(|s| s.element_type);
-            npy::parse_literal(value, default)
+            parse_literal(value, default)
                 .map_err(|e| CliError::usage(format!("input {i}: {}", common::bare(e))))?
         };
         slots[i] = Some(a);
@@ -169,7 +171,7 @@ fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>
         let a = match (slot, spec) {
             (Some(a), _) => a,
             (None, Some(s)) if args.random => {
-                npy::random(s.element_type, &s.dims, args.seed.wrapping_add(i as u64))
+                random(s.element_type, &s.dims, args.seed.wrapping_add(i as u64))
                     .map_err(|e| CliError::usage(common::bare(e)))?
             }
             (None, Some(s)) => {
@@ -364,8 +366,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
 fn scalar_json(s: Scalar) -> Json {
     match s {
         Scalar::Bool(b) => json!(b),
-        Scalar::Int(i) => json!(i),
-        Scalar::UInt(u) => json!(u),
+        // Array::get reads at most 64-bit integers: they fit i64 or u64.
+        Scalar::Int(i) => i64::try_from(i)
+            .map(|v| json!(v))
+            .or_else(|_| u64::try_from(i).map(|v| json!(v)))
+            .unwrap_or_else(|_| json!(i.to_string())),
+        Scalar::BigInt(s) => json!(s.to_string()),
         Scalar::Float(f) if f.is_finite() => json!(f),
         Scalar::Float(f) => json!(f.to_string()),
         Scalar::Complex(re, im) => json!([re, im]),
@@ -392,7 +398,7 @@ fn format_scalar(s: Scalar, ty: ElementType) -> String {
     match s {
         Scalar::Bool(b) => if b { "True" } else { "False" }.to_string(),
         Scalar::Int(i) => i.to_string(),
-        Scalar::UInt(u) => u.to_string(),
+        Scalar::BigInt(s) => s.to_string(),
         Scalar::Float(f) => format_float(f, ty),
         Scalar::Complex(re, im) => format!(
             "{}{}{}j",
@@ -463,14 +469,14 @@ mod tests {
 
     #[test]
     fn numpy_style_text() {
-        let a = npy::parse_literal("[[1, 2.5], [3, 4]]:f32", None).unwrap();
+        let a = parse_literal("[[1, 2.5], [3, 4]]:f32", None).unwrap();
         assert_eq!(
             format_numpy(&a),
             "array([[1., 2.5],\n       [3., 4.]], dtype=float32)"
         );
-        let b = npy::parse_literal("[true, false]", None).unwrap();
+        let b = parse_literal("[true, false]", None).unwrap();
         assert_eq!(format_numpy(&b), "array([True, False], dtype=bool)");
-        let s = npy::parse_literal("7:int64", None).unwrap();
+        let s = parse_literal("7:int64", None).unwrap();
         assert_eq!(format_numpy(&s), "array(7, dtype=int64)");
     }
 }

@@ -117,22 +117,10 @@ impl AttrValue {
         match *self {
             AttrValue::F32(v) => Some(v.into()),
             AttrValue::F64(v) => Some(v),
-            AttrValue::F16Bits(b) => Some(f16_to_f64(b)),
-            AttrValue::BF16Bits(b) => Some(f32::from_bits(u32::from(b) << 16).into()),
+            AttrValue::F16Bits(b) => Some(half::f16::from_bits(b).to_f64()),
+            AttrValue::BF16Bits(b) => Some(half::bf16::from_bits(b).to_f64()),
             _ => self.as_i64().map(|v| v as f64),
         }
-    }
-}
-
-fn f16_to_f64(b: u16) -> f64 {
-    let sign = if b & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((b >> 10) & 0x1f);
-    let frac = f64::from(b & 0x3ff);
-    sign * match exp {
-        0 => frac * 2f64.powi(-24),
-        31 if frac == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
     }
 }
 

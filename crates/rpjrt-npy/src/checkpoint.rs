@@ -1,0 +1,295 @@
+//! Session checkpoints: every slot of an [`rpjrt::Session`] in one `.npz` file, and back.
+//!
+//! [`save`] writes a stored zip of `.npy` members, one per slot, as `np.savez` writes, so
+//! `np.load(path)` reads it; each member is named the slot's name plus `.npy` (any slot
+//! name round-trips exactly: `w` and `w.npy` are two slots and two members). Types numpy
+//! has a type string for are stored as themselves; the others (bfloat16, float8, int4 ...)
+//! as `uint8` arrays with a trailing axis of the element's byte size (one byte per element
+//! for the sub-byte types, as ml_dtypes holds them). The member [`DTYPES_KEY`] (a numpy
+//! string holding a JSON object) names every slot's element type, so
+//! `arr.view(ml_dtypes.bfloat16)[..., 0]` recovers such a slot.
+//!
+//! [`restore`] binds every array of an `.npz` file to the slot of its name, all or nothing.
+//! It checks before it reads: a name stored twice is refused naming it, and each member's
+//! `.npy` header is checked against its slot's type and shape, and against the size the
+//! archive declares, before any of its data is inflated; no more data is read than the
+//! header describes.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rpjrt::{
+    element_count, unpack_sub_byte, ArraySpec, ByteOrder, CopyMode, ElementType, Error, HostArray,
+    Result, Session, SlotState, SlotValue,
+};
+
+use crate::npy::{decode_text, descr_of, text_len, type_of_descr, write_npy_raw, Header};
+use crate::npz::{bare, io_err, write_members, NpzReader};
+use crate::{invalid, npy};
+
+/// The `.npz` member of a checkpoint that records each slot's element type name (numpy has
+/// no type string for bfloat16, the float8 types or the sub-byte integers).
+pub const DTYPES_KEY: &str = "__rpjrt_dtypes__";
+
+/// The largest type table read (the JSON of slot names and type names).
+const MAX_TABLE: usize = 64 << 20;
+
+/// Writes every slot of `session` that holds a value to an `.npz` file at `path`,
+/// atomically (a temporary file in the same directory, renamed over `path` once complete).
+///
+/// Slots whose loader has not run are loaded first; empty slots are left out; a slot whose
+/// buffer was deleted is an error naming it, and the old file is left as it was.
+pub fn save(session: &Session, path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    let names: Vec<String> = session
+        .slots()
+        .into_iter()
+        .filter(|s| s.state != SlotState::Empty)
+        .map(|s| s.name)
+        .collect();
+    if names.iter().any(|n| n == DTYPES_KEY) {
+        return Err(invalid(format!(
+            "a slot named {DTYPES_KEY:?} cannot be saved: the name is reserved for the \
+             checkpoint's type table"
+        )));
+    }
+    let mut members = Vec::with_capacity(names.len() + 1);
+    let mut types = serde_json::Map::new();
+    for name in &names {
+        let b = session.fetch(name)?;
+        let t = b.element_type();
+        if t == ElementType::Token {
+            return Err(invalid(format!(
+                "slot {name:?} holds a token, which has no data to save"
+            )));
+        }
+        let mut data = b
+            .to_vec_row_major()
+            .map_err(|e| slot_err(name, e.to_string()))?;
+        let member = match descr_of(t) {
+            Ok(descr) => write_npy_raw(&descr, b.dims(), &data),
+            Err(_) => {
+                if t.is_sub_byte() {
+                    data = unpack_sub_byte(t, &data, element_count(b.dims())?);
+                }
+                let mut dims = b.dims().to_vec();
+                dims.push(t.host_itemsize() as i64);
+                write_npy_raw("|u1", &dims, &data)
+            }
+        };
+        types.insert(name.clone(), serde_json::Value::from(t.name()));
+        members.push((name.clone(), member));
+    }
+    let table = serde_json::Value::Object(types).to_string();
+    members.push((DTYPES_KEY.to_string(), npy::write_npy_text(&table)));
+    write_members(path, &members)
+}
+
+fn slot_err(name: &str, why: String) -> Error {
+    invalid(format!("slot {name:?}: {why}"))
+}
+
+/// Binds every array in the `.npz` file at `path` to the slot of its name (creating slots
+/// the session does not have yet): a checkpoint written by [`save`], or any file
+/// `np.savez` wrote.
+///
+/// All-or-nothing: an array whose element type or shape differs from its slot's is refused
+/// naming the slot, and a damaged or truncated file is an error naming the file; either
+/// way the session is left as it was. Arrays `np.savez` stored as raw bytes (bfloat16 and
+/// other ml_dtypes types) take the type of their slot, which must then be known (from a
+/// program or an earlier bind). Members are read, checked and uploaded one at a time, so
+/// the extra host memory is one member, not the file; the slots change only once every
+/// upload has succeeded ([`Session::bind_all`]).
+pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    let file = path.display();
+    let mut npz = NpzReader::open(path)?.ok_or_else(|| {
+        invalid(format!(
+            "{file}: not an .npz archive (it does not start with a zip header)"
+        ))
+    })?;
+    let names = npz.names().to_vec();
+    let types = match names.iter().position(|n| n == DTYPES_KEY) {
+        Some(i) => read_type_table(&mut npz, i)?,
+        None => HashMap::new(),
+    };
+    let specs: HashMap<String, ArraySpec> = session
+        .slots()
+        .into_iter()
+        .filter_map(|s| s.spec.map(|spec| (s.name, spec)))
+        .collect();
+    let with_file = |e: Error| match e {
+        Error::InvalidArgument(m) => Error::InvalidArgument(format!("{file}: {m}")),
+        other => other,
+    };
+    let mut ready = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        if name == DTYPES_KEY {
+            continue;
+        }
+        let slot = specs.get(name);
+        let member = npz.member(i)?;
+        let plan = plan_member(name, member.header(), types.get(name).copied(), slot)
+            .map_err(with_file)?;
+        let spec = ArraySpec {
+            element_type: plan.element_type,
+            dims: plan.dims.clone(),
+        };
+        // Checked against the slot before any data is read.
+        if let Some(have) = slot.filter(|&have| have != &spec) {
+            return Err(invalid(format!(
+                "slot {name:?} holds {have}, but {file} stores {spec}"
+            )));
+        }
+        let data = member.read_data(plan.bytes)?;
+        let mut host = HostArray::from_owner(Arc::new(data), plan.element_type, plan.dims)
+            .with_byte_order(plan.order);
+        if let Some(strides) = plan.strides {
+            host = host.with_byte_strides(strides, 0);
+        }
+        if plan.element_type.is_sub_byte() {
+            host = host.unpacked();
+        }
+        let buffer = session
+            .client()
+            .put(&host, session.device(), None, CopyMode::Always)
+            .map_err(|e| match e {
+                Error::InvalidArgument(m) => slot_err(name, m),
+                other => other,
+            })?;
+        ready.push((name.clone(), SlotValue::Uploaded(buffer)));
+    }
+    session.bind_all(ready).map_err(with_file)
+}
+
+/// A checkpoint's type table (member `i`, [`DTYPES_KEY`]): slot name → element type.
+fn read_type_table(npz: &mut NpzReader, i: usize) -> Result<HashMap<String, ElementType>> {
+    let path = npz.path().to_path_buf();
+    let bad = |why: String| io_err(&path, format!("the type table {DTYPES_KEY:?} {why}"));
+    let member = npz.member(i)?;
+    let n = text_len(member.header()).map_err(|e| bad(bare(&e)))?;
+    if n > MAX_TABLE {
+        return Err(bad(format!(
+            "claims {n} bytes (at most {MAX_TABLE} are read)"
+        )));
+    }
+    let text = decode_text(&member.read_data(n)?).map_err(|e| bad(bare(&e)))?;
+    let table: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("is not JSON: {e}")))?;
+    let obj = table
+        .as_object()
+        .ok_or_else(|| bad("is not a JSON object".into()))?;
+    let mut types = HashMap::with_capacity(obj.len());
+    for (name, v) in obj {
+        let t = v
+            .as_str()
+            .ok_or_else(|| bad(format!("gives slot {name:?} a non-string type")))
+            .and_then(|t| {
+                ElementType::from_name(t)
+                    .map_err(|e| bad(format!("gives slot {name:?} type {t:?}: {}", bare(&e))))
+            })?;
+        types.insert(name.clone(), t);
+    }
+    Ok(types)
+}
+
+/// How to read one member: its element type, shape, data size and layout.
+struct Plan {
+    element_type: ElementType,
+    dims: Vec<i64>,
+    /// Data bytes: numpy's form (sub-byte types one element per byte).
+    bytes: usize,
+    /// Byte strides when the member is in Fortran order.
+    strides: Option<Vec<i64>>,
+    order: ByteOrder,
+}
+
+/// The type of one member from its header: from the type table (`named`), else from the
+/// member's type string, else (raw bytes) from the slot's type.
+fn plan_member(
+    name: &str,
+    h: &Header,
+    named: Option<ElementType>,
+    slot: Option<&ArraySpec>,
+) -> Result<Plan> {
+    let descr = h.descr.as_str();
+    let raw_bytes = descr
+        .strip_prefix(['|', '<', '>', '='])
+        .and_then(|d| d.strip_prefix('V'))
+        .and_then(|n| n.parse::<usize>().ok());
+    let mut dims = h.dims.clone();
+    let (t, order) = match (named, raw_bytes) {
+        // A type numpy cannot name: uint8 with a trailing byte axis (what save writes) or
+        // raw void elements (what np.savez writes for ml_dtypes arrays).
+        (Some(t), _) if descr_of(t).is_err() => {
+            let w = t.host_itemsize();
+            let as_u8 = type_of_descr(descr).ok().map(|d| d.0) == Some(ElementType::U8)
+                && dims.last() == Some(&(w as i64));
+            if raw_bytes != Some(w) {
+                if !as_u8 || h.fortran {
+                    return Err(invalid(format!(
+                        "slot {name:?} is {t}, stored as {w}-byte raw elements (or C-order \
+                         uint8 with a trailing axis of {w}), but the member has type \
+                         {descr:?} and shape {dims:?}"
+                    )));
+                }
+                dims.pop();
+            }
+            (t, ByteOrder::Native)
+        }
+        (named, None) => {
+            let (t, big) = type_of_descr(descr).map_err(|e| slot_err(name, bare(&e)))?;
+            if let Some(n) = named.filter(|&n| n != t) {
+                return Err(invalid(format!(
+                    "slot {name:?}: the type table says {n}, but the member holds {t}"
+                )));
+            }
+            (
+                t,
+                if big {
+                    ByteOrder::Big
+                } else {
+                    ByteOrder::Native
+                },
+            )
+        }
+        (_, Some(w)) => match slot {
+            Some(s)
+                if s.element_type != ElementType::Token
+                    && descr_of(s.element_type).is_err()
+                    && s.element_type.host_itemsize() == w =>
+            {
+                (s.element_type, ByteOrder::Native)
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "slot {name:?} is stored as raw {w}-byte elements ({descr:?}, how numpy \
+                     saves bfloat16, float8 and other ml_dtypes types), which name no element \
+                     type; give the slot its type first (a program or a bind), or save it as \
+                     a checkpoint (Session.save)"
+                )))
+            }
+        },
+    };
+    let itemsize = t.host_itemsize();
+    let bytes = element_count(&dims)?
+        .checked_mul(itemsize)
+        .ok_or_else(|| slot_err(name, format!("shape {dims:?} is too large")))?;
+    let strides = h.fortran.then(|| {
+        let mut strides = vec![0i64; dims.len()];
+        let mut step = itemsize as i64;
+        for (k, &d) in dims.iter().enumerate() {
+            strides[k] = step;
+            step = step.saturating_mul(d.max(1));
+        }
+        strides
+    });
+    Ok(Plan {
+        element_type: t,
+        dims,
+        bytes,
+        strides,
+        order,
+    })
+}

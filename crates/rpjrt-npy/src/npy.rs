@@ -1,0 +1,422 @@
+//! The `.npy` format (versions 1.0 to 3.0): a magic string, a header length, a
+//! Python-literal header dict (`descr`, `fortran_order`, `shape`) and the raw data.
+//!
+//! The header is read on its own, from a stream, so that a caller can check it (against a
+//! slot, against the size an archive declares) before any data is read or inflated.
+
+use std::io::Read;
+
+use rpjrt::{element_count, ElementKind, ElementType, Error, Result};
+
+use crate::array::Array;
+use crate::invalid;
+
+/// The longest header read, in bytes. numpy itself refuses headers over 10 000 bytes by
+/// default; a rank-64 shape needs about 1 300.
+pub const MAX_HEADER: usize = 64 * 1024;
+
+/// A `.npy` header: the fields of its dict and where the data starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// numpy's type string (`<f4`, `|V2`, `<U12`).
+    pub descr: String,
+    /// Whether the data is column-major.
+    pub fortran: bool,
+    /// Dimensions.
+    pub dims: Vec<i64>,
+    /// Bytes before the data: magic, version, length and the header text.
+    pub len: usize,
+}
+
+fn bad(why: &str) -> Error {
+    invalid(format!("not a valid .npy file: {why}"))
+}
+
+/// Reads a `.npy` header from `r`, leaving `r` at the first data byte. Reads at most
+/// 12 + [`MAX_HEADER`] bytes.
+pub fn read_header(r: &mut impl Read) -> Result<Header> {
+    let mut fixed = [0u8; 10];
+    read_full(r, &mut fixed, "truncated header")?;
+    if &fixed[..6] != b"\x93NUMPY" {
+        return Err(bad("it does not start with the .npy magic bytes"));
+    }
+    let (header_len, prefix) = match fixed[6] {
+        1 => (usize::from(u16::from_le_bytes([fixed[8], fixed[9]])), 10),
+        2 | 3 => {
+            let mut more = [0u8; 2];
+            read_full(r, &mut more, "truncated header")?;
+            let n = u32::from_le_bytes([fixed[8], fixed[9], more[0], more[1]]);
+            (n as usize, 12)
+        }
+        v => return Err(bad(&format!("unknown format version {v}"))),
+    };
+    if header_len > MAX_HEADER {
+        return Err(bad(&format!(
+            "the header claims {header_len} bytes (at most {MAX_HEADER} are read)"
+        )));
+    }
+    let mut text = vec![0u8; header_len];
+    read_full(r, &mut text, "truncated header")?;
+    let text = std::str::from_utf8(&text).map_err(|_| bad("the header is not text"))?;
+    let (descr, fortran, dims) = parse_dict(text)?;
+    Ok(Header {
+        descr,
+        fortran,
+        dims,
+        len: prefix + header_len,
+    })
+}
+
+/// `read_exact`, with an end of input reported as `why`.
+fn read_full(r: &mut impl Read, buf: &mut [u8], why: &str) -> Result<()> {
+    r.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => bad(why),
+        _ => invalid(format!("not a valid .npy file: {e}")),
+    })
+}
+
+fn parse_dict(header: &str) -> Result<(String, bool, Vec<i64>)> {
+    let descr = dict_field(header, "descr")
+        .and_then(|v| v.strip_prefix('\'').and_then(|v| v.split('\'').next()))
+        .ok_or_else(|| {
+            if header.contains("'descr': [") {
+                bad("structured (record) arrays are not supported")
+            } else {
+                bad("no 'descr' in the header")
+            }
+        })?;
+    let fortran = dict_field(header, "fortran_order").ok_or_else(|| bad("no 'fortran_order'"))?;
+    let fortran = if fortran.starts_with("True") {
+        true
+    } else if fortran.starts_with("False") {
+        false
+    } else {
+        return Err(bad("'fortran_order' is neither True nor False"));
+    };
+    let shape = dict_field(header, "shape").ok_or_else(|| bad("no 'shape'"))?;
+    let inner = shape
+        .strip_prefix('(')
+        .and_then(|s| s.split(')').next())
+        .ok_or_else(|| bad("the shape is not a tuple"))?;
+    let dims = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.trim_end_matches('L')
+                .parse::<i64>()
+                .ok()
+                .filter(|&d| d >= 0)
+                .ok_or_else(|| bad("a dimension is not a non-negative integer"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((descr.to_string(), fortran, dims))
+}
+
+/// The text after `'key':` in a header dict, trimmed at the start.
+fn dict_field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("'{key}':");
+    let at = header.find(&pat)?;
+    Some(header[at + pat.len()..].trim_start())
+}
+
+/// Whether `.npy` files carry `t` under a type string of its own: numpy's built-in types,
+/// the ones with a buffer-protocol format in the element-type table. (ml_dtypes types such
+/// as bfloat16 share a kind letter and size with a built-in one, so numpy writes them as
+/// raw bytes.)
+fn has_descr(t: ElementType) -> bool {
+    t.buffer_format().is_some() && t.byte_width().is_some()
+}
+
+/// Bytes per element of the types `.npy` files carry; `None` for the others.
+fn byte_size(t: ElementType) -> Option<usize> {
+    t.byte_width().filter(|_| has_descr(t))
+}
+
+/// numpy's type string for `t`, built from the element-type table: byte order (`|` for
+/// one-byte types, else `<`), numpy's kind letter and the size in bytes (`<f4`, `|b1`).
+pub fn descr_of(t: ElementType) -> Result<String> {
+    match byte_size(t) {
+        Some(size) => {
+            let order = if size == 1 { '|' } else { '<' };
+            Ok(format!("{order}{}{size}", t.kind().numpy_char()))
+        }
+        None => Err(invalid(format!(
+            "{t} has no .npy type (numpy stores it as raw bytes); convert it to a numpy type first"
+        ))),
+    }
+}
+
+/// The element type of a numpy type string and whether it is big-endian; raw-byte types
+/// (`|V2`) and types PJRT lacks are refused with a message naming the type string.
+pub fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
+    let (order, code) = descr.split_at(descr.len().min(1));
+    let big = match order {
+        "<" | "|" | "=" => false,
+        ">" => true,
+        _ => return Err(invalid(format!("unknown .npy type {descr:?}"))),
+    };
+    if code.starts_with('V') {
+        return Err(invalid(format!(
+            "the .npy type {descr:?} is raw bytes (how numpy saves bfloat16, float8 and \
+             other ml_dtypes types): it names no element type; save as float32 instead"
+        )));
+    }
+    let mut chars = code.chars();
+    let kind = chars.next();
+    let size = chars.as_str().parse::<usize>().ok();
+    ElementType::ALL
+        .iter()
+        .copied()
+        .find(|&t| has_descr(t) && Some(t.kind().numpy_char()) == kind && byte_size(t) == size)
+        .map(|t| (t, big))
+        .ok_or_else(|| invalid(format!("the .npy type {descr:?} has no PJRT element type")))
+}
+
+/// The element type and data size of an array header, refusing Fortran order (which a
+/// plain [`Array`] cannot hold) and raw-byte types. Returns the type, whether it is
+/// big-endian and the number of data bytes.
+pub(crate) fn array_layout(h: &Header) -> Result<(ElementType, bool, usize)> {
+    let (t, big) = type_of_descr(&h.descr)?;
+    if h.fortran {
+        return Err(invalid(
+            "the .npy array is in Fortran order; save it with np.ascontiguousarray(a)",
+        ));
+    }
+    let want = t.dense_byte_size(element_count(&h.dims)?)?;
+    Ok((t, big, want))
+}
+
+/// Parses a `.npy` file's bytes.
+pub fn read_npy(bytes: &[u8]) -> Result<Array> {
+    let mut r = bytes;
+    let h = read_header(&mut r)?;
+    let (element_type, big, want) = array_layout(&h)?;
+    if r.len() != want {
+        return Err(bad(&format!(
+            "shape {:?} of {element_type} needs {want} data bytes, the file has {}",
+            h.dims,
+            r.len()
+        )));
+    }
+    let mut data = r.to_vec();
+    if big {
+        swap_to_little(element_type, &mut data);
+    }
+    Array::new(element_type, h.dims, data)
+}
+
+/// Reverses each element's bytes (each half's, for complex types) in place.
+pub(crate) fn swap_to_little(t: ElementType, data: &mut [u8]) {
+    let size = t.byte_width().unwrap_or(1);
+    let part = if t.kind() == ElementKind::Complex {
+        size / 2
+    } else {
+        size
+    };
+    for chunk in data.chunks_exact_mut(part.max(1)) {
+        chunk.reverse();
+    }
+}
+
+/// The bytes of a `.npy` file (format 1.0, or 2.0 when the header needs it) with the given
+/// type string, C-order dimensions and data.
+pub fn write_npy_raw(descr: &str, dims: &[i64], data: &[u8]) -> Vec<u8> {
+    let shape = match dims.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", dims[0]),
+        _ => format!(
+            "({})",
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Pad so that the data starts at a multiple of 64 bytes, ending with a newline.
+    // The padded header (up to 64 bytes more) must fit version 1.0's 16-bit length.
+    let v1 = header.len() + 64 <= u16::MAX as usize;
+    let prefix = if v1 { 10 } else { 12 };
+    let unpadded = prefix + header.len() + 1;
+    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(prefix + header.len() + data.len());
+    if v1 {
+        out.extend_from_slice(b"\x93NUMPY\x01\x00");
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(b"\x93NUMPY\x02\x00");
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// The bytes of a `.npy` file holding `array`.
+pub fn write_npy(array: &Array) -> Result<Vec<u8>> {
+    Ok(write_npy_raw(
+        &descr_of(array.element_type)?,
+        &array.dims,
+        &array.data,
+    ))
+}
+
+/// A `.npy` file holding one 0-d numpy string (`<U…`, UTF-32), as `np.array("text")`.
+pub(crate) fn write_npy_text(text: &str) -> Vec<u8> {
+    let mut data: Vec<u8> = text
+        .chars()
+        .flat_map(|c| (c as u32).to_le_bytes())
+        .collect();
+    let chars = data.len() / 4;
+    if data.is_empty() {
+        data = vec![0; 4];
+    }
+    write_npy_raw(&format!("<U{}", chars.max(1)), &[], &data)
+}
+
+/// The number of data bytes of a 0-d numpy string header (`<U…`), or an error saying what
+/// the header holds instead.
+pub(crate) fn text_len(h: &Header) -> Result<usize> {
+    let n = h
+        .descr
+        .strip_prefix(['<', '='])
+        .and_then(|d| d.strip_prefix('U'))
+        .and_then(|n| n.parse::<usize>().ok())
+        .ok_or_else(|| {
+            invalid(format!(
+                "expected a numpy string (<U…), found type {:?}",
+                h.descr
+            ))
+        })?;
+    if !h.dims.is_empty() {
+        return Err(invalid(format!(
+            "expected one string, found shape {:?}",
+            h.dims
+        )));
+    }
+    n.checked_mul(4)
+        .ok_or_else(|| invalid(format!("a string of {n} characters is too long")))
+}
+
+/// The text of a 0-d numpy string's data (UTF-32); trailing NULs are numpy's padding.
+pub(crate) fn decode_text(data: &[u8]) -> Result<String> {
+    let mut s = String::with_capacity(data.len() / 4);
+    for c in data.chunks_exact(4) {
+        let u = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        if u == 0 {
+            break;
+        }
+        s.push(char::from_u32(u).ok_or_else(|| invalid(format!("{u:#x} is not a character")))?);
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::literal::{parse_literal, random};
+
+    #[test]
+    fn npy_round_trip_every_type() {
+        for &t in ElementType::ALL {
+            if descr_of(t).is_err() {
+                continue;
+            }
+            let a = random(t, &[2, 3], 7).unwrap();
+            let bytes = write_npy(&a).unwrap();
+            assert_eq!(read_npy(&bytes).unwrap(), a, "{t}");
+            let header_end = 10 + u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+            assert_eq!(header_end % 64, 0);
+        }
+        let scalar = parse_literal("2.5", None).unwrap();
+        assert_eq!(scalar.dims, Vec::<i64>::new());
+        assert_eq!(read_npy(&write_npy(&scalar).unwrap()).unwrap(), scalar);
+        let empty = parse_literal("[]:f32", None).unwrap();
+        assert_eq!(empty.dims, vec![0]);
+        assert_eq!(read_npy(&write_npy(&empty).unwrap()).unwrap(), empty);
+    }
+
+    #[test]
+    fn type_strings_come_from_the_element_table() {
+        use ElementType as T;
+        let want = [
+            (T::Pred, "|b1"),
+            (T::S8, "|i1"),
+            (T::S16, "<i2"),
+            (T::S32, "<i4"),
+            (T::S64, "<i8"),
+            (T::U8, "|u1"),
+            (T::U16, "<u2"),
+            (T::U32, "<u4"),
+            (T::U64, "<u8"),
+            (T::F16, "<f2"),
+            (T::F32, "<f4"),
+            (T::F64, "<f8"),
+            (T::C64, "<c8"),
+            (T::C128, "<c16"),
+        ];
+        for &t in ElementType::ALL {
+            match want.iter().find(|(w, _)| *w == t) {
+                Some((_, d)) => {
+                    assert_eq!(descr_of(t).unwrap(), *d);
+                    assert_eq!(type_of_descr(d).unwrap(), (t, false));
+                    let big = format!(">{}", &d[1..]);
+                    assert_eq!(type_of_descr(&big).unwrap(), (t, true));
+                }
+                None => assert!(descr_of(t).unwrap_err().to_string().contains("raw bytes")),
+            }
+        }
+        // bfloat16 shares float16's kind and size: never read as one another.
+        assert_eq!(type_of_descr("<f2").unwrap().0, T::F16);
+        assert!(type_of_descr("<f16").is_err());
+        assert!(type_of_descr("<U5").is_err());
+        assert!(type_of_descr("|V2")
+            .unwrap_err()
+            .to_string()
+            .contains("raw bytes"));
+    }
+
+    #[test]
+    fn bad_files_are_errors() {
+        assert!(read_npy(b"hello").is_err());
+        let a = parse_literal("[1,2,3]:f32", None).unwrap();
+        let mut bytes = write_npy(&a).unwrap();
+        bytes.pop();
+        assert!(read_npy(&bytes)
+            .unwrap_err()
+            .to_string()
+            .contains("needs 12 data bytes"));
+        let mut v2 = write_npy(&a).unwrap();
+        let at = v2.windows(3).position(|w| w == b"<f4").unwrap();
+        v2[at..at + 3].copy_from_slice(b"|V4");
+        assert!(read_npy(&v2).unwrap_err().to_string().contains("raw bytes"));
+        // A header length past the bound is refused before it is read.
+        let mut huge = b"\x93NUMPY\x02\x00".to_vec();
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        let e = read_npy(&huge).unwrap_err().to_string();
+        assert!(e.contains("the header claims 4294967295 bytes"), "{e}");
+        // Big-endian data is swapped; Fortran order is refused for a plain array.
+        let be = write_npy_raw(">i4", &[2], &[0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe]);
+        assert_eq!(
+            read_npy(&be).unwrap().data,
+            [258i32, -2].map(i32::to_le_bytes).concat()
+        );
+        let mut f = write_npy_raw("<f4", &[1], &[0; 4]);
+        let at = f.windows(5).position(|w| w == b"False").unwrap();
+        f[at..at + 5].copy_from_slice(b"True ");
+        assert!(read_npy(&f).unwrap_err().to_string().contains("Fortran"));
+    }
+
+    #[test]
+    fn text_members_round_trip() {
+        for text in ["", "{\"w\": \"bfloat16\"}", "näme ☃"] {
+            let bytes = write_npy_text(text);
+            let mut r = bytes.as_slice();
+            let h = read_header(&mut r).unwrap();
+            assert_eq!(text_len(&h).unwrap(), r.len());
+            assert_eq!(decode_text(r).unwrap(), text);
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! `.npz` archives: zip files of `.npy` members (stored by `np.savez`, deflated by
+//! `np.savez_compressed`), read one member at a time and written atomically.
+//!
+//! A member's name is its array's name plus `.npy` (exactly one suffix is removed on
+//! reading, so `w.npy` and `w` stay apart). Reading checks before it inflates: the
+//! archive's names (a name stored twice is refused, naming it), then each member's `.npy`
+//! header (a few hundred bytes) against what the caller expects and against the size the
+//! archive declares; only then is the data read, never more than the header describes.
+
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use rpjrt::{Error, Result};
+
+use crate::invalid;
+use crate::npy::{read_header, Header};
+
+/// `path: why`, as an invalid-argument error.
+pub(crate) fn io_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    invalid(format!("{}: {e}", path.display()))
+}
+
+/// An `.npz` archive open for reading.
+pub struct NpzReader {
+    path: PathBuf,
+    zip: zip::ZipArchive<std::io::BufReader<std::fs::File>>,
+    names: Vec<String>,
+    total: u64,
+}
+
+/// The most a deflated member can expand: deflate's best ratio is about 1032 to 1, so a
+/// member declaring more than that many times the archive's size is damaged (or hostile).
+const MAX_RATIO: u64 = 1032;
+
+impl NpzReader {
+    /// Opens `path`, which must be a regular file: `None` when it does not start with a zip
+    /// header (a `.npy` file, say); an error naming the file when it is not a readable
+    /// archive, when a member name is stored twice (or twice once `.npy` is removed), or
+    /// when a name is empty.
+    pub fn open(path: &Path) -> Result<Option<NpzReader>> {
+        let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+        if !meta.is_file() {
+            return Err(io_err(path, "not a regular file"));
+        }
+        let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+        let mut magic = [0u8; 2];
+        let n = file.read(&mut magic).map_err(|e| io_err(path, e))?;
+        if &magic[..n] != b"PK" {
+            return Ok(None);
+        }
+        file.seek(std::io::SeekFrom::Start(0))
+            .map_err(|e| io_err(path, e))?;
+        let zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+            .map_err(|e| io_err(path, format!("not a valid .npz archive ({e})")))?;
+        let mut reader = NpzReader {
+            path: path.to_path_buf(),
+            zip,
+            names: Vec::new(),
+            total: meta.len(),
+        };
+        if reader.zip.has_duplicate_names() {
+            // The zip reader keeps one entry per name: find the name it merged.
+            let raw = central_directory_names(path, &reader.zip)?;
+            let mut seen = std::collections::HashSet::new();
+            let dup = raw.into_iter().find(|n| !seen.insert(n.clone()));
+            return Err(io_err(
+                path,
+                format!(
+                    "the archive stores member {:?} more than once",
+                    dup.unwrap_or_default()
+                ),
+            ));
+        }
+        let mut seen = std::collections::HashMap::new();
+        for i in 0..reader.zip.len() {
+            let raw = match reader.zip.name_for_index(i) {
+                Some(Ok(n)) => n.into_owned(),
+                Some(Err(e)) => return Err(io_err(path, format!("damaged .npz archive ({e})"))),
+                None => return Err(io_err(path, format!("the archive has no member {i}"))),
+            };
+            let name = array_name(&raw).to_string();
+            if name.is_empty() {
+                return Err(io_err(path, format!("member {raw:?} has an empty name")));
+            }
+            if let Some(first) = seen.insert(name.clone(), raw.clone()) {
+                return Err(io_err(
+                    path,
+                    format!("members {first:?} and {raw:?} both hold the array {name:?}"),
+                ));
+            }
+            reader.names.push(name);
+        }
+        Ok(Some(reader))
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The array names (member names without `.npy`), in archive order; no two alike.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Opens member `i` and reads its `.npy` header (nothing of its data).
+    pub fn member(&mut self, i: usize) -> Result<Member<'_>> {
+        let path = &self.path;
+        let name = self
+            .names
+            .get(i)
+            .cloned()
+            .ok_or_else(|| io_err(path, format!("the archive has no member {i}")))?;
+        let mut file = self
+            .zip
+            .by_index(i)
+            .map_err(|e| io_err(path, format!("damaged .npz archive ({e})")))?;
+        let declared = file.size();
+        if declared > self.total.saturating_mul(MAX_RATIO) {
+            return Err(io_err(
+                path,
+                format!("member {name:?} claims {declared} bytes: the archive is damaged"),
+            ));
+        }
+        let header = read_header(&mut file)
+            .map_err(|e| io_err(path, format!("member {name:?}: {}", bare(&e))))?;
+        Ok(Member {
+            path,
+            name,
+            declared,
+            header,
+            file,
+        })
+    }
+}
+
+/// The message of an invalid-argument error without its code prefix.
+pub(crate) fn bare(e: &Error) -> String {
+    match e {
+        Error::InvalidArgument(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The array name of a member name: without one trailing `.npy`.
+fn array_name(member: &str) -> &str {
+    member.strip_suffix(".npy").unwrap_or(member)
+}
+
+/// One member of an archive, its header read, its data not yet.
+pub struct Member<'a> {
+    path: &'a Path,
+    name: String,
+    declared: u64,
+    header: Header,
+    file: zip::read::ZipFile<'a, std::io::BufReader<std::fs::File>>,
+}
+
+impl Member<'_> {
+    /// The array name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The member's `.npy` header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Reads the data, which must be exactly `want` bytes: the archive's declared size of
+    /// the member is checked against the header plus `want` before anything is inflated,
+    /// at most `want` bytes are kept, and the member's CRC-32 is checked at its end.
+    pub fn read_data(mut self, want: usize) -> Result<Vec<u8>> {
+        let path = self.path;
+        let name = &self.name;
+        let expected = (self.header.len as u64).checked_add(want as u64);
+        if expected != Some(self.declared) {
+            return Err(io_err(
+                path,
+                format!(
+                    "member {name:?} is {} bytes, but its header describes {} (the archive is \
+                     damaged)",
+                    self.declared,
+                    self.header.len as u128 + want as u128
+                ),
+            ));
+        }
+        let mut data = Vec::new();
+        data.try_reserve_exact(want)
+            .map_err(|_| Error::ResourceExhausted(format!("{want} bytes for member {name:?}")))?;
+        let damaged = |e: std::io::Error| io_err(path, format!("member {name:?} is damaged ({e})"));
+        (&mut self.file)
+            .take(want as u64)
+            .read_to_end(&mut data)
+            .map_err(damaged)?;
+        if data.len() != want {
+            return Err(io_err(
+                path,
+                format!(
+                    "member {name:?} is damaged (truncated: {} of {want} data bytes)",
+                    data.len()
+                ),
+            ));
+        }
+        // One read past the end: the zip reader checks the CRC-32 when it reaches it.
+        let mut extra = [0u8; 1];
+        if self.file.read(&mut extra).map_err(damaged)? != 0 {
+            return Err(io_err(
+                path,
+                format!("member {name:?} is damaged (longer than its header says)"),
+            ));
+        }
+        Ok(data)
+    }
+}
+
+/// Every member name as the central directory lists it, duplicates included (the zip
+/// reader merges them).
+fn central_directory_names(
+    path: &Path,
+    zip: &zip::ZipArchive<std::io::BufReader<std::fs::File>>,
+) -> Result<Vec<String>> {
+    let bytes = rpjrt::read_regular_file(path)?;
+    let mut at = (zip.offset() + zip.central_directory_start()) as usize;
+    let mut names = Vec::new();
+    while bytes.get(at..at + 4) == Some(b"PK\x01\x02".as_slice()) {
+        let field = |o: usize| -> Option<usize> {
+            let b = bytes.get(at + o..at + o + 2)?;
+            Some(usize::from(u16::from_le_bytes([b[0], b[1]])))
+        };
+        let (Some(n), Some(extra), Some(comment)) = (field(28), field(30), field(32)) else {
+            break;
+        };
+        let Some(name) = bytes.get(at + 46..at + 46 + n) else {
+            break;
+        };
+        names.push(String::from_utf8_lossy(name).into_owned());
+        at += 46 + n + extra + comment;
+    }
+    Ok(names)
+}
+
+/// Writes `(name, .npy bytes)` members as a stored (uncompressed) zip archive, each member
+/// named `name.npy`, atomically: into a temporary file next to `path`, flushed to disk,
+/// then renamed over `path`, so a crash or a full disk leaves either the old file or the
+/// new one, never half of one. Names must be unique and non-empty.
+pub fn write_members(path: &Path, members: &[(String, Vec<u8>)]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in members {
+        if name.is_empty() {
+            return Err(io_err(path, "an array name is empty"));
+        }
+        if !seen.insert(name.as_str()) {
+            return Err(io_err(path, format!("the array {name:?} is given twice")));
+        }
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| io_err(path, "not a file name"))?
+        .to_string_lossy()
+        .into_owned();
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = (|| -> Result<()> {
+        let file = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
+        let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(file));
+        for (name, bytes) in members {
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored)
+                .large_file(bytes.len() > u32::MAX as usize / 2);
+            zip.start_file(format!("{name}.npy"), opts)
+                .map_err(|e| io_err(path, format!("member {name:?}: {e}")))?;
+            zip.write_all(bytes).map_err(|e| io_err(path, e))?;
+        }
+        let file = zip
+            .finish()
+            .map_err(|e| io_err(path, e))?
+            .into_inner()
+            .map_err(|e| io_err(path, e.error()))?;
+        file.sync_all().map_err(|e| io_err(path, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
