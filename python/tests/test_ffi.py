@@ -513,20 +513,30 @@ def test_handler_dropping_last_references_does_not_hang(
     assert "ok" in r.stdout
 
 
-def test_exit_with_pending_handlers_does_not_hang(plugin_path: str) -> None:
-    """The script ends while executions whose Python handler has not run are queued: the
-    interpreter exits promptly, without a PyO3 panic text."""
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_exit_with_pending_handlers_does_not_hang(plugin_path: str, asynchronous: bool) -> None:
+    """The script ends while daemon threads keep executing a program whose Python handler
+    is running or about to run: the interpreter exits promptly (running handlers finish,
+    later ones fail without touching Python), without a PyO3 panic text."""
     r = run_python(
         f"""
-        import time, numpy as np, rpjrt, rpjrt.ffi
-        c = rpjrt.Client({plugin_path!r}, options={{"asynchronous": True}})
+        import threading, time, numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r}, options={{"asynchronous": {asynchronous}}})
+        started = threading.Event()
         def h(call):
-            time.sleep(0.05)
+            started.set()
+            time.sleep(0.1)
             call.rets[0].to_numpy()[:] = 1
         rpjrt.ffi.register(c, "slow", h)
         e = c.compile({_scale_program("slow")!r})
         x = c.put(np.arange(8, dtype=np.float32))
-        ys = [e(x)[0] for _ in range(40)]
+        def work():
+            while True:
+                e(x)[0].block_until_ready()
+        for _ in range(3):
+            threading.Thread(target=work, daemon=True).start()
+        ys = [e(x)[0] for _ in range(5)]
+        assert started.wait(30)
         print("leaving")
         """,
         timeout=60,
