@@ -484,8 +484,9 @@ def test_views_kept_past_the_call_are_detached(plugin_path: str) -> None:
 def test_handler_dropping_last_references_does_not_hang(
     plugin_path: str, asynchronous: bool
 ) -> None:
-    """A handler that drops the last reference to its client, executable and buffers: the
-    destruction is deferred off the plugin's thread instead of waiting for itself."""
+    """A handler that drops the last reference to its client, executable and buffers (on
+    the plugin's worker thread, after execute returned): the destruction is deferred off
+    that thread instead of waiting for itself."""
     r = run_python(
         f"""
         import gc, threading, numpy as np, rpjrt, rpjrt.ffi
@@ -498,8 +499,9 @@ def test_handler_dropping_last_references_does_not_hang(
             gc.collect()
             done.set()
         rpjrt.ffi.register(c, "dropper", h)
-        holder["e"] = c.compile({_scale_program("dropper")!r})
-        holder["x"] = c.put(np.arange(8, dtype=np.float32))
+        # Large enough that the plugin runs it (and the handler) on a worker thread.
+        holder["e"] = c.compile({_sq_then_call("dropper", 4 * 1024 * 1024)!r})
+        holder["x"] = c.put(np.ones(4 * 1024 * 1024, np.float32))
         holder["c"] = c
         del c
         holder["e"](holder["x"])

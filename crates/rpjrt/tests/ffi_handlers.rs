@@ -509,7 +509,7 @@ fn last_references_dropped_inside_a_handler_do_not_hang() {
     for asynchronous in [false, true] {
         for_each_plugin_only(|p| {
             let p = p.clone();
-            within(120, move || {
+            within(60, move || {
                 let client = rpjrt::Client::new(
                     &p,
                     &rpjrt::ClientOptions::new().set("asynchronous", asynchronous),
@@ -529,10 +529,22 @@ fn last_references_dropped_inside_a_handler_do_not_hang() {
                     Ok(())
                 })
                 .unwrap();
-                let exe = compile(&client, &scale_program(&target, "0.0"));
-                let x: Vec<f32> = vec![0.0; 8];
+                // Large enough that the plugin runs it (and the handler) on a worker thread,
+                // after execute returned.
+                const N: usize = 4 << 20;
+                let exe = compile(
+                    &client,
+                    &format!(
+                        "func.func public @main(%x: tensor<{N}xf32>) -> tensor<{N}xf32> {{
+  %t = stablehlo.multiply %x, %x : tensor<{N}xf32>
+  %0 = stablehlo.custom_call @{target}(%t) {{api_version = 4 : i32}} : (tensor<{N}xf32>) -> tensor<{N}xf32>
+  return %0 : tensor<{N}xf32>
+}}"
+                    ),
+                );
+                let x: Vec<f32> = vec![1.0; N];
                 let b = client
-                    .buffer_from_slice(&x, &[8], &client.default_device().unwrap())
+                    .buffer_from_slice(&x, &[N as i64], &client.default_device().unwrap())
                     .unwrap();
                 let run = exe.clone();
                 let arg = b.clone();
