@@ -484,7 +484,7 @@ fn handler_touching_its_session_does_not_deadlock() {
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let client = rpjrt::Client::new(&p, &ClientOptions::new()).unwrap();
-                let target = format!("session_touch_{}", label(&p).replace(['.', ' '], "_"));
+                let target = format!("session_touch_{}", if is_old(&p) { "old" } else { "new" });
                 rpjrt::ffi::register(&client, &target, |call| {
                     let (s, prog) = SESSION.lock().unwrap().clone().expect("session set");
                     let mut seen = SEEN.lock().unwrap();
