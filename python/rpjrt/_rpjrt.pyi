@@ -663,7 +663,15 @@ def _first_host(list: str) -> str: ...
 
 @final
 class FfiBuffer:
-    """One buffer argument or result of a custom call; valid only during the handler call."""
+    """One buffer argument or result of a custom call; valid only during the handler call.
+
+    Views (``memoryview()``, ``to_numpy()``, ``__array__``, ``__dlpack__``) never address the
+    runtime's memory: the first view of a buffer makes a copy (an argument's bytes, or a zeroed
+    result), and what is written into a result's views is copied into the result when the
+    handler returns, as ``jax.pure_callback`` copies. A view kept past the call stays readable
+    but is detached from the computation; a new view after the call raises. ``data`` is the
+    runtime's address, meaningful during the call only.
+    """
     @property
     def shape(self) -> tuple[int, ...]: ...
     @property
@@ -687,7 +695,16 @@ class FfiBuffer:
 
 @final
 class FfiCall:
-    """What a Python custom-call handler receives."""
+    """What a Python custom-call handler receives.
+
+    The handler returns ``None`` (after writing ``rets``), or the results: one array-like
+    for a single result, or a tuple/list with one per result, each of the result's exact
+    shape and dtype (anything else fails the execution with ``InvalidArgumentError``).
+    ``KeyboardInterrupt``/``SystemExit`` raised in a handler propagate as themselves from
+    the call that reports the execution's error. A string attribute that is not UTF-8 fails
+    the call with an error naming the attribute. At interpreter exit, handlers not yet
+    started fail (``CancelledError``) without running Python.
+    """
     @property
     def target(self) -> str: ...
     @property
@@ -723,6 +740,9 @@ def _ffi_register_native(
 def _ffi_unregister(target: Client | Plugin, name: str, platform: str | None = None) -> bool: ...
 def _ffi_is_registered(target: Client | Plugin, name: str, platform: str | None = None) -> bool: ...
 def _ffi_runtime_version(target: Client | Plugin) -> tuple[int, int]: ...
+__all__ += ["_ffi_finalize"]
+
+def _ffi_finalize() -> None: ...
 def _ffi_rpjrt_version() -> tuple[int, int]: ...
 def _ffi_bench_register_rust(target: Client | Plugin, name: str) -> _FfiRegistration: ...
 

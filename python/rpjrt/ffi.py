@@ -11,11 +11,29 @@ with a Python function, or with compiled handler code (a PyCapsule, as jax.ffi u
         call.rets[0].to_numpy()[:] = 2 * x + call.attrs["offset"]
 
 A handler receives an :class:`FfiCall`: ``args`` and ``rets`` (:class:`FfiBuffer`: shape,
-dtype, nbytes, data address, ``memoryview()``, ``to_numpy()``, ``__array__``, ``__dlpack__``;
-views are valid only during the call), ``attrs`` (the custom call's ``backend_config``
-dictionary as Python values), ``stream``, ``user_data`` (the object passed as
-``exe(x, ffi_user_data=obj)``), ``target`` and ``runtime_version``. An exception fails the
-execute call with its type, message and the innermost traceback frames.
+dtype, nbytes, data address, ``memoryview()``, ``to_numpy()``, ``__array__``, ``__dlpack__``),
+``attrs`` (the custom call's ``backend_config`` dictionary as Python values), ``stream``,
+``user_data`` (the object passed as ``exe(x, ffi_user_data=obj)``), ``target`` and
+``runtime_version``. An exception fails the execute call with its type, message and the
+innermost traceback frames; ``KeyboardInterrupt`` and ``SystemExit`` propagate as themselves.
+
+The rules a handler lives by:
+
+- Views are copies, as ``jax.pure_callback`` makes them: the first view of a buffer copies an
+  argument's bytes (or starts a result zeroed), and what the handler writes into a result's
+  views becomes the result when it returns. A view kept after the call stays readable but is
+  detached from the computation (it never reads memory the runtime freed, and writing it
+  changes no result); asking a buffer for a new view after the call raises.
+- The handler returns ``None`` (after writing ``call.rets``) or the results: one array-like
+  for a single result, or a tuple/list with one per result, each exactly of the result's
+  shape and dtype. Anything else fails the execution with ``InvalidArgumentError``.
+- A string attribute that is not UTF-8 fails the call with an error naming the attribute.
+- Dropping the last reference to a client, executable or buffer inside a handler is fine:
+  its destruction happens on another thread once the handler returns.
+- A handler may use the Session whose program runs it (read, bind); running a program of
+  that session again from inside the handler is refused ("the session is stepping").
+- At interpreter exit, running handlers finish; handlers not yet started fail with
+  ``CancelledError`` without running Python.
 
 Registration is checked at once: a plugin that refuses or silently drops the handler (an
 FFI runtime older than the handler) raises here, naming target, platform and versions.

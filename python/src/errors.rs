@@ -47,7 +47,14 @@ pub fn make_err(
 
 /// The Python exception for an rpjrt error.
 pub fn to_py(e: rpjrt::Error) -> PyErr {
-    Python::attach(|py| make_err(py, e.code().name(), kind_name(&e), e.to_string(), e.entry()))
+    Python::attach(|py| {
+        let message = e.to_string();
+        // A custom-call handler's KeyboardInterrupt/SystemExit propagates as itself.
+        if let Some(original) = crate::ffi::base_exception_in(py, &message) {
+            return original;
+        }
+        make_err(py, e.code().name(), kind_name(&e), message, e.entry())
+    })
 }
 
 /// `rpjrt.InvalidArgumentError(msg)`.

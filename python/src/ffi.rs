@@ -6,12 +6,11 @@
 //! for the call itself (every execute releases the GIL while the plugin runs, so a handler
 //! on a plugin worker thread cannot deadlock against the caller).
 
-use std::ffi::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyCapsule, PyDict, PyList, PyTuple};
 use rpjrt::ffi::{self, AttrArray, AttrValue, Attrs, CallFrame, FfiError, HandlerFn};
 use rpjrt::{Code, ElementType};
 
@@ -30,6 +29,10 @@ pub struct PyFfiBuffer {
     host: bool,
     writable: bool,
     valid: Arc<AtomicBool>,
+    /// The copy Python views: made on the first view, copied back into a result's memory
+    /// when the handler returns. Views never address the runtime's memory, so a view kept
+    /// past the call reads (or writes) this copy, never memory the runtime freed or reused.
+    staging: pyo3::sync::PyOnceLock<Py<PyByteArray>>,
 }
 
 impl PyFfiBuffer {
@@ -41,6 +44,35 @@ impl PyFfiBuffer {
                 "this custom-call buffer is only valid during the handler call",
             ))
         }
+    }
+
+    /// The buffer's copy, made on first use during the call: an argument's bytes, or a
+    /// zeroed result.
+    fn stage<'py>(&self, py: Python<'py>) -> PyResult<&Py<PyByteArray>> {
+        if let Some(s) = self.staging.get(py) {
+            self.check()?;
+            return Ok(s);
+        }
+        self.check()?;
+        if !self.host {
+            return Err(invalid(
+                "this custom-call buffer is in device memory; use .data and the stream",
+            ));
+        }
+        let made = if self.writable || self.nbytes == 0 {
+            PyByteArray::new_with(py, self.nbytes, |_| Ok(()))?
+        } else {
+            // SAFETY: `valid` is true, so the handler call is in progress (it is cleared,
+            // with the GIL held, before the handler returns to the runtime): `data` points at
+            // `nbytes` bytes of host memory the runtime keeps alive for the call. They are
+            // copied into the bytearray before this function returns.
+            let bytes = unsafe { std::slice::from_raw_parts(self.data as *const u8, self.nbytes) };
+            PyByteArray::new(py, bytes)
+        };
+        let _ = self.staging.set(py, made.unbind());
+        self.staging
+            .get(py)
+            .ok_or_else(|| invalid("custom-call buffer copy missing"))
     }
 }
 
@@ -94,36 +126,20 @@ impl PyFfiBuffer {
         self.writable
     }
 
-    /// A memoryview over the host bytes (writable for results). Valid during the call only.
+    /// A memoryview over a copy of the host bytes, made during the call (writable for
+    /// results: what is written there becomes the result when the handler returns). A view
+    /// kept past the call stays readable but is detached from the computation.
     fn memoryview<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.check()?;
-        if !self.host {
-            return Err(invalid(
-                "this custom-call buffer is in device memory; use .data and the stream",
-            ));
+        let stage = self.stage(py)?;
+        let mv = pyo3::types::PyMemoryView::from(stage.bind(py).as_any())?.into_any();
+        if self.writable {
+            Ok(mv)
+        } else {
+            mv.call_method0("toreadonly")
         }
-        let flags = if self.writable {
-            0x200 // PyBUF_WRITE
-        } else {
-            0x100 // PyBUF_READ
-        };
-        let mut dummy = 0u8;
-        let ptr = if self.nbytes == 0 {
-            &mut dummy as *mut u8 as *mut c_char
-        } else {
-            self.data as *mut c_char
-        };
-        // SAFETY: `data` points at `nbytes` bytes of host memory that the runtime keeps
-        // alive for the handler call (checked by `valid`); a zero-length view never reads
-        // its pointer. The memoryview does not own the memory.
-        let obj = unsafe {
-            let raw = pyo3::ffi::PyMemoryView_FromMemory(ptr, self.nbytes as isize, flags);
-            Bound::from_owned_ptr_or_err(py, raw)?
-        };
-        Ok(obj)
     }
 
-    /// A numpy array viewing the data (no copy; valid during the call only).
+    /// A numpy array over the buffer's copy (see `memoryview`); made during the call only.
     fn to_numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mv = self.memoryview(py)?;
         let t = self
@@ -358,51 +374,211 @@ fn describe_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
     format!("Python handler for {target:?} raised {ty}: {msg}{where_}")
 }
 
+/// Set by the `atexit` hook: the interpreter is finalizing, and Python handlers fail
+/// without touching Python (a worker thread must never wait for the GIL then).
+static FINALIZING: AtomicBool = AtomicBool::new(false);
+/// Python handler calls past the `FINALIZING` check and not yet returned.
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one handler call in flight for as long as it lives.
+struct InFlight;
+
+impl InFlight {
+    /// `None` once the interpreter is finalizing.
+    fn enter() -> Option<InFlight> {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        let guard = InFlight;
+        (!FINALIZING.load(Ordering::SeqCst)).then_some(guard)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The `atexit` hook: from now on Python handlers fail at once without touching Python;
+/// the ones already running get the GIL (released here) and finish, for up to ten seconds.
+#[pyfunction]
+pub fn _ffi_finalize(py: Python<'_>) {
+    FINALIZING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while IN_FLIGHT.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
+}
+
+/// Exceptions that are not `Exception`s (`KeyboardInterrupt`, `SystemExit`, ...) raised by
+/// handlers, kept until the error they caused reaches Python: `errors::to_py` re-raises the
+/// original instead of a PJRT error. Bounded: the oldest are dropped.
+static BASE_EXCEPTIONS: std::sync::Mutex<Vec<(u64, Py<PyAny>)>> = std::sync::Mutex::new(Vec::new());
+static NEXT_BASE_EXCEPTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+const BASE_EXCEPTION_TAG: &str = "[rpjrt: re-raised as the handler's ";
+
+/// Keeps `e` and returns the tag its error message carries.
+fn keep_base_exception(py: Python<'_>, e: &PyErr) -> String {
+    let id = NEXT_BASE_EXCEPTION.fetch_add(1, Ordering::Relaxed);
+    let mut kept = BASE_EXCEPTIONS.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= 64 {
+        kept.remove(0);
+    }
+    kept.push((id, e.value(py).clone().into_any().unbind()));
+    let ty = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    format!(" {BASE_EXCEPTION_TAG}{ty} #{id}]")
+}
+
+/// The handler's original `BaseException` when `message` carries the tag of one.
+pub fn base_exception_in(py: Python<'_>, message: &str) -> Option<PyErr> {
+    let at = message.find(BASE_EXCEPTION_TAG)?;
+    let rest = &message[at + BASE_EXCEPTION_TAG.len()..];
+    let id: u64 = rest.split('#').nth(1)?.trim_end_matches(']').parse().ok()?;
+    let kept = BASE_EXCEPTIONS.lock().unwrap_or_else(|p| p.into_inner());
+    let (_, v) = kept.iter().find(|(k, _)| *k == id)?;
+    Some(PyErr::from_value(v.bind(py).clone()))
+}
+
+// One argument per fact of the frame's buffer (Arg and Ret share no trait to take).
+#[allow(clippy::too_many_arguments)]
+fn ffi_buffer(
+    b_dims: &[i64],
+    element_type: Option<ElementType>,
+    ffi_dtype: i32,
+    nbytes: usize,
+    data: usize,
+    host: bool,
+    writable: bool,
+    valid: &Arc<AtomicBool>,
+) -> PyFfiBuffer {
+    PyFfiBuffer {
+        shape: b_dims.to_vec(),
+        element_type,
+        ffi_dtype,
+        nbytes,
+        data,
+        host,
+        writable,
+        valid: valid.clone(),
+        staging: pyo3::sync::PyOnceLock::new(),
+    }
+}
+
+/// Writes a handler's return value into the results: one array-like for a single result,
+/// or a tuple/list with one per result; each must have the result's shape and dtype.
+fn write_returned(
+    py: Python<'_>,
+    target: &str,
+    value: &Bound<'_, PyAny>,
+    rets: &[Py<PyFfiBuffer>],
+) -> PyResult<()> {
+    let values: Vec<Bound<'_, PyAny>> = if rets.len() == 1
+        && !(value.is_instance_of::<PyTuple>() || value.is_instance_of::<PyList>())
+    {
+        vec![value.clone()]
+    } else if value.is_instance_of::<PyTuple>() || value.is_instance_of::<PyList>() {
+        value.try_iter()?.collect::<PyResult<Vec<_>>>()?
+    } else {
+        return Err(invalid(format!(
+            "the Python handler for {target:?} returned a {}; return None (after writing \
+             call.rets), or one array per result ({} here)",
+            value.get_type().name()?,
+            rets.len()
+        )));
+    };
+    if values.len() != rets.len() {
+        return Err(invalid(format!(
+            "the Python handler for {target:?} returned {} values, but the custom call has {} \
+             results",
+            values.len(),
+            rets.len()
+        )));
+    }
+    let np = py.import("numpy")?;
+    for (i, (v, r)) in values.iter().zip(rets).enumerate() {
+        let view = r.get().to_numpy(py)?;
+        let arr = np.call_method1("asarray", (v,))?;
+        let (want_shape, got_shape) = (view.getattr("shape")?, arr.getattr("shape")?);
+        let (want_dtype, got_dtype) = (view.getattr("dtype")?, arr.getattr("dtype")?);
+        if !want_shape.eq(&got_shape)? || !want_dtype.eq(&got_dtype)? {
+            return Err(invalid(format!(
+                "the Python handler for {target:?} returned {} {} for result {i}, which is {} \
+                 {}",
+                got_dtype.str()?,
+                got_shape.str()?,
+                want_dtype.str()?,
+                want_shape.str()?
+            )));
+        }
+        np.call_method1("copyto", (view, arr))?;
+    }
+    Ok(())
+}
+
 fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
     Arc::new(move |call: &mut CallFrame<'_>| -> Result<(), FfiError> {
-        Python::attach(|py| {
+        let shutting_down = |target: &str| {
+            FfiError::new(
+                Code::Cancelled,
+                format!(
+                    "the Python handler for {target:?} was not run: the Python interpreter is \
+                     shutting down"
+                ),
+            )
+        };
+        let Some(_in_flight) = InFlight::enter() else {
+            return Err(shutting_down(call.target()));
+        };
+        let target_name = call.target().to_string();
+        // `try_attach` gives up (instead of waiting or panicking) once the interpreter is
+        // finalizing.
+        Python::try_attach(|py| {
             let valid = Arc::new(AtomicBool::new(true));
-            let build = |py: Python<'_>, call: &mut CallFrame<'_>| -> PyResult<Py<PyFfiCall>> {
+            let build = |py: Python<'_>,
+                         call: &mut CallFrame<'_>|
+             -> PyResult<(Py<PyFfiCall>, Vec<Py<PyFfiBuffer>>)> {
                 let mut args = Vec::with_capacity(call.args().len());
                 for a in call.args() {
-                    args.push(PyFfiBuffer {
-                        shape: a.dims().to_vec(),
-                        element_type: a.element_type(),
-                        ffi_dtype: a.ffi_dtype(),
-                        nbytes: a.nbytes(),
-                        data: a.data_ptr(),
-                        host: a.is_host(),
-                        writable: false,
-                        valid: valid.clone(),
-                    });
+                    args.push(Py::new(
+                        py,
+                        ffi_buffer(
+                            a.dims(),
+                            a.element_type(),
+                            a.ffi_dtype(),
+                            a.nbytes(),
+                            a.data_ptr(),
+                            a.is_host(),
+                            false,
+                            &valid,
+                        ),
+                    )?);
                 }
                 let mut rets = Vec::with_capacity(call.rets().len());
                 for r in call.rets().iter() {
-                    rets.push(PyFfiBuffer {
-                        shape: r.dims().to_vec(),
-                        element_type: r.element_type(),
-                        ffi_dtype: r.ffi_dtype(),
-                        nbytes: r.nbytes(),
-                        data: r.data_ptr(),
-                        host: r.is_host(),
-                        writable: true,
-                        valid: valid.clone(),
-                    });
+                    rets.push(Py::new(
+                        py,
+                        ffi_buffer(
+                            r.dims(),
+                            r.element_type(),
+                            r.ffi_dtype(),
+                            r.nbytes(),
+                            r.data_ptr(),
+                            r.is_host(),
+                            true,
+                            &valid,
+                        ),
+                    )?);
                 }
                 let attrs = call.attrs().map_err(|e| invalid(e.message))?;
-                let args = PyTuple::new(
-                    py,
-                    args.into_iter()
-                        .map(|b| Py::new(py, b))
-                        .collect::<PyResult<Vec<_>>>()?,
-                )?;
-                let rets = PyTuple::new(
-                    py,
-                    rets.into_iter()
-                        .map(|b| Py::new(py, b))
-                        .collect::<PyResult<Vec<_>>>()?,
-                )?;
-                Py::new(
+                let ret_list: Vec<Py<PyFfiBuffer>> = rets.iter().map(|r| r.clone_ref(py)).collect();
+                let args = PyTuple::new(py, args)?;
+                let rets = PyTuple::new(py, rets)?;
+                let obj = Py::new(
                     py,
                     PyFfiCall {
                         target: call.target().to_string(),
@@ -415,17 +591,47 @@ fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
                         stage: stage_name(call.stage()),
                         device_ordinal: call.device_ordinal(),
                     },
-                )
+                )?;
+                Ok((obj, ret_list))
             };
-            let result = build(py, call).and_then(|obj| func.bind(py).call1((obj,)).map(|_| ()));
+            let target = call.target().to_string();
+            let result = build(py, call).and_then(|(obj, rets)| {
+                let value = func.bind(py).call1((obj,))?;
+                if !value.is_none() {
+                    write_returned(py, &target, &value, &rets)?;
+                }
+                // What the handler wrote into its result views becomes the results.
+                for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
+                    if let (Some(stage), Some(dst)) =
+                        (r.get().staging.get(py), out.host_bytes_mut())
+                    {
+                        let stage = stage.bind(py);
+                        // SAFETY: the GIL is held and no Python code runs while the
+                        // bytearray's bytes are borrowed for this copy.
+                        let src = unsafe { stage.as_bytes() };
+                        if src.len() == dst.len() {
+                            dst.copy_from_slice(src);
+                        } else {
+                            return Err(invalid(format!(
+                                "result copy of {} bytes for a {}-byte result",
+                                src.len(),
+                                dst.len()
+                            )));
+                        }
+                    }
+                }
+                Ok(())
+            });
             valid.store(false, Ordering::Release);
             result.map_err(|e| {
-                FfiError::new(
-                    exception_code(py, &e),
-                    describe_exception(py, &e, call.target()),
-                )
+                let mut message = describe_exception(py, &e, &target);
+                if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                    message.push_str(&keep_base_exception(py, &e));
+                }
+                FfiError::new(exception_code(py, &e), message)
             })
         })
+        .unwrap_or_else(|| Err(shutting_down(&target_name)))
     })
 }
 
@@ -593,5 +799,11 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_ffi_runtime_version, m)?)?;
     m.add_function(wrap_pyfunction!(_ffi_rpjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(_ffi_bench_register_rust, m)?)?;
+    m.add_function(wrap_pyfunction!(_ffi_finalize, m)?)?;
+    // Registered at import: atexit runs hooks last-registered first, so this runs after
+    // the hooks of modules imported later, still before the interpreter tears down.
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (m.getattr("_ffi_finalize")?,))?;
     Ok(())
 }

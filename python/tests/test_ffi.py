@@ -416,3 +416,305 @@ def test_jax_ffi_call_program_runs_with_rust_handler(client: rpjrt.Client) -> No
     x = np.linspace(-2, 2, 8, dtype=np.float32)
     out = client.compile(jax.jit(f).lower(x).as_text())(x)[0].to_numpy()
     np.testing.assert_allclose(out, (2 * x + 0.5) * 3.0, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- issue 21: hardening
+
+
+def _sq_then_call(target: str, n: int) -> str:
+    """`x*x` (a temporary the runtime frees after the call) through the custom call."""
+    return f"""func.func public @main(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+  %t = stablehlo.multiply %x, %x : tensor<{n}xf32>
+  %0 = stablehlo.custom_call @{target}(%t) {{api_version = 4 : i32}}
+      : (tensor<{n}xf32>) -> tensor<{n}xf32>
+  return %0 : tensor<{n}xf32>
+}}
+"""
+
+
+def test_views_kept_past_the_call_are_detached(plugin_path: str) -> None:
+    """Views kept after the handler returns (numpy, memoryview, DLPack of a 64 MiB
+    temporary, and a writable result view) neither read freed memory nor change the
+    result; new views after the call raise. In a subprocess: a regression is a SIGSEGV."""
+    n = 16 * 1024 * 1024
+    r = run_python(
+        f"""
+        import gc, numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        kept = {{}}
+        def h(call):
+            a, r = call.args[0], call.rets[0]
+            kept["np"] = a.to_numpy()
+            kept["mv"] = a.memoryview()
+            kept["dl"] = np.from_dlpack(a)
+            kept["ret"] = r.to_numpy()
+            kept["ret"][:] = a.to_numpy() + 1
+            kept["buf"] = a
+        rpjrt.ffi.register(c, "keep", h)
+        e = c.compile({_sq_then_call("keep", n)!r})
+        x = np.full({n}, 3.0, np.float32)
+        y = e(x)[0]
+        y.block_until_ready()
+        # churn the allocator so freed memory is reused
+        junk = [e(x)[0] for _ in range(3)]
+        for j in junk:
+            j.block_until_ready()
+        del junk; gc.collect()
+        assert float(kept["np"].sum()) == 9.0 * {n}, kept["np"][:4]
+        assert bytes(kept["mv"][:4]) == np.float32(9).tobytes()
+        assert float(kept["dl"][-1]) == 9.0
+        kept["ret"][:] = 99
+        ys = y.to_numpy()
+        assert float(ys[0]) == 10.0 and float(ys[-1]) == 10.0, ys[:4]
+        try:
+            kept["buf"].to_numpy()
+        except rpjrt.InvalidArgumentError as err:
+            assert "only valid during the handler call" in str(err)
+        else:
+            raise AssertionError("a new view after the call was allowed")
+        print("ok")
+        """,
+        timeout=240,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_handler_dropping_last_references_does_not_hang(
+    plugin_path: str, asynchronous: bool
+) -> None:
+    """A handler that drops the last reference to its client, executable and buffers (on
+    the plugin's worker thread, after execute returned): the destruction is deferred off
+    that thread instead of waiting for itself."""
+    r = run_python(
+        f"""
+        import gc, threading, numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r}, options={{"asynchronous": {asynchronous}}})
+        done = threading.Event()
+        holder = {{}}
+        def h(call):
+            call.rets[0].to_numpy()[:] = 1
+            holder.clear()
+            gc.collect()
+            done.set()
+        rpjrt.ffi.register(c, "dropper", h)
+        # Large enough that the plugin runs it (and the handler) on a worker thread.
+        holder["e"] = c.compile({_sq_then_call("dropper", 4 * 1024 * 1024)!r})
+        holder["x"] = c.put(np.ones(4 * 1024 * 1024, np.float32))
+        holder["c"] = c
+        del c
+        holder["e"](holder["x"])
+        assert done.wait(60), "handler never ran"
+        gc.collect()
+        print("ok")
+        """,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_exit_with_pending_handlers_does_not_hang(plugin_path: str, asynchronous: bool) -> None:
+    """The script ends while daemon threads keep executing a program whose Python handler
+    is running or about to run: the interpreter exits promptly (running handlers finish,
+    later ones fail without touching Python), without a PyO3 panic text."""
+    r = run_python(
+        f"""
+        import threading, time, numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r}, options={{"asynchronous": {asynchronous}}})
+        started = threading.Event()
+        def h(call):
+            started.set()
+            time.sleep(0.1)
+            call.rets[0].to_numpy()[:] = 1
+        rpjrt.ffi.register(c, "slow", h)
+        e = c.compile({_scale_program("slow")!r})
+        x = c.put(np.arange(8, dtype=np.float32))
+        def work():
+            while True:
+                e(x)[0].block_until_ready()
+        for _ in range(3):
+            threading.Thread(target=work, daemon=True).start()
+        ys = [e(x)[0] for _ in range(5)]
+        assert started.wait(30)
+        print("leaving")
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "leaving" in r.stdout
+    assert "not initialized" not in r.stderr and "panicked" not in r.stderr, r.stderr[-3000:]
+
+
+def test_empty_operand_is_host_memory(client: rpjrt.Client) -> None:
+    """A zero-size operand (next to a non-empty one: XLA skips a custom call whose results
+    are all empty) is host memory of no bytes on both plugins (PJRT 0.81 gives it a null
+    address)."""
+    target = _name("empty")
+    seen: list[Any] = []
+
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        a, r = call.args[0], call.rets[0]
+        seen.append((a.is_host, a.nbytes, a.to_numpy().shape, r.is_host, r.to_numpy().shape))
+        call.rets[1].to_numpy()[:] = call.args[1].to_numpy()
+
+    rpjrt.ffi.register(client, target, h)
+    prog = f"""func.func public @main(%x: tensor<0x3xf32>, %k: tensor<2xf32>)
+    -> (tensor<0x3xf32>, tensor<2xf32>) {{
+  %0:2 = stablehlo.custom_call @{target}(%x, %k) {{api_version = 4 : i32}}
+      : (tensor<0x3xf32>, tensor<2xf32>) -> (tensor<0x3xf32>, tensor<2xf32>)
+  return %0#0, %0#1 : tensor<0x3xf32>, tensor<2xf32>
+}}
+"""
+    k = np.array([4, 5], np.float32)
+    out = client.compile(prog)(np.zeros((0, 3), np.float32), k)
+    assert out[0].to_numpy().shape == (0, 3)
+    np.testing.assert_array_equal(out[1].to_numpy(), k)
+    assert seen == [(True, 0, (0, 3), True, (0, 3))]
+
+
+def test_returned_arrays_are_written_or_refused(client: rpjrt.Client) -> None:
+    exe_of: dict[str, Any] = {}
+
+    def run(h: Any) -> Any:
+        target = _name("ret")
+        rpjrt.ffi.register(client, target, h)
+        exe_of[target] = client.compile(_scale_program(target))
+        return exe_of[target](X8)[0].to_numpy()
+
+    np.testing.assert_array_equal(run(lambda call: call.args[0].to_numpy() * 4), 4 * X8)
+    np.testing.assert_array_equal(
+        run(lambda call: (np.full(8, 7, np.float32),)), np.full(8, 7, np.float32)
+    )
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"returned float64 \(8,\)"):
+        run(lambda call: np.zeros(8))
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"returned float32 \(3,\)"):
+        run(lambda call: np.zeros(3, np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="returned 2 values"):
+        run(lambda call: [X8, X8])
+    with pytest.raises(rpjrt.InvalidArgumentError, match="float32"):
+        run(lambda call: 42)
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_base_exceptions_propagate_as_themselves(
+    client: rpjrt.Client, exc: type[BaseException]
+) -> None:
+    target = _name("interrupt")
+
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        raise exc("stop here")
+
+    rpjrt.ffi.register(client, target, h)
+    exe = client.compile(_scale_program(target))
+    with pytest.raises(exc, match="stop here"):
+        exe(X8)[0].to_numpy()
+    with pytest.raises(exc):  # every run re-raises its own exception
+        exe(X8)[0].block_until_ready()
+
+
+def test_non_utf8_string_attribute_is_an_error_naming_it(client: rpjrt.Client) -> None:
+    target = _name("utf8")
+    rpjrt.ffi.register(client, target, lambda call: None)
+    prog = f"""func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32,
+      backend_config = {{name = "ok", bad = "a\\FFb"}}}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}
+"""
+    with pytest.raises(rpjrt.InvalidArgumentError, match='attribute "bad" is a string that is not valid UTF-8'):
+        client.compile(prog)(X8)[0].to_numpy()
+
+
+_PROP_TYPES = [
+    ("f32", np.float32),
+    ("f64", np.float64),
+    ("i32", np.int32),
+    ("i8", np.int8),
+    ("ui16", np.uint16),
+    ("i64", np.int64),
+    ("i1", np.bool_),
+]
+
+
+def _attr_text(k: str, v: Any) -> str:
+    if isinstance(v, bool):
+        return f"{k} = {str(v).lower()}"
+    if isinstance(v, int):
+        return f"{k} = {v} : i64"
+    if isinstance(v, float):
+        return f"{k} = 0x{np.float32(v).view(np.uint32):08X} : f32"
+    return f'{k} = "{v}"'
+
+
+def test_random_frames_round_trip(client: rpjrt.Client) -> None:
+    """Property: random element types and shapes (zero-size and rank 0 included) and random
+    attribute dictionaries. Views, returned values and attributes arrive intact; views kept
+    past the call stay readable and detached."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    attr_values = st.one_of(
+        st.booleans(),
+        st.integers(min_value=-(2**63), max_value=2**63 - 1),
+        st.floats(min_value=-1e6, max_value=1e6, width=32),
+        st.from_regex(r"[a-z0-9 _]{0,12}", fullmatch=True),
+    )
+    counter = itertools.count()
+
+    @settings(
+        max_examples=20,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        ty=st.integers(0, len(_PROP_TYPES) - 1),
+        dims=st.lists(st.integers(0, 3), max_size=3),
+        attrs=st.dictionaries(st.from_regex(r"a_[a-z0-9_]{0,6}", fullmatch=True), attr_values, max_size=5),
+        by_return=st.booleans(),
+    )
+    def prop(ty: int, dims: list[int], attrs: dict[str, Any], by_return: bool) -> None:
+        mlir, npt = _PROP_TYPES[ty]
+        shape = f"tensor<{'x'.join(map(str, dims))}{'x' if dims else ''}{mlir}>"
+        target = _name(f"prop{next(counter)}")
+        seen: dict[str, Any] = {}
+
+        def h(call: rpjrt.ffi.FfiCall) -> Any:
+            seen["attrs"] = dict(call.attrs)
+            seen["kept"] = call.args[0].to_numpy()
+            x, k = call.args[0].to_numpy(), call.args[1].to_numpy()
+            assert call.args[0].is_host and call.args[0].nbytes == x.nbytes
+            if by_return:
+                return (x.copy(), k + 1)
+            call.rets[0].to_numpy()[...] = x
+            call.rets[1].to_numpy()[...] = k + 1
+            return None
+
+        rpjrt.ffi.register(client, target, h)
+        cfg = ", ".join(_attr_text(k, v) for k, v in attrs.items())
+        prog = f"""func.func public @main(%x: {shape}, %k: tensor<2xf32>) -> ({shape}, tensor<2xf32>) {{
+  %0:2 = stablehlo.custom_call @{target}(%x, %k) {{api_version = 4 : i32,
+      backend_config = {{{cfg}}}}} : ({shape}, tensor<2xf32>) -> ({shape}, tensor<2xf32>)
+  return %0#0, %0#1 : {shape}, tensor<2xf32>
+}}
+"""
+        rng = np.random.default_rng(len(dims) * 7 + ty)
+        x = (rng.integers(0, 2, size=dims) if npt is np.bool_ else rng.integers(-50, 50, size=dims)).astype(npt)
+        k = np.array([1.5, -2.0], np.float32)
+        out = client.compile(prog)(x, k)
+        np.testing.assert_array_equal(out[0].to_numpy(), x)
+        np.testing.assert_array_equal(out[1].to_numpy(), k + 1)
+        np.testing.assert_array_equal(seen["kept"], x)
+        assert set(seen["attrs"]) == set(attrs)
+        for name, v in attrs.items():
+            got = seen["attrs"][name]
+            if isinstance(v, float):
+                assert got == float(np.float32(v)), (name, got, v)
+            else:
+                assert got == v and type(got) is type(v), (name, got, v)
+
+    prop()

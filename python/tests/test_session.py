@@ -407,3 +407,71 @@ def test_restore_reads_one_member_at_a_time(plugin_path: str, tmp_path: Path) ->
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["ok"] and out["slots"] == [f"w{i}" for i in range(8)], out
     assert out["overhead"] < 3 * member, out
+
+
+def test_handler_touching_its_session_does_not_deadlock(plugin_path: str) -> None:
+    """A custom-call handler of a session program reads the session (slots, fetch, bind)
+    and tries to step it again: the reads work, the nested step is refused with "session is
+    stepping", nothing freezes (the session's lock is not held across execute). In a
+    subprocess: a regression freezes the whole process."""
+    r = run_python(
+        f"""
+        import numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        s = rpjrt.Session(c)
+        seen = {{}}
+        def h(call):
+            seen["slots"] = [n for n, *_ in s.slots()]
+            seen["w"] = s.fetch("w").tolist()
+            s.bind("other", np.ones(2, np.float32))
+            try:
+                step()
+            except rpjrt.Error as e:
+                seen["nested"] = str(e)
+            call.rets[0].to_numpy()[:] = call.args[0].to_numpy() + 1
+        rpjrt.ffi.register(c, "touch", h)
+        prog = '''func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+          %0 = stablehlo.custom_call @touch(%x) {{api_version = 4 : i32}}
+              : (tensor<4xf32>) -> tensor<4xf32>
+          return %0 : tensor<4xf32>
+        }}'''
+        step = s.program(prog, ["w"], ["w"])
+        s.bind("w", np.zeros(4, np.float32))
+        step()
+        step()
+        assert s.fetch("w").tolist() == [2.0] * 4, s.fetch("w")
+        assert seen["w"] == [1.0] * 4, seen
+        assert "w" in seen["slots"] and "other" in [n for n, *_ in s.slots()]
+        assert "session is stepping" in seen["nested"], seen
+        print("ok")
+        """,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+def test_threads_stepping_one_session_stay_serialised(client: rpjrt.Client) -> None:
+    """Without the lock held across execute, steps from several threads still run one at a
+    time: each reads the previous step's output (no lost update)."""
+    import threading
+
+    s = rpjrt.Session(client)
+    prog = """func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %0 = stablehlo.add %x, %c : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+    step = s.program(prog, ["v"], ["v"])
+    s.bind("v", np.zeros(4, np.float32))
+
+    def work() -> None:
+        for _ in range(50):
+            step()
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert s.fetch("v").tolist() == [200.0] * 4

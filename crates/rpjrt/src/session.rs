@@ -109,6 +109,10 @@ struct State {
     uploads: usize,
     loads: usize,
     programs: Vec<String>,
+    /// The thread running a program of this session, while one runs. The lock itself is
+    /// never held across the execution: the plugin may call back (a custom-call handler)
+    /// into code that uses the session.
+    stepping: Option<std::thread::ThreadId>,
 }
 
 impl State {
@@ -166,9 +170,29 @@ struct Inner {
     client: Client,
     device: Device,
     state: Mutex<State>,
+    /// Signalled when a program of this session finishes.
+    idle: std::sync::Condvar,
 }
 
 impl Inner {
+    /// Waits until no program of this session runs, so calls stay serialised. A call made
+    /// while one runs on this same thread (a custom-call handler of the running program),
+    /// or from inside any plugin callback (the running program may be waiting for it), is
+    /// refused instead of waiting for itself.
+    fn wait_idle<'a>(&'a self, mut st: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>> {
+        while let Some(t) = st.stepping {
+            if t == std::thread::current().id() || crate::raw::callback::in_callback() {
+                return Err(Error::invalid(
+                    "the session is stepping: a program of this session is running and \
+                     waits for this call (a custom-call handler cannot run a program of \
+                     the session it runs in)",
+                ));
+            }
+            st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        Ok(st)
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while the lock was held cannot leave a slot half-written (every update
         // is one assignment), so a poisoned lock is still consistent.
@@ -312,6 +336,7 @@ impl Session {
                 client: client.clone(),
                 device: device.clone(),
                 state: Mutex::new(State::default()),
+                idle: std::sync::Condvar::new(),
             }),
         })
     }
@@ -712,7 +737,7 @@ impl SessionProgram {
     /// stores each output in its slot. Returns without waiting for the computation.
     pub fn call(&self) -> Result<()> {
         let inner = &*self.inner;
-        let mut st = inner.lock();
+        let mut st = inner.wait_idle(inner.lock())?;
         if self
             .inputs
             .iter()
@@ -722,11 +747,12 @@ impl SessionProgram {
             // binding that uses the session).
             drop(st);
             inner.load(&self.inputs)?;
-            st = inner.lock();
+            st = inner.wait_idle(inner.lock())?;
         }
-        // The lock is held until the outputs are stored, so the slots' buffers can be
-        // borrowed for the execution.
-        let mut refs: Vec<&Buffer> = Vec::with_capacity(self.inputs.len());
+        // The execution borrows clones of the slots' buffers; the lock is released while the
+        // plugin runs (its custom calls may use the session), and `stepping` keeps other
+        // calls out until the outputs are stored.
+        let mut refs: Vec<Buffer> = Vec::with_capacity(self.inputs.len());
         for &i in &self.inputs {
             let slot = &st.slots[i];
             match &slot.content {
@@ -737,7 +763,7 @@ impl SessionProgram {
                             slot.name
                         )));
                     }
-                    refs.push(b);
+                    refs.push(b.clone());
                 }
                 _ => {
                     return Err(Error::invalid(format!(
@@ -748,6 +774,14 @@ impl SessionProgram {
                 }
             }
         }
+        let slot_refs: Vec<&Buffer> = self
+            .inputs
+            .iter()
+            .map(|&i| match &st.slots[i].content {
+                Content::Ready(b) => b,
+                _ => unreachable!("checked above"),
+            })
+            .collect();
         let donate: Vec<usize> = self
             .donated
             .iter()
@@ -756,12 +790,17 @@ impl SessionProgram {
             // this call also reads (one buffer bound to two slots).
             .filter(|&k| {
                 !refs[k].is_zero_copy()
-                    && refs
+                    && slot_refs
                         .iter()
                         .enumerate()
-                        .all(|(j, b)| j == k || !std::ptr::eq(*b, refs[k]))
+                        .all(|(j, b)| j == k || !std::ptr::eq(*b, slot_refs[k]))
             })
             .collect();
+        drop(slot_refs);
+        st.stepping = Some(std::thread::current().id());
+        drop(st);
+        let stepping = Stepping(inner);
+        let refs: Vec<&Buffer> = refs.iter().collect();
         let outs = if donate.is_empty() && !self.portable {
             self.exe.execute(&refs)?
         } else {
@@ -773,12 +812,27 @@ impl SessionProgram {
             let mut r = self.exe.execute_with(&[refs], &options)?;
             r.outputs.pop().unwrap_or_default()
         };
+        let mut st = inner.lock();
         for (out, slot) in outs.into_iter().zip(&self.outputs) {
             if let Some(i) = slot {
                 st.slots[*i].content = Content::Ready(out);
             }
         }
+        st.stepping = None;
+        drop(st);
+        drop(stepping);
         Ok(())
+    }
+}
+
+/// Ends a step on every path out of [`SessionProgram::call`] (errors included): clears
+/// `stepping` and wakes the calls waiting for it.
+struct Stepping<'a>(&'a Inner);
+
+impl Drop for Stepping<'_> {
+    fn drop(&mut self) {
+        self.0.lock().stepping = None;
+        self.0.idle.notify_all();
     }
 }
 

@@ -412,3 +412,270 @@ fn user_type_ids_are_stable_per_name() {
         assert_eq!(ffi::register_type(p, "rpjrt.test.TypeA").unwrap(), a);
     });
 }
+
+// ------------------------------------------------------------ issue 21: hardening
+
+/// Runs `body` on a thread and fails if it has not finished within `secs` (a hang fails
+/// the test instead of freezing the runner; the stuck thread is left behind).
+fn within<T: Send + 'static>(secs: u64, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(p)) => std::panic::resume_unwind(p),
+        Err(_) => panic!("did not finish within {secs} s (hang)"),
+    }
+}
+
+/// A zero-size operand next to a non-empty one (XLA skips a custom call whose results are
+/// all empty): host memory of no bytes on both runtimes (PJRT 0.81 gives it a null
+/// address).
+#[test]
+fn zero_size_operands_are_host_memory() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_empty");
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s2 = Arc::clone(&seen);
+        ffi::register(client, &target, move |call: &mut CallFrame<'_>| {
+            let (args, rets) = call.split();
+            s2.lock().unwrap().push((
+                args[0].is_host(),
+                args[0].host_bytes().map(<[u8]>::len),
+                args[0].as_slice::<f32>()?.len(),
+                rets[0].as_mut_slice::<f32>()?.len(),
+            ));
+            let k = args[1].as_slice::<f32>()?.to_vec();
+            rets[1].as_mut_slice::<f32>()?.copy_from_slice(&k);
+            Ok(())
+        })
+        .unwrap();
+        let prog = format!(
+            "func.func public @main(%x: tensor<0x3xf32>, %k: tensor<2xf32>) -> (tensor<0x3xf32>, tensor<2xf32>) {{
+  %0:2 = stablehlo.custom_call @{target}(%x, %k) {{api_version = 4 : i32}} : (tensor<0x3xf32>, tensor<2xf32>) -> (tensor<0x3xf32>, tensor<2xf32>)
+  return %0#0, %0#1 : tensor<0x3xf32>, tensor<2xf32>
+}}"
+        );
+        let exe = compile(client, &prog);
+        let dev = client.default_device().unwrap();
+        let b = client.buffer_from_slice::<f32>(&[], &[0, 3], &dev).unwrap();
+        let k = client
+            .buffer_from_slice::<f32>(&[4.0, 5.0], &[2], &dev)
+            .unwrap();
+        let out = exe.execute(&[&b, &k]).unwrap();
+        assert_eq!(out[0].dims(), &[0, 3]);
+        assert_eq!(out[1].to_vec_of::<f32>().unwrap(), vec![4.0, 5.0]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![(true, Some(0), 0, 0)],
+            "{}",
+            label(p)
+        );
+    });
+}
+
+#[test]
+fn non_utf8_string_attribute_is_an_error_naming_it() {
+    for_each_plugin(|_, client| {
+        let target = name(client, "rs_utf8");
+        ffi::register(client, &target, |call: &mut CallFrame<'_>| {
+            call.attrs()?;
+            Ok(())
+        })
+        .unwrap();
+        let prog = format!(
+            "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32, backend_config = {{bad = \"a\\FFb\"}}}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}"
+        );
+        let err = run8(client, &prog).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("attribute \"bad\" is a string that is not valid UTF-8"),
+            "{err}"
+        );
+    });
+}
+
+/// Where a handler parks the handles whose last reference it drops.
+static DROPPED_IN_HANDLER: std::sync::Mutex<
+    Vec<(rpjrt::Client, rpjrt::Executable, rpjrt::Buffer)>,
+> = std::sync::Mutex::new(Vec::new());
+
+#[test]
+fn last_references_dropped_inside_a_handler_do_not_hang() {
+    for asynchronous in [false, true] {
+        for_each_plugin_only(|p| {
+            let p = p.clone();
+            within(60, move || {
+                let client = rpjrt::Client::new(
+                    &p,
+                    &rpjrt::ClientOptions::new().set("asynchronous", asynchronous),
+                )
+                .unwrap();
+                let tag = if is_old(&p) { "old" } else { "new" };
+                let target = format!("rs_dropper_{tag}_{asynchronous}");
+                let ran = Arc::new(AtomicUsize::new(0));
+                let r2 = Arc::clone(&ran);
+                ffi::register(&client, &target, move |call: &mut CallFrame<'_>| {
+                    for y in call.rets()[0].as_mut_slice::<f32>()? {
+                        *y = 1.0;
+                    }
+                    // The last client, executable and buffer references go here.
+                    DROPPED_IN_HANDLER.lock().unwrap().clear();
+                    r2.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                })
+                .unwrap();
+                // Large enough that the plugin runs it (and the handler) on a worker thread,
+                // after execute returned.
+                const N: usize = 4 << 20;
+                let exe = compile(
+                    &client,
+                    &format!(
+                        "func.func public @main(%x: tensor<{N}xf32>) -> tensor<{N}xf32> {{
+  %t = stablehlo.multiply %x, %x : tensor<{N}xf32>
+  %0 = stablehlo.custom_call @{target}(%t) {{api_version = 4 : i32}} : (tensor<{N}xf32>) -> tensor<{N}xf32>
+  return %0 : tensor<{N}xf32>
+}}"
+                    ),
+                );
+                let x: Vec<f32> = vec![1.0; N];
+                let b = client
+                    .buffer_from_slice(&x, &[N as i64], &client.default_device().unwrap())
+                    .unwrap();
+                let run = exe.clone();
+                let arg = b.clone();
+                DROPPED_IN_HANDLER.lock().unwrap().push((client, exe, b));
+                drop(run.execute(&[&arg]).unwrap());
+                drop((run, arg));
+                let t0 = std::time::Instant::now();
+                while ran.load(Ordering::SeqCst) == 0 {
+                    assert!(t0.elapsed().as_secs() < 60, "the handler never ran");
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            });
+        });
+    }
+}
+
+mod frames {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum A {
+        I(i64),
+        F(f32),
+        S(String),
+        B(bool),
+    }
+
+    fn attr() -> impl Strategy<Value = A> {
+        prop_oneof![
+            any::<i64>().prop_map(A::I),
+            (-1.0e6f32..1.0e6).prop_map(A::F),
+            "[a-z0-9 _]{0,12}".prop_map(A::S),
+            any::<bool>().prop_map(A::B),
+        ]
+    }
+
+    const TYPES: [(&str, usize); 6] = [
+        ("f32", 4),
+        ("f64", 8),
+        ("i32", 4),
+        ("i8", 1),
+        ("ui16", 2),
+        ("i64", 8),
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+        /// Random element types and shapes (zero-size included) and random attribute
+        /// dictionaries: the handler sees each attribute with its value, and the bytes it
+        /// copies from argument to result come back unchanged.
+        #[test]
+        fn random_frames_round_trip(
+            ty in 0usize..TYPES.len(),
+            dims in proptest::collection::vec(0i64..4, 0..4),
+            attrs in proptest::collection::btree_map("a_[a-z0-9_]{0,6}", attr(), 0..6),
+            seed in any::<u8>(),
+        ) {
+            let (mlir_ty, width) = TYPES[ty];
+            let shape = if dims.is_empty() {
+                format!("tensor<{mlir_ty}>")
+            } else {
+                format!(
+                    "tensor<{}x{mlir_ty}>",
+                    dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x")
+                )
+            };
+            let cfg: Vec<String> = attrs
+                .iter()
+                .map(|(k, v)| match v {
+                    A::I(i) => format!("{k} = {i} : i64"),
+                    A::F(f) => format!("{k} = 0x{:08X} : f32", f.to_bits()),
+                    A::S(s) => format!("{k} = \"{s}\""),
+                    A::B(b) => format!("{k} = {b}"),
+                })
+                .collect();
+            let count: usize = dims.iter().map(|&d| d as usize).product();
+            let bytes: Vec<u8> = (0..count * width)
+                .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+                .collect();
+            for_each_plugin(|p, client| {
+                let target = format!("{}_{}", name(client, "rs_prop"), seed);
+                let got = Arc::new(std::sync::Mutex::new(None));
+                let g2 = Arc::clone(&got);
+                ffi::register_with(
+                    client,
+                    &target,
+                    &RegisterOptions { replace: true, ..Default::default() },
+                    move |call: &mut CallFrame<'_>| {
+                        let attrs = call.attrs()?.clone();
+                        let (args, rets) = call.split();
+                        for i in 0..2 {
+                            let src = args[i].host_bytes().expect("host").to_vec();
+                            rets[i].host_bytes_mut().expect("host").copy_from_slice(&src);
+                        }
+                        *g2.lock().unwrap() = Some(attrs);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+                let prog = format!(
+                    "func.func public @main(%x: {shape}, %k: tensor<2xf32>) -> ({shape}, tensor<2xf32>) {{
+  %0:2 = stablehlo.custom_call @{target}(%x, %k) {{api_version = 4 : i32, backend_config = {{{}}}}} : ({shape}, tensor<2xf32>) -> ({shape}, tensor<2xf32>)
+  return %0#0, %0#1 : {shape}, tensor<2xf32>
+}}",
+                    cfg.join(", ")
+                );
+                let exe = compile(client, &prog);
+                let et = exe.parameters().unwrap()[0].element_type;
+                let host = rpjrt::HostArray::from_owner(Arc::new(bytes.clone()), et, dims.clone());
+                let b = client
+                    .put(&host, &client.default_device().unwrap(), None, rpjrt::CopyMode::Always)
+                    .unwrap();
+                let k = client
+                    .buffer_from_slice::<f32>(&[1.0, 2.0], &[2], &client.default_device().unwrap())
+                    .unwrap();
+                let out = exe.execute(&[&b, &k]).unwrap();
+                assert_eq!(out[0].to_vec().unwrap(), bytes, "{}", label(p));
+                assert_eq!(out[1].to_vec_of::<f32>().unwrap(), vec![1.0, 2.0]);
+                let seen = got.lock().unwrap().take().expect("handler ran");
+                for (k, v) in &attrs {
+                    let have = seen.get(k).unwrap_or_else(|| panic!("attribute {k} missing"));
+                    match (v, have) {
+                        (A::I(i), h) => assert_eq!(h.as_i64(), Some(*i), "{k}"),
+                        (A::F(f), AttrValue::F32(h)) => assert_eq!(h, f, "{k}"),
+                        (A::S(s), AttrValue::Str(h)) => assert_eq!(h, s, "{k}"),
+                        (A::B(b), AttrValue::Bool(h)) => assert_eq!(h, b, "{k}"),
+                        (v, h) => panic!("{k}: sent {v:?}, got {h:?}"),
+                    }
+                }
+            });
+        }
+    }
+}

@@ -313,3 +313,76 @@ fn bind_all_is_all_or_nothing() {
         );
     });
 }
+
+/// A custom-call handler of a session's program uses that session (reads, binds, and a
+/// nested call of the program): the reads and binds work, the nested call is refused with
+/// "session is stepping", and nothing hangs (the session's lock is never held across
+/// execute; the CPU plugins run custom calls on the calling thread).
+#[test]
+fn handler_touching_its_session_does_not_deadlock() {
+    use std::sync::Mutex;
+    static SESSION: Mutex<Option<(Session, rpjrt::SessionProgram)>> = Mutex::new(None);
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    for_each_plugin_only(|p| {
+        let p = p.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let client = rpjrt::Client::new(&p, &ClientOptions::new()).unwrap();
+                let target = format!("session_touch_{}", if is_old(&p) { "old" } else { "new" });
+                rpjrt::ffi::register(&client, &target, |call| {
+                    let (s, prog) = SESSION.lock().unwrap().clone().expect("session set");
+                    let mut seen = SEEN.lock().unwrap();
+                    seen.push(format!("slots {}", s.slots().len()));
+                    seen.push(format!("fetch {}", s.fetch("w").is_ok()));
+                    seen.push(format!(
+                        "bind {}",
+                        s.bind("other", host(&[1.0], &[1])).is_ok()
+                    ));
+                    seen.push(match prog.call() {
+                        Ok(()) => "nested ran".into(),
+                        Err(e) => e.to_string(),
+                    });
+                    let (args, rets) = call.split();
+                    let x = args[0].as_slice::<f32>()?;
+                    for (y, x) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
+                        *y = x + 1.0;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                let exe = compile(
+                    &client,
+                    &format!(
+                        "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}"
+                    ),
+                );
+                let s = Session::new(&client).unwrap();
+                let prog = s.program(&exe, &["w"], &["w"]).unwrap();
+                s.bind("w", host(&[0.0; 4], &[4])).unwrap();
+                *SESSION.lock().unwrap() = Some((s.clone(), prog.clone()));
+                SEEN.lock().unwrap().clear();
+                prog.call().unwrap();
+                let w = s.fetch("w").unwrap().to_vec_of::<f32>().unwrap();
+                *SESSION.lock().unwrap() = None;
+                (w, SEEN.lock().unwrap().clone())
+            }));
+            let _ = tx.send(r);
+        });
+        let (w, seen) = match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => std::panic::resume_unwind(e),
+            Err(_) => panic!("a handler using its session hung"),
+        };
+        assert_eq!(w, vec![1.0; 4]);
+        assert_eq!(
+            &seen[..3],
+            &["slots 1", "fetch true", "bind true"],
+            "{seen:?}"
+        );
+        assert!(seen[3].contains("session is stepping"), "{seen:?}");
+    });
+}

@@ -232,7 +232,16 @@ impl Attrs {
                         ))
                     })?)
                 }
-                RawAttr::Str(s) => AttrValue::Str(s),
+                RawAttr::Str(s) => AttrValue::Str(String::from_utf8(s).map_err(|e| {
+                    (
+                        Code::InvalidArgument,
+                        format!(
+                            "attribute {name:?} is a string that is not valid UTF-8 (bad byte \
+                             at offset {}); rpjrt passes string attributes as text only",
+                            e.utf8_error().valid_up_to()
+                        ),
+                    )
+                })?),
                 RawAttr::Dict(d) => AttrValue::Dict(Attrs::from_raw(d)?),
                 RawAttr::Other(kind) => {
                     return Err(unimplemented(format!(
@@ -573,7 +582,7 @@ mod tests {
                     },
                 )]),
             ),
-            ("s".to_string(), RawAttr::Str("x".into())),
+            ("s".to_string(), RawAttr::Str(b"x".to_vec())),
             (
                 "e".to_string(),
                 RawAttr::Array {

@@ -554,6 +554,10 @@ fn bind_via(
     let ext = extension(plugin)?;
     let platform = canonical_platform(platform);
     let key = (ext.key(), platform.clone(), name.to_string());
+    // Held across the plugin's register call so that registrations of one name never
+    // interleave. The only callback that call makes is the metadata request, which the
+    // dispatcher answers from the target itself without this lock (or any lock of ours
+    // held elsewhere across a plugin call), so it cannot wait for this one.
     let mut g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(HashMap::new);
     let target = match map.get(&key) {

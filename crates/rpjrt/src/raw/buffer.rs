@@ -95,17 +95,26 @@ fn no_ready_event() -> Error {
 
 impl<M> Drop for Shared<M> {
     fn drop(&mut self) {
-        let mut a = sys::PJRT_Buffer_Destroy_Args::new();
-        a.buffer = self.ptr.as_ptr();
-        // SAFETY: live buffer, destroyed exactly once (the last clone is gone, and every pin
-        // and external reference holds a clone); its client is alive.
-        let _ = unsafe { pjrt!(self.client.api(), PJRT_Buffer_Destroy, &mut a) };
-        if let Some(done) = self.host_done.take() {
-            // The plugin may read the owner's bytes until this fires; for zero-copy buffers
-            // it fires once the buffer is gone, which it now is.
-            let _ = done.wait();
-        }
-        // `owner` drops after this, once the plugin no longer uses its memory.
+        let client = Arc::clone(&self.client);
+        let ptr = super::client::SendPtr(self.ptr);
+        let host_done = self.host_done.take();
+        let owner = self.owner.take();
+        super::callback::destroy_outside_callbacks(move || {
+            let ptr = ptr;
+            let mut a = sys::PJRT_Buffer_Destroy_Args::new();
+            a.buffer = ptr.0.as_ptr();
+            // SAFETY: live buffer, destroyed exactly once (the last clone is gone, and every
+            // pin and external reference holds a clone); its client is alive (`client`).
+            let _ = unsafe { pjrt!(client.api(), PJRT_Buffer_Destroy, &mut a) };
+            if let Some(done) = host_done {
+                // The plugin may read the owner's bytes until this fires; for zero-copy
+                // buffers it fires once the buffer is gone, which it now is.
+                let _ = done.wait();
+            }
+            // `owner` drops after this, once the plugin no longer uses its memory.
+            drop(owner);
+            drop(client);
+        });
     }
 }
 

@@ -36,9 +36,88 @@ pub(crate) unsafe fn reclaim<T>(user: *mut c_void) -> T {
 }
 
 /// Runs `body`, catching any panic so that it never unwinds into C. Returns `None` when the
-/// body panicked.
+/// body panicked. While it runs, the thread counts as inside a plugin callback
+/// ([`in_callback`]).
 pub(crate) fn guard<R>(body: impl FnOnce() -> R) -> Option<R> {
+    let _inside = Inside::enter();
     catch_unwind(AssertUnwindSafe(body)).ok()
+}
+
+thread_local! {
+    /// How many plugin callbacks this thread is inside (they can nest).
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the current thread as inside a plugin callback until dropped.
+pub(crate) struct Inside(());
+
+impl Inside {
+    /// Enters a callback on this thread.
+    pub(crate) fn enter() -> Inside {
+        DEPTH.with(|d| d.set(d.get().saturating_add(1)));
+        Inside(())
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Whether this thread is running a callback the plugin called (a custom-call handler, a
+/// key-value callback, a readiness or deleter callback). The plugin may be waiting for
+/// that callback to return, so nothing here may wait for the plugin.
+pub fn in_callback() -> bool {
+    DEPTH.with(|d| d.get() > 0)
+}
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The reaper thread's queue, started on first use.
+static REAPER: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> =
+    std::sync::OnceLock::new();
+
+fn reaper() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> {
+    REAPER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name("rpjrt-reaper".into())
+                .spawn(move || {
+                    for job in rx {
+                        // A panicking destructor must not end the reaper.
+                        let _ = catch_unwind(AssertUnwindSafe(job));
+                    }
+                })
+                .ok()
+                .map(|_| std::sync::Mutex::new(tx))
+        })
+        .as_ref()
+}
+
+/// Runs a destruction now, or, on a thread inside a plugin callback, hands it to the reaper
+/// thread: destroying a client (or a buffer or executable it computes with) waits for the
+/// client's work, and the callback is part of that work, so destroying it there would wait
+/// for itself. Jobs run in the order they were handed over.
+pub(crate) fn destroy_outside_callbacks(job: impl FnOnce() + Send + 'static) {
+    if !in_callback() {
+        job();
+        return;
+    }
+    let job: Job = Box::new(job);
+    let rejected = match reaper() {
+        Some(q) => match q.lock().unwrap_or_else(|e| e.into_inner()).send(job) {
+            Ok(()) => None,
+            Err(e) => Some(e.0),
+        },
+        None => Some(job),
+    };
+    if let Some(job) = rejected {
+        // No reaper (the thread could not start): leaking the handle is better than a
+        // destruction that waits for its own caller.
+        std::mem::forget(job);
+    }
 }
 
 /// A one-shot callback that receives a status (an event became ready, a transfer ended).

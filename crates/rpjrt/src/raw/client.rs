@@ -47,6 +47,13 @@ pub(crate) struct Client {
     _kv: Option<Arc<super::kv::KvUserData>>,
 }
 
+/// A C handle moved to the reaper thread for destruction.
+pub(crate) struct SendPtr<T>(pub(crate) NonNull<T>);
+
+// SAFETY: PJRT objects are thread-safe by the C API's contract; the pointer is only used to
+// destroy the object, once.
+unsafe impl<T> Send for SendPtr<T> {}
+
 /// The source of client ids.
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -58,11 +65,19 @@ unsafe impl Sync for Client {}
 
 impl Drop for Client {
     fn drop(&mut self) {
-        let mut a = sys::PJRT_Client_Destroy_Args::new();
-        a.client = self.ptr.as_ptr();
-        // SAFETY: the client is live and owned by us; every object made from it holds an
-        // Arc of this handle, so all of them are gone.
-        let _ = unsafe { pjrt!(self.api, PJRT_Client_Destroy, &mut a) };
+        let api = self.api;
+        let ptr = SendPtr(self.ptr);
+        let kv = self._kv.take();
+        super::callback::destroy_outside_callbacks(move || {
+            let ptr = ptr;
+            let mut a = sys::PJRT_Client_Destroy_Args::new();
+            a.client = ptr.0.as_ptr();
+            // SAFETY: the client is live and owned by us; every object made from it holds an
+            // Arc of this handle, so all of them are gone.
+            let _ = unsafe { pjrt!(api, PJRT_Client_Destroy, &mut a) };
+            // The key-value store outlives the C client that calls it.
+            drop(kv);
+        });
     }
 }
 

@@ -44,10 +44,16 @@ unsafe impl Sync for Executable {}
 
 impl Drop for Executable {
     fn drop(&mut self) {
-        let mut a = sys::PJRT_Executable_Destroy_Args::new();
-        a.executable = self.ptr.as_ptr();
-        // SAFETY: live executable owned by us, destroyed exactly once.
-        let _ = unsafe { pjrt!(self.client.api(), PJRT_Executable_Destroy, &mut a) };
+        let client = Arc::clone(&self.client);
+        let ptr = super::client::SendPtr(self.ptr);
+        super::callback::destroy_outside_callbacks(move || {
+            let ptr = ptr;
+            let mut a = sys::PJRT_Executable_Destroy_Args::new();
+            a.executable = ptr.0.as_ptr();
+            // SAFETY: live executable owned by us, destroyed exactly once; `client` keeps
+            // its client alive.
+            let _ = unsafe { pjrt!(client.api(), PJRT_Executable_Destroy, &mut a) };
+        });
     }
 }
 
@@ -162,10 +168,16 @@ impl Drop for Loaded {
     fn drop(&mut self) {
         // The executable view first, then the loaded executable.
         drop(self.exe.take());
-        let mut a = sys::PJRT_LoadedExecutable_Destroy_Args::new();
-        a.executable = self.ptr.as_ptr();
-        // SAFETY: live executable owned by us, destroyed exactly once.
-        let _ = unsafe { pjrt!(self.client.api(), PJRT_LoadedExecutable_Destroy, &mut a) };
+        let client = Arc::clone(&self.client);
+        let ptr = super::client::SendPtr(self.ptr);
+        super::callback::destroy_outside_callbacks(move || {
+            let ptr = ptr;
+            let mut a = sys::PJRT_LoadedExecutable_Destroy_Args::new();
+            a.executable = ptr.0.as_ptr();
+            // SAFETY: live executable owned by us, destroyed exactly once (its executable
+            // view went first, in order on the same thread); `client` keeps the client alive.
+            let _ = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Destroy, &mut a) };
+        });
     }
 }
 

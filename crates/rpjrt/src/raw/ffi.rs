@@ -660,6 +660,8 @@ unsafe extern "C" fn dispatch(
     let target: &'static Target = unsafe { &*target };
     // SAFETY: `frame` is the runtime's live call frame.
     let api = unsafe { (*frame).api };
+    // The runtime may wait for this call: handles dropped inside it are destroyed elsewhere.
+    let _inside = super::callback::Inside::enter();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: live frame, for the duration of this call.
         unsafe { dispatch_inner(frame, api, target) }
@@ -877,10 +879,16 @@ impl<'a> Frame<'a> {
     }
 
     fn byte_len(&self, b: &RawBuffer<'a>) -> Option<usize> {
-        if !self.target.host_memory || b.data == 0 {
+        if !self.target.host_memory {
             return None;
         }
-        ffi_dense_bytes(b.dtype, b.dims)
+        let n = ffi_dense_bytes(b.dtype, b.dims)?;
+        // A zero-size buffer is host memory of no bytes: some runtimes (PJRT 0.81) give
+        // it a null address, which must not read as "not host memory".
+        if b.data == 0 && n != 0 {
+            return None;
+        }
+        Some(n)
     }
 
     /// `XLA_FFI_Stream_Get`: the platform stream (0 where there is none).
@@ -1102,8 +1110,8 @@ pub(crate) enum RawAttr {
         /// The elements' bytes.
         bytes: Vec<u8>,
     },
-    /// A string.
-    Str(String),
+    /// A string's bytes, as the runtime gave them (the safe layer checks the encoding).
+    Str(Vec<u8>),
     /// A nested dictionary, in the runtime's order.
     Dict(Vec<(String, RawAttr)>),
     /// An attribute kind rpjrt does not read (its `XLA_FFI_AttrType`).
@@ -1168,7 +1176,7 @@ unsafe fn decode_attrs(
             }
             sys::XLA_FFI_AttrType_STRING => {
                 // SAFETY: a STRING entry points at a byte span.
-                RawAttr::Str(unsafe { span(value.cast()) })
+                RawAttr::Str(unsafe { span_bytes(value.cast()) })
             }
             sys::XLA_FFI_AttrType_DICTIONARY => {
                 // SAFETY: a DICTIONARY entry points at a nested attribute table.
@@ -1207,6 +1215,18 @@ unsafe fn span(s: *const sys::XLA_FFI_ByteSpan) -> String {
     // SAFETY: `len` bytes at `ptr`, live for the call.
     let bytes = unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) };
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// # Safety
+/// `s` is null or points at a live byte span.
+unsafe fn span_bytes(s: *const sys::XLA_FFI_ByteSpan) -> Vec<u8> {
+    if s.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: per the contract.
+    let s = unsafe { &*s };
+    // SAFETY: `len` bytes at `ptr`, live for the call (copy_bytes checks null and 0).
+    unsafe { copy_bytes(s.ptr.cast(), s.len) }
 }
 
 // ------------------------------------------------------------------------------- thunks
