@@ -209,9 +209,13 @@ impl Client {
         a.program = &program;
         a.compile_options = options.as_ptr().cast();
         a.compile_options_size = options.len();
+        // XLA folds constants on this thread while compiling: under the runtime's mode.
+        let fp = super::fpmode::FlushDenormals::enter();
         // SAFETY: program, code, format and options outlive the call; the plugin only reads
         // the code.
-        unsafe { pjrt!(self.api, PJRT_Client_Compile, &mut a) }?;
+        let r = unsafe { pjrt!(self.api, PJRT_Client_Compile, &mut a) };
+        drop(fp);
+        r?;
         Loaded::new(self, a.executable)
             .ok_or_else(|| Error::invalid("PJRT_Client_Compile returned no executable"))?
     }
