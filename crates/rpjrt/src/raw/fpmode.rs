@@ -10,6 +10,10 @@
 //! serialized executable) and restores the caller's mode afterwards. It is not used on the
 //! execute path: the plugin's own threads run programs under the runtime's mode already.
 //!
+//! Only the CPU runtime is known to flush ([`runtime_flushes`]): XLA's GPU runtime keeps
+//! subnormals unless `xla_gpu_ftz` is set (off by default), so on other platforms the
+//! caller's mode is left as it is (what it was before this guard existed).
+//!
 //! The bits: MXCSR FTZ (bit 15) and DAZ (bit 6) on x86-64; FPCR FZ (bit 24, which flushes
 //! inputs and outputs alike) on aarch64. Other architectures have no guard (no mode is
 //! changed there).
@@ -112,6 +116,12 @@ fn set_flushing(on: bool) -> Option<u64> {
     }
 }
 
+/// Whether XLA's runtime for `platform` (a PJRT platform name) flushes subnormals: true
+/// for `cpu` only.
+pub(crate) fn runtime_flushes(platform: &str) -> bool {
+    platform.eq_ignore_ascii_case("cpu")
+}
+
 /// Sets the calling thread's mode to flush subnormals (XLA's runtime mode) while it lives,
 /// and puts the previous mode back on drop. Not `Send`: the mode belongs to a thread.
 pub(crate) struct FlushDenormals {
@@ -126,6 +136,19 @@ impl FlushDenormals {
         FlushDenormals {
             saved: set_flushing(true),
             _thread: PhantomData,
+        }
+    }
+
+    /// [`FlushDenormals::enter`] when `flush`, else a guard that changes nothing.
+    #[inline]
+    pub(crate) fn enter_if(flush: bool) -> FlushDenormals {
+        if flush {
+            FlushDenormals::enter()
+        } else {
+            FlushDenormals {
+                saved: None,
+                _thread: PhantomData,
+            }
         }
     }
 
@@ -176,6 +199,19 @@ mod tests {
             assert_eq!(read_control(), before);
             let tiny = std::hint::black_box(1e-310f64);
             assert!(std::hint::black_box(tiny * 1.0) > 0.0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn only_the_cpu_runtime_flushes() {
+        assert!(runtime_flushes("cpu"));
+        assert!(!runtime_flushes("cuda"));
+        assert!(!runtime_flushes("rocm"));
+        std::thread::spawn(|| {
+            let _g = FlushDenormals::enter_if(false);
+            assert!(!flushing());
         })
         .join()
         .unwrap();
