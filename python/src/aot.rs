@@ -10,6 +10,38 @@ use crate::convert::value_to_py;
 use crate::errors::{invalid, PyErrExt};
 use crate::executable::PyExecutable;
 
+/// When compiling `program` failed because the plugin's StableHLO parser refused its text
+/// (`rpjrt::is_text_parse_refusal`), serializes the text as a portable artifact for the
+/// plugin's StableHLO version with jaxlib (`rpjrt._stablehlo.to_portable`) and compiles that
+/// with `compile` (GIL released); any other result, or no serializer, is returned as it was.
+pub fn retry_as_portable(
+    py: Python<'_>,
+    client: &rpjrt::Client,
+    program: &rpjrt::Program,
+    result: rpjrt::Result<rpjrt::Executable>,
+    compile: impl Fn(&rpjrt::Program) -> rpjrt::Result<rpjrt::Executable> + Sync,
+) -> PyResult<rpjrt::Result<rpjrt::Executable>> {
+    let err = match result {
+        Err(e) if rpjrt::is_text_parse_refusal(program, &e) => e,
+        other => return Ok(other),
+    };
+    let (rpjrt::Program::Mlir(code), Some(target)) = (program, client.plugin().stablehlo_target())
+    else {
+        return Ok(Err(err));
+    };
+    let Ok(text) = std::str::from_utf8(code) else {
+        return Ok(Err(err));
+    };
+    let artifact = py
+        .import("rpjrt._stablehlo")?
+        .call_method1("to_portable", (text, &target))?;
+    if artifact.is_none() {
+        return Ok(Err(err));
+    }
+    let artifact = rpjrt::Program::mlir(artifact.cast::<PyBytes>()?.as_bytes().to_vec());
+    Ok(py.detach(|| compile(&artifact)))
+}
+
 /// Bytes from `bytes`, `bytearray`, `memoryview` or a path-like naming a file.
 fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(b) = data.cast::<PyBytes>() {

@@ -552,10 +552,13 @@ impl PyClient {
             Some(c) => Some(crate::aot::cache_from_py(c)?),
             None => client.cache(),
         };
-        let exe = py.detach(|| match &cache {
-            Some(c) => client.compile_with_cache(&prog, &opts, c),
-            None => client.compile(&prog, &opts),
-        });
+        let run = |p: &Program| match &cache {
+            Some(c) => client.compile_with_cache(p, &opts, c),
+            None => client.compile(p, &opts),
+        };
+        let exe = py.detach(|| run(&prog));
+        // Text the plugin's StableHLO parser refused: compile it as a portable artifact.
+        let exe = crate::aot::retry_as_portable(py, &client, &prog, exe, run)?;
         if let Some(c) = &cache {
             crate::aot::emit_cache_warnings(py, c)?;
         }

@@ -154,7 +154,7 @@ pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
-pub use stablehlo::{artifact_version, StablehloFit, StablehloVersion};
+pub use stablehlo::{artifact_version, is_text_parse_refusal, StablehloFit, StablehloVersion};
 pub use topology::Topology;
 pub use transfer::{AliasFulfiller, ChunkSink, StreamOptions, Upload};
 pub use value::{ClientOptions, Value};

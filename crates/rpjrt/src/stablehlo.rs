@@ -175,14 +175,65 @@ impl Plugin {
     }
 }
 
-/// Adds the version window to a compile error of an artifact newer than the plugin's
-/// current StableHLO version (the likely cause).
+/// What XLA-based plugins say when their StableHLO parser refuses a program.
+const PARSE_REFUSAL: &str = "Failed to parse using StableHLO";
+
+/// Whether `err`, returned by compiling `program`, is the plugin's StableHLO parser refusing
+/// the program's text (not bytecode): text written by a newer StableHLO printer than the
+/// plugin's. Such text compiles when handed over as a portable artifact serialized for the
+/// plugin's version ([`Plugin::stablehlo_target`]); rpjrt's Python package does that itself
+/// when jaxlib is installed.
+pub fn is_text_parse_refusal(program: &Program, err: &Error) -> bool {
+    let Program::Mlir(code) = program else {
+        return false;
+    };
+    !code.starts_with(MLIR_MAGIC)
+        && matches!(err, Error::Pjrt { message, .. } if message.contains(PARSE_REFUSAL))
+}
+
+/// Explains a compile error by the plugin's StableHLO version: text its parser refused (say
+/// which version parses it and how to produce a portable artifact for it), or an artifact
+/// newer than the plugin's current StableHLO version (the likely cause). The plugin's own
+/// message is kept.
 pub(crate) fn explain(plugin: &Plugin, program: &Program, err: Error) -> Error {
     let Program::Mlir(code) = program else {
         return err;
     };
     let fit = plugin.stablehlo_fit(code);
+    let text_refused = is_text_parse_refusal(program, &err);
     match (err, fit.artifact, fit.current) {
+        (
+            Error::Pjrt {
+                entry,
+                code,
+                message,
+            },
+            _,
+            current,
+        ) if text_refused => {
+            let (version, target) = match current {
+                Some(c) => (format!("StableHLO {c}"), c.to_string()),
+                None => (
+                    "an older StableHLO".to_string(),
+                    "the plugin's StableHLO version".to_string(),
+                ),
+            };
+            Error::Pjrt {
+                entry,
+                code,
+                message: format!(
+                    "this plugin parses StableHLO text as {version} and cannot read this \
+                     program's text, probably written by a newer StableHLO printer (the text \
+                     syntax changes between versions, e.g. i1 constants in hex with one byte \
+                     per element). Hand it a portable artifact serialized for {target} \
+                     instead: serialize_portable_artifact_str(text, \"{target}\") from \
+                     jaxlib.mlir.dialects.stablehlo in Python (rpjrt's Python package does \
+                     this itself when jaxlib is installed), `stablehlo-translate --serialize \
+                     --target={target}`, or jax.export for that version. The plugin said: \
+                     {message}"
+                ),
+            }
+        }
         (
             Error::Pjrt {
                 entry,
@@ -222,6 +273,23 @@ mod tests {
         assert_eq!(artifact_version(&b), None);
         assert_eq!(artifact_version(b"module @m {}"), None);
         assert_eq!(artifact_version(b"ML\xefR\x0dMLIR19\x00"), None);
+    }
+
+    #[test]
+    fn a_parse_refusal_is_recognised_only_for_text() {
+        let refusal = |m: &str| Error::Pjrt {
+            entry: "PJRT_Client_Compile",
+            code: crate::error::Code::Unknown,
+            message: m.to_string(),
+        };
+        let said = "-:2:27: error: elements hex data size is invalid\nerror: Failed to parse \
+                    using StableHLO v1.13.3, this could indicate forward incompatibility";
+        let text = Program::Mlir(b"func.func @main() { return }".to_vec());
+        let bytecode = Program::Mlir(b"ML\xefR\x0dStableHLO_v1.13.3\x00".to_vec());
+        assert!(is_text_parse_refusal(&text, &refusal(said)));
+        assert!(!is_text_parse_refusal(&bytecode, &refusal(said)));
+        assert!(!is_text_parse_refusal(&text, &refusal("out of memory")));
+        assert!(!is_text_parse_refusal(&text, &Error::invalid(said)));
     }
 
     #[test]

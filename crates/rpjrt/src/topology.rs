@@ -138,7 +138,8 @@ impl Topology {
         if code.is_empty() {
             return Err(Error::invalid("the program is empty"));
         }
-        let blob = raw::topology_compile_serialized(self.api, self.ptr, code, format, &encoded)?;
+        let blob = raw::topology_compile_serialized(self.api, self.ptr, code, format, &encoded)
+            .map_err(|e| crate::stablehlo::explain(&self.plugin, program, e))?;
         Ok(Artifact {
             target: self.target(),
             compile_options: encoded,

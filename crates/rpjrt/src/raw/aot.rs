@@ -171,9 +171,13 @@ pub(crate) fn deserialize_and_load(
         a.overridden_serialized_compile_options = o.as_ptr().cast();
         a.overridden_serialized_compile_options_size = o.len();
     }
+    // Loading may compile (a plugin whose blob is a program): under the runtime's mode.
+    let fp = super::fpmode::FlushDenormals::enter_if(client.runtime_flushes());
     // SAFETY: blob and overrides outlive the call; the plugin reads only the prefix that
     // `struct_size` announces, and every field inside it is set.
-    unsafe { pjrt!(api, PJRT_Executable_DeserializeAndLoad, &mut a) }?;
+    let r = unsafe { pjrt!(api, PJRT_Executable_DeserializeAndLoad, &mut a) };
+    drop(fp);
+    r?;
     Loaded::new(client, a.loaded_executable).unwrap_or_else(|| {
         Err(Error::invalid(
             "PJRT_Executable_DeserializeAndLoad returned no executable",
@@ -635,8 +639,19 @@ pub(crate) fn topology_compile_serialized(
     a.compile_options = options.as_ptr().cast();
     a.compile_options_size = options.len();
     a.client = null_mut();
+    // XLA folds constants on this thread while compiling: under the runtime's mode.
+    let mut name = sys::PJRT_TopologyDescription_PlatformName_Args::new();
+    name.topology = t.0;
+    // SAFETY: live topology; the name is read while it lives.
+    let flushes = unsafe { pjrt!(api, PJRT_TopologyDescription_PlatformName, &mut name) }
+        .is_ok_and(|()| {
+            super::fpmode::runtime_flushes(&string(name.platform_name, name.platform_name_size))
+        });
+    let fp = super::fpmode::FlushDenormals::enter_if(flushes);
     // SAFETY: program, code, format and options outlive the call; the plugin only reads them.
-    unsafe { pjrt!(api, PJRT_Compile, &mut a) }.map_err(|e| match e {
+    let r = unsafe { pjrt!(api, PJRT_Compile, &mut a) };
+    drop(fp);
+    r.map_err(|e| match e {
         // The 0.81 CPU plugin has the entry but no compiler behind it.
         Error::Pjrt {
             code: Code::NotFound,

@@ -45,6 +45,9 @@ pub(crate) struct Client {
     /// The key-value store the plugin's callbacks reach, for a multi-process client.
     /// Dropped with the fields, after `Drop::drop` destroyed the C client.
     _kv: Option<Arc<super::kv::KvUserData>>,
+    /// Whether the plugin's runtime flushes subnormals (read from the platform name on
+    /// first use; see [`super::fpmode`]).
+    flushes: std::sync::OnceLock<bool>,
 }
 
 /// A C handle moved to the reaper thread for destruction.
@@ -98,6 +101,7 @@ impl Client {
             ptr,
             id,
             _kv: None,
+            flushes: std::sync::OnceLock::new(),
         })
     }
 
@@ -124,6 +128,16 @@ impl Client {
             ptr,
             id,
             _kv: Some(Arc::clone(kv)),
+            flushes: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Whether XLA's runtime on this client flushes subnormals: compiles and loads run
+    /// under that mode ([`super::fpmode`]).
+    pub(crate) fn runtime_flushes(&self) -> bool {
+        *self.flushes.get_or_init(|| {
+            self.platform_name()
+                .is_ok_and(|p| super::fpmode::runtime_flushes(&p))
         })
     }
 
@@ -224,9 +238,13 @@ impl Client {
         a.program = &program;
         a.compile_options = options.as_ptr().cast();
         a.compile_options_size = options.len();
+        // XLA folds constants on this thread while compiling: under the runtime's mode.
+        let fp = super::fpmode::FlushDenormals::enter_if(self.runtime_flushes());
         // SAFETY: program, code, format and options outlive the call; the plugin only reads
         // the code.
-        unsafe { pjrt!(self.api, PJRT_Client_Compile, &mut a) }?;
+        let r = unsafe { pjrt!(self.api, PJRT_Client_Compile, &mut a) };
+        drop(fp);
+        r?;
         Loaded::new(self, a.executable)
             .ok_or_else(|| Error::invalid("PJRT_Client_Compile returned no executable"))?
     }

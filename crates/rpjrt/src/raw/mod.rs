@@ -43,6 +43,7 @@ pub(crate) mod extension;
 pub(crate) mod ffi;
 #[cfg(feature = "bench")]
 pub(crate) mod floor;
+pub(crate) mod fpmode;
 pub(crate) mod guard;
 pub(crate) mod hostmem;
 pub(crate) mod inline;
