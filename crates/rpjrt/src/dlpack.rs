@@ -28,7 +28,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::buffer::Buffer;
+use crate::client::buffer::Buffer;
 use crate::client::{Client, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};

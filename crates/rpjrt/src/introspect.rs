@@ -5,8 +5,8 @@
 //! version, an empty slot, a missing or too-short extension struct, or the plugin answering
 //! UNIMPLEMENTED), never a read past what the plugin provides.
 
+use crate::client::executable::Executable;
 use crate::error::{Error, Result};
-use crate::executable::Executable;
 use crate::op_sharding::OpSharding;
 use crate::raw::aot as raw;
 use crate::value::Value;

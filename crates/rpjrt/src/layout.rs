@@ -6,7 +6,7 @@
 //! Layouts come back serialized (XLA's layout text, e.g. `{1,0}`, on the CPU plugins; a
 //! `LayoutProto` is accepted too), decoded here into [`DeviceLayout`].
 
-use crate::buffer::Buffer;
+use crate::client::buffer::Buffer;
 use crate::client::Client;
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
@@ -388,7 +388,8 @@ impl Client {
             device.data.raw,
             memory.map(|m| m.data.raw),
             {
-                let mut meta = crate::buffer::BufferMeta::new(&self.core, element_type, dims);
+                let mut meta =
+                    crate::client::buffer::BufferMeta::new(&self.core, element_type, dims);
                 // Row-major is minor_to_major = [rank-1, ..., 0]; anything else is marked.
                 meta.non_default_layout = minor_to_major
                     .iter()

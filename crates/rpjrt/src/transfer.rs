@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use crate::buffer::{Buffer, BufferMeta};
+use crate::client::buffer::{Buffer, BufferMeta};
 use crate::client::{Client, Device, Memory};
 use crate::dtype::{element_count, ElementType};
 use crate::error::{Code, Error, Result};
@@ -94,7 +94,7 @@ impl Client {
     ) -> Result<Buffer> {
         if element_type.is_sub_byte()
             || element_type == ElementType::Token
-            || crate::host::needs_bool_normalising(element_type, data)
+            || crate::dtype::needs_bool_normalising(element_type, data)
         {
             // Converted into a copy by the plain path anyway.
             return self.buffer_from_host(data, element_type, dims, None, device, memory);

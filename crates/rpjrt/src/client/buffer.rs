@@ -4,10 +4,10 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::client::event::Event;
 use crate::client::{ClientCore, Device, Memory};
 use crate::dtype::{element_count, pack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::raw;
 use crate::raw::buffer::StateError;
 use crate::raw::inline::Inline;
@@ -20,7 +20,7 @@ const INLINE_RANK: usize = 6;
 /// handing an interpreter lock to another thread and back costs.
 pub const QUICK_COPY_BYTES: usize = 64 << 10;
 
-pub(crate) use crate::host::HostBytes;
+pub(crate) use crate::raw::hostmem::HostBytes;
 
 /// Adapts an owner of host bytes to the raw layer's zero-copy contract.
 pub(crate) struct Owner(pub(crate) Arc<dyn HostBytes>);

@@ -1,15 +1,33 @@
-//! Clients, devices and memories.
+//! The handle types and what is bound to them: the client, its devices and memories
+//! (this file), buffers, events, executables, topologies, artifacts (serialize and load)
+//! and the compile cache. They hold each other (a buffer holds its client's core, a
+//! client makes buffers), so they are one module; everything else in the crate depends on
+//! this one way.
+
+pub(crate) mod aot;
+pub(crate) mod buffer;
+pub(crate) mod cache;
+pub(crate) mod event;
+pub(crate) mod executable;
+pub(crate) mod topology;
+
+pub use aot::{Artifact, ArtifactTarget, ENVELOPE_VERSION};
+pub use buffer::{Buffer, ExternalReference, HostView, QUICK_COPY_BYTES};
+pub use cache::{Cache, CacheEntry, CacheStats};
+pub use event::{set_wait_spin, wait_spin, Event, MAX_WAIT_SPIN};
+pub use executable::{Executable, ExecuteOptions, Execution};
+pub use topology::Topology;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::buffer::{Buffer, BufferMeta, HostBytes};
+use crate::client::buffer::{BufferMeta, HostBytes};
 use crate::dtype::{element_count, unpack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
-use crate::executable::{Executable, Program};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
+use crate::program::Program;
 use crate::raw::device::{DeviceFacts, DeviceRef, MemoryFacts, MemoryRef};
 use crate::raw::{self, Api};
 use crate::value::{from_raw_list, ClientOptions, Value};
@@ -43,7 +61,7 @@ pub(crate) struct ClientCore {
     pub(crate) addressable: Vec<usize>,
     pub(crate) memories: Vec<Arc<MemoryData>>,
     /// The persistent compile cache `compile` uses, if any (see `cache.rs`).
-    pub(crate) cache: std::sync::RwLock<Option<crate::cache::Cache>>,
+    pub(crate) cache: std::sync::RwLock<Option<crate::client::cache::Cache>>,
 }
 
 impl ClientCore {
@@ -108,7 +126,7 @@ impl Client {
     /// Creates a client on `plugin` with the given create options.
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
-        let cache = crate::cache::Cache::for_client(options)?;
+        let cache = crate::client::cache::Cache::for_client(options)?;
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
         Client::finish_create(plugin, rc, cache)
     }
@@ -130,7 +148,7 @@ impl Client {
         dist: &crate::distributed::DistributedOptions,
     ) -> Result<Client> {
         check_known_options(options)?;
-        let cache = crate::cache::Cache::for_client(options)?;
+        let cache = crate::client::cache::Cache::for_client(options)?;
         let api = plugin.inner.api;
         let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
             crate::distributed::Backend(Arc::clone(&dist.store)),
@@ -167,9 +185,9 @@ impl Client {
     fn finish_create(
         plugin: &Plugin,
         rc: raw::client::Client,
-        cache: Option<crate::cache::Cache>,
+        cache: Option<crate::client::cache::Cache>,
     ) -> Result<Client> {
-        crate::event::wait_spin_from_env()?;
+        crate::client::event::wait_spin_from_env()?;
         let api = plugin.inner.api;
         let rc = Arc::new(rc);
         let addressable = rc.addressable_devices()?;
@@ -404,8 +422,8 @@ impl Client {
         // PJRT assumes bool bytes are 0 or 1 (and some plugins compute wrong answers with
         // others): read anything else as true, in a copy.
         let normalised;
-        let data = if crate::host::needs_bool_normalising(element_type, data) {
-            normalised = crate::host::normalised_bools(data)?;
+        let data = if crate::dtype::needs_bool_normalising(element_type, data) {
+            normalised = crate::dtype::normalised_bools(data)?;
             normalised.as_slice()
         } else {
             data
@@ -470,7 +488,7 @@ impl Client {
                 memory,
             );
         }
-        if crate::host::needs_bool_normalising(element_type, owner.bytes()) {
+        if crate::dtype::needs_bool_normalising(element_type, owner.bytes()) {
             // Normalised into a copy, so there is nothing to borrow.
             return self.buffer_from_host(
                 owner.bytes(),
@@ -486,7 +504,7 @@ impl Client {
         let bytes = owner.bytes();
         check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
         let raw = self.core.raw.buffer_from_host_owned(
-            crate::buffer::Owner(owner),
+            crate::client::buffer::Owner(owner),
             element_type.code(),
             dims,
             byte_strides,
