@@ -62,7 +62,7 @@ impl ProgramFile {
     /// - MLIR bytecode (also a portable artifact, magic `ML\xefR`) is MLIR;
     /// - a `name` ending in `.pb`, `.hlo` or `.hlopb` is an HLO module;
     /// - UTF-8 text is StableHLO text;
-    /// - anything else is an error naming the formats.
+    /// - anything else (no bytes at all included) is an error naming what is wrong.
     pub fn detect(bytes: Vec<u8>, name: Option<&str>, format: Option<&str>) -> Result<ProgramFile> {
         classify(bytes, name, format).map_err(Error::invalid)
     }
@@ -86,6 +86,9 @@ fn classify(
     name: Option<&str>,
     format: Option<&str>,
 ) -> std::result::Result<ProgramFile, String> {
+    if bytes.is_empty() {
+        return Err("the program is empty".to_string());
+    }
     if is_artifact(&bytes) {
         return match format {
             None => Ok(ProgramFile::Artifact(bytes)),
@@ -106,12 +109,12 @@ fn classify(
         Ok(ProgramFile::Program(Program::Mlir(bytes)))
     } else if hlo_name {
         Ok(ProgramFile::Program(Program::Hlo(bytes)))
-    } else if !bytes.is_empty() && std::str::from_utf8(&bytes).is_ok() {
+    } else if std::str::from_utf8(&bytes).is_ok() {
         Ok(ProgramFile::Program(Program::Mlir(bytes)))
     } else {
         Err(
             "not StableHLO text, MLIR bytecode, an HloModuleProto (.pb, .hlo, .hlopb) \
-                 or an rpjrt artifact"
+             or an rpjrt artifact"
                 .to_string(),
         )
     }
@@ -231,7 +234,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("HloModuleProto"));
-        assert!(d(b"", None, None).is_err());
+        assert!(d(b"", None, Some("hlo"))
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
         assert!(d(b"x", None, Some("onnx"))
             .unwrap_err()
             .to_string()
