@@ -33,38 +33,53 @@ use crate::raw::{self, Api};
 use crate::value::{from_raw_list, ClientOptions, Value};
 
 pub(crate) struct DeviceData {
-    pub(crate) raw: DeviceRef,
-    pub(crate) facts: DeviceFacts,
-    pub(crate) attributes: Vec<(String, Value)>,
-    pub(crate) default_memory: Option<MemoryRef>,
-    pub(crate) memories: Vec<MemoryRef>,
+    pub(in crate::client) raw: DeviceRef,
+    pub(in crate::client) facts: DeviceFacts,
+    pub(in crate::client) attributes: Vec<(String, Value)>,
+    pub(in crate::client) default_memory: Option<MemoryRef>,
+    pub(in crate::client) memories: Vec<MemoryRef>,
 }
 
 pub(crate) struct MemoryData {
-    pub(crate) raw: MemoryRef,
-    pub(crate) facts: MemoryFacts,
-    pub(crate) devices: Vec<DeviceRef>,
+    pub(in crate::client) raw: MemoryRef,
+    pub(in crate::client) facts: MemoryFacts,
+    pub(in crate::client) devices: Vec<DeviceRef>,
 }
 
 /// The shared core of a client: every object made from it holds an `Arc` to this (and the
 /// raw handles hold the raw client), so the C client is destroyed only after the last of
 /// them.
 pub(crate) struct ClientCore {
-    pub(crate) api: &'static Api,
-    pub(crate) plugin: Plugin,
-    pub(crate) raw: Arc<raw::client::Client>,
+    pub(in crate::client) api: &'static Api,
+    pub(in crate::client) plugin: Plugin,
+    pub(in crate::client) raw: Arc<raw::client::Client>,
     closed: AtomicBool,
-    pub(crate) platform_name: String,
-    pub(crate) platform_version: String,
-    pub(crate) process_index: i32,
-    pub(crate) devices: Vec<Arc<DeviceData>>,
-    pub(crate) addressable: Vec<usize>,
-    pub(crate) memories: Vec<Arc<MemoryData>>,
+    pub(in crate::client) platform_name: String,
+    pub(in crate::client) platform_version: String,
+    pub(in crate::client) process_index: i32,
+    pub(in crate::client) devices: Vec<Arc<DeviceData>>,
+    pub(in crate::client) addressable: Vec<usize>,
+    pub(in crate::client) memories: Vec<Arc<MemoryData>>,
     /// The persistent compile cache `compile` uses, if any (see `cache.rs`).
-    pub(crate) cache: std::sync::RwLock<Option<crate::client::cache::Cache>>,
+    pub(in crate::client) cache: std::sync::RwLock<Option<crate::client::cache::Cache>>,
 }
 
 impl ClientCore {
+    /// The plugin's function table.
+    pub(crate) fn api(&self) -> &'static Api {
+        self.api
+    }
+
+    /// The raw client handle.
+    pub(crate) fn raw(&self) -> &Arc<raw::client::Client> {
+        &self.raw
+    }
+
+    /// The platform's name, as the client reported it at creation.
+    pub(crate) fn platform_name(&self) -> &str {
+        &self.platform_name
+    }
+
     /// Errors with `Closed` if `close()` was called.
     #[inline]
     pub(crate) fn check(&self, what: &'static str) -> Result<()> {
@@ -119,10 +134,15 @@ impl ClientCore {
 /// itself is destroyed when the last object that belongs to it is dropped.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) core: Arc<ClientCore>,
+    pub(in crate::client) core: Arc<ClientCore>,
 }
 
 impl Client {
+    /// The shared core every object made from this client holds.
+    pub(crate) fn core(&self) -> &Arc<ClientCore> {
+        &self.core
+    }
+
     /// Creates a client on `plugin` with the given create options.
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
@@ -725,11 +745,21 @@ impl fmt::Debug for Client {
 /// A device of a client.
 #[derive(Clone)]
 pub struct Device {
-    pub(crate) core: Arc<ClientCore>,
-    pub(crate) data: Arc<DeviceData>,
+    pub(in crate::client) core: Arc<ClientCore>,
+    pub(in crate::client) data: Arc<DeviceData>,
 }
 
 impl Device {
+    /// The core of the client this device belongs to.
+    pub(crate) fn core(&self) -> &Arc<ClientCore> {
+        &self.core
+    }
+
+    /// The raw device view.
+    pub(crate) fn raw_ref(&self) -> DeviceRef {
+        self.data.raw
+    }
+
     /// The device id, unique within the client.
     pub fn id(&self) -> i32 {
         self.data.facts.id
@@ -827,11 +857,21 @@ impl fmt::Debug for Device {
 /// A memory space (device memory, pinned host memory, ...).
 #[derive(Clone)]
 pub struct Memory {
-    pub(crate) core: Arc<ClientCore>,
-    pub(crate) data: Arc<MemoryData>,
+    pub(in crate::client) core: Arc<ClientCore>,
+    pub(in crate::client) data: Arc<MemoryData>,
 }
 
 impl Memory {
+    /// The core of the client this memory belongs to.
+    pub(crate) fn core(&self) -> &Arc<ClientCore> {
+        &self.core
+    }
+
+    /// The raw memory view.
+    pub(crate) fn raw_ref(&self) -> MemoryRef {
+        self.data.raw
+    }
+
     /// The memory id, unique within the client.
     pub fn id(&self) -> i32 {
         self.data.facts.id
