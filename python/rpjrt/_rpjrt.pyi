@@ -122,18 +122,20 @@ class Client:
     @property
     def closed(self) -> bool: ...
     def devices(self) -> list[Device]:
-        """The devices this process can use (addressable devices)."""
+        """Every device of the client, other processes' too (as Rust's ``Client::devices``)."""
+    def addressable_devices(self) -> list[Device]:
+        """The devices this process can use."""
     def all_devices(self) -> list[Device]:
-        """Every device of the client, including other processes' devices."""
+        """Deprecated name of ``devices()`` (warns); removed in the next release."""
     def device(self, id: int) -> Device:
         """The device with global id `id`."""
     def memories(self) -> list[Memory]:
         """The memories this process can use."""
     def compile(
         self,
-        program: str | bytes,
+        program: str | bytes | os.PathLike[str],
         *,
-        format: Literal["mlir", "hlo"] = "mlir",
+        format: Literal["mlir", "hlo"] | None = None,
         num_replicas: int = 1,
         num_partitions: int = 1,
         use_spmd_partitioning: bool | None = None,
@@ -305,8 +307,10 @@ class Executable:
     def output_layouts(self) -> list[tuple[int, ...] | None]: ...
     def compile_options(self) -> bytes:
         """The serialized CompileOptionsProto it was built with."""
-    def devices(self) -> list[Device]:
+    def addressable_devices(self) -> list[Device]:
         """The addressable devices it runs on, in execute_sharded order."""
+    def devices(self) -> list[Device]:
+        """Deprecated name of ``addressable_devices()`` (warns); removed in the next release."""
     def __call__(
         self,
         *args: object,
@@ -440,7 +444,9 @@ class Topology:
     def devices(self) -> list[tuple[int, str]]: ...
     def fingerprint(self) -> int | None: ...
     def serialize(self) -> bytes: ...
-    def compile(self, program: str | bytes, *, format: Literal["mlir", "hlo"] = "mlir") -> bytes:
+    def compile(
+        self, program: str | bytes | os.PathLike[str], *, format: Literal["mlir", "hlo"] | None = None
+    ) -> bytes:
         """Compile without devices; returns an artifact for Client.load."""
 
 @final

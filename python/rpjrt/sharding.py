@@ -20,6 +20,7 @@ automatically (GSPMD cannot read them); :func:`uses_shardy` says whether a modul
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
@@ -107,9 +108,10 @@ def shard(client: Client, array: Any, mesh: Mesh, spec: Spec) -> list[Buffer]:
     ]
 
 
-def gather(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) -> Any:
+def assemble(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) -> Any:
     """The host array of ``shape`` put back together from one shard per mesh position
-    (Buffers or arrays). Where the spec replicates, the first copy is used."""
+    (Buffers or arrays). Where the spec replicates, the first copy is used. The same name
+    and work as the core's ``rpjrt::sharding::assemble``."""
     import numpy as np
 
     from ._dtypes import dtype as rdtype
@@ -129,6 +131,17 @@ def gather(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) 
     return np.frombuffer(full, dtype=dt).reshape(tuple(shape)).copy()
 
 
+def gather(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) -> Any:
+    """Deprecated name of :func:`assemble`, kept for one release."""
+    warnings.warn(
+        "rpjrt.sharding.gather is deprecated and will be removed in the next release; "
+        "use rpjrt.sharding.assemble",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return assemble(shards, mesh, spec, shape)
+
+
 def run_sharded(
     exe: Executable,
     args: Sequence[Any],
@@ -140,7 +153,7 @@ def run_sharded(
     position ``k``'s shards on ``mesh.device_ids[k]``, and returns each output put back
     together by its spec (numpy arrays of the global shapes)."""
     client = exe.client
-    exe_ids = [d.id for d in exe.devices()]
+    exe_ids = [d.id for d in exe.addressable_devices()]
     if sorted(exe_ids) != sorted(mesh.device_ids):
         raise ValueError(
             f"{exe.name} runs on devices {exe_ids}, but the mesh holds {list(mesh.device_ids)}"
@@ -159,8 +172,18 @@ def run_sharded(
         full = _shard_global_dims(
             list(by_pos[0].shape), list(mesh.axes), list(mesh.device_ids), _spec(spec)
         )
-        results.append(gather(by_pos, mesh, spec, full))
+        results.append(assemble(by_pos, mesh, spec, full))
     return results
 
 
-__all__ = ["Mesh", "Spec", "SpecEntry", "uses_shardy", "split", "shard", "gather", "run_sharded"]
+__all__ = [
+    "Mesh",
+    "Spec",
+    "SpecEntry",
+    "uses_shardy",
+    "split",
+    "shard",
+    "assemble",
+    "gather",
+    "run_sharded",
+]

@@ -238,12 +238,12 @@ impl PyTopology {
         let b = py.detach(|| self.inner.serialize()).pyerr()?;
         Ok(PyBytes::new(py, &b))
     }
-    #[pyo3(signature = (program, *, format = "mlir"))]
+    #[pyo3(signature = (program, *, format = None))]
     fn compile<'py>(
         &self,
         py: Python<'py>,
         program: &Bound<'py, PyAny>,
-        format: &str,
+        format: Option<&str>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let prog = program_from_py(program, format)?;
         let b = py
@@ -328,18 +328,35 @@ impl PyOpSharding {
     }
 }
 
-fn program_from_py(program: &Bound<'_, PyAny>, format: &str) -> PyResult<rpjrt::Program> {
+fn program_from_py(program: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult<rpjrt::Program> {
+    if let Some(path) = as_path(program)? {
+        return rpjrt::Program::read(path, format).pyerr();
+    }
     let code = if let Ok(s) = program.cast::<PyString>() {
         s.to_str()?.as_bytes().to_vec()
     } else {
         data_bytes(program)?
     };
-    match format {
-        "mlir" => Ok(rpjrt::Program::mlir(code)),
-        "hlo" => Ok(rpjrt::Program::hlo(code)),
-        other => Err(invalid(format!(
-            "format must be \"mlir\" or \"hlo\", not {other:?}"
-        ))),
+    program_from_code(code, format)
+}
+
+/// `obj` as a path when it is an `os.PathLike` (str is program text, never a path).
+pub(crate) fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<std::path::PathBuf>> {
+    let path_like = obj.py().import("os")?.getattr("PathLike")?;
+    if obj.is_instance(&path_like)? {
+        return Ok(Some(obj.extract()?));
+    }
+    Ok(None)
+}
+
+/// A program's bytes as the core tells their format (`rpjrt::ProgramFile::detect`, the
+/// rule the CLI uses too); an rpjrt artifact is refused: it is loaded, not compiled.
+pub(crate) fn program_from_code(code: Vec<u8>, format: Option<&str>) -> PyResult<rpjrt::Program> {
+    match rpjrt::ProgramFile::detect(code, None, format).pyerr()? {
+        rpjrt::ProgramFile::Program(p) => Ok(p),
+        rpjrt::ProgramFile::Artifact(_) => Err(invalid(
+            "these bytes are an rpjrt artifact, not a program: load them with Client.load",
+        )),
     }
 }
 
@@ -553,9 +570,9 @@ impl PyPlugin {
         py: Python<'py>,
         program: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let code = program_from_py(program, "mlir")?;
+        let code = program_from_py(program, Some("mlir"))?;
         let rpjrt::Program::Mlir(code) = code else {
-            unreachable!("mlir format requested")
+            return Err(invalid("stablehlo_fit reads a StableHLO program"));
         };
         let fit = self.inner.stablehlo_fit(&code);
         let d = PyDict::new(py);

@@ -412,14 +412,22 @@ impl PyClient {
         self.inner.is_closed()
     }
 
+    /// Every device of the client, other processes' too (`rpjrt::Client::devices`).
     fn devices<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let devs = slf.get().inner.devices().pyerr()?;
+        device_list(slf.py(), &slf.clone().unbind(), devs)
+    }
+
+    /// The devices this process can use (`rpjrt::Client::addressable_devices`).
+    fn addressable_devices<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
         let devs = slf.get().inner.addressable_devices().pyerr()?;
         device_list(slf.py(), &slf.clone().unbind(), devs)
     }
 
+    /// Deprecated name of `devices()` (every device); kept for one release.
     fn all_devices<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
-        let devs = slf.get().inner.devices().pyerr()?;
-        device_list(slf.py(), &slf.clone().unbind(), devs)
+        crate::errors::deprecated(slf.py(), "Client.all_devices()", "Client.devices()")?;
+        Self::devices(slf)
     }
 
     fn device(slf: &Bound<'_, Self>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyDevice>> {
@@ -448,14 +456,14 @@ impl PyClient {
         PyList::new(py, items)
     }
 
-    #[pyo3(signature = (program, *, format = "mlir", num_replicas = 1, num_partitions = 1,
+    #[pyo3(signature = (program, *, format = None, num_replicas = 1, num_partitions = 1,
         use_spmd_partitioning = None, use_shardy_partitioner = None, device_assignment = None,
         device = None, portable = false, env_option_overrides = None, cache = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile(
         slf: &Bound<'_, Self>,
         program: &Bound<'_, PyAny>,
-        format: &str,
+        format: Option<&str>,
         num_replicas: i64,
         num_partitions: i64,
         use_spmd_partitioning: Option<bool>,
@@ -468,7 +476,10 @@ impl PyClient {
     ) -> PyResult<Py<PyExecutable>> {
         let py = slf.py();
         let this = slf.get();
-        let code: Vec<u8> = if let Ok(s) = program.cast::<PyString>() {
+        let path = crate::aot::as_path(program)?;
+        let code: Vec<u8> = if path.is_some() {
+            Vec::new()
+        } else if let Ok(s) = program.cast::<PyString>() {
             s.to_str()?.as_bytes().to_vec()
         } else if let Ok(b) = program.cast::<PyBytes>() {
             b.as_bytes().to_vec()
@@ -492,7 +503,10 @@ impl PyClient {
                 program.get_type().name()?
             )));
         };
-        let prog = Program::with_format(format, code).pyerr()?;
+        let prog = match &path {
+            Some(p) => Program::read(p, format).pyerr()?,
+            None => crate::aot::program_from_code(code, format)?,
+        };
         let mut opts = CompileOptions::for_mesh(num_replicas, num_partitions).pyerr()?;
         if let Some(spmd) = use_spmd_partitioning {
             opts.use_spmd_partitioning = spmd;

@@ -84,3 +84,18 @@ impl<T> PyErrExt<T> for rpjrt::Result<T> {
         self.map_err(to_py)
     }
 }
+
+/// Warns that `old` is deprecated in favour of `new` (a `DeprecationWarning` pointing at
+/// the caller's line); the old name keeps working for one release.
+pub fn deprecated(py: Python<'_>, old: &str, new: &str) -> PyResult<()> {
+    let msg = std::ffi::CString::new(format!(
+        "{old} is deprecated and will be removed in the next release; use {new}"
+    ))
+    .map_err(|_| invalid("a deprecation message holds a NUL byte"))?;
+    PyErr::warn(
+        py,
+        &py.get_type::<pyo3::exceptions::PyDeprecationWarning>(),
+        &msg,
+        1,
+    )
+}

@@ -220,7 +220,19 @@ impl PyExecutable {
         self.inner.fingerprint().ok().filter(|f| !f.is_empty())
     }
 
+    /// Deprecated name of `addressable_devices()`; kept for one release.
     fn devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        crate::errors::deprecated(
+            py,
+            "Executable.devices()",
+            "Executable.addressable_devices()",
+        )?;
+        self.addressable_devices(py)
+    }
+
+    /// The addressable devices it runs on, in `execute_sharded` order
+    /// (`rpjrt::Executable::addressable_devices`).
+    fn addressable_devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
             .inner
             .addressable_devices()

@@ -37,7 +37,7 @@ def test_serialize_load_round_trip(client: rpjrt.Client) -> None:
     info = rpjrt.inspect_artifact(data)
     major, minor = client.plugin.api_version
     assert info["target"]["pjrt_version"] == f"{major}.{minor}"
-    assert info["target"]["device_count"] == len(client.all_devices())
+    assert info["target"]["device_count"] == len(client.devices())
     assert info["target"] == client.artifact_target()
     loaded = client.load(data)
     assert run_mul_add(client, loaded) == expected
@@ -186,7 +186,7 @@ def test_stablehlo_versions(client: rpjrt.Client) -> None:
 def test_topology_and_compiling_without_devices(client: rpjrt.Client) -> None:
     t = client.topology()
     assert t.platform_name == "cpu"
-    assert [d[0] for d in t.devices()] == [d.id for d in client.all_devices()]
+    assert [d[0] for d in t.devices()] == [d.id for d in client.devices()]
     assert t.serialize()
     text = fixture_text("mul_add.mlir")
     if is_old(client):

@@ -47,7 +47,11 @@ def test_devices(client: rpjrt.Client) -> None:
     assert [d.id for d in devs] == [0, 1, 2, 3]
     assert all(d.kind == "cpu" and d.platform == "cpu" and d.is_addressable for d in devs)
     assert all(d.process_index == 0 for d in devs)
-    assert set(client.all_devices()) >= set(devs)
+    # The same names mean the same sets as in Rust: devices() is every device,
+    # addressable_devices() this process's (all of them in one process).
+    assert client.addressable_devices() == [d for d in devs if d.is_addressable] == devs
+    with pytest.warns(DeprecationWarning, match="Client.devices"):
+        assert client.all_devices() == devs
     d0 = client.device(0)
     assert d0 == devs[0] and hash(d0) == hash(devs[0]) and d0 != devs[1]
     assert d0.client is client

@@ -137,7 +137,7 @@ def test_spmd_programs_match_jax_shard_by_shard(
         # Shard by shard: rpjrt.sharding splits, execute_sharded runs, and each device's
         # output equals JAX's shard on that device.
         per_arg = [sh.shard(client, a, mesh, s) for a, s in zip(args, case["in_specs"])]
-        ids = [d.id for d in exe.devices()]
+        ids = [d.id for d in exe.addressable_devices()]
         pos = {d: k for k, d in enumerate(mesh.device_ids)}
         outs = exe.execute_sharded([[bufs[pos[d]] for bufs in per_arg] for d in ids])
         for k, d in enumerate(ids):
@@ -204,7 +204,7 @@ def test_replica_collectives_match_jax(
         n = case["n"]
         data = np.load(out / (case["key"] + ".npz"))
         exe = client.compile(_replica_program(case["name"], n), num_replicas=n)
-        ids = [d.id for d in exe.devices()]
+        ids = [d.id for d in exe.addressable_devices()]
         # Replica r gets shard r of the input (the shard JAX gave device r).
         shards = sh.split(data["in0"], _mesh(case), ("x",))
         outs = exe.execute_sharded([[client.put(shards[r], device=client.device(d))] for r, d in enumerate(ids)])

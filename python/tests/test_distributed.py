@@ -427,7 +427,7 @@ def test_cpu_plugins_take_the_store_but_stay_single_process(
 
     c = rpjrt.Client(plugin_path, kv=Recording(), process_id=1, num_processes=2)
     assert calls == []  # neither CPU plugin rendezvouses
-    devs = c.all_devices()
+    devs = c.devices()
     assert all(d.is_addressable for d in devs)
     if plugin_label == "old":
         assert c.process_index == 0 and [d.id for d in devs] == [0, 1, 2, 3]
@@ -511,7 +511,7 @@ def test_two_threads_form_a_two_process_client_through_a_python_store() -> None:
             c = rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_device_count": 2}},
                              kv=store, process_id=p, num_processes=2)
             out[p] = (c.process_index, [(d.id, d.process_index, d.is_addressable)
-                                        for d in c.all_devices()], len(c.devices()))
+                                        for d in c.devices()], len(c.addressable_devices()))
         ts = [threading.Thread(target=make, args=(p,)) for p in (0, 1)]
         for t in ts: t.start()
         for t in ts: t.join()

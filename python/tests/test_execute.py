@@ -33,7 +33,7 @@ def test_executable_facts(mul_add: rpjrt.Executable, client: rpjrt.Client) -> No
     assert mul_add.input_dtypes == [rpjrt.float32, rpjrt.float32]
     assert mul_add.input_shapes == [(8,), (8,)]
     assert mul_add.output_dtypes == [rpjrt.float32] and mul_add.output_shapes == [(8,)]
-    assert mul_add.devices() == [client.devices()[0]]
+    assert mul_add.addressable_devices() == [client.devices()[0]]
     assert mul_add.client is client
     assert repr(mul_add).endswith("(float32[8], float32[8]) -> (float32[8]), devices=[0])")
     fp = mul_add.fingerprint
@@ -72,7 +72,7 @@ def test_compile_from_bytes_and_buffers(client: rpjrt.Client) -> None:
 def test_compile_for_another_device(client: rpjrt.Client) -> None:
     d2 = client.devices()[2]
     exe = client.compile(fixture_text("mul_add.mlir"), device=d2)
-    assert exe.devices() == [d2]
+    assert exe.addressable_devices() == [d2]
     x = client.put(np.ones(8, np.float32), d2)
     (y,) = exe(x, x)
     assert y.device == d2 and y.tolist() == [2.0] * 8
@@ -107,7 +107,7 @@ def test_donation(client: rpjrt.Client) -> None:
 def test_all_reduce_over_two_devices(client: rpjrt.Client) -> None:
     d0, d1 = client.devices()[:2]
     exe = client.compile(fixture_text("allreduce.mlir"), num_replicas=2, device_assignment=[[d0], [d1]])
-    assert exe.num_replicas == 2 and exe.devices() == [d0, d1]
+    assert exe.num_replicas == 2 and exe.addressable_devices() == [d0, d1]
     x0 = client.put(array.array("f", [1, 2, 3, 4]), d0)
     x1 = client.put(array.array("f", [10, 20, 30, 40]), d1)
     outs = exe.execute_sharded([[x0], [x1]])
@@ -121,7 +121,7 @@ def test_all_reduce_over_two_devices(client: rpjrt.Client) -> None:
 
 def test_device_assignment_by_id(client: rpjrt.Client) -> None:
     exe = client.compile(fixture_text("allreduce.mlir"), num_replicas=2, device_assignment=[[2], [3]])
-    assert [d.id for d in exe.devices()] == [2, 3]
+    assert [d.id for d in exe.addressable_devices()] == [2, 3]
     outs = exe.execute_sharded([[np.ones(4, np.float32)], [np.ones(4, np.float32)]])
     assert [o[0].tolist() for o in outs] == [[2.0] * 4, [2.0] * 4]
 

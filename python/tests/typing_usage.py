@@ -86,7 +86,7 @@ def session(client: rpjrt.Client, exe: rpjrt.Executable) -> float:
     n: int = s.uploads + s.loads
     mesh = sh.Mesh({"x": 2}, [0, 1])
     parts = sh.shard(client, [1.0, 2.0], mesh, ("x",))
-    whole = sh.gather(parts, mesh, ("x",), (2,))
+    whole = sh.assemble(parts, mesh, ("x",), (2,))
     s.save("ckpt.npz")
     s.restore("ckpt.npz")
     del donated, n, whole

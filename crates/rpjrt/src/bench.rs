@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use crate::buffer::Buffer;
+use crate::client::buffer::Buffer;
+use crate::client::executable::Executable;
 use crate::error::Result;
-use crate::executable::Executable;
 use crate::raw::floor;
 
 pub use crate::raw::floor::FloorWait;

@@ -62,8 +62,8 @@ pub fn human_bytes(n: i64) -> String {
 /// The device allocator's figures, or the plugin's error (both CPU plugins answer
 /// `UNIMPLEMENTED`; a plugin before the entry existed answers `Unsupported`).
 pub fn memory_stats(device: &Device) -> Result<MemoryStats> {
-    device.core.check("device")?;
-    let r = crate::raw::memstats::device_memory_stats(&device.core.raw, device.data.raw)?;
+    device.core().check("device")?;
+    let r = crate::raw::memstats::device_memory_stats(device.core().raw(), device.raw_ref())?;
     Ok(MemoryStats {
         bytes_in_use: r.bytes_in_use,
         peak_bytes_in_use: r.peak_bytes_in_use,

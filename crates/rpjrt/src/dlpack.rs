@@ -28,7 +28,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use crate::buffer::Buffer;
+use crate::client::buffer::Buffer;
 use crate::client::{Client, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
@@ -68,7 +68,7 @@ pub fn device_for_platform(platform: &str, local_hardware_id: i32) -> Result<(i3
 /// goes by the platform ([`device_for_platform`]).
 pub fn device_of(buffer: &Buffer) -> Result<(i32, i32)> {
     buffer.check()?;
-    let platform = buffer.core().platform_name.as_str();
+    let platform = buffer.core().platform_name();
     if buffer.is_on_cpu()? {
         return Ok(match platform {
             "cuda" | "gpu" => (DEVICE_CUDA_HOST, 0),
@@ -113,7 +113,8 @@ pub fn export_with<M: Managed>(
         // A plugin that cannot tell the layout holds the default (row-major) one, unless
         // the buffer was asked for another.
         Err(e)
-            if e.code() == crate::Code::Unimplemented && !buffer.raw.meta().non_default_layout =>
+            if e.code() == crate::Code::Unimplemented
+                && !buffer.raw().meta().non_default_layout() =>
         {
             None
         }

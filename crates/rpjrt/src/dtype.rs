@@ -571,6 +571,29 @@ pub fn element_count(dims: &[i64]) -> Result<usize> {
     Ok(n)
 }
 
+/// Whether `data` of `ty` holds bool bytes other than 0 and 1.
+pub(crate) fn needs_bool_normalising(ty: ElementType, data: &[u8]) -> bool {
+    ty == ElementType::Pred && data.iter().any(|&b| b > 1)
+}
+
+/// `data` with every nonzero byte made 1 (fallibly allocated).
+pub(crate) fn normalised_bools(data: &[u8]) -> Result<Vec<u8>> {
+    let mut v = try_alloc(data.len(), "normalising bool bytes")?;
+    v.extend(data.iter().map(|&b| u8::from(b != 0)));
+    Ok(v)
+}
+
+/// A vector of `len` bytes or [`Error::ResourceExhausted`] (never an abort).
+pub(crate) fn try_alloc(len: usize, what: &str) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::ResourceExhausted(format!(
+            "{what} needs a host allocation of {len} bytes, which cannot be made"
+        ))
+    })?;
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

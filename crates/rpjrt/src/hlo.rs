@@ -250,7 +250,7 @@ mod tests {
                     .collect(),
             }],
         };
-        let program = crate::executable::Program::hlo(module.encode_to_vec());
+        let program = crate::program::Program::hlo(module.encode_to_vec());
         crate::screen::check(&program, 115)
     }
 
@@ -268,8 +268,7 @@ mod tests {
         let e = screened(&[("parameter", 26, &[2]), ("concatenate", 26, &[4])]).unwrap_err();
         assert!(e.to_string().contains("int2"), "{e}");
         assert!(
-            crate::screen::check(&crate::executable::Program::hlo(b"\xff\xff".to_vec()), 115)
-                .is_ok()
+            crate::screen::check(&crate::program::Program::hlo(b"\xff\xff".to_vec()), 115).is_ok()
         );
     }
 

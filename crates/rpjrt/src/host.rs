@@ -19,13 +19,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::buffer::Buffer;
+use crate::client::buffer::Buffer;
 use crate::client::{Client, Device, Memory};
 use crate::dtype::{element_count, pack_sub_byte, ElementType};
 use crate::error::{Error, Result};
 use crate::raw::hostmem::LentBytes;
 
 pub use crate::raw::hostmem::HostBytes;
+// try_alloc is named here too for the modules that used it from here.
+pub(crate) use crate::dtype::try_alloc;
 
 /// The byte order of the elements of a host array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -213,29 +215,6 @@ pub fn buffer_format_type(format: &str, itemsize: usize) -> Option<(ElementType,
 pub fn is_raw_byte_format(format: &str) -> bool {
     let f = format.trim_start_matches(['@', '=', '<', '>', '!']);
     matches!(f, "B" | "b" | "c")
-}
-
-/// Whether `data` of `ty` holds bool bytes other than 0 and 1.
-pub(crate) fn needs_bool_normalising(ty: ElementType, data: &[u8]) -> bool {
-    ty == ElementType::Pred && data.iter().any(|&b| b > 1)
-}
-
-/// `data` with every nonzero byte made 1 (fallibly allocated).
-pub(crate) fn normalised_bools(data: &[u8]) -> Result<Vec<u8>> {
-    let mut v = try_alloc(data.len(), "normalising bool bytes")?;
-    v.extend(data.iter().map(|&b| u8::from(b != 0)));
-    Ok(v)
-}
-
-/// A vector of `len` bytes or [`Error::ResourceExhausted`] (never an abort).
-pub(crate) fn try_alloc(len: usize, what: &str) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| {
-        Error::ResourceExhausted(format!(
-            "{what} needs a host allocation of {len} bytes, which cannot be made"
-        ))
-    })?;
-    Ok(v)
 }
 
 /// Copies the elements at `offset` + index·`byte_strides` of `src` into a dense row-major

@@ -5,8 +5,8 @@
 //! version, an empty slot, a missing or too-short extension struct, or the plugin answering
 //! UNIMPLEMENTED), never a read past what the plugin provides.
 
+use crate::client::executable::Executable;
 use crate::error::{Error, Result};
-use crate::executable::Executable;
 use crate::op_sharding::OpSharding;
 use crate::raw::aot as raw;
 use crate::value::Value;
@@ -121,7 +121,7 @@ impl Executable {
         let (code, format) = loaded
             .executable()
             .optimized_program()
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "optimized program"))?;
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "optimized program"))?;
         Ok((format, code))
     }
 
@@ -140,8 +140,8 @@ impl Executable {
                         "optimized HLO text (the plugin gives the optimized program only as \
                          binary {format:?}; see optimized_program())"
                     ),
-                    needs: core.api.version(),
-                    plugin: core.api.version(),
+                    needs: core.api().version(),
+                    plugin: core.api().version(),
                     missing_slot: true,
                 })
             }
@@ -152,7 +152,7 @@ impl Executable {
     pub fn cost_analysis(&self) -> Result<Vec<(String, Value)>> {
         let (core, loaded) = self.raw_parts()?;
         let values = raw::exe_cost_analysis(loaded)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "cost analysis"))?;
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "cost analysis"))?;
         Ok(values
             .into_iter()
             .map(|(k, v)| (k, Value::from(v)))
@@ -162,8 +162,9 @@ impl Executable {
     /// Compiled memory statistics, with the fields the plugin's version has.
     pub fn compiled_memory_stats(&self) -> Result<CompiledMemoryStats> {
         let (core, loaded) = self.raw_parts()?;
-        let m = raw::exe_memory_stats(loaded)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "compiled memory stats"))?;
+        let m = raw::exe_memory_stats(loaded).map_err(|e| {
+            raw::unimplemented_as_unsupported(core.api(), e, "compiled memory stats")
+        })?;
         Ok(CompiledMemoryStats {
             generated_code_size_in_bytes: m.device[0],
             argument_size_in_bytes: m.device[1],
@@ -184,7 +185,7 @@ impl Executable {
     pub fn output_memory_kinds(&self) -> Result<Vec<String>> {
         let (core, loaded) = self.raw_parts()?;
         raw::exe_output_memory_kinds(loaded)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output memory kinds"))
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "output memory kinds"))
     }
 
     /// The sharding of each parameter (Shardings extension), decoded.
@@ -201,21 +202,21 @@ impl Executable {
     pub fn parameter_shardings_bytes(&self) -> Result<Vec<Vec<u8>>> {
         let (core, loaded) = self.raw_parts()?;
         raw::exe_shardings(loaded, true)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "parameter shardings"))
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "parameter shardings"))
     }
 
     /// The serialized `OpSharding` of each output, as the plugin hands it out.
     pub fn output_shardings_bytes(&self) -> Result<Vec<Vec<u8>>> {
         let (core, loaded) = self.raw_parts()?;
         raw::exe_shardings(loaded, false)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output shardings"))
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "output shardings"))
     }
 
     /// The layout of each parameter (Layouts extension).
     pub fn parameter_layouts(&self) -> Result<Vec<CompiledLayout>> {
         let (core, loaded) = self.raw_parts()?;
         let l = raw::exe_layouts(loaded, true)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "parameter layouts"))?;
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "parameter layouts"))?;
         Ok(l.into_iter().map(layout_of).collect())
     }
 
@@ -223,7 +224,7 @@ impl Executable {
     pub fn output_layouts(&self) -> Result<Vec<CompiledLayout>> {
         let (core, loaded) = self.raw_parts()?;
         let l = raw::exe_layouts(loaded, false)
-            .map_err(|e| raw::unimplemented_as_unsupported(core.api, e, "output layouts"))?;
+            .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "output layouts"))?;
         Ok(l.into_iter().map(layout_of).collect())
     }
 
@@ -237,7 +238,7 @@ impl Executable {
             Err(e) => match self.recorded_options() {
                 Some(o) => Ok(o.to_vec()),
                 None => Err(raw::unimplemented_as_unsupported(
-                    core.api,
+                    core.api(),
                     e,
                     "compile options",
                 )),

@@ -6,7 +6,7 @@
 //! Layouts come back serialized (XLA's layout text, e.g. `{1,0}`, on the CPU plugins; a
 //! `LayoutProto` is accepted too), decoded here into [`DeviceLayout`].
 
-use crate::buffer::Buffer;
+use crate::client::buffer::Buffer;
 use crate::client::Client;
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
@@ -173,7 +173,7 @@ impl Buffer {
         }
         self.block_until_ready()?;
         let mut v = vec![0u8; self.host_size()];
-        self.raw.to_host_row_major(self.dims().len(), &mut v)?;
+        self.raw().to_host_row_major(self.dims().len(), &mut v)?;
         Ok(v)
     }
 
@@ -181,8 +181,8 @@ impl Buffer {
     /// (`Error::Unsupported` when the plugin lacks the extension or the entry).
     pub fn device_layout(&self) -> Result<DeviceLayout> {
         self.check()?;
-        let ext = layouts_ext(self.core().api)?;
-        DeviceLayout::parse(ext.buffer_layout(&self.raw)?)
+        let ext = layouts_ext(self.core().api())?;
+        DeviceLayout::parse(ext.buffer_layout(self.raw())?)
     }
 
     /// Byte strides of the buffer's device layout (from the core API's
@@ -293,15 +293,15 @@ impl Buffer {
 impl Client {
     /// The plugin's default device layout for `element_type[dims]` (Layouts extension).
     pub fn default_layout(&self, element_type: ElementType, dims: &[i64]) -> Result<DeviceLayout> {
-        self.core.check("client")?;
-        let ext = layouts_ext(self.core.api)?;
-        DeviceLayout::parse(ext.default_layout(&self.core.raw, element_type.code(), dims)?)
+        self.core().check("client")?;
+        let ext = layouts_ext(self.core().api())?;
+        DeviceLayout::parse(ext.default_layout(self.core().raw(), element_type.code(), dims)?)
     }
 
     /// Size in bytes of the plugin's Layouts extension struct (72 at PJRT 0.81, 80 at
     /// 0.115); `Unsupported` when the plugin has none.
     pub fn layouts_extension_size(&self) -> Result<usize> {
-        Ok(layouts_ext(self.core.api)?.struct_size())
+        Ok(layouts_ext(self.core().api())?.struct_size())
     }
 }
 
@@ -344,7 +344,7 @@ impl Client {
         device: &crate::client::Device,
         memory: Option<&crate::client::Memory>,
     ) -> Result<Buffer> {
-        self.core.check("client")?;
+        self.core().check("client")?;
         let itemsize = element_type
             .byte_width()
             .filter(|_| element_type != ElementType::Token && element_type != ElementType::Pred)
@@ -380,21 +380,24 @@ impl Client {
         // Same target checks as every put.
         let _ = self.default_device()?;
         let raw = crate::raw::transfer::buffer_from_host_with_layout(
-            &self.core.raw,
+            self.core().raw(),
             data,
             element_type.code(),
             dims,
             minor_to_major,
-            device.data.raw,
-            memory.map(|m| m.data.raw),
+            device.raw_ref(),
+            memory.map(|m| m.raw_ref()),
             {
-                let mut meta = crate::buffer::BufferMeta::new(&self.core, element_type, dims);
+                let mut meta =
+                    crate::client::buffer::BufferMeta::new(self.core(), element_type, dims);
                 // Row-major is minor_to_major = [rank-1, ..., 0]; anything else is marked.
-                meta.non_default_layout = minor_to_major
-                    .iter()
-                    .rev()
-                    .enumerate()
-                    .any(|(i, &d)| d != i as i64);
+                meta.set_non_default_layout(
+                    minor_to_major
+                        .iter()
+                        .rev()
+                        .enumerate()
+                        .any(|(i, &d)| d != i as i64),
+                );
                 meta
             },
         )?;

@@ -26,11 +26,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-mod aot;
 #[cfg(feature = "bench")]
 mod bench;
-mod buffer;
-mod cache;
 mod client;
 pub mod cuda;
 pub mod diagnostics;
@@ -38,8 +35,6 @@ pub mod discovery;
 pub mod dlpack;
 mod dtype;
 mod error;
-mod event;
-mod executable;
 pub mod ffi;
 mod hlo;
 pub mod host;
@@ -50,6 +45,7 @@ mod mlir;
 mod op_sharding;
 mod options;
 mod plugin;
+mod program;
 #[allow(unsafe_code)]
 mod raw;
 pub mod scalars;
@@ -58,7 +54,6 @@ mod session;
 pub mod sharding;
 mod stablehlo;
 pub mod stdio;
-mod topology;
 pub mod tpu;
 pub mod transfer;
 mod value;
@@ -72,10 +67,12 @@ pub mod __bench {
     pub use crate::raw::guard::guard_overhead_ns;
 }
 
-pub use aot::{is_artifact, Artifact, ArtifactTarget, ENVELOPE_MAGIC, ENVELOPE_VERSION};
-pub use buffer::{Buffer, ExternalReference, HostView, QUICK_COPY_BYTES};
-pub use cache::{Cache, CacheEntry, CacheStats};
-pub use client::{Client, Device, DeviceChoice, Memory, MemoryChoice, MAX_CPU_DEVICE_COUNT};
+pub use client::{
+    set_wait_spin, wait_spin, Artifact, ArtifactTarget, Buffer, Cache, CacheEntry, CacheStats,
+    Client, Device, DeviceChoice, Event, Executable, ExecuteOptions, Execution, ExternalReference,
+    HostView, Memory, MemoryChoice, Topology, ENVELOPE_VERSION, MAX_CPU_DEVICE_COUNT,
+    MAX_WAIT_SPIN, QUICK_COPY_BYTES,
+};
 
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
 /// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
@@ -142,8 +139,6 @@ pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };
 pub use error::{Code, Error, Result};
-pub use event::{set_wait_spin, wait_spin, Event, MAX_WAIT_SPIN};
-pub use executable::{ArraySpec, Executable, ExecuteOptions, Execution, Program};
 pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
 };
@@ -153,8 +148,8 @@ pub use layout::DeviceLayout;
 pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
+pub use program::{is_artifact, ArraySpec, Program, ProgramFile, ENVELOPE_MAGIC, PROGRAM_FORMATS};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, is_text_parse_refusal, StablehloFit, StablehloVersion};
-pub use topology::Topology;
 pub use transfer::{AliasFulfiller, ChunkSink, StreamOptions, Upload};
 pub use value::{ClientOptions, Value};

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::program::{uses_shardy, Program};
 
 /// A value for `env_option_overrides` (XLA flags set for one compilation).
 #[derive(Clone, Debug, PartialEq)]
@@ -108,7 +109,7 @@ impl CompileOptions {
     /// `platform` (what every compile path encodes, and so what the compile cache keys on):
     ///
     /// - a module in the Shardy dialect gets the Shardy partitioner
-    ///   ([`crate::sharding::options_for`]);
+    ///   ([`options_for`]);
     /// - on `cpu`, [`CPU_FAST_MIN_MAX`] is `false` unless the caller set it. Both CPU plugins
     ///   default it to `true`, which makes `maximum`/`minimum` drop NaNs (`max(1, NaN) = 1`,
     ///   against StableHLO's semantics and what JAX computes: JAX compiles with it off). Off,
@@ -116,11 +117,11 @@ impl CompileOptions {
     ///   from the compile cache: 388 KB instead of 419 KB for bench/'s 12-layer transformer).
     pub fn effective<'a>(
         &'a self,
-        program: &crate::executable::Program,
+        program: &Program,
         platform: &str,
     ) -> std::borrow::Cow<'a, CompileOptions> {
         use std::borrow::Cow;
-        let mut o = match crate::sharding::options_for(program, self) {
+        let mut o = match options_for(program, self) {
             Some(adjusted) => Cow::Owned(adjusted),
             None => Cow::Borrowed(self),
         };
@@ -131,6 +132,22 @@ impl CompileOptions {
         }
         o
     }
+}
+
+/// The options to compile `program` with: `options`, with the Shardy partitioner switched
+/// on (and SPMD partitioning, when there is more than one partition) if the module uses the
+/// `sdy` dialect. GSPMD cannot read Shardy's shardings, so this is never a choice between
+/// two working set-ups.
+pub fn options_for(program: &Program, options: &CompileOptions) -> Option<CompileOptions> {
+    if options.use_shardy_partitioner || !uses_shardy(program) {
+        return None;
+    }
+    let mut o = options.clone();
+    o.use_shardy_partitioner = true;
+    if o.num_partitions > 1 {
+        o.use_spmd_partitioning = true;
+    }
+    Some(o)
 }
 
 mod proto {
@@ -400,7 +417,7 @@ mod tests {
 
     #[test]
     fn cpu_compiles_keep_nans_in_min_max_unless_told() {
-        let prog = crate::executable::Program::mlir(b"func.func @main() { return }".to_vec());
+        let prog = Program::mlir(b"func.func @main() { return }".to_vec());
         let d = CompileOptions::default();
         let cpu = d.effective(&prog, "cpu");
         assert_eq!(

@@ -21,8 +21,8 @@
 
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
-use crate::executable::Program;
 use crate::mlir::{self, Uses};
+use crate::program::Program;
 
 /// Operations seen to compile, or to fail with an error, when their operands are float6.
 const F6_OPERATIONS: &[&str] = &[

@@ -29,12 +29,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use crate::buffer::Buffer;
+use crate::client::buffer::Buffer;
+use crate::client::executable::{Executable, ExecuteOptions};
 use crate::client::{Client, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
-use crate::executable::{ArraySpec, Executable, ExecuteOptions};
 use crate::host::{CopyMode, HostArray};
+use crate::program::ArraySpec;
 
 /// A value to put into a slot.
 #[derive(Clone, Debug)]

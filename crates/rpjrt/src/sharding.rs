@@ -6,52 +6,9 @@
 
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
-use crate::executable::Program;
-use crate::options::CompileOptions;
 
-use crate::mlir::BYTECODE_MAGIC;
-
-/// True when the module uses the Shardy (`sdy`) dialect: its shardings are for the Shardy
-/// partitioner, which XLA uses only when `use_shardy_partitioner` is set.
-///
-/// Text is searched for `sdy.` operations and attributes (`sdy.mesh`, `#sdy.sharding`,
-/// `sdy.sharding_constraint`, and the `xla.sdy.*` attributes of a round-tripped module);
-/// bytecode (including portable artifacts) is read up to its dialect section, which names
-/// every dialect the module uses. HLO protos are never Shardy modules.
-pub fn uses_shardy(program: &Program) -> bool {
-    match program {
-        Program::Hlo(_) => false,
-        Program::Mlir(code) => {
-            if code.starts_with(BYTECODE_MAGIC) {
-                bytecode_dialects(code).is_some_and(|d| d.iter().any(|n| n == "sdy"))
-            } else {
-                text_uses_shardy(code)
-            }
-        }
-    }
-}
-
-fn text_uses_shardy(code: &[u8]) -> bool {
-    code.windows(4).enumerate().any(|(i, w)| {
-        w == b"sdy." && (i == 0 || !code[i - 1].is_ascii_alphanumeric() && code[i - 1] != b'_')
-    })
-}
-
-/// The options to compile `program` with: `options`, with the Shardy partitioner switched
-/// on (and SPMD partitioning, when there is more than one partition) if the module uses the
-/// `sdy` dialect. GSPMD cannot read Shardy's shardings, so this is never a choice between
-/// two working set-ups.
-pub fn options_for(program: &Program, options: &CompileOptions) -> Option<CompileOptions> {
-    if options.use_shardy_partitioner || !uses_shardy(program) {
-        return None;
-    }
-    let mut o = options.clone();
-    o.use_shardy_partitioner = true;
-    if o.num_partitions > 1 {
-        o.use_spmd_partitioning = true;
-    }
-    Some(o)
-}
+pub use crate::options::options_for;
+pub use crate::program::uses_shardy;
 
 /// The dialect names listed in an MLIR bytecode file's dialect section, or `None` when the
 /// file cannot be read that far.
@@ -371,6 +328,8 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::CompileOptions;
+    use crate::program::Program;
 
     #[test]
     fn global_dims_invert_the_layout() {

@@ -18,8 +18,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
-use crate::executable::Program;
 use crate::plugin::Plugin;
+use crate::program::Program;
 
 /// A StableHLO version `major.minor.patch`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use crate::buffer::{Buffer, BufferMeta};
+use crate::client::buffer::{Buffer, BufferMeta};
 use crate::client::{Client, Device, Memory};
 use crate::dtype::{element_count, ElementType};
 use crate::error::{Code, Error, Result};
@@ -94,7 +94,7 @@ impl Client {
     ) -> Result<Buffer> {
         if element_type.is_sub_byte()
             || element_type == ElementType::Token
-            || crate::host::needs_bool_normalising(element_type, data)
+            || crate::dtype::needs_bool_normalising(element_type, data)
         {
             // Converted into a copy by the plain path anyway.
             return self.buffer_from_host(data, element_type, dims, None, device, memory);
@@ -116,12 +116,12 @@ impl Client {
     ) -> Result<Buffer> {
         self.check_put_target(element_type, dims, device, memory)?;
         let raw = create_uninitialized_buffer(
-            &self.core.raw,
+            self.core().raw(),
             element_type.code(),
             dims,
-            device.data.raw,
-            memory.map(|m| m.data.raw),
-            BufferMeta::new(&self.core, element_type, dims),
+            device.raw_ref(),
+            memory.map(|m| m.raw_ref()),
+            BufferMeta::new(self.core(), element_type, dims),
         )?;
         Ok(Buffer::from_raw(raw))
     }
@@ -141,13 +141,13 @@ impl Client {
         self.check_put_target(element_type, dims, device, memory)?;
         let mem = target_memory(device, memory)?;
         let raw = create_error_buffer(
-            &self.core.raw,
+            self.core().raw(),
             code_number(code),
             message,
             element_type.code(),
             dims,
-            mem.data.raw,
-            BufferMeta::new(&self.core, element_type, dims),
+            mem.raw_ref(),
+            BufferMeta::new(self.core(), element_type, dims),
         )?;
         Ok(Buffer::from_raw(raw))
     }
@@ -159,21 +159,21 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<()> {
-        self.core.check("client")?;
-        if !Arc::ptr_eq(&device.core, &self.core) {
+        self.core().check("client")?;
+        if !Arc::ptr_eq(device.core(), self.core()) {
             return Err(Error::invalid(format!(
                 "{device} belongs to another client"
             )));
         }
         if let Some(m) = memory {
-            if !Arc::ptr_eq(&m.core, &self.core) {
+            if !Arc::ptr_eq(m.core(), self.core()) {
                 return Err(Error::invalid(format!("{m} belongs to another client")));
             }
         }
         if element_type == ElementType::Token {
             return Err(Error::invalid("a token has no array shape"));
         }
-        self.core.api.require(
+        self.core().api().require(
             &format!("element type {element_type}"),
             element_type.since_pjrt_minor(),
         )?;
@@ -206,7 +206,7 @@ impl Client {
             sizes.push(bytes);
         }
         let mem = target_memory(device, memory)?;
-        let tm = TransferManager::create(&self.core.raw, &specs, mem.data.raw)?;
+        let tm = TransferManager::create(self.core().raw(), &specs, mem.raw_ref())?;
         let count = tm.buffer_count()?;
         if count != shapes.len() {
             return Err(Error::invalid(format!(
@@ -222,8 +222,8 @@ impl Client {
                         "streaming into buffer {i}: its device form is {on_device} bytes, not \
                          the {want} bytes of the dense host form"
                     ),
-                    needs: self.core.api.version(),
-                    plugin: self.core.api.version(),
+                    needs: self.core().api().version(),
+                    plugin: self.core().api().version(),
                     missing_slot: false,
                 });
             }
@@ -462,7 +462,7 @@ impl Upload {
                 self.sizes[index]
             )));
         }
-        self.client.core.check("client")?;
+        self.client.core().check("client")?;
         self.tm.transfer_blocking(index, data, offset, is_last)?;
         self.written[index] = end;
         self.finished[index] = is_last;
@@ -478,11 +478,11 @@ impl Upload {
                 self.written[index], self.sizes[index]
             )));
         }
-        self.client.core.check("client")?;
+        self.client.core().check("client")?;
         let (t, dims) = &self.shapes[index];
         let raw = self
             .tm
-            .retrieve(index, BufferMeta::new(&self.client.core, *t, dims))?;
+            .retrieve(index, BufferMeta::new(self.client.core(), *t, dims))?;
         Ok(Buffer::from_raw(raw))
     }
 }
@@ -504,7 +504,7 @@ impl Buffer {
         if dst.is_empty() {
             return Ok(());
         }
-        self.raw.copy_raw_to_host(offset, dst)
+        self.raw().copy_raw_to_host(offset, dst)
     }
 }
 
@@ -550,19 +550,19 @@ impl AliasFulfiller {
     pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
         self.check_target(target)?;
         target
-            .raw
+            .raw()
             .reserve_donation()
             .map_err(|e| target.state_error(e, "moved into an alias"))?;
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
         let r = crate::raw::transfer::fulfill_alias_buffer(
-            &self.client.core.raw,
+            self.client.core().raw(),
             cb,
-            Some(&target.raw),
+            Some(target.raw()),
             0,
             "",
         );
         if r.is_err() {
-            target.raw.cancel_donation();
+            target.raw().cancel_donation();
         }
         r
     }
@@ -571,7 +571,7 @@ impl AliasFulfiller {
     pub fn fail(mut self, code: Code, message: &str) -> Result<()> {
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
         match crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
-            &self.client.core.raw,
+            self.client.core().raw(),
             cb,
             None,
             code_number(code),
@@ -587,7 +587,7 @@ impl AliasFulfiller {
 impl AliasFulfiller {
     fn check_target(&self, target: &Buffer) -> Result<()> {
         target.check()?;
-        if !Arc::ptr_eq(target.core(), &self.client.core) {
+        if !Arc::ptr_eq(target.core(), self.client.core()) {
             return Err(Error::invalid(
                 "the target buffer belongs to another client",
             ));
@@ -617,7 +617,7 @@ impl Drop for AliasFulfiller {
         if let Some(cb) = self.cb.take() {
             if !self.client.is_closed() {
                 let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
-                    &self.client.core.raw,
+                    self.client.core().raw(),
                     cb,
                     None,
                     1,
@@ -642,11 +642,11 @@ impl Client {
         self.check_put_target(element_type, dims, device, memory)?;
         let mem = target_memory(device, memory)?;
         let (raw, cb) = crate::raw::transfer::create_alias_buffer(
-            &self.core.raw,
-            mem.data.raw,
+            self.core().raw(),
+            mem.raw_ref(),
             element_type.code(),
             dims,
-            BufferMeta::new(&self.core, element_type, dims),
+            BufferMeta::new(self.core(), element_type, dims),
         )?;
         Ok((
             Buffer::from_raw(raw),

@@ -7,11 +7,13 @@ use clap::Args;
 use rpjrt::{Artifact, Cache, ClientOptions, CompileOptions, Program};
 use serde_json::json;
 
+use crate::common::CliError;
+
 /// Arguments of `rpjrt compile`.
 #[derive(Args, Debug)]
 pub struct CompileArgs {
-    /// The program: StableHLO text or bytecode, a portable artifact, or (with a .pb
-    /// extension or --format hlo) a serialized HloModuleProto.
+    /// The program: StableHLO text or bytecode, a portable artifact, or (with a .pb,
+    /// .hlo or .hlopb extension or --format hlo) a serialized HloModuleProto.
     pub program: PathBuf,
     /// Where to write the artifact (load it with `client.load`).
     #[arg(short = 'o', long = "output")]
@@ -20,15 +22,15 @@ pub struct CompileArgs {
     /// $RPJRT_PLUGIN, then the first plugin found (see `rpjrt plugins`).
     #[arg(long)]
     pub plugin: Option<std::ffi::OsString>,
-    /// Program format: mlir or hlo (default: hlo for .pb files, else mlir).
+    /// Program format: mlir or hlo (default: told from the file, as `rpjrt run` does).
     #[arg(long)]
     pub format: Option<String>,
-    /// Number of replicas.
+    /// Number of replicas (at least 1).
     #[arg(long, default_value_t = 1)]
-    pub num_replicas: u32,
-    /// Number of partitions.
+    pub num_replicas: i64,
+    /// Number of partitions (at least 1; more than one partitions with SPMD).
     #[arg(long, default_value_t = 1)]
-    pub num_partitions: u32,
+    pub num_partitions: i64,
     /// Compile through the compile cache in this directory.
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
@@ -70,46 +72,39 @@ fn describe(exe: &rpjrt::Executable) -> Vec<(&'static str, Result<Vec<String>, S
     ]
 }
 
-/// Runs `rpjrt compile`.
-pub fn run(a: CompileArgs) -> Result<(), String> {
-    let options: ClientOptions = crate::common::parse_options(&a.options).map_err(|e| e.message)?;
-    let (client, _, _) =
-        crate::common::open_client(a.plugin.as_deref(), &options).map_err(|e| e.message)?;
-    let code = std::fs::read(&a.program)
-        .map_err(|e| format!("cannot read {}: {e}", a.program.display()))?;
-    let format =
-        a.format
-            .clone()
-            .unwrap_or_else(|| match a.program.extension().and_then(|e| e.to_str()) {
-                Some("pb") => "hlo".into(),
-                _ => "mlir".into(),
-            });
-    let program = match format.as_str() {
-        "mlir" => Program::mlir(code),
-        "hlo" => Program::hlo(code),
-        other => return Err(format!("unknown program format {other:?} (mlir or hlo)")),
-    };
-    let opts = CompileOptions {
-        num_replicas: a.num_replicas,
-        num_partitions: a.num_partitions,
-        ..Default::default()
-    };
+/// Runs `rpjrt compile`. The program is read and the options built by the core
+/// ([`Program::read`], [`CompileOptions::for_mesh`]): a FIFO, an unknown format or zero
+/// partitions are usage errors (exit 2) found before the plugin is loaded.
+pub fn run(a: CompileArgs) -> Result<(), CliError> {
+    let program = Program::read(&a.program, a.format.as_deref())?;
+    let opts = CompileOptions::for_mesh(a.num_replicas, a.num_partitions).map_err(|e| {
+        CliError::usage(format!(
+            "--num-replicas/--num-partitions: {}",
+            crate::common::bare(e)
+        ))
+    })?;
+    let options: ClientOptions = crate::common::parse_options(&a.options)?;
+    let (client, _, _) = crate::common::open_client(a.plugin.as_deref(), &options)?;
     let t0 = Instant::now();
     let exe = match &a.cache_dir {
         Some(d) => {
-            let cache = Cache::new(d, None).map_err(|e| e.to_string())?;
+            let cache = Cache::new(d, None).map_err(|e| CliError::failed(e.to_string()))?;
             client.compile_with_cache(&program, &opts, &cache)
         }
         None => client.compile(&program, &opts),
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| CliError::failed(e.to_string()))?;
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let bytes = exe.serialize().map_err(|e| e.to_string())?;
+    let bytes = exe
+        .serialize()
+        .map_err(|e| CliError::failed(e.to_string()))?;
     let tmp = a.output.with_extension("rpjrt-partial");
     std::fs::write(&tmp, &bytes)
         .and_then(|()| std::fs::rename(&tmp, &a.output))
-        .map_err(|e| format!("cannot write {}: {e}", a.output.display()))?;
-    let target = Artifact::decode(&bytes).map_err(|e| e.to_string())?.target;
+        .map_err(|e| CliError::failed(format!("cannot write {}: {e}", a.output.display())))?;
+    let target = Artifact::decode(&bytes)
+        .map_err(|e| CliError::failed(e.to_string()))?
+        .target;
     let described = if a.describe {
         describe(&exe)
     } else {
@@ -142,7 +137,7 @@ pub fn run(a: CompileArgs) -> Result<(), String> {
         }
         println!(
             "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?
         );
     } else {
         println!(

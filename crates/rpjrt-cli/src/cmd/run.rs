@@ -1,10 +1,10 @@
 //! `rpjrt run`: compile a program, feed it inputs, print or save its outputs, time it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rpjrt::scalars::Scalar;
-use rpjrt::{ArraySpec, CompileOptions, ElementType, Program};
+use rpjrt::{ArraySpec, CompileOptions, ElementType, ProgramFile};
 use rpjrt_npy::literal::{parse_literal, random};
 use rpjrt_npy::{self as npy, Array};
 use serde_json::{json, Value as Json};
@@ -15,8 +15,12 @@ use crate::common::{self, paint, CliError, Style, EXIT_OK};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The program: StableHLO text (.mlir), MLIR bytecode or a jax.export portable
-    /// artifact (.mlirbc), or a serialized HloModuleProto (.pb).
+    /// artifact (.mlirbc), a serialized HloModuleProto (.pb, .hlo, .hlopb), or an rpjrt
+    /// artifact (what `rpjrt compile` writes; loaded, not compiled).
     pub program: PathBuf,
+    /// Program format: mlir or hlo (default: told from the file, as `rpjrt compile` does).
+    #[arg(long)]
+    pub format: Option<String>,
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`).
     #[arg(long)]
     pub plugin: Option<std::ffi::OsString>,
@@ -45,28 +49,6 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Reads a program file and decides how to hand it to the plugin.
-pub fn read_program(path: &Path) -> Result<Program, CliError> {
-    let bytes = rpjrt::read_regular_file(path).map_err(|e| CliError::usage(common::bare(e)))?;
-    let name = path.to_string_lossy();
-    // MLIR bytecode (also what jax.export serializes) starts with "ML\xefR"; text is
-    // StableHLO; anything else with a .pb/.hlo suffix is an HloModuleProto.
-    if bytes.starts_with(b"ML\xefR")
-        || name.ends_with(".mlir")
-        || std::str::from_utf8(&bytes)
-            .is_ok_and(|t| t.contains("func.func") || t.contains("module"))
-    {
-        Ok(Program::mlir(bytes))
-    } else if name.ends_with(".pb") || name.ends_with(".hlo") || name.ends_with(".hlopb") {
-        Ok(Program::hlo(bytes))
-    } else {
-        Err(CliError::usage(format!(
-            "{}: not StableHLO text, MLIR bytecode or a .pb HloModuleProto",
-            path.display()
-        )))
-    }
 }
 
 fn parse_index(s: &str, n: usize) -> Result<usize, CliError> {
@@ -212,7 +194,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     if args.repeat == 0 {
         return Err(CliError::usage("--repeat must be at least 1"));
     }
-    let program = read_program(&args.program)?;
+    let program = ProgramFile::read(&args.program, args.format.as_deref())?;
     let t = Instant::now();
     let options = common::parse_options(&args.options)?;
     let (client, plugin, _) = common::open_client(args.plugin.as_deref(), &options)?;
@@ -224,14 +206,19 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             .map_err(|e| CliError::usage(format!("--device {id}: {e}")))?,
         None => client.default_device()?,
     };
-    let mut copts = CompileOptions::default();
-    if args.device.is_some() {
-        copts.device_assignment = Some(vec![vec![i64::from(device.id())]]);
-    }
+    let pinned = match args.device {
+        Some(_) => Some(CompileOptions::default().on_device(i64::from(device.id()))?),
+        None => None,
+    };
     let t = Instant::now();
-    let exe = client
-        .compile(&program, &copts)
-        .map_err(|e| CliError::failed(format!("compile failed: {e}")))?;
+    let exe = match &program {
+        ProgramFile::Program(p) => client
+            .compile(p, pinned.as_ref().unwrap_or(&CompileOptions::default()))
+            .map_err(|e| CliError::failed(format!("compile failed: {e}")))?,
+        ProgramFile::Artifact(bytes) => client
+            .load(bytes, pinned.as_ref())
+            .map_err(|e| CliError::failed(format!("loading {}: {e}", args.program.display())))?,
+    };
     let compile = t.elapsed();
     let inputs = gather_inputs(&args, exe.parameters())?;
 

@@ -5,7 +5,7 @@
 //! created, with an optional `RPJRT_CACHE_MAX_BYTES`), or per call
 //! ([`Client::compile_with_cache`]).
 //!
-//! - Each entry is one file `<key>.rpjrtexe` holding an rpjrt artifact (see [`crate::aot`]):
+//! - Each entry is one file `<key>.rpjrtexe` holding an rpjrt artifact (see [`crate::client::aot`]):
 //!   the key is the SHA-256 of the program bytes and format, the encoded compile options,
 //!   and every [`ArtifactTarget`] field (platform name and version, PJRT version, the
 //!   plugin's XLA and StableHLO version attributes, device kinds and count).
@@ -29,11 +29,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use crate::aot::{Artifact, ArtifactTarget};
+use crate::client::aot::{Artifact, ArtifactTarget};
+use crate::client::executable::Executable;
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::executable::{Executable, Program};
 use crate::options::CompileOptions;
+use crate::program::Program;
 
 /// File name extension of cache entries.
 pub const ENTRY_EXTENSION: &str = "rpjrtexe";
@@ -564,6 +565,6 @@ impl Client {
 fn _assert_send_sync() {
     fn check<T: Send + Sync + 'static>() {}
     check::<Cache>();
-    check::<crate::topology::Topology>();
+    check::<crate::client::topology::Topology>();
     check::<Artifact>();
 }

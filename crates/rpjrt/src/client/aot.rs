@@ -35,16 +35,15 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use crate::client::executable::Executable;
 use crate::client::Client;
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
-use crate::executable::{ArraySpec, Executable};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
+use crate::program::{is_artifact, ArraySpec, ENVELOPE_MAGIC};
 use crate::raw::aot as raw;
 
-/// The first eight bytes of every rpjrt artifact.
-pub const ENVELOPE_MAGIC: &[u8; 8] = b"RPJRTEXE";
 /// The envelope version this rpjrt writes and reads.
 pub const ENVELOPE_VERSION: u32 = 1;
 const CHECKSUM_LEN: usize = 32;
@@ -245,11 +244,6 @@ impl<'a> Reader<'a> {
             .map_err(|_| Error::invalid(format!("the artifact's {what} is too large")))?;
         self.take(n, what)
     }
-}
-
-/// Whether `bytes` start with the rpjrt artifact magic.
-pub fn is_artifact(bytes: &[u8]) -> bool {
-    bytes.starts_with(ENVELOPE_MAGIC)
 }
 
 impl Artifact {

@@ -4,10 +4,10 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::client::event::Event;
 use crate::client::{ClientCore, Device, Memory};
 use crate::dtype::{element_count, pack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::raw;
 use crate::raw::buffer::StateError;
 use crate::raw::inline::Inline;
@@ -20,7 +20,7 @@ const INLINE_RANK: usize = 6;
 /// handing an interpreter lock to another thread and back costs.
 pub const QUICK_COPY_BYTES: usize = 64 << 10;
 
-pub(crate) use crate::host::HostBytes;
+pub(crate) use crate::raw::hostmem::HostBytes;
 
 /// Adapts an owner of host bytes to the raw layer's zero-copy contract.
 pub(crate) struct Owner(pub(crate) Arc<dyn HostBytes>);
@@ -33,16 +33,26 @@ impl raw::buffer::HostMemory for Owner {
 
 /// What the safe layer keeps with each raw buffer.
 pub(crate) struct BufferMeta {
-    pub(crate) core: Arc<ClientCore>,
+    pub(in crate::client) core: Arc<ClientCore>,
     element_type: ElementType,
     dims: Inline<i64, INLINE_RANK>,
     /// The device layout was asked to differ from the default (row-major) one
     /// ([`Client::put_with_layout`](crate::Client::put_with_layout)); programs take the
     /// default layout, so execute refuses such a buffer.
-    pub(crate) non_default_layout: bool,
+    pub(in crate::client) non_default_layout: bool,
 }
 
 impl BufferMeta {
+    /// Marks a buffer made with a caller-chosen (not the default) device layout.
+    pub(crate) fn set_non_default_layout(&mut self, yes: bool) {
+        self.non_default_layout = yes;
+    }
+
+    /// Whether the buffer was made with a caller-chosen device layout.
+    pub(crate) fn non_default_layout(&self) -> bool {
+        self.non_default_layout
+    }
+
     pub(crate) fn new(core: &Arc<ClientCore>, element_type: ElementType, dims: &[i64]) -> Self {
         BufferMeta {
             core: Arc::clone(core),
@@ -60,7 +70,7 @@ impl BufferMeta {
 /// does nothing. A deleted (or donated) buffer refuses further use with a clear error.
 #[derive(Clone)]
 pub struct Buffer {
-    pub(crate) raw: raw::buffer::Buffer<BufferMeta>,
+    pub(in crate::client) raw: raw::buffer::Buffer<BufferMeta>,
 }
 
 impl Buffer {
@@ -69,6 +79,11 @@ impl Buffer {
     }
 
     #[inline]
+    /// The raw buffer handle and its metadata.
+    pub(crate) fn raw(&self) -> &raw::buffer::Buffer<BufferMeta> {
+        &self.raw
+    }
+
     pub(crate) fn core(&self) -> &Arc<ClientCore> {
         &self.raw.meta().core
     }

@@ -10,12 +10,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::aot::{Artifact, ArtifactTarget};
+use crate::client::aot::{Artifact, ArtifactTarget};
 use crate::client::{Client, ClientCore};
 use crate::error::{Error, Result};
-use crate::executable::Program;
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
+use crate::program::Program;
 use crate::raw::aot::{self as raw, TopologyFacts, TopologyPtr};
 use crate::raw::Api;
 

@@ -1,73 +1,19 @@
-//! Programs, compiled executables and execution.
+//! Compiled executables and execution.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::buffer::{Buffer, BufferMeta};
+use crate::client::buffer::{Buffer, BufferMeta};
+use crate::client::event::Event;
 use crate::client::{Client, ClientCore, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::hlo::Signature;
+use crate::program::{ArraySpec, Program};
 use crate::raw;
 use crate::raw::device::DeviceRef;
 use crate::raw::execute::{ExecuteRequest, ExecuteSink};
-
-/// A program to compile.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Program {
-    /// StableHLO / MHLO: text, MLIR bytecode, or a versioned portable artifact.
-    Mlir(Vec<u8>),
-    /// A serialized `HloModuleProto`.
-    Hlo(Vec<u8>),
-}
-
-impl Program {
-    /// A StableHLO program (text, bytecode or portable artifact).
-    pub fn mlir(code: impl Into<Vec<u8>>) -> Program {
-        Program::Mlir(code.into())
-    }
-
-    /// A serialized HLO module.
-    pub fn hlo(proto: impl Into<Vec<u8>>) -> Program {
-        Program::Hlo(proto.into())
-    }
-
-    /// A program in the named PJRT format: `"mlir"` (StableHLO text, bytecode or portable
-    /// artifact) or `"hlo"` (a serialized HLO module); any other name is an error.
-    pub fn with_format(format: &str, code: impl Into<Vec<u8>>) -> Result<Program> {
-        match format {
-            "mlir" => Ok(Program::mlir(code)),
-            "hlo" => Ok(Program::hlo(code)),
-            other => Err(Error::invalid(format!(
-                "format must be \"mlir\" or \"hlo\", not {other:?}"
-            ))),
-        }
-    }
-
-    fn parts(&self) -> (&[u8], &'static str) {
-        match self {
-            Program::Mlir(c) => (c, "mlir"),
-            Program::Hlo(c) => (c, "hlo"),
-        }
-    }
-}
-
-/// The type and shape of one array argument or result.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArraySpec {
-    /// Element type.
-    pub element_type: ElementType,
-    /// Dimensions.
-    pub dims: Vec<i64>,
-}
-
-impl fmt::Display for ArraySpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{:?}", self.element_type, self.dims)
-    }
-}
 
 /// Per-call options of [`Executable::execute_with`].
 #[derive(Clone, Debug, Default)]

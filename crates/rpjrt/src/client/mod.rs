@@ -1,52 +1,85 @@
-//! Clients, devices and memories.
+//! The handle types and what is bound to them: the client, its devices and memories
+//! (this file), buffers, events, executables, topologies, artifacts (serialize and load)
+//! and the compile cache. They hold each other (a buffer holds its client's core, a
+//! client makes buffers), so they are one module; everything else in the crate depends on
+//! this one way.
+
+pub(crate) mod aot;
+pub(crate) mod buffer;
+pub(crate) mod cache;
+pub(crate) mod event;
+pub(crate) mod executable;
+pub(crate) mod topology;
+
+pub use aot::{Artifact, ArtifactTarget, ENVELOPE_VERSION};
+pub use buffer::{Buffer, ExternalReference, HostView, QUICK_COPY_BYTES};
+pub use cache::{Cache, CacheEntry, CacheStats};
+pub use event::{set_wait_spin, wait_spin, Event, MAX_WAIT_SPIN};
+pub use executable::{Executable, ExecuteOptions, Execution};
+pub use topology::Topology;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::buffer::{Buffer, BufferMeta, HostBytes};
+use crate::client::buffer::{BufferMeta, HostBytes};
 use crate::dtype::{element_count, unpack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
-use crate::executable::{Executable, Program};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
+use crate::program::Program;
 use crate::raw::device::{DeviceFacts, DeviceRef, MemoryFacts, MemoryRef};
 use crate::raw::{self, Api};
 use crate::value::{from_raw_list, ClientOptions, Value};
 
 pub(crate) struct DeviceData {
-    pub(crate) raw: DeviceRef,
-    pub(crate) facts: DeviceFacts,
-    pub(crate) attributes: Vec<(String, Value)>,
-    pub(crate) default_memory: Option<MemoryRef>,
-    pub(crate) memories: Vec<MemoryRef>,
+    pub(in crate::client) raw: DeviceRef,
+    pub(in crate::client) facts: DeviceFacts,
+    pub(in crate::client) attributes: Vec<(String, Value)>,
+    pub(in crate::client) default_memory: Option<MemoryRef>,
+    pub(in crate::client) memories: Vec<MemoryRef>,
 }
 
 pub(crate) struct MemoryData {
-    pub(crate) raw: MemoryRef,
-    pub(crate) facts: MemoryFacts,
-    pub(crate) devices: Vec<DeviceRef>,
+    pub(in crate::client) raw: MemoryRef,
+    pub(in crate::client) facts: MemoryFacts,
+    pub(in crate::client) devices: Vec<DeviceRef>,
 }
 
 /// The shared core of a client: every object made from it holds an `Arc` to this (and the
 /// raw handles hold the raw client), so the C client is destroyed only after the last of
 /// them.
 pub(crate) struct ClientCore {
-    pub(crate) api: &'static Api,
-    pub(crate) plugin: Plugin,
-    pub(crate) raw: Arc<raw::client::Client>,
+    pub(in crate::client) api: &'static Api,
+    pub(in crate::client) plugin: Plugin,
+    pub(in crate::client) raw: Arc<raw::client::Client>,
     closed: AtomicBool,
-    pub(crate) platform_name: String,
-    pub(crate) platform_version: String,
-    pub(crate) process_index: i32,
-    pub(crate) devices: Vec<Arc<DeviceData>>,
-    pub(crate) addressable: Vec<usize>,
-    pub(crate) memories: Vec<Arc<MemoryData>>,
+    pub(in crate::client) platform_name: String,
+    pub(in crate::client) platform_version: String,
+    pub(in crate::client) process_index: i32,
+    pub(in crate::client) devices: Vec<Arc<DeviceData>>,
+    pub(in crate::client) addressable: Vec<usize>,
+    pub(in crate::client) memories: Vec<Arc<MemoryData>>,
     /// The persistent compile cache `compile` uses, if any (see `cache.rs`).
-    pub(crate) cache: std::sync::RwLock<Option<crate::cache::Cache>>,
+    pub(in crate::client) cache: std::sync::RwLock<Option<crate::client::cache::Cache>>,
 }
 
 impl ClientCore {
+    /// The plugin's function table.
+    pub(crate) fn api(&self) -> &'static Api {
+        self.api
+    }
+
+    /// The raw client handle.
+    pub(crate) fn raw(&self) -> &Arc<raw::client::Client> {
+        &self.raw
+    }
+
+    /// The platform's name, as the client reported it at creation.
+    pub(crate) fn platform_name(&self) -> &str {
+        &self.platform_name
+    }
+
     /// Errors with `Closed` if `close()` was called.
     #[inline]
     pub(crate) fn check(&self, what: &'static str) -> Result<()> {
@@ -101,14 +134,19 @@ impl ClientCore {
 /// itself is destroyed when the last object that belongs to it is dropped.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) core: Arc<ClientCore>,
+    pub(in crate::client) core: Arc<ClientCore>,
 }
 
 impl Client {
+    /// The shared core every object made from this client holds.
+    pub(crate) fn core(&self) -> &Arc<ClientCore> {
+        &self.core
+    }
+
     /// Creates a client on `plugin` with the given create options.
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
-        let cache = crate::cache::Cache::for_client(options)?;
+        let cache = crate::client::cache::Cache::for_client(options)?;
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
         Client::finish_create(plugin, rc, cache)
     }
@@ -130,7 +168,7 @@ impl Client {
         dist: &crate::DistributedOptions,
     ) -> Result<Client> {
         check_known_options(options)?;
-        let cache = crate::cache::Cache::for_client(options)?;
+        let cache = crate::client::cache::Cache::for_client(options)?;
         let api = plugin.inner.api;
         let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
             crate::kv::Backend(Arc::clone(&dist.store)),
@@ -167,9 +205,9 @@ impl Client {
     fn finish_create(
         plugin: &Plugin,
         rc: raw::client::Client,
-        cache: Option<crate::cache::Cache>,
+        cache: Option<crate::client::cache::Cache>,
     ) -> Result<Client> {
-        crate::event::wait_spin_from_env()?;
+        crate::client::event::wait_spin_from_env()?;
         let api = plugin.inner.api;
         let rc = Arc::new(rc);
         let addressable = rc.addressable_devices()?;
@@ -404,8 +442,8 @@ impl Client {
         // PJRT assumes bool bytes are 0 or 1 (and some plugins compute wrong answers with
         // others): read anything else as true, in a copy.
         let normalised;
-        let data = if crate::host::needs_bool_normalising(element_type, data) {
-            normalised = crate::host::normalised_bools(data)?;
+        let data = if crate::dtype::needs_bool_normalising(element_type, data) {
+            normalised = crate::dtype::normalised_bools(data)?;
             normalised.as_slice()
         } else {
             data
@@ -470,7 +508,7 @@ impl Client {
                 memory,
             );
         }
-        if crate::host::needs_bool_normalising(element_type, owner.bytes()) {
+        if crate::dtype::needs_bool_normalising(element_type, owner.bytes()) {
             // Normalised into a copy, so there is nothing to borrow.
             return self.buffer_from_host(
                 owner.bytes(),
@@ -486,7 +524,7 @@ impl Client {
         let bytes = owner.bytes();
         check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
         let raw = self.core.raw.buffer_from_host_owned(
-            crate::buffer::Owner(owner),
+            crate::client::buffer::Owner(owner),
             element_type.code(),
             dims,
             byte_strides,
@@ -707,11 +745,21 @@ impl fmt::Debug for Client {
 /// A device of a client.
 #[derive(Clone)]
 pub struct Device {
-    pub(crate) core: Arc<ClientCore>,
-    pub(crate) data: Arc<DeviceData>,
+    pub(in crate::client) core: Arc<ClientCore>,
+    pub(in crate::client) data: Arc<DeviceData>,
 }
 
 impl Device {
+    /// The core of the client this device belongs to.
+    pub(crate) fn core(&self) -> &Arc<ClientCore> {
+        &self.core
+    }
+
+    /// The raw device view.
+    pub(crate) fn raw_ref(&self) -> DeviceRef {
+        self.data.raw
+    }
+
     /// The device id, unique within the client.
     pub fn id(&self) -> i32 {
         self.data.facts.id
@@ -809,11 +857,21 @@ impl fmt::Debug for Device {
 /// A memory space (device memory, pinned host memory, ...).
 #[derive(Clone)]
 pub struct Memory {
-    pub(crate) core: Arc<ClientCore>,
-    pub(crate) data: Arc<MemoryData>,
+    pub(in crate::client) core: Arc<ClientCore>,
+    pub(in crate::client) data: Arc<MemoryData>,
 }
 
 impl Memory {
+    /// The core of the client this memory belongs to.
+    pub(crate) fn core(&self) -> &Arc<ClientCore> {
+        &self.core
+    }
+
+    /// The raw memory view.
+    pub(crate) fn raw_ref(&self) -> MemoryRef {
+        self.data.raw
+    }
+
     /// The memory id, unique within the client.
     pub fn id(&self) -> i32 {
         self.data.facts.id

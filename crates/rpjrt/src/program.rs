@@ -1,0 +1,250 @@
+//! Programs as data: what a program file holds and how its format is told, the array
+//! specs of parameters and results, and which partitioner a module needs. Pure: nothing
+//! here owns a handle or calls a plugin, so the analysers (`screen`, `stablehlo`, `hlo`,
+//! `sharding`, `options`) can take a [`Program`] without depending on the client.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::dtype::ElementType;
+use crate::error::{Error, Result};
+use crate::mlir::BYTECODE_MAGIC;
+
+/// The first eight bytes of an rpjrt artifact (what `Executable::serialize` writes).
+pub const ENVELOPE_MAGIC: &[u8; 8] = b"RPJRTEXE";
+
+/// True when `bytes` start like an rpjrt artifact (the envelope's magic).
+pub fn is_artifact(bytes: &[u8]) -> bool {
+    bytes.starts_with(ENVELOPE_MAGIC)
+}
+
+/// A program to compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// StableHLO / MHLO: text, MLIR bytecode, or a versioned portable artifact.
+    Mlir(Vec<u8>),
+    /// A serialized `HloModuleProto`.
+    Hlo(Vec<u8>),
+}
+
+/// What a program file holds: a program to compile, or an rpjrt artifact to load
+/// (`Client::load`). [`ProgramFile::read`] is the one reader every face uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProgramFile {
+    /// StableHLO (text, bytecode, portable artifact) or an HLO module.
+    Program(Program),
+    /// A compiled rpjrt artifact, as its bytes.
+    Artifact(Vec<u8>),
+}
+
+/// The format names [`Program::with_format`] and [`ProgramFile::detect`] accept.
+pub const PROGRAM_FORMATS: [&str; 2] = ["mlir", "hlo"];
+
+/// File name endings that mean a serialized `HloModuleProto`.
+const HLO_SUFFIXES: [&str; 3] = [".pb", ".hlo", ".hlopb"];
+
+impl ProgramFile {
+    /// Reads a user-named file (through [`crate::read_regular_file`]: a FIFO or a device is
+    /// refused at once) and tells what it holds with [`ProgramFile::detect`].
+    pub fn read(path: impl AsRef<Path>, format: Option<&str>) -> Result<ProgramFile> {
+        let path = path.as_ref();
+        let bytes = crate::read_regular_file(path)?;
+        let name = path.to_string_lossy();
+        classify(bytes, Some(&name), format)
+            .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))
+    }
+
+    /// Tells what `bytes` hold; the one rule for every face:
+    ///
+    /// - `format` `"mlir"` or `"hlo"` says it (an rpjrt artifact is still refused for it:
+    ///   load it instead); any other name is an error;
+    /// - else an rpjrt artifact (its magic `RPJRTEXE`) is an artifact;
+    /// - MLIR bytecode (also a portable artifact, magic `ML\xefR`) is MLIR;
+    /// - a `name` ending in `.pb`, `.hlo` or `.hlopb` is an HLO module;
+    /// - UTF-8 text is StableHLO text;
+    /// - anything else (no bytes at all included) is an error naming what is wrong.
+    pub fn detect(bytes: Vec<u8>, name: Option<&str>, format: Option<&str>) -> Result<ProgramFile> {
+        classify(bytes, name, format).map_err(Error::invalid)
+    }
+
+    /// The format's name: `"mlir"`, `"hlo"` or `"artifact"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProgramFile::Program(p) => p.format(),
+            ProgramFile::Artifact(_) => "artifact",
+        }
+    }
+}
+
+fn format_error(format: &str) -> String {
+    format!("format must be \"mlir\" or \"hlo\", not {format:?}")
+}
+
+/// [`ProgramFile::detect`], its error as a sentence without the "invalid argument" prefix.
+fn classify(
+    bytes: Vec<u8>,
+    name: Option<&str>,
+    format: Option<&str>,
+) -> std::result::Result<ProgramFile, String> {
+    if bytes.is_empty() {
+        return Err("the program is empty".to_string());
+    }
+    if is_artifact(&bytes) {
+        return match format {
+            None => Ok(ProgramFile::Artifact(bytes)),
+            Some(f) => Err(format!(
+                "an rpjrt artifact, not a {f} program: load it instead of compiling it"
+            )),
+        };
+    }
+    if let Some(f) = format {
+        return match f {
+            "mlir" => Ok(ProgramFile::Program(Program::Mlir(bytes))),
+            "hlo" => Ok(ProgramFile::Program(Program::Hlo(bytes))),
+            other => Err(format_error(other)),
+        };
+    }
+    let hlo_name = name.is_some_and(|n| HLO_SUFFIXES.iter().any(|s| n.ends_with(s)));
+    if bytes.starts_with(BYTECODE_MAGIC) {
+        Ok(ProgramFile::Program(Program::Mlir(bytes)))
+    } else if hlo_name {
+        Ok(ProgramFile::Program(Program::Hlo(bytes)))
+    } else if std::str::from_utf8(&bytes).is_ok() {
+        Ok(ProgramFile::Program(Program::Mlir(bytes)))
+    } else {
+        Err(
+            "not StableHLO text, MLIR bytecode, an HloModuleProto (.pb, .hlo, .hlopb) \
+             or an rpjrt artifact"
+                .to_string(),
+        )
+    }
+}
+
+impl Program {
+    /// A StableHLO program (text, bytecode or portable artifact).
+    pub fn mlir(code: impl Into<Vec<u8>>) -> Program {
+        Program::Mlir(code.into())
+    }
+
+    /// A serialized HLO module.
+    pub fn hlo(proto: impl Into<Vec<u8>>) -> Program {
+        Program::Hlo(proto.into())
+    }
+
+    /// A program in the named PJRT format: `"mlir"` (StableHLO text, bytecode or portable
+    /// artifact) or `"hlo"` (a serialized HLO module); any other name is an error.
+    pub fn with_format(format: &str, code: impl Into<Vec<u8>>) -> Result<Program> {
+        match format {
+            "mlir" => Ok(Program::mlir(code)),
+            "hlo" => Ok(Program::hlo(code)),
+            other => Err(Error::invalid(format_error(other))),
+        }
+    }
+
+    /// Reads a program file ([`ProgramFile::read`]); an rpjrt artifact is refused with an
+    /// error saying to load it.
+    pub fn read(path: impl AsRef<Path>, format: Option<&str>) -> Result<Program> {
+        let path = path.as_ref();
+        match ProgramFile::read(path, format)? {
+            ProgramFile::Program(p) => Ok(p),
+            ProgramFile::Artifact(_) => Err(Error::invalid(format!(
+                "{}: an rpjrt artifact, not a program: load it instead of compiling it",
+                path.display()
+            ))),
+        }
+    }
+
+    /// The PJRT format name: `"mlir"` or `"hlo"`.
+    pub fn format(&self) -> &'static str {
+        self.parts().1
+    }
+
+    /// The program's bytes.
+    pub fn code(&self) -> &[u8] {
+        self.parts().0
+    }
+
+    pub(crate) fn parts(&self) -> (&[u8], &'static str) {
+        match self {
+            Program::Mlir(c) => (c, "mlir"),
+            Program::Hlo(c) => (c, "hlo"),
+        }
+    }
+}
+
+/// True when the module uses the Shardy (`sdy`) dialect: its shardings are for the Shardy
+/// partitioner, which XLA uses only when `use_shardy_partitioner` is set.
+///
+/// Text is searched for `sdy.` operations and attributes (`sdy.mesh`, `#sdy.sharding`,
+/// `sdy.sharding_constraint`, and the `xla.sdy.*` attributes of a round-tripped module);
+/// bytecode (including portable artifacts) is read up to its dialect section, which names
+/// every dialect the module uses. HLO protos are never Shardy modules.
+pub fn uses_shardy(program: &Program) -> bool {
+    match program {
+        Program::Hlo(_) => false,
+        Program::Mlir(code) => {
+            if code.starts_with(BYTECODE_MAGIC) {
+                crate::mlir::bytecode_dialects(code).is_some_and(|d| d.iter().any(|n| n == "sdy"))
+            } else {
+                text_uses_shardy(code)
+            }
+        }
+    }
+}
+
+fn text_uses_shardy(code: &[u8]) -> bool {
+    code.windows(4).enumerate().any(|(i, w)| {
+        w == b"sdy." && (i == 0 || !code[i - 1].is_ascii_alphanumeric() && code[i - 1] != b'_')
+    })
+}
+
+/// The type and shape of one array argument or result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArraySpec {
+    /// Element type.
+    pub element_type: ElementType,
+    /// Dimensions.
+    pub dims: Vec<i64>,
+}
+
+impl fmt::Display for ArraySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{:?}", self.element_type, self.dims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_rule() {
+        let d = |b: &[u8], n: Option<&str>, f: Option<&str>| {
+            ProgramFile::detect(b.to_vec(), n, f).map(|p| p.kind())
+        };
+        assert_eq!(
+            d(b"func.func @main() { return }", None, None).unwrap(),
+            "mlir"
+        );
+        assert_eq!(d(b"\x08\x01", Some("m.pb"), None).unwrap(), "hlo");
+        assert_eq!(d(b"ML\xefR\x00", Some("m.pb"), None).unwrap(), "mlir");
+        assert_eq!(d(b"RPJRTEXE....", None, None).unwrap(), "artifact");
+        assert_eq!(d(b"\xff\xfe", None, Some("hlo")).unwrap(), "hlo");
+        assert!(d(b"\xff\xfe", None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("HloModuleProto"));
+        assert!(d(b"", None, Some("hlo"))
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+        assert!(d(b"x", None, Some("onnx"))
+            .unwrap_err()
+            .to_string()
+            .contains("onnx"));
+        assert!(d(b"RPJRTEXE", None, Some("mlir"))
+            .unwrap_err()
+            .to_string()
+            .contains("load it"));
+    }
+}
