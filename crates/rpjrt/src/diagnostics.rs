@@ -1,13 +1,11 @@
 //! Errors that explain themselves: allocator figures for out-of-memory errors, and what to
 //! do about a plugin that cannot be loaded.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use crate::client::Device;
 use crate::error::{Code, Error, Result};
+pub use crate::libraries::{describe_missing, library_provider, missing_libraries, MissingLibrary};
 
 /// A device allocator's figures, as `PJRT_Device_MemoryStats` reports them. Figures the
 /// plugin leaves unset are `None`.
@@ -134,247 +132,10 @@ pub fn explain(e: &Error, device: Option<&Device>, request: Option<&str>) -> Opt
     None
 }
 
-/// A library a plugin needs that the dynamic loader will not find.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MissingLibrary {
-    /// The name as the needing library asks for it (`DT_NEEDED`), e.g. `libcuda.so.1`.
-    pub name: String,
-    /// The library that needs it (the plugin itself, or one of its dependencies).
-    pub needed_by: PathBuf,
-    /// What usually provides it (the NVIDIA driver, ROCm, ...), when known.
-    pub provider: Option<&'static str>,
-}
-
-/// What usually provides a library, by name prefix.
-const PROVIDERS: &[(&[&str], &str)] = &[
-    (
-        &["libcuda.so", "libnvidia-"],
-        "the NVIDIA driver (not a pip package: install the driver on a machine with an NVIDIA GPU)",
-    ),
-    (
-        &[
-            "libcudart", "libcublas", "libcudnn", "libcupti", "libcufft", "libcusolver",
-            "libcusparse", "libcurand", "libnccl", "libnvrtc", "libnvJitLink", "libnvshmem",
-            "libnvtx", "libcufile",
-        ],
-        "the nvidia-* wheels (pip install the plugin with its [with-cuda] extra) or the CUDA toolkit",
-    ),
-    (
-        &[
-            "libamdhip", "libhsa-", "libhip", "librocm", "librocblas", "librocsolver",
-            "librocsparse", "librocfft", "librocrand", "libroctracer", "librocprofiler",
-            "libroctx", "libMIOpen", "librccl", "libamd_comgr", "libhipblaslt", "librocprim",
-            "libdrm_amdgpu", "libamd_smi", "librocm_sysdeps",
-        ],
-        "ROCm (AMD's runtime, usually /opt/rocm/lib on LD_LIBRARY_PATH or in ld.so.conf)",
-    ),
-    (
-        &["libmpi", "libhwloc"],
-        "an MPI library (Open MPI, MPICH or Intel MPI; hwloc comes with it)",
-    ),
-    (
-        &[
-            "libccl", "libsycl", "libze_", "libur_", "libOpenCL", "libmkl", "libsvml", "libimf",
-            "libintlc", "libirng", "libirc", "libiomp", "libtbb", "libumf", "libpti",
-        ],
-        "Intel oneAPI (its setvars.sh puts the libraries on LD_LIBRARY_PATH; the Level Zero \
-         loader comes with the GPU driver)",
-    ),
-    (
-        &["libstdc++", "libgcc_s"],
-        "the system's C++ runtime (an OS package)",
-    ),
-    (&["libpython"], "a shared Python library (an OS or python.org package)"),
-];
-
-/// What usually provides the library `name`, when the table knows it.
-pub fn library_provider(name: &str) -> Option<&'static str> {
-    PROVIDERS
-        .iter()
-        .find(|(prefixes, _)| prefixes.iter().any(|p| name.starts_with(p)))
-        .map(|(_, what)| *what)
-}
-
-/// The directories the loader's cache (`/etc/ld.so.cache`) knows a library name in, read
-/// once from `ldconfig -p`; empty when that cannot run.
-fn loader_cache() -> &'static HashMap<String, PathBuf> {
-    static CACHE: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
-    CACHE.get_or_init(|| {
-        let mut map = HashMap::new();
-        for ldconfig in ["/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"] {
-            let Ok(out) = std::process::Command::new(ldconfig)
-                .arg("-p")
-                .stdin(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .output()
-            else {
-                continue;
-            };
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                // "\tlibfoo.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libfoo.so.1"
-                let Some((left, right)) = line.split_once(" => ") else {
-                    continue;
-                };
-                let Some(name) = left.split_whitespace().next() else {
-                    continue;
-                };
-                let ours = if cfg!(target_arch = "x86_64") {
-                    left.contains("x86-64")
-                } else if cfg!(target_arch = "aarch64") {
-                    left.contains("AArch64")
-                } else {
-                    true
-                };
-                if ours {
-                    map.entry(name.to_string())
-                        .or_insert_with(|| PathBuf::from(right.trim()));
-                }
-            }
-            break;
-        }
-        map
-    })
-}
-
-/// The directories the loader always searches last.
-const DEFAULT_DIRS: &[&str] = &[
-    "/lib",
-    "/usr/lib",
-    "/lib64",
-    "/usr/lib64",
-    "/lib/x86_64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu",
-    "/lib/aarch64-linux-gnu",
-    "/usr/lib/aarch64-linux-gnu",
-];
-
-/// Expands `$ORIGIN` (and `${ORIGIN}`) in a run path to the needing library's directory.
-fn search_dirs(list: &str, origin: &Path) -> Vec<PathBuf> {
-    let o = origin.to_string_lossy();
-    list.split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| PathBuf::from(d.replace("${ORIGIN}", &o).replace("$ORIGIN", &o)))
-        .collect()
-}
-
-/// Where the loader would find `name` for a library in `origin` with these run paths.
-fn locate(
-    name: &str,
-    origin: &Path,
-    runpath: Option<&str>,
-    rpath: Option<&str>,
-) -> Option<PathBuf> {
-    if name.contains('/') {
-        // A name with a slash is a path, taken as it is (relative to the working directory).
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
-    }
-    let mut dirs = Vec::new();
-    // DT_RPATH counts only when there is no DT_RUNPATH, and comes before LD_LIBRARY_PATH.
-    if runpath.is_none() {
-        if let Some(r) = rpath {
-            dirs.extend(search_dirs(r, origin));
-        }
-    }
-    if let Some(v) = std::env::var_os("LD_LIBRARY_PATH") {
-        dirs.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
-    }
-    if let Some(r) = runpath {
-        dirs.extend(search_dirs(r, origin));
-    }
-    if let Some(p) = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) {
-        return Some(p);
-    }
-    if let Some(p) = loader_cache().get(name) {
-        return Some(p.clone());
-    }
-    DEFAULT_DIRS
-        .iter()
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
-}
-
-/// Every library that `path` needs, directly or through the libraries it needs, that the
-/// dynamic loader would not find: `DT_NEEDED` entries resolved as the loader does
-/// (`DT_RPATH`, `LD_LIBRARY_PATH`, `DT_RUNPATH` with `$ORIGIN`, the `ldconfig` cache, the
-/// default directories). Empty when everything is found. The error says why the file could
-/// not be read as a shared library.
-pub fn missing_libraries(path: &Path) -> Result<Vec<MissingLibrary>> {
-    let fail = |reason: String| Error::PluginLoad {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let mut missing: Vec<MissingLibrary> = Vec::new();
-    let mut seen: HashSet<PathBuf> = HashSet::new();
-    let mut queue = vec![path.to_path_buf()];
-    let mut first = true;
-    // Bounded: a plugin with its dependencies is tens of libraries, not thousands.
-    while let Some(lib) = queue.pop() {
-        if !seen.insert(lib.clone()) || seen.len() > 400 {
-            continue;
-        }
-        let info = match crate::raw::elf::dynamic_info(&lib) {
-            Ok(i) => i,
-            Err(reason) if first => return Err(fail(reason)),
-            Err(_) => continue,
-        };
-        first = false;
-        let origin = lib.parent().map(Path::to_path_buf).unwrap_or_default();
-        for name in &info.needed {
-            match locate(
-                name,
-                &origin,
-                info.runpath.as_deref(),
-                info.rpath.as_deref(),
-            ) {
-                Some(found) => queue.push(found),
-                None => {
-                    if !missing.iter().any(|m| &m.name == name) {
-                        missing.push(MissingLibrary {
-                            name: name.clone(),
-                            needed_by: lib.clone(),
-                            provider: library_provider(name),
-                        });
-                    }
-                }
-            }
-        }
-    }
-    Ok(missing)
-}
-
-/// The reason text for a plugin whose libraries are missing: every one, grouped by what
-/// provides it.
-pub fn describe_missing(missing: &[MissingLibrary]) -> String {
-    let mut groups: Vec<(Option<&'static str>, Vec<&str>)> = Vec::new();
-    for m in missing {
-        match groups.iter_mut().find(|(p, _)| *p == m.provider) {
-            Some((_, names)) => names.push(&m.name),
-            None => groups.push((m.provider, vec![&m.name])),
-        }
-    }
-    let mut text = format!(
-        "the plugin file is there, but {} {} it needs cannot be found by the dynamic loader:",
-        missing.len(),
-        if missing.len() == 1 {
-            "library"
-        } else {
-            "libraries"
-        }
-    );
-    for (provider, names) in groups {
-        text.push_str(&format!(
-            "\n    {} (from {})",
-            names.join(", "),
-            provider.unwrap_or("an unknown package: search for the name")
-        ));
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::libraries::{describe_missing, library_provider, MissingLibrary};
 
     #[test]
     fn bytes_read_well() {
@@ -388,13 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn run_paths_expand_origin_and_missing_libraries_group_by_provider() {
-        let dirs = search_dirs("$ORIGIN/../lib::${ORIGIN}/x:/opt/y", Path::new("/p/q"));
-        let want: Vec<PathBuf> = ["/p/q/../lib", "/p/q/x", "/opt/y"]
-            .iter()
-            .map(PathBuf::from)
-            .collect();
-        assert_eq!(dirs, want);
+    fn missing_libraries_are_grouped_by_provider_and_hinted() {
         let m = |name: &str| MissingLibrary {
             name: name.into(),
             needed_by: "/p/plugin.so".into(),

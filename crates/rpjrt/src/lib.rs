@@ -41,6 +41,7 @@ pub mod host;
 mod introspect;
 mod kv;
 pub mod layout;
+mod libraries;
 mod mlir;
 mod op_sharding;
 mod options;

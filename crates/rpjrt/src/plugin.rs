@@ -141,9 +141,9 @@ fn load_library(path: &Path) -> Result<Api> {
     crate::tpu::prepare(path);
     raw::load(path).map_err(|e| match e {
         Error::PluginLoad { path, reason } if reason.contains("cannot open shared object") => {
-            match crate::diagnostics::missing_libraries(&path) {
+            match crate::libraries::missing_libraries(&path) {
                 Ok(missing) if !missing.is_empty() => Error::PluginLoad {
-                    reason: crate::diagnostics::describe_missing(&missing),
+                    reason: crate::libraries::describe_missing(&missing),
                     path,
                 },
                 _ => Error::PluginLoad { path, reason },
