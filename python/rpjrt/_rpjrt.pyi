@@ -146,7 +146,7 @@ class Client:
     ) -> Executable:
         """Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
 
-        device_assignment is indexed [replica][partition]; device picks the one device of
+        device_assignment is indexed `[replica][partition]`; device picks the one device of
         a single-device program (default: the first addressable one); portable=True makes a
         single-device program that runs on any device (`exe(..., device=d)`).
         """
