@@ -2,6 +2,7 @@
 """Fails when a page of the built documentation site links to something the site lacks.
 
 Usage: check_links.py SITE_DIR [SKIP_PREFIX ...]
+       check_links.py --self-test   (checks that a broken link is caught)
 
 Every ``href`` and ``src`` of every HTML page under SITE_DIR is checked, except in pages
 under a SKIP_PREFIX (the copied rustdoc output, whose own links rustdoc checks): a relative
@@ -74,7 +75,43 @@ def _check(site: Path, page_path: Path) -> list[str]:
     return problems
 
 
+def _self_test() -> int:
+    """Builds a tiny site with known good and broken links; fails unless exactly the broken
+    ones are reported."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp)
+        (site / "sub").mkdir()
+        (site / "skipped").mkdir()
+        (site / "index.html").write_text(
+            '<a href="sub/page.html#here">ok</a> <a href="sub/">ok</a> <a href="#top">ok</a>'
+            '<a id="top"></a> <a href="https://example.org/x">other site</a>'
+            '<img src="missing.png"> <a href="sub/page.html#gone">bad anchor</a>'
+            '<a href="../outside.html">outside</a> <a href="/sub/page.html">ok</a>'
+        )
+        (site / "sub" / "index.html").write_text('<a href="../index.html#top">ok</a>')
+        (site / "sub" / "page.html").write_text('<h2 id="here">x</h2><a href="nope.html">bad</a>')
+        (site / "skipped" / "x.html").write_text('<a href="nope.html">not checked</a>')
+        got = sorted(p for page in sorted(site.rglob("*.html"))
+                     if not page.relative_to(site).as_posix().startswith("skipped/")
+                     for p in _check(site, page))
+    want = [
+        "index.html:1: ../outside.html: points outside the site",
+        "index.html:1: missing.png: no such file",
+        "index.html:1: sub/page.html#gone: no anchor #gone in sub/page.html",
+        "sub/page.html:1: nope.html: no such file",
+    ]
+    if got != want:
+        print("check_links: self-test failed:", *got, sep="\n  ", file=sys.stderr)
+        return 1
+    print("check_links: self-test passed (4 broken links of 4 found; 5 good and 1 external accepted)")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[1:] == ["--self-test"]:
+        return _self_test()
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2

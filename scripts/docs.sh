@@ -29,10 +29,12 @@ RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D rustdoc::broken_intra_doc_links -D rustdoc::p
 
 echo "docs: guide and Python API reference (mkdocs build --strict)"
 rm -rf site
-.venv/bin/python -m mkdocs build --strict --quiet --site-dir site
+# Not --quiet: it silences the warnings that --strict turns into a failure.
+.venv/bin/python -m mkdocs build --strict --site-dir site
 mkdir -p site/api/rust
 cp -R target/doc/. site/api/rust/
 
 echo "docs: internal links"
+.venv/bin/python scripts/check_links.py --self-test
 .venv/bin/python scripts/check_links.py site api/rust
 echo "docs: built $root/site (open site/index.html)"
