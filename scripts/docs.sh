@@ -31,8 +31,11 @@ echo "docs: guide and Python API reference (mkdocs build --strict)"
 rm -rf site
 # Not --quiet: it silences the warnings that --strict turns into a failure.
 .venv/bin/python -m mkdocs build --strict --site-dir site
+# rustdoc writes to the target directory, which CARGO_TARGET_DIR or a cargo config may move.
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
+  .venv/bin/python -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 mkdir -p site/api/rust
-cp -R target/doc/. site/api/rust/
+cp -R "$target_dir/doc/." site/api/rust/
 
 echo "docs: internal links"
 .venv/bin/python scripts/check_links.py --self-test
