@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test tier of rpjrt on a fresh machine: set-up, lint, Rust tests on both CPU
 # plugins and the fake plugin, valgrind and AddressSanitizer over the fake-plugin tests, and the
-# Python package (lints, wheel, pytest on both plugins, stubtest and mypy), then a smoke
-# run of the benchmarks.
+# Python package (lints, wheel, pytest on both plugins, stubtest and mypy), the documentation
+# site (scripts/docs.sh: fails on a broken internal link), then a smoke run of the benchmarks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -34,6 +34,9 @@ bash scripts/asan.sh
 
 step "Python package (both CPU plugins)"
 bash python/ci.sh
+
+step "documentation site (guide, Python and Rust API references, internal links)"
+bash scripts/docs.sh
 
 step "benchmark smoke run (no thresholds; bench/RESULTS.md has a full run)"
 bash scripts/bench.sh --smoke

@@ -148,7 +148,7 @@ class Client:
     ) -> Executable:
         """Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
 
-        device_assignment is indexed [replica][partition]; device picks the one device of
+        device_assignment is indexed `[replica][partition]`; device picks the one device of
         a single-device program (default: the first addressable one); portable=True makes a
         single-device program that runs on any device (`exe(..., device=d)`).
         """
@@ -166,7 +166,7 @@ class Client:
         """Put host data on a device.
 
         obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
-        arrays, including non-contiguous ones), a __dlpack__ producer, a Python number or a
+        arrays, including non-contiguous ones), a `__dlpack__` producer, a Python number or a
         nested list of numbers of one kind, or a Buffer (copied to `device`).
         dtype: the element type; with raw bytes (format "B", "b" or "c") it reinterprets
         them, with a numpy array it converts; with Python numbers and lists every value must
@@ -200,7 +200,7 @@ class Client:
     def from_dlpack(
         self, obj: object, device: Device | int | None = None, *, copy: bool | None = None
     ) -> Buffer:
-        """Adopt a __dlpack__ producer's memory (zero-copy when possible)."""
+        """Adopt a `__dlpack__` producer's memory (zero-copy when possible)."""
     def close(self) -> None:
         """Destroy the client. Later use of it or its objects raises ClientClosedError."""
     def __enter__(self) -> Self: ...
