@@ -7,6 +7,8 @@ use clap::Args;
 use rpjrt::{Artifact, Cache, ClientOptions, CompileOptions, Program};
 use serde_json::json;
 
+use crate::progress::Progress;
+
 /// Arguments of `rpjrt compile`.
 #[derive(Args, Debug)]
 pub struct CompileArgs {
@@ -73,8 +75,11 @@ fn describe(exe: &rpjrt::Executable) -> Vec<(&'static str, Result<Vec<String>, S
 /// Runs `rpjrt compile`.
 pub fn run(a: CompileArgs) -> Result<(), String> {
     let options: ClientOptions = crate::common::parse_options(&a.options).map_err(|e| e.message)?;
+    let progress = Progress::new(a.json);
+    let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, _, _) =
         crate::common::open_client(a.plugin.as_deref(), &options).map_err(|e| e.message)?;
+    drop(spinner);
     let code = std::fs::read(&a.program)
         .map_err(|e| format!("cannot read {}: {e}", a.program.display()))?;
     let format =
@@ -95,6 +100,7 @@ pub fn run(a: CompileArgs) -> Result<(), String> {
         ..Default::default()
     };
     let t0 = Instant::now();
+    let spinner = progress.spinner(&format!("compiling {}", a.program.display()));
     let exe = match &a.cache_dir {
         Some(d) => {
             let cache = Cache::new(d, None).map_err(|e| e.to_string())?;
@@ -103,6 +109,7 @@ pub fn run(a: CompileArgs) -> Result<(), String> {
         None => client.compile(&program, &opts),
     }
     .map_err(|e| e.to_string())?;
+    drop(spinner);
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     let bytes = exe.serialize().map_err(|e| e.to_string())?;
     let tmp = a.output.with_extension("rpjrt-partial");

@@ -10,6 +10,7 @@ use rpjrt_npy::{self as npy, Array};
 use serde_json::{json, Value as Json};
 
 use crate::common::{self, paint, CliError, Style, EXIT_OK};
+use crate::progress::Progress;
 
 /// Arguments of `rpjrt run`.
 #[derive(clap::Args, Debug)]
@@ -215,7 +216,10 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let program = read_program(&args.program)?;
     let t = Instant::now();
     let options = common::parse_options(&args.options)?;
+    let progress = Progress::new(args.json);
+    let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, plugin, _) = common::open_client(args.plugin.as_deref(), &options)?;
+    drop(spinner);
     let load = t.elapsed();
 
     let device = match args.device {
@@ -229,9 +233,11 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         copts.device_assignment = Some(vec![vec![i64::from(device.id())]]);
     }
     let t = Instant::now();
+    let spinner = progress.spinner(&format!("compiling {}", args.program.display()));
     let exe = client
         .compile(&program, &copts)
         .map_err(|e| CliError::failed(format!("compile failed: {e}")))?;
+    drop(spinner);
     let compile = t.elapsed();
     let inputs = gather_inputs(&args, exe.parameters())?;
 
