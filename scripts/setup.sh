@@ -22,8 +22,15 @@ if ! command -v valgrind >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq valgrind) >/dev/null
 fi
 
+# redis-server for the Redis store adapter's tests (python/tests/test_store_servers.py
+# starts its own on 127.0.0.1).
+if ! command -v redis-server >/dev/null; then
+  echo "setup: installing redis-server"
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server) >/dev/null
+fi
+
 echo "setup: build and test tools"
-pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10" "hypothesis>=6.100"
+pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10" "hypothesis>=6.100" "redis>=5"
 
 echo "setup: CPU PJRT plugins"
 pip_install "xla-cpu-pjrt==0.0.1"

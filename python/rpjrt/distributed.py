@@ -160,32 +160,64 @@ def _is_timeout(e: BaseException) -> bool:
     )
 
 
+def _poll_get(try_get: Any, key: str, timeout: float, poll: float) -> bytes:
+    """``try_get(key)`` until it gives a value, pausing 1 ms doubling up to ``poll``
+    seconds; ``TimeoutError`` naming the key after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        v = try_get(key)
+        if v is not None:
+            return bytes(v)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s")
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, poll)
+
+
 class TorchStore:
     """A ``torch.distributed`` store (``TCPStore``, ``FileStore``, ``HashStore``,
-    ``PrefixStore``...) as a :class:`KvStore`, through its ``set``, ``get``, ``wait`` and
-    ``check`` methods."""
+    ``PrefixStore``...) as a :class:`KvStore`, through its ``set``, ``get``, ``check`` and
+    ``wait`` methods.
 
-    def __init__(self, store: Any) -> None:
+    ``get`` polls ``try_get`` (pausing up to ``poll`` seconds) rather than blocking in the
+    store's ``wait``: a torch store client serves one request at a time, so a thread
+    blocked in ``wait`` would hold back every other thread's ``set`` on the same store
+    until the wait timed out (and on torch 1.x a ``wait`` that timed out leaves a late
+    reply on the connection that spoils the next request).
+
+    Stores of torch 1.x have no ``check``; there ``try_get`` uses ``compare_set`` with the
+    same expected and desired value, which never creates a missing key and leaves an
+    existing one as it is (two such calls with different marker values tell a missing key
+    from one that holds the marker)."""
+
+    _MARKS = (b"\x00rpjrt:absent:1\x00", b"\x00rpjrt:absent:2\x00")
+
+    def __init__(self, store: Any, poll: float = 0.01) -> None:
         self._store = store
+        self._has_check = callable(getattr(store, "check", None))
+        self._poll = poll
 
     def set(self, key: str, value: bytes) -> None:
         self._store.set(key, value)
 
     def get(self, key: str, timeout: float) -> bytes:
-        from datetime import timedelta
-
-        try:
-            self._store.wait([key], timedelta(seconds=timeout))
-        except Exception as e:
-            if _is_timeout(e):
-                raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s") from e
-            raise
-        return bytes(self._store.get(key))
+        return _poll_get(self.try_get, key, timeout, self._poll)
 
     def try_get(self, key: str) -> bytes | None:
-        if not self._store.check([key]):
-            return None
-        return bytes(self._store.get(key))
+        if self._has_check:
+            if not self._store.check([key]):
+                return None
+            return bytes(self._store.get(key))
+        # Missing: the store answers the expected value. Present: its value, unchanged.
+        first, second = self._MARKS
+        v = bytes(self._store.compare_set(key, first, first))
+        if v != first:
+            return v
+        # Missing, or the value is `first`: the other marker decides.
+        v = bytes(self._store.compare_set(key, second, second))
+        return None if v == second else v
 
 
 class JaxStore:
@@ -240,14 +272,4 @@ class RedisStore:
         return None if v is None else bytes(v)
 
     def get(self, key: str, timeout: float) -> bytes:
-        deadline = time.monotonic() + timeout
-        pause = 0.001
-        while True:
-            v = self.try_get(key)
-            if v is not None:
-                return v
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s")
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, self._poll)
+        return _poll_get(self.try_get, key, timeout, self._poll)

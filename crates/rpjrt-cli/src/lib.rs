@@ -9,6 +9,7 @@
 
 pub mod cmd;
 pub mod common;
+pub mod progress;
 
 use clap::Parser;
 
@@ -34,6 +35,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    progress::init();
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

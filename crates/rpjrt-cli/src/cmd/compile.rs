@@ -8,6 +8,7 @@ use rpjrt::{Artifact, Cache, ClientOptions, CompileOptions, Program};
 use serde_json::json;
 
 use crate::common::CliError;
+use crate::progress::Progress;
 
 /// Arguments of `rpjrt compile`.
 #[derive(Args, Debug)]
@@ -84,8 +85,12 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         ))
     })?;
     let options: ClientOptions = crate::common::parse_options(&a.options)?;
+    let progress = Progress::new(a.json);
+    let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, _, _) = crate::common::open_client(a.plugin.as_deref(), &options)?;
+    drop(spinner);
     let t0 = Instant::now();
+    let spinner = progress.spinner(&format!("compiling {}", a.program.display()));
     let exe = match &a.cache_dir {
         Some(d) => {
             let cache = Cache::new(d, None).map_err(|e| CliError::failed(e.to_string()))?;
@@ -94,6 +99,7 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         None => client.compile(&program, &opts),
     }
     .map_err(|e| CliError::failed(e.to_string()))?;
+    drop(spinner);
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     let bytes = exe
         .serialize()

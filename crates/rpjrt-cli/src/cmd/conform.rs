@@ -1,13 +1,13 @@
 //! `rpjrt conform`: the conformance harness (the `rpjrt-conform` crate), and its hidden child.
 
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use rpjrt_conform::{self as conform, CheckResult, Outcome, Report, RunConfig};
 use serde_json::json;
 
 use crate::common::{self, paint, CliError, Style, EXIT_DEFECT, EXIT_OK};
+use crate::progress::Progress;
 
 /// Environment variable holding the command that starts this CLI again, as a JSON list
 /// (`["/usr/bin/python3", "-m", "rpjrt"]`); set by the Python console script, whose
@@ -148,25 +148,15 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         },
     };
     let to_stdout = args.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    let progress_on = std::io::stderr().is_terminal();
+    // Which check runs and how many are left, on a terminal only and never with --json.
+    let shown = Progress::new(args.json.is_some());
     let verbose = args.verbose;
-    let mut progress = |i: usize, n: usize, name: &str, done: Option<&CheckResult>| {
-        let mut e = std::io::stderr();
-        match done {
-            None => {
-                if progress_on {
-                    let _ = write!(e, "\r\x1b[K[{}/{}] {name}", i + 1, n);
-                    let _ = e.flush();
-                }
-            }
-            Some(r) => {
-                if progress_on {
-                    let _ = write!(e, "\r\x1b[K");
-                    let _ = e.flush();
-                }
-                if !to_stdout {
-                    print_result(r, verbose);
-                }
+    let mut progress = |i: usize, n: usize, name: &str, done: Option<&CheckResult>| match done {
+        None => shown.step(i, n, name),
+        Some(r) => {
+            shown.clear();
+            if !to_stdout {
+                print_result(r, verbose);
             }
         }
     };

@@ -10,6 +10,7 @@ use rpjrt_npy::{self as npy, Array};
 use serde_json::{json, Value as Json};
 
 use crate::common::{self, paint, CliError, Style, EXIT_OK};
+use crate::progress::Progress;
 
 /// Arguments of `rpjrt run`.
 #[derive(clap::Args, Debug)]
@@ -197,7 +198,10 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let program = ProgramFile::read(&args.program, args.format.as_deref())?;
     let t = Instant::now();
     let options = common::parse_options(&args.options)?;
+    let progress = Progress::new(args.json);
+    let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, plugin, _) = common::open_client(args.plugin.as_deref(), &options)?;
+    drop(spinner);
     let load = t.elapsed();
 
     let device = match args.device {
@@ -211,6 +215,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         None => None,
     };
     let t = Instant::now();
+    let spinner = progress.spinner(&format!("compiling {}", args.program.display()));
     let exe = match &program {
         ProgramFile::Program(p) => client
             .compile(p, pinned.as_ref().unwrap_or(&CompileOptions::default()))
@@ -219,6 +224,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             .load(bytes, pinned.as_ref())
             .map_err(|e| CliError::failed(format!("loading {}: {e}", args.program.display())))?,
     };
+    drop(spinner);
     let compile = t.elapsed();
     let inputs = gather_inputs(&args, exe.parameters())?;
 

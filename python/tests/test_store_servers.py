@@ -1,0 +1,200 @@
+"""The store adapters against real servers, each started by the test on 127.0.0.1 with a
+free port and stopped afterwards:
+
+* ``RedisStore`` against Debian's ``redis-server`` (with the ``redis`` client from PyPI);
+  part of every Python run: a missing ``redis-server`` or ``redis`` module FAILS here.
+* ``TorchStore`` against a real ``torch.distributed.TCPStore``, only when
+  ``RPJRT_TEST_STORES_TORCH=1`` (the opt-in stores tier, ``scripts/test-stores.sh``, which
+  installs torch); there, torch that cannot be imported fails the tier.
+
+Every client is a separate process (``store_worker.py``) with its own adapter, as in a
+job: set/get/try_get, a blocking get, a timeout, a 32 MiB value, four processes meeting in
+barriers, an absent process, and an rpjrt ``Client(kv=adapter)`` on the fake plugin,
+which calls the KV callbacks (alone, and as two processes that exchange their devices).
+JAX's adapter is tested against JAX's coordination service in test_distributed.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+WORKER = Path(__file__).resolve().parent / "store_worker.py"
+KINDS = ["redis"] + (["torch"] if os.environ.get("RPJRT_TEST_STORES_TORCH") == "1" else [])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _redis_server(tmp: Path) -> Iterator[int]:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.fail("redis-server is not installed (apt-get install redis-server; "
+                    "scripts/setup.sh does it)", pytrace=False)
+    try:
+        import redis
+    except ImportError:
+        pytest.fail("the redis Python client is not installed (pip install redis; "
+                    "scripts/setup.sh does it)", pytrace=False)
+    for _attempt in range(5):
+        port = free_port()
+        log = tmp / f"redis-{port}.log"
+        with open(log, "w") as sink:
+            proc = subprocess.Popen(
+                [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", str(tmp), "--daemonize", "no",
+                 "--loglevel", "warning"],
+                stdout=sink, stderr=subprocess.STDOUT, text=True,
+            )
+        r = redis.Redis(host="127.0.0.1", port=port)
+        deadline = time.monotonic() + 10
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                if r.ping():
+                    break
+            except redis.ConnectionError:
+                time.sleep(0.02)
+        else:
+            _stop(proc)
+            out = log.read_text()
+            if "in use" in out:
+                continue  # someone took the port in between: another one
+            pytest.fail(f"redis-server on port {port} did not answer: {out}", pytrace=False)
+        try:
+            yield port
+        finally:
+            r.close()
+            _stop(proc)
+        return
+    pytest.fail("redis-server found no free port in 5 tries", pytrace=False)
+
+
+def _torch_server() -> Iterator[int]:
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), "torch-server"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline().strip()
+    if not line.isdigit():
+        err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+        _stop(proc)
+        pytest.fail(f"torch's TCPStore did not start: {line} {err}", pytrace=False)
+    try:
+        yield int(line)
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[str, int]]:
+    kind = str(request.param)
+    gen = (_redis_server(tmp_path_factory.mktemp("redis")) if kind == "redis"
+           else _torch_server())
+    port = next(gen)
+    yield kind, port
+    for _ in gen:  # runs the generator's clean-up
+        pass
+
+
+def start(server: tuple[str, int], ns: str, action: str, p: int, n: int, *extra: str,
+          env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    kind, port = server
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), kind, str(port), ns, action, str(p), str(n), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def finish(procs: list[subprocess.Popen[str]], timeout: float = 120) -> list[str]:
+    outs = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            raise AssertionError(f"a store worker hung: {out}{err}") from None
+        assert p.returncode == 0, f"store worker failed ({p.returncode}):\n{out}{err}"
+        outs.append(out)
+    return outs
+
+
+def ns() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def test_set_get_try_get_timeout_and_a_large_value(server: tuple[str, int]) -> None:
+    (out,) = finish([start(server, ns(), "basic", 0, 1)])
+    assert "basic ok" in out, out
+
+
+def test_four_processes_share_keys_and_meet_in_barriers(server: tuple[str, int]) -> None:
+    space = ns()
+    outs = finish([start(server, space, "mesh", p, 4) for p in range(4)])
+    for p, out in enumerate(outs):
+        assert f"mesh {p} ok" in out, out
+
+
+def test_a_barrier_with_an_absent_process_times_out(server: tuple[str, int]) -> None:
+    # Processes 0 and 1 of 3 come; 2 never does.
+    space = ns()
+    outs = finish([start(server, space, "missing-peer", p, 3) for p in range(2)])
+    for out in outs:
+        assert "timeout key 'lonely/2' was not set" in out, out
+
+
+def _fake_plugin() -> Path:
+    lib = REPO / "target" / "debug" / "librpjrt_fake_plugin.so"
+    if not lib.is_file():
+        subprocess.run(
+            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
+        )
+    return lib
+
+
+def test_a_client_created_with_the_adapter_serves_the_plugins_kv_calls(
+    server: tuple[str, int],
+) -> None:
+    plugin = str(_fake_plugin())
+    (out,) = finish([start(server, ns(), "client", 0, 1, plugin)])
+    assert "roundtrip ok 0" in out, out
+
+
+def test_two_processes_form_one_client_through_the_adapter(server: tuple[str, int]) -> None:
+    plugin = str(_fake_plugin())
+    space = ns()
+    outs = finish([start(server, space, "client", p, 2, plugin, env={"RPJRT_FAKE_KV": "1"})
+                   for p in range(2)])
+    assert "client 0 0 [(0, 0, True), (1, 0, True), (2, 1, False), (3, 1, False)] 2" in outs[0]
+    assert "client 1 1 [(0, 0, False), (1, 0, False), (2, 1, True), (3, 1, True)] 2" in outs[1]
