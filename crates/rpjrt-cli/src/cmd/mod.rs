@@ -2,7 +2,7 @@
 //!
 //! To add a verb: write `cmd/<verb>.rs` with an `Args` struct (clap `Args`) and a
 //! `run(Args) -> Result<i32, CliError>` function, then add one `mod` line, one variant of
-//! [`Command`] and one arm in [`run`] below. Nothing else needs to change.
+//! [`Command`] and one arm in [`run()`] below. Nothing else needs to change.
 
 use clap::Subcommand;
 
