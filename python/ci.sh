@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python tier: lint the PyO3 crate, build the extension and the wheel, and run pytest
 # (both CPU plugins; stubtest and mypy run inside it, and so does the fresh-venv test of
-# the wheel). Needs what scripts/setup.sh prepares (.venv with maturin, pytest, numpy,
+# the manylinux wheel). Needs what scripts/setup.sh prepares (.venv with maturin, pytest, numpy,
 # ml_dtypes, jax, mypy, and the two plugins in .deps/plugins.env).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,9 +17,11 @@ cargo clippy --all-targets --locked -- -D warnings
 
 echo "== python: build"
 maturin develop --release --locked
+# The distributable wheel and sdist, as a release builds them: manylinux_2_28 (zig), checked
+# by auditwheel inside scripts/wheel.sh; test_wheel_venv.py installs the wheel in a fresh venv.
 wheels=$(mktemp -d)
 trap 'rm -rf "$wheels"' EXIT
-maturin build --release --locked --out "$wheels"
+bash "$root/scripts/wheel.sh" "$wheels"
 RPJRT_TEST_WHEEL=$(ls "$wheels"/rpjrt-*.whl)
 export RPJRT_TEST_WHEEL
 
