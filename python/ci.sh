@@ -25,5 +25,12 @@ bash "$root/scripts/wheel.sh" "$wheels"
 RPJRT_TEST_WHEEL=$(ls "$wheels"/rpjrt-*.whl)
 export RPJRT_TEST_WHEEL
 
+echo "== python: the sdist builds on its own"
+# pip unpacks it away from the repository and builds a wheel with the venv's maturin; the
+# registry crates come from this folder's target/, so only rpjrt's own crates compile again.
+CARGO_TARGET_DIR="$here/target" python -m pip wheel --no-deps --no-build-isolation --no-index \
+  --disable-pip-version-check -q -w "$wheels/from-sdist" "$wheels"/rpjrt-*.tar.gz
+ls "$wheels"/from-sdist/rpjrt-*.whl
+
 echo "== python: tests"
 python -m pytest -q
