@@ -31,6 +31,8 @@ fi
 
 echo "setup: build and test tools"
 pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10" "hypothesis>=6.100" "redis>=5"
+# Release wheels (scripts/wheel.sh): zig links them against an old glibc; auditwheel checks the tag.
+pip_install "ziglang>=0.13" "auditwheel>=6"
 
 echo "setup: CPU PJRT plugins"
 pip_install "xla-cpu-pjrt==0.0.1"

@@ -17,6 +17,8 @@ export PATH="$root/.venv/bin:$PATH"
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# API docs: a broken intra-doc link or any other rustdoc warning is an error.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 # unsafe code is confined by lints, not by a grep: rpjrt is `#![deny(unsafe_code)]` with
 # `#[allow(unsafe_code)]` only on `mod raw`, the CLI is `#![forbid(unsafe_code)]`, and every
 # unsafe block (raw, fake plugin, the CPython boundary in python/src) needs a SAFETY comment
@@ -31,6 +33,9 @@ bash scripts/valgrind.sh
 
 step "AddressSanitizer: rpjrt and the fake plugin's tests (target/asan)"
 bash scripts/asan.sh
+
+step "publishable crates (cargo publish --dry-run, in dependency order)"
+bash scripts/publish-check.sh
 
 step "Python package (both CPU plugins)"
 bash python/ci.sh

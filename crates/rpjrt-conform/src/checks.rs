@@ -8,11 +8,12 @@ use rpjrt::{
     Value,
 };
 
-const MUL_ADD_TEXT: &[u8] = include_bytes!("../../rpjrt/tests/fixtures/mul_add.mlir");
-const MUL_ADD_BYTECODE: &[u8] = include_bytes!("../../rpjrt/tests/fixtures/mul_add.mlirbc");
-const MUL_ADD_PORTABLE: &[u8] =
-    include_bytes!("../../rpjrt/tests/fixtures/mul_add.jax_export.mlirbc");
-const MUL_ADD_HLO: &[u8] = include_bytes!("../../rpjrt/tests/fixtures/mul_add.hlo.pb");
+// Copies of rpjrt's test fixtures (crates/rpjrt/tests/fixtures), kept inside this package so
+// that it builds on its own once published; tests/programs.rs checks that they match.
+const MUL_ADD_TEXT: &[u8] = include_bytes!("../programs/mul_add.mlir");
+const MUL_ADD_BYTECODE: &[u8] = include_bytes!("../programs/mul_add.mlirbc");
+const MUL_ADD_PORTABLE: &[u8] = include_bytes!("../programs/mul_add.jax_export.mlirbc");
+const MUL_ADD_HLO: &[u8] = include_bytes!("../programs/mul_add.hlo.pb");
 
 const BAD_PROGRAM: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  \
     %0 = stablehlo.add %a, %undefined_value : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n";

@@ -5,10 +5,10 @@
 //! once, and client creation then fails quickly ("No jellyfish device found"), so discovery
 //! moves on to the next plugin. JAX sets the same variable when it counts no TPU chips.
 //!
-//! Before loading a library whose file name starts with `libtpu`, `prepare` sets the
-//! variables of [`OFF_TPU_DEFAULTS`] that the user has not set, when this machine has no
-//! TPU. This is the one place where rpjrt changes the process environment; it happens
-//! before the library is loaded, and only for libtpu.
+//! Before loading a library whose file name starts with `libtpu`,
+//! [`Plugin::load`](crate::Plugin::load) sets the variables of [`OFF_TPU_DEFAULTS`] that the
+//! user has not set, when this machine has no TPU. This is the one place where rpjrt changes
+//! the process environment; it happens before the library is loaded, and only for libtpu.
 
 use std::path::Path;
 
