@@ -323,5 +323,23 @@ mod tests {
         fn any_text_is_a_literal_or_an_error(text in "[\\[\\], 0-9.e:a-z+-]{0,40}") {
             let _ = parse_literal(&text, None);
         }
+
+        /// Decimal numbers with any exponent: a finite value or an error, never an
+        /// infinity that nobody wrote (`1e400` is out of range, not inf).
+        #[test]
+        fn decimals_never_become_infinities(
+            mantissa in "[+-]?[0-9]{1,3}(\\.[0-9]{0,3})?",
+            exp in -400i32..400,
+            ty in proptest::sample::select(vec!["f32", "f64", "bf16", "f16"]),
+        ) {
+            let text = format!("[{mantissa}e{exp}]:{ty}");
+            if let Ok(a) = parse_literal(&text, None) {
+                let v = a.get(0);
+                proptest::prop_assert!(
+                    matches!(v, Some(Scalar::Float(x)) if x.is_finite()),
+                    "{text} -> {v:?}"
+                );
+            }
+        }
     }
 }
