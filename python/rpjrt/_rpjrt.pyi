@@ -100,7 +100,11 @@ class Client:
     ) -> Executable:
         """Load an artifact written by Executable.serialize(), checked completely (magic,
         length, checksum, target) before the plugin sees it; a mismatch names both sides.
-        bare=True loads a plugin's own serialized executable with no checks. overrides
+        bare=True loads a plugin's own serialized executable with no checks: a bare blob
+        does not name the plugin or version that wrote it, so one from another plugin may
+        load and compute wrong values without an error (use it only for bytes this same
+        plugin serialized with serialize_bare()). device_ordinal overrides are checked as
+        compile options are (-1 or a device of this client). overrides
         (num_replicas, num_partitions, portable, use_spmd_partitioning, device_ordinal)
         replace the artifact's compile options where the plugin allows it (PJRT 0.71+)."""
     @property
@@ -559,7 +563,7 @@ def _shard_split(
     spec: Sequence[Sequence[str]],
 ) -> tuple[list[bytes], list[int]]: ...
 def _shard_assemble(
-    shards: Sequence[bytes],
+    shards: Sequence[tuple[bytes, _DTypeLike, Sequence[int]]],
     dtype: _DTypeLike,
     dims: Sequence[int],
     axes: Sequence[tuple[str, int]],

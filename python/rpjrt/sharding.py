@@ -110,8 +110,9 @@ def shard(client: Client, array: Any, mesh: Mesh, spec: Spec) -> list[Buffer]:
 
 def assemble(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) -> Any:
     """The host array of ``shape`` put back together from one shard per mesh position
-    (Buffers or arrays). Where the spec replicates, the first copy is used. The same name
-    and work as the core's ``rpjrt::sharding::assemble``."""
+    (Buffers or arrays). Every shard must have the first shard's dtype and the shard shape
+    the spec gives; one that differs is refused by index. Where the spec replicates, the
+    first copy is used. The same name and work as the core's ``rpjrt::sharding::assemble``."""
     import numpy as np
 
     from ._dtypes import dtype as rdtype
@@ -120,8 +121,10 @@ def assemble(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]
     if not hosts:
         raise ValueError("no shards given")
     dt = hosts[0].dtype
+    # Each shard travels with its own dtype and shape: the core refuses one that differs
+    # from the first (its bytes are never read as another type).
     full = _shard_assemble(
-        [h.tobytes() for h in hosts],
+        [(h.tobytes(), rdtype(h.dtype).name, list(h.shape)) for h in hosts],
         rdtype(dt).name,
         list(shape),
         list(mesh.axes),

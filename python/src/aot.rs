@@ -449,7 +449,8 @@ fn layouts_py<'py>(
 #[pymethods]
 impl PyClient {
     /// Loads an artifact from `Executable.serialize` (checked first), or with `bare=True` a
-    /// plugin's own serialized executable (no checks).
+    /// plugin's own serialized executable (no checks: a bare blob does not name its
+    /// producer, so one from another plugin or version may compute wrong values silently).
     #[pyo3(signature = (data, *, bare = false, overrides = None))]
     fn load(
         slf: &Bound<'_, Self>,

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use rpjrt::sharding::{self, Mesh, PartitionSpec};
+use rpjrt::sharding::{self, HostShard, Mesh, PartitionSpec};
 use rpjrt::Program;
 
 use crate::convert::dtype_from_py;
@@ -44,11 +44,12 @@ pub fn _shard_split<'py>(
     Ok((PyList::new(py, items)?, shard_dims))
 }
 
-/// Reassembles dense row-major host bytes from one shard per mesh position.
+/// Reassembles dense row-major host bytes from one shard per mesh position, each given as
+/// `(bytes, dtype, dims)` so that the core refuses a shard of another type or shape.
 #[pyfunction]
 pub fn _shard_assemble<'py>(
     py: Python<'py>,
-    shards: Vec<Vec<u8>>,
+    shards: Vec<(Vec<u8>, Bound<'py, PyAny>, Vec<i64>)>,
     dtype: &Bound<'py, PyAny>,
     dims: Vec<i64>,
     axes: Vec<(String, usize)>,
@@ -57,7 +58,15 @@ pub fn _shard_assemble<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let ty = dtype_from_py(dtype)?;
     let m = mesh(axes, device_ids)?;
-    let refs: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
+    let types = shards
+        .iter()
+        .map(|(_, t, _)| dtype_from_py(t))
+        .collect::<PyResult<Vec<_>>>()?;
+    let refs: Vec<HostShard> = shards
+        .iter()
+        .zip(&types)
+        .map(|((data, _, d), t)| HostShard::new(data, *t, d))
+        .collect();
     let full = py
         .detach(|| sharding::assemble(&refs, ty, &dims, &m, &spec))
         .pyerr()?;

@@ -257,21 +257,10 @@ pub fn print_json(doc: &Json) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Parses a `NAME=VALUE` create option (integers, true/false, floats, else text).
+/// Parses a `NAME=VALUE` create option (`ClientOptions::parse_assignment`: integers,
+/// true/false, floats, else text; the name checked); a bad one is a usage error.
 pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
-    let (name, value) = s
-        .split_once('=')
-        .ok_or_else(|| CliError::usage(format!("option {s:?} is not NAME=VALUE")))?;
-    let value = if let Ok(i) = value.parse::<i64>() {
-        Value::Int64(i)
-    } else if value == "true" || value == "false" {
-        Value::Bool(value == "true")
-    } else if let Ok(f) = value.parse::<f32>() {
-        Value::Float(f)
-    } else {
-        Value::String(value.to_string())
-    };
-    Ok((name.to_string(), value))
+    ClientOptions::parse_assignment(s).map_err(|e| CliError::usage(bare(e)))
 }
 
 /// Client options from `NAME=VALUE` strings.
@@ -431,6 +420,13 @@ mod tests {
         assert_eq!(parse_option("a=0.5").unwrap().1, Value::Float(0.5));
         assert_eq!(parse_option("a=x").unwrap().1, Value::String("x".into()));
         assert_eq!(parse_option("novalue").unwrap_err().exit_code, EXIT_USAGE);
+        for bad in ["=", "=1", " a=1", "a b=1"] {
+            assert_eq!(
+                parse_option(bad).unwrap_err().exit_code,
+                EXIT_USAGE,
+                "{bad}"
+            );
+        }
     }
 
     #[test]

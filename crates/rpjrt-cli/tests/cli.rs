@@ -876,3 +876,192 @@ fn a_plugin_that_loads_but_cannot_serve_is_skipped() {
     assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
     assert!(out.contains("cpu"), "{out}");
 }
+
+/// Bad arguments of every verb, each a usage error: exit 2 and a message naming what was
+/// wrong (on stderr; nothing on stdout). `{P}` is replaced by each CPU plugin in turn,
+/// `{M}` by a program, `{D}` by an empty directory.
+#[test]
+fn bad_arguments_of_every_verb_exit_2_with_a_message() {
+    let dir = tmpdir("usage");
+    let program = fixture("mul_add.mlir").display().to_string();
+    let eight = |x: &str| format!("0=[{x},0,0,0,0,0,0,0]:f32");
+    let cases: Vec<(Vec<String>, &str)> = [
+        // info
+        (vec!["info", "{P}", "-o", "="], "empty name"),
+        (vec!["info", "{P}", "-o", "a b=1"], "\"a b\""),
+        (vec!["info", "{P}", "-o", "novalue"], "NAME=VALUE"),
+        (vec!["info", "--bogus"], "--bogus"),
+        // plugins
+        (vec!["plugins", "extra"], "extra"),
+        // conform
+        (vec!["conform", "{P}", "--timeout", "0"], "--timeout"),
+        (
+            vec!["conform", "{P}", "--only", "nosuchcheck"],
+            "nosuchcheck",
+        ),
+        (
+            vec!["conform", "--diff", "/no/such/a.json", "/no/such/b.json"],
+            "/no/such/a.json",
+        ),
+        // run
+        (
+            vec!["run", "{M}", "--plugin", "{P}", "--random", "-o", "="],
+            "empty name",
+        ),
+        (
+            vec!["run", "{M}", "--plugin", "{P}", "--random", "-o", "=1"],
+            "empty name",
+        ),
+        (
+            vec!["run", "{M}", "--plugin", "{P}", "--random", "-o", "a\tb=1"],
+            "create option name",
+        ),
+        (
+            vec!["run", "{M}", "--plugin", "{P}", "-i", "{1e400}", "--random"],
+            "1e400 is out of range",
+        ),
+        (
+            vec!["run", "{M}", "--plugin", "{P}", "-i", "{1e39}", "--random"],
+            "overflows float32",
+        ),
+        (
+            vec!["run", "{M}", "--plugin", "{P}", "--random", "--repeat", "0"],
+            "--repeat",
+        ),
+        (
+            vec!["run", "{M}", "--plugin", "{P}", "--random", "--seed", "abc"],
+            "--seed",
+        ),
+        (
+            vec![
+                "run", "{M}", "--plugin", "{P}", "--random", "--device", "99",
+            ],
+            "99",
+        ),
+        (
+            vec![
+                "run", "{M}", "--plugin", "{P}", "--random", "--format", "bogus",
+            ],
+            "bogus",
+        ),
+        // launch
+        (
+            vec!["launch", "-n", "0", "--", "true"],
+            "at least one process",
+        ),
+        (vec!["launch", "-n", "-1", "--", "true"], "-1"),
+        (
+            vec!["launch", "-n", "2", "--timeout", "0", "--", "true"],
+            "--timeout",
+        ),
+        (vec!["launch", "-n", "2"], "<CMD>"),
+        // rendezvous
+        (
+            vec![
+                "rendezvous",
+                "--process-id",
+                "3",
+                "--num-processes",
+                "2",
+                "--coordinator",
+                "127.0.0.1:1",
+            ],
+            "process id 3",
+        ),
+        (
+            vec![
+                "rendezvous",
+                "--process-id",
+                "0",
+                "--num-processes",
+                "1",
+                "--coordinator",
+                "nohostport",
+            ],
+            "nohostport",
+        ),
+        (vec!["rendezvous", "--process-id", "0"], "--num-processes"),
+        (vec!["rendezvous", "--timeout", "0"], "--timeout"),
+        // compile
+        (
+            vec![
+                "compile",
+                "{M}",
+                "--plugin",
+                "{P}",
+                "-o",
+                "{D}/x",
+                "--num-replicas",
+                "0",
+            ],
+            "num_replicas",
+        ),
+        (
+            vec![
+                "compile", "{M}", "--plugin", "{P}", "-o", "{D}/x", "--format", "bogus",
+            ],
+            "bogus",
+        ),
+        (
+            vec![
+                "compile",
+                "{M}",
+                "--plugin",
+                "{P}",
+                "-o",
+                "{D}/x",
+                "--client-option",
+                "=1",
+            ],
+            "empty name",
+        ),
+        (
+            vec!["compile", "/no/such.mlir", "--plugin", "{P}", "-o", "{D}/x"],
+            "/no/such.mlir",
+        ),
+        // cache
+        (
+            vec!["cache", "ls", "--dir", "/no/such/cache"],
+            "not a cache directory",
+        ),
+        (vec!["cache", "ls"], "no cache directory"),
+        (vec!["cache", "info", "--dir", "{D}", "zzzz"], "zzzz"),
+        (
+            vec!["cache", "clear", "--dir", "/no/such/cache"],
+            "not a cache directory",
+        ),
+        (vec!["cache", "bogus"], "bogus"),
+    ]
+    .into_iter()
+    .map(|(a, n)| (a.into_iter().map(String::from).collect(), n))
+    .collect();
+    for (args, needle) in &cases {
+        let plugins = if args.iter().any(|a| a == "{P}") {
+            vec![old(), new()]
+        } else {
+            vec![old()]
+        };
+        for p in plugins {
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| match a.as_str() {
+                    "{P}" => p.display().to_string(),
+                    "{M}" => program.clone(),
+                    "{1e400}" => eight("1e400"),
+                    "{1e39}" => eight("1e39"),
+                    other => other.replace("{D}", &dir.display().to_string()),
+                })
+                .collect();
+            let (code, out, err) = run(rpjrt()
+                .args(&args)
+                .env_remove("RPJRT_CACHE_DIR")
+                .env_remove("RPJRT_PROCESS_ID")
+                .env_remove("RPJRT_NUM_PROCESSES")
+                .env_remove("RPJRT_COORDINATOR"));
+            assert_eq!(code, 2, "{args:?}: exit {code}: {err}");
+            assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+            assert!(out.is_empty(), "{args:?}: nothing on stdout: {out}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

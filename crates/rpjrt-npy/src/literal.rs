@@ -43,34 +43,10 @@ pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> 
     dense_array(&leaves, dims, ty)
 }
 
-/// One literal token as a scalar: `true`/`false`, an integer (any size), or a float
-/// (`nan`, `inf` and `-inf` included).
+/// One literal token as a scalar: the core's text rule ([`Scalar::parse`]: a finite
+/// decimal beyond float64's range is out of range, not an infinity).
 fn token_scalar(v: &str) -> Result<Scalar> {
-    use Scalar as S;
-    Ok(match v {
-        "true" => S::Bool(true),
-        "false" => S::Bool(false),
-        "nan" => S::Float(f64::NAN),
-        "inf" | "+inf" => S::Float(f64::INFINITY),
-        "-inf" => S::Float(f64::NEG_INFINITY),
-        _ => {
-            if let Ok(i) = v.parse::<i128>() {
-                S::Int(i)
-            } else if !v.is_empty()
-                && v.trim_start_matches(['-', '+'])
-                    .bytes()
-                    .all(|b| b.is_ascii_digit())
-                && v.len() > 1
-            {
-                S::BigInt(v.trim_start_matches('+').into())
-            } else {
-                S::Float(
-                    v.parse::<f64>()
-                        .map_err(|_| invalid(format!("{v:?} is not a number")))?,
-                )
-            }
-        }
-    })
+    Scalar::parse(v)
 }
 
 /// The [`Array`] of scalars under the one rule for numbers (sub-byte types packed,
@@ -266,6 +242,17 @@ mod tests {
             parse_literal("[nan, -inf]", None).unwrap().element_type,
             ElementType::F32
         );
+        // A finite decimal beyond float64 is out of range for every float type (it was
+        // read as inf), like 1e39 for f32; inf is written as a word.
+        for t in ["f32", "f64", "bf16"] {
+            let e = parse_literal(&format!("[1e400, 0]:{t}"), None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("1e400 is out of range"), "{e}");
+        }
+        let e = parse_literal("1e39:f32", None).unwrap_err().to_string();
+        assert!(e.contains("overflows float32"), "{e}");
+        assert!(parse_literal("[inf, -inf]:f32", None).is_ok());
         assert!(parse_literal("[1,2", None).is_err());
         assert!(parse_literal("x:f32", None).is_err());
         assert!(parse_literal("1:nosuchtype", None).is_err());
@@ -335,6 +322,24 @@ mod tests {
         #[test]
         fn any_text_is_a_literal_or_an_error(text in "[\\[\\], 0-9.e:a-z+-]{0,40}") {
             let _ = parse_literal(&text, None);
+        }
+
+        /// Decimal numbers with any exponent: a finite value or an error, never an
+        /// infinity that nobody wrote (`1e400` is out of range, not inf).
+        #[test]
+        fn decimals_never_become_infinities(
+            mantissa in "[+-]?[0-9]{1,3}(\\.[0-9]{0,3})?",
+            exp in -400i32..400,
+            ty in proptest::sample::select(vec!["f32", "f64", "bf16", "f16"]),
+        ) {
+            let text = format!("[{mantissa}e{exp}]:{ty}");
+            if let Ok(a) = parse_literal(&text, None) {
+                let v = a.get(0);
+                proptest::prop_assert!(
+                    matches!(v, Some(Scalar::Float(x)) if x.is_finite()),
+                    "{text} -> {v:?}"
+                );
+            }
         }
     }
 }

@@ -29,6 +29,9 @@ pub(crate) struct Uses {
     /// The recognised element types, each with whether some tensor of that type has no
     /// elements (a zero in its shape).
     pub types: Vec<(ElementType, bool)>,
+    /// Text only: some shape has a zero dimension, whatever its element type is spelled
+    /// as (a type alias such as `tensor<0x3x!e>` hides it from `types`).
+    pub any_zero_size: bool,
     /// Text only: element types that appear on the same line as a `constant` operation.
     /// `None` for bytecode, where a constant cannot be tied to its type this cheaply.
     pub constant_types: Option<Vec<ElementType>>,
@@ -90,11 +93,30 @@ fn op_name(dialect: &str, op: &str) -> String {
     format!("{dialect}.{op}")
 }
 
+/// The text with the whitespace inside `<...>` removed (MLIR accepts
+/// `tensor<0 x 3 x f6E2M3FN>`, even across lines), so that a shape reads as one token.
+/// The `>` of `->` closes nothing.
+fn squeeze_angles(code: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(code.len());
+    let mut depth = 0usize;
+    for (k, &b) in code.iter().enumerate() {
+        match b {
+            b'<' => depth += 1,
+            b'>' if depth > 0 && k > 0 && code[k - 1] != b'-' => depth -= 1,
+            _ if depth > 0 && b.is_ascii_whitespace() => continue,
+            _ => {}
+        }
+        out.push(b);
+    }
+    out
+}
+
 fn text_uses(code: &[u8]) -> Uses {
     let mut out = Uses {
         constant_types: Some(Vec::new()),
         ..Uses::default()
     };
+    let code = squeeze_angles(code);
     for line in code.split(|&b| b == b'\n') {
         let mut line_types = Vec::new();
         let mut line_has_constant = false;
@@ -135,14 +157,18 @@ fn text_uses(code: &[u8]) -> Uses {
             let dims_ok = dims
                 .iter()
                 .all(|d| !d.is_empty() && (*d == "?" || d.bytes().all(|b| b.is_ascii_digit())));
+            let zero_dim = dims_ok && dims.iter().any(|d| d.bytes().all(|b| b == b'0'));
+            // A shape with a zero: `0x3xf32`, or `0x3x` before `!alias` (an element type
+            // spelled elsewhere). `0x7F` (hex, a digit after the x) is not one.
+            out.any_zero_size |=
+                zero_dim && ty[0].bytes().next().is_none_or(|b| b.is_ascii_alphabetic());
             let ty = if dims_ok {
                 text_element_type(ty[0])
             } else {
                 text_element_type(&token)
             };
             if let Some(ty) = ty {
-                let zero = dims_ok && dims.iter().any(|d| d.bytes().all(|b| b == b'0'));
-                out.note(ty, zero);
+                out.note(ty, zero_dim);
                 if !line_types.contains(&ty) {
                     line_types.push(ty);
                 }
@@ -515,6 +541,22 @@ mod tests {
         assert_eq!(u.zero_size(ElementType::F6E3M2FN), Some(false));
         let c = u.constant_types.unwrap();
         assert!(c.contains(&ElementType::F6E3M2FN) && !c.contains(&ElementType::S2));
+    }
+
+    #[test]
+    fn text_shapes_with_spaces_or_aliases_are_read() {
+        let u =
+            uses(b"func.func @main(%a: tensor<0 x 3 x f6E2M3FN>) -> tensor<0 x\n 3xf32>").unwrap();
+        assert_eq!(u.zero_size(ElementType::F6E2M3FN), Some(true));
+        assert!(u.any_zero_size);
+        let u =
+            uses(b"!e = f6E2M3FN\nfunc.func @main(%a: tensor<0x3x!e>) -> tensor<0x3x!e>").unwrap();
+        assert_eq!(u.zero_size(ElementType::F6E2M3FN), Some(false));
+        assert!(u.any_zero_size);
+        let u =
+            uses(b"%c = stablehlo.constant dense<0x7F> : tensor<2xf32> -> tensor<3xf32>").unwrap();
+        assert!(!u.any_zero_size);
+        assert!(u.ops.contains("stablehlo.constant"));
     }
 
     #[test]

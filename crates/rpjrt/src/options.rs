@@ -220,9 +220,11 @@ mod proto {
 impl CompileOptions {
     /// Checks the options against the client's device ids and encodes them.
     ///
-    /// Refuses zero replicas or partitions, an assignment whose shape does not match the
-    /// replica and partition counts, and unknown or repeated device ids: the plugins abort
-    /// the process on some of these instead of returning an error.
+    /// Refuses zero replicas or partitions, a `device_ordinal` below -1 or naming no device,
+    /// an assignment whose shape does not match the replica and partition counts, and
+    /// unknown or repeated device ids: the plugins abort the process on some of these
+    /// instead of returning an error. Every path that hands options to a plugin encodes
+    /// them here: compiles, and the overrides of `Client::load`.
     pub fn encode(&self, device_ids: &[i64]) -> Result<Vec<u8>> {
         use prost::Message;
         if self.num_replicas == 0 {
@@ -238,6 +240,13 @@ impl CompileOptions {
                 self.num_replicas,
                 self.num_partitions,
                 device_ids.len()
+            )));
+        }
+        if self.device_ordinal < -1 {
+            return Err(Error::invalid(format!(
+                "device_ordinal {} is out of range: it is -1 (the plugin chooses) or a device \
+                 of this client (devices: {device_ids:?})",
+                self.device_ordinal
             )));
         }
         if self.device_ordinal >= 0 && !device_ids.contains(&self.device_ordinal) {
@@ -481,6 +490,62 @@ mod tests {
             ..Default::default()
         };
         assert!(too_many.encode(&[0, 1]).is_err());
+        for bad in [-2, i64::MIN, 5] {
+            let o = CompileOptions {
+                device_ordinal: bad,
+                ..Default::default()
+            };
+            let e = o.encode(&[0, 1]).unwrap_err().to_string();
+            assert!(e.contains(&format!("device_ordinal {bad}")), "{e}");
+        }
+        for good in [-1, 0, 1] {
+            let o = CompileOptions {
+                device_ordinal: good,
+                ..Default::default()
+            };
+            assert!(o.encode(&[0, 1]).is_ok(), "{good}");
+        }
+    }
+
+    /// The rule `encode` enforces, written independently: what it accepts is exactly this.
+    fn valid(o: &CompileOptions, ids: &[i64]) -> bool {
+        let (r, p) = (o.num_replicas as usize, o.num_partitions as usize);
+        let ordinal = o.device_ordinal == -1 || ids.contains(&o.device_ordinal);
+        let assignment = match &o.device_assignment {
+            None => r * p <= ids.len(),
+            Some(rows) => {
+                let flat: Vec<i64> = rows.iter().flatten().copied().collect();
+                let unique: std::collections::HashSet<_> = flat.iter().collect();
+                rows.len() == r
+                    && rows.iter().all(|row| row.len() == p)
+                    && flat.iter().all(|d| ids.contains(d))
+                    && unique.len() == flat.len()
+            }
+        };
+        r >= 1 && p >= 1 && ordinal && assignment
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn encode_accepts_exactly_the_valid_options(
+            replicas in 0u32..4,
+            partitions in 0u32..4,
+            ordinal in -3i64..5,
+            rows in proptest::option::of(proptest::collection::vec(
+                proptest::collection::vec(-1i64..5, 0..4), 0..4)),
+            devices in 1i64..5,
+        ) {
+            let ids: Vec<i64> = (0..devices).collect();
+            let o = CompileOptions {
+                num_replicas: replicas,
+                num_partitions: partitions,
+                device_ordinal: ordinal,
+                device_assignment: rows,
+                ..Default::default()
+            };
+            let got = o.encode(&ids);
+            proptest::prop_assert_eq!(got.is_ok(), valid(&o, &ids), "{:?}: {:?}", o, got);
+        }
     }
 
     #[test]

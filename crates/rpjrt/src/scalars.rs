@@ -115,6 +115,50 @@ impl Scalar {
     }
 }
 
+impl Scalar {
+    /// One number written as text (a command line literal's token): `true`/`false`, an
+    /// integer of any size, or a decimal float; `nan`, `inf`, `+inf` and `-inf` are the
+    /// only ways to write a NaN or an infinity. A finite decimal whose magnitude overflows
+    /// `float64` (`1e400`) is refused as out of range, as it is for every float type,
+    /// rather than read as an infinity.
+    pub fn parse(text: &str) -> Result<Scalar> {
+        use Scalar as S;
+        Ok(match text {
+            "true" => S::Bool(true),
+            "false" => S::Bool(false),
+            "nan" => S::Float(f64::NAN),
+            "inf" | "+inf" => S::Float(f64::INFINITY),
+            "-inf" => S::Float(f64::NEG_INFINITY),
+            _ => {
+                let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+                if let Ok(i) = text.parse::<i128>() {
+                    S::Int(i)
+                } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                    S::BigInt(text.trim_start_matches('+').into())
+                } else {
+                    // Rust's parser also takes "infinity" and "NaN" spellings; only the
+                    // words above name those values, a decimal must be one.
+                    let decimal = digits.bytes().all(|b| {
+                        b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+')
+                    });
+                    let x = text
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|_| decimal)
+                        .ok_or_else(|| Error::invalid(format!("{text:?} is not a number")))?;
+                    if !x.is_finite() {
+                        return Err(Error::invalid(format!(
+                            "{text} is out of range: it is beyond the range of float64 (write \
+                             inf or -inf for an infinity)"
+                        )));
+                    }
+                    S::Float(x)
+                }
+            }
+        })
+    }
+}
+
 impl fmt::Display for Scalar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -1158,6 +1202,49 @@ mod tests {
         let e = err(vec![1.5f64], Some(T::S8));
         assert!(e.contains("(1.5 at index [0])"), "{e}");
         assert!(err(vec![1i64], Some(T::Token)).contains("no host representation"));
+    }
+
+    #[test]
+    fn text_scalars() {
+        assert_eq!(Scalar::parse("-3").unwrap(), Scalar::Int(-3));
+        assert_eq!(Scalar::parse("true").unwrap(), Scalar::Bool(true));
+        assert_eq!(Scalar::parse("1.5e3").unwrap(), Scalar::Float(1500.0));
+        assert_eq!(
+            Scalar::parse("-inf").unwrap(),
+            Scalar::Float(f64::NEG_INFINITY)
+        );
+        assert_eq!(Scalar::parse("+9").unwrap(), Scalar::Int(9));
+        assert!(matches!(
+            Scalar::parse(&"9".repeat(60)).unwrap(),
+            Scalar::BigInt(_)
+        ));
+        for over in ["1e400", "-1e400", "1.7976931348623159e308", "1e99999999999"] {
+            let e = Scalar::parse(over).unwrap_err().to_string();
+            assert!(e.contains("out of range") && e.contains(over), "{e}");
+        }
+        for bad in ["", "-", "1.2.3", "infinity", "NaN", "0x10", "e5", "1e"] {
+            assert!(Scalar::parse(bad).is_err(), "{bad}");
+        }
+        // The largest finite float64 is in range.
+        assert_eq!(
+            Scalar::parse("1.7976931348623157e308").unwrap(),
+            Scalar::Float(f64::MAX)
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused(text in "[-+0-9.eE a-z]{0,24}") {
+            if let Ok(Scalar::Float(x)) = Scalar::parse(&text) {
+                let word = matches!(text.as_str(), "nan" | "inf" | "+inf" | "-inf");
+                proptest::prop_assert!(x.is_finite() || word, "{text} -> {x}");
+            }
+        }
+
+        #[test]
+        fn finite_floats_round_trip(x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL) {
+            proptest::prop_assert_eq!(Scalar::parse(&format!("{x:e}")).unwrap(), Scalar::Float(x));
+        }
     }
 
     #[test]

@@ -8,7 +8,11 @@
 //!
 //! - an element type newer than the plugin's PJRT version (the float6 types on 0.81):
 //!   several operations abort on it, the rest fail;
-//! - the float6 types (`f6E2M3FN`, `f6E3M2FN`): a tensor with no elements, a constant,
+//! - the float6 types (`f6E2M3FN`, `f6E3M2FN`): a tensor with no elements (of any other
+//!   sub-byte or narrow float type, `i2` to `f8E8M0FNU`, zero-size tensors compile and run
+//!   on both; only float6 ends the process on 0.115; in a program that uses float6, any
+//!   shape with a zero is refused, since text may name the element type through an
+//!   alias), a constant,
 //!   `concatenate` and `sort` abort. Only operations seen to compile or fail cleanly with
 //!   float6 operands are let through (`F6_OPERATIONS`), so an untried operation is refused
 //!   rather than risked;
@@ -121,7 +125,9 @@ pub(crate) fn check_uses(uses: &Uses, minor: i32) -> Result<()> {
             )));
         }
         if FLOAT6.contains(&ty) {
-            if zero_size {
+            // A zero anywhere in a shape counts: the element type of `tensor<0x3x!e>` is
+            // an alias the reader does not resolve.
+            if zero_size || uses.any_zero_size {
                 return Err(refuse(ty, "in a tensor with no elements"));
             }
             let constant = match &uses.constant_types {
@@ -213,6 +219,20 @@ mod tests {
             // Too new for a PJRT 0.81 plugin, whatever the operation.
             let e = text(&one("maximum", ty, "4x"), 81).unwrap_err().to_string();
             assert!(e.contains("needs PJRT 0.114") && e.contains("0.81"), "{e}");
+        }
+        // Spellings that hid the zero-size tensor from the reader (the process ended).
+        for src in [
+            "!e = f6E2M3FN\nfunc.func public @main(%a: tensor<0x3x!e>) -> tensor<0x3x!e> {\n \
+             return %a : tensor<0x3x!e>\n}",
+            "func.func public @main(%a: tensor<0 x 3 x f6E3M2FN>) -> tensor<0 x 3 x f6E3M2FN> \
+             {\n return %a : tensor<0 x 3 x f6E3M2FN>\n}",
+        ] {
+            let e = text(src, 115).unwrap_err().to_string();
+            assert!(e.contains("no elements"), "{e}");
+        }
+        // Zero-size tensors of the other narrow types are fine.
+        for ty in ["i2", "ui4", "f4E2M1FN", "f8E8M0FNU"] {
+            assert!(text(&one("add", ty, "0x3x"), 115).is_ok(), "{ty}");
         }
         // A constant of another type next to float6 values is fine in text.
         let mixed = "func.func public @main(%a: tensor<2xf6E2M3FN>) -> tensor<2xf6E2M3FN> {\n \

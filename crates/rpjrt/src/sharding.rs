@@ -276,18 +276,43 @@ pub fn split(
     Ok((shards, layout.shard_dims))
 }
 
-/// Reassembles a dense row-major host array of `dims` from one shard per mesh position
-/// (row-major mesh order). Where the spec replicates, the first position holding a block
-/// supplies it.
+/// One shard handed to [`assemble`]: its dense row-major bytes with the element type and
+/// dims they hold, so that a shard of another type or shape is refused rather than its
+/// bytes reinterpreted.
+#[derive(Clone, Copy, Debug)]
+pub struct HostShard<'a> {
+    /// The shard's dense row-major bytes.
+    pub data: &'a [u8],
+    /// The element type the bytes hold.
+    pub element_type: ElementType,
+    /// The shard's dims.
+    pub dims: &'a [i64],
+}
+
+impl<'a> HostShard<'a> {
+    /// A shard of `element_type` and `dims` over `data`.
+    pub fn new(data: &'a [u8], element_type: ElementType, dims: &'a [i64]) -> HostShard<'a> {
+        HostShard {
+            data,
+            element_type,
+            dims,
+        }
+    }
+}
+
+/// Reassembles a dense row-major host array of `element_type` and `dims` from one shard per
+/// mesh position (row-major mesh order). Every shard is checked before any is copied: its
+/// element type must be `element_type`, its dims the shard dims the spec gives, and its
+/// bytes that many; the first that differs is named. Where the spec replicates, the first
+/// position holding a block supplies it.
 pub fn assemble(
-    shards: &[&[u8]],
+    shards: &[HostShard<'_>],
     element_type: ElementType,
     dims: &[i64],
     mesh: &Mesh,
     spec: &PartitionSpec,
 ) -> Result<Vec<u8>> {
     let total = element_type.dense_byte_size(crate::dtype::element_count(dims)?)?;
-    let mut full = vec![0u8; total];
     let item = check_host(element_type, dims, total)?;
     let layout = shard_layout(mesh, spec, dims)?;
     if shards.len() != layout.blocks.len() {
@@ -298,20 +323,37 @@ pub fn assemble(
         )));
     }
     let n = element_type.dense_byte_size(crate::dtype::element_count(&layout.shard_dims)?)?;
-    let mut done: Vec<&Vec<usize>> = Vec::new();
-    for (k, (b, s)) in layout.blocks.iter().zip(shards).enumerate() {
-        if s.len() != n {
+    for (k, s) in shards.iter().enumerate() {
+        if s.element_type != element_type {
+            return Err(Error::invalid(format!(
+                "shard {k} is {}, but the array is {element_type}: shards must all have the \
+                 array's element type (convert it first)",
+                s.element_type
+            )));
+        }
+        if s.dims != layout.shard_dims.as_slice() {
+            return Err(Error::invalid(format!(
+                "shard {k} has dims {:?}, but a {element_type}{dims:?} array split by this \
+                 spec has shards of dims {:?}",
+                s.dims, layout.shard_dims
+            )));
+        }
+        if s.data.len() != n {
             return Err(Error::invalid(format!(
                 "shard {k} has {} bytes, but a {element_type}{:?} shard needs {n}",
-                s.len(),
+                s.data.len(),
                 layout.shard_dims
             )));
         }
+    }
+    let mut full = vec![0u8; total];
+    let mut done: Vec<&Vec<usize>> = Vec::new();
+    for (b, s) in layout.blocks.iter().zip(shards) {
         if done.contains(&b) {
             continue;
         }
         done.push(b);
-        let mut shard = s.to_vec();
+        let mut shard = s.data.to_vec();
         copy_block(
             &mut full,
             &mut shard,
@@ -411,7 +453,10 @@ mod tests {
         assert_eq!(shards[0], vec![0, 1, 2, 6, 7, 8]);
         assert_eq!(shards[1], vec![3, 4, 5, 9, 10, 11]);
         assert_eq!(shards[2], vec![12, 13, 14, 18, 19, 20]);
-        let refs: Vec<&[u8]> = shards.iter().map(|s| s.as_slice()).collect();
+        let refs: Vec<HostShard> = shards
+            .iter()
+            .map(|s| HostShard::new(s, ElementType::U8, &sd))
+            .collect();
         let back = assemble(
             &refs,
             ElementType::U8,
@@ -437,6 +482,51 @@ mod tests {
         .unwrap();
         assert_eq!(shards[1], (6..12u8).collect::<Vec<_>>());
         assert_eq!(shards[2], (12..18u8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn assemble_refuses_a_shard_of_another_type_or_shape() {
+        let mesh = Mesh::new(&[("x", 2)], &[0, 1]).unwrap();
+        let sp = spec(&[&["x"]]);
+        let (a, b) = (1.0f32.to_ne_bytes(), 7i32.to_ne_bytes());
+        let good = HostShard::new(&a, ElementType::F32, &[1]);
+        // Same byte count, other type: refused, naming the shard, not reinterpreted.
+        let e = assemble(
+            &[good, HostShard::new(&b, ElementType::S32, &[1])],
+            ElementType::F32,
+            &[2],
+            &mesh,
+            &sp,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("shard 1 is int32") && e.contains("float32"),
+            "{e}"
+        );
+        // Same bytes, other shape.
+        let e = assemble(
+            &[good, HostShard::new(&a, ElementType::F32, &[1, 1])],
+            ElementType::F32,
+            &[2],
+            &mesh,
+            &sp,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("shard 1 has dims [1, 1]"), "{e}");
+        let e = assemble(
+            &[HostShard::new(&a[..2], ElementType::F32, &[1]), good],
+            ElementType::F32,
+            &[2],
+            &mesh,
+            &sp,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("shard 0 has 2 bytes"), "{e}");
+        let ok = assemble(&[good, good], ElementType::F32, &[2], &mesh, &sp).unwrap();
+        assert_eq!(ok, [a, a].concat());
     }
 
     #[test]

@@ -116,6 +116,49 @@ impl ClientOptions {
     }
 }
 
+impl ClientOptions {
+    /// Parses one `NAME=VALUE` create option as a command line gives it: the value is an
+    /// integer, `true`/`false`, a float, or else text. The name is checked as
+    /// [`ClientOptions::check_name`] does.
+    pub fn parse_assignment(text: &str) -> crate::error::Result<(String, Value)> {
+        let (name, value) = text.split_once('=').ok_or_else(|| {
+            crate::error::Error::invalid(format!("option {text:?} is not NAME=VALUE"))
+        })?;
+        ClientOptions::check_name(name)?;
+        let value = if let Ok(i) = value.parse::<i64>() {
+            Value::Int64(i)
+        } else if value == "true" || value == "false" {
+            Value::Bool(value == "true")
+        } else if let Some(f) = value.parse::<f32>().ok().filter(|f| f.is_finite()) {
+            Value::Float(f)
+        } else {
+            Value::String(value.to_string())
+        };
+        Ok((name.to_string(), value))
+    }
+
+    /// Checks a create option's name before any plugin sees it: not empty, and no
+    /// whitespace, control character or `=` (no plugin has such an option; an empty name
+    /// reached the plugins, which disagreed on whether it is an error).
+    /// [`crate::Client::new`] checks every name this way.
+    pub fn check_name(name: &str) -> crate::error::Result<()> {
+        if name.is_empty() {
+            return Err(crate::error::Error::invalid(
+                "a create option has an empty name",
+            ));
+        }
+        if name
+            .chars()
+            .any(|c| c == '=' || c.is_whitespace() || c.is_control())
+        {
+            return Err(crate::error::Error::invalid(format!(
+                "create option name {name:?} contains '=', whitespace or a control character"
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for ClientOptions {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> ClientOptions {
         iter.into_iter()

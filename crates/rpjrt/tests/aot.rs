@@ -88,6 +88,91 @@ fn loading_with_compile_option_overrides() {
     });
 }
 
+/// Overrides that the plugins abort the process on (a failed XLA CHECK for a
+/// `device_ordinal` below -1) or that name what the client does not have: every one must
+/// be refused by the same validation compile options get.
+fn bad_overrides() -> Vec<(&'static str, CompileOptions)> {
+    let with = |f: &dyn Fn(&mut CompileOptions)| {
+        let mut o = CompileOptions::default();
+        f(&mut o);
+        o
+    };
+    vec![
+        ("ordinal -2", with(&|o| o.device_ordinal = -2)),
+        ("ordinal min", with(&|o| o.device_ordinal = i64::MIN)),
+        ("ordinal 99", with(&|o| o.device_ordinal = 99)),
+        ("replicas 0", with(&|o| o.num_replicas = 0)),
+        ("partitions 0", with(&|o| o.num_partitions = 0)),
+        ("replicas 1000", with(&|o| o.num_replicas = 1000)),
+        (
+            "assignment 7",
+            with(&|o| o.device_assignment = Some(vec![vec![7]])),
+        ),
+        (
+            "assignment shape",
+            with(&|o| o.device_assignment = Some(vec![vec![0], vec![0]])),
+        ),
+    ]
+}
+
+const OVERRIDE_CHILD: &str = "RPJRT_AOT_OVERRIDE_CHILD";
+
+/// The child of `bad_overrides_are_refused_not_aborted` (does nothing unless
+/// `RPJRT_AOT_OVERRIDE_CHILD` names a plugin): loads with each bad override and prints
+/// what happened, so that an abort kills only this process.
+#[test]
+fn override_child() {
+    let Ok(which) = std::env::var(OVERRIDE_CHILD) else {
+        return;
+    };
+    let w = if which == "old" {
+        Which::Old
+    } else {
+        Which::New
+    };
+    let c = Client::new(&plugin(w), &ClientOptions::new()).unwrap();
+    let bytes = serialized_mul_add(&c);
+    for (label, o) in bad_overrides() {
+        match c.load(&bytes, Some(&o)) {
+            Ok(_) => println!("{label}: loaded"),
+            Err(e) => println!("{label}: refused: {e}"),
+        }
+    }
+}
+
+#[test]
+fn bad_overrides_are_refused_not_aborted() {
+    for which in ["old", "new"] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "override_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(OVERRIDE_CHILD, which)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{which}: the child died ({:?}): {text}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for (label, _) in bad_overrides() {
+            assert!(
+                text.contains(&format!("{label}: refused: invalid argument")),
+                "{which}: {label}: {text}"
+            );
+        }
+        assert!(
+            text.contains("ordinal -2: refused: invalid argument: device_ordinal -2"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn artifacts_from_the_other_plugin_are_refused_naming_both_sides() {
     let old = Client::new(&plugin(Which::Old), &ClientOptions::new()).unwrap();

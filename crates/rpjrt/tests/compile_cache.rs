@@ -289,6 +289,51 @@ fn variant(k: u32) -> Program {
 }
 
 #[test]
+fn swapped_entries_are_not_each_others_programs() {
+    for_each_plugin(|p, c| {
+        let dir = temp_dir(&format!("swap-{}", p.version()));
+        let cache = Cache::new(&dir, None).unwrap();
+        let opts = CompileOptions::default();
+        // a * b + k with a = b = 1: k + 1 tells which program ran.
+        let run = |exe: &Executable| -> Vec<f32> {
+            let d = c.default_device().unwrap();
+            let x = c.buffer_from_slice(&[1.0f32; 8], &[8], &d).unwrap();
+            let out = exe.execute(&[&x, &x]).unwrap();
+            out[0].to_vec_of::<f32>().unwrap()
+        };
+        c.compile_with_cache(&variant(1), &opts, &cache).unwrap();
+        let one = entry_files(&dir);
+        c.compile_with_cache(&variant(2), &opts, &cache).unwrap();
+        let both = entry_files(&dir);
+        let two: Vec<_> = both.iter().filter(|f| !one.contains(f)).cloned().collect();
+        let (f1, f2) = (&one[0], &two[0]);
+        // Swap the two valid entries by renaming.
+        let tmp = dir.join("swap.tmp");
+        std::fs::rename(f1, &tmp).unwrap();
+        std::fs::rename(f2, f1).unwrap();
+        std::fs::rename(&tmp, f2).unwrap();
+        assert!(
+            cache.entries().unwrap().iter().all(|e| e.error.is_some()),
+            "a listing marks both entries unusable"
+        );
+        // Each lookup finds the other's program under its key: a corrupt entry, recompiled.
+        let exe = c.compile_with_cache(&variant(1), &opts, &cache).unwrap();
+        assert_eq!(run(&exe), vec![2.0; 8]);
+        let exe = c.compile_with_cache(&variant(2), &opts, &cache).unwrap();
+        assert_eq!(run(&exe), vec![3.0; 8]);
+        let s = cache.stats();
+        assert_eq!((s.hits, s.corrupt), (0, 2), "{s:?}");
+        let w = cache.take_warnings();
+        assert!(w.iter().all(|m| m.contains("renamed or copied")), "{w:?}");
+        // Replaced by correct entries: the next lookups hit.
+        c.compile_with_cache(&variant(1), &opts, &cache).unwrap();
+        c.compile_with_cache(&variant(2), &opts, &cache).unwrap();
+        assert_eq!(cache.stats().hits, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+#[test]
 fn eviction_keeps_the_directory_under_its_bound() {
     for_each_plugin(|p, c| {
         let opts = CompileOptions::default();

@@ -250,7 +250,10 @@ fn shardy_module_runs_with_only_num_partitions_set() {
                 .execute_sharded(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>())
                 .unwrap();
             let host: Vec<Vec<u8>> = outs.iter().map(|o| o[0].to_vec().unwrap()).collect();
-            let refs: Vec<&[u8]> = host.iter().map(|h| h.as_slice()).collect();
+            let refs: Vec<sharding::HostShard> = host
+                .iter()
+                .map(|h| sharding::HostShard::new(h, ElementType::F32, &dims))
+                .collect();
             let full = sharding::assemble(&refs, ElementType::F32, &[8, 4], &mesh, &spec).unwrap();
             let got: Vec<f32> = full
                 .chunks(4)

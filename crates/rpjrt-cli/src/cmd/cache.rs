@@ -7,6 +7,8 @@ use clap::{Args, Subcommand};
 use rpjrt::{Cache, CacheEntry};
 use serde_json::{json, Value as Json};
 
+use crate::common::CliError;
+
 /// Arguments of `rpjrt cache`.
 #[derive(Args, Debug)]
 pub struct CacheArgs {
@@ -41,18 +43,27 @@ pub struct DirArgs {
     pub json: bool,
 }
 
-fn open(dir: Option<PathBuf>) -> Result<Cache, String> {
+/// The cache directory named by `--dir` or `RPJRT_CACHE_DIR`; a missing or wrong one is a
+/// usage error (exit 2).
+fn open(dir: Option<PathBuf>) -> Result<Cache, CliError> {
     let dir = match dir {
         Some(d) => d,
         None => match std::env::var_os("RPJRT_CACHE_DIR") {
             Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => return Err("no cache directory: pass --dir or set RPJRT_CACHE_DIR".into()),
+            _ => {
+                return Err(CliError::usage(
+                    "no cache directory: pass --dir or set RPJRT_CACHE_DIR",
+                ))
+            }
         },
     };
     if !dir.is_dir() {
-        return Err(format!("{} is not a cache directory", dir.display()));
+        return Err(CliError::usage(format!(
+            "{} is not a cache directory",
+            dir.display()
+        )));
     }
-    Cache::new(&dir, None).map_err(|e| e.to_string())
+    Cache::new(&dir, None).map_err(|e| CliError::usage(crate::common::bare(e)))
 }
 
 fn age_s(t: SystemTime) -> f64 {
@@ -80,20 +91,23 @@ fn entry_json(e: &CacheEntry) -> Json {
     })
 }
 
-fn print_json(doc: &Json) -> Result<(), String> {
+fn print_json(doc: &Json) -> Result<(), CliError> {
     println!(
         "{}",
-        serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?
+        serde_json::to_string_pretty(doc).map_err(|e| CliError::failed(e.to_string()))?
     );
     Ok(())
 }
 
-/// Runs `rpjrt cache ...`.
-pub fn run(a: CacheArgs) -> Result<(), String> {
+/// Runs `rpjrt cache ...`: a bad directory or an unknown key is a usage error (exit 2),
+/// a failure to read or remove entries exit 1.
+pub fn run(a: CacheArgs) -> Result<(), CliError> {
     match a.action {
         CacheAction::Ls(d) => {
             let cache = open(d.dir)?;
-            let entries = cache.entries().map_err(|e| e.to_string())?;
+            let entries = cache
+                .entries()
+                .map_err(|e| CliError::failed(e.to_string()))?;
             if d.json {
                 let total: u64 = entries.iter().map(|e| e.size).sum();
                 return print_json(&json!({
@@ -125,7 +139,9 @@ pub fn run(a: CacheArgs) -> Result<(), String> {
         }
         CacheAction::Info { key, dir } => {
             let cache = open(dir.dir)?;
-            let e = cache.info(&key).map_err(|e| e.to_string())?;
+            let e = cache
+                .info(&key)
+                .map_err(|e| CliError::usage(crate::common::bare(e)))?;
             if dir.json {
                 return print_json(&entry_json(&e));
             }
@@ -147,7 +163,7 @@ pub fn run(a: CacheArgs) -> Result<(), String> {
         }
         CacheAction::Clear(d) => {
             let cache = open(d.dir)?;
-            let n = cache.clear().map_err(|e| e.to_string())?;
+            let n = cache.clear().map_err(|e| CliError::failed(e.to_string()))?;
             if d.json {
                 return print_json(&json!({"removed": n}));
             }

@@ -53,6 +53,6 @@ pub fn run(command: Command) -> Result<i32, CliError> {
         Command::Launch(args) => launch::run(args),
         Command::Rendezvous(args) => rendezvous::run(args),
         Command::Compile(args) => compile::run(args).map(|()| EXIT_OK),
-        Command::Cache(args) => cache::run(args).map(|()| EXIT_OK).map_err(CliError::failed),
+        Command::Cache(args) => cache::run(args).map(|()| EXIT_OK),
     }
 }

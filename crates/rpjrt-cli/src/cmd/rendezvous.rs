@@ -69,7 +69,11 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         Some(path) => Some(Plugin::load(path).map_err(fail)?),
         None => None,
     };
-    let store = Arc::new(TcpStore::from_env(&env, timeout).map_err(fail)?);
+    // A coordinator address that does not parse is the user's input: a usage error.
+    let store = Arc::new(TcpStore::from_env(&env, timeout).map_err(|e| match e {
+        rpjrt::Error::InvalidArgument(m) => CliError::usage(format!("process {p} of {n}: {m}")),
+        other => fail(other),
+    })?);
     let result = meet(&store, p, n, timeout, args.hold).and_then(|seen| {
         let view = match &plugin {
             Some(pl) => Some(client_view(pl, &options, &store, p, n)?),

@@ -458,8 +458,16 @@ impl Client {
         Ok(exe)
     }
 
-    /// Loads a plugin's own serialized executable, with no envelope and so no checks: a blob
-    /// from another plugin or version may make the plugin fail or even abort the process.
+    /// Loads a plugin's own serialized executable, with no envelope and so no checks: the
+    /// explicit opt-in for bytes that [`Client::load`] refuses.
+    ///
+    /// A bare blob does not say which plugin or version produced it (the CPU plugins'
+    /// blobs are an XLA proto with no platform or version field that rpjrt could check), so
+    /// a blob from another plugin or version may be refused, abort the process, or, worst,
+    /// load and compute wrong values without an error (one CPU plugin's blob runs on the
+    /// other and returns zeros). Use it only for bytes this same plugin build serialized
+    /// ([`Executable::serialize_bare`]); [`Executable::serialize`] writes an artifact that
+    /// `load` checks against the client first.
     pub fn load_bare(&self, blob: &[u8]) -> Result<Executable> {
         self.core.check("client")?;
         if is_artifact(blob) {

@@ -12,6 +12,8 @@
 //! - Writes go to a temporary file in the same directory, then are renamed into place, so a
 //!   reader never sees half an entry and several processes can share a directory (the last
 //!   writer of a key wins; every writer's entry is complete and valid).
+//! - Each entry records its own key, checked on lookup: an entry renamed or copied to
+//!   another key's name (a valid artifact of another program) is a corrupt entry, not a hit.
 //! - A truncated or corrupt entry fails the artifact checksum before the plugin sees it: it
 //!   is reported once (a warning, see [`Cache::take_warnings`] and
 //!   [`Cache::set_warning_handler`]), removed and recompiled.
@@ -39,6 +41,27 @@ use crate::program::Program;
 /// File name extension of cache entries.
 pub const ENTRY_EXTENSION: &str = "rpjrtexe";
 const KEY_DOMAIN: &[u8] = b"rpjrt compile cache key v1\0";
+
+/// The artifact field in which an entry records its own key.
+const KEY_FIELD: &str = "cache_key";
+
+/// Checks that an entry records the key it is filed under. The key is a hash of the
+/// program and options, which the artifact does not hold, so without this an entry renamed
+/// (or copied) to another key's name would be loaded for the other program: a valid
+/// artifact, the wrong executable. An entry without the field (or another key) is treated
+/// as corrupt: reported, removed and recompiled.
+fn check_key(artifact: &Artifact, key: &str) -> Result<()> {
+    match artifact.extra_field(KEY_FIELD) {
+        Some(k) if k == key => Ok(()),
+        Some(k) => Err(Error::invalid(format!(
+            "it records the key {k}, not the key {key} it is filed under (renamed or copied)"
+        ))),
+        None => Err(Error::invalid(format!(
+            "it records no key (written by an older rpjrt, or not by the cache), so it \
+             cannot be shown to be the entry for {key}"
+        ))),
+    }
+}
 
 /// Counters of one [`Cache`] object (this process only).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -78,7 +101,7 @@ pub struct CacheEntry {
     pub target: Option<ArtifactTarget>,
     /// The compile time recorded when it was written, in milliseconds.
     pub compile_ms: Option<f64>,
-    /// Why it does not decode, if it does not.
+    /// Why it is unusable (does not decode, or records another key), if it is.
     pub error: Option<String>,
 }
 
@@ -257,10 +280,13 @@ impl Cache {
             s.misses += 1;
             s.compile_time += took;
         }
-        let extra = vec![(
-            "compile_ms".to_string(),
-            format!("{:.3}", took.as_secs_f64() * 1e3),
-        )];
+        let extra = vec![
+            (
+                "compile_ms".to_string(),
+                format!("{:.3}", took.as_secs_f64() * 1e3),
+            ),
+            (KEY_FIELD.to_string(), key.clone()),
+        ];
         match exe.to_artifact(extra) {
             Ok(artifact) => {
                 if let Err(e) = self.write_entry(&path, &artifact.encode()) {
@@ -317,6 +343,7 @@ impl Cache {
             }
         };
         let loaded = Artifact::decode(&bytes)
+            .and_then(|a| check_key(&a, key).map(|()| a))
             .and_then(|a| a.check_target(target).map(|()| a))
             .and_then(|a| client.load_artifact(&a, None).map(|exe| (a, exe)));
         match loaded {
@@ -503,7 +530,8 @@ fn describe(path: PathBuf, size: u64, last_used: SystemTime) -> CacheEntry {
         .to_string();
     let decoded = fs::read(&path)
         .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
-        .and_then(|b| Artifact::decode(&b));
+        .and_then(|b| Artifact::decode(&b))
+        .and_then(|a| check_key(&a, &key).map(|()| a));
     let (target, compile_ms, error) = match decoded {
         Ok(a) => (
             Some(a.target.clone()),

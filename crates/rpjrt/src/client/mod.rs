@@ -654,6 +654,7 @@ impl Client {
 /// so these are refused before the call.
 fn check_known_options(options: &ClientOptions) -> Result<()> {
     for (name, value) in options.entries() {
+        ClientOptions::check_name(name)?;
         let ok = match name.as_str() {
             "cpu_device_count" => {
                 matches!(value, Value::Int64(n) if *n >= 1 && *n <= MAX_CPU_DEVICE_COUNT)
