@@ -169,6 +169,7 @@ mod buffer;
 mod client;
 pub mod config;
 mod exec;
+mod external;
 mod ffi;
 mod memory;
 mod mlir;
