@@ -111,7 +111,7 @@ impl Drop for DmaRegion {
 }
 
 /// The address of device memory that someone other than the plugin allocated (a CUDA
-/// allocation, another framework's tensor), for [`view_of_device_buffer`].
+/// allocation, another framework's tensor), for `Client::view_of_device_buffer`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceAddress(usize);
 
