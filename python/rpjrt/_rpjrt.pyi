@@ -902,3 +902,18 @@ class CudaEvent:
     def record(self, stream: int = 0) -> None: ...
     def synchronize(self) -> None: ...
     def elapsed_ms(self, start: CudaEvent) -> float: ...
+
+__all__ += ["RawCopy", "_copy_raw_to_host_async"]
+
+@final
+class RawCopy:
+    """A raw copy to host in flight (rpjrt.transfer.read_raw_async); ``wait()`` gives the
+    bytes once."""
+
+    def wait(self) -> bytes:
+        """Wait for the copy (without the GIL) and return the bytes."""
+    @property
+    def ready(self) -> bool:
+        """Whether the copy has finished; True once waited for."""
+
+def _copy_raw_to_host_async(buffer: Buffer, offset: int, size: int) -> RawCopy: ...

@@ -19,13 +19,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Union
 
 from . import _rpjrt
-from ._rpjrt import Buffer, Client, Device, Memory
+from ._rpjrt import Buffer, Client, Device, Memory, RawCopy
 
 __all__ = [
     "DEFAULT_CHUNK",
     "DEFAULT_PROGRESS_THRESHOLD",
     "put_streaming",
     "read_raw",
+    "read_raw_async",
     "uninitialized",
     "error_buffer",
     "DeviceLayout",
@@ -185,6 +186,12 @@ def read_raw(buffer: Buffer, offset: int, size: int) -> bytes:
     """``size`` bytes from byte ``offset`` of the buffer's on-device form
     (PJRT_Buffer_CopyRawToHost); on the CPU plugins that is the row-major data."""
     return _rpjrt._copy_raw_to_host(buffer, offset, size)
+
+
+def read_raw_async(buffer: Buffer, offset: int, size: int) -> RawCopy:
+    """Start reading ``size`` bytes from byte ``offset`` of the buffer's on-device form and
+    return at once; ``.wait()`` on the result gives the bytes. The range is checked first."""
+    return _rpjrt._copy_raw_to_host_async(buffer, offset, size)
 
 
 def uninitialized(

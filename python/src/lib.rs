@@ -15,6 +15,7 @@ mod distributed;
 mod dlpack;
 mod errors;
 mod executable;
+mod external;
 mod ffi;
 mod notify;
 mod npy;
@@ -155,6 +156,8 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transfer::_create_uninitialized_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_create_error_buffer, m)?)?;
     m.add_class::<transfer::PyAliasFulfiller>()?;
+    m.add_function(wrap_pyfunction!(external::_copy_raw_to_host_async, m)?)?;
+    m.add_class::<external::PyRawCopy>()?;
     m.add_function(wrap_pyfunction!(transfer::_device_layout, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_default_layout, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_byte_strides, m)?)?;

@@ -191,19 +191,30 @@ pub(crate) fn new_buffer(
 /// The object behind a `PJRT_Event*`: always complete, maybe with an error.
 pub(crate) struct FakeEvent {
     error: Option<ForcedError>,
+    /// For an event made by `PJRT_Event_Create`: pending until `PJRT_Event_Set`.
+    pub user: Option<crate::external::UserEvent>,
 }
 
 handles! { PJRT_Event => FakeEvent, }
 
 impl FakeEvent {
     fn result(&self) -> Result<(), Fail> {
+        if let Some(u) = &self.user {
+            return u.wait();
+        }
         self.error.as_ref().map_or(Ok(()), |e| Err(e.into()))
     }
 }
 
 /// Makes a caller-owned, complete event.
 pub(crate) fn new_event(error: Option<ForcedError>) -> *mut sys::PJRT_Event {
-    registry::new(FakeEvent { error })
+    registry::new(FakeEvent { error, user: None })
+}
+
+/// Makes a caller-owned event that is pending until `PJRT_Event_Set`.
+pub(crate) fn new_user_event() -> *mut sys::PJRT_Event {
+    let user = Some(crate::external::UserEvent::default());
+    registry::new(FakeEvent { error: None, user })
 }
 
 /// An event for `entry`, complete with the error the `EVENT_ERROR` knob gives it.
@@ -214,8 +225,7 @@ pub(crate) fn entry_event(state: &State, entry: &str) -> *mut sys::PJRT_Event {
 entry!(PJRT_Event_Destroy, |a, _| registry::destroy(a.event)?);
 
 entry!(PJRT_Event_IsReady, |a, _| {
-    get(a.event)?;
-    a.is_ready = true;
+    a.is_ready = get(a.event)?.user.as_ref().is_none_or(|u| u.is_set());
 });
 
 entry!(PJRT_Event_Error, |a, _| get(a.event)?.result()?);
@@ -227,6 +237,10 @@ entry!(PJRT_Event_OnReady, |a, _| {
     let callback = a
         .callback
         .ok_or_else(|| invalid("fake plugin: PJRT_Event_OnReady with a null callback"))?;
+    if let Some(u) = &e.user {
+        u.on_ready(callback, a.user_arg);
+        return Ok(());
+    }
     let err = e
         .result()
         .err()

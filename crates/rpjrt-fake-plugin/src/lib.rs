@@ -111,7 +111,12 @@
 //!   refuse a copy to where the buffer already is.
 //! - **Events** are always complete; `OnReady` calls the callback at once, on the
 //!   calling thread. `RPJRT_FAKE_EVENT_ERROR` makes them complete with an error (for
-//!   `PJRT_Buffer_ToHostBuffer` the data is then not copied).
+//!   `PJRT_Buffer_ToHostBuffer` the data is then not copied). The exception is an event
+//!   from `PJRT_Event_Create`: pending until `PJRT_Event_Set` (once only), which wakes
+//!   `Await` and runs the `OnReady` callbacks registered meanwhile, on the setting thread.
+//! - **DMA**: `PJRT_Client_DmaMap` records a host range (refusing a null or empty one, or
+//!   one overlapping a mapped range); `PJRT_Client_DmaUnmap` refuses an address that is
+//!   not the start of a mapped range.
 //! - **Compile** accepts format `mlir` whose code contains `func`; code containing
 //!   `FAKE_COMPILE_ERROR` fails with INVALID_ARGUMENT and a compiler-like message
 //!   (`program.mlir:L:C: error: ...`). Compile options must be a `CompileOptionsProto`
@@ -169,6 +174,7 @@ mod buffer;
 mod client;
 pub mod config;
 mod exec;
+mod external;
 mod ffi;
 mod memory;
 mod mlir;

@@ -62,6 +62,7 @@ table! {
             PJRT_LoadedExecutable_Execute PJRT_LoadedExecutable_Fingerprint
             PJRT_ExecuteContext_Create PJRT_ExecuteContext_Destroy;
         memory: PJRT_Device_MemoryStats;
+        external: PJRT_Event_Create PJRT_Event_Set PJRT_Client_DmaMap PJRT_Client_DmaUnmap;
     }
     stubbed {
         PJRT_Error_ForEachPayload PJRT_Client_LookupAddressableDevice
@@ -84,14 +85,14 @@ table! {
         PJRT_AsyncHostToDeviceTransferManager_BufferCount
         PJRT_AsyncHostToDeviceTransferManager_BufferSize
         PJRT_AsyncHostToDeviceTransferManager_SetBufferError
-        PJRT_AsyncHostToDeviceTransferManager_AddMetadata PJRT_Client_DmaMap PJRT_Client_DmaUnmap
+        PJRT_AsyncHostToDeviceTransferManager_AddMetadata
         PJRT_Client_CreateUninitializedBuffer PJRT_Client_UpdateGlobalProcessInfo
         PJRT_TopologyDescription_Deserialize PJRT_Client_CreateAliasBuffer
         PJRT_Client_FulfillAliasBuffer PJRT_LoadedExecutable_GetDeviceAssignment
         PJRT_Client_CreateErrorBuffer PJRT_AsyncHostToDeviceTransferManager_TransferLiteral
         PJRT_Buffer_CopyRawToHostFuture PJRT_Device_PoisonExecution
         PJRT_Device_CreateAsyncTrackingEvent PJRT_AsyncTrackingEvent_Destroy
-        PJRT_Buffer_DonateWithControlDependency PJRT_Event_Create PJRT_Event_Set
+        PJRT_Buffer_DonateWithControlDependency
         PJRT_Device_GetAttributes PJRT_Client_Load PJRT_LoadedExecutable_AddressableDeviceLogicalIds
         PJRT_Buffer_Bitcast PJRT_TopologyDescription_Fingerprint PJRT_Device_ClearMemoryStats
         PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace

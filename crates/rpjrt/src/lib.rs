@@ -35,6 +35,7 @@ pub mod discovery;
 pub mod dlpack;
 mod dtype;
 mod error;
+pub mod external;
 pub mod ffi;
 mod hlo;
 pub mod host;
@@ -140,6 +141,7 @@ pub use dtype::{
     element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };
 pub use error::{Code, Error, Result};
+pub use external::{DeviceAddress, DmaRegion, RawCopy};
 pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
 };

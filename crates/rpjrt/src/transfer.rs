@@ -152,7 +152,7 @@ impl Client {
         Ok(Buffer::from_raw(raw))
     }
 
-    fn check_put_target(
+    pub(crate) fn check_put_target(
         &self,
         element_type: ElementType,
         dims: &[i64],

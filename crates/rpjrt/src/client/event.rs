@@ -3,11 +3,12 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::client::ClientCore;
+use crate::client::{Client, ClientCore};
 use crate::error::{Error, Result};
 use crate::raw;
 
@@ -67,6 +68,8 @@ pub struct Event {
     core: Arc<ClientCore>,
     raw: raw::event::Event,
     ready: OnceLock<Arc<ReadyState>>,
+    /// For an event made by [`Event::new_user`]: whether [`Event::set`] was called.
+    user_set: Option<AtomicBool>,
 }
 
 /// Completion state shared between an event's `OnReady` callback and its waiters.
@@ -134,7 +137,54 @@ impl Event {
             core: Arc::clone(core),
             raw,
             ready: OnceLock::new(),
+            user_set: None,
         }
+    }
+
+    /// A pending event that this program completes with [`Event::set`]
+    /// (`PJRT_Event_Create`, PJRT 0.89): something for device work or another thread to
+    /// wait on, the way they wait on the plugin's own events. A plugin older than 0.89
+    /// gives [`Error::Unsupported`] naming the entry and the version.
+    ///
+    /// Set it before it is dropped if anything may be waiting on it: a waiter blocked in
+    /// the plugin is only woken by the set.
+    pub fn new_user(client: &Client) -> Result<Event> {
+        let core = client.core();
+        core.check("client")?;
+        let raw = raw::event::Event::create(core.raw())?;
+        Ok(Event {
+            core: Arc::clone(core),
+            raw,
+            ready: OnceLock::new(),
+            user_set: Some(AtomicBool::new(false)),
+        })
+    }
+
+    /// Completes an event made by [`Event::new_user`] (`PJRT_Event_Set`): `Ok(())` for
+    /// success, or an error whose code and text its waiters then get. Once only: a second
+    /// set, or a set on an event the plugin made, is refused with an error.
+    pub fn set(&self, result: Result<()>) -> Result<()> {
+        self.core.check("event")?;
+        let Some(done) = &self.user_set else {
+            return Err(Error::invalid(
+                "only an event made by Event::new_user can be set; the plugin completes its \
+                 own events",
+            ));
+        };
+        if done.swap(true, Ordering::AcqRel) {
+            return Err(Error::invalid(
+                "this event was set already; an event is set once",
+            ));
+        }
+        let error = result.err().map(|e| (e.code(), e.to_string()));
+        let r = self
+            .raw
+            .set(error.as_ref().map(|(c, m)| (c.number(), m.as_str())));
+        if r.is_err() {
+            // The plugin refused: the event is still pending and may be set again.
+            done.store(false, Ordering::Release);
+        }
+        r
     }
 
     /// Blocks until the event completes; returns its error if it failed.

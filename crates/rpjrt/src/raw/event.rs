@@ -11,7 +11,7 @@ use rpjrt_sys as sys;
 use super::callback::{self, StatusCallback};
 use super::client::Client;
 use super::{args_types, pjrt, Args};
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 
 args_types! {
     PJRT_Event_Destroy_Args => PJRT_Event_Destroy_Args_STRUCT_SIZE,
@@ -19,6 +19,8 @@ args_types! {
     PJRT_Event_Error_Args => PJRT_Event_Error_Args_STRUCT_SIZE,
     PJRT_Event_Await_Args => PJRT_Event_Await_Args_STRUCT_SIZE,
     PJRT_Event_OnReady_Args => PJRT_Event_OnReady_Args_STRUCT_SIZE,
+    PJRT_Event_Create_Args => PJRT_Event_Create_Args_STRUCT_SIZE,
+    PJRT_Event_Set_Args => PJRT_Event_Set_Args_STRUCT_SIZE,
 }
 
 /// How long, in nanoseconds, [`Event::wait`] polls an event that is not ready yet before it
@@ -99,6 +101,21 @@ impl Event {
     }
 }
 
+impl Event {
+    /// `PJRT_Event_Create` (0.89): a pending event that completes when [`Event::set`] is
+    /// called on it.
+    pub(crate) fn create(client: &Arc<Client>) -> Result<Event> {
+        let mut a = sys::PJRT_Event_Create_Args::new();
+        // SAFETY: the args struct has no input pointer; the plugin writes `event`.
+        unsafe { pjrt!(client.api(), PJRT_Event_Create, &mut a) }?;
+        Event::new(client, a.event).ok_or_else(|| Error::Pjrt {
+            entry: "PJRT_Event_Create",
+            code: Code::Internal,
+            message: "the plugin returned no event".into(),
+        })
+    }
+}
+
 impl<'a> Event<&'a Client> {
     /// Takes ownership of an event the plugin returned, for the duration of a call that
     /// borrows its client (`None` for a null pointer).
@@ -161,5 +178,19 @@ impl<C: Deref<Target = Client>> Event<C> {
             drop(unsafe { callback::reclaim::<callback::StatusUser>(user) });
         }
         r
+    }
+
+    /// `PJRT_Event_Set` (0.89): completes an event made by [`Event::create`], without error
+    /// (`None`) or with the code number and message given. The plugin copies the message.
+    pub(crate) fn set(&self, error: Option<(i32, &str)>) -> Result<()> {
+        let mut a = sys::PJRT_Event_Set_Args::new();
+        a.event = self.ptr.as_ptr();
+        if let Some((code, message)) = error {
+            a.error_code = code as sys::PJRT_Error_Code;
+            a.error_message = message.as_ptr().cast();
+            a.error_message_size = message.len();
+        }
+        // SAFETY: live event; the message outlives the call, which copies it.
+        unsafe { pjrt!(self.client.api(), PJRT_Event_Set, &mut a) }
     }
 }

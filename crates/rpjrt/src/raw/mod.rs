@@ -40,6 +40,7 @@ pub(crate) mod event;
 pub(crate) mod executable;
 pub(crate) mod execute;
 pub(crate) mod extension;
+pub(crate) mod external;
 pub(crate) mod ffi;
 #[cfg(feature = "bench")]
 pub(crate) mod floor;

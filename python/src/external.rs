@@ -1,0 +1,91 @@
+//! Raw copies to host that run while Python does other work (conversion only; the logic is
+//! `rpjrt::external`). Python-side sugar is `rpjrt.transfer.copy_raw_to_host_async`.
+
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::buffer::PyBuffer;
+use crate::errors::{invalid, PyErrExt};
+
+/// A raw copy to host in flight; `wait()` gives the bytes once.
+#[pyclass(frozen, name = "RawCopy", module = "rpjrt")]
+pub struct PyRawCopy {
+    inner: Mutex<Option<rpjrt::RawCopy>>,
+    size: usize,
+}
+
+impl PyRawCopy {
+    fn take(&self) -> PyResult<rpjrt::RawCopy> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| invalid("this raw copy was already waited for"))
+    }
+}
+
+impl Drop for PyRawCopy {
+    fn drop(&mut self) {
+        let pending = self
+            .inner
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(copy) = pending {
+            if !copy.is_ready().unwrap_or(true) {
+                // Dropping an unfinished copy waits for it; never with the GIL held.
+                std::thread::spawn(move || drop(copy));
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl PyRawCopy {
+    /// Waits for the copy (without the GIL) and returns the bytes.
+    fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let copy = self.take()?;
+        let out = py.detach(|| copy.wait()).pyerr()?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Whether the copy has finished; True once waited for.
+    #[getter]
+    fn ready(&self) -> PyResult<bool> {
+        match &*self.inner.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(c) => c.is_ready().pyerr(),
+            None => Ok(true),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let state = match self.ready() {
+            Ok(true) => "done",
+            Ok(false) => "pending",
+            Err(_) => "unknown",
+        };
+        format!("rpjrt.RawCopy({} bytes, {state})", self.size)
+    }
+}
+
+/// Starts copying `size` bytes from byte `offset` of the buffer's on-device form; the
+/// returned copy's `wait()` gives them.
+#[pyfunction]
+pub fn _copy_raw_to_host_async(
+    py: Python<'_>,
+    buffer: &Bound<'_, PyBuffer>,
+    offset: usize,
+    size: usize,
+) -> PyResult<PyRawCopy> {
+    let b = buffer.get();
+    b.check_not_deleted()?;
+    let copy = py
+        .detach(|| b.rb().copy_raw_to_host_async(offset, size))
+        .pyerr()?;
+    Ok(PyRawCopy {
+        inner: Mutex::new(Some(copy)),
+        size,
+    })
+}
