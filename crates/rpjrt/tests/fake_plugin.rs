@@ -240,6 +240,14 @@ fn failed_event_reports_its_error() {
     let ev = x.ready_event().unwrap();
     assert!(ev.is_ready().unwrap());
     assert!(ev.error().unwrap().to_string().contains("device fell over"));
+    // A done callback gets the same error, once, also on an event that completed already.
+    let (tx, rx) = std::sync::mpsc::channel();
+    ev.add_done_callback(move |r| tx.send(r).unwrap());
+    let r = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    assert!(r.unwrap_err().to_string().contains("device fell over"));
+    assert!(rx
+        .recv_timeout(std::time::Duration::from_millis(50))
+        .is_err());
 }
 
 #[test]
