@@ -14,9 +14,9 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._rpjrt import Buffer
+    from ._rpjrt import Buffer, Event
 
-__all__ = ["wait"]
+__all__ = ["wait", "wait_event"]
 
 
 def _finish(fut: asyncio.Future[None]) -> None:
@@ -40,3 +40,20 @@ async def wait(buf: Buffer) -> Buffer:
     buf._on_ready(ready)  # type: ignore[attr-defined]
     await fut
     return buf.block_until_ready()
+
+
+async def wait_event(ev: Event) -> None:
+    """Wait until ``ev`` completes; raises its error if it failed."""
+    if not ev.is_ready():
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+
+        def done(_: Event) -> None:  # runs on the extension's notifier thread
+            try:
+                loop.call_soon_threadsafe(_finish, fut)
+            except RuntimeError:
+                pass  # the loop was closed meanwhile: nobody is waiting any more
+
+        ev.add_done_callback(done)
+        await fut
+    ev.wait()  # immediate: raises if the event failed

@@ -126,10 +126,25 @@ class ResourceExhaustedError(Error, MemoryError):
     """Out of device memory or another resource (RESOURCE_EXHAUSTED, 8).
 
     Also a ``MemoryError``, as numpy raises for an allocation that cannot be made.
+
+    When a device allocation failed (put, execute, compile, copy, transfer), the message
+    names the request, the device allocator's figures and a hint, and these attributes
+    hold them (otherwise they are ``None``):
+
+    Attributes:
+        memory_stats: the allocator's figures (``Device.memory_stats()``'s keys), or
+            ``None`` when the plugin reports none.
+        device_id: the device the figures are of.
+        memory_options: the client's create options that bound memory (name -> value).
+        hint: what to change.
     """
 
     code = "RESOURCE_EXHAUSTED"
     code_number = 8
+    memory_stats: dict[str, int | None] | None = None
+    device_id: int | None = None
+    memory_options: dict[str, str] | None = None
+    hint: str | None = None
 
 
 class FailedPreconditionError(Error):

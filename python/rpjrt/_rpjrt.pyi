@@ -10,8 +10,9 @@ from typing_extensions import CapsuleType, Self, TypeAlias
 
 from ._discovery import PluginInfo
 from ._dtypes import DType
+from ._errors import Error
 
-__all__ = ["Buffer", "Client", "Device", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin"]
+__all__ = ["Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin"]
 
 __version__: str
 
@@ -240,6 +241,12 @@ class Device:
     def default_memory(self) -> Memory: ...
     def memory(self, kind: str) -> Memory:
         """The memory of this device with the given kind, e.g. "pinned_host"."""
+    def memory_stats(self) -> dict[str, int | None]:
+        """The allocator's figures: bytes_in_use, peak_bytes_in_use, num_allocs,
+        largest_alloc_size, bytes_limit, largest_free_block_bytes (None: not reported).
+
+        Raises UnsupportedError, quoting the plugin's answer, where the plugin reports
+        none (both CPU plugins)."""
     def __repr__(self) -> str: ...
     def __str__(self) -> str: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -333,6 +340,32 @@ class Executable:
         self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None
     ) -> list[list[Buffer]]:
         """Run on every addressable device: args[i] is device i's argument list."""
+    def execute_with_events(
+        self,
+        *args: object,
+        device: Device | None = None,
+        donate: Sequence[int] | None = None,
+    ) -> tuple[list[Buffer], Event | None]:
+        """Run like calling the executable; also returns the execution's completion
+        Event (None where the plugin hands back none)."""
+    def __repr__(self) -> str: ...
+
+@final
+class Event:
+    """Something the device finishes later (a buffer's readiness, an execution).
+
+    Future-shaped: ``wait``, ``is_ready``/``done``, ``await ev``, ``add_done_callback``,
+    ``error``."""
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the event completes or ``timeout`` seconds pass: True when it
+        completed, False on timeout; raises the event's error. Ctrl-C works."""
+    def is_ready(self) -> bool: ...
+    def done(self) -> bool: ...
+    def error(self) -> Error | None:
+        """The exception a failed event carries; None while pending or after success."""
+    def add_done_callback(self, fn: Callable[[Event], object]) -> None:
+        """Call ``fn(event)`` once the event completes, on rpjrt's notifier thread."""
+    def __await__(self) -> Generator[Any, None, None]: ...
     def __repr__(self) -> str: ...
 
 @final
@@ -372,6 +405,8 @@ class Buffer:
         waking a sleeping thread costs more than a short computation."""
     def __await__(self) -> Generator[Any, None, Self]:
         """`await buf` waits without blocking the event loop and returns the buffer."""
+    def ready_event(self) -> Event:
+        """An Event that completes when the buffer's contents are ready."""
     @overload
     def to_host(self, out: None = None) -> memoryview:
         """A fresh host copy as a memoryview with this shape and a struct format, or, with

@@ -408,6 +408,16 @@ impl PyBuffer {
         })
     }
 
+    /// An `rpjrt.Event` that completes when the buffer's contents are ready.
+    fn ready_event(&self) -> PyResult<crate::event::PyEvent> {
+        let what = format!(
+            "buffer {} ready",
+            spec_string(self.inner.element_type(), self.inner.dims())
+        );
+        let ev = self.inner.ready_event().pyerr()?;
+        Ok(crate::event::PyEvent::new(ev, what))
+    }
+
     fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let coro = py.import("rpjrt._aio")?.getattr("wait")?.call1((slf,))?;

@@ -735,6 +735,22 @@ impl PyDevice {
     fn default_memory(&self, py: Python<'_>) -> PyResult<Py<PyMemory>> {
         wrap_memory(py, &self.client, self.inner.default_memory().pyerr()?)
     }
+    /// The allocator's figures (`rpjrt::Device::memory_stats`); a plugin that reports none
+    /// (`UNIMPLEMENTED`) raises `UnsupportedError` quoting its answer.
+    fn memory_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = &self.inner;
+        let s = match py.detach(|| d.memory_stats()) {
+            Ok(s) => s,
+            Err(e) if e.code() == rpjrt::Code::Unimplemented => {
+                return Err(crate::errors::unsupported(format!(
+                    "device {} reports no allocator figures: {e}",
+                    d.id()
+                )))
+            }
+            Err(e) => return Err(crate::errors::to_py(e)),
+        };
+        crate::errors::memory_stats_dict(py, &s)
+    }
     fn memory(&self, py: Python<'_>, kind: &str) -> PyResult<Py<PyMemory>> {
         wrap_memory(py, &self.client, self.inner.memory_by_kind(kind).pyerr()?)
     }

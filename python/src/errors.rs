@@ -53,8 +53,51 @@ pub fn to_py(e: rpjrt::Error) -> PyErr {
         if let Some(original) = crate::ffi::base_exception_in(py, &message) {
             return original;
         }
-        make_err(py, e.code().name(), kind_name(&e), message, e.entry())
+        let err = make_err(py, e.code().name(), kind_name(&e), message, e.entry());
+        if let Some(report) = e.oom_report() {
+            // Best effort: the message holds the same facts.
+            let _ = set_oom_attributes(py, &err, report);
+        }
+        err
     })
+}
+
+/// A device allocator's figures as a dict (`None` for figures the plugin leaves unset).
+pub fn memory_stats_dict<'py>(
+    py: Python<'py>,
+    s: &rpjrt::diagnostics::MemoryStats,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bytes_in_use", s.bytes_in_use)?;
+    d.set_item("peak_bytes_in_use", s.peak_bytes_in_use)?;
+    d.set_item("num_allocs", s.num_allocs)?;
+    d.set_item("largest_alloc_size", s.largest_alloc_size)?;
+    d.set_item("bytes_limit", s.bytes_limit)?;
+    d.set_item("largest_free_block_bytes", s.largest_free_block_bytes)?;
+    Ok(d)
+}
+
+/// `memory_stats`, `device_id`, `memory_options` and `hint` on an out-of-memory exception.
+fn set_oom_attributes(
+    py: Python<'_>,
+    err: &PyErr,
+    report: &rpjrt::diagnostics::OomReport,
+) -> PyResult<()> {
+    let v = err.value(py);
+    let first = report.devices.iter().find(|d| d.stats.is_ok());
+    let stats = match report.stats() {
+        Some(s) => Some(memory_stats_dict(py, s)?),
+        None => None,
+    };
+    v.setattr("memory_stats", stats)?;
+    let device = first.or(report.devices.first()).map(|d| d.device);
+    v.setattr("device_id", device)?;
+    let options = PyDict::new(py);
+    for (k, val) in &report.options {
+        options.set_item(k, val)?;
+    }
+    v.setattr("memory_options", options)?;
+    v.setattr("hint", report.hint())
 }
 
 /// `rpjrt.InvalidArgumentError(msg)`.

@@ -341,6 +341,48 @@ impl PyExecutable {
         PyList::new(py, per_device)
     }
 
+    /// Runs like `__call__` and also returns the execution's completion event:
+    /// `(outputs, event)`; `event` is `None` where the plugin hands back none.
+    #[pyo3(signature = (*args, device = None, donate = None))]
+    fn execute_with_events<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        device: Option<&Bound<'py, PyAny>>,
+        donate: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyList>, Option<crate::event::PyEvent>)> {
+        let donate = donate_list(donate)?;
+        let chosen = match device.filter(|d| !d.is_none()) {
+            Some(d) => Some(
+                d.cast::<PyDevice>()
+                    .map_err(|_| invalid("device must be an rpjrt.Device"))?
+                    .get()
+                    .inner
+                    .clone(),
+            ),
+            None => None,
+        };
+        let target = match &chosen {
+            Some(d) => d.clone(),
+            None => self.first_device()?,
+        };
+        let bufs = self.collect_args(py, args, &target, &donate)?;
+        let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
+        let opts = ExecuteOptions {
+            donate,
+            device: chosen,
+            completion_events: true,
+            ..Default::default()
+        };
+        let exe = &self.inner;
+        let lists = vec![refs];
+        let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
+        let outs = self.wrap_outputs(py, r.outputs.pop().unwrap_or_default())?;
+        let what = format!("execution of {} on device {}", exe.name(), target.id());
+        let event = r.events.pop().map(|e| crate::event::PyEvent::new(e, what));
+        Ok((outs, event))
+    }
+
     fn __repr__(&self) -> String {
         let ins = match self.inner.parameters() {
             Some(p) => p

@@ -14,6 +14,7 @@ mod discovery;
 mod distributed;
 mod dlpack;
 mod errors;
+mod event;
 mod executable;
 mod external;
 mod ffi;
@@ -120,6 +121,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<executable::PyExecutable>()?;
     m.add_class::<buffer::PyBuffer>()?;
     m.add_class::<buffer::PyWaiter>()?;
+    m.add_class::<event::PyEvent>()?;
     m.add_class::<aot::PyCache>()?;
     m.add_class::<aot::PyTopology>()?;
     m.add_class::<aot::PyOpSharding>()?;

@@ -424,12 +424,13 @@ fn out_of_memory_says_the_plugin_reports_no_allocator_figures() {
         ));
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
+    assert!(err.contains("input 0: "), "{err}");
     assert!(
-        err.contains("request: input 0: float32[8], 32 bytes, on device 0"),
+        err.contains("request: float32[8], 32 bytes, on device 0"),
         "{err}"
     );
     assert!(
-        err.contains("reports no allocator figures (UNIMPLEMENTED)"),
+        err.contains("reports no allocator figures (PJRT_Device_MemoryStats failed with UNIMPLEMENTED: GetAllocatorStats is not supported)"),
         "{err}"
     );
     assert!(err.contains("hint:"), "{err}");
@@ -816,8 +817,9 @@ fn out_of_memory_shows_the_allocator_figures_the_plugin_reports() {
         .env("RPJRT_FAKE_MEMORY_LIMIT", "40"));
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
+    assert!(err.contains("input 1: "), "{err}");
     assert!(
-        err.contains("request: input 1: float32[8], 32 bytes, on device 0"),
+        err.contains("request: float32[8], 32 bytes, on device 0"),
         "{err}"
     );
     assert!(
@@ -825,6 +827,31 @@ fn out_of_memory_shows_the_allocator_figures_the_plugin_reports() {
         "{err}"
     );
     assert!(err.contains("largest free block 8 bytes"), "{err}");
+    assert!(err.contains("client memory options: none set"), "{err}");
+    assert!(err.contains("hint: "), "{err}");
+    // Said once: the CLI does not add the figures a second time.
+    assert_eq!(err.matches("allocator:").count(), 1, "{err}");
+}
+
+#[test]
+fn an_execute_that_runs_out_of_memory_shows_the_figures_and_the_options() {
+    // Two 32-byte inputs fit in 80 bytes; the 32-byte output does not.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
+        .env("RPJRT_FAKE_MEMORY_LIMIT", "80"));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("PJRT_LoadedExecutable_Execute"), "{err}");
+    assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
+    assert!(err.contains("request: executing"), "{err}");
+    assert!(
+        err.contains("device 0 allocator: in use 64 bytes, limit 80 bytes"),
+        "{err}"
+    );
+    assert_eq!(err.matches("allocator:").count(), 1, "{err}");
 }
 
 /// A plugin that loads but whose client cannot be created here (the CUDA plugin on a machine

@@ -225,6 +225,16 @@ pub enum Error {
     /// the request needs more memory than there is, as numpy's `MemoryError`.
     #[error("out of memory: {0}")]
     ResourceExhausted(String),
+    /// A plugin's out-of-memory error from an allocating call (put, execute, compile,
+    /// copy, transfer), with what rpjrt could add: the device allocator's figures, the
+    /// client's create options that bound memory, and a hint.
+    #[error("{error}\n{report}")]
+    OutOfMemory {
+        /// The plugin's error, as it was reported.
+        error: Box<Error>,
+        /// The figures, options and hint.
+        report: Box<crate::oom::OomReport>,
+    },
 }
 
 impl Error {
@@ -238,6 +248,7 @@ impl Error {
             Error::Closed(_) | Error::Deleted(_) => Code::FailedPrecondition,
             Error::Store { code, .. } => *code,
             Error::ResourceExhausted(_) => Code::ResourceExhausted,
+            Error::OutOfMemory { error, .. } => error.code(),
         }
     }
 
@@ -245,6 +256,26 @@ impl Error {
     pub fn entry(&self) -> Option<&'static str> {
         match self {
             Error::Pjrt { entry, .. } | Error::StructSize { entry, .. } => Some(entry),
+            Error::OutOfMemory { error, .. } => error.entry(),
+            _ => None,
+        }
+    }
+
+    /// True when this error says memory ran out (`RESOURCE_EXHAUSTED`, or an allocation
+    /// failure the plugin reported under another code).
+    pub fn is_out_of_memory(&self) -> bool {
+        if self.code() == Code::ResourceExhausted {
+            return true;
+        }
+        let m = self.to_string().to_lowercase();
+        m.contains("out of memory") || m.contains("failed to allocate") || m.contains("oom")
+    }
+
+    /// The allocator figures, memory options and hint of an out-of-memory error from an
+    /// allocating call (see [`Error::OutOfMemory`]); `None` for any other error.
+    pub fn oom_report(&self) -> Option<&crate::oom::OomReport> {
+        match self {
+            Error::OutOfMemory { report, .. } => Some(report),
             _ => None,
         }
     }

@@ -44,6 +44,7 @@ mod kv;
 pub mod layout;
 mod libraries;
 mod mlir;
+mod oom;
 mod op_sharding;
 mod options;
 mod plugin;

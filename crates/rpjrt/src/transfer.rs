@@ -122,7 +122,12 @@ impl Client {
             device.raw_ref(),
             memory.map(|m| m.raw_ref()),
             BufferMeta::new(self.core(), element_type, dims),
-        )?;
+        )
+        .map_err(|e| {
+            let d = device.raw_ref();
+            let core = self.core();
+            core.with_memory_context(e, &[d], || core.array_request(element_type, dims, d))
+        })?;
         Ok(Buffer::from_raw(raw))
     }
 
@@ -206,7 +211,13 @@ impl Client {
             sizes.push(bytes);
         }
         let mem = target_memory(device, memory)?;
-        let tm = TransferManager::create(self.core().raw(), &specs, mem.raw_ref())?;
+        let tm =
+            TransferManager::create(self.core().raw(), &specs, mem.raw_ref()).map_err(|e| {
+                let total = sizes.iter().map(|&b| b as u64).sum::<u64>();
+                let what = format!("an upload of {} buffer(s), {total} bytes", sizes.len());
+                (self.core())
+                    .with_memory_context(e, &[device.raw_ref()], || Some((what, Some(total))))
+            })?;
         let count = tm.buffer_count()?;
         if count != shapes.len() {
             return Err(Error::invalid(format!(

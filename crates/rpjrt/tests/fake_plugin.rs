@@ -240,6 +240,14 @@ fn failed_event_reports_its_error() {
     let ev = x.ready_event().unwrap();
     assert!(ev.is_ready().unwrap());
     assert!(ev.error().unwrap().to_string().contains("device fell over"));
+    // A done callback gets the same error, once, also on an event that completed already.
+    let (tx, rx) = std::sync::mpsc::channel();
+    ev.add_done_callback(move |r| tx.send(r).unwrap());
+    let r = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    assert!(r.unwrap_err().to_string().contains("device fell over"));
+    assert!(rx
+        .recv_timeout(std::time::Duration::from_millis(50))
+        .is_err());
 }
 
 #[test]
@@ -341,4 +349,38 @@ fn typed_extension_access_checks_the_struct_size() {
     let e = short.has_ffi_registration().unwrap_err();
     assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
     assert!(e.to_string().contains("PJRT_FFI_Extension"), "{e}");
+}
+
+/// A compile that runs out of memory is explained like any allocation: the figures of the
+/// client's addressable devices (the fake reports them, without a limit here) and a hint.
+#[test]
+fn compile_out_of_memory_carries_the_devices_figures() {
+    let c = client(&[(
+        "RPJRT_FAKE_FAIL",
+        "PJRT_Client_Compile:RESOURCE_EXHAUSTED:no room for the constants",
+    )]);
+    let e = c
+        .compile(&Program::mlir(PROGRAM), &CompileOptions::default())
+        .unwrap_err();
+    assert_eq!(e.code(), rpjrt::Code::ResourceExhausted, "{e}");
+    assert_eq!(e.entry(), Some("PJRT_Client_Compile"));
+    let r = e.oom_report().expect("a report");
+    assert_eq!(r.devices.len(), 2, "{e}");
+    let text = e.to_string();
+    assert!(text.contains("no room for the constants"), "{text}");
+    assert!(text.contains("request: compiling the program"), "{text}");
+    assert!(
+        text.contains("device 0 allocator: in use 0 bytes, limit not reported"),
+        "{text}"
+    );
+    assert!(text.contains("hint: "), "{text}");
+    // Errors of other codes pass unchanged.
+    let c = client(&[("RPJRT_FAKE_FAIL", "PJRT_Client_Compile:INTERNAL:broken")]);
+    let e = c
+        .compile(&Program::mlir(PROGRAM), &CompileOptions::default())
+        .unwrap_err();
+    assert!(
+        e.oom_report().is_none() && matches!(e, Error::Pjrt { .. }),
+        "{e:?}"
+    );
 }

@@ -1055,6 +1055,17 @@ fn events_can_be_awaited() {
                 mul_add_expected(&eight(), &eight())
             );
         }
+        // Done callbacks, added before and after completion, each run once with the result.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut run = exe.execute_with(&[vec![&x, &x]], &opts).unwrap();
+        let ev = run.events.pop().unwrap();
+        let early = tx.clone();
+        ev.add_done_callback(move |r| early.send(("early", r.is_ok())).unwrap());
+        ev.wait().unwrap();
+        ev.add_done_callback(move |r| tx.send(("late", r.is_ok())).unwrap());
+        let mut got: Vec<_> = rx.iter().collect();
+        got.sort();
+        assert_eq!(got, [("early", true), ("late", true)]);
         // An event awaited on another thread.
         let out = exe.execute(&[&x, &x]).unwrap().pop().unwrap();
         let ev = out.ready_event().unwrap();

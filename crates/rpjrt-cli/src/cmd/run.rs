@@ -241,13 +241,14 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                     .buffer_from_host(&a.data, a.element_type, &a.dims, None, &device, None)
                     .map_err(|e| {
                         let request = format!(
-                            "input {i}: {}{:?}, {} bytes, on device {}",
+                            "{}{:?}, {} bytes, on device {}",
                             a.element_type,
                             a.dims,
                             a.data.len(),
                             device.id()
                         );
-                        CliError::failed(common::explain_request(&e, Some(&device), &request))
+                        let text = common::explain_request(&e, Some(&device), &request);
+                        CliError::failed(format!("input {i}: {text}"))
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;

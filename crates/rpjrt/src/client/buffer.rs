@@ -272,7 +272,21 @@ impl Buffer {
     /// Blocks until the buffer's contents are ready; returns the error of a failed producer.
     pub fn block_until_ready(&self) -> Result<()> {
         self.check()?;
-        self.raw.wait_ready()
+        self.raw
+            .wait_ready()
+            .map_err(|e| self.with_memory_context(e))
+    }
+
+    /// An out-of-memory error of this buffer's producer explained with its device's
+    /// figures (see `ClientCore::with_memory_context`).
+    pub(crate) fn with_memory_context(&self, e: Error) -> Error {
+        match self.raw_device() {
+            Ok(d) => (self.core()).with_memory_context(e, &[d], || {
+                self.core()
+                    .array_request(self.element_type(), self.dims(), d)
+            }),
+            Err(_) => e,
+        }
     }
 
     /// For contents [`Buffer::is_ready`] just found pending: keeps polling, for up to the
@@ -411,9 +425,14 @@ impl Buffer {
             )));
         }
         let meta = BufferMeta::new(self.core(), self.element_type(), self.dims());
-        Ok(Buffer::from_raw(
-            self.raw.copy_to_device(device.data.raw, meta)?,
-        ))
+        let d = device.data.raw;
+        let raw = self.raw.copy_to_device(d, meta).map_err(|e| {
+            (self.core()).with_memory_context(e, &[d], || {
+                self.core()
+                    .array_request(self.element_type(), self.dims(), d)
+            })
+        })?;
+        Ok(Buffer::from_raw(raw))
     }
 
     /// An independent copy of the contents, in the same memory space (on the same device
@@ -437,9 +456,20 @@ impl Buffer {
             )));
         }
         let meta = BufferMeta::new(self.core(), self.element_type(), self.dims());
-        Ok(Buffer::from_raw(
-            self.raw.copy_to_memory(memory.data.raw, meta)?,
-        ))
+        let raw = self
+            .raw
+            .copy_to_memory(memory.data.raw, meta)
+            .map_err(|e| {
+                let devices = memory.data.devices.clone();
+                (self.core()).with_memory_context(e, &devices, || {
+                    let d = devices.first().copied()?;
+                    let (what, bytes) =
+                        self.core()
+                            .array_request(self.element_type(), self.dims(), d)?;
+                    Some((format!("{what} (memory {})", memory.kind()), bytes))
+                })
+            })?;
+        Ok(Buffer::from_raw(raw))
     }
 }
 

@@ -79,10 +79,14 @@ struct ReadyState {
     cv: Condvar,
 }
 
+/// A function run once an event completes, with its result.
+type DoneCallback = Box<dyn FnOnce(Result<()>) + Send>;
+
 #[derive(Default)]
 struct ReadyInner {
     result: Option<Result<()>>,
     waker: Option<Waker>,
+    callbacks: Vec<DoneCallback>,
 }
 
 impl ReadyState {
@@ -98,17 +102,37 @@ impl ReadyState {
         None
     }
 
-    /// Called once, from the plugin's callback: never blocks for long (a short lock).
+    /// Called once, from the plugin's callback: never blocks for long (a short lock); the
+    /// done callbacks run after the lock is released.
     fn complete(&self, result: Result<()>) {
-        let waker = {
+        let (waker, callbacks) = {
             let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            g.result = Some(result);
-            g.waker.take()
+            g.result = Some(result.clone());
+            (g.waker.take(), std::mem::take(&mut g.callbacks))
         };
         self.cv.notify_all();
         if let Some(w) = waker {
             w.wake();
         }
+        for f in callbacks {
+            f(result.clone());
+        }
+    }
+
+    /// Runs `f` with the result once there is one: now, on this thread, if the event has
+    /// completed; otherwise on the thread that completes it. No lock is held while it runs.
+    fn on_done(&self, f: DoneCallback) {
+        let result = {
+            let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            match &g.result {
+                Some(r) => r.clone(),
+                None => {
+                    g.callbacks.push(f);
+                    return;
+                }
+            }
+        };
+        f(result);
     }
 
     /// Waits for the result until `deadline`.
@@ -230,6 +254,18 @@ impl Event {
             return None;
         }
         self.raw.status().err()
+    }
+
+    /// Runs `callback` once the event completes, with its result (`Ok(())` or its error):
+    /// at once on this thread when it has completed already, otherwise on the thread that
+    /// completes it, often a plugin's worker. The callback must not block (the plugin may
+    /// need that thread); no lock of rpjrt's is held while it runs. Callbacks run in the
+    /// order they were added. A closed client's event reports `Closed` at once.
+    pub fn add_done_callback(&self, callback: impl FnOnce(Result<()>) + Send + 'static) {
+        match self.ready_state() {
+            Ok(state) => state.on_done(Box::new(callback)),
+            Err(e) => callback(Err(e)),
+        }
     }
 
     /// The completion state, registering the `OnReady` callback the first time.

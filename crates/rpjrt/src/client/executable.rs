@@ -113,7 +113,11 @@ impl Executable {
             return Err(Error::invalid("the program is empty"));
         }
         // The raw handle owns the executable from here: any failure below destroys it.
-        let loaded = core.raw.compile(code, format, options)?;
+        let loaded = core.raw.compile(code, format, options).map_err(|e| {
+            core.with_memory_context(e, &core.addressable_refs(), || {
+                Some(("compiling the program".to_string(), None))
+            })
+        })?;
         let exe = Executable::from_loaded_with(core, loaded, options, None)?;
         exe.set_recorded_options(options.to_vec());
         Ok(exe)
@@ -396,6 +400,19 @@ impl Executable {
             send_recv: None,
         };
         self.state.loaded.execute(&req, sink).map_err(|e| {
+            let st = &*self.state;
+            let on = options.device.as_ref().map(|d| d.data.raw);
+            let devices = on.map_or_else(|| st.devices.clone(), |d| vec![d]);
+            let e = st.core.with_memory_context(e, &devices, || {
+                let outs: Vec<String> = st.outputs.iter().map(|o| o.to_string()).collect();
+                let bytes = st.outputs.iter().try_fold(0u64, |sum, o| {
+                    let n = crate::dtype::element_count(&o.dims).ok()?;
+                    let b = o.element_type.dense_byte_size(n).ok()?;
+                    sum.checked_add(b as u64)
+                });
+                let what = format!("executing {} (outputs {})", st.name, outs.join(", "));
+                Some((what, bytes.map(|b| b * devices.len() as u64)))
+            });
             // Another thread may delete an argument between the checks and the plugin's
             // own: the plugin then refuses it ("deleted or donated"); say what happened.
             let deleted = lists

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use crate::client::buffer::{BufferMeta, HostBytes};
 use crate::dtype::{element_count, unpack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
+use crate::oom::{DeviceFigures, MemoryStats, OomReport};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
 use crate::program::Program;
@@ -62,6 +63,8 @@ pub(crate) struct ClientCore {
     pub(in crate::client) memories: Vec<Arc<MemoryData>>,
     /// The persistent compile cache `compile` uses, if any (see `cache.rs`).
     pub(in crate::client) cache: std::sync::RwLock<Option<crate::client::cache::Cache>>,
+    /// The create options that bound device memory (`oom::MEMORY_OPTIONS`), as text.
+    memory_options: Vec<(String, String)>,
 }
 
 impl ClientCore {
@@ -122,10 +125,119 @@ impl ClientCore {
         })
     }
 
+    /// A device's allocator figures (`PJRT_Device_MemoryStats`), or the plugin's answer.
+    pub(crate) fn memory_stats(&self, device: DeviceRef) -> Result<MemoryStats> {
+        self.check("device")?;
+        let r = raw::memstats::device_memory_stats(&self.raw, device)?;
+        Ok(MemoryStats {
+            bytes_in_use: r.bytes_in_use,
+            peak_bytes_in_use: r.peak_bytes_in_use,
+            num_allocs: r.num_allocs,
+            largest_alloc_size: r.largest_alloc_size,
+            bytes_limit: r.bytes_limit,
+            largest_free_block_bytes: r.largest_free_block_bytes,
+        })
+    }
+
+    /// What an out-of-memory error on `devices` carries: each device's allocator figures
+    /// (at most [`MAX_REPORTED_DEVICES`]), the client's memory options, and the request.
+    pub(crate) fn memory_report(
+        &self,
+        devices: &[DeviceRef],
+        request: Option<(String, Option<u64>)>,
+    ) -> OomReport {
+        let devices = devices
+            .iter()
+            .take(MAX_REPORTED_DEVICES)
+            .filter_map(|&d| {
+                let id = self.device_data(d)?.facts.id;
+                let stats = self.memory_stats(d).map_err(|e| e.to_string());
+                Some(DeviceFigures { device: id, stats })
+            })
+            .collect();
+        let (request, request_bytes) = match request {
+            Some((what, bytes)) => (Some(what), bytes),
+            None => (None, None),
+        };
+        OomReport {
+            request,
+            request_bytes,
+            devices,
+            options: self.memory_options.clone(),
+        }
+    }
+
+    /// The one step that explains a failed allocating call (put, execute, compile, copy,
+    /// transfer): a plugin's out-of-memory error ([`Error::is_out_of_memory`]) becomes
+    /// [`Error::OutOfMemory`] with the figures of `devices`, the client's memory options
+    /// and a hint; any other error passes unchanged. `request` (what was being allocated
+    /// and its size) is asked for only when the error is kept.
+    pub(crate) fn with_memory_context(
+        &self,
+        e: Error,
+        devices: &[DeviceRef],
+        request: impl FnOnce() -> Option<(String, Option<u64>)>,
+    ) -> Error {
+        if !matches!(e, Error::Pjrt { .. }) || !e.is_out_of_memory() {
+            return e;
+        }
+        let report = self.memory_report(devices, request());
+        Error::OutOfMemory {
+            error: Box::new(e),
+            report: Box::new(report),
+        }
+    }
+
+    /// The addressable devices' handles (where a compile may allocate).
+    pub(crate) fn addressable_refs(&self) -> Vec<DeviceRef> {
+        self.addressable
+            .iter()
+            .map(|&i| self.devices[i].raw)
+            .collect()
+    }
+
+    /// The request line of an out-of-memory report for an array of `ty` and `dims` put
+    /// on `device`: `float32[8], 32 bytes, on device 0`, and its size.
+    pub(crate) fn array_request(
+        &self,
+        ty: ElementType,
+        dims: &[i64],
+        device: DeviceRef,
+    ) -> Option<(String, Option<u64>)> {
+        let bytes = element_count(dims)
+            .and_then(|n| ty.dense_byte_size(n))
+            .ok()
+            .map(|b| b as u64);
+        let size = bytes.map_or_else(String::new, |b| format!(", {b} bytes"));
+        let on = self
+            .device_data(device)
+            .map_or_else(String::new, |d| format!(", on device {}", d.facts.id));
+        Some((format!("{ty}{dims:?}{size}{on}"), bytes))
+    }
+
     /// Devices for a list the plugin returned (unknown ones left out).
     pub(crate) fn devices_of(self: &Arc<Self>, raws: &[DeviceRef]) -> Vec<Device> {
         raws.iter().filter_map(|&d| self.device(d).ok()).collect()
     }
+}
+
+/// The most devices whose allocator figures an out-of-memory error lists.
+const MAX_REPORTED_DEVICES: usize = 8;
+
+/// The create options that bound memory, as text (strings unquoted).
+fn memory_options(options: &ClientOptions) -> Vec<(String, String)> {
+    options
+        .entries()
+        .iter()
+        .filter(|(k, _)| crate::oom::MEMORY_OPTIONS.contains(&k.as_str()))
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), text)
+        })
+        .collect()
 }
 
 /// A PJRT client: the entry point for devices, compilation and buffers. Cheap to clone.
@@ -148,7 +260,7 @@ impl Client {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
-        Client::finish_create(plugin, rc, cache)
+        Client::finish_create(plugin, rc, cache, options)
     }
 
     /// Creates a client that is one process of a multi-process job: the plugin gets the
@@ -194,7 +306,7 @@ impl Client {
                 o = o.set(*k, *v);
             }
             match raw::client::Client::create_with_kv(api, &to_named(&o), &kv) {
-                Ok(rc) => return Client::finish_create(plugin, rc, cache),
+                Ok(rc) => return Client::finish_create(plugin, rc, cache, &o),
                 Err(e) if refuses_option_name(&e, extra) => last = Some(e),
                 Err(e) => return Err(e),
             }
@@ -206,6 +318,7 @@ impl Client {
         plugin: &Plugin,
         rc: raw::client::Client,
         cache: Option<crate::client::cache::Cache>,
+        options: &ClientOptions,
     ) -> Result<Client> {
         crate::client::event::wait_spin_from_env()?;
         let api = plugin.inner.api;
@@ -257,6 +370,7 @@ impl Client {
             addressable,
             memories,
             cache: std::sync::RwLock::new(cache),
+            memory_options: memory_options(options),
         };
         Ok(Client {
             core: Arc::new(core),
@@ -464,7 +578,12 @@ impl Client {
             device.data.raw,
             memory.map(|m| m.data.raw),
             BufferMeta::new(&self.core, element_type, dims),
-        )?;
+        );
+        let raw = raw.map_err(|e| {
+            let d = device.data.raw;
+            (self.core)
+                .with_memory_context(e, &[d], || self.core.array_request(element_type, dims, d))
+        })?;
         Ok(Buffer::from_raw(raw))
     }
 
@@ -531,7 +650,12 @@ impl Client {
             device.data.raw,
             memory.map(|m| m.data.raw),
             BufferMeta::new(&self.core, element_type, dims),
-        )?;
+        );
+        let raw = raw.map_err(|e| {
+            let d = device.data.raw;
+            (self.core)
+                .with_memory_context(e, &[d], || self.core.array_request(element_type, dims, d))
+        })?;
         Ok(Buffer::from_raw(raw))
     }
 
@@ -759,6 +883,20 @@ impl Device {
     /// The raw device view.
     pub(crate) fn raw_ref(&self) -> DeviceRef {
         self.data.raw
+    }
+
+    /// The device allocator's figures (`PJRT_Device_MemoryStats`: bytes in use, limit,
+    /// largest free block, peak, number of allocations), or the plugin's answer when it
+    /// reports none (both CPU plugins answer `UNIMPLEMENTED`; a plugin before the entry
+    /// existed answers `Unsupported`).
+    pub fn memory_stats(&self) -> Result<MemoryStats> {
+        self.core.memory_stats(self.data.raw)
+    }
+
+    /// What an out-of-memory error on this device would carry now: its figures, the
+    /// client's memory options, a hint; `request` names what was being allocated.
+    pub fn memory_report(&self, request: Option<(String, Option<u64>)>) -> OomReport {
+        self.core.memory_report(&[self.data.raw], request)
     }
 
     /// The device id, unique within the client.

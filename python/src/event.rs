@@ -1,0 +1,138 @@
+//! Event: something the device finishes later (a buffer's readiness, an execution's
+//! completion), future-shaped: `wait`, `is_ready`, `await`, `add_done_callback`, `error`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+
+use crate::errors::PyErrExt;
+
+/// How often a blocking wait wakes up to check for Ctrl-C.
+const SIGNAL_SLICE: Duration = Duration::from_millis(20);
+
+/// A completion event of the device.
+#[pyclass(frozen, weakref, name = "Event", module = "rpjrt")]
+pub struct PyEvent {
+    inner: crate::notify::Held<Arc<rpjrt::Event>>,
+    /// What completes: `buffer float32[8] ready`, `execution of main on device 0`.
+    what: String,
+}
+
+impl Drop for PyEvent {
+    fn drop(&mut self) {
+        // The event holds its client: the last reference may destroy the client, which
+        // waits for running work; never with the GIL held.
+        if let Some(inner) = self.inner.take() {
+            crate::notify::drop_detached(inner);
+        }
+    }
+}
+
+impl PyEvent {
+    pub fn new(inner: rpjrt::Event, what: String) -> PyEvent {
+        PyEvent {
+            inner: crate::notify::Held::new(Arc::new(inner)),
+            what,
+        }
+    }
+
+    /// `done`, `failed: CODE`, `pending` or `closed`.
+    fn state(&self) -> String {
+        match self.inner.is_ready() {
+            Ok(true) => match self.inner.error() {
+                Some(e) => format!("failed: {}", e.code()),
+                None => "done".into(),
+            },
+            Ok(false) => "pending".into(),
+            Err(_) => "closed".into(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyEvent {
+    /// Waits until the event completes, or `timeout` seconds pass (`None`: no limit):
+    /// `True` when it completed, `False` on timeout; raises the event's error if it failed.
+    /// The GIL is released while waiting, and Ctrl-C interrupts the wait.
+    #[pyo3(signature = (timeout = None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let limit = match timeout {
+            Some(t) => Some(rpjrt::duration_from_secs(t, "timeout").pyerr()?),
+            None => None,
+        };
+        let deadline = limit.and_then(|l| Instant::now().checked_add(l));
+        let ev: &Arc<rpjrt::Event> = &self.inner;
+        loop {
+            let slice = match deadline {
+                Some(d) => d
+                    .saturating_duration_since(Instant::now())
+                    .min(SIGNAL_SLICE),
+                None => SIGNAL_SLICE,
+            };
+            let e = Arc::clone(ev);
+            if py.detach(move || e.wait_timeout(slice)).pyerr()? {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            py.check_signals()?;
+        }
+    }
+
+    /// Whether the event has completed (with or without an error), without blocking.
+    fn is_ready(&self) -> PyResult<bool> {
+        self.inner.is_ready().pyerr()
+    }
+
+    /// Whether the event has completed (`concurrent.futures` spelling).
+    fn done(&self) -> PyResult<bool> {
+        self.is_ready()
+    }
+
+    /// The exception a completed, failed event carries; `None` while pending or after
+    /// success.
+    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.inner
+            .error()
+            .map(|e| crate::errors::to_py(e).into_value(py).into_any())
+    }
+
+    /// Calls `fn(event)` once the event completes. It runs on rpjrt's notifier thread
+    /// (never on the plugin's thread, which must not wait for the GIL), also when the event
+    /// has completed already; exceptions it raises are reported as unraisable.
+    fn add_done_callback(slf: &Bound<'_, Self>, r#fn: Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        if !r#fn.is_callable() {
+            return Err(crate::errors::invalid(format!(
+                "add_done_callback takes a callable, not {}",
+                r#fn.get_type().name()?
+            )));
+        }
+        crate::notify::warm_up();
+        let call = py
+            .import("functools")?
+            .getattr("partial")?
+            .call1((r#fn, slf))?
+            .unbind();
+        // Runs on whichever thread completes the event: only hands the call over.
+        slf.get()
+            .inner
+            .add_done_callback(move |_| crate::notify::post(call));
+        Ok(())
+    }
+
+    fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let coro = py
+            .import("rpjrt._aio")?
+            .getattr("wait_event")?
+            .call1((slf,))?;
+        coro.call_method0("__await__")
+    }
+
+    fn __repr__(&self) -> String {
+        format!("rpjrt.Event({}, {})", self.what, self.state())
+    }
+}
