@@ -24,6 +24,6 @@ pub fn c_floor_execute(
     wait: FloorWait,
 ) -> Result<Duration> {
     let loaded = exe.floor_parts(args)?;
-    let raws: Vec<_> = args.iter().map(|b| &b.raw).collect();
+    let raws: Vec<_> = args.iter().map(|b| b.raw()).collect();
     floor::execute_floor(loaded, &raws, iters, wait)
 }
