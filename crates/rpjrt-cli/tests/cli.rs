@@ -11,65 +11,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value as Json;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn plugin(var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = root().join(".deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{var} unset and {} unreadable ({e}): run scripts/setup.sh",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix(var)?.strip_prefix('='))
-        .next_back()
-        .unwrap_or_else(|| panic!("no {var} in {}", env_file.display()));
-    PathBuf::from(line.trim().trim_matches('"'))
-}
+use common::{fake, fixture, new, old, plugin, tmpdir};
 
-fn old() -> PathBuf {
-    plugin("RPJRT_TEST_PLUGIN_OLD")
-}
-
-fn new() -> PathBuf {
-    plugin("RPJRT_TEST_PLUGIN_NEW")
-}
-
-fn fake() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"));
-    let p = target.join("debug/librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} missing: cargo build -p rpjrt-fake-plugin",
-        p.display()
-    );
-    p
-}
-
-fn fixture(name: &str) -> PathBuf {
-    root().join("crates/rpjrt/tests/fixtures").join(name)
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rpjrt-cli-test-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// The binary with a clean discovery environment (no plugin variables, no colour).
 fn rpjrt() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
     for k in [

@@ -10,51 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn old_plugin() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_TEST_PLUGIN_OLD").filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = root().join(".deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{} unreadable ({e}): run scripts/setup.sh",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("RPJRT_TEST_PLUGIN_OLD="))
-        .next_back()
-        .expect("RPJRT_TEST_PLUGIN_OLD in .deps/plugins.env");
-    PathBuf::from(line.trim().trim_matches('"'))
-}
-
-fn fake() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"));
-    let p = target.join("debug/librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} missing: cargo build -p rpjrt-fake-plugin",
-        p.display()
-    );
-    p
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rpjrt-zoo-test-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::{fake, tmpdir};
 
 fn rpjrt() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
@@ -244,7 +202,7 @@ fn fake_python(dir: &Path, body: &str) -> PathBuf {
 
 #[test]
 fn the_python_on_path_is_asked_for_its_site_directories() {
-    let site = old_plugin()
+    let site = common::old()
         .ancestors()
         .find(|a| a.ends_with("site-packages"))
         .expect("the plugin is in a site-packages directory")
