@@ -436,9 +436,7 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
-        self.check_target(device, memory)?;
-        self.check_element_type(element_type)?;
-        check_host_layout(data.len(), element_type, dims, byte_strides)?;
+        self.check_host_put(data.len(), element_type, dims, byte_strides, device, memory)?;
         // PJRT assumes bool bytes are 0 or 1 (and some plugins compute wrong answers with
         // others): read anything else as true, in a copy.
         let normalised;
@@ -466,6 +464,23 @@ impl Client {
             BufferMeta::new(&self.core, element_type, dims),
         )?;
         Ok(Buffer::from_raw(raw))
+    }
+
+    /// The checks of every host-to-device put, before the plugin sees anything: the target
+    /// belongs to this client, the element type can be put, and `len` bytes hold
+    /// `element_type[dims]` as `byte_strides` describe.
+    fn check_host_put(
+        &self,
+        len: usize,
+        element_type: ElementType,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<()> {
+        self.check_target(device, memory)?;
+        self.check_element_type(element_type)?;
+        check_host_layout(len, element_type, dims, byte_strides)
     }
 
     /// Creates a buffer that uses `owner`'s bytes in place where the plugin can (host-visible
@@ -497,8 +512,11 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
-        if element_type.is_sub_byte() {
-            // Packed host data is unpacked into a copy, so there is nothing to borrow.
+        if element_type.is_sub_byte()
+            || crate::dtype::needs_bool_normalising(element_type, owner.bytes())
+        {
+            // Packed host data is unpacked, and bools other than 0/1 normalised, into a
+            // copy, so there is nothing to borrow.
             return self.buffer_from_host(
                 owner.bytes(),
                 element_type,
@@ -508,21 +526,14 @@ impl Client {
                 memory,
             );
         }
-        if crate::dtype::needs_bool_normalising(element_type, owner.bytes()) {
-            // Normalised into a copy, so there is nothing to borrow.
-            return self.buffer_from_host(
-                owner.bytes(),
-                element_type,
-                dims,
-                byte_strides,
-                device,
-                memory,
-            );
-        }
-        self.check_target(device, memory)?;
-        self.check_element_type(element_type)?;
-        let bytes = owner.bytes();
-        check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
+        self.check_host_put(
+            owner.bytes().len(),
+            element_type,
+            dims,
+            byte_strides,
+            device,
+            memory,
+        )?;
         let raw = self.core.raw.buffer_from_host_owned(
             crate::client::buffer::Owner(owner),
             element_type.code(),
