@@ -55,7 +55,12 @@ pub fn fixture(name: &str) -> Vec<u8> {
 
 /// The path of one test plugin. Panics (never skips) when it cannot be found.
 pub fn plugin_path(which: Which) -> PathBuf {
-    let var = which.var();
+    plugin_path_of(which.var())
+}
+
+/// The path of the plugin the variable `var` names, from the environment or
+/// `.deps/plugins.env`. Panics (never skips) when it cannot be found.
+pub fn plugin_path_of(var: &str) -> PathBuf {
     let from_env = std::env::var_os(var).filter(|v| !v.is_empty());
     let path = match from_env {
         Some(p) => PathBuf::from(p),
