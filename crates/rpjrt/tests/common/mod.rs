@@ -42,8 +42,8 @@ pub fn workspace_root() -> PathBuf {
 
 /// A file under `crates/rpjrt/tests/fixtures/`.
 pub fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+    workspace_root()
+        .join("crates/rpjrt/tests/fixtures")
         .join(name)
 }
 
