@@ -1,39 +1,28 @@
 //! What the CLI's test files share: where the workspace, the CPU plugins, the fake plugin
 //! and the fixtures are, and fresh scratch folders.
 //!
-//! The CPU plugins come from `RPJRT_TEST_PLUGIN_OLD`/`_NEW` or `.deps/plugins.env`
-//! (written by `scripts/setup.sh`); the fake plugin from `RPJRT_FAKE_PLUGIN` or
-//! `target/debug` (`cargo build -p rpjrt-fake-plugin`, which `scripts/test.sh` runs).
-//! Missing plugins fail the tests; nothing is skipped.
+//! The lookups are the core's test helpers (`crates/rpjrt/tests/common`): the CPU plugins
+//! come from `RPJRT_TEST_PLUGIN_OLD`/`_NEW` or `.deps/plugins.env` (written by
+//! `scripts/setup.sh`); the fake plugin from `RPJRT_FAKE_PLUGIN` or built once. Missing
+//! plugins fail the tests; nothing is skipped.
 
 // Each test file uses its own subset.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+/// The core's test helpers (plugin lookup, the fake plugin built once, fixtures).
+#[path = "../../../rpjrt/tests/common/mod.rs"]
+mod core_tests;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    core_tests::workspace_root()
 }
 
 /// The plugin named by the variable `var`, from the environment or `.deps/plugins.env`.
 pub fn plugin(var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = root().join(".deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{var} unset and {} unreadable ({e}): run scripts/setup.sh",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix(var)?.strip_prefix('='))
-        .next_back()
-        .unwrap_or_else(|| panic!("no {var} in {}", env_file.display()));
-    PathBuf::from(line.trim().trim_matches('"'))
+    core_tests::plugin_path_of(var)
 }
 
 /// The PJRT 0.81 CPU plugin.
@@ -46,21 +35,9 @@ pub fn new() -> PathBuf {
     plugin("RPJRT_TEST_PLUGIN_NEW")
 }
 
-/// The fake plugin.
+/// The fake plugin (built once per test binary if needed).
 pub fn fake() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"));
-    let p = target.join("debug/librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} missing: cargo build -p rpjrt-fake-plugin",
-        p.display()
-    );
-    p
+    core_tests::fake_plugin_library()
 }
 
 /// The core's test fixtures folder.
