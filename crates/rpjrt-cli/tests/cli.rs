@@ -7,47 +7,13 @@
 //! Missing plugins fail the tests; nothing is skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value as Json;
 
 mod common;
 
-use common::{fake, fixture, new, old, plugin, tmpdir};
-
-fn rpjrt() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
-    for k in [
-        "RPJRT_PLUGIN",
-        "PJRT_NAMES_AND_LIBRARY_PATHS",
-        "TPU_LIBRARY_PATH",
-        "RPJRT_PLUGIN_PATH",
-        "VIRTUAL_ENV",
-        "RPJRT_CONFORM_TEST_CRASH",
-        "RPJRT_CONFORM_TEST_HANG",
-        "RPJRT_PLUGIN_LOG",
-        "TF_CPP_MIN_LOG_LEVEL",
-    ] {
-        c.env_remove(k);
-    }
-    c.env("NO_COLOR", "1");
-    // Hermetic: the python3 on the test's PATH is not asked for its site directories.
-    c.env("RPJRT_PYTHON", "");
-    c
-}
-
-fn run(c: &mut Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = c.output().expect("the rpjrt binary runs");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
+use common::{fake, fixture, new, old, plugin, rpjrt, run, tmpdir};
 
 /// The site-packages directory holding a plugin wheel (for discovery tests).
 fn site_of(plugin: &Path) -> PathBuf {

@@ -5,44 +5,20 @@
 //! tier `scripts/test-zoo.sh`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
 mod common;
 
-use common::{fake, tmpdir};
+use common::{fake, run, tmpdir};
 
+/// The hermetic command, also without `LD_LIBRARY_PATH` (the missing-sibling tests).
 fn rpjrt() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
-    for k in [
-        "RPJRT_PLUGIN",
-        "PJRT_NAMES_AND_LIBRARY_PATHS",
-        "TPU_LIBRARY_PATH",
-        "RPJRT_PLUGIN_PATH",
-        "VIRTUAL_ENV",
-        "RPJRT_PLUGIN_LOG",
-        "TF_CPP_MIN_LOG_LEVEL",
-        "LD_LIBRARY_PATH",
-    ] {
-        c.env_remove(k);
-    }
-    c.env("NO_COLOR", "1").env("RPJRT_PYTHON", "");
+    let mut c = common::rpjrt();
+    c.env_remove("LD_LIBRARY_PATH");
     c
-}
-
-fn run(c: &mut Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = c.output().expect("the rpjrt binary runs");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
 }
 
 #[test]

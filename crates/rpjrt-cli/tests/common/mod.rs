@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::process::{Command, Output};
 
 /// The core's test helpers (plugin lookup, the fake plugin built once, fixtures).
 #[path = "../../../rpjrt/tests/common/mod.rs"]
@@ -56,4 +57,41 @@ pub fn tmpdir(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// The `rpjrt` binary, hermetic: no plugin named by the environment, no colour, no
+/// logging settings, no conform test hooks.
+pub fn rpjrt() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
+    for k in [
+        "RPJRT_PLUGIN",
+        "PJRT_NAMES_AND_LIBRARY_PATHS",
+        "TPU_LIBRARY_PATH",
+        "RPJRT_PLUGIN_PATH",
+        "VIRTUAL_ENV",
+        "RPJRT_CONFORM_TEST_CRASH",
+        "RPJRT_CONFORM_TEST_HANG",
+        "RPJRT_PLUGIN_LOG",
+        "TF_CPP_MIN_LOG_LEVEL",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("NO_COLOR", "1");
+    // Hermetic: the python3 on the test's PATH is not asked for its site directories.
+    c.env("RPJRT_PYTHON", "");
+    c
+}
+
+/// Runs `c`: (exit code, stdout, stderr).
+pub fn run(c: &mut Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("the rpjrt binary runs");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
 }
