@@ -46,7 +46,11 @@ __all__ = [
 
 
 class KvStore(Protocol):
-    """What a client's ``kv=`` accepts. Methods may be called from any thread."""
+    """What a client's ``kv=`` accepts. Methods may be called from any thread.
+
+    An exception a method raises reaches the plugin with the status code its type maps to
+    (``TimeoutError`` DEADLINE_EXCEEDED, ``KeyError`` NOT_FOUND, ...: the table
+    :mod:`rpjrt.ffi` lists for handlers)."""
 
     def set(self, key: str, value: bytes, /) -> None:
         """Store ``value`` under ``key`` (replacing any earlier value)."""

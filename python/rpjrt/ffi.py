@@ -16,6 +16,13 @@ dtype, nbytes, data address, ``memoryview()``, ``to_numpy()``, ``__array__``, ``
 ``user_data`` (the object passed as ``exe(x, ffi_user_data=obj)``), ``target`` and
 ``runtime_version``. An exception fails the execute call with its type, message and the
 innermost traceback frames; ``KeyboardInterrupt`` and ``SystemExit`` propagate as themselves.
+The exception's type picks the status code, and so the :class:`rpjrt.Error` subclass the
+caller sees (the same table serves Python key-value stores): an ``rpjrt.Error`` keeps its
+code; ``TimeoutError`` is DEADLINE_EXCEEDED, ``IndexError`` OUT_OF_RANGE, ``KeyError`` (any
+other ``LookupError``) NOT_FOUND, ``ValueError``/``TypeError`` INVALID_ARGUMENT,
+``NotImplementedError`` UNIMPLEMENTED, ``MemoryError`` RESOURCE_EXHAUSTED,
+``PermissionError`` PERMISSION_DENIED, ``FileExistsError`` ALREADY_EXISTS,
+``ConnectionError`` UNAVAILABLE, anything else UNKNOWN.
 
 The rules a handler lives by:
 

@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -14,7 +13,7 @@ use rpjrt::ElementType;
 use crate::client::{wrap_device, wrap_memory, PyClient, PyDevice, PyMemory};
 use crate::convert::{dtype_obj, shape_tuple, spec_string};
 use crate::errors::{deleted, invalid, PyErrExt};
-use crate::pybuf::{export_format, format_type, host_itemsize, host_memoryview, HostView};
+use crate::pybuf::{host_memoryview, HostView};
 
 /// How often a blocking wait wakes up to check for Ctrl-C.
 const SIGNAL_SLICE: Duration = Duration::from_millis(20);
@@ -24,8 +23,6 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 pub struct PyBuffer {
     inner: crate::notify::Held<rpjrt::Buffer>,
     pub client: Py<PyClient>,
-    /// Live DLPack exports sharing this buffer's memory.
-    pub exports: AtomicUsize,
     /// The buffer borrows host memory (zero-copy put, DLPack import): dropping it may wait
     /// for the plugin.
     borrows_host: bool,
@@ -52,7 +49,6 @@ impl PyBuffer {
         PyBuffer {
             inner: crate::notify::Held::new(inner),
             client,
-            exports: AtomicUsize::new(0),
             borrows_host,
         }
     }
@@ -86,7 +82,6 @@ impl PyBuffer {
             PyBuffer {
                 inner: crate::notify::Held::new(inner),
                 client: client.clone_ref(py),
-                exports: AtomicUsize::new(0),
                 borrows_host: false,
             },
         )
@@ -144,78 +139,40 @@ impl PyBuffer {
     }
 
     /// Copies the buffer into `out`, a writable buffer-protocol object (or numpy array) of
-    /// the buffer's shape and dtype with any strides (rpjrt::Buffer::copy_to_host_strided).
+    /// the buffer's shape and dtype with any strides: the core checks the destination
+    /// (`rpjrt::Buffer::check_host_destination`) and copies (`copy_to_host_strided`).
     pub fn copy_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_not_deleted()?;
         let b: &rpjrt::Buffer = &self.inner;
         let t = b.element_type();
-        if t == ElementType::Token {
-            return Err(invalid("a token has no data to copy to the host"));
-        }
-        // Types without a buffer-protocol format travel as integers of their size (the
-        // form `to_host()` exports); numpy arrays of ml_dtypes types export no buffer at
-        // all, so their bits are viewed as that integer type.
-        let carrier = format_type(export_format(t).to_str().unwrap_or("B"), host_itemsize(t))
-            .map(|(c, _)| c)
-            .filter(|_| t.buffer_format().is_none());
+        // A numpy array states its dtype; those of ml_dtypes types export no buffer at
+        // all, so when the dtype is the buffer's their bits are viewed as the carrier
+        // integer type (the form `to_host()` exports).
+        let mut type_name = None;
         let viewed;
         let mut target = out;
         if HostView::get(out).is_none() && out.hasattr("dtype")? {
             let name: String = out.getattr("dtype")?.getattr("name")?.extract()?;
-            if name != t.name() {
-                return Err(invalid(format!(
-                    "the destination holds {name}, but the buffer holds {t} (copy_to_host \
-                     does not convert)"
-                )));
-            }
-            if let Some(c) = carrier {
-                viewed = out.call_method1("view", (c.name(),))?;
+            let carrier = rpjrt::host::carrier_type(t);
+            if name == t.name() && carrier != t {
+                viewed = out.call_method1("view", (carrier.name(),))?;
                 target = &viewed;
             }
+            type_name = Some(name);
         }
+        // Refused before asking for the export (which may fail for other reasons).
+        b.check_host_type(type_name.as_deref()).pyerr()?;
         let view = HostView::get_writable(target, "the destination")?;
-        let fmt = view.format().to_string();
-        let Some((ft, order)) = format_type(&fmt, view.itemsize()) else {
-            return Err(invalid(format!(
-                "the destination's format {fmt:?} ({}-byte items) is no element type; the \
-                 buffer holds {t}",
-                view.itemsize()
-            )));
-        };
-        if ft != t && Some(ft) != carrier {
-            return Err(invalid(format!(
-                "the destination holds {ft}, but the buffer holds {t} (copy_to_host does not \
-                 convert)"
-            )));
-        }
-        if order.is_foreign() && view.itemsize() > 1 {
-            return Err(invalid(format!(
-                "the destination is in foreign byte order (format {fmt:?}); copy_to_host \
-                 writes native order"
-            )));
-        }
         let dims = view.shape();
-        if dims != b.dims() {
-            let tuple = |d: &[i64]| match d {
-                [one] => format!("({one},)"),
-                _ => format!(
-                    "({})",
-                    d.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            };
-            return Err(invalid(format!(
-                "the destination has shape {}, but the buffer has shape {}",
-                tuple(&dims),
-                tuple(b.dims())
-            )));
-        }
         let strides = view.strides();
-        let (lo, end) = rpjrt::extent(&dims, &strides, view.itemsize())
-            .pyerr()?
-            .unwrap_or((0, 0));
+        let dest = rpjrt::HostDestination {
+            type_name: type_name.as_deref(),
+            format: view.format(),
+            itemsize: view.itemsize(),
+            dims: &dims,
+            byte_strides: &strides,
+        };
+        let (lo, end) = b.check_host_destination(&dest).pyerr()?;
         let region = view.region(lo, end)?;
         let offset = usize::try_from(-lo).unwrap_or(0);
         self.wait_ready(py)?;
@@ -355,7 +312,7 @@ impl PyBuffer {
 
     #[getter]
     fn nbytes(&self) -> usize {
-        self.inner.element_count() * host_itemsize(self.inner.element_type())
+        self.inner.element_count() * self.inner.element_type().host_itemsize()
     }
 
     #[getter]
@@ -526,13 +483,6 @@ impl PyBuffer {
     }
 
     fn delete(&self, py: Python<'_>) -> PyResult<()> {
-        let n = self.exports.load(Ordering::Acquire);
-        if n > 0 {
-            return Err(invalid(format!(
-                "the buffer's memory is shared with {n} DLPack consumer(s) (e.g. a numpy or torch array); \
-                 drop them before deleting it"
-            )));
-        }
         let b: &rpjrt::Buffer = &self.inner;
         py.detach(|| b.delete()).pyerr()
     }

@@ -687,16 +687,42 @@ pub struct PyDevice {
     pub client: Py<PyClient>,
 }
 
-#[pymethods]
-impl PyDevice {
-    #[getter]
-    fn id(&self) -> i32 {
-        self.inner.id()
-    }
-    #[getter]
-    fn kind(&self) -> String {
-        self.inner.kind().to_string()
-    }
+/// The `#[pymethods]` of a view of a client's table (`Device`, `Memory`): what both have
+/// (`id`, `kind`, `client`, equality of the core's views, a hash salted with `$salt`) and
+/// the class's own items.
+macro_rules! view_class {
+    ($class:ident, $salt:literal { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            #[getter]
+            fn id(&self) -> i32 {
+                self.inner.id()
+            }
+            #[getter]
+            fn kind(&self) -> String {
+                self.inner.kind().to_string()
+            }
+            #[getter]
+            fn client(&self, py: Python<'_>) -> Py<PyClient> {
+                self.client.clone_ref(py)
+            }
+            fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+                match other.cast::<$class>() {
+                    Ok(o) => o.get().inner == self.inner,
+                    Err(_) => false,
+                }
+            }
+            fn __hash__(&self) -> isize {
+                (self.client.as_ptr() as isize)
+                    .wrapping_mul($salt)
+                    .wrapping_add(self.inner.id() as isize)
+            }
+            $($own)*
+        }
+    };
+}
+
+view_class!(PyDevice, 31 {
     #[getter]
     fn platform(&self) -> String {
         self.client.get().platform.clone()
@@ -717,10 +743,6 @@ impl PyDevice {
     #[getter]
     fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         attributes_to_py(py, self.inner.attributes())
-    }
-    #[getter]
-    fn client(&self, py: Python<'_>) -> Py<PyClient> {
-        self.client.clone_ref(py)
     }
     fn memories<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
@@ -765,18 +787,7 @@ impl PyDevice {
     fn __str__(&self) -> String {
         format!("{}:{}", self.client.get().platform, self.inner.id())
     }
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        match other.cast::<PyDevice>() {
-            Ok(o) => o.get().inner == self.inner,
-            Err(_) => false,
-        }
-    }
-    fn __hash__(&self) -> isize {
-        (self.client.as_ptr() as isize)
-            .wrapping_mul(31)
-            .wrapping_add(self.inner.id() as isize)
-    }
-}
+});
 
 /// A memory space of a client.
 #[pyclass(frozen, weakref, name = "Memory", module = "rpjrt")]
@@ -785,23 +796,10 @@ pub struct PyMemory {
     pub client: Py<PyClient>,
 }
 
-#[pymethods]
-impl PyMemory {
-    #[getter]
-    fn id(&self) -> i32 {
-        self.inner.id()
-    }
-    #[getter]
-    fn kind(&self) -> String {
-        self.inner.kind().to_string()
-    }
+view_class!(PyMemory, 37 {
     #[getter]
     fn kind_id(&self) -> i32 {
         self.inner.kind_id()
-    }
-    #[getter]
-    fn client(&self, py: Python<'_>) -> Py<PyClient> {
-        self.client.clone_ref(py)
     }
     fn devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let devs = self.inner.addressable_by_devices().pyerr()?;
@@ -823,15 +821,4 @@ impl PyMemory {
     fn __str__(&self) -> String {
         self.inner.to_string()
     }
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        match other.cast::<PyMemory>() {
-            Ok(o) => o.get().inner == self.inner,
-            Err(_) => false,
-        }
-    }
-    fn __hash__(&self) -> isize {
-        (self.client.as_ptr() as isize)
-            .wrapping_mul(37)
-            .wrapping_add(self.inner.id() as isize)
-    }
-}
+});

@@ -18,43 +18,52 @@ fn secs(timeout: f64, what: &str) -> PyResult<Duration> {
     rpjrt::duration_from_secs(timeout, what).pyerr()
 }
 
-/// The shared Python face of a Rust store.
-fn py_set(py: Python<'_>, s: &Arc<dyn Rendezvous>, key: &str, value: &[u8]) -> PyResult<()> {
-    let value = value.to_vec();
-    py.detach(|| s.set(key, &value)).pyerr()
-}
-
-fn py_get<'py>(
-    py: Python<'py>,
-    s: &Arc<dyn Rendezvous>,
-    key: &str,
-    timeout: f64,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let t = secs(timeout, "timeout")?;
-    let v = py.detach(|| s.get(key, t)).pyerr()?;
-    Ok(PyBytes::new(py, &v))
-}
-
-fn py_try_get<'py>(
-    py: Python<'py>,
-    s: &Arc<dyn Rendezvous>,
-    key: &str,
-) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let v = py.detach(|| s.try_get(key)).pyerr()?;
-    Ok(v.map(|v| PyBytes::new(py, &v)))
-}
-
-fn py_barrier(
-    py: Python<'_>,
-    s: &Arc<dyn Rendezvous>,
-    name: &str,
-    process_id: usize,
-    num_processes: usize,
-    timeout: f64,
-) -> PyResult<()> {
-    let t = secs(timeout, "timeout")?;
-    py.detach(|| s.barrier(name, process_id, num_processes, t))
-        .pyerr()
+/// The `#[pymethods]` of a Rust store's class: what every store has (`set`, `get`,
+/// `try_get`, `barrier` on its `store` field, each releasing the GIL while it may wait)
+/// and the class's own items.
+macro_rules! store_class {
+    ($class:ty { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            fn set(&self, py: Python<'_>, key: &str, value: &[u8]) -> PyResult<()> {
+                let value = value.to_vec();
+                py.detach(|| self.store.set(key, &value)).pyerr()
+            }
+            #[pyo3(signature = (key, timeout = 30.0))]
+            fn get<'py>(
+                &self,
+                py: Python<'py>,
+                key: &str,
+                timeout: f64,
+            ) -> PyResult<Bound<'py, PyBytes>> {
+                let t = secs(timeout, "timeout")?;
+                let v = py.detach(|| self.store.get(key, t)).pyerr()?;
+                Ok(PyBytes::new(py, &v))
+            }
+            fn try_get<'py>(
+                &self,
+                py: Python<'py>,
+                key: &str,
+            ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+                let v = py.detach(|| self.store.try_get(key)).pyerr()?;
+                Ok(v.map(|v| PyBytes::new(py, &v)))
+            }
+            #[pyo3(signature = (name, process_id, num_processes, timeout = 30.0))]
+            fn barrier(
+                &self,
+                py: Python<'_>,
+                name: &str,
+                process_id: usize,
+                num_processes: usize,
+                timeout: f64,
+            ) -> PyResult<()> {
+                let t = secs(timeout, "timeout")?;
+                py.detach(|| self.store.barrier(name, process_id, num_processes, t))
+                    .pyerr()
+            }
+            $($own)*
+        }
+    };
 }
 
 /// A key-value store in this process's memory, shared by its threads.
@@ -63,39 +72,17 @@ pub struct PyInMemoryStore {
     store: Arc<dyn Rendezvous>,
 }
 
-#[pymethods]
-impl PyInMemoryStore {
+store_class!(PyInMemoryStore {
     #[new]
     fn new() -> PyInMemoryStore {
         PyInMemoryStore {
             store: Arc::new(InMemoryStore::new()),
         }
     }
-    fn set(&self, py: Python<'_>, key: &str, value: &[u8]) -> PyResult<()> {
-        py_set(py, &self.store, key, value)
-    }
-    #[pyo3(signature = (key, timeout = 30.0))]
-    fn get<'py>(&self, py: Python<'py>, key: &str, timeout: f64) -> PyResult<Bound<'py, PyBytes>> {
-        py_get(py, &self.store, key, timeout)
-    }
-    fn try_get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        py_try_get(py, &self.store, key)
-    }
-    #[pyo3(signature = (name, process_id, num_processes, timeout = 30.0))]
-    fn barrier(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        process_id: usize,
-        num_processes: usize,
-        timeout: f64,
-    ) -> PyResult<()> {
-        py_barrier(py, &self.store, name, process_id, num_processes, timeout)
-    }
     fn __repr__(&self) -> String {
         "InMemoryStore()".into()
     }
-}
+});
 
 /// The TCP key-value store: process 0 hosts it, the others connect with the job's token.
 #[pyclass(frozen, name = "TcpStore", module = "rpjrt.distributed")]
@@ -114,8 +101,7 @@ impl PyTcpStore {
     }
 }
 
-#[pymethods]
-impl PyTcpStore {
+store_class!(PyTcpStore {
     /// Hosts the store on `address` ("127.0.0.1:0" picks a free port).
     #[staticmethod]
     fn host(py: Python<'_>, address: &str, token: &str) -> PyResult<PyTcpStore> {
@@ -146,27 +132,6 @@ impl PyTcpStore {
     fn is_host(&self) -> bool {
         self.tcp.is_host()
     }
-    fn set(&self, py: Python<'_>, key: &str, value: &[u8]) -> PyResult<()> {
-        py_set(py, &self.store, key, value)
-    }
-    #[pyo3(signature = (key, timeout = 30.0))]
-    fn get<'py>(&self, py: Python<'py>, key: &str, timeout: f64) -> PyResult<Bound<'py, PyBytes>> {
-        py_get(py, &self.store, key, timeout)
-    }
-    fn try_get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        py_try_get(py, &self.store, key)
-    }
-    #[pyo3(signature = (name, process_id, num_processes, timeout = 30.0))]
-    fn barrier(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        process_id: usize,
-        num_processes: usize,
-        timeout: f64,
-    ) -> PyResult<()> {
-        py_barrier(py, &self.store, name, process_id, num_processes, timeout)
-    }
     /// Stops the host (after waiting up to `grace` seconds for peers to leave) or closes
     /// this client's connections. Returns whether every peer had left in time.
     #[pyo3(signature = (grace = 0.0))]
@@ -177,7 +142,7 @@ impl PyTcpStore {
     fn __repr__(&self) -> String {
         format!("{:?}", self.tcp)
     }
-}
+});
 
 /// A Python object with `set(key, value)`, `get(key, timeout)` and `try_get(key)`, used
 /// as a store by the plugin. Each call takes the GIL; client creation releases it first.
@@ -185,21 +150,10 @@ struct PyObjectStore {
     obj: Py<PyAny>,
 }
 
+/// A store method's exception as a store error, coded by the one exception table.
 fn store_err(py: Python<'_>, e: PyErr, what: &str) -> rpjrt::Error {
-    let timeout = e.is_instance_of::<pyo3::exceptions::PyTimeoutError>(py)
-        || e.get_type(py)
-            .name()
-            .map(|n| n.to_string().contains("DeadlineExceeded"))
-            .unwrap_or(false);
-    let code = if timeout {
-        Code::DeadlineExceeded
-    } else if e.is_instance_of::<pyo3::exceptions::PyLookupError>(py) {
-        Code::NotFound
-    } else {
-        Code::Unknown
-    };
     rpjrt::Error::Store {
-        code,
+        code: crate::errors::code_of_exception(py, &e),
         message: format!("the Python store's {what} raised {}", e.value(py)),
     }
 }

@@ -5,7 +5,6 @@
 
 use std::ffi::{c_void, CStr};
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -33,19 +32,6 @@ fn unsupported_from(e: rpjrt::Error) -> PyErr {
 pub fn device_of(b: &PyBuffer) -> PyResult<(i32, i32)> {
     b.check_not_deleted()?;
     rpjrt::dlpack::device_of(b.rb()).map_err(unsupported_from)
-}
-
-/// Kept alive by an export until the consumer's deleter runs: the Python owner, whose
-/// count of live exports it holds.
-struct ExportHold {
-    owner: Py<PyBuffer>,
-}
-
-impl Drop for ExportHold {
-    fn drop(&mut self) {
-        // `get` on a frozen pyclass needs no GIL; the Py decref is deferred if we lack it.
-        self.owner.get().exports.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 unsafe extern "C" fn capsule_destructor<M: Managed>(cap: *mut ffi::PyObject) {
@@ -116,10 +102,9 @@ pub fn export<'py>(
     if t.dlpack().is_none() {
         return Err(unsupported(format!("DLPack cannot carry {t} buffers")));
     }
-    ob.exports.fetch_add(1, Ordering::AcqRel);
-    let hold = Box::new(ExportHold {
-        owner: owner.clone().unbind(),
-    });
+    // The core's export pin refuses deleting or donating the buffer until the consumer's
+    // deleter runs; the Python owner is kept as long, so its drop releases the GIL as usual.
+    let hold = Box::new(owner.clone().unbind());
     if max_version.is_some_and(|(major, _)| major >= 1) {
         let m = py
             .detach(|| rpjrt::dlpack::export_with::<DlManagedTensorVersioned>(rb, hold))

@@ -8,6 +8,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 static ERROR_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static ERROR_BASE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The name of the `rpjrt::Error` variant, which `error_class` may map to its own class.
 fn kind_name(e: &rpjrt::Error) -> &'static str {
@@ -98,6 +99,63 @@ fn set_oom_attributes(
     }
     v.setattr("memory_options", options)?;
     v.setattr("hint", report.hint())
+}
+
+/// The PJRT status code for an exception raised by Python code that rpjrt calls (a custom-
+/// call handler, a store's methods): the one table from Python exceptions to codes.
+///
+/// An `rpjrt.Error` keeps its code; then, first match wins: `TimeoutError` (and any class
+/// whose name says `DeadlineExceeded`, as other libraries' timeouts do) is
+/// DEADLINE_EXCEEDED, `IndexError` OUT_OF_RANGE, any other `LookupError` (`KeyError`)
+/// NOT_FOUND, `ValueError`/`TypeError` INVALID_ARGUMENT, `NotImplementedError`
+/// UNIMPLEMENTED, `MemoryError` RESOURCE_EXHAUSTED, `PermissionError` PERMISSION_DENIED,
+/// `FileExistsError` ALREADY_EXISTS, `ConnectionError` UNAVAILABLE; anything else UNKNOWN.
+pub fn code_of_exception(py: Python<'_>, e: &PyErr) -> rpjrt::Code {
+    use pyo3::exceptions as x;
+    use rpjrt::Code;
+    let value = e.value(py);
+    let base = ERROR_BASE.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import("rpjrt._errors")?.getattr("Error")?.unbind())
+    });
+    if let Ok(base) = base {
+        if value.is_instance(base.bind(py)).unwrap_or(false) {
+            if let Some(code) = value
+                .getattr("code")
+                .and_then(|c| c.extract::<String>())
+                .ok()
+                .and_then(|c| Code::from_name(&c).ok())
+            {
+                return code;
+            }
+        }
+    }
+    let says_deadline = || {
+        e.get_type(py)
+            .name()
+            .map(|n| n.to_string().contains("DeadlineExceeded"))
+            .unwrap_or(false)
+    };
+    if e.is_instance_of::<x::PyTimeoutError>(py) || says_deadline() {
+        Code::DeadlineExceeded
+    } else if e.is_instance_of::<x::PyIndexError>(py) {
+        Code::OutOfRange
+    } else if e.is_instance_of::<x::PyLookupError>(py) {
+        Code::NotFound
+    } else if e.is_instance_of::<x::PyValueError>(py) || e.is_instance_of::<x::PyTypeError>(py) {
+        Code::InvalidArgument
+    } else if e.is_instance_of::<x::PyNotImplementedError>(py) {
+        Code::Unimplemented
+    } else if e.is_instance_of::<x::PyMemoryError>(py) {
+        Code::ResourceExhausted
+    } else if e.is_instance_of::<x::PyPermissionError>(py) {
+        Code::PermissionDenied
+    } else if e.is_instance_of::<x::PyFileExistsError>(py) {
+        Code::AlreadyExists
+    } else if e.is_instance_of::<x::PyConnectionError>(py) {
+        Code::Unavailable
+    } else {
+        Code::Unknown
+    }
 }
 
 /// `rpjrt.InvalidArgumentError(msg)`.

@@ -1,7 +1,5 @@
 //! Executable: compiled programs and execution.
 
-use std::sync::atomic::Ordering;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use rpjrt::{ArraySpec, ExecuteOptions};
@@ -64,7 +62,6 @@ impl PyExecutable {
         py: Python<'py>,
         args: &Bound<'py, PyTuple>,
         device: &rpjrt::Device,
-        donate: &[usize],
     ) -> PyResult<Vec<Bound<'py, PyBuffer>>> {
         let client = self.client.bind(py);
         let mut out = Vec::with_capacity(args.len());
@@ -81,29 +78,16 @@ impl PyExecutable {
                         (true, Some(spec)) => Some(dtype_obj(py, spec.element_type)?),
                         _ => None,
                     };
-                    let put = crate::put::put(
+                    let put = crate::put::put_input(
                         client,
                         &a,
-                        Some(dev.bind(py).as_any()),
-                        None,
+                        dev.bind(py).as_any(),
                         dtype.as_ref(),
-                        Some(true),
-                    )
-                    .map_err(|e| {
-                        if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
-                            invalid(format!("argument {i}: {}", e.value(py)))
-                        } else {
-                            e
-                        }
-                    })?;
+                        || format!("argument {i}"),
+                    )?;
                     put.into_bound(py)
                 }
             };
-            if donate.contains(&i) && b.get().exports.load(Ordering::Acquire) > 0 {
-                return Err(invalid(format!(
-                    "argument {i} cannot be donated: its memory is shared through DLPack"
-                )));
-            }
             out.push(b);
         }
         Ok(out)
@@ -267,7 +251,7 @@ impl PyExecutable {
             Some(d) => d.clone(),
             None => self.first_device()?,
         };
-        let bufs = self.collect_args(py, args, &target, &donate)?;
+        let bufs = self.collect_args(py, args, &target)?;
         let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
         let exe = &self.inner;
         let ffi_context = match ffi_user_data {
@@ -321,7 +305,7 @@ impl PyExecutable {
         let mut all = Vec::with_capacity(lists.len());
         for (list, dev) in lists.iter().zip(&devices) {
             let tuple = PyTuple::new(py, list.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
-            all.push(self.collect_args(py, &tuple, dev, &donate)?);
+            all.push(self.collect_args(py, &tuple, dev)?);
         }
         let refs: Vec<Vec<&rpjrt::Buffer>> = all
             .iter()
@@ -366,7 +350,7 @@ impl PyExecutable {
             Some(d) => d.clone(),
             None => self.first_device()?,
         };
-        let bufs = self.collect_args(py, args, &target, &donate)?;
+        let bufs = self.collect_args(py, args, &target)?;
         let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
         let opts = ExecuteOptions {
             donate,

@@ -314,26 +314,6 @@ fn stage_name(s: ffi::Stage) -> &'static str {
     }
 }
 
-/// The status code for a Python exception: ValueError/TypeError are INVALID_ARGUMENT,
-/// IndexError OUT_OF_RANGE, NotImplementedError UNIMPLEMENTED, MemoryError
-/// RESOURCE_EXHAUSTED, anything else UNKNOWN.
-fn exception_code(py: Python<'_>, e: &PyErr) -> Code {
-    use pyo3::exceptions::{
-        PyIndexError, PyMemoryError, PyNotImplementedError, PyTypeError, PyValueError,
-    };
-    if e.is_instance_of::<PyValueError>(py) || e.is_instance_of::<PyTypeError>(py) {
-        Code::InvalidArgument
-    } else if e.is_instance_of::<PyIndexError>(py) {
-        Code::OutOfRange
-    } else if e.is_instance_of::<PyNotImplementedError>(py) {
-        Code::Unimplemented
-    } else if e.is_instance_of::<PyMemoryError>(py) {
-        Code::ResourceExhausted
-    } else {
-        Code::Unknown
-    }
-}
-
 /// `ExcType: message (at file:line in func <- ...)`, the last three frames.
 fn describe_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
     let ty = e
@@ -628,26 +608,34 @@ fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
                 if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
                     message.push_str(&keep_base_exception(py, &e));
                 }
-                FfiError::new(exception_code(py, &e), message)
+                FfiError::new(crate::errors::code_of_exception(py, &e), message)
             })
         })
         .unwrap_or_else(|| Err(shutting_down(&target_name)))
     })
 }
 
-/// `(plugin, default platform)` of a Client or Plugin.
-fn resolve(target: &Bound<'_, PyAny>) -> PyResult<(rpjrt::Plugin, String)> {
+/// The plugin of a Client or Plugin, and the client if it is one.
+fn plugin_of(target: &Bound<'_, PyAny>) -> PyResult<(rpjrt::Plugin, Option<rpjrt::Client>)> {
     if let Ok(c) = target.cast::<PyClient>() {
-        let c = c.get();
-        return Ok((c.inner.plugin().clone(), c.platform_name().to_string()));
+        let c: &rpjrt::Client = &c.get().inner;
+        return Ok((c.plugin().clone(), Some(c.clone())));
     }
     if let Ok(p) = target.cast::<PyPlugin>() {
-        return Ok((p.get().inner.clone(), "cpu".to_string()));
+        return Ok((p.get().inner.clone(), None));
     }
     Err(invalid(format!(
         "expected an rpjrt.Client or rpjrt.Plugin, got {}",
         target.get_type().name()?
     )))
+}
+
+/// The plugin of a Client or Plugin and the platform to register for: `platform` if given,
+/// else the core's rule (`ffi::platform_or_default`).
+fn resolve(target: &Bound<'_, PyAny>, platform: Option<&str>) -> PyResult<(rpjrt::Plugin, String)> {
+    let (plugin, client) = plugin_of(target)?;
+    let platform = ffi::platform_or_default(platform, client.as_ref()).pyerr()?;
+    Ok((plugin, platform))
 }
 
 fn registration_tuple(r: ffi::Registration) -> (String, String, (i32, i32), (i32, i32)) {
@@ -670,8 +658,7 @@ pub fn _ffi_register_python(
     if !func.bind(py).is_callable() {
         return Err(invalid("the FFI handler must be callable"));
     }
-    let (plugin, default_platform) = resolve(target)?;
-    let platform = platform.unwrap_or(default_platform);
+    let (plugin, platform) = resolve(target, platform.as_deref())?;
     let handler = python_handler(func);
     py.detach(|| ffi::register_on(&plugin, &platform, name, replace, handler))
         .pyerr()
@@ -689,8 +676,7 @@ pub fn _ffi_register_native(
     platform: Option<String>,
     replace: bool,
 ) -> PyResult<RegTuple> {
-    let (plugin, default_platform) = resolve(target)?;
-    let platform = platform.unwrap_or(default_platform);
+    let (plugin, platform) = resolve(target, platform.as_deref())?;
     let address: usize = if let Ok(cap) = handler.cast::<PyCapsule>() {
         let name = cap.name()?;
         // SAFETY: reading the capsule's pointer with its own name, as PyCapsule_GetPointer
@@ -723,8 +709,8 @@ pub fn _ffi_unregister(
     name: &str,
     platform: Option<String>,
 ) -> PyResult<bool> {
-    let (plugin, default_platform) = resolve(target)?;
-    ffi::unregister(&plugin, &platform.unwrap_or(default_platform), name).pyerr()
+    let (plugin, platform) = resolve(target, platform.as_deref())?;
+    ffi::unregister(&plugin, &platform, name).pyerr()
 }
 
 /// Whether `name` has a handler.
@@ -735,18 +721,14 @@ pub fn _ffi_is_registered(
     name: &str,
     platform: Option<String>,
 ) -> PyResult<bool> {
-    let (plugin, default_platform) = resolve(target)?;
-    Ok(ffi::is_registered(
-        &plugin,
-        &platform.unwrap_or(default_platform),
-        name,
-    ))
+    let (plugin, platform) = resolve(target, platform.as_deref())?;
+    Ok(ffi::is_registered(&plugin, &platform, name))
 }
 
 /// The plugin's XLA FFI runtime version.
 #[pyfunction]
 pub fn _ffi_runtime_version(py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<(i32, i32)> {
-    let (plugin, _) = resolve(target)?;
+    let (plugin, _) = plugin_of(target)?;
     py.detach(|| ffi::runtime_version(&plugin)).pyerr()
 }
 
@@ -763,7 +745,7 @@ pub fn _ffi_bench_register_rust(
     target: &Bound<'_, PyAny>,
     name: &str,
 ) -> PyResult<RegTuple> {
-    let (plugin, platform) = resolve(target)?;
+    let (plugin, platform) = resolve(target, None)?;
     let handler: Arc<HandlerFn> = Arc::new(|call: &mut CallFrame<'_>| {
         let offset: f32 = call.attrs()?.get_as("offset")?;
         let (args, rets) = call.split();

@@ -18,7 +18,7 @@ use crate::buffer::PyBuffer;
 use crate::client::PyClient;
 use crate::convert::{dtype_from_py, spec_string};
 use crate::errors::{invalid, PyErrExt};
-use crate::pybuf::{format_type, HostView, PinnedHost};
+use crate::pybuf::{HostView, PinnedHost};
 
 /// The copy mode of Python's `copy=` argument (`True`, `None`, `False`).
 pub fn copy_mode(copy: Option<bool>) -> CopyMode {
@@ -29,15 +29,34 @@ pub fn copy_mode(copy: Option<bool>) -> CopyMode {
     }
 }
 
-pub fn put(
+/// Copies a value that stands for a program's input (an execute argument, a session
+/// slot) onto `device`, as `dtype` where given; a `ValueError` becomes an
+/// `InvalidArgumentError` whose message starts with `what` (`argument 0`, `slot "x"`).
+pub fn put_input(
     client: &Bound<'_, PyClient>,
     obj: &Bound<'_, PyAny>,
-    device: Option<&Bound<'_, PyAny>>,
-    memory: Option<&Bound<'_, PyAny>>,
+    device: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
-    copy: Option<bool>,
+    what: impl FnOnce() -> String,
 ) -> PyResult<Py<PyBuffer>> {
-    put_with(client, obj, device, memory, dtype, copy, false, None)
+    let py = client.py();
+    put_with(
+        client,
+        obj,
+        Some(device),
+        None,
+        dtype,
+        Some(true),
+        false,
+        None,
+    )
+    .map_err(|e| {
+        if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
+            invalid(format!("{}: {}", what(), e.value(py)))
+        } else {
+            e
+        }
+    })
 }
 
 /// The `layout=` argument of `Client.put`: a sequence of dimension numbers
@@ -75,7 +94,7 @@ pub fn layout_from_py(layout: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     layout.extract::<Vec<i64>>().map_err(|_| bad())
 }
 
-/// [`put`] with `cast` and `layout`: Python numbers and lists may be converted lossily (wrapping,
+/// `Client.put`: with `cast`, Python numbers and lists may be converted lossily (wrapping,
 /// rounding, saturating as numpy's `astype` does) instead of refused; `layout` asks for a
 /// device layout (`minor_to_major`), which copies.
 #[allow(clippy::too_many_arguments)]
@@ -155,7 +174,7 @@ pub fn put_with(
 
     // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
     if let Some(view) = HostView::get(obj) {
-        if let Some((t, order)) = format_type(view.format(), view.itemsize()) {
+        if let Some((t, order)) = rpjrt::host::buffer_format_type(view.format(), view.itemsize()) {
             if want.is_none_or(|w| w == t) {
                 return from_view(
                     py,

@@ -239,17 +239,6 @@ pub fn classify(dims: &[i64], strides: &[i64], itemsize: usize) -> Layout {
     }
 }
 
-/// The element type and byte order of a buffer-protocol format (see
-/// `rpjrt::host::buffer_format_type`).
-pub fn format_type(format: &str, itemsize: usize) -> Option<(ElementType, rpjrt::ByteOrder)> {
-    rpjrt::host::buffer_format_type(format, itemsize)
-}
-
-/// Bytes per element in a host (numpy-style, one element per byte for sub-byte types) array.
-pub fn host_itemsize(t: ElementType) -> usize {
-    t.host_itemsize()
-}
-
 /// A byte range inside a held [`HostView`].
 #[derive(Clone, Copy)]
 pub struct Region {
@@ -286,14 +275,14 @@ impl Region {
     }
 }
 
-/// The format a host copy of `t` is exported with: the struct format, or an integer
-/// carrier of the same size holding the raw bits.
+/// The format a host copy of `t` is exported with: the format of its carrier type
+/// (`rpjrt::host::carrier_type`: itself, or an integer of its size holding the raw bits),
+/// NUL-terminated for the buffer protocol.
 pub fn export_format(t: ElementType) -> &'static CStr {
     use ElementType as E;
-    match t {
+    match rpjrt::host::carrier_type(t) {
         E::Pred => c"?",
         E::S8 => c"b",
-        E::U8 => c"B",
         E::S16 => c"h",
         E::U16 => c"H",
         E::S32 => c"i",
@@ -305,13 +294,8 @@ pub fn export_format(t: ElementType) -> &'static CStr {
         E::F64 => c"d",
         E::C64 => c"Zf",
         E::C128 => c"Zd",
-        E::S4 | E::S2 | E::S1 => c"b",
-        _ => match host_itemsize(t) {
-            2 => c"H",
-            4 => c"I",
-            8 => c"Q",
-            _ => c"B",
-        },
+        // uint8, and (never: every carrier has a format) anything else.
+        _ => c"B",
     }
 }
 
@@ -476,7 +460,7 @@ pub fn host_memoryview<'py>(
     dims: &[i64],
     bytes: Vec<u8>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let itemsize = host_itemsize(t);
+    let itemsize = t.host_itemsize();
     let shape: Vec<ffi::Py_ssize_t> = dims.iter().map(|&d| d as ffi::Py_ssize_t).collect();
     let strides: Vec<ffi::Py_ssize_t> = c_strides(dims, itemsize as i64)
         .iter()

@@ -49,21 +49,13 @@ fn slot_value(
             .transpose()?,
         None => None,
     };
-    let put = crate::put::put(
+    let put = crate::put::put_input(
         client.bind(py),
         value,
-        Some(device.bind(py).as_any()),
-        None,
+        device.bind(py).as_any(),
         dtype.as_ref(),
-        Some(true),
-    )
-    .map_err(|e| {
-        if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
-            invalid(format!("slot {name:?}: {}", e.value(py)))
-        } else {
-            e
-        }
-    })?;
+        || format!("slot {name:?}"),
+    )?;
     Ok(SlotValue::Uploaded(put.bind(py).get().rb().clone()))
 }
 

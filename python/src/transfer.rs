@@ -244,40 +244,39 @@ pub fn create_alias_buffer(
 /// The buffer's device layout through the plugin's Layouts extension:
 /// `(minor_to_major, tiles, element_size_bits, memory_space)`.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
-pub fn _device_layout(
-    py: Python<'_>,
-    buffer: &Bound<'_, PyBuffer>,
-) -> PyResult<(Vec<i64>, Vec<Vec<i64>>, i64, i64)> {
+pub fn _device_layout(py: Python<'_>, buffer: &Bound<'_, PyBuffer>) -> PyResult<LayoutTuple> {
     let b = buffer.get();
-    let l = py.detach(|| b.rb().device_layout()).pyerr()?;
-    Ok((
+    py.detach(|| b.rb().device_layout())
+        .pyerr()
+        .map(layout_tuple)
+}
+
+/// `(minor_to_major, tiles, element_size_bits, memory_space)`: a device layout for Python.
+type LayoutTuple = (Vec<i64>, Vec<Vec<i64>>, i64, i64);
+
+fn layout_tuple(l: rpjrt::DeviceLayout) -> LayoutTuple {
+    (
         l.minor_to_major,
         l.tiles,
         l.element_size_bits,
         l.memory_space,
-    ))
+    )
 }
 
 /// The client's default device layout of `dtype[shape]`: `(minor_to_major, tiles,
 /// element_size_bits, memory_space)`.
 #[pyfunction]
-#[allow(clippy::type_complexity)]
 pub fn _default_layout(
     py: Python<'_>,
     client: &Bound<'_, PyClient>,
     dtype: &Bound<'_, PyAny>,
     shape: Vec<i64>,
-) -> PyResult<(Vec<i64>, Vec<Vec<i64>>, i64, i64)> {
+) -> PyResult<LayoutTuple> {
     let t = dtype_from_py(dtype)?;
     let me = client.get();
-    let l = py.detach(|| me.inner.default_layout(t, &shape)).pyerr()?;
-    Ok((
-        l.minor_to_major,
-        l.tiles,
-        l.element_size_bits,
-        l.memory_space,
-    ))
+    py.detach(|| me.inner.default_layout(t, &shape))
+        .pyerr()
+        .map(layout_tuple)
 }
 
 /// Byte strides of the buffer's (untiled) device layout.

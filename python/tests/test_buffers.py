@@ -350,8 +350,19 @@ def test_dlpack_export_is_zero_copy_and_pins(client: rpjrt.Client) -> None:
     assert v1.ctypes.data == v2.ctypes.data
     assert b.__dlpack_device__() == (1, 0)
     np.testing.assert_array_equal(v1, [[0, 1, 2], [3, 4, 5]])
-    with pytest.raises(rpjrt.InvalidArgumentError, match="DLPack"):
+    # The refusal is the core's export pin (the binding keeps no count of its own).
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"cannot be deleted while 2 .*DLPack"):
         b.delete()
+    donate = client.compile(fixture_text("donate.mlir"))
+    x = client.put(np.zeros(8, np.float32))
+    held = np.from_dlpack(x)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="cannot be donated"):
+        donate(x, donate=[0])
+    assert not x.is_deleted()
+    del held
+    gc.collect()
+    donate(x, donate=[0])
+    assert x.is_deleted()
     del v1, v2
     gc.collect()
     b.delete()

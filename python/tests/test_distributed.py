@@ -478,11 +478,20 @@ def test_python_store_serves_the_plugin_through_the_callbacks() -> None:
                          kv=Broken(), process_id=0, num_processes=4)
         except rpjrt.Error as e:
             print(type(e).__name__, e)
+        class Refusing(Store):
+            def set(self, k, v): raise PermissionError("read-only store")
+        try:
+            rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_kv_roundtrip": True}},
+                         kv=Refusing(), process_id=0, num_processes=1)
+        except rpjrt.Error as e:
+            print(type(e).__name__, e)
         """
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "['get', 'set', 'try_get']" in r.stdout, r.stdout
     assert "DeadlineExceededError" in r.stdout and "process 3 never set" in r.stdout, r.stdout
+    # The exception table custom-call handlers use (errors::code_of_exception).
+    assert "PermissionDeniedError" in r.stdout and "read-only store" in r.stdout, r.stdout
 
 
 def test_two_threads_form_a_two_process_client_through_a_python_store() -> None:

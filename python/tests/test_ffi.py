@@ -115,6 +115,36 @@ def test_every_attribute_kind(client: rpjrt.Client) -> None:
     assert type(got["d"]["deeper"]["z"]) is bool
 
 
+def test_handler_exceptions_map_to_status_codes_by_the_one_table(client: rpjrt.Client) -> None:
+    """The same table codes a store's exceptions (test_distributed)."""
+    target = _name("codes")
+    raising: list[BaseException] = []
+
+    @rpjrt.ffi.handler(client, target)
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        raise raising[0]
+
+    exe = client.compile(_scale_program(target))
+    cases: list[tuple[BaseException, type[rpjrt.Error]]] = [
+        (KeyError("k"), rpjrt.NotFoundError),
+        (IndexError("i"), rpjrt.OutOfRangeError),
+        (TypeError("t"), rpjrt.InvalidArgumentError),
+        (TimeoutError("slow"), rpjrt.DeadlineExceededError),
+        (PermissionError("no"), rpjrt.PermissionDeniedError),
+        (ConnectionRefusedError("down"), rpjrt.UnavailableError),
+        (FileExistsError("there"), rpjrt.AlreadyExistsError),
+        (MemoryError(), rpjrt.ResourceExhaustedError),
+        (NotImplementedError(), rpjrt.UnimplementedError),
+        (rpjrt.AbortedError("stop"), rpjrt.AbortedError),
+        (RuntimeError("r"), rpjrt.UnknownError),
+    ]
+    for exc, cls in cases:
+        raising[:] = [exc]
+        with pytest.raises(cls) as info:
+            exe(X8)[0].to_numpy()
+        assert type(info.value) is cls, (exc, info.value)
+
+
 def test_raising_handler_fails_execute_with_type_message_traceback(
     client: rpjrt.Client,
 ) -> None:

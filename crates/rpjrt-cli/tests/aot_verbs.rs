@@ -1,21 +1,11 @@
 //! `rpjrt compile` and `rpjrt cache` on both real CPU plugins (paths from the environment
 //! or `.deps/plugins.env`, as `scripts/setup.sh` writes them; missing plugins fail).
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn plugin_path(var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps/plugins.env");
-    let text = std::fs::read_to_string(&env)
-        .unwrap_or_else(|e| panic!("{var} unset and {} unreadable ({e})", env.display()));
-    text.lines()
-        .find_map(|l| l.strip_prefix(var)?.strip_prefix('='))
-        .map(|v| PathBuf::from(v.trim().trim_matches('"')))
-        .unwrap_or_else(|| panic!("no {var} in {}", env.display()))
-}
+mod common;
+
+use common::{fixtures, plugin as plugin_path};
 
 fn rpjrt(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_rpjrt"))
@@ -32,8 +22,7 @@ fn rpjrt(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn compile_writes_a_loadable_artifact_and_cache_lists_it() {
-    let program =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../rpjrt/tests/fixtures/mlp_train_step.mlir");
+    let program = fixtures().join("mlp_train_step.mlir");
     for var in ["RPJRT_TEST_PLUGIN_OLD", "RPJRT_TEST_PLUGIN_NEW"] {
         let plugin = plugin_path(var);
         let dir = std::env::temp_dir().join(format!("rpjrt-cli-aot-{}-{var}", std::process::id()));
@@ -89,8 +78,7 @@ fn compile_writes_a_loadable_artifact_and_cache_lists_it() {
 
 #[test]
 fn compile_describe_shows_shardings_or_why_not() {
-    let program =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../rpjrt/tests/fixtures/shardy_sin.mlir");
+    let program = fixtures().join("shardy_sin.mlir");
     for var in ["RPJRT_TEST_PLUGIN_OLD", "RPJRT_TEST_PLUGIN_NEW"] {
         let plugin = plugin_path(var);
         let dir =
@@ -179,10 +167,6 @@ fn format_table() -> Vec<(String, Option<String>, String)> {
             (f[0].to_string(), format, f[2].to_string())
         })
         .collect()
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../rpjrt/tests/fixtures")
 }
 
 #[test]

@@ -7,102 +7,13 @@
 //! Missing plugins fail the tests; nothing is skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value as Json;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn plugin(var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = root().join(".deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{var} unset and {} unreadable ({e}): run scripts/setup.sh",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix(var)?.strip_prefix('='))
-        .next_back()
-        .unwrap_or_else(|| panic!("no {var} in {}", env_file.display()));
-    PathBuf::from(line.trim().trim_matches('"'))
-}
-
-fn old() -> PathBuf {
-    plugin("RPJRT_TEST_PLUGIN_OLD")
-}
-
-fn new() -> PathBuf {
-    plugin("RPJRT_TEST_PLUGIN_NEW")
-}
-
-fn fake() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"));
-    let p = target.join("debug/librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} missing: cargo build -p rpjrt-fake-plugin",
-        p.display()
-    );
-    p
-}
-
-fn fixture(name: &str) -> PathBuf {
-    root().join("crates/rpjrt/tests/fixtures").join(name)
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rpjrt-cli-test-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// The binary with a clean discovery environment (no plugin variables, no colour).
-fn rpjrt() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
-    for k in [
-        "RPJRT_PLUGIN",
-        "PJRT_NAMES_AND_LIBRARY_PATHS",
-        "TPU_LIBRARY_PATH",
-        "RPJRT_PLUGIN_PATH",
-        "VIRTUAL_ENV",
-        "RPJRT_CONFORM_TEST_CRASH",
-        "RPJRT_CONFORM_TEST_HANG",
-        "RPJRT_PLUGIN_LOG",
-        "TF_CPP_MIN_LOG_LEVEL",
-    ] {
-        c.env_remove(k);
-    }
-    c.env("NO_COLOR", "1");
-    // Hermetic: the python3 on the test's PATH is not asked for its site directories.
-    c.env("RPJRT_PYTHON", "");
-    c
-}
-
-fn run(c: &mut Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = c.output().expect("the rpjrt binary runs");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
+use common::{fake, fixture, new, old, plugin, rpjrt, run, tmpdir};
 
 /// The site-packages directory holding a plugin wheel (for discovery tests).
 fn site_of(plugin: &Path) -> PathBuf {

@@ -5,86 +5,20 @@
 //! tier `scripts/test-zoo.sh`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
 
-fn old_plugin() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_TEST_PLUGIN_OLD").filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = root().join(".deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{} unreadable ({e}): run scripts/setup.sh",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("RPJRT_TEST_PLUGIN_OLD="))
-        .next_back()
-        .expect("RPJRT_TEST_PLUGIN_OLD in .deps/plugins.env");
-    PathBuf::from(line.trim().trim_matches('"'))
-}
+use common::{fake, run, tmpdir};
 
-fn fake() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"));
-    let p = target.join("debug/librpjrt_fake_plugin.so");
-    assert!(
-        p.exists(),
-        "{} missing: cargo build -p rpjrt-fake-plugin",
-        p.display()
-    );
-    p
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rpjrt-zoo-test-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
+/// The hermetic command, also without `LD_LIBRARY_PATH` (the missing-sibling tests).
 fn rpjrt() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
-    for k in [
-        "RPJRT_PLUGIN",
-        "PJRT_NAMES_AND_LIBRARY_PATHS",
-        "TPU_LIBRARY_PATH",
-        "RPJRT_PLUGIN_PATH",
-        "VIRTUAL_ENV",
-        "RPJRT_PLUGIN_LOG",
-        "TF_CPP_MIN_LOG_LEVEL",
-        "LD_LIBRARY_PATH",
-    ] {
-        c.env_remove(k);
-    }
-    c.env("NO_COLOR", "1").env("RPJRT_PYTHON", "");
+    let mut c = common::rpjrt();
+    c.env_remove("LD_LIBRARY_PATH");
     c
-}
-
-fn run(c: &mut Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = c.output().expect("the rpjrt binary runs");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
 }
 
 #[test]
@@ -244,7 +178,7 @@ fn fake_python(dir: &Path, body: &str) -> PathBuf {
 
 #[test]
 fn the_python_on_path_is_asked_for_its_site_directories() {
-    let site = old_plugin()
+    let site = common::old()
         .ancestors()
         .find(|a| a.ends_with("site-packages"))
         .expect("the plugin is in a site-packages directory")

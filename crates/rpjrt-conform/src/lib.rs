@@ -259,20 +259,20 @@ impl Verdict {
 
     /// The plugin lacks the capability.
     pub fn unsupported(detail: impl Into<String>) -> Verdict {
-        Verdict {
-            outcome: Some(Outcome::Unsupported),
-            unsupported_by: Some("plugin".into()),
-            detail: detail.into(),
-            ..Verdict::default()
-        }
+        Verdict::unsupported_by("plugin", detail.into())
     }
 
     /// rpjrt does not bind the capability yet (the plugin may have it).
     pub fn unsupported_in_rpjrt(detail: impl Into<String>) -> Verdict {
+        Verdict::unsupported_by("rpjrt", detail.into())
+    }
+
+    /// Unsupported, and by whom (`plugin` or `rpjrt`).
+    fn unsupported_by(by: &str, detail: String) -> Verdict {
         Verdict {
             outcome: Some(Outcome::Unsupported),
-            unsupported_by: Some("rpjrt".into()),
-            detail: detail.into(),
+            unsupported_by: Some(by.into()),
+            detail,
             ..Verdict::default()
         }
     }

@@ -85,69 +85,16 @@ fn child(args: &[String]) -> i32 {
     rpjrt_conform::child_main(&plugin, &names, &mut std::io::stdout().lock())
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `target/<profile>/`, found from this test binary (at `target/<profile>/deps/`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("test binaries live in target/<profile>/deps")
-        .to_path_buf()
-}
+/// The core's test helpers: where the plugins are, and the fake plugin built once.
+#[path = "../../rpjrt/tests/common/mod.rs"]
+mod common;
 
 fn fake_plugin() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPJRT_FAKE_PLUGIN") {
-        return PathBuf::from(p);
-    }
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = profile_dir();
-            let lib = dir.join("librpjrt_fake_plugin.so");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut cmd = std::process::Command::new(cargo);
-            cmd.current_dir(workspace_root())
-                .args(["build", "--quiet", "-p", "rpjrt-fake-plugin"]);
-            if dir.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            if let Some(target) = dir.parent() {
-                cmd.env("CARGO_TARGET_DIR", target);
-            }
-            let status = cmd
-                .status()
-                .expect("running cargo to build the fake plugin");
-            assert!(
-                status.success() && lib.is_file(),
-                "`cargo build -p rpjrt-fake-plugin` did not produce {} ({status})",
-                lib.display()
-            );
-            lib
-        })
-        .clone()
+    common::fake_plugin_library()
 }
 
 fn cpu_plugin() -> PathBuf {
-    const VAR: &str = "RPJRT_TEST_PLUGIN_NEW";
-    if let Some(p) = std::env::var_os(VAR).filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = workspace_root().join(".deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{VAR} unset and {} unreadable ({e}): run scripts/setup.sh",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix(VAR)?.strip_prefix('='))
-        .next_back()
-        .unwrap_or_else(|| panic!("no {VAR} in {}", env_file.display()));
-    PathBuf::from(line.trim().trim_matches('"'))
+    common::plugin_path(common::Which::New)
 }
 
 /// Runs the checks matching `only` against `plugin`, with `env` set in the children.

@@ -4,77 +4,17 @@
 //! members inflated before their header was checked).
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use rpjrt::{
-    Client, ClientOptions, CompileOptions, ElementType, HostArray, Plugin, Program, Session,
-    SlotValue,
-};
+use rpjrt::{Client, ClientOptions, ElementType, HostArray, Session, SlotValue};
 use rpjrt_npy::checkpoint;
 
-/// The workspace root.
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+/// The core's test helpers: plugins, fixtures, compiling, error checks.
+#[path = "../../rpjrt/tests/common/mod.rs"]
+mod common;
 
-/// A fixture of the core's tests.
-fn fixture(name: &str) -> Vec<u8> {
-    let p = workspace_root()
-        .join("crates/rpjrt/tests/fixtures")
-        .join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
-}
-
-/// One test plugin's path, from the environment or `.deps/plugins.env` (never skipped).
-fn plugin_path(var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = workspace_root().join(".deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{var} is not set and {} cannot be read ({e})",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix(var)?.strip_prefix('='))
-        .next_back()
-        .unwrap_or_else(|| panic!("{} has no {var}= line", env_file.display()));
-    PathBuf::from(line.trim().trim_matches('"'))
-}
-
-fn plugin(var: &str) -> Plugin {
-    let path = plugin_path(var);
-    Plugin::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
-}
-
-/// Runs `body` on a fresh client of each CPU plugin.
-fn for_each_plugin(body: impl Fn(&Plugin, &Client)) {
-    for var in ["RPJRT_TEST_PLUGIN_OLD", "RPJRT_TEST_PLUGIN_NEW"] {
-        let plugin = plugin(var);
-        let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
-        body(&plugin, &client);
-    }
-}
-
-fn compile(client: &Client, text: &str) -> rpjrt::Executable {
-    client
-        .compile(&Program::mlir(text), &CompileOptions::default())
-        .unwrap()
-}
-
-fn expect_err<T: std::fmt::Debug>(r: rpjrt::Result<T>, needles: &[&str]) -> rpjrt::Error {
-    let e = r.expect_err(&format!("expected an error containing {needles:?}"));
-    let text = e.to_string();
-    for n in needles {
-        assert!(text.contains(n), "error {text:?} does not contain {n:?}");
-    }
-    e
-}
+use common::{compile, expect_err, fixture, for_each_plugin};
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_ne_bytes()).collect()
@@ -566,7 +506,7 @@ fn sanitize(t: ElementType, data: &mut [u8]) {
 
 #[test]
 fn checkpoints_round_trip_any_slots() {
-    let plugin = plugin("RPJRT_TEST_PLUGIN_NEW");
+    let plugin = common::plugin(common::Which::New);
     let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
     let dir = temp_dir("prop");
     let path = dir.join("p.npz");

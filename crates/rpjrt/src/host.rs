@@ -210,6 +210,23 @@ pub fn buffer_format_type(format: &str, itemsize: usize) -> Option<(ElementType,
     (t.host_itemsize() == itemsize).then_some((t, order))
 }
 
+/// The element type whose buffer-protocol format carries `t`'s host elements: `t` itself
+/// where it has a format; otherwise the integer of its host size, signed for the signed
+/// sub-byte integers (bfloat16 travels as `uint16`, the float8 types and `uint4` as
+/// `uint8`, `int4` as `int8`). The token has no data and carries as `uint8`.
+pub fn carrier_type(t: ElementType) -> ElementType {
+    if t.buffer_format().is_some() {
+        return t;
+    }
+    match (t, t.host_itemsize()) {
+        (ElementType::S4 | ElementType::S2 | ElementType::S1, _) => ElementType::S8,
+        (_, 2) => ElementType::U16,
+        (_, 4) => ElementType::U32,
+        (_, 8) => ElementType::U64,
+        _ => ElementType::U8,
+    }
+}
+
 /// Whether a buffer-protocol format is raw bytes (`"B"`, `"b"` or `"c"`, any byte-order
 /// prefix): the only formats rpjrt reinterprets as another element type.
 pub fn is_raw_byte_format(format: &str) -> bool {

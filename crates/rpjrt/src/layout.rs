@@ -208,6 +208,71 @@ impl Buffer {
             .ok_or_else(|| Error::invalid("the buffer's layout does not match its rank"))
     }
 
+    /// Checks that this buffer can be copied to a host array whose element type is named
+    /// `type_name` (numpy's `dtype.name`, where the destination states one): refuses a
+    /// deleted buffer, the token (no data) and another type's name. The first step of
+    /// [`Buffer::check_host_destination`], for a binding to call before it asks the
+    /// destination for its memory.
+    pub fn check_host_type(&self, type_name: Option<&str>) -> Result<()> {
+        self.check()?;
+        let t = self.element_type();
+        if t == ElementType::Token {
+            return Err(Error::invalid("a token has no data to copy to the host"));
+        }
+        if let Some(name) = type_name {
+            if name != t.name() {
+                return Err(Error::invalid(format!(
+                    "the destination holds {name}, but the buffer holds {t} (copy_to_host does \
+                     not convert)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that a caller's host array can receive this buffer's elements as they are
+    /// (no conversion), and returns the byte range `(lo, end)` it addresses, relative to its
+    /// first element (`lo <= 0` with negative strides; `(0, 0)` when it is empty). The
+    /// caller then lends those bytes to [`Buffer::copy_to_host_strided`] with offset `-lo`.
+    ///
+    /// In this order, each refusal naming what is wrong: [`Buffer::check_host_type`] (a
+    /// deleted buffer, the token, a stated type name that is not the buffer's), a format
+    /// that names no element type or another one than the buffer's or its carrier's
+    /// ([`crate::host::carrier_type`]: bfloat16 into `uint16`, ...), foreign byte order
+    /// for multi-byte elements, another shape, and strides whose extent overflows.
+    pub fn check_host_destination(&self, dest: &HostDestination<'_>) -> Result<(i128, i128)> {
+        self.check_host_type(dest.type_name)?;
+        let t = self.element_type();
+        let fmt = dest.format;
+        let Some((ft, order)) = crate::host::buffer_format_type(fmt, dest.itemsize) else {
+            return Err(Error::invalid(format!(
+                "the destination's format {fmt:?} ({}-byte items) is no element type; the \
+                 buffer holds {t}",
+                dest.itemsize
+            )));
+        };
+        if ft != t && ft != crate::host::carrier_type(t) {
+            return Err(Error::invalid(format!(
+                "the destination holds {ft}, but the buffer holds {t} (copy_to_host does not \
+                 convert)"
+            )));
+        }
+        if order.is_foreign() && dest.itemsize > 1 {
+            return Err(Error::invalid(format!(
+                "the destination is in foreign byte order (format {fmt:?}); copy_to_host \
+                 writes native order"
+            )));
+        }
+        if dest.dims != self.dims() {
+            return Err(Error::invalid(format!(
+                "the destination has shape {}, but the buffer has shape {}",
+                shape_tuple(dest.dims),
+                shape_tuple(self.dims())
+            )));
+        }
+        Ok(crate::host::extent(dest.dims, dest.byte_strides, dest.itemsize)?.unwrap_or((0, 0)))
+    }
+
     /// Copies the buffer into a caller's strided destination: element `[i, j, ...]` goes to
     /// byte `offset + i*byte_strides[0] + j*byte_strides[1] + ...` of `dst`. Strides may be
     /// negative; two elements may not land on overlapping bytes; every addressed byte must
@@ -288,6 +353,37 @@ impl Buffer {
         }
         Ok(())
     }
+}
+
+/// A shape as Python writes a tuple: `(3,)`, `(2, 3)`, `()`.
+fn shape_tuple(dims: &[i64]) -> String {
+    match dims {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            dims.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// A caller's writable host array, as a binding describes it (a Python buffer-protocol
+/// export, a numpy array), for [`Buffer::check_host_destination`].
+#[derive(Clone, Copy, Debug)]
+pub struct HostDestination<'a> {
+    /// The element type's name where the destination states one (numpy's `dtype.name`);
+    /// it must be the buffer's.
+    pub type_name: Option<&'a str>,
+    /// The buffer-protocol (PEP 3118) format of one element, e.g. `"<f"` or `"H"`.
+    pub format: &'a str,
+    /// Bytes per element.
+    pub itemsize: usize,
+    /// The shape.
+    pub dims: &'a [i64],
+    /// The byte stride of each dimension (negative ones allowed).
+    pub byte_strides: &'a [i64],
 }
 
 impl Client {

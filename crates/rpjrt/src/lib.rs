@@ -148,7 +148,7 @@ pub use host::{
 };
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use kv::{DistributedOptions, KvStore};
-pub use layout::DeviceLayout;
+pub use layout::{DeviceLayout, HostDestination};
 pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};

@@ -5,11 +5,9 @@
 mod common;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use rpjrt::{
-    Artifact, ArtifactTarget, Cache, Client, ClientOptions, CompileOptions, Error, Plugin, Program,
+    Artifact, ArtifactTarget, Cache, Client, ClientOptions, CompileOptions, Error, Program,
 };
 
 const KNOBS: [&str; 4] = [
@@ -19,38 +17,11 @@ const KNOBS: [&str; 4] = [
     "RPJRT_FAKE_EXTENSIONS",
 ];
 
-static LOCK: Mutex<()> = Mutex::new(());
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
 const PROGRAM: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n";
 
-/// The fake plugin's library, built by the shared test harness when needed.
-fn fake_library() -> PathBuf {
-    common::fake_plugin_library()
-}
-
 fn client(knobs: &[(&str, &str)]) -> Client {
-    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = std::env::temp_dir().join(format!("rpjrt-aot-fake-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let copy = dir.join(format!(
-        "fake-{}.so",
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::copy(fake_library(), &copy).unwrap();
-    for k in KNOBS {
-        std::env::remove_var(k);
-    }
-    for (k, v) in knobs {
-        std::env::set_var(k, v);
-    }
-    let p = Plugin::load(&copy);
-    // The library stays mapped (never unloaded); the copy on disk is not needed again.
-    let _ = std::fs::remove_file(&copy);
-    for k in KNOBS {
-        std::env::remove_var(k);
-    }
-    Client::new(&p.expect("fake plugin loads"), &ClientOptions::new()).expect("client")
+    let p = common::load_fake(knobs, &KNOBS).expect("fake plugin loads");
+    Client::new(&p, &ClientOptions::new()).expect("client")
 }
 
 fn run(c: &Client, exe: &rpjrt::Executable) -> Vec<f32> {

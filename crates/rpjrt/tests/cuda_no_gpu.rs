@@ -8,8 +8,10 @@
 //! On a machine with a GPU these tests would fail on purpose: the GPU tier is
 //! `scripts/test-gpu.sh`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
+
+mod common;
 
 use rpjrt::cuda::{Allocator, CudaOptions};
 use rpjrt::{ApiVersion, ClientOptions, Plugin, Value};
@@ -17,34 +19,7 @@ use rpjrt::{ApiVersion, ClientOptions, Plugin, Value};
 const CHILD_ENV: &str = "RPJRT_CUDA_NO_GPU_CHILD";
 
 fn cuda_plugin_path() -> PathBuf {
-    let var = "RPJRT_TEST_PLUGIN_CUDA";
-    if let Some(p) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let env_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps/plugins.env");
-    let text = std::fs::read_to_string(&env_file).unwrap_or_else(|e| {
-        panic!(
-            "{var} is not set and {} cannot be read ({e}): run scripts/setup.sh",
-            env_file.display()
-        )
-    });
-    let line = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix(var)?.strip_prefix('='))
-        .next_back()
-        .unwrap_or_else(|| {
-            panic!(
-                "{} has no {var}= line: run scripts/setup.sh",
-                env_file.display()
-            )
-        });
-    let p = PathBuf::from(line.trim().trim_matches('"'));
-    assert!(
-        p.is_file(),
-        "{var}={} does not exist: run scripts/setup.sh",
-        p.display()
-    );
-    p
+    common::plugin_path_of("RPJRT_TEST_PLUGIN_CUDA")
 }
 
 #[test]
@@ -189,17 +164,7 @@ fn driver_summary_names_the_missing_library() {
 #[test]
 fn cpu_plugin_errors_are_left_alone() {
     // create_client only adds CUDA context to CUDA plugins' errors.
-    let p = std::env::var_os("RPJRT_TEST_PLUGIN_NEW")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let env_file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps/plugins.env");
-            let text = std::fs::read_to_string(env_file).unwrap();
-            let v = text
-                .lines()
-                .find_map(|l| l.strip_prefix("RPJRT_TEST_PLUGIN_NEW="))
-                .unwrap();
-            PathBuf::from(v.trim())
-        });
+    let p = common::plugin_path(common::Which::New);
     let plugin = Plugin::load(p).unwrap();
     assert!(!rpjrt::cuda::is_cuda_plugin(&plugin));
     let cuda = Plugin::load(cuda_plugin_path()).unwrap();

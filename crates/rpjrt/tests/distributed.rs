@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -174,36 +173,10 @@ const KNOBS: [&str; 3] = [
     "RPJRT_FAKE_ALLOWED_OPTIONS",
     "RPJRT_FAKE_KV",
 ];
-static LOCK: Mutex<()> = Mutex::new(());
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// The fake plugin's library, built by the shared test harness when needed.
-fn fake_library() -> PathBuf {
-    common::fake_plugin_library()
-}
 
 /// A fresh copy of the fake plugin with the given knobs.
 fn fake(knobs: &[(&str, &str)]) -> Plugin {
-    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = std::env::temp_dir().join(format!("rpjrt-fake-dist-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let copy = dir.join(format!("fake-{n}.so"));
-    std::fs::copy(fake_library(), &copy).unwrap();
-    for k in KNOBS {
-        std::env::remove_var(k);
-    }
-    for (k, v) in knobs {
-        assert!(KNOBS.contains(k), "unknown knob {k}");
-        std::env::set_var(k, v);
-    }
-    let r = Plugin::load(&copy);
-    // The library stays mapped (never unloaded); the copy on disk is not needed again.
-    let _ = std::fs::remove_file(&copy);
-    for k in KNOBS {
-        std::env::remove_var(k);
-    }
-    r.expect("fake plugin loads")
+    common::load_fake(knobs, &KNOBS).expect("fake plugin loads")
 }
 
 fn roundtrip() -> ClientOptions {

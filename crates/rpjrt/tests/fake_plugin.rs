@@ -8,9 +8,6 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
 use rpjrt::{Client, ClientOptions, CompileOptions, ElementType, Error, Plugin, Program, Value};
 
 const KNOBS: [&str; 10] = [
@@ -26,33 +23,11 @@ const KNOBS: [&str; 10] = [
     "RPJRT_FAKE_NULL_API",
 ];
 
-static LOCK: Mutex<()> = Mutex::new(());
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
 const PROGRAM: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n";
 
 /// Loads a fresh copy of the fake plugin with the given knobs.
 fn fake(knobs: &[(&str, &str)]) -> rpjrt::Result<Plugin> {
-    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = std::env::temp_dir().join(format!("rpjrt-fake-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let copy = dir.join(format!("fake-{n}.so"));
-    std::fs::copy(common::fake_plugin_library(), &copy).unwrap();
-    for k in KNOBS {
-        std::env::remove_var(k);
-    }
-    for (k, v) in knobs {
-        assert!(KNOBS.contains(k), "unknown knob {k}");
-        std::env::set_var(k, v);
-    }
-    let r = Plugin::load(&copy);
-    // The library stays mapped (never unloaded); the copy on disk is not needed again.
-    let _ = std::fs::remove_file(&copy);
-    for k in KNOBS {
-        std::env::remove_var(k);
-    }
-    r
+    common::load_fake(knobs, &KNOBS)
 }
 
 fn client(knobs: &[(&str, &str)]) -> Client {

@@ -168,3 +168,97 @@ fn put_with_a_device_layout() {
         assert_eq!(out[0].to_vec_of::<i32>().unwrap(), vec![0, 2, 4, 6, 8, 10]);
     });
 }
+
+#[test]
+fn carrier_types_have_buffer_formats_of_the_host_size() {
+    for &t in ElementType::ALL {
+        let c = rpjrt::host::carrier_type(t);
+        assert!(c.buffer_format().is_some(), "{t} -> {c}");
+        if t != ElementType::Token {
+            assert_eq!(c.host_itemsize(), t.host_itemsize(), "{t} -> {c}");
+        }
+    }
+    assert_eq!(
+        rpjrt::host::carrier_type(ElementType::F32),
+        ElementType::F32
+    );
+    assert_eq!(
+        rpjrt::host::carrier_type(ElementType::BF16),
+        ElementType::U16
+    );
+    assert_eq!(rpjrt::host::carrier_type(ElementType::S4), ElementType::S8);
+    assert_eq!(rpjrt::host::carrier_type(ElementType::U4), ElementType::U8);
+}
+
+#[test]
+fn host_destinations_are_checked_before_a_copy() {
+    use rpjrt::HostDestination;
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        let b = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], &d)
+            .unwrap();
+        let dest = |format, itemsize, dims, byte_strides| HostDestination {
+            type_name: None,
+            format,
+            itemsize,
+            dims,
+            byte_strides,
+        };
+        assert_eq!(
+            b.check_host_destination(&dest("<f", 4, &[2, 3], &[12, 4]))
+                .unwrap(),
+            (0, 24)
+        );
+        // Reversed rows: the first element is 12 bytes into the range.
+        assert_eq!(
+            b.check_host_destination(&dest("f", 4, &[2, 3], &[-12, 4]))
+                .unwrap(),
+            (-12, 12)
+        );
+        let named = HostDestination {
+            type_name: Some("float64"),
+            ..dest("f", 4, &[2, 3], &[12, 4])
+        };
+        expect_err(
+            b.check_host_destination(&named),
+            &["holds float64, but the buffer holds float32"],
+        );
+        expect_err(b.check_host_type(Some("bfloat16")), &["holds bfloat16"]);
+        b.check_host_type(Some("float32")).unwrap();
+        expect_err(
+            b.check_host_destination(&dest("d", 8, &[2, 3], &[24, 8])),
+            &["holds float64, but the buffer holds float32"],
+        );
+        expect_err(
+            b.check_host_destination(&dest("T{f:x:}", 4, &[2, 3], &[12, 4])),
+            &["format \"T{f:x:}\"", "is no element type"],
+        );
+        expect_err(
+            b.check_host_destination(&dest(">f", 4, &[2, 3], &[12, 4])),
+            &["foreign byte order"],
+        );
+        expect_err(
+            b.check_host_destination(&dest("f", 4, &[3, 2], &[8, 4])),
+            &["shape (3, 2), but the buffer has shape (2, 3)"],
+        );
+        // A type without a buffer format takes its carrier integer (the raw bits).
+        let bf = c
+            .buffer_from_host(&[0u8; 4], ElementType::BF16, &[2], None, &d, None)
+            .unwrap();
+        assert_eq!(
+            bf.check_host_destination(&dest("H", 2, &[2], &[2]))
+                .unwrap(),
+            (0, 4)
+        );
+        expect_err(
+            bf.check_host_destination(&dest("h", 2, &[2], &[2])),
+            &["holds int16, but the buffer holds bfloat16"],
+        );
+        b.delete().unwrap();
+        expect_err(
+            b.check_host_destination(&dest("f", 4, &[2, 3], &[12, 4])),
+            &["deleted"],
+        );
+    });
+}

@@ -4,11 +4,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
-use rpjrt::{Client, ClientOptions, Code, ElementType, Error, Plugin};
+use rpjrt::{Client, ClientOptions, Code, ElementType, Error};
 
 const KNOBS: [&str; 3] = [
     "RPJRT_FAKE_NULL_SLOTS",
@@ -16,33 +12,10 @@ const KNOBS: [&str; 3] = [
     "RPJRT_FAKE_VERSION",
 ];
 
-static LOCK: Mutex<()> = Mutex::new(());
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// The fake plugin's library, built by the shared test harness when needed.
-fn fake_library() -> PathBuf {
-    common::fake_plugin_library()
-}
-
 /// A client on a fresh copy of the fake plugin configured with `knobs`.
 fn client(knobs: &[(&str, &str)]) -> Client {
-    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = std::env::temp_dir().join(format!("rpjrt-xfer-fake-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let copy = dir.join(format!("fake-{n}.so"));
-    std::fs::copy(fake_library(), &copy).unwrap();
-    for (k, v) in knobs {
-        assert!(KNOBS.contains(k), "unknown knob {k}");
-        std::env::set_var(k, v);
-    }
-    let p = Plugin::load(&copy);
-    // The library stays mapped (never unloaded); the copy on disk is not needed again.
-    let _ = std::fs::remove_file(&copy);
-    for k in KNOBS {
-        std::env::remove_var(k);
-    }
-    Client::new(&p.expect("fake plugin loads"), &ClientOptions::new()).expect("client")
+    let p = common::load_fake(knobs, &KNOBS).expect("fake plugin loads");
+    Client::new(&p, &ClientOptions::new()).expect("client")
 }
 
 fn unsupported(e: Error, needle: &str) {

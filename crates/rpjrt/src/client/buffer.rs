@@ -123,7 +123,8 @@ impl Buffer {
             StateError::Deleted => self.deleted_error(),
             StateError::Pinned(pins) => Error::invalid(format!(
                 "buffer {}{:?} cannot be {what} while {pins} host view(s) or external \
-                 reference(s) of it exist",
+                 reference(s) of it exist (such as arrays sharing its memory through DLPack); \
+                 drop them first",
                 self.element_type(),
                 self.dims()
             )),

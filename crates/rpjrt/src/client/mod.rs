@@ -550,9 +550,7 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
-        self.check_target(device, memory)?;
-        self.check_element_type(element_type)?;
-        check_host_layout(data.len(), element_type, dims, byte_strides)?;
+        self.check_host_put(data.len(), element_type, dims, byte_strides, device, memory)?;
         // PJRT assumes bool bytes are 0 or 1 (and some plugins compute wrong answers with
         // others): read anything else as true, in a copy.
         let normalised;
@@ -587,6 +585,23 @@ impl Client {
         Ok(Buffer::from_raw(raw))
     }
 
+    /// The checks of every host-to-device put, before the plugin sees anything: the target
+    /// belongs to this client, the element type can be put, and `len` bytes hold
+    /// `element_type[dims]` as `byte_strides` describe.
+    fn check_host_put(
+        &self,
+        len: usize,
+        element_type: ElementType,
+        dims: &[i64],
+        byte_strides: Option<&[i64]>,
+        device: &Device,
+        memory: Option<&Memory>,
+    ) -> Result<()> {
+        self.check_target(device, memory)?;
+        self.check_element_type(element_type)?;
+        check_host_layout(len, element_type, dims, byte_strides)
+    }
+
     /// Creates a buffer that uses `owner`'s bytes in place where the plugin can (host-visible
     /// memory), keeping `owner` alive as long as the buffer lives. Plugins that cannot alias
     /// host memory copy instead.
@@ -616,8 +631,11 @@ impl Client {
         device: &Device,
         memory: Option<&Memory>,
     ) -> Result<Buffer> {
-        if element_type.is_sub_byte() {
-            // Packed host data is unpacked into a copy, so there is nothing to borrow.
+        if element_type.is_sub_byte()
+            || crate::dtype::needs_bool_normalising(element_type, owner.bytes())
+        {
+            // Packed host data is unpacked, and bools other than 0/1 normalised, into a
+            // copy, so there is nothing to borrow.
             return self.buffer_from_host(
                 owner.bytes(),
                 element_type,
@@ -627,21 +645,14 @@ impl Client {
                 memory,
             );
         }
-        if crate::dtype::needs_bool_normalising(element_type, owner.bytes()) {
-            // Normalised into a copy, so there is nothing to borrow.
-            return self.buffer_from_host(
-                owner.bytes(),
-                element_type,
-                dims,
-                byte_strides,
-                device,
-                memory,
-            );
-        }
-        self.check_target(device, memory)?;
-        self.check_element_type(element_type)?;
-        let bytes = owner.bytes();
-        check_host_layout(bytes.len(), element_type, dims, byte_strides)?;
+        self.check_host_put(
+            owner.bytes().len(),
+            element_type,
+            dims,
+            byte_strides,
+            device,
+            memory,
+        )?;
         let raw = self.core.raw.buffer_from_host_owned(
             crate::client::buffer::Owner(owner),
             element_type.code(),
@@ -867,24 +878,74 @@ impl fmt::Debug for Client {
     }
 }
 
-/// A device of a client.
-#[derive(Clone)]
-pub struct Device {
-    pub(in crate::client) core: Arc<ClientCore>,
-    pub(in crate::client) data: Arc<DeviceData>,
+/// A view of one entry of a client's device or memory table: the struct, its identity
+/// (same client, same raw view), the facts both kinds have, and `Display` (the plugin's
+/// short description, or `kind:id` where it gives none).
+macro_rules! client_view {
+    ($(#[$doc:meta])* $name:ident, $data:ident, $raw:ident, $noun:literal, $kind_eg:literal) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name {
+            pub(in crate::client) core: Arc<ClientCore>,
+            pub(in crate::client) data: Arc<$data>,
+        }
+
+        impl $name {
+            #[doc = concat!("The core of the client this ", $noun, " belongs to.")]
+            pub(crate) fn core(&self) -> &Arc<ClientCore> {
+                &self.core
+            }
+            #[doc = concat!("The raw ", $noun, " view.")]
+            pub(crate) fn raw_ref(&self) -> $raw {
+                self.data.raw
+            }
+            #[doc = concat!("The ", $noun, " id, unique within the client.")]
+            pub fn id(&self) -> i32 {
+                self.data.facts.id
+            }
+            #[doc = concat!("The ", $noun, " kind, e.g. `", $kind_eg, "`.")]
+            pub fn kind(&self) -> &str {
+                &self.data.facts.kind
+            }
+            /// The plugin's verbose description.
+            pub fn debug_string(&self) -> &str {
+                &self.data.facts.debug_string
+            }
+            /// The plugin's short description (also what `Display` prints).
+            pub fn description(&self) -> &str {
+                &self.data.facts.to_string
+            }
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &$name) -> bool {
+                Arc::ptr_eq(&self.core, &other.core) && self.data.raw == other.data.raw
+            }
+        }
+        impl Eq for $name {}
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                if self.data.facts.to_string.is_empty() {
+                    write!(f, "{}:{}", self.kind(), self.id())
+                } else {
+                    f.write_str(&self.data.facts.to_string)
+                }
+            }
+        }
+    };
 }
 
+client_view!(
+    /// A device of a client.
+    Device,
+    DeviceData,
+    DeviceRef,
+    "device",
+    "cpu"
+);
+
 impl Device {
-    /// The core of the client this device belongs to.
-    pub(crate) fn core(&self) -> &Arc<ClientCore> {
-        &self.core
-    }
-
-    /// The raw device view.
-    pub(crate) fn raw_ref(&self) -> DeviceRef {
-        self.data.raw
-    }
-
     /// The device allocator's figures (`PJRT_Device_MemoryStats`: bytes in use, limit,
     /// largest free block, peak, number of allocations), or the plugin's answer when it
     /// reports none (both CPU plugins answer `UNIMPLEMENTED`; a plugin before the entry
@@ -899,14 +960,6 @@ impl Device {
         self.core.memory_report(&[self.data.raw], request)
     }
 
-    /// The device id, unique within the client.
-    pub fn id(&self) -> i32 {
-        self.data.facts.id
-    }
-    /// The device kind, e.g. `cpu`.
-    pub fn kind(&self) -> &str {
-        &self.data.facts.kind
-    }
     /// The process that owns the device.
     pub fn process_index(&self) -> i32 {
         self.data.facts.process_index
@@ -918,14 +971,6 @@ impl Device {
     /// Vendor attributes of the device.
     pub fn attributes(&self) -> &[(String, Value)] {
         &self.data.attributes
-    }
-    /// The plugin's verbose description.
-    pub fn debug_string(&self) -> &str {
-        &self.data.facts.debug_string
-    }
-    /// The plugin's short description (also what `Display` prints).
-    pub fn description(&self) -> &str {
-        &self.data.facts.to_string
     }
     /// Whether this process can use the device.
     pub fn is_addressable(&self) -> bool {
@@ -964,23 +1009,6 @@ impl Device {
     }
 }
 
-impl PartialEq for Device {
-    fn eq(&self, other: &Device) -> bool {
-        Arc::ptr_eq(&self.core, &other.core) && self.data.raw == other.data.raw
-    }
-}
-impl Eq for Device {}
-
-impl fmt::Display for Device {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.data.facts.to_string.is_empty() {
-            write!(f, "{}:{}", self.kind(), self.id())
-        } else {
-            f.write_str(&self.data.facts.to_string)
-        }
-    }
-}
-
 impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -993,65 +1021,24 @@ impl fmt::Debug for Device {
     }
 }
 
-/// A memory space (device memory, pinned host memory, ...).
-#[derive(Clone)]
-pub struct Memory {
-    pub(in crate::client) core: Arc<ClientCore>,
-    pub(in crate::client) data: Arc<MemoryData>,
-}
+client_view!(
+    /// A memory space (device memory, pinned host memory, ...).
+    Memory,
+    MemoryData,
+    MemoryRef,
+    "memory",
+    "pinned_host"
+);
 
 impl Memory {
-    /// The core of the client this memory belongs to.
-    pub(crate) fn core(&self) -> &Arc<ClientCore> {
-        &self.core
-    }
-
-    /// The raw memory view.
-    pub(crate) fn raw_ref(&self) -> MemoryRef {
-        self.data.raw
-    }
-
-    /// The memory id, unique within the client.
-    pub fn id(&self) -> i32 {
-        self.data.facts.id
-    }
-    /// The kind, e.g. `device`, `pinned_host`, `unpinned_host`.
-    pub fn kind(&self) -> &str {
-        &self.data.facts.kind
-    }
     /// The platform-specific number of the kind.
     pub fn kind_id(&self) -> i32 {
         self.data.facts.kind_id
-    }
-    /// The plugin's verbose description.
-    pub fn debug_string(&self) -> &str {
-        &self.data.facts.debug_string
-    }
-    /// The plugin's short description.
-    pub fn description(&self) -> &str {
-        &self.data.facts.to_string
     }
     /// The devices that can address this memory.
     pub fn addressable_by_devices(&self) -> Result<Vec<Device>> {
         self.core.check("memory")?;
         Ok(self.core.devices_of(&self.data.devices))
-    }
-}
-
-impl PartialEq for Memory {
-    fn eq(&self, other: &Memory) -> bool {
-        Arc::ptr_eq(&self.core, &other.core) && self.data.raw == other.data.raw
-    }
-}
-impl Eq for Memory {}
-
-impl fmt::Display for Memory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.data.facts.to_string.is_empty() {
-            write!(f, "{}:{}", self.kind(), self.id())
-        } else {
-            f.write_str(&self.data.facts.to_string)
-        }
     }
 }
 

@@ -455,6 +455,21 @@ pub fn rpjrt_ffi_version() -> (i32, i32) {
     raw::OUR_FFI_VERSION
 }
 
+/// The platform a handler is registered for when none is named without a client: `cpu`
+/// (the host platform, `host` in XLA's FFI registry).
+pub const PLUGIN_DEFAULT_PLATFORM: &str = "cpu";
+
+/// The platform to register for: `platform` when given; otherwise the client's platform,
+/// or [`PLUGIN_DEFAULT_PLATFORM`] when registering on a plugin without a client. Fails only
+/// for a closed client.
+pub fn platform_or_default(platform: Option<&str>, client: Option<&Client>) -> Result<String> {
+    match (platform, client) {
+        (Some(p), _) => Ok(p.to_string()),
+        (None, Some(c)) => c.platform_name(),
+        (None, None) => Ok(PLUGIN_DEFAULT_PLATFORM.to_string()),
+    }
+}
+
 /// The platform name XLA's FFI registry uses (`cpu` is `host` there).
 pub fn canonical_platform(platform: &str) -> String {
     let p = platform.to_ascii_lowercase();
@@ -687,10 +702,7 @@ pub fn register_with<F>(
 where
     F: Fn(&mut CallFrame<'_>) -> std::result::Result<(), FfiError> + Send + Sync + 'static,
 {
-    let platform = match &options.platform {
-        Some(p) => p.clone(),
-        None => client.platform_name()?,
-    };
+    let platform = platform_or_default(options.platform.as_deref(), Some(client))?;
     register_on(
         client.plugin(),
         &platform,
@@ -733,10 +745,7 @@ where
     E: Fn(&mut CallFrame<'_>, &S) -> std::result::Result<(), FfiError> + Send + Sync + 'static,
 {
     let plugin = client.plugin();
-    let platform = match &options.platform {
-        Some(p) => p.clone(),
-        None => client.platform_name()?,
-    };
+    let platform = platform_or_default(options.platform.as_deref(), Some(client))?;
     let probe = probe(plugin)?;
     let runtime = probe.metadata().map(|m| m.runtime).unwrap_or((0, 0));
     if runtime < (0, 3) {

@@ -123,91 +123,140 @@ unsafe fn read_key<'a>(key: *const c_char, len: usize) -> std::result::Result<&'
     std::str::from_utf8(bytes).map_err(|_| "the plugin passed a key that is not UTF-8".into())
 }
 
-/// `kv_get_callback`: waits for a key through the store.
-pub(crate) unsafe extern "C" fn kv_get(
-    args: *mut sys::PJRT_KeyValueGetCallback_Args,
+/// What the three callbacks' argument structs share.
+trait KvArgs {
+    /// The key as the plugin passed it.
+    fn key(&self) -> (*const c_char, usize);
+    /// The `user_arg` we registered (a `KvUserData`).
+    fn user_arg(&self) -> *mut c_void;
+    /// The plugin's error constructor.
+    fn callback_error(&self) -> *mut Option<sys::PJRT_CallbackError>;
+}
+
+/// The two getters' argument structs, which return a value to the plugin.
+trait KvValueOut {
+    /// Hands `v` to the plugin, with [`free_value`] as its deleter.
+    fn set_value(&mut self, v: &[u8]);
+}
+
+macro_rules! kv_args {
+    ($($t:ident),*) => {$(
+        impl KvArgs for sys::$t {
+            fn key(&self) -> (*const c_char, usize) {
+                (self.key, self.key_size)
+            }
+            fn user_arg(&self) -> *mut c_void {
+                self.user_arg
+            }
+            fn callback_error(&self) -> *mut Option<sys::PJRT_CallbackError> {
+                self.callback_error
+            }
+        }
+    )*};
+}
+kv_args!(
+    PJRT_KeyValueGetCallback_Args,
+    PJRT_KeyValueTryGetCallback_Args,
+    PJRT_KeyValuePutCallback_Args
+);
+
+macro_rules! kv_value_out {
+    ($($t:ident),*) => {$(
+        impl KvValueOut for sys::$t {
+            fn set_value(&mut self, v: &[u8]) {
+                let (ptr, len) = alloc_value(v);
+                self.value = ptr;
+                self.value_size = len;
+                self.value_deleter_callback = Some(free_value);
+            }
+        }
+    )*};
+}
+kv_value_out!(
+    PJRT_KeyValueGetCallback_Args,
+    PJRT_KeyValueTryGetCallback_Args
+);
+
+/// One callback: inside the panic guard, reads the key and the store from `args`, runs
+/// `body` and reports its error (or a panic) through the plugin's `callback_error`.
+///
+/// # Safety
+/// `args` is null or the plugin's args struct, valid for the duration of the call, whose
+/// key fields address `key_size` bytes and whose `user_arg` is the [`KvUserData`] we passed
+/// (it outlives the client).
+unsafe fn serve<A: KvArgs>(
+    args: *mut A,
+    body: impl FnOnce(&mut A, &dyn KvBackend, &str) -> std::result::Result<(), (Code, String)>,
 ) -> *mut sys::PJRT_Error {
     if args.is_null() {
         return std::ptr::null_mut();
     }
-    // SAFETY: the plugin passes a valid args struct for the duration of the call.
+    // SAFETY: the caller's contract: a valid args struct for the duration of the call.
     let a = unsafe { &mut *args };
+    let callback_error = a.callback_error();
     let outcome = guard(|| -> std::result::Result<(), (Code, String)> {
-        // SAFETY: key/key_size come from the plugin and are valid during the call.
-        let key = unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
+        let (key, len) = a.key();
+        // SAFETY: the key fields come from the plugin and are valid during the call.
+        let key = unsafe { read_key(key, len) }.map_err(|m| (Code::InvalidArgument, m))?;
         // SAFETY: user_arg is the KvUserData we passed; it outlives the client.
-        let data = unsafe { &*(a.user_arg as *const KvUserData) };
-        let timeout = Duration::from_millis(a.timeout_in_ms.max(0) as u64);
-        let v = data
-            .store
-            .get(key, timeout)
-            .map_err(|e| (e.code(), e.to_string()))?;
-        let (ptr, len) = alloc_value(&v);
-        a.value = ptr;
-        a.value_size = len;
-        a.value_deleter_callback = Some(free_value);
-        Ok(())
+        let data = unsafe { &*(a.user_arg() as *const KvUserData) };
+        body(a, &*data.store, key)
     });
-    finish(a.callback_error, outcome)
+    finish(callback_error, outcome)
+}
+
+/// The store's error as the callback reports it.
+fn fail(e: crate::error::Error) -> (Code, String) {
+    (e.code(), e.to_string())
+}
+
+/// `kv_get_callback`: waits for a key through the store.
+pub(crate) unsafe extern "C" fn kv_get(
+    args: *mut sys::PJRT_KeyValueGetCallback_Args,
+) -> *mut sys::PJRT_Error {
+    // SAFETY: the plugin calls this with its args struct, as `serve` requires.
+    unsafe {
+        serve(args, |a, store, key| {
+            let timeout = Duration::from_millis(a.timeout_in_ms.max(0) as u64);
+            a.set_value(&store.get(key, timeout).map_err(fail)?);
+            Ok(())
+        })
+    }
 }
 
 /// `kv_try_get_callback`: reads a key without waiting; `NOT_FOUND` when absent.
 pub(crate) unsafe extern "C" fn kv_try_get(
     args: *mut sys::PJRT_KeyValueTryGetCallback_Args,
 ) -> *mut sys::PJRT_Error {
-    if args.is_null() {
-        return std::ptr::null_mut();
-    }
     // SAFETY: as in `kv_get`.
-    let a = unsafe { &mut *args };
-    let outcome = guard(|| -> std::result::Result<(), (Code, String)> {
-        // SAFETY: as in `kv_get`.
-        let key = unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
-        // SAFETY: as in `kv_get`.
-        let data = unsafe { &*(a.user_arg as *const KvUserData) };
-        match data
-            .store
-            .try_get(key)
-            .map_err(|e| (e.code(), e.to_string()))?
-        {
-            Some(v) => {
-                let (ptr, len) = alloc_value(&v);
-                a.value = ptr;
-                a.value_size = len;
-                a.value_deleter_callback = Some(free_value);
-                Ok(())
+    unsafe {
+        serve(args, |a, store, key| {
+            match store.try_get(key).map_err(fail)? {
+                Some(v) => {
+                    a.set_value(&v);
+                    Ok(())
+                }
+                None => Err((Code::NotFound, format!("key {key:?} is not set"))),
             }
-            None => Err((Code::NotFound, format!("key {key:?} is not set"))),
-        }
-    });
-    finish(a.callback_error, outcome)
+        })
+    }
 }
 
 /// `kv_put_callback`: stores a key.
 pub(crate) unsafe extern "C" fn kv_put(
     args: *mut sys::PJRT_KeyValuePutCallback_Args,
 ) -> *mut sys::PJRT_Error {
-    if args.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: as in `kv_get`.
-    let a = unsafe { &mut *args };
-    let outcome = guard(|| -> std::result::Result<(), (Code, String)> {
-        // SAFETY: as in `kv_get`.
-        let key = unsafe { read_key(a.key, a.key_size) }.map_err(|m| (Code::InvalidArgument, m))?;
+    let body = |a: &mut sys::PJRT_KeyValuePutCallback_Args, store: &dyn KvBackend, key: &str| {
         let value: &[u8] = if a.value.is_null() || a.value_size == 0 {
             &[]
         } else {
             // SAFETY: value/value_size come from the plugin, valid during the call.
             unsafe { std::slice::from_raw_parts(a.value.cast::<u8>(), a.value_size) }
         };
-        // SAFETY: as in `kv_get`.
-        let data = unsafe { &*(a.user_arg as *const KvUserData) };
-        data.store
-            .set(key, value)
-            .map_err(|e| (e.code(), e.to_string()))
-    });
-    finish(a.callback_error, outcome)
+        store.set(key, value).map_err(fail)
+    };
+    // SAFETY: as in `kv_get`.
+    unsafe { serve(args, body) }
 }
 
 fn finish(

@@ -42,8 +42,8 @@ pub fn workspace_root() -> PathBuf {
 
 /// A file under `crates/rpjrt/tests/fixtures/`.
 pub fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+    workspace_root()
+        .join("crates/rpjrt/tests/fixtures")
         .join(name)
 }
 
@@ -55,7 +55,12 @@ pub fn fixture(name: &str) -> Vec<u8> {
 
 /// The path of one test plugin. Panics (never skips) when it cannot be found.
 pub fn plugin_path(which: Which) -> PathBuf {
-    let var = which.var();
+    plugin_path_of(which.var())
+}
+
+/// The path of the plugin the variable `var` names, from the environment or
+/// `.deps/plugins.env`. Panics (never skips) when it cannot be found.
+pub fn plugin_path_of(var: &str) -> PathBuf {
     let from_env = std::env::var_os(var).filter(|v| !v.is_empty());
     let path = match from_env {
         Some(p) => PathBuf::from(p),
@@ -86,6 +91,35 @@ pub fn plugin_path(which: Which) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Loads a fresh copy of the fake plugin with `knobs` set (environment variables it reads
+/// when it loads) and every name in `all` cleared before and after; each knob must be one
+/// of `all`. Loads are serialized within the test binary (the environment is process-wide);
+/// each copy is a library of its own, so the knobs it read stay its own.
+pub fn load_fake(knobs: &[(&str, &str)], all: &[&str]) -> rpjrt::Result<Plugin> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!("rpjrt-fake-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let copy = dir.join(format!("fake-{n}.so"));
+    std::fs::copy(fake_plugin_library(), &copy).unwrap();
+    for k in all {
+        std::env::remove_var(k);
+    }
+    for (k, v) in knobs {
+        assert!(all.contains(k), "unknown knob {k}");
+        std::env::set_var(k, v);
+    }
+    let r = Plugin::load(&copy);
+    // The library stays mapped (never unloaded); the copy on disk is not needed again.
+    let _ = std::fs::remove_file(&copy);
+    for k in all {
+        std::env::remove_var(k);
+    }
+    r
 }
 
 /// Loads one test plugin (once per process; later calls return the same plugin).

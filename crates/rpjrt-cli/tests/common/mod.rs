@@ -1,0 +1,97 @@
+//! What the CLI's test files share: where the workspace, the CPU plugins, the fake plugin
+//! and the fixtures are, and fresh scratch folders.
+//!
+//! The lookups are the core's test helpers (`crates/rpjrt/tests/common`): the CPU plugins
+//! come from `RPJRT_TEST_PLUGIN_OLD`/`_NEW` or `.deps/plugins.env` (written by
+//! `scripts/setup.sh`); the fake plugin from `RPJRT_FAKE_PLUGIN` or built once. Missing
+//! plugins fail the tests; nothing is skipped.
+
+// Each test file uses its own subset.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The core's test helpers (plugin lookup, the fake plugin built once, fixtures).
+#[path = "../../../rpjrt/tests/common/mod.rs"]
+mod core_tests;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    core_tests::workspace_root()
+}
+
+/// The plugin named by the variable `var`, from the environment or `.deps/plugins.env`.
+pub fn plugin(var: &str) -> PathBuf {
+    core_tests::plugin_path_of(var)
+}
+
+/// The PJRT 0.81 CPU plugin.
+pub fn old() -> PathBuf {
+    plugin("RPJRT_TEST_PLUGIN_OLD")
+}
+
+/// The PJRT 0.115 CPU plugin.
+pub fn new() -> PathBuf {
+    plugin("RPJRT_TEST_PLUGIN_NEW")
+}
+
+/// The fake plugin (built once per test binary if needed).
+pub fn fake() -> PathBuf {
+    core_tests::fake_plugin_library()
+}
+
+/// The core's test fixtures folder.
+pub fn fixtures() -> PathBuf {
+    root().join("crates/rpjrt/tests/fixtures")
+}
+
+/// A fixture of the core's tests.
+pub fn fixture(name: &str) -> PathBuf {
+    fixtures().join(name)
+}
+
+/// A fresh, empty scratch folder for this test process and `tag`.
+pub fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rpjrt-cli-test-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The `rpjrt` binary, hermetic: no plugin named by the environment, no colour, no
+/// logging settings, no conform test hooks.
+pub fn rpjrt() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rpjrt"));
+    for k in [
+        "RPJRT_PLUGIN",
+        "PJRT_NAMES_AND_LIBRARY_PATHS",
+        "TPU_LIBRARY_PATH",
+        "RPJRT_PLUGIN_PATH",
+        "VIRTUAL_ENV",
+        "RPJRT_CONFORM_TEST_CRASH",
+        "RPJRT_CONFORM_TEST_HANG",
+        "RPJRT_PLUGIN_LOG",
+        "TF_CPP_MIN_LOG_LEVEL",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("NO_COLOR", "1");
+    // Hermetic: the python3 on the test's PATH is not asked for its site directories.
+    c.env("RPJRT_PYTHON", "");
+    c
+}
+
+/// Runs `c`: (exit code, stdout, stderr).
+pub fn run(c: &mut Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = c.output().expect("the rpjrt binary runs");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
