@@ -872,32 +872,22 @@ pub fn run_isolated(
         let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
         let pushed_from = results.len();
         if let Some((name, since)) = current.take() {
-            results.push(CheckResult {
-                group: group_of(&name),
+            results.push(crashed(
+                group_of(&name),
                 name,
-                outcome: Outcome::Crash,
-                unsupported_by: None,
-                blocked_by: None,
-                detail: format!("the process {how} during this check"),
-                facts: Map::new(),
-                duration_ms: since.elapsed().as_secs_f64() * 1e3,
-                stderr: String::new(),
-            });
+                format!("the process {how} during this check"),
+                since.elapsed().as_secs_f64() * 1e3,
+            ));
             next += 1;
         } else if !timed_out && next < total {
             // It exited between checks without finishing them all.
             let name = names[next].clone();
-            results.push(CheckResult {
-                group: group_of(&name),
+            results.push(crashed(
+                group_of(&name),
                 name,
-                outcome: Outcome::Crash,
-                unsupported_by: None,
-                blocked_by: None,
-                detail: format!("the process {how} before this check started"),
-                facts: Map::new(),
-                duration_ms: 0.0,
-                stderr: String::new(),
-            });
+                format!("the process {how} before this check started"),
+                0.0,
+            ));
             next += 1;
         }
         let log = drain_closed(&erx);
@@ -912,6 +902,21 @@ pub fn run_isolated(
         plugin: plugin_info.unwrap_or_default(),
         results,
     })
+}
+
+/// The result of a check whose process ended abnormally (`detail` says how and when).
+fn crashed(group: String, name: String, detail: String, duration_ms: f64) -> CheckResult {
+    CheckResult {
+        group,
+        name,
+        outcome: Outcome::Crash,
+        unsupported_by: None,
+        blocked_by: None,
+        detail,
+        facts: Map::new(),
+        duration_ms,
+        stderr: String::new(),
+    }
 }
 
 /// Waits for a child that has closed its stdout; kills it if it lingers past `limit`.

@@ -577,8 +577,20 @@ impl Client {
             memory.map(|m| m.data.raw),
             BufferMeta::new(&self.core, element_type, dims),
         );
+        self.put_result(raw, element_type, dims, device)
+    }
+
+    /// A new buffer from a host put, or the plugin's error with the device's allocator figures
+    /// attached when it ran out of memory (every put path ends here).
+    fn put_result(
+        &self,
+        raw: Result<raw::buffer::Buffer<BufferMeta>>,
+        element_type: ElementType,
+        dims: &[i64],
+        device: &Device,
+    ) -> Result<Buffer> {
+        let d = device.data.raw;
         let raw = raw.map_err(|e| {
-            let d = device.data.raw;
             (self.core)
                 .with_memory_context(e, &[d], || self.core.array_request(element_type, dims, d))
         })?;
@@ -662,12 +674,7 @@ impl Client {
             memory.map(|m| m.data.raw),
             BufferMeta::new(&self.core, element_type, dims),
         );
-        let raw = raw.map_err(|e| {
-            let d = device.data.raw;
-            (self.core)
-                .with_memory_context(e, &[d], || self.core.array_request(element_type, dims, d))
-        })?;
-        Ok(Buffer::from_raw(raw))
+        self.put_result(raw, element_type, dims, device)
     }
 
     /// Copies a typed slice into a new row-major buffer on `device`.
