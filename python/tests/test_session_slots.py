@@ -165,14 +165,15 @@ def test_errors_name_the_slot(client: rpjrt.Client, sgd: dict[str, Any]) -> None
         # feed_back: unknown slots, misrouted names and mismatched values, nothing bound.
         before = session.fetch("w1")
         with pytest.raises(rpjrt.InvalidArgumentError, match=r"feed_back: no slot 'w9'"):
-            session.feed_back({"w1": out["w1"], "w9": out["w2"]})
+            session.feed_back({"w1": np.zeros((4, 16), np.float32), "w9": out["w2"]})
         with pytest.raises(rpjrt.InvalidArgumentError, match=r"not among the outputs"):
             session.feed_back(out, into={"w1_next": "w1"})
         with pytest.raises(rpjrt.InvalidArgumentError, match=r"slot 'b1' is declared float32\[16\], but the output 'w1' fed back to it is float32\[4, 16\]"):
-            session.feed_back({"w1": out["w1"]}, into={"w1": "b1"})
+            session.feed_back({"w2": np.zeros((16, 2), np.float32), "w1": out["w1"]}, into={"w1": "b1"})
         with pytest.raises(rpjrt.InvalidArgumentError, match=r"slot 'b2' is declared float32\[3\]"):
             session.feed_back({Slot("b2", (rpjrt.float32, (3,))): out["b2"]})
         np.testing.assert_array_equal(session.fetch("w1"), before)
+        assert not np.array_equal(session.fetch("w2"), np.zeros((16, 2), np.float32))
         # Names: unknown slots, wrong types, a Slot whose spec disagrees with the slot's.
         with pytest.raises(rpjrt.InvalidArgumentError, match='no slot "nope"'):
             session.fetch(Slot("nope"))
@@ -228,3 +229,32 @@ def test_use_after_exit_is_a_clear_error(client: rpjrt.Client, tmp_path: Any) ->
             a = other["a"]
             1 / 0
     assert other.closed and a.is_deleted()
+
+
+def test_step_outputs_are_each_calls_own_under_threads(client: rpjrt.Client) -> None:
+    """Four threads step one counter 25 times each: every call returns its own output
+    (100 distinct values 1..100), never a value another thread's step left in the slot."""
+    import threading
+
+    prog = """func.func public @main(%x: tensor<f32>) -> tensor<f32> {
+  %c = stablehlo.constant dense<1.0> : tensor<f32>
+  %0 = stablehlo.add %x, %c : tensor<f32>
+  return %0 : tensor<f32>
+}"""
+    seen: list[float] = []
+    with rpjrt.Session(client) as session:
+        step = session.program(prog, [Slot("n")], [Slot("n", (rpjrt.float32, ()))])
+        session.bind("n", np.float32(0))
+
+        def work() -> None:
+            for _ in range(25):
+                out = step()["n"].to_numpy()
+                seen.append(float(out))
+
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert float(session.fetch("n")) == 100.0
+    assert sorted(seen) == [float(k) for k in range(1, 101)]
