@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import conform, cuda, distributed, ffi, session, sharding, transfer
     from ._discovery import PluginInfo, candidates, find_plugin, plugins
-    from .session import Session
+    from .session import Session, Slot
 
 _LAZY_DISCOVERY = ("PluginInfo", "candidates", "find_plugin", "plugins")
 # Every public submodule is an attribute after a plain `import rpjrt` (as in JAX), imported
@@ -39,11 +39,12 @@ def __getattr__(name: str) -> object:
         globals()[name] = value
         return value
     # Sessions and sharding use typing; they load on first use too.
-    if name == "Session":
-        from .session import Session
+    if name in ("Session", "Slot"):
+        from . import session as _session
 
-        globals()[name] = Session
-        return Session
+        value = getattr(_session, name)
+        globals()[name] = value
+        return value
     if name in _SUBMODULES:
         import importlib
 
@@ -54,7 +55,7 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_DISCOVERY) | set(_SUBMODULES) | {"Session"})
+    return sorted(set(globals()) | set(_LAZY_DISCOVERY) | set(_SUBMODULES) | {"Session", "Slot"})
 from ._dtypes import (
     ALL as _ALL_DTYPES,
 )
@@ -206,6 +207,7 @@ __all__ = [
     "PluginInfo",
     "Session",
     "SessionProgram",
+    "Slot",
     "sharding",
     # functions
     "plugins",

@@ -540,6 +540,9 @@ class _Session:
     def uploads(self) -> int: ...
     @property
     def loads(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def _close(self) -> None: ...
     def program(
         self,
         executable: Executable,
@@ -584,8 +587,9 @@ class SessionProgram:
     @property
     def donated(self) -> list[str]:
         """Slots donated to each call (read and written, aliased in the compiled module)."""
-    def __call__(self, **values: object) -> None:
-        """Bind the keyword arguments to their slots, then run (without waiting)."""
+    def __call__(self, **values: object) -> dict[str, Buffer]:
+        """Bind the keyword arguments to their slots, then run (without waiting); returns
+        the outputs that have a slot, ``{slot name: Buffer}``, each shared with its slot."""
     def __repr__(self) -> str: ...
 
 def _uses_shardy(program: str | bytes) -> bool: ...

@@ -14,21 +14,152 @@ compiled module aliases that output to that input (JAX's ``donate_argnums``): th
 happens in place, and a Buffer the caller bound there becomes unusable
 (``BufferDeletedError``); other inputs stay valid. Values whose dtype or shape differ from
 the slot's are refused at bind time, naming the slot.
+
+Written the way training loops for the reference client are, with :class:`Slot` values
+(a name and, optionally, the dtype and shape it must hold) and explicit feedback::
+
+    w, loss = rpjrt.Slot("w", (rpjrt.float32, (4, 2))), rpjrt.Slot("loss")
+    with rpjrt.Session(client) as session:      # frees the slots' buffers on exit
+        step = session.program(text, inputs=[w, "x", "y"], outputs=["w_next", loss])
+        session.bind_many({w: w0, "x": x, "y": y})
+        for _ in range(50):
+            out = step()                        # {"w_next": Buffer, "loss": Buffer}
+            session.feed_back(out, into={"w_next": w})
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol, Union
 
+from ._dtypes import DType, _numpy_dtype
+from ._errors import FailedPreconditionError, InvalidArgumentError
 from ._rpjrt import Buffer, Client, Device, Executable, SessionProgram, _Session
+
+
+def _spec_text(spec: tuple[DType, tuple[int, ...]]) -> str:
+    return f"{spec[0].name}[{', '.join(map(str, spec[1]))}]"
+
+
+def _normalise(name: str, raw: object) -> tuple[DType, tuple[int, ...]]:
+    """``(DType, shape)`` from a Slot's ``spec`` argument."""
+    dtype: Any
+    shape: Any
+    if hasattr(raw, "dtype") and hasattr(raw, "shape"):
+        dtype, shape = getattr(raw, "dtype"), getattr(raw, "shape")
+    elif isinstance(raw, (tuple, list)) and len(raw) == 2:
+        dtype, shape = raw
+    else:
+        raise TypeError(f"Slot {name!r}: spec is (dtype, shape) or has .dtype and .shape, not {raw!r}")
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"Slot {name!r}: shape {shape!r} is not a sequence of ints") from None
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise ValueError(f"Slot {name!r}: shape {shape!r} is not a sequence of sizes >= 0")
+    return (DType(dtype), tuple(int(d) for d in dims))
+
+
+class _HasDTypeAndShape(Protocol):
+    @property
+    def dtype(self) -> Any: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+
+#: What ``Slot(name, spec)`` takes as ``spec``: ``(dtype, shape)``, or an array-like value
+#: with ``dtype`` and ``shape`` (a numpy array, ``jax.ShapeDtypeStruct``, a Buffer).
+SpecLike = Union[tuple[Any, Sequence[int]], _HasDTypeAndShape]
+
+
+class Slot:
+    """A slot's name, and optionally the dtype and shape it must hold; immutable and
+    hashable (equal when name and spec are).
+
+    ``spec`` is ``(dtype, shape)`` or anything with ``dtype`` and ``shape`` attributes (a
+    numpy array, ``jax.ShapeDtypeStruct``, a Buffer); it is kept as
+    ``(rpjrt.DType, tuple of ints)``. A Slot is accepted wherever a Session takes a slot
+    name; where it carries a spec, programs, values and buffers that differ are refused
+    with ``InvalidArgumentError`` naming the slot.
+    """
+
+    __slots__ = ("name", "spec")
+
+    name: str
+    spec: tuple[DType, tuple[int, ...]] | None
+
+    def __init__(self, name: str, spec: SpecLike | None = None) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a Slot's name is a non-empty str, not {name!r}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "spec", None if spec is None else _normalise(name, spec))
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"a Slot is immutable (cannot set {key!r})")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"a Slot is immutable (cannot delete {key!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Slot):
+            return NotImplemented
+        return (self.name, self.spec) == (other.name, other.spec)
+
+    def __hash__(self) -> int:
+        return hash((Slot, self.name, self.spec))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Slot, (self.name, self.spec))
+
+    def __repr__(self) -> str:
+        if self.spec is None:
+            return f"Slot({self.name!r})"
+        return f"Slot({self.name!r}, {_spec_text(self.spec)})"
+
+    def _check(self, dtype: Any, shape: Sequence[int] | None, what: str) -> None:
+        """Refuses ``(dtype, shape)`` (of ``what``) when it differs from this Slot's spec."""
+        if self.spec is None or shape is None:
+            return
+        got = (DType(dtype), tuple(int(d) for d in shape))
+        if got != self.spec:
+            raise InvalidArgumentError(
+                f"slot {self.name!r} is declared {_spec_text(self.spec)}, but {what} is {_spec_text(got)}"
+            )
+
+    def _conform(self, value: object, what: str) -> object:
+        """``value`` checked against the spec; Python numbers and lists are made arrays of
+        the spec's dtype first."""
+        if self.spec is None:
+            return value
+        if hasattr(value, "dtype") and hasattr(value, "shape"):
+            v: Any = value
+            self._check(v.dtype, v.shape, what)
+            return value
+        import numpy as np
+
+        arr = np.asarray(value, dtype=_numpy_dtype(self.spec[0]))
+        self._check(self.spec[0], arr.shape, what)
+        return arr
+
+
+#: A slot: its name, or a :class:`Slot`.
+SlotLike = Union[str, Slot]
+
+
+def _name(slot: object) -> str:
+    if isinstance(slot, Slot):
+        return slot.name
+    if isinstance(slot, str):
+        return slot
+    raise TypeError(f"a slot is named by a str or an rpjrt.Slot, not {type(slot).__name__}")
 
 
 class Session:
     """Named slots on one device, and programs that read and write them."""
 
-    __slots__ = ("_s",)
+    __slots__ = ("_s", "__weakref__")
 
     def __init__(self, client: Client, device: Device | None = None) -> None:
         self._s = _Session(client, device)
@@ -52,17 +183,84 @@ class Session:
         """How many times a loader ran."""
         return self._s.loads
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran (the end of a ``with`` block)."""
+        return self._s.closed
+
+    def close(self) -> None:
+        """Deletes the buffer every slot holds (buffers the caller bound, and Buffers
+        taken from slots, included: they share the slot) and refuses any later use of the
+        session or its programs with ``FailedPreconditionError``. Idempotent."""
+        self._s._close()
+
+    def __enter__(self) -> Session:
+        if self._s.closed:
+            raise FailedPreconditionError("this Session was closed; a with block needs an open one")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def feed_back(
+        self,
+        outputs: Mapping[str, object] | Mapping[Slot, object] | Mapping[SlotLike, object],
+        into: Mapping[str, SlotLike] | Mapping[Slot, SlotLike] | Mapping[SlotLike, SlotLike] | None = None,
+    ) -> None:
+        """Routes a step's outputs into slots: each ``{name: value}`` of ``outputs`` (what a
+        program call returns, or any values) is bound to slot ``into.get(name, name)``.
+
+        Every destination must be an existing slot (a misspelt name is an error, not a new
+        slot), and every value is checked against its slot's dtype and shape and against
+        any :class:`Slot` spec before any slot changes.
+        """
+        routes = {_name(k): v for k, v in (into or {}).items()}
+        unknown_routes = set(routes) - {_name(k) for k in outputs}
+        if unknown_routes:
+            raise InvalidArgumentError(
+                f"feed_back: into names {sorted(unknown_routes)} that are not among the outputs"
+            )
+        known = {n: (d, sh) for n, d, sh, _ in self._s.slots()}
+        plan: list[tuple[str, object]] = []
+        for key, value in outputs.items():
+            dest = routes.get(_name(key), key)
+            name = _name(dest)
+            if name not in known:
+                raise InvalidArgumentError(
+                    f"feed_back: no slot {name!r} in this session (slots: {', '.join(known) or 'none'})"
+                )
+            what = f"the output {_name(key)!r} fed back to it"
+            for decl in (key, dest):
+                if isinstance(decl, Slot):
+                    value = decl._conform(value, what)
+            dtype, shape = known[name]
+            if shape is not None and hasattr(value, "dtype") and hasattr(value, "shape"):
+                Slot(name, (dtype, shape))._check(getattr(value, "dtype"), getattr(value, "shape"), what)
+            plan.append((name, value))
+        for name, value in plan:
+            self._s.bind(name, value)
+
     def program(
         self,
         exe_or_source: Executable | str | bytes,
-        inputs: Sequence[str],
-        outputs: Sequence[str | None],
+        inputs: Sequence[SlotLike],
+        outputs: Sequence[SlotLike | None],
         *,
         donate: bool = True,
         **compile_options: Any,
     ) -> SessionProgram:
         """A callable program: argument ``k`` comes from slot ``inputs[k]``, output ``k``
-        goes to slot ``outputs[k]`` (``None`` discards it).
+        goes to slot ``outputs[k]`` (``None`` discards it). Slots are names or
+        :class:`Slot` values; a Slot's spec is checked against the executable's.
+
+        Calling the program returns this step's outputs that have a slot, ``{slot name:
+        Buffer}`` (each shared with its slot, so a later step that donates the slot makes
+        it unusable).
 
         ``exe_or_source`` is an Executable, or a program that is compiled here with
         ``client.compile(source, **compile_options)``. ``donate=False`` keeps every input
@@ -74,41 +272,61 @@ class Session:
             exe = exe_or_source
         else:
             exe = self.client.compile(exe_or_source, **compile_options)
-        if isinstance(inputs, str) or isinstance(outputs, str):
-            raise TypeError("inputs and outputs are sequences of slot names, not one string")
-        return self._s.program(exe, list(inputs), list(outputs), donate)
+        if isinstance(inputs, (str, Slot)) or isinstance(outputs, (str, Slot)):
+            raise TypeError("inputs and outputs are sequences of slot names, not one name")
+        for k, slot in enumerate(inputs):
+            if isinstance(slot, Slot) and k < len(exe.input_dtypes):
+                slot._check(exe.input_dtypes[k], exe.input_shapes[k], f"argument {k} of {exe.name}")
+        for k, out in enumerate(outputs):
+            if isinstance(out, Slot) and k < len(exe.output_dtypes):
+                out._check(exe.output_dtypes[k], exe.output_shapes[k], f"output {k} of {exe.name}")
+        return self._s.program(
+            exe,
+            [_name(i) for i in inputs],
+            [None if o is None else _name(o) for o in outputs],
+            donate,
+        )
 
-    def bind(self, name: str, value: object) -> None:
+    def bind(self, name: SlotLike, value: object) -> None:
         """Puts ``value`` (a Buffer, or anything ``client.put`` takes) into slot ``name``."""
-        self._s.bind(name, value)
+        if isinstance(name, Slot):
+            value = name._conform(value, "the value bound to it")
+        self._s.bind(_name(name), value)
 
-    def bind_many(self, values: Mapping[str, object]) -> None:
+    def bind_many(self, values: Mapping[str, object] | Mapping[Slot, object] | Mapping[SlotLike, object]) -> None:
         """Binds several slots. A callable value is a loader: it is called (with no
         arguments) only when a program first needs that slot, and what it returns is bound.
         """
         for name, value in values.items():
             if hasattr(value, "__call__") and not isinstance(value, Buffer):  # noqa: B004
-                self._s.bind_lazy(name, value)
+                if isinstance(name, Slot) and name.spec is not None:
+                    value = _checked_loader(name, value)
+                self._s.bind_lazy(_name(name), value)
             else:
-                self._s.bind(name, value)
+                self.bind(name, value)
 
-    def buffer(self, name: str) -> Buffer:
+    def buffer(self, name: SlotLike) -> Buffer:
         """The Buffer slot ``name`` holds (running its loader first if it has not run)."""
-        return self._s.buffer(name)
+        b = self._s.buffer(_name(name))
+        if isinstance(name, Slot):
+            name._check(b.dtype, b.shape, "the buffer it holds")
+        return b
 
-    def fetch(self, name: str) -> Any:
+    def fetch(self, name: SlotLike) -> Any:
         """Slot ``name`` copied to the host as a numpy array."""
-        return self._s.buffer(name).to_numpy()
+        return self.buffer(name).to_numpy()
 
     def slots(self) -> list[tuple[str, Any, tuple[int, ...] | None, str]]:
         """``(name, dtype, shape, state)`` of every slot; state is ``"empty"``,
         ``"pending"`` (a loader that has not run), ``"ready"`` or ``"deleted"``."""
         return self._s.slots()
 
-    def __getitem__(self, name: str) -> Buffer:
+    def __getitem__(self, name: SlotLike) -> Buffer:
         return self.buffer(name)
 
     def __contains__(self, name: object) -> bool:
+        if isinstance(name, Slot):
+            name = name.name
         return any(s[0] == name for s in self._s.slots())
 
     def __iter__(self) -> Iterator[str]:
@@ -144,4 +362,12 @@ class Session:
 
 Loader = Callable[[], object]
 
-__all__ = ["Session", "SessionProgram", "Loader"]
+
+def _checked_loader(slot: Slot, load: Callable[[], object]) -> Callable[[], object]:
+    def checked() -> object:
+        return slot._conform(load(), "the value its loader returned")
+
+    return checked
+
+
+__all__ = ["Session", "SessionProgram", "Slot", "SlotLike", "SpecLike", "Loader"]

@@ -1,6 +1,7 @@
 //! Sessions: named slots and programs that read and write them (rpjrt::Session).
 //! Python-only sugar (compiling sources, bind_many) is in rpjrt/session.py.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -10,7 +11,7 @@ use rpjrt::{Session, SessionProgram, SlotState, SlotValue};
 use crate::buffer::PyBuffer;
 use crate::client::{wrap_device, PyClient, PyDevice};
 use crate::convert::{dtype_obj, shape_tuple};
-use crate::errors::{invalid, PyErrExt};
+use crate::errors::{invalid, make_err, PyErrExt};
 use crate::executable::PyExecutable;
 
 /// The Python exception a loader raised, kept so that the failed call can chain it.
@@ -23,6 +24,26 @@ pub struct PySession {
     client: Py<PyClient>,
     device: Py<PyDevice>,
     loader_error: Stash,
+    /// Set by `_close` (the end of a `with` block): every later use is refused.
+    closed: AtomicBool,
+}
+
+impl PySession {
+    /// Refuses use after `_close`, with an error that says so.
+    fn check_open(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(make_err(
+                py,
+                "FAILED_PRECONDITION",
+                "SessionClosed",
+                "this Session was closed (its `with` block ended) and its slots' buffers \
+                 were freed; make a new Session"
+                    .to_string(),
+                None,
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A value for a slot: Buffers are bound as they are, anything else is put on the
@@ -98,6 +119,7 @@ impl PySession {
             client,
             device,
             loader_error: Arc::new(Mutex::new(None)),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -121,6 +143,38 @@ impl PySession {
         self.inner.loads()
     }
 
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Refuses every later use, then deletes the buffer of every slot that holds one
+    /// (loaders that never ran never will). Closing twice does nothing.
+    fn _close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let s = &self.inner;
+        py.detach(|| {
+            let mut first = None;
+            for slot in s.slots() {
+                if slot.state != SlotState::Ready {
+                    continue;
+                }
+                // Every slot is tried; the first failure (a host view still open) is raised.
+                // A buffer shared by two slots is already deleted when the second is reached.
+                match s.fetch(&slot.name).and_then(|b| b.delete()) {
+                    Ok(()) | Err(rpjrt::Error::Deleted(_)) => {}
+                    Err(e) => {
+                        first.get_or_insert(e);
+                    }
+                }
+            }
+            first.map_or(Ok(()), Err)
+        })
+        .pyerr()
+    }
+
     #[pyo3(signature = (executable, inputs, outputs, donate = true))]
     fn program(
         slf: &Bound<'_, Self>,
@@ -135,6 +189,7 @@ impl PySession {
         let ins: Vec<&str> = inputs.iter().map(String::as_str).collect();
         let outs: Vec<&str> = outputs.iter().map(|o| o.as_deref().unwrap_or("")).collect();
         let this = slf.get();
+        this.check_open(slf.py())?;
         let inner = this
             .inner
             .program_with(exe.get().rexe(), &ins, &outs, donate)
@@ -147,6 +202,7 @@ impl PySession {
     }
 
     fn bind(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.check_open(py)?;
         let v = slot_value(
             py,
             Some(&self.inner),
@@ -160,6 +216,7 @@ impl PySession {
     }
 
     fn bind_lazy(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.check_open(py)?;
         if !loader.is_callable() {
             return Err(invalid(format!(
                 "the loader of slot {name:?} is not callable"
@@ -189,6 +246,7 @@ impl PySession {
 
     /// The Buffer slot `name` holds (shared with the slot).
     fn buffer(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyBuffer>> {
+        self.check_open(py)?;
         let s = &self.inner;
         // A slot that holds its buffer is read with the GIL held (nothing to wait for); a
         // loader, or waiting for another thread's use of the session, runs without it.
@@ -203,6 +261,7 @@ impl PySession {
 
     /// Writes every slot with a value to an `.npz` checkpoint (rpjrt_npy::checkpoint::save).
     fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        self.check_open(py)?;
         let s = &self.inner;
         py.detach(|| rpjrt_npy::checkpoint::save(s, &path))
             .map_err(|e| raise(py, &self.loader_error, e))
@@ -210,6 +269,7 @@ impl PySession {
 
     /// Binds every array of an `.npz` file to its slot (rpjrt_npy::checkpoint::restore).
     fn restore(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        self.check_open(py)?;
         let s = &self.inner;
         py.detach(|| rpjrt_npy::checkpoint::restore(s, &path))
             .pyerr()
@@ -296,10 +356,16 @@ impl PySessionProgram {
     }
 
     /// Binds the keyword arguments to their slots, then runs the program (without waiting
-    /// for it); the outputs go to their slots.
+    /// for it); the outputs go to their slots. Returns this step's outputs that have a
+    /// slot, `{slot name: Buffer}` in output order (each shared with its slot).
     #[pyo3(signature = (**values))]
-    fn __call__(&self, py: Python<'_>, values: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        values: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let s = self.session.get();
+        s.check_open(py)?;
         if let Some(values) = values {
             for (k, v) in values.iter() {
                 let name: String = k.extract()?;
@@ -307,8 +373,16 @@ impl PySessionProgram {
             }
         }
         let p = &self.inner;
-        py.detach(|| p.call())
-            .map_err(|e| raise(py, &s.loader_error, e))
+        let outs = py
+            .detach(|| p.call_outputs())
+            .map_err(|e| raise(py, &s.loader_error, e))?;
+        let dict = PyDict::new(py);
+        for (out, slot) in outs.into_iter().zip(p.outputs()) {
+            if let Some(name) = slot {
+                dict.set_item(name, PyBuffer::wrap_shared(py, out, &s.client)?)?;
+            }
+        }
+        Ok(dict)
     }
 
     fn __repr__(&self) -> String {

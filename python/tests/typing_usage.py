@@ -89,7 +89,15 @@ def session(client: rpjrt.Client, exe: rpjrt.Executable) -> float:
     whole = sh.assemble(parts, mesh, ("x",), (2,))
     s.save("ckpt.npz")
     s.restore("ckpt.npz")
-    del donated, n, whole
+    w = rpjrt.Slot("w", (rpjrt.float32, (2,)))
+    with rpjrt.Session(client) as t:
+        prog: rpjrt.SessionProgram = t.program(exe, inputs=[w, "x"], outputs=["w_next", None])
+        t.bind(w, [1.0, 2.0])
+        t.bind_many({rpjrt.Slot("x"): [3.0, 4.0]})
+        outs: dict[str, rpjrt.Buffer] = prog()
+        t.feed_back(outs, into={"w_next": w})
+        closed: bool = t.closed
+    del donated, n, whole, closed
     return float(s.fetch("w")[0])
 
 

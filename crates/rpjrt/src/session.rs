@@ -737,6 +737,14 @@ impl SessionProgram {
     /// Runs the program: loads lazy input slots, executes (donating the aliased slots), and
     /// stores each output in its slot. Returns without waiting for the computation.
     pub fn call(&self) -> Result<()> {
+        self.call_outputs().map(drop)
+    }
+
+    /// As [`SessionProgram::call`], and returns every output of this step in order
+    /// (discarded ones included). An output stored in a slot is shared with it: a later
+    /// step that donates the slot makes that buffer unusable. These are this call's own
+    /// outputs even when other threads step the session right after it.
+    pub fn call_outputs(&self) -> Result<Vec<Buffer>> {
         let inner = &*self.inner;
         let mut st = inner.wait_idle(inner.lock())?;
         if self
@@ -814,15 +822,15 @@ impl SessionProgram {
             r.outputs.pop().unwrap_or_default()
         };
         let mut st = inner.lock();
-        for (out, slot) in outs.into_iter().zip(&self.outputs) {
+        for (out, slot) in outs.iter().zip(&self.outputs) {
             if let Some(i) = slot {
-                st.slots[*i].content = Content::Ready(out);
+                st.slots[*i].content = Content::Ready(out.clone());
             }
         }
         st.stepping = None;
         drop(st);
         drop(stepping);
-        Ok(())
+        Ok(outs)
     }
 }
 

@@ -389,3 +389,50 @@ fn handler_touching_its_session_does_not_deadlock() {
         assert!(seen[3].contains("session is stepping"), "{seen:?}");
     });
 }
+
+#[test]
+fn call_outputs_returns_this_steps_outputs_including_discarded_ones() {
+    let text = String::from_utf8(fixture("sgd_step.mlir")).unwrap();
+    for_each_plugin(|_, client| {
+        let exe = compile(client, &text);
+        let session = Session::new(client).unwrap();
+        // The loss is discarded: it is still returned, and no slot holds it.
+        let step = session.program(&exe, &["w", "x", "y"], &["w", ""]).unwrap();
+        let w0: Vec<f32> = (0..8).map(|i| 0.1 * i as f32).collect();
+        let x: Vec<f32> = (0..32).map(|i| ((i * 7) % 5) as f32 / 5.0).collect();
+        let y: Vec<f32> = (0..16).map(|i| ((i * 3) % 4) as f32 / 4.0).collect();
+        session.bind("w", host(&w0, &[4, 2])).unwrap();
+        session.bind("x", host(&x, &[8, 4])).unwrap();
+        session.bind("y", host(&y, &[8, 2])).unwrap();
+        let mut w_ref = w0.clone();
+        for _ in 0..3 {
+            let outs = step.call_outputs().unwrap();
+            let want = reference_step(&mut w_ref, &x, &y);
+            assert_eq!(outs.len(), 2);
+            let loss = outs[1].to_vec_of::<f32>().unwrap()[0];
+            assert!(
+                (loss - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "{loss} vs {want}"
+            );
+            // The output stored in slot w is the slot's buffer: equal contents.
+            let w = outs[0].to_vec_of::<f32>().unwrap();
+            assert_eq!(w, session.fetch("w").unwrap().to_vec_of::<f32>().unwrap());
+            for (a, b) in w.iter().zip(&w_ref) {
+                assert!((a - b).abs() < 1e-5, "{w:?} vs {w_ref:?}");
+            }
+        }
+        // The returned w is shared with the slot: the next step donates it.
+        let outs = step.call_outputs().unwrap();
+        step.call().unwrap();
+        assert!(outs[0].is_deleted());
+        assert!(!outs[1].is_deleted());
+        assert_eq!(
+            session
+                .slots()
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            vec!["w", "x", "y"]
+        );
+    });
+}
