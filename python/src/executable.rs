@@ -56,6 +56,29 @@ impl PyExecutable {
         })
     }
 
+    /// The `device=` argument of a call (`None` when not given), and the device the
+    /// arguments go to: that one, or the executable's first.
+    fn target_device(
+        &self,
+        device: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Option<rpjrt::Device>, rpjrt::Device)> {
+        let chosen = match device.filter(|d| !d.is_none()) {
+            Some(d) => Some(
+                d.cast::<PyDevice>()
+                    .map_err(|_| invalid("device must be an rpjrt.Device"))?
+                    .get()
+                    .inner
+                    .clone(),
+            ),
+            None => None,
+        };
+        let target = match &chosen {
+            Some(d) => d.clone(),
+            None => self.first_device()?,
+        };
+        Ok((chosen, target))
+    }
+
     /// Turns arguments into Buffers: Buffers pass through, anything else is put on `device`.
     fn collect_args<'py>(
         &self,
@@ -237,20 +260,7 @@ impl PyExecutable {
         ffi_user_data: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let donate = donate_list(donate)?;
-        let chosen = match device.filter(|d| !d.is_none()) {
-            Some(d) => Some(
-                d.cast::<PyDevice>()
-                    .map_err(|_| invalid("device must be an rpjrt.Device"))?
-                    .get()
-                    .inner
-                    .clone(),
-            ),
-            None => None,
-        };
-        let target = match &chosen {
-            Some(d) => d.clone(),
-            None => self.first_device()?,
-        };
+        let (chosen, target) = self.target_device(device)?;
         let bufs = self.collect_args(py, args, &target)?;
         let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
         let exe = &self.inner;
@@ -336,20 +346,7 @@ impl PyExecutable {
         donate: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyList>, Option<crate::event::PyEvent>)> {
         let donate = donate_list(donate)?;
-        let chosen = match device.filter(|d| !d.is_none()) {
-            Some(d) => Some(
-                d.cast::<PyDevice>()
-                    .map_err(|_| invalid("device must be an rpjrt.Device"))?
-                    .get()
-                    .inner
-                    .clone(),
-            ),
-            None => None,
-        };
-        let target = match &chosen {
-            Some(d) => d.clone(),
-            None => self.first_device()?,
-        };
+        let (chosen, target) = self.target_device(device)?;
         let bufs = self.collect_args(py, args, &target)?;
         let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
         let opts = ExecuteOptions {
