@@ -17,6 +17,9 @@ EXPECT = {
     "dlpack_interop.py": "adopted: rpjrt.Buffer(",
     "async_example.py": "[49.0, 49.0, 49.0, 49.0]",
     "ffi_example.py": "jax.ffi.ffi_call via rpjrt: [36.0, 45.0, 54.0, 63.0]",
+    "training_loop.py": "restored: identical",
+    "compile_once.py": "cache hit: compiled once, loaded from cache",
+    "sharded.py": "reassembled total: -336.0 == numpy: -336.0",
 }
 
 
