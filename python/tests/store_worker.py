@@ -143,8 +143,8 @@ def client(store: Any, p: int, n: int, plugin: str) -> None:
         return
     c = rpjrt.Client(plugin, options={"fake_device_count": 2}, kv=store,
                      process_id=p, num_processes=n)
-    devs = [(d.id, d.process_index, d.is_addressable) for d in c.all_devices()]
-    print(f"client {p}", c.process_index, devs, len(c.devices()), flush=True)
+    devs = [(d.id, d.process_index, d.is_addressable) for d in c.devices()]
+    print(f"client {p}", c.process_index, devs, len(c.addressable_devices()), flush=True)
     c.close()
 
 
