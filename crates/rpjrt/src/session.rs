@@ -835,12 +835,19 @@ impl SessionProgram {
 }
 
 /// Ends a step on every path out of [`SessionProgram::call`] (errors included): clears
-/// `stepping` and wakes the calls waiting for it.
+/// `stepping` when it is still this thread's step, and wakes the calls waiting for it.
+/// The success path clears it itself while it stores the outputs, and by the time this
+/// guard drops another thread may have begun its own step: clearing that one's flag would
+/// let a third call read the slots mid-step and lose an update.
 struct Stepping<'a>(&'a Inner);
 
 impl Drop for Stepping<'_> {
     fn drop(&mut self) {
-        self.0.lock().stepping = None;
+        let mut st = self.0.lock();
+        if st.stepping == Some(std::thread::current().id()) {
+            st.stepping = None;
+        }
+        drop(st);
         self.0.idle.notify_all();
     }
 }
