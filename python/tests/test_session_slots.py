@@ -13,21 +13,11 @@ import rpjrt
 from rpjrt import Slot
 
 import jax  # a test dependency: it must be installed (a skip would count as a failure)
-import jax.numpy as jnp
+
+from .test_session import _step  # the same two-layer MLP step as the plain Session tests
 
 NAMES = ["w1", "b1", "w2", "b2"]
 STEPS = 50
-
-
-def _loss(params: Any, x: Any, y: Any) -> Any:
-    w1, b1, w2, b2 = params
-    h = jnp.tanh(x @ w1 + b1)
-    return jnp.mean((h @ w2 + b2 - y) ** 2)
-
-
-def _step(params: Any, x: Any, y: Any) -> Any:
-    loss, grads = jax.value_and_grad(_loss)(params, x, y)
-    return [p - 0.05 * g for p, g in zip(params, grads)], loss
 
 
 @pytest.fixture(scope="module")
