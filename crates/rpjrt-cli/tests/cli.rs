@@ -421,6 +421,109 @@ fn conform_on_both_cpu_plugins_and_diff() {
 }
 
 #[test]
+fn conform_html_of_a_run_and_of_saved_reports() {
+    let dir = tmpdir("conform-html");
+    let only = "api.*,buffers.roundtrip.int1,buffers.scalar";
+    let (a, b) = (dir.join("old.json"), dir.join("new.json"));
+    let page = dir.join("old.html");
+    // A run writes its page alongside its JSON report.
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(old())
+        .args(["--only", only, "--json"])
+        .arg(&a)
+        .arg("--html")
+        .arg(&page));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let report: Json = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    assert!(
+        html.contains("<h1>Conformance of xla_cpu_pjrt.so</h1>"),
+        "{html}"
+    );
+    for r in report["results"].as_array().unwrap() {
+        let row = format!(
+            "<tr data-check=\"{}\"><th class=\"sticky\" scope=\"row\"><code>{}</code></th>\
+             <td class=\"cell o-{o}\" data-outcome=\"{o}\">",
+            r["name"].as_str().unwrap(),
+            r["name"].as_str().unwrap(),
+            o = r["outcome"].as_str().unwrap()
+        );
+        assert!(html.contains(&row), "{row} in {html}");
+    }
+    let (code, _, err) = run(rpjrt()
+        .arg("conform")
+        .arg(new())
+        .args(["--only", only, "--json"])
+        .arg(&b));
+    assert_eq!(code, 0, "{err}");
+    // Saved reports render without running anything: a matrix, int1 differing.
+    let matrix = dir.join("m.html");
+    let (code, out, err) = run(rpjrt()
+        .args(["conform", "--html"])
+        .arg(&matrix)
+        .arg(&a)
+        .arg(&b));
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    let html = std::fs::read_to_string(&matrix).unwrap();
+    assert!(html.contains("<tr class=\"diff\" data-check=\"buffers.roundtrip.int1\">"));
+    assert!(html.contains("<tr class=\"same\" data-check=\"api.version\">"));
+    assert!(html.contains("only differences (1 of "), "{html}");
+    // To stdout, and a schema version 1 report is read too.
+    let mut v1 = report.clone();
+    v1["schema_version"] = serde_json::json!(1);
+    let v1_file = dir.join("v1.json");
+    std::fs::write(&v1_file, v1.to_string()).unwrap();
+    let (code, out, err) = run(rpjrt().args(["conform", "--html", "-"]).arg(&v1_file));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("<!DOCTYPE html>") && out.contains("(schema 1)"),
+        "{out}"
+    );
+    // Bad inputs: exit 2, naming the file or what was wrong.
+    let missing = dir.join("missing.json");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{ not json").unwrap();
+    let future = dir.join("future.json");
+    let mut f = report.clone();
+    f["schema_version"] = serde_json::json!(99);
+    std::fs::write(&future, f.to_string()).unwrap();
+    for (file, says) in [
+        (&missing, "missing.json"),
+        (&bad, "bad.json: not JSON"),
+        (&future, "future.json: conform report schema version 99"),
+    ] {
+        let (code, _, err) = run(rpjrt()
+            .args(["conform", "--html"])
+            .arg(dir.join("x.html"))
+            .arg(&a)
+            .arg(file));
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+    }
+    assert!(!dir.join("x.html").exists());
+    let (code, _, err) = run(rpjrt().arg("conform").arg(&a));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("is a saved report") && err.contains("--html"),
+        "{err}"
+    );
+    let (code, _, err) = run(rpjrt()
+        .arg("conform")
+        .arg(old())
+        .arg(&a)
+        .arg("--html")
+        .arg(&matrix));
+    assert_eq!(code, 2);
+    assert!(err.contains("not both"), "{err}");
+    let (code, _, err) = run(rpjrt()
+        .args(["conform", "--json", "-", "--html", "-"])
+        .arg(old()));
+    assert_eq!(code, 2);
+    assert!(err.contains("both want stdout"), "{err}");
+}
+
+#[test]
 fn conform_json_to_stdout_and_only() {
     let (code, out, err) = run(rpjrt()
         .arg("conform")

@@ -17,7 +17,8 @@
 //! stderr too, and the report keeps each check's part.
 //!
 //! The report ([`Report`]) serializes to the JSON schema documented in
-//! `docs/conform-schema.md`, versioned by [`SCHEMA_VERSION`]; [`diff`] compares two.
+//! `docs/conform-schema.md`, versioned by [`SCHEMA_VERSION`]; [`diff`] compares two, and
+//! [`render_html`] draws one as a page or several as a matrix (the [`html`] module).
 //!
 //! # Example
 //!
@@ -59,6 +60,7 @@
 #![warn(missing_docs)]
 
 mod checks;
+pub mod html;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -73,6 +75,7 @@ use serde_json::{json, Map, Value as Json};
 use rpjrt::{Code, Error, Plugin};
 
 pub use checks::all as all_checks;
+pub use html::render_html;
 
 /// Version of the report's JSON schema. Bumped on any incompatible change (2 added the
 /// `blocked` outcome and the `blocked_by` field). Reports of version 1 are still read.

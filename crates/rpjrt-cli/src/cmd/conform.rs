@@ -18,12 +18,17 @@ pub const SELF_COMMAND_ENV: &str = "RPJRT_CLI_SELF";
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
-    /// $RPJRT_PLUGIN, then the first plugin found.
-    #[arg(conflicts_with = "diff")]
-    pub plugin: Option<std::ffi::OsString>,
+    /// $RPJRT_PLUGIN, then the first plugin found. With --html: saved reports (`*.json`)
+    /// to render instead of running the checks.
+    #[arg(conflicts_with = "diff", value_name = "PLUGIN | REPORT.json...")]
+    pub plugin: Vec<OsString>,
     /// Write the JSON report to this file (`-` for stdout, instead of the table).
     #[arg(long, value_name = "REPORT|-")]
     pub json: Option<PathBuf>,
+    /// Write an HTML page of the report to this file (`-` for stdout): this run's, or of
+    /// the saved reports given (a matrix of plugins × checks when there are several).
+    #[arg(long, value_name = "PAGE.html|-", conflicts_with = "diff")]
+    pub html: Option<PathBuf>,
     /// Run only the checks whose names match (substring, or a glob with `*`; comma-separated).
     #[arg(long, value_name = "PATTERN")]
     pub only: Option<String>,
@@ -112,10 +117,80 @@ fn print_result(r: &CheckResult, verbose: bool) {
     }
 }
 
+/// True for an argument naming a saved report rather than a plugin.
+fn is_report(arg: &OsString) -> bool {
+    arg.to_string_lossy()
+        .to_ascii_lowercase()
+        .ends_with(".json")
+}
+
+fn is_stdout(p: Option<&PathBuf>) -> bool {
+    p.is_some_and(|p| p.as_os_str() == "-")
+}
+
+/// Writes `text` to `path`, or to stdout for `-`.
+fn write_out(path: &PathBuf, text: &str) -> Result<(), CliError> {
+    if path.as_os_str() == "-" {
+        crate::outln!("{}", text.trim_end_matches('\n'));
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+}
+
+/// `rpjrt conform --html PAGE REPORT.json...`: renders saved reports, runs nothing.
+fn render_saved(args: &Args, page: &PathBuf) -> Result<i32, CliError> {
+    if args.json.is_some() || args.list {
+        return Err(CliError::usage(
+            "--json and --list need a plugin to run; with saved reports only --html \
+             (and --only) apply",
+        ));
+    }
+    let files: Vec<PathBuf> = args.plugin.iter().map(PathBuf::from).collect();
+    let mut reports = Vec::with_capacity(files.len());
+    for f in &files {
+        let mut r = read_report(f)?;
+        if let Some(only) = args.only.as_deref() {
+            r.results.retain(|c| conform::matches(only, &c.name));
+        }
+        reports.push((f.display().to_string(), r));
+    }
+    let named: Vec<(&str, &Report)> = reports.iter().map(|(s, r)| (s.as_str(), r)).collect();
+    write_out(page, &conform::render_html(&named))?;
+    Ok(EXIT_OK)
+}
+
 /// Runs `rpjrt conform`.
 pub fn run(args: Args) -> Result<i32, CliError> {
     if let Some(files) = &args.diff {
         return diff(files, args.json.as_ref());
+    }
+    if is_stdout(args.json.as_ref()) && is_stdout(args.html.as_ref()) {
+        return Err(CliError::usage(
+            "--json - and --html - both want stdout; write one of them to a file",
+        ));
+    }
+    let saved = args.plugin.iter().filter(|a| is_report(a)).count();
+    if saved > 0 {
+        if saved != args.plugin.len() {
+            return Err(CliError::usage(
+                "give one plugin to check, or saved reports (*.json) to render, not both",
+            ));
+        }
+        return match &args.html {
+            Some(page) => render_saved(&args, page),
+            None => Err(CliError::usage(format!(
+                "{} is a saved report: `rpjrt conform --html PAGE.html REPORT.json...` \
+                 renders reports, `--diff A.json B.json` compares two",
+                args.plugin[0].to_string_lossy()
+            ))),
+        };
+    }
+    if args.plugin.len() > 1 {
+        return Err(CliError::usage(format!(
+            "one plugin at a time (got {}); to compare plugins, save each one's report \
+             with --json and render them together with --html PAGE.html A.json B.json",
+            args.plugin.len()
+        )));
     }
     let checks = conform::select(args.only.as_deref());
     if checks.is_empty() {
@@ -133,7 +208,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let timeout = common::positive_seconds(args.timeout, "--timeout")?;
     // Only the children load the plugin: one that crashes while loading cannot take this
     // process down.
-    let info = common::find_plugin(args.plugin.as_deref())?;
+    let info = common::find_plugin(args.plugin.first().map(OsString::as_os_str))?;
     let mut child = self_command()?;
     child.push("conform-child".into());
     let config = RunConfig {
@@ -147,9 +222,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             Vec::new()
         },
     };
-    let to_stdout = args.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let to_stdout = is_stdout(args.json.as_ref()) || is_stdout(args.html.as_ref());
     // Which check runs and how many are left, on a terminal only and never with --json.
-    let shown = Progress::new(args.json.is_some());
+    let shown = Progress::new(args.json.is_some() || to_stdout);
     let verbose = args.verbose;
     let mut progress = |i: usize, n: usize, name: &str, done: Option<&CheckResult>| match done {
         None => shown.step(i, n, name),
@@ -184,6 +259,13 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 .map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
         }
         None => {}
+    }
+    if let Some(page) = &args.html {
+        let source = match &args.json {
+            Some(p) if p.as_os_str() != "-" => p.display().to_string(),
+            _ => format!("a run of rpjrt conform on {}", info.path.display()),
+        };
+        write_out(page, &conform::render_html(&[(&source, &report)]))?;
     }
     if !to_stdout {
         let s = report.summary();
