@@ -29,6 +29,14 @@ if ! command -v redis-server >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server) >/dev/null
 fi
 
+# Headless Chromium for the browser tests (python/tests/browser.py): the pages of
+# `rpjrt conform --html` are loaded, read back and screenshotted in a real browser. Those
+# tests fail, not skip, without it. fonts-liberation gives the screenshots readable text.
+if ! command -v chromium >/dev/null; then
+  echo "setup: installing chromium"
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-liberation) >/dev/null
+fi
+
 echo "setup: build and test tools"
 pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10" "hypothesis>=6.100" "redis>=5"
 # Release wheels (scripts/wheel.sh): zig links them against an old glibc; auditwheel checks the tag.

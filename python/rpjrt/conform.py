@@ -1,8 +1,9 @@
-"""``python -m rpjrt.conform PLUGIN [--json REPORT|-] [--only PATTERN] [-v]``.
+"""``python -m rpjrt.conform PLUGIN [--json REPORT|-] [--html PAGE|-] [--only PATTERN] [-v]``.
 
 The conformance harness of the ``rpjrt`` command line (``rpjrt conform``), reachable from
 Python without the binary on ``PATH``. Every argument is passed through; ``--diff A B``
-compares two reports. See ``docs/cli.md`` and ``docs/conform-schema.md``.
+compares two reports, and ``--html PAGE A.json [B.json ...]`` renders saved reports as a
+page (a matrix for several). See ``docs/cli.md`` and ``docs/conform-schema.md``.
 """
 
 from __future__ import annotations

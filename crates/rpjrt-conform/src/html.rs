@@ -249,6 +249,8 @@ fn page(source: &str, r: &Report) -> String {
         escape(source)
     );
     chips(&mut out, r);
+    // The plugin's facts are written here but shown after the checks (below).
+    let facts_at = out.len();
     out.push_str("<h2>Plugin</h2>\n<div class=\"scroll\"><table class=\"plugin\"><tbody>\n");
     let mut rows = vec![
         ("path", plugin_field(r, "path")),
@@ -276,7 +278,9 @@ fn page(source: &str, r: &Report) -> String {
             escape(&v)
         );
     }
-    out.push_str("</tbody></table></div>\n<h2>Checks</h2>\n<div class=\"scroll\">\n");
+    out.push_str("</tbody></table></div>\n");
+    let facts: String = out.drain(facts_at..).collect();
+    out.push_str("<h2>Checks</h2>\n<div class=\"scroll\">\n");
     out.push_str(
         "<table class=\"checks\"><thead><tr><th class=\"sticky\" scope=\"col\">check</th>\
          <th scope=\"col\">outcome and detail</th></tr></thead>\n<tbody>\n",
@@ -302,6 +306,8 @@ fn page(source: &str, r: &Report) -> String {
         out.push_str("</td></tr>\n");
     }
     out.push_str("</tbody></table>\n</div>\n");
+    // The checks come first: on a phone they are what one scrolls for.
+    out.push_str(&facts);
     foot(&mut out, &[(source, r)]);
     out
 }
@@ -365,6 +371,8 @@ fn matrix(reports: &[(&str, &Report)]) -> String {
     );
 
     // The plugins, side by side; a row whose values differ is marked like a check.
+    // Written here, shown after the checks (below).
+    let plugins_at = out.len();
     out.push_str("<h2>Plugins</h2>\n<div class=\"scroll\"><table class=\"plugins\">\n");
     header_row(&mut out, "", &titles, reports);
     out.push_str("<tbody>\n");
@@ -427,6 +435,7 @@ fn matrix(reports: &[(&str, &Report)]) -> String {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table></div>\n");
+    let plugins: String = out.drain(plugins_at..).collect();
 
     out.push_str("<h2>Checks</h2>\n");
     // The checkbox precedes the table's box, so `:checked ~ .scroll` reaches it: the
@@ -472,6 +481,8 @@ fn matrix(reports: &[(&str, &Report)]) -> String {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table>\n</div>\n");
+    // The checks come first: on a phone they are what one scrolls for.
+    out.push_str(&plugins);
     foot(&mut out, reports);
     out
 }
