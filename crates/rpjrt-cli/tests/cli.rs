@@ -480,6 +480,22 @@ fn conform_html_of_a_run_and_of_saved_reports() {
         out.starts_with("<!DOCTYPE html>") && out.contains("(schema 1)"),
         "{out}"
     );
+    // --only selects the rows of saved reports too.
+    let (code, out, err) = run(rpjrt()
+        .args(["conform", "--only", "api.version", "--html", "-"])
+        .arg(&a)
+        .arg(&b));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.matches("<tr class=\"same\" data-check=").count(),
+        1,
+        "{out}"
+    );
+    let (code, _, err) = run(rpjrt()
+        .args(["conform", "--only", "nothing.like.this", "--html", "-"])
+        .arg(&a));
+    assert_eq!(code, 2);
+    assert!(err.contains("no check in these reports matches"), "{err}");
     // Bad inputs: exit 2, naming the file or what was wrong.
     let missing = dir.join("missing.json");
     let bad = dir.join("bad.json");

@@ -154,6 +154,13 @@ fn render_saved(args: &Args, page: &PathBuf) -> Result<i32, CliError> {
         }
         reports.push((f.display().to_string(), r));
     }
+    if let Some(only) = args.only.as_deref() {
+        if reports.iter().all(|(_, r)| r.results.is_empty()) {
+            return Err(CliError::usage(format!(
+                "no check in these reports matches {only:?}"
+            )));
+        }
+    }
     let named: Vec<(&str, &Report)> = reports.iter().map(|(s, r)| (s.as_str(), r)).collect();
     write_out(page, &conform::render_html(&named))?;
     Ok(EXIT_OK)
