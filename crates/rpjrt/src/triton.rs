@@ -20,10 +20,11 @@
 //! # Ok(()) }
 //! ```
 
-use crate::client::Client;
+use crate::client::{Client, Device};
 use crate::error::{Error, Result};
 use crate::plugin::Plugin;
 use crate::raw;
+use crate::value::Value;
 
 /// The most warps per CTA [`TritonCompileOptions::num_warps`] accepts (32 warps of 32
 /// threads is the 1024-thread limit of a CUDA block).
@@ -57,6 +58,35 @@ impl TritonCompileOptions {
             num_ctas: 1,
             num_stages: 3,
         })
+    }
+
+    /// Options for the architecture of `device`: its `compute_capability` attribute
+    /// (`"9.0"`), which the CUDA plugin gives every device. Another device gets an error
+    /// saying to name the architecture.
+    pub fn for_device(device: &Device) -> Result<TritonCompileOptions> {
+        let found = device
+            .attributes()
+            .iter()
+            .find(|(n, _)| n == "compute_capability");
+        match found.map(|(_, v)| v) {
+            Some(Value::String(cc)) => TritonCompileOptions::new(cc),
+            _ => Err(Error::invalid(format!(
+                "device {} (kind {:?}) has no compute_capability attribute to take the \
+                 Triton architecture from; name it, e.g. \"9.0\" or \"sm_90\"",
+                device.id(),
+                device.kind()
+            ))),
+        }
+    }
+
+    /// Options for the architecture of `client`'s first addressable device (see
+    /// [`TritonCompileOptions::for_device`]).
+    pub fn for_client(client: &Client) -> Result<TritonCompileOptions> {
+        let devices = client.addressable_devices()?;
+        let first = devices.first().ok_or_else(|| {
+            Error::invalid("the client has no addressable device to take the Triton arch from")
+        })?;
+        TritonCompileOptions::for_device(first)
     }
 
     /// Warps per CTA: a power of two from 1 to [`MAX_NUM_WARPS`].

@@ -157,6 +157,15 @@ fn fake_without_the_extension_is_unsupported() {
 #[test]
 fn cpu_plugins_have_no_triton_extension() {
     common::for_each_plugin(|plugin, client| {
+        // A CPU device has no compute capability to take the architecture from.
+        let dev = client.default_device().unwrap();
+        let e = TritonCompileOptions::for_device(&dev)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("compute_capability") && e.contains("sm_90"),
+            "{e}"
+        );
         assert!(!triton::is_available(plugin));
         let opts = TritonCompileOptions::new("sm_90").unwrap();
         let e = client.triton_compile(MODULE.as_bytes(), &opts).unwrap_err();
