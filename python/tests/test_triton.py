@@ -15,7 +15,7 @@ import rpjrt
 import rpjrt.triton
 from rpjrt import InvalidArgumentError, UnsupportedError
 
-from .conftest import REPO
+from .conftest import REPO, run_python
 
 MODULE = """module {
   tt.func public @add_kernel(%arg0: !tt.ptr<f32>) {
@@ -136,3 +136,18 @@ def test_cpu_plugins_raise_unsupported_naming_the_extension(client) -> None:  # 
     with pytest.raises(UnsupportedError) as e:
         rpjrt.triton.compile(client, MODULE, "sm_90")
     assert "PJRT_Triton_Compile" in str(e.value) and "PJRT_Triton_Extension" in str(e.value)
+
+
+def test_triton_is_an_attribute_after_a_plain_import() -> None:
+    r = run_python(
+        """
+        import sys
+        import rpjrt
+        assert "rpjrt.triton" not in sys.modules
+        assert "triton" in dir(rpjrt)
+        assert rpjrt.triton.__name__ == "rpjrt.triton"
+        assert callable(rpjrt.triton.compile)
+        print("ok")
+        """
+    )
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
