@@ -21,14 +21,23 @@ from . import _dtypes as _dtypes_module
 # it is loaded on first use (a Client without a path, or these names), not on import.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from . import conform, cuda, distributed, ffi, session, sharding, transfer
+    from . import conform, cuda, distributed, ffi, session, sharding, transfer, triton
     from ._discovery import PluginInfo, candidates, find_plugin, plugins
     from .session import Session, Slot
 
 _LAZY_DISCOVERY = ("PluginInfo", "candidates", "find_plugin", "plugins")
 # Every public submodule is an attribute after a plain `import rpjrt` (as in JAX), imported
 # on first use so that `import rpjrt` stays fast.
-_SUBMODULES = ("conform", "cuda", "distributed", "ffi", "session", "sharding", "transfer")
+_SUBMODULES = (
+    "conform",
+    "cuda",
+    "distributed",
+    "ffi",
+    "session",
+    "sharding",
+    "transfer",
+    "triton",
+)
 
 
 def __getattr__(name: str) -> object:

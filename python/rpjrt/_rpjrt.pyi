@@ -956,3 +956,53 @@ class RawCopy:
         """Whether the copy has finished; True once waited for."""
 
 def _copy_raw_to_host_async(buffer: Buffer, offset: int, size: int) -> RawCopy: ...
+
+__all__ += ["TritonKernel", "_triton_available", "_triton_compile"]
+
+@final
+class TritonKernel:
+    """A kernel the plugin compiled from Triton IR (rpjrt.triton.compile)."""
+
+    @property
+    def asm(self) -> bytes:
+        """The assembly (PTX on CUDA); empty when the plugin wrote a file (``path``)."""
+    @property
+    def asm_text(self) -> str | None:
+        """The assembly as text, or None if it is not UTF-8."""
+    @property
+    def entry_name(self) -> str | None:
+        """The first ``.entry`` of the PTX (the kernel function to launch), if any."""
+    @property
+    def shared_mem_bytes(self) -> int:
+        """Dynamic shared memory the kernel needs at launch, in bytes."""
+    @property
+    def cluster_dims(self) -> tuple[int, int, int] | None:
+        """Thread-block cluster dimensions, reported by version-1 plugins only."""
+    @property
+    def path(self) -> str | None:
+        """The file the plugin wrote the kernel to (ROCm), if it did instead of asm."""
+    @property
+    def arch(self) -> str:
+        """The architecture it was compiled for, as sent to the plugin (``"9.0"``)."""
+    @property
+    def num_warps(self) -> int:
+        """Warps per CTA (the kernel's block is 32 * num_warps threads)."""
+    @property
+    def num_ctas(self) -> int:
+        """CTAs per cluster."""
+    @property
+    def num_stages(self) -> int:
+        """Software-pipelining stages."""
+
+def _triton_compile(
+    target: Client | Plugin,
+    module: str | bytes | bytearray,
+    arch: str | None = None,
+    num_warps: int = 4,
+    num_ctas: int = 1,
+    num_stages: int = 3,
+) -> TritonKernel:
+    """Compile Triton IR with the plugin's Triton extension."""
+
+def _triton_available(target: Client | Plugin) -> bool:
+    """Whether the plugin behind ``target`` has the Triton extension."""

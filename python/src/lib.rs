@@ -25,6 +25,7 @@ mod pybuf;
 mod session;
 mod sharding;
 mod transfer;
+mod triton;
 
 use pyo3::prelude::*;
 
@@ -165,5 +166,6 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transfer::_byte_strides, m)?)?;
     m.add_function(wrap_pyfunction!(transfer::_layouts_extension_size, m)?)?;
     cuda::register(m)?;
+    triton::register(m)?;
     Ok(())
 }

@@ -130,3 +130,15 @@ def use_cuda(ptx: str) -> bytes:
     free, total = ctx.mem_info()
     del client, free, total
     return mem.to_bytes()
+
+
+def use_triton(client: rpjrt.Client, ttir: str) -> str | None:
+    import rpjrt.triton
+
+    ok: bool = rpjrt.triton.is_available(client)
+    k: rpjrt.triton.TritonKernel = rpjrt.triton.compile(client, ttir, "sm_90", num_warps=8, num_stages=2)
+    smem: int = k.shared_mem_bytes
+    dims: tuple[int, int, int] | None = k.cluster_dims
+    asm: bytes = k.asm
+    del ok, smem, dims, asm
+    return k.entry_name

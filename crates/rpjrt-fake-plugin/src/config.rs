@@ -57,6 +57,8 @@ knobs! {
     MEMORY_LIMIT,
     /// `BYTES` put in `pjrt_api_version.struct_size` (default: the struct's real size).
     VERSION_STRUCT_SIZE,
+    /// `1` or `2`: the Triton extension's args layout the fake writes (default `2`).
+    TRITON_VERSION,
 }
 
 /// What the FFI extension's `register_handler` does ([`knobs::FFI`]).
@@ -179,6 +181,8 @@ pub struct Config {
     pub memory_limit: Option<u64>,
     /// The `struct_size` reported in `pjrt_api_version`.
     pub version_struct_size: usize,
+    /// Version of the Triton extension's args layout (1: cluster dims, 2: output path).
+    pub triton_version: i32,
 }
 
 impl Default for Config {
@@ -223,6 +227,7 @@ impl Default for Config {
             kv: false,
             memory_limit: None,
             version_struct_size: sys::PJRT_Api_Version_STRUCT_SIZE,
+            triton_version: 2,
         }
     }
 }
@@ -427,6 +432,13 @@ impl Config {
                 knobs::MEMORY_LIMIT => c.memory_limit = Some(parse(knob, &v, "a byte count")?),
                 knobs::VERSION_STRUCT_SIZE => {
                     c.version_struct_size = parse(knob, &v, "a byte count")?
+                }
+                knobs::TRITON_VERSION => {
+                    c.triton_version = match v.trim() {
+                        "1" => 1,
+                        "2" => 2,
+                        _ => return Err(format!("{knob}: expected 1 or 2, got {v:?}")),
+                    }
                 }
                 _ => unreachable!("every knob is handled"),
             }

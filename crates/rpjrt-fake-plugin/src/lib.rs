@@ -34,6 +34,7 @@
 //! | `RPJRT_FAKE_FFI_VERSION` | `MAJOR.MINOR`: the XLA FFI API version the fake implements | `0.4` |
 //! | `RPJRT_FAKE_KV` | `1`: client create exchanges device counts through the KV callbacks (see below) | `0` |
 //! | `RPJRT_FAKE_MEMORY_LIMIT` | `BYTES`: each device's `device` memory holds at most that many buffer bytes; more fails with RESOURCE_EXHAUSTED | unlimited |
+//! | `RPJRT_FAKE_TRITON_VERSION` | `1` or `2`: the Triton extension's args layout (see below) | `2` |
 //! | `RPJRT_FAKE_VERSION_STRUCT_SIZE` | `BYTES` put in `pjrt_api_version.struct_size` (`0` plays a plugin that leaves it unset) | `24`, the struct's size |
 //!
 //! Entry names are the C names (`PJRT_Client_Compile`); an unknown name, a malformed
@@ -44,8 +45,8 @@
 //! `PJRT_NamedValue`, `PJRT_Program`, `PJRT_Buffer_MemoryLayout` and
 //! `PJRT_ExecuteOptions`. `FAIL` works on every slot, implemented or not, except the
 //! two that return void (`PJRT_Error_Destroy`, `PJRT_Error_Message`). `CRASH_ON` and
-//! `HANG_ON` work on the same entries and on `PJRT_FFI_Register_Handler`; use them only
-//! in a child process.
+//! `HANG_ON` work on the same entries and on `PJRT_FFI_Register_Handler` and
+//! `PJRT_Triton_Compile`; use them only in a child process.
 //!
 //! The default slot count uses the minor version each entry appeared in
 //! (`rpjrt_sys::PJRT_API_ENTRIES`): 118 at 0.81, 128 at 0.90, all 138 from 0.110 or
@@ -55,7 +56,8 @@
 //! Default extension sizes follow the configured minor: Layouts is 64 bytes before
 //! 0.81, 72 before 0.93 and 80 from then on; FFI is 48; other known all-function
 //! extensions get their 0.114 size; unknown types just the 24-byte base. Every
-//! function slot of an extension returns UNIMPLEMENTED.
+//! function slot of an extension returns UNIMPLEMENTED, except FFI's `register_handler`
+//! and Triton's `compile` (see below).
 //!
 //! Default plugin attributes, one of each `PJRT_NamedValue` kind: `xla_version` int64 2,
 //! `stablehlo_current_version` int64 list `[1, 9, 0]`, `stablehlo_minimum_version`
@@ -89,6 +91,16 @@
 //!   `name\tplatform\tMAJOR.MINOR\ttraits` lines and returns their length. `refuse`
 //!   fails every registration with INVALID_ARGUMENT; `drop` returns success and records
 //!   nothing. Compiled custom calls are out of scope (the compiler is a toy).
+//! - **Triton** (`Triton` in `RPJRT_FAKE_EXTENSIONS`): `PJRT_Triton_Compile` works. An
+//!   empty module or arch, a non-positive count, or a module containing `tt.bad` is
+//!   INVALID_ARGUMENT; otherwise the output is PTX-looking text naming the module's size
+//!   and FNV-1a 64 hash, the options and `.target sm_<arch's letters and digits>`, with
+//!   an entry `fake_triton_<hash>` and `.maxntid 32*num_warps`; shared memory is
+//!   `1024 * num_stages * num_warps`. The strings are C++ `new[]` blocks the caller
+//!   frees with `delete[]`, as with XLA. Version 2 (default) writes `out_path` null and 0
+//!   after assembly, or, for an arch starting with `gfx`, no assembly and a path (to no
+//!   real file); version 1 writes cluster dims `(num_ctas, 1, 1)` where version 2 has
+//!   the path.
 //! - **KV exchange** (`RPJRT_FAKE_KV=1`): a client created with int64 options
 //!   `num_nodes` and `node_id` and non-null `kv_put`/`kv_get` callbacks puts
 //!   `fake:device:<node_id>` = its local device count (`fake_addressable_device_count`,
@@ -182,6 +194,7 @@ mod named;
 mod plugin;
 mod proto;
 mod table;
+mod triton;
 
 use std::os::raw::{c_char, c_int};
 use std::panic::catch_unwind;

@@ -104,7 +104,8 @@ fn build(config: Config) -> Result<&'static State, String> {
 }
 
 /// Extension functions the fake implements, which the entry knobs also accept.
-pub(crate) const EXTENSION_ENTRIES: [&str; 1] = ["PJRT_FFI_Register_Handler"];
+pub(crate) const EXTENSION_ENTRIES: [&str; 2] =
+    ["PJRT_FFI_Register_Handler", "PJRT_Triton_Compile"];
 
 /// The slot index of an entry in `PJRT_Api`, if `name` is an entry.
 pub(crate) fn slot_index(name: &str) -> Option<usize> {
@@ -217,6 +218,11 @@ fn build_extensions(config: &Config) -> *mut sys::PJRT_Extension_Base {
         let slot = offset_of!(sys::PJRT_FFI_Extension, register_handler);
         if spec.type_id == sys::PJRT_Extension_Type_FFI && slot + word <= size {
             block[slot / word] = crate::ffi::PJRT_FFI_Register_Handler as *const () as usize;
+        }
+        // So does the Triton extension's compile.
+        let slot = offset_of!(sys::PJRT_Triton_Extension, compile);
+        if spec.type_id == sys::PJRT_Extension_Type_Triton && slot + word <= size {
+            block[slot / word] = crate::triton::PJRT_Triton_Compile as *const () as usize;
         }
         let base = Box::leak(block.into_boxed_slice())
             .as_mut_ptr()

@@ -294,6 +294,10 @@ c_api! {
     facts TRITON_FACTS;
     /// Header constant `PJRT_API_TRITON_EXTENSION_VERSION`.
     const PJRT_API_TRITON_EXTENSION_VERSION: c_int = 2;
+    /// Args of `PJRT_Triton_Compile`, version 2 of the extension. Version 1 had three
+    /// `c_int` cluster dimensions where `out_path` and `out_path_size` are (92 bytes);
+    /// version 3 appends an output format and a binary. The output strings are the
+    /// caller's, allocated by the plugin with C++ `new[]`.
     struct PJRT_Triton_Compile_Args sized => PJRT_Triton_Compile {
         struct_size: usize,
         /// Module bytes (not NUL-terminated; length in `module_size`).

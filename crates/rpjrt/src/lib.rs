@@ -59,6 +59,7 @@ mod stablehlo;
 pub mod stdio;
 pub mod tpu;
 pub mod transfer;
+pub mod triton;
 mod value;
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API; only with the

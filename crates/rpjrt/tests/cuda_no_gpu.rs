@@ -35,6 +35,14 @@ fn plugin_loads_and_describes_itself() {
         "PJRT {v} is older than the wheels rpjrt knows"
     );
     assert!(plugin.table_slots() > 100, "{} slots", plugin.table_slots());
+    // Every slot of the newest plugin the tests see is declared (and so has a ledger row).
+    assert!(
+        plugin.table_slots() <= rpjrt_sys::PJRT_API_ENTRIES.len(),
+        "the CUDA plugin (PJRT {v}) has {} table slots, rpjrt-sys declares {}: declare the \
+         new slots with the minor that added each and give each a row in ledger.tsv",
+        plugin.table_slots(),
+        rpjrt_sys::PJRT_API_ENTRIES.len()
+    );
 
     let names: Vec<&str> = plugin
         .extensions()

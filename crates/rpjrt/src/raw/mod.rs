@@ -53,6 +53,7 @@ pub(crate) mod layout;
 pub(crate) mod memstats;
 pub(crate) mod stdio;
 pub(crate) mod transfer;
+pub(crate) mod triton;
 pub(crate) mod util;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
