@@ -1,5 +1,5 @@
 //! Builds the C++ guard that catches exceptions escaping from plugin entries
-//! (src/raw/guard.cpp; see src/raw/guard.rs).
+//! (src/guard.cpp; see src/guard.rs).
 //!
 //! The guard must share the C++ runtime of the plugins whose exceptions it catches, and
 //! PJRT plugins are built with GCC's libstdc++. When the configured C++ compiler is zig's
@@ -14,12 +14,12 @@ use std::path::Path;
 use std::process::Command;
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/raw/guard.cpp");
+    println!("cargo:rerun-if-changed=src/guard.cpp");
     println!("cargo:rerun-if-env-changed=RPJRT_GUARD_CXX");
     let mut build = cc::Build::new();
     build
         .cpp(true)
-        .file("src/raw/guard.cpp")
+        .file("src/guard.cpp")
         .flag_if_supported("-std=c++17")
         .warnings(true);
     let configured = build.get_compiler();

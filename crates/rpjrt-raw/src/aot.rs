@@ -48,7 +48,7 @@ args_types! {
 }
 
 /// PJRT minor that added the compile-option overrides to DeserializeAndLoad's args.
-pub(crate) const OVERRIDES_SINCE: i32 = 71;
+pub const OVERRIDES_SINCE: i32 = 71;
 /// PJRT minor that added `load_options` to DeserializeAndLoad's args.
 const LOAD_OPTIONS_SINCE: i32 = 111;
 /// PJRT minor that added `peak_memory_in_bytes` to the compiled memory stats.
@@ -61,7 +61,7 @@ const UNWRITTEN: i64 = i64::MIN + 0x5eed;
 
 /// A `PJRT_TopologyDescription*`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TopologyPtr(pub(crate) *mut sys::PJRT_TopologyDescription);
+pub struct TopologyPtr(pub *mut sys::PJRT_TopologyDescription);
 // SAFETY: PJRT objects are thread-safe by the C API's contract; this is only the address.
 unsafe impl Send for TopologyPtr {}
 // SAFETY: as for Send.
@@ -98,7 +98,7 @@ fn array<T: Copy>(ptr: *const T, len: usize) -> Vec<T> {
 }
 
 /// An `Unsupported` error for a call the plugin has but answers with UNIMPLEMENTED.
-pub(crate) fn unimplemented_as_unsupported(api: &Api, e: Error, what: &str) -> Error {
+pub fn unimplemented_as_unsupported(api: &Api, e: Error, what: &str) -> Error {
     match e {
         Error::Pjrt {
             code: Code::Unimplemented,
@@ -117,7 +117,7 @@ pub(crate) fn unimplemented_as_unsupported(api: &Api, e: Error, what: &str) -> E
 // ---------------------------------------------------------------------------- serialize
 
 /// `PJRT_Executable_Serialize`: the plugin's bytes for this executable.
-pub(crate) fn exe_serialize(l: &Loaded) -> Result<Vec<u8>> {
+pub fn exe_serialize(l: &Loaded) -> Result<Vec<u8>> {
     let (api, e) = parts(l);
     serialize_ptr(api, e)
 }
@@ -140,7 +140,7 @@ fn serialize_ptr(api: &Api, e: ExePtr) -> Result<Vec<u8>> {
 
 /// `PJRT_Executable_DeserializeAndLoad` of a plugin blob, with optional serialized
 /// compile-option overrides. The struct size sent is the one of the plugin's version.
-pub(crate) fn deserialize_and_load(
+pub fn deserialize_and_load(
     client: &Arc<RawClient>,
     blob: &[u8],
     overrides: Option<&[u8]>,
@@ -188,7 +188,7 @@ pub(crate) fn deserialize_and_load(
 // ---------------------------------------------------------------------------- introspection
 
 /// `PJRT_Executable_GetCompileOptions`: the serialized `CompileOptionsProto`.
-pub(crate) fn exe_compile_options(l: &Loaded) -> Result<Vec<u8>> {
+pub fn exe_compile_options(l: &Loaded) -> Result<Vec<u8>> {
     let (api, e) = parts(l);
     let mut a = sys::PJRT_Executable_GetCompileOptions_Args::new();
     a.executable = e.0;
@@ -206,7 +206,7 @@ pub(crate) fn exe_compile_options(l: &Loaded) -> Result<Vec<u8>> {
 }
 
 /// `PJRT_Executable_GetCostAnalysis`: named values.
-pub(crate) fn exe_cost_analysis(l: &Loaded) -> Result<Vec<(String, NamedValue)>> {
+pub fn exe_cost_analysis(l: &Loaded) -> Result<Vec<(String, NamedValue)>> {
     let (api, e) = parts(l);
     let mut a = sys::PJRT_Executable_GetCostAnalysis_Args::new();
     a.executable = e.0;
@@ -217,15 +217,20 @@ pub(crate) fn exe_cost_analysis(l: &Loaded) -> Result<Vec<(String, NamedValue)>>
 
 /// The compiled memory stats; `None` for fields the plugin's version does not have.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RawMemoryStats {
+pub struct RawMemoryStats {
+    /// Device bytes: generated code, arguments, outputs, aliased, temporaries.
     pub device: [i64; 5],
+    /// The same five figures for host memory.
     pub host: [i64; 5],
+    /// The peak memory in bytes, from the version that reports it.
     pub peak_memory: Option<i64>,
+    /// Total size, total allocation bytes, indefinite allocations and peak unpadded heap
+    /// bytes, when the plugin's version has and set all four.
     pub totals: Option<[i64; 4]>,
 }
 
 /// `PJRT_Executable_GetCompiledMemoryStats`, sized by the plugin's version.
-pub(crate) fn exe_memory_stats(l: &Loaded) -> Result<RawMemoryStats> {
+pub fn exe_memory_stats(l: &Loaded) -> Result<RawMemoryStats> {
     let (api, e) = parts(l);
     type M = sys::PJRT_Executable_GetCompiledMemoryStats_Args;
     let v = api.version().minor;
@@ -278,7 +283,7 @@ pub(crate) fn exe_memory_stats(l: &Loaded) -> Result<RawMemoryStats> {
 }
 
 /// `PJRT_Executable_OutputMemoryKinds`.
-pub(crate) fn exe_output_memory_kinds(l: &Loaded) -> Result<Vec<String>> {
+pub fn exe_output_memory_kinds(l: &Loaded) -> Result<Vec<String>> {
     let (api, e) = parts(l);
     let mut a = sys::PJRT_Executable_OutputMemoryKinds_Args::new();
     a.executable = e.0;
@@ -398,7 +403,7 @@ fn serialize_layout(api: &Api, layout: *mut sys::PJRT_Layouts_MemoryLayout) -> R
 
 /// Serialized layouts of an executable's outputs (`parameters == false`) or parameters,
 /// through the Layouts extension.
-pub(crate) fn exe_layouts(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>> {
+pub fn exe_layouts(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>> {
     let (api, e) = parts(l);
     let (ptrs, n) = if parameters {
         let f: sys::PJRT_Layouts_PJRT_Executable_GetParameterLayouts = ext_slot(
@@ -450,7 +455,7 @@ pub(crate) fn exe_layouts(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>> 
 
 /// Serialized `OpSharding`s of an executable's parameters or outputs, through the
 /// Shardings extension.
-pub(crate) fn exe_shardings(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>> {
+pub fn exe_shardings(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>> {
     let (api, e) = parts(l);
     let (ptrs, sizes, n) = if parameters {
         let f: sys::PJRT_Shardings_PJRT_Executable_ParameterShardings = ext_slot(
@@ -505,7 +510,7 @@ pub(crate) fn exe_shardings(l: &Loaded, parameters: bool) -> Result<Vec<Vec<u8>>
 // ---------------------------------------------------------------------------- topology
 
 /// `PJRT_Client_TopologyDescription` (owned by the client: never destroyed by us).
-pub(crate) fn client_topology(client: &RawClient) -> Result<TopologyPtr> {
+pub fn client_topology(client: &RawClient) -> Result<TopologyPtr> {
     let api = client.api();
     let mut a = sys::PJRT_Client_TopologyDescription_Args::new();
     a.client = client.ptr();
@@ -521,7 +526,7 @@ pub(crate) fn client_topology(client: &RawClient) -> Result<TopologyPtr> {
 }
 
 /// `PJRT_TopologyDescription_Create` for a named topology (owned by the caller).
-pub(crate) fn topology_create(api: &Api, name: &str) -> Result<TopologyPtr> {
+pub fn topology_create(api: &Api, name: &str) -> Result<TopologyPtr> {
     let mut a = sys::PJRT_TopologyDescription_Create_Args::new();
     a.topology_name = name.as_ptr().cast();
     a.topology_name_size = name.len();
@@ -537,7 +542,7 @@ pub(crate) fn topology_create(api: &Api, name: &str) -> Result<TopologyPtr> {
 }
 
 /// `PJRT_TopologyDescription_Destroy` for a topology we created.
-pub(crate) fn topology_destroy(api: &Api, t: TopologyPtr) -> Result<()> {
+pub fn topology_destroy(api: &Api, t: TopologyPtr) -> Result<()> {
     let mut a = sys::PJRT_TopologyDescription_Destroy_Args::new();
     a.topology = t.0;
     // SAFETY: a topology created by `topology_create`, destroyed once by its owner.
@@ -546,15 +551,19 @@ pub(crate) fn topology_destroy(api: &Api, t: TopologyPtr) -> Result<()> {
 
 /// What a topology says about itself.
 #[derive(Clone, Debug)]
-pub(crate) struct TopologyFacts {
+pub struct TopologyFacts {
+    /// The platform's name (`cpu`, `cuda`, ...).
     pub platform_name: String,
+    /// The platform's version text.
     pub platform_version: String,
+    /// Each device description's (id, kind), in the topology's order.
     pub device_kinds: Vec<(i32, String)>,
+    /// The topology's fingerprint, when the plugin gives one.
     pub fingerprint: Option<u64>,
 }
 
 /// Reads a topology's platform, devices and fingerprint.
-pub(crate) fn topology_facts(api: &Api, t: TopologyPtr) -> Result<TopologyFacts> {
+pub fn topology_facts(api: &Api, t: TopologyPtr) -> Result<TopologyFacts> {
     let mut name = sys::PJRT_TopologyDescription_PlatformName_Args::new();
     name.topology = t.0;
     let mut ver = sys::PJRT_TopologyDescription_PlatformVersion_Args::new();
@@ -602,7 +611,7 @@ pub(crate) fn topology_facts(api: &Api, t: TopologyPtr) -> Result<TopologyFacts>
 }
 
 /// `PJRT_TopologyDescription_Serialize`.
-pub(crate) fn topology_serialize(api: &Api, t: TopologyPtr) -> Result<Vec<u8>> {
+pub fn topology_serialize(api: &Api, t: TopologyPtr) -> Result<Vec<u8>> {
     let mut a = sys::PJRT_TopologyDescription_Serialize_Args::new();
     a.topology = t.0;
     // SAFETY: live topology; output copied, then released with the deleter.
@@ -621,7 +630,7 @@ pub(crate) fn topology_serialize(api: &Api, t: TopologyPtr) -> Result<Vec<u8>> {
 
 /// `PJRT_Compile` for a topology (no devices needed): an unloaded executable, serialized
 /// and destroyed before returning.
-pub(crate) fn topology_compile_serialized(
+pub fn topology_compile_serialized(
     api: &Api,
     t: TopologyPtr,
     code: &[u8],

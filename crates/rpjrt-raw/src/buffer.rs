@@ -38,7 +38,7 @@ args_types! {
 
 /// Host memory that a zero-copy buffer uses in place. The bytes must not change while the
 /// owner lives (the buffer keeps it alive until the plugin is done with them).
-pub(crate) trait HostMemory: Send + Sync + 'static {
+pub trait HostMemory: Send + Sync + 'static {
     /// The bytes.
     fn host_bytes(&self) -> &[u8];
 }
@@ -55,7 +55,7 @@ const YES: u8 = 2;
 
 /// Why a buffer refused a state change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StateError {
+pub enum StateError {
     /// Deleted or donated already.
     Deleted,
     /// This many pins (host views) exist.
@@ -120,7 +120,7 @@ impl<M> Drop for Shared<M> {
 
 /// An owned `PJRT_Buffer` (destroyed when the last clone goes) with metadata `M` chosen by
 /// the safe layer. Cheap to clone.
-pub(crate) struct Buffer<M>(Arc<Shared<M>>);
+pub struct Buffer<M>(Arc<Shared<M>>);
 
 impl<M> Clone for Buffer<M> {
     fn clone(&self) -> Self {
@@ -160,28 +160,28 @@ impl<M> Buffer<M> {
 
     /// The safe layer's metadata.
     #[inline]
-    pub(crate) fn meta(&self) -> &M {
+    pub fn meta(&self) -> &M {
         &self.0.meta
     }
 
     /// Whether both are clones of one buffer.
-    pub(crate) fn same(&self, other: &Buffer<M>) -> bool {
+    pub fn same(&self, other: &Buffer<M>) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// Whether the buffer uses host memory kept alive by an owner (zero copy).
-    pub(crate) fn borrows_host(&self) -> bool {
+    pub fn borrows_host(&self) -> bool {
         self.0.owner.is_some()
     }
 
     /// Whether the buffer belongs to `client`.
-    pub(crate) fn belongs_to(&self, client: &Arc<Client>) -> bool {
+    pub fn belongs_to(&self, client: &Arc<Client>) -> bool {
         Arc::ptr_eq(&self.0.client, client)
     }
 
     /// Whether `delete()` was called or an execution consumed the buffer.
     #[inline]
-    pub(crate) fn is_deleted(&self) -> bool {
+    pub fn is_deleted(&self) -> bool {
         self.0.state.load(Ordering::Acquire) & DELETED != 0
     }
 
@@ -210,7 +210,7 @@ impl<M> Buffer<M> {
 
     /// `PJRT_Buffer_Delete`: frees the memory now. `Ok(false)` when it was deleted (or
     /// donated) already; `StateError::Pinned` while host views exist.
-    pub(crate) fn delete(&self) -> Result<std::result::Result<bool, StateError>> {
+    pub fn delete(&self) -> Result<std::result::Result<bool, StateError>> {
         match self.mark_deleted() {
             Ok(()) => {}
             Err(StateError::Deleted) => return Ok(Ok(false)),
@@ -226,12 +226,12 @@ impl<M> Buffer<M> {
 
     /// Marks the buffer deleted ahead of an execution that will consume it; undone by
     /// [`Buffer::cancel_donation`] if the execution does not happen.
-    pub(crate) fn reserve_donation(&self) -> std::result::Result<(), StateError> {
+    pub fn reserve_donation(&self) -> std::result::Result<(), StateError> {
         self.mark_deleted()
     }
 
     /// Undoes [`Buffer::reserve_donation`].
-    pub(crate) fn cancel_donation(&self) {
+    pub fn cancel_donation(&self) {
         self.0.state.fetch_and(!DELETED, Ordering::AcqRel);
     }
 
@@ -258,7 +258,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_OnDeviceSizeInBytes`.
-    pub(crate) fn on_device_size(&self) -> Result<usize> {
+    pub fn on_device_size(&self) -> Result<usize> {
         let mut a = sys::PJRT_Buffer_OnDeviceSizeInBytes_Args::new();
         a.buffer = self.ptr();
         // SAFETY: live buffer (the plugin reports deleted ones as errors).
@@ -267,7 +267,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_Device`.
-    pub(crate) fn device(&self) -> Result<DeviceRef> {
+    pub fn device(&self) -> Result<DeviceRef> {
         let mut a = sys::PJRT_Buffer_Device_Args::new();
         a.buffer = self.ptr();
         // SAFETY: live buffer.
@@ -277,7 +277,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_Memory`.
-    pub(crate) fn memory(&self) -> Result<MemoryRef> {
+    pub fn memory(&self) -> Result<MemoryRef> {
         let mut a = sys::PJRT_Buffer_Memory_Args::new();
         a.buffer = self.ptr();
         // SAFETY: live buffer.
@@ -287,7 +287,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_IsOnCpu`, asked once and remembered.
-    pub(crate) fn is_on_cpu(&self) -> Result<bool> {
+    pub fn is_on_cpu(&self) -> Result<bool> {
         match self.0.on_cpu.load(Ordering::Relaxed) {
             YES => return Ok(true),
             NO => return Ok(false),
@@ -303,7 +303,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_UnsafePointer`: the address of the buffer's storage.
-    pub(crate) fn unsafe_pointer(&self) -> Result<usize> {
+    pub fn unsafe_pointer(&self) -> Result<usize> {
         let mut a = sys::PJRT_Buffer_UnsafePointer_Args::new();
         a.buffer = self.ptr();
         // SAFETY: live buffer.
@@ -345,7 +345,7 @@ impl<M> Buffer<M> {
     }
 
     /// Minor-to-major order of the buffer's layout, where the plugin reports a tiled one.
-    pub(crate) fn layout(&self) -> Result<Option<Vec<i64>>> {
+    pub fn layout(&self) -> Result<Option<Vec<i64>>> {
         Ok(self.tiled_layout()?.map(|(m2m, _)| m2m))
     }
 
@@ -361,7 +361,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_ReadyEvent`.
-    pub(crate) fn ready_event(&self) -> Result<Event> {
+    pub fn ready_event(&self) -> Result<Event> {
         let ev = self.ready_event_ptr()?;
         Event::new(&self.0.client, ev).ok_or_else(no_ready_event)
     }
@@ -382,7 +382,7 @@ impl<M> Buffer<M> {
     }
 
     /// Blocks until the contents are ready; remembers success, so later waits are free.
-    pub(crate) fn wait_ready(&self) -> Result<()> {
+    pub fn wait_ready(&self) -> Result<()> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -394,7 +394,7 @@ impl<M> Buffer<M> {
     /// For contents just seen pending: keeps polling their readiness for up to the wait poll
     /// time (`raw::event::keep_polling`); whether they became ready (also when their
     /// producer failed).
-    pub(crate) fn poll_ready(&self) -> Result<bool> {
+    pub fn poll_ready(&self) -> Result<bool> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
         }
@@ -410,12 +410,12 @@ impl<M> Buffer<M> {
 
     /// Whether an earlier wait or readiness check saw the contents ready and their producer
     /// succeeded (no plugin call).
-    pub(crate) fn is_ready_cached(&self) -> bool {
+    pub fn is_ready_cached(&self) -> bool {
         self.0.ready_ok.load(Ordering::Acquire)
     }
 
     /// Whether the contents are ready (also when their producer failed), without blocking.
-    pub(crate) fn is_ready(&self) -> Result<bool> {
+    pub fn is_ready(&self) -> Result<bool> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
         }
@@ -428,7 +428,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_CopyToDevice`.
-    pub(crate) fn copy_to_device<N>(&self, device: DeviceRef, meta: N) -> Result<Buffer<N>> {
+    pub fn copy_to_device<N>(&self, device: DeviceRef, meta: N) -> Result<Buffer<N>> {
         if !device.belongs_to(&self.0.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
@@ -441,7 +441,7 @@ impl<M> Buffer<M> {
     }
 
     /// `PJRT_Buffer_CopyToMemory`.
-    pub(crate) fn copy_to_memory<N>(&self, memory: MemoryRef, meta: N) -> Result<Buffer<N>> {
+    pub fn copy_to_memory<N>(&self, memory: MemoryRef, meta: N) -> Result<Buffer<N>> {
         if !memory.belongs_to(&self.0.client) {
             return Err(Error::invalid("the memory belongs to another client"));
         }
@@ -460,7 +460,7 @@ impl<M> Buffer<M> {
 
     /// `PJRT_Buffer_ToHostBuffer` into `dst` (which must be exactly the size the plugin
     /// asks for, checked first), waiting for the copy to finish.
-    pub(crate) fn to_host(&self, dst: &mut [u8]) -> Result<()> {
+    pub fn to_host(&self, dst: &mut [u8]) -> Result<()> {
         let api = self.0.client.api();
         let mut q = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         q.src = self.ptr();
@@ -490,7 +490,7 @@ impl<M> Buffer<M> {
 
     /// Whether the buffer's memory can be read in place as `len` dense row-major bytes:
     /// on the CPU, dense row-major, exactly `len` bytes on the device. Asked once.
-    pub(crate) fn has_direct_host(&self, len: usize) -> bool {
+    pub fn has_direct_host(&self, len: usize) -> bool {
         match self.0.host_direct.load(Ordering::Acquire) {
             YES => self.0.direct_len.load(Ordering::Relaxed) == len,
             NO => false,
@@ -515,7 +515,7 @@ impl<M> Buffer<M> {
     /// deleted buffer or a failed producer.
     ///
     /// [`has_direct_host`]: Buffer::has_direct_host
-    pub(crate) fn pinned_host(&self, len: usize) -> Result<Result2<PinnedSlice<M>>> {
+    pub fn pinned_host(&self, len: usize) -> Result<Result2<PinnedSlice<M>>> {
         if let Err(e) = self.pin() {
             return Ok(Err(e));
         }
@@ -550,7 +550,7 @@ impl<M> Buffer<M> {
     /// The reference also pins the buffer: while it lives, the buffer cannot be deleted or
     /// donated (the foreign owner reads its memory). `Ok(Err)` when the buffer's state
     /// refuses (deleted).
-    pub(crate) fn external_ref(&self) -> Result<std::result::Result<ExternalRef<M>, StateError>> {
+    pub fn external_ref(&self) -> Result<std::result::Result<ExternalRef<M>, StateError>> {
         if let Err(e) = self.pin() {
             return Ok(Err(e));
         }
@@ -579,10 +579,10 @@ impl<M> Buffer<M> {
 }
 
 /// `Ok(Some)`, `Ok(None)` when not applicable, `Err` when the buffer's state refused.
-pub(crate) type Result2<T> = std::result::Result<Option<T>, StateError>;
+pub type Result2<T> = std::result::Result<Option<T>, StateError>;
 
 /// Host-visible memory of a buffer, read in place while a pin is held (released on drop).
-pub(crate) struct PinnedSlice<M> {
+pub struct PinnedSlice<M> {
     buffer: Buffer<M>,
     addr: usize,
     len: usize,
@@ -590,7 +590,7 @@ pub(crate) struct PinnedSlice<M> {
 
 impl<M> PinnedSlice<M> {
     /// The bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         if self.len == 0 {
             return &[];
         }
@@ -602,7 +602,7 @@ impl<M> PinnedSlice<M> {
     }
 
     /// The address of the first byte.
-    pub(crate) fn addr(&self) -> usize {
+    pub fn addr(&self) -> usize {
         self.addr
     }
 }
@@ -615,7 +615,7 @@ impl<M> Drop for PinnedSlice<M> {
 
 /// A counted external reference to a buffer's memory, given back on drop, with a pin
 /// (released after the count).
-pub(crate) struct ExternalRef<M> {
+pub struct ExternalRef<M> {
     buffer: Buffer<M>,
     addr: usize,
     _pin: PinnedSlice<M>,
@@ -623,7 +623,7 @@ pub(crate) struct ExternalRef<M> {
 
 impl<M> ExternalRef<M> {
     /// The address of the data on the device (a host address on CPU plugins).
-    pub(crate) fn addr(&self) -> usize {
+    pub fn addr(&self) -> usize {
         self.addr
     }
 }

@@ -21,7 +21,7 @@ use super::Api;
 use crate::error::Result;
 
 /// Boxes `data` and gives up ownership of it to C as a `void*` user argument.
-pub(crate) fn leak<T: Send + 'static>(data: T) -> *mut c_void {
+pub fn leak<T: Send + 'static>(data: T) -> *mut c_void {
     Box::into_raw(Box::new(data)).cast()
 }
 
@@ -30,7 +30,7 @@ pub(crate) fn leak<T: Send + 'static>(data: T) -> *mut c_void {
 /// # Safety
 /// `user` must come from `leak::<T>` and must not have been reclaimed before: each leaked
 /// pointer is reclaimed exactly once.
-pub(crate) unsafe fn reclaim<T>(user: *mut c_void) -> T {
+pub unsafe fn reclaim<T>(user: *mut c_void) -> T {
     // SAFETY: per the contract, `user` is a `Box<T>` leaked by `leak` and still owned by C.
     *unsafe { Box::from_raw(user.cast::<T>()) }
 }
@@ -38,7 +38,7 @@ pub(crate) unsafe fn reclaim<T>(user: *mut c_void) -> T {
 /// Runs `body`, catching any panic so that it never unwinds into C. Returns `None` when the
 /// body panicked. While it runs, the thread counts as inside a plugin callback
 /// ([`in_callback`]).
-pub(crate) fn guard<R>(body: impl FnOnce() -> R) -> Option<R> {
+pub fn guard<R>(body: impl FnOnce() -> R) -> Option<R> {
     let _inside = Inside::enter();
     catch_unwind(AssertUnwindSafe(body)).ok()
 }
@@ -49,11 +49,11 @@ thread_local! {
 }
 
 /// Marks the current thread as inside a plugin callback until dropped.
-pub(crate) struct Inside(());
+pub struct Inside(());
 
 impl Inside {
     /// Enters a callback on this thread.
-    pub(crate) fn enter() -> Inside {
+    pub fn enter() -> Inside {
         DEPTH.with(|d| d.set(d.get().saturating_add(1)));
         Inside(())
     }
@@ -100,7 +100,7 @@ fn reaper() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> {
 /// thread: destroying a client (or a buffer or executable it computes with) waits for the
 /// client's work, and the callback is part of that work, so destroying it there would wait
 /// for itself. Jobs run in the order they were handed over.
-pub(crate) fn destroy_outside_callbacks(job: impl FnOnce() + Send + 'static) {
+pub fn destroy_outside_callbacks(job: impl FnOnce() + Send + 'static) {
     if !in_callback() {
         job();
         return;
@@ -121,17 +121,17 @@ pub(crate) fn destroy_outside_callbacks(job: impl FnOnce() + Send + 'static) {
 }
 
 /// A one-shot callback that receives a status (an event became ready, a transfer ended).
-pub(crate) type StatusCallback = Box<dyn FnOnce(Result<()>) + Send + 'static>;
+pub type StatusCallback = Box<dyn FnOnce(Result<()>) + Send + 'static>;
 
 /// What a status trampoline's user argument points to.
-pub(crate) struct StatusUser {
+pub struct StatusUser {
     api: &'static Api,
     entry: &'static str,
     callback: StatusCallback,
 }
 
 /// Leaks a status callback for a C registration through `entry` (named in errors).
-pub(crate) fn leak_status(
+pub fn leak_status(
     api: &'static Api,
     entry: &'static str,
     callback: StatusCallback,

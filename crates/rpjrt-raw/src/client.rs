@@ -36,7 +36,7 @@ args_types! {
 /// Every handle made from a client (buffers, executables, events) holds an `Arc` of it, so
 /// the C client outlives them all: a call on an object of a destroyed client aborts some
 /// plugins, and this ordering makes that impossible.
-pub(crate) struct Client {
+pub struct Client {
     api: &'static Api,
     ptr: NonNull<sys::PJRT_Client>,
     /// Unique for the life of the process (never reused, unlike addresses): device and
@@ -51,7 +51,7 @@ pub(crate) struct Client {
 }
 
 /// A C handle moved to the reaper thread for destruction.
-pub(crate) struct SendPtr<T>(pub(crate) NonNull<T>);
+pub struct SendPtr<T>(pub NonNull<T>);
 
 // SAFETY: PJRT objects are thread-safe by the C API's contract; the pointer is only used to
 // destroy the object, once.
@@ -86,7 +86,7 @@ impl Drop for Client {
 
 impl Client {
     /// `PJRT_Client_Create` with the given create options and no KV store.
-    pub(crate) fn create(api: &'static Api, options: &[(String, NamedValue)]) -> Result<Client> {
+    pub fn create(api: &'static Api, options: &[(String, NamedValue)]) -> Result<Client> {
         let nvs = NamedValues::new(options);
         let mut a = sys::PJRT_Client_Create_Args::new();
         a.create_options = nvs.as_slice().as_ptr();
@@ -107,7 +107,7 @@ impl Client {
 
     /// `PJRT_Client_Create` with the key-value callbacks over `kv` (see [`super::kv`]);
     /// the client keeps `kv` alive until it is destroyed.
-    pub(crate) fn create_with_kv(
+    pub fn create_with_kv(
         api: &'static Api,
         options: &[(String, NamedValue)],
         kv: &Arc<super::kv::KvUserData>,
@@ -134,7 +134,7 @@ impl Client {
 
     /// Whether XLA's runtime on this client flushes subnormals: compiles and loads run
     /// under that mode ([`super::fpmode`]).
-    pub(crate) fn runtime_flushes(&self) -> bool {
+    pub fn runtime_flushes(&self) -> bool {
         *self.flushes.get_or_init(|| {
             self.platform_name()
                 .is_ok_and(|p| super::fpmode::runtime_flushes(&p))
@@ -142,7 +142,7 @@ impl Client {
     }
 
     /// The plugin's table.
-    pub(crate) fn api(&self) -> &'static Api {
+    pub fn api(&self) -> &'static Api {
         self.api
     }
 
@@ -155,7 +155,7 @@ impl Client {
     }
 
     /// `PJRT_Client_PlatformName`.
-    pub(crate) fn platform_name(&self) -> Result<String> {
+    pub fn platform_name(&self) -> Result<String> {
         let mut a = sys::PJRT_Client_PlatformName_Args::new();
         a.client = self.ptr();
         // SAFETY: live client.
@@ -164,7 +164,7 @@ impl Client {
     }
 
     /// `PJRT_Client_PlatformVersion`.
-    pub(crate) fn platform_version(&self) -> Result<String> {
+    pub fn platform_version(&self) -> Result<String> {
         let mut a = sys::PJRT_Client_PlatformVersion_Args::new();
         a.client = self.ptr();
         // SAFETY: live client.
@@ -173,7 +173,7 @@ impl Client {
     }
 
     /// `PJRT_Client_ProcessIndex`.
-    pub(crate) fn process_index(&self) -> Result<i32> {
+    pub fn process_index(&self) -> Result<i32> {
         let mut a = sys::PJRT_Client_ProcessIndex_Args::new();
         a.client = self.ptr();
         // SAFETY: live client.
@@ -182,7 +182,7 @@ impl Client {
     }
 
     /// `PJRT_Client_Devices`.
-    pub(crate) fn devices(&self) -> Result<Vec<DeviceRef>> {
+    pub fn devices(&self) -> Result<Vec<DeviceRef>> {
         let mut a = sys::PJRT_Client_Devices_Args::new();
         a.client = self.ptr();
         // SAFETY: live client.
@@ -191,7 +191,7 @@ impl Client {
     }
 
     /// `PJRT_Client_AddressableDevices`.
-    pub(crate) fn addressable_devices(&self) -> Result<Vec<DeviceRef>> {
+    pub fn addressable_devices(&self) -> Result<Vec<DeviceRef>> {
         let mut a = sys::PJRT_Client_AddressableDevices_Args::new();
         a.client = self.ptr();
         // SAFETY: live client.
@@ -200,7 +200,7 @@ impl Client {
     }
 
     /// `PJRT_Client_AddressableMemories`.
-    pub(crate) fn addressable_memories(&self) -> Result<Vec<MemoryRef>> {
+    pub fn addressable_memories(&self) -> Result<Vec<MemoryRef>> {
         let mut a = sys::PJRT_Client_AddressableMemories_Args::new();
         a.client = self.ptr();
         // SAFETY: live client.
@@ -222,7 +222,7 @@ impl Client {
 
     /// `PJRT_Client_Compile` of `code` in `format` ("mlir" or "hlo") with a serialized
     /// `CompileOptionsProto`.
-    pub(crate) fn compile(
+    pub fn compile(
         self: &Arc<Client>,
         code: &[u8],
         format: &str,
@@ -253,7 +253,7 @@ impl Client {
     /// type code; `data` must hold every byte that `dims` (and `byte_strides`) address, which
     /// is checked here. The target is `memory` when given, else `device`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn buffer_from_host<M>(
+    pub fn buffer_from_host<M>(
         self: &Arc<Client>,
         data: &[u8],
         ty: i32,
@@ -286,7 +286,7 @@ impl Client {
     /// can (zero copy). The buffer keeps `owner` alive until the plugin is done with its
     /// bytes (after the buffer is destroyed and the done event fired).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn buffer_from_host_owned<M, O: HostMemory>(
+    pub fn buffer_from_host_owned<M, O: HostMemory>(
         self: &Arc<Client>,
         owner: O,
         ty: i32,

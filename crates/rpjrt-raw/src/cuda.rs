@@ -16,11 +16,11 @@ type ErrorNameFn = unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResul
 
 /// What the probe found in a driver that loads.
 #[derive(Clone, Debug)]
-pub(crate) struct DriverFacts {
+pub struct DriverFacts {
     /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0.
-    pub(crate) version: i32,
+    pub version: i32,
     /// `cuDeviceGetCount`, or the driver's name for why it failed.
-    pub(crate) devices: std::result::Result<i32, String>,
+    pub devices: std::result::Result<i32, String>,
 }
 
 /// A driver that cannot be used: FAILED_PRECONDITION, like the plugins without a GPU.
@@ -46,7 +46,7 @@ fn symbol<T: Copy>(lib: &libloading::Library, name: &str, sym: &str) -> Result<T
 
 /// Opens `name` (searched the way the dynamic loader does), initialises the driver and
 /// reads its version and device count. The library stays loaded only for the call.
-pub(crate) fn probe(name: &str) -> Result<DriverFacts> {
+pub fn probe(name: &str) -> Result<DriverFacts> {
     // SAFETY: loading the CUDA driver runs its initialisers, which have no preconditions.
     let lib = unsafe { libloading::Library::new(name) }.map_err(|e| {
         unavailable(

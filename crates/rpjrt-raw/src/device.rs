@@ -39,7 +39,7 @@ macro_rules! view {
     ($(#[$doc:meta])* $name:ident($t:ident)) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub(crate) struct $name {
+        pub struct $name {
             ptr: NonNull<sys::$t>,
             client: u64,
         }
@@ -59,7 +59,7 @@ macro_rules! view {
                 self.ptr.as_ptr()
             }
             /// Whether this view was listed by `client`.
-            pub(crate) fn belongs_to(self, client: &Client) -> bool {
+            pub fn belongs_to(self, client: &Client) -> bool {
                 self.client == client.id()
             }
             fn check(self, client: &Client) -> Result<()> {
@@ -87,30 +87,43 @@ view! {
 
 /// Everything a device describes about itself, read once.
 #[derive(Clone, Debug)]
-pub(crate) struct DeviceFacts {
+pub struct DeviceFacts {
+    /// The device or memory id.
     pub id: i32,
+    /// The process that owns the device.
     pub process_index: i32,
+    /// The kind text (a device kind like `cpu`, or a memory kind like `device`).
     pub kind: String,
+    /// The long description the plugin gives for debugging.
     pub debug_string: String,
+    /// The short description the plugin gives for display.
     pub to_string: String,
+    /// The device's named attributes.
     pub attributes: Vec<(String, NamedValue)>,
+    /// Whether this process can address the device.
     pub is_addressable: bool,
+    /// The local hardware id (for addressable devices; -1 otherwise).
     pub local_hardware_id: i32,
 }
 
 /// Everything a memory space describes about itself, read once.
 #[derive(Clone, Debug)]
-pub(crate) struct MemoryFacts {
+pub struct MemoryFacts {
+    /// The device or memory id.
     pub id: i32,
+    /// The kind text (a device kind like `cpu`, or a memory kind like `device`).
     pub kind: String,
+    /// The plugin's id of the memory kind.
     pub kind_id: i32,
+    /// The long description the plugin gives for debugging.
     pub debug_string: String,
+    /// The short description the plugin gives for display.
     pub to_string: String,
 }
 
 impl DeviceRef {
     /// Reads the device's description and properties.
-    pub(crate) fn facts(self, client: &Client) -> Result<DeviceFacts> {
+    pub fn facts(self, client: &Client) -> Result<DeviceFacts> {
         self.check(client)?;
         let api = client.api();
         let mut gd = sys::PJRT_Device_GetDescription_Args::new();
@@ -166,7 +179,7 @@ impl DeviceRef {
     }
 
     /// `PJRT_Device_AddressableMemories`.
-    pub(crate) fn memories(self, client: &Client) -> Result<Vec<MemoryRef>> {
+    pub fn memories(self, client: &Client) -> Result<Vec<MemoryRef>> {
         self.check(client)?;
         let mut a = sys::PJRT_Device_AddressableMemories_Args::new();
         a.device = self.ptr();
@@ -176,7 +189,7 @@ impl DeviceRef {
     }
 
     /// `PJRT_Device_DefaultMemory`.
-    pub(crate) fn default_memory(self, client: &Client) -> Result<Option<MemoryRef>> {
+    pub fn default_memory(self, client: &Client) -> Result<Option<MemoryRef>> {
         self.check(client)?;
         let mut a = sys::PJRT_Device_DefaultMemory_Args::new();
         a.device = self.ptr();
@@ -188,7 +201,7 @@ impl DeviceRef {
 
 impl MemoryRef {
     /// Reads the memory space's properties.
-    pub(crate) fn facts(self, client: &Client) -> Result<MemoryFacts> {
+    pub fn facts(self, client: &Client) -> Result<MemoryFacts> {
         self.check(client)?;
         let api = client.api();
         let mut id = sys::PJRT_Memory_Id_Args::new();
@@ -224,7 +237,7 @@ impl MemoryRef {
     }
 
     /// `PJRT_Memory_AddressableByDevices`.
-    pub(crate) fn devices(self, client: &Client) -> Result<Vec<DeviceRef>> {
+    pub fn devices(self, client: &Client) -> Result<Vec<DeviceRef>> {
         self.check(client)?;
         let mut a = sys::PJRT_Memory_AddressableByDevices_Args::new();
         a.memory = self.ptr();

@@ -218,7 +218,7 @@ impl sealed::Sealed for DlManagedTensorVersioned {
 // ------------------------------------------------------------------------------- export
 
 /// What an export describes: plain values, checked by the safe layer.
-pub(crate) struct ExportSpec {
+pub struct ExportSpec {
     /// The data's address (pinned by whatever `keep` holds).
     pub data: usize,
     /// Where it is.
@@ -273,7 +273,7 @@ unsafe impl<M: Managed> Sync for Exported<M> {}
 
 impl<M: Managed> Exported<M> {
     /// Builds the managed tensor for `spec`, keeping `keep` alive until the deleter runs.
-    pub(crate) fn new(spec: ExportSpec, keep: Box<dyn Any + Send>) -> Exported<M> {
+    pub fn new(spec: ExportSpec, keep: Box<dyn Any + Send>) -> Exported<M> {
         let ExportSpec {
             data,
             device,

@@ -49,7 +49,7 @@ fn inside(offset: u64, size: u64, count: u64, len: u64) -> bool {
 
 /// Checks that `path` is a regular file holding a shared library for this machine whose
 /// headers agree with its size. The error says what is wrong, in words.
-pub(crate) fn check_library_file(path: &Path) -> Result<(), String> {
+pub fn check_library_file(path: &Path) -> Result<(), String> {
     // `metadata` follows symlinks and does not open the file (a FIFO would block).
     let meta = std::fs::metadata(path).map_err(|e| format!("the file cannot be read ({e})"))?;
     let ft = meta.file_type();
@@ -188,16 +188,19 @@ pub(crate) fn check_library_file(path: &Path) -> Result<(), String> {
 /// in order) and where it asks for them to be searched (`DT_RUNPATH`, `DT_RPATH`, each
 /// `:`-separated, `$ORIGIN` not yet expanded).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Dynamic {
-    pub(crate) needed: Vec<String>,
-    pub(crate) runpath: Option<String>,
-    pub(crate) rpath: Option<String>,
+pub struct Dynamic {
+    /// The `DT_NEEDED` entries, in order.
+    pub needed: Vec<String>,
+    /// The `DT_RUNPATH` entry.
+    pub runpath: Option<String>,
+    /// The `DT_RPATH` entry.
+    pub rpath: Option<String>,
 }
 
 /// Reads the dynamic section of the shared library at `path` (which
 /// [`check_library_file`] accepted). Only the ELF header, the program headers, the dynamic
 /// segment and its string table are read, however large the file.
-pub(crate) fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
+pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
     use std::io::{Seek, SeekFrom};
     check_library_file(path)?;
     let mut f = File::open(path).map_err(|e| format!("the file cannot be read ({e})"))?;

@@ -280,7 +280,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+    /// An [`Error::InvalidArgument`] with message `msg`.
+    pub fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
     }
 }

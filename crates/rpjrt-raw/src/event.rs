@@ -28,26 +28,26 @@ args_types! {
 static SPIN_NANOS: AtomicU64 = AtomicU64::new(DEFAULT_SPIN_NANOS);
 
 /// The default poll time of a wait: 100 µs.
-pub(crate) const DEFAULT_SPIN_NANOS: u64 = 100_000;
+pub const DEFAULT_SPIN_NANOS: u64 = 100_000;
 
 /// Sets the poll time of every later wait.
-pub(crate) fn set_spin_nanos(nanos: u64) {
+pub fn set_spin_nanos(nanos: u64) {
     SPIN_NANOS.store(nanos, Ordering::Relaxed);
 }
 
 /// The poll time of a wait.
-pub(crate) fn spin_nanos() -> u64 {
+pub fn spin_nanos() -> u64 {
     SPIN_NANOS.load(Ordering::Relaxed)
 }
 
 /// Calls `ready` until it says true or the poll time has passed; whether it said true.
-pub(crate) fn spin_until(ready: impl FnMut() -> bool) -> bool {
+pub fn spin_until(ready: impl FnMut() -> bool) -> bool {
     spin_for(Duration::from_nanos(spin_nanos()), ready)
 }
 
 /// Calls `ready` until it says true or `budget` has passed (not at all for a zero budget);
 /// whether it said true.
-pub(crate) fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
+pub fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
     if budget.is_zero() {
         return false;
     }
@@ -56,7 +56,7 @@ pub(crate) fn spin_for(budget: Duration, mut ready: impl FnMut() -> bool) -> boo
 
 /// After a check that found the event pending: yields, then calls `ready` until it says
 /// true or `budget` has passed; whether it said true.
-pub(crate) fn keep_polling(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
+pub fn keep_polling(budget: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < budget {
         // Yielding, not spinning: a thread the plugin needs (or any other) gets the core.
@@ -71,7 +71,7 @@ pub(crate) fn keep_polling(budget: Duration, mut ready: impl FnMut() -> bool) ->
 /// An owned `PJRT_Event`, destroyed on drop. Keeps its client alive: `C` is an
 /// `Arc<Client>` for events that are handed out, or a `&Client` for one that lives inside a
 /// call (a wait on a buffer's ready event), which spares two atomic reference-count updates.
-pub(crate) struct Event<C: Deref<Target = Client> = Arc<Client>> {
+pub struct Event<C: Deref<Target = Client> = Arc<Client>> {
     client: C,
     ptr: NonNull<sys::PJRT_Event>,
 }
@@ -104,7 +104,7 @@ impl Event {
 impl Event {
     /// `PJRT_Event_Create` (0.89): a pending event that completes when [`Event::set`] is
     /// called on it.
-    pub(crate) fn create(client: &Arc<Client>) -> Result<Event> {
+    pub fn create(client: &Arc<Client>) -> Result<Event> {
         let mut a = sys::PJRT_Event_Create_Args::new();
         // SAFETY: the args struct has no input pointer; the plugin writes `event`.
         unsafe { pjrt!(client.api(), PJRT_Event_Create, &mut a) }?;
@@ -133,7 +133,7 @@ impl<C: Deref<Target = Client>> Event<C> {
     /// `PJRT_Event_Await`. A blocked waiter is woken by the plugin's worker thread through
     /// the kernel, which costs tens of microseconds (on a virtual machine, ~55 µs measured);
     /// a short computation is over before that, and polling sees it at once.
-    pub(crate) fn wait(&self) -> Result<()> {
+    pub fn wait(&self) -> Result<()> {
         // A failed poll ends the polling; the Await below reports the event's state.
         spin_until(|| self.is_ready().unwrap_or(true));
         let mut a = sys::PJRT_Event_Await_Args::new();
@@ -143,7 +143,7 @@ impl<C: Deref<Target = Client>> Event<C> {
     }
 
     /// `PJRT_Event_IsReady`.
-    pub(crate) fn is_ready(&self) -> Result<bool> {
+    pub fn is_ready(&self) -> Result<bool> {
         let mut a = sys::PJRT_Event_IsReady_Args::new();
         a.event = self.ptr.as_ptr();
         // SAFETY: live event.
@@ -152,7 +152,7 @@ impl<C: Deref<Target = Client>> Event<C> {
     }
 
     /// `PJRT_Event_Error` of a ready event: `Ok(())` if it completed without error.
-    pub(crate) fn status(&self) -> Result<()> {
+    pub fn status(&self) -> Result<()> {
         let mut a = sys::PJRT_Event_Error_Args::new();
         a.event = self.ptr.as_ptr();
         // SAFETY: live event.
@@ -162,7 +162,7 @@ impl<C: Deref<Target = Client>> Event<C> {
     /// `PJRT_Event_OnReady`: `callback` runs once with the event's status, on whatever
     /// thread the plugin completes it (possibly this one, before this returns). It must not
     /// block (see `raw::callback`).
-    pub(crate) fn on_ready(&self, callback: StatusCallback) -> Result<()> {
+    pub fn on_ready(&self, callback: StatusCallback) -> Result<()> {
         let api = self.client.api();
         let user = callback::leak_status(api, "PJRT_Event_OnReady", callback);
         let mut a = sys::PJRT_Event_OnReady_Args::new();
@@ -182,7 +182,7 @@ impl<C: Deref<Target = Client>> Event<C> {
 
     /// `PJRT_Event_Set` (0.89): completes an event made by [`Event::create`], without error
     /// (`None`) or with the code number and message given. The plugin copies the message.
-    pub(crate) fn set(&self, error: Option<(i32, &str)>) -> Result<()> {
+    pub fn set(&self, error: Option<(i32, &str)>) -> Result<()> {
         let mut a = sys::PJRT_Event_Set_Args::new();
         a.event = self.ptr.as_ptr();
         if let Some((code, message)) = error {

@@ -32,7 +32,7 @@ args_types! {
 }
 
 /// An owned `PJRT_Executable`, destroyed on drop.
-pub(crate) struct Executable {
+pub struct Executable {
     client: Arc<Client>,
     ptr: NonNull<sys::PJRT_Executable>,
 }
@@ -59,12 +59,18 @@ impl Drop for Executable {
 
 /// Facts about a compiled executable, read once after compiling.
 #[derive(Clone, Debug)]
-pub(crate) struct ExeFacts {
+pub struct ExeFacts {
+    /// The executable's name.
     pub name: String,
+    /// The number of replicas it was compiled for.
     pub num_replicas: usize,
+    /// The number of partitions it was compiled for.
     pub num_partitions: usize,
+    /// The number of outputs per device.
     pub num_outputs: usize,
+    /// Each output's element type (`PJRT_Buffer_Type`).
     pub output_types: Vec<i32>,
+    /// Each output's dims.
     pub output_dims: Vec<Vec<i64>>,
 }
 
@@ -74,7 +80,7 @@ impl Executable {
     }
 
     /// Reads name, replica/partition/output counts and output types and shapes.
-    pub(crate) fn facts(&self) -> Result<ExeFacts> {
+    pub fn facts(&self) -> Result<ExeFacts> {
         let api = self.client.api();
         let mut name = sys::PJRT_Executable_Name_Args::new();
         name.executable = self.ptr();
@@ -121,7 +127,7 @@ impl Executable {
     }
 
     /// `PJRT_Executable_Fingerprint`.
-    pub(crate) fn fingerprint(&self) -> Result<String> {
+    pub fn fingerprint(&self) -> Result<String> {
         let mut a = sys::PJRT_Executable_Fingerprint_Args::new();
         a.executable = self.ptr();
         // SAFETY: live executable.
@@ -133,7 +139,7 @@ impl Executable {
     }
 
     /// `PJRT_Executable_OptimizedProgram`: the compiled module and its format.
-    pub(crate) fn optimized_program(&self) -> Result<(Vec<u8>, String)> {
+    pub fn optimized_program(&self) -> Result<(Vec<u8>, String)> {
         let api = self.client.api();
         let mut program = sys::PJRT_Program::new();
         let mut a = sys::PJRT_Executable_OptimizedProgram_Args::new();
@@ -152,7 +158,7 @@ impl Executable {
 }
 
 /// An owned `PJRT_LoadedExecutable` (destroyed on drop) with its `PJRT_Executable`.
-pub(crate) struct Loaded {
+pub struct Loaded {
     client: Arc<Client>,
     ptr: NonNull<sys::PJRT_LoadedExecutable>,
     exe: Option<Executable>,
@@ -224,19 +230,19 @@ impl Loaded {
     }
 
     /// The output count per device, as the plugin reported it.
-    pub(crate) fn num_outputs(&self) -> usize {
+    pub fn num_outputs(&self) -> usize {
         self.num_outputs
     }
 
     /// The `PJRT_Executable` of this loaded executable.
-    pub(crate) fn executable(&self) -> &Executable {
+    pub fn executable(&self) -> &Executable {
         self.exe
             .as_ref()
             .expect("set by Loaded::new and taken only in drop")
     }
 
     /// `PJRT_LoadedExecutable_AddressableDevices`.
-    pub(crate) fn devices(&self) -> Result<Vec<DeviceRef>> {
+    pub fn devices(&self) -> Result<Vec<DeviceRef>> {
         let mut a = sys::PJRT_LoadedExecutable_AddressableDevices_Args::new();
         a.executable = self.ptr();
         // SAFETY: live executable.
@@ -253,7 +259,7 @@ impl Loaded {
     }
 
     /// `PJRT_LoadedExecutable_Delete`: frees its device resources now.
-    pub(crate) fn delete(&self) -> Result<()> {
+    pub fn delete(&self) -> Result<()> {
         let mut a = sys::PJRT_LoadedExecutable_Delete_Args::new();
         a.executable = self.ptr();
         // SAFETY: live executable.

@@ -39,18 +39,18 @@ static ALL_INDICES: [i64; 64] = {
 
 /// An execute context (`PJRT_ExecuteContext`), carrying user data to FFI handlers. Made
 /// and owned by the FFI support; the marshaller passes it through.
-pub(crate) struct ExecuteContext {
+pub struct ExecuteContext {
     pub(super) ptr: std::ptr::NonNull<sys::PJRT_ExecuteContext>,
 }
 
 /// Send/recv callbacks of host transfers inside a program (not supported yet: a request
 /// with them is refused).
-pub(crate) struct SendRecv {
+pub struct SendRecv {
     _reserved: (),
 }
 
 /// Where the marshaller puts what an execution returns.
-pub(crate) trait ExecuteSink<M> {
+pub trait ExecuteSink<M> {
     /// Metadata of output `output` of device `device`, made before it is wrapped.
     fn meta(&mut self, device: usize, output: usize) -> M;
     /// Output buffers, in device order, then output order.
@@ -60,7 +60,7 @@ pub(crate) trait ExecuteSink<M> {
 }
 
 /// One call of `PJRT_LoadedExecutable_Execute`.
-pub(crate) struct ExecuteRequest<'a, B, M> {
+pub struct ExecuteRequest<'a, B, M> {
     /// One argument list per device, all of the same length.
     pub lists: &'a [&'a [&'a B]],
     /// The raw buffer of an argument.
@@ -81,7 +81,7 @@ impl Loaded {
     /// Executes: checks every argument (same client, not deleted), reserves donated
     /// buffers (restored if the call fails), calls the plugin once and hands every output
     /// and event to `sink`, wrapped once.
-    pub(crate) fn execute<B, M>(
+    pub fn execute<B, M>(
         &self,
         req: &ExecuteRequest<'_, B, M>,
         sink: &mut impl ExecuteSink<M>,

@@ -18,7 +18,7 @@ use super::Api;
 use crate::error::{Error, Result};
 
 /// One extension on the chain, found at load time.
-pub(crate) struct Found {
+pub struct Found {
     type_id: i32,
     struct_size: usize,
     addr: *const c_void,
@@ -37,10 +37,12 @@ impl Found {
             addr,
         }
     }
-    pub(crate) fn type_id(&self) -> i32 {
+    /// The extension's type id (`PJRT_Extension_Type`).
+    pub fn type_id(&self) -> i32 {
         self.type_id
     }
-    pub(crate) fn struct_size(&self) -> usize {
+    /// The extension struct's size as the plugin set it.
+    pub fn struct_size(&self) -> usize {
         self.struct_size
     }
 }
@@ -51,7 +53,7 @@ impl Found {
 /// `Struct` must be the `#[repr(C)]` layout of the extension whose type id is `TYPE_ID`,
 /// and `required_size(minor)` must cover every field rpjrt reads from a plugin of that PJRT
 /// minor (views check each read against the plugin's size anyway).
-pub(crate) unsafe trait Extension {
+pub unsafe trait Extension {
     /// The extension's type id in the C API.
     const TYPE_ID: i32;
     /// A name for errors.
@@ -63,7 +65,7 @@ pub(crate) unsafe trait Extension {
 }
 
 /// A typed view of an extension struct of the loaded plugin.
-pub(crate) struct ExtensionView<T: Extension> {
+pub struct ExtensionView<T: Extension> {
     addr: *const c_void,
     struct_size: usize,
     _t: PhantomData<fn() -> T>,
@@ -80,7 +82,7 @@ impl<T: Extension> ExtensionView<T> {
     ///
     /// `F` must be the field's type: integers, raw pointers and nullable function pointers,
     /// for which every bit pattern the plugin may store is valid.
-    pub(crate) fn read<F: Copy>(&self, offset: usize) -> Option<F> {
+    pub fn read<F: Copy>(&self, offset: usize) -> Option<F> {
         if offset.checked_add(size_of::<F>())? > self.struct_size {
             return None;
         }
@@ -97,7 +99,8 @@ impl<T: Extension> ExtensionView<T> {
 
     /// The plugin's struct size.
     #[allow(dead_code)] // for extension users that branch on the plugin's layout
-    pub(crate) fn struct_size(&self) -> usize {
+    /// The extension struct's size as the plugin set it.
+    pub fn struct_size(&self) -> usize {
         self.struct_size
     }
 }
@@ -105,7 +108,7 @@ impl<T: Extension> ExtensionView<T> {
 impl Api {
     /// The extension `T`, if the plugin offers it: `Ok(None)` when absent, an error when the
     /// plugin's struct is smaller than what rpjrt reads at the plugin's version.
-    pub(crate) fn extension<T: Extension>(&self) -> Result<Option<ExtensionView<T>>> {
+    pub fn extension<T: Extension>(&self) -> Result<Option<ExtensionView<T>>> {
         let Some(found) = self.extensions.iter().find(|e| e.type_id == T::TYPE_ID) else {
             return Ok(None);
         };
@@ -131,7 +134,7 @@ impl Api {
 }
 
 /// The XLA FFI extension: handler and type registration, user data.
-pub(crate) struct Ffi;
+pub struct Ffi;
 
 // SAFETY: `PJRT_FFI_Extension` is rpjrt-sys's declaration of the FFI extension (type 5);
 // every field up to `register_handler` has been there on every plugin rpjrt accepts.

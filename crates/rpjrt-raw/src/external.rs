@@ -28,7 +28,7 @@ const DMA_ALIGN: usize = 4096;
 /// Zeroed, page-aligned host memory that rpjrt allocated and the plugin mapped for DMA
 /// (`PJRT_Client_DmaMap`). Dropping it unmaps it (`PJRT_Client_DmaUnmap`) and then frees
 /// it; if the unmap fails the memory is leaked rather than freed under the device.
-pub(crate) struct DmaRegion {
+pub struct DmaRegion {
     client: Arc<Client>,
     ptr: NonNull<u8>,
     layout: Layout,
@@ -43,7 +43,7 @@ unsafe impl Sync for DmaRegion {}
 
 impl DmaRegion {
     /// Allocates `len` zeroed bytes (at least one) aligned to a page and maps them.
-    pub(crate) fn map(client: &Arc<Client>, len: usize) -> Result<DmaRegion> {
+    pub fn map(client: &Arc<Client>, len: usize) -> Result<DmaRegion> {
         if len == 0 {
             return Err(Error::invalid("a DMA region needs at least one byte"));
         }
@@ -73,20 +73,20 @@ impl DmaRegion {
     }
 
     /// The bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         // SAFETY: `layout.size()` initialised bytes owned by self.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
     }
 
     /// The bytes, for writing.
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for `bytes`, with exclusive access through &mut self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
     }
 
     /// Unmaps the region (`PJRT_Client_DmaUnmap`); on success the drop frees it. A second
     /// call is a no-op.
-    pub(crate) fn unmap(&mut self) -> Result<()> {
+    pub fn unmap(&mut self) -> Result<()> {
         if !self.mapped {
             return Ok(());
         }
@@ -148,7 +148,7 @@ extern "C" fn on_delete_trampoline(_device_buffer_ptr: *mut c_void, user: *mut c
 /// `PJRT_Client_CreateViewOfDeviceBuffer`: a buffer of element type `ty` and `dims` over the
 /// device memory at `address`, in `memory`, without a copy. `on_delete` runs (on whatever
 /// thread the plugin destroys the buffer) once the plugin is done with the memory.
-pub(crate) fn view_of_device_buffer<M>(
+pub fn view_of_device_buffer<M>(
     client: &Arc<Client>,
     address: DeviceAddress,
     ty: i32,
@@ -202,7 +202,7 @@ pub(crate) fn view_of_device_buffer<M>(
 /// destination, which the plugin writes until the copy's event completes, and keeps the
 /// source buffer alive. Dropping it before [`RawCopy::wait`] waits for the copy first, so
 /// the destination is never freed under the plugin.
-pub(crate) struct RawCopy<M> {
+pub struct RawCopy<M> {
     _source: Buffer<M>,
     event: Option<super::event::Event>,
     dst: Vec<u8>,
@@ -211,7 +211,7 @@ pub(crate) struct RawCopy<M> {
 impl<M> RawCopy<M> {
     /// Starts copying `dst.len()` bytes from byte `offset` of `source`'s on-device form into
     /// `dst`. The caller has checked the range against the on-device size.
-    pub(crate) fn start(source: &Buffer<M>, offset: usize, mut dst: Vec<u8>) -> Result<Self> {
+    pub fn start(source: &Buffer<M>, offset: usize, mut dst: Vec<u8>) -> Result<Self> {
         if dst.is_empty() {
             // Nothing to copy: no call, and no event to wait for.
             return Ok(RawCopy {
@@ -237,7 +237,7 @@ impl<M> RawCopy<M> {
     }
 
     /// Whether the copy has finished (successfully or not).
-    pub(crate) fn is_ready(&self) -> Result<bool> {
+    pub fn is_ready(&self) -> Result<bool> {
         match &self.event {
             Some(e) => e.is_ready(),
             None => Ok(true),
@@ -245,7 +245,7 @@ impl<M> RawCopy<M> {
     }
 
     /// Waits for the copy and returns the bytes.
-    pub(crate) fn wait(mut self) -> Result<Vec<u8>> {
+    pub fn wait(mut self) -> Result<Vec<u8>> {
         if let Some(e) = self.event.take() {
             e.wait()?;
         }

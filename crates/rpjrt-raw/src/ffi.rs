@@ -11,7 +11,7 @@
 //! every registered target gets its *own* function pointer: a small machine-code thunk,
 //! written at run time into an executable page, that loads the address of that target's
 //! slot into the second argument register and jumps to one shared Rust function,
-//! [`dispatch`]. This is the technique libffi closures use, reduced to the one signature we
+//! `dispatch`. This is the technique libffi closures use, reduced to the one signature we
 //! need. Thunks are made a page at a time (128 per page) and handed out as needed, so there
 //! is no fixed limit; a page is written once, then made read+execute and never written
 //! again (no page is ever writable and executable at once). The runtime keeps handler
@@ -42,16 +42,16 @@ args_types! {
 }
 
 /// An FFI version pair `(major, minor)`.
-pub(crate) type Version = (i32, i32);
+pub type Version = (i32, i32);
 
 /// The FFI version rpjrt's handlers are written against.
-pub(crate) const OUR_FFI_VERSION: Version = (sys::XLA_FFI_API_MAJOR, sys::XLA_FFI_API_MINOR);
+pub const OUR_FFI_VERSION: Version = (sys::XLA_FFI_API_MAJOR, sys::XLA_FFI_API_MINOR);
 
 // ------------------------------------------------------------------------ PJRT extension
 
 /// The plugin's PJRT FFI extension (lives as long as the never-unloaded library).
 #[derive(Clone, Copy)]
-pub(crate) struct FfiExtension {
+pub struct FfiExtension {
     ptr: *const sys::PJRT_FFI_Extension,
     size: usize,
 }
@@ -62,7 +62,7 @@ unsafe impl Send for FfiExtension {}
 unsafe impl Sync for FfiExtension {}
 
 /// Finds the FFI extension on the plugin's chain.
-pub(crate) fn extension(api: &Api) -> Option<FfiExtension> {
+pub fn extension(api: &Api) -> Option<FfiExtension> {
     // SAFETY: the table covers its header (checked at load).
     let mut cur = unsafe { std::ptr::addr_of!((*api.ptr).extension_start).read() };
     let mut hops = 0;
@@ -83,7 +83,7 @@ pub(crate) fn extension(api: &Api) -> Option<FfiExtension> {
 
 impl FfiExtension {
     /// Address used as the registry key for this plugin.
-    pub(crate) fn key(&self) -> usize {
+    pub fn key(&self) -> usize {
         self.ptr as usize
     }
 
@@ -109,7 +109,7 @@ impl FfiExtension {
     /// # Safety
     /// `handler` must be a function with the `XLA_FFI_Handler` signature that stays valid
     /// for the life of the process.
-    pub(crate) unsafe fn register_handler(
+    pub unsafe fn register_handler(
         &self,
         api: &Api,
         name: &str,
@@ -137,7 +137,7 @@ impl FfiExtension {
     }
 
     /// `type_register`: a type id for `name` (the same name gives the same id).
-    pub(crate) fn type_register(&self, api: &Api, name: &str) -> Result<i64> {
+    pub fn type_register(&self, api: &Api, name: &str) -> Result<i64> {
         let f = self.entry(
             offset_of!(sys::PJRT_FFI_Extension, type_register),
             |e| e.type_register,
@@ -162,7 +162,7 @@ impl FfiExtension {
     }
 
     /// `user_data_add`: attaches `data` under `type_id` to a context.
-    pub(crate) fn user_data_add(
+    pub fn user_data_add(
         &self,
         api: &Api,
         ctx: &ExecuteContextPtr,
@@ -192,7 +192,7 @@ impl FfiExtension {
 }
 
 /// An owned `PJRT_ExecuteContext`.
-pub(crate) struct ExecuteContextPtr {
+pub struct ExecuteContextPtr {
     ctx: super::execute::ExecuteContext,
     api: &'static Api,
 }
@@ -205,7 +205,7 @@ unsafe impl Sync for ExecuteContextPtr {}
 
 impl ExecuteContextPtr {
     /// `PJRT_ExecuteContext_Create`.
-    pub(crate) fn create(api: &'static Api) -> Result<ExecuteContextPtr> {
+    pub fn create(api: &'static Api) -> Result<ExecuteContextPtr> {
         let mut a = sys::PJRT_ExecuteContext_Create_Args::new();
         // SAFETY: plain out-parameter call.
         unsafe { pjrt!(api, PJRT_ExecuteContext_Create, &mut a) }?;
@@ -218,7 +218,7 @@ impl ExecuteContextPtr {
     }
 
     /// The context as the execute marshaller takes it.
-    pub(crate) fn context(&self) -> &super::execute::ExecuteContext {
+    pub fn context(&self) -> &super::execute::ExecuteContext {
         &self.ctx
     }
 
@@ -230,7 +230,7 @@ impl ExecuteContextPtr {
 impl Api {
     /// The plugin's shared empty execute context, made on first use and kept for the life
     /// of the process (`None` if the plugin cannot make one). Lock-free after the first call.
-    pub(crate) fn default_execute_context(
+    pub fn default_execute_context(
         &'static self,
     ) -> Option<&'static super::execute::ExecuteContext> {
         self.default_context
@@ -252,12 +252,11 @@ impl Drop for ExecuteContextPtr {
 // ------------------------------------------------------------------------------- targets
 
 /// What a Rust-served target runs: gets the frame, returns `Err((code, message))` to fail.
-pub(crate) type Callback =
-    dyn Fn(&Frame<'_>) -> std::result::Result<(), (Code, String)> + Send + Sync;
+pub type Callback = dyn Fn(&Frame<'_>) -> std::result::Result<(), (Code, String)> + Send + Sync;
 
 /// What a target is bound to.
 #[derive(Clone)]
-pub(crate) enum Bound {
+pub enum Bound {
     /// A Rust closure.
     Rust(Arc<Callback>),
     /// Compiled handler code from elsewhere; the frame is forwarded untouched.
@@ -318,7 +317,7 @@ impl UserAddress {
 
 /// What the metadata call at registration told us.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct MetaSeen {
+pub struct MetaSeen {
     /// The runtime's FFI version (from the frame's api).
     pub runtime: Version,
     /// The version the handler reported.
@@ -326,9 +325,11 @@ pub(crate) struct MetaSeen {
 }
 
 /// One registered (plugin, platform, name): what its thunk dispatches to. Never freed.
-pub(crate) struct Target {
-    pub(crate) name: String,
-    pub(crate) platform: String,
+pub struct Target {
+    /// The handler's target name.
+    pub name: String,
+    /// The platform it is registered for.
+    pub platform: String,
     host_memory: bool,
     bound: RwLock<Option<Bound>>,
     meta: Mutex<Option<MetaSeen>>,
@@ -339,7 +340,7 @@ pub(crate) struct Target {
 
 impl Target {
     /// A new target with its own thunk; `host_memory` says buffers are host-addressable.
-    pub(crate) fn new(name: &str, platform: &str, host_memory: bool) -> Result<&'static Target> {
+    pub fn new(name: &str, platform: &str, host_memory: bool) -> Result<&'static Target> {
         let (code, slot) = thunks::take()?;
         let t: &'static Target = Box::leak(Box::new(Target {
             name: name.to_string(),
@@ -355,12 +356,12 @@ impl Target {
     }
 
     /// Replaces what this target runs (`None`: calls fail with "removed").
-    pub(crate) fn bind(&self, b: Option<Bound>) {
+    pub fn bind(&self, b: Option<Bound>) {
         *self.bound.write().unwrap_or_else(|e| e.into_inner()) = b;
     }
 
     /// Whether something is bound.
-    pub(crate) fn is_bound(&self) -> bool {
+    pub fn is_bound(&self) -> bool {
         self.bound
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -368,19 +369,20 @@ impl Target {
     }
 
     /// What the last metadata call reported, if one happened.
-    pub(crate) fn metadata(&self) -> Option<MetaSeen> {
+    pub fn metadata(&self) -> Option<MetaSeen> {
         *self.meta.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Forgets any earlier metadata call (before registering).
-    pub(crate) fn reset_metadata(&self) {
+    pub fn reset_metadata(&self) {
         *self.meta.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Registers this target's thunk for the instantiate and execute stages directly with
     /// the runtime's FFI table `xla_api` (learned from an earlier metadata call), which,
     /// unlike the PJRT extension, takes a bundle of stage handlers.
-    pub(crate) fn register_bundle(&self, xla_api: *const sys::XLA_FFI_Api) -> Result<()> {
+    pub fn register_bundle(&self, xla_api: RuntimeApi) -> Result<()> {
+        let xla_api = xla_api.0;
         let reg = api_entry(
             xla_api,
             offset_of!(sys::XLA_FFI_Api, XLA_FFI_Handler_Register),
@@ -423,14 +425,33 @@ impl Target {
     }
 
     /// Registers this target's thunk with the plugin.
-    pub(crate) fn register_with(&self, api: &Api, ext: &FfiExtension) -> Result<()> {
+    pub fn register_with(&self, api: &Api, ext: &FfiExtension) -> Result<()> {
         // SAFETY: the thunk has the handler signature and lives forever (never freed).
         unsafe { ext.register_handler(api, &self.name, &self.platform, self.thunk) }
     }
 
     /// The runtime's FFI api table seen at the metadata call, if any.
-    pub(crate) fn runtime_api(&self) -> *const sys::XLA_FFI_Api {
-        self.api.load(Ordering::Acquire)
+    pub fn runtime_api(&self) -> RuntimeApi {
+        RuntimeApi(self.api.load(Ordering::Acquire))
+    }
+}
+
+/// The FFI api table of a plugin's runtime, as a metadata call saw it (possibly none).
+/// Opaque: only this crate reads the table, and only this crate makes one, from a pointer
+/// the runtime handed over, so a safe caller cannot pass an arbitrary address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimeApi(*const sys::XLA_FFI_Api);
+
+// SAFETY: the table is the runtime's immutable, never-freed function table; only its
+// address moves between threads.
+unsafe impl Send for RuntimeApi {}
+// SAFETY: see `Send`; nothing is written through it.
+unsafe impl Sync for RuntimeApi {}
+
+impl RuntimeApi {
+    /// Whether no runtime table has been seen.
+    pub fn is_null(self) -> bool {
+        self.0.is_null()
     }
 }
 
@@ -509,7 +530,8 @@ unsafe extern "C" fn drop_state(p: *mut c_void) {
 static STATE_TYPES: Mutex<Vec<(usize, i64)>> = Mutex::new(Vec::new());
 
 /// rpjrt's per-instance state type id in the runtime with FFI table `xla_api`.
-pub(crate) fn state_type_id(xla_api: *const sys::XLA_FFI_Api) -> Result<i64> {
+pub fn state_type_id(xla_api: RuntimeApi) -> Result<i64> {
+    let xla_api = xla_api.0;
     let mut g = STATE_TYPES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&(_, id)) = g.iter().find(|(k, _)| *k == xla_api as usize) {
         return Ok(id);
@@ -759,7 +781,7 @@ unsafe fn dispatch_inner(
 // --------------------------------------------------------------------------- frame view
 
 /// A safe view of one live call frame; exists only inside a handler call.
-pub(crate) struct Frame<'a> {
+pub struct Frame<'a> {
     ptr: *mut sys::XLA_FFI_CallFrame,
     api: *const sys::XLA_FFI_Api,
     target: &'static Target,
@@ -768,7 +790,7 @@ pub(crate) struct Frame<'a> {
 
 /// One buffer argument or result as the frame gives it.
 #[derive(Clone, Copy)]
-pub(crate) struct RawBuffer<'a> {
+pub struct RawBuffer<'a> {
     /// XLA FFI data type code.
     pub dtype: i32,
     /// Data address.
@@ -784,17 +806,17 @@ impl<'a> Frame<'a> {
     }
 
     /// The target name.
-    pub(crate) fn target_name(&self) -> &str {
+    pub fn target_name(&self) -> &str {
         &self.target.name
     }
 
     /// The stage code.
-    pub(crate) fn stage(&self) -> i32 {
+    pub fn stage(&self) -> i32 {
         self.frame().stage
     }
 
     /// The runtime's FFI version.
-    pub(crate) fn runtime_version(&self) -> Version {
+    pub fn runtime_version(&self) -> Version {
         // SAFETY: `api` is the runtime's live api.
         unsafe { api_version(self.api) }.unwrap_or((0, 0))
     }
@@ -836,19 +858,19 @@ impl<'a> Frame<'a> {
     }
 
     /// The buffer arguments.
-    pub(crate) fn args(&self) -> std::result::Result<Vec<RawBuffer<'a>>, (Code, String)> {
+    pub fn args(&self) -> std::result::Result<Vec<RawBuffer<'a>>, (Code, String)> {
         let a = self.frame().args;
         self.buffers(a.size, a.types, a.args, "argument")
     }
 
     /// The buffer results.
-    pub(crate) fn rets(&self) -> std::result::Result<Vec<RawBuffer<'a>>, (Code, String)> {
+    pub fn rets(&self) -> std::result::Result<Vec<RawBuffer<'a>>, (Code, String)> {
         let r = self.frame().rets;
         self.buffers(r.size, r.types, r.rets, "result")
     }
 
     /// The attributes, copied out of the frame in order (the safe layer types them).
-    pub(crate) fn attrs(&self) -> std::result::Result<Vec<(String, RawAttr)>, (Code, String)> {
+    pub fn attrs(&self) -> std::result::Result<Vec<(String, RawAttr)>, (Code, String)> {
         let a = self.frame().attrs;
         // SAFETY: the runtime's attribute table for this call.
         unsafe { decode_attrs(&a, 0) }
@@ -858,7 +880,7 @@ impl<'a> Frame<'a> {
     ///
     /// Safe because the frame's buffers are valid for the call and host-addressable when
     /// the target's platform is the host; the length comes from dtype and dims.
-    pub(crate) fn host_bytes(&self, b: &RawBuffer<'a>) -> Option<&'a [u8]> {
+    pub fn host_bytes(&self, b: &RawBuffer<'a>) -> Option<&'a [u8]> {
         let n = self.byte_len(b)?;
         if n == 0 {
             return Some(&[]);
@@ -868,7 +890,7 @@ impl<'a> Frame<'a> {
     }
 
     /// Mutable bytes of a result buffer in host memory.
-    pub(crate) fn host_bytes_mut(&self, b: &RawBuffer<'a>) -> Option<&'a mut [u8]> {
+    pub fn host_bytes_mut(&self, b: &RawBuffer<'a>) -> Option<&'a mut [u8]> {
         let n = self.byte_len(b)?;
         if n == 0 {
             return Some(&mut []);
@@ -892,7 +914,7 @@ impl<'a> Frame<'a> {
     }
 
     /// `XLA_FFI_Stream_Get`: the platform stream (0 where there is none).
-    pub(crate) fn stream(&self) -> usize {
+    pub fn stream(&self) -> usize {
         let Some(get) = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_Stream_Get), |a| {
             a.XLA_FFI_Stream_Get
         }) else {
@@ -915,7 +937,7 @@ impl<'a> Frame<'a> {
 
     /// `XLA_FFI_ExecutionContext_Get`: user data of this type id, if the execute call
     /// attached any.
-    pub(crate) fn user_data(&self, type_id: i64) -> Option<usize> {
+    pub fn user_data(&self, type_id: i64) -> Option<usize> {
         let get = self.api_fn(
             offset_of!(sys::XLA_FFI_Api, XLA_FFI_ExecutionContext_Get),
             |a| a.XLA_FFI_ExecutionContext_Get,
@@ -939,7 +961,7 @@ impl<'a> Frame<'a> {
 
     /// Stores `state` as this instance's state (called at the instantiate stage); the
     /// runtime owns it from then on and frees it through rpjrt's deleter.
-    pub(crate) fn set_state(
+    pub fn set_state(
         &self,
         type_id: i64,
         state: StateBox,
@@ -975,7 +997,7 @@ impl<'a> Frame<'a> {
     }
 
     /// This instance's state, set at the instantiate stage.
-    pub(crate) fn state(&self, type_id: i64) -> Option<&'a (dyn Any + Send + Sync)> {
+    pub fn state(&self, type_id: i64) -> Option<&'a (dyn Any + Send + Sync)> {
         let get = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_State_Get), |a| {
             a.XLA_FFI_State_Get
         })?;
@@ -1004,7 +1026,7 @@ impl<'a> Frame<'a> {
     }
 
     /// The rpjrt user data attached under rpjrt's own type id.
-    pub(crate) fn user_data_any(&self, type_id: i64) -> Option<&'a (dyn Any + Send + Sync)> {
+    pub fn user_data_any(&self, type_id: i64) -> Option<&'a (dyn Any + Send + Sync)> {
         let p = self.user_data(type_id)?;
         // SAFETY: only rpjrt's `ExecuteContext::set_user_data` stores data under rpjrt's type
         // id, always as the address of a boxed `Arc<dyn Any + Send + Sync>` that the context
@@ -1014,7 +1036,7 @@ impl<'a> Frame<'a> {
     }
 
     /// `XLA_FFI_DeviceOrdinal_Get`: the device this call runs on, where the runtime says.
-    pub(crate) fn device_ordinal(&self) -> Option<i32> {
+    pub fn device_ordinal(&self) -> Option<i32> {
         let get = self.api_fn(
             offset_of!(sys::XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get),
             |a| a.XLA_FFI_DeviceOrdinal_Get,
@@ -1035,7 +1057,7 @@ impl<'a> Frame<'a> {
     }
 
     /// `XLA_FFI_RunId_Get`: the id of this execution, where the runtime says.
-    pub(crate) fn run_id(&self) -> Option<i64> {
+    pub fn run_id(&self) -> Option<i64> {
         let get = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_RunId_Get), |a| {
             a.XLA_FFI_RunId_Get
         })?;
@@ -1055,7 +1077,7 @@ impl<'a> Frame<'a> {
     }
 
     /// The execution context address (for native code that wants it).
-    pub(crate) fn context_address(&self) -> usize {
+    pub fn context_address(&self) -> usize {
         self.frame().ctx as usize
     }
 
@@ -1093,7 +1115,7 @@ impl<'a> Frame<'a> {
 /// One attribute as the frame gives it, copied out: scalars and arrays as their element
 /// bytes (native order) with the XLA FFI data type code, so that the safe layer types them.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum RawAttr {
+pub enum RawAttr {
     /// One element; `bytes` is empty when rpjrt does not know the type's width.
     Scalar {
         /// XLA FFI data type code.
@@ -1236,7 +1258,7 @@ unsafe fn span_bytes(s: *const sys::XLA_FFI_ByteSpan) -> Vec<u8> {
 /// # Safety
 /// `address` must be the address of a function with the `XLA_FFI_Handler` signature that
 /// stays valid for the life of the process.
-pub(crate) unsafe fn native_handler(address: usize) -> Option<sys::XLA_FFI_Handler> {
+pub unsafe fn native_handler(address: usize) -> Option<sys::XLA_FFI_Handler> {
     if address == 0 {
         return None;
     }
@@ -1247,8 +1269,8 @@ pub(crate) unsafe fn native_handler(address: usize) -> Option<sys::XLA_FFI_Handl
 /// Asks native handler code which FFI version it was built for, by calling it with a
 /// metadata frame (what XLA does at registration), using the runtime api learned by
 /// `probe_target`'s metadata call.
-pub(crate) fn native_version(h: NativeHandler, probe_target: &Target) -> Option<Version> {
-    let api = probe_target.runtime_api();
+pub fn native_version(h: NativeHandler, probe_target: &Target) -> Option<Version> {
+    let api = probe_target.runtime_api().0;
     if api.is_null() {
         return None;
     }

@@ -28,14 +28,14 @@ pub enum FloorWait {
 }
 
 /// The largest argument and output counts the floor handles (its arrays live on the stack).
-pub(crate) const FLOOR_MAX: usize = 64;
+pub const FLOOR_MAX: usize = 64;
 
 /// Runs `iters` executions of `e` on `args` and returns the wall time of the whole loop.
 ///
 /// Every argument is declared non-donatable, as the buffers are reused by each iteration.
 /// The arguments are checked as the execute marshaller checks them (live buffers of the
 /// executable's client, not deleted) and stay borrowed for the whole loop.
-pub(crate) fn execute_floor<M>(
+pub fn execute_floor<M>(
     e: &Loaded,
     args: &[&Buffer<M>],
     iters: usize,

@@ -118,13 +118,13 @@ fn set_flushing(on: bool) -> Option<u64> {
 
 /// Whether XLA's runtime for `platform` (a PJRT platform name) flushes subnormals: true
 /// for `cpu` only.
-pub(crate) fn runtime_flushes(platform: &str) -> bool {
+pub fn runtime_flushes(platform: &str) -> bool {
     platform.eq_ignore_ascii_case("cpu")
 }
 
 /// Sets the calling thread's mode to flush subnormals (XLA's runtime mode) while it lives,
 /// and puts the previous mode back on drop. Not `Send`: the mode belongs to a thread.
-pub(crate) struct FlushDenormals {
+pub struct FlushDenormals {
     saved: Option<u64>,
     _thread: PhantomData<*const ()>,
 }
@@ -132,7 +132,7 @@ pub(crate) struct FlushDenormals {
 impl FlushDenormals {
     /// Enters the flushing mode (one register read, and a write only when it changes).
     #[inline]
-    pub(crate) fn enter() -> FlushDenormals {
+    pub fn enter() -> FlushDenormals {
         FlushDenormals {
             saved: set_flushing(true),
             _thread: PhantomData,
@@ -141,7 +141,7 @@ impl FlushDenormals {
 
     /// [`FlushDenormals::enter`] when `flush`, else a guard that changes nothing.
     #[inline]
-    pub(crate) fn enter_if(flush: bool) -> FlushDenormals {
+    pub fn enter_if(flush: bool) -> FlushDenormals {
         if flush {
             FlushDenormals::enter()
         } else {

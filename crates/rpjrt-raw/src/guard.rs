@@ -31,7 +31,7 @@ extern "C" fn in_child() {
 }
 
 /// The current fork generation, registering the fork handler on first use.
-pub(crate) fn generation() -> u32 {
+pub fn generation() -> u32 {
     REGISTER.call_once(|| {
         // SAFETY: registers a handler that only performs an atomic add; the function lives
         // for the whole program (it is part of this library, which is never unloaded
@@ -45,12 +45,12 @@ pub(crate) fn generation() -> u32 {
 
 /// Whether this process is a fork of the one in `generation` (cheap: one atomic load).
 #[inline]
-pub(crate) fn forked_since(generation: u32) -> bool {
+pub fn forked_since(generation: u32) -> bool {
     GENERATION.load(Ordering::Relaxed) != generation
 }
 
 /// The message for a call refused in a forked child.
-pub(crate) fn forked_message(loaded_in_pid: u32) -> String {
+pub fn forked_message(loaded_in_pid: u32) -> String {
     format!(
         "this process (pid {}) is a fork of the process that loaded the plugin (pid \
          {loaded_in_pid}); a PJRT plugin's threads do not survive fork, so nothing inherited \
@@ -71,7 +71,7 @@ const SIGPIPE: i32 = 13;
 /// Restores the default action of SIGPIPE (end the process), which the Rust runtime
 /// replaces with "ignore" at start-up (so a write to a closed pipe returns EPIPE and
 /// `println!` panics).
-pub(crate) fn default_sigpipe() {
+pub fn default_sigpipe() {
     // SAFETY: installs the default disposition for SIGPIPE; no handler code of ours runs.
     unsafe {
         signal(SIGPIPE, 0);
@@ -80,7 +80,7 @@ pub(crate) fn default_sigpipe() {
 
 /// An entry of the PJRT C API, as the guard calls it (every entry takes one pointer to its
 /// args struct and returns a `PJRT_Error*`).
-pub(crate) type RawEntry = unsafe extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void;
+pub type RawEntry = unsafe extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void;
 
 extern "C" {
     // src/raw/guard.cpp: calls `entry(args)` inside a C++ try block; on an exception sets
@@ -101,7 +101,7 @@ extern "C" {
 /// `entry` must be a C function taking one pointer and returning one pointer, and `args`
 /// valid for it, as for calling it directly.
 #[inline]
-pub(crate) unsafe fn call(
+pub unsafe fn call(
     entry: RawEntry,
     args: *mut std::ffi::c_void,
 ) -> std::result::Result<*mut std::ffi::c_void, String> {

@@ -51,7 +51,7 @@ unsafe impl HostBytes for Arc<[u8]> {
 /// owner kept alive. Everything that lends host memory to the plugin goes through this, so
 /// the range that was checked is the range the plugin reads, whatever the owner's later
 /// calls would return.
-pub(crate) struct LentBytes {
+pub struct LentBytes {
     _owner: Arc<dyn HostBytes>,
     addr: usize,
     len: usize,
@@ -59,7 +59,7 @@ pub(crate) struct LentBytes {
 
 impl LentBytes {
     /// Calls `owner.bytes()` once and keeps `start..start + len` of what it returned.
-    pub(crate) fn capture(owner: Arc<dyn HostBytes>, start: usize, len: usize) -> Result<Self> {
+    pub fn capture(owner: Arc<dyn HostBytes>, start: usize, len: usize) -> Result<Self> {
         let s = owner.bytes();
         let end = start
             .checked_add(len)
@@ -79,7 +79,7 @@ impl LentBytes {
     }
 
     /// The whole of one `owner.bytes()` call.
-    pub(crate) fn capture_all(owner: Arc<dyn HostBytes>) -> Self {
+    pub fn capture_all(owner: Arc<dyn HostBytes>) -> Self {
         let s = owner.bytes();
         let (addr, len) = (s.as_ptr() as usize, s.len());
         LentBytes {

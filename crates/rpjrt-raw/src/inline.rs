@@ -8,9 +8,14 @@ use std::ops::Deref;
 
 /// Up to `N` `Copy` items inline, more on the heap.
 #[derive(Clone)]
-pub(crate) enum Inline<T: Copy, const N: usize> {
+pub enum Inline<T: Copy, const N: usize> {
     /// `len <= N` items at the front of `items`.
-    Stack { len: usize, items: [T; N] },
+    Stack {
+        /// How many items are in use.
+        len: usize,
+        /// The storage; the first `len` are the items.
+        items: [T; N],
+    },
     /// More than `N` items.
     Heap(Box<[T]>),
 }
@@ -18,7 +23,7 @@ pub(crate) enum Inline<T: Copy, const N: usize> {
 impl<T: Copy, const N: usize> Inline<T, N> {
     /// `len` copies of `value`.
     #[inline]
-    pub(crate) fn filled(len: usize, value: T) -> Self {
+    pub fn filled(len: usize, value: T) -> Self {
         if len <= N {
             Inline::Stack {
                 len,
@@ -33,14 +38,14 @@ impl<T: Copy, const N: usize> Inline<T, N> {
 impl<T: Copy + Default, const N: usize> Inline<T, N> {
     /// A copy of `items`.
     #[inline]
-    pub(crate) fn from_slice(items: &[T]) -> Self {
+    pub fn from_slice(items: &[T]) -> Self {
         Self::from_exact_iter(items.len(), items.iter().copied())
     }
 
     /// The first `len` items of `iter` (which must yield at least `len`; missing items are
     /// `T::default()`).
     #[inline]
-    pub(crate) fn from_exact_iter(len: usize, iter: impl IntoIterator<Item = T>) -> Self {
+    pub fn from_exact_iter(len: usize, iter: impl IntoIterator<Item = T>) -> Self {
         let mut v = Self::filled(len, T::default());
         for (slot, item) in v.as_mut_slice().iter_mut().zip(iter) {
             *slot = item;
@@ -52,7 +57,7 @@ impl<T: Copy + Default, const N: usize> Inline<T, N> {
 impl<T: Copy, const N: usize> Inline<T, N> {
     /// The items.
     #[inline]
-    pub(crate) fn as_slice(&self) -> &[T] {
+    pub fn as_slice(&self) -> &[T] {
         match self {
             Inline::Stack { len, items } => &items[..*len],
             Inline::Heap(b) => b,
@@ -61,7 +66,7 @@ impl<T: Copy, const N: usize> Inline<T, N> {
 
     /// The items, mutably.
     #[inline]
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
         match self {
             Inline::Stack { len, items } => &mut items[..*len],
             Inline::Heap(b) => b,

@@ -22,10 +22,10 @@ super::args_types! {
 }
 
 /// The PJRT minor version that added `kv_try_get_callback` to `PJRT_Client_Create_Args`.
-pub(crate) const KV_TRY_GET_SINCE_MINOR: i32 = 61;
+pub const KV_TRY_GET_SINCE_MINOR: i32 = 61;
 
 /// The store the trampolines call; the safe layer adapts its `KvStore` to this.
-pub(crate) trait KvBackend: Send + Sync {
+pub trait KvBackend: Send + Sync {
     /// Stores a value.
     fn set(&self, key: &str, value: &[u8]) -> crate::error::Result<()>;
     /// Waits up to `timeout` for a key.
@@ -35,12 +35,13 @@ pub(crate) trait KvBackend: Send + Sync {
 }
 
 /// What the callbacks' `user_arg` points to. Kept in an `Arc` so its address is stable.
-pub(crate) struct KvUserData {
+pub struct KvUserData {
     store: Arc<dyn KvBackend>,
 }
 
 impl KvUserData {
-    pub(crate) fn new(store: Arc<dyn KvBackend>) -> KvUserData {
+    /// User data for the callbacks, serving `store`.
+    pub fn new(store: Arc<dyn KvBackend>) -> KvUserData {
         KvUserData { store }
     }
     fn as_arg(&self) -> *mut c_void {
@@ -277,7 +278,7 @@ fn finish(
 
 /// Sets the KV callbacks of a `PJRT_Client_Create_Args` to our trampolines over `kv`.
 /// `kv_try_get` is set only for plugins whose struct has it (PJRT 0.61 on).
-pub(crate) fn set_callbacks(api: &Api, a: &mut sys::PJRT_Client_Create_Args, kv: &Arc<KvUserData>) {
+pub fn set_callbacks(api: &Api, a: &mut sys::PJRT_Client_Create_Args, kv: &Arc<KvUserData>) {
     a.kv_get_callback = Some(kv_get);
     a.kv_get_user_arg = kv.as_arg();
     a.kv_put_callback = Some(kv_put);

@@ -17,7 +17,7 @@ use super::Api;
 use crate::error::{Error, Result};
 
 /// The Layouts extension for the typed extension access (`Api::extension`).
-pub(crate) struct Layouts;
+pub struct Layouts;
 
 // SAFETY: `PJRT_Layouts_Extension` is rpjrt-sys's declaration of the Layouts extension
 // (type 4); the first four slots (destroy, serialize, client default layout, buffer layout)
@@ -36,13 +36,13 @@ unsafe impl Extension for Layouts {
 }
 
 /// The plugin's Layouts extension, through the typed extension view.
-pub(crate) struct LayoutsExt {
+pub struct LayoutsExt {
     api: &'static Api,
     view: ExtensionView<Layouts>,
 }
 
 /// Finds the Layouts extension on the plugin's chain.
-pub(crate) fn layouts_ext(api: &'static Api) -> Result<LayoutsExt> {
+pub fn layouts_ext(api: &'static Api) -> Result<LayoutsExt> {
     match api.extension::<Layouts>()? {
         Some(view) => Ok(LayoutsExt { api, view }),
         None => Err(Error::Unsupported {
@@ -83,7 +83,7 @@ macro_rules! ext_fn {
 
 impl LayoutsExt {
     /// Size of the plugin's extension struct in bytes.
-    pub(crate) fn struct_size(&self) -> usize {
+    pub fn struct_size(&self) -> usize {
         self.view.struct_size()
     }
 
@@ -141,7 +141,7 @@ impl LayoutsExt {
     }
 
     /// The serialized layout of a live buffer.
-    pub(crate) fn buffer_layout<M>(&self, b: &Buffer<M>) -> Result<Vec<u8>> {
+    pub fn buffer_layout<M>(&self, b: &Buffer<M>) -> Result<Vec<u8>> {
         let f = ext_fn!(self, PJRT_Layouts_PJRT_Buffer_MemoryLayout)?;
         // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
         let mut a: sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args =
@@ -158,7 +158,7 @@ impl LayoutsExt {
     }
 
     /// The serialized default layout of `ty[dims]` on this client.
-    pub(crate) fn default_layout(&self, c: &Client, ty: i32, dims: &[i64]) -> Result<Vec<u8>> {
+    pub fn default_layout(&self, c: &Client, ty: i32, dims: &[i64]) -> Result<Vec<u8>> {
         let f = ext_fn!(self, PJRT_Layouts_PJRT_Client_GetDefaultLayout)?;
         // SAFETY: a C API args struct starting with `struct_size`, valid when zeroed.
         let mut a: sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args =

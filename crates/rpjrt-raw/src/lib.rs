@@ -1,22 +1,24 @@
-//! The only place where rpjrt touches the C ABI.
+//! The unsafe layer of rpjrt: the only place where it touches the PJRT C ABI. Most users
+//! want the `rpjrt` crate, the safe client built on this one; this crate's API follows the
+//! plugins' contracts and changes with `rpjrt`.
 //!
-//! Everything here is `pub(crate)`, and no C pointer leaves this module. The rest of the
-//! crate sees owning handles, one per PJRT object ([`client::Client`], [`buffer::Buffer`],
-//! [`executable::Loaded`], [`executable::Executable`], [`event::Event`]), each holding a
-//! private non-null pointer and the plugin's table and destroying the C object on drop,
-//! plus device and memory views ([`device::DeviceRef`], [`device::MemoryRef`]) that are
-//! only ever used through their live client. The C entries are methods on these handles;
-//! a function whose precondition it cannot check itself is an `unsafe fn` with the contract
-//! written on it.
+//! No C pointer leaves this crate. Callers see owning handles, one per PJRT object
+//! ([`client::Client`], [`buffer::Buffer`], [`executable::Loaded`],
+//! [`executable::Executable`], [`event::Event`]), each holding a private non-null pointer and
+//! the plugin's table and destroying the C object on drop, plus device and memory views
+//! ([`device::DeviceRef`], [`device::MemoryRef`]) that are only ever used through their live
+//! client. The C entries are methods on these handles; a function whose precondition it
+//! cannot check itself is an `unsafe fn` with the contract written on it.
 //!
 //! Every call into the plugin goes through [`Api::invoke`] (via the `pjrt!` macro), which
 //! checks that the plugin's function table has the slot and that it is non-null, and turns
 //! a returned `PJRT_Error*` into an [`Error`].
 //!
-//! `raw` imports nothing from the safe layer except the error type (`crate::error`, which
-//! depends on nothing): it takes and returns plain slices, integers, strings and its own
-//! small types, and the safe layer converts.
-
+//! Besides `rpjrt-sys` (the declarations), the crate depends on nothing of rpjrt: it takes
+//! and returns plain slices, integers, strings and its own small types (the error type
+//! [`error::Error`] and the out-of-memory report [`oom::OomReport`] among them), and the
+//! safe layer converts.
+#![warn(missing_docs)]
 // C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
 #![allow(clippy::unnecessary_cast)]
 
@@ -28,32 +30,35 @@ use rpjrt_sys as sys;
 
 use crate::error::{ApiVersion, Code, Error, Result};
 
-pub(crate) mod aot;
-pub(crate) mod buffer;
-pub(crate) mod callback;
-pub(crate) mod client;
-pub(crate) mod cuda;
-pub(crate) mod device;
-pub(crate) mod dlpack;
-pub(crate) mod elf;
-pub(crate) mod event;
-pub(crate) mod executable;
-pub(crate) mod execute;
-pub(crate) mod extension;
-pub(crate) mod external;
-pub(crate) mod ffi;
+pub mod error;
+pub mod oom;
+
+pub mod aot;
+pub mod buffer;
+pub mod callback;
+pub mod client;
+pub mod cuda;
+pub mod device;
+pub mod dlpack;
+pub mod elf;
+pub mod event;
+pub mod executable;
+pub mod execute;
+pub mod extension;
+pub mod external;
+pub mod ffi;
 #[cfg(feature = "bench")]
-pub(crate) mod floor;
-pub(crate) mod fpmode;
-pub(crate) mod guard;
-pub(crate) mod hostmem;
-pub(crate) mod inline;
-pub(crate) mod kv;
-pub(crate) mod layout;
-pub(crate) mod memstats;
-pub(crate) mod stdio;
-pub(crate) mod transfer;
-pub(crate) mod util;
+pub mod floor;
+pub mod fpmode;
+pub mod guard;
+pub mod hostmem;
+pub mod inline;
+pub mod kv;
+pub mod layout;
+pub mod memstats;
+pub mod stdio;
+pub mod transfer;
+pub mod util;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
 ///
@@ -97,7 +102,7 @@ pub(crate) use pjrt_fn;
 ///
 /// # Safety
 /// Implementors must be such structs, and `STRUCT_SIZE` must be the header's size.
-pub(crate) unsafe trait Args: Sized {
+pub unsafe trait Args: Sized {
     /// The header's STRUCT_SIZE for this struct.
     const STRUCT_SIZE: usize;
 
@@ -135,7 +140,7 @@ args_types! {
 }
 
 /// The loaded function table of one plugin.
-pub(crate) struct Api {
+pub struct Api {
     ptr: *const sys::PJRT_Api,
     table_size: usize,
     version: ApiVersion,
@@ -161,7 +166,7 @@ unsafe impl Sync for Api {}
 const TABLE_HEADER: usize = offset_of!(sys::PJRT_Api, PJRT_Error_Destroy);
 
 /// The layout rpjrt-sys declares.
-pub(crate) const OUR_VERSION: ApiVersion = ApiVersion {
+pub const OUR_VERSION: ApiVersion = ApiVersion {
     major: sys::PJRT_API_MAJOR as i32,
     minor: sys::PJRT_API_MINOR as i32,
 };
@@ -170,7 +175,7 @@ pub(crate) const OUR_VERSION: ApiVersion = ApiVersion {
 /// frames (lines from `backtrace:` on, and lines that are only a frame address) are
 /// dropped and counted, and an `info:` section (the human explanation some runtimes put
 /// after the failed assertion) comes before the assertion. Short plain texts are unchanged.
-pub(crate) fn summarize_exception(what: &str) -> String {
+pub fn summarize_exception(what: &str) -> String {
     let is_frame = |l: &str| {
         let t = l.trim_start();
         t.starts_with("--- ") || t.starts_with("#") && t.contains("0x") || t.contains("(+0x")
@@ -212,7 +217,7 @@ pub(crate) fn summarize_exception(what: &str) -> String {
 
 /// Loads a plugin library, checks it is a usable PJRT plugin, and returns its table.
 /// The library is never unloaded.
-pub(crate) fn load(path: &Path) -> Result<Api> {
+pub fn load(path: &Path) -> Result<Api> {
     let fail = |reason: String| Error::PluginLoad {
         path: path.to_path_buf(),
         reason,
@@ -283,27 +288,27 @@ pub(crate) fn load(path: &Path) -> Result<Api> {
 
 impl Api {
     /// The plugin's PJRT version.
-    pub(crate) fn version(&self) -> ApiVersion {
+    pub fn version(&self) -> ApiVersion {
         self.version
     }
 
     /// `pjrt_api_version.struct_size` as the plugin reports it.
-    pub(crate) fn version_struct_size(&self) -> usize {
+    pub fn version_struct_size(&self) -> usize {
         self.version_struct_size
     }
 
     /// Size of the plugin's `PJRT_Api` struct in bytes.
-    pub(crate) fn table_size(&self) -> usize {
+    pub fn table_size(&self) -> usize {
         self.table_size
     }
 
     /// Number of function slots the plugin's table holds.
-    pub(crate) fn table_slots(&self) -> usize {
+    pub fn table_slots(&self) -> usize {
         self.table_size.saturating_sub(TABLE_HEADER) / size_of::<usize>()
     }
 
     /// Whether the table has a non-null entry at `offset`.
-    pub(crate) fn has_slot(&self, offset: usize) -> bool {
+    pub fn has_slot(&self, offset: usize) -> bool {
         if offset + size_of::<usize>() > self.table_size {
             return false;
         }
@@ -324,7 +329,7 @@ impl Api {
     /// # Safety
     /// Every pointer in `args` must be valid as the C API requires for this entry.
     #[inline]
-    pub(crate) unsafe fn invoke<T>(
+    pub unsafe fn invoke<T>(
         &self,
         offset: usize,
         entry: &'static str,
@@ -390,7 +395,7 @@ impl Api {
     /// Checks the slot and returns its function pointer, for callers that call the same
     /// entry many times (the benchmark floor).
     #[cfg(feature = "bench")]
-    pub(crate) fn slot<F>(
+    pub fn slot<F>(
         &self,
         offset: usize,
         entry: &'static str,
@@ -424,7 +429,7 @@ impl Api {
     }
 
     /// An `Unsupported` error for a feature (not a table entry) that needs a newer plugin.
-    pub(crate) fn require(&self, what: &str, minor: i32) -> Result<()> {
+    pub fn require(&self, what: &str, minor: i32) -> Result<()> {
         if self.version.minor >= minor {
             return Ok(());
         }
@@ -525,7 +530,7 @@ impl Api {
     }
 
     /// `(type id, struct size)` of each extension on the chain, in chain order.
-    pub(crate) fn extension_list(&self) -> Vec<(i32, usize)> {
+    pub fn extension_list(&self) -> Vec<(i32, usize)> {
         self.extensions
             .iter()
             .map(|e| (e.type_id(), e.struct_size()))
@@ -533,14 +538,14 @@ impl Api {
     }
 
     /// `PJRT_Plugin_Initialize`.
-    pub(crate) fn plugin_initialize(&self) -> Result<()> {
+    pub fn plugin_initialize(&self) -> Result<()> {
         let mut a = sys::PJRT_Plugin_Initialize_Args::new();
         // SAFETY: no pointers in the args.
         unsafe { pjrt!(self, PJRT_Plugin_Initialize, &mut a) }
     }
 
     /// `PJRT_Plugin_Attributes`.
-    pub(crate) fn plugin_attributes(&self) -> Result<Vec<(String, util::NamedValue)>> {
+    pub fn plugin_attributes(&self) -> Result<Vec<(String, util::NamedValue)>> {
         let mut a = sys::PJRT_Plugin_Attributes_Args::new();
         // SAFETY: out-parameters only; the attributes live as long as the plugin.
         unsafe { pjrt!(self, PJRT_Plugin_Attributes, &mut a) }?;
@@ -563,12 +568,12 @@ fn parse_size_complaint(message: &str) -> Option<(String, usize, usize)> {
 }
 
 /// Canonical form of a plugin path, used to load each library once per process.
-pub(crate) fn canonical(path: &Path) -> PathBuf {
+pub fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Byte offset of function slot `slot` in `PJRT_Api`.
-pub(crate) fn slot_offset(slot: usize) -> usize {
+pub fn slot_offset(slot: usize) -> usize {
     TABLE_HEADER + slot * size_of::<usize>()
 }
 
@@ -605,121 +610,5 @@ mod tests {
             Some(("PJRT_Client_Create_Args".to_string(), 88, 72))
         );
         assert_eq!(parse_size_complaint("something else"), None);
-    }
-
-    /// The modules of the crate that `raw` may name: itself, and the error vocabulary every
-    /// layer shares. Anything else would make the unsafe layer depend on the safe one.
-    const RAW_MAY_USE: &[&str] = &["raw", "error"];
-
-    /// Every `crate::<module>` path in `src/raw/*.rs` outside comments, as
-    /// `(file, line number, module)`, whose module is not in [`RAW_MAY_USE`].
-    fn upward_paths() -> Vec<(String, usize, String)> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/raw");
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .expect("src/raw is readable")
-            .map(|e| e.expect("a directory entry").path())
-            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-            .collect();
-        files.sort();
-        assert!(files.len() > 10, "found only {files:?} in {dir:?}");
-        let mut bad = Vec::new();
-        for path in files {
-            let text = std::fs::read_to_string(&path).expect("a readable source file");
-            let file = path.file_name().unwrap().to_string_lossy().into_owned();
-            for (i, line) in text.lines().enumerate() {
-                let code = without_strings(line.split("//").next().unwrap_or(""));
-                bad.extend(
-                    offending_modules(&code)
-                        .into_iter()
-                        .map(|m| (file.clone(), i + 1, m)),
-                );
-            }
-        }
-        bad
-    }
-
-    /// One line with the contents of its string literals blanked (a message may say
-    /// `crate::` without naming a module).
-    fn without_strings(line: &str) -> String {
-        let mut out = String::with_capacity(line.len());
-        let (mut in_str, mut escaped) = (false, false);
-        for c in line.chars() {
-            match (in_str, escaped, c) {
-                (true, false, '\\') => escaped = true,
-                (true, true, _) => escaped = false,
-                (_, false, '"') => {
-                    in_str = !in_str;
-                    out.push(c);
-                }
-                (true, false, _) => {}
-                (false, _, _) => out.push(c),
-            }
-        }
-        out
-    }
-
-    /// The modules named right after `crate::` in one line of code (for `crate::{a, b}`,
-    /// each of `a`, `b`) that `raw` may not use.
-    fn offending_modules(code: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        for (at, _) in code.match_indices("crate::") {
-            let before = code[..at].chars().next_back();
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                continue; // `rpjrt_crate::` or similar, not a crate path
-            }
-            let rest = &code[at + "crate::".len()..];
-            let names: Vec<&str> = match rest.strip_prefix('{') {
-                Some(group) => group
-                    .split('}')
-                    .next()
-                    .unwrap_or("")
-                    .split(',')
-                    .map(|n| n.trim().split("::").next().unwrap_or("").trim())
-                    .collect(),
-                None => vec![rest
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .next()
-                    .unwrap_or("")],
-            };
-            out.extend(
-                names
-                    .into_iter()
-                    .filter(|n| !n.is_empty() && !RAW_MAY_USE.contains(n))
-                    .map(str::to_string),
-            );
-        }
-        out
-    }
-
-    #[test]
-    fn the_check_for_upward_paths_finds_them() {
-        assert_eq!(offending_modules("use crate::client::Client;"), ["client"]);
-        assert_eq!(
-            offending_modules("use crate::{error::Error, ffi::Attrs, raw::Api};"),
-            ["ffi"]
-        );
-        assert_eq!(
-            offending_modules("let n = crate::dtype::element_count(d);"),
-            ["dtype"]
-        );
-        assert!(offending_modules("use crate::error::{Code, Error};").is_empty());
-        assert!(offending_modules("use crate::raw::util::string;").is_empty());
-        assert!(offending_modules("$crate::raw::pjrt_call!(x)").is_empty());
-        let line = "f(\"crate::client \\\" crate::ffi\", crate::dtype::X)";
-        assert_eq!(offending_modules(&without_strings(line)), ["dtype"]);
-    }
-
-    #[test]
-    fn raw_imports_nothing_from_the_safe_layer() {
-        let bad = upward_paths();
-        assert!(
-            bad.is_empty(),
-            "raw may only name crate::{{{}}}; found:\n{}",
-            RAW_MAY_USE.join(", "),
-            bad.iter()
-                .map(|(f, l, m)| format!("  src/raw/{f}:{l}: crate::{m}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
     }
 }

@@ -13,17 +13,23 @@ args_types! {
 
 /// What the plugin filled in; `None` for a figure it did not set.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct RawMemoryStats {
+pub struct RawMemoryStats {
+    /// Bytes allocated now.
     pub bytes_in_use: i64,
+    /// The most bytes ever allocated at once.
     pub peak_bytes_in_use: Option<i64>,
+    /// Number of allocations made.
     pub num_allocs: Option<i64>,
+    /// The largest single allocation made.
     pub largest_alloc_size: Option<i64>,
+    /// The allocator's limit.
     pub bytes_limit: Option<i64>,
+    /// The largest block that could be allocated now.
     pub largest_free_block_bytes: Option<i64>,
 }
 
 /// Calls `PJRT_Device_MemoryStats` on a device of this live client.
-pub(crate) fn device_memory_stats(client: &Client, d: DeviceRef) -> Result<RawMemoryStats> {
+pub fn device_memory_stats(client: &Client, d: DeviceRef) -> Result<RawMemoryStats> {
     if !d.belongs_to(client) {
         return Err(Error::invalid("the device belongs to another client"));
     }

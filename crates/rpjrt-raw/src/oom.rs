@@ -2,7 +2,7 @@
 //! ([`MemoryStats`]), the client's create options that bound memory, and a hint
 //! ([`OomReport`]). Plain data, importing nothing: the client handles fill it in where a
 //! plugin's allocation fails (`ClientCore::with_memory_context`), and
-//! [`crate::Error::OutOfMemory`] carries it to every face.
+//! [`crate::error::Error::OutOfMemory`] carries it to every face.
 
 use std::fmt;
 

@@ -11,7 +11,7 @@ use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// A new descriptor for the same open file as `fd` (close-on-exec, numbered above 2).
-pub(crate) fn duplicate(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+pub fn duplicate(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor the caller holds open (a BorrowedFd)
     // touches no memory of ours.
     let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
@@ -24,7 +24,7 @@ pub(crate) fn duplicate(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
 
 /// Which standard descriptor to move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Std {
+pub enum Std {
     /// Descriptor 1.
     Out,
     /// Descriptor 2.
@@ -49,7 +49,7 @@ impl Std {
 }
 
 /// Points a standard descriptor at another file until dropped, then puts the original back.
-pub(crate) struct Diverted {
+pub struct Diverted {
     which: Std,
     saved: OwnedFd,
 }
@@ -73,7 +73,7 @@ fn redirect(from: BorrowedFd<'_>, which: Std) -> io::Result<()> {
 
 impl Diverted {
     /// Points `which` at `to`'s open file.
-    pub(crate) fn new(which: Std, to: BorrowedFd<'_>) -> io::Result<Diverted> {
+    pub fn new(which: Std, to: BorrowedFd<'_>) -> io::Result<Diverted> {
         flush(which);
         let saved = duplicate(which.borrowed())?;
         redirect(to, which)?;
@@ -81,7 +81,7 @@ impl Diverted {
     }
 
     /// A new descriptor for the original file (to write to it while diverted).
-    pub(crate) fn original(&self) -> io::Result<OwnedFd> {
+    pub fn original(&self) -> io::Result<OwnedFd> {
         use std::os::fd::AsFd;
         duplicate(self.saved.as_fd())
     }
@@ -97,12 +97,12 @@ impl Drop for Diverted {
 }
 
 /// The standard descriptor `which`, borrowed (for diverting one onto the other).
-pub(crate) fn standard(which: Std) -> BorrowedFd<'static> {
+pub fn standard(which: Std) -> BorrowedFd<'static> {
     which.borrowed()
 }
 
 /// Writes all of `bytes` to `fd` without taking ownership of it.
-pub(crate) fn write_saved(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<()> {
+pub fn write_saved(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<()> {
     // SAFETY: the descriptor is open for the duration of the borrow; ManuallyDrop keeps the
     // temporary File from closing it.
     let mut f = ManuallyDrop::new(unsafe { File::from_raw_fd(fd.as_raw_fd()) });

@@ -46,7 +46,7 @@ const HUGE_PAGE: usize = 2 << 20;
 /// to the plugin read-only (it implements [`HostBytes`]); unmapped on drop.
 ///
 /// Only this memory is advised; process-wide malloc settings are untouched.
-pub(crate) struct Staging {
+pub struct Staging {
     map: *mut c_void,
     map_len: usize,
     data: *mut u8,
@@ -62,7 +62,7 @@ unsafe impl Sync for Staging {}
 impl Staging {
     /// Maps `len` bytes (at least one page) starting on a 2 MiB boundary. Errors with
     /// `ResourceExhausted` when the kernel refuses the mapping.
-    pub(crate) fn new(len: usize) -> Result<Staging> {
+    pub fn new(len: usize) -> Result<Staging> {
         let want = len
             .checked_next_multiple_of(HUGE_PAGE)
             .and_then(|n| n.checked_add(HUGE_PAGE))
@@ -102,9 +102,11 @@ impl Staging {
             len,
         })
     }
+}
 
-    /// The memory, for filling it before it is lent.
-    pub(crate) fn as_mut(&mut self) -> &mut [u8] {
+/// The memory, for filling it before it is lent.
+impl AsMut<[u8]> for Staging {
+    fn as_mut(&mut self) -> &mut [u8] {
         // SAFETY: `data..data+len` lies in our live mapping (see `new`), which is readable
         // and writable, zero-filled by the kernel on first touch, and reachable only through
         // `self`, borrowed mutably here.
@@ -161,7 +163,7 @@ fn wrap<M>(
 }
 
 /// `PJRT_Client_CreateUninitializedBuffer`: a dense buffer whose contents are unspecified.
-pub(crate) fn create_uninitialized_buffer<M>(
+pub fn create_uninitialized_buffer<M>(
     client: &Arc<Client>,
     ty: i32,
     dims: &[i64],
@@ -190,7 +192,7 @@ pub(crate) fn create_uninitialized_buffer<M>(
 
 /// `PJRT_Client_CreateErrorBuffer`: a buffer that carries an error instead of data.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn create_error_buffer<M>(
+pub fn create_error_buffer<M>(
     client: &Arc<Client>,
     code: i32,
     message: &str,
@@ -219,7 +221,7 @@ impl<M> Buffer<M> {
     /// `PJRT_Buffer_CopyRawToHost` of `dst.len()` bytes from byte `offset` of the buffer's
     /// on-device representation, waiting for the copy to finish. The caller has checked the
     /// range against the on-device size.
-    pub(crate) fn copy_raw_to_host(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+    pub fn copy_raw_to_host(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         let mut a = sys::PJRT_Buffer_CopyRawToHost_Args::new();
         a.buffer = self.ptr();
         a.dst = dst.as_mut_ptr().cast();
@@ -235,7 +237,7 @@ impl<M> Buffer<M> {
     }
 
     /// Whether the device layout is dense row-major (no tiles, `[rank-1, ..., 0]`).
-    pub(crate) fn layout_is_row_major(&self) -> Result<bool> {
+    pub fn layout_is_row_major(&self) -> Result<bool> {
         Ok(match self.layout()? {
             Some(m2m) => {
                 let n = m2m.len() as i64;
@@ -248,7 +250,7 @@ impl<M> Buffer<M> {
     /// `PJRT_Buffer_ToHostBuffer` into `dst` with an explicit dense row-major host layout,
     /// waiting for the copy. Without a host layout some plugins (0.115) copy the device
     /// layout's bytes as they are, which for a non-default device layout is not row-major.
-    pub(crate) fn to_host_row_major(&self, rank: usize, dst: &mut [u8]) -> Result<()> {
+    pub fn to_host_row_major(&self, rank: usize, dst: &mut [u8]) -> Result<()> {
         let m2m: Vec<i64> = (0..rank as i64).rev().collect();
         let mut layout = dense_layout(&m2m);
         let mut a = sys::PJRT_Buffer_ToHostBuffer_Args::new();
@@ -287,7 +289,7 @@ fn dense_layout(minor_to_major: &[i64]) -> DenseLayout {
 // ------------------------------------------------------------------- transfer manager
 
 /// An owned `PJRT_AsyncHostToDeviceTransferManager*`, destroyed on drop.
-pub(crate) struct TransferManager {
+pub struct TransferManager {
     client: Arc<Client>,
     ptr: *mut sys::PJRT_AsyncHostToDeviceTransferManager,
 }
@@ -301,7 +303,7 @@ unsafe impl Sync for TransferManager {}
 impl TransferManager {
     /// `PJRT_Client_CreateBuffersForAsyncHostToDevice` for buffers of `(type code, dims)`
     /// in `memory`, with default layouts.
-    pub(crate) fn create(
+    pub fn create(
         client: &Arc<Client>,
         shapes: &[(i32, Vec<i64>)],
         memory: MemoryRef,
@@ -343,7 +345,7 @@ impl TransferManager {
     }
 
     /// `PJRT_AsyncHostToDeviceTransferManager_BufferCount`.
-    pub(crate) fn buffer_count(&self) -> Result<usize> {
+    pub fn buffer_count(&self) -> Result<usize> {
         let mut a = sys::PJRT_AsyncHostToDeviceTransferManager_BufferCount_Args::new();
         a.transfer_manager = self.ptr;
         // SAFETY: live manager.
@@ -358,7 +360,7 @@ impl TransferManager {
     }
 
     /// `PJRT_AsyncHostToDeviceTransferManager_BufferSize`: on-device bytes of buffer `index`.
-    pub(crate) fn buffer_size(&self, index: usize) -> Result<usize> {
+    pub fn buffer_size(&self, index: usize) -> Result<usize> {
         let mut a = sys::PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args::new();
         a.transfer_manager = self.ptr;
         a.buffer_index = index as i32;
@@ -375,7 +377,7 @@ impl TransferManager {
 
     /// `PJRT_AsyncHostToDeviceTransferManager_TransferData` of `data` at byte `offset` of
     /// buffer `index`; waits until the plugin is done with `data` before returning.
-    pub(crate) fn transfer_blocking(
+    pub fn transfer_blocking(
         &self,
         index: usize,
         data: &[u8],
@@ -405,7 +407,7 @@ impl TransferManager {
     }
 
     /// `PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer`.
-    pub(crate) fn retrieve<M>(&self, index: usize, meta: M) -> Result<Buffer<M>> {
+    pub fn retrieve<M>(&self, index: usize, meta: M) -> Result<Buffer<M>> {
         let mut a = sys::PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer_Args::new();
         a.transfer_manager = self.ptr;
         a.buffer_index = index as i32;
@@ -450,7 +452,7 @@ args_types! {
 }
 
 /// The plugin's promise to fulfil an alias buffer, consumed by [`fulfill_alias_buffer`].
-pub(crate) struct AliasCallback(*mut sys::PJRT_FulfillAliasBufferCallback);
+pub struct AliasCallback(*mut sys::PJRT_FulfillAliasBufferCallback);
 
 // SAFETY: an opaque plugin object handed back to the plugin exactly once; the C API does
 // not tie it to a thread.
@@ -460,7 +462,7 @@ unsafe impl Sync for AliasCallback {}
 
 /// `PJRT_Client_CreateAliasBuffer`: a buffer in `memory` whose contents come later from
 /// another buffer (or an error) through [`fulfill_alias_buffer`].
-pub(crate) fn create_alias_buffer<M>(
+pub fn create_alias_buffer<M>(
     client: &Arc<Client>,
     memory: MemoryRef,
     ty: i32,
@@ -498,7 +500,7 @@ pub(crate) fn create_alias_buffer<M>(
 
 /// `PJRT_Client_FulfillAliasBuffer`: completes an alias buffer with `target`'s contents, or
 /// with the error `code`/`message` when `target` is `None`.
-pub(crate) fn fulfill_alias_buffer<M>(
+pub fn fulfill_alias_buffer<M>(
     client: &Arc<Client>,
     cb: AliasCallback,
     target: Option<&Buffer<M>>,
@@ -525,7 +527,7 @@ pub(crate) fn fulfill_alias_buffer<M>(
 /// The caller has checked that `data` holds exactly the dense array of `ty[dims]` and that
 /// `minor_to_major` is a permutation of the dimensions.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn buffer_from_host_with_layout<M>(
+pub fn buffer_from_host_with_layout<M>(
     client: &Arc<Client>,
     data: &[u8],
     ty: i32,
@@ -560,7 +562,7 @@ pub(crate) fn buffer_from_host_with_layout<M>(
 /// # Safety
 /// `T` must be a `#[repr(C)]` C API struct whose first field is `size_t struct_size` and
 /// for which all-zero bytes are a valid value.
-pub(crate) unsafe fn zeroed_args<T>(struct_size: usize) -> T {
+pub unsafe fn zeroed_args<T>(struct_size: usize) -> T {
     let mut v = std::mem::MaybeUninit::<T>::zeroed();
     // SAFETY: per the contract, the struct starts with a `usize` and zero is valid.
     unsafe {

@@ -9,11 +9,16 @@ use super::Args;
 
 /// One PJRT named value, owned. The safe layer converts it to and from `Value`.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum NamedValue {
+pub enum NamedValue {
+    /// A string.
     String(String),
+    /// A 64-bit integer.
     Int64(i64),
+    /// A list of 64-bit integers.
     Int64List(Vec<i64>),
+    /// A 32-bit float.
     Float(f32),
+    /// A boolean.
     Bool(bool),
 }
 
@@ -39,7 +44,7 @@ pub(crate) fn array<T: Copy>(ptr: *const T, len: usize) -> Vec<T> {
 }
 
 /// Converts the plugin's named values into owned pairs.
-pub(crate) fn read_named_values(
+pub fn read_named_values(
     ptr: *const sys::PJRT_NamedValue,
     len: usize,
 ) -> Vec<(String, NamedValue)> {
@@ -68,14 +73,14 @@ pub(crate) fn read_named_values(
 }
 
 /// C named values that borrow from `options`: the lifetime ties them to it.
-pub(crate) struct NamedValues<'a> {
+pub struct NamedValues<'a> {
     values: Vec<sys::PJRT_NamedValue>,
     _borrow: std::marker::PhantomData<&'a [(String, NamedValue)]>,
 }
 
 impl<'a> NamedValues<'a> {
     /// Builds C named values pointing into `options`.
-    pub(crate) fn new(options: &'a [(String, NamedValue)]) -> NamedValues<'a> {
+    pub fn new(options: &'a [(String, NamedValue)]) -> NamedValues<'a> {
         let mut values = Vec::with_capacity(options.len());
         for (name, value) in options {
             let mut nv = sys::PJRT_NamedValue::new();
@@ -117,14 +122,14 @@ impl<'a> NamedValues<'a> {
     }
 
     /// The C array.
-    pub(crate) fn as_slice(&self) -> &[sys::PJRT_NamedValue] {
+    pub fn as_slice(&self) -> &[sys::PJRT_NamedValue] {
         &self.values
     }
 }
 
 /// Bytes per element the plugins take for a PJRT buffer type code on the host (sub-byte
 /// types one element per byte); `None` for TOKEN and codes rpjrt does not know.
-pub(crate) fn host_element_bytes(code: i32) -> Option<usize> {
+pub fn host_element_bytes(code: i32) -> Option<usize> {
     Some(match code {
         1 | 2 | 6 | 16..=22 | 24..=33 => 1,
         3 | 7 | 10 | 13 => 2,
@@ -138,11 +143,7 @@ pub(crate) fn host_element_bytes(code: i32) -> Option<usize> {
 /// The number of bytes a host array of `dims` elements of type `code`, laid out per
 /// `byte_strides` (dense row-major when `None`), reaches from its first byte. Errors name
 /// what is wrong.
-pub(crate) fn host_extent(
-    code: i32,
-    dims: &[i64],
-    byte_strides: Option<&[i64]>,
-) -> Result<usize, String> {
+pub fn host_extent(code: i32, dims: &[i64], byte_strides: Option<&[i64]>) -> Result<usize, String> {
     let width = host_element_bytes(code)
         .ok_or_else(|| format!("element type code {code} has no host representation"))?;
     let mut n: u128 = 1;
@@ -184,7 +185,7 @@ pub(crate) fn host_extent(
 /// `raw` keeps this small table itself because a frame's host slices are sized from it
 /// (`raw` imports nothing from the safe layer); a test in `dtype.rs` checks it against the
 /// element-type table for every code.
-pub(crate) const fn ffi_storage_bits(code: i32) -> Option<usize> {
+pub const fn ffi_storage_bits(code: i32) -> Option<usize> {
     Some(match code {
         1 | 2 | 6 | 19 | 20 | 23 | 24 | 25 | 28 | 29 | 33 => 8,
         3 | 7 | 10 | 16 => 16,
@@ -201,7 +202,7 @@ pub(crate) const fn ffi_storage_bits(code: i32) -> Option<usize> {
 
 /// Bytes of a dense buffer of `dims` elements of XLA FFI type `code`; `None` for an
 /// unknown type, a negative dimension or an overflow.
-pub(crate) fn ffi_dense_bytes(code: i32, dims: &[i64]) -> Option<usize> {
+pub fn ffi_dense_bytes(code: i32, dims: &[i64]) -> Option<usize> {
     let bits = ffi_storage_bits(code)?;
     let mut n: usize = 1;
     for &d in dims {
@@ -286,7 +287,7 @@ unsafe impl HostScalar for bool {
 }
 
 /// Views a slice of host scalars as bytes.
-pub(crate) fn as_bytes<T: HostScalar>(data: &[T]) -> &[u8] {
+pub fn as_bytes<T: HostScalar>(data: &[T]) -> &[u8] {
     // SAFETY: `HostScalar` types have no padding, so every byte of the slice is initialised;
     // the length is the slice's size in bytes and the borrow is carried over.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
@@ -294,7 +295,7 @@ pub(crate) fn as_bytes<T: HostScalar>(data: &[T]) -> &[u8] {
 
 /// Host bytes as elements of `T`: `None` when they are not aligned for `T`, or, for
 /// `bool`, when a byte is neither 0 nor 1 (which would not be a valid `bool`).
-pub(crate) fn cast_elements<T: HostScalar>(bytes: &[u8]) -> Option<&[T]> {
+pub fn cast_elements<T: HostScalar>(bytes: &[u8]) -> Option<&[T]> {
     if T::IS_BOOL && bytes.iter().any(|&b| b > 1) {
         return None;
     }
@@ -306,7 +307,7 @@ pub(crate) fn cast_elements<T: HostScalar>(bytes: &[u8]) -> Option<&[T]> {
 
 /// Mutable [`cast_elements`]; for `bool`, bytes other than 0 and 1 (a result buffer is not
 /// initialised before a handler runs) are first normalised to 0 or 1.
-pub(crate) fn cast_elements_mut<T: HostScalar>(bytes: &mut [u8]) -> Option<&mut [T]> {
+pub fn cast_elements_mut<T: HostScalar>(bytes: &mut [u8]) -> Option<&mut [T]> {
     if T::IS_BOOL {
         for b in bytes.iter_mut() {
             *b = u8::from(*b != 0);

@@ -23,7 +23,7 @@ struct Row {
 
 fn ledger() -> Vec<Row> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ledger.tsv");
-    let text = std::fs::read_to_string(&path).expect("crates/rpjrt/ledger.tsv is readable");
+    let text = std::fs::read_to_string(&path).expect("crates/rpjrt-raw/ledger.tsv is readable");
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
@@ -59,11 +59,11 @@ fn ledger() -> Vec<Row> {
     rows
 }
 
-/// `src/raw/*.rs` with `//` comments removed, per file.
+/// `src/*.rs` (the raw layer, this crate) with `//` comments removed, per file.
 fn raw_sources() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/raw");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = Vec::new();
-    for e in std::fs::read_dir(&dir).expect("src/raw is listable") {
+    for e in std::fs::read_dir(&dir).expect("src is listable") {
         let path = e.expect("a directory entry").path();
         if path.extension().is_none_or(|x| x != "rs") {
             continue;
@@ -168,12 +168,12 @@ fn ledger_status_matches_the_raw_layer() {
         let files = called.get(&row.entry);
         match (row.called, files) {
             (true, None) => wrong.push(format!(
-                "line {}: {} is `called` but no pjrt!/pjrt_fn! call or slot read in src/raw \
+                "line {}: {} is `called` but no pjrt!/pjrt_fn! call or slot read in src/*.rs \
                  names it (mark it not-called with a reason)",
                 row.line, row.entry
             )),
             (false, Some(f)) => wrong.push(format!(
-                "line {}: {} is `not-called` but src/raw calls it in {} (mark it called and \
+                "line {}: {} is `not-called` but src/*.rs calls it in {} (mark it called and \
                  name the function)",
                 row.line,
                 row.entry,
@@ -211,7 +211,7 @@ fn ledger_status_matches_the_raw_layer() {
     for (entry, files) in &called {
         if !declared.contains(&entry.as_str()) {
             wrong.push(format!(
-                "src/raw ({}) calls {entry}, which is not a declared slot",
+                "src/*.rs ({}) calls {entry}, which is not a declared slot",
                 files.join(", ")
             ));
         }
