@@ -83,7 +83,7 @@ pub fn default_sigpipe() {
 pub type RawEntry = unsafe extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void;
 
 extern "C" {
-    // src/raw/guard.cpp: calls `entry(args)` inside a C++ try block; on an exception sets
+    // src/guard.cpp: calls `entry(args)` inside a C++ try block; on an exception sets
     // `*threw` (left untouched otherwise) and keeps its text for `rpjrt_guard_last_what`.
     fn rpjrt_guarded_call(
         entry: RawEntry,
