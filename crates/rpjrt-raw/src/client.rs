@@ -50,6 +50,23 @@ pub struct Client {
     flushes: std::sync::OnceLock<bool>,
 }
 
+/// A host array to put on a device, besides its bytes: its PJRT type code, dims and byte
+/// strides (row-major when `None`), and where it goes (`memory` when given, else `device`;
+/// both must belong to the client that puts it).
+#[derive(Clone, Copy, Debug)]
+pub struct HostPut<'a> {
+    /// The PJRT element type code.
+    pub ty: i32,
+    /// The dims.
+    pub dims: &'a [i64],
+    /// Byte strides, one per dim, or `None` for row-major.
+    pub byte_strides: Option<&'a [i64]>,
+    /// The target device (used when `memory` is `None`).
+    pub device: DeviceRef,
+    /// The target memory, if any.
+    pub memory: Option<MemoryRef>,
+}
+
 /// A C handle moved to the reaper thread for destruction.
 pub struct SendPtr<T>(pub NonNull<T>);
 
@@ -249,34 +266,19 @@ impl Client {
             .ok_or_else(|| Error::invalid("PJRT_Client_Compile returned no executable"))?
     }
 
-    /// `PJRT_Client_BufferFromHostBuffer` copying `data` during the call. `ty` is a PJRT
-    /// type code; `data` must hold every byte that `dims` (and `byte_strides`) address, which
-    /// is checked here. The target is `memory` when given, else `device`.
-    #[allow(clippy::too_many_arguments)]
+    /// `PJRT_Client_BufferFromHostBuffer` copying `data` during the call. `data` must hold
+    /// every byte that `put` addresses, which is checked here.
     pub fn buffer_from_host<M>(
         self: &Arc<Client>,
         data: &[u8],
-        ty: i32,
-        dims: &[i64],
-        byte_strides: Option<&[i64]>,
-        device: DeviceRef,
-        memory: Option<MemoryRef>,
+        put: HostPut<'_>,
         meta: M,
     ) -> Result<Buffer<M>> {
-        self.check_host_data(data.len(), ty, dims, byte_strides, device, memory)?;
+        self.check_host_data(data.len(), &put)?;
+        let copy = sys::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
         // SAFETY: `data` covers every addressed byte (checked above) and the plugin copies
         // it before returning under ImmutableOnlyDuringCall.
-        let (ptr, done) = unsafe {
-            self.from_host_raw(
-                data.as_ptr(),
-                ty,
-                dims,
-                byte_strides,
-                sys::PJRT_HostBufferSemantics_kImmutableOnlyDuringCall,
-                device,
-                memory,
-            )
-        }?;
+        let (ptr, done) = unsafe { self.from_host_raw(data.as_ptr(), &put, copy) }?;
         // The copy is complete; the done event carries nothing more.
         drop(done);
         Ok(Buffer::new(self, ptr, meta, None, None))
@@ -285,47 +287,26 @@ impl Client {
     /// `PJRT_Client_BufferFromHostBuffer` using `owner`'s bytes in place where the plugin
     /// can (zero copy). The buffer keeps `owner` alive until the plugin is done with its
     /// bytes (after the buffer is destroyed and the done event fired).
-    #[allow(clippy::too_many_arguments)]
     pub fn buffer_from_host_owned<M, O: HostMemory>(
         self: &Arc<Client>,
         owner: O,
-        ty: i32,
-        dims: &[i64],
-        byte_strides: Option<&[i64]>,
-        device: DeviceRef,
-        memory: Option<MemoryRef>,
+        put: HostPut<'_>,
         meta: M,
     ) -> Result<Buffer<M>> {
         let owner: Box<dyn HostMemory> = Box::new(owner);
         let data = owner.host_bytes();
-        self.check_host_data(data.len(), ty, dims, byte_strides, device, memory)?;
+        self.check_host_data(data.len(), &put)?;
+        let in_place = sys::PJRT_HostBufferSemantics_kImmutableZeroCopy;
         // SAFETY: the bytes cover the array (checked above); they belong to `owner`, which
         // the buffer keeps (boxed, so at a fixed address) until after it is destroyed and its
         // done event has fired, and `HostMemory` promises they do not change meanwhile.
-        let (ptr, done) = unsafe {
-            self.from_host_raw(
-                data.as_ptr(),
-                ty,
-                dims,
-                byte_strides,
-                sys::PJRT_HostBufferSemantics_kImmutableZeroCopy,
-                device,
-                memory,
-            )
-        }?;
+        let (ptr, done) = unsafe { self.from_host_raw(data.as_ptr(), &put, in_place) }?;
         Ok(Buffer::new(self, ptr, meta, done, Some(owner)))
     }
 
-    fn check_host_data(
-        &self,
-        len: usize,
-        ty: i32,
-        dims: &[i64],
-        byte_strides: Option<&[i64]>,
-        device: DeviceRef,
-        memory: Option<MemoryRef>,
-    ) -> Result<()> {
-        let need = host_extent(ty, dims, byte_strides).map_err(Error::invalid)?;
+    fn check_host_data(&self, len: usize, put: &HostPut<'_>) -> Result<()> {
+        let HostPut { device, memory, .. } = *put;
+        let need = host_extent(put.ty, put.dims, put.byte_strides).map_err(Error::invalid)?;
         if len < need {
             return Err(Error::invalid(format!(
                 "host data has {len} bytes, but the array needs {need}"
@@ -338,33 +319,28 @@ impl Client {
     }
 
     /// # Safety
-    /// `data` must point to host memory holding every byte `ty`, `dims` and `byte_strides`
-    /// address, alive and unchanged for as long as `semantics` requires.
-    #[allow(clippy::too_many_arguments)]
+    /// `data` must point to host memory holding every byte `put` addresses, alive and
+    /// unchanged for as long as `semantics` requires.
     unsafe fn from_host_raw(
         self: &Arc<Client>,
         data: *const u8,
-        ty: i32,
-        dims: &[i64],
-        byte_strides: Option<&[i64]>,
+        put: &HostPut<'_>,
         semantics: sys::PJRT_HostBufferSemantics,
-        device: DeviceRef,
-        memory: Option<MemoryRef>,
     ) -> Result<(NonNull<sys::PJRT_Buffer>, Option<Event>)> {
         let mut a = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         a.client = self.ptr();
         a.data = data.cast();
-        a.r#type = ty as _;
-        a.dims = dims.as_ptr();
-        a.num_dims = dims.len();
-        if let Some(s) = byte_strides {
+        a.r#type = put.ty as _;
+        a.dims = put.dims.as_ptr();
+        a.num_dims = put.dims.len();
+        if let Some(s) = put.byte_strides {
             a.byte_strides = s.as_ptr();
             a.num_byte_strides = s.len();
         }
         a.host_buffer_semantics = semantics;
-        match memory {
+        match put.memory {
             Some(m) => a.memory = m.ptr(),
-            None => a.device = device.ptr(),
+            None => a.device = put.device.ptr(),
         }
         // SAFETY: forwarded to the caller's contract; dims and strides outlive the call;
         // device and memory belong to this live client.

@@ -6,30 +6,15 @@ use super::client::Client;
 use super::device::DeviceRef;
 use super::{args_types, pjrt, Args};
 use crate::error::{Error, Result};
+use crate::oom::MemoryStats;
 
 args_types! {
     PJRT_Device_MemoryStats_Args => PJRT_Device_MemoryStats_Args_STRUCT_SIZE,
 }
 
-/// What the plugin filled in; `None` for a figure it did not set.
-#[derive(Clone, Debug, Default)]
-pub struct RawMemoryStats {
-    /// Bytes allocated now.
-    pub bytes_in_use: i64,
-    /// The most bytes ever allocated at once.
-    pub peak_bytes_in_use: Option<i64>,
-    /// Number of allocations made.
-    pub num_allocs: Option<i64>,
-    /// The largest single allocation made.
-    pub largest_alloc_size: Option<i64>,
-    /// The allocator's limit.
-    pub bytes_limit: Option<i64>,
-    /// The largest block that could be allocated now.
-    pub largest_free_block_bytes: Option<i64>,
-}
-
-/// Calls `PJRT_Device_MemoryStats` on a device of this live client.
-pub fn device_memory_stats(client: &Client, d: DeviceRef) -> Result<RawMemoryStats> {
+/// Calls `PJRT_Device_MemoryStats` on a device of this live client; `None` for a figure
+/// the plugin did not set.
+pub fn device_memory_stats(client: &Client, d: DeviceRef) -> Result<MemoryStats> {
     if !d.belongs_to(client) {
         return Err(Error::invalid("the device belongs to another client"));
     }
@@ -38,7 +23,7 @@ pub fn device_memory_stats(client: &Client, d: DeviceRef) -> Result<RawMemorySta
     // SAFETY: `d` is a device of this live client; the args struct is zeroed and sized.
     unsafe { pjrt!(client.api(), PJRT_Device_MemoryStats, &mut a) }?;
     let opt = |set: bool, v: i64| set.then_some(v);
-    Ok(RawMemoryStats {
+    Ok(MemoryStats {
         bytes_in_use: a.bytes_in_use,
         peak_bytes_in_use: opt(a.peak_bytes_in_use_is_set, a.peak_bytes_in_use),
         num_allocs: opt(a.num_allocs_is_set, a.num_allocs),
