@@ -108,10 +108,7 @@ fn out_of_range_overrides_are_refused_before_compiling() {
 #[test]
 fn execute_sharded_checks_placement_of_every_list_before_launch() {
     for_each_plugin(|_, c| {
-        let opts = CompileOptions {
-            num_replicas: 2,
-            ..Default::default()
-        };
+        let opts = replicas(2);
         let exe = compile_with(c, ALL_REDUCE, &opts);
         let devs = exe.addressable_devices().unwrap();
         let a = c
@@ -182,10 +179,7 @@ const FAKE_IDENTITY: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor
 #[test]
 fn unreadable_signatures_still_check_every_device_list() {
     let c = fake_client();
-    let opts = CompileOptions {
-        num_replicas: 2,
-        ..Default::default()
-    };
+    let opts = replicas(2);
     let exe = c
         .compile(&rpjrt::Program::mlir(FAKE_IDENTITY), &opts)
         .unwrap();

@@ -917,14 +917,7 @@ fn execute_sharded_over_two_replicas() {
             );
         }
         // Without an explicit assignment the plugin picks two devices.
-        let exe = compile_with(
-            c,
-            &mul_add(),
-            &CompileOptions {
-                num_replicas: 2,
-                ..Default::default()
-            },
-        );
+        let exe = compile_with(c, &mul_add(), &replicas(2));
         assert_eq!(exe.addressable_devices().unwrap().len(), 2);
     });
 }
@@ -932,10 +925,7 @@ fn execute_sharded_over_two_replicas() {
 #[test]
 fn execute_all_reduce_over_two_devices() {
     for_each_plugin(|_, c| {
-        let opts = CompileOptions {
-            num_replicas: 2,
-            ..Default::default()
-        };
+        let opts = replicas(2);
         let exe = compile_with(c, ALL_REDUCE, &opts);
         let devices = exe.addressable_devices().unwrap();
         assert_eq!(devices.len(), 2);
@@ -989,13 +979,8 @@ fn execute_donation_is_opt_in() {
 #[test]
 fn execute_completion_events() {
     for_each_plugin(|_, c| {
-        let exe = compile(c, &mul_add());
-        let d = c.default_device().unwrap();
-        let x = c.buffer_from_slice(&eight(), &[8], &d).unwrap();
-        let opts = ExecuteOptions {
-            completion_events: true,
-            ..Default::default()
-        };
+        let (exe, _, x) = mul_add_with_input(c, &eight());
+        let opts = with_events();
         let run = exe.execute_with(&[vec![&x, &x]], &opts).unwrap();
         assert_eq!(run.events.len(), 1);
         let ev = &run.events[0];
@@ -1009,14 +994,7 @@ fn execute_completion_events() {
         );
 
         // One event per device for a replicated program.
-        let two = compile_with(
-            c,
-            &mul_add(),
-            &CompileOptions {
-                num_replicas: 2,
-                ..Default::default()
-            },
-        );
+        let two = compile_with(c, &mul_add(), &replicas(2));
         let devs = two.addressable_devices().unwrap();
         let a = c.buffer_from_slice(&eight(), &[8], &devs[0]).unwrap();
         let b = c.buffer_from_slice(&eight(), &[8], &devs[1]).unwrap();
@@ -1033,13 +1011,8 @@ fn execute_completion_events() {
 #[test]
 fn events_can_be_awaited() {
     for_each_plugin(|_, c| {
-        let exe = compile(c, &mul_add());
-        let d = c.default_device().unwrap();
-        let x = c.buffer_from_slice(&eight(), &[8], &d).unwrap();
-        let opts = ExecuteOptions {
-            completion_events: true,
-            ..Default::default()
-        };
+        let (exe, _, x) = mul_add_with_input(c, &eight());
+        let opts = with_events();
         for _ in 0..10 {
             let mut run = exe.execute_with(&[vec![&x, &x]], &opts).unwrap();
             let out = run.outputs.pop().unwrap().pop().unwrap();

@@ -11,7 +11,10 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use rpjrt::{ApiVersion, Client, ClientOptions, CompileOptions, Executable, Plugin, Program};
+use rpjrt::{
+    ApiVersion, Buffer, Client, ClientOptions, CompileOptions, Device, Event, Executable,
+    ExecuteOptions, Plugin, Program,
+};
 
 /// Which of the two test plugins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,6 +205,40 @@ pub fn compile_with(client: &Client, text: &str, options: &CompileOptions) -> Ex
 /// The `mul_add.mlir` fixture: `a * b + 1` over `f32[8]`.
 pub fn mul_add() -> String {
     String::from_utf8(fixture("mul_add.mlir")).expect("mul_add.mlir is UTF-8")
+}
+
+/// What most execute tests start from: `mul_add` compiled on `client`, the client's default
+/// device, and `values` (eight of them) there as an input.
+pub fn mul_add_with_input(client: &Client, values: &[f32]) -> (Executable, Device, Buffer) {
+    let exe = compile(client, &mul_add());
+    let device = client.default_device().unwrap();
+    let x = client.buffer_from_slice(values, &[8], &device).unwrap();
+    (exe, device, x)
+}
+
+/// Compile options for `n` replicas of one partition.
+pub fn replicas(n: u32) -> CompileOptions {
+    CompileOptions {
+        num_replicas: n,
+        ..Default::default()
+    }
+}
+
+/// Execute options asking for completion events.
+pub fn with_events() -> ExecuteOptions {
+    ExecuteOptions {
+        completion_events: true,
+        ..Default::default()
+    }
+}
+
+/// Runs `exe` (one device) on `(x, x)` with a completion event: the output and the event.
+pub fn run_with_event(exe: &Executable, x: &Buffer) -> (Buffer, Event) {
+    let mut run = exe.execute_with(&[vec![x, x]], &with_events()).unwrap();
+    (
+        run.outputs.pop().unwrap().pop().unwrap(),
+        run.events.pop().unwrap(),
+    )
 }
 
 /// Asserts that `r` is an error whose message contains every one of `needles`, and returns
