@@ -104,22 +104,7 @@ impl Drop for Client {
 impl Client {
     /// `PJRT_Client_Create` with the given create options and no KV store.
     pub fn create(api: &'static Api, options: &[(String, NamedValue)]) -> Result<Client> {
-        let nvs = NamedValues::new(options);
-        let mut a = sys::PJRT_Client_Create_Args::new();
-        a.create_options = nvs.as_slice().as_ptr();
-        a.num_options = nvs.as_slice().len();
-        // SAFETY: the named values and the strings they point to live until after the call.
-        unsafe { pjrt!(api, PJRT_Client_Create, &mut a) }?;
-        let ptr = NonNull::new(a.client)
-            .ok_or_else(|| Error::invalid("PJRT_Client_Create returned no client"))?;
-        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Client {
-            api,
-            ptr,
-            id,
-            _kv: None,
-            flushes: std::sync::OnceLock::new(),
-        })
+        Self::create_inner(api, options, None)
     }
 
     /// `PJRT_Client_Create` with the key-value callbacks over `kv` (see [`super::kv`]);
@@ -129,13 +114,24 @@ impl Client {
         options: &[(String, NamedValue)],
         kv: &Arc<super::kv::KvUserData>,
     ) -> Result<Client> {
+        Self::create_inner(api, options, Some(kv))
+    }
+
+    fn create_inner(
+        api: &'static Api,
+        options: &[(String, NamedValue)],
+        kv: Option<&Arc<super::kv::KvUserData>>,
+    ) -> Result<Client> {
         let nvs = NamedValues::new(options);
         let mut a = sys::PJRT_Client_Create_Args::new();
         a.create_options = nvs.as_slice().as_ptr();
         a.num_options = nvs.as_slice().len();
-        super::kv::set_callbacks(api, &mut a, kv);
+        if let Some(kv) = kv {
+            super::kv::set_callbacks(api, &mut a, kv);
+        }
         // SAFETY: the named values and their strings live until after the call; the KV user
-        // data outlives the call (the caller holds `kv`) and then lives in the client.
+        // data, if any, outlives the call (the caller holds `kv`) and then lives in the
+        // client.
         unsafe { pjrt!(api, PJRT_Client_Create, &mut a) }?;
         let ptr = NonNull::new(a.client)
             .ok_or_else(|| Error::invalid("PJRT_Client_Create returned no client"))?;
@@ -144,7 +140,7 @@ impl Client {
             api,
             ptr,
             id,
-            _kv: Some(Arc::clone(kv)),
+            _kv: kv.map(Arc::clone),
             flushes: std::sync::OnceLock::new(),
         })
     }

@@ -39,18 +39,6 @@ const EMPTY_ADD: &str = "func.func public @main(%a: tensor<3x0xf32>) -> tensor<3
 }
 ";
 
-const ALL_REDUCE: &str = "module @all_reduce attributes {mhlo.num_replicas = 2 : i32} {
-  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
-    %0 = \"stablehlo.all_reduce\"(%a) ({
-    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
-      %s = stablehlo.add %x, %y : tensor<f32>
-      stablehlo.return %s : tensor<f32>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }
-}
-";
-
 fn v(minor: i32) -> ApiVersion {
     ApiVersion { major: 0, minor }
 }
@@ -925,16 +913,7 @@ fn execute_sharded_over_two_replicas() {
 #[test]
 fn execute_all_reduce_over_two_devices() {
     for_each_plugin(|_, c| {
-        let opts = replicas(2);
-        let exe = compile_with(c, ALL_REDUCE, &opts);
-        let devices = exe.addressable_devices().unwrap();
-        assert_eq!(devices.len(), 2);
-        let a = c
-            .buffer_from_slice(&[1f32, 2., 3., 4.], &[4], &devices[0])
-            .unwrap();
-        let b = c
-            .buffer_from_slice(&[10f32, 20., 30., 40.], &[4], &devices[1])
-            .unwrap();
+        let (exe, devices, a, b) = all_reduce_with_inputs(c);
         let out = exe.execute_sharded(&[vec![&a], vec![&b]]).unwrap();
         for (r, o) in out.iter().enumerate() {
             assert_eq!(o[0].device().unwrap(), devices[r]);
