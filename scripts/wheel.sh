@@ -4,7 +4,7 @@
 #     (Debian 10+, Ubuntu 18.10+, RHEL 8+), wherever jaxlib's manylinux wheels install.
 #     maturin links it with zig against glibc 2.28's symbols (zig from PyPI: `ziglang`,
 #     installed by scripts/setup.sh); the C++ exception guard is still built by GCC and
-#     linked to the system libstdc++, the C++ runtime PJRT plugins use (crates/rpjrt/build.rs);
+#     linked to the system libstdc++, the C++ runtime PJRT plugins use (crates/rpjrt-raw/build.rs);
 #   - an sdist (`pip install rpjrt-*.tar.gz` builds it with a Rust toolchain).
 # Then `auditwheel show` must find the wheel consistent with manylinux_2_28 (that checks the
 # glibc and libstdc++ symbol versions it needs), else this fails.

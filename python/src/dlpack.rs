@@ -10,8 +10,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use rpjrt::dlpack::{
-    DlManagedTensor, DlManagedTensorVersioned, Exported, ImportedTensor, Managed, DEVICE_CPU,
-    DEVICE_CUDA_HOST,
+    DlManagedTensor, DlManagedTensorVersioned, Exported, ImportedTensor, Managed, PlanImport,
+    DEVICE_CPU, DEVICE_CUDA_HOST,
 };
 
 use crate::buffer::PyBuffer;

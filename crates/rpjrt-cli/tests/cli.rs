@@ -24,6 +24,28 @@ fn site_of(plugin: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// The result of check `name` in a conform JSON report; panics with the report when absent.
+fn check_result(report: &Json, name: &str) -> Json {
+    report["results"]
+        .as_array()
+        .and_then(|r| r.iter().find(|x| x["name"] == name))
+        .unwrap_or_else(|| panic!("no result for {name} in {report}"))
+        .clone()
+}
+
+/// `rpjrt run mul_add.mlir` on the fake plugin with two `f32[8]` inputs, the plugin scripted
+/// by the environment variable `var=value`: the exit code and stderr.
+fn mul_add_on_fake(var: &str, value: &str) -> (i32, String) {
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
+        .env(var, value));
+    (code, err)
+}
+
 #[test]
 fn plugins_lists_both_wheels_with_their_sources() {
     let site = site_of(&old());
@@ -322,17 +344,11 @@ fn out_of_memory_says_the_plugin_reports_no_allocator_figures() {
     // Both CPU plugins answer PJRT_Device_MemoryStats with UNIMPLEMENTED (see
     // info_by_platform_and_by_wheel_name); the fake plugin scripted to fail allocation and
     // to answer like them stands in for the out-of-memory error itself.
-    let (code, _, err) = run(rpjrt()
-        .arg("run")
-        .arg(fixture("mul_add.mlir"))
-        .arg("--plugin")
-        .arg(fake())
-        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
-        .env(
-            "RPJRT_FAKE_FAIL",
-            "PJRT_Client_BufferFromHostBuffer:RESOURCE_EXHAUSTED:out of memory while allocating;\
+    let (code, err) = mul_add_on_fake(
+        "RPJRT_FAKE_FAIL",
+        "PJRT_Client_BufferFromHostBuffer:RESOURCE_EXHAUSTED:out of memory while allocating;\
              PJRT_Device_MemoryStats:UNIMPLEMENTED:GetAllocatorStats is not supported",
-        ));
+    );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
     assert!(err.contains("input 0: "), "{err}");
@@ -376,7 +392,7 @@ fn conform_on_both_cpu_plugins_and_diff() {
         assert_eq!(r["summary"]["crash"], 0);
         let results = r["results"].as_array().unwrap();
         assert!(results.len() > 60);
-        let by = |n: &str| results.iter().find(|x| x["name"] == n).unwrap().clone();
+        let by = |n: &str| check_result(r, n);
         assert_eq!(by("compile.portable")["outcome"], "pass");
         assert_eq!(by("execute.multi_device")["outcome"], "pass");
         assert_eq!(by("devices.memory_stats")["outcome"], "unsupported");
@@ -584,14 +600,7 @@ fn conform_isolates_a_crash_and_a_hang() {
         .env("RPJRT_CONFORM_TEST_HANG", "execute.events"));
     assert_eq!(code, 1, "defects found: {err}");
     let v: Json = serde_json::from_str(&out).unwrap();
-    let results = v["results"].as_array().unwrap();
-    let by = |n: &str| {
-        results
-            .iter()
-            .find(|x| x["name"] == n)
-            .unwrap_or_else(|| panic!("{n}: {out}"))
-            .clone()
-    };
+    let by = |n: &str| check_result(&v, n);
     assert_eq!(by("buffers.scalar")["outcome"], "crash");
     assert!(by("buffers.scalar")["detail"]
         .as_str()
@@ -806,13 +815,7 @@ fn conform_on_the_fake_plugin_scripted_to_segfault_and_hang() {
     assert_eq!(code, 1, "{err}");
     let v: Json = serde_json::from_str(&out).unwrap();
     let results = v["results"].as_array().unwrap();
-    let by = |n: &str| {
-        results
-            .iter()
-            .find(|x| x["name"] == n)
-            .unwrap_or_else(|| panic!("{n}: {out}"))
-            .clone()
-    };
+    let by = |n: &str| check_result(&v, n);
     let crashed = by("devices.memory_stats");
     assert_eq!(crashed["outcome"], "crash");
     assert!(
@@ -838,13 +841,7 @@ fn conform_on_the_fake_plugin_scripted_to_segfault_and_hang() {
 fn out_of_memory_shows_the_allocator_figures_the_plugin_reports() {
     // Under RPJRT_FAKE_MEMORY_LIMIT the fake plugin fails allocation with
     // RESOURCE_EXHAUSTED and reports its allocator through PJRT_Device_MemoryStats.
-    let (code, _, err) = run(rpjrt()
-        .arg("run")
-        .arg(fixture("mul_add.mlir"))
-        .arg("--plugin")
-        .arg(fake())
-        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
-        .env("RPJRT_FAKE_MEMORY_LIMIT", "40"));
+    let (code, err) = mul_add_on_fake("RPJRT_FAKE_MEMORY_LIMIT", "40");
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");
     assert!(err.contains("input 1: "), "{err}");
@@ -866,13 +863,7 @@ fn out_of_memory_shows_the_allocator_figures_the_plugin_reports() {
 #[test]
 fn an_execute_that_runs_out_of_memory_shows_the_figures_and_the_options() {
     // Two 32-byte inputs fit in 80 bytes; the 32-byte output does not.
-    let (code, _, err) = run(rpjrt()
-        .arg("run")
-        .arg(fixture("mul_add.mlir"))
-        .arg("--plugin")
-        .arg(fake())
-        .args(["-i", "[1,2,3,4,5,6,7,8]:f32", "-i", "[1,2,3,4,5,6,7,8]:f32"])
-        .env("RPJRT_FAKE_MEMORY_LIMIT", "80"));
+    let (code, err) = mul_add_on_fake("RPJRT_FAKE_MEMORY_LIMIT", "80");
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("PJRT_LoadedExecutable_Execute"), "{err}");
     assert!(err.contains("RESOURCE_EXHAUSTED"), "{err}");

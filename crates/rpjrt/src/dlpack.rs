@@ -22,7 +22,7 @@
 //! its `unsafe` constructors ([`ImportedTensor::from_versioned`],
 //! [`ImportedTensor::from_legacy`]), whose contract says what the pointer must be; from then
 //! on rpjrt owns it and calls its deleter exactly once. [`import`] checks the description
-//! ([`DlTensorDesc::plan_import`]) and makes a buffer with [`Client::put`], in place where
+//! ([`PlanImport::plan_import`]) and makes a buffer with [`Client::put`], in place where
 //! the memory and the plugin allow it (the buffer then keeps the tensor alive).
 
 use std::any::Any;
@@ -136,7 +136,7 @@ pub fn export_with<M: Managed>(
 }
 
 /// Makes a buffer on `device` from an imported DLPack tensor through [`Client::put`]:
-/// checks the description ([`DlTensorDesc::plan_import`]), then uses the memory in place
+/// checks the description ([`PlanImport::plan_import`]), then uses the memory in place
 /// where `mode` and the plugin allow it (host platforms only; the buffer keeps the tensor,
 /// and so the producer's memory, alive) or copies it. The tensor's deleter runs when
 /// neither the tensor nor a buffer over its memory is left, also on error.
@@ -181,12 +181,17 @@ impl ImportPlan {
     }
 }
 
-// The type lives with the C structs in `raw`; its checks are safe code and live here.
-impl DlTensorDesc {
+/// The import check of a [`DlTensorDesc`]. The type lives with the C structs in the unsafe
+/// layer (`rpjrt-raw`); its checks are safe code and live here, as this trait's one method.
+pub trait PlanImport {
     /// Checks the description and plans the import: a host-readable device, a dtype rpjrt
     /// knows with whole-byte elements and one lane, non-negative dims, strides whose byte
     /// sizes and extent do not overflow.
-    pub fn plan_import(&self) -> Result<ImportPlan> {
+    fn plan_import(&self) -> Result<ImportPlan>;
+}
+
+impl PlanImport for DlTensorDesc {
+    fn plan_import(&self) -> Result<ImportPlan> {
         if !host_readable(self.device_type) {
             return Err(Error::invalid(format!(
                 "importing DLPack device type {} memory is not supported: rpjrt reads DLPack \

@@ -23,7 +23,7 @@
 //! assert_eq!(out[0].to_vec_of::<f32>()?, vec![2.0, 4.0, 6.0, 8.0]);
 //! # Ok(()) }
 //! ```
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "bench")]
@@ -34,7 +34,6 @@ pub mod diagnostics;
 pub mod discovery;
 pub mod dlpack;
 mod dtype;
-mod error;
 pub mod external;
 pub mod ffi;
 mod hlo;
@@ -44,13 +43,10 @@ mod kv;
 pub mod layout;
 mod libraries;
 mod mlir;
-mod oom;
 mod op_sharding;
 mod options;
 mod plugin;
 mod program;
-#[allow(unsafe_code)]
-mod raw;
 pub mod scalars;
 mod screen;
 mod session;
@@ -61,6 +57,11 @@ pub mod tpu;
 pub mod transfer;
 pub mod triton;
 mod value;
+
+// The unsafe layer is its own crate, so the boundary is the compiler's: this crate forbids
+// `unsafe`. Its paths stay `crate::raw::X`, and the error vocabulary it defines is ours.
+pub(crate) use rpjrt_raw as raw;
+pub(crate) use rpjrt_raw::{error, oom};
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
 /// `bench` feature, which the benchmarks enable and the shipped crate and wheel do not.

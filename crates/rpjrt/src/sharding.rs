@@ -490,40 +490,21 @@ mod tests {
         let sp = spec(&[&["x"]]);
         let (a, b) = (1.0f32.to_ne_bytes(), 7i32.to_ne_bytes());
         let good = HostShard::new(&a, ElementType::F32, &[1]);
+        let refused = |shards: &[HostShard<'_>]| {
+            assemble(shards, ElementType::F32, &[2], &mesh, &sp)
+                .unwrap_err()
+                .to_string()
+        };
         // Same byte count, other type: refused, naming the shard, not reinterpreted.
-        let e = assemble(
-            &[good, HostShard::new(&b, ElementType::S32, &[1])],
-            ElementType::F32,
-            &[2],
-            &mesh,
-            &sp,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused(&[good, HostShard::new(&b, ElementType::S32, &[1])]);
         assert!(
             e.contains("shard 1 is int32") && e.contains("float32"),
             "{e}"
         );
         // Same bytes, other shape.
-        let e = assemble(
-            &[good, HostShard::new(&a, ElementType::F32, &[1, 1])],
-            ElementType::F32,
-            &[2],
-            &mesh,
-            &sp,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused(&[good, HostShard::new(&a, ElementType::F32, &[1, 1])]);
         assert!(e.contains("shard 1 has dims [1, 1]"), "{e}");
-        let e = assemble(
-            &[HostShard::new(&a[..2], ElementType::F32, &[1]), good],
-            ElementType::F32,
-            &[2],
-            &mesh,
-            &sp,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused(&[HostShard::new(&a[..2], ElementType::F32, &[1]), good]);
         assert!(e.contains("shard 0 has 2 bytes"), "{e}");
         let ok = assemble(&[good, good], ElementType::F32, &[2], &mesh, &sp).unwrap();
         assert_eq!(ok, [a, a].concat());

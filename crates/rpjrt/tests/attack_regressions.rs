@@ -20,18 +20,6 @@ const TOKEN_OUT: &str = "func.func public @main() -> !stablehlo.token {
 }
 ";
 
-const ALL_REDUCE: &str = "module @all_reduce attributes {mhlo.num_replicas = 2 : i32} {
-  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
-    %0 = \"stablehlo.all_reduce\"(%a) ({
-    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
-      %s = stablehlo.add %x, %y : tensor<f32>
-      stablehlo.return %s : tensor<f32>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }
-}
-";
-
 #[test]
 fn tuple_parameters_refuse_execution_instead_of_skipping_checks() {
     for_each_plugin(|_, c| {
@@ -108,18 +96,7 @@ fn out_of_range_overrides_are_refused_before_compiling() {
 #[test]
 fn execute_sharded_checks_placement_of_every_list_before_launch() {
     for_each_plugin(|_, c| {
-        let opts = CompileOptions {
-            num_replicas: 2,
-            ..Default::default()
-        };
-        let exe = compile_with(c, ALL_REDUCE, &opts);
-        let devs = exe.addressable_devices().unwrap();
-        let a = c
-            .buffer_from_slice(&[1f32, 2., 3., 4.], &[4], &devs[0])
-            .unwrap();
-        let b = c
-            .buffer_from_slice(&[10f32, 20., 30., 40.], &[4], &devs[1])
-            .unwrap();
+        let (exe, devs, a, b) = all_reduce_with_inputs(c);
         let i = c
             .buffer_from_slice(&[1i32, 2, 3, 4], &[4], &devs[1])
             .unwrap();
@@ -182,10 +159,7 @@ const FAKE_IDENTITY: &str = "func.func public @main(%a: tensor<4xf32>) -> tensor
 #[test]
 fn unreadable_signatures_still_check_every_device_list() {
     let c = fake_client();
-    let opts = CompileOptions {
-        num_replicas: 2,
-        ..Default::default()
-    };
+    let opts = replicas(2);
     let exe = c
         .compile(&rpjrt::Program::mlir(FAKE_IDENTITY), &opts)
         .unwrap();

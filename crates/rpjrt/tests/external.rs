@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::for_each_plugin;
+use common::{for_each_plugin, set_error_wakes_a_waiter};
 use rpjrt::{Code, DeviceAddress, ElementType, Error, Event};
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -168,20 +168,7 @@ fn user_events_complete_when_set_or_name_the_entry_and_version() {
 
         // A waiter on another thread is woken by the set, with the error it carries.
         let ev = Arc::new(Event::new_user(c).unwrap());
-        let waiter = {
-            let ev = Arc::clone(&ev);
-            std::thread::spawn(move || ev.wait())
-        };
-        std::thread::sleep(Duration::from_millis(20));
-        ev.set(Err(Error::Pjrt {
-            entry: "user",
-            code: Code::Aborted,
-            message: "stopped by the user".into(),
-        }))
-        .unwrap();
-        let e = waiter.join().unwrap().unwrap_err();
-        assert_eq!(e.code(), Code::Aborted, "{e:?}");
-        assert!(e.to_string().contains("stopped by the user"), "{e}");
+        set_error_wakes_a_waiter(&ev, Code::Aborted, "stopped by the user");
 
         // A timed wait registers the OnReady callback; the set completes it.
         let ev = Arc::new(Event::new_user(c).unwrap());

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::set_error_wakes_a_waiter;
 use rpjrt::{Client, ClientOptions, Code, DeviceAddress, ElementType, Error, Event, Plugin};
 
 const KNOBS: [&str; 3] = [
@@ -104,20 +105,7 @@ fn user_events_on_the_fake_wake_waiters_and_callbacks() {
     assert!(!ev.is_ready().unwrap());
     // The timed wait registers OnReady on the pending event; nothing completes it yet.
     assert!(!ev.wait_timeout(Duration::from_millis(10)).unwrap());
-    let waiter = {
-        let ev = Arc::clone(&ev);
-        std::thread::spawn(move || ev.wait())
-    };
-    std::thread::sleep(Duration::from_millis(10));
-    ev.set(Err(Error::Pjrt {
-        entry: "user",
-        code: Code::DataLoss,
-        message: "the producer died".into(),
-    }))
-    .unwrap();
-    let e = waiter.join().unwrap().unwrap_err();
-    assert_eq!(e.code(), Code::DataLoss, "{e:?}");
-    assert!(e.to_string().contains("the producer died"), "{e}");
+    set_error_wakes_a_waiter(&ev, Code::DataLoss, "the producer died");
     // The OnReady registered by the timed wait got the same status.
     let e = ev.wait_timeout(Duration::from_secs(5)).unwrap_err();
     assert_eq!(e.code(), Code::DataLoss, "{e:?}");

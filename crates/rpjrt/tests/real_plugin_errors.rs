@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use common::*;
 use rpjrt::{
-    ApiVersion, Client, ClientOptions, Code, CompileOptions, ElementType, Error, ExecuteOptions,
-    HostBytes, Plugin, Program,
+    ApiVersion, Client, ClientOptions, Code, CompileOptions, ElementType, Error, HostBytes, Plugin,
+    Program,
 };
 
 /// A fresh path under the temporary directory, unique to this process and `name`.
@@ -302,9 +302,7 @@ fn malformed_programs_carry_the_compiler_message() {
 #[test]
 fn wrong_argument_count() {
     for_each_plugin(|_, c| {
-        let exe = compile(c, &mul_add());
-        let d = c.default_device().unwrap();
-        let x = c.buffer_from_slice(&[1f32; 8], &[8], &d).unwrap();
+        let (exe, _, x) = mul_add_with_input(c, &[1.0; 8]);
         let e = expect_err(
             exe.execute(&[&x]),
             &["main takes 2 argument(s), but 1 were given"],
@@ -320,14 +318,7 @@ fn wrong_argument_count() {
             exe.execute_sharded(&[vec![&x, &x], vec![&x, &x]]),
             &["2 argument lists given, but the executable runs on 1 device(s)"],
         );
-        let two = compile_with(
-            c,
-            &mul_add(),
-            &CompileOptions {
-                num_replicas: 2,
-                ..Default::default()
-            },
-        );
+        let two = compile_with(c, &mul_add(), &replicas(2));
         expect_err(
             two.execute_sharded(&[vec![&x, &x]]),
             &["1 argument lists given, but the executable runs on 2 device(s)"],
@@ -342,9 +333,7 @@ fn wrong_argument_count() {
 #[test]
 fn wrong_argument_dtype_or_shape() {
     for_each_plugin(|_, c| {
-        let exe = compile(c, &mul_add());
-        let d = c.default_device().unwrap();
-        let x = c.buffer_from_slice(&[1f32; 8], &[8], &d).unwrap();
+        let (exe, d, x) = mul_add_with_input(c, &[1.0; 8]);
         // Same byte size, other type: the plugin would take it; rpjrt refuses it.
         let i = c.buffer_from_slice(&[1i32; 8], &[8], &d).unwrap();
         let e = expect_err(
@@ -369,14 +358,7 @@ fn wrong_argument_dtype_or_shape() {
             &["argument 0 is float32[4], but main expects float32[8]"],
         );
         // In a replicated program the message names the device list.
-        let two = compile_with(
-            c,
-            &mul_add(),
-            &CompileOptions {
-                num_replicas: 2,
-                ..Default::default()
-            },
-        );
+        let two = compile_with(c, &mul_add(), &replicas(2));
         let devs = two.addressable_devices().unwrap();
         let a = c.buffer_from_slice(&[1f32; 8], &[8], &devs[0]).unwrap();
         let b = c.buffer_from_slice(&[1i32; 8], &[8], &devs[1]).unwrap();
@@ -534,17 +516,9 @@ fn unknown_element_type_code_and_name() {
 #[test]
 fn use_after_close_is_an_error() {
     for_each_plugin(|_, c| {
-        let exe = compile(c, &mul_add());
-        let d = c.default_device().unwrap();
+        let (exe, d, x) = mul_add_with_input(c, &[1.0; 8]);
         let m = d.default_memory().unwrap();
-        let x = c.buffer_from_slice(&[1f32; 8], &[8], &d).unwrap();
-        let opts = ExecuteOptions {
-            completion_events: true,
-            ..Default::default()
-        };
-        let mut run = exe.execute_with(&[vec![&x, &x]], &opts).unwrap();
-        let out = run.outputs.pop().unwrap().pop().unwrap();
-        let ev = run.events.pop().unwrap();
+        let (out, ev) = run_with_event(&exe, &x);
         let ready = out.ready_event().unwrap();
         let other_handle = c.clone();
 
@@ -654,17 +628,9 @@ fn delete_twice() {
 /// memory, and drops them in the order `order` gives (indices into that list).
 fn build_and_drop(p: &Plugin, order: &[usize], on_thread: bool) {
     let c = Client::new(p, &ClientOptions::new()).unwrap();
-    let exe = compile(&c, &mul_add());
-    let d = c.default_device().unwrap();
+    let (exe, d, x) = mul_add_with_input(&c, &[1.0; 8]);
     let m = d.default_memory().unwrap();
-    let x = c.buffer_from_slice(&[1f32; 8], &[8], &d).unwrap();
-    let opts = ExecuteOptions {
-        completion_events: true,
-        ..Default::default()
-    };
-    let mut run = exe.execute_with(&[vec![&x, &x]], &opts).unwrap();
-    let out = run.outputs.pop().unwrap().pop().unwrap();
-    let ev = run.events.pop().unwrap();
+    let (out, ev) = run_with_event(&exe, &x);
     let mut items: Vec<Option<Box<dyn Send>>> = vec![
         Some(Box::new(c)),
         Some(Box::new(exe)),

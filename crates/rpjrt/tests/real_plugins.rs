@@ -39,18 +39,6 @@ const EMPTY_ADD: &str = "func.func public @main(%a: tensor<3x0xf32>) -> tensor<3
 }
 ";
 
-const ALL_REDUCE: &str = "module @all_reduce attributes {mhlo.num_replicas = 2 : i32} {
-  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
-    %0 = \"stablehlo.all_reduce\"(%a) ({
-    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
-      %s = stablehlo.add %x, %y : tensor<f32>
-      stablehlo.return %s : tensor<f32>
-    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }
-}
-";
-
 fn v(minor: i32) -> ApiVersion {
     ApiVersion { major: 0, minor }
 }
@@ -917,14 +905,7 @@ fn execute_sharded_over_two_replicas() {
             );
         }
         // Without an explicit assignment the plugin picks two devices.
-        let exe = compile_with(
-            c,
-            &mul_add(),
-            &CompileOptions {
-                num_replicas: 2,
-                ..Default::default()
-            },
-        );
+        let exe = compile_with(c, &mul_add(), &replicas(2));
         assert_eq!(exe.addressable_devices().unwrap().len(), 2);
     });
 }
@@ -932,19 +913,7 @@ fn execute_sharded_over_two_replicas() {
 #[test]
 fn execute_all_reduce_over_two_devices() {
     for_each_plugin(|_, c| {
-        let opts = CompileOptions {
-            num_replicas: 2,
-            ..Default::default()
-        };
-        let exe = compile_with(c, ALL_REDUCE, &opts);
-        let devices = exe.addressable_devices().unwrap();
-        assert_eq!(devices.len(), 2);
-        let a = c
-            .buffer_from_slice(&[1f32, 2., 3., 4.], &[4], &devices[0])
-            .unwrap();
-        let b = c
-            .buffer_from_slice(&[10f32, 20., 30., 40.], &[4], &devices[1])
-            .unwrap();
+        let (exe, devices, a, b) = all_reduce_with_inputs(c);
         let out = exe.execute_sharded(&[vec![&a], vec![&b]]).unwrap();
         for (r, o) in out.iter().enumerate() {
             assert_eq!(o[0].device().unwrap(), devices[r]);
@@ -989,13 +958,8 @@ fn execute_donation_is_opt_in() {
 #[test]
 fn execute_completion_events() {
     for_each_plugin(|_, c| {
-        let exe = compile(c, &mul_add());
-        let d = c.default_device().unwrap();
-        let x = c.buffer_from_slice(&eight(), &[8], &d).unwrap();
-        let opts = ExecuteOptions {
-            completion_events: true,
-            ..Default::default()
-        };
+        let (exe, _, x) = mul_add_with_input(c, &eight());
+        let opts = with_events();
         let run = exe.execute_with(&[vec![&x, &x]], &opts).unwrap();
         assert_eq!(run.events.len(), 1);
         let ev = &run.events[0];
@@ -1009,14 +973,7 @@ fn execute_completion_events() {
         );
 
         // One event per device for a replicated program.
-        let two = compile_with(
-            c,
-            &mul_add(),
-            &CompileOptions {
-                num_replicas: 2,
-                ..Default::default()
-            },
-        );
+        let two = compile_with(c, &mul_add(), &replicas(2));
         let devs = two.addressable_devices().unwrap();
         let a = c.buffer_from_slice(&eight(), &[8], &devs[0]).unwrap();
         let b = c.buffer_from_slice(&eight(), &[8], &devs[1]).unwrap();
@@ -1033,13 +990,8 @@ fn execute_completion_events() {
 #[test]
 fn events_can_be_awaited() {
     for_each_plugin(|_, c| {
-        let exe = compile(c, &mul_add());
-        let d = c.default_device().unwrap();
-        let x = c.buffer_from_slice(&eight(), &[8], &d).unwrap();
-        let opts = ExecuteOptions {
-            completion_events: true,
-            ..Default::default()
-        };
+        let (exe, _, x) = mul_add_with_input(c, &eight());
+        let opts = with_events();
         for _ in 0..10 {
             let mut run = exe.execute_with(&[vec![&x, &x]], &opts).unwrap();
             let out = run.outputs.pop().unwrap().pop().unwrap();

@@ -41,6 +41,10 @@ fn streaming_uploads_fill_several_buffers_in_chunks_with_progress() {
         let d = c.default_device().unwrap();
         let n = 10_000usize;
         let src = bytes(&pattern(n));
+        let mut fill = |off: usize, chunk: &mut [u8]| -> rpjrt::Result<()> {
+            chunk.copy_from_slice(&src[off..off + chunk.len()]);
+            Ok(())
+        };
         let mut calls = Vec::new();
         let mut progress = |done: u64, total: u64| {
             calls.push((done, total));
@@ -52,10 +56,7 @@ fn streaming_uploads_fill_several_buffers_in_chunks_with_progress() {
                 &[100, 100],
                 &d,
                 None,
-                &mut |off, chunk: &mut [u8]| {
-                    chunk.copy_from_slice(&src[off..off + chunk.len()]);
-                    Ok(())
-                },
+                &mut fill,
                 StreamOptions {
                     chunk_size: 12_000,
                     progress: Some(&mut progress),
@@ -86,10 +87,7 @@ fn streaming_uploads_fill_several_buffers_in_chunks_with_progress() {
             &[n as i64],
             &d,
             None,
-            &mut |off, chunk: &mut [u8]| {
-                chunk.copy_from_slice(&src[off..off + chunk.len()]);
-                Ok(())
-            },
+            &mut fill,
             StreamOptions {
                 chunk_size: 4096,
                 progress: Some(&mut count),

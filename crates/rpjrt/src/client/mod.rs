@@ -128,15 +128,7 @@ impl ClientCore {
     /// A device's allocator figures (`PJRT_Device_MemoryStats`), or the plugin's answer.
     pub(crate) fn memory_stats(&self, device: DeviceRef) -> Result<MemoryStats> {
         self.check("device")?;
-        let r = raw::memstats::device_memory_stats(&self.raw, device)?;
-        Ok(MemoryStats {
-            bytes_in_use: r.bytes_in_use,
-            peak_bytes_in_use: r.peak_bytes_in_use,
-            num_allocs: r.num_allocs,
-            largest_alloc_size: r.largest_alloc_size,
-            bytes_limit: r.bytes_limit,
-            largest_free_block_bytes: r.largest_free_block_bytes,
-        })
+        raw::memstats::device_memory_stats(&self.raw, device)
     }
 
     /// What an out-of-memory error on `devices` carries: each device's allocator figures
@@ -568,15 +560,9 @@ impl Client {
         } else {
             data
         };
-        let raw = self.core.raw.buffer_from_host(
-            data,
-            element_type.code(),
-            dims,
-            byte_strides,
-            device.data.raw,
-            memory.map(|m| m.data.raw),
-            BufferMeta::new(&self.core, element_type, dims),
-        );
+        let put = host_put(element_type, dims, byte_strides, device, memory);
+        let meta = BufferMeta::new(&self.core, element_type, dims);
+        let raw = self.core.raw.buffer_from_host(data, put, meta);
         self.put_result(raw, element_type, dims, device)
     }
 
@@ -665,15 +651,10 @@ impl Client {
             device,
             memory,
         )?;
-        let raw = self.core.raw.buffer_from_host_owned(
-            crate::client::buffer::Owner(owner),
-            element_type.code(),
-            dims,
-            byte_strides,
-            device.data.raw,
-            memory.map(|m| m.data.raw),
-            BufferMeta::new(&self.core, element_type, dims),
-        );
+        let put = host_put(element_type, dims, byte_strides, device, memory);
+        let meta = BufferMeta::new(&self.core, element_type, dims);
+        let owner = crate::client::buffer::Owner(owner);
+        let raw = self.core.raw.buffer_from_host_owned(owner, put, meta);
         self.put_result(raw, element_type, dims, device)
     }
 
@@ -686,6 +667,23 @@ impl Client {
     ) -> Result<Buffer> {
         let bytes = crate::dtype::as_bytes(data);
         self.buffer_from_host(bytes, T::ELEMENT_TYPE, dims, None, device, None)
+    }
+}
+
+/// The raw layer's description of a host put.
+fn host_put<'a>(
+    element_type: ElementType,
+    dims: &'a [i64],
+    byte_strides: Option<&'a [i64]>,
+    device: &Device,
+    memory: Option<&Memory>,
+) -> raw::client::HostPut<'a> {
+    raw::client::HostPut {
+        ty: element_type.code(),
+        dims,
+        byte_strides,
+        device: device.data.raw,
+        memory: memory.map(|m| m.data.raw),
     }
 }
 

@@ -541,7 +541,7 @@ enum Via {
     /// Through the PJRT FFI extension (execute stage only).
     Extension,
     /// Directly with the runtime's FFI table, for the instantiate and execute stages.
-    Bundle(usize),
+    Bundle(raw::RuntimeApi),
 }
 
 fn bind(
@@ -615,7 +615,7 @@ fn bind_via(
     };
     let registered = match via {
         Via::Extension => target.register_with(api, &ext),
-        Via::Bundle(xla_api) => target.register_bundle(xla_api as *const _),
+        Via::Bundle(xla_api) => target.register_bundle(xla_api),
     };
     if let Err(e) = registered {
         target.bind(None);
@@ -797,7 +797,7 @@ where
         name,
         raw::Bound::Rust(cb),
         options.replace,
-        Via::Bundle(xla_api as usize),
+        Via::Bundle(xla_api),
     )
 }
 

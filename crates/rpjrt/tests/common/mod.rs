@@ -11,7 +11,10 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use rpjrt::{ApiVersion, Client, ClientOptions, CompileOptions, Executable, Plugin, Program};
+use rpjrt::{
+    ApiVersion, Buffer, Client, ClientOptions, Code, CompileOptions, Device, Error, Event,
+    Executable, ExecuteOptions, Plugin, Program,
+};
 
 /// Which of the two test plugins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,6 +205,84 @@ pub fn compile_with(client: &Client, text: &str, options: &CompileOptions) -> Ex
 /// The `mul_add.mlir` fixture: `a * b + 1` over `f32[8]`.
 pub fn mul_add() -> String {
     String::from_utf8(fixture("mul_add.mlir")).expect("mul_add.mlir is UTF-8")
+}
+
+/// What most execute tests start from: `mul_add` compiled on `client`, the client's default
+/// device, and `values` (eight of them) there as an input.
+pub fn mul_add_with_input(client: &Client, values: &[f32]) -> (Executable, Device, Buffer) {
+    let exe = compile(client, &mul_add());
+    let device = client.default_device().unwrap();
+    let x = client.buffer_from_slice(values, &[8], &device).unwrap();
+    (exe, device, x)
+}
+
+/// Compile options for `n` replicas of one partition.
+pub fn replicas(n: u32) -> CompileOptions {
+    CompileOptions {
+        num_replicas: n,
+        ..Default::default()
+    }
+}
+
+/// Execute options asking for completion events.
+pub fn with_events() -> ExecuteOptions {
+    ExecuteOptions {
+        completion_events: true,
+        ..Default::default()
+    }
+}
+
+/// Runs `exe` (one device) on `(x, x)` with a completion event: the output and the event.
+pub fn run_with_event(exe: &Executable, x: &Buffer) -> (Buffer, Event) {
+    let mut run = exe.execute_with(&[vec![x, x]], &with_events()).unwrap();
+    (
+        run.outputs.pop().unwrap().pop().unwrap(),
+        run.events.pop().unwrap(),
+    )
+}
+
+/// A two-replica program summing its input over both replicas.
+pub const ALL_REDUCE: &str = "module @all_reduce attributes {mhlo.num_replicas = 2 : i32} {
+  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = \"stablehlo.all_reduce\"(%a) ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %s = stablehlo.add %x, %y : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+";
+
+/// [`ALL_REDUCE`] compiled on `client`, its two devices, and an input on each:
+/// `[1, 2, 3, 4]` on the first, `[10, 20, 30, 40]` on the second.
+pub fn all_reduce_with_inputs(client: &Client) -> (Executable, Vec<Device>, Buffer, Buffer) {
+    let exe = compile_with(client, ALL_REDUCE, &replicas(2));
+    let devices = exe.addressable_devices().unwrap();
+    assert_eq!(devices.len(), 2);
+    let put = |v: [f32; 4], d: &Device| client.buffer_from_slice(&v, &[4], d).unwrap();
+    let a = put([1., 2., 3., 4.], &devices[0]);
+    let b = put([10., 20., 30., 40.], &devices[1]);
+    (exe, devices, a, b)
+}
+
+/// Waits for the user event `ev` on another thread, sets it to a `code` error with
+/// `message` from this one, and checks that the waiter woke with that error.
+pub fn set_error_wakes_a_waiter(ev: &std::sync::Arc<Event>, code: Code, message: &str) {
+    let waiter = {
+        let ev = std::sync::Arc::clone(ev);
+        std::thread::spawn(move || ev.wait())
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    ev.set(Err(Error::Pjrt {
+        entry: "user",
+        code,
+        message: message.into(),
+    }))
+    .unwrap();
+    let e = waiter.join().unwrap().unwrap_err();
+    assert_eq!(e.code(), code, "{e:?}");
+    assert!(e.to_string().contains(message), "{e}");
 }
 
 /// Asserts that `r` is an error whose message contains every one of `needles`, and returns

@@ -1,0 +1,645 @@
+//! The owning buffer handle: a `PJRT_Buffer` plus the state that makes reading its memory
+//! in place sound (deleted / pinned), shared by cheap clones.
+
+// C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
+#![allow(clippy::unnecessary_cast)]
+
+use std::ffi::c_void;
+use std::ptr::{null_mut, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rpjrt_sys as sys;
+
+use super::client::Client;
+use super::device::{DeviceRef, MemoryRef};
+use super::event::Event;
+use super::util::array;
+use super::{args_types, pjrt, Args};
+use crate::error::{Error, Result};
+
+args_types! {
+    PJRT_Buffer_Destroy_Args => PJRT_Buffer_Destroy_Args_STRUCT_SIZE,
+    PJRT_Buffer_OnDeviceSizeInBytes_Args => PJRT_Buffer_OnDeviceSizeInBytes_Args_STRUCT_SIZE,
+    PJRT_Buffer_Device_Args => PJRT_Buffer_Device_Args_STRUCT_SIZE,
+    PJRT_Buffer_Memory_Args => PJRT_Buffer_Memory_Args_STRUCT_SIZE,
+    PJRT_Buffer_Delete_Args => PJRT_Buffer_Delete_Args_STRUCT_SIZE,
+    PJRT_Buffer_IsOnCpu_Args => PJRT_Buffer_IsOnCpu_Args_STRUCT_SIZE,
+    PJRT_Buffer_ToHostBuffer_Args => PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
+    PJRT_Buffer_ReadyEvent_Args => PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE,
+    PJRT_Buffer_CopyToDevice_Args => PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE,
+    PJRT_Buffer_CopyToMemory_Args => PJRT_Buffer_CopyToMemory_Args_STRUCT_SIZE,
+    PJRT_Buffer_UnsafePointer_Args => PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE,
+    PJRT_Buffer_GetMemoryLayout_Args => PJRT_Buffer_GetMemoryLayout_Args_STRUCT_SIZE,
+    PJRT_Buffer_IncreaseExternalReferenceCount_Args => PJRT_Buffer_IncreaseExternalReferenceCount_Args_STRUCT_SIZE,
+    PJRT_Buffer_DecreaseExternalReferenceCount_Args => PJRT_Buffer_DecreaseExternalReferenceCount_Args_STRUCT_SIZE,
+    PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args => PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args_STRUCT_SIZE,
+}
+
+/// Host memory that a zero-copy buffer uses in place. The bytes must not change while the
+/// owner lives (the buffer keeps it alive until the plugin is done with them).
+pub trait HostMemory: Send + Sync + 'static {
+    /// The bytes.
+    fn host_bytes(&self) -> &[u8];
+}
+
+/// `state`: set once the buffer is deleted or donated (or being donated).
+const DELETED: usize = 1;
+/// `state`: one pin (a host view, a direct host read in progress).
+const PIN: usize = 2;
+
+/// Tri-state caches: not asked yet, no, yes.
+const UNKNOWN: u8 = 0;
+const NO: u8 = 1;
+const YES: u8 = 2;
+
+/// Why a buffer refused a state change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateError {
+    /// Deleted or donated already.
+    Deleted,
+    /// This many pins (host views) exist.
+    Pinned(usize),
+}
+
+struct Shared<M> {
+    client: Arc<Client>,
+    ptr: NonNull<sys::PJRT_Buffer>,
+    /// `DELETED` bit plus `PIN` times the number of live pins.
+    state: AtomicUsize,
+    /// Cached `PJRT_Buffer_IsOnCpu`.
+    on_cpu: AtomicU8,
+    /// Cached: host-visible, dense row-major and exactly `direct_len` bytes.
+    host_direct: AtomicU8,
+    /// The length `host_direct` was established for.
+    direct_len: AtomicUsize,
+    /// The contents are known to be ready and their producer succeeded.
+    ready_ok: AtomicBool,
+    /// Fires when the plugin no longer reads `owner`'s bytes.
+    host_done: Option<Event>,
+    /// Host memory the buffer uses in place (dropped after the buffer and `host_done`).
+    owner: Option<Box<dyn HostMemory>>,
+    meta: M,
+}
+
+// SAFETY: PJRT buffers are thread-safe by the C API's contract; the rest is atomics, an
+// event (Send + Sync), `HostMemory` (Send + Sync) and `M`, required to be Send + Sync.
+unsafe impl<M: Send + Sync> Send for Shared<M> {}
+// SAFETY: as for Send.
+unsafe impl<M: Send + Sync> Sync for Shared<M> {}
+
+#[cold]
+fn no_ready_event() -> Error {
+    Error::invalid("PJRT_Buffer_ReadyEvent returned no event")
+}
+
+impl<M> Drop for Shared<M> {
+    fn drop(&mut self) {
+        let client = Arc::clone(&self.client);
+        let ptr = super::client::SendPtr(self.ptr);
+        let host_done = self.host_done.take();
+        let owner = self.owner.take();
+        super::callback::destroy_outside_callbacks(move || {
+            let ptr = ptr;
+            let mut a = sys::PJRT_Buffer_Destroy_Args::new();
+            a.buffer = ptr.0.as_ptr();
+            // SAFETY: live buffer, destroyed exactly once (the last clone is gone, and every
+            // pin and external reference holds a clone); its client is alive (`client`).
+            let _ = unsafe { pjrt!(client.api(), PJRT_Buffer_Destroy, &mut a) };
+            if let Some(done) = host_done {
+                // The plugin may read the owner's bytes until this fires; for zero-copy
+                // buffers it fires once the buffer is gone, which it now is.
+                let _ = done.wait();
+            }
+            // `owner` drops after this, once the plugin no longer uses its memory.
+            drop(owner);
+            drop(client);
+        });
+    }
+}
+
+/// An owned `PJRT_Buffer` (destroyed when the last clone goes) with metadata `M` chosen by
+/// the safe layer. Cheap to clone.
+pub struct Buffer<M>(Arc<Shared<M>>);
+
+impl<M> Clone for Buffer<M> {
+    fn clone(&self) -> Self {
+        Buffer(Arc::clone(&self.0))
+    }
+}
+
+impl<M> Buffer<M> {
+    pub(super) fn new(
+        client: &Arc<Client>,
+        ptr: NonNull<sys::PJRT_Buffer>,
+        meta: M,
+        host_done: Option<Event>,
+        owner: Option<Box<dyn HostMemory>>,
+    ) -> Buffer<M> {
+        Buffer(Arc::new(Shared {
+            client: Arc::clone(client),
+            ptr,
+            state: AtomicUsize::new(0),
+            on_cpu: AtomicU8::new(UNKNOWN),
+            host_direct: AtomicU8::new(UNKNOWN),
+            direct_len: AtomicUsize::new(0),
+            ready_ok: AtomicBool::new(false),
+            host_done,
+            owner,
+            meta,
+        }))
+    }
+
+    pub(super) fn ptr(&self) -> *mut sys::PJRT_Buffer {
+        self.0.ptr.as_ptr()
+    }
+
+    pub(super) fn client(&self) -> &Arc<Client> {
+        &self.0.client
+    }
+
+    /// The safe layer's metadata.
+    #[inline]
+    pub fn meta(&self) -> &M {
+        &self.0.meta
+    }
+
+    /// Whether both are clones of one buffer.
+    pub fn same(&self, other: &Buffer<M>) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Whether the buffer uses host memory kept alive by an owner (zero copy).
+    pub fn borrows_host(&self) -> bool {
+        self.0.owner.is_some()
+    }
+
+    /// Whether the buffer belongs to `client`.
+    pub fn belongs_to(&self, client: &Arc<Client>) -> bool {
+        Arc::ptr_eq(&self.0.client, client)
+    }
+
+    /// Whether `delete()` was called or an execution consumed the buffer.
+    #[inline]
+    pub fn is_deleted(&self) -> bool {
+        self.0.state.load(Ordering::Acquire) & DELETED != 0
+    }
+
+    /// Sets the deleted bit unless deleted or pinned already.
+    fn mark_deleted(&self) -> std::result::Result<(), StateError> {
+        let state = &self.0.state;
+        let mut cur = state.load(Ordering::Acquire);
+        loop {
+            if cur & DELETED != 0 {
+                return Err(StateError::Deleted);
+            }
+            if cur >= PIN {
+                return Err(StateError::Pinned(cur / PIN));
+            }
+            match state.compare_exchange_weak(
+                cur,
+                cur | DELETED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// `PJRT_Buffer_Delete`: frees the memory now. `Ok(false)` when it was deleted (or
+    /// donated) already; `StateError::Pinned` while host views exist.
+    pub fn delete(&self) -> Result<std::result::Result<bool, StateError>> {
+        match self.mark_deleted() {
+            Ok(()) => {}
+            Err(StateError::Deleted) => return Ok(Ok(false)),
+            Err(e) => return Ok(Err(e)),
+        }
+        let mut a = sys::PJRT_Buffer_Delete_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer, not pinned (checked atomically above), so nobody reads its
+        // memory in place.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_Delete, &mut a) }?;
+        Ok(Ok(true))
+    }
+
+    /// Marks the buffer deleted ahead of an execution that will consume it; undone by
+    /// [`Buffer::cancel_donation`] if the execution does not happen.
+    pub fn reserve_donation(&self) -> std::result::Result<(), StateError> {
+        self.mark_deleted()
+    }
+
+    /// Undoes [`Buffer::reserve_donation`].
+    pub fn cancel_donation(&self) {
+        self.0.state.fetch_and(!DELETED, Ordering::AcqRel);
+    }
+
+    /// Takes a pin: the buffer cannot be deleted or donated until it is released.
+    fn pin(&self) -> std::result::Result<(), StateError> {
+        let state = &self.0.state;
+        let mut cur = state.load(Ordering::Acquire);
+        loop {
+            if cur & DELETED != 0 {
+                return Err(StateError::Deleted);
+            }
+            let Some(next) = cur.checked_add(PIN) else {
+                return Err(StateError::Pinned(cur / PIN));
+            };
+            match state.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    fn unpin(&self) {
+        self.0.state.fetch_sub(PIN, Ordering::AcqRel);
+    }
+
+    /// `PJRT_Buffer_OnDeviceSizeInBytes`.
+    pub fn on_device_size(&self) -> Result<usize> {
+        let mut a = sys::PJRT_Buffer_OnDeviceSizeInBytes_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer (the plugin reports deleted ones as errors).
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_OnDeviceSizeInBytes, &mut a) }?;
+        Ok(a.on_device_size_in_bytes)
+    }
+
+    /// `PJRT_Buffer_Device`.
+    pub fn device(&self) -> Result<DeviceRef> {
+        let mut a = sys::PJRT_Buffer_Device_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_Device, &mut a) }?;
+        DeviceRef::new(&self.0.client, a.device)
+            .ok_or_else(|| Error::invalid("PJRT_Buffer_Device returned no device"))
+    }
+
+    /// `PJRT_Buffer_Memory`.
+    pub fn memory(&self) -> Result<MemoryRef> {
+        let mut a = sys::PJRT_Buffer_Memory_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_Memory, &mut a) }?;
+        MemoryRef::new(&self.0.client, a.memory)
+            .ok_or_else(|| Error::invalid("PJRT_Buffer_Memory returned no memory"))
+    }
+
+    /// `PJRT_Buffer_IsOnCpu`, asked once and remembered.
+    pub fn is_on_cpu(&self) -> Result<bool> {
+        match self.0.on_cpu.load(Ordering::Relaxed) {
+            YES => return Ok(true),
+            NO => return Ok(false),
+            _ => {}
+        }
+        let mut a = sys::PJRT_Buffer_IsOnCpu_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_IsOnCpu, &mut a) }?;
+        let v = if a.is_on_cpu { YES } else { NO };
+        self.0.on_cpu.store(v, Ordering::Relaxed);
+        Ok(a.is_on_cpu)
+    }
+
+    /// `PJRT_Buffer_UnsafePointer`: the address of the buffer's storage.
+    pub fn unsafe_pointer(&self) -> Result<usize> {
+        let mut a = sys::PJRT_Buffer_UnsafePointer_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_UnsafePointer, &mut a) }?;
+        Ok(a.buffer_pointer as usize)
+    }
+
+    /// `PJRT_Buffer_OpaqueDeviceMemoryDataPointer`.
+    fn device_pointer(&self) -> Result<usize> {
+        let mut a = sys::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer.
+        unsafe {
+            pjrt!(
+                self.0.client.api(),
+                PJRT_Buffer_OpaqueDeviceMemoryDataPointer,
+                &mut a
+            )
+        }?;
+        Ok(a.device_memory_ptr as usize)
+    }
+
+    /// The buffer's layout: `Some(minor_to_major)` and the tile count when tiled.
+    fn tiled_layout(&self) -> Result<Option<(Vec<i64>, usize)>> {
+        let mut a = sys::PJRT_Buffer_GetMemoryLayout_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer; the layout points into storage the buffer owns, read below
+        // while it is alive.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_GetMemoryLayout, &mut a) }?;
+        if a.layout.r#type != sys::PJRT_Buffer_MemoryLayout_Type_Tiled {
+            return Ok(None);
+        }
+        // SAFETY: `type` says the tiled member is live.
+        let tiled = unsafe { a.layout.layout.tiled };
+        Ok(Some((
+            array(tiled.minor_to_major, tiled.minor_to_major_size),
+            tiled.num_tiles as usize,
+        )))
+    }
+
+    /// Minor-to-major order of the buffer's layout, where the plugin reports a tiled one.
+    pub fn layout(&self) -> Result<Option<Vec<i64>>> {
+        Ok(self.tiled_layout()?.map(|(m2m, _)| m2m))
+    }
+
+    /// Whether the layout is dense row-major (`[rank-1, ..., 0]`, no tiles).
+    fn is_row_major(&self) -> Result<bool> {
+        Ok(match self.tiled_layout()? {
+            Some((m2m, 0)) => {
+                let n = m2m.len() as i64;
+                m2m.iter().enumerate().all(|(i, &d)| d == n - 1 - i as i64)
+            }
+            _ => false,
+        })
+    }
+
+    /// `PJRT_Buffer_ReadyEvent`.
+    pub fn ready_event(&self) -> Result<Event> {
+        let ev = self.ready_event_ptr()?;
+        Event::new(&self.0.client, ev).ok_or_else(no_ready_event)
+    }
+
+    /// The ready event for a wait or check inside one call (borrows the client).
+    fn ready_event_here(&self) -> Result<Event<&Client>> {
+        let ev = self.ready_event_ptr()?;
+        Event::borrowing(&self.0.client, ev).ok_or_else(no_ready_event)
+    }
+
+    /// `PJRT_Buffer_ReadyEvent`: a new event the caller must own.
+    fn ready_event_ptr(&self) -> Result<*mut sys::PJRT_Event> {
+        let mut a = sys::PJRT_Buffer_ReadyEvent_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_ReadyEvent, &mut a) }?;
+        Ok(a.event)
+    }
+
+    /// Blocks until the contents are ready; remembers success, so later waits are free.
+    pub fn wait_ready(&self) -> Result<()> {
+        if self.0.ready_ok.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.ready_event_here()?.wait()?;
+        self.0.ready_ok.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// For contents just seen pending: keeps polling their readiness for up to the wait poll
+    /// time (`raw::event::keep_polling`); whether they became ready (also when their
+    /// producer failed).
+    pub fn poll_ready(&self) -> Result<bool> {
+        if self.0.ready_ok.load(Ordering::Acquire) {
+            return Ok(true);
+        }
+        let budget = std::time::Duration::from_nanos(super::event::spin_nanos());
+        if budget.is_zero() {
+            return Ok(false);
+        }
+        let ev = self.ready_event_here()?;
+        Ok(super::event::keep_polling(budget, || {
+            ev.is_ready().unwrap_or(true)
+        }))
+    }
+
+    /// Whether an earlier wait or readiness check saw the contents ready and their producer
+    /// succeeded (no plugin call).
+    pub fn is_ready_cached(&self) -> bool {
+        self.0.ready_ok.load(Ordering::Acquire)
+    }
+
+    /// Whether the contents are ready (also when their producer failed), without blocking.
+    pub fn is_ready(&self) -> Result<bool> {
+        if self.0.ready_ok.load(Ordering::Acquire) {
+            return Ok(true);
+        }
+        let ev = self.ready_event_here()?;
+        let ready = ev.is_ready()?;
+        if ready && ev.status().is_ok() {
+            self.0.ready_ok.store(true, Ordering::Release);
+        }
+        Ok(ready)
+    }
+
+    /// `PJRT_Buffer_CopyToDevice`.
+    pub fn copy_to_device<N>(&self, device: DeviceRef, meta: N) -> Result<Buffer<N>> {
+        if !device.belongs_to(&self.0.client) {
+            return Err(Error::invalid("the device belongs to another client"));
+        }
+        let mut a = sys::PJRT_Buffer_CopyToDevice_Args::new();
+        a.buffer = self.ptr();
+        a.dst_device = device.ptr();
+        // SAFETY: live buffer and a device of the same client.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_CopyToDevice, &mut a) }?;
+        self.wrap_copy(a.dst_buffer, meta)
+    }
+
+    /// `PJRT_Buffer_CopyToMemory`.
+    pub fn copy_to_memory<N>(&self, memory: MemoryRef, meta: N) -> Result<Buffer<N>> {
+        if !memory.belongs_to(&self.0.client) {
+            return Err(Error::invalid("the memory belongs to another client"));
+        }
+        let mut a = sys::PJRT_Buffer_CopyToMemory_Args::new();
+        a.buffer = self.ptr();
+        a.dst_memory = memory.ptr();
+        // SAFETY: live buffer and a memory of the same client.
+        unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_CopyToMemory, &mut a) }?;
+        self.wrap_copy(a.dst_buffer, meta)
+    }
+
+    fn wrap_copy<N>(&self, ptr: *mut sys::PJRT_Buffer, meta: N) -> Result<Buffer<N>> {
+        let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid("the copy returned no buffer"))?;
+        Ok(Buffer::new(&self.0.client, ptr, meta, None, None))
+    }
+
+    /// `PJRT_Buffer_ToHostBuffer` into `dst` (which must be exactly the size the plugin
+    /// asks for, checked first), waiting for the copy to finish.
+    pub fn to_host(&self, dst: &mut [u8]) -> Result<()> {
+        let api = self.0.client.api();
+        let mut q = sys::PJRT_Buffer_ToHostBuffer_Args::new();
+        q.src = self.ptr();
+        q.dst = null_mut();
+        // SAFETY: a null destination asks only for the size.
+        unsafe { pjrt!(api, PJRT_Buffer_ToHostBuffer, &mut q) }?;
+        drop(Event::new(&self.0.client, q.event));
+        if q.dst_size != dst.len() {
+            return Err(Error::invalid(format!(
+                "destination has {} bytes, but the plugin writes {}",
+                dst.len(),
+                q.dst_size
+            )));
+        }
+        let mut a = sys::PJRT_Buffer_ToHostBuffer_Args::new();
+        a.src = self.ptr();
+        a.dst = dst.as_mut_ptr().cast::<c_void>();
+        a.dst_size = dst.len();
+        // SAFETY: `dst` has exactly the size the plugin writes and stays exclusively borrowed
+        // until the copy's event has completed, waited for below.
+        unsafe { pjrt!(api, PJRT_Buffer_ToHostBuffer, &mut a) }?;
+        match Event::new(&self.0.client, a.event) {
+            Some(ev) => ev.wait(),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the buffer's memory can be read in place as `len` dense row-major bytes:
+    /// on the CPU, dense row-major, exactly `len` bytes on the device. Asked once.
+    pub fn has_direct_host(&self, len: usize) -> bool {
+        match self.0.host_direct.load(Ordering::Acquire) {
+            YES => self.0.direct_len.load(Ordering::Relaxed) == len,
+            NO => false,
+            _ => {
+                let ok = len > 0
+                    && self.is_on_cpu().unwrap_or(false)
+                    && self.is_row_major().unwrap_or(false)
+                    && self.on_device_size().is_ok_and(|n| n == len);
+                if ok {
+                    self.0.direct_len.store(len, Ordering::Relaxed);
+                }
+                let v = if ok { YES } else { NO };
+                self.0.host_direct.store(v, Ordering::Release);
+                ok
+            }
+        }
+    }
+
+    /// The buffer's memory as `len` host bytes, read in place, when [`has_direct_host`]
+    /// holds: pins the buffer (no delete or donation while the slice lives) and waits until
+    /// its contents are ready. `Ok(None)` when it cannot be read in place; `Err` for a
+    /// deleted buffer or a failed producer.
+    ///
+    /// [`has_direct_host`]: Buffer::has_direct_host
+    pub fn pinned_host(&self, len: usize) -> Result<Result2<PinnedSlice<M>>> {
+        if let Err(e) = self.pin() {
+            return Ok(Err(e));
+        }
+        // Unpins on every early return.
+        let pinned = PinnedSlice {
+            buffer: self.clone(),
+            addr: 0,
+            len: 0,
+        };
+        if !self.has_direct_host(len) {
+            return Ok(Ok(None));
+        }
+        self.wait_ready()?;
+        let mut pinned = pinned;
+        match self.unsafe_pointer() {
+            Ok(addr) if addr != 0 => {
+                pinned.addr = addr;
+                pinned.len = len;
+                Ok(Ok(Some(pinned)))
+            }
+            _ => {
+                // No address after all (e.g. the plugin lacks the entry): copy from now on.
+                self.0.host_direct.store(NO, Ordering::Relaxed);
+                Ok(Ok(None))
+            }
+        }
+    }
+
+    /// Counts an external reference to the buffer's memory and returns its address; the
+    /// memory stays allocated and in place while the returned guard lives.
+    ///
+    /// The reference also pins the buffer: while it lives, the buffer cannot be deleted or
+    /// donated (the foreign owner reads its memory). `Ok(Err)` when the buffer's state
+    /// refuses (deleted).
+    pub fn external_ref(&self) -> Result<std::result::Result<ExternalRef<M>, StateError>> {
+        if let Err(e) = self.pin() {
+            return Ok(Err(e));
+        }
+        let pin = PinnedSlice {
+            buffer: self.clone(),
+            addr: 0,
+            len: 0,
+        };
+        let api = self.0.client.api();
+        let mut a = sys::PJRT_Buffer_IncreaseExternalReferenceCount_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer.
+        unsafe { pjrt!(api, PJRT_Buffer_IncreaseExternalReferenceCount, &mut a) }?;
+        // From here the guard owns the count and gives it back on drop.
+        let mut guard = ExternalRef {
+            buffer: self.clone(),
+            addr: 0,
+            _pin: pin,
+        };
+        guard.addr = match self.device_pointer() {
+            Ok(p) => p,
+            Err(_) => self.unsafe_pointer()?,
+        };
+        Ok(Ok(guard))
+    }
+}
+
+/// `Ok(Some)`, `Ok(None)` when not applicable, `Err` when the buffer's state refused.
+pub type Result2<T> = std::result::Result<Option<T>, StateError>;
+
+/// Host-visible memory of a buffer, read in place while a pin is held (released on drop).
+pub struct PinnedSlice<M> {
+    buffer: Buffer<M>,
+    addr: usize,
+    len: usize,
+}
+
+impl<M> PinnedSlice<M> {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: made by `Buffer::pinned_host` only after checking that the buffer is
+        // host-visible, dense row-major and `len` bytes on the device, and that its contents
+        // are ready; the pin stops deletion and donation (the only ways the memory is freed
+        // or rewritten while the buffer lives) and the clone keeps the buffer alive.
+        unsafe { std::slice::from_raw_parts(self.addr as *const u8, self.len) }
+    }
+
+    /// The address of the first byte.
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+}
+
+impl<M> Drop for PinnedSlice<M> {
+    fn drop(&mut self) {
+        self.buffer.unpin();
+    }
+}
+
+/// A counted external reference to a buffer's memory, given back on drop, with a pin
+/// (released after the count).
+pub struct ExternalRef<M> {
+    buffer: Buffer<M>,
+    addr: usize,
+    _pin: PinnedSlice<M>,
+}
+
+impl<M> ExternalRef<M> {
+    /// The address of the data on the device (a host address on CPU plugins).
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+}
+
+impl<M> Drop for ExternalRef<M> {
+    fn drop(&mut self) {
+        let mut a = sys::PJRT_Buffer_DecreaseExternalReferenceCount_Args::new();
+        a.buffer = self.buffer.ptr();
+        // SAFETY: the buffer is alive (our clone) and we raised its count once, in
+        // `external_ref`; this gives that one count back.
+        let _ = unsafe {
+            pjrt!(
+                self.buffer.client().api(),
+                PJRT_Buffer_DecreaseExternalReferenceCount,
+                &mut a
+            )
+        };
+    }
+}

@@ -1,0 +1,160 @@
+//! The one place where C calls back into Rust.
+//!
+//! Rules every callback follows (events today; FFI handlers, KV stores, transfers and
+//! progress reports later):
+//! - The `extern "C"` trampoline never unwinds into the plugin: its body runs inside
+//!   [`guard`], which catches a panic and reports it as a failed call.
+//! - User data is Rust data boxed and leaked to C with [`leak`], and taken back exactly once
+//!   with [`reclaim`]: by the trampoline of a one-shot callback, or by whoever unregisters
+//!   it — and also when the registering call itself failed, because then C will never call.
+//! - A trampoline may run on a plugin thread, possibly before the registering call returns.
+//!   It must not block on anything the registering thread may hold; in particular, bindings
+//!   must never wait for Python's GIL inside a callback on a plugin thread (hand the work to
+//!   a Python-owned thread or a waker instead).
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rpjrt_sys as sys;
+
+use super::Api;
+use crate::error::Result;
+
+/// Boxes `data` and gives up ownership of it to C as a `void*` user argument.
+pub fn leak<T: Send + 'static>(data: T) -> *mut c_void {
+    Box::into_raw(Box::new(data)).cast()
+}
+
+/// Takes back data given to C by [`leak`].
+///
+/// # Safety
+/// `user` must come from `leak::<T>` and must not have been reclaimed before: each leaked
+/// pointer is reclaimed exactly once.
+pub unsafe fn reclaim<T>(user: *mut c_void) -> T {
+    // SAFETY: per the contract, `user` is a `Box<T>` leaked by `leak` and still owned by C.
+    *unsafe { Box::from_raw(user.cast::<T>()) }
+}
+
+/// Runs `body`, catching any panic so that it never unwinds into C. Returns `None` when the
+/// body panicked. While it runs, the thread counts as inside a plugin callback
+/// ([`in_callback`]).
+pub fn guard<R>(body: impl FnOnce() -> R) -> Option<R> {
+    let _inside = Inside::enter();
+    catch_unwind(AssertUnwindSafe(body)).ok()
+}
+
+thread_local! {
+    /// How many plugin callbacks this thread is inside (they can nest).
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the current thread as inside a plugin callback until dropped.
+pub struct Inside(());
+
+impl Inside {
+    /// Enters a callback on this thread.
+    pub fn enter() -> Inside {
+        DEPTH.with(|d| d.set(d.get().saturating_add(1)));
+        Inside(())
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Whether this thread is running a callback the plugin called (a custom-call handler, a
+/// key-value callback, a readiness or deleter callback). The plugin may be waiting for
+/// that callback to return, so nothing here may wait for the plugin.
+pub fn in_callback() -> bool {
+    DEPTH.with(|d| d.get() > 0)
+}
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The reaper thread's queue, started on first use.
+static REAPER: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> =
+    std::sync::OnceLock::new();
+
+fn reaper() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> {
+    REAPER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name("rpjrt-reaper".into())
+                .spawn(move || {
+                    for job in rx {
+                        // A panicking destructor must not end the reaper.
+                        let _ = catch_unwind(AssertUnwindSafe(job));
+                    }
+                })
+                .ok()
+                .map(|_| std::sync::Mutex::new(tx))
+        })
+        .as_ref()
+}
+
+/// Runs a destruction now, or, on a thread inside a plugin callback, hands it to the reaper
+/// thread: destroying a client (or a buffer or executable it computes with) waits for the
+/// client's work, and the callback is part of that work, so destroying it there would wait
+/// for itself. Jobs run in the order they were handed over.
+pub fn destroy_outside_callbacks(job: impl FnOnce() + Send + 'static) {
+    if !in_callback() {
+        job();
+        return;
+    }
+    let job: Job = Box::new(job);
+    let rejected = match reaper() {
+        Some(q) => match q.lock().unwrap_or_else(|e| e.into_inner()).send(job) {
+            Ok(()) => None,
+            Err(e) => Some(e.0),
+        },
+        None => Some(job),
+    };
+    if let Some(job) = rejected {
+        // No reaper (the thread could not start): leaking the handle is better than a
+        // destruction that waits for its own caller.
+        std::mem::forget(job);
+    }
+}
+
+/// A one-shot callback that receives a status (an event became ready, a transfer ended).
+pub type StatusCallback = Box<dyn FnOnce(Result<()>) + Send + 'static>;
+
+/// What a status trampoline's user argument points to.
+pub struct StatusUser {
+    api: &'static Api,
+    entry: &'static str,
+    callback: StatusCallback,
+}
+
+/// Leaks a status callback for a C registration through `entry` (named in errors).
+pub fn leak_status(
+    api: &'static Api,
+    entry: &'static str,
+    callback: StatusCallback,
+) -> *mut c_void {
+    leak(StatusUser {
+        api,
+        entry,
+        callback,
+    })
+}
+
+/// The trampoline of a one-shot `void (*)(PJRT_Error*, void*)` callback: takes ownership of
+/// the error (turning it into `Err`), reclaims the user data and calls the callback once.
+pub(crate) extern "C" fn status_trampoline(err: *mut sys::PJRT_Error, user: *mut c_void) {
+    guard(|| {
+        // SAFETY: `user` was made by `leak_status` for this registration, and the C API
+        // calls a one-shot callback exactly once, so it is reclaimed exactly once.
+        let u = unsafe { reclaim::<StatusUser>(user) };
+        let status = if err.is_null() {
+            Ok(())
+        } else {
+            Err(u.api.take_error(err, u.entry))
+        };
+        (u.callback)(status);
+    });
+}

@@ -1,0 +1,355 @@
+//! Checks a plugin file before it is handed to the dynamic loader.
+//!
+//! `dlopen` maps the file and trusts its headers: a truncated library makes it touch pages
+//! past the end of the file (SIGBUS, which kills the process), and opening a FIFO blocks
+//! until a writer appears. So before loading, the path must name a regular file whose ELF
+//! header is for this machine and whose header tables and loadable segments lie inside
+//! the file. (The file can still change between this check and the load; this catches
+//! mistakes, not an attacker who can rewrite the file meanwhile.)
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+
+/// The ELF machine number of the target this crate was built for.
+const fn host_machine() -> Option<u16> {
+    if cfg!(target_arch = "x86_64") {
+        Some(62)
+    } else if cfg!(target_arch = "aarch64") {
+        Some(183)
+    } else if cfg!(target_arch = "powerpc64") {
+        Some(21)
+    } else if cfg!(target_arch = "riscv64") {
+        Some(243)
+    } else if cfg!(target_arch = "s390x") {
+        Some(22)
+    } else {
+        None
+    }
+}
+
+/// Reads `n` bytes at `at` of `data` as a little- or big-endian unsigned number.
+fn num(data: &[u8], at: usize, n: usize, little: bool) -> Option<u64> {
+    let b = data.get(at..at.checked_add(n)?)?;
+    let mut v = 0u64;
+    for i in 0..n {
+        let byte = if little { b[n - 1 - i] } else { b[i] };
+        v = (v << 8) | u64::from(byte);
+    }
+    Some(v)
+}
+
+/// Whether `count` entries of `size` bytes from `offset` lie inside `len` bytes.
+fn inside(offset: u64, size: u64, count: u64, len: u64) -> bool {
+    size.checked_mul(count)
+        .and_then(|n| n.checked_add(offset))
+        .is_some_and(|end| end <= len)
+}
+
+/// Checks that `path` is a regular file holding a shared library for this machine whose
+/// headers agree with its size. The error says what is wrong, in words.
+pub fn check_library_file(path: &Path) -> Result<(), String> {
+    // `metadata` follows symlinks and does not open the file (a FIFO would block).
+    let meta = std::fs::metadata(path).map_err(|e| format!("the file cannot be read ({e})"))?;
+    let ft = meta.file_type();
+    let kind = if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_char_device() {
+        Some("a character device")
+    } else if ft.is_block_device() {
+        Some("a block device")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if !ft.is_file() {
+        Some("not a regular file")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        return Err(format!("it is {kind}, not a shared library file"));
+    }
+    let len = meta.len();
+    let mut header = Vec::with_capacity(64);
+    File::open(path)
+        .and_then(|f| f.take(64).read_to_end(&mut header))
+        .map_err(|e| format!("the file cannot be read ({e})"))?;
+    if header.len() < 16 || &header[..4] != b"\x7fELF" {
+        return Err(if len == 0 {
+            "it is not a loadable shared library (the file is empty)".into()
+        } else {
+            "it is not a loadable shared library (not an ELF file)".into()
+        });
+    }
+    let is64 = match header[4] {
+        2 => true,
+        1 => false,
+        c => return Err(format!("its ELF header has an unknown class {c}")),
+    };
+    if is64 != cfg!(target_pointer_width = "64") {
+        return Err(format!(
+            "it is a {}-bit library, but this process is {}-bit",
+            if is64 { 64 } else { 32 },
+            usize::BITS
+        ));
+    }
+    let little = match header[5] {
+        1 => true,
+        2 => false,
+        d => return Err(format!("its ELF header has an unknown byte order {d}")),
+    };
+    if little != cfg!(target_endian = "little") {
+        return Err("its byte order differs from this machine's".into());
+    }
+    let need = if is64 { 64 } else { 52 };
+    if header.len() < need {
+        return Err(format!(
+            "the file is truncated: {len} bytes, shorter than an ELF header"
+        ));
+    }
+    let half = |at| num(&header, at, 2, little).unwrap_or(0);
+    let word = |at| num(&header, at, if is64 { 8 } else { 4 }, little).unwrap_or(0);
+    let e_type = half(16);
+    if e_type != 3 {
+        return Err(format!(
+            "it is an ELF file of type {e_type}, not a shared library (type 3)"
+        ));
+    }
+    let machine = half(18) as u16;
+    if let Some(host) = host_machine() {
+        if machine != host {
+            return Err(format!(
+                "it is built for another architecture (ELF machine {machine}; this machine is \
+                 {host})"
+            ));
+        }
+    }
+    let (phoff, shoff) = if is64 {
+        (word(32), word(40))
+    } else {
+        (word(28), word(32))
+    };
+    let at = if is64 { 54 } else { 42 };
+    let (phentsize, phnum, shentsize, shnum) = (half(at), half(at + 2), half(at + 4), half(at + 6));
+    let truncated = |what: &str| {
+        format!("the file is truncated or damaged: its {what} reaches past its end ({len} bytes)")
+    };
+    // The entry sizes are fixed by the class; anything else is a damaged header (and would
+    // make the table read below as large as the header claims).
+    let (ph_size, sh_size) = if is64 { (56, 64) } else { (32, 40) };
+    if phentsize != ph_size || (shnum > 0 && shentsize != sh_size) {
+        return Err(format!(
+            "its ELF header is damaged (header table entries of {phentsize} and {shentsize} \
+             bytes, expected {ph_size} and {sh_size})"
+        ));
+    }
+    if phnum == 0 || !inside(phoff, phentsize, phnum, len) {
+        return Err(truncated("program header table"));
+    }
+    if shnum > 0 && !inside(shoff, shentsize, shnum, len) {
+        return Err(truncated("section header table"));
+    }
+    // Every loadable segment's file bytes must be in the file: dlopen maps them.
+    let mut table = vec![0u8; (phentsize * phnum) as usize];
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = File::open(path).map_err(|e| format!("the file cannot be read ({e})"))?;
+        f.seek(SeekFrom::Start(phoff))
+            .and_then(|_| f.read_exact(&mut table))
+            .map_err(|_| truncated("program header table"))?;
+    }
+    for i in 0..phnum as usize {
+        let e = i * phentsize as usize;
+        let p_type = num(&table, e, 4, little).unwrap_or(0);
+        if p_type != 1 {
+            continue; // PT_LOAD only
+        }
+        let (offset, filesz) = if is64 {
+            (
+                num(&table, e + 8, 8, little).unwrap_or(u64::MAX),
+                num(&table, e + 32, 8, little).unwrap_or(u64::MAX),
+            )
+        } else {
+            (
+                num(&table, e + 4, 4, little).unwrap_or(u64::MAX),
+                num(&table, e + 16, 4, little).unwrap_or(u64::MAX),
+            )
+        };
+        if !inside(offset, filesz, 1, len) {
+            return Err(truncated(&format!("loadable segment {i}")));
+        }
+    }
+    Ok(())
+}
+
+/// What a shared library asks of the dynamic loader: the libraries it needs (`DT_NEEDED`,
+/// in order) and where it asks for them to be searched (`DT_RUNPATH`, `DT_RPATH`, each
+/// `:`-separated, `$ORIGIN` not yet expanded).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dynamic {
+    /// The `DT_NEEDED` entries, in order.
+    pub needed: Vec<String>,
+    /// The `DT_RUNPATH` entry.
+    pub runpath: Option<String>,
+    /// The `DT_RPATH` entry.
+    pub rpath: Option<String>,
+}
+
+/// Reads the dynamic section of the shared library at `path` (which
+/// [`check_library_file`] accepted). Only the ELF header, the program headers, the dynamic
+/// segment and its string table are read, however large the file.
+pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
+    use std::io::{Seek, SeekFrom};
+    check_library_file(path)?;
+    let mut f = File::open(path).map_err(|e| format!("the file cannot be read ({e})"))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut read_at = |at: u64, n: u64| -> Result<Vec<u8>, String> {
+        if !inside(at, n, 1, len) || n > (64 << 20) {
+            return Err("its dynamic section lies outside the file".into());
+        }
+        let mut buf = vec![0u8; n as usize];
+        f.seek(SeekFrom::Start(at))
+            .and_then(|_| f.read_exact(&mut buf))
+            .map_err(|e| format!("the file cannot be read ({e})"))?;
+        Ok(buf)
+    };
+    let header = read_at(0, 64.min(len))?;
+    let is64 = header[4] == 2;
+    let little = header[5] == 1;
+    let w = if is64 { 8 } else { 4 };
+    let half = |d: &[u8], at| num(d, at, 2, little).unwrap_or(0);
+    let word = |d: &[u8], at| num(d, at, w, little).unwrap_or(0);
+    let phoff = if is64 {
+        word(&header, 32)
+    } else {
+        word(&header, 28)
+    };
+    let at = if is64 { 54 } else { 42 };
+    let (phentsize, phnum) = (half(&header, at), half(&header, at + 2));
+    let table = read_at(phoff, phentsize * phnum)?;
+    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
+    let headers: Vec<(u64, u64, u64, u64)> = (0..phnum as usize)
+        .map(|i| {
+            let e = i * phentsize as usize;
+            let t = num(&table, e, 4, little).unwrap_or(0);
+            if is64 {
+                (
+                    t,
+                    word(&table, e + 8),
+                    word(&table, e + 16),
+                    word(&table, e + 32),
+                )
+            } else {
+                (
+                    t,
+                    word(&table, e + 4),
+                    word(&table, e + 8),
+                    word(&table, e + 16),
+                )
+            }
+        })
+        .collect();
+    let Some(&(_, dyn_off, _, dyn_size)) = headers.iter().find(|h| h.0 == 2) else {
+        return Ok(Dynamic::default()); // PT_DYNAMIC absent: a static library needs nothing
+    };
+    let entries = read_at(dyn_off, dyn_size)?;
+    let (mut needed, mut runpath, mut rpath) = (Vec::new(), None, None);
+    let (mut strtab, mut strsz) = (None, 0u64);
+    for e in entries.chunks_exact(2 * w) {
+        let (tag, val) = (word(e, 0), word(e, w));
+        match tag {
+            0 => break,
+            1 => needed.push(val),
+            5 => strtab = Some(val),
+            10 => strsz = val,
+            15 => rpath = Some(val),
+            29 => runpath = Some(val),
+            _ => {}
+        }
+    }
+    let Some(strtab) = strtab else {
+        return Err("its dynamic section has no string table".into());
+    };
+    // DT_STRTAB is an address: find the loadable segment that holds it.
+    let Some(&(_, off, vaddr, _)) = headers
+        .iter()
+        .find(|h| h.0 == 1 && h.2 <= strtab && strtab < h.2.saturating_add(h.3))
+    else {
+        return Err("its string table lies outside its loadable segments".into());
+    };
+    let strings = read_at(strtab - vaddr + off, strsz)?;
+    let text = |at: u64| -> Result<String, String> {
+        let s = strings
+            .get(at as usize..)
+            .and_then(|s| s.split(|&b| b == 0).next())
+            .ok_or("a dynamic entry points outside its string table")?;
+        Ok(String::from_utf8_lossy(s).into_owned())
+    };
+    Ok(Dynamic {
+        needed: needed.into_iter().map(text).collect::<Result<_, _>>()?,
+        runpath: runpath.map(text).transpose()?,
+        rpath: rpath.map(text).transpose()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn own_library() -> Option<std::path::PathBuf> {
+        // Any shared library of this machine will do: the C library is always there.
+        [
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib/aarch64-linux-gnu/libc.so.6",
+            "/lib64/libc.so.6",
+        ]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+    }
+
+    #[test]
+    fn the_c_library_needs_the_loader() {
+        let Some(lib) = own_library() else { return };
+        let d = dynamic_info(&lib).unwrap();
+        assert!(d.needed.iter().any(|n| n.starts_with("ld-linux")), "{d:?}");
+    }
+
+    #[test]
+    fn non_regular_files_are_refused_without_opening() {
+        assert!(check_library_file(Path::new("/"))
+            .unwrap_err()
+            .contains("directory"));
+        assert!(check_library_file(Path::new("/dev/zero"))
+            .unwrap_err()
+            .contains("character device"));
+        assert!(check_library_file(Path::new("/nonexistent/x.so"))
+            .unwrap_err()
+            .contains("cannot be read"));
+    }
+
+    #[test]
+    fn truncated_copies_are_refused() {
+        let Some(lib) = own_library() else { return };
+        assert_eq!(check_library_file(&lib), Ok(()));
+        let bytes = std::fs::read(&lib).unwrap();
+        let dir = std::env::temp_dir().join(format!("rpjrt-elf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for cut in [0, 3, 40, 64, 4096, bytes.len() / 2, bytes.len() - 1] {
+            let p = dir.join(format!("cut{cut}.so"));
+            std::fs::write(&p, &bytes[..cut]).unwrap();
+            assert!(
+                check_library_file(&p).is_err(),
+                "a copy cut at {cut} was accepted"
+            );
+        }
+        let text = dir.join("text.so");
+        std::fs::write(&text, b"not a library at all").unwrap();
+        assert!(check_library_file(&text)
+            .unwrap_err()
+            .contains("not an ELF file"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

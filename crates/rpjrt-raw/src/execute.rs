@@ -1,0 +1,236 @@
+//! The one marshaller of `PJRT_LoadedExecutable_Execute`.
+//!
+//! One device is the N = 1 case of many. Argument and output pointer lists, completion
+//! events and non-donatable indices stay on the stack for small calls (no allocation
+//! besides what the caller's sink does with the outputs). The request has room for what
+//! later features pass to the same call: per-device completion events (today), an execute
+//! context carrying FFI user data, and send/recv callbacks.
+
+use std::ptr::null_mut;
+
+use rpjrt_sys as sys;
+
+use super::buffer::{Buffer, StateError};
+use super::device::DeviceRef;
+use super::event::Event;
+use super::executable::Loaded;
+use super::inline::Inline;
+use super::{args_types, pjrt, Args};
+use crate::error::{Error, Result};
+
+args_types! {
+    PJRT_LoadedExecutable_Execute_Args => PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE,
+    PJRT_ExecuteOptions => PJRT_ExecuteOptions_STRUCT_SIZE,
+}
+
+/// Lists up to this long stay on the stack.
+const INLINE: usize = 16;
+
+/// `0, 1, 2, ...`: the non-donatable indices of a call that donates nothing.
+static ALL_INDICES: [i64; 64] = {
+    let mut a = [0i64; 64];
+    let mut i = 0;
+    while i < a.len() {
+        a[i] = i as i64;
+        i += 1;
+    }
+    a
+};
+
+/// An execute context (`PJRT_ExecuteContext`), carrying user data to FFI handlers. Made
+/// and owned by the FFI support; the marshaller passes it through.
+pub struct ExecuteContext {
+    pub(super) ptr: std::ptr::NonNull<sys::PJRT_ExecuteContext>,
+}
+
+/// Send/recv callbacks of host transfers inside a program (not supported yet: a request
+/// with them is refused).
+pub struct SendRecv {
+    _reserved: (),
+}
+
+/// Where the marshaller puts what an execution returns.
+pub trait ExecuteSink<M> {
+    /// Metadata of output `output` of device `device`, made before it is wrapped.
+    fn meta(&mut self, device: usize, output: usize) -> M;
+    /// Output buffers, in device order, then output order.
+    fn output(&mut self, device: usize, buffer: Buffer<M>);
+    /// The completion event of `device`, when asked for and the plugin gave one.
+    fn event(&mut self, device: usize, event: Event);
+}
+
+/// One call of `PJRT_LoadedExecutable_Execute`.
+pub struct ExecuteRequest<'a, B, M> {
+    /// One argument list per device, all of the same length.
+    pub lists: &'a [&'a [&'a B]],
+    /// The raw buffer of an argument.
+    pub raw: fn(&B) -> &Buffer<M>,
+    /// Argument positions the execution may consume (marked deleted when it runs).
+    pub donate: &'a [usize],
+    /// The device to run a portable executable on.
+    pub device: Option<DeviceRef>,
+    /// Whether to ask for per-device completion events.
+    pub want_events: bool,
+    /// An execute context for FFI user data.
+    pub context: Option<&'a ExecuteContext>,
+    /// Send/recv callbacks (reserved).
+    pub send_recv: Option<&'a SendRecv>,
+}
+
+impl Loaded {
+    /// Executes: checks every argument (same client, not deleted), reserves donated
+    /// buffers (restored if the call fails), calls the plugin once and hands every output
+    /// and event to `sink`, wrapped once.
+    pub fn execute<B, M>(
+        &self,
+        req: &ExecuteRequest<'_, B, M>,
+        sink: &mut impl ExecuteSink<M>,
+    ) -> Result<()> {
+        if req.send_recv.is_some() {
+            return Err(Error::invalid("send/recv callbacks are not supported yet"));
+        }
+        let num_devices = req.lists.len();
+        let num_args = req.lists.first().map_or(0, |l| l.len());
+        let num_outputs = self.num_outputs();
+        let client = self.client();
+        // Every argument must be a live buffer of this client: the plugin would crash on a
+        // buffer of another client.
+        let mut arg_ptrs: Inline<*mut sys::PJRT_Buffer, INLINE> =
+            Inline::filled(num_devices * num_args, null_mut());
+        let mut slots = arg_ptrs.as_mut_slice().iter_mut();
+        for list in req.lists {
+            if list.len() != num_args {
+                return Err(Error::invalid("argument lists differ in length"));
+            }
+            for (i, b) in list.iter().enumerate() {
+                let raw = (req.raw)(b);
+                if !raw.belongs_to(client) {
+                    return Err(Error::invalid(format!(
+                        "argument {i} belongs to another client"
+                    )));
+                }
+                if raw.is_deleted() {
+                    return Err(Error::Deleted(format!(
+                        "argument {i} was deleted or donated and cannot be used"
+                    )));
+                }
+                if let Some(slot) = slots.next() {
+                    *slot = raw.ptr();
+                }
+            }
+        }
+        if let Some(d) = req.device {
+            if !d.belongs_to(client) {
+                return Err(Error::invalid("the device belongs to another client"));
+            }
+        }
+        // Donation: reserve first (so no host view can be taken meanwhile), undo on failure.
+        let owned_indices;
+        let non_donatable: &[i64] = if req.donate.is_empty() && num_args <= ALL_INDICES.len() {
+            &ALL_INDICES[..num_args]
+        } else {
+            let mut v: Vec<i64> = (0..num_args as i64).collect();
+            for &i in req.donate {
+                if i >= num_args {
+                    return Err(Error::invalid(format!(
+                        "donate index {i} is out of range for {num_args} arguments"
+                    )));
+                }
+                v.retain(|&x| x != i as i64);
+            }
+            owned_indices = v;
+            &owned_indices
+        };
+        let mut donation = Donation {
+            reserved: Vec::new(),
+        };
+        for &i in req.donate {
+            for list in req.lists {
+                let raw = (req.raw)(list[i]);
+                if donation.reserved.iter().any(|r| r.same(raw)) {
+                    continue;
+                }
+                match raw.reserve_donation() {
+                    Ok(()) => donation.reserved.push(raw),
+                    Err(StateError::Deleted) => {
+                        return Err(Error::Deleted(format!(
+                            "argument {i} was deleted or donated and cannot be used"
+                        )))
+                    }
+                    Err(StateError::Pinned(n)) => {
+                        return Err(Error::invalid(format!(
+                            "argument {i} cannot be donated while {n} host view(s) or external reference(s) of it exist"
+                        )))
+                    }
+                }
+            }
+        }
+
+        let mut arg_lists: Inline<*const *mut sys::PJRT_Buffer, 4> =
+            Inline::filled(num_devices, std::ptr::null());
+        for (d, slot) in arg_lists.as_mut_slice().iter_mut().enumerate() {
+            *slot = arg_ptrs[d * num_args..].as_ptr();
+        }
+        let mut outs: Inline<*mut sys::PJRT_Buffer, INLINE> =
+            Inline::filled(num_devices * num_outputs, null_mut());
+        let mut output_lists: Inline<*mut *mut sys::PJRT_Buffer, 4> =
+            Inline::filled(num_devices, null_mut());
+        let base = outs.as_mut_slice().as_mut_ptr();
+        for (d, slot) in output_lists.as_mut_slice().iter_mut().enumerate() {
+            // In bounds: `outs` has `num_devices * num_outputs` slots.
+            *slot = base.wrapping_add(d * num_outputs);
+        }
+        let mut events: Inline<*mut sys::PJRT_Event, 4> = Inline::filled(num_devices, null_mut());
+
+        let mut options = sys::PJRT_ExecuteOptions::new();
+        options.non_donatable_input_indices = non_donatable.as_ptr();
+        options.num_non_donatable_input_indices = non_donatable.len();
+        if let Some(ctx) = req.context {
+            options.context = ctx.ptr.as_ptr();
+        }
+        let mut a = sys::PJRT_LoadedExecutable_Execute_Args::new();
+        a.executable = self.ptr();
+        a.options = &mut options;
+        a.argument_lists = arg_lists.as_ptr();
+        a.num_devices = num_devices;
+        a.num_args = num_args;
+        a.output_lists = output_lists.as_ptr();
+        if req.want_events {
+            a.device_complete_events = events.as_mut_slice().as_mut_ptr();
+        }
+        a.execute_device = req.device.map_or(null_mut(), |d| d.ptr());
+        // SAFETY: every array lives until after the call and has the length given; the
+        // output lists have room for the executable's outputs; the argument buffers are live
+        // buffers of this client (checked above, and borrowed for the call).
+        let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
+        r?;
+        donation.reserved.clear();
+        for (i, &p) in outs.iter().enumerate() {
+            let (d, o) = (i / num_outputs.max(1), i % num_outputs.max(1));
+            let meta = sink.meta(d, o);
+            // A null output would be a plugin bug; skip it rather than own a null.
+            if let Some(p) = std::ptr::NonNull::new(p) {
+                sink.output(d, Buffer::new(client, p, meta, None, None));
+            }
+        }
+        for (d, &e) in events.iter().enumerate() {
+            if let Some(ev) = Event::new(client, e) {
+                sink.event(d, ev);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Donated buffers marked deleted before the call, restored on drop unless cleared.
+struct Donation<'a, M> {
+    reserved: Vec<&'a Buffer<M>>,
+}
+
+impl<M> Drop for Donation<'_, M> {
+    fn drop(&mut self) {
+        for b in &self.reserved {
+            b.cancel_donation();
+        }
+    }
+}

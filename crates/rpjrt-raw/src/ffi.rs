@@ -1,0 +1,1474 @@
+//! XLA FFI: the C side of custom-call handlers.
+//!
+//! # How a call finds its Rust closure
+//!
+//! XLA calls a handler as a bare C function pointer, `XLA_FFI_Error* (*)(XLA_FFI_CallFrame*)`.
+//! The call frame carries arguments, results, attributes and an execution context, but not
+//! the target name, and the runtime offers no per-registration user pointer. Per-instance
+//! state only exists after the instantiate stage has run (which itself does not know the
+//! target), user data in the execution context is per execute call (not per target), and
+//! asking users to add a hidden attribute would break programs lowered elsewhere (JAX). So
+//! every registered target gets its *own* function pointer: a small machine-code thunk,
+//! written at run time into an executable page, that loads the address of that target's
+//! slot into the second argument register and jumps to one shared Rust function,
+//! `dispatch`. This is the technique libffi closures use, reduced to the one signature we
+//! need. Thunks are made a page at a time (128 per page) and handed out as needed, so there
+//! is no fixed limit; a page is written once, then made read+execute and never written
+//! again (no page is ever writable and executable at once). The runtime keeps handler
+//! pointers forever, so thunks and their targets are never freed; re-binding or removing a
+//! name swaps the closure inside the target.
+//!
+//! Supported on Linux x86-64 and aarch64; elsewhere registration reports `Unsupported`.
+
+use std::any::Any;
+use std::ffi::{c_int, c_void, CString};
+use std::mem::{offset_of, size_of};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rpjrt_sys as sys;
+
+use super::util::{ffi_dense_bytes, ffi_storage_bits};
+use super::{args_types, pjrt, Api, Args};
+use crate::error::{Code, Error, Result};
+
+args_types! {
+    PJRT_ExecuteContext_Create_Args => PJRT_ExecuteContext_Create_Args_STRUCT_SIZE,
+    PJRT_ExecuteContext_Destroy_Args => PJRT_ExecuteContext_Destroy_Args_STRUCT_SIZE,
+    PJRT_FFI_Register_Handler_Args => PJRT_FFI_Register_Handler_Args_STRUCT_SIZE,
+    PJRT_FFI_Type_Register_Args => PJRT_FFI_Type_Register_Args_STRUCT_SIZE,
+    PJRT_FFI_UserData_Add_Args => PJRT_FFI_UserData_Add_Args_STRUCT_SIZE,
+}
+
+/// An FFI version pair `(major, minor)`.
+pub type Version = (i32, i32);
+
+/// The FFI version rpjrt's handlers are written against.
+pub const OUR_FFI_VERSION: Version = (sys::XLA_FFI_API_MAJOR, sys::XLA_FFI_API_MINOR);
+
+// ------------------------------------------------------------------------ PJRT extension
+
+/// The plugin's PJRT FFI extension (lives as long as the never-unloaded library).
+#[derive(Clone, Copy)]
+pub struct FfiExtension {
+    ptr: *const sys::PJRT_FFI_Extension,
+    size: usize,
+}
+
+// SAFETY: the extension struct is immutable and lives as long as the library (never unloaded).
+unsafe impl Send for FfiExtension {}
+// SAFETY: see `Send`.
+unsafe impl Sync for FfiExtension {}
+
+/// Finds the FFI extension on the plugin's chain.
+pub fn extension(api: &Api) -> Option<FfiExtension> {
+    // SAFETY: the table covers its header (checked at load).
+    let mut cur = unsafe { std::ptr::addr_of!((*api.ptr).extension_start).read() };
+    let mut hops = 0;
+    while !cur.is_null() && hops < 64 {
+        // SAFETY: each chain entry starts with a PJRT_Extension_Base; the chain is immutable.
+        let base = unsafe { cur.read() };
+        if base.r#type == sys::PJRT_Extension_Type_FFI {
+            return Some(FfiExtension {
+                ptr: cur.cast(),
+                size: base.struct_size,
+            });
+        }
+        cur = base.next;
+        hops += 1;
+    }
+    None
+}
+
+impl FfiExtension {
+    /// Address used as the registry key for this plugin.
+    pub fn key(&self) -> usize {
+        self.ptr as usize
+    }
+
+    fn entry<F: Copy>(
+        &self,
+        offset: usize,
+        read: impl FnOnce(&sys::PJRT_FFI_Extension) -> Option<F>,
+        what: &str,
+    ) -> Result<F> {
+        if offset + size_of::<usize>() > self.size {
+            return Err(Error::invalid(format!(
+                "the plugin's FFI extension is too old to offer {what}"
+            )));
+        }
+        // SAFETY: the slot lies inside the plugin's extension struct (checked above).
+        read(unsafe { &*self.ptr }).ok_or_else(|| {
+            Error::invalid(format!("the plugin's FFI extension leaves {what} empty"))
+        })
+    }
+
+    /// `register_handler`: registers `handler` (an `XLA_FFI_Handler` address) for a target.
+    ///
+    /// # Safety
+    /// `handler` must be a function with the `XLA_FFI_Handler` signature that stays valid
+    /// for the life of the process.
+    pub unsafe fn register_handler(
+        &self,
+        api: &Api,
+        name: &str,
+        platform: &str,
+        handler: usize,
+    ) -> Result<()> {
+        let f = self.entry(
+            offset_of!(sys::PJRT_FFI_Extension, register_handler),
+            |e| e.register_handler,
+            "register_handler",
+        )?;
+        let mut a = sys::PJRT_FFI_Register_Handler_Args::new();
+        a.target_name = name.as_ptr().cast();
+        a.target_name_size = name.len();
+        a.handler = handler as *mut c_void;
+        a.platform_name = platform.as_ptr().cast();
+        a.platform_name_size = platform.len();
+        // SAFETY: the strings outlive the call; the handler is valid per the caller.
+        let err = unsafe { f(&mut a) };
+        if err.is_null() {
+            Ok(())
+        } else {
+            Err(api.take_error(err, "PJRT_FFI_Register_Handler"))
+        }
+    }
+
+    /// `type_register`: a type id for `name` (the same name gives the same id).
+    pub fn type_register(&self, api: &Api, name: &str) -> Result<i64> {
+        let f = self.entry(
+            offset_of!(sys::PJRT_FFI_Extension, type_register),
+            |e| e.type_register,
+            "type_register",
+        )?;
+        let mut info = sys::PJRT_FFI_Type_Info {
+            deleter: None,
+            serialize: None,
+            deserialize: None,
+        };
+        let mut a = sys::PJRT_FFI_Type_Register_Args::new();
+        a.type_name = name.as_ptr().cast();
+        a.type_name_size = name.len();
+        a.type_info = &mut info;
+        // SAFETY: name and info outlive the call.
+        let err = unsafe { f(&mut a) };
+        if err.is_null() {
+            Ok(a.type_id)
+        } else {
+            Err(api.take_error(err, "PJRT_FFI_Type_Register"))
+        }
+    }
+
+    /// `user_data_add`: attaches `data` under `type_id` to a context.
+    pub fn user_data_add(
+        &self,
+        api: &Api,
+        ctx: &ExecuteContextPtr,
+        type_id: i64,
+        data: usize,
+    ) -> Result<()> {
+        let f = self.entry(
+            offset_of!(sys::PJRT_FFI_Extension, user_data_add),
+            |e| e.user_data_add,
+            "user_data_add",
+        )?;
+        let mut a = sys::PJRT_FFI_UserData_Add_Args::new();
+        a.context = ctx.raw();
+        a.user_data = sys::PJRT_FFI_UserData {
+            type_id,
+            data: data as *mut c_void,
+        };
+        // SAFETY: the context is live (owned by `ctx`); the data pointer is opaque to the
+        // runtime, which only hands it back to handlers.
+        let err = unsafe { f(&mut a) };
+        if err.is_null() {
+            Ok(())
+        } else {
+            Err(api.take_error(err, "PJRT_FFI_UserData_Add"))
+        }
+    }
+}
+
+/// An owned `PJRT_ExecuteContext`.
+pub struct ExecuteContextPtr {
+    ctx: super::execute::ExecuteContext,
+    api: &'static Api,
+}
+
+// SAFETY: a context is a plain heap object of the plugin; it is only read by the plugin during
+// an execute call, and destroyed once by its owner.
+unsafe impl Send for ExecuteContextPtr {}
+// SAFETY: see `Send`; rpjrt never mutates it through a shared reference.
+unsafe impl Sync for ExecuteContextPtr {}
+
+impl ExecuteContextPtr {
+    /// `PJRT_ExecuteContext_Create`.
+    pub fn create(api: &'static Api) -> Result<ExecuteContextPtr> {
+        let mut a = sys::PJRT_ExecuteContext_Create_Args::new();
+        // SAFETY: plain out-parameter call.
+        unsafe { pjrt!(api, PJRT_ExecuteContext_Create, &mut a) }?;
+        let ptr = std::ptr::NonNull::new(a.context)
+            .ok_or_else(|| Error::invalid("PJRT_ExecuteContext_Create returned no context"))?;
+        Ok(ExecuteContextPtr {
+            ctx: super::execute::ExecuteContext { ptr },
+            api,
+        })
+    }
+
+    /// The context as the execute marshaller takes it.
+    pub fn context(&self) -> &super::execute::ExecuteContext {
+        &self.ctx
+    }
+
+    fn raw(&self) -> *mut sys::PJRT_ExecuteContext {
+        self.ctx.ptr.as_ptr()
+    }
+}
+
+impl Api {
+    /// The plugin's shared empty execute context, made on first use and kept for the life
+    /// of the process (`None` if the plugin cannot make one). Lock-free after the first call.
+    pub fn default_execute_context(
+        &'static self,
+    ) -> Option<&'static super::execute::ExecuteContext> {
+        self.default_context
+            .get_or_init(|| ExecuteContextPtr::create(self).ok())
+            .as_ref()
+            .map(ExecuteContextPtr::context)
+    }
+}
+
+impl Drop for ExecuteContextPtr {
+    fn drop(&mut self) {
+        let mut a = sys::PJRT_ExecuteContext_Destroy_Args::new();
+        a.context = self.raw();
+        // SAFETY: owned context, destroyed once.
+        let _ = unsafe { pjrt!(self.api, PJRT_ExecuteContext_Destroy, &mut a) };
+    }
+}
+
+// ------------------------------------------------------------------------------- targets
+
+/// What a Rust-served target runs: gets the frame, returns `Err((code, message))` to fail.
+pub type Callback = dyn Fn(&Frame<'_>) -> std::result::Result<(), (Code, String)> + Send + Sync;
+
+/// What a target is bound to.
+#[derive(Clone)]
+pub enum Bound {
+    /// A Rust closure.
+    Rust(Arc<Callback>),
+    /// Compiled handler code from elsewhere; the frame is forwarded untouched.
+    Native(NativeHandler),
+}
+
+/// Compiled XLA FFI handler code (an `XLA_FFI_Handler` function) that its maker vouched
+/// for; register it with `rpjrt::ffi::register_raw`.
+#[derive(Clone, Copy)]
+pub struct NativeHandler(sys::XLA_FFI_Handler);
+
+impl NativeHandler {
+    /// The handler function at `address`; `None` for a null address.
+    ///
+    /// # Safety
+    /// `address` must be the address of a function with the C signature
+    /// `XLA_FFI_Error* handler(XLA_FFI_CallFrame*)` that stays loaded for the life of the
+    /// process and behaves as an XLA FFI handler (fills in metadata when asked, reads only
+    /// what the call frame offers).
+    pub unsafe fn from_address(address: usize) -> Option<NativeHandler> {
+        // SAFETY: forwarded contract.
+        unsafe { native_handler(address) }.map(NativeHandler)
+    }
+
+    /// The function's address.
+    pub fn address(&self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Debug for NativeHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NativeHandler({:#x})", self.address())
+    }
+}
+
+/// An address to attach to an execute context under a user type id, for native handlers
+/// that read it with `XLA_FFI_ExecutionContext_Get`; attach it with
+/// `rpjrt::ffi::ExecuteContext::add_raw`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserAddress(usize);
+
+impl UserAddress {
+    /// Wraps `address`.
+    ///
+    /// # Safety
+    /// Whatever `address` points to must stay valid while any execution using a context it
+    /// is attached to runs, and be what the handlers reading its type id expect.
+    pub unsafe fn new(address: usize) -> UserAddress {
+        UserAddress(address)
+    }
+
+    /// The address.
+    pub fn address(&self) -> usize {
+        self.0
+    }
+}
+
+/// What the metadata call at registration told us.
+#[derive(Clone, Copy, Debug)]
+pub struct MetaSeen {
+    /// The runtime's FFI version (from the frame's api).
+    pub runtime: Version,
+    /// The version the handler reported.
+    pub reported: Version,
+}
+
+/// One registered (plugin, platform, name): what its thunk dispatches to. Never freed.
+pub struct Target {
+    /// The handler's target name.
+    pub name: String,
+    /// The platform it is registered for.
+    pub platform: String,
+    host_memory: bool,
+    bound: RwLock<Option<Bound>>,
+    meta: Mutex<Option<MetaSeen>>,
+    /// The runtime's FFI api, learned at the metadata call (0 until then).
+    api: AtomicPtr<sys::XLA_FFI_Api>,
+    thunk: usize,
+}
+
+impl Target {
+    /// A new target with its own thunk; `host_memory` says buffers are host-addressable.
+    pub fn new(name: &str, platform: &str, host_memory: bool) -> Result<&'static Target> {
+        let (code, slot) = thunks::take()?;
+        let t: &'static Target = Box::leak(Box::new(Target {
+            name: name.to_string(),
+            platform: platform.to_string(),
+            host_memory,
+            bound: RwLock::new(None),
+            meta: Mutex::new(None),
+            api: AtomicPtr::new(null_mut()),
+            thunk: code,
+        }));
+        slot.store((t as *const Target).cast_mut(), Ordering::Release);
+        Ok(t)
+    }
+
+    /// Replaces what this target runs (`None`: calls fail with "removed").
+    pub fn bind(&self, b: Option<Bound>) {
+        *self.bound.write().unwrap_or_else(|e| e.into_inner()) = b;
+    }
+
+    /// Whether something is bound.
+    pub fn is_bound(&self) -> bool {
+        self.bound
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// What the last metadata call reported, if one happened.
+    pub fn metadata(&self) -> Option<MetaSeen> {
+        *self.meta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets any earlier metadata call (before registering).
+    pub fn reset_metadata(&self) {
+        *self.meta.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Registers this target's thunk for the instantiate and execute stages directly with
+    /// the runtime's FFI table `xla_api` (learned from an earlier metadata call), which,
+    /// unlike the PJRT extension, takes a bundle of stage handlers.
+    pub fn register_bundle(&self, xla_api: RuntimeApi) -> Result<()> {
+        let xla_api = xla_api.0;
+        let reg = api_entry(
+            xla_api,
+            offset_of!(sys::XLA_FFI_Api, XLA_FFI_Handler_Register),
+            |a| a.XLA_FFI_Handler_Register,
+        )
+        .ok_or_else(|| Error::invalid("the FFI runtime offers no XLA_FFI_Handler_Register"))?;
+        // SAFETY: thunks have the handler signature and are never freed.
+        let h = unsafe { native_handler(self.thunk) };
+        let mut a = sys::XLA_FFI_Handler_Register_Args {
+            struct_size: sys::XLA_FFI_Handler_Register_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            name: sys::XLA_FFI_ByteSpan {
+                ptr: self.name.as_ptr().cast(),
+                len: self.name.len(),
+            },
+            platform: sys::XLA_FFI_ByteSpan {
+                ptr: self.platform.as_ptr().cast(),
+                len: self.platform.len(),
+            },
+            bundle: sys::XLA_FFI_Handler_Bundle {
+                instantiate: h,
+                prepare: None,
+                initialize: None,
+                execute: h,
+            },
+            traits: 0,
+        };
+        // SAFETY: the runtime's own registration entry; the strings outlive the call.
+        let err = unsafe { reg(&mut a) };
+        if err.is_null() {
+            return Ok(());
+        }
+        // SAFETY: `err` is an error the runtime just returned; read once, destroyed once.
+        let msg = unsafe { take_ffi_error(xla_api, err) };
+        Err(Error::Pjrt {
+            entry: "XLA_FFI_Handler_Register",
+            code: Code::Internal,
+            message: msg,
+        })
+    }
+
+    /// Registers this target's thunk with the plugin.
+    pub fn register_with(&self, api: &Api, ext: &FfiExtension) -> Result<()> {
+        // SAFETY: the thunk has the handler signature and lives forever (never freed).
+        unsafe { ext.register_handler(api, &self.name, &self.platform, self.thunk) }
+    }
+
+    /// The runtime's FFI api table seen at the metadata call, if any.
+    pub fn runtime_api(&self) -> RuntimeApi {
+        RuntimeApi(self.api.load(Ordering::Acquire))
+    }
+}
+
+/// The FFI api table of a plugin's runtime, as a metadata call saw it (possibly none).
+/// Opaque: only this crate reads the table, and only this crate makes one, from a pointer
+/// the runtime handed over, so a safe caller cannot pass an arbitrary address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimeApi(*const sys::XLA_FFI_Api);
+
+// SAFETY: the table is the runtime's immutable, never-freed function table; only its
+// address moves between threads.
+unsafe impl Send for RuntimeApi {}
+// SAFETY: see `Send`; nothing is written through it.
+unsafe impl Sync for RuntimeApi {}
+
+impl RuntimeApi {
+    /// Whether no runtime table has been seen.
+    pub fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+}
+
+/// A function slot of an FFI api table, when the table is long enough and the slot is set.
+fn api_entry<F: Copy>(
+    api: *const sys::XLA_FFI_Api,
+    offset: usize,
+    read: impl FnOnce(&sys::XLA_FFI_Api) -> Option<F>,
+) -> Option<F> {
+    if api.is_null() {
+        return None;
+    }
+    // SAFETY: `api` is a runtime's live FFI table (learned from a metadata call or a
+    // frame); its first field is its size, checked before the slot is read.
+    let a = unsafe { &*api };
+    if a.struct_size < offset + size_of::<usize>() {
+        return None;
+    }
+    read(a)
+}
+
+/// The message of an FFI error, then destroys it.
+///
+/// # Safety
+/// `err` must be a live error created by `api`'s runtime.
+unsafe fn take_ffi_error(api: *const sys::XLA_FFI_Api, err: *mut sys::XLA_FFI_Error) -> String {
+    let mut msg = String::from("(no message)");
+    if let Some(get) = api_entry(
+        api,
+        offset_of!(sys::XLA_FFI_Api, XLA_FFI_Error_GetMessage),
+        |a| a.XLA_FFI_Error_GetMessage,
+    ) {
+        let mut g = sys::XLA_FFI_Error_GetMessage_Args {
+            struct_size: sys::XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            error: err,
+            message: std::ptr::null(),
+        };
+        // SAFETY: live error per the contract.
+        unsafe { get(&mut g) };
+        if !g.message.is_null() {
+            // SAFETY: a NUL-terminated message owned by the error, read before destroying it.
+            msg = unsafe { std::ffi::CStr::from_ptr(g.message) }
+                .to_string_lossy()
+                .into_owned();
+        }
+    }
+    if let Some(d) = api_entry(
+        api,
+        offset_of!(sys::XLA_FFI_Api, XLA_FFI_Error_Destroy),
+        |a| a.XLA_FFI_Error_Destroy,
+    ) {
+        let mut a = sys::XLA_FFI_Error_Destroy_Args {
+            struct_size: sys::XLA_FFI_Error_Destroy_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            error: err,
+        };
+        // SAFETY: destroyed once, here.
+        unsafe { d(&mut a) };
+    }
+    msg
+}
+
+/// What rpjrt stores as per-instance state: a boxed `Box<dyn Any + Send + Sync>`.
+type StateBox = Box<dyn Any + Send + Sync>;
+
+/// Deleter the runtime calls for a per-instance state.
+unsafe extern "C" fn drop_state(p: *mut c_void) {
+    if !p.is_null() {
+        // SAFETY: only `Frame::set_state` stores states under rpjrt's type, always as
+        // `Box::into_raw(Box<StateBox>)`; the runtime calls the deleter once.
+        drop(unsafe { Box::from_raw(p.cast::<StateBox>()) });
+    }
+}
+
+static STATE_TYPES: Mutex<Vec<(usize, i64)>> = Mutex::new(Vec::new());
+
+/// rpjrt's per-instance state type id in the runtime with FFI table `xla_api`.
+pub fn state_type_id(xla_api: RuntimeApi) -> Result<i64> {
+    let xla_api = xla_api.0;
+    let mut g = STATE_TYPES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, id)) = g.iter().find(|(k, _)| *k == xla_api as usize) {
+        return Ok(id);
+    }
+    let reg = api_entry(
+        xla_api,
+        offset_of!(sys::XLA_FFI_Api, XLA_FFI_Type_Register),
+        |a| a.XLA_FFI_Type_Register,
+    )
+    .ok_or_else(|| Error::invalid("the FFI runtime offers no XLA_FFI_Type_Register"))?;
+    let name = "rpjrt.ffi.InstanceState";
+    let mut id = sys::XLA_FFI_TypeId { type_id: 0 };
+    let info = sys::XLA_FFI_TypeInfo {
+        struct_size: sys::XLA_FFI_TypeInfo_STRUCT_SIZE,
+        extension_start: null_mut(),
+        deleter: Some(drop_state),
+    };
+    let mut a = sys::XLA_FFI_Type_Register_Args {
+        struct_size: sys::XLA_FFI_Type_Register_Args_STRUCT_SIZE,
+        extension_start: null_mut(),
+        name: sys::XLA_FFI_ByteSpan {
+            ptr: name.as_ptr().cast(),
+            len: name.len(),
+        },
+        type_id: &mut id,
+        type_info: &info,
+    };
+    // SAFETY: the runtime's own entry; every pointer outlives the call.
+    let err = unsafe { reg(&mut a) };
+    if !err.is_null() {
+        // SAFETY: an error the runtime just returned.
+        let msg = unsafe { take_ffi_error(xla_api, err) };
+        return Err(Error::Pjrt {
+            entry: "XLA_FFI_Type_Register",
+            code: Code::Internal,
+            message: msg,
+        });
+    }
+    g.push((xla_api as usize, id.type_id));
+    Ok(id.type_id)
+}
+
+// ------------------------------------------------------------------------------ dispatch
+
+/// Reads the runtime's version from an FFI api table.
+///
+/// # Safety
+/// `api` must be null or point at a live `XLA_FFI_Api`.
+unsafe fn api_version(api: *const sys::XLA_FFI_Api) -> Option<Version> {
+    if api.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract; the version is the third field, present in every version.
+    let v = unsafe { std::ptr::addr_of!((*api).api_version).read() };
+    Some((v.major_version, v.minor_version))
+}
+
+/// The metadata struct a frame asks to be filled in, if this is a metadata call.
+///
+/// # Safety
+/// `frame` must be a live call frame.
+unsafe fn metadata_request(
+    frame: *mut sys::XLA_FFI_CallFrame,
+) -> Option<*mut sys::XLA_FFI_Metadata> {
+    // SAFETY: live frame per the contract; `extension_start` is its second field.
+    let mut cur = unsafe { (*frame).extension_start };
+    let mut hops = 0;
+    while !cur.is_null() && hops < 16 {
+        // SAFETY: chain entries start with an XLA_FFI_Extension_Base.
+        let base = unsafe { cur.read() };
+        if base.r#type == sys::XLA_FFI_Extension_Metadata
+            && base.struct_size >= sys::XLA_FFI_Metadata_Extension_STRUCT_SIZE
+        {
+            // SAFETY: the type tag and size say this is a metadata extension.
+            let md = unsafe { (*cur.cast::<sys::XLA_FFI_Metadata_Extension>()).metadata };
+            return (!md.is_null()).then_some(md);
+        }
+        cur = base.next;
+        hops += 1;
+    }
+    None
+}
+
+/// Creates an FFI error through the runtime's api.
+///
+/// # Safety
+/// `api` must be null or a live `XLA_FFI_Api`.
+unsafe fn make_error(
+    api: *const sys::XLA_FFI_Api,
+    code: Code,
+    message: &str,
+) -> *mut sys::XLA_FFI_Error {
+    if api.is_null() {
+        // Nothing to create an error with; a null return would mean success, so there is
+        // no honest answer. This cannot happen with a real runtime.
+        return null_mut();
+    }
+    // SAFETY: live api per the contract; `struct_size` is its first field.
+    let size = unsafe { (*api).struct_size };
+    if size < offset_of!(sys::XLA_FFI_Api, XLA_FFI_Error_Create) + size_of::<usize>() {
+        return null_mut();
+    }
+    // SAFETY: the slot is inside the runtime's table (checked above).
+    let Some(create) = (unsafe { (*api).XLA_FFI_Error_Create }) else {
+        return null_mut();
+    };
+    let msg = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    let mut a = sys::XLA_FFI_Error_Create_Args {
+        struct_size: sys::XLA_FFI_Error_Create_Args_STRUCT_SIZE,
+        extension_start: null_mut(),
+        message: msg.as_ptr(),
+        errc: code_number(code),
+    };
+    // SAFETY: the runtime copies the message; `a` lives for the call.
+    unsafe { create(&mut a) }
+}
+
+fn code_number(code: Code) -> sys::XLA_FFI_Error_Code {
+    code.number() as sys::XLA_FFI_Error_Code
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+/// The one function every thunk jumps to, with the thunk's slot as second argument.
+///
+/// # Safety
+/// Called only by thunks: `frame` is the runtime's call frame, `slot` a thunk slot holding a
+/// leaked [`Target`].
+unsafe extern "C" fn dispatch(
+    frame: *mut sys::XLA_FFI_CallFrame,
+    slot: *const AtomicPtr<Target>,
+) -> *mut sys::XLA_FFI_Error {
+    // SAFETY: thunks pass the address of their slot, which is leaked and set before the
+    // thunk is handed out.
+    let target = unsafe { (*slot).load(Ordering::Acquire) };
+    if frame.is_null() || target.is_null() {
+        return null_mut();
+    }
+    // SAFETY: targets are leaked, so the reference is valid forever.
+    let target: &'static Target = unsafe { &*target };
+    // SAFETY: `frame` is the runtime's live call frame.
+    let api = unsafe { (*frame).api };
+    // The runtime may wait for this call: handles dropped inside it are destroyed elsewhere.
+    let _inside = super::callback::Inside::enter();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: live frame, for the duration of this call.
+        unsafe { dispatch_inner(frame, api, target) }
+    }));
+    match result {
+        Ok(Ok(err)) => err,
+        // SAFETY: `api` is the runtime's live api.
+        Ok(Err((code, msg))) => unsafe { make_error(api, code, &msg) },
+        Err(p) => {
+            let msg = format!(
+                "FFI handler {:?} panicked: {}",
+                target.name,
+                panic_message(p.as_ref())
+            );
+            // SAFETY: as above.
+            unsafe { make_error(api, Code::Internal, &msg) }
+        }
+    }
+}
+
+/// # Safety
+/// `frame` is the runtime's live call frame and `api` its api pointer.
+unsafe fn dispatch_inner(
+    frame: *mut sys::XLA_FFI_CallFrame,
+    api: *const sys::XLA_FFI_Api,
+    target: &'static Target,
+) -> std::result::Result<*mut sys::XLA_FFI_Error, (Code, String)> {
+    let bound = target
+        .bound
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    // SAFETY: live frame per the contract.
+    if let Some(md) = unsafe { metadata_request(frame) } {
+        // SAFETY: `api` is null or the runtime's api.
+        let runtime = unsafe { api_version(api) }.unwrap_or((0, 0));
+        target.api.store(api.cast_mut(), Ordering::Release);
+        let reported = match bound {
+            Some(Bound::Native(NativeHandler(h))) => {
+                // SAFETY: forwarding the runtime's metadata frame to native handler code the
+                // registrant vouched for; it fills in its own version.
+                let err = unsafe { h(frame) };
+                if !err.is_null() {
+                    return Ok(err);
+                }
+                // SAFETY: `md` is the runtime's metadata struct, live for the call.
+                let v = unsafe { (*md).api_version };
+                (v.major_version, v.minor_version)
+            }
+            _ => {
+                let ours = OUR_FFI_VERSION.min(runtime);
+                // SAFETY: `md` is the runtime's metadata struct; we write only the version
+                // fields, which every version has.
+                unsafe {
+                    (*md).api_version.major_version = ours.0;
+                    (*md).api_version.minor_version = ours.1;
+                }
+                ours
+            }
+        };
+        *target.meta.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(MetaSeen { runtime, reported });
+        return Ok(null_mut());
+    }
+    match bound {
+        // SAFETY: forwarding the live frame to native handler code the registrant vouched for.
+        Some(Bound::Native(NativeHandler(h))) => Ok(unsafe { h(frame) }),
+        Some(Bound::Rust(cb)) => {
+            // SAFETY: live frame; checked for size before any field past the header is read.
+            let size = unsafe { (*frame).struct_size };
+            if size < sys::XLA_FFI_CallFrame_STRUCT_SIZE {
+                return Err((
+                    Code::Internal,
+                    format!("call frame of {size} bytes is smaller than rpjrt's layout"),
+                ));
+            }
+            let f = Frame {
+                ptr: frame,
+                api,
+                target,
+                _life: std::marker::PhantomData,
+            };
+            cb(&f).map(|()| null_mut())
+        }
+        None => Err((
+            Code::FailedPrecondition,
+            format!(
+                "the FFI handler for {:?} was removed; register one again to run this program",
+                target.name
+            ),
+        )),
+    }
+}
+
+// --------------------------------------------------------------------------- frame view
+
+/// A safe view of one live call frame; exists only inside a handler call.
+pub struct Frame<'a> {
+    ptr: *mut sys::XLA_FFI_CallFrame,
+    api: *const sys::XLA_FFI_Api,
+    target: &'static Target,
+    _life: std::marker::PhantomData<&'a ()>,
+}
+
+/// One buffer argument or result as the frame gives it.
+#[derive(Clone, Copy)]
+pub struct RawBuffer<'a> {
+    /// XLA FFI data type code.
+    pub dtype: i32,
+    /// Data address.
+    pub data: usize,
+    /// Dimensions.
+    pub dims: &'a [i64],
+}
+
+impl<'a> Frame<'a> {
+    fn frame(&self) -> &sys::XLA_FFI_CallFrame {
+        // SAFETY: the frame is live while this view exists (only made inside `dispatch`).
+        unsafe { &*self.ptr }
+    }
+
+    /// The target name.
+    pub fn target_name(&self) -> &str {
+        &self.target.name
+    }
+
+    /// The stage code.
+    pub fn stage(&self) -> i32 {
+        self.frame().stage
+    }
+
+    /// The runtime's FFI version.
+    pub fn runtime_version(&self) -> Version {
+        // SAFETY: `api` is the runtime's live api.
+        unsafe { api_version(self.api) }.unwrap_or((0, 0))
+    }
+
+    fn buffers(
+        &self,
+        size: i64,
+        types: *mut i32,
+        ptrs: *mut *mut c_void,
+        what: &str,
+    ) -> std::result::Result<Vec<RawBuffer<'a>>, (Code, String)> {
+        let n = usize::try_from(size).unwrap_or(0);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            // SAFETY: the runtime gives `size` entries in both arrays.
+            let (ty, p) = unsafe { (*types.add(i), *ptrs.add(i)) };
+            if ty != sys::XLA_FFI_ArgType_BUFFER || p.is_null() {
+                return Err((
+                    Code::Unimplemented,
+                    format!("{what} {i} is of FFI kind {ty}, and rpjrt handles buffers only"),
+                ));
+            }
+            // SAFETY: a BUFFER entry points at an XLA_FFI_Buffer, live for the call.
+            let b = unsafe { &*p.cast::<sys::XLA_FFI_Buffer>() };
+            let rank = usize::try_from(b.rank).unwrap_or(0);
+            let dims: &'a [i64] = if rank == 0 || b.dims.is_null() {
+                &[]
+            } else {
+                // SAFETY: `rank` dims, live for the call.
+                unsafe { std::slice::from_raw_parts(b.dims, rank) }
+            };
+            out.push(RawBuffer {
+                dtype: b.dtype,
+                data: b.data as usize,
+                dims,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The buffer arguments.
+    pub fn args(&self) -> std::result::Result<Vec<RawBuffer<'a>>, (Code, String)> {
+        let a = self.frame().args;
+        self.buffers(a.size, a.types, a.args, "argument")
+    }
+
+    /// The buffer results.
+    pub fn rets(&self) -> std::result::Result<Vec<RawBuffer<'a>>, (Code, String)> {
+        let r = self.frame().rets;
+        self.buffers(r.size, r.types, r.rets, "result")
+    }
+
+    /// The attributes, copied out of the frame in order (the safe layer types them).
+    pub fn attrs(&self) -> std::result::Result<Vec<(String, RawAttr)>, (Code, String)> {
+        let a = self.frame().attrs;
+        // SAFETY: the runtime's attribute table for this call.
+        unsafe { decode_attrs(&a, 0) }
+    }
+
+    /// The bytes of a buffer's data when it is in host memory.
+    ///
+    /// Safe because the frame's buffers are valid for the call and host-addressable when
+    /// the target's platform is the host; the length comes from dtype and dims.
+    pub fn host_bytes(&self, b: &RawBuffer<'a>) -> Option<&'a [u8]> {
+        let n = self.byte_len(b)?;
+        if n == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: see above; `n` bytes of the runtime's buffer, live for the call.
+        Some(unsafe { std::slice::from_raw_parts(b.data as *const u8, n) })
+    }
+
+    /// Mutable bytes of a result buffer in host memory.
+    pub fn host_bytes_mut(&self, b: &RawBuffer<'a>) -> Option<&'a mut [u8]> {
+        let n = self.byte_len(b)?;
+        if n == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: result buffers are written by the handler; valid and host-addressable as
+        // in `host_bytes`. Each result is handed out once by the core view.
+        Some(unsafe { std::slice::from_raw_parts_mut(b.data as *mut u8, n) })
+    }
+
+    fn byte_len(&self, b: &RawBuffer<'a>) -> Option<usize> {
+        if !self.target.host_memory {
+            return None;
+        }
+        let n = ffi_dense_bytes(b.dtype, b.dims)?;
+        // A zero-size buffer is host memory of no bytes: some runtimes (PJRT 0.81) give
+        // it a null address, which must not read as "not host memory".
+        if b.data == 0 && n != 0 {
+            return None;
+        }
+        Some(n)
+    }
+
+    /// `XLA_FFI_Stream_Get`: the platform stream (0 where there is none).
+    pub fn stream(&self) -> usize {
+        let Some(get) = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_Stream_Get), |a| {
+            a.XLA_FFI_Stream_Get
+        }) else {
+            return 0;
+        };
+        let mut a = sys::XLA_FFI_Stream_Get_Args {
+            struct_size: sys::XLA_FFI_Stream_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            stream: null_mut(),
+        };
+        // SAFETY: live context of this call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return 0;
+        }
+        a.stream as usize
+    }
+
+    /// `XLA_FFI_ExecutionContext_Get`: user data of this type id, if the execute call
+    /// attached any.
+    pub fn user_data(&self, type_id: i64) -> Option<usize> {
+        let get = self.api_fn(
+            offset_of!(sys::XLA_FFI_Api, XLA_FFI_ExecutionContext_Get),
+            |a| a.XLA_FFI_ExecutionContext_Get,
+        )?;
+        let mut id = sys::XLA_FFI_TypeId { type_id };
+        let mut a = sys::XLA_FFI_ExecutionContext_Get_Args {
+            struct_size: sys::XLA_FFI_ExecutionContext_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            type_id: &mut id,
+            data: null_mut(),
+        };
+        // SAFETY: live context; `id` outlives the call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return None;
+        }
+        (!a.data.is_null()).then_some(a.data as usize)
+    }
+
+    /// Stores `state` as this instance's state (called at the instantiate stage); the
+    /// runtime owns it from then on and frees it through rpjrt's deleter.
+    pub fn set_state(
+        &self,
+        type_id: i64,
+        state: StateBox,
+    ) -> std::result::Result<(), (Code, String)> {
+        let set = self
+            .api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_State_Set), |a| {
+                a.XLA_FFI_State_Set
+            })
+            .ok_or((
+                Code::Unimplemented,
+                "the FFI runtime offers no State_Set".to_string(),
+            ))?;
+        let raw = Box::into_raw(Box::new(state));
+        let mut id = sys::XLA_FFI_TypeId { type_id };
+        let mut a = sys::XLA_FFI_State_Set_Args {
+            struct_size: sys::XLA_FFI_State_Set_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            stage: sys::XLA_FFI_ExecutionStage_INSTANTIATE,
+            type_id: &mut id,
+            state: raw.cast(),
+        };
+        // SAFETY: live context of this call; `id` outlives the call.
+        let err = unsafe { set(&mut a) };
+        if err.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the runtime refused the state, so it is still ours to free.
+        drop(unsafe { Box::from_raw(raw) });
+        // SAFETY: an error the runtime just returned.
+        let msg = unsafe { take_ffi_error(self.api, err) };
+        Err((Code::Internal, format!("XLA_FFI_State_Set failed: {msg}")))
+    }
+
+    /// This instance's state, set at the instantiate stage.
+    pub fn state(&self, type_id: i64) -> Option<&'a (dyn Any + Send + Sync)> {
+        let get = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_State_Get), |a| {
+            a.XLA_FFI_State_Get
+        })?;
+        let mut id = sys::XLA_FFI_TypeId { type_id };
+        let mut a = sys::XLA_FFI_State_Get_Args {
+            struct_size: sys::XLA_FFI_State_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            stage: sys::XLA_FFI_ExecutionStage_INSTANTIATE,
+            type_id: &mut id,
+            state: null_mut(),
+        };
+        // SAFETY: live context; `id` outlives the call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return None;
+        }
+        if a.state.is_null() {
+            return None;
+        }
+        // SAFETY: states under rpjrt's type are `Box<StateBox>` set by `set_state`, owned by
+        // the runtime for the life of the instance, which outlives this call.
+        let b = unsafe { &*(a.state as *const StateBox) };
+        Some(&**b)
+    }
+
+    /// The rpjrt user data attached under rpjrt's own type id.
+    pub fn user_data_any(&self, type_id: i64) -> Option<&'a (dyn Any + Send + Sync)> {
+        let p = self.user_data(type_id)?;
+        // SAFETY: only rpjrt's `ExecuteContext::set_user_data` stores data under rpjrt's type
+        // id, always as the address of a boxed `Arc<dyn Any + Send + Sync>` that the context
+        // keeps alive until the execution's outputs are ready.
+        let arc = unsafe { &*(p as *const Arc<dyn Any + Send + Sync>) };
+        Some(&**arc)
+    }
+
+    /// `XLA_FFI_DeviceOrdinal_Get`: the device this call runs on, where the runtime says.
+    pub fn device_ordinal(&self) -> Option<i32> {
+        let get = self.api_fn(
+            offset_of!(sys::XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get),
+            |a| a.XLA_FFI_DeviceOrdinal_Get,
+        )?;
+        let mut a = sys::XLA_FFI_DeviceOrdinal_Get_Args {
+            struct_size: sys::XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            device_ordinal: -1,
+        };
+        // SAFETY: live context of this call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return None;
+        }
+        Some(a.device_ordinal)
+    }
+
+    /// `XLA_FFI_RunId_Get`: the id of this execution, where the runtime says.
+    pub fn run_id(&self) -> Option<i64> {
+        let get = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_RunId_Get), |a| {
+            a.XLA_FFI_RunId_Get
+        })?;
+        let mut a = sys::XLA_FFI_RunId_Get_Args {
+            struct_size: sys::XLA_FFI_RunId_Get_Args_STRUCT_SIZE,
+            extension_start: null_mut(),
+            ctx: self.frame().ctx,
+            run_id: 0,
+        };
+        // SAFETY: live context of this call.
+        let err = unsafe { get(&mut a) };
+        if !err.is_null() {
+            self.drop_error(err);
+            return None;
+        }
+        Some(a.run_id)
+    }
+
+    /// The execution context address (for native code that wants it).
+    pub fn context_address(&self) -> usize {
+        self.frame().ctx as usize
+    }
+
+    fn api_fn<F: Copy>(
+        &self,
+        offset: usize,
+        read: impl FnOnce(&sys::XLA_FFI_Api) -> Option<F>,
+    ) -> Option<F> {
+        if self.api.is_null() {
+            return None;
+        }
+        // SAFETY: live api; read only after checking the slot is inside its struct.
+        let api = unsafe { &*self.api };
+        if api.struct_size < offset + size_of::<usize>() {
+            return None;
+        }
+        read(api)
+    }
+
+    fn drop_error(&self, err: *mut sys::XLA_FFI_Error) {
+        if let Some(d) = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_Error_Destroy), |a| {
+            a.XLA_FFI_Error_Destroy
+        }) {
+            let mut a = sys::XLA_FFI_Error_Destroy_Args {
+                struct_size: sys::XLA_FFI_Error_Destroy_Args_STRUCT_SIZE,
+                extension_start: null_mut(),
+                error: err,
+            };
+            // SAFETY: an error the runtime just gave us, destroyed once.
+            unsafe { d(&mut a) };
+        }
+    }
+}
+
+/// One attribute as the frame gives it, copied out: scalars and arrays as their element
+/// bytes (native order) with the XLA FFI data type code, so that the safe layer types them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawAttr {
+    /// One element; `bytes` is empty when rpjrt does not know the type's width.
+    Scalar {
+        /// XLA FFI data type code.
+        dtype: i32,
+        /// The element's bytes.
+        bytes: Vec<u8>,
+    },
+    /// `len` elements; `bytes` is empty when rpjrt does not know the type's width.
+    Array {
+        /// XLA FFI data type code.
+        dtype: i32,
+        /// Number of elements.
+        len: usize,
+        /// The elements' bytes.
+        bytes: Vec<u8>,
+    },
+    /// A string's bytes, as the runtime gave them (the safe layer checks the encoding).
+    Str(Vec<u8>),
+    /// A nested dictionary, in the runtime's order.
+    Dict(Vec<(String, RawAttr)>),
+    /// An attribute kind rpjrt does not read (its `XLA_FFI_AttrType`).
+    Other(i32),
+}
+
+/// Bytes per element of an FFI type stored in whole bytes.
+fn whole_bytes(dtype: i32) -> Option<usize> {
+    ffi_storage_bits(dtype)
+        .filter(|b| b % 8 == 0 && *b > 0)
+        .map(|b| b / 8)
+}
+
+/// Copies an attribute table out (`depth` guards against runaway nesting).
+///
+/// # Safety
+/// `a` must be the runtime's attribute table for a live call.
+unsafe fn decode_attrs(
+    a: &sys::XLA_FFI_Attrs,
+    depth: usize,
+) -> std::result::Result<Vec<(String, RawAttr)>, (Code, String)> {
+    if depth > 32 {
+        return Err((
+            Code::InvalidArgument,
+            "attributes nest deeper than 32".into(),
+        ));
+    }
+    let n = usize::try_from(a.size).unwrap_or(0);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        // SAFETY: `size` entries in each array, per the runtime.
+        let (ty, name, value) = unsafe { (*a.types.add(i), *a.names.add(i), *a.attrs.add(i)) };
+        // SAFETY: the name is a byte span owned by the runtime for the call.
+        let name = unsafe { span(name) };
+        let v = match ty {
+            sys::XLA_FFI_AttrType_SCALAR => {
+                // SAFETY: a SCALAR entry points at an XLA_FFI_Scalar.
+                let s = unsafe { &*value.cast::<sys::XLA_FFI_Scalar>() };
+                let width = whole_bytes(s.dtype).filter(|_| !s.value.is_null());
+                // SAFETY: the scalar's value pointer holds one element of its dtype, whose
+                // width the table gives.
+                let bytes = width.map_or(Vec::new(), |w| unsafe { copy_bytes(s.value, w) });
+                RawAttr::Scalar {
+                    dtype: s.dtype,
+                    bytes,
+                }
+            }
+            sys::XLA_FFI_AttrType_ARRAY => {
+                // SAFETY: an ARRAY entry points at an XLA_FFI_Array.
+                let arr = unsafe { &*value.cast::<sys::XLA_FFI_Array>() };
+                let len = arr.size;
+                let total = whole_bytes(arr.dtype)
+                    .and_then(|w| w.checked_mul(len))
+                    .filter(|_| !arr.data.is_null() || len == 0);
+                // SAFETY: `size` elements of `dtype` at `data`.
+                let bytes = total.map_or(Vec::new(), |t| unsafe { copy_bytes(arr.data, t) });
+                RawAttr::Array {
+                    dtype: arr.dtype,
+                    len,
+                    bytes,
+                }
+            }
+            sys::XLA_FFI_AttrType_STRING => {
+                // SAFETY: a STRING entry points at a byte span.
+                RawAttr::Str(unsafe { span_bytes(value.cast()) })
+            }
+            sys::XLA_FFI_AttrType_DICTIONARY => {
+                // SAFETY: a DICTIONARY entry points at a nested attribute table.
+                let inner = unsafe { &*value.cast::<sys::XLA_FFI_Attrs>() };
+                // SAFETY: as for the outer table.
+                RawAttr::Dict(unsafe { decode_attrs(inner, depth + 1) }?)
+            }
+            other => RawAttr::Other(other),
+        };
+        out.push((name, v));
+    }
+    Ok(out)
+}
+
+/// # Safety
+/// `n` readable bytes at `p` (or `n == 0`).
+unsafe fn copy_bytes(p: *const c_void, n: usize) -> Vec<u8> {
+    if n == 0 || p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: per the contract.
+    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) }.to_vec()
+}
+
+/// # Safety
+/// `s` is null or points at a live byte span.
+unsafe fn span(s: *const sys::XLA_FFI_ByteSpan) -> String {
+    if s.is_null() {
+        return String::new();
+    }
+    // SAFETY: per the contract.
+    let s = unsafe { &*s };
+    if s.ptr.is_null() || s.len == 0 {
+        return String::new();
+    }
+    // SAFETY: `len` bytes at `ptr`, live for the call.
+    let bytes = unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) };
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// # Safety
+/// `s` is null or points at a live byte span.
+unsafe fn span_bytes(s: *const sys::XLA_FFI_ByteSpan) -> Vec<u8> {
+    if s.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: per the contract.
+    let s = unsafe { &*s };
+    // SAFETY: `len` bytes at `ptr`, live for the call (copy_bytes checks null and 0).
+    unsafe { copy_bytes(s.ptr.cast(), s.len) }
+}
+
+// ------------------------------------------------------------------------------- thunks
+
+/// Wraps a raw handler address as a function pointer.
+///
+/// # Safety
+/// `address` must be the address of a function with the `XLA_FFI_Handler` signature that
+/// stays valid for the life of the process.
+pub unsafe fn native_handler(address: usize) -> Option<sys::XLA_FFI_Handler> {
+    if address == 0 {
+        return None;
+    }
+    // SAFETY: per the contract.
+    Some(unsafe { std::mem::transmute::<usize, sys::XLA_FFI_Handler>(address) })
+}
+
+/// Asks native handler code which FFI version it was built for, by calling it with a
+/// metadata frame (what XLA does at registration), using the runtime api learned by
+/// `probe_target`'s metadata call.
+pub fn native_version(h: NativeHandler, probe_target: &Target) -> Option<Version> {
+    let api = probe_target.runtime_api().0;
+    if api.is_null() {
+        return None;
+    }
+    let mut md = sys::XLA_FFI_Metadata {
+        struct_size: sys::XLA_FFI_Metadata_STRUCT_SIZE,
+        api_version: sys::XLA_FFI_Api_Version {
+            struct_size: sys::XLA_FFI_Api_Version_STRUCT_SIZE,
+            extension_start: null_mut(),
+            major_version: 0,
+            minor_version: 0,
+        },
+        traits: 0,
+        state_type_id: sys::XLA_FFI_TypeId { type_id: 0 },
+    };
+    let mut ext = sys::XLA_FFI_Metadata_Extension {
+        extension_base: sys::XLA_FFI_Extension_Base {
+            struct_size: sys::XLA_FFI_Metadata_Extension_STRUCT_SIZE,
+            r#type: sys::XLA_FFI_Extension_Metadata,
+            next: null_mut(),
+        },
+        metadata: &mut md,
+    };
+    let empty_args = sys::XLA_FFI_Args {
+        struct_size: sys::XLA_FFI_Args_STRUCT_SIZE,
+        extension_start: null_mut(),
+        size: 0,
+        types: null_mut(),
+        args: null_mut(),
+    };
+    let empty_rets = sys::XLA_FFI_Rets {
+        struct_size: sys::XLA_FFI_Rets_STRUCT_SIZE,
+        extension_start: null_mut(),
+        size: 0,
+        types: null_mut(),
+        rets: null_mut(),
+    };
+    let empty_attrs = sys::XLA_FFI_Attrs {
+        struct_size: sys::XLA_FFI_Attrs_STRUCT_SIZE,
+        extension_start: null_mut(),
+        size: 0,
+        types: null_mut(),
+        names: null_mut(),
+        attrs: null_mut(),
+    };
+    let mut frame = sys::XLA_FFI_CallFrame {
+        struct_size: sys::XLA_FFI_CallFrame_STRUCT_SIZE,
+        extension_start: (&mut ext as *mut sys::XLA_FFI_Metadata_Extension).cast(),
+        api,
+        ctx: null_mut(),
+        stage: sys::XLA_FFI_ExecutionStage_EXECUTE,
+        args: empty_args,
+        rets: empty_rets,
+        attrs: empty_attrs,
+        future: null_mut(),
+    };
+    // SAFETY: a well-formed metadata frame with the runtime's own api; the handler is an
+    // XLA FFI handler (vouched for when the `NativeHandler` was made) and only fills in the
+    // metadata struct.
+    let err = unsafe { (h.0)(&mut frame) };
+    if !err.is_null() {
+        let f = Frame {
+            ptr: &mut frame,
+            api,
+            target: probe_target_static(probe_target),
+            _life: std::marker::PhantomData,
+        };
+        f.drop_error(err);
+        return None;
+    }
+    Some((md.api_version.major_version, md.api_version.minor_version))
+}
+
+fn probe_target_static(t: &Target) -> &'static Target {
+    // SAFETY: every `Target` is leaked at creation (see `Target::new`), so it lives forever.
+    unsafe { &*(t as *const Target) }
+}
+
+mod thunks {
+    //! Executable pages of per-target entry stubs.
+    use super::*;
+
+    const PAGE: usize = 4096;
+    const STUB: usize = 32;
+    const PER_PAGE: usize = PAGE / STUB;
+
+    type Slot = AtomicPtr<Target>;
+
+    static FREE: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+    /// A fresh stub: `(code address, its slot)`.
+    pub(super) fn take() -> Result<(usize, &'static Slot)> {
+        let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
+        if free.is_empty() {
+            *free = new_page()?;
+            free.reverse();
+        }
+        let (code, slot) = free.pop().expect("a new page has stubs");
+        // SAFETY: slots are leaked `AtomicPtr`s made in `new_page`.
+        Ok((code, unsafe { &*(slot as *const Slot) }))
+    }
+
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    fn new_page() -> Result<Vec<(usize, usize)>> {
+        extern "C" {
+            fn mmap(
+                addr: *mut c_void,
+                len: usize,
+                prot: c_int,
+                flags: c_int,
+                fd: c_int,
+                off: i64,
+            ) -> *mut c_void;
+            fn mprotect(addr: *mut c_void, len: usize, prot: c_int) -> c_int;
+            #[cfg(target_arch = "aarch64")]
+            fn __clear_cache(start: *mut std::ffi::c_char, end: *mut std::ffi::c_char);
+        }
+        const PROT_READ: c_int = 1;
+        const PROT_WRITE: c_int = 2;
+        const PROT_EXEC: c_int = 4;
+        const MAP_PRIVATE: c_int = 2;
+        const MAP_ANONYMOUS: c_int = 0x20;
+        let slots: &'static [Slot] = Box::leak(
+            (0..PER_PAGE)
+                .map(|_| AtomicPtr::new(null_mut()))
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        // SAFETY: anonymous private mapping of one page, no existing memory involved.
+        let page = unsafe {
+            mmap(
+                null_mut(),
+                PAGE,
+                PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page.is_null() || page as isize == -1 {
+            return Err(Error::invalid(
+                "cannot map a page for FFI handler entry stubs (mmap failed)",
+            ));
+        }
+        let target = dispatch as *const () as usize as u64;
+        let mut out = Vec::with_capacity(PER_PAGE);
+        for (i, slot) in slots.iter().enumerate() {
+            let code = page as usize + i * STUB;
+            let slot_addr = slot as *const Slot as u64;
+            let mut stub = [0u8; STUB];
+            #[cfg(target_arch = "x86_64")]
+            {
+                // movabs rsi, slot ; movabs rax, dispatch ; jmp rax ; int3 padding
+                stub.fill(0xCC);
+                stub[0..2].copy_from_slice(&[0x48, 0xBE]);
+                stub[2..10].copy_from_slice(&slot_addr.to_le_bytes());
+                stub[10..12].copy_from_slice(&[0x48, 0xB8]);
+                stub[12..20].copy_from_slice(&target.to_le_bytes());
+                stub[20..22].copy_from_slice(&[0xFF, 0xE0]);
+            }
+            #[cfg(target_arch = "aarch64")]
+            {
+                // ldr x1, [pc+16] ; ldr x16, [pc+20] ; br x16 ; nop ; .quad slot ; .quad dispatch
+                stub[0..4].copy_from_slice(&0x5800_0081u32.to_le_bytes());
+                stub[4..8].copy_from_slice(&0x5800_00B0u32.to_le_bytes());
+                stub[8..12].copy_from_slice(&0xD61F_0200u32.to_le_bytes());
+                stub[12..16].copy_from_slice(&0xD503_201Fu32.to_le_bytes());
+                stub[16..24].copy_from_slice(&slot_addr.to_le_bytes());
+                stub[24..32].copy_from_slice(&target.to_le_bytes());
+            }
+            // SAFETY: writing inside our own freshly mapped, writable page.
+            unsafe { std::ptr::copy_nonoverlapping(stub.as_ptr(), code as *mut u8, STUB) };
+            out.push((code, slot as *const Slot as usize));
+        }
+        // SAFETY: our own page; from now on it is read+execute and never written again.
+        if unsafe { mprotect(page, PAGE, PROT_READ | PROT_EXEC) } != 0 {
+            return Err(Error::invalid(
+                "cannot make the FFI handler entry stubs executable (mprotect failed; is W^X \
+                 enforced for this process?)",
+            ));
+        }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: flushing the instruction cache for our page.
+        unsafe {
+            __clear_cache(page.cast(), page.cast::<std::ffi::c_char>().add(PAGE))
+        };
+        Ok(out)
+    }
+
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    fn new_page() -> Result<Vec<(usize, usize)>> {
+        Err(Error::invalid(
+            "custom-call handlers written in Rust or Python need Linux on x86-64 or aarch64",
+        ))
+    }
+}

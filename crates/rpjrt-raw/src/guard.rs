@@ -1,0 +1,176 @@
+//! Process-level guards around plugin calls: a plugin used in a forked child.
+//!
+//! A PJRT plugin runs worker threads; `fork()` copies only the calling thread, so in the
+//! child every client inherited from the parent refers to threads that do not exist, and
+//! destroying it (or running anything on it) crashes or hangs. The loader registers a
+//! `pthread_atfork` child handler that bumps a generation counter; each loaded plugin
+//! records the generation it was loaded in, and [`super::Api::invoke`] refuses every call
+//! from a later generation with a clear error. Drops ignore that error, so objects
+//! inherited across a fork are leaked in the child, never destroyed.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
+
+/// Bumped in the child after every `fork()`.
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+static REGISTER: Once = Once::new();
+
+extern "C" {
+    // POSIX: `int pthread_atfork(void (*prepare)(void), void (*parent)(void),
+    // void (*child)(void))`, in libc (which every Rust program on Linux links).
+    fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> i32;
+}
+
+extern "C" fn in_child() {
+    // Only an atomic add: async-signal-safe, as a fork handler must be.
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The current fork generation, registering the fork handler on first use.
+pub fn generation() -> u32 {
+    REGISTER.call_once(|| {
+        // SAFETY: registers a handler that only performs an atomic add; the function lives
+        // for the whole program (it is part of this library, which is never unloaded
+        // while it is in use by the Rust program that links it statically).
+        unsafe {
+            pthread_atfork(None, None, Some(in_child));
+        }
+    });
+    GENERATION.load(Ordering::Relaxed)
+}
+
+/// Whether this process is a fork of the one in `generation` (cheap: one atomic load).
+#[inline]
+pub fn forked_since(generation: u32) -> bool {
+    GENERATION.load(Ordering::Relaxed) != generation
+}
+
+/// The message for a call refused in a forked child.
+pub fn forked_message(loaded_in_pid: u32) -> String {
+    format!(
+        "this process (pid {}) is a fork of the process that loaded the plugin (pid \
+         {loaded_in_pid}); a PJRT plugin's threads do not survive fork, so nothing inherited \
+         from the parent can be used or destroyed here (it is leaked instead). Create \
+         clients after fork only in processes started fresh (multiprocessing's \"spawn\")",
+        std::process::id()
+    )
+}
+
+extern "C" {
+    // POSIX: `sighandler_t signal(int signum, sighandler_t handler)`; SIG_DFL is 0.
+    fn signal(signum: i32, handler: usize) -> usize;
+}
+
+/// SIGPIPE's number on Linux (and every other Unix rpjrt builds for).
+const SIGPIPE: i32 = 13;
+
+/// Restores the default action of SIGPIPE (end the process), which the Rust runtime
+/// replaces with "ignore" at start-up (so a write to a closed pipe returns EPIPE and
+/// `println!` panics).
+pub fn default_sigpipe() {
+    // SAFETY: installs the default disposition for SIGPIPE; no handler code of ours runs.
+    unsafe {
+        signal(SIGPIPE, 0);
+    }
+}
+
+/// An entry of the PJRT C API, as the guard calls it (every entry takes one pointer to its
+/// args struct and returns a `PJRT_Error*`).
+pub type RawEntry = unsafe extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void;
+
+extern "C" {
+    // src/guard.cpp: calls `entry(args)` inside a C++ try block; on an exception sets
+    // `*threw` (left untouched otherwise) and keeps its text for `rpjrt_guard_last_what`.
+    fn rpjrt_guarded_call(
+        entry: RawEntry,
+        args: *mut std::ffi::c_void,
+        threw: *mut i32,
+    ) -> *mut std::ffi::c_void;
+    fn rpjrt_guard_last_what() -> *const std::ffi::c_char;
+    #[cfg(test)]
+    fn rpjrt_guard_test_throw(args: *mut std::ffi::c_void) -> *mut std::ffi::c_void;
+}
+
+/// Calls a plugin entry, catching any C++ exception it lets escape: `Err(what())`.
+///
+/// # Safety
+/// `entry` must be a C function taking one pointer and returning one pointer, and `args`
+/// valid for it, as for calling it directly.
+#[inline]
+pub unsafe fn call(
+    entry: RawEntry,
+    args: *mut std::ffi::c_void,
+) -> std::result::Result<*mut std::ffi::c_void, String> {
+    let mut threw = 0i32;
+    // SAFETY: the caller vouches for `entry` and `args`; `threw` is a valid int.
+    let r = unsafe { rpjrt_guarded_call(entry, args, &mut threw) };
+    if threw == 0 {
+        return Ok(r);
+    }
+    Err(last_what())
+}
+
+#[cold]
+fn last_what() -> String {
+    // SAFETY: the guard returns a NUL-terminated string owned by this thread, valid until
+    // the next caught exception on this thread; it is copied right away.
+    unsafe { std::ffi::CStr::from_ptr(rpjrt_guard_last_what()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A trivial entry for measuring the guard: returns its argument.
+#[cfg(feature = "bench")]
+extern "C" fn echo(args: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
+    std::hint::black_box(args)
+}
+
+/// Times `iters` direct calls and `iters` guarded calls of a trivial `extern "C"` entry,
+/// interleaved in rounds so machine noise hits both alike: `(direct_ns, guarded_ns)` per
+/// call, the best round of each. What the guard adds to each plugin call is the difference.
+#[cfg(feature = "bench")]
+pub fn guard_overhead_ns(iters: usize) -> (f64, f64) {
+    use std::time::Instant;
+    let entry: RawEntry = echo;
+    let entry = std::hint::black_box(entry);
+    let (mut best_direct, mut best_guarded) = (f64::MAX, f64::MAX);
+    for _ in 0..21 {
+        let t = Instant::now();
+        for i in 0..iters {
+            // SAFETY: `echo` accepts any pointer and only returns it.
+            let r = unsafe { entry(i as *mut std::ffi::c_void) };
+            std::hint::black_box(r);
+        }
+        best_direct = best_direct.min(t.elapsed().as_nanos() as f64 / iters as f64);
+        let t = Instant::now();
+        for i in 0..iters {
+            // SAFETY: as above; the guard calls `echo` the same way.
+            let r = unsafe { call(entry, i as *mut std::ffi::c_void) };
+            let _ = std::hint::black_box(r);
+        }
+        best_guarded = best_guarded.min(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    (best_direct, best_guarded)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escaped_exceptions_become_errors() {
+        // SAFETY: the test entry takes any pointer (it only compares it with null).
+        let r = unsafe {
+            super::call(
+                super::rpjrt_guard_test_throw,
+                std::ptr::NonNull::<u8>::dangling().as_ptr().cast(),
+            )
+        };
+        assert_eq!(r, Err("vector::_M_default_append".to_string()));
+        // SAFETY: as above.
+        let r = unsafe { super::call(super::rpjrt_guard_test_throw, std::ptr::null_mut()) };
+        assert!(r.unwrap_err().contains("not a std::exception"));
+    }
+}

@@ -1,0 +1,615 @@
+//! The unsafe layer of rpjrt: the only place where it touches the PJRT C ABI. Most users
+//! want the `rpjrt` crate, the safe client built on this one; this crate's API follows the
+//! plugins' contracts and changes with `rpjrt`.
+//!
+//! No C pointer leaves this crate. Callers see owning handles, one per PJRT object
+//! ([`client::Client`], [`buffer::Buffer`], [`executable::Loaded`],
+//! [`executable::Executable`], [`event::Event`]), each holding a private non-null pointer and
+//! the plugin's table and destroying the C object on drop, plus device and memory views
+//! ([`device::DeviceRef`], [`device::MemoryRef`]) that are only ever used through their live
+//! client. The C entries are methods on these handles; a function whose precondition it
+//! cannot check itself is an `unsafe fn` with the contract written on it.
+//!
+//! Every call into the plugin goes through [`Api::invoke`] (via the `pjrt!` macro), which
+//! checks that the plugin's function table has the slot and that it is non-null, and turns
+//! a returned `PJRT_Error*` into an [`Error`].
+//!
+//! Besides `rpjrt-sys` (the declarations), the crate depends on nothing of rpjrt: it takes
+//! and returns plain slices, integers, strings and its own small types (the error type
+//! [`error::Error`] and the out-of-memory report [`oom::OomReport`] among them), and the
+//! safe layer converts.
+#![warn(missing_docs)]
+// C `int`/`size_t` fields are cast explicitly so the code stays right where they differ.
+#![allow(clippy::unnecessary_cast)]
+
+use std::ffi::c_void;
+use std::mem::{offset_of, size_of, MaybeUninit};
+use std::path::{Path, PathBuf};
+
+use rpjrt_sys as sys;
+
+use crate::error::{ApiVersion, Code, Error, Result};
+
+pub mod error;
+pub mod oom;
+
+pub mod aot;
+pub mod buffer;
+pub mod callback;
+pub mod client;
+pub mod cuda;
+pub mod device;
+pub mod dlpack;
+pub mod elf;
+pub mod event;
+pub mod executable;
+pub mod execute;
+pub mod extension;
+pub mod external;
+pub mod ffi;
+#[cfg(feature = "bench")]
+pub mod floor;
+pub mod fpmode;
+pub mod guard;
+pub mod hostmem;
+pub mod inline;
+pub mod kv;
+pub mod layout;
+pub mod memstats;
+pub mod stdio;
+pub mod transfer;
+pub mod triton;
+pub mod util;
+
+/// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
+///
+/// Expands to an unsafe call: the caller promises that every pointer in the args struct is
+/// valid for the duration of the call, as the C API documents for that entry.
+macro_rules! pjrt {
+    ($api:expr, $entry:ident, $args:expr) => {
+        $api.invoke(
+            ::std::mem::offset_of!(::rpjrt_sys::PJRT_Api, $entry),
+            stringify!($entry),
+            $args,
+            // Runs inside the caller's unsafe block; `invoke` calls it only after checking
+            // that the plugin's table covers this slot, so the read stays in bounds.
+            |p| ::std::ptr::addr_of!((*p).$entry).read(),
+        )
+    };
+}
+pub(crate) use pjrt;
+
+/// The function pointer of table entry `$entry`, after the same checks `pjrt!` makes:
+/// `Err(Unsupported)` when the plugin's table is too short or the slot is null.
+#[cfg(feature = "bench")]
+macro_rules! pjrt_fn {
+    ($api:expr, $entry:ident) => {
+        $api.slot(
+            ::std::mem::offset_of!(::rpjrt_sys::PJRT_Api, $entry),
+            stringify!($entry),
+            |p| {
+                // SAFETY: `slot` calls this only after checking that the plugin's table
+                // covers this slot, so the read stays inside the table.
+                unsafe { ::std::ptr::addr_of!((*p).$entry).read() }
+            },
+        )
+    };
+}
+#[cfg(feature = "bench")]
+pub(crate) use pjrt_fn;
+
+/// An args struct of the C API: a `#[repr(C)]` struct whose first field is `size_t
+/// struct_size` and for which all-zero bytes are a valid (empty) value.
+///
+/// # Safety
+/// Implementors must be such structs, and `STRUCT_SIZE` must be the header's size.
+pub unsafe trait Args: Sized {
+    /// The header's STRUCT_SIZE for this struct.
+    const STRUCT_SIZE: usize;
+
+    /// A zeroed value with `struct_size` set.
+    fn new() -> Self {
+        let mut v = MaybeUninit::<Self>::zeroed();
+        // SAFETY: the trait's contract says the struct starts with a `usize` and that all-zero
+        // bytes are a valid value, so writing the first word and assuming init is sound.
+        unsafe {
+            v.as_mut_ptr().cast::<usize>().write(Self::STRUCT_SIZE);
+            v.assume_init()
+        }
+    }
+}
+
+macro_rules! args_types {
+    ($($t:ident => $size:ident),* $(,)?) => {
+        $(
+            // SAFETY: every listed type is a C API args struct declared in rpjrt-sys; each
+            // begins with `struct_size` and contains only integers, raw pointers, bools and
+            // nullable function pointers, for which zero is valid.
+            unsafe impl Args for sys::$t { const STRUCT_SIZE: usize = sys::$size; }
+        )*
+    };
+}
+pub(crate) use args_types;
+
+args_types! {
+    PJRT_Error_Destroy_Args => PJRT_Error_Destroy_Args_STRUCT_SIZE,
+    PJRT_Error_Message_Args => PJRT_Error_Message_Args_STRUCT_SIZE,
+    PJRT_Error_GetCode_Args => PJRT_Error_GetCode_Args_STRUCT_SIZE,
+    PJRT_Plugin_Initialize_Args => PJRT_Plugin_Initialize_Args_STRUCT_SIZE,
+    PJRT_Plugin_Attributes_Args => PJRT_Plugin_Attributes_Args_STRUCT_SIZE,
+    PJRT_NamedValue => PJRT_NamedValue_STRUCT_SIZE,
+}
+
+/// The loaded function table of one plugin.
+pub struct Api {
+    ptr: *const sys::PJRT_Api,
+    table_size: usize,
+    version: ApiVersion,
+    /// `pjrt_api_version.struct_size` as the plugin set it.
+    version_struct_size: usize,
+    /// The fork generation (see `guard`) and process the plugin was loaded in.
+    fork_generation: u32,
+    loaded_in_pid: u32,
+    /// The extension chain, walked once at load: (type id, struct size, address).
+    extensions: Vec<extension::Found>,
+    /// The empty execute context that executions get once FFI handlers exist and the
+    /// caller gave none (made on first use; `None` if the plugin could not make one).
+    default_context: std::sync::OnceLock<Option<ffi::ExecuteContextPtr>>,
+}
+
+// SAFETY: the table is immutable after GetPjrtApi returns, and the library is never unloaded,
+// so the pointer may be shared and used from any thread; the C API is thread-safe by contract.
+unsafe impl Send for Api {}
+// SAFETY: see `Send`; the only interior mutability is a `OnceLock` of a Send + Sync value.
+unsafe impl Sync for Api {}
+
+/// Size of the `PJRT_Api` header fields before the first function slot.
+const TABLE_HEADER: usize = offset_of!(sys::PJRT_Api, PJRT_Error_Destroy);
+
+/// The layout rpjrt-sys declares.
+pub const OUR_VERSION: ApiVersion = ApiVersion {
+    major: sys::PJRT_API_MAJOR as i32,
+    minor: sys::PJRT_API_MINOR as i32,
+};
+
+/// A C++ exception's text cut to what a reader needs, the cause first: the backtrace
+/// frames (lines from `backtrace:` on, and lines that are only a frame address) are
+/// dropped and counted, and an `info:` section (the human explanation some runtimes put
+/// after the failed assertion) comes before the assertion. Short plain texts are unchanged.
+pub fn summarize_exception(what: &str) -> String {
+    let is_frame = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("--- ") || t.starts_with("#") && t.contains("0x") || t.contains("(+0x")
+    };
+    let mut kept = Vec::new();
+    let mut dropped = 0usize;
+    let mut in_backtrace = false;
+    for line in what.lines() {
+        let t = line.trim();
+        if t.eq_ignore_ascii_case("backtrace:") || t.eq_ignore_ascii_case("stack trace:") {
+            in_backtrace = true;
+            continue;
+        }
+        if in_backtrace || is_frame(line) {
+            dropped += 1;
+            continue;
+        }
+        if !t.is_empty() {
+            kept.push(t);
+        }
+    }
+    // "ASSERTION\ninfo:\nCAUSE" becomes "CAUSE (ASSERTION)".
+    let text = match kept.iter().position(|l| l.eq_ignore_ascii_case("info:")) {
+        Some(i) if i + 1 < kept.len() => {
+            format!("{} ({})", kept[i + 1..].join("; "), kept[..i].join("; "))
+        }
+        _ => kept.join("; "),
+    };
+    let mut text = if text.chars().count() > 600 {
+        format!("{}...", text.chars().take(600).collect::<String>())
+    } else {
+        text
+    };
+    if dropped > 0 {
+        text.push_str(&format!("; {dropped} backtrace lines left out"));
+    }
+    text
+}
+
+/// Loads a plugin library, checks it is a usable PJRT plugin, and returns its table.
+/// The library is never unloaded.
+pub fn load(path: &Path) -> Result<Api> {
+    let fail = |reason: String| Error::PluginLoad {
+        path: path.to_path_buf(),
+        reason,
+    };
+    // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
+    // blocks on a FIFO: check the file first.
+    elf::check_library_file(path).map_err(fail)?;
+    // SAFETY: loading a library runs its initialisers. That is what loading a plugin means;
+    // the user chose this path as a PJRT plugin.
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| fail(format!("it is not a loadable shared library ({e})")))?;
+    // SAFETY: `GetPjrtApi` is declared by the C API as `const PJRT_Api* GetPjrtApi(void)`.
+    let get: libloading::Symbol<unsafe extern "C" fn() -> *const sys::PJRT_Api> = unsafe {
+        lib.get(b"GetPjrtApi\0")
+    }
+    .map_err(|_| fail("it does not export GetPjrtApi, so it is not a PJRT plugin".into()))?;
+    // SAFETY: calling the plugin's entry point, which takes no arguments.
+    let ptr = unsafe { get() };
+    // Never unload: handles from this plugin may outlive every rpjrt object.
+    std::mem::forget(lib);
+    if ptr.is_null() {
+        return Err(fail("GetPjrtApi returned a null table".into()));
+    }
+    // SAFETY: a PJRT_Api starts with `size_t struct_size`; we read only that word first.
+    let table_size = unsafe { ptr.cast::<usize>().read() };
+
+    if table_size < TABLE_HEADER {
+        return Err(fail(format!(
+            "its PJRT_Api struct is only {table_size} bytes, too small to hold a version"
+        )));
+    }
+    // SAFETY: the struct covers the header (checked above), so the version is inside it.
+    let v = unsafe { std::ptr::addr_of!((*ptr).pjrt_api_version).read() };
+    let version = ApiVersion {
+        major: v.major_version as i32,
+        minor: v.minor_version as i32,
+    };
+    if version.major != OUR_VERSION.major {
+        return Err(fail(format!(
+            "it implements PJRT {version}, a different major version than rpjrt's {OUR_VERSION}"
+        )));
+    }
+    if version.minor < 57 {
+        return Err(fail(format!(
+            "it implements PJRT {version}; rpjrt needs PJRT 0.57 or newer (the function table \
+             was reordered at 0.56/0.57)"
+        )));
+    }
+    // The error entries must exist for any call to report failures.
+    if table_size < TABLE_HEADER + 3 * size_of::<usize>() {
+        return Err(fail(format!(
+            "its PJRT_Api struct is only {table_size} bytes, too small for the error entries"
+        )));
+    }
+    let mut api = Api {
+        ptr,
+        table_size,
+        version,
+        version_struct_size: v.struct_size,
+        fork_generation: guard::generation(),
+        loaded_in_pid: std::process::id(),
+        extensions: Vec::new(),
+        default_context: std::sync::OnceLock::new(),
+    };
+    api.extensions = api.walk_extensions();
+    Ok(api)
+}
+
+impl Api {
+    /// The plugin's PJRT version.
+    pub fn version(&self) -> ApiVersion {
+        self.version
+    }
+
+    /// `pjrt_api_version.struct_size` as the plugin reports it.
+    pub fn version_struct_size(&self) -> usize {
+        self.version_struct_size
+    }
+
+    /// Size of the plugin's `PJRT_Api` struct in bytes.
+    pub fn table_size(&self) -> usize {
+        self.table_size
+    }
+
+    /// Number of function slots the plugin's table holds.
+    pub fn table_slots(&self) -> usize {
+        self.table_size.saturating_sub(TABLE_HEADER) / size_of::<usize>()
+    }
+
+    /// Whether the table has a non-null entry at `offset`.
+    pub fn has_slot(&self, offset: usize) -> bool {
+        if offset + size_of::<usize>() > self.table_size {
+            return false;
+        }
+        // SAFETY: the slot lies inside the plugin's table (checked above); every slot is a
+        // pointer-sized nullable function pointer.
+        let slot = unsafe {
+            self.ptr
+                .cast::<u8>()
+                .add(offset)
+                .cast::<*const c_void>()
+                .read()
+        };
+        !slot.is_null()
+    }
+
+    /// Checks the slot, then calls it.
+    ///
+    /// # Safety
+    /// Every pointer in `args` must be valid as the C API requires for this entry.
+    #[inline]
+    pub unsafe fn invoke<T>(
+        &self,
+        offset: usize,
+        entry: &'static str,
+        args: &mut T,
+        read: impl FnOnce(
+            *const sys::PJRT_Api,
+        ) -> Option<unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error>,
+    ) -> Result<()> {
+        if offset + size_of::<usize>() > self.table_size {
+            return Err(self.unsupported_entry(entry, offset, false));
+        }
+        let Some(f) = read(self.ptr) else {
+            return Err(self.unsupported_entry(entry, offset, true));
+        };
+        if guard::forked_since(self.fork_generation) {
+            return Err(self.forked_error(entry));
+        }
+        // SAFETY: `f` is an `extern "C"` function taking one pointer and returning one
+        // pointer; as `RawEntry` it has the same ABI, only the pointee types are erased.
+        let raw: guard::RawEntry = unsafe {
+            std::mem::transmute::<
+                unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error,
+                guard::RawEntry,
+            >(f)
+        };
+        // SAFETY: `f` is the plugin's implementation of `entry`; the caller vouches for args.
+        // The guard catches a C++ exception escaping from it (which would abort in Rust).
+        let err = match unsafe { guard::call(raw, (args as *mut T).cast()) } {
+            Ok(e) => e.cast::<sys::PJRT_Error>(),
+            Err(what) => return Err(self.exception_error(entry, what)),
+        };
+        if err.is_null() {
+            Ok(())
+        } else {
+            Err(self.take_error(err, entry))
+        }
+    }
+
+    /// The error for a C++ exception that escaped from a plugin entry.
+    #[cold]
+    fn exception_error(&self, entry: &'static str, what: String) -> Error {
+        Error::Pjrt {
+            entry,
+            code: Code::Internal,
+            message: format!(
+                "the plugin threw a C++ exception instead of returning an error ({}); \
+                 rpjrt caught it, but the plugin may be left in an inconsistent state",
+                summarize_exception(&what)
+            ),
+        }
+    }
+
+    /// The error for a call refused in a forked child (see `guard`).
+    #[cold]
+    fn forked_error(&self, entry: &'static str) -> Error {
+        Error::Pjrt {
+            entry,
+            code: Code::FailedPrecondition,
+            message: guard::forked_message(self.loaded_in_pid),
+        }
+    }
+
+    /// Checks the slot and returns its function pointer, for callers that call the same
+    /// entry many times (the benchmark floor).
+    #[cfg(feature = "bench")]
+    pub fn slot<F>(
+        &self,
+        offset: usize,
+        entry: &'static str,
+        read: impl FnOnce(*const sys::PJRT_Api) -> Option<F>,
+    ) -> Result<F> {
+        if offset + size_of::<usize>() > self.table_size {
+            return Err(self.unsupported_entry(entry, offset, false));
+        }
+        if guard::forked_since(self.fork_generation) {
+            return Err(self.forked_error(entry));
+        }
+        read(self.ptr).ok_or_else(|| self.unsupported_entry(entry, offset, true))
+    }
+
+    #[cold]
+    fn unsupported_entry(&self, entry: &'static str, offset: usize, missing_slot: bool) -> Error {
+        let slot = (offset - TABLE_HEADER) / size_of::<usize>();
+        let since = sys::PJRT_API_ENTRIES
+            .get(slot)
+            .map(|e| e.since_minor as i32)
+            .unwrap_or(OUR_VERSION.minor);
+        Error::Unsupported {
+            what: entry.to_string(),
+            needs: ApiVersion {
+                major: 0,
+                minor: since,
+            },
+            plugin: self.version,
+            missing_slot,
+        }
+    }
+
+    /// An `Unsupported` error for a feature (not a table entry) that needs a newer plugin.
+    pub fn require(&self, what: &str, minor: i32) -> Result<()> {
+        if self.version.minor >= minor {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            what: what.to_string(),
+            needs: ApiVersion { major: 0, minor },
+            plugin: self.version,
+            missing_slot: false,
+        })
+    }
+
+    /// Turns an owned `PJRT_Error*` into an [`Error`] and destroys it.
+    pub(crate) fn take_error(&self, err: *mut sys::PJRT_Error, entry: &'static str) -> Error {
+        let (code, message) = self.error_parts(err);
+        self.destroy_error(err);
+        if let Some((struct_name, plugin_size, our_size)) = parse_size_complaint(&message) {
+            return Error::StructSize {
+                entry,
+                struct_name,
+                plugin_size,
+                our_size,
+                plugin: self.version,
+                ours: OUR_VERSION,
+            };
+        }
+        Error::Pjrt {
+            entry,
+            code,
+            message,
+        }
+    }
+
+    /// Reads code and message of a live `PJRT_Error*` without destroying it.
+    pub(crate) fn error_parts(&self, err: *mut sys::PJRT_Error) -> (Code, String) {
+        let mut m = sys::PJRT_Error_Message_Args::new();
+        m.error = err;
+        // SAFETY: the table covers the first slots (checked at load), and `err` is a live
+        // error handed to us by the plugin.
+        let called = unsafe {
+            match std::ptr::addr_of!((*self.ptr).PJRT_Error_Message).read() {
+                Some(f) => {
+                    f(&mut m);
+                    true
+                }
+                None => false,
+            }
+        };
+        let message = match called {
+            true if !m.message.is_null() => {
+                // SAFETY: the plugin returned a pointer and length into the error, alive
+                // until the error is destroyed.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(m.message.cast::<u8>(), m.message_size) };
+                String::from_utf8_lossy(bytes).into_owned()
+            }
+            _ => String::from("(the plugin gave no message)"),
+        };
+        let mut c = sys::PJRT_Error_GetCode_Args::new();
+        c.error = err;
+        // SAFETY: as above.
+        let code = match unsafe { pjrt!(self, PJRT_Error_GetCode, &mut c) } {
+            Ok(()) => Code::from_raw(c.code as i32),
+            Err(_) => Code::Unknown,
+        };
+        (code, message)
+    }
+
+    /// Destroys a `PJRT_Error*`.
+    pub(crate) fn destroy_error(&self, err: *mut sys::PJRT_Error) {
+        let mut d = sys::PJRT_Error_Destroy_Args::new();
+        d.error = err;
+        // SAFETY: the table covers the first slots (checked at load); `err` is owned by us
+        // and destroyed exactly once here.
+        unsafe {
+            if let Some(f) = std::ptr::addr_of!((*self.ptr).PJRT_Error_Destroy).read() {
+                f(&mut d);
+            }
+        }
+    }
+
+    /// Walks the extension chain once.
+    fn walk_extensions(&self) -> Vec<extension::Found> {
+        let mut out = Vec::new();
+        // SAFETY: the table is at least as large as its header (checked in `load`).
+        let mut cur = unsafe { std::ptr::addr_of!((*self.ptr).extension_start).read() };
+        while !cur.is_null() && out.len() < 64 {
+            // SAFETY: each extension begins with a PJRT_Extension_Base, per the C API; the
+            // chain is immutable and lives as long as the library (never unloaded).
+            let base = unsafe { cur.read() };
+            out.push(extension::Found::new(
+                base.r#type as i32,
+                base.struct_size,
+                cur.cast(),
+            ));
+            cur = base.next;
+        }
+        out
+    }
+
+    /// `(type id, struct size)` of each extension on the chain, in chain order.
+    pub fn extension_list(&self) -> Vec<(i32, usize)> {
+        self.extensions
+            .iter()
+            .map(|e| (e.type_id(), e.struct_size()))
+            .collect()
+    }
+
+    /// `PJRT_Plugin_Initialize`.
+    pub fn plugin_initialize(&self) -> Result<()> {
+        let mut a = sys::PJRT_Plugin_Initialize_Args::new();
+        // SAFETY: no pointers in the args.
+        unsafe { pjrt!(self, PJRT_Plugin_Initialize, &mut a) }
+    }
+
+    /// `PJRT_Plugin_Attributes`.
+    pub fn plugin_attributes(&self) -> Result<Vec<(String, util::NamedValue)>> {
+        let mut a = sys::PJRT_Plugin_Attributes_Args::new();
+        // SAFETY: out-parameters only; the attributes live as long as the plugin.
+        unsafe { pjrt!(self, PJRT_Plugin_Attributes, &mut a) }?;
+        Ok(util::read_named_values(a.attributes, a.num_attributes))
+    }
+}
+
+/// Recognises a plugin's complaint about an args struct size:
+/// `Unexpected PJRT_X_Args size: expected 88, got 72`.
+fn parse_size_complaint(message: &str) -> Option<(String, usize, usize)> {
+    let rest = &message[message.find("Unexpected ")? + "Unexpected ".len()..];
+    let (name, rest) = rest.split_once(" size: expected ")?;
+    let (expected, rest) = rest.split_once(", got ")?;
+    let got: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    Some((
+        name.to_string(),
+        expected.trim().parse().ok()?,
+        got.parse().ok()?,
+    ))
+}
+
+/// Canonical form of a plugin path, used to load each library once per process.
+pub fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Byte offset of function slot `slot` in `PJRT_Api`.
+pub fn slot_offset(slot: usize) -> usize {
+    TABLE_HEADER + slot * size_of::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exception_backtraces_are_summarised_cause_first() {
+        let mut what = String::from(
+            "TT_FATAL @ tt_cluster.cpp:129: num_chips > 0\ninfo:\nNo chips detected in the \
+             cluster\nbacktrace:\n",
+        );
+        for i in 0..30 {
+            what.push_str(&format!(
+                " --- /x/libtt.so(+0x3d6dc{i:02}) [0x7f1c8a36dc0a]\n"
+            ));
+        }
+        let s = summarize_exception(&what);
+        assert!(
+            s.starts_with("No chips detected in the cluster (TT_FATAL"),
+            "{s}"
+        );
+        assert!(s.ends_with("30 backtrace lines left out"), "{s}");
+        assert!(!s.contains("0x7f1c"), "{s}");
+        assert_eq!(summarize_exception("bad_alloc"), "bad_alloc");
+    }
+
+    #[test]
+    fn size_complaints_are_recognised() {
+        let m = "Unexpected PJRT_Client_Create_Args size: expected 88, got 72. Check ...";
+        assert_eq!(
+            parse_size_complaint(m),
+            Some(("PJRT_Client_Create_Args".to_string(), 88, 72))
+        );
+        assert_eq!(parse_size_complaint("something else"), None);
+    }
+}
