@@ -486,6 +486,160 @@ fn ranked_tensor(dialect: &str, custom: bool, bytes: &[u8]) -> Option<(Vec<i64>,
     Some((dims, element))
 }
 
+/// The names of the entry function's parameters, from MLIR text: for each parameter of
+/// `@main` (or the only public function), in order, its `jax.arg_info` attribute, else
+/// its location name (`loc("x")`, which jax.export writes), else its SSA name when the
+/// author chose one (`%x`, not `%arg0`). `None` for bytecode, text without an entry
+/// function, or a parameter without any name (names are all or nothing).
+pub(crate) fn entry_parameter_names(code: &[u8]) -> Option<Vec<String>> {
+    let text = std::str::from_utf8(code).ok()?;
+    let list = entry_parameter_list(text)?;
+    let params = split_top_level(list);
+    let mut names = Vec::with_capacity(params.len());
+    for p in params {
+        let p = p.trim();
+        if p.is_empty() {
+            continue;
+        }
+        names.push(parameter_name(p)?);
+    }
+    Some(names)
+}
+
+/// The text between the parentheses of the entry function's parameter list.
+fn entry_parameter_list(text: &str) -> Option<&str> {
+    let mut at = None;
+    let mut publics = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text[from..].find("func.func") {
+        let start = from + i;
+        from = start + "func.func".len();
+        let rest = &text[from..];
+        let open = rest.find('(')?;
+        let head = rest[..open].trim();
+        let is_public = !head.contains("private") && !head.contains("nested");
+        let name = head.rsplit('@').next().unwrap_or("").trim();
+        if name == "main" {
+            at = Some(from + open);
+            break;
+        }
+        if is_public {
+            publics.push(from + open);
+        }
+    }
+    let open = match (at, publics.as_slice()) {
+        (Some(o), _) => o,
+        (None, [only]) => *only,
+        _ => return None,
+    };
+    let bytes = text.as_bytes();
+    let (mut depth, mut in_str, mut esc) = (0i32, false, false);
+    for (i, &b) in bytes.iter().enumerate().skip(open) {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'(' | b'<' | b'{' | b'[' => depth += 1,
+            b')' | b'>' | b'}' | b']' => {
+                // `->` is not a closing angle bracket.
+                if b == b'>' && i > 0 && bytes[i - 1] == b'-' {
+                    continue;
+                }
+                depth -= 1;
+                if depth == 0 {
+                    return text.get(open + 1..i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `s` split at the commas outside brackets and strings.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let bytes = s.as_bytes();
+    let (mut depth, mut in_str, mut esc, mut start) = (0i32, false, false, 0usize);
+    let mut out = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'(' | b'<' | b'{' | b'[' => depth += 1,
+            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
+            b')' | b'>' | b'}' | b']' => depth -= 1,
+            b',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// The first string literal after `key` in `s` (unescaped for `\"` and `\\`).
+fn string_after(s: &str, key: &str) -> Option<String> {
+    let at = s.find(key)? + key.len();
+    let rest = &s[at..];
+    let q = rest.find('"')?;
+    let mut out = String::new();
+    let mut esc = false;
+    for c in rest[q + 1..].chars() {
+        match (esc, c) {
+            (true, c) => {
+                out.push(c);
+                esc = false;
+            }
+            (false, '\\') => esc = true,
+            (false, '"') => return Some(out),
+            (false, c) => out.push(c),
+        }
+    }
+    None
+}
+
+/// One parameter's name: `jax.arg_info`, then `loc("...")`, then a chosen SSA name.
+fn parameter_name(p: &str) -> Option<String> {
+    if let Some(n) = string_after(p, "jax.arg_info").filter(|n| !n.is_empty()) {
+        return Some(n);
+    }
+    if let Some(at) = p.find("loc(") {
+        let rest = p[at + 4..].trim_start();
+        if rest.starts_with('"') {
+            if let Some(n) = string_after(rest, "").filter(|n| !n.is_empty()) {
+                return Some(n);
+            }
+        }
+    }
+    let ssa = p.strip_prefix('%')?;
+    let end = ssa
+        .find(|c: char| c == ':' || c.is_whitespace())
+        .unwrap_or(ssa.len());
+    let name = &ssa[..end];
+    let generic = name
+        .strip_prefix("arg")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    let numeric = !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit());
+    (!name.is_empty() && !generic && !numeric).then(|| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,5 +759,36 @@ mod tests {
                 let _ = uses(&bad);
             }
         }
+    }
+
+    #[test]
+    fn entry_parameter_names_from_text() {
+        let names = |t: &str| entry_parameter_names(t.as_bytes());
+        assert_eq!(
+            names(
+                "func.func public @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {"
+            ),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        // jax.export text: generic SSA names, the Python names as locations.
+        let jax = r#"module @jit_f {
+  func.func public @main(%arg0: tensor<8xf32> {mhlo.sharding = "{replicated}"} loc("params['w']"), %arg1: tensor<2x3xf32> loc("lr")) -> (tensor<8xf32> {jax.result_info = "result"}) {"#;
+        assert_eq!(
+            names(jax),
+            Some(vec!["params['w']".to_string(), "lr".to_string()])
+        );
+        let info = r#"func.func @main(%arg0: tensor<f32> {jax.arg_info = "x", mhlo.sharding = "{replicated}"}) -> tensor<f32> {"#;
+        assert_eq!(names(info), Some(vec!["x".to_string()]));
+        // Generic names only: the program carries none.
+        assert_eq!(
+            names("func.func @main(%arg0: tensor<f32>, %arg1: tensor<f32>) -> tensor<f32> {"),
+            None
+        );
+        assert_eq!(names("func.func @main() -> tensor<f32> {"), Some(vec![]));
+        // A private helper before the entry is not the entry.
+        let two = "func.func private @h(%q: tensor<f32>) -> tensor<f32> {}\nfunc.func @main(%p: tensor<f32>) {";
+        assert_eq!(names(two), Some(vec!["p".to_string()]));
+        assert_eq!(names("ML\u{ef}R"), None);
+        assert_eq!(names("not mlir at all"), None);
     }
 }
