@@ -1,7 +1,8 @@
 //! `rpjrt run` of what was compiled (issue 22 item 8) on both CPU plugins: a plugin's bare
 //! serialized executable (`--format executable`, input specs from the executable), and
-//! inputs bound by parameter name where the program carries names, with unknown, repeated
-//! and missing names refused (exit 2) by a message that lists the parameters.
+//! inputs bound by parameter name where the program carries names (StableHLO text, and
+//! jax.export's portable artifact), with unknown, repeated and missing names refused
+//! (exit 2) by a message that lists the parameters.
 
 mod common;
 
@@ -143,10 +144,13 @@ fn inputs_bind_by_parameter_name() {
         let dir = tmpdir(&format!("named-{label}"));
         let jax = dir.join("f.jax_export.mlir");
         std::fs::write(&jax, JAX_TEXT).unwrap();
-        // Hand-written text names its parameters %a and %b; jax.export text by location.
-        for (program, first, second) in
-            [(fixture("mul_add.mlir"), "a", "b"), (jax.clone(), "x", "y")]
-        {
+        // Hand-written text names its parameters %a and %b; jax.export text and its
+        // portable artifact (bytecode) by location.
+        for (program, first, second) in [
+            (fixture("mul_add.mlir"), "a", "b"),
+            (jax.clone(), "x", "y"),
+            (fixture("mul_add.jax_export.mlirbc"), "a", "b"),
+        ] {
             let what = format!("{label}: {}", program.display());
             // Given in the other order, by name.
             let got = ok(

@@ -203,10 +203,11 @@ impl Program {
     }
 
     /// The names of the entry function's parameters, in order, where the program carries
-    /// them: StableHLO text whose `@main` parameters have a `jax.arg_info` attribute, a
-    /// location name (`loc("x")`: the Python argument names jax.export writes) or an SSA
-    /// name the author chose (`%x`, not `%arg0`). `None` when any parameter has none, and
-    /// for MLIR bytecode and HLO modules (not read for names).
+    /// them: in StableHLO text a `jax.arg_info` attribute, a location name (`loc("x")`:
+    /// the Python argument names jax.export writes) or an SSA name the author chose (`%x`,
+    /// not `%arg0`); in MLIR bytecode and jax.export's portable artifacts the parameters'
+    /// location names. `None` when any parameter has none, when the entry function cannot
+    /// be told, and for HLO modules (not read for names).
     pub fn parameter_names(&self) -> Option<Vec<String>> {
         match self {
             Program::Mlir(code) => crate::mlir::entry_parameter_names(code),

@@ -29,7 +29,7 @@ pub struct Args {
     pub plugin: Option<std::ffi::OsString>,
     /// An input, as KEY=FILE.npy, KEY=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz
     /// (its arrays in order, or by parameter name or arg0, arg1, ...). KEY is 0-based,
-    /// argN, or the parameter's name where the program carries names (jax.export text).
+    /// argN, or the parameter's name where the program carries names (jax.export).
     #[arg(long = "input", short = 'i', value_name = "KEY=FILE|LITERAL")]
     pub inputs: Vec<String>,
     /// Fill inputs that were not given with random values of the right type and shape.
