@@ -136,8 +136,8 @@ fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), Cl
 /// How a parameter was given, for the message about giving it twice.
 fn label(i: usize, names: Option<&[String]>) -> String {
     match names.and_then(|v| v.get(i)) {
-        Some(name) => format!("parameter {i} ({name:?})"),
-        None => format!("parameter {i}"),
+        Some(name) => format!("argument {i} ({name:?})"),
+        None => format!("argument {i}"),
     }
 }
 
