@@ -37,6 +37,27 @@ def main(argv: list[str]) -> int:
     y = exe(x, ffi_user_data=10.0)[0].to_numpy()
     print("10x + 1.5 (user data) =", y.tolist())
 
+    # Per-instance state: `instantiate` runs once per compiled call site (here at compile
+    # time) and what it returns is `call.state` at every execution of that site. It needs
+    # the instantiate stage (XLA FFI 0.3+); older runtimes refuse, naming both versions.
+    def make_state(call: rpjrt.ffi.FfiCall) -> dict[str, float]:
+        return {"offset": call.attrs["offset"], "runs": 0}
+
+    def counted(call: rpjrt.ffi.FfiCall) -> np.ndarray:
+        call.state["runs"] += 1
+        return call.state["runs"] * call.args[0].to_numpy() + call.state["offset"]
+
+    try:
+        rpjrt.ffi.register(client, "example_counted", counted, instantiate=make_state)
+    except rpjrt.UnimplementedError as e:
+        print("no per-instance state here:", e)
+    else:
+        counted_exe = client.compile(HAND_WRITTEN.replace("example_scale", "example_counted"))
+        for runs in (1, 2):
+            y = counted_exe(x)[0].to_numpy()
+            assert np.array_equal(y, runs * x + 1.5)
+        print("stateful handler, second run (2x + 1.5) =", y.tolist())
+
     # The same kind of call, lowered by JAX: jax.ffi.ffi_call names the target, and the
     # keyword arguments become the call's attributes.
     import jax

@@ -772,12 +772,22 @@ class FfiCall:
     def stage(self) -> str: ...
     @property
     def device_ordinal(self) -> int | None: ...
+    @property
+    def state(self) -> Any:
+        """The instance's state: what the ``instantiate`` function given at registration
+        returned for this compiled call site (None without one, and during the
+        instantiate stage)."""
     def __repr__(self) -> str: ...
 
 _FfiRegistration: TypeAlias = tuple[str, str, tuple[int, int], tuple[int, int]]
 
 def _ffi_register_python(
-    target: Client | Plugin, name: str, func: Any, platform: str | None = None, replace: bool = False
+    target: Client | Plugin,
+    name: str,
+    func: Any,
+    platform: str | None = None,
+    replace: bool = False,
+    instantiate: Any = None,
 ) -> _FfiRegistration: ...
 def _ffi_register_native(
     target: Client | Plugin,

@@ -13,8 +13,8 @@ with a Python function, or with compiled handler code (a PyCapsule, as jax.ffi u
 A handler receives an :class:`FfiCall`: ``args`` and ``rets`` (:class:`FfiBuffer`: shape,
 dtype, nbytes, data address, ``memoryview()``, ``to_numpy()``, ``__array__``, ``__dlpack__``),
 ``attrs`` (the custom call's ``backend_config`` dictionary as Python values), ``stream``,
-``user_data`` (the object passed as ``exe(x, ffi_user_data=obj)``), ``target`` and
-``runtime_version``. An exception fails the execute call with its type, message and the
+``user_data`` (the object passed as ``exe(x, ffi_user_data=obj)``), ``state`` (the
+instance's state, below), ``target`` and ``runtime_version``. An exception fails the execute call with its type, message and the
 innermost traceback frames; ``KeyboardInterrupt`` and ``SystemExit`` propagate as themselves.
 The exception's type picks the status code, and so the :class:`rpjrt.Error` subclass the
 caller sees (the same table serves Python key-value stores): an ``rpjrt.Error`` keeps its
@@ -41,6 +41,22 @@ The rules a handler lives by:
   that session again from inside the handler is refused ("the session is stepping").
 - At interpreter exit, running handlers finish; handlers not yet started fail with
   ``CancelledError`` without running Python.
+
+Per-instance state: ``register(client, name, fn, instantiate=make)`` calls ``make(call)``
+once per compiled instance of the custom call (each call site of each compiled program) and
+hands what it returned to every execution of that instance as ``call.state``:
+
+    def make(call):                       # at compile time; call.attrs are this site's
+        return {"scale": 2.0 * call.attrs["offset"], "calls": 0}
+
+    @rpjrt.ffi.handler(client, "counted", instantiate=make)
+    def counted(call):
+        call.state["calls"] += 1
+        return call.state["scale"] * call.args[0].to_numpy()
+
+The state lives as long as the executable (it is released when the executable is
+destroyed). Runtimes without the instantiate stage (XLA FFI older than 0.3) refuse the
+registration with an error naming both versions.
 
 Registration is checked at once: a plugin that refuses or silently drops the handler (an
 FFI runtime older than the handler) raises here, naming target, platform and versions.
@@ -99,6 +115,7 @@ def register(
     platform: str | None = None,
     *,
     replace: bool = False,
+    instantiate: Callable[[FfiCall], Any] | None = None,
 ) -> Registration:
     """Registers ``handler`` for custom calls to ``name``.
 
@@ -106,12 +123,33 @@ def register(
     a PyCapsule holding an ``XLA_FFI_Handler*`` (the ``jax.ffi.register_ffi_target``
     convention) or its address as an int. ``platform`` defaults to the client's (``cpu``);
     registering a name twice raises ``AlreadyExistsError`` unless ``replace=True``.
+
+    ``instantiate`` gives a Python handler per-instance state: ``instantiate(call)`` runs
+    once for each compiled instance of the custom call (when the program is compiled or
+    loaded; ``call.stage == "instantiate"``, ``call.attrs`` are that call site's
+    attributes, there are no buffers) and returns any object; every execution of that
+    instance then sees it as ``call.state``. The state is released when the executable is
+    destroyed. An exception in ``instantiate`` fails the compile (or load) with its type
+    and message; ``KeyboardInterrupt`` propagates as itself. It needs an XLA FFI runtime of
+    version 0.3 or newer (the PJRT 0.115 CPU plugin's is 0.4); on older runtimes (the 0.81
+    plugin's 0.2) registering raises ``UnimplementedError`` naming both versions.
     """
+    if instantiate is not None and not callable(instantiate):
+        raise TypeError(
+            f"instantiate must be a callable taking an FfiCall, not {type(instantiate).__name__}"
+        )
     if _is_native(handler):
+        if instantiate is not None:
+            raise TypeError(
+                "instantiate= is for Python handlers; a native handler implements its own "
+                "instantiate stage"
+            )
         native = cast(Any, handler)
         r = _rpjrt._ffi_register_native(client_or_plugin, name, native, platform, replace)
     elif callable(handler):
-        r = _rpjrt._ffi_register_python(client_or_plugin, name, handler, platform, replace)
+        r = _rpjrt._ffi_register_python(
+            client_or_plugin, name, handler, platform, replace, instantiate
+        )
     else:
         raise TypeError(
             "an FFI handler is a Python callable, a PyCapsule or an address, "
@@ -126,11 +164,13 @@ def handler(
     *,
     platform: str | None = None,
     replace: bool = False,
+    instantiate: Callable[[FfiCall], Any] | None = None,
 ) -> Callable[[F], F]:
-    """Decorator: registers the function as the handler of ``name`` and returns it."""
+    """Decorator: registers the function as the handler of ``name`` and returns it
+    (``instantiate`` as for :func:`register`)."""
 
     def wrap(fn: F) -> F:
-        register(client_or_plugin, name, fn, platform, replace=replace)
+        register(client_or_plugin, name, fn, platform, replace=replace, instantiate=instantiate)
         return fn
 
     return wrap

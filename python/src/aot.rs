@@ -357,6 +357,10 @@ pub(crate) fn program_from_code(code: Vec<u8>, format: Option<&str>) -> PyResult
         rpjrt::ProgramFile::Artifact(_) => Err(invalid(
             "these bytes are an rpjrt artifact, not a program: load them with Client.load",
         )),
+        rpjrt::ProgramFile::Executable(_) => Err(invalid(
+            "these bytes are a plugin's serialized executable, not a program: load them with \
+             Client.load(data, bare=True)",
+        )),
     }
 }
 

@@ -254,6 +254,10 @@ pub struct PyFfiCall {
     stage: &'static str,
     #[pyo3(get)]
     device_ordinal: Option<i32>,
+    /// The instance's state (what the instantiate function returned); None for handlers
+    /// registered without one, and during the instantiate stage itself.
+    #[pyo3(get)]
+    state: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -500,118 +504,149 @@ fn write_returned(
     Ok(())
 }
 
-fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
-    Arc::new(move |call: &mut CallFrame<'_>| -> Result<(), FfiError> {
-        let shutting_down = |target: &str| {
-            FfiError::new(
-                Code::Cancelled,
-                format!(
-                    "the Python handler for {target:?} was not run: the Python interpreter is \
-                     shutting down"
-                ),
-            )
-        };
-        let Some(_in_flight) = InFlight::enter() else {
-            return Err(shutting_down(call.target()));
-        };
-        let target_name = call.target().to_string();
-        // `try_attach` gives up (instead of waiting or panicking) once the interpreter is
-        // finalizing.
-        Python::try_attach(|py| {
-            let valid = Arc::new(AtomicBool::new(true));
-            let build = |py: Python<'_>,
-                         call: &mut CallFrame<'_>|
-             -> PyResult<(Py<PyFfiCall>, Vec<Py<PyFfiBuffer>>)> {
-                let mut args = Vec::with_capacity(call.args().len());
-                for a in call.args() {
-                    args.push(Py::new(
-                        py,
-                        ffi_buffer(
-                            a.dims(),
-                            a.element_type(),
-                            a.ffi_dtype(),
-                            a.nbytes(),
-                            a.data_ptr(),
-                            a.is_host(),
-                            false,
-                            &valid,
-                        ),
-                    )?);
-                }
-                let mut rets = Vec::with_capacity(call.rets().len());
-                for r in call.rets().iter() {
-                    rets.push(Py::new(
-                        py,
-                        ffi_buffer(
-                            r.dims(),
-                            r.element_type(),
-                            r.ffi_dtype(),
-                            r.nbytes(),
-                            r.data_ptr(),
-                            r.is_host(),
-                            true,
-                            &valid,
-                        ),
-                    )?);
-                }
-                let attrs = call.attrs().map_err(|e| invalid(e.message))?;
-                let ret_list: Vec<Py<PyFfiBuffer>> = rets.iter().map(|r| r.clone_ref(py)).collect();
-                let args = PyTuple::new(py, args)?;
-                let rets = PyTuple::new(py, rets)?;
-                let obj = Py::new(
+fn shutting_down(target: &str) -> FfiError {
+    FfiError::new(
+        Code::Cancelled,
+        format!(
+            "the Python handler for {target:?} was not run: the Python interpreter is shutting \
+             down"
+        ),
+    )
+}
+
+/// What a Python function is called for: the execute stage (its return value and what it
+/// wrote into the result views become the results) or the instantiate stage (its return
+/// value is the instance's state).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Execute,
+    Instantiate,
+}
+
+/// Calls `func` with an `FfiCall` for this frame (taking the GIL for the call only) and
+/// maps its exception to the call's error. `state` is the instance's state for handlers
+/// registered with an instantiate function.
+fn call_python(
+    call: &mut CallFrame<'_>,
+    func: &Py<PyAny>,
+    state: Option<&Py<PyAny>>,
+    role: Role,
+) -> Result<Option<Py<PyAny>>, FfiError> {
+    let Some(_in_flight) = InFlight::enter() else {
+        return Err(shutting_down(call.target()));
+    };
+    let target_name = call.target().to_string();
+    // `try_attach` gives up (instead of waiting or panicking) once the interpreter is
+    // finalizing.
+    Python::try_attach(|py| {
+        let valid = Arc::new(AtomicBool::new(true));
+        let build = |py: Python<'_>,
+                     call: &mut CallFrame<'_>|
+         -> PyResult<(Py<PyFfiCall>, Vec<Py<PyFfiBuffer>>)> {
+            let mut args = Vec::with_capacity(call.args().len());
+            for a in call.args() {
+                args.push(Py::new(
                     py,
-                    PyFfiCall {
-                        target: call.target().to_string(),
-                        args: args.unbind(),
-                        rets: rets.unbind(),
-                        attrs: attrs_to_py(py, attrs)?.unbind(),
-                        stream: call.stream(),
-                        user_data: call.user_data::<Py<PyAny>>().map(|o| o.clone_ref(py)),
-                        runtime_version: call.runtime_version(),
-                        stage: stage_name(call.stage()),
-                        device_ordinal: call.device_ordinal(),
-                    },
-                )?;
-                Ok((obj, ret_list))
-            };
-            let target = call.target().to_string();
-            let result = build(py, call).and_then(|(obj, rets)| {
-                let value = func.bind(py).call1((obj,))?;
-                if !value.is_none() {
-                    write_returned(py, &target, &value, &rets)?;
-                }
-                // What the handler wrote into its result views becomes the results.
-                for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
-                    if let (Some(stage), Some(dst)) =
-                        (r.get().staging.get(py), out.host_bytes_mut())
-                    {
-                        let stage = stage.bind(py);
-                        // SAFETY: the GIL is held and no Python code runs while the
-                        // bytearray's bytes are borrowed for this copy.
-                        let src = unsafe { stage.as_bytes() };
-                        if src.len() == dst.len() {
-                            dst.copy_from_slice(src);
-                        } else {
-                            return Err(invalid(format!(
-                                "result copy of {} bytes for a {}-byte result",
-                                src.len(),
-                                dst.len()
-                            )));
-                        }
+                    ffi_buffer(
+                        a.dims(),
+                        a.element_type(),
+                        a.ffi_dtype(),
+                        a.nbytes(),
+                        a.data_ptr(),
+                        a.is_host(),
+                        false,
+                        &valid,
+                    ),
+                )?);
+            }
+            let mut rets = Vec::with_capacity(call.rets().len());
+            for r in call.rets().iter() {
+                rets.push(Py::new(
+                    py,
+                    ffi_buffer(
+                        r.dims(),
+                        r.element_type(),
+                        r.ffi_dtype(),
+                        r.nbytes(),
+                        r.data_ptr(),
+                        r.is_host(),
+                        true,
+                        &valid,
+                    ),
+                )?);
+            }
+            let attrs = call.attrs().map_err(|e| invalid(e.message))?;
+            let ret_list: Vec<Py<PyFfiBuffer>> = rets.iter().map(|r| r.clone_ref(py)).collect();
+            let args = PyTuple::new(py, args)?;
+            let rets = PyTuple::new(py, rets)?;
+            let obj = Py::new(
+                py,
+                PyFfiCall {
+                    target: call.target().to_string(),
+                    args: args.unbind(),
+                    rets: rets.unbind(),
+                    attrs: attrs_to_py(py, attrs)?.unbind(),
+                    stream: call.stream(),
+                    user_data: call.user_data::<Py<PyAny>>().map(|o| o.clone_ref(py)),
+                    runtime_version: call.runtime_version(),
+                    stage: stage_name(call.stage()),
+                    device_ordinal: call.device_ordinal(),
+                    state: state.map(|s| s.clone_ref(py)),
+                },
+            )?;
+            Ok((obj, ret_list))
+        };
+        let target = call.target().to_string();
+        let result = build(py, call).and_then(|(obj, rets)| {
+            let value = func.bind(py).call1((obj,))?;
+            if role == Role::Instantiate {
+                return Ok(Some(value.unbind()));
+            }
+            if !value.is_none() {
+                write_returned(py, &target, &value, &rets)?;
+            }
+            // What the handler wrote into its result views becomes the results.
+            for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
+                if let (Some(stage), Some(dst)) = (r.get().staging.get(py), out.host_bytes_mut()) {
+                    let stage = stage.bind(py);
+                    // SAFETY: the GIL is held and no Python code runs while the
+                    // bytearray's bytes are borrowed for this copy.
+                    let src = unsafe { stage.as_bytes() };
+                    if src.len() == dst.len() {
+                        dst.copy_from_slice(src);
+                    } else {
+                        return Err(invalid(format!(
+                            "result copy of {} bytes for a {}-byte result",
+                            src.len(),
+                            dst.len()
+                        )));
                     }
                 }
-                Ok(())
-            });
-            valid.store(false, Ordering::Release);
-            result.map_err(|e| {
-                let mut message = describe_exception(py, &e, &target);
-                if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
-                    message.push_str(&keep_base_exception(py, &e));
-                }
-                FfiError::new(crate::errors::code_of_exception(py, &e), message)
-            })
+            }
+            Ok(None)
+        });
+        valid.store(false, Ordering::Release);
+        result.map_err(|e| {
+            let mut message = describe_exception(py, &e, &target);
+            if role == Role::Instantiate {
+                message = message.replacen(
+                    "Python handler for",
+                    "Python instantiate function (the instantiate stage) for",
+                    1,
+                );
+            }
+            if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                message.push_str(&keep_base_exception(py, &e));
+            }
+            FfiError::new(crate::errors::code_of_exception(py, &e), message)
         })
-        .unwrap_or_else(|| Err(shutting_down(&target_name)))
+    })
+    .unwrap_or_else(|| Err(shutting_down(&target_name)))
+}
+
+fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
+    Arc::new(move |call: &mut CallFrame<'_>| -> Result<(), FfiError> {
+        call_python(call, &func, None, Role::Execute).map(|_| ())
     })
 }
 
@@ -644,9 +679,11 @@ fn registration_tuple(r: ffi::Registration) -> (String, String, (i32, i32), (i32
 
 type RegTuple = (String, String, (i32, i32), (i32, i32));
 
-/// Registers a Python callable as the handler of `name`.
+/// Registers a Python callable as the handler of `name`; with `instantiate`, a handler
+/// with per-instance state (`ffi::register_with_state_on`): `instantiate(call)` runs once
+/// per compiled custom call and its return value is `call.state` at every execution.
 #[pyfunction]
-#[pyo3(signature = (target, name, func, platform = None, replace = false))]
+#[pyo3(signature = (target, name, func, platform = None, replace = false, instantiate = None))]
 pub fn _ffi_register_python(
     py: Python<'_>,
     target: &Bound<'_, PyAny>,
@@ -654,16 +691,44 @@ pub fn _ffi_register_python(
     func: Py<PyAny>,
     platform: Option<String>,
     replace: bool,
+    instantiate: Option<Py<PyAny>>,
 ) -> PyResult<RegTuple> {
     if !func.bind(py).is_callable() {
         return Err(invalid("the FFI handler must be callable"));
     }
     let (plugin, platform) = resolve(target, platform.as_deref())?;
-    let handler = python_handler(func);
-    py.detach(|| ffi::register_on(&plugin, &platform, name, replace, handler))
+    let Some(instantiate) = instantiate.filter(|f| !f.is_none(py)) else {
+        let handler = python_handler(func);
+        return py
+            .detach(|| ffi::register_on(&plugin, &platform, name, replace, handler))
+            .pyerr()
+            .map(registration_tuple);
+    };
+    if !instantiate.bind(py).is_callable() {
+        return Err(invalid(format!(
+            "instantiate for {name:?} must be callable, not {}",
+            instantiate.bind(py).get_type().name()?
+        )));
+    }
+    // The state is a Python object owned by the runtime's instance: it is released (its
+    // reference dropped) when the executable holding the instance is destroyed.
+    let make = move |call: &mut CallFrame<'_>| -> Result<StateObject, FfiError> {
+        call_python(call, &instantiate, None, Role::Instantiate)?
+            .map(StateObject)
+            .ok_or_else(|| FfiError::internal("the instantiate function returned no state"))
+    };
+    let run = move |call: &mut CallFrame<'_>, state: &StateObject| -> Result<(), FfiError> {
+        call_python(call, &func, Some(&state.0), Role::Execute).map(|_| ())
+    };
+    py.detach(|| ffi::register_with_state_on(&plugin, &platform, name, replace, make, run))
         .pyerr()
         .map(registration_tuple)
 }
+
+/// The state of one instance of a stateful Python handler. Dropped by the runtime's state
+/// deleter when the executable goes; without the GIL, pyo3 defers the decref until the
+/// interpreter is next entered.
+struct StateObject(Py<PyAny>);
 
 /// Registers native handler code: a PyCapsule (jax.ffi convention) or an address.
 #[pyfunction]

@@ -748,3 +748,161 @@ def test_random_frames_round_trip(client: rpjrt.Client) -> None:
                 assert got == v and type(got) is type(v), (name, got, v)
 
     prop()
+
+
+# ------------------------------------------------- issue 22 item 5: state and stages
+
+
+def _stateful_program(target: str, offsets: list[str]) -> str:
+    """One custom call per offset, each its own instance, their results summed."""
+    calls = []
+    for i, off in enumerate(offsets):
+        calls.append(
+            f"""  %c{i} = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32,
+      backend_config = {{offset = {off} : f32}}}} : (tensor<8xf32>) -> tensor<8xf32>"""
+        )
+    acc = "%c0"
+    adds = []
+    for i in range(1, len(offsets)):
+        adds.append(f"  %s{i} = stablehlo.add {acc}, %c{i} : tensor<8xf32>")
+        acc = f"%s{i}"
+    body = "\n".join(calls + adds)
+    return f"""func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+{body}
+  return {acc} : tensor<8xf32>
+}}
+"""
+
+
+def test_instantiate_gives_each_instance_its_state(
+    client: rpjrt.Client, plugin_label: str
+) -> None:
+    target = _name("stateful")
+    made: list[tuple[str, float]] = []
+
+    def make(call: rpjrt.ffi.FfiCall) -> dict[str, Any]:
+        assert call.state is None
+        made.append((call.stage, call.attrs["offset"]))
+        return {"offset": call.attrs["offset"], "calls": 0}
+
+    def run(call: rpjrt.ffi.FfiCall) -> np.ndarray:
+        assert call.stage == "execute"
+        call.state["calls"] += 1
+        return call.args[0].to_numpy() * call.state["calls"] + call.state["offset"]
+
+    if plugin_label == "old":
+        with pytest.raises(rpjrt.UnimplementedError, match=r"0\.3 or newer.*is 0\.2"):
+            rpjrt.ffi.register(client, target, run, instantiate=make)
+        assert not rpjrt.ffi.is_registered(client, target)
+        assert made == []
+        return
+    rpjrt.ffi.register(client, target, run, instantiate=make)
+    a = client.compile(_stateful_program(target, ["1.0"]))
+    b = client.compile(_stateful_program(target, ["10.0", "100.0"]))
+    assert sorted(made) == [("instantiate", 1.0), ("instantiate", 10.0), ("instantiate", 100.0)]
+    # Each instance counts its own executions: a's state is not b's.
+    for n in (1, 2, 3):
+        np.testing.assert_array_equal(a(X8)[0].to_numpy(), X8 * n + 1.0)
+    np.testing.assert_array_equal(b(X8)[0].to_numpy(), (X8 + 10.0) + (X8 + 100.0))
+    np.testing.assert_array_equal(b(X8)[0].to_numpy(), (2 * X8 + 10.0) + (2 * X8 + 100.0))
+    assert len(made) == 3, "instantiate runs once per instance, not per execution"
+
+
+def test_instance_state_is_released_with_the_executable(
+    client: rpjrt.Client, plugin_label: str
+) -> None:
+    if plugin_label == "old":
+        return  # no instantiate stage on FFI 0.2: refusal tested above
+    import gc
+    import time
+    import weakref
+
+    class State:
+        pass
+
+    target = _name("released")
+    refs: list[weakref.ref[State]] = []
+
+    def make(call: rpjrt.ffi.FfiCall) -> State:
+        s = State()
+        refs.append(weakref.ref(s))
+        return s
+
+    def run(call: rpjrt.ffi.FfiCall) -> np.ndarray:
+        assert isinstance(call.state, State)
+        return call.args[0].to_numpy()
+
+    rpjrt.ffi.register(client, target, run, instantiate=make)
+    exe = client.compile(_scale_program(target))
+    np.testing.assert_array_equal(exe(X8)[0].to_numpy(), X8)
+    gc.collect()
+    assert len(refs) == 1 and refs[0]() is not None, "the executable holds its state"
+    del exe
+    # A reference dropped without the GIL is released when the interpreter is next entered.
+    deadline = time.monotonic() + 10
+    while refs[0]() is not None and time.monotonic() < deadline:
+        gc.collect()
+        rpjrt.ffi.is_registered(client, target)
+        time.sleep(0.01)
+    assert refs[0]() is None, "the state outlived its executable"
+
+
+def test_instantiate_exceptions_fail_the_compile(client: rpjrt.Client, plugin_label: str) -> None:
+    if plugin_label == "old":
+        return  # registration itself is refused there (tested above)
+    target = _name("bad_state")
+
+    def make(call: rpjrt.ffi.FfiCall) -> None:
+        raise ValueError(f"cannot build state for offset {call.attrs['offset']}")
+
+    rpjrt.ffi.register(client, target, lambda call: None, instantiate=make)
+    with pytest.raises(rpjrt.Error) as info:
+        client.compile(_scale_program(target, "3.0"))
+    text = str(info.value)
+    assert "instantiate" in text and "ValueError" in text, text
+    assert "cannot build state for offset 3.0" in text, text
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_base_exceptions_in_instantiate_propagate_as_themselves(
+    client: rpjrt.Client, plugin_label: str, exc: type[BaseException]
+) -> None:
+    if plugin_label == "old":
+        return  # registration itself is refused there (tested above)
+    target = _name("interrupt_state")
+
+    def make(call: rpjrt.ffi.FfiCall) -> None:
+        raise exc("stop while instantiating")
+
+    rpjrt.ffi.register(client, target, lambda call: None, instantiate=make)
+    with pytest.raises(exc, match="stop while instantiating"):
+        client.compile(_scale_program(target))
+
+
+def test_bad_instantiate_arguments_are_clear_errors(client: rpjrt.Client) -> None:
+    with pytest.raises(TypeError, match="instantiate must be a callable"):
+        rpjrt.ffi.register(client, _name("x"), lambda call: None, instantiate=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="native handler"):
+        rpjrt.ffi.register(client, _name("x"), 1234, instantiate=lambda call: None)
+
+
+def test_fake_plugin_with_an_old_ffi_runtime_refuses_state_naming_both_versions() -> None:
+    from .test_oom_event import _fake_plugin
+
+    r = run_python(
+        f"""
+        import rpjrt, rpjrt.ffi
+        c = rpjrt.Client({str(_fake_plugin())!r})
+        print("RT", rpjrt.ffi.runtime_version(c))
+        rpjrt.ffi.register(c, "plain", lambda call: None)
+        try:
+            rpjrt.ffi.register(c, "stateful", lambda call: None, instantiate=lambda call: 1)
+        except rpjrt.UnimplementedError as e:
+            print("REFUSED", e)
+        """,
+        env={"RPJRT_FAKE_FFI_VERSION": "0.2"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert "RT (0, 2)" in r.stdout, r.stdout
+    assert "REFUSED" in r.stdout and "0.3 or newer" in r.stdout, r.stdout
+    assert "is 0.2" in r.stdout, r.stdout

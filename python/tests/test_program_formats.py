@@ -1,6 +1,7 @@
 """The one program-format table (crates/rpjrt/tests/fixtures/program-formats.tsv), read
 by the Rust and CLI tests too: ``Client.compile`` takes exactly the program rows the CLI's
-``compile`` takes, ``Client.load`` exactly the artifact rows ``rpjrt run`` loads, and
+``compile`` takes, ``Client.load`` exactly the artifact rows ``rpjrt run`` loads,
+``Client.load(bare=True)`` the bare executables ``rpjrt run --format executable`` loads, and
 every other row is refused by both as an InvalidArgumentError (a FIFO at once)."""
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ ROWS = _rows()
 
 def test_the_table_is_read() -> None:
     kinds = {k for _, _, k in ROWS}
-    assert kinds == {"mlir", "hlo", "artifact", "error"}
+    assert kinds == {"mlir", "hlo", "artifact", "executable", "error"}
 
 
 @pytest.mark.parametrize(("file", "fmt", "kind"), ROWS, ids=[f"{f}-{m}-{k}" for f, m, k in ROWS])
@@ -41,6 +42,10 @@ def test_compile_and_load_follow_the_table(
         path = tmp_path / "mul_add.rpjrt"
         exe = client.compile(TABLE_DIR / "mul_add.mlir")
         path.write_bytes(exe.serialize())
+    elif file == "@bare":
+        path = tmp_path / "mul_add.pjrt-executable"
+        exe = client.compile(TABLE_DIR / "mul_add.mlir")
+        path.write_bytes(exe.serialize_bare())
     elif file == "@fifo":
         path = tmp_path / "pipe.mlir"
         os.mkfifo(path)
@@ -55,6 +60,11 @@ def test_compile_and_load_follow_the_table(
     else:
         with pytest.raises(rpjrt.InvalidArgumentError):
             client.compile(path, format=fmt)
+    if kind == "executable":
+        # A plugin's bare serialized executable: load_bare takes it, load refuses it.
+        assert client.load(path, bare=True).num_outputs == 1
+        with pytest.raises(rpjrt.InvalidArgumentError):
+            client.load(path)
     if fmt is not None:
         return  # load takes no format: only the rows without one apply to it
     if kind == "artifact":

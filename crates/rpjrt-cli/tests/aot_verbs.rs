@@ -196,10 +196,22 @@ fn compile_and_run_take_the_formats_of_the_one_table() {
         120,
     );
     assert_eq!(code, 0, "{out}");
+    // A bare serialized executable: the plugin's own bytes, made through the library (no
+    // verb writes one).
+    let bare = dir.join("mul_add.pjrt-executable");
+    {
+        let client = rpjrt::Client::from_path(&plugin).unwrap();
+        let program = rpjrt::Program::read(&mul_add, None).unwrap();
+        let exe = client
+            .compile(&program, &rpjrt::CompileOptions::default())
+            .unwrap();
+        std::fs::write(&bare, exe.serialize_bare().unwrap()).unwrap();
+    }
     let out_path = dir.join("out.rpjrt");
     for (file, format, kind) in format_table() {
         let path = match file.as_str() {
             "@artifact" => artifact.clone(),
+            "@bare" => bare.clone(),
             "@fifo" => fifo.clone(),
             name => fixtures().join(name),
         };

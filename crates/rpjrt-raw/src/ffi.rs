@@ -936,8 +936,12 @@ impl<'a> Frame<'a> {
     }
 
     /// `XLA_FFI_ExecutionContext_Get`: user data of this type id, if the execute call
-    /// attached any.
+    /// attached any. `None` at the instantiate stage: there is no execution then, and XLA's
+    /// runtime dereferences the absent execution context (a crash) if asked.
     pub fn user_data(&self, type_id: i64) -> Option<usize> {
+        if self.stage() == sys::XLA_FFI_ExecutionStage_INSTANTIATE {
+            return None;
+        }
         let get = self.api_fn(
             offset_of!(sys::XLA_FFI_Api, XLA_FFI_ExecutionContext_Get),
             |a| a.XLA_FFI_ExecutionContext_Get,

@@ -41,7 +41,7 @@ extern "C" {
 }
 
 /// The Triton extension for the typed extension access (`Api::extension`).
-pub(crate) struct Triton;
+pub struct Triton;
 
 // SAFETY: `PJRT_Triton_Extension` is rpjrt-sys's declaration of the Triton extension (type
 // 7): the base followed by the one `compile` slot, in every version of the extension.
@@ -56,7 +56,7 @@ unsafe impl Extension for Triton {
 
 /// What the plugin's Triton compiler returned, copied out of its buffers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TritonOutput {
+pub struct TritonOutput {
     /// Assembly text (PTX for CUDA); empty when the plugin returned a path instead.
     pub asm: Vec<u8>,
     /// Shared memory the kernel needs, in bytes, as the plugin reported it.
@@ -68,7 +68,7 @@ pub(crate) struct TritonOutput {
 }
 
 /// Arguments of one compile, as plain values.
-pub(crate) struct TritonRequest<'a> {
+pub struct TritonRequest<'a> {
     /// Triton IR (MLIR text or bytecode).
     pub module: &'a [u8],
     /// Target architecture, as the plugin expects it (`9.0` for CUDA).
@@ -92,7 +92,7 @@ fn not_offered(api: &Api, what: &str) -> Error {
 }
 
 /// Whether the plugin offers `PJRT_Triton_Compile` (extension present, slot non-null).
-pub(crate) fn has_compile(api: &Api) -> Result<bool> {
+pub fn has_compile(api: &Api) -> Result<bool> {
     Ok(compile_fn(api).is_ok())
 }
 
@@ -133,7 +133,7 @@ unsafe fn take_owned(ptr: *const std::ffi::c_char, len: usize) -> Vec<u8> {
 
 /// Calls `PJRT_Triton_Compile` and copies the results out (see the module docs for how
 /// the version of the plugin's args struct is told apart).
-pub(crate) fn compile(api: &Api, req: &TritonRequest<'_>) -> Result<TritonOutput> {
+pub fn compile(api: &Api, req: &TritonRequest<'_>) -> Result<TritonOutput> {
     const ENTRY: &str = "PJRT_Triton_Compile";
     let f = compile_fn(api)?;
     if guard::forked_since(api.fork_generation) {

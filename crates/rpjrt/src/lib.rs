@@ -154,7 +154,10 @@ pub use layout::{DeviceLayout, HostDestination};
 pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
-pub use program::{is_artifact, ArraySpec, Program, ProgramFile, ENVELOPE_MAGIC, PROGRAM_FORMATS};
+pub use program::{
+    is_artifact, ArraySpec, Program, ProgramFile, ENVELOPE_MAGIC, EXECUTABLE_FORMAT,
+    PROGRAM_FORMATS,
+};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, is_text_parse_refusal, StablehloFit, StablehloVersion};
 pub use transfer::{AliasFulfiller, ChunkSink, StreamOptions, Upload};

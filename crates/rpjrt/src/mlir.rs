@@ -215,6 +215,8 @@ struct Bytecode<'a> {
     dialect: &'a [u8],
     attr_type: Option<&'a [u8]>,
     offsets: Option<&'a [u8]>,
+    ir: Option<&'a [u8]>,
+    properties: Option<&'a [u8]>,
 }
 
 /// Dialect names and operation names of the dialect section.
@@ -234,6 +236,7 @@ impl<'a> Bytecode<'a> {
         let end = code.get(pos..)?.iter().position(|&b| b == 0)?;
         pos += end + 1;
         let (mut strings, mut dialect, mut attr_type, mut offsets) = (None, None, None, None);
+        let (mut ir, mut properties) = (None, None);
         while pos < code.len() {
             let (id, data) = read_section(code, &mut pos)?;
             match id {
@@ -241,6 +244,8 @@ impl<'a> Bytecode<'a> {
                 1 => dialect = Some(data),
                 2 => attr_type = Some(data),
                 3 => offsets = Some(data),
+                4 => ir = Some(data),
+                8 => properties = Some(data),
                 _ => {}
             }
         }
@@ -250,6 +255,8 @@ impl<'a> Bytecode<'a> {
             dialect: dialect?,
             attr_type,
             offsets,
+            ir,
+            properties,
         })
     }
 
@@ -307,8 +314,18 @@ impl<'a> Bytecode<'a> {
     /// The type table: for each type, its dialect and its bytes, with whether the bytes
     /// are the dialect's own encoding (else they are the type's text).
     fn types(&self, dialects: &[String]) -> Option<Vec<(String, bool, &'a [u8])>> {
+        Some(self.table(dialects)?.1)
+    }
+
+    /// The attribute and type tables: for each entry, its dialect and its bytes, with
+    /// whether the bytes are the dialect's own encoding (else they are its text).
+    #[allow(clippy::type_complexity)]
+    fn table(
+        &self,
+        dialects: &[String],
+    ) -> Option<(Vec<(String, bool, &'a [u8])>, Vec<(String, bool, &'a [u8])>)> {
         let (Some(data), Some(offsets)) = (self.attr_type, self.offsets) else {
-            return Some(Vec::new());
+            return Some((Vec::new(), Vec::new()));
         };
         let mut p = 0;
         let n_attrs = read_usize(offsets, &mut p)?;
@@ -333,15 +350,18 @@ impl<'a> Bytecode<'a> {
             }
         }
         let mut at = 0usize;
+        let mut attrs = Vec::with_capacity(n_attrs);
         let mut types = Vec::with_capacity(n_types);
         for (i, (dialect, custom, size)) in entries.into_iter().enumerate() {
             let bytes = data.get(at..at.checked_add(size)?)?;
             at += size;
             if i >= n_attrs {
                 types.push((dialect, custom, bytes));
+            } else {
+                attrs.push((dialect, custom, bytes));
             }
         }
-        Some(types)
+        Some((attrs, types))
     }
 
     fn uses(&self) -> Uses {
@@ -486,6 +506,476 @@ fn ranked_tensor(dialect: &str, custom: bool, bytes: &[u8]) -> Option<(Vec<i64>,
     Some((dims, element))
 }
 
+/// The names of the entry function's parameters, from MLIR text: for each parameter of
+/// `@main` (or the only public function), in order, its `jax.arg_info` attribute, else
+/// its location name (`loc("x")`, which jax.export writes), else its SSA name when the
+/// author chose one (`%x`, not `%arg0`); bytecode is read by `bytecode_parameter_names`.
+/// `None` for a program without a recognisable entry function, or a parameter without
+/// any name (names are all or nothing).
+pub(crate) fn entry_parameter_names(code: &[u8]) -> Option<Vec<String>> {
+    if code.starts_with(BYTECODE_MAGIC) {
+        return bytecode_parameter_names(code);
+    }
+    let text = std::str::from_utf8(code).ok()?;
+    let list = entry_parameter_list(text)?;
+    let params = split_top_level(list);
+    let mut names = Vec::with_capacity(params.len());
+    for p in params {
+        let p = p.trim();
+        if p.is_empty() {
+            continue;
+        }
+        names.push(parameter_name(p)?);
+    }
+    Some(names)
+}
+
+/// The text between the parentheses of the entry function's parameter list.
+fn entry_parameter_list(text: &str) -> Option<&str> {
+    let mut at = None;
+    let mut publics = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text[from..].find("func.func") {
+        let start = from + i;
+        from = start + "func.func".len();
+        let rest = &text[from..];
+        let open = rest.find('(')?;
+        let head = rest[..open].trim();
+        let is_public = !head.contains("private") && !head.contains("nested");
+        let name = head.rsplit('@').next().unwrap_or("").trim();
+        if name == "main" {
+            at = Some(from + open);
+            break;
+        }
+        if is_public {
+            publics.push(from + open);
+        }
+    }
+    let open = match (at, publics.as_slice()) {
+        (Some(o), _) => o,
+        (None, [only]) => *only,
+        _ => return None,
+    };
+    let bytes = text.as_bytes();
+    let (mut depth, mut in_str, mut esc) = (0i32, false, false);
+    for (i, &b) in bytes.iter().enumerate().skip(open) {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'(' | b'<' | b'{' | b'[' => depth += 1,
+            b')' | b'>' | b'}' | b']' => {
+                // `->` is not a closing angle bracket.
+                if b == b'>' && i > 0 && bytes[i - 1] == b'-' {
+                    continue;
+                }
+                depth -= 1;
+                if depth == 0 {
+                    return text.get(open + 1..i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `s` split at the commas outside brackets and strings.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let bytes = s.as_bytes();
+    let (mut depth, mut in_str, mut esc, mut start) = (0i32, false, false, 0usize);
+    let mut out = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'(' | b'<' | b'{' | b'[' => depth += 1,
+            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
+            b')' | b'>' | b'}' | b']' => depth -= 1,
+            b',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// The first string literal after `key` in `s` (unescaped for `\"` and `\\`).
+fn string_after(s: &str, key: &str) -> Option<String> {
+    let at = s.find(key)? + key.len();
+    let rest = &s[at..];
+    let q = rest.find('"')?;
+    let mut out = String::new();
+    let mut esc = false;
+    for c in rest[q + 1..].chars() {
+        match (esc, c) {
+            (true, c) => {
+                out.push(c);
+                esc = false;
+            }
+            (false, '\\') => esc = true,
+            (false, '"') => return Some(out),
+            (false, c) => out.push(c),
+        }
+    }
+    None
+}
+
+/// One parameter's name: `jax.arg_info`, then `loc("...")`, then a chosen SSA name.
+fn parameter_name(p: &str) -> Option<String> {
+    if let Some(n) = string_after(p, "jax.arg_info").filter(|n| !n.is_empty()) {
+        return Some(n);
+    }
+    if let Some(at) = p.find("loc(") {
+        let rest = p[at + 4..].trim_start();
+        if rest.starts_with('"') {
+            if let Some(n) = string_after(rest, "").filter(|n| !n.is_empty()) {
+                return Some(n);
+            }
+        }
+    }
+    let ssa = p.strip_prefix('%')?;
+    let end = ssa
+        .find(|c: char| c == ':' || c.is_whitespace())
+        .unwrap_or(ssa.len());
+    let name = &ssa[..end];
+    let generic = name
+        .strip_prefix("arg")
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    let numeric = !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit());
+    (!name.is_empty() && !generic && !numeric).then(|| name.to_string())
+}
+
+// Builtin attribute codes of MLIR's bytecode encoding (BuiltinDialectBytecode), part of
+// the format's compatibility promise.
+const BUILTIN_DICTIONARY: u64 = 1;
+const BUILTIN_STRING: u64 = 2;
+const BUILTIN_NAME_LOC: u64 = 14;
+// Bytecode versions that changed what the IR section holds.
+const V_LAZY_LOADING: u64 = 2;
+const V_USE_LIST_ORDERING: u64 = 3;
+const V_ELIDE_UNKNOWN_ARG_LOC: u64 = 4;
+const V_PROPERTIES: u64 = 5;
+// The operation encoding mask.
+const OP_HAS_ATTRS: u8 = 0x01;
+const OP_HAS_RESULTS: u8 = 0x02;
+const OP_HAS_OPERANDS: u8 = 0x04;
+const OP_HAS_SUCCESSORS: u8 = 0x08;
+const OP_HAS_REGIONS: u8 = 0x10;
+const OP_HAS_USE_LIST_ORDERS: u8 = 0x20;
+const OP_HAS_PROPERTIES: u8 = 0x40;
+
+/// One function of the module's top-level block: its attribute dictionary (an attribute
+/// index) and, for each parameter of its entry block, its location (an attribute index;
+/// `None` for an unknown location).
+struct FuncOp {
+    attrs: Option<usize>,
+    props: Option<usize>,
+    args: Vec<Option<usize>>,
+}
+
+/// A reader over the IR section: the module op, its top-level block, and for each function
+/// op in it the entry block's parameter locations. Everything else is skipped.
+struct IrReader<'b> {
+    version: u64,
+    ops: &'b [String],
+}
+
+impl IrReader<'_> {
+    /// Skips a use-list order of a range of `n` values.
+    fn skip_use_list(&self, d: &[u8], p: &mut usize, n: usize) -> Option<()> {
+        let count = if n > 1 { read_usize(d, p)? } else { 1 };
+        for _ in 0..count.min(d.len()) {
+            if n > 1 {
+                read_varint(d, p)?;
+            }
+            let len = read_usize(d, p)? >> 1;
+            if len > d.len() {
+                return None;
+            }
+            for _ in 0..len {
+                read_varint(d, p)?;
+            }
+        }
+        Some(())
+    }
+
+    /// Reads a block header: (number of ops, the arguments' locations).
+    fn block_header(&self, d: &[u8], p: &mut usize) -> Option<(usize, Vec<Option<usize>>)> {
+        let v = read_usize(d, p)?;
+        let (n_ops, has_args) = (v >> 1, v & 1 == 1);
+        let mut args = Vec::new();
+        if has_args {
+            let n = read_usize(d, p)?;
+            if n > d.len() {
+                return None;
+            }
+            for _ in 0..n {
+                if self.version >= V_ELIDE_UNKNOWN_ARG_LOC {
+                    let t = read_usize(d, p)?;
+                    args.push(if t & 1 == 1 {
+                        Some(read_usize(d, p)?)
+                    } else {
+                        None
+                    });
+                } else {
+                    read_usize(d, p)?;
+                    args.push(Some(read_usize(d, p)?));
+                }
+            }
+            if self.version >= V_USE_LIST_ORDERING {
+                let mask = *d.get(*p)?;
+                *p += 1;
+                if mask & OP_HAS_USE_LIST_ORDERS != 0 {
+                    self.skip_use_list(d, p, n)?;
+                }
+            }
+        }
+        Some((n_ops, args))
+    }
+
+    /// Reads (or skips) one operation. With `funcs`, the op is in the module's top-level
+    /// block: a function op's entry-block parameter locations are noted there.
+    fn op(
+        &self,
+        d: &[u8],
+        p: &mut usize,
+        depth: usize,
+        funcs: Option<&mut Vec<FuncOp>>,
+    ) -> Option<Vec<FuncOp>> {
+        if depth > 64 {
+            return None;
+        }
+        let name = self.ops.get(read_usize(d, p)?)?;
+        let mask = *d.get(*p)?;
+        *p += 1;
+        read_varint(d, p)?; // location
+        let attrs = if mask & OP_HAS_ATTRS != 0 {
+            Some(read_usize(d, p)?)
+        } else {
+            None
+        };
+        let props = if mask & OP_HAS_PROPERTIES != 0 && self.version >= V_PROPERTIES {
+            Some(read_usize(d, p)?)
+        } else {
+            None
+        };
+        let mut n_results = 0;
+        if mask & OP_HAS_RESULTS != 0 {
+            n_results = read_usize(d, p)?;
+            if n_results > d.len() {
+                return None;
+            }
+            for _ in 0..n_results {
+                read_varint(d, p)?;
+            }
+        }
+        for bit in [OP_HAS_OPERANDS, OP_HAS_SUCCESSORS] {
+            if mask & bit != 0 {
+                let n = read_usize(d, p)?;
+                if n > d.len() {
+                    return None;
+                }
+                for _ in 0..n {
+                    read_varint(d, p)?;
+                }
+            }
+        }
+        if mask & OP_HAS_USE_LIST_ORDERS != 0 {
+            self.skip_use_list(d, p, n_results)?;
+        }
+        // Names as the dialect section gives them (VHLO's `func_v1` reads `stablehlo.func`).
+        let is_module = name == "builtin.module" || name == "stablehlo.module";
+        let is_func = name == "func.func" || name == "stablehlo.func";
+        let mut found = Vec::new();
+        if mask & OP_HAS_REGIONS != 0 {
+            let v = read_usize(d, p)?;
+            let (n_regions, isolated) = (v >> 1, v & 1 == 1);
+            let mut owned;
+            let (data, pos): (&[u8], &mut usize) = if isolated && self.version >= V_LAZY_LOADING {
+                let (_, section) = read_section(d, p)?;
+                owned = 0;
+                (section, &mut owned)
+            } else {
+                (d, p)
+            };
+            for r in 0..n_regions.min(data.len()) {
+                let n_blocks = read_usize(data, pos)?;
+                if n_blocks == 0 {
+                    continue;
+                }
+                read_varint(data, pos)?; // values in the region
+                for b in 0..n_blocks.min(data.len()) {
+                    let (n_ops, args) = self.block_header(data, pos)?;
+                    if is_func && funcs.is_some() && r == 0 && b == 0 {
+                        found.push(FuncOp { attrs, props, args });
+                    }
+                    for _ in 0..n_ops.min(data.len()) {
+                        if is_module && depth == 0 {
+                            let mut inner = Vec::new();
+                            self.op(data, pos, depth + 1, Some(&mut inner))?;
+                            found.extend(inner);
+                        } else {
+                            self.op(data, pos, depth + 1, None)?;
+                        }
+                    }
+                }
+            }
+        }
+        match funcs {
+            Some(out) => {
+                out.extend(found);
+                Some(Vec::new())
+            }
+            None => Some(found),
+        }
+    }
+}
+
+/// The entry function's parameter names in MLIR bytecode (plain or a portable artifact):
+/// the name locations of its entry block's parameters (`loc("x")`, as jax.export writes
+/// them). The entry is the module's only function, or the one whose attributes name it
+/// `main`; `None` when that cannot be told or a parameter has no name location.
+fn bytecode_parameter_names(code: &[u8]) -> Option<Vec<String>> {
+    let b = Bytecode::read(code)?;
+    let section = b.dialect_section()?;
+    let (attrs, _) = b.table(&section.dialects)?;
+    let reader = IrReader {
+        version: b.version,
+        ops: &section.ops,
+    };
+    let ir = b.ir?;
+    let mut p = 0;
+    let (n_ops, _) = reader.block_header(ir, &mut p)?;
+    if n_ops != 1 {
+        return None;
+    }
+    let funcs = reader.op(ir, &mut p, 0, None)?;
+    // The builtin custom encoding of an attribute: its code and the varints after it.
+    let builtin = |i: usize| -> Option<(u64, Vec<u64>)> {
+        let (dialect, custom, bytes) = attrs.get(i)?;
+        if dialect != "builtin" || !custom {
+            return None;
+        }
+        let mut q = 0;
+        let code = read_varint(bytes, &mut q)?;
+        let mut rest = Vec::new();
+        while q < bytes.len() && rest.len() < 4096 {
+            rest.push(read_varint(bytes, &mut q)?);
+        }
+        Some((code, rest))
+    };
+    let string_attr = |i: usize| -> Option<String> {
+        match builtin(i)? {
+            (BUILTIN_STRING, v) if v.len() == 1 => b.string(v[0]),
+            _ => None,
+        }
+    };
+    // Whether an attribute (any dialect's encoding) holds exactly the string "main".
+    let main_index = b.strings.iter().position(|s| *s == b"main");
+    let names_main = |i: usize| -> bool {
+        let Some((dialect, custom, bytes)) = attrs.get(i) else {
+            return false;
+        };
+        if !custom {
+            return bytes.strip_suffix(&[0]).unwrap_or(bytes) == b"\"main\"";
+        }
+        let mut q = 0;
+        let code = read_varint(bytes, &mut q);
+        // A builtin string, or VHLO's (whose code is its own): the code, then the string.
+        if dialect != "vhlo" && code != Some(BUILTIN_STRING) {
+            return false;
+        }
+        let rest = bytes.get(q..).unwrap_or_default();
+        let mut r = 0;
+        main_index.is_some_and(|m| read_varint(rest, &mut r) == Some(m as u64) && r == rest.len())
+    };
+    // The properties section: a count, then each entry as a size and its bytes. A
+    // function's entry lists its inherent attributes (the name among them) as attribute
+    // indices, among flags for the absent optional ones.
+    let property_entries: Vec<&[u8]> = (|| {
+        let d = b.properties?;
+        let mut q = 0;
+        let n = read_usize(d, &mut q)?;
+        let mut out = Vec::with_capacity(n.min(d.len()));
+        for _ in 0..n.min(d.len()) {
+            let size = read_usize(d, &mut q)?;
+            out.push(d.get(q..q.checked_add(size)?)?);
+            q += size;
+        }
+        Some(out)
+    })()
+    .unwrap_or_default();
+    let props_name_main = |i: usize| -> bool {
+        let Some(entry) = property_entries.get(i) else {
+            return false;
+        };
+        let mut q = 0;
+        let mut any = false;
+        while q < entry.len() {
+            match read_varint(entry, &mut q) {
+                Some(v) => any |= usize::try_from(v).is_ok_and(names_main),
+                None => return false,
+            }
+        }
+        any
+    };
+    let is_main = |f: &FuncOp| -> bool {
+        if f.props.is_some_and(props_name_main) {
+            return true;
+        }
+        let Some((BUILTIN_DICTIONARY, v)) = f.attrs.and_then(builtin) else {
+            return false;
+        };
+        let n = v.first().copied().unwrap_or(0) as usize;
+        (0..n).any(|k| {
+            let (Some(&key), Some(&value)) = (v.get(1 + 2 * k), v.get(2 + 2 * k)) else {
+                return false;
+            };
+            string_attr(key as usize).as_deref() == Some("sym_name") && names_main(value as usize)
+        })
+    };
+    let entry = match funcs.as_slice() {
+        [only] => only,
+        many => {
+            let mut mains = many.iter().filter(|f| is_main(f));
+            let first = mains.next()?;
+            if mains.next().is_some() {
+                return None;
+            }
+            first
+        }
+    };
+    entry
+        .args
+        .iter()
+        .map(|loc| match builtin((*loc)?)? {
+            (BUILTIN_NAME_LOC, v) if !v.is_empty() => {
+                string_attr(usize::try_from(v[0]).ok()?).filter(|n| !n.is_empty())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -604,6 +1094,69 @@ mod tests {
                 bad[i] = b;
                 let _ = uses(&bad);
             }
+        }
+    }
+
+    #[test]
+    fn entry_parameter_names_from_text() {
+        let names = |t: &str| entry_parameter_names(t.as_bytes());
+        assert_eq!(
+            names(
+                "func.func public @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {"
+            ),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        // jax.export text: generic SSA names, the Python names as locations.
+        let jax = r#"module @jit_f {
+  func.func public @main(%arg0: tensor<8xf32> {mhlo.sharding = "{replicated}"} loc("params['w']"), %arg1: tensor<2x3xf32> loc("lr")) -> (tensor<8xf32> {jax.result_info = "result"}) {"#;
+        assert_eq!(
+            names(jax),
+            Some(vec!["params['w']".to_string(), "lr".to_string()])
+        );
+        let info = r#"func.func @main(%arg0: tensor<f32> {jax.arg_info = "x", mhlo.sharding = "{replicated}"}) -> tensor<f32> {"#;
+        assert_eq!(names(info), Some(vec!["x".to_string()]));
+        // Generic names only: the program carries none.
+        assert_eq!(
+            names("func.func @main(%arg0: tensor<f32>, %arg1: tensor<f32>) -> tensor<f32> {"),
+            None
+        );
+        assert_eq!(names("func.func @main() -> tensor<f32> {"), Some(vec![]));
+        // A private helper before the entry is not the entry.
+        let two = "func.func private @h(%q: tensor<f32>) -> tensor<f32> {}\nfunc.func @main(%p: tensor<f32>) {";
+        assert_eq!(names(two), Some(vec!["p".to_string()]));
+        assert_eq!(names("ML\u{ef}R"), None);
+        assert_eq!(names("not mlir at all"), None);
+    }
+
+    #[test]
+    fn entry_parameter_names_from_bytecode() {
+        let fixture = |name: &str| {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
+            std::fs::read(format!("{path}{name}")).unwrap()
+        };
+        // jax.export's portable artifact keeps the Python argument names as locations.
+        assert_eq!(
+            entry_parameter_names(&fixture("mul_add.jax_export.mlirbc")),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        assert_eq!(
+            entry_parameter_names(&fixture("shardy_sin.jax_export.mlirbc")),
+            Some(vec!["a".to_string()])
+        );
+        // Two functions: the entry is the one named main (its private callee comes next).
+        assert_eq!(
+            entry_parameter_names(&fixture("two_funcs.jax_export.mlirbc")),
+            Some(vec!["x".to_string(), "y".to_string()])
+        );
+        // Plain bytecode written without debug information carries no names.
+        assert_eq!(entry_parameter_names(&fixture("mul_add.mlirbc")), None);
+        // Damaged bytecode gives no names, never a panic.
+        let good = fixture("mul_add.jax_export.mlirbc");
+        for cut in (8..good.len()).step_by(7) {
+            let _ = entry_parameter_names(&good[..cut]);
+            let mut bad = good.clone();
+            bad[cut] ^= 0x5a;
+            let _ = entry_parameter_names(&bad);
         }
     }
 }

@@ -35,7 +35,15 @@ pub enum ProgramFile {
     Program(Program),
     /// A compiled rpjrt artifact, as its bytes.
     Artifact(Vec<u8>),
+    /// A plugin's own serialized executable without rpjrt's envelope (the bytes
+    /// `PJRT_Executable_Serialize` gives, `Executable::serialize_bare`): loaded with
+    /// `Client::load_bare`, unchecked. Never told from the bytes alone (they carry no
+    /// magic): only format [`EXECUTABLE_FORMAT`] says it.
+    Executable(Vec<u8>),
 }
+
+/// The format name of a plugin's bare serialized executable ([`ProgramFile::Executable`]).
+pub const EXECUTABLE_FORMAT: &str = "executable";
 
 /// The format names [`Program::with_format`] and [`ProgramFile::detect`] accept.
 pub const PROGRAM_FORMATS: [&str; 2] = ["mlir", "hlo"];
@@ -57,7 +65,9 @@ impl ProgramFile {
     /// Tells what `bytes` hold; the one rule for every face:
     ///
     /// - `format` `"mlir"` or `"hlo"` says it (an rpjrt artifact is still refused for it:
-    ///   load it instead); any other name is an error;
+    ///   load it instead); `"executable"` says the bytes are a plugin's bare serialized
+    ///   executable (an rpjrt artifact, MLIR bytecode or program text is refused for it);
+    ///   any other name is an error;
     /// - else an rpjrt artifact (its magic `RPJRTEXE`) is an artifact;
     /// - MLIR bytecode (also a portable artifact, magic `ML\xefR`) is MLIR;
     /// - a `name` ending in `.pb`, `.hlo` or `.hlopb` is an HLO module;
@@ -67,17 +77,40 @@ impl ProgramFile {
         classify(bytes, name, format).map_err(Error::invalid)
     }
 
-    /// The format's name: `"mlir"`, `"hlo"` or `"artifact"`.
+    /// The parameter names the file carries ([`Program::parameter_names`]; compiled
+    /// executables carry none).
+    pub fn parameter_names(&self) -> Option<Vec<String>> {
+        match self {
+            ProgramFile::Program(p) => p.parameter_names(),
+            ProgramFile::Artifact(_) | ProgramFile::Executable(_) => None,
+        }
+    }
+
+    /// The format's name: `"mlir"`, `"hlo"`, `"artifact"` or `"executable"`.
     pub fn kind(&self) -> &'static str {
         match self {
             ProgramFile::Program(p) => p.format(),
             ProgramFile::Artifact(_) => "artifact",
+            ProgramFile::Executable(_) => EXECUTABLE_FORMAT,
         }
     }
 }
 
 fn format_error(format: &str) -> String {
-    format!("format must be \"mlir\" or \"hlo\", not {format:?}")
+    format!("format must be \"mlir\", \"hlo\" or \"executable\", not {format:?}")
+}
+
+/// Why `bytes` given as a bare serialized executable are not one, if they are plainly
+/// something else (the blob itself has no magic to check).
+fn not_an_executable(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(BYTECODE_MAGIC) {
+        return Some("MLIR bytecode, a program to compile, not a serialized executable");
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    ["func.func", "module", "HloModule", "stablehlo.", "mhlo."]
+        .iter()
+        .any(|w| text.contains(w))
+        .then_some("program text to compile, not a serialized executable")
 }
 
 /// [`ProgramFile::detect`], its error as a sentence without the "invalid argument" prefix.
@@ -101,6 +134,10 @@ fn classify(
         return match f {
             "mlir" => Ok(ProgramFile::Program(Program::Mlir(bytes))),
             "hlo" => Ok(ProgramFile::Program(Program::Hlo(bytes))),
+            EXECUTABLE_FORMAT => match not_an_executable(&bytes) {
+                Some(why) => Err(why.to_string()),
+                None => Ok(ProgramFile::Executable(bytes)),
+            },
             other => Err(format_error(other)),
         };
     }
@@ -114,7 +151,8 @@ fn classify(
     } else {
         Err(
             "not StableHLO text, MLIR bytecode, an HloModuleProto (.pb, .hlo, .hlopb) \
-             or an rpjrt artifact"
+             or an rpjrt artifact (a plugin's own serialized executable is never guessed: \
+             say format \"executable\")"
                 .to_string(),
         )
     }
@@ -137,7 +175,12 @@ impl Program {
         match format {
             "mlir" => Ok(Program::mlir(code)),
             "hlo" => Ok(Program::hlo(code)),
-            other => Err(Error::invalid(format_error(other))),
+            EXECUTABLE_FORMAT => Err(Error::invalid(
+                "a serialized executable is loaded (load_bare), not compiled",
+            )),
+            other => Err(Error::invalid(format!(
+                "format must be \"mlir\" or \"hlo\", not {other:?}"
+            ))),
         }
     }
 
@@ -151,6 +194,24 @@ impl Program {
                 "{}: an rpjrt artifact, not a program: load it instead of compiling it",
                 path.display()
             ))),
+            ProgramFile::Executable(_) => Err(Error::invalid(format!(
+                "{}: a serialized executable, not a program: load it (load_bare) instead of \
+                 compiling it",
+                path.display()
+            ))),
+        }
+    }
+
+    /// The names of the entry function's parameters, in order, where the program carries
+    /// them: in StableHLO text a `jax.arg_info` attribute, a location name (`loc("x")`:
+    /// the Python argument names jax.export writes) or an SSA name the author chose (`%x`,
+    /// not `%arg0`); in MLIR bytecode and jax.export's portable artifacts the parameters'
+    /// location names. `None` when any parameter has none, when the entry function cannot
+    /// be told, and for HLO modules (not read for names).
+    pub fn parameter_names(&self) -> Option<Vec<String>> {
+        match self {
+            Program::Mlir(code) => crate::mlir::entry_parameter_names(code),
+            Program::Hlo(_) => None,
         }
     }
 
@@ -242,6 +303,21 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("onnx"));
+        assert_eq!(
+            d(b"\x08\x01\xff", None, Some("executable")).unwrap(),
+            "executable"
+        );
+        for not_exe in [
+            &b"ML\xefR\x00"[..],
+            b"func.func @main() { return }",
+            b"RPJRTEXE",
+        ] {
+            assert!(d(not_exe, None, Some("executable")).is_err());
+        }
+        assert!(d(b"\xff\xfe", None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("executable"));
         assert!(d(b"RPJRTEXE", None, Some("mlir"))
             .unwrap_err()
             .to_string()

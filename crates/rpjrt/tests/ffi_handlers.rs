@@ -364,6 +364,10 @@ fn instantiate_stage_gives_per_instance_state() {
             &target,
             &RegisterOptions::default(),
             move |call: &mut CallFrame<'_>| {
+                // No execution exists at this stage: user data is absent (asking XLA's
+                // runtime for it then dereferenced the missing execution context).
+                assert!(call.user_data_any().is_none());
+                let _ = (call.stream(), call.device_ordinal());
                 // The state is computed once per compiled instance, from the attributes.
                 let offset: f32 = call.attrs()?.get_as("offset")?;
                 let n = i2.fetch_add(1, Ordering::SeqCst);

@@ -33,11 +33,16 @@ fn rows() -> Vec<Row> {
 }
 
 /// The path a row names, made when it is one of the `@` entries.
-fn materialise(row: &Row, dir: &Path, artifact: &[u8]) -> PathBuf {
+fn materialise(row: &Row, dir: &Path, artifact: &[u8], bare: &[u8]) -> PathBuf {
     match row.file.as_str() {
         "@artifact" => {
             let p = dir.join("mul_add.rpjrt");
             std::fs::write(&p, artifact).unwrap();
+            p
+        }
+        "@bare" => {
+            let p = dir.join("mul_add.pjrt-executable");
+            std::fs::write(&p, bare).unwrap();
             p
         }
         "@fifo" => {
@@ -68,9 +73,11 @@ fn every_row_reads_as_the_table_says_and_what_is_accepted_runs() {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let artifact = compile(c, &mul_add()).serialize().unwrap();
+        let exe = compile(c, &mul_add());
+        let artifact = exe.serialize().unwrap();
+        let bare = exe.serialize_bare().unwrap();
         for row in &table {
-            let path = materialise(row, &dir, &artifact);
+            let path = materialise(row, &dir, &artifact, &bare);
             let what = format!("{} --format {:?}", row.file, row.format);
             let read = ProgramFile::read(&path, row.format.as_deref());
             match (row.kind.as_str(), read) {
@@ -85,13 +92,17 @@ fn every_row_reads_as_the_table_says_and_what_is_accepted_runs() {
                 (kind, Err(e)) => panic!("{what}: expected {kind}, got {e}"),
                 (kind, Ok(got)) => {
                     assert_eq!(got.kind(), kind, "{what}");
-                    let exe = match got {
-                        ProgramFile::Program(prog) => {
-                            c.compile(&prog, &CompileOptions::default()).unwrap()
-                        }
-                        ProgramFile::Artifact(bytes) => c.load(&bytes, None).unwrap(),
-                    };
+                    // The one path from a file to an executable (what `rpjrt run` takes).
+                    let exe = c.open_program(&got, None).unwrap();
                     assert_eq!(exe.num_outputs(), 1, "{what}");
+                    // Its input specs come from the executable, whatever the format.
+                    let params = exe.parameters().expect("parameter specs");
+                    assert_eq!(params.len(), 2, "{what}");
+                    assert_eq!(params[0].dims, vec![8], "{what}");
+                    if let ProgramFile::Program(prog) = &got {
+                        let again = c.compile(prog, &CompileOptions::default()).unwrap();
+                        assert_eq!(again.num_outputs(), 1, "{what}");
+                    }
                 }
             }
             // Program::read is the same rule, with artifacts refused (load them instead).

@@ -16,18 +16,21 @@ use crate::progress::Progress;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The program: StableHLO text (.mlir), MLIR bytecode or a jax.export portable
-    /// artifact (.mlirbc), a serialized HloModuleProto (.pb, .hlo, .hlopb), or an rpjrt
-    /// artifact (what `rpjrt compile` writes; loaded, not compiled).
+    /// artifact (.mlirbc), a serialized HloModuleProto (.pb, .hlo, .hlopb), an rpjrt
+    /// artifact (what `rpjrt compile` writes; loaded, not compiled), or with
+    /// `--format executable` a plugin's own serialized executable (loaded unchecked).
     pub program: PathBuf,
-    /// Program format: mlir or hlo (default: told from the file, as `rpjrt compile` does).
+    /// Program format: mlir, hlo or executable (default: told from the file, as
+    /// `rpjrt compile` does; a bare serialized executable is never guessed).
     #[arg(long)]
     pub format: Option<String>,
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`).
     #[arg(long)]
     pub plugin: Option<std::ffi::OsString>,
-    /// An input, as INDEX=FILE.npy, INDEX=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz
-    /// (its arrays in order, or by the names arg0, arg1, ...). INDEX is 0-based or argN.
-    #[arg(long = "input", short = 'i', value_name = "INDEX=FILE|LITERAL")]
+    /// An input, as KEY=FILE.npy, KEY=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz
+    /// (its arrays in order, or by parameter name or arg0, arg1, ...). KEY is 0-based,
+    /// argN, or the parameter's name where the program carries names (jax.export).
+    #[arg(long = "input", short = 'i', value_name = "KEY=FILE|LITERAL")]
     pub inputs: Vec<String>,
     /// Fill inputs that were not given with random values of the right type and shape.
     #[arg(long)]
@@ -52,20 +55,64 @@ pub struct Args {
     pub json: bool,
 }
 
-fn parse_index(s: &str, n: usize) -> Result<usize, CliError> {
+/// The parameters as a message lists them: `a (f32[8]), b (f32[8])` by name where the
+/// program carries names, else by index.
+fn parameter_list(n: usize, params: Option<&[ArraySpec]>, names: Option<&[String]>) -> String {
+    if n == 0 {
+        return "the program takes no arguments".to_string();
+    }
+    let one = |i: usize| {
+        let label = match names.and_then(|v| v.get(i)) {
+            Some(name) => format!("{name:?}"),
+            None => i.to_string(),
+        };
+        match params.and_then(|p| p.get(i)) {
+            Some(spec) => format!("{label} ({spec})"),
+            None => label,
+        }
+    };
+    let list: Vec<String> = (0..n).map(one).collect();
+    match names {
+        Some(_) => format!("its parameters are {}", list.join(", ")),
+        None => format!(
+            "its parameters are {} (this program carries no parameter names: use 0, 1, ... \
+             or arg0, arg1, ...)",
+            list.join(", ")
+        ),
+    }
+}
+
+/// The argument index an input key names: a parameter name the program carries, else
+/// `0`, `1`, ... / `arg0`, `arg1`, ... (`%arg0` too). `None` when it is neither.
+fn key_index(s: &str, n: usize, names: Option<&[String]>) -> Option<Result<usize, usize>> {
+    if let Some(i) = names.and_then(|v| v.iter().position(|name| name == s)) {
+        return Some(Ok(i));
+    }
     let t = s.trim().trim_start_matches('%');
     let t = t.strip_prefix("arg").unwrap_or(t);
-    let i: usize = t.parse().map_err(|_| {
-        CliError::usage(format!(
-            "input name {s:?} is not an argument index (0, 1, ... or arg0, arg1, ...)"
-        ))
-    })?;
-    if i >= n {
-        return Err(CliError::usage(format!(
-            "input {s:?}: the program takes {n} argument(s)"
-        )));
+    let i: usize = t.parse().ok()?;
+    Some(if i < n { Ok(i) } else { Err(i) })
+}
+
+/// [`key_index`] for a `--input KEY=...`: an unknown key or an index past the end is a
+/// usage error listing the parameters.
+fn parse_key(
+    s: &str,
+    n: usize,
+    params: Option<&[ArraySpec]>,
+    names: Option<&[String]>,
+) -> Result<usize, CliError> {
+    match key_index(s, n, names) {
+        Some(Ok(i)) => Ok(i),
+        Some(Err(_)) => Err(CliError::usage(format!(
+            "input {s:?}: the program takes {n} argument(s); {}",
+            parameter_list(n, params, names)
+        ))),
+        None => Err(CliError::usage(format!(
+            "input {s:?}: the program has no parameter of that name; {}",
+            parameter_list(n, params, names)
+        ))),
     }
-    Ok(i)
 }
 
 fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), CliError> {
@@ -86,8 +133,21 @@ fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), Cl
     Ok(())
 }
 
-/// Builds the argument arrays from `--input`/`--random`, checked against `params`.
-fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>, CliError> {
+/// How a parameter was given, for the message about giving it twice.
+fn label(i: usize, names: Option<&[String]>) -> String {
+    match names.and_then(|v| v.get(i)) {
+        Some(name) => format!("argument {i} ({name:?})"),
+        None => format!("argument {i}"),
+    }
+}
+
+/// Builds the argument arrays from `--input`/`--random`, checked against `params`; input
+/// keys may be the parameter `names` where the program carries them.
+fn gather_inputs(
+    args: &Args,
+    params: Option<&[ArraySpec]>,
+    names: Option<&[String]>,
+) -> Result<Vec<Array>, CliError> {
     if params.is_none() && args.random {
         return Err(CliError::usage(
             "--random needs the program's parameter types, which this plugin does not report \
@@ -97,6 +157,19 @@ fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>
     let n_guess = params.map(|p| p.len());
     let n = n_guess.unwrap_or(args.inputs.len());
     let mut slots: Vec<Option<Array>> = vec![None; n];
+    let mut given_by: Vec<Option<String>> = vec![None; n];
+    let mut put = |i: usize, a: Array, by: &str| -> Result<(), CliError> {
+        if let Some(first) = &given_by[i] {
+            return Err(CliError::usage(format!(
+                "{} is given twice (by {first:?} and by {by:?}); {}",
+                label(i, names),
+                parameter_list(n, params, names)
+            )));
+        }
+        given_by[i] = Some(by.to_string());
+        slots[i] = Some(a);
+        Ok(())
+    };
     let mut next_positional = 0usize;
     for spec in &args.inputs {
         let (target, value) = match spec.split_once('=') {
@@ -106,26 +179,30 @@ fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>
         let looks_like_file = value.ends_with(".npy") || value.ends_with(".npz");
         if target.is_none() && value.ends_with(".npz") {
             for (name, a) in npy::load(value).map_err(|e| CliError::usage(common::bare(e)))? {
-                let i = match parse_index(&name, n) {
-                    Ok(i) => i,
-                    Err(_) => next_positional,
+                // A member named like a parameter (or arg0, ...) goes there; others fill
+                // the arguments in order (np.savez's arr_0, arr_1, ...).
+                let i = match key_index(&name, n, names) {
+                    Some(Ok(i)) => i,
+                    _ => next_positional,
                 };
                 if i >= n {
                     return Err(CliError::usage(format!(
-                        "{value}: more arrays than the program's {n} argument(s)"
+                        "{value}: more arrays than the program's {n} argument(s); {}",
+                        parameter_list(n, params, names)
                     )));
                 }
-                slots[i] = Some(a);
+                put(i, a, &format!("{value}:{name}"))?;
                 next_positional = i + 1;
             }
             continue;
         }
         let i = match target {
-            Some(k) => parse_index(k, n)?,
+            Some(k) => parse_key(k, n, params, names)?,
             None => {
                 if next_positional >= n {
                     return Err(CliError::usage(format!(
-                        "input {spec:?}: the program takes {n} argument(s)"
+                        "input {spec:?}: the program takes {n} argument(s); {}",
+                        parameter_list(n, params, names)
                     )));
                 }
                 next_positional
@@ -146,11 +223,15 @@ fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>
             parse_literal(value, default)
                 .map_err(|e| CliError::usage(format!("input {i}: {}", common::bare(e))))?
         };
-        slots[i] = Some(a);
+        put(i, a, spec)?;
     }
     let mut out = Vec::with_capacity(n);
     for (i, slot) in slots.into_iter().enumerate() {
         let spec = params.and_then(|p| p.get(i));
+        let key = match names.and_then(|v| v.get(i)) {
+            Some(name) => name.clone(),
+            None => i.to_string(),
+        };
         let a = match (slot, spec) {
             (Some(a), _) => a,
             (None, Some(s)) if args.random => {
@@ -159,7 +240,9 @@ fn gather_inputs(args: &Args, params: Option<&[ArraySpec]>) -> Result<Vec<Array>
             }
             (None, Some(s)) => {
                 return Err(CliError::usage(format!(
-                    "argument {i} ({s}) was not given: pass --input {i}=... or --random"
+                    "{} ({s}) was not given: pass --input {key}=... or --random; {}",
+                    label(i, names),
+                    parameter_list(n, params, names)
                 )))
             }
             (None, None) => {
@@ -216,17 +299,19 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     };
     let t = Instant::now();
     let spinner = progress.spinner(&format!("compiling {}", args.program.display()));
-    let exe = match &program {
-        ProgramFile::Program(p) => client
-            .compile(p, pinned.as_ref().unwrap_or(&CompileOptions::default()))
-            .map_err(|e| CliError::failed(format!("compile failed: {e}")))?,
-        ProgramFile::Artifact(bytes) => client
-            .load(bytes, pinned.as_ref())
-            .map_err(|e| CliError::failed(format!("loading {}: {e}", args.program.display())))?,
-    };
+    let exe = client
+        .open_program(&program, pinned.as_ref())
+        .map_err(|e| match &program {
+            ProgramFile::Program(_) => CliError::failed(format!("compile failed: {e}")),
+            _ => CliError::failed(format!("loading {}: {e}", args.program.display())),
+        })?;
     drop(spinner);
     let compile = t.elapsed();
-    let inputs = gather_inputs(&args, exe.parameters())?;
+    // Names count only when they cover the compiled program's parameters one to one.
+    let names = program
+        .parameter_names()
+        .filter(|v| exe.parameters().is_none_or(|p| p.len() == v.len()));
+    let inputs = gather_inputs(&args, exe.parameters(), names.as_deref())?;
 
     let (mut transfer, mut execute, mut fetch) =
         (Phase::default(), Phase::default(), Phase::default());

@@ -41,7 +41,7 @@ use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
-use crate::program::{is_artifact, ArraySpec, ENVELOPE_MAGIC};
+use crate::program::{is_artifact, ArraySpec, ProgramFile, ENVELOPE_MAGIC};
 use crate::raw::aot as raw;
 
 /// The envelope version this rpjrt writes and reads.
@@ -477,6 +477,32 @@ impl Client {
             ));
         }
         self.load_blob(blob, None)
+    }
+
+    /// An executable from what a program file holds ([`ProgramFile::read`]): a program is
+    /// compiled (with `options`, or the defaults), an rpjrt artifact is loaded and checked
+    /// ([`Client::load`], `options` overriding its stored ones) and a plugin's bare
+    /// serialized executable is loaded unchecked ([`Client::load_bare`], `options` as for
+    /// an artifact). The one path `rpjrt run` takes.
+    pub fn open_program(
+        &self,
+        file: &ProgramFile,
+        options: Option<&CompileOptions>,
+    ) -> Result<Executable> {
+        match file {
+            ProgramFile::Program(p) => {
+                self.compile(p, options.unwrap_or(&CompileOptions::default()))
+            }
+            ProgramFile::Artifact(bytes) => self.load(bytes, options),
+            ProgramFile::Executable(blob) => {
+                self.core.check("client")?;
+                let encoded = match options {
+                    Some(o) => Some(o.encode(&self.device_ids())?),
+                    None => None,
+                };
+                self.load_blob(blob, encoded.as_deref())
+            }
+        }
     }
 
     fn load_blob(&self, blob: &[u8], overrides: Option<&[u8]>) -> Result<Executable> {

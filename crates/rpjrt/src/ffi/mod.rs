@@ -744,8 +744,32 @@ where
     I: Fn(&mut CallFrame<'_>) -> std::result::Result<S, FfiError> + Send + Sync + 'static,
     E: Fn(&mut CallFrame<'_>, &S) -> std::result::Result<(), FfiError> + Send + Sync + 'static,
 {
-    let plugin = client.plugin();
     let platform = platform_or_default(options.platform.as_deref(), Some(client))?;
+    register_with_state_on(
+        client.plugin(),
+        &platform,
+        name,
+        options.replace,
+        instantiate,
+        execute,
+    )
+}
+
+/// [`register_with_state`] for a plugin and platform (no client needed), optionally
+/// replacing an existing handler; the Python binding registers through it.
+pub fn register_with_state_on<S, I, E>(
+    plugin: &Plugin,
+    platform: &str,
+    name: &str,
+    replace: bool,
+    instantiate: I,
+    execute: E,
+) -> Result<Registration>
+where
+    S: Any + Send + Sync,
+    I: Fn(&mut CallFrame<'_>) -> std::result::Result<S, FfiError> + Send + Sync + 'static,
+    E: Fn(&mut CallFrame<'_>, &S) -> std::result::Result<(), FfiError> + Send + Sync + 'static,
+{
     let probe = probe(plugin)?;
     let runtime = probe.metadata().map(|m| m.runtime).unwrap_or((0, 0));
     if runtime < (0, 3) {
@@ -793,10 +817,10 @@ where
     });
     bind_via(
         plugin,
-        &platform,
+        platform,
         name,
         raw::Bound::Rust(cb),
-        options.replace,
+        replace,
         Via::Bundle(xla_api),
     )
 }
