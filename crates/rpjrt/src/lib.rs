@@ -58,6 +58,7 @@ pub mod sharding;
 mod stablehlo;
 pub mod stdio;
 pub mod tpu;
+pub mod trace;
 pub mod transfer;
 mod value;
 

@@ -259,6 +259,7 @@ impl Client {
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
+        let _span = crate::trace::span(crate::trace::Category::Load, "client_create");
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
         Client::finish_create(plugin, rc, cache, options)
     }
@@ -568,6 +569,9 @@ impl Client {
         } else {
             data
         };
+        let _span = crate::trace::span(crate::trace::Category::Transfer, "put")
+            .bytes(data.len())
+            .device(device.id().into());
         let raw = self.core.raw.buffer_from_host(
             data,
             element_type.code(),
@@ -665,6 +669,9 @@ impl Client {
             device,
             memory,
         )?;
+        let _span = crate::trace::span(crate::trace::Category::Transfer, "put")
+            .bytes(owner.bytes().len())
+            .device(device.id().into());
         let raw = self.core.raw.buffer_from_host_owned(
             crate::client::buffer::Owner(owner),
             element_type.code(),
