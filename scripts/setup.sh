@@ -29,6 +29,12 @@ if ! command -v redis-server >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server) >/dev/null
 fi
 
+# Chromium for the tests that load generated HTML pages in a real headless browser.
+if ! command -v chromium >/dev/null; then
+  echo "setup: installing chromium"
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) >/dev/null
+fi
+
 echo "setup: build and test tools"
 pip_install "maturin>=1.5,<2" "pytest>=8" "numpy>=1.26" "ml_dtypes>=0.4" "jax[cpu]>=0.4.30" "mypy>=1.10" "hypothesis>=6.100" "redis>=5"
 # Release wheels (scripts/wheel.sh): zig links them against an old glibc; auditwheel checks the tag.

@@ -267,6 +267,9 @@ fn profiler_misuse_and_absence_are_errors_that_name_the_cause() {
     // No extension at all.
     let plugin = load_fake(&[("RPJRT_FAKE_EXTENSIONS", "Layouts,FFI")], FAKE_KNOBS).unwrap();
     let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
-    let e = expect_err(client.profiler(), &["no Profiler extension"]);
+    let e = expect_err(
+        client.profiler(),
+        &["profiler (the PJRT Profiler extension)"],
+    );
     assert!(matches!(e, rpjrt::Error::Unsupported { .. }), "{e:?}");
 }

@@ -41,10 +41,6 @@ unsafe impl Send for ProfilerApi {}
 // SAFETY: as for Send; the copy is immutable.
 unsafe impl Sync for ProfilerApi {}
 
-/// Why there is no profiler: `None` from [`profiler_api`] with this text.
-pub(crate) const NO_EXTENSION: &str = "the plugin has no Profiler extension \
-     (PJRT_Extension_Type_Profiler)";
-
 /// The plugin's profiler API: `Ok(None)` when the plugin has no Profiler extension; an
 /// error when the extension is there but unusable (no API pointer, a table too small).
 pub(crate) fn profiler_api(api: &'static Api) -> Result<Option<ProfilerApi>> {

@@ -33,7 +33,7 @@ impl Client {
         let api = self.plugin().inner.api;
         let Some(p) = rawp::profiler_api(api)? else {
             return Err(Error::Unsupported {
-                what: format!("the plugin's profiler: {}", rawp::NO_EXTENSION),
+                what: "the plugin's own profiler (the PJRT Profiler extension)".into(),
                 needs: api.version(),
                 plugin: api.version(),
                 missing_slot: true,
