@@ -130,3 +130,15 @@ def use_cuda(ptx: str) -> bytes:
     free, total = ctx.mem_info()
     del client, free, total
     return mem.to_bytes()
+
+
+def use_trace(client: rpjrt.Client, program: str) -> int:
+    with rpjrt.trace("trace.json", client=client) as t:
+        client.compile(program)
+    spans: list[dict[str, object]] = list(t.events)
+    done: rpjrt.Trace = t.result
+    note: str = t.metadata["plugin_profile"]
+    profile: bytes | None = t.plugin_profile
+    t.save("again.json")
+    del spans, note, profile
+    return done.count("execute") + len(done)
