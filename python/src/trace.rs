@@ -38,6 +38,17 @@ pub fn _trace_begin(
     })
 }
 
+impl Drop for PyTraceRecording {
+    /// A recording dropped without `finish` (its `with` block never ended) stops, so
+    /// that the next `rpjrt.trace()` can start.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if state.take().is_some() {
+            let _ = trace::stop();
+        }
+    }
+}
+
 #[pymethods]
 impl PyTraceRecording {
     /// Stops the recording (and the plugin's profiler) and returns the trace.

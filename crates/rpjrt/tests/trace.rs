@@ -244,6 +244,8 @@ fn the_fakes_profile_is_collected_converted_and_saved_beside_the_trace() {
 
 #[test]
 fn profiler_misuse_and_absence_are_errors_that_name_the_cause() {
+    // Not recording, but its loads and clients would be spans in another test's recording.
+    let _g = serial();
     let plugin = load_fake(
         &[("RPJRT_FAKE_EXTENSIONS", "Layouts,FFI,Profiler")],
         FAKE_KNOBS,

@@ -345,29 +345,36 @@ impl Span {
 }
 
 impl Drop for Span {
+    #[inline]
     fn drop(&mut self) {
-        let Some(o) = self.open.take() else { return };
-        let duration = o.start.elapsed();
-        if !ON.load(Ordering::Relaxed) || GENERATION.load(Ordering::Relaxed) != o.generation {
-            return;
+        if let Some(o) = self.open.take() {
+            finish(*o);
         }
-        let o = *o;
-        let raw = Raw {
-            name: o.name,
-            category: o.category,
-            start: o.start,
-            duration,
-            generation: o.generation,
-            args: o.args,
-        };
-        // During thread teardown the thread's log may be gone: the span is dropped.
-        let _ = LOG.try_with(|log| {
-            log.spans
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(raw)
-        });
     }
+}
+
+/// Records a span that was opened while recording (if the recording is still the same).
+#[cold]
+fn finish(o: Open) {
+    let duration = o.start.elapsed();
+    if !ON.load(Ordering::Relaxed) || GENERATION.load(Ordering::Relaxed) != o.generation {
+        return;
+    }
+    let raw = Raw {
+        name: o.name,
+        category: o.category,
+        start: o.start,
+        duration,
+        generation: o.generation,
+        args: o.args,
+    };
+    // During thread teardown the thread's log may be gone: the span is dropped.
+    let _ = LOG.try_with(|log| {
+        log.spans
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(raw)
+    });
 }
 
 /// A finished recording: spans, the threads they ran on, and free-form metadata.

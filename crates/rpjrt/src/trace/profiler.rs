@@ -183,8 +183,9 @@ mod proto {
 /// of the recording instead.
 const WALL_CLOCK_FLOOR_NS: i64 = 1_000_000_000 * 1_000_000_000;
 
-/// Pids of the plugin's planes: after any real process id (which are below 2^22).
-const PLANE_PID_BASE: u64 = 1 << 32;
+/// Pids of the plugin's planes: above any real process id (Linux's are below 2^22) and
+/// below 2^31, which trace readers that keep pids in 32 bits still read.
+const PLANE_PID_BASE: u64 = 1 << 30;
 
 /// The events of a serialized `XSpace` as Chrome trace events (one process row per plane,
 /// one thread row per line), and the planes' names. Some plugins append a zero byte
@@ -247,4 +248,76 @@ pub(crate) fn xspace_events(bytes: &[u8], start_unix_ns: i64) -> Result<(Vec<Val
         }
     }
     Ok((out, planes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::proto::*;
+    use super::*;
+    use prost::Message;
+
+    fn space(timestamp_ns: i64) -> Vec<u8> {
+        let mut metadata = std::collections::HashMap::new();
+        metadata.insert(
+            7,
+            XEventMetadata {
+                id: 7,
+                name: "gemm".into(),
+                display_name: String::new(),
+            },
+        );
+        XSpace {
+            planes: vec![XPlane {
+                id: 1,
+                name: "/device:GPU:0".into(),
+                lines: vec![XLine {
+                    id: 3,
+                    name: "stream 3".into(),
+                    timestamp_ns,
+                    events: vec![XEvent {
+                        metadata_id: 7,
+                        offset_ps: 5_000_000,
+                        duration_ps: 2_000_000,
+                    }],
+                    display_name: String::new(),
+                }],
+                event_metadata: metadata,
+            }],
+            hostnames: vec!["h".into()],
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn wall_clock_planes_are_placed_against_the_recording_start() {
+        let start = 1_800_000_000_000_000_000;
+        let (events, planes) = xspace_events(&space(start + 2_000_000), start).unwrap();
+        assert_eq!(planes, ["/device:GPU:0"]);
+        let x: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(x.len(), 1);
+        assert_eq!(x[0]["name"], "gemm");
+        assert_eq!(x[0]["ts"], 2005.0);
+        assert_eq!(x[0]["dur"], 2.0);
+        assert_eq!(x[0]["pid"], PLANE_PID_BASE);
+        assert_eq!(x[0]["tid"], 3);
+        assert!(events
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "stream 3"));
+    }
+
+    #[test]
+    fn a_trailing_zero_byte_is_ignored_and_garbage_is_refused() {
+        let mut bytes = space(0);
+        bytes.push(0);
+        let (events, _) = xspace_events(&bytes, 0).unwrap();
+        assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 1);
+        let e = xspace_events(&[0xff, 0xff, 0xff], 0).unwrap_err();
+        assert!(e.to_string().contains("not an XSpace"), "{e}");
+        // Undecodable data is still kept, and said so.
+        let mut t = Trace::default();
+        t.attach_plugin_profile(Ok(vec![0xff, 0xff, 0xff]));
+        assert_eq!(t.plugin_profile(), Some(&[0xff, 0xff, 0xff][..]));
+        assert!(t.metadata()["plugin_profile"].contains("kept as is"));
+        assert!(t.plugin_events().is_empty());
+    }
 }

@@ -1,7 +1,7 @@
 use super::*;
 
 /// The recorder is process-wide: the tests that start it take turns.
-pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
