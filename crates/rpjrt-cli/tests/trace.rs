@@ -239,6 +239,7 @@ fn the_viewer_page_of_a_repeat_10_run_renders_the_phases_in_chromium() {
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target/test-artifacts"));
     std::fs::create_dir_all(&artifacts).unwrap();
+    let artifacts = artifacts.canonicalize().unwrap();
     let shot = artifacts.join("trace-view.png");
     let _ = std::fs::remove_file(&shot);
     chromium(
