@@ -143,6 +143,7 @@ try:
         Plugin,
         SessionProgram,
         Topology,
+        Trace,
         __version__,
         artifact_stablehlo_version,
         inspect_artifact,
@@ -157,6 +158,8 @@ except ImportError as _e:  # pragma: no cover - a broken install
         "Reinstall the wheel for this platform (pip install --force-reinstall rpjrt), "
         "or build it from source with `maturin develop` in python/."
     ) from _e
+
+from ._trace import trace
 
 #: Every dtype rpjrt knows, in PJRT code order.
 dtypes: tuple[DType, ...] = _ALL_DTYPES
@@ -217,6 +220,7 @@ __all__ = [
     "Session",
     "SessionProgram",
     "Slot",
+    "Trace",
     "sharding",
     # functions
     "plugins",
@@ -229,6 +233,7 @@ __all__ = [
     "inspect_artifact",
     "set_wait_spin",
     "wait_spin",
+    "trace",
     # dtypes
     "DType",
     "dtype",

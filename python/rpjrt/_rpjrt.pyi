@@ -12,7 +12,7 @@ from ._discovery import PluginInfo
 from ._dtypes import DType
 from ._errors import Error
 
-__all__ = ["Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin"]
+__all__ = ["Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html"]
 
 __version__: str
 
@@ -656,6 +656,43 @@ def set_wait_spin(seconds: float) -> None:
 
 def wait_spin() -> float:
     """How long, in seconds, a blocking wait polls before it sleeps."""
+
+@final
+class Trace:
+    """A finished trace of rpjrt's own spans (see ``rpjrt.trace()``)."""
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The spans, ordered by start: dicts with ``name``, ``category``, ``start_us``,
+        ``duration_us``, ``thread`` and ``args``."""
+    def count(self, category: str) -> int:
+        """How many spans of ``category`` (``load``, ``compile``, ``transfer``,
+        ``execute``, ``wait``, ``fetch``, ``custom_call``) were recorded."""
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The metadata (``otherData``): ``plugin_profile`` says what the plugin's
+        profiler gave, or why nothing."""
+    @property
+    def plugin_profile(self) -> bytes | None:
+        """The plugin's serialized XSpace, or ``None``."""
+    def to_chrome_json(self) -> str:
+        """The Chrome trace-event JSON text."""
+    def to_html(self) -> str:
+        """The self-contained HTML viewer page."""
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the Chrome trace JSON (and the plugin's profile beside it)."""
+    def __len__(self) -> int: ...
+
+@final
+class _TraceRecording:
+    def finish(self) -> Trace:
+        """Stops the recording (and the plugin's profiler) and returns the trace."""
+
+def _trace_begin(client: Client | None = None) -> _TraceRecording:
+    """Starts recording rpjrt's spans (and ``client``'s plugin profiler, if any)."""
+
+def _trace_html(json: str, title: str = "rpjrt trace") -> str:
+    """The viewer page of a Chrome trace given as JSON text."""
 
 def _run_cli(args: Sequence[str]) -> int:
     """Run the rpjrt command-line tool with argv `args` (args[0] is the program name)."""

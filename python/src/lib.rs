@@ -24,6 +24,7 @@ mod put;
 mod pybuf;
 mod session;
 mod sharding;
+mod trace;
 mod transfer;
 mod triton;
 
@@ -167,5 +168,6 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transfer::_layouts_extension_size, m)?)?;
     cuda::register(m)?;
     triton::register(m)?;
+    trace::add(m)?;
     Ok(())
 }

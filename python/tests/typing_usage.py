@@ -142,3 +142,15 @@ def use_triton(client: rpjrt.Client, ttir: str) -> str | None:
     asm: bytes = k.asm
     del ok, smem, dims, asm
     return k.entry_name
+
+
+def use_trace(client: rpjrt.Client, program: str) -> int:
+    with rpjrt.trace("trace.json", client=client) as t:
+        client.compile(program)
+    spans: list[dict[str, object]] = list(t.events)
+    done: rpjrt.Trace = t.result
+    note: str = t.metadata["plugin_profile"]
+    profile: bytes | None = t.plugin_profile
+    t.save("again.json")
+    del spans, note, profile
+    return done.count("execute") + len(done)

@@ -55,9 +55,9 @@
 //!
 //! Default extension sizes follow the configured minor: Layouts is 64 bytes before
 //! 0.81, 72 before 0.93 and 80 from then on; FFI is 48; other known all-function
-//! extensions get their 0.114 size; unknown types just the 24-byte base. Every
-//! function slot of an extension returns UNIMPLEMENTED, except FFI's `register_handler`
-//! and Triton's `compile` (see below).
+//! extensions get their 0.114 size; Profiler is 40 (the API pointer and a context id);
+//! unknown types just the 24-byte base. Every function slot of an extension returns
+//! UNIMPLEMENTED, except FFI's `register_handler` and Triton's `compile` (see below).
 //!
 //! Default plugin attributes, one of each `PJRT_NamedValue` kind: `xla_version` int64 2,
 //! `stablehlo_current_version` int64 list `[1, 9, 0]`, `stablehlo_minimum_version`
@@ -126,6 +126,12 @@
 //!   `PJRT_Buffer_ToHostBuffer` the data is then not copied). The exception is an event
 //!   from `PJRT_Event_Create`: pending until `PJRT_Event_Set` (once only), which wakes
 //!   `Await` and runs the `OnReady` callbacks registered meanwhile, on the setting thread.
+//! - **Profiler**: with `Profiler` on the extension chain (`RPJRT_FAKE_EXTENSIONS=
+//!   Layouts,FFI,Profiler`), its `profiler_api` works: create, start, stop (in that
+//!   order, else FAILED_PRECONDITION), collect (as XLA's plugins do, a null `buffer` is
+//!   pointed at the profiler's own copy; a caller's buffer gets a copy) and destroy. The
+//!   data is always [`profile_bytes`]: an `XSpace` with plane [`PROFILE_PLANE`] holding
+//!   three [`PROFILE_EVENT`] events, and host name `fake-host`.
 //! - **DMA**: `PJRT_Client_DmaMap` records a host range (refusing a null or empty one, or
 //!   one overlapping a mapped range); `PJRT_Client_DmaUnmap` refuses an address that is
 //!   not the start of a mapped range.
@@ -192,6 +198,7 @@ mod memory;
 mod mlir;
 mod named;
 mod plugin;
+mod profiler;
 mod proto;
 mod table;
 mod triton;
@@ -205,6 +212,7 @@ pub use client::{DEFAULT_DEVICE_COUNT, DEVICE_KIND, MEMORY_KINDS, PLATFORM_NAME}
 pub use config::{knobs, AttrValue, Attribute, Config, ExtensionSpec, FfiMode, ForcedError};
 pub use exec::{COMPILE_ERROR_MARKER, SERIALIZED_MAGIC};
 pub use ffi::{ffi_targets, FfiTarget};
+pub use profiler::{profile_bytes, PROFILE_EVENT, PROFILE_PLANE};
 
 /// The plugin entry point: the function table for the configuration in force (read from
 /// the environment on the first call), or null if `RPJRT_FAKE_NULL_API` is set or the

@@ -185,6 +185,8 @@ pub(crate) fn default_extension_size(
         sys::PJRT_Extension_Type_MultiSlice => 5,
         sys::PJRT_Extension_Type_Collectives => 9,
         sys::PJRT_Extension_Type_AbiVersion => 12,
+        // The profiler API pointer and the trace context id.
+        sys::PJRT_Extension_Type_Profiler => 2,
         _ => 0,
     };
     sys::PJRT_Extension_Base_STRUCT_SIZE + 8 * slots
@@ -210,9 +212,15 @@ fn build_extensions(config: &Config) -> *mut sys::PJRT_Extension_Base {
             .unwrap_or_else(|| default_extension_size(spec.type_id, config.version))
             .max(base_size);
         let mut block = vec![0usize; size.div_ceil(word)];
-        // The profiler extension holds data, not functions: leave it zeroed.
+        // The profiler extension holds data, not functions: the profiler API's address
+        // (when the struct has room for it) and a zero context id.
         if spec.type_id != sys::PJRT_Extension_Type_Profiler {
             block[base_size / word..size / word].fill(extension_stub as *const () as usize);
+        } else {
+            let slot = offset_of!(sys::PJRT_Profiler_Extension, profiler_api);
+            if slot + word <= size {
+                block[slot / word] = crate::profiler::api_address();
+            }
         }
         // The FFI extension's register_handler works.
         let slot = offset_of!(sys::PJRT_FFI_Extension, register_handler);

@@ -7,9 +7,9 @@
 //! constant.
 //!
 //! Only the extensions rpjrt uses or is about to use are declared: FFI, GPU
-//! custom calls, Layouts, MemoryDescriptions, PhaseCompile, Shardings, Triton
-//! and CrossHostTransfers. The last comes from a header outside the measured
-//! set and is declared `@unchecked`. Every extension type tag is still in
+//! custom calls, Layouts, MemoryDescriptions, PhaseCompile, Shardings, Triton,
+//! CrossHostTransfers and Profiler. The last two come from headers outside the
+//! measured set and are declared `@unchecked`. Every extension type tag is still in
 //! `PJRT_Extension_Type`, so an unknown extension can be named and skipped.
 
 use crate::pjrt::*;
@@ -441,5 +441,105 @@ c_api! {
         PJRT_Transfers_PJRT_Buffer_CopyToRemoteDevice: Option<PJRT_Buffer_CopyToRemoteDevice>,
         PJRT_Transfers_PJRT_Client_CrossHostReceiveBuffers: Option<PJRT_Transfers_PJRT_Client_CrossHostReceiveBuffers>,
         PJRT_Transfers_PJRT_Client_CrossHostSendBuffers: Option<PJRT_Transfers_PJRT_Client_CrossHostSendBuffers>,
+    }
+}
+
+// ==== pjrt_c_api_profiler_extension.h and the profiler plugin API it points to ====
+//
+// Declared from the headers, not measured by `tools/abi-probe` (the profiler API's header
+// is outside the measured set): `@unchecked`, with the sizes checked by hand in
+// `tests/profiler_abi.rs`.
+
+c_api! {
+    @unchecked
+    /// Header constant `PJRT_API_PROFILER_EXTENSION_VERSION`.
+    const PJRT_API_PROFILER_EXTENSION_VERSION: c_int = 1;
+    /// Header constant `PLUGIN_PROFILER_VERSION` (the profiler plugin API's version).
+    const PLUGIN_PROFILER_VERSION: c_int = 1;
+    opaque PLUGIN_Profiler;
+    opaque PLUGIN_Profiler_Error;
+    /// Frees a profiler error (the error may be null).
+    struct PLUGIN_Profiler_Error_Destroy_Args sized => PLUGIN_Profiler_Error_Destroy -> () {
+        struct_size: usize,
+        /// Reserved; null.
+        priv_: *mut c_void,
+        error: *mut PLUGIN_Profiler_Error,
+    }
+    /// Reads a profiler error's text; the text lives as long as the error.
+    struct PLUGIN_Profiler_Error_Message_Args sized => PLUGIN_Profiler_Error_Message -> () {
+        struct_size: usize,
+        /// Reserved; null.
+        priv_: *mut c_void,
+        error: *const PLUGIN_Profiler_Error,
+        /// Out: message bytes (not NUL-terminated; length in `message_size`).
+        message: *const c_char,
+        message_size: usize,
+    }
+    /// Reads a profiler error's status code (the `PJRT_Error_Code` numbers).
+    struct PLUGIN_Profiler_Error_GetCode_Args sized => PLUGIN_Profiler_Error_GetCode -> *mut PLUGIN_Profiler_Error {
+        struct_size: usize,
+        /// Reserved; null.
+        priv_: *mut c_void,
+        error: *const PLUGIN_Profiler_Error,
+        /// Out: the code.
+        code: c_int,
+    }
+    /// Creates a profiler from serialized options (a `ProfileOptions` proto; may be empty).
+    struct PLUGIN_Profiler_Create_Args sized => PLUGIN_Profiler_Create -> *mut PLUGIN_Profiler_Error {
+        struct_size: usize,
+        /// Serialized options bytes (length in `options_size`).
+        options: *const c_char,
+        options_size: usize,
+        /// Out: the new profiler.
+        profiler: *mut PLUGIN_Profiler,
+    }
+    /// Destroys a profiler.
+    struct PLUGIN_Profiler_Destroy_Args sized => PLUGIN_Profiler_Destroy -> *mut PLUGIN_Profiler_Error {
+        struct_size: usize,
+        profiler: *mut PLUGIN_Profiler,
+    }
+    /// Starts collecting.
+    struct PLUGIN_Profiler_Start_Args sized => PLUGIN_Profiler_Start -> *mut PLUGIN_Profiler_Error {
+        struct_size: usize,
+        profiler: *mut PLUGIN_Profiler,
+    }
+    /// Stops collecting.
+    struct PLUGIN_Profiler_Stop_Args sized => PLUGIN_Profiler_Stop -> *mut PLUGIN_Profiler_Error {
+        struct_size: usize,
+        profiler: *mut PLUGIN_Profiler,
+    }
+    /// Hands over what was collected, a serialized `XSpace` proto. The header asks for two
+    /// calls (sizes with `buffer` null, then the bytes into the caller's buffer); XLA's
+    /// own implementations instead point `buffer` at their copy on the first call.
+    struct PLUGIN_Profiler_CollectData_Args sized => PLUGIN_Profiler_CollectData -> *mut PLUGIN_Profiler_Error {
+        struct_size: usize,
+        profiler: *mut PLUGIN_Profiler,
+        /// In/out: the bytes.
+        buffer: *mut u8,
+        /// Out: their length.
+        buffer_size_in_bytes: usize,
+    }
+    /// The profiler plugin API: a table of the entries above.
+    struct PLUGIN_Profiler_Api sized {
+        struct_size: usize,
+        /// Reserved; null.
+        priv_: *mut c_void,
+        error_destroy: Option<PLUGIN_Profiler_Error_Destroy>,
+        error_message: Option<PLUGIN_Profiler_Error_Message>,
+        error_get_code: Option<PLUGIN_Profiler_Error_GetCode>,
+        create: Option<PLUGIN_Profiler_Create>,
+        destroy: Option<PLUGIN_Profiler_Destroy>,
+        start: Option<PLUGIN_Profiler_Start>,
+        stop: Option<PLUGIN_Profiler_Stop>,
+        collect_data: Option<PLUGIN_Profiler_CollectData>,
+    }
+    /// Extension (`PJRT_Extension_Type_Profiler`): the plugin's own profiler.
+    struct PJRT_Profiler_Extension sized {
+        /// Extension header; `type` says which extension this is.
+        base: PJRT_Extension_Base,
+        /// The profiler API (null when the struct is used as an argument extension).
+        profiler_api: *mut PLUGIN_Profiler_Api,
+        /// A trace context id, only meaningful as an argument extension.
+        traceme_context_id: i64,
     }
 }

@@ -172,6 +172,8 @@ impl Buffer {
             return self.to_vec();
         }
         self.block_until_ready()?;
+        let _span =
+            crate::trace::span(crate::trace::Category::Fetch, "to_host").bytes(self.host_size());
         let mut v = vec![0u8; self.host_size()];
         self.raw().to_host_row_major(self.dims().len(), &mut v)?;
         Ok(v)

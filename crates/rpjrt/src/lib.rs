@@ -54,6 +54,7 @@ pub mod sharding;
 mod stablehlo;
 pub mod stdio;
 pub mod tpu;
+pub mod trace;
 pub mod transfer;
 pub mod triton;
 mod value;

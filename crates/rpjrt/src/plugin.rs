@@ -163,6 +163,8 @@ impl Plugin {
         if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
             return Ok(p.clone());
         }
+        let _span = crate::trace::span(crate::trace::Category::Load, "plugin_load")
+            .text("path", &path.to_string_lossy());
         let api: &'static Api = Box::leak(Box::new(load_library(path)?));
         api.plugin_initialize()?;
         // Attributes arrived at 0.58; a plugin without the entry simply has none.

@@ -16,6 +16,7 @@ pub mod launch;
 pub mod plugins;
 pub mod rendezvous;
 pub mod run;
+pub mod trace;
 
 /// The verbs.
 #[derive(Subcommand, Debug)]
@@ -40,6 +41,8 @@ pub enum Command {
     Compile(compile::CompileArgs),
     /// List, inspect or clear a compile-cache directory.
     Cache(cache::CacheArgs),
+    /// Work with trace files (`rpjrt run --trace`): draw one as a self-contained HTML page.
+    Trace(trace::Args),
 }
 
 /// Runs one verb; returns the process exit code.
@@ -54,5 +57,6 @@ pub fn run(command: Command) -> Result<i32, CliError> {
         Command::Rendezvous(args) => rendezvous::run(args),
         Command::Compile(args) => compile::run(args).map(|()| EXIT_OK),
         Command::Cache(args) => cache::run(args).map(|()| EXIT_OK),
+        Command::Trace(args) => trace::run(args).map(|()| EXIT_OK),
     }
 }

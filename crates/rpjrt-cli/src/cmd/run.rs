@@ -53,6 +53,11 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Record rpjrt's spans (load, compile, transfer, execute, wait, fetch, custom calls)
+    /// into this Chrome trace file (open it in Perfetto, or `rpjrt trace view`); written
+    /// even when the run fails. A plugin's own profile (Profiler extension) goes beside it.
+    #[arg(long, value_name = "TRACE.json")]
+    pub trace: Option<PathBuf>,
 }
 
 /// The parameters as a message lists them: `a (f32[8]), b (f32[8])` by name where the
@@ -273,8 +278,21 @@ impl Phase {
     }
 }
 
-/// Runs `rpjrt run`.
+/// Runs `rpjrt run` (recording a trace with `--trace`).
 pub fn run(args: Args) -> Result<i32, CliError> {
+    let Some(path) = args.trace.clone() else {
+        return run_program(args, None);
+    };
+    crate::cmd::trace::record(&path, "rpjrt run", |profiler| {
+        run_program(args, Some(profiler))
+    })
+}
+
+/// Runs `rpjrt run`; with `profiler`, starts the plugin's profiler once the client exists.
+fn run_program(
+    args: Args,
+    profiler: Option<&mut crate::cmd::trace::ProfilerSlot>,
+) -> Result<i32, CliError> {
     if args.repeat == 0 {
         return Err(CliError::usage("--repeat must be at least 1"));
     }
@@ -286,6 +304,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let (client, plugin, _) = common::open_client(args.plugin.as_deref(), &options)?;
     drop(spinner);
     let load = t.elapsed();
+    if let Some(slot) = profiler {
+        slot.begin(&client);
+    }
 
     let device = match args.device {
         Some(id) => client

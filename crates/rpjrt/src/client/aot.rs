@@ -518,6 +518,8 @@ impl Client {
         if blob.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
+        let _span =
+            crate::trace::span(crate::trace::Category::Compile, "deserialize").bytes(blob.len());
         let loaded = raw::deserialize_and_load(&self.core.raw, blob, overrides)?;
         Executable::from_loaded_with(
             &self.core,

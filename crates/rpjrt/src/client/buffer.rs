@@ -273,6 +273,7 @@ impl Buffer {
     /// Blocks until the buffer's contents are ready; returns the error of a failed producer.
     pub fn block_until_ready(&self) -> Result<()> {
         self.check()?;
+        let _span = crate::trace::span(crate::trace::Category::Wait, "block_until_ready");
         self.raw
             .wait_ready()
             .map_err(|e| self.with_memory_context(e))
@@ -327,6 +328,7 @@ impl Buffer {
         if need == 0 {
             return Ok(());
         }
+        let _span = crate::trace::span(crate::trace::Category::Fetch, "to_host").bytes(need);
         let ty = self.element_type();
         if ty.is_sub_byte() {
             // The plugins write one element per byte; pack into the caller's dense form.
@@ -379,6 +381,7 @@ impl Buffer {
         }
         // The plugins write one element per byte (signed types sign-extended); numpy and
         // ml_dtypes keep only the low bits.
+        let _span = crate::trace::span(crate::trace::Category::Fetch, "to_host").bytes(need);
         self.raw.to_host(dst)?;
         let mask = ((1u16 << ty.bit_width()) - 1) as u8;
         dst.iter_mut().for_each(|x| *x &= mask);

@@ -214,6 +214,7 @@ impl Event {
     /// Blocks until the event completes; returns its error if it failed.
     pub fn wait(&self) -> Result<()> {
         self.core.check("event")?;
+        let _span = crate::trace::span(crate::trace::Category::Wait, "event_wait");
         self.raw.wait()
     }
 
@@ -223,6 +224,7 @@ impl Event {
     /// callback once (no thread is kept blocked in the plugin after a timeout).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
         self.core.check("event")?;
+        let _span = crate::trace::span(crate::trace::Category::Wait, "event_wait");
         // Poll first, as `wait` does, but never past the timeout.
         if raw::event::spin_for(timeout.min(wait_spin()), || {
             self.raw.is_ready().unwrap_or(true)

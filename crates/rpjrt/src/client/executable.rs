@@ -112,6 +112,8 @@ impl Executable {
         if code.is_empty() {
             return Err(Error::invalid("the program is empty"));
         }
+        let _span =
+            crate::trace::span(crate::trace::Category::Compile, "compile").bytes(code.len());
         // The raw handle owns the executable from here: any failure below destroys it.
         let loaded = core.raw.compile(code, format, options).map_err(|e| {
             core.with_memory_context(e, &core.addressable_refs(), || {
@@ -399,6 +401,9 @@ impl Executable {
             context: ffi_context(options, self.state.core.api),
             send_recv: None,
         };
+        let _span = crate::trace::span(crate::trace::Category::Execute, "execute")
+            .program(&self.state.name)
+            .int("devices", lists.len() as i64);
         self.state.loaded.execute(&req, sink).map_err(|e| {
             let st = &*self.state;
             let on = options.device.as_ref().map(|d| d.data.raw);

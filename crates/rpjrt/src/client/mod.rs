@@ -251,6 +251,7 @@ impl Client {
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
+        let _span = crate::trace::span(crate::trace::Category::Load, "client_create");
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
         Client::finish_create(plugin, rc, cache, options)
     }
@@ -560,6 +561,9 @@ impl Client {
         } else {
             data
         };
+        let _span = crate::trace::span(crate::trace::Category::Transfer, "put")
+            .bytes(data.len())
+            .device(device.id().into());
         let put = host_put(element_type, dims, byte_strides, device, memory);
         let meta = BufferMeta::new(&self.core, element_type, dims);
         let raw = self.core.raw.buffer_from_host(data, put, meta);
@@ -651,6 +655,9 @@ impl Client {
             device,
             memory,
         )?;
+        let _span = crate::trace::span(crate::trace::Category::Transfer, "put")
+            .bytes(owner.bytes().len())
+            .device(device.id().into());
         let put = host_put(element_type, dims, byte_strides, device, memory);
         let meta = BufferMeta::new(&self.core, element_type, dims);
         let owner = crate::client::buffer::Owner(owner);

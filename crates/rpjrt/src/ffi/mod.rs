@@ -676,6 +676,8 @@ fn accepted(m: &raw::MetaSeen) -> bool {
 fn rust_callback(user_type: Option<i64>, handler: Arc<HandlerFn>) -> raw::Bound {
     raw::Bound::Rust(Arc::new(move |frame: &raw::Frame<'_>| {
         let mut call = CallFrame::new(frame, user_type, None).map_err(|e| (e.code, e.message))?;
+        let _span = crate::trace::span(crate::trace::Category::CustomCall, "custom_call")
+            .text("target", call.target());
         handler(&mut call).map_err(|e| (e.code, e.message))
     }))
 }
@@ -790,6 +792,8 @@ where
     let cb: Arc<raw::Callback> = Arc::new(move |frame: &raw::Frame<'_>| {
         let mut call =
             CallFrame::new(frame, user_type, Some(state_type)).map_err(|e| (e.code, e.message))?;
+        let _span = crate::trace::span(crate::trace::Category::CustomCall, "custom_call")
+            .text("target", call.target());
         let fail = |e: FfiError| (e.code, e.message);
         match call.stage() {
             Stage::Instantiate => {
