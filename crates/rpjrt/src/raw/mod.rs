@@ -51,6 +51,7 @@ pub(crate) mod inline;
 pub(crate) mod kv;
 pub(crate) mod layout;
 pub(crate) mod memstats;
+pub(crate) mod prepared;
 pub(crate) mod stdio;
 pub(crate) mod transfer;
 pub(crate) mod util;
