@@ -439,6 +439,15 @@ impl Client {
         artifact: &Artifact,
         overrides: Option<&CompileOptions>,
     ) -> Result<Executable> {
+        Ok(self.load_artifact_timed(artifact, overrides)?.0)
+    }
+
+    /// [`Client::load_artifact`], and the time spent inside the plugin's deserialization.
+    pub(crate) fn load_artifact_timed(
+        &self,
+        artifact: &Artifact,
+        overrides: Option<&CompileOptions>,
+    ) -> Result<(Executable, std::time::Duration)> {
         let encoded = match overrides {
             Some(o) => Some(o.encode(&self.device_ids())?),
             None => None,
@@ -450,12 +459,12 @@ impl Client {
             None => artifact.extra_field("parameters").and_then(decode_specs),
             Some(_) => None,
         };
-        let exe = self.load_blob_with(&artifact.blob, encoded.as_deref(), known)?;
+        let (exe, plugin_time) = self.load_blob_with(&artifact.blob, encoded.as_deref(), known)?;
         let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
         if !recorded.is_empty() {
             exe.set_recorded_options(recorded);
         }
-        Ok(exe)
+        Ok((exe, plugin_time))
     }
 
     /// Loads a plugin's own serialized executable, with no envelope and so no checks: the
@@ -480,25 +489,29 @@ impl Client {
     }
 
     fn load_blob(&self, blob: &[u8], overrides: Option<&[u8]>) -> Result<Executable> {
-        self.load_blob_with(blob, overrides, None)
+        Ok(self.load_blob_with(blob, overrides, None)?.0)
     }
 
+    /// Loads a plugin blob; also returns the time the plugin's deserialization took.
     fn load_blob_with(
         &self,
         blob: &[u8],
         overrides: Option<&[u8]>,
         known_parameters: Option<Vec<ArraySpec>>,
-    ) -> Result<Executable> {
+    ) -> Result<(Executable, std::time::Duration)> {
         if blob.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
+        let t0 = std::time::Instant::now();
         let loaded = raw::deserialize_and_load(&self.core.raw, blob, overrides)?;
-        Executable::from_loaded_with(
+        let plugin_time = t0.elapsed();
+        let exe = Executable::from_loaded_with(
             &self.core,
             loaded,
             overrides.unwrap_or(&[]),
             known_parameters,
-        )
+        )?;
+        Ok((exe, plugin_time))
     }
 
     pub(crate) fn device_ids(&self) -> Vec<i64> {
