@@ -112,6 +112,7 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
                     log_x=True,
                     log_y=True,
                     y_label="time per call + wait (µs)",
+                    x_format=lambda v: f"{v:g}",
                 )
             except Exception as e:  # noqa: BLE001 - a plot must not lose the figures
                 png = None
