@@ -254,6 +254,7 @@ fn a_deleted_executable_or_closed_client_refuses_the_call() {
         let outs = call.call().unwrap();
         c.close().unwrap();
         assert!(call.call().is_err());
+        assert!(outs.block_until_ready().is_err());
         // Outputs of a closed client refuse too, rather than touch freed memory.
         assert!(outs.device(0)[0].to_vec_of::<f32>().is_err());
     });

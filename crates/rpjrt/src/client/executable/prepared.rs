@@ -90,6 +90,9 @@ impl CallOutputs {
     /// no events); afterwards the outputs are known to be ready, so waiting again, here or on
     /// an output, is free.
     pub fn block_until_ready(&self) -> Result<()> {
+        if let Some(b) = self.buffers.first() {
+            b.core().check("buffer")?;
+        }
         if self.buffers.iter().all(|b| b.raw.is_ready_cached()) {
             return Ok(());
         }
