@@ -14,8 +14,18 @@ use crate::executable::{donate_list, PyExecutable};
 /// executable once on every device and returns a `CallOutputs`.
 #[pyclass(frozen, name = "PreparedCall", module = "rpjrt")]
 pub struct PyPreparedCall {
-    inner: rpjrt::PreparedCall,
+    inner: crate::notify::Held<rpjrt::PreparedCall>,
     client: Py<PyClient>,
+}
+
+impl Drop for PyPreparedCall {
+    fn drop(&mut self) {
+        // It may hold the last reference to its executable, whose destruction may wait for
+        // running computations: dropped without the GIL, as an Executable is.
+        if let Some(inner) = self.inner.take() {
+            crate::notify::drop_detached(inner);
+        }
+    }
 }
 
 /// The outputs of one prepared call: `outs[j]` is the list of output `j`'s shards (one
@@ -89,7 +99,7 @@ impl PyExecutable {
             .collect();
         let inner = py.detach(|| exe.prepare(&refs, &donate)).pyerr()?;
         Ok(PyPreparedCall {
-            inner,
+            inner: crate::notify::Held::new(inner),
             client: this.client_ref().clone_ref(py),
         })
     }
@@ -103,7 +113,7 @@ impl PyPreparedCall {
     /// waits).
     #[pyo3(signature = (*, wait = true))]
     fn __call__(&self, py: Python<'_>, wait: bool) -> PyResult<PyCallOutputs> {
-        let call = &self.inner;
+        let call: &rpjrt::PreparedCall = &self.inner;
         let inner = py
             .detach(|| {
                 if wait {
