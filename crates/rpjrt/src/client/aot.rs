@@ -280,6 +280,21 @@ impl Artifact {
     /// Decodes and verifies an artifact: magic, envelope version, length and checksum.
     /// Nothing here reaches a plugin.
     pub fn decode(bytes: &[u8]) -> Result<Artifact> {
+        let (head, blob) = Artifact::decode_parts(bytes)?;
+        Ok(head.with_blob(bytes[blob].to_vec()))
+    }
+
+    /// [`Artifact::decode`] of bytes the caller hands over (a file just read): the blob
+    /// reuses their allocation instead of a fresh copy (no new pages to fault in).
+    pub(crate) fn decode_vec(mut bytes: Vec<u8>) -> Result<Artifact> {
+        let (head, blob) = Artifact::decode_parts(&bytes)?;
+        bytes.truncate(blob.end);
+        bytes.drain(..blob.start);
+        Ok(head.with_blob(bytes))
+    }
+
+    /// Checks an envelope and decodes everything but the blob, whose range it returns.
+    fn decode_parts(bytes: &[u8]) -> Result<(Artifact, std::ops::Range<usize>)> {
         if !is_artifact(bytes) {
             return Err(Error::invalid(
                 "these bytes are not an rpjrt artifact (no RPJRTEXE header); a plugin's own \
@@ -333,7 +348,8 @@ impl Artifact {
             fields.push((k, v));
         }
         let compile_options = r.blob("compile options")?.to_vec();
-        let blob = r.blob("executable")?.to_vec();
+        let blob_len = r.blob("executable")?.len();
+        let blob = r.pos - blob_len..r.pos;
         if r.pos != body.len() {
             return Err(Error::invalid(
                 "the artifact is malformed: bytes left over after the executable",
@@ -345,12 +361,17 @@ impl Artifact {
             .into_iter()
             .filter(|(k, _)| !known.contains(&k.as_str()))
             .collect();
-        Ok(Artifact {
+        let head = Artifact {
             target,
             compile_options,
-            blob,
+            blob: Vec::new(),
             extra,
-        })
+        };
+        Ok((head, blob))
+    }
+
+    fn with_blob(self, blob: Vec<u8>) -> Artifact {
+        Artifact { blob, ..self }
     }
 
     /// One informational header field.

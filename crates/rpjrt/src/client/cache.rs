@@ -350,7 +350,8 @@ impl Cache {
                 return Ok(None);
             }
         };
-        let loaded = Artifact::decode(&bytes)
+        let read = bytes.len() as u64;
+        let loaded = Artifact::decode_vec(bytes)
             .and_then(|a| check_key(&a, key).map(|()| a))
             .and_then(|a| a.check_target(target).map(|()| a))
             .and_then(|a| client.load_artifact_timed(&a, None).map(|exe| (a, exe)));
@@ -368,7 +369,7 @@ impl Cache {
                     .unwrap_or_default();
                 let mut s = lock(&self.inner.stats);
                 s.hits += 1;
-                s.bytes_read += bytes.len() as u64;
+                s.bytes_read += read;
                 let took = started.elapsed();
                 s.time_saved += recorded.saturating_sub(took);
                 s.hit_time += took;
