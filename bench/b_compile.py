@@ -10,8 +10,11 @@ compile call is timed; see _compile_child.py), repeated with the variants interl
 - JAX cold / warm: `jax.jit(f).lower(...).compile()` without / with a populated
   `jax_compilation_cache_dir` (JAX's own CPU backend)
 
-Targets: rpjrt warm <= 5% of rpjrt cold; rpjrt warm no slower than JAX warm (ratio <= 1),
-judged on wall time. The CPU time each child spent in the timed call is recorded too (all
+Targets (issue 24 target 5, which replaced "warm <= 5% of cold": on the CPU plugins a warm
+load is the plugin's own deserialization, which rebuilds the program): rpjrt warm <= 0.8x JAX
+warm, judged on wall time; rpjrt's own share of a warm load (the hit's time minus the plugin's
+`PJRT_Executable_DeserializeAndLoad`, from `Cache.stats()`) <= 1 ms. Warm / cold is still
+recorded as a figure. The CPU time each child spent in the timed call is recorded too (all
 threads; figures `*_cpu`), and the warm ratios on CPU time are printed with the targets: on a
 machine shared by many jobs, wall time is mostly waiting for a core.
 """
@@ -32,13 +35,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "_compile_child.py")
 
 
-def _child(args: list[str]) -> tuple[float, int, float]:
+def _child(args: list[str]) -> tuple[float, int, float, float]:
     out = subprocess.run(
         [sys.executable, CHILD, *args], check=True, capture_output=True, text=True, timeout=600
     ).stdout
     line = next(l for l in out.splitlines() if l.startswith("MS "))
-    _, ms, _, hit, _, cpu = line.split()
-    return float(ms), int(hit), float(cpu)
+    f = line.split()
+    return float(f[1]), int(f[3]), float(f[5]), float(f[7])
 
 
 def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
@@ -64,13 +67,16 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
             }
             samples: dict[str, list[float]] = {k: [] for k in variants}
             cpu: dict[str, list[float]] = {k: [] for k in variants}
+            own: list[float] = []
             keys = list(variants)
             for rep in range(reps):
                 for k in range(len(keys)):
                     v = keys[(rep + k) % len(keys)]
-                    ms, hit, c = _child(variants[v])
+                    ms, hit, c, share = _child(variants[v])
                     if v == "rpjrt_warm" and hit != 1:
                         res.note(f"compile.{name}: the rpjrt warm run missed its cache")
+                    elif v == "rpjrt_warm":
+                        own.append(share)
                     samples[v].append(ms)
                     cpu[v].append(c)
             for v, s in samples.items():
@@ -80,26 +86,32 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
             def cpu_ratio(a: str, b: str) -> str:
                 return f"{h.paired(cpu[a], cpu[b])['median']:.3f}x"
 
-            res.target(
-                f"compile {name}: rpjrt warm cache / cold compile",
-                value=h.paired(samples["rpjrt_warm"], samples["rpjrt_cold"]),
-                op="<=",
-                threshold=0.05,
-                unit="x",
-                detail=f"cache load vs compile of the same StableHLO; JAX warm/cold "
-                f"{h.stats([a / b for a, b in zip(samples['jax_warm'], samples['jax_cold'])])['median']:.3f}x; "
-                f"on CPU time rpjrt {cpu_ratio('rpjrt_warm', 'rpjrt_cold')}, JAX {cpu_ratio('jax_warm', 'jax_cold')}",
-                reference="rpjrt cold compile, same repetition",
+            res.figure(
+                f"compile.{name}.warm_vs_cold",
+                f"rpjrt warm cache / cold compile of {name} (JAX's: "
+                f"{h.paired(samples['jax_warm'], samples['jax_cold'])['median']:.3f}x)",
+                "x",
+                h.paired(samples["rpjrt_warm"], samples["rpjrt_cold"]),
             )
             res.target(
                 f"compile {name}: rpjrt warm / JAX warm cache",
                 value=h.paired(samples["rpjrt_warm"], samples["jax_warm"]),
                 op="<=",
-                threshold=1.0,
+                threshold=0.8,
                 unit="x",
                 detail="both load a cached executable in a fresh process; on CPU time "
                 f"{cpu_ratio('rpjrt_warm', 'jax_warm')}",
                 reference="JAX persistent compilation cache, same repetition",
+            )
+            res.target(
+                f"compile {name}: rpjrt's own share of a warm load",
+                value=h.stats(own) if own else None,
+                op="<=",
+                threshold=1.0,
+                unit=" ms",
+                detail="the cache hit's time minus the plugin's PJRT_Executable_DeserializeAndLoad "
+                "(key, file read, envelope checks, executable facts); Cache.stats() in the warm child",
+                reference="the plugin's deserialization, timed around the call",
             )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

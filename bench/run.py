@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as h  # noqa: E402
 
-SUITES = ("execute", "transfer", "process", "session", "compile", "ffi")
+SUITES = ("execute", "transfer", "process", "session", "compile", "ffi", "spmd")
 
 
 def machine() -> dict[str, Any]:

@@ -340,6 +340,11 @@ class Executable:
         self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None
     ) -> list[list[Buffer]]:
         """Run on every addressable device: args[i] is device i's argument list."""
+    def prepare(
+        self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None
+    ) -> PreparedCall:
+        """Bind args (one argument list per device, as for execute_sharded) for repeated
+        calls; every check of a call runs here, once."""
     def execute_with_events(
         self,
         *args: object,
@@ -349,6 +354,34 @@ class Executable:
         """Run like calling the executable; also returns the execution's completion
         Event (None where the plugin hands back none)."""
     def __repr__(self) -> str: ...
+
+@final
+class PreparedCall:
+    """An executable with its arguments bound (Executable.prepare)."""
+    def __call__(self, *, wait: bool = True) -> CallOutputs:
+        """Run once; with wait=True return once every device has finished (one wait per
+        device) and raise the execution's error."""
+    @property
+    def executable(self) -> Executable: ...
+    @property
+    def num_devices(self) -> int: ...
+    @property
+    def num_args(self) -> int: ...
+    def argument(self, device: int, position: int) -> Buffer:
+        """The bound argument (the same buffer: deleting it makes later calls fail)."""
+
+@final
+class CallOutputs:
+    """The outputs of one prepared call: outs[j] lists output j's shards, one per device."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> list[Buffer]: ...
+    @property
+    def num_devices(self) -> int: ...
+    def per_device(self) -> list[list[Buffer]]:
+        """One output list per device, as Executable.execute_sharded returns."""
+    def device(self, device: int) -> list[Buffer]: ...
+    def block_until_ready(self) -> Self:
+        """Wait until the execution has finished on every device (one wait per device)."""
 
 @final
 class Event:
@@ -459,8 +492,9 @@ class Cache:
     @property
     def max_bytes(self) -> int | None: ...
     def stats(self) -> dict[str, int | float]:
-        """hits, misses, corrupt, writes, evictions, bytes_read, bytes_written, time_saved
-        and compile_time (seconds), counted by this object."""
+        """hits, misses, corrupt, writes, evictions, bytes_read, bytes_written, time_saved,
+        compile_time, hit_time and hit_plugin_time (seconds; the plugin's deserialization
+        within the hits), counted by this object."""
     def reset_stats(self) -> None: ...
     def entries(self) -> list[dict[str, Any]]: ...
     def info(self, key: str) -> dict[str, Any]: ...
@@ -990,6 +1024,7 @@ class CudaEvent:
     def elapsed_ms(self, start: CudaEvent) -> float: ...
 
 __all__ += ["RawCopy", "_copy_raw_to_host_async"]
+__all__ += ["CallOutputs", "PreparedCall"]
 
 @final
 class RawCopy:

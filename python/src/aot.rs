@@ -164,6 +164,8 @@ impl PyCache {
         d.set_item("bytes_written", s.bytes_written)?;
         d.set_item("time_saved", s.time_saved.as_secs_f64())?;
         d.set_item("compile_time", s.compile_time.as_secs_f64())?;
+        d.set_item("hit_time", s.hit_time.as_secs_f64())?;
+        d.set_item("hit_plugin_time", s.hit_plugin_time.as_secs_f64())?;
         Ok(d)
     }
 

@@ -30,6 +30,11 @@ impl PyExecutable {
         &self.inner
     }
 
+    /// The client it belongs to (for prepared.rs).
+    pub(crate) fn client_ref(&self) -> &Py<PyClient> {
+        &self.client
+    }
+
     pub fn wrap(
         py: Python<'_>,
         inner: rpjrt::Executable,
@@ -80,7 +85,7 @@ impl PyExecutable {
     }
 
     /// Turns arguments into Buffers: Buffers pass through, anything else is put on `device`.
-    fn collect_args<'py>(
+    pub(crate) fn collect_args<'py>(
         &self,
         py: Python<'py>,
         args: &Bound<'py, PyTuple>,
@@ -133,7 +138,7 @@ impl PyExecutable {
     }
 }
 
-fn donate_list(donate: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
+pub(crate) fn donate_list(donate: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
     match donate {
         None => Ok(Vec::new()),
         Some(d) if d.is_none() => Ok(Vec::new()),

@@ -20,6 +20,7 @@ mod external;
 mod ffi;
 mod notify;
 mod npy;
+mod prepared;
 mod put;
 mod pybuf;
 mod session;
@@ -122,6 +123,8 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::PyMemory>()?;
     m.add_class::<executable::PyExecutable>()?;
     m.add_class::<buffer::PyBuffer>()?;
+    m.add_class::<prepared::PyPreparedCall>()?;
+    m.add_class::<prepared::PyCallOutputs>()?;
     m.add_class::<buffer::PyWaiter>()?;
     m.add_class::<event::PyEvent>()?;
     m.add_class::<aot::PyCache>()?;

@@ -209,6 +209,8 @@ def test_cache_counts_and_lists(client: rpjrt.Client, tmp_path: Path) -> None:
     s = cache.stats()
     assert (s["hits"], s["misses"], s["writes"], s["corrupt"]) == (1, 1, 1, 0)
     assert s["bytes_written"] == cache.total_bytes() == s["bytes_read"]
+    # The hit's time, and the plugin's deserialization within it.
+    assert 0 < s["hit_plugin_time"] <= s["hit_time"]
     (entry,) = cache.entries()
     assert entry["target"] == client.artifact_target()
     assert cache.info(entry["key"][:10])["key"] == entry["key"]

@@ -408,6 +408,13 @@ impl<M> Buffer<M> {
         }))
     }
 
+    /// Records that the contents are ready and their producer succeeded, for a caller that
+    /// saw the execution that produced them complete without error (its completion event),
+    /// so that later waits are free.
+    pub fn mark_ready(&self) {
+        self.0.ready_ok.store(true, Ordering::Release);
+    }
+
     /// Whether an earlier wait or readiness check saw the contents ready and their producer
     /// succeeded (no plugin call).
     pub fn is_ready_cached(&self) -> bool {

@@ -56,6 +56,7 @@ pub mod inline;
 pub mod kv;
 pub mod layout;
 pub mod memstats;
+pub mod prepared;
 pub mod profiler;
 pub mod stdio;
 pub mod transfer;

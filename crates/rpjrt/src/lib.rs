@@ -79,6 +79,7 @@ pub use client::{
     HostView, Memory, MemoryChoice, Topology, ENVELOPE_VERSION, MAX_CPU_DEVICE_COUNT,
     MAX_WAIT_SPIN, QUICK_COPY_BYTES,
 };
+pub use client::{CallOutputs, PreparedCall};
 
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
 /// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,

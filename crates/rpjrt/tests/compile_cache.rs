@@ -469,3 +469,27 @@ fn stats_listing_and_clearing() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+#[test]
+fn hits_record_their_time_and_the_plugins_share_of_it() {
+    for_each_plugin(|_, c| {
+        let dir = temp_dir(&format!("hit-time-{}", label(c.plugin())));
+        let cache = Cache::new(&dir, None).unwrap();
+        let first = cache
+            .compile(c, &mlp(), &CompileOptions::default())
+            .unwrap();
+        let s = cache.stats();
+        assert_eq!((s.misses, s.hits), (1, 0));
+        assert!(s.hit_time.is_zero() && s.hit_plugin_time.is_zero(), "{s:?}");
+        let again = cache
+            .compile(c, &mlp(), &CompileOptions::default())
+            .unwrap();
+        let s = cache.stats();
+        assert_eq!(s.hits, 1);
+        // The plugin's deserialization is part of the hit, and a hit takes some time.
+        assert!(!s.hit_plugin_time.is_zero(), "{s:?}");
+        assert!(s.hit_plugin_time <= s.hit_time, "{s:?}");
+        assert_eq!(run_mlp(&again, c), run_mlp(&first, c));
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}

@@ -280,6 +280,21 @@ impl Artifact {
     /// Decodes and verifies an artifact: magic, envelope version, length and checksum.
     /// Nothing here reaches a plugin.
     pub fn decode(bytes: &[u8]) -> Result<Artifact> {
+        let (head, blob) = Artifact::decode_parts(bytes)?;
+        Ok(head.with_blob(bytes[blob].to_vec()))
+    }
+
+    /// [`Artifact::decode`] of bytes the caller hands over (a file just read): the blob
+    /// reuses their allocation instead of a fresh copy (no new pages to fault in).
+    pub(crate) fn decode_vec(mut bytes: Vec<u8>) -> Result<Artifact> {
+        let (head, blob) = Artifact::decode_parts(&bytes)?;
+        bytes.truncate(blob.end);
+        bytes.drain(..blob.start);
+        Ok(head.with_blob(bytes))
+    }
+
+    /// Checks an envelope and decodes everything but the blob, whose range it returns.
+    fn decode_parts(bytes: &[u8]) -> Result<(Artifact, std::ops::Range<usize>)> {
         if !is_artifact(bytes) {
             return Err(Error::invalid(
                 "these bytes are not an rpjrt artifact (no RPJRTEXE header); a plugin's own \
@@ -333,7 +348,8 @@ impl Artifact {
             fields.push((k, v));
         }
         let compile_options = r.blob("compile options")?.to_vec();
-        let blob = r.blob("executable")?.to_vec();
+        let blob_len = r.blob("executable")?.len();
+        let blob = r.pos - blob_len..r.pos;
         if r.pos != body.len() {
             return Err(Error::invalid(
                 "the artifact is malformed: bytes left over after the executable",
@@ -345,12 +361,17 @@ impl Artifact {
             .into_iter()
             .filter(|(k, _)| !known.contains(&k.as_str()))
             .collect();
-        Ok(Artifact {
+        let head = Artifact {
             target,
             compile_options,
-            blob,
+            blob: Vec::new(),
             extra,
-        })
+        };
+        Ok((head, blob))
+    }
+
+    fn with_blob(self, blob: Vec<u8>) -> Artifact {
+        Artifact { blob, ..self }
     }
 
     /// One informational header field.
@@ -439,6 +460,15 @@ impl Client {
         artifact: &Artifact,
         overrides: Option<&CompileOptions>,
     ) -> Result<Executable> {
+        Ok(self.load_artifact_timed(artifact, overrides)?.0)
+    }
+
+    /// [`Client::load_artifact`], and the time spent inside the plugin's deserialization.
+    pub(crate) fn load_artifact_timed(
+        &self,
+        artifact: &Artifact,
+        overrides: Option<&CompileOptions>,
+    ) -> Result<(Executable, std::time::Duration)> {
         let encoded = match overrides {
             Some(o) => Some(o.encode(&self.device_ids())?),
             None => None,
@@ -450,12 +480,12 @@ impl Client {
             None => artifact.extra_field("parameters").and_then(decode_specs),
             Some(_) => None,
         };
-        let exe = self.load_blob_with(&artifact.blob, encoded.as_deref(), known)?;
+        let (exe, plugin_time) = self.load_blob_with(&artifact.blob, encoded.as_deref(), known)?;
         let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
         if !recorded.is_empty() {
             exe.set_recorded_options(recorded);
         }
-        Ok(exe)
+        Ok((exe, plugin_time))
     }
 
     /// Loads a plugin's own serialized executable, with no envelope and so no checks: the
@@ -506,27 +536,31 @@ impl Client {
     }
 
     fn load_blob(&self, blob: &[u8], overrides: Option<&[u8]>) -> Result<Executable> {
-        self.load_blob_with(blob, overrides, None)
+        Ok(self.load_blob_with(blob, overrides, None)?.0)
     }
 
+    /// Loads a plugin blob; also returns the time the plugin's deserialization took.
     fn load_blob_with(
         &self,
         blob: &[u8],
         overrides: Option<&[u8]>,
         known_parameters: Option<Vec<ArraySpec>>,
-    ) -> Result<Executable> {
+    ) -> Result<(Executable, std::time::Duration)> {
         if blob.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
         let _span =
             crate::trace::span(crate::trace::Category::Compile, "deserialize").bytes(blob.len());
+        let t0 = std::time::Instant::now();
         let loaded = raw::deserialize_and_load(&self.core.raw, blob, overrides)?;
-        Executable::from_loaded_with(
+        let plugin_time = t0.elapsed();
+        let exe = Executable::from_loaded_with(
             &self.core,
             loaded,
             overrides.unwrap_or(&[]),
             known_parameters,
-        )
+        )?;
+        Ok((exe, plugin_time))
     }
 
     pub(crate) fn device_ids(&self) -> Vec<i64> {

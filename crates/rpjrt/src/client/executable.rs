@@ -15,6 +15,9 @@ use crate::raw;
 use crate::raw::device::DeviceRef;
 use crate::raw::execute::{ExecuteRequest, ExecuteSink};
 
+mod prepared;
+pub use prepared::{CallOutputs, PreparedCall};
+
 /// Per-call options of [`Executable::execute_with`].
 #[derive(Clone, Debug, Default)]
 pub struct ExecuteOptions {

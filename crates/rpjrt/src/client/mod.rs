@@ -15,7 +15,7 @@ pub use aot::{Artifact, ArtifactTarget, ENVELOPE_VERSION};
 pub use buffer::{Buffer, ExternalReference, HostView, QUICK_COPY_BYTES};
 pub use cache::{Cache, CacheEntry, CacheStats};
 pub use event::{set_wait_spin, wait_spin, Event, MAX_WAIT_SPIN};
-pub use executable::{Executable, ExecuteOptions, Execution};
+pub use executable::{CallOutputs, Executable, ExecuteOptions, Execution, PreparedCall};
 pub use topology::Topology;
 
 use std::fmt;

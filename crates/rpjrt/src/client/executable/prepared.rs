@@ -1,0 +1,265 @@
+//! Prepared calls: an executable bound to its arguments once, then called many times.
+//!
+//! Every check of an execution request (argument count, types and shapes, one client, device
+//! placement, donation) runs once, in [`Executable::prepare`], which also builds the per-device
+//! argument pointer lists the plugin takes. A call then only checks that the executable and
+//! its client are alive and that no argument was deleted or donated since, and calls the
+//! plugin once. Its outputs carry the execution's completion events, so that waiting for them
+//! ([`CallOutputs::block_until_ready`]) waits once per device instead of once per output.
+
+use std::fmt;
+
+use super::{ffi_context, output_meta, ExeState, Executable, ExecuteOptions, NO_OPTIONS};
+use crate::client::buffer::{Buffer, BufferMeta};
+use crate::error::{Error, Result};
+use crate::raw;
+use crate::raw::execute::ExecuteSink;
+use crate::raw::prepared::PreparedArgs;
+
+/// An executable with its arguments bound, ready to run again and again (made by
+/// [`Executable::prepare`]).
+///
+/// It holds its argument buffers alive. Deleting one of them, or donating it to another
+/// execution, makes later calls fail with [`Error::Deleted`] naming the argument (prepare
+/// again with live buffers); a call that donates its own arguments can therefore run once.
+/// `Send + Sync`: threads may call one prepared call at the same time (each call gets its
+/// own outputs).
+pub struct PreparedCall {
+    exe: Executable,
+    args: PreparedArgs<BufferMeta>,
+}
+
+/// What one [`PreparedCall`] execution returns: every output of every device, device-major,
+/// in one list, and the execution's completion event on each device.
+pub struct CallOutputs {
+    buffers: Vec<Buffer>,
+    events: Vec<raw::event::Event>,
+    num_devices: usize,
+    num_outputs: usize,
+}
+
+impl CallOutputs {
+    /// Number of devices the execution ran on.
+    pub fn num_devices(&self) -> usize {
+        self.num_devices
+    }
+
+    /// Number of outputs per device.
+    pub fn num_outputs(&self) -> usize {
+        self.num_outputs
+    }
+
+    /// The outputs of device `device` (in the order of
+    /// [`Executable::addressable_devices`]); empty for a device out of range.
+    pub fn device(&self, device: usize) -> &[Buffer] {
+        let n = self.num_outputs;
+        self.buffers
+            .get(device * n..(device + 1) * n)
+            .unwrap_or_default()
+    }
+
+    /// The shards of output `output`, one per device, in device order; `None` for an output
+    /// out of range.
+    pub fn output(&self, output: usize) -> Option<Vec<&Buffer>> {
+        if output >= self.num_outputs {
+            return None;
+        }
+        Some(
+            (0..self.num_devices)
+                .map(|d| &self.buffers[d * self.num_outputs + output])
+                .collect(),
+        )
+    }
+
+    /// Every output, device-major (device 0's outputs, then device 1's, ...).
+    pub fn buffers(&self) -> &[Buffer] {
+        &self.buffers
+    }
+
+    /// One output list per device, as [`Executable::execute_sharded`] returns them.
+    pub fn into_lists(self) -> Vec<Vec<Buffer>> {
+        let n = self.num_outputs;
+        let mut it = self.buffers.into_iter();
+        (0..self.num_devices)
+            .map(|_| it.by_ref().take(n).collect())
+            .collect()
+    }
+
+    /// Blocks until the execution has finished on every device and returns its error if it
+    /// failed. Waits on one completion event per device (on every output where the plugin gave
+    /// no events); afterwards the outputs are known to be ready, so waiting again, here or on
+    /// an output, is free.
+    pub fn block_until_ready(&self) -> Result<()> {
+        if let Some(b) = self.buffers.first() {
+            b.core().check("buffer")?;
+        }
+        if self.buffers.iter().all(|b| b.raw.is_ready_cached()) {
+            return Ok(());
+        }
+        if self.events.len() != self.num_devices {
+            return super::wait_all(self.buffers.iter());
+        }
+        let mut first = None;
+        for ev in &self.events {
+            if let Err(e) = ev.wait() {
+                first.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first {
+            // Each output's own wait explains an out-of-memory error with its device's figures.
+            return Err(super::wait_all(self.buffers.iter()).err().unwrap_or(e));
+        }
+        for b in &self.buffers {
+            b.raw.mark_ready();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CallOutputs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CallOutputs({} device(s) x {} output(s))",
+            self.num_devices, self.num_outputs
+        )
+    }
+}
+
+impl Executable {
+    /// Binds `args` (one argument list per device, in the order of
+    /// [`Executable::addressable_devices`], as for [`Executable::execute_sharded`]; one list
+    /// for a single-device executable) for repeated calls. `donate` lists argument positions
+    /// the execution may consume, as in [`ExecuteOptions::donate`].
+    ///
+    /// Every check a call would make runs here, with the same messages; a portable executable
+    /// (no device of its own) is refused.
+    pub fn prepare(&self, args: &[Vec<&Buffer>], donate: &[usize]) -> Result<PreparedCall> {
+        let lists: Vec<&[&Buffer]> = args.iter().map(|l| l.as_slice()).collect();
+        let options = ExecuteOptions {
+            donate: donate.to_vec(),
+            ..Default::default()
+        };
+        self.validate(&lists, &options)?;
+        let prepared =
+            PreparedArgs::new(&self.state.loaded, &lists, super::raw_of, &options.donate)?;
+        Ok(PreparedCall {
+            exe: self.clone(),
+            args: prepared,
+        })
+    }
+}
+
+/// Collects every output of a prepared execution in one device-major list, and the
+/// per-device completion events.
+struct Flat<'a> {
+    state: &'a ExeState,
+    buffers: Vec<Buffer>,
+    events: Vec<raw::event::Event>,
+}
+
+impl ExecuteSink<BufferMeta> for Flat<'_> {
+    fn meta(&mut self, _device: usize, output: usize) -> BufferMeta {
+        output_meta(self.state, output)
+    }
+    fn output(&mut self, _device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
+        self.buffers.push(Buffer::from_raw(buffer));
+    }
+    fn event(&mut self, _device: usize, event: raw::event::Event) {
+        self.events.push(event);
+    }
+}
+
+impl PreparedCall {
+    /// The executable it runs.
+    pub fn executable(&self) -> &Executable {
+        &self.exe
+    }
+
+    /// Number of device lists.
+    pub fn num_devices(&self) -> usize {
+        self.args.num_devices()
+    }
+
+    /// Number of arguments per device.
+    pub fn num_args(&self) -> usize {
+        self.args.num_args()
+    }
+
+    /// Argument `position` of device list `device`, as bound.
+    pub fn argument(&self, device: usize, position: usize) -> Option<Buffer> {
+        if position >= self.args.num_args() {
+            return None;
+        }
+        self.args
+            .buffers()
+            .get(device * self.args.num_args() + position)
+            .map(|b| Buffer::from_raw(b.clone()))
+    }
+
+    /// Runs once with the bound arguments. Returns without waiting; the outputs become ready
+    /// when the computation finishes ([`CallOutputs::block_until_ready`] waits for that).
+    pub fn call(&self) -> Result<CallOutputs> {
+        self.exe.check()?;
+        let st = &*self.exe.state;
+        let num_devices = self.args.num_devices();
+        let mut sink = Flat {
+            state: st,
+            buffers: Vec::with_capacity(num_devices * st.outputs.len()),
+            events: Vec::with_capacity(num_devices),
+        };
+        let context = ffi_context(&NO_OPTIONS, st.core.api);
+        st.loaded
+            .execute_prepared(&self.args, true, context, &mut sink)
+            .map_err(|e| self.launch_error(e))?;
+        Ok(CallOutputs {
+            buffers: sink.buffers,
+            events: sink.events,
+            num_devices,
+            num_outputs: st.outputs.len(),
+        })
+    }
+
+    /// [`PreparedCall::call`], then [`CallOutputs::block_until_ready`]: a failed execution is
+    /// this call's error.
+    pub fn call_and_wait(&self) -> Result<CallOutputs> {
+        let out = self.call()?;
+        out.block_until_ready()?;
+        Ok(out)
+    }
+
+    /// The error of a refused launch, with the memory figures of an out-of-memory one.
+    fn launch_error(&self, e: Error) -> Error {
+        let st = &*self.exe.state;
+        if matches!(e, Error::Deleted(_)) {
+            return e;
+        }
+        let e = st.core.with_memory_context(e, &st.devices, || {
+            let outs: Vec<String> = st.outputs.iter().map(|o| o.to_string()).collect();
+            Some((
+                format!("executing {} (outputs {})", st.name, outs.join(", ")),
+                None,
+            ))
+        });
+        // Another thread may delete an argument between the check and the plugin's own.
+        match self.args.first_deleted() {
+            Some((d, i)) => Error::Deleted(format!(
+                "argument {i} of device list {d} was deleted while the execution was being \
+                 launched ({e})"
+            )),
+            None => e,
+        }
+    }
+}
+
+impl fmt::Debug for PreparedCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "PreparedCall({}, {} device(s) x {} argument(s))",
+            self.exe.name(),
+            self.args.num_devices(),
+            self.args.num_args()
+        )
+    }
+}

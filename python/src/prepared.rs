@@ -1,0 +1,240 @@
+//! Prepared calls (`Executable.prepare`): arguments bound once, every check done once, then
+//! called many times (`rpjrt::PreparedCall`); the outputs of one call come back as one
+//! `CallOutputs` object whose Buffers are made only when asked for.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::buffer::PyBuffer;
+use crate::client::PyClient;
+use crate::errors::{invalid, PyErrExt};
+use crate::executable::{donate_list, PyExecutable};
+
+/// An executable with its arguments bound (`Executable.prepare`). Calling it runs the
+/// executable once on every device and returns a `CallOutputs`.
+#[pyclass(frozen, name = "PreparedCall", module = "rpjrt")]
+pub struct PyPreparedCall {
+    inner: crate::notify::Held<rpjrt::PreparedCall>,
+    client: Py<PyClient>,
+}
+
+impl Drop for PyPreparedCall {
+    fn drop(&mut self) {
+        // It may hold the last reference to its executable, whose destruction may wait for
+        // running computations: dropped without the GIL, as an Executable is.
+        if let Some(inner) = self.inner.take() {
+            crate::notify::drop_detached(inner);
+        }
+    }
+}
+
+/// The outputs of one prepared call: `outs[j]` is the list of output `j`'s shards (one
+/// Buffer per device, in `Executable.addressable_devices()` order); `outs.per_device()` is
+/// one output list per device, as `Executable.execute_sharded` returns.
+#[pyclass(frozen, name = "CallOutputs", module = "rpjrt")]
+pub struct PyCallOutputs {
+    inner: rpjrt::CallOutputs,
+    client: Py<PyClient>,
+}
+
+impl PyCallOutputs {
+    fn wrap_all<'a, 'py>(
+        &self,
+        py: Python<'py>,
+        bufs: impl Iterator<Item = &'a rpjrt::Buffer>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let items = bufs
+            .map(|b| PyBuffer::wrap(py, b.clone(), &self.client))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+}
+
+#[pymethods]
+impl PyExecutable {
+    /// Binds `args` for repeated calls: one argument list per device, in
+    /// `addressable_devices()` order (as for `execute_sharded`; one list for a single-device
+    /// executable). Non-Buffer arguments are put on their list's device once, here. `donate`
+    /// lists argument positions the execution may consume (then the call can run once).
+    /// Every check of a call (types, shapes, placement, donation) runs here.
+    #[pyo3(signature = (args, *, donate = None))]
+    fn prepare(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyAny>,
+        donate: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyPreparedCall> {
+        let py = slf.py();
+        let this = slf.get();
+        let donate = donate_list(donate)?;
+        let exe = this.rexe();
+        let devices = exe.addressable_devices().pyerr()?;
+        let lists: Vec<Bound<'_, PyAny>> = args
+            .try_iter()
+            .map_err(|_| invalid("prepare takes a list of argument lists, one per device"))?
+            .collect::<PyResult<Vec<_>>>()?;
+        if lists.len() != devices.len() {
+            return Err(invalid(format!(
+                "{} argument lists given, but the executable runs on {} device(s)",
+                lists.len(),
+                devices.len()
+            )));
+        }
+        let mut all = Vec::with_capacity(lists.len());
+        for (d, (list, dev)) in lists.iter().zip(&devices).enumerate() {
+            let items = list
+                .try_iter()
+                .map_err(|_| {
+                    invalid(format!(
+                        "argument list {d} is not a list (prepare takes one argument list per \
+                         device)"
+                    ))
+                })?
+                .collect::<PyResult<Vec<_>>>()?;
+            let tuple = PyTuple::new(py, items)?;
+            all.push(this.collect_args(py, &tuple, dev)?);
+        }
+        let refs: Vec<Vec<&rpjrt::Buffer>> = all
+            .iter()
+            .map(|l| l.iter().map(|b| b.get().rb()).collect())
+            .collect();
+        let inner = py.detach(|| exe.prepare(&refs, &donate)).pyerr()?;
+        Ok(PyPreparedCall {
+            inner: crate::notify::Held::new(inner),
+            client: this.client_ref().clone_ref(py),
+        })
+    }
+}
+
+#[pymethods]
+impl PyPreparedCall {
+    /// Runs once with the bound arguments. With `wait=True` (the default) it returns once the
+    /// execution has finished on every device (one wait per device, not per output) and raises
+    /// its error; with `wait=False` it returns at once (`CallOutputs.block_until_ready()`
+    /// waits).
+    #[pyo3(signature = (*, wait = true))]
+    fn __call__(&self, py: Python<'_>, wait: bool) -> PyResult<PyCallOutputs> {
+        let call: &rpjrt::PreparedCall = &self.inner;
+        let inner = py
+            .detach(|| {
+                if wait {
+                    call.call_and_wait()
+                } else {
+                    call.call()
+                }
+            })
+            .pyerr()?;
+        Ok(PyCallOutputs {
+            inner,
+            client: self.client.clone_ref(py),
+        })
+    }
+
+    /// The executable it runs.
+    #[getter]
+    fn executable(&self, py: Python<'_>) -> PyResult<Py<PyExecutable>> {
+        PyExecutable::wrap(
+            py,
+            self.inner.executable().clone(),
+            self.client.clone_ref(py),
+        )
+    }
+
+    /// Number of device lists.
+    #[getter]
+    fn num_devices(&self) -> usize {
+        self.inner.num_devices()
+    }
+
+    /// Number of arguments per device.
+    #[getter]
+    fn num_args(&self) -> usize {
+        self.inner.num_args()
+    }
+
+    /// Argument `position` of device list `device`, as bound (the same buffer: deleting it
+    /// makes later calls fail).
+    fn argument(&self, py: Python<'_>, device: usize, position: usize) -> PyResult<Py<PyBuffer>> {
+        let b = self.inner.argument(device, position).ok_or_else(|| {
+            pyo3::exceptions::PyIndexError::new_err(format!(
+                "no argument {position} of device list {device}: the call has {} device list(s) \
+                 of {} argument(s)",
+                self.inner.num_devices(),
+                self.inner.num_args()
+            ))
+        })?;
+        PyBuffer::wrap_shared(py, b, &self.client)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "rpjrt.PreparedCall({}: {} device(s) x {} argument(s))",
+            self.inner.executable().name(),
+            self.inner.num_devices(),
+            self.inner.num_args()
+        )
+    }
+}
+
+#[pymethods]
+impl PyCallOutputs {
+    /// Number of outputs (per device).
+    fn __len__(&self) -> usize {
+        self.inner.num_outputs()
+    }
+
+    /// The shards of output `index` (negative counts from the end): one Buffer per device.
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyList>> {
+        let n = self.inner.num_outputs() as isize;
+        let j = if index < 0 { index + n } else { index };
+        let shards = (j >= 0)
+            .then(|| self.inner.output(j as usize))
+            .flatten()
+            .ok_or_else(|| {
+                pyo3::exceptions::PyIndexError::new_err(format!(
+                    "output index {index} is out of range for {n} output(s)"
+                ))
+            })?;
+        self.wrap_all(py, shards.into_iter())
+    }
+
+    /// Number of devices the call ran on.
+    #[getter]
+    fn num_devices(&self) -> usize {
+        self.inner.num_devices()
+    }
+
+    /// One output list per device (device order), as `Executable.execute_sharded` returns.
+    fn per_device<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let lists = (0..self.inner.num_devices())
+            .map(|d| self.wrap_all(py, self.inner.device(d).iter()))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
+    }
+
+    /// The outputs of device `device` (in device order).
+    fn device<'py>(&self, py: Python<'py>, device: usize) -> PyResult<Bound<'py, PyList>> {
+        if device >= self.inner.num_devices() {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "device index {device} is out of range for {} device(s)",
+                self.inner.num_devices()
+            )));
+        }
+        self.wrap_all(py, self.inner.device(device).iter())
+    }
+
+    /// Blocks until the execution has finished on every device (one wait per device); raises
+    /// its error if it failed. Returns self.
+    fn block_until_ready(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
+        let outs = &slf.get().inner;
+        slf.py().detach(|| outs.block_until_ready()).pyerr()?;
+        Ok(slf.clone().unbind())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "rpjrt.CallOutputs({} device(s) x {} output(s))",
+            self.inner.num_devices(),
+            self.inner.num_outputs()
+        )
+    }
+}
