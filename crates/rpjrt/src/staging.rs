@@ -221,11 +221,39 @@ impl Reclaim for Pool {
     }
 }
 
+/// Copies of at least this many bytes into a staging block are split between two threads
+/// (where the machine has two CPUs or more): a fresh block's page faults and the kernel's
+/// page clearing then run on both, and a warm copy uses the memory bandwidth of both.
+pub const PARALLEL_COPY_MIN: usize = 16 << 20;
+
+/// Copies `src` into `dst` (same length), on two threads from [`PARALLEL_COPY_MIN`] bytes.
+fn copy_into(dst: &mut [u8], src: &[u8]) {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if src.len() < PARALLEL_COPY_MIN || cpus < 2 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    // Split on a huge page, so that each thread faults in whole pages of its own.
+    let mid = (src.len() / 2).next_multiple_of(HUGE_PAGE).min(src.len());
+    let (d0, d1) = dst.split_at_mut(mid);
+    let (s0, s1) = src.split_at(mid);
+    let helped = std::thread::scope(|sc| {
+        let other = std::thread::Builder::new().spawn_scoped(sc, || d1.copy_from_slice(s1));
+        d0.copy_from_slice(s0);
+        other.is_ok_and(|h| h.join().is_ok())
+    });
+    if !helped {
+        // No thread to be had (or it failed): the second half is copied here.
+        d1.copy_from_slice(s1);
+    }
+}
+
 /// Copies `data` into a block of `pool` and returns it ready to lend: the block goes back
 /// to `pool` when the returned owner is dropped.
 pub(crate) fn stage(pool: &Arc<Pool>, data: &[u8]) -> Result<Leased> {
     let mut block = pool.take(data.len())?;
-    block.as_mut().copy_from_slice(data);
+    copy_into(block.as_mut(), data);
     let reclaim: Arc<dyn Reclaim> = Arc::clone(pool) as Arc<dyn Reclaim>;
     Ok(Leased::new(block, reclaim))
 }
@@ -401,6 +429,20 @@ mod tests {
         assert_eq!(s.in_use_blocks, 0);
         assert_eq!(s.hits + s.misses, 80);
         assert!(s.pooled_blocks <= 4, "{s:?}");
+    }
+
+    #[test]
+    fn large_copies_split_between_threads_land_whole() {
+        for len in [
+            PARALLEL_COPY_MIN,
+            PARALLEL_COPY_MIN + 4097,
+            3 * PARALLEL_COPY_MIN - 1,
+        ] {
+            let src: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let pool = Pool::new(0);
+            let l = stage(&pool, &src).unwrap();
+            assert!(l.bytes() == &src[..], "{len} bytes");
+        }
     }
 
     #[test]
