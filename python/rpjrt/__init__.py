@@ -137,6 +137,9 @@ try:
         __version__,
         artifact_stablehlo_version,
         inspect_artifact,
+        pooled_memory_stats,
+        release_pooled_memory,
+        set_pooled_memory_limit,
         set_wait_spin,
         wait_spin,
     )
@@ -220,6 +223,9 @@ __all__ = [
     "inspect_artifact",
     "set_wait_spin",
     "wait_spin",
+    "release_pooled_memory",
+    "pooled_memory_stats",
+    "set_pooled_memory_limit",
     # dtypes
     "DType",
     "dtype",

@@ -24,6 +24,7 @@ mod put;
 mod pybuf;
 mod session;
 mod sharding;
+mod staging;
 mod transfer;
 
 use pyo3::prelude::*;
@@ -132,6 +133,9 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(set_wait_spin, m)?)?;
     m.add_function(wrap_pyfunction!(wait_spin, m)?)?;
+    m.add_function(wrap_pyfunction!(staging::release_pooled_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(staging::pooled_memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(staging::set_pooled_memory_limit, m)?)?;
     m.add_class::<distributed::PyInMemoryStore>()?;
     m.add_class::<distributed::PyTcpStore>()?;
     m.add_function(wrap_pyfunction!(distributed::_detect_launch_env, m)?)?;
