@@ -221,13 +221,14 @@ impl Reclaim for Pool {
     }
 }
 
-/// Copies of at least this many bytes into a staging block are split between two threads
-/// (where the machine has two CPUs or more): a fresh block's page faults and the kernel's
-/// page clearing then run on both, and a warm copy uses the memory bandwidth of both.
+/// Copies of at least this many bytes into a staging block (and from a host-visible
+/// buffer into a host array) are split between two threads where the machine has two CPUs
+/// or more: the page faults and the kernel's page clearing of fresh memory then run on
+/// both, and a warm copy uses the memory bandwidth of both.
 pub const PARALLEL_COPY_MIN: usize = 16 << 20;
 
 /// Copies `src` into `dst` (same length), on two threads from [`PARALLEL_COPY_MIN`] bytes.
-fn copy_into(dst: &mut [u8], src: &[u8]) {
+pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     static CPUS: OnceLock<usize> = OnceLock::new();
     let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if src.len() < PARALLEL_COPY_MIN || cpus < 2 {
@@ -253,7 +254,7 @@ fn copy_into(dst: &mut [u8], src: &[u8]) {
 /// to `pool` when the returned owner is dropped.
 pub(crate) fn stage(pool: &Arc<Pool>, data: &[u8]) -> Result<Leased> {
     let mut block = pool.take(data.len())?;
-    copy_into(block.as_mut(), data);
+    copy_bytes(block.as_mut(), data);
     let reclaim: Arc<dyn Reclaim> = Arc::clone(pool) as Arc<dyn Reclaim>;
     Ok(Leased::new(block, reclaim))
 }

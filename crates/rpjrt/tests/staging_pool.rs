@@ -184,3 +184,18 @@ fn the_bound_holds_and_release_gives_memory_back() {
         staging::set_limit(staging::DEFAULT_LIMIT);
     });
 }
+
+#[test]
+fn copies_split_between_threads_round_trip() {
+    let _g = serial();
+    staging::set_limit(staging::DEFAULT_LIMIT);
+    for_each_plugin(|_, c| {
+        // Above PARALLEL_COPY_MIN both ways, with a length that is no multiple of a page.
+        let n = (staging::PARALLEL_COPY_MIN + 3 * MIB) / 4 + 1001;
+        let data = values(n, 77);
+        let b = put(c, &data);
+        let mut back = vec![0u8; data.len()];
+        b.to_host(&mut back).unwrap();
+        assert!(back == data, "the round trip changed the data");
+    });
+}

@@ -336,7 +336,7 @@ impl Buffer {
             return Ok(());
         }
         if let Some(src) = self.direct_slice()? {
-            dst.copy_from_slice(src.bytes());
+            crate::staging::copy_bytes(dst, src.bytes());
             return Ok(());
         }
         if self.dims().len() >= 2 && !self.raw.layout_is_row_major()? {
