@@ -228,26 +228,31 @@ impl Reclaim for Pool {
 pub const PARALLEL_COPY_MIN: usize = 16 << 20;
 
 /// Copies `src` into `dst` (same length), on two threads from [`PARALLEL_COPY_MIN`] bytes.
+///
+/// The threads take 2 MiB pieces from a shared queue until none is left, so a helper that
+/// the scheduler starts late (a busy machine) leaves its share to this thread instead of
+/// making it wait: the copy is never much slower than on one thread.
 pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     static CPUS: OnceLock<usize> = OnceLock::new();
     let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if src.len() < PARALLEL_COPY_MIN || cpus < 2 {
+    if src.len() < PARALLEL_COPY_MIN || cpus < 2 || dst.len() != src.len() {
         dst.copy_from_slice(src);
         return;
     }
-    // Split on a huge page, so that each thread faults in whole pages of its own.
-    let mid = (src.len() / 2).next_multiple_of(HUGE_PAGE).min(src.len());
-    let (d0, d1) = dst.split_at_mut(mid);
-    let (s0, s1) = src.split_at(mid);
-    let helped = std::thread::scope(|sc| {
-        let other = std::thread::Builder::new().spawn_scoped(sc, || d1.copy_from_slice(s1));
-        d0.copy_from_slice(s0);
-        other.is_ok_and(|h| h.join().is_ok())
+    // Pieces of whole huge pages, so that each thread faults in pages of its own.
+    let queue = Mutex::new(dst.chunks_mut(HUGE_PAGE).zip(src.chunks(HUGE_PAGE)));
+    let work = || loop {
+        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+        match next {
+            Some((d, s)) => d.copy_from_slice(s),
+            None => break,
+        }
+    };
+    std::thread::scope(|sc| {
+        // No thread to be had: this thread copies every piece alone.
+        let _helper = std::thread::Builder::new().spawn_scoped(sc, work);
+        work();
     });
-    if !helped {
-        // No thread to be had (or it failed): the second half is copied here.
-        d1.copy_from_slice(s1);
-    }
 }
 
 /// Copies `data` into a block of `pool` and returns it ready to lend: the block goes back
