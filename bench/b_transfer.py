@@ -272,9 +272,8 @@ def copies_at_memcpy_speed(
         for _ in range(n):
             np.copyto(warm, src)
 
-    # Staging copies of 16 MiB or more run on two threads (rpjrt::staging::PARALLEL_COPY_MIN):
-    # the same split done with numpy (which releases the GIL while it copies) is printed
-    # beside the single-thread memcpy the target names.
+    # A memcpy split between two threads (numpy releases the GIL while it copies) is printed
+    # beside the single-thread memcpy the target names: what a split copy would gain here.
     from concurrent.futures import ThreadPoolExecutor
 
     helper = ThreadPoolExecutor(1)

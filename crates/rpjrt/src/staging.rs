@@ -221,45 +221,11 @@ impl Reclaim for Pool {
     }
 }
 
-/// Copies of at least this many bytes into a staging block (and from a host-visible
-/// buffer into a host array) are split between two threads where the machine has two CPUs
-/// or more: the page faults and the kernel's page clearing of fresh memory then run on
-/// both, and a warm copy uses the memory bandwidth of both.
-pub const PARALLEL_COPY_MIN: usize = 16 << 20;
-
-/// Copies `src` into `dst` (same length), on two threads from [`PARALLEL_COPY_MIN`] bytes.
-///
-/// The threads take 2 MiB pieces from a shared queue until none is left, so a helper that
-/// the scheduler starts late (a busy machine) leaves its share to this thread instead of
-/// making it wait: the copy is never much slower than on one thread.
-pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    static CPUS: OnceLock<usize> = OnceLock::new();
-    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if src.len() < PARALLEL_COPY_MIN || cpus < 2 || dst.len() != src.len() {
-        dst.copy_from_slice(src);
-        return;
-    }
-    // Pieces of whole huge pages, so that each thread faults in pages of its own.
-    let queue = Mutex::new(dst.chunks_mut(HUGE_PAGE).zip(src.chunks(HUGE_PAGE)));
-    let work = || loop {
-        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-        match next {
-            Some((d, s)) => d.copy_from_slice(s),
-            None => break,
-        }
-    };
-    std::thread::scope(|sc| {
-        // No thread to be had: this thread copies every piece alone.
-        let _helper = std::thread::Builder::new().spawn_scoped(sc, work);
-        work();
-    });
-}
-
 /// Copies `data` into a block of `pool` and returns it ready to lend: the block goes back
 /// to `pool` when the returned owner is dropped.
 pub(crate) fn stage(pool: &Arc<Pool>, data: &[u8]) -> Result<Leased> {
     let mut block = pool.take(data.len())?;
-    copy_bytes(block.as_mut(), data);
+    block.as_mut().copy_from_slice(data);
     let reclaim: Arc<dyn Reclaim> = Arc::clone(pool) as Arc<dyn Reclaim>;
     Ok(Leased::new(block, reclaim))
 }
@@ -435,20 +401,6 @@ mod tests {
         assert_eq!(s.in_use_blocks, 0);
         assert_eq!(s.hits + s.misses, 80);
         assert!(s.pooled_blocks <= 4, "{s:?}");
-    }
-
-    #[test]
-    fn large_copies_split_between_threads_land_whole() {
-        for len in [
-            PARALLEL_COPY_MIN,
-            PARALLEL_COPY_MIN + 4097,
-            3 * PARALLEL_COPY_MIN - 1,
-        ] {
-            let src: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-            let pool = Pool::new(0);
-            let l = stage(&pool, &src).unwrap();
-            assert!(l.bytes() == &src[..], "{len} bytes");
-        }
     }
 
     #[test]

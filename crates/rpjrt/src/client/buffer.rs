@@ -336,7 +336,7 @@ impl Buffer {
             return Ok(());
         }
         if let Some(src) = self.direct_slice()? {
-            crate::staging::copy_bytes(dst, src.bytes());
+            dst.copy_from_slice(src.bytes());
             return Ok(());
         }
         if self.dims().len() >= 2 && !self.raw.layout_is_row_major()? {
