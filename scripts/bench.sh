@@ -35,6 +35,12 @@ export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 PY="$root/.venv/bin/python"
 out="$root/bench/out"
 mkdir -p "$out"
+# matplotlib draws the sweep plots (bench/out/*.png); a bench-only tool, never a dependency
+# of the package. Without it the sweeps still print as tables.
+if ! "$PY" -c "import matplotlib" 2>/dev/null; then
+  "$PY" -m pip install --disable-pip-version-check -q "matplotlib>=3.7" \
+    || echo "matplotlib could not be installed: the sweeps print as tables only" >&2
+fi
 
 echo "== Rust: execute vs the raw C floor"
 if [ "$smoke" = 1 ]; then

@@ -149,6 +149,9 @@ try:
         __version__,
         artifact_stablehlo_version,
         inspect_artifact,
+        pooled_memory_stats,
+        release_pooled_memory,
+        set_pooled_memory_limit,
         set_wait_spin,
         wait_spin,
     )
@@ -238,6 +241,9 @@ __all__ = [
     "set_wait_spin",
     "wait_spin",
     "trace",
+    "release_pooled_memory",
+    "pooled_memory_stats",
+    "set_pooled_memory_limit",
     # dtypes
     "DType",
     "dtype",

@@ -415,8 +415,20 @@ impl PyBuffer {
             .call1((mv, slf.get().dtype(py)?))
     }
 
-    fn to_numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+    /// A fresh numpy array holding the buffer's contents, or, with `out`, the contents
+    /// copied into `out` (returned): a preallocated writable array of the buffer's shape and
+    /// dtype, any strides. `out` skips the allocation and the page faults of fresh memory,
+    /// so a loop that reuses its destination copies at `memcpy` speed.
+    #[pyo3(signature = (out = None))]
+    fn to_numpy<'py>(
+        slf: &Bound<'py, Self>,
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        if let Some(out) = out.filter(|o| !o.is_none()) {
+            slf.get().copy_into(py, &out)?;
+            return Ok(out);
+        }
         if let Some(arr) = slf.get().numpy_array(py)? {
             return Ok(arr);
         }
@@ -437,7 +449,7 @@ impl PyBuffer {
                 "an rpjrt.Buffer converts to numpy only by copying; use numpy.from_dlpack(buf) for a view",
             ));
         }
-        let arr = Self::to_numpy(slf)?;
+        let arr = Self::to_numpy(slf, None)?;
         match dtype {
             Some(d) if !d.is_none() => {
                 // The array is already a fresh copy: convert without a second one.

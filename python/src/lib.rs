@@ -26,6 +26,7 @@ mod pybuf;
 mod session;
 mod sharding;
 mod trace;
+mod staging;
 mod transfer;
 mod triton;
 
@@ -137,6 +138,9 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(set_wait_spin, m)?)?;
     m.add_function(wrap_pyfunction!(wait_spin, m)?)?;
+    m.add_function(wrap_pyfunction!(staging::release_pooled_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(staging::pooled_memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(staging::set_pooled_memory_limit, m)?)?;
     m.add_class::<distributed::PyInMemoryStore>()?;
     m.add_class::<distributed::PyTcpStore>()?;
     m.add_function(wrap_pyfunction!(distributed::_detect_launch_env, m)?)?;

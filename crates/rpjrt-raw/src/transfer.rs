@@ -38,18 +38,23 @@ args_types! {
 // ---------------------------------------------------------------------- huge-page staging
 
 /// Size of a transparent huge page on x86-64 and most aarch64 kernels.
-const HUGE_PAGE: usize = 2 << 20;
+pub const HUGE_PAGE: usize = 2 << 20;
 
-/// Anonymous host memory mapped for this transfer and advised to use transparent huge
-/// pages (`madvise(MADV_HUGEPAGE)`), so that first touching it costs one fault per 2 MiB
-/// instead of one per 4 KiB. It is filled once through [`Staging::as_mut`] and then lent
-/// to the plugin read-only (it implements [`HostBytes`]); unmapped on drop.
+/// Anonymous host memory mapped for transfers and advised to use transparent huge pages
+/// (`madvise(MADV_HUGEPAGE)`), so that first touching it costs one fault per 2 MiB instead
+/// of one per 4 KiB. Its data starts on a 2 MiB boundary (so 64-byte aligned, which XLA's
+/// CPU plugins need to use host memory in place). A block has a capacity (whole huge pages)
+/// and a length, the bytes it currently lends; it is filled through [`Staging::as_mut`]
+/// and then lent to the plugin read-only (it implements [`HostBytes`]); unmapped on drop.
+/// A pool may keep a block after its use and lend it again ([`Leased`]), with its pages
+/// already faulted in.
 ///
 /// Only this memory is advised; process-wide malloc settings are untouched.
 pub struct Staging {
     map: *mut c_void,
     map_len: usize,
     data: *mut u8,
+    cap: usize,
     len: usize,
 }
 
@@ -60,13 +65,15 @@ unsafe impl Send for Staging {}
 unsafe impl Sync for Staging {}
 
 impl Staging {
-    /// Maps `len` bytes (at least one page) starting on a 2 MiB boundary. Errors with
-    /// `ResourceExhausted` when the kernel refuses the mapping.
+    /// Maps `len` bytes rounded up to whole huge pages (at least one) starting on a 2 MiB
+    /// boundary. Errors with `ResourceExhausted` when the kernel refuses the mapping.
     pub fn new(len: usize) -> Result<Staging> {
-        let want = len
+        let too_big = || Error::ResourceExhausted(format!("{len} bytes of staging memory"));
+        let cap = len
+            .max(1)
             .checked_next_multiple_of(HUGE_PAGE)
-            .and_then(|n| n.checked_add(HUGE_PAGE))
-            .ok_or_else(|| Error::ResourceExhausted(format!("{len} bytes of staging memory")))?;
+            .ok_or_else(too_big)?;
+        let want = cap.checked_add(HUGE_PAGE).ok_or_else(too_big)?;
         // SAFETY: an anonymous private mapping with no address hint; the kernel picks the
         // address and the call has no other effect on existing memory.
         let map = unsafe {
@@ -87,8 +94,8 @@ impl Staging {
         }
         let start = (map as usize).next_multiple_of(HUGE_PAGE);
         let data = (start - map as usize) as isize;
-        // SAFETY: `data` is less than HUGE_PAGE bytes into a mapping of `want >= len +
-        // HUGE_PAGE` bytes, so it and the `len` bytes after it lie inside the mapping.
+        // SAFETY: `data` is less than HUGE_PAGE bytes into a mapping of `want = cap +
+        // HUGE_PAGE` bytes, so it and the `cap` bytes after it lie inside the mapping.
         let data = unsafe { map.cast::<u8>().offset(data) };
         // SAFETY: advising our own fresh mapping; failure (no THP support) only means the
         // memory uses normal pages, so the result is ignored.
@@ -99,17 +106,35 @@ impl Staging {
             map,
             map_len: want,
             data,
+            cap,
             len,
         })
+    }
+}
+
+impl Staging {
+    /// The bytes this block can hold (whole huge pages).
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Sets the length of the block's data (the bytes `as_mut` and
+    /// [`HostBytes::bytes`] give); `None` when `len` exceeds the capacity.
+    pub fn with_len(mut self, len: usize) -> Option<Staging> {
+        if len > self.cap {
+            return None;
+        }
+        self.len = len;
+        Some(self)
     }
 }
 
 /// The memory, for filling it before it is lent.
 impl AsMut<[u8]> for Staging {
     fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `data..data+len` lies in our live mapping (see `new`), which is readable
-        // and writable, zero-filled by the kernel on first touch, and reachable only through
-        // `self`, borrowed mutably here.
+        // SAFETY: `data..data+len` lies in our live mapping (`len <= cap`, see `new`), which
+        // is readable and writable, zero-filled by the kernel on first touch, and reachable
+        // only through `self`, borrowed mutably here.
         unsafe { std::slice::from_raw_parts_mut(self.data, self.len) }
     }
 }
@@ -131,6 +156,54 @@ unsafe impl HostBytes for Staging {
     fn bytes(&self) -> &[u8] {
         // SAFETY: as in `as_mut`, for shared access.
         unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
+
+/// Where a [`Leased`] block goes when its last user is gone (a pool keeps or unmaps it).
+pub trait Reclaim: Send + Sync + 'static {
+    /// Takes the block back. Called exactly once per lease, from whichever thread dropped
+    /// the last user (a buffer's destruction, possibly on the reaper thread); it must not
+    /// call into a plugin.
+    fn reclaim(&self, block: Staging);
+}
+
+/// A staging block lent by a pool: it lends the block's bytes like [`Staging`] and, when
+/// dropped, hands the block to its [`Reclaim`] instead of unmapping it. A buffer drops its
+/// host owner only after the plugin has said it is done with the memory (the buffer is
+/// destroyed and its done-with-host-buffer event has fired), so a block returns to the pool
+/// only once nothing reads it any more.
+pub struct Leased {
+    block: Option<Staging>,
+    pool: Arc<dyn Reclaim>,
+}
+
+impl Leased {
+    /// Lends `block` (already filled) on behalf of `pool`.
+    pub fn new(block: Staging, pool: Arc<dyn Reclaim>) -> Leased {
+        Leased {
+            block: Some(block),
+            pool,
+        }
+    }
+}
+
+impl Drop for Leased {
+    fn drop(&mut self) {
+        if let Some(b) = self.block.take() {
+            self.pool.reclaim(b);
+        }
+    }
+}
+
+// SAFETY: as for `Staging`: the slice is the same range of the block on every call, the
+// block is reachable only through `&self` until `drop` moves it back to its pool (after
+// every borrow of `self` has ended), and it stays mapped while it is held here.
+unsafe impl HostBytes for Leased {
+    fn bytes(&self) -> &[u8] {
+        match &self.block {
+            Some(b) => b.bytes(),
+            None => &[],
+        }
     }
 }
 

@@ -316,6 +316,13 @@ impl Buffer {
                 dst.len()
             )));
         }
+        // A dense row-major destination takes the host-array form as it is: one copy,
+        // straight from the buffer, with no intermediate vector (memcpy speed).
+        if crate::host::is_c_contiguous(&dims, byte_strides, itemsize) {
+            let len = self.host_array_size();
+            let start = usize::try_from(base + lo).expect("checked inside the destination");
+            return self.to_host_array(&mut dst[start..start + len]);
+        }
         // No two elements may share bytes: sorted by |stride|, each stride must clear the
         // extent of everything faster-varying.
         let mut order: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] > 1).collect();

@@ -52,6 +52,7 @@ mod screen;
 mod session;
 pub mod sharding;
 mod stablehlo;
+pub mod staging;
 pub mod stdio;
 pub mod tpu;
 pub mod trace;

@@ -3,10 +3,12 @@
 //!
 //! **Staged copies.** A large dense copy (`put` with `copy=True`, or any borrowed host
 //! data) is written into memory rpjrt maps itself and advises to use transparent huge
-//! pages, then lent to the plugin zero-copy; the mapping is released when the buffer and
-//! the plugin's use of it are gone. The plugins' own destination allocation uses 4 KiB pages
-//! and spends most of a 64 MiB copy in page faults; 2 MiB pages cut that 512-fold.
-//! Nothing process-wide (malloc settings) changes.
+//! pages, then lent to the plugin zero-copy; when the buffer and the plugin's use of it are
+//! gone, the block goes back to the staging pool ([`crate::staging`], bounded, released on
+//! demand) and the next put of a similar size copies into its warm pages. The plugins' own
+//! destination allocation uses 4 KiB pages and spends most of a 64 MiB copy in page faults;
+//! 2 MiB pages cut the faults 512-fold and the pool removes them (and the kernel's page
+//! clearing) from repeated puts. Nothing process-wide (malloc settings) changes.
 //!
 //! **Streaming.** [`Client::put_streaming`] goes through the plugin's async host-to-device
 //! transfer manager: it allocates the device buffer, then fills it chunk by chunk from a
@@ -20,9 +22,7 @@ use crate::client::buffer::{Buffer, BufferMeta};
 use crate::client::{Client, Device, Memory};
 use crate::dtype::{element_count, ElementType};
 use crate::error::{Code, Error, Result};
-use crate::raw::transfer::{
-    create_error_buffer, create_uninitialized_buffer, Staging, TransferManager,
-};
+use crate::raw::transfer::{create_error_buffer, create_uninitialized_buffer, TransferManager};
 
 /// Dense copies at least this large are staged in huge-page memory (see the module docs);
 /// smaller ones are left to the plugin, where the mapping would cost more than it saves.
@@ -81,9 +81,9 @@ fn target_memory(device: &Device, memory: Option<&Memory>) -> Result<Memory> {
 }
 
 impl Client {
-    /// Copies dense host bytes into a new buffer through huge-page staging memory lent to
-    /// the plugin zero-copy (see the module docs). Same checks as
-    /// [`Client::buffer_from_host`].
+    /// Copies dense host bytes into a new buffer through pooled huge-page staging memory
+    /// lent to the plugin zero-copy (see the module docs). Same checks as
+    /// [`Client::buffer_from_host`]; the target is checked before anything is copied.
     pub fn put_staged(
         &self,
         data: &[u8],
@@ -100,9 +100,9 @@ impl Client {
             return self.buffer_from_host(data, element_type, dims, None, device, memory);
         }
         crate::client::check_host_layout(data.len(), element_type, dims, None)?;
-        let mut staging = Staging::new(data.len())?;
-        staging.as_mut().copy_from_slice(data);
-        self.buffer_from_lent_strided(Arc::new(staging), element_type, dims, None, device, memory)
+        self.check_put_target(element_type, dims, device, memory)?;
+        let staged = crate::staging::stage(crate::staging::global(), data)?;
+        self.buffer_from_lent_strided(Arc::new(staged), element_type, dims, None, device, memory)
     }
 
     /// A dense buffer of `element_type[dims]` whose contents are unspecified

@@ -88,6 +88,24 @@ fn copies_into_strided_destinations() {
         let mut dst = [0xAAu8; 6];
         i4.copy_to_host_strided(&mut dst, &[-2], 4).unwrap();
         assert_eq!(dst, [0x08, 0xAA, 0x01, 0xAA, 0x0f, 0xAA]);
+        // Dense row-major destinations take one straight copy: at an offset, with a size-1
+        // dimension of any stride, and for sub-byte types (low bits only).
+        let mut dst = vec![0xAAu8; 32];
+        b.copy_to_host_strided(&mut dst, &[12, 4], 4).unwrap();
+        assert_eq!(&dst[..4], &[0xAA; 4]);
+        let got: Vec<i32> = dst[4..28]
+            .chunks(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, v);
+        assert_eq!(&dst[28..], &[0xAA; 4]);
+        let row = c.buffer_from_slice(&v, &[1, 6], &d).unwrap();
+        let mut dst = vec![0u8; 24];
+        row.copy_to_host_strided(&mut dst, &[999, 4], 0).unwrap();
+        assert_eq!(dst, b.to_vec().unwrap());
+        let mut dst = [0xAAu8; 5];
+        i4.copy_to_host_strided(&mut dst, &[1], 1).unwrap();
+        assert_eq!(dst, [0xAA, 0x0f, 0x01, 0x08, 0xAA]);
     });
 }
 
