@@ -84,6 +84,47 @@ impl PyExecutable {
         Ok((chosen, target))
     }
 
+    /// One argument list per addressable device (in `devices` order), each turned into
+    /// Buffers on its device; `verb` names the method in the errors.
+    pub(crate) fn collect_device_lists<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyAny>,
+        devices: &[rpjrt::Device],
+        verb: &str,
+    ) -> PyResult<Vec<Vec<Bound<'py, PyBuffer>>>> {
+        let lists: Vec<Bound<'py, PyAny>> = args
+            .try_iter()
+            .map_err(|_| {
+                invalid(format!(
+                    "{verb} takes a list of argument lists, one per device"
+                ))
+            })?
+            .collect::<PyResult<Vec<_>>>()?;
+        if lists.len() != devices.len() {
+            return Err(invalid(format!(
+                "{} argument lists given, but the executable runs on {} device(s)",
+                lists.len(),
+                devices.len()
+            )));
+        }
+        let mut all = Vec::with_capacity(lists.len());
+        for (d, (list, dev)) in lists.iter().zip(devices).enumerate() {
+            let items = list
+                .try_iter()
+                .map_err(|_| {
+                    invalid(format!(
+                        "argument list {d} is not a list ({verb} takes one argument list per \
+                         device)"
+                    ))
+                })?
+                .collect::<PyResult<Vec<_>>>()?;
+            let tuple = PyTuple::new(py, items)?;
+            all.push(self.collect_args(py, &tuple, dev)?);
+        }
+        Ok(all)
+    }
+
     /// Turns arguments into Buffers: Buffers pass through, anything else is put on `device`.
     pub(crate) fn collect_args<'py>(
         &self,
@@ -306,22 +347,7 @@ impl PyExecutable {
     ) -> PyResult<Bound<'py, PyList>> {
         let donate = donate_list(donate)?;
         let devices = self.inner.addressable_devices().pyerr()?;
-        let lists: Vec<Bound<'py, PyAny>> = args
-            .try_iter()
-            .map_err(|_| invalid("execute_sharded takes a list of argument lists, one per device"))?
-            .collect::<PyResult<Vec<_>>>()?;
-        if lists.len() != devices.len() {
-            return Err(invalid(format!(
-                "{} argument lists given, but the executable runs on {} device(s)",
-                lists.len(),
-                devices.len()
-            )));
-        }
-        let mut all = Vec::with_capacity(lists.len());
-        for (list, dev) in lists.iter().zip(&devices) {
-            let tuple = PyTuple::new(py, list.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
-            all.push(self.collect_args(py, &tuple, dev)?);
-        }
+        let all = self.collect_device_lists(py, args, &devices, "execute_sharded")?;
         let refs: Vec<Vec<&rpjrt::Buffer>> = all
             .iter()
             .map(|l| l.iter().map(|b| b.get().rb()).collect())

@@ -25,8 +25,8 @@ mod put;
 mod pybuf;
 mod session;
 mod sharding;
-mod trace;
 mod staging;
+mod trace;
 mod transfer;
 mod triton;
 

@@ -3,11 +3,11 @@
 //! `CallOutputs` object whose Buffers are made only when asked for.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
 use crate::buffer::PyBuffer;
 use crate::client::PyClient;
-use crate::errors::{invalid, PyErrExt};
+use crate::errors::PyErrExt;
 use crate::executable::{donate_list, PyExecutable};
 
 /// An executable with its arguments bound (`Executable.prepare`). Calling it runs the
@@ -68,31 +68,7 @@ impl PyExecutable {
         let donate = donate_list(donate)?;
         let exe = this.rexe();
         let devices = exe.addressable_devices().pyerr()?;
-        let lists: Vec<Bound<'_, PyAny>> = args
-            .try_iter()
-            .map_err(|_| invalid("prepare takes a list of argument lists, one per device"))?
-            .collect::<PyResult<Vec<_>>>()?;
-        if lists.len() != devices.len() {
-            return Err(invalid(format!(
-                "{} argument lists given, but the executable runs on {} device(s)",
-                lists.len(),
-                devices.len()
-            )));
-        }
-        let mut all = Vec::with_capacity(lists.len());
-        for (d, (list, dev)) in lists.iter().zip(&devices).enumerate() {
-            let items = list
-                .try_iter()
-                .map_err(|_| {
-                    invalid(format!(
-                        "argument list {d} is not a list (prepare takes one argument list per \
-                         device)"
-                    ))
-                })?
-                .collect::<PyResult<Vec<_>>>()?;
-            let tuple = PyTuple::new(py, items)?;
-            all.push(this.collect_args(py, &tuple, dev)?);
-        }
+        let all = this.collect_device_lists(py, args, &devices, "prepare")?;
         let refs: Vec<Vec<&rpjrt::Buffer>> = all
             .iter()
             .map(|l| l.iter().map(|b| b.get().rb()).collect())

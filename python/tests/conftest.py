@@ -88,6 +88,20 @@ def fresh_client(plugin_path: str) -> Iterator[object]:
     c.close()
 
 
+
+_FAKE_BUILT: list[Path] = []
+
+
+def fake_plugin_path() -> Path:
+    """The fake plugin (``crates/rpjrt-fake-plugin``), built once per test session so that it
+    is never older than the sources the tests expect."""
+    if not _FAKE_BUILT:
+        subprocess.run(
+            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
+        )
+        _FAKE_BUILT.append(REPO / "target" / "debug" / "librpjrt_fake_plugin.so")
+    return _FAKE_BUILT[0]
+
 def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text()
 

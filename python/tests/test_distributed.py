@@ -7,7 +7,6 @@ import subprocess
 import threading
 import time
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from rpjrt._errors import (
     UnavailableError,
 )
 
-from .conftest import REPO, run_python
+from .conftest import fake_plugin_path, run_python
 
 LAUNCH_VARS = [
     "RPJRT_PROCESS_ID",
@@ -446,15 +445,6 @@ def test_client_kv_arguments_are_checked(plugin_path: str) -> None:
         rpjrt.Client(plugin_path, kv=distributed.InMemoryStore(), process_id=2, num_processes=2)
 
 
-def _fake_plugin() -> Path:
-    lib = REPO / "target" / "debug" / "librpjrt_fake_plugin.so"
-    if not lib.is_file():
-        subprocess.run(
-            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
-        )
-    return lib
-
-
 def test_python_store_serves_the_plugin_through_the_callbacks() -> None:
     """The fake plugin puts and gets a key through the callbacks during client creation;
     a Python store serves them (the GIL is released around creation)."""
@@ -468,20 +458,20 @@ def test_python_store_serves_the_plugin_through_the_callbacks() -> None:
             def set(self, k, v): seen.append(("set", k, threading.get_ident())); self.d[k] = v
             def get(self, k, t): seen.append(("get", k)); return self.d[k]
             def try_get(self, k): seen.append(("try_get", k)); return self.d.get(k)
-        c = rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_kv_roundtrip": True}},
+        c = rpjrt.Client({str(fake_plugin_path())!r}, options={{"fake_kv_roundtrip": True}},
                          kv=Store(), process_id=0, num_processes=1)
         print(sorted(x[0] for x in seen))
         class Broken(Store):
             def get(self, k, t): raise TimeoutError(f"process 3 never set {{k}}")
         try:
-            rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_kv_roundtrip": True}},
+            rpjrt.Client({str(fake_plugin_path())!r}, options={{"fake_kv_roundtrip": True}},
                          kv=Broken(), process_id=0, num_processes=4)
         except rpjrt.Error as e:
             print(type(e).__name__, e)
         class Refusing(Store):
             def set(self, k, v): raise PermissionError("read-only store")
         try:
-            rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_kv_roundtrip": True}},
+            rpjrt.Client({str(fake_plugin_path())!r}, options={{"fake_kv_roundtrip": True}},
                          kv=Refusing(), process_id=0, num_processes=1)
         except rpjrt.Error as e:
             print(type(e).__name__, e)
@@ -517,7 +507,7 @@ def test_two_threads_form_a_two_process_client_through_a_python_store() -> None:
                     return self.d.get(k)
         store, out = Store(), {{}}
         def make(p):
-            c = rpjrt.Client({str(_fake_plugin())!r}, options={{"fake_device_count": 2}},
+            c = rpjrt.Client({str(fake_plugin_path())!r}, options={{"fake_device_count": 2}},
                              kv=store, process_id=p, num_processes=2)
             out[p] = (c.process_index, [(d.id, d.process_index, d.is_addressable)
                                         for d in c.devices()], len(c.addressable_devices()))

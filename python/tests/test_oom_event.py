@@ -4,16 +4,14 @@ and rpjrt.Event (buffer readiness, execution completion) on the fake and both CP
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 
 import rpjrt
 from rpjrt import InvalidArgumentError, UnsupportedError
 
-from .conftest import REPO, run_python
+from .conftest import fake_plugin_path, run_python
 
 MUL_ADD = """
 func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -24,20 +22,11 @@ func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-def _fake_plugin() -> Path:
-    lib = REPO / "target" / "debug" / "librpjrt_fake_plugin.so"
-    if not lib.is_file():
-        subprocess.run(
-            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
-        )
-    return lib
-
-
 def test_over_allocating_on_the_fake_raises_resource_exhausted_with_the_figures() -> None:
     r = run_python(
         f"""
         import rpjrt
-        c = rpjrt.Client({str(_fake_plugin())!r}, options={{"memory_fraction": 0.5}})
+        c = rpjrt.Client({str(fake_plugin_path())!r}, options={{"memory_fraction": 0.5}})
         d = c.devices()[0]
         s = d.memory_stats()
         assert s["bytes_in_use"] == 0 and s["bytes_limit"] == 4096, s
@@ -125,7 +114,7 @@ def test_a_failed_event_carries_its_error_to_every_waiter() -> None:
     r = run_python(
         f"""
         import asyncio, threading, rpjrt
-        c = rpjrt.Client({str(_fake_plugin())!r})
+        c = rpjrt.Client({str(fake_plugin_path())!r})
         b = c.put(bytes(8))
         ev = b.ready_event()
         print("READY", ev.is_ready(), repr(ev))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .conftest import fake_plugin_path
 
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
 KINDS = ["redis"] + (["torch"] if os.environ.get("RPJRT_TEST_STORES_TORCH") == "1" else [])
@@ -174,25 +174,16 @@ def test_a_barrier_with_an_absent_process_times_out(server: tuple[str, int]) -> 
         assert "timeout key 'lonely/2' was not set" in out, out
 
 
-def _fake_plugin() -> Path:
-    lib = REPO / "target" / "debug" / "librpjrt_fake_plugin.so"
-    if not lib.is_file():
-        subprocess.run(
-            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
-        )
-    return lib
-
-
 def test_a_client_created_with_the_adapter_serves_the_plugins_kv_calls(
     server: tuple[str, int],
 ) -> None:
-    plugin = str(_fake_plugin())
+    plugin = str(fake_plugin_path())
     (out,) = finish([start(server, ns(), "client", 0, 1, plugin)])
     assert "roundtrip ok 0" in out, out
 
 
 def test_two_processes_form_one_client_through_the_adapter(server: tuple[str, int]) -> None:
-    plugin = str(_fake_plugin())
+    plugin = str(fake_plugin_path())
     space = ns()
     outs = finish([start(server, space, "client", p, 2, plugin, env={"RPJRT_FAKE_KV": "1"})
                    for p in range(2)])

@@ -4,7 +4,6 @@ profile (the Profiler extension: the fake has it, the CPU plugins do not) beside
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,16 +11,7 @@ import pytest
 
 import rpjrt
 
-from .conftest import REPO, fixture_text, run_python
-
-
-def _fake_plugin() -> Path:
-    lib = REPO / "target" / "debug" / "librpjrt_fake_plugin.so"
-    if not lib.is_file():
-        subprocess.run(
-            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
-        )
-    return lib
+from .conftest import fake_plugin_path, fixture_text, run_python
 
 
 def test_trace_records_the_phases_and_writes_a_chrome_trace(client, tmp_path: Path) -> None:
@@ -114,7 +104,7 @@ def test_the_fakes_profile_is_collected_beside_the_trace(tmp_path: Path) -> None
     r = run_python(
         f"""
         import json, rpjrt
-        c = rpjrt.Client({str(_fake_plugin())!r})
+        c = rpjrt.Client({str(fake_plugin_path())!r})
         with rpjrt.trace({str(tmp_path / "fake.json")!r}, client=c) as t:
             c.put(bytes(16))
         print("NOTE", t.metadata["plugin_profile"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import rpjrt
 import rpjrt.triton
 from rpjrt import InvalidArgumentError, UnsupportedError
 
-from .conftest import REPO, run_python
+from .conftest import fake_plugin_path, run_python
 
 MODULE = """module {
   tt.func public @add_kernel(%arg0: !tt.ptr<f32>) {
@@ -25,15 +24,6 @@ MODULE = """module {
 """
 
 _COPIES = itertools.count()
-
-
-def _fake_library() -> Path:
-    lib = REPO / "target" / "debug" / "librpjrt_fake_plugin.so"
-    if not lib.is_file():
-        subprocess.run(
-            ["cargo", "build", "--locked", "-p", "rpjrt-fake-plugin"], cwd=REPO, check=True
-        )
-    return lib
 
 
 def _fnv1a(data: bytes) -> int:
@@ -50,7 +40,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-un
 
     def load(version: str = "2", extensions: str = "Layouts,FFI,Triton") -> rpjrt.Plugin:
         copy = tmp_path / f"fake-triton-{next(_COPIES)}.so"
-        shutil.copy(_fake_library(), copy)
+        shutil.copy(fake_plugin_path(), copy)
         monkeypatch.setenv("RPJRT_FAKE_EXTENSIONS", extensions)
         monkeypatch.setenv("RPJRT_FAKE_TRITON_VERSION", version)
         plugin = rpjrt.Plugin(str(copy))  # loading reads the knobs

@@ -556,9 +556,22 @@ fn entry_parameter_list(text: &str) -> Option<&str> {
         (None, [only]) => *only,
         _ => return None,
     };
-    let bytes = text.as_bytes();
+    let close = scan_outside_strings(text.as_bytes(), open, |_, b, depth| {
+        depth == 0 && matches!(b, b')' | b'>' | b'}' | b']')
+    })?;
+    text.get(open + 1..close)
+}
+
+/// Walks `bytes` from `from`, skipping string literals, and calls `visit(index, byte, depth)`
+/// for every byte outside them with the bracket depth after that byte (`->` is an arrow,
+/// not a closing bracket). Returns the first index where `visit` says stop.
+fn scan_outside_strings(
+    bytes: &[u8],
+    from: usize,
+    mut visit: impl FnMut(usize, u8, i32) -> bool,
+) -> Option<usize> {
     let (mut depth, mut in_str, mut esc) = (0i32, false, false);
-    for (i, &b) in bytes.iter().enumerate().skip(open) {
+    for (i, &b) in bytes.iter().enumerate().skip(from) {
         if in_str {
             match (esc, b) {
                 (true, _) => esc = false,
@@ -569,19 +582,17 @@ fn entry_parameter_list(text: &str) -> Option<&str> {
             continue;
         }
         match b {
-            b'"' => in_str = true,
-            b'(' | b'<' | b'{' | b'[' => depth += 1,
-            b')' | b'>' | b'}' | b']' => {
-                // `->` is not a closing angle bracket.
-                if b == b'>' && i > 0 && bytes[i - 1] == b'-' {
-                    continue;
-                }
-                depth -= 1;
-                if depth == 0 {
-                    return text.get(open + 1..i);
-                }
+            b'"' => {
+                in_str = true;
+                continue;
             }
+            b'(' | b'<' | b'{' | b'[' => depth += 1,
+            b'>' if i > 0 && bytes[i - 1] == b'-' => continue,
+            b')' | b'>' | b'}' | b']' => depth -= 1,
             _ => {}
+        }
+        if visit(i, b, depth) {
+            return Some(i);
         }
     }
     None
@@ -589,31 +600,15 @@ fn entry_parameter_list(text: &str) -> Option<&str> {
 
 /// `s` split at the commas outside brackets and strings.
 fn split_top_level(s: &str) -> Vec<&str> {
-    let bytes = s.as_bytes();
-    let (mut depth, mut in_str, mut esc, mut start) = (0i32, false, false, 0usize);
     let mut out = Vec::new();
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_str {
-            match (esc, b) {
-                (true, _) => esc = false,
-                (false, b'\\') => esc = true,
-                (false, b'"') => in_str = false,
-                _ => {}
-            }
-            continue;
+    let mut start = 0;
+    scan_outside_strings(s.as_bytes(), 0, |i, b, depth| {
+        if b == b',' && depth == 0 {
+            out.push(&s[start..i]);
+            start = i + 1;
         }
-        match b {
-            b'"' => in_str = true,
-            b'(' | b'<' | b'{' | b'[' => depth += 1,
-            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
-            b')' | b'>' | b'}' | b']' => depth -= 1,
-            b',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
+        false
+    });
     out.push(&s[start..]);
     out
 }
