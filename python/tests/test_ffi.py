@@ -748,3 +748,31 @@ def test_random_frames_round_trip(client: rpjrt.Client) -> None:
                 assert got == v and type(got) is type(v), (name, got, v)
 
     prop()
+
+
+def test_python_handler_under_the_fast_call_and_wait(client: rpjrt.Client) -> None:
+    # A plain call with Buffer arguments releases the GIL for the execution (and, with
+    # wait=True, for the wait): a Python handler, which needs the GIL on the plugin's
+    # thread, runs meanwhile instead of deadlocking.
+    target = _name("fast")
+
+    @rpjrt.ffi.handler(client, target)
+    def scale(call: rpjrt.ffi.FfiCall) -> None:
+        call.rets[0].to_numpy()[:] = 2 * call.args[0].to_numpy() + call.attrs["offset"]
+
+    exe = client.compile(_scale_program(target))
+    xb = client.put(X8)
+    for _ in range(20):
+        (y,) = exe(xb, wait=True)
+        assert y.is_ready()
+        np.testing.assert_array_equal(y.to_numpy(), 2 * X8 + 1.5)
+        (z,) = exe(xb)
+        np.testing.assert_array_equal(z.block_until_ready().to_numpy(), 2 * X8 + 1.5)
+    bad = _name("fast_raises")
+
+    @rpjrt.ffi.handler(client, bad)
+    def raises(call: rpjrt.ffi.FfiCall) -> None:
+        raise ValueError("no good")
+
+    with pytest.raises(rpjrt.InvalidArgumentError, match="ValueError: no good"):
+        client.compile(_scale_program(bad))(xb, wait=True)

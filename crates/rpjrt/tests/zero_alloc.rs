@@ -230,3 +230,35 @@ fn kept_outputs_are_never_recycled() {
     // The kept output outlives its executable (its recycler is gone: it is freed normally).
     assert_eq!(kept.to_vec_of::<f32>().unwrap(), vec![2f32; 8]);
 }
+
+/// A poll that sees the output ready remembers it, so the wait after it is free; the
+/// ergonomic wait remembers it too.
+#[test]
+fn a_successful_poll_is_remembered() {
+    // A zero poll time (RPJRT_WAIT_SPIN_US=0) would make every poll say "pending".
+    if rpjrt::wait_spin().is_zero() {
+        rpjrt::set_wait_spin(std::time::Duration::from_micros(100));
+    }
+    let plugin = common::plugin(common::Which::New);
+    let client = Client::new(&plugin, &ClientOptions::new()).expect("client");
+    let device = client.default_device().expect("device");
+    let exe = client
+        .compile(&Program::mlir(program(1)), &CompileOptions::default())
+        .expect("compile");
+    let x = client
+        .buffer_from_slice(&[3f32; 8], &[8], &device)
+        .expect("put");
+    let out = exe.execute(&[&x, &x]).expect("execute");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !out[0].poll_ready().expect("poll") {
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(out[0].is_known_ready());
+    out[0].block_until_ready().expect("wait");
+    let out = exe.execute(&[&x, &x]).expect("execute");
+    assert!(!out[0].is_known_ready() || out[0].is_ready().unwrap());
+    out[0].block_until_ready().expect("wait");
+    assert!(out[0].is_known_ready());
+    assert_eq!(out[0].to_vec_of::<f32>().unwrap(), vec![9f32; 8]);
+}

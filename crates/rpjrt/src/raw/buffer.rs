@@ -503,9 +503,9 @@ impl<M> Buffer<M> {
         Ok(())
     }
 
-    /// For contents just seen pending: keeps polling their readiness for up to the wait poll
-    /// time (`raw::event::keep_polling`); whether they became ready (also when their
-    /// producer failed).
+    /// Polls the contents' readiness for up to the wait poll time (`raw::event::spin_for`:
+    /// a check at once, then checks between yields); whether they became ready (also when
+    /// their producer failed). Success is remembered, so a wait afterwards is free.
     pub(crate) fn poll_ready(&self) -> Result<bool> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
@@ -515,9 +515,11 @@ impl<M> Buffer<M> {
             return Ok(false);
         }
         let ev = self.ready_event_here()?;
-        Ok(super::event::keep_polling(budget, || {
-            ev.is_ready().unwrap_or(true)
-        }))
+        let ready = super::event::spin_for(budget, || ev.is_ready().unwrap_or(true));
+        if ready && ev.status().is_ok() {
+            self.0.ready_ok.store(true, Ordering::Release);
+        }
+        Ok(ready)
     }
 
     /// Whether an earlier wait or readiness check saw the contents ready and their producer
