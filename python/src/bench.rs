@@ -130,10 +130,10 @@ pub fn _bench_rust_loop(
             many => std::thread::scope(|s| {
                 let body = &body;
                 let workers: Vec<_> = many.iter().map(|l| s.spawn(move || body(l))).collect();
+                // The scope joins any worker left when one failed.
                 workers
                     .into_iter()
-                    .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect::<rpjrt::Result<()>>()
+                    .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             })?,
         }
         Ok(start.elapsed())
