@@ -1,5 +1,5 @@
 """A Python loop for bench/callgrind.sh: MODE N runs N iterations of one variant after a
-short warm-up. MODE: bur (exe + block_until_ready), numpy (exe + to_numpy), asarray (exe +
+short warm-up. MODE: bur (exe + block_until_ready), wait (exe(..., wait=True)), numpy (exe + to_numpy), asarray (exe +
 np.asarray), jax_bur, jax_numpy; session (a Session step of the MLP in _mlp_step.py +
 waiting for the loss), session_direct (the same executable called with the buffers fed back
 by hand), jax_session (the jitted step with donation). The session modes read the lowered
@@ -77,6 +77,7 @@ def main() -> None:
         b = client.put(xs)
         bodies = {
             "bur": lambda: exe(b, b)[0].block_until_ready(),
+            "wait": lambda: exe(b, b, wait=True),
             "numpy": lambda: exe(b, b)[0].to_numpy(),
             "asarray": lambda: np.asarray(exe(b, b)[0]),
         }

@@ -16,8 +16,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin="$root/target/release/examples/bench_execute"
 
-rust_variants="floor_event floor_ready rust_execute rust_execute_to_host"
-py_variants="bur numpy asarray jax_bur jax_numpy session session_direct jax_session"
+rust_variants="floor_event floor_ready rust_execute rust_execute_into rust_execute_to_host"
+py_variants="bur wait numpy asarray jax_bur jax_numpy session session_direct jax_session"
 wanted="${*:-$rust_variants $py_variants}"
 for v in $wanted; do
   if [[ " $rust_variants " == *" $v "* ]]; then

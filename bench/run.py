@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _harness as h  # noqa: E402
 
-SUITES = ("execute", "transfer", "process", "session", "compile", "ffi", "spmd")
+SUITES = ("execute", "transfer", "process", "session", "compile", "ffi", "spmd", "exec_threads")
 
 
 def machine() -> dict[str, Any]:
@@ -78,6 +78,14 @@ def rust_targets(res: h.Results, rust: dict[str, Any] | None) -> None:
             unit="x",
             detail="the Rust benchmark did not run",
         )
+        res.target(
+            "Rust execute_into + wait (no allocation) vs raw C floor",
+            value=None,
+            op="<=",
+            threshold=1.05,
+            unit="x",
+            detail="the Rust benchmark did not run",
+        )
         return
     for name, v in rust["variants"].items():
         res.figure(f"rust.{name}", v["what"], "ns", h.stats(v["samples"]))
@@ -90,6 +98,17 @@ def rust_targets(res: h.Results, rust: dict[str, Any] | None) -> None:
         unit="x",
         detail="exe.execute(&[&x, &x]) + out[0].block_until_ready() + drop; "
         f"vs completion-event floor {rust['ratios']['rust_execute/floor_event']['median']:.3f}x",
+        reference="raw C floor (faster of the two C sequences per repetition), interleaved",
+    )
+    into = rust["ratios"].get("rust_execute_into/floor")
+    res.target(
+        "Rust execute_into + wait (no allocation) vs raw C floor",
+        value=None if into is None else h.stats(into["samples"]),
+        op="<=",
+        threshold=1.05,
+        unit="x",
+        detail="exe.execute_into(&[&x, &x], &mut outs) + outs[0].block_until_ready(), reusing outs "
+        "(tests/zero_alloc.rs: no heap allocation per call with 1, 2 and 8 outputs)",
         reference="raw C floor (faster of the two C sequences per repetition), interleaved",
     )
 

@@ -12,7 +12,7 @@ from ._discovery import PluginInfo
 from ._dtypes import DType
 from ._errors import Error
 
-__all__ = ["Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit"]
+__all__ = ["Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
 
 __version__: str
 
@@ -328,13 +328,17 @@ class Executable:
         device: Device | None = None,
         donate: Sequence[int] | None = None,
         ffi_user_data: object = None,
+        wait: bool = False,
     ) -> list[Buffer]:
         """Run on one device; returns at once with not-yet-ready output Buffers.
 
         Arguments that are not Buffers are put on the device first. `donate` lists
         argument positions whose Buffers the program may reuse (they become deleted).
         `ffi_user_data` is handed to custom-call handlers as `call.user_data` (the call
-        then waits until the outputs are ready).
+        then waits until the outputs are ready). `wait=True` returns once every output
+        is ready (or raises its computation's error), polling without the GIL in the same
+        release as the execution: `exe(x, wait=True)` is one release where
+        `exe(x)[0].block_until_ready()` is two.
         """
     def execute_sharded(
         self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None
@@ -663,6 +667,7 @@ def _bench_c_floor(
     exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
 ) -> float: ...
 def _bench_hold_gil(flag: bool) -> None: ...
+def _bench_rust_loop(exe: Executable, lists: Sequence[Sequence[Buffer]], iters: int) -> float: ...
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
 
 _FoundPlugin: TypeAlias = tuple[

@@ -94,3 +94,49 @@ pub fn _bench_hold_gil(flag: bool) -> PyResult<()> {
         ))
     }
 }
+
+/// `_bench_rust_loop(exe, lists, iters)`: the Rust execute loop that bench/b_exec_threads.py
+/// compares Python threads with, in this process: one thread per argument list in `lists`
+/// (the calling thread when there is one list), each running `iters` times
+/// `Executable::execute_into` + `block_until_ready` on every output, with the GIL released.
+/// Returns the seconds until every thread finished. Uses only rpjrt's public API.
+#[pyfunction]
+pub fn _bench_rust_loop(
+    py: Python<'_>,
+    exe: &Bound<'_, PyExecutable>,
+    lists: Vec<Vec<Bound<'_, PyBuffer>>>,
+    iters: usize,
+) -> PyResult<f64> {
+    let exe = exe.get().rexe();
+    let refs: Vec<Vec<&rpjrt::Buffer>> = lists
+        .iter()
+        .map(|l| l.iter().map(|b| b.get().rb()).collect())
+        .collect();
+    let body = |args: &[&rpjrt::Buffer]| -> rpjrt::Result<()> {
+        let mut outs = Vec::new();
+        for _ in 0..iters {
+            exe.execute_into(args, &mut outs)?;
+            for o in &outs {
+                o.block_until_ready()?;
+            }
+        }
+        Ok(())
+    };
+    let elapsed = py.detach(|| -> rpjrt::Result<std::time::Duration> {
+        let start = std::time::Instant::now();
+        match refs.as_slice() {
+            [] => {}
+            [one] => body(one)?,
+            many => std::thread::scope(|s| {
+                let body = &body;
+                let workers: Vec<_> = many.iter().map(|l| s.spawn(move || body(l))).collect();
+                // The scope joins any worker left when one failed.
+                workers
+                    .into_iter()
+                    .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            })?,
+        }
+        Ok(start.elapsed())
+    });
+    Ok(elapsed.map_err(crate::errors::to_py)?.as_secs_f64())
+}

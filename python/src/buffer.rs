@@ -223,11 +223,10 @@ impl Wake for CondWaker {
 
 /// Blocks until `b` is ready without holding the GIL, waking every few ms for signals.
 pub fn wait_buffer(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
-    if b.is_ready().pyerr()? {
-        return b.block_until_ready().pyerr(); // immediate: returns the producer's status
-    }
-    // A short computation is over sooner than a sleeping thread can be woken: poll first.
-    if py.detach(|| b.poll_ready()).pyerr()? {
+    // A short computation is over sooner than a sleeping thread can be woken: poll first,
+    // without the GIL (one ready event; a success is remembered, so the wait after it
+    // makes no plugin call, and a failure is reported by it).
+    if b.is_known_ready() || py.detach(|| b.poll_ready()).pyerr()? {
         return b.block_until_ready().pyerr();
     }
     let mut event = Box::pin(b.ready_event().pyerr()?);

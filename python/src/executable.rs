@@ -162,6 +162,119 @@ impl PyExecutable {
         Ok(out)
     }
 
+    /// A call with any arguments and options: non-Buffer arguments are put on the target
+    /// device first.
+    fn call_general<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        device: Option<&Bound<'py, PyAny>>,
+        donate: Option<&Bound<'py, PyAny>>,
+        ffi_user_data: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let donate = donate_list(donate)?;
+        let (chosen, target) = self.target_device(device)?;
+        let bufs = self.collect_args(py, args, &target)?;
+        let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
+        let exe = &self.inner;
+        let ffi_context = match ffi_user_data {
+            Some(obj) => Some(crate::ffi::user_data_context(
+                &self.client.bind(py).get().inner,
+                obj,
+            )?),
+            None => None,
+        };
+        let mut outs = if donate.is_empty() && chosen.is_none() && ffi_context.is_none() {
+            if crate::bench::hold_gil() {
+                exe.execute(&refs).pyerr()?
+            } else {
+                py.detach(|| exe.execute(&refs)).pyerr()?
+            }
+        } else {
+            let opts = ExecuteOptions {
+                donate,
+                device: chosen,
+                ffi_context,
+                ..Default::default()
+            };
+            let lists = vec![refs];
+            let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
+            r.outputs.pop().unwrap_or_default()
+        };
+        let outs = std::mem::take(&mut outs);
+        self.wrap_outputs(py, outs)
+    }
+
+    /// The fast path of a plain call whose arguments are all Buffers (at most
+    /// `FAST_ARGS`): no intermediate lists, one release of the GIL for the execution and,
+    /// with `wait`, for polling the outputs until they are ready (a computation still
+    /// running after the poll time is waited for interruptibly, as `block_until_ready`
+    /// does). `None` when an argument is not a Buffer (the general path converts it).
+    fn call_buffers<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        wait: bool,
+    ) -> Option<PyResult<Bound<'py, PyList>>> {
+        const FAST_ARGS: usize = 16;
+        let n = args.len();
+        if n > FAST_ARGS {
+            return None;
+        }
+        let mut items = args.iter_borrowed();
+        let filled: [&rpjrt::Buffer; FAST_ARGS];
+        let refs: &[&rpjrt::Buffer] = match items.next() {
+            None => &[],
+            Some(first) => {
+                let first = first.cast::<PyBuffer>().ok()?.get().rb();
+                let mut all = [first; FAST_ARGS];
+                for (slot, a) in all[1..].iter_mut().zip(items) {
+                    *slot = a.cast::<PyBuffer>().ok()?.get().rb();
+                }
+                filled = all;
+                &filled[..n]
+            }
+        };
+        let exe = &self.inner;
+        let mut outs = Vec::with_capacity(exe.num_outputs());
+        let run = |outs: &mut Vec<rpjrt::Buffer>| -> rpjrt::Result<()> {
+            exe.execute_into(refs, outs)?;
+            if wait {
+                // Poll each output once released; what is still running is waited for
+                // below, with the GIL, interruptibly.
+                for o in outs.iter() {
+                    if !o.poll_ready()? {
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        };
+        let ran = if crate::bench::hold_gil() {
+            run(&mut outs)
+        } else {
+            py.detach(|| run(&mut outs))
+        };
+        Some(self.finish_call(py, ran, outs, wait))
+    }
+
+    /// Wraps a fast call's outputs (after waiting for them, with `wait`).
+    fn finish_call<'py>(
+        &self,
+        py: Python<'py>,
+        ran: rpjrt::Result<()>,
+        outs: Vec<rpjrt::Buffer>,
+        wait: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        ran.pyerr()?;
+        if wait {
+            for o in &outs {
+                crate::buffer::wait_buffer(py, o)?;
+            }
+        }
+        self.wrap_outputs(py, outs)
+    }
+
     fn first_device(&self) -> PyResult<rpjrt::Device> {
         self.inner.default_device().pyerr()
     }
@@ -296,7 +409,7 @@ impl PyExecutable {
         PyList::new(py, items)
     }
 
-    #[pyo3(signature = (*args, device = None, donate = None, ffi_user_data = None))]
+    #[pyo3(signature = (*args, device = None, donate = None, ffi_user_data = None, wait = false))]
     fn __call__<'py>(
         &self,
         py: Python<'py>,
@@ -304,38 +417,20 @@ impl PyExecutable {
         device: Option<&Bound<'py, PyAny>>,
         donate: Option<&Bound<'py, PyAny>>,
         ffi_user_data: Option<Py<PyAny>>,
+        wait: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let donate = donate_list(donate)?;
-        let (chosen, target) = self.target_device(device)?;
-        let bufs = self.collect_args(py, args, &target)?;
-        let refs: Vec<&rpjrt::Buffer> = bufs.iter().map(|b| b.get().rb()).collect();
-        let exe = &self.inner;
-        let ffi_context = match ffi_user_data {
-            Some(obj) => Some(crate::ffi::user_data_context(
-                &self.client.bind(py).get().inner,
-                obj,
-            )?),
-            None => None,
-        };
-        let mut outs = if donate.is_empty() && chosen.is_none() && ffi_context.is_none() {
-            if crate::bench::hold_gil() {
-                exe.execute(&refs).pyerr()?
-            } else {
-                py.detach(|| exe.execute(&refs)).pyerr()?
+        if device.is_none() && donate.is_none() && ffi_user_data.is_none() {
+            if let Some(outs) = self.call_buffers(py, args, wait) {
+                return outs;
             }
-        } else {
-            let opts = ExecuteOptions {
-                donate,
-                device: chosen,
-                ffi_context,
-                ..Default::default()
-            };
-            let lists = vec![refs];
-            let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
-            r.outputs.pop().unwrap_or_default()
-        };
-        let outs = std::mem::take(&mut outs);
-        self.wrap_outputs(py, outs)
+        }
+        let outs = self.call_general(py, args, device, donate, ffi_user_data)?;
+        if wait {
+            for o in outs.iter() {
+                o.cast::<PyBuffer>()?.get().wait_ready(py)?;
+            }
+        }
+        Ok(outs)
     }
 
     #[pyo3(signature = (args, *, donate = None))]

@@ -177,3 +177,61 @@ def test_executable_delete_frees_it_for_every_reference(client: rpjrt.Client) ->
     with pytest.raises(rpjrt.FailedPreconditionError, match="executable was deleted"):
         exe(a, a)
     assert a.tolist() == [float(i) for i in range(8)]  # its arguments are untouched
+
+
+def test_wait_returns_ready_outputs(client: rpjrt.Client, mul_add: rpjrt.Executable) -> None:
+    x = np.arange(8, dtype=np.float32)
+    xb = client.put(x)
+    # All-Buffer arguments (the fast path) and a host argument (the general path).
+    for args in ((xb, xb), (x, xb)):
+        outs = mul_add(*args, wait=True)
+        assert isinstance(outs, list) and len(outs) == 1
+        assert outs[0].is_ready()
+        np.testing.assert_array_equal(outs[0].to_numpy(), x * x + x)
+    two = client.compile(fixture_text("two_outputs.mlir"))
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    plus, minus = two(client.put(a), client.put(np.ones((2, 3), np.int32)), wait=True)
+    assert plus.is_ready() and minus.is_ready()
+    np.testing.assert_array_equal(minus.to_numpy(), a - 1)
+
+
+def test_fast_path_checks_like_the_general_one(client: rpjrt.Client, mul_add: rpjrt.Executable) -> None:
+    xb = client.put(np.arange(8, dtype=np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="takes 2 argument"):
+        mul_add(xb)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="takes 2 argument"):
+        mul_add(*([xb] * 20))  # more arguments than the fast path holds
+    gone = client.put(np.arange(8, dtype=np.float32))
+    gone.delete()
+    with pytest.raises(rpjrt.BufferDeletedError, match="argument 1"):
+        mul_add(xb, gone, wait=True)
+    wrong = client.put(np.arange(8, dtype=np.int32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="argument 0 is int32"):
+        mul_add(wrong, xb)
+
+
+def test_two_threads_calling_one_executable(client: rpjrt.Client, mul_add: rpjrt.Executable) -> None:
+    import threading
+
+    x = np.arange(8, dtype=np.float32)
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            xb = client.put(x + k)
+            for i in range(300):
+                if i % 2:
+                    (y,) = mul_add(xb, xb, wait=True)
+                else:
+                    (y,) = mul_add(xb, xb)
+                    y.block_until_ready()
+            np.testing.assert_array_equal(y.to_numpy(), (x + k) * (x + k) + (x + k))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors

@@ -887,12 +887,12 @@ def test_bad_instantiate_arguments_are_clear_errors(client: rpjrt.Client) -> Non
 
 
 def test_fake_plugin_with_an_old_ffi_runtime_refuses_state_naming_both_versions() -> None:
-    from .test_oom_event import _fake_plugin
+    from .conftest import fake_plugin_path
 
     r = run_python(
         f"""
         import rpjrt, rpjrt.ffi
-        c = rpjrt.Client({str(_fake_plugin())!r})
+        c = rpjrt.Client({str(fake_plugin_path())!r})
         print("RT", rpjrt.ffi.runtime_version(c))
         rpjrt.ffi.register(c, "plain", lambda call: None)
         try:
@@ -906,3 +906,31 @@ def test_fake_plugin_with_an_old_ffi_runtime_refuses_state_naming_both_versions(
     assert "RT (0, 2)" in r.stdout, r.stdout
     assert "REFUSED" in r.stdout and "0.3 or newer" in r.stdout, r.stdout
     assert "is 0.2" in r.stdout, r.stdout
+
+
+def test_python_handler_under_the_fast_call_and_wait(client: rpjrt.Client) -> None:
+    # A plain call with Buffer arguments releases the GIL for the execution (and, with
+    # wait=True, for the wait): a Python handler, which needs the GIL on the plugin's
+    # thread, runs meanwhile instead of deadlocking.
+    target = _name("fast")
+
+    @rpjrt.ffi.handler(client, target)
+    def scale(call: rpjrt.ffi.FfiCall) -> None:
+        call.rets[0].to_numpy()[:] = 2 * call.args[0].to_numpy() + call.attrs["offset"]
+
+    exe = client.compile(_scale_program(target))
+    xb = client.put(X8)
+    for _ in range(20):
+        (y,) = exe(xb, wait=True)
+        assert y.is_ready()
+        np.testing.assert_array_equal(y.to_numpy(), 2 * X8 + 1.5)
+        (z,) = exe(xb)
+        np.testing.assert_array_equal(z.block_until_ready().to_numpy(), 2 * X8 + 1.5)
+    bad = _name("fast_raises")
+
+    @rpjrt.ffi.handler(client, bad)
+    def raises(call: rpjrt.ffi.FfiCall) -> None:
+        raise ValueError("no good")
+
+    with pytest.raises(rpjrt.InvalidArgumentError, match="ValueError: no good"):
+        client.compile(_scale_program(bad))(xb, wait=True)

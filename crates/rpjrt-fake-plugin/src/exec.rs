@@ -1,5 +1,6 @@
-//! Compilation and executables. The fake executable's semantics: one output, a copy of
-//! its first argument (same type, shape and bytes), on each device it runs on.
+//! Compilation and executables. The fake executable's semantics: as many outputs as
+//! `@main` declares results (one when unreadable), each a copy of its first argument (same
+//! type, shape and bytes), on each device it runs on.
 
 use std::os::raw::c_char;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,8 +34,12 @@ pub(crate) struct ExecInner {
     num_partitions: usize,
     params: Option<Vec<Option<TensorType>>>,
     output: Option<TensorType>,
+    /// How many outputs each execution makes (copies of the first argument).
+    num_outputs: usize,
     output_types: Vec<sys::PJRT_Buffer_Type>,
     output_dim_sizes: Vec<usize>,
+    /// Every output's dimensions, one after another.
+    output_dims: Vec<i64>,
     /// Memory kinds of the outputs and the parameters, with their sizes.
     kinds: Vec<*const c_char>,
     kind_sizes: Vec<usize>,
@@ -196,6 +201,7 @@ fn build(
         .and_then(|p| p.first().cloned())
         .flatten();
     let num_params = sig.params.as_ref().map_or(0, Vec::len);
+    let num_outputs = sig.num_results.unwrap_or(1).clamp(1, 64);
     let exe = ExecInner {
         name: sig
             .module_name
@@ -204,11 +210,22 @@ fn build(
         fingerprint: format!("{:016x}", fnv1a(&[format.as_bytes(), &code, options])),
         num_replicas: replicas,
         num_partitions: partitions,
-        output_types: output.iter().map(|t| t.ty).collect(),
-        output_dim_sizes: output.iter().map(|t| t.dims.len()).collect(),
+        output_types: output
+            .iter()
+            .flat_map(|t| vec![t.ty; num_outputs])
+            .collect(),
+        output_dim_sizes: output
+            .iter()
+            .flat_map(|t| vec![t.dims.len(); num_outputs])
+            .collect(),
+        output_dims: output
+            .iter()
+            .flat_map(|t| t.dims.repeat(num_outputs))
+            .collect(),
         output,
-        kinds: vec![out_str(MEMORY_KIND).0; 1 + num_params],
-        kind_sizes: vec![MEMORY_KIND.len(); 1 + num_params],
+        num_outputs,
+        kinds: vec![out_str(MEMORY_KIND).0; num_outputs + num_params],
+        kind_sizes: vec![MEMORY_KIND.len(); num_outputs + num_params],
         params: sig.params,
         code,
         format: format.to_string(),
@@ -322,19 +339,26 @@ entry!(PJRT_LoadedExecutable_Execute, |a, state| {
         firsts.push(get(args[0])?);
     }
     // Make every output before handing any out, so a failed allocation leaks nothing.
-    let mut outs = Vec::with_capacity(run_on.len());
+    let n = exe.inner.num_outputs;
+    let mut outs = Vec::with_capacity(run_on.len() * n);
     for (&device, first) in run_on.iter().zip(firsts) {
-        match first.copy_to(exe.client.default_memory_index(device)) {
-            Ok(out) => outs.push(out),
-            Err(e) => {
-                outs.into_iter().for_each(|b| drop(registry::take(b)));
-                return Err(e);
+        for _ in 0..n {
+            match first.copy_to(exe.client.default_memory_index(device)) {
+                Ok(out) => outs.push(out),
+                Err(e) => {
+                    outs.into_iter().for_each(|b| drop(registry::take(b)));
+                    return Err(e);
+                }
             }
         }
     }
-    for (slot, out) in outs.into_iter().enumerate() {
-        // SAFETY: output_lists[slot] has room for the executable's 1 output.
-        unsafe { *(*a.output_lists.add(slot)) = out };
+    for (i, out) in outs.into_iter().enumerate() {
+        let (slot, k) = (i / n, i % n);
+        // SAFETY: output_lists[slot] has room for the executable's n outputs.
+        unsafe { *(*a.output_lists.add(slot)).add(k) = out };
+        if k + 1 < n {
+            continue;
+        }
         if !a.device_complete_events.is_null() {
             let event = entry_event(state, "PJRT_LoadedExecutable_Execute");
             // SAFETY: device_complete_events has num_devices slots when non-null.
@@ -388,8 +412,7 @@ entry!(PJRT_Executable_NumPartitions, |a, _| {
 });
 
 entry!(PJRT_Executable_NumOutputs, |a, _| {
-    exec(a.executable)?;
-    a.num_outputs = 1;
+    a.num_outputs = exec(a.executable)?.num_outputs;
 });
 
 fn known_output(exe: &ExecInner) -> Result<&TensorType, Fail> {
@@ -409,16 +432,17 @@ entry!(PJRT_Executable_OutputElementTypes, |a, _| {
 
 entry!(PJRT_Executable_OutputDimensions, |a, _| {
     let exe = exec(a.executable)?;
+    known_output(exe)?;
     (a.num_outputs, a.dims, a.dim_sizes) = (
-        1,
-        known_output(exe)?.dims.as_ptr(),
+        exe.num_outputs,
+        exe.output_dims.as_ptr(),
         exe.output_dim_sizes.as_ptr(),
     );
 });
 
 entry!(PJRT_Executable_OutputMemoryKinds, |a, _| {
     let exe = exec(a.executable)?;
-    (a.memory_kinds, a.num_outputs) = out_slice(&exe.kinds[..1]);
+    (a.memory_kinds, a.num_outputs) = out_slice(&exe.kinds[..exe.num_outputs]);
     a.memory_kind_sizes = exe.kind_sizes.as_ptr();
 });
 
@@ -429,8 +453,8 @@ entry!(PJRT_Executable_ParameterMemoryKinds, |a, _| {
             "fake plugin: parameters unknown (the @main signature could not be read)",
         ));
     }
-    (a.memory_kinds, a.num_parameters) = out_slice(&exe.kinds[1..]);
-    a.memory_kind_sizes = exe.kind_sizes[1..].as_ptr();
+    (a.memory_kinds, a.num_parameters) = out_slice(&exe.kinds[exe.num_outputs..]);
+    a.memory_kind_sizes = exe.kind_sizes[exe.num_outputs..].as_ptr();
 });
 
 entry!(PJRT_Executable_Fingerprint, |a, _| {

@@ -19,6 +19,8 @@ pub struct Signature {
     /// The parameters of `@main` (None: no readable `@main`); a parameter whose type is
     /// not a static tensor the fake knows is None.
     pub params: Option<Vec<Option<TensorType>>>,
+    /// How many results `@main` declares (`-> (a, b, ...)`); None when unreadable.
+    pub num_results: Option<usize>,
 }
 
 /// Parses `tensor<2x3xf32>` (also `tensor<f32>`, and ignores an encoding after a comma).
@@ -108,9 +110,11 @@ pub fn parse_signature(code: &[u8]) -> Signature {
         return Signature::default();
     };
     let module_name = symbol_after(text, "module @");
+    let mut num_results = None;
     let params = text.find("@main(").and_then(|at| {
         let open = at + "@main(".len();
         let close = open + matching(&text[open..])?;
+        num_results = count_results(&text[close + 1..]);
         let list = text[open..close].trim();
         if list.is_empty() {
             return Some(Vec::new());
@@ -128,6 +132,24 @@ pub fn parse_signature(code: &[u8]) -> Signature {
     Signature {
         module_name,
         params,
+        num_results,
+    }
+}
+
+/// The number of results in `-> T` or `-> (T, U, ...)` at the start of `after` (what
+/// follows `@main`'s parameter list); None when there is no arrow.
+fn count_results(after: &str) -> Option<usize> {
+    let rest = after.trim_start().strip_prefix("->")?.trim_start();
+    match rest.strip_prefix('(') {
+        Some(inner) => {
+            let list = inner[..matching(inner)?].trim();
+            Some(if list.is_empty() {
+                0
+            } else {
+                top_level_split(list, ',').len()
+            })
+        }
+        None => Some(1),
     }
 }
 
@@ -179,5 +201,20 @@ mod tests {
         assert_eq!(sig.params, None);
         let sig = parse_signature(b"func.func @main() {}");
         assert_eq!(sig.params, Some(vec![]));
+        assert_eq!(sig.num_results, None);
+    }
+
+    #[test]
+    fn counts_results() {
+        let n = |t: &str| parse_signature(t.as_bytes()).num_results;
+        assert_eq!(
+            n("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {"),
+            Some(1)
+        );
+        assert_eq!(
+            n("func.func @main(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<2x3xf32> {jax.result_info = \"a,b\"}) {"),
+            Some(2)
+        );
+        assert_eq!(n("func.func @main(%a: tensor<4xf32>) -> () {"), Some(0));
     }
 }

@@ -7,7 +7,7 @@
 use std::ffi::c_void;
 use std::ptr::{null_mut, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use rpjrt_sys as sys;
 
@@ -79,7 +79,31 @@ struct Shared<M> {
     host_done: Option<Event>,
     /// Host memory the buffer uses in place (dropped after the buffer and `host_done`).
     owner: Option<Box<dyn HostMemory>>,
+    /// Where this allocation goes back when the last handle drops (execution outputs).
+    recycler: Option<Weak<Recycler<M>>>,
+    /// The C buffer was destroyed already and this allocation waits in a recycler.
+    released: bool,
     meta: M,
+}
+
+/// Spare handle allocations of one producer (an executable), so that a steady loop of
+/// executions allocates no handle: an output whose last handle drops destroys its C buffer
+/// and leaves its allocation here (up to a fixed number), and the next output the producer
+/// wraps reuses it. The lock is held only to push or pop, never across a plugin call.
+pub struct Recycler<M> {
+    spare: Mutex<Vec<Arc<Shared<M>>>>,
+    cap: usize,
+}
+
+impl<M> Recycler<M> {
+    /// A recycler that keeps at most `cap` spare allocations (room for them is reserved
+    /// now, so giving one back never allocates).
+    pub fn new(cap: usize) -> Arc<Recycler<M>> {
+        Arc::new(Recycler {
+            spare: Mutex::new(Vec::with_capacity(cap)),
+            cap,
+        })
+    }
 }
 
 // SAFETY: PJRT buffers are thread-safe by the C API's contract; the rest is atomics, an
@@ -93,8 +117,25 @@ fn no_ready_event() -> Error {
     Error::invalid("PJRT_Buffer_ReadyEvent returned no event")
 }
 
+impl<M> Shared<M> {
+    /// Destroys the C buffer now, for an allocation about to be kept for reuse (only for
+    /// buffers without host memory of their own; never inside a plugin callback).
+    fn release(&mut self) {
+        debug_assert!(self.host_done.is_none() && self.owner.is_none());
+        let mut a = sys::PJRT_Buffer_Destroy_Args::new();
+        a.buffer = self.ptr.as_ptr();
+        // SAFETY: live buffer (not released yet), destroyed exactly once: the caller holds
+        // the only handle, and `released` keeps `Drop` from destroying it again.
+        let _ = unsafe { pjrt!(self.client.api(), PJRT_Buffer_Destroy, &mut a) };
+        self.released = true;
+    }
+}
+
 impl<M> Drop for Shared<M> {
     fn drop(&mut self) {
+        if self.released {
+            return;
+        }
         let client = Arc::clone(&self.client);
         let ptr = super::client::SendPtr(self.ptr);
         let host_done = self.host_done.take();
@@ -122,6 +163,34 @@ impl<M> Drop for Shared<M> {
 /// the safe layer. Cheap to clone.
 pub struct Buffer<M>(Arc<Shared<M>>);
 
+impl<M> Drop for Buffer<M> {
+    fn drop(&mut self) {
+        if self.0.recycler.is_none() {
+            return;
+        }
+        // Only the last handle recycles; inside a plugin callback the destruction goes to
+        // the reaper thread instead (`Shared`'s own drop).
+        let Some(shared) = Arc::get_mut(&mut self.0) else {
+            return;
+        };
+        if shared.released || shared.host_done.is_some() || shared.owner.is_some() {
+            return;
+        }
+        if super::callback::in_callback() {
+            return;
+        }
+        let Some(pool) = shared.recycler.as_ref().and_then(Weak::upgrade) else {
+            return;
+        };
+        shared.release();
+        let mut spare = pool.spare.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.len() < pool.cap {
+            // The count goes back to one (the recycler's) when `self.0` drops after this.
+            spare.push(Arc::clone(&self.0));
+        }
+    }
+}
+
 impl<M> Clone for Buffer<M> {
     fn clone(&self) -> Self {
         Buffer(Arc::clone(&self.0))
@@ -146,8 +215,51 @@ impl<M> Buffer<M> {
             ready_ok: AtomicBool::new(false),
             host_done,
             owner,
+            recycler: None,
+            released: false,
             meta,
         }))
+    }
+
+    /// Wraps an output of a producer with a recycler: reuses a spare allocation when there
+    /// is one, and gives it back when the last handle drops.
+    pub(super) fn recycled(
+        recycler: &Arc<Recycler<M>>,
+        client: &Arc<Client>,
+        ptr: NonNull<sys::PJRT_Buffer>,
+        meta: M,
+    ) -> Buffer<M> {
+        let shared = Shared {
+            client: Arc::clone(client),
+            ptr,
+            state: AtomicUsize::new(0),
+            on_cpu: AtomicU8::new(UNKNOWN),
+            host_direct: AtomicU8::new(UNKNOWN),
+            direct_len: AtomicUsize::new(0),
+            ready_ok: AtomicBool::new(false),
+            host_done: None,
+            owner: None,
+            recycler: Some(Arc::downgrade(recycler)),
+            released: false,
+            meta,
+        };
+        let spare = recycler
+            .spare
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        match spare {
+            Some(mut arc) => match Arc::get_mut(&mut arc) {
+                Some(slot) => {
+                    // The old value was released: dropping it destroys nothing.
+                    *slot = shared;
+                    Buffer(arc)
+                }
+                // Unreachable (a spare has no other handle), but never wrong.
+                None => Buffer(Arc::new(shared)),
+            },
+            None => Buffer(Arc::new(shared)),
+        }
     }
 
     pub(super) fn ptr(&self) -> *mut sys::PJRT_Buffer {
@@ -391,9 +503,9 @@ impl<M> Buffer<M> {
         Ok(())
     }
 
-    /// For contents just seen pending: keeps polling their readiness for up to the wait poll
-    /// time (`raw::event::keep_polling`); whether they became ready (also when their
-    /// producer failed).
+    /// Polls the contents' readiness for up to the wait poll time (`raw::event::spin_for`:
+    /// a check at once, then checks between yields); whether they became ready (also when
+    /// their producer failed). Success is remembered, so a wait afterwards is free.
     pub fn poll_ready(&self) -> Result<bool> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
@@ -403,9 +515,11 @@ impl<M> Buffer<M> {
             return Ok(false);
         }
         let ev = self.ready_event_here()?;
-        Ok(super::event::keep_polling(budget, || {
-            ev.is_ready().unwrap_or(true)
-        }))
+        let ready = super::event::spin_for(budget, || ev.is_ready().unwrap_or(true));
+        if ready && ev.status().is_ok() {
+            self.0.ready_ok.store(true, Ordering::Release);
+        }
+        Ok(ready)
     }
 
     /// Records that the contents are ready and their producer succeeded, for a caller that

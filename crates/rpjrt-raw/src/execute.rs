@@ -1,8 +1,9 @@
 //! The one marshaller of `PJRT_LoadedExecutable_Execute`.
 //!
 //! One device is the N = 1 case of many. Argument and output pointer lists, completion
-//! events and non-donatable indices stay on the stack for small calls (no allocation
-//! besides what the caller's sink does with the outputs). The request has room for what
+//! events and non-donatable indices stay on the stack for small calls, and output handles
+//! come from the caller's recycler: a steady loop allocates nothing besides what the
+//! caller's sink does with the outputs. The request has room for what
 //! later features pass to the same call: per-device completion events (today), an execute
 //! context carrying FFI user data, and send/recv callbacks.
 
@@ -10,7 +11,7 @@ use std::ptr::null_mut;
 
 use rpjrt_sys as sys;
 
-use super::buffer::{Buffer, StateError};
+use super::buffer::{Buffer, Recycler, StateError};
 use super::device::DeviceRef;
 use super::event::Event;
 use super::executable::Loaded;
@@ -75,6 +76,8 @@ pub struct ExecuteRequest<'a, B, M> {
     pub context: Option<&'a ExecuteContext>,
     /// Send/recv callbacks (reserved).
     pub send_recv: Option<&'a SendRecv>,
+    /// Where the outputs' handle allocations come from and go back to (none: fresh ones).
+    pub recycle: Option<&'a std::sync::Arc<Recycler<M>>>,
 }
 
 impl Loaded {
@@ -210,7 +213,11 @@ impl Loaded {
             let meta = sink.meta(d, o);
             // A null output would be a plugin bug; skip it rather than own a null.
             if let Some(p) = std::ptr::NonNull::new(p) {
-                sink.output(d, Buffer::new(client, p, meta, None, None));
+                let buffer = match req.recycle {
+                    Some(r) => Buffer::recycled(r, client, p, meta),
+                    None => Buffer::new(client, p, meta, None, None),
+                };
+                sink.output(d, buffer);
             }
         }
         for (d, &e) in events.iter().enumerate() {

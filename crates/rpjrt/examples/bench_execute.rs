@@ -127,6 +127,17 @@ fn variants<'a>(exe: &'a Executable, x: &'a Buffer, x2: &'a Buffer) -> Vec<Varia
             }),
         ),
         v(
+            "rust_execute_into",
+            "Rust: exe.execute_into(&[&x, &x], &mut outs) + outs[0].block_until_ready() (no allocation)",
+            Box::new(move |n| {
+                let mut outs = Vec::new();
+                timed(n, || {
+                    exe.execute_into(&[x, x], &mut outs)?;
+                    outs[0].block_until_ready()
+                })
+            }),
+        ),
+        v(
             "rust_execute_with_event",
             "Rust: execute_with(completion_events) + events[0].wait() + drop",
             Box::new(move |n| {
@@ -318,6 +329,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let ratios = [
         ("rust_execute/floor", over_floor("rust_execute")),
+        ("rust_execute_into/floor", over_floor("rust_execute_into")),
         (
             "rust_execute/floor_event",
             ratio_of("rust_execute", "floor_event"),

@@ -291,11 +291,18 @@ impl Buffer {
         }
     }
 
-    /// For contents [`Buffer::is_ready`] just found pending: keeps polling, for up to the
-    /// wait poll time ([`crate::set_wait_spin`]), until they are ready; whether they are
-    /// (also when their computation failed). For waits that must sleep their own way
-    /// afterwards (Python's interruptible wait); [`Buffer::block_until_ready`] already polls
-    /// first.
+    /// Whether an earlier wait or readiness check saw the contents ready and their
+    /// computation succeeded; then [`Buffer::block_until_ready`] makes no plugin call.
+    /// Never calls the plugin (`false` says only that it is not known yet).
+    pub fn is_known_ready(&self) -> bool {
+        self.raw.is_ready_cached()
+    }
+
+    /// Polls, for up to the wait poll time ([`crate::set_wait_spin`]), until the contents
+    /// are ready; whether they are (also when their computation failed; a success is
+    /// remembered, so [`Buffer::block_until_ready`] afterwards makes no plugin call). For
+    /// waits that must sleep their own way afterwards (Python's interruptible wait);
+    /// [`Buffer::block_until_ready`] already polls first.
     pub fn poll_ready(&self) -> Result<bool> {
         self.check()?;
         self.raw.poll_ready()

@@ -97,6 +97,17 @@ struct ExeState {
     deleted: AtomicBool,
     /// The encoded compile options it was built with, where rpjrt knows them.
     options: std::sync::OnceLock<Vec<u8>>,
+    /// Spare output handle allocations: a loop of executions whose outputs are dropped
+    /// reuses them instead of allocating.
+    spare: Arc<raw::buffer::Recycler<BufferMeta>>,
+}
+
+/// How many spare output handles an executable keeps: two calls' worth, within bounds.
+fn spare_outputs(num_outputs: usize, num_devices: usize) -> usize {
+    num_outputs
+        .saturating_mul(num_devices.max(1))
+        .saturating_mul(2)
+        .clamp(8, 256)
 }
 
 /// A compiled, loaded program. Cheap to clone; safe to execute from many threads.
@@ -210,6 +221,7 @@ impl Executable {
             },
         };
         let devices = loaded.devices()?;
+        let spare = raw::buffer::Recycler::new(spare_outputs(outputs.len(), devices.len()));
         Ok(Executable {
             state: Arc::new(ExeState {
                 core: Arc::clone(core),
@@ -223,6 +235,7 @@ impl Executable {
                 devices,
                 deleted: AtomicBool::new(false),
                 options: std::sync::OnceLock::new(),
+                spare,
             }),
         })
     }
@@ -317,12 +330,28 @@ impl Executable {
 
     /// Runs on the executable's single device. Returns without waiting for completion;
     /// outputs become ready when the computation finishes.
+    ///
+    /// Allocates one `Vec` per call (the result); [`Executable::execute_into`] reuses the
+    /// caller's.
     pub fn execute(&self, args: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let mut outputs = Vec::with_capacity(self.state.outputs.len());
+        self.execute_into(args, &mut outputs)?;
+        Ok(outputs)
+    }
+
+    /// [`Executable::execute`] into `outputs`: clears it (dropping what it held, which
+    /// frees those buffers unless they are shared) and pushes the new outputs.
+    ///
+    /// A loop that reuses one `outputs` makes no heap allocation per call once warm: the
+    /// argument and output lists live on the stack and each output's handle reuses the
+    /// allocation of an earlier output of this executable that was dropped (the executable
+    /// keeps a few spare). On failure `outputs` is left empty.
+    pub fn execute_into(&self, args: &[&Buffer], outputs: &mut Vec<Buffer>) -> Result<()> {
+        outputs.clear();
         let options = &NO_OPTIONS;
         self.validate(&[args], options)?;
-        let mut sink = OneDevice::new(&self.state, false);
-        self.launch(&[args], options, false, &mut sink)?;
-        Ok(sink.outputs)
+        let mut sink = OneDevice::new(&self.state, outputs);
+        self.launch(&[args], options, false, &mut sink)
     }
 
     /// Runs a single-device executable on `device` (compile with `portable: true`).
@@ -332,9 +361,10 @@ impl Executable {
             ..Default::default()
         };
         self.validate(&[args], &options)?;
-        let mut sink = OneDevice::new(&self.state, false);
+        let mut outputs = Vec::with_capacity(self.state.outputs.len());
+        let mut sink = OneDevice::new(&self.state, &mut outputs);
         self.launch(&[args], &options, false, &mut sink)?;
-        Ok(sink.outputs)
+        Ok(outputs)
     }
 
     /// Runs on every addressable device: one argument list per device, in the order of
@@ -362,14 +392,16 @@ impl Executable {
     ) -> Result<Execution> {
         self.validate(lists, options)?;
         if let [list] = lists {
-            let mut sink = OneDevice::new(&self.state, events);
+            let mut outputs = Vec::with_capacity(self.state.outputs.len());
+            let mut sink = OneDevice::new(&self.state, &mut outputs);
             self.launch(&[list], options, events, &mut sink)?;
+            let event = sink.event.take();
             if options.ffi_context.is_some() {
-                wait_all(sink.outputs.iter())?;
+                wait_all(outputs.iter())?;
             }
             return Ok(Execution {
-                outputs: vec![sink.outputs],
-                events: sink.event.into_iter().collect(),
+                outputs: vec![outputs],
+                events: event.into_iter().collect(),
             });
         }
         let mut sink = ManyDevices {
@@ -403,6 +435,7 @@ impl Executable {
             want_events,
             context: ffi_context(options, self.state.core.api),
             send_recv: None,
+            recycle: Some(&self.state.spare),
         };
         let _span = crate::trace::span(crate::trace::Category::Execute, "execute")
             .program(&self.state.name)
@@ -611,18 +644,19 @@ fn raw_of(b: &Buffer) -> &raw::buffer::Buffer<BufferMeta> {
     &b.raw
 }
 
-/// Collects the outputs (and event) of a one-device execution, wrapped once.
+/// Collects the outputs (and event) of a one-device execution, wrapped once, into the
+/// caller's list.
 struct OneDevice<'a> {
     state: &'a ExeState,
-    outputs: Vec<Buffer>,
+    outputs: &'a mut Vec<Buffer>,
     event: Option<Event>,
 }
 
 impl<'a> OneDevice<'a> {
-    fn new(state: &'a ExeState, _events: bool) -> Self {
+    fn new(state: &'a ExeState, outputs: &'a mut Vec<Buffer>) -> Self {
         OneDevice {
             state,
-            outputs: Vec::with_capacity(state.outputs.len()),
+            outputs,
             event: None,
         }
     }
