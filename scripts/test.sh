@@ -24,7 +24,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 # unsafe block (raw, fake plugin, the CPython boundary in python/src) needs a SAFETY comment
 # (clippy's undocumented_unsafe_blocks, denied workspace-wide and in python/).
 # The safe layer's size (issue 20: well under 20k lines without tests; 15.9k at the split).
-python3 scripts/core-size.py crates/rpjrt/src --max 17000
+python3 scripts/core-size.py crates/rpjrt/src --max 17500
 
 step "Rust tests (both CPU plugins and the fake plugin)"
 # The test harness builds the fake plugin itself when it is missing.

@@ -167,9 +167,9 @@ fn options_from_py(
 }
 
 /// A Python `PluginInfo` as the core's.
-fn plugin_info_from_py(info: &Bound<'_, PyAny>) -> PyResult<rpjrt::discovery::PluginInfo> {
+fn plugin_info_from_py(info: &Bound<'_, PyAny>) -> PyResult<rpjrt_discovery::PluginInfo> {
     let opts = info.getattr("options")?;
-    Ok(rpjrt::discovery::PluginInfo {
+    Ok(rpjrt_discovery::PluginInfo {
         name: info.getattr("name")?.extract()?,
         path: info
             .getattr("path")?
@@ -351,7 +351,7 @@ impl PyClient {
             .collect::<PyResult<Vec<_>>>()?;
         let opts = options_from_py(options, None)?;
         let opened = py
-            .detach(|| rpjrt::discovery::open_first(infos, &opts, create))
+            .detach(|| rpjrt_discovery::open_first(infos, &opts, create))
             .map_err(|e| match e {
                 rpjrt::Error::PluginLoad { reason, .. } if found.len() > 1 => {
                     make_err(py, "NOT_FOUND", "PluginLoad", reason, None)

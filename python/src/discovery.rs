@@ -1,10 +1,10 @@
-//! Plugin discovery (`rpjrt::discovery`) for `rpjrt._discovery`: conversion only.
+//! Plugin discovery (`rpjrt_discovery`) for `rpjrt._discovery`: conversion only.
 
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use rpjrt::discovery::{pick_library, Discovery, PluginInfo, SearchPath};
+use rpjrt_discovery::{pick_library, Discovery, PluginInfo, SearchPath};
 
 use crate::convert::attributes_to_py;
 use crate::errors::{make_err, to_py};
@@ -72,7 +72,7 @@ pub fn _pick_library(directory: PathBuf, preferred: Option<String>) -> Option<st
     pick_library(&directory, preferred.as_deref()).map(PathBuf::into_os_string)
 }
 
-/// The discovery constants of `rpjrt::discovery`, so that Python states none of them again:
+/// The discovery constants of `rpjrt_discovery`, so that Python states none of them again:
 /// `(known packages as (package, module_dir, library, name, platform) tuples, entry point
 /// groups, namespace packages)`.
 #[pyfunction]
@@ -89,11 +89,11 @@ pub fn _discovery_tables() -> (
     Vec<&'static str>,
 ) {
     (
-        rpjrt::discovery::KNOWN_PACKAGES
+        rpjrt_discovery::KNOWN_PACKAGES
             .iter()
             .map(|k| (k.package, k.module_dir, k.library, k.name, k.platform))
             .collect(),
-        rpjrt::discovery::ENTRY_POINT_GROUPS.to_vec(),
-        rpjrt::discovery::NAMESPACE_PACKAGES.to_vec(),
+        rpjrt_discovery::ENTRY_POINT_GROUPS.to_vec(),
+        rpjrt_discovery::NAMESPACE_PACKAGES.to_vec(),
     )
 }

@@ -4,8 +4,8 @@ use std::ffi::OsStr;
 use std::fmt;
 use std::io::IsTerminal;
 
-use rpjrt::discovery::{install_hint, Discovery, PluginInfo};
 use rpjrt::{ClientOptions, Plugin, Value};
+use rpjrt_discovery::{install_hint, Discovery, PluginInfo};
 use serde_json::{json, Value as Json};
 
 /// `println!` that ignores a closed stdout (`rpjrt info | head` must not panic).
@@ -347,7 +347,7 @@ pub fn find_plugin(spec: Option<&OsStr>) -> Result<PluginInfo, CliError> {
 pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliError> {
     let candidates = candidates(spec)?;
     let quiet = Quiet::start("loading and initialising the plugin");
-    let result = rpjrt::discovery::first_that_opens(
+    let result = rpjrt_discovery::first_that_opens(
         candidates,
         |info| info.name.clone(),
         |info| Plugin::load(&info.path).map(|p| (p, info.clone())),
@@ -355,8 +355,8 @@ pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliErro
     let log = quiet.finish();
     let errors: Vec<String> = match result {
         Ok((found, _skipped)) => return Ok(found),
-        Err(rpjrt::discovery::OpenFailure::One(e)) => vec![explain(&e, None)],
-        Err(rpjrt::discovery::OpenFailure::All(all)) => {
+        Err(rpjrt_discovery::OpenFailure::One(e)) => vec![explain(&e, None)],
+        Err(rpjrt_discovery::OpenFailure::All(all)) => {
             all.iter().map(|(_, e)| explain(e, None)).collect()
         }
     };
@@ -378,7 +378,7 @@ fn with_hint(message: String, spec: Option<&OsStr>, log: &str) -> String {
 }
 
 /// A client on the first plugin for `spec` that loads and creates a client with `options`
-/// (`rpjrt::discovery::Discovery::open_client`): a plugin that loads but cannot serve here,
+/// (`rpjrt_discovery::Discovery::open_client`): a plugin that loads but cannot serve here,
 /// such as a CUDA plugin without a GPU, is skipped with a note on stderr. Errors carry the
 /// install hint, as for [`load_plugin`].
 pub fn open_client(

@@ -31,7 +31,6 @@ mod bench;
 mod client;
 pub mod cuda;
 pub mod diagnostics;
-pub mod discovery;
 pub mod dlpack;
 mod dtype;
 pub mod external;

@@ -185,21 +185,3 @@ fn cpu_plugin_errors_are_left_alone() {
     assert_eq!(direct.to_string(), wrapped.to_string());
     assert!(!wrapped.to_string().contains("CUDA driver"));
 }
-
-#[test]
-fn discovery_finds_the_cuda_wheel() {
-    // setup.sh installs the wheel into its own directory (.deps/cuda-plugin); searched as a
-    // site-packages directory, its dist-info and library make it a `cuda` candidate.
-    use rpjrt::discovery::{Discovery, SearchPath};
-    let plugin = cuda_plugin_path();
-    let site = plugin.ancestors().nth(3).unwrap().to_path_buf();
-    let found = Discovery::new(SearchPath::new([site]))
-        .candidates(Some("cuda"))
-        .expect("discovery finds the CUDA wheel");
-    let first = &found[0];
-    assert_eq!(first.platform.as_deref(), Some("cuda"), "{first:?}");
-    assert_eq!(
-        std::fs::canonicalize(&first.path).unwrap(),
-        std::fs::canonicalize(&plugin).unwrap()
-    );
-}

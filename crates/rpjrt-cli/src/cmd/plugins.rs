@@ -1,7 +1,7 @@
 //! `rpjrt plugins`: every plugin discovery finds, in search order, and where.
 
-use rpjrt::discovery::Discovery;
 use rpjrt::Plugin;
+use rpjrt_discovery::Discovery;
 use serde_json::{json, Value as Json};
 
 use crate::common::{self, paint, CliError, Style, EXIT_OK};
@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         for line in discovery.searched() {
             crate::outln!("  {line}");
         }
-        crate::outln!("Install one:\n  {}", rpjrt::discovery::install_hint(None));
+        crate::outln!("Install one:\n  {}", rpjrt_discovery::install_hint(None));
         return Ok(EXIT_OK);
     }
     crate::outln!(

@@ -1,6 +1,7 @@
-//! Finding PJRT plugins on disk, without loading (or even opening) any library.
+//! Finding PJRT plugins on disk, without loading (or even opening) any library: a
+//! satellite of [rpjrt](https://docs.rs/rpjrt) that uses only its public API.
 //!
-//! Rust users, the `rpjrt` CLI and the Python package all use this module, so they find
+//! Rust users, the `rpjrt` CLI and the Python package all use this crate, so they find
 //! the same plugins in the same order:
 //!
 //! 1. `RPJRT_PLUGIN`: a path to a plugin library (listed first), or the name of a plugin
@@ -21,14 +22,16 @@
 //! site-packages of `VIRTUAL_ENV`. Only regular files are ever read (metadata files and
 //! JSON configs); libraries are only listed.
 
+#![warn(missing_docs)]
+
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::value::{ClientOptions, Value};
+use rpjrt::{ClientOptions, Value};
+use rpjrt::{Error, Result};
 
 /// Entry point groups whose values name a plugin module.
 pub const ENTRY_POINT_GROUPS: [&str; 2] = ["jax_plugins", "xla_plugins"];
@@ -539,9 +542,9 @@ impl Dist {
 #[derive(Debug)]
 pub struct Opened {
     /// The new client.
-    pub client: crate::Client,
+    pub client: rpjrt::Client,
     /// The plugin it runs on.
-    pub plugin: crate::Plugin,
+    pub plugin: rpjrt::Plugin,
     /// Where the plugin was found.
     pub info: PluginInfo,
     /// Its position among the candidates.
@@ -556,20 +559,20 @@ pub struct Opened {
 /// before the CPU plugin) does not stop the search.
 ///
 /// Each candidate gets `options` over the options of its own JAX plugin config (`options`
-/// win). `create` makes the client: [`crate::Client::new`], [`crate::cuda::create_client`]
-/// (which explains CUDA failures) or a closure over [`crate::Client::new_distributed`].
+/// win). `create` makes the client: [`rpjrt::Client::new`], [`rpjrt::cuda::create_client`]
+/// (which explains CUDA failures) or a closure over [`rpjrt::Client::new_distributed`].
 ///
 /// When no candidate works: with one candidate, or one failure, that failure as it was;
 /// otherwise a [`Error::PluginLoad`] that lists every candidate and why it failed.
 pub fn open_first(
     candidates: Vec<PluginInfo>,
     options: &ClientOptions,
-    mut create: impl FnMut(&crate::Plugin, &ClientOptions) -> Result<crate::Client>,
+    mut create: impl FnMut(&rpjrt::Plugin, &ClientOptions) -> Result<rpjrt::Client>,
 ) -> Result<Opened> {
     let describe =
         |(_, info): &(usize, PluginInfo)| format!("{} ({})", info.name, info.path.display());
     let open = |(_, info): &(usize, PluginInfo)| {
-        let plugin = crate::Plugin::load(&info.path)?;
+        let plugin = rpjrt::Plugin::load(&info.path)?;
         let mut merged = options.clone();
         for (name, value) in info.options.iter().flat_map(|o| o.entries()) {
             if !options.entries().iter().any(|(n, _)| n == name) {
@@ -875,7 +878,7 @@ impl Discovery {
         &self,
         spec: Option<impl AsRef<OsStr>>,
         options: &ClientOptions,
-        create: impl FnMut(&crate::Plugin, &ClientOptions) -> Result<crate::Client>,
+        create: impl FnMut(&rpjrt::Plugin, &ClientOptions) -> Result<rpjrt::Client>,
     ) -> Result<Opened> {
         open_first(self.candidates(spec)?, options, create)
     }
