@@ -9,7 +9,8 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::client::PyClient;
 use crate::errors::{invalid, PyErrExt};
-use rpjrt::trace::{self, Arg, PluginProfiler, Trace};
+use rpjrt::profiler::PluginProfiler;
+use rpjrt::trace::{self, Arg, Trace};
 
 /// A running recording, from `_trace_begin`: `finish()` stops it once and returns the
 /// `Trace`.

@@ -45,6 +45,7 @@ mod mlir;
 mod op_sharding;
 mod options;
 mod plugin;
+pub mod profiler;
 mod program;
 pub mod scalars;
 mod screen;

@@ -11,7 +11,8 @@ use std::sync::Mutex;
 
 use common::*;
 use rpjrt::ffi::{self, CallFrame, FfiError};
-use rpjrt::trace::{self, Category, PluginProfiler};
+use rpjrt::profiler::PluginProfiler;
+use rpjrt::trace::{self, Category};
 use rpjrt::{Client, ClientOptions, Code};
 
 /// Counts the allocations of the current thread.

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use rpjrt::trace::{self, PluginProfiler};
+use rpjrt::profiler::PluginProfiler;
+use rpjrt::trace;
 
 use crate::common::{paint_stderr, CliError, Style};
 

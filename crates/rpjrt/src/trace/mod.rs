@@ -38,9 +38,6 @@ use serde_json::{json, Map, Value};
 
 use crate::{Error, Result};
 
-mod profiler;
-pub use profiler::PluginProfiler;
-
 /// What a span measured. The names are the `cat` field of the Chrome trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Category {
@@ -562,3 +559,4 @@ fn escape_html(s: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+mod xspace;
