@@ -5,9 +5,10 @@
 #![allow(clippy::unnecessary_cast)]
 
 use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 use std::ptr::{null_mut, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use rpjrt_sys as sys;
 
@@ -79,35 +80,173 @@ struct Shared<M> {
     host_done: Option<Event>,
     /// Host memory the buffer uses in place (dropped after the buffer and `host_done`).
     owner: Option<Box<dyn HostMemory>>,
-    /// Where this allocation goes back when the last handle drops (execution outputs).
-    recycler: Option<Weak<Recycler<M>>>,
+    /// Where this allocation goes back when the last handle drops (execution outputs). A
+    /// spare keeps it, and its `client`, so that reuse touches no reference count.
+    recycler: Option<Arc<Pool<M>>>,
     /// The C buffer was destroyed already and this allocation waits in a recycler.
     released: bool,
     meta: M,
 }
 
-/// Spare handle allocations of one producer (an executable), so that a steady loop of
-/// executions allocates no handle: an output whose last handle drops destroys its C buffer
-/// and leaves its allocation here (up to a fixed number), and the next output the producer
-/// wraps reuses it. The lock is held only to push or pop, never across a plugin call.
-pub struct Recycler<M> {
-    spare: Mutex<Vec<Arc<Shared<M>>>>,
-    cap: usize,
+/// Marks a slot of a closed pool: nothing may be put there any more. Never a real
+/// allocation (`Arc::into_raw` points past the reference counts of a heap block).
+fn closed_slot<M>() -> *mut Shared<M> {
+    NonNull::dangling().as_ptr()
 }
 
-impl<M> Recycler<M> {
-    /// A recycler that keeps at most `cap` spare allocations (room for them is reserved
-    /// now, so giving one back never allocates).
-    pub fn new(cap: usize) -> Arc<Recycler<M>> {
-        Arc::new(Recycler {
-            spare: Mutex::new(Vec::with_capacity(cap)),
-            cap,
-        })
+/// The spare allocations of one [`Recycler`]: a fixed row of slots, each empty (null), a
+/// spare (`Arc::into_raw` of a released `Shared` that nothing else references) or closed.
+/// Taking and giving back are one compare-and-swap each, with no lock: the steady loop of
+/// one thread executing and dropping outputs touches no other shared counter.
+struct Pool<M> {
+    slots: Box<[AtomicPtr<Shared<M>>]>,
+    /// Slots below this index may hold a spare (a hint, only ever raised; takers scan below
+    /// it, so an executable whose outputs are all kept scans nothing).
+    used: AtomicUsize,
+}
+
+impl<M> Pool<M> {
+    /// Takes a spare, if there is one below the hint.
+    fn take(&self) -> Option<Arc<Shared<M>>> {
+        let used = self.used.load(Ordering::Relaxed).min(self.slots.len());
+        for slot in &self.slots[..used] {
+            let p = slot.load(Ordering::Relaxed);
+            if p.is_null() || p == closed_slot() {
+                continue;
+            }
+            if slot
+                .compare_exchange(p, null_mut(), Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: `p` came from `Arc::into_raw` in `give` and the slot held its only
+                // reference, which this exchange moved to us.
+                return Some(unsafe { Arc::from_raw(p) });
+            }
+        }
+        None
+    }
+
+    /// Puts `spare` (released, with no other reference) into a free slot of its own pool (its
+    /// `recycler`); when every slot is taken or the pool is closed, drops it, which destroys
+    /// nothing (it was released) and may drop the pool (the spare kept it alive until then).
+    fn give(spare: Arc<Shared<M>>) {
+        let p = Arc::into_raw(spare) as *mut Shared<M>;
+        // SAFETY: `p` is the live allocation just leaked above; it stays alive until it is
+        // either placed in a slot or reclaimed below, after the last use of `pool`.
+        let pool = unsafe { &*p }.recycler.as_deref();
+        if let Some(pool) = pool {
+            for (i, slot) in pool.slots.iter().enumerate() {
+                if !slot.load(Ordering::Relaxed).is_null() {
+                    continue;
+                }
+                if slot
+                    .compare_exchange(null_mut(), p, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    if i >= pool.used.load(Ordering::Relaxed) {
+                        pool.used.fetch_max(i + 1, Ordering::Relaxed);
+                    }
+                    return;
+                }
+            }
+        }
+        // SAFETY: `p` came from `Arc::into_raw` above and was placed nowhere.
+        drop(unsafe { Arc::from_raw(p) });
+    }
+
+    /// Closes every slot and drops the spares they held.
+    fn close(&self) {
+        for slot in self.slots.iter() {
+            let p = slot.swap(closed_slot(), Ordering::AcqRel);
+            if !p.is_null() && p != closed_slot() {
+                // SAFETY: a spare placed by `give`, whose only reference was the slot.
+                drop(unsafe { Arc::from_raw(p) });
+            }
+        }
     }
 }
 
+/// Spare handle allocations of one producer (an executable), so that a steady loop of
+/// executions allocates no handle and updates no reference count: an output whose last
+/// handle drops destroys its C buffer and leaves its allocation here (up to a fixed number),
+/// and the next output the producer wraps reuses it. No lock is taken, and nothing here
+/// calls the plugin. Dropping the recycler drops its spares; outputs still alive then are
+/// freed as usual when they go.
+pub struct Recycler<M> {
+    pool: Arc<Pool<M>>,
+}
+
+impl<M> Recycler<M> {
+    /// A recycler that keeps at most `cap` spare allocations.
+    pub fn new(cap: usize) -> Recycler<M> {
+        Recycler {
+            pool: Arc::new(Pool {
+                slots: (0..cap).map(|_| AtomicPtr::new(null_mut())).collect(),
+                used: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// A spare allocation to wrap the next output in, if one is free.
+    pub(super) fn take(&self) -> Option<Spare<M>> {
+        self.pool.take().map(Spare)
+    }
+}
+
+impl<M> Drop for Recycler<M> {
+    fn drop(&mut self) {
+        // The spares reference the pool: closing breaks that cycle.
+        self.pool.close();
+    }
+}
+
+/// A spare allocation taken from a [`Recycler`], about to become an output's handle.
+pub(super) struct Spare<M>(Arc<Shared<M>>);
+
+impl<M> Spare<M> {
+    /// The metadata it held: the caller rewrites it for the new output.
+    pub(super) fn meta_mut(&mut self) -> &mut M {
+        &mut unique(&mut self.0).meta
+    }
+
+    /// The handle of the output `ptr` of `client`, in this allocation.
+    pub(super) fn into_buffer(
+        mut self,
+        client: &Arc<Client>,
+        ptr: NonNull<sys::PJRT_Buffer>,
+    ) -> Buffer<M> {
+        let s = unique(&mut self.0);
+        if !Arc::ptr_eq(&s.client, client) {
+            // A recycler serves one producer of one client; never wrong all the same.
+            s.client = Arc::clone(client);
+        }
+        s.ptr = ptr;
+        *s.state.get_mut() = 0;
+        *s.on_cpu.get_mut() = UNKNOWN;
+        *s.host_direct.get_mut() = UNKNOWN;
+        *s.direct_len.get_mut() = 0;
+        *s.ready_ok.get_mut() = false;
+        s.released = false;
+        Buffer(ManuallyDrop::new(self.0))
+    }
+}
+
+/// The contents of a handle allocation that has no other reference.
+///
+/// Every caller holds the only strong reference: the allocation came out of a recycler
+/// slot, or its strong count was seen to be one (with an acquire fence after). No `Weak`
+/// of a `Shared` is ever made, so nothing can revive another reference meanwhile.
+fn unique<M>(arc: &mut Arc<Shared<M>>) -> &mut Shared<M> {
+    debug_assert_eq!(Arc::strong_count(arc), 1);
+    // SAFETY: the only reference (see above), borrowed mutably for the result's lifetime;
+    // the pointer comes from the Arc's own allocation. This spares `Arc::get_mut`'s atomic
+    // update of the weak count, which guards against weak references that never exist here.
+    unsafe { &mut *(Arc::as_ptr(arc) as *mut Shared<M>) }
+}
+
 // SAFETY: PJRT buffers are thread-safe by the C API's contract; the rest is atomics, an
-// event (Send + Sync), `HostMemory` (Send + Sync) and `M`, required to be Send + Sync.
+// event (Send + Sync), `HostMemory` (Send + Sync), the pool (atomic slots of such handles)
+// and `M`, required to be Send + Sync.
 unsafe impl<M: Send + Sync> Send for Shared<M> {}
 // SAFETY: as for Send.
 unsafe impl<M: Send + Sync> Sync for Shared<M> {}
@@ -161,39 +300,34 @@ impl<M> Drop for Shared<M> {
 
 /// An owned `PJRT_Buffer` (destroyed when the last clone goes) with metadata `M` chosen by
 /// the safe layer. Cheap to clone.
-pub struct Buffer<M>(Arc<Shared<M>>);
+pub struct Buffer<M>(ManuallyDrop<Arc<Shared<M>>>);
 
 impl<M> Drop for Buffer<M> {
     fn drop(&mut self) {
-        if self.0.recycler.is_none() {
+        // SAFETY: taken exactly once, here; `self.0` is not used afterwards.
+        let mut arc = unsafe { ManuallyDrop::take(&mut self.0) };
+        if arc.recycler.is_none() || Arc::strong_count(&arc) != 1 {
             return;
         }
-        // Only the last handle recycles; inside a plugin callback the destruction goes to
-        // the reaper thread instead (`Shared`'s own drop).
-        let Some(shared) = Arc::get_mut(&mut self.0) else {
-            return;
-        };
+        // Pairs with the release decrements of the other handles that went before.
+        std::sync::atomic::fence(Ordering::Acquire);
+        let shared = unique(&mut arc);
         if shared.released || shared.host_done.is_some() || shared.owner.is_some() {
             return;
         }
+        // Inside a plugin callback the destruction goes to the reaper thread instead
+        // (`Shared`'s own drop).
         if super::callback::in_callback() {
             return;
         }
-        let Some(pool) = shared.recycler.as_ref().and_then(Weak::upgrade) else {
-            return;
-        };
         shared.release();
-        let mut spare = pool.spare.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.len() < pool.cap {
-            // The count goes back to one (the recycler's) when `self.0` drops after this.
-            spare.push(Arc::clone(&self.0));
-        }
+        Pool::give(arc);
     }
 }
 
 impl<M> Clone for Buffer<M> {
     fn clone(&self) -> Self {
-        Buffer(Arc::clone(&self.0))
+        Buffer(ManuallyDrop::new(Arc::clone(&self.0)))
     }
 }
 
@@ -205,7 +339,18 @@ impl<M> Buffer<M> {
         host_done: Option<Event>,
         owner: Option<Box<dyn HostMemory>>,
     ) -> Buffer<M> {
-        Buffer(Arc::new(Shared {
+        Self::with_recycler(client, ptr, meta, host_done, owner, None)
+    }
+
+    fn with_recycler(
+        client: &Arc<Client>,
+        ptr: NonNull<sys::PJRT_Buffer>,
+        meta: M,
+        host_done: Option<Event>,
+        owner: Option<Box<dyn HostMemory>>,
+        recycler: Option<Arc<Pool<M>>>,
+    ) -> Buffer<M> {
+        Buffer(ManuallyDrop::new(Arc::new(Shared {
             client: Arc::clone(client),
             ptr,
             state: AtomicUsize::new(0),
@@ -215,51 +360,22 @@ impl<M> Buffer<M> {
             ready_ok: AtomicBool::new(false),
             host_done,
             owner,
-            recycler: None,
+            recycler,
             released: false,
             meta,
-        }))
+        })))
     }
 
-    /// Wraps an output of a producer with a recycler: reuses a spare allocation when there
-    /// is one, and gives it back when the last handle drops.
-    pub(super) fn recycled(
-        recycler: &Arc<Recycler<M>>,
+    /// Wraps an output of a producer in a fresh allocation that goes to `recycler` when its
+    /// last handle drops (see [`Recycler::take`] for reusing one).
+    pub(super) fn recyclable(
+        recycler: &Recycler<M>,
         client: &Arc<Client>,
         ptr: NonNull<sys::PJRT_Buffer>,
         meta: M,
     ) -> Buffer<M> {
-        let shared = Shared {
-            client: Arc::clone(client),
-            ptr,
-            state: AtomicUsize::new(0),
-            on_cpu: AtomicU8::new(UNKNOWN),
-            host_direct: AtomicU8::new(UNKNOWN),
-            direct_len: AtomicUsize::new(0),
-            ready_ok: AtomicBool::new(false),
-            host_done: None,
-            owner: None,
-            recycler: Some(Arc::downgrade(recycler)),
-            released: false,
-            meta,
-        };
-        let spare = recycler
-            .spare
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop();
-        match spare {
-            Some(mut arc) => match Arc::get_mut(&mut arc) {
-                Some(slot) => {
-                    // The old value was released: dropping it destroys nothing.
-                    *slot = shared;
-                    Buffer(arc)
-                }
-                // Unreachable (a spare has no other handle), but never wrong.
-                None => Buffer(Arc::new(shared)),
-            },
-            None => Buffer(Arc::new(shared)),
-        }
+        let pool = Some(Arc::clone(&recycler.pool));
+        Self::with_recycler(client, ptr, meta, None, None, pool)
     }
 
     pub(super) fn ptr(&self) -> *mut sys::PJRT_Buffer {

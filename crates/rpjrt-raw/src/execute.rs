@@ -54,6 +54,12 @@ pub struct SendRecv {
 pub trait ExecuteSink<M> {
     /// Metadata of output `output` of device `device`, made before it is wrapped.
     fn meta(&mut self, device: usize, output: usize) -> M;
+    /// Rewrites `meta`, which an earlier output of the same producer held (its allocation is
+    /// being reused), into the metadata of output `output` of device `device`. The default
+    /// makes it anew; a sink can keep what all outputs of the producer share.
+    fn refill(&mut self, device: usize, output: usize, meta: &mut M) {
+        *meta = self.meta(device, output);
+    }
     /// Output buffers, in device order, then output order.
     fn output(&mut self, device: usize, buffer: Buffer<M>);
     /// The completion event of `device`, when asked for and the plugin gave one.
@@ -77,7 +83,7 @@ pub struct ExecuteRequest<'a, B, M> {
     /// Send/recv callbacks (reserved).
     pub send_recv: Option<&'a SendRecv>,
     /// Where the outputs' handle allocations come from and go back to (none: fresh ones).
-    pub recycle: Option<&'a std::sync::Arc<Recycler<M>>>,
+    pub recycle: Option<&'a Recycler<M>>,
 }
 
 impl Loaded {
@@ -208,14 +214,23 @@ impl Loaded {
         let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
         r?;
         donation.reserved.clear();
-        for (i, &p) in outs.iter().enumerate() {
-            let (d, o) = (i / num_outputs.max(1), i % num_outputs.max(1));
-            let meta = sink.meta(d, o);
+        // Device by device, output by output (no division per output on the hot path).
+        let per_device = outs.chunks(num_outputs.max(1));
+        let each = per_device
+            .enumerate()
+            .flat_map(|(d, l)| l.iter().enumerate().map(move |(o, &p)| (d, o, p)));
+        for (d, o, p) in each {
             // A null output would be a plugin bug; skip it rather than own a null.
             if let Some(p) = std::ptr::NonNull::new(p) {
                 let buffer = match req.recycle {
-                    Some(r) => Buffer::recycled(r, client, p, meta),
-                    None => Buffer::new(client, p, meta, None, None),
+                    Some(r) => match r.take() {
+                        Some(mut spare) => {
+                            sink.refill(d, o, spare.meta_mut());
+                            spare.into_buffer(client, p)
+                        }
+                        None => Buffer::recyclable(r, client, p, sink.meta(d, o)),
+                    },
+                    None => Buffer::new(client, p, sink.meta(d, o), None, None),
                 };
                 sink.output(d, buffer);
             }

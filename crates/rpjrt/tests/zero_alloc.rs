@@ -262,3 +262,69 @@ fn a_successful_poll_is_remembered() {
     assert!(out[0].is_known_ready());
     assert_eq!(out[0].to_vec_of::<f32>().unwrap(), vec![9f32; 8]);
 }
+
+/// Spare handles move between outputs of different shapes and between threads: every
+/// output keeps the element type, shape and contents of the output it is, whichever
+/// earlier output's allocation it reuses and whichever thread dropped that one.
+#[test]
+fn reused_handles_take_the_shape_of_their_output_across_threads() {
+    let plugin = common::plugin(common::Which::New);
+    let client = Client::new(&plugin, &ClientOptions::new()).expect("client");
+    let device = client.default_device().expect("device");
+    let text = "func.func public @main(%a: tensor<8xf32>) -> (tensor<2x3xi32>, tensor<8xf32>, tensor<f32>) {\n\
+        %i = stablehlo.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi32>\n\
+        %d = stablehlo.add %a, %a : tensor<8xf32>\n\
+        %z = stablehlo.constant dense<0.0> : tensor<f32>\n\
+        %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<8xf32>, tensor<f32>) -> tensor<f32>\n\
+        return %i, %d, %s : tensor<2x3xi32>, tensor<8xf32>, tensor<f32>\n}\n";
+    let exe = client
+        .compile(&Program::mlir(text), &CompileOptions::default())
+        .expect("compile");
+    let x = client
+        .buffer_from_slice(&[1.5f32; 8], &[8], &device)
+        .expect("put");
+    let check = |outs: &[Buffer]| {
+        assert_eq!(outs.len(), 3);
+        assert_eq!(outs[0].dims(), &[2, 3]);
+        assert_eq!(outs[0].to_vec_of::<i32>().unwrap(), vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(outs[1].dims(), &[8]);
+        assert_eq!(outs[1].to_vec_of::<f32>().unwrap(), vec![3f32; 8]);
+        assert!(outs[2].dims().is_empty());
+        assert_eq!(outs[2].to_vec_of::<f32>().unwrap(), vec![12f32]);
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<Buffer>>();
+    std::thread::scope(|s| {
+        // Another thread drops the outputs, in reverse order: spares go back from there
+        // and come out for other output positions here.
+        let dropper = s.spawn(move || {
+            for mut outs in rx {
+                while let Some(o) = outs.pop() {
+                    drop(o);
+                }
+            }
+        });
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let tx = tx.clone();
+                let (exe, x) = (&exe, &x);
+                s.spawn(move || {
+                    for i in 0..200 {
+                        let mut outs = exe.execute(&[x]).expect("execute");
+                        check(&outs);
+                        if i % 3 == 0 {
+                            outs.rotate_left(1); // drop order differs from output order
+                        }
+                        tx.send(outs).unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for w in workers {
+            w.join().unwrap();
+        }
+        dropper.join().unwrap();
+    });
+    let outs = exe.execute(&[&x]).expect("execute");
+    check(&outs);
+}

@@ -61,6 +61,24 @@ impl BufferMeta {
             non_default_layout: false,
         }
     }
+
+    /// Rewrites the metadata in place for another array of the same client (an output
+    /// handle being reused): no reference count changes, no allocation for small ranks.
+    pub(crate) fn refill(
+        &mut self,
+        core: &Arc<ClientCore>,
+        element_type: ElementType,
+        dims: &[i64],
+    ) {
+        if !Arc::ptr_eq(&self.core, core) {
+            self.core = Arc::clone(core);
+        }
+        self.element_type = element_type;
+        if !super::executable::same_dims(&self.dims, dims) {
+            self.dims = Inline::from_slice(dims);
+        }
+        self.non_default_layout = false;
+    }
 }
 
 /// An array in a device's memory. Cheap to clone: clones share the one device buffer,

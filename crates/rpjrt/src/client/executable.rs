@@ -99,7 +99,7 @@ struct ExeState {
     options: std::sync::OnceLock<Vec<u8>>,
     /// Spare output handle allocations: a loop of executions whose outputs are dropped
     /// reuses them instead of allocating.
-    spare: Arc<raw::buffer::Recycler<BufferMeta>>,
+    spare: raw::buffer::Recycler<BufferMeta>,
 }
 
 /// How many spare output handles an executable keeps: two calls' worth, within bounds.
@@ -621,7 +621,7 @@ impl Executable {
             }
             if let Some(params) = &st.parameters {
                 let p = &params[i];
-                if b.element_type() != p.element_type || b.dims() != p.dims.as_slice() {
+                if b.element_type() != p.element_type || !same_dims(b.dims(), &p.dims) {
                     return Err(Error::invalid(format!(
                         "argument {i}{} is {}{:?}, but {} expects {p}",
                         if st.devices.len() > 1 {
@@ -662,14 +662,30 @@ impl<'a> OneDevice<'a> {
     }
 }
 
+/// Whether two shapes are equal, compared inline: shapes are short, and slice equality
+/// calls the C library's `memcmp` on the execute path.
+#[inline]
+pub(crate) fn same_dims(a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 fn output_meta(state: &ExeState, output: usize) -> BufferMeta {
     let spec = &state.outputs[output];
     BufferMeta::new(&state.core, spec.element_type, &spec.dims)
 }
 
+/// [`output_meta`] written over the metadata of a reused output handle.
+fn refill_output_meta(state: &ExeState, output: usize, meta: &mut BufferMeta) {
+    let spec = &state.outputs[output];
+    meta.refill(&state.core, spec.element_type, &spec.dims);
+}
+
 impl ExecuteSink<BufferMeta> for OneDevice<'_> {
     fn meta(&mut self, _device: usize, output: usize) -> BufferMeta {
         output_meta(self.state, output)
+    }
+    fn refill(&mut self, _device: usize, output: usize, meta: &mut BufferMeta) {
+        refill_output_meta(self.state, output, meta)
     }
     fn output(&mut self, _device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
         self.outputs.push(Buffer::from_raw(buffer));
@@ -689,6 +705,9 @@ struct ManyDevices<'a> {
 impl ExecuteSink<BufferMeta> for ManyDevices<'_> {
     fn meta(&mut self, _device: usize, output: usize) -> BufferMeta {
         output_meta(self.state, output)
+    }
+    fn refill(&mut self, _device: usize, output: usize, meta: &mut BufferMeta) {
+        refill_output_meta(self.state, output, meta)
     }
     fn output(&mut self, device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
         self.outputs[device].push(Buffer::from_raw(buffer));
