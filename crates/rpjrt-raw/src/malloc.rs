@@ -6,8 +6,9 @@
 //! and every later request of 1 KiB or more first walks and merges all of them
 //! (`malloc_consolidate`). With that pattern the walks touch memory all over the heap: a
 //! load of a 12-layer transformer spent 28 % of its instructions in glibc's allocator, and
-//! with fast bins off it took 0.80-0.86x the CPU time (interleaved, in one process and in
-//! fresh ones). The instruction count falls only 1.2 %: the saving is in memory access (the
+//! with fast bins off it took 0.80-0.91x the CPU time (interleaved, in one process and in
+//! fresh ones; the busier the machine, the larger the saving; 0.84-0.87x in fresh processes
+//! at a load of 2 on 2 cores). The instruction count falls only 1.2 %: the saving is in memory access (the
 //! walks jump between blocks all over the heap; callgrind's cache model counts 13 % fewer
 //! first-level read misses, and it does not model the TLB). [`NoFastBins`] turns them
 //! off (`mallopt(M_MXFAST, 0)`) for the length of the call and puts glibc's default back
