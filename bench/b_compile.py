@@ -17,6 +17,13 @@ warm, judged on wall time; rpjrt's own share of a warm load (the hit's time minu
 recorded as a figure. The CPU time each child spent in the timed call is recorded too (all
 threads; figures `*_cpu`), and the warm ratios on CPU time are printed with the targets: on a
 machine shared by many jobs, wall time is mostly waiting for a core.
+
+Each warm child also says where its time went (figures `compile.<program>.<variant>.<part>`):
+rpjrt's `own` and `plugin` (the plugin's deserialization), JAX's `key`, `read`,
+`decompress`, `plugin` (its CPU client's deserialization) and `rest`, their sum
+`jax_warm.own`, and `plugin_vs_jax_plugin`, the two deserializations' ratio per repetition.
+Both sides deserialize the same XLA CPU executable, so that ratio, not either client's own
+share, is what decides the warm ratio of a large program.
 """
 
 from __future__ import annotations
@@ -35,13 +42,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "_compile_child.py")
 
 
-def _child(args: list[str]) -> tuple[float, int, float, float]:
+def _child(args: list[str]) -> tuple[float, int, float, float, dict[str, float]]:
     out = subprocess.run(
         [sys.executable, CHILD, *args], check=True, capture_output=True, text=True, timeout=600
     ).stdout
     line = next(l for l in out.splitlines() if l.startswith("MS "))
     f = line.split()
-    return float(f[1]), int(f[3]), float(f[5]), float(f[7])
+    split: dict[str, float] = {}
+    for l in out.splitlines():
+        if l.startswith("SPLIT "):
+            split = {k: float(v) for k, v in (p.split("=") for p in l[6:].split(","))}
+    return float(f[1]), int(f[3]), float(f[5]), float(f[7]), split
 
 
 def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
@@ -68,11 +79,15 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
             samples: dict[str, list[float]] = {k: [] for k in variants}
             cpu: dict[str, list[float]] = {k: [] for k in variants}
             own: list[float] = []
+            # Where each warm load went (ms per part, one list per part; see _compile_child.py).
+            parts: dict[str, dict[str, list[float]]] = {"rpjrt_warm": {}, "jax_warm": {}}
             keys = list(variants)
             for rep in range(reps):
                 for k in range(len(keys)):
                     v = keys[(rep + k) % len(keys)]
-                    ms, hit, c, share = _child(variants[v])
+                    ms, hit, c, share, split = _child(variants[v])
+                    for part, part_ms in split.items():
+                        parts.setdefault(v, {}).setdefault(part, []).append(part_ms)
                     if v == "rpjrt_warm" and hit != 1:
                         res.note(f"compile.{name}: the rpjrt warm run missed its cache")
                     elif v == "rpjrt_warm":
@@ -82,6 +97,38 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
             for v, s in samples.items():
                 res.figure(f"compile.{name}.{v}", f"{v.replace('_', ' ')} compile of {name} (fresh process)", "ms", h.stats(s))
                 res.figure(f"compile.{name}.{v}_cpu", f"{v.replace('_', ' ')} compile of {name}, CPU time", "ms", h.stats(cpu[v]))
+
+            for v, by_part in parts.items():
+                for part, part_ms in by_part.items():
+                    res.figure(
+                        f"compile.{name}.{v}.{part}",
+                        f"{v.replace('_', ' ')} load of {name}: {part}",
+                        "ms",
+                        h.stats(part_ms),
+                    )
+            jax_parts = parts["jax_warm"]
+            if jax_parts.get("plugin"):
+                jax_own = [
+                    sum(jax_parts[p][i] for p in jax_parts if p != "plugin")
+                    for i in range(len(jax_parts["plugin"]))
+                ]
+                res.figure(
+                    f"compile.{name}.jax_warm.own",
+                    f"JAX's own share of a warm load of {name} (key, read, decompress, rest)",
+                    "ms",
+                    h.stats(jax_own),
+                )
+            rp_plugin = parts["rpjrt_warm"].get("plugin", [])
+            jax_plugin = parts["jax_warm"].get("plugin", [])
+            if rp_plugin and len(rp_plugin) == len(jax_plugin):
+                # The same XLA CPU deserialization on both sides (the plugin's, JAX's own
+                # CPU client's): what is left of the ratio once each client's own work is out.
+                res.figure(
+                    f"compile.{name}.plugin_vs_jax_plugin",
+                    f"deserialization alone of {name}: the 0.115 plugin's (rpjrt) / JAX's CPU client's",
+                    "x",
+                    h.paired(rp_plugin, jax_plugin),
+                )
 
             def cpu_ratio(a: str, b: str) -> str:
                 return f"{h.paired(cpu[a], cpu[b])['median']:.3f}x"

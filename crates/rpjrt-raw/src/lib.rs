@@ -55,6 +55,7 @@ pub mod hostmem;
 pub mod inline;
 pub mod kv;
 pub mod layout;
+pub mod malloc;
 pub mod memstats;
 pub mod prepared;
 pub mod profiler;
