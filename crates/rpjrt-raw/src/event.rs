@@ -302,14 +302,15 @@ impl AllReady {
         self.collect(events, |ev| Some(ev.wait()))
     }
 
-    /// As [`AllReady::wait`] without the poll, for at most `timeout`: `None` when some event
-    /// is still pending then (the callbacks stay registered; wait again later).
+    /// As [`AllReady::wait`], for at most `timeout` (the poll too): `None` when some event is
+    /// still pending then (the callbacks stay registered; wait again later).
     pub fn wait_timeout<C, E>(&self, events: &[E], timeout: Duration) -> Option<Vec<(usize, Error)>>
     where
         C: Deref<Target = Client>,
         E: Borrow<Event<C>>,
     {
-        if !self.is_done() {
+        let poll = Duration::from_nanos(spin_nanos()).min(timeout);
+        if !self.is_done() && !spin_for(poll, || self.is_done()) {
             let g = self.shared.done.lock().unwrap_or_else(|p| p.into_inner());
             let (g, _) = self
                 .shared

@@ -109,8 +109,9 @@ impl CallOutputs {
 
     /// [`CallOutputs::block_until_ready`] for at most `timeout`: `Ok(true)` when every device
     /// has finished without error, `Ok(false)` when some device is still running then (the
-    /// callbacks stay registered: wait again), the execution's error if it failed. Does not
-    /// poll first. For waits that must wake up now and then (to check for an interrupt).
+    /// callbacks stay registered: wait again), the execution's error if it failed. Polls
+    /// first as [`CallOutputs::block_until_ready`] does, for at most the timeout. For waits
+    /// that must wake up now and then (to check for an interrupt).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
         self.wait_for(Some(timeout))
     }
