@@ -2,7 +2,7 @@
 
 Target:
 - an 8-device SPMD call + wait through a prepared call (`exe.prepare(lists)`, then `call()`:
-  no per-device argument lists rebuilt, one wait per device) vs JAX's jitted sharded call +
+  no per-device argument lists rebuilt, one wait for every device) vs JAX's jitted sharded call +
   `block_until_ready()` on the same plugin and the same 8 devices: <= 0.6x
 
 Sweeps (rpjrt prepared call, rpjrt plain call, JAX; one program per point, interleaved):
@@ -34,7 +34,7 @@ LABELS = {
     "jax": "JAX jit",
 }
 WHAT = {
-    "rpjrt_prepared": "rpjrt: call = exe.prepare(lists); call() (executes, one wait per device)",
+    "rpjrt_prepared": "rpjrt: call = exe.prepare(lists); call() (executes, one wait for every device)",
     "rpjrt_plain": "rpjrt: exe(*args) / exe.execute_sharded(lists) + block_until_ready() per output",
     "jax": "JAX: jax.block_until_ready(jit(f)(*args)) on the same plugin",
 }

@@ -385,7 +385,7 @@ class CallOutputs:
         """One output list per device, as Executable.execute_sharded returns."""
     def device(self, device: int) -> list[Buffer]: ...
     def block_until_ready(self) -> Self:
-        """Wait until the execution has finished on every device (one wait per device)."""
+        """Wait until the execution has finished on every device (one wait for all of them)."""
 
 @final
 class Event:

@@ -2,6 +2,8 @@
 //! called many times (`rpjrt::PreparedCall`); the outputs of one call come back as one
 //! `CallOutputs` object whose Buffers are made only when asked for.
 
+use std::time::Duration;
+
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -9,6 +11,21 @@ use crate::buffer::PyBuffer;
 use crate::client::PyClient;
 use crate::errors::PyErrExt;
 use crate::executable::{donate_list, PyExecutable};
+
+/// How often a blocking wait wakes up to check for Ctrl-C.
+const SIGNAL_SLICE: Duration = Duration::from_millis(20);
+
+/// Waits until a call has finished on every device (one wait for all of them) without the
+/// GIL, waking every few ms to check for signals (Ctrl-C raises KeyboardInterrupt; the
+/// computation goes on).
+fn wait_outputs(py: Python<'_>, outs: &rpjrt::CallOutputs) -> PyResult<()> {
+    loop {
+        if py.detach(|| outs.wait_timeout(SIGNAL_SLICE)).pyerr()? {
+            return Ok(());
+        }
+        py.check_signals()?;
+    }
+}
 
 /// An executable with its arguments bound (`Executable.prepare`). Calling it runs the
 /// executable once on every device and returns a `CallOutputs`.
@@ -84,21 +101,23 @@ impl PyExecutable {
 #[pymethods]
 impl PyPreparedCall {
     /// Runs once with the bound arguments. With `wait=True` (the default) it returns once the
-    /// execution has finished on every device (one wait per device, not per output) and raises
-    /// its error; with `wait=False` it returns at once (`CallOutputs.block_until_ready()`
+    /// execution has finished on every device (one wait for all of them, interruptible by
+    /// Ctrl-C) and raises its error; with `wait=False` it returns at once (`CallOutputs.block_until_ready()`
     /// waits).
     #[pyo3(signature = (*, wait = true))]
     fn __call__(&self, py: Python<'_>, wait: bool) -> PyResult<PyCallOutputs> {
         let call: &rpjrt::PreparedCall = &self.inner;
-        let inner = py
-            .detach(|| {
-                if wait {
-                    call.call_and_wait()
-                } else {
-                    call.call()
-                }
+        // One release of the GIL for the call and, mostly, the whole wait.
+        let (inner, done) = py
+            .detach(|| -> rpjrt::Result<_> {
+                let outs = call.call()?;
+                let done = !wait || outs.wait_timeout(SIGNAL_SLICE)?;
+                Ok((outs, done))
             })
             .pyerr()?;
+        if !done {
+            wait_outputs(py, &inner)?;
+        }
         Ok(PyCallOutputs {
             inner,
             client: self.client.clone_ref(py),
@@ -198,11 +217,10 @@ impl PyCallOutputs {
         self.wrap_all(py, self.inner.device(device).iter())
     }
 
-    /// Blocks until the execution has finished on every device (one wait per device); raises
-    /// its error if it failed. Returns self.
+    /// Blocks until the execution has finished on every device (one wait for all of them,
+    /// interruptible by Ctrl-C); raises the first failed device's error. Returns self.
     fn block_until_ready(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
-        let outs = &slf.get().inner;
-        slf.py().detach(|| outs.block_until_ready()).pyerr()?;
+        wait_outputs(slf.py(), &slf.get().inner)?;
         Ok(slf.clone().unbind())
     }
 

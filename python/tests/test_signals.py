@@ -14,11 +14,18 @@ plugin, fixtures, how = sys.argv[1], sys.argv[2], sys.argv[3]
 signal.signal(signal.SIGINT, signal.default_int_handler)
 c = rpjrt.Client(plugin)
 spin = c.compile(open(f"{fixtures}/spin.mlir").read())
-(y,) = spin(np.int32(60_000_000), np.zeros(4096, np.float32))  # ~20 s of work
+if how == "prepared":
+    # The same work on two devices at once, through a prepared call that waits for both.
+    two = c.compile(open(f"{fixtures}/spin.mlir").read(), num_replicas=2)
+    call = two.prepare([[np.int32(60_000_000), np.zeros(4096, np.float32)]] * 2)
+else:
+    (y,) = spin(np.int32(60_000_000), np.zeros(4096, np.float32))  # ~20 s of work
 threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.perf_counter()
 try:
-    if how == "block":
+    if how == "prepared":
+        call()
+    elif how == "block":
         y.block_until_ready()
     else:
         y.to_host()
@@ -50,6 +57,10 @@ def test_ctrl_c_during_block_until_ready(plugin_path: str) -> None:
 
 def test_ctrl_c_during_to_host(plugin_path: str) -> None:
     _check(plugin_path, "to_host")
+
+
+def test_ctrl_c_during_a_prepared_multi_device_call(plugin_path: str) -> None:
+    _check(plugin_path, "prepared")
 
 
 def test_ctrl_c_arrives_when_the_runner_ignores_sigint(plugin_path: str) -> None:

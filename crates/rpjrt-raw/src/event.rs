@@ -1,9 +1,10 @@
 //! The owning event handle: waits, polls and the `OnReady` callback.
 
+use std::borrow::Borrow;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rpjrt_sys as sys;
@@ -192,5 +193,170 @@ impl<C: Deref<Target = Client>> Event<C> {
         }
         // SAFETY: live event; the message outlives the call, which copies it.
         unsafe { pjrt!(self.client.api(), PJRT_Event_Set, &mut a) }
+    }
+}
+
+/// One wait for several events (the completion events of a multi-device execution, the
+/// ready events of its outputs): an `OnReady` callback on each pending event counts down,
+/// and the last one to run wakes the waiter, so a caller that has to sleep is woken once,
+/// not once per event. Events already complete when it is made are read at once and get no
+/// callback. The callbacks keep only the shared state alive, so a waiter may give up (a
+/// timeout) and drop the events and this value before they run.
+pub struct AllReady {
+    shared: Arc<AllShared>,
+    /// Events whose readiness could not be read or whose callback the plugin refused:
+    /// waited on one by one instead.
+    direct: Box<[usize]>,
+}
+
+/// What the callbacks and the waiter share.
+struct AllShared {
+    /// Events not counted out yet (callbacks that have not run).
+    pending: AtomicUsize,
+    /// Each event's error, by event index; set once.
+    errors: Box<[OnceLock<Error>]>,
+    /// Set (under the lock) by the last callback. The lock is held only to set or read the
+    /// flag, never across a plugin call, so a callback never waits for a plugin call.
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl AllShared {
+    /// Counts event `index` out with its status. Runs on whatever thread completed the
+    /// event (a plugin worker, or the registering thread) and never blocks beyond the short
+    /// lock above.
+    fn finish(&self, index: usize, status: Result<()>) {
+        if let (Err(e), Some(slot)) = (status, self.errors.get(index)) {
+            let _ = slot.set(e);
+        }
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            self.cv.notify_all();
+        }
+    }
+}
+
+impl AllReady {
+    /// Reads which events are complete (their status too) and registers a counting
+    /// callback on every other one. An event whose readiness cannot be read, or whose
+    /// callback the plugin refuses, is left to [`AllReady::wait`] to wait on directly.
+    pub fn register<C, E>(events: &[E]) -> AllReady
+    where
+        C: Deref<Target = Client>,
+        E: Borrow<Event<C>>,
+    {
+        let shared = Arc::new(AllShared {
+            pending: AtomicUsize::new(events.len()),
+            errors: (0..events.len()).map(|_| OnceLock::new()).collect(),
+            done: Mutex::new(events.is_empty()),
+            cv: Condvar::new(),
+        });
+        let mut direct = Vec::new();
+        for (i, ev) in events.iter().enumerate() {
+            let ev = ev.borrow();
+            match ev.is_ready() {
+                Ok(true) => shared.finish(i, ev.status()),
+                Ok(false) => {
+                    let s = Arc::clone(&shared);
+                    // The callback may run before `on_ready` returns, on this thread.
+                    if ev.on_ready(Box::new(move |r| s.finish(i, r))).is_err() {
+                        // Refused: `on_ready` dropped the callback, which will never run.
+                        direct.push(i);
+                        shared.finish(i, Ok(()));
+                    }
+                }
+                Err(_) => {
+                    direct.push(i);
+                    shared.finish(i, Ok(()));
+                }
+            }
+        }
+        AllReady {
+            shared,
+            direct: direct.into_boxed_slice(),
+        }
+    }
+
+    /// Whether every callback has run (no plugin call).
+    pub fn is_done(&self) -> bool {
+        self.shared.pending.load(Ordering::Acquire) == 0
+    }
+
+    /// Blocks until every event is complete: polls the count for up to the poll time
+    /// ([`spin_until`]; no plugin call), then sleeps until the last callback wakes it.
+    /// `events` are those it was made from, in the same order. Returns each failed event's
+    /// index and error, in index order.
+    pub fn wait<C, E>(&self, events: &[E]) -> Vec<(usize, Error)>
+    where
+        C: Deref<Target = Client>,
+        E: Borrow<Event<C>>,
+    {
+        if !self.is_done() && !spin_until(|| self.is_done()) {
+            let g = self.shared.done.lock().unwrap_or_else(|p| p.into_inner());
+            let _g = self
+                .shared
+                .cv
+                .wait_while(g, |done| !*done)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        self.collect(events, |ev| Some(ev.wait()))
+    }
+
+    /// As [`AllReady::wait`], for at most `timeout` (the poll too): `None` when some event is
+    /// still pending then (the callbacks stay registered; wait again later).
+    pub fn wait_timeout<C, E>(&self, events: &[E], timeout: Duration) -> Option<Vec<(usize, Error)>>
+    where
+        C: Deref<Target = Client>,
+        E: Borrow<Event<C>>,
+    {
+        let poll = Duration::from_nanos(spin_nanos()).min(timeout);
+        if !self.is_done() && !spin_for(poll, || self.is_done()) {
+            let g = self.shared.done.lock().unwrap_or_else(|p| p.into_inner());
+            let (g, _) = self
+                .shared
+                .cv
+                .wait_timeout_while(g, timeout, |done| !*done)
+                .unwrap_or_else(|p| p.into_inner());
+            if !*g {
+                return None;
+            }
+        }
+        let mut pending = false;
+        let errors = self.collect(events, |ev| match ev.is_ready() {
+            Ok(false) => {
+                pending = true;
+                None
+            }
+            Ok(true) => Some(ev.status()),
+            Err(e) => Some(Err(e)),
+        });
+        (!pending).then_some(errors)
+    }
+
+    /// The recorded errors, and those of the directly waited events as `direct` gives them
+    /// (`None`: not complete yet), in index order.
+    fn collect<C, E>(
+        &self,
+        events: &[E],
+        mut direct: impl FnMut(&Event<C>) -> Option<Result<()>>,
+    ) -> Vec<(usize, Error)>
+    where
+        C: Deref<Target = Client>,
+        E: Borrow<Event<C>>,
+    {
+        let mut errors: Vec<(usize, Error)> = self
+            .shared
+            .errors
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.get().map(|e| (i, e.clone())))
+            .collect();
+        for &i in self.direct.iter() {
+            if let Some(Err(e)) = events.get(i).and_then(|ev| direct(ev.borrow())) {
+                errors.push((i, e));
+            }
+        }
+        errors.sort_by_key(|(i, _)| *i);
+        errors
     }
 }

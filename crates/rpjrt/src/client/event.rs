@@ -218,6 +218,22 @@ impl Event {
         self.raw.wait()
     }
 
+    /// Blocks until every event in `events` has completed; returns the error of the first
+    /// one (in the order given) that failed (each event's own error stays readable with
+    /// [`Event::error`]). One wait covers them all: it polls for up to the poll time, as
+    /// [`Event::wait`] does, then sleeps until the last pending event's `OnReady` callback
+    /// wakes it, so it wakes once however many events complete one after another.
+    pub fn wait_all(events: &[&Event]) -> Result<()> {
+        for e in events {
+            e.core.check("event")?;
+        }
+        let _span = crate::trace::span(crate::trace::Category::Wait, "event_wait_all")
+            .int("events", events.len() as i64);
+        let raws: Vec<&raw::event::Event> = events.iter().map(|e| &e.raw).collect();
+        let failed = raw::event::AllReady::register(&raws).wait(&raws);
+        failed.into_iter().next().map_or(Ok(()), |(_, e)| Err(e))
+    }
+
     /// Blocks until the event completes or `timeout` passes: `Ok(true)` when it completed
     /// without error, `Ok(false)` on timeout, its error if it failed. Polls first, like
     /// [`Event::wait`] (for at most the timeout), then registers the plugin's `OnReady`

@@ -71,10 +71,34 @@ fn ffi_context<'a>(
     }
 }
 
-/// Waits until every output is ready (the execute context must outlive the execution).
+/// Waits until every output is ready (the execute context must outlive the execution); the
+/// error of the first output whose producer failed. Outputs on several devices share one
+/// wait (`raw::event::AllReady`: the caller wakes once, not once per output).
 fn wait_all<'a>(outputs: impl Iterator<Item = &'a Buffer>) -> Result<()> {
+    let pending: Vec<&Buffer> = outputs.filter(|b| !b.is_known_ready()).collect();
+    let events = match pending.as_slice() {
+        [] => return Ok(()),
+        [_] => None,
+        [first, ..] => {
+            first.core().check("buffer")?;
+            pending
+                .iter()
+                .map(|b| b.raw.ready_event())
+                .collect::<Result<Vec<_>>>()
+                .ok()
+        }
+    };
+    if let Some(events) = events {
+        let failed = raw::event::AllReady::register(&events).wait(&events);
+        for (i, b) in pending.iter().enumerate() {
+            if failed.binary_search_by_key(&i, |(k, _)| *k).is_err() {
+                b.raw.mark_ready();
+            }
+        }
+    }
+    // Each failed output's own wait gives its error, with its device's memory figures.
     let mut first = None;
-    for o in outputs {
+    for o in pending {
         if let Err(e) = o.block_until_ready() {
             first.get_or_insert(e);
         }

@@ -5,9 +5,12 @@
 //! argument pointer lists the plugin takes. A call then only checks that the executable and
 //! its client are alive and that no argument was deleted or donated since, and calls the
 //! plugin once. Its outputs carry the execution's completion events, so that waiting for them
-//! ([`CallOutputs::block_until_ready`]) waits once per device instead of once per output.
+//! ([`CallOutputs::block_until_ready`]) is one wait for every device instead of one per output
+//! (`raw::event::AllReady`: a callback on each pending event, the last one wakes the caller).
 
 use std::fmt;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use super::{ffi_context, output_meta, ExeState, Executable, ExecuteOptions, NO_OPTIONS};
 use crate::client::buffer::{Buffer, BufferMeta};
@@ -34,6 +37,10 @@ pub struct PreparedCall {
 pub struct CallOutputs {
     buffers: Vec<Buffer>,
     events: Vec<raw::event::Event>,
+    /// The one wait on `events`, made by the first wait.
+    all: OnceLock<raw::event::AllReady>,
+    /// Every failed device's error, once a wait has seen all of them finish.
+    errors: OnceLock<Vec<(usize, Error)>>,
     num_devices: usize,
     num_outputs: usize,
 }
@@ -86,33 +93,72 @@ impl CallOutputs {
     }
 
     /// Blocks until the execution has finished on every device and returns its error if it
-    /// failed. Waits on one completion event per device (on every output where the plugin gave
-    /// no events); afterwards the outputs are known to be ready, so waiting again, here or on
-    /// an output, is free.
+    /// failed: the error of the first device that failed, in device order (every failed
+    /// device's error is then in [`CallOutputs::device_errors`]).
+    ///
+    /// One wait covers every device: the completion events that are not complete yet get a
+    /// callback each, the last of which wakes the caller, so a caller that has to sleep
+    /// wakes once per call, not once per device; before sleeping it polls for up to the wait
+    /// poll time ([`crate::set_wait_spin`]) without calling the plugin. Where the plugin
+    /// gave no events it waits on every output instead. Afterwards the outputs are known to
+    /// be ready, so waiting again, here or on an output, is free.
     pub fn block_until_ready(&self) -> Result<()> {
+        // Without a timeout the wait ends only once every device has finished.
+        self.wait_for(None).map(|_| ())
+    }
+
+    /// [`CallOutputs::block_until_ready`] for at most `timeout`: `Ok(true)` when every device
+    /// has finished without error, `Ok(false)` when some device is still running then (the
+    /// callbacks stay registered: wait again), the execution's error if it failed. Polls
+    /// first as [`CallOutputs::block_until_ready`] does, for at most the timeout. For waits
+    /// that must wake up now and then (to check for an interrupt).
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
+        self.wait_for(Some(timeout))
+    }
+
+    /// The devices whose computation failed, with their errors, in device order; empty
+    /// before a wait has seen every device finish, and after success.
+    pub fn device_errors(&self) -> Vec<(usize, Error)> {
+        self.errors.get().cloned().unwrap_or_default()
+    }
+
+    fn wait_for(&self, timeout: Option<Duration>) -> Result<bool> {
         if let Some(b) = self.buffers.first() {
             b.core().check("buffer")?;
         }
+        if let Some((_, e)) = self.errors.get().and_then(|errors| errors.first()) {
+            return Err(e.clone());
+        }
         if self.buffers.iter().all(|b| b.raw.is_ready_cached()) {
-            return Ok(());
+            return Ok(true);
         }
         if self.events.len() != self.num_devices {
-            return super::wait_all(self.buffers.iter());
+            return super::wait_all(self.buffers.iter()).map(|()| true);
         }
-        let mut first = None;
-        for ev in &self.events {
-            if let Err(e) = ev.wait() {
-                first.get_or_insert(e);
-            }
-        }
-        if let Some(e) = first {
-            // Each output's own wait explains an out-of-memory error with its device's figures.
-            return Err(super::wait_all(self.buffers.iter()).err().unwrap_or(e));
+        let _span = crate::trace::span(crate::trace::Category::Wait, "block_until_ready")
+            .int("devices", self.num_devices as i64);
+        let all = self
+            .all
+            .get_or_init(|| raw::event::AllReady::register(&self.events));
+        let errors = match timeout {
+            None => all.wait(&self.events),
+            Some(t) => match all.wait_timeout(&self.events, t) {
+                Some(errors) => errors,
+                None => return Ok(false),
+            },
+        };
+        let errors = self.errors.get_or_init(|| errors);
+        if let Some((d, e)) = errors.first() {
+            // The device's outputs' own wait explains an out-of-memory error with the
+            // device's figures.
+            return Err(super::wait_all(self.device(*d).iter())
+                .err()
+                .unwrap_or_else(|| e.clone()));
         }
         for b in &self.buffers {
             b.raw.mark_ready();
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -215,6 +261,8 @@ impl PreparedCall {
         Ok(CallOutputs {
             buffers: sink.buffers,
             events: sink.events,
+            all: OnceLock::new(),
+            errors: OnceLock::new(),
             num_devices,
             num_outputs: st.outputs.len(),
         })
