@@ -247,6 +247,8 @@ impl PyExecutable {
                         break;
                     }
                 }
+            } else {
+                note_ready(outs);
             }
             Ok(())
         };
@@ -284,11 +286,23 @@ impl PyExecutable {
         py: Python<'py>,
         outs: Vec<rpjrt::Buffer>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let items = outs
-            .into_iter()
-            .map(|b| PyBuffer::wrap(py, b, &self.client))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, items)
+        crate::buffer::wrap_list(py, outs, &self.client)
+    }
+}
+
+/// One non-blocking readiness check of a fresh execution's outputs, made while the GIL is
+/// released anyway for the execution: a program the plugin ran inline (a tiny one, on a
+/// CPU plugin) has its outputs ready on return, and a success is remembered in each
+/// output, so a later `block_until_ready()` returns without a plugin call or a second
+/// release of the GIL. Stops at the first output not ready yet (the others of a still
+/// running execution are most likely not ready either), so a call whose outputs are
+/// still being computed pays for one check. An error of the check is left for the wait
+/// to report.
+fn note_ready(outs: &[rpjrt::Buffer]) {
+    for o in outs {
+        if !o.is_ready().unwrap_or(false) {
+            break;
+        }
     }
 }
 
