@@ -35,7 +35,13 @@ impl Drop for PyBuffer {
             return;
         };
         if !self.borrows_host {
-            drop(inner);
+            // A small buffer waits for the next call of its client's executables, which
+            // destroys it with the GIL released (see `PyClient::defer_drop`).
+            if inner.host_size() <= crate::client::DEFERRED_DROP_BYTES {
+                drop(self.client.get().defer_drop(inner));
+            } else {
+                drop(inner);
+            }
             return;
         }
         // Destroying a buffer may wait for the plugin (e.g. until it is done with borrowed

@@ -236,8 +236,12 @@ impl PyExecutable {
             }
         };
         let exe = &self.inner;
+        let client = self.client.get();
         let mut outs = Vec::with_capacity(exe.num_outputs());
         let run = |outs: &mut Vec<rpjrt::Buffer>| -> rpjrt::Result<()> {
+            // Buffers dropped with the GIL held go first (their handles can then be reused
+            // for this call's outputs).
+            drop(client.take_deferred());
             exe.execute_into(refs, outs)?;
             if wait {
                 // Poll each output once released; what is still running is waited for

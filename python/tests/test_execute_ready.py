@@ -76,3 +76,48 @@ def test_outputs_of_a_call_are_ready_and_correct_on_a_cpu_plugin(client: rpjrt.C
     for y in outs:
         assert y.block_until_ready() is y
         assert y.to_numpy().tolist() == [2.0, 6.0, 12.0, 20.0]
+
+
+def test_small_dropped_buffers_are_destroyed_by_the_next_call_and_big_ones_at_once() -> None:
+    # A Buffer freed with the GIL held leaves its (small) C buffer to the next call of an
+    # executable of its client, which destroys it with the GIL released; at most 8 wait,
+    # bigger ones and the rest are destroyed at once, and close() destroys those waiting.
+    path = str(fake_plugin_path())
+    r = run_python(
+        f"""
+        import ctypes
+        import rpjrt
+        lib = ctypes.CDLL({path!r})
+        lib.rpjrt_fake_live_handle_count.restype = ctypes.c_size_t
+        live = lib.rpjrt_fake_live_handle_count
+        c = rpjrt.Client({path!r})
+        exe = c.compile({MUL_ADD!r})
+        x = c.put([1.0, 2.0, 3.0, 4.0], dtype="float32")
+        (y,) = exe(x, x)
+        n = live()
+        del y
+        print("AFTER_DEL", live() - n)
+        (z,) = exe(x, x)
+        print("AFTER_CALL", live() - n)
+        big = c.put(bytes(1 << 20))
+        del big
+        print("BIG", live() - n)
+        small = [c.put([1.0], dtype="float32") for _ in range(10)]
+        m = live()
+        del small
+        print("SMALL", live() - m)
+        exe(x, x)  # destroys the 8 kept
+        print("DRAINED", live() - n)
+        del z
+        c.close()
+        print("CLOSED", live() - n)
+        """
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "AFTER_DEL 0\n" in out, out  # kept for the next call
+    assert "AFTER_CALL 0\n" in out, out  # destroyed by it, and its own output made
+    assert "BIG 0\n" in out, out  # 1 MiB: destroyed at once
+    assert "SMALL -2\n" in out, out  # 8 kept, 2 destroyed at once
+    assert "DRAINED 1\n" in out, out  # 8 destroyed; the call's own output, dropped, waits
+    assert "CLOSED -1\n" in out, out  # close destroyed it and z: only x is left
