@@ -121,3 +121,37 @@ def test_small_dropped_buffers_are_destroyed_by_the_next_call_and_big_ones_at_on
     assert "SMALL -2\n" in out, out  # 8 kept, 2 destroyed at once
     assert "DRAINED 1\n" in out, out  # 8 destroyed; the call's own output, dropped, waits
     assert "CLOSED -1\n" in out, out  # close destroyed it and z: only x is left
+
+
+def test_two_threads_dropping_outputs_leak_nothing() -> None:
+    # Two threads call one executable and drop the outputs (kept for later destruction
+    # by either thread's next call, or destroyed at once when the list is full or busy).
+    path = str(fake_plugin_path())
+    r = run_python(
+        f"""
+        import ctypes, threading
+        import rpjrt
+        lib = ctypes.CDLL({path!r})
+        lib.rpjrt_fake_live_handle_count.restype = ctypes.c_size_t
+        c = rpjrt.Client({path!r})
+        exe = c.compile({MUL_ADD!r})
+        xs = [c.put([float(i)] * 4, dtype="float32") for i in range(2)]
+        n = lib.rpjrt_fake_live_handle_count()
+        def work(i):
+            for _ in range(500):
+                (y,) = exe(xs[i], xs[i])
+                assert y.block_until_ready().to_numpy().tolist() == [float(i)] * 4
+                exe(xs[i], xs[i], wait=True)
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("KEPT", 0 <= lib.rpjrt_fake_live_handle_count() - n <= 8)
+        c.close()
+        print("CLOSED", lib.rpjrt_fake_live_handle_count() - n)
+        """
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "KEPT True\n" in r.stdout, r.stdout
+    assert "CLOSED 0\n" in r.stdout, r.stdout
