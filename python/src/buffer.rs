@@ -6,8 +6,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use rpjrt::ElementType;
 
 use crate::client::{wrap_device, wrap_memory, PyClient, PyDevice, PyMemory};
@@ -34,7 +35,13 @@ impl Drop for PyBuffer {
             return;
         };
         if !self.borrows_host {
-            drop(inner);
+            // A small buffer waits for the next call of its client's executables, which
+            // destroys it with the GIL released (see `PyClient::defer_drop`).
+            if inner.host_size() <= crate::client::DEFERRED_DROP_BYTES {
+                drop(self.client.get().defer_drop(inner));
+            } else {
+                drop(inner);
+            }
             return;
         }
         // Destroying a buffer may wait for the plugin (e.g. until it is done with borrowed
@@ -203,6 +210,31 @@ fn copy_to_host_array(py: Python<'_>, b: &rpjrt::Buffer, dst: &mut [u8]) -> PyRe
     } else {
         py.detach(|| b.to_host_array(dst)).pyerr()
     }
+}
+
+/// The Python list of an execution's outputs, built in place (no intermediate list).
+pub fn wrap_list<'py>(
+    py: Python<'py>,
+    outs: Vec<rpjrt::Buffer>,
+    client: &Py<PyClient>,
+) -> PyResult<Bound<'py, PyList>> {
+    let n = outs.len();
+    let len = ffi::Py_ssize_t::try_from(n).map_err(|_| invalid("too many outputs"))?;
+    // SAFETY: `PyList_New` returns a new reference (or null with an exception set, which
+    // `from_owned_ptr_or_err` turns into the error); the object is a list.
+    let list = unsafe {
+        Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?.cast_into_unchecked::<PyList>()
+    };
+    for (i, b) in (0..len).zip(outs) {
+        let item = PyBuffer::wrap(py, b, client)?;
+        // SAFETY: `list` is a list of length `len` and `i < len`; `PyList_SetItem` steals
+        // the new reference `into_ptr` hands over (also when it fails). A list left with
+        // empty slots by an error above is released safely (empty slots are skipped).
+        if unsafe { ffi::PyList_SetItem(list.as_ptr(), i, item.into_ptr()) } != 0 {
+            return Err(PyErr::fetch(py));
+        }
+    }
+    Ok(list)
 }
 
 /// A waker that flips a flag and signals a condition variable.

@@ -1,6 +1,7 @@
 //! Plugin, Client, Device, Memory.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -125,12 +126,31 @@ pub struct PyClient {
     pub inner: crate::notify::Held<rpjrt::Client>,
     plugin: Py<PyPlugin>,
     platform: String,
+    /// Small buffers whose last Python reference went with the GIL held, destroyed by the
+    /// next call of one of this client's executables while it has the GIL released.
+    deferred: Mutex<DeferredDrops>,
+}
+
+/// How many dropped buffers a client keeps for a later destruction.
+const DEFERRED_DROPS: usize = 8;
+
+/// Buffers of at most this many bytes may wait for a later destruction; bigger ones are
+/// freed at once (their memory matters more than the time).
+pub const DEFERRED_DROP_BYTES: usize = rpjrt::QUICK_COPY_BYTES;
+
+/// Dropped buffers waiting for a region without the GIL (at most `DEFERRED_DROPS`).
+#[derive(Default)]
+pub struct DeferredDrops {
+    items: [Option<rpjrt::Buffer>; DEFERRED_DROPS],
+    len: usize,
 }
 
 impl Drop for PyClient {
     fn drop(&mut self) {
+        // The kept buffers may hold the last references to the C client.
+        let kept = self.take_deferred();
         if let Some(inner) = self.inner.take() {
-            crate::notify::drop_detached(inner);
+            crate::notify::drop_detached((inner, kept));
         }
     }
 }
@@ -139,6 +159,34 @@ impl PyClient {
     /// The platform name, cached at creation.
     pub fn platform_name(&self) -> &str {
         &self.platform
+    }
+
+    /// Keeps `b` (a buffer whose Python object is being freed, with the GIL held) for
+    /// destruction by a later call that releases the GIL (`take_deferred`), so that two
+    /// Python threads calling executables do not destroy their outputs while holding the
+    /// GIL. Gives `b` back when there is no room (or the list is busy: this never waits).
+    pub fn defer_drop(&self, b: rpjrt::Buffer) -> Option<rpjrt::Buffer> {
+        let Ok(mut d) = self.deferred.try_lock() else {
+            return Some(b);
+        };
+        let i = d.len;
+        match d.items.get_mut(i) {
+            Some(slot) => {
+                *slot = Some(b);
+                d.len = i + 1;
+                None
+            }
+            None => Some(b),
+        }
+    }
+
+    /// The buffers `defer_drop` kept, for the caller to drop without the GIL (the lock is
+    /// held only to move them out).
+    pub fn take_deferred(&self) -> DeferredDrops {
+        match self.deferred.try_lock() {
+            Ok(mut d) if d.len > 0 => std::mem::take(&mut *d),
+            _ => DeferredDrops::default(),
+        }
     }
 }
 
@@ -337,6 +385,7 @@ impl PyClient {
                     inner: crate::notify::Held::new(inner),
                     plugin: p.clone().unbind(),
                     platform,
+                    deferred: Mutex::default(),
                 });
             }
         }
@@ -384,6 +433,7 @@ impl PyClient {
                 },
             )?,
             platform,
+            deferred: Mutex::default(),
         })
     }
 
@@ -635,7 +685,9 @@ impl PyClient {
         crate::dlpack::import(slf, obj, &dev, copy)
     }
 
-    fn close(&self) -> PyResult<()> {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let kept = self.take_deferred();
+        py.detach(move || drop(kept));
         self.inner.close().pyerr()
     }
 
@@ -644,8 +696,8 @@ impl PyClient {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
-        self.inner.close().pyerr()
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

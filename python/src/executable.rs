@@ -1,5 +1,7 @@
 //! Executable: compiled programs and execution.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use rpjrt::{ArraySpec, ExecuteOptions};
@@ -14,6 +16,8 @@ use crate::errors::{invalid, unsupported, PyErrExt};
 pub struct PyExecutable {
     inner: crate::notify::Held<rpjrt::Executable>,
     client: Py<PyClient>,
+    /// Plain calls in a row whose outputs were not ready on return (see `note_ready`).
+    ready_misses: AtomicU32,
 }
 
 impl Drop for PyExecutable {
@@ -45,6 +49,7 @@ impl PyExecutable {
             PyExecutable {
                 inner: crate::notify::Held::new(inner),
                 client,
+                ready_misses: AtomicU32::new(0),
             },
         )
     }
@@ -236,8 +241,12 @@ impl PyExecutable {
             }
         };
         let exe = &self.inner;
+        let client = self.client.get();
         let mut outs = Vec::with_capacity(exe.num_outputs());
         let run = |outs: &mut Vec<rpjrt::Buffer>| -> rpjrt::Result<()> {
+            // Buffers dropped with the GIL held go first (their handles can then be reused
+            // for this call's outputs).
+            drop(client.take_deferred());
             exe.execute_into(refs, outs)?;
             if wait {
                 // Poll each output once released; what is still running is waited for
@@ -247,6 +256,8 @@ impl PyExecutable {
                         break;
                     }
                 }
+            } else {
+                self.note_ready(outs);
             }
             Ok(())
         };
@@ -284,11 +295,44 @@ impl PyExecutable {
         py: Python<'py>,
         outs: Vec<rpjrt::Buffer>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let items = outs
-            .into_iter()
-            .map(|b| PyBuffer::wrap(py, b, &self.client))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, items)
+        crate::buffer::wrap_list(py, outs, &self.client)
+    }
+}
+
+impl PyExecutable {
+    /// One non-blocking readiness check of a fresh execution's outputs, made while the GIL
+    /// is released anyway for the execution: a program the plugin ran inline (a tiny one,
+    /// on a CPU plugin) has its outputs ready on return, and a success is remembered in
+    /// each output, so a later `block_until_ready()` returns without a plugin call or a
+    /// second release of the GIL. Stops at the first output not ready yet (the others of a
+    /// still running execution are most likely not ready either). An executable whose
+    /// outputs were not ready on return `READY_PROBES` times in a row (an accelerator, a
+    /// long program) is checked only once every `READY_REPROBE` calls after that. An
+    /// error of the check is left for the wait to report.
+    fn note_ready(&self, outs: &[rpjrt::Buffer]) {
+        const READY_PROBES: u32 = 4;
+        const READY_REPROBE: u32 = 64;
+        let misses = self.ready_misses.load(Ordering::Relaxed);
+        if misses >= READY_PROBES && !misses.is_multiple_of(READY_REPROBE) {
+            self.ready_misses
+                .store(misses.wrapping_add(1), Ordering::Relaxed);
+            return;
+        }
+        let mut first_ready = false;
+        for (i, o) in outs.iter().enumerate() {
+            if !o.is_ready().unwrap_or(false) {
+                break;
+            }
+            first_ready |= i == 0;
+        }
+        let now = if first_ready {
+            0
+        } else {
+            misses.wrapping_add(1).max(1)
+        };
+        if now != misses {
+            self.ready_misses.store(now, Ordering::Relaxed);
+        }
     }
 }
 
