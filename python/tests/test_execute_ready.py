@@ -4,6 +4,9 @@ Python execute + wait path)."""
 
 from __future__ import annotations
 
+import subprocess
+import textwrap
+
 import rpjrt
 
 from .conftest import fake_plugin_path, run_python
@@ -17,22 +20,33 @@ func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
+def in_child(body: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs `body` in a fresh interpreter after a preamble that loads the fake plugin as
+    `lib` (with its live-handle counter, `live`), opens client `c`, compiles `exe` and
+    puts `x`."""
+    path = str(fake_plugin_path())
+    preamble = f"""
+import ctypes, threading
+import rpjrt
+lib = ctypes.CDLL({path!r})
+lib.rpjrt_fake_live_handle_count.restype = ctypes.c_size_t
+live = lib.rpjrt_fake_live_handle_count
+c = rpjrt.Client({path!r})
+exe = c.compile({MUL_ADD!r})
+x = c.put([1.0, 2.0, 3.0, 4.0], dtype="float32")
+"""
+    return run_python(preamble + textwrap.dedent(body), env=env)
+
+
 def test_a_call_remembers_outputs_that_were_ready_on_return() -> None:
     # The fake plugin runs programs inside Execute, so outputs are ready on return. After
     # the calls, every PJRT_Buffer_ReadyEvent fails: a wait that still asked the plugin
     # would raise, one that knows the output is ready does not.
-    path = str(fake_plugin_path())
-    r = run_python(
-        f"""
-        import ctypes
-        import rpjrt
-        c = rpjrt.Client({path!r})
-        exe = c.compile({MUL_ADD!r})
-        x = c.put([1.0, 2.0, 3.0, 4.0], dtype="float32")
+    r = in_child(
+        """
         (y,) = exe(x, x)
         (z,), _ = exe.execute_with_events(x, x)  # no readiness check on this path
         spec = b"RPJRT_FAKE_FAIL=PJRT_Buffer_ReadyEvent:INTERNAL:no more ready events"
-        lib = ctypes.CDLL({path!r})
         assert lib.rpjrt_fake_configure(spec, len(spec)) == 0
         assert y.block_until_ready() is y
         assert y.is_ready()
@@ -50,13 +64,8 @@ def test_a_call_remembers_outputs_that_were_ready_on_return() -> None:
 
 def test_a_failed_readiness_check_is_reported_by_the_wait() -> None:
     # The check after the execution swallows its own error; the wait reports it.
-    path = str(fake_plugin_path())
-    r = run_python(
-        f"""
-        import rpjrt
-        c = rpjrt.Client({path!r})
-        exe = c.compile({MUL_ADD!r})
-        x = c.put([1.0, 2.0, 3.0, 4.0], dtype="float32")
+    r = in_child(
+        """
         (y,) = exe(x, x)
         try:
             y.block_until_ready()
@@ -82,17 +91,8 @@ def test_small_dropped_buffers_are_destroyed_by_the_next_call_and_big_ones_at_on
     # A Buffer freed with the GIL held leaves its (small) C buffer to the next call of an
     # executable of its client, which destroys it with the GIL released; at most 8 wait,
     # bigger ones and the rest are destroyed at once, and close() destroys those waiting.
-    path = str(fake_plugin_path())
-    r = run_python(
-        f"""
-        import ctypes
-        import rpjrt
-        lib = ctypes.CDLL({path!r})
-        lib.rpjrt_fake_live_handle_count.restype = ctypes.c_size_t
-        live = lib.rpjrt_fake_live_handle_count
-        c = rpjrt.Client({path!r})
-        exe = c.compile({MUL_ADD!r})
-        x = c.put([1.0, 2.0, 3.0, 4.0], dtype="float32")
+    r = in_child(
+        """
         (y,) = exe(x, x)
         n = live()
         del y
@@ -126,17 +126,10 @@ def test_small_dropped_buffers_are_destroyed_by_the_next_call_and_big_ones_at_on
 def test_two_threads_dropping_outputs_leak_nothing() -> None:
     # Two threads call one executable and drop the outputs (kept for later destruction
     # by either thread's next call, or destroyed at once when the list is full or busy).
-    path = str(fake_plugin_path())
-    r = run_python(
-        f"""
-        import ctypes, threading
-        import rpjrt
-        lib = ctypes.CDLL({path!r})
-        lib.rpjrt_fake_live_handle_count.restype = ctypes.c_size_t
-        c = rpjrt.Client({path!r})
-        exe = c.compile({MUL_ADD!r})
+    r = in_child(
+        """
         xs = [c.put([float(i)] * 4, dtype="float32") for i in range(2)]
-        n = lib.rpjrt_fake_live_handle_count()
+        n = live()
         def work(i):
             for _ in range(500):
                 (y,) = exe(xs[i], xs[i])
@@ -147,9 +140,9 @@ def test_two_threads_dropping_outputs_leak_nothing() -> None:
             t.start()
         for t in ts:
             t.join()
-        print("KEPT", 0 <= lib.rpjrt_fake_live_handle_count() - n <= 8)
+        print("KEPT", 0 <= live() - n <= 8)
         c.close()
-        print("CLOSED", lib.rpjrt_fake_live_handle_count() - n)
+        print("CLOSED", live() - n)
         """
     )
     assert r.returncode == 0, r.stdout + r.stderr
