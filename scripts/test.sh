@@ -7,7 +7,18 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-step() { printf '\n==== %s ====\n' "$*"; }
+# Each tier says how much disk is left: CI machines differ in free disk, and a full one shows
+# up as a linker or rustc I/O error far from its cause.
+step() { printf '\n==== %s ====\n' "$*"; df -h . | awk 'NR == 2 { print "disk: " $4 " free of " $2 }'; }
+
+# CI builds each target once and starts on a fresh machine, so cargo's incremental caches
+# (2 GB here) and pip's wheel cache (about 1 GB) would only fill the disk.
+# The test binaries also drop their debug info there (a test's failure message keeps its
+# file and line; backtraces and valgrind name functions only): about fifty of them each link
+# the standard library's line tables, 650 MB together.
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL=0 PIP_NO_CACHE_DIR=1 CARGO_PROFILE_DEV_STRIP=debuginfo
+fi
 
 step "set-up"
 bash scripts/setup.sh
@@ -32,12 +43,17 @@ cargo test --workspace --locked
 
 step "valgrind: raw layer against the fake plugin"
 bash scripts/valgrind.sh
+# The Rust test binaries are done with; the benchmark smoke run rebuilds the one example it needs.
+if [ -n "${CI:-}" ]; then rm -rf target/debug; fi
 
 step "AddressSanitizer: rpjrt and the fake plugin's tests (target/asan)"
 bash scripts/asan.sh
+# Later tiers need nothing from the sanitizer build.
+rm -rf target/asan
 
 step "publishable crates (cargo publish --dry-run, in dependency order)"
 bash scripts/publish-check.sh
+rm -rf target/package
 
 step "Python package (both CPU plugins)"
 bash python/ci.sh
