@@ -54,6 +54,15 @@ pub fn save(session: &Session, path: impl AsRef<Path>) -> Result<()> {
              checkpoint's type table"
         )));
     }
+    if let Some(name) = names.iter().find(|n| n.contains('\0')) {
+        // numpy (Python's zipfile) cuts a member name at its first NUL: "a\0b.npy" would
+        // load as "a", beside or over a slot really named "a".
+        return Err(invalid(format!(
+            "slot {name:?} cannot be saved: its name contains a NUL character, at which \
+             numpy's zip reader cuts member names (it would load as {:?})",
+            name.split('\0').next().unwrap_or_default()
+        )));
+    }
     let mut members = Vec::with_capacity(names.len() + 1);
     let mut types = serde_json::Map::new();
     for name in &names {
@@ -143,6 +152,7 @@ pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
             )));
         }
         let data = member.read_data(plan.bytes)?;
+        check_narrow(name, plan.element_type, &data).map_err(with_file)?;
         let mut host = HostArray::from_owner(Arc::new(data), plan.element_type, plan.dims)
             .with_byte_order(plan.order);
         if let Some(strides) = plan.strides {
@@ -161,6 +171,36 @@ pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
         ready.push((name.clone(), SlotValue::Uploaded(buffer)));
     }
     session.bind_all(ready).map_err(with_file)
+}
+
+/// Refuses a byte that is no element of `t` when `t` is narrower than a byte (int4, uint2,
+/// float4, float6 ..., one element per byte as ml_dtypes holds them): packing would keep
+/// its low bits and silently give another value (an int4 byte 0x7f became -1).
+fn check_narrow(name: &str, t: ElementType, data: &[u8]) -> Result<()> {
+    let w = t.bit_width();
+    if w >= 8 || t.kind() == rpjrt::ElementKind::Token {
+        return Ok(());
+    }
+    let signed = t.kind() == rpjrt::ElementKind::Signed;
+    // The element's own bits (how ml_dtypes stores it: int4 -2 is 0x0e), or for a signed
+    // type those bits sign-extended (how rpjrt and the CPU plugins hand it back: 0xfe).
+    let fits = |b: u8| {
+        let v = i32::from(b as i8);
+        u32::from(b) < (1 << w) || signed && (-(1 << (w - 1))..0).contains(&v)
+    };
+    match data.iter().position(|&b| !fits(b)) {
+        None => Ok(()),
+        Some(i) => Err(invalid(format!(
+            "slot {name:?} is {t}, but element {i} is the byte {:#04x}, which is no {t} \
+             value ({w} bits{})",
+            data[i],
+            if signed {
+                ", or those sign-extended"
+            } else {
+                ""
+            }
+        ))),
+    }
 }
 
 /// A checkpoint's type table (member `i`, [`DTYPES_KEY`]): slot name → element type.

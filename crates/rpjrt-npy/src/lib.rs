@@ -38,6 +38,7 @@ pub mod checkpoint;
 pub mod literal;
 pub mod npy;
 pub mod npz;
+pub mod scalars;
 
 use std::path::Path;
 
@@ -54,6 +55,16 @@ pub(crate) fn invalid(msg: impl Into<String>) -> Error {
 /// archive order). Only regular files are opened. An `.npz` member's header is checked
 /// against the size the archive declares before its data is inflated.
 pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
+    load_checked(path, |_, _, _| Ok(()))
+}
+
+/// [`load`], with `check(name, element_type, dims)` called on each array's header before
+/// any of its data is read or inflated: an error from it ends the load, so an array the
+/// caller cannot use (a wrong type or shape, a huge one) costs a header read, not its data.
+pub fn load_checked(
+    path: impl AsRef<Path>,
+    mut check: impl FnMut(&str, rpjrt::ElementType, &[i64]) -> Result<()>,
+) -> Result<Vec<(String, Array)>> {
     let path = path.as_ref();
     if let Some(mut npz) = npz::NpzReader::open(path)? {
         let mut out = Vec::with_capacity(npz.names().len());
@@ -63,6 +74,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
             let (t, big, want) = npy::array_layout(member.header())
                 .map_err(|e| npz::io_err(path, format!("member {name:?}: {}", npz::bare(&e))))?;
             let dims = member.header().dims.clone();
+            check(&name, t, &dims)?;
             let mut data = member.read_data(want)?;
             if big {
                 npy::swap_to_little(t, &mut data);
@@ -71,15 +83,48 @@ pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Array)>> {
         }
         return Ok(out);
     }
-    let bytes = rpjrt::read_regular_file(path)?;
-    let a = read_npy(&bytes).map_err(|e| npz::io_err(path, npz::bare(&e)))?;
-    Ok(vec![(String::new(), a)])
+    // A .npy file: its header first (the file is opened once, as a regular file).
+    let fail = |e: &dyn std::fmt::Display| npz::io_err(path, e);
+    let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
+    if !meta.is_file() {
+        return Err(fail(&"not a regular file"));
+    }
+    let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(|e| fail(&e))?);
+    let h = npy::read_header(&mut file).map_err(|e| fail(&npz::bare(&e)))?;
+    let (t, big, want) = npy::array_layout(&h).map_err(|e| fail(&npz::bare(&e)))?;
+    let have = meta.len().saturating_sub(h.len as u64);
+    if have != want as u64 {
+        return Err(fail(&format!(
+            "not a valid .npy file: shape {:?} of {t} needs {want} data bytes, the file has \
+             {have}",
+            h.dims
+        )));
+    }
+    check("", t, &h.dims)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(want).map_err(|_| {
+        rpjrt::Error::ResourceExhausted(format!("{want} bytes for {}", path.display()))
+    })?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, want as u64), &mut data)
+        .map_err(|e| fail(&e))?;
+    if data.len() != want {
+        return Err(fail(&format!(
+            "not a valid .npy file: shape {:?} of {t} needs {want} data bytes, the file has {}",
+            h.dims,
+            data.len()
+        )));
+    }
+    if big {
+        npy::swap_to_little(t, &mut data);
+    }
+    Ok(vec![(String::new(), Array::new(t, h.dims, data)?)])
 }
 
-/// Writes one array as a `.npy` file.
+/// Writes one array as a `.npy` file, whole or not at all (`rpjrt::write_regular_file`).
 pub fn save_npy(path: impl AsRef<Path>, array: &Array) -> Result<()> {
     let path = path.as_ref();
-    std::fs::write(path, write_npy(array)?).map_err(|e| npz::io_err(path, e))
+    let bytes = write_npy(array)?;
+    rpjrt::write_regular_file(path, |f| std::io::Write::write_all(f, &bytes))
 }
 
 /// Writes named arrays as an (uncompressed) `.npz` file, like `np.savez`; atomically
@@ -124,6 +169,106 @@ mod tests {
             .contains("not a regular file"));
         let e = save_npz(&p, &[("a".into(), b.clone()), ("a".into(), b)]).unwrap_err();
         assert!(e.to_string().contains("\"a\" is given twice"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn saving_over_a_fifo_refuses_and_leaves_it() {
+        // save_npz renamed its temporary file over whatever was there (a FIFO, or a
+        // device node such as /dev/full for root), and save_npy blocked opening a FIFO.
+        let dir = temp_dir("fifo");
+        let p = dir.join("x.npz");
+        let _ = std::fs::remove_file(&p);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let a = parse_literal("[1,2]:f32", None).unwrap();
+        let npz = save_npz(&p, &[("a".into(), a.clone())]).unwrap_err();
+        let npy = save_npy(&p, &a).unwrap_err();
+        for e in [npz, npy] {
+            assert_eq!(e.code(), rpjrt::Code::InvalidArgument, "{e}");
+            assert!(
+                e.to_string()
+                    .contains("x.npz: a FIFO (named pipe), not a regular file"),
+                "{e}"
+            );
+        }
+        use std::os::unix::fs::FileTypeExt as _;
+        assert!(std::fs::metadata(&p).unwrap().file_type().is_fifo());
+        // Nothing else is left in the folder: no temporary file.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn archive_faults_are_not_reported_as_bad_npy_headers() {
+        let dir = temp_dir("faults");
+        let p = dir.join("x.npz");
+        let a = parse_literal("[1,2,3]:f32", None).unwrap();
+        save_npz(&p, &[("a".into(), a)]).unwrap();
+        let good = std::fs::read(&p).unwrap();
+        // The member's method says bzip2 (12), in the local and the central header.
+        let mut bz = good.clone();
+        for (sig, at) in [(b"PK\x03\x04", 8), (b"PK\x01\x02", 10)] {
+            let i = bz.windows(4).position(|w| w == sig).unwrap();
+            bz[i + at..i + at + 2].copy_from_slice(&12u16.to_le_bytes());
+        }
+        std::fs::write(&p, &bz).unwrap();
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("compressed with bzip2 (zip method 12)"), "{e}");
+        assert!(!e.contains("not a valid .npy"), "{e}");
+        // Both sizes of the member say 10 bytes: reading its header runs past them.
+        let mut short = good.clone();
+        for (sig, at) in [(b"PK\x03\x04", 22), (b"PK\x01\x02", 24)] {
+            let i = short.windows(4).position(|w| w == sig).unwrap();
+            short[i + at..i + at + 4].copy_from_slice(&10u32.to_le_bytes());
+        }
+        std::fs::write(&p, &short).unwrap();
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("member \"a\""), "{e}");
+        assert!(!e.contains("not a valid .npy"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_directory_is_not_read_as_fewer_or_renamed_members() {
+        let dir = temp_dir("directory");
+        let p = dir.join("x.npz");
+        let a = parse_literal("[1,2,3]:f32", None).unwrap();
+        let arrays: Vec<(String, Array)> = ["a", "b", "c"]
+            .iter()
+            .map(|n| (n.to_string(), a.clone()))
+            .collect();
+        save_npz(&p, &arrays).unwrap();
+        let good = std::fs::read(&p).unwrap();
+        let end = good.windows(4).rposition(|w| w == b"PK\x05\x06").unwrap();
+        // The end record's member counts lowered: the zip reader listed fewer members
+        // (at 0, none) and the rest were silently left out.
+        for n in [0u16, 1, 2] {
+            let mut bad = good.clone();
+            for at in [end + 8, end + 10] {
+                bad[at..at + 2].copy_from_slice(&n.to_le_bytes());
+            }
+            std::fs::write(&p, &bad).unwrap();
+            let e = load(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("damaged .npz archive") && e.contains("end record"),
+                "{n}: {e}"
+            );
+        }
+        // A name changed in the central directory only: member "b" is not a new array "d".
+        let mut bad = good.clone();
+        let cd = bad.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+        let at = cd + bad[cd..].windows(5).position(|w| w == b"b.npy").unwrap();
+        bad[at] = b'd';
+        std::fs::write(&p, &bad).unwrap();
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("member \"d\": damaged .npz archive") && e.contains("header"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

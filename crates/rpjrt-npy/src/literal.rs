@@ -1,10 +1,10 @@
 //! Typed literals such as `[1,2,3]:f32` (the command line's `--input 0=LITERAL`), and
 //! random arrays of a type and shape (`--random`).
 //!
-//! The values follow the core's one rule for numbers ([`rpjrt::scalars::values_to_host`]):
+//! The values follow the core's one rule for numbers ([`crate::scalars::values_to_host`]):
 //! this module only splits the text into a shape and scalar tokens.
 
-use rpjrt::scalars::{self, Scalar};
+use crate::scalars::{self, Scalar};
 use rpjrt::{element_count, ElementType, Error, Result};
 
 use crate::array::Array;
@@ -14,7 +14,7 @@ use crate::invalid;
 /// with an optional `:TYPE` suffix (`[1,2,3]:f32`, `7:int8`). Without a suffix the type is
 /// `default` when given, else float32 for numbers with a `.`/`e`, int32 for integers and
 /// bool for `true`/`false`. Values follow the one rule for numbers
-/// ([`rpjrt::scalars::to_host`]): in range, no float into an integer type, no overflow.
+/// ([`crate::scalars::to_host`]): in range, no float into an integer type, no overflow.
 pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> {
     let text = text.trim();
     let (body, ty) = match text.rsplit_once(':') {

@@ -71,7 +71,8 @@ pub fn read_header(r: &mut impl Read) -> Result<Header> {
 fn read_full(r: &mut impl Read, buf: &mut [u8], why: &str) -> Result<()> {
     r.read_exact(buf).map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => bad(why),
-        _ => invalid(format!("not a valid .npy file: {e}")),
+        // Not the format's fault: the bytes could not be read (a damaged archive member).
+        _ => invalid(format!("its data cannot be read ({e})")),
     })
 }
 
@@ -150,12 +151,14 @@ pub fn descr_of(t: ElementType) -> Result<String> {
 /// The element type of a numpy type string and whether it is big-endian; raw-byte types
 /// (`|V2`) and types PJRT lacks are refused with a message naming the type string.
 pub fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
-    let (order, code) = descr.split_at(descr.len().min(1));
-    let big = match order {
-        "<" | "|" | "=" => false,
-        ">" => true,
+    // By character, not byte: a header is any text, and a byte split could cut one.
+    let mut chars = descr.chars();
+    let big = match chars.next() {
+        Some('<' | '|' | '=') => false,
+        Some('>') => true,
         _ => return Err(invalid(format!("unknown .npy type {descr:?}"))),
     };
+    let code = chars.as_str();
     if code.starts_with('V') {
         return Err(invalid(format!(
             "the .npy type {descr:?} is raw bytes (how numpy saves bfloat16, float8 and \

@@ -3,7 +3,8 @@
 //!
 //! A member's name is its array's name plus `.npy` (exactly one suffix is removed on
 //! reading, so `w.npy` and `w` stay apart). Reading checks before it inflates: the
-//! archive's names (a name stored twice is refused, naming it), then each member's `.npy`
+//! archive's names (a name stored twice is refused, naming it; each member's local header
+//! must agree with the central directory), then each member's `.npy`
 //! header (a few hundred bytes) against what the caller expects and against the size the
 //! archive declares; only then is the data read, never more than the header describes.
 
@@ -58,9 +59,34 @@ impl NpzReader {
             names: Vec::new(),
             total: meta.len(),
         };
+        // The zip reader takes the member count from the end record and keeps one entry
+        // per name: the central directory itself says what the archive holds.
+        let raw = central_directory_names(path, &reader.zip)?;
+        // An archive of no members is its 22-byte end record and comment, nothing more.
+        let empty_size = 22 + reader.zip.comment().len() as u64;
+        if reader.zip.is_empty() && reader.total > empty_size {
+            return Err(io_err(
+                path,
+                format!(
+                    "damaged .npz archive: its end record counts no members, but it holds {} \
+                     bytes",
+                    reader.total
+                ),
+            ));
+        }
+        if raw.len() != reader.zip.len() && !reader.zip.has_duplicate_names() {
+            return Err(io_err(
+                path,
+                format!(
+                    "damaged .npz archive: its end record counts {} members, its central \
+                     directory lists {}",
+                    reader.zip.len(),
+                    raw.len()
+                ),
+            ));
+        }
         if reader.zip.has_duplicate_names() {
-            // The zip reader keeps one entry per name: find the name it merged.
-            let raw = central_directory_names(path, &reader.zip)?;
+            // Find the name the zip reader merged.
             let mut seen = std::collections::HashSet::new();
             let dup = raw.into_iter().find(|n| !seen.insert(n.clone()));
             return Err(io_err(
@@ -111,10 +137,30 @@ impl NpzReader {
             .get(i)
             .cloned()
             .ok_or_else(|| io_err(path, format!("the archive has no member {i}")))?;
+        // The local header must agree with the central directory (name, method, sizes,
+        // CRC), as Python's zipfile demands: a name damaged in either would otherwise
+        // restore the array into another slot.
+        let consistent = zip::ZipReadOptions::new().enforce_header_consistency(true);
         let mut file = self
             .zip
-            .by_index(i)
-            .map_err(|e| io_err(path, format!("damaged .npz archive ({e})")))?;
+            .by_index_with_options(i, consistent)
+            .map_err(|e| io_err(path, format!("member {name:?}: damaged .npz archive ({e})")))?;
+        // np.savez stores, np.savez_compressed deflates; nothing else is read (and the
+        // zip reader's own error would otherwise surface as a bad .npy header).
+        let method = file.compression();
+        if !matches!(
+            method,
+            zip::CompressionMethod::Stored | zip::CompressionMethod::Deflated
+        ) {
+            return Err(io_err(
+                path,
+                format!(
+                    "member {name:?} is compressed with {}, which rpjrt does not read: numpy \
+                     writes stored (np.savez) or deflated (np.savez_compressed) members",
+                    method_name(method)
+                ),
+            ));
+        }
         let declared = file.size();
         if declared > self.total.saturating_mul(MAX_RATIO) {
             return Err(io_err(
@@ -131,6 +177,31 @@ impl NpzReader {
             header,
             file,
         })
+    }
+}
+
+/// A zip compression method as a message names it: `bzip2 (zip method 12)`.
+fn method_name(m: zip::CompressionMethod) -> String {
+    let debug = format!("{m:?}");
+    let code = debug
+        .strip_prefix("Unsupported(")
+        .and_then(|c| c.strip_suffix(')'))
+        .and_then(|c| c.parse::<u16>().ok());
+    let known = |c: u16| match c {
+        9 => Some("deflate64"),
+        12 => Some("bzip2"),
+        14 => Some("LZMA"),
+        93 => Some("zstd"),
+        95 => Some("xz"),
+        98 => Some("PPMd"),
+        _ => None,
+    };
+    match code {
+        Some(c) => format!(
+            "{} (zip method {c})",
+            known(c).unwrap_or("an unknown method")
+        ),
+        None => debug,
     }
 }
 
@@ -215,13 +286,18 @@ impl Member<'_> {
 }
 
 /// Every member name as the central directory lists it, duplicates included (the zip
-/// reader merges them).
+/// reader merges them). Reads the file from the directory's start only.
 fn central_directory_names(
     path: &Path,
     zip: &zip::ZipArchive<std::io::BufReader<std::fs::File>>,
 ) -> Result<Vec<String>> {
-    let bytes = rpjrt::read_regular_file(path)?;
-    let mut at = (zip.offset() + zip.central_directory_start()) as usize;
+    let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+    let start = zip.offset().saturating_add(zip.central_directory_start());
+    let mut bytes = Vec::new();
+    file.seek(std::io::SeekFrom::Start(start))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(|e| io_err(path, e))?;
+    let mut at = 0usize;
     let mut names = Vec::new();
     while bytes.get(at..at + 4) == Some(b"PK\x01\x02".as_slice()) {
         let field = |o: usize| -> Option<usize> {
@@ -254,37 +330,22 @@ pub fn write_members(path: &Path, members: &[(String, Vec<u8>)]) -> Result<()> {
             return Err(io_err(path, format!("the array {name:?} is given twice")));
         }
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io_err(path, "not a file name"))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
-    let result = (|| -> Result<()> {
-        let file = std::fs::File::create(&tmp).map_err(|e| io_err(&tmp, e))?;
+    // One writer of whole files for the workspace: a unique temporary name, and a FIFO or
+    // device at `path` refused instead of replaced.
+    rpjrt::write_regular_file(path, |file| {
         let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(file));
         for (name, bytes) in members {
             let opts = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Stored)
                 .large_file(bytes.len() > u32::MAX as usize / 2);
             zip.start_file(format!("{name}.npy"), opts)
-                .map_err(|e| io_err(path, format!("member {name:?}: {e}")))?;
-            zip.write_all(bytes).map_err(|e| io_err(path, e))?;
+                .map_err(|e| std::io::Error::other(format!("member {name:?}: {e}")))?;
+            zip.write_all(bytes)?;
         }
-        let file = zip
-            .finish()
-            .map_err(|e| io_err(path, e))?
+        zip.finish()
+            .map_err(std::io::Error::other)?
             .into_inner()
-            .map_err(|e| io_err(path, e.error()))?;
-        file.sync_all().map_err(|e| io_err(path, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+            .map_err(|e| e.into_error())?;
+        Ok(())
+    })
 }

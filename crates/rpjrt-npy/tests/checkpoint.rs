@@ -293,6 +293,25 @@ fn slot_names_round_trip_exactly() {
     });
 }
 
+#[test]
+fn slot_names_with_nul_are_refused_at_save() {
+    // numpy reads member "a\0b.npy" as "a": saved beside a slot "a", np.load gave the
+    // other slot's values under "a".
+    for_each_plugin(|plugin, client| {
+        let dir = temp_dir(&format!("nul{}", plugin.version().minor));
+        let path = dir.join("nul.npz");
+        let session = Session::new(client).unwrap();
+        session.bind("a", host(&[0.0, 0.0], &[2])).unwrap();
+        session.bind("a\0b", host(&[1.0, 1.0], &[2])).unwrap();
+        expect_err(
+            checkpoint::save(&session, &path),
+            &["\"a\\0b\"", "NUL", "load as \"a\""],
+        );
+        assert!(!path.exists(), "nothing is written");
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
+}
+
 /// A stored zip of `(member name, bytes)` written without the zip writer's duplicate check:
 /// built with distinct placeholder names of the same length, then renamed in place (names
 /// are outside the CRC).
@@ -532,6 +551,180 @@ fn checkpoints_round_trip_any_slots() {
         // Restoring into the session it came from changes nothing.
         checkpoint::restore(&session, &path).unwrap();
         prop_assert_eq!(contents(&back), contents(&session));
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn threads_saving_to_one_path_each_write_a_whole_file() {
+    // The temporary file was named after the process only: two threads saving to one path
+    // shared it, and about half the saves failed ("No such file or directory") when the
+    // other thread's rename had taken it.
+    for_each_plugin(|plugin, client| {
+        let dir = temp_dir(&format!("threads{}", plugin.version().minor));
+        let path = dir.join("shared.npz");
+        let sessions: Vec<Session> = (0..4)
+            .map(|k| {
+                let s = Session::new(client).unwrap();
+                s.bind("w", host(&vec![k as f32; 50_000], &[50_000]))
+                    .unwrap();
+                s
+            })
+            .collect();
+        std::thread::scope(|scope| {
+            for s in &sessions {
+                let path = &path;
+                scope.spawn(move || {
+                    for _ in 0..20 {
+                        checkpoint::save(s, path).unwrap();
+                    }
+                });
+            }
+        });
+        let back = Session::new(client).unwrap();
+        checkpoint::restore(&back, &path).unwrap();
+        let w = back.fetch("w").unwrap().to_vec_of::<f32>().unwrap();
+        assert!(w.iter().all(|v| *v == w[0]), "one session's values, whole");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left behind");
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
+}
+
+/// A byte that is no value of a narrow type (int4 0x7f: not sign-extended from 4 bits) is
+/// refused naming the slot; it was packed to its low bits and restored as another value.
+#[test]
+fn narrow_type_bytes_out_of_range_are_refused() {
+    let text_npy = |text: &str| {
+        let data: Vec<u8> = text
+            .chars()
+            .flat_map(|c| (c as u32).to_le_bytes())
+            .collect();
+        rpjrt_npy::npy::write_npy_raw(&format!("<U{}", text.chars().count()), &[], &data)
+    };
+    for_each_plugin(|plugin, client| {
+        let dir = temp_dir(&format!("narrow{}", plugin.version().minor));
+        let path = dir.join("ck.npz");
+        let write = |bytes: &[u8], ty: &str| {
+            rpjrt_npy::npz::write_members(
+                &path,
+                &[
+                    (
+                        "w".to_string(),
+                        rpjrt_npy::npy::write_npy_raw("|u1", &[3, 1], bytes),
+                    ),
+                    (
+                        checkpoint::DTYPES_KEY.to_string(),
+                        text_npy(&format!("{{\"w\": \"{ty}\"}}")),
+                    ),
+                ],
+            )
+            .unwrap()
+        };
+        let session = Session::new(client).unwrap();
+        // Valid: -2 sign-extended (0xfe, as rpjrt writes it) or as its own 4 bits (0x0e,
+        // as ml_dtypes holds it).
+        for bytes in [[1u8, 0xfe, 3], [1, 0x0e, 3]] {
+            write(&bytes, "int4");
+            checkpoint::restore(&session, &path).unwrap();
+            let b = session.fetch("w").unwrap();
+            assert_eq!(
+                rpjrt::unpack_sub_byte(ElementType::S4, &b.to_vec().unwrap(), 3),
+                [1, 0xfe, 3]
+            );
+        }
+        for (bytes, ty, byte) in [
+            (&[1u8, 0x7f, 3][..], "int4", "0x7f"),
+            (&[1, 0x80, 3], "int4", "0x80"),
+            (&[1, 16, 3], "uint4", "0x10"),
+            (&[1, 2, 4], "uint2", "0x04"),
+            (&[1, 64, 3], "float6_e2m3fn", "0x40"),
+        ] {
+            write(bytes, ty);
+            let fresh = Session::new(client).unwrap();
+            let e = checkpoint::restore(&fresh, &path).unwrap_err().to_string();
+            assert!(e.contains("slot \"w\"") && e.contains(byte), "{ty}: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+#[test]
+fn damaged_checkpoints_are_refused_naming_the_file_and_change_nothing() {
+    // A checkpoint with a type table (bfloat16 and int4 slots) and plain slots, damaged:
+    // bit flips anywhere, truncations, appended bytes, and the zip headers' size, length
+    // and count fields set to 0, huge or just past the end. Restoring it is an error
+    // naming the file (or the slot), never a panic, and the session is left as it was.
+    let plugin = common::plugin(common::Which::New);
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    let dir = temp_dir("damaged");
+    let path = dir.join("c.npz");
+    let session = Session::new(&client).unwrap();
+    session.bind("w", host(&[1.0, 2.0, 3.0], &[3])).unwrap();
+    session
+        .bind(
+            "b",
+            typed(ElementType::BF16, vec![0x80, 0x3f, 0, 0x40], &[2]),
+        )
+        .unwrap();
+    session
+        .bind(
+            "q",
+            SlotValue::Host(
+                HostArray::from_owner(Arc::new(vec![1u8, 0x0e, 7]), ElementType::S4, vec![3])
+                    .unpacked(),
+            ),
+        )
+        .unwrap();
+    checkpoint::save(&session, &path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    // Offsets of the zip headers' length fields.
+    let mut fields = Vec::new();
+    for (sig, offs) in [
+        (&b"PK\x03\x04"[..], &[18usize, 22, 26, 28][..]),
+        (b"PK\x01\x02", &[20, 24, 28, 30, 32, 42]),
+        (b"PK\x05\x06", &[8, 10, 12, 16]),
+    ] {
+        for (at, _) in good.windows(4).enumerate().filter(|(_, w)| *w == sig) {
+            fields.extend(offs.iter().map(|o| at + o));
+        }
+    }
+    let config = ProptestConfig {
+        cases: 64,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0xc4ec),
+        ..ProptestConfig::default()
+    };
+    let values = prop_oneof![Just(0u32), Just(1), Just(u32::MAX), any::<u32>()];
+    let damage = (0u8..4, any::<usize>(), 0u8..8, values);
+    proptest!(config, |(ds in prop::collection::vec(damage, 1..3))| {
+        let mut bad = good.clone();
+        for (kind, at, bit, v) in &ds {
+            let n = bad.len();
+            match kind {
+                0 => bad[at % n] ^= 1 << bit,
+                1 => bad.truncate(at % n),
+                2 => bad.extend_from_slice(&v.to_le_bytes()),
+                _ => {
+                    let o = fields[at % fields.len()];
+                    if o + 4 <= n {
+                        bad[o..o + 4].copy_from_slice(&(v.wrapping_add(u32::from(*bit))).to_le_bytes());
+                    }
+                }
+            }
+        }
+        std::fs::write(&path, &bad).unwrap();
+        let fresh = Session::new(&client).unwrap();
+        fresh.bind("w", host(&[9.0, 9.0, 9.0], &[3])).unwrap();
+        let before = contents(&fresh);
+        match checkpoint::restore(&fresh, &path) {
+            Ok(()) => prop_assert_eq!(contents(&fresh).len(), 3),
+            Err(e) => {
+                let text = e.to_string();
+                prop_assert!(text.contains("c.npz") || text.contains("slot"), "{}", text);
+                prop_assert_eq!(contents(&fresh), before);
+            }
+        }
     });
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -98,6 +98,105 @@ pub(crate) fn program_uses(module: &[u8]) -> Option<crate::mlir::Uses> {
     Some(uses)
 }
 
+/// The parts of a module [`custom_call_layouts`] reads: typed-FFI custom calls' targets,
+/// their result shapes and their constrained operand shapes, with layouts.
+#[derive(Clone, PartialEq, prost::Message)]
+struct CallsWithConfig {
+    #[prost(message, optional, tag = "1")]
+    hlo_module: Option<CallsModule>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct CallsModule {
+    #[prost(message, repeated, tag = "3")]
+    computations: Vec<CallsComputation>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct CallsComputation {
+    #[prost(message, repeated, tag = "2")]
+    instructions: Vec<CallInstruction>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct CallInstruction {
+    #[prost(string, tag = "2")]
+    opcode: String,
+    #[prost(message, optional, tag = "3")]
+    shape: Option<LaidOutShape>,
+    #[prost(string, tag = "28")]
+    custom_call_target: String,
+    #[prost(message, repeated, tag = "57")]
+    operand_shapes_with_layout: Vec<LaidOutShape>,
+    #[prost(int32, tag = "77")]
+    custom_call_api_version: i32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct LaidOutShape {
+    #[prost(int64, repeated, tag = "3")]
+    dimensions: Vec<i64>,
+    #[prost(message, repeated, tag = "4")]
+    tuple_shapes: Vec<LaidOutShape>,
+    #[prost(message, optional, tag = "5")]
+    layout: Option<LayoutProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct LayoutProto {
+    #[prost(int64, repeated, tag = "1")]
+    minor_to_major: Vec<i64>,
+}
+
+/// A typed-FFI custom call whose operand or result is not row-major: `(target, "operand
+/// k" or "result k", minor_to_major)`.
+pub(crate) type OddLayout = (String, String, Vec<i64>);
+
+/// Every typed-FFI (`api_version = 4`) custom call of a compiled module whose result, or
+/// constrained operand, has a layout other than row-major (`operand_layouts` /
+/// `result_layouts`). `None` when the module cannot be read.
+pub(crate) fn custom_call_layouts(module: &[u8], format: &str) -> Option<Vec<OddLayout>> {
+    fn leaves<'a>(s: &'a LaidOutShape, depth: usize, out: &mut Vec<&'a LaidOutShape>) {
+        match s.tuple_shapes.is_empty() {
+            true => out.push(s),
+            false if depth < 64 => s
+                .tuple_shapes
+                .iter()
+                .for_each(|t| leaves(t, depth + 1, out)),
+            false => {}
+        }
+    }
+    let m = match format {
+        "hlo_with_config" => CallsWithConfig::decode(module).ok()?.hlo_module?,
+        "hlo" | "" => CallsModule::decode(module).ok()?,
+        _ => return None,
+    };
+    let mut odd = Vec::new();
+    let calls = m.computations.iter().flat_map(|c| &c.instructions);
+    for i in calls.filter(|i| i.opcode == "custom-call" && i.custom_call_api_version == 4) {
+        let mut check = |what: &str, shapes: Vec<&LaidOutShape>| {
+            for (k, s) in shapes.into_iter().enumerate() {
+                let m2m = s
+                    .layout
+                    .as_ref()
+                    .map(|l| l.minor_to_major.clone())
+                    .unwrap_or_default();
+                let rank = s.dimensions.len() as i64;
+                if !m2m.is_empty() && !m2m.iter().copied().eq((0..rank).rev()) {
+                    odd.push((i.custom_call_target.clone(), format!("{what} {k}"), m2m));
+                }
+            }
+        };
+        let mut results = Vec::new();
+        if let Some(s) = &i.shape {
+            leaves(s, 0, &mut results);
+        }
+        check("result", results);
+        check("operand", i.operand_shapes_with_layout.iter().collect());
+    }
+    Some(odd)
+}
+
 /// XLA's `PrimitiveType` numbering (differs from PJRT's buffer type codes).
 fn from_primitive(code: i32) -> Option<ElementType> {
     use ElementType::*;

@@ -534,12 +534,15 @@ pub(crate) fn entry_parameter_names(code: &[u8]) -> Option<Vec<String>> {
 fn entry_parameter_list(text: &str) -> Option<&str> {
     let mut at = None;
     let mut publics = Vec::new();
-    let mut from = 0;
-    while let Some(i) = text[from..].find("func.func") {
-        let start = from + i;
-        from = start + "func.func".len();
-        let rest = &text[from..];
-        let open = rest.find('(')?;
+    let starts: Vec<usize> = text.match_indices("func.func").map(|(i, _)| i).collect();
+    for (k, &start) in starts.iter().enumerate() {
+        let from = start + "func.func".len();
+        // The parameter list opens before the next function: a search to the end of the
+        // text for each `func.func` took quadratic time.
+        let rest = &text[from..starts.get(k + 1).copied().unwrap_or(text.len())];
+        let Some(open) = rest.find('(') else {
+            continue;
+        };
         let head = rest[..open].trim();
         let is_public = !head.contains("private") && !head.contains("nested");
         let name = head.rsplit('@').next().unwrap_or("").trim();
@@ -940,13 +943,18 @@ fn bytecode_parameter_names(code: &[u8]) -> Option<Vec<String>> {
         let Some((BUILTIN_DICTIONARY, v)) = f.attrs.and_then(builtin) else {
             return false;
         };
-        let n = v.first().copied().unwrap_or(0) as usize;
-        (0..n).any(|k| {
-            let (Some(&key), Some(&value)) = (v.get(1 + 2 * k), v.get(2 + 2 * k)) else {
-                return false;
-            };
-            string_attr(key as usize).as_deref() == Some("sym_name") && names_main(value as usize)
-        })
+        // The count comes from the file: only the (key, value) pairs present are read.
+        let n = usize::try_from(v.first().copied().unwrap_or(0)).unwrap_or(usize::MAX);
+        v.get(1..)
+            .unwrap_or_default()
+            .chunks_exact(2)
+            .take(n)
+            .any(|kv| {
+                let (Ok(key), Ok(value)) = (usize::try_from(kv[0]), usize::try_from(kv[1])) else {
+                    return false;
+                };
+                string_attr(key).as_deref() == Some("sym_name") && names_main(value)
+            })
     };
     let entry = match funcs.as_slice() {
         [only] => only,

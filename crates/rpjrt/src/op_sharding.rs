@@ -311,10 +311,16 @@ impl OpSharding {
 
     /// The device ids of the tile assignment in row-major order of
     /// `tile_assignment_dimensions`, with an iota expanded. Empty for replicated, manual,
-    /// unknown, unreduced and tuple shardings.
+    /// unknown, unreduced and tuple shardings, and for an iota [`OpSharding::decode`] would
+    /// refuse.
     pub fn devices(&self) -> Vec<i64> {
         if self.iota_reshape_dims.is_empty() {
             return self.tile_assignment_devices.clone();
+        }
+        // The fields are public: an iota built by hand is checked as a decoded one is
+        // (a permutation out of range, a product past the bound), else it names nothing.
+        if self.device_count_listed().is_err() {
+            return Vec::new();
         }
         // Iota: element at multi-index j of the transposed array is the source element at
         // the index with j placed back by the permutation.

@@ -211,6 +211,13 @@ pub(crate) fn explain(plugin: &Plugin, program: &Program, err: Error) -> Error {
             _,
             current,
         ) if text_refused => {
+            // The parser's own first complaint ("-:2:93: error: duplicate key ..."), which
+            // a plain mistake in the text gives as well as a newer printer's syntax.
+            let diagnostic = message
+                .lines()
+                .find(|l| l.contains("error:") && !l.contains(PARSE_REFUSAL))
+                .map(|l| format!(": {}", l.trim()))
+                .unwrap_or_default();
             let (version, target) = match current {
                 Some(c) => (format!("StableHLO {c}"), c.to_string()),
                 None => (
@@ -223,9 +230,10 @@ pub(crate) fn explain(plugin: &Plugin, program: &Program, err: Error) -> Error {
                 code,
                 message: format!(
                     "this plugin parses StableHLO text as {version} and cannot read this \
-                     program's text, probably written by a newer StableHLO printer (the text \
-                     syntax changes between versions, e.g. i1 constants in hex with one byte \
-                     per element). Hand it a portable artifact serialized for {target} \
+                     program's text{diagnostic}. Either the text has that mistake, or it was \
+                     written by a newer StableHLO printer (the text syntax changes between \
+                     versions, e.g. i1 constants in hex with one byte per element); for the \
+                     latter, hand it a portable artifact serialized for {target} \
                      instead: serialize_portable_artifact_str(text, \"{target}\") from \
                      jaxlib.mlir.dialects.stablehlo in Python (rpjrt's Python package does \
                      this itself when jaxlib is installed), `stablehlo-translate --serialize \

@@ -70,3 +70,30 @@ fn cache_compile_gives_the_same_explanation() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_mistake_in_the_text_is_named_before_the_version_advice() {
+    // The parser refuses a plain mistake with the same words as a newer printer's syntax;
+    // the error led with "probably written by a newer StableHLO printer" and buried the
+    // parser's own line at the end.
+    let text = "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.custom_call @t(%x) {api_version = 4 : i32, backend_config = {a = 1 : i32, a = 2 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+";
+    for_each_plugin(|_, c| {
+        let e = expect_err(
+            c.compile(&Program::mlir(text), &CompileOptions::default()),
+            &[
+                "cannot read this program's text: ",
+                "duplicate key",
+                "Either the text has that mistake",
+            ],
+        );
+        let m = e.to_string();
+        assert!(
+            m.find("duplicate key") < m.find("Either the text"),
+            "the parser's line comes first: {m}"
+        );
+    });
+}

@@ -2,7 +2,7 @@
 //!
 //! A [`Nested`] tree holds scalars ([`Scalar`]: bool, integer, float, complex) and lists of
 //! trees, as a Python list literal or a JSON array does. [`to_host`] turns it into a dense
-//! host array of one [`ElementType`] ([`HostValues`], ready for [`crate::Client::put`]), or
+//! host array of one [`ElementType`] ([`HostValues`], ready for [`rpjrt::Client::put`]), or
 //! refuses with an error naming the element and why.
 //!
 //! # The rule
@@ -29,9 +29,9 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::dtype::{ElementKind, ElementType};
-use crate::error::{Error, Result};
-use crate::host::HostArray;
+use rpjrt::host::HostArray;
+use rpjrt::{ElementKind, ElementType};
+use rpjrt::{Error, Result};
 
 /// One number of a [`Nested`] tree.
 #[derive(Clone, Debug, PartialEq)]
@@ -264,7 +264,7 @@ pub struct HostValues {
 
 impl HostValues {
     /// A [`HostArray`] owning these bytes (marked unpacked for the sub-byte types), for
-    /// [`crate::Client::put`].
+    /// [`rpjrt::Client::put`].
     pub fn into_host_array(self) -> HostArray<'static> {
         let t = self.element_type;
         let a = HostArray::from_owner(Arc::new(self.bytes), t, self.dims);
@@ -399,7 +399,7 @@ pub fn values_to_host<S: Borrow<Scalar>>(
     dims: Vec<i64>,
     want: Option<ElementType>,
 ) -> Result<HostValues> {
-    let n = crate::dtype::element_count(&dims)?;
+    let n = rpjrt::element_count(&dims)?;
     if n != leaves.len() {
         return Err(Error::invalid(format!(
             "{} values for dims {dims:?}, which hold {n}",
@@ -415,7 +415,7 @@ pub fn values_to_host<S: Borrow<Scalar>>(
     if size == 0 {
         return Err(Error::invalid(format!("{t} has no host representation")));
     }
-    let mut bytes = crate::host::try_alloc(
+    let mut bytes = rpjrt::host::try_alloc(
         leaves.len().saturating_mul(size),
         "converting numbers to host data",
     )?;
@@ -522,6 +522,7 @@ fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result
             Ok(())
         }
         ElementKind::Token => Err("cannot be stored as a token".into()),
+        _ => Err(format!("cannot be stored as {t}")),
     }
 }
 
@@ -782,6 +783,43 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
         (biased << f.man) | (n - implicit)
     };
     Ok(sign | fields)
+}
+
+/// The value of the element of float type `t` whose bits are the low bits of `bits` (the
+/// inverse of [`encode_float`]): NaN and the infinities where the type has them, `-0.0`
+/// for a negative zero. `None` when `t` is not a real float type.
+pub fn decode_float(bits: u64, t: ElementType) -> Option<f64> {
+    let f = format_of(t)?;
+    match t {
+        ElementType::F64 => return Some(f64::from_bits(bits)),
+        ElementType::F32 => return Some(f64::from(f32::from_bits(bits as u32))),
+        ElementType::F16 => return Some(half::f16::from_bits(bits as u16).to_f64()),
+        ElementType::BF16 => return Some(half::bf16::from_bits(bits as u16).to_f64()),
+        _ => {}
+    }
+    let width = f.exp + f.man + u32::from(f.specials != Specials::E8m0);
+    let bits = bits & ((1u64 << width) - 1);
+    if f.nan(false)
+        .is_some_and(|n| n == bits || f.nan(true) == Some(bits))
+    {
+        return Some(f64::NAN);
+    }
+    let negative = bits & f.sign_bit() != 0;
+    let all_exp = (1u64 << f.exp) - 1;
+    let e = (bits >> f.man) & all_exp;
+    let m = bits & ((1u64 << f.man) - 1);
+    let magnitude = if f.specials == Specials::Ieee && e == all_exp {
+        if m != 0 {
+            return Some(f64::NAN);
+        }
+        f64::INFINITY
+    } else if e == 0 && f.specials != Specials::E8m0 {
+        // Subnormal (or zero): no implicit leading one, the smallest exponent.
+        m as f64 / (1u64 << f.man) as f64 * pow2(1 - f.bias)
+    } else {
+        (1.0 + m as f64 / (1u64 << f.man) as f64) * pow2(e as i32 - f.bias)
+    };
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// `x` with its low 32 mantissa bits folded into bit 32 (set when any of them is set).
@@ -1133,6 +1171,41 @@ mod tests {
                 "{t}"
             );
         }
+    }
+
+    #[test]
+    fn decode_float_inverts_encode_float_for_every_code() {
+        for &t in ElementType::ALL {
+            let Some(f) = format_of(t) else { continue };
+            if matches!(t, ElementType::F32 | ElementType::F64) {
+                continue;
+            }
+            let width = f.exp + f.man + u32::from(f.specials != Specials::E8m0);
+            for bits in 0..(1u64 << width) {
+                let x = decode_float(bits, t).unwrap();
+                if x.is_nan() {
+                    assert!(
+                        f.nan(false) == Some(bits)
+                            || f.nan(true) == Some(bits)
+                            || f.specials == Specials::Ieee,
+                        "{t} {bits:#x}"
+                    );
+                    continue;
+                }
+                assert_eq!(encode_float(x, t), Ok(bits), "{t} {bits:#x} decoded as {x}");
+            }
+        }
+        assert_eq!(decode_float(0x3C, ElementType::F8E4M3FN), Some(1.5));
+        assert_eq!(decode_float(0x7E, ElementType::F8E4M3FN), Some(448.0));
+        assert!(decode_float(0x7F, ElementType::F8E4M3FN).unwrap().is_nan());
+        assert_eq!(decode_float(0x7F, ElementType::F8E8M0FNU), Some(1.0));
+        assert_eq!(decode_float(0xF, ElementType::F4E2M1FN), Some(-6.0));
+        assert_eq!(decode_float(0x7C, ElementType::F8E5M2), Some(f64::INFINITY));
+        assert_eq!(
+            decode_float(0x80, ElementType::F8E4M3FN).map(f64::is_sign_negative),
+            Some(true)
+        );
+        assert_eq!(decode_float(1, ElementType::S32), None);
     }
 
     #[test]
