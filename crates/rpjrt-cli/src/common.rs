@@ -279,7 +279,9 @@ pub fn value_json(v: &Value) -> Json {
         Value::String(s) => json!(s),
         Value::Int64(i) => json!(i),
         Value::Int64List(l) => json!(l),
-        Value::Float(f) => json!(f),
+        // JSON has no NaN or infinity (serde would write null): those are text.
+        Value::Float(f) if f.is_finite() => json!(f),
+        Value::Float(f) => json!(f.to_string()),
         Value::Bool(b) => json!(b),
     }
 }
@@ -319,6 +321,63 @@ pub fn positive_seconds(seconds: f64, what: &str) -> Result<std::time::Duration,
             "{what} must be a positive number of seconds, got {seconds}"
         ))),
     }
+}
+
+/// Checks, before any work, that a file can be written at `path` (given as `option`): not
+/// a directory, and its directory exists. A usage error naming the option and the path
+/// otherwise, so that a long run does not end in an error about where to put its result.
+pub fn check_output_path(path: &std::path::Path, option: &str) -> Result<(), CliError> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() {
+        return Err(CliError::usage(format!("{option}: the file name is empty")));
+    }
+    if path.is_dir() || path.as_os_str().to_string_lossy().ends_with('/') {
+        return Err(CliError::usage(format!(
+            "{option} {shown}: that is a directory; give a file name"
+        )));
+    }
+    // A FIFO would block the write, and a device would be replaced by the renamed file.
+    rpjrt::check_regular_output(path)
+        .map_err(|e| CliError::usage(format!("{option} {}", bare(e))))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "{option} {shown}: the directory {} does not exist",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes an output file whole or not at all (`rpjrt::write_regular_file`: never over a
+/// FIFO or a device, never half a file); errors name `option` and the path.
+pub fn write_output(path: &std::path::Path, option: &str, bytes: &[u8]) -> Result<(), CliError> {
+    rpjrt::write_regular_file(path, |f| std::io::Write::write_all(f, bytes))
+        .map_err(|e| CliError::usage(format!("{option}: cannot write {}", bare(e))))
+}
+
+/// Refuses an output path that names the same file as an input the verb reads (`compile
+/// f.mlir -o f.mlir` would replace the program with its artifact).
+pub fn check_not_input(
+    output: &std::path::Path,
+    option: &str,
+    input: &std::path::Path,
+) -> Result<(), CliError> {
+    let same = match (std::fs::canonicalize(output), std::fs::canonicalize(input)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        return Err(CliError::usage(format!(
+            "{option} {}: that is the input file {}; give another name",
+            output.display(),
+            input.display()
+        )));
+    }
+    Ok(())
 }
 
 /// What the user asked for, as text for the install hint: the spec (lossy if it is not
@@ -427,6 +486,13 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn non_finite_float_values_are_text_in_json() {
+        assert_eq!(value_json(&Value::Float(f32::NAN)), json!("NaN"));
+        assert_eq!(value_json(&Value::Float(f32::NEG_INFINITY)), json!("-inf"));
+        assert_eq!(value_json(&Value::Float(0.5)), json!(0.5));
     }
 
     #[test]

@@ -137,7 +137,10 @@ fn every_missing_library_is_named_not_the_first_only() {
             .unwrap();
         assert!(ok.success());
     }
-    let (_, _, err) = run(rpjrt().arg("info").arg(&lib).env("LD_LIBRARY_PATH", &stubs));
+    let (_, _, err) = run(rpjrt()
+        .arg("info")
+        .arg(&lib)
+        .env("LD_LIBRARY_PATH", &*stubs));
     assert!(err.contains("GetPjrtApi"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&stubs).unwrap();

@@ -395,6 +395,10 @@ fn api_null_entries(ctx: &mut Ctx) -> Result<Verdict> {
 
 fn api_attributes(ctx: &mut Ctx) -> Result<Verdict> {
     let p = &ctx.plugin;
+    if let Some(e) = p.attributes_error() {
+        // No attributes because the call failed is a defect, not a plugin without any.
+        return Ok(Verdict::fail(format!("the attributes cannot be read: {e}")));
+    }
     let mut v = Verdict::pass().fact("count", p.attributes().len());
     for (k, val) in p.attributes() {
         if k.is_empty() {

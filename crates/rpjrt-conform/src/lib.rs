@@ -14,7 +14,8 @@
 //! recorded as crash or timeout and a fresh child continues with the checks after it. So a
 //! plugin that segfaults or hangs in one check still gets a full report, and the plugin's
 //! own stderr never mixes with the caller's output: the child marks each check's start on
-//! stderr too, and the report keeps each check's part.
+//! stderr too, and the report keeps each check's part. The child also watches its stdin, a
+//! pipe from the runner: when the runner dies, killed or not, the child ends too.
 //!
 //! The report ([`Report`]) serializes to the JSON schema documented in
 //! `docs/conform-schema.md`, versioned by [`SCHEMA_VERSION`]; [`diff`] compares two, and
@@ -92,10 +93,30 @@ fn invalid(msg: impl Into<String>) -> Error {
 /// Marks the child's protocol lines on its stdout, so that anything a plugin prints there
 /// (even without a newline) cannot be taken for, or garble, a result.
 const MARK: &str = "\u{1e}rpjrt-conform ";
+/// The longest line of a child's stdout read as a protocol line; longer ones (a plugin's
+/// output without end) are skipped unread into memory.
+const MAX_PROTOCOL_LINE: usize = 16 << 20;
+
+/// Set by [`run_isolated`] in a child's environment: a fresh random word the child puts in
+/// each protocol line after the mark (`\u{1e}rpjrt-conform `). Lines without it are not read
+/// as the protocol, so a plugin printing the mark (a log of another run, say) cannot forge
+/// or end a check.
+pub const NONCE_ENV: &str = "RPJRT_CONFORM_NONCE";
+
+/// What starts a protocol line on stdout under `nonce` (empty: no runner gave one).
+fn protocol_mark(nonce: &str) -> String {
+    format!("{MARK}{nonce} ")
+}
+
+/// This child's [`protocol_mark`], for its stdout and stderr.
+fn mark_here() -> &'static str {
+    static MARK_HERE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK_HERE.get_or_init(|| protocol_mark(&std::env::var(NONCE_ENV).unwrap_or_default()))
+}
 
 fn emit(out: &mut dyn Write, v: &Json) {
     // The leading newline ends any partial line a plugin left on stdout.
-    let _ = write!(out, "\n{MARK}{v}\n");
+    let _ = write!(out, "\n{}{v}\n", mark_here());
     let _ = out.flush();
 }
 
@@ -104,6 +125,34 @@ fn emit(out: &mut dyn Write, v: &Json) {
 pub const TEST_CRASH_ENV: &str = "RPJRT_CONFORM_TEST_CRASH";
 /// Test-only: the child sleeps forever when it is about to run the check named here.
 pub const TEST_HANG_ENV: &str = "RPJRT_CONFORM_TEST_HANG";
+
+/// Set by [`run_isolated`] in a child's environment: the runner holds the write end of the
+/// child's stdin, and [`child_main`] ends the child when that pipe closes. A runner that
+/// is killed (`SIGTERM` from `timeout` or a job manager, `SIGKILL`) thereby takes its
+/// child along, instead of leaving it running, perhaps hung in a plugin call, for ever.
+pub const PARENT_PIPE_ENV: &str = "RPJRT_CONFORM_PARENT_PIPE";
+
+/// When [`PARENT_PIPE_ENV`] is set, a thread that reads stdin and exits the process at end
+/// of file (the runner is gone). It writes nothing: there is no one left to read it.
+fn exit_with_parent() {
+    if std::env::var_os(PARENT_PIPE_ENV).is_none() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("rpjrt-conform-parent".into())
+        .spawn(|| {
+            let mut stdin = std::io::stdin();
+            let mut buf = [0u8; 64];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Err(e) if e.kind() != std::io::ErrorKind::Interrupted => break,
+                    _ => {}
+                }
+            }
+            std::process::exit(1);
+        });
+}
 
 /// How a check ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -419,6 +468,18 @@ pub struct Check {
     pub run: CheckFn,
 }
 
+/// The comma-separated parts of `only` that select no check (a typo among several
+/// patterns would otherwise go unnoticed), in order.
+pub fn unmatched(only: &str) -> Vec<String> {
+    let names: Vec<String> = all_checks().into_iter().map(|c| c.name).collect();
+    only.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .filter(|p| !names.iter().any(|n| matches(p, n)))
+        .map(str::to_string)
+        .collect()
+}
+
 /// True when `name` matches `pattern`: `*` matches any run of characters; a pattern
 /// without `*` matches names containing it. Several patterns separated by `,` match
 /// when any does.
@@ -523,8 +584,10 @@ fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
 /// The body of the child process: loads `plugin`, runs the named checks in order, and
 /// writes one marked JSON line per event on `out` (`{"plugin": {...}}` once loaded,
 /// `{"start": NAME}` before a check, `{"result": {...}}` after it). Returns the process
-/// exit code.
+/// exit code. Started by [`run_isolated`] ([`PARENT_PIPE_ENV`] set), it also ends the
+/// process as soon as the runner is gone.
 pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
+    exit_with_parent();
     let checks = all_checks();
     let plugin = match Plugin::load(plugin) {
         Ok(p) => p,
@@ -549,7 +612,7 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
         emit(out, &json!({ "start": name }));
         // The same mark on stderr splits the plugin's log lines by check, whatever the
         // order in which the two pipes are read.
-        eprint!("\n{MARK}start {name}\n");
+        eprint!("\n{}start {name}\n", mark_here());
         if !crash.is_empty() && matches(&crash, name) {
             std::process::abort();
         }
@@ -628,15 +691,16 @@ impl Report {
                 "not an rpjrt conform report (no \"schema\": \"rpjrt-conform\")",
             ));
         }
-        let version = v
-            .get("schema_version")
-            .and_then(|s| s.as_u64())
-            .unwrap_or(0) as u32;
-        if version == 0 || version > SCHEMA_VERSION {
-            return Err(invalid(format!(
-                "conform report schema version {version}; this rpjrt reads up to {SCHEMA_VERSION}"
-            )));
-        }
+        // Read whole: a version of 2^32 + 2 must not pass for 2 (`as u32` kept the low bits).
+        let raw = v.get("schema_version").unwrap_or(&Json::Null);
+        let version = match raw.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(n) if (1..=SCHEMA_VERSION).contains(&n) => n,
+            _ => {
+                return Err(invalid(format!(
+                    "conform report schema version {raw}; this rpjrt reads 1 to {SCHEMA_VERSION}"
+                )))
+            }
+        };
         let results = v
             .get("results")
             .and_then(|r| r.as_array())
@@ -692,7 +756,12 @@ enum Event {
     Eof,
 }
 
-fn spawn(config: &RunConfig, plugin: &Path, names: &[String]) -> std::io::Result<Child> {
+fn spawn(
+    config: &RunConfig,
+    plugin: &Path,
+    names: &[String],
+    nonce: &str,
+) -> std::io::Result<Child> {
     let (prog, args) = config
         .child
         .split_first()
@@ -703,9 +772,12 @@ fn spawn(config: &RunConfig, plugin: &Path, names: &[String]) -> std::io::Result
         .arg(plugin)
         .arg("--checks")
         .arg(names.join(","))
-        .stdin(Stdio::null())
+        // Never written: the child sees its end of file when this process is gone.
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        .env(PARENT_PIPE_ENV, "1")
+        .env(NONCE_ENV, nonce);
     for (k, v) in &config.env {
         cmd.env(k, v);
     }
@@ -727,6 +799,8 @@ pub fn run_isolated(
     let mut plugin_info: Option<Map<String, Json>> = None;
     let mut results: Vec<CheckResult> = Vec::new();
     let names: Vec<String> = checks.iter().map(|c| c.name.clone()).collect();
+    let nonce = rpjrt::random_token();
+    let mark = protocol_mark(&nonce);
     let group_of = |n: &str| {
         checks
             .iter()
@@ -738,40 +812,61 @@ pub fn run_isolated(
     let mut next = 0usize;
     while next < total {
         let remaining = &names[next..];
-        let mut child = spawn(config, plugin, remaining).map_err(|e| Error::PluginLoad {
-            path: PathBuf::from(&config.child[0]),
-            reason: format!("cannot start the conform child process: {e}"),
-        })?;
+        let mut child =
+            spawn(config, plugin, remaining, &nonce).map_err(|e| Error::PluginLoad {
+                path: PathBuf::from(&config.child[0]),
+                reason: format!("cannot start the conform child process: {e}"),
+            })?;
         let stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(Event::Line(l)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => break,
+            // Lines as bytes: a plugin printing bytes that are not UTF-8 on stdout must not
+            // end the reading (every later check then looked like a crash), nor a line
+            // without end fill memory: a longer line is not ours and is skipped.
+            let mut reader = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            let mut skipping = false;
+            loop {
+                buf.clear();
+                let limit = (MAX_PROTOCOL_LINE + 1) as u64;
+                match (&mut reader).take(limit).read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let ended = buf.last() == Some(&b'\n');
+                if skipping || !ended && buf.len() > MAX_PROTOCOL_LINE {
+                    skipping = !ended;
+                    continue;
+                }
+                let line = String::from_utf8_lossy(&buf)
+                    .trim_end_matches('\n')
+                    .to_string();
+                if tx.send(Event::Line(line)).is_err() {
+                    return;
                 }
             }
             let _ = tx.send(Event::Eof);
         });
-        // The plugin's stderr: collected, split per check by the time it arrived.
+        // The plugin's stderr: collected, split per check by the time it arrived, and
+        // bounded per check (a plugin writing without end must not fill our memory).
         let (etx, erx) = mpsc::channel::<Vec<u8>>();
+        let stderr_mark = mark.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
+            let mut cap = StderrCap::new(&stderr_mark);
             loop {
                 match stderr.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        if etx.send(buf[..n].to_vec()).is_err() {
-                            break;
+                        let kept = cap.feed(&buf[..n]);
+                        if !kept.is_empty() && etx.send(kept).is_err() {
+                            return;
                         }
                     }
                 }
             }
+            let _ = etx.send(cap.finish());
         });
         // After the child is gone: everything it wrote, waiting (briefly) for the pipe to
         // close so that its last lines (a crash message) are not lost.
@@ -795,23 +890,38 @@ pub fn run_isolated(
             };
             match rx.recv_timeout(wait) {
                 Ok(Event::Line(line)) => {
-                    let Some(at) = line.find(MARK) else {
+                    let Some(at) = line.find(&mark) else {
                         continue; // not ours (a plugin printing to stdout)
                     };
-                    let Ok(v) = serde_json::from_str::<Json>(&line[at + MARK.len()..]) else {
+                    let Ok(v) = serde_json::from_str::<Json>(&line[at + mark.len()..]) else {
                         continue;
                     };
+                    // The plugin shares the child's stdout: a line that is not the next
+                    // step of the protocol (a start other than the next check's, a result
+                    // for a check not running, a load error after the load) is not the
+                    // child's, and is ignored rather than taken as a verdict.
+                    let running = current.as_ref().map(|(n, _)| n.as_str());
                     if let Some(d) = v.get("plugin").and_then(|d| d.as_object()) {
                         plugin_info.get_or_insert_with(|| d.clone());
                     } else if let Some(name) = v.get("start").and_then(|s| s.as_str()) {
+                        if running.is_some() || names.get(next).map(String::as_str) != Some(name) {
+                            continue;
+                        }
                         progress(next, total, name, None);
                         current = Some((name.to_string(), Instant::now()));
                     } else if let Some(r) = v.get("result").and_then(CheckResult::from_json) {
+                        if running != Some(r.name.as_str()) {
+                            continue;
+                        }
                         progress(next, total, &r.name, Some(&r));
                         results.push(r);
                         next += 1;
                         current = None;
-                    } else if let Some(e) = v.get("load_error").and_then(|s| s.as_str()) {
+                    } else if let Some(e) = v
+                        .get("load_error")
+                        .and_then(|s| s.as_str())
+                        .filter(|_| plugin_info.is_none())
+                    {
                         let _ = child.wait();
                         return Err(Error::PluginLoad {
                             path: plugin.to_path_buf(),
@@ -894,7 +1004,7 @@ pub fn run_isolated(
             next += 1;
         }
         let log = drain_closed(&erx);
-        assign_stderr(&log, &mut results[first_here..]);
+        assign_stderr(&log, &mark, &mut results[first_here..]);
         for (i, r) in results.iter().enumerate().skip(pushed_from) {
             progress(i, total, &r.name, Some(r));
         }
@@ -938,12 +1048,106 @@ fn reap(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> 
     }
 }
 
-/// Gives each result the part of the child's stderr between its start mark and the next.
-fn assign_stderr(log: &str, results: &mut [CheckResult]) {
+/// The most of a child's stderr kept for one check (and for what it writes before the
+/// first check); the rest is counted and said to be left out.
+const MAX_STDERR_PER_CHECK: usize = 64 << 10;
+
+/// Bounds what is kept of a conform child's stderr: whole lines, at most
+/// [`MAX_STDERR_PER_CHECK`] bytes between two check start marks. The marks themselves are
+/// always kept, so the log still splits by check; what is dropped is replaced by one line
+/// saying how many bytes were left out.
+struct StderrCap {
+    /// The run's [`protocol_mark`]: a line holding it is a start mark.
+    mark: String,
+    /// The line being read (at most `MAX_STDERR_PER_CHECK` bytes of it).
+    line: Vec<u8>,
+    /// Bytes of the current line beyond what `line` holds.
+    line_dropped: usize,
+    /// Bytes kept since the last start mark.
+    kept: usize,
+    /// Bytes dropped since the last start mark.
+    dropped: usize,
+}
+
+impl StderrCap {
+    fn new(mark: &str) -> StderrCap {
+        StderrCap {
+            mark: mark.to_string(),
+            line: Vec::new(),
+            line_dropped: 0,
+            kept: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Takes the next bytes read; returns what is to be kept of the lines they end.
+    fn feed(&mut self, mut bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            let (part, ended) = match bytes.iter().position(|&b| b == b'\n') {
+                Some(at) => (&bytes[..=at], true),
+                None => (bytes, false),
+            };
+            bytes = &bytes[part.len()..];
+            let room = MAX_STDERR_PER_CHECK.saturating_sub(self.line.len());
+            let take = part.len().min(room);
+            self.line.extend_from_slice(&part[..take]);
+            self.line_dropped += part.len() - take;
+            if ended {
+                self.end_line(&mut out);
+            }
+        }
+        out
+    }
+
+    /// The rest, once the pipe has closed: a last line without its newline, and the count
+    /// of what was left out since the last mark.
+    fn finish(mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if !self.line.is_empty() || self.line_dropped > 0 {
+            self.end_line(&mut out);
+        }
+        self.note_dropped(&mut out);
+        out
+    }
+
+    fn end_line(&mut self, out: &mut Vec<u8>) {
+        let len = self.line.len() + self.line_dropped;
+        let is_mark = self.line_dropped == 0
+            && std::str::from_utf8(&self.line).is_ok_and(|l| l.contains(&self.mark));
+        if is_mark {
+            self.note_dropped(out);
+            out.extend_from_slice(&self.line);
+            self.kept = 0;
+        } else if self.line_dropped == 0 && self.kept + len <= MAX_STDERR_PER_CHECK {
+            out.extend_from_slice(&self.line);
+            self.kept += len;
+        } else {
+            self.dropped += len;
+        }
+        self.line.clear();
+        self.line_dropped = 0;
+    }
+
+    fn note_dropped(&mut self, out: &mut Vec<u8>) {
+        if self.dropped > 0 {
+            let note = format!(
+                "[rpjrt conform: {} more bytes of stderr left out]\n",
+                self.dropped
+            );
+            out.extend_from_slice(note.as_bytes());
+            self.dropped = 0;
+        }
+    }
+}
+
+/// Gives each result the part of the child's stderr between its start mark (`mark`, then
+/// `start NAME`) and the next.
+fn assign_stderr(log: &str, mark: &str, results: &mut [CheckResult]) {
     let mut segments: Vec<(&str, String)> = Vec::new();
     for line in log.split_inclusive('\n') {
-        if let Some(at) = line.find(MARK) {
-            let rest = line[at + MARK.len()..].trim_end();
+        if let Some(at) = line.find(mark) {
+            let rest = line[at + mark.len()..].trim_end();
             if let Some(name) = rest.strip_prefix("start ") {
                 segments.push((name, String::new()));
                 continue;
@@ -1066,6 +1270,84 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_schema_version_is_read_whole() {
+        for raw in [
+            "4294967298",
+            "18446744073709551617",
+            "0",
+            "-1",
+            "2.5",
+            "\"2\"",
+            "null",
+        ] {
+            let text =
+                format!(r#"{{"schema": "rpjrt-conform", "schema_version": {raw}, "results": []}}"#);
+            let e = Report::from_json(&serde_json::from_str(&text).unwrap()).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!(
+                    "schema version {}; this rpjrt reads 1 to {SCHEMA_VERSION}",
+                    serde_json::from_str::<Json>(raw).unwrap()
+                )),
+                "{raw}: {e}"
+            );
+        }
+        let ok = r#"{"schema": "rpjrt-conform", "schema_version": 2, "results": []}"#;
+        assert!(Report::from_json(&serde_json::from_str(ok).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn patterns_that_select_nothing_are_named() {
+        assert!(unmatched("api.*,buffers.*").is_empty());
+        assert_eq!(unmatched("api.version, zzz ,exec*x,"), ["zzz", "exec*x"]);
+    }
+
+    #[test]
+    fn stderr_is_bounded_per_check_and_keeps_every_mark() {
+        let mut cap = StderrCap::new(MARK);
+        let mut kept = Vec::new();
+        let spam = vec![b'x'; 1000];
+        kept.extend(cap.feed(b"early\n"));
+        kept.extend(cap.feed(format!("\n{MARK}start g.a\n").as_bytes()));
+        for _ in 0..1000 {
+            kept.extend(cap.feed(&spam));
+            kept.extend(cap.feed(b"\n"));
+        }
+        // A mark split across two reads, then a line with no end at all.
+        kept.extend(cap.feed(format!("\n{MARK}sta").as_bytes()));
+        kept.extend(cap.feed(b"rt g.b\nsmall\n"));
+        for _ in 0..200 {
+            kept.extend(cap.feed(&spam));
+        }
+        kept.extend(cap.finish());
+        let log = String::from_utf8(kept).unwrap();
+        assert!(
+            log.len() < 3 * MAX_STDERR_PER_CHECK,
+            "{} bytes kept",
+            log.len()
+        );
+        let mut results: Vec<CheckResult> = ["g.a", "g.b"]
+            .iter()
+            .map(|n| crashed("g".into(), n.to_string(), String::new(), 0.0))
+            .collect();
+        assign_stderr(&log, MARK, &mut results);
+        let a = &results[0].stderr;
+        assert!(a.len() <= MAX_STDERR_PER_CHECK + 100, "{}", a.len());
+        let kept_lines = MAX_STDERR_PER_CHECK / 1001;
+        let left_out = (1000 - kept_lines) * 1001;
+        assert!(
+            a.ends_with(&format!(
+                "[rpjrt conform: {left_out} more bytes of stderr left out]"
+            )),
+            "{}",
+            &a[a.len() - 80..]
+        );
+        assert_eq!(
+            results[1].stderr,
+            "small\n[rpjrt conform: 200000 more bytes of stderr left out]"
+        );
+    }
+
+    #[test]
     fn stderr_is_split_by_the_start_marks() {
         let r = |name: &str| CheckResult {
             name: name.into(),
@@ -1082,7 +1364,7 @@ mod tests {
         let log = format!(
             "loading noise\n\n{MARK}start g.a\nline a1\nline a2\n\n{MARK}start g.b\n\n{MARK}start g.c\npartial"
         );
-        assign_stderr(&log, &mut rs);
+        assign_stderr(&log, MARK, &mut rs);
         assert_eq!(rs[0].stderr, "line a1\nline a2");
         assert_eq!(rs[1].stderr, "");
         assert_eq!(rs[2].stderr, "partial");
@@ -1182,6 +1464,10 @@ mod tests {
         let mut future = a.to_json();
         future["schema_version"] = json!(SCHEMA_VERSION + 1);
         assert!(Report::from_json(&future).is_err());
+        // A version past u32 is not read as its low bits (2^32 + 1 as version 1).
+        future["schema_version"] = json!((1u64 << 32) + 1);
+        let e = Report::from_json(&future).unwrap_err().to_string();
+        assert!(e.contains("schema version 4294967297"), "{e}");
         // A version 1 report (no `blocked_by`) is still read.
         let mut v1 = a.to_json();
         v1["schema_version"] = json!(1);

@@ -40,6 +40,10 @@ fn main() {
             unimplemented_is_reported_as_such,
         ),
         ("a_crash_is_isolated", a_crash_is_isolated),
+        (
+            "a_plugin_printing_protocol_lines_forges_nothing",
+            a_plugin_printing_protocol_lines_forges_nothing,
+        ),
     ];
     let mut failed = Vec::new();
     let mut ran = 0;
@@ -266,4 +270,38 @@ fn a_crash_is_isolated() {
     // A fresh child carried on after it.
     assert_eq!(result(&r, "buffers.scalar").outcome, Outcome::Pass);
     assert!(r.has_defects());
+}
+
+fn a_plugin_printing_protocol_lines_forges_nothing() {
+    // A plugin that prints the child's protocol lines on stdout (the mark, then a result
+    // or a start) while the client is created. Each forged result was taken as a check's
+    // result: 9 checks gave a report of 209, 200 of them a check that does not exist,
+    // and a forged result for client.create could stand for the real one.
+    let mark = "\u{1e}rpjrt-conform ";
+    let line = |v: serde_json::Value| format!("\n{mark}{v}\n");
+    let forged = [
+        line(serde_json::json!({"result": {"name": "zzz.forged", "group": "zzz", "outcome": "pass"}})),
+        line(serde_json::json!({"result": {"name": CLIENT_CHECK, "group": "client",
+                                           "outcome": "fail", "detail": "forged"}})),
+        line(serde_json::json!({"start": "api.version"})),
+    ]
+    .concat()
+    .repeat(50);
+    let r = conform(
+        &fake_plugin(),
+        "api.*,client.*",
+        &[
+            ("RPJRT_FAKE_PRINT_ON", "PJRT_Client_Create"),
+            ("RPJRT_FAKE_PRINT_TEXT", &forged),
+        ],
+    );
+    let names: Vec<&str> = r.results.iter().map(|c| c.name.as_str()).collect();
+    let want: Vec<String> = select(Some("api.*,client.*"))
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, want);
+    let create = result(&r, CLIENT_CHECK);
+    assert_eq!(create.outcome, Outcome::Pass, "{}", create.detail);
+    assert!(!r.has_defects());
 }

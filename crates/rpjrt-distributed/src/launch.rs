@@ -330,11 +330,26 @@ pub fn first_host(list: &str) -> Result<String> {
             .map(|c| open + c)
             .ok_or_else(|| bad("a bracket is not closed"))?;
         let inner = &rest[open + 1..close];
+        // Every item is checked, not only the first: a damaged list is refused rather
+        // than read as far as it happens to make sense.
+        let number = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+        for item in inner.split(',') {
+            let item = item.trim();
+            let (lo, hi) = item.split_once('-').unwrap_or((item, item));
+            if !number(lo) || !number(hi) {
+                return Err(bad(&format!(
+                    "{item:?} in brackets is not a number or a range of numbers (N or N-M)"
+                )));
+            }
+            let value = |s: &str| s.trim_start_matches('0').parse::<u128>().unwrap_or(0);
+            if lo.len() > 30 || hi.len() > 30 || value(lo) > value(hi) {
+                return Err(bad(&format!(
+                    "the range {item:?} runs backwards or is too long"
+                )));
+            }
+        }
         let first = inner.split(',').next().unwrap_or("");
         let first = first.split('-').next().unwrap_or("").trim();
-        if first.is_empty() || !first.chars().all(|c| c.is_ascii_digit()) {
-            return Err(bad("a bracket range does not start with a number"));
-        }
         out.push_str(first);
         rest = &rest[close + 1..];
     }
@@ -350,11 +365,17 @@ pub fn first_host(list: &str) -> Result<String> {
 
 // ------------------------------------------------------------------------------ launcher
 
+/// The most processes [`Launcher`] starts. Each costs a process, two pipes and two reader
+/// threads on this one machine, started one after another (about a millisecond each):
+/// 4096 start in seconds, while a count of millions would fork for hours and exhaust the
+/// machine's process and descriptor limits before any of them could meet the others.
+pub const MAX_LOCAL_PROCESSES: usize = 4096;
+
 /// Starts N local processes of one command, each with its `RPJRT_*` environment, and
 /// collects their output and exit codes. Used by `rpjrt launch`.
 #[derive(Clone, Debug)]
 pub struct Launcher {
-    /// How many processes to start.
+    /// How many processes to start: 1 to [`MAX_LOCAL_PROCESSES`].
     pub num_processes: usize,
     /// The program and its arguments.
     pub command: Vec<String>,
@@ -395,24 +416,41 @@ impl LaunchOutcome {
 /// One line of a child's output: process index, whether it came from stderr, the text.
 pub type OutputSink = Arc<dyn Fn(usize, bool, &str) + Send + Sync>;
 
-fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .is_ok();
-    if !ok {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0),
-        );
-        h.write_u32(std::process::id());
-        bytes[..8].copy_from_slice(&h.finish().to_le_bytes());
+/// The longest piece of a process's output forwarded as one line: a longer line (a
+/// process writing hundreds of megabytes without a newline) goes out in pieces of this
+/// size, so the launcher holds one piece at a time, not the whole line.
+const MAX_LINE: usize = 64 << 10;
+
+/// Calls `f` with each line of `r` (without its newline), a line longer than `max` bytes
+/// in pieces of `max`; stops at the end of input or a read error.
+fn for_each_line(mut r: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok([]) => break,
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = max - line.len();
+        let (take, newline) = match buf.iter().take(room).position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len().min(room), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        r.consume(take);
+        if newline {
+            line.pop();
+            f(&line);
+            line.clear();
+        } else if line.len() >= max {
+            f(&line);
+            line.clear();
+        }
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    if !line.is_empty() {
+        f(&line);
+    }
 }
 
 fn free_port() -> Result<u16> {
@@ -436,14 +474,22 @@ impl Launcher {
                 "launch needs at least one process (-n 1 or more)",
             ));
         }
+        if self.num_processes > MAX_LOCAL_PROCESSES {
+            return Err(crate::invalid(format!(
+                "launch starts at most {MAX_LOCAL_PROCESSES} processes on one machine, \
+                 not {}",
+                self.num_processes
+            )));
+        }
         let Some((program, args)) = self.command.split_first() else {
             return Err(crate::invalid("launch needs a command to run"));
         };
+        // Port 0 means "any free one", as it does to the OS: the peers need the real one.
         let port = match self.port {
-            Some(p) => p,
-            None => free_port()?,
+            Some(p) if p != 0 => p,
+            _ => free_port()?,
         };
-        let token = random_token();
+        let token = rpjrt::random_token();
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let mut children: Vec<Child> = Vec::new();
         let mut readers = 0usize;
@@ -461,14 +507,25 @@ impl Launcher {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
+            // Whatever cannot be started (the process, its output readers) ends the launch
+            // with the ones started so far killed: never a panic, never a partial job.
+            let abort = |children: &mut Vec<Child>, why: String| {
+                for c in children.iter_mut() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                crate::invalid(why)
+            };
             let mut child = match cmd.spawn() {
                 Ok(c) => c,
                 Err(e) => {
-                    for c in &mut children {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                    }
-                    return Err(crate::invalid(format!("cannot start {program:?}: {e}")));
+                    return Err(abort(
+                        &mut children,
+                        format!(
+                            "cannot start {program:?} (process {p} of {}): {e}",
+                            self.num_processes
+                        ),
+                    ));
                 }
             };
             let pipes: [(bool, Option<Box<dyn Read + Send>>); 2] = [
@@ -479,18 +536,31 @@ impl Launcher {
                 let Some(pipe) = pipe else { continue };
                 let sink = Arc::clone(&sink);
                 let done = done_tx.clone();
+                let reader = std::thread::Builder::new()
+                    .name(format!("rpjrt-launch-{p}"))
+                    // A reader holds a line at a time: a small stack lets many processes run.
+                    .stack_size(64 << 10)
+                    .spawn(move || {
+                        for_each_line(BufReader::new(pipe), MAX_LINE, |line| {
+                            sink(
+                                p,
+                                is_err,
+                                String::from_utf8_lossy(line).trim_end_matches('\r'),
+                            )
+                        });
+                        let _ = done.send(());
+                    });
+                if let Err(e) = reader {
+                    children.push(child);
+                    return Err(abort(
+                        &mut children,
+                        format!(
+                            "cannot start a thread to read the output of process {p} of {}: {e}",
+                            self.num_processes
+                        ),
+                    ));
+                }
                 readers += 1;
-                std::thread::spawn(move || {
-                    for line in BufReader::new(pipe).split(b'\n') {
-                        let Ok(line) = line else { break };
-                        sink(
-                            p,
-                            is_err,
-                            String::from_utf8_lossy(&line).trim_end_matches('\r'),
-                        );
-                    }
-                    let _ = done.send(());
-                });
             }
             children.push(child);
         }
@@ -557,6 +627,41 @@ mod tests {
     }
 
     #[test]
+    fn a_launch_of_more_processes_than_one_machine_holds_is_refused() {
+        // 99999999 processes were started one by one: hours of forking, no error.
+        for n in [MAX_LOCAL_PROCESSES + 1, 99_999_999, usize::MAX] {
+            let launcher = Launcher {
+                num_processes: n,
+                command: vec!["true".into()],
+                port: None,
+                timeout: None,
+            };
+            let e = launcher.run(Arc::new(|_, _, _| {})).unwrap_err();
+            assert_eq!(e.code(), rpjrt::Code::InvalidArgument, "{e}");
+            assert!(
+                e.to_string()
+                    .contains(&format!("at most 4096 processes on one machine, not {n}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn output_lines_are_forwarded_in_bounded_pieces() {
+        let lines = |input: &[u8], max: usize| {
+            let mut out: Vec<Vec<u8>> = Vec::new();
+            for_each_line(input, max, |l| out.push(l.to_vec()));
+            out
+        };
+        assert_eq!(lines(b"a\nbb\n\nccc", 64), [&b"a"[..], b"bb", b"", b"ccc"]);
+        // A line longer than the bound goes out in pieces; nothing is lost.
+        let long = [b'x'; 10];
+        let got = lines(&[&long[..], b"\nz\n"].concat(), 4);
+        assert_eq!(got, [&b"xxxx"[..], b"xxxx", b"xx", b"z"]);
+        assert!(lines(b"", 4).is_empty());
+    }
+
+    #[test]
     fn resolve_takes_arguments_then_the_environment() {
         let vars: HashMap<String, String> = [
             ("RPJRT_COORDINATOR", "h:1"),
@@ -610,6 +715,19 @@ mod tests {
         assert_eq!(first_host("rack[1-2]-n[08-09],x").unwrap(), "rack1-n08");
         assert_eq!(first_host("localhost").unwrap(), "localhost");
         assert_eq!(first_host("a,b[1-2]").unwrap(), "a");
+        // Every bracket item is a number or a forward range, not only the first.
+        for bad in [
+            "node[05-0a]",
+            "node[05,]",
+            "node[1,x]",
+            "n[9-1]",
+            "n[1-]",
+            "n[-3]",
+        ] {
+            let e = first_host(bad).unwrap_err().to_string();
+            assert!(e.contains("Slurm node list"), "{bad}: {e}");
+        }
+        assert_eq!(first_host("n[001-010]").unwrap(), "n001");
         assert!(first_host("node[01-04").is_err());
         assert!(first_host("node[x]").is_err());
         assert!(first_host("").is_err());

@@ -38,6 +38,7 @@ mod tcp;
 
 pub use launch::{
     first_host, LaunchEnv, LaunchOutcome, LaunchSource, Launcher, OutputSink, DEFAULT_PORT,
+    MAX_LOCAL_PROCESSES,
 };
 pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};
@@ -111,7 +112,7 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
             "process id {process_id} is out of range for {num_processes} processes"
         )));
     }
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     let generation = next_generation(store, name, process_id)?;
     let key = |p: usize| format!("rpjrt:barrier:{name}:{generation}:{p}");
     store.set(&key(process_id), b"1")?;
@@ -126,13 +127,28 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
                         alive(p)?;
                         continue;
                     }
+                    // The others are looked up once each, up to a bound: a job of a
+                    // million processes must not cost a million round trips to report.
                     let mut missing = vec![p];
-                    for q in (p + 1..num_processes).filter(|&q| q != process_id) {
+                    let rest = (p + 1..num_processes).filter(|&q| q != process_id);
+                    let mut checked = 0usize;
+                    for q in rest.clone().take(MAX_LOOKED_UP) {
+                        checked += 1;
                         if store.try_get(&key(q))?.is_none() {
                             missing.push(q);
                         }
                     }
-                    return Err(missing_processes(what, &missing, num_processes, timeout));
+                    // Counted, not iterated: a world size of billions must not turn
+                    // the report of a timeout into a wait of minutes.
+                    let later = num_processes - (p + 1) - usize::from(process_id > p);
+                    let unchecked = later - checked;
+                    return Err(missing_processes(
+                        what,
+                        &missing,
+                        unchecked,
+                        num_processes,
+                        timeout,
+                    ));
                 }
                 Err(e) => return Err(e),
             }
@@ -161,21 +177,73 @@ fn next_generation<S: KvStore + ?Sized>(store: &S, name: &str, process_id: usize
     Ok(used)
 }
 
-fn missing_processes(what: &str, missing: &[usize], n: usize, timeout: Duration) -> Error {
-    let who = if missing.len() == 1 {
+/// How many other processes a timed-out barrier looks up to name the missing ones.
+const MAX_LOOKED_UP: usize = 10_000;
+/// How many runs of missing ids a message lists before it counts the rest.
+const MAX_RUNS_SHOWN: usize = 20;
+
+/// `missing` (ascending) as runs, `1-3, 7, 9-12`, at most [`MAX_RUNS_SHOWN`] of them.
+fn id_runs(missing: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &p in missing {
+        match runs.last_mut() {
+            Some((_, hi)) if *hi + 1 == p => *hi = p,
+            _ => runs.push((p, p)),
+        }
+    }
+    let shown: Vec<String> = runs
+        .iter()
+        .take(MAX_RUNS_SHOWN)
+        .map(|&(lo, hi)| match hi - lo {
+            0 => lo.to_string(),
+            1 => format!("{lo}, {hi}"),
+            _ => format!("{lo}-{hi}"),
+        })
+        .collect();
+    let hidden: usize = runs
+        .iter()
+        .skip(MAX_RUNS_SHOWN)
+        .map(|(lo, hi)| hi - lo + 1)
+        .sum();
+    match hidden {
+        0 => shown.join(", "),
+        h => format!("{} and {h} more", shown.join(", ")),
+    }
+}
+
+fn missing_processes(
+    what: &str,
+    missing: &[usize],
+    unchecked: usize,
+    n: usize,
+    timeout: Duration,
+) -> Error {
+    let who = if missing.len() == 1 && unchecked == 0 {
         format!("process {}", missing[0])
     } else {
-        let ids: Vec<String> = missing.iter().map(|p| p.to_string()).collect();
-        format!("processes {}", ids.join(", "))
+        format!("processes {}", id_runs(missing))
+    };
+    let more = match unchecked {
+        0 => String::new(),
+        u => format!(" ({u} later processes were not looked up)"),
     };
     store_error(
         Code::DeadlineExceeded,
         format!(
             "{who} of {n} did not {what} within {:.1}s (never started, \
-             crashed, or cannot reach the store)",
+             crashed, or cannot reach the store){more}",
             timeout.as_secs_f64()
         ),
     )
+}
+
+/// `now + after`, saturating: a wait given as "forever" (`Duration::MAX`) is a wait
+/// of about a century, not an overflow panic.
+pub(crate) fn deadline_after(after: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(after)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
 }
 
 /// A store error with `code` and `message`.

@@ -46,7 +46,7 @@ pub(crate) fn wait_for_key(
     timeout: Duration,
     stop: &dyn Fn() -> bool,
 ) -> Option<Vec<u8>> {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::deadline_after(timeout);
     loop {
         if let Some(v) = guard.get(key) {
             return Some(v.clone());
@@ -136,6 +136,51 @@ mod tests {
             let m = e.to_string();
             assert!(m.contains("processes 1, 3 of 4"), "{m}");
         }
+    }
+
+    #[test]
+    fn a_huge_job_gets_a_short_message_quickly() {
+        // One process of a million: the others are named as runs, a bounded number looked
+        // up (the message was megabytes long, one id per missing process).
+        let s = InMemoryStore::new();
+        s.set("rpjrt:barrier:b:0:7", b"1").unwrap();
+        let e = s
+            .barrier("b", 0, 1_000_000, Duration::from_millis(50))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 400, "{} bytes: {e}", e.len());
+        assert!(e.contains("processes 1-6, 8-10001 of 1000000"), "{e}");
+        assert!(
+            e.contains("989998 later processes were not looked up"),
+            "{e}"
+        );
+        assert_eq!(crate::id_runs(&[1, 2, 4, 6, 7, 8]), "1, 2, 4, 6-8");
+        let many: Vec<usize> = (0..100).map(|i| i * 2).collect();
+        assert!(
+            crate::id_runs(&many).ends_with("and 80 more"),
+            "{}",
+            crate::id_runs(&many)
+        );
+    }
+
+    #[test]
+    fn a_world_of_billions_times_out_on_time() {
+        // The count of processes not looked up was found by walking them all: with
+        // 4 billion a 50 ms barrier took minutes to report its timeout.
+        let s = InMemoryStore::new();
+        let n = 4_000_000_000usize;
+        let t0 = std::time::Instant::now();
+        let e = s
+            .barrier("b", 5, n, Duration::from_millis(50))
+            .unwrap_err()
+            .to_string();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(e.contains("processes 0-4, 6-10001 of 4000000000"), "{e}");
+        // n - 1 others: 0, waited for, then 10000 looked up (1 to 10001, without 5).
+        assert!(
+            e.contains("3999989998 later processes were not looked up"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub const MAX_ENTRY_BYTES: usize = MAX_FRAME - 5;
 const JOIN_BARRIER: &str = "rpjrt:join";
 /// How long the host waits for a new connection's hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The token bytes of a hello read in full even when longer than the job's token.
+const HELLO_TOKEN_READ: usize = 4096;
 /// The longest wait a get may ask the host for (one day).
 const MAX_WAIT_MS: u64 = 24 * 3600 * 1000;
 
@@ -74,23 +76,42 @@ fn write_frame(w: &mut impl Write, parts: &[&[u8]]) -> io::Result<()> {
 }
 
 fn read_frame(r: &mut impl Read) -> io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len)?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len == 0 || len > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes (allowed 1..={MAX_FRAME})"),
-        ));
-    }
-    let mut buf = vec![0u8; len];
+    let mut head = [0u8; 4];
+    r.read_exact(&mut head)?;
+    let mut buf = vec![0u8; frame_len(head, "frame")?];
     r.read_exact(&mut buf)?;
     Ok(buf)
 }
 
-fn utf8(b: &[u8]) -> io::Result<&str> {
-    std::str::from_utf8(b)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "key is not UTF-8"))
+/// The length a frame's 4-byte head announces, or why no frame of ours starts so (naming
+/// what it starts with when that is text: another service answering in its own protocol).
+fn frame_len(head: [u8; 4], what: &str) -> io::Result<usize> {
+    let len = u32::from_be_bytes(head) as usize;
+    if len != 0 && len <= MAX_FRAME {
+        return Ok(len);
+    }
+    let looks = if head.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!(
+            "; it starts with {:?}: another service, not an rpjrt key-value store, answers \
+             there",
+            String::from_utf8_lossy(&head)
+        )
+    } else {
+        String::new()
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{what} of {len} bytes (allowed 1..={MAX_FRAME}){looks}"),
+    ))
+}
+
+/// A request's key, or `None` once the peer has been told that it is not UTF-8 (the
+/// connection stays open: closing it told the peer nothing).
+fn utf8<'a>(stream: &mut TcpStream, b: &'a [u8]) -> io::Result<Option<&'a str>> {
+    match std::str::from_utf8(b) {
+        Ok(key) => Ok(Some(key)),
+        Err(_) => write_frame(stream, &[&[R_ERROR], b"the key is not UTF-8"]).map(|()| None),
+    }
 }
 
 /// Resolves `addr` ("host:port"), preferring IPv4.
@@ -246,15 +267,76 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     // The listener is dropped here: nothing listens after shutdown.
 }
 
+/// Reads exactly `buf.len()` bytes before `deadline`: a peer that sends a byte now and then
+/// cannot stretch the wait past it.
+fn read_until(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "hello too slow"));
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf[filled..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// [`read_frame`] that must end by `deadline` as a whole: a host answering a byte at a time
+/// cannot stretch a call past its bound.
+fn read_frame_by(stream: &mut TcpStream, deadline: Instant) -> io::Result<Vec<u8>> {
+    let mut head = [0u8; 4];
+    read_until(stream, &mut head, deadline).map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no answer in time (is an rpjrt key-value store listening there?)",
+        ),
+        _ => e,
+    })?;
+    let len = frame_len(head, "a reply frame")?;
+    let mut buf = vec![0u8; len];
+    read_until(stream, &mut buf, deadline)?;
+    Ok(buf)
+}
+
+/// A connection's hello, before it is trusted: the whole frame within [`HELLO_TIMEOUT`],
+/// and never more than `max` bytes (a hello holds the op byte, the magic, the process id
+/// and the token). Returns the frame, or `(empty, true)` for a longer one, which is refused
+/// unread: a stranger cannot make the host wait for or allocate a 64 MiB frame.
+fn read_hello(stream: &mut TcpStream, max: usize) -> io::Result<(Vec<u8>, bool)> {
+    let deadline = Instant::now() + HELLO_TIMEOUT;
+    let mut len = [0u8; 4];
+    read_until(stream, &mut len, deadline)?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "empty hello"));
+    }
+    if len > max {
+        return Ok((Vec::new(), true));
+    }
+    let mut hello = vec![0u8; len];
+    read_until(stream, &mut hello, deadline)?;
+    Ok((hello, false))
+}
+
 fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
-    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
-    let hello = read_frame(stream)?;
-    let ok = hello.len() >= 13
+    // Read whole up to a few KiB, so that a client with a longer (wrong) token is told so.
+    let (hello, too_long) = read_hello(stream, 13 + shared.token.len().max(HELLO_TOKEN_READ))?;
+    let ok = !too_long
+        && hello.len() >= 13
         && hello[0] == OP_HELLO
         && &hello[1..9] == PROTOCOL_MAGIC
         && constant_time_eq(&hello[13..], &shared.token);
     if !ok {
-        let why = if hello.len() < 9 || hello[0] != OP_HELLO || &hello[1..9] != PROTOCOL_MAGIC {
+        let why = if too_long {
+            "the hello is longer than any this store accepts (a wrong token, or not an rpjrt \
+             key-value store client)"
+        } else if hello.len() < 9 || hello[0] != OP_HELLO || &hello[1..9] != PROTOCOL_MAGIC {
             "not an rpjrt key-value store client (bad hello)"
         } else {
             "wrong token: this store belongs to another job"
@@ -288,8 +370,12 @@ fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
                     write_frame(stream, &[&[R_ERROR], b"truncated set"])?;
                     continue;
                 }
-                let key = utf8(&body[4..4 + klen])?.to_string();
-                shared.lock().insert(key, body[4 + klen..].to_vec());
+                let Some(key) = utf8(stream, &body[4..4 + klen])? else {
+                    continue;
+                };
+                shared
+                    .lock()
+                    .insert(key.to_string(), body[4 + klen..].to_vec());
                 shared.changed.notify_all();
                 write_frame(stream, &[&[R_OK]])?;
             }
@@ -297,7 +383,9 @@ fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
                 let mut ms = [0u8; 8];
                 ms.copy_from_slice(&body[..8]);
                 let ms = u64::from_be_bytes(ms).min(MAX_WAIT_MS);
-                let key = utf8(&body[8..])?;
+                let Some(key) = utf8(stream, &body[8..])? else {
+                    continue;
+                };
                 let v = wait_for_key(
                     shared.lock(),
                     &shared.changed,
@@ -319,7 +407,9 @@ fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
                 write_frame(stream, &[&[R_OK, shared.peer_state(p) as u8]])?;
             }
             OP_TRY_GET => {
-                let key = utf8(body)?;
+                let Some(key) = utf8(stream, body)? else {
+                    continue;
+                };
                 let v = shared.lock().get(key).cloned();
                 match v {
                     Some(v) => write_frame(stream, &[&[R_OK], &v])?,
@@ -379,7 +469,7 @@ impl Remote {
             ],
         )
         .map_err(lost)?;
-        let reply = read_frame(&mut s).map_err(lost)?;
+        let reply = read_frame_by(&mut s, crate::deadline_after(timeout)).map_err(lost)?;
         match reply[0] {
             R_OK => Ok(s),
             R_REFUSED => Err(store_error(
@@ -408,11 +498,12 @@ impl Remote {
             Some(s) => s,
             None => self.open(self.io_timeout)?,
         };
-        let limit = self.io_timeout + wait;
+        let limit = self.io_timeout.saturating_add(wait);
         let result = (|| {
+            let deadline = crate::deadline_after(limit);
             s.set_read_timeout(Some(limit))?;
             write_frame(&mut s, parts)?;
-            read_frame(&mut s)
+            read_frame_by(&mut s, deadline)
         })();
         match result {
             Ok(reply) => {
@@ -521,6 +612,12 @@ impl TcpStore {
         timeout: Duration,
     ) -> Result<TcpStore> {
         let sock = resolve(addr)?;
+        if sock.port() == 0 {
+            return Err(invalid(format!(
+                "store address {addr:?} has port 0, which nothing can be reached on: give \
+                 the port the store host (process 0) listens on"
+            )));
+        }
         let process_id = u32::try_from(process_id)
             .map_err(|_| invalid(format!("process id {process_id} is too large")))?;
         let remote = Remote {
@@ -531,7 +628,7 @@ impl TcpStore {
             pool: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         };
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline_after(timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match remote.open(left.max(Duration::from_millis(50))) {
@@ -576,13 +673,39 @@ impl TcpStore {
     /// for every peer to leave.
     pub fn from_env(env: &LaunchEnv, timeout: Duration) -> Result<TcpStore> {
         let mut store = TcpStore::open_env(env, timeout)?;
-        let joined = store.meet(
-            JOIN_BARRIER,
-            env.process_id,
-            env.num_processes,
-            timeout,
-            "join the job's store",
-        );
+        // Each process marks its id with a nonce of its own before the join barrier: one
+        // that finds the mark already there, or (when two marked at once) another's nonce
+        // there after the barrier, shares its id with another process. Unnoticed, that
+        // process would wait in the barrier's next generation and time out naming others.
+        let claim = format!("rpjrt:member:{}", env.process_id);
+        let nonce = rpjrt::random_token();
+        let shared_id = || {
+            invalid(format!(
+                "process id {} of {} is used by more than one process: give each process \
+                 its own id, 0 to {}",
+                env.process_id,
+                env.num_processes,
+                env.num_processes.saturating_sub(1)
+            ))
+        };
+        let claimed = match store.try_get(&claim) {
+            Ok(Some(_)) => Err(shared_id()),
+            Ok(None) => store.set(&claim, nonce.as_bytes()),
+            Err(e) => Err(e),
+        };
+        let joined = claimed.and_then(|()| {
+            store.meet(
+                JOIN_BARRIER,
+                env.process_id,
+                env.num_processes,
+                timeout,
+                "join the job's store",
+            )
+        });
+        let joined = joined.and_then(|()| match store.get(&claim, timeout)? {
+            v if v == nonce.as_bytes() => Ok(()),
+            _ => Err(shared_id()),
+        });
         if let Err(e) = joined {
             // The peers that did join are failing their own wait; the host serves them
             // until they have gone (bounded), so they see the missing processes named
@@ -652,7 +775,7 @@ impl TcpStore {
     pub fn shutdown_after(&self, grace: Duration) -> bool {
         let mut clean = true;
         if let Role::Host(h) = &self.role {
-            let until = Instant::now() + grace;
+            let until = crate::deadline_after(grace);
             let left = |p: usize| {
                 h.shared.lock().contains_key(&goodbye_key(p))
                     || u32::try_from(p).is_ok_and(|p| h.shared.peer_state(p) == PeerState::Gone)
@@ -853,6 +976,29 @@ mod tests {
     }
 
     #[test]
+    fn a_forever_timeout_is_a_long_wait_not_a_panic() {
+        let (host, addr) = pair("t");
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        host.set("k", b"v").unwrap();
+        assert_eq!(c.get("k", Duration::MAX).unwrap(), b"v");
+        assert_eq!(host.get("k", Duration::MAX).unwrap(), b"v");
+        let m = crate::InMemoryStore::new();
+        m.set("k", b"w").unwrap();
+        assert_eq!(m.get("k", Duration::MAX).unwrap(), b"w");
+        host.barrier("alone", 0, 1, Duration::MAX).unwrap();
+        let c = TcpStore::connect(&addr, "t", 1, Duration::MAX).unwrap();
+        assert_eq!(c.try_get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn a_peer_given_port_0_is_told_at_once() {
+        let t = Instant::now();
+        let e = TcpStore::connect("127.0.0.1:0", "t", 1, T).unwrap_err();
+        assert!(e.to_string().contains("port 0"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
     fn wrong_token_is_refused() {
         let (_host, addr) = pair("right");
         let e = TcpStore::connect(&addr, "wrong", 1, T).unwrap_err();
@@ -872,6 +1018,196 @@ mod tests {
         let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
         c.set("x", b"y").unwrap();
         assert_eq!(host.try_get("x").unwrap().as_deref(), Some(&b"y"[..]));
+    }
+
+    /// A joined raw connection to `addr` (hello with token `t` answered).
+    fn joined(addr: &str) -> TcpStream {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write_frame(
+            &mut s,
+            &[&[OP_HELLO], PROTOCOL_MAGIC, &1u32.to_be_bytes(), b"t"],
+        )
+        .unwrap();
+        assert_eq!(raw_reply(&mut s).unwrap(), [R_OK]);
+        s
+    }
+
+    #[test]
+    fn malformed_requests_are_answered_with_an_error_naming_them() {
+        // Valid requests, then damaged copies: truncated, extended, with length fields set
+        // to 0, huge or just past the end, other op bytes, keys that are not UTF-8. Each
+        // gets a reply frame (never a dropped connection or a wait), and the host serves
+        // well-formed requests afterwards.
+        let (host, addr) = pair("t");
+        host.set("k", b"v").unwrap();
+        let set = [&[OP_SET][..], &1u32.to_be_bytes(), b"k", b"value"].concat();
+        let get = [&[OP_GET][..], &0u64.to_be_bytes(), b"k"].concat();
+        let try_get = [&[OP_TRY_GET][..], b"k"].concat();
+        let peer = [&[OP_PEER][..], &1u32.to_be_bytes()].concat();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut s = joined(&addr);
+        for round in 0..400 {
+            let mut req = [&set, &get, &try_get, &peer][round % 4].clone();
+            let at = 1 + next() as usize % req.len().max(2).saturating_sub(1).max(1);
+            match next() % 6 {
+                0 => req.truncate(at.min(req.len())),
+                1 => req.extend((0..next() % 9).map(|_| next() as u8)),
+                2 if req.len() >= at + 4 => {
+                    let v = [0u32, 1, u32::MAX, req.len() as u32 - 4][next() as usize % 4];
+                    req[at..at + 4].copy_from_slice(&v.to_be_bytes());
+                }
+                3 => req[0] = next() as u8,
+                4 => {
+                    let last = req.len() - 1;
+                    req[last] = 0xff;
+                }
+                _ => {
+                    let i = next() as usize % req.len();
+                    req[i] ^= 1 << (next() % 8);
+                }
+            }
+            // A get that would wait for a key nobody sets asks for no wait.
+            if req[0] == OP_GET && req.len() >= 9 {
+                req[1..9].copy_from_slice(&0u64.to_be_bytes());
+            }
+            if req.is_empty() {
+                continue;
+            }
+            write_frame(&mut s, &[&req]).unwrap();
+            let reply = raw_reply(&mut s).unwrap_or_else(|| panic!("no reply to {req:?}"));
+            assert!(
+                [R_OK, R_NOT_FOUND, R_TIMEOUT, R_ERROR].contains(&reply[0]),
+                "{req:?}: {reply:?}"
+            );
+            if reply[0] == R_ERROR {
+                let why = String::from_utf8_lossy(&reply[1..]);
+                assert!(
+                    ["malformed", "truncated", "not UTF-8"]
+                        .iter()
+                        .any(|w| why.contains(w)),
+                    "{req:?}: {why}"
+                );
+            }
+        }
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        c.set("after", b"ok").unwrap();
+        assert_eq!(host.try_get("after").unwrap().as_deref(), Some(&b"ok"[..]));
+    }
+
+    /// Reads one reply frame from a raw connection: `None` when the host closed it.
+    fn raw_reply(s: &mut TcpStream) -> Option<Vec<u8>> {
+        read_frame(s).ok()
+    }
+
+    #[test]
+    fn a_hello_claiming_a_huge_frame_is_refused_at_once() {
+        let (host, addr) = pair("t");
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut start = (MAX_FRAME as u32).to_be_bytes().to_vec();
+        start.extend_from_slice(&[OP_HELLO]);
+        start.extend_from_slice(PROTOCOL_MAGIC);
+        start.extend_from_slice(&1u32.to_be_bytes());
+        s.write_all(&start).unwrap();
+        // Refused without waiting for (or allocating) the 64 MiB it claims.
+        let t = Instant::now();
+        let reply = raw_reply(&mut s).expect("a refusal, not a silent wait");
+        assert_eq!(reply[0], R_REFUSED);
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        // A client whose wrong token is longer than the job's is still told why.
+        for len in [100, 10_000] {
+            let e = TcpStore::connect(&addr, &"x".repeat(len), 1, T).unwrap_err();
+            assert!(e.to_string().contains("wrong token"), "{e}");
+        }
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        c.set("k", b"v").unwrap();
+        assert_eq!(host.try_get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+
+    #[test]
+    fn a_hello_sent_a_byte_at_a_time_is_cut_off_at_the_hello_timeout() {
+        let (_host, addr) = pair("t");
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(&100u32.to_be_bytes()).unwrap();
+        let t = Instant::now();
+        // One byte every 300 ms keeps each read short of the timeout; the hello as a whole
+        // is not allowed more than HELLO_TIMEOUT.
+        let closed = loop {
+            std::thread::sleep(Duration::from_millis(300));
+            if s.write_all(&[OP_HELLO]).is_err() {
+                break true;
+            }
+            let mut probe = [0u8; 1];
+            s.set_nonblocking(true).unwrap();
+            let r = s.read(&mut probe);
+            s.set_nonblocking(false).unwrap();
+            if matches!(r, Ok(0)) || matches!(&r, Err(e) if e.kind() != io::ErrorKind::WouldBlock) {
+                break true;
+            }
+            if t.elapsed() > HELLO_TIMEOUT + Duration::from_secs(3) {
+                break false;
+            }
+        };
+        assert!(closed, "the host still waited after {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < HELLO_TIMEOUT + Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_host_answering_a_byte_at_a_time_cannot_stretch_a_call_past_its_bound() {
+        // A "host" that takes the hello, then dribbles a 100-byte reply one byte per 200 ms
+        // (each read well inside the timeout, the reply far outside it).
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let _ = read_frame(&mut s);
+            let _ = s.write_all(&100u32.to_be_bytes());
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(200));
+                if s.write_all(&[R_OK]).is_err() {
+                    break;
+                }
+            }
+        });
+        let t = Instant::now();
+        let e = TcpStore::connect(&addr, "t", 1, Duration::from_secs(1)).unwrap_err();
+        assert!(
+            t.elapsed() < Duration::from_secs(4),
+            "{:?}: {e}",
+            t.elapsed()
+        );
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        drop(server);
+    }
+
+    #[test]
+    fn another_service_at_the_address_is_named_as_such() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            for _ in 0..100 {
+                let Ok((mut s, _)) = listener.accept() else {
+                    break;
+                };
+                let mut buf = [0u8; 64];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+            }
+        });
+        let e = TcpStore::connect(&addr, "t", 1, Duration::from_millis(500)).unwrap_err();
+        assert!(e.to_string().contains("it starts with \"HTTP\""), "{e}");
+        drop(server);
     }
 
     #[test]
@@ -1018,6 +1354,35 @@ mod tests {
         );
         assert!(clean, "the host stopped before every peer said goodbye");
         assert!(TcpStream::connect(&addr).is_err(), "still listening");
+    }
+
+    #[test]
+    fn two_processes_with_one_id_are_told_so() {
+        let host = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = host.local_addr().unwrap().to_string();
+        drop(host);
+        let a = addr.clone();
+        let h = std::thread::spawn(move || TcpStore::from_env(&env(0, 2, &a), T));
+        let first = {
+            let a = addr.clone();
+            std::thread::spawn(move || TcpStore::from_env(&env(1, 2, &a), T))
+        };
+        // The second process with id 1 claims the id after the first did.
+        std::thread::sleep(Duration::from_millis(500));
+        let second = TcpStore::from_env(&env(1, 2, &addr), T);
+        let first = first.join().unwrap();
+        let errors: Vec<String> = [&first, &second]
+            .iter()
+            .filter_map(|r| r.as_ref().err().map(|e| e.to_string()))
+            .collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("process id 1 of 2 is used by more than one process"),
+            "{errors:?}"
+        );
+        let host = h.join().unwrap().unwrap();
+        drop((first, second));
+        host.shutdown_after(Duration::from_secs(2));
     }
 
     #[test]

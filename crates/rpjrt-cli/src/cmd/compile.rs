@@ -85,6 +85,8 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         ))
     })?;
     let options: ClientOptions = crate::common::parse_options(&a.options)?;
+    crate::common::check_output_path(&a.output, "--output")?;
+    crate::common::check_not_input(&a.output, "--output", &a.program)?;
     let progress = Progress::new(a.json);
     let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, _, _) = crate::common::open_client(a.plugin.as_deref(), &options)?;
@@ -93,21 +95,21 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     let spinner = progress.spinner(&format!("compiling {}", a.program.display()));
     let exe = match &a.cache_dir {
         Some(d) => {
-            let cache = Cache::new(d, None).map_err(|e| CliError::failed(e.to_string()))?;
+            // A cache directory that cannot be used is the user's input: exit 2.
+            let cache = Cache::new(d, None).map_err(CliError::from)?;
             client.compile_with_cache(&program, &opts, &cache)
         }
         None => client.compile(&program, &opts),
     }
-    .map_err(|e| CliError::failed(e.to_string()))?;
+    // rpjrt's own refusals (more devices than the client has) are bad input, exit 2; what
+    // the plugin reports is a failure, exit 1.
+    .map_err(CliError::from)?;
     drop(spinner);
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     let bytes = exe
         .serialize()
         .map_err(|e| CliError::failed(e.to_string()))?;
-    let tmp = a.output.with_extension("rpjrt-partial");
-    std::fs::write(&tmp, &bytes)
-        .and_then(|()| std::fs::rename(&tmp, &a.output))
-        .map_err(|e| CliError::failed(format!("cannot write {}: {e}", a.output.display())))?;
+    crate::common::write_output(&a.output, "--output", &bytes)?;
     let target = Artifact::decode(&bytes)
         .map_err(|e| CliError::failed(e.to_string()))?
         .target;

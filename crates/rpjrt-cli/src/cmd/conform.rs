@@ -129,16 +129,16 @@ fn is_stdout(p: Option<&PathBuf>) -> bool {
 }
 
 /// Writes `text` to `path`, or to stdout for `-`.
-fn write_out(path: &PathBuf, text: &str) -> Result<(), CliError> {
+fn write_out(path: &std::path::Path, text: &str) -> Result<(), CliError> {
     if path.as_os_str() == "-" {
         crate::outln!("{}", text.trim_end_matches('\n'));
         return Ok(());
     }
-    std::fs::write(path, text).map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+    common::write_output(path, "--html", text.as_bytes())
 }
 
 /// `rpjrt conform --html PAGE REPORT.json...`: renders saved reports, runs nothing.
-fn render_saved(args: &Args, page: &PathBuf) -> Result<i32, CliError> {
+fn render_saved(args: &Args, page: &std::path::Path) -> Result<i32, CliError> {
     if args.json.is_some() || args.list {
         return Err(CliError::usage(
             "--json and --list need a plugin to run; with saved reports only --html \
@@ -199,6 +199,20 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             args.plugin.len()
         )));
     }
+    // Every pattern must select something: a typo among several would pass unnoticed.
+    if let Some(only) = args.only.as_deref() {
+        let none = conform::unmatched(only);
+        if !none.is_empty() && none.len() < only.split(',').filter(|p| !p.trim().is_empty()).count()
+        {
+            return Err(CliError::usage(format!(
+                "--only: no check matches {}; `rpjrt conform --list` shows them",
+                none.iter()
+                    .map(|p| format!("{p:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
     let checks = conform::select(args.only.as_deref());
     if checks.is_empty() {
         return Err(CliError::usage(format!(
@@ -213,9 +227,20 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         return Ok(EXIT_OK);
     }
     let timeout = common::positive_seconds(args.timeout, "--timeout")?;
+    // The report's files are checked before the checks run, not after.
+    for (path, option) in [(&args.json, "--json"), (&args.html, "--html")] {
+        if let Some(p) = path.as_ref().filter(|p| !is_stdout(Some(p))) {
+            common::check_output_path(p, option)?;
+        }
+    }
     // Only the children load the plugin: one that crashes while loading cannot take this
     // process down.
     let info = common::find_plugin(args.plugin.first().map(OsString::as_os_str))?;
+    for (path, option) in [(&args.json, "--json"), (&args.html, "--html")] {
+        if let Some(p) = path.as_ref().filter(|p| !is_stdout(Some(p))) {
+            common::check_not_input(p, option, &info.path)?;
+        }
+    }
     let mut child = self_command()?;
     child.push("conform-child".into());
     let config = RunConfig {
@@ -262,8 +287,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         Some(p) => {
             let text =
                 serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
-            std::fs::write(p, text + "\n")
-                .map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+            common::write_output(p, "--json", (text + "\n").as_bytes())?;
         }
         None => {}
     }
@@ -330,8 +354,7 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
         } else {
             let text =
                 serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
-            std::fs::write(p, text + "\n")
-                .map_err(|e| CliError::usage(format!("{}: {e}", p.display())))?;
+            common::write_output(p, "--json", (text + "\n").as_bytes())?;
         }
         return Ok(EXIT_OK);
     }

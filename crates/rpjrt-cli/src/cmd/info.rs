@@ -97,6 +97,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             "platform": platform,
             "platform_version": platform_version,
             "attributes": attributes,
+            "attributes_error": plugin.attributes_error(),
             "extensions": extensions,
             "devices": device_rows,
             "memories": memory_rows,
@@ -189,6 +190,9 @@ fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
         crate::outln!("platform    {p}");
     }
     crate::outln!("\n{}", paint("attributes", Style::Bold));
+    if let Some(e) = plugin.attributes_error() {
+        crate::outln!("  {}", paint(&format!("unavailable: {e}"), Style::Red));
+    }
     for (k, v) in plugin.attributes() {
         crate::outln!("  {k:<28} {v}");
     }
@@ -215,6 +219,7 @@ fn plugin_only(plugin: &Plugin, err: rpjrt::Error, log: &str, json: bool) -> Res
             "table_size": plugin.table_size(),
             "table_slots": plugin.table_slots(),
             "attributes": attributes,
+            "attributes_error": plugin.attributes_error(),
             "extensions": extensions,
             "client_error": common::explain(&err, None),
         }))?;

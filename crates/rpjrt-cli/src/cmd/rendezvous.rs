@@ -83,6 +83,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         Ok((seen, view))
     });
     let result = result.map_err(fail);
+    // The store as the user named it, unless that was port 0 (the host then listens on
+    // a free port: show that one).
+    let address = match env.coordinator.as_deref() {
+        Some(c) if !c.ends_with(":0") => c.to_string(),
+        _ => store.address().to_string(),
+    };
     // Process 0 hosts the store: it outlives the others' last reads (or their own
     // timeouts, when the rendezvous failed), bounded by the timeout.
     if store.is_host() {
@@ -91,9 +97,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     drop(store);
     let (seen, view) = result?;
     crate::outln!(
-        "process {p} of {n}: rendezvous ok, {seen} processes (launcher: {}, store: {})",
+        "process {p} of {n}: rendezvous ok, {seen} processes (launcher: {}, store: {address})",
         env.source,
-        env.coordinator.as_deref().unwrap_or("-")
     );
     if let Some(v) = view {
         crate::outln!("process {p} of {n}: {v}");

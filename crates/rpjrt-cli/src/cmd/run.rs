@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rpjrt::scalars::Scalar;
 use rpjrt::{ArraySpec, CompileOptions, ElementType, ProgramFile};
 use rpjrt_npy::literal::{parse_literal, random};
+use rpjrt_npy::scalars::Scalar;
 use rpjrt_npy::{self as npy, Array};
 use serde_json::{json, Value as Json};
 
@@ -30,7 +30,12 @@ pub struct Args {
     /// An input, as KEY=FILE.npy, KEY=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz
     /// (its arrays in order, or by parameter name or arg0, arg1, ...). KEY is 0-based,
     /// argN, or the parameter's name where the program carries names (jax.export).
-    #[arg(long = "input", short = 'i', value_name = "KEY=FILE|LITERAL")]
+    #[arg(
+        long = "input",
+        short = 'i',
+        value_name = "KEY=FILE|LITERAL",
+        allow_hyphen_values = true
+    )]
     pub inputs: Vec<String>,
     /// Fill inputs that were not given with random values of the right type and shape.
     #[arg(long)]
@@ -39,7 +44,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Run on this device id (default: the plugin's first device).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub device: Option<i32>,
     /// Run this many times and report timing statistics.
     #[arg(long, default_value_t = 1)]
@@ -120,22 +125,46 @@ fn parse_key(
     }
 }
 
-fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), CliError> {
-    if let Some(spec) = spec {
-        if a.element_type != spec.element_type {
-            return Err(CliError::usage(format!(
-                "input {i}: the program takes {} but the input is {}{:?}",
-                spec, a.element_type, a.dims
-            )));
-        }
-        if a.dims != spec.dims {
-            return Err(CliError::usage(format!(
-                "input {i}: the program takes shape {:?} ({spec}) but the input has shape {:?}",
-                spec.dims, a.dims
-            )));
-        }
+/// Why an input of type `t` and shape `dims` cannot be argument `i` of type `spec`.
+fn mismatch(i: usize, t: ElementType, dims: &[i64], spec: Option<&ArraySpec>) -> Option<String> {
+    let spec = spec?;
+    if t != spec.element_type {
+        return Some(format!(
+            "input {i}: the program takes {spec} but the input is {t}{dims:?}"
+        ));
     }
-    Ok(())
+    if dims != spec.dims.as_slice() {
+        return Some(format!(
+            "input {i}: the program takes shape {:?} ({spec}) but the input has shape {dims:?}",
+            spec.dims
+        ));
+    }
+    None
+}
+
+fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), CliError> {
+    match mismatch(i, a.element_type, &a.dims, spec) {
+        Some(m) => Err(CliError::usage(m)),
+        None => Ok(()),
+    }
+}
+
+/// Loads a `.npy`/`.npz` input, each array's header checked against the argument it will
+/// fill (`slot(name)`) before its data is read: a wrong or huge array is refused from its
+/// header, not after it was inflated.
+fn load_input(
+    value: &str,
+    params: Option<&[ArraySpec]>,
+    mut slot: impl FnMut(&str) -> usize,
+) -> Result<Vec<(String, Array)>, CliError> {
+    npy::load_checked(value, |name, t, dims| {
+        let i = slot(name);
+        match mismatch(i, t, dims, params.and_then(|p| p.get(i))) {
+            Some(m) => Err(rpjrt::Error::InvalidArgument(format!("{value}: {m}"))),
+            None => Ok(()),
+        }
+    })
+    .map_err(|e| CliError::usage(common::bare(e)))
 }
 
 /// How a parameter was given, for the message about giving it twice.
@@ -183,7 +212,17 @@ fn gather_inputs(
         };
         let looks_like_file = value.ends_with(".npy") || value.ends_with(".npz");
         if target.is_none() && value.ends_with(".npz") {
-            for (name, a) in npy::load(value).map_err(|e| CliError::usage(common::bare(e)))? {
+            // The same placement as below, for checking each header before its data.
+            let mut cursor = next_positional;
+            let arrays = load_input(value, params, |name| {
+                let i = match key_index(name, n, names) {
+                    Some(Ok(i)) => i,
+                    _ => cursor,
+                };
+                cursor = i + 1;
+                i
+            })?;
+            for (name, a) in arrays {
                 // A member named like a parameter (or arg0, ...) goes there; others fill
                 // the arguments in order (np.savez's arr_0, arr_1, ...).
                 let i = match key_index(&name, n, names) {
@@ -215,7 +254,7 @@ fn gather_inputs(
         };
         next_positional = i + 1;
         let a = if looks_like_file {
-            let mut arrays = npy::load(value).map_err(|e| CliError::usage(common::bare(e)))?;
+            let mut arrays = load_input(value, params, |_| i)?;
             if arrays.len() != 1 {
                 return Err(CliError::usage(format!(
                     "{value} holds {} arrays; give it without INDEX= to spread them over the arguments",
@@ -283,6 +322,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let Some(path) = args.trace.clone() else {
         return run_program(args, None);
     };
+    common::check_output_path(&path, "--trace")?;
+    common::check_not_input(&path, "--trace", &args.program)?;
     crate::cmd::trace::record(&path, "rpjrt run", |profiler| {
         run_program(args, Some(profiler))
     })
@@ -295,6 +336,17 @@ fn run_program(
 ) -> Result<i32, CliError> {
     if args.repeat == 0 {
         return Err(CliError::usage("--repeat must be at least 1"));
+    }
+    // Where the outputs go is checked before anything runs.
+    if let Some(path) = &args.out {
+        let p = path.to_string_lossy();
+        if !p.ends_with(".npy") && !p.ends_with(".npz") {
+            return Err(CliError::usage(format!(
+                "--out {p}: give a .npz or .npy file name"
+            )));
+        }
+        common::check_output_path(path, "--out")?;
+        common::check_not_input(path, "--out", &args.program)?;
     }
     let program = ProgramFile::read(&args.program, args.format.as_deref())?;
     let t = Instant::now();
@@ -322,12 +374,43 @@ fn run_program(
     let spinner = progress.spinner(&format!("compiling {}", args.program.display()));
     let exe = client
         .open_program(&program, pinned.as_ref())
-        .map_err(|e| match &program {
-            ProgramFile::Program(_) => CliError::failed(format!("compile failed: {e}")),
-            _ => CliError::failed(format!("loading {}: {e}", args.program.display())),
+        .map_err(|e| {
+            // rpjrt's own refusals (an artifact for another plugin, a damaged one) are bad
+            // input, exit 2; what the plugin reports is a failure, exit 1.
+            let text = match &program {
+                ProgramFile::Program(_) => format!("compile failed: {e}"),
+                _ => format!("loading {}: {e}", args.program.display()),
+            };
+            match e {
+                rpjrt::Error::InvalidArgument(_) => CliError::usage(text),
+                _ => CliError::failed(text),
+            }
         })?;
     drop(spinner);
+    let devices = exe.num_replicas() * exe.num_partitions();
+    if devices > 1 {
+        return Err(CliError::usage(format!(
+            "{}: the executable runs on {devices} devices ({} replica(s) x {} partition(s)); \
+             `rpjrt run` runs single-device programs: compile it for one device, or run it \
+             with Executable.execute_sharded from Python or Rust",
+            args.program.display(),
+            exe.num_replicas(),
+            exe.num_partitions()
+        )));
+    }
     let compile = t.elapsed();
+    // Outputs that --out could not save are refused before anything runs.
+    if let Some(path) = &args.out {
+        for (i, spec) in exe.outputs().iter().enumerate() {
+            if let Err(e) = npy::descr_of(spec.element_type) {
+                return Err(CliError::usage(format!(
+                    "--out {}: output {i} is {spec}: {}; print it with --json instead",
+                    path.display(),
+                    common::bare(e)
+                )));
+            }
+        }
+    }
     // Names count only when they cover the compiled program's parameters one to one.
     let names = program
         .parameter_names()
@@ -472,9 +555,19 @@ fn scalar_json(s: Scalar) -> Json {
             .or_else(|_| u64::try_from(i).map(|v| json!(v)))
             .unwrap_or_else(|_| json!(i.to_string())),
         Scalar::BigInt(s) => json!(s.to_string()),
-        Scalar::Float(f) if f.is_finite() => json!(f),
-        Scalar::Float(f) => json!(f.to_string()),
-        Scalar::Complex(re, im) => json!([re, im]),
+        Scalar::Float(f) => float_json(f),
+        // Each part as a float is: NaN and the infinities as text, never null.
+        Scalar::Complex(re, im) => json!([float_json(re), float_json(im)]),
+    }
+}
+
+/// A float as JSON: a number when finite, else `"NaN"`, `"inf"` or `"-inf"` (JSON has no
+/// such numbers; serde would write null).
+fn float_json(f: f64) -> Json {
+    if f.is_finite() {
+        json!(f)
+    } else {
+        json!(f.to_string())
     }
 }
 
@@ -516,8 +609,29 @@ fn format_float(f: f64, ty: ElementType) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "inf" } else { "-inf" }.into();
     }
-    // Shortest representation at the type's precision, as numpy prints.
-    let s = if matches!(ty, ElementType::F32 | ElementType::C64) {
+    // Shortest representation at the type's precision, as numpy prints; in scientific
+    // notation (`1.e+300`, `1.5e-05`) outside [1e-4, 1e16), where numpy switches too.
+    let single = matches!(ty, ElementType::F32 | ElementType::C64);
+    let a = f.abs();
+    if a != 0.0 && !(1e-4..1e16).contains(&a) {
+        let s = if single {
+            format!("{:e}", f as f32)
+        } else {
+            format!("{f:e}")
+        };
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = if mantissa.contains('.') {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}.")
+        };
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        return format!("{mantissa}e{sign}{digits:0>2}");
+    }
+    let s = if single {
         format!("{}", f as f32)
     } else {
         format!("{f}")
@@ -578,5 +692,26 @@ mod tests {
         assert_eq!(format_numpy(&b), "array([True, False], dtype=bool)");
         let s = parse_literal("7:int64", None).unwrap();
         assert_eq!(format_numpy(&s), "array(7, dtype=int64)");
+        // Far from 1, floats print in numpy's scientific notation, not hundreds of digits.
+        let big = parse_literal("[1e300, -1.5e-5, 0.25]:f64", None).unwrap();
+        assert_eq!(
+            format_numpy(&big),
+            "array([1.e+300, -1.5e-05, 0.25], dtype=float64)"
+        );
+        let f = parse_literal("[3e38, 1e-7]:f32", None).unwrap();
+        assert_eq!(format_numpy(&f), "array([3.e+38, 1.e-07], dtype=float32)");
+        // Every type prints its values: float8, the packed int4 (no "?").
+        let f8 = parse_literal("[1.5, -448]:f8e4m3fn", None).unwrap();
+        assert_eq!(
+            format_numpy(&f8),
+            "array([1.5, -448.], dtype=float8_e4m3fn)"
+        );
+        let i4 = parse_literal("[1, -2, 7]:int4", None).unwrap();
+        assert_eq!(format_numpy(&i4), "array([1, -2, 7], dtype=int4)");
+        // Non-finite floats and complex parts are text in JSON, never null.
+        let c = parse_literal("[nan, -inf]:c64", None).unwrap();
+        assert_eq!(nested_json(&c).to_string(), r#"[["NaN",0.0],["-inf",0.0]]"#);
+        let f = parse_literal("[nan, inf, 1]:f32", None).unwrap();
+        assert_eq!(nested_json(&f).to_string(), r#"["NaN","inf",1.0]"#);
     }
 }

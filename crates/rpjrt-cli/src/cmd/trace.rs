@@ -39,6 +39,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 fn view(args: ViewArgs) -> Result<(), CliError> {
+    if let Some(out) = &args.output {
+        crate::common::check_output_path(out, "--output")?;
+    }
     let bytes =
         rpjrt::read_regular_file(&args.trace).map_err(|e| CliError::usage(e.to_string()))?;
     let text = String::from_utf8(bytes)
@@ -60,8 +63,9 @@ fn view(args: ViewArgs) -> Result<(), CliError> {
     let out = args
         .output
         .unwrap_or_else(|| args.trace.with_extension("html"));
-    std::fs::write(&out, page)
-        .map_err(|e| CliError::failed(format!("writing {}: {e}", out.display())))?;
+    // Never over the trace itself (`-o` naming it, or a trace already called `.html`).
+    crate::common::check_not_input(&out, "--output", &args.trace)?;
+    crate::common::write_output(&out, "--output", page.as_bytes())?;
     crate::outln!("{}", out.display());
     Ok(())
 }

@@ -51,12 +51,36 @@ pub fn fixture(name: &str) -> PathBuf {
     fixtures().join(name)
 }
 
-/// A fresh, empty scratch folder for this test process and `tag`.
-pub fn tmpdir(tag: &str) -> PathBuf {
+/// A fresh, empty scratch folder for this test process and `tag`, removed with everything
+/// in it when the value is dropped (at the end of the test, passed or failed), so test runs
+/// leave nothing behind in the temporary directory.
+pub fn tmpdir(tag: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("rpjrt-cli-test-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
+}
+
+/// A scratch folder that removes itself (see [`tmpdir`]); derefs to its path.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The `rpjrt` binary, hermetic: no plugin named by the environment, no colour, no

@@ -1,0 +1,757 @@
+//! Regressions from an outside attack on the command line: every defect found there is
+//! pinned here by the input class that exposed it.
+
+use serde_json::Value as Json;
+
+mod common;
+
+use common::{fake, new, rpjrt, run, tmpdir};
+
+/// Runs `c`, checks that it exits with `code` and that its stderr contains `want`, and
+/// returns the stderr.
+fn fails(c: &mut std::process::Command, code: i32, want: &str) -> String {
+    let (got, _, err) = run(c);
+    assert_eq!(got, code, "{err}");
+    assert!(err.contains(want), "{err}");
+    err
+}
+
+/// An identity program on `tensor<2xTY>` written to `dir`.
+fn identity(dir: &std::path::Path, ty: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("id_{}.mlir", ty.replace(['<', '>'], "")));
+    let t = format!("tensor<2x{ty}>");
+    std::fs::write(
+        &path,
+        format!("func.func public @main(%a: {t}) -> {t} {{\n  return %a : {t}\n}}\n"),
+    )
+    .unwrap();
+    path
+}
+
+/// Outputs of the types numpy lacks (float8, float4, the packed int4/int2) print their
+/// values in text and JSON, not `?` and `null`.
+#[test]
+fn outputs_of_every_element_type_print_their_values() {
+    let dir = tmpdir("attack-types");
+    let cases = [
+        ("f8E4M3FN", "[1.5, -448]", "[1.5, -448.]", "[1.5,-448.0]"),
+        ("f8E5M2", "[0.5, -2]", "[0.5, -2.]", "[0.5,-2.0]"),
+        ("f4E2M1FN", "[1, -6]", "[1., -6.]", "[1.0,-6.0]"),
+        ("f8E8M0FNU", "[0.25, 4]", "[0.25, 4.]", "[0.25,4.0]"),
+        ("i4", "[7, -8]", "[7, -8]", "[7,-8]"),
+        ("ui4", "[15, 0]", "[15, 0]", "[15,0]"),
+        ("i2", "[1, -2]", "[1, -2]", "[1,-2]"),
+        ("bf16", "[1.5, -2]", "[1.5, -2.]", "[1.5,-2.0]"),
+    ];
+    for (ty, input, text, json) in cases {
+        let program = identity(&dir, ty);
+        let (code, out, err) = run(rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .args(["-i", input]));
+        assert_eq!(code, 0, "{ty}: {err}");
+        assert!(
+            out.contains(&format!("out0: array({text}, dtype=")),
+            "{ty}: {out}"
+        );
+        let (code, out, err) = run(rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .args(["-i", input, "--json"]));
+        assert_eq!(code, 0, "{ty}: {err}");
+        let doc: Json = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["outputs"][0]["data"].to_string(), json, "{ty}");
+    }
+}
+
+/// A plugin error whose message merely contains the letters "oom" ("boom") is not taken for
+/// an out-of-memory error: no allocator figures, no memory hint under it.
+#[test]
+fn an_error_saying_boom_gets_no_out_of_memory_advice() {
+    let err = fails(
+        rpjrt()
+            .arg("info")
+            .arg(fake())
+            .env("RPJRT_FAKE_FAIL", "PJRT_Plugin_Initialize:13:init boom"),
+        1,
+        "init boom",
+    );
+    assert!(
+        !err.contains("allocator") && !err.contains("memory cap"),
+        "{err}"
+    );
+}
+
+/// Where a verb writes its result is checked before it loads a plugin or runs anything: a
+/// missing directory or a directory given as the file is a usage error naming the option
+/// (before, a whole run or conformance pass ended in it, and `compile -o DIR/` left a
+/// `DIR.rpjrt-partial` file beside the directory).
+#[test]
+fn output_paths_are_checked_before_anything_runs() {
+    let dir = tmpdir("attack-out");
+    let program = common::fixture("mul_add.mlir");
+    let missing = dir.join("no/such/dir/x.npz");
+    let as_dir = dir.join("d.npz");
+    std::fs::create_dir_all(&as_dir).unwrap();
+    let slash = format!("{}/", dir.join("sub").display());
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    // A plugin that hangs in client creation: reaching it would time the test out.
+    let hang = |c: &mut std::process::Command| {
+        c.arg("--plugin")
+            .arg(fake())
+            .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create");
+    };
+    // Each case: the command line after `rpjrt`, and what its error must say.
+    let argv = |items: &[&dyn AsRef<std::ffi::OsStr>]| -> Vec<std::ffi::OsString> {
+        items.iter().map(|i| i.as_ref().to_os_string()).collect()
+    };
+    let run_out = |out: &dyn AsRef<std::ffi::OsStr>, option: &str| {
+        argv(&[&"run", &program, &"--random", &option, out])
+    };
+    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+        (run_out(&missing, "--out"), "does not exist"),
+        (run_out(&as_dir, "--out"), "is a directory"),
+        (run_out(&dir.join("x.txt"), "--out"), ".npz or .npy"),
+        (run_out(&dir.join("no/t.json"), "--trace"), "--trace"),
+        (
+            argv(&[&"compile", &program, &"-o", &slash]),
+            "is a directory",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut c = rpjrt();
+        c.args(&args);
+        hang(&mut c);
+        let (code, _, err) = run(&mut c);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // conform checks its report files before starting any child.
+    for (option, path) in [("--json", missing.clone()), ("--html", as_dir.clone())] {
+        let (code, _, err) = run(rpjrt()
+            .arg("conform")
+            .arg(fake())
+            .arg(option)
+            .arg(&path)
+            .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create"));
+        assert_eq!(code, 2, "{option}: {err}");
+        assert!(err.contains(option), "{option}: {err}");
+    }
+    fails(
+        rpjrt()
+            .args(["trace", "view"])
+            .arg(&program)
+            .arg("-o")
+            .arg(&missing),
+        2,
+        "--output",
+    );
+    // compile -o DIR/ on a working plugin leaves nothing beside the directory.
+    let (code, _, err) = run(rpjrt()
+        .arg("compile")
+        .arg(&program)
+        .arg("-o")
+        .arg(&slash)
+        .arg("--plugin")
+        .arg(new()));
+    assert_eq!(code, 2, "{err}");
+    assert!(!dir.join("sub.rpjrt-partial").exists());
+}
+
+/// `.npy`/`.npz` inputs are checked against the parameter they fill from their header,
+/// before their data is read or inflated: a small archive that inflates to gigabytes, or
+/// an array of the wrong shape, costs a header read. Shown with a member whose data is
+/// damaged: the shape error comes first, so the data was never read.
+/// An output path that is a FIFO (or a device) is refused before anything runs and left
+/// as it was: the artifact and the `.npz` were renamed over it (as root, `compile -o
+/// /dev/full` replaced the device node with a file). And the artifact's temporary file has
+/// a name of its own: `compile x.rpjrt-partial -o x.rpjrt` wrote it over the program.
+#[test]
+fn outputs_that_are_not_regular_files_are_refused_untouched() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let dir = tmpdir("attack-fifo-out");
+    let program = common::fixture("mul_add.mlir");
+    let fifo = dir.join("out.npz");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let is_fifo = || std::fs::metadata(&fifo).unwrap().file_type().is_fifo();
+    let plugin = new();
+    for (option, args) in [
+        (
+            "--output",
+            vec!["compile".as_ref(), program.as_os_str(), "-o".as_ref()],
+        ),
+        (
+            "--out",
+            vec![
+                "run".as_ref(),
+                program.as_os_str(),
+                "--random".as_ref(),
+                "--out".as_ref(),
+            ],
+        ),
+        (
+            "--trace",
+            vec![
+                "run".as_ref(),
+                program.as_os_str(),
+                "--random".as_ref(),
+                "--trace".as_ref(),
+            ],
+        ),
+    ] {
+        let mut c = rpjrt();
+        c.args(&args).arg(&fifo).arg("--plugin").arg(&plugin);
+        fails(
+            &mut c,
+            2,
+            &format!(
+                "{option} {}: a FIFO (named pipe), not a regular file",
+                fifo.display()
+            ),
+        );
+        assert!(is_fifo(), "{option} replaced the FIFO");
+    }
+    let input = dir.join("p.rpjrt-partial");
+    std::fs::copy(&program, &input).unwrap();
+    let mut c = rpjrt();
+    c.args(["compile", "--format", "mlir"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.join("p.rpjrt"))
+        .arg("--plugin")
+        .arg(&plugin);
+    let (code, _, err) = run(&mut c);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        std::fs::read(&program).unwrap()
+    );
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["out.npz", "p.rpjrt", "p.rpjrt-partial"]);
+}
+
+/// The processes whose parent is `parent`, from `/proc` (zombies left out: they are gone).
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for ent in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = ent.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(ent.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = rest.split(' ').collect();
+        if fields[1].parse::<u32>() == Ok(parent) && fields[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// `rpjrt conform` killed by SIGTERM (as `timeout` and job managers stop it) takes its
+/// child along: the child, hung in the plugin, kept running for ever, an orphan.
+#[test]
+fn a_conform_run_killed_by_sigterm_leaves_no_child_behind() {
+    let mut parent = rpjrt()
+        .args(["conform", "--timeout", "300", "--only", "client.create"])
+        .arg(fake())
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let child = loop {
+        if let Some(&c) = children_of(parent.id()).first() {
+            break c;
+        }
+        assert!(started.elapsed().as_secs() < 30, "no conform child started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Let the child reach the hanging call.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &parent.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = parent.wait();
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{child}"));
+    let gone = || {
+        std::fs::read_to_string(proc_dir.join("stat"))
+            .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+            .unwrap_or(true)
+    };
+    let since = std::time::Instant::now();
+    while !gone() && since.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let left = !gone();
+    if left {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &child.to_string()])
+            .status();
+    }
+    assert!(
+        !left,
+        "the conform child {child} outlived its killed parent"
+    );
+}
+
+#[test]
+fn input_files_are_checked_from_their_header_before_their_data() {
+    let dir = tmpdir("attack-header-first");
+    let program = common::fixture("mul_add.mlir");
+    let four = rpjrt_npy::literal::parse_literal("[1,2,3,4]:f32", None).unwrap();
+    let eight = rpjrt_npy::literal::parse_literal("[1,2,3,4,5,6,7,8]:f32", None).unwrap();
+    let npz = dir.join("x.npz");
+    rpjrt_npy::save_npz(&npz, &[("a".into(), four.clone()), ("b".into(), eight)]).unwrap();
+    // Damage member a's data (its last byte, just before member b's local header).
+    let mut bytes = std::fs::read(&npz).unwrap();
+    let b_at = bytes
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"PK\x03\x04")
+        .nth(1)
+        .unwrap()
+        .0;
+    bytes[b_at - 1] ^= 0xff;
+    std::fs::write(&npz, &bytes).unwrap();
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(&program)
+        .arg("--plugin")
+        .arg(new())
+        .arg("-i")
+        .arg(&npz));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("takes shape [8]") && err.contains("has shape [4]"),
+        "{err}"
+    );
+    // A .npy given by key whose data is cut short is still refused from its size.
+    let npy = dir.join("a.npy");
+    let mut one = rpjrt_npy::write_npy(&four).unwrap();
+    one.truncate(one.len() - 2);
+    std::fs::write(&npy, &one).unwrap();
+    fails(
+        rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .arg("-i")
+            .arg(format!("a={}", npy.display()))
+            .arg("-i")
+            .arg("b=[1,2,3,4,5,6,7,8]"),
+        2,
+        "needs 16 data bytes",
+    );
+}
+
+/// A plugin whose `PJRT_Plugin_Attributes` fails is not shown as a plugin without
+/// attributes: `info` says they are unavailable and why, and conform's `api.attributes`
+/// fails (it passed on the empty list).
+#[test]
+fn a_failing_attributes_call_is_reported_not_taken_for_none() {
+    let fail = ("RPJRT_FAKE_FAIL", "PJRT_Plugin_Attributes:13:attr boom");
+    let (code, out, err) = run(rpjrt().arg("info").arg(fake()).env(fail.0, fail.1));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("unavailable:") && out.contains("attr boom"),
+        "{out}"
+    );
+    let (code, out, err) = run(rpjrt()
+        .arg("info")
+        .arg(fake())
+        .arg("--json")
+        .env(fail.0, fail.1));
+    assert_eq!(code, 0, "{err}");
+    let doc: Json = serde_json::from_str(&out).unwrap();
+    assert!(
+        doc["attributes_error"]
+            .as_str()
+            .unwrap()
+            .contains("attr boom"),
+        "{doc}"
+    );
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--only", "api.attributes"])
+        .env(fail.0, fail.1));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("fail") && out.contains("attr boom"), "{out}");
+    // Without the fault both are as before.
+    let (code, out, _) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--only", "api.attributes"]));
+    assert_eq!(code, 0, "{out}");
+}
+
+/// A negative number is a value, not an option: `-i -1.5` (a literal for the next
+/// argument) and `--device -1` (refused by rpjrt, naming the devices) used to be refused
+/// by the argument parser as unknown options, with advice (`-- -1`) that did not help.
+#[test]
+fn negative_numbers_are_values_of_input_and_device() {
+    let dir = tmpdir("attack-negative");
+    let program = dir.join("scalar.mlir");
+    std::fs::write(
+        &program,
+        "func.func public @main(%a: tensor<f32>) -> tensor<f32> {\n  return %a : tensor<f32>\n}\n",
+    )
+    .unwrap();
+    for (lit, want) in [
+        ("-1.5", "array(-1.5, dtype=float32)"),
+        ("-inf", "array(-inf, dtype=float32)"),
+    ] {
+        let (code, out, err) = run(rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .args(["-i", lit]));
+        assert_eq!(code, 0, "{lit}: {err}");
+        assert!(out.contains(want), "{lit}: {out}");
+    }
+    fails(
+        rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .args(["-i", "1", "--device", "-1"]),
+        2,
+        "no device with id -1",
+    );
+}
+
+/// The Python interpreter discovery asks for its site directories is bounded as a whole:
+/// one that leaves a process behind holding its stdout (a wrapper script backgrounding
+/// something) held `rpjrt plugins` until that process ended.
+#[test]
+fn a_python_that_leaves_its_stdout_open_does_not_hold_discovery() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tmpdir("attack-python");
+    let python = dir.join("python3");
+    std::fs::write(&python, "#!/bin/sh\n(sleep 60 &)\necho /tmp\n").unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = std::time::Instant::now();
+    let mut child = rpjrt()
+        .arg("plugins")
+        .env("RPJRT_PYTHON", &python)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let status = status.expect("rpjrt plugins still waiting after 20 s");
+    assert!(status.code().is_some(), "{status:?}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+/// HLO text (`HloModule ...`), which no PJRT plugin compiles, is refused naming what to
+/// give instead: as `.hlo` it reached the plugin as a proto ("failed to deserialize
+/// HloModuleProto"), as `.txt` as StableHLO text with advice about newer printers.
+#[test]
+fn hlo_text_is_refused_with_what_to_give_instead() {
+    let dir = tmpdir("attack-hlo-text");
+    let text =
+        "HloModule m\nENTRY main {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] add(a, a)\n}\n";
+    for name in ["m.hlo", "m.txt", "m.mlir"] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let (code, _, err) = run(rpjrt()
+            .arg("run")
+            .arg(&path)
+            .arg("--plugin")
+            .arg(new())
+            .args(["-i", "[1,2]"]));
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(
+            err.contains("HLO text") && err.contains("HloModuleProto"),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// `run` on an executable for several devices says that it runs single-device programs
+/// (it said "1 argument lists given, but the executable runs on 2 device(s)"), and an
+/// artifact rpjrt refuses (for another plugin, damaged) is bad input, exit 2, not 1.
+#[test]
+fn run_refuses_multi_device_and_foreign_artifacts_as_bad_input() {
+    let dir = tmpdir("attack-artifacts");
+    let program = common::fixture("mul_add.mlir");
+    let two = dir.join("two.rpjrt");
+    let (code, _, err) = run(rpjrt()
+        .arg("compile")
+        .arg(&program)
+        .arg("-o")
+        .arg(&two)
+        .arg("--plugin")
+        .arg(new())
+        .args(["--num-replicas", "2"]));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(&two)
+        .arg("--plugin")
+        .arg(new())
+        .arg("--random"));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("runs on 2 devices") && err.contains("single-device"),
+        "{err}"
+    );
+    // Built on the 0.81 plugin, loaded on the 0.115 one.
+    let foreign = dir.join("old.rpjrt");
+    let (code, _, err) = run(rpjrt()
+        .arg("compile")
+        .arg(&program)
+        .arg("-o")
+        .arg(&foreign)
+        .arg("--plugin")
+        .arg(common::old()));
+    assert_eq!(code, 0, "{err}");
+    fails(
+        rpjrt()
+            .arg("run")
+            .arg(&foreign)
+            .arg("--plugin")
+            .arg(new())
+            .arg("--random"),
+        2,
+        "cannot be loaded here",
+    );
+}
+
+/// `compile` asked for more devices than the client has is refused by rpjrt before the
+/// plugin sees it: bad input, exit 2 (it was 1, a plugin failure).
+#[test]
+fn compile_for_more_devices_than_there_are_is_bad_input() {
+    let dir = tmpdir("attack-compile-devices");
+    fails(
+        rpjrt()
+            .arg("compile")
+            .arg(common::fixture("mul_add.mlir"))
+            .arg("-o")
+            .arg(dir.join("x.rpjrt"))
+            .arg("--plugin")
+            .arg(new())
+            .args(["--num-replicas", "64"]),
+        2,
+        "need 64 devices",
+    );
+}
+
+/// `--out` with an output type `.npy` cannot hold (bfloat16, int4, ...) is refused before
+/// the program runs, naming the output (it ran, then failed to save).
+#[test]
+fn out_refuses_output_types_npy_cannot_hold_before_running() {
+    let dir = tmpdir("attack-out-types");
+    for (ty, input) in [("bf16", "[1, 2]"), ("i4", "[1, 2]")] {
+        let program = identity(&dir, ty);
+        let (code, out, err) = run(rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .args(["-i", input, "--out"])
+            .arg(dir.join("o.npz")));
+        assert_eq!(code, 2, "{ty}: {err}");
+        assert!(
+            err.contains("output 0 is") && err.contains("--json"),
+            "{ty}: {err}"
+        );
+        assert!(!out.contains("out0"), "{ty}: it ran: {out}");
+        assert!(!dir.join("o.npz").exists());
+    }
+}
+
+/// `conform --only` with several patterns names one that selects no check (a typo), rather
+/// than running the others as if it were not there.
+#[test]
+fn conform_only_names_a_pattern_that_selects_nothing() {
+    let (code, out, err) = run(rpjrt().arg("conform").arg(fake()).args([
+        "--only",
+        "api.version,api.verison",
+        "--list",
+    ]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("\"api.verison\""), "{err}");
+    let (code, out, _) = run(rpjrt().arg("conform").arg(fake()).args([
+        "--only",
+        "api.version, api.table_size",
+        "--list",
+    ]));
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
+
+/// An output that names the verb's own input is refused, the input left as it was:
+/// `compile f.mlir -o f.mlir` replaced the program with its artifact, and `trace view`
+/// of a trace named `.html` wrote the page over the trace.
+#[test]
+fn an_output_naming_the_input_is_refused() {
+    let dir = tmpdir("attack-same-file");
+    let program = dir.join("p.mlir");
+    std::fs::copy(common::fixture("mul_add.mlir"), &program).unwrap();
+    let before = std::fs::read(&program).unwrap();
+    fails(
+        rpjrt()
+            .arg("compile")
+            .arg(&program)
+            .arg("-o")
+            .arg(dir.join(".").join("p.mlir"))
+            .arg("--plugin")
+            .arg(new()),
+        2,
+        "that is the input file",
+    );
+    assert_eq!(std::fs::read(&program).unwrap(), before);
+    let trace = dir.join("t.html");
+    std::fs::write(&trace, r#"{"traceEvents": []}"#).unwrap();
+    fails(
+        rpjrt().args(["trace", "view"]).arg(&trace),
+        2,
+        "that is the input file",
+    );
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        r#"{"traceEvents": []}"#
+    );
+    // run's trace over its program.
+    fails(
+        rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .args(["--random", "--trace"])
+            .arg(&program),
+        2,
+        "that is the input file",
+    );
+    assert_eq!(std::fs::read(&program).unwrap(), before);
+    // conform's report over the plugin it checks.
+    let plugin = dir.join("plugin.so");
+    std::fs::copy(fake(), &plugin).unwrap();
+    fails(
+        rpjrt()
+            .arg("conform")
+            .arg(&plugin)
+            .args(["--only", "api.version", "--json"])
+            .arg(&plugin),
+        2,
+        "that is the input file",
+    );
+    assert_eq!(
+        std::fs::read(&plugin).unwrap(),
+        std::fs::read(fake()).unwrap()
+    );
+}
+
+/// conform reads its child's stdout as bytes: a plugin printing text that is not UTF-8
+/// (Latin-1, binary) there ended the reading, and every check after it was reported as a
+/// crash; a line without end longer than any protocol line is skipped, not held. The child
+/// is replaced by a script speaking the protocol around such output.
+#[test]
+fn conform_survives_a_plugin_printing_bytes_that_are_not_text() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tmpdir("attack-conform-bytes");
+    let child = dir.join("child.sh");
+    std::fs::write(
+        &child,
+        r#"#!/bin/sh
+checks=$(echo "$@" | sed 's/.*--checks //')
+n=$RPJRT_CONFORM_NONCE
+printf '\n\036rpjrt-conform %s {"plugin":{"path":"x"}}\n' "$n"
+head -c 20000000 /dev/zero | tr '\0' 'x'
+printf '\n'
+IFS=,
+for c in $checks; do
+  printf '\n\036rpjrt-conform %s {"start":"%s"}\n' "$n" "$c"
+  printf 'plugin says \377\376 caf\351\n'
+  printf '\n\036rpjrt-conform %s {"result":{"name":"%s","group":"api","outcome":"pass","detail":"","facts":{},"duration_ms":1}}\n' "$n" "$c"
+done
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&child, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let self_command = serde_json::to_string(&[child.to_str().unwrap()]).unwrap();
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--only", "api.version,api.table_size", "--timeout", "20"])
+        .env("RPJRT_CLI_SELF", self_command));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("2 checks: 2 pass"), "{out}");
+}
+
+/// `launch --port 0` means any free port, as it does to the OS: the processes were told
+/// to meet on port 0 and the peers could never reach the host.
+#[test]
+fn launch_port_0_picks_a_free_port() {
+    let (code, out, err) = run(rpjrt()
+        .args(["launch", "-n", "2", "--port", "0", "--timeout", "60", "--"])
+        .arg(env!("CARGO_BIN_EXE_rpjrt"))
+        .args(["rendezvous", "--timeout", "20"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches("rendezvous ok").count(), 2, "{out}");
+    assert!(
+        !out.contains("127.0.0.1:0,") && !out.contains("127.0.0.1:0)"),
+        "{out}"
+    );
+}
+
+/// `cache info ""` picked whichever entry was alone (an empty prefix starts every key);
+/// an empty or blank key is now refused, asking for one.
+#[test]
+fn cache_info_with_an_empty_key_is_refused() {
+    let dir = tmpdir("attack-cache-key");
+    let cache = dir.join("cache");
+    let (code, _, err) = run(rpjrt()
+        .arg("compile")
+        .arg(common::fixture("mul_add.mlir"))
+        .arg("-o")
+        .arg(dir.join("a.rpjrt"))
+        .arg("--plugin")
+        .arg(new())
+        .arg("--cache-dir")
+        .arg(&cache));
+    assert_eq!(code, 0, "{err}");
+    for key in ["", "  "] {
+        let (code, out, err) = run(rpjrt().args(["cache", "info", key, "--dir"]).arg(&cache));
+        assert_eq!(code, 2, "{key:?}: {out}{err}");
+        assert!(err.contains("give a key"), "{err}");
+    }
+}
