@@ -27,6 +27,7 @@
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -270,6 +271,29 @@ pub fn python_site_dirs() -> Vec<PathBuf> {
         return Vec::new();
     };
     let deadline = std::time::Instant::now() + PYTHON_QUERY_TIMEOUT;
+    // The answer is read on its own thread while this one waits, both within the one
+    // deadline: an interpreter (or a wrapper script) that leaves a process behind holding
+    // its stdout, or that writes more than a pipe holds, cannot hold discovery.
+    let (tx, rx) = std::sync::mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        let reader = std::thread::Builder::new()
+            .name("rpjrt-python-query".into())
+            .spawn(move || {
+                use std::io::Read;
+                let mut out = String::new();
+                let _ = stdout.take(1 << 16).read_to_string(&mut out);
+                let _ = tx.send(out);
+            });
+        if reader.is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Vec::new();
+        }
+    }
+    let out = rx
+        .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+        .unwrap_or_default();
+    // Reaped within what is left of the deadline, else killed.
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
@@ -282,11 +306,6 @@ pub fn python_site_dirs() -> Vec<PathBuf> {
                 return Vec::new();
             }
         }
-    }
-    let mut out = String::new();
-    if let Some(stdout) = child.stdout.take() {
-        use std::io::Read;
-        let _ = stdout.take(1 << 16).read_to_string(&mut out);
     }
     out.lines()
         .map(str::trim)
@@ -370,7 +389,11 @@ fn read_small_text(p: &Path) -> Option<String> {
     if !meta.is_file() || meta.len() > 16 << 20 {
         return None;
     }
-    fs::read_to_string(p).ok()
+    // Lossy: one byte that is not UTF-8 (a Latin-1 file name in RECORD, a METADATA
+    // description) must not hide the whole wheel.
+    fs::read(p)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 fn absolute(p: impl AsRef<OsStr>) -> PathBuf {
@@ -1049,34 +1072,78 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
             path.display()
         )));
     }
-    let text = fs::read_to_string(path)
+    // A config names a library and a few options: a file far larger is not one (and is
+    // not read whole into memory).
+    const MAX_CONFIG: u64 = 1 << 20;
+    let mut text = String::new();
+    fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
         .map_err(|e| err(format!("cannot read the PJRT plugin config: {e}")))?;
+    if text.len() as u64 > MAX_CONFIG {
+        return Err(err(format!(
+            "the PJRT plugin config {} is larger than {} KiB, which no config is",
+            path.display(),
+            MAX_CONFIG >> 10
+        )));
+    }
     let config: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| err(format!("cannot read the PJRT plugin config: {e}")))?;
     let lib = config
         .get("library_path")
         .and_then(|v| v.as_str())
         .ok_or_else(|| err("the PJRT plugin config has no 'library_path' field".into()))?;
-    let options = config
-        .get("create_options")
-        .and_then(|o| o.as_object())
-        .map(|o| {
+    // Every option is kept as written, or refused naming it: an option dropped here
+    // would leave the client created without what the config asked for.
+    let options = match config.get("create_options") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Object(o)) => Some(
             o.iter()
-                .filter_map(|(k, v)| json_value(v).map(|v| (k.clone(), v)))
-                .collect::<ClientOptions>()
-        });
+                .map(|(k, v)| {
+                    json_value(v).map(|v| (k.clone(), v)).map_err(|why| {
+                        err(format!(
+                            "the PJRT plugin config {}: create option {k:?} is {why}; options \
+                             are booleans, integers, floats, strings or lists of integers",
+                            path.display()
+                        ))
+                    })
+                })
+                .collect::<Result<ClientOptions>>()?,
+        ),
+        Some(_) => {
+            return Err(err(format!(
+                "the PJRT plugin config {}: 'create_options' is not an object of NAME: VALUE",
+                path.display()
+            )))
+        }
+    };
     Ok((lib.to_string(), options))
 }
 
-fn json_value(v: &serde_json::Value) -> Option<Value> {
+/// A create option's value from a JSON config, or what it is instead of a value rpjrt can
+/// pass on unchanged.
+fn json_value(v: &serde_json::Value) -> std::result::Result<Value, String> {
     use serde_json::Value as J;
-    Some(match v {
+    Ok(match v {
         J::Bool(b) => Value::Bool(*b),
-        J::Number(n) if n.is_i64() => Value::Int64(n.as_i64()?),
-        J::Number(n) => Value::Float(n.as_f64()? as f32),
+        J::Number(n) if n.is_i64() => Value::Int64(n.as_i64().unwrap_or_default()),
+        J::Number(n) if n.is_u64() => return Err(format!("{n}, beyond int64")),
+        J::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            let f = x as f32;
+            if !f.is_finite() {
+                return Err(format!("{n}, beyond float32 (PJRT's float option type)"));
+            }
+            Value::Float(f)
+        }
         J::String(s) => Value::String(s.clone()),
-        J::Array(a) => Value::Int64List(a.iter().map(|x| x.as_i64()).collect::<Option<Vec<_>>>()?),
-        _ => return None,
+        J::Array(a) => Value::Int64List(
+            a.iter()
+                .map(|x| x.as_i64())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| format!("{v}, a list that is not all int64 integers"))?,
+        ),
+        J::Null => return Err("null".into()),
+        J::Object(_) => return Err("an object".into()),
     })
 }
 
@@ -1201,6 +1268,30 @@ mod tests {
         fs::write(p, b"\x7fELF not really").unwrap();
     }
 
+    /// The acme-pjrt wheel of `version` unpacked in `site`: its library, and its METADATA,
+    /// entry_points.txt and RECORD with the contents given, in that order.
+    fn acme_wheel(site: &Path, version: &str, files: [&[u8]; 3]) {
+        fake_lib(&site.join("acme_pjrt/libacme_pjrt.so"));
+        let info = site.join(format!("acme_pjrt-{version}.dist-info"));
+        fs::create_dir_all(&info).unwrap();
+        for (name, text) in ["METADATA", "entry_points.txt", "RECORD"]
+            .into_iter()
+            .zip(files)
+        {
+            fs::write(info.join(name), text).unwrap();
+        }
+    }
+
+    /// The plugins discovery finds in `site` (searched alone), in search order.
+    fn found_in(site: &Path) -> Vec<PluginInfo> {
+        Discovery::new(SearchPath::new([site]))
+            .plugins()
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.path.starts_with(resolve(site)))
+            .collect()
+    }
+
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("rpjrt-discovery-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
@@ -1222,24 +1313,15 @@ mod tests {
     #[test]
     fn entry_point_namespace_and_known_wheel() {
         let site = tmp("site");
-        fake_lib(&site.join("acme_pjrt/libacme_pjrt.so"));
-        let info = site.join("acme_pjrt-1.2.3.dist-info");
-        fs::create_dir_all(&info).unwrap();
-        fs::write(
-            info.join("METADATA"),
-            "Metadata-Version: 2.1\nName: acme-pjrt\nVersion: 1.2.3\n",
-        )
-        .unwrap();
-        fs::write(
-            info.join("entry_points.txt"),
-            "[console_scripts]\nx = y\n[jax_plugins]\nacme = acme_pjrt\n",
-        )
-        .unwrap();
-        fs::write(
-            info.join("RECORD"),
-            "acme_pjrt/__init__.py,,\nacme_pjrt/libacme_pjrt.so,,\n",
-        )
-        .unwrap();
+        acme_wheel(
+            &site,
+            "1.2.3",
+            [
+                b"Metadata-Version: 2.1\nName: acme-pjrt\nVersion: 1.2.3\n".as_slice(),
+                b"[console_scripts]\nx = y\n[jax_plugins]\nacme = acme_pjrt\n",
+                b"acme_pjrt/__init__.py,,\nacme_pjrt/libacme_pjrt.so,,\n",
+            ],
+        );
         fake_lib(&site.join("jax_plugins/xla_fakecuda/xla_cuda_plugin.so"));
         fake_lib(&site.join("jax_plugins/xla_fakecuda/_helper.cpython-311-x86_64-linux-gnu.so"));
         fake_lib(&site.join("lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"));
@@ -1253,12 +1335,7 @@ mod tests {
         let d = Discovery::new(SearchPath::new([&site]));
         // Plugins named by the environment of whoever runs the tests come first; the
         // directory's own come after them, in search order.
-        let found: Vec<PluginInfo> = d
-            .plugins()
-            .unwrap()
-            .into_iter()
-            .filter(|p| p.path.starts_with(resolve(&site)))
-            .collect();
+        let found = found_in(&site);
         let names: Vec<&str> = found.iter().map(|p| p.name.as_str()).collect();
         // Search order: entry points, namespace packages, known wheels.
         assert_eq!(names, ["acme", "xla_fakecuda", "lammps_jax_pjrt_cpu"]);
@@ -1288,6 +1365,68 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].path.as_os_str(), raw);
         assert_eq!(c[0].source, "argument");
+    }
+
+    #[test]
+    fn config_create_options_are_kept_or_refused_never_dropped() {
+        let d = tmp("config-options");
+        let cfg = d.join("p.json");
+        let write = |opts: &str| {
+            std::fs::write(
+                &cfg,
+                format!(r#"{{"library_path": "/x/lib.so", "create_options": {opts}}}"#),
+            )
+            .unwrap()
+        };
+        write(r#"{"a": 2, "b": true, "c": 0.5, "d": "s", "e": [1, 2]}"#);
+        let (_, opts) = read_json_config(&cfg).unwrap();
+        assert_eq!(opts.unwrap().entries().len(), 5);
+        for (opts, want) in [
+            (r#"{"a": null}"#, "\"a\" is null"),
+            (r#"{"a": {"x": 1}}"#, "\"a\" is an object"),
+            (r#"{"a": [1, 2.5]}"#, "not all int64"),
+            (r#"{"a": 18446744073709551615}"#, "beyond int64"),
+            (r#"{"a": 1e300}"#, "beyond float32"),
+            ("7", "not an object"),
+        ] {
+            write(opts);
+            let e = read_json_config(&cfg).unwrap_err().to_string();
+            assert!(e.contains(want), "{opts}: {e}");
+            assert!(e.contains("p.json"), "{opts}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_config_far_larger_than_any_config_is_refused_unread() {
+        let d = tmp("config-huge");
+        let cfg = d.join("p.json");
+        let pad = " ".repeat(2 << 20);
+        std::fs::write(&cfg, format!(r#"{{"library_path": "/x/lib.so"{pad}}}"#)).unwrap();
+        let e = read_json_config(&cfg).unwrap_err().to_string();
+        assert!(
+            e.contains("larger than 1024 KiB") && e.contains("p.json"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_wheel_whose_metadata_is_not_utf8_is_still_found() {
+        let site = tmp("latin1");
+        // Latin-1 bytes in METADATA, entry_points.txt and RECORD: the rest of each counts.
+        acme_wheel(
+            &site,
+            "1.0",
+            [
+                b"Name: acme-pjrt\nVersion: 1.0\n\ncaf\xe9\n".as_slice(),
+                b"# \xa9 acme\n[jax_plugins]\nacme = acme_pjrt\n",
+                b"acme_pjrt/caf\xe9.txt,,\nacme_pjrt/libacme_pjrt.so,,\n",
+            ],
+        );
+        let found = found_in(&site);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].source, "entry point jax_plugins:acme");
+        assert_eq!(found[0].version.as_deref(), Some("1.0"));
+        assert_eq!(found[0].package.as_deref(), Some("acme-pjrt"));
     }
 
     #[test]
