@@ -8,7 +8,7 @@ protocol and holds exactly the elements of ``dtype`` in C order; ``shape`` is ``
 it is the shape of ``obj``'s own buffer view.
 
 One conversion rule for Python numbers and nested lists, into every dtype, kept in the core
-(``rpjrt::scalars``; ``Client.put`` calls it directly, this module through
+(``rpjrt_npy::scalars``; ``Client.put`` calls it directly, this module through
 ``_rpjrt._python_to_host``): a value must be representable -- integers in range (``int4``
 holds -8..7), no float into an integer or bool type (even 2.0), only 0/1/True/False into
 bool, no complex into a real type, no finite float that overflows the target
@@ -138,7 +138,7 @@ def _from_python(
     from . import _rpjrt
 
     if not cast:
-        # The one rule for numbers lives in the core (rpjrt::scalars::to_host).
+        # The one rule for numbers is rpjrt_npy::scalars::to_host.
         data, code, shape = _rpjrt._python_to_host(obj, want)
         return data, from_code(code), tuple(shape)
     # cast=True: the core checks the shape and picks the type; numpy's astype converts.

@@ -82,7 +82,7 @@ class Client:
         plugin: _PluginSpec | None = None,
         *,
         options: Mapping[str, _OptionValue] | None = None,
-        cache_dir: Cache | str | os.PathLike[str] | None = None,
+        cache_dir: Cache | str | bytes | os.PathLike[str] | os.PathLike[bytes] | None = None,
         kv: _KvStoreLike | None = None,
         process_id: int | None = None,
         num_processes: int | None = None,
@@ -112,7 +112,7 @@ class Client:
     def cache(self) -> Cache | None:
         """The compile cache compile() uses (settable: a Cache, a directory, or None)."""
     @cache.setter
-    def cache(self, cache: Cache | str | os.PathLike[str] | None) -> None: ...
+    def cache(self, cache: Cache | str | bytes | os.PathLike[str] | os.PathLike[bytes] | None) -> None: ...
     def topology(self) -> Topology:
         """The topology of the client's devices; UnsupportedError where the plugin has none."""
     def artifact_target(self) -> dict[str, str | int]:
@@ -149,7 +149,7 @@ class Client:
         device: Device | None = None,
         portable: bool = False,
         env_option_overrides: Mapping[str, str | int | float | bool] | None = None,
-        cache: Cache | str | os.PathLike[str] | None = None,
+        cache: Cache | str | bytes | os.PathLike[str] | os.PathLike[bytes] | None = None,
     ) -> Executable:
         """Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
 
@@ -492,7 +492,7 @@ class Cache:
     def __copy__(self) -> Self: ...
     def __deepcopy__(self, memo: Any, /) -> Self: ...
 
-    def __new__(cls, dir: str | os.PathLike[str], max_bytes: int | None = None) -> Self: ...
+    def __new__(cls, dir: str | bytes | os.PathLike[str] | os.PathLike[bytes], max_bytes: int | None = None) -> Self: ...
     @staticmethod
     def from_env() -> Cache | None:
         """The cache named by RPJRT_CACHE_DIR (and RPJRT_CACHE_MAX_BYTES), or None."""
@@ -596,8 +596,8 @@ class _Session:
     def bind(self, name: str, value: object) -> None: ...
     def bind_lazy(self, name: str, loader: Any) -> None: ...
     def buffer(self, name: str) -> Buffer: ...
-    def save(self, path: str | os.PathLike[str]) -> None: ...
-    def restore(self, path: str | os.PathLike[str]) -> None: ...
+    def save(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None: ...
+    def restore(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None: ...
     def slots(self) -> list[tuple[str, Any, tuple[int, ...] | None, str]]: ...
     def __repr__(self) -> str: ...
 
@@ -688,7 +688,7 @@ def _element_type_from_name(name: str) -> tuple[int | None, str]:
     """The PJRT code `name` denotes, or (None, why not)."""
 def _python_to_host(obj: object, dtype: _DTypeLike | None = None) -> tuple[bytes, int, list[int]]:
     """(bytes, element type code, shape) of a Python number or nested list of numbers, under
-    the core's rule for numbers (rpjrt::scalars::to_host)."""
+    the one rule for numbers (rpjrt_npy::scalars::to_host)."""
 def _python_shape(obj: object, dtype: _DTypeLike | None = None) -> tuple[list[int], int]:
     """(shape, element type code) of a Python number or nested list of numbers, checked but
     not converted (the cast=True path)."""

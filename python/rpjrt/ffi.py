@@ -34,11 +34,24 @@ The rules a handler lives by:
 - The handler returns ``None`` (after writing ``call.rets``) or the results: one array-like
   for a single result, or a tuple/list with one per result, each exactly of the result's
   shape and dtype. Anything else fails the execution with ``InvalidArgumentError``.
+- Views are row-major: a program whose custom call gives the handler's target
+  ``operand_layouts``/``result_layouts`` other than row-major is refused when it is compiled
+  (or loaded), naming the target, the operand or result and the layout. The check sees the
+  handlers registered at that moment: register before compiling (a program compiled while
+  its target had no rpjrt handler is not checked again when one is registered later).
 - A string attribute that is not UTF-8 fails the call with an error naming the attribute.
 - Dropping the last reference to a client, executable or buffer inside a handler is fine:
-  its destruction happens on another thread once the handler returns.
+  its destruction happens on another thread once the handler returns. So is deleting a
+  buffer (even one the running program reads): it is refused from then on, and its memory
+  is freed on that thread once the program lets go of it.
 - A handler may use the Session whose program runs it (read, bind); running a program of
   that session again from inside the handler is refused ("the session is stepping").
+- A handler may execute programs (its own included), up to 16 handlers nested on one
+  thread: deeper, the handler is not run and the call fails (the plugins bound the
+  executions in flight, and a deeper one would wait for the enclosing ones for ever); for
+  the same reason a handler's execute is refused while 16 or more handlers run at once.
+- A native handler given as a capsule or an address must point at code: a stray int, or a
+  capsule of data, is refused at registration.
 - At interpreter exit, running handlers finish; handlers not yet started fail with
   ``CancelledError`` without running Python.
 

@@ -29,6 +29,7 @@ Written the way training loops for the reference client are, with :class:`Slot` 
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -57,9 +58,14 @@ def _normalise(name: str, raw: object) -> tuple[DType, tuple[int, ...]]:
         dims = tuple(shape)
     except TypeError:
         raise TypeError(f"Slot {name!r}: shape {shape!r} is not a sequence of ints") from None
-    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+    try:
+        # Any integer (numpy's included, as shapes built from arrays have), but not bool.
+        sizes = tuple(operator.index(d) for d in dims if not isinstance(d, bool))
+    except TypeError:
+        sizes = ()
+    if len(sizes) != len(dims) or any(d < 0 for d in sizes):
         raise ValueError(f"Slot {name!r}: shape {shape!r} is not a sequence of sizes >= 0")
-    return (DType(dtype), tuple(int(d) for d in dims))
+    return (DType(dtype), sizes)
 
 
 class _HasDTypeAndShape(Protocol):
@@ -332,7 +338,7 @@ class Session:
     def __iter__(self) -> Iterator[str]:
         return iter([s[0] for s in self._s.slots()])
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None:
         """Writes every slot that holds a value to an ``.npz`` file that ``numpy.load``
         reads, atomically (a temporary file renamed over ``path``).
 
@@ -344,7 +350,7 @@ class Session:
         """
         self._s.save(path)
 
-    def restore(self, path: str | os.PathLike[str]) -> None:
+    def restore(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None:
         """Binds every array saved in ``path`` (by :meth:`save`, or by ``numpy.savez``) to
         the slot of its name, creating slots the session lacks.
 

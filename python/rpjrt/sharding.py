@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
+from ._dtypes import DType, _numpy_dtype
 from ._rpjrt import (
     Buffer,
     Client,
@@ -71,14 +72,24 @@ def _spec(spec: Spec) -> list[list[str]]:
         return []
     if isinstance(spec, str):
         raise TypeError(f"a partition spec is a sequence of entries, not a string: ({spec!r},)")
+    if not isinstance(spec, Sequence):
+        raise TypeError(
+            f"a partition spec is a sequence of entries (None, an axis name, or a tuple of "
+            f"axis names), not {type(spec).__name__}"
+        )
     out: list[list[str]] = []
-    for entry in spec:
+    for k, entry in enumerate(spec):
         if entry is None:
             out.append([])
         elif isinstance(entry, str):
             out.append([entry])
+        elif isinstance(entry, Sequence) and all(isinstance(a, str) for a in entry):
+            out.append(list(entry))
         else:
-            out.append([str(a) for a in entry])
+            raise TypeError(
+                f"partition spec entry {k} is {entry!r}: an entry is None, an axis name, or a "
+                f"tuple of axis names"
+            )
     return out
 
 
@@ -91,14 +102,22 @@ def split(array: Any, mesh: Mesh, spec: Spec) -> list[Any]:
     """The shards of a host array (numpy arrays, one per mesh position)."""
     import numpy as np
 
-    from ._dtypes import dtype as rdtype
-
-    a = np.asarray(array, order="C")
-    dt = rdtype(a.dtype)
+    a, dt = _host(array)
     shards, dims = _shard_split(
         a.tobytes(), dt.name, list(a.shape), list(mesh.axes), list(mesh.device_ids), _spec(spec)
     )
-    return [np.frombuffer(s, dtype=a.dtype).reshape(dims) for s in shards]
+    return [np.frombuffer(s, dtype=_numpy_dtype(dt)).reshape(dims) for s in shards]
+
+
+def _host(array: Any) -> tuple[Any, DType]:
+    """``array`` as ``client.put`` reads it (``_host``'s numpy adapter): C order, native
+    byte order, with the rpjrt dtype it holds; a dtype rpjrt has no type for is refused."""
+    import numpy as np
+
+    from ._host import _from_numpy
+
+    a, dt, _ = _from_numpy(np.asarray(array), None)
+    return a, dt
 
 
 def shard(client: Client, array: Any, mesh: Mesh, spec: Spec) -> list[Buffer]:
@@ -115,23 +134,21 @@ def assemble(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]
     first copy is used. The same name and work as the core's ``rpjrt::sharding::assemble``."""
     import numpy as np
 
-    from ._dtypes import dtype as rdtype
-
-    hosts = [np.asarray(s, order="C") for s in shards]
+    hosts = [_host(s) for s in shards]
     if not hosts:
         raise ValueError("no shards given")
-    dt = hosts[0].dtype
+    dt = hosts[0][1]
     # Each shard travels with its own dtype and shape: the core refuses one that differs
     # from the first (its bytes are never read as another type).
     full = _shard_assemble(
-        [(h.tobytes(), rdtype(h.dtype).name, list(h.shape)) for h in hosts],
-        rdtype(dt).name,
+        [(h.tobytes(), t.name, list(h.shape)) for h, t in hosts],
+        dt.name,
         list(shape),
         list(mesh.axes),
         list(mesh.device_ids),
         _spec(spec),
     )
-    return np.frombuffer(full, dtype=dt).reshape(tuple(shape)).copy()
+    return np.frombuffer(full, dtype=_numpy_dtype(dt)).reshape(tuple(shape)).copy()
 
 
 def gather(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) -> Any:

@@ -58,8 +58,14 @@ fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         let p: std::path::PathBuf = data.extract()?;
         return rpjrt::read_regular_file(&p).pyerr();
     }
+    // Only the buffer protocol (not `bytes(obj)`, which makes `bytes(10**12)` a terabyte of
+    // zeros from an int).
+    let memoryview = py.import("builtins")?.getattr("memoryview")?;
     data.call_method0("__bytes__")
-        .or_else(|_| py.get_type::<PyBytes>().call1((data,)))
+        .or_else(|_| {
+            let view = memoryview.call1((data,))?;
+            view.call_method0("tobytes")
+        })
         .and_then(|b| Ok(b.cast::<PyBytes>()?.as_bytes().to_vec()))
         .map_err(|_| {
             invalid(format!(
@@ -128,7 +134,19 @@ fn entry_dict<'py>(py: Python<'py>, e: &rpjrt::CacheEntry) -> PyResult<Bound<'py
 impl PyCache {
     #[new]
     #[pyo3(signature = (dir, max_bytes = None))]
-    fn new(dir: std::path::PathBuf, max_bytes: Option<u64>) -> PyResult<PyCache> {
+    fn new(dir: &Bound<'_, PyAny>, max_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<PyCache> {
+        let dir = crate::convert::path_arg(dir, "the cache directory")?;
+        let max_bytes = match max_bytes.filter(|m| !m.is_none()) {
+            None => None,
+            Some(m) => match crate::convert::int_arg(m, "max_bytes")? {
+                n if n < 0 => {
+                    return Err(invalid(format!(
+                        "max_bytes is a size in bytes (>= 0), not {n}"
+                    )))
+                }
+                n => Some(n as u64),
+            },
+        };
         Ok(PyCache {
             inner: rpjrt::Cache::new(dir, max_bytes).pyerr()?,
         })
@@ -522,7 +540,16 @@ impl PyClient {
 /// `num_replicas`, `num_partitions`, `portable`, `use_spmd_partitioning`, `device_ordinal`.
 fn overrides_from_py(o: &Bound<'_, PyAny>) -> PyResult<rpjrt::CompileOptions> {
     let mut opts = rpjrt::CompileOptions::default();
-    for item in o.call_method0("items")?.try_iter()? {
+    let items = o.call_method0("items").map_err(|_| {
+        invalid(format!(
+            "overrides must be a mapping of option names to values, not {}",
+            o.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    for item in items.try_iter()? {
         let (k, v): (String, Bound<'_, PyAny>) = item?.extract()?;
         let bad = |what: &str| invalid(format!("override {k:?} must be {what}"));
         match k.as_str() {
@@ -551,9 +578,7 @@ pub fn cache_from_py(c: &Bound<'_, PyAny>) -> PyResult<rpjrt::Cache> {
     if let Ok(pc) = c.cast::<PyCache>() {
         return Ok(pc.get().inner.clone());
     }
-    let dir: std::path::PathBuf = c
-        .extract()
-        .map_err(|_| invalid("cache must be an rpjrt.Cache or a directory path"))?;
+    let dir = crate::convert::path_arg(c, "cache (an rpjrt.Cache or a directory path)")?;
     rpjrt::Cache::new(dir, None).pyerr()
 }
 

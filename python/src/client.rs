@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use rpjrt::{ClientOptions, CompileOptions, OptionOverride, Program, Value};
 
 use crate::buffer::PyBuffer;
-use crate::convert::{attributes_to_py, q, value_from_py};
+use crate::convert::{attributes_to_py, int_arg, is_int, q, sequence_items, value_from_py};
 use crate::errors::{invalid, make_err, PyErrExt};
 use crate::executable::PyExecutable;
 
@@ -235,17 +235,6 @@ fn plugin_info_from_py(info: &Bound<'_, PyAny>) -> PyResult<rpjrt_discovery::Plu
     })
 }
 
-/// Refuses `True`/`False` where an integer index is expected (bool is an int in Python,
-/// so `device=True` would otherwise mean device 1).
-pub fn reject_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
-        return Err(invalid(format!(
-            "{obj} is not {what} (a bool is not an index)"
-        )));
-    }
-    Ok(())
-}
-
 /// A Python device argument as the core names it: a Device, an index into devices(), or
 /// the default (None).
 fn device_choice(device: Option<&Bound<'_, PyAny>>) -> PyResult<rpjrt::DeviceChoice> {
@@ -255,14 +244,13 @@ fn device_choice(device: Option<&Bound<'_, PyAny>>) -> PyResult<rpjrt::DeviceCho
     if let Ok(dev) = d.cast::<PyDevice>() {
         return Ok(rpjrt::DeviceChoice::Device(dev.get().inner.clone()));
     }
-    reject_bool(d, "a device index")?;
-    if let Ok(i) = d.extract::<i64>() {
-        return Ok(rpjrt::DeviceChoice::Index(i));
+    if !is_int(d) {
+        return Err(invalid(format!(
+            "device must be an rpjrt.Device or an index, not {}",
+            d.get_type().name()?
+        )));
     }
-    Err(invalid(format!(
-        "device must be an rpjrt.Device or an index, not {}",
-        d.get_type().name()?
-    )))
+    Ok(rpjrt::DeviceChoice::Index(int_arg(d, "a device index")?))
 }
 
 /// A Python memory argument as the core names it: a Memory, a kind name, or none.
@@ -481,14 +469,10 @@ impl PyClient {
     }
 
     fn device(slf: &Bound<'_, Self>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyDevice>> {
-        reject_bool(id, "a device id")?;
-        let id: i32 = id.extract().map_err(|_| {
+        let id = int_arg(id, "a device id")?;
+        let id = i32::try_from(id).map_err(|_| {
             invalid(format!(
-                "a device id is an int, not {}",
-                id.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
+                "device id {id} is out of range: there is no such device"
             ))
         })?;
         let d = slf.get().inner.lookup_device(id).pyerr()?;
@@ -565,10 +549,9 @@ impl PyClient {
         opts.portable = portable;
         if let Some(da) = device_assignment.filter(|d| !d.is_none()) {
             let mut rows = Vec::new();
-            for row in da.try_iter()? {
+            for row in sequence_items(da, "device_assignment")? {
                 let mut ids = Vec::new();
-                for item in row?.try_iter()? {
-                    let item = item?;
+                for item in sequence_items(&row, "a device_assignment row")? {
                     let id = if let Ok(d) = item.cast::<PyDevice>() {
                         if !d.get().client.is(slf) {
                             return Err(invalid(format!(
@@ -577,10 +560,13 @@ impl PyClient {
                             )));
                         }
                         i64::from(d.get().inner.id())
+                    } else if is_int(&item) {
+                        int_arg(&item, "a device id")?
                     } else {
-                        reject_bool(&item, "a device id")?;
-                        item.extract::<i64>()
-                            .map_err(|_| invalid("device_assignment holds Devices or device ids"))?
+                        return Err(invalid(format!(
+                            "device_assignment holds Devices or device ids, not {}",
+                            item.get_type().name()?
+                        )));
                     };
                     ids.push(id);
                 }

@@ -180,3 +180,86 @@ pub fn _element_type_from_name(name: &str) -> (Option<i32>, String) {
         ),
     }
 }
+
+/// Refuses `True`/`False` where an integer index is expected (bool is an int in Python,
+/// so `device=True` would otherwise mean device 1).
+pub fn reject_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(invalid(format!(
+            "{obj} is not {what} (a bool is not an index)"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `obj` is an integer as Python indexes with it: an int (a bool too, which
+/// [`int_arg`] then refuses) or anything with `__index__`, such as a numpy integer.
+pub fn is_int(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false)
+}
+
+/// An integer argument as an `i64`, `what` naming it ("a device index") in the errors: a
+/// bool is refused, an int too large for 64 bits is said to be out of range (not
+/// Python's OverflowError about C types), and anything else is named by its type.
+pub fn int_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
+    reject_bool(obj, what)?;
+    match obj.extract::<i64>() {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
+            Err(invalid(format!("{obj} is out of range for {what}")))
+        }
+        Err(_) => Err(invalid(format!(
+            "{what} must be an int, not {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+/// A file-system path argument as `open()` takes one: a str, bytes (the file name's raw
+/// bytes, which need not be UTF-8) or an `os.PathLike`; anything else is a `TypeError`
+/// naming `what` and the type.
+pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathBuf> {
+    let os = obj.py().import("os")?;
+    let decoded = os
+        .getattr("fspath")?
+        .call1((obj,))
+        .and_then(|p| os.getattr("fsdecode")?.call1((p,)));
+    match decoded {
+        Ok(text) => text.extract(),
+        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{what} must be a path (str, bytes or os.PathLike), not {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+/// The items of an argument that must be an ordered sequence (a list or tuple, or any
+/// other iterable of items). A str or bytes (its characters), a mapping (its keys) and a
+/// set (no order) are iterable too, but never what the caller meant: they are refused,
+/// naming `what` and the type, instead of being taken item by item.
+pub fn sequence_items<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if let Ok(list) = obj.cast::<PyList>() {
+        return Ok(list.iter().collect());
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return Ok(tuple.iter().collect());
+    }
+    let refused = obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<pyo3::types::PyBytes>()
+        || obj.is_instance_of::<pyo3::types::PyByteArray>()
+        || obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<pyo3::types::PySet>()
+        || obj.is_instance_of::<pyo3::types::PyFrozenSet>()
+        || obj.hasattr("keys").unwrap_or(false);
+    let iter = if refused { None } else { obj.try_iter().ok() };
+    let Some(iter) = iter else {
+        return Err(invalid(format!(
+            "{what} must be a list or tuple, not {}",
+            obj.get_type().name()?
+        )));
+    };
+    iter.collect()
+}

@@ -8,7 +8,7 @@ use rpjrt::{ArraySpec, ExecuteOptions};
 
 use crate::buffer::PyBuffer;
 use crate::client::{wrap_device, PyClient, PyDevice};
-use crate::convert::{dtype_obj, shape_tuple, spec_string};
+use crate::convert::{dtype_obj, int_arg, sequence_items, shape_tuple, spec_string};
 use crate::errors::{invalid, unsupported, PyErrExt};
 
 /// A compiled, loaded program.
@@ -98,14 +98,10 @@ impl PyExecutable {
         devices: &[rpjrt::Device],
         verb: &str,
     ) -> PyResult<Vec<Vec<Bound<'py, PyBuffer>>>> {
-        let lists: Vec<Bound<'py, PyAny>> = args
-            .try_iter()
-            .map_err(|_| {
-                invalid(format!(
-                    "{verb} takes a list of argument lists, one per device"
-                ))
-            })?
-            .collect::<PyResult<Vec<_>>>()?;
+        let lists = sequence_items(
+            args,
+            &format!("{verb}'s argument (one argument list per device)"),
+        )?;
         if lists.len() != devices.len() {
             return Err(invalid(format!(
                 "{} argument lists given, but the executable runs on {} device(s)",
@@ -115,15 +111,10 @@ impl PyExecutable {
         }
         let mut all = Vec::with_capacity(lists.len());
         for (d, (list, dev)) in lists.iter().zip(devices).enumerate() {
-            let items = list
-                .try_iter()
-                .map_err(|_| {
-                    invalid(format!(
-                        "argument list {d} is not a list ({verb} takes one argument list per \
-                         device)"
-                    ))
-                })?
-                .collect::<PyResult<Vec<_>>>()?;
+            let items = sequence_items(
+                list,
+                &format!("argument list {d} ({verb} takes one argument list per device)"),
+            )?;
             let tuple = PyTuple::new(py, items)?;
             all.push(self.collect_args(py, &tuple, dev)?);
         }
@@ -340,16 +331,14 @@ pub(crate) fn donate_list(donate: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usi
     match donate {
         None => Ok(Vec::new()),
         Some(d) if d.is_none() => Ok(Vec::new()),
-        Some(d) => {
-            for item in d.try_iter().map_err(|_| {
-                invalid("donate must be a sequence of argument positions (non-negative ints)")
-            })? {
-                crate::client::reject_bool(&item?, "an argument position")?;
-            }
-            d.extract::<Vec<usize>>().map_err(|_| {
-                invalid("donate must be a sequence of argument positions (non-negative ints)")
+        Some(d) => sequence_items(d, "donate (a sequence of argument positions)")?
+            .iter()
+            .map(|item| {
+                let at = int_arg(item, "an argument position")?;
+                usize::try_from(at)
+                    .map_err(|_| invalid(format!("donate: argument position {at} is negative")))
             })
-        }
+            .collect(),
     }
 }
 

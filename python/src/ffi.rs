@@ -150,6 +150,22 @@ impl PyFfiBuffer {
                 "{t} is packed below a byte; read .memoryview() and unpack it"
             )));
         }
+        // Straight through numpy's C API where it is usable: the array's base is the
+        // memoryview, whose export keeps the copy alive and its size fixed.
+        if let Some(api) = crate::npy::api(py)? {
+            let descr = crate::npy::descr(py, t)?.bind(py);
+            let made = api.over(
+                py,
+                descr,
+                t.host_itemsize(),
+                &self.shape,
+                mv.clone(),
+                self.writable,
+            )?;
+            if let Some(a) = made {
+                return Ok(a);
+            }
+        }
         let (ndarray, dtypes) = numpy_cache(py)?;
         let dt = dtypes
             .get(t.code() as usize)
@@ -459,7 +475,7 @@ fn write_returned(
     py: Python<'_>,
     target: &str,
     value: &Bound<'_, PyAny>,
-    rets: &[Py<PyFfiBuffer>],
+    rets: &Bound<'_, PyTuple>,
 ) -> PyResult<()> {
     let values: Vec<Bound<'_, PyAny>> = if rets.len() == 1
         && !(value.is_instance_of::<PyTuple>() || value.is_instance_of::<PyList>())
@@ -484,8 +500,8 @@ fn write_returned(
         )));
     }
     let np = py.import("numpy")?;
-    for (i, (v, r)) in values.iter().zip(rets).enumerate() {
-        let view = r.get().to_numpy(py)?;
+    for (i, (v, r)) in values.iter().zip(rets.iter()).enumerate() {
+        let view = r.cast_into::<PyFfiBuffer>()?.get().to_numpy(py)?;
         let arr = np.call_method1("asarray", (v,))?;
         let (want_shape, got_shape) = (view.getattr("shape")?, arr.getattr("shape")?);
         let (want_dtype, got_dtype) = (view.getattr("dtype")?, arr.getattr("dtype")?);
@@ -535,14 +551,12 @@ fn call_python(
     let Some(_in_flight) = InFlight::enter() else {
         return Err(shutting_down(call.target()));
     };
-    let target_name = call.target().to_string();
+    let target = call.target().to_string();
     // `try_attach` gives up (instead of waiting or panicking) once the interpreter is
     // finalizing.
     Python::try_attach(|py| {
         let valid = Arc::new(AtomicBool::new(true));
-        let build = |py: Python<'_>,
-                     call: &mut CallFrame<'_>|
-         -> PyResult<(Py<PyFfiCall>, Vec<Py<PyFfiBuffer>>)> {
+        let build = |py: Python<'_>, call: &mut CallFrame<'_>| -> PyResult<Py<PyFfiCall>> {
             let mut args = Vec::with_capacity(call.args().len());
             for a in call.args() {
                 args.push(Py::new(
@@ -576,13 +590,12 @@ fn call_python(
                 )?);
             }
             let attrs = call.attrs().map_err(|e| invalid(e.message))?;
-            let ret_list: Vec<Py<PyFfiBuffer>> = rets.iter().map(|r| r.clone_ref(py)).collect();
             let args = PyTuple::new(py, args)?;
             let rets = PyTuple::new(py, rets)?;
             let obj = Py::new(
                 py,
                 PyFfiCall {
-                    target: call.target().to_string(),
+                    target: target.clone(),
                     args: args.unbind(),
                     rets: rets.unbind(),
                     attrs: attrs_to_py(py, attrs)?.unbind(),
@@ -594,19 +607,21 @@ fn call_python(
                     state: state.map(|s| s.clone_ref(py)),
                 },
             )?;
-            Ok((obj, ret_list))
+            Ok(obj)
         };
-        let target = call.target().to_string();
-        let result = build(py, call).and_then(|(obj, rets)| {
+        let result = build(py, call).and_then(|obj| {
+            let rets = obj.get().rets.clone_ref(py);
+            let rets = rets.bind(py);
             let value = func.bind(py).call1((obj,))?;
             if role == Role::Instantiate {
                 return Ok(Some(value.unbind()));
             }
             if !value.is_none() {
-                write_returned(py, &target, &value, &rets)?;
+                write_returned(py, &target, &value, rets)?;
             }
             // What the handler wrote into its result views becomes the results.
             for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
+                let r = r.cast_into::<PyFfiBuffer>()?;
                 if let (Some(stage), Some(dst)) = (r.get().staging.get(py), out.host_bytes_mut()) {
                     let stage = stage.bind(py);
                     // SAFETY: the GIL is held and no Python code runs while the
@@ -641,7 +656,7 @@ fn call_python(
             FfiError::new(crate::errors::code_of_exception(py, &e), message)
         })
     })
-    .unwrap_or_else(|| Err(shutting_down(&target_name)))
+    .unwrap_or_else(|| Err(shutting_down(&target)))
 }
 
 fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
@@ -756,6 +771,10 @@ pub fn _ffi_register_native(
              its address as an int",
         ));
     };
+    if address == 0 {
+        return Err(invalid(format!("the handler address for {name:?} is null")));
+    }
+    ffi::check_code_address(address).pyerr()?;
     // SAFETY: the CPython boundary: the caller hands us a capsule or address that, by the
     // jax.ffi.register_ffi_target convention, is an XLA_FFI_Handler in a loaded extension
     // module. Python keeps extension modules loaded for the life of the process.

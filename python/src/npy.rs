@@ -6,8 +6,8 @@
 //! The API is numpy's table of function pointers, published as the `_ARRAY_API` capsule of
 //! its `_multiarray_umath` extension. Three entries are used, at positions numpy keeps
 //! fixed in its 1.x and 2.x ABIs (its promise to extensions compiled against older
-//! versions): 0 `PyArray_GetNDArrayCVersion`, 2 `PyArray_Type` and 94
-//! `PyArray_NewFromDescr`. The table is used only when entry 0 reports ABI major version 1
+//! versions): 0 `PyArray_GetNDArrayCVersion`, 2 `PyArray_Type`, 94
+//! `PyArray_NewFromDescr` and 282 `PyArray_SetBaseObject`. The table is used only when entry 0 reports ABI major version 1
 //! or 2. An array's data pointer is the first field after the object header
 //! (`PyArrayObject_fields.data`, what numpy's own `PyArray_DATA` reads); that is checked once
 //! against the pointer the buffer protocol gives. When anything does not match, [`api`]
@@ -43,6 +43,9 @@ type NewFromDescr = unsafe extern "C" fn(
     *mut ffi::PyObject,
 ) -> *mut ffi::PyObject;
 
+/// `PyArray_SetBaseObject(arr, obj)`: makes `obj` own `arr`'s memory; steals `obj`.
+type SetBaseObject = unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> c_int;
+
 /// `PyArray_GetNDArrayCVersion()`: the ABI version (major in the top byte).
 type AbiVersion = unsafe extern "C" fn() -> c_uint;
 
@@ -50,6 +53,11 @@ type AbiVersion = unsafe extern "C" fn() -> c_uint;
 const SLOT_ABI_VERSION: usize = 0;
 const SLOT_ARRAY_TYPE: usize = 2;
 const SLOT_NEW_FROM_DESCR: usize = 94;
+const SLOT_SET_BASE_OBJECT: usize = 282;
+
+/// Array flags (`NPY_ARRAY_*`), the same in numpy 1.x and 2.x.
+const NPY_ARRAY_C_CONTIGUOUS: c_int = 0x0001;
+const NPY_ARRAY_WRITEABLE: c_int = 0x0400;
 
 /// The most dimensions every supported numpy takes (`NPY_MAXDIMS` is 32 in 1.x, 64 in 2.x).
 const MAX_DIMS: usize = 32;
@@ -58,6 +66,7 @@ const MAX_DIMS: usize = 32;
 pub struct Api {
     array_type: *mut ffi::PyTypeObject,
     new_from_descr: NewFromDescr,
+    set_base_object: SetBaseObject,
     /// Keeps the capsule (and so the table it points to) alive.
     _capsule: Py<PyAny>,
 }
@@ -128,12 +137,14 @@ fn load(py: Python<'_>) -> Option<Api> {
         }
         let array_type = *table.add(SLOT_ARRAY_TYPE) as *mut ffi::PyTypeObject;
         let new_fn = *table.add(SLOT_NEW_FROM_DESCR);
-        if array_type.is_null() || new_fn.is_null() {
+        let base_fn = *table.add(SLOT_SET_BASE_OBJECT);
+        if array_type.is_null() || new_fn.is_null() || base_fn.is_null() {
             return None;
         }
         Api {
             array_type,
             new_from_descr: std::mem::transmute::<*const c_void, NewFromDescr>(new_fn),
+            set_base_object: std::mem::transmute::<*const c_void, SetBaseObject>(base_fn),
             _capsule: capsule.unbind(),
         }
     };
@@ -150,6 +161,48 @@ fn load(py: Python<'_>) -> Option<Api> {
 }
 
 impl Api {
+    /// `PyArray_NewFromDescr` of a C-ordered array of `descr` with shape `dims` (at most
+    /// `MAX_DIMS`) over `data` (null: numpy allocates) with `flags`; a new reference, never
+    /// null.
+    ///
+    /// # Safety
+    /// A non-null `data` must address `product(dims) * descr.itemsize` bytes that outlive
+    /// the array (the caller makes their owner its base), writable if `flags` says so.
+    unsafe fn new_array(
+        &self,
+        descr: &Bound<'_, PyAny>,
+        dims: &[i64],
+        data: *mut c_void,
+        flags: c_int,
+    ) -> PyResult<*mut ffi::PyObject> {
+        let mut shape = [0 as ffi::Py_ssize_t; MAX_DIMS];
+        for (s, &d) in shape.iter_mut().zip(dims) {
+            *s = ffi::Py_ssize_t::try_from(d)
+                .map_err(|_| invalid(format!("dimension {d} does not fit numpy")))?;
+        }
+        // SAFETY: we hold the GIL (`descr` is bound); `descr` is a live numpy dtype, whose
+        // reference the call steals (hence the incref); `shape` holds `dims.len()` sizes
+        // (at most MAX_DIMS: the callers check); `data` is as the caller vouches; null
+        // strides ask for C order, and a null `obj` for no subtype hook.
+        let obj = unsafe {
+            ffi::Py_IncRef(descr.as_ptr());
+            (self.new_from_descr)(
+                self.array_type,
+                descr.as_ptr(),
+                dims.len().min(MAX_DIMS) as c_int,
+                shape.as_ptr(),
+                ptr::null(),
+                data,
+                flags,
+                ptr::null_mut(),
+            )
+        };
+        if obj.is_null() {
+            return Err(PyErr::fetch(descr.py()));
+        }
+        Ok(obj)
+    }
+
     /// A new, writable, C-ordered array of `descr` elements with shape `dims`, and the
     /// address of its data (`product(dims) * descr.itemsize` bytes, uninitialised).
     /// `Ok(None)` for more dimensions than numpy takes.
@@ -162,31 +215,9 @@ impl Api {
         if dims.len() > MAX_DIMS {
             return Ok(None);
         }
-        let mut shape = [0 as ffi::Py_ssize_t; MAX_DIMS];
-        for (s, &d) in shape.iter_mut().zip(dims) {
-            *s = ffi::Py_ssize_t::try_from(d)
-                .map_err(|_| invalid(format!("dimension {d} does not fit numpy")))?;
-        }
-        // SAFETY: we hold the GIL; `descr` is a live numpy dtype, whose reference the call
-        // steals (hence the incref); `shape` holds `dims.len()` sizes; null strides and data
-        // ask numpy for a fresh C-ordered allocation, flags 0 for a C-ordered array, and a
-        // null `obj` for no base.
-        let obj = unsafe {
-            ffi::Py_IncRef(descr.as_ptr());
-            (self.new_from_descr)(
-                self.array_type,
-                descr.as_ptr(),
-                dims.len() as c_int,
-                shape.as_ptr(),
-                ptr::null(),
-                ptr::null_mut(),
-                0,
-                ptr::null_mut(),
-            )
-        };
-        if obj.is_null() {
-            return Err(PyErr::fetch(py));
-        }
+        // SAFETY: null data asks numpy for a fresh C-ordered allocation (flags 0), owned by
+        // the array.
+        let obj = unsafe { self.new_array(descr, dims, ptr::null_mut(), 0)? };
         // SAFETY: a new reference to a numpy array; its first field after the object
         // header is the data pointer (`PyArrayObject_fields.data`; checked in `load`).
         let (arr, data) = unsafe {
@@ -195,6 +226,55 @@ impl Api {
             (Bound::from_owned_ptr(py, obj), *data_field)
         };
         Ok(Some((arr, data)))
+    }
+}
+
+impl Api {
+    /// A C-ordered array of `descr` elements (`itemsize` bytes each: the caller vouches for
+    /// it, as [`descr`] checks it) with shape `dims` over `base`'s bytes, which must be
+    /// contiguous and exactly `product(dims) * itemsize` long (checked); writable or not as
+    /// `writable` says (a writable array needs a writable `base`). `base` is an object with
+    /// the buffer protocol that keeps the memory alive and fixed while it lives (a
+    /// memoryview holds an export, so its bytearray cannot be resized); it becomes the
+    /// array's base. `Ok(None)` when the sizes do not match or numpy takes no such shape.
+    pub fn over<'py>(
+        &self,
+        py: Python<'py>,
+        descr: &Bound<'py, PyAny>,
+        itemsize: usize,
+        dims: &[i64],
+        base: Bound<'py, PyAny>,
+        writable: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if dims.len() > MAX_DIMS {
+            return Ok(None);
+        }
+        let Some(view) = HostView::get(&base) else {
+            return Ok(None);
+        };
+        let elements = dims.iter().try_fold(1usize, |n, &d| {
+            usize::try_from(d).ok().and_then(|d| n.checked_mul(d))
+        });
+        if elements.and_then(|n| n.checked_mul(itemsize)) != Some(view.byte_len())
+            || !view.is_c_contiguous()
+            || (writable && view.readonly())
+        {
+            return Ok(None);
+        }
+        let data = view.ptr() as *mut c_void;
+        drop(view);
+        let flags = NPY_ARRAY_C_CONTIGUOUS | if writable { NPY_ARRAY_WRITEABLE } else { 0 };
+        // SAFETY: `data` addresses `product(dims) * itemsize` bytes (checked above) that
+        // `base` keeps alive and in place (its buffer export), writable when asked (checked).
+        let obj = unsafe { self.new_array(descr, dims, data, flags)? };
+        // SAFETY: `obj` is a new (owned, non-null) reference to a numpy array.
+        let arr = unsafe { Bound::from_owned_ptr(py, obj) };
+        // SAFETY: `arr` is a live array that owns no memory; the call steals our reference
+        // to `base`, which from then on the array holds (numpy releases it on failure).
+        if unsafe { (self.set_base_object)(arr.as_ptr(), base.into_ptr()) } != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Some(arr))
     }
 }
 

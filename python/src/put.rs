@@ -4,15 +4,15 @@
 //! Conversion only: a Python object becomes an `rpjrt::HostArray` (bytes, element type,
 //! dims, byte strides, byte order) and `rpjrt::Client::put` does the rest (checks, layout,
 //! gather, byte swapping, bool normalisation, fallible allocation). Python numbers and
-//! nested lists become an `rpjrt::scalars::Nested` tree, which `rpjrt::scalars::to_host`
+//! nested lists become an `rpjrt_npy::scalars::Nested` tree, which `rpjrt_npy::scalars::to_host`
 //! checks and converts under the one rule for numbers.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyComplex, PyFloat, PyInt, PyList, PyTuple};
-use rpjrt::scalars::{Nested, Scalar, MAX_DEPTH};
 use rpjrt::{ByteOrder, CopyMode, ElementType, HostArray, HostData};
+use rpjrt_npy::scalars::{Nested, Scalar, MAX_DEPTH};
 
 use crate::buffer::PyBuffer;
 use crate::client::PyClient;
@@ -159,7 +159,7 @@ pub fn put_with(
     //    and Python numbers have neither the buffer protocol nor DLPack, so they go first.
     if !cast && is_plain_python_tree(obj) {
         let tree = nested_from_py(obj)?;
-        let values = rpjrt::scalars::to_host(&tree, want).pyerr()?;
+        let values = rpjrt_npy::scalars::to_host(&tree, want).pyerr()?;
         let array = values.into_host_array();
         let b = py
             .detach(|| match layout.as_deref() {
@@ -321,7 +321,7 @@ fn wrap_put(py: Python<'_>, b: rpjrt::Buffer, client: &Py<PyClient>) -> PyResult
 
 /// Whether `obj` is a Python number (not a numpy scalar) or a list/tuple: what takes a
 /// parameter's element type as an execute argument (JAX's weak types) and goes through
-/// `rpjrt::scalars`.
+/// `rpjrt_npy::scalars`.
 pub fn is_python_tree(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyList>()
         || obj.is_instance_of::<PyTuple>()
@@ -366,7 +366,7 @@ impl<'py> NumpyScalars<'py> {
 }
 
 /// A Python number or nested lists/tuples of numbers as the core's tree (conversion only;
-/// shape and values are checked by `rpjrt::scalars`). Leaves are bool, int, float, complex
+/// shape and values are checked by `rpjrt_npy::scalars`). Leaves are bool, int, float, complex
 /// and numpy scalars; anything else is refused here, naming its type.
 pub fn nested_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Nested> {
     let mut np = None;
@@ -485,7 +485,7 @@ pub fn _python_to_host<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, i32, Vec<i64>)> {
     let want = dtype.map(dtype_from_py).transpose()?;
     let tree = nested_from_py(obj)?;
-    let v = rpjrt::scalars::to_host(&tree, want).pyerr()?;
+    let v = rpjrt_npy::scalars::to_host(&tree, want).pyerr()?;
     Ok((
         PyBytes::new(obj.py(), &v.bytes),
         v.element_type.code(),
@@ -504,10 +504,10 @@ pub fn _python_shape(
 ) -> PyResult<(Vec<i64>, i32)> {
     let want = dtype.map(dtype_from_py).transpose()?;
     let tree = nested_from_py(obj)?;
-    let (leaves, dims) = rpjrt::scalars::flatten(&tree).pyerr()?;
+    let (leaves, dims) = rpjrt_npy::scalars::flatten(&tree).pyerr()?;
     let t = match want {
         Some(t) => t,
-        None => rpjrt::scalars::default_element_type(&leaves).pyerr()?,
+        None => rpjrt_npy::scalars::default_element_type(&leaves).pyerr()?,
     };
     Ok((dims, t.code()))
 }

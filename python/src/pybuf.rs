@@ -180,6 +180,11 @@ impl HostView {
                 .all(|(&d, (&s, &cs))| d == 1 || s == cs)
     }
 
+    /// Whether the exporter gave a read-only view.
+    pub fn readonly(&self) -> bool {
+        self.raw.readonly != 0
+    }
+
     /// The view's length in bytes (`Py_buffer.len`).
     pub fn byte_len(&self) -> usize {
         self.raw.len.max(0) as usize

@@ -260,7 +260,8 @@ impl PySession {
     }
 
     /// Writes every slot with a value to an `.npz` checkpoint (rpjrt_npy::checkpoint::save).
-    fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    fn save(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let path = crate::convert::path_arg(path, "the checkpoint path")?;
         self.check_open(py)?;
         let s = &self.inner;
         py.detach(|| rpjrt_npy::checkpoint::save(s, &path))
@@ -268,7 +269,8 @@ impl PySession {
     }
 
     /// Binds every array of an `.npz` file to its slot (rpjrt_npy::checkpoint::restore).
-    fn restore(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    fn restore(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
+        let path = crate::convert::path_arg(path, "the checkpoint path")?;
         self.check_open(py)?;
         let s = &self.inner;
         py.detach(|| rpjrt_npy::checkpoint::restore(s, &path))
@@ -376,6 +378,18 @@ impl PySessionProgram {
         let outs = py
             .detach(|| p.call_outputs())
             .map_err(|e| raise(py, &s.loader_error, e))?;
+        if s.closed.load(Ordering::Acquire) {
+            // Closed while the step ran (by its own custom-call handler, or another thread):
+            // the outputs it just stored in slots are freed too, as close() promises.
+            py.detach(|| {
+                for (out, slot) in outs.iter().zip(p.outputs()) {
+                    if slot.is_some() {
+                        let _ = out.delete();
+                    }
+                }
+            });
+            s.check_open(py)?;
+        }
         let dict = PyDict::new(py);
         for (out, slot) in outs.into_iter().zip(p.outputs()) {
             if let Some(name) = slot {

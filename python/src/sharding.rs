@@ -9,8 +9,13 @@ use rpjrt::Program;
 use crate::convert::dtype_from_py;
 use crate::errors::PyErrExt;
 
-fn mesh(axes: Vec<(String, usize)>, device_ids: Vec<i64>) -> PyResult<Mesh> {
-    let axes: Vec<(&str, usize)> = axes.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+fn mesh(axes: Vec<(String, i64)>, device_ids: Vec<i64>) -> PyResult<Mesh> {
+    // A negative size goes in as 0, which the core refuses naming the axis (as a usize
+    // argument it was Python's OverflowError about C types).
+    let axes: Vec<(&str, usize)> = axes
+        .iter()
+        .map(|(n, s)| (n.as_str(), usize::try_from(*s).unwrap_or(0)))
+        .collect();
     Mesh::new(&axes, &device_ids).pyerr()
 }
 
@@ -31,7 +36,7 @@ pub fn _shard_split<'py>(
     data: &[u8],
     dtype: &Bound<'py, PyAny>,
     dims: Vec<i64>,
-    axes: Vec<(String, usize)>,
+    axes: Vec<(String, i64)>,
     device_ids: Vec<i64>,
     spec: PartitionSpec,
 ) -> PyResult<(Bound<'py, PyList>, Vec<i64>)> {
@@ -52,7 +57,7 @@ pub fn _shard_assemble<'py>(
     shards: Vec<(Vec<u8>, Bound<'py, PyAny>, Vec<i64>)>,
     dtype: &Bound<'py, PyAny>,
     dims: Vec<i64>,
-    axes: Vec<(String, usize)>,
+    axes: Vec<(String, i64)>,
     device_ids: Vec<i64>,
     spec: PartitionSpec,
 ) -> PyResult<Bound<'py, PyBytes>> {
@@ -77,7 +82,7 @@ pub fn _shard_assemble<'py>(
 #[pyfunction]
 pub fn _shard_global_dims(
     shard_dims: Vec<i64>,
-    axes: Vec<(String, usize)>,
+    axes: Vec<(String, i64)>,
     device_ids: Vec<i64>,
     spec: PartitionSpec,
 ) -> PyResult<Vec<i64>> {

@@ -87,6 +87,24 @@ def test_damaged_artifacts_are_refused(client: rpjrt.Client) -> None:
         client.load("not bytes")  # type: ignore[arg-type]
 
 
+def test_non_bytes_data_is_refused_by_type_before_any_allocation(client: rpjrt.Client) -> None:
+    """An int is not an artifact: ``bytes(n)`` would make n zero bytes (a terabyte for
+    ``10**12``) before any check; only the buffer protocol and paths are read. Overrides
+    that are not a mapping are refused as such."""
+    data = client.compile(fixture_text("mul_add.mlir")).serialize()
+    for bad in [10**12, 5, [1, 2, 3], object()]:
+        with pytest.raises(rpjrt.InvalidArgumentError, match="bytes-like or a path, not"):
+            client.load(bad)  # type: ignore[arg-type]
+        with pytest.raises(rpjrt.InvalidArgumentError, match="bytes-like or a path, not"):
+            rpjrt.inspect_artifact(bad)  # type: ignore[arg-type]
+    with pytest.raises(rpjrt.InvalidArgumentError, match="not int"):
+        client.compile(10**12)  # type: ignore[arg-type]
+    for view in [memoryview(data), bytearray(data), array.array("B", data)]:
+        assert run_mul_add(client, client.load(view)) == run_mul_add(client, client.load(data))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="overrides must be a mapping"):
+        client.load(data, overrides="num_replicas")  # type: ignore[arg-type]
+
+
 def test_artifacts_move_only_to_their_own_plugin() -> None:
     paths = plugin_paths()
     old = rpjrt.Client(paths["old"])

@@ -7,10 +7,14 @@ exit status rather than taking the test run down.
 from __future__ import annotations
 
 import json
+import re
 
+import numpy as np
 import pytest
 
-from .conftest import FIXTURES, run_python
+import rpjrt
+
+from .conftest import FIXTURES, fixture_text, run_python
 
 SCRIPT = r"""
 import array, gc, json, sys
@@ -163,3 +167,63 @@ def test_bad_input_raises_cleanly(plugin_path: str, plugin_label: str, case: str
         assert got == want or want in result["mro"], f"{case}: {got}: {result['message']}"
     assert result["message"], f"{case}: empty message"
     del sys
+
+
+SEQUENCE_CASES = {
+    # What was given, where a list of argument lists (or of ints) was wanted, and the
+    # words the error must hold.
+    "prepare_str": (lambda c, exe, x: exe.prepare("ab"), "not str"),
+    "prepare_bytes_list": (lambda c, exe, x: exe.prepare([b"ab"]), "argument list 0"),
+    "prepare_dict_list": (lambda c, exe, x: exe.prepare([{0: x, 1: x}]), "not dict"),
+    "prepare_set_list": (lambda c, exe, x: exe.prepare([{1.0, 2.0}]), "not set"),
+    "sharded_str": (lambda c, exe, x: exe.execute_sharded("ab"), "not str"),
+    "sharded_mapping": (lambda c, exe, x: exe.execute_sharded({0: [x, x]}), "not dict"),
+    "assignment_str": (
+        lambda c, exe, x: c.compile(fixture_text("mul_add.mlir"), device_assignment="01"),
+        "device_assignment must be a list or tuple, not str",
+    ),
+    "assignment_row_str": (
+        lambda c, exe, x: c.compile(fixture_text("mul_add.mlir"), device_assignment=["0"]),
+        "device_assignment row must be a list or tuple, not str",
+    ),
+    "assignment_float": (
+        lambda c, exe, x: c.compile(fixture_text("mul_add.mlir"), device_assignment=[[0.0]]),
+        "not float",
+    ),
+    "assignment_huge": (
+        lambda c, exe, x: c.compile(fixture_text("mul_add.mlir"), device_assignment=[[2**70]]),
+        "out of range for a device id",
+    ),
+    "donate_str": (lambda c, exe, x: exe(x, x, donate="0"), "not str"),
+    "donate_huge": (lambda c, exe, x: exe(x, x, donate=[2**64]), "out of range"),
+    "donate_negative": (lambda c, exe, x: exe(x, x, donate=[-1]), "-1 is negative"),
+    "donate_bool": (lambda c, exe, x: exe(x, x, donate=[True]), "a bool is not an index"),
+    "device_id_huge": (lambda c, exe, x: c.device(2**70), "out of range for a device id"),
+    "device_id_big": (lambda c, exe, x: c.device(2**40), "device id 1099511627776"),
+    "device_id_str": (lambda c, exe, x: c.device("0"), "must be an int, not str"),
+    "put_device_huge": (lambda c, exe, x: c.put(x, device=-(2**70)), "out of range"),
+    "put_device_str": (lambda c, exe, x: c.put(x, device="0"), "not str"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SEQUENCE_CASES))
+def test_sequences_and_indexes_are_checked_not_guessed(client: rpjrt.Client, case: str) -> None:
+    """A str, bytes, mapping or set where a list is wanted is refused instead of being taken
+    item by item (its characters, keys or arbitrary order), and an int too large for any
+    index says so instead of raising Python's OverflowError about C types."""
+    exe = client.compile(fixture_text("mul_add.mlir"))
+    x = np.ones(8, np.float32)
+    call, words = SEQUENCE_CASES[case]
+    with pytest.raises(rpjrt.InvalidArgumentError, match=re.escape(words)):
+        call(client, exe, x)
+
+
+def test_sequences_that_are_not_lists_still_work(client: rpjrt.Client) -> None:
+    exe = client.compile(fixture_text("mul_add.mlir"))
+    x = np.ones(8, np.float32)
+    expect = np.asarray(exe(x, x)[0])
+    by_generator = exe.prepare(iter([(a for a in (x, x))]))()
+    np.testing.assert_array_equal(np.asarray(by_generator[0][0]), expect)
+    (out,) = exe.execute_sharded(((x, x),))
+    np.testing.assert_array_equal(np.asarray(out[0]), expect)
+    assert client.device(np.int64(0)) == client.devices()[0]

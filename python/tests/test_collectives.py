@@ -231,3 +231,18 @@ def test_shardy_module_needs_only_num_partitions(
     np.testing.assert_allclose(got, data["out0"], rtol=1e-6)
     # The same module as bytecode is detected too.
     assert sh.uses_shardy(case["text"].encode())
+
+
+def test_partition_specs_that_are_not_specs_are_named() -> None:
+    """A spec that is not a sequence, or an entry that is neither None, an axis name nor a
+    tuple of axis names, is a TypeError saying what a spec is (it was "'int' object is not
+    iterable", or an axis named "5")."""
+    mesh = sh.Mesh({"x": 2}, [0, 1])
+    a = np.arange(8, dtype=np.float32).reshape(4, 2)
+    with pytest.raises(TypeError, match="a partition spec is a sequence of entries"):
+        sh.split(a, mesh, 5)  # type: ignore[arg-type]
+    for bad in [(1, None), (("x", 5), None), ({"x"}, None)]:
+        with pytest.raises(TypeError, match="partition spec entry 0 is"):
+            sh.split(a, mesh, bad)  # type: ignore[arg-type]
+    parts = sh.split(a, mesh, [("x",), None])
+    assert [p.tolist() for p in parts] == [a[:2].tolist(), a[2:].tolist()]

@@ -76,6 +76,40 @@ def test_buffer_views(client: rpjrt.Client) -> None:
         kept[0].to_numpy()
 
 
+def test_numpy_views_keep_their_copy(client: rpjrt.Client) -> None:
+    """`to_numpy()` gives a read-only array for an argument and a writable one for a result,
+    each over the call's copy: the copy cannot be resized away under the array, an array
+    kept past the call still reads it, and writes to a result's array become the result."""
+    target = _name("npviews")
+    kept: list[np.ndarray] = []
+
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        a = call.args[0].to_numpy()
+        r = call.rets[0].to_numpy()
+        assert a.dtype == np.float32 and a.shape == (8,) and r.shape == (8,)
+        assert not a.flags.writeable and r.flags.writeable
+        assert a.flags.c_contiguous and r.flags.c_contiguous
+        with pytest.raises(ValueError):
+            a[0] = 1
+        # The copy behind an array cannot shrink while the array lives.
+        owner = r.base
+        while owner is not None and not isinstance(owner, bytearray):
+            owner = getattr(owner, "obj", None) or getattr(owner, "base", None)
+        assert isinstance(owner, bytearray)
+        with pytest.raises(BufferError):
+            owner.clear()
+        # Two views of one result share its copy.
+        r[:] = a * 4
+        np.testing.assert_array_equal(call.rets[0].to_numpy(), 4 * X8)
+        kept.extend([a, r])
+
+    rpjrt.ffi.register(client, target, h)
+    out = client.compile(_scale_program(target))(X8)[0].to_numpy()
+    np.testing.assert_array_equal(out, 4 * X8)
+    np.testing.assert_array_equal(kept[0], X8)
+    np.testing.assert_array_equal(kept[1], 4 * X8)
+
+
 ALL_ATTRS = """func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
   %0 = stablehlo.custom_call @TARGET(%x) {api_version = 4 : i32, backend_config = {
     b = true, i8v = -8 : i8, i16v = -16 : i16, i32v = -32 : i32, i64v = -64 : i64,
@@ -540,6 +574,161 @@ def test_handler_dropping_last_references_does_not_hang(
         print("ok")
         """,
         timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+def test_native_handlers_that_are_not_code_are_refused(plugin_path: str) -> None:
+    """A stray int, the address of a Python object, or a capsule that holds data are not
+    handler functions: each is refused at registration (before, the plugin called into
+    them: SIGSEGV). Names with NUL and an empty platform are refused too."""
+    r = run_python(
+        f"""
+        import datetime, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        data_capsule = datetime.datetime_CAPI
+        for bad, why in [(1, "not mapped"), (2**63, "not mapped"), (id(c), "holds no code"),
+                         (data_capsule, "holds no code")]:
+            try:
+                rpjrt.ffi.register(c, "not_code", bad, replace=True)
+            except rpjrt.InvalidArgumentError as e:
+                assert why in str(e), (bad, e)
+            else:
+                raise AssertionError(f"{{bad!r}} was registered as a handler")
+        for kw in [dict(name="a\\0b"), dict(name="ok", platform="")]:
+            try:
+                rpjrt.ffi.register(c, kw.pop("name"), lambda call: None, **kw)
+            except rpjrt.InvalidArgumentError:
+                pass
+            else:
+                raise AssertionError(f"registered with {{kw}}")
+        print("ok")
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+def test_a_handler_recursing_through_its_program_fails_instead_of_hanging(plugin_path: str) -> None:
+    """A handler that executes its own program again, without end: each level holds one of
+    the plugin's executions in flight (32 on the CPU plugins), and level 33 used to wait for
+    the enclosing ones forever. Past 16 levels the handler is not run and the error names
+    the nesting; a few levels still work."""
+    r = run_python(
+        f"""
+        import numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        box = {{"limit": 3, "depth": 0}}
+        def h(call):
+            box["depth"] += 1
+            x = call.args[0].to_numpy()
+            if box["depth"] < box["limit"]:
+                (x,) = box["e"](x)
+                x = x.to_numpy()
+            return x + 1
+        rpjrt.ffi.register(c, "recurse", h)
+        box["e"] = c.compile({_scale_program("recurse")!r})
+        (y,) = box["e"](np.zeros(8, np.float32))
+        assert y.to_numpy().tolist() == [3.0] * 8, y.to_numpy()
+        box["limit"], box["depth"] = 10**9, 0
+        try:
+            box["e"](np.zeros(8, np.float32))[0].to_numpy()
+        except rpjrt.Error as e:
+            assert "nested" in str(e), str(e)[-500:]
+        else:
+            raise AssertionError("endless nesting returned")
+        assert box["depth"] <= 17, box
+        print("ok")
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+def test_many_threads_whose_handlers_execute_programs_do_not_deadlock(plugin_path: str) -> None:
+    """40 threads run a program whose handler runs another program, all handlers at once:
+    their executions fill the plugin's bound on executions in flight (32), and the nested
+    ones used to wait for a slot for ever. Nested executions are now refused while 16 or
+    more handlers run, so every call returns (with its result, or that error)."""
+    r = run_python(
+        f"""
+        import threading, numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        n = 40
+        together = threading.Barrier(n)
+        def h(call):
+            try:
+                together.wait(timeout=3)
+            except threading.BrokenBarrierError:
+                pass
+            (y,) = inner(call.args[0].to_numpy())
+            return y.to_numpy()
+        rpjrt.ffi.register(c, "runs_inner", h)
+        outer = c.compile({_scale_program("runs_inner")!r})
+        inner = c.compile('''func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+          %0 = stablehlo.add %x, %x : tensor<8xf32>
+          return %0 : tensor<8xf32>
+        }}''')
+        results = []
+        def work():
+            try:
+                results.append(outer(np.ones(8, np.float32))[0].to_numpy().tolist())
+            except rpjrt.Error as e:
+                results.append(str(e))
+        threads = [threading.Thread(target=work, daemon=True) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len(results) == n, f"{{n - len(results)}} calls never returned"
+        for r in results:
+            assert r == [2.0] * 8 or "handlers run" in r, r
+        (y,) = outer(np.ones(8, np.float32))
+        assert y.to_numpy().tolist() == [2.0] * 8
+        print("ok")
+        """,
+        timeout=90,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+def test_handler_deleting_the_running_programs_input_does_not_hang(plugin_path: str) -> None:
+    """A handler that deletes a buffer its own execution reads (the argument, or an output
+    of the previous call passed back in): the buffer is refused from then on and freed once
+    the execution lets go of it, instead of the plugin's delete waiting for the execution
+    that waits for the handler (it hung on the PJRT 0.115 plugin)."""
+    r = run_python(
+        f"""
+        import numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        box = {{}}
+        def h(call):
+            x = call.args[0].to_numpy()
+            box["x"].delete()
+            assert box["x"].is_deleted()
+            box["x"].delete()                       # deleting again does nothing
+            return x + 1
+        rpjrt.ffi.register(c, "deleter", h)
+        e = c.compile({_scale_program("deleter")!r})
+        box["x"] = c.put(np.ones(8, np.float32))
+        (y,) = e(box["x"])
+        assert y.to_numpy().tolist() == [2.0] * 8, y.to_numpy()
+        box["x"] = y                                # the previous output, fed back
+        (z,) = e(y)
+        assert z.to_numpy().tolist() == [3.0] * 8, z.to_numpy()
+        try:
+            y.to_numpy()
+        except rpjrt.BufferDeletedError:
+            pass
+        else:
+            raise AssertionError("a buffer deleted in a handler is still readable")
+        print("ok")
+        """,
+        timeout=60,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "ok" in r.stdout

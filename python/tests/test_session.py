@@ -451,6 +451,86 @@ def test_handler_touching_its_session_does_not_deadlock(plugin_path: str) -> Non
     assert "ok" in r.stdout
 
 
+def test_closing_the_session_from_its_own_handler_does_not_hang(plugin_path: str) -> None:
+    """A custom-call handler of a session program closes the session: close() deletes the
+    slot the running step reads, which must not wait for that step (it hung on the PJRT
+    0.115 plugin); the step then fails as closed, and the outputs it stored are freed too."""
+    r = run_python(
+        f"""
+        import numpy as np, rpjrt, rpjrt.ffi
+        c = rpjrt.Client({plugin_path!r})
+        s = rpjrt.Session(c)
+        def h(call):
+            x = call.args[0].to_numpy()
+            s.close()
+            return x + 1
+        rpjrt.ffi.register(c, "closer", h)
+        prog = '''func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+          %0 = stablehlo.custom_call @closer(%x) {{api_version = 4 : i32}}
+              : (tensor<4xf32>) -> tensor<4xf32>
+          return %0 : tensor<4xf32>
+        }}'''
+        step = s.program(prog, ["w"], ["v"])
+        s.bind("w", np.zeros(4, np.float32))
+        w = s.buffer("w")
+        try:
+            step()
+        except rpjrt.FailedPreconditionError as e:
+            assert "closed" in str(e), e
+        else:
+            raise AssertionError("a step whose session was closed meanwhile succeeded")
+        assert w.is_deleted()
+        assert [st for *_, st in s.slots()] == ["deleted", "deleted"], s.slots()
+        print("ok")
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
+def test_a_loader_asking_for_its_own_slot_is_refused(plugin_path: str) -> None:
+    """A loader that fetches its own slot, or steps a program that reads it, is a cycle:
+    refused at once, naming it, instead of recursing until the stack runs out (a SIGSEGV
+    with a raised recursion limit, as ML code often sets)."""
+    r = run_python(
+        f"""
+        import sys, numpy as np, rpjrt
+        sys.setrecursionlimit(100000)
+        c = rpjrt.Client({plugin_path!r})
+        s = rpjrt.Session(c)
+        step = s.program('''func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+          %0 = stablehlo.add %x, %x : tensor<4xf32>
+          return %0 : tensor<4xf32>
+        }}''', ["x"], ["y"])
+        runs = []
+        def own():
+            runs.append(1)
+            return s.fetch("x")
+        def steps():
+            runs.append(2)
+            step()
+            return np.ones(4, np.float32)
+        for loader, call in [(own, lambda: s.fetch("x")), (steps, step)]:
+            s.bind_many({{"x": loader}})
+            try:
+                call()
+            except rpjrt.InvalidArgumentError as e:
+                assert "loader cycle" in str(e), e
+                assert isinstance(e.__cause__, rpjrt.InvalidArgumentError), repr(e.__cause__)
+            else:
+                raise AssertionError("a loader cycle was not refused")
+        assert runs == [1, 2], runs
+        s.bind_many({{"x": lambda: np.ones(4, np.float32)}})
+        assert step()["y"].to_numpy().tolist() == [2.0] * 4
+        print("ok")
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ok" in r.stdout
+
+
 def test_threads_stepping_one_session_stay_serialised(client: rpjrt.Client) -> None:
     """Without the lock held across execute, steps from several threads still run one at a
     time: each reads the previous step's output (no lost update)."""

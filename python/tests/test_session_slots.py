@@ -125,6 +125,11 @@ def test_slot_values_and_specs() -> None:
         Slot("w", 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="sizes >= 0"):
         Slot("w", (rpjrt.float32, (-1,)))
+    # numpy integers are sizes (shapes computed with numpy have them); floats and bools not.
+    assert Slot("w", (rpjrt.float32, (np.int64(2), np.uint8(3)))) == Slot("w", (rpjrt.float32, (2, 3)))
+    for bad in [(2.0,), (True, 2), (np.int64(-1),)]:
+        with pytest.raises(ValueError, match="sizes >= 0"):
+            Slot("w", (rpjrt.float32, bad))
     with pytest.raises(rpjrt.InvalidArgumentError):
         Slot("w", ("no_such_dtype", (1,)))
 

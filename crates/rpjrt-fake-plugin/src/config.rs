@@ -59,6 +59,9 @@ knobs! {
     VERSION_STRUCT_SIZE,
     /// `1` or `2`: the Triton extension's args layout the fake writes (default `2`).
     TRITON_VERSION,
+    /// Text `PRINT_ON` writes on stdout instead of its hello line, as it is (newlines and
+    /// control characters included): a plugin printing what a harness reads.
+    PRINT_TEXT,
 }
 
 /// What the FFI extension's `register_handler` does ([`knobs::FFI`]).
@@ -183,6 +186,8 @@ pub struct Config {
     pub version_struct_size: usize,
     /// Version of the Triton extension's args layout (1: cluster dims, 2: output path).
     pub triton_version: i32,
+    /// What `PRINT_ON` prints on stdout; `None`: its hello line.
+    pub print_text: Option<String>,
 }
 
 impl Default for Config {
@@ -228,6 +233,7 @@ impl Default for Config {
             memory_limit: None,
             version_struct_size: sys::PJRT_Api_Version_STRUCT_SIZE,
             triton_version: 2,
+            print_text: None,
         }
     }
 }
@@ -419,6 +425,7 @@ impl Config {
                 knobs::CRASH_ON => c.crash_on = parse_names(&v),
                 knobs::HANG_ON => c.hang_on = parse_names(&v),
                 knobs::PRINT_ON => c.print_on = parse_names(&v),
+                knobs::PRINT_TEXT => c.print_text = Some(v.clone()),
                 knobs::FFI => {
                     c.ffi = match v.trim() {
                         "ok" => FfiMode::Ok,

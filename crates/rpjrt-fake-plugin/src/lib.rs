@@ -35,6 +35,7 @@
 //! | `RPJRT_FAKE_KV` | `1`: client create exchanges device counts through the KV callbacks (see below) | `0` |
 //! | `RPJRT_FAKE_MEMORY_LIMIT` | `BYTES`: each device's `device` memory holds at most that many buffer bytes; more fails with RESOURCE_EXHAUSTED | unlimited |
 //! | `RPJRT_FAKE_TRITON_VERSION` | `1` or `2`: the Triton extension's args layout (see below) | `2` |
+//! | `RPJRT_FAKE_PRINT_TEXT` | text `PRINT_ON` writes on stdout instead of its hello line, as is | unset |
 //! | `RPJRT_FAKE_VERSION_STRUCT_SIZE` | `BYTES` put in `pjrt_api_version.struct_size` (`0` plays a plugin that leaves it unset) | `24`, the struct's size |
 //!
 //! Entry names are the C names (`PJRT_Client_Compile`); an unknown name, a malformed

@@ -259,10 +259,13 @@ pub(crate) fn trap(state: &State, entry: &str) {
     if state.config.print_on.contains(entry) {
         use std::io::Write as _;
         // Written to the descriptors directly, as a plugin's C code would.
-        let _ = writeln!(
-            std::io::stdout(),
-            "rpjrt-fake-plugin: {entry} says hello on stdout"
-        );
+        let _ = match &state.config.print_text {
+            Some(text) => write!(std::io::stdout(), "{text}"),
+            None => writeln!(
+                std::io::stdout(),
+                "rpjrt-fake-plugin: {entry} says hello on stdout"
+            ),
+        };
         let _ = std::io::stdout().flush();
         eprintln!("rpjrt-fake-plugin: {entry}: a log line on stderr (RPJRT_FAKE_PRINT_ON)");
     }

@@ -372,7 +372,7 @@ fn ext_call<T>(
 ) -> Result<()> {
     // SAFETY: `f` is the plugin's implementation of `entry`; callers pass args whose pointers
     // are valid for the call.
-    let err = unsafe { f(args) };
+    let err = unsafe { super::call_guarded(entry, f, args) }?;
     if err.is_null() {
         Ok(())
     } else {

@@ -436,20 +436,40 @@ impl<M> Buffer<M> {
         }
     }
 
-    /// `PJRT_Buffer_Delete`: frees the memory now. `Ok(false)` when it was deleted (or
+    /// `PJRT_Buffer_Delete`: frees the memory now (inside a plugin callback: marks it
+    /// deleted now and frees it on the reaper thread). `Ok(false)` when it was deleted (or
     /// donated) already; `StateError::Pinned` while host views exist.
-    pub fn delete(&self) -> Result<std::result::Result<bool, StateError>> {
+    pub fn delete(&self) -> Result<std::result::Result<bool, StateError>>
+    where
+        M: Send + Sync + 'static,
+    {
         match self.mark_deleted() {
             Ok(()) => {}
             Err(StateError::Deleted) => return Ok(Ok(false)),
             Err(e) => return Ok(Err(e)),
         }
+        if super::callback::in_callback() {
+            // A plugin callback (a custom-call handler) may be part of an execution that
+            // reads this buffer, and a plugin's delete can wait for that execution: the
+            // buffer is refused from now on, and its memory is freed on the reaper thread.
+            let keep = Buffer(ManuallyDrop::new(Arc::clone(&self.0)));
+            super::callback::destroy_outside_callbacks(move || {
+                let _ = keep.delete_now();
+            });
+            return Ok(Ok(true));
+        }
+        self.delete_now()?;
+        Ok(Ok(true))
+    }
+
+    /// The plugin's delete of a buffer already marked deleted.
+    fn delete_now(&self) -> Result<()> {
         let mut a = sys::PJRT_Buffer_Delete_Args::new();
         a.buffer = self.ptr();
-        // SAFETY: live buffer, not pinned (checked atomically above), so nobody reads its
-        // memory in place.
+        // SAFETY: live buffer (this handle keeps it), marked deleted and not pinned (checked
+        // atomically by the caller), so nobody reads its memory in place.
         unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_Delete, &mut a) }?;
-        Ok(Ok(true))
+        Ok(())
     }
 
     /// Marks the buffer deleted ahead of an execution that will consume it; undone by

@@ -69,7 +69,13 @@ impl Drop for Inside {
 /// key-value callback, a readiness or deleter callback). The plugin may be waiting for
 /// that callback to return, so nothing here may wait for the plugin.
 pub fn in_callback() -> bool {
-    DEPTH.with(|d| d.get() > 0)
+    depth() > 0
+}
+
+/// How many plugin callbacks this thread is inside (a custom-call handler that runs a
+/// program whose custom call runs on this thread too is two deep).
+pub fn depth() -> u32 {
+    DEPTH.with(|d| d.get())
 }
 
 type Job = Box<dyn FnOnce() + Send + 'static>;

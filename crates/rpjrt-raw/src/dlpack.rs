@@ -443,6 +443,10 @@ pub struct DlTensorDesc {
     pub readonly: bool,
 }
 
+/// The most dimensions an imported tensor may have (numpy's limit): its shape and strides
+/// are read only within it.
+pub const MAX_IMPORT_NDIM: usize = 64;
+
 /// A producer's DLPack managed tensor that rpjrt owns: its deleter runs exactly once, when
 /// this (and every buffer made over its memory) is gone. For host-readable tensors it
 /// implements [`HostBytes`] over the bytes the tensor addresses.
@@ -517,7 +521,9 @@ impl ImportedTensor {
     ) -> Result<ImportedTensor> {
         let ndim = usize::try_from(tensor.ndim).unwrap_or(0);
         let read = |p: *mut i64| -> Option<Vec<i64>> {
-            if p.is_null() || ndim == 0 {
+            // A larger ndim is refused below, before any of it is read: a producer that
+            // claims millions of dimensions would have its shape read far past its end.
+            if p.is_null() || ndim == 0 || ndim > MAX_IMPORT_NDIM {
                 return None;
             }
             // SAFETY: DLPack guarantees `ndim` entries at a non-null shape or strides.
@@ -540,6 +546,12 @@ impl ImportedTensor {
             first: 0,
         };
         // From here on `t` owns the tensor: an error drops it, which runs the deleter.
+        if ndim > MAX_IMPORT_NDIM {
+            return Err(Error::invalid(format!(
+                "the DLPack tensor claims {ndim} dimensions; rpjrt reads at most \
+                 {MAX_IMPORT_NDIM} (numpy's limit), so its shape was not read"
+            )));
+        }
         if tensor.ndim < 0 || (ndim > 0 && tensor.shape.is_null()) {
             return Err(Error::invalid(format!(
                 "the DLPack tensor has ndim {} and {} shape",

@@ -268,7 +268,11 @@ impl Error {
             return true;
         }
         let m = self.to_string().to_lowercase();
-        m.contains("out of memory") || m.contains("failed to allocate") || m.contains("oom")
+        // "OOM" only as a word of its own: "boom", "room" or "zoom" say nothing of memory.
+        m.contains("out of memory")
+            || m.contains("failed to allocate")
+            || m.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == "oom")
     }
 
     /// The allocator figures, memory options and hint of an out-of-memory error from an
@@ -289,6 +293,27 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::Code;
+
+    #[test]
+    fn out_of_memory_is_told_by_whole_words() {
+        let e = |code, message: &str| super::Error::Pjrt {
+            entry: "PJRT_Plugin_Initialize",
+            code,
+            message: message.to_string(),
+        };
+        assert!(e(Code::Internal, "CUDA OOM while allocating").is_out_of_memory());
+        assert!(e(Code::Internal, "oom: 12 bytes").is_out_of_memory());
+        assert!(e(Code::Unknown, "Out of memory allocating 4 GiB").is_out_of_memory());
+        assert!(e(Code::ResourceExhausted, "anything").is_out_of_memory());
+        for not in [
+            "init boom",
+            "no room left in the queue",
+            "zoom level",
+            "bloom filter",
+        ] {
+            assert!(!e(Code::Internal, not).is_out_of_memory(), "{not}");
+        }
+    }
 
     #[test]
     fn code_numbers_round_trip() {

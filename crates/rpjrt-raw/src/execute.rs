@@ -98,6 +98,7 @@ impl Loaded {
         if req.send_recv.is_some() {
             return Err(Error::invalid("send/recv callbacks are not supported yet"));
         }
+        super::ffi::check_nested_execute()?;
         let num_devices = req.lists.len();
         let num_args = req.lists.first().map_or(0, |l| l.len());
         let num_outputs = self.num_outputs();
@@ -235,9 +236,11 @@ impl Loaded {
                 sink.output(d, buffer);
             }
         }
-        for (d, &e) in events.iter().enumerate() {
-            if let Some(ev) = Event::new(client, e) {
-                sink.event(d, ev);
+        if req.want_events {
+            for (d, &e) in events.iter().enumerate() {
+                if let Some(ev) = Event::new(client, e) {
+                    sink.event(d, ev);
+                }
             }
         }
         Ok(())

@@ -128,7 +128,7 @@ impl FfiExtension {
         a.platform_name = platform.as_ptr().cast();
         a.platform_name_size = platform.len();
         // SAFETY: the strings outlive the call; the handler is valid per the caller.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { super::call_guarded("PJRT_FFI_Register_Handler", f, &mut a) }?;
         if err.is_null() {
             Ok(())
         } else {
@@ -153,7 +153,7 @@ impl FfiExtension {
         a.type_name_size = name.len();
         a.type_info = &mut info;
         // SAFETY: name and info outlive the call.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { super::call_guarded("PJRT_FFI_Type_Register", f, &mut a) }?;
         if err.is_null() {
             Ok(a.type_id)
         } else {
@@ -182,7 +182,7 @@ impl FfiExtension {
         };
         // SAFETY: the context is live (owned by `ctx`); the data pointer is opaque to the
         // runtime, which only hands it back to handlers.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { super::call_guarded("PJRT_FFI_UserData_Add", f, &mut a) }?;
         if err.is_null() {
             Ok(())
         } else {
@@ -366,6 +366,15 @@ impl Target {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .is_some()
+    }
+
+    /// Whether a Rust closure is bound (rpjrt's own handlers, Python's included), which
+    /// sees every buffer as row-major; native code reads layouts itself.
+    pub fn serves_rust(&self) -> bool {
+        matches!(
+            *self.bound.read().unwrap_or_else(|e| e.into_inner()),
+            Some(Bound::Rust(_))
+        )
     }
 
     /// What the last metadata call reported, if one happened.
@@ -663,6 +672,58 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
     }
 }
 
+/// How deeply rpjrt's handlers may nest on one thread (a handler that executes a program
+/// whose custom call runs on the same thread): each level holds one of the plugin's
+/// executions in flight, which the CPU plugins bound at 32 per device, and an execute past
+/// that bound waits for the enclosing ones, which wait for it.
+pub const MAX_NESTED_HANDLERS: u32 = 16;
+
+/// rpjrt handlers running now, on every thread.
+static ACTIVE_HANDLERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Counts one running handler for as long as it lives.
+struct ActiveHandler;
+
+impl ActiveHandler {
+    fn enter() -> ActiveHandler {
+        ACTIVE_HANDLERS.fetch_add(1, Ordering::AcqRel);
+        ActiveHandler
+    }
+}
+
+impl Drop for ActiveHandler {
+    fn drop(&mut self) {
+        ACTIVE_HANDLERS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Refuses an execution started from inside a plugin callback (a custom-call handler
+/// running a program) while [`MAX_NESTED_HANDLERS`] or more rpjrt handlers run in the
+/// process. Each of them holds an execution in flight, waiting for it; the CPU plugins
+/// bound the executions in flight (32 per device), and once every slot is held by one that
+/// waits for a nested execution, nothing finishes. Refusing nested executions past half of
+/// that bound leaves slots for the ones already running. Outside callbacks it checks
+/// nothing (one thread-local read).
+pub(crate) fn check_nested_execute() -> Result<()> {
+    if !super::callback::in_callback() {
+        return Ok(());
+    }
+    let active = ACTIVE_HANDLERS.load(Ordering::Acquire);
+    if active < MAX_NESTED_HANDLERS {
+        return Ok(());
+    }
+    Err(crate::error::Error::Pjrt {
+        entry: "PJRT_LoadedExecutable_Execute",
+        code: Code::ResourceExhausted,
+        message: format!(
+            "not started: it was called from inside a custom-call handler while {active} \
+             handlers run (nested, or on other threads), each holding an execution in flight; \
+             past {MAX_NESTED_HANDLERS}, a nested execution could wait for the plugin's bound on \
+             executions in flight (32 on the CPU plugins) for ever"
+        ),
+    })
+}
+
 /// The one function every thunk jumps to, with the thunk's slot as second argument.
 ///
 /// # Safety
@@ -752,6 +813,19 @@ unsafe fn dispatch_inner(
         // SAFETY: forwarding the live frame to native handler code the registrant vouched for.
         Some(Bound::Native(NativeHandler(h))) => Ok(unsafe { h(frame) }),
         Some(Bound::Rust(cb)) => {
+            let depth = super::callback::depth();
+            if depth > MAX_NESTED_HANDLERS {
+                return Err((
+                    Code::ResourceExhausted,
+                    format!(
+                        "the FFI handler for {:?} was not run: custom-call handlers are nested \
+                         {depth} deep on this thread (a handler ran a program whose custom call \
+                         ran another); deeper nesting would wait for the plugin's limit on \
+                         executions in flight (32 on the CPU plugins) and never return",
+                        target.name
+                    ),
+                ));
+            }
             // SAFETY: live frame; checked for size before any field past the header is read.
             let size = unsafe { (*frame).struct_size };
             if size < sys::XLA_FFI_CallFrame_STRUCT_SIZE {
@@ -766,6 +840,7 @@ unsafe fn dispatch_inner(
                 target,
                 _life: std::marker::PhantomData,
             };
+            let _active = ActiveHandler::enter();
             cb(&f).map(|()| null_mut())
         }
         None => Err((

@@ -25,6 +25,9 @@ pub enum FloorWait {
     /// Ask for no completion event; await the first output's `PJRT_Buffer_ReadyEvent`
     /// (what `execute` followed by `block_until_ready` on an output does).
     OutputReady,
+    /// No wait: the outputs are destroyed right after `Execute` returns (the execute half
+    /// of an iteration alone, to split rpjrt's overhead between the call and the wait).
+    None,
 }
 
 /// The largest argument and output counts the floor handles (its arrays live on the stack).
@@ -132,6 +135,7 @@ pub fn execute_floor<M>(
                     Err(api.take_error(err, "PJRT_Buffer_ReadyEvent"))
                 }
             }
+            FloorWait::None => Ok(()),
         };
         let mut destroyed = Ok(());
         for &o in &outputs[..num_outputs] {

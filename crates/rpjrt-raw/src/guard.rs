@@ -173,4 +173,24 @@ mod tests {
         let r = unsafe { super::call(super::rpjrt_guard_test_throw, std::ptr::null_mut()) };
         assert!(r.unwrap_err().contains("not a std::exception"));
     }
+
+    /// `call_guarded` (the path of extension and profiler entries, which called the
+    /// plugin directly and aborted on an exception) turns one into an INTERNAL error.
+    #[test]
+    fn typed_entries_are_guarded_too() {
+        let entry: super::RawEntry = super::rpjrt_guard_test_throw;
+        // SAFETY: one pointer in, one out: the same ABI with typed pointees.
+        let throws = unsafe {
+            std::mem::transmute::<super::RawEntry, unsafe extern "C" fn(*mut u8) -> *mut u8>(entry)
+        };
+        let mut byte = 0u8;
+        // SAFETY: `throws` takes any pointer; `byte` is live for the call.
+        let r = unsafe { crate::call_guarded("PJRT_Test_Entry", throws, &mut byte) };
+        let e = r.unwrap_err().to_string();
+        assert!(
+            e.contains("PJRT_Test_Entry") && e.contains("threw a C++ exception"),
+            "{e}"
+        );
+        assert!(e.contains("vector::_M_default_append"), "{e}");
+    }
 }

@@ -107,7 +107,8 @@ impl LayoutsExt {
                 unsafe { zeroed_args(sys::PJRT_Layouts_MemoryLayout_Serialize_Args_STRUCT_SIZE) };
             a.layout = layout;
             // SAFETY: a live layout owned by us; out-parameters only.
-            let err = unsafe { f(&mut a) };
+            let err =
+                unsafe { super::call_guarded("PJRT_Layouts_MemoryLayout_Serialize", f, &mut a) }?;
             self.check(err, "PJRT_Layouts_MemoryLayout_Serialize")?;
             let bytes = if a.serialized_bytes.is_null() || a.serialized_bytes_size == 0 {
                 Vec::new()
@@ -149,7 +150,8 @@ impl LayoutsExt {
         a.buffer = b.ptr();
         a.layout = null_mut();
         // SAFETY: a live buffer; the layout out-parameter becomes ours.
-        let err = unsafe { f(&mut a) };
+        let err =
+            unsafe { super::call_guarded("PJRT_Layouts_PJRT_Buffer_MemoryLayout", f, &mut a) }?;
         self.check(err, "PJRT_Layouts_PJRT_Buffer_MemoryLayout")?;
         if a.layout.is_null() {
             return Err(Error::invalid("the plugin returned no buffer layout"));
@@ -168,7 +170,8 @@ impl LayoutsExt {
         a.dims = dims.as_ptr();
         a.num_dims = dims.len();
         // SAFETY: a live client; dims outlive the call; the layout becomes ours.
-        let err = unsafe { f(&mut a) };
+        let err =
+            unsafe { super::call_guarded("PJRT_Layouts_PJRT_Client_GetDefaultLayout", f, &mut a) }?;
         self.check(err, "PJRT_Layouts_PJRT_Client_GetDefaultLayout")?;
         if a.layout.is_null() {
             return Err(Error::invalid("the plugin returned no default layout"));

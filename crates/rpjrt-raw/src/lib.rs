@@ -351,20 +351,8 @@ impl Api {
         if guard::forked_since(self.fork_generation) {
             return Err(self.forked_error(entry));
         }
-        // SAFETY: `f` is an `extern "C"` function taking one pointer and returning one
-        // pointer; as `RawEntry` it has the same ABI, only the pointee types are erased.
-        let raw: guard::RawEntry = unsafe {
-            std::mem::transmute::<
-                unsafe extern "C" fn(*mut T) -> *mut sys::PJRT_Error,
-                guard::RawEntry,
-            >(f)
-        };
         // SAFETY: `f` is the plugin's implementation of `entry`; the caller vouches for args.
-        // The guard catches a C++ exception escaping from it (which would abort in Rust).
-        let err = match unsafe { guard::call(raw, (args as *mut T).cast()) } {
-            Ok(e) => e.cast::<sys::PJRT_Error>(),
-            Err(what) => return Err(self.exception_error(entry, what)),
-        };
+        let err = unsafe { call_guarded(entry, f, args) }?;
         if err.is_null() {
             Ok(())
         } else {
@@ -375,15 +363,7 @@ impl Api {
     /// The error for a C++ exception that escaped from a plugin entry.
     #[cold]
     fn exception_error(&self, entry: &'static str, what: String) -> Error {
-        Error::Pjrt {
-            entry,
-            code: Code::Internal,
-            message: format!(
-                "the plugin threw a C++ exception instead of returning an error ({}); \
-                 rpjrt caught it, but the plugin may be left in an inconsistent state",
-                summarize_exception(&what)
-            ),
-        }
+        exception_error(entry, what)
     }
 
     /// The error for a call refused in a forked child (see `guard`).
@@ -579,6 +559,46 @@ pub fn canonical(path: &Path) -> PathBuf {
 /// Byte offset of function slot `slot` in `PJRT_Api`.
 pub fn slot_offset(slot: usize) -> usize {
     TABLE_HEADER + slot * size_of::<usize>()
+}
+
+/// Calls `f(args)` inside the C++ guard: a function of any of the plugin's tables (the
+/// main one through [`Api::invoke`], an extension's or the profiler's directly), so a C++
+/// exception it lets escape is an `INTERNAL` error naming `entry` instead of an abort.
+/// Returns the function's own error pointer (of its table's error type) for the caller.
+///
+/// # Safety
+/// `f` is the plugin's function and `args` valid for it, as for calling `f` directly.
+#[inline]
+pub unsafe fn call_guarded<T, E>(
+    entry: &'static str,
+    f: unsafe extern "C" fn(*mut T) -> *mut E,
+    args: &mut T,
+) -> Result<*mut E> {
+    // SAFETY: `f` is an `extern "C"` function taking one pointer and returning one
+    // pointer; as `RawEntry` it has the same ABI, only the pointee types are erased.
+    let raw = unsafe {
+        std::mem::transmute::<unsafe extern "C" fn(*mut T) -> *mut E, guard::RawEntry>(f)
+    };
+    // SAFETY: the caller vouches for `f` and `args`; the guard catches a C++ exception
+    // escaping from `f` (which would abort in Rust).
+    match unsafe { guard::call(raw, (args as *mut T).cast()) } {
+        Ok(e) => Ok(e.cast()),
+        Err(what) => Err(exception_error(entry, what)),
+    }
+}
+
+/// The error for a C++ exception that escaped from a plugin function.
+#[cold]
+fn exception_error(entry: &'static str, what: String) -> Error {
+    Error::Pjrt {
+        entry,
+        code: Code::Internal,
+        message: format!(
+            "the plugin threw a C++ exception instead of returning an error ({}); \
+             rpjrt caught it, but the plugin may be left in an inconsistent state",
+            summarize_exception(&what)
+        ),
+    }
 }
 
 #[cfg(test)]

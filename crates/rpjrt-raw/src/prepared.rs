@@ -155,6 +155,7 @@ impl Loaded {
         context: Option<&ExecuteContext>,
         sink: &mut impl ExecuteSink<M>,
     ) -> Result<()> {
+        super::ffi::check_nested_execute()?;
         let client = self.client();
         if let Some(b) = args.buffers.first() {
             if !b.belongs_to(client) {

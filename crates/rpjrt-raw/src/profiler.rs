@@ -103,11 +103,10 @@ impl ProfilerApi {
                 code: 0,
             };
             // SAFETY: a live error the plugin returned; `code` is an out-parameter.
-            let e = unsafe { f(&mut a) };
-            if e.is_null() {
-                code = Code::from_raw(a.code);
-            } else {
-                self.destroy_error(e);
+            match unsafe { crate::call_guarded("PLUGIN_Profiler_Error_GetCode", f, &mut a) } {
+                Ok(e) if e.is_null() => code = Code::from_raw(a.code),
+                Ok(e) => self.destroy_error(e),
+                Err(_) => {}
             }
         }
         if let Some(f) = self.table.error_message {
@@ -158,7 +157,7 @@ impl ProfilerApi {
             profiler: std::ptr::null_mut(),
         };
         // SAFETY: the options bytes outlive the call; `profiler` is an out-parameter.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { crate::call_guarded("PLUGIN_Profiler_Create", f, &mut a) }?;
         self.check(err, "PLUGIN_Profiler_Create")?;
         let ptr = NonNull::new(a.profiler).ok_or_else(|| Error::Pjrt {
             entry: "PLUGIN_Profiler_Create",
@@ -188,7 +187,7 @@ impl Profiler {
             profiler: self.ptr.as_ptr(),
         };
         // SAFETY: a live profiler this handle owns.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { crate::call_guarded("PLUGIN_Profiler_Start", f, &mut a) }?;
         self.api.check(err, "PLUGIN_Profiler_Start")
     }
 
@@ -200,7 +199,7 @@ impl Profiler {
             profiler: self.ptr.as_ptr(),
         };
         // SAFETY: a live profiler this handle owns.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { crate::call_guarded("PLUGIN_Profiler_Stop", f, &mut a) }?;
         self.api.check(err, "PLUGIN_Profiler_Stop")
     }
 
@@ -217,7 +216,7 @@ impl Profiler {
             buffer_size_in_bytes: 0,
         };
         // SAFETY: a live profiler; `buffer` and its size are out-parameters.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { crate::call_guarded(ENTRY, f, &mut a) }?;
         self.api.check(err, ENTRY)?;
         let size = a.buffer_size_in_bytes;
         if size == 0 {
@@ -237,7 +236,7 @@ impl Profiler {
         out.resize(size, 0);
         a.buffer = out.as_mut_ptr();
         // SAFETY: our buffer of `size` bytes, as the plugin asked for; live for the call.
-        let err = unsafe { f(&mut a) };
+        let err = unsafe { crate::call_guarded(ENTRY, f, &mut a) }?;
         self.api.check(err, ENTRY)?;
         out.truncate(a.buffer_size_in_bytes.min(size));
         Ok(out)
@@ -252,8 +251,9 @@ impl Drop for Profiler {
                 profiler: self.ptr.as_ptr(),
             };
             // SAFETY: the profiler this handle owns, destroyed once, here.
-            let err = unsafe { f(&mut a) };
-            let _ = self.api.check(err, "PLUGIN_Profiler_Destroy");
+            if let Ok(err) = unsafe { crate::call_guarded("PLUGIN_Profiler_Destroy", f, &mut a) } {
+                let _ = self.api.check(err, "PLUGIN_Profiler_Destroy");
+            }
         }
     }
 }

@@ -138,6 +138,19 @@ fn variants<'a>(exe: &'a Executable, x: &'a Buffer, x2: &'a Buffer) -> Vec<Varia
             }),
         ),
         v(
+            "floor_nowait",
+            "raw C: Execute + destroys, no wait (the call half of floor_ready)",
+            Box::new(move |n| c_floor_execute(exe, &[x, x], n, FloorWait::None)),
+        ),
+        v(
+            "rust_execute_into_nowait",
+            "Rust: exe.execute_into(&[&x, &x], &mut outs), no wait (the call half of rust_execute_into)",
+            Box::new(move |n| {
+                let mut outs = Vec::new();
+                timed(n, || exe.execute_into(&[x, x], &mut outs))
+            }),
+        ),
+        v(
             "rust_execute_with_event",
             "Rust: execute_with(completion_events) + events[0].wait() + drop",
             Box::new(move |n| {
@@ -341,6 +354,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (
             "rust_execute_with_event/floor_event",
             ratio_of("rust_execute_with_event", "floor_event"),
+        ),
+        (
+            "rust_execute_into/floor_ready",
+            ratio_of("rust_execute_into", "floor_ready"),
+        ),
+        (
+            "rust_execute_into_nowait/floor_nowait",
+            ratio_of("rust_execute_into_nowait", "floor_nowait"),
         ),
         (
             "floor_ready/floor_event",

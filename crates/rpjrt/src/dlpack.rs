@@ -248,12 +248,9 @@ impl PlanImport for DlTensorDesc {
 pub fn export_strides(dims: &[i64], minor_to_major: Option<&[i64]>) -> Vec<i64> {
     let n = dims.len();
     let mut s = vec![0i64; n];
-    let order: Vec<usize> = match minor_to_major {
-        Some(m) if m.len() == n && m.iter().all(|&d| d >= 0 && (d as usize) < n) => {
-            m.iter().map(|&d| d as usize).collect()
-        }
-        _ => (0..n).rev().collect(),
-    };
+    let order = minor_to_major
+        .and_then(|m| crate::layout::dimension_order(m, n))
+        .unwrap_or_else(|| (0..n).rev().collect());
     let mut acc = 1i64;
     for &d in &order {
         s[d] = acc;

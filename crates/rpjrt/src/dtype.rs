@@ -147,6 +147,22 @@ macro_rules! element_types {
     };
 }
 
+/// Each XLA FFI data type number's element type, made at compile time from
+/// [`ElementType::ffi_code`] (which fails to compile if a number outgrows the table).
+const BY_FFI_CODE: [Option<ElementType>; 64] = {
+    let mut table = [None; 64];
+    let mut i = 0;
+    while i < ElementType::ALL.len() {
+        let t = ElementType::ALL[i];
+        if let Some(c) = t.ffi_code() {
+            assert!(c >= 0 && (c as usize) < table.len() && table[c as usize].is_none());
+            table[c as usize] = Some(t);
+        }
+        i += 1;
+    }
+    table
+};
+
 const fn dl(code: u8, bits: u8) -> Option<DlDataType> {
     Some(DlDataType {
         code,
@@ -320,12 +336,12 @@ impl ElementType {
             .find(|t| t.dlpack() == Some(dt))
     }
 
-    /// The type with an XLA FFI `DataType` number, if rpjrt has one.
+    /// The type with an XLA FFI `DataType` number, if rpjrt has one (a table lookup: custom
+    /// calls ask this for every buffer of every call).
     pub fn from_ffi_code(code: i32) -> Option<ElementType> {
-        ElementType::ALL
-            .iter()
-            .copied()
-            .find(|t| t.ffi_code() == Some(code))
+        usize::try_from(code)
+            .ok()
+            .and_then(|c| BY_FFI_CODE.get(c).copied().flatten())
     }
 
     /// The type a name denotes; see the module documentation for the rule. Errors name
@@ -571,6 +587,19 @@ pub fn element_count(dims: &[i64]) -> Result<usize> {
     Ok(n)
 }
 
+/// Bytes of a dense `ty[dims]`, refused naming the shape when a dimension is negative or
+/// the size passes `i64::MAX`, which XLA's shapes cannot hold (the plugins throw on such
+/// shapes instead of returning an error).
+pub(crate) fn array_bytes(ty: ElementType, dims: &[i64]) -> Result<usize> {
+    let bits = element_count(dims)? as u128 * ty.storage_bits() as u128;
+    match usize::try_from(bits.div_ceil(8)) {
+        Ok(b) if b <= i64::MAX as usize => Ok(b),
+        _ => Err(Error::invalid(format!(
+            "{ty}{dims:?} is more than 2**63 - 1 bytes, which no XLA array can hold"
+        ))),
+    }
+}
+
 /// Whether `data` of `ty` holds bool bytes other than 0 and 1.
 pub(crate) fn needs_bool_normalising(ty: ElementType, data: &[u8]) -> bool {
     ty == ElementType::Pred && data.iter().any(|&b| b > 1)
@@ -583,8 +612,9 @@ pub(crate) fn normalised_bools(data: &[u8]) -> Result<Vec<u8>> {
     Ok(v)
 }
 
-/// A vector of `len` bytes or [`Error::ResourceExhausted`] (never an abort).
-pub(crate) fn try_alloc(len: usize, what: &str) -> Result<Vec<u8>> {
+/// An empty vector with room for `len` bytes, or [`Error::ResourceExhausted`] naming
+/// `what` (never an abort).
+pub fn try_alloc(len: usize, what: &str) -> Result<Vec<u8>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| {
         Error::ResourceExhausted(format!(

@@ -25,9 +25,8 @@ use crate::dtype::{element_count, pack_sub_byte, ElementType};
 use crate::error::{Error, Result};
 use crate::raw::hostmem::LentBytes;
 
+pub use crate::dtype::try_alloc;
 pub use crate::raw::hostmem::HostBytes;
-// try_alloc is named here too for the modules that used it from here.
-pub(crate) use crate::dtype::try_alloc;
 
 /// The byte order of the elements of a host array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -100,3 +100,33 @@ impl fmt::Debug for DistributedOptions {
         )
     }
 }
+
+/// 128 random bits as 32 hex digits, for a word a job's processes share and no one else
+/// can guess: a store's token, a protocol line's mark. Read from the kernel's random
+/// source, or where that cannot be read, hashed from the standard library's per-process
+/// random keys, the time and the process id.
+///
+/// ```
+/// let (a, b) = (rpjrt::random_token(), rpjrt::random_token());
+/// assert!(a.len() == 32 && a.bytes().all(|c| c.is_ascii_hexdigit()));
+/// assert_ne!(a, b);
+/// ```
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .is_ok();
+    if !ok {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.write_u32(std::process::id());
+        bytes[..8].copy_from_slice(&h.finish().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

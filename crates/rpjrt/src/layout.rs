@@ -137,23 +137,37 @@ impl DeviceLayout {
     }
 
     /// Byte strides of an untiled layout for `dims` of `itemsize`-byte elements; `None`
-    /// for tiled layouts, which have no strides.
+    /// for tiled layouts, which have no strides, and when `minor_to_major` is not an order
+    /// of the dimensions (each exactly once).
     pub fn byte_strides(&self, dims: &[i64], itemsize: usize) -> Option<Vec<i64>> {
         if !self.tiles.is_empty() {
             return None;
         }
-        if self.minor_to_major.len() != dims.len() {
-            return None;
-        }
+        let order = dimension_order(&self.minor_to_major, dims.len())?;
         let mut strides = vec![0i64; dims.len()];
         let mut step = itemsize as i64;
-        for &d in &self.minor_to_major {
-            let d = usize::try_from(d).ok().filter(|&d| d < dims.len())?;
+        for d in order {
             strides[d] = step;
             step = step.checked_mul(dims[d].max(1))?;
         }
         Some(strides)
     }
+}
+
+/// `minor_to_major` as dimension indices when it is a permutation of `0..rank`, the only
+/// orders a dense layout can have; `None` for any other list a plugin reports (a repeated
+/// or missing dimension would give strides that address bytes outside the buffer).
+pub(crate) fn dimension_order(minor_to_major: &[i64], rank: usize) -> Option<Vec<usize>> {
+    let mut seen = vec![false; rank];
+    let order = minor_to_major
+        .iter()
+        .map(|&d| {
+            let d = usize::try_from(d).ok().filter(|&d| d < rank && !seen[d])?;
+            seen[d] = true;
+            Some(d)
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    (order.len() == rank).then_some(order)
 }
 
 impl Buffer {
@@ -200,14 +214,19 @@ impl Buffer {
             Error::invalid("the buffer's layout is not a plain dense one (no byte strides)")
         })?;
         let l = DeviceLayout {
-            minor_to_major: m2m,
+            minor_to_major: m2m.clone(),
             tiles: Vec::new(),
             element_size_bits: 0,
             memory_space: 0,
             serialized: Vec::new(),
         };
-        l.byte_strides(self.dims(), itemsize)
-            .ok_or_else(|| Error::invalid("the buffer's layout does not match its rank"))
+        l.byte_strides(self.dims(), itemsize).ok_or_else(|| {
+            Error::invalid(format!(
+                "the plugin reports the layout {m2m:?}, which is not an order of the \
+                     buffer's {} dimensions",
+                self.dims().len()
+            ))
+        })
     }
 
     /// Checks that this buffer can be copied to a host array whose element type is named
@@ -399,6 +418,7 @@ impl Client {
     /// The plugin's default device layout for `element_type[dims]` (Layouts extension).
     pub fn default_layout(&self, element_type: ElementType, dims: &[i64]) -> Result<DeviceLayout> {
         self.core().check("client")?;
+        crate::dtype::array_bytes(element_type, dims)?;
         let ext = layouts_ext(self.core().api())?;
         DeviceLayout::parse(ext.default_layout(self.core().raw(), element_type.code(), dims)?)
     }
@@ -459,15 +479,7 @@ impl Client {
                      {element_type} is not one"
                 ))
             })?;
-        let mut seen = vec![false; dims.len()];
-        let perm = minor_to_major.len() == dims.len()
-            && minor_to_major.iter().all(|&d| {
-                usize::try_from(d)
-                    .ok()
-                    .and_then(|d| seen.get_mut(d))
-                    .is_some_and(|s| !std::mem::replace(s, true))
-            });
-        if !perm {
+        if dimension_order(minor_to_major, dims.len()).is_none() {
             return Err(Error::invalid(format!(
                 "minor_to_major {minor_to_major:?} is not a permutation of the {} dimensions",
                 dims.len()

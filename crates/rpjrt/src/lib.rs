@@ -47,7 +47,6 @@ mod options;
 mod plugin;
 pub mod profiler;
 mod program;
-pub mod scalars;
 mod screen;
 mod session;
 pub mod sharding;
@@ -136,6 +135,76 @@ pub fn read_regular_file(path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| fail(&e))
 }
 
+/// Checks that a file can be written at `path` by replacing it: nothing there yet, or a
+/// regular file. A FIFO, a device, a socket or a directory is refused: writing to a FIFO
+/// blocks until a reader comes, and renaming a new file over a device node (as
+/// [`write_regular_file`] does) would replace the node itself.
+///
+/// ```
+/// let e = rpjrt::check_regular_output("/dev/null").unwrap_err();
+/// assert!(e.to_string().contains("/dev/null: a character device, not a regular file"));
+/// ```
+pub fn check_regular_output(path: impl AsRef<std::path::Path>) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let path = path.as_ref();
+    let kind = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::invalid(format!("{}: {e}", path.display()))),
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(m) => match m.file_type() {
+            t if t.is_dir() => "a directory",
+            t if t.is_fifo() => "a FIFO (named pipe)",
+            t if t.is_char_device() => "a character device",
+            t if t.is_block_device() => "a block device",
+            t if t.is_socket() => "a socket",
+            _ => "not a plain file",
+        },
+    };
+    Err(Error::invalid(format!(
+        "{}: {kind}, not a regular file; give a file name to write",
+        path.display()
+    )))
+}
+
+/// Writes the file at `path` whole or not at all: `write` fills a new temporary file in the
+/// same directory (a name of its own, never an existing file), which then replaces `path`.
+/// A `path` that exists and is not a regular file is refused untouched
+/// ([`check_regular_output`]); on any error the temporary file is removed. Errors name
+/// `path`.
+pub fn write_regular_file(
+    path: impl AsRef<std::path::Path>,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<()> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let path = path.as_ref();
+    check_regular_output(path)?;
+    let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
+    let name = path.file_name().ok_or_else(|| fail(&"not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    tmp_name.push(format!(".{}-{n}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let mut file = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| {
+            fail(&format!(
+                "cannot create the temporary file {} ({e})",
+                tmp.display()
+            ))
+        })?;
+    let result = write(&mut file)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(&e));
+    }
+    Ok(())
+}
+
 /// An environment variable as text, `None` when unset or empty. A value that is not UTF-8
 /// keeps its other characters (with replacement characters), so that it fails the
 /// caller's parse with a message naming it, instead of passing for unset.
@@ -152,7 +221,7 @@ pub use host::{
     classify, extent, gather, ByteOrder, CopyMode, HostArray, HostBytes, HostData, Layout,
 };
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
-pub use kv::{DistributedOptions, KvStore};
+pub use kv::{random_token, DistributedOptions, KvStore};
 pub use layout::{DeviceLayout, HostDestination};
 pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};

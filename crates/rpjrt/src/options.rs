@@ -69,8 +69,9 @@ impl CompileOptions {
         let ok = |n: i64| (1..=i64::from(u32::MAX)).contains(&n);
         if !ok(num_replicas) || !ok(num_partitions) {
             return Err(Error::invalid(format!(
-                "num_replicas and num_partitions must be at least 1 (got {num_replicas} and \
-                 {num_partitions})"
+                "num_replicas and num_partitions must each be at least 1 and at most {} (got \
+                 {num_replicas} and {num_partitions})",
+                u32::MAX
             )));
         }
         Ok(CompileOptions {

@@ -121,6 +121,8 @@ pub(crate) struct PluginInner {
     pub(crate) api: &'static Api,
     extensions: Extensions,
     attributes: Vec<(String, Value)>,
+    /// Why `PJRT_Plugin_Attributes` failed, when the plugin has the entry and it failed.
+    attributes_error: Option<String>,
 }
 
 /// A loaded PJRT plugin. Cheap to clone.
@@ -167,8 +169,14 @@ impl Plugin {
             .text("path", &path.to_string_lossy());
         let api: &'static Api = Box::leak(Box::new(load_library(path)?));
         api.plugin_initialize()?;
-        // Attributes arrived at 0.58; a plugin without the entry simply has none.
-        let attributes = crate::value::from_raw_list(api.plugin_attributes().unwrap_or_default());
+        // Attributes arrived at 0.58; a plugin without the entry simply has none. One whose
+        // entry fails has none either, and the failure is kept (`attributes_error`) rather
+        // than passed off as an empty list.
+        let (attributes, attributes_error) = match api.plugin_attributes() {
+            Ok(list) => (crate::value::from_raw_list(list), None),
+            Err(Error::Unsupported { .. }) => (Vec::new(), None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
         let extensions = Extensions {
             all: api
                 .extension_list()
@@ -189,6 +197,7 @@ impl Plugin {
                 api,
                 extensions,
                 attributes,
+                attributes_error,
             }),
         };
         loaded.push(plugin.clone());
@@ -249,6 +258,13 @@ impl Plugin {
     /// The plugin's attributes (`xla_version`, `stablehlo_current_version`, ...).
     pub fn attributes(&self) -> &[(String, Value)] {
         &self.inner.attributes
+    }
+
+    /// Why the plugin's `PJRT_Plugin_Attributes` call failed at load, if it did: the
+    /// plugin then shows no attributes ([`Plugin::attributes`] is empty), which is not the
+    /// same as having none. `None` when it succeeded or the plugin lacks the entry.
+    pub fn attributes_error(&self) -> Option<&str> {
+        self.inner.attributes_error.as_deref()
     }
 
     /// One attribute by name.

@@ -69,6 +69,8 @@ impl ProgramFile {
     ///   executable (an rpjrt artifact, MLIR bytecode or program text is refused for it);
     ///   any other name is an error;
     /// - else an rpjrt artifact (its magic `RPJRTEXE`) is an artifact;
+    /// - HLO text (`HloModule ...`) is refused, naming the formats to give instead (also
+    ///   for format `"hlo"`);
     /// - MLIR bytecode (also a portable artifact, magic `ML\xefR`) is MLIR;
     /// - a `name` ending in `.pb`, `.hlo` or `.hlopb` is an HLO module;
     /// - UTF-8 text is StableHLO text;
@@ -113,6 +115,29 @@ fn not_an_executable(bytes: &[u8]) -> Option<&'static str> {
         .then_some("program text to compile, not a serialized executable")
 }
 
+/// Whether `bytes` are HLO text (`HloModule name ...`, what XLA's dumps and `as_hlo_text`
+/// write): a format no PJRT plugin compiles, which would otherwise reach the plugin as a
+/// proto that does not parse, or as StableHLO text with a misleading parse error.
+fn is_hlo_text(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    // Comment lines (`//`, `#`) may come first in a dump.
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with('#'));
+    first.is_some_and(|l| {
+        l.strip_prefix("HloModule")
+            .is_some_and(|rest| rest.starts_with(char::is_whitespace))
+    })
+}
+
+const HLO_TEXT: &str = "HLO text (HloModule ...), which PJRT plugins do not compile: give \
+    StableHLO (jax.jit(f).lower(...).as_text(), or jax.export) or a serialized HloModuleProto \
+    (the bytes of HloModuleProto.SerializeToString(), e.g. from \
+    xla_computation.as_serialized_hlo_module_proto())";
+
 /// [`ProgramFile::detect`], its error as a sentence without the "invalid argument" prefix.
 fn classify(
     bytes: Vec<u8>,
@@ -133,6 +158,7 @@ fn classify(
     if let Some(f) = format {
         return match f {
             "mlir" => Ok(ProgramFile::Program(Program::Mlir(bytes))),
+            "hlo" if is_hlo_text(&bytes) => Err(HLO_TEXT.to_string()),
             "hlo" => Ok(ProgramFile::Program(Program::Hlo(bytes))),
             EXECUTABLE_FORMAT => match not_an_executable(&bytes) {
                 Some(why) => Err(why.to_string()),
@@ -142,7 +168,9 @@ fn classify(
         };
     }
     let hlo_name = name.is_some_and(|n| HLO_SUFFIXES.iter().any(|s| n.ends_with(s)));
-    if bytes.starts_with(BYTECODE_MAGIC) {
+    if is_hlo_text(&bytes) {
+        Err(HLO_TEXT.to_string())
+    } else if bytes.starts_with(BYTECODE_MAGIC) {
         Ok(ProgramFile::Program(Program::Mlir(bytes)))
     } else if hlo_name {
         Ok(ProgramFile::Program(Program::Hlo(bytes)))
@@ -315,6 +343,16 @@ mod tests {
             "mlir"
         );
         assert_eq!(d(b"\x08\x01", Some("m.pb"), None).unwrap(), "hlo");
+        // HLO text is refused by name, whatever the file is called.
+        let hlo_text = b"// dumped\nHloModule m\nENTRY main { ROOT a = f32[] parameter(0) }\n";
+        for (n, f) in [
+            (Some("m.hlo"), None),
+            (Some("m.txt"), None),
+            (None, Some("hlo")),
+        ] {
+            let e = d(hlo_text, n, f).unwrap_err().to_string();
+            assert!(e.contains("HLO text"), "{n:?} {f:?}: {e}");
+        }
         assert_eq!(d(b"ML\xefR\x00", Some("m.pb"), None).unwrap(), "mlir");
         assert_eq!(d(b"RPJRTEXE....", None, None).unwrap(), "artifact");
         assert_eq!(d(b"\xff\xfe", None, Some("hlo")).unwrap(), "hlo");

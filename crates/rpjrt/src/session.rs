@@ -114,6 +114,10 @@ struct State {
     /// never held across the execution: the plugin may call back (a custom-call handler)
     /// into code that uses the session.
     stepping: Option<std::thread::ThreadId>,
+    /// The slots whose loaders are running, and on which thread: a loader that asks for
+    /// its own slot again (directly, through another slot's loader, or by calling a
+    /// program that reads it) on that thread is a cycle, refused instead of recursing.
+    loading: Vec<(usize, std::thread::ThreadId)>,
 }
 
 impl State {
@@ -249,7 +253,8 @@ impl Inner {
         let d = b.device()?;
         if d != self.device {
             return Err(Error::invalid(format!(
-                "the buffer bound to slot {name:?} is on {d}, but the session runs on {}",
+                "the buffer bound to slot {name:?} is on {d}{}, but the session runs on {}",
+                of_another_client(&d, &self.device),
                 self.device
             )));
         }
@@ -269,11 +274,31 @@ impl Inner {
                 .collect()
         };
         for (i, loader) in pending {
+            let me = std::thread::current().id();
             let (name, spec) = {
-                let st = self.lock();
-                (st.slots[i].name.clone(), st.slots[i].spec.clone())
+                let mut st = self.lock();
+                let name = st.slots[i].name.clone();
+                if st.loading.contains(&(i, me)) {
+                    let chain = st
+                        .loading
+                        .iter()
+                        .filter(|(_, t)| *t == me)
+                        .map(|(j, _)| format!("{:?}", st.slots[*j].name))
+                        .collect::<Vec<_>>()
+                        .join(" -> ");
+                    return Err(Error::invalid(format!(
+                        "slot {name:?} is being loaded: its loader asked for it again (a \
+                         loader cycle: {chain} -> {name:?}); a loader must not need its own \
+                         slot"
+                    )));
+                }
+                st.loading.push((i, me));
+                (name, st.slots[i].spec.clone())
             };
-            let value = loader().map_err(|e| prefix(&name, e))?;
+            let loading = Loading(self, i, me);
+            let value = loader().map_err(|e| prefix(&name, e));
+            drop(loading);
+            let value = value?;
             let (buffer, uploaded) = self.materialize(&name, spec.as_ref(), value)?;
             let mut st = self.lock();
             st.loads += 1;
@@ -291,6 +316,29 @@ impl Inner {
             }
         }
         Ok(())
+    }
+}
+
+/// Takes slot `.1`'s mark of a running loader on thread `.2` away on every path out of the
+/// loader (errors and panics included).
+struct Loading<'a>(&'a Inner, usize, std::thread::ThreadId);
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
+        if let Some(k) = st.loading.iter().position(|e| *e == (self.1, self.2)) {
+            st.loading.remove(k);
+        }
+    }
+}
+
+/// `" of another client"` when `d` and `session_device` belong to different clients (their
+/// names alone can be equal: `CpuDevice(id=0)` and `CpuDevice(id=0)`), else nothing.
+fn of_another_client(d: &Device, session_device: &Device) -> &'static str {
+    if Arc::ptr_eq(d.core(), session_device.core()) {
+        ""
+    } else {
+        " of another client"
     }
 }
 
@@ -381,12 +429,17 @@ impl Session {
             [] => true,
             [d] if *d == self.inner.device => false,
             [d] => {
+                let other = of_another_client(d, &self.inner.device);
+                let fix = if other.is_empty() {
+                    "compile it for that device (or portable)"
+                } else {
+                    "compile it with the session's client"
+                };
                 return Err(Error::invalid(format!(
-                    "{} runs on {d}, but the session's slots live on {}; compile it for that \
-                     device (or portable)",
+                    "{} runs on {d}{other}, but the session's slots live on {}; {fix}",
                     exe.name(),
                     self.inner.device
-                )))
+                )));
             }
             more => {
                 return Err(Error::invalid(format!(

@@ -182,7 +182,7 @@ impl Client {
             &format!("element type {element_type}"),
             element_type.since_pjrt_minor(),
         )?;
-        element_count(dims)?;
+        crate::dtype::array_bytes(element_type, dims)?;
         Ok(())
     }
 

@@ -219,3 +219,90 @@ fn tupled_arguments_are_checked_leaf_by_leaf() {
         expect_err(exe.execute(&[&x, &i]), &["argument 1"]);
     });
 }
+
+#[test]
+fn native_handler_addresses_must_be_code() {
+    extern "C" fn some_code() {}
+    static SOME_DATA: [u8; 64] = [7; 64];
+    rpjrt::ffi::check_code_address(some_code as *const () as usize).unwrap();
+    let e = rpjrt::ffi::check_code_address(SOME_DATA.as_ptr() as usize).unwrap_err();
+    assert!(e.to_string().contains("holds no code"), "{e}");
+    for stray in [1usize, 0x1000, usize::MAX - 7] {
+        let e = rpjrt::ffi::check_code_address(stray).unwrap_err();
+        assert!(e.to_string().contains("not mapped"), "{e}");
+    }
+}
+
+#[test]
+fn ffi_names_with_nul_or_an_empty_platform_are_refused() {
+    for_each_plugin(|_, c| {
+        let h: std::sync::Arc<rpjrt::ffi::HandlerFn> = std::sync::Arc::new(|_| Ok(()));
+        let e = rpjrt::ffi::register_on(c.plugin(), "cpu", "a\0b", false, h.clone()).unwrap_err();
+        assert!(e.to_string().contains("NUL"), "{e}");
+        let e = rpjrt::ffi::register_on(c.plugin(), "", "nul_probe", false, h).unwrap_err();
+        assert!(e.to_string().contains("platform name"), "{e}");
+    });
+}
+
+#[test]
+fn handlers_nested_past_the_plugins_in_flight_bound_fail_instead_of_hanging() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, OnceLock};
+    // The handler runs its own program again, `limit` levels deep. Each level holds one of
+    // the plugin's executions in flight (32 on the CPU plugins): level 33 used to wait for
+    // the enclosing ones forever.
+    let text = "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.custom_call @nest_again(%x) {api_version = 4 : i32} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+";
+    for_each_plugin(|_, c| {
+        let exe: Arc<OnceLock<rpjrt::Executable>> = Arc::new(OnceLock::new());
+        let (limit, depth) = (Arc::new(AtomicUsize::new(3)), Arc::new(AtomicUsize::new(0)));
+        let (e, l, d) = (Arc::clone(&exe), Arc::clone(&limit), Arc::clone(&depth));
+        let client = c.clone();
+        let options = rpjrt::ffi::RegisterOptions {
+            platform: None,
+            replace: true,
+        };
+        rpjrt::ffi::register_with(c, "nest_again", &options, move |call| {
+            let level = d.fetch_add(1, Ordering::SeqCst) + 1;
+            let (args, rets) = call.split();
+            let x = args[0].as_slice::<f32>()?.to_vec();
+            let y = if level < l.load(Ordering::SeqCst) {
+                let exe = e.get().expect("compiled");
+                let run = || -> rpjrt::Result<Vec<f32>> {
+                    let b = client.buffer_from_slice(&x, &[4], &client.default_device()?)?;
+                    exe.execute(&[&b])?[0].to_vec_of::<f32>()
+                };
+                run()?
+            } else {
+                x
+            };
+            for (r, v) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(y) {
+                *r = v + 1.0;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let _ = exe.set(compile(c, text));
+        let x = c
+            .buffer_from_slice(&[0f32; 4], &[4], &c.default_device().unwrap())
+            .unwrap();
+        let exe = exe.get().unwrap();
+        let y = exe.execute(&[&x]).unwrap()[0].to_vec_of::<f32>().unwrap();
+        assert_eq!(y, vec![3.0; 4], "three levels of nesting work");
+        limit.store(usize::MAX, Ordering::SeqCst);
+        depth.store(0, Ordering::SeqCst);
+        let e = exe
+            .execute(&[&x])
+            .and_then(|o| o[0].to_vec_of::<f32>())
+            .unwrap_err();
+        assert!(e.to_string().contains("nested"), "{e}");
+        assert!(
+            depth.load(Ordering::SeqCst) <= 17,
+            "{}",
+            depth.load(Ordering::SeqCst)
+        );
+    });
+}

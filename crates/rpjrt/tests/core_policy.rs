@@ -21,9 +21,13 @@ fn compile_shorthands_check_and_fill_in() {
     );
     expect_err(
         CompileOptions::for_mesh(0, 1),
-        &["at least 1", "got 0 and 1"],
+        &["at least 1 and at most 4294967295", "got 0 and 1"],
     );
-    expect_err(CompileOptions::for_mesh(1, 1 << 40), &["at least 1"]);
+    // A count too large is told the upper bound too, not only "at least 1".
+    expect_err(
+        CompileOptions::for_mesh(1, 1 << 40),
+        &["at most 4294967295", "got 1 and 1099511627776"],
+    );
     let pinned = CompileOptions::default().on_device(3).unwrap();
     assert_eq!(pinned.device_assignment, Some(vec![vec![3]]));
     expect_err(pinned.on_device(1), &["either device or device_assignment"]);

@@ -13,6 +13,20 @@ use rpjrt::{
     SlotValue,
 };
 
+/// The SGD step (`sgd_step.mlir`, given as `text`) compiled on `client`, a new session, and
+/// the step as its program `(w, x, y) -> (w, loss)`.
+fn sgd_session(
+    client: &rpjrt::Client,
+    text: &str,
+) -> (rpjrt::Executable, Session, rpjrt::SessionProgram) {
+    let exe = compile(client, text);
+    let session = Session::new(client).unwrap();
+    let step = session
+        .program(&exe, &["w", "x", "y"], &["w", "loss"])
+        .unwrap();
+    (exe, session, step)
+}
+
 fn host(values: &[f32], dims: &[i64]) -> SlotValue {
     SlotValue::Host(HostArray::from_owner(
         std::sync::Arc::new(f32_bytes(values)),
@@ -124,11 +138,7 @@ fn session_feeds_back_donates_and_loads_lazily() {
 fn session_refuses_mismatches_naming_the_slot() {
     let text = String::from_utf8(fixture("sgd_step.mlir")).unwrap();
     for_each_plugin(|_, client| {
-        let exe = compile(client, &text);
-        let session = Session::new(client).unwrap();
-        let step = session
-            .program(&exe, &["w", "x", "y"], &["w", "loss"])
-            .unwrap();
+        let (exe, session, step) = sgd_session(client, &text);
         let e = expect_err(
             session.bind("w", host(&[0.0; 6], &[3, 2])),
             &["slot \"w\"", "float32[4, 2]", "float32[3, 2]"],
@@ -434,5 +444,79 @@ fn call_outputs_returns_this_steps_outputs_including_discarded_ones() {
                 .collect::<Vec<_>>(),
             vec!["w", "x", "y"]
         );
+    });
+}
+
+#[test]
+fn loader_cycles_are_refused_instead_of_recursing() {
+    let text = String::from_utf8(fixture("sgd_step.mlir")).unwrap();
+    for_each_plugin(|_, client| {
+        let (_exe, session, step) = sgd_session(client, &text);
+        // x's loader asks for x: before, this recursed until the stack ran out.
+        let s = session.clone();
+        session
+            .bind_lazy("x", Arc::new(move || s.fetch("x").map(SlotValue::Buffer)))
+            .unwrap();
+        expect_err(session.fetch("x"), &["loader cycle", "\"x\" -> \"x\""]);
+        // Through another slot: y's loader needs x, whose loader needs y.
+        let s = session.clone();
+        session
+            .bind_lazy("x", Arc::new(move || s.fetch("y").map(SlotValue::Buffer)))
+            .unwrap();
+        let s = session.clone();
+        session
+            .bind_lazy("y", Arc::new(move || s.fetch("x").map(SlotValue::Buffer)))
+            .unwrap();
+        expect_err(
+            session.fetch("y"),
+            &["loader cycle", "\"y\" -> \"x\" -> \"y\""],
+        );
+        // A loader that calls a program reading its own slot.
+        session.bind("w", host(&[0.0; 8], &[4, 2])).unwrap();
+        session.bind("y", host(&[0.0; 16], &[8, 2])).unwrap();
+        let (s, p) = (session.clone(), step.clone());
+        session
+            .bind_lazy(
+                "x",
+                Arc::new(move || {
+                    p.call()?;
+                    s.fetch("y").map(|_| host(&[0.0; 32], &[8, 4]))
+                }),
+            )
+            .unwrap();
+        expect_err(step.call(), &["loader cycle", "\"x\""]);
+        // Nothing is left marked: a loader that does not cycle then runs, and so does the step.
+        session
+            .bind_lazy("x", Arc::new(|| Ok(host(&[0.0; 32], &[8, 4]))))
+            .unwrap();
+        step.call().unwrap();
+        assert_eq!(session.fetch("x").unwrap().dims(), &[8, 4]);
+    });
+}
+
+#[test]
+fn values_and_programs_of_another_client_are_named_as_such() {
+    let text = String::from_utf8(fixture("sgd_step.mlir")).unwrap();
+    for_each_plugin(|plugin, client| {
+        // Both clients' first devices print as the same name: the error must say which
+        // client, not "on CpuDevice(id=0), but the session runs on CpuDevice(id=0)".
+        let other = rpjrt::Client::new(plugin, &ClientOptions::new()).unwrap();
+        let session = Session::new(client).unwrap();
+        let foreign = other
+            .buffer_from_slice(&[0f32; 8], &[4, 2], &other.default_device().unwrap())
+            .unwrap();
+        expect_err(
+            session.bind("w", SlotValue::Buffer(foreign)),
+            &["slot \"w\"", "of another client"],
+        );
+        expect_err(
+            session.program(&compile(&other, &text), &["w", "x", "y"], &["w", "loss"]),
+            &["of another client", "session's client"],
+        );
+        // The same device of the same client is not "another client".
+        let mine = client
+            .buffer_from_slice(&[0f32; 8], &[4, 2], &client.default_device().unwrap())
+            .unwrap();
+        session.bind("w", SlotValue::Buffer(mine)).unwrap();
     });
 }

@@ -341,7 +341,8 @@ impl Artifact {
             pos: 20,
         };
         let n = r.u32("field count")? as usize;
-        let mut fields = Vec::with_capacity(n.min(1024));
+        // Each field takes at least 8 bytes: room for no more than the body can hold.
+        let mut fields = Vec::with_capacity(n.min(body.len().saturating_sub(r.pos) / 8));
         for _ in 0..n {
             let k = r.string("header field name")?;
             let v = r.string("header field value")?;
@@ -597,7 +598,7 @@ fn decode_specs(s: &str) -> Option<Vec<ArraySpec>> {
                 Vec::new()
             } else {
                 dims.split(',')
-                    .map(|d| d.parse().ok())
+                    .map(|d| d.parse().ok().filter(|&d: &i64| d >= 0))
                     .collect::<Option<Vec<i64>>>()?
             };
             Some(ArraySpec { element_type, dims })
@@ -625,5 +626,7 @@ mod tests {
         assert_eq!(decode_specs(""), Some(vec![]));
         assert_eq!(decode_specs("11:x"), None);
         assert_eq!(decode_specs("999:1"), None);
+        // A negative dimension is no shape an argument can have: the plugin is asked.
+        assert_eq!(decode_specs("11:2,-1"), None);
     }
 }

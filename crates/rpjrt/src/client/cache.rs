@@ -490,6 +490,14 @@ impl Cache {
 
     /// The entry with `key` (or a unique key prefix).
     pub fn info(&self, key: &str) -> Result<CacheEntry> {
+        // An empty (or blank) prefix names no entry: it would pick whichever is alone.
+        if key.trim().is_empty() {
+            return Err(Error::invalid(format!(
+                "compile cache {}: give a key, or the start of one (`rpjrt cache ls` lists \
+                 them)",
+                self.inner.dir.display()
+            )));
+        }
         let matches: Vec<_> = self
             .scan()?
             .into_iter()

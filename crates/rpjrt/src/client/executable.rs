@@ -208,10 +208,19 @@ impl Executable {
             });
         }
         let tupled = crate::options::tupled_arguments(options);
-        let (parameters, unknown_parameters) = match known_parameters {
+        // Read only when needed: for the parameters, or to check the layouts of custom
+        // calls that rpjrt's own handlers serve.
+        let served = crate::ffi::rust_served(core.api, &core.platform_name);
+        let optimized = (known_parameters.is_none() || !served.is_empty())
+            .then(|| loaded.executable().optimized_program());
+        if let Some(Ok((code, format))) = &optimized {
+            crate::ffi::check_layouts(&served, code, format)?;
+        }
+        let (parameters, unknown_parameters) = match (known_parameters, optimized) {
             // The artifact's header recorded them when it was made: no need to ask the plugin.
-            Some(p) => (Some(p), None),
-            None => match loaded.executable().optimized_program() {
+            (Some(p), _) => (Some(p), None),
+            (None, None) => (None, None),
+            (None, Some(optimized)) => match optimized {
                 Err(e) => (
                     None,
                     Some(UnknownParameters {

@@ -42,7 +42,11 @@
 //! per compiled custom call (FFI runtimes 0.3 and newer). Arguments and results must be
 //! buffers.
 //! Buffer bytes are offered as slices only on the host platform; elsewhere use
-//! [`Arg::data_ptr`] with the [`CallFrame::stream`].
+//! [`Arg::data_ptr`] with the [`CallFrame::stream`]. Slices are row-major: a compiled
+//! program whose custom call to a closure's target lays out an operand or result otherwise
+//! (`operand_layouts`, `result_layouts`) is refused, naming target, operand and layout.
+//! The check sees the closures registered when the program is compiled or loaded:
+//! register first (a later registration does not re-check programs compiled before it).
 
 mod attrs;
 mod dtype;
@@ -565,6 +569,17 @@ fn bind_via(
     if name.is_empty() {
         return Err(Error::invalid("an FFI target name must not be empty"));
     }
+    if name.contains('\0') {
+        return Err(Error::invalid(format!(
+            "the FFI target name {name:?} contains a NUL character"
+        )));
+    }
+    if platform.is_empty() || platform.contains('\0') {
+        return Err(Error::invalid(format!(
+            "the FFI platform name {platform:?} for target {name:?} is empty or contains a NUL \
+             character"
+        )));
+    }
     let api = plugin.inner.api;
     let ext = extension(plugin)?;
     let platform = canonical_platform(platform);
@@ -846,6 +861,42 @@ pub fn unregister(plugin: &Plugin, platform: &str, name: &str) -> Result<bool> {
     }
 }
 
+/// The targets on this plugin and platform that rpjrt's own handlers (Rust closures,
+/// Python functions) serve; empty without the FFI extension.
+pub(crate) fn rust_served(api: &crate::raw::Api, platform: &str) -> Vec<String> {
+    let Some(ext) = raw::extension(api) else {
+        return Vec::new();
+    };
+    let platform = canonical_platform(platform);
+    let g = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    g.iter()
+        .flatten()
+        .filter(|((k, p, _), t)| *k == ext.key() && *p == platform && t.serves_rust())
+        .map(|((_, _, name), _)| name.clone())
+        .collect()
+}
+
+/// Refuses a compiled module in which a custom call served by one of rpjrt's handlers
+/// (`served`) takes or gives a buffer in a layout other than row-major: the handler's
+/// slices and views are row-major, so it would read and write the elements in the wrong
+/// order. A module rpjrt cannot read passes.
+pub(crate) fn check_layouts(served: &[String], module: &[u8], format: &str) -> Result<()> {
+    let odd = crate::hlo::custom_call_layouts(module, format).unwrap_or_default();
+    match odd
+        .into_iter()
+        .find(|(target, _, _)| served.contains(target))
+    {
+        None => Ok(()),
+        Some((target, what, m2m)) => Err(Error::invalid(format!(
+            "the custom call to {target:?} lays out its {what} as {m2m:?} (minor to major), \
+             but rpjrt's handlers (Rust closures and Python functions) see every buffer in \
+             row-major order, so the handler would read or write its elements in the wrong \
+             order; drop operand_layouts/result_layouts from the custom call (or give the \
+             row-major layout), or serve the target with native handler code"
+        ))),
+    }
+}
+
 /// Whether `name` has a handler bound on this plugin and platform.
 pub fn is_registered(plugin: &Plugin, platform: &str, name: &str) -> bool {
     let Ok(ext) = extension(plugin) else {
@@ -894,6 +945,37 @@ fn probe(plugin: &Plugin) -> Result<&'static raw::Target> {
 }
 
 pub use crate::raw::ffi::{NativeHandler, UserAddress};
+
+/// Checks that `address` lies in executable memory of this process (a mapping with execute
+/// permission in `/proc/self/maps`), as an `XLA_FFI_Handler` function must. Bindings that
+/// receive a handler as a bare address or a capsule call it before
+/// [`NativeHandler::from_address`], so a stray integer or a capsule of data is an error
+/// instead of a jump into it. Where the process's mappings cannot be read (not Linux) it
+/// checks nothing.
+pub fn check_code_address(address: usize) -> Result<()> {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return Ok(());
+    };
+    let mapped = maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (range, perms) = (fields.next()?, fields.next()?);
+        let (lo, hi) = range.split_once('-')?;
+        let lo = usize::from_str_radix(lo, 16).ok()?;
+        let hi = usize::from_str_radix(hi, 16).ok()?;
+        (lo <= address && address < hi).then(|| perms.contains('x'))
+    });
+    match mapped {
+        Some(true) => Ok(()),
+        Some(false) => Err(Error::invalid(format!(
+            "the handler address {address:#x} is in memory that holds no code (a data \
+             mapping); an XLA_FFI_Handler is a function"
+        ))),
+        None => Err(Error::invalid(format!(
+            "the handler address {address:#x} is not mapped in this process; an \
+             XLA_FFI_Handler is the address of a loaded function"
+        ))),
+    }
+}
 
 /// Registers compiled handler code ([`NativeHandler`]) for `name` on the client's platform
 /// (or `platform`).

@@ -479,8 +479,14 @@ impl Trace {
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let path = path.as_ref();
         let write = |p: &std::path::Path, bytes: &[u8]| {
-            std::fs::write(p, bytes)
-                .map_err(|e| Error::invalid(format!("writing the trace to {}: {e}", p.display())))
+            crate::write_regular_file(p, |f| std::io::Write::write_all(f, bytes)).map_err(|e| {
+                match e {
+                    Error::InvalidArgument(m) => {
+                        Error::invalid(format!("writing the trace to {m}"))
+                    }
+                    other => other,
+                }
+            })
         };
         let mut file = None;
         if let Some(bytes) = &self.plugin_profile {
