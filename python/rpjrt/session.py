@@ -300,16 +300,25 @@ class Session:
         self._s.bind(_name(name), value)
 
     def bind_many(self, values: Mapping[str, object] | Mapping[Slot, object] | Mapping[SlotLike, object]) -> None:
-        """Binds several slots. A callable value is a loader: it is called (with no
+        """Binds several slots, all or nothing: every value is checked (and uploaded)
+        before any slot changes. A callable value is a loader: it is called (with no
         arguments) only when a program first needs that slot, and what it returns is bound.
         """
+        eager: list[tuple[str, object]] = []
+        lazy: list[tuple[str, Any]] = []
         for name, value in values.items():
             if hasattr(value, "__call__") and not isinstance(value, Buffer):  # noqa: B004
                 if isinstance(name, Slot) and name.spec is not None:
                     value = _checked_loader(name, value)
-                self._s.bind_lazy(_name(name), value)
+                lazy.append((_name(name), value))
             else:
-                self.bind(name, value)
+                if isinstance(name, Slot):
+                    value = name._conform(value, "the value bound to it")
+                eager.append((_name(name), value))
+        if eager:
+            self._s.bind_all(eager)
+        for n, loader in lazy:
+            self._s.bind_lazy(n, loader)
 
     def buffer(self, name: SlotLike) -> Buffer:
         """The Buffer slot ``name`` holds (running its loader first if it has not run)."""

@@ -215,6 +215,26 @@ impl PySession {
         py.detach(|| s.bind(name, v)).pyerr()
     }
 
+    /// Binds every `(name, value)` pair, all or nothing (`Session::bind_all`).
+    fn bind_all(&self, py: Python<'_>, pairs: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.check_open(py)?;
+        let mut values = Vec::new();
+        for item in crate::convert::sequence_items(pairs, "bind_all's pairs")? {
+            let (name, value): (String, Bound<'_, PyAny>) = item.extract()?;
+            let v = slot_value(
+                py,
+                Some(&self.inner),
+                &self.client,
+                &self.device,
+                &name,
+                &value,
+            )?;
+            values.push((name, v));
+        }
+        let s = &self.inner;
+        py.detach(|| s.bind_all(values)).pyerr()
+    }
+
     fn bind_lazy(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_open(py)?;
         if !loader.is_callable() {
@@ -368,13 +388,32 @@ impl PySessionProgram {
     ) -> PyResult<Bound<'py, PyDict>> {
         let s = self.session.get();
         s.check_open(py)?;
-        if let Some(values) = values {
+        let p = &self.inner;
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
+            // All or nothing: every value is checked (and uploaded) before any slot
+            // changes, and a name that is not an input of this program is refused (it would
+            // only create a slot the step never reads).
+            let inputs = p.inputs();
+            let mut pairs = Vec::with_capacity(values.len());
             for (k, v) in values.iter() {
                 let name: String = k.extract()?;
-                s.bind(py, &name, &v)?;
+                if !inputs.contains(&name) {
+                    return Err(invalid(format!(
+                        "{} has no input slot {name:?} (its inputs: {})",
+                        p.executable().name(),
+                        if inputs.is_empty() {
+                            "none".to_string()
+                        } else {
+                            inputs.join(", ")
+                        }
+                    )));
+                }
+                let value = slot_value(py, Some(&s.inner), &s.client, &s.device, &name, &v)?;
+                pairs.push((name, value));
             }
+            let session = &s.inner;
+            py.detach(|| session.bind_all(pairs)).pyerr()?;
         }
-        let p = &self.inner;
         let outs = py
             .detach(|| p.call_outputs())
             .map_err(|e| raise(py, &s.loader_error, e))?;

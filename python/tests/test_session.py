@@ -555,3 +555,37 @@ def test_threads_stepping_one_session_stay_serialised(client: rpjrt.Client) -> N
     for t in ts:
         t.join()
     assert s.fetch("v").tolist() == [200.0] * 4
+
+
+_ADD2 = """func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+
+
+def test_keyword_binds_of_a_step_are_all_or_nothing(client: rpjrt.Client) -> None:
+    """``step(a=..., b=bad)`` changes no slot when any value is refused, and a keyword
+    that is not an input of the program is refused (it would create a slot the step never
+    reads, and the step would run on the old value)."""
+    s = rpjrt.Session(client)
+    step = s.program(_ADD2, ["a", "b"], ["out"])
+    step(a=np.ones(4, np.float32), b=np.ones(4, np.float32))
+    assert s.fetch("out").tolist() == [2.0] * 4
+    with pytest.raises(rpjrt.InvalidArgumentError, match='slot "b"'):
+        step(a=np.full(4, 7, np.float32), b=np.ones(3, np.float32))
+    assert s.fetch("a").tolist() == [1.0] * 4, "a was bound though the step was refused"
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r'no input slot "typo".*a, b'):
+        step(a=np.full(4, 7, np.float32), typo=np.ones(4, np.float32))
+    assert "typo" not in s and s.fetch("a").tolist() == [1.0] * 4
+    step(a=np.full(4, 7, np.float32))
+    assert s.fetch("out").tolist() == [8.0] * 4
+
+
+def test_bind_many_is_all_or_nothing(client: rpjrt.Client) -> None:
+    s = rpjrt.Session(client)
+    s.bind("b", np.zeros(4, np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match='slot "b"'):
+        s.bind_many({"a": np.ones(4, np.float32), "b": np.ones(2, np.float32)})
+    assert "a" not in s and s.fetch("b").tolist() == [0.0] * 4
+    s.bind_many({"a": np.ones(4, np.float32), "c": lambda: np.ones(4, np.float32)})
+    assert s.fetch("a").tolist() == [1.0] * 4 and s.fetch("c").tolist() == [1.0] * 4

@@ -147,11 +147,19 @@ impl State {
         if self.slots.is_empty() {
             return "none".into();
         }
-        self.slots
+        // An error names at most this many slots (a session may hold thousands).
+        const SHOWN: usize = 16;
+        let mut text = self
+            .slots
             .iter()
-            .map(|s| s.name.as_str())
+            .take(SHOWN)
+            .map(|s| format!("{:?}", s.name))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", ");
+        if self.slots.len() > SHOWN {
+            text.push_str(&format!(" and {} more", self.slots.len() - SHOWN));
+        }
+        text
     }
 
     /// Fixes slot `i`'s spec, or checks `spec` against the one it has.
@@ -196,6 +204,26 @@ impl Inner {
             st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         Ok(st)
+    }
+
+    /// Waits until no other thread runs a program of this session, so a bind or a fetch
+    /// from another thread lands after the running step's outputs are stored (a bind made
+    /// mid-step would be overwritten by them, and a fetch would return an input the step
+    /// may be donating). The step's own thread and plugin callbacks (a custom-call handler
+    /// of the running program) go ahead: they run inside the step and must not wait for it.
+    fn wait_step<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        while let Some(t) = st.stepping {
+            if t == std::thread::current().id() || crate::raw::callback::in_callback() {
+                break;
+            }
+            st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st
+    }
+
+    /// The lock, once no other thread is stepping the session ([`Inner::wait_step`]).
+    fn lock_between_steps(&self) -> MutexGuard<'_, State> {
+        self.wait_step(self.lock())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -558,7 +586,9 @@ impl Session {
     }
 
     /// Binds `value` to slot `name` (created if new). A value whose element type or shape
-    /// differs from the slot's is refused here, naming the slot, before any upload.
+    /// differs from the slot's is refused here, naming the slot, before any upload. While
+    /// another thread runs a program of this session, the bind lands after that step has
+    /// stored its outputs (so they do not overwrite it).
     pub fn bind(&self, name: &str, value: SlotValue) -> Result<()> {
         if name.is_empty() {
             return Err(Error::invalid("a slot name is empty"));
@@ -568,7 +598,7 @@ impl Session {
             st.index.get(name).and_then(|&i| st.slots[i].spec.clone())
         };
         let (buffer, uploaded) = self.inner.materialize(name, spec.as_ref(), value)?;
-        let mut st = self.inner.lock();
+        let mut st = self.inner.lock_between_steps();
         let i = st.slot_index(name);
         let spec = ArraySpec {
             element_type: buffer.element_type(),
@@ -612,7 +642,7 @@ impl Session {
             };
             ready.push((name, spec, buffer, uploaded));
         }
-        let mut st = self.inner.lock();
+        let mut st = self.inner.lock_between_steps();
         // A slot may have been given a type meanwhile (another thread): check again under
         // the lock, before changing anything.
         for (name, spec, _, _) in &ready {
@@ -641,17 +671,19 @@ impl Session {
         if name.is_empty() {
             return Err(Error::invalid("a slot name is empty"));
         }
-        let mut st = self.inner.lock();
+        let mut st = self.inner.lock_between_steps();
         let i = st.slot_index(name);
         st.slots[i].content = Content::Lazy(loader);
         Ok(())
     }
 
     /// The buffer slot `name` holds (running its loader first if it is lazy). The buffer is
-    /// shared with the slot: a later donation of the slot makes it unusable.
+    /// shared with the slot: a later donation of the slot makes it unusable. While another
+    /// thread runs a program of this session, this waits for that step's outputs (as do the
+    /// binds): what it returns is never an input that step is donating.
     pub fn fetch(&self, name: &str) -> Result<Buffer> {
         let i = {
-            let st = self.inner.lock();
+            let st = self.inner.lock_between_steps();
             let i = st.find(name)?;
             if let Content::Ready(b) = &st.slots[i].content {
                 return ready_buffer(name, b);
@@ -659,7 +691,7 @@ impl Session {
             i
         };
         self.inner.load(&[i])?;
-        let st = self.inner.lock();
+        let st = self.inner.lock_between_steps();
         match &st.slots[i].content {
             Content::Ready(b) => ready_buffer(name, b),
             _ => Err(Error::invalid(format!(
@@ -670,13 +702,21 @@ impl Session {
 
     /// As [`Session::fetch`], but never runs a loader and never waits: `Ok(None)` when slot
     /// `name` is bound to a loader that has not run yet, or when another thread holds the
-    /// session (e.g. while it calls a program); [`Session::fetch`] then does the rest.
+    /// session or runs one of its programs; [`Session::fetch`] then does the rest.
     pub fn fetch_loaded(&self, name: &str) -> Result<Option<Buffer>> {
         let st = match self.inner.state.try_lock() {
             Ok(st) => st,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return Ok(None),
         };
+        if st
+            .stepping
+            .is_some_and(|t| t != std::thread::current().id())
+            && !crate::raw::callback::in_callback()
+        {
+            // Another thread's step will replace or donate what the slot holds now.
+            return Ok(None);
+        }
         let i = st.find(name)?;
         match &st.slots[i].content {
             Content::Ready(b) => ready_buffer(name, b).map(Some),

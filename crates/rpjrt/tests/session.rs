@@ -520,3 +520,113 @@ fn values_and_programs_of_another_client_are_named_as_such() {
         session.bind("w", SlotValue::Buffer(mine)).unwrap();
     });
 }
+
+/// Binds and fetches from another thread while a step runs wait for that step: a bind of
+/// the step's output slot is not overwritten by the step (a lost update), and a fetch of a
+/// slot the step replaces returns the step's output, never the input it is donating.
+#[test]
+fn binds_and_fetches_from_other_threads_wait_for_the_running_step() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    static ENTERED: AtomicBool = AtomicBool::new(false);
+    static GO: AtomicBool = AtomicBool::new(false);
+    for_each_plugin(|p, client| {
+        let target = format!("session_hold_{}", if is_old(p) { "old" } else { "new" });
+        rpjrt::ffi::register(client, &target, |call| {
+            ENTERED.store(true, Ordering::SeqCst);
+            let t0 = Instant::now();
+            while !GO.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let (args, rets) = call.split();
+            let x = args[0].as_slice::<f32>()?;
+            for (y, x) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
+                *y = x + 1.0;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let exe = compile(
+            client,
+            &format!(
+                "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}"
+            ),
+        );
+        let s = Session::new(client).unwrap();
+        let prog = s.program(&exe, &["w"], &["w"]).unwrap();
+        s.bind("w", host(&[0.0; 4], &[4])).unwrap();
+        // Runs one step on its own thread while `during` runs on another one, started once
+        // the step is inside its handler; `during` must still be waiting 200 ms later.
+        let step_with = |during: Box<dyn FnOnce() -> Vec<f32> + Send>| -> Vec<f32> {
+            ENTERED.store(false, Ordering::SeqCst);
+            GO.store(false, Ordering::SeqCst);
+            std::thread::scope(|sc| {
+                let stepper = sc.spawn(|| prog.call().unwrap());
+                while !ENTERED.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let done = Arc::new(AtomicBool::new(false));
+                let d = Arc::clone(&done);
+                let other = sc.spawn(move || {
+                    let v = during();
+                    d.store(true, Ordering::SeqCst);
+                    v
+                });
+                std::thread::sleep(Duration::from_millis(200));
+                let waited = !done.load(Ordering::SeqCst);
+                GO.store(true, Ordering::SeqCst);
+                stepper.join().unwrap();
+                let v = other.join().unwrap();
+                assert!(
+                    waited,
+                    "{}: the other thread did not wait for the step",
+                    label(p)
+                );
+                v
+            })
+        };
+        let s2 = s.clone();
+        let fetched = step_with(Box::new(move || {
+            s2.fetch("w").unwrap().to_vec_of::<f32>().unwrap()
+        }));
+        assert_eq!(fetched, vec![1.0; 4], "{}: fetch mid-step", label(p));
+        let s3 = s.clone();
+        step_with(Box::new(move || {
+            s3.bind("w", host(&[5.0; 4], &[4])).unwrap();
+            vec![]
+        }));
+        let w = s.fetch("w").unwrap().to_vec_of::<f32>().unwrap();
+        assert_eq!(
+            w,
+            vec![5.0; 4],
+            "{}: a bind made mid-step was lost",
+            label(p)
+        );
+    });
+}
+
+/// An unknown slot's error names at most 16 of the session's slots, then how many more.
+#[test]
+fn missing_slot_error_names_a_bounded_number_of_slots() {
+    for_each_plugin(|p, client| {
+        let s = Session::new(client).unwrap();
+        for i in 0..40 {
+            s.bind(&format!("slot{i}"), host(&[i as f32], &[1]))
+                .unwrap();
+        }
+        let e = s.fetch("nope").unwrap_err().to_string();
+        assert!(
+            e.contains("\"nope\"") && e.contains("\"slot15\""),
+            "{}: {e}",
+            label(p)
+        );
+        assert!(
+            !e.contains("\"slot16\"") && e.contains("and 24 more"),
+            "{}: {e}",
+            label(p)
+        );
+    });
+}
