@@ -454,8 +454,17 @@ fn stats_listing_and_clearing() {
         };
         c.compile_with_cache(&variant(1), &two, &cache).unwrap();
         assert_eq!(cache.stats().misses, 3);
+        // Files that are not entries of ours, though named like them (the directory may be
+        // any directory a user names), are neither listed nor removed.
+        let foreign = dir.join("notes.rpjrtexe");
+        let hidden = dir.join(".tmp-mine");
+        std::fs::write(&foreign, b"my own notes").unwrap();
+        std::fs::write(&hidden, b"mine too").unwrap();
+        assert_eq!(cache.entries().unwrap().len(), 3);
         assert_eq!(cache.clear().unwrap(), 3);
         assert!(cache.entries().unwrap().is_empty());
+        assert_eq!(std::fs::read(&foreign).unwrap(), b"my own notes");
+        assert_eq!(std::fs::read(&hidden).unwrap(), b"mine too");
         cache.reset_stats();
         assert_eq!(cache.stats(), Default::default());
         // A client with a cache uses it for plain compile().

@@ -40,6 +40,19 @@ use crate::program::Program;
 
 /// File name extension of cache entries.
 pub const ENTRY_EXTENSION: &str = "rpjrtexe";
+
+/// How a half-written entry's temporary file is named (then the process id, a counter and
+/// the time): [`Cache::clear`] removes these and no other hidden file.
+const TMP_PREFIX: &str = ".tmp-rpjrtexe-";
+
+/// Whether the file at `p` begins with an artifact's magic bytes (an entry of ours).
+fn starts_with_magic(p: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; crate::program::ENVELOPE_MAGIC.len()];
+    fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| crate::program::is_artifact(&head))
+}
 const KEY_DOMAIN: &[u8] = b"rpjrt compile cache key v1\0";
 
 /// The artifact field in which an entry records its own key.
@@ -395,7 +408,7 @@ impl Cache {
     /// evicts least recently used entries beyond the bound.
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         let tmp = self.inner.dir.join(format!(
-            ".tmp-{}-{}-{}",
+            "{TMP_PREFIX}{}-{}-{}",
             std::process::id(),
             TMP_COUNTER.fetch_add(1, Ordering::Relaxed),
             SystemTime::now()
@@ -434,7 +447,9 @@ impl Cache {
                 continue;
             }
             if let Ok(m) = ent.metadata() {
-                if m.is_file() {
+                // Only our own entries: a file that merely has the extension (the directory
+                // may be one the user named, holding anything) is never evicted or cleared.
+                if m.is_file() && (m.len() == 0 || starts_with_magic(&p)) {
                     out.push((p, m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
                 }
             }
@@ -533,7 +548,7 @@ impl Cache {
         }
         if let Ok(rd) = fs::read_dir(&self.inner.dir) {
             for ent in rd.flatten() {
-                if ent.file_name().to_string_lossy().starts_with(".tmp-") {
+                if ent.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
                     let _ = fs::remove_file(ent.path());
                 }
             }
