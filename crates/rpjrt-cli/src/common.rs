@@ -140,21 +140,45 @@ pub struct Quiet {
 pub const SLOW_CALL_NOTICE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Quiet {
-    /// Starts capturing; `what` names the call for the slow-call note.
+    /// Starts capturing; `what` names the call for the slow-call note. With
+    /// `--plugin-timeout`, a call still running at the limit ends the process with an error
+    /// naming the call and the plugin's log so far (the call cannot be taken back from
+    /// the plugin, and its static destructors must not run under it).
     pub fn start(what: &str) -> Quiet {
         let show = SHOW_PLUGIN_LOG.load(std::sync::atomic::Ordering::Relaxed);
+        let capture = if show {
+            None
+        } else {
+            rpjrt::stdio::capture().ok()
+        };
+        let deadline = plugin_timeout().map(|limit| {
+            let log = capture.as_ref().and_then(|c| c.log());
+            let what = what.to_string();
+            let give_up: rpjrt::stdio::OnDeadline = Box::new(move |ran| {
+                let log = log.map(|l| l.read()).unwrap_or_default();
+                let message = with_log(
+                    format!(
+                        "{what}: the plugin did not return within {:.0}s (--plugin-timeout); \
+                         giving up",
+                        ran.as_secs_f64()
+                    ),
+                    &log,
+                );
+                rpjrt::stdio::notice(&format!("{} {message}", paint_stderr("rpjrt:", Style::Red)));
+                rpjrt::stdio::exit_now(EXIT_DEFECT)
+            });
+            (limit, give_up)
+        });
         Quiet {
-            capture: if show {
-                None
-            } else {
-                rpjrt::stdio::capture().ok()
-            },
-            _watch: rpjrt::stdio::watch(
+            capture,
+            _watch: rpjrt::stdio::watch_until(
                 format!(
                     "{what} (the plugin has not returned; a plugin may wait on a device, a \
-                     driver or a network service: rerun with --plugin-log to see its log)"
+                     driver or a network service: rerun with --plugin-log to see its log, \
+                     or give up after a while with --plugin-timeout SECONDS)"
                 ),
                 SLOW_CALL_NOTICE,
+                deadline,
             ),
         }
     }
@@ -181,6 +205,41 @@ pub fn with_log(message: String, log: &str) -> String {
 }
 
 static SHOW_PLUGIN_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--plugin-timeout` in milliseconds (0: none).
+static PLUGIN_TIMEOUT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Sets how long loading a plugin or creating its client may take before the CLI gives up
+/// (`--plugin-timeout`, or `RPJRT_PLUGIN_TIMEOUT` when the option is not given).
+pub fn set_plugin_timeout(seconds: Option<f64>) -> Result<(), CliError> {
+    let (seconds, what) = match seconds {
+        Some(s) => (Some(s), "--plugin-timeout"),
+        None => match std::env::var("RPJRT_PLUGIN_TIMEOUT") {
+            Ok(v) if !v.trim().is_empty() => (
+                Some(v.trim().parse::<f64>().map_err(|_| {
+                    CliError::usage(format!(
+                        "RPJRT_PLUGIN_TIMEOUT must be a number of seconds, got {v:?}"
+                    ))
+                })?),
+                "RPJRT_PLUGIN_TIMEOUT",
+            ),
+            _ => (None, ""),
+        },
+    };
+    let ms = match seconds {
+        Some(s) => (positive_seconds(s, what)?.as_millis() as u64).max(1),
+        None => 0,
+    };
+    PLUGIN_TIMEOUT_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+fn plugin_timeout() -> Option<std::time::Duration> {
+    match PLUGIN_TIMEOUT_MS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        ms => Some(std::time::Duration::from_millis(ms)),
+    }
+}
 
 /// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).
 pub fn print_error(e: &CliError) {

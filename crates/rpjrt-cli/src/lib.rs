@@ -26,6 +26,11 @@ struct Cli {
     /// already set, so that XLA's INFO/WARNING/ERROR lines do not mix with its output.
     #[arg(long, global = true)]
     plugin_log: bool,
+    /// Give up when loading a plugin or creating its client takes longer than this many
+    /// seconds (also: RPJRT_PLUGIN_TIMEOUT): the CLI then exits with status 1, naming the
+    /// call and showing the plugin's log. By default it waits, saying what it waits on.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    plugin_timeout: Option<f64>,
 }
 
 /// Runs the CLI on `args` (including the program name) and returns the exit code:
@@ -44,6 +49,10 @@ where
         }
     };
     common::quiet_plugin_logs(cli.plugin_log);
+    if let Err(e) = common::set_plugin_timeout(cli.plugin_timeout) {
+        common::print_error(&e);
+        return e.exit_code;
+    }
     // Verbs whose output is read by programs (--json) keep a plugin's prints off stdout.
     let diverted = matches!(
         cli.command,

@@ -252,3 +252,42 @@ fn a_plugin_that_does_not_answer_is_reported_while_its_log_is_captured() {
     // The plugin's own line ("hanging") stays in the capture.
     assert!(!err.contains("RPJRT_FAKE_HANG_ON"), "{err}");
 }
+
+/// `--plugin-timeout` (or `RPJRT_PLUGIN_TIMEOUT`) gives up on a plugin that does not return
+/// from client creation: status 1 soon after the limit, naming the call and showing the
+/// plugin's log so far; a bad value is a usage error before anything loads.
+#[test]
+fn a_plugin_that_does_not_answer_is_given_up_on_after_the_timeout() {
+    for (option, env) in [(Some("1"), None), (None, Some("1"))] {
+        let mut c = rpjrt();
+        c.args(["info", "--json"]).arg(fake());
+        if let Some(o) = option {
+            c.args(["--plugin-timeout", o]);
+        }
+        if let Some(e) = env {
+            c.env("RPJRT_PLUGIN_TIMEOUT", e);
+        }
+        c.env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create");
+        let started = Instant::now();
+        let (code, out, err) = run(&mut c);
+        let took = started.elapsed();
+        assert_eq!(code, 1, "{err}");
+        assert!(took < Duration::from_secs(20), "took {took:?}");
+        assert!(out.is_empty(), "{out}");
+        assert!(
+            err.contains("creating a client") && err.contains("did not return within 1s"),
+            "{err}"
+        );
+        assert!(err.contains("PJRT_Client_Create: hanging"), "{err}");
+    }
+    for bad in ["0", "-3", "nan", "soon"] {
+        let (code, _, err) = run(rpjrt().args(["info", "--plugin-timeout", bad]).arg(fake()));
+        assert_eq!(code, 2, "--plugin-timeout {bad}: {err}");
+        let (code, _, err) = run(rpjrt()
+            .args(["info"])
+            .arg(fake())
+            .env("RPJRT_PLUGIN_TIMEOUT", bad));
+        assert_eq!(code, 2, "RPJRT_PLUGIN_TIMEOUT={bad}: {err}");
+        assert!(err.contains("RPJRT_PLUGIN_TIMEOUT"), "{err}");
+    }
+}

@@ -18,7 +18,6 @@
 //! creates one.
 
 use std::fs::File;
-use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -109,26 +108,54 @@ pub fn capture() -> Result<Capture> {
     })
 }
 
+/// What a capture holds so far, readable from another thread while it goes on (see
+/// [`Capture::log`]).
+pub struct CaptureLog(File);
+
+impl CaptureLog {
+    /// What was captured up to now, cut as [`Capture::finish`] cuts it.
+    pub fn read(&self) -> String {
+        tail(&self.0)
+    }
+}
+
+/// The last [`CAPTURE_KEEP`] bytes of `file` as lossy UTF-8, from a whole line, with a note
+/// of what was left out. Reads at offsets: the descriptor's position is not used.
+fn tail(file: &File) -> String {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(CAPTURE_KEEP);
+    let mut text = vec![0u8; (len - from) as usize];
+    let mut got = 0;
+    while got < text.len() {
+        match file.read_at(&mut text[got..], from + got as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    text.truncate(got);
+    let text = String::from_utf8_lossy(&text).into_owned();
+    if from > 0 {
+        // Start at a whole line.
+        let rest = text.split_once('\n').map_or("", |(_, r)| r);
+        format!("({from} earlier bytes left out)\n{rest}")
+    } else {
+        text
+    }
+}
+
 impl Capture {
     /// Puts descriptors 1 and 2 back and returns what was written meanwhile (lossy UTF-8;
     /// the last [`CAPTURE_KEEP`] bytes when more was written).
     pub fn finish(mut self) -> String {
-        use std::io::{Seek, SeekFrom};
         self.restore();
-        let len = self.file.metadata().map_or(0, |m| m.len());
-        let from = len.saturating_sub(CAPTURE_KEEP);
-        let mut text = Vec::new();
-        if self.file.seek(SeekFrom::Start(from)).is_ok() {
-            let _ = (&mut self.file).take(CAPTURE_KEEP).read_to_end(&mut text);
-        }
-        let text = String::from_utf8_lossy(&text).into_owned();
-        if from > 0 {
-            // Start at a whole line.
-            let rest = text.split_once('\n').map_or("", |(_, r)| r);
-            format!("({from} earlier bytes left out)\n{rest}")
-        } else {
-            text
-        }
+        tail(&self.file)
+    }
+
+    /// A reader of what this capture holds so far, for another thread (e.g. to show a
+    /// plugin's log when giving up on a call that does not return).
+    pub fn log(&self) -> Option<CaptureLog> {
+        self.file.try_clone().ok().map(CaptureLog)
     }
 
     fn restore(&mut self) {
@@ -144,6 +171,8 @@ impl Drop for Capture {
         self.restore();
     }
 }
+
+pub use crate::raw::stdio::exit_now;
 
 /// Writes `line` and a newline to the real stderr, even while a [`Capture`] is active.
 pub fn notice(line: &str) {
@@ -166,19 +195,57 @@ pub struct Watch {
 /// `rpjrt: still waiting after Ns: {what}` goes to the real stderr, then one every 30 s.
 /// Dropping the watch (when the call returns) stops it.
 pub fn watch(what: impl Into<String>, first: Duration) -> Watch {
+    watch_until(what, first, None)
+}
+
+/// What a [`watch_until`] does when its call is still running at the deadline: it is given
+/// how long the call ran. Meant to end the process (see [`exit_now`]): the call cannot be
+/// taken back from the plugin.
+pub type OnDeadline = Box<dyn FnOnce(Duration) + Send>;
+
+/// As [`watch`], and when the call is still running after `deadline.0`, the watch calls
+/// `deadline.1` (and stops noting).
+pub fn watch_until(
+    what: impl Into<String>,
+    first: Duration,
+    deadline: Option<(Duration, OnDeadline)>,
+) -> Watch {
     let what = what.into();
     let (stop, rx) = mpsc::channel::<()>();
     let started = Instant::now();
     let thread = std::thread::Builder::new()
         .name("rpjrt-watch".into())
         .spawn(move || {
-            let mut wait = first;
-            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
-                notice(&format!(
-                    "rpjrt: still waiting after {}s: {what}",
-                    started.elapsed().as_secs()
-                ));
-                wait = Duration::from_secs(30);
+            let (limit, mut on_deadline) = match deadline {
+                Some((d, f)) => (Some(d), Some(f)),
+                None => (None, None),
+            };
+            let mut next_note = first;
+            loop {
+                let elapsed = started.elapsed();
+                let until_note = next_note.saturating_sub(elapsed);
+                let wait = match limit {
+                    Some(l) => until_note.min(l.saturating_sub(elapsed)),
+                    None => until_note,
+                };
+                match rx.recv_timeout(wait) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                let elapsed = started.elapsed();
+                if limit.is_some_and(|l| elapsed >= l) {
+                    if let Some(f) = on_deadline.take() {
+                        f(elapsed);
+                    }
+                    return;
+                }
+                if elapsed >= next_note {
+                    notice(&format!(
+                        "rpjrt: still waiting after {}s: {what}",
+                        elapsed.as_secs()
+                    ));
+                    next_note = elapsed + Duration::from_secs(30);
+                }
             }
         })
         .ok();
@@ -214,6 +281,33 @@ pub fn summarize_log(text: &str, max_lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watch_calls_its_deadline_once_and_a_dropped_one_never() {
+        let (tx, rx) = mpsc::channel();
+        let t = tx.clone();
+        let w = watch_until(
+            "a test call",
+            Duration::from_secs(60),
+            Some((
+                Duration::from_millis(50),
+                Box::new(move |ran| t.send(ran).unwrap()),
+            )),
+        );
+        let ran = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(ran >= Duration::from_millis(50), "{ran:?}");
+        drop(w);
+        let w = watch_until(
+            "a quick call",
+            Duration::from_secs(60),
+            Some((
+                Duration::from_millis(300),
+                Box::new(move |ran| tx.send(ran).unwrap()),
+            )),
+        );
+        drop(w);
+        assert!(rx.recv_timeout(Duration::from_millis(600)).is_err());
+    }
 
     #[test]
     fn long_logs_keep_their_last_lines() {
