@@ -472,3 +472,58 @@ fn processes_form_a_multi_process_client_through_the_tcp_store() {
         }
     }
 }
+
+/// A launcher killed with SIGKILL (no chance to clean up) takes its processes with it: each
+/// gets SIGTERM from the kernel instead of running on without it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_launcher_leaves_no_process_running() {
+    let dir = std::env::temp_dir().join(format!("rpjrt-launch-orphans-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        "echo $$ > {}/pid.$RPJRT_PROCESS_ID.tmp && mv {0}/pid.$RPJRT_PROCESS_ID.tmp {0}/pid.$RPJRT_PROCESS_ID && exec sleep 120",
+        dir.display()
+    );
+    let mut launcher = cmd(&["launch", "-n", "2", "--", "sh", "-c", &script], &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_of = |p: usize| -> Option<u32> {
+        std::fs::read_to_string(dir.join(format!("pid.{p}")))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    };
+    let start = Instant::now();
+    while (pid_of(0).is_none() || pid_of(1).is_none()) && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids = [
+        pid_of(0).expect("process 0 started"),
+        pid_of(1).expect("process 1 started"),
+    ];
+    launcher.kill().unwrap();
+    launcher.wait().unwrap();
+    // Running (or sleeping) still, as opposed to gone or a zombie waiting to be reaped.
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+            .unwrap_or(false)
+    };
+    let start = Instant::now();
+    while pids.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    for p in &left {
+        let _ = Command::new("kill").arg("-9").arg(p.to_string()).status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        left.is_empty(),
+        "processes {left:?} outlived their killed launcher"
+    );
+}

@@ -507,6 +507,8 @@ impl Launcher {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
+            // A launcher that is killed (even with SIGKILL) takes its job with it.
+            rpjrt_raw::process::die_with_parent(&mut cmd);
             // Whatever cannot be started (the process, its output readers) ends the launch
             // with the ones started so far killed: never a panic, never a partial job.
             let abort = |children: &mut Vec<Child>, why: String| {

@@ -58,6 +58,7 @@ pub mod layout;
 pub mod malloc;
 pub mod memstats;
 pub mod prepared;
+pub mod process;
 pub mod profiler;
 pub mod stdio;
 pub mod transfer;

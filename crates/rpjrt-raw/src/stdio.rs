@@ -108,12 +108,3 @@ pub fn write_saved(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<()> {
     let mut f = ManuallyDrop::new(unsafe { File::from_raw_fd(fd.as_raw_fd()) });
     f.write_all(bytes)
 }
-
-/// Ends the process at once with `code`: no exit handlers, no static destructors, no
-/// flushing of C stdio buffers. For giving up on a plugin call that does not return: a
-/// normal exit would run the plugin's static destructors while one of its threads is still
-/// inside it, which can crash or wait forever on that thread.
-pub fn exit_now(code: i32) -> ! {
-    // SAFETY: `_exit` takes any status and does not return; it touches no memory of ours.
-    unsafe { libc::_exit(code) }
-}
