@@ -327,6 +327,26 @@ fn bind_all_is_all_or_nothing() {
     });
 }
 
+/// The body of the custom-call handlers below: `ret[0] = arg[0] + 1` on `f32[4]`.
+fn add_one(call: &mut rpjrt::ffi::CallFrame<'_>) -> Result<(), rpjrt::ffi::FfiError> {
+    let (args, rets) = call.split();
+    let x = args[0].as_slice::<f32>()?;
+    for (y, x) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
+        *y = x + 1.0;
+    }
+    Ok(())
+}
+
+/// `f32[4] -> f32[4]` through the custom call `target`.
+fn custom_call_program(target: &str) -> String {
+    format!(
+        "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}"
+    )
+}
+
 /// A custom-call handler of a session's program uses that session (reads, binds, and a
 /// nested call of the program): the reads and binds work, the nested call is refused with
 /// "session is stepping", and nothing hangs (the session's lock is never held across
@@ -356,23 +376,10 @@ fn handler_touching_its_session_does_not_deadlock() {
                         Ok(()) => "nested ran".into(),
                         Err(e) => e.to_string(),
                     });
-                    let (args, rets) = call.split();
-                    let x = args[0].as_slice::<f32>()?;
-                    for (y, x) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
-                        *y = x + 1.0;
-                    }
-                    Ok(())
+                    add_one(call)
                 })
                 .unwrap();
-                let exe = compile(
-                    &client,
-                    &format!(
-                        "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
-  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}}"
-                    ),
-                );
+                let exe = compile(&client, &custom_call_program(&target));
                 let s = Session::new(&client).unwrap();
                 let prog = s.program(&exe, &["w"], &["w"]).unwrap();
                 s.bind("w", host(&[0.0; 4], &[4])).unwrap();
@@ -538,23 +545,10 @@ fn binds_and_fetches_from_other_threads_wait_for_the_running_step() {
             while !GO.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(30) {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            let (args, rets) = call.split();
-            let x = args[0].as_slice::<f32>()?;
-            for (y, x) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
-                *y = x + 1.0;
-            }
-            Ok(())
+            add_one(call)
         })
         .unwrap();
-        let exe = compile(
-            client,
-            &format!(
-                "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
-  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}}"
-            ),
-        );
+        let exe = compile(client, &custom_call_program(&target));
         let s = Session::new(client).unwrap();
         let prog = s.program(&exe, &["w"], &["w"]).unwrap();
         s.bind("w", host(&[0.0; 4], &[4])).unwrap();
