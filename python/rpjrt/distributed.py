@@ -19,19 +19,39 @@ adapts the stores a job may already have: :class:`TorchStore` (a ``torch.distrib
 store), :class:`JaxStore` (JAX's distributed client after ``jax.distributed.initialize``)
 and :class:`RedisStore` (a redis-py client). None of torch, jax or redis is needed to
 import this module.
+
+Every adapter is a :class:`BoundedStore`: each call to the store it wraps runs on a worker
+thread and is waited for with the time the call has left, so a client that never answers
+(a paused server, a lost network with no socket timeout) ends a ``get`` with
+``TimeoutError`` after its timeout plus :data:`GRACE`, and ``set``/``try_get`` after
+``op_timeout``. ``Client(kv=obj)`` wraps any other Python object the same way.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
+import os
+import queue
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol, TypeVar
 
-from ._errors import FailedPreconditionError
-from ._rpjrt import InMemoryStore, TcpStore, _detect_launch_env, _first_host, _initialize
+from ._errors import FailedPreconditionError, InvalidArgumentError
+from ._rpjrt import (
+    _MAX_PROCESSES,
+    InMemoryStore,
+    TcpStore,
+    _detect_launch_env,
+    _first_host,
+    _initialize,
+)
 
 __all__ = [
     "KvStore",
+    "BoundedStore",
     "InMemoryStore",
     "TcpStore",
     "LaunchEnv",
@@ -42,7 +62,88 @@ __all__ = [
     "TorchStore",
     "JaxStore",
     "RedisStore",
+    "MAX_PROCESSES",
+    "DEFAULT_OP_TIMEOUT",
+    "GRACE",
 ]
+
+#: The most processes a job may have: the TCP store's protocol carries a process id in 32
+#: bits. Process ids and counts above it are refused wherever rpjrt takes one.
+MAX_PROCESSES: int = _MAX_PROCESSES
+#: How long an adapter's ``set`` and ``try_get`` may take, in seconds, unless its
+#: ``op_timeout`` says otherwise.
+DEFAULT_OP_TIMEOUT: float = 30.0
+#: What a ``get`` allows the store beyond the caller's timeout, in seconds: the bound on
+#: the last reply's round trip. A ``get(key, T)`` ends within about ``T + GRACE``.
+GRACE: float = 0.5
+
+
+# ------------------------------------------------------------------- argument checks
+
+
+def _int_arg(value: object, what: str) -> int:
+    """A process id or process count: an int (or anything with ``__index__``; a bool is
+    refused), not negative, at most :data:`MAX_PROCESSES`. The same rule, and the same
+    words, as the extension's check of the ids and counts it takes."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"{value} is not {what} (a bool is not an index)")
+    try:
+        v = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidArgumentError(
+            f"{what} must be an int, not {type(value).__name__}"
+        ) from None
+    if v < 0:
+        raise InvalidArgumentError(f"{what} must be a non-negative integer, not {v}")
+    if v > MAX_PROCESSES:
+        raise InvalidArgumentError(f"{what} {v} is above the limit of {MAX_PROCESSES} processes")
+    return v
+
+
+def _seconds_arg(value: object, what: str) -> float:
+    """A finite, non-negative number of seconds: an int or float (not a bool, not text);
+    ``TypeError`` for another type, ``InvalidArgumentError`` (a ``ValueError``) for NaN,
+    infinity or a negative value. Both name the parameter."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{what} must be a number of seconds (int or float), not {type(value).__name__}"
+        )
+    t = float(value)
+    if not math.isfinite(t) or t < 0:
+        raise InvalidArgumentError(
+            f"{what} must be a finite, non-negative number of seconds, not {value!r}"
+        )
+    return t
+
+
+def _key_arg(key: object) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str, not {type(key).__name__}")
+    return key
+
+
+def _value_arg(value: object) -> bytes:
+    """A value to store: bytes as they are, any other bytes-like object (bytearray,
+    memoryview, an array) copied into bytes; anything else (a str, an int) is refused."""
+    if isinstance(value, bytes):
+        return value
+    try:
+        return memoryview(value).tobytes()  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"value must be bytes-like (bytes, bytearray, memoryview), not {type(value).__name__}"
+        ) from None
+
+
+def _bytes_result(value: object, store: str, what: str) -> bytes:
+    """What a wrapped store returned, as bytes; a value that is not bytes-like is the
+    store's error, named (``bytes(5)`` would have made five zero bytes of it)."""
+    if isinstance(value, bytes):
+        return value
+    try:
+        return memoryview(value).tobytes()  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{store}: {what} returned {type(value).__name__}, not bytes") from None
 
 
 class KvStore(Protocol):
@@ -50,7 +151,9 @@ class KvStore(Protocol):
 
     An exception a method raises reaches the plugin with the status code its type maps to
     (``TimeoutError`` DEADLINE_EXCEEDED, ``KeyError`` NOT_FOUND, ...: the table
-    :mod:`rpjrt.ffi` lists for handlers)."""
+    :mod:`rpjrt.ffi` lists for handlers). A client wraps any store that is not one of
+    rpjrt's in :class:`BoundedStore`, so a method that never returns fails the call after
+    its bound instead of hanging client creation."""
 
     def set(self, key: str, value: bytes, /) -> None:
         """Store ``value`` under ``key`` (replacing any earlier value)."""
@@ -82,10 +185,13 @@ def detect() -> LaunchEnv:
     (``OMPI_COMM_WORLD_RANK``...), PMI (``PMI_RANK``...), Slurm (``SLURM_PROCID``,
     ``SLURM_NTASKS``, first host of ``SLURM_JOB_NODELIST``), in that order.
     ``RPJRT_COORDINATOR`` and ``RPJRT_TOKEN`` override the coordinator and token."""
-    d = _detect_launch_env()
+    return _launch_env(_detect_launch_env())
+
+
+def _launch_env(d: dict[str, Any]) -> LaunchEnv:
     return LaunchEnv(
-        process_id=int(d["process_id"]),
-        num_processes=int(d["num_processes"]),
+        process_id=_int_arg(d["process_id"], "process_id"),
+        num_processes=_int_arg(d["num_processes"], "num_processes"),
         coordinator=d["coordinator"],
         token=d["token"],
         source=str(d["source"]),
@@ -118,7 +224,8 @@ class Distributed:
         return self.env.source
 
     def barrier(self, name: str, timeout: float = 30.0) -> None:
-        """Wait for every process; the error names the ones that did not come."""
+        """Wait for every process; the error names the ones that did not come, or the
+        process that arrived with another process count."""
         self.store.barrier(name, self.process_id, self.num_processes, timeout)
 
     def shutdown(self, grace: float = 30.0) -> bool:
@@ -145,16 +252,119 @@ def initialize(
     ``"explicit"``; the coordinator and token default to ``RPJRT_COORDINATOR`` and
     ``RPJRT_TOKEN``). Otherwise :func:`detect` reads the launcher's variables, and
     ``coordinator``/``token`` override what it found.
+
+    ``process_id`` and ``num_processes`` must be ints (not bools), ``0 <= process_id <
+    num_processes <= MAX_PROCESSES``; anything else is refused before any connection.
     """
-    d, store = _initialize(process_id, num_processes, coordinator, token, timeout)
-    env = LaunchEnv(
-        process_id=int(d["process_id"]),
-        num_processes=int(d["num_processes"]),
-        coordinator=d["coordinator"],
-        token=d["token"],
-        source=str(d["source"]),
-    )
-    return Distributed(env, store)
+    p = None if process_id is None else _int_arg(process_id, "process_id")
+    n = None if num_processes is None else _int_arg(num_processes, "num_processes")
+    d, store = _initialize(p, n, coordinator, token, timeout)
+    return Distributed(_launch_env(d), store)
+
+
+# ------------------------------------------------------------------- bounded calls
+#
+# A call into a store's client runs on a worker thread; the caller waits for it with the
+# time the call has left. A call that does not return in time is abandoned: its worker
+# finishes it whenever the client returns (and then serves other calls), and nothing of it
+# is reused before that, so the next call starts clean (redis-py, for one, takes another
+# connection from its pool while the stuck one is still out).
+
+_T = TypeVar("_T")
+
+
+class _Call:
+    __slots__ = ("fn", "args", "done", "lock", "finished", "abandoned", "on_late", "value", "error")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...],
+                 on_late: Callable[[], None]) -> None:
+        self.fn, self.args, self.on_late = fn, args, on_late
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.finished = self.abandoned = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+class _Worker:
+    """A daemon thread that runs calls one at a time, and waits among the idle workers
+    between them (a minute at most, then it ends)."""
+
+    IDLE_EXIT = 60.0
+    MAX_IDLE = 8
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="rpjrt-store-call", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                call = self.jobs.get(timeout=self.IDLE_EXIT)
+            except queue.Empty:
+                with _pool_lock:
+                    if self in _idle:
+                        _idle.remove(self)
+                        return
+                continue  # taken from the idle list just now: its call is on the way
+            try:
+                call.value = call.fn(*call.args)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                call.error = e
+            with call.lock:
+                call.finished = True
+                late = call.abandoned
+            call.done.set()
+            if late:
+                call.on_late()
+            del call
+            with _pool_lock:
+                if len(_idle) >= self.MAX_IDLE:
+                    return
+                _idle.append(self)
+
+
+_pool_lock = threading.Lock()
+_idle: list[_Worker] = []
+
+
+def _forget_workers() -> None:
+    # A forked child has none of its parent's threads.
+    global _pool_lock
+    _pool_lock = threading.Lock()
+    _idle.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
+def _run_bounded(fn: Callable[..., _T], args: tuple[Any, ...], bound: float,
+                 on_abandon: Callable[[], None],
+                 on_late: Callable[[], None]) -> tuple[bool, _T | None]:
+    """Runs ``fn(*args)`` on a worker thread and waits up to ``bound`` seconds:
+    ``(True, result)``, or ``(False, None)`` when it did not return in time (then
+    ``on_abandon`` runs now, and ``on_late`` once the call does return). Its exception
+    is raised here."""
+    call = _Call(fn, args, on_late)
+    with _pool_lock:
+        worker = _idle.pop() if _idle else None
+    (worker or _Worker()).jobs.put(call)
+    # A wait beyond what the lock takes (1e300 s is a finite timeout) waits that long.
+    call.done.wait(min(bound, threading.TIMEOUT_MAX))
+    with call.lock:
+        if not call.finished:
+            call.abandoned = True
+            on_abandon()
+            return False, None
+    error, value = call.error, call.value
+    del call
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error
+    return True, value
 
 
 def _is_timeout(e: BaseException) -> bool:
@@ -164,26 +374,152 @@ def _is_timeout(e: BaseException) -> bool:
     )
 
 
-def _poll_get(try_get: Any, key: str, timeout: float, poll: float) -> bytes:
-    """``try_get(key)`` until it gives a value, pausing 1 ms doubling up to ``poll``
-    seconds; ``TimeoutError`` naming the key after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    pause = 0.001
-    while True:
-        v = try_get(key)
-        if v is not None:
-            return bytes(v)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s")
-        time.sleep(min(pause, left))
-        pause = min(pause * 2, poll)
+class BoundedStore:
+    """A :class:`KvStore` whose every call returns within a bound, whatever the store it
+    wraps does: ``get(key, timeout)`` within ``timeout`` plus :data:`GRACE`, ``set`` and
+    ``try_get`` within ``op_timeout`` seconds. A call that runs out raises
+    ``TimeoutError`` naming the key and the store.
+
+    Each call to the wrapped store runs on a worker thread (the caller waits with the
+    time left), so this holds when the store blocks in a socket that has no timeout. A
+    call that did not return is left to finish on its own; while ``max_stuck`` such calls
+    are still out, further calls fail at once rather than start more threads.
+
+    The arguments are checked here, once for every adapter: ``key`` a ``str``, ``value``
+    bytes-like, ``timeout`` a finite non-negative int or float (``TypeError`` or
+    ``ValueError`` naming the parameter); and what the store returns must be bytes-like
+    (or ``None`` from ``try_get``).
+
+    ``BoundedStore(obj)`` wraps any object with ``set``, ``get`` and ``try_get``
+    (``Client(kv=obj)`` does so itself). The adapters (:class:`RedisStore`,
+    :class:`TorchStore`, :class:`JaxStore`) are bounded stores that call their client
+    through ``_set``, ``_try_get`` and ``_get``.
+    """
+
+    #: Calls that may be left running before further calls fail at once.
+    max_stuck = 16
+
+    def __init__(self, store: Any = None, *, op_timeout: float = DEFAULT_OP_TIMEOUT) -> None:
+        if type(self) is BoundedStore:
+            for m in ("set", "get", "try_get"):
+                if not callable(getattr(store, m, None)):
+                    raise TypeError(
+                        f"a store needs set, get and try_get methods; "
+                        f"{type(store).__name__} has no {m}"
+                    )
+        self._target = store
+        self._op_timeout = _seconds_arg(op_timeout, "op_timeout")
+        self._stuck = 0
+        self._stuck_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return self._name()
+
+    def _name(self) -> str:
+        """How errors name this store (the wrapped object's type: its repr might block)."""
+        t = type(self._target)
+        return f"{type(self).__name__}({t.__module__}.{t.__qualname__})"
+
+    # -------------------------------------------------------------- the KvStore face
+
+    def set(self, key: str, value: bytes) -> None:
+        """Store ``value`` (bytes-like) under ``key`` (a ``str``), within ``op_timeout``."""
+        key = _key_arg(key)
+        value = _value_arg(value)
+        self._call(self._set, (key, value), self._op_timeout, f"set({key!r})")
+
+    def try_get(self, key: str) -> bytes | None:
+        """The value of ``key`` now, or ``None``; within ``op_timeout``."""
+        key = _key_arg(key)
+        what = f"try_get({key!r})"
+        v = self._call(self._try_get, (key,), self._op_timeout, what)
+        return None if v is None else _bytes_result(v, self._name(), what)
+
+    def get(self, key: str, timeout: float) -> bytes:
+        """Wait up to ``timeout`` seconds for ``key``; ``TimeoutError`` naming the key and
+        the store after that (at most :data:`GRACE` later if the store does not answer)."""
+        key = _key_arg(key)
+        return self._get(key, _seconds_arg(timeout, "timeout"))
+
+    # ------------------------------------------------------------ what adapters define
+
+    def _set(self, key: str, value: bytes) -> None:
+        self._target.set(key, value)
+
+    def _try_get(self, key: str) -> Any:
+        return self._target.try_get(key)
+
+    def _get(self, key: str, timeout: float) -> bytes:
+        what = f"get({key!r})"
+        v = self._call(self._target.get, (key, timeout), timeout + GRACE, what,
+                       waiting=(key, timeout))
+        return _bytes_result(v, self._name(), what)
+
+    # ------------------------------------------------------------------- the helpers
+
+    def _call(self, fn: Callable[..., Any], args: tuple[Any, ...], bound: float, what: str,
+              waiting: tuple[str, float] | None = None) -> Any:
+        """``fn(*args)`` within ``bound`` seconds, or ``TimeoutError`` naming ``what`` and
+        this store (and, for a get, the key and its timeout)."""
+        with self._stuck_lock:
+            stuck = self._stuck
+        if stuck >= self.max_stuck:
+            raise TimeoutError(
+                f"{self._name()}: {stuck} earlier calls have not returned (the store does "
+                f"not answer); {what} was not started"
+            )
+        ok, value = _run_bounded(fn, args, bound, self._abandoned, self._returned)
+        if not ok:
+            lead = (f"key {waiting[0]!r} was not set within {waiting[1]:.1f}s: "
+                    if waiting else "")
+            raise TimeoutError(
+                f"{lead}{self._name()} did not return from {what} within {bound:.1f}s "
+                f"(the store does not answer: its server may be paused, overloaded or "
+                f"unreachable)"
+            )
+        return value
+
+    def _abandoned(self) -> None:
+        with self._stuck_lock:
+            self._stuck += 1
+
+    def _returned(self) -> None:
+        with self._stuck_lock:
+            self._stuck -= 1
+
+    def _poll_get(self, key: str, timeout: float, poll: float) -> bytes:
+        """``try_get(key)`` until it gives a value, pausing 1 ms doubling up to ``poll``
+        seconds; ``TimeoutError`` naming the key and the store after ``timeout`` seconds,
+        each ``try_get`` bounded by the time left plus :data:`GRACE`."""
+        deadline = time.monotonic() + timeout
+        pause = 0.001
+        what = f"try_get({key!r})"
+        while True:
+            left = deadline - time.monotonic()
+            v = self._call(self._try_get, (key,), max(left, 0.0) + GRACE, what,
+                           waiting=(key, timeout))
+            if v is not None:
+                return _bytes_result(v, self._name(), what)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(
+                    f"key {key!r} was not set within {timeout:.1f}s ({self._name()})"
+                )
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, poll)
 
 
-class TorchStore:
+def _poll_arg(poll: object) -> float:
+    p = _seconds_arg(poll, "poll")
+    if p <= 0:
+        raise InvalidArgumentError(f"poll must be a positive number of seconds, not {poll!r}")
+    return p
+
+
+class TorchStore(BoundedStore):
     """A ``torch.distributed`` store (``TCPStore``, ``FileStore``, ``HashStore``,
     ``PrefixStore``...) as a :class:`KvStore`, through its ``set``, ``get``, ``check`` and
-    ``wait`` methods.
+    ``wait`` methods; every call bounded (:class:`BoundedStore`).
 
     ``get`` polls ``try_get`` (pausing up to ``poll`` seconds) rather than blocking in the
     store's ``wait``: a torch store client serves one request at a time, so a thread
@@ -198,22 +534,24 @@ class TorchStore:
 
     _MARKS = (b"\x00rpjrt:absent:1\x00", b"\x00rpjrt:absent:2\x00")
 
-    def __init__(self, store: Any, poll: float = 0.01) -> None:
+    def __init__(self, store: Any, poll: float = 0.01, *,
+                 op_timeout: float = DEFAULT_OP_TIMEOUT) -> None:
+        super().__init__(store, op_timeout=op_timeout)
         self._store = store
         self._has_check = callable(getattr(store, "check", None))
-        self._poll = poll
+        self._poll = _poll_arg(poll)
 
-    def set(self, key: str, value: bytes) -> None:
+    def _set(self, key: str, value: bytes) -> None:
         self._store.set(key, value)
 
-    def get(self, key: str, timeout: float) -> bytes:
-        return _poll_get(self.try_get, key, timeout, self._poll)
+    def _get(self, key: str, timeout: float) -> bytes:
+        return self._poll_get(key, timeout, self._poll)
 
-    def try_get(self, key: str) -> bytes | None:
+    def _try_get(self, key: str) -> bytes | None:
         if self._has_check:
             if not self._store.check([key]):
                 return None
-            return bytes(self._store.get(key))
+            return _bytes_result(self._store.get(key), self._name(), f"get({key!r})")
         # Missing: the store answers the expected value. Present: its value, unchanged.
         first, second = self._MARKS
         v = bytes(self._store.compare_set(key, first, first))
@@ -224,11 +562,15 @@ class TorchStore:
         return None if v == second else v
 
 
-class JaxStore:
+class JaxStore(BoundedStore):
     """JAX's distributed key-value client (the coordination service process 0 hosts) as a
-    :class:`KvStore`. Call ``jax.distributed.initialize(...)`` first, or pass the client."""
+    :class:`KvStore`, every call bounded (:class:`BoundedStore`). Call
+    ``jax.distributed.initialize(...)`` first, or pass the client."""
 
-    def __init__(self, client: Any = None) -> None:
+    #: The longest wait JAX's client takes, in milliseconds (a C ``int``).
+    _MAX_MS = 2**31 - 1
+
+    def __init__(self, client: Any = None, *, op_timeout: float = DEFAULT_OP_TIMEOUT) -> None:
         if client is None:
             from jax._src.distributed import global_state
 
@@ -237,20 +579,29 @@ class JaxStore:
                 raise FailedPreconditionError(
                     "JAX's distributed client is not running: call jax.distributed.initialize() first"
                 )
+        super().__init__(client, op_timeout=op_timeout)
         self._client = client
 
-    def set(self, key: str, value: bytes) -> None:
+    def _set(self, key: str, value: bytes) -> None:
         self._client.key_value_set_bytes(key, value, allow_overwrite=True)
 
-    def get(self, key: str, timeout: float) -> bytes:
+    def _get(self, key: str, timeout: float) -> bytes:
+        ms = min(int(timeout * 1000), self._MAX_MS)
+        what = f"get({key!r})"
         try:
-            return bytes(self._client.blocking_key_value_get_bytes(key, int(timeout * 1000)))
+            v = self._call(self._client.blocking_key_value_get_bytes, (key, ms),
+                           timeout + GRACE, what, waiting=(key, timeout))
+        except TimeoutError:
+            raise
         except Exception as e:
             if _is_timeout(e):
-                raise TimeoutError(f"key {key!r} was not set within {timeout:.1f}s") from e
+                raise TimeoutError(
+                    f"key {key!r} was not set within {timeout:.1f}s ({self._name()})"
+                ) from e
             raise
+        return _bytes_result(v, self._name(), what)
 
-    def try_get(self, key: str) -> bytes | None:
+    def _try_get(self, key: str) -> bytes | None:
         try:
             return bytes(self._client.key_value_try_get_bytes(key))
         except Exception as e:
@@ -259,21 +610,38 @@ class JaxStore:
             raise
 
 
-class RedisStore:
+class RedisStore(BoundedStore):
     """A redis-py client (``redis.Redis``) as a :class:`KvStore`. Keys get ``prefix``;
-    ``get`` polls until the key appears or the timeout passes."""
+    ``get`` polls until the key appears or the timeout passes. Every call is bounded
+    (:class:`BoundedStore`), so a client without a socket timeout facing a server that
+    stopped answering still ends each call in time."""
 
-    def __init__(self, redis: Any, prefix: str = "rpjrt:", poll: float = 0.01) -> None:
+    def __init__(self, redis: Any, prefix: str = "rpjrt:", poll: float = 0.01, *,
+                 op_timeout: float = DEFAULT_OP_TIMEOUT) -> None:
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        super().__init__(redis, op_timeout=op_timeout)
         self._redis = redis
         self._prefix = prefix
-        self._poll = poll
+        self._poll = _poll_arg(poll)
 
-    def set(self, key: str, value: bytes) -> None:
+    def _name(self) -> str:
+        where = ""
+        try:
+            kw = self._redis.connection_pool.connection_kwargs
+            if "host" in kw:
+                where = f"{kw['host']}:{kw.get('port', 6379)}, "
+            elif "path" in kw:
+                where = f"{kw['path']}, "
+        except Exception:  # noqa: BLE001 - not a redis-py client: the type names it
+            return super()._name()
+        return f"RedisStore({where}prefix {self._prefix!r})"
+
+    def _set(self, key: str, value: bytes) -> None:
         self._redis.set(self._prefix + key, value)
 
-    def try_get(self, key: str) -> bytes | None:
-        v = self._redis.get(self._prefix + key)
-        return None if v is None else bytes(v)
+    def _try_get(self, key: str) -> bytes | None:
+        return self._redis.get(self._prefix + key)  # type: ignore[no-any-return]
 
-    def get(self, key: str, timeout: float) -> bytes:
-        return _poll_get(self.try_get, key, timeout, self._poll)
+    def _get(self, key: str, timeout: float) -> bytes:
+        return self._poll_get(key, timeout, self._poll)

@@ -344,8 +344,8 @@ impl PyClient {
         options: Option<&Bound<'_, PyAny>>,
         cache_dir: Option<&Bound<'_, PyAny>>,
         kv: Option<&Bound<'_, PyAny>>,
-        process_id: Option<usize>,
-        num_processes: Option<usize>,
+        process_id: Option<&Bound<'_, PyAny>>,
+        num_processes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyClient> {
         let cache = cache_dir
             .filter(|c| !c.is_none())

@@ -9,13 +9,75 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rpjrt::Code;
 use rpjrt_distributed::{
-    DistributedOptions, InMemoryStore, KvStore, LaunchEnv, Rendezvous, TcpStore,
+    check_world, DistributedOptions, InMemoryStore, KvStore, LaunchEnv, Rendezvous, TcpStore,
+    MAX_PROCESSES,
 };
 
+use crate::convert::{int_arg, is_int};
 use crate::errors::{invalid, PyErrExt};
 
-fn secs(timeout: f64, what: &str) -> PyResult<Duration> {
-    rpjrt::duration_from_secs(timeout, what).pyerr()
+/// The default wait of `get`, `barrier` and `connect`, in seconds.
+const DEFAULT_TIMEOUT: f64 = 30.0;
+
+/// A wait in seconds from Python (`None`: `default`): anything Python takes as a float
+/// (an int, a float, a numpy scalar) except a bool, which would pass for 0 or 1 s; text
+/// and other types are a `TypeError` naming the parameter. A negative or NaN wait is
+/// refused by `rpjrt::duration_from_secs`; infinity waits as long as a `Duration` can.
+fn secs_arg(obj: Option<&Bound<'_, PyAny>>, default: f64, what: &str) -> PyResult<Duration> {
+    let secs = match obj.filter(|o| !o.is_none()) {
+        None => default,
+        Some(o) => {
+            let v = if o.is_instance_of::<pyo3::types::PyBool>() {
+                None
+            } else {
+                o.extract::<f64>().ok()
+            };
+            v.ok_or_else(|| {
+                let ty = o
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "{what} must be a number of seconds (int or float), not {ty}"
+                ))
+            })?
+        }
+    };
+    rpjrt::duration_from_secs(secs, what).pyerr()
+}
+
+/// A process id or process count from Python, through the one integer check
+/// (`convert::int_arg`: a bool is refused, as is anything but an int), then bounded:
+/// not negative, and at most `rpjrt_distributed::MAX_PROCESSES`. Whether the id fits the
+/// count is `check_world`'s to say, where both are known.
+pub fn process_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    let negative = || invalid(format!("{what} must be a non-negative integer, not {obj}"));
+    let too_big = || {
+        invalid(format!(
+            "{what} {obj} is above the limit of {MAX_PROCESSES} processes"
+        ))
+    };
+    let v = match int_arg(obj, what) {
+        Ok(v) => v,
+        // An int beyond 64 bits: say which end of the range it left.
+        Err(_) if !obj.is_instance_of::<pyo3::types::PyBool>() && is_int(obj) => {
+            return Err(if obj.lt(0)? { negative() } else { too_big() });
+        }
+        Err(e) => return Err(e),
+    };
+    let v = u64::try_from(v).map_err(|_| negative())?;
+    match usize::try_from(v) {
+        Ok(v) if v <= MAX_PROCESSES => Ok(v),
+        _ => Err(too_big()),
+    }
+}
+
+/// An optional process id or count ([`process_arg`]); `None` stays `None`.
+pub fn opt_process_arg(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<usize>> {
+    obj.filter(|o| !o.is_none())
+        .map(|o| process_arg(o, what))
+        .transpose()
 }
 
 /// The `#[pymethods]` of a Rust store's class: what every store has (`set`, `get`,
@@ -29,14 +91,14 @@ macro_rules! store_class {
                 let value = value.to_vec();
                 py.detach(|| self.store.set(key, &value)).pyerr()
             }
-            #[pyo3(signature = (key, timeout = 30.0))]
+            #[pyo3(signature = (key, timeout = None), text_signature = "(self, key, timeout=30.0)")]
             fn get<'py>(
                 &self,
                 py: Python<'py>,
                 key: &str,
-                timeout: f64,
+                timeout: Option<&Bound<'py, PyAny>>,
             ) -> PyResult<Bound<'py, PyBytes>> {
-                let t = secs(timeout, "timeout")?;
+                let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
                 let v = py.detach(|| self.store.get(key, t)).pyerr()?;
                 Ok(PyBytes::new(py, &v))
             }
@@ -48,18 +110,26 @@ macro_rules! store_class {
                 let v = py.detach(|| self.store.try_get(key)).pyerr()?;
                 Ok(v.map(|v| PyBytes::new(py, &v)))
             }
-            #[pyo3(signature = (name, process_id, num_processes, timeout = 30.0))]
+            /// Waits for every process (see `Rendezvous::barrier`): the ids and count go
+            /// through one integer check (no bools, no negatives, at most
+            /// `MAX_PROCESSES`) and `check_world` before the store is touched.
+            #[pyo3(
+                signature = (name, process_id, num_processes, timeout = None),
+                text_signature = "(self, name, process_id, num_processes, timeout=30.0)"
+            )]
             fn barrier(
                 &self,
                 py: Python<'_>,
                 name: &str,
-                process_id: usize,
-                num_processes: usize,
-                timeout: f64,
+                process_id: &Bound<'_, PyAny>,
+                num_processes: &Bound<'_, PyAny>,
+                timeout: Option<&Bound<'_, PyAny>>,
             ) -> PyResult<()> {
-                let t = secs(timeout, "timeout")?;
-                py.detach(|| self.store.barrier(name, process_id, num_processes, t))
-                    .pyerr()
+                let p = process_arg(process_id, "process_id")?;
+                let n = process_arg(num_processes, "num_processes")?;
+                check_world(p, n).pyerr()?;
+                let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
+                py.detach(|| self.store.barrier(name, p, n, t)).pyerr()
             }
             $($own)*
         }
@@ -111,16 +181,20 @@ store_class!(PyTcpStore {
     }
     /// Connects to the store at `address` as `process_id`, waiting up to `timeout` seconds.
     #[staticmethod]
-    #[pyo3(signature = (address, token, process_id, timeout = 30.0))]
+    #[pyo3(
+        signature = (address, token, process_id, timeout = None),
+        text_signature = "(address, token, process_id, timeout=30.0)"
+    )]
     fn connect(
         py: Python<'_>,
         address: &str,
         token: &str,
-        process_id: usize,
-        timeout: f64,
+        process_id: &Bound<'_, PyAny>,
+        timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTcpStore> {
-        let t = secs(timeout, "timeout")?;
-        py.detach(|| TcpStore::connect(address, token, process_id, t))
+        let p = process_arg(process_id, "process_id")?;
+        let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
+        py.detach(|| TcpStore::connect(address, token, p, t))
             .pyerr()
             .map(PyTcpStore::wrap)
     }
@@ -134,9 +208,9 @@ store_class!(PyTcpStore {
     }
     /// Stops the host (after waiting up to `grace` seconds for peers to leave) or closes
     /// this client's connections. Returns whether every peer had left in time.
-    #[pyo3(signature = (grace = 0.0))]
-    fn shutdown(&self, py: Python<'_>, grace: f64) -> PyResult<bool> {
-        let g = secs(grace, "grace")?;
+    #[pyo3(signature = (grace = None), text_signature = "(self, grace=0.0)")]
+    fn shutdown(&self, py: Python<'_>, grace: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let g = secs_arg(grace, 0.0, "grace")?;
         Ok(py.detach(|| self.tcp.shutdown_after(g)))
     }
     fn __repr__(&self) -> String {
@@ -146,6 +220,9 @@ store_class!(PyTcpStore {
 
 /// A Python object with `set(key, value)`, `get(key, timeout)` and `try_get(key)`, used
 /// as a store by the plugin. Each call takes the GIL; client creation releases it first.
+/// The object is one of `rpjrt.distributed`'s bounded stores (an adapter, or any other
+/// object wrapped in `BoundedStore` by [`store_from_py`]), so every call returns within
+/// its bound even when the object's own method never does.
 struct PyObjectStore {
     obj: Py<PyAny>,
 }
@@ -154,7 +231,32 @@ struct PyObjectStore {
 fn store_err(py: Python<'_>, e: PyErr, what: &str) -> rpjrt::Error {
     rpjrt::Error::Store {
         code: crate::errors::code_of_exception(py, &e),
-        message: format!("the Python store's {what} raised {}", e.value(py)),
+        message: format!(
+            "the Python store's {what} raised {}: {}",
+            e.get_type(py)
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            e.value(py)
+        ),
+    }
+}
+
+/// A store method's result as bytes (the bounded stores hand back `bytes`; anything else
+/// is the store's error, named).
+fn store_bytes(v: &Bound<'_, PyAny>, what: &str) -> rpjrt::Result<Vec<u8>> {
+    match v.cast::<PyBytes>() {
+        Ok(b) => Ok(b.as_bytes().to_vec()),
+        Err(_) => Err(rpjrt::Error::Store {
+            code: Code::InvalidArgument,
+            message: format!(
+                "the Python store's {what} returned {}, not bytes",
+                v.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ),
+        }),
     }
 }
 
@@ -173,10 +275,7 @@ impl KvStore for PyObjectStore {
                 .obj
                 .call_method1(py, "get", (key, timeout.as_secs_f64()))
                 .map_err(|e| store_err(py, e, "get"))?;
-            v.extract::<Vec<u8>>(py).map_err(|_| rpjrt::Error::Store {
-                code: Code::InvalidArgument,
-                message: format!("the Python store's get({key:?}) returned a non-bytes value"),
-            })
+            store_bytes(v.bind(py), &format!("get({key:?})"))
         })
     }
     fn try_get(&self, key: &str) -> rpjrt::Result<Option<Vec<u8>>> {
@@ -188,19 +287,14 @@ impl KvStore for PyObjectStore {
             if v.is_none(py) {
                 return Ok(None);
             }
-            v.extract::<Vec<u8>>(py)
-                .map(Some)
-                .map_err(|_| rpjrt::Error::Store {
-                    code: Code::InvalidArgument,
-                    message: format!(
-                        "the Python store's try_get({key:?}) returned neither bytes nor None"
-                    ),
-                })
+            store_bytes(v.bind(py), &format!("try_get({key:?})")).map(Some)
         })
     }
 }
 
-/// The store behind `kv`: a Rust store as is, any other object through its methods.
+/// The store behind `kv`: a Rust store as is; one of `rpjrt.distributed`'s bounded
+/// stores (the adapters, `BoundedStore`) through its methods; any other object wrapped in
+/// `BoundedStore` first, so that a method that never returns cannot hang the plugin.
 fn store_from_py(kv: &Bound<'_, PyAny>) -> PyResult<Arc<dyn KvStore>> {
     if let Ok(s) = kv.cast::<PyInMemoryStore>() {
         return Ok(s.get().store.clone() as Arc<dyn KvStore>);
@@ -216,22 +310,34 @@ fn store_from_py(kv: &Bound<'_, PyAny>) -> PyResult<Arc<dyn KvStore>> {
             )));
         }
     }
+    let dist = kv.py().import("rpjrt.distributed")?;
+    let bounded = if kv.is_instance(&dist.getattr("BoundedStore")?)? {
+        kv.clone()
+    } else {
+        dist.getattr("BoundedStore")?.call1((kv,))?
+    };
     Ok(Arc::new(PyObjectStore {
-        obj: kv.clone().unbind(),
+        obj: bounded.unbind(),
     }))
 }
 
-/// The distributed options of `Client(kv=..., process_id=..., num_processes=...)`.
+/// The distributed options of `Client(kv=..., process_id=..., num_processes=...)`; the id
+/// and count go through [`process_arg`].
 pub fn distributed_from_py(
     kv: Option<&Bound<'_, PyAny>>,
-    process_id: Option<usize>,
-    num_processes: Option<usize>,
+    process_id: Option<&Bound<'_, PyAny>>,
+    num_processes: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<DistributedOptions>> {
-    match (kv, process_id, num_processes) {
+    let p = opt_process_arg(process_id, "process_id")?;
+    let n = opt_process_arg(num_processes, "num_processes")?;
+    match (kv.filter(|k| !k.is_none()), p, n) {
         (None, None, None) => Ok(None),
-        (Some(kv), Some(p), Some(n)) => Ok(Some(
-            DistributedOptions::new(store_from_py(kv)?, p, n).pyerr()?,
-        )),
+        (Some(kv), Some(p), Some(n)) => {
+            check_world(p, n).pyerr()?;
+            Ok(Some(
+                DistributedOptions::new(store_from_py(kv)?, p, n).pyerr()?,
+            ))
+        }
         _ => Err(invalid(
             "a multi-process client needs kv, process_id and num_processes together",
         )),
@@ -252,34 +358,18 @@ pub fn _detect_launch_env(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// connect, waiting up to `timeout` seconds; it returns once every process has joined).
 #[pyfunction]
 #[pyo3(signature = (process_id, num_processes, coordinator, token, timeout))]
-pub fn _initialize(
-    py: Python<'_>,
-    process_id: Option<i64>,
-    num_processes: Option<i64>,
+pub fn _initialize<'py>(
+    py: Python<'py>,
+    process_id: Option<&Bound<'py, PyAny>>,
+    num_processes: Option<&Bound<'py, PyAny>>,
     coordinator: Option<String>,
     token: Option<String>,
-    timeout: f64,
-) -> PyResult<(Bound<'_, PyDict>, PyTcpStore)> {
-    let count = |v: Option<i64>| -> PyResult<Option<usize>> {
-        v.map(|v| {
-            usize::try_from(v).map_err(|_| {
-                invalid(format!(
-                    "process_id {} is out of range for {} processes",
-                    process_id.unwrap_or(v),
-                    num_processes.unwrap_or(v)
-                ))
-            })
-        })
-        .transpose()
-    };
-    let t = secs(timeout, "timeout")?;
-    let env = LaunchEnv::resolve(
-        count(process_id)?,
-        count(num_processes)?,
-        coordinator,
-        token,
-    )
-    .pyerr()?;
+    timeout: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyDict>, PyTcpStore)> {
+    let p = opt_process_arg(process_id, "process_id")?;
+    let n = opt_process_arg(num_processes, "num_processes")?;
+    let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
+    let env = LaunchEnv::resolve(p, n, coordinator, token).pyerr()?;
     let store = py.detach(|| TcpStore::from_env(&env, t)).pyerr()?;
     Ok((env_dict(py, &env)?, PyTcpStore::wrap(store)))
 }

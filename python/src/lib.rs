@@ -146,6 +146,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::_detect_launch_env, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::_initialize, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::_first_host, m)?)?;
+    m.add("_MAX_PROCESSES", rpjrt_distributed::MAX_PROCESSES)?;
     m.add_function(wrap_pyfunction!(sharding::_uses_shardy, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;

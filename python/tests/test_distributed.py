@@ -523,3 +523,366 @@ def test_two_threads_form_a_two_process_client_through_a_python_store() -> None:
     lines = r.stdout.splitlines()
     assert lines[0] == "(0, [(0, 0, True), (1, 0, True), (2, 1, False), (3, 1, False)], 2)"
     assert lines[1] == "(1, [(0, 0, False), (1, 0, False), (2, 1, True), (3, 1, True)], 2)"
+
+
+# --------------------------------------------------- stores that never answer (bounded)
+
+
+class Forever:
+    """A store whose methods block until ``release`` is set (for the test: forever)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.hang = True
+        self.d: dict[str, bytes] = {}
+
+    def _wait(self) -> None:
+        if self.hang:
+            self.release.wait()
+
+    def set(self, key: str, value: bytes) -> None:
+        self._wait()
+        self.d[key] = value
+
+    def get(self, key: str, timeout: float) -> bytes:
+        self._wait()
+        return self.d[key]
+
+    def try_get(self, key: str) -> bytes | None:
+        self._wait()
+        return self.d.get(key)
+
+
+class ForeverRedis(FakeRedis):
+    """A redis-py-like client whose GET sleeps forever, as one whose server was paused
+    and whose socket has no timeout."""
+
+    def get(self, key: str) -> bytes | None:
+        while True:
+            time.sleep(3600)
+
+
+def _ends_within(limit: float, fn: Any, *args: Any) -> BaseException:
+    t0 = time.monotonic()
+    with pytest.raises(BaseException) as e:
+        fn(*args)
+    took = time.monotonic() - t0
+    assert took < limit, f"{fn} took {took:.2f}s: {e.value!r}"
+    return e.value
+
+
+def test_a_get_on_a_store_that_never_answers_ends_after_its_timeout() -> None:
+    inner = Forever()
+    store = distributed.BoundedStore(inner, op_timeout=0.3)
+    try:
+        e = _ends_within(0.5 + distributed.GRACE + 1.0, store.get, "k", 0.5)
+        assert isinstance(e, TimeoutError), repr(e)
+        assert "key 'k' was not set within 0.5s" in str(e), e
+        assert "Forever" in str(e) and "get('k')" in str(e), e
+        # set and try_get are bounded by op_timeout.
+        for call, args in ((store.set, ("k", b"v")), (store.try_get, ("k",))):
+            e = _ends_within(0.3 + 1.0, call, *args)
+            assert isinstance(e, TimeoutError) and "Forever" in str(e), repr(e)
+        # Nothing stuck: once the store answers again, the next calls work at once, even
+        # while the abandoned calls are still blocked in it.
+        inner.hang = False
+        store.set("k", b"v")
+        assert store.get("k", 1.0) == b"v" and store.try_get("k") == b"v"
+    finally:
+        inner.release.set()
+
+
+def test_a_redis_client_that_never_answers_cannot_hang_get() -> None:
+    store = distributed.RedisStore(ForeverRedis(), prefix="p:", op_timeout=0.3)
+    e = _ends_within(0.4 + distributed.GRACE + 1.0, store.get, "k", 0.4)
+    assert isinstance(e, TimeoutError) and "key 'k' was not set within 0.4s" in str(e), e
+    assert "try_get('k')" in str(e), e
+    e = _ends_within(1.5, store.try_get, "k")
+    assert isinstance(e, TimeoutError), repr(e)
+    store.set("k", b"v")  # set does not go through the blocking GET
+
+
+def test_abandoned_calls_are_bounded_and_forgotten_once_they_return() -> None:
+    inner = Forever()
+    store = distributed.BoundedStore(inner, op_timeout=0.05)
+    store.max_stuck = 2
+    try:
+        for _ in range(2):
+            with pytest.raises(TimeoutError, match="did not return from try_get"):
+                store.try_get("k")
+        # Two calls are still out: the next fails at once instead of starting a thread.
+        e = _ends_within(0.04, store.try_get, "k")
+        assert "2 earlier calls have not returned" in str(e), e
+    finally:
+        inner.hang = False
+        inner.release.set()
+    deadline = time.monotonic() + 5
+    while store._stuck and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store._stuck == 0
+    assert store.try_get("k") is None
+
+
+def test_a_store_call_raising_passes_its_exception_through() -> None:
+    class Raising(Forever):
+        def try_get(self, key: str) -> bytes | None:
+            raise KeyError(f"no {key} here")
+
+    store = distributed.BoundedStore(Raising())
+    with pytest.raises(KeyError, match="no k here"):
+        store.try_get("k")
+    assert store._stuck == 0
+
+
+def test_the_client_wraps_a_python_store_and_bounds_its_calls() -> None:
+    r = run_python(
+        f"""
+        import threading, time, rpjrt
+        from rpjrt import distributed
+        plugin = {str(fake_plugin_path())!r}
+        names = []
+        class Plain:
+            def __init__(self): self.d = {{}}
+            def set(self, k, v): names.append(threading.current_thread().name); self.d[k] = v
+            def get(self, k, t): return self.d[k]
+            def try_get(self, k): return self.d.get(k)
+        rpjrt.Client(plugin, options={{"fake_kv_roundtrip": True}}, kv=Plain(),
+                     process_id=0, num_processes=1).close()
+        print("ran on", names)
+        class Hangs(Plain):
+            def set(self, k, v): threading.Event().wait()
+        t0 = time.monotonic()
+        try:
+            rpjrt.Client(plugin, options={{"fake_kv_roundtrip": True}},
+                         kv=distributed.BoundedStore(Hangs(), op_timeout=0.5),
+                         process_id=0, num_processes=1)
+        except rpjrt.Error as e:
+            print(type(e).__name__, round(time.monotonic() - t0, 1), e)
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ran on ['rpjrt-store-call']" in r.stdout, r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("DeadlineExceededError"))
+    assert "did not return from set" in line and "Hangs" in line, line
+    assert float(line.split()[1]) < 3.0, line
+
+
+# ------------------------------------------------------------ adapter argument checks
+
+
+def _adapters() -> list[Any]:
+    return [
+        distributed.RedisStore(FakeRedis()),
+        distributed.TorchStore(FakeTorchStore()),
+        distributed.BoundedStore(distributed.InMemoryStore()),
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad, exc",
+    [(True, TypeError), ("1", TypeError), (None, TypeError), (b"1", TypeError),
+     (float("nan"), ValueError), (float("inf"), ValueError), (-1, ValueError),
+     (-0.5, ValueError)],
+)
+def test_adapter_timeouts_are_checked_in_one_place(bad: Any, exc: type) -> None:
+    for store in _adapters():
+        with pytest.raises(exc, match="timeout"):
+            store.get("k", bad)
+    with pytest.raises(exc, match="op_timeout"):
+        distributed.RedisStore(FakeRedis(), op_timeout=bad)
+    with pytest.raises(exc, match="poll"):
+        distributed.TorchStore(FakeTorchStore(), poll=bad)
+
+
+def test_adapter_keys_and_values_are_checked() -> None:
+    for store in _adapters():
+        with pytest.raises(TypeError, match="key must be a str, not int"):
+            store.set(1, b"v")
+        with pytest.raises(TypeError, match="key must be a str"):
+            store.try_get(b"k")
+        with pytest.raises(TypeError, match="value must be bytes-like.*not str"):
+            store.set("k", "text")
+        with pytest.raises(TypeError, match="value must be bytes-like.*not int"):
+            store.set("k", 5)  # bytes(5) would have stored five zero bytes
+        store.set("k", bytearray(b"ab"))
+        store.set("m", memoryview(b"cd"))
+        assert store.get("k", 1.0) == b"ab" and store.try_get("m") == b"cd"
+        assert store.get("k", 0) == b"ab"  # a zero timeout still reads once
+        assert store.get("k", 1e300) == b"ab"  # finite, if longer than any lock waits
+    with pytest.raises(ValueError, match="poll must be a positive"):
+        distributed.RedisStore(FakeRedis(), poll=0)
+    with pytest.raises(TypeError, match="prefix must be a str"):
+        distributed.RedisStore(FakeRedis(), prefix=b"p:")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="has no try_get"):
+        distributed.BoundedStore(FakeRedis())
+
+
+def test_what_a_wrapped_store_returns_must_be_bytes() -> None:
+    class Texty(Forever):
+        def try_get(self, key: str) -> Any:
+            return "text"
+
+    inner = Texty()
+    inner.hang = False
+    with pytest.raises(TypeError, match="try_get\\('k'\\) returned str, not bytes"):
+        distributed.BoundedStore(inner).try_get("k")
+
+
+def test_rust_store_timeouts_refuse_bools_and_text() -> None:
+    s = distributed.InMemoryStore()
+    s.set("k", b"v")
+    for bad in (True, "1", b"1"):
+        with pytest.raises(TypeError, match="timeout must be a number of seconds"):
+            s.get("k", bad)
+        with pytest.raises(TypeError, match="timeout must be a number of seconds"):
+            s.barrier("b", 0, 1, bad)
+    with pytest.raises(InvalidArgumentError, match="timeout"):
+        s.get("k", float("nan"))
+    assert s.get("k", 1) == b"v" and s.get("k") == b"v"
+    host = distributed.TcpStore.host("127.0.0.1:0", "t")
+    try:
+        with pytest.raises(TypeError, match="grace"):
+            host.shutdown(False)
+    finally:
+        host.shutdown()
+
+
+# ------------------------------------------------------ barriers: world sizes and ids
+
+
+def test_a_barrier_called_with_two_world_sizes_fails_at_once_on_both_sides() -> None:
+    s = distributed.InMemoryStore()
+    errors: dict[int, BaseException] = {}
+
+    def run(p: int, n: int) -> None:
+        try:
+            s.barrier("sizes", p, n, 30.0)
+        except rpjrt.Error as e:
+            errors[p] = e
+
+    t0 = time.monotonic()
+    ts = [threading.Thread(target=run, args=pn) for pn in ((0, 2), (1, 3))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert time.monotonic() - t0 < 5
+    assert isinstance(errors[0], InvalidArgumentError), errors
+    assert 'barrier "sizes": process 1 arrived with num_processes 3, but this process (0) ' \
+        "was called with num_processes 2" in str(errors[0])
+    assert "process 0 arrived with num_processes 2" in str(errors[1]), errors
+
+
+def test_a_tcp_barrier_with_two_world_sizes_fails_at_once() -> None:
+    host = distributed.TcpStore.host("127.0.0.1:0", "t")
+    peer = distributed.TcpStore.connect(host.address, "t", 1, 5.0)
+    try:
+        seen: list[BaseException] = []
+
+        def host_side() -> None:
+            try:
+                host.barrier("b", 0, 3, 30.0)
+            except rpjrt.Error as e:
+                seen.append(e)
+
+        t = threading.Thread(target=host_side)
+        t0 = time.monotonic()
+        t.start()
+        with pytest.raises(InvalidArgumentError, match="process 0 arrived with num_processes 3"):
+            peer.barrier("b", 1, 2, 30.0)
+        t.join()
+        assert time.monotonic() - t0 < 5
+        assert len(seen) == 1 and "process 1 arrived with num_processes 2" in str(seen[0])
+    finally:
+        peer.shutdown()
+        host.shutdown()
+
+
+@pytest.mark.parametrize(
+    "pid, n, words",
+    [
+        (True, 2, "a bool is not an index"),
+        (0, True, "a bool is not an index"),
+        (-1, 2, "process_id must be a non-negative integer, not -1"),
+        (0, -2, "num_processes must be a non-negative integer, not -2"),
+        (0, 0, "num_processes must be at least 1"),
+        (2, 2, "process id 2 is out of range for 2 processes"),
+        (0, 2**32, "num_processes 4294967296 is above the limit of 4294967295 processes"),
+        (0, 2**70, "is above the limit of 4294967295 processes"),
+        (-(2**70), 2, "must be a non-negative integer"),
+        (1.0, 2, "process_id must be an int, not float"),
+        ("0", 2, "process_id must be an int, not str"),
+    ],
+)
+def test_barrier_ids_and_counts_are_refused_before_the_store_is_touched(
+    pid: Any, n: Any, words: str
+) -> None:
+    s = distributed.InMemoryStore()
+    with pytest.raises(InvalidArgumentError, match=words.replace("(", "\\(")):
+        s.barrier("b", pid, n, 5.0)
+    assert s.try_get("rpjrt:barrier-uses:b:0") is None
+    assert s.try_get("rpjrt:barrier-uses:b:1") is None
+
+
+def test_numpy_integers_are_ids() -> None:
+    import numpy as np
+
+    s = distributed.InMemoryStore()
+    s.barrier("b", np.int64(0), np.uint8(1), 5.0)
+
+
+# ------------------------------------------ one integer check for ids, counts and env
+
+
+def test_initialize_refuses_bools_negatives_and_huge_counts(clean_env: pytest.MonkeyPatch) -> None:
+    coord = f"127.0.0.1:{free_port()}"
+    cases: list[tuple[Any, Any, str]] = [
+        (True, 2, "a bool is not an index"),
+        (0, False, "a bool is not an index"),
+        (-1, 2, "process_id must be a non-negative integer"),
+        (0, 2**40, "above the limit of 4294967295 processes"),
+        (0, 0, "num_processes must be at least 1"),
+        (0, 2.0, "num_processes must be an int, not float"),
+    ]
+    for p, n, words in cases:
+        with pytest.raises(InvalidArgumentError, match=words):
+            distributed.initialize(p, n, coord, "t", timeout=0.2)
+        # The extension checks the same way for callers that reach it directly.
+        with pytest.raises(InvalidArgumentError, match=words):
+            distributed._initialize(p, n, coord, "t", 0.2)
+    with pytest.raises(InvalidArgumentError, match="largest id|above the limit"):
+        distributed.TcpStore.connect(coord, "t", 2**32, 0.1)
+    with pytest.raises(InvalidArgumentError, match="a bool is not an index"):
+        distributed.TcpStore.connect(coord, "t", True, 0.1)
+    assert distributed._int_arg(3, "x") == 3
+    assert distributed.MAX_PROCESSES == 2**32 - 1
+
+
+def test_detect_bounds_the_launchers_counts(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("WORLD_SIZE", "99999999999999999999")
+    clean_env.setenv("RANK", "0")
+    with pytest.raises(InvalidArgumentError, match="WORLD_SIZE.*above the limit of 4294967295"):
+        distributed.detect()
+    clean_env.setenv("WORLD_SIZE", "-2")
+    with pytest.raises(InvalidArgumentError, match="WORLD_SIZE.*not a non-negative integer"):
+        distributed.detect()
+    clean_env.setenv("WORLD_SIZE", "0")
+    with pytest.raises(InvalidArgumentError, match="at least 1.*torchrun"):
+        distributed.detect()
+    clean_env.setenv("WORLD_SIZE", "4294967295")
+    clean_env.setenv("RANK", "4294967294")
+    e = distributed.detect()
+    assert (e.process_id, e.num_processes) == (2**32 - 2, 2**32 - 1)
+
+
+def test_client_ids_and_counts_go_through_the_same_check(plugin_path: str) -> None:
+    kv = distributed.InMemoryStore()
+    for p, n, words in [
+        (True, 2, "a bool is not an index"),
+        (0, 0, "at least 1"),
+        (0, 2**70, "above the limit"),
+        (-1, 2, "non-negative"),
+    ]:
+        with pytest.raises(InvalidArgumentError, match=words):
+            rpjrt.Client(plugin_path, kv=kv, process_id=p, num_processes=n)

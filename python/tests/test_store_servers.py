@@ -11,13 +11,15 @@ Every client is a separate process (``store_worker.py``) with its own adapter, a
 job: set/get/try_get, a blocking get, a timeout, a 32 MiB value, four processes meeting in
 barriers, an absent process, and an rpjrt ``Client(kv=adapter)`` on the fake plugin,
 which calls the KV callbacks (alone, and as two processes that exchange their devices).
-JAX's adapter is tested against JAX's coordination service in test_distributed.py.
+A redis-server paused with SIGSTOP shows that no call of ``RedisStore`` outlives its bound
+when the client (without a socket timeout) would wait for ever. JAX's adapter is tested against JAX's coordination service in test_distributed.py.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +29,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import rpjrt
+from rpjrt import distributed
 
 from .conftest import fake_plugin_path
 
@@ -51,6 +56,12 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _redis_server(tmp: Path) -> Iterator[int]:
+    for port, _proc in _redis_server_process(tmp):
+        yield port
+
+
+def _redis_server_process(tmp: Path) -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    """A redis-server on a free port of 127.0.0.1: (port, process) until closed."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail("redis-server is not installed (apt-get install redis-server; "
@@ -85,9 +96,11 @@ def _redis_server(tmp: Path) -> Iterator[int]:
                 continue  # someone took the port in between: another one
             pytest.fail(f"redis-server on port {port} did not answer: {out}", pytrace=False)
         try:
-            yield port
+            yield port, proc
         finally:
             r.close()
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)  # a paused server cannot stop
             _stop(proc)
         return
     pytest.fail("redis-server found no free port in 5 tries", pytrace=False)
@@ -189,3 +202,48 @@ def test_two_processes_form_one_client_through_the_adapter(server: tuple[str, in
                    for p in range(2)])
     assert "client 0 0 [(0, 0, True), (1, 0, True), (2, 1, False), (3, 1, False)] 2" in outs[0]
     assert "client 1 1 [(0, 0, False), (1, 0, False), (2, 1, True), (3, 1, True)] 2" in outs[1]
+
+
+def test_a_paused_redis_server_cannot_hang_the_adapter(tmp_path: Path) -> None:
+    """``kill -STOP`` on redis-server: the client (no socket timeout) would wait in its
+    socket for ever. Each call ends after its bound instead, naming the key and the store,
+    a client created through the store fails in time, and once the server runs again the
+    same adapter works at once."""
+    import redis
+
+    servers = _redis_server_process(tmp_path)
+    port, proc = next(servers)
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        store = distributed.RedisStore(client, prefix=f"{ns()}:", op_timeout=1.0)
+        store.set("here", b"v")
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(TimeoutError) as e:
+                store.get("absent", 1.0)
+            took = time.monotonic() - t0
+            assert took < 1.0 + distributed.GRACE + 1.0, took
+            text = str(e.value)
+            assert "key 'absent' was not set within 1.0s" in text, text
+            assert f"RedisStore(127.0.0.1:{port}" in text, text
+            for call, args in ((store.set, ("k", b"x")), (store.try_get, ("here",))):
+                t0 = time.monotonic()
+                with pytest.raises(TimeoutError, match=f"127.0.0.1:{port}"):
+                    call(*args)
+                assert time.monotonic() - t0 < 2.0
+            # Through a client's KV callbacks: creation fails in time, not never.
+            t0 = time.monotonic()
+            with pytest.raises(rpjrt.DeadlineExceededError, match="did not return from set"):
+                rpjrt.Client(str(fake_plugin_path()), options={"fake_kv_roundtrip": True},
+                             kv=store, process_id=0, num_processes=1)
+            assert time.monotonic() - t0 < 3.0
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        # Nothing stuck: the same adapter (and client) serve the next calls.
+        assert store.get("here", 5.0) == b"v"
+        store.set("after", b"ok")
+        assert store.try_get("after") == b"ok"
+    finally:
+        for _ in servers:  # stops the server
+            pass

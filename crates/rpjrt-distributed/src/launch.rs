@@ -70,14 +70,24 @@ pub struct LaunchEnv {
     pub source: LaunchSource,
 }
 
+/// A launcher's count or id variable: a decimal integer from 0 to [`MAX_PROCESSES`]
+/// (`crate::MAX_PROCESSES`); a sign, other text or a larger value is an error naming it.
 fn parse_num(get: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<usize>> {
-    match get(name) {
-        None => Ok(None),
-        Some(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
-            crate::invalid(format!(
-                "environment variable {name}={v:?} is not a non-negative integer"
-            ))
-        }),
+    let Some(v) = get(name) else {
+        return Ok(None);
+    };
+    let t = v.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(crate::invalid(format!(
+            "environment variable {name}={v:?} is not a non-negative integer"
+        )));
+    }
+    match t.parse::<usize>() {
+        Ok(n) if n <= crate::MAX_PROCESSES => Ok(Some(n)),
+        _ => Err(crate::invalid(format!(
+            "environment variable {name}={v:?} is above the limit of {} processes",
+            crate::MAX_PROCESSES
+        ))),
     }
 }
 
@@ -100,13 +110,10 @@ impl LaunchEnv {
     }
 
     fn checked(self) -> Result<LaunchEnv> {
-        if self.num_processes == 0 || self.process_id >= self.num_processes {
-            return Err(crate::invalid(format!(
-                "process id {} is out of range for {} processes (from {})",
-                self.process_id, self.num_processes, self.source
-            )));
+        match crate::world_problem(self.process_id, self.num_processes) {
+            None => Ok(self),
+            Some(why) => Err(crate::invalid(format!("{why} (from {})", self.source))),
         }
-        Ok(self)
     }
 
     /// The launch environment of `initialize`-style arguments, reading this process's
@@ -821,6 +828,34 @@ mod tests {
         let m = env(&[("SLURM_PROCID", "0")]).unwrap_err().to_string();
         assert!(m.contains("SLURM_NTASKS"), "{m}");
         assert!(LaunchEnv::explicit(0, 0, None, None).is_err());
+    }
+
+    #[test]
+    fn launcher_counts_go_through_one_bounded_check() {
+        let m = |vars: &[(&str, &str)]| env(vars).unwrap_err().to_string();
+        // Signs and text are refused, naming the variable.
+        for bad in ["-1", "+1", "1.0", "0x2", " "] {
+            let e = m(&[("RPJRT_PROCESS_ID", "0"), ("RPJRT_NUM_PROCESSES", bad)]);
+            assert!(
+                e.contains("RPJRT_NUM_PROCESSES") && e.contains("not a non-negative"),
+                "{e}"
+            );
+        }
+        // Beyond the bound (and beyond 64 bits), the bound is named.
+        let limit = crate::MAX_PROCESSES.to_string();
+        for huge in ["4294967296", "99999999999999999999999"] {
+            let e = m(&[("WORLD_SIZE", huge), ("RANK", "0")]);
+            assert!(e.contains("WORLD_SIZE") && e.contains(&limit), "{e}");
+            let e = m(&[("RANK", huge), ("WORLD_SIZE", "2")]);
+            assert!(e.contains("RANK") && e.contains(&limit), "{e}");
+        }
+        // A count of 0 says so, naming the launcher.
+        let e = m(&[("PMI_RANK", "0"), ("PMI_SIZE", "0")]);
+        assert!(e.contains("at least 1") && e.contains("pmi"), "{e}");
+        // The largest job is allowed.
+        let top = (crate::MAX_PROCESSES - 1).to_string();
+        let e = env(&[("RANK", &top), ("WORLD_SIZE", &limit)]).unwrap();
+        assert_eq!(e.num_processes, crate::MAX_PROCESSES);
     }
 
     #[test]

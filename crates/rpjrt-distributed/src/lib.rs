@@ -44,6 +44,49 @@ pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};
 pub use tcp::{TcpStore, MAX_ENTRY_BYTES, PROTOCOL_MAGIC};
 
+/// The most processes a job may have: the TCP store's protocol carries a process id in 32
+/// bits, so ids run from 0 to `u32::MAX - 1`. Every count and id that rpjrt takes from a
+/// caller or a launcher's environment is checked against it ([`check_world`]).
+pub const MAX_PROCESSES: usize = u32::MAX as usize;
+
+/// Checks a process's place in a job before anything uses it: at least one process, at
+/// most [`MAX_PROCESSES`], and `process_id` below `num_processes`. Barriers, launch
+/// environments and the TCP store call it first, so a bad pair is refused before the
+/// store is touched.
+///
+/// ```
+/// use rpjrt_distributed::check_world;
+/// assert!(check_world(1, 2).is_ok());
+/// assert!(check_world(2, 2).unwrap_err().to_string().contains("out of range for 2"));
+/// assert!(check_world(0, 0).unwrap_err().to_string().contains("at least 1"));
+/// ```
+pub fn check_world(process_id: usize, num_processes: usize) -> Result<()> {
+    match world_problem(process_id, num_processes) {
+        None => Ok(()),
+        Some(why) => Err(invalid(why)),
+    }
+}
+
+/// What is wrong with `process_id` of `num_processes`, if anything ([`check_world`]).
+pub(crate) fn world_problem(process_id: usize, num_processes: usize) -> Option<String> {
+    if num_processes == 0 {
+        return Some("num_processes must be at least 1 (a job has at least one process)".into());
+    }
+    if num_processes > MAX_PROCESSES {
+        return Some(format!(
+            "num_processes {num_processes} is above the limit of {MAX_PROCESSES} processes"
+        ));
+    }
+    if process_id >= num_processes {
+        return Some(format!(
+            "process id {process_id} is out of range for {num_processes} processes \
+             (ids run from 0 to {})",
+            num_processes - 1
+        ));
+    }
+    None
+}
+
 /// A [`KvStore`] the processes of a job can meet at: [`Rendezvous::barrier`].
 ///
 /// Every store gets the key-based barrier of [`barrier_on`]; a store that knows more
@@ -53,6 +96,11 @@ pub trait Rendezvous: KvStore {
     /// `name`, or until `timeout` runs out. The error names every process that did not
     /// arrive in time. A name may be used again: each use is a new generation, which
     /// waits for every process to arrive again.
+    ///
+    /// Each arrival carries the `num_processes` it was called with: a process that finds
+    /// another that arrived with a different count fails at once, naming both counts. A
+    /// `process_id` out of range for `num_processes`, and a `num_processes` of 0 or above
+    /// [`MAX_PROCESSES`], are refused before the store is touched.
     fn barrier(
         &self,
         name: &str,
@@ -71,9 +119,11 @@ impl<T: Rendezvous + ?Sized> Rendezvous for Arc<T> {
 }
 
 /// The barrier for any [`KvStore`]. Process `p`'s `k`-th use of `name` (counted in the
-/// store, under a key only `p` writes) sets `rpjrt:barrier:<name>:<k>:<p>` and waits for
-/// the other processes' keys of generation `k`; a timeout names the processes whose keys
-/// never came. Every process must use the same names in the same order.
+/// store, under a key only `p` writes) sets `rpjrt:barrier:<name>:<k>:<p>` to the decimal
+/// `num_processes` it was called with, and waits for the other processes' keys of
+/// generation `k`; a timeout names the processes whose keys never came, and a key holding
+/// another count fails the barrier at once. Every process must use the same names in the
+/// same order.
 pub fn barrier_on<S: KvStore + ?Sized>(
     store: &S,
     name: &str,
@@ -107,21 +157,26 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     alive: &dyn Fn(usize) -> Result<()>,
     what: &str,
 ) -> Result<()> {
-    if process_id >= num_processes {
-        return Err(invalid(format!(
-            "process id {process_id} is out of range for {num_processes} processes"
-        )));
-    }
+    check_world(process_id, num_processes)?;
     let deadline = deadline_after(timeout);
     let generation = next_generation(store, name, process_id)?;
     let key = |p: usize| format!("rpjrt:barrier:{name}:{generation}:{p}");
-    store.set(&key(process_id), b"1")?;
+    store.set(&key(process_id), num_processes.to_string().as_bytes())?;
+    // A peer's arrival must carry this process's count: one called with another count
+    // waits for a different set of processes, and would otherwise leave one side waiting
+    // until its timeout for a process the other never counted.
+    let same_world = |p: usize, arrival: &[u8]| -> Result<()> {
+        arrival_matches(name, process_id, num_processes, p, arrival)
+    };
     for p in (0..num_processes).filter(|&p| p != process_id) {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let slice = poll.map_or(left, |s| s.min(left));
             match store.get(&key(p), slice) {
-                Ok(_) => break,
+                Ok(arrival) => {
+                    same_world(p, &arrival)?;
+                    break;
+                }
                 Err(e) if e.code() == Code::DeadlineExceeded => {
                     if Instant::now() < deadline {
                         alive(p)?;
@@ -129,13 +184,21 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
                     }
                     // The others are looked up once each, up to a bound: a job of a
                     // million processes must not cost a million round trips to report.
+                    // And for a bounded time: a report must not outlast the timeout by
+                    // more than a moment, however slow the store's round trips.
+                    let stop = Instant::now() + LOOKUP_TIME;
                     let mut missing = vec![p];
                     let rest = (p + 1..num_processes).filter(|&q| q != process_id);
                     let mut checked = 0usize;
                     for q in rest.clone().take(MAX_LOOKED_UP) {
+                        if Instant::now() >= stop {
+                            break;
+                        }
                         checked += 1;
-                        if store.try_get(&key(q))?.is_none() {
-                            missing.push(q);
+                        match store.try_get(&key(q))? {
+                            None => missing.push(q),
+                            // A mismatch explains the wait better than a missing list.
+                            Some(arrival) => same_world(q, &arrival)?,
                         }
                     }
                     // Counted, not iterated: a world size of billions must not turn
@@ -155,6 +218,36 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// Checks that process `p`'s arrival at barrier `name` (the decimal process count it was
+/// called with) matches this process's `num_processes`.
+fn arrival_matches(
+    name: &str,
+    process_id: usize,
+    num_processes: usize,
+    p: usize,
+    arrival: &[u8],
+) -> Result<()> {
+    let theirs = std::str::from_utf8(arrival)
+        .ok()
+        .and_then(|t| t.parse::<usize>().ok());
+    match theirs {
+        Some(n) if n == num_processes => Ok(()),
+        Some(n) => Err(invalid(format!(
+            "barrier {name:?}: process {p} arrived with num_processes {n}, but this \
+             process ({process_id}) was called with num_processes {num_processes}: every \
+             process must pass the same count"
+        ))),
+        None => Err(store_error(
+            Code::DataLoss,
+            format!(
+                "barrier {name:?}: process {p}'s arrival holds {:?}, not a process count \
+                 (another program wrote the barrier's key, or an older rpjrt did)",
+                String::from_utf8_lossy(&arrival[..arrival.len().min(64)])
+            ),
+        )),
+    }
 }
 
 /// The generation of this process's next use of barrier `name`, kept in the store under a
@@ -179,6 +272,8 @@ fn next_generation<S: KvStore + ?Sized>(store: &S, name: &str, process_id: usize
 
 /// How many other processes a timed-out barrier looks up to name the missing ones.
 const MAX_LOOKED_UP: usize = 10_000;
+/// How long a timed-out barrier spends looking them up, at most.
+const LOOKUP_TIME: Duration = Duration::from_millis(500);
 /// How many runs of missing ids a message lists before it counts the rest.
 const MAX_RUNS_SHOWN: usize = 20;
 
@@ -299,5 +394,143 @@ pub(crate) mod tests_support {
                 });
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InMemoryStore;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const LONG: Duration = Duration::from_secs(30);
+
+    /// Two processes of one barrier, each called with its own world size; both errors.
+    fn two_sizes(first: (usize, usize), second: (usize, usize)) -> (Error, Error, Duration) {
+        let s = Arc::new(InMemoryStore::new());
+        let start = Instant::now();
+        let s2 = Arc::clone(&s);
+        let a = std::thread::spawn(move || s2.barrier("sizes", first.0, first.1, LONG));
+        let b = s.barrier("sizes", second.0, second.1, LONG);
+        let a = a.join().unwrap();
+        (a.unwrap_err(), b.unwrap_err(), start.elapsed())
+    }
+
+    #[test]
+    fn two_world_sizes_fail_at_once_on_both_sides_naming_both() {
+        let (a, b, took) = two_sizes((0, 2), (1, 3));
+        assert!(took < Duration::from_secs(5), "{took:?}: {a} / {b}");
+        for (e, me, mine, peer, theirs) in [(&a, 0, 2, 1, 3), (&b, 1, 3, 0, 2)] {
+            assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+            let want = format!(
+                "barrier \"sizes\": process {peer} arrived with num_processes {theirs}, but \
+                 this process ({me}) was called with num_processes {mine}"
+            );
+            assert!(e.to_string().contains(&want), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_mismatch_is_seen_by_whoever_looks_at_the_other_arrival() {
+        // Process 2 of 3 is out of range for the world of 2: the side that counts 3 sees
+        // process 0's arrival (with 2) and fails at once.
+        let s = InMemoryStore::new();
+        s.set("rpjrt:barrier:b:0:0", b"2").unwrap();
+        let start = Instant::now();
+        let e = s.barrier("b", 2, 3, LONG).unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(
+            e.to_string()
+                .contains("process 0 arrived with num_processes 2"),
+            "{e}"
+        );
+        // Found while naming the missing processes after a timeout: the mismatch is
+        // reported, not process 1 as missing.
+        let s = InMemoryStore::new();
+        s.set("rpjrt:barrier:b:0:2", b"4").unwrap();
+        let e = s
+            .barrier("b", 0, 3, Duration::from_millis(100))
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(
+            e.to_string()
+                .contains("process 2 arrived with num_processes 4"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_arrival_that_is_not_a_count_is_data_loss() {
+        let s = InMemoryStore::new();
+        s.set("rpjrt:barrier:b:0:1", b"\xffjunk").unwrap();
+        let e = s.barrier("b", 0, 2, LONG).unwrap_err();
+        assert_eq!(e.code(), Code::DataLoss, "{e}");
+        assert!(e.to_string().contains("not a process count"), "{e}");
+    }
+
+    #[test]
+    fn the_same_world_size_still_meets_and_a_name_is_reused() {
+        let s = Arc::new(InMemoryStore::new());
+        for _round in 0..3 {
+            let ts: Vec<_> = (0..4)
+                .map(|p| {
+                    let s = Arc::clone(&s);
+                    std::thread::spawn(move || s.barrier("again", p, 4, LONG))
+                })
+                .collect();
+            for t in ts {
+                t.join().unwrap().unwrap();
+            }
+        }
+        assert_eq!(
+            s.try_get("rpjrt:barrier:again:2:3").unwrap().as_deref(),
+            Some(&b"4"[..])
+        );
+    }
+
+    /// A store that counts every call and serves none.
+    #[derive(Default)]
+    struct Untouchable(AtomicUsize);
+
+    impl KvStore for Untouchable {
+        fn set(&self, _: &str, _: &[u8]) -> Result<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(invalid("touched"))
+        }
+        fn get(&self, _: &str, _: Duration) -> Result<Vec<u8>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(invalid("touched"))
+        }
+        fn try_get(&self, _: &str) -> Result<Option<Vec<u8>>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(invalid("touched"))
+        }
+    }
+
+    #[test]
+    fn bad_ids_and_counts_are_refused_before_the_store_is_touched() {
+        let s = Untouchable::default();
+        let cases: [(usize, usize, &str); 5] = [
+            (0, 0, "num_processes must be at least 1"),
+            (
+                2,
+                2,
+                "process id 2 is out of range for 2 processes (ids run from 0 to 1)",
+            ),
+            (7, 3, "process id 7 is out of range for 3 processes"),
+            (
+                0,
+                MAX_PROCESSES + 1,
+                "above the limit of 4294967295 processes",
+            ),
+            (usize::MAX, usize::MAX, "above the limit"),
+        ];
+        for (p, n, want) in cases {
+            let e = barrier_on(&s, "b", p, n, LONG).unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+            assert!(e.to_string().contains(want), "({p}, {n}): {e}");
+        }
+        assert_eq!(s.0.load(Ordering::SeqCst), 0, "the store was touched");
+        assert!(check_world(MAX_PROCESSES - 1, MAX_PROCESSES).is_ok());
     }
 }

@@ -143,7 +143,7 @@ mod tests {
         // One process of a million: the others are named as runs, a bounded number looked
         // up (the message was megabytes long, one id per missing process).
         let s = InMemoryStore::new();
-        s.set("rpjrt:barrier:b:0:7", b"1").unwrap();
+        s.set("rpjrt:barrier:b:0:7", b"1000000").unwrap();
         let e = s
             .barrier("b", 0, 1_000_000, Duration::from_millis(50))
             .unwrap_err()

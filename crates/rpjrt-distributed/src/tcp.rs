@@ -488,20 +488,42 @@ impl Remote {
         }
     }
 
-    /// Sends one request and reads its reply, on a pooled connection (or a new one).
-    fn call(&self, parts: &[&[u8]], wait: Duration) -> Result<Vec<u8>> {
+    /// Sends one request and reads its reply, on a pooled connection (or a new one),
+    /// within the I/O timeout plus `wait`, and by `cap` when given (a barrier's deadline
+    /// and grace). A reply that does not come by `cap` is `UNAVAILABLE` (the host does
+    /// not answer), not a key that was not set: the connection is dropped, never reused.
+    fn call(&self, parts: &[&[u8]], wait: Duration, cap: Option<Instant>) -> Result<Vec<u8>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed_error());
         }
+        let natural = crate::deadline_after(self.io_timeout.saturating_add(wait));
+        let deadline = cap.map_or(natural, |c| c.min(natural));
+        let capped = deadline < natural;
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let silent = |waited: Duration| {
+            store_error(
+                Code::Unavailable,
+                format!(
+                    "the store host (process 0) at {} did not answer within {:.1}s (it may \
+                     be paused, overloaded or unreachable)",
+                    self.addr,
+                    waited.as_secs_f64()
+                ),
+            )
+        };
+        if capped && left().is_zero() {
+            return Err(silent(Duration::ZERO));
+        }
+        let started = Instant::now();
         let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut s = match pooled {
             Some(s) => s,
-            None => self.open(self.io_timeout)?,
+            None => self.open(self.io_timeout.min(left().max(Duration::from_millis(1))))?,
         };
-        let limit = self.io_timeout.saturating_add(wait);
         let result = (|| {
-            let deadline = crate::deadline_after(limit);
+            let limit = left().max(Duration::from_millis(1));
             s.set_read_timeout(Some(limit))?;
+            s.set_write_timeout(Some(limit))?;
             write_frame(&mut s, parts)?;
             read_frame_by(&mut s, deadline)
         })();
@@ -516,12 +538,15 @@ impl Remote {
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
+                if capped {
+                    return Err(silent(started.elapsed()));
+                }
                 Err(store_error(
                     Code::DeadlineExceeded,
                     format!(
                         "the store host (process 0) at {} did not answer within {:.1}s",
                         self.addr,
-                        limit.as_secs_f64()
+                        self.io_timeout.saturating_add(wait).as_secs_f64()
                     ),
                 ))
             }
@@ -618,8 +643,13 @@ impl TcpStore {
                  the port the store host (process 0) listens on"
             )));
         }
-        let process_id = u32::try_from(process_id)
-            .map_err(|_| invalid(format!("process id {process_id} is too large")))?;
+        if process_id >= crate::MAX_PROCESSES {
+            return Err(invalid(format!(
+                "process id {process_id} is above the largest id a job may have, {}",
+                crate::MAX_PROCESSES - 1
+            )));
+        }
+        let process_id = process_id as u32;
         let remote = Remote {
             addr: sock,
             token: token.to_string(),
@@ -756,8 +786,11 @@ impl TcpStore {
             Role::Host(h) => h.shutdown(),
             Role::Remote(r) => {
                 if !r.closed.load(Ordering::Acquire) {
-                    // Best effort: a host that is gone needs no goodbye.
-                    let _ = self.set(&goodbye_key(r.process_id as usize), b"");
+                    // Best effort, and brief: a host that is gone needs no goodbye, and
+                    // one that does not answer (paused) must not hold up a drop for the
+                    // I/O timeout; the host counts a closed connection as a goodbye too.
+                    let cap = crate::deadline_after(GOODBYE_GRACE.min(self.io_timeout));
+                    let _ = self.set_by(&goodbye_key(r.process_id as usize), b"", Some(cap));
                 }
                 r.closed.store(true, Ordering::Release);
                 for s in r.pool.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
@@ -794,7 +827,7 @@ impl TcpStore {
     }
 
     /// Whether process `p` has joined the store and is still connected to it.
-    fn peer_state(&self, p: usize) -> Result<PeerState> {
+    fn peer_state(&self, p: usize, cap: Option<Instant>) -> Result<PeerState> {
         if p == 0 {
             // Process 0 is the host; a host that answers is alive.
             return Ok(PeerState::Connected);
@@ -803,7 +836,7 @@ impl TcpStore {
         match &self.role {
             Role::Host(h) => Ok(h.shared.peer_state(p32)),
             Role::Remote(r) => {
-                let reply = r.call(&[&[OP_PEER], &p32.to_be_bytes()], Duration::ZERO)?;
+                let reply = r.call(&[&[OP_PEER], &p32.to_be_bytes()], Duration::ZERO, cap)?;
                 match (reply[0], reply.get(1)) {
                     (R_OK, Some(0)) => Ok(PeerState::NeverJoined),
                     (R_OK, Some(1)) => Ok(PeerState::Connected),
@@ -823,10 +856,16 @@ impl Drop for TcpStore {
 
 impl TcpStore {
     /// The barrier `name`, failing at once when a peer that joined loses its connection;
-    /// errors say the missing processes did not `what`.
+    /// errors say the missing processes did not `what`. Every call it makes to the host
+    /// ends by the barrier's deadline plus [`BARRIER_GRACE`]: a host that stops answering
+    /// (paused, overloaded) fails the barrier then, naming the host, instead of holding
+    /// it for the I/O timeout of each call.
     fn meet(&self, name: &str, pid: usize, n: usize, timeout: Duration, what: &str) -> Result<()> {
+        crate::check_world(pid, n)?;
+        let cap = crate::deadline_after(timeout.saturating_add(BARRIER_GRACE.min(self.io_timeout)));
+        let view = Capped { store: self, cap };
         let alive = |p: usize| -> Result<()> {
-            if self.peer_state(p)? == PeerState::Gone {
+            if self.peer_state(p, Some(cap))? == PeerState::Gone {
                 return Err(store_error(
                     Code::Unavailable,
                     format!(
@@ -838,7 +877,7 @@ impl TcpStore {
             Ok(())
         };
         barrier_with(
-            self,
+            &view,
             name,
             pid,
             n,
@@ -847,6 +886,31 @@ impl TcpStore {
             &alive,
             what,
         )
+    }
+}
+
+/// How long a peer's shutdown waits for the host to take its goodbye.
+const GOODBYE_GRACE: Duration = Duration::from_secs(2);
+
+/// What a barrier over the TCP store allows the host beyond the barrier's timeout to
+/// answer its last calls (or the I/O timeout, when shorter).
+const BARRIER_GRACE: Duration = Duration::from_secs(1);
+
+/// The TCP store as one barrier sees it: every call ends by `cap`.
+struct Capped<'a> {
+    store: &'a TcpStore,
+    cap: Instant,
+}
+
+impl KvStore for Capped<'_> {
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.store.set_by(key, value, Some(self.cap))
+    }
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        self.store.get_by(key, timeout, Some(self.cap))
+    }
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.store.try_get_by(key, Some(self.cap))
     }
 }
 
@@ -859,8 +923,9 @@ impl Rendezvous for TcpStore {
     }
 }
 
-impl KvStore for TcpStore {
-    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+impl TcpStore {
+    /// [`KvStore::set`], its call to the host ending by `cap` when given.
+    fn set_by(&self, key: &str, value: &[u8], cap: Option<Instant>) -> Result<()> {
         check_entry(key, value)?;
         match &self.role {
             Role::Host(h) => {
@@ -877,6 +942,7 @@ impl KvStore for TcpStore {
                 let reply = r.call(
                     &[&[OP_SET], &klen.to_be_bytes(), key.as_bytes(), value],
                     Duration::ZERO,
+                    cap,
                 )?;
                 match reply[0] {
                     R_OK => Ok(()),
@@ -886,7 +952,8 @@ impl KvStore for TcpStore {
         }
     }
 
-    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+    /// [`KvStore::get`], its call to the host ending by `cap` when given.
+    fn get_by(&self, key: &str, timeout: Duration, cap: Option<Instant>) -> Result<Vec<u8>> {
         match &self.role {
             Role::Host(h) => {
                 let v = wait_for_key(h.shared.lock(), &h.shared.changed, key, timeout, &|| {
@@ -900,7 +967,11 @@ impl KvStore for TcpStore {
             }
             Role::Remote(r) => {
                 let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-                let reply = r.call(&[&[OP_GET], &ms.to_be_bytes(), key.as_bytes()], timeout)?;
+                let reply = r.call(
+                    &[&[OP_GET], &ms.to_be_bytes(), key.as_bytes()],
+                    timeout,
+                    cap,
+                )?;
                 match reply[0] {
                     R_OK => Ok(reply[1..].to_vec()),
                     R_TIMEOUT => Err(timeout_error(key, timeout)),
@@ -910,7 +981,8 @@ impl KvStore for TcpStore {
         }
     }
 
-    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+    /// [`KvStore::try_get`], its call to the host ending by `cap` when given.
+    fn try_get_by(&self, key: &str, cap: Option<Instant>) -> Result<Option<Vec<u8>>> {
         match &self.role {
             Role::Host(h) => {
                 if h.shared.stopped() {
@@ -919,7 +991,7 @@ impl KvStore for TcpStore {
                 Ok(h.shared.lock().get(key).cloned())
             }
             Role::Remote(r) => {
-                let reply = r.call(&[&[OP_TRY_GET], key.as_bytes()], Duration::ZERO)?;
+                let reply = r.call(&[&[OP_TRY_GET], key.as_bytes()], Duration::ZERO, cap)?;
                 match reply[0] {
                     R_OK => Ok(Some(reply[1..].to_vec())),
                     R_NOT_FOUND => Ok(None),
@@ -927,6 +999,18 @@ impl KvStore for TcpStore {
                 }
             }
         }
+    }
+}
+
+impl KvStore for TcpStore {
+    fn set(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.set_by(key, value, None)
+    }
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        self.get_by(key, timeout, None)
+    }
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.try_get_by(key, None)
     }
 }
 
@@ -1268,6 +1352,86 @@ mod tests {
         assert!(e.to_string().contains("process 2 of 3"), "{e}");
         let e = t0.join().unwrap().unwrap_err();
         assert!(e.to_string().contains("process 2 of 3"), "{e}");
+    }
+
+    #[test]
+    fn barrier_over_tcp_with_two_world_sizes_fails_at_once_on_both_sides() {
+        let (host, addr) = pair("t");
+        let host = Arc::new(host);
+        let h = Arc::clone(&host);
+        let start = Instant::now();
+        let t0 = std::thread::spawn(move || h.barrier("sizes", 0, 2, T));
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let e = c.barrier("sizes", 1, 3, T).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(
+            e.to_string().contains(
+                "barrier \"sizes\": process 0 arrived with num_processes 2, but this \
+                 process (1) was called with num_processes 3"
+            ),
+            "{e}"
+        );
+        let e = t0.join().unwrap().unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("process 1 arrived with num_processes 3")
+                && e.to_string().contains("num_processes 2"),
+            "{e}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_barrier_ends_on_time_when_the_host_stops_answering() {
+        // A "host" that takes the hello and then never answers a request (as one that was
+        // paused with SIGSTOP): each call would wait for the 30 s I/O timeout; the barrier
+        // ends at its own timeout plus the grace, naming the silent host.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for _ in 0..4 {
+                let Ok((mut s, _)) = listener.accept() else {
+                    break;
+                };
+                let _ = read_frame(&mut s);
+                let _ = write_frame(&mut s, &[&[R_OK]]);
+                held.push(s); // requests are read by no one
+            }
+            std::thread::sleep(Duration::from_secs(6));
+        });
+        let c = TcpStore::connect(&addr, "t", 1, Duration::from_secs(30)).unwrap();
+        let start = Instant::now();
+        let e = c
+            .barrier("b", 1, 2, Duration::from_millis(500))
+            .unwrap_err();
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(3), "{took:?}: {e}");
+        assert_eq!(e.code(), Code::Unavailable, "{e}");
+        assert!(
+            e.to_string().contains("did not answer") && e.to_string().contains(&addr),
+            "{e}"
+        );
+        // Leaving does not wait for the silent host either.
+        let start = Instant::now();
+        drop(c);
+        assert!(
+            start.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            start.elapsed()
+        );
+        drop(server);
+    }
+
+    #[test]
+    fn a_process_id_beyond_the_job_limit_is_refused_before_connecting() {
+        let e = TcpStore::connect("127.0.0.1:9", "t", crate::MAX_PROCESSES, T).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("largest id"), "{e}");
     }
 
     #[test]

@@ -77,7 +77,12 @@ impl DistributedOptions {
         process_id: usize,
         num_processes: usize,
     ) -> Result<DistributedOptions> {
-        if num_processes == 0 || process_id >= num_processes {
+        if num_processes == 0 {
+            return Err(Error::invalid(
+                "num_processes must be at least 1 (a job has at least one process)",
+            ));
+        }
+        if process_id >= num_processes {
             return Err(Error::invalid(format!(
                 "process id {process_id} is out of range for {num_processes} processes \
                  (ids run from 0 to num_processes - 1)"
