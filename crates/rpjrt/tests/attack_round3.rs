@@ -50,3 +50,49 @@ fn lying_parameter_header_is_not_trusted() {
         }
     });
 }
+
+const TABLE_KNOBS: &[&str] = &["RPJRT_FAKE_VERSION", "RPJRT_FAKE_API_STRUCT_SIZE"];
+
+/// A plugin whose `PJRT_Api.struct_size` claims more slots than its version has (here a
+/// 0.81 table claiming 0.114's, and one claiming the whole address space): rpjrt used the
+/// claimed size, so entries added after 0.81 looked present and calling one ran whatever
+/// lay past the table (the fake puts a function there that aborts the process).
+#[test]
+fn a_table_longer_than_its_version_is_cut_to_the_version() {
+    let full = (40 + 8 * rpjrt_sys::PJRT_API_ENTRIES.len()).to_string();
+    let newer = rpjrt_sys::PJRT_API_ENTRIES
+        .iter()
+        .find(|e| e.since_minor > 81)
+        .unwrap()
+        .name;
+    for size in [full.as_str(), "18446744073709551615"] {
+        let p = load_fake(
+            &[
+                ("RPJRT_FAKE_VERSION", "0.81"),
+                ("RPJRT_FAKE_API_STRUCT_SIZE", size),
+            ],
+            TABLE_KNOBS,
+        )
+        .unwrap();
+        assert_eq!(p.table_slots(), 118, "struct_size {size}");
+        assert!(!p.has_entry(newer), "{newer} with struct_size {size}");
+        let c = Client::new(&p, &rpjrt::ClientOptions::new()).unwrap();
+        let exe = c
+            .compile(
+                &rpjrt::Program::mlir(
+                    "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  \
+                     return %a : tensor<4xf32>\n}\n",
+                ),
+                &rpjrt::CompileOptions::default(),
+            )
+            .unwrap();
+        let d = c.default_device().unwrap();
+        let x = c.buffer_from_slice(&[1f32; 4], &[4], &d).unwrap();
+        let out = exe.execute(&[&x]).unwrap();
+        assert_eq!(out[0].to_vec_of::<f32>().unwrap(), vec![1f32; 4]);
+        // Every entry the safe layer may probe is answered without calling past the table.
+        let _ = exe.fingerprint();
+        let _ = c.topology();
+        let _ = out[0].on_device_size();
+    }
+}
