@@ -62,6 +62,11 @@ knobs! {
     /// Text `PRINT_ON` writes on stdout instead of its hello line, as it is (newlines and
     /// control characters included): a plugin printing what a harness reads.
     PRINT_TEXT,
+    /// `BYTES` put in `PJRT_Api.struct_size` whatever the slots exposed: a plugin whose
+    /// table claims more than its version has. The slots past those exposed then hold a
+    /// function that aborts the process (what lies past a real plugin's table is no
+    /// function to call).
+    API_STRUCT_SIZE,
 }
 
 /// What the FFI extension's `register_handler` does ([`knobs::FFI`]).
@@ -188,6 +193,8 @@ pub struct Config {
     pub triton_version: i32,
     /// What `PRINT_ON` prints on stdout; `None`: its hello line.
     pub print_text: Option<String>,
+    /// `PJRT_Api.struct_size` to report instead of the exposed slots' size.
+    pub api_struct_size: Option<usize>,
 }
 
 impl Default for Config {
@@ -234,6 +241,7 @@ impl Default for Config {
             version_struct_size: sys::PJRT_Api_Version_STRUCT_SIZE,
             triton_version: 2,
             print_text: None,
+            api_struct_size: None,
         }
     }
 }
@@ -426,6 +434,9 @@ impl Config {
                 knobs::HANG_ON => c.hang_on = parse_names(&v),
                 knobs::PRINT_ON => c.print_on = parse_names(&v),
                 knobs::PRINT_TEXT => c.print_text = Some(v.clone()),
+                knobs::API_STRUCT_SIZE => {
+                    c.api_struct_size = Some(parse(knob, &v, "a byte count")?)
+                }
                 knobs::FFI => {
                     c.ffi = match v.trim() {
                         "ok" => FfiMode::Ok,

@@ -37,6 +37,7 @@
 //! | `RPJRT_FAKE_TRITON_VERSION` | `1` or `2`: the Triton extension's args layout (see below) | `2` |
 //! | `RPJRT_FAKE_PRINT_TEXT` | text `PRINT_ON` writes on stdout instead of its hello line, as is | unset |
 //! | `RPJRT_FAKE_VERSION_STRUCT_SIZE` | `BYTES` put in `pjrt_api_version.struct_size` (`0` plays a plugin that leaves it unset) | `24`, the struct's size |
+//! | `RPJRT_FAKE_API_STRUCT_SIZE` | `BYTES` put in `PJRT_Api.struct_size` whatever the slots exposed (a table that claims more than its version has); the slots past those exposed hold a function that aborts the process | the exposed slots' size |
 //!
 //! Entry names are the C names (`PJRT_Client_Compile`); an unknown name, a malformed
 //! value or an unknown knob in a spec makes `GetPjrtApi` print the problem to stderr and

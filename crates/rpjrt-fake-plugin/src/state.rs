@@ -79,6 +79,12 @@ fn build(config: Config) -> Result<&'static State, String> {
         clear_slot(&mut api, i);
     }
     api.struct_size = FIRST_SLOT + 8 * slots;
+    if let Some(size) = config.api_struct_size {
+        api.struct_size = size;
+        for i in slots..sys::PJRT_API_ENTRIES.len() {
+            set_slot(&mut api, i, past_the_table);
+        }
+    }
     api.pjrt_api_version = sys::PJRT_Api_Version {
         struct_size: config.version_struct_size,
         extension_start: std::ptr::null_mut(),
@@ -159,6 +165,27 @@ fn clear_slot(api: &mut sys::PJRT_Api, index: usize) {
             .add(FIRST_SLOT + 8 * index)
             .cast::<Option<unsafe extern "C" fn()>>()
             .write(None);
+    }
+}
+
+/// What the slots past the exposed ones hold under `API_STRUCT_SIZE`: calling one is what
+/// calling past a real plugin's table would be, so it ends the process.
+unsafe extern "C" fn past_the_table() {
+    eprintln!("rpjrt-fake-plugin: a slot past the table of this PJRT version was called");
+    std::process::abort();
+}
+
+fn set_slot(api: &mut sys::PJRT_Api, index: usize, f: unsafe extern "C" fn()) {
+    assert!(index < sys::PJRT_API_ENTRIES.len());
+    let base: *mut sys::PJRT_Api = api;
+    // SAFETY: as in `clear_slot`: slot `index` lies inside the PJRT_Api and every slot is
+    // a nullable function pointer of the same size. The function is never called by a
+    // client that respects the table's version (its signature does not matter then).
+    unsafe {
+        base.cast::<u8>()
+            .add(FIRST_SLOT + 8 * index)
+            .cast::<Option<unsafe extern "C" fn()>>()
+            .write(Some(f));
     }
 }
 

@@ -277,6 +277,15 @@ pub fn load(path: &Path) -> Result<Api> {
             "its PJRT_Api struct is only {table_size} bytes, too small for the error entries"
         )));
     }
+    // A table longer than its version has (a plugin of 0.81 whose struct_size claims
+    // 0.114's slots) would make rpjrt call past its end, where there are no functions:
+    // only the slots that existed at the plugin's version are used. A newer plugin's
+    // table is longer than ours, which reads only the slots it declares.
+    let existed = sys::PJRT_API_ENTRIES
+        .iter()
+        .take_while(|e| i64::from(e.since_minor) <= i64::from(version.minor))
+        .count();
+    let table_size = table_size.min(TABLE_HEADER + existed * size_of::<usize>());
     let mut api = Api {
         ptr,
         table_size,

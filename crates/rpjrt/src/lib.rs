@@ -166,19 +166,47 @@ pub fn check_regular_output(path: impl AsRef<std::path::Path>) -> Result<()> {
     )))
 }
 
+/// The file a symbolic link at `path` leads to (following links in turn, as opening it
+/// would), or `path` itself when it is no link. The target need not exist.
+fn follow_links(path: &std::path::Path) -> Result<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    // Linux's own bound on links followed in one path lookup.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p)
+                    .map_err(|e| Error::invalid(format!("{}: {e}", p.display())))?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(Error::invalid(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
+}
+
 /// Writes the file at `path` whole or not at all: `write` fills a new temporary file in the
 /// same directory (a name of its own, never an existing file), which then replaces `path`.
 /// A `path` that exists and is not a regular file is refused untouched
 /// ([`check_regular_output`]); on any error the temporary file is removed. Errors name
-/// `path`.
+/// `path`. A symbolic link at `path` is followed: the file it leads to is replaced (in
+/// that file's directory) and the link stays, as writing through the link would do;
+/// replacing the link itself would leave its target holding the old contents.
 pub fn write_regular_file(
     path: impl AsRef<std::path::Path>,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Result<()> {
     static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let path = path.as_ref();
-    check_regular_output(path)?;
-    let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
+    let given = path.as_ref();
+    check_regular_output(given)?;
+    let target = follow_links(given)?;
+    let path = target.as_path();
+    let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", given.display()));
     let name = path.file_name().ok_or_else(|| fail(&"not a file name"))?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);

@@ -41,7 +41,7 @@ fn serialize_then_load_gives_identical_results() {
         let loaded = c.load(&bytes, None).unwrap();
         assert_eq!(run_mul_add_on(&loaded, c), expected);
         assert_eq!(loaded.outputs(), exe.outputs());
-        // Parameter types come from the artifact's header, and are checked as usual.
+        // Parameter types are read from the plugin (at first need), and checked as usual.
         assert_eq!(loaded.parameters(), exe.parameters());
         assert!(loaded.parameters().is_some());
         let d = c.default_device().unwrap();

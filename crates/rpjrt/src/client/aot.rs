@@ -23,10 +23,13 @@
 //!
 //! The header fields are the [`ArtifactTarget`] fields (`platform_name`, `platform_version`,
 //! `pjrt_version`, `xla_version`, `stablehlo_current_version`, `stablehlo_minimum_version`,
-//! `device_kind`, `device_count`) plus informational ones (`rpjrt_version`, `compile_ms`,
-//! and `parameters`: the entry parameter types as `code:d0,d1;...` in PJRT type codes, so
-//! that loading need not ask the plugin for the optimized program to check arguments).
+//! `device_kind`, `device_count`) plus informational ones (`rpjrt_version`, `compile_ms`).
 //! Unknown fields are ignored, so later versions can add some without a version bump.
+//! Nothing that decides how the plugin's bytes are executed is taken from the header: the
+//! parameter types that arguments are checked against are read from the plugin (at first
+//! need), because a header rewritten along with its checksum could otherwise make the
+//! checks pass integers where the program reads floats. (Artifacts of earlier rpjrt versions
+//! also carry a `parameters` field; it is ignored.)
 //!
 //! The checksum catches accidents (a flipped byte, a truncated copy), not tampering: a
 //! deliberately crafted artifact is as dangerous as a crafted plugin blob.
@@ -37,11 +40,10 @@ use sha2::{Digest, Sha256};
 
 use crate::client::executable::Executable;
 use crate::client::Client;
-use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::options::CompileOptions;
 use crate::plugin::Plugin;
-use crate::program::{is_artifact, ArraySpec, ProgramFile, ENVELOPE_MAGIC};
+use crate::program::{is_artifact, ProgramFile, ENVELOPE_MAGIC};
 use crate::raw::aot as raw;
 
 /// The envelope version this rpjrt writes and reads.
@@ -430,9 +432,6 @@ impl Executable {
             "rpjrt_version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
         ));
-        if let Some(params) = self.parameters() {
-            extra.push(("parameters".to_string(), encode_specs(params)));
-        }
         Ok(Artifact {
             target: ArtifactTarget::of_client(&client)?,
             compile_options,
@@ -474,14 +473,7 @@ impl Client {
             Some(o) => Some(o.encode(&self.device_ids())?),
             None => None,
         };
-        // The parameter types recorded at serialize time spare asking the plugin for the
-        // optimized program (tens of milliseconds for a large module on the CPU plugins).
-        // Overrides may change the program's shape, so then the plugin is asked.
-        let known = match &encoded {
-            None => artifact.extra_field("parameters").and_then(decode_specs),
-            Some(_) => None,
-        };
-        let (exe, plugin_time) = self.load_blob_with(&artifact.blob, encoded.as_deref(), known)?;
+        let (exe, plugin_time) = self.load_blob_with(&artifact.blob, encoded.as_deref())?;
         let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
         if !recorded.is_empty() {
             exe.set_recorded_options(recorded);
@@ -537,7 +529,7 @@ impl Client {
     }
 
     fn load_blob(&self, blob: &[u8], overrides: Option<&[u8]>) -> Result<Executable> {
-        Ok(self.load_blob_with(blob, overrides, None)?.0)
+        Ok(self.load_blob_with(blob, overrides)?.0)
     }
 
     /// Loads a plugin blob; also returns the time the plugin's deserialization took.
@@ -545,7 +537,6 @@ impl Client {
         &self,
         blob: &[u8],
         overrides: Option<&[u8]>,
-        known_parameters: Option<Vec<ArraySpec>>,
     ) -> Result<(Executable, std::time::Duration)> {
         if blob.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
@@ -555,12 +546,7 @@ impl Client {
         let t0 = std::time::Instant::now();
         let loaded = raw::deserialize_and_load(&self.core.raw, blob, overrides)?;
         let plugin_time = t0.elapsed();
-        let exe = Executable::from_loaded_with(
-            &self.core,
-            loaded,
-            overrides.unwrap_or(&[]),
-            known_parameters,
-        )?;
+        let exe = Executable::from_loaded_with(&self.core, loaded, overrides.unwrap_or(&[]), true)?;
         Ok((exe, plugin_time))
     }
 
@@ -570,63 +556,5 @@ impl Client {
             .iter()
             .map(|d| d.facts.id.into())
             .collect()
-    }
-}
-
-/// `code:d0,d1;code:...` (PJRT element type codes), the header form of parameter types.
-fn encode_specs(specs: &[ArraySpec]) -> String {
-    specs
-        .iter()
-        .map(|s| {
-            let dims: Vec<String> = s.dims.iter().map(|d| d.to_string()).collect();
-            format!("{}:{}", s.element_type.code(), dims.join(","))
-        })
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
-/// The inverse of `encode_specs`; `None` for anything malformed (the plugin is asked then).
-fn decode_specs(s: &str) -> Option<Vec<ArraySpec>> {
-    if s.is_empty() {
-        return Some(Vec::new());
-    }
-    s.split(';')
-        .map(|one| {
-            let (code, dims) = one.split_once(':')?;
-            let element_type = ElementType::from_code(code.parse().ok()?).ok()?;
-            let dims = if dims.is_empty() {
-                Vec::new()
-            } else {
-                dims.split(',')
-                    .map(|d| d.parse().ok().filter(|&d: &i64| d >= 0))
-                    .collect::<Option<Vec<i64>>>()?
-            };
-            Some(ArraySpec { element_type, dims })
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameter_specs_round_trip() {
-        let specs = vec![
-            ArraySpec {
-                element_type: ElementType::F32,
-                dims: vec![8, 4],
-            },
-            ArraySpec {
-                element_type: ElementType::S32,
-                dims: vec![],
-            },
-        ];
-        assert_eq!(decode_specs(&encode_specs(&specs)), Some(specs));
-        assert_eq!(decode_specs(""), Some(vec![]));
-        assert_eq!(decode_specs("11:x"), None);
-        assert_eq!(decode_specs("999:1"), None);
-        // A negative dimension is no shape an argument can have: the plugin is asked.
-        assert_eq!(decode_specs("11:2,-1"), None);
     }
 }

@@ -51,6 +51,56 @@ pub struct Execution {
     pub events: Vec<Event>,
 }
 
+/// An executable's parameter types, as far as the plugin's compiled program tells them.
+struct Params {
+    parameters: Option<Vec<ArraySpec>>,
+    /// Why `parameters` is `None`: the executable cannot be called with array arguments
+    /// (`refuse`), or its signature could not be read (then the checks are conservative).
+    unknown: Option<UnknownParameters>,
+}
+
+impl Params {
+    /// Reads them from the compiled program the plugin hands back (`optimized`).
+    fn of(optimized: Result<(Vec<u8>, String)>, tupled: bool) -> Params {
+        let (parameters, unknown) = match optimized {
+            Err(e) => (
+                None,
+                Some(UnknownParameters {
+                    refuse: false,
+                    why: format!("the plugin did not hand back the compiled program ({e})"),
+                }),
+            ),
+            Ok((code, format)) => match crate::hlo::entry_signature(&code, &format, tupled) {
+                Some(Signature::Arrays(ps)) => (
+                    Some(
+                        ps.into_iter()
+                            .map(|(element_type, dims)| ArraySpec { element_type, dims })
+                            .collect(),
+                    ),
+                    None,
+                ),
+                Some(Signature::Unsupported(why)) => {
+                    (None, Some(UnknownParameters { refuse: true, why }))
+                }
+                None => (
+                    None,
+                    Some(UnknownParameters {
+                        refuse: false,
+                        why: format!(
+                            "rpjrt cannot read the parameter list of the compiled program the \
+                             plugin handed back (format {format:?})"
+                        ),
+                    }),
+                ),
+            },
+        };
+        Params {
+            parameters,
+            unknown,
+        }
+    }
+}
+
 /// Why an executable's parameter types are not known.
 struct UnknownParameters {
     /// Executing is refused (the plugin would abort on any argument list).
@@ -113,10 +163,11 @@ struct ExeState {
     num_replicas: usize,
     num_partitions: usize,
     outputs: Vec<ArraySpec>,
-    parameters: Option<Vec<ArraySpec>>,
-    /// Why `parameters` is `None`: the executable cannot be called with array arguments
-    /// (`refuse`), or its signature could not be read (then the checks are conservative).
-    unknown_parameters: Option<UnknownParameters>,
+    /// The parameter types, read from the plugin's compiled program: at compile time, or
+    /// at first need for a loaded executable (an artifact's bytes do not vouch for them).
+    signature: std::sync::OnceLock<Params>,
+    /// Whether it takes its arguments as one tuple (read from its compile options).
+    tupled: bool,
     devices: Vec<DeviceRef>,
     deleted: AtomicBool,
     /// The encoded compile options it was built with, where rpjrt knows them.
@@ -158,7 +209,7 @@ impl Executable {
                 Some(("compiling the program".to_string(), None))
             })
         })?;
-        let exe = Executable::from_loaded_with(core, loaded, options, None)?;
+        let exe = Executable::from_loaded_with(core, loaded, options, false)?;
         exe.set_recorded_options(options.to_vec());
         Ok(exe)
     }
@@ -181,13 +232,17 @@ impl Executable {
     }
 
     /// Wraps a freshly compiled or loaded executable built with the encoded compile
-    /// `options` (empty when unknown); `known_parameters` (from an artifact's header) saves
-    /// asking the plugin for the optimized program.
+    /// `options` (empty when unknown). With `lazy` (a loaded executable) the parameter
+    /// types are read from the plugin at first need instead of now: reading the compiled
+    /// program back costs a large module tens of milliseconds, which a load that is never
+    /// executed (or inspected) need not pay. They are never taken from an artifact's header,
+    /// whose fields anyone can rewrite along with the checksum: a header that said `s32[8]`
+    /// for an `f32[8]` parameter would let integers run as floats.
     pub(crate) fn from_loaded_with(
         core: &Arc<ClientCore>,
         loaded: raw::executable::Loaded,
         options: &[u8],
-        known_parameters: Option<Vec<ArraySpec>>,
+        lazy: bool,
     ) -> Result<Executable> {
         let facts = loaded.executable().facts()?;
         if facts.output_types.len() != facts.num_outputs
@@ -211,48 +266,15 @@ impl Executable {
         // Read only when needed: for the parameters, or to check the layouts of custom
         // calls that rpjrt's own handlers serve.
         let served = crate::ffi::rust_served(core.api, &core.platform_name);
-        let optimized = (known_parameters.is_none() || !served.is_empty())
-            .then(|| loaded.executable().optimized_program());
+        let optimized =
+            (!lazy || !served.is_empty()).then(|| loaded.executable().optimized_program());
         if let Some(Ok((code, format))) = &optimized {
             crate::ffi::check_layouts(&served, code, format)?;
         }
-        let (parameters, unknown_parameters) = match (known_parameters, optimized) {
-            // The artifact's header recorded them when it was made: no need to ask the plugin.
-            (Some(p), _) => (Some(p), None),
-            (None, None) => (None, None),
-            (None, Some(optimized)) => match optimized {
-                Err(e) => (
-                    None,
-                    Some(UnknownParameters {
-                        refuse: false,
-                        why: format!("the plugin did not hand back the compiled program ({e})"),
-                    }),
-                ),
-                Ok((code, format)) => match crate::hlo::entry_signature(&code, &format, tupled) {
-                    Some(Signature::Arrays(ps)) => (
-                        Some(
-                            ps.into_iter()
-                                .map(|(element_type, dims)| ArraySpec { element_type, dims })
-                                .collect(),
-                        ),
-                        None,
-                    ),
-                    Some(Signature::Unsupported(why)) => {
-                        (None, Some(UnknownParameters { refuse: true, why }))
-                    }
-                    None => (
-                        None,
-                        Some(UnknownParameters {
-                            refuse: false,
-                            why: format!(
-                                "rpjrt cannot read the parameter list of the compiled program the \
-                             plugin handed back (format {format:?})"
-                            ),
-                        }),
-                    ),
-                },
-            },
-        };
+        let signature = std::sync::OnceLock::new();
+        if let Some(optimized) = optimized {
+            let _ = signature.set(Params::of(optimized, tupled));
+        }
         let devices = loaded.devices()?;
         let spare = raw::buffer::Recycler::new(spare_outputs(outputs.len(), devices.len()));
         Ok(Executable {
@@ -263,8 +285,8 @@ impl Executable {
                 num_replicas: facts.num_replicas,
                 num_partitions: facts.num_partitions,
                 outputs,
-                parameters,
-                unknown_parameters,
+                signature,
+                tupled,
                 devices,
                 deleted: AtomicBool::new(false),
                 options: std::sync::OnceLock::new(),
@@ -311,17 +333,20 @@ impl Executable {
     }
     /// Type and shape of each parameter, when the plugin exposes the compiled module.
     pub fn parameters(&self) -> Option<&[ArraySpec]> {
-        self.state.parameters.as_deref()
+        self.params().parameters.as_deref()
+    }
+    /// The parameter types, read from the plugin on first need.
+    fn params(&self) -> &Params {
+        let st = &*self.state;
+        st.signature
+            .get_or_init(|| Params::of(st.loaded.executable().optimized_program(), st.tupled))
     }
     /// Why [`Executable::parameters`] is `None`, in words: the signature could not be
     /// read (arguments are then checked conservatively: same count, element types and
     /// shapes on every device), or it has parameters PJRT cannot pass, e.g. a tuple
     /// (executing is then refused).
     pub fn parameters_unknown_reason(&self) -> Option<&str> {
-        self.state
-            .unknown_parameters
-            .as_ref()
-            .map(|u| u.why.as_str())
+        self.params().unknown.as_ref().map(|u| u.why.as_str())
     }
     /// The devices the executable runs on, in argument-list order.
     pub fn addressable_devices(&self) -> Result<Vec<Device>> {
@@ -523,7 +548,7 @@ impl Executable {
                 lists.len()
             )));
         }
-        if let Some(u) = st.unknown_parameters.as_ref().filter(|u| u.refuse) {
+        if let Some(u) = self.params().unknown.as_ref().filter(|u| u.refuse) {
             return Err(Error::invalid(format!(
                 "{} cannot be executed: {}",
                 st.name, u.why
@@ -545,7 +570,7 @@ impl Executable {
                 )));
             }
             self.check_args(list, d)?;
-            if st.parameters.is_none() && d > 0 {
+            if self.parameters().is_none() && d > 0 {
                 // No signature to check against: at least every device gets the same kinds
                 // of argument.
                 for (i, (b, first)) in list.iter().zip(lists[0].iter()).enumerate() {
@@ -624,7 +649,8 @@ impl Executable {
 
     fn check_args(&self, list: &[&Buffer], device_index: usize) -> Result<()> {
         let st = &*self.state;
-        if let Some(params) = &st.parameters {
+        let parameters = self.parameters();
+        if let Some(params) = parameters {
             if list.len() != params.len() {
                 return Err(Error::invalid(format!(
                     "{} takes {} argument(s), but {} were given",
@@ -652,7 +678,7 @@ impl Executable {
                     st.name
                 )));
             }
-            if let Some(params) = &st.parameters {
+            if let Some(params) = parameters {
                 let p = &params[i];
                 if b.element_type() != p.element_type || !same_dims(b.dims(), &p.dims) {
                     return Err(Error::invalid(format!(
@@ -752,7 +778,7 @@ impl ExecuteSink<BufferMeta> for ManyDevices<'_> {
 
 impl fmt::Debug for Executable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ins = match &self.state.parameters {
+        let ins = match self.parameters() {
             Some(p) => p
                 .iter()
                 .map(|a| a.to_string())

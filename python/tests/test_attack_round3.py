@@ -1,0 +1,79 @@
+"""Regressions of the third round of attacks (compile-once artifacts with lying fields,
+checkpoints saved through links), on both plugins. Each failed silently before its fix."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rpjrt
+
+from .conftest import fixture_text
+
+
+def _forge(data: bytes, fields: dict[str, str]) -> bytes:
+    """Rewrites header fields of an rpjrt artifact and recomputes its length and checksum,
+    so every envelope check passes and only the fields lie (the documented format)."""
+    assert data[:8] == b"RPJRTEXE"
+    pos = 8 + 4 + 8
+    (n,) = struct.unpack_from("<I", data, pos)
+    pos += 4
+    header: list[tuple[str, str]] = []
+    for _ in range(n):
+        (k,) = struct.unpack_from("<I", data, pos)
+        key = data[pos + 4 : pos + 4 + k].decode()
+        pos += 4 + k
+        (v,) = struct.unpack_from("<I", data, pos)
+        header.append((key, data[pos + 4 : pos + 4 + v].decode()))
+        pos += 4 + v
+    rest = data[pos:-32]  # compile options and the plugin's blob, as they were
+    header = [(k, v) for k, v in header if k not in fields] + list(fields.items())
+    body = bytearray(b"RPJRTEXE" + struct.pack("<IQI", 1, 0, len(header)))
+    for k, v in header:
+        body += struct.pack("<I", len(k.encode())) + k.encode()
+        body += struct.pack("<I", len(v.encode())) + v.encode()
+    body += rest
+    body[12:20] = struct.pack("<Q", len(body) + 32)
+    return bytes(body) + hashlib.sha256(body).digest()
+
+
+def test_artifact_parameter_header_does_not_decide_the_checks(client: rpjrt.Client) -> None:
+    """An artifact whose `parameters` field (checksum recomputed) said int32[8] for the
+    program's float32[8] parameters ran int32 arguments as floats and answered 1.0 for
+    every element, with no error. The parameter types now come from the plugin."""
+    exe = client.compile(fixture_text("mul_add.mlir"))
+    ints = np.arange(8, dtype=np.int32)
+    x = np.full(8, 2.0, np.float32)
+    (want,) = exe(x, x)
+    for lie in ("4:8;4:8", "11:4;11:4", "", "junk"):
+        loaded = client.load(_forge(exe.serialize(), {"parameters": lie}))
+        with pytest.raises(rpjrt.InvalidArgumentError, match=r"expects float32\[8\]"):
+            loaded(ints, ints)
+        (y,) = loaded(x, x)
+        np.testing.assert_array_equal(y.to_numpy(), want.to_numpy())
+
+
+def test_session_save_through_a_symlink_writes_its_target(client: rpjrt.Client, tmp_path: Path) -> None:
+    """Saving to a symbolic link renamed the new file over the link: the save succeeded, the
+    link turned into a plain file, and the checkpoint it pointed at kept the old values."""
+    store = tmp_path / "store"
+    store.mkdir()
+    real = store / "ckpt.npz"
+    session = rpjrt.Session(client)
+    session.bind("w", np.zeros(3, np.float32))
+    session.save(real)
+    link = tmp_path / "latest.npz"
+    os.symlink("store/ckpt.npz", link)
+    session.bind("w", np.ones(3, np.float32))
+    session.save(link)
+    assert link.is_symlink()
+    np.testing.assert_array_equal(np.load(real)["w"], np.ones(3, np.float32))
+    back = rpjrt.Session(client)
+    back.restore(link)
+    np.testing.assert_array_equal(back.fetch("w"), np.ones(3, np.float32))
+    assert [p.name for p in tmp_path.rglob("*.tmp")] == []
