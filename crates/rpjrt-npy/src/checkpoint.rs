@@ -20,8 +20,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rpjrt::{
-    element_count, unpack_sub_byte, ArraySpec, ByteOrder, CopyMode, ElementType, Error, HostArray,
-    Result, Session, SlotState, SlotValue,
+    element_count, unpack_sub_byte, ArraySpec, Buffer, ByteOrder, CopyMode, ElementType, Error,
+    HostArray, Result, Session, SlotValue,
 };
 
 use crate::npy::{decode_text, descr_of, text_len, type_of_descr, write_npy_raw, Header};
@@ -42,13 +42,15 @@ const MAX_TABLE: usize = 64 << 20;
 /// buffer was deleted is an error naming it, and the old file is left as it was.
 pub fn save(session: &Session, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
-    let names: Vec<String> = session
-        .slots()
-        .into_iter()
-        .filter(|s| s.state != SlotState::Empty)
-        .map(|s| s.name)
-        .collect();
-    if names.iter().any(|n| n == DTYPES_KEY) {
+    // One state of the session: no step runs (and nothing is donated) while it is copied.
+    let members = session.with_values(members_of)?;
+    write_members(path, &members)
+}
+
+/// The `.npy` members of a checkpoint of `values`, its type table last.
+fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
+    let names: Vec<&String> = values.iter().map(|(n, _)| n).collect();
+    if names.iter().any(|n| n.as_str() == DTYPES_KEY) {
         return Err(invalid(format!(
             "a slot named {DTYPES_KEY:?} cannot be saved: the name is reserved for the \
              checkpoint's type table"
@@ -65,8 +67,7 @@ pub fn save(session: &Session, path: impl AsRef<Path>) -> Result<()> {
     }
     let mut members = Vec::with_capacity(names.len() + 1);
     let mut types = serde_json::Map::new();
-    for name in &names {
-        let b = session.fetch(name)?;
+    for (name, b) in values {
         let t = b.element_type();
         if t == ElementType::Token {
             return Err(invalid(format!(
@@ -92,7 +93,7 @@ pub fn save(session: &Session, path: impl AsRef<Path>) -> Result<()> {
     }
     let table = serde_json::Value::Object(types).to_string();
     members.push((DTYPES_KEY.to_string(), npy::write_npy_text(&table)));
-    write_members(path, &members)
+    Ok(members)
 }
 
 fn slot_err(name: &str, why: String) -> Error {

@@ -728,3 +728,109 @@ fn damaged_checkpoints_are_refused_naming_the_file_and_change_nothing() {
     });
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A save from another thread while a step runs waits for the step and writes its outputs:
+/// a checkpoint is one state of the session, never slots from two steps (it fetched slot by
+/// slot, so a step landing between two fetches mixed them).
+#[test]
+fn a_save_during_a_step_writes_one_state() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    static ENTERED: AtomicBool = AtomicBool::new(false);
+    static GO: AtomicBool = AtomicBool::new(false);
+    for_each_plugin(|p, client| {
+        let target = format!(
+            "ckpt_hold_{}",
+            if common::is_old(p) { "old" } else { "new" }
+        );
+        rpjrt::ffi::register(client, &target, |call| {
+            ENTERED.store(true, Ordering::SeqCst);
+            let t0 = Instant::now();
+            while !GO.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let (args, rets) = call.split();
+            let x = args[0].as_slice::<f32>()?;
+            for (y, x) in rets[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
+                *y = x + 1.0;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let exe = compile(
+            client,
+            &format!(
+                "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}"
+            ),
+        );
+        let s = Session::new(client).unwrap();
+        let step = s.program(&exe, &["w"], &["w"]).unwrap();
+        s.bind("w", host(&[0.0; 4], &[4])).unwrap();
+        let path = temp_dir(&format!("during-step-{}", p.version())).join("ckpt.npz");
+        ENTERED.store(false, Ordering::SeqCst);
+        GO.store(false, Ordering::SeqCst);
+        std::thread::scope(|sc| {
+            let stepper = sc.spawn(|| step.call().unwrap());
+            while !ENTERED.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let saver = sc.spawn(|| checkpoint::save(&s, &path).unwrap());
+            std::thread::sleep(Duration::from_millis(200));
+            let waited = !saver.is_finished();
+            GO.store(true, Ordering::SeqCst);
+            stepper.join().unwrap();
+            saver.join().unwrap();
+            assert!(
+                waited,
+                "{}: the save did not wait for the step",
+                common::label(p)
+            );
+        });
+        let restored = Session::new(client).unwrap();
+        checkpoint::restore(&restored, &path).unwrap();
+        let w = restored.fetch("w").unwrap().to_vec_of::<f32>().unwrap();
+        assert_eq!(w, vec![1.0; 4], "{}", common::label(p));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    });
+}
+
+/// A checkpoint is taken at one moment even when taking it runs code: here slot `b`'s
+/// loader (run by the save) steps the session, and the file holds the state after that
+/// step, not `a` from before it beside `b` from after.
+#[test]
+fn a_checkpoint_does_not_mix_slots_from_before_and_after_a_step() {
+    for_each_plugin(|p, client| {
+        let exe = compile(
+            client,
+            "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %0 = stablehlo.add %a, %c : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}",
+        );
+        let s = Session::new(client).unwrap();
+        let step = s.program(&exe, &["a"], &["a"]).unwrap();
+        s.bind("a", host(&[0.0; 4], &[4])).unwrap();
+        let stepper = step.clone();
+        s.bind_lazy(
+            "b",
+            Arc::new(move || {
+                let st = stepper.clone();
+                std::thread::spawn(move || st.call()).join().unwrap()?;
+                Ok(host(&[7.0; 4], &[4]))
+            }),
+        )
+        .unwrap();
+        let path = temp_dir(&format!("one-moment-{}", p.version())).join("ckpt.npz");
+        checkpoint::save(&s, &path).unwrap();
+        let restored = Session::new(client).unwrap();
+        checkpoint::restore(&restored, &path).unwrap();
+        let a = restored.fetch("a").unwrap().to_vec_of::<f32>().unwrap();
+        let b = restored.fetch("b").unwrap().to_vec_of::<f32>().unwrap();
+        assert_eq!((a, b), (vec![1.0; 4], vec![7.0; 4]), "{}", common::label(p));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    });
+}

@@ -700,6 +700,32 @@ impl Session {
         }
     }
 
+    /// Runs `f` on every slot that has a value, `(name, buffer)` in creation order (lazy
+    /// slots are loaded first), at one moment of the session: while `f` runs, no program of
+    /// this session runs and no bind from another thread lands (they wait for `f`), so what
+    /// `f` sees is one state, and no buffer it is given is donated under it. A checkpoint
+    /// is written this way. Refused, like a nested step, from inside a running program's
+    /// custom-call handler.
+    pub fn with_values<R>(&self, f: impl FnOnce(&[(String, Buffer)]) -> Result<R>) -> Result<R> {
+        let inner = &*self.inner;
+        let all: Vec<usize> = (0..inner.lock().slots.len()).collect();
+        inner.load(&all)?;
+        let mut st = inner.wait_idle(inner.lock())?;
+        let mut values = Vec::with_capacity(st.slots.len());
+        for slot in &st.slots {
+            if let Content::Ready(b) = &slot.content {
+                values.push((slot.name.clone(), ready_buffer(&slot.name, b)?));
+            }
+        }
+        // Held as a step is: other threads' steps and binds wait until `f` returns.
+        st.stepping = Some(std::thread::current().id());
+        drop(st);
+        let held = Stepping(inner);
+        let r = f(&values);
+        drop(held);
+        r
+    }
+
     /// As [`Session::fetch`], but never runs a loader and never waits: `Ok(None)` when slot
     /// `name` is bound to a loader that has not run yet, or when another thread holds the
     /// session or runs one of its programs; [`Session::fetch`] then does the rest.
