@@ -304,6 +304,10 @@ class Session:
         before any slot changes. A callable value is a loader: it is called (with no
         arguments) only when a program first needs that slot, and what it returns is bound.
         """
+        if not isinstance(values, Mapping):
+            raise TypeError(
+                f"bind_many takes a mapping of slot names to values, not {type(values).__name__}"
+            )
         eager: list[tuple[str, object]] = []
         lazy: list[tuple[str, Any]] = []
         for name, value in values.items():

@@ -90,14 +90,19 @@ fn state_name(s: SlotState) -> &'static str {
 }
 
 /// Turns a failed call's error into the Python exception, chaining a loader's own
-/// exception as its cause.
+/// exception as its cause. A loader interrupted by something that is not an `Exception`
+/// (KeyboardInterrupt, SystemExit) raises that itself: Ctrl-C must stay Ctrl-C.
 fn raise(py: Python<'_>, stash: &Stash, e: rpjrt::Error) -> PyErr {
-    let err = crate::errors::to_py(e);
     let cause = stash.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(c) = cause {
-        err.set_cause(py, Some(c));
+    match cause {
+        Some(c) if !c.is_instance_of::<pyo3::exceptions::PyException>(py) => c,
+        Some(c) => {
+            let err = crate::errors::to_py(e);
+            err.set_cause(py, Some(c));
+            err
+        }
+        None => crate::errors::to_py(e),
     }
-    err
 }
 
 #[pymethods]

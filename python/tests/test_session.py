@@ -589,3 +589,35 @@ def test_bind_many_is_all_or_nothing(client: rpjrt.Client) -> None:
     assert "a" not in s and s.fetch("b").tolist() == [0.0] * 4
     s.bind_many({"a": np.ones(4, np.float32), "c": lambda: np.ones(4, np.float32)})
     assert s.fetch("a").tolist() == [1.0] * 4 and s.fetch("c").tolist() == [1.0] * 4
+
+
+def test_a_loader_interrupted_by_ctrl_c_raises_keyboard_interrupt(client: rpjrt.Client) -> None:
+    """Ctrl-C (or SystemExit) inside a loader reaches the caller as itself, not wrapped in
+    an rpjrt error; the slot stays lazy and loads on the next need."""
+    s = rpjrt.Session(client)
+    step = s.program(_ADD2, ["a", "b"], ["out"])
+    s.bind("b", np.ones(4, np.float32))
+    calls = []
+
+    def loader() -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        if len(calls) == 2:
+            raise SystemExit(3)
+        return np.full(4, 2, np.float32)
+
+    s.bind_many({"a": loader})
+    with pytest.raises(KeyboardInterrupt):
+        step()
+    with pytest.raises(SystemExit):
+        s.fetch("a")
+    step()
+    assert s.fetch("out").tolist() == [3.0] * 4
+
+
+def test_bind_many_refuses_what_is_not_a_mapping(client: rpjrt.Client) -> None:
+    s = rpjrt.Session(client)
+    for bad in ([("a", 1)], None, "a"):
+        with pytest.raises(TypeError, match="mapping of slot names"):
+            s.bind_many(bad)  # type: ignore[arg-type]
