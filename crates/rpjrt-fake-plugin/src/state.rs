@@ -153,18 +153,24 @@ pub(crate) fn slot_count(config: &Config) -> usize {
 }
 
 fn clear_slot(api: &mut sys::PJRT_Api, index: usize) {
+    write_slot(api, index, None);
+}
+
+/// Writes slot `index` of the table: `None` (absent) or a function.
+fn write_slot(api: &mut sys::PJRT_Api, index: usize, f: Option<unsafe extern "C" fn()>) {
     assert!(index < sys::PJRT_API_ENTRIES.len());
     let base: *mut sys::PJRT_Api = api;
     // SAFETY: slot `index` lies inside the PJRT_Api (checked above; the ABI test of
     // rpjrt-sys pins slot i at FIRST_SLOT + 8 * i). Every slot is an
     // Option<unsafe extern "C" fn ...>, all of which have the same size and use the
-    // null pointer for None, so writing a None of one function type is writing a None
-    // of the slot's own type.
+    // null pointer for None, so writing one of one function type is writing one of the
+    // slot's own type. A function written here is never called by a client that
+    // respects the table's version (its signature does not matter then).
     unsafe {
         base.cast::<u8>()
             .add(FIRST_SLOT + 8 * index)
             .cast::<Option<unsafe extern "C" fn()>>()
-            .write(None);
+            .write(f);
     }
 }
 
@@ -176,17 +182,7 @@ unsafe extern "C" fn past_the_table() {
 }
 
 fn set_slot(api: &mut sys::PJRT_Api, index: usize, f: unsafe extern "C" fn()) {
-    assert!(index < sys::PJRT_API_ENTRIES.len());
-    let base: *mut sys::PJRT_Api = api;
-    // SAFETY: as in `clear_slot`: slot `index` lies inside the PJRT_Api and every slot is
-    // a nullable function pointer of the same size. The function is never called by a
-    // client that respects the table's version (its signature does not matter then).
-    unsafe {
-        base.cast::<u8>()
-            .add(FIRST_SLOT + 8 * index)
-            .cast::<Option<unsafe extern "C" fn()>>()
-            .write(Some(f));
-    }
+    write_slot(api, index, Some(f));
 }
 
 /// The default `struct_size` of an extension at a PJRT version: the extension's size
