@@ -755,3 +755,53 @@ fn cache_info_with_an_empty_key_is_refused() {
         assert!(err.contains("give a key"), "{err}");
     }
 }
+
+/// Output that cannot be written (`> /dev/full`: ENOSPC) was dropped without a word and
+/// the command exited 0 (`info`, `run`, `conform --list`), or it panicked (`compile`,
+/// `cache`, which printed with `println!`). Every verb now exits 1 naming the error.
+#[test]
+fn output_that_cannot_be_written_fails_the_command() {
+    if !std::path::Path::new("/dev/full").exists() {
+        panic!("this test needs /dev/full");
+    }
+    let dir = tmpdir("attack-dev-full");
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let program = common::fixture("mul_add.mlir");
+    let cases: Vec<Vec<std::ffi::OsString>> = vec![
+        vec!["info".into(), new().into(), "--json".into()],
+        vec!["info".into(), new().into()],
+        vec!["plugins".into(), "--json".into()],
+        vec!["conform".into(), new().into(), "--list".into()],
+        vec![
+            "run".into(),
+            program.clone().into(),
+            "--plugin".into(),
+            new().into(),
+            "--random".into(),
+            "--json".into(),
+        ],
+        vec![
+            "compile".into(),
+            program.into(),
+            "--plugin".into(),
+            new().into(),
+            "-o".into(),
+            dir.join("a.rpjrt").into(),
+        ],
+        vec!["cache".into(), "ls".into(), "--dir".into(), cache.into()],
+    ];
+    for args in cases {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let (code, _, err) = run(rpjrt().args(&args).stdout(full));
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write the output to stdout"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
