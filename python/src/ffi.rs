@@ -552,9 +552,12 @@ fn call_python(
         return Err(shutting_down(call.target()));
     };
     let target = call.target().to_string();
+    // Python's floats are IEEE: the handler's code (and the attributes' conversion to
+    // Python floats) must not run under the runtime's flush-to-zero mode, where
+    // `1e-310 * 1.0` is 0 and a subnormal f32 attribute reads as 0.
     // `try_attach` gives up (instead of waiting or panicking) once the interpreter is
     // finalizing.
-    Python::try_attach(|py| {
+    ffi::with_ieee_subnormals(|| Python::try_attach(|py| {
         let valid = Arc::new(AtomicBool::new(true));
         let build = |py: Python<'_>, call: &mut CallFrame<'_>| -> PyResult<Py<PyFfiCall>> {
             let mut args = Vec::with_capacity(call.args().len());
@@ -655,7 +658,7 @@ fn call_python(
             }
             FfiError::new(crate::errors::code_of_exception(py, &e), message)
         })
-    })
+    }))
     .unwrap_or_else(|| Err(shutting_down(&target)))
 }
 

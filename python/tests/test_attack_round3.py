@@ -7,11 +7,13 @@ import hashlib
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import rpjrt
+import rpjrt.ffi
 
 from .conftest import fixture_text
 
@@ -77,3 +79,30 @@ def test_session_save_through_a_symlink_writes_its_target(client: rpjrt.Client, 
     back.restore(link)
     np.testing.assert_array_equal(back.fetch("w"), np.ones(3, np.float32))
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+
+
+def test_python_handlers_compute_with_ieee_subnormals(client: rpjrt.Client) -> None:
+    """A Python handler ran under the CPU runtime's flush-to-zero mode: inside it
+    `1e-310 * 1.0` was 0.0 and numpy flushed subnormals, and a subnormal f32 attribute
+    arrived as 0.0. Handlers now run Python with IEEE floats, as every Python thread has."""
+    target = f"attack3_subnormal_{id(client)}"
+    tiny = float(np.float32(1e-40))
+    seen: list[Any] = []
+
+    def h(call: rpjrt.ffi.FfiCall) -> Any:
+        x = call.args[0].to_numpy()
+        seen.append((call.attrs["t"], call.attrs["arr"], 1e-310 * 1.0, float(x[0] * 1.0)))
+        return x * np.float32(1.0)
+
+    rpjrt.ffi.register(client, target, h)
+    program = f"""func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32,
+      backend_config = {{t = 1.0e-40 : f32, arr = array<f32: 1.0e-40, -1.0e-40>}}}}
+      : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}
+"""
+    x = np.full(4, 1e-40, np.float32)
+    (y,) = client.compile(program)(x)
+    assert seen == [(tiny, [tiny, -tiny], 1e-310, tiny)]
+    np.testing.assert_array_equal(y.to_numpy(), x)

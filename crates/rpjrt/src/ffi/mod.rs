@@ -454,6 +454,18 @@ pub struct Registration {
     pub handler_version: (i32, i32),
 }
 
+/// Runs `f` with IEEE subnormals on the calling thread (flush-to-zero and
+/// denormals-are-zero off), putting the thread's mode back afterwards.
+///
+/// XLA's CPU runtime runs programs, and so custom-call handlers, with subnormals flushed
+/// to zero. Rust handlers keep that mode (their arithmetic is part of the program's); a
+/// handler written for a language whose floats are IEEE (Python: `1e-310 * 1.0` is not
+/// 0 there) runs its code inside this.
+pub fn with_ieee_subnormals<R>(f: impl FnOnce() -> R) -> R {
+    let _mode = crate::raw::fpmode::FlushDenormals::enter_ieee();
+    f()
+}
+
 /// rpjrt's own FFI version (what its handlers are written against).
 pub fn rpjrt_ffi_version() -> (i32, i32) {
     raw::OUR_FFI_VERSION
@@ -601,6 +613,20 @@ fn bind_via(
                     ),
                 ));
             }
+            if matches!(via, Via::Bundle(_))
+                && t.metadata().is_some_and(|m| accepted(&m))
+                && !t.has_instantiate_stage()
+            {
+                // The runtime knows the name with its execute stage only and cannot register
+                // it again: the instantiate function would never run, and every execution
+                // would find no state.
+                return Err(fail(
+                    Code::FailedPrecondition,
+                    format!(
+                        "target {name:?} on platform {platform:?} was first registered without                          per-instance state, so the runtime never runs its instantiate stage                          and cannot be told to (XLA cannot register a name again): register the                          handler with state under a new target name"
+                    ),
+                ));
+            }
             if let Some(m) = t.metadata().filter(accepted) {
                 // Already known to the runtime: swap what it runs.
                 t.bind(Some(bound));
@@ -691,6 +717,12 @@ fn accepted(m: &raw::MetaSeen) -> bool {
 fn rust_callback(user_type: Option<i64>, handler: Arc<HandlerFn>) -> raw::Bound {
     raw::Bound::Rust(Arc::new(move |frame: &raw::Frame<'_>| {
         let mut call = CallFrame::new(frame, user_type, None).map_err(|e| (e.code, e.message))?;
+        // A handler without state replacing one with state on the same target: the runtime
+        // still runs the instantiate stage, which has nothing to do here (no buffers, and
+        // no state to make); only the execute stage is the handler's.
+        if call.stage() != Stage::Execute {
+            return Ok(());
+        }
         let _span = crate::trace::span(crate::trace::Category::CustomCall, "custom_call")
             .text("target", call.target());
         handler(&mut call).map_err(|e| (e.code, e.message))
