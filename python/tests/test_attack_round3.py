@@ -106,3 +106,42 @@ def test_python_handlers_compute_with_ieee_subnormals(client: rpjrt.Client) -> N
     (y,) = client.compile(program)(x)
     assert seen == [(tiny, [tiny, -tiny], 1e-310, tiny)]
     np.testing.assert_array_equal(y.to_numpy(), x)
+
+
+def test_replacing_across_stateful_and_stateless_handlers(
+    client: rpjrt.Client, plugin_label: str
+) -> None:
+    """A stateless handler replacing a stateful one was called at the instantiate stage
+    (no buffers: `call.args[0]` raised IndexError and failed the compile); a stateful one
+    replacing a stateless name was accepted but never instantiated, so every run failed.
+    The first now works; the second is refused at registration."""
+    x = np.arange(8, dtype=np.float32)
+
+    def program(target: str) -> str:
+        return f"""func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}}
+      : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}
+"""
+
+    if plugin_label == "old":  # FFI 0.2: no instantiate stage at all
+        with pytest.raises(rpjrt.UnimplementedError):
+            rpjrt.ffi.register(client, "attack3_nostate", lambda c: None, instantiate=lambda c: 1)
+        return
+    a = f"attack3_state_then_plain_{id(client)}"
+    rpjrt.ffi.register(client, a, lambda c: c.args[0].to_numpy() + c.state, instantiate=lambda c: 5)
+    (y,) = client.compile(program(a))(x)
+    np.testing.assert_array_equal(y.to_numpy(), x + 5)
+    rpjrt.ffi.register(client, a, lambda c: c.args[0].to_numpy() + 1, replace=True)
+    (y,) = client.compile(program(a))(x)
+    np.testing.assert_array_equal(y.to_numpy(), x + 1)
+
+    b = f"attack3_plain_then_state_{id(client)}"
+    rpjrt.ffi.register(client, b, lambda c: c.args[0].to_numpy() * 2)
+    with pytest.raises(rpjrt.FailedPreconditionError, match="new target name"):
+        rpjrt.ffi.register(
+            client, b, lambda c: c.args[0].to_numpy() + c.state, replace=True, instantiate=lambda c: 7
+        )
+    (y,) = client.compile(program(b))(x)
+    np.testing.assert_array_equal(y.to_numpy(), x * 2)

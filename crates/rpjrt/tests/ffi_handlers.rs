@@ -772,6 +772,11 @@ fn replacing_across_stateful_and_stateless_handlers() {
         let (i, e) = stateful(9.0);
         let err = ffi::register_with_state(client, &target, &replace, i, e).unwrap_err();
         assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+        assert!(
+            err.to_string()
+                .contains("without per-instance state, so the runtime never runs"),
+            "{err}"
+        );
         assert!(err.to_string().contains("new target name"), "{err}");
         assert_eq!(
             run8(client, &scale_program(&target, "1.0")).unwrap(),

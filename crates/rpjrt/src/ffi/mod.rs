@@ -623,7 +623,10 @@ fn bind_via(
                 return Err(fail(
                     Code::FailedPrecondition,
                     format!(
-                        "target {name:?} on platform {platform:?} was first registered without                          per-instance state, so the runtime never runs its instantiate stage                          and cannot be told to (XLA cannot register a name again): register the                          handler with state under a new target name"
+                        "target {name:?} on platform {platform:?} was first registered without \
+                         per-instance state, so the runtime never runs its instantiate stage \
+                         and cannot be told to (XLA cannot register a name again): register the \
+                         handler with state under a new target name"
                     ),
                 ));
             }
