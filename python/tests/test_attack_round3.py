@@ -145,3 +145,37 @@ def test_replacing_across_stateful_and_stateless_handlers(
         )
     (y,) = client.compile(program(b))(x)
     np.testing.assert_array_equal(y.to_numpy(), x * 2)
+
+
+def test_handlers_with_token_results_return_none_in_their_place(client: rpjrt.Client) -> None:
+    """A custom call with a token result could not return its values: the token's place
+    took no value (`None` was refused, asking to unpack a token "packed below a byte"), so
+    the handler had to write views. `None` now stands for the token, a value there is
+    refused naming the token, and a token's `to_numpy()` says it holds no data."""
+    program = """func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %t = stablehlo.create_token : !stablehlo.token
+  %0:2 = stablehlo.custom_call @TARGET(%t, %x) {api_version = 4 : i32}
+      : (!stablehlo.token, tensor<4xf32>) -> (!stablehlo.token, tensor<4xf32>)
+  return %0#1 : tensor<4xf32>
+}
+"""
+    x = np.arange(4, dtype=np.float32)
+    messages: list[str] = []
+
+    def good(call: rpjrt.ffi.FfiCall) -> Any:
+        for b in (call.args[0], call.rets[0]):
+            with pytest.raises(rpjrt.InvalidArgumentError, match="token") as e:
+                b.to_numpy()
+            messages.append(str(e.value))
+        return (None, call.args[1].to_numpy() * 2)
+
+    good_name = f"attack3_token_ok_{id(client)}"
+    rpjrt.ffi.register(client, good_name, good)
+    (y,) = client.compile(program.replace("TARGET", good_name))(x)
+    np.testing.assert_array_equal(y.to_numpy(), x * 2)
+    assert all("holds no data" in m and "packed" not in m for m in messages), messages
+
+    bad_name = f"attack3_token_bad_{id(client)}"
+    rpjrt.ffi.register(client, bad_name, lambda call: (np.zeros(()), call.args[1].to_numpy()))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="result 0, which is a token"):
+        client.compile(program.replace("TARGET", bad_name))(x)
