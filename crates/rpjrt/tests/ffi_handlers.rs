@@ -784,3 +784,48 @@ fn replacing_across_stateful_and_stateless_handlers() {
         );
     });
 }
+
+/// A custom call whose result aliases its argument (`output_operand_aliases`) gets one
+/// buffer for both: the frame handed out a shared slice of the argument and a mutable
+/// slice of the result over the same bytes (aliasing `&` and `&mut`, undefined behaviour,
+/// and an in-place reversal read values it had already overwritten). The argument now
+/// names the result it shares, and the handler works in place through the result.
+#[test]
+fn an_argument_aliased_by_its_result_is_read_through_the_result() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_aliased");
+        let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let s2 = seen.clone();
+        ffi::register(client, &target, move |call: &mut CallFrame<'_>| {
+            let arg = call.arg(0)?;
+            let mut notes = s2.lock().unwrap();
+            notes.push(format!("{:?} {}", arg.aliased_result(), arg.is_host()));
+            match arg.as_slice::<f32>() {
+                Ok(_) => notes.push("a slice".into()),
+                Err(e) => notes.push(e.message),
+            }
+            call.ret(0)?.as_mut_slice::<f32>()?.reverse();
+            Ok(())
+        })
+        .unwrap();
+        let program = format!(
+            "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32,
+      output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [],
+        operand_index = 0, operand_tuple_indices = []>]}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}
+"
+        );
+        let y = run8(client, &program).unwrap();
+        let want: Vec<f32> = (0..8).rev().map(|i| i as f32).collect();
+        assert_eq!(y, want, "{}", label(p));
+        let notes = seen.lock().unwrap();
+        assert_eq!(notes[0], "Some(0) true", "{}", label(p));
+        assert!(
+            notes[1].contains("shares its memory with result 0"),
+            "{}: {notes:?}",
+            label(p)
+        );
+    });
+}

@@ -157,6 +157,10 @@ pub struct Arg<'a> {
     dims: &'a [i64],
     data: usize,
     bytes: Option<&'a [u8]>,
+    /// The result whose memory this argument's shares (`output_operand_aliases`): its
+    /// bytes are then read through that result, never as a second, shared slice of memory
+    /// the handler holds mutably.
+    aliased_with: Option<usize>,
 }
 
 /// One buffer result of a call.
@@ -217,7 +221,7 @@ macro_rules! buffer_common {
 
         /// Whether the data is host memory the handler may read as a slice.
         pub fn is_host(&self) -> bool {
-            self.bytes.is_some()
+            self.bytes.is_some() || self.aliased_result().is_some()
         }
     };
 }
@@ -225,14 +229,28 @@ macro_rules! buffer_common {
 impl<'a> Arg<'a> {
     buffer_common!();
 
-    /// The bytes, when the buffer is in host memory.
+    /// The bytes, when the buffer is in host memory and shares no memory with a result
+    /// ([`Arg::aliased_result`]).
     pub fn host_bytes(&self) -> Option<&'a [u8]> {
         self.bytes
+    }
+
+    /// The result this argument shares its memory with (a custom call with
+    /// `output_operand_aliases`): the handler reads and writes it through that result,
+    /// which holds the argument's values when the handler starts.
+    pub fn aliased_result(&self) -> Option<usize> {
+        self.aliased_with
     }
 
     /// The elements as a typed slice (host memory, matching type and alignment).
     pub fn as_slice<T: NativeType>(&self) -> std::result::Result<&'a [T], FfiError> {
         typed::<T>(self.nbytes(), self.element_type(), "the argument")?;
+        if let Some(j) = self.aliased_with {
+            return Err(FfiError::invalid(format!(
+                "the argument shares its memory with result {j} (output_operand_aliases): \
+                 read it through that result, which holds its values"
+            )));
+        }
         let bytes = self.bytes.ok_or_else(|| {
             FfiError::invalid("the argument is in device memory; use data_ptr() and the stream")
         })?;
@@ -242,6 +260,11 @@ impl<'a> Arg<'a> {
 
 impl<'a> Ret<'a> {
     buffer_common!();
+
+    /// Results share no memory with other results here (only an argument can alias one).
+    fn aliased_result(&self) -> Option<usize> {
+        None
+    }
 
     /// The bytes to fill, when the result is in host memory.
     pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
@@ -286,18 +309,7 @@ impl<'a> CallFrame<'a> {
         state_type: Option<i64>,
     ) -> std::result::Result<CallFrame<'a>, FfiError> {
         let conv = |(c, m): (Code, String)| FfiError::new(c, m);
-        let args = frame
-            .args()
-            .map_err(conv)?
-            .into_iter()
-            .map(|b| Arg {
-                ffi_dtype: b.dtype,
-                dims: b.dims,
-                data: b.data,
-                bytes: frame.host_bytes(&b),
-            })
-            .collect();
-        let rets = frame
+        let rets: Vec<Ret<'a>> = frame
             .rets()
             .map_err(conv)?
             .into_iter()
@@ -306,6 +318,40 @@ impl<'a> CallFrame<'a> {
                 dims: b.dims,
                 data: b.data,
                 bytes: frame.host_bytes_mut(&b),
+            })
+            .collect();
+        // Where a result's memory is an argument's (`output_operand_aliases`), handing out
+        // both a shared slice of the argument and a mutable slice of the result would alias
+        // them: the argument gets no slice, and names the result instead.
+        let span = |data: usize, dtype: i32, dims: &[i64]| {
+            crate::raw::util::ffi_dense_bytes(dtype, dims)
+                .filter(|&n| n > 0 && data != 0)
+                .map(|n| (data, data.saturating_add(n)))
+        };
+        let ret_spans: Vec<Option<(usize, usize)>> = rets
+            .iter()
+            .map(|r| r.bytes.as_ref().and(span(r.data, r.ffi_dtype, r.dims)))
+            .collect();
+        let args = frame
+            .args()
+            .map_err(conv)?
+            .into_iter()
+            .map(|b| {
+                let aliased_with = span(b.data, b.dtype, b.dims).and_then(|(lo, hi)| {
+                    ret_spans
+                        .iter()
+                        .position(|r| r.is_some_and(|(rlo, rhi)| lo < rhi && rlo < hi))
+                });
+                Arg {
+                    ffi_dtype: b.dtype,
+                    dims: b.dims,
+                    data: b.data,
+                    bytes: match aliased_with {
+                        Some(_) => None,
+                        None => frame.host_bytes(&b),
+                    },
+                    aliased_with,
+                }
             })
             .collect();
         Ok(CallFrame {
