@@ -33,13 +33,16 @@ The rules a handler lives by:
   changes no result); asking a buffer for a new view after the call raises.
 - The handler returns ``None`` (after writing ``call.rets``) or the results: one array-like
   for a single result, or a tuple/list with one per result, each exactly of the result's
-  shape and dtype. Anything else fails the execution with ``InvalidArgumentError``.
+  shape and dtype (``None`` in the place of a token result: tokens hold no data, and their
+  buffers have no views). Anything else fails the execution with ``InvalidArgumentError``.
 - Views are row-major: a program whose custom call gives the handler's target
   ``operand_layouts``/``result_layouts`` other than row-major is refused when it is compiled
   (or loaded), naming the target, the operand or result and the layout. The check sees the
   handlers registered at that moment: register before compiling (a program compiled while
   its target had no rpjrt handler is not checked again when one is registered later).
 - A string attribute that is not UTF-8 fails the call with an error naming the attribute.
+- Handlers run with IEEE subnormals, as every Python thread has (the CPU runtime flushes
+  them to zero on its threads, and puts that mode back when the handler returns).
 - Dropping the last reference to a client, executable or buffer inside a handler is fine:
   its destruction happens on another thread once the handler returns. So is deleting a
   buffer (even one the running program reads): it is refused from then on, and its memory
@@ -69,7 +72,9 @@ hands what it returned to every execution of that instance as ``call.state``:
 
 The state lives as long as the executable (it is released when the executable is
 destroyed). Runtimes without the instantiate stage (XLA FFI older than 0.3) refuse the
-registration with an error naming both versions.
+registration with an error naming both versions. A name first registered without
+``instantiate`` cannot later be given one (``replace=True`` raises
+``FailedPreconditionError``; use a new name); the other way round is fine.
 
 Registration is checked at once: a plugin that refuses or silently drops the handler (an
 FFI runtime older than the handler) raises here, naming target, platform and versions.

@@ -145,6 +145,12 @@ impl PyFfiBuffer {
         let t = self
             .element_type
             .ok_or_else(|| invalid("unknown element type"))?;
+        if t == ElementType::Token {
+            return Err(invalid(
+                "this custom-call buffer is a token: it orders effects and holds no data \
+                 (return None for a token result)",
+            ));
+        }
         if t.byte_width().is_none() {
             return Err(invalid(format!(
                 "{t} is packed below a byte; read .memoryview() and unpack it"
@@ -501,7 +507,19 @@ fn write_returned(
     }
     let np = py.import("numpy")?;
     for (i, (v, r)) in values.iter().zip(rets.iter()).enumerate() {
-        let view = r.cast_into::<PyFfiBuffer>()?.get().to_numpy(py)?;
+        let r = r.cast_into::<PyFfiBuffer>()?;
+        if r.get().element_type == Some(ElementType::Token) {
+            // A token result holds no data: its place in the tuple takes None.
+            if v.is_none() {
+                continue;
+            }
+            return Err(invalid(format!(
+                "the Python handler for {target:?} returned a {} for result {i}, which is a \
+                 token (it holds no data): give None in its place",
+                v.get_type().name()?
+            )));
+        }
+        let view = r.get().to_numpy(py)?;
         let arr = np.call_method1("asarray", (v,))?;
         let (want_shape, got_shape) = (view.getattr("shape")?, arr.getattr("shape")?);
         let (want_dtype, got_dtype) = (view.getattr("dtype")?, arr.getattr("dtype")?);
@@ -552,9 +570,12 @@ fn call_python(
         return Err(shutting_down(call.target()));
     };
     let target = call.target().to_string();
+    // Python's floats are IEEE: the handler's code (and the attributes' conversion to
+    // Python floats) must not run under the runtime's flush-to-zero mode, where
+    // `1e-310 * 1.0` is 0 and a subnormal f32 attribute reads as 0.
     // `try_attach` gives up (instead of waiting or panicking) once the interpreter is
     // finalizing.
-    Python::try_attach(|py| {
+    ffi::with_ieee_subnormals(|| Python::try_attach(|py| {
         let valid = Arc::new(AtomicBool::new(true));
         let build = |py: Python<'_>, call: &mut CallFrame<'_>| -> PyResult<Py<PyFfiCall>> {
             let mut args = Vec::with_capacity(call.args().len());
@@ -655,7 +676,7 @@ fn call_python(
             }
             FfiError::new(crate::errors::code_of_exception(py, &e), message)
         })
-    })
+    }))
     .unwrap_or_else(|| Err(shutting_down(&target)))
 }
 

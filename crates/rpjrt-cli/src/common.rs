@@ -8,7 +8,8 @@ use rpjrt::{ClientOptions, Plugin, Value};
 use rpjrt_discovery::{install_hint, Discovery, PluginInfo};
 use serde_json::{json, Value as Json};
 
-/// `println!` that ignores a closed stdout (`rpjrt info | head` must not panic).
+/// `println!` that never panics on stdout: a failed write is kept and, once the verb is
+/// done, turns its success into exit code 1 naming the error ([`take_output_error`]).
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {{
@@ -102,14 +103,45 @@ pub fn plugin_logs_quieted() -> bool {
 /// sends descriptor 1 (a plugin's prints) to stderr.
 static ORIGINAL_STDOUT: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
 
-/// Writes the CLI's own output (see [`outln!`]).
+/// The first error writing the CLI's own output met (a full disk, `> /dev/full`, an I/O
+/// error): the output is incomplete, so the command must not report success.
+static OUTPUT_ERROR: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
+
+/// Writes the CLI's own output (see [`outln!`]); a failed write is kept for
+/// [`take_output_error`].
 pub fn write_out(text: fmt::Arguments<'_>) {
     use std::io::Write as _;
     let mut original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
-    let _ = match original.as_mut() {
+    let written = match original.as_mut() {
         Some(f) => f.write_fmt(text),
         None => std::io::stdout().write_fmt(text),
     };
+    if let Err(e) = written {
+        OUTPUT_ERROR
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+}
+
+/// Flushes stdout and returns the first error met writing the CLI's output since the last
+/// call, as the error that ends the command (exit code 1): output that did not arrive
+/// whole is a failure, never a silent success.
+pub fn take_output_error() -> Option<CliError> {
+    use std::io::Write as _;
+    if let Err(e) = std::io::stdout().flush() {
+        OUTPUT_ERROR
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+    let e = OUTPUT_ERROR
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()?;
+    Some(CliError::failed(format!(
+        "cannot write the output to stdout: {e}"
+    )))
 }
 
 /// Sends what plugins print on stdout to stderr until the guard drops, so that the CLI's

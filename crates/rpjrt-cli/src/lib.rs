@@ -63,6 +63,11 @@ where
     let result = cmd::run(cli.command);
     common::end_plugin_stdout_diversion();
     drop(diverted);
+    // Output that could not be written (a full disk) fails a command that succeeded.
+    let result = match (result, common::take_output_error()) {
+        (Ok(_), Some(e)) => Err(e),
+        (result, _) => result,
+    };
     match result {
         Ok(code) => code,
         Err(e) => {

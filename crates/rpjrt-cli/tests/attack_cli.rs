@@ -755,3 +755,104 @@ fn cache_info_with_an_empty_key_is_refused() {
         assert!(err.contains("give a key"), "{err}");
     }
 }
+
+/// Output that cannot be written (`> /dev/full`: ENOSPC) was dropped without a word and
+/// the command exited 0 (`info`, `run`, `conform --list`), or it panicked (`compile`,
+/// `cache`, which printed with `println!`). Every verb now exits 1 naming the error.
+#[test]
+fn output_that_cannot_be_written_fails_the_command() {
+    if !std::path::Path::new("/dev/full").exists() {
+        panic!("this test needs /dev/full");
+    }
+    let dir = tmpdir("attack-dev-full");
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let program = common::fixture("mul_add.mlir");
+    let cases: Vec<Vec<std::ffi::OsString>> = vec![
+        vec!["info".into(), new().into(), "--json".into()],
+        vec!["info".into(), new().into()],
+        vec!["plugins".into(), "--json".into()],
+        vec!["conform".into(), new().into(), "--list".into()],
+        vec![
+            "run".into(),
+            program.clone().into(),
+            "--plugin".into(),
+            new().into(),
+            "--random".into(),
+            "--json".into(),
+        ],
+        vec![
+            "compile".into(),
+            program.into(),
+            "--plugin".into(),
+            new().into(),
+            "-o".into(),
+            dir.join("a.rpjrt").into(),
+        ],
+        vec!["cache".into(), "ls".into(), "--dir".into(), cache.into()],
+    ];
+    for args in cases {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let (code, _, err) = run(rpjrt().args(&args).stdout(full));
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write the output to stdout"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// `run --out` (or `--trace`) naming one of the `--input` files replaced that input with
+/// the outputs (or the trace); like an output naming the program, it is refused before
+/// anything runs and the input is left as it was.
+#[test]
+fn run_output_naming_an_input_file_is_refused() {
+    let dir = tmpdir("attack-out-over-input");
+    let x = dir.join("x.npy");
+    // A float32[2] .npy of [1, 2], for the identity program on tensor<2xf32>.
+    let program = identity(&dir, "f32");
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+    let pad = 64 - (10 + header.len() + 1) % 64;
+    let header = format!("{header}{}\n", " ".repeat(pad % 64));
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    npy.extend_from_slice(&1f32.to_le_bytes());
+    npy.extend_from_slice(&2f32.to_le_bytes());
+    std::fs::write(&x, &npy).unwrap();
+    for (option, input) in [
+        ("--out", "0=".to_string()),
+        ("--out", String::new()),
+        ("--trace", "a=".to_string()),
+    ] {
+        fails(
+            rpjrt()
+                .arg("run")
+                .arg(&program)
+                .arg("--plugin")
+                .arg(new())
+                .arg("-i")
+                .arg(format!("{input}{}", x.display()))
+                .arg(option)
+                .arg(dir.join(".").join("x.npy")),
+            2,
+            "that is the input file",
+        );
+        assert_eq!(std::fs::read(&x).unwrap(), npy, "{option} {input}");
+    }
+    // The same run with another output name works.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(&program)
+        .arg("--plugin")
+        .arg(new())
+        .arg("-i")
+        .arg(&x)
+        .arg("--out")
+        .arg(dir.join("y.npy")));
+    assert_eq!(code, 0, "{err}");
+}

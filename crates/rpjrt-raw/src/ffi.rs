@@ -336,6 +336,10 @@ pub struct Target {
     /// The runtime's FFI api, learned at the metadata call (0 until then).
     api: AtomicPtr<sys::XLA_FFI_Api>,
     thunk: usize,
+    /// Whether the runtime knows this target with its instantiate stage
+    /// ([`Target::register_bundle`]); a target registered through the PJRT extension has
+    /// the execute stage only, for good (the runtime cannot re-register a name).
+    instantiate_stage: std::sync::atomic::AtomicBool,
 }
 
 impl Target {
@@ -350,6 +354,7 @@ impl Target {
             meta: Mutex::new(None),
             api: AtomicPtr::new(null_mut()),
             thunk: code,
+            instantiate_stage: std::sync::atomic::AtomicBool::new(false),
         }));
         slot.store((t as *const Target).cast_mut(), Ordering::Release);
         Ok(t)
@@ -422,6 +427,7 @@ impl Target {
         // SAFETY: the runtime's own registration entry; the strings outlive the call.
         let err = unsafe { reg(&mut a) };
         if err.is_null() {
+            self.instantiate_stage.store(true, Ordering::Release);
             return Ok(());
         }
         // SAFETY: `err` is an error the runtime just returned; read once, destroyed once.
@@ -437,6 +443,12 @@ impl Target {
     pub fn register_with(&self, api: &Api, ext: &FfiExtension) -> Result<()> {
         // SAFETY: the thunk has the handler signature and lives forever (never freed).
         unsafe { ext.register_handler(api, &self.name, &self.platform, self.thunk) }
+    }
+
+    /// Whether the runtime runs this target's instantiate stage (it was registered with
+    /// [`Target::register_bundle`]).
+    pub fn has_instantiate_stage(&self) -> bool {
+        self.instantiate_stage.load(Ordering::Acquire)
     }
 
     /// The runtime's FFI api table seen at the metadata call, if any.

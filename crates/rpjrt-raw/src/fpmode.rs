@@ -152,9 +152,11 @@ impl FlushDenormals {
         }
     }
 
-    /// Enters the non-flushing mode instead (what a fresh thread has).
-    #[cfg(test)]
-    fn enter_ieee() -> FlushDenormals {
+    /// Enters the non-flushing mode instead (what a fresh thread has, and what Python's
+    /// float arithmetic assumes), putting the previous mode back on drop: for code that
+    /// runs on a runtime thread but is not part of the runtime's arithmetic (a Python
+    /// custom-call handler).
+    pub fn enter_ieee() -> FlushDenormals {
         FlushDenormals {
             saved: set_flushing(false),
             _thread: PhantomData,

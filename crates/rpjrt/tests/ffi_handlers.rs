@@ -683,3 +683,149 @@ mod frames {
         }
     }
 }
+
+/// Handlers run on XLA's CPU threads with denormals-are-zero set: a subnormal `f32`
+/// attribute read as `f64` (`get_as::<f64>`, `as_f64`, `to_f64_vec`) came out 0, the
+/// hardware widening flushing it. It now arrives exactly, in a handler as outside one.
+#[test]
+fn subnormal_f32_attributes_arrive_exactly_as_f64() {
+    let tiny = 1.0e-45f32; // rounds to 2^-149, the smallest subnormal
+    let small = -1.0e-40f32;
+    assert!(tiny.is_subnormal() && small.is_subnormal());
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_subnormal_attr");
+        let seen: Arc<std::sync::Mutex<Vec<f64>>> = Arc::default();
+        let s2 = seen.clone();
+        ffi::register(client, &target, move |call: &mut CallFrame<'_>| {
+            let a = call.attrs()?;
+            let one: f64 = a.get_as("t")?;
+            let arr: Vec<f64> = a.get_as("arr")?;
+            let mut got = s2.lock().unwrap();
+            got.push(one);
+            got.extend(arr);
+            call.ret(0)?.as_mut_slice::<f32>()?.fill(0.0);
+            Ok(())
+        })
+        .unwrap();
+        let program = format!(
+            "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32,
+      backend_config = {{t = 1.0e-45 : f32, arr = array<f32: 1.0e-45, -1.0e-40>}}}}
+      : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}
+"
+        );
+        run8(client, &program).unwrap();
+        let want = vec![f64::from(tiny), f64::from(tiny), f64::from(small)];
+        assert_eq!(*seen.lock().unwrap(), want, "{}", label(p));
+    });
+}
+
+/// A handler without state replacing one with state kept the runtime's instantiate stage,
+/// which then called the stateless handler with no buffers (its first `ret(0)` failed the
+/// compile); and a handler with state replacing one registered without it was accepted,
+/// though its instantiate function could never run, so every execution failed. The first
+/// now compiles and runs; the second is refused at registration, naming what to do.
+#[test]
+fn replacing_across_stateful_and_stateless_handlers() {
+    for_each_plugin(|p, client| {
+        if is_old(p) {
+            // No instantiate stage on FFI 0.2 (refused at registration, tested above).
+            return;
+        }
+        let fill = |v: f32| {
+            move |call: &mut CallFrame<'_>| -> Result<(), FfiError> {
+                call.ret(0)?.as_mut_slice::<f32>()?.fill(v);
+                Ok(())
+            }
+        };
+        let stateful = |v: f32| {
+            (
+                move |_: &mut CallFrame<'_>| -> Result<f32, FfiError> { Ok(v) },
+                |call: &mut CallFrame<'_>, s: &f32| -> Result<(), FfiError> {
+                    call.ret(0)?.as_mut_slice::<f32>()?.fill(*s);
+                    Ok(())
+                },
+            )
+        };
+        let replace = RegisterOptions {
+            replace: true,
+            ..RegisterOptions::default()
+        };
+        // Stateful first, then stateless: new programs compile and run the new handler.
+        let target = name(client, "rs_state_then_plain");
+        let (i, e) = stateful(5.0);
+        ffi::register_with_state(client, &target, &RegisterOptions::default(), i, e).unwrap();
+        assert_eq!(
+            run8(client, &scale_program(&target, "1.0")).unwrap(),
+            [5.0; 8]
+        );
+        ffi::register_with(client, &target, &replace, fill(3.0)).unwrap();
+        assert_eq!(
+            run8(client, &scale_program(&target, "1.0")).unwrap(),
+            [3.0; 8]
+        );
+        // Stateless first, then stateful: refused, the stateless handler still bound.
+        let target = name(client, "rs_plain_then_state");
+        ffi::register(client, &target, fill(2.0)).unwrap();
+        let (i, e) = stateful(9.0);
+        let err = ffi::register_with_state(client, &target, &replace, i, e).unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+        assert!(
+            err.to_string()
+                .contains("without per-instance state, so the runtime never runs"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("new target name"), "{err}");
+        assert_eq!(
+            run8(client, &scale_program(&target, "1.0")).unwrap(),
+            [2.0; 8]
+        );
+    });
+}
+
+/// A custom call whose result aliases its argument (`output_operand_aliases`) gets one
+/// buffer for both: the frame handed out a shared slice of the argument and a mutable
+/// slice of the result over the same bytes (aliasing `&` and `&mut`, undefined behaviour,
+/// and an in-place reversal read values it had already overwritten). The argument now
+/// names the result it shares, and the handler works in place through the result.
+#[test]
+fn an_argument_aliased_by_its_result_is_read_through_the_result() {
+    for_each_plugin(|p, client| {
+        let target = name(client, "rs_aliased");
+        let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let s2 = seen.clone();
+        ffi::register(client, &target, move |call: &mut CallFrame<'_>| {
+            let arg = call.arg(0)?;
+            let mut notes = s2.lock().unwrap();
+            notes.push(format!("{:?} {}", arg.aliased_result(), arg.is_host()));
+            match arg.as_slice::<f32>() {
+                Ok(_) => notes.push("a slice".into()),
+                Err(e) => notes.push(e.message),
+            }
+            call.ret(0)?.as_mut_slice::<f32>()?.reverse();
+            Ok(())
+        })
+        .unwrap();
+        let program = format!(
+            "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32,
+      output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [],
+        operand_index = 0, operand_tuple_indices = []>]}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}}
+"
+        );
+        let y = run8(client, &program).unwrap();
+        let want: Vec<f32> = (0..8).rev().map(|i| i as f32).collect();
+        assert_eq!(y, want, "{}", label(p));
+        let notes = seen.lock().unwrap();
+        assert_eq!(notes[0], "Some(0) true", "{}", label(p));
+        assert!(
+            notes[1].contains("shares its memory with result 0"),
+            "{}: {notes:?}",
+            label(p)
+        );
+    });
+}

@@ -91,14 +91,6 @@ fn entry_json(e: &CacheEntry) -> Json {
     })
 }
 
-fn print_json(doc: &Json) -> Result<(), CliError> {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(doc).map_err(|e| CliError::failed(e.to_string()))?
-    );
-    Ok(())
-}
-
 /// Runs `rpjrt cache ...`: a bad directory or an unknown key is a usage error (exit 2),
 /// a failure to read or remove entries exit 1.
 pub fn run(a: CacheArgs) -> Result<(), CliError> {
@@ -110,15 +102,18 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
                 .map_err(|e| CliError::failed(e.to_string()))?;
             if d.json {
                 let total: u64 = entries.iter().map(|e| e.size).sum();
-                return print_json(&json!({
+                return crate::common::print_json(&json!({
                     "dir": cache.dir().display().to_string(),
                     "total_bytes": total,
                     "entries": entries.iter().map(entry_json).collect::<Vec<_>>(),
                 }));
             }
-            println!(
+            crate::outln!(
                 "{:<16} {:>10} {:>10} {:>9}  target",
-                "key", "bytes", "compile ms", "age s"
+                "key",
+                "bytes",
+                "compile ms",
+                "age s"
             );
             for e in &entries {
                 let target = match (&e.target, &e.error) {
@@ -126,7 +121,7 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
                     (None, Some(err)) => format!("unusable: {err}"),
                     (None, None) => "-".into(),
                 };
-                println!(
+                crate::outln!(
                     "{:<16} {:>10} {:>10} {:>9.0}  {target}",
                     &e.key[..e.key.len().min(16)],
                     e.size,
@@ -134,7 +129,7 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
                     age_s(e.last_used)
                 );
             }
-            println!("{} entries", entries.len());
+            crate::outln!("{} entries", entries.len());
             Ok(())
         }
         CacheAction::Info { key, dir } => {
@@ -143,20 +138,20 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
                 .info(&key)
                 .map_err(|e| CliError::usage(crate::common::bare(e)))?;
             if dir.json {
-                return print_json(&entry_json(&e));
+                return crate::common::print_json(&entry_json(&e));
             }
-            println!("key          {}", e.key);
-            println!("path         {}", e.path.display());
-            println!("bytes        {}", e.size);
+            crate::outln!("key          {}", e.key);
+            crate::outln!("path         {}", e.path.display());
+            crate::outln!("bytes        {}", e.size);
             if let Some(ms) = e.compile_ms {
-                println!("compile ms   {ms:.1}");
+                crate::outln!("compile ms   {ms:.1}");
             }
             if let Some(err) = &e.error {
-                println!("unusable     {err}");
+                crate::outln!("unusable     {err}");
             }
             if let Some(t) = &e.target {
                 for (k, v) in t.fields() {
-                    println!("{k:<26} {v}");
+                    crate::outln!("{k:<26} {v}");
                 }
             }
             Ok(())
@@ -165,9 +160,9 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
             let cache = open(d.dir)?;
             let n = cache.clear().map_err(|e| CliError::failed(e.to_string()))?;
             if d.json {
-                return print_json(&json!({"removed": n}));
+                return crate::common::print_json(&json!({"removed": n}));
             }
-            println!("removed {n} entries from {}", cache.dir().display());
+            crate::outln!("removed {n} entries from {}", cache.dir().display());
             Ok(())
         }
     }

@@ -143,20 +143,20 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
                 .collect();
             doc["executable"] = serde_json::Value::Object(items);
         }
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?
         );
     } else {
-        println!(
+        crate::outln!(
             "wrote {} ({} bytes, compiled in {compile_ms:.1} ms) for {target}",
             a.output.display(),
             bytes.len()
         );
         for (k, v) in &described {
             match v {
-                Ok(list) => println!("  {k}: {}", list.join(" ")),
-                Err(why) => println!("  {k}: not available ({why})"),
+                Ok(list) => crate::outln!("  {k}: {}", list.join(" ")),
+                Err(why) => crate::outln!("  {k}: not available ({why})"),
             }
         }
     }

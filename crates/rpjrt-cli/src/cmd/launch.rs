@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         if is_err {
             let _ = writeln!(std::io::stderr().lock(), "[{p}] {line}");
         } else {
-            let _ = writeln!(std::io::stdout().lock(), "[{p}] {line}");
+            crate::outln!("[{p}] {line}");
         }
     });
     match launcher.run(sink) {

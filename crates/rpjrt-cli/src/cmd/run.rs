@@ -177,6 +177,25 @@ fn label(i: usize, names: Option<&[String]>) -> String {
 
 /// Builds the argument arrays from `--input`/`--random`, checked against `params`; input
 /// keys may be the parameter `names` where the program carries them.
+/// An `--input` as its key (`KEY=`, if any) and its value (a file or a literal).
+fn split_input(spec: &str) -> (Option<&str>, &str) {
+    match spec.split_once('=') {
+        Some((k, v)) if !k.contains('[') => (Some(k), v),
+        _ => (None, spec),
+    }
+}
+
+/// The `--input` values that are files (`KEY=FILE.npy`, `FILE.npy`, `FILE.npz`), split as
+/// [`gather_inputs`] splits them: an output must not replace one of them.
+fn input_files(args: &Args) -> Vec<std::path::PathBuf> {
+    args.inputs
+        .iter()
+        .map(|spec| split_input(spec).1)
+        .filter(|v| v.ends_with(".npy") || v.ends_with(".npz"))
+        .map(std::path::PathBuf::from)
+        .collect()
+}
+
 fn gather_inputs(
     args: &Args,
     params: Option<&[ArraySpec]>,
@@ -206,10 +225,7 @@ fn gather_inputs(
     };
     let mut next_positional = 0usize;
     for spec in &args.inputs {
-        let (target, value) = match spec.split_once('=') {
-            Some((k, v)) if !k.contains('[') => (Some(k), v),
-            _ => (None, spec.as_str()),
-        };
+        let (target, value) = split_input(spec);
         let looks_like_file = value.ends_with(".npy") || value.ends_with(".npz");
         if target.is_none() && value.ends_with(".npz") {
             // The same placement as below, for checking each header before its data.
@@ -324,6 +340,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     };
     common::check_output_path(&path, "--trace")?;
     common::check_not_input(&path, "--trace", &args.program)?;
+    for input in input_files(&args) {
+        common::check_not_input(&path, "--trace", &input)?;
+    }
     crate::cmd::trace::record(&path, "rpjrt run", |profiler| {
         run_program(args, Some(profiler))
     })
@@ -347,6 +366,9 @@ fn run_program(
         }
         common::check_output_path(path, "--out")?;
         common::check_not_input(path, "--out", &args.program)?;
+        for input in input_files(&args) {
+            common::check_not_input(path, "--out", &input)?;
+        }
     }
     let program = ProgramFile::read(&args.program, args.format.as_deref())?;
     let t = Instant::now();

@@ -73,6 +73,24 @@ pub enum AttrArray {
     F64(Vec<f64>),
 }
 
+/// `x` as an `f64`, exactly, whatever the thread's floating-point mode: handlers run on
+/// XLA's CPU threads with denormals-are-zero set, where the hardware widening (`x.into()`)
+/// reads a subnormal `f32` attribute as 0. A subnormal is rebuilt from its bits instead
+/// (an integer times 2^-149, both normal in `f64`, so the product is exact and unflushed).
+fn widen(x: f32) -> f64 {
+    if x.is_subnormal() {
+        let bits = x.to_bits();
+        let magnitude = f64::from(bits & 0x007f_ffff) * f64::powi(2.0, -149);
+        if bits >> 31 == 1 {
+            -magnitude
+        } else {
+            magnitude
+        }
+    } else {
+        f64::from(x)
+    }
+}
+
 impl AttrValue {
     /// A short name of the value's type, for error messages (`i32`, `string`, `array<f32>`).
     pub fn type_name(&self) -> &'static str {
@@ -115,7 +133,7 @@ impl AttrValue {
     /// The value as an `f64` if it is a number.
     pub fn as_f64(&self) -> Option<f64> {
         match *self {
-            AttrValue::F32(v) => Some(v.into()),
+            AttrValue::F32(v) => Some(widen(v)),
             AttrValue::F64(v) => Some(v),
             AttrValue::F16Bits(b) => Some(half::f16::from_bits(b).to_f64()),
             AttrValue::BF16Bits(b) => Some(half::bf16::from_bits(b).to_f64()),
@@ -186,7 +204,7 @@ impl AttrArray {
     /// The elements as `f64` (any numeric array).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
-            AttrArray::F32(v) => v.iter().map(|&x| x.into()).collect(),
+            AttrArray::F32(v) => v.iter().map(|&x| widen(x)).collect(),
             AttrArray::F64(v) => v.clone(),
             AttrArray::U64(v) => v.iter().map(|&x| x as f64).collect(),
             other => other

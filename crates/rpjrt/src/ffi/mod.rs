@@ -157,6 +157,10 @@ pub struct Arg<'a> {
     dims: &'a [i64],
     data: usize,
     bytes: Option<&'a [u8]>,
+    /// The result whose memory this argument's shares (`output_operand_aliases`): its
+    /// bytes are then read through that result, never as a second, shared slice of memory
+    /// the handler holds mutably.
+    aliased_with: Option<usize>,
 }
 
 /// One buffer result of a call.
@@ -217,7 +221,7 @@ macro_rules! buffer_common {
 
         /// Whether the data is host memory the handler may read as a slice.
         pub fn is_host(&self) -> bool {
-            self.bytes.is_some()
+            self.bytes.is_some() || self.aliased_result().is_some()
         }
     };
 }
@@ -225,14 +229,28 @@ macro_rules! buffer_common {
 impl<'a> Arg<'a> {
     buffer_common!();
 
-    /// The bytes, when the buffer is in host memory.
+    /// The bytes, when the buffer is in host memory and shares no memory with a result
+    /// ([`Arg::aliased_result`]).
     pub fn host_bytes(&self) -> Option<&'a [u8]> {
         self.bytes
+    }
+
+    /// The result this argument shares its memory with (a custom call with
+    /// `output_operand_aliases`): the handler reads and writes it through that result,
+    /// which holds the argument's values when the handler starts.
+    pub fn aliased_result(&self) -> Option<usize> {
+        self.aliased_with
     }
 
     /// The elements as a typed slice (host memory, matching type and alignment).
     pub fn as_slice<T: NativeType>(&self) -> std::result::Result<&'a [T], FfiError> {
         typed::<T>(self.nbytes(), self.element_type(), "the argument")?;
+        if let Some(j) = self.aliased_with {
+            return Err(FfiError::invalid(format!(
+                "the argument shares its memory with result {j} (output_operand_aliases): \
+                 read it through that result, which holds its values"
+            )));
+        }
         let bytes = self.bytes.ok_or_else(|| {
             FfiError::invalid("the argument is in device memory; use data_ptr() and the stream")
         })?;
@@ -242,6 +260,11 @@ impl<'a> Arg<'a> {
 
 impl<'a> Ret<'a> {
     buffer_common!();
+
+    /// Results share no memory with other results here (only an argument can alias one).
+    fn aliased_result(&self) -> Option<usize> {
+        None
+    }
 
     /// The bytes to fill, when the result is in host memory.
     pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
@@ -286,18 +309,7 @@ impl<'a> CallFrame<'a> {
         state_type: Option<i64>,
     ) -> std::result::Result<CallFrame<'a>, FfiError> {
         let conv = |(c, m): (Code, String)| FfiError::new(c, m);
-        let args = frame
-            .args()
-            .map_err(conv)?
-            .into_iter()
-            .map(|b| Arg {
-                ffi_dtype: b.dtype,
-                dims: b.dims,
-                data: b.data,
-                bytes: frame.host_bytes(&b),
-            })
-            .collect();
-        let rets = frame
+        let rets: Vec<Ret<'a>> = frame
             .rets()
             .map_err(conv)?
             .into_iter()
@@ -306,6 +318,40 @@ impl<'a> CallFrame<'a> {
                 dims: b.dims,
                 data: b.data,
                 bytes: frame.host_bytes_mut(&b),
+            })
+            .collect();
+        // Where a result's memory is an argument's (`output_operand_aliases`), handing out
+        // both a shared slice of the argument and a mutable slice of the result would alias
+        // them: the argument gets no slice, and names the result instead.
+        let span = |data: usize, dtype: i32, dims: &[i64]| {
+            crate::raw::util::ffi_dense_bytes(dtype, dims)
+                .filter(|&n| n > 0 && data != 0)
+                .map(|n| (data, data.saturating_add(n)))
+        };
+        let ret_spans: Vec<Option<(usize, usize)>> = rets
+            .iter()
+            .map(|r| r.bytes.as_ref().and(span(r.data, r.ffi_dtype, r.dims)))
+            .collect();
+        let args = frame
+            .args()
+            .map_err(conv)?
+            .into_iter()
+            .map(|b| {
+                let aliased_with = span(b.data, b.dtype, b.dims).and_then(|(lo, hi)| {
+                    ret_spans
+                        .iter()
+                        .position(|r| r.is_some_and(|(rlo, rhi)| lo < rhi && rlo < hi))
+                });
+                Arg {
+                    ffi_dtype: b.dtype,
+                    dims: b.dims,
+                    data: b.data,
+                    bytes: match aliased_with {
+                        Some(_) => None,
+                        None => frame.host_bytes(&b),
+                    },
+                    aliased_with,
+                }
             })
             .collect();
         Ok(CallFrame {
@@ -452,6 +498,18 @@ pub struct Registration {
     pub runtime_version: (i32, i32),
     /// The FFI version the handler reported.
     pub handler_version: (i32, i32),
+}
+
+/// Runs `f` with IEEE subnormals on the calling thread (flush-to-zero and
+/// denormals-are-zero off), putting the thread's mode back afterwards.
+///
+/// XLA's CPU runtime runs programs, and so custom-call handlers, with subnormals flushed
+/// to zero. Rust handlers keep that mode (their arithmetic is part of the program's); a
+/// handler written for a language whose floats are IEEE (Python: `1e-310 * 1.0` is not
+/// 0 there) runs its code inside this.
+pub fn with_ieee_subnormals<R>(f: impl FnOnce() -> R) -> R {
+    let _mode = crate::raw::fpmode::FlushDenormals::enter_ieee();
+    f()
 }
 
 /// rpjrt's own FFI version (what its handlers are written against).
@@ -601,6 +659,23 @@ fn bind_via(
                     ),
                 ));
             }
+            if matches!(via, Via::Bundle(_))
+                && t.metadata().is_some_and(|m| accepted(&m))
+                && !t.has_instantiate_stage()
+            {
+                // The runtime knows the name with its execute stage only and cannot register
+                // it again: the instantiate function would never run, and every execution
+                // would find no state.
+                return Err(fail(
+                    Code::FailedPrecondition,
+                    format!(
+                        "target {name:?} on platform {platform:?} was first registered without \
+                         per-instance state, so the runtime never runs its instantiate stage \
+                         and cannot be told to (XLA cannot register a name again): register the \
+                         handler with state under a new target name"
+                    ),
+                ));
+            }
             if let Some(m) = t.metadata().filter(accepted) {
                 // Already known to the runtime: swap what it runs.
                 t.bind(Some(bound));
@@ -691,6 +766,12 @@ fn accepted(m: &raw::MetaSeen) -> bool {
 fn rust_callback(user_type: Option<i64>, handler: Arc<HandlerFn>) -> raw::Bound {
     raw::Bound::Rust(Arc::new(move |frame: &raw::Frame<'_>| {
         let mut call = CallFrame::new(frame, user_type, None).map_err(|e| (e.code, e.message))?;
+        // A handler without state replacing one with state on the same target: the runtime
+        // still runs the instantiate stage, which has nothing to do here (no buffers, and
+        // no state to make); only the execute stage is the handler's.
+        if call.stage() != Stage::Execute {
+            return Ok(());
+        }
         let _span = crate::trace::span(crate::trace::Category::CustomCall, "custom_call")
             .text("target", call.target());
         handler(&mut call).map_err(|e| (e.code, e.message))
