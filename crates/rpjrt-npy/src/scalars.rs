@@ -104,8 +104,8 @@ impl Scalar {
             Scalar::BigInt(s) => match s.parse::<f64>() {
                 Ok(x) if x.is_finite() => Ok(x),
                 Ok(_) => Err(format!(
-                    "overflows {t} (it is beyond the range of float64); pass cast=True to \
-                     convert as numpy's astype does"
+                    "overflows {t} (it is beyond the range of float64; from Python, \
+                     cast=True converts as numpy's astype does)"
                 )),
                 Err(_) => Err(format!("is not a decimal integer ({t})")),
             },
@@ -442,8 +442,8 @@ pub fn values_to_host<S: Borrow<Scalar>>(
             .position(|s| s.kind() == ScalarKind::Complex)
             .unwrap_or(0);
         return Err(Error::invalid(format!(
-            "complex values cannot be stored as {t} ({}{}); pass cast=True to drop the \
-             imaginary part",
+            "complex values cannot be stored as {t} ({}{}; from Python, cast=True drops \
+             the imaginary part)",
             leaves[i],
             at(i)
         )));
@@ -459,7 +459,7 @@ pub fn values_to_host<S: Borrow<Scalar>>(
             .unwrap_or(0);
         return Err(Error::invalid(format!(
             "float values cannot be stored as {t} without rounding ({}{}); convert them \
-             first or pass cast=True",
+             first (from Python, cast=True does)",
             leaves[i],
             at(i)
         )));
@@ -486,8 +486,8 @@ fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result
             };
             let v = v.filter(|v| (lo..=hi).contains(v)).ok_or_else(|| {
                 format!(
-                    "does not fit in {t} (range {lo}..{hi}); pass cast=True to wrap it as \
-                     numpy's astype does"
+                    "does not fit in {t} (range {lo}..{hi}; from Python, cast=True wraps it \
+                     as numpy's astype does)"
                 )
             })?;
             // Two's complement, truncated to the width (sub-byte types in the low bits of
@@ -685,8 +685,8 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
     }
     if a >= f.limit() {
         return Err(format!(
-            "overflows {t} (largest finite value {}); pass cast=True to convert as numpy's \
-             astype does",
+            "overflows {t} (largest finite value {}; from Python, cast=True \
+             converts as numpy's astype does)",
             Float(f.max())
         ));
     }
@@ -694,7 +694,7 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
         if negative || a == 0.0 {
             return Err(format!(
                 "cannot be stored as {t}, which holds only positive powers of two (it would \
-                 become NaN); pass cast=True to convert as numpy's astype does"
+                 become NaN; from Python, cast=True converts as numpy's astype does)"
             ));
         }
         // ml_dtypes rounds to the nearer power of two with ties up; below the smallest
@@ -1250,13 +1250,13 @@ mod tests {
         let e = to_host(&tree, Some(T::F8E4M3FN)).unwrap_err().to_string();
         assert!(
             e.contains(
-                ": 1000000.0 at index [1, 1] overflows float8_e4m3fn (largest finite value 448.0)"
+                ": 1000000.0 at index [1, 1] overflows float8_e4m3fn (largest finite value 448.0;"
             ),
             "{e}"
         );
         let e = err(vec![1e300f64], Some(T::BF16));
         assert!(
-            e.contains(": 1e+300 at index [0] overflows bfloat16 (largest finite value 3.3895313892515355e+38)"),
+            e.contains(": 1e+300 at index [0] overflows bfloat16 (largest finite value 3.3895313892515355e+38;"),
             "{e}"
         );
         let huge = Nested::Scalar(Scalar::BigInt(format!("1{}", "0".repeat(400)).into()));
@@ -1267,7 +1267,7 @@ mod tests {
         assert!(e.contains("1.5e-05"), "{e}");
         let e = err(vec![1i64, 300], Some(T::S8));
         assert!(
-            e.contains(": 300 at index [1] does not fit in int8 (range -128..127)"),
+            e.contains(": 300 at index [1] does not fit in int8 (range -128..127;"),
             "{e}"
         );
         let e = err(Nested::from(300i64), Some(T::S8));
