@@ -575,108 +575,112 @@ fn call_python(
     // `1e-310 * 1.0` is 0 and a subnormal f32 attribute reads as 0.
     // `try_attach` gives up (instead of waiting or panicking) once the interpreter is
     // finalizing.
-    ffi::with_ieee_subnormals(|| Python::try_attach(|py| {
-        let valid = Arc::new(AtomicBool::new(true));
-        let build = |py: Python<'_>, call: &mut CallFrame<'_>| -> PyResult<Py<PyFfiCall>> {
-            let mut args = Vec::with_capacity(call.args().len());
-            for a in call.args() {
-                args.push(Py::new(
+    ffi::with_ieee_subnormals(|| {
+        Python::try_attach(|py| {
+            let valid = Arc::new(AtomicBool::new(true));
+            let build = |py: Python<'_>, call: &mut CallFrame<'_>| -> PyResult<Py<PyFfiCall>> {
+                let mut args = Vec::with_capacity(call.args().len());
+                for a in call.args() {
+                    args.push(Py::new(
+                        py,
+                        ffi_buffer(
+                            a.dims(),
+                            a.element_type(),
+                            a.ffi_dtype(),
+                            a.nbytes(),
+                            a.data_ptr(),
+                            a.is_host(),
+                            false,
+                            &valid,
+                        ),
+                    )?);
+                }
+                let mut rets = Vec::with_capacity(call.rets().len());
+                for r in call.rets().iter() {
+                    rets.push(Py::new(
+                        py,
+                        ffi_buffer(
+                            r.dims(),
+                            r.element_type(),
+                            r.ffi_dtype(),
+                            r.nbytes(),
+                            r.data_ptr(),
+                            r.is_host(),
+                            true,
+                            &valid,
+                        ),
+                    )?);
+                }
+                let attrs = call.attrs().map_err(|e| invalid(e.message))?;
+                let args = PyTuple::new(py, args)?;
+                let rets = PyTuple::new(py, rets)?;
+                let obj = Py::new(
                     py,
-                    ffi_buffer(
-                        a.dims(),
-                        a.element_type(),
-                        a.ffi_dtype(),
-                        a.nbytes(),
-                        a.data_ptr(),
-                        a.is_host(),
-                        false,
-                        &valid,
-                    ),
-                )?);
-            }
-            let mut rets = Vec::with_capacity(call.rets().len());
-            for r in call.rets().iter() {
-                rets.push(Py::new(
-                    py,
-                    ffi_buffer(
-                        r.dims(),
-                        r.element_type(),
-                        r.ffi_dtype(),
-                        r.nbytes(),
-                        r.data_ptr(),
-                        r.is_host(),
-                        true,
-                        &valid,
-                    ),
-                )?);
-            }
-            let attrs = call.attrs().map_err(|e| invalid(e.message))?;
-            let args = PyTuple::new(py, args)?;
-            let rets = PyTuple::new(py, rets)?;
-            let obj = Py::new(
-                py,
-                PyFfiCall {
-                    target: target.clone(),
-                    args: args.unbind(),
-                    rets: rets.unbind(),
-                    attrs: attrs_to_py(py, attrs)?.unbind(),
-                    stream: call.stream(),
-                    user_data: call.user_data::<Py<PyAny>>().map(|o| o.clone_ref(py)),
-                    runtime_version: call.runtime_version(),
-                    stage: stage_name(call.stage()),
-                    device_ordinal: call.device_ordinal(),
-                    state: state.map(|s| s.clone_ref(py)),
-                },
-            )?;
-            Ok(obj)
-        };
-        let result = build(py, call).and_then(|obj| {
-            let rets = obj.get().rets.clone_ref(py);
-            let rets = rets.bind(py);
-            let value = func.bind(py).call1((obj,))?;
-            if role == Role::Instantiate {
-                return Ok(Some(value.unbind()));
-            }
-            if !value.is_none() {
-                write_returned(py, &target, &value, rets)?;
-            }
-            // What the handler wrote into its result views becomes the results.
-            for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
-                let r = r.cast_into::<PyFfiBuffer>()?;
-                if let (Some(stage), Some(dst)) = (r.get().staging.get(py), out.host_bytes_mut()) {
-                    let stage = stage.bind(py);
-                    // SAFETY: the GIL is held and no Python code runs while the
-                    // bytearray's bytes are borrowed for this copy.
-                    let src = unsafe { stage.as_bytes() };
-                    if src.len() == dst.len() {
-                        dst.copy_from_slice(src);
-                    } else {
-                        return Err(invalid(format!(
-                            "result copy of {} bytes for a {}-byte result",
-                            src.len(),
-                            dst.len()
-                        )));
+                    PyFfiCall {
+                        target: target.clone(),
+                        args: args.unbind(),
+                        rets: rets.unbind(),
+                        attrs: attrs_to_py(py, attrs)?.unbind(),
+                        stream: call.stream(),
+                        user_data: call.user_data::<Py<PyAny>>().map(|o| o.clone_ref(py)),
+                        runtime_version: call.runtime_version(),
+                        stage: stage_name(call.stage()),
+                        device_ordinal: call.device_ordinal(),
+                        state: state.map(|s| s.clone_ref(py)),
+                    },
+                )?;
+                Ok(obj)
+            };
+            let result = build(py, call).and_then(|obj| {
+                let rets = obj.get().rets.clone_ref(py);
+                let rets = rets.bind(py);
+                let value = func.bind(py).call1((obj,))?;
+                if role == Role::Instantiate {
+                    return Ok(Some(value.unbind()));
+                }
+                if !value.is_none() {
+                    write_returned(py, &target, &value, rets)?;
+                }
+                // What the handler wrote into its result views becomes the results.
+                for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
+                    let r = r.cast_into::<PyFfiBuffer>()?;
+                    if let (Some(stage), Some(dst)) =
+                        (r.get().staging.get(py), out.host_bytes_mut())
+                    {
+                        let stage = stage.bind(py);
+                        // SAFETY: the GIL is held and no Python code runs while the
+                        // bytearray's bytes are borrowed for this copy.
+                        let src = unsafe { stage.as_bytes() };
+                        if src.len() == dst.len() {
+                            dst.copy_from_slice(src);
+                        } else {
+                            return Err(invalid(format!(
+                                "result copy of {} bytes for a {}-byte result",
+                                src.len(),
+                                dst.len()
+                            )));
+                        }
                     }
                 }
-            }
-            Ok(None)
-        });
-        valid.store(false, Ordering::Release);
-        result.map_err(|e| {
-            let mut message = describe_exception(py, &e, &target);
-            if role == Role::Instantiate {
-                message = message.replacen(
-                    "Python handler for",
-                    "Python instantiate function (the instantiate stage) for",
-                    1,
-                );
-            }
-            if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
-                message.push_str(&keep_base_exception(py, &e));
-            }
-            FfiError::new(crate::errors::code_of_exception(py, &e), message)
+                Ok(None)
+            });
+            valid.store(false, Ordering::Release);
+            result.map_err(|e| {
+                let mut message = describe_exception(py, &e, &target);
+                if role == Role::Instantiate {
+                    message = message.replacen(
+                        "Python handler for",
+                        "Python instantiate function (the instantiate stage) for",
+                        1,
+                    );
+                }
+                if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                    message.push_str(&keep_base_exception(py, &e));
+                }
+                FfiError::new(crate::errors::code_of_exception(py, &e), message)
+            })
         })
-    }))
+    })
     .unwrap_or_else(|| Err(shutting_down(&target)))
 }
 
