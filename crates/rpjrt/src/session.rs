@@ -710,7 +710,7 @@ impl Session {
         let inner = &*self.inner;
         let all: Vec<usize> = (0..inner.lock().slots.len()).collect();
         inner.load(&all)?;
-        let mut st = inner.wait_idle(inner.lock())?;
+        let st = inner.wait_idle(inner.lock())?;
         let mut values = Vec::with_capacity(st.slots.len());
         for slot in &st.slots {
             if let Content::Ready(b) = &slot.content {
@@ -718,9 +718,7 @@ impl Session {
             }
         }
         // Held as a step is: other threads' steps and binds wait until `f` returns.
-        st.stepping = Some(std::thread::current().id());
-        drop(st);
-        let held = Stepping(inner);
+        let held = Stepping::begin(inner, st);
         let r = f(&values);
         drop(held);
         r
@@ -925,9 +923,7 @@ impl SessionProgram {
             })
             .collect();
         drop(slot_refs);
-        st.stepping = Some(std::thread::current().id());
-        drop(st);
-        let stepping = Stepping(inner);
+        let stepping = Stepping::begin(inner, st);
         let refs: Vec<&Buffer> = refs.iter().collect();
         let outs = if donate.is_empty() && !self.portable {
             self.exe.execute(&refs)?
@@ -959,6 +955,16 @@ impl SessionProgram {
 /// guard drops another thread may have begun its own step: clearing that one's flag would
 /// let a third call read the slots mid-step and lose an update.
 struct Stepping<'a>(&'a Inner);
+
+impl<'a> Stepping<'a> {
+    /// Marks this thread as stepping the session and releases the lock: other threads'
+    /// steps, binds and fetches wait until the guard drops.
+    fn begin(inner: &'a Inner, mut st: MutexGuard<'a, State>) -> Stepping<'a> {
+        st.stepping = Some(std::thread::current().id());
+        drop(st);
+        Stepping(inner)
+    }
+}
 
 impl Drop for Stepping<'_> {
     fn drop(&mut self) {

@@ -548,7 +548,8 @@ impl Executable {
                 lists.len()
             )));
         }
-        if let Some(u) = self.params().unknown.as_ref().filter(|u| u.refuse) {
+        let params = self.params();
+        if let Some(u) = params.unknown.as_ref().filter(|u| u.refuse) {
             return Err(Error::invalid(format!(
                 "{} cannot be executed: {}",
                 st.name, u.why
@@ -570,7 +571,7 @@ impl Executable {
                 )));
             }
             self.check_args(list, d)?;
-            if self.parameters().is_none() && d > 0 {
+            if params.parameters.is_none() && d > 0 {
                 // No signature to check against: at least every device gets the same kinds
                 // of argument.
                 for (i, (b, first)) in list.iter().zip(lists[0].iter()).enumerate() {
