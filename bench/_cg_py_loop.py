@@ -1,5 +1,6 @@
 """A Python loop for bench/callgrind.sh: MODE N runs N iterations of one variant after a
-short warm-up. MODE: bur (exe + block_until_ready), wait (exe(..., wait=True)), numpy (exe + to_numpy), asarray (exe +
+short warm-up. MODE: bur (exe + block_until_ready), pyfloor (the Python floor:
+one C-floor iteration per Python call), wait (exe(..., wait=True)), numpy (exe + to_numpy), asarray (exe +
 np.asarray), jax_bur, jax_numpy; session (a Session step of the MLP in _mlp_step.py +
 waiting for the loss), session_direct (the same executable called with the buffers fed back
 by hand), jax_session (the jitted step with donation). The session modes read the lowered
@@ -81,6 +82,9 @@ def main() -> None:
             "numpy": lambda: exe(b, b)[0].to_numpy(),
             "asarray": lambda: np.asarray(exe(b, b)[0]),
         }
+        if mode == "pyfloor":  # the Python floor of bench/b_execute.py (a `bench` build)
+            pf = rpjrt._rpjrt._BenchFloor(exe, [[b, b]], "ready")
+            bodies["pyfloor"] = lambda: pf(b, b)
         body = bodies[mode]
     for _ in range(min(n, 100)):
         body()

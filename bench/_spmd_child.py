@@ -9,7 +9,8 @@ variant of one measurement is interleaved with the others (bench/_harness.py).
 
 Measured:
 - call8: an 8-device SPMD call of `a * b + 1` (f32[64] split over 8 devices) + wait:
-  rpjrt's prepared call, rpjrt's `execute_sharded` + a wait per output, JAX's jitted call;
+  rpjrt's prepared call, rpjrt's `execute_sharded` + a wait per output, JAX's jitted call,
+  and (with a `bench` build) the raw C floor of the same call and its Python floor;
 - sweeps: the same three (the plain `exe(*args)` on one device) over arguments (1, 8, 64,
   256 f32[8] arguments summed, one device), outputs (1, 8, 32 outputs of one argument, one
   device) and devices (1, 2, 4, 8, `a * b + 1` with f32[8] per device).
@@ -97,6 +98,29 @@ class Case:
                 jax.block_until_ready(jf(*jargs))
 
         self.variants = {"rpjrt_prepared": rp_prepared, "rpjrt_plain": rp_plain, "jax": jax_call}
+        self.exe, self.lists = exe, lists
+
+    def add_floors(self) -> None:
+        """Adds the raw C floor of the same call (one Execute for every device, then each
+        device's first output awaited, then every output destroyed; a Rust loop with the GIL
+        released) and the Python floor (one such iteration per Python call), when the
+        extension is built with the `bench` feature."""
+        import rpjrt
+
+        cls = getattr(rpjrt._rpjrt, "_BenchFloor", None)
+        try:
+            floor = cls(self.exe, self.lists, "ready") if cls is not None else None
+        except Exception:  # built without the `bench` feature
+            floor = None
+        if floor is None:
+            return
+
+        def py_floor(n: int) -> None:
+            for _ in range(n):
+                floor()
+
+        self.variants["c_floor"] = floor.run
+        self.variants["py_floor"] = py_floor
 
 
 def mul_add(a: Any, b: Any) -> Any:
@@ -126,6 +150,7 @@ def main() -> None:
     reps, iters = (3, 30) if smoke else (15, 400)
     t0 = time.monotonic()
     case = Case(jax, client, mul_add, 2, NUM_DEVICES)
+    case.add_floors()
     # Process CPU time per call next to the wall clock (all threads, the plugin's included):
     # on a loaded machine the wall clock mostly measures the scheduler.
     cpu: dict[str, list[float]] = {k: [] for k in case.variants}

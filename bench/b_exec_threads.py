@@ -63,6 +63,22 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
         for _ in range(n):
             exe(x, x, wait=True)
 
+    # The Python floor (bench/b_execute.py): one C-floor iteration per Python call, each
+    # thread its own floor on its own input. Its 2-thread speed-up is the most that Python
+    # threads reach with no rpjrt code between the interpreter and the plugin.
+    floor_cls = getattr(rpjrt._rpjrt, "_BenchFloor", None)
+    floors: list[Any] = []
+    if floor_cls is not None:
+        try:
+            floors = [floor_cls(exe, [[x, x]], "ready") for x in xs]
+        except Exception:  # built without the `bench` feature
+            floors = []
+
+    def pyfloor(i: int, n: int) -> None:
+        f, x = floors[i], xs[i]
+        for _ in range(n):
+            f(x, x)
+
     def one(work: Callable[[int, int], None]) -> Callable[[int], None]:
         return lambda n: work(0, 2 * n)
 
@@ -84,6 +100,9 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
         "pywait_one": one(waiting),
         "pywait_two": two(waiting),
     }
+    if floors:
+        variants["pyfloor_one"] = one(pyfloor)
+        variants["pyfloor_two"] = two(pyfloor)
     what = {
         "rust_one": "Rust execute_into + block_until_ready, 1 thread (per 2 executions)",
         "rust_two": "the same on 2 threads at once, n each (per 2 executions)",
@@ -91,6 +110,8 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
         "py_two": "the same on 2 Python threads, n each (per 2 executions)",
         "pywait_one": "Python exe(x, x, wait=True), 1 thread (per 2 executions)",
         "pywait_two": "the same on 2 Python threads, n each (per 2 executions)",
+        "pyfloor_one": "Python floor: floor(x, x) (one C-floor iteration per call), 1 thread (per 2 executions)",
+        "pyfloor_two": "the same on 2 Python threads, n each (per 2 executions)",
     }
     t = h.interleaved(variants, reps=reps, iters=iters)
     for k, v in t.items():
@@ -102,6 +123,20 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
     rust_s = speedup("rust")
     res.figure("threads.rust_speedup", "2 Rust threads / 1, throughput", "x", h.stats(rust_s))
     cpus = os.cpu_count()
+    if floors:
+        floor_s = speedup("pyfloor")
+        res.figure(
+            "threads.pyfloor_speedup",
+            "2 Python threads / 1, throughput, calling the Python floor (no rpjrt code per call)",
+            "x",
+            h.stats(floor_s),
+        )
+        res.figure(
+            "threads.pyfloor_vs_rust_speedup",
+            "Python-floor speed-up / Rust speed-up, per repetition: the most item 6 can reach here",
+            "x",
+            h.paired(floor_s, rust_s),
+        )
     for name, loop in (("pywait", "exe(x, x, wait=True)"), ("py", "(y,) = exe(x, x); y.block_until_ready()")):
         py_s = speedup(name)
         res.figure(f"threads.{name}_speedup", f"2 Python threads / 1, throughput, {loop}", "x", h.stats(py_s))

@@ -68,6 +68,16 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
     if floor is not None:
         variants["c_floor_event"] = lambda n: floor(exe, [x, x], n, "event")
         variants["c_floor_ready"] = lambda n: floor(exe, [x, x], n, "ready")
+        # The least a Python call of the plugin costs: the same C iteration as c_floor_ready,
+        # prepared once, called from a Python loop with the arguments exe(x, x) passes (and
+        # ignores), the GIL released around it. No argument check, no result object.
+        pf = rpjrt._rpjrt._BenchFloor(exe, [[x, x]], "ready")
+
+        def py_floor(n: int) -> None:
+            for _ in range(n):
+                pf(x, x)
+
+        variants["py_floor_call"] = py_floor
     else:
         res.note(
             "the extension has no working _bench_c_floor: the C floor is taken from the Rust "
@@ -105,6 +115,7 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
         "py_exe_wait": "Python: exe(x, x, wait=True) (execute + wait, one release of the GIL)",
         "c_floor_event": "raw C floor: Execute(completion event) + Await + destroys (in-process)",
         "c_floor_ready": "raw C floor: Execute + Buffer_ReadyEvent + Await + destroys (in-process)",
+        "py_floor_call": "Python floor: a Python loop calling c_floor_ready's iteration, floor(x, x)",
         "jax_jit_bur": f"JAX {jax_version}: jit(f)(x, x).block_until_ready()",
         "jax_jit_asarray": f"JAX {jax_version}: np.asarray(jit(f)(x, x))",
     }
@@ -118,6 +129,21 @@ def run(res: h.Results, *, smoke: bool, rust: dict[str, Any] | None) -> None:
         ratio = h.paired(t["py_exe_bur"], floor_ns)
         wait_ratio = h.paired(t["py_exe_wait"], floor_ns) if "py_exe_wait" in t else None
         ref = "raw C floor, same process, interleaved"
+        # Where the Python gap sits: the interpreter's loop and call, and the release of the
+        # GIL, cost py_floor_call / c_floor before rpjrt does anything; the rest is rpjrt's
+        # API (argument checks, the result Buffer and list, block_until_ready()).
+        res.figure(
+            "execute.py_floor_vs_c_floor",
+            "Python floor (floor(x, x) in a Python loop) / raw C floor, per repetition",
+            "x",
+            h.paired(t["py_floor_call"], floor_ns),
+        )
+        res.figure(
+            "execute.py_exe_bur_vs_py_floor",
+            "Python exe(x, x) + block_until_ready() / Python floor, per repetition",
+            "x",
+            h.paired(t["py_exe_bur"], t["py_floor_call"]),
+        )
     elif rust is not None:
         fe = rust["variants"]["floor_event"]["median"]
         fr = rust["variants"]["floor_ready"]["median"]

@@ -37,6 +37,8 @@ WHAT = {
     "rpjrt_prepared": "rpjrt: call = exe.prepare(lists); call() (executes, one wait for every device)",
     "rpjrt_plain": "rpjrt: exe(*args) / exe.execute_sharded(lists) + block_until_ready() per output",
     "jax": "JAX: jax.block_until_ready(jit(f)(*args)) on the same plugin",
+    "c_floor": "raw C floor: one Execute for every device + each device's first output awaited + destroys",
+    "py_floor": "Python floor: one raw C floor iteration per Python call",
 }
 SWEEP_TITLES = {
     "args": ("arguments (f32[8] each, summed, 1 device)", "arguments"),
@@ -86,6 +88,26 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
         f"{h.paired(t['rpjrt_plain'], t['jax'])['median']:.3f}x",
         reference=f"JAX {jv} loading the same plugin (8 devices), same process, interleaved",
     )
+    if "c_floor" in t:
+        # What no client can go under: the plugin's own cost of the call, against JAX.
+        res.figure(
+            "spmd.call8.c_floor_vs_jax",
+            "8 devices: raw C floor / JAX, per repetition (the least item 4's ratio can be)",
+            "x",
+            h.paired(t["c_floor"], t["jax"]),
+        )
+        res.figure(
+            "spmd.call8.py_floor_vs_jax",
+            "8 devices: Python floor / JAX, per repetition (the least a Python call's ratio can be)",
+            "x",
+            h.paired(t["py_floor"], t["jax"]),
+        )
+        res.figure(
+            "spmd.call8.prepared_vs_c_floor",
+            "8 devices: prepared call / raw C floor, per repetition",
+            "x",
+            h.paired(t["rpjrt_prepared"], t["c_floor"]),
+        )
     res.figure(
         "spmd.call8.plain_vs_jax",
         "8 devices: execute_sharded + per-output waits / JAX, per repetition",

@@ -12,7 +12,7 @@ from ._discovery import PluginInfo
 from ._dtypes import DType
 from ._errors import Error
 
-__all__ = ["Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
+__all__ = ["Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
 
 __version__: str
 
@@ -665,8 +665,18 @@ class _Waiter:
     """Keeps a buffer's ready-event alive while `await buf` waits on it."""
 
 def _bench_c_floor(
-    exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready"]
+    exe: Executable, args: Sequence[Buffer], iters: int, wait: Literal["event", "ready", "none"]
 ) -> float: ...
+@final
+class _BenchFloor:
+    """The raw C floor of an execution, prepared once; one iteration per call (benchmarks)."""
+
+    def __new__(
+        cls, exe: Executable, lists: Sequence[Sequence[Buffer]], wait: Literal["event", "ready", "none"]
+    ) -> Self: ...
+    def __call__(self, *_args: object) -> None: ...
+    def run(self, iters: int) -> float: ...
+
 def _bench_hold_gil(flag: bool) -> None: ...
 def _bench_rust_loop(exe: Executable, lists: Sequence[Sequence[Buffer]], iters: int) -> float: ...
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...

@@ -26,21 +26,97 @@ pub fn _bench_c_floor(
     iters: usize,
     wait: &str,
 ) -> PyResult<f64> {
-    let wait = match wait {
-        "event" => FloorWait::CompletionEvent,
-        "ready" => FloorWait::OutputReady,
-        other => {
-            return Err(invalid(format!(
-                "wait must be \"event\" or \"ready\", not {other:?}"
-            )))
-        }
-    };
+    let wait = floor_wait(wait)?;
     let exe = exe.get().rexe();
     let refs: Vec<&rpjrt::Buffer> = args.iter().map(|b| b.get().rb()).collect();
     let t = py
         .detach(|| c_floor_execute(exe, &refs, iters, wait))
         .pyerr()?;
     Ok(t.as_secs_f64())
+}
+
+/// The floor's wait from its Python name: "event", "ready" or "none".
+#[cfg(feature = "bench")]
+fn floor_wait(wait: &str) -> PyResult<FloorWait> {
+    match wait {
+        "event" => Ok(FloorWait::CompletionEvent),
+        "ready" => Ok(FloorWait::OutputReady),
+        "none" => Ok(FloorWait::None),
+        other => Err(invalid(format!(
+            "wait must be \"event\", \"ready\" or \"none\", not {other:?}"
+        ))),
+    }
+}
+
+/// `_BenchFloor(exe, lists, wait)`: the C floor prepared once (rpjrt::__bench::Floor), on
+/// one argument list per device of `exe`; `floor(*ignored)` runs one iteration with the
+/// GIL released, so a Python loop calling it measures the least a Python call of the
+/// plugin can cost (bench/b_execute.py, bench/b_spmd.py). The positional arguments are
+/// accepted and ignored (the floor's arguments are fixed), so that a call passes what
+/// `exe(x, x)` passes. It keeps its executable alive until the process ends.
+#[pyclass(frozen, name = "_BenchFloor", module = "rpjrt._rpjrt")]
+pub struct PyBenchFloor {
+    #[cfg(feature = "bench")]
+    inner: std::sync::Mutex<rpjrt::__bench::Floor<'static>>,
+}
+
+#[pymethods]
+impl PyBenchFloor {
+    #[new]
+    fn new(
+        exe: &Bound<'_, PyExecutable>,
+        lists: Vec<Vec<Bound<'_, PyBuffer>>>,
+        wait: &str,
+    ) -> PyResult<Self> {
+        #[cfg(feature = "bench")]
+        {
+            let wait = floor_wait(wait)?;
+            // Leaked on purpose: the floor borrows the executable for as long as the
+            // Python object lives, which Rust cannot bound; a benchmark makes a few.
+            let exe: &'static rpjrt::Executable = Box::leak(Box::new(exe.get().rexe().clone()));
+            let refs: Vec<Vec<&rpjrt::Buffer>> = lists
+                .iter()
+                .map(|l| l.iter().map(|b| b.get().rb()).collect())
+                .collect();
+            let lists: Vec<&[&rpjrt::Buffer]> = refs.iter().map(|l| l.as_slice()).collect();
+            let floor = rpjrt::__bench::Floor::new(exe, &lists, wait).pyerr()?;
+            Ok(PyBenchFloor {
+                inner: std::sync::Mutex::new(floor),
+            })
+        }
+        #[cfg(not(feature = "bench"))]
+        {
+            let _ = (exe, lists, wait);
+            Err(invalid(
+                "this build of rpjrt has no benchmark support (build it with --features bench)",
+            ))
+        }
+    }
+
+    /// One iteration, with the GIL released; the arguments are ignored.
+    #[pyo3(signature = (*_args))]
+    fn __call__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.run(py, 1).map(|_| ())
+    }
+
+    /// `iters` iterations with the GIL released; returns their seconds.
+    fn run(&self, py: Python<'_>, iters: usize) -> PyResult<f64> {
+        #[cfg(feature = "bench")]
+        {
+            let t = py
+                .detach(|| {
+                    let mut floor = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                    floor.run(iters)
+                })
+                .pyerr()?;
+            Ok(t.as_secs_f64())
+        }
+        #[cfg(not(feature = "bench"))]
+        {
+            let _ = (py, iters);
+            Err(invalid("this build of rpjrt has no benchmark support"))
+        }
+    }
 }
 
 /// Without the `bench` feature: the C floor is not compiled in.

@@ -161,6 +161,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(put::_python_to_host, m)?)?;
     m.add_function(wrap_pyfunction!(put::_python_shape, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
+    m.add_class::<bench::PyBenchFloor>()?;
     m.add_function(wrap_pyfunction!(bench::_bench_hold_gil, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_rust_loop, m)?)?;
     ffi::add(m)?;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::client::buffer::Buffer;
+use crate::client::buffer::{Buffer, BufferMeta};
 use crate::client::executable::Executable;
 use crate::error::Result;
 use crate::raw::floor;
@@ -23,7 +23,37 @@ pub fn c_floor_execute(
     iters: usize,
     wait: FloorWait,
 ) -> Result<Duration> {
-    let loaded = exe.floor_parts(args)?;
+    let loaded = exe.floor_parts(&[args])?;
     let raws: Vec<_> = args.iter().map(|b| b.raw()).collect();
     floor::execute_floor(loaded, &raws, iters, wait)
+}
+
+/// The C floor prepared once and run on demand: [`Floor::run`] does what
+/// [`c_floor_execute`] does per iteration, for one device or for every device of a
+/// multi-device executable (one `Execute` for all of them, then a wait per device). It can
+/// be run one iteration at a time (the floor of a call from Python).
+pub struct Floor<'a> {
+    raw: floor::Floor<'a, BufferMeta>,
+}
+
+impl<'a> Floor<'a> {
+    /// Prepares the floor of `exe` on `lists`, one argument list per device of the
+    /// executable (one list for a single-device executable), checked like
+    /// [`Executable::execute_sharded`] checks them. The floor keeps clones of the buffers.
+    pub fn new(exe: &'a Executable, lists: &[&[&Buffer]], wait: FloorWait) -> Result<Floor<'a>> {
+        let loaded = exe.floor_parts(lists)?;
+        let raws: Vec<Vec<_>> = lists
+            .iter()
+            .map(|l| l.iter().map(|b| b.raw()).collect())
+            .collect();
+        let raw_lists: Vec<&[_]> = raws.iter().map(|l| l.as_slice()).collect();
+        Ok(Floor {
+            raw: floor::Floor::new(loaded, &raw_lists, wait)?,
+        })
+    }
+
+    /// Runs `iters` iterations and returns their wall time.
+    pub fn run(&mut self, iters: usize) -> Result<Duration> {
+        self.raw.run(iters)
+    }
 }

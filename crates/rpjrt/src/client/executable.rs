@@ -617,9 +617,9 @@ impl Executable {
 
     /// What the benchmark floor needs, after the checks `execute` makes on `args`.
     #[cfg(feature = "bench")]
-    pub(crate) fn floor_parts(&self, args: &[&Buffer]) -> Result<&raw::executable::Loaded> {
-        // The same checks as `execute` (which also require a single-device executable).
-        self.validate(&[args], &ExecuteOptions::default())?;
+    pub(crate) fn floor_parts(&self, lists: &[&[&Buffer]]) -> Result<&raw::executable::Loaded> {
+        // The same checks as `execute_sharded` (one list per device of the executable).
+        self.validate(lists, &ExecuteOptions::default())?;
         Ok(&self.state.loaded)
     }
 
