@@ -27,7 +27,7 @@
 //! | `RPJRT_FAKE_EVENT_ERROR` | `ENTRY:CODE:message;...`: events handed out by that entry complete with that error | none |
 //! | `RPJRT_FAKE_ALLOWED_OPTIONS` | create-option names accepted besides `fake_*`; others are rejected with INVALID_ARGUMENT | all accepted |
 //! | `RPJRT_FAKE_NULL_API` | `1`: `GetPjrtApi` returns null | `0` |
-//! | `RPJRT_FAKE_CRASH_ON` | `ENTRY,...`: calling that entry raises SIGSEGV (after printing `ENTRY: crashing` to stderr) | none |
+//! | `RPJRT_FAKE_CRASH_ON` | `ENTRY,...`: calling that entry raises SIGSEGV (after printing `ENTRY: crashing` to stderr); `GetPjrtApi` counts as an entry for this knob and the next two | none |
 //! | `RPJRT_FAKE_HANG_ON` | `ENTRY,...`: calling that entry prints `ENTRY: hanging` to stderr and sleeps forever | none |
 //! | `RPJRT_FAKE_PRINT_ON` | `ENTRY,...`: calling that entry first prints `... ENTRY says hello on stdout` to stdout and a log line to stderr | none |
 //! | `RPJRT_FAKE_FFI` | `ok`, `refuse` or `drop`: what the FFI extension's `register_handler` does (see below) | `ok` |
@@ -222,8 +222,13 @@ pub use profiler::{profile_bytes, PROFILE_EVENT, PROFILE_PLANE};
 #[no_mangle]
 pub extern "C" fn GetPjrtApi() -> *const sys::PJRT_Api {
     catch_unwind(|| match state::current() {
-        Ok(s) if s.config.null_api => std::ptr::null(),
-        Ok(s) => s.api_ptr(),
+        Ok(s) => {
+            state::trap(s, "GetPjrtApi");
+            match s.config.null_api {
+                true => std::ptr::null(),
+                false => s.api_ptr(),
+            }
+        }
         Err(e) => {
             eprintln!("rpjrt-fake-plugin: bad configuration: {e}");
             std::ptr::null()

@@ -127,9 +127,13 @@ fn validate(config: &Config) -> Result<(), String> {
         (knobs::FAIL, config.fail.keys().collect()),
         (knobs::EVENT_ERROR, config.event_error.keys().collect()),
     ];
-    for (knob, names) in named {
-        let unknown =
-            |n: &&String| slot_index(n).is_none() && !EXTENSION_ENTRIES.contains(&n.as_str());
+    for (i, (knob, names)) in named.into_iter().enumerate() {
+        // The print, crash and hang knobs also take `GetPjrtApi` (the first three).
+        let unknown = |n: &&String| {
+            slot_index(n).is_none()
+                && !EXTENSION_ENTRIES.contains(&n.as_str())
+                && !(i < 3 && n.as_str() == "GetPjrtApi")
+        };
         if let Some(name) = names.into_iter().find(unknown) {
             return Err(format!("{knob}: unknown entry {name:?}"));
         }
