@@ -199,3 +199,23 @@ def test_run_numpy_interop_every_plain_dtype(plugin_path: str, tmp_path: Path) -
             got = np.load(out)
             assert got.dtype == t and got.shape == shape, (dtype, shape, got.dtype, got.shape)
             np.testing.assert_array_equal(got, a)
+
+
+def test_console_script_reports_a_plugin_crash_instead_of_dying() -> None:
+    """`info` runs in a child (`python -m rpjrt` again, for the console script): the plugin's
+    segfault becomes exit code 1 and a message, and `plugins` lists the broken library."""
+    from .conftest import fake_plugin_path
+
+    fake = str(fake_plugin_path())
+    env = dict(os.environ, RPJRT_FAKE_CRASH_ON="PJRT_Client_Create")
+    exe = shutil.which("rpjrt", path=os.path.dirname(sys.executable))
+    assert exe
+    r = subprocess.run([exe, "info", fake], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "SIGSEGV" in r.stderr and "the plugin crashed" in r.stderr, r.stderr
+
+    env = dict(os.environ, RPJRT_FAKE_CRASH_ON="GetPjrtApi", RPJRT_PLUGIN=fake)
+    r = subprocess.run([exe, "plugins", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    row = next(p for p in json.loads(r.stdout)["plugins"] if p["source"] == "RPJRT_PLUGIN")
+    assert row["pjrt_version"] is None and "crashed" in row["problem"], row

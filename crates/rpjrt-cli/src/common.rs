@@ -266,7 +266,8 @@ pub fn set_plugin_timeout(seconds: Option<f64>) -> Result<(), CliError> {
     Ok(())
 }
 
-fn plugin_timeout() -> Option<std::time::Duration> {
+/// The `--plugin-timeout` in force, if any.
+pub fn plugin_timeout() -> Option<std::time::Duration> {
     match PLUGIN_TIMEOUT_MS.load(std::sync::atomic::Ordering::Relaxed) {
         0 => None,
         ms => Some(std::time::Duration::from_millis(ms)),

@@ -10,6 +10,7 @@
 pub mod cmd;
 pub mod common;
 pub mod progress;
+pub mod supervise;
 
 use clap::Parser;
 
@@ -41,7 +42,8 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     progress::init();
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -52,6 +54,23 @@ where
     if let Err(e) = common::set_plugin_timeout(cli.plugin_timeout) {
         common::print_error(&e);
         return e.exit_code;
+    }
+    // Verbs that load a plugin into the process run in a child, so that a plugin's crash
+    // is reported here instead of ending the CLI with the signal.
+    let verb = match cli.command {
+        cmd::Command::Info(_) => Some("info"),
+        cmd::Command::Run(_) => Some("run"),
+        cmd::Command::Compile(_) => Some("compile"),
+        _ => None,
+    };
+    if let Some(verb) = verb.filter(|_| !supervise::is_child()) {
+        return match supervise::run_verb_in_child(verb, args.get(1..).unwrap_or_default()) {
+            Ok(code) => code,
+            Err(e) => {
+                common::print_error(&e);
+                e.exit_code
+            }
+        };
     }
     // Verbs whose output is read by programs (--json) keep a plugin's prints off stdout.
     let diverted = matches!(

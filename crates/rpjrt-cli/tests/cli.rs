@@ -1113,3 +1113,134 @@ fn bad_arguments_of_every_verb_exit_2_with_a_message() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A plugin that crashes the process ends `info`, `run` and `compile` with a message and
+/// exit code 1 (they run in a child of the CLI), never with the signal.
+#[test]
+fn a_plugin_crash_in_info_run_or_compile_is_reported_not_suffered() {
+    let cases: [(&str, &[&str]); 3] = [
+        ("PJRT_Client_Create", &["info"]),
+        (
+            "PJRT_LoadedExecutable_Execute",
+            &[
+                "run",
+                "-i",
+                "[1,2,3,4,5,6,7,8]:f32",
+                "-i",
+                "[1,2,3,4,5,6,7,8]:f32",
+            ],
+        ),
+        ("PJRT_Client_Compile", &["compile"]),
+    ];
+    let dir = tmpdir("crash-compile");
+    for (entry, verb) in cases {
+        let mut cmd = rpjrt();
+        cmd.arg(verb[0]);
+        if verb[0] != "info" {
+            cmd.arg(fixture("mul_add.mlir"));
+        }
+        if verb[0] == "compile" {
+            cmd.arg("-o").arg(dir.join("out.rpjrtexe"));
+        }
+        cmd.args(&verb[1..]);
+        if verb[0] == "info" {
+            cmd.arg(fake());
+        } else {
+            cmd.arg("--plugin").arg(fake());
+        }
+        cmd.env("RPJRT_FAKE_CRASH_ON", entry);
+        let (code, out, err) = run(&mut cmd);
+        assert_eq!(code, 1, "{verb:?}\nstdout: {out}\nstderr: {err}");
+        assert!(err.contains("SIGSEGV"), "{verb:?}: {err}");
+        assert!(err.contains("the plugin crashed"), "{verb:?}: {err}");
+        assert!(err.contains("--plugin-log"), "{verb:?}: {err}");
+        // With --plugin-log the plugin's last words are there too.
+        let (code, _, err) = run(cmd.arg("--plugin-log"));
+        assert_eq!(code, 1, "{verb:?}: {err}");
+        assert!(
+            err.contains(&format!("{entry}: crashing")),
+            "{verb:?}: {err}"
+        );
+    }
+    // Supervision off (the child's own marker set by hand): the signal ends the CLI.
+    let (code, _, _) = run(rpjrt()
+        .arg("info")
+        .arg(fake())
+        .env("RPJRT_FAKE_CRASH_ON", "PJRT_Client_Create")
+        .env("RPJRT_CLI_SUPERVISED", "1"));
+    assert_ne!(code, 1);
+    assert_ne!(code, 0);
+}
+
+/// The child runs the verb as before: its output, exit code and stdin are the verb's own.
+#[test]
+fn supervised_verbs_keep_their_output_and_exit_codes() {
+    let (code, out, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .args([
+            "-i",
+            "[1,2,3,4,5,6,7,8]:f32",
+            "-i",
+            "[1,2,3,4,5,6,7,8]:f32",
+            "--json",
+        ]));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).expect("JSON on stdout");
+    assert_eq!(
+        v["outputs"][0]["data"].as_array().map(Vec::len),
+        Some(8),
+        "{out}"
+    );
+    // A bad input is still a usage error (2) from the child.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(fixture("mul_add.mlir"))
+        .arg("--plugin")
+        .arg(fake())
+        .args(["-i", "[1,2:f32", "-i", "[1]:f32"]));
+    assert_eq!(code, 2, "{err}");
+}
+
+/// `plugins` reads each library's version in a child: a library that crashes or hangs
+/// while loading gets a row saying so, and the other rows are there.
+#[test]
+fn plugins_survives_a_library_that_crashes_or_hangs_while_loading() {
+    for (knob, word) in [
+        ("RPJRT_FAKE_CRASH_ON", "crashed"),
+        ("RPJRT_FAKE_HANG_ON", "did not finish"),
+    ] {
+        let site = site_of(&old());
+        let (code, out, err) = run(rpjrt()
+            .args(["--plugin-timeout", "5", "plugins", "--json"])
+            .env("RPJRT_PLUGIN_PATH", &site)
+            .env("RPJRT_PLUGIN", fake())
+            .env(knob, "GetPjrtApi"));
+        assert_eq!(code, 0, "{knob}: {err}");
+        let v: Json = serde_json::from_str(&out).unwrap();
+        let list = v["plugins"].as_array().unwrap();
+        let broken = list
+            .iter()
+            .find(|p| p["source"] == "RPJRT_PLUGIN")
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(broken["pjrt_version"].is_null(), "{broken}");
+        assert!(
+            broken["problem"].as_str().unwrap_or("").contains(word),
+            "{knob}: {broken}"
+        );
+        let good = list
+            .iter()
+            .find(|p| p["name"] == "lammps_jax_pjrt_cpu")
+            .unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(good["pjrt_version"], "0.115", "{out}");
+        // The table names the problem under the row.
+        let (code, out, _) = run(rpjrt()
+            .args(["--plugin-timeout", "5", "plugins"])
+            .env("RPJRT_PLUGIN", fake())
+            .env(knob, "GetPjrtApi"));
+        assert_eq!(code, 0);
+        assert!(out.contains(&format!("^ loading it {word}")), "{out}");
+    }
+}

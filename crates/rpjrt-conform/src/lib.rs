@@ -1165,7 +1165,8 @@ fn assign_stderr(log: &str, mark: &str, results: &mut [CheckResult]) {
     }
 }
 
-fn describe_exit(status: std::process::ExitStatus) -> String {
+/// How a child process ended, in words: "was killed by SIGSEGV (11)", "exited with code 3".
+pub fn describe_exit(status: std::process::ExitStatus) -> String {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;

@@ -70,19 +70,6 @@ pub fn run_child(args: ChildArgs) -> Result<i32, CliError> {
     Ok(conform::child_main(&args.plugin, &names, &mut out))
 }
 
-fn self_command() -> Result<Vec<OsString>, CliError> {
-    if let Ok(v) = std::env::var(SELF_COMMAND_ENV) {
-        if let Ok(list) = serde_json::from_str::<Vec<String>>(&v) {
-            if !list.is_empty() {
-                return Ok(list.into_iter().map(OsString::from).collect());
-            }
-        }
-    }
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::failed(format!("cannot find this program to re-run it: {e}")))?;
-    Ok(vec![exe.into_os_string()])
-}
-
 fn outcome_text(o: Outcome) -> String {
     let style = match o {
         Outcome::Pass => Style::Green,
@@ -241,7 +228,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             common::check_not_input(p, option, &info.path)?;
         }
     }
-    let mut child = self_command()?;
+    let mut child = crate::supervise::self_command()?;
     child.push("conform-child".into());
     let config = RunConfig {
         child,

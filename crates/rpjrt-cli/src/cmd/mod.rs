@@ -19,6 +19,13 @@ pub mod run;
 pub mod trace;
 
 /// The verbs.
+/// Arguments of the hidden `probe-version` verb (the child side of `rpjrt plugins`).
+#[derive(clap::Args, Debug)]
+pub struct ProbeArgs {
+    /// The library whose PJRT version to print.
+    pub path: std::path::PathBuf,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Show a plugin's version, attributes, extensions, devices and memories.
@@ -31,6 +38,8 @@ pub enum Command {
     #[command(name = "conform-child", hide = true)]
     ConformChild(conform::ChildArgs),
     /// Compile and run a program on inputs from .npy/.npz files, literals or --random.
+    #[command(name = "probe-version", hide = true)]
+    ProbeVersion(ProbeArgs),
     Run(run::Args),
     /// Start N local processes of a multi-process job (each gets RPJRT_PROCESS_ID,
     /// RPJRT_NUM_PROCESSES, RPJRT_COORDINATOR, RPJRT_TOKEN); exit non-zero if any fails.
@@ -50,6 +59,7 @@ pub fn run(command: Command) -> Result<i32, CliError> {
     match command {
         Command::Info(args) => info::run(args),
         Command::Plugins(args) => plugins::run(args),
+        Command::ProbeVersion(args) => Ok(crate::supervise::probe_version_child(&args.path)),
         Command::Run(args) => run::run(args),
         Command::Conform(args) => conform::run(args),
         Command::ConformChild(args) => conform::run_child(args),

@@ -2,9 +2,14 @@
 
 use rpjrt::Plugin;
 use rpjrt_discovery::Discovery;
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
 use crate::common::{self, paint, CliError, Style, EXIT_OK};
+use crate::supervise::{self, Probe};
+
+/// How long reading one plugin's version may take (unless --plugin-timeout says otherwise):
+/// a CUDA plugin takes seconds to load; one that takes this long is stuck.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Arguments of `rpjrt plugins`.
 #[derive(clap::Args, Debug)]
@@ -18,28 +23,39 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32, CliError> {
     let discovery = Discovery::from_env();
     let found = discovery.plugins()?;
-    // Reading versions loads the libraries, and some print while loading (absl's pre-init
-    // warning, CUDA stubs): a listing has no use for that output.
-    let quiet = common::Quiet::start("loading the plugins to read their PJRT versions");
-    let rows: Vec<Json> = found
-        .iter()
-        .map(|p| {
-            // Reading the version loads the library (without initialising it); only a
-            // regular file is tried (a FIFO or device named by a variable is not opened).
-            let regular = std::fs::metadata(&p.path).is_ok_and(|m| m.is_file());
-            let pjrt = if regular {
-                Plugin::probe_version(&p.path).ok().map(|v| v.to_string())
-            } else {
-                None
-            };
-            json!({
-                "name": p.name, "path": p.path.display().to_string(), "source": p.source,
-                "platform": p.platform, "package": p.package, "version": p.version,
-                "pjrt_version": pjrt,
-            })
-        })
-        .collect();
-    drop(quiet.finish());
+    // Reading a version loads the library, which runs its code: each is read in a child
+    // process, so that a library that crashes or hangs while loading costs only its own
+    // row (with supervision off, in this process). Some print while loading (absl's
+    // pre-init warning, CUDA stubs): a listing has no use for that output.
+    let timeout = common::plugin_timeout().unwrap_or(PROBE_TIMEOUT);
+    let mut rows = Vec::with_capacity(found.len());
+    for p in &found {
+        // Only a regular file is tried (a FIFO or device named by a variable is not opened).
+        let regular = std::fs::metadata(&p.path).is_ok_and(|m| m.is_file());
+        let (pjrt, problem) = if !regular {
+            (None, None)
+        } else if supervise::is_child() {
+            let quiet = common::Quiet::start("loading the plugins to read their PJRT versions");
+            let v = Plugin::probe_version(&p.path).ok().map(|v| v.to_string());
+            drop(quiet.finish());
+            (v, None)
+        } else {
+            match supervise::probe_version(&p.path, timeout)? {
+                Probe::Version(v) => (Some(v), None),
+                Probe::Failed(_) => (None, None),
+                Probe::Broken(why) => (None, Some(why)),
+            }
+        };
+        let mut row = json!({
+            "name": p.name, "path": p.path.display().to_string(), "source": p.source,
+            "platform": p.platform, "package": p.package, "version": p.version,
+            "pjrt_version": pjrt,
+        });
+        if let Some(why) = problem {
+            row["problem"] = json!(why);
+        }
+        rows.push(row);
+    }
     if args.json {
         common::print_json(&json!({"plugins": rows, "searched": discovery.searched()}))?;
         return Ok(EXIT_OK);
@@ -73,6 +89,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             s("source"),
             s("path")
         );
+        if let Some(why) = r["problem"].as_str() {
+            crate::outln!("{:<22} {}", "", paint(&format!("^ {why}"), Style::Red));
+        }
     }
     Ok(EXIT_OK)
 }

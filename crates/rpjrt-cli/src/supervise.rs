@@ -1,0 +1,162 @@
+//! A plugin that crashes ends the verb with a message, not with the shell's "Segmentation
+//! fault": the verbs that load a plugin into the process (`info`, `run`, `compile`) run in a
+//! child process of the CLI, and the parent reports a child killed by a signal. `plugins`
+//! reads each plugin's version in a child of its own ([`probe_version`]), so one broken
+//! library does not take the listing down.
+//!
+//! The child is the same program run again (the Rust binary, or `python -m rpjrt` for the
+//! Python package's command) with [`CHILD_ENV`] set; it inherits stdin, stdout and stderr,
+//! so what it prints and reads is the verb's own.
+
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{CliError, EXIT_DEFECT};
+
+/// Set in a child's environment; a CLI that sees it runs the verb itself. Setting it by
+/// hand turns supervision off (the verb then runs in the calling process).
+pub const CHILD_ENV: &str = "RPJRT_CLI_SUPERVISED";
+
+/// The command that runs this CLI again: the `RPJRT_CLI_SELF` JSON list when set (the
+/// Python package sets it to `python -m rpjrt`), else this executable.
+pub fn self_command() -> Result<Vec<OsString>, CliError> {
+    if let Ok(v) = std::env::var(crate::cmd::conform::SELF_COMMAND_ENV) {
+        if let Ok(list) = serde_json::from_str::<Vec<String>>(&v) {
+            if !list.is_empty() {
+                return Ok(list.into_iter().map(OsString::from).collect());
+            }
+        }
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::failed(format!("cannot find this program to re-run it: {e}")))?;
+    Ok(vec![exe.into_os_string()])
+}
+
+/// This CLI run again as a child: [`CHILD_ENV`] set, and ended by SIGTERM when this
+/// process dies (a supervisor killed by its own launcher leaves nothing running).
+fn child_command(extra: &[OsString]) -> Result<Command, CliError> {
+    let cmd = self_command()?;
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..]).args(extra).env(CHILD_ENV, "1");
+    rpjrt::stdio::die_with_parent(&mut c);
+    Ok(c)
+}
+
+/// Whether this process is a supervised child (or supervision is off).
+pub fn is_child() -> bool {
+    std::env::var_os(CHILD_ENV).is_some()
+}
+
+/// Runs the CLI again on `args` (without the program name) in a child and returns its exit
+/// code; a child killed by a signal is reported as the plugin's crash (exit code 1).
+pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError> {
+    let status = child_command(&[])?.args(args).status().map_err(|e| {
+        CliError::failed(format!(
+            "cannot start rpjrt again to run `rpjrt {verb}` in a child process: {e} (set \
+                 {CHILD_ENV}=1 to run it in this process)"
+        ))
+    })?;
+    match status.code() {
+        Some(code) => Ok(code),
+        None => Err(crashed(verb, status)),
+    }
+}
+
+/// The error for a child that did not exit by itself.
+fn crashed(verb: &str, status: ExitStatus) -> CliError {
+    CliError {
+        message: format!(
+            "`rpjrt {verb}` {}: the plugin crashed the process (rpjrt checks what it hands a \
+             plugin; a crash is the plugin's defect). Run it again with --plugin-log to see \
+             the plugin's log",
+            rpjrt_conform::describe_exit(status)
+        ),
+        exit_code: EXIT_DEFECT,
+    }
+}
+
+/// What reading a plugin's PJRT version in a child found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// The version, `major.minor`.
+    Version(String),
+    /// The library loaded but its version could not be read (the reason).
+    Failed(String),
+    /// The child crashed or did not finish in time (what happened).
+    Broken(String),
+}
+
+/// Reads the PJRT version of the library at `path` in a child process (`rpjrt
+/// probe-version PATH`), giving up after `timeout`: loading a library runs its code, which
+/// may crash or hang.
+pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> {
+    let mut child = child_command(&[])?
+        .arg("probe-version")
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| {
+            CliError::failed(format!(
+                "cannot start rpjrt again to read a plugin's version: {e}"
+            ))
+        })?;
+    // The answer is one short line; read it on a thread so that the wait can time out.
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(out) = stdout.as_mut() {
+            let _ = out.take(4096).read_to_string(&mut s);
+        }
+        s
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(Probe::Broken(format!(
+                    "loading it did not finish in {:.0} s",
+                    timeout.as_secs_f64()
+                )));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(CliError::failed(format!("waiting for a child failed: {e}"))),
+        }
+    };
+    let text = reader.join().unwrap_or_default();
+    if status.code().is_none() {
+        return Ok(Probe::Broken(format!(
+            "loading it crashed the process ({})",
+            rpjrt_conform::describe_exit(status)
+        )));
+    }
+    let line = text.lines().next().unwrap_or("").trim().to_string();
+    Ok(match line.strip_prefix("version ") {
+        Some(v) if status.success() => Probe::Version(v.to_string()),
+        _ => Probe::Failed(line.strip_prefix("error ").unwrap_or(&line).to_string()),
+    })
+}
+
+/// The child side of [`probe_version`]: prints `version M.N` or `error MESSAGE` on stdout.
+pub fn probe_version_child(path: &Path) -> i32 {
+    let quiet = crate::common::Quiet::start("loading the plugin to read its PJRT version");
+    let r = rpjrt::Plugin::probe_version(path);
+    drop(quiet.finish());
+    match r {
+        Ok(v) => {
+            crate::outln!("version {v}");
+            crate::common::EXIT_OK
+        }
+        Err(e) => {
+            crate::outln!("error {}", e.to_string().replace('\n', " "));
+            EXIT_DEFECT
+        }
+    }
+}
