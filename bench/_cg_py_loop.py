@@ -1,7 +1,8 @@
 """A Python loop for bench/callgrind.sh: MODE N runs N iterations of one variant after a
-short warm-up. MODE: bur (exe + block_until_ready), pyfloor (the Python floor:
-one C-floor iteration per Python call), wait (exe(..., wait=True)), numpy (exe + to_numpy), asarray (exe +
-np.asarray), jax_bur, jax_numpy; session (a Session step of the MLP in _mlp_step.py +
+short warm-up. MODE: bur (exe + block_until_ready), pyfloor (the Python floor: one C-floor
+iteration per Python call; a `bench` build), wait (exe(..., wait=True)), numpy (exe +
+to_numpy), asarray (exe + np.asarray), jax_bur, jax_numpy; spmd8 / spmd8floor (an 8-device
+call and its floor, see spmd8_body); session (a Session step of the MLP in _mlp_step.py +
 waiting for the loss), session_direct (the same executable called with the buffers fed back
 by hand), jax_session (the jitted step with donation). The session modes read the lowered
 program from bench/out/mlp_step.mlir (run `python bench/_cg_py_loop.py session 0` once
@@ -56,6 +57,39 @@ def session_body(mode: str) -> Any:
     return dbody
 
 
+SPMD8 = h.ROOT / "bench" / "out" / "spmd8.mlir"
+
+
+def spmd8_body(mode: str) -> Any:
+    """The 8-device call of bench/b_spmd.py: `spmd8` is the prepared call without its wait
+    (`call(wait=False)`), `spmd8floor` the floor's iteration with completion events (a
+    `bench` build). The program is lowered by JAX outside valgrind (`spmd8 0`) and cached."""
+    import numpy as np
+
+    import rpjrt
+
+    if not SPMD8.exists():
+        import _spmd_child as sc
+
+        jax = sc.setup_jax(h.plugin_path("NEW"))
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        sharding = NamedSharding(Mesh(np.array(jax.devices()[:8]), ("x",)), PartitionSpec("x"))
+        args = [jax.device_put(np.arange(64, dtype=np.float32), sharding) for _ in range(2)]
+        f = jax.jit(sc.mul_add, in_shardings=(sharding, sharding), out_shardings=sharding)
+        SPMD8.parent.mkdir(parents=True, exist_ok=True)
+        SPMD8.write_text(f.lower(*args).as_text())
+    client = rpjrt.Client(h.plugin_path("NEW"), options={"cpu_device_count": 8})
+    exe = client.compile(SPMD8.read_text(), num_partitions=8)
+    host = [np.arange(64, dtype=np.float32) + i for i in range(2)]
+    lists = [[client.put(a[8 * d.id : 8 * d.id + 8], device=d) for a in host] for d in exe.addressable_devices()]
+    if mode == "spmd8floor":
+        floor = rpjrt._rpjrt._BenchFloor(exe, lists, "event")
+        return lambda: floor()
+    call = exe.prepare(lists)
+    return lambda: call(wait=False)
+
+
 def main() -> None:
     import numpy as np
 
@@ -63,6 +97,8 @@ def main() -> None:
     xs = np.arange(8, dtype=np.float32)
     if mode in ("session", "session_direct", "jax_session"):
         body = session_body(mode)
+    elif mode in ("spmd8", "spmd8floor"):
+        body = spmd8_body(mode)
     elif mode.startswith("jax"):
         import jax
         import jax.numpy as jnp
