@@ -59,9 +59,31 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
                  {CHILD_ENV}=1 to run it in this process)"
         ))
     })?;
-    match status.code() {
-        Some(code) => Ok(code),
-        None => Err(crashed(verb, status)),
+    match (status.code(), signal_of(status)) {
+        (Some(code), _) => Ok(code),
+        // A plugin's crash: SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS.
+        (None, Some(4 | 5 | 6 | 7 | 8 | 11 | 31)) | (None, None) => Err(crashed(verb, status)),
+        // Ctrl-C, a closed pipe: the user's doing, which the shell reports its own way.
+        (None, Some(sig @ (2 | 13))) => Ok(128 + sig),
+        // Ended from outside (SIGTERM, SIGKILL from the OOM killer, ...): say so.
+        (None, Some(sig)) => Err(CliError {
+            message: format!("`rpjrt {verb}` was ended by signal {sig} from outside rpjrt"),
+            exit_code: 128 + sig,
+        }),
+    }
+}
+
+/// The signal that ended a child, if one did.
+fn signal_of(status: ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
     }
 }
 

@@ -1162,6 +1162,33 @@ fn a_plugin_crash_in_info_run_or_compile_is_reported_not_suffered() {
             "{verb:?}: {err}"
         );
     }
+    // A child ended from outside is not called a plugin crash.
+    let mut cmd = rpjrt();
+    cmd.arg("info")
+        .arg(fake())
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create")
+        .stderr(std::process::Stdio::piped());
+    let parent = cmd.spawn().unwrap();
+    let mut child_pid = None;
+    for _ in 0..500 {
+        child_pid = child_of(parent.id());
+        if child_pid.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let child_pid = child_pid.expect("the supervised child started");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(Command::new("kill")
+        .args(["-TERM", &child_pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = parent.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 15), "{err}");
+    assert!(err.contains("ended by signal 15"), "{err}");
+    assert!(!err.contains("crashed"), "{err}");
     // Supervision off (the child's own marker set by hand): the signal ends the CLI.
     let (code, _, _) = run(rpjrt()
         .arg("info")
@@ -1170,6 +1197,16 @@ fn a_plugin_crash_in_info_run_or_compile_is_reported_not_suffered() {
         .env("RPJRT_CLI_SUPERVISED", "1"));
     assert_ne!(code, 1);
     assert_ne!(code, 0);
+}
+
+/// A process whose parent is `parent`, from /proc.
+fn child_of(parent: u32) -> Option<String> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // pid (comm) state ppid ...: the command may hold spaces and parentheses.
+        let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+        (ppid == parent.to_string()).then(|| e.file_name().to_string_lossy().into_owned())
+    })
 }
 
 /// The child runs the verb as before: its output, exit code and stdin are the verb's own.
