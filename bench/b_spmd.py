@@ -90,24 +90,12 @@ def run(res: h.Results, *, smoke: bool, rust: Any = None) -> None:
     )
     if "c_floor" in t:
         # What no client can go under: the plugin's own cost of the call, against JAX.
-        res.figure(
-            "spmd.call8.c_floor_vs_jax",
-            "8 devices: raw C floor / JAX, per repetition (the least item 4's ratio can be)",
-            "x",
-            h.paired(t["c_floor"], t["jax"]),
-        )
-        res.figure(
-            "spmd.call8.py_floor_vs_jax",
-            "8 devices: Python floor / JAX, per repetition (the least a Python call's ratio can be)",
-            "x",
-            h.paired(t["py_floor"], t["jax"]),
-        )
-        res.figure(
-            "spmd.call8.prepared_vs_c_floor",
-            "8 devices: prepared call / raw C floor, per repetition",
-            "x",
-            h.paired(t["rpjrt_prepared"], t["c_floor"]),
-        )
+        for key, what, a, b in (
+            ("c_floor_vs_jax", "raw C floor / JAX (the least item 4's ratio can be)", "c_floor", "jax"),
+            ("py_floor_vs_jax", "Python floor / JAX (the least a Python call's ratio can be)", "py_floor", "jax"),
+            ("prepared_vs_c_floor", "prepared call / raw C floor", "rpjrt_prepared", "c_floor"),
+        ):
+            res.figure(f"spmd.call8.{key}", f"8 devices: {what}, per repetition", "x", h.paired(t[a], t[b]))
     res.figure(
         "spmd.call8.plain_vs_jax",
         "8 devices: execute_sharded + per-output waits / JAX, per repetition",

@@ -64,13 +64,10 @@ where
         _ => None,
     };
     if let Some(verb) = verb.filter(|_| !supervise::is_child()) {
-        return match supervise::run_verb_in_child(verb, args.get(1..).unwrap_or_default()) {
-            Ok(code) => code,
-            Err(e) => {
-                common::print_error(&e);
-                e.exit_code
-            }
-        };
+        return exit_code(supervise::run_verb_in_child(
+            verb,
+            args.get(1..).unwrap_or_default(),
+        ));
     }
     // Verbs whose output is read by programs (--json) keep a plugin's prints off stdout.
     let diverted = matches!(
@@ -87,6 +84,11 @@ where
         (Ok(_), Some(e)) => Err(e),
         (result, _) => result,
     };
+    exit_code(result)
+}
+
+/// A verb's exit code; its error, if any, printed.
+fn exit_code(result: Result<i32, CliError>) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
