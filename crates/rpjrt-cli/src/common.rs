@@ -181,7 +181,10 @@ impl Quiet {
         let capture = if show {
             None
         } else {
-            rpjrt::stdio::capture().ok()
+            // A supervised child keeps its capture where the supervisor reads it after a
+            // crash (crate::supervise).
+            let keep = std::env::var_os(crate::supervise::CAPTURE_DIR_ENV);
+            rpjrt::stdio::capture_in(keep.as_deref().map(std::path::Path::new)).ok()
         };
         let deadline = plugin_timeout().map(|limit| {
             let log = capture.as_ref().and_then(|c| c.log());

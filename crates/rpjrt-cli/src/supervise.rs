@@ -20,6 +20,10 @@ use crate::common::{CliError, EXIT_DEFECT};
 /// hand turns supervision off (the verb then runs in the calling process).
 pub const CHILD_ENV: &str = "RPJRT_CLI_SUPERVISED";
 
+/// Set in a verb's child: the directory where its captures of the plugin's output keep
+/// their names, so that after a crash the parent can show what the plugin wrote.
+pub const CAPTURE_DIR_ENV: &str = "RPJRT_CLI_CAPTURE_DIR";
+
 /// The command that runs this CLI again: the `RPJRT_CLI_SELF` JSON list when set (the
 /// Python package sets it to `python -m rpjrt`), else this executable.
 pub fn self_command() -> Result<Vec<OsString>, CliError> {
@@ -37,10 +41,10 @@ pub fn self_command() -> Result<Vec<OsString>, CliError> {
 
 /// This CLI run again as a child: [`CHILD_ENV`] set, and ended by SIGTERM when this
 /// process dies (a supervisor killed by its own launcher leaves nothing running).
-fn child_command(extra: &[OsString]) -> Result<Command, CliError> {
+fn child_command() -> Result<Command, CliError> {
     let cmd = self_command()?;
     let mut c = Command::new(&cmd[0]);
-    c.args(&cmd[1..]).args(extra).env(CHILD_ENV, "1");
+    c.args(&cmd[1..]).env(CHILD_ENV, "1");
     rpjrt::stdio::die_with_parent(&mut c);
     Ok(c)
 }
@@ -53,7 +57,12 @@ pub fn is_child() -> bool {
 /// Runs the CLI again on `args` (without the program name) in a child and returns its exit
 /// code; a child killed by a signal is reported as the plugin's crash (exit code 1).
 pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError> {
-    let status = child_command(&[])?.args(args).status().map_err(|e| {
+    let logs = LogDir::new();
+    let mut cmd = child_command()?;
+    if let Some(dir) = &logs.0 {
+        cmd.env(CAPTURE_DIR_ENV, dir);
+    }
+    let status = cmd.args(args).status().map_err(|e| {
         CliError::failed(format!(
             "cannot start rpjrt again to run `rpjrt {verb}` in a child process: {e} (set \
                  {CHILD_ENV}=1 to run it in this process)"
@@ -62,7 +71,13 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
     match (status.code(), signal_of(status)) {
         (Some(code), _) => Ok(code),
         // A plugin's crash: SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS.
-        (None, Some(4 | 5 | 6 | 7 | 8 | 11 | 31)) | (None, None) => Err(crashed(verb, status)),
+        (None, Some(4 | 5 | 6 | 7 | 8 | 11 | 31)) | (None, None) => {
+            let e = crashed(verb, status);
+            Err(CliError {
+                message: crate::common::with_log(e.message, &logs.read()),
+                ..e
+            })
+        }
         // Ctrl-C, a closed pipe: the user's doing, which the shell reports its own way.
         (None, Some(sig @ (2 | 13))) => Ok(128 + sig),
         // Ended from outside (SIGTERM, SIGKILL from the OOM killer, ...): say so.
@@ -87,13 +102,65 @@ fn signal_of(status: ExitStatus) -> Option<i32> {
     }
 }
 
+/// A private directory for a child's captures (`None` when it cannot be made: the child
+/// then captures as usual), removed with what is in it.
+struct LogDir(Option<std::path::PathBuf>);
+
+impl LogDir {
+    fn new() -> LogDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir =
+            std::env::temp_dir().join(format!(".rpjrt-child-logs-{}-{nanos}", std::process::id()));
+        LogDir(std::fs::create_dir(&dir).ok().map(|()| dir))
+    }
+
+    /// What the child's captures hold: those it left behind (a crash ends the process
+    /// before a capture removes its file), oldest first.
+    fn read(&self) -> String {
+        let Some(dir) = &self.0 else {
+            return String::new();
+        };
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+        // The end of each (a plugin may write a lot); `with_log` keeps the last lines.
+        files
+            .iter()
+            .filter_map(|p| {
+                use std::io::{Seek, SeekFrom};
+                let mut f = std::fs::File::open(p).ok()?;
+                let len = f.metadata().ok()?.len();
+                f.seek(SeekFrom::Start(
+                    len.saturating_sub(rpjrt::stdio::CAPTURE_KEEP),
+                ))
+                .ok()?;
+                let mut b = Vec::new();
+                f.read_to_end(&mut b).ok()?;
+                Some(String::from_utf8_lossy(&b).into_owned())
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+}
+
+impl Drop for LogDir {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// The error for a child that did not exit by itself.
 fn crashed(verb: &str, status: ExitStatus) -> CliError {
     CliError {
         message: format!(
             "`rpjrt {verb}` {}: the plugin crashed the process (rpjrt checks what it hands a \
-             plugin; a crash is the plugin's defect). Run it again with --plugin-log to see \
-             the plugin's log",
+             plugin; a crash is the plugin's defect); --plugin-log shows the plugin's whole \
+             log",
             rpjrt_conform::describe_exit(status)
         ),
         exit_code: EXIT_DEFECT,
@@ -115,7 +182,7 @@ pub enum Probe {
 /// probe-version PATH`), giving up after `timeout`: loading a library runs its code, which
 /// may crash or hang.
 pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> {
-    let mut child = child_command(&[])?
+    let mut child = child_command()?
         .arg("probe-version")
         .arg(path)
         .stdin(Stdio::null())

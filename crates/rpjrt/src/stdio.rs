@@ -66,19 +66,28 @@ pub struct Capture {
     err: Option<Diverted>,
     out: Option<Diverted>,
     file: File,
+    /// The file's name while it keeps one ([`capture_in`]); removed when the capture ends.
+    named: Option<std::path::PathBuf>,
 }
 
 /// Sends what is written to descriptors 2 and 1 into a temporary file until
 /// [`Capture::finish`] (or drop). Lines written with [`notice`] meanwhile still reach the
 /// real stderr. Captures do not nest: a second one while one is active is refused.
 pub fn capture() -> Result<Capture> {
+    capture_in(None)
+}
+
+/// As [`capture`]; with `keep_in`, the file is made in that directory and keeps its name
+/// until the capture ends (it is removed then), so that a process watching this one can
+/// read what a plugin wrote before it crashed the process.
+pub fn capture_in(keep_in: Option<&std::path::Path>) -> Result<Capture> {
     let mut real = REAL_STDERR.lock().unwrap_or_else(|p| p.into_inner());
     if real.is_some() {
         return Err(Error::invalid(
             "stdout and stderr are already being captured (captures do not nest)",
         ));
     }
-    let dir = std::env::temp_dir();
+    let dir = keep_in.map_or_else(std::env::temp_dir, |d| d.to_path_buf());
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -94,8 +103,14 @@ pub fn capture() -> Result<Capture> {
         .create_new(true)
         .open(&name)
         .map_err(|e| io_error(&format!("create {}", name.display()), e))?;
-    // The file lives on only through the descriptor.
-    let _ = std::fs::remove_file(&name);
+    // Unless asked to keep its name, the file lives on only through the descriptor.
+    let named = match keep_in {
+        Some(_) => Some(name),
+        None => {
+            let _ = std::fs::remove_file(&name);
+            None
+        }
+    };
     let saved = raw_stdio::duplicate(raw_stdio::standard(Std::Err))
         .map_err(|e| io_error("duplicate stderr", e))?;
     let err = Diverted::new(Std::Err, file.as_fd()).map_err(|e| io_error("capture stderr", e))?;
@@ -105,6 +120,7 @@ pub fn capture() -> Result<Capture> {
         err: Some(err),
         out: Some(out),
         file,
+        named,
     })
 }
 
@@ -163,6 +179,9 @@ impl Capture {
         self.err.take();
         self.out.take();
         *real = None;
+        if let Some(name) = self.named.take() {
+            let _ = std::fs::remove_file(name);
+        }
     }
 }
 
@@ -307,6 +326,30 @@ mod tests {
         );
         drop(w);
         assert!(rx.recv_timeout(Duration::from_millis(600)).is_err());
+    }
+
+    #[test]
+    fn a_kept_capture_has_a_name_until_it_ends() {
+        use std::io::Write as _;
+        let dir = std::env::temp_dir().join(format!("rpjrt-kept-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = capture_in(Some(&dir)).unwrap();
+        // Written to descriptor 2 directly (the test harness only intercepts eprint!).
+        let mut err = std::io::stderr();
+        err.write_all(b"a line before a crash\n").unwrap();
+        err.flush().unwrap();
+        let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        assert_eq!(files.len(), 1);
+        let on_disk = std::fs::read_to_string(files[0].path()).unwrap();
+        assert!(on_disk.contains("a line before a crash"), "{on_disk}");
+        let text = c.finish();
+        assert!(text.contains("a line before a crash"), "{text}");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "removed at the end"
+        );
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
