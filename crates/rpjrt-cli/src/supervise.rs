@@ -9,7 +9,7 @@
 //! so what it prints and reads is the verb's own.
 
 use std::ffi::OsString;
-use std::io::Read as _;
+use std::io::{BufRead as _, Read as _};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -194,32 +194,43 @@ pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> 
                 "cannot start rpjrt again to read a plugin's version: {e}"
             ))
         })?;
-    // The answer is one short line; read it on a thread so that the wait can time out.
+    // The answer is one short line; read it on a thread so that neither the wait nor the
+    // read can outlast the limit (a process the library started may hold the pipe open).
     let mut stdout = child.stdout.take();
-    let reader = std::thread::spawn(move || {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // The first line is the answer (no need to wait for the pipe's end).
         let mut s = String::new();
         if let Some(out) = stdout.as_mut() {
-            let _ = out.take(4096).read_to_string(&mut s);
+            let _ = std::io::BufReader::new(out.take(4096)).read_line(&mut s);
         }
-        s
+        let _ = tx.send(s);
     });
     let deadline = Instant::now() + timeout;
+    let too_long = || {
+        Probe::Broken(format!(
+            "loading it did not finish in {:.0} s",
+            timeout.as_secs_f64()
+        ))
+    };
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Ok(Probe::Broken(format!(
-                    "loading it did not finish in {:.0} s",
-                    timeout.as_secs_f64()
-                )));
+                return Ok(too_long());
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => return Err(CliError::failed(format!("waiting for a child failed: {e}"))),
         }
     };
-    let text = reader.join().unwrap_or_default();
+    let left = deadline.saturating_duration_since(Instant::now());
+    let text = match rx.recv_timeout(left.max(Duration::from_millis(100))) {
+        Ok(text) => text,
+        Err(_) if status.code().is_some() => return Ok(too_long()),
+        Err(_) => String::new(),
+    };
     if status.code().is_none() {
         return Ok(Probe::Broken(format!(
             "loading it crashed the process ({})",
