@@ -213,16 +213,11 @@ pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> 
             timeout.as_secs_f64()
         ))
     };
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(too_long());
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(CliError::failed(format!("waiting for a child failed: {e}"))),
+    let status = match rpjrt::stdio::wait_until(&mut child, deadline) {
+        rpjrt::stdio::Reaped::Ended(status) => status,
+        rpjrt::stdio::Reaped::Killed(_) => return Ok(too_long()),
+        rpjrt::stdio::Reaped::Failed(e) => {
+            return Err(CliError::failed(format!("waiting for a child failed: {e}")))
         }
     };
     let left = deadline.saturating_duration_since(Instant::now());

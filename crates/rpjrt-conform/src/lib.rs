@@ -981,7 +981,11 @@ pub fn run_isolated(
         }
         // The child is gone or ending: reap it, record a check it died in, then split its
         // stderr by check.
-        let status = reap(&mut child, config.timeout);
+        let status = match rpjrt::stdio::wait_until(&mut child, Instant::now() + config.timeout) {
+            rpjrt::stdio::Reaped::Ended(s) => Some(s),
+            rpjrt::stdio::Reaped::Killed(s) => s,
+            rpjrt::stdio::Reaped::Failed(_) => None,
+        };
         let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
         let pushed_from = results.len();
         if let Some((name, since)) = current.take() {
@@ -1029,22 +1033,6 @@ fn crashed(group: String, name: String, detail: String, duration_ms: f64) -> Che
         facts: Map::new(),
         duration_ms,
         stderr: String::new(),
-    }
-}
-
-/// Waits for a child that has closed its stdout; kills it if it lingers past `limit`.
-fn reap(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            Ok(None) => {
-                let _ = child.kill();
-                return child.wait().ok();
-            }
-            Err(_) => return None,
-        }
     }
 }
 

@@ -294,18 +294,11 @@ pub fn python_site_dirs() -> Vec<PathBuf> {
         .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
         .unwrap_or_default();
     // Reaped within what is left of the deadline, else killed.
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Vec::new();
-            }
-        }
+    if !matches!(
+        rpjrt::stdio::wait_until(&mut child, deadline),
+        rpjrt::stdio::Reaped::Ended(_)
+    ) {
+        return Vec::new();
     }
     out.lines()
         .map(str::trim)

@@ -1,6 +1,6 @@
 //! The raw C floor of an execution, for benchmarks.
 //!
-//! [`execute_floor`] is what a C programmer would write to run a loaded executable in a loop
+//! [`Floor`] is what a C programmer would write to run a loaded executable in a loop
 //! and wait for each run: every struct is prepared once, the plugin's function pointers are
 //! looked up once, and each iteration is `PJRT_LoadedExecutable_Execute`, a wait, the event's
 //! destruction and the destruction of the outputs, each by a direct call through the
@@ -32,21 +32,6 @@ pub enum FloorWait {
 
 /// The largest argument and output counts the floor handles (its arrays live on the stack).
 pub const FLOOR_MAX: usize = 64;
-
-/// Runs `iters` executions of `e` on `args` (one device) and returns the wall time of the
-/// whole loop.
-///
-/// Every argument is declared non-donatable, as the buffers are reused by each iteration.
-/// The arguments are checked as the execute marshaller checks them (live buffers of the
-/// executable's client, not deleted) and stay borrowed for the whole loop.
-pub fn execute_floor<M>(
-    e: &Loaded,
-    args: &[&Buffer<M>],
-    iters: usize,
-    wait: FloorWait,
-) -> Result<Duration> {
-    Floor::new(e, &[args], wait)?.run(iters)
-}
 
 /// The floor's prepared state: every struct and array an iteration needs, built once, for
 /// a loaded executable and one argument list per device. [`Floor::run`] then runs

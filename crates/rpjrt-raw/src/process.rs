@@ -1,7 +1,9 @@
 //! Process-level calls the safe crates need and may not make themselves: ending the
-//! process at once, and tying a child process's life to its parent's.
+//! process at once, and tying a child process's life to its parent's; and the one way the
+//! crates wait for a child with a deadline ([`wait_until`]).
 
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
 /// Ends the process at once with `code`: no exit handlers, no static destructors, no
 /// flushing of C stdio buffers. For giving up on a plugin call that does not return: a
@@ -45,4 +47,35 @@ pub fn die_with_parent(cmd: &mut Command) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = cmd;
+}
+
+/// How [`wait_until`] left a child.
+#[derive(Debug)]
+pub enum Reaped {
+    /// It ended by itself before the deadline.
+    Ended(ExitStatus),
+    /// It was still running at the deadline and was killed; its status after the kill.
+    Killed(Option<ExitStatus>),
+    /// Its state could not be read; it was killed (and reaped) to leave nothing behind.
+    Failed(std::io::Error),
+}
+
+/// Waits for `child` until `deadline`, checking every few milliseconds, and kills it if it
+/// is still running then.
+pub fn wait_until(child: &mut Child, deadline: Instant) -> Reaped {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Reaped::Ended(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                return Reaped::Killed(child.wait().ok());
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Reaped::Failed(e);
+            }
+        }
+    }
 }

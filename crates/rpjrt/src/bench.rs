@@ -23,9 +23,7 @@ pub fn c_floor_execute(
     iters: usize,
     wait: FloorWait,
 ) -> Result<Duration> {
-    let loaded = exe.floor_parts(&[args])?;
-    let raws: Vec<_> = args.iter().map(|b| b.raw()).collect();
-    floor::execute_floor(loaded, &raws, iters, wait)
+    Floor::new(exe, &[args], wait)?.run(iters)
 }
 
 /// The C floor prepared once and run on demand: [`Floor::run`] does what

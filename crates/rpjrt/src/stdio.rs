@@ -191,7 +191,7 @@ impl Drop for Capture {
     }
 }
 
-pub use crate::raw::process::{die_with_parent, exit_now};
+pub use crate::raw::process::{die_with_parent, exit_now, wait_until, Reaped};
 
 /// Writes `line` and a newline to the real stderr, even while a [`Capture`] is active.
 pub fn notice(line: &str) {
