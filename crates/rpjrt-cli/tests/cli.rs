@@ -1289,3 +1289,35 @@ fn plugins_survives_a_library_that_crashes_or_hangs_while_loading() {
         assert!(out.contains(&format!("^ loading it {word}")), "{out}");
     }
 }
+
+#[test]
+fn top_level_help_describes_every_verb_and_hides_the_internal_ones() {
+    let (code, out, err) = run(rpjrt().arg("--help"));
+    assert_eq!(code, 0, "{out}{err}");
+    let verbs: Vec<(&str, &str)> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.trim().split_once(char::is_whitespace))
+        .map(|(v, d)| (v, d.trim()))
+        .collect();
+    let names: Vec<&str> = verbs.iter().map(|(v, _)| *v).collect();
+    for want in [
+        "info", "plugins", "conform", "run", "compile", "cache", "launch",
+    ] {
+        assert!(names.contains(&want), "{want} missing from --help:\n{out}");
+    }
+    for hidden in ["probe-version", "conform-child"] {
+        assert!(!names.contains(&hidden), "{hidden} is internal:\n{out}");
+    }
+    for (verb, what) in &verbs {
+        // A verb's line is its own summary, not the doc comment of a neighbour or a struct.
+        assert!(
+            !what.is_empty() && !what.starts_with("Arguments of") && !what.contains("(internal)"),
+            "{verb}: {what:?}\n{out}"
+        );
+    }
+    let run_line = verbs.iter().find(|(v, _)| *v == "run").unwrap().1;
+    assert!(run_line.contains("run a program"), "{run_line}");
+}

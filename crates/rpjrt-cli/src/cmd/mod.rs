@@ -37,9 +37,10 @@ pub enum Command {
     /// One isolated conform worker (internal).
     #[command(name = "conform-child", hide = true)]
     ConformChild(conform::ChildArgs),
-    /// Compile and run a program on inputs from .npy/.npz files, literals or --random.
+    /// Reads one plugin's version in a child of `rpjrt plugins` (internal).
     #[command(name = "probe-version", hide = true)]
     ProbeVersion(ProbeArgs),
+    /// Compile and run a program on inputs from .npy/.npz files, literals or --random.
     Run(run::Args),
     /// Start N local processes of a multi-process job (each gets RPJRT_PROCESS_ID,
     /// RPJRT_NUM_PROCESSES, RPJRT_COORDINATOR, RPJRT_TOKEN); exit non-zero if any fails.
