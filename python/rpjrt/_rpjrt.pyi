@@ -34,7 +34,12 @@ class Plugin:
     def __copy__(self) -> Self: ...
     def __deepcopy__(self, memo: Any, /) -> Self: ...
 
-    def __new__(cls, spec: str | os.PathLike[str] | PluginInfo | None = None) -> Self: ...
+    def __new__(
+        cls, spec: str | os.PathLike[str] | PluginInfo | None = None, *, timeout: float | None = None
+    ) -> Self:
+        """Loads the plugin. The load runs on a thread of its own: Ctrl-C interrupts the wait,
+        and after `timeout` seconds (default: RPJRT_PLUGIN_TIMEOUT, else none) it raises
+        DeadlineExceededError; a load given up on goes on in the background."""
     @property
     def path(self) -> str: ...
     @property
@@ -86,10 +91,14 @@ class Client:
         kv: _KvStoreLike | None = None,
         process_id: int | None = None,
         num_processes: int | None = None,
+        timeout: float | None = None,
     ) -> Self:
         """cache_dir turns the persistent compile cache on for this client (also on when
         RPJRT_CACHE_DIR is set). kv, process_id and num_processes together make one process
-        of a multi-process client: the plugin rendezvouses through kv's set/get/try_get."""
+        of a multi-process client: the plugin rendezvouses through kv's set/get/try_get.
+        Loading the plugin and creating the client run on a thread of their own: Ctrl-C
+        interrupts the wait, and after `timeout` seconds (default: RPJRT_PLUGIN_TIMEOUT, else
+        none) it raises DeadlineExceededError; a call given up on goes on in the background."""
     @property
     def plugin(self) -> Plugin: ...
     def load(

@@ -24,9 +24,16 @@ pub struct PyPlugin {
 }
 
 impl PyPlugin {
-    fn load(py: Python<'_>, info: &Bound<'_, PyAny>) -> PyResult<PyPlugin> {
+    fn load(
+        py: Python<'_>,
+        info: &Bound<'_, PyAny>,
+        timeout: Option<std::time::Duration>,
+    ) -> PyResult<PyPlugin> {
         let path: std::ffi::OsString = info.getattr("path")?.extract()?;
-        let inner = py.detach(|| rpjrt::Plugin::load(&path)).pyerr()?;
+        let what = format!("loading plugin {}", std::path::Path::new(&path).display());
+        let inner =
+            crate::slow::run_abandonable(py, &what, timeout, move || rpjrt::Plugin::load(&path))?
+                .pyerr()?;
         Ok(PyPlugin {
             inner,
             info: info.clone().unbind(),
@@ -37,11 +44,16 @@ impl PyPlugin {
 #[pymethods]
 impl PyPlugin {
     #[new]
-    #[pyo3(signature = (spec = None))]
-    fn new(py: Python<'_>, spec: Option<&Bound<'_, PyAny>>) -> PyResult<PyPlugin> {
+    #[pyo3(signature = (spec = None, *, timeout = None))]
+    fn new(
+        py: Python<'_>,
+        spec: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyPlugin> {
+        let timeout = crate::slow::timeout_from_py(timeout)?;
         let found = discovery(py)?.call_method1("candidates", (spec,))?;
         let first = found.get_item(0)?;
-        PyPlugin::load(py, &first)
+        PyPlugin::load(py, &first, timeout)
     }
 
     /// The library's path (a name that is not UTF-8 keeps its bytes, as `os.fsdecode` does).
@@ -337,7 +349,8 @@ fn device_list<'py>(
 impl PyClient {
     #[new]
     #[pyo3(signature = (plugin = None, *, options = None, cache_dir = None, kv = None,
-        process_id = None, num_processes = None))]
+        process_id = None, num_processes = None, timeout = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         plugin: Option<&Bound<'_, PyAny>>,
@@ -346,7 +359,9 @@ impl PyClient {
         kv: Option<&Bound<'_, PyAny>>,
         process_id: Option<&Bound<'_, PyAny>>,
         num_processes: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyClient> {
+        let timeout = crate::slow::timeout_from_py(timeout)?;
         let cache = cache_dir
             .filter(|c| !c.is_none())
             .map(crate::aot::cache_from_py)
@@ -354,7 +369,7 @@ impl PyClient {
         let dist = crate::distributed::distributed_from_py(kv, process_id, num_processes)?;
         // The plugin may call a Python store back from its own threads during creation:
         // the GIL is released around the call (py.detach), so those calls can take it.
-        let create = |pl: &rpjrt::Plugin, opts: &ClientOptions| match &dist {
+        let create = move |pl: &rpjrt::Plugin, opts: &ClientOptions| match &dist {
             // A CUDA plugin's creation failure gets the library and driver state added.
             None => rpjrt::cuda::create_client(pl, opts),
             Some(d) => rpjrt::Client::new_distributed(pl, opts, d),
@@ -364,7 +379,10 @@ impl PyClient {
             if let Ok(p) = p.cast::<PyPlugin>() {
                 let opts = options_from_py(options, None)?;
                 let pl = p.get().inner.clone();
-                let inner = py.detach(|| create(&pl, &opts)).pyerr()?;
+                let what = format!("creating a client of plugin {}", pl.path().display());
+                let inner =
+                    crate::slow::run_abandonable(py, &what, timeout, move || create(&pl, &opts))?
+                        .pyerr()?;
                 if cache.is_some() {
                     inner.set_cache(cache.clone());
                 }
@@ -387,14 +405,25 @@ impl PyClient {
             .map(plugin_info_from_py)
             .collect::<PyResult<Vec<_>>>()?;
         let opts = options_from_py(options, None)?;
-        let opened = py
-            .detach(|| rpjrt_discovery::open_first(infos, &opts, create))
-            .map_err(|e| match e {
-                rpjrt::Error::PluginLoad { reason, .. } if found.len() > 1 => {
-                    make_err(py, "NOT_FOUND", "PluginLoad", reason, None)
-                }
-                other => crate::errors::to_py(other),
-            })?;
+        let what = match infos.as_slice() {
+            [one] => format!("opening plugin {}", one.path.display()),
+            all => format!(
+                "opening the first plugin that works of {}",
+                all.iter()
+                    .map(|i| i.path.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let opened = crate::slow::run_abandonable(py, &what, timeout, move || {
+            rpjrt_discovery::open_first(infos, &opts, create)
+        })?
+        .map_err(|e| match e {
+            rpjrt::Error::PluginLoad { reason, .. } if found.len() > 1 => {
+                make_err(py, "NOT_FOUND", "PluginLoad", reason, None)
+            }
+            other => crate::errors::to_py(other),
+        })?;
         for (info, e) in &opened.skipped {
             let msg = format!(
                 "rpjrt: skipped plugin {} ({}): {}",

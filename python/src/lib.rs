@@ -25,6 +25,7 @@ mod put;
 mod pybuf;
 mod session;
 mod sharding;
+mod slow;
 mod staging;
 mod trace;
 mod transfer;

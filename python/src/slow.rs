@@ -1,0 +1,133 @@
+//! Plugin calls that may never return: loading a library and creating a client.
+//!
+//! Some plugins wait at load or client creation on a device, a driver or a network service,
+//! sometimes forever. Such a call cannot be cancelled inside a process, but the caller need
+//! not be stuck with it: the call runs on a thread of its own, and the Python thread waits
+//! for it in short slices, with the GIL released, checking for Ctrl-C between slices and
+//! giving up at the timeout. A call given up on goes on in the background; whatever it
+//! returns later is dropped there.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// How often a waiting caller checks for Ctrl-C.
+const SLICE: Duration = Duration::from_millis(100);
+
+/// The stack of the calling thread: a plugin's initialization may recurse deeply, and a
+/// spawned thread's default stack (2 MiB) is smaller than a main thread's.
+const STACK: usize = 16 << 20;
+
+/// The environment variable that sets the timeout when the call does not (as for the CLI).
+pub(crate) const TIMEOUT_ENV: &str = "RPJRT_PLUGIN_TIMEOUT";
+
+/// A timeout in seconds from Python (`None`: the environment's, else none): a number above
+/// zero.
+pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    if let Some(t) = timeout.filter(|t| !t.is_none()) {
+        if t.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyTypeError::new_err(
+                "timeout must be a number of seconds, not a bool",
+            ));
+        }
+        let s: f64 = t.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "timeout must be a number of seconds, got {}",
+                t.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        return seconds(s, "timeout");
+    }
+    match std::env::var(TIMEOUT_ENV) {
+        Ok(v) if !v.trim().is_empty() => {
+            let s: f64 = v.trim().parse().map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{TIMEOUT_ENV} must be a number of seconds, got {v:?}"
+                ))
+            })?;
+            seconds(s, TIMEOUT_ENV)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A timeout of `s` seconds: above zero and not NaN; one too long for a `Duration`
+/// (`inf` included) is no limit.
+fn seconds(s: f64, what: &str) -> PyResult<Option<Duration>> {
+    if s.is_nan() || s <= 0.0 {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be a number of seconds above 0, got {s}"
+        )));
+    }
+    Ok(Duration::try_from_secs_f64(s).ok())
+}
+
+/// Runs `call` on a thread of its own and waits for it: interruptibly (Ctrl-C raises
+/// `KeyboardInterrupt` at once) and, with a timeout, for at most that long (then
+/// `DeadlineExceededError` naming `what`). Either way a call given up on is left running.
+pub(crate) fn run_abandonable<T: Send + 'static>(
+    py: Python<'_>,
+    what: &str,
+    timeout: Option<Duration>,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    let (tx, mut rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("rpjrt-plugin-load".into())
+        .stack_size(STACK)
+        .spawn(move || {
+            // A caller that gave up has dropped the receiver: the result is dropped here.
+            let _ = tx.send(call());
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("{what}: cannot start a thread: {e}")))?;
+    let start = Instant::now();
+    loop {
+        let slice = match timeout {
+            Some(t) => t.saturating_sub(start.elapsed()).min(SLICE),
+            None => SLICE,
+        };
+        // The receiver goes into the GIL-free closure and comes back (it is Send, not Sync).
+        let (got, back) = py.detach(move || (rx.recv_timeout(slice), rx));
+        rx = back;
+        match got {
+            Ok(v) => return Ok(v),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "{what}: the call panicked (a bug in rpjrt; please report it)"
+                )))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        py.check_signals()?;
+        if let Some(t) = timeout {
+            if start.elapsed() >= t {
+                return Err(crate::errors::make_err(
+                    py,
+                    "DEADLINE_EXCEEDED",
+                    "Timeout",
+                    format!(
+                        "{what}: the plugin did not return within {} s (timeout, or \
+                         {TIMEOUT_ENV}). Its call goes on in the background and cannot be \
+                         stopped inside this process: restart the process before using this \
+                         plugin again. A plugin may wait on a device, a driver or a network \
+                         service; its log on stderr may say which",
+                        fmt_secs(t)
+                    ),
+                    None,
+                ));
+            }
+        }
+    }
+}
+
+/// Seconds as a short number (`0.5`, `30`).
+fn fmt_secs(t: Duration) -> String {
+    let s = t.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
