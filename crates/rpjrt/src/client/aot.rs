@@ -38,7 +38,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::client::executable::Executable;
+use crate::client::executable::{Executable, Origin};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::options::CompileOptions;
@@ -404,11 +404,21 @@ impl Artifact {
     }
 }
 
+/// The header field of an artifact whose compile options are to be given again at load
+/// (it was written from an executable loaded with options other than its blob's).
+const OPTIONS_AT_LOAD: &str = "options_at_load";
+
 impl Executable {
-    /// The plugin's own serialized form of this executable, without an envelope.
+    /// The plugin's own serialized form of this executable, without an envelope. For an
+    /// executable that was loaded rather than compiled, the bytes it was loaded from (a
+    /// plugin's serialization of a loaded executable may leave out its compiled code); any
+    /// compile options given at load are not in them.
     pub fn serialize_bare(&self) -> Result<Vec<u8>> {
         let (_, loaded) = self.raw_parts()?;
-        raw::exe_serialize(loaded)
+        match self.origin() {
+            Some(o) => Ok(o.blob.clone()),
+            None => raw::exe_serialize(loaded),
+        }
     }
 
     /// Serializes the executable into an rpjrt artifact that records what it was built
@@ -432,6 +442,11 @@ impl Executable {
             "rpjrt_version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
         ));
+        if self.origin().is_some_and(|o| o.overridden) && !compile_options.is_empty() {
+            // The blob is the one loaded, without the options given at load: `load` gives
+            // them again.
+            extra.push((OPTIONS_AT_LOAD.to_string(), "1".to_string()));
+        }
         Ok(Artifact {
             target: ArtifactTarget::of_client(&client)?,
             compile_options,
@@ -452,32 +467,46 @@ impl Client {
         self.core.check("client")?;
         let artifact = Artifact::decode(bytes)?;
         artifact.check_target(&ArtifactTarget::of_client(self)?)?;
-        self.load_artifact(&artifact, overrides)
+        self.load_artifact(artifact, overrides)
     }
 
     pub(crate) fn load_artifact(
         &self,
-        artifact: &Artifact,
+        artifact: Artifact,
         overrides: Option<&CompileOptions>,
     ) -> Result<Executable> {
         Ok(self.load_artifact_timed(artifact, overrides)?.0)
     }
 
     /// [`Client::load_artifact`], and the time spent inside the plugin's deserialization.
+    /// The executable keeps the artifact's blob (moved, not copied), so that serializing it
+    /// again gives the same bytes.
     pub(crate) fn load_artifact_timed(
         &self,
-        artifact: &Artifact,
+        artifact: Artifact,
         overrides: Option<&CompileOptions>,
     ) -> Result<(Executable, std::time::Duration)> {
         let encoded = match overrides {
             Some(o) => Some(o.encode(&self.device_ids())?),
+            // An artifact written from an executable loaded with other options than its
+            // blob's: those options are given at load again.
+            None if artifact.extra_field(OPTIONS_AT_LOAD) == Some("1")
+                && !artifact.compile_options.is_empty() =>
+            {
+                Some(artifact.compile_options.clone())
+            }
             None => None,
         };
         let (exe, plugin_time) = self.load_blob_with(&artifact.blob, encoded.as_deref())?;
-        let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
+        let overridden = encoded.is_some();
+        let recorded = encoded.unwrap_or(artifact.compile_options);
         if !recorded.is_empty() {
             exe.set_recorded_options(recorded);
         }
+        exe.set_origin(Origin {
+            blob: artifact.blob,
+            overridden,
+        });
         Ok((exe, plugin_time))
     }
 
@@ -499,7 +528,12 @@ impl Client {
                  which checks them first",
             ));
         }
-        self.load_blob(blob, None)
+        let exe = self.load_blob(blob, None)?;
+        exe.set_origin(Origin {
+            blob: blob.to_vec(),
+            overridden: false,
+        });
+        Ok(exe)
     }
 
     /// An executable from what a program file holds ([`ProgramFile::read`]): a program is
@@ -523,7 +557,12 @@ impl Client {
                     Some(o) => Some(o.encode(&self.device_ids())?),
                     None => None,
                 };
-                self.load_blob(blob, encoded.as_deref())
+                let exe = self.load_blob(blob, encoded.as_deref())?;
+                exe.set_origin(Origin {
+                    blob: blob.clone(),
+                    overridden: encoded.is_some(),
+                });
+                Ok(exe)
             }
         }
     }

@@ -367,19 +367,23 @@ impl Cache {
         let loaded = Artifact::decode_vec(bytes)
             .and_then(|a| check_key(&a, key).map(|()| a))
             .and_then(|a| a.check_target(target).map(|()| a))
-            .and_then(|a| client.load_artifact_timed(&a, None).map(|exe| (a, exe)));
-        match loaded {
-            Ok((artifact, (exe, plugin_time))) => {
-                let _ = fs::File::options()
-                    .append(true)
-                    .open(path)
-                    .and_then(|f| f.set_modified(SystemTime::now()));
-                let recorded = artifact
+            .and_then(|a| {
+                let recorded = a
                     .extra_field("compile_ms")
                     .and_then(|s| s.parse::<f64>().ok())
                     // A field of a file on disk: any number, none of them a crash.
                     .and_then(|ms| crate::duration_from_secs(ms / 1e3, "compile_ms").ok())
                     .unwrap_or_default();
+                client
+                    .load_artifact_timed(a, None)
+                    .map(|exe| (recorded, exe))
+            });
+        match loaded {
+            Ok((recorded, (exe, plugin_time))) => {
+                let _ = fs::File::options()
+                    .append(true)
+                    .open(path)
+                    .and_then(|f| f.set_modified(SystemTime::now()));
                 let mut s = lock(&self.inner.stats);
                 s.hits += 1;
                 s.bytes_read += read;

@@ -172,9 +172,21 @@ struct ExeState {
     deleted: AtomicBool,
     /// The encoded compile options it was built with, where rpjrt knows them.
     options: std::sync::OnceLock<Vec<u8>>,
+    /// For a loaded (not compiled) executable: the serialized form it was loaded from.
+    origin: std::sync::OnceLock<Origin>,
     /// Spare output handle allocations: a loop of executions whose outputs are dropped
     /// reuses them instead of allocating.
     spare: raw::buffer::Recycler<BufferMeta>,
+}
+
+/// The bytes a loaded executable came from. Serializing it again returns them: a CPU
+/// plugin's own serialization of a deserialized executable leaves out the compiled code,
+/// so the blob it writes loads and then fails at its first run ("Function ... not found").
+pub(crate) struct Origin {
+    /// The plugin's serialized executable, as loaded.
+    pub(crate) blob: Vec<u8>,
+    /// Whether compile options given at load replaced those stored in `blob`.
+    pub(crate) overridden: bool,
 }
 
 /// How many spare output handles an executable keeps: two calls' worth, within bounds.
@@ -217,6 +229,16 @@ impl Executable {
     /// Records the encoded compile options this executable was built with.
     pub(crate) fn set_recorded_options(&self, options: Vec<u8>) {
         let _ = self.state.options.set(options);
+    }
+
+    /// Records the serialized form a loaded executable came from.
+    pub(crate) fn set_origin(&self, origin: Origin) {
+        let _ = self.state.origin.set(origin);
+    }
+
+    /// The serialized form it was loaded from, for a loaded executable.
+    pub(crate) fn origin(&self) -> Option<&Origin> {
+        self.state.origin.get()
     }
 
     /// The encoded compile options recorded at compile or load time.
@@ -290,6 +312,7 @@ impl Executable {
                 devices,
                 deleted: AtomicBool::new(false),
                 options: std::sync::OnceLock::new(),
+                origin: std::sync::OnceLock::new(),
                 spare,
             }),
         })
