@@ -130,6 +130,8 @@ struct CallInstruction {
     operand_shapes_with_layout: Vec<LaidOutShape>,
     #[prost(int32, tag = "77")]
     custom_call_api_version: i32,
+    #[prost(bytes = "vec", tag = "43")]
+    backend_config: Vec<u8>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -155,6 +157,24 @@ pub(crate) type OddLayout = (String, String, Vec<i64>);
 /// Every typed-FFI (`api_version = 4`) custom call of a compiled module whose result, or
 /// constrained operand, has a layout other than row-major (`operand_layouts` /
 /// `result_layouts`). `None` when the module cannot be read.
+/// The backend_config text of each typed-FFI custom call of a serialized HloModuleProto,
+/// with its target (`None` when the bytes are not such a module).
+pub(crate) fn ffi_backend_configs(module: &[u8]) -> Option<Vec<(String, String)>> {
+    let m = CallsModule::decode(module).ok()?;
+    let calls = m.computations.iter().flat_map(|c| &c.instructions);
+    Some(
+        calls
+            .filter(|i| i.opcode == "custom-call" && i.custom_call_api_version == 4)
+            .map(|i| {
+                (
+                    format!("{:?}", i.custom_call_target),
+                    String::from_utf8_lossy(&i.backend_config).into_owned(),
+                )
+            })
+            .collect(),
+    )
+}
+
 pub(crate) fn custom_call_layouts(module: &[u8], format: &str) -> Option<Vec<OddLayout>> {
     fn leaves<'a>(s: &'a LaidOutShape, depth: usize, out: &mut Vec<&'a LaidOutShape>) {
         match s.tuple_shapes.is_empty() {

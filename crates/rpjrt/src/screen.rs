@@ -170,14 +170,111 @@ pub(crate) fn check_uses(uses: &Uses, minor: i32) -> Result<()> {
 /// Refuses `program` if it is one a plugin implementing PJRT 0.`minor` is known to abort
 /// on. Bytecode or a module that cannot be read is passed through (the plugin reports it).
 pub(crate) fn check(program: &Program, minor: i32) -> Result<()> {
-    let uses = match program {
-        Program::Mlir(code) => mlir::uses(code),
-        Program::Hlo(module) => crate::hlo::program_uses(module),
+    let (uses, configs) = match program {
+        Program::Mlir(code) => (mlir::uses(code), custom_call_configs(code)),
+        Program::Hlo(module) => (
+            crate::hlo::program_uses(module),
+            crate::hlo::ffi_backend_configs(module).unwrap_or_default(),
+        ),
     };
+    if let Some((target, _)) = configs.iter().find(|(_, dict)| has_index_attribute(dict)) {
+        return Err(Error::invalid(format!(
+            "the custom call to {target} has an index-typed attribute in its backend_config; \
+             the plugin's compiler crashes the process decoding FFI attributes of type index \
+             instead of reporting an error, so rpjrt refuses it before compiling (give the \
+             attribute an integer type such as i64)"
+        )));
+    }
     match uses {
         Some(uses) => check_uses(&uses, minor),
         None => Ok(()),
     }
+}
+
+/// The attribute dictionaries of the typed-FFI custom calls of MLIR text (`backend_config =
+/// {...}`), each with its target as written (`@name`, or `a custom call` when the generic
+/// form hides it). Bytecode is not read.
+fn custom_call_configs(code: &[u8]) -> Vec<(String, String)> {
+    if code.starts_with(mlir::BYTECODE_MAGIC) {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(code);
+    let mut out = Vec::new();
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find("custom_call") {
+        rest = &rest[at + "custom_call".len()..];
+        let next_call = rest.find("custom_call").unwrap_or(rest.len());
+        let target = rest
+            .trim_start()
+            .strip_prefix('@')
+            .map(|t| {
+                let end = t
+                    .find(|c: char| !(c.is_alphanumeric() || "_.$-\"".contains(c)))
+                    .unwrap_or(t.len());
+                format!("@{}", &t[..end])
+            })
+            .unwrap_or_else(|| "a custom call".to_string());
+        let Some(cfg) = rest[..next_call].find("backend_config") else {
+            continue;
+        };
+        let after = rest[cfg + "backend_config".len()..].trim_start();
+        let Some(after) = after.strip_prefix('=').map(str::trim_start) else {
+            continue;
+        };
+        if after.starts_with('{') {
+            out.push((target, balanced(after).to_string()));
+        }
+    }
+    out
+}
+
+/// The text of the brace group `s` starts with (all of `s` when it never closes), skipping
+/// braces inside string literals.
+fn balanced(s: &str) -> &str {
+    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    for (i, c) in s.char_indices() {
+        match (in_str, c) {
+            (true, _) if escaped => escaped = false,
+            (true, '\\') => escaped = true,
+            (true, '"') => in_str = false,
+            (true, _) => {}
+            (false, '"') => in_str = true,
+            (false, '{') => depth += 1,
+            (false, '}') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &s[..=i];
+                }
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Whether an attribute dictionary's text holds a value of type `index` (`3 : index`, at
+/// any depth), outside string literals.
+fn has_index_attribute(dict: &str) -> bool {
+    let (mut in_str, mut escaped) = (false, false);
+    for (i, c) in dict.char_indices() {
+        match (in_str, c) {
+            (true, _) if escaped => escaped = false,
+            (true, '\\') => escaped = true,
+            (true, '"') => in_str = false,
+            (true, _) => {}
+            (false, '"') => in_str = true,
+            (false, ':') => {
+                let after = dict[i + 1..].trim_start();
+                if let Some(tail) = after.strip_prefix("index") {
+                    if !tail.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                        return true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -194,6 +291,37 @@ mod tests {
             "func.func public @main(%a: {t}) -> {t} {{\n  %r = stablehlo.{op} %a, %a : {t}\n  \
              return %r : {t}\n}}"
         )
+    }
+
+    #[test]
+    fn index_attributes_of_ffi_calls_are_refused_at_any_depth() {
+        let call = |cfg: &str| {
+            format!(
+                "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {{\n  %0 = \
+                 stablehlo.custom_call @tgt.v2(%x) {{api_version = 4 : i32, backend_config = \
+                 {cfg}}} : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}}"
+            )
+        };
+        for bad in [
+            "{v = 3 : index}",
+            "{d = {a = 3 : index}}",
+            "{s = \"}\", v = 3 :index, w = 1 : i64}",
+            "{a = [1 : i64, 2 : index]}",
+        ] {
+            let e = text(&call(bad), 115).unwrap_err().to_string();
+            assert!(e.contains("@tgt.v2") && e.contains("index"), "{bad}: {e}");
+        }
+        for good in [
+            "{v = 3 : i64}",
+            "{name = \"x : index\"}",
+            "{v = dense<[1, 2]> : tensor<2xi64>, indexed = 1 : i32}",
+            "{v = 3 : index_like}",
+        ] {
+            assert!(text(&call(good), 115).is_ok(), "{good}");
+        }
+        // A backend_config that is a string (older custom-call API versions) is not read.
+        let old = call("{}").replace("backend_config = {}", "backend_config = \"3 : index\"");
+        assert!(text(&old, 115).is_ok());
     }
 
     #[test]
