@@ -27,8 +27,10 @@ other ``LookupError``) NOT_FOUND, ``ValueError``/``TypeError`` INVALID_ARGUMENT,
 The rules a handler lives by:
 
 - Views are copies, as ``jax.pure_callback`` makes them: the first view of a buffer copies an
-  argument's bytes (or starts a result zeroed), and what the handler writes into a result's
-  views becomes the result when it returns. A view kept after the call stays readable but is
+  argument's bytes (or starts a result zeroed; a result that aliases an argument through
+  ``output_operand_aliases`` starts with the argument's values), and what the handler writes
+  into a result's views becomes the result when it returns. A result the handler neither
+  views nor returns is zeros (an aliasing one keeps the argument's values). A view kept after the call stays readable but is
   detached from the computation (it never reads memory the runtime freed, and writing it
   changes no result); asking a buffer for a new view after the call raises.
 - The handler returns ``None`` (after writing ``call.rets``) or the results: one array-like

@@ -28,6 +28,9 @@ pub struct PyFfiBuffer {
     data: usize,
     host: bool,
     writable: bool,
+    /// A result whose memory is also an argument's (`output_operand_aliases`): its first
+    /// view copies the argument's values instead of starting zeroed.
+    in_place: bool,
     valid: Arc<AtomicBool>,
     /// The copy Python views: made on the first view, copied back into a result's memory
     /// when the handler returns. Views never address the runtime's memory, so a view kept
@@ -46,8 +49,8 @@ impl PyFfiBuffer {
         }
     }
 
-    /// The buffer's copy, made on first use during the call: an argument's bytes, or a
-    /// zeroed result.
+    /// The buffer's copy, made on first use during the call: an argument's bytes (also for a
+    /// result that aliases an argument, whose memory holds them), or a zeroed result.
     fn stage<'py>(&self, py: Python<'py>) -> PyResult<&Py<PyByteArray>> {
         if let Some(s) = self.staging.get(py) {
             self.check()?;
@@ -59,13 +62,14 @@ impl PyFfiBuffer {
                 "this custom-call buffer is in device memory; use .data and the stream",
             ));
         }
-        let made = if self.writable || self.nbytes == 0 {
+        let made = if (self.writable && !self.in_place) || self.nbytes == 0 {
             PyByteArray::new_with(py, self.nbytes, |_| Ok(()))?
         } else {
             // SAFETY: `valid` is true, so the handler call is in progress (it is cleared,
             // with the GIL held, before the handler returns to the runtime): `data` points at
-            // `nbytes` bytes of host memory the runtime keeps alive for the call. They are
-            // copied into the bytearray before this function returns.
+            // `nbytes` bytes of host memory the runtime keeps alive for the call (an
+            // argument's, or an in-place result's, which nothing writes while the GIL is
+            // held here). They are copied into the bytearray before this function returns.
             let bytes = unsafe { std::slice::from_raw_parts(self.data as *const u8, self.nbytes) };
             PyByteArray::new(py, bytes)
         };
@@ -450,6 +454,17 @@ pub fn base_exception_in(py: Python<'_>, message: &str) -> Option<PyErr> {
     Some(PyErr::from_value(v.bind(py).clone()))
 }
 
+/// How a handler may use a buffer of its frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// An argument: its views copy its values.
+    Read,
+    /// A result: its views start zeroed and are copied into it when the handler returns.
+    Write,
+    /// A result that aliases an argument: its views start with the argument's values.
+    InPlace,
+}
+
 // One argument per fact of the frame's buffer (Arg and Ret share no trait to take).
 #[allow(clippy::too_many_arguments)]
 fn ffi_buffer(
@@ -459,7 +474,7 @@ fn ffi_buffer(
     nbytes: usize,
     data: usize,
     host: bool,
-    writable: bool,
+    access: Access,
     valid: &Arc<AtomicBool>,
 ) -> PyFfiBuffer {
     PyFfiBuffer {
@@ -469,7 +484,8 @@ fn ffi_buffer(
         nbytes,
         data,
         host,
-        writable,
+        writable: access != Access::Read,
+        in_place: access == Access::InPlace,
         valid: valid.clone(),
         staging: pyo3::sync::PyOnceLock::new(),
     }
@@ -590,13 +606,18 @@ fn call_python(
                             a.nbytes(),
                             a.data_ptr(),
                             a.is_host(),
-                            false,
+                            Access::Read,
                             &valid,
                         ),
                     )?);
                 }
                 let mut rets = Vec::with_capacity(call.rets().len());
-                for r in call.rets().iter() {
+                let in_place: Vec<usize> = call
+                    .args()
+                    .iter()
+                    .filter_map(|a| a.aliased_result())
+                    .collect();
+                for (j, r) in call.rets().iter().enumerate() {
                     rets.push(Py::new(
                         py,
                         ffi_buffer(
@@ -606,7 +627,10 @@ fn call_python(
                             r.nbytes(),
                             r.data_ptr(),
                             r.is_host(),
-                            true,
+                            match in_place.contains(&j) {
+                                true => Access::InPlace,
+                                false => Access::Write,
+                            },
                             &valid,
                         ),
                     )?);
@@ -641,12 +665,19 @@ fn call_python(
                 if !value.is_none() {
                     write_returned(py, &target, &value, rets)?;
                 }
-                // What the handler wrote into its result views becomes the results.
+                // What the handler wrote into its result views becomes the results; a
+                // result it neither viewed nor returned is zeros, as its view would have
+                // started (the runtime's memory holds whatever was there before), except one
+                // that aliases an argument, which keeps the argument's values.
                 for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
                     let r = r.cast_into::<PyFfiBuffer>()?;
-                    if let (Some(stage), Some(dst)) =
-                        (r.get().staging.get(py), out.host_bytes_mut())
-                    {
+                    let staged = r.get().staging.get(py);
+                    if staged.is_none() && !r.get().in_place {
+                        if let Some(dst) = out.host_bytes_mut() {
+                            dst.fill(0);
+                        }
+                    }
+                    if let (Some(stage), Some(dst)) = (staged, out.host_bytes_mut()) {
                         let stage = stage.bind(py);
                         // SAFETY: the GIL is held and no Python code runs while the
                         // bytearray's bytes are borrowed for this copy.
