@@ -20,6 +20,7 @@ automatically (GSPMD cannot read them); :func:`uses_shardy` says whether a modul
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
@@ -41,6 +42,17 @@ SpecEntry = Union[None, str, Sequence[str]]
 Spec = Union[None, Sequence[SpecEntry]]
 
 
+def _whole(v: object, what: str) -> int:
+    """An integer argument: ints and what ``__index__`` makes one (numpy integers); floats
+    and bools are refused rather than rounded."""
+    if isinstance(v, bool):
+        raise TypeError(f"{what} must be an integer, not a bool")
+    try:
+        return operator.index(v)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {v!r}") from None
+
+
 class Mesh:
     """Devices arranged on named axes, like JAX's ``Mesh``: ``axes`` maps each axis name
     to its size (major to minor, in order); ``devices`` lists the devices (or their ids)
@@ -49,9 +61,11 @@ class Mesh:
     __slots__ = ("axes", "device_ids")
 
     def __init__(self, axes: Mapping[str, int], devices: Sequence[int | Device]) -> None:
-        self.axes: tuple[tuple[str, int], ...] = tuple((str(k), int(v)) for k, v in axes.items())
+        self.axes: tuple[tuple[str, int], ...] = tuple(
+            (str(k), _whole(v, f"the size of axis {k!r}")) for k, v in axes.items()
+        )
         self.device_ids: tuple[int, ...] = tuple(
-            d.id if isinstance(d, Device) else int(d) for d in devices
+            d.id if isinstance(d, Device) else _whole(d, "a device id") for d in devices
         )
         # Checked by the core (sizes, counts, repeats); fail here, not at first use.
         _shard_split(b"", "uint8", [0], list(self.axes), list(self.device_ids), [])

@@ -173,6 +173,7 @@ pub fn put_with(
     }
 
     // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
+    let mut dlpack_refused = None;
     if let Some(view) = HostView::get(obj) {
         if let Some((t, order)) = rpjrt::host::buffer_format_type(view.format(), view.itemsize()) {
             if want.is_none_or(|w| w == t) {
@@ -200,17 +201,37 @@ pub fn put_with(
         //    arrays of ml_dtypes types get here too; numpy refuses to export those, and
         //    the adapter below handles them.
         match crate::dlpack::import(client, obj, &dev, copy) {
-            Err(e) if e.is_instance_of::<pyo3::exceptions::PyBufferError>(py) => {}
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyBufferError>(py) => {
+                dlpack_refused = Some(e)
+            }
             other => return other,
         }
     }
 
     // 5. Everything else goes through the Python adapter (numpy dtypes, lossy casts of
     //    numbers, raw bytes with dtype=...).
-    let adapted = py
+    let adapted = match py
         .import("rpjrt._host")?
         .getattr("as_host")?
-        .call1((obj, dtype, cast))?;
+        .call1((obj, dtype, cast))
+    {
+        Ok(a) => a,
+        // The adapter knows no other way in either: the producer's own refusal is the news.
+        Err(e) => match dlpack_refused {
+            Some(refusal) => {
+                let err = invalid(format!(
+                    "cannot put a {}: its __dlpack__ refused to export it ({}), and it offers \
+                     no other way to read its data",
+                    obj.get_type().name()?,
+                    refusal.value(py)
+                ));
+                err.set_cause(py, Some(refusal));
+                drop(e);
+                return Err(err);
+            }
+            None => return Err(e),
+        },
+    };
     let (data, dt, shape): (Bound<'_, PyAny>, Bound<'_, PyAny>, Option<Vec<i64>>) =
         adapted.extract()?;
     let t = dtype_from_py(&dt)?;

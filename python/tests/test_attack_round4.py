@@ -10,6 +10,7 @@ import pytest
 
 import rpjrt
 import rpjrt.ffi
+import rpjrt.sharding
 
 _names = itertools.count()
 
@@ -95,3 +96,32 @@ def test_a_result_the_handler_never_writes_is_zeros_not_leftover_memory(client: 
         r0, r1 = exe(np.ones(4096, dtype=np.float32))
         assert not np.any(r0.to_numpy()), r0.to_numpy()[:8]
         np.testing.assert_array_equal(r1.to_numpy(), [7, 7])
+
+
+@pytest.mark.parametrize(("axes", "devices"), [({"x": 2.7}, [0, 1]), ({"x": 2}, [0, 1.9]), ({"x": True}, [0])])
+def test_mesh_sizes_and_device_ids_are_integers_not_rounded(axes: dict[str, object], devices: list[object]) -> None:
+    with pytest.raises(TypeError, match="must be an integer"):
+        rpjrt.sharding.Mesh(axes, devices=devices)  # type: ignore[arg-type]
+    # numpy integers are integers.
+    assert rpjrt.sharding.Mesh({"x": np.int64(2)}, devices=[np.int32(0), 1]).shape == {"x": 2}  # type: ignore[dict-item]
+
+
+def test_a_dlpack_producer_that_refuses_is_named_with_its_reason(client: rpjrt.Client) -> None:
+    class Refuses:
+        def __dlpack__(self, **kwargs: object) -> object:
+            raise BufferError("this producer cannot export bfloat16")
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (1, 0)
+
+    with pytest.raises(rpjrt.InvalidArgumentError, match="refused to export it \\(this producer cannot export bfloat16\\)") as e:
+        client.put(Refuses())
+    assert isinstance(e.value.__cause__, BufferError)
+
+
+def test_an_integer_beyond_64_bits_gets_no_cast_hint(client: rpjrt.Client) -> None:
+    with pytest.raises(rpjrt.InvalidArgumentError, match="nor in 64 bits") as e:
+        client.put([2**64, 1], dtype="int32")
+    assert "cast=True" not in str(e.value)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="cast=True wraps"):
+        client.put([2**63, 1], dtype="int32")

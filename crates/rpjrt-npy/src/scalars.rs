@@ -485,10 +485,20 @@ fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result
                 _ => None,
             };
             let v = v.filter(|v| (lo..=hi).contains(v)).ok_or_else(|| {
-                format!(
-                    "does not fit in {t} (range {lo}..{hi}; from Python, cast=True wraps it \
-                     as numpy's astype does)"
-                )
+                // numpy's astype wraps integers that fit in 64 bits; wider ones it refuses
+                // (OverflowError), so the hint would mislead there.
+                let wraps = matches!(s, Scalar::Int(i) if i64::try_from(*i).is_ok()
+                    || u64::try_from(*i).is_ok());
+                match wraps {
+                    true => format!(
+                        "does not fit in {t} (range {lo}..{hi}; from Python, cast=True wraps \
+                         it as numpy's astype does)"
+                    ),
+                    false => format!(
+                        "does not fit in {t} (range {lo}..{hi}), nor in 64 bits, so no cast \
+                         can store it either"
+                    ),
+                }
             })?;
             // Two's complement, truncated to the width (sub-byte types in the low bits of
             // their byte, the rest zero, as ml_dtypes stores them).
@@ -955,9 +965,14 @@ mod tests {
             }
             for bad in [lo - 1, hi + 1] {
                 let e = err(vec![Scalar::Int(0), Scalar::Int(bad)], Some(t));
+                // A cast wraps what fits in 64 bits (numpy's astype); nothing stores the rest.
+                let hint = match i64::try_from(bad).is_ok() || u64::try_from(bad).is_ok() {
+                    true => "cast=True",
+                    false => "no cast can store it",
+                };
                 assert!(
                     e.contains(&format!("{bad} at index [1] does not fit in {t}"))
-                        && e.contains("cast=True"),
+                        && e.contains(hint),
                     "{t}: {e}"
                 );
             }
