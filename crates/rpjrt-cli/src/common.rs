@@ -17,6 +17,17 @@ macro_rules! outln {
     }};
 }
 
+/// `eprintln!` that never panics: a line that cannot be written to stderr (a full disk,
+/// a closed descriptor) is dropped, so that the exit code the verb chose still reaches the
+/// caller (`eprintln!` would end the process with a panic, exit 101).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
 /// Exit code: a defect or a failure was found (a failed check, a plugin error).
@@ -280,7 +291,7 @@ pub fn plugin_timeout() -> Option<std::time::Duration> {
 /// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).
 pub fn print_error(e: &CliError) {
     let prefix = paint_stderr("rpjrt:", Style::Red);
-    eprintln!("{prefix} {}", e.message);
+    crate::errln!("{prefix} {}", e.message);
 }
 
 /// Text styles used by the tables.
@@ -553,7 +564,7 @@ pub fn open_client(
         }
     })?;
     for (info, e) in &opened.skipped {
-        eprintln!(
+        crate::errln!(
             "rpjrt: skipped plugin {} ({}): {}",
             info.name,
             info.path.display(),

@@ -856,3 +856,72 @@ fn run_output_naming_an_input_file_is_refused() {
         .arg(dir.join("y.npy")));
     assert_eq!(code, 0, "{err}");
 }
+
+/// An error message that cannot be written (stderr on a full disk) is no panic: each verb
+/// still ends with the exit code it documents (2 for bad input, the child's code for
+/// `launch`), not Rust's 101.
+#[test]
+fn a_stderr_that_cannot_be_written_keeps_the_exit_code() {
+    let full = || {
+        std::process::Stdio::from(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .expect("/dev/full opens"),
+        )
+    };
+    let program = common::fixture("mul_add.mlir");
+    let cases: Vec<(Vec<std::ffi::OsString>, i32)> = vec![
+        (vec!["run".into(), "/nonexistent".into()], 2),
+        (
+            vec!["trace".into(), "view".into(), "/nonexistent".into()],
+            2,
+        ),
+        (vec!["rendezvous".into()], 2),
+        (
+            vec![
+                "cache".into(),
+                "info".into(),
+                "x".into(),
+                "--dir".into(),
+                "/nonexistent".into(),
+            ],
+            2,
+        ),
+        (
+            vec![
+                "launch".into(),
+                "-n".into(),
+                "1".into(),
+                "--".into(),
+                "sh".into(),
+                "-c".into(),
+                "echo to stderr >&2; exit 3".into(),
+            ],
+            3,
+        ),
+    ];
+    // Bad input, and a plugin's error, met in the supervised child that runs the verb.
+    let mut cases = cases;
+    for (inputs, want) in [(["[1,,2]", "[1]"], 2), (["[1,2]", "[1]"], 1)] {
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "run".into(),
+            program.clone().into(),
+            "--plugin".into(),
+            fake().into(),
+        ];
+        for i in inputs {
+            args.extend(["-i".into(), i.into()]);
+        }
+        cases.push((args, want));
+    }
+    for (args, want) in cases {
+        let out = rpjrt()
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(full())
+            .output()
+            .expect("the rpjrt binary runs");
+        assert_eq!(out.status.code(), Some(want), "{args:?}");
+    }
+}

@@ -612,7 +612,8 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
         emit(out, &json!({ "start": name }));
         // The same mark on stderr splits the plugin's log lines by check, whatever the
         // order in which the two pipes are read.
-        eprint!("\n{}start {name}\n", mark_here());
+        // Never a panic when stderr cannot be written: the mark is only a help.
+        let _ = write!(std::io::stderr().lock(), "\n{}start {name}\n", mark_here());
         if !crash.is_empty() && matches(&crash, name) {
             std::process::abort();
         }

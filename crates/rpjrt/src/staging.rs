@@ -253,10 +253,11 @@ pub(crate) fn global() -> &'static Arc<Pool> {
     POOL.get_or_init(|| {
         let limit = match std::env::var(LIMIT_ENV) {
             Ok(v) => parse_bytes(&v).unwrap_or_else(|| {
-                eprintln!(
+                // `notice`, not `eprintln!`: a stderr that cannot be written is no panic.
+                crate::stdio::notice(&format!(
                     "rpjrt: {LIMIT_ENV}={v:?} is not a byte count (e.g. 268435456 or 256M); \
                      using {DEFAULT_LIMIT}"
-                );
+                ));
                 DEFAULT_LIMIT
             }),
             Err(_) => DEFAULT_LIMIT,

@@ -199,7 +199,11 @@ pub fn notice(line: &str) {
     let text = format!("{line}\n");
     match real.as_ref() {
         Some(fd) => drop(raw_stdio::write_saved(fd.as_fd(), text.as_bytes())),
-        None => eprint!("{text}"),
+        // Never a panic when stderr cannot be written (a full disk): the line is lost.
+        None => drop(std::io::Write::write_all(
+            &mut std::io::stderr().lock(),
+            text.as_bytes(),
+        )),
     }
 }
 

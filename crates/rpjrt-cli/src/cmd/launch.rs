@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     match launcher.run(sink) {
         Ok(outcome) => {
             if outcome.timed_out {
-                eprintln!(
+                crate::errln!(
                     "rpjrt: launch timed out after {:.1}s; killed the processes still running",
                     timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
                 );
@@ -64,7 +64,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                     Some(c) => format!("exit code {c}"),
                     None => "a signal".to_string(),
                 };
-                eprintln!("rpjrt: process {p} failed ({how}); killed the processes still running");
+                crate::errln!(
+                    "rpjrt: process {p} failed ({how}); killed the processes still running"
+                );
             }
             Ok(outcome.exit_code())
         }

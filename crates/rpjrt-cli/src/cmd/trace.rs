@@ -120,7 +120,7 @@ pub fn record(
                 .plugin_profile()
                 .map(|_| format!(" and {}", trace::profile_path(path).display()))
                 .unwrap_or_default();
-            eprintln!(
+            crate::errln!(
                 "{}",
                 paint_stderr(
                     &format!(
@@ -133,7 +133,7 @@ pub fn record(
             );
         }
         // The run's own error matters more; the trace's is reported beside it.
-        (Err(e), Err(_)) => eprintln!("rpjrt: --trace: {e}"),
+        (Err(e), Err(_)) => crate::errln!("rpjrt: --trace: {e}"),
         (Err(_), Ok(_)) => {}
     }
     let code = result?;
