@@ -925,3 +925,82 @@ fn a_stderr_that_cannot_be_written_keeps_the_exit_code() {
         assert_eq!(out.status.code(), Some(want), "{args:?}");
     }
 }
+
+/// `cache ls` shortens each key to 16 characters, not 16 bytes: an entry whose file name
+/// has multi-byte characters (anyone who can write to a shared cache can drop one) is
+/// listed, not a panic.
+#[test]
+fn cache_ls_lists_an_entry_with_a_non_ascii_name() {
+    let dir = tmpdir("cache-utf8");
+    let key = "aééééééééé€€日本語のキーです";
+    std::fs::write(dir.join(format!("{key}.rpjrtexe")), b"").unwrap();
+    let (code, out, err) = run(rpjrt().args(["cache", "ls", "--dir"]).arg(&*dir));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let shown: String = key.chars().take(16).collect();
+    assert!(out.contains(&shown), "{out}");
+    assert!(out.contains("1 entries"), "{out}");
+}
+
+/// `cache ls` reads each entry's header, not the whole file: a 1 GiB entry (sparse, its
+/// executable and checksum all zeros) is listed at once, with the target its header
+/// records; `cache info`, which verifies the whole entry, finds the bad checksum.
+#[test]
+fn cache_ls_reads_only_the_header_of_each_entry() {
+    let dir = tmpdir("cache-head");
+    let key = "ab".repeat(32);
+    let artifact = rpjrt::Artifact {
+        target: rpjrt::ArtifactTarget {
+            platform_name: "cpu".into(),
+            platform_version: "test".into(),
+            pjrt_version: "0.81".into(),
+            xla_version: String::new(),
+            stablehlo_current_version: String::new(),
+            stablehlo_minimum_version: String::new(),
+            device_kind: "cpu".into(),
+            device_count: 1,
+        },
+        compile_options: Vec::new(),
+        blob: Vec::new(),
+        extra: vec![("cache_key".into(), key.clone())],
+    };
+    let bytes = artifact.encode();
+    // Everything up to the executable's length (8 bytes) and the checksum (32).
+    let head = &bytes[..bytes.len() - 40];
+    let size: u64 = 1 << 30;
+    let mut file = head.to_vec();
+    file[12..20].copy_from_slice(&size.to_le_bytes());
+    file.extend_from_slice(&(size - head.len() as u64 - 40).to_le_bytes());
+    let path = dir.join(format!("{key}.rpjrtexe"));
+    std::fs::write(&path, &file).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(size)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (code, out, err) = run(rpjrt().args(["cache", "ls", "--json", "--dir"]).arg(&*dir));
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{err}");
+    let doc: Json = serde_json::from_str(&out).unwrap();
+    let entry = &doc["entries"][0];
+    assert_eq!(entry["bytes"], size, "{out}");
+    assert_eq!(entry["target"]["platform_version"], "test", "{out}");
+    assert!(entry["error"].is_null(), "{out}");
+    // Reading 1 GiB took seconds (and 1 GiB of memory); a header takes milliseconds.
+    assert!(
+        took < std::time::Duration::from_secs(2),
+        "cache ls took {took:?}"
+    );
+    // A small entry with the same damage: `info` reads it whole and names the checksum.
+    let small: u64 = head.len() as u64 + 8 + 16 + 32;
+    let mut file = head.to_vec();
+    file[12..20].copy_from_slice(&small.to_le_bytes());
+    file.extend_from_slice(&16u64.to_le_bytes());
+    file.resize(small as usize, 0);
+    std::fs::write(&path, &file).unwrap();
+    let (code, out, err) = run(rpjrt().args(["cache", "info", "ab", "--dir"]).arg(&*dir));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("checksum"), "{out}");
+}

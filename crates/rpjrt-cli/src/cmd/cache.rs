@@ -123,7 +123,9 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
                 };
                 crate::outln!(
                     "{:<16} {:>10} {:>10} {:>9.0}  {target}",
-                    &e.key[..e.key.len().min(16)],
+                    // By characters: an entry's name is any file name, and a byte
+                    // index could fall inside a multi-byte character.
+                    e.key.chars().take(16).collect::<String>(),
                     e.size,
                     e.compile_ms.map_or("-".into(), |m| format!("{m:.1}")),
                     age_s(e.last_used)

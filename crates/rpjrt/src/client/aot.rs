@@ -248,6 +248,74 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Checks the fixed head of an artifact of `len` bytes whose first bytes are `head`:
+/// magic, envelope version and the recorded length.
+fn check_fixed_head(head: &[u8], len: u64) -> Result<()> {
+    if !is_artifact(head) {
+        return Err(Error::invalid(
+            "these bytes are not an rpjrt artifact (no RPJRTEXE header); a plugin's own \
+             serialized executable can be loaded with load_bare, at your own risk",
+        ));
+    }
+    if len < (FIXED_HEAD + CHECKSUM_LEN) as u64 || head.len() < FIXED_HEAD {
+        return Err(Error::invalid(format!(
+            "the artifact is truncated: {len} bytes, shorter than any envelope"
+        )));
+    }
+    let version = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
+    if version != ENVELOPE_VERSION {
+        return Err(Error::invalid(format!(
+            "the artifact uses envelope version {version}, but this rpjrt reads version \
+             {ENVELOPE_VERSION}"
+        )));
+    }
+    let total = u64::from_le_bytes(head[12..20].try_into().expect("8 bytes"));
+    if total != len {
+        return Err(Error::invalid(if len < total {
+            format!(
+                "the artifact is truncated: its header says {total} bytes, but only {len} are \
+                 there"
+            )
+        } else {
+            format!(
+                "the artifact has trailing bytes: its header says {total} bytes, but {len} \
+                 are there"
+            )
+        }));
+    }
+    Ok(())
+}
+
+/// The artifact (without its blob) that header `fields` and `compile_options` describe.
+fn head_of(fields: Vec<(String, String)>, compile_options: Vec<u8>) -> Result<Artifact> {
+    let target = ArtifactTarget::from_fields(&fields)?;
+    let known: Vec<&str> = target.fields().iter().map(|(k, _)| *k).collect();
+    let extra = fields
+        .into_iter()
+        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .collect();
+    Ok(Artifact {
+        target,
+        compile_options,
+        blob: Vec::new(),
+        extra,
+    })
+}
+
+/// Reads into `buf` until it is full or the input ends; returns how many bytes came.
+fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 impl Artifact {
     /// Encodes the artifact in the envelope format.
     pub fn encode(&self) -> Vec<u8> {
@@ -297,41 +365,7 @@ impl Artifact {
 
     /// Checks an envelope and decodes everything but the blob, whose range it returns.
     fn decode_parts(bytes: &[u8]) -> Result<(Artifact, std::ops::Range<usize>)> {
-        if !is_artifact(bytes) {
-            return Err(Error::invalid(
-                "these bytes are not an rpjrt artifact (no RPJRTEXE header); a plugin's own \
-                 serialized executable can be loaded with load_bare, at your own risk",
-            ));
-        }
-        if bytes.len() < FIXED_HEAD + CHECKSUM_LEN {
-            return Err(Error::invalid(format!(
-                "the artifact is truncated: {} bytes, shorter than any envelope",
-                bytes.len()
-            )));
-        }
-        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != ENVELOPE_VERSION {
-            return Err(Error::invalid(format!(
-                "the artifact uses envelope version {version}, but this rpjrt reads version \
-                 {ENVELOPE_VERSION}"
-            )));
-        }
-        let total = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
-        if total != bytes.len() as u64 {
-            return Err(Error::invalid(if (bytes.len() as u64) < total {
-                format!(
-                    "the artifact is truncated: its header says {total} bytes, but only {} \
-                     are there",
-                    bytes.len()
-                )
-            } else {
-                format!(
-                    "the artifact has trailing bytes: its header says {total} bytes, but {} \
-                     are there",
-                    bytes.len()
-                )
-            }));
-        }
+        check_fixed_head(bytes, bytes.len() as u64)?;
         let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
         if Sha256::digest(body).as_slice() != sum {
             return Err(Error::invalid(
@@ -358,19 +392,46 @@ impl Artifact {
                 "the artifact is malformed: bytes left over after the executable",
             ));
         }
-        let target = ArtifactTarget::from_fields(&fields)?;
-        let known: Vec<&str> = target.fields().iter().map(|(k, _)| *k).collect();
-        let extra = fields
-            .into_iter()
-            .filter(|(k, _)| !known.contains(&k.as_str()))
-            .collect();
-        let head = Artifact {
-            target,
-            compile_options,
-            blob: Vec::new(),
-            extra,
+        Ok((head_of(fields, compile_options)?, blob))
+    }
+
+    /// The header (target and informational fields) of the artifact that `file` holds,
+    /// `size` bytes long, read without the compile options and executable that follow it:
+    /// a listing of large artifacts reads a few hundred bytes of each. The fixed head is
+    /// checked as [`Artifact::decode`] checks it (magic, version, length), but not the
+    /// checksum, which needs every byte; `compile_options` and `blob` come back empty.
+    pub(crate) fn read_head(file: &mut impl std::io::Read, size: u64) -> Result<Artifact> {
+        let io = |e: std::io::Error| Error::invalid(format!("cannot read it: {e}"));
+        let mut fixed = [0u8; FIXED_HEAD];
+        let got = read_up_to(file, &mut fixed).map_err(io)?;
+        check_fixed_head(&fixed[..got], size)?;
+        // Field lengths are bounded by what the file holds, so a forged length cannot make
+        // this allocate more than the file's size.
+        let mut left = size - (FIXED_HEAD + CHECKSUM_LEN) as u64;
+        let mut take = |file: &mut dyn std::io::Read, n: u64, what: &str| -> Result<Vec<u8>> {
+            if n > left {
+                return Err(Error::invalid(format!(
+                    "the artifact is malformed: its {what} runs past the end"
+                )));
+            }
+            left -= n;
+            let mut b = vec![0u8; n as usize];
+            file.read_exact(&mut b).map_err(io)?;
+            Ok(b)
         };
-        Ok((head, blob))
+        let n = u32::from_le_bytes(fixed[20..24].try_into().expect("4 bytes"));
+        let mut string = |file: &mut dyn std::io::Read, what: &str| -> Result<String> {
+            let len = u32::from_le_bytes(take(file, 4, what)?.try_into().expect("4 bytes"));
+            String::from_utf8(take(file, u64::from(len), what)?)
+                .map_err(|_| Error::invalid(format!("the artifact's {what} is not UTF-8")))
+        };
+        let mut fields = Vec::new();
+        for _ in 0..n {
+            let k = string(file, "header field name")?;
+            let v = string(file, "header field value")?;
+            fields.push((k, v));
+        }
+        head_of(fields, Vec::new())
     }
 
     fn with_blob(self, blob: Vec<u8>) -> Artifact {

@@ -497,17 +497,21 @@ impl Cache {
         Ok(self.scan()?.iter().map(|e| e.1).sum())
     }
 
-    /// Every entry, most recently used first, decoded for inspection.
+    /// Every entry, most recently used first, described from its header alone: a listing
+    /// reads a few hundred bytes of each entry, however large. A header that does not
+    /// decode, or records another key, marks the entry unusable; damage past the header
+    /// (the checksum) is found by [`Cache::info`] and when the entry is used.
     pub fn entries(&self) -> Result<Vec<CacheEntry>> {
         let mut all = self.scan()?;
         all.sort_by_key(|e| std::cmp::Reverse(e.2));
         Ok(all
             .into_iter()
-            .map(|(p, size, t)| describe(p, size, t))
+            .map(|(p, size, t)| describe(p, size, t, false))
             .collect())
     }
 
-    /// The entry with `key` (or a unique key prefix).
+    /// The entry with `key` (or a unique key prefix), read whole and verified (checksum
+    /// included).
     pub fn info(&self, key: &str) -> Result<CacheEntry> {
         // An empty (or blank) prefix names no entry: it would pick whichever is alone.
         if key.trim().is_empty() {
@@ -533,7 +537,7 @@ impl Cache {
             ))),
             1 => {
                 let (p, size, t) = matches.into_iter().next().expect("one match");
-                Ok(describe(p, size, t))
+                Ok(describe(p, size, t, true))
             }
             n => Err(Error::invalid(format!(
                 "compile cache {}: {n} entries start with {key:?}; give more of the key",
@@ -561,16 +565,24 @@ impl Cache {
     }
 }
 
-fn describe(path: PathBuf, size: u64, last_used: SystemTime) -> CacheEntry {
+/// The entry at `path` (`size` bytes): its header only, or with `whole`, every byte
+/// decoded and the checksum verified.
+fn describe(path: PathBuf, size: u64, last_used: SystemTime, whole: bool) -> CacheEntry {
     let key = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()
         .to_string();
-    let decoded = fs::read(&path)
-        .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
-        .and_then(|b| Artifact::decode(&b))
-        .and_then(|a| check_key(&a, &key).map(|()| a));
+    let decoded = if whole {
+        fs::read(&path)
+            .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
+            .and_then(|b| Artifact::decode(&b))
+    } else {
+        fs::File::open(&path)
+            .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
+            .and_then(|f| Artifact::read_head(&mut std::io::BufReader::new(f), size))
+    }
+    .and_then(|a| check_key(&a, &key).map(|()| a));
     let (target, compile_ms, error) = match decoded {
         Ok(a) => (
             Some(a.target.clone()),
