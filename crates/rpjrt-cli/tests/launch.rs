@@ -527,3 +527,69 @@ fn a_killed_launcher_leaves_no_process_running() {
         "processes {left:?} outlived their killed launcher"
     );
 }
+
+/// A launcher whose own output is read slowly (a pager, a slow `tee`) forwards every line
+/// of its processes, however long after they exited: it used to stop reading 2 s after
+/// the last one exited and lose the tail of the output with exit code 0.
+#[test]
+fn launch_output_read_slowly_arrives_whole() {
+    use std::io::Read;
+    let mut child = cmd(&["launch", "-n", "1", "--", "seq", "1", "40000"], &[])
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 2048];
+    // About 40 KB/s: the 229 KB of output take about 6 s, long after `seq` ended.
+    loop {
+        let n = stdout.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = finish(child, LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let got = text(&got);
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.len(), 40000, "last line {:?}", lines.last());
+    assert_eq!(lines[39999], "[0] 40000");
+}
+
+/// A pipe that a process's own background child keeps open is given up, but not in
+/// silence: the launcher says whose output it stopped reading and exits with 1.
+#[test]
+fn launch_says_when_it_stops_reading_a_pipe_held_open() {
+    let started = Instant::now();
+    let out = finish(
+        cmd(
+            &[
+                "launch",
+                "-n",
+                "1",
+                "--",
+                "sh",
+                "-c",
+                "echo before; sleep 8 & exit 0",
+            ],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("[0] before"), "{stdout}");
+    assert!(
+        stderr.contains("stopped reading the output of process 0"),
+        "{stderr}"
+    );
+    // Given up after the idle limit, not held until the background process ends.
+    assert!(
+        started.elapsed() < Duration::from_secs(7),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -401,16 +402,22 @@ pub struct LaunchOutcome {
     pub first_failure: Option<usize>,
     /// Whether the timeout ran out.
     pub timed_out: bool,
+    /// Processes whose output the launcher stopped reading before it ended: their pipe
+    /// was still open and silent [`OUTPUT_IDLE_LIMIT`] after every process had exited
+    /// (a process they started keeps it open), so anything written to it later is lost.
+    pub output_cut: Vec<usize>,
 }
 
 impl LaunchOutcome {
-    /// The launcher's own exit code: 0 when all succeeded, 124 on timeout, else the first
-    /// failing process's code (1 if it died from a signal).
+    /// The launcher's own exit code: 0 when all succeeded and all their output was
+    /// forwarded, 124 on timeout, else the first failing process's code (1 if it died from
+    /// a signal); 1 when all succeeded but some output was cut ([`Self::output_cut`]).
     pub fn exit_code(&self) -> i32 {
         if self.timed_out {
             return 124;
         }
         match self.first_failure {
+            None if !self.output_cut.is_empty() => 1,
             None => 0,
             Some(p) => match self.exit_codes[p] {
                 Some(0) | None => 1,
@@ -419,6 +426,12 @@ impl LaunchOutcome {
         }
     }
 }
+
+/// How long the launcher keeps reading an output pipe that stays open, and silent, after
+/// every process has exited (a process they started in the background holds it). A pipe
+/// that still delivers output, or whose last line is still being written out (to a slow
+/// reader of the launcher's own output), is read to its end however long that takes.
+pub const OUTPUT_IDLE_LIMIT: Duration = Duration::from_secs(2);
 
 /// One line of a child's output: process index, whether it came from stderr, the text.
 pub type OutputSink = Arc<dyn Fn(usize, bool, &str) + Send + Sync>;
@@ -460,6 +473,11 @@ fn for_each_line(mut r: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
     }
 }
 
+/// Milliseconds from `epoch` to now.
+fn millis_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 fn free_port() -> Result<u16> {
     let fail = |e: std::io::Error| {
         crate::store_error(
@@ -497,7 +515,15 @@ impl Launcher {
             _ => free_port()?,
         };
         let token = rpjrt::random_token();
-        let (done_tx, done_rx) = mpsc::channel::<()>();
+        // Each reader says which process it read when its pipe ends.
+        let (done_tx, done_rx) = mpsc::channel::<usize>();
+        // When a reader last forwarded a line (milliseconds since `epoch`), and how many
+        // are forwarding one now: the drain below waits as long as output moves.
+        let epoch = Instant::now();
+        let activity = Arc::new(AtomicU64::new(0));
+        let busy = Arc::new(AtomicUsize::new(0));
+        // Per process, how many of its pipes are still being read.
+        let mut open_pipes: Vec<usize> = Vec::with_capacity(self.num_processes);
         let mut children: Vec<Child> = Vec::new();
         let mut readers = 0usize;
         for p in 0..self.num_processes {
@@ -541,23 +567,28 @@ impl Launcher {
                 (false, child.stdout.take().map(|s| Box::new(s) as _)),
                 (true, child.stderr.take().map(|s| Box::new(s) as _)),
             ];
+            let mut pipes_read = 0usize;
             for (is_err, pipe) in pipes {
                 let Some(pipe) = pipe else { continue };
                 let sink = Arc::clone(&sink);
                 let done = done_tx.clone();
+                let (activity, busy) = (Arc::clone(&activity), Arc::clone(&busy));
                 let reader = std::thread::Builder::new()
                     .name(format!("rpjrt-launch-{p}"))
                     // A reader holds a line at a time: a small stack lets many processes run.
                     .stack_size(64 << 10)
                     .spawn(move || {
                         for_each_line(BufReader::new(pipe), MAX_LINE, |line| {
+                            busy.fetch_add(1, Ordering::SeqCst);
                             sink(
                                 p,
                                 is_err,
                                 String::from_utf8_lossy(line).trim_end_matches('\r'),
-                            )
+                            );
+                            activity.fetch_max(millis_since(epoch), Ordering::SeqCst);
+                            busy.fetch_sub(1, Ordering::SeqCst);
                         });
-                        let _ = done.send(());
+                        let _ = done.send(p);
                     });
                 if let Err(e) = reader {
                     children.push(child);
@@ -570,7 +601,9 @@ impl Launcher {
                     ));
                 }
                 readers += 1;
+                pipes_read += 1;
             }
+            open_pipes.push(pipes_read);
             children.push(child);
         }
         drop(done_tx);
@@ -605,19 +638,37 @@ impl Launcher {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        // Let the readers drain what the children wrote; a grandchild that keeps a pipe
-        // open must not hold the launcher, so wait a bounded time.
-        let drain_until = Instant::now() + Duration::from_secs(2);
-        for _ in 0..readers {
-            let left = drain_until.saturating_duration_since(Instant::now());
-            if done_rx.recv_timeout(left).is_err() {
-                break;
+        // Read what the children wrote to its end, however slowly the launcher's own
+        // output is taken. Only a pipe that stays open and silent (a grandchild holds it)
+        // is given up, after OUTPUT_IDLE_LIMIT, and reported in `output_cut`.
+        activity.fetch_max(millis_since(epoch), Ordering::SeqCst);
+        while readers > 0 {
+            match done_rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(p) => {
+                    readers -= 1;
+                    open_pipes[p] -= 1;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let idle = millis_since(epoch).saturating_sub(activity.load(Ordering::SeqCst));
+                    if busy.load(Ordering::SeqCst) == 0
+                        && idle >= OUTPUT_IDLE_LIMIT.as_millis() as u64
+                    {
+                        break;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
         Ok(LaunchOutcome {
             exit_codes: codes.into_iter().map(|c| c.flatten()).collect(),
             first_failure,
             timed_out,
+            output_cut: open_pipes
+                .iter()
+                .enumerate()
+                .filter(|(_, &open)| open > 0)
+                .map(|(p, _)| p)
+                .collect(),
         })
     }
 }

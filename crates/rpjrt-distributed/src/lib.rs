@@ -38,7 +38,7 @@ mod tcp;
 
 pub use launch::{
     first_host, LaunchEnv, LaunchOutcome, LaunchSource, Launcher, OutputSink, DEFAULT_PORT,
-    MAX_LOCAL_PROCESSES,
+    MAX_LOCAL_PROCESSES, OUTPUT_IDLE_LIMIT,
 };
 pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};

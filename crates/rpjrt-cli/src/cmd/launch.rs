@@ -54,6 +54,14 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     });
     match launcher.run(sink) {
         Ok(outcome) => {
+            for p in &outcome.output_cut {
+                crate::errln!(
+                    "rpjrt: stopped reading the output of process {p}: its pipe was still open \
+                     {}s after every process had exited (a process it started keeps it open); \
+                     anything written to it later is lost",
+                    rpjrt_distributed::OUTPUT_IDLE_LIMIT.as_secs()
+                );
+            }
             if outcome.timed_out {
                 crate::errln!(
                     "rpjrt: launch timed out after {:.1}s; killed the processes still running",
