@@ -76,49 +76,225 @@ fn read_full(r: &mut impl Read, buf: &mut [u8], why: &str) -> Result<()> {
     })
 }
 
+/// Reads the header dict, a Python literal such as
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`, as numpy's own reader
+/// accepts it: keys and strings in single or double quotes, exactly the three keys (numpy
+/// refuses others), each once (in a Python dict a repeated key silently takes the last
+/// value, so reading either one could disagree with numpy), `True`/`False` as they are
+/// spelled, and a shape that is a tuple of non-negative integers. Anything else is refused
+/// with what was wrong, never skipped.
 fn parse_dict(header: &str) -> Result<(String, bool, Vec<i64>)> {
-    let descr = dict_field(header, "descr")
-        .and_then(|v| v.strip_prefix('\'').and_then(|v| v.split('\'').next()))
-        .ok_or_else(|| {
-            if header.contains("'descr': [") {
-                bad("structured (record) arrays are not supported")
-            } else {
-                bad("no 'descr' in the header")
-            }
-        })?;
-    let fortran = dict_field(header, "fortran_order").ok_or_else(|| bad("no 'fortran_order'"))?;
-    let fortran = if fortran.starts_with("True") {
-        true
-    } else if fortran.starts_with("False") {
-        false
-    } else {
-        return Err(bad("'fortran_order' is neither True nor False"));
+    let mut p = DictParser {
+        text: header,
+        pos: 0,
     };
-    let shape = dict_field(header, "shape").ok_or_else(|| bad("no 'shape'"))?;
-    let inner = shape
-        .strip_prefix('(')
-        .and_then(|s| s.split(')').next())
-        .ok_or_else(|| bad("the shape is not a tuple"))?;
-    let dims = inner
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.trim_end_matches('L')
-                .parse::<i64>()
-                .ok()
-                .filter(|&d| d >= 0)
-                .ok_or_else(|| bad("a dimension is not a non-negative integer"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((descr.to_string(), fortran, dims))
+    let (mut descr, mut fortran, mut shape) = (None, None, None);
+    p.skip_space();
+    p.expect('{', "the header is not a dict")?;
+    loop {
+        p.skip_space();
+        if p.eat('}') {
+            break;
+        }
+        let key = p
+            .string()?
+            .ok_or_else(|| bad(&format!("expected a quoted key {}", p.here())))?;
+        p.skip_space();
+        p.expect(':', &format!("expected ':' after the key '{key}'"))?;
+        p.skip_space();
+        let fresh = match key.as_str() {
+            "descr" => {
+                if p.peek() == Some('[') {
+                    return Err(bad("structured (record) arrays are not supported"));
+                }
+                let v = p.string()?.ok_or_else(|| {
+                    bad(&format!("'descr' is not a quoted type string {}", p.here()))
+                })?;
+                descr.replace(v).is_none()
+            }
+            "fortran_order" => {
+                let v = match p.word() {
+                    "True" => true,
+                    "False" => false,
+                    other => {
+                        return Err(bad(&format!(
+                            "'fortran_order' is {other:?}, neither True nor False"
+                        )))
+                    }
+                };
+                fortran.replace(v).is_none()
+            }
+            "shape" => shape.replace(p.shape()?).is_none(),
+            other => {
+                return Err(bad(&format!(
+                    "unexpected key '{other}' in the header (numpy writes only 'descr', \
+                     'fortran_order' and 'shape')"
+                )))
+            }
+        };
+        if !fresh {
+            return Err(bad(&format!(
+                "the key '{key}' appears twice in the header (numpy would take the last \
+                 value silently); the file was not written by numpy"
+            )));
+        }
+        p.skip_space();
+        if p.eat(',') {
+            continue;
+        }
+        p.skip_space();
+        p.expect('}', "expected ',' or '}' after a value")?;
+        break;
+    }
+    if !p.text[p.pos..].trim().is_empty() {
+        return Err(bad(&format!(
+            "unexpected text after the header dict {}",
+            p.here()
+        )));
+    }
+    let descr = descr.ok_or_else(|| bad("no 'descr' in the header"))?;
+    let fortran = fortran.ok_or_else(|| bad("no 'fortran_order' in the header"))?;
+    let dims = shape.ok_or_else(|| bad("no 'shape' in the header"))?;
+    // numpy reads a type code without a byte order (`'f4'`) in the machine's order.
+    let native = {
+        let mut c = descr.chars();
+        c.next().is_some_and(|k| k.is_ascii_alphabetic())
+            && !c.as_str().is_empty()
+            && c.as_str().chars().all(|d| d.is_ascii_digit())
+    };
+    let descr = if native { format!("={descr}") } else { descr };
+    Ok((descr, fortran, dims))
 }
 
-/// The text after `'key':` in a header dict, trimmed at the start.
-fn dict_field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let pat = format!("'{key}':");
-    let at = header.find(&pat)?;
-    Some(header[at + pat.len()..].trim_start())
+/// A cursor over the text of a header dict (see [`parse_dict`]).
+struct DictParser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl DictParser<'_> {
+    fn peek(&self) -> Option<char> {
+        self.text[self.pos..].chars().next()
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        if self.peek() == Some(c) {
+            self.pos += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: char, why: &str) -> Result<()> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(bad(&format!("{why} {}", self.here())))
+        }
+    }
+
+    fn skip_space(&mut self) {
+        let rest = &self.text[self.pos..];
+        self.pos += rest.len() - rest.trim_start().len();
+    }
+
+    /// Where the cursor is, for an error: `at byte N (near "...")`.
+    fn here(&self) -> String {
+        let near: String = self.text[self.pos..].chars().take(20).collect();
+        format!("at byte {} (near {near:?})", self.pos)
+    }
+
+    /// A run of letters, digits and underscores (possibly empty).
+    fn word(&mut self) -> &str {
+        let rest = &self.text[self.pos..];
+        let n = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        self.pos += n;
+        &rest[..n]
+    }
+
+    /// A string literal in single or double quotes; `None` when none starts here. The
+    /// escapes `\\`, `\'` and `\"` are read; other escapes are refused.
+    fn string(&mut self) -> Result<Option<String>> {
+        let Some(quote) = self.peek().filter(|&c| c == '\'' || c == '"') else {
+            return Ok(None);
+        };
+        self.pos += 1;
+        let mut out = String::new();
+        let mut chars = self.text[self.pos..].char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                c if c == quote => {
+                    self.pos += i + 1;
+                    return Ok(Some(out));
+                }
+                '\\' => match chars.next() {
+                    Some((_, e @ ('\\' | '\'' | '"'))) => out.push(e),
+                    _ => {
+                        return Err(bad(&format!(
+                            "unsupported escape in a string of the header {}",
+                            self.here()
+                        )))
+                    }
+                },
+                '\n' => break,
+                c => out.push(c),
+            }
+        }
+        Err(bad(&format!(
+            "a string in the header is not closed {}",
+            self.here()
+        )))
+    }
+
+    /// The shape: `()`, `(N,)` or `(N, M, ...)`, with an optional trailing comma and
+    /// Python 2's `L` suffix; a one-element tuple needs its comma, as in Python.
+    fn shape(&mut self) -> Result<Vec<i64>> {
+        self.expect('(', "the shape is not a tuple")?;
+        let mut dims = Vec::new();
+        let mut comma = false;
+        loop {
+            self.skip_space();
+            if self.eat(')') {
+                break;
+            }
+            if !dims.is_empty() && !comma {
+                return Err(bad(&format!(
+                    "expected ',' or ')' in the shape {}",
+                    self.here()
+                )));
+            }
+            if self.peek() == Some('(') {
+                return Err(bad(&format!(
+                    "a dimension of the shape is in parentheses {}; write the shape as a \
+                     plain tuple of integers, e.g. (2, 3)",
+                    self.here()
+                )));
+            }
+            let at = self.here();
+            let word = self.word();
+            let digits = word.strip_suffix('L').unwrap_or(word);
+            let dim = (!digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+                .then(|| digits.parse::<i64>().ok())
+                .flatten()
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "a dimension of the shape is not a non-negative integer {at}"
+                    ))
+                })?;
+            dims.push(dim);
+            self.skip_space();
+            comma = self.eat(',');
+        }
+        if dims.len() == 1 && !comma {
+            return Err(bad(
+                "the shape is not a tuple: a one-dimensional shape is written (N,)",
+            ));
+        }
+        Ok(dims)
+    }
 }
 
 /// Whether `.npy` files carry `t` under a type string of its own: numpy's built-in types,
