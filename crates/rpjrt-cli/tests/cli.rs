@@ -1321,3 +1321,56 @@ fn top_level_help_describes_every_verb_and_hides_the_internal_ones() {
     let run_line = verbs.iter().find(|(v, _)| *v == "run").unwrap().1;
     assert!(run_line.contains("run a program"), "{run_line}");
 }
+
+/// A `.json` config in `PJRT_NAMES_AND_LIBRARY_PATHS` that is missing or bad costs only
+/// its own row (it used to fail the whole listing), and every row without a version says
+/// why: a device such as /dev/zero, a missing library, a file that is not one.
+#[test]
+fn plugins_lists_bad_entries_as_rows_with_their_problem() {
+    let dir = tmpdir("plugins-bad");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{").unwrap();
+    let text = dir.join("text.so");
+    std::fs::write(&text, "not a library").unwrap();
+    let entries = [
+        format!("bad:{}", bad.display()),
+        format!("missing:{}", dir.join("missing.json").display()),
+        "zero:/dev/zero".to_string(),
+        format!("nolib:{}", dir.join("nolib.so").display()),
+        format!("text:{}", text.display()),
+        format!("good:{}", old().display()),
+    ];
+    let (code, out, err) = run(rpjrt()
+        .args(["plugins", "--json"])
+        .env("PJRT_NAMES_AND_LIBRARY_PATHS", entries.join(",")));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap();
+    let list = v["plugins"].as_array().unwrap();
+    let row = |name: &str| {
+        list.iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}: {out}"))
+            .clone()
+    };
+    assert_eq!(row("good")["pjrt_version"], "0.81", "{out}");
+    assert!(row("good")["problem"].is_null(), "{out}");
+    for (name, word) in [
+        ("bad", "bad.json"),
+        ("missing", "does not exist"),
+        ("zero", "not a regular file"),
+        ("nolib", "No such file"),
+        ("text", "not a loadable shared library"),
+    ] {
+        let r = row(name);
+        assert!(r["pjrt_version"].is_null(), "{r}");
+        let problem = r["problem"].as_str().unwrap_or("");
+        assert!(problem.contains(word), "{name}: {r}");
+    }
+    // The table shows the good plugin and names each problem under its row.
+    let (code, out, err) = run(rpjrt()
+        .arg("plugins")
+        .env("PJRT_NAMES_AND_LIBRARY_PATHS", entries.join(",")));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("^ not a regular file"), "{out}");
+    assert!(out.contains("0.81"), "{out}");
+}

@@ -700,6 +700,23 @@ impl Discovery {
     /// Fails only on a `.json` plugin config in `PJRT_NAMES_AND_LIBRARY_PATHS` that cannot
     /// be read.
     pub fn plugins(&self) -> Result<Vec<PluginInfo>> {
+        let mut no_problems = None;
+        self.collect(&mut no_problems)
+    }
+
+    /// [`Discovery::plugins`] for a listing: a `.json` plugin config in
+    /// `PJRT_NAMES_AND_LIBRARY_PATHS` that cannot be read does not fail the whole list; it
+    /// comes back among the problems instead, as an entry whose path is the config's,
+    /// with the reason, so the other plugins are still shown.
+    pub fn plugins_and_problems(&self) -> (Vec<PluginInfo>, Vec<(PluginInfo, String)>) {
+        let mut problems = Some(Vec::new());
+        let found = self.collect(&mut problems).unwrap_or_default();
+        (found, problems.unwrap_or_default())
+    }
+
+    /// The plugins in search order; a config that cannot be read goes to `problems`
+    /// when that is `Some`, else fails the call.
+    fn collect(&self, problems: &mut Option<Vec<(PluginInfo, String)>>) -> Result<Vec<PluginInfo>> {
         let mut found = Vec::new();
         let env_os = env_os("RPJRT_PLUGIN");
         // Not UTF-8: a path, and no name to match.
@@ -710,7 +727,7 @@ impl Discovery {
             found.push(PluginInfo::bare(name, path, "RPJRT_PLUGIN"));
         }
         let env = env.unwrap_or("");
-        found.extend(from_names_and_paths()?);
+        found.extend(from_names_and_paths(problems)?);
         found.extend(self.find_entry_points());
         found.extend(self.find_namespaces());
         found.extend(self.find_known_packages());
@@ -1017,7 +1034,9 @@ fn stem(path: &Path) -> String {
     name.split('.').next().unwrap_or("").to_string()
 }
 
-fn from_names_and_paths() -> Result<Vec<PluginInfo>> {
+fn from_names_and_paths(
+    problems: &mut Option<Vec<(PluginInfo, String)>>,
+) -> Result<Vec<PluginInfo>> {
     use std::os::unix::ffi::OsStrExt;
     // Parsed as bytes: a path that is not UTF-8 is still a path.
     let value = std::env::var_os("PJRT_NAMES_AND_LIBRARY_PATHS").unwrap_or_default();
@@ -1033,8 +1052,19 @@ fn from_names_and_paths() -> Result<Vec<PluginInfo>> {
         }
         let path = OsStr::from_bytes(path);
         let (path, options) = if path.as_bytes().ends_with(b".json") {
-            let (p, o) = read_json_config(Path::new(path))?;
-            (OsString::from(p), o)
+            match (read_json_config(Path::new(path)), problems.as_mut()) {
+                (Ok((p, o)), _) => (OsString::from(p), o),
+                (Err(e), Some(problems)) => {
+                    let info = PluginInfo::bare(
+                        String::from_utf8_lossy(name).into_owned(),
+                        absolute(path),
+                        "PJRT_NAMES_AND_LIBRARY_PATHS",
+                    );
+                    problems.push((info, e.to_string()));
+                    continue;
+                }
+                (Err(e), None) => return Err(e),
+            }
         } else {
             (path.to_owned(), None)
         };

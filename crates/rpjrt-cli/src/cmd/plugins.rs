@@ -22,27 +22,49 @@ pub struct Args {
 /// Runs `rpjrt plugins`.
 pub fn run(args: Args) -> Result<i32, CliError> {
     let discovery = Discovery::from_env();
-    let found = discovery.plugins()?;
+    // A plugin config that cannot be read costs only its own row.
+    let (found, bad_configs) = discovery.plugins_and_problems();
     // Reading a version loads the library, which runs its code: each is read in a child
     // process, so that a library that crashes or hangs while loading costs only its own
     // row (with supervision off, in this process). Some print while loading (absl's
     // pre-init warning, CUDA stubs): a listing has no use for that output.
     let timeout = common::plugin_timeout().unwrap_or(PROBE_TIMEOUT);
     let mut rows = Vec::with_capacity(found.len());
-    for p in &found {
+    let unread = |why: String| {
+        if why.is_empty() {
+            "its PJRT version could not be read".to_string()
+        } else {
+            why
+        }
+    };
+    let listed = found
+        .iter()
+        .map(|p| (p, None))
+        .chain(bad_configs.iter().map(|(p, why)| (p, Some(why.clone()))));
+    for (p, config_problem) in listed {
         // Only a regular file is tried (a FIFO or device named by a variable is not opened).
-        let regular = std::fs::metadata(&p.path).is_ok_and(|m| m.is_file());
-        let (pjrt, problem) = if !regular {
-            (None, None)
+        let meta = std::fs::metadata(&p.path);
+        let (pjrt, problem) = if let Some(why) = config_problem {
+            (None, Some(why))
+        } else if let Err(e) = &meta {
+            (None, Some(format!("cannot be read: {e}")))
+        } else if !meta.as_ref().is_ok_and(|m| m.is_file()) {
+            (
+                None,
+                Some("not a regular file (a device, FIFO or directory); not loaded".into()),
+            )
         } else if supervise::is_child() {
             let quiet = common::Quiet::start("loading the plugins to read their PJRT versions");
-            let v = Plugin::probe_version(&p.path).ok().map(|v| v.to_string());
+            let v = Plugin::probe_version(&p.path);
             drop(quiet.finish());
-            (v, None)
+            match v {
+                Ok(v) => (Some(v.to_string()), None),
+                Err(e) => (None, Some(unread(e.to_string()))),
+            }
         } else {
             match supervise::probe_version(&p.path, timeout)? {
                 Probe::Version(v) => (Some(v), None),
-                Probe::Failed(_) => (None, None),
+                Probe::Failed(why) => (None, Some(unread(why))),
                 Probe::Broken(why) => (None, Some(why)),
             }
         };
