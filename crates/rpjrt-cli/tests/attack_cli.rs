@@ -1004,3 +1004,29 @@ fn cache_ls_reads_only_the_header_of_each_entry() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("checksum"), "{out}");
 }
+
+/// `--out` over an existing file replaces it through a temporary file: the new file keeps
+/// the old one's permission bits (a 0640 or read-only file used to become 0644).
+#[test]
+fn out_over_an_existing_file_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tmpdir("out-mode");
+    let program = common::fixture("mul_add.mlir");
+    for mode in [0o640, 0o444] {
+        let out = dir.join(format!("out-{mode:o}.npz"));
+        std::fs::write(&out, b"old").unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(mode)).unwrap();
+        let (code, _, err) = run(rpjrt()
+            .arg("run")
+            .arg(&program)
+            .arg("--plugin")
+            .arg(new())
+            .arg("--random")
+            .arg("--out")
+            .arg(&out));
+        assert_eq!(code, 0, "{err}");
+        assert_ne!(std::fs::read(&out).unwrap(), b"old");
+        let got = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(got, mode, "mode of {}: {got:o}", out.display());
+    }
+}

@@ -197,6 +197,9 @@ fn follow_links(path: &std::path::Path) -> Result<std::path::PathBuf> {
 /// `path`. A symbolic link at `path` is followed: the file it leads to is replaced (in
 /// that file's directory) and the link stays, as writing through the link would do;
 /// replacing the link itself would leave its target holding the old contents.
+/// A file that is replaced keeps its permission bits (a read-only 0444 file stays
+/// read-only); being a new file, it gets this process's owner and is no longer
+/// hard-linked to the old file's other names.
 pub fn write_regular_file(
     path: impl AsRef<std::path::Path>,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
@@ -223,7 +226,10 @@ pub fn write_regular_file(
                 tmp.display()
             ))
         })?;
+    // The file replaced keeps its mode: the new one would otherwise get the default.
+    let keep_mode = std::fs::metadata(path).ok().map(|m| m.permissions());
     let result = write(&mut file)
+        .and_then(|()| keep_mode.map_or(Ok(()), |mode| file.set_permissions(mode)))
         .and_then(|()| file.sync_all())
         .and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
