@@ -336,7 +336,8 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         let why = if too_long {
             "the hello is longer than any this store accepts (a wrong token, or not an rpjrt \
              key-value store client)"
-        } else if hello.len() < 9 || hello[0] != OP_HELLO || &hello[1..9] != PROTOCOL_MAGIC {
+        } else if hello.len() < 13 || hello[0] != OP_HELLO || &hello[1..9] != PROTOCOL_MAGIC {
+            // Shorter than op, magic and process id: malformed, whatever token follows.
             "not an rpjrt key-value store client (bad hello)"
         } else {
             "wrong token: this store belongs to another job"
@@ -1183,6 +1184,23 @@ mod tests {
         let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
         c.set("after", b"ok").unwrap();
         assert_eq!(host.try_get("after").unwrap().as_deref(), Some(&b"ok"[..]));
+    }
+
+    /// A hello cut short after the magic (no full process id) is answered as a bad hello,
+    /// not as a wrong token: nothing about the token was wrong.
+    #[test]
+    fn a_hello_without_a_process_id_is_a_bad_hello() {
+        let (_host, addr) = pair("t");
+        for extra in 0..4usize {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            let hello = [&[OP_HELLO][..], PROTOCOL_MAGIC, &vec![0u8; extra]].concat();
+            write_frame(&mut s, &[&hello]).unwrap();
+            let reply = raw_reply(&mut s).expect("a refusal");
+            assert_eq!(reply[0], R_REFUSED);
+            let why = String::from_utf8_lossy(&reply[1..]);
+            assert!(why.contains("bad hello"), "{} bytes: {why}", hello.len());
+        }
     }
 
     /// Reads one reply frame from a raw connection: `None` when the host closed it.
