@@ -967,7 +967,9 @@ fn cache_ls_reads_only_the_header_of_each_entry() {
     let bytes = artifact.encode();
     // Everything up to the executable's length (8 bytes) and the checksum (32).
     let head = &bytes[..bytes.len() - 40];
-    let size: u64 = 1 << 30;
+    // Sparse: 256 GiB that take no disk, and more memory than the machine has, so a
+    // listing that read entries whole could not list it.
+    let size: u64 = 1 << 38;
     let mut file = head.to_vec();
     file[12..20].copy_from_slice(&size.to_le_bytes());
     file.extend_from_slice(&(size - head.len() as u64 - 40).to_le_bytes());
@@ -979,20 +981,13 @@ fn cache_ls_reads_only_the_header_of_each_entry() {
         .unwrap()
         .set_len(size)
         .unwrap();
-    let started = std::time::Instant::now();
     let (code, out, err) = run(rpjrt().args(["cache", "ls", "--json", "--dir"]).arg(&*dir));
-    let took = started.elapsed();
     assert_eq!(code, 0, "{err}");
     let doc: Json = serde_json::from_str(&out).unwrap();
     let entry = &doc["entries"][0];
     assert_eq!(entry["bytes"], size, "{out}");
     assert_eq!(entry["target"]["platform_version"], "test", "{out}");
     assert!(entry["error"].is_null(), "{out}");
-    // Reading 1 GiB took seconds (and 1 GiB of memory); a header takes milliseconds.
-    assert!(
-        took < std::time::Duration::from_secs(2),
-        "cache ls took {took:?}"
-    );
     // A small entry with the same damage: `info` reads it whole and names the checksum.
     let small: u64 = head.len() as u64 + 8 + 16 + 32;
     let mut file = head.to_vec();
