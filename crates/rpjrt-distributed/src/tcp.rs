@@ -174,8 +174,24 @@ struct Host {
     accept: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// The longest job token: a host reads a hello's token only this far, so a longer one
+/// could never be presented (`random_token` makes 32 characters).
+pub const MAX_TOKEN_BYTES: usize = HELLO_TOKEN_READ;
+
+/// Refuses a token no peer could present.
+fn check_token(token: &str) -> Result<()> {
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(invalid(format!(
+            "the job token is {} bytes long; at most {MAX_TOKEN_BYTES} are accepted",
+            token.len()
+        )));
+    }
+    Ok(())
+}
+
 impl Host {
     fn bind(addr: SocketAddr, token: &str) -> Result<Host> {
+        check_token(token)?;
         let listener = TcpListener::bind(addr).map_err(|e| {
             store_error(
                 Code::Unavailable,
@@ -637,6 +653,7 @@ impl TcpStore {
         process_id: usize,
         timeout: Duration,
     ) -> Result<TcpStore> {
+        check_token(token)?;
         let sock = resolve(addr)?;
         if sock.port() == 0 {
             return Err(invalid(format!(
@@ -1084,6 +1101,24 @@ mod tests {
     }
 
     #[test]
+    fn tokens_longer_than_a_hello_carries_are_refused_at_once() {
+        let long = "t".repeat(MAX_TOKEN_BYTES + 1);
+        let at = std::time::Instant::now();
+        for e in [
+            TcpStore::host("127.0.0.1:0", &long).err(),
+            TcpStore::connect("127.0.0.1:9", &long, 1, Duration::from_secs(30)).err(),
+        ] {
+            let e = e.expect("refused").to_string();
+            assert!(e.contains("job token") && e.contains("at most 4096"), "{e}");
+        }
+        // Refused before any retry loop: no wait for the 30 s timeout.
+        assert!(at.elapsed() < Duration::from_secs(10));
+        let longest = "t".repeat(MAX_TOKEN_BYTES);
+        let (_host, addr) = pair(&longest);
+        TcpStore::connect(&addr, &longest, 1, Duration::from_secs(10)).unwrap();
+    }
+
+    #[test]
     fn wrong_token_is_refused() {
         let (_host, addr) = pair("right");
         let e = TcpStore::connect(&addr, "wrong", 1, T).unwrap_err();
@@ -1224,10 +1259,23 @@ mod tests {
         assert_eq!(reply[0], R_REFUSED);
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
         // A client whose wrong token is longer than the job's is still told why.
-        for len in [100, 10_000] {
+        for len in [100, MAX_TOKEN_BYTES] {
             let e = TcpStore::connect(&addr, &"x".repeat(len), 1, T).unwrap_err();
             assert!(e.to_string().contains("wrong token"), "{e}");
         }
+        // A hello longer than any token (which no rpjrt client sends) is refused as such.
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut hello = vec![OP_HELLO];
+        hello.extend_from_slice(PROTOCOL_MAGIC);
+        hello.extend_from_slice(&1u32.to_be_bytes());
+        hello.extend_from_slice(&[b'x'; 10_000]);
+        let mut frame = (hello.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&hello);
+        s.write_all(&frame).unwrap();
+        let reply = raw_reply(&mut s).expect("a refusal");
+        assert_eq!(reply[0], R_REFUSED);
+        assert!(String::from_utf8_lossy(&reply[1..]).contains("longer than any"));
         let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
         c.set("k", b"v").unwrap();
         assert_eq!(host.try_get("k").unwrap().as_deref(), Some(&b"v"[..]));
