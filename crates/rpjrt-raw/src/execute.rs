@@ -8,10 +8,12 @@
 //! context carrying FFI user data, and send/recv callbacks.
 
 use std::ptr::null_mut;
+use std::sync::Arc;
 
 use rpjrt_sys as sys;
 
 use super::buffer::{Buffer, Recycler, StateError};
+use super::client::Client;
 use super::device::DeviceRef;
 use super::event::Event;
 use super::executable::Loaded;
@@ -215,35 +217,48 @@ impl Loaded {
         let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
         r?;
         donation.reserved.clear();
-        // Device by device, output by output (no division per output on the hot path).
-        let per_device = outs.chunks(num_outputs.max(1));
-        let each = per_device
-            .enumerate()
-            .flat_map(|(d, l)| l.iter().enumerate().map(move |(o, &p)| (d, o, p)));
-        for (d, o, p) in each {
-            // A null output would be a plugin bug; skip it rather than own a null.
-            if let Some(p) = std::ptr::NonNull::new(p) {
-                let buffer = match req.recycle {
-                    Some(r) => match r.take() {
-                        Some(mut spare) => {
-                            sink.refill(d, o, spare.meta_mut());
-                            spare.into_buffer(client, p)
-                        }
-                        None => Buffer::recyclable(r, client, p, sink.meta(d, o)),
-                    },
-                    None => Buffer::new(client, p, sink.meta(d, o), None, None),
-                };
-                sink.output(d, buffer);
-            }
-        }
-        if req.want_events {
-            for (d, &e) in events.iter().enumerate() {
-                if let Some(ev) = Event::new(client, e) {
-                    sink.event(d, ev);
-                }
-            }
-        }
+        let events = req.want_events.then_some(&events[..]);
+        hand_out(client, &outs, num_outputs, events, req.recycle, sink);
         Ok(())
+    }
+}
+
+/// Wraps what an execution returned and hands it to `sink`: `outs` device-major (each
+/// output's handle from `recycle`'s spares where it has one), then each device's completion
+/// event (`events`, when asked for).
+pub(super) fn hand_out<M>(
+    client: &Arc<Client>,
+    outs: &[*mut sys::PJRT_Buffer],
+    num_outputs: usize,
+    events: Option<&[*mut sys::PJRT_Event]>,
+    recycle: Option<&Recycler<M>>,
+    sink: &mut impl ExecuteSink<M>,
+) {
+    // Device by device, output by output (no division per output on the hot path).
+    let per_device = outs.chunks(num_outputs.max(1));
+    let each = per_device
+        .enumerate()
+        .flat_map(|(d, l)| l.iter().enumerate().map(move |(o, &p)| (d, o, p)));
+    for (d, o, p) in each {
+        // A null output would be a plugin bug; skip it rather than own a null.
+        if let Some(p) = std::ptr::NonNull::new(p) {
+            let buffer = match recycle {
+                Some(r) => match r.take() {
+                    Some(mut spare) => {
+                        sink.refill(d, o, spare.meta_mut());
+                        spare.into_buffer(client, p)
+                    }
+                    None => Buffer::recyclable(r, client, p, sink.meta(d, o)),
+                },
+                None => Buffer::new(client, p, sink.meta(d, o), None, None),
+            };
+            sink.output(d, buffer);
+        }
+    }
+    for (d, &e) in events.unwrap_or_default().iter().enumerate() {
+        if let Some(ev) = Event::new(client, e) {
+            sink.event(d, ev);
+        }
     }
 }
 

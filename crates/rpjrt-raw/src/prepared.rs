@@ -11,8 +11,7 @@ use std::ptr::null_mut;
 
 use rpjrt_sys as sys;
 
-use super::buffer::{Buffer, StateError};
-use super::event::Event;
+use super::buffer::{Buffer, Recycler, StateError};
 use super::executable::Loaded;
 use super::execute::{ExecuteContext, ExecuteSink};
 use super::inline::Inline;
@@ -147,12 +146,13 @@ impl Loaded {
     /// Executes with prepared arguments (made for this executable): refuses a deleted or
     /// donated argument, reserves the donated ones (restored if the call fails), calls the
     /// plugin once and hands every output and, when `want_events`, each device's completion
-    /// event to `sink`.
+    /// event to `sink`. Output handles come from `recycle`'s spares where it has them.
     pub fn execute_prepared<M>(
         &self,
         args: &PreparedArgs<M>,
         want_events: bool,
         context: Option<&ExecuteContext>,
+        recycle: Option<&Recycler<M>>,
         sink: &mut impl ExecuteSink<M>,
     ) -> Result<()> {
         super::ffi::check_nested_execute()?;
@@ -237,22 +237,8 @@ impl Loaded {
         let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
         r?;
         reserved.buffers.clear();
-        let per = num_outputs.max(1);
-        for (k, &p) in outs.iter().enumerate() {
-            let (d, o) = (k / per, k % per);
-            let meta = sink.meta(d, o);
-            // A null output would be a plugin bug; skip it rather than own a null.
-            if let Some(p) = std::ptr::NonNull::new(p) {
-                sink.output(d, Buffer::new(client, p, meta, None, None));
-            }
-        }
-        if want_events {
-            for (d, &e) in events.iter().enumerate() {
-                if let Some(ev) = Event::new(client, e) {
-                    sink.event(d, ev);
-                }
-            }
-        }
+        let events = want_events.then_some(&events[..]);
+        super::execute::hand_out(client, &outs, num_outputs, events, recycle, sink);
         Ok(())
     }
 }

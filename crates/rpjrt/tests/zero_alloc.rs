@@ -328,3 +328,42 @@ fn reused_handles_take_the_shape_of_their_output_across_threads() {
     let outs = exe.execute(&[&x]).expect("execute");
     check(&outs);
 }
+
+/// A prepared call on several devices reuses its outputs' handles too: once warm, a call
+/// allocates its two lists (outputs, events) and nothing per device or output.
+#[test]
+fn a_prepared_call_allocates_no_handle_per_device() {
+    let plugin = common::plugin(common::Which::New);
+    for devices in [2usize, 4] {
+        let options = ClientOptions::new().set("cpu_device_count", devices as i64);
+        let client = Client::new(&plugin, &options).expect("client");
+        let opts = CompileOptions {
+            num_replicas: devices as u32,
+            ..Default::default()
+        };
+        let exe = common::compile_with(&client, &common::mul_add(), &opts);
+        let data: Vec<f32> = (0..8).map(|i| i as f32).collect();
+        let bufs: Vec<Buffer> = exe
+            .addressable_devices()
+            .expect("devices")
+            .iter()
+            .map(|d| client.buffer_from_slice(&data, &[8], d).expect("put"))
+            .collect();
+        let lists: Vec<Vec<&Buffer>> = bufs.iter().map(|b| vec![b, b]).collect();
+        let call = exe.prepare(&lists, &[]).expect("prepare");
+        for _ in 0..4 {
+            call.call_and_wait().expect("warm-up");
+        }
+        for _ in 0..4 {
+            let mut outs = None;
+            let n = allocations(|| outs = Some(call.call().expect("call")));
+            let outs = outs.expect("outputs");
+            outs.block_until_ready().expect("wait");
+            assert!(n <= 2, "{devices} devices: {n} allocations for one call");
+            let want: Vec<f32> = data.iter().map(|v| v * v + 1.0).collect();
+            for d in 0..devices {
+                assert_eq!(outs.device(d)[0].to_vec_of::<f32>().expect("read"), want);
+            }
+        }
+    }
+}

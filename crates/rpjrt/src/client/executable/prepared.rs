@@ -12,7 +12,9 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::{ffi_context, output_meta, ExeState, Executable, ExecuteOptions, NO_OPTIONS};
+use super::{
+    ffi_context, output_meta, refill_output_meta, ExeState, Executable, ExecuteOptions, NO_OPTIONS,
+};
 use crate::client::buffer::{Buffer, BufferMeta};
 use crate::error::{Error, Result};
 use crate::raw;
@@ -208,6 +210,9 @@ impl ExecuteSink<BufferMeta> for Flat<'_> {
     fn meta(&mut self, _device: usize, output: usize) -> BufferMeta {
         output_meta(self.state, output)
     }
+    fn refill(&mut self, _device: usize, output: usize, meta: &mut BufferMeta) {
+        refill_output_meta(self.state, output, meta)
+    }
     fn output(&mut self, _device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
         self.buffers.push(Buffer::from_raw(buffer));
     }
@@ -256,7 +261,7 @@ impl PreparedCall {
         };
         let context = ffi_context(&NO_OPTIONS, st.core.api);
         st.loaded
-            .execute_prepared(&self.args, true, context, &mut sink)
+            .execute_prepared(&self.args, true, context, Some(&st.spare), &mut sink)
             .map_err(|e| self.launch_error(e))?;
         Ok(CallOutputs {
             buffers: sink.buffers,
