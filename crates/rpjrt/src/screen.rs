@@ -228,19 +228,33 @@ fn custom_call_configs(code: &[u8]) -> Vec<(String, String)> {
     out
 }
 
+/// The characters of `s` outside double-quoted string literals (with backslash escapes),
+/// with their byte offsets.
+fn outside_strings(s: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    let (mut in_str, mut escaped) = (false, false);
+    s.char_indices().filter(move |&(_, c)| {
+        if in_str {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_str = false,
+                _ => {}
+            }
+            return false;
+        }
+        in_str = c == '"';
+        !in_str
+    })
+}
+
 /// The text of the brace group `s` starts with (all of `s` when it never closes), skipping
 /// braces inside string literals.
 fn balanced(s: &str) -> &str {
-    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-    for (i, c) in s.char_indices() {
-        match (in_str, c) {
-            (true, _) if escaped => escaped = false,
-            (true, '\\') => escaped = true,
-            (true, '"') => in_str = false,
-            (true, _) => {}
-            (false, '"') => in_str = true,
-            (false, '{') => depth += 1,
-            (false, '}') => {
+    let mut depth = 0usize;
+    for (i, c) in outside_strings(s) {
+        match c {
+            '{' => depth += 1,
+            '}' => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
                     return &s[..=i];
@@ -255,26 +269,13 @@ fn balanced(s: &str) -> &str {
 /// Whether an attribute dictionary's text holds a value of type `index` (`3 : index`, at
 /// any depth), outside string literals.
 fn has_index_attribute(dict: &str) -> bool {
-    let (mut in_str, mut escaped) = (false, false);
-    for (i, c) in dict.char_indices() {
-        match (in_str, c) {
-            (true, _) if escaped => escaped = false,
-            (true, '\\') => escaped = true,
-            (true, '"') => in_str = false,
-            (true, _) => {}
-            (false, '"') => in_str = true,
-            (false, ':') => {
-                let after = dict[i + 1..].trim_start();
-                if let Some(tail) = after.strip_prefix("index") {
-                    if !tail.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-                        return true;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    false
+    outside_strings(dict).any(|(i, c)| {
+        c == ':'
+            && dict[i + 1..]
+                .trim_start()
+                .strip_prefix("index")
+                .is_some_and(|tail| !tail.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+    })
 }
 
 #[cfg(test)]
