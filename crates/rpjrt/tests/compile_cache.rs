@@ -502,3 +502,30 @@ fn hits_record_their_time_and_the_plugins_share_of_it() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+#[test]
+fn a_cache_hit_serializes_to_an_artifact_that_runs() {
+    // The executable of a hit keeps no copy of its program: serializing it reads the entry
+    // again (the plugin's own serialization of a loaded executable leaves out its code).
+    for_each_plugin(|p, c| {
+        let dir = temp_dir(&format!("reserialize-{}", p.version()));
+        let cache = Cache::new(&dir, None).unwrap();
+        let opts = CompileOptions::default();
+        let expected = run_mlp(&c.compile_with_cache(&mlp(), &opts, &cache).unwrap(), c);
+        let hit = c.compile_with_cache(&mlp(), &opts, &cache).unwrap();
+        assert_eq!(cache.stats().hits, 1);
+        let stored = Artifact::decode(&std::fs::read(&entry_files(&dir)[0]).unwrap()).unwrap();
+        assert!(hit.serialize_bare().unwrap() == stored.blob);
+        let again = c.load(&hit.serialize().unwrap(), None).unwrap();
+        assert_eq!(run_mlp(&again, c), expected);
+        // With the entry gone, serializing says so instead of writing what cannot run.
+        assert_eq!(cache.clear().unwrap(), 1);
+        let e = hit.serialize().unwrap_err().to_string();
+        assert!(
+            e.contains("compile cache entry") && e.contains("compile the program again"),
+            "{e}"
+        );
+        assert_eq!(run_mlp(&hit, c), expected);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}

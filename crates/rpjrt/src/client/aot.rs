@@ -38,7 +38,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::client::executable::{Executable, Origin};
+use crate::client::executable::{Executable, Origin, Source};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::options::CompileOptions;
@@ -476,8 +476,21 @@ impl Executable {
     /// compile options given at load are not in them.
     pub fn serialize_bare(&self) -> Result<Vec<u8>> {
         let (_, loaded) = self.raw_parts()?;
-        match self.origin() {
-            Some(o) => Ok(o.blob.clone()),
+        match self.origin().map(|o| &o.source) {
+            Some(Source::Blob(blob)) => Ok(blob.clone()),
+            Some(Source::CacheEntry(path)) => {
+                let gone = |why: String| {
+                    Error::invalid(format!(
+                        "this executable was loaded from the compile cache entry {}, which                          {why}; compile the program again to serialize it (a CPU plugin's                          own serialization of a loaded executable leaves out its code)",
+                        path.display()
+                    ))
+                };
+                let bytes = crate::read_regular_file(path)
+                    .map_err(|e| gone(format!("cannot be read any more ({e})")))?;
+                let entry = Artifact::decode_vec(bytes)
+                    .map_err(|e| gone(format!("is no longer a valid artifact ({e})")))?;
+                Ok(entry.blob)
+            }
             None => raw::exe_serialize(loaded),
         }
     }
@@ -536,16 +549,18 @@ impl Client {
         artifact: Artifact,
         overrides: Option<&CompileOptions>,
     ) -> Result<Executable> {
-        Ok(self.load_artifact_timed(artifact, overrides)?.0)
+        Ok(self.load_artifact_timed(artifact, overrides, None)?.0)
     }
 
     /// [`Client::load_artifact`], and the time spent inside the plugin's deserialization.
     /// The executable keeps the artifact's blob (moved, not copied), so that serializing it
-    /// again gives the same bytes.
+    /// again gives the same bytes; or, for an artifact read from the compile-cache entry
+    /// `entry`, where to read it again.
     pub(crate) fn load_artifact_timed(
         &self,
         artifact: Artifact,
         overrides: Option<&CompileOptions>,
+        entry: Option<&std::path::Path>,
     ) -> Result<(Executable, std::time::Duration)> {
         let encoded = match overrides {
             Some(o) => Some(o.encode(&self.device_ids())?),
@@ -564,10 +579,11 @@ impl Client {
         if !recorded.is_empty() {
             exe.set_recorded_options(recorded);
         }
-        exe.set_origin(Origin {
-            blob: artifact.blob,
-            overridden,
-        });
+        let source = match entry {
+            Some(path) => Source::CacheEntry(path.to_path_buf()),
+            None => Source::Blob(artifact.blob),
+        };
+        exe.set_origin(Origin { source, overridden });
         Ok((exe, plugin_time))
     }
 
@@ -591,7 +607,7 @@ impl Client {
         }
         let exe = self.load_blob(blob, None)?;
         exe.set_origin(Origin {
-            blob: blob.to_vec(),
+            source: Source::Blob(blob.to_vec()),
             overridden: false,
         });
         Ok(exe)
@@ -620,7 +636,7 @@ impl Client {
                 };
                 let exe = self.load_blob(blob, encoded.as_deref())?;
                 exe.set_origin(Origin {
-                    blob: blob.clone(),
+                    source: Source::Blob(blob.clone()),
                     overridden: encoded.is_some(),
                 });
                 Ok(exe)

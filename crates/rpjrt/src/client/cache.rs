@@ -375,7 +375,7 @@ impl Cache {
                     .and_then(|ms| crate::duration_from_secs(ms / 1e3, "compile_ms").ok())
                     .unwrap_or_default();
                 client
-                    .load_artifact_timed(a, None)
+                    .load_artifact_timed(a, None, Some(path))
                     .map(|exe| (recorded, exe))
             });
         match loaded {

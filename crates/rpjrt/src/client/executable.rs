@@ -179,14 +179,23 @@ struct ExeState {
     spare: raw::buffer::Recycler<BufferMeta>,
 }
 
-/// The bytes a loaded executable came from. Serializing it again returns them: a CPU
+/// What a loaded executable came from. Serializing it again returns those bytes: a CPU
 /// plugin's own serialization of a deserialized executable leaves out the compiled code,
 /// so the blob it writes loads and then fails at its first run ("Function ... not found").
 pub(crate) struct Origin {
-    /// The plugin's serialized executable, as loaded.
-    pub(crate) blob: Vec<u8>,
-    /// Whether compile options given at load replaced those stored in `blob`.
+    /// Where its serialized form is.
+    pub(crate) source: Source,
+    /// Whether compile options given at load replaced those stored in the blob.
     pub(crate) overridden: bool,
+}
+
+/// Where a loaded executable's serialized form is.
+pub(crate) enum Source {
+    /// The plugin's serialized executable, as loaded (the caller's bytes).
+    Blob(Vec<u8>),
+    /// A compile-cache entry, read again when it is needed: an executable the cache
+    /// loaded does not keep a second copy of its program in memory.
+    CacheEntry(std::path::PathBuf),
 }
 
 /// How many spare output handles an executable keeps: two calls' worth, within bounds.
