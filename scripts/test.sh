@@ -34,8 +34,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 # over its unsafe layer, the crate rpjrt-raw; the CLI is `#![forbid(unsafe_code)]`, and every
 # unsafe block (raw, fake plugin, the CPython boundary in python/src) needs a SAFETY comment
 # (clippy's undocumented_unsafe_blocks, denied workspace-wide and in python/).
-# The safe layer's size (issue 20: well under 20k lines without tests; 15.9k at the split).
-python3 scripts/core-size.py crates/rpjrt/src --max 17500
+# The safe layer's size (issue 20: well under 20k lines without tests; 15.9k at the split,
+# 17.8k after the fourth attack round's fixes: screens, artifact header reads, load origins).
+python3 scripts/core-size.py crates/rpjrt/src --max 18000
 
 step "Rust tests (both CPU plugins and the fake plugin)"
 # The test harness builds the fake plugin itself when it is missing.
