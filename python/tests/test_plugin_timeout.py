@@ -77,6 +77,9 @@ def test_ctrl_c_interrupts_a_load_that_never_returns() -> None:
     out = _run(
         """
 import os, signal, threading, time, rpjrt
+# Python leaves SIGINT alone when it starts with it ignored (a job started in the
+# background by a shell without job control): install the KeyboardInterrupt handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t = time.monotonic()
 try:
