@@ -5,7 +5,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use rpjrt::{ElementType, Value};
 
-use crate::errors::invalid;
+use crate::errors::{invalid, PyErrExt};
 
 struct DtypeCache {
     /// `rpjrt.dtype`, the class (its constructor normalises anything dtype-like).
@@ -262,4 +262,36 @@ pub fn sequence_items<'py>(
         )));
     };
     iter.collect()
+}
+
+/// A wait in seconds from Python (`None`: `default`): anything Python takes as a float
+/// (an int, a float, a numpy scalar) except a bool, which would pass for 0 or 1 s; text
+/// and other types are a `TypeError` naming the parameter. A negative or NaN wait is
+/// refused by `rpjrt::duration_from_secs`; infinity waits as long as a `Duration` can.
+pub(crate) fn secs_arg(
+    obj: Option<&Bound<'_, PyAny>>,
+    default: f64,
+    what: &str,
+) -> PyResult<std::time::Duration> {
+    let secs = match obj.filter(|o| !o.is_none()) {
+        None => default,
+        Some(o) => {
+            let v = if o.is_instance_of::<pyo3::types::PyBool>() {
+                None
+            } else {
+                o.extract::<f64>().ok()
+            };
+            v.ok_or_else(|| {
+                let ty = o
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "{what} must be a number of seconds (int or float), not {ty}"
+                ))
+            })?
+        }
+    };
+    rpjrt::duration_from_secs(secs, what).pyerr()
 }

@@ -13,39 +13,11 @@ use rpjrt_distributed::{
     MAX_PROCESSES,
 };
 
-use crate::convert::{int_arg, is_int};
+use crate::convert::{int_arg, is_int, secs_arg};
 use crate::errors::{invalid, PyErrExt};
 
 /// The default wait of `get`, `barrier` and `connect`, in seconds.
 const DEFAULT_TIMEOUT: f64 = 30.0;
-
-/// A wait in seconds from Python (`None`: `default`): anything Python takes as a float
-/// (an int, a float, a numpy scalar) except a bool, which would pass for 0 or 1 s; text
-/// and other types are a `TypeError` naming the parameter. A negative or NaN wait is
-/// refused by `rpjrt::duration_from_secs`; infinity waits as long as a `Duration` can.
-fn secs_arg(obj: Option<&Bound<'_, PyAny>>, default: f64, what: &str) -> PyResult<Duration> {
-    let secs = match obj.filter(|o| !o.is_none()) {
-        None => default,
-        Some(o) => {
-            let v = if o.is_instance_of::<pyo3::types::PyBool>() {
-                None
-            } else {
-                o.extract::<f64>().ok()
-            };
-            v.ok_or_else(|| {
-                let ty = o
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                pyo3::exceptions::PyTypeError::new_err(format!(
-                    "{what} must be a number of seconds (int or float), not {ty}"
-                ))
-            })?
-        }
-    };
-    rpjrt::duration_from_secs(secs, what).pyerr()
-}
 
 /// A process id or process count from Python, through the one integer check
 /// (`convert::int_arg`: a bool is refused, as is anything but an int), then bounded:

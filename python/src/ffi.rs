@@ -671,26 +671,27 @@ fn call_python(
                 // that aliases an argument, which keeps the argument's values.
                 for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
                     let r = r.cast_into::<PyFfiBuffer>()?;
-                    let staged = r.get().staging.get(py);
-                    if staged.is_none() && !r.get().in_place {
-                        if let Some(dst) = out.host_bytes_mut() {
+                    let Some(dst) = out.host_bytes_mut() else {
+                        continue;
+                    };
+                    let Some(stage) = r.get().staging.get(py) else {
+                        if !r.get().in_place {
                             dst.fill(0);
                         }
-                    }
-                    if let (Some(stage), Some(dst)) = (staged, out.host_bytes_mut()) {
-                        let stage = stage.bind(py);
-                        // SAFETY: the GIL is held and no Python code runs while the
-                        // bytearray's bytes are borrowed for this copy.
-                        let src = unsafe { stage.as_bytes() };
-                        if src.len() == dst.len() {
-                            dst.copy_from_slice(src);
-                        } else {
-                            return Err(invalid(format!(
-                                "result copy of {} bytes for a {}-byte result",
-                                src.len(),
-                                dst.len()
-                            )));
-                        }
+                        continue;
+                    };
+                    let stage = stage.bind(py);
+                    // SAFETY: the GIL is held and no Python code runs while the
+                    // bytearray's bytes are borrowed for this copy.
+                    let src = unsafe { stage.as_bytes() };
+                    if src.len() == dst.len() {
+                        dst.copy_from_slice(src);
+                    } else {
+                        return Err(invalid(format!(
+                            "result copy of {} bytes for a {}-byte result",
+                            src.len(),
+                            dst.len()
+                        )));
                     }
                 }
                 Ok(None)

@@ -10,8 +10,10 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+
+use crate::errors::PyErrExt;
 
 /// How often a waiting caller checks for Ctrl-C.
 const SLICE: Duration = Duration::from_millis(100);
@@ -23,45 +25,36 @@ const STACK: usize = 16 << 20;
 /// The environment variable that sets the timeout when the call does not (as for the CLI).
 pub(crate) const TIMEOUT_ENV: &str = "RPJRT_PLUGIN_TIMEOUT";
 
-/// A timeout in seconds from Python (`None`: the environment's, else none): a number above
-/// zero.
+/// A timeout in seconds from Python (`None`: the environment's, else none), read by the
+/// package's one rule for seconds (`convert::secs_arg`: a number, not a bool; NaN and
+/// negative refused; infinity as long as a `Duration` can wait), and above zero.
 pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
-    if let Some(t) = timeout.filter(|t| !t.is_none()) {
-        if t.is_instance_of::<pyo3::types::PyBool>() {
-            return Err(PyTypeError::new_err(
-                "timeout must be a number of seconds, not a bool",
-            ));
-        }
-        let s: f64 = t.extract().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "timeout must be a number of seconds, got {}",
-                t.repr().map(|r| r.to_string()).unwrap_or_default()
-            ))
-        })?;
-        return seconds(s, "timeout");
-    }
-    match std::env::var(TIMEOUT_ENV) {
-        Ok(v) if !v.trim().is_empty() => {
-            let s: f64 = v.trim().parse().map_err(|_| {
-                PyValueError::new_err(format!(
-                    "{TIMEOUT_ENV} must be a number of seconds, got {v:?}"
-                ))
-            })?;
-            seconds(s, TIMEOUT_ENV)
-        }
-        _ => Ok(None),
-    }
-}
-
-/// A timeout of `s` seconds: above zero and not NaN; one too long for a `Duration`
-/// (`inf` included) is no limit.
-fn seconds(s: f64, what: &str) -> PyResult<Option<Duration>> {
-    if s.is_nan() || s <= 0.0 {
+    let (limit, what) = match timeout.filter(|t| !t.is_none()) {
+        Some(t) => (
+            crate::convert::secs_arg(Some(t), 0.0, "timeout")?,
+            "timeout",
+        ),
+        None => match std::env::var(TIMEOUT_ENV) {
+            Ok(v) if !v.trim().is_empty() => {
+                let s: f64 = v.trim().parse().map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "{TIMEOUT_ENV} must be a number of seconds, got {v:?}"
+                    ))
+                })?;
+                (
+                    rpjrt::duration_from_secs(s, TIMEOUT_ENV).pyerr()?,
+                    TIMEOUT_ENV,
+                )
+            }
+            _ => return Ok(None),
+        },
+    };
+    if limit.is_zero() {
         return Err(PyValueError::new_err(format!(
-            "{what} must be a number of seconds above 0, got {s}"
+            "{what} must be a number of seconds above 0, got 0"
         )));
     }
-    Ok(Duration::try_from_secs_f64(s).ok())
+    Ok(Some(limit))
 }
 
 /// Runs `call` on a thread of its own and waits for it: interruptibly (Ctrl-C raises
