@@ -522,7 +522,9 @@ fn a_cache_hit_serializes_to_an_artifact_that_runs() {
         assert_eq!(cache.clear().unwrap(), 1);
         let e = hit.serialize().unwrap_err().to_string();
         assert!(
-            e.contains("compile cache entry") && e.contains("compile the program again"),
+            e.contains("compile cache entry")
+                && e.contains("compile the program again")
+                && !e.contains("  "),
             "{e}"
         );
         assert_eq!(run_mlp(&hit, c), expected);

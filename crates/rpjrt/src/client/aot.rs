@@ -481,7 +481,9 @@ impl Executable {
             Some(Source::CacheEntry(path)) => {
                 let gone = |why: String| {
                     Error::invalid(format!(
-                        "this executable was loaded from the compile cache entry {}, which                          {why}; compile the program again to serialize it (a CPU plugin's                          own serialization of a loaded executable leaves out its code)",
+                        "this executable was loaded from the compile cache entry {}, which \
+                         {why}; compile the program again to serialize it (a CPU plugin's \
+                         own serialization of a loaded executable leaves out its code)",
                         path.display()
                     ))
                 };
