@@ -47,6 +47,7 @@ pub mod execute;
 pub mod extension;
 pub mod external;
 pub mod ffi;
+pub mod filemap;
 #[cfg(feature = "bench")]
 pub mod floor;
 pub mod fpmode;

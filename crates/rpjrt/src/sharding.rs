@@ -412,6 +412,10 @@ mod tests {
             "func.func @main() { %0 = stablehlo.add }"
         )));
         assert!(!uses_shardy(&Program::mlir("%busdy.x")));
+        assert!(!uses_shardy(&Program::mlir("%a_sdy.x sdy")));
+        // Text that is not UTF-8 is searched all the same, with the same word rule.
+        assert!(uses_shardy(&Program::mlir(b"\xff\xfe(sdy.mesh".to_vec())));
+        assert!(!uses_shardy(&Program::mlir(b"\xff\xfe9sdy.mesh".to_vec())));
         assert!(!uses_shardy(&Program::hlo(b"sdy.mesh".to_vec())));
     }
 

@@ -363,8 +363,9 @@ impl Artifact {
         Ok(head.with_blob(bytes))
     }
 
-    /// Checks an envelope and decodes everything but the blob, whose range it returns.
-    fn decode_parts(bytes: &[u8]) -> Result<(Artifact, std::ops::Range<usize>)> {
+    /// Checks an envelope and decodes everything but the blob (left empty), whose range in
+    /// `bytes` it returns.
+    pub(crate) fn decode_parts(bytes: &[u8]) -> Result<(Artifact, std::ops::Range<usize>)> {
         check_fixed_head(bytes, bytes.len() as u64)?;
         let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
         if Sha256::digest(body).as_slice() != sum {
@@ -551,19 +552,44 @@ impl Client {
         artifact: Artifact,
         overrides: Option<&CompileOptions>,
     ) -> Result<Executable> {
-        Ok(self.load_artifact_timed(artifact, overrides, None)?.0)
+        let (exe, _, overridden) = self.load_envelope(&artifact, &artifact.blob, overrides)?;
+        // The executable keeps the artifact's blob (moved, not copied), so that serializing
+        // it again gives the same bytes.
+        exe.set_origin(Origin {
+            source: Source::Blob(artifact.blob),
+            overridden,
+        });
+        Ok(exe)
     }
 
-    /// [`Client::load_artifact`], and the time spent inside the plugin's deserialization.
-    /// The executable keeps the artifact's blob (moved, not copied), so that serializing it
-    /// again gives the same bytes; or, for an artifact read from the compile-cache entry
-    /// `entry`, where to read it again.
-    pub(crate) fn load_artifact_timed(
+    /// Loads a compile-cache entry read from `entry`: its checked envelope `head` (whose
+    /// own blob is left empty) and the executable bytes `blob`, which may be a mapping of
+    /// the file and so are not kept: serializing the executable reads the entry again.
+    /// Also returns the time spent inside the plugin's deserialization.
+    pub(crate) fn load_cache_entry(
         &self,
-        artifact: Artifact,
-        overrides: Option<&CompileOptions>,
-        entry: Option<&std::path::Path>,
+        head: &Artifact,
+        blob: &[u8],
+        entry: &std::path::Path,
     ) -> Result<(Executable, std::time::Duration)> {
+        let (exe, plugin_time, overridden) = self.load_envelope(head, blob, None)?;
+        exe.set_origin(Origin {
+            source: Source::CacheEntry(entry.to_path_buf()),
+            overridden,
+        });
+        Ok((exe, plugin_time))
+    }
+
+    /// Loads the executable `blob` of an artifact whose envelope is `artifact`: with
+    /// `overrides`, or with the stored options where the artifact asks for them at load.
+    /// Returns the executable (with its compile options recorded), the time inside the
+    /// plugin's deserialization, and whether options were given at load.
+    fn load_envelope(
+        &self,
+        artifact: &Artifact,
+        blob: &[u8],
+        overrides: Option<&CompileOptions>,
+    ) -> Result<(Executable, std::time::Duration, bool)> {
         let encoded = match overrides {
             Some(o) => Some(o.encode(&self.device_ids())?),
             // An artifact written from an executable loaded with other options than its
@@ -575,18 +601,13 @@ impl Client {
             }
             None => None,
         };
-        let (exe, plugin_time) = self.load_blob_with(&artifact.blob, encoded.as_deref())?;
+        let (exe, plugin_time) = self.load_blob_with(blob, encoded.as_deref())?;
         let overridden = encoded.is_some();
-        let recorded = encoded.unwrap_or(artifact.compile_options);
+        let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
         if !recorded.is_empty() {
             exe.set_recorded_options(recorded);
         }
-        let source = match entry {
-            Some(path) => Source::CacheEntry(path.to_path_buf()),
-            None => Source::Blob(artifact.blob),
-        };
-        exe.set_origin(Origin { source, overridden });
-        Ok((exe, plugin_time))
+        Ok((exe, plugin_time, overridden))
     }
 
     /// Loads a plugin's own serialized executable, with no envelope and so no checks: the

@@ -147,6 +147,37 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A cache entry's bytes: a read-only mapping of the file where it is one that only this
+/// user can change (the bytes then come straight from the page cache: no fresh memory to
+/// fault in, most of a warm load's own time on a virtual machine), read into memory
+/// otherwise. The cache never rewrites an entry in place (it renames a new file over it
+/// and removes it by unlinking), so a mapped entry keeps its length while it is mapped.
+enum EntryBytes {
+    Mapped(crate::raw::filemap::FileMap),
+    Read(Vec<u8>),
+}
+
+impl EntryBytes {
+    fn read(path: &Path) -> std::io::Result<EntryBytes> {
+        use std::io::Read as _;
+        let mut file = fs::File::open(path)?;
+        // A refused mapping (no address space, say) is not a reason to recompile.
+        if let Ok(Some(map)) = crate::raw::filemap::FileMap::of_private_file(&file) {
+            return Ok(EntryBytes::Mapped(map));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(EntryBytes::Read(bytes))
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            EntryBytes::Mapped(m) => m.bytes(),
+            EntryBytes::Read(v) => v,
+        }
+    }
+}
+
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
     Error::invalid(format!(
         "compile cache: cannot {what} {}: {e}",
@@ -349,7 +380,7 @@ impl Cache {
             }
             _ => {}
         }
-        let bytes = match fs::read(path) {
+        let bytes = match EntryBytes::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
@@ -363,11 +394,12 @@ impl Cache {
                 return Ok(None);
             }
         };
+        let bytes = bytes.as_slice();
         let read = bytes.len() as u64;
-        let loaded = Artifact::decode_vec(bytes)
-            .and_then(|a| check_key(&a, key).map(|()| a))
-            .and_then(|a| a.check_target(target).map(|()| a))
-            .and_then(|a| {
+        let loaded = Artifact::decode_parts(bytes)
+            .and_then(|(a, blob)| check_key(&a, key).map(|()| (a, blob)))
+            .and_then(|(a, blob)| a.check_target(target).map(|()| (a, blob)))
+            .and_then(|(a, blob)| {
                 let recorded = a
                     .extra_field("compile_ms")
                     .and_then(|s| s.parse::<f64>().ok())
@@ -375,7 +407,7 @@ impl Cache {
                     .and_then(|ms| crate::duration_from_secs(ms / 1e3, "compile_ms").ok())
                     .unwrap_or_default();
                 client
-                    .load_artifact_timed(a, None, Some(path))
+                    .load_cache_entry(&a, &bytes[blob], path)
                     .map(|exe| (recorded, exe))
             });
         match loaded {
