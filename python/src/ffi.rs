@@ -625,7 +625,7 @@ fn call_python(
                             r.element_type(),
                             r.ffi_dtype(),
                             r.nbytes(),
-                            r.data_ptr(),
+                            r.address(),
                             r.is_host(),
                             match in_place.contains(&j) {
                                 true => Access::InPlace,
@@ -665,19 +665,16 @@ fn call_python(
                 if !value.is_none() {
                     write_returned(py, &target, &value, rets)?;
                 }
-                // What the handler wrote into its result views becomes the results; a
-                // result it neither viewed nor returned is zeros, as its view would have
-                // started (the runtime's memory holds whatever was there before), except one
-                // that aliases an argument, which keeps the argument's values.
+                // What the handler wrote into its result views becomes the results. A
+                // result it neither viewed nor returned is left untouched here, so the
+                // core's rule applies to it (`Ret::host_bytes_mut`): zeros, as its view would
+                // have started, or the argument's values for one that aliases an argument.
                 for (r, out) in rets.iter().zip(call.rets().iter_mut()) {
                     let r = r.cast_into::<PyFfiBuffer>()?;
-                    let Some(dst) = out.host_bytes_mut() else {
+                    let Some(stage) = r.get().staging.get(py) else {
                         continue;
                     };
-                    let Some(stage) = r.get().staging.get(py) else {
-                        if !r.get().in_place {
-                            dst.fill(0);
-                        }
+                    let Some(dst) = out.host_bytes_mut() else {
                         continue;
                     };
                     let stage = stage.bind(py);

@@ -829,3 +829,52 @@ fn an_argument_aliased_by_its_result_is_read_through_the_result() {
         );
     });
 }
+
+/// A host result the handler never asks to write is zeros once it returns, as a Python
+/// handler's unviewed result is; before, it held whatever the runtime's memory held (in
+/// this program, on both plugins, what looked like heap addresses). A result that shares an
+/// argument's memory keeps the argument's values instead.
+#[test]
+fn a_result_the_handler_never_writes_is_zeros() {
+    for_each_plugin(|p, client| {
+        let fill = name(client, "rs_fill7");
+        let lazy = name(client, "rs_lazy");
+        let keep = name(client, "rs_keep");
+        ffi::register(client, &fill, |call: &mut CallFrame<'_>| {
+            call.ret(0)?.as_mut_slice::<f32>()?.fill(7.0);
+            Ok(())
+        })
+        .unwrap();
+        ffi::register(client, &lazy, |call: &mut CallFrame<'_>| {
+            // Writes result 0 only; result 1 is never asked for.
+            call.ret(0)?.as_mut_slice::<f32>()?.fill(1.0);
+            Ok(())
+        })
+        .unwrap();
+        ffi::register(client, &keep, |_: &mut CallFrame<'_>| Ok(())).unwrap();
+        let program = format!(
+            "func.func public @main(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {{
+  %a = stablehlo.custom_call @{fill}(%x) {{api_version = 4 : i32}} : (tensor<8xf32>) -> tensor<8xf32>
+  %b = stablehlo.add %a, %a : tensor<8xf32>
+  %c:2 = stablehlo.custom_call @{lazy}(%b) {{api_version = 4 : i32}} : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  %d = stablehlo.add %c#0, %b : tensor<8xf32>
+  %e = stablehlo.custom_call @{keep}(%d) {{api_version = 4 : i32,
+      output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [],
+        operand_index = 0, operand_tuple_indices = []>]}} : (tensor<8xf32>) -> tensor<8xf32>
+  return %c#0, %c#1, %e : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}}
+"
+        );
+        let exe = compile(client, &program);
+        let x = client
+            .buffer_from_slice(&[0f32; 8], &[8], &client.default_device().unwrap())
+            .unwrap();
+        for _ in 0..3 {
+            let out = exe.execute(&[&x]).unwrap();
+            let got: Vec<Vec<f32>> = out.iter().map(|o| o.to_vec_of::<f32>().unwrap()).collect();
+            assert_eq!(got[0], vec![1.0; 8], "{}", label(p));
+            assert_eq!(got[1], vec![0.0; 8], "{}: the unwritten result", label(p));
+            assert_eq!(got[2], vec![15.0; 8], "{}: the in-place result", label(p));
+        }
+    });
+}

@@ -169,6 +169,13 @@ pub struct Ret<'a> {
     dims: &'a [i64],
     data: usize,
     bytes: Option<&'a mut [u8]>,
+    /// Whether the handler asked for a way to write it (its bytes, typed slice or
+    /// address): a host result it never asked for is zeroed after the handler returns
+    /// ([`CallFrame::zero_unwritten`]).
+    touched: std::cell::Cell<bool>,
+    /// Whether an argument shares its memory (it then starts with that argument's values,
+    /// which are kept).
+    in_place: bool,
 }
 
 fn typed<T: NativeType>(
@@ -204,11 +211,6 @@ macro_rules! buffer_common {
             self.dims
         }
 
-        /// Address of the data (device memory on accelerators).
-        pub fn data_ptr(&self) -> usize {
-            self.data
-        }
-
         /// Size of the data in bytes (dense layout); 0 for unknown types.
         pub fn nbytes(&self) -> usize {
             self.element_type()
@@ -228,6 +230,11 @@ macro_rules! buffer_common {
 
 impl<'a> Arg<'a> {
     buffer_common!();
+
+    /// Address of the data (device memory on accelerators).
+    pub fn data_ptr(&self) -> usize {
+        self.data
+    }
 
     /// The bytes, when the buffer is in host memory and shares no memory with a result
     /// ([`Arg::aliased_result`]).
@@ -261,18 +268,37 @@ impl<'a> Arg<'a> {
 impl<'a> Ret<'a> {
     buffer_common!();
 
+    /// Address of the data (device memory on accelerators), to write through. Asking
+    /// for it counts as writing the result (see [`Ret::host_bytes_mut`]).
+    pub fn data_ptr(&self) -> usize {
+        self.touched.set(true);
+        self.data
+    }
+
+    /// The same address, only to describe the result (a log line, a view made for later):
+    /// asking for it does not count as writing, so a result the handler goes on to leave
+    /// alone is still zeroed.
+    pub fn address(&self) -> usize {
+        self.data
+    }
+
     /// Results share no memory with other results here (only an argument can alias one).
     fn aliased_result(&self) -> Option<usize> {
         None
     }
 
-    /// The bytes to fill, when the result is in host memory.
+    /// The bytes to fill, when the result is in host memory. A host result the handler
+    /// never asks for (here, [`Ret::as_mut_slice`] or [`Ret::data_ptr`]) is zeros once it
+    /// returns, unless it shares an argument's memory, whose values it then keeps: the
+    /// runtime's memory would otherwise hold whatever was there before.
     pub fn host_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        self.touched.set(true);
         self.bytes.as_deref_mut()
     }
 
     /// The elements to fill as a typed slice (host memory, matching type and alignment).
     pub fn as_mut_slice<T: NativeType>(&mut self) -> std::result::Result<&mut [T], FfiError> {
+        self.touched.set(true);
         typed::<T>(self.nbytes(), self.element_type(), "the result")?;
         let bytes = self.bytes.as_deref_mut().ok_or_else(|| {
             FfiError::invalid("the result is in device memory; use data_ptr() and the stream")
@@ -318,6 +344,8 @@ impl<'a> CallFrame<'a> {
                 dims: b.dims,
                 data: b.data,
                 bytes: frame.host_bytes_mut(&b),
+                touched: std::cell::Cell::new(false),
+                in_place: false,
             })
             .collect();
         // Where a result's memory is an argument's (`output_operand_aliases`), handing out
@@ -332,7 +360,7 @@ impl<'a> CallFrame<'a> {
             .iter()
             .map(|r| r.bytes.as_ref().and(span(r.data, r.ffi_dtype, r.dims)))
             .collect();
-        let args = frame
+        let args: Vec<Arg<'a>> = frame
             .args()
             .map_err(conv)?
             .into_iter()
@@ -354,6 +382,12 @@ impl<'a> CallFrame<'a> {
                 }
             })
             .collect();
+        let mut rets = rets;
+        for j in args.iter().filter_map(|a| a.aliased_with) {
+            if let Some(r) = rets.get_mut(j) {
+                r.in_place = true;
+            }
+        }
         Ok(CallFrame {
             frame,
             args,
@@ -362,6 +396,18 @@ impl<'a> CallFrame<'a> {
             user_type,
             state_type,
         })
+    }
+
+    /// Zeroes every host result the handler never asked to write and that shares no
+    /// argument's memory (see [`Ret::host_bytes_mut`]); run after a handler succeeds.
+    fn zero_unwritten(&mut self) {
+        for r in &mut self.rets {
+            if !r.touched.get() && !r.in_place {
+                if let Some(b) = r.bytes.as_deref_mut() {
+                    b.fill(0);
+                }
+            }
+        }
     }
 
     /// The custom call's target name.
@@ -774,7 +820,9 @@ fn rust_callback(user_type: Option<i64>, handler: Arc<HandlerFn>) -> raw::Bound 
         }
         let _span = crate::trace::span(crate::trace::Category::CustomCall, "custom_call")
             .text("target", call.target());
-        handler(&mut call).map_err(|e| (e.code, e.message))
+        handler(&mut call).map_err(|e| (e.code, e.message))?;
+        call.zero_unwritten();
+        Ok(())
     }))
 }
 
@@ -910,7 +958,9 @@ where
                             ),
                         )
                     })?;
-                execute(&mut call, s).map_err(fail)
+                execute(&mut call, s).map_err(fail)?;
+                call.zero_unwritten();
+                Ok(())
             }
             _ => Ok(()),
         }
