@@ -47,7 +47,6 @@ pub mod execute;
 pub mod extension;
 pub mod external;
 pub mod ffi;
-pub mod filemap;
 #[cfg(feature = "bench")]
 pub mod floor;
 pub mod fpmode;

@@ -531,3 +531,101 @@ fn a_cache_hit_serializes_to_an_artifact_that_runs() {
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
+
+/// A hit's executable serializes by reading its entry again; an entry replaced since by
+/// another program's (copied over it) is refused instead of written out as this one.
+#[test]
+fn serializing_a_hit_whose_entry_was_replaced_is_refused() {
+    for_each_plugin(|p, c| {
+        let dir = temp_dir(&format!("replaced-{}", p.version()));
+        let cache = Cache::new(&dir, None).unwrap();
+        let opts = CompileOptions::default();
+        c.compile_with_cache(&variant(1), &opts, &cache).unwrap();
+        let one = entry_files(&dir);
+        let hit = c.compile_with_cache(&variant(1), &opts, &cache).unwrap();
+        assert_eq!(cache.stats().hits, 1);
+        c.compile_with_cache(&variant(2), &opts, &cache).unwrap();
+        let two: Vec<_> = entry_files(&dir)
+            .into_iter()
+            .filter(|f| !one.contains(f))
+            .collect();
+        std::fs::copy(&two[0], &one[0]).unwrap();
+        let e = hit.serialize().unwrap_err().to_string();
+        assert!(
+            e.contains("no longer holds that entry") && e.contains("renamed or copied"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// A symbolic link under an entry's name is not served: the listings, eviction and
+/// `clear` see only files, so a hit through a link came from a cache that called itself
+/// empty. It is reported, recompiled and replaced by a file.
+#[test]
+fn a_symlink_under_an_entry_name_is_not_served() {
+    for_each_plugin(|p, c| {
+        let dir = temp_dir(&format!("symlink-{}", p.version()));
+        let cache = Cache::new(&dir, None).unwrap();
+        let opts = CompileOptions::default();
+        let expected = run_mlp(&c.compile_with_cache(&mlp(), &opts, &cache).unwrap(), c);
+        let entry = entry_files(&dir).remove(0);
+        let elsewhere = dir.with_extension("saved");
+        std::fs::rename(&entry, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &entry).unwrap();
+        assert!(cache.entries().unwrap().is_empty());
+        let exe = c.compile_with_cache(&mlp(), &opts, &cache).unwrap();
+        assert_eq!(run_mlp(&exe, c), expected);
+        assert_eq!(cache.stats().hits, 0);
+        let w = cache.take_warnings();
+        assert!(w.iter().any(|m| m.contains("not a regular file")), "{w:?}");
+        assert!(std::fs::symlink_metadata(&entry).unwrap().is_file());
+        let _ = std::fs::remove_file(&elsewhere);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// Bytes this process has read from files so far (`rchar` of /proc/self/io).
+fn bytes_read() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// An entry is judged by its header before its body is read: a huge file whose header
+/// records no key (here 8 GiB, sparse, with a well-formed fixed head) is refused after a
+/// few hundred bytes. Before, a hit read (and hashed) the whole file first.
+#[test]
+fn a_huge_entry_with_a_foreign_header_is_refused_unread() {
+    use std::io::Write as _;
+    for_each_plugin(|p, c| {
+        let dir = temp_dir(&format!("huge-{}", p.version()));
+        let cache = Cache::new(&dir, None).unwrap();
+        let opts = CompileOptions::default();
+        let expected = run_mlp(&c.compile_with_cache(&mlp(), &opts, &cache).unwrap(), c);
+        let entry = entry_files(&dir).remove(0);
+        let size: u64 = 8 << 30;
+        let mut f = std::fs::File::create(&entry).unwrap();
+        let mut head = b"RPJRTEXE".to_vec();
+        head.extend_from_slice(&1u32.to_le_bytes());
+        head.extend_from_slice(&size.to_le_bytes());
+        head.extend_from_slice(&0u32.to_le_bytes()); // no header fields
+        f.write_all(&head).unwrap();
+        f.set_len(size).unwrap();
+        drop(f);
+        let before = bytes_read();
+        let exe = c.compile_with_cache(&mlp(), &opts, &cache).unwrap();
+        let read = bytes_read() - before;
+        assert!(read < 1 << 20, "read {read} bytes of an 8 GiB entry");
+        assert_eq!(run_mlp(&exe, c), expected);
+        assert_eq!(cache.stats().corrupt, 1);
+        let w = cache.take_warnings();
+        assert!(w.iter().any(|m| m.contains("unusable")), "{w:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}

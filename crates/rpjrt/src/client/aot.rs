@@ -479,7 +479,7 @@ impl Executable {
         let (_, loaded) = self.raw_parts()?;
         match self.origin().map(|o| &o.source) {
             Some(Source::Blob(blob)) => Ok(blob.clone()),
-            Some(Source::CacheEntry(path)) => {
+            Some(Source::CacheEntry { path, key }) => {
                 let gone = |why: String| {
                     Error::invalid(format!(
                         "this executable was loaded from the compile cache entry {}, which \
@@ -492,6 +492,10 @@ impl Executable {
                     .map_err(|e| gone(format!("cannot be read any more ({e})")))?;
                 let entry = Artifact::decode_vec(bytes)
                     .map_err(|e| gone(format!("is no longer a valid artifact ({e})")))?;
+                // The file may have been replaced since (another program's entry copied
+                // over it): only the entry it was loaded from will do.
+                super::cache::check_key(&entry, key)
+                    .map_err(|e| gone(format!("no longer holds that entry: {e}")))?;
                 Ok(entry.blob)
             }
             None => raw::exe_serialize(loaded),
@@ -562,19 +566,23 @@ impl Client {
         Ok(exe)
     }
 
-    /// Loads a compile-cache entry read from `entry`: its checked envelope `head` (whose
-    /// own blob is left empty) and the executable bytes `blob`, which may be a mapping of
-    /// the file and so are not kept: serializing the executable reads the entry again.
-    /// Also returns the time spent inside the plugin's deserialization.
+    /// Loads a compile-cache entry read from `entry` (filed under `key`): its checked
+    /// envelope `head` (whose own blob is left empty) and the executable bytes `blob`, which
+    /// live in reused staging memory and so are not kept: serializing the executable reads
+    /// the entry again. Also returns the time spent inside the plugin's deserialization.
     pub(crate) fn load_cache_entry(
         &self,
         head: &Artifact,
         blob: &[u8],
         entry: &std::path::Path,
+        key: &str,
     ) -> Result<(Executable, std::time::Duration)> {
         let (exe, plugin_time, overridden) = self.load_envelope(head, blob, None)?;
         exe.set_origin(Origin {
-            source: Source::CacheEntry(entry.to_path_buf()),
+            source: Source::CacheEntry {
+                path: entry.to_path_buf(),
+                key: key.to_string(),
+            },
             overridden,
         });
         Ok((exe, plugin_time))

@@ -195,7 +195,12 @@ pub(crate) enum Source {
     Blob(Vec<u8>),
     /// A compile-cache entry, read again when it is needed: an executable the cache
     /// loaded does not keep a second copy of its program in memory.
-    CacheEntry(std::path::PathBuf),
+    CacheEntry {
+        /// The entry's file.
+        path: std::path::PathBuf,
+        /// The key it was filed under (and recorded) when loaded.
+        key: String,
+    },
 }
 
 /// How many spare output handles an executable keeps: two calls' worth, within bounds.
