@@ -17,8 +17,10 @@ and Rust users, so all three find the same plugins in the same order; Python pas
 4. Known plugin wheels: xla-cpu-pjrt, lammps-jax-pjrt-cpu, fastatomstruct-xla-cpu, jax-cuda12-pjrt,
    jax-cuda13-pjrt, and libtpu (``TPU_LIBRARY_PATH`` first, then the libtpu wheel).
 
-Nothing here opens a library; :func:`plugins` only lists files (and asks each for its
-PJRT version). ``Client()`` loads the first usable one, trying accelerators (tpu, cuda,
+Nothing here opens a library in this process: :func:`plugins` lists files and reads each
+one's PJRT version in a child process (``python -m rpjrt probe-version``), all at once, so
+that a library that crashes, exits or hangs while loading costs only its own answer
+(``None``), after at most ``RPJRT_PLUGIN_TIMEOUT`` seconds (20 by default). ``Client()`` loads the first usable one, trying accelerators (tpu, cuda,
 rocm, others) before CPU plugins when nothing was asked for explicitly. What stays in
 Python is what needs the interpreter: ``sys.path`` and the :class:`PluginInfo` objects.
 """
@@ -132,19 +134,75 @@ def plugins() -> list[PluginInfo]:
     from . import _rpjrt
 
     found = [_info(t) for t in _rpjrt._discover(_search_path())]
-    return [replace(info, pjrt_version=_probe_pjrt_version(info.path)) for info in found]
+    versions = _probe_pjrt_versions([info.path for info in found])
+    return [replace(info, pjrt_version=v) for info, v in zip(found, versions)]
 
 
-def _probe_pjrt_version(path: str) -> str | None:
-    """The PJRT version a library reports, or None if it is not a loadable plugin."""
-    from . import _rpjrt  # the native module: imported only when asked to probe
+#: How long reading the plugins' versions may take when RPJRT_PLUGIN_TIMEOUT is not set.
+_PROBE_TIMEOUT = 20.0
 
-    if not os.path.isfile(path):  # missing, or a FIFO/device named by a variable: never opened
-        return None
+
+def _probe_timeout() -> float:
+    text = os.environ.get("RPJRT_PLUGIN_TIMEOUT", "")
     try:
-        return _rpjrt._probe_pjrt_version(path)
-    except Exception:  # any load failure just means "unknown" in a listing
-        return None
+        t = float(text)
+    except ValueError:
+        return _PROBE_TIMEOUT
+    return t if 0 < t < 1e9 else _PROBE_TIMEOUT
+
+
+def _probe_pjrt_versions(paths: list[str]) -> list[str | None]:
+    """The PJRT version each library reports, or None where it is not a loadable plugin.
+
+    Loading a library runs its code, so each is loaded in a child process (the hidden
+    ``probe-version`` verb of ``python -m rpjrt``); the children run at once and are
+    killed when the time is up. Ctrl-C interrupts the wait (and kills the children).
+    """
+    import subprocess
+    import time
+
+    children: list[subprocess.Popen[bytes] | None] = []
+    for path in paths:
+        # A missing file, or a FIFO/device named by a variable, is never opened.
+        if not os.path.isfile(path):
+            children.append(None)
+            continue
+        try:
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "rpjrt", "probe-version", path],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        except OSError:
+            children.append(None)
+    deadline = time.monotonic() + _probe_timeout()
+    versions: list[str | None] = []
+    try:
+        for child in children:
+            if child is None:
+                versions.append(None)
+                continue
+            try:
+                out, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                if child.poll() is None:  # still loading when the time is up
+                    child.kill()
+                    child.communicate()
+                    versions.append(None)
+                    continue
+                out, _ = child.communicate()  # it finished while another was waited for
+            first = out.decode("utf-8", "replace").partition("\n")[0].strip()
+            ok = child.returncode == 0 and first.startswith("version ")
+            versions.append(first[len("version ") :] if ok else None)
+    finally:
+        for child in children:
+            if child is not None and child.poll() is None:
+                child.kill()
+                child.wait()
+    return versions
 
 
 def candidates(spec: object = None) -> list[PluginInfo]:

@@ -295,3 +295,29 @@ def test_a_fifo_named_by_rpjrt_plugin_is_listed_but_never_opened(tmp_path: Path)
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["RPJRT_PLUGIN", "None"]
+
+
+@pytest.mark.parametrize("behaviour", ["RPJRT_FAKE_CRASH_ON", "RPJRT_FAKE_HANG_ON"])
+def test_plugins_survives_a_library_that_crashes_or_hangs_while_loading(behaviour: str) -> None:
+    # Reading a version loads the library; plugins() does it in child processes, so one that
+    # crashes the loader or never returns costs only its own answer (None), within the
+    # timeout, while the real plugin listed beside it still reports its version.
+    from .conftest import fake_plugin_path, plugin_paths
+
+    fake, real = str(fake_plugin_path()), plugin_paths()["new"]
+    r = run_python(
+        """
+import time, rpjrt
+t = time.monotonic()
+found = {p.name: p.pjrt_version for p in rpjrt.plugins()}
+print(found["broken"], found["real"], time.monotonic() - t < 30)
+""",
+        env={
+            "PJRT_NAMES_AND_LIBRARY_PATHS": f"broken:{fake},real:{real}",
+            behaviour: "GetPjrtApi",
+            "RPJRT_PLUGIN_TIMEOUT": "8",
+        },
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split() == ["None", "0.115", "True"], r.stdout + r.stderr

@@ -291,3 +291,45 @@ fn a_plugin_that_does_not_answer_is_given_up_on_after_the_timeout() {
         assert!(err.contains("RPJRT_PLUGIN_TIMEOUT"), "{err}");
     }
 }
+
+/// `rpjrt plugins` reads every version at once, each in its own child: three copies of a
+/// library that never returns from loading cost one timeout in all (they cost one each,
+/// 60 s apiece by default, before), and are listed with what went wrong.
+#[test]
+fn libraries_that_hang_while_loading_cost_one_timeout_together() {
+    let dir = tmpdir("zoo-hang-three");
+    let mut entries = Vec::new();
+    for i in 0..3 {
+        let copy = dir.join(format!("hang{i}.so"));
+        std::fs::copy(fake(), &copy).unwrap();
+        entries.push(format!("hang{i}:{}", copy.display()));
+    }
+    let started = Instant::now();
+    let (code, out, err) = run(rpjrt()
+        .args(["plugins", "--json"])
+        .env("PJRT_NAMES_AND_LIBRARY_PATHS", entries.join(","))
+        .env("RPJRT_FAKE_HANG_ON", "GetPjrtApi")
+        .env("RPJRT_PLUGIN_TIMEOUT", "3"));
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let rows: Vec<&Json> = v["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"].as_str().unwrap_or("").starts_with("hang"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{v}");
+    for r in rows {
+        assert!(r["pjrt_version"].is_null(), "{r}");
+        assert!(
+            r["problem"]
+                .as_str()
+                .unwrap_or("")
+                .contains("did not finish in 3 s"),
+            "{r}"
+        );
+    }
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

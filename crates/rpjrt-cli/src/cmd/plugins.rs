@@ -7,9 +7,13 @@ use serde_json::json;
 use crate::common::{self, paint, CliError, Style, EXIT_OK};
 use crate::supervise::{self, Probe};
 
-/// How long reading one plugin's version may take (unless --plugin-timeout says otherwise):
-/// a CUDA plugin takes seconds to load; one that takes this long is stuck.
-const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long reading the plugins' versions may take (unless --plugin-timeout says
+/// otherwise; every plugin is read at once, each in its own child): a CUDA plugin takes
+/// seconds to load; one that takes this long is stuck.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// What reading one library's version gave: the version, or why there is none.
+type Answer = (Option<String>, Option<String>);
 
 /// Arguments of `rpjrt plugins`.
 #[derive(clap::Args, Debug)]
@@ -37,14 +41,19 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             why
         }
     };
-    let listed = found
+    let listed: Vec<_> = found
         .iter()
         .map(|p| (p, None))
-        .chain(bad_configs.iter().map(|(p, why)| (p, Some(why.clone()))));
-    for (p, config_problem) in listed {
+        .chain(bad_configs.iter().map(|(p, why)| (p, Some(why.clone()))))
+        .collect();
+    // Every version is read at once, each in its own child, so that stuck libraries cost
+    // one timeout in all, not one each.
+    let read = |p: &rpjrt_discovery::PluginInfo,
+                config_problem: Option<String>|
+     -> Result<Answer, CliError> {
         // Only a regular file is tried (a FIFO or device named by a variable is not opened).
         let meta = std::fs::metadata(&p.path);
-        let (pjrt, problem) = if let Some(why) = config_problem {
+        Ok(if let Some(why) = config_problem {
             (None, Some(why))
         } else if let Err(e) = &meta {
             (None, Some(format!("cannot be read: {e}")))
@@ -67,7 +76,29 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 Probe::Failed(why) => (None, Some(unread(why))),
                 Probe::Broken(why) => (None, Some(why)),
             }
-        };
+        })
+    };
+    let answers: Vec<Result<Answer, CliError>> = if supervise::is_child() {
+        // In this process: one at a time (loading is not something to do in parallel).
+        listed.iter().map(|(p, why)| read(p, why.clone())).collect()
+    } else {
+        std::thread::scope(|scope| {
+            let running: Vec<_> = listed
+                .iter()
+                .map(|(p, why)| scope.spawn(|| read(p, why.clone())))
+                .collect();
+            running
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(CliError::failed("reading a plugin's version failed"))
+                    })
+                })
+                .collect()
+        })
+    };
+    for ((p, _), answer) in listed.iter().zip(answers) {
+        let (pjrt, problem) = answer?;
         let mut row = json!({
             "name": p.name, "path": p.path.display().to_string(), "source": p.source,
             "platform": p.platform, "package": p.package, "version": p.version,
