@@ -617,7 +617,8 @@ class AliasFulfiller:
     fails the alias with CANCELLED so nothing waits forever."""
 
     def fulfill(self, buffer: Buffer) -> None:
-        """Give the alias ``buffer``'s contents (same client, dtype, shape and device)."""
+        """Give the alias ``buffer``'s contents (same client, dtype, shape and device).
+        A buffer that does not match is refused and the alias stays pending."""
     def fail(self, code: str, message: str) -> None:
         """Complete the alias with an error ``code`` (a name such as "INTERNAL")."""
     @property

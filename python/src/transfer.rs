@@ -187,8 +187,18 @@ impl PyAliasFulfiller {
     /// Completes the alias with `buffer`'s contents (same client, dtype, shape and device).
     fn fulfill(&self, py: Python<'_>, buffer: &Bound<'_, PyBuffer>) -> PyResult<()> {
         buffer.get().check_not_deleted()?;
-        let f = self.take()?;
         let b = buffer.get();
+        // A refused target leaves the alias pending (the fulfiller is kept for a retry);
+        // the check calls nothing that can call back into rpjrt, so it runs under the lock.
+        if let Some(f) = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            f.check(b.rb()).pyerr()?;
+        }
+        let f = self.take()?;
         py.detach(|| f.fulfill(b.rb())).pyerr()
     }
 

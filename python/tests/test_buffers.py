@@ -427,3 +427,21 @@ def test_bad_objects(client: rpjrt.Client) -> None:
         client.put(None)
     with pytest.raises(rpjrt.InvalidArgumentError, match="device must be"):
         client.put(np.ones(1), device="cpu:0")  # type: ignore[arg-type]
+
+
+def test_a_large_staged_put_is_refused_as_a_donation_with_a_way_out(client: rpjrt.Client) -> None:
+    # A put this large goes through the staging pool: the plugin reads it in place, so it
+    # cannot be donated. The error used to call it "zero-copy" (the caller asked for a
+    # copy); it now says why and what to donate instead, and that works.
+    prog = """func.func public @main(%x: tensor<1048576xf32>) -> tensor<1048576xf32> {
+  %0 = stablehlo.add %x, %x : tensor<1048576xf32>
+  return %0 : tensor<1048576xf32>
+}"""
+    exe = client.compile(prog)
+    b = client.put(np.ones(1 << 20, np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"staged through rpjrt's pool.*buf\.copy\(\)"):
+        exe(b, donate=[0])
+    c = b.copy()
+    (y,) = exe(c, donate=[0])
+    assert c.is_deleted() and not b.is_deleted()
+    np.testing.assert_array_equal(y.to_numpy()[:4], [2, 2, 2, 2])

@@ -551,15 +551,16 @@ impl AliasFulfiller {
     }
 
     /// Completes the alias with `target`'s contents: a buffer of the same client, element
-    /// type, shape and device (checked here; a mismatch is an error and the alias stays
-    /// pending until this fulfiller is dropped).
+    /// type, shape and device. The fulfiller is consumed either way: a mismatch is an
+    /// error and the alias is then cancelled as the fulfiller drops, so test a target you
+    /// are not sure of with [`AliasFulfiller::check`] first.
     ///
     /// The plugin moves `target` into the alias (both CPU plugins consume it, as a donation
     /// does), so `target` is marked deleted: later use is [`Error::Deleted`] instead of the
     /// plugin's "deleted or donated" complaint. A target with live host views or external
     /// references is refused, since its memory may not move while they exist.
     pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
-        self.check_target(target)?;
+        self.check(target)?;
         target
             .raw()
             .reserve_donation()
@@ -596,7 +597,10 @@ impl AliasFulfiller {
 }
 
 impl AliasFulfiller {
-    fn check_target(&self, target: &Buffer) -> Result<()> {
+    /// Whether `target` can complete this alias (same client, element type, shape and
+    /// device, not deleted): the error [`AliasFulfiller::fulfill`] would give, without
+    /// giving up the fulfiller.
+    pub fn check(&self, target: &Buffer) -> Result<()> {
         target.check()?;
         if !Arc::ptr_eq(target.core(), self.client.core()) {
             return Err(Error::invalid(

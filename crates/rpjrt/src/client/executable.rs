@@ -644,7 +644,10 @@ impl Executable {
             for list in lists {
                 if list[i].is_zero_copy() {
                     return Err(Error::invalid(format!(
-                        "argument {i} borrows host memory (zero-copy) and cannot be donated"
+                        "argument {i} cannot be donated: the plugin reads it in place from \
+                         host memory it must not write (a zero-copy put or DLPack import, or a \
+                         large put staged through rpjrt's pool); donate a copy (buf.copy()) \
+                         instead"
                     )));
                 }
             }
