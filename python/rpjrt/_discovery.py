@@ -161,6 +161,9 @@ def _probe_pjrt_versions(paths: list[str]) -> list[str | None]:
     import subprocess
     import time
 
+    # The time limit is this side's: a child that gave up by itself at the same moment
+    # would race the kill and read as a library that answered nothing.
+    env = {k: v for k, v in os.environ.items() if k != "RPJRT_PLUGIN_TIMEOUT"}
     children: list[subprocess.Popen[bytes] | None] = []
     for path in paths:
         # A missing file, or a FIFO/device named by a variable, is never opened.
@@ -174,6 +177,7 @@ def _probe_pjrt_versions(paths: list[str]) -> list[str | None]:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
+                    env=env,
                 )
             )
         except OSError:

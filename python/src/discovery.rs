@@ -44,10 +44,15 @@ pub fn _discover<'py>(
     py: Python<'py>,
     search_path: Vec<PathBuf>,
 ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-    let found = py
-        .detach(|| Discovery::new(SearchPath::new(search_path)).plugins())
-        .map_err(discovery_err)?;
-    found.iter().map(|p| info_tuple(py, p)).collect()
+    // A plugin config that cannot be read is listed (under its own path, so its version
+    // reads as unknown) instead of failing the whole listing.
+    let (found, problems) =
+        py.detach(|| Discovery::new(SearchPath::new(search_path)).plugins_and_problems());
+    found
+        .iter()
+        .chain(problems.iter().map(|(p, _)| p))
+        .map(|p| info_tuple(py, p))
+        .collect()
 }
 
 /// The plugins `spec` selects (a platform, a name, a path, or `None`), in the order to

@@ -128,7 +128,9 @@ def test_names_and_library_paths_bad_json(monkeypatch: pytest.MonkeyPatch, tmp_p
     config.write_text("{}")
     monkeypatch.setenv("PJRT_NAMES_AND_LIBRARY_PATHS", f"x:{config}")
     with pytest.raises(rpjrt.PluginLoadError, match="library_path"):
-        rpjrt.plugins()
+        rpjrt.candidates("x")
+    # The listing shows it (with no version) instead of failing.
+    assert [p.pjrt_version for p in rpjrt.plugins() if p.name == "x"] == [None]
 
 
 def test_namespace_package_found_without_import(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -321,3 +323,25 @@ print(found["broken"], found["real"], time.monotonic() - t < 30)
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.split() == ["None", "0.115", "True"], r.stdout + r.stderr
+
+
+def test_a_broken_plugin_config_fails_only_the_lookups_it_could_answer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # One unreadable .json config in PJRT_NAMES_AND_LIBRARY_PATHS used to fail every
+    # lookup and the listing, with a message naming neither the file nor the variable.
+    cfg = tmp_path / "broken.json"
+    cfg.write_text("[1,2")
+    monkeypatch.setenv("PJRT_NAMES_AND_LIBRARY_PATHS", f"mine:{cfg}")
+    # Another plugin asked for by platform or name is found as if it were not there.
+    assert rpjrt.find_plugin("cpu").platform == "cpu"
+    assert rpjrt.find_plugin("xla_cpu_pjrt").name == "xla_cpu_pjrt"
+    # Asking for it, or for everything, says what is wrong and where.
+    for spec in ("mine", None):
+        with pytest.raises(rpjrt.PluginLoadError) as e:
+            rpjrt.candidates(spec)
+        assert str(cfg) in str(e.value) and "PJRT_NAMES_AND_LIBRARY_PATHS" in str(e.value)
+        assert "not valid JSON" in str(e.value)
+    # The listing shows it, with no version, next to the others.
+    listed = {p.name: p for p in rpjrt.plugins()}
+    assert listed["mine"].pjrt_version is None and "xla_cpu_pjrt" in listed

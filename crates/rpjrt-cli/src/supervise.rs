@@ -182,7 +182,10 @@ pub enum Probe {
 /// probe-version PATH`), giving up after `timeout`: loading a library runs its code, which
 /// may crash or hang.
 pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> {
+    // The time limit is this side's: a child that also gave up by itself at the same
+    // moment would race the kill, and read as a plugin that answered nothing.
     let mut child = child_command()?
+        .env_remove("RPJRT_PLUGIN_TIMEOUT")
         .arg("probe-version")
         .arg(path)
         .stdin(Stdio::null())
@@ -235,6 +238,10 @@ pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> 
     let line = text.lines().next().unwrap_or("").trim().to_string();
     Ok(match line.strip_prefix("version ") {
         Some(v) if status.success() => Probe::Version(v.to_string()),
+        _ if line.is_empty() => Probe::Failed(format!(
+            "loading it ended the process without an answer ({})",
+            rpjrt_conform::describe_exit(status)
+        )),
         _ => Probe::Failed(line.strip_prefix("error ").unwrap_or(&line).to_string()),
     })
 }

@@ -294,7 +294,7 @@ fn a_plugin_that_does_not_answer_is_given_up_on_after_the_timeout() {
 
 /// `rpjrt plugins` reads every version at once, each in its own child: three copies of a
 /// library that never returns from loading cost one timeout in all (they cost one each,
-/// 60 s apiece by default, before), and are listed with what went wrong.
+/// 60 s apiece by default, before: 15 s here), and are listed with what went wrong.
 #[test]
 fn libraries_that_hang_while_loading_cost_one_timeout_together() {
     let dir = tmpdir("zoo-hang-three");
@@ -309,7 +309,7 @@ fn libraries_that_hang_while_loading_cost_one_timeout_together() {
         .args(["plugins", "--json"])
         .env("PJRT_NAMES_AND_LIBRARY_PATHS", entries.join(","))
         .env("RPJRT_FAKE_HANG_ON", "GetPjrtApi")
-        .env("RPJRT_PLUGIN_TIMEOUT", "3"));
+        .env("RPJRT_PLUGIN_TIMEOUT", "5"));
     let took = started.elapsed();
     assert_eq!(code, 0, "{err}");
     let v: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -326,10 +326,10 @@ fn libraries_that_hang_while_loading_cost_one_timeout_together() {
             r["problem"]
                 .as_str()
                 .unwrap_or("")
-                .contains("did not finish in 3 s"),
+                .contains("did not finish in 5 s"),
             "{r}"
         );
     }
-    assert!(took < Duration::from_secs(8), "{took:?}");
+    assert!(took < Duration::from_secs(14), "{took:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -889,7 +889,20 @@ impl Discovery {
                 return Ok(vec![self.enrich(given)]);
             }
         }
-        let found = self.plugins()?;
+        // A plugin config that cannot be read fails only the lookups it could answer:
+        // everything (no spec), or a spec that names its entry. Another plugin asked for
+        // by name, platform or path is found as if the broken entry were not there.
+        let (found, problems) = self.plugins_and_problems();
+        let spec_lower = spec.as_deref().map(str::to_lowercase);
+        if let Some((p, why)) = problems.iter().find(|(p, _)| match &spec_lower {
+            None => true,
+            Some(s) => p.name.to_lowercase() == *s,
+        }) {
+            return Err(Error::PluginLoad {
+                path: p.path.clone(),
+                reason: why.clone(),
+            });
+        }
         let Some(spec) = spec else {
             if found.is_empty() {
                 return Err(self.not_found(None, source, &found));
@@ -1101,7 +1114,12 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
     let mut text = String::new();
     fs::File::open(path)
         .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
-        .map_err(|e| err(format!("cannot read the PJRT plugin config: {e}")))?;
+        .map_err(|e| {
+            err(format!(
+                "cannot read the PJRT plugin config {} (named in PJRT_NAMES_AND_LIBRARY_PATHS): {e}",
+                path.display()
+            ))
+        })?;
     if text.len() as u64 > MAX_CONFIG {
         return Err(err(format!(
             "the PJRT plugin config {} is larger than {} KiB, which no config is",
@@ -1109,8 +1127,12 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
             MAX_CONFIG >> 10
         )));
     }
-    let config: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| err(format!("cannot read the PJRT plugin config: {e}")))?;
+    let config: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        err(format!(
+            "the PJRT plugin config {} (named in PJRT_NAMES_AND_LIBRARY_PATHS) is not valid JSON: {e}",
+            path.display()
+        ))
+    })?;
     let lib = config
         .get("library_path")
         .and_then(|v| v.as_str())
