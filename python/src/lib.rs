@@ -119,6 +119,11 @@ fn only_in_main_interpreter() -> PyResult<()> {
 fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     only_in_main_interpreter()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // First registered, so last run: after every other exit hook (see the function).
+    m.add_function(wrap_pyfunction!(slow::_exit_if_loader_stuck, m)?)?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (m.getattr("_exit_if_loader_stuck")?,))?;
     m.add_class::<client::PyPlugin>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyDevice>()?;

@@ -60,6 +60,35 @@ pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Op
 /// Runs `call` on a thread of its own and waits for it: interruptibly (Ctrl-C raises
 /// `KeyboardInterrupt` at once) and, with a timeout, for at most that long (then
 /// `DeadlineExceededError` naming `what`). Either way a call given up on is left running.
+/// Set once a load or client creation has been given up on (timeout or Ctrl-C) while its
+/// call goes on in the background.
+static ABANDONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The `atexit` hook: when a call given up on is still inside the system's library loader,
+/// a normal exit would wait for the loader's lock forever (the C runtime takes it to run
+/// the libraries' finalizers), so the process ends here instead, with status 1, after
+/// saying why on stderr. Registered at import, so it runs after every later hook.
+#[pyfunction]
+pub fn _exit_if_loader_stuck(py: Python<'_>) {
+    use std::io::Write as _;
+    if !ABANDONED.load(std::sync::atomic::Ordering::SeqCst) || rpjrt::Plugin::loads_in_loader() == 0
+    {
+        return;
+    }
+    for stream in ["stdout", "stderr"] {
+        if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
+            let _ = s.call_method0("flush");
+        }
+    }
+    rpjrt::stdio::notice(
+        "rpjrt: a plugin load that was given up on is still inside the system's library \
+         loader and holds its lock, so a normal exit would wait forever; ending the process \
+         now (status 1)",
+    );
+    let _ = std::io::stderr().flush();
+    rpjrt::stdio::exit_now(1);
+}
+
 pub(crate) fn run_abandonable<T: Send + 'static>(
     py: Python<'_>,
     what: &str,
@@ -93,9 +122,13 @@ pub(crate) fn run_abandonable<T: Send + 'static>(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        py.check_signals()?;
+        if let Err(e) = py.check_signals() {
+            ABANDONED.store(true, std::sync::atomic::Ordering::SeqCst);
+            return Err(e);
+        }
         if let Some(t) = timeout {
             if start.elapsed() >= t {
+                ABANDONED.store(true, std::sync::atomic::Ordering::SeqCst);
                 return Err(crate::errors::make_err(
                     py,
                     "DEADLINE_EXCEEDED",

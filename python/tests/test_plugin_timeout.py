@@ -113,3 +113,27 @@ def test_a_plugin_that_returns_in_time_works_as_without_a_timeout() -> None:
         b = c.put([1.0, 2.0, 3.0])
         assert b.to_numpy().tolist() == [1.0, 2.0, 3.0]
         c.close()
+
+
+def test_a_load_stuck_in_the_system_loader_does_not_keep_the_process_from_exiting() -> None:
+    # A library whose initializer never returns keeps the loader's lock taken, and a normal
+    # exit takes that lock to run finalizers: the process used to hang at exit for good.
+    # rpjrt's last exit hook now ends it, with status 1 and a note saying why.
+    from .conftest import fake_plugin_path, run_python
+
+    fake = str(fake_plugin_path())
+    r = run_python(
+        f"""
+import rpjrt
+try:
+    rpjrt.Plugin({fake!r}, timeout=0.5)
+except rpjrt.DeadlineExceededError:
+    print("deadline", flush=True)
+print("script done")
+""",
+        env={"RPJRT_FAKE_HANG_ON": "dlopen"},
+        timeout=60,
+    )
+    assert r.stdout.split() == ["deadline", "script", "done"], r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "still inside the system's library loader" in r.stderr, r.stderr

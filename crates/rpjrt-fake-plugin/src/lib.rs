@@ -28,7 +28,7 @@
 //! | `RPJRT_FAKE_ALLOWED_OPTIONS` | create-option names accepted besides `fake_*`; others are rejected with INVALID_ARGUMENT | all accepted |
 //! | `RPJRT_FAKE_NULL_API` | `1`: `GetPjrtApi` returns null | `0` |
 //! | `RPJRT_FAKE_CRASH_ON` | `ENTRY,...`: calling that entry raises SIGSEGV (after printing `ENTRY: crashing` to stderr); `GetPjrtApi` counts as an entry for this knob and the next two | none |
-//! | `RPJRT_FAKE_HANG_ON` | `ENTRY,...`: calling that entry prints `ENTRY: hanging` to stderr and sleeps forever | none |
+//! | `RPJRT_FAKE_HANG_ON` | `ENTRY,...`: calling that entry prints `ENTRY: hanging` to stderr and sleeps forever; the name `dlopen` makes the library's initializer do it, while the system's loader is loading it (so its lock stays taken) | none |
 //! | `RPJRT_FAKE_PRINT_ON` | `ENTRY,...`: calling that entry first prints `... ENTRY says hello on stdout` to stdout and a log line to stderr | none |
 //! | `RPJRT_FAKE_FFI` | `ok`, `refuse` or `drop`: what the FFI extension's `register_handler` does (see below) | `ok` |
 //! | `RPJRT_FAKE_FFI_VERSION` | `MAJOR.MINOR`: the XLA FFI API version the fake implements | `0.4` |
@@ -304,3 +304,23 @@ pub fn implemented_entries() -> Vec<&'static str> {
 pub fn slot_index(name: &str) -> Option<usize> {
     state::slot_index(name)
 }
+
+/// The `dlopen` value of `RPJRT_FAKE_HANG_ON`: an initializer that never returns, run by the
+/// system's loader while it loads the library (and holds its lock), as a plugin whose
+/// static constructors wait on something that never comes does.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static HANG_WHILE_LOADING: extern "C" fn() = {
+    extern "C" fn hang_while_loading() {
+        let asked = std::env::var("RPJRT_FAKE_HANG_ON")
+            .is_ok_and(|v| v.split(',').any(|e| e.trim() == "dlopen"));
+        if asked {
+            eprintln!("rpjrt-fake-plugin: dlopen: hanging (RPJRT_FAKE_HANG_ON)");
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
+        }
+    }
+    hang_while_loading
+};

@@ -220,6 +220,33 @@ pub fn summarize_exception(what: &str) -> String {
     text
 }
 
+/// Plugin libraries being loaded by the system's loader (`dlopen`) right now, process-wide.
+static IN_LOADER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one load inside the loader while it lives.
+struct InLoader;
+
+impl InLoader {
+    fn enter() -> InLoader {
+        IN_LOADER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        InLoader
+    }
+}
+
+impl Drop for InLoader {
+    fn drop(&mut self) {
+        IN_LOADER.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How many plugin libraries [`load`] is handing to the system's loader right now. One that
+/// never comes back (a library whose initializer hangs) holds the loader's lock for good,
+/// and a normal process exit, which takes that lock to run the libraries' finalizers, then
+/// waits forever.
+pub fn loads_in_loader() -> usize {
+    IN_LOADER.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Loads a plugin library, checks it is a usable PJRT plugin, and returns its table.
 /// The library is never unloaded.
 pub fn load(path: &Path) -> Result<Api> {
@@ -230,10 +257,13 @@ pub fn load(path: &Path) -> Result<Api> {
     // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
     // blocks on a FIFO: check the file first.
     elf::check_library_file(path).map_err(fail)?;
-    // SAFETY: loading a library runs its initialisers. That is what loading a plugin means;
-    // the user chose this path as a PJRT plugin.
-    let lib = unsafe { libloading::Library::new(path) }
-        .map_err(|e| fail(format!("it is not a loadable shared library ({e})")))?;
+    let lib = {
+        let _in_loader = InLoader::enter();
+        // SAFETY: loading a library runs its initialisers. That is what loading a plugin
+        // means; the user chose this path as a PJRT plugin.
+        unsafe { libloading::Library::new(path) }
+    }
+    .map_err(|e| fail(format!("it is not a loadable shared library ({e})")))?;
     // SAFETY: `GetPjrtApi` is declared by the C API as `const PJRT_Api* GetPjrtApi(void)`.
     let get: libloading::Symbol<unsafe extern "C" fn() -> *const sys::PJRT_Api> = unsafe {
         lib.get(b"GetPjrtApi\0")

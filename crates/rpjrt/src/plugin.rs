@@ -204,6 +204,15 @@ impl Plugin {
         Ok(plugin)
     }
 
+    /// How many plugin libraries are inside the system's library loader (`dlopen`) right
+    /// now, in this process. A load that never comes back from there (a library whose
+    /// initializer hangs) keeps the loader locked, so a normal exit of the process, which
+    /// needs that lock, would wait forever: a caller that gave up on such a load can end
+    /// the process with `_exit` instead.
+    pub fn loads_in_loader() -> usize {
+        raw::loads_in_loader()
+    }
+
     /// Reads the PJRT version a plugin library reports without initialising it or creating
     /// anything: the library is loaded (and stays loaded) and `GetPjrtApi` is called. Errors
     /// are the same as [`Plugin::load`]'s for a file that is not a usable plugin.
