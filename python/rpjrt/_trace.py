@@ -55,6 +55,8 @@ class trace:
         tb: TracebackType | None,
     ) -> None:
         recording, self._recording = self._recording, None
+        if recording is None:
+            raise RuntimeError("this rpjrt.trace() is not recording: use it in a with statement")
         self._trace = recording.finish()
         if self._path is not None:
             self._trace.save(self._path)

@@ -23,9 +23,13 @@ const NAME_L: &CStr = c"dltensor";
 const USED_V: &CStr = c"used_dltensor_versioned";
 const USED_L: &CStr = c"used_dltensor";
 
-/// A core error as `rpjrt.UnsupportedError` (what DLPack cannot carry or read).
+/// A core error as `rpjrt.UnsupportedError` (what DLPack cannot carry or read), except a
+/// closed client or a deleted buffer, which keep their own exception classes.
 fn unsupported_from(e: rpjrt::Error) -> PyErr {
-    unsupported(e.to_string().replace("invalid argument: ", ""))
+    match e {
+        rpjrt::Error::Closed(_) | rpjrt::Error::Deleted(_) => crate::errors::to_py(e),
+        e => unsupported(e.to_string().replace("invalid argument: ", "")),
+    }
 }
 
 /// `(device_type, device_id)` of a buffer, as `__dlpack_device__` reports it.

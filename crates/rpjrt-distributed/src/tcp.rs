@@ -329,9 +329,7 @@ fn read_hello(stream: &mut TcpStream, max: usize) -> io::Result<(Vec<u8>, bool)>
     let mut len = [0u8; 4];
     read_until(stream, &mut len, deadline)?;
     let len = u32::from_be_bytes(len) as usize;
-    if len == 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "empty hello"));
-    }
+    // An empty frame is as malformed as a short one: refused with an answer (below).
     if len > max {
         return Ok((Vec::new(), true));
     }
@@ -343,11 +341,23 @@ fn read_hello(stream: &mut TcpStream, max: usize) -> io::Result<(Vec<u8>, bool)>
 fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
     // Read whole up to a few KiB, so that a client with a longer (wrong) token is told so.
     let (hello, too_long) = read_hello(stream, 13 + shared.token.len().max(HELLO_TOKEN_READ))?;
-    let ok = !too_long
-        && hello.len() >= 13
-        && hello[0] == OP_HELLO
-        && &hello[1..9] == PROTOCOL_MAGIC
-        && constant_time_eq(&hello[13..], &shared.token);
+    let well_formed =
+        !too_long && hello.len() >= 13 && hello[0] == OP_HELLO && &hello[1..9] == PROTOCOL_MAGIC;
+    let pid = match well_formed {
+        true => u32::from_be_bytes([hello[9], hello[10], hello[11], hello[12]]),
+        false => 0,
+    };
+    let ok = well_formed && constant_time_eq(&hello[13..], &shared.token);
+    // A process id a client could not have been given (connect refuses them) is refused
+    // too, so peer states only ever name real processes.
+    if ok && pid as usize >= crate::MAX_PROCESSES {
+        let why = format!(
+            "process id {pid} is out of range (at most {})",
+            crate::MAX_PROCESSES - 1
+        );
+        let _ = write_frame(stream, &[&[R_REFUSED], why.as_bytes()]);
+        return Ok(());
+    }
     if !ok {
         let why = if too_long {
             "the hello is longer than any this store accepts (a wrong token, or not an rpjrt \
@@ -363,7 +373,6 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
     }
     write_frame(stream, &[&[R_OK]])?;
     stream.set_read_timeout(None)?;
-    let pid = u32::from_be_bytes([hello[9], hello[10], hello[11], hello[12]]);
     shared.peer_delta(pid, true);
     let r = serve_requests(stream, shared);
     shared.peer_delta(pid, false);
@@ -1138,6 +1147,30 @@ mod tests {
         let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
         c.set("x", b"y").unwrap();
         assert_eq!(host.try_get("x").unwrap().as_deref(), Some(&b"y"[..]));
+    }
+
+    #[test]
+    fn hellos_with_an_impossible_process_id_or_no_bytes_are_refused_with_a_reason() {
+        // A process id connect() would never send, and an empty hello frame: both get a
+        // `refused` answer saying why (the first used to be let in and listed as a peer,
+        // the second had the connection dropped without a word).
+        let (_host, addr) = pair("t");
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write_frame(
+            &mut s,
+            &[&[OP_HELLO], PROTOCOL_MAGIC, &u32::MAX.to_be_bytes(), b"t"],
+        )
+        .unwrap();
+        let reply = raw_reply(&mut s).unwrap();
+        assert_eq!(reply[0], R_REFUSED);
+        assert!(String::from_utf8_lossy(&reply[1..]).contains("out of range"));
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write_frame(&mut s, &[]).unwrap();
+        let reply = raw_reply(&mut s).unwrap();
+        assert_eq!(reply[0], R_REFUSED);
+        assert!(String::from_utf8_lossy(&reply[1..]).contains("bad hello"));
     }
 
     /// A joined raw connection to `addr` (hello with token `t` answered).

@@ -96,6 +96,11 @@ pub fn has_compile(api: &Api) -> Result<bool> {
     Ok(compile_fn(api).is_ok())
 }
 
+/// `Ok` where the plugin offers `PJRT_Triton_Compile`, else the error [`compile`] would give.
+pub fn check_compile(api: &Api) -> Result<()> {
+    compile_fn(api).map(|_| ())
+}
+
 fn compile_fn(api: &Api) -> Result<sys::PJRT_Triton_Compile> {
     let view: ExtensionView<Triton> = api.extension::<Triton>()?.ok_or_else(|| {
         not_offered(

@@ -40,11 +40,19 @@ impl Mesh {
             n = n.saturating_mul(*size);
         }
         if n != device_ids.len() {
-            return Err(Error::invalid(format!(
-                "a mesh of shape {:?} holds {n} devices, but {} device ids were given",
-                axes.iter().map(|a| a.1).collect::<Vec<_>>(),
-                device_ids.len()
-            )));
+            let shape = axes.iter().map(|a| a.1).collect::<Vec<_>>();
+            return Err(Error::invalid(if n == usize::MAX {
+                format!(
+                    "a mesh of shape {shape:?} holds more devices than can be counted, but {} \
+                     device ids were given",
+                    device_ids.len()
+                )
+            } else {
+                format!(
+                    "a mesh of shape {shape:?} holds {n} devices, but {} device ids were given",
+                    device_ids.len()
+                )
+            }));
         }
         for (k, id) in device_ids.iter().enumerate() {
             if device_ids[..k].contains(id) {
@@ -162,6 +170,11 @@ pub fn shard_layout(mesh: &Mesh, spec: &PartitionSpec, dims: &[i64]) -> Result<S
 /// have `shard_dims`: [`shard_layout`]'s inverse. Each dimension grows by the sizes of the
 /// mesh axes the spec splits it along; axes the mesh lacks, or named twice, are errors.
 pub fn global_dims(mesh: &Mesh, spec: &PartitionSpec, shard_dims: &[i64]) -> Result<Vec<i64>> {
+    if let Some((d, n)) = shard_dims.iter().enumerate().find(|(_, n)| **n < 0) {
+        return Err(Error::invalid(format!(
+            "shard dimension {d} is negative ({n})"
+        )));
+    }
     let mut full = shard_dims.to_vec();
     for (d, names) in spec.iter().enumerate() {
         for name in names {
@@ -520,6 +533,18 @@ mod tests {
         let data = vec![0u8; 12];
         let e = split(&data, ElementType::F32, &[3], &mesh, &spec(&[&["x"]])).unwrap_err();
         assert!(e.to_string().contains("does not split evenly"), "{e}");
+        // A negative shard dimension is named as such (it read as an uneven split of
+        // twice its size), and a mesh too large to count does not print a saturated count.
+        let e = global_dims(&mesh, &spec(&[&["x"]]), &[-3]).unwrap_err();
+        assert!(
+            e.to_string().contains("shard dimension 0 is negative (-3)"),
+            "{e}"
+        );
+        let e = Mesh::new(&[("x", usize::MAX), ("y", 2)], &[0]).unwrap_err();
+        assert!(
+            e.to_string().contains("more devices than can be counted"),
+            "{e}"
+        );
         let e = split(&data, ElementType::F32, &[3], &mesh, &spec(&[&["z"]])).unwrap_err();
         assert!(e.to_string().contains("\"z\""), "{e}");
         let e = split(&data, ElementType::F32, &[4], &mesh, &spec(&[])).unwrap_err();

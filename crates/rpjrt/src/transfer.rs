@@ -655,6 +655,15 @@ impl Client {
         memory: Option<&Memory>,
     ) -> Result<(Buffer, AliasFulfiller)> {
         self.check_put_target(element_type, dims, device, memory)?;
+        // The CPU plugins give an alias of a packed type a layout no buffer of that type
+        // matches ("expected s4[2], got s4[2]"): refused here instead of made unfillable.
+        if element_type.byte_width().is_none() {
+            return Err(Error::invalid(format!(
+                "an alias buffer of {element_type} (packed below a byte) cannot be created: \
+                 no buffer could fulfill it; alias a whole-byte type, or fill a {element_type} \
+                 buffer directly"
+            )));
+        }
         let mem = target_memory(device, memory)?;
         let (raw, cb) = crate::raw::transfer::create_alias_buffer(
             self.core().raw(),

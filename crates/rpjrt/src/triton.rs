@@ -80,8 +80,12 @@ impl TritonCompileOptions {
     }
 
     /// Options for the architecture of `client`'s first addressable device (see
-    /// [`TritonCompileOptions::for_device`]).
+    /// [`TritonCompileOptions::for_device`]); `Unsupported` naming `PJRT_Triton_Compile`
+    /// when the client's plugin has no Triton extension.
     pub fn for_client(client: &Client) -> Result<TritonCompileOptions> {
+        // A plugin without the extension: say so, rather than ask for an arch that could
+        // never be used (a CPU device has no compute capability).
+        raw::triton::check_compile(client.plugin().inner.api)?;
         let devices = client.addressable_devices()?;
         let first = devices.first().ok_or_else(|| {
             Error::invalid("the client has no addressable device to take the Triton arch from")
