@@ -39,3 +39,36 @@ def test_triton_on_a_plugin_without_the_extension_is_unsupported_not_an_arch_que
     # naming one only led to the real answer.
     with pytest.raises(rpjrt.UnsupportedError, match="PJRT_Triton_Compile"):
         rpjrt.triton.compile(client, "module {}")
+
+
+def test_running_a_non_portable_executable_elsewhere_says_to_compile_it_portable(client: rpjrt.Client) -> None:
+    # The plugins' own message called the other device "not addressable".
+    prog = """func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+    exe = client.compile(prog)
+    x = np.arange(4, dtype=np.float32)
+    other = client.devices()[1]
+    with pytest.raises(rpjrt.InvalidArgumentError, match="compile it portable"):
+        exe(x, device=other)
+    np.testing.assert_array_equal(exe(x, device=client.devices()[0])[0].to_numpy(), 2 * x)
+    portable = client.compile(prog, portable=True)
+    (y,) = portable(x, device=other)
+    assert y.device == other
+    np.testing.assert_array_equal(y.to_numpy(), 2 * x)
+
+
+def test_prepare_checks_placement_for_one_device_too(client: rpjrt.Client) -> None:
+    # Its docs promise every check runs in prepare; with one device the misplaced argument
+    # was accepted and every call then failed with the plugin's message.
+    prog = """func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+    exe = client.compile(prog)
+    elsewhere = client.put(np.ones(4, np.float32), device=1)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="argument 0 of device list 0 is on device 1"):
+        exe.prepare([[elsewhere]])
+    call = exe.prepare([[client.put(np.ones(4, np.float32))]])
+    np.testing.assert_array_equal(call()[0][0].to_numpy(), [2, 2, 2, 2])

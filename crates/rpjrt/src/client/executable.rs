@@ -596,6 +596,20 @@ impl Executable {
             if !Arc::ptr_eq(&dev.core, &st.core) {
                 return Err(Error::invalid(format!("{dev} belongs to another client")));
             }
+            // Compiled for devices of its own: another device needs a portable compile (the
+            // plugins' own message calls the device "not addressable").
+            if !st.devices.is_empty() && !st.devices.contains(&dev.raw_ref()) {
+                let own: Vec<String> = (st.core.devices_of(&st.devices).iter())
+                    .map(|d| d.to_string())
+                    .collect();
+                return Err(Error::invalid(format!(
+                    "{} was compiled for {}, not {dev}: compile it portable \
+                     (CompileOptions::portable, Python portable=True) to choose its device \
+                     at each call",
+                    st.name,
+                    own.join(", ")
+                )));
+            }
         }
         let num_args = lists.first().map_or(0, |l| l.len());
         // Every list is checked before anything is launched: a collective started on some
@@ -663,8 +677,8 @@ impl Executable {
         Ok(&self.state.loaded)
     }
 
-    /// Checks that argument list `d` of a multi-device execution lies on device `d`.
-    fn check_placement(&self, lists: &[&[&Buffer]]) -> Result<()> {
+    /// Checks that argument list `d` of an execution lies on device `d`.
+    pub(super) fn check_placement(&self, lists: &[&[&Buffer]]) -> Result<()> {
         let st = &*self.state;
         let name = |r: DeviceRef| {
             st.core.device_data(r).map_or_else(

@@ -189,6 +189,11 @@ impl Executable {
             ..Default::default()
         };
         self.validate(&lists, &options)?;
+        // Placement is checked once here for a single device too (a plain call leaves that
+        // to the plugin, to keep a query per argument off every call).
+        if lists.len() == 1 {
+            self.check_placement(&lists)?;
+        }
         let prepared =
             PreparedArgs::new(&self.state.loaded, &lists, super::raw_of, &options.donate)?;
         Ok(PreparedCall {
