@@ -64,10 +64,33 @@ def _tqdm_progress(total: int) -> tuple[ProgressFn | None, Callable[[], None]]:
 
 def _byte_source(obj: Any) -> tuple[Callable[[int, int], Any], Any, tuple[int, ...]]:
     """(source function, dtype, shape) of a C-contiguous buffer-protocol object."""
-    view = memoryview(obj)
+    dtype = getattr(obj, "dtype", None)
+    byteorder = getattr(dtype, "byteorder", "=")
+    if byteorder not in ("=", "|") and byteorder != ("<" if sys.byteorder == "little" else ">"):
+        raise _rpjrt_invalid(
+            f"put_streaming sends the array's bytes as they are, and this array's {dtype} is of "
+            "the other byte order: convert it first (arr.astype(arr.dtype.newbyteorder('=')))"
+        )
+    try:
+        view = memoryview(obj)
+    except (TypeError, ValueError):
+        # numpy cannot export some dtypes (ml_dtypes' bfloat16, float8, ...) through the
+        # buffer protocol: their bytes are read through a uint8 view of the same memory.
+        as_bytes = getattr(obj, "view", None)
+        flags = getattr(obj, "flags", None)
+        if dtype is None or as_bytes is None or flags is None:
+            raise
+        if not flags["C_CONTIGUOUS"]:
+            raise _rpjrt_invalid("put_streaming needs a C-contiguous source array") from None
+        flat_bytes = memoryview(obj.reshape(-1).view("u1"))
+        shape = tuple(int(s) for s in obj.shape)
+
+        def source_bytes(offset: int, nbytes: int) -> Any:
+            return flat_bytes[offset : offset + nbytes]
+
+        return source_bytes, dtype, shape
     if not view.c_contiguous:
         raise _rpjrt_invalid("put_streaming needs a C-contiguous source array")
-    dtype = getattr(obj, "dtype", None)
     if dtype is None:
         from . import dtype as to_dtype
 
@@ -96,6 +119,9 @@ def _agree_with_source(
         )
     if shape is None:
         return own_dtype, own_shape
+    negative = [int(s) for s in shape if int(s) < 0]
+    if negative:
+        raise _rpjrt_invalid(f"put_streaming: shape={list(shape)} has a negative dimension ({negative[0]})")
     count = 1
     for s in shape:
         count *= int(s)

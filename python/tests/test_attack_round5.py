@@ -72,3 +72,22 @@ def test_prepare_checks_placement_for_one_device_too(client: rpjrt.Client) -> No
         exe.prepare([[elsewhere]])
     call = exe.prepare([[client.put(np.ones(4, np.float32))]])
     np.testing.assert_array_equal(call()[0][0].to_numpy(), [2, 2, 2, 2])
+
+
+def test_put_streaming_reads_ml_dtypes_arrays_and_names_byte_order_and_negative_dims(client: rpjrt.Client) -> None:
+    import ml_dtypes  # installed by scripts/setup.sh with the test tier
+
+    import rpjrt.transfer
+    # numpy cannot export bfloat16/float8 through the buffer protocol: it said "cannot
+    # include dtype 'E' in a buffer". They are streamed from a byte view of the same memory.
+    for dt in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn):
+        a = np.arange(1000).astype(dt).reshape(10, 100)
+        b = rpjrt.transfer.put_streaming(client, a, chunk_bytes=64)
+        assert b.shape == (10, 100)
+        np.testing.assert_array_equal(b.to_numpy().view(np.uint8), a.view(np.uint8))
+    # The other byte order was called an unknown dtype.
+    with pytest.raises(rpjrt.InvalidArgumentError, match="other byte order"):
+        rpjrt.transfer.put_streaming(client, np.arange(4, dtype=">f4"))
+    # A negative shape read as "1000 elements vs 1000".
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"negative dimension \(-10\)"):
+        rpjrt.transfer.put_streaming(client, np.zeros(1000, np.float32), shape=[-10, -100])
