@@ -91,3 +91,25 @@ def test_put_streaming_reads_ml_dtypes_arrays_and_names_byte_order_and_negative_
     # A negative shape read as "1000 elements vs 1000".
     with pytest.raises(rpjrt.InvalidArgumentError, match=r"negative dimension \(-10\)"):
         rpjrt.transfer.put_streaming(client, np.zeros(1000, np.float32), shape=[-10, -100])
+
+
+def test_a_copy_racing_a_delete_fails_as_deleted_not_with_the_plugins_message(client: rpjrt.Client) -> None:
+    # The check before the call can pass and the delete land before the plugin reads the
+    # buffer: the plugin's "deleted or donated buffer" complaint came through as an
+    # InvalidArgumentError (3 times in 3000 in the probe).
+    import threading
+
+    other = client.devices()[1]
+    failures: list[BaseException] = []
+    for _ in range(1500):
+        b = client.put(np.arange(256, dtype=np.float32))
+        t = threading.Thread(target=b.delete)
+        t.start()
+        try:
+            b.copy_to(other)
+        except rpjrt.BufferDeletedError:
+            pass
+        except Exception as e:  # noqa: BLE001 - any other class is the failure
+            failures.append(e)
+        t.join()
+    assert not failures, failures[:3]

@@ -136,6 +136,17 @@ impl Buffer {
         ))
     }
 
+    /// A plugin's error for an operation on this buffer, or the deleted-buffer error when
+    /// another thread deleted (or donated) it meanwhile: the plugin's own complaint about
+    /// a "deleted or donated buffer" is that race, checked before the call and lost after.
+    fn or_deleted(&self, e: Error) -> Error {
+        if self.raw.is_deleted() && !matches!(e, Error::Deleted(_)) {
+            self.deleted_error()
+        } else {
+            e
+        }
+    }
+
     pub(crate) fn state_error(&self, e: StateError, what: &str) -> Error {
         match e {
             StateError::Deleted => self.deleted_error(),
@@ -456,6 +467,7 @@ impl Buffer {
         let meta = BufferMeta::new(self.core(), self.element_type(), self.dims());
         let d = device.data.raw;
         let raw = self.raw.copy_to_device(d, meta).map_err(|e| {
+            let e = self.or_deleted(e);
             (self.core()).with_memory_context(e, &[d], || {
                 self.core()
                     .array_request(self.element_type(), self.dims(), d)
@@ -489,6 +501,7 @@ impl Buffer {
             .raw
             .copy_to_memory(memory.data.raw, meta)
             .map_err(|e| {
+                let e = self.or_deleted(e);
                 let devices = memory.data.devices.clone();
                 (self.core()).with_memory_context(e, &devices, || {
                     let d = devices.first().copied()?;
