@@ -6,7 +6,9 @@
 //! which makes a 64 MiB put about a third slower than a `memcpy` into memory that is already
 //! faulted in. The pool keeps blocks whose buffers are gone and lends them again, so a
 //! loop that puts an array of the same size each step (a data loader, the previous batch
-//! freed in between) copies into warm pages at `memcpy` speed.
+//! freed in between) copies into warm pages at `memcpy` speed. A compile-cache hit reads a
+//! large entry into a block of the pool too, for the same reason, and gives it back once
+//! the plugin has deserialized it.
 //!
 //! **When a block comes back.** A buffer keeps its block until the buffer is destroyed and
 //! the plugin's done-with-host-buffer event has fired; only then does the block return to
