@@ -143,12 +143,15 @@ _PROBE_TIMEOUT = 20.0
 
 
 def _probe_timeout() -> float:
-    text = os.environ.get("RPJRT_PLUGIN_TIMEOUT", "")
+    # The variable read by the rule Plugin(..., timeout=) follows; a value that rule refuses
+    # leaves a listing at its default instead of failing it.
+    from . import _rpjrt
+
     try:
-        t = float(text)
+        t = _rpjrt._plugin_timeout_env()
     except ValueError:
         return _PROBE_TIMEOUT
-    return t if 0 < t < 1e9 else _PROBE_TIMEOUT
+    return _PROBE_TIMEOUT if t is None else t
 
 
 def _probe_pjrt_versions(paths: list[str]) -> list[str | None]:
@@ -182,7 +185,9 @@ def _probe_pjrt_versions(paths: list[str]) -> list[str | None]:
             )
         except OSError:
             children.append(None)
-    deadline = time.monotonic() + _probe_timeout()
+    limit = _probe_timeout()
+    # A limit beyond any wait (inf: none) is waited out without one: select() cannot take it.
+    deadline = None if limit > 1e6 else time.monotonic() + limit
     versions: list[str | None] = []
     try:
         for child in children:
@@ -190,7 +195,8 @@ def _probe_pjrt_versions(paths: list[str]) -> list[str | None]:
                 versions.append(None)
                 continue
             try:
-                out, _ = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                out, _ = child.communicate(timeout=left)
             except subprocess.TimeoutExpired:
                 if child.poll() is None:  # still loading when the time is up
                     child.kill()

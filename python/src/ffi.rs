@@ -612,12 +612,7 @@ fn call_python(
                     )?);
                 }
                 let mut rets = Vec::with_capacity(call.rets().len());
-                let in_place: Vec<usize> = call
-                    .args()
-                    .iter()
-                    .filter_map(|a| a.aliased_result())
-                    .collect();
-                for (j, r) in call.rets().iter().enumerate() {
+                for r in call.rets().iter() {
                     rets.push(Py::new(
                         py,
                         ffi_buffer(
@@ -627,7 +622,7 @@ fn call_python(
                             r.nbytes(),
                             r.address(),
                             r.is_host(),
-                            match in_place.contains(&j) {
+                            match r.is_in_place() {
                                 true => Access::InPlace,
                                 false => Access::Write,
                             },

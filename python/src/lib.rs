@@ -121,6 +121,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // First registered, so last run: after every other exit hook (see the function).
     m.add_function(wrap_pyfunction!(slow::_exit_if_loader_stuck, m)?)?;
+    m.add_function(wrap_pyfunction!(slow::_plugin_timeout_env, m)?)?;
     m.py()
         .import("atexit")?
         .call_method1("register", (m.getattr("_exit_if_loader_stuck")?,))?;

@@ -57,6 +57,13 @@ pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Op
     Ok(Some(limit))
 }
 
+/// `RPJRT_PLUGIN_TIMEOUT` in seconds by the rule `Plugin(..., timeout=)` follows (`None`
+/// when unset, `inf` for no limit), for the plugin listing's own waits.
+#[pyfunction]
+pub fn _plugin_timeout_env() -> PyResult<Option<f64>> {
+    Ok(timeout_from_py(None)?.map(|d| d.as_secs_f64()))
+}
+
 /// Runs `call` on a thread of its own and waits for it: interruptibly (Ctrl-C raises
 /// `KeyboardInterrupt` at once) and, with a timeout, for at most that long (then
 /// `DeadlineExceededError` naming `what`). Either way a call given up on is left running.

@@ -93,7 +93,7 @@ fn not_offered(api: &Api, what: &str) -> Error {
 
 /// Whether the plugin offers `PJRT_Triton_Compile` (extension present, slot non-null).
 pub fn has_compile(api: &Api) -> Result<bool> {
-    Ok(compile_fn(api).is_ok())
+    Ok(check_compile(api).is_ok())
 }
 
 /// `Ok` where the plugin offers `PJRT_Triton_Compile`, else the error [`compile`] would give.

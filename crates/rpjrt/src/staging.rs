@@ -226,10 +226,24 @@ impl Reclaim for Pool {
 /// Copies `data` into a block of `pool` and returns it ready to lend: the block goes back
 /// to `pool` when the returned owner is dropped.
 pub(crate) fn stage(pool: &Arc<Pool>, data: &[u8]) -> Result<Leased> {
-    let mut block = pool.take(data.len())?;
-    block.as_mut().copy_from_slice(data);
+    fill(pool, data.len(), |block| {
+        block.copy_from_slice(data);
+        Ok(())
+    })
+}
+
+/// A block of `len` bytes from `pool`, filled by `write`, ready to lend: it goes back to
+/// `pool` when the returned owner is dropped (also when `write` fails).
+pub(crate) fn fill(
+    pool: &Arc<Pool>,
+    len: usize,
+    write: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<Leased> {
+    let mut block = pool.take(len)?;
+    let written = write(block.as_mut());
     let reclaim: Arc<dyn Reclaim> = Arc::clone(pool) as Arc<dyn Reclaim>;
-    Ok(Leased::new(block, reclaim))
+    let leased = Leased::new(block, reclaim);
+    written.map(|()| leased)
 }
 
 /// Parses a byte count with an optional `K`, `M` or `G` suffix (powers of 1024).

@@ -163,23 +163,19 @@ impl EntryBytes {
     /// put left a block idle. A fresh heap buffer costs a page fault and a cleared page per
     /// 4 KiB, which was most of a warm load's own time (0.5 ms of 0.55 for a 389 KB entry,
     /// on a virtual machine); the block goes back to the pool when this value drops.
-    fn read(file: &mut fs::File, size: u64) -> std::io::Result<EntryBytes> {
+    fn read(file: &mut fs::File, size: u64) -> Result<EntryBytes> {
         use std::io::Read as _;
-        let len = usize::try_from(size).map_err(|_| std::io::Error::other("too large"))?;
+        let whole = |e: &dyn fmt::Display| Error::invalid(format!("cannot read it whole: {e}"));
+        let len = usize::try_from(size).map_err(|_| whole(&"too large"))?;
         if len < STAGED_ENTRY {
             let mut v = vec![0; len];
-            file.read_exact(&mut v)?;
+            file.read_exact(&mut v).map_err(|e| whole(&e))?;
             return Ok(EntryBytes::Heap(v));
         }
-        let pool = crate::staging::global();
-        let mut block = pool
-            .take(len)
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        file.read_exact(block.as_mut())?;
-        let reclaim: Arc<dyn crate::raw::transfer::Reclaim> = Arc::clone(pool) as _;
-        Ok(EntryBytes::Staged(crate::raw::transfer::Leased::new(
-            block, reclaim,
-        )))
+        crate::staging::fill(crate::staging::global(), len, |block| {
+            file.read_exact(block).map_err(|e| whole(&e))
+        })
+        .map(EntryBytes::Staged)
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -425,10 +421,7 @@ impl Cache {
                     .map_err(|e| Error::invalid(format!("cannot read it again: {e}")))
             });
         let loaded = head
-            .and_then(|()| {
-                EntryBytes::read(&mut file, size)
-                    .map_err(|e| Error::invalid(format!("cannot read it whole: {e}")))
-            })
+            .and_then(|()| EntryBytes::read(&mut file, size))
             .and_then(|bytes| {
                 let bytes = bytes.as_slice();
                 let (a, blob) = Artifact::decode_parts(bytes)?;

@@ -282,6 +282,12 @@ impl<'a> Ret<'a> {
         self.data
     }
 
+    /// Whether an argument shares this result's memory (`output_operand_aliases`): it then
+    /// starts with that argument's values.
+    pub fn is_in_place(&self) -> bool {
+        self.in_place
+    }
+
     /// Results share no memory with other results here (only an argument can alias one).
     fn aliased_result(&self) -> Option<usize> {
         None
