@@ -279,6 +279,53 @@ def test_jax_ffi_call_program_runs_with_rpjrt_handler(client: rpjrt.Client) -> N
     np.testing.assert_allclose(out, np.sin(3.0 * x) + 1.0, rtol=1e-6, atol=1e-6)
 
 
+def test_custom_calls_found_in_every_program_form(client: rpjrt.Client) -> None:
+    """An executable runs without the execute context custom calls need when its source
+    names no custom call; one that does must find its handler in text and portable-artifact
+    form, compiled and loaded from the compile cache. (Plain MLIR bytecode is not versioned:
+    the 0.115 plugin cannot parse jaxlib's for this program at all.)"""
+    import tempfile
+
+    from jax._src.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    target = _name("forms")
+    calls: list[int] = []
+
+    @rpjrt.ffi.handler(client, target)
+    def scale(call: rpjrt.ffi.FfiCall) -> None:
+        calls.append(1)
+        call.rets[0].to_numpy()[:] = 2 * call.args[0].to_numpy() + call.attrs["offset"]
+
+    text = _scale_program(target)
+    with jax_mlir.make_ir_context():
+        module = ir.Module.parse(text)
+        portable = stablehlo.serialize_portable_artifact_str(str(module), stablehlo.get_current_version())
+    forms: dict[str, str | bytes] = {
+        "text": text,
+        "portable": portable.encode("latin1") if isinstance(portable, str) else bytes(portable),
+    }
+    x = client.put(X8)
+    with tempfile.TemporaryDirectory() as d:
+        cache = rpjrt.Cache(d)
+        for form, code in forms.items():
+            for exe in (client.compile(code), client.compile(code, cache=cache), client.compile(code, cache=cache)):
+                before = len(calls)
+                out = exe(x)[0].to_numpy()
+                np.testing.assert_array_equal(out, 2 * X8 + 1.5, err_msg=form)
+                assert len(calls) == before + 1, form
+        assert cache.stats()["hits"] == 2
+    # A program with no custom call still runs right while handlers are registered.
+    plain = client.compile(
+        "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  %0 = stablehlo.add %x, %x : tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n"
+    )
+    before = len(calls)
+    np.testing.assert_array_equal(plain(x)[0].to_numpy(), 2 * X8)
+    assert len(calls) == before
+
+
 LINALG = ["cholesky", "qr", "eigh", "svd", "solve", "lu"]
 
 

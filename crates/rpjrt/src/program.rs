@@ -261,6 +261,14 @@ impl Program {
     }
 }
 
+/// False only when `code` surely holds no custom call: its bytes name no `custom_call`
+/// operation (StableHLO, MHLO or VHLO, as text or bytecode, whose string table holds each
+/// operation's name) and no `custom-call` instruction (HLO, text or proto).
+pub(crate) fn may_hold_custom_calls(code: &[u8]) -> bool {
+    memchr::memmem::find(code, b"custom_call").is_some()
+        || memchr::memmem::find(code, b"custom-call").is_some()
+}
+
 /// True when the module uses the Shardy (`sdy`) dialect: its shardings are for the Shardy
 /// partitioner, which XLA uses only when `use_shardy_partitioner` is set.
 ///
@@ -307,6 +315,39 @@ impl fmt::Display for ArraySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn custom_calls_are_found_in_every_program_form() {
+        let fixture = |name: &str| {
+            std::fs::read(format!(
+                "{}/tests/fixtures/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap()
+        };
+        // Programs with none, as text, bytecode, a jax.export artifact and an HLO proto.
+        for name in [
+            "mul_add.mlir",
+            "mul_add.mlirbc",
+            "mul_add.jax_export.mlirbc",
+            "mul_add.hlo.pb",
+        ] {
+            assert!(!may_hold_custom_calls(&fixture(name)), "{name}");
+        }
+        for code in [
+            &b"%0 = stablehlo.custom_call @t(%x) : (tensor<f32>) -> tensor<f32>"[..],
+            b"%0 = \"stablehlo.custom_call\"(%x) {call_target_name = \"t\"}",
+            b"vhlo.custom_call_v1",
+            b"%c = f32[8] custom-call(f32[8] %x), custom_call_target=\"t\"",
+            b"\x0acustom-call\x12\x01t",
+        ] {
+            assert!(
+                may_hold_custom_calls(code),
+                "{}",
+                String::from_utf8_lossy(code)
+            );
+        }
+    }
 
     #[test]
     fn shardy_text_detection_needs_a_word_start_in_utf8_and_other_bytes() {

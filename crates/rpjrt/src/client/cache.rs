@@ -327,6 +327,8 @@ impl Cache {
         let key = Cache::key(program, &encoded, &target);
         let path = self.entry_path(&key);
         if let Some(exe) = self.try_load(client, &key, &path, &target, started)? {
+            // The entry holds this program's executable (its key says so).
+            exe.note_source(program);
             return Ok(exe);
         }
         // Screened before compiling only: an entry exists only for a program that compiled

@@ -264,7 +264,7 @@ impl PreparedCall {
             buffers: Vec::with_capacity(num_devices * st.outputs.len()),
             events: Vec::with_capacity(num_devices),
         };
-        let context = ffi_context(&NO_OPTIONS, st.core.api);
+        let context = ffi_context(&NO_OPTIONS, st);
         st.loaded
             .execute_prepared(&self.args, true, context, Some(&st.spare), &mut sink)
             .map_err(|e| self.launch_error(e))?;
