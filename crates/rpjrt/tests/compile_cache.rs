@@ -401,6 +401,17 @@ fn client_options_cache_dir_turns_the_cache_on() {
             Ok(_) => panic!("a file is not a cache directory"),
         };
         assert!(e.to_string().contains("plain-file"), "{e}");
+        for (path, says) in [
+            (file.as_path(), "plain-file exists and is not a directory"),
+            (
+                Path::new("/dev/null"),
+                "/dev/null exists and is not a directory",
+            ),
+            (Path::new(""), "the directory's name is empty"),
+        ] {
+            let e = Cache::new(path, None).map(|_| ()).unwrap_err();
+            assert!(e.to_string().contains(says), "{e}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     });
 }
@@ -460,11 +471,24 @@ fn stats_listing_and_clearing() {
         let hidden = dir.join(".tmp-mine");
         std::fs::write(&foreign, b"my own notes").unwrap();
         std::fs::write(&hidden, b"mine too").unwrap();
+        // Nor is an artifact the user saved there (`rpjrt compile -o my_model.rpjrtexe`):
+        // the magic bytes of an entry, but not an entry's name.
+        let model = dir.join("my_model.rpjrtexe");
+        let saved = c.compile(&variant(3), &opts).unwrap().serialize().unwrap();
+        std::fs::write(&model, &saved).unwrap();
+        std::fs::write(dir.join(format!("{}.rpjrtexe", "A".repeat(64))), &saved).unwrap();
         assert_eq!(cache.entries().unwrap().len(), 3);
         assert_eq!(cache.clear().unwrap(), 3);
         assert!(cache.entries().unwrap().is_empty());
         assert_eq!(std::fs::read(&foreign).unwrap(), b"my own notes");
         assert_eq!(std::fs::read(&hidden).unwrap(), b"mine too");
+        assert_eq!(std::fs::read(&model).unwrap(), saved);
+        // Eviction to a bound smaller than the artifact leaves it too.
+        let small = Cache::new(&dir, Some(1)).unwrap();
+        small.compile(c, &variant(1), &opts).unwrap();
+        assert_eq!(std::fs::read(&model).unwrap(), saved);
+        assert_eq!(small.entries().unwrap().len(), 0);
+        std::fs::remove_file(&model).unwrap();
         cache.reset_stats();
         assert_eq!(cache.stats(), Default::default());
         // A client with a cache uses it for plain compile().

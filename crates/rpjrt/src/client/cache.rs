@@ -198,10 +198,21 @@ impl Cache {
     /// A cache in `dir` (created if needed), bounded to `max_bytes` if given.
     pub fn new(dir: impl AsRef<Path>, max_bytes: Option<u64>) -> Result<Cache> {
         let dir = dir.as_ref().to_path_buf();
-        fs::create_dir_all(&dir).map_err(|e| io_err("create the directory", &dir, e))?;
+        if dir.as_os_str().is_empty() {
+            return Err(Error::invalid(
+                "compile cache: the directory's name is empty",
+            ));
+        }
+        // Something that exists and is no directory (a file, /dev/null) is named as such,
+        // not by create_dir_all's "File exists".
+        if let Err(e) = fs::create_dir_all(&dir) {
+            if !dir.exists() {
+                return Err(io_err("create the directory", &dir, e));
+            }
+        }
         if !dir.is_dir() {
             return Err(Error::invalid(format!(
-                "compile cache: {} is not a directory",
+                "compile cache: {} exists and is not a directory",
                 dir.display()
             )));
         }
@@ -511,9 +522,14 @@ impl Cache {
             if p.extension().and_then(|e| e.to_str()) != Some(ENTRY_EXTENSION) {
                 continue;
             }
-            if let Ok(m) = ent.metadata() {
-                // Only our own entries: a file that merely has the extension (the directory
-                // may be one the user named, holding anything) is never evicted or cleared.
+            // Only our own entries: named by a key (64 hex digits), empty or an artifact. A
+            // file that merely has the extension, such as an artifact `rpjrt compile -o`
+            // wrote (the directory may be one the user named, holding anything), is never
+            // listed, evicted or cleared.
+            let keyed = p.file_stem().and_then(|s| s.to_str()).is_some_and(|s| {
+                s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            });
+            if let (true, Ok(m)) = (keyed, ent.metadata()) {
                 if m.is_file() && (m.len() == 0 || starts_with_magic(&p)) {
                     out.push((p, m.len(), m.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
                 }
