@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from ._dtypes import DType, _numpy_dtype
+from ._errors import InvalidArgumentError
 from ._rpjrt import (
     Buffer,
     Client,
@@ -67,6 +68,9 @@ class Mesh:
         self.device_ids: tuple[int, ...] = tuple(
             d.id if isinstance(d, Device) else _whole(d, "a device id") for d in devices
         )
+        for d in self.device_ids:
+            if not 0 <= d < 2**63:
+                raise InvalidArgumentError(f"mesh device id {d} is out of range (ids count from 0)")
         # Checked by the core (sizes, counts, repeats); fail here, not at first use.
         _shard_split(b"", "uint8", [0], list(self.axes), list(self.device_ids), [])
 

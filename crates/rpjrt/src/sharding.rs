@@ -28,13 +28,16 @@ impl Mesh {
     /// order (the order of the program's partitions).
     pub fn new(axes: &[(&str, usize)], device_ids: &[i64]) -> Result<Mesh> {
         let mut n = 1usize;
+        // Sets, not scans of what came before: a mesh of a million devices (or axes) is
+        // checked in linear time.
+        let mut names = std::collections::HashSet::with_capacity(axes.len());
         for (k, (name, size)) in axes.iter().enumerate() {
             if name.is_empty() || *size == 0 {
                 return Err(Error::invalid(format!(
                     "mesh axis {k} must have a name and a size of at least 1"
                 )));
             }
-            if axes[..k].iter().any(|(m, _)| m == name) {
+            if !names.insert(*name) {
                 return Err(Error::invalid(format!("mesh axis {name:?} is named twice")));
             }
             n = n.saturating_mul(*size);
@@ -54,8 +57,14 @@ impl Mesh {
                 )
             }));
         }
-        for (k, id) in device_ids.iter().enumerate() {
-            if device_ids[..k].contains(id) {
+        let mut seen = std::collections::HashSet::with_capacity(device_ids.len());
+        for id in device_ids {
+            if *id < 0 {
+                return Err(Error::invalid(format!(
+                    "mesh device id {id} is negative (device ids count from 0)"
+                )));
+            }
+            if !seen.insert(*id) {
                 return Err(Error::invalid(format!("mesh names device {id} twice")));
             }
         }
@@ -385,6 +394,24 @@ mod tests {
     use super::*;
     use crate::options::CompileOptions;
     use crate::program::Program;
+
+    #[test]
+    fn meshes_refuse_repeats_and_negative_ids_in_linear_time() {
+        let err =
+            |axes: &[(&str, usize)], ids: &[i64]| Mesh::new(axes, ids).unwrap_err().to_string();
+        assert!(err(&[("x", 2)], &[0, -1]).contains("device id -1 is negative"));
+        assert!(err(&[("x", 3)], &[4, 5, 4]).contains("names device 4 twice"));
+        assert!(err(&[("x", 1), ("y", 1), ("x", 1)], &[0]).contains("\"x\" is named twice"));
+        // A million devices: the old pairwise checks took minutes here.
+        let ids: Vec<i64> = (0..1 << 20).collect();
+        assert_eq!(
+            Mesh::new(&[("x", 1 << 10), ("y", 1 << 10)], &ids)
+                .unwrap()
+                .device_ids()
+                .len(),
+            1 << 20
+        );
+    }
 
     #[test]
     fn global_dims_invert_the_layout() {
