@@ -59,8 +59,9 @@ fn slot_value(
     if let Ok(b) = value.cast::<PyBuffer>() {
         return Ok(SlotValue::Buffer(b.get().rb().clone()));
     }
-    let pythonic = crate::put::is_python_tree(value);
-    let dtype = match session.filter(|_| pythonic) {
+    let plain = crate::put::as_python_tree(value)?;
+    let value = plain.as_ref().unwrap_or(value);
+    let dtype = match session.filter(|_| plain.is_some()) {
         Some(session) => session
             .slots()
             .into_iter()
@@ -216,6 +217,8 @@ impl PySession {
             name,
             value,
         )?;
+        // Converting ran Python code, which may have closed the session.
+        self.check_open(py)?;
         let s = &self.inner;
         py.detach(|| s.bind(name, v)).pyerr()
     }
@@ -236,6 +239,7 @@ impl PySession {
             )?;
             values.push((name, v));
         }
+        self.check_open(py)?;
         let s = &self.inner;
         py.detach(|| s.bind_all(values)).pyerr()
     }
@@ -416,6 +420,8 @@ impl PySessionProgram {
                 let value = slot_value(py, Some(&s.inner), &s.client, &s.device, &name, &v)?;
                 pairs.push((name, value));
             }
+            // The conversions ran Python code, which may have closed the session.
+            s.check_open(py)?;
             let session = &s.inner;
             py.detach(|| session.bind_all(pairs)).pyerr()?;
         }

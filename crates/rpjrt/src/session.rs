@@ -192,14 +192,19 @@ impl Inner {
     /// while one runs on this same thread (a custom-call handler of the running program),
     /// or from inside any plugin callback (the running program may be waiting for it), is
     /// refused instead of waiting for itself.
-    fn wait_idle<'a>(&'a self, mut st: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>> {
+    /// `what` names the caller's operation for the refusal.
+    fn wait_idle<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        what: &str,
+    ) -> Result<MutexGuard<'a, State>> {
         while let Some(t) = st.stepping {
             if t == std::thread::current().id() || crate::raw::callback::in_callback() {
-                return Err(Error::invalid(
-                    "the session is stepping: a program of this session is running and \
-                     waits for this call (a custom-call handler cannot run a program of \
-                     the session it runs in)",
-                ));
+                return Err(Error::invalid(format!(
+                    "the session is stepping: {what} needs the session between steps, and a \
+                     program of this session is running and waits for this call (a \
+                     custom-call handler of the running step); do it after the step returns"
+                )));
             }
             st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
         }
@@ -710,7 +715,10 @@ impl Session {
         let inner = &*self.inner;
         let all: Vec<usize> = (0..inner.lock().slots.len()).collect();
         inner.load(&all)?;
-        let st = inner.wait_idle(inner.lock())?;
+        let st = inner.wait_idle(
+            inner.lock(),
+            "reading every slot at one moment (as a checkpoint save does)",
+        )?;
         let mut values = Vec::with_capacity(st.slots.len());
         for slot in &st.slots {
             if let Content::Ready(b) = &slot.content {
@@ -863,7 +871,7 @@ impl SessionProgram {
     /// outputs even when other threads step the session right after it.
     pub fn call_outputs(&self) -> Result<Vec<Buffer>> {
         let inner = &*self.inner;
-        let mut st = inner.wait_idle(inner.lock())?;
+        let mut st = inner.wait_idle(inner.lock(), "running a program of the session")?;
         if self
             .inputs
             .iter()
@@ -873,7 +881,7 @@ impl SessionProgram {
             // binding that uses the session).
             drop(st);
             inner.load(&self.inputs)?;
-            st = inner.wait_idle(inner.lock())?;
+            st = inner.wait_idle(inner.lock(), "running a program of the session")?;
         }
         // The execution borrows clones of the slots' buffers; the lock is released while the
         // plugin runs (its custom calls may use the session), and `stepping` keeps other
