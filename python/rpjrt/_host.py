@@ -99,7 +99,8 @@ def _from_buffer(obj: object, want: DType) -> tuple[object, DType, tuple[int, ..
     if want.itemsize == 0:
         raise InvalidArgumentError(f"dtype {want.name} has no host representation")
     if not mv.c_contiguous:
-        mv = memoryview(mv.tobytes())
+        # A C-ordered copy of the same shape (tobytes() alone would flatten it).
+        mv = memoryview(mv.tobytes()).cast("B", mv.shape)
     if mv.ndim == 0:
         shape: tuple[int, ...] = ()
         nbytes = mv.nbytes

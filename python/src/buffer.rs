@@ -538,10 +538,24 @@ impl PyBuffer {
     fn __dlpack__<'py>(
         slf: &Bound<'py, Self>,
         stream: Option<&Bound<'py, PyAny>>,
-        max_version: Option<(u32, u32)>,
+        max_version: Option<&Bound<'py, PyAny>>,
         dl_device: Option<(i32, i32)>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // Checked here, so that an out-of-range number is named (not PyO3's OverflowError).
+        let max_version = match max_version.filter(|v| !v.is_none()) {
+            None => None,
+            Some(v) => Some(v.extract::<(u32, u32)>().map_err(|_| {
+                invalid(format!(
+                    "max_version must be a (major, minor) pair of integers from 0 to \
+                     4294967295, not {}",
+                    v.repr().map_or_else(
+                        |_| "that".into(),
+                        |r| { r.to_string().chars().take(80).collect::<String>() }
+                    )
+                ))
+            })?),
+        };
         crate::dlpack::export(slf, stream, max_version, dl_device, copy)
     }
 

@@ -137,11 +137,10 @@ impl PyExecutable {
                     let dev = wrap_device(py, &self.client, device.clone())?;
                     // Python numbers and lists take the parameter's type (as JAX's weak
                     // types do); arrays keep theirs and must match.
-                    let pythonic = crate::put::is_python_tree(&a);
                     let param = self.inner.parameters().and_then(|p| p.get(i));
-                    let dtype = match (pythonic, param) {
-                        (true, Some(spec)) => Some(dtype_obj(py, spec.element_type)?),
-                        _ => None,
+                    let (a, dtype) = match (crate::put::as_python_tree(&a)?, param) {
+                        (Some(v), Some(spec)) => (v, Some(dtype_obj(py, spec.element_type)?)),
+                        _ => (a, None),
                     };
                     let put = crate::put::put_input(
                         client,

@@ -343,12 +343,35 @@ fn wrap_put(py: Python<'_>, b: rpjrt::Buffer, client: &Py<PyClient>) -> PyResult
 /// Whether `obj` is a Python number (not a numpy scalar) or a list/tuple: what takes a
 /// parameter's element type as an execute argument (JAX's weak types) and goes through
 /// `rpjrt_npy::scalars`.
-pub fn is_python_tree(obj: &Bound<'_, PyAny>) -> bool {
+fn is_python_tree(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyList>()
         || obj.is_instance_of::<PyTuple>()
         || obj.is_instance_of::<PyFloat>()
         || obj.is_instance_of::<PyInt>()
         || obj.is_instance_of::<PyComplex>()
+}
+
+/// A Python number or (nested) list/tuple of them, for an argument that takes its
+/// parameter's type: the value itself, or for a subclass of a number type (numpy's float64
+/// and complex128, an `IntEnum`) the equal plain number, so that it goes through the same
+/// checked conversion as the number it equals (numpy's cast would wrap 300.0 into int8 as
+/// 44 and drop an imaginary part). `None` for anything else.
+pub fn as_python_tree<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !is_python_tree(obj) {
+        return Ok(None);
+    }
+    if is_plain_python_tree(obj) {
+        return Ok(Some(obj.clone()));
+    }
+    let py = obj.py();
+    let plain = if obj.is_instance_of::<PyComplex>() {
+        py.get_type::<PyComplex>().call1((obj,))?
+    } else if obj.is_instance_of::<PyFloat>() {
+        py.get_type::<PyFloat>().call1((obj,))?
+    } else {
+        py.get_type::<PyInt>().call1((obj,))?
+    };
+    Ok(Some(plain))
 }
 
 /// [`is_python_tree`] without subclasses of the number types (numpy's float64 is a float).

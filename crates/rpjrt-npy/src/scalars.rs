@@ -173,7 +173,15 @@ impl fmt::Display for Scalar {
             }
             Scalar::BigInt(s) => f.write_str(s),
             Scalar::Float(x) => write!(f, "{}", Float(*x)),
-            Scalar::Complex(re, im) => write!(f, "({}{:+}j)", Float(*re), Float(*im)),
+            // Python's form, (1+2j) and (1-2j): `Float` ignores `{:+}`, so the sign is ours.
+            Scalar::Complex(re, im) => {
+                let sign = if im.is_sign_negative() && !im.is_nan() {
+                    ""
+                } else {
+                    "+"
+                };
+                write!(f, "({}{sign}{}j)", Float(*re), Float(*im))
+            }
         }
     }
 }
@@ -851,6 +859,17 @@ fn sticky_low_word(x: f64) -> f64 {
 mod tests {
     use super::*;
     use ElementType as T;
+
+    #[test]
+    fn complex_values_show_their_sign_as_python_does() {
+        let show = |re, im| Scalar::Complex(re, im).to_string();
+        assert_eq!(show(1.0, 2.0), "(1.0+2.0j)");
+        assert_eq!(show(1.0, -2.0), "(1.0-2.0j)");
+        assert_eq!(show(0.0, 1e300), "(0.0+1e+300j)");
+        assert_eq!(show(f64::NAN, 1.0), "(nan+1.0j)");
+        assert_eq!(show(1.0, f64::NAN), "(1.0+nanj)");
+        assert_eq!(show(1.0, f64::NEG_INFINITY), "(1.0-infj)");
+    }
 
     fn host(tree: impl Into<Nested>, want: Option<ElementType>) -> Result<HostValues> {
         to_host(&tree.into(), want)

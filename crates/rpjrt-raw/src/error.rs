@@ -208,7 +208,7 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// The object belongs to a client that was closed.
-    #[error("{0} cannot be used: its client was closed")]
+    #[error("{}", closed_message(.0))]
     Closed(&'static str),
     /// The buffer or executable was deleted (or donated to an execution).
     #[error("{0}")]
@@ -235,6 +235,15 @@ pub enum Error {
         /// The figures, options and hint.
         report: Box<crate::oom::OomReport>,
     },
+}
+
+/// The message of [`Error::Closed`] for an object of kind `what`.
+fn closed_message(what: &str) -> String {
+    if what == "client" {
+        "the client was closed and cannot be used".to_string()
+    } else {
+        format!("{what} cannot be used: its client was closed")
+    }
 }
 
 impl Error {

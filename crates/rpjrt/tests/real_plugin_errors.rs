@@ -527,7 +527,10 @@ fn use_after_close_is_an_error() {
         assert!(other_handle.is_closed(), "clones share the closed state");
         c.close().unwrap();
 
-        let closed = |what: &str| format!("{what} cannot be used: its client was closed");
+        let closed = |what: &str| match what {
+            "client" => "the client was closed and cannot be used".to_string(),
+            _ => format!("{what} cannot be used: its client was closed"),
+        };
         let e = expect_err(c.devices(), &[&closed("client")]);
         assert!(matches!(e, Error::Closed("client")), "{e:?}");
         assert_eq!(e.code(), Code::FailedPrecondition);
