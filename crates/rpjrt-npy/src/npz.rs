@@ -333,7 +333,7 @@ pub fn write_members(path: &Path, members: &[(String, Vec<u8>)]) -> Result<()> {
     // One writer of whole files for the workspace: a unique temporary name, and a FIFO or
     // device at `path` refused instead of replaced.
     rpjrt::write_regular_file(path, |file| {
-        let mut zip = zip::ZipWriter::new(std::io::BufWriter::new(file));
+        let mut zip = zip::ZipWriter::new(Latch::new(std::io::BufWriter::new(file)));
         for (name, bytes) in members {
             let opts = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Stored)
@@ -344,8 +344,70 @@ pub fn write_members(path: &Path, members: &[(String, Vec<u8>)]) -> Result<()> {
         }
         zip.finish()
             .map_err(std::io::Error::other)?
+            .inner
             .into_inner()
             .map_err(|e| e.into_error())?;
         Ok(())
     })
+}
+
+/// A writer that, once a write or seek has failed (a full disk, a file-size limit), goes on
+/// without the file: it counts positions as if the bytes were written and drops them. The
+/// error has gone to the caller and the file is removed; the zip writer, dropped
+/// unfinished, then finalizes without a second failure (which it would print to stderr).
+struct Latch<W> {
+    inner: W,
+    failed: bool,
+    /// The position, and the end, of what was written (or would have been).
+    pos: u64,
+    end: u64,
+}
+
+impl<W> Latch<W> {
+    fn new(inner: W) -> Latch<W> {
+        Latch {
+            inner,
+            failed: false,
+            pos: 0,
+            end: 0,
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Latch<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = if self.failed {
+            buf.len()
+        } else {
+            self.inner.write(buf).inspect_err(|_| self.failed = true)?
+        };
+        self.pos += n as u64;
+        self.end = self.end.max(self.pos);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.failed {
+            return Ok(());
+        }
+        self.inner.flush().inspect_err(|_| self.failed = true)
+    }
+}
+
+impl<W: std::io::Seek> std::io::Seek for Latch<W> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        use std::io::SeekFrom;
+        if !self.failed {
+            self.pos = self.inner.seek(to).inspect_err(|_| self.failed = true)?;
+            return Ok(self.pos);
+        }
+        let (base, delta) = match to {
+            SeekFrom::Start(n) => (n, 0),
+            SeekFrom::Current(d) => (self.pos, d),
+            SeekFrom::End(d) => (self.end, d),
+        };
+        self.pos = base.checked_add_signed(delta).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek out of range")
+        })?;
+        Ok(self.pos)
+    }
 }
