@@ -647,6 +647,32 @@ fn conform_on_the_fake_plugin_reports_its_defects() {
 }
 
 #[test]
+fn conform_fails_a_plugin_that_cannot_compile() {
+    // PJRT_Client_Compile answers UNIMPLEMENTED: conform exited 0, with a green
+    // compile.diagnostics (the broken program was "refused") and the rest unsupported.
+    let (code, out, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--only", "compile.*,execute.single"])
+        .env(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Client_Compile:UNIMPLEMENTED:;PJRT_LoadedExecutable_Execute:UNIMPLEMENTED:",
+        ));
+    assert_eq!(code, 1, "{out}{err}");
+    for line in out
+        .lines()
+        .filter(|l| l.contains("compile.") || l.contains("execute."))
+    {
+        assert!(line.starts_with("fail"), "{out}");
+        assert!(
+            line.contains("PJRT_Client_Compile is required of every PJRT plugin"),
+            "{out}"
+        );
+    }
+    assert!(out.contains("0 pass, 6 fail"), "{out}");
+}
+
+#[test]
 fn conform_without_a_client_reports_one_failure_and_the_blocked_checks() {
     // A plugin that cannot create a client (a GPU plugin without a GPU).
     let no_client = (

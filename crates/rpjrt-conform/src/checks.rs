@@ -388,9 +388,25 @@ fn api_null_entries(ctx: &mut Ctx) -> Result<Verdict> {
         .filter(|e| !p.has_entry(e.name))
         .map(|e| e.name)
         .collect();
-    Ok(Verdict::pass()
-        .detail(format!("{} of {n} entries are null", nulls.len()))
-        .fact("null_entries", json!(nulls)))
+    // The entries every plugin needs may not be left out: not null, and inside the table.
+    let missing: Vec<&str> = super::REQUIRED_ENTRIES
+        .iter()
+        .copied()
+        .filter(|name| !p.has_entry(name))
+        .collect();
+    let v = if missing.is_empty() {
+        Verdict::pass().detail(format!("{} of {n} entries are null", nulls.len()))
+    } else {
+        Verdict::fail(format!(
+            "{} {} required of every PJRT plugin, but the plugin's function table leaves {} \
+             out",
+            missing.join(", "),
+            if missing.len() == 1 { "is" } else { "are" },
+            if missing.len() == 1 { "it" } else { "them" },
+        ))
+        .fact("missing_required_entries", json!(missing))
+    };
+    Ok(v.fact("null_entries", json!(nulls)))
 }
 
 fn api_attributes(ctx: &mut Ctx) -> Result<Verdict> {
@@ -597,39 +613,126 @@ fn compile_hlo(ctx: &mut Ctx) -> Result<Verdict> {
 
 fn compile_diagnostics(ctx: &mut Ctx) -> Result<Verdict> {
     let c = ctx.client()?;
+    // The control: the same kind of program without the mistake compiles. A plugin that
+    // refuses every program (UNIMPLEMENTED, or broken) proves nothing by refusing this one.
+    if let Err(e) = c.compile(&Program::mlir(MUL_ADD_TEXT), &CompileOptions::default()) {
+        let v = Verdict::from_error(&e);
+        let required = v.facts.contains_key("missing_required_entry");
+        return Ok(if v.outcome == Some(super::Outcome::Fail) && !required {
+            Verdict::fail(format!("a correct program does not compile either: {e}"))
+        } else {
+            v
+        });
+    }
     match c.compile(&Program::mlir(BAD_PROGRAM), &CompileOptions::default()) {
         Ok(_) => Ok(Verdict::fail("a program using an undefined value compiled")),
-        Err(e) => {
-            let msg = e.to_string();
-            let located =
-                msg.contains("undefined_value") || msg.contains("loc(") || msg.contains(":2:");
-            Ok(Verdict::pass()
-                .detail(msg.lines().next().unwrap_or("").to_string())
-                .fact("code", e.code().name())
-                .fact("message_has_location", located))
+        Err(e) => Ok(diagnostic_verdict(&e)),
+    }
+}
+
+/// The verdict on the error that refused [`BAD_PROGRAM`]: a pass only for a compile
+/// diagnostic, an error that says the program is invalid (INVALID_ARGUMENT) or whose
+/// message points at the mistake (its line, or the undefined value). An UNIMPLEMENTED
+/// answer is no diagnostic ([`Verdict::from_error`]: unsupported, or a failure for a
+/// required entry), nor is any other error that does not mention the program.
+fn diagnostic_verdict(e: &rpjrt::Error) -> Verdict {
+    if e.code() == rpjrt::Code::Unimplemented {
+        return Verdict::from_error(e);
+    }
+    let msg = e.to_string();
+    let located = msg.contains("undefined_value")
+        || msg.contains("undeclared")
+        || msg.contains("loc(")
+        || msg.contains(":2:");
+    let first_line = msg.lines().next().unwrap_or("").to_string();
+    if e.code() != rpjrt::Code::InvalidArgument && !located {
+        return Verdict::fail(format!(
+            "the broken program was refused with {}, not INVALID_ARGUMENT, and the message \
+             does not point at the mistake: {first_line}",
+            e.code().name()
+        ))
+        .fact("code", e.code().name());
+    }
+    Verdict::pass()
+        .detail(first_line)
+        .fact("code", e.code().name())
+        .fact("message_has_location", located)
+}
+
+/// The elements of the round-trip checks: a 4x4 array.
+const ROUNDTRIP_DIMS: [i64; 2] = [4, 4];
+
+/// The dense host bytes a round trip of `t` sends: 16 elements of valid values, not all
+/// zero. A sub-byte type gets every value it can represent (element `i` holds bit
+/// pattern `i mod 2^bits`: all 16 of a 4-bit type, each of a 2- or 1-bit one 4 or 8
+/// times), packed as rpjrt packs (`pack_sub_byte`), so that a plugin that drops, reorders
+/// or zeroes the packed elements is caught.
+fn roundtrip_data(t: ElementType) -> Result<Vec<u8>> {
+    let n = ROUNDTRIP_DIMS.iter().product::<i64>() as usize;
+    if t.is_sub_byte() {
+        let values = 1usize << t.bit_width();
+        let unpacked: Vec<u8> = (0..n).map(|i| (i % values) as u8).collect();
+        return Ok(rpjrt::pack_sub_byte(t, &unpacked));
+    }
+    let bytes = t.dense_byte_size(n)?;
+    // A pattern of valid values: for bool, stay inside its range.
+    Ok((0..bytes)
+        .map(|i| match t {
+            ElementType::Pred => (i % 2) as u8,
+            _ => (i * 7 % 61) as u8,
+        })
+        .collect())
+}
+
+/// What differs between the bytes sent and those that came back, element by element
+/// (unpacked, for a sub-byte type).
+fn roundtrip_difference(t: ElementType, sent: &[u8], back: &[u8]) -> String {
+    if sent.len() != back.len() {
+        return format!(
+            "{} bytes came back where {} were sent",
+            back.len(),
+            sent.len()
+        );
+    }
+    let (width, n) = match t.byte_width() {
+        Some(w) => (w, sent.len() / w.max(1)),
+        None => (1, ROUNDTRIP_DIMS.iter().product::<i64>() as usize),
+    };
+    let elements = |bytes: &[u8]| -> Vec<Vec<u8>> {
+        if t.is_sub_byte() {
+            rpjrt::unpack_sub_byte(t, bytes, n)
+                .into_iter()
+                .map(|b| vec![b])
+                .collect()
+        } else {
+            bytes.chunks(width).map(<[u8]>::to_vec).collect()
         }
+    };
+    let (a, b) = (elements(sent), elements(back));
+    let differ: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+    match differ.first() {
+        Some(&i) => format!(
+            "{} of {} elements came back changed; the first, element {i}, was sent as {:02x?} \
+             and came back as {:02x?}",
+            differ.len(),
+            a.len(),
+            a[i],
+            b[i]
+        ),
+        None => "the bytes that came back differ".into(),
     }
 }
 
 fn roundtrip(ctx: &mut Ctx, t: ElementType) -> Result<Verdict> {
     let c = ctx.client()?;
     let d = c.default_device()?;
-    let n = 16usize;
-    let bytes = t.dense_byte_size(n)?;
-    // A pattern of valid values: for sub-byte and bool types, stay inside the type's range.
-    let data: Vec<u8> = (0..bytes)
-        .map(|i| match t {
-            ElementType::Pred => (i % 2) as u8,
-            _ if t.is_sub_byte() => 0,
-            _ => (i * 7 % 61) as u8,
-        })
-        .collect();
-    let b = c.buffer_from_host(&data, t, &[4, 4], None, &d, None)?;
+    let data = roundtrip_data(t)?;
+    let b = c.buffer_from_host(&data, t, &ROUNDTRIP_DIMS, None, &d, None)?;
     let back = b.to_vec()?;
     if back != data {
-        return Ok(Verdict::fail("the bytes that came back differ"));
+        return Ok(Verdict::fail(roundtrip_difference(t, &data, &back)));
     }
-    if b.element_type() != t || b.dims() != [4, 4] {
+    if b.element_type() != t || b.dims() != ROUNDTRIP_DIMS {
         return Ok(Verdict::fail(format!(
             "the buffer says {}{:?}",
             b.element_type(),
@@ -704,6 +807,7 @@ fn buffers_memory_kinds(ctx: &mut Ctx) -> Result<Verdict> {
     let d = c.default_device()?;
     let mut ok = Vec::new();
     let mut refused = Vec::new();
+    let mut first_error = None;
     for m in d.addressable_memories()? {
         match c.buffer_from_host(
             &bytes_of(&[1.0, 2.0]),
@@ -722,13 +826,22 @@ fn buffers_memory_kinds(ctx: &mut Ctx) -> Result<Verdict> {
                 }
                 ok.push(m.kind().to_string());
             }
-            Err(_) => refused.push(m.kind().to_string()),
+            Err(e) => {
+                refused.push(m.kind().to_string());
+                first_error.get_or_insert(e);
+            }
         }
     }
     if ok.is_empty() {
-        return Ok(Verdict::fail(
-            "no memory of the default device takes a buffer",
-        ));
+        return Ok(match first_error {
+            // Say why: a plugin that cannot put host data anywhere (UNIMPLEMENTED) is
+            // named as such, and fails as lacking a required entry.
+            Some(e) if e.code() == rpjrt::Code::Unimplemented => Verdict::from_error(&e),
+            Some(e) => Verdict::fail(format!(
+                "no memory of the default device takes a buffer: {e}"
+            )),
+            None => Verdict::fail("no memory of the default device takes a buffer"),
+        });
     }
     Ok(Verdict::pass()
         .fact("placed", json!(ok))
@@ -739,11 +852,19 @@ fn buffers_delete(ctx: &mut Ctx) -> Result<Verdict> {
     let c = ctx.client()?;
     let d = c.default_device()?;
     let b = c.buffer_from_slice(&[1f32; 2], &[2], &d)?;
+    // The control: the buffer reads before it is deleted, so that a refusal afterwards
+    // is about the deletion, not a plugin that cannot read any buffer.
+    b.to_vec()?;
     b.delete()?;
-    if b.to_vec().is_ok() {
-        return Ok(Verdict::fail("a deleted buffer could still be read"));
+    match b.to_vec() {
+        Ok(_) => Ok(Verdict::fail("a deleted buffer could still be read")),
+        // An entry that is missing now worked a moment ago: not a refusal of the deletion.
+        Err(e) if e.code() == rpjrt::Code::Unimplemented => Ok(Verdict::fail(format!(
+            "reading a deleted buffer answered UNIMPLEMENTED, though reading it worked before \
+             the deletion: {e}"
+        ))),
+        Err(_) => Ok(Verdict::pass()),
     }
-    Ok(Verdict::pass())
 }
 
 fn compiled(ctx: &mut Ctx) -> Result<(rpjrt::Executable, Buffer, Buffer)> {
@@ -841,11 +962,18 @@ fn execute_events(ctx: &mut Ctx) -> Result<Verdict> {
 }
 
 fn execute_wrong_arguments(ctx: &mut Ctx) -> Result<Verdict> {
-    let (exe, x, _) = compiled(ctx)?;
+    let (exe, x, y) = compiled(ctx)?;
+    // The control: the right arguments run, so that a refusal of the wrong ones is about
+    // them, not a plugin that cannot execute at all.
+    exe.execute(&[&x, &y])?;
     match exe.execute(&[&x]) {
         Ok(_) => Ok(Verdict::fail(
             "one argument was accepted where two are needed",
         )),
+        Err(e) if e.code() == rpjrt::Code::Unimplemented => Ok(Verdict::fail(format!(
+            "a wrong argument list was answered with UNIMPLEMENTED, though the right one ran: \
+             {e}"
+        ))),
         Err(e) => Ok(Verdict::pass().fact(
             "refused_by",
             if matches!(e, rpjrt::Error::InvalidArgument(_)) {
@@ -986,5 +1114,157 @@ fn ext_ffi(ctx: &mut Ctx) -> Result<Verdict> {
                 format!("{}.{}", r.handler_version.0, r.handler_version.1),
             )),
         Err(e) => Ok(Verdict::from_error(&e).fact("runtime_version", format!("{major}.{minor}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Outcome;
+    use rpjrt::{Code, Error};
+
+    fn unimplemented(entry: &'static str) -> Error {
+        Error::Pjrt {
+            entry,
+            code: Code::Unimplemented,
+            message: "not here".into(),
+        }
+    }
+
+    #[test]
+    fn only_a_compile_diagnostic_passes_compile_diagnostics() {
+        // UNIMPLEMENTED is no diagnostic: it passed, so a plugin that cannot compile at
+        // all got a green compile.diagnostics.
+        let v = diagnostic_verdict(&unimplemented("PJRT_Client_Compile"));
+        assert_eq!(v.outcome, Some(Outcome::Fail), "{}", v.detail);
+        assert!(
+            v.detail
+                .starts_with("PJRT_Client_Compile is required of every PJRT plugin"),
+            "{}",
+            v.detail
+        );
+        // A missing slot reads the same.
+        let null_slot = Error::Unsupported {
+            what: "PJRT_Client_Compile".into(),
+            needs: rpjrt::ApiVersion {
+                major: 0,
+                minor: 57,
+            },
+            plugin: rpjrt::ApiVersion {
+                major: 0,
+                minor: 81,
+            },
+            missing_slot: true,
+        };
+        let v = diagnostic_verdict(&null_slot);
+        assert_eq!(v.outcome, Some(Outcome::Fail), "{}", v.detail);
+        assert!(v.detail.contains("slot"), "{}", v.detail);
+        // An error that neither says INVALID_ARGUMENT nor points at the program.
+        let internal = Error::Pjrt {
+            entry: "PJRT_Client_Compile",
+            code: Code::Internal,
+            message: "out of compiler threads".into(),
+        };
+        let v = diagnostic_verdict(&internal);
+        assert_eq!(v.outcome, Some(Outcome::Fail), "{}", v.detail);
+        assert!(v.detail.contains("INTERNAL"), "{}", v.detail);
+        // What the CPU plugins say (UNKNOWN, with the line and column), and a plain
+        // INVALID_ARGUMENT, are diagnostics.
+        let located = Error::Pjrt {
+            entry: "PJRT_Client_Compile",
+            code: Code::Unknown,
+            message: "-:2:26: error: use of undeclared SSA value name".into(),
+        };
+        assert_eq!(diagnostic_verdict(&located).outcome, Some(Outcome::Pass));
+        let invalid = Error::Pjrt {
+            entry: "PJRT_Client_Compile",
+            code: Code::InvalidArgument,
+            message: "bad program".into(),
+        };
+        let v = diagnostic_verdict(&invalid);
+        assert_eq!(v.outcome, Some(Outcome::Pass), "{}", v.detail);
+        assert_eq!(v.facts["message_has_location"], false);
+    }
+
+    #[test]
+    fn a_missing_required_entry_is_a_failure() {
+        for &entry in crate::REQUIRED_ENTRIES {
+            assert!(
+                rpjrt_sys::PJRT_API_ENTRIES.iter().any(|e| e.name == entry),
+                "{entry} is no PJRT entry"
+            );
+            let entry: &'static str = entry;
+            let v = Verdict::from_error(&unimplemented(entry));
+            assert_eq!(v.outcome, Some(Outcome::Fail), "{entry}");
+            assert_eq!(
+                v.detail,
+                format!(
+                    "{entry} is required of every PJRT plugin, but the plugin answered \
+                     UNIMPLEMENTED for {entry}: not here"
+                )
+            );
+            assert_eq!(v.facts["missing_required_entry"], entry);
+        }
+        // Folded into `Unsupported` by the safe layer, it still names the entry.
+        let folded = Error::Unsupported {
+            what: "executing (PJRT_LoadedExecutable_Execute: the plugin says UNIMPLEMENTED: \
+                   no)"
+            .into(),
+            needs: rpjrt::ApiVersion {
+                major: 0,
+                minor: 81,
+            },
+            plugin: rpjrt::ApiVersion {
+                major: 0,
+                minor: 81,
+            },
+            missing_slot: true,
+        };
+        let v = Verdict::from_error(&folded);
+        assert_eq!(v.outcome, Some(Outcome::Fail), "{}", v.detail);
+        assert!(
+            v.detail
+                .starts_with("PJRT_LoadedExecutable_Execute is required"),
+            "{}",
+            v.detail
+        );
+        // Any other entry stays unsupported.
+        let v = Verdict::from_error(&unimplemented("PJRT_Executable_Serialize"));
+        assert_eq!(v.outcome, Some(Outcome::Unsupported), "{}", v.detail);
+    }
+
+    #[test]
+    fn sub_byte_round_trips_send_every_value_of_the_type() {
+        let n = ROUNDTRIP_DIMS.iter().product::<i64>() as usize;
+        for &t in ElementType::ALL {
+            if t.bit_width() == 0 {
+                continue;
+            }
+            let data = roundtrip_data(t).unwrap();
+            assert_eq!(data.len(), t.dense_byte_size(n).unwrap(), "{t}");
+            assert!(data.iter().any(|&b| b != 0), "{t}: all zero");
+            if !t.is_sub_byte() {
+                continue;
+            }
+            // Unpacked (without sign extension), the elements take every bit pattern of
+            // the type, and they pack back to the same bytes.
+            let mask = (1u8 << t.bit_width()) - 1;
+            let elements: Vec<u8> = rpjrt::unpack_sub_byte(t, &data, n)
+                .into_iter()
+                .map(|v| v & mask)
+                .collect();
+            let mut seen = elements.clone();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen, (0..=mask).collect::<Vec<u8>>(), "{t}");
+            assert_eq!(rpjrt::pack_sub_byte(t, &elements), data, "{t}");
+        }
+        // A plugin that gives back zeros is caught, and told which element differs.
+        let sent = roundtrip_data(ElementType::S4).unwrap();
+        let d = roundtrip_difference(ElementType::S4, &sent, &vec![0; sent.len()]);
+        assert!(
+            d.starts_with("15 of 16 elements came back changed; the first, element 1,"),
+            "{d}"
+        );
     }
 }

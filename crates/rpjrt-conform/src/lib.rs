@@ -3,7 +3,7 @@
 //! The checks are data ([`Check`]: name, group, description, function) in
 //! [`all_checks`]. Each exercises an entry point or extension through rpjrt's public API
 //! and ends in one [`Outcome`]: pass, fail (a defect), unsupported (the capability is
-//! absent; not a defect), blocked (an earlier step it needs, creating the client, failed),
+//! absent; not a defect, except for the core entries of [`REQUIRED_ENTRIES`]), blocked (an earlier step it needs, creating the client, failed),
 //! crash or timeout.
 //!
 //! Isolation: [`run_isolated`] runs the checks in a child process (the caller says how to
@@ -345,7 +345,17 @@ impl Verdict {
     /// (`Unsupported`, `UNIMPLEMENTED`), a defect otherwise. The detail says what
     /// happened: a plugin that answered UNIMPLEMENTED is named as such, and a version is
     /// given only when the plugin's version is what is missing.
+    ///
+    /// The exception is an entry of [`REQUIRED_ENTRIES`]: a plugin without it (an empty
+    /// slot, or UNIMPLEMENTED) cannot run anything, so its absence is a defect, and the
+    /// detail says that the entry is required of every PJRT plugin.
     pub fn from_error(e: &Error) -> Verdict {
+        if let Some((entry, how)) = missing_required_entry(e) {
+            return Verdict::fail(format!(
+                "{entry} is required of every PJRT plugin, but {how}"
+            ))
+            .fact("missing_required_entry", entry);
+        }
         match e {
             Error::Pjrt {
                 entry,
@@ -377,6 +387,60 @@ impl Verdict {
             _ if e.code() == Code::Unimplemented => Verdict::unsupported(e.to_string()),
             _ => Verdict::fail(e.to_string()),
         }
+    }
+}
+
+/// The entries of the PJRT C API that every plugin must implement: without one of them a
+/// plugin cannot run a program at all (create a client, find the devices it can use, put
+/// host data on one, compile, execute, and read a result back). A check that finds one of
+/// them missing (an empty slot, or a call answered with UNIMPLEMENTED) reports a failure,
+/// not `unsupported`; every other capability may be absent without being a defect.
+pub const REQUIRED_ENTRIES: &[&str] = &[
+    "PJRT_Client_Create",
+    "PJRT_Client_AddressableDevices",
+    "PJRT_Client_BufferFromHostBuffer",
+    "PJRT_Buffer_ToHostBuffer",
+    "PJRT_Client_Compile",
+    "PJRT_LoadedExecutable_Execute",
+];
+
+/// When `e` says that an entry of [`REQUIRED_ENTRIES`] is missing or answered
+/// UNIMPLEMENTED: that entry, and how it is missing (the end of a sentence).
+fn missing_required_entry(e: &Error) -> Option<(&str, String)> {
+    let required = |entry: &str| REQUIRED_ENTRIES.contains(&entry);
+    match e {
+        Error::Pjrt {
+            entry,
+            code: Code::Unimplemented,
+            message,
+        } if required(entry) => Some((entry, answered_unimplemented(entry, message, None))),
+        Error::Unsupported {
+            what,
+            plugin,
+            missing_slot,
+            ..
+        } => {
+            if let Some((what, entry, message)) = unimplemented_in(what) {
+                return required(entry)
+                    .then(|| (entry, answered_unimplemented(entry, message, Some(what))));
+            }
+            // A table entry the plugin leaves out: `what` is the entry's name.
+            let entry = what.as_str();
+            required(entry).then(|| {
+                let how = if *missing_slot {
+                    format!("the plugin (PJRT {plugin}) leaves its slot in the function table null")
+                } else {
+                    format!("the plugin's function table (PJRT {plugin}) ends before it")
+                };
+                (entry, how)
+            })
+        }
+        Error::OutOfMemory { error, .. } => missing_required_entry(error),
+        _ if e.code() == Code::Unimplemented => e
+            .entry()
+            .filter(|entry| required(entry))
+            .map(|entry| (entry, format!("the plugin answered UNIMPLEMENTED: {e}"))),
+        _ => None,
     }
 }
 

@@ -39,6 +39,14 @@ fn main() {
             "unimplemented_is_reported_as_such",
             unimplemented_is_reported_as_such,
         ),
+        (
+            "a_plugin_that_cannot_compile_does_not_conform",
+            a_plugin_that_cannot_compile_does_not_conform,
+        ),
+        (
+            "a_plugin_without_the_core_entries_does_not_conform",
+            a_plugin_without_the_core_entries_does_not_conform,
+        ),
         ("a_crash_is_isolated", a_crash_is_isolated),
         (
             "a_plugin_printing_protocol_lines_forges_nothing",
@@ -250,6 +258,122 @@ fn unimplemented_is_reported_as_such() {
         assert!(c.detail.contains(message), "{name}: {}", c.detail);
         assert!(!c.detail.contains("needs PJRT"), "{name}: {}", c.detail);
     }
+}
+
+fn a_plugin_that_cannot_compile_does_not_conform() {
+    // Compile (and execute, and load) answer UNIMPLEMENTED. compile.diagnostics passed on
+    // that refusal, every other check was unsupported, and the run vouched for a plugin
+    // that cannot run a program.
+    let r = conform(
+        &fake_plugin(),
+        "compile.*,execute.*,executable.*",
+        &[(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Client_Compile:UNIMPLEMENTED:;PJRT_LoadedExecutable_Execute:UNIMPLEMENTED:;\
+             PJRT_Executable_DeserializeAndLoad:UNIMPLEMENTED:",
+        )],
+    );
+    for c in &r.results {
+        assert_ne!(c.outcome, Outcome::Pass, "{}: {}", c.name, c.detail);
+    }
+    for name in [
+        "compile.diagnostics",
+        "compile.text",
+        "execute.wrong_arguments",
+    ] {
+        let c = result(&r, name);
+        assert_eq!(c.outcome, Outcome::Fail, "{name}: {}", c.detail);
+        assert!(
+            c.detail.starts_with(
+                "PJRT_Client_Compile is required of every PJRT plugin, but the plugin \
+                 answered UNIMPLEMENTED for PJRT_Client_Compile"
+            ),
+            "{name}: {}",
+            c.detail
+        );
+    }
+    assert!(r.has_defects());
+    // Compile works but execute does not: the checks that run a program fail on it.
+    let r = conform(
+        &fake_plugin(),
+        "compile.diagnostics,execute.single,execute.wrong_arguments",
+        &[(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_LoadedExecutable_Execute:UNIMPLEMENTED:no runs",
+        )],
+    );
+    for name in ["execute.single", "execute.wrong_arguments"] {
+        let c = result(&r, name);
+        assert_eq!(c.outcome, Outcome::Fail, "{name}: {}", c.detail);
+        assert!(
+            c.detail
+                .starts_with("PJRT_LoadedExecutable_Execute is required of every PJRT plugin"),
+            "{name}: {}",
+            c.detail
+        );
+    }
+}
+
+fn a_plugin_without_the_core_entries_does_not_conform() {
+    // Every core operation answers UNIMPLEMENTED: 56 checks were unsupported, and the run
+    // failed only because buffers.memory_kinds happened to.
+    let r = conform(
+        &fake_plugin(),
+        "*",
+        &[(
+            "RPJRT_FAKE_FAIL",
+            "PJRT_Client_Compile:UNIMPLEMENTED:;PJRT_Client_BufferFromHostBuffer:UNIMPLEMENTED:;\
+             PJRT_LoadedExecutable_Execute:UNIMPLEMENTED:;PJRT_Buffer_ToHostBuffer:UNIMPLEMENTED:",
+        )],
+    );
+    for name in [
+        "buffers.scalar",
+        "buffers.roundtrip.int4",
+        "buffers.memory_kinds",
+        "buffers.delete",
+    ] {
+        let c = result(&r, name);
+        assert_eq!(c.outcome, Outcome::Fail, "{name}: {}", c.detail);
+        assert!(
+            c.detail
+                .starts_with("PJRT_Client_BufferFromHostBuffer is required of every PJRT plugin"),
+            "{name}: {}",
+            c.detail
+        );
+        assert_eq!(
+            c.facts["missing_required_entry"],
+            "PJRT_Client_BufferFromHostBuffer"
+        );
+    }
+    assert!(r.has_defects());
+    // A check that needs none of them still passes.
+    let c = result(&r, "devices.memory_stats");
+    assert_eq!(c.outcome, Outcome::Pass, "{}", c.detail);
+    // An empty slot for a required entry: api.null_entries names it, and the checks that
+    // need it fail.
+    let r = conform(
+        &fake_plugin(),
+        "api.null_entries,execute.single",
+        &[("RPJRT_FAKE_NULL_SLOTS", "PJRT_LoadedExecutable_Execute")],
+    );
+    let nulls = result(&r, "api.null_entries");
+    assert_eq!(nulls.outcome, Outcome::Fail, "{}", nulls.detail);
+    assert_eq!(
+        nulls.detail,
+        "PJRT_LoadedExecutable_Execute is required of every PJRT plugin, but the plugin's \
+         function table leaves it out"
+    );
+    let exec = result(&r, "execute.single");
+    assert_eq!(exec.outcome, Outcome::Fail, "{}", exec.detail);
+    assert!(
+        exec.detail
+            .contains("required of every PJRT plugin, but the plugin (PJRT 0.114) leaves its slot"),
+        "{}",
+        exec.detail
+    );
+    // The fake as it is has them all.
+    let r = conform(&fake_plugin(), "api.null_entries", &[]);
+    assert_eq!(result(&r, "api.null_entries").outcome, Outcome::Pass);
 }
 
 fn a_crash_is_isolated() {
