@@ -121,11 +121,20 @@ static OUTPUT_ERROR: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex
 /// Writes the CLI's own output (see [`outln!`]); a failed write is kept for
 /// [`take_output_error`].
 pub fn write_out(text: fmt::Arguments<'_>) {
-    use std::io::Write as _;
+    write_with(|w| w.write_fmt(text));
+}
+
+/// [`write_out`] for bytes that need not be UTF-8 (`rpjrt launch` forwards its
+/// processes' output as they wrote it).
+pub fn write_out_bytes(bytes: &[u8]) {
+    write_with(|w| w.write_all(bytes));
+}
+
+fn write_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) {
     let mut original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
     let written = match original.as_mut() {
-        Some(f) => f.write_fmt(text),
-        None => std::io::stdout().write_fmt(text),
+        Some(f) => write(f),
+        None => write(&mut std::io::stdout()),
     };
     if let Err(e) = written {
         OUTPUT_ERROR

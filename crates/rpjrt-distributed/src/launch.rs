@@ -433,16 +433,49 @@ impl LaunchOutcome {
 /// reader of the launcher's own output), is read to its end however long that takes.
 pub const OUTPUT_IDLE_LIMIT: Duration = Duration::from_secs(2);
 
-/// One line of a child's output: process index, whether it came from stderr, the text.
-pub type OutputSink = Arc<dyn Fn(usize, bool, &str) + Send + Sync>;
+/// One line of a child's output: process index, whether it came from stderr, and the
+/// line's bytes exactly as the process wrote them, without the `\n` that ended it (and
+/// nothing else removed: no `\r`, no decoding, so bytes that are not UTF-8 pass as they
+/// are). A line longer than 64 KiB comes in pieces of at most 64 KiB, one call each, cut
+/// between characters where the line is UTF-8 (`rpjrt launch` prints each piece as a line
+/// of its own); the last line of a stream may have had no `\n`.
+pub type OutputSink = Arc<dyn Fn(usize, bool, &[u8]) + Send + Sync>;
 
 /// The longest piece of a process's output forwarded as one line: a longer line (a
 /// process writing hundreds of megabytes without a newline) goes out in pieces of this
 /// size, so the launcher holds one piece at a time, not the whole line.
 const MAX_LINE: usize = 64 << 10;
 
+/// Where to cut `piece`, a full piece of a longer line, so that no UTF-8 character is
+/// split between two pieces: before a character whose lead byte is among the last three
+/// bytes and whose continuation bytes are not all there yet; at the end otherwise (for
+/// bytes that are not UTF-8 no cut is better than another).
+fn utf8_cut(piece: &[u8]) -> usize {
+    let n = piece.len();
+    for back in 1..=3.min(n) {
+        let b = piece[n - back];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for its lead byte
+        }
+        let needs = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return n, // ASCII or not UTF-8: the piece ends on a boundary
+        };
+        let at = n - back;
+        return match back < needs && at > 0 {
+            true => at,
+            false => n,
+        };
+    }
+    n
+}
+
 /// Calls `f` with each line of `r` (without its newline), a line longer than `max` bytes
-/// in pieces of `max`; stops at the end of input or a read error.
+/// in pieces of at most `max`, cut between UTF-8 characters ([`utf8_cut`]); stops at
+/// the end of input or a read error. Every byte of `r` but the newlines reaches `f`
+/// unchanged, in order.
 fn for_each_line(mut r: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
     let mut line: Vec<u8> = Vec::new();
     loop {
@@ -464,8 +497,10 @@ fn for_each_line(mut r: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
             f(&line);
             line.clear();
         } else if line.len() >= max {
-            f(&line);
-            line.clear();
+            let cut = utf8_cut(&line);
+            f(&line[..cut]);
+            // The start of a character cut short opens the next piece.
+            line.drain(..cut);
         }
     }
     if !line.is_empty() {
@@ -580,11 +615,7 @@ impl Launcher {
                     .spawn(move || {
                         for_each_line(BufReader::new(pipe), MAX_LINE, |line| {
                             busy.fetch_add(1, Ordering::SeqCst);
-                            sink(
-                                p,
-                                is_err,
-                                String::from_utf8_lossy(line).trim_end_matches('\r'),
-                            );
+                            sink(p, is_err, line);
                             activity.fetch_max(millis_since(epoch), Ordering::SeqCst);
                             busy.fetch_sub(1, Ordering::SeqCst);
                         });
@@ -719,6 +750,110 @@ mod tests {
         let got = lines(&[&long[..], b"\nz\n"].concat(), 4);
         assert_eq!(got, [&b"xxxx"[..], b"xxxx", b"xx", b"z"]);
         assert!(lines(b"", 4).is_empty());
+    }
+
+    /// The lines `for_each_line` hands out for `input`, pieces of at most `max` bytes.
+    fn pieces(input: &[u8], max: usize) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for_each_line(input, max, |l| out.push(l.to_vec()));
+        out
+    }
+
+    #[test]
+    fn output_bytes_pass_unchanged_and_characters_are_not_cut() {
+        // Bytes that are not UTF-8 were replaced with U+FFFD, and every trailing \r of a
+        // line was removed.
+        assert_eq!(
+            pieces(b"\xff\xfe\x00abc\r\n\r\r\nend\r", 64),
+            [&b"\xff\xfe\x00abc\r"[..], b"\r\r", b"end\r"]
+        );
+        // A piece boundary inside a character: the character goes whole to the next piece
+        // (it was cut in two, each half replaced by U+FFFD).
+        assert_eq!(
+            pieces("xxx\u{e9}\n".as_bytes(), 4),
+            [&b"xxx"[..], "\u{e9}".as_bytes()]
+        );
+        // Every offset of 2-, 3- and 4-byte characters against the bound: each piece is
+        // whole UTF-8, none longer than the bound, and together they are the line.
+        for k in 0..12 {
+            let line = format!(
+                "{}\u{1F600}\u{20AC}\u{e9}\u{1F600}{}",
+                "a".repeat(k),
+                "b".repeat(k)
+            );
+            for max in [4, 5, 6, 7, 9] {
+                let got = pieces(line.as_bytes(), max);
+                assert!(
+                    got.iter().all(|p| p.len() <= max && !p.is_empty()),
+                    "{got:?}"
+                );
+                assert!(
+                    got.iter().all(|p| std::str::from_utf8(p).is_ok()),
+                    "{got:?}"
+                );
+                assert_eq!(got.concat(), line.as_bytes(), "k {k} max {max}");
+            }
+        }
+        // Bytes that are not UTF-8 at a boundary are cut at the bound, and kept.
+        let odd = b"xx\xff\xc3\xe2\x82\xf0\x9f\x98\xc0\xc1\x80\x80\x80";
+        for max in 4..8 {
+            let got = pieces(odd, max);
+            assert!(
+                got.iter().all(|p| p.len() <= max && !p.is_empty()),
+                "{got:?}"
+            );
+            assert_eq!(got.concat(), odd, "max {max}");
+        }
+    }
+
+    #[test]
+    fn a_launch_forwards_its_processes_output_byte_for_byte() {
+        // Through the launcher: raw bytes, \r's, a line whose 64 KiB piece boundary falls
+        // inside a character, and a last line without a newline.
+        // (from stderr, the line) for each call of the sink.
+        type Lines = Vec<(bool, Vec<u8>)>;
+        let got: Arc<std::sync::Mutex<Lines>> = Arc::default();
+        let sink_got = Arc::clone(&got);
+        let script = "printf '\\377\\376\\000abc\\r\\n'; \
+                      head -c 65535 /dev/zero | tr '\\000' x; printf '\\303\\251\\n'; \
+                      printf 'err\\377\\r\\r\\n' >&2; printf 'no newline\\r'";
+        let launcher = Launcher {
+            num_processes: 1,
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            port: None,
+            timeout: Some(Duration::from_secs(60)),
+        };
+        let outcome = launcher
+            .run(Arc::new(move |p, is_err, line| {
+                assert_eq!(p, 0);
+                sink_got.lock().unwrap().push((is_err, line.to_vec()));
+            }))
+            .unwrap();
+        assert_eq!(outcome.exit_code(), 0, "{outcome:?}");
+        let got = got.lock().unwrap();
+        let stdout: Vec<&Vec<u8>> = got.iter().filter(|(e, _)| !e).map(|(_, l)| l).collect();
+        let stderr: Vec<&Vec<u8>> = got.iter().filter(|(e, _)| *e).map(|(_, l)| l).collect();
+        assert_eq!(stderr, [&b"err\xff\r\r".to_vec()]);
+        assert_eq!(
+            stdout.first().map(|l| l.as_slice()),
+            Some(&b"\xff\xfe\x00abc\r"[..])
+        );
+        assert_eq!(
+            stdout.last().map(|l| l.as_slice()),
+            Some(&b"no newline\r"[..])
+        );
+        let long = &stdout[1..stdout.len() - 1];
+        let want = format!("{}\u{e9}", "x".repeat(65535));
+        assert_eq!(
+            long.iter()
+                .map(|l| l.as_slice())
+                .collect::<Vec<_>>()
+                .concat(),
+            want.as_bytes()
+        );
+        assert!(long
+            .iter()
+            .all(|l| std::str::from_utf8(l).is_ok() && l.len() <= MAX_LINE));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub use launch::{
 };
 pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};
-pub use tcp::{TcpStore, MAX_ENTRY_BYTES, PROTOCOL_MAGIC};
+pub use tcp::{TcpStore, MAX_ENTRY_BYTES, MAX_KEY_BYTES, PROTOCOL_MAGIC};
 
 /// The most processes a job may have: the TCP store's protocol carries a process id in 32
 /// bits, so ids run from 0 to `u32::MAX - 1`. Every count and id that rpjrt takes from a
@@ -139,7 +139,7 @@ pub fn barrier_on<S: KvStore + ?Sized>(
         timeout,
         None,
         &|_| Ok(()),
-        &format!("reach barrier {name:?}"),
+        &format!("reach barrier {}", shown(name)),
     )
 }
 
@@ -235,15 +235,17 @@ fn arrival_matches(
     match theirs {
         Some(n) if n == num_processes => Ok(()),
         Some(n) => Err(invalid(format!(
-            "barrier {name:?}: process {p} arrived with num_processes {n}, but this \
+            "barrier {}: process {p} arrived with num_processes {n}, but this \
              process ({process_id}) was called with num_processes {num_processes}: every \
-             process must pass the same count"
+             process must pass the same count",
+            shown(name)
         ))),
         None => Err(store_error(
             Code::DataLoss,
             format!(
-                "barrier {name:?}: process {p}'s arrival holds {:?}, not a process count \
+                "barrier {}: process {p}'s arrival holds {:?}, not a process count \
                  (another program wrote the barrier's key, or an older rpjrt did)",
+                shown(name),
                 String::from_utf8_lossy(&arrival[..arrival.len().min(64)])
             ),
         )),
@@ -262,7 +264,11 @@ fn next_generation<S: KvStore + ?Sized>(store: &S, name: &str, process_id: usize
             .ok_or_else(|| {
                 store_error(
                     Code::DataLoss,
-                    format!("barrier {name:?}: the store's use count {counter:?} is not a number"),
+                    format!(
+                        "barrier {}: the store's use count {} is not a number",
+                        shown(name),
+                        shown(&counter)
+                    ),
                 )
             })?,
     };
@@ -347,6 +353,23 @@ pub(crate) fn store_error(code: Code, message: impl Into<String>) -> Error {
         code,
         message: message.into(),
     }
+}
+
+/// How many bytes of a key or barrier name an error message shows at most.
+const SHOWN_KEY_BYTES: usize = 48;
+
+/// A key or barrier name as an error message shows it: quoted whole when short, else its
+/// first few dozen characters and its length, so that a message stays short however long
+/// the key a caller passed (a key of 64 MiB made a 64 MiB message).
+pub(crate) fn shown(key: &str) -> String {
+    if key.len() <= SHOWN_KEY_BYTES {
+        return format!("{key:?}");
+    }
+    let mut end = SHOWN_KEY_BYTES;
+    while !key.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}... ({} bytes)", &key[..end], key.len())
 }
 
 /// An invalid-argument error.

@@ -68,7 +68,8 @@ pub(crate) fn timeout_error(key: &str, timeout: Duration) -> rpjrt::Error {
     store_error(
         Code::DeadlineExceeded,
         format!(
-            "key {key:?} was not set within {:.1}s",
+            "key {} was not set within {:.1}s",
+            crate::shown(key),
             timeout.as_secs_f64()
         ),
     )
@@ -108,6 +109,27 @@ mod tests {
         let e = s.get("b", Duration::from_millis(20)).unwrap_err();
         assert_eq!(e.code(), Code::DeadlineExceeded);
         assert!(e.to_string().contains("\"b\""), "{e}");
+    }
+
+    #[test]
+    fn a_long_key_or_barrier_name_is_shown_short() {
+        // The whole key went into the message: a 64 MiB key made a 64 MiB message.
+        let s = InMemoryStore::new();
+        let key = "k".repeat(1 << 20);
+        let e = s
+            .get(&key, Duration::from_millis(10))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 200, "{} bytes", e.len());
+        assert!(e.contains("\"kkkk") && e.contains("1048576 bytes"), "{e}");
+        let e = s
+            .barrier(&key, 0, 2, Duration::from_millis(50))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 300, "{} bytes", e.len());
+        assert!(e.contains("1048576 bytes"), "{e}");
+        // A short key is shown whole, as before.
+        assert_eq!(crate::shown("b"), "\"b\"");
     }
 
     #[test]

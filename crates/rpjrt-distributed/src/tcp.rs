@@ -9,12 +9,13 @@
 //! | `0x02` set | `u32` key length, key, value | ok |
 //! | `0x03` get | `u64` timeout in ms, key | ok + value, timeout |
 //! | `0x04` try-get | key | ok + value, not-found |
-//! | `0x05` peer | `u32` process id | ok + one byte: 0 never joined, 1 connected, 2 gone |
+//! | `0x05` peer | `u32` process id | ok + one byte: 0 never joined, 1 connected, 2 gone, + `u32` open connections |
 //!
 //! Replies: `0x00` ok (+ value), `0x01` not found, `0x02` timeout, `0x03` refused (+ UTF-8
 //! reason), `0x04` error (+ UTF-8 message). A connection must say hello first, with the
 //! job's token; a wrong token or magic gets `refused` and the connection is closed.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 use rpjrt::{Code, Error, Result};
 
 use crate::memory::{timeout_error, wait_for_key};
-use crate::{barrier_with, invalid, store_error, KvStore, LaunchEnv, Rendezvous};
+use crate::{barrier_with, invalid, shown, store_error, KvStore, LaunchEnv, Rendezvous};
 
 /// The 8 bytes a client's hello starts with (protocol name and version).
 pub const PROTOCOL_MAGIC: &[u8; 8] = b"RPJRTKV1";
@@ -37,6 +38,16 @@ const MAX_FRAME: usize = 64 << 20;
 /// set request's op byte and key length, so that every entry any writer stores (the host
 /// itself included) can be sent as a set and served back as a reply.
 pub const MAX_ENTRY_BYTES: usize = MAX_FRAME - 5;
+/// The longest key: what a get request leaves of a frame after its op byte and its `u64`
+/// timeout, so that every key any writer stores can be asked for by every peer. Every
+/// operation (set, get, try-get, barrier) refuses a longer key at once with
+/// `INVALID_ARGUMENT`, on the host as on a peer.
+pub const MAX_KEY_BYTES: usize = MAX_FRAME - 9;
+/// The longest answer to a hello an rpjrt host sends (`refused` and its reason): a longer
+/// one comes from another service, and is not waited for.
+const MAX_HELLO_REPLY: usize = 4096;
+/// How often a connection's thread waiting for a key looks whether its client hung up.
+const HANG_UP_CHECK: Duration = Duration::from_millis(50);
 /// The barrier [`TcpStore::from_env`] holds so that it returns once every process joined.
 const JOIN_BARRIER: &str = "rpjrt:join";
 /// How long the host waits for a new connection's hello.
@@ -147,10 +158,14 @@ impl Shared {
         self.stop.load(Ordering::Acquire)
     }
     fn peer_state(&self, p: u32) -> PeerState {
+        self.peer_info(p).0
+    }
+    /// Process `p`'s state and how many connections it has open now.
+    fn peer_info(&self, p: u32) -> (PeerState, usize) {
         match self.peers.lock().unwrap_or_else(|e| e.into_inner()).get(&p) {
-            None => PeerState::NeverJoined,
-            Some(0) => PeerState::Gone,
-            Some(_) => PeerState::Connected,
+            None => (PeerState::NeverJoined, 0),
+            Some(0) => (PeerState::Gone, 0),
+            Some(&n) => (PeerState::Connected, n),
         }
     }
     fn peer_delta(&self, p: u32, up: bool) {
@@ -304,20 +319,37 @@ fn read_until(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::
 }
 
 /// [`read_frame`] that must end by `deadline` as a whole: a host answering a byte at a time
-/// cannot stretch a call past its bound.
-fn read_frame_by(stream: &mut TcpStream, deadline: Instant) -> io::Result<Vec<u8>> {
+/// cannot stretch a call past its bound. A reply announcing more than `max` bytes (the
+/// most the request can be answered with) is refused unread, naming the limit.
+fn read_frame_by(stream: &mut TcpStream, deadline: Instant, max: usize) -> io::Result<Vec<u8>> {
     let mut head = [0u8; 4];
-    read_until(stream, &mut head, deadline).map_err(|e| match e.kind() {
+    read_until(stream, &mut head, deadline).map_err(|e| late(e, "no answer"))?;
+    let len = frame_len(head, "a reply frame")?;
+    if len > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "a reply frame of {len} bytes, more than the {max} bytes this request is \
+                 answered with at most (is an rpjrt key-value store listening there?)"
+            ),
+        ));
+    }
+    let mut buf = vec![0u8; len];
+    read_until(stream, &mut buf, deadline)
+        .map_err(|e| late(e, &format!("the {len}-byte reply did not come whole")))?;
+    Ok(buf)
+}
+
+/// A read that ran out of time (`WouldBlock` or `TimedOut`, whichever the OS says) as
+/// `TimedOut` saying `what` happened "in time", not as an OS error number.
+fn late(e: io::Error, what: &str) -> io::Error {
+    match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
             io::ErrorKind::TimedOut,
-            "no answer in time (is an rpjrt key-value store listening there?)",
+            format!("{what} in time (is an rpjrt key-value store listening there?)"),
         ),
         _ => e,
-    })?;
-    let len = frame_len(head, "a reply frame")?;
-    let mut buf = vec![0u8; len];
-    read_until(stream, &mut buf, deadline)?;
-    Ok(buf)
+    }
 }
 
 /// A connection's hello, before it is trusted: the whole frame within [`HELLO_TIMEOUT`],
@@ -412,15 +444,32 @@ fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
                 let Some(key) = utf8(stream, &body[8..])? else {
                     continue;
                 };
+                // While it waits, the thread also looks whether the client hung up (it
+                // exited or was killed inside its get): the thread then ends, so the
+                // process counts as gone at once (a barrier fails naming it, a host's
+                // `shutdown_after` stops waiting for it), not when the get's wait ran out.
+                let hung_up = Cell::new(false);
+                let last_look = Cell::new(Instant::now());
+                let client = &*stream;
                 let v = wait_for_key(
                     shared.lock(),
                     &shared.changed,
                     key,
                     Duration::from_millis(ms),
-                    &|| shared.stopped(),
+                    &|| {
+                        if shared.stopped() {
+                            return true;
+                        }
+                        if last_look.get().elapsed() >= HANG_UP_CHECK {
+                            last_look.set(Instant::now());
+                            hung_up.set(client_hung_up(client));
+                        }
+                        hung_up.get()
+                    },
                 );
-                if v.is_none() && shared.stopped() {
-                    // Closing tells the client the host went away, not that time ran out.
+                if v.is_none() && (shared.stopped() || hung_up.get()) {
+                    // Closing tells the client the host went away, not that time ran out;
+                    // a client that hung up has no one to answer.
                     return Ok(());
                 }
                 match v {
@@ -430,7 +479,9 @@ fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
             }
             OP_PEER if body.len() == 4 => {
                 let p = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-                write_frame(stream, &[&[R_OK, shared.peer_state(p) as u8]])?;
+                let (state, open) = shared.peer_info(p);
+                let open = u32::try_from(open).unwrap_or(u32::MAX);
+                write_frame(stream, &[&[R_OK, state as u8], &open.to_be_bytes()])?;
             }
             OP_TRY_GET => {
                 let Some(key) = utf8(stream, body)? else {
@@ -444,6 +495,29 @@ fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
             }
             _ => write_frame(stream, &[&[R_ERROR], b"unknown or malformed request"])?,
         }
+    }
+}
+
+/// Whether the client at the other end of `stream` hung up: its end reads as closed (it
+/// exited, was killed, or shut its side down) or the socket failed. A client that is
+/// merely silent, as one waiting for its reply is, has not. Never blocks.
+fn client_hung_up(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut probe = [0u8; 1];
+    let looked = stream.peek(&mut probe);
+    if stream.set_nonblocking(false).is_err() {
+        // A connection that cannot block again cannot be served: end it.
+        return true;
+    }
+    match looked {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+        ),
     }
 }
 
@@ -495,7 +569,8 @@ impl Remote {
             ],
         )
         .map_err(lost)?;
-        let reply = read_frame_by(&mut s, crate::deadline_after(timeout)).map_err(lost)?;
+        let reply =
+            read_frame_by(&mut s, crate::deadline_after(timeout), MAX_HELLO_REPLY).map_err(lost)?;
         match reply[0] {
             R_OK => Ok(s),
             R_REFUSED => Err(store_error(
@@ -521,6 +596,15 @@ impl Remote {
     fn call(&self, parts: &[&[u8]], wait: Duration, cap: Option<Instant>) -> Result<Vec<u8>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed_error());
+        }
+        // A request too large for one frame is refused here, before a connection is
+        // touched: nothing was sent, and the connection is not lost.
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > MAX_FRAME {
+            return Err(invalid(format!(
+                "a request of {len} bytes exceeds the TCP store's {MAX_FRAME}-byte message \
+                 limit"
+            )));
         }
         let natural = crate::deadline_after(self.io_timeout.saturating_add(wait));
         let deadline = cap.map_or(natural, |c| c.min(natural));
@@ -551,7 +635,7 @@ impl Remote {
             s.set_read_timeout(Some(limit))?;
             s.set_write_timeout(Some(limit))?;
             write_frame(&mut s, parts)?;
-            read_frame_by(&mut s, deadline)
+            read_frame_by(&mut s, deadline, MAX_FRAME)
         })();
         match result {
             Ok(reply) => {
@@ -623,12 +707,27 @@ fn goodbye_key(p: usize) -> String {
     format!("rpjrt:goodbye:{p}")
 }
 
+/// Refuses a key too long for the protocol ([`MAX_KEY_BYTES`]), whoever asks for it: at
+/// once, rather than waiting for a key no one can set, or failing as a lost connection.
+fn check_key(key: &str) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(invalid(format!(
+            "key {} is longer than the TCP store's limit of {MAX_KEY_BYTES} bytes for a key",
+            // Always shown with its length: the key is far longer than what is shown.
+            shown(key)
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses an entry too large for the protocol, whoever writes it.
 fn check_entry(key: &str, value: &[u8]) -> Result<()> {
+    check_key(key)?;
     if key.len() + value.len() > MAX_ENTRY_BYTES {
         return Err(invalid(format!(
-            "key {key:?} with a value of {} bytes exceeds the TCP store's limit of \
+            "key {} with a value of {} bytes exceeds the TCP store's limit of \
              {MAX_ENTRY_BYTES} bytes of key and value",
+            shown(key),
             value.len()
         )));
     }
@@ -746,7 +845,7 @@ impl TcpStore {
             ))
         };
         let claimed = match store.try_get(&claim) {
-            Ok(Some(_)) => Err(shared_id()),
+            Ok(Some(_)) => Err(store.taken_id_error(env, shared_id())),
             Ok(None) => store.set(&claim, nonce.as_bytes()),
             Err(e) => Err(e),
         };
@@ -772,6 +871,29 @@ impl TcpStore {
         }
         store.members = Some(env.num_processes);
         Ok(store)
+    }
+
+    /// Why this process cannot take its id, whose mark another process set before it:
+    /// when this process's own connection is the only one the id has open, the process
+    /// that marked it joined and then lost its connection (this one is a restarted
+    /// process, which a job cannot take); otherwise `shared` (two live processes hold the
+    /// id).
+    fn taken_id_error(&self, env: &LaunchEnv, shared: Error) -> Error {
+        if env.process_id == 0 {
+            return shared;
+        }
+        match self.peer_info(env.process_id, None) {
+            Ok((PeerState::Connected, Some(1))) => store_error(
+                Code::FailedPrecondition,
+                format!(
+                    "process {} of {} already joined this job and then lost its connection \
+                     (it exited or was killed): a job cannot take a restarted process; \
+                     start the whole job again",
+                    env.process_id, env.num_processes
+                ),
+            ),
+            _ => shared,
+        }
     }
 
     fn open_env(env: &LaunchEnv, timeout: Duration) -> Result<TcpStore> {
@@ -859,17 +981,30 @@ impl TcpStore {
             // Process 0 is the host; a host that answers is alive.
             return Ok(PeerState::Connected);
         }
+        Ok(self.peer_info(p, cap)?.0)
+    }
+
+    /// Process `p`'s state, and how many connections to the host it has open (`None`
+    /// from a host that does not say).
+    fn peer_info(&self, p: usize, cap: Option<Instant>) -> Result<(PeerState, Option<usize>)> {
         let p32 = u32::try_from(p).map_err(|_| invalid("process id too large"))?;
         match &self.role {
-            Role::Host(h) => Ok(h.shared.peer_state(p32)),
+            Role::Host(h) => {
+                let (state, open) = h.shared.peer_info(p32);
+                Ok((state, Some(open)))
+            }
             Role::Remote(r) => {
                 let reply = r.call(&[&[OP_PEER], &p32.to_be_bytes()], Duration::ZERO, cap)?;
-                match (reply[0], reply.get(1)) {
-                    (R_OK, Some(0)) => Ok(PeerState::NeverJoined),
-                    (R_OK, Some(1)) => Ok(PeerState::Connected),
-                    (R_OK, Some(2)) => Ok(PeerState::Gone),
-                    _ => Err(reply_error(&reply)),
-                }
+                let state = match (reply[0], reply.get(1)) {
+                    (R_OK, Some(0)) => PeerState::NeverJoined,
+                    (R_OK, Some(1)) => PeerState::Connected,
+                    (R_OK, Some(2)) => PeerState::Gone,
+                    _ => return Err(reply_error(&reply)),
+                };
+                let open = reply
+                    .get(2..6)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize);
+                Ok((state, open))
             }
         }
     }
@@ -889,6 +1024,14 @@ impl TcpStore {
     /// it for the I/O timeout of each call.
     fn meet(&self, name: &str, pid: usize, n: usize, timeout: Duration, what: &str) -> Result<()> {
         crate::check_world(pid, n)?;
+        if name.len() > MAX_KEY_BYTES - BARRIER_KEY_EXTRA {
+            return Err(invalid(format!(
+                "barrier name {} is too long for the TCP store: a key holds at most \
+                 {MAX_KEY_BYTES} bytes, and a barrier's keys add up to {BARRIER_KEY_EXTRA} \
+                 bytes to its name",
+                shown(name)
+            )));
+        }
         let cap = crate::deadline_after(timeout.saturating_add(BARRIER_GRACE.min(self.io_timeout)));
         let view = Capped { store: self, cap };
         let alive = |p: usize| -> Result<()> {
@@ -919,6 +1062,10 @@ impl TcpStore {
 /// How long a peer's shutdown waits for the host to take its goodbye.
 const GOODBYE_GRACE: Duration = Duration::from_secs(2);
 
+/// The most bytes a barrier's keys add to its name (`rpjrt:barrier:<name>:<use>:<process>`
+/// with a 20-digit use count and a 10-digit process id is 46 more).
+const BARRIER_KEY_EXTRA: usize = 64;
+
 /// What a barrier over the TCP store allows the host beyond the barrier's timeout to
 /// answer its last calls (or the I/O timeout, when shorter).
 const BARRIER_GRACE: Duration = Duration::from_secs(1);
@@ -946,7 +1093,13 @@ impl Rendezvous for TcpStore {
     /// process that joined the store loses its connection (it exited or crashed) before
     /// arriving.
     fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
-        self.meet(name, pid, n, timeout, &format!("reach barrier {name:?}"))
+        self.meet(
+            name,
+            pid,
+            n,
+            timeout,
+            &format!("reach barrier {}", shown(name)),
+        )
     }
 }
 
@@ -981,6 +1134,7 @@ impl TcpStore {
 
     /// [`KvStore::get`], its call to the host ending by `cap` when given.
     fn get_by(&self, key: &str, timeout: Duration, cap: Option<Instant>) -> Result<Vec<u8>> {
+        check_key(key)?;
         match &self.role {
             Role::Host(h) => {
                 let v = wait_for_key(h.shared.lock(), &h.shared.changed, key, timeout, &|| {
@@ -1010,6 +1164,7 @@ impl TcpStore {
 
     /// [`KvStore::try_get`], its call to the host ending by `cap` when given.
     fn try_get_by(&self, key: &str, cap: Option<Instant>) -> Result<Option<Vec<u8>>> {
+        check_key(key)?;
         match &self.role {
             Role::Host(h) => {
                 if h.shared.stopped() {
@@ -1683,6 +1838,204 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
         assert!(e.to_string().contains("process 0 of 2"), "{e}");
+    }
+
+    #[test]
+    fn a_peer_killed_inside_a_get_counts_as_gone_at_once() {
+        // The host's thread for a connection waiting in a get looked at nothing but the
+        // key: a peer killed in a get of a minute stayed "connected" for that minute, so
+        // the barrier waited its whole timeout and `shutdown_after` its whole grace.
+        let (host, addr) = pair("t");
+        let mut s = joined(&addr);
+        write_frame(&mut s, &[&[OP_GET], &60_000u64.to_be_bytes(), b"never"]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(host.peer_state(1, None).unwrap(), PeerState::Connected);
+        drop(s); // as the kernel closes a killed process's socket
+        let t = Instant::now();
+        let e = host
+            .barrier("b", 0, 2, Duration::from_secs(20))
+            .unwrap_err();
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{:?}: {e}",
+            t.elapsed()
+        );
+        assert_eq!(e.code(), Code::Unavailable, "{e}");
+        assert!(
+            e.to_string().contains("process 1 of 2 lost its connection"),
+            "{e}"
+        );
+        // Its thread has ended: the host has no connection left to wait for.
+        let t = Instant::now();
+        assert!(host.shutdown_after(Duration::from_secs(20)));
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_silent_client_waiting_in_a_get_is_not_taken_for_gone() {
+        // Sending nothing while it waits for its reply is what a client in a get does.
+        let (host, addr) = pair("t");
+        let mut s = joined(&addr);
+        write_frame(&mut s, &[&[OP_GET], &5_000u64.to_be_bytes(), b"later"]).unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        assert_eq!(host.peer_state(1, None).unwrap(), PeerState::Connected);
+        host.set("later", b"v").unwrap();
+        assert_eq!(raw_reply(&mut s).unwrap(), [R_OK, b'v']);
+        // A get that runs out is answered as such, on a connection still served.
+        write_frame(&mut s, &[&[OP_GET], &300u64.to_be_bytes(), b"never"]).unwrap();
+        assert_eq!(raw_reply(&mut s).unwrap(), [R_TIMEOUT]);
+        assert_eq!(host.peer_state(1, None).unwrap(), PeerState::Connected);
+    }
+
+    #[test]
+    fn oversized_keys_are_refused_at_once_on_the_host_and_on_a_peer() {
+        // A key longer than any frame: the host waited out a get's timeout for a key no
+        // one can set, a peer reported a lost connection (UNAVAILABLE, retryable), and
+        // every message held the whole key.
+        let (host, addr) = pair("t");
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let long = "k".repeat(MAX_KEY_BYTES + 1);
+        let len = long.len().to_string();
+        let wait = Duration::from_secs(30);
+        for (who, s, pid) in [("host", &host, 0), ("peer", &c, 1)] {
+            let results: [(&str, Result<()>); 4] = [
+                ("set", s.set(&long, b"v")),
+                ("get", s.get(&long, wait).map(drop)),
+                ("try_get", s.try_get(&long).map(drop)),
+                ("barrier", s.barrier(&long, pid, 2, wait)),
+            ];
+            for (op, r) in results {
+                let e = r.unwrap_err();
+                let m = e.to_string();
+                assert_eq!(e.code(), Code::InvalidArgument, "{who} {op}: {m:.300}");
+                assert!(m.len() < 400, "{who} {op}: {} bytes: {m:.300}", m.len());
+                assert!(
+                    m.contains(&len) && m.contains("kkkkkkkk"),
+                    "{who} {op}: {m}"
+                );
+            }
+        }
+        // All at once, not after a wait; and the peer's connection was never lost.
+        c.set("a", b"1").unwrap();
+        assert_eq!(c.get("a", T).unwrap(), b"1");
+        // The longest key is served to a peer that asks for it.
+        let longest = "k".repeat(MAX_KEY_BYTES);
+        host.set(&longest, b"").unwrap();
+        assert_eq!(c.get(&longest, T).unwrap(), b"");
+        assert_eq!(c.try_get(&longest).unwrap().as_deref(), Some(&b""[..]));
+    }
+
+    #[test]
+    fn a_request_too_large_for_a_frame_is_invalid_not_a_lost_connection() {
+        let (_host, addr) = pair("t");
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let Role::Remote(r) = &c.role else {
+            unreachable!()
+        };
+        let big = vec![0u8; MAX_FRAME];
+        let e = r
+            .call(&[&[OP_TRY_GET], &big], Duration::ZERO, None)
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("message limit"), "{e}");
+        c.set("still", b"ok").unwrap();
+    }
+
+    #[test]
+    fn messages_show_a_long_key_short() {
+        let (host, addr) = pair("t");
+        let c = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let key = "\u{e9}".repeat(50_000);
+        for s in [&host, &c] {
+            let e = s.get(&key, Duration::from_millis(50)).unwrap_err();
+            assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+            let m = e.to_string();
+            assert!(m.len() < 300 && m.contains("100000 bytes"), "{m}");
+            let e = s.set(&key, &vec![0u8; MAX_ENTRY_BYTES]).unwrap_err();
+            let m = e.to_string();
+            assert!(m.len() < 300 && m.contains("100000 bytes"), "{m}");
+        }
+        let e = host
+            .barrier(&key, 0, 2, Duration::from_millis(100))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 400 && e.contains("100000 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_restarted_process_is_told_so_not_that_its_id_is_shared() {
+        // Process 1 joins (marks its id) and is killed; a restarted process 1 was told
+        // that its id "is used by more than one process", a usage error.
+        let (_host, addr) = pair("j");
+        let old = TcpStore::connect(&addr, "j", 1, T).unwrap();
+        old.set("rpjrt:member:1", b"the first process 1").unwrap();
+        drop(old);
+        std::thread::sleep(Duration::from_millis(200));
+        let e = TcpStore::from_env(&env(1, 3, &addr), T).unwrap_err();
+        assert_eq!(e.code(), Code::FailedPrecondition, "{e}");
+        assert!(
+            e.to_string()
+                .contains("process 1 of 3 already joined this job and then lost its connection")
+                && e.to_string().contains("cannot take a restarted process"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("more than one process"), "{e}");
+    }
+
+    /// A "host" that takes the hello and answers it with `reply` (head and body, sent a
+    /// byte every `gap`); returns its address.
+    fn odd_host(reply: Vec<u8>, gap: Duration) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while let Ok((mut s, _)) = listener.accept() {
+                let _ = read_frame(&mut s);
+                let mut t = s.try_clone().unwrap();
+                let reply = reply.clone();
+                std::thread::spawn(move || {
+                    for b in reply {
+                        if t.write_all(&[b]).is_err() {
+                            break;
+                        }
+                        std::thread::sleep(gap);
+                    }
+                });
+                held.push(s);
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_trickled_or_huge_reply_is_named_not_an_os_error() {
+        // The body of a reply read past its deadline surfaced as "Resource temporarily
+        // unavailable (os error 11)".
+        let trickle = odd_host(
+            [&5u32.to_be_bytes()[..], &[R_OK], b"abcd"].concat(),
+            Duration::from_millis(300),
+        );
+        let e = TcpStore::connect(&trickle, "t", 1, Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("os error"), "{e}");
+        assert!(
+            e.contains("the 5-byte reply did not come whole in time"),
+            "{e}"
+        );
+        // A hello answered with a 64 MiB frame: refused unread, naming the limit.
+        let huge = odd_host((MAX_FRAME as u32).to_be_bytes().to_vec(), Duration::ZERO);
+        let t = Instant::now();
+        let e = TcpStore::connect(&huge, "t", 1, Duration::from_secs(1))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("os error"), "{e}");
+        assert!(
+            e.contains(&format!("a reply frame of {MAX_FRAME} bytes"))
+                && e.contains(&format!("the {MAX_HELLO_REPLY} bytes")),
+            "{e}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 
     #[test]

@@ -45,11 +45,15 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         port: args.port,
         timeout,
     };
-    let sink = Arc::new(|p: usize, is_err: bool, line: &str| {
+    // Each line as the process wrote it (bytes, not text), after its prefix.
+    let sink = Arc::new(|p: usize, is_err: bool, line: &[u8]| {
+        let mut out = format!("[{p}] ").into_bytes();
+        out.extend_from_slice(line);
+        out.push(b'\n');
         if is_err {
-            let _ = writeln!(std::io::stderr().lock(), "[{p}] {line}");
+            let _ = std::io::stderr().lock().write_all(&out);
         } else {
-            crate::outln!("[{p}] {line}");
+            crate::common::write_out_bytes(&out);
         }
     });
     match launcher.run(sink) {
