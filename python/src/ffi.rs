@@ -351,7 +351,17 @@ fn describe_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
-    let msg = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    let msg = e.value(py).str().map_or_else(
+        |f| {
+            let why = f
+                .value(py)
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".into(), |n| n.to_string());
+            format!("<str() of the exception raised {why}>")
+        },
+        |s| s.to_string(),
+    );
     let mut frames = Vec::new();
     if let Some(tb) = e.traceback(py) {
         if let Ok(summary) = py

@@ -201,3 +201,26 @@ except rpjrt.Error as e:
 """
     )
     assert "the client was closed" in r.stdout and "its client" not in r.stdout, (r.stdout, r.stderr)
+
+
+def test_a_handler_exception_whose_str_fails_says_so(client: rpjrt.Client) -> None:
+    # The message was left empty: "raised BadStr: " and the traceback.
+    class BadStr(Exception):
+        def __str__(self) -> str:
+            raise ValueError("no text")
+
+    target = f"r6_badstr_{id(BadStr)}"
+
+    @rpjrt.ffi.handler(client, target)
+    def h(call: rpjrt.ffi.FfiCall) -> None:
+        raise BadStr()
+
+    exe = client.compile(
+        f"""func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}"""
+    )
+    with pytest.raises(rpjrt.Error) as info:  # an Exception subclass: UNKNOWN
+        exe(np.zeros(4, np.float32))[0].to_numpy()
+    assert "raised BadStr: <str() of the exception raised ValueError>" in str(info.value), info.value
