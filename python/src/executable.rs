@@ -104,7 +104,8 @@ impl PyExecutable {
         )?;
         if lists.len() != devices.len() {
             return Err(invalid(format!(
-                "{} argument lists given, but the executable runs on {} device(s)",
+                "{} argument list(s) given, but the executable runs on {} device(s) and \
+                 takes one list per device",
                 lists.len(),
                 devices.len()
             )));

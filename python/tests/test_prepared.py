@@ -66,7 +66,7 @@ def test_single_device_prepared_call_and_host_arguments(client: rpjrt.Client) ->
 
 def test_prepare_checks_what_a_call_checks(client: rpjrt.Client) -> None:
     exe, lists = _two_devices(client)
-    with pytest.raises(rpjrt.InvalidArgumentError, match="1 argument lists given"):
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"1 argument list\(s\) given"):
         exe.prepare(lists[:1])
     with pytest.raises(rpjrt.InvalidArgumentError, match="copy it there first"):
         exe.prepare(lists[::-1])

@@ -106,18 +106,21 @@ pub fn export_with<M: Managed>(
     let dtype = t
         .dlpack()
         .ok_or_else(|| Error::invalid(format!("DLPack cannot carry {t} buffers")))?;
+    // The CPU plugins disagree on such a buffer: one reports the layout asked for but holds
+    // row-major bytes, so strides made from the layout would read other elements.
+    if buffer.raw().meta().non_default_layout() {
+        return Err(Error::invalid(
+            "a buffer put with a non-default device layout (or a copy of one) cannot be \
+             exported through DLPack: plugins disagree on how its bytes are laid out; read \
+             it with to_host/to_numpy, or put the data with the default layout",
+        ));
+    }
     let pin = Arc::new(buffer.clone()).external_reference()?;
     let shape = buffer.dims().to_vec();
     let layout = match buffer.layout() {
         Ok(l) => l,
-        // A plugin that cannot tell the layout holds the default (row-major) one, unless
-        // the buffer was asked for another.
-        Err(e)
-            if e.code() == crate::Code::Unimplemented
-                && !buffer.raw().meta().non_default_layout() =>
-        {
-            None
-        }
+        // A plugin that cannot tell the layout holds the default (row-major) one.
+        Err(e) if e.code() == crate::Code::Unimplemented => None,
         Err(e) => return Err(e),
     };
     let strides = export_strides(&shape, layout.as_deref());

@@ -623,6 +623,12 @@ impl AliasFulfiller {
                 self.device
             )));
         }
+        if target.raw().meta().non_default_layout() {
+            return Err(Error::invalid(
+                "the target buffer has a non-default device layout (put with one, or a copy \
+                 of such a buffer): programs would read the alias as row-major bytes",
+            ));
+        }
         Ok(())
     }
 }

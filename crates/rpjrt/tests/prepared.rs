@@ -106,7 +106,7 @@ fn prepare_makes_every_check_of_a_call() {
         // Wrong number of device lists.
         expect_err(
             exe.prepare(&[vec![&b[0], &b[0]]], &[]),
-            &["1 argument lists given", "2 device(s)"],
+            &["1 argument list(s) given", "2 device(s)"],
         );
         // Lists swapped: each argument is on the other list's device.
         expect_err(

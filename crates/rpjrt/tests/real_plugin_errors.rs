@@ -316,12 +316,12 @@ fn wrong_argument_count() {
         // Argument lists must match the executable's devices.
         expect_err(
             exe.execute_sharded(&[vec![&x, &x], vec![&x, &x]]),
-            &["2 argument lists given, but the executable runs on 1 device(s)"],
+            &["2 argument list(s) given, but the executable runs on 1 device(s)"],
         );
         let two = compile_with(c, &mul_add(), &replicas(2));
         expect_err(
             two.execute_sharded(&[vec![&x, &x]]),
-            &["1 argument lists given, but the executable runs on 2 device(s)"],
+            &["1 argument list(s) given, but the executable runs on 2 device(s)"],
         );
         expect_err(
             two.execute_sharded(&[vec![&x, &x], vec![&x]]),

@@ -455,6 +455,14 @@ impl Buffer {
         Ok(crate::dtype::values_from_bytes(&self.to_vec()?))
     }
 
+    /// The metadata of a copy: a copy keeps the device layout (one CPU plugin's copies
+    /// do), so one of a buffer put with a non-default layout is marked as it is.
+    fn copy_meta(&self) -> BufferMeta {
+        let mut meta = BufferMeta::new(self.core(), self.element_type(), self.dims());
+        meta.non_default_layout = self.raw.meta().non_default_layout;
+        meta
+    }
+
     /// Copies the buffer to another device of the same client.
     pub fn copy_to_device(&self, device: &Device) -> Result<Buffer> {
         self.check()?;
@@ -464,7 +472,7 @@ impl Buffer {
                 "{device} belongs to another client"
             )));
         }
-        let meta = BufferMeta::new(self.core(), self.element_type(), self.dims());
+        let meta = self.copy_meta();
         let d = device.data.raw;
         let raw = self.raw.copy_to_device(d, meta).map_err(|e| {
             let e = self.or_deleted(e);
@@ -496,7 +504,7 @@ impl Buffer {
                 "{memory} belongs to another client"
             )));
         }
-        let meta = BufferMeta::new(self.core(), self.element_type(), self.dims());
+        let meta = self.copy_meta();
         let raw = self
             .raw
             .copy_to_memory(memory.data.raw, meta)

@@ -609,13 +609,15 @@ impl Executable {
         };
         if expected_lists == 0 {
             return Err(Error::invalid(
-                "this executable was compiled portable and has no device of its own: run it \
-                 with execute_on(device, ...)",
+                "this executable was compiled portable and has no device of its own: name \
+                 the device to run it on (Rust: execute_on(device, ...); Python: \
+                 exe(..., device=d))",
             ));
         }
         if lists.len() != expected_lists {
             return Err(Error::invalid(format!(
-                "{} argument lists given, but the executable runs on {expected_lists} device(s)",
+                "{} argument list(s) given, but the executable runs on {expected_lists} \
+                 device(s) and takes one list per device (execute_sharded)",
                 lists.len()
             )));
         }
@@ -761,9 +763,10 @@ impl Executable {
             }
             if b.raw.meta().non_default_layout {
                 return Err(Error::invalid(format!(
-                    "argument {i} was put with a non-default device layout; {} takes the \
-                     default (row-major) layout and plugins disagree on such a buffer (one \
-                     reads it as row-major bytes): put the data with the default layout",
+                    "argument {i} was put with a non-default device layout (or is a copy \
+                     of such a buffer, which keeps it); {} takes the default (row-major) \
+                     layout and plugins disagree on such a buffer (one reads it as row-major \
+                     bytes): read it to the host and put it again with the default layout",
                     st.name
                 )));
             }
