@@ -48,12 +48,12 @@ async def wait_event(ev: Event) -> None:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
 
-        def done(_: Event) -> None:  # runs on the extension's notifier thread
+        def done(_: Event) -> None:  # runs on the extension's wake-up thread
             try:
                 loop.call_soon_threadsafe(_finish, fut)
             except RuntimeError:
                 pass  # the loop was closed meanwhile: nobody is waiting any more
 
-        ev.add_done_callback(done)
+        ev._on_done(done)  # type: ignore[attr-defined]
         await fut
     ev.wait()  # immediate: raises if the event failed

@@ -299,7 +299,7 @@ impl PyWake {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(cb) = cb {
-            crate::notify::post(cb);
+            crate::notify::post(crate::notify::Lane::Wake, cb);
         }
     }
 }
@@ -378,7 +378,7 @@ impl PyBuffer {
     /// Registers `callback()` to run (on a plugin thread, or right away) once the buffer is
     /// ready. Returns a handle that must be kept until then.
     fn _on_ready(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<PyWaiter> {
-        crate::notify::warm_up();
+        crate::notify::warm_up(crate::notify::Lane::Wake);
         let mut event = Box::pin(self.inner.ready_event().pyerr()?);
         let w = Arc::new(PyWake {
             callback: Mutex::new(Some(callback)),

@@ -99,28 +99,18 @@ impl PyEvent {
             .map(|e| crate::errors::to_py(e).into_value(py).into_any())
     }
 
-    /// Calls `fn(event)` once the event completes. It runs on rpjrt's notifier thread
+    /// Calls `fn(event)` once the event completes. It runs on rpjrt's callback thread
     /// (never on the plugin's thread, which must not wait for the GIL), also when the event
-    /// has completed already; exceptions it raises are reported as unraisable.
+    /// has completed already; exceptions it raises are reported as unraisable. Callbacks run
+    /// one at a time: one that blocks delays the others (never an `await`).
     fn add_done_callback(slf: &Bound<'_, Self>, r#fn: Bound<'_, PyAny>) -> PyResult<()> {
-        let py = slf.py();
-        if !r#fn.is_callable() {
-            return Err(crate::errors::invalid(format!(
-                "add_done_callback takes a callable, not {}",
-                r#fn.get_type().name()?
-            )));
-        }
-        crate::notify::warm_up();
-        let call = py
-            .import("functools")?
-            .getattr("partial")?
-            .call1((r#fn, slf))?
-            .unbind();
-        // Runs on whichever thread completes the event: only hands the call over.
-        slf.get()
-            .inner
-            .add_done_callback(move |_| crate::notify::post(call));
-        Ok(())
+        Self::on_done(slf, r#fn, crate::notify::Lane::User)
+    }
+
+    /// `add_done_callback` for rpjrt's own `await` (its wake-up thread, which runs no user
+    /// code).
+    fn _on_done(slf: &Bound<'_, Self>, r#fn: Bound<'_, PyAny>) -> PyResult<()> {
+        Self::on_done(slf, r#fn, crate::notify::Lane::Wake)
     }
 
     fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -134,5 +124,32 @@ impl PyEvent {
 
     fn __repr__(&self) -> String {
         format!("rpjrt.Event({}, {})", self.what, self.state())
+    }
+}
+
+impl PyEvent {
+    fn on_done(
+        slf: &Bound<'_, Self>,
+        r#fn: Bound<'_, PyAny>,
+        lane: crate::notify::Lane,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        if !r#fn.is_callable() {
+            return Err(crate::errors::invalid(format!(
+                "add_done_callback takes a callable, not {}",
+                r#fn.get_type().name()?
+            )));
+        }
+        crate::notify::warm_up(lane);
+        let call = py
+            .import("functools")?
+            .getattr("partial")?
+            .call1((r#fn, slf))?
+            .unbind();
+        // Runs on whichever thread completes the event: only hands the call over.
+        slf.get()
+            .inner
+            .add_done_callback(move |_| crate::notify::post(lane, call));
+        Ok(())
     }
 }

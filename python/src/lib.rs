@@ -122,9 +122,11 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // First registered, so last run: after every other exit hook (see the function).
     m.add_function(wrap_pyfunction!(slow::_exit_if_loader_stuck, m)?)?;
     m.add_function(wrap_pyfunction!(slow::_plugin_timeout_env, m)?)?;
-    m.py()
-        .import("atexit")?
-        .call_method1("register", (m.getattr("_exit_if_loader_stuck")?,))?;
+    m.add_function(wrap_pyfunction!(notify::_stop_notifiers, m)?)?;
+    let atexit = m.py().import("atexit")?;
+    atexit.call_method1("register", (m.getattr("_exit_if_loader_stuck")?,))?;
+    // Registered after it, so run before it: the notifier threads end before finalizing.
+    atexit.call_method1("register", (m.getattr("_stop_notifiers")?,))?;
     m.add_class::<client::PyPlugin>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyDevice>()?;

@@ -8,17 +8,48 @@
 //! it (for `await`, that callable only schedules the future's completion on its event loop
 //! with `call_soon_threadsafe`).
 
+//!
+//! Two such threads: one for rpjrt's own wake-ups (an `await` resuming its event loop),
+//! one for callbacks users register, so that a callback that blocks delays no `await`.
+//! Both are stopped by an exit hook before the interpreter finalizes: a thread that takes
+//! the GIL during finalization is ended by CPython from inside Rust frames, which aborts
+//! the process.
+
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 
-static NOTIFIER: OnceLock<Mutex<Option<Sender<Py<PyAny>>>>> = OnceLock::new();
+/// Which notifier thread runs a callable.
+#[derive(Clone, Copy)]
+pub enum Lane {
+    /// rpjrt's own wake-ups (`await`): short, never blocking.
+    Wake,
+    /// Callbacks users register (`Event.add_done_callback`).
+    User,
+}
 
-fn start() -> Mutex<Option<Sender<Py<PyAny>>>> {
+/// A notifier thread's channel, and the flag it raises when it ends.
+type Slot = Mutex<Option<(Sender<Py<PyAny>>, Arc<(Mutex<bool>, Condvar)>)>>;
+
+static WAKE: OnceLock<Slot> = OnceLock::new();
+static USER: OnceLock<Slot> = OnceLock::new();
+
+fn slot(lane: Lane) -> &'static Slot {
+    let (cell, name) = match lane {
+        Lane::Wake => (&WAKE, "rpjrt-notify"),
+        Lane::User => (&USER, "rpjrt-callbacks"),
+    };
+    cell.get_or_init(|| start(name))
+}
+
+fn start(name: &str) -> Slot {
     let (tx, rx) = channel::<Py<PyAny>>();
+    let done = Arc::new((Mutex::new(false), Condvar::new()));
+    let ended = Arc::clone(&done);
     let spawned = std::thread::Builder::new()
-        .name("rpjrt-notify".into())
+        .name(name.into())
         .spawn(move || {
             for cb in rx {
                 // `try_attach` gives up while the interpreter shuts down; the callable is
@@ -29,25 +60,47 @@ fn start() -> Mutex<Option<Sender<Py<PyAny>>>> {
                     }
                 });
             }
+            *ended.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            ended.1.notify_all();
         });
-    Mutex::new(spawned.ok().map(|_| tx))
+    Mutex::new(spawned.ok().map(|_| (tx, done)))
 }
 
-/// Calls `callback()` soon, from the notifier thread with the GIL held. Never blocks and
-/// never takes the GIL, so plugin threads may call it.
-pub fn post(callback: Py<PyAny>) {
-    let slot = NOTIFIER.get_or_init(start);
-    let tx = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(tx) = tx.as_ref() {
+/// Calls `callback()` soon, from `lane`'s notifier thread with the GIL held. Never blocks
+/// and never takes the GIL, so plugin threads may call it. After [`stop`] the callable is
+/// dropped uncalled.
+pub fn post(lane: Lane, callback: Py<PyAny>) {
+    let tx = slot(lane).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((tx, _)) = tx.as_ref() {
         // Fails only if the notifier thread is gone; nothing is waiting then.
         let _ = tx.send(callback);
     }
 }
 
-/// Starts the notifier thread now (from a thread that holds the GIL), so that the first
-/// callback does not spawn a thread on a plugin's thread.
-pub fn warm_up() {
-    let _ = NOTIFIER.get_or_init(start);
+/// Starts `lane`'s notifier thread now (from a thread that holds the GIL), so that the
+/// first callback does not spawn a thread on a plugin's thread.
+pub fn warm_up(lane: Lane) {
+    let _ = slot(lane);
+}
+
+/// The exit hook: closes both notifier threads' channels and waits (without the GIL, up to
+/// two seconds each) for them to finish the callbacks already posted, so that none takes
+/// the GIL once the interpreter finalizes.
+#[pyfunction]
+pub fn _stop_notifiers(py: Python<'_>) {
+    for cell in [&WAKE, &USER] {
+        let Some(slot) = cell.get() else { continue };
+        let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some((tx, done)) = taken {
+            drop(tx);
+            py.detach(|| {
+                let flag = done.0.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = done
+                    .1
+                    .wait_timeout_while(flag, Duration::from_secs(2), |ended| !*ended);
+            });
+        }
+    }
 }
 
 /// A value a Python object owns until its own drop, which takes it out to drop it its own
