@@ -550,18 +550,31 @@ fn overrides_from_py(o: &Bound<'_, PyAny>) -> PyResult<rpjrt::CompileOptions> {
         ))
     })?;
     for item in items.try_iter()? {
-        let (k, v): (String, Bound<'_, PyAny>) = item?.extract()?;
+        let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+        let k: String = k.extract().map_err(|_| {
+            invalid(format!(
+                "override names are strings, not {}",
+                k.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
         let bad = |what: &str| invalid(format!("override {k:?} must be {what}"));
+        // A bool is an int to Python, but True replicas is a mistake, not 1.
+        let int = |what: &str| match v.is_instance_of::<pyo3::types::PyBool>() {
+            true => Err(bad(what)),
+            false => v.extract::<i64>().map_err(|_| bad(what)),
+        };
+        let count = |what: &str| u32::try_from(int(what)?).map_err(|_| bad(what));
         match k.as_str() {
-            "num_replicas" => opts.num_replicas = v.extract().map_err(|_| bad("an int >= 1"))?,
-            "num_partitions" => {
-                opts.num_partitions = v.extract().map_err(|_| bad("an int >= 1"))?
-            }
+            "num_replicas" => opts.num_replicas = count("an int >= 1")?,
+            "num_partitions" => opts.num_partitions = count("an int >= 1")?,
             "portable" => opts.portable = v.extract().map_err(|_| bad("a bool"))?,
             "use_spmd_partitioning" => {
                 opts.use_spmd_partitioning = v.extract().map_err(|_| bad("a bool"))?
             }
-            "device_ordinal" => opts.device_ordinal = v.extract().map_err(|_| bad("an int"))?,
+            "device_ordinal" => opts.device_ordinal = int("an int")?,
             other => {
                 return Err(invalid(format!(
                     "unknown override {other:?} (num_replicas, num_partitions, portable, \

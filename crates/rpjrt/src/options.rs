@@ -341,6 +341,16 @@ impl CompileOptions {
     }
 }
 
+/// The replica and partition counts of encoded compile options (`None` when they do not
+/// decode or name none).
+pub(crate) fn mesh_counts(encoded: &[u8]) -> Option<(i64, i64)> {
+    use prost::Message;
+    let b = proto::CompileOptionsProto::decode(encoded)
+        .ok()?
+        .executable_build_options?;
+    Some((b.num_replicas.max(1), b.num_partitions.max(1)))
+}
+
 /// Whether encoded compile options ask for `parameter_is_tupled_arguments`.
 pub(crate) fn tupled_arguments(encoded: &[u8]) -> bool {
     use prost::Message;

@@ -599,7 +599,25 @@ impl Client {
         overrides: Option<&CompileOptions>,
     ) -> Result<(Executable, std::time::Duration, bool)> {
         let encoded = match overrides {
-            Some(o) => Some(o.encode(&self.device_ids())?),
+            Some(o) => {
+                // Loading re-places a compiled program; it does not partition it again.
+                // Other counts than the compiled ones load and then compute with the
+                // compiled shards (or fail inside the plugin at the first collective).
+                let encoded = o.encode(&self.device_ids())?;
+                let recorded = crate::options::mesh_counts(&artifact.compile_options);
+                let asked = (i64::from(o.num_replicas), i64::from(o.num_partitions));
+                if let Some(have) = recorded.filter(|&have| have != asked) {
+                    return Err(Error::invalid(format!(
+                        "the artifact was compiled for {} replica(s) x {} partition(s), but \
+                         the overrides say {} x {}: loading places the compiled program and \
+                         does not partition it again, so the counts must stay (overrides \
+                         replace every compile option: give them too), or compile the program \
+                         for the new counts",
+                        have.0, have.1, asked.0, asked.1
+                    )));
+                }
+                Some(encoded)
+            }
             // An artifact written from an executable loaded with other options than its
             // blob's: those options are given at load again.
             None if artifact.extra_field(OPTIONS_AT_LOAD) == Some("1")
