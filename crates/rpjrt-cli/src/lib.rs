@@ -41,6 +41,20 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let code = run_args(args);
+    // A supervised child that gets here ran its verb to the end; one that exits without
+    // this note was ended by something in the process (a plugin calling exit()).
+    if supervise::is_child() {
+        supervise::note_finished();
+    }
+    code
+}
+
+fn run_args<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     progress::init();
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     let cli = match Cli::try_parse_from(&args) {

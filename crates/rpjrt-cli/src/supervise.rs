@@ -49,6 +49,16 @@ fn child_command() -> Result<Command, CliError> {
     Ok(c)
 }
 
+/// The file a supervised child leaves in its capture directory when its verb ran to the end.
+const FINISHED: &str = "finished";
+
+/// In a supervised child: notes that the verb ran to its end (see [`FINISHED`]).
+pub fn note_finished() {
+    if let Some(dir) = std::env::var_os(CAPTURE_DIR_ENV) {
+        let _ = std::fs::write(std::path::Path::new(&dir).join(FINISHED), b"");
+    }
+}
+
 /// Whether this process is a supervised child (or supervision is off).
 pub fn is_child() -> bool {
     std::env::var_os(CHILD_ENV).is_some()
@@ -68,8 +78,22 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
                  {CHILD_ENV}=1 to run it in this process)"
         ))
     })?;
+    let finished = logs.0.as_ref().is_none_or(|d| d.join(FINISHED).exists());
     match (status.code(), signal_of(status)) {
-        (Some(code), _) => Ok(code),
+        (Some(code), _) if finished => Ok(code),
+        // Exited without reaching the end of the verb: a plugin called exit() (while
+        // loading, say), which a status of 0 would pass off as success.
+        (Some(code), _) => Err(CliError {
+            message: crate::common::with_log(
+                format!(
+                    "`rpjrt {verb}` ended with exit status {code} before it finished: \
+                     something in the process (the plugin, while loading or running) \
+                     called exit()"
+                ),
+                &logs.read(),
+            ),
+            exit_code: if code == 0 { 1 } else { code },
+        }),
         // A plugin's crash: SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS.
         (None, Some(4 | 5 | 6 | 7 | 8 | 11 | 31)) | (None, None) => {
             let e = crashed(verb, status);

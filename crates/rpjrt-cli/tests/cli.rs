@@ -1140,6 +1140,42 @@ fn bad_arguments_of_every_verb_exit_2_with_a_message() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A plugin that calls exit(0) while loading or running ends `info`, `run` and `compile`
+/// with a message and exit code 1: the child's status 0 was passed off as success, with no
+/// output and no artifact written.
+#[test]
+fn a_plugin_that_exits_is_not_taken_for_success() {
+    let dir = tmpdir("exit-compile");
+    let out_file = dir.join("out.rpjrtexe");
+    for (entry, verb) in [
+        ("GetPjrtApi", "info"),
+        ("PJRT_Client_Create", "info"),
+        ("PJRT_Client_Compile", "compile"),
+        ("PJRT_LoadedExecutable_Execute", "run"),
+    ] {
+        let mut cmd = rpjrt();
+        cmd.arg(verb);
+        match verb {
+            "info" => cmd.arg(fake()),
+            _ => cmd.arg(fixture("mul_add.mlir")).arg("--plugin").arg(fake()),
+        };
+        if verb == "compile" {
+            cmd.arg("-o").arg(&out_file);
+        }
+        if verb == "run" {
+            for _ in 0..2 {
+                cmd.args(["-i", "[1,2,3,4,5,6,7,8]:f32"]);
+            }
+        }
+        let (code, out, err) = run(cmd.env("RPJRT_FAKE_EXIT_ON", entry));
+        assert_eq!(code, 1, "{entry} {verb}\nstdout: {out}\nstderr: {err}");
+        assert!(err.contains("before it finished"), "{entry} {verb}: {err}");
+        assert!(err.contains("called exit()"), "{entry} {verb}: {err}");
+        assert!(!out_file.exists(), "{entry} {verb}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A plugin that crashes the process ends `info`, `run` and `compile` with a message and
 /// exit code 1 (they run in a child of the CLI), never with the signal.
 #[test]

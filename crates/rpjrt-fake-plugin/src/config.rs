@@ -42,6 +42,9 @@ knobs! {
     NULL_API,
     /// Entry names: calling that entry raises SIGSEGV (a real crash).
     CRASH_ON,
+    /// Entry names: calling that entry ends the process with `exit(0)`, as a plugin that
+    /// gives up in its own way does.
+    EXIT_ON,
     /// Entry names: calling that entry sleeps forever.
     HANG_ON,
     /// Entry names: calling that entry first prints a line to stdout and one to stderr,
@@ -175,6 +178,7 @@ pub struct Config {
     pub allowed_options: Option<BTreeSet<String>>,
     /// Entry names that crash the process.
     pub crash_on: BTreeSet<String>,
+    pub exit_on: BTreeSet<String>,
     /// Entry names that never return.
     pub hang_on: BTreeSet<String>,
     /// Entry names that print to stdout and stderr when called.
@@ -232,6 +236,7 @@ impl Default for Config {
             ],
             allowed_options: None,
             crash_on: BTreeSet::new(),
+            exit_on: BTreeSet::new(),
             hang_on: BTreeSet::new(),
             print_on: BTreeSet::new(),
             ffi: FfiMode::Ok,
@@ -431,6 +436,7 @@ impl Config {
                 knobs::ALLOWED_OPTIONS => c.allowed_options = Some(parse_names(&v)),
                 knobs::NULL_API => c.null_api = flag(&v)?,
                 knobs::CRASH_ON => c.crash_on = parse_names(&v),
+                knobs::EXIT_ON => c.exit_on = parse_names(&v),
                 knobs::HANG_ON => c.hang_on = parse_names(&v),
                 knobs::PRINT_ON => c.print_on = parse_names(&v),
                 knobs::PRINT_TEXT => c.print_text = Some(v.clone()),

@@ -28,6 +28,7 @@
 //! | `RPJRT_FAKE_ALLOWED_OPTIONS` | create-option names accepted besides `fake_*`; others are rejected with INVALID_ARGUMENT | all accepted |
 //! | `RPJRT_FAKE_NULL_API` | `1`: `GetPjrtApi` returns null | `0` |
 //! | `RPJRT_FAKE_CRASH_ON` | `ENTRY,...`: calling that entry raises SIGSEGV (after printing `ENTRY: crashing` to stderr); `GetPjrtApi` counts as an entry for this knob and the next two | none |
+//! | `RPJRT_FAKE_EXIT_ON` | `ENTRY,...`: calling that entry ends the process with `exit(0)` (after printing `ENTRY: exiting` to stderr) | none |
 //! | `RPJRT_FAKE_HANG_ON` | `ENTRY,...`: calling that entry prints `ENTRY: hanging` to stderr and sleeps forever; the name `dlopen` makes the library's initializer do it, while the system's loader is loading it (so its lock stays taken) | none |
 //! | `RPJRT_FAKE_PRINT_ON` | `ENTRY,...`: calling that entry first prints `... ENTRY says hello on stdout` to stdout and a log line to stderr | none |
 //! | `RPJRT_FAKE_FFI` | `ok`, `refuse` or `drop`: what the FFI extension's `register_handler` does (see below) | `ok` |

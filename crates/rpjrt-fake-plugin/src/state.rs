@@ -121,6 +121,7 @@ pub(crate) fn slot_index(name: &str) -> Option<usize> {
 fn validate(config: &Config) -> Result<(), String> {
     let named = [
         (knobs::CRASH_ON, config.crash_on.iter().collect::<Vec<_>>()),
+        (knobs::EXIT_ON, config.exit_on.iter().collect()),
         (knobs::HANG_ON, config.hang_on.iter().collect()),
         (knobs::PRINT_ON, config.print_on.iter().collect()),
         (knobs::NULL_SLOTS, config.null_slots.iter().collect()),
@@ -280,8 +281,8 @@ extern "C" {
     fn signal(signal: std::os::raw::c_int, handler: usize) -> usize;
 }
 
-/// The `PRINT_ON`, `CRASH_ON` and `HANG_ON` knobs: print, crash with SIGSEGV or never return if `entry`
-/// is named.
+/// The `PRINT_ON`, `EXIT_ON`, `CRASH_ON` and `HANG_ON` knobs: print, exit, crash with SIGSEGV or
+/// never return if `entry` is named.
 pub(crate) fn trap(state: &State, entry: &str) {
     if state.config.print_on.contains(entry) {
         use std::io::Write as _;
@@ -295,6 +296,10 @@ pub(crate) fn trap(state: &State, entry: &str) {
         };
         let _ = std::io::stdout().flush();
         eprintln!("rpjrt-fake-plugin: {entry}: a log line on stderr (RPJRT_FAKE_PRINT_ON)");
+    }
+    if state.config.exit_on.contains(entry) {
+        eprintln!("rpjrt-fake-plugin: {entry}: exiting with status 0 (RPJRT_FAKE_EXIT_ON)");
+        std::process::exit(0);
     }
     if state.config.crash_on.contains(entry) {
         eprintln!("rpjrt-fake-plugin: {entry}: crashing (RPJRT_FAKE_CRASH_ON)");
