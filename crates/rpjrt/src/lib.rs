@@ -211,10 +211,20 @@ pub fn write_regular_file(
     let path = target.as_path();
     let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", given.display()));
     let name = path.file_name().ok_or_else(|| fail(&"not a file name"))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    tmp_name.push(format!(".{}-{n}.tmp", std::process::id()));
+    let suffix = format!(".{}-{n}.tmp", std::process::id());
+    // Within the 255 bytes a file name may have: a long name is shortened in the temporary.
+    let keep = 255 - 1 - suffix.len();
+    let mut tmp_name = std::ffi::OsString::from(".");
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt as _;
+        let b = name.as_bytes();
+        tmp_name.push(std::ffi::OsStr::from_bytes(&b[..b.len().min(keep)]));
+    }
+    #[cfg(not(unix))]
+    tmp_name.push(name);
+    tmp_name.push(suffix);
     let tmp = path.with_file_name(tmp_name);
     let mut file = std::fs::File::options()
         .write(true)

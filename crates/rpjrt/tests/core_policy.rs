@@ -222,3 +222,24 @@ fn waits_poll_then_sleep_and_still_report_errors() {
     assert_eq!(rpjrt::wait_spin(), rpjrt::MAX_WAIT_SPIN);
     rpjrt::set_wait_spin(before);
 }
+
+/// The one writer of whole files takes every name the file system does: a name near the
+/// 255-byte limit made its temporary name too long ("File name too long", naming the
+/// temporary), so `compile -o`, `run --out`, `trace view -o` and checkpoints failed.
+#[test]
+fn whole_file_writes_take_names_up_to_the_limit() {
+    use std::io::Write as _;
+    let dir = std::env::temp_dir().join(format!("rpjrt-longname-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for len in [1, 200, 243, 255] {
+        let path = dir.join("n".repeat(len));
+        rpjrt::write_regular_file(&path, |f| f.write_all(b"data")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"data", "{len}");
+        // Replacing it goes through a temporary again.
+        rpjrt::write_regular_file(&path, |f| f.write_all(b"again")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"again", "{len}");
+    }
+    // Nothing but the files themselves is left.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
