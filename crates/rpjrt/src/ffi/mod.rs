@@ -951,19 +951,25 @@ where
                 frame.set_state(state_type, Box::new(s))
             }
             Stage::Execute => {
-                let s = call
-                    .state_any()
-                    .and_then(|s| s.downcast_ref::<S>())
-                    .ok_or_else(|| {
-                        (
-                            Code::FailedPrecondition,
-                            format!(
-                                "the handler for {:?} has no instance state (was it first \
-                                 registered without one? state needs its own target name)",
-                                call.target()
-                            ),
-                        )
-                    })?;
+                let state = call.state_any();
+                let s = state.and_then(|s| s.downcast_ref::<S>()).ok_or_else(|| {
+                    let why = match state {
+                        // Made by the handler this one replaced, with another state type.
+                        Some(_) => {
+                            "holds the state of another type, made by the handler this \
+                                    one replaced: compile the program again to instantiate \
+                                    it for this handler"
+                        }
+                        None => {
+                            "has no instance state (was it first registered without one? \
+                                 state needs its own target name)"
+                        }
+                    };
+                    (
+                        Code::FailedPrecondition,
+                        format!("the handler for {:?} {why}", call.target()),
+                    )
+                })?;
                 execute(&mut call, s).map_err(fail)?;
                 call.zero_unwritten();
                 Ok(())
