@@ -100,7 +100,7 @@ def _from_buffer(obj: object, want: DType) -> tuple[object, DType, tuple[int, ..
         raise InvalidArgumentError(f"dtype {want.name} has no host representation")
     if not mv.c_contiguous:
         # A C-ordered copy of the same shape (tobytes() alone would flatten it).
-        mv = memoryview(mv.tobytes()).cast("B", mv.shape)
+        mv = memoryview(mv.tobytes()).cast("B", mv.shape or (mv.nbytes,))
     if mv.ndim == 0:
         shape: tuple[int, ...] = ()
         nbytes = mv.nbytes
