@@ -1,7 +1,7 @@
 """``await buffer``: wait for a Buffer without blocking the asyncio event loop.
 
 The extension registers a completion callback on the buffer's ready event. The plugin's
-thread never touches Python: it passes the callable to the extension's notifier thread,
+thread never touches Python: it passes the callable to the extension's wake-up thread,
 which takes the GIL and hands the result to the loop with ``call_soon_threadsafe``. No
 thread is parked per await, and no plugin thread ever waits for the GIL (which could
 deadlock against a thread that holds the GIL while waiting for the plugin, e.g. while a
@@ -31,7 +31,7 @@ async def wait(buf: Buffer) -> Buffer:
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[None] = loop.create_future()
 
-    def ready(*_: Any) -> None:  # runs on the extension's notifier thread, or inline
+    def ready(*_: Any) -> None:  # runs on the extension's wake-up thread, or inline
         try:
             loop.call_soon_threadsafe(_finish, fut)
         except RuntimeError:

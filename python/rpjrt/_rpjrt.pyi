@@ -410,7 +410,8 @@ class Event:
     def error(self) -> Error | None:
         """The exception a failed event carries; None while pending or after success."""
     def add_done_callback(self, fn: Callable[[Event], object]) -> None:
-        """Call ``fn(event)`` once the event completes, on rpjrt's notifier thread."""
+        """Call ``fn(event)`` once the event completes, on rpjrt's callback thread (callbacks
+        run one at a time there; one that blocks delays the others, never an ``await``)."""
     def __await__(self) -> Generator[Any, None, None]: ...
     def __repr__(self) -> str: ...
 
