@@ -238,6 +238,48 @@ fn run_with_npy_inputs_writes_npz_outputs() {
     }
 }
 
+/// A program that returns a token (as JAX's ordered effects do) ran, then failed while
+/// printing with the usage exit code; --json failed the same way, and --out pointed at it.
+#[test]
+fn run_shows_token_outputs_and_saves_the_others() {
+    let dir = tmpdir("token-out");
+    let prog = dir.join("tok.mlir");
+    std::fs::write(
+        &prog,
+        "func.func public @main(%x: tensor<f32>) -> (tensor<f32>, !stablehlo.token) {\n  \
+         %t = stablehlo.create_token : !stablehlo.token\n  \
+         return %x, %t : tensor<f32>, !stablehlo.token\n}\n",
+    )
+    .unwrap();
+    for p in [old(), new()] {
+        let base = || {
+            let mut c = rpjrt();
+            c.arg("run")
+                .arg(&prog)
+                .arg("--plugin")
+                .arg(&p)
+                .args(["-i", "2.5"]);
+            c
+        };
+        let (code, out, err) = run(&mut base());
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("out1: token"), "{out}");
+        let (code, out, err) = run(base().arg("--json"));
+        assert_eq!(code, 0, "{err}");
+        let v: Json = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["outputs"][1]["dtype"], "token");
+        assert!(v["outputs"][1]["data"].is_null());
+        assert_eq!(v["outputs"][0]["data"], 2.5);
+        let out_file = dir.join("out.npz");
+        let (code, _, err) = run(base().arg("--out").arg(&out_file));
+        assert_eq!(code, 0, "{err}");
+        let got = rpjrt_npy::load(&out_file).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "out0");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn run_json_and_random_inputs() {
     let (code, out, err) = run(rpjrt()

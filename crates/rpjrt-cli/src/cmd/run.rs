@@ -424,6 +424,10 @@ fn run_program(
     // Outputs that --out could not save are refused before anything runs.
     if let Some(path) = &args.out {
         for (i, spec) in exe.outputs().iter().enumerate() {
+            // A token has no data: it is left out of the file (and printed as a token).
+            if spec.element_type == rpjrt::ElementType::Token {
+                continue;
+            }
             if let Err(e) = npy::descr_of(spec.element_type) {
                 return Err(CliError::usage(format!(
                     "--out {}: output {i} is {spec}: {}; print it with --json instead",
@@ -441,7 +445,8 @@ fn run_program(
 
     let (mut transfer, mut execute, mut fetch) =
         (Phase::default(), Phase::default(), Phase::default());
-    let mut outputs: Vec<Array> = Vec::new();
+    // `None` for a token output, which only orders effects and has no data to read.
+    let mut outputs: Vec<Option<Array>> = Vec::new();
     for _ in 0..args.repeat {
         let t = Instant::now();
         let bufs = inputs
@@ -480,26 +485,33 @@ fn run_program(
         let t = Instant::now();
         outputs = outs
             .iter()
-            .map(|o| Array::new(o.element_type(), o.dims().to_vec(), o.to_vec()?))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|o| match o.element_type() {
+                rpjrt::ElementType::Token => Ok(None),
+                t => Ok(Some(Array::new(t, o.dims().to_vec(), o.to_vec()?)?)),
+            })
+            .collect::<Result<Vec<_>, CliError>>()?;
         fetch.samples.push(t.elapsed());
     }
 
     if let Some(path) = &args.out {
         let p = path.to_string_lossy();
+        let arrays: Vec<(usize, &Array)> = outputs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.as_ref().map(|a| (i, a)))
+            .collect();
         if p.ends_with(".npy") {
-            if outputs.len() != 1 {
+            let [(_, only)] = arrays.as_slice() else {
                 return Err(CliError::usage(format!(
-                    "{p}: the program has {} outputs; save them as .npz",
-                    outputs.len()
+                    "{p}: the program has {} outputs with data; save them as .npz",
+                    arrays.len()
                 )));
-            }
-            npy::save_npy(path, &outputs[0])?;
+            };
+            npy::save_npy(path, only)?;
         } else if p.ends_with(".npz") {
-            let named: Vec<(String, Array)> = outputs
+            let named: Vec<(String, Array)> = arrays
                 .iter()
-                .enumerate()
-                .map(|(i, a)| (format!("out{i}"), a.clone()))
+                .map(|(i, a)| (format!("out{i}"), (*a).clone()))
                 .collect();
             npy::save_npz(path, &named)?;
         } else {
@@ -517,8 +529,11 @@ fn run_program(
     if args.json {
         let outs: Vec<Json> = outputs
             .iter()
-            .map(|a| {
-                json!({"dtype": a.element_type.name(), "shape": a.dims, "data": nested_json(a)})
+            .map(|a| match a {
+                Some(a) => json!({
+                    "dtype": a.element_type.name(), "shape": a.dims, "data": nested_json(a)
+                }),
+                None => json!({"dtype": "token", "shape": [], "data": null}),
             })
             .collect();
         common::print_json(&json!({
@@ -531,11 +546,8 @@ fn run_program(
         return Ok(EXIT_OK);
     }
     for (i, a) in outputs.iter().enumerate() {
-        crate::outln!(
-            "{} {}",
-            paint(&format!("out{i}:"), Style::Bold),
-            format_numpy(a)
-        );
+        let shown = a.as_ref().map_or_else(|| "token".to_string(), format_numpy);
+        crate::outln!("{} {shown}", paint(&format!("out{i}:"), Style::Bold));
     }
     let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
     crate::outln!(
