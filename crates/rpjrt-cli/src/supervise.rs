@@ -52,7 +52,8 @@ fn child_command() -> Result<Command, CliError> {
 /// The file a supervised child leaves in its capture directory when its verb ran to the end.
 const FINISHED: &str = "finished";
 
-/// In a supervised child: notes that the verb ran to its end (see [`FINISHED`]).
+/// In a supervised child: notes, with a file in its capture directory, that the verb ran
+/// to its end.
 pub fn note_finished() {
     if let Some(dir) = std::env::var_os(CAPTURE_DIR_ENV) {
         let _ = std::fs::write(std::path::Path::new(&dir).join(FINISHED), b"");
