@@ -127,3 +127,20 @@ def test_execute_messages_say_what_python_callers_do(client: rpjrt.Client) -> No
         client.compile(mul_add, num_replicas=2)(x, x)
     with pytest.raises(rpjrt.InvalidArgumentError, match=r"exe\(\.\.\., device=d\)"):
         client.compile(mul_add, portable=True)(x, x)
+
+
+def test_env_option_override_messages_agree_and_topology_refusals_do_not_contradict(
+    client: rpjrt.Client, plugin_label: str
+) -> None:
+    mul_add = fixture_text("mul_add.mlir")
+    # A list was first offered ("or list of int") and then refused; a non-str key was a
+    # bare TypeError.
+    for bad, says in (([1], "not list"), (None, "not NoneType"), (b"x", "not bytes")):
+        with pytest.raises(rpjrt.InvalidArgumentError, match=f"must be a str, bool, int or float, {says}"):
+            client.compile(mul_add, env_option_overrides={"xla_cpu_parallel_codegen_split_count": bad})
+    with pytest.raises(rpjrt.InvalidArgumentError, match="names are strings, not int"):
+        client.compile(mul_add, env_option_overrides={1: 2})  # type: ignore[dict-item]
+    # "needs PJRT 0.81, and this plugin implements PJRT 0.81 without it" said nothing.
+    if plugin_label == "old":
+        with pytest.raises(rpjrt.UnsupportedError, match=r"this plugin \(PJRT 0\.81\) does not implement it"):
+            client.topology().compile(mul_add)

@@ -177,7 +177,7 @@ pub enum Error {
         message: String,
     },
     /// The plugin lacks an entry or a feature that the request needs.
-    #[error("{what} is not available: it needs PJRT {needs}, and this plugin implements PJRT {plugin}{}", if *.missing_slot { " without it" } else { "" })]
+    #[error("{}", unsupported_message(what, needs, plugin, *missing_slot))]
     Unsupported {
         /// The C API entry or feature, e.g. `PJRT_Buffer_CopyToMemory`.
         what: String,
@@ -235,6 +235,26 @@ pub enum Error {
         /// The figures, options and hint.
         report: Box<crate::oom::OomReport>,
     },
+}
+
+/// The message of [`Error::Unsupported`]. Where the version that brought `what` is not
+/// known apart from the plugin's own (an extension or answer the plugin lacks), the plugin
+/// is said to lack it, not to need the version it has.
+fn unsupported_message(
+    what: &str,
+    needs: &ApiVersion,
+    plugin: &ApiVersion,
+    missing_slot: bool,
+) -> String {
+    if missing_slot && plugin == needs {
+        format!("{what} is not available: this plugin (PJRT {plugin}) does not implement it")
+    } else {
+        let tail = if missing_slot { " without it" } else { "" };
+        format!(
+            "{what} is not available: it needs PJRT {needs}, and this plugin implements PJRT \
+             {plugin}{tail}"
+        )
+    }
 }
 
 /// The message of [`Error::Closed`] for an object of kind `what`.
