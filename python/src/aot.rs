@@ -540,26 +540,7 @@ impl PyClient {
 /// `num_replicas`, `num_partitions`, `portable`, `use_spmd_partitioning`, `device_ordinal`.
 fn overrides_from_py(o: &Bound<'_, PyAny>) -> PyResult<rpjrt::CompileOptions> {
     let mut opts = rpjrt::CompileOptions::default();
-    let items = o.call_method0("items").map_err(|_| {
-        invalid(format!(
-            "overrides must be a mapping of option names to values, not {}",
-            o.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
-        ))
-    })?;
-    for item in items.try_iter()? {
-        let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-        let k: String = k.extract().map_err(|_| {
-            invalid(format!(
-                "override names are strings, not {}",
-                k.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
-        })?;
+    for (k, v) in crate::convert::option_items(o, "overrides", "override")? {
         let bad = |what: &str| invalid(format!("override {k:?} must be {what}"));
         // A bool is an int to Python, but True replicas is a mistake, not 1.
         let int = |what: &str| match v.is_instance_of::<pyo3::types::PyBool>() {

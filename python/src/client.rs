@@ -609,31 +609,18 @@ impl PyClient {
         }
         if let Some(env) = env_option_overrides.filter(|d| !d.is_none()) {
             let mut map = BTreeMap::new();
-            for item in env.call_method0("items")?.try_iter()? {
-                let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-                let type_name = |o: &Bound<'_, PyAny>| {
-                    o.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                };
-                let k: String = k.extract().map_err(|_| {
-                    invalid(format!(
-                        "env_option_overrides names are strings, not {}",
-                        type_name(&k)
-                    ))
-                })?;
-                // XLA's options take these four kinds; a list (a create option's kind) is
-                // named as refused here rather than offered by the shared converter.
-                let kinds = [
-                    v.is_instance_of::<pyo3::types::PyString>(),
-                    v.is_instance_of::<pyo3::types::PyInt>(),
-                    v.is_instance_of::<pyo3::types::PyFloat>(),
-                ];
-                if !kinds.contains(&true) {
+            let items =
+                crate::convert::option_items(env, "env_option_overrides", "env_option_overrides")?;
+            for (k, v) in items {
+                // XLA's options take these four kinds (bool is an int); a list, which the
+                // shared converter takes for create options, is refused here by name.
+                if !(v.is_instance_of::<pyo3::types::PyString>()
+                    || v.is_instance_of::<pyo3::types::PyInt>()
+                    || v.is_instance_of::<pyo3::types::PyFloat>())
+                {
                     return Err(invalid(format!(
                         "env option {k:?} must be a str, bool, int or float, not {}",
-                        type_name(&v)
+                        v.get_type().name()?
                     )));
                 }
                 let o = match value_from_py(&k, &v)? {

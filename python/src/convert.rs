@@ -233,6 +233,37 @@ pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathB
     }
 }
 
+/// The `(name, value)` items of a mapping of option names (`argument` names it, `item` names
+/// one of its keys in messages): anything without `items()` and any key that is not a str
+/// are refused, naming the type.
+pub fn option_items<'py>(
+    obj: &Bound<'py, PyAny>,
+    argument: &str,
+    item: &str,
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    let type_name = |o: &Bound<'_, PyAny>| {
+        o.get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    };
+    let items = obj.call_method0("items").map_err(|_| {
+        invalid(format!(
+            "{argument} must be a mapping of option names to values, not {}",
+            type_name(obj)
+        ))
+    })?;
+    let mut out = Vec::new();
+    for pair in items.try_iter()? {
+        let (k, v): (Bound<'py, PyAny>, Bound<'py, PyAny>) = pair?.extract()?;
+        let k: String = k
+            .extract()
+            .map_err(|_| invalid(format!("{item} names are strings, not {}", type_name(&k))))?;
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
 /// The items of an argument that must be an ordered sequence (a list or tuple, or any
 /// other iterable of items). A str or bytes (its characters), a mapping (its keys) and a
 /// set (no order) are iterable too, but never what the caller meant: they are refused,
