@@ -114,6 +114,15 @@ fn slot_err(name: &str, why: String) -> Error {
 pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let file = path.display();
+    if session.in_step() {
+        // The running step stores its outputs when it returns, over part of the restore:
+        // the slots would hold neither the checkpoint nor the step's result.
+        return Err(invalid(format!(
+            "{file}: the session is stepping: a restore needs the session between steps, and \
+             this call comes from inside its running step (a custom-call handler); restore \
+             after the step returns"
+        )));
+    }
     let mut npz = NpzReader::open(path)?.ok_or_else(|| {
         invalid(format!(
             "{file}: not an .npz archive (it does not start with a zip header)"
@@ -174,32 +183,15 @@ pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
     session.bind_all(ready).map_err(with_file)
 }
 
-/// Refuses a byte that is no element of `t` when `t` is narrower than a byte (int4, uint2,
-/// float4, float6 ..., one element per byte as ml_dtypes holds them): packing would keep
-/// its low bits and silently give another value (an int4 byte 0x7f became -1).
+/// Refuses a byte that is no element of `t` when `t` is narrower than a byte (see
+/// [`rpjrt::first_foreign_byte`]): packing would keep its low bits and silently give
+/// another value (an int4 byte 0x7f became -1).
 fn check_narrow(name: &str, t: ElementType, data: &[u8]) -> Result<()> {
-    let w = t.bit_width();
-    if w >= 8 || t.kind() == rpjrt::ElementKind::Token {
-        return Ok(());
-    }
-    let signed = t.kind() == rpjrt::ElementKind::Signed;
-    // The element's own bits (how ml_dtypes stores it: int4 -2 is 0x0e), or for a signed
-    // type those bits sign-extended (how rpjrt and the CPU plugins hand it back: 0xfe).
-    let fits = |b: u8| {
-        let v = i32::from(b as i8);
-        u32::from(b) < (1 << w) || signed && (-(1 << (w - 1))..0).contains(&v)
-    };
-    match data.iter().position(|&b| !fits(b)) {
+    match rpjrt::first_foreign_byte(t, data) {
         None => Ok(()),
-        Some(i) => Err(invalid(format!(
-            "slot {name:?} is {t}, but element {i} is the byte {:#04x}, which is no {t} \
-             value ({w} bits{})",
-            data[i],
-            if signed {
-                ", or those sign-extended"
-            } else {
-                ""
-            }
+        Some((i, b)) => Err(invalid(format!(
+            "slot {name:?} is {t}, but {}",
+            rpjrt::foreign_byte_text(t, i, b)
         ))),
     }
 }
@@ -218,11 +210,15 @@ fn read_type_table(npz: &mut NpzReader, i: usize) -> Result<HashMap<String, Elem
     let text = decode_text(&member.read_data(n)?).map_err(|e| bad(bare(&e)))?;
     let table: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| bad(format!("is not JSON: {e}")))?;
-    let obj = table
-        .as_object()
-        .ok_or_else(|| bad("is not a JSON object".into()))?;
-    let mut types = HashMap::with_capacity(obj.len());
-    for (name, v) in obj {
+    if !table.is_object() {
+        return Err(bad("is not a JSON object".into()));
+    }
+    // Read again in file order with repeated names kept (a JSON value keeps only the last
+    // of them, which would pick one type silently; .npy headers refuse repeats too).
+    let Entries(entries) =
+        serde_json::from_str(&text).map_err(|e| bad(format!("is not JSON: {e}")))?;
+    let mut types = HashMap::with_capacity(entries.len());
+    for (name, v) in &entries {
         let t = v
             .as_str()
             .ok_or_else(|| bad(format!("gives slot {name:?} a non-string type")))
@@ -230,9 +226,37 @@ fn read_type_table(npz: &mut NpzReader, i: usize) -> Result<HashMap<String, Elem
                 ElementType::from_name(t)
                     .map_err(|e| bad(format!("gives slot {name:?} type {t:?}: {}", bare(&e))))
             })?;
-        types.insert(name.clone(), t);
+        if types.insert(name.clone(), t).is_some() {
+            return Err(bad(format!("names slot {name:?} twice")));
+        }
     }
     Ok(types)
+}
+
+/// A JSON object's entries in file order, repeated names kept.
+struct Entries(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Entries, A::Error> {
+                let mut v = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    v.push(entry);
+                }
+                Ok(Entries(v))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// How to read one member: its element type, shape, data size and layout.
@@ -302,6 +326,23 @@ fn plan_member(
                     && s.element_type.host_itemsize() == w =>
             {
                 (s.element_type, ByteOrder::Native)
+            }
+            Some(s) if s.element_type.host_itemsize() != w => {
+                return Err(invalid(format!(
+                    "slot {name:?} is {} ({} bytes per element), but the file stores it as \
+                     raw {w}-byte elements ({descr:?})",
+                    s.element_type,
+                    s.element_type.host_itemsize()
+                )))
+            }
+            Some(s) if descr_of(s.element_type).is_ok() => {
+                return Err(invalid(format!(
+                    "slot {name:?} is {}, which numpy saves by its type string ({:?}), but the \
+                     file stores it as raw {w}-byte elements ({descr:?}); raw elements are \
+                     read only into types numpy cannot name (bfloat16, float8, int4 ...)",
+                    s.element_type,
+                    descr_of(s.element_type).unwrap_or_default()
+                )))
             }
             _ => {
                 return Err(invalid(format!(

@@ -44,9 +44,15 @@ pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> 
 }
 
 /// One literal token as a scalar: the core's text rule ([`Scalar::parse`]: a finite
-/// decimal beyond float64's range is out of range, not an infinity).
+/// decimal beyond float64's range is out of range, not an infinity). A token in double
+/// quotes is read as its text, so that the values JSON output holds as strings (`"nan"`,
+/// `"-inf"`, integers past 64 bits) read back as they were written.
 fn token_scalar(v: &str) -> Result<Scalar> {
-    Scalar::parse(v)
+    let unquoted = v
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(v);
+    Scalar::parse(unquoted)
 }
 
 /// The [`Array`] of scalars under the one rule for numbers (sub-byte types packed,
@@ -253,6 +259,18 @@ mod tests {
         let e = parse_literal("1e39:f32", None).unwrap_err().to_string();
         assert!(e.contains("overflows float32"), "{e}");
         assert!(parse_literal("[inf, -inf]:f32", None).is_ok());
+        // Any case, `infinity` too (as Python's float() takes them), and quoted as JSON
+        // output writes them: `run --json`'s output reads back as a literal.
+        for text in [
+            "[NaN, Inf, -Infinity, +INF]",
+            r#"["nan", "inf", "-inf", 1.5]"#,
+            r#"[1.0, "NaN", "-inf", "Infinity"]"#,
+        ] {
+            let a = parse_literal(text, None).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(a.element_type, ElementType::F32, "{text}");
+        }
+        assert!(parse_literal("[nana]", None).is_err());
+        assert!(parse_literal("[infinit]", None).is_err());
         assert!(parse_literal("[1,2", None).is_err());
         assert!(parse_literal("x:f32", None).is_err());
         assert!(parse_literal("1:nosuchtype", None).is_err());

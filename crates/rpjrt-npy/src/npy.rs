@@ -328,13 +328,36 @@ pub fn descr_of(t: ElementType) -> Result<String> {
 /// (`|V2`) and types PJRT lacks are refused with a message naming the type string.
 pub fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
     // By character, not byte: a header is any text, and a byte split could cut one.
-    let mut chars = descr.chars();
-    let big = match chars.next() {
-        Some('<' | '|' | '=') => false,
-        Some('>') => true,
-        _ => return Err(invalid(format!("unknown .npy type {descr:?}"))),
+    // The byte order: numpy writes one of these; a type string without one is native
+    // (numpy reads `f8` or `d` as it reads `<f8` here).
+    let (big, code) = match descr.chars().next() {
+        Some('<' | '|' | '=') => (false, &descr[1..]),
+        Some('>') => (true, &descr[1..]),
+        _ => (false, descr),
     };
-    let code = chars.as_str();
+    // numpy's one-character codes (`<d`, `?`, `<i` ...), which other writers use: the
+    // sizes are those of this platform's C types (LP64), as numpy reads them.
+    let short = match code {
+        "?" => Some("b1"),
+        "b" => Some("i1"),
+        "B" => Some("u1"),
+        "h" => Some("i2"),
+        "H" => Some("u2"),
+        "i" => Some("i4"),
+        "I" => Some("u4"),
+        "l" | "q" | "p" => Some("i8"),
+        "L" | "Q" | "P" => Some("u8"),
+        "e" => Some("f2"),
+        "f" => Some("f4"),
+        "d" => Some("f8"),
+        "F" => Some("c8"),
+        "D" => Some("c16"),
+        _ => None,
+    };
+    let code = short.unwrap_or(code);
+    if code.is_empty() {
+        return Err(invalid(format!("unknown .npy type {descr:?}")));
+    }
     if code.starts_with('V') {
         return Err(invalid(format!(
             "the .npy type {descr:?} is raw bytes (how numpy saves bfloat16, float8 and \
@@ -596,6 +619,29 @@ mod tests {
             let h = read_header(&mut r).unwrap();
             assert_eq!(text_len(&h).unwrap(), r.len());
             assert_eq!(decode_text(r).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn numpys_one_character_type_strings_and_plain_sizes_are_read() {
+        use ElementType as T;
+        for (descr, t, big) in [
+            ("<d", T::F64, false),
+            ("<e", T::F16, false),
+            ("<i", T::S32, false),
+            ("?", T::Pred, false),
+            ("|b", T::S8, false),
+            ("B", T::U8, false),
+            (">h", T::S16, true),
+            ("<q", T::S64, false),
+            ("<F", T::C64, false),
+            ("f4", T::F32, false),
+            (">f8", T::F64, true),
+        ] {
+            assert_eq!(type_of_descr(descr).unwrap(), (t, big), "{descr}");
+        }
+        for bad in ["", "<", "<g", "|V2", "<U4", "x"] {
+            assert!(type_of_descr(bad).is_err(), "{bad}");
         }
     }
 }

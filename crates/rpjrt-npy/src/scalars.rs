@@ -117,18 +117,25 @@ impl Scalar {
 
 impl Scalar {
     /// One number written as text (a command line literal's token): `true`/`false`, an
-    /// integer of any size, or a decimal float; `nan`, `inf`, `+inf` and `-inf` are the
-    /// only ways to write a NaN or an infinity. A finite decimal whose magnitude overflows
-    /// `float64` (`1e400`) is refused as out of range, as it is for every float type,
-    /// rather than read as an infinity.
+    /// integer of any size, or a decimal float; the words `nan`, `inf` and `infinity`
+    /// (any case, as Python's `float()` takes them; `+`/`-` before the infinities) are the
+    /// only ways to write a NaN or an infinity, so the `"NaN"`, `"inf"` and `"-inf"` that
+    /// JSON output holds read back. A finite decimal whose magnitude overflows `float64`
+    /// (`1e400`) is refused as out of range, as it is for every float type, rather than
+    /// read as an infinity.
     pub fn parse(text: &str) -> Result<Scalar> {
         use Scalar as S;
+        let (negative, word) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text.strip_prefix('+').unwrap_or(text)),
+        };
+        let infinite = word.eq_ignore_ascii_case("inf") || word.eq_ignore_ascii_case("infinity");
         Ok(match text {
             "true" => S::Bool(true),
             "false" => S::Bool(false),
-            "nan" => S::Float(f64::NAN),
-            "inf" | "+inf" => S::Float(f64::INFINITY),
-            "-inf" => S::Float(f64::NEG_INFINITY),
+            _ if text.eq_ignore_ascii_case("nan") => S::Float(f64::NAN),
+            _ if infinite && negative => S::Float(f64::NEG_INFINITY),
+            _ if infinite => S::Float(f64::INFINITY),
             _ => {
                 let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
                 if let Ok(i) = text.parse::<i128>() {
@@ -427,50 +434,12 @@ pub fn values_to_host<S: Borrow<Scalar>>(
         leaves.len().saturating_mul(size),
         "converting numbers to host data",
     )?;
-    let at = |i: usize| -> String {
-        if dims.is_empty() {
-            String::new()
-        } else {
-            let mut idx = vec![0usize; dims.len()];
-            let mut r = i;
-            for k in (0..dims.len()).rev() {
-                let d = dims[k] as usize;
-                idx[k] = r % d;
-                r /= d;
-            }
-            format!(" at index {}", Path(&idx))
-        }
-    };
+    let at = |i: usize| index_text(&dims, i);
     // Kind checks first, over all elements (as the rule is stated).
-    let kind = t.kind();
     let worst = leaves.iter().map(|s| s.kind()).max();
-    if worst == Some(ScalarKind::Complex) && kind != ElementKind::Complex {
-        let i = leaves
-            .iter()
-            .position(|s| s.kind() == ScalarKind::Complex)
-            .unwrap_or(0);
-        return Err(Error::invalid(format!(
-            "complex values cannot be stored as {t} ({}{}; from Python, cast=True drops \
-             the imaginary part)",
-            leaves[i],
-            at(i)
-        )));
-    }
-    if matches!(
-        kind,
-        ElementKind::Bool | ElementKind::Signed | ElementKind::Unsigned
-    ) && worst >= Some(ScalarKind::Float)
-    {
-        let i = leaves
-            .iter()
-            .position(|s| s.kind() >= ScalarKind::Float)
-            .unwrap_or(0);
-        return Err(Error::invalid(format!(
-            "float values cannot be stored as {t} without rounding ({}{}); convert them \
-             first (from Python, cast=True does)",
-            leaves[i],
-            at(i)
-        )));
+    if let Some(worst) = worst {
+        let i = leaves.iter().position(|s| s.kind() == worst).unwrap_or(0);
+        check_kind(worst, t, || format!("{}{}", leaves[i], at(i)))?;
     }
     for (i, s) in leaves.iter().enumerate() {
         put_one(s, t, &mut bytes).map_err(|why| Error::invalid(format!("{s}{} {why}", at(i))))?;
@@ -480,6 +449,148 @@ pub fn values_to_host<S: Borrow<Scalar>>(
         dims,
         bytes,
     })
+}
+
+/// Refuses values of kind `kind` for element type `t` where the rule refuses the whole
+/// kind (complex into a real type, a float into an integer or bool type); `first` shows
+/// the first such value and where it is.
+fn check_kind(kind: ScalarKind, t: ElementType, first: impl FnOnce() -> String) -> Result<()> {
+    let tk = t.kind();
+    if kind == ScalarKind::Complex && tk != ElementKind::Complex {
+        return Err(Error::invalid(format!(
+            "complex values cannot be stored as {t} ({}; from Python, cast=True drops the \
+             imaginary part)",
+            first()
+        )));
+    }
+    if matches!(
+        tk,
+        ElementKind::Bool | ElementKind::Signed | ElementKind::Unsigned
+    ) && kind >= ScalarKind::Float
+    {
+        return Err(Error::invalid(format!(
+            "float values cannot be stored as {t} without rounding ({}); convert them \
+             first (from Python, cast=True does)",
+            first()
+        )));
+    }
+    Ok(())
+}
+
+/// `" at index [i, j]"` for the row-major element `i` of an array with `dims` (nothing for
+/// a 0-d array).
+fn index_text(dims: &[i64], i: usize) -> String {
+    if dims.is_empty() {
+        return String::new();
+    }
+    let mut idx = vec![0usize; dims.len()];
+    let mut r = i;
+    for k in (0..dims.len()).rev() {
+        let d = dims[k].max(1) as usize;
+        idx[k] = r % d;
+        r /= d;
+    }
+    format!(" at index {}", Path(&idx))
+}
+
+/// A typed host array converted into element type `to` under the rule of the module
+/// documentation, as if each element were the equal Python number: `data` holds the
+/// elements of `from` dense, row-major and in native byte order, one element per
+/// [`ElementType::host_itemsize`] bytes (sub-byte types one per byte, numpy's form).
+/// Integers keep their value or are refused, floats round but never overflow, and the
+/// kind checks refuse complex into a real type and floats into integer or bool types.
+/// Errors name the first element that cannot be stored, by index.
+pub fn convert(
+    data: &[u8],
+    from: ElementType,
+    dims: Vec<i64>,
+    to: ElementType,
+) -> Result<HostValues> {
+    let size = from.host_itemsize();
+    let to_size = to.host_itemsize();
+    if size == 0 || to_size == 0 {
+        let t = if size == 0 { from } else { to };
+        return Err(Error::invalid(format!("{t} has no host representation")));
+    }
+    let n = rpjrt::element_count(&dims)?;
+    if n.checked_mul(size) != Some(data.len()) {
+        return Err(Error::invalid(format!(
+            "{} bytes of {from} for dims {dims:?}, which hold {n} elements of {size} bytes",
+            data.len()
+        )));
+    }
+    if let Some((i, b)) = rpjrt::first_foreign_byte(from, data) {
+        return Err(Error::invalid(format!(
+            "the {from} data's {}",
+            rpjrt::foreign_byte_text(from, i, b)
+        )));
+    }
+    let kind = match from.kind() {
+        ElementKind::Bool => ScalarKind::Bool,
+        ElementKind::Signed | ElementKind::Unsigned => ScalarKind::Int,
+        ElementKind::Float => ScalarKind::Float,
+        ElementKind::Complex => ScalarKind::Complex,
+        _ => return Err(Error::invalid(format!("{from} values cannot be converted"))),
+    };
+    let at = |i: usize| index_text(&dims, i);
+    let element = |i: usize| scalar_at(data, from, i);
+    if n > 0 {
+        check_kind(kind, to, || format!("{}{}", element(0), at(0)))?;
+    }
+    let mut bytes = rpjrt::host::try_alloc(n.saturating_mul(to_size), "converting host data")?;
+    for i in 0..n {
+        let s = element(i);
+        put_one(&s, to, &mut bytes).map_err(|why| Error::invalid(format!("{s}{} {why}", at(i))))?;
+    }
+    Ok(HostValues {
+        element_type: to,
+        dims,
+        bytes,
+    })
+}
+
+/// Element `i` of dense native host data of type `t` (checked by [`convert`]) as a number.
+fn scalar_at(data: &[u8], t: ElementType, i: usize) -> Scalar {
+    let size = t.host_itemsize();
+    let bits_at = |at: usize, width: usize| -> u64 {
+        let b = &data[at..at + width];
+        match width {
+            8 => u64::from_ne_bytes(b.try_into().unwrap_or_default()),
+            4 => u64::from(u32::from_ne_bytes(b.try_into().unwrap_or_default())),
+            2 => u64::from(u16::from_ne_bytes(b.try_into().unwrap_or_default())),
+            _ => u64::from(b[0]),
+        }
+    };
+    let w = t.bit_width() as u32;
+    match t.kind() {
+        ElementKind::Bool => Scalar::Bool(data[i] != 0),
+        ElementKind::Signed => {
+            let bits = bits_at(i * size, size);
+            // Sign-extend from the element's own width (sub-byte elements may come either
+            // way, see rpjrt::first_foreign_byte).
+            let shift = 64 - w;
+            Scalar::Int(i128::from(((bits << shift) as i64) >> shift))
+        }
+        ElementKind::Unsigned => {
+            let mask = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
+            Scalar::Int(i128::from(bits_at(i * size, size) & mask))
+        }
+        ElementKind::Float => {
+            Scalar::Float(decode_float(bits_at(i * size, size), t).unwrap_or(f64::NAN))
+        }
+        ElementKind::Complex => {
+            let half = size / 2;
+            let part = if t == ElementType::C64 {
+                ElementType::F32
+            } else {
+                ElementType::F64
+            };
+            let re = decode_float(bits_at(i * size, half), part).unwrap_or(f64::NAN);
+            let im = decode_float(bits_at(i * size + half, half), part).unwrap_or(f64::NAN);
+            Scalar::Complex(re, im)
+        }
+        _ => Scalar::Bool(false),
+    }
 }
 
 /// Appends `s` as one element of `t` (native byte order), or says why it cannot be stored.
@@ -1329,8 +1440,28 @@ mod tests {
             let e = Scalar::parse(over).unwrap_err().to_string();
             assert!(e.contains("out of range") && e.contains(over), "{e}");
         }
-        for bad in ["", "-", "1.2.3", "infinity", "NaN", "0x10", "e5", "1e"] {
+        for bad in [
+            "", "-", "1.2.3", "infinit", "nana", "-nan", "0x10", "e5", "1e",
+        ] {
             assert!(Scalar::parse(bad).is_err(), "{bad}");
+        }
+        // The words in any case, as Python's float() takes them and JSON output writes
+        // them ("NaN" was refused while `run --json` wrote it).
+        for (text, want) in [
+            ("NaN", f64::NAN),
+            ("nan", f64::NAN),
+            ("Inf", f64::INFINITY),
+            ("+Infinity", f64::INFINITY),
+            ("infinity", f64::INFINITY),
+            ("-INF", f64::NEG_INFINITY),
+            ("-Infinity", f64::NEG_INFINITY),
+        ] {
+            match Scalar::parse(text) {
+                Ok(Scalar::Float(x)) => {
+                    assert!(x == want || (x.is_nan() && want.is_nan()), "{text} -> {x}")
+                }
+                other => panic!("{text} -> {other:?}"),
+            }
         }
         // The largest finite float64 is in range.
         assert_eq!(
@@ -1343,7 +1474,10 @@ mod tests {
         #[test]
         fn any_text_parses_or_is_refused(text in "[-+0-9.eE a-z]{0,24}") {
             if let Ok(Scalar::Float(x)) = Scalar::parse(&text) {
-                let word = matches!(text.as_str(), "nan" | "inf" | "+inf" | "-inf");
+                let word = text.trim_start_matches(['-', '+']);
+                let word = word.eq_ignore_ascii_case("inf")
+                    || word.eq_ignore_ascii_case("infinity")
+                    || text.eq_ignore_ascii_case("nan");
                 proptest::prop_assert!(x.is_finite() || word, "{text} -> {x}");
             }
         }
@@ -1369,5 +1503,69 @@ mod tests {
         assert_eq!(a.element_type(), T::S4);
         assert_eq!(a.dims(), &[3]);
         assert_eq!(a.plan().unwrap().2, 3);
+    }
+
+    #[test]
+    fn typed_arrays_convert_by_the_rule_for_numbers() {
+        use ElementType as T;
+        let f64s = |v: &[f64]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        // Values that fit keep them; floats round to the nearest.
+        let ok = convert(&f64s(&[0.1, -2.5, 1e30]), T::F64, vec![3], T::F32).unwrap();
+        let back: Vec<f32> = ok
+            .bytes
+            .chunks(4)
+            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(back, vec![0.1f32, -2.5, 1e30]);
+        let ints: Vec<u8> = [300i64, 1].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let e = convert(&ints, T::S64, vec![2], T::S8)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("300 at index [0] does not fit in int8"), "{e}");
+        assert_eq!(
+            convert(&ints, T::S64, vec![2], T::S16).unwrap().bytes,
+            [44u8, 1, 1, 0]
+        );
+        // Kinds: no float into an integer (not even 2.0), no complex into a real type.
+        let e = convert(&f64s(&[2.0]), T::F64, vec![1], T::S32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("float values cannot be stored as int32"), "{e}");
+        let c = f64s(&[1.0, 0.0]);
+        let e = convert(&c, T::C128, vec![], T::F64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("complex values cannot be stored as float64"),
+            "{e}"
+        );
+        // Overflow and specials.
+        let e = convert(&f64s(&[1.0, 1e40]), T::F64, vec![2], T::F32)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at index [1] overflows float32"), "{e}");
+        assert!(convert(&f64s(&[f64::INFINITY]), T::F64, vec![1], T::F8E4M3FN).is_err());
+        assert!(convert(&f64s(&[f64::NAN, f64::INFINITY]), T::F64, vec![2], T::BF16).is_ok());
+        // Sub-byte sources in either form, and bools.
+        let s4 = convert(&[0x0e, 0xfe, 0x07], T::S4, vec![3], T::S8).unwrap();
+        assert_eq!(s4.bytes, [0xfe, 0xfe, 0x07]);
+        assert!(convert(&[0x17], T::S4, vec![1], T::S8).is_err());
+        assert_eq!(
+            convert(&[0, 1, 1], T::Pred, vec![3], T::F16)
+                .unwrap()
+                .bytes
+                .len(),
+            6
+        );
+        let e = convert(&[2, 1], T::S8, vec![2], T::Pred)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not fit in bool"), "{e}");
+        // Lengths and empty arrays.
+        assert!(convert(&[1, 2, 3], T::S8, vec![2], T::S16).is_err());
+        assert_eq!(
+            convert(&[], T::F64, vec![0, 3], T::S8).unwrap().bytes,
+            Vec::<u8>::new()
+        );
     }
 }

@@ -36,6 +36,7 @@ pub mod oom;
 pub mod aot;
 pub mod buffer;
 pub mod callback;
+pub mod capture;
 pub mod client;
 pub mod cuda;
 pub mod device;
@@ -147,7 +148,12 @@ args_types! {
 /// The loaded function table of one plugin.
 pub struct Api {
     ptr: *const sys::PJRT_Api,
+    /// The part of the table rpjrt uses: `claimed_table_size`, clamped to the slots that
+    /// existed at the plugin's version.
     table_size: usize,
+    /// `PJRT_Api.struct_size` as the plugin set it (may be larger than `table_size`, and
+    /// need not be the header plus whole slots).
+    claimed_table_size: usize,
     version: ApiVersion,
     /// `pjrt_api_version.struct_size` as the plugin set it.
     version_struct_size: usize,
@@ -247,6 +253,43 @@ pub fn loads_in_loader() -> usize {
     IN_LOADER.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// What a plugin's `PJRT_Api.struct_size` said, and how much of it rpjrt uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableClaim {
+    /// `PJRT_Api.struct_size` as the plugin set it.
+    pub claimed: usize,
+    /// The bytes rpjrt reads: `claimed`, clamped to the header plus the slots that
+    /// existed at the plugin's PJRT version ([`Api::table_size`]).
+    pub used: usize,
+}
+
+/// The table sizes [`load`] read, by canonical library path (kept for code that holds a
+/// higher-level plugin handle rather than the [`Api`]).
+static CLAIMS: std::sync::Mutex<Vec<(PathBuf, TableClaim)>> = std::sync::Mutex::new(Vec::new());
+
+fn record_claim(path: &Path, claim: TableClaim) {
+    let canonical = canonical(path);
+    let mut claims = CLAIMS.lock().unwrap_or_else(|p| p.into_inner());
+    match claims.iter_mut().find(|(p, _)| *p == canonical) {
+        Some(entry) => entry.1 = claim,
+        None => claims.push((canonical, claim)),
+    }
+}
+
+/// The table size the plugin library at `path` claimed when [`load`] read it in this
+/// process, and the part rpjrt uses; `None` if [`load`] has not read that library (or
+/// refused it before reading its size). Lets `rpjrt info` and the conformance harness
+/// report a `PJRT_Api.struct_size` that the loader clamped.
+pub fn table_claim(path: &Path) -> Option<TableClaim> {
+    let canonical = canonical(path);
+    CLAIMS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(p, _)| *p == canonical)
+        .map(|(_, c)| *c)
+}
+
 /// Loads a plugin library, checks it is a usable PJRT plugin, and returns its table.
 /// The library is never unloaded.
 pub fn load(path: &Path) -> Result<Api> {
@@ -315,10 +358,19 @@ pub fn load(path: &Path) -> Result<Api> {
         .iter()
         .take_while(|e| i64::from(e.since_minor) <= i64::from(version.minor))
         .count();
+    let claimed_table_size = table_size;
     let table_size = table_size.min(TABLE_HEADER + existed * size_of::<usize>());
+    record_claim(
+        path,
+        TableClaim {
+            claimed: claimed_table_size,
+            used: table_size,
+        },
+    );
     let mut api = Api {
         ptr,
         table_size,
+        claimed_table_size,
         version,
         version_struct_size: v.struct_size,
         fork_generation: guard::generation(),
@@ -344,6 +396,14 @@ impl Api {
     /// Size of the plugin's `PJRT_Api` struct in bytes.
     pub fn table_size(&self) -> usize {
         self.table_size
+    }
+
+    /// `PJRT_Api.struct_size` as the plugin reported it. [`Api::table_size`] is this,
+    /// clamped to the slots that existed at the plugin's version (a plugin claiming more
+    /// slots than its version has would make rpjrt call past the end of its table); the
+    /// two differ for a plugin whose table claims more than it can hold.
+    pub fn claimed_table_size(&self) -> usize {
+        self.claimed_table_size
     }
 
     /// Number of function slots the plugin's table holds.

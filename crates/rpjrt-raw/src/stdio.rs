@@ -108,3 +108,36 @@ pub fn write_saved(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<()> {
     let mut f = ManuallyDrop::new(unsafe { File::from_raw_fd(fd.as_raw_fd()) });
     f.write_all(bytes)
 }
+
+/// Whether descriptor 1 was closed when the process started (`cmd >&-`), as
+/// [`check_stdout_at_start`] found it before Rust's runtime ran: the runtime reopens a
+/// closed descriptor 0, 1 or 2 on `/dev/null`, after which a closed stdout and `>/dev/null`
+/// look alike and every write "succeeds".
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Runs [`check_stdout_at_start`] as an initializer: the loader runs `.init_array` entries
+/// before `main` (for a program) or when the library is loaded (for a Python extension).
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static CHECK_STDOUT_AT_START: extern "C" fn() = check_stdout_at_start;
+
+/// Records whether descriptor 1 is closed now (see [`stdout_closed_at_start`]). Does no
+/// more than one system call: it runs before Rust's runtime is set up.
+#[cfg(target_os = "linux")]
+extern "C" fn check_stdout_at_start() {
+    // SAFETY: fcntl(F_GETFD) only reads the descriptor table entry of descriptor 1; it
+    // touches no memory of ours. Errno is read right after, on this same thread.
+    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } < 0
+        // SAFETY: __errno_location returns this thread's errno, always valid to read.
+        && unsafe { *libc::__errno_location() } == libc::EBADF;
+    STDOUT_CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True when descriptor 1 was closed as the process started (`cmd >&-`), before Rust's
+/// runtime put `/dev/null` there. Known on Linux only (false elsewhere). A program whose
+/// output is its purpose can then fail instead of discarding it silently.
+pub fn stdout_closed_at_start() -> bool {
+    STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed)
+}

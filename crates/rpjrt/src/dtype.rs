@@ -536,6 +536,33 @@ pub(crate) fn values_from_bytes<T: NativeType>(bytes: &[u8]) -> Vec<T> {
     T::from_host_bytes(bytes)
 }
 
+/// The first byte of `unpacked` (one element of `ty` per byte, `ty` narrower than a byte)
+/// that holds no element of `ty`, and its index: one whose bits above the element's are
+/// neither clear (ml_dtypes' form: int4 -2 is `0x0e`) nor, for a signed type, copies of
+/// its sign (the plugins' `0xfe`). Packing keeps only the low bits: it would change value.
+pub fn first_foreign_byte(ty: ElementType, unpacked: &[u8]) -> Option<(usize, u8)> {
+    let (w, signed) = (ty.bit_width(), ty.kind() == ElementKind::Signed);
+    if w >= 8 || w == 0 || ty.kind() == ElementKind::Token {
+        return None;
+    }
+    let fits = |b: u8| b >> w == 0 || signed && (b as i8) >> (w - 1) == -1;
+    let i = unpacked.iter().position(|&b| !fits(b))?;
+    Some((i, unpacked[i]))
+}
+
+/// Why [`first_foreign_byte`] refused element `index`, the byte `byte`.
+pub fn foreign_byte_text(ty: ElementType, index: usize, byte: u8) -> String {
+    let ext = if ty.kind() == ElementKind::Signed {
+        ", or those sign-extended"
+    } else {
+        ""
+    };
+    format!(
+        "element {index} is the byte {byte:#04x}, which is no {ty} value ({} bits{ext})",
+        ty.bit_width()
+    )
+}
+
 /// Packs one-element-per-byte values of a sub-byte type into the dense form: element `i`
 /// goes to bits `(i * w) % 8` of byte `i * w / 8` (lowest bits first), `w` the bit width.
 pub fn pack_sub_byte(ty: ElementType, unpacked: &[u8]) -> Vec<u8> {
@@ -576,15 +603,15 @@ pub fn unpack_sub_byte(ty: ElementType, packed: &[u8], count: usize) -> Vec<u8> 
 
 /// Number of elements in a shape, with a clear error for negative or overflowing dims.
 pub fn element_count(dims: &[i64]) -> Result<usize> {
-    let mut n: usize = 1;
+    let mut n = Some(1usize);
     for (i, &d) in dims.iter().enumerate() {
         let d = usize::try_from(d)
             .map_err(|_| Error::invalid(format!("dimension {i} is negative ({d})")))?;
-        n = n
-            .checked_mul(d)
-            .ok_or_else(|| Error::invalid(format!("shape {dims:?} has too many elements")))?;
+        n = n.and_then(|n| n.checked_mul(d));
     }
-    Ok(n)
+    // A zero dimension empties the shape, however large the others (numpy makes these).
+    n.or(dims.contains(&0).then_some(0))
+        .ok_or_else(|| Error::invalid(format!("shape {dims:?} has too many elements")))
 }
 
 /// Bytes of a dense `ty[dims]`, refused naming the shape when a dimension is negative or
@@ -1028,5 +1055,35 @@ mod tests {
         assert_eq!(element_count(&[2, 0, 3]).unwrap(), 0);
         assert!(element_count(&[2, -1]).is_err());
         assert!(element_count(&[i64::MAX, i64::MAX]).is_err());
+        // Empty whatever the other dims: numpy makes such arrays.
+        assert_eq!(element_count(&[1 << 32, 1 << 32, 0]).unwrap(), 0);
+        assert_eq!(element_count(&[0, i64::MAX, i64::MAX]).unwrap(), 0);
+        assert!(element_count(&[0, -1]).is_err());
+    }
+
+    #[test]
+    fn a_byte_is_a_sub_byte_element_in_either_form_and_nothing_else() {
+        let t = ElementType::S4;
+        assert_eq!(first_foreign_byte(t, &[0x0e, 0xfe, 0x07, 0xf8, 0x08]), None);
+        assert_eq!(first_foreign_byte(t, &[0x01, 0x7f]), Some((1, 0x7f)));
+        assert_eq!(first_foreign_byte(t, &[0x10]), Some((0, 0x10)));
+        assert_eq!(
+            first_foreign_byte(ElementType::U4, &[0x0f, 0xff]),
+            Some((1, 0xff))
+        );
+        assert_eq!(
+            first_foreign_byte(ElementType::F4E2M1FN, &[0x0f, 0x11]),
+            Some((1, 0x11))
+        );
+        assert_eq!(
+            first_foreign_byte(ElementType::S2, &[0x01, 0xfe, 0x02, 0xfc]),
+            Some((3, 0xfc))
+        );
+        assert_eq!(first_foreign_byte(ElementType::U8, &[0xff]), None);
+        let why = foreign_byte_text(t, 1, 0x7f);
+        assert_eq!(
+            why,
+            "element 1 is the byte 0x7f, which is no int4 value (4 bits, or those sign-extended)"
+        );
     }
 }

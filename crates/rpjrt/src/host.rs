@@ -491,6 +491,13 @@ impl HostArray<'_> {
         if t == ElementType::Pred {
             dense.iter_mut().for_each(|b| *b = u8::from(*b != 0));
         }
+        if let Some((i, b)) = crate::dtype::first_foreign_byte(t, &dense) {
+            return Err(Error::invalid(format!(
+                "the {t}{:?} host array's {}",
+                self.dims,
+                crate::dtype::foreign_byte_text(t, i, b)
+            )));
+        }
         if self.unpacked && t.is_sub_byte() {
             dense = pack_sub_byte(t, &dense);
         }

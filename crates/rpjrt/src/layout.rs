@@ -274,14 +274,14 @@ impl Buffer {
         };
         if ft != t && ft != crate::host::carrier_type(t) {
             return Err(Error::invalid(format!(
-                "the destination holds {ft}, but the buffer holds {t} (copy_to_host does not \
-                 convert)"
+                "the destination holds {ft}, but the buffer holds {t} (a copy to the host does \
+                 not convert)"
             )));
         }
         if order.is_foreign() && dest.itemsize > 1 {
             return Err(Error::invalid(format!(
-                "the destination is in foreign byte order (format {fmt:?}); copy_to_host \
-                 writes native order"
+                "the destination is in foreign byte order (format {fmt:?}); a copy to the \
+                 host writes native order"
             )));
         }
         if dest.dims != self.dims() {

@@ -52,7 +52,6 @@ mod session;
 pub mod sharding;
 mod stablehlo;
 pub mod staging;
-pub mod stdio;
 pub mod tpu;
 pub mod trace;
 pub mod transfer;
@@ -62,6 +61,8 @@ mod value;
 // The unsafe layer is its own crate, so the boundary is the compiler's: this crate forbids
 // `unsafe`. Its paths stay `crate::raw::X`, and the error vocabulary it defines is ours.
 pub(crate) use rpjrt_raw as raw;
+/// Keeping a plugin's own output out of a program's output (see `rpjrt_raw::capture`).
+pub use rpjrt_raw::capture as stdio;
 pub(crate) use rpjrt_raw::{error, oom};
 
 /// Benchmark support: the raw C floor of an execution. Not part of the API; only with the
@@ -257,7 +258,8 @@ pub(crate) fn env_text(name: &str) -> Option<String> {
     Some(v.to_string_lossy().into_owned()).filter(|v| !v.is_empty())
 }
 pub use dtype::{
-    element_count, pack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
+    element_count, first_foreign_byte, foreign_byte_text, pack_sub_byte, unpack_sub_byte,
+    DlDataType, ElementKind, ElementType, NativeType,
 };
 pub use error::{Code, Error, Result};
 pub use external::{DeviceAddress, DmaRegion, RawCopy};

@@ -351,6 +351,25 @@ pub(crate) fn mesh_counts(encoded: &[u8]) -> Option<(i64, i64)> {
     Some((b.num_replicas.max(1), b.num_partitions.max(1)))
 }
 
+/// The device assignment of encoded compile options, as [`CompileOptions::device_assignment`]
+/// rows (one per replica, one id per partition); `None` when they name none.
+pub(crate) fn recorded_assignment(encoded: &[u8]) -> Option<Vec<Vec<i64>>> {
+    use prost::Message;
+    let a = proto::CompileOptionsProto::decode(encoded)
+        .ok()?
+        .executable_build_options?
+        .device_assignment?;
+    let replicas = usize::try_from(a.replica_count).ok().filter(|&r| r > 0)?;
+    let cols = &a.computation_devices;
+    let rows = (0..replicas).map(|r| {
+        cols.iter()
+            .map(|c| c.replica_device_ids.get(r).copied())
+            .collect()
+    });
+    rows.collect::<Option<Vec<Vec<i64>>>>()
+        .filter(|rows| rows.iter().all(|r| !r.is_empty()))
+}
+
 /// Whether encoded compile options ask for `parameter_is_tupled_arguments`.
 pub(crate) fn tupled_arguments(encoded: &[u8]) -> bool {
     use prost::Message;

@@ -732,6 +732,29 @@ impl Session {
         r
     }
 
+    /// Whether this thread runs inside a step of this session (the step's own thread, or a
+    /// custom-call handler of its program), where a restore must not land.
+    pub fn in_step(&self) -> bool {
+        let here = std::thread::current().id();
+        let st = self.inner.lock();
+        st.stepping
+            .is_some_and(|t| t == here || crate::raw::callback::in_callback())
+    }
+
+    /// Waits up to `limit` until no other thread runs a program of this session; whether
+    /// none does now. Faces wait in slices with it, answering Ctrl-C in between, before a
+    /// call that would wait for a step.
+    pub fn wait_between_steps(&self, limit: std::time::Duration) -> bool {
+        let other = |st: &mut State| {
+            let here = std::thread::current().id();
+            st.stepping
+                .is_some_and(|t| t != here && !crate::raw::callback::in_callback())
+        };
+        let inner = &*self.inner;
+        let waited = inner.idle.wait_timeout_while(inner.lock(), limit, other);
+        !other(&mut waited.unwrap_or_else(|e| e.into_inner()).0)
+    }
+
     /// As [`Session::fetch`], but never runs a loader and never waits: `Ok(None)` when slot
     /// `name` is bound to a loader that has not run yet, or when another thread holds the
     /// session or runs one of its programs; [`Session::fetch`] then does the rest.

@@ -334,6 +334,14 @@ pub fn assemble(
     mesh: &Mesh,
     spec: &PartitionSpec,
 ) -> Result<Vec<u8>> {
+    // First: a shard of another type is the caller's mistake whatever the type.
+    if let Some(k) = shards.iter().position(|s| s.element_type != element_type) {
+        return Err(Error::invalid(format!(
+            "shard {k} is {}, but the array is {element_type}: shards must all have the \
+             array's element type (convert it first)",
+            shards[k].element_type
+        )));
+    }
     let total = element_type.dense_byte_size(crate::dtype::element_count(dims)?)?;
     let item = check_host(element_type, dims, total)?;
     let layout = shard_layout(mesh, spec, dims)?;
@@ -346,13 +354,6 @@ pub fn assemble(
     }
     let n = element_type.dense_byte_size(crate::dtype::element_count(&layout.shard_dims)?)?;
     for (k, s) in shards.iter().enumerate() {
-        if s.element_type != element_type {
-            return Err(Error::invalid(format!(
-                "shard {k} is {}, but the array is {element_type}: shards must all have the \
-                 array's element type (convert it first)",
-                s.element_type
-            )));
-        }
         if s.dims != layout.shard_dims.as_slice() {
             return Err(Error::invalid(format!(
                 "shard {k} has dims {:?}, but a {element_type}{dims:?} array split by this \

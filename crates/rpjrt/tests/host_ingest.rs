@@ -282,3 +282,29 @@ fn plugin_side_exhaustion_is_resource_exhausted() {
     let b = c.put(&a, &d, None, CopyMode::Always).unwrap();
     assert_eq!(b.to_vec().unwrap(), small.to_vec());
 }
+
+#[test]
+fn a_slice_longer_than_its_dims_and_bytes_no_sub_byte_element_are_refused() {
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        // Eight floats for dims [3] were taken; the dims were not the data's.
+        expect_err(
+            c.buffer_from_slice(&[0f32; 8], &[3], &d),
+            &["8 elements for dims [3], which hold 3"],
+        );
+        expect_err(c.buffer_from_slice(&[0f32; 2], &[3], &d), &["2 elements"]);
+        let b = c.buffer_from_slice(&[1f32, 2., 3.], &[3], &d).unwrap();
+        assert_eq!(b.to_vec_of::<f32>().unwrap(), vec![1., 2., 3.]);
+        // Unpacked int4 bytes: both forms of -2 are -2; 0x7f is no int4.
+        let a = HostArray::from_slice(&[0x0e, 0xfe, 0x07], ElementType::S4, &[3]).unpacked();
+        let b = c.put(&a, &d, None, CopyMode::IfNeeded).unwrap();
+        let mut back = [0u8; 3];
+        b.to_host_array(&mut back).unwrap();
+        assert_eq!(back, [0x0e, 0x0e, 0x07]);
+        let a = HostArray::from_slice(&[0x01, 0x7f], ElementType::S4, &[2]).unpacked();
+        expect_err(
+            c.put(&a, &d, None, CopyMode::IfNeeded),
+            &["element 1 is the byte 0x7f, which is no int4 value"],
+        );
+    });
+}

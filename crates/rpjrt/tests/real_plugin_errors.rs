@@ -430,7 +430,7 @@ fn host_data_shorter_than_its_shape() {
         assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
         expect_err(
             c.buffer_from_slice(&[1f32; 7], &[8], &d),
-            &["host data has 28 bytes, but float32[8] needs 32"],
+            &["7 elements for dims [8], which hold 8"],
         );
         expect_err(
             c.buffer_from_host(&[], f, &[], None, &d, None),

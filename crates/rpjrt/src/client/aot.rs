@@ -600,6 +600,17 @@ impl Client {
     ) -> Result<(Executable, std::time::Duration, bool)> {
         let encoded = match overrides {
             Some(o) => {
+                // The plugins place a loaded program by its device assignment alone: a
+                // device ordinal becomes one, and without either the artifact keeps the
+                // devices it was compiled for (options given at load replace all of them).
+                let mut o = o.clone();
+                if o.device_assignment.is_none() {
+                    let single = o.num_replicas == 1 && o.num_partitions == 1;
+                    o.device_assignment = match o.device_ordinal {
+                        id if id >= 0 && single => Some(vec![vec![id]]),
+                        _ => crate::options::recorded_assignment(&artifact.compile_options),
+                    };
+                }
                 // Loading re-places a compiled program; it does not partition it again.
                 // Other counts than the compiled ones load and then compute with the
                 // compiled shards (or fail inside the plugin at the first collective).

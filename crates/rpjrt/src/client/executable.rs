@@ -632,6 +632,15 @@ impl Executable {
             if !Arc::ptr_eq(&dev.core, &st.core) {
                 return Err(Error::invalid(format!("{dev} belongs to another client")));
             }
+            // One device of several would run one replica or shard alone: a wrong answer,
+            // or a collective that waits for the others for ever.
+            if st.devices.len() > 1 {
+                return Err(Error::invalid(format!(
+                    "{} runs on {} devices and takes one argument list per device                      (execute_sharded); a device is chosen only for a single-device or                      portable executable",
+                    st.name,
+                    st.devices.len()
+                )));
+            }
             // Compiled for devices of its own: another device needs a portable compile (the
             // plugins' own message calls the device "not addressable").
             if !st.devices.is_empty() && !st.devices.contains(&dev.raw_ref()) {

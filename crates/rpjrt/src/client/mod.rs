@@ -665,13 +665,22 @@ impl Client {
         self.put_result(raw, element_type, dims, device)
     }
 
-    /// Copies a typed slice into a new row-major buffer on `device`.
+    /// Copies a typed slice into a new row-major buffer on `device`. The slice must hold
+    /// exactly the elements `dims` describe (more is refused as surely as fewer).
     pub fn buffer_from_slice<T: NativeType>(
         &self,
         data: &[T],
         dims: &[i64],
         device: &Device,
     ) -> Result<Buffer> {
+        let n = element_count(dims)?;
+        if data.len() != n {
+            // Longer is as wrong as shorter: the dims are not the data's.
+            return Err(Error::invalid(format!(
+                "{} elements for dims {dims:?}, which hold {n}",
+                data.len()
+            )));
+        }
         let bytes = crate::dtype::as_bytes(data);
         self.buffer_from_host(bytes, T::ELEMENT_TYPE, dims, None, device, None)
     }
@@ -789,6 +798,13 @@ impl Client {
         let dev = self.resolve_device(device)?;
         let mem = match memory {
             MemoryChoice::Default => None,
+            // Both named: they must agree (entries would otherwise each honour one of them).
+            MemoryChoice::Memory(m) if !m.addressable_by_devices()?.contains(&dev) => {
+                return Err(Error::invalid(format!(
+                    "{m} is not addressable by {dev}: give a memory of that device, or only \
+                     the memory (its device is then the one it belongs to)"
+                )));
+            }
             MemoryChoice::Memory(m) => Some(m.clone()),
             MemoryChoice::Kind(kind) => Some(dev.memory_by_kind(kind)?),
         };

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::raw::stdio::{self as raw_stdio, Diverted, Std};
+use crate::stdio::{self as raw_stdio, Diverted, Std};
 
 fn io_error(what: &str, e: std::io::Error) -> Error {
     Error::invalid(format!("cannot {what}: {e}"))
@@ -191,7 +191,7 @@ impl Drop for Capture {
     }
 }
 
-pub use crate::raw::process::{die_with_parent, exit_now, wait_until, Reaped};
+pub use crate::process::{die_with_parent, exit_now, wait_until, Reaped};
 
 /// Writes `line` and a newline to the real stderr, even while a [`Capture`] is active.
 pub fn notice(line: &str) {
@@ -235,10 +235,19 @@ pub fn watch_until(
 ) -> Watch {
     let what = what.into();
     let (stop, rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let started = Instant::now();
     let thread = std::thread::Builder::new()
         .name("rpjrt-watch".into())
         .spawn(move || {
+            // A new thread's first uses of thread-locals with destructors register them
+            // under the dynamic loader's lock. The watched call may be a `dlopen` that
+            // never returns, holding that lock: the watch would then block on it and
+            // never give up. So those uses happen here, before the caller goes on (the
+            // thread's own set-up, the channel's waiting, the thread's handle).
+            let _ = rx.recv_timeout(Duration::from_millis(1));
+            let _ = std::thread::current();
+            let _ = ready_tx.send(());
             let (limit, mut on_deadline) = match deadline {
                 Some((d, f)) => (Some(d), Some(f)),
                 None => (None, None),
@@ -272,6 +281,10 @@ pub fn watch_until(
             }
         })
         .ok();
+    if thread.is_some() {
+        // Bounded: a thread that cannot start its work soon still watches, later.
+        let _ = ready_rx.recv_timeout(Duration::from_secs(1));
+    }
     Watch {
         stop: Some(stop),
         thread,
