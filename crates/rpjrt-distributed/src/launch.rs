@@ -398,10 +398,18 @@ pub struct Launcher {
 pub struct LaunchOutcome {
     /// Each process's exit code; `None` where it was killed (by us or by a signal).
     pub exit_codes: Vec<Option<i32>>,
+    /// The signal that ended each process, where one did (the launcher's own SIGKILL for
+    /// processes it stopped included); `None` for a process that exited.
+    pub signals: Vec<Option<i32>>,
     /// The first process that failed, if any.
     pub first_failure: Option<usize>,
     /// Whether the timeout ran out.
     pub timed_out: bool,
+    /// The signal (SIGINT, SIGTERM or SIGHUP) that stopped the launcher itself, if one
+    /// came while it ran: its processes still running were sent SIGTERM, and those still
+    /// running [`STOP_GRACE`] later (or at a second such signal) were killed with
+    /// SIGKILL. [`LaunchOutcome::exit_code`] is then 128 + that signal.
+    pub stopped_by: Option<i32>,
     /// Processes whose output the launcher stopped reading before it ended: their pipe
     /// was still open and silent [`OUTPUT_IDLE_LIMIT`] after every process had exited
     /// (a process they started keeps it open), so anything written to it later is lost.
@@ -409,23 +417,107 @@ pub struct LaunchOutcome {
 }
 
 impl LaunchOutcome {
-    /// The launcher's own exit code: 0 when all succeeded and all their output was
-    /// forwarded, 124 on timeout, else the first failing process's code (1 if it died from
-    /// a signal); 1 when all succeeded but some output was cut ([`Self::output_cut`]).
+    /// The launcher's own exit code: 128 + N when signal N stopped the launcher
+    /// ([`Self::stopped_by`]: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), else 0
+    /// when all succeeded and all their output was forwarded, 124 on timeout, else the
+    /// first failing process's code, or 128 + N if a signal N killed it (as a shell
+    /// reports it: 134 for SIGABRT, 137 for SIGKILL); 1 when all succeeded but some
+    /// output was cut ([`Self::output_cut`]).
     pub fn exit_code(&self) -> i32 {
+        if let Some(sig) = self.stopped_by {
+            return 128 + sig;
+        }
         if self.timed_out {
             return 124;
         }
         match self.first_failure {
             None if !self.output_cut.is_empty() => 1,
             None => 0,
-            Some(p) => match self.exit_codes[p] {
-                Some(0) | None => 1,
-                Some(c) => c,
+            Some(p) => match (self.exit_codes[p], self.signals.get(p).copied().flatten()) {
+                (Some(c), _) if c != 0 => c,
+                (_, Some(sig)) if sig > 0 => 128 + sig,
+                _ => 1,
             },
         }
     }
+
+    /// How process `p` ended, in words: `exit code 3`, `killed by SIGABRT (6)`.
+    pub fn describe(&self, p: usize) -> String {
+        match (
+            self.exit_codes.get(p).copied().flatten(),
+            self.signals.get(p).copied().flatten(),
+        ) {
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(sig)) => format!("killed by {} ({sig})", signal_name(sig)),
+            (None, None) => "ended without an exit code".to_string(),
+        }
+    }
 }
+
+/// The name of signal `sig` on Linux (`SIGSEGV` for 11), or `signal N` for one without a
+/// fixed name (the real-time signals).
+pub fn signal_name(sig: i32) -> String {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    usize::try_from(sig)
+        .ok()
+        .and_then(|s| s.checked_sub(1))
+        .and_then(|i| NAMES.get(i))
+        .map_or_else(|| format!("signal {sig}"), |n| n.to_string())
+}
+
+/// The signal that ended a process, if one did.
+fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
+}
+
+/// SIGTERM, the signal a stopped launcher passes to its processes (15 on every Unix).
+const SIGTERM: i32 = 15;
+
+/// How long a launcher stopped by SIGINT, SIGTERM or SIGHUP gives its processes, after
+/// passing them SIGTERM, to exit before it kills those still running with SIGKILL (a
+/// second stop signal kills them at once).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How long the launcher keeps reading an output pipe that stays open, and silent, after
 /// every process has exited (a process they started in the background holds it). A pipe
@@ -528,6 +620,16 @@ impl Launcher {
     /// Starts the processes, forwards each line of their output to `sink`, and waits.
     /// When one fails (non-zero exit or signal) or the timeout runs out, the others are
     /// killed.
+    ///
+    /// While it runs, SIGINT, SIGTERM and SIGHUP do not end this process (those not
+    /// ignored when it started: `nohup`'s SIGHUP stays ignored): the launcher passes
+    /// SIGTERM to its processes still running, kills with SIGKILL those still running
+    /// [`STOP_GRACE`] later (or at once on a second such signal), and returns with
+    /// [`LaunchOutcome::stopped_by`] set, so that no process of the job runs on without
+    /// it, whatever the process does with SIGTERM. The signals' previous handling comes
+    /// back when it returns. A launcher killed outright (SIGKILL, a crash) takes its
+    /// processes with it through the parent-death signal, which is SIGKILL for the same
+    /// reason.
     pub fn run(&self, sink: OutputSink) -> Result<LaunchOutcome> {
         if self.num_processes == 0 {
             return Err(crate::invalid(
@@ -550,6 +652,14 @@ impl Launcher {
             _ => free_port()?,
         };
         let token = rpjrt::random_token();
+        // Caught before the first process starts: from then on a stop signal stops the
+        // job, never the launcher alone.
+        let stop = rpjrt_raw::process::StopSignals::catch().map_err(|e| {
+            crate::store_error(
+                rpjrt::Code::Internal,
+                format!("cannot catch SIGINT, SIGTERM and SIGHUP for the launch: {e}"),
+            )
+        })?;
         // Each reader says which process it read when its pipe ends.
         let (done_tx, done_rx) = mpsc::channel::<usize>();
         // When a reader last forwarded a line (milliseconds since `epoch`), and how many
@@ -562,6 +672,10 @@ impl Launcher {
         let mut children: Vec<Child> = Vec::new();
         let mut readers = 0usize;
         for p in 0..self.num_processes {
+            if stop.caught().is_some() {
+                // Stopped while starting: the wait below stops the ones started.
+                break;
+            }
             let env = LaunchEnv {
                 process_id: p,
                 num_processes: self.num_processes,
@@ -575,8 +689,13 @@ impl Launcher {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
-            // A launcher that is killed (even with SIGKILL) takes its job with it.
-            rpjrt_raw::process::die_with_parent(&mut cmd);
+            // A launcher that dies without stopping its job itself (SIGKILL, a crash) takes
+            // the job with it: the parent-death signal is SIGKILL, not SIGTERM, because a
+            // process may ignore or handle SIGTERM (a training script that checkpoints on
+            // it, then hangs) and would run on, orphaned, with no launcher left to kill it.
+            // A launcher asked to stop (SIGINT, SIGTERM, SIGHUP) gives its processes
+            // SIGTERM and STOP_GRACE first (below).
+            rpjrt_raw::process::killed_with_parent(&mut cmd);
             // Whatever cannot be started (the process, its output readers) ends the launch
             // with the ones started so far killed: never a panic, never a partial job.
             let abort = |children: &mut Vec<Child>, why: String| {
@@ -640,14 +759,22 @@ impl Launcher {
         drop(done_tx);
         let start = Instant::now();
         let mut codes: Vec<Option<Option<i32>>> = vec![None; children.len()];
+        let mut signals: Vec<Option<i32>> = vec![None; children.len()];
         let mut first_failure = None;
         let mut timed_out = false;
+        // The stop signal caught, and when the processes' grace after SIGTERM ends.
+        let mut stopping: Option<(i32, Instant)> = None;
         loop {
             for (i, c) in children.iter_mut().enumerate() {
                 if codes[i].is_none() {
                     if let Ok(Some(status)) = c.try_wait() {
                         codes[i] = Some(status.code());
-                        if !status.success() && first_failure.is_none() {
+                        signals[i] = signal_of(status);
+                        // A process ending once the launcher was told to stop is not a
+                        // failure: it got the launcher's SIGTERM, or the signal itself
+                        // (Ctrl-C reaches the terminal's whole process group).
+                        let told_to_stop = stopping.is_some() || stop.caught().is_some();
+                        if !status.success() && first_failure.is_none() && !told_to_stop {
                             first_failure = Some(i);
                         }
                     }
@@ -656,13 +783,27 @@ impl Launcher {
             if codes.iter().all(|c| c.is_some()) {
                 break;
             }
+            if stopping.is_none() {
+                if let Some(sig) = stop.caught() {
+                    for (i, c) in children.iter_mut().enumerate() {
+                        if codes[i].is_none() {
+                            let _ = rpjrt_raw::process::signal_child(c, SIGTERM);
+                        }
+                    }
+                    stopping = Some((sig, Instant::now() + STOP_GRACE));
+                }
+            }
             let over = self.timeout.is_some_and(|t| start.elapsed() >= t);
-            if first_failure.is_some() || over {
-                timed_out = over && first_failure.is_none();
+            let grace_over =
+                stopping.is_some_and(|(_, until)| Instant::now() >= until || stop.times() > 1);
+            if first_failure.is_some() || over || grace_over {
+                timed_out = over && first_failure.is_none() && stopping.is_none();
                 for (i, c) in children.iter_mut().enumerate() {
                     if codes[i].is_none() {
                         let _ = c.kill();
-                        codes[i] = Some(c.wait().ok().and_then(|s| s.code()));
+                        let status = c.wait().ok();
+                        codes[i] = Some(status.and_then(|s| s.code()));
+                        signals[i] = status.and_then(signal_of);
                     }
                 }
                 break;
@@ -674,6 +815,11 @@ impl Launcher {
         // is given up, after OUTPUT_IDLE_LIMIT, and reported in `output_cut`.
         activity.fetch_max(millis_since(epoch), Ordering::SeqCst);
         while readers > 0 {
+            // A stop signal during the drain: the processes are gone, stop reading now
+            // (what is left unread is reported as cut).
+            if stopping.is_none() && stop.caught().is_some() {
+                break;
+            }
             match done_rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(p) => {
                     readers -= 1;
@@ -690,10 +836,15 @@ impl Launcher {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
+        // A signal that came after the last process ended still stops the launcher.
+        let stopped_by = stopping.map(|(sig, _)| sig).or_else(|| stop.caught());
+        drop(stop);
         Ok(LaunchOutcome {
             exit_codes: codes.into_iter().map(|c| c.flatten()).collect(),
+            signals,
             first_failure,
             timed_out,
+            stopped_by,
             output_cut: open_pipes
                 .iter()
                 .enumerate()
@@ -1057,5 +1208,24 @@ mod tests {
         assert_eq!((back.process_id, back.num_processes), (1, 3));
         assert_eq!(back.coordinator, e.coordinator);
         assert_eq!(back.token, e.token);
+    }
+
+    #[test]
+    fn a_launcher_stopped_by_a_signal_exits_with_128_plus_it() {
+        let outcome = |stopped_by, timed_out, first_failure| LaunchOutcome {
+            exit_codes: vec![None, Some(3)],
+            signals: vec![Some(9), None],
+            first_failure,
+            timed_out,
+            stopped_by,
+            output_cut: vec![1],
+        };
+        // The launcher's own stop signal wins over everything else it could report.
+        assert_eq!(outcome(Some(2), false, None).exit_code(), 130);
+        assert_eq!(outcome(Some(15), true, Some(1)).exit_code(), 143);
+        assert_eq!(outcome(Some(1), false, None).exit_code(), 129);
+        assert_eq!(outcome(None, true, None).exit_code(), 124);
+        assert_eq!(outcome(None, false, Some(1)).exit_code(), 3);
+        assert_eq!(outcome(None, false, Some(0)).exit_code(), 137);
     }
 }

@@ -36,9 +36,10 @@ mod launch;
 mod memory;
 mod tcp;
 
+pub use launch::signal_name;
 pub use launch::{
     first_host, LaunchEnv, LaunchOutcome, LaunchSource, Launcher, OutputSink, DEFAULT_PORT,
-    MAX_LOCAL_PROCESSES, OUTPUT_IDLE_LIMIT,
+    MAX_LOCAL_PROCESSES, OUTPUT_IDLE_LIMIT, STOP_GRACE,
 };
 pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};
@@ -96,6 +97,13 @@ pub trait Rendezvous: KvStore {
     /// `name`, or until `timeout` runs out. The error names every process that did not
     /// arrive in time. A name may be used again: each use is a new generation, which
     /// waits for every process to arrive again.
+    ///
+    /// An arrival is not taken back when the wait times out: a process whose barrier
+    /// failed has still arrived at that generation, so a process that arrives there later
+    /// passes it at once, without waiting for the one that gave up. Every process's count
+    /// of uses still moves on by one, so the generations stay aligned: when every process
+    /// calls the barrier again (after all of them failed, or after the late ones passed),
+    /// they meet in the next generation as usual.
     ///
     /// Each arrival carries the `num_processes` it was called with: a process that finds
     /// another that arrived with a different count fails at once, naming both counts. A
@@ -331,11 +339,42 @@ fn missing_processes(
     store_error(
         Code::DeadlineExceeded,
         format!(
-            "{who} of {n} did not {what} within {:.1}s (never started, \
+            "{who} of {n} did not {what} within {} (never started, \
              crashed, or cannot reach the store){more}",
-            timeout.as_secs_f64()
+            duration_text(timeout)
         ),
     )
+}
+
+/// A duration for a message, precise enough to tell it from zero: seconds with one
+/// decimal (`2.5s`, `0.5s`, `0.0s` for none) where that shows it exactly or it is a
+/// second or more, else milliseconds (`1ms`, `250ms`, `0.5ms`, `0.001ms`), so that
+/// a timeout of a millisecond is not shown as `0.0s`.
+///
+/// ```
+/// use std::time::Duration;
+/// use rpjrt_distributed::duration_text;
+/// assert_eq!(duration_text(Duration::from_millis(1)), "1ms");
+/// assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
+/// assert_eq!(duration_text(Duration::from_micros(500)), "0.5ms");
+/// assert_eq!(duration_text(Duration::from_millis(500)), "0.5s");
+/// assert_eq!(duration_text(Duration::from_millis(2500)), "2.5s");
+/// assert_eq!(duration_text(Duration::ZERO), "0.0s");
+/// ```
+pub fn duration_text(d: Duration) -> String {
+    if d >= Duration::from_secs(1) || d.as_nanos().is_multiple_of(100_000_000) {
+        return format!("{:.1}s", d.as_secs_f64());
+    }
+    if d.as_nanos().is_multiple_of(1_000_000) {
+        return format!("{}ms", d.as_millis());
+    }
+    // Below a millisecond's precision: up to three decimals, no trailing zeros.
+    let ms = format!("{:.3}", d.as_secs_f64() * 1000.0);
+    let ms = ms.trim_end_matches('0').trim_end_matches('.');
+    match ms {
+        "0" => format!("{}ns", d.as_nanos()),
+        ms => format!("{ms}ms"),
+    }
 }
 
 /// `now + after`, saturating: a wait given as "forever" (`Duration::MAX`) is a wait

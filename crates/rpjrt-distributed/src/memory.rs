@@ -68,9 +68,9 @@ pub(crate) fn timeout_error(key: &str, timeout: Duration) -> rpjrt::Error {
     store_error(
         Code::DeadlineExceeded,
         format!(
-            "key {} was not set within {:.1}s",
+            "key {} was not set within {}",
             crate::shown(key),
-            timeout.as_secs_f64()
+            crate::duration_text(timeout)
         ),
     )
 }

@@ -19,7 +19,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -540,7 +540,16 @@ struct Remote {
     process_id: u32,
     io_timeout: Duration,
     pool: Mutex<Vec<TcpStream>>,
-    /// Set by [`TcpStore::shutdown`]: no call opens a connection after it.
+    /// The connections calls are using now (a clone of each, sharing its socket), by call
+    /// number: [`TcpStore::shutdown`] shuts them down too, so that a call waiting in
+    /// another thread (a `get`, a barrier) ends at once instead of when its wait runs
+    /// out. A call registers its connection under this lock after looking at `closed`
+    /// under it, so no call starts using a connection that shutdown misses.
+    in_use: Mutex<HashMap<u64, TcpStream>>,
+    /// Numbers the calls, for `in_use`.
+    calls: AtomicU64,
+    /// Set by [`TcpStore::shutdown`]: no call opens a connection after it, and a call
+    /// whose connection it shut down reports the shutdown.
     closed: AtomicBool,
 }
 
@@ -593,8 +602,22 @@ impl Remote {
     /// within the I/O timeout plus `wait`, and by `cap` when given (a barrier's deadline
     /// and grace). A reply that does not come by `cap` is `UNAVAILABLE` (the host does
     /// not answer), not a key that was not set: the connection is dropped, never reused.
+    /// A call that [`TcpStore::shutdown`] (in another thread) cuts short fails with the
+    /// shutdown's `FAILED_PRECONDITION`, not as a lost connection or a key's timeout.
     fn call(&self, parts: &[&[u8]], wait: Duration, cap: Option<Instant>) -> Result<Vec<u8>> {
-        if self.closed.load(Ordering::Acquire) {
+        self.exchange(parts, wait, cap, false)
+    }
+
+    /// [`Remote::call`]; `goodbye` is the one call a shutdown makes itself (its goodbye),
+    /// let through after `closed` is set.
+    fn exchange(
+        &self,
+        parts: &[&[u8]],
+        wait: Duration,
+        cap: Option<Instant>,
+        goodbye: bool,
+    ) -> Result<Vec<u8>> {
+        if !goodbye && self.is_closed() {
             return Err(closed_error());
         }
         // A request too large for one frame is refused here, before a connection is
@@ -614,10 +637,10 @@ impl Remote {
             store_error(
                 Code::Unavailable,
                 format!(
-                    "the store host (process 0) at {} did not answer within {:.1}s (it may \
+                    "the store host (process 0) at {} did not answer within {} (it may \
                      be paused, overloaded or unreachable)",
                     self.addr,
-                    waited.as_secs_f64()
+                    crate::duration_text(waited)
                 ),
             )
         };
@@ -630,6 +653,8 @@ impl Remote {
             Some(s) => s,
             None => self.open(self.io_timeout.min(left().max(Duration::from_millis(1))))?,
         };
+        // Dropping `s` on a refusal closes it.
+        let id = self.check_out(&s, goodbye)?;
         let result = (|| {
             let limit = left().max(Duration::from_millis(1));
             s.set_read_timeout(Some(limit))?;
@@ -637,11 +662,18 @@ impl Remote {
             write_frame(&mut s, parts)?;
             read_frame_by(&mut s, deadline, MAX_FRAME)
         })();
+        self.in_use
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
         match result {
             Ok(reply) => {
-                self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+                self.put_back(s);
                 Ok(reply)
             }
+            // Whatever the read saw (an end of stream, a reset, a timeout), a connection
+            // a shutdown cut is the shutdown's doing.
+            Err(_) if !goodbye && self.is_closed() => Err(closed_error()),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -654,9 +686,9 @@ impl Remote {
                 Err(store_error(
                     Code::DeadlineExceeded,
                     format!(
-                        "the store host (process 0) at {} did not answer within {:.1}s",
+                        "the store host (process 0) at {} did not answer within {}",
                         self.addr,
-                        self.io_timeout.saturating_add(wait).as_secs_f64()
+                        crate::duration_text(self.io_timeout.saturating_add(wait))
                     ),
                 ))
             }
@@ -667,6 +699,77 @@ impl Remote {
                     self.addr
                 ),
             )),
+        }
+    }
+
+    /// Whether [`TcpStore::shutdown`] has begun.
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Registers `s` in `in_use` for one call and returns the call's number, or the
+    /// shutdown's error when the store was shut down (`goodbye`: the shutdown's own call,
+    /// registered all the same). `closed` is read under the lock that shutdown takes
+    /// after setting it: either shutdown finds `s` registered and shuts it down, or the
+    /// call sees the flag and never uses `s`.
+    fn check_out(&self, s: &TcpStream, goodbye: bool) -> Result<u64> {
+        let clone = s.try_clone().map_err(io_err("clone a connection"))?;
+        let mut in_use = self.in_use.lock().unwrap_or_else(|p| p.into_inner());
+        if !goodbye && self.is_closed() {
+            return Err(closed_error());
+        }
+        let id = self.calls.fetch_add(1, Ordering::Relaxed);
+        in_use.insert(id, clone);
+        Ok(id)
+    }
+
+    /// Returns a connection that answered to the pool, or closes it when the store was
+    /// shut down meanwhile (read under the pool's lock, which shutdown drains after
+    /// setting `closed`: no connection is left open in a drained pool).
+    fn put_back(&self, s: TcpStream) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if self.is_closed() {
+            let _ = s.shutdown(Shutdown::Both);
+        } else {
+            pool.push(s);
+        }
+    }
+
+    /// Ends this client: every later call fails, the calls other threads are making now
+    /// end at once with the shutdown's error (their connections are shut down), then a
+    /// brief goodbye to the host (only on the first shutdown), then the idle connections
+    /// close.
+    fn shutdown(&self) {
+        let first = !self.closed.swap(true, Ordering::AcqRel);
+        for s in self
+            .in_use
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        if first {
+            // Best effort, and brief: a host that is gone needs no goodbye, and one that
+            // does not answer (paused) must not hold up a drop for the I/O timeout; the
+            // host counts a closed connection as a goodbye too.
+            let key = goodbye_key(self.process_id as usize);
+            let klen = (key.len() as u32).to_be_bytes();
+            let cap = crate::deadline_after(GOODBYE_GRACE.min(self.io_timeout));
+            let _ = self.exchange(
+                &[&[OP_SET], &klen, key.as_bytes()],
+                Duration::ZERO,
+                Some(cap),
+                true,
+            );
+        }
+        for s in self
+            .pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            let _ = s.shutdown(Shutdown::Both);
         }
     }
 }
@@ -723,11 +826,13 @@ fn check_key(key: &str) -> Result<()> {
 /// Refuses an entry too large for the protocol, whoever writes it.
 fn check_entry(key: &str, value: &[u8]) -> Result<()> {
     check_key(key)?;
-    if key.len() + value.len() > MAX_ENTRY_BYTES {
+    let total = key.len().saturating_add(value.len());
+    if total > MAX_ENTRY_BYTES {
         return Err(invalid(format!(
-            "key {} with a value of {} bytes exceeds the TCP store's limit of \
-             {MAX_ENTRY_BYTES} bytes of key and value",
+            "key {} and its value take {total} bytes ({} of key, {} of value), more than \
+             the TCP store's limit of {MAX_ENTRY_BYTES} bytes of key and value",
             shown(key),
+            key.len(),
             value.len()
         )));
     }
@@ -782,6 +887,8 @@ impl TcpStore {
             process_id,
             io_timeout: timeout.max(Duration::from_millis(100)),
             pool: Mutex::new(Vec::new()),
+            in_use: Mutex::new(HashMap::new()),
+            calls: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         };
         let deadline = crate::deadline_after(timeout);
@@ -803,8 +910,8 @@ impl TcpStore {
                             Code::DeadlineExceeded,
                             format!(
                                 "process 0 (the store host) was not reachable at {sock} within \
-                                 {:.1}s; last error: {e}",
-                                timeout.as_secs_f64()
+                                 {}; last error: {e}",
+                                crate::duration_text(timeout)
                             ),
                         ));
                     }
@@ -929,23 +1036,14 @@ impl TcpStore {
 
     /// Stops the host at once (it stops listening, closes every connection and joins its
     /// threads), or says goodbye to the host and closes this client's connections. Every
-    /// later call on this store fails. Idempotent.
+    /// later call on this store fails, and so does every call another thread is waiting
+    /// in now (a `get`, a barrier), at once rather than when its wait runs out: both with
+    /// `FAILED_PRECONDITION` "the key-value store was shut down", on the host as on a
+    /// peer. Idempotent.
     pub fn shutdown(&self) {
         match &self.role {
             Role::Host(h) => h.shutdown(),
-            Role::Remote(r) => {
-                if !r.closed.load(Ordering::Acquire) {
-                    // Best effort, and brief: a host that is gone needs no goodbye, and
-                    // one that does not answer (paused) must not hold up a drop for the
-                    // I/O timeout; the host counts a closed connection as a goodbye too.
-                    let cap = crate::deadline_after(GOODBYE_GRACE.min(self.io_timeout));
-                    let _ = self.set_by(&goodbye_key(r.process_id as usize), b"", Some(cap));
-                }
-                r.closed.store(true, Ordering::Release);
-                for s in r.pool.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
-                    let _ = s.shutdown(Shutdown::Both);
-                }
-            }
+            Role::Remote(r) => r.shutdown(),
         }
     }
 
@@ -1089,9 +1187,10 @@ impl KvStore for Capped<'_> {
 }
 
 impl Rendezvous for TcpStore {
-    /// Like every store's barrier, and it also fails at once, naming the process, when a
-    /// process that joined the store loses its connection (it exited or crashed) before
-    /// arriving.
+    /// Like every store's barrier ([`Rendezvous::barrier`]: among others, an arrival whose
+    /// wait timed out still counts, so a process arriving there later passes at once),
+    /// and it also fails at once, naming the process, when a process that joined the
+    /// store loses its connection (it exited or crashed) before arriving.
     fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
         self.meet(
             name,
@@ -1137,6 +1236,11 @@ impl TcpStore {
         check_key(key)?;
         match &self.role {
             Role::Host(h) => {
+                // Refused like every other call after a shutdown, even for a key the map
+                // still holds.
+                if h.shared.stopped() {
+                    return Err(closed_error());
+                }
                 let v = wait_for_key(h.shared.lock(), &h.shared.changed, key, timeout, &|| {
                     h.shared.stopped()
                 });
