@@ -2,8 +2,8 @@
 
 The extension handles buffer-protocol objects whose format it knows directly. Everything
 else comes here: numpy arrays (any dtype, including ml_dtypes ones, byte-swapped or with
-a requested conversion), raw bytes reinterpreted with ``dtype=``, Python numbers and nested
-lists of numbers. The result is ``(obj, dtype, shape)``: ``obj`` supports the buffer
+a requested conversion), ``__dlpack__`` producers (read through numpy), raw bytes
+reinterpreted with ``dtype=``, Python numbers and nested lists of numbers. The result is ``(obj, dtype, shape)``: ``obj`` supports the buffer
 protocol and holds exactly the elements of ``dtype`` in C order; ``shape`` is ``None`` when
 it is the shape of ``obj``'s own buffer view.
 
@@ -16,7 +16,9 @@ bool, no complex into a real type, no finite float that overflows the target
 into types that have them; rounding to the nearest representable float is fine. Anything
 else raises ``InvalidArgumentError`` unless the caller asks for ``cast=True``, which
 converts as numpy's ``astype`` does (wrapping, truncating, saturating). Execute arguments
-given as Python numbers follow the same rule with the parameter's dtype.
+given as Python numbers follow the same rule with the parameter's dtype, and so do numpy
+arrays and scalars converted to another dtype (``_rpjrt._convert_host``, the core's
+``rpjrt_npy::scalars::convert``), unless numpy calls the cast safe.
 
 Buffer-protocol objects other than numpy arrays are never converted: with ``dtype=`` their
 format must be that dtype (any byte order) or raw bytes (``"B"``, ``"b"``, ``"c"``), which
@@ -53,13 +55,15 @@ def _is_numpy(obj: object) -> bool:
     return np is not None and isinstance(obj, (np.ndarray, np.generic))
 
 
-def _from_numpy(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int, ...] | None]:
+def _from_numpy(
+    obj: Any, want: DType | None, cast: bool = False
+) -> tuple[object, DType, tuple[int, ...] | None]:
     np = _numpy()
     assert np is not None
     arr = np.asarray(obj)
     if want is not None:
         if arr.dtype != want.numpy:
-            arr = arr.astype(want.numpy)
+            return _convert_numpy(np, arr, want, cast)
         d = want
     else:
         found = _lookup(arr.dtype)
@@ -80,6 +84,43 @@ def _from_numpy(obj: Any, want: DType | None) -> tuple[object, DType, tuple[int,
     elif arr.dtype.byteorder not in ("=", "|"):
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr, d, tuple(arr.shape)
+
+
+def _convert_numpy(
+    np: Any, arr: Any, want: DType, cast: bool
+) -> tuple[object, DType, tuple[int, ...] | None]:
+    """A numpy array of another dtype than ``want``, converted: raw void bytes of the same
+    width are reinterpreted, object arrays follow the rule for Python numbers, and numeric
+    arrays follow it too (through the core) unless numpy calls the cast safe or the caller
+    asked for ``cast=True`` (numpy's astype)."""
+    if arr.dtype.kind == "O":
+        return _from_python(arr.tolist(), want, cast) if arr.ndim else _from_python(arr.item(), want, cast)
+    src = _lookup(arr.dtype)
+    if src is None and arr.dtype.byteorder == (">" if sys.byteorder == "little" else "<"):
+        src = _lookup(arr.dtype.newbyteorder("="))
+        if src is not None:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+    if src is None:
+        if arr.dtype.kind == "V" and arr.dtype.fields is None and arr.dtype.subdtype is None:
+            if arr.dtype.itemsize != want.itemsize:
+                raise InvalidArgumentError(
+                    f"the array holds raw {arr.dtype.itemsize}-byte items (numpy dtype"
+                    f" {arr.dtype}), which cannot be {want.name} ({want.itemsize} bytes each)"
+                )
+            raw = np.ascontiguousarray(arr) if arr.ndim else arr.copy()
+            return _from_numpy(raw.view(want.numpy), want)
+        raise InvalidArgumentError(
+            f"numpy dtype {arr.dtype} holds no numbers rpjrt converts to {want.name}; known"
+            " dtypes: " + ", ".join(x.name for x in ALL)
+        )
+    if cast or np.can_cast(arr.dtype, want.numpy, casting="safe"):
+        with np.errstate(all="ignore"):
+            return _from_numpy(arr.astype(want.numpy), want)
+    from . import _rpjrt
+
+    dense = arr.copy(order="C") if not arr.flags.c_contiguous else arr
+    data, code, shape = _rpjrt._convert_host(dense.reshape(-1).view(np.uint8), src, list(arr.shape), want)
+    return data, from_code(code), tuple(shape)
 
 
 def _from_buffer(obj: object, want: DType) -> tuple[object, DType, tuple[int, ...] | None]:
@@ -160,7 +201,7 @@ def as_host(
     """``(buffer object, dtype, shape or None)`` for the data in ``obj``; see the module doc."""
     want = _dtype_arg(dtype)
     if _is_numpy(obj):
-        return _from_numpy(obj, want)
+        return _from_numpy(obj, want, cast)
     if isinstance(obj, (bool, int, float, complex, list, tuple)):
         return _from_python(obj, want, cast)
     try:
@@ -179,19 +220,49 @@ def as_host(
                 " bytes hold"
             )
         return _from_buffer(obj, want)
-    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__"):
-        try:
-            import numpy as np
-        except ImportError:
-            raise InvalidArgumentError(
-                f"{type(obj).__name__} converts only through numpy, which is not installed"
-            ) from None
-        return _from_numpy(np.asarray(obj), want)
+    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or hasattr(obj, "__dlpack__"):
+        return _from_numpy(numpy_of(obj), want, cast)
     raise InvalidArgumentError(
         f"cannot put a {type(obj).__module__}.{type(obj).__qualname__} on a device: it supports"
-        " neither the buffer protocol nor __dlpack__, and it is not a number or a nested list"
-        " of numbers"
+        " neither the buffer protocol, __array__ nor __dlpack__, and it is not a number or a"
+        " nested list of numbers"
     )
+
+
+def numpy_of(obj: object) -> Any:
+    """A numpy array of a host object that numpy reads (``np.asarray``), or of one that only
+    offers ``__dlpack__`` (read in place with ``np.from_dlpack``; it must be on the host)."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise InvalidArgumentError(
+            f"{type(obj).__name__} converts only through numpy, which is not installed"
+        ) from None
+    if hasattr(obj, "__dlpack__") and not (
+        isinstance(obj, np.ndarray) or hasattr(obj, "__array__") or hasattr(obj, "__array_interface__")
+    ):
+        try:
+            return np.from_dlpack(obj)
+        except (BufferError, TypeError, ValueError, RuntimeError) as e:
+            raise InvalidArgumentError(
+                f"cannot read the {type(obj).__name__} through __dlpack__ on the host: {e}"
+            ) from None
+    return np.asarray(obj)
+
+
+def as_numpy(obj: object, dtype: Any = None, cast: bool = False) -> tuple[Any, DType]:
+    """``(numpy array, dtype)`` of the data in ``obj`` under :func:`as_host`'s rules (the
+    conversion rule for numbers included): C order, native byte order; sub-byte types one
+    element per byte. The array may be read-only."""
+    np = _numpy_or_refuse(_dtype_arg(dtype) or ALL[0])
+    data, d, shape = as_host(obj, dtype, cast)
+    mv = memoryview(data)  # type: ignore[arg-type]
+    if shape is None:
+        shape = tuple(mv.shape or ())
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    flat = mv if (mv.ndim == 1 and mv.format == "B") else mv.cast("B")
+    return np.frombuffer(flat, dtype=d.numpy).reshape(shape), d
 
 
 def _nest(flat: list[Any], shape: tuple[int, ...]) -> Any:

@@ -12,7 +12,7 @@ from ._discovery import PluginInfo
 from ._dtypes import DType
 from ._errors import Error
 
-__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_shard_global_dims", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
+__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_convert_host", "_shard_global_dims", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
 
 __version__: str
 
@@ -182,13 +182,14 @@ class Client:
         obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
         arrays, including non-contiguous ones), a `__dlpack__` producer, a Python number or a
         nested list of numbers of one kind, or a Buffer (copied to `device`).
-        dtype: the element type; with raw bytes (format "B", "b" or "c") it reinterprets
-        them, with a numpy array it converts; with Python numbers and lists every value must
-        fit exactly (out-of-range values, float -> int and float overflow raise
-        InvalidArgumentError); with other buffer-protocol objects it must match the data
-        (big-endian data is converted, other formats refused).
-        cast: with Python numbers and lists, convert as numpy's astype does (wrapping,
-        rounding, saturating) instead of refusing values the dtype cannot hold.
+        dtype: the element type; with raw bytes (format "B", "b" or "c", or numpy's raw
+        "|V" items of the same width) it reinterprets them; numpy arrays and scalars,
+        `__dlpack__` producers, Python numbers and lists are converted, and every value must
+        fit exactly (out-of-range values, float -> int, complex -> real and float overflow
+        raise InvalidArgumentError); with other buffer-protocol objects it must match the
+        data (big-endian data is converted, other formats refused).
+        cast: convert as numpy's astype does (wrapping, truncating, saturating) instead of
+        refusing values the dtype cannot hold.
         copy: True copies during the call; False shares the host memory (raises if the
         plugin cannot use it in place; the data must then stay unchanged while the Buffer
         lives); None shares when possible. Host allocations that cannot be made raise
@@ -711,6 +712,9 @@ def _element_type_from_name(name: str) -> tuple[int | None, str]:
 def _python_to_host(obj: object, dtype: _DTypeLike | None = None) -> tuple[bytes, int, list[int]]:
     """(bytes, element type code, shape) of a Python number or nested list of numbers, under
     the one rule for numbers (rpjrt_npy::scalars::to_host)."""
+def _convert_host(data: object, from_: _DTypeLike, shape: list[int], dtype: _DTypeLike) -> tuple[bytes, int, list[int]]:
+    """(bytes, element type code, shape) of dense native host data of `from_` converted
+    into `dtype` under the one rule for numbers (rpjrt_npy::scalars::convert)."""
 def _python_shape(obj: object, dtype: _DTypeLike | None = None) -> tuple[list[int], int]:
     """(shape, element type code) of a Python number or nested list of numbers, checked but
     not converted (the cast=True path)."""
@@ -800,7 +804,8 @@ class InMemoryStore:
     """A key-value store in this process's memory, shared by its threads."""
 
     def __new__(cls) -> Self: ...
-    def set(self, key: str, value: bytes) -> None: ...
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Sets `key` to `value`, any contiguous bytes-like object (copied)."""
     def get(self, key: str, timeout: float = 30.0) -> bytes: ...
     def try_get(self, key: str) -> bytes | None: ...
     def barrier(
@@ -819,7 +824,8 @@ class TcpStore:
     def address(self) -> str: ...
     @property
     def is_host(self) -> bool: ...
-    def set(self, key: str, value: bytes) -> None: ...
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Sets `key` to `value`, any contiguous bytes-like object (copied)."""
     def get(self, key: str, timeout: float = 30.0) -> bytes: ...
     def try_get(self, key: str) -> bytes | None: ...
     def barrier(

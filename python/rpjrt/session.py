@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Union
 
-from ._dtypes import DType, _numpy_dtype
+from ._dtypes import DType
 from ._errors import FailedPreconditionError, InvalidArgumentError
 from ._rpjrt import Buffer, Client, Device, Executable, SessionProgram, _Session
 
@@ -143,9 +143,11 @@ class Slot:
             v: Any = value
             self._check(v.dtype, v.shape, what)
             return value
-        import numpy as np
+        from ._host import as_numpy
 
-        arr = np.asarray(value, dtype=_numpy_dtype(self.spec[0]))
+        # The rule every put follows: values must be representable (no wrapping, no
+        # truncation, nothing overflowing to inf).
+        arr, _ = as_numpy(value, self.spec[0])
         self._check(self.spec[0], arr.shape, what)
         return arr
 
@@ -277,6 +279,10 @@ class Session:
                 raise TypeError("compile options apply only when a source is given")
             exe = exe_or_source
         else:
+            first = self.client.addressable_devices()[0]
+            if "device" not in compile_options and self.device != first:
+                # Compiled here for the session: for the device its slots live on.
+                compile_options["device"] = self.device
             exe = self.client.compile(exe_or_source, **compile_options)
         if isinstance(inputs, (str, Slot)) or isinstance(outputs, (str, Slot)):
             raise TypeError("inputs and outputs are sequences of slot names, not one name")

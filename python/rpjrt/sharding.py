@@ -132,9 +132,9 @@ def _host(array: Any) -> tuple[Any, DType]:
     byte order, with the rpjrt dtype it holds; a dtype rpjrt has no type for is refused."""
     import numpy as np
 
-    from ._host import _from_numpy
+    from ._host import _from_numpy, numpy_of
 
-    a, dt, _ = _from_numpy(np.asarray(array), None)
+    a, dt, _ = _from_numpy(array if isinstance(array, np.ndarray) else numpy_of(array), None)
     return a, dt
 
 
@@ -192,9 +192,19 @@ def run_sharded(
     together by its spec (numpy arrays of the global shapes)."""
     client = exe.client
     exe_ids = [d.id for d in exe.addressable_devices()]
-    if sorted(exe_ids) != sorted(mesh.device_ids):
+    if exe_ids != list(mesh.device_ids):
+        # Partition (or replica) k runs on exe_ids[k] and reads mesh position k's shards:
+        # the same devices in another order would hand each partition another's shard.
+        same = sorted(exe_ids) == sorted(mesh.device_ids)
         raise ValueError(
-            f"{exe.name} runs on devices {exe_ids}, but the mesh holds {list(mesh.device_ids)}"
+            f"{exe.name} runs on devices {exe_ids} in that order, but the mesh holds"
+            f" {list(mesh.device_ids)}"
+            + (
+                ": the same devices in another order; build the mesh in the executable's"
+                " order, or compile with device_assignment=[the mesh's ids]"
+                if same
+                else ""
+            )
         )
     if len(in_specs) != len(args):
         raise ValueError(f"{len(args)} arguments but {len(in_specs)} input specs")

@@ -15,6 +15,8 @@ use rpjrt_distributed::{
 
 use crate::convert::{int_arg, is_int, secs_arg};
 use crate::errors::{invalid, PyErrExt};
+use crate::pybuf::HostView;
+use crate::slow::run_interruptible;
 
 /// The default wait of `get`, `barrier` and `connect`, in seconds.
 const DEFAULT_TIMEOUT: f64 = 30.0;
@@ -59,8 +61,10 @@ macro_rules! store_class {
     ($class:ty { $($own:tt)* }) => {
         #[pymethods]
         impl $class {
-            fn set(&self, py: Python<'_>, key: &str, value: &[u8]) -> PyResult<()> {
-                let value = value.to_vec();
+            /// Sets `key` to `value` (any bytes-like object: bytes, bytearray, memoryview
+            /// ...).
+            fn set(&self, py: Python<'_>, key: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+                let value = bytes_like(value)?;
                 py.detach(|| self.store.set(key, &value)).pyerr()
             }
             #[pyo3(signature = (key, timeout = None), text_signature = "(self, key, timeout=30.0)")]
@@ -71,7 +75,13 @@ macro_rules! store_class {
                 timeout: Option<&Bound<'py, PyAny>>,
             ) -> PyResult<Bound<'py, PyBytes>> {
                 let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
-                let v = py.detach(|| self.store.get(key, t)).pyerr()?;
+                // Set already: no wait. Otherwise the wait answers Ctrl-C.
+                if let Some(v) = py.detach(|| self.store.try_get(key)).pyerr()? {
+                    return Ok(PyBytes::new(py, &v));
+                }
+                let (store, k) = (Arc::clone(&self.store), key.to_string());
+                let v = run_interruptible(py, "a key-value store get", move || store.get(&k, t))?
+                    .pyerr()?;
                 Ok(PyBytes::new(py, &v))
             }
             fn try_get<'py>(
@@ -101,7 +111,11 @@ macro_rules! store_class {
                 let n = process_arg(num_processes, "num_processes")?;
                 check_world(p, n).pyerr()?;
                 let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
-                py.detach(|| self.store.barrier(name, p, n, t)).pyerr()
+                let (store, name) = (Arc::clone(&self.store), name.to_string());
+                run_interruptible(py, "a key-value store barrier", move || {
+                    store.barrier(&name, p, n, t)
+                })?
+                .pyerr()
             }
             $($own)*
         }
@@ -166,9 +180,12 @@ store_class!(PyTcpStore {
     ) -> PyResult<PyTcpStore> {
         let p = process_arg(process_id, "process_id")?;
         let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
-        py.detach(|| TcpStore::connect(address, token, p, t))
-            .pyerr()
-            .map(PyTcpStore::wrap)
+        let (address, token) = (address.to_string(), token.to_string());
+        run_interruptible(py, "connecting to the key-value store", move || {
+            TcpStore::connect(&address, &token, p, t)
+        })?
+        .pyerr()
+        .map(PyTcpStore::wrap)
     }
     #[getter]
     fn address(&self) -> String {
@@ -342,7 +359,11 @@ pub fn _initialize<'py>(
     let n = opt_process_arg(num_processes, "num_processes")?;
     let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
     let env = LaunchEnv::resolve(p, n, coordinator, token).pyerr()?;
-    let store = py.detach(|| TcpStore::from_env(&env, t)).pyerr()?;
+    let joining = env.clone();
+    let store = run_interruptible(py, "joining the job's key-value store", move || {
+        TcpStore::from_env(&joining, t)
+    })?
+    .pyerr()?;
     Ok((env_dict(py, &env)?, PyTcpStore::wrap(store)))
 }
 
@@ -360,4 +381,26 @@ fn env_dict<'py>(py: Python<'py>, env: &LaunchEnv) -> PyResult<Bound<'py, PyDict
 #[pyfunction]
 pub fn _first_host(list: &str) -> PyResult<String> {
     rpjrt_distributed::first_host(list).pyerr()
+}
+
+/// The bytes of a bytes-like value (`bytes`, `bytearray`, a contiguous `memoryview` ...),
+/// copied; anything else (a `str` included) is refused by name.
+fn bytes_like(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let view = HostView::get(value)
+        .filter(HostView::is_c_contiguous)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "a store value is a contiguous bytes-like object (bytes, bytearray, \
+                 memoryview), not {}",
+                value
+                    .get_type()
+                    .name()
+                    .map_or("?".into(), |n| n.to_string())
+            ))
+        })?;
+    Ok(match view.byte_len() {
+        0 => Vec::new(),
+        // SAFETY: the view is held for the copy and addresses `byte_len` contiguous bytes.
+        len => unsafe { std::slice::from_raw_parts(view.ptr(), len) }.to_vec(),
+    })
 }

@@ -145,8 +145,27 @@ pub fn import(
     let me = client.clone().unbind();
     let c = client.get();
     if let Ok(b) = obj.cast::<PyBuffer>() {
+        // The very Buffer, when it already is what was asked for; on another device it is
+        // copied there (copy=False cannot move it, as for a put).
         if copy != Some(true) && b.get().client.is(&me) {
-            return Ok(b.clone().unbind());
+            if b.get().rb().device().pyerr()? == *dev {
+                return Ok(b.clone().unbind());
+            }
+            if copy == Some(false) {
+                return Err(invalid(format!(
+                    "copy=False cannot move a Buffer on {} to {dev}: a move is a copy",
+                    b.get().rb().device().pyerr()?
+                )));
+            }
+            return crate::put::put_input(
+                client,
+                b.as_any(),
+                crate::client::wrap_device(py, &me, dev.clone())?
+                    .bind(py)
+                    .as_any(),
+                None,
+                || "the DLPack import".to_string(),
+            );
         }
     }
     if !obj.hasattr("__dlpack__")? {

@@ -391,6 +391,17 @@ fn describe_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
     } else {
         format!(" (traceback, innermost first: {})", tail.join(" <- "))
     };
+    // A handler that ran a program whose own handler failed: one wrapper per level would
+    // bury the cause under up to 16 of them. The innermost says what happened.
+    const WRAP: &str = "Python handler for ";
+    let depth = msg.matches(WRAP).count();
+    if let (true, Some(at)) = (depth > 1, msg.rfind(WRAP)) {
+        let inner = &msg[at..];
+        return format!(
+            "Python handler for {target:?} raised {ty} from {depth} nested handler errors; \
+             the innermost: {inner}{where_}"
+        );
+    }
     format!("Python handler for {target:?} raised {ty}: {msg}{where_}")
 }
 

@@ -168,6 +168,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::_element_types, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_element_type_from_name, m)?)?;
     m.add_function(wrap_pyfunction!(put::_python_to_host, m)?)?;
+    m.add_function(wrap_pyfunction!(put::_convert_host, m)?)?;
     m.add_function(wrap_pyfunction!(put::_python_shape, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_bench_c_floor, m)?)?;
     m.add_class::<bench::PyBenchFloor>()?;

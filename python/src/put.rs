@@ -52,7 +52,12 @@ pub fn put_input(
     )
     .map_err(|e| {
         if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
-            invalid(format!("{}: {}", what(), e.value(py)))
+            // The rule's hints name `cast=`, which only `Client.put` takes.
+            let why = e.value(py).to_string().replace(
+                "from Python, cast=True",
+                "client.put(value, dtype=..., cast=True)",
+            );
+            invalid(format!("{}: {why}", what()))
         } else {
             e
         }
@@ -535,6 +540,35 @@ pub fn _python_to_host<'py>(
         v.element_type.code(),
         v.dims,
     ))
+}
+
+/// `(bytes, element type code, shape)` of dense native host data of element type `from_`
+/// (`data`, any buffer-protocol object of `shape`'s element count) converted into `dtype`
+/// under the core's rule for numbers (`rpjrt.scalars.convert`), for `rpjrt._host`'s
+/// numpy path without `cast=True`.
+#[pyfunction]
+pub fn _convert_host<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    from_: &Bound<'py, PyAny>,
+    shape: Vec<i64>,
+    dtype: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyBytes>, i32, Vec<i64>)> {
+    let from = dtype_from_py(from_)?;
+    let want = dtype_from_py(dtype)?;
+    let view = HostView::get(data)
+        .filter(HostView::is_c_contiguous)
+        .ok_or_else(|| invalid("the data to convert must be a C-contiguous buffer"))?;
+    let bytes: &[u8] = match view.byte_len() {
+        0 => &[],
+        // SAFETY: the view is held for the whole read, contiguous, and `len` bytes long;
+        // nothing here writes through it.
+        len => unsafe { std::slice::from_raw_parts(view.ptr(), len) },
+    };
+    let v = py
+        .detach(|| rpjrt_npy::scalars::convert(bytes, from, shape, want))
+        .pyerr()?;
+    Ok((PyBytes::new(py, &v.bytes), v.element_type.code(), v.dims))
 }
 
 /// `(shape, element type code)` of Python numbers or nested lists of them: the shape

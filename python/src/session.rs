@@ -28,6 +28,19 @@ pub struct PySession {
     closed: AtomicBool,
 }
 
+/// How often a call waiting for another thread's step answers Ctrl-C.
+const SIGNAL_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits until no other thread runs a program of `s`, in slices without the GIL, raising
+/// `KeyboardInterrupt` (or what a signal handler raises) between them: the call that
+/// follows then finds the session between steps, or at worst waits for a step begun since.
+fn between_steps(py: Python<'_>, s: &Session) -> PyResult<()> {
+    while !py.detach(|| s.wait_between_steps(SIGNAL_SLICE)) {
+        py.check_signals()?;
+    }
+    Ok(())
+}
+
 impl PySession {
     /// Refuses use after `_close`, with an error that says so.
     fn check_open(&self, py: Python<'_>) -> PyResult<()> {
@@ -36,8 +49,8 @@ impl PySession {
                 py,
                 "FAILED_PRECONDITION",
                 "SessionClosed",
-                "this Session was closed (its `with` block ended) and its slots' buffers \
-                 were freed; make a new Session"
+                "this Session was closed (by close() or the end of its `with` block) and \
+                 its slots' buffers were freed; make a new Session"
                     .to_string(),
                 None,
             ));
@@ -220,6 +233,7 @@ impl PySession {
         // Converting ran Python code, which may have closed the session.
         self.check_open(py)?;
         let s = &self.inner;
+        between_steps(py, s)?;
         py.detach(|| s.bind(name, v)).pyerr()
     }
 
@@ -241,6 +255,7 @@ impl PySession {
         }
         self.check_open(py)?;
         let s = &self.inner;
+        between_steps(py, s)?;
         py.detach(|| s.bind_all(values)).pyerr()
     }
 
@@ -281,9 +296,10 @@ impl PySession {
         // loader, or waiting for another thread's use of the session, runs without it.
         let b = match s.fetch_loaded(name).pyerr()? {
             Some(b) => b,
-            None => py
-                .detach(|| s.fetch(name))
-                .map_err(|e| raise(py, &self.loader_error, e))?,
+            None => between_steps(py, s).and_then(|()| {
+                py.detach(|| s.fetch(name))
+                    .map_err(|e| raise(py, &self.loader_error, e))
+            })?,
         };
         PyBuffer::wrap_shared(py, b, &self.client)
     }
@@ -293,6 +309,7 @@ impl PySession {
         let path = crate::convert::path_arg(path, "the checkpoint path")?;
         self.check_open(py)?;
         let s = &self.inner;
+        between_steps(py, s)?;
         py.detach(|| rpjrt_npy::checkpoint::save(s, &path))
             .map_err(|e| raise(py, &self.loader_error, e))
     }
@@ -302,6 +319,7 @@ impl PySession {
         let path = crate::convert::path_arg(path, "the checkpoint path")?;
         self.check_open(py)?;
         let s = &self.inner;
+        between_steps(py, s)?;
         py.detach(|| rpjrt_npy::checkpoint::restore(s, &path))
             .pyerr()
     }
@@ -423,8 +441,10 @@ impl PySessionProgram {
             // The conversions ran Python code, which may have closed the session.
             s.check_open(py)?;
             let session = &s.inner;
+            between_steps(py, session)?;
             py.detach(|| session.bind_all(pairs)).pyerr()?;
         }
+        between_steps(py, &s.inner)?;
         let outs = py
             .detach(|| p.call_outputs())
             .map_err(|e| raise(py, &s.loader_error, e))?;

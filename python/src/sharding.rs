@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rpjrt::sharding::{self, HostShard, Mesh, PartitionSpec};
-use rpjrt::Program;
+use rpjrt::{ElementType, Program};
 
 use crate::convert::dtype_from_py;
 use crate::errors::PyErrExt;
@@ -29,7 +29,8 @@ pub fn _uses_shardy(program: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(sharding::uses_shardy(&Program::mlir(code)))
 }
 
-/// Splits dense row-major host bytes into one shard per mesh position.
+/// Splits dense row-major host bytes (numpy's form: sub-byte types one element per byte)
+/// into one shard per mesh position.
 #[pyfunction]
 pub fn _shard_split<'py>(
     py: Python<'py>,
@@ -43,7 +44,7 @@ pub fn _shard_split<'py>(
     let ty = dtype_from_py(dtype)?;
     let m = mesh(axes, device_ids)?;
     let (shards, shard_dims) = py
-        .detach(|| sharding::split(data, ty, &dims, &m, &spec))
+        .detach(|| sharding::split(data, byte_form(ty), &dims, &m, &spec))
         .pyerr()?;
     let items = shards.iter().map(|s| PyBytes::new(py, s));
     Ok((PyList::new(py, items)?, shard_dims))
@@ -67,13 +68,18 @@ pub fn _shard_assemble<'py>(
         .iter()
         .map(|(_, t, _)| dtype_from_py(t))
         .collect::<PyResult<Vec<_>>>()?;
+    // Shards all of the array's type move as bytes when it is sub-byte (see `byte_form`);
+    // a shard of another type is left for the core to name.
+    let same = types.iter().all(|&t| t == ty);
+    let as_moved = |t: ElementType| if same { byte_form(t) } else { t };
+    let array_ty = as_moved(ty);
     let refs: Vec<HostShard> = shards
         .iter()
         .zip(&types)
-        .map(|((data, _, d), t)| HostShard::new(data, *t, d))
+        .map(|((data, _, d), t)| HostShard::new(data, as_moved(*t), d))
         .collect();
     let full = py
-        .detach(|| sharding::assemble(&refs, ty, &dims, &m, &spec))
+        .detach(|| sharding::assemble(&refs, array_ty, &dims, &m, &spec))
         .pyerr()?;
     Ok(PyBytes::new(py, &full))
 }
@@ -88,4 +94,15 @@ pub fn _shard_global_dims(
 ) -> PyResult<Vec<i64>> {
     let m = mesh(axes, device_ids)?;
     sharding::global_dims(&m, &spec, &shard_dims).pyerr()
+}
+
+/// The type a host array's elements move as when split or assembled: numpy's form holds a
+/// sub-byte type (int4, uint2, float4 ...) one element per byte, so its elements move as
+/// bytes; the core's own dense form packs them.
+fn byte_form(t: ElementType) -> ElementType {
+    if t.is_sub_byte() {
+        ElementType::U8
+    } else {
+        t
+    }
 }

@@ -102,9 +102,39 @@ pub(crate) fn run_abandonable<T: Send + 'static>(
     timeout: Option<Duration>,
     call: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
+    wait_for(py, what, timeout, true, call)
+}
+
+/// Runs `call` (a wait that is not the plugin's: a key-value store's `get`, a barrier) on a
+/// thread of its own and waits for it with Ctrl-C answered at once; a call given up on
+/// goes on in the background until its own timeout ends it.
+pub(crate) fn run_interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    what: &str,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    wait_for(py, what, None, false, call)
+}
+
+/// [`run_abandonable`] and [`run_interruptible`]: `plugin` marks a call given up on as a
+/// plugin load or creation (see `_exit_if_loader_stuck`).
+fn wait_for<T: Send + 'static>(
+    py: Python<'_>,
+    what: &str,
+    timeout: Option<Duration>,
+    plugin: bool,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
     let (tx, mut rx) = mpsc::sync_channel(1);
     std::thread::Builder::new()
-        .name("rpjrt-plugin-load".into())
+        .name(
+            if plugin {
+                "rpjrt-plugin-load"
+            } else {
+                "rpjrt-wait"
+            }
+            .into(),
+        )
         .stack_size(STACK)
         .spawn(move || {
             // A caller that gave up has dropped the receiver: the result is dropped here.
@@ -130,7 +160,7 @@ pub(crate) fn run_abandonable<T: Send + 'static>(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if let Err(e) = py.check_signals() {
-            ABANDONED.store(true, std::sync::atomic::Ordering::SeqCst);
+            ABANDONED.fetch_or(plugin, std::sync::atomic::Ordering::SeqCst);
             return Err(e);
         }
         if let Some(t) = timeout {

@@ -47,7 +47,7 @@ def test_python_numbers_and_lists() -> None:
         ([None], "cannot put a NoneType"),
         ([[1], [2, 3]], "ragged"),
         ([[1], 2], "ragged"),
-        (object(), "neither the buffer protocol nor __dlpack__"),
+        (object(), "neither the buffer protocol, __array__ nor __dlpack__"),
         ({1: 2}, "neither the buffer protocol"),
         ("text", "neither the buffer protocol"),
     ],
@@ -106,8 +106,12 @@ def test_numpy_arrays() -> None:
     data, d, shape = as_host(a.T)  # Fortran order: made C-contiguous here
     assert (d, shape) == (rpjrt.float32, (3, 2))
     assert _bytes(data) == np.ascontiguousarray(a.T).tobytes()
-    data, d, shape = as_host(a, dtype="int32")  # numpy arrays do convert
+    with pytest.raises(rpjrt.InvalidArgumentError, match="float values cannot be stored as int32"):
+        as_host(a, dtype="int32")  # numpy arrays convert under the rule for numbers
+    data, d, shape = as_host(a, dtype="int32", cast=True)
     assert d is rpjrt.int32 and _bytes(data) == a.astype(np.int32).tobytes()
+    data, d, shape = as_host(a.astype(np.int64), dtype="int8")
+    assert d is rpjrt.int8 and _bytes(data) == a.astype(np.int8).tobytes()
     b = np.arange(3, dtype=">i4")
     data, d, _ = as_host(b)
     assert d is rpjrt.int32 and _bytes(data) == np.arange(3, dtype="<i4").tobytes()
