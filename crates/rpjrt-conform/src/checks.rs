@@ -359,16 +359,35 @@ fn api_table_size(ctx: &mut Ctx) -> Result<Verdict> {
     let last = rpjrt_sys::PJRT_API_ENTRIES
         .get(slots.wrapping_sub(1))
         .map_or("(beyond rpjrt's table)", |e| e.name);
+    // What the plugin's struct_size said: rpjrt's loader clamps it to the slots of the
+    // plugin's version (table_size), so the claim is read from the loader's record.
+    let claimed = rpjrt_raw::table_claim(p.path()).map_or(p.table_size(), |c| c.claimed);
     let v = Verdict::pass()
         .fact("last_entry", last)
         .fact("table_size", p.table_size())
+        .fact("claimed_table_size", claimed)
         .fact("table_slots", slots)
         .fact("expected_slots_at_version", expected);
-    if p.table_size() != 40 + 8 * slots {
-        return Ok(
-            Verdict::fail("the table size is not the header plus whole slots")
-                .fact("table_size", p.table_size()),
-        );
+    let header = std::mem::offset_of!(rpjrt_sys::PJRT_Api, PJRT_Error_Destroy);
+    let slot = std::mem::size_of::<usize>();
+    if claimed < header || !(claimed - header).is_multiple_of(slot) {
+        return Ok(v.into_fail(format!(
+            "the table claims {claimed} bytes (PJRT_Api.struct_size), which is not the \
+                 {header}-byte header plus whole {slot}-byte slots"
+        )));
+    }
+    let claimed_slots = (claimed - header) / slot;
+    // A table of a newer version than rpjrt knows is longer than rpjrt's list, and right;
+    // one longer than its own version's is not: its extra slots hold no functions.
+    let newer = minor > rpjrt::Plugin::rpjrt_layout_version().minor;
+    if claimed_slots > expected && !newer {
+        return Ok(v.into_fail(format!(
+            "the table claims {claimed} bytes ({claimed_slots} slots), but PJRT {} has \
+             {expected} slots ({} bytes): calling past them would jump to whatever follows \
+             the table (rpjrt uses only the first {expected})",
+            p.version(),
+            header + expected * slot
+        )));
     }
     if slots < expected {
         return Ok(Verdict::fail(format!(

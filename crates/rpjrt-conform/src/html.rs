@@ -532,6 +532,7 @@ mod tests {
                 .unwrap()
                 .clone(),
             results,
+            notes: Vec::new(),
         }
     }
 

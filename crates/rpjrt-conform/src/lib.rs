@@ -335,6 +335,15 @@ impl Verdict {
         self
     }
 
+    /// Turns this verdict (with the facts gathered so far) into a defect: `detail` says
+    /// what was wrong.
+    pub fn into_fail(mut self, detail: impl Into<String>) -> Verdict {
+        self.outcome = Some(Outcome::Fail);
+        self.unsupported_by = None;
+        self.detail = detail.into();
+        self
+    }
+
     /// Sets the detail line.
     pub fn detail(mut self, detail: impl Into<String>) -> Verdict {
         self.detail = detail.into();
@@ -703,6 +712,10 @@ pub struct RunConfig {
     pub env: Vec<(OsString, OsString)>,
 }
 
+/// The least time [`run_isolated`] gives a child to load the plugin, whatever the limit
+/// per check (loading a GPU plugin takes seconds).
+const LOAD_TIMEOUT_FLOOR: Duration = Duration::from_secs(60);
+
 /// The whole report of one run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
@@ -714,6 +727,10 @@ pub struct Report {
     pub plugin: Map<String, Json>,
     /// One result per check, in run order.
     pub results: Vec<CheckResult>,
+    /// What the runner saw outside any check (a child that would not exit after its
+    /// last check, a hang between two checks); `"notes"` in the JSON, absent when empty.
+    /// Not a check's verdict: [`Report::has_defects`] does not count them.
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -739,14 +756,18 @@ impl Report {
 
     /// The report as JSON (the documented schema).
     pub fn to_json(&self) -> Json {
-        json!({
+        let mut v = json!({
             "schema": "rpjrt-conform",
             "schema_version": self.schema_version,
             "rpjrt_version": self.rpjrt_version,
             "plugin": self.plugin,
             "summary": self.summary(),
             "results": self.results.iter().map(CheckResult::to_json).collect::<Vec<_>>(),
-        })
+        });
+        if !self.notes.is_empty() {
+            v["notes"] = json!(self.notes);
+        }
+        v
     }
 
     /// Reads a report; refuses other schemas and newer schema versions.
@@ -788,6 +809,15 @@ impl Report {
                 .cloned()
                 .unwrap_or_default(),
             results,
+            notes: v
+                .get("notes")
+                .and_then(|n| n.as_array())
+                .map(|n| {
+                    n.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }
@@ -863,6 +893,7 @@ pub fn run_isolated(
 ) -> rpjrt::Result<Report> {
     let mut plugin_info: Option<Map<String, Json>> = None;
     let mut results: Vec<CheckResult> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let names: Vec<String> = checks.iter().map(|c| c.name.clone()).collect();
     let nonce = rpjrt::random_token();
     let mark = protocol_mark(&nonce);
@@ -948,10 +979,17 @@ pub fn run_isolated(
         let mut current: Option<(String, Instant)> = None;
         let mut timed_out = false;
         let first_here = results.len();
+        // When the last event came: the limit between checks (and after the last one,
+        // while the child tears the client down) counts from it.
+        let mut last_event = Instant::now();
         loop {
             let wait = match &current {
                 Some((_, since)) => config.timeout.saturating_sub(since.elapsed()),
-                None => config.timeout.max(Duration::from_secs(60)),
+                // Loading a large plugin (a GPU one) may take longer than one check.
+                None if plugin_info.is_none() => config.timeout.max(LOAD_TIMEOUT_FLOOR),
+                // Between checks, or after the last one (the child tearing down): the
+                // child has no more than a check's time.
+                None => config.timeout.saturating_sub(last_event.elapsed()),
             };
             match rx.recv_timeout(wait) {
                 Ok(Event::Line(line)) => {
@@ -961,6 +999,7 @@ pub fn run_isolated(
                     let Ok(v) = serde_json::from_str::<Json>(&line[at + mark.len()..]) else {
                         continue;
                     };
+                    last_event = Instant::now();
                     // The plugin shares the child's stdout: a line that is not the next
                     // step of the protocol (a start other than the next check's, a result
                     // for a check not running, a load error after the load) is not the
@@ -1000,9 +1039,38 @@ pub fn run_isolated(
                     timed_out = true;
                     let _ = child.kill();
                     let _ = child.wait();
-                    let (name, since) = match current.take() {
-                        Some(c) => c,
-                        None => (names[next].clone(), Instant::now()),
+                    let last = results[first_here..].last().map(|r| r.name.clone());
+                    let (name, since) = match (current.take(), last) {
+                        (Some(c), _) => c,
+                        // Not loaded: reported below as a load failure.
+                        (None, _) if plugin_info.is_none() => break,
+                        // After its last check: the results stand; the hang (in the
+                        // plugin's teardown, mostly) is noted, not pinned on a check.
+                        (None, Some(last)) if next >= total => {
+                            notes.push(format!(
+                                "the conform child did not exit within {:.1} s after its \
+                                 last check ({last}); it was killed (a hang in the \
+                                 plugin's teardown: PJRT_Client_Destroy or a static \
+                                 destructor)",
+                                last_event.elapsed().as_secs_f64()
+                            ));
+                            break;
+                        }
+                        // Between two checks: not the next check's doing; a fresh child
+                        // carries on from the next check.
+                        (None, Some(last)) => {
+                            notes.push(format!(
+                                "the conform child hung for {:.1} s after {last} and before \
+                                 {} started; it was killed and a new one went on",
+                                last_event.elapsed().as_secs_f64(),
+                                names[next]
+                            ));
+                            break;
+                        }
+                        // Loaded, but no check started in this child: the next check is
+                        // the one it could not start (a fresh child would hang the same).
+                        (None, None) if next < total => (names[next].clone(), last_event),
+                        (None, None) => break,
                     };
                     let r = CheckResult {
                         group: group_of(&name),
@@ -1083,6 +1151,7 @@ pub fn run_isolated(
         rpjrt_version: env!("CARGO_PKG_VERSION").to_string(),
         plugin: plugin_info.unwrap_or_default(),
         results,
+        notes,
     })
 }
 
@@ -1498,6 +1567,7 @@ mod tests {
             rpjrt_version: "x".into(),
             plugin: json!({"table_size": 984}).as_object().unwrap().clone(),
             results: vec![r.clone()],
+            notes: vec!["the child did not exit".into()],
         };
         let back = Report::from_json(&a.to_json()).unwrap();
         assert_eq!(back, a);
@@ -1557,6 +1627,7 @@ mod tests {
             rpjrt_version: "x".into(),
             plugin: Map::new(),
             results: vec![r.clone()],
+            notes: Vec::new(),
         };
         let (a, b) = (report(&ok), report(&blocked));
         let d = diff(&a, &b);

@@ -49,6 +49,14 @@ fn main() {
         ),
         ("a_crash_is_isolated", a_crash_is_isolated),
         (
+            "a_table_size_the_loader_clamped_fails_table_size",
+            a_table_size_the_loader_clamped_fails_table_size,
+        ),
+        (
+            "a_child_hanging_after_its_last_check_is_killed_and_noted",
+            a_child_hanging_after_its_last_check_is_killed_and_noted,
+        ),
+        (
             "a_plugin_printing_protocol_lines_forges_nothing",
             a_plugin_printing_protocol_lines_forges_nothing,
         ),
@@ -111,6 +119,11 @@ fn cpu_plugin() -> PathBuf {
 
 /// Runs the checks matching `only` against `plugin`, with `env` set in the children.
 fn conform(plugin: &Path, only: &str, env: &[(&str, &str)]) -> Report {
+    conform_within(plugin, only, env, Duration::from_secs(60))
+}
+
+/// [`conform`] with `timeout` per check.
+fn conform_within(plugin: &Path, only: &str, env: &[(&str, &str)], timeout: Duration) -> Report {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut child_env: Vec<(OsString, OsString)> = env
         .iter()
@@ -120,7 +133,7 @@ fn conform(plugin: &Path, only: &str, env: &[(&str, &str)]) -> Report {
     child_env.push(("TF_CPP_MIN_LOG_LEVEL".into(), "3".into()));
     let config = RunConfig {
         child: vec![exe.into_os_string(), "child".into()],
-        timeout: Duration::from_secs(60),
+        timeout,
         env: child_env,
     };
     let checks = select(Some(only));
@@ -428,4 +441,75 @@ fn a_plugin_printing_protocol_lines_forges_nothing() {
     let create = result(&r, CLIENT_CHECK);
     assert_eq!(create.outcome, Outcome::Pass, "{}", create.detail);
     assert!(!r.has_defects());
+}
+
+fn a_child_hanging_after_its_last_check_is_killed_and_noted() {
+    // The client's destroy hangs: the child hangs in its teardown, after its last result.
+    // The runner indexed the check list past its end (a panic, every result lost), and
+    // waited at least 60 s whatever the limit per check.
+    for only in ["devices.list", "api.version,devices.list"] {
+        let started = std::time::Instant::now();
+        let r = conform_within(
+            &fake_plugin(),
+            only,
+            &[("RPJRT_FAKE_HANG_ON", "PJRT_Client_Destroy")],
+            Duration::from_secs(3),
+        );
+        let waited = started.elapsed();
+        let want: Vec<String> = select(Some(only)).into_iter().map(|c| c.name).collect();
+        let names: Vec<&str> = r.results.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, want, "{only}");
+        assert!(
+            r.results.iter().all(|c| c.outcome == Outcome::Pass),
+            "{:?}",
+            r.results
+        );
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(
+            r.notes[0].contains("did not exit") && r.notes[0].contains("killed"),
+            "{}",
+            r.notes[0]
+        );
+        assert!(waited < Duration::from_secs(30), "waited {waited:?}");
+        // The note survives a round trip through the JSON report.
+        assert_eq!(Report::from_json(&r.to_json()).unwrap().notes, r.notes);
+    }
+}
+
+fn a_table_size_the_loader_clamped_fails_table_size() {
+    // The loader clamps a PJRT_Api.struct_size past the plugin's version (safety) and the
+    // check only saw the clamped size: it passed a 0.81 plugin claiming 0.114's table, and
+    // a size that is not the header plus whole slots.
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[
+                ("RPJRT_FAKE_VERSION", "0.81"),
+                ("RPJRT_FAKE_API_STRUCT_SIZE", "1144"),
+            ],
+            "PJRT 0.81 has",
+        ),
+        (&[("RPJRT_FAKE_API_STRUCT_SIZE", "2001")], "not the"),
+        (&[("RPJRT_FAKE_API_STRUCT_SIZE", "100000")], "but PJRT"),
+    ];
+    for (env, want) in cases {
+        let r = conform(&fake_plugin(), "api.table_size", env);
+        let c = result(&r, "api.table_size");
+        assert_eq!(c.outcome, Outcome::Fail, "{env:?}: {}", c.detail);
+        assert!(c.detail.contains(want), "{env:?}: {}", c.detail);
+        let claimed = env
+            .iter()
+            .find(|(k, _)| k.ends_with("STRUCT_SIZE"))
+            .unwrap()
+            .1;
+        assert_eq!(
+            c.facts["claimed_table_size"].to_string(),
+            claimed,
+            "{env:?}"
+        );
+    }
+    // An honest table passes, its claim the size used.
+    let r = conform(&fake_plugin(), "api.table_size", &[]);
+    let c = result(&r, "api.table_size");
+    assert_eq!(c.outcome, Outcome::Pass, "{}", c.detail);
+    assert_eq!(c.facts["claimed_table_size"], c.facts["table_size"]);
 }
