@@ -14,6 +14,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,6 +105,24 @@ def fake_plugin_path() -> Path:
 
 def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text()
+
+
+def handler_session(client: Any, target: str, handler: Any) -> tuple[Any, Any]:
+    """A Session and its one step, `w <- custom_call @target(w)` on f32[4], with `handler`
+    registered for the target (for tests of what a handler may do to its own session)."""
+    import rpjrt
+
+    rpjrt.ffi.register(client, target, handler)
+    s = rpjrt.Session(client)
+    step = s.program(
+        f"""func.func public @main(%w: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = stablehlo.custom_call @{target}(%w) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}}""",
+        inputs=["w"],
+        outputs=["w"],
+    )
+    return s, step
 
 
 def run_python(

@@ -17,7 +17,7 @@ import rpjrt
 import rpjrt.ffi
 import rpjrt.sharding
 
-from .conftest import run_python
+from .conftest import handler_session, run_python
 
 ONE = """func.func public @main(%x: tensor<{t}>) -> tensor<{t}> {{
   return %x : tensor<{t}>
@@ -107,23 +107,13 @@ def test_saving_from_a_handler_of_the_running_step_says_what_was_refused(
     client: rpjrt.Client, tmp_path: Path
 ) -> None:
     # It said a handler "cannot run a program", though a save runs none.
-    target = f"r6_save_{id(tmp_path)}"
     act: list[Any] = []
 
-    @rpjrt.ffi.handler(client, target)
     def h(call: rpjrt.ffi.FfiCall) -> Any:
         act[0]()
         return call.args[0].to_numpy() + 1
 
-    s = rpjrt.Session(client)
-    step = s.program(
-        f"""func.func public @main(%w: tensor<4xf32>) -> tensor<4xf32> {{
-  %0 = stablehlo.custom_call @{target}(%w) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}}""",
-        inputs=["w"],
-        outputs=["w"],
-    )
+    s, step = handler_session(client, f"r6_save_{id(tmp_path)}", h)
     s.bind("w", np.zeros(4, np.float32))
     path = tmp_path / "c.npz"
     act[:] = [lambda: s.save(path)]

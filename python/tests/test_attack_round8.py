@@ -23,6 +23,8 @@ import rpjrt
 from rpjrt import sharding
 from rpjrt.distributed import InMemoryStore, TcpStore
 
+from .conftest import handler_session
+
 ADD1 = """func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {
   %c = stablehlo.constant dense<1.0> : tensor<2xf32>
   %0 = stablehlo.add %x, %c : tensor<2xf32>
@@ -244,23 +246,13 @@ def test_checkpoint_type_tables_refuse_a_repeated_name_and_raw_messages_name_the
 def test_a_restore_from_a_handler_of_the_running_step_is_refused(client: rpjrt.Client, tmp_path: Path) -> None:
     # It was accepted and left the output slots holding the step's result and the others
     # the checkpoint's values.
-    target = f"r8_restore_{id(tmp_path)}"
     act: list[Any] = [lambda: None]
 
-    @rpjrt.ffi.handler(client, target)
     def h(call: rpjrt.ffi.FfiCall) -> Any:
         act[0]()
         return call.args[0].to_numpy() + 1
 
-    s = rpjrt.Session(client)
-    step = s.program(
-        f"""func.func public @main(%w: tensor<4xf32>) -> tensor<4xf32> {{
-  %0 = stablehlo.custom_call @{target}(%w) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}}""",
-        inputs=["w"],
-        outputs=["w"],
-    )
+    s, step = handler_session(client, f"r8_restore_{id(tmp_path)}", h)
     s.bind_many({"w": np.zeros(4, np.float32), "epoch": np.zeros(1, np.int32)})
     path = tmp_path / "c.npz"
     s.save(path)
@@ -282,23 +274,13 @@ def _interrupt_after(seconds: float) -> threading.Timer:
 
 def test_a_session_call_waiting_for_another_threads_step_answers_ctrl_c(client: rpjrt.Client) -> None:
     # The wait for the other thread's step held Ctrl-C until the step ended.
-    target = "r8_slow_step"
     release = threading.Event()
 
-    @rpjrt.ffi.handler(client, target)
     def h(call: rpjrt.ffi.FfiCall) -> Any:
         release.wait(30)
         return call.args[0].to_numpy()
 
-    s = rpjrt.Session(client)
-    step = s.program(
-        f"""func.func public @main(%w: tensor<4xf32>) -> tensor<4xf32> {{
-  %0 = stablehlo.custom_call @{target}(%w) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}}""",
-        inputs=["w"],
-        outputs=["w"],
-    )
+    s, step = handler_session(client, "r8_slow_step", h)
     s.bind("w", np.zeros(4, np.float32))
     other = threading.Thread(target=step)
     other.start()
