@@ -130,11 +130,32 @@ pub fn write_out_bytes(bytes: &[u8]) {
     write_with(|w| w.write_all(bytes));
 }
 
+/// Set in a supervised child whose parent found descriptor 1 closed at its start (the
+/// child inherits the `/dev/null` Rust's runtime put there, and could not tell).
+pub const STDOUT_CLOSED_ENV: &str = "RPJRT_CLI_STDOUT_CLOSED";
+
+/// True when this command was started with descriptor 1 closed (`rpjrt ... >&-`): Rust's
+/// runtime then reopens it on `/dev/null` before `main`, so every write would succeed and
+/// the output be lost; the CLI checks before the runtime does
+/// (`rpjrt_raw::stdio::stdout_closed_at_start`, Linux only). `>/dev/null`, asked for, is
+/// not this.
+pub fn stdout_closed() -> bool {
+    rpjrt_raw::stdio::stdout_closed_at_start()
+        || std::env::var_os(STDOUT_CLOSED_ENV).is_some_and(|v| v == "1")
+}
+
 fn write_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) {
     let mut original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
-    let written = match original.as_mut() {
-        Some(f) => write(f),
-        None => write(&mut std::io::stdout()),
+    let written = if stdout_closed() {
+        Err(std::io::Error::other(
+            "descriptor 1 was closed when rpjrt started (`>&-`), so the output has nowhere \
+             to go; redirect it to /dev/null to discard it",
+        ))
+    } else {
+        match original.as_mut() {
+            Some(f) => write(f),
+            None => write(&mut std::io::stdout()),
+        }
     };
     if let Err(e) = written {
         OUTPUT_ERROR
@@ -220,6 +241,9 @@ impl Quiet {
                     &log,
                 );
                 rpjrt::stdio::notice(&format!("{} {message}", paint_stderr("rpjrt:", Style::Red)));
+                // The verb ends here by rpjrt's own decision, its error said: a supervising
+                // parent must not take the exit for a plugin's exit() and say it again.
+                crate::supervise::note_finished();
                 rpjrt::stdio::exit_now(EXIT_DEFECT)
             });
             (limit, give_up)
@@ -242,6 +266,21 @@ impl Quiet {
     pub fn finish(mut self) -> String {
         self.capture.take().map(|c| c.finish()).unwrap_or_default()
     }
+}
+
+/// Notes on stderr when a plugin call after loading (compiling, executing) has not
+/// returned after [`SLOW_CALL_NOTICE`] (`rpjrt: still waiting after 5s: the plugin's
+/// compile of f.mlir ...`, then every 30 s), as loading does: a plugin that hangs there
+/// no longer looks like a silent rpjrt. Stops when dropped. `--plugin-timeout` does not
+/// apply (a long compile is not a fault); Ctrl-C ends the command.
+pub fn watch_plugin(step: &str) -> rpjrt::stdio::Watch {
+    rpjrt::stdio::watch(
+        format!(
+            "the plugin's {step} (it has not returned; Ctrl-C ends rpjrt, --plugin-log shows \
+             the plugin's log)"
+        ),
+        SLOW_CALL_NOTICE,
+    )
 }
 
 /// `message` with the plugin's captured log appended, when there is one.
@@ -373,19 +412,65 @@ pub fn print_json(doc: &Json) -> Result<(), CliError> {
 }
 
 /// Parses a `NAME=VALUE` create option (`ClientOptions::parse_assignment`: integers,
-/// true/false, floats, else text; the name checked); a bad one is a usage error.
+/// true/false, floats, else text; the name checked), with what the command line adds: a
+/// decimal integer outside int64 is refused (it became a rounded float of another type),
+/// and `[1,2,3]` (`[]` for none) is an integer list (`Value::Int64List`, which real
+/// options such as `visible_devices` take). A bad one is a usage error.
 pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
-    ClientOptions::parse_assignment(s).map_err(|e| CliError::usage(bare(e)))
+    let (name, value) = ClientOptions::parse_assignment(s).map_err(|e| CliError::usage(bare(e)))?;
+    let raw = s.split_once('=').map_or("", |(_, v)| v);
+    let digits = raw.strip_prefix(['-', '+']).unwrap_or(raw);
+    let integer = |t: &str| -> Result<i64, CliError> {
+        t.parse::<i64>().map_err(|_| {
+            CliError::usage(format!(
+                "-o {name}: {t} is not an int64 (-9223372036854775808 to \
+                 9223372036854775807)"
+            ))
+        })
+    };
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let v = integer(raw)?;
+        return Ok((name, Value::Int64(v)));
+    }
+    if let Some(inner) = raw.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        let items: Vec<&str> = inner.split(',').map(str::trim).collect();
+        let list = if items == [""] {
+            Vec::new()
+        } else {
+            items
+                .iter()
+                .map(|t| {
+                    let d = t.strip_prefix(['-', '+']).unwrap_or(t);
+                    if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+                        return Err(CliError::usage(format!(
+                            "-o {name}={raw}: a list holds integers ([0,1,2]), not {t:?}"
+                        )));
+                    }
+                    integer(t)
+                })
+                .collect::<Result<Vec<i64>, CliError>>()?
+        };
+        return Ok((name, Value::Int64List(list)));
+    }
+    Ok((name, value))
 }
 
-/// Client options from `NAME=VALUE` strings.
+/// Client options from `NAME=VALUE` strings ([`parse_option`]); a name given twice is
+/// refused (the last one silently won).
 pub fn parse_options(options: &[String]) -> Result<ClientOptions, CliError> {
-    Ok(options
+    let parsed = options
         .iter()
         .map(|o| parse_option(o))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .collect())
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, (name, _)) in parsed.iter().enumerate() {
+        if let Some(j) = parsed[..i].iter().position(|(n, _)| n == name) {
+            return Err(CliError::usage(format!(
+                "-o {name} is given twice ({} and {}); give each option once",
+                options[j], options[i]
+            )));
+        }
+    }
+    Ok(parsed.into_iter().collect())
 }
 
 /// A plugin attribute or option value as JSON.
@@ -396,8 +481,21 @@ pub fn value_json(v: &Value) -> Json {
         Value::Int64List(l) => json!(l),
         // JSON has no NaN or infinity (serde would write null): those are text.
         Value::Float(f) if f.is_finite() => json!(f),
-        Value::Float(f) => json!(f.to_string()),
+        Value::Float(f) => nonfinite_json(f64::from(*f)),
         Value::Bool(b) => json!(b),
+    }
+}
+
+/// A float as JSON: a number when finite, else the text `"nan"`, `"inf"` or `"-inf"`
+/// (JSON has no such numbers; serde would write null): the spelling of numpy and of the
+/// `--input` literals, which read it back.
+pub fn nonfinite_json(f: f64) -> Json {
+    if f.is_nan() {
+        json!("nan")
+    } else if f.is_infinite() {
+        json!(if f > 0.0 { "inf" } else { "-inf" })
+    } else {
+        json!(f)
     }
 }
 
@@ -474,25 +572,73 @@ pub fn write_output(path: &std::path::Path, option: &str, bytes: &[u8]) -> Resul
         .map_err(|e| CliError::usage(format!("{option}: cannot write {}", bare(e))))
 }
 
-/// Refuses an output path that names the same file as an input the verb reads (`compile
-/// f.mlir -o f.mlir` would replace the program with its artifact).
-pub fn check_not_input(
-    output: &std::path::Path,
-    option: &str,
-    input: &std::path::Path,
-) -> Result<(), CliError> {
-    let same = match (std::fs::canonicalize(output), std::fs::canonicalize(input)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
+/// A file a verb reads or writes: (what names it, the path). For an output, what names it
+/// is the option (`--out`); for an input, a description (`the program`, `--input 0`,
+/// `the plugin library`).
+pub type NamedPath<'a> = (&'a str, &'a std::path::Path);
+
+/// Where `path` leads, for comparing paths that may not exist yet: the canonical path when
+/// it exists; else its directory's canonical path joined with its file name (so `x.npy`
+/// and `./x.npy`, neither written yet, compare equal); else the path made absolute.
+fn resolved(path: &std::path::Path) -> std::path::PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
     };
-    if same {
-        return Err(CliError::usage(format!(
-            "{option} {}: that is the input file {}; give another name",
-            output.display(),
-            input.display()
-        )));
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+    }
+}
+
+/// The one check of a verb's files, before anything runs: each output must be writable
+/// ([`check_output_path`]), must not be any file the verb reads (`inputs`: the program,
+/// the `--input` files, the plugin library, the reports rendered or compared), and must not
+/// be another of its outputs (`--out` and `--trace`, `--json` and `--html` naming one file:
+/// the second written would replace the first). A usage error (exit 2) naming both.
+/// Outputs given as `-` (stdout) are not files and are skipped.
+pub fn check_outputs(outputs: &[NamedPath<'_>], inputs: &[NamedPath<'_>]) -> Result<(), CliError> {
+    let outputs: Vec<(&str, &std::path::Path, std::path::PathBuf)> = outputs
+        .iter()
+        .filter(|(_, p)| p.as_os_str() != "-")
+        .map(|&(o, p)| (o, p, resolved(p)))
+        .collect();
+    for (option, path, _) in &outputs {
+        check_output_path(path, option)?;
+    }
+    let inputs: Vec<(&str, &std::path::Path, std::path::PathBuf)> = inputs
+        .iter()
+        .map(|&(what, p)| (what, p, resolved(p)))
+        .collect();
+    for (i, (option, path, at)) in outputs.iter().enumerate() {
+        if let Some((what, input, _)) = inputs.iter().find(|(_, _, b)| b == at) {
+            return Err(CliError::usage(format!(
+                "{option} {}: that is the input file {} ({what}); give another name",
+                path.display(),
+                input.display()
+            )));
+        }
+        if let Some((other, other_path, _)) = outputs[..i].iter().find(|(_, _, b)| b == at) {
+            return Err(CliError::usage(format!(
+                "{other} {} and {option} {} name the same file: the one written last would \
+                 replace the other; give each its own",
+                other_path.display(),
+                path.display()
+            )));
+        }
     }
     Ok(())
+}
+
+/// The plugin libraries a verb may load for `spec` (every candidate discovery offers; none
+/// when there is none, which loading reports later): inputs for [`check_outputs`].
+pub fn plugin_paths(spec: Option<&OsStr>) -> Vec<std::path::PathBuf> {
+    candidates(spec)
+        .map(|c| c.into_iter().map(|i| i.path).collect())
+        .unwrap_or_default()
 }
 
 /// What the user asked for, as text for the install hint: the spec (lossy if it is not
@@ -594,6 +740,42 @@ mod tests {
         assert_eq!(parse_option("a=0.5").unwrap().1, Value::Float(0.5));
         assert_eq!(parse_option("a=x").unwrap().1, Value::String("x".into()));
         assert_eq!(parse_option("novalue").unwrap_err().exit_code, EXIT_USAGE);
+        // An integer past int64 is refused: it became a rounded float32.
+        assert_eq!(
+            parse_option("a=9223372036854775807").unwrap().1,
+            Value::Int64(i64::MAX)
+        );
+        assert_eq!(
+            parse_option("a=-9223372036854775808").unwrap().1,
+            Value::Int64(i64::MIN)
+        );
+        for big in [
+            "a=99999999999999999999999",
+            "a=9223372036854775808",
+            "a=-9223372036854775809",
+        ] {
+            let e = parse_option(big).unwrap_err();
+            assert_eq!(e.exit_code, EXIT_USAGE, "{big}");
+            assert!(e.message.contains("is not an int64"), "{}", e.message);
+        }
+        // Integer lists.
+        assert_eq!(
+            parse_option("l=[0, 1,-2]").unwrap().1,
+            Value::Int64List(vec![0, 1, -2])
+        );
+        assert_eq!(parse_option("l=[]").unwrap().1, Value::Int64List(vec![]));
+        for bad in ["l=[a,b]", "l=[1,]", "l=[1.5]", "l=[99999999999999999999]"] {
+            assert_eq!(
+                parse_option(bad).unwrap_err().exit_code,
+                EXIT_USAGE,
+                "{bad}"
+            );
+        }
+        // A name given twice.
+        let e = parse_options(&["a=1".into(), "b=2".into(), "a=2".into()]).unwrap_err();
+        assert_eq!(e.exit_code, EXIT_USAGE);
+        assert!(e.message.contains("-o a is given twice"), "{}", e.message);
+        assert!(parse_options(&["a=1".into(), "b=1".into()]).is_ok());
         for bad in ["=", "=1", " a=1", "a b=1"] {
             assert_eq!(
                 parse_option(bad).unwrap_err().exit_code,
@@ -605,7 +787,7 @@ mod tests {
 
     #[test]
     fn non_finite_float_values_are_text_in_json() {
-        assert_eq!(value_json(&Value::Float(f32::NAN)), json!("NaN"));
+        assert_eq!(value_json(&Value::Float(f32::NAN)), json!("nan"));
         assert_eq!(value_json(&Value::Float(f32::NEG_INFINITY)), json!("-inf"));
         assert_eq!(value_json(&Value::Float(0.5)), json!(0.5));
     }

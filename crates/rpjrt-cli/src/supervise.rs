@@ -73,6 +73,11 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
     if let Some(dir) = &logs.0 {
         cmd.env(CAPTURE_DIR_ENV, dir);
     }
+    // The child inherits the /dev/null that Rust's runtime put on a closed stdout, and
+    // cannot tell it from `>/dev/null`: tell it.
+    if crate::common::stdout_closed() {
+        cmd.env(crate::common::STDOUT_CLOSED_ENV, "1");
+    }
     let status = cmd.args(args).status().map_err(|e| {
         CliError::failed(format!(
             "cannot start rpjrt again to run `rpjrt {verb}` in a child process: {e} (set \

@@ -1027,3 +1027,399 @@ fn out_over_an_existing_file_keeps_its_mode() {
         assert_eq!(got, mode, "mode of {}: {got:o}", out.display());
     }
 }
+
+/// Every output against every file the verb reads and against its other outputs, before
+/// anything runs: `--out x.npy --trace x.npy` left the trace in `x.npy`, `conform --html
+/// rep.json rep.json` replaced the report it rendered, `--diff A B --json A` replaced A,
+/// `--json X --html X` kept only the page, and `compile -o` or `run --trace` naming the
+/// plugin library replaced the plugin.
+#[test]
+fn outputs_are_checked_against_every_input_and_each_other() {
+    let dir = tmpdir("attack-outputs-class");
+    let program = dir.join("p.mlir");
+    std::fs::copy(common::fixture("mul_add.mlir"), &program).unwrap();
+    let in_dir = |name: &str| dir.join(name);
+    // Two outputs naming one file (neither exists yet; one spelt with `./`).
+    let (code, _, err) = run(rpjrt()
+        .current_dir(&*dir)
+        .args([
+            "run", "p.mlir", "--random", "--out", "x.npy", "--trace", "./x.npy",
+        ])
+        .arg("--plugin")
+        .arg(fake()));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("name the same file"), "{err}");
+    assert!(!in_dir("x.npy").exists());
+    // A bad --out is refused before a trace is written.
+    let (code, _, err) = run(rpjrt()
+        .arg("run")
+        .arg(&program)
+        .args(["--random", "--out"])
+        .arg(in_dir("t.json"))
+        .arg("--trace")
+        .arg(in_dir("t.json"))
+        .arg("--plugin")
+        .arg(fake()));
+    assert_eq!(code, 2, "{err}");
+    assert!(!in_dir("t.json").exists(), "{err}");
+    // The plugin library as an output.
+    let plugin = in_dir("copy.so");
+    std::fs::copy(fake(), &plugin).unwrap();
+    let original = std::fs::read(&plugin).unwrap();
+    fails(
+        rpjrt()
+            .current_dir(&*dir)
+            .args(["compile", "p.mlir", "-o", "copy.so", "--plugin"])
+            .arg(&plugin),
+        2,
+        "(the plugin library)",
+    );
+    fails(
+        rpjrt()
+            .current_dir(&*dir)
+            .args([
+                "run", "p.mlir", "--random", "--trace", "copy.so", "--plugin",
+            ])
+            .arg(&plugin),
+        2,
+        "(the plugin library)",
+    );
+    assert_eq!(std::fs::read(&plugin).unwrap(), original);
+    // conform's saved reports and its two outputs.
+    let report = in_dir("rep.json");
+    let (code, _, err) = run(rpjrt()
+        .arg("conform")
+        .arg(fake())
+        .args(["--only", "api.version", "--json"])
+        .arg(&report));
+    assert_eq!(code, 0, "{err}");
+    let saved = std::fs::read(&report).unwrap();
+    let other = in_dir("rep2.json");
+    std::fs::write(&other, &saved).unwrap();
+    fails(
+        rpjrt()
+            .args(["conform", "--html"])
+            .arg(&report)
+            .arg(&report),
+        2,
+        "(a report to render)",
+    );
+    fails(
+        rpjrt()
+            .args(["conform", "--diff"])
+            .arg(&report)
+            .arg(&other)
+            .arg("--json")
+            .arg(&report),
+        2,
+        "(a report to compare)",
+    );
+    assert_eq!(std::fs::read(&report).unwrap(), saved);
+    let both = in_dir("both.out");
+    fails(
+        rpjrt()
+            .arg("conform")
+            .arg(fake())
+            .args(["--only", "api.version", "--json"])
+            .arg(&both)
+            .arg("--html")
+            .arg(&both),
+        2,
+        "name the same file",
+    );
+    assert!(!both.exists());
+}
+
+/// Started with stdout closed (`>&-`), a command whose output is its purpose fails (exit
+/// 1, saying so) instead of exiting 0 with the output lost: Rust's runtime reopens a closed
+/// descriptor 1 on /dev/null before `main`, so every write succeeded. `>/dev/null`, asked
+/// for, still succeeds.
+#[test]
+fn a_closed_stdout_is_a_failure_not_a_silent_success() {
+    let fake = fake();
+    let cases: [Vec<String>; 3] = [
+        vec!["info".into(), "--json".into(), fake.display().to_string()],
+        vec![
+            "run".into(),
+            common::fixture("mul_add.mlir").display().to_string(),
+            "--random".into(),
+            "--json".into(),
+            "--plugin".into(),
+            new().display().to_string(),
+        ],
+        vec![
+            "conform".into(),
+            fake.display().to_string(),
+            "--only".into(),
+            "api.version".into(),
+            "--json".into(),
+            "-".into(),
+        ],
+    ];
+    for args in cases {
+        let script = format!(
+            "exec \"$0\" {} >&-",
+            args.iter()
+                .map(|a| format!("'{a}'"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let c = rpjrt();
+        let exe = c.get_program().to_owned();
+        let mut sh = std::process::Command::new("sh");
+        sh.arg("-c").arg(&script).arg(exe);
+        for (k, v) in c.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        let (code, _, err) = run(&mut sh);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains("descriptor 1 was closed"), "{args:?}: {err}");
+        let (code, _, err) = run(rpjrt().args(&args).stdout(std::process::Stdio::null()));
+        assert_eq!(code, 0, "{args:?} >/dev/null: {err}");
+    }
+}
+
+/// `f(zeta, alpha, mid) = zeta * 100 + alpha * 10 + mid` on `tensor<2xf32>`, its parameters
+/// named `%zeta, %alpha, %mid` when `named`, else `%arg0, %arg1, %arg2` (no names, as in a
+/// module JAX lowers).
+fn zeta_alpha_mid(dir: &std::path::Path, named: bool) -> std::path::PathBuf {
+    let [z, a, m] = if named {
+        ["%zeta", "%alpha", "%mid"]
+    } else {
+        ["%arg0", "%arg1", "%arg2"]
+    };
+    let t = "tensor<2xf32>";
+    let path = dir.join(if named { "named.mlir" } else { "unnamed.mlir" });
+    std::fs::write(
+        &path,
+        format!(
+            "func.func public @main({z}: {t}, {a}: {t}, {m}: {t}) -> {t} {{\n\
+             \x20 %h = stablehlo.constant dense<100.0> : {t}\n\
+             \x20 %d = stablehlo.constant dense<10.0> : {t}\n\
+             \x20 %0 = stablehlo.multiply {z}, %h : {t}\n\
+             \x20 %1 = stablehlo.multiply {a}, %d : {t}\n\
+             \x20 %2 = stablehlo.add %0, %1 : {t}\n\
+             \x20 %3 = stablehlo.add %2, {m} : {t}\n\
+             \x20 return %3 : {t}\n}}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `dir/NAME.npz` holding `members` (name, literal) in that order.
+fn npz_of(dir: &std::path::Path, name: &str, members: &[(&str, &str)]) -> std::path::PathBuf {
+    let path = dir.join(format!("{name}.npz"));
+    let arrays: Vec<(String, rpjrt_npy::Array)> = members
+        .iter()
+        .map(|(n, v)| {
+            let a = rpjrt_npy::literal::parse_literal(v, None).unwrap();
+            (n.to_string(), a)
+        })
+        .collect();
+    rpjrt_npy::save_npz(&path, &arrays).unwrap();
+    path
+}
+
+/// zeta = [1,2], alpha = [3,4], mid = [5,6]: the right answer.
+const ZAM: &str = "array([135., 246.], dtype=float32)";
+
+fn run_zam(program: &std::path::Path, inputs: &[std::ffi::OsString]) -> (i32, String, String) {
+    let mut c = rpjrt();
+    c.arg("run").arg(program).arg("--plugin").arg(new());
+    for i in inputs {
+        c.arg("-i").arg(i);
+    }
+    run(&mut c)
+}
+
+/// A `.npz` member whose name names no parameter was placed by its order in the file
+/// (exit 0, wrong values): `np.savez(alpha=.., mid=.., zeta=..)` for a JAX-lowered
+/// `f(zeta, alpha, mid)` bound zeta <- alpha. Now it is refused from its name, before
+/// anything runs, naming the member, the parameters and the file, whether or not the
+/// program carries names (a typo of a name is refused the same way).
+#[test]
+fn npz_members_that_name_no_parameter_are_refused_not_taken_in_file_order() {
+    let dir = tmpdir("attack-npz-names");
+    let unnamed = zeta_alpha_mid(&dir, false);
+    let named = zeta_alpha_mid(&dir, true);
+    let by_name = npz_of(
+        &dir,
+        "by_name",
+        &[
+            ("alpha", "[3,4]:f32"),
+            ("mid", "[5,6]:f32"),
+            ("zeta", "[1,2]:f32"),
+        ],
+    );
+    let (code, out, err) = run_zam(&unnamed, &[by_name.clone().into()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    for want in [
+        "member \"alpha\" names no parameter",
+        "carries no parameter names",
+        "arr_0, arr_1",
+        &by_name.display().to_string(),
+        "its parameters are 0 (float32[2]), 1 (float32[2]), 2 (float32[2])",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in {err}");
+    }
+    // The same file for a program that carries those names binds by them.
+    let (code, out, err) = run_zam(&named, &[by_name.into()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(ZAM), "{out}");
+    // A name that is almost a parameter's is refused, not put in the next argument.
+    let typo = npz_of(
+        &dir,
+        "typo",
+        &[
+            ("zeta", "[1,2]:f32"),
+            ("alpha", "[3,4]:f32"),
+            ("mi", "[5,6]:f32"),
+        ],
+    );
+    let (code, out, err) = run_zam(&named, &[typo.clone().into()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("member \"mi\" names no parameter")
+            && err.contains("\"mid\" (float32[2])")
+            && err.contains(&typo.display().to_string()),
+        "{err}"
+    );
+    // Any other non-positional name: argX, arr_, arr_-1, arr_+1, " 0".
+    for bad in ["argX", "arr_", "arr_-1", "arr_+1", " 0", "arr0x"] {
+        let f = npz_of(
+            &dir,
+            "bad",
+            &[
+                ("arr_0", "[1,2]:f32"),
+                (bad, "[3,4]:f32"),
+                ("arr_2", "[5,6]:f32"),
+            ],
+        );
+        let (code, _, err) = run_zam(&unnamed, &[f.into()]);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(
+            err.contains(&format!("member {bad:?} names no parameter")),
+            "{bad:?}: {err}"
+        );
+    }
+}
+
+/// np.savez's positional names (`arr_N`), `argN` and `N` fill argument N by their number,
+/// whatever their order in the file (`arr_1, arr_2, arr_0` filled 0, 1, 2); one past the
+/// arguments is refused.
+#[test]
+fn npz_positional_members_fill_the_argument_their_number_names() {
+    let dir = tmpdir("attack-npz-positional");
+    for program in [zeta_alpha_mid(&dir, false), zeta_alpha_mid(&dir, true)] {
+        for (tag, members) in [
+            (
+                "arr",
+                [
+                    ("arr_1", "[3,4]:f32"),
+                    ("arr_2", "[5,6]:f32"),
+                    ("arr_0", "[1,2]:f32"),
+                ],
+            ),
+            (
+                "mixed",
+                [
+                    ("arg2", "[5,6]:f32"),
+                    ("0", "[1,2]:f32"),
+                    ("arr_1", "[3,4]:f32"),
+                ],
+            ),
+        ] {
+            let f = npz_of(&dir, tag, &members);
+            let (code, out, err) = run_zam(&program, &[f.into()]);
+            assert_eq!(code, 0, "{tag}: {err}");
+            assert!(out.contains(ZAM), "{tag}: {out}");
+        }
+        let past = npz_of(
+            &dir,
+            "past",
+            &[
+                ("arr_0", "[1,2]:f32"),
+                ("arr_1", "[3,4]:f32"),
+                ("arr_3", "[5,6]:f32"),
+            ],
+        );
+        let (code, _, err) = run_zam(&program, &[past.into()]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("member \"arr_3\": the program takes 3 argument(s)"),
+            "{err}"
+        );
+    }
+    // A named parameter and positional names mix; an input without KEY= after the file
+    // fills the argument after the highest one it filled (not after its last member).
+    let named = zeta_alpha_mid(&dir, true);
+    let f = npz_of(
+        &dir,
+        "two",
+        &[("alpha", "[3,4]:f32"), ("arr_0", "[1,2]:f32")],
+    );
+    let (code, out, err) = run_zam(&named, &[f.into(), "[5,6]".into()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(ZAM), "{out}");
+}
+
+/// Two members for the same argument, or a member and an `--input` for it, are refused:
+/// neither silently wins.
+#[test]
+fn npz_members_and_inputs_for_the_same_argument_are_refused() {
+    let dir = tmpdir("attack-npz-twice");
+    let unnamed = zeta_alpha_mid(&dir, false);
+    let named = zeta_alpha_mid(&dir, true);
+    let twice = npz_of(
+        &dir,
+        "twice",
+        &[
+            ("arr_0", "[1,2]:f32"),
+            ("arg0", "[9,9]:f32"),
+            ("arr_1", "[3,4]:f32"),
+        ],
+    );
+    let (code, _, err) = run_zam(&unnamed, &[twice.into(), "2=[5,6]".into()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("members \"arr_0\" and \"arg0\" both fill argument 0"),
+        "{err}"
+    );
+    let by_name_and_index = npz_of(
+        &dir,
+        "name_index",
+        &[("zeta", "[1,2]:f32"), ("arr_0", "[9,9]:f32")],
+    );
+    let (code, _, err) = run_zam(&named, &[by_name_and_index.into(), "2=[5,6]".into()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("both fill argument 0 (\"zeta\")"), "{err}");
+    let two = npz_of(
+        &dir,
+        "pair",
+        &[("arr_0", "[1,2]:f32"), ("arr_1", "[3,4]:f32")],
+    );
+    for inputs in [
+        vec![
+            two.clone().into_os_string(),
+            "arg1=[3,4]".into(),
+            "[5,6]".into(),
+        ],
+        vec![
+            "1=[3,4]".into(),
+            two.clone().into_os_string(),
+            "[5,6]".into(),
+        ],
+    ] {
+        let (code, _, err) = run_zam(&unnamed, &inputs);
+        assert_eq!(code, 2, "{inputs:?}: {err}");
+        assert!(
+            err.contains("argument 1 is given twice"),
+            "{inputs:?}: {err}"
+        );
+    }
+}

@@ -593,3 +593,152 @@ fn launch_says_when_it_stops_reading_a_pipe_held_open() {
         started.elapsed()
     );
 }
+
+/// A process killed by a signal is reported by the signal's name and number, and the
+/// launcher exits with 128 + N as a shell would: it said "failed (a signal)" and exited 1.
+#[test]
+fn launch_names_the_signal_that_killed_a_process() {
+    let out = finish(
+        cmd(
+            &["launch", "-n", "2", "--", "sh", "-c", "kill -ABRT $$"],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 6), "{stderr}");
+    assert!(stderr.contains("killed by SIGABRT (6)"), "{stderr}");
+    assert_eq!(rpjrt_distributed::signal_name(11), "SIGSEGV");
+    assert_eq!(rpjrt_distributed::signal_name(40), "signal 40");
+}
+
+/// The timeout message shows the timeout as given: `--timeout 0.001` said "timed out after
+/// 0.0s".
+#[test]
+fn launch_timeout_message_shows_the_timeout_as_given() {
+    let out = finish(
+        cmd(
+            &[
+                "launch",
+                "-n",
+                "1",
+                "--timeout",
+                "0.001",
+                "--",
+                "sleep",
+                "20",
+            ],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(stderr.contains("timed out after 1ms;"), "{stderr}");
+    assert!(!stderr.contains("0.0s"), "{stderr}");
+    // Every size reads as given, through the same words.
+    use rpjrt_cli::cmd::launch::end_messages;
+    use rpjrt_distributed::LaunchOutcome;
+    let timed_out = LaunchOutcome {
+        exit_codes: vec![None],
+        signals: vec![Some(9)],
+        first_failure: None,
+        timed_out: true,
+        stopped_by: None,
+        output_cut: vec![],
+    };
+    for (t, want) in [
+        (0.25, "250ms"),
+        (0.0005, "0.5ms"),
+        (2.5, "2.5s"),
+        (30.0, "30.0s"),
+    ] {
+        let lines = end_messages(&timed_out, Some(Duration::from_secs_f64(t)));
+        assert_eq!(
+            lines,
+            [format!(
+                "rpjrt: launch timed out after {want}; killed the processes still running"
+            )]
+        );
+    }
+}
+
+/// A launcher stopped by a signal (SIGINT, SIGTERM, SIGHUP) stopped its processes and
+/// exited 128 + N without a word; it now says which signal stopped it and what it did.
+#[cfg(unix)]
+#[test]
+fn a_launcher_stopped_by_a_signal_says_so() {
+    use std::io::BufRead;
+    let mut child = cmd(
+        &[
+            "launch",
+            "-n",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "echo ready; exec sleep 30",
+        ],
+        &[],
+    )
+    .spawn()
+    .unwrap();
+    // Both processes started: the launcher catches the signal from before the first one.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap_or_default());
+        }
+    });
+    let mut ready = 0;
+    while ready < 2 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("both processes start");
+        ready += usize::from(line.ends_with("] ready"));
+    }
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finish(child, LIMIT);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 15), "{stderr}");
+    assert!(
+        stderr.contains(
+            "rpjrt: stopped by SIGTERM (15): sent SIGTERM to the processes still running, \
+             SIGKILL to those still running 5.0s later"
+        ),
+        "{stderr}"
+    );
+    // The processes it stopped are not reported as failures.
+    assert!(!stderr.contains("failed"), "{stderr}");
+    // The other stop signals read the same way, with the grace the launcher gives.
+    use rpjrt_cli::cmd::launch::end_messages;
+    let grace = rpjrt_distributed::duration_text(rpjrt_distributed::STOP_GRACE);
+    for (sig, name) in [(2, "SIGINT"), (1, "SIGHUP")] {
+        let outcome = rpjrt_distributed::LaunchOutcome {
+            exit_codes: vec![None, Some(0)],
+            signals: vec![Some(15), None],
+            first_failure: None,
+            timed_out: false,
+            stopped_by: Some(sig),
+            output_cut: vec![],
+        };
+        assert_eq!(outcome.exit_code(), 128 + sig);
+        assert_eq!(
+            end_messages(&outcome, None),
+            [format!(
+                "rpjrt: stopped by {name} ({sig}): sent SIGTERM to the processes still \
+                 running, SIGKILL to those still running {grace} later"
+            )]
+        );
+    }
+}

@@ -279,6 +279,33 @@ fn a_plugin_that_does_not_answer_is_given_up_on_after_the_timeout() {
             "{err}"
         );
         assert!(err.contains("PJRT_Client_Create: hanging"), "{err}");
+        // Said once: the supervising parent took the child's end for a plugin's exit()
+        // and repeated the log under a second, false error.
+        assert_eq!(err.matches("did not return within").count(), 1, "{err}");
+        assert_eq!(
+            err.matches("PJRT_Client_Create: hanging").count(),
+            1,
+            "{err}"
+        );
+        assert!(!err.contains("called exit()"), "{err}");
+    }
+    // The same for a library that hangs while the system's loader loads it, and for the
+    // other supervised verbs.
+    let program = common::fixture("mul_add.mlir");
+    let verbs: [&[&str]; 2] = [&["info"], &["run", "--random"]];
+    for verb in verbs {
+        let mut c = rpjrt();
+        c.args(verb);
+        if verb[0] == "run" {
+            c.arg(&program).arg("--plugin");
+        }
+        c.arg(fake())
+            .args(["--plugin-timeout", "1"])
+            .env("RPJRT_FAKE_HANG_ON", "dlopen");
+        let (code, _, err) = run(&mut c);
+        assert_eq!(code, 1, "{verb:?}: {err}");
+        assert_eq!(err.matches("did not return within").count(), 1, "{err}");
+        assert!(!err.contains("called exit()"), "{verb:?}: {err}");
     }
     for bad in ["0", "-3", "nan", "soon"] {
         let (code, _, err) = run(rpjrt().args(["info", "--plugin-timeout", bad]).arg(fake()));
@@ -332,4 +359,87 @@ fn libraries_that_hang_while_loading_cost_one_timeout_together() {
     }
     assert!(took < Duration::from_secs(14), "{took:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `info` shows the `PJRT_Api.struct_size` the plugin reported when the loader clamped it
+/// to the slots of the plugin's version: it showed the clamped size as the plugin's.
+#[test]
+fn info_shows_a_table_size_the_loader_clamped() {
+    let (code, out, err) = run(rpjrt()
+        .args(["info", "--json"])
+        .arg(fake())
+        .env("RPJRT_FAKE_VERSION", "0.81")
+        .env("RPJRT_FAKE_API_STRUCT_SIZE", "1144"));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["claimed_table_size"], 1144, "{v}");
+    assert_eq!(v["table_size"], 984, "{v}");
+    let (code, out, err) = run(rpjrt()
+        .arg("info")
+        .arg(fake())
+        .env("RPJRT_FAKE_API_STRUCT_SIZE", "2001"));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("the plugin's table claims 2001 bytes; rpjrt uses 1144 bytes"),
+        "{out}"
+    );
+    // An honest plugin: one size.
+    let (code, out, err) = run(rpjrt().args(["info", "--json"]).arg(fake()));
+    assert_eq!(code, 0, "{err}");
+    let v: Json = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["claimed_table_size"], v["table_size"], "{v}");
+}
+
+/// A plugin that does not return from compiling (or executing) is named on stderr after a
+/// few seconds, as one that does not return from loading is: `compile` and `run` waited
+/// silently for ever.
+#[test]
+fn a_plugin_hanging_in_compile_or_execute_is_named_while_waited_on() {
+    let dir = tmpdir("zoo-hang-compile");
+    let program = common::fixture("mul_add.mlir");
+    let cases: [(&[&str], &str, &str); 2] = [
+        (
+            &["compile"],
+            "PJRT_Client_Compile",
+            "the plugin's compile of",
+        ),
+        (
+            &[
+                "run",
+                "-i",
+                "0=[1,2,3,4,5,6,7,8]:f32",
+                "-i",
+                "1=[1,1,1,1,1,1,1,1]:f32",
+            ],
+            "PJRT_LoadedExecutable_Execute",
+            "the plugin's execution",
+        ),
+    ];
+    for (verb, entry, want) in cases {
+        let log = dir.join("stderr.txt");
+        let mut c = rpjrt();
+        c.args(verb).arg(&program).arg("--plugin").arg(fake());
+        if verb[0] == "compile" {
+            c.arg("-o").arg(dir.join("x.rpjrtexe"));
+        }
+        let mut child = c
+            .env("RPJRT_FAKE_HANG_ON", entry)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let mut err = String::new();
+        while started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(250));
+            err = std::fs::read_to_string(&log).unwrap_or_default();
+            if err.contains("still waiting after") || child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(err.contains("still waiting after 5s"), "{verb:?}: {err}");
+        assert!(err.contains(want), "{verb:?}: {err}");
+    }
 }

@@ -85,14 +85,19 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         ))
     })?;
     let options: ClientOptions = crate::common::parse_options(&a.options)?;
-    crate::common::check_output_path(&a.output, "--output")?;
-    crate::common::check_not_input(&a.output, "--output", &a.program)?;
+    // The artifact is never written over the program nor over the plugin library (both
+    // read by this command).
+    let plugins = crate::common::plugin_paths(a.plugin.as_deref());
+    let mut inputs: Vec<crate::common::NamedPath<'_>> = vec![("the program", &a.program)];
+    inputs.extend(plugins.iter().map(|p| ("the plugin library", p.as_path())));
+    crate::common::check_outputs(&[("--output", &a.output)], &inputs)?;
     let progress = Progress::new(a.json);
     let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, _, _) = crate::common::open_client(a.plugin.as_deref(), &options)?;
     drop(spinner);
     let t0 = Instant::now();
     let spinner = progress.spinner(&format!("compiling {}", a.program.display()));
+    let watch = crate::common::watch_plugin(&format!("compile of {}", a.program.display()));
     let exe = match &a.cache_dir {
         Some(d) => {
             // A cache directory that cannot be used is the user's input: exit 2.
@@ -104,6 +109,7 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     // rpjrt's own refusals (more devices than the client has) are bad input, exit 2; what
     // the plugin reports is a failure, exit 1.
     .map_err(CliError::from)?;
+    drop(watch);
     drop(spinner);
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
     let bytes = exe

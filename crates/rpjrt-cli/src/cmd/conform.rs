@@ -133,6 +133,12 @@ fn render_saved(args: &Args, page: &std::path::Path) -> Result<i32, CliError> {
         ));
     }
     let files: Vec<PathBuf> = args.plugin.iter().map(PathBuf::from).collect();
+    // Never over a report being rendered.
+    let inputs: Vec<common::NamedPath<'_>> = files
+        .iter()
+        .map(|f| ("a report to render", f.as_path()))
+        .collect();
+    common::check_outputs(&[("--html", page)], &inputs)?;
     let mut reports = Vec::with_capacity(files.len());
     for f in &files {
         let mut r = read_report(f)?;
@@ -214,20 +220,16 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         return Ok(EXIT_OK);
     }
     let timeout = common::positive_seconds(args.timeout, "--timeout")?;
-    // The report's files are checked before the checks run, not after.
-    for (path, option) in [(&args.json, "--json"), (&args.html, "--html")] {
-        if let Some(p) = path.as_ref().filter(|p| !is_stdout(Some(p))) {
-            common::check_output_path(p, option)?;
-        }
-    }
     // Only the children load the plugin: one that crashes while loading cannot take this
     // process down.
     let info = common::find_plugin(args.plugin.first().map(OsString::as_os_str))?;
-    for (path, option) in [(&args.json, "--json"), (&args.html, "--html")] {
-        if let Some(p) = path.as_ref().filter(|p| !is_stdout(Some(p))) {
-            common::check_not_input(p, option, &info.path)?;
-        }
-    }
+    // The report's files are checked before the checks run, not after: writable, not the
+    // plugin, not each other.
+    let outputs: Vec<common::NamedPath<'_>> = [("--json", &args.json), ("--html", &args.html)]
+        .into_iter()
+        .filter_map(|(o, p)| Some((o, p.as_deref()?)))
+        .collect();
+    common::check_outputs(&outputs, &[("the plugin library", &info.path)])?;
     let mut child = crate::supervise::self_command()?;
     child.push("conform-child".into());
     let config = RunConfig {
@@ -267,6 +269,14 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 crate::outln!("  {}", paint(line, Style::Dim));
             }
         }
+    }
+    // What happened outside the checks (a child killed after its last check): said
+    // on stderr, and kept in the report's "notes".
+    for note in &report.notes {
+        crate::errln!(
+            "{} {note}",
+            common::paint_stderr("rpjrt: note:", Style::Yellow)
+        );
     }
     let doc = report.to_json();
     match &args.json {
@@ -326,6 +336,14 @@ fn read_report(p: &PathBuf) -> Result<Report, CliError> {
 }
 
 fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> {
+    // Never over a report being compared.
+    if let Some(p) = json_out {
+        let inputs: Vec<common::NamedPath<'_>> = files
+            .iter()
+            .map(|f| ("a report to compare", f.as_path()))
+            .collect();
+        common::check_outputs(&[("--json", p)], &inputs)?;
+    }
     let a = read_report(&files[0])?;
     let b = read_report(&files[1])?;
     let d = conform::diff(&a, &b);

@@ -93,6 +93,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             "path": plugin.path().display().to_string(),
             "pjrt_version": plugin.version().to_string(),
             "table_size": plugin.table_size(),
+            "claimed_table_size": claimed_table_size(&plugin),
             "table_slots": plugin.table_slots(),
             "platform": platform,
             "platform_version": platform_version,
@@ -160,6 +161,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
+/// `PJRT_Api.struct_size` as the plugin reported it (the loader uses at most the slots of
+/// the plugin's version: [`Plugin::table_size`]).
+fn claimed_table_size(plugin: &Plugin) -> usize {
+    rpjrt_raw::table_claim(plugin.path()).map_or(plugin.table_size(), |c| c.claimed)
+}
+
 /// The plugin's attributes and extensions as JSON.
 fn plugin_json(plugin: &Plugin) -> (serde_json::Map<String, Json>, Vec<Json>) {
     let attributes = plugin
@@ -179,13 +186,27 @@ fn plugin_json(plugin: &Plugin) -> (serde_json::Map<String, Json>, Vec<Json>) {
 /// The plugin's path, version, attributes and extensions as a table.
 fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
     crate::outln!("plugin      {}", plugin.path().display());
-    crate::outln!(
-        "PJRT        {} ({} bytes, {} slots; rpjrt layout {})",
-        plugin.version(),
-        plugin.table_size(),
-        plugin.table_slots(),
-        Plugin::rpjrt_layout_version()
-    );
+    let claimed = claimed_table_size(plugin);
+    if claimed == plugin.table_size() {
+        crate::outln!(
+            "PJRT        {} ({} bytes, {} slots; rpjrt layout {})",
+            plugin.version(),
+            plugin.table_size(),
+            plugin.table_slots(),
+            Plugin::rpjrt_layout_version()
+        );
+    } else {
+        // The loader clamped the table: say what the plugin claimed and what is used.
+        crate::outln!(
+            "PJRT        {} (the plugin's table claims {claimed} bytes; rpjrt uses {} bytes, \
+             {} slots, what PJRT {} has; rpjrt layout {})",
+            plugin.version(),
+            plugin.table_size(),
+            plugin.table_slots(),
+            plugin.version(),
+            Plugin::rpjrt_layout_version()
+        );
+    }
     if let Some(p) = platform {
         crate::outln!("platform    {p}");
     }
@@ -217,6 +238,7 @@ fn plugin_only(plugin: &Plugin, err: rpjrt::Error, log: &str, json: bool) -> Res
             "path": plugin.path().display().to_string(),
             "pjrt_version": plugin.version().to_string(),
             "table_size": plugin.table_size(),
+            "claimed_table_size": claimed_table_size(plugin),
             "table_slots": plugin.table_slots(),
             "attributes": attributes,
             "attributes_error": plugin.attributes_error(),

@@ -26,7 +26,8 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Runs `rpjrt launch`; the exit code is the first failing process's (124 on timeout).
+/// Runs `rpjrt launch`; the exit code is the first failing process's, 128 + N for one
+/// killed by signal N (as a shell reports it), 124 on timeout.
 pub fn run(args: Args) -> Result<i32, CliError> {
     // A count clap accepts but a launch cannot use is a usage error too (exit 2), like
     // the negative counts clap refuses itself.
@@ -66,19 +67,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                     rpjrt_distributed::OUTPUT_IDLE_LIMIT.as_secs()
                 );
             }
-            if outcome.timed_out {
-                crate::errln!(
-                    "rpjrt: launch timed out after {:.1}s; killed the processes still running",
-                    timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0)
-                );
-            } else if let Some(p) = outcome.first_failure {
-                let how = match outcome.exit_codes[p] {
-                    Some(c) => format!("exit code {c}"),
-                    None => "a signal".to_string(),
-                };
-                crate::errln!(
-                    "rpjrt: process {p} failed ({how}); killed the processes still running"
-                );
+            for line in end_messages(&outcome, timeout) {
+                crate::errln!("{line}");
             }
             Ok(outcome.exit_code())
         }
@@ -86,4 +76,35 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         // is a usage error, exit 2; anything else is a failure.
         Err(e) => Err(CliError::from(e)),
     }
+}
+
+/// What `rpjrt launch` says about how the launch ended, where it did not simply succeed:
+/// the timeout that ran out (as given: `1ms`, not `0.0s`) or the process that failed, and
+/// the signal that stopped the launcher itself (it said nothing, and exited 128 + N).
+/// Empty for a launch that succeeded.
+pub fn end_messages(
+    outcome: &rpjrt_distributed::LaunchOutcome,
+    timeout: Option<std::time::Duration>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if outcome.timed_out {
+        lines.push(format!(
+            "rpjrt: launch timed out after {}; killed the processes still running",
+            rpjrt_distributed::duration_text(timeout.unwrap_or_default())
+        ));
+    } else if let Some(p) = outcome.first_failure {
+        lines.push(format!(
+            "rpjrt: process {p} failed ({}); killed the processes still running",
+            outcome.describe(p)
+        ));
+    }
+    if let Some(sig) = outcome.stopped_by {
+        lines.push(format!(
+            "rpjrt: stopped by {} ({sig}): sent SIGTERM to the processes still running, \
+             SIGKILL to those still running {} later",
+            rpjrt_distributed::signal_name(sig),
+            rpjrt_distributed::duration_text(rpjrt_distributed::STOP_GRACE)
+        ));
+    }
+    lines
 }

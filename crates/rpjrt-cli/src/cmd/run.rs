@@ -27,9 +27,10 @@ pub struct Args {
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`).
     #[arg(long)]
     pub plugin: Option<std::ffi::OsString>,
-    /// An input, as KEY=FILE.npy, KEY=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz
-    /// (its arrays in order, or by parameter name or arg0, arg1, ...). KEY is 0-based,
-    /// argN, or the parameter's name where the program carries names (jax.export).
+    /// An input, as KEY=FILE.npy, KEY=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz (each
+    /// array fills the parameter its name names, or arr_N/argN/N argument N; any other
+    /// name is refused). KEY is 0-based, argN, arr_N, or the parameter's name where the
+    /// program carries names (jax.export).
     #[arg(
         long = "input",
         short = 'i',
@@ -68,6 +69,21 @@ pub struct Args {
 /// The parameters as a message lists them: `a (f32[8]), b (f32[8])` by name where the
 /// program carries names, else by index.
 fn parameter_list(n: usize, params: Option<&[ArraySpec]>, names: Option<&[String]>) -> String {
+    let list = parameter_list_plain(n, params, names);
+    match names {
+        None if n > 0 => format!(
+            "{list} (this program carries no parameter names: use 0, 1, ... or arg0, arg1, ...)"
+        ),
+        _ => list,
+    }
+}
+
+/// [`parameter_list`] without its hint for a program that carries no names.
+fn parameter_list_plain(
+    n: usize,
+    params: Option<&[ArraySpec]>,
+    names: Option<&[String]>,
+) -> String {
     if n == 0 {
         return "the program takes no arguments".to_string();
     }
@@ -82,26 +98,73 @@ fn parameter_list(n: usize, params: Option<&[ArraySpec]>, names: Option<&[String
         }
     };
     let list: Vec<String> = (0..n).map(one).collect();
-    match names {
-        Some(_) => format!("its parameters are {}", list.join(", ")),
-        None => format!(
-            "its parameters are {} (this program carries no parameter names: use 0, 1, ... \
-             or arg0, arg1, ...)",
-            list.join(", ")
-        ),
-    }
+    format!("its parameters are {}", list.join(", "))
 }
 
-/// The argument index an input key names: a parameter name the program carries, else
-/// `0`, `1`, ... / `arg0`, `arg1`, ... (`%arg0` too). `None` when it is neither.
+/// The argument a positional name means by its number: `N`, `argN` (`%argN` too) or
+/// np.savez's `arr_N`, N written in decimal digits. `None` for any other name.
+fn positional_index(s: &str) -> Option<usize> {
+    let t = s.strip_prefix('%').unwrap_or(s);
+    let digits = t
+        .strip_prefix("arr_")
+        .or_else(|| t.strip_prefix("arg"))
+        .unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // All digits: only a number past usize's range fails, and that is past the end too.
+    Some(digits.parse().unwrap_or(usize::MAX))
+}
+
+/// The argument index an input key names: a parameter name the program carries, else a
+/// positional name ([`positional_index`]: `0`, `arg0`, `%arg0`, `arr_0`, ...). `None` when
+/// it is neither; `Some(Err(i))` for a positional name past the `n` arguments.
 fn key_index(s: &str, n: usize, names: Option<&[String]>) -> Option<Result<usize, usize>> {
     if let Some(i) = names.and_then(|v| v.iter().position(|name| name == s)) {
         return Some(Ok(i));
     }
-    let t = s.trim().trim_start_matches('%');
-    let t = t.strip_prefix("arg").unwrap_or(t);
-    let i: usize = t.parse().ok()?;
+    let i = positional_index(s.trim())?;
     Some(if i < n { Ok(i) } else { Err(i) })
+}
+
+/// The argument the `.npz` member `name` of `file` fills: the parameter it names (by the
+/// program's parameter names), or the argument its positional name (`arr_N`, `argN`, `N`)
+/// numbers. Any other name is refused, never placed by its order in the file: a module
+/// without parameter names (one lowered by JAX) would otherwise take `np.savez(alpha=..,
+/// mid=.., zeta=..)` for `f(zeta, alpha, mid)` as zeta <- alpha, a wrong answer.
+fn member_index(
+    file: &str,
+    name: &str,
+    n: usize,
+    params: Option<&[ArraySpec]>,
+    names: Option<&[String]>,
+) -> Result<usize, String> {
+    // A member is matched as written: no trimming, unlike a `--input` key.
+    let found = match names.and_then(|v| v.iter().position(|p| p == name)) {
+        Some(i) => Some(Ok(i)),
+        None => positional_index(name).map(|i| if i < n { Ok(i) } else { Err(i) }),
+    };
+    let how = match names {
+        Some(_) => {
+            "name each member after the parameter it fills, or by position: \
+                    arr_0, arr_1, ... (np.savez's names for positional arrays), arg0, ... or 0, ..."
+        }
+        None => {
+            "this program carries no parameter names: name the members by position, \
+             arr_0, arr_1, ... (np.savez(file, a, b) writes these), arg0, ... or 0, ..."
+        }
+    };
+    match found {
+        Some(Ok(i)) => Ok(i),
+        Some(Err(_)) => Err(format!(
+            "{file}: member {name:?}: the program takes {n} argument(s); {}; {how}",
+            parameter_list_plain(n, params, names)
+        )),
+        None => Err(format!(
+            "{file}: member {name:?} names no parameter of the program; {}; {how}",
+            parameter_list_plain(n, params, names)
+        )),
+    }
 }
 
 /// [`key_index`] for a `--input KEY=...`: an unknown key or an index past the end is a
@@ -155,10 +218,10 @@ fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), Cl
 fn load_input(
     value: &str,
     params: Option<&[ArraySpec]>,
-    mut slot: impl FnMut(&str) -> usize,
+    mut slot: impl FnMut(&str) -> Result<usize, String>,
 ) -> Result<Vec<(String, Array)>, CliError> {
     npy::load_checked(value, |name, t, dims| {
-        let i = slot(name);
+        let i = slot(name).map_err(rpjrt::Error::InvalidArgument)?;
         match mismatch(i, t, dims, params.and_then(|p| p.get(i))) {
             Some(m) => Err(rpjrt::Error::InvalidArgument(format!("{value}: {m}"))),
             None => Ok(()),
@@ -228,30 +291,31 @@ fn gather_inputs(
         let (target, value) = split_input(spec);
         let looks_like_file = value.ends_with(".npy") || value.ends_with(".npz");
         if target.is_none() && value.ends_with(".npz") {
-            // The same placement as below, for checking each header before its data.
-            let mut cursor = next_positional;
+            // Each member's place, from its name alone (never its order in the file), is
+            // settled from its header, before its data is read: a name that names no
+            // argument, or a second member for the same one, is refused there.
+            let mut seen: Vec<Option<String>> = vec![None; n];
             let arrays = load_input(value, params, |name| {
-                let i = match key_index(name, n, names) {
-                    Some(Ok(i)) => i,
-                    _ => cursor,
-                };
-                cursor = i + 1;
-                i
-            })?;
-            for (name, a) in arrays {
-                // A member named like a parameter (or arg0, ...) goes there; others fill
-                // the arguments in order (np.savez's arr_0, arr_1, ...).
-                let i = match key_index(&name, n, names) {
-                    Some(Ok(i)) => i,
-                    _ => next_positional,
-                };
-                if i >= n {
-                    return Err(CliError::usage(format!(
-                        "{value}: more arrays than the program's {n} argument(s); {}",
+                let i = member_index(value, name, n, params, names)?;
+                if let Some(first) = &seen[i] {
+                    return Err(format!(
+                        "{value}: members {first:?} and {name:?} both fill {}; {}",
+                        label(i, names),
                         parameter_list(n, params, names)
-                    )));
+                    ));
                 }
+                seen[i] = Some(name.to_string());
+                Ok(i)
+            })?;
+            let mut last = None;
+            for (name, a) in arrays {
+                let i = member_index(value, &name, n, params, names).map_err(CliError::usage)?;
                 put(i, a, &format!("{value}:{name}"))?;
+                last = last.max(Some(i));
+            }
+            // An input without KEY= after the file fills the argument after the last one
+            // it filled (in argument order, not file order).
+            if let Some(i) = last {
                 next_positional = i + 1;
             }
             continue;
@@ -270,7 +334,7 @@ fn gather_inputs(
         };
         next_positional = i + 1;
         let a = if looks_like_file {
-            let mut arrays = load_input(value, params, |_| i)?;
+            let mut arrays = load_input(value, params, |_| Ok(i))?;
             if arrays.len() != 1 {
                 return Err(CliError::usage(format!(
                     "{value} holds {} arrays; give it without INDEX= to spread them over the arguments",
@@ -335,28 +399,22 @@ impl Phase {
 
 /// Runs `rpjrt run` (recording a trace with `--trace`).
 pub fn run(args: Args) -> Result<i32, CliError> {
+    check_files(&args)?;
     let Some(path) = args.trace.clone() else {
         return run_program(args, None);
     };
-    common::check_output_path(&path, "--trace")?;
-    common::check_not_input(&path, "--trace", &args.program)?;
-    for input in input_files(&args) {
-        common::check_not_input(&path, "--trace", &input)?;
-    }
     crate::cmd::trace::record(&path, "rpjrt run", |profiler| {
         run_program(args, Some(profiler))
     })
 }
 
-/// Runs `rpjrt run`; with `profiler`, starts the plugin's profiler once the client exists.
-fn run_program(
-    args: Args,
-    profiler: Option<&mut crate::cmd::trace::ProfilerSlot>,
-) -> Result<i32, CliError> {
+/// The usage errors about `run`'s files, found before anything runs (a trace is not
+/// started, let alone written, for a command refused): `--out`'s kind, and every output
+/// against every input (program, `--input` files, plugin library) and each other.
+fn check_files(args: &Args) -> Result<(), CliError> {
     if args.repeat == 0 {
         return Err(CliError::usage("--repeat must be at least 1"));
     }
-    // Where the outputs go is checked before anything runs.
     if let Some(path) = &args.out {
         let p = path.to_string_lossy();
         if !p.ends_with(".npy") && !p.ends_with(".npz") {
@@ -364,12 +422,30 @@ fn run_program(
                 "--out {p}: give a .npz or .npy file name"
             )));
         }
-        common::check_output_path(path, "--out")?;
-        common::check_not_input(path, "--out", &args.program)?;
-        for input in input_files(&args) {
-            common::check_not_input(path, "--out", &input)?;
-        }
     }
+    let mut outputs: Vec<common::NamedPath<'_>> = Vec::new();
+    if let Some(p) = &args.out {
+        outputs.push(("--out", p));
+    }
+    if let Some(p) = &args.trace {
+        outputs.push(("--trace", p));
+    }
+    if outputs.is_empty() {
+        return Ok(());
+    }
+    let files = input_files(args);
+    let plugins = common::plugin_paths(args.plugin.as_deref());
+    let mut inputs: Vec<common::NamedPath<'_>> = vec![("the program", &args.program)];
+    inputs.extend(files.iter().map(|f| ("an --input file", f.as_path())));
+    inputs.extend(plugins.iter().map(|p| ("the plugin library", p.as_path())));
+    common::check_outputs(&outputs, &inputs)
+}
+
+/// Runs `rpjrt run`; with `profiler`, starts the plugin's profiler once the client exists.
+fn run_program(
+    args: Args,
+    profiler: Option<&mut crate::cmd::trace::ProfilerSlot>,
+) -> Result<i32, CliError> {
     let program = ProgramFile::read(&args.program, args.format.as_deref())?;
     let t = Instant::now();
     let options = common::parse_options(&args.options)?;
@@ -394,6 +470,7 @@ fn run_program(
     };
     let t = Instant::now();
     let spinner = progress.spinner(&format!("compiling {}", args.program.display()));
+    let watch = common::watch_plugin(&format!("compile of {}", args.program.display()));
     let exe = client
         .open_program(&program, pinned.as_ref())
         .map_err(|e| {
@@ -408,6 +485,7 @@ fn run_program(
                 _ => CliError::failed(text),
             }
         })?;
+    drop(watch);
     drop(spinner);
     let devices = exe.num_replicas() * exe.num_partitions();
     if devices > 1 {
@@ -447,7 +525,11 @@ fn run_program(
         (Phase::default(), Phase::default(), Phase::default());
     // `None` for a token output, which only orders effects and has no data to read.
     let mut outputs: Vec<Option<Array>> = Vec::new();
-    for _ in 0..args.repeat {
+    for round in 0..args.repeat {
+        // The first round is watched (a plugin hanging says so after a while); later ones
+        // are not, so that --repeat times no watcher thread.
+        let watch = |step: &str| (round == 0).then(|| common::watch_plugin(step));
+        let watching = watch("transfer of the inputs");
         let t = Instant::now();
         let bufs = inputs
             .iter()
@@ -472,7 +554,9 @@ fn run_program(
             b.block_until_ready()?;
         }
         transfer.samples.push(t.elapsed());
+        drop(watching);
         let refs: Vec<&rpjrt::Buffer> = bufs.iter().collect();
+        let watching = watch("execution");
         let t = Instant::now();
         let outs = exe
             .execute(&refs)
@@ -482,6 +566,8 @@ fn run_program(
                 .map_err(|e| CliError::failed(common::explain(&e, Some(&device))))?;
         }
         execute.samples.push(t.elapsed());
+        drop(watching);
+        let watching = watch("transfer of the outputs");
         let t = Instant::now();
         outputs = outs
             .iter()
@@ -491,6 +577,7 @@ fn run_program(
             })
             .collect::<Result<Vec<_>, CliError>>()?;
         fetch.samples.push(t.elapsed());
+        drop(watching);
     }
 
     if let Some(path) = &args.out {
@@ -595,14 +682,11 @@ fn scalar_json(s: Scalar) -> Json {
     }
 }
 
-/// A float as JSON: a number when finite, else `"NaN"`, `"inf"` or `"-inf"` (JSON has no
-/// such numbers; serde would write null).
+/// A float as JSON: a number when finite, else `"nan"`, `"inf"` or `"-inf"` (JSON has no
+/// such numbers; serde would write null): one spelling, numpy's and the literals', so a
+/// value copied from the output reads back as an `--input` literal.
 fn float_json(f: f64) -> Json {
-    if f.is_finite() {
-        json!(f)
-    } else {
-        json!(f.to_string())
-    }
+    common::nonfinite_json(f)
 }
 
 fn nested_json(a: &Array) -> Json {
@@ -744,8 +828,11 @@ mod tests {
         assert_eq!(format_numpy(&i4), "array([1, -2, 7], dtype=int4)");
         // Non-finite floats and complex parts are text in JSON, never null.
         let c = parse_literal("[nan, -inf]:c64", None).unwrap();
-        assert_eq!(nested_json(&c).to_string(), r#"[["NaN",0.0],["-inf",0.0]]"#);
+        assert_eq!(nested_json(&c).to_string(), r#"[["nan",0.0],["-inf",0.0]]"#);
         let f = parse_literal("[nan, inf, 1]:f32", None).unwrap();
-        assert_eq!(nested_json(&f).to_string(), r#"["NaN","inf",1.0]"#);
+        assert_eq!(nested_json(&f).to_string(), r#"["nan","inf",1.0]"#);
+        // ... and what run --json writes reads back as an --input literal.
+        let back = parse_literal(&nested_json(&f).to_string(), None).unwrap();
+        assert_eq!(format_numpy(&back), format_numpy(&f));
     }
 }

@@ -39,9 +39,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
 }
 
 fn view(args: ViewArgs) -> Result<(), CliError> {
-    if let Some(out) = &args.output {
-        crate::common::check_output_path(out, "--output")?;
-    }
+    // Never over the trace itself (`-o` naming it, or a trace already called `.html`).
+    let out = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.trace.with_extension("html"));
+    crate::common::check_outputs(&[("--output", &out)], &[("the trace", &args.trace)])?;
     let bytes =
         rpjrt::read_regular_file(&args.trace).map_err(|e| CliError::usage(e.to_string()))?;
     let text = String::from_utf8(bytes)
@@ -60,11 +63,6 @@ fn view(args: ViewArgs) -> Result<(), CliError> {
             crate::common::bare(e)
         ))
     })?;
-    let out = args
-        .output
-        .unwrap_or_else(|| args.trace.with_extension("html"));
-    // Never over the trace itself (`-o` naming it, or a trace already called `.html`).
-    crate::common::check_not_input(&out, "--output", &args.trace)?;
     crate::common::write_output(&out, "--output", page.as_bytes())?;
     crate::outln!("{}", out.display());
     Ok(())
