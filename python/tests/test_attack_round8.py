@@ -266,10 +266,15 @@ def test_a_restore_from_a_handler_of_the_running_step_is_refused(client: rpjrt.C
     np.testing.assert_array_equal(s.buffer("epoch").to_numpy(), [0])
 
 
-def _interrupt_after(seconds: float) -> threading.Timer:
-    t = threading.Timer(seconds, _thread.interrupt_main)
-    t.start()
-    return t
+def _assert_ctrl_c_ends(call: Any) -> None:
+    """`call()` raises KeyboardInterrupt soon after a Ctrl-C (simulated) 0.3 s into it."""
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        call()
+    timer.join()
+    assert time.monotonic() - t0 < 5
 
 
 def test_a_session_call_waiting_for_another_threads_step_answers_ctrl_c(client: rpjrt.Client) -> None:
@@ -287,12 +292,7 @@ def test_a_session_call_waiting_for_another_threads_step_answers_ctrl_c(client: 
     try:
         time.sleep(0.3)
         for call in (lambda: s.buffer("w"), lambda: s.bind("w", np.ones(4, np.float32)), step):
-            timer = _interrupt_after(0.3)
-            t0 = time.monotonic()
-            with pytest.raises(KeyboardInterrupt):
-                call()
-            timer.join()
-            assert time.monotonic() - t0 < 5
+            _assert_ctrl_c_ends(call)
     finally:
         release.set()
         other.join(30)
@@ -310,12 +310,7 @@ def test_store_waits_answer_ctrl_c() -> None:
                 lambda: store.get("never", timeout=float("inf")),
                 lambda: store.barrier("b", 0, 2, timeout=60),
             ):
-                timer = _interrupt_after(0.3)
-                t0 = time.monotonic()
-                with pytest.raises(KeyboardInterrupt):
-                    call()
-                timer.join()
-                assert time.monotonic() - t0 < 5
+                _assert_ctrl_c_ends(call)
             # A key already set is read at once, and waits still end when it arrives.
             store.set("k", b"v")
             assert store.get("k", timeout=1) == b"v"
