@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 use rpjrt_distributed::{Launcher, STOP_GRACE};
 
+/// Set in the child when the test ignores a signal in it on purpose (see
+/// [`launcher_child`]).
+const KEEP_IGNORED_ENV: &str = "RPJRT_TEST_KEEP_IGNORED";
+
 /// Set in the child: the workers' shell script (`DIR` names the scratch directory).
 const LAUNCH_CHILD_ENV: &str = "RPJRT_TEST_LAUNCH_CHILD";
 
@@ -32,6 +36,13 @@ fn launcher_child() {
     let Ok(script) = std::env::var(LAUNCH_CHILD_ENV) else {
         return;
     };
+    // The test harness may itself run with SIGINT ignored (a script's background job, as
+    // CI runs it), and an ignored signal stays ignored across exec: a launcher started
+    // from a terminal takes the stop signals, so this one does too, unless the test
+    // ignores one on purpose.
+    if std::env::var_os(KEEP_IGNORED_ENV).is_none() {
+        rpjrt_raw::process::default_stop_signals().unwrap();
+    }
     let launcher = Launcher {
         num_processes: 2,
         command: vec!["sh".into(), "-c".into(), script],
@@ -71,7 +82,8 @@ fn start_job_ignoring(dir: &Path, script: &str, ignored: Option<&str>) -> (Child
             // `trap ''` ignores the signal, and `exec` keeps it ignored.
             let mut c = Command::new("sh");
             c.args(["-c", &format!("trap '' {sig}; exec \"$0\" \"$@\"")])
-                .arg(exe);
+                .arg(exe)
+                .env(KEEP_IGNORED_ENV, "1");
             c
         }
     };

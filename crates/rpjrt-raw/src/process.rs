@@ -175,6 +175,21 @@ impl Drop for StopSignals {
     }
 }
 
+/// Gives the stop signals ([`STOP_SIGNALS`]) their default disposition in this process:
+/// what a program started with them ignored (by `nohup`, or as a background job of a
+/// script, which ignores SIGINT) does when it means to take them after all;
+/// [`StopSignals::catch`] otherwise leaves an ignored signal ignored.
+pub fn default_stop_signals() -> std::io::Result<()> {
+    for sig in STOP_SIGNALS {
+        // SAFETY: signal() with SIG_DFL only changes the disposition of `sig`; no handler
+        // of ours is involved.
+        if unsafe { libc::signal(sig, libc::SIG_DFL) } == libc::SIG_ERR {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Installs [`record_stop_signal`] for `sig` and returns the disposition it replaced, or
 /// `None` (and changes nothing) when `sig` is ignored.
 fn install(sig: libc::c_int) -> std::io::Result<Option<libc::sigaction>> {
