@@ -547,19 +547,9 @@ impl PyClient {
         } else if let Ok(b) = program.cast::<PyBytes>() {
             b.as_bytes().to_vec()
         } else if let Some(view) = crate::pybuf::HostView::get(program) {
-            let n = view.shape().iter().product::<i64>().max(0) as usize * view.itemsize();
-            if !matches!(
-                crate::pybuf::classify(&view.shape(), &view.strides(), view.itemsize()),
-                crate::pybuf::Layout::C
-            ) {
-                return Err(invalid("the program buffer must be contiguous"));
-            }
-            if n == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: a C-contiguous view of n bytes, held for this copy.
-                unsafe { std::slice::from_raw_parts(view.ptr(), n) }.to_vec()
-            }
+            view.contiguous_bytes()
+                .ok_or_else(|| invalid("the program buffer must be contiguous"))?
+                .to_vec()
         } else {
             return Err(invalid(format!(
                 "program must be str (StableHLO text) or bytes (bytecode, portable artifact or HLO proto), not {}",

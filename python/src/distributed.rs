@@ -386,21 +386,19 @@ pub fn _first_host(list: &str) -> PyResult<String> {
 /// The bytes of a bytes-like value (`bytes`, `bytearray`, a contiguous `memoryview` ...),
 /// copied; anything else (a `str` included) is refused by name.
 fn bytes_like(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let view = HostView::get(value)
-        .filter(HostView::is_c_contiguous)
+    let view = HostView::get(value);
+    let bytes = view
+        .as_ref()
+        .and_then(HostView::contiguous_bytes)
         .ok_or_else(|| {
             pyo3::exceptions::PyTypeError::new_err(format!(
                 "a store value is a contiguous bytes-like object (bytes, bytearray, \
-                 memoryview), not {}",
+             memoryview), not {}",
                 value
                     .get_type()
                     .name()
                     .map_or("?".into(), |n| n.to_string())
             ))
         })?;
-    Ok(match view.byte_len() {
-        0 => Vec::new(),
-        // SAFETY: the view is held for the copy and addresses `byte_len` contiguous bytes.
-        len => unsafe { std::slice::from_raw_parts(view.ptr(), len) }.to_vec(),
-    })
+    Ok(bytes.to_vec())
 }

@@ -556,15 +556,11 @@ pub fn _convert_host<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, i32, Vec<i64>)> {
     let from = dtype_from_py(from_)?;
     let want = dtype_from_py(dtype)?;
-    let view = HostView::get(data)
-        .filter(HostView::is_c_contiguous)
+    let view = HostView::get(data);
+    let bytes = view
+        .as_ref()
+        .and_then(HostView::contiguous_bytes)
         .ok_or_else(|| invalid("the data to convert must be a C-contiguous buffer"))?;
-    let bytes: &[u8] = match view.byte_len() {
-        0 => &[],
-        // SAFETY: the view is held for the whole read, contiguous, and `len` bytes long;
-        // nothing here writes through it.
-        len => unsafe { std::slice::from_raw_parts(view.ptr(), len) },
-    };
     let v = py
         .detach(|| rpjrt_npy::scalars::convert(bytes, from, shape, want))
         .pyerr()?;

@@ -190,6 +190,18 @@ impl HostView {
         self.raw.len.max(0) as usize
     }
 
+    /// The view's bytes when it is C-contiguous (`None` otherwise), borrowed while the
+    /// view is held.
+    pub fn contiguous_bytes(&self) -> Option<&[u8]> {
+        match (self.is_c_contiguous(), self.byte_len()) {
+            (false, _) => None,
+            (true, 0) => Some(&[]),
+            // SAFETY: a C-contiguous view addresses `len` bytes from its first element, and
+            // the borrow of `self` keeps the export held while the slice lives.
+            (true, len) => Some(unsafe { std::slice::from_raw_parts(self.ptr(), len) }),
+        }
+    }
+
     /// The bytes `lo..end` relative to the view's first element (from `rpjrt::extent` over
     /// the view's own shape and strides, or a reshaping of a contiguous view that stays
     /// within `len`).
@@ -221,27 +233,6 @@ impl Drop for HostView {
 /// Row-major byte strides.
 pub fn c_strides(dims: &[i64], itemsize: i64) -> Vec<i64> {
     rpjrt::host::c_strides(dims, itemsize.max(0) as usize)
-}
-
-/// How the elements of a strided view sit in memory (kept for callers outside ingest; the
-/// decision itself is `rpjrt::classify`).
-pub enum Layout {
-    /// Row-major and dense.
-    C,
-    /// Dense under a permutation of the dimensions, with these byte strides over `span`.
-    #[allow(dead_code)]
-    Strided(Vec<i64>, usize),
-    /// Anything else.
-    Gather,
-}
-
-/// Classifies `(dims, strides)` of `itemsize`-byte elements (`rpjrt::classify`).
-pub fn classify(dims: &[i64], strides: &[i64], itemsize: usize) -> Layout {
-    match rpjrt::classify(dims, strides, itemsize) {
-        rpjrt::Layout::Dense { .. } => Layout::C,
-        rpjrt::Layout::Strided { strides, span } => Layout::Strided(strides, span),
-        rpjrt::Layout::Gather => Layout::Gather,
-    }
 }
 
 /// A byte range inside a held [`HostView`].

@@ -121,6 +121,15 @@ struct State {
 }
 
 impl State {
+    /// Whether a thread other than this one runs a step of the session. The step's own
+    /// thread and plugin callbacks (a custom-call handler of the running program) are
+    /// inside the step: they never wait for it.
+    fn stepped_elsewhere(&self) -> bool {
+        let here = std::thread::current().id();
+        self.stepping
+            .is_some_and(|t| t != here && !crate::raw::callback::in_callback())
+    }
+
     fn slot_index(&mut self, name: &str) -> usize {
         if let Some(&i) = self.index.get(name) {
             return i;
@@ -217,10 +226,7 @@ impl Inner {
     /// may be donating). The step's own thread and plugin callbacks (a custom-call handler
     /// of the running program) go ahead: they run inside the step and must not wait for it.
     fn wait_step<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        while let Some(t) = st.stepping {
-            if t == std::thread::current().id() || crate::raw::callback::in_callback() {
-                break;
-            }
+        while st.stepped_elsewhere() {
             st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st
@@ -735,24 +741,22 @@ impl Session {
     /// Whether this thread runs inside a step of this session (the step's own thread, or a
     /// custom-call handler of its program), where a restore must not land.
     pub fn in_step(&self) -> bool {
-        let here = std::thread::current().id();
         let st = self.inner.lock();
-        st.stepping
-            .is_some_and(|t| t == here || crate::raw::callback::in_callback())
+        st.stepping.is_some() && !st.stepped_elsewhere()
     }
 
     /// Waits up to `limit` until no other thread runs a program of this session; whether
     /// none does now. Faces wait in slices with it, answering Ctrl-C in between, before a
     /// call that would wait for a step.
     pub fn wait_between_steps(&self, limit: std::time::Duration) -> bool {
-        let other = |st: &mut State| {
-            let here = std::thread::current().id();
-            st.stepping
-                .is_some_and(|t| t != here && !crate::raw::callback::in_callback())
-        };
         let inner = &*self.inner;
-        let waited = inner.idle.wait_timeout_while(inner.lock(), limit, other);
-        !other(&mut waited.unwrap_or_else(|e| e.into_inner()).0)
+        let waited = inner
+            .idle
+            .wait_timeout_while(inner.lock(), limit, |st| st.stepped_elsewhere());
+        !waited
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .stepped_elsewhere()
     }
 
     /// As [`Session::fetch`], but never runs a loader and never waits: `Ok(None)` when slot
@@ -764,11 +768,7 @@ impl Session {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return Ok(None),
         };
-        if st
-            .stepping
-            .is_some_and(|t| t != std::thread::current().id())
-            && !crate::raw::callback::in_callback()
-        {
+        if st.stepped_elsewhere() {
             // Another thread's step will replace or donate what the slot holds now.
             return Ok(None);
         }
