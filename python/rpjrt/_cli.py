@@ -11,6 +11,63 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 
+# Set for the tool when descriptor 1 was closed at start: the Rust binary finds that
+# before its runtime puts /dev/null there; under Python the check is made here (the
+# interpreter leaves a closed stdout closed and sets ``sys.stdout`` to None).
+_STDOUT_CLOSED_ENV = "RPJRT_CLI_STDOUT_CLOSED"
+
+
+def _fd_closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def _occupy_closed_stdio() -> tuple[list[int], bool]:
+    """Does for descriptors 0, 1 and 2 what Rust's runtime does for the binary: a closed one
+    is opened on /dev/null, so that no file the tool or a plugin opens later lands there
+    (and takes the output meant for the terminal). Returns the descriptors it opened, and
+    whether stdout was closed when the interpreter started (``rpjrt ... >&-``), which the
+    tool then reports as the binary does (exit 1, ``descriptor 1 was closed when rpjrt
+    started``)."""
+    opened = []
+    for fd in (0, 1, 2):
+        if _fd_closed(fd):
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            opened.append(fd)
+    # The interpreter sets sys.__stdout__ to None when descriptor 1 was not open at start.
+    stdout_closed = sys.__stdout__ is None or 1 in opened
+    return opened, stdout_closed
+
+
+def _search_path(inherited: str | None) -> str:
+    """The directories the tool searches for plugins: ``RPJRT_PLUGIN_PATH`` as given, then
+    this interpreter's ``sys.path``, each directory once. A ``python -m rpjrt`` that this
+    command started (to run a verb in a child process) keeps the list it was given, which
+    already holds its parent's ``sys.path``."""
+    if inherited and os.environ.get("RPJRT_CLI_SELF") == _self_command():
+        return inherited
+    search = inherited.split(os.pathsep) if inherited else []
+    search += [p or "." for p in sys.path]
+    seen = set()
+    unique = []
+    for p in search:
+        key = os.path.normpath(os.path.abspath(p)) if p else p
+        if p and key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return os.pathsep.join(unique)
+
+
+def _self_command() -> str:
+    return json.dumps([sys.executable, "-m", "rpjrt"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the rpjrt CLI with ``argv`` (default: ``sys.argv[1:]``); returns its exit code."""
     args = ["rpjrt", *(sys.argv[1:] if argv is None else argv)]
@@ -20,12 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # interpreter's sys.path to search, and the command that starts the tool again (conform
     # runs its checks in child processes, and this process is the interpreter, not the
     # rpjrt binary). Both are restored afterwards.
-    saved = {k: os.environ.get(k) for k in ("RPJRT_PLUGIN_PATH", "RPJRT_CLI_SELF")}
-    search = [p or "." for p in sys.path]
-    if saved["RPJRT_PLUGIN_PATH"]:
-        search.insert(0, saved["RPJRT_PLUGIN_PATH"])
-    os.environ["RPJRT_PLUGIN_PATH"] = os.pathsep.join(search)
-    os.environ["RPJRT_CLI_SELF"] = json.dumps([sys.executable, "-m", "rpjrt"])
+    saved = {
+        k: os.environ.get(k)
+        for k in ("RPJRT_PLUGIN_PATH", "RPJRT_CLI_SELF", _STDOUT_CLOSED_ENV)
+    }
+    os.environ["RPJRT_PLUGIN_PATH"] = _search_path(saved["RPJRT_PLUGIN_PATH"])
+    os.environ["RPJRT_CLI_SELF"] = _self_command()
+    opened, stdout_closed = _occupy_closed_stdio()
+    if stdout_closed:
+        os.environ[_STDOUT_CLOSED_ENV] = "1"
 
     # The tool runs in Rust and never returns to the interpreter while it works, so
     # Python's own SIGINT handler would only set a flag nobody reads: let Ctrl-C end the
@@ -38,13 +98,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread: leave signals alone
         previous = previous_pipe = None
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        return 141
-    try:
+        try:
+            # None where the descriptor was closed when the interpreter started.
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:
+                    stream.flush()
+        except BrokenPipeError:
+            return 141
         return int(_run_cli(args))
     finally:
+        for fd in opened:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
         if previous_pipe is not None:

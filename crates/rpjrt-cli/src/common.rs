@@ -141,7 +141,24 @@ pub const STDOUT_CLOSED_ENV: &str = "RPJRT_CLI_STDOUT_CLOSED";
 /// not this.
 pub fn stdout_closed() -> bool {
     rpjrt_raw::stdio::stdout_closed_at_start()
-        || std::env::var_os(STDOUT_CLOSED_ENV).is_some_and(|v| v == "1")
+        || *STDOUT_CLOSED_BY_ENV
+            .get_or_init(|| std::env::var_os(STDOUT_CLOSED_ENV).is_some_and(|v| v == "1"))
+}
+
+/// [`STDOUT_CLOSED_ENV`] as this process found it ([`take_stdout_closed_env`]).
+static STDOUT_CLOSED_BY_ENV: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Reads [`STDOUT_CLOSED_ENV`] once, at start-up, and removes it from the environment: the
+/// note is for this process only (the Rust binary's supervisor, or the Python console
+/// script, which cannot make Rust's start-up check see its closed descriptor). Processes
+/// this one starts (`rpjrt launch`'s, a plugin's) must not take it for theirs; a supervised
+/// child of this CLI gets it again explicitly.
+pub fn take_stdout_closed_env() {
+    let closed = *STDOUT_CLOSED_BY_ENV
+        .get_or_init(|| std::env::var_os(STDOUT_CLOSED_ENV).is_some_and(|v| v == "1"));
+    if closed {
+        std::env::remove_var(STDOUT_CLOSED_ENV);
+    }
 }
 
 fn write_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) {
@@ -683,6 +700,44 @@ pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliErro
     Err(CliError::failed(with_hint(errors.join("\n"), spec, &log)))
 }
 
+/// The error of a failed [`open_client`]: a plugin that could not be loaded says what to
+/// install; a refused option or setting (`-o cpu_device_count=0`, a bad `RPJRT_*` value)
+/// is the user's mistake, exit 2 with no install hint (the plugins are fine); anything else
+/// (the plugin's own error) is a failure, exit 1.
+fn client_error(e: rpjrt::Error, spec: Option<&OsStr>, log: &str) -> CliError {
+    match e {
+        // A plugin that loaded and refused the options, among others that did not load:
+        // the options are still the user's mistake, and no plugin is missing.
+        rpjrt::Error::PluginLoad { ref reason, .. } if reason.contains("invalid argument: ") => {
+            CliError::usage(with_log(e.to_string(), log))
+        }
+        rpjrt::Error::PluginLoad { .. } => {
+            CliError::failed(with_hint(explain(&e, None), spec, log))
+        }
+        other => {
+            let mut err = CliError::from(other);
+            err.message = with_log(err.message, log);
+            err
+        }
+    }
+}
+
+/// The JSON of an artifact's target (`rpjrt compile --json`, `rpjrt cache ... --json`): the
+/// fields [`rpjrt::ArtifactTarget::fields`] lists, `device_count` as a number (as Python's
+/// `rpjrt.inspect_artifact` gives it), the rest as the text they are.
+pub fn target_json(t: &rpjrt::ArtifactTarget) -> serde_json::Map<String, Json> {
+    t.fields()
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match k {
+                "device_count" => json!(t.device_count),
+                _ => json!(v),
+            };
+            (k.to_string(), v)
+        })
+        .collect()
+}
+
 /// `message`, then the plugin's captured log (if any), then what to install unless the
 /// message already carries a hint (said once).
 fn with_hint(message: String, spec: Option<&OsStr>, log: &str) -> String {
@@ -705,19 +760,13 @@ pub fn open_client(
     spec: Option<&OsStr>,
     options: &ClientOptions,
 ) -> Result<(rpjrt::Client, Plugin, PluginInfo), CliError> {
+    // No plugin matching the name is the user's input (exit 2), said as every verb says it
+    // ([`candidates`]); only a plugin that was found but cannot be used is a failure.
+    let candidates = candidates(spec)?;
     let quiet = Quiet::start("loading the plugin and creating a client");
-    let result = Discovery::from_env().open_client(spec, options, rpjrt::cuda::create_client);
+    let result = rpjrt_discovery::open_first(candidates, options, rpjrt::cuda::create_client);
     let log = quiet.finish();
-    let opened = result.map_err(|e| match e {
-        rpjrt::Error::PluginLoad { .. } => {
-            CliError::failed(with_hint(explain(&e, None), spec, &log))
-        }
-        other => {
-            let mut err = CliError::from(other);
-            err.message = with_log(err.message, &log);
-            err
-        }
-    })?;
+    let opened = result.map_err(|e| client_error(e, spec, &log))?;
     for (info, e) in &opened.skipped {
         crate::errln!(
             "rpjrt: skipped plugin {} ({}): {}",

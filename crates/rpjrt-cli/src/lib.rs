@@ -9,6 +9,7 @@
 
 pub mod cmd;
 pub mod common;
+pub mod literal;
 pub mod progress;
 pub mod supervise;
 
@@ -56,6 +57,7 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     progress::init();
+    common::take_stdout_closed_env();
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,

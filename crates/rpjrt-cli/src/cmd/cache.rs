@@ -74,12 +74,7 @@ fn age_s(t: SystemTime) -> f64 {
 }
 
 fn entry_json(e: &CacheEntry) -> Json {
-    let target = e.target.as_ref().map(|t| {
-        t.fields()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), json!(v)))
-            .collect::<serde_json::Map<_, _>>()
-    });
+    let target = e.target.as_ref().map(crate::common::target_json);
     json!({
         "key": e.key,
         "path": e.path.display().to_string(),

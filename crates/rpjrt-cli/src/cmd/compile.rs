@@ -16,8 +16,11 @@ pub struct CompileArgs {
     /// The program: StableHLO text or bytecode, a portable artifact, or (with a .pb,
     /// .hlo or .hlopb extension or --format hlo) a serialized HloModuleProto.
     pub program: PathBuf,
-    /// Where to write the artifact (load it with `client.load`).
-    #[arg(short = 'o', long = "output")]
+    /// Where to write the artifact (load it with `client.load`). Unlike `run`'s and
+    /// `info`'s `-o` (a create option), `-o` is the output here: a bare NAME=VALUE
+    /// (`-o cpu_device_count=2`) is refused as a misplaced create option (give it with
+    /// --client-option; `./NAME=VALUE` names such a file).
+    #[arg(short = 'o', long = "output", value_name = "ARTIFACT")]
     pub output: PathBuf,
     /// The plugin: a path, a plugin or wheel name, or a platform (`cpu`); defaults to
     /// $RPJRT_PLUGIN, then the first plugin found (see `rpjrt plugins`).
@@ -27,16 +30,22 @@ pub struct CompileArgs {
     #[arg(long)]
     pub format: Option<String>,
     /// Number of replicas (at least 1).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub num_replicas: i64,
     /// Number of partitions (at least 1; more than one partitions with SPMD).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub num_partitions: i64,
-    /// Compile through the compile cache in this directory.
-    #[arg(long)]
+    /// Compile through the compile cache in this directory: a program compiled before
+    /// for the same plugin and options is loaded from it instead (the output says so).
+    #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Create options for the client, as NAME=VALUE.
-    #[arg(long = "client-option", value_name = "NAME=VALUE")]
+    /// Create options for the client, as NAME=VALUE (as for `rpjrt run -o`; also
+    /// spelled --option).
+    #[arg(
+        long = "client-option",
+        visible_alias = "option",
+        value_name = "NAME=VALUE"
+    )]
     pub options: Vec<String>,
     /// Also show what the compiled executable says about itself: parameter and output
     /// shardings and layouts (or why the plugin cannot say).
@@ -47,36 +56,78 @@ pub struct CompileArgs {
     pub json: bool,
 }
 
-/// One introspection item: its values as text, or why the plugin cannot give it.
-fn item<T>(r: rpjrt::Result<Vec<T>>, show: impl Fn(&T) -> String) -> Result<Vec<String>, String> {
+/// One introspection item: its values (as JSON: a layout's `minor_to_major` is a list of
+/// numbers, the rest text), or why the plugin cannot give it.
+fn item<T>(
+    r: rpjrt::Result<Vec<T>>,
+    show: impl Fn(&T) -> serde_json::Value,
+) -> Result<Vec<serde_json::Value>, String> {
     r.map(|v| v.iter().map(show).collect())
         .map_err(|e| e.to_string())
 }
 
+/// A `--describe` value as text: a string as it is, anything else as JSON (`[0, 1]`).
+fn item_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What one `--describe` item gave.
+type Described = Result<Vec<serde_json::Value>, String>;
+
 /// The `--describe` items of `exe`, in a fixed order.
-fn describe(exe: &rpjrt::Executable) -> Vec<(&'static str, Result<Vec<String>, String>)> {
+fn describe(exe: &rpjrt::Executable) -> Vec<(&'static str, Described)> {
     let layout = |l: &rpjrt::CompiledLayout| match &l.minor_to_major {
-        Some(m) => format!("{m:?}"),
-        None => String::from_utf8_lossy(&l.serialized).into_owned(),
+        Some(m) => json!(m),
+        None => json!(String::from_utf8_lossy(&l.serialized)),
     };
     vec![
         (
             "parameter_shardings",
-            item(exe.parameter_shardings(), |s| s.to_string()),
+            item(exe.parameter_shardings(), |s| json!(s.to_string())),
         ),
         (
             "output_shardings",
-            item(exe.output_shardings(), |s| s.to_string()),
+            item(exe.output_shardings(), |s| json!(s.to_string())),
         ),
         ("parameter_layouts", item(exe.parameter_layouts(), layout)),
         ("output_layouts", item(exe.output_layouts(), layout)),
     ]
 }
 
+/// Refuses an output that is a create option given to the wrong `-o`: a bare file name of
+/// the form `IDENT=VALUE` (`cpu_device_count=2`), with no directory part. For `run`,
+/// `info` and `rendezvous`, `-o` is `--option NAME=VALUE`; here it is `--output`, and such
+/// a command would silently write an artifact named after the option. `./NAME=VALUE`
+/// still names that file.
+pub fn check_not_an_option(output: &std::path::Path) -> Result<(), CliError> {
+    let text = output.as_os_str().to_string_lossy();
+    let Some((name, value)) = text.split_once('=') else {
+        return Ok(());
+    };
+    let ident = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident || text.contains(std::path::MAIN_SEPARATOR) || text.contains('/') {
+        return Ok(());
+    }
+    Err(CliError::usage(format!(
+        "-o {text}: for `rpjrt compile`, -o is --output, the artifact's file name, and \
+         {text} looks like a client create option (NAME=VALUE); give create options with \
+         --client-option {name}={value}, and the artifact with -o FILE (write \
+         ./{text} to name a file so)"
+    )))
+}
+
 /// Runs `rpjrt compile`. The program is read and the options built by the core
 /// ([`Program::read`], [`CompileOptions::for_mesh`]): a FIFO, an unknown format or zero
 /// partitions are usage errors (exit 2) found before the plugin is loaded.
 pub fn run(a: CompileArgs) -> Result<(), CliError> {
+    check_not_an_option(&a.output)?;
     let program = Program::read(&a.program, a.format.as_deref())?;
     let opts = CompileOptions::for_mesh(a.num_replicas, a.num_partitions).map_err(|e| {
         CliError::usage(format!(
@@ -98,13 +149,15 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     let t0 = Instant::now();
     let spinner = progress.spinner(&format!("compiling {}", a.program.display()));
     let watch = crate::common::watch_plugin(&format!("compile of {}", a.program.display()));
-    let exe = match &a.cache_dir {
-        Some(d) => {
-            // A cache directory that cannot be used is the user's input: exit 2.
-            let cache = Cache::new(d, None).map_err(CliError::from)?;
-            client.compile_with_cache(&program, &opts, &cache)
-        }
-        None => client.compile(&program, &opts),
+    // The cache compiled through: --cache-dir, else the client's own (RPJRT_CACHE_DIR).
+    let cache = match &a.cache_dir {
+        // A cache directory that cannot be used is the user's input: exit 2.
+        Some(d) => Some(Cache::new(d, None).map_err(CliError::from)?),
+        None => client.cache(),
+    };
+    let exe = match (&a.cache_dir, &cache) {
+        (Some(_), Some(cache)) => client.compile_with_cache(&program, &opts, cache),
+        _ => client.compile(&program, &opts),
     }
     // rpjrt's own refusals (more devices than the client has) are bad input, exit 2; what
     // the plugin reports is a failure, exit 1.
@@ -112,6 +165,12 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     drop(watch);
     drop(spinner);
     let compile_ms = t0.elapsed().as_secs_f64() * 1e3;
+    // Whether the executable came from the cache (a hit compiles nothing), or was stored.
+    let (from_cache, stored) = cache.as_ref().map_or((false, false), |c| {
+        let stats = c.stats();
+        (stats.hits > 0, stats.writes > 0)
+    });
+    let cache_dir = cache.as_ref().map(|c| c.dir().to_path_buf());
     let bytes = exe
         .serialize()
         .map_err(|e| CliError::failed(e.to_string()))?;
@@ -125,16 +184,13 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         Vec::new()
     };
     if a.json {
-        let fields: serde_json::Map<String, serde_json::Value> = target
-            .fields()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), json!(v)))
-            .collect();
         let mut doc = json!({
             "artifact": a.output.display().to_string(),
             "bytes": bytes.len(),
             "compile_ms": compile_ms,
-            "target": fields,
+            "from_cache": from_cache,
+            "cache_dir": cache_dir.as_ref().map(|d| d.display().to_string()),
+            "target": crate::common::target_json(&target),
         });
         if a.describe {
             let items: serde_json::Map<String, serde_json::Value> = described
@@ -154,14 +210,32 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?
         );
     } else {
+        let how = match (&cache_dir, from_cache) {
+            (Some(d), true) => format!(
+                "loaded from the compile cache in {} in {compile_ms:.1} ms, not compiled",
+                d.display()
+            ),
+            (Some(d), false) if stored => format!(
+                "compiled in {compile_ms:.1} ms, and stored in the compile cache in {}",
+                d.display()
+            ),
+            (Some(d), false) => format!(
+                "compiled in {compile_ms:.1} ms; the compile cache in {} did not store it",
+                d.display()
+            ),
+            (None, _) => format!("compiled in {compile_ms:.1} ms"),
+        };
         crate::outln!(
-            "wrote {} ({} bytes, compiled in {compile_ms:.1} ms) for {target}",
+            "wrote {} ({} bytes, {how}) for {target}",
             a.output.display(),
             bytes.len()
         );
         for (k, v) in &described {
             match v {
-                Ok(list) => crate::outln!("  {k}: {}", list.join(" ")),
+                Ok(list) => crate::outln!(
+                    "  {k}: {}",
+                    list.iter().map(item_text).collect::<Vec<_>>().join(" ")
+                ),
                 Err(why) => crate::outln!("  {k}: not available ({why})"),
             }
         }

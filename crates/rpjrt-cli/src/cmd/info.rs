@@ -1,9 +1,9 @@
 //! `rpjrt info`: a plugin's version, attributes, extensions, devices and memories.
 
-use rpjrt::{Client, Plugin};
+use rpjrt::Plugin;
 use serde_json::{json, Value as Json};
 
-use crate::common::{self, paint, value_json, CliError, Style, EXIT_DEFECT, EXIT_OK};
+use crate::common::{self, paint, value_json, CliError, Style, EXIT_DEFECT, EXIT_OK, EXIT_USAGE};
 
 /// Arguments of `rpjrt info`.
 #[derive(clap::Args, Debug)]
@@ -14,7 +14,9 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Create options for the client, as NAME=VALUE (integers, true/false, or text).
+    /// Create options for the client, as NAME=VALUE: a decimal integer is an int64,
+    /// true/false a bool, [0,1,2] an int64 list ([] an empty one), another number a
+    /// float, anything else text; a name given twice is refused.
     #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
     pub options: Vec<String>,
 }
@@ -28,10 +30,14 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     // extensions, followed by why the client failed (exit 1).
     let (client, plugin) = match common::open_client(args.plugin.as_deref(), &options) {
         Ok((client, plugin, _)) => (client, plugin),
+        // A refused option or setting is the user's mistake (exit 2), whatever the plugin.
+        Err(open_err) if open_err.exit_code == EXIT_USAGE => return Err(open_err),
         Err(open_err) => {
             let (plugin, _) = common::load_plugin(args.plugin.as_deref())?;
             let quiet = common::Quiet::start("creating a client");
-            let created = Client::new(&plugin, &options);
+            // As `open_client` creates it: a CUDA plugin's error names the plugin file and
+            // what loading the CUDA driver found.
+            let created = rpjrt::cuda::create_client(&plugin, &options);
             let log = quiet.finish();
             match created {
                 Ok(_) => return Err(open_err),
@@ -256,6 +262,9 @@ fn plugin_only(plugin: &Plugin, err: rpjrt::Error, log: &str, json: bool) -> Res
         ),
         log,
     );
-    e.exit_code = EXIT_DEFECT;
+    // A refused option stays the user's mistake (exit 2); anything else is a failure.
+    if e.exit_code != EXIT_USAGE {
+        e.exit_code = EXIT_DEFECT;
+    }
     Err(e)
 }

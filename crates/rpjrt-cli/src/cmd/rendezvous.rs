@@ -3,7 +3,6 @@
 //! `--plugin`, each then creates a multi-process client through the store and prints the
 //! global device view it got.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,11 +29,11 @@ pub struct Args {
     /// Wait this many seconds after joining, before the barrier (for tests).
     #[arg(long, hide = true)]
     pub hold: Option<f64>,
-    /// Also create a multi-process client on this plugin through the store, and print the
-    /// devices it lists.
+    /// Also create a multi-process client on this plugin (a path, a plugin or wheel name,
+    /// or a platform such as `cpu`) through the store, and print the devices it lists.
     #[arg(long)]
-    pub plugin: Option<PathBuf>,
-    /// Create options for that client, as NAME=VALUE.
+    pub plugin: Option<std::ffi::OsString>,
+    /// Create options for that client, as NAME=VALUE (as for `rpjrt run -o`).
     #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
     pub options: Vec<String>,
 }
@@ -65,8 +64,17 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let (p, n) = (env.process_id, env.num_processes);
     let fail = |e: rpjrt::Error| CliError::failed(format!("process {p} of {n}: {e}"));
     let options = common::parse_options(&args.options)?;
+    // Found as every verb finds it: no plugin matching the name is a usage error (exit 2),
+    // one that cannot be loaded a failure (exit 1) saying what to install.
     let plugin = match &args.plugin {
-        Some(path) => Some(Plugin::load(path).map_err(fail)?),
+        Some(spec) => Some(
+            common::load_plugin(Some(spec))
+                .map_err(|e| CliError {
+                    message: format!("process {p} of {n}: {}", e.message),
+                    ..e
+                })?
+                .0,
+        ),
         None => None,
     };
     // A coordinator address that does not parse is the user's input: a usage error.
@@ -74,15 +82,27 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         rpjrt::Error::InvalidArgument(m) => CliError::usage(format!("process {p} of {n}: {m}")),
         other => fail(other),
     })?);
-    let result = meet(&store, p, n, timeout, args.hold).and_then(|seen| {
-        let view = match &plugin {
-            Some(pl) => Some(client_view(pl, &options, &store, p, n)?),
-            None => None,
-        };
-        store.barrier("rendezvous-done", p, n, timeout)?;
-        Ok((seen, view))
+    let result = meet(&store, p, n, timeout, args.hold)
+        .map_err(ClientError::Other)
+        .and_then(|seen| {
+            let view = match &plugin {
+                Some(pl) => Some(client_view(pl, &options, &store, p, n)?),
+                None => None,
+            };
+            store
+                .barrier("rendezvous-done", p, n, timeout)
+                .map_err(ClientError::Other)?;
+            Ok((seen, view))
+        });
+    // Client options the plugin or rpjrt refused are the user's input (exit 2).
+    let result = result.map_err(|e| match e {
+        ClientError::Options(e) => {
+            let mut err = CliError::from(e);
+            err.message = format!("process {p} of {n}: {}", err.message);
+            err
+        }
+        ClientError::Other(e) => fail(e),
     });
-    let result = result.map_err(fail);
     // The store as the user named it, unless that was port 0 (the host then listens on
     // a free port: show that one).
     let address = match env.coordinator.as_deref() {
@@ -106,6 +126,19 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
+/// Why a rendezvous failed: client options rpjrt refused (the user's input), or anything
+/// else.
+enum ClientError {
+    Options(rpjrt::Error),
+    Other(rpjrt::Error),
+}
+
+impl From<rpjrt::Error> for ClientError {
+    fn from(e: rpjrt::Error) -> ClientError {
+        ClientError::Other(e)
+    }
+}
+
 /// Creates the multi-process client and describes the device list it sees.
 fn client_view(
     plugin: &Plugin,
@@ -113,9 +146,12 @@ fn client_view(
     store: &Arc<TcpStore>,
     p: usize,
     n: usize,
-) -> rpjrt::Result<String> {
+) -> Result<String, ClientError> {
     let dist = DistributedOptions::new(store.clone(), p, n)?;
-    let client = Client::new_distributed(plugin, options, &dist)?;
+    let client = Client::new_distributed(plugin, options, &dist).map_err(|e| match e {
+        rpjrt::Error::InvalidArgument(_) => ClientError::Options(e),
+        other => ClientError::Other(other),
+    })?;
     let devices = client.devices()?;
     let owners: Vec<String> = devices
         .iter()

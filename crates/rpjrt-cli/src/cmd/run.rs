@@ -344,8 +344,9 @@ fn gather_inputs(
             arrays.remove(0).1
         } else {
             let default = params.and_then(|p| p.get(i)).map(|s| s.element_type);
-            parse_literal(value, default)
-                .map_err(|e| CliError::usage(format!("input {i}: {}", common::bare(e))))?
+            parse_literal(value, default).map_err(|e| {
+                CliError::usage(format!("input {i}: {}", crate::literal::explain(value, e)))
+            })?
         };
         put(i, a, spec)?;
     }
