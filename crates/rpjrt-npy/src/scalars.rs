@@ -928,18 +928,20 @@ pub fn decode_float(bits: u64, t: ElementType) -> Option<f64> {
     }
     let width = f.exp + f.man + u32::from(f.specials != Specials::E8m0);
     let bits = bits & ((1u64 << width) - 1);
+    let negative = bits & f.sign_bit() != 0;
+    // A NaN keeps its sign bit, as numpy's (ml_dtypes') conversions keep it.
+    let nan = if negative { -f64::NAN } else { f64::NAN };
     if f.nan(false)
         .is_some_and(|n| n == bits || f.nan(true) == Some(bits))
     {
-        return Some(f64::NAN);
+        return Some(nan);
     }
-    let negative = bits & f.sign_bit() != 0;
     let all_exp = (1u64 << f.exp) - 1;
     let e = (bits >> f.man) & all_exp;
     let m = bits & ((1u64 << f.man) - 1);
     let magnitude = if f.specials == Specials::Ieee && e == all_exp {
         if m != 0 {
-            return Some(f64::NAN);
+            return Some(nan);
         }
         f64::INFINITY
     } else if e == 0 && f.specials != Specials::E8m0 {
@@ -1333,6 +1335,12 @@ mod tests {
                         f.nan(false) == Some(bits)
                             || f.nan(true) == Some(bits)
                             || f.specials == Specials::Ieee,
+                        "{t} {bits:#x}"
+                    );
+                    // The sign survives: a negative NaN converts to a negative NaN.
+                    assert_eq!(
+                        x.is_sign_negative(),
+                        bits & f.sign_bit() != 0,
                         "{t} {bits:#x}"
                     );
                     continue;

@@ -22,6 +22,8 @@ struct HloModuleProto {
 struct ProgramShapeProto {
     #[prost(message, repeated, tag = "1")]
     parameters: Vec<ShapeProto>,
+    #[prost(message, optional, tag = "2")]
+    result: Option<ShapeProto>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -32,6 +34,40 @@ struct ShapeProto {
     dimensions: Vec<i64>,
     #[prost(message, repeated, tag = "4")]
     tuple_shapes: Vec<ShapeProto>,
+    #[prost(message, optional, tag = "5")]
+    layout: Option<LayoutProto>,
+    #[prost(bool, repeated, tag = "6")]
+    is_dynamic_dimension: Vec<bool>,
+}
+
+impl ShapeProto {
+    /// Why rpjrt cannot pass or read an array of this shape (`what`: "parameter 0"): a
+    /// layout other than row-major (rpjrt's buffers are row-major, and the plugins neither
+    /// convert an argument nor, all of them, an output they read back), or a dynamic
+    /// dimension (read back at its bound, the padding included).
+    fn unusable(&self, what: &str) -> Option<String> {
+        let rank = self.dimensions.len() as i64;
+        let row_major = (0..rank).rev().collect::<Vec<_>>();
+        let m2m = self.layout.as_ref().map(|l| &l.minor_to_major);
+        if let Some(m2m) = m2m.filter(|m| !m.is_empty() && **m != row_major) {
+            return Some(format!(
+                "{what} ({}) is laid out minor_to_major {m2m:?} in the compiled program, not \
+                 row-major {row_major:?}; rpjrt passes and reads arrays row-major, so the \
+                 numbers would be transposed: compile it without the layout constraint \
+                 (mhlo.layout_mode, or a non-default Layout in jax)",
+                describe(self)
+            ));
+        }
+        if self.is_dynamic_dimension.iter().any(|&d| d) {
+            return Some(format!(
+                "{what} ({}) has a dynamic dimension (bounded); rpjrt reads arrays at their \
+                 static shape, which would include the padding: slice to a static size in \
+                 the program instead",
+                describe(self)
+            ));
+        }
+        None
+    }
 }
 
 /// The parts of an `HloModuleProto` the compile screen reads: every instruction's opcode and
@@ -287,7 +323,8 @@ pub(crate) fn entry_signature(
         "hlo" | "" => HloModuleProto::decode(module).ok()?,
         _ => return None,
     };
-    let params = m.host_program_shape?.parameters;
+    let shape = m.host_program_shape?;
+    let params = shape.parameters;
     let flat: Vec<&ShapeProto> = match params.as_slice() {
         [one] if tupled_arguments && one.element_type == TUPLE => one.tuple_shapes.iter().collect(),
         _ => params.iter().collect(),
@@ -302,6 +339,9 @@ pub(crate) fn entry_signature(
                 describe(p)
             )));
         }
+        if let Some(why) = p.unusable(&format!("parameter {i}")) {
+            return Some(Signature::Unsupported(why));
+        }
         match from_primitive(p.element_type) {
             Some(t) => out.push((t, p.dimensions.clone())),
             None => {
@@ -310,6 +350,16 @@ pub(crate) fn entry_signature(
                     p.element_type
                 )))
             }
+        }
+    }
+    let results: Vec<&ShapeProto> = match &shape.result {
+        Some(r) if r.element_type == TUPLE => r.tuple_shapes.iter().collect(),
+        Some(r) => vec![r],
+        None => Vec::new(),
+    };
+    for (k, r) in results.iter().enumerate() {
+        if let Some(why) = r.unusable(&format!("output {k}")) {
+            return Some(Signature::Unsupported(why));
         }
     }
     Some(Signature::Arrays(out))
@@ -336,7 +386,10 @@ mod tests {
 
     fn module(params: Vec<ShapeProto>) -> Vec<u8> {
         HloModuleProto {
-            host_program_shape: Some(ProgramShapeProto { parameters: params }),
+            host_program_shape: Some(ProgramShapeProto {
+                parameters: params,
+                result: None,
+            }),
         }
         .encode_to_vec()
     }
@@ -345,15 +398,15 @@ mod tests {
         ShapeProto {
             element_type: t,
             dimensions: dims.to_vec(),
-            tuple_shapes: Vec::new(),
+            ..Default::default()
         }
     }
 
     fn tuple(parts: Vec<ShapeProto>) -> ShapeProto {
         ShapeProto {
             element_type: TUPLE,
-            dimensions: Vec::new(),
             tuple_shapes: parts,
+            ..Default::default()
         }
     }
 
@@ -401,6 +454,50 @@ mod tests {
                 (ElementType::S32, vec![])
             ]))
         );
+    }
+
+    #[test]
+    fn layouts_other_than_row_major_and_dynamic_outputs_are_unsupported() {
+        let laid_out = |m2m: &[i64]| ShapeProto {
+            layout: Some(LayoutProto {
+                minor_to_major: m2m.to_vec(),
+            }),
+            ..array(11, &[3, 4])
+        };
+        let with = |params: Vec<ShapeProto>, result: Option<ShapeProto>| {
+            let m = HloModuleProto {
+                host_program_shape: Some(ProgramShapeProto {
+                    parameters: params,
+                    result,
+                }),
+            };
+            entry_signature(&m.encode_to_vec(), "hlo", false)
+        };
+        let row_major = with(vec![laid_out(&[1, 0])], Some(laid_out(&[1, 0])));
+        assert_eq!(
+            row_major,
+            Some(Signature::Arrays(vec![(ElementType::F32, vec![3, 4])]))
+        );
+        let Some(Signature::Unsupported(why)) = with(vec![laid_out(&[0, 1])], None) else {
+            panic!("a column-major parameter was accepted")
+        };
+        assert!(
+            why.contains("parameter 0 (float32[3, 4])") && why.contains("[0, 1]"),
+            "{why}"
+        );
+        let outputs = tuple(vec![array(11, &[2]), laid_out(&[0, 1])]);
+        let Some(Signature::Unsupported(why)) = with(vec![], Some(outputs)) else {
+            panic!("a column-major output was accepted")
+        };
+        assert!(why.starts_with("output 1 "), "{why}");
+        let dynamic = ShapeProto {
+            is_dynamic_dimension: vec![true],
+            ..array(11, &[8])
+        };
+        let Some(Signature::Unsupported(why)) = with(vec![], Some(dynamic)) else {
+            panic!("a dynamic output was accepted")
+        };
+        assert!(why.contains("dynamic dimension"), "{why}");
     }
 
     #[test]

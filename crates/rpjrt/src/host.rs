@@ -210,18 +210,18 @@ pub fn buffer_format_type(format: &str, itemsize: usize) -> Option<(ElementType,
 }
 
 /// The element type whose buffer-protocol format carries `t`'s host elements: `t` itself
-/// where it has a format; otherwise the integer of its host size, signed for the signed
-/// sub-byte integers (bfloat16 travels as `uint16`, the float8 types and `uint4` as
-/// `uint8`, `int4` as `int8`). The token has no data and carries as `uint8`.
+/// where it has a format; otherwise the unsigned integer of its host size, holding the raw
+/// bits (bfloat16 travels as `uint16`, the float8 types, `uint4` and `int4` as `uint8`:
+/// an `int4` -1 is the byte 0x0f, ml_dtypes' form, which as a signed `int8` would read as
+/// the wrong number 15). The token has no data and carries as `uint8`.
 pub fn carrier_type(t: ElementType) -> ElementType {
     if t.buffer_format().is_some() {
         return t;
     }
-    match (t, t.host_itemsize()) {
-        (ElementType::S4 | ElementType::S2 | ElementType::S1, _) => ElementType::S8,
-        (_, 2) => ElementType::U16,
-        (_, 4) => ElementType::U32,
-        (_, 8) => ElementType::U64,
+    match t.host_itemsize() {
+        2 => ElementType::U16,
+        4 => ElementType::U32,
+        8 => ElementType::U64,
         _ => ElementType::U8,
     }
 }

@@ -204,7 +204,7 @@ fn carrier_types_have_buffer_formats_of_the_host_size() {
         rpjrt::host::carrier_type(ElementType::BF16),
         ElementType::U16
     );
-    assert_eq!(rpjrt::host::carrier_type(ElementType::S4), ElementType::S8);
+    assert_eq!(rpjrt::host::carrier_type(ElementType::S4), ElementType::U8);
     assert_eq!(rpjrt::host::carrier_type(ElementType::U4), ElementType::U8);
 }
 
