@@ -429,18 +429,27 @@ def test_bad_objects(client: rpjrt.Client) -> None:
         client.put(np.ones(1), device="cpu:0")  # type: ignore[arg-type]
 
 
-def test_a_large_staged_put_is_refused_as_a_donation_with_a_way_out(client: rpjrt.Client) -> None:
-    # A put this large goes through the staging pool: the plugin reads it in place, so it
-    # cannot be donated. The error used to call it "zero-copy" (the caller asked for a
-    # copy); it now says why and what to donate instead, and that works.
+def test_host_backed_buffers_are_consumed_by_a_donation(client: rpjrt.Client) -> None:
+    # A put this large goes through the staging pool, and a copy=False put or a DLPack
+    # import lends the caller's memory: the plugin reads them in place. Donating one was
+    # refused, so a training loop that donates its parameters broke once they reached
+    # 4 MiB. The donation now consumes the buffer; the plugin never writes that memory.
     prog = """func.func public @main(%x: tensor<1048576xf32>) -> tensor<1048576xf32> {
   %0 = stablehlo.add %x, %x : tensor<1048576xf32>
   return %0 : tensor<1048576xf32>
 }"""
     exe = client.compile(prog)
-    b = client.put(np.ones(1 << 20, np.float32))
-    with pytest.raises(rpjrt.InvalidArgumentError, match=r"staged through rpjrt's pool.*buf\.copy\(\)"):
-        exe(b, donate=[0])
+    host = np.ones(1 << 20, np.float32)
+    b = client.put(host)
+    for _ in range(3):
+        (b,) = exe(b, donate=[0])
+    np.testing.assert_array_equal(b.to_numpy()[:4], [8, 8, 8, 8])
+    lent = client.put(host, copy=None)
+    (y,) = exe(lent, donate=[0])
+    assert lent.is_deleted()
+    np.testing.assert_array_equal(y.to_numpy()[:4], [2, 2, 2, 2])
+    np.testing.assert_array_equal(host[:4], [1, 1, 1, 1])
+    b = client.put(host)
     c = b.copy()
     (y,) = exe(c, donate=[0])
     assert c.is_deleted() and not b.is_deleted()

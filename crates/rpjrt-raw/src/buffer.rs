@@ -61,6 +61,9 @@ pub enum StateError {
     Deleted,
     /// This many pins (host views) exist.
     Pinned(usize),
+    /// An execution is being launched with the buffer, and this thread (a plugin callback,
+    /// perhaps of that very execution) cannot wait for it.
+    Launching,
 }
 
 struct Shared<M> {
@@ -68,6 +71,9 @@ struct Shared<M> {
     ptr: NonNull<sys::PJRT_Buffer>,
     /// `DELETED` bit plus `PIN` times the number of live pins.
     state: AtomicUsize,
+    /// Executions being launched with this buffer as an argument it does not donate, on
+    /// any thread (see [`Buffer::enter_launch`]).
+    launching: AtomicUsize,
     /// Cached `PJRT_Buffer_IsOnCpu`.
     on_cpu: AtomicU8,
     /// Cached: host-visible, dense row-major and exactly `direct_len` bytes.
@@ -354,6 +360,7 @@ impl<M> Buffer<M> {
             client: Arc::clone(client),
             ptr,
             state: AtomicUsize::new(0),
+            launching: AtomicUsize::new(0),
             on_cpu: AtomicU8::new(UNKNOWN),
             host_direct: AtomicU8::new(UNKNOWN),
             direct_len: AtomicUsize::new(0),
@@ -474,8 +481,47 @@ impl<M> Buffer<M> {
 
     /// Marks the buffer deleted ahead of an execution that will consume it; undone by
     /// [`Buffer::cancel_donation`] if the execution does not happen.
+    ///
+    /// An execution that another thread is launching with this buffer (not donated) is
+    /// waited for first: the plugins deadlock when a donation and another launch take the
+    /// same buffer at once. Inside a plugin callback that launch may be the one running
+    /// the callback, so there the donation is refused instead (`StateError::Launching`).
     pub fn reserve_donation(&self) -> std::result::Result<(), StateError> {
-        self.mark_deleted()
+        self.mark_deleted()?;
+        let mut spins = 0u32;
+        while self.0.launching.load(Ordering::SeqCst) > 0 {
+            if super::callback::in_callback() {
+                self.cancel_donation();
+                return Err(StateError::Launching);
+            }
+            spins += 1;
+            if spins < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that an execution is being launched with this buffer as an argument it
+    /// does not donate; `false` (nothing recorded) when the buffer is deleted or reserved
+    /// for a donation. [`Buffer::reserve_donation`] waits until every launch recorded here
+    /// has called [`Buffer::leave_launch`].
+    #[inline]
+    pub fn enter_launch(&self) -> bool {
+        self.0.launching.fetch_add(1, Ordering::SeqCst);
+        if self.0.state.load(Ordering::SeqCst) & DELETED != 0 {
+            self.0.launching.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Ends what [`Buffer::enter_launch`] recorded (the plugin's launch call returned).
+    #[inline]
+    pub fn leave_launch(&self) {
+        self.0.launching.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Undoes [`Buffer::reserve_donation`].

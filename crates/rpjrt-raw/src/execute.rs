@@ -148,7 +148,12 @@ impl Loaded {
                         "donate index {i} is out of range for {num_args} arguments"
                     )));
                 }
-                v.retain(|&x| x != i as i64);
+                // Host memory the plugin reads in place (a zero-copy or staged put, a
+                // DLPack import) is the caller's, not the plugin's to write: such an argument
+                // is consumed by the donation (reserved below) but passed as not donatable.
+                if !req.lists.iter().any(|l| (req.raw)(l[i]).borrows_host()) {
+                    v.retain(|&x| x != i as i64);
+                }
             }
             owned_indices = v;
             &owned_indices
@@ -174,7 +179,36 @@ impl Loaded {
                             "argument {i} cannot be donated while {n} host view(s) or external reference(s) of it exist"
                         )))
                     }
+                    Err(StateError::Launching) => return Err(launching_refusal(i)),
                 }
+            }
+        }
+        // Every other argument is recorded as launching until the plugin's call returns,
+        // so that a donation on another thread waits for it (see `reserve_donation`).
+        let mut launch = Launch {
+            lists: req.lists,
+            raw: req.raw,
+            donate: req.donate,
+            entered: 0,
+        };
+        for list in req.lists {
+            for (i, b) in list.iter().enumerate() {
+                if req.donate.contains(&i) {
+                    continue;
+                }
+                let raw = (req.raw)(b);
+                if !raw.enter_launch() {
+                    return Err(match donation.reserved.iter().position(|r| r.same(raw)) {
+                        Some(_) => Error::invalid(format!(
+                            "argument {i} is a buffer this call also donates; pass a donated \
+                             buffer only in its donated position"
+                        )),
+                        None => Error::Deleted(format!(
+                            "argument {i} was deleted or donated and cannot be used"
+                        )),
+                    });
+                }
+                launch.entered += 1;
             }
         }
 
@@ -215,6 +249,7 @@ impl Loaded {
         // output lists have room for the executable's outputs; the argument buffers are live
         // buffers of this client (checked above, and borrowed for the call).
         let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
+        drop(launch);
         r?;
         donation.reserved.clear();
         let events = req.want_events.then_some(&events[..]);
@@ -258,6 +293,36 @@ pub(super) fn hand_out<M>(
     for (d, &e) in events.unwrap_or_default().iter().enumerate() {
         if let Some(ev) = Event::new(client, e) {
             sink.event(d, ev);
+        }
+    }
+}
+
+/// The refusal of a donation from a plugin callback while another launch holds the buffer.
+pub(super) fn launching_refusal(i: usize) -> Error {
+    Error::invalid(format!(
+        "argument {i} cannot be donated from a custom-call handler while an execution is \
+         being launched with it (perhaps the one running the handler)"
+    ))
+}
+
+/// The non-donated arguments of a launch, recorded with `enter_launch` (the first
+/// `entered` of them, lists in order); each is left when this drops.
+struct Launch<'a, B, M> {
+    lists: &'a [&'a [&'a B]],
+    raw: fn(&B) -> &Buffer<M>,
+    donate: &'a [usize],
+    entered: usize,
+}
+
+impl<B, M> Drop for Launch<'_, B, M> {
+    fn drop(&mut self) {
+        let undonated = self
+            .lists
+            .iter()
+            .flat_map(|l| l.iter().enumerate())
+            .filter(|(i, _)| !self.donate.contains(i));
+        for (_, b) in undonated.take(self.entered) {
+            (self.raw)(b).leave_launch();
         }
     }
 }

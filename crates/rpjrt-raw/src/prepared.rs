@@ -83,8 +83,12 @@ impl<M> PreparedArgs<M> {
                 "donate index {i} is out of range for {num_args} arguments"
             )));
         }
+        // Host memory the plugin reads in place (see `borrows_host`) is consumed by a
+        // donation but never handed to the plugin to write.
+        let reads_host =
+            |i: usize| (0..lists.len()).any(|d| buffers[d * num_args + i].borrows_host());
         let non_donatable: Box<[i64]> = (0..num_args)
-            .filter(|i| donated.binary_search(i).is_err())
+            .filter(|&i| donated.binary_search(&i).is_err() || reads_host(i))
             .map(|i| i as i64)
             .collect();
         let buffers = buffers.into_boxed_slice();
@@ -132,6 +136,32 @@ impl<M> PreparedArgs<M> {
 /// Donated buffers marked deleted before the call, restored on drop unless cleared.
 struct Reserved<'a, M> {
     buffers: Vec<&'a Buffer<M>>,
+}
+
+/// The first `entered` undonated arguments of `args` were recorded with `enter_launch`;
+/// each is left on drop.
+struct PreparedLaunch<'a, M> {
+    args: &'a PreparedArgs<M>,
+    entered: usize,
+}
+
+impl<'a, M> PreparedLaunch<'a, M> {
+    /// The arguments not donated, device by device, in order.
+    fn undonated(&self) -> impl Iterator<Item = &'a Buffer<M>> + 'a {
+        let args = self.args;
+        let n = args.num_args.max(1);
+        (args.buffers.iter().enumerate())
+            .filter(move |(k, _)| args.donate.binary_search(&(k % n)).is_err())
+            .map(|(_, b)| b)
+    }
+}
+
+impl<M> Drop for PreparedLaunch<'_, M> {
+    fn drop(&mut self) {
+        for b in self.undonated().take(self.entered) {
+            b.leave_launch();
+        }
+    }
 }
 
 impl<M> Drop for Reserved<'_, M> {
@@ -195,9 +225,33 @@ impl Loaded {
                                  host view(s) or external reference(s) of it exist"
                             )))
                         }
+                        Err(StateError::Launching) => {
+                            return Err(super::execute::launching_refusal(i))
+                        }
                     }
                 }
             }
+        }
+        // The other arguments are launching until the plugin's call returns (see
+        // `Buffer::reserve_donation`).
+        let mut launch = PreparedLaunch { args, entered: 0 };
+        for b in launch.undonated() {
+            if !b.enter_launch() {
+                let also_donated = reserved.buffers.iter().any(|r| r.same(b));
+                return Err(if also_donated {
+                    Error::invalid(
+                        "an argument is a buffer this call also donates; pass a donated \
+                         buffer only in its donated position",
+                    )
+                } else {
+                    Error::Deleted(
+                        "an argument was deleted or donated since the call was prepared; \
+                         prepare it again with live buffers"
+                            .into(),
+                    )
+                });
+            }
+            launch.entered += 1;
         }
 
         let num_devices = args.num_devices();
@@ -235,6 +289,7 @@ impl Loaded {
         // `num_args` long; the output lists have room for the executable's outputs on each
         // device; the event array has one slot per device; all live until after the call.
         let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
+        drop(launch);
         r?;
         reserved.buffers.clear();
         let events = want_events.then_some(&events[..]);

@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
@@ -772,15 +773,23 @@ fn buffer_from_owned_host_bytes() {
             out[0].to_vec_of::<f32>().unwrap(),
             mul_add_expected(&eight(), &eight())
         );
-        // Borrowed host memory cannot be donated.
+        // Donating borrowed host memory consumes the buffer, but the plugin never writes
+        // the caller's memory (the argument goes as not donatable).
         let opts = ExecuteOptions {
-            donate: vec![0],
+            donate: vec![1],
             ..Default::default()
         };
-        expect_err(
-            exe.execute_with(&[vec![&b, &b]], &opts).map(|_| ()),
-            &["argument 0 cannot be donated", "donate a copy"],
+        let lent = c
+            .buffer_from_host_owned(owner.clone(), ElementType::F32, &[8], None, &d, None)
+            .unwrap();
+        let out2 = exe.execute_with(&[vec![&b, &lent]], &opts).unwrap();
+        assert!(lent.is_deleted() && !b.is_deleted());
+        assert_eq!(
+            out2.outputs[0][0].to_vec_of::<f32>().unwrap(),
+            mul_add_expected(&eight(), &eight())
         );
+        assert_eq!(owner.bytes(), f32_bytes(&eight()).as_slice());
+        drop((lent, out2));
         drop(b);
         drop(out);
         // The owner is released once the buffer is gone.
@@ -1135,4 +1144,39 @@ fn maximum_and_minimum_keep_nans_on_cpu_unless_asked_otherwise() {
         assert_eq!(got[0][1], "1", "{got:?}");
         assert_eq!(got[0][2], "3", "{got:?}");
     });
+}
+
+#[test]
+fn a_hard_link_to_a_loaded_plugin_is_the_same_plugin() {
+    // The loader maps a file once whatever name reaches it: a second name must not give a
+    // second `Plugin` initialised twice over the same library.
+    let original = plugin_path(Which::New);
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hardlink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("same_plugin.so");
+    let _ = std::fs::remove_file(&link);
+    std::fs::hard_link(&original, &link).unwrap_or_else(|e| {
+        panic!(
+            "cannot hard-link {} into {}: {e}",
+            original.display(),
+            dir.display()
+        )
+    });
+    let first = Plugin::load(&original).unwrap();
+    let second = Plugin::load(&link).unwrap();
+    assert_eq!(
+        second.path(),
+        first.path(),
+        "a second Plugin for the same library"
+    );
+    let client = Client::new(&second, &ClientOptions::default()).unwrap();
+    let exe = compile(&client, ADD);
+    let d = &client.devices().unwrap()[0];
+    let x = client
+        .buffer_from_slice(&[1f32, 2., 3., 4.], &[4], d)
+        .unwrap();
+    let out = exe.execute(&[&x, &x]).unwrap().remove(0);
+    assert_eq!(out.to_vec_of::<f32>().unwrap(), [2., 4., 6., 8.]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -157,6 +157,12 @@ impl Buffer {
                 self.element_type(),
                 self.dims()
             )),
+            StateError::Launching => Error::invalid(format!(
+                "buffer {}{:?} cannot be {what} from a custom-call handler while an \
+                 execution is being launched with it",
+                self.element_type(),
+                self.dims()
+            )),
         }
     }
 

@@ -583,6 +583,13 @@ impl Executable {
                 let what = format!("executing {} (outputs {})", st.name, outs.join(", "));
                 Some((what, bytes.map(|b| b * devices.len() as u64)))
             });
+            // One device's placement is left to the plugin (a query per argument would
+            // cost every call); its refusal is explained here, naming the argument.
+            if let ([list], Some(want)) = (lists, on.or(st.devices.first().copied())) {
+                if let Err(placed) = self.check_placement_on(list, 0, want) {
+                    return placed;
+                }
+            }
             // Another thread may delete an argument between the checks and the plugin's
             // own: the plugin then refuses it ("deleted or donated"); say what happened.
             let deleted = lists
@@ -636,7 +643,9 @@ impl Executable {
             // or a collective that waits for the others for ever.
             if st.devices.len() > 1 {
                 return Err(Error::invalid(format!(
-                    "{} runs on {} devices and takes one argument list per device                      (execute_sharded); a device is chosen only for a single-device or                      portable executable",
+                    "{} runs on {} devices and takes one argument list per device \
+                     (execute_sharded); a device is chosen only for a single-device or \
+                     portable executable",
                     st.name,
                     st.devices.len()
                 )));
@@ -700,16 +709,6 @@ impl Executable {
                     "donate index {i} is out of range for {num_args} arguments"
                 )));
             }
-            for list in lists {
-                if list[i].is_zero_copy() {
-                    return Err(Error::invalid(format!(
-                        "argument {i} cannot be donated: the plugin reads it in place from \
-                         host memory it must not write (a zero-copy put or DLPack import, or a \
-                         large put staged through rpjrt's pool); donate a copy (buf.copy()) \
-                         instead"
-                    )));
-                }
-            }
         }
         Ok(())
     }
@@ -724,6 +723,14 @@ impl Executable {
 
     /// Checks that argument list `d` of an execution lies on device `d`.
     pub(super) fn check_placement(&self, lists: &[&[&Buffer]]) -> Result<()> {
+        for (d, (list, &want)) in lists.iter().zip(&self.state.devices).enumerate() {
+            self.check_placement_on(list, d, want)?;
+        }
+        Ok(())
+    }
+
+    /// Every argument of device list `d` is on `want`.
+    fn check_placement_on(&self, list: &[&Buffer], d: usize, want: DeviceRef) -> Result<()> {
         let st = &*self.state;
         let name = |r: DeviceRef| {
             st.core.device_data(r).map_or_else(
@@ -731,17 +738,20 @@ impl Executable {
                 |x| format!("device {}", x.facts.id),
             )
         };
-        for (d, (list, &want)) in lists.iter().zip(&st.devices).enumerate() {
-            for (i, b) in list.iter().enumerate() {
-                let on = b.raw_device()?;
-                if on != want {
-                    return Err(Error::invalid(format!(
-                        "argument {i} of device list {d} is on {}, but list {d} runs on {}; \
-                         copy it there first (nothing was launched)",
-                        name(on),
-                        name(want)
-                    )));
-                }
+        for (i, b) in list.iter().enumerate() {
+            let on = b.raw_device()?;
+            if on != want {
+                let (which, runs) = if st.devices.len() > 1 {
+                    (format!(" of device list {d}"), format!("list {d}"))
+                } else {
+                    (String::new(), st.name.clone())
+                };
+                return Err(Error::invalid(format!(
+                    "argument {i}{which} is on {}, but {runs} runs on {}; copy it there \
+                     first (nothing was launched)",
+                    name(on),
+                    name(want)
+                )));
             }
         }
         Ok(())
