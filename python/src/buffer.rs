@@ -19,7 +19,10 @@ use crate::pybuf::{host_memoryview, HostView};
 /// How often a blocking wait wakes up to check for Ctrl-C.
 const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 
-/// An array in device memory.
+/// An array in device memory. Operations on it do not block unless they say so.
+///
+/// `await buf` waits for its contents without blocking the event loop and returns the
+/// buffer.
 #[pyclass(frozen, weakref, name = "Buffer", module = "rpjrt")]
 pub struct PyBuffer {
     inner: crate::notify::Held<rpjrt::Buffer>,
@@ -34,19 +37,20 @@ impl Drop for PyBuffer {
         let Some(inner) = self.inner.take() else {
             return;
         };
-        if !self.borrows_host {
-            // A small buffer waits for the next call of its client's executables, which
-            // destroys it with the GIL released (see `PyClient::defer_drop`).
-            if inner.host_size() <= crate::client::DEFERRED_DROP_BYTES {
-                drop(self.client.get().defer_drop(inner));
-            } else {
-                drop(inner);
+        // A small buffer waits for the next call of its client's executables, which
+        // destroys it with the GIL released (see `PyClient::defer_drop`).
+        let inner = if !self.borrows_host && inner.host_size() <= crate::client::DEFERRED_DROP_BYTES
+        {
+            match self.client.get().defer_drop(inner) {
+                Some(kept_back) => kept_back,
+                None => return,
             }
-            return;
-        }
-        // Destroying a buffer may wait for the plugin (e.g. until it is done with borrowed
-        // host memory): do it without holding the GIL, so plugin threads that call back
-        // into Python cannot deadlock against us.
+        } else {
+            inner
+        };
+        // Destroying a buffer may wait for the plugin (until it is done with borrowed host
+        // memory, or until another thread's donation of it settles): never with the GIL
+        // held, so that threads which need the GIL to finish cannot deadlock against us.
         crate::notify::drop_detached(inner);
     }
 }
@@ -321,55 +325,69 @@ pub struct PyWaiter {
 
 #[pymethods]
 impl PyBuffer {
+    /// The array's dimensions.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         shape_tuple(py, self.inner.dims())
     }
 
+    /// The array's element type.
     #[getter]
     fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         dtype_obj(py, self.inner.element_type())
     }
 
+    /// The number of dimensions.
     #[getter]
     fn ndim(&self) -> usize {
         self.inner.dims().len()
     }
 
+    /// Number of elements.
     #[getter]
     fn size(&self) -> usize {
         self.inner.element_count()
     }
 
+    /// Bytes of the host representation: size * dtype.itemsize.
     #[getter]
     fn nbytes(&self) -> usize {
         self.inner.element_count() * self.inner.element_type().host_itemsize()
     }
 
+    /// Bytes the buffer occupies on the device.
     #[getter]
     fn on_device_size(&self) -> PyResult<usize> {
         self.inner.on_device_size().pyerr()
     }
 
+    /// The device that holds the buffer.
     #[getter]
     fn device(&self, py: Python<'_>) -> PyResult<Py<PyDevice>> {
         wrap_device(py, &self.client, self.inner.device().pyerr()?)
     }
 
+    /// The memory that holds the buffer.
     #[getter]
     fn memory(&self, py: Python<'_>) -> PyResult<Py<PyMemory>> {
         wrap_memory(py, &self.client, self.inner.memory().pyerr()?)
     }
 
+    /// The client the buffer belongs to.
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<PyClient> {
         self.client.clone_ref(py)
     }
 
+    /// Whether the contents are computed (does not wait).
     fn is_ready(&self) -> PyResult<bool> {
         self.inner.is_ready().pyerr()
     }
 
+    /// Wait until the data is computed; raises the computation's error. Ctrl-C works.
+    ///
+    /// Polls for up to :func:`wait_spin` seconds (100 µs by default) before sleeping:
+    /// waking a sleeping thread costs more than a short computation.
     fn block_until_ready(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
         slf.get().wait_ready(slf.py())?;
         Ok(slf.clone().unbind())
@@ -378,8 +396,20 @@ impl PyBuffer {
     /// Registers `callback()` to run (on a plugin thread, or right away) once the buffer is
     /// ready. Returns a handle that must be kept until then.
     fn _on_ready(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<PyWaiter> {
-        crate::notify::warm_up(crate::notify::Lane::Wake);
+        let notifying = crate::notify::warm_up(crate::notify::Lane::Wake);
         let mut event = Box::pin(self.inner.ready_event().pyerr()?);
+        if !notifying {
+            // The interpreter is exiting (an exit hook that runs after rpjrt's): no thread
+            // will wake the awaiting task, so wait here and wake it now.
+            let inner = &self.inner;
+            py.detach(|| {
+                let _ = inner.block_until_ready();
+            });
+            callback.call0(py)?;
+            return Ok(PyWaiter {
+                _event: Mutex::new(Some(event)),
+            });
+        }
         let w = Arc::new(PyWake {
             callback: Mutex::new(Some(callback)),
         });
@@ -406,13 +436,18 @@ impl PyBuffer {
         Ok(crate::event::PyEvent::new(ev, what))
     }
 
+    /// `await buf` waits without blocking the event loop and returns the buffer.
     fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let coro = py.import("rpjrt._aio")?.getattr("wait")?.call1((slf,))?;
         coro.call_method0("__await__")
     }
 
-    /// A fresh memoryview, or, with `out`, the buffer copied into `out` (returned).
+    /// A fresh host copy as a memoryview with this shape and a struct format, or, with
+    /// ``out``, the data copied into ``out`` (see copy_to_host), which is returned.
+    ///
+    /// Types without a buffer-protocol format (bfloat16, float8..., int4...) come as
+    /// unsigned integers of the same item size holding the raw bits.
     #[pyo3(signature = (out = None))]
     fn to_host<'py>(
         &self,
@@ -427,17 +462,22 @@ impl PyBuffer {
         host_memoryview(py, self.inner.element_type(), self.inner.dims(), bytes)
     }
 
-    /// Copies the buffer into `out`: any writable buffer-protocol object or numpy array
-    /// of the buffer's shape and dtype, with any strides (negative, non-contiguous).
+    /// Copy into ``out``: any writable buffer-protocol object or numpy array of this
+    /// shape and dtype, with any strides (negative, non-contiguous, Fortran order). Types
+    /// without a buffer format take a numpy array of their ml_dtypes type, or integers of
+    /// the same size (the raw bits). Sub-byte types land one element per byte. Wrong shape,
+    /// dtype, byte order or a read-only ``out`` raise InvalidArgumentError naming it.
     fn copy_to_host(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
         self.copy_into(py, out)
     }
 
+    /// The contents as bytes in row-major order (waits for them).
     fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.host_bytes(py)?;
         Ok(PyBytes::new(py, &bytes))
     }
 
+    /// The contents as nested Python lists (waits for them).
     fn tolist<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let mv = slf.get().to_host(py, None)?;
@@ -492,6 +532,7 @@ impl PyBuffer {
         }
     }
 
+    /// A copy of the buffer on another Device or in another Memory.
     fn copy_to(&self, py: Python<'_>, destination: &Bound<'_, PyAny>) -> PyResult<Py<PyBuffer>> {
         let b: &rpjrt::Buffer = &self.inner;
         let out = if let Ok(d) = destination.cast::<PyDevice>() {
@@ -525,11 +566,13 @@ impl PyBuffer {
         self.copy(py)
     }
 
+    /// Free the device memory now (a no-op when already deleted). Later use raises BufferDeletedError.
     fn delete(&self, py: Python<'_>) -> PyResult<()> {
         let b: &rpjrt::Buffer = &self.inner;
         py.detach(|| b.delete()).pyerr()
     }
 
+    /// Whether the buffer has been deleted or donated.
     fn is_deleted(&self) -> bool {
         self.inner.is_deleted()
     }

@@ -11,7 +11,10 @@ use crate::errors::PyErrExt;
 /// How often a blocking wait wakes up to check for Ctrl-C.
 const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 
-/// A completion event of the device.
+/// Something the device finishes later (a buffer's readiness, an execution).
+///
+/// Future-shaped: ``wait``, ``is_ready``/``done``, ``await ev``, ``add_done_callback``,
+/// ``error``.
 #[pyclass(frozen, weakref, name = "Event", module = "rpjrt")]
 pub struct PyEvent {
     inner: crate::notify::Held<Arc<rpjrt::Event>>,
@@ -140,7 +143,18 @@ impl PyEvent {
                 r#fn.get_type().name()?
             )));
         }
-        crate::notify::warm_up(lane);
+        if !crate::notify::warm_up(lane) {
+            // The interpreter is exiting (an exit hook that runs after rpjrt's): no thread
+            // will call back, so wait here and call now.
+            let inner = &slf.get().inner;
+            py.detach(|| {
+                let _ = inner.wait();
+            });
+            if let Err(e) = r#fn.call1((slf,)) {
+                e.write_unraisable(py, None);
+            }
+            return Ok(());
+        }
         let call = py
             .import("functools")?
             .getattr("partial")?

@@ -15,8 +15,9 @@
 //! the GIL during finalization is ended by CPython from inside Rust frames, which aborts
 //! the process.
 
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -33,15 +34,63 @@ pub enum Lane {
 /// A notifier thread's channel, and the flag it raises when it ends.
 type Slot = Mutex<Option<(Sender<Py<PyAny>>, Arc<(Mutex<bool>, Condvar)>)>>;
 
-static WAKE: OnceLock<Slot> = OnceLock::new();
-static USER: OnceLock<Slot> = OnceLock::new();
+/// One process's notifier thread for a lane: a forked child has none of its parent's
+/// threads, and may have inherited `slot`'s lock held, so it starts its own and never
+/// touches the parent's (which it leaks).
+struct Notifier {
+    generation: u32,
+    slot: Slot,
+}
 
-fn slot(lane: Lane) -> &'static Slot {
-    let (cell, name) = match lane {
+static WAKE: AtomicPtr<Notifier> = AtomicPtr::new(std::ptr::null_mut());
+static USER: AtomicPtr<Notifier> = AtomicPtr::new(std::ptr::null_mut());
+
+fn cell(lane: Lane) -> (&'static AtomicPtr<Notifier>, &'static str) {
+    match lane {
         Lane::Wake => (&WAKE, "rpjrt-notify"),
         Lane::User => (&USER, "rpjrt-callbacks"),
-    };
-    cell.get_or_init(|| start(name))
+    }
+}
+
+/// This process's notifier of `cell`, if it has started one.
+fn current(cell: &AtomicPtr<Notifier>) -> Option<&'static Notifier> {
+    let p = cell.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer in a cell comes from `Box::into_raw` and is never freed
+    // once published (a forked child leaks its parent's).
+    let n = unsafe { p.as_ref() }?;
+    (n.generation == rpjrt::fork_generation()).then_some(n)
+}
+
+/// Set by the exit hook: from then on no notifier thread starts (one running while the
+/// interpreter finalizes would abort the process).
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// The slot of a process whose notifiers were stopped: nothing runs callbacks any more.
+static NONE: Slot = Mutex::new(None);
+
+fn slot(lane: Lane) -> &'static Slot {
+    let (cell, name) = cell(lane);
+    if let Some(n) = current(cell) {
+        return &n.slot;
+    }
+    if STOPPED.load(Ordering::Acquire) {
+        return &NONE;
+    }
+    let seen = cell.load(Ordering::Acquire);
+    let made = Box::into_raw(Box::new(Notifier {
+        generation: rpjrt::fork_generation(),
+        slot: start(name),
+    }));
+    match cell.compare_exchange(seen, made, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just published; never freed.
+        Ok(_) => unsafe { &(*made).slot },
+        Err(_) => {
+            // Another thread started one first: ours ends when its channel is dropped.
+            // SAFETY: `made` was never published, so this is its only owner.
+            drop(unsafe { Box::from_raw(made) });
+            slot(lane)
+        }
+    }
 }
 
 fn start(name: &str) -> Slot {
@@ -78,9 +127,15 @@ pub fn post(lane: Lane, callback: Py<PyAny>) {
 }
 
 /// Starts `lane`'s notifier thread now (from a thread that holds the GIL), so that the
-/// first callback does not spawn a thread on a plugin's thread.
-pub fn warm_up(lane: Lane) {
-    let _ = slot(lane);
+/// first callback does not spawn a thread on a plugin's thread. `false` once the exit hook
+/// has stopped the notifiers: a callback posted now would never run, so the caller waits
+/// and calls it itself.
+pub fn warm_up(lane: Lane) -> bool {
+    let running = slot(lane)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_some();
+    running && !STOPPED.load(Ordering::Acquire)
 }
 
 /// The exit hook: closes both notifier threads' channels and waits (without the GIL, up to
@@ -88,9 +143,11 @@ pub fn warm_up(lane: Lane) {
 /// the GIL once the interpreter finalizes.
 #[pyfunction]
 pub fn _stop_notifiers(py: Python<'_>) {
+    STOPPED.store(true, Ordering::Release);
     for cell in [&WAKE, &USER] {
-        let Some(slot) = cell.get() else { continue };
-        let taken = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // A parent's notifier (in a forked child) has no thread here to wait for.
+        let Some(n) = current(cell) else { continue };
+        let taken = n.slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some((tx, done)) = taken {
             drop(tx);
             py.detach(|| {

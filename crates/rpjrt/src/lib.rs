@@ -82,6 +82,13 @@ pub use client::{
 };
 pub use client::{CallOutputs, PreparedCall};
 
+/// How many `fork()`s lie between the first call of this function and this process (0 in
+/// the process that first called it). State kept per process (threads, locks) is stale
+/// when this differs from the value it was made under.
+pub fn fork_generation() -> u32 {
+    raw::guard::generation()
+}
+
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
 /// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
 /// instead of making `println!` panic on EPIPE. Process-wide: call it at the start of a
