@@ -383,6 +383,12 @@ pub fn load(path: &Path) -> Result<Api> {
 }
 
 impl Api {
+    /// Whether both came from one library: the loader maps a file once whatever name
+    /// reaches it (a hard link, another symbolic link), so its `GetPjrtApi` gives one table.
+    pub fn same_library(&self, other: &Api) -> bool {
+        std::ptr::eq(self.ptr, other.ptr)
+    }
+
     /// The plugin's PJRT version.
     pub fn version(&self) -> ApiVersion {
         self.version

@@ -167,7 +167,13 @@ impl Plugin {
         }
         let _span = crate::trace::span(crate::trace::Category::Load, "plugin_load")
             .text("path", &path.to_string_lossy());
-        let api: &'static Api = Box::leak(Box::new(load_library(path)?));
+        let api = load_library(path)?;
+        // Another name of a library already loaded (a hard link): the same plugin, which
+        // must not be initialised twice nor split its handlers over two `Plugin`s.
+        if let Some(p) = loaded.iter().find(|p| p.inner.api.same_library(&api)) {
+            return Ok(p.clone());
+        }
+        let api: &'static Api = Box::leak(Box::new(api));
         api.plugin_initialize()?;
         // Attributes arrived at 0.58; a plugin without the entry simply has none. One whose
         // entry fails has none either, and the failure is kept (`attributes_error`) rather
