@@ -85,20 +85,24 @@ impl PyCudaDriver {
         Ok(PyCudaDriver { inner })
     }
 
+    /// The library the driver was opened from.
     #[getter]
     fn library(&self) -> String {
         self.inner.library().to_string()
     }
 
+    /// The driver's CUDA version, e.g. `13000` for 13.0.
     #[getter]
     fn driver_version(&self) -> PyResult<i32> {
         self.inner.driver_version().pyerr()
     }
 
+    /// The number of CUDA devices the driver sees.
     fn device_count(&self) -> PyResult<i32> {
         self.inner.device_count().pyerr()
     }
 
+    /// The name of device `ordinal`.
     fn device_name(&self, ordinal: i32) -> PyResult<String> {
         self.inner.device_name(ordinal).pyerr()
     }
@@ -144,7 +148,7 @@ fn dims(name: &str, v: Vec<u32>) -> PyResult<[u32; 3]> {
     }
 }
 
-/// A device's primary context.
+/// A device's primary context (the one XLA uses).
 #[pyclass(frozen, name = "CudaContext", module = "rpjrt.cuda")]
 pub struct PyCudaContext {
     inner: Context,
@@ -152,11 +156,13 @@ pub struct PyCudaContext {
 
 #[pymethods]
 impl PyCudaContext {
+    /// The device ordinal of the context.
     #[getter]
     fn ordinal(&self) -> i32 {
         self.inner.ordinal()
     }
 
+    /// Waits until every piece of work in the context is done.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.synchronize()).pyerr()
     }
@@ -166,6 +172,7 @@ impl PyCudaContext {
         self.inner.mem_info().pyerr()
     }
 
+    /// Allocates `nbytes` of device memory.
     fn alloc(&self, nbytes: usize) -> PyResult<PyDeviceMemory> {
         Ok(PyDeviceMemory {
             inner: self.inner.alloc(nbytes).pyerr()?,
@@ -197,12 +204,14 @@ impl PyCudaContext {
             .pyerr()
     }
 
+    /// A new stream in this context.
     fn stream(&self) -> PyResult<PyCudaStream> {
         Ok(PyCudaStream {
             inner: self.inner.stream().pyerr()?,
         })
     }
 
+    /// A new event; `timing=True` lets it measure elapsed time.
     #[pyo3(signature = (timing = false))]
     fn event(&self, timing: bool) -> PyResult<PyCudaEvent> {
         Ok(PyCudaEvent {
@@ -210,21 +219,25 @@ impl PyCudaContext {
         })
     }
 
+    /// Loads a module from PTX text.
     fn load_ptx(&self, py: Python<'_>, ptx: &str) -> PyResult<PyCudaModule> {
         let inner = py.detach(|| self.inner.load_ptx(ptx)).pyerr()?;
         Ok(PyCudaModule { inner })
     }
 
+    /// Loads a module from a cubin (or fatbin) image.
     fn load_cubin(&self, py: Python<'_>, image: Vec<u8>) -> PyResult<PyCudaModule> {
         let inner = py.detach(|| self.inner.load_cubin(&image)).pyerr()?;
         Ok(PyCudaModule { inner })
     }
 
+    /// Copies `data` to device address `dst` (waits for the copy).
     fn memcpy_htod(&self, py: Python<'_>, dst: u64, data: Vec<u8>) -> PyResult<()> {
         py.detach(|| self.inner.memcpy_htod(DevicePtr(dst), &data))
             .pyerr()
     }
 
+    /// Copies `nbytes` from device address `src` into new bytes (waits for the copy).
     fn memcpy_dtoh<'py>(
         &self,
         py: Python<'py>,
@@ -237,6 +250,7 @@ impl PyCudaContext {
         Ok(PyBytes::new(py, &v))
     }
 
+    /// Copies `nbytes` from device address `src` to `dst` (waits for the copy).
     fn memcpy_dtod(&self, py: Python<'_>, dst: u64, src: u64, nbytes: usize) -> PyResult<()> {
         py.detach(|| {
             self.inner
@@ -245,6 +259,7 @@ impl PyCudaContext {
         .pyerr()
     }
 
+    /// Queues a copy of `nbytes` from device address `src` to `dst` on `stream`.
     #[pyo3(signature = (dst, src, nbytes, stream = 0))]
     fn memcpy_dtod_async(&self, dst: u64, src: u64, nbytes: usize, stream: usize) -> PyResult<()> {
         self.inner
@@ -252,11 +267,13 @@ impl PyCudaContext {
             .pyerr()
     }
 
+    /// Sets `nbytes` bytes at device address `dst` to `value` (waits).
     fn memset(&self, py: Python<'_>, dst: u64, value: u8, nbytes: usize) -> PyResult<()> {
         py.detach(|| self.inner.memset(DevicePtr(dst), value, nbytes))
             .pyerr()
     }
 
+    /// Queues setting `nbytes` bytes at device address `dst` to `value` on `stream`.
     #[pyo3(signature = (dst, value, nbytes, stream = 0))]
     fn memset_async(&self, dst: u64, value: u8, nbytes: usize, stream: usize) -> PyResult<()> {
         self.inner
@@ -299,20 +316,24 @@ pub struct PyDeviceMemory {
 
 #[pymethods]
 impl PyDeviceMemory {
+    /// The device address.
     #[getter]
     fn ptr(&self) -> u64 {
         self.inner.ptr().0
     }
 
+    /// The size in bytes.
     #[getter]
     fn nbytes(&self) -> usize {
         self.inner.len()
     }
 
+    /// Copies `data` (exactly the allocation's size) into it (waits for the copy).
     fn copy_from_host(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<()> {
         py.detach(|| self.inner.copy_from_host(&data)).pyerr()
     }
 
+    /// The whole allocation copied to host bytes.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let v = py.detach(|| self.inner.to_vec()).pyerr()?;
         Ok(PyBytes::new(py, &v))
@@ -338,6 +359,7 @@ impl PyPinnedMemory {
 
 #[pymethods]
 impl PyPinnedMemory {
+    /// The size in bytes.
     #[getter]
     fn nbytes(&self) -> usize {
         self.lock().len()
@@ -377,6 +399,7 @@ pub struct PyCudaModule {
 
 #[pymethods]
 impl PyCudaModule {
+    /// The kernel function `name` of the module.
     fn function(&self, name: &str) -> PyResult<PyCudaFunction> {
         Ok(PyCudaFunction {
             inner: self.inner.function(name).pyerr()?,
@@ -392,6 +415,7 @@ pub struct PyCudaFunction {
 
 #[pymethods]
 impl PyCudaFunction {
+    /// The function's name.
     #[getter]
     fn name(&self) -> String {
         self.inner.name().to_string()
@@ -406,15 +430,18 @@ pub struct PyCudaStream {
 
 #[pymethods]
 impl PyCudaStream {
+    /// The raw CUstream handle.
     #[getter]
     fn handle(&self) -> usize {
         self.inner.handle().0
     }
 
+    /// Waits until the work queued on the stream is done.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.synchronize()).pyerr()
     }
 
+    /// Makes later work on the stream wait for `event`.
     fn wait_event(&self, event: &PyCudaEvent) -> PyResult<()> {
         self.inner.wait_event(&event.inner).pyerr()
     }
@@ -428,15 +455,18 @@ pub struct PyCudaEvent {
 
 #[pymethods]
 impl PyCudaEvent {
+    /// Records the event on `stream` (0: the default stream).
     #[pyo3(signature = (stream = 0))]
     fn record(&self, stream: usize) -> PyResult<()> {
         self.inner.record(StreamRef(stream)).pyerr()
     }
 
+    /// Waits until the event has completed.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.synchronize()).pyerr()
     }
 
+    /// Milliseconds between the `start` event and this one (both recorded with timing).
     fn elapsed_ms(&self, start: &PyCudaEvent) -> PyResult<f32> {
         self.inner.elapsed_ms(&start.inner).pyerr()
     }

@@ -67,6 +67,8 @@ macro_rules! store_class {
                 let value = bytes_like(value)?;
                 py.detach(|| self.store.set(key, &value)).pyerr()
             }
+            /// The value of `key`, waiting up to `timeout` seconds for it to be set
+            /// (Ctrl-C interrupts the wait).
             #[pyo3(signature = (key, timeout = None), text_signature = "(self, key, timeout=30.0)")]
             fn get<'py>(
                 &self,
@@ -84,6 +86,7 @@ macro_rules! store_class {
                     .pyerr()?;
                 Ok(PyBytes::new(py, &v))
             }
+            /// The value of `key`, or None when it is not set (does not wait).
             fn try_get<'py>(
                 &self,
                 py: Python<'py>,
@@ -187,10 +190,12 @@ store_class!(PyTcpStore {
         .pyerr()
         .map(PyTcpStore::wrap)
     }
+    /// The address the store is hosted on.
     #[getter]
     fn address(&self) -> String {
         self.tcp.address().to_string()
     }
+    /// Whether this process hosts the store.
     #[getter]
     fn is_host(&self) -> bool {
         self.tcp.is_host()

@@ -11,7 +11,19 @@ use crate::client::{wrap_device, PyClient, PyDevice};
 use crate::convert::{dtype_obj, int_arg, sequence_items, shape_tuple, spec_string};
 use crate::errors::{invalid, unsupported, PyErrExt};
 
-/// A compiled, loaded program.
+/// A compiled, loaded program (`Client.compile`, `Client.load`).
+///
+/// `exe(*args, device=None, donate=None, ffi_user_data=None, wait=False)` runs it on one
+/// device (`device`: by default the executable's first device; any device for a
+/// portable program) and returns at once with not-yet-ready output Buffers.
+///
+/// Arguments that are not Buffers are put on the device first. `donate` lists
+/// argument positions whose Buffers the program may reuse (they become deleted).
+/// `ffi_user_data` is handed to custom-call handlers as `call.user_data` (the call
+/// then waits until the outputs are ready). `wait=True` returns once every output
+/// is ready (or raises its computation's error), polling without the GIL in the same
+/// release as the execution: `exe(x, wait=True)` is one release where
+/// `exe(x)[0].block_until_ready()` is two.
 #[pyclass(frozen, weakref, name = "Executable", module = "rpjrt")]
 pub struct PyExecutable {
     inner: crate::notify::Held<rpjrt::Executable>,
@@ -344,6 +356,7 @@ pub(crate) fn donate_list(donate: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usi
 
 #[pymethods]
 impl PyExecutable {
+    /// The program's name, as the plugin reports it.
     #[getter]
     fn name(&self) -> String {
         self.inner.name().to_string()
@@ -360,22 +373,27 @@ impl PyExecutable {
     fn is_deleted(&self) -> bool {
         self.inner.is_deleted()
     }
+    /// The client it was compiled or loaded on.
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<PyClient> {
         self.client.clone_ref(py)
     }
+    /// The number of outputs of one call.
     #[getter]
     fn num_outputs(&self) -> usize {
         self.inner.num_outputs()
     }
+    /// The number of replicas it was compiled for.
     #[getter]
     fn num_replicas(&self) -> usize {
         self.inner.num_replicas()
     }
+    /// The number of partitions it was compiled for.
     #[getter]
     fn num_partitions(&self) -> usize {
         self.inner.num_partitions()
     }
+    /// The DType of each parameter.
     #[getter]
     fn input_dtypes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
@@ -385,6 +403,7 @@ impl PyExecutable {
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
+    /// The shape of each parameter.
     #[getter]
     fn input_shapes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
@@ -394,6 +413,7 @@ impl PyExecutable {
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
+    /// The DType of each output.
     #[getter]
     fn output_dtypes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
@@ -404,6 +424,7 @@ impl PyExecutable {
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
+    /// The shape of each output.
     #[getter]
     fn output_shapes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
@@ -414,6 +435,7 @@ impl PyExecutable {
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
+    /// A fingerprint of the compiled code, or None where the plugin offers none.
     #[getter]
     fn fingerprint(&self) -> Option<String> {
         self.inner.fingerprint().ok().filter(|f| !f.is_empty())
@@ -466,6 +488,7 @@ impl PyExecutable {
         Ok(outs)
     }
 
+    /// Run on every addressable device: `args[i]` is device i's argument list.
     #[pyo3(signature = (args, *, donate = None))]
     fn execute_sharded<'py>(
         &self,

@@ -69,8 +69,10 @@ fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Str
         .map_err(errors::to_py)
 }
 
-/// Sets how long, in seconds, a blocking wait polls for completion before it sleeps
-/// (`rpjrt::set_wait_spin`).
+/// Set how long a blocking wait (``block_until_ready``, reading a buffer still being
+/// computed) polls for completion before it sleeps; 0 sleeps at once. Process-wide;
+/// default 100 µs (or ``RPJRT_WAIT_SPIN_US`` at the first client's creation). Polling
+/// trades CPU for latency: waking a sleeping thread costs tens of microseconds.
 #[pyfunction]
 fn set_wait_spin(seconds: f64) -> PyResult<()> {
     let max = rpjrt::MAX_WAIT_SPIN.as_secs_f64();

@@ -27,8 +27,11 @@ fn wait_outputs(py: Python<'_>, outs: &rpjrt::CallOutputs) -> PyResult<()> {
     }
 }
 
-/// An executable with its arguments bound (`Executable.prepare`). Calling it runs the
-/// executable once on every device and returns a `CallOutputs`.
+/// An executable with its arguments bound (Executable.prepare).
+///
+/// `call(*, wait=True)` runs it once and returns its `CallOutputs`; with wait=True it
+/// returns once every device has finished (one wait for all of them, interruptible by
+/// Ctrl-C) and raises the execution's error; with wait=False it returns at once.
 #[pyclass(frozen, name = "PreparedCall", module = "rpjrt")]
 pub struct PyPreparedCall {
     inner: crate::notify::Held<rpjrt::PreparedCall>,

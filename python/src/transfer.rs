@@ -184,7 +184,8 @@ impl PyAliasFulfiller {
 
 #[pymethods]
 impl PyAliasFulfiller {
-    /// Completes the alias with `buffer`'s contents (same client, dtype, shape and device).
+    /// Give the alias ``buffer``'s contents (same client, dtype, shape and device).
+    /// A buffer that does not match is refused and the alias stays pending.
     fn fulfill(&self, py: Python<'_>, buffer: &Bound<'_, PyBuffer>) -> PyResult<()> {
         buffer.get().check_not_deleted()?;
         let b = buffer.get();
