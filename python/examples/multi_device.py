@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     with rpjrt.Client(argv[1] if len(argv) > 1 else None) as client:
         d0, d1 = client.devices()[:2]
         exe = client.compile(ALLREDUCE, num_replicas=2, device_assignment=[[d0], [d1]])
-        print("runs on:", exe.devices())
+        print("runs on:", exe.addressable_devices())
         x0 = client.put(array.array("f", [1, 2, 3, 4]), d0)
         x1 = client.put(array.array("f", [10, 20, 30, 40]), d1)
         outs = exe.execute_sharded([[x0], [x1]])

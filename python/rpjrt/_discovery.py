@@ -237,6 +237,15 @@ def candidates(spec: object = None) -> list[PluginInfo]:
         )
     from . import _rpjrt
 
+    if spec is None and os.environ.get("PYPJRT_PLUGIN") and not os.environ.get("RPJRT_PLUGIN"):
+        # pypjrt's variable: a migrating user would otherwise get another plugin unawares.
+        import warnings
+
+        warnings.warn(
+            "PYPJRT_PLUGIN is set but rpjrt does not read it: set RPJRT_PLUGIN (or pass the "
+            "plugin to Client) to choose the plugin; choosing from every plugin found",
+            stacklevel=3,
+        )
     return [_info(t) for t in _rpjrt._candidates(spec, _search_path())]
 
 

@@ -279,3 +279,12 @@ def error_class(code: str | int, kind: str | None = None) -> type[Error]:
                 return cls
         return UnknownError
     return _BY_CODE.get(code.upper(), UnknownError)
+
+
+# Tracebacks and reprs name the classes where users import them (``rpjrt.X``); pickling
+# finds them there too.
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type):
+        _obj.__module__ = "rpjrt"
+del _name, _obj

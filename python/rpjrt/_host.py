@@ -113,7 +113,14 @@ def _convert_numpy(
             f"numpy dtype {arr.dtype} holds no numbers rpjrt converts to {want.name}; known"
             " dtypes: " + ", ".join(x.name for x in ALL)
         )
-    if cast or np.can_cast(arr.dtype, want.numpy, casting="safe"):
+    # numpy's own "safe" casts keep every value; ml_dtypes registers casts into its narrow
+    # floats as safe that overflow (int8 100 into float8_e3m4) or have no zero (e8m0fnu),
+    # so those go through the core's check.
+    if cast or (
+        np.can_cast(arr.dtype, want.numpy, casting="safe")
+        and arr.dtype.type.__module__ == "numpy"
+        and np.dtype(want.numpy).type.__module__ == "numpy"
+    ):
         with np.errstate(all="ignore"):
             return _from_numpy(arr.astype(want.numpy), want)
     from . import _rpjrt
@@ -227,6 +234,21 @@ def as_host(
         " neither the buffer protocol, __array__ nor __dlpack__, and it is not a number or a"
         " nested list of numbers"
     )
+
+
+def shares_memory(obj: object, data: object) -> bool:
+    """Whether ``data`` (what :func:`as_host` made of ``obj``) may lie in ``obj``'s own
+    memory, rather than in a new array: a view, not a conversion."""
+    if data is obj:
+        return True
+    if isinstance(obj, (bool, int, float, complex, list, tuple)):
+        return False
+    try:
+        import numpy as np
+
+        return bool(np.may_share_memory(numpy_of(obj), np.asarray(data)))
+    except Exception:
+        return False
 
 
 def numpy_of(obj: object) -> Any:

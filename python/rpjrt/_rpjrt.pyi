@@ -856,8 +856,10 @@ class FfiBuffer:
     runtime's memory: the first view of a buffer makes a copy (an argument's bytes, or a zeroed
     result), and what is written into a result's views is copied into the result when the
     handler returns, as ``jax.pure_callback`` copies. A view kept past the call stays readable
-    but is detached from the computation; a new view after the call raises. ``data`` is the
-    runtime's address, meaningful during the call only.
+    but is detached from the computation; a new view after the call raises. ``data`` is an
+    address for native code (ctypes, a C kernel): on the host, of the copy the views share,
+    so what is written through it reaches a result as a view's writes do; on an accelerator,
+    the runtime's device memory. It is meaningful during the call only.
     """
     @property
     def shape(self) -> tuple[int, ...]: ...

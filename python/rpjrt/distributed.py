@@ -178,6 +178,15 @@ class LaunchEnv:
     #: ``"explicit"``, ``"rpjrt"``, ``"torchrun"``, ``"openmpi"``, ``"pmi"`` or ``"slurm"``.
     source: str
 
+    def __repr__(self) -> str:
+        # The token is a secret: a repr lands in logs and tracebacks, so it says only
+        # whether there is one.
+        token = "None" if self.token is None else "<set>"
+        return (
+            f"LaunchEnv(process_id={self.process_id}, num_processes={self.num_processes}, "
+            f"coordinator={self.coordinator!r}, token={token}, source={self.source!r})"
+        )
+
 
 def detect() -> LaunchEnv:
     """Read the launcher's variables: rpjrt launch (``RPJRT_PROCESS_ID``...), torchrun

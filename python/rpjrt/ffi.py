@@ -190,6 +190,11 @@ def handler(
     (``instantiate`` as for :func:`register`)."""
 
     def wrap(fn: F) -> F:
+        if not callable(fn):
+            raise TypeError(
+                f"@ffi.handler decorates a Python callable, not {type(fn).__name__}; register "
+                "native handler code with ffi.register(client, name, capsule_or_address)"
+            )
         register(client_or_plugin, name, fn, platform, replace=replace, instantiate=instantiate)
         return fn
 

@@ -104,7 +104,7 @@ pub fn emit_cache_warnings(py: Python<'_>, cache: &rpjrt::Cache) -> PyResult<()>
     Ok(())
 }
 
-/// A persistent compile-cache directory.
+/// A persistent compile-cache directory (atomic writes, shared by processes, LRU bound).
 #[pyclass(frozen, weakref, name = "Cache", module = "rpjrt")]
 pub struct PyCache {
     pub inner: rpjrt::Cache,
@@ -160,16 +160,21 @@ impl PyCache {
             .map(|inner| PyCache { inner }))
     }
 
+    /// The cache's directory.
     #[getter]
     fn dir(&self) -> std::ffi::OsString {
         self.inner.dir().as_os_str().to_owned()
     }
 
+    /// The bound on the directory's size in bytes, or None for no bound.
     #[getter]
     fn max_bytes(&self) -> Option<u64> {
         self.inner.max_bytes()
     }
 
+    /// hits, misses, corrupt, writes, evictions, bytes_read, bytes_written, time_saved,
+    /// compile_time, hit_time and hit_plugin_time (seconds; the plugin's deserialization
+    /// within the hits), counted by this object.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.stats();
         let d = PyDict::new(py);
@@ -187,10 +192,12 @@ impl PyCache {
         Ok(d)
     }
 
+    /// Sets every counter of stats() back to zero.
     fn reset_stats(&self) {
         self.inner.reset_stats()
     }
 
+    /// Every entry, most recently used first, described from its header alone.
     fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let entries = py.detach(|| self.inner.entries()).pyerr()?;
         let items = entries
@@ -200,23 +207,29 @@ impl PyCache {
         PyList::new(py, items)
     }
 
+    /// The entry with `key` (or a unique key prefix), read whole and verified.
     fn info<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyDict>> {
         let e = py.detach(|| self.inner.info(key)).pyerr()?;
         entry_dict(py, &e)
     }
 
+    /// Removes every entry (and stray temporary files); returns how many entries went.
     fn clear(&self, py: Python<'_>) -> PyResult<usize> {
         py.detach(|| self.inner.clear()).pyerr()
     }
 
+    /// Removes least recently used entries until the directory fits max_bytes;
+    /// returns how many were removed (none without a bound).
     fn evict(&self, py: Python<'_>) -> PyResult<usize> {
         py.detach(|| self.inner.evict()).pyerr()
     }
 
+    /// Total bytes of the entries in the directory.
     fn total_bytes(&self, py: Python<'_>) -> PyResult<u64> {
         py.detach(|| self.inner.total_bytes()).pyerr()
     }
 
+    /// Warnings not yet taken (each problem is reported once per cache object).
     fn take_warnings(&self) -> Vec<String> {
         self.inner.take_warnings()
     }
@@ -232,7 +245,7 @@ impl PyCache {
     }
 }
 
-/// A plugin's description of a set of devices.
+/// A plugin's description of a set of devices (for compiling without them).
 #[pyclass(frozen, weakref, name = "Topology", module = "rpjrt")]
 pub struct PyTopology {
     inner: rpjrt::Topology,
@@ -240,24 +253,30 @@ pub struct PyTopology {
 
 #[pymethods]
 impl PyTopology {
+    /// The platform name of the topology, e.g. "cpu".
     #[getter]
     fn platform_name(&self) -> String {
         self.inner.platform_name().to_string()
     }
+    /// The platform version of the topology.
     #[getter]
     fn platform_version(&self) -> String {
         self.inner.platform_version().to_string()
     }
+    /// `(id, kind)` of each device it describes.
     fn devices(&self) -> Vec<(i32, String)> {
         self.inner.devices().to_vec()
     }
+    /// The plugin's fingerprint of the topology, or None where it gives none.
     fn fingerprint(&self) -> Option<u64> {
         self.inner.fingerprint()
     }
+    /// The plugin's serialized form of the topology.
     fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let b = py.detach(|| self.inner.serialize()).pyerr()?;
         Ok(PyBytes::new(py, &b))
     }
+    /// Compile without devices; returns an artifact for Client.load.
     #[pyo3(signature = (program, *, format = None))]
     fn compile<'py>(
         &self,
@@ -273,7 +292,8 @@ impl PyTopology {
     }
 }
 
-/// XLA's `OpSharding` of a parameter or output (rpjrt::OpSharding).
+/// XLA's OpSharding of a parameter or output; str() is XLA's short form
+/// (`"{replicated}"`, `"{maximal device=0}"`, `"{devices=[2,1]<=[2]}"`).
 #[pyclass(frozen, eq, hash, name = "OpSharding", module = "rpjrt")]
 #[derive(PartialEq, Hash)]
 pub struct PyOpSharding {
@@ -282,7 +302,7 @@ pub struct PyOpSharding {
 
 #[pymethods]
 impl PyOpSharding {
-    /// Decodes a serialized OpSharding proto.
+    /// Decodes a serialized OpSharding proto (InvalidArgumentError when it is not one).
     #[staticmethod]
     fn from_bytes(data: &Bound<'_, PyAny>) -> PyResult<PyOpSharding> {
         let b = data_bytes(data)?;
@@ -290,35 +310,44 @@ impl PyOpSharding {
             inner: rpjrt::OpSharding::decode(&b).pyerr()?,
         })
     }
+    /// The sharding's kind: "replicated", "maximal", "tuple", "other", "manual",
+    /// "unknown" or "unreduced".
     #[getter]
     #[pyo3(name = "type")]
     fn type_name(&self) -> &'static str {
         self.inner.kind.name()
     }
+    /// The shape of the tile assignment.
     #[getter]
     fn tile_assignment_dimensions(&self) -> Vec<i64> {
         self.inner.tile_assignment_dimensions.clone()
     }
+    /// Devices listed explicitly (empty for an iota assignment; see devices()).
     #[getter]
     fn tile_assignment_devices(&self) -> Vec<i64> {
         self.inner.tile_assignment_devices.clone()
     }
+    /// The reshape dimensions of an iota tile assignment (empty otherwise).
     #[getter]
     fn iota_reshape_dims(&self) -> Vec<i64> {
         self.inner.iota_reshape_dims.clone()
     }
+    /// The transpose permutation of an iota tile assignment (empty otherwise).
     #[getter]
     fn iota_transpose_perm(&self) -> Vec<i64> {
         self.inner.iota_transpose_perm.clone()
     }
+    /// Whether the last tile dimension is replicated.
     #[getter]
     fn replicate_on_last_tile_dim(&self) -> bool {
         self.inner.replicate_on_last_tile_dim
     }
+    /// The kinds of the trailing tile dimensions (e.g. "replicated", "manual").
     #[getter]
     fn last_tile_dims(&self) -> Vec<&'static str> {
         self.inner.last_tile_dims.iter().map(|t| t.name()).collect()
     }
+    /// The sharding of each element of a tuple sharding.
     #[getter]
     fn tuple_shardings(&self) -> Vec<PyOpSharding> {
         self.inner
@@ -327,16 +356,19 @@ impl PyOpSharding {
             .map(|t| PyOpSharding { inner: t.clone() })
             .collect()
     }
+    /// ("shard_as" or "shard_like", group id) of a shard group, or None.
     #[getter]
     fn shard_group(&self) -> Option<(&'static str, i64)> {
         self.inner
             .shard_group
             .map(|g| (if g.like { "shard_like" } else { "shard_as" }, g.id))
     }
+    /// Whether every device holds the whole value.
     #[getter]
     fn is_replicated(&self) -> bool {
         self.inner.is_replicated()
     }
+    /// The tile assignment's device ids in row-major order, an iota expanded.
     fn devices(&self) -> Vec<i64> {
         self.inner.devices()
     }
@@ -353,11 +385,36 @@ fn program_from_py(program: &Bound<'_, PyAny>, format: Option<&str>) -> PyResult
         return rpjrt::Program::read(path, format).pyerr();
     }
     let code = if let Ok(s) = program.cast::<PyString>() {
-        s.to_str()?.as_bytes().to_vec()
+        program_text(s)?
     } else {
         data_bytes(program)?
     };
     program_from_code(code, format)
+}
+
+/// The bytes of program text given as a `str`, refusing one that is a file's name: a
+/// program's text always has a `{`, and a `str` is never read as a path.
+pub(crate) fn program_text(s: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
+    let text = s.to_str()?;
+    let one_word = !text.contains('{') && !text.trim().contains(char::is_whitespace);
+    let suffix = [
+        ".mlir",
+        ".mlirbc",
+        ".stablehlo",
+        ".hlo",
+        ".pb",
+        ".hlopb",
+        ".txt",
+    ]
+    .iter()
+    .any(|x| text.trim().ends_with(x));
+    if one_word && !text.trim().is_empty() && (suffix || std::path::Path::new(text).is_file()) {
+        return Err(invalid(format!(
+            "{text:?} is a file name, but a str is taken as the program's text: pass \
+             pathlib.Path({text:?}) to compile the file"
+        )));
+    }
+    Ok(text.as_bytes().to_vec())
 }
 
 /// `obj` as a path when it is an `os.PathLike` (str is program text, never a path).
@@ -400,15 +457,18 @@ impl PyExecutable {
         Ok(PyBytes::new(py, &b))
     }
 
+    /// (format, bytes) of the optimized program the plugin compiled.
     fn optimized_program<'py>(&self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyBytes>)> {
         let (format, code) = self.rexe().optimized_program().pyerr()?;
         Ok((format, PyBytes::new(py, &code)))
     }
 
+    /// Optimized HLO text; UnsupportedError where the plugin gives only a binary form.
     fn optimized_hlo_text(&self) -> PyResult<String> {
         self.rexe().optimized_hlo_text().pyerr()
     }
 
+    /// The plugin's cost analysis of the program (`flops`, `bytes accessed`, ...).
     fn cost_analysis<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         for (k, v) in self.rexe().cost_analysis().pyerr()? {
@@ -417,6 +477,7 @@ impl PyExecutable {
         Ok(d)
     }
 
+    /// The compiled program's memory statistics, with the fields the plugin's version has.
     fn compiled_memory_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.rexe().compiled_memory_stats().pyerr()?;
         let d = PyDict::new(py);
@@ -426,28 +487,34 @@ impl PyExecutable {
         Ok(d)
     }
 
+    /// The memory kind of each output (`device`, `pinned_host`, ...).
     fn output_memory_kinds(&self) -> PyResult<Vec<String>> {
         self.rexe().output_memory_kinds().pyerr()
     }
 
+    /// The sharding of each parameter (Shardings extension); UnsupportedError without it.
     fn parameter_shardings(&self) -> PyResult<Vec<PyOpSharding>> {
         let s = self.rexe().parameter_shardings().pyerr()?;
         Ok(s.into_iter().map(|inner| PyOpSharding { inner }).collect())
     }
 
+    /// The sharding of each output (Shardings extension); UnsupportedError without it.
     fn output_shardings(&self) -> PyResult<Vec<PyOpSharding>> {
         let s = self.rexe().output_shardings().pyerr()?;
         Ok(s.into_iter().map(|inner| PyOpSharding { inner }).collect())
     }
 
+    /// minor_to_major of each parameter's layout (Layouts extension).
     fn parameter_layouts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         layouts_py(py, self.rexe().parameter_layouts().pyerr()?)
     }
 
+    /// minor_to_major of each output's layout (Layouts extension).
     fn output_layouts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         layouts_py(py, self.rexe().output_layouts().pyerr()?)
     }
 
+    /// The serialized CompileOptionsProto it was built with.
     fn compile_options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let b = self.rexe().compile_options_bytes().pyerr()?;
         Ok(PyBytes::new(py, &b))
@@ -472,9 +539,15 @@ fn layouts_py<'py>(
 
 #[pymethods]
 impl PyClient {
-    /// Loads an artifact from `Executable.serialize` (checked first), or with `bare=True` a
-    /// plugin's own serialized executable (no checks: a bare blob does not name its
-    /// producer, so one from another plugin or version may compute wrong values silently).
+    /// Load an artifact written by Executable.serialize(), checked completely (magic,
+    /// length, checksum, target) before the plugin sees it; a mismatch names both sides.
+    /// bare=True loads a plugin's own serialized executable with no checks: a bare blob
+    /// does not name the plugin or version that wrote it, so one from another plugin may
+    /// load and compute wrong values without an error (use it only for bytes this same
+    /// plugin serialized with serialize_bare()). device_ordinal overrides are checked as
+    /// compile options are (-1 or a device of this client). overrides
+    /// (num_replicas, num_partitions, portable, use_spmd_partitioning, device_ordinal)
+    /// replace the artifact's compile options where the plugin allows it (PJRT 0.71+).
     #[pyo3(signature = (data, *, bare = false, overrides = None))]
     fn load(
         slf: &Bound<'_, Self>,
@@ -506,7 +579,7 @@ impl PyClient {
         PyExecutable::wrap(py, exe, slf.clone().unbind())
     }
 
-    /// The compile cache `compile` uses, or None.
+    /// The compile cache compile() uses (settable: a Cache, a directory, or None).
     #[getter]
     fn cache(&self) -> Option<PyCache> {
         self.inner.cache().map(|inner| PyCache { inner })

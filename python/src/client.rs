@@ -16,7 +16,13 @@ fn discovery(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     py.import("rpjrt._discovery")
 }
 
-/// A loaded PJRT plugin library.
+/// A loaded PJRT plugin library. Loading the same file twice returns the same plugin.
+///
+/// `Plugin(spec=None, *, timeout=None)` loads the plugin that `spec` names (a platform,
+/// a plugin or wheel name, a path to the library, or a discovered `PluginInfo`). The load
+/// runs on a thread of its own: Ctrl-C interrupts the wait, and after `timeout` seconds
+/// (default: RPJRT_PLUGIN_TIMEOUT, else none) it raises DeadlineExceededError; a load
+/// given up on goes on in the background.
 #[pyclass(frozen, weakref, name = "Plugin", module = "rpjrt")]
 pub struct PyPlugin {
     pub inner: rpjrt::Plugin,
@@ -62,27 +68,32 @@ impl PyPlugin {
         self.inner.path().as_os_str().to_owned()
     }
 
+    /// What discovery knew about it (source, wheel version...).
     #[getter]
     fn info(&self, py: Python<'_>) -> Py<PyAny> {
         self.info.clone_ref(py)
     }
 
+    /// The plugin's name, as discovery found it.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
         self.info.bind(py).getattr("name")?.extract()
     }
 
+    /// The PJRT C API version the plugin implements, (major, minor).
     #[getter]
     fn api_version(&self) -> (i32, i32) {
         let v = self.inner.version();
         (v.major, v.minor)
     }
 
+    /// Number of function slots in the plugin's PJRT API table.
     #[getter]
     fn table_slots(&self) -> usize {
         self.inner.table_slots()
     }
 
+    /// Names of the PJRT extensions the plugin offers (e.g. "FFI", "Layouts").
     #[getter]
     fn extensions(&self) -> Vec<String> {
         self.inner
@@ -93,11 +104,15 @@ impl PyPlugin {
             .collect()
     }
 
+    /// The plugin's attributes (xla_version, stablehlo_current_version, ...).
     #[getter]
     fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         attributes_to_py(py, self.inner.attributes())
     }
 
+    /// The newest StableHLO version the plugin reads (its stablehlo_current_version).
+    ///
+    /// Serialize portable artifacts for at most this version.
     #[getter]
     fn stablehlo_version(&self) -> Option<(i64, i64, i64)> {
         match self.inner.stablehlo_current_version()?.as_slice() {
@@ -132,7 +147,17 @@ impl PyPlugin {
     }
 }
 
-/// A PJRT client.
+/// A PJRT client: devices, compilation, buffers. A context manager; close() is idempotent.
+///
+/// `Client(plugin=None, *, options=None, cache_dir=None, kv=None, process_id=None,
+/// num_processes=None, timeout=None)` creates a client of `plugin` (anything `Plugin`
+/// accepts, or a loaded Plugin) with the create `options`. cache_dir turns the persistent
+/// compile cache on for this client (also on when RPJRT_CACHE_DIR is set). kv, process_id
+/// and num_processes together make one process of a multi-process client: the plugin
+/// rendezvouses through kv's set/get/try_get. Loading the plugin and creating the client
+/// run on a thread of their own: Ctrl-C interrupts the wait, and after `timeout` seconds
+/// (default: RPJRT_PLUGIN_TIMEOUT, else none) it raises DeadlineExceededError; a call
+/// given up on goes on in the background.
 #[pyclass(frozen, weakref, name = "Client", module = "rpjrt")]
 pub struct PyClient {
     pub inner: crate::notify::Held<rpjrt::Client>,
@@ -454,26 +479,31 @@ impl PyClient {
         })
     }
 
+    /// The Plugin this client was created from.
     #[getter]
     fn plugin(&self, py: Python<'_>) -> Py<PyPlugin> {
         self.plugin.clone_ref(py)
     }
 
+    /// The platform name the plugin reports, e.g. "cpu", "cuda".
     #[getter]
     fn platform(&self) -> String {
         self.platform.clone()
     }
 
+    /// The platform version the plugin reports.
     #[getter]
     fn platform_version(&self) -> PyResult<String> {
         self.inner.platform_version().pyerr()
     }
 
+    /// This process's index among the processes of the client.
     #[getter]
     fn process_index(&self) -> PyResult<i32> {
         self.inner.process_index().pyerr()
     }
 
+    /// Whether close() has been called.
     #[getter]
     fn closed(&self) -> bool {
         self.inner.is_closed()
@@ -497,6 +527,7 @@ impl PyClient {
         Self::devices(slf)
     }
 
+    /// The device with global id `id`.
     fn device(slf: &Bound<'_, Self>, id: &Bound<'_, PyAny>) -> PyResult<Py<PyDevice>> {
         let id = int_arg(id, "a device id")?;
         let id = i32::try_from(id).map_err(|_| {
@@ -508,6 +539,7 @@ impl PyClient {
         wrap_device(slf.py(), &slf.clone().unbind(), d)
     }
 
+    /// The memories this process can use.
     fn memories<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
         let me = slf.clone().unbind();
@@ -519,6 +551,11 @@ impl PyClient {
         PyList::new(py, items)
     }
 
+    /// Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
+    ///
+    /// device_assignment is indexed `[replica][partition]`; device picks the one device of
+    /// a single-device program (default: the first addressable one); portable=True makes a
+    /// single-device program that runs on any device (`exe(..., device=d)`).
     #[pyo3(signature = (program, *, format = None, num_replicas = 1, num_partitions = 1,
         use_spmd_partitioning = None, use_shardy_partitioner = None, device_assignment = None,
         device = None, portable = false, env_option_overrides = None, cache = None))]
@@ -543,7 +580,7 @@ impl PyClient {
         let code: Vec<u8> = if path.is_some() {
             Vec::new()
         } else if let Ok(s) = program.cast::<PyString>() {
-            s.to_str()?.as_bytes().to_vec()
+            crate::aot::program_text(s)?
         } else if let Ok(b) = program.cast::<PyBytes>() {
             b.as_bytes().to_vec()
         } else if let Some(view) = crate::pybuf::HostView::get(program) {
@@ -646,6 +683,27 @@ impl PyClient {
         PyExecutable::wrap(py, exe.pyerr()?, slf.clone().unbind())
     }
 
+    /// Put host data on a device.
+    ///
+    /// obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
+    /// arrays, including non-contiguous ones), a `__dlpack__` producer, a Python number or a
+    /// nested list of numbers of one kind, or a Buffer (copied to `device`).
+    /// dtype: the element type; with raw bytes (format "B", "b" or "c", or numpy's raw
+    /// "|V" items of the same width) it reinterprets them; numpy arrays and scalars,
+    /// `__dlpack__` producers, Python numbers and lists are converted, and every value must
+    /// fit exactly (out-of-range values, float -> int, complex -> real and float overflow
+    /// raise InvalidArgumentError); with other buffer-protocol objects it must match the
+    /// data (big-endian data is converted, other formats refused).
+    /// cast: convert as numpy's astype does (wrapping, truncating, saturating) instead of
+    /// refusing values the dtype cannot hold.
+    /// copy: True copies during the call; False shares the host memory (raises if the
+    /// plugin cannot use it in place; the data must then stay unchanged while the Buffer
+    /// lives); None shares when possible. Host allocations that cannot be made raise
+    /// ResourceExhaustedError (a MemoryError).
+    /// layout: a device layout to ask the plugin for, as minor_to_major dimension numbers
+    /// (``(0, 1)``: column-major 2-d) or an untiled ``rpjrt.transfer.DeviceLayout``; the
+    /// data is copied (copy=False is refused). Host reads stay row-major; programs refuse
+    /// such a buffer as an argument (plugins disagree on it), so copy it first.
     #[pyo3(signature = (obj, device = None, *, memory = None, dtype = None, copy = Some(true), cast = false, layout = None))]
     #[pyo3(
         text_signature = "(self, obj, device=None, *, memory=None, dtype=None, copy=True, cast=False, layout=None)"
@@ -677,8 +735,11 @@ impl PyClient {
         )
     }
 
-    /// A buffer of `dtype[shape]` whose contents come later, and its fulfiller:
-    /// `fulfiller.fulfill(other_buffer)` or `fulfiller.fail(code, message)`.
+    /// A buffer of ``dtype[shape]`` whose contents come later, and its fulfiller
+    /// (PJRT_Client_CreateAliasBuffer): ``fulfiller.fulfill(other)`` gives it the contents
+    /// of a buffer of the same dtype, shape and device; ``fulfiller.fail(code, message)``
+    /// an error. Waiting on the alias blocks until then. Raises UnsupportedError naming
+    /// the entry on plugins without it.
     #[pyo3(signature = (dtype, shape, device = None, *, memory = None))]
     fn create_alias_buffer(
         slf: &Bound<'_, Self>,
@@ -690,6 +751,7 @@ impl PyClient {
         crate::transfer::create_alias_buffer(slf.py(), slf, dtype, shape, device, memory)
     }
 
+    /// Adopt a `__dlpack__` producer's memory (zero-copy when possible).
     #[pyo3(signature = (obj, device = None, *, copy = None))]
     fn from_dlpack(
         slf: &Bound<'_, Self>,
@@ -702,6 +764,7 @@ impl PyClient {
         crate::dlpack::import(slf, obj, &dev, copy)
     }
 
+    /// Destroy the client. Later use of it or its objects raises ClientClosedError.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let kept = self.take_deferred();
         py.detach(move || drop(kept));
@@ -763,14 +826,17 @@ macro_rules! view_class {
     ($class:ident, $salt:literal { $($own:tt)* }) => {
         #[pymethods]
         impl $class {
+            /// The id the plugin gives it (for a device: its global id).
             #[getter]
             fn id(&self) -> i32 {
                 self.inner.id()
             }
+            /// Its kind as the plugin names it (e.g. "cpu", "device", "pinned_host").
             #[getter]
             fn kind(&self) -> String {
                 self.inner.kind().to_string()
             }
+            /// The client it belongs to.
             #[getter]
             fn client(&self, py: Python<'_>) -> Py<PyClient> {
                 self.client.clone_ref(py)
@@ -792,27 +858,33 @@ macro_rules! view_class {
 }
 
 view_class!(PyDevice, 31 {
+    /// The platform name of the device's client, e.g. "cpu", "cuda".
     #[getter]
     fn platform(&self) -> String {
         self.client.get().platform.clone()
     }
+    /// The index of the process that can address the device.
     #[getter]
     fn process_index(&self) -> i32 {
         self.inner.process_index()
     }
+    /// The device's local hardware id, or None where the plugin reports none.
     #[getter]
     fn local_hardware_id(&self) -> Option<i32> {
         let id = self.inner.local_hardware_id();
         (id >= 0).then_some(id)
     }
+    /// Whether this process can use the device.
     #[getter]
     fn is_addressable(&self) -> bool {
         self.inner.is_addressable()
     }
+    /// The device's attributes, as the plugin describes them.
     #[getter]
     fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         attributes_to_py(py, self.inner.attributes())
     }
+    /// The memories this device can address.
     fn memories<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let items = self
             .inner
@@ -823,11 +895,15 @@ view_class!(PyDevice, 31 {
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
+    /// The memory buffers go to when no memory is named.
     fn default_memory(&self, py: Python<'_>) -> PyResult<Py<PyMemory>> {
         wrap_memory(py, &self.client, self.inner.default_memory().pyerr()?)
     }
-    /// The allocator's figures (`rpjrt::Device::memory_stats`); a plugin that reports none
-    /// (`UNIMPLEMENTED`) raises `UnsupportedError` quoting its answer.
+    /// The allocator's figures: bytes_in_use, peak_bytes_in_use, num_allocs,
+    /// largest_alloc_size, bytes_limit, largest_free_block_bytes (None: not reported).
+    ///
+    /// Raises UnsupportedError, quoting the plugin's answer, where the plugin reports
+    /// none (both CPU plugins).
     fn memory_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = &self.inner;
         let s = match py.detach(|| d.memory_stats()) {
@@ -842,6 +918,7 @@ view_class!(PyDevice, 31 {
         };
         crate::errors::memory_stats_dict(py, &s)
     }
+    /// The memory of this device with the given kind, e.g. "pinned_host".
     fn memory(&self, py: Python<'_>, kind: &str) -> PyResult<Py<PyMemory>> {
         wrap_memory(py, &self.client, self.inner.memory_by_kind(kind).pyerr()?)
     }
@@ -866,25 +943,29 @@ pub struct PyMemory {
 }
 
 view_class!(PyMemory, 37 {
+    /// The platform-specific number of the memory's kind.
     #[getter]
     fn kind_id(&self) -> i32 {
         self.inner.kind_id()
     }
+    /// The devices that can address this memory.
     fn devices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let devs = self.inner.addressable_by_devices().pyerr()?;
         device_list(py, &self.client, devs)
     }
     fn __repr__(&self) -> String {
-        let ids: Vec<String> = self
-            .inner
-            .addressable_by_devices()
-            .map(|d| d.iter().map(|d| d.id().to_string()).collect())
-            .unwrap_or_default();
+        let devices = match self.inner.addressable_by_devices() {
+            Ok(d) => {
+                let ids: Vec<String> = d.iter().map(|d| d.id().to_string()).collect();
+                format!("devices=[{}]", ids.join(", "))
+            }
+            // Not "devices=[]": the memory is not attached to no device, its client is gone.
+            Err(_) => "closed".to_string(),
+        };
         format!(
-            "rpjrt.Memory(id={}, kind={}, devices=[{}])",
+            "rpjrt.Memory(id={}, kind={}, {devices})",
             self.inner.id(),
             q(self.inner.kind()),
-            ids.join(", ")
         )
     }
     fn __str__(&self) -> String {

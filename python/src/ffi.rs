@@ -18,7 +18,14 @@ use crate::client::{PyClient, PyPlugin};
 use crate::convert::dtype_obj;
 use crate::errors::{invalid, PyErrExt};
 
-/// One buffer argument or result of a custom call, valid only during the handler call.
+/// One buffer argument or result of a custom call; valid only during the handler call.
+///
+/// Views (``memoryview()``, ``to_numpy()``, ``__array__``, ``__dlpack__``) never address the
+/// runtime's memory: the first view of a buffer makes a copy (an argument's bytes, or a zeroed
+/// result), and what is written into a result's views is copied into the result when the
+/// handler returns, as ``jax.pure_callback`` copies. A view kept past the call stays readable
+/// but is detached from the computation; a new view after the call raises. ``data`` is the
+/// runtime's address, meaningful during the call only.
 #[pyclass(frozen, name = "FfiBuffer", module = "rpjrt.ffi")]
 pub struct PyFfiBuffer {
     shape: Vec<i64>,
@@ -112,10 +119,17 @@ impl PyFfiBuffer {
         self.nbytes
     }
 
-    /// Address of the data (device memory on accelerators).
+    /// Address of the data. Device memory on accelerators (the runtime's, valid during the
+    /// call). For host memory, the address of the copy the views share (made on first use),
+    /// so bytes written through it (ctypes, a C kernel) reach a result when the handler
+    /// returns, as a view's do; asking after the call raises.
     #[getter]
-    fn data(&self) -> usize {
-        self.data
+    fn data(&self, py: Python<'_>) -> PyResult<usize> {
+        if !self.host {
+            return Ok(self.data);
+        }
+        let staged = self.stage(py)?.bind(py);
+        Ok(staged.data() as usize)
     }
 
     /// Whether the data is host memory (readable through `memoryview()` / `to_numpy()`).
@@ -259,25 +273,42 @@ fn numpy_cache(py: Python<'_>) -> PyResult<&NumpyCache> {
     })
 }
 
-/// What a Python handler receives.
+/// What a Python custom-call handler receives.
+///
+/// The handler returns ``None`` (after writing ``rets``), or the results: one array-like
+/// for a single result, or a tuple/list with one per result, each of the result's exact
+/// shape and dtype (anything else fails the execution with ``InvalidArgumentError``).
+/// ``KeyboardInterrupt``/``SystemExit`` raised in a handler propagate as themselves from
+/// the call that reports the execution's error. A string attribute that is not UTF-8 fails
+/// the call with an error naming the attribute. At interpreter exit, handlers not yet
+/// started fail (``CancelledError``) without running Python.
 #[pyclass(frozen, name = "FfiCall", module = "rpjrt.ffi")]
 pub struct PyFfiCall {
+    /// The custom call's target name.
     #[pyo3(get)]
     target: String,
+    /// The argument buffers (FfiBuffer), in order.
     #[pyo3(get)]
     args: Py<PyTuple>,
+    /// The result buffers (FfiBuffer), in order.
     #[pyo3(get)]
     rets: Py<PyTuple>,
+    /// The custom call's attributes, by name.
     #[pyo3(get)]
     attrs: Py<PyDict>,
+    /// The platform stream (a `cudaStream_t` on GPUs); 0 on the host.
     #[pyo3(get)]
     stream: usize,
+    /// The `ffi_user_data` the execution was given, or None.
     #[pyo3(get)]
     user_data: Option<Py<PyAny>>,
+    /// The XLA FFI API version of the runtime, (major, minor).
     #[pyo3(get)]
     runtime_version: (i32, i32),
+    /// The stage the handler runs in: "instantiate", "prepare", "initialize" or "execute".
     #[pyo3(get)]
     stage: &'static str,
+    /// The ordinal of the device the call runs on (None where the runtime does not say).
     #[pyo3(get)]
     device_ordinal: Option<i32>,
     /// The instance's state (what the instantiate function returned); None for handlers

@@ -114,6 +114,47 @@ pub fn put_with(
     layout: Option<Vec<i64>>,
 ) -> PyResult<Py<PyBuffer>> {
     let py = client.py();
+    let put = put_any(client, obj, device, memory, dtype, copy, cast, layout);
+    match put {
+        // The core names its mode for both faces; Python users know it as copy=False.
+        Err(e) if copy == Some(false) && e.is_instance_of::<pyo3::exceptions::PyValueError>(py) => {
+            let why = e.value(py).to_string();
+            let why = why.strip_prefix("invalid argument: ").unwrap_or(&why);
+            Err(invalid(why.replace(
+                "no-copy mode (CopyMode::Never, Python's copy=False)",
+                "copy=False",
+            )))
+        }
+        other => other,
+    }
+}
+
+/// The refusal of `copy=False` for a value that had to be converted into a new array
+/// first: the buffer could only share that array's memory, not the caller's.
+fn converted_refusal(obj: &Bound<'_, PyAny>, how: &str) -> PyErr {
+    let what = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "value".into());
+    invalid(format!(
+        "copy=False shares the caller's memory, but this {what} is {how} into a new array \
+         first; leave copy= at its default (None) to allow the copy"
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put_any(
+    client: &Bound<'_, PyClient>,
+    obj: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    memory: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+    cast: bool,
+    layout: Option<Vec<i64>>,
+) -> PyResult<Py<PyBuffer>> {
+    let py = client.py();
     if layout.is_some() && copy == Some(false) {
         return Err(invalid(
             "copy=False cannot be combined with layout=: the data is rearranged into the \
@@ -163,6 +204,9 @@ pub fn put_with(
     //    (numpy scalars at the top level keep numpy's dtype, in the adapter below.) Lists
     //    and Python numbers have neither the buffer protocol nor DLPack, so they go first.
     if !cast && is_plain_python_tree(obj) {
+        if copy == Some(false) {
+            return Err(converted_refusal(obj, "a Python number or list, converted"));
+        }
         let tree = nested_from_py(obj)?;
         let values = rpjrt_npy::scalars::to_host(&tree, want).pyerr()?;
         let array = values.into_host_array();
@@ -239,6 +283,18 @@ pub fn put_with(
     };
     let (data, dt, shape): (Bound<'_, PyAny>, Bound<'_, PyAny>, Option<Vec<i64>>) =
         adapted.extract()?;
+    if copy == Some(false)
+        && !py
+            .import("rpjrt._host")?
+            .getattr("shares_memory")?
+            .call1((obj, &data))?
+            .is_truthy()?
+    {
+        return Err(converted_refusal(
+            obj,
+            "converted (its values, dtype= or cast=)",
+        ));
+    }
     let t = dtype_from_py(&dt)?;
     let view = HostView::get(&data)
         .ok_or_else(|| invalid("the host adapter returned an object without a buffer"))?;

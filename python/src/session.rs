@@ -142,26 +142,31 @@ impl PySession {
         })
     }
 
+    /// The session's client.
     #[getter]
     fn client(&self, py: Python<'_>) -> Py<PyClient> {
         self.client.clone_ref(py)
     }
 
+    /// The device the session's slots live on.
     #[getter]
     fn device(&self, py: Python<'_>) -> Py<PyDevice> {
         self.device.clone_ref(py)
     }
 
+    /// How many host values were uploaded into slots (by binds and by loaders).
     #[getter]
     fn uploads(&self) -> usize {
         self.inner.uploads()
     }
 
+    /// How many times a loader ran.
     #[getter]
     fn loads(&self) -> usize {
         self.inner.loads()
     }
 
+    /// Whether the session has been closed.
     #[getter]
     fn closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
@@ -194,6 +199,9 @@ impl PySession {
         .pyerr()
     }
 
+    /// A SessionProgram running `executable` with its arguments read from the `inputs`
+    /// slots and its outputs written to the `outputs` slots (None: not kept); with
+    /// `donate`, slots that are both read and written are donated.
     #[pyo3(signature = (executable, inputs, outputs, donate = true))]
     fn program(
         slf: &Bound<'_, Self>,
@@ -220,6 +228,7 @@ impl PySession {
         })
     }
 
+    /// Binds slot `name` to `value` (a Buffer, or host data put on the session's device).
     fn bind(&self, py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_open(py)?;
         let v = slot_value(
@@ -259,6 +268,7 @@ impl PySession {
         py.detach(|| s.bind_all(values)).pyerr()
     }
 
+    /// Binds slot `name` to `loader`, a callable run when the slot is first read.
     fn bind_lazy(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_open(py)?;
         if !loader.is_callable() {
@@ -366,15 +376,22 @@ impl PySession {
             })
             .collect::<Vec<_>>()
             .join(", ");
+        // The device as every other repr names it (`cpu:0`), not the plugin's own text.
+        let platform = self.inner.client().platform_name();
         format!(
-            "rpjrt.Session(device={}, slots=[{slots}], uploads={})",
-            self.inner.device(),
+            "rpjrt.Session(device={}:{}, slots=[{slots}], uploads={})",
+            platform.as_deref().unwrap_or("closed"),
+            self.inner.device().id(),
             self.inner.uploads()
         )
     }
 }
 
-/// A program whose arguments and outputs are slots of a session.
+/// A program whose arguments and outputs are slots of a Session.
+///
+/// `program(**values)` binds the keyword arguments to their slots, then runs (without
+/// waiting); it returns the outputs that have a slot, `{slot name: Buffer}`, each shared
+/// with its slot.
 #[pyclass(frozen, weakref, name = "SessionProgram", module = "rpjrt")]
 pub struct PySessionProgram {
     inner: SessionProgram,
@@ -384,21 +401,25 @@ pub struct PySessionProgram {
 
 #[pymethods]
 impl PySessionProgram {
+    /// The executable it runs.
     #[getter]
     fn executable(&self, py: Python<'_>) -> Py<PyExecutable> {
         self.executable.clone_ref(py)
     }
 
+    /// The slot read for each argument.
     #[getter]
     fn inputs(&self) -> Vec<String> {
         self.inner.inputs()
     }
 
+    /// The slot written by each output (None: not kept).
     #[getter]
     fn outputs(&self) -> Vec<Option<String>> {
         self.inner.outputs()
     }
 
+    /// Slots donated to each call (read and written, aliased in the compiled module).
     #[getter]
     fn donated(&self) -> Vec<String> {
         self.inner.donated()

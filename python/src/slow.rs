@@ -10,7 +10,7 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::errors::PyErrExt;
@@ -37,7 +37,7 @@ pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Op
         None => match std::env::var(TIMEOUT_ENV) {
             Ok(v) if !v.trim().is_empty() => {
                 let s: f64 = v.trim().parse().map_err(|_| {
-                    PyValueError::new_err(format!(
+                    crate::errors::invalid(format!(
                         "{TIMEOUT_ENV} must be a number of seconds, got {v:?}"
                     ))
                 })?;
@@ -50,7 +50,7 @@ pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Op
         },
     };
     if limit.is_zero() {
-        return Err(PyValueError::new_err(format!(
+        return Err(crate::errors::invalid(format!(
             "{what} must be a number of seconds above 0, got 0"
         )));
     }

@@ -168,11 +168,11 @@ impl PyTrace {
                 parts.push(format!("{}={n}", c.name()));
             }
         }
-        format!(
-            "<rpjrt.Trace {} spans: {}>",
-            self.inner.events().len(),
-            parts.join(" ")
-        )
+        let n = self.inner.events().len();
+        if parts.is_empty() {
+            return format!("<rpjrt.Trace {n} spans>");
+        }
+        format!("<rpjrt.Trace {n} spans: {}>", parts.join(" "))
     }
 }
 

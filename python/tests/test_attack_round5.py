@@ -68,7 +68,7 @@ def test_prepare_checks_placement_for_one_device_too(client: rpjrt.Client) -> No
 }"""
     exe = client.compile(prog)
     elsewhere = client.put(np.ones(4, np.float32), device=1)
-    with pytest.raises(rpjrt.InvalidArgumentError, match="argument 0 of device list 0 is on device 1"):
+    with pytest.raises(rpjrt.InvalidArgumentError, match="argument 0 is on device 1, but main runs on device 0"):
         exe.prepare([[elsewhere]])
     call = exe.prepare([[client.put(np.ones(4, np.float32))]])
     np.testing.assert_array_equal(call()[0][0].to_numpy(), [2, 2, 2, 2])

@@ -27,8 +27,9 @@ def test_a_multi_device_executable_is_not_run_on_one_device(client: rpjrt.Client
     # a cross-replica collective waited for ever for the replica never launched.
     exe = client.compile(REPLICA_ID, num_replicas=2)
     for d in client.devices()[:2]:
-        with pytest.raises(rpjrt.InvalidArgumentError, match="runs on 2 devices and takes one argument list per device"):
+        with pytest.raises(rpjrt.InvalidArgumentError, match="runs on 2 devices and takes one argument list per device") as e:
             exe(np.float32([1, 2]), device=d)
+        assert "  " not in str(e.value), str(e.value)
     outs = exe.execute_sharded([[client.put(np.float32([1, 2]), d)] for d in exe.addressable_devices()])
     assert sorted(int(np.asarray(o[1].to_numpy())) for o in outs) == [0, 1]
 

@@ -618,6 +618,17 @@ pub fn open_first(
             })
         }
         Err(OpenFailure::One(e)) => Err(e),
+        // Every plugin refused the options or settings (an option out of range, a bad
+        // `RPJRT_*` value): the caller's mistake, reported as such, not as a missing plugin.
+        Err(OpenFailure::All(all))
+            if all
+                .iter()
+                .all(|(_, e)| e.code() == rpjrt::Code::InvalidArgument) =>
+        {
+            Err(Error::invalid(OpenFailure::All(all).message_led_by(
+                "every plugin tried refused the client options or settings",
+            )))
+        }
         Err(all) => {
             let path = skipped_infos
                 .first()
@@ -1232,12 +1243,17 @@ impl<E: std::fmt::Display> OpenFailure<E> {
     /// One message naming every failure: `no plugin could be used; A: why` and an
     /// `also tried B: why` line for each other candidate.
     pub fn message(&self) -> String {
+        self.message_led_by("no plugin could be used")
+    }
+
+    /// [`OpenFailure::message`] with `lead` in place of "no plugin could be used".
+    pub fn message_led_by(&self, lead: &str) -> String {
         match self {
             OpenFailure::One(e) => e.to_string(),
             OpenFailure::All(failures) => {
                 let mut it = failures.iter();
                 let mut msg = match it.next() {
-                    Some((what, e)) => format!("no plugin could be used; {what}: {e}"),
+                    Some((what, e)) => format!("{lead}; {what}: {e}"),
                     None => "no plugin to try".to_string(),
                 };
                 for (what, e) in it {

@@ -281,11 +281,21 @@ impl Error {
         }
     }
 
-    /// The entry of the C API that failed, when the error came from a call.
-    pub fn entry(&self) -> Option<&'static str> {
+    /// The entry of the C API that failed, when the error came from a call (or, for
+    /// [`Error::Unsupported`], the entry the plugin lacks).
+    pub fn entry(&self) -> Option<&str> {
         match self {
             Error::Pjrt { entry, .. } | Error::StructSize { entry, .. } => Some(entry),
             Error::OutOfMemory { error, .. } => error.entry(),
+            // The first entry it names ("creating a topology (PJRT_TopologyDescription_Create:
+            // ...)"); a feature named otherwise has none.
+            Error::Unsupported { what, .. } => {
+                let from = &what[what.find("PJRT_")?..];
+                let end = from
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(from.len());
+                Some(&from[..end])
+            }
             _ => None,
         }
     }

@@ -205,7 +205,7 @@ pub(crate) fn explain(plugin: &Plugin, program: &Program, err: Error) -> Error {
         (
             Error::Pjrt {
                 entry,
-                code,
+                code: _,
                 message,
             },
             _,
@@ -225,9 +225,11 @@ pub(crate) fn explain(plugin: &Plugin, program: &Program, err: Error) -> Error {
                     "the plugin's StableHLO version".to_string(),
                 ),
             };
+            // Text the parser refuses is the caller's input, whatever code the plugin chose
+            // (UNKNOWN on the XLA plugins): an invalid argument.
             Error::Pjrt {
                 entry,
-                code,
+                code: crate::Code::InvalidArgument,
                 message: format!(
                     "this plugin parses StableHLO text as {version} and cannot read this \
                      program's text{diagnostic}. Either the text has that mistake, or it was \

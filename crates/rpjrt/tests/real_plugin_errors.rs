@@ -366,13 +366,18 @@ fn wrong_argument_dtype_or_shape() {
             two.execute_sharded(&[vec![&a, &a], vec![&b, &b]]),
             &["argument 0 of device list 1 is int32[8]"],
         );
-        // An argument on the wrong device is the plugin's to refuse.
+        // An argument on the wrong device is the plugin's to refuse; the refusal is
+        // explained naming the argument and both devices.
         let elsewhere = c
             .buffer_from_slice(&[1f32; 8], &[8], &c.lookup_device(3).unwrap())
             .unwrap();
         let e = expect_err(
             exe.execute(&[&x, &elsewhere]),
-            &["PJRT_LoadedExecutable_Execute", "argument 1"],
+            &[
+                "argument 1 is on device 3",
+                "runs on device 0",
+                "copy it there first",
+            ],
         );
         assert_eq!(e.code(), Code::InvalidArgument);
     });

@@ -254,7 +254,8 @@ fn check_fixed_head(head: &[u8], len: u64) -> Result<()> {
     if !is_artifact(head) {
         return Err(Error::invalid(
             "these bytes are not an rpjrt artifact (no RPJRTEXE header); a plugin's own \
-             serialized executable can be loaded with load_bare, at your own risk",
+             serialized executable can be loaded bare, at your own risk (Rust \
+             Client::load_bare, Python client.load(data, bare=True))",
         ));
     }
     if len < (FIXED_HEAD + CHECKSUM_LEN) as u64 || head.len() < FIXED_HEAD {
