@@ -110,6 +110,16 @@ impl Loaded {
         let mut arg_ptrs: Inline<*mut sys::PJRT_Buffer, INLINE> =
             Inline::filled(num_devices * num_args, null_mut());
         let mut slots = arg_ptrs.as_mut_slice().iter_mut();
+        // Each undonated argument is recorded as launching until the plugin's call returns,
+        // so that a donation on another thread waits for it (see `reserve_donation`):
+        // here when nothing is donated, else once the donations are reserved (below).
+        let mut launch = Launch {
+            lists: req.lists,
+            raw: req.raw,
+            donate: req.donate,
+            entered: 0,
+        };
+        let enter_now = req.donate.is_empty();
         for list in req.lists {
             if list.len() != num_args {
                 return Err(Error::invalid("argument lists differ in length"));
@@ -121,7 +131,14 @@ impl Loaded {
                         "argument {i} belongs to another client"
                     )));
                 }
-                if raw.is_deleted() {
+                let live = if enter_now {
+                    let entered = raw.enter_launch();
+                    launch.entered += usize::from(entered);
+                    entered
+                } else {
+                    !raw.is_deleted()
+                };
+                if !live {
                     return Err(Error::Deleted(format!(
                         "argument {i} was deleted or donated and cannot be used"
                     )));
@@ -183,15 +200,7 @@ impl Loaded {
                 }
             }
         }
-        // Every other argument is recorded as launching until the plugin's call returns,
-        // so that a donation on another thread waits for it (see `reserve_donation`).
-        let mut launch = Launch {
-            lists: req.lists,
-            raw: req.raw,
-            donate: req.donate,
-            entered: 0,
-        };
-        for list in req.lists {
+        for list in req.lists.iter().filter(|_| !enter_now) {
             for (i, b) in list.iter().enumerate() {
                 if req.donate.contains(&i) {
                     continue;
@@ -316,13 +325,17 @@ struct Launch<'a, B, M> {
 
 impl<B, M> Drop for Launch<'_, B, M> {
     fn drop(&mut self) {
-        let undonated = self
-            .lists
-            .iter()
-            .flat_map(|l| l.iter().enumerate())
-            .filter(|(i, _)| !self.donate.contains(i));
-        for (_, b) in undonated.take(self.entered) {
-            (self.raw)(b).leave_launch();
+        let mut left = self.entered;
+        for list in self.lists {
+            for (i, b) in list.iter().enumerate() {
+                if left == 0 {
+                    return;
+                }
+                if !self.donate.contains(&i) {
+                    (self.raw)(b).leave_launch();
+                    left -= 1;
+                }
+            }
         }
     }
 }
