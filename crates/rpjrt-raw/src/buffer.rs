@@ -42,6 +42,11 @@ args_types! {
 pub trait HostMemory: Send + Sync + 'static {
     /// The bytes.
     fn host_bytes(&self) -> &[u8];
+
+    /// Whether only rpjrt reaches the bytes (see `HostBytes::is_private`).
+    fn is_private(&self) -> bool {
+        false
+    }
 }
 
 /// `state`: set once the buffer is deleted or donated (or being donated).
@@ -267,12 +272,15 @@ impl<M> Shared<M> {
     /// buffers without host memory of their own; never inside a plugin callback).
     fn release(&mut self) {
         debug_assert!(self.host_done.is_none() && self.owner.is_none());
+        self.released = true;
+        if super::callback::leaking() {
+            return;
+        }
         let mut a = sys::PJRT_Buffer_Destroy_Args::new();
         a.buffer = self.ptr.as_ptr();
         // SAFETY: live buffer (not released yet), destroyed exactly once: the caller holds
         // the only handle, and `released` keeps `Drop` from destroying it again.
         let _ = unsafe { pjrt!(self.client.api(), PJRT_Buffer_Destroy, &mut a) };
-        self.released = true;
     }
 }
 
@@ -385,6 +393,11 @@ impl<M> Buffer<M> {
         Self::with_recycler(client, ptr, meta, None, None, pool)
     }
 
+    /// The plugin's handle as a number: the buffer's identity while it lives.
+    pub fn handle_id(&self) -> usize {
+        self.ptr() as usize
+    }
+
     pub(super) fn ptr(&self) -> *mut sys::PJRT_Buffer {
         self.0.ptr.as_ptr()
     }
@@ -407,6 +420,12 @@ impl<M> Buffer<M> {
     /// Whether the buffer uses host memory kept alive by an owner (zero copy).
     pub fn borrows_host(&self) -> bool {
         self.0.owner.is_some()
+    }
+
+    /// Whether the host memory the buffer uses in place is also the caller's (a zero-copy
+    /// put, a DLPack import), not only rpjrt's own staging memory.
+    pub fn borrows_callers_memory(&self) -> bool {
+        self.0.owner.as_ref().is_some_and(|o| !o.is_private())
     }
 
     /// Whether the buffer belongs to `client`.

@@ -22,6 +22,13 @@ use crate::error::{Error, Result};
 pub unsafe trait HostBytes: Send + Sync + 'static {
     /// The bytes.
     fn bytes(&self) -> &[u8];
+
+    /// Whether only rpjrt reaches these bytes (its own staging memory), so that nothing
+    /// changes them once the buffer is consumed; `false` (the default) for memory a caller
+    /// also holds, which a donation must not hand over.
+    fn is_private(&self) -> bool {
+        false
+    }
 }
 
 // SAFETY: a `Vec<u8>` reached through `&self` cannot be mutated, moved or freed while the

@@ -157,6 +157,10 @@ unsafe impl HostBytes for Staging {
         // SAFETY: as in `as_mut`, for shared access.
         unsafe { std::slice::from_raw_parts(self.data, self.len) }
     }
+
+    fn is_private(&self) -> bool {
+        true
+    }
 }
 
 /// Where a [`Leased`] block goes when its last user is gone (a pool keeps or unmaps it).
@@ -204,6 +208,10 @@ unsafe impl HostBytes for Leased {
             Some(b) => b.bytes(),
             None => &[],
         }
+    }
+
+    fn is_private(&self) -> bool {
+        true
     }
 }
 

@@ -29,6 +29,10 @@ impl raw::buffer::HostMemory for Owner {
     fn host_bytes(&self) -> &[u8] {
         self.0.bytes()
     }
+
+    fn is_private(&self) -> bool {
+        self.0.is_private()
+    }
 }
 
 /// What the safe layer keeps with each raw buffer.
@@ -169,6 +173,11 @@ impl Buffer {
     /// Whether this buffer borrows host memory kept alive by an owner.
     pub(crate) fn is_zero_copy(&self) -> bool {
         self.raw.borrows_host()
+    }
+
+    /// Whether that memory is also the caller's (not only rpjrt's staging memory).
+    pub(crate) fn shares_callers_memory(&self) -> bool {
+        self.raw.borrows_callers_memory()
     }
 
     /// Whether the buffer was made over host memory that it keeps alive (a zero-copy put or

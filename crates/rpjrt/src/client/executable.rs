@@ -709,6 +709,16 @@ impl Executable {
                     "donate index {i} is out of range for {num_args} arguments"
                 )));
             }
+            // The plugin reads such memory until the execution ends, while the caller,
+            // told the buffer is consumed, would feel free to change it. (rpjrt's own
+            // staging memory, a large put's, nobody else can change: it is consumed.)
+            if lists.iter().any(|l| l[i].shares_callers_memory()) {
+                return Err(Error::invalid(format!(
+                    "argument {i} cannot be donated: the plugin reads it in place from host \
+                     memory the caller shares (a zero-copy put or a DLPack import); donate a \
+                     copy (buf.copy()) instead"
+                )));
+            }
         }
         Ok(())
     }
