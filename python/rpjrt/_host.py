@@ -115,11 +115,13 @@ def _convert_numpy(
         )
     # numpy's own "safe" casts keep every value; ml_dtypes registers casts into its narrow
     # floats as safe that overflow (int8 100 into float8_e3m4) or have no zero (e8m0fnu),
-    # so those go through the core's check.
+    # so those go through the core's check. Out of ml_dtypes' types into numpy's of 4 or
+    # more bytes (bfloat16 into float32) every value fits.
+    into = np.dtype(want.numpy)
     if cast or (
-        np.can_cast(arr.dtype, want.numpy, casting="safe")
-        and arr.dtype.type.__module__ == "numpy"
-        and np.dtype(want.numpy).type.__module__ == "numpy"
+        np.can_cast(arr.dtype, into, casting="safe")
+        and into.type.__module__ == "numpy"
+        and (arr.dtype.type.__module__ == "numpy" or into.itemsize >= 4)
     ):
         with np.errstate(all="ignore"):
             return _from_numpy(arr.astype(want.numpy), want)

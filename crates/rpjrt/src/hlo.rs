@@ -48,8 +48,18 @@ impl ShapeProto {
     fn unusable(&self, what: &str) -> Option<String> {
         let rank = self.dimensions.len() as i64;
         let row_major = (0..rank).rev().collect::<Vec<_>>();
+        // Only dimensions longer than 1 order the bytes: [1, 4]{0,1} is row-major memory,
+        // and an empty array has none.
+        let order = |m2m: &[i64]| -> Vec<i64> {
+            let len = |d: i64| usize::try_from(d).ok().and_then(|d| self.dimensions.get(d));
+            m2m.iter()
+                .copied()
+                .filter(|&d| len(d).is_none_or(|&n| n > 1))
+                .collect()
+        };
+        let empty = self.dimensions.contains(&0);
         let m2m = self.layout.as_ref().map(|l| &l.minor_to_major);
-        if let Some(m2m) = m2m.filter(|m| !m.is_empty() && **m != row_major) {
+        if let Some(m2m) = m2m.filter(|m| !empty && order(m) != order(&row_major)) {
             return Some(format!(
                 "{what} ({}) is laid out minor_to_major {m2m:?} in the compiled program, not \
                  row-major {row_major:?}; rpjrt passes and reads arrays row-major, so the \
@@ -481,6 +491,18 @@ mod tests {
         let Some(Signature::Unsupported(why)) = with(vec![laid_out(&[0, 1])], None) else {
             panic!("a column-major parameter was accepted")
         };
+        // Size-1 and size-0 dimensions do not order the bytes.
+        for dims in [[1, 4], [4, 1], [1, 1], [0, 3]] {
+            let same_memory = ShapeProto {
+                dimensions: dims.to_vec(),
+                ..laid_out(&[0, 1])
+            };
+            let got = with(vec![same_memory], None);
+            assert!(
+                matches!(got, Some(Signature::Arrays(_))),
+                "{dims:?}: {got:?}"
+            );
+        }
         assert!(
             why.contains("parameter 0 (float32[3, 4])") && why.contains("[0, 1]"),
             "{why}"
