@@ -130,6 +130,10 @@ impl PyEvent {
     }
 }
 
+/// How long `add_done_callback` waits for its event in an exit hook that runs after
+/// rpjrt's (when no thread will call back any more).
+const EXIT_CALLBACK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl PyEvent {
     fn on_done(
         slf: &Bound<'_, Self>,
@@ -145,12 +149,21 @@ impl PyEvent {
         }
         if !crate::notify::warm_up(lane) {
             // The interpreter is exiting (an exit hook that runs after rpjrt's): no thread
-            // will call back, so wait here and call now.
+            // will call back, so wait here (for a while: the event may never complete) and
+            // call now.
             let inner = &slf.get().inner;
-            py.detach(|| {
-                let _ = inner.wait();
-            });
-            if let Err(e) = r#fn.call1((slf,)) {
+            let done = py.detach(|| inner.wait_timeout(EXIT_CALLBACK_WAIT).unwrap_or(true));
+            let called = if done {
+                r#fn.call1((slf,)).map(drop)
+            } else {
+                Err(pyo3::exceptions::PyRuntimeWarning::new_err(format!(
+                    "the interpreter is exiting and {} did not complete within {} s: its \
+                     done-callback is not called",
+                    slf.get().what,
+                    EXIT_CALLBACK_WAIT.as_secs()
+                )))
+            };
+            if let Err(e) = called {
                 e.write_unraisable(py, None);
             }
             return Ok(());

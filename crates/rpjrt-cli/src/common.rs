@@ -778,6 +778,14 @@ pub fn open_client(
     Ok((opened.client, opened.plugin, opened.info))
 }
 
+/// Called by a verb whose work is done and whose results are out: the plugin objects it
+/// drops on the way out are leaked instead of destroyed, so that a plugin hanging in a
+/// destroy call cannot keep the CLI from exiting (`rpjrt::set_leak_on_drop`; the CLI's
+/// entry point turns it off again, for a CLI run inside a longer process).
+pub fn work_done() {
+    rpjrt::set_leak_on_drop(true);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,9 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let code = run_args(args);
+    // A verb may have left its objects to leak (`common::work_done`); the process this CLI
+    // runs in (Python's, for the console script) may go on using rpjrt.
+    rpjrt::set_leak_on_drop(false);
     // A supervised child that gets here ran its verb to the end; one that exits without
     // this note was ended by something in the process (a plugin calling exit()).
     if supervise::is_child() {

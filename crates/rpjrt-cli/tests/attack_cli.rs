@@ -1423,3 +1423,67 @@ fn npz_members_and_inputs_for_the_same_argument_are_refused() {
         );
     }
 }
+
+#[test]
+fn a_plugin_hanging_in_a_destroy_call_does_not_keep_the_cli_running() {
+    // Results printed, the CLI then waited for ever in the plugin's destroy calls at
+    // teardown, --plugin-timeout or not. Objects dropped once the work is done now leak.
+    let dir = tmpdir("destroy-hang");
+    // The fake plugin reports no parameter types: the input is given.
+    let program = dir.join("id.mlir");
+    std::fs::write(
+        &program,
+        "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n",
+    )
+    .unwrap();
+    let art = dir.join("x.rpjrtexe");
+    for entry in [
+        "PJRT_Client_Destroy",
+        "PJRT_LoadedExecutable_Destroy",
+        "PJRT_Executable_Destroy",
+    ] {
+        let cases: Vec<Vec<std::ffi::OsString>> = vec![
+            vec!["info".into(), fake().into()],
+            vec![
+                "run".into(),
+                program.clone().into(),
+                "-i".into(),
+                "0=[1,2,3,4]:f32".into(),
+                "--plugin".into(),
+                fake().into(),
+            ],
+            vec![
+                "compile".into(),
+                program.clone().into(),
+                "-o".into(),
+                art.clone().into(),
+                "--plugin".into(),
+                fake().into(),
+            ],
+        ];
+        for args in cases {
+            let mut child = rpjrt()
+                .args(&args)
+                .env("RPJRT_FAKE_HANG_ON", entry)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break Some(s);
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            };
+            let status =
+                status.unwrap_or_else(|| panic!("{args:?} with {entry} hanging: still running"));
+            assert_eq!(status.code(), Some(0), "{args:?} with {entry} hanging");
+        }
+    }
+}

@@ -102,11 +102,31 @@ fn reaper() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> {
         .as_ref()
 }
 
+/// Set by [`set_leaking`]: destructions are skipped (their handles leaked).
+static LEAK_AT_END: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// With `true`, plugin objects (clients, executables, buffers) dropped from now on are not
+/// destroyed: their handles are leaked. For a process about to end (a command-line tool
+/// whose work is done), where the system reclaims everything anyway and a plugin that
+/// hangs in a destroy call must not keep the process from ending; `false` ends it.
+pub fn set_leaking(leak: bool) {
+    LEAK_AT_END.store(leak, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`set_leaking`] turned leaking on.
+pub fn leaking() -> bool {
+    LEAK_AT_END.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Runs a destruction now, or, on a thread inside a plugin callback, hands it to the reaper
 /// thread: destroying a client (or a buffer or executable it computes with) waits for the
 /// client's work, and the callback is part of that work, so destroying it there would wait
 /// for itself. Jobs run in the order they were handed over.
 pub fn destroy_outside_callbacks(job: impl FnOnce() + Send + 'static) {
+    if LEAK_AT_END.load(std::sync::atomic::Ordering::Relaxed) {
+        std::mem::forget(job);
+        return;
+    }
     if !in_callback() {
         job();
         return;

@@ -82,6 +82,15 @@ pub use client::{
 };
 pub use client::{CallOutputs, PreparedCall};
 
+/// With `true`, clients, executables and buffers dropped from now on are not destroyed in
+/// the plugin (their handles leak); `false` ends that. For a process whose work is done and
+/// that is about to end, such as a command-line tool after printing its results: the system
+/// reclaims the memory anyway, and a plugin hanging in a destroy call cannot keep the
+/// process from ending.
+pub fn set_leak_on_drop(leak: bool) {
+    raw::callback::set_leaking(leak)
+}
+
 /// How many `fork()`s lie between the first call of this function and this process (0 in
 /// the process that first called it). State kept per process (threads, locks) is stale
 /// when this differs from the value it was made under.

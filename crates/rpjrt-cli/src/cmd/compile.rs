@@ -240,5 +240,6 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
             }
         }
     }
+    crate::common::work_done();
     Ok(())
 }

@@ -14,10 +14,14 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Create options for the client, as NAME=VALUE: a decimal integer is an int64,
-    /// true/false a bool, [0,1,2] an int64 list ([] an empty one), another number a
-    /// float, anything else text; a name given twice is refused.
-    #[arg(long = "option", short = 'o', value_name = "NAME=VALUE")]
+    #[arg(
+        long = "option",
+        short = 'o',
+        value_name = "NAME=VALUE",
+        help = "Create options for the client, as NAME=VALUE: a decimal integer is an int64, \
+                true/false a bool, [0,1,2] an int64 list ([] an empty one), another number a \
+                float, anything else text; a name given twice is refused"
+    )]
     pub options: Vec<String>,
 }
 
@@ -109,6 +113,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             "devices": device_rows,
             "memories": memory_rows,
         }))?;
+        crate::common::work_done();
         return Ok(EXIT_OK);
     }
 
@@ -164,6 +169,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             by.join(",")
         );
     }
+    crate::common::work_done();
     Ok(EXIT_OK)
 }
 

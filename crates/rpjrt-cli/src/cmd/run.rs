@@ -631,6 +631,7 @@ fn run_program(
             "outputs": outs,
             "timings": timings,
         }))?;
+        crate::common::work_done();
         return Ok(EXIT_OK);
     }
     for (i, a) in outputs.iter().enumerate() {
@@ -665,6 +666,7 @@ fn run_program(
         };
         crate::outln!("{}", paint(&line, Style::Dim));
     }
+    crate::common::work_done();
     Ok(EXIT_OK)
 }
 
