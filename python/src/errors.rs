@@ -49,7 +49,11 @@ pub fn make_err(
 /// The Python exception for an rpjrt error.
 pub fn to_py(e: rpjrt::Error) -> PyErr {
     Python::attach(|py| {
-        let message = e.to_string();
+        // The core names its no-copy mode for both faces; Python's is copy=False.
+        let message = e.to_string().replace(
+            "no-copy mode (CopyMode::Never, Python's copy=False)",
+            "copy=False",
+        );
         // A custom-call handler's KeyboardInterrupt/SystemExit propagates as itself.
         if let Some(original) = crate::ffi::base_exception_in(py, &message) {
             return original;

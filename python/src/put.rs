@@ -99,36 +99,6 @@ pub fn layout_from_py(layout: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     layout.extract::<Vec<i64>>().map_err(|_| bad())
 }
 
-/// `Client.put`: with `cast`, Python numbers and lists may be converted lossily (wrapping,
-/// rounding, saturating as numpy's `astype` does) instead of refused; `layout` asks for a
-/// device layout (`minor_to_major`), which copies.
-#[allow(clippy::too_many_arguments)]
-pub fn put_with(
-    client: &Bound<'_, PyClient>,
-    obj: &Bound<'_, PyAny>,
-    device: Option<&Bound<'_, PyAny>>,
-    memory: Option<&Bound<'_, PyAny>>,
-    dtype: Option<&Bound<'_, PyAny>>,
-    copy: Option<bool>,
-    cast: bool,
-    layout: Option<Vec<i64>>,
-) -> PyResult<Py<PyBuffer>> {
-    let py = client.py();
-    let put = put_any(client, obj, device, memory, dtype, copy, cast, layout);
-    match put {
-        // The core names its mode for both faces; Python users know it as copy=False.
-        Err(e) if copy == Some(false) && e.is_instance_of::<pyo3::exceptions::PyValueError>(py) => {
-            let why = e.value(py).to_string();
-            let why = why.strip_prefix("invalid argument: ").unwrap_or(&why);
-            Err(invalid(why.replace(
-                "no-copy mode (CopyMode::Never, Python's copy=False)",
-                "copy=False",
-            )))
-        }
-        other => other,
-    }
-}
-
 /// The refusal of `copy=False` for a value that had to be converted into a new array
 /// first: the buffer could only share that array's memory, not the caller's.
 fn converted_refusal(obj: &Bound<'_, PyAny>, how: &str) -> PyErr {
@@ -143,8 +113,11 @@ fn converted_refusal(obj: &Bound<'_, PyAny>, how: &str) -> PyErr {
     ))
 }
 
+/// `Client.put`: with `cast`, Python numbers and lists may be converted lossily (wrapping,
+/// rounding, saturating as numpy's `astype` does) instead of refused; `layout` asks for a
+/// device layout (`minor_to_major`), which copies.
 #[allow(clippy::too_many_arguments)]
-fn put_any(
+pub fn put_with(
     client: &Bound<'_, PyClient>,
     obj: &Bound<'_, PyAny>,
     device: Option<&Bound<'_, PyAny>>,

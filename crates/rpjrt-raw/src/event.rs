@@ -109,11 +109,25 @@ impl Event {
         let mut a = sys::PJRT_Event_Create_Args::new();
         // SAFETY: the args struct has no input pointer; the plugin writes `event`.
         unsafe { pjrt!(client.api(), PJRT_Event_Create, &mut a) }?;
-        Event::new(client, a.event).ok_or_else(|| Error::Pjrt {
+        let event = Event::new(client, a.event).ok_or_else(|| Error::Pjrt {
             entry: "PJRT_Event_Create",
             code: Code::Internal,
             message: "the plugin returned no event".into(),
-        })
+        })?;
+        // An event nothing can complete would keep its waiters for ever.
+        let api = client.api();
+        if !api.has_slot(std::mem::offset_of!(sys::PJRT_Api, PJRT_Event_Set)) {
+            return Err(Error::Unsupported {
+                what: "PJRT_Event_Set (completing a user event)".into(),
+                needs: crate::ApiVersion {
+                    major: 0,
+                    minor: api.version().minor,
+                },
+                plugin: api.version(),
+                missing_slot: true,
+            });
+        }
+        Ok(event)
     }
 }
 

@@ -579,10 +579,23 @@ impl Api {
         };
         let mut c = sys::PJRT_Error_GetCode_Args::new();
         c.error = err;
-        // SAFETY: as above.
-        let code = match unsafe { pjrt!(self, PJRT_Error_GetCode, &mut c) } {
-            Ok(()) => Code::from_raw(c.code as i32),
-            Err(_) => Code::Unknown,
+        // Called directly, as the message is: through the checked path, an error from
+        // GetCode would be read by GetCode again, without end (a stack overflow). Its own
+        // error is destroyed unread and the code is UNKNOWN.
+        // SAFETY: as above; an error GetCode returns is ours, destroyed once here.
+        let code = unsafe {
+            match std::ptr::addr_of!((*self.ptr).PJRT_Error_GetCode).read() {
+                Some(f) => {
+                    let failed = f(&mut c);
+                    if failed.is_null() {
+                        Code::from_raw(c.code as i32)
+                    } else {
+                        self.destroy_error(failed);
+                        Code::Unknown
+                    }
+                }
+                None => Code::Unknown,
+            }
         };
         (code, message)
     }

@@ -944,13 +944,14 @@ impl SessionProgram {
             .iter()
             .copied()
             // Never donate borrowed host memory, nor a buffer that another argument of
-            // this call also reads (one buffer bound to two slots).
+            // this call also reads (one buffer bound to two slots, through clones of one
+            // handle or the same one).
             .filter(|&k| {
                 !refs[k].is_zero_copy()
                     && slot_refs
                         .iter()
                         .enumerate()
-                        .all(|(j, b)| j == k || !std::ptr::eq(*b, slot_refs[k]))
+                        .all(|(j, b)| j == k || !b.raw().same(slot_refs[k].raw()))
             })
             .collect();
         drop(slot_refs);

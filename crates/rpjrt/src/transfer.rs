@@ -527,6 +527,21 @@ pub struct AliasFulfiller {
     element_type: ElementType,
     dims: Vec<i64>,
     device: Device,
+    /// The alias buffer's identity, in [`PENDING_ALIASES`] while `cb` is unused.
+    alias: usize,
+    /// Keeps the alias alive while pending, so that its identity cannot pass to another
+    /// buffer meanwhile.
+    _alias_buffer: Buffer,
+}
+
+/// The addresses of alias buffers whose fulfiller is pending. One of them as the target of
+/// a fulfill (itself, or another pending alias) would make the alias wait for a buffer that
+/// waits in turn: the plugins accept it, and every execution queued on it never ends.
+static PENDING_ALIASES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+fn alias_settled(alias: usize) {
+    let mut pending = PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
+    pending.retain(|&a| a != alias);
 }
 
 impl std::fmt::Debug for AliasFulfiller {
@@ -566,6 +581,7 @@ impl AliasFulfiller {
             .reserve_donation()
             .map_err(|e| target.state_error(e, "moved into an alias"))?;
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
+        alias_settled(self.alias);
         let r = crate::raw::transfer::fulfill_alias_buffer(
             self.client.core().raw(),
             cb,
@@ -582,6 +598,7 @@ impl AliasFulfiller {
     /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
     pub fn fail(mut self, code: Code, message: &str) -> Result<()> {
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
+        alias_settled(self.alias);
         match crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
             self.client.core().raw(),
             cb,
@@ -602,6 +619,18 @@ impl AliasFulfiller {
     /// giving up the fulfiller.
     pub fn check(&self, target: &Buffer) -> Result<()> {
         target.check()?;
+        let at = target.raw().handle_id();
+        if at == self.alias {
+            return Err(Error::invalid(
+                "an alias buffer cannot be fulfilled with itself",
+            ));
+        }
+        if (PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner())).contains(&at) {
+            return Err(Error::invalid(
+                "the target is an alias buffer that is not fulfilled yet: the two would wait \
+                 for each other (fulfill the target first)",
+            ));
+        }
         if !Arc::ptr_eq(target.core(), self.client.core()) {
             return Err(Error::invalid(
                 "the target buffer belongs to another client",
@@ -636,15 +665,16 @@ impl AliasFulfiller {
 impl Drop for AliasFulfiller {
     fn drop(&mut self) {
         if let Some(cb) = self.cb.take() {
-            if !self.client.is_closed() {
-                let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
-                    self.client.core().raw(),
-                    cb,
-                    None,
-                    1,
-                    "the alias buffer's fulfiller was dropped unfulfilled",
-                );
-            }
+            alias_settled(self.alias);
+            // Also after `Client::close`, which only marks the client: the plugin's client
+            // lives on while this alias does, and a thread may be waiting on it.
+            let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
+                self.client.core().raw(),
+                cb,
+                None,
+                1,
+                "the alias buffer's fulfiller was dropped unfulfilled",
+            );
         }
     }
 }
@@ -678,14 +708,22 @@ impl Client {
             dims,
             BufferMeta::new(self.core(), element_type, dims),
         )?;
+        let alias = raw.handle_id();
+        PENDING_ALIASES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(alias);
+        let buffer = Buffer::from_raw(raw);
         Ok((
-            Buffer::from_raw(raw),
+            buffer.clone(),
             AliasFulfiller {
                 client: self.clone(),
                 cb: Some(cb),
                 element_type,
                 dims: dims.to_vec(),
                 device: device.clone(),
+                alias,
+                _alias_buffer: buffer,
             },
         ))
     }

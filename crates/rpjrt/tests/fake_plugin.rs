@@ -359,3 +359,35 @@ fn compile_out_of_memory_carries_the_devices_figures() {
         "{e:?}"
     );
 }
+
+#[test]
+fn an_error_reading_an_errors_code_is_not_read_again() {
+    // GetCode returning an error of its own was read through the same checked path, which
+    // called GetCode again, without end: a stack overflow that aborted the process.
+    let c = client(&[(
+        "RPJRT_FAKE_FAIL",
+        "PJRT_Error_GetCode:INTERNAL:code unreadable",
+    )]);
+    let e = c
+        .compile(
+            &Program::mlir("func FAKE_COMPILE_ERROR"),
+            &CompileOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), rpjrt::Code::Unknown, "{e:?}");
+}
+
+#[test]
+fn a_user_event_needs_the_entry_that_completes_it() {
+    // Without PJRT_Event_Set a user event could never complete: wait() blocked for ever.
+    let c = client(&[("RPJRT_FAKE_NULL_SLOTS", "PJRT_Event_Set")]);
+    let e = rpjrt::Event::new_user(&c).unwrap_err();
+    assert!(
+        matches!(e, Error::Unsupported { .. }) && e.to_string().contains("PJRT_Event_Set"),
+        "{e}"
+    );
+    let c = client(&[]);
+    let ev = rpjrt::Event::new_user(&c).unwrap();
+    ev.set(Ok(())).unwrap();
+    ev.wait().unwrap();
+}

@@ -624,3 +624,29 @@ fn missing_slot_error_names_a_bounded_number_of_slots() {
         );
     });
 }
+
+#[test]
+fn one_buffer_in_two_slots_is_not_donated_from_under_the_other() {
+    // Two clones of one buffer bound to two slots slipped past the check (it compared the
+    // handles, not the buffer): every call of a program donating one failed.
+    let step_text = "func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %r = stablehlo.add %a, %b : tensor<4xf32>
+  return %r : tensor<4xf32>
+}";
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        let exe = compile(c, step_text);
+        let s = Session::new(c).unwrap();
+        let b = c.buffer_from_slice(&[1f32; 4], &[4], &d).unwrap();
+        s.bind("theta", SlotValue::Buffer(b.clone())).unwrap();
+        s.bind("x", SlotValue::Buffer(b)).unwrap();
+        let step = s.program(&exe, &["theta", "x"], &["theta"]).unwrap();
+        step.call().unwrap();
+        step.call().unwrap();
+        assert_eq!(
+            s.fetch("theta").unwrap().to_vec_of::<f32>().unwrap(),
+            [3.0; 4]
+        );
+        assert_eq!(s.fetch("x").unwrap().to_vec_of::<f32>().unwrap(), [1.0; 4]);
+    });
+}

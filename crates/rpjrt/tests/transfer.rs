@@ -376,3 +376,48 @@ fn alias_buffers_are_fulfilled_later() {
         assert!(e.to_string().contains("target buffer is on"), "{e}");
     });
 }
+
+#[test]
+fn an_alias_never_waits_for_itself_or_for_another_pending_alias() {
+    // Fulfilling an alias with itself, or two aliases with each other, was accepted and
+    // every execution queued on them never ended.
+    for_each_plugin(|_, c| {
+        let d = c.default_device().unwrap();
+        let (a, fa) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let (b, fb) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let e = fa.check(&a).unwrap_err();
+        assert!(e.to_string().contains("with itself"), "{e}");
+        let e = fa.fulfill(&b).unwrap_err();
+        assert!(e.to_string().contains("not fulfilled yet"), "{e}");
+        // fa was consumed by the refusal: `a` is cancelled, `b` still pending.
+        assert!(a.block_until_ready().is_err());
+        let t = c.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], &d).unwrap();
+        fb.fulfill(&t).unwrap();
+        assert_eq!(b.to_vec_of::<f32>().unwrap(), [1., 2., 3., 4.]);
+    });
+}
+
+#[test]
+fn a_fulfiller_dropped_after_close_still_cancels_its_alias() {
+    // After Client::close the drop skipped the cancel: a thread already waiting on the
+    // alias waited for ever, although the docs promise CANCELLED.
+    for_each_plugin(|plugin, _| {
+        let c = rpjrt::Client::new(plugin, &rpjrt::ClientOptions::new()).unwrap();
+        let d = c.default_device().unwrap();
+        let (alias, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || tx.send(alias.block_until_ready().is_err()));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        c.close().unwrap();
+        drop(promise);
+        let failed = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(failed, Ok(true), "the waiting thread is still waiting");
+        waiter.join().unwrap().unwrap();
+    });
+}
