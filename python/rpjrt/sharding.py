@@ -147,15 +147,19 @@ def shard(client: Client, array: Any, mesh: Mesh, spec: Spec) -> list[Buffer]:
 
 def assemble(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) -> Any:
     """The host array of ``shape`` put back together from one shard per mesh position
-    (Buffers or arrays). Every shard must have the first shard's dtype and the shard shape
-    the spec gives; one that differs is refused by index. Where the spec replicates, the
-    first copy is used. The same name and work as the core's ``rpjrt::sharding::assemble``."""
+    (Buffers or arrays). Every shard must have the dtype most shards have (the first
+    shard's on a tie) and the shard shape the spec gives; one that differs is refused by
+    index. Where the spec replicates, the first copy is used. The same name and work as the
+    core's ``rpjrt::sharding::assemble``."""
     import numpy as np
 
     hosts = [_host(s) for s in shards]
     if not hosts:
         raise ValueError("no shards given")
-    dt = hosts[0][1]
+    # The odd shard out is the one named, even when it comes first.
+    names = [t.name for _, t in hosts]
+    common = max(names, key=lambda n: (names.count(n), -names.index(n)))
+    dt = hosts[names.index(common)][1]
     # Each shard travels with its own dtype and shape: the core refuses one that differs
     # from the first (its bytes are never read as another type).
     full = _shard_assemble(

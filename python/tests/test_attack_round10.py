@@ -442,3 +442,33 @@ def test_await_and_callbacks_in_an_exit_hook_after_rpjrts(plugin_path: str) -> N
         )
         assert r.returncode == 0, (warm, r.returncode, r.stderr[-2000:])
         assert "callback called: True" in r.stdout and "await finished" in r.stdout, r.stdout
+
+
+def test_compile_cache_keys_depend_on_xla_flags(plugin_path: str, tmp_path: Path) -> None:
+    # A process run with fast-math XLA_FLAGS filled the cache, and a later process without
+    # flags was served that build (its NaN guard gone) with no warning: the key ignored
+    # the flags the plugin's compiler reads from the environment.
+    code = f"""
+        import rpjrt
+        c = rpjrt.Client({plugin_path!r}, cache_dir={str(tmp_path)!r})
+        c.compile('''func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {{
+          %0 = stablehlo.add %a, %a : tensor<4xf32>
+          return %0 : tensor<4xf32>
+        }}''')
+        """
+    fast = "--xla_cpu_enable_fast_math=true --xla_cpu_fast_math_honor_nans=false"
+    for flags, entries in [("", 1), (fast, 2), ("", 2), (fast, 2)]:
+        r = run_python(code, env={"XLA_FLAGS": flags})
+        assert r.returncode == 0, r.stderr[-2000:]
+        found = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+        assert len(found) == entries, (flags, [p.name for p in found])
+
+
+def test_assemble_names_the_odd_shard_even_when_it_comes_first() -> None:
+    from rpjrt import sharding
+
+    mesh = sharding.Mesh({"x": 4}, [0, 1, 2, 3])
+    shards = sharding.split(np.arange(8, dtype=np.float32), mesh, ["x"])
+    shards[0] = shards[0].astype(np.int32)
+    with pytest.raises(rpjrt.InvalidArgumentError, match="shard 0 is int32, but the array is float32"):
+        sharding.assemble(shards, mesh, ["x"], (8,))

@@ -294,7 +294,8 @@ impl Cache {
         lock(&self.inner.warnings).push(message);
     }
 
-    /// The cache key of `program` compiled with the encoded `options` for `target`.
+    /// The cache key of `program` compiled with the encoded `options` for `target`, under
+    /// this process's `XLA_FLAGS` (when set: compiler flags the plugin reads too).
     pub fn key(program: &Program, options: &[u8], target: &ArtifactTarget) -> String {
         let mut h = Sha256::new();
         h.update(KEY_DOMAIN);
@@ -312,6 +313,13 @@ impl Cache {
         for (k, v) in target.fields() {
             part(k.as_bytes());
             part(v.as_bytes());
+        }
+        // XLA reads compiler flags from the environment too (fast math, NaN handling): a
+        // program compiled under other flags is another executable. (Keys made without
+        // flags stay as they were.)
+        if let Some(flags) = std::env::var_os("XLA_FLAGS").filter(|f| !f.is_empty()) {
+            part(b"XLA_FLAGS");
+            part(flags.as_encoded_bytes());
         }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
