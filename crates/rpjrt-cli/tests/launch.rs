@@ -742,3 +742,62 @@ fn a_launcher_stopped_by_a_signal_says_so() {
         );
     }
 }
+
+/// Whether a process whose command line holds `needle` is running (from `/proc`).
+fn running_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| {
+            String::from_utf8_lossy(&c)
+                .replace('\0', " ")
+                .contains(needle)
+        })
+}
+
+#[test]
+fn an_abandoned_launch_takes_its_processes_descendants_with_it() {
+    // A worker that is a wrapper script (no exec) left its job running after the launcher
+    // killed the wrapper on a timeout or another process's failure.
+    let secs = 300_000 + std::process::id() % 10_000;
+    for (extra, failing) in [(0, false), (1, true)] {
+        let marker = format!("sleep {}", secs + extra);
+        let script = if failing {
+            format!("if [ \"$RPJRT_PROCESS_ID\" = 1 ]; then exit 5; fi; {marker}; echo done")
+        } else {
+            format!("{marker}; echo done")
+        };
+        let out = finish(
+            cmd(
+                &[
+                    "launch",
+                    "-n",
+                    "2",
+                    "--timeout",
+                    "3",
+                    "--",
+                    "sh",
+                    "-c",
+                    &script,
+                ],
+                &[],
+            )
+            .spawn()
+            .unwrap(),
+            LIMIT,
+        );
+        let err = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(if failing { 5 } else { 124 }),
+            "{err}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            !running_with(&marker),
+            "{marker} still runs after the launch ended: {err}"
+        );
+    }
+}

@@ -514,6 +514,10 @@ fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
 /// SIGTERM, the signal a stopped launcher passes to its processes (15 on every Unix).
 const SIGTERM: i32 = 15;
 
+/// SIGKILL, which ends a process and its descendants when the launch is abandoned (9 on
+/// every Unix).
+const SIGKILL: i32 = 9;
+
 /// How long a launcher stopped by SIGINT, SIGTERM or SIGHUP gives its processes, after
 /// passing them SIGTERM, to exit before it kills those still running with SIGKILL (a
 /// second stop signal kills them at once).
@@ -700,6 +704,7 @@ impl Launcher {
             // with the ones started so far killed: never a panic, never a partial job.
             let abort = |children: &mut Vec<Child>, why: String| {
                 for c in children.iter_mut() {
+                    let _ = rpjrt_raw::process::signal_child_tree(c, SIGKILL);
                     let _ = c.kill();
                     let _ = c.wait();
                 }
@@ -787,7 +792,7 @@ impl Launcher {
                 if let Some(sig) = stop.caught() {
                     for (i, c) in children.iter_mut().enumerate() {
                         if codes[i].is_none() {
-                            let _ = rpjrt_raw::process::signal_child(c, SIGTERM);
+                            let _ = rpjrt_raw::process::signal_child_tree(c, SIGTERM);
                         }
                     }
                     stopping = Some((sig, Instant::now() + STOP_GRACE));
@@ -800,6 +805,9 @@ impl Launcher {
                 timed_out = over && first_failure.is_none() && stopping.is_none();
                 for (i, c) in children.iter_mut().enumerate() {
                     if codes[i].is_none() {
+                        // The whole tree: a wrapper script's job, or helpers the process
+                        // started, would otherwise run on after the launcher.
+                        let _ = rpjrt_raw::process::signal_child_tree(c, SIGKILL);
                         let _ = c.kill();
                         let status = c.wait().ok();
                         codes[i] = Some(status.and_then(|s| s.code()));

@@ -84,6 +84,62 @@ pub fn signal_child(child: &mut Child, sig: i32) -> std::io::Result<bool> {
     Ok(true)
 }
 
+/// Sends `sig` to every process descended from `child` (its children, theirs, ...), then
+/// to `child` itself as [`signal_child`] does: a worker that is a wrapper script, or that
+/// started helpers of its own, is stopped whole. Descendants are read from `/proc` (Linux;
+/// elsewhere only `child` is signalled); one that has left the tree (reparented after its
+/// parent ended) is not found.
+pub fn signal_child_tree(child: &mut Child, sig: i32) -> std::io::Result<bool> {
+    if child.try_wait()?.is_some() {
+        return Ok(false);
+    }
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        for d in descendants(pid) {
+            // SAFETY: kill takes two integers and touches no memory of ours. `d` was a
+            // descendant of our unreaped child a moment ago; a pid reused since is the
+            // one risk, as with any signal sent by pid.
+            unsafe {
+                libc::kill(d, sig);
+            }
+        }
+    }
+    signal_child(child, sig)
+}
+
+/// The pids descended from `pid`, deepest last, from each process's parent in `/proc`.
+fn descendants(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": the command may hold spaces and parentheses, so the
+        // fields are read after the last ')'.
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|x| x.parse::<libc::pid_t>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((p, ppid));
+        }
+    }
+    let mut found: Vec<libc::pid_t> = Vec::new();
+    let mut next = 0;
+    let mut parents = vec![pid];
+    while next < parents.len() {
+        let q = parents[next];
+        next += 1;
+        for &(p, pp) in &parent_of {
+            if pp == q && p != pid && !found.contains(&p) {
+                found.push(p);
+                parents.push(p);
+            }
+        }
+    }
+    found
+}
+
 /// The signals [`StopSignals`] catches: SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal
 /// went away), the ones that ask a process to stop.
 pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
