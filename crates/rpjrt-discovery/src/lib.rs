@@ -241,6 +241,16 @@ impl SearchPath {
                 }
             }
         }
+        // Each directory once (RPJRT_PLUGIN_PATH may hold VIRTUAL_ENV's site-packages too,
+        // as the Python console script's does), in first-seen order.
+        let mut seen: Vec<PathBuf> = Vec::with_capacity(dirs.len());
+        dirs.retain(|d| {
+            let new = !seen.contains(d);
+            if new {
+                seen.push(d.clone());
+            }
+            new
+        });
         SearchPath { dirs }
     }
 }
