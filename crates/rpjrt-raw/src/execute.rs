@@ -207,12 +207,9 @@ impl Loaded {
                 }
                 let raw = (req.raw)(b);
                 if !raw.enter_launch() {
-                    return Err(match donation.reserved.iter().position(|r| r.same(raw)) {
-                        Some(_) => Error::invalid(format!(
-                            "argument {i} is a buffer this call also donates; pass a donated \
-                             buffer only in its donated position"
-                        )),
-                        None => Error::Deleted(format!(
+                    return Err(match donation.reserved.iter().any(|r| r.same(raw)) {
+                        true => also_donated(&format!("argument {i}")),
+                        false => Error::Deleted(format!(
                             "argument {i} was deleted or donated and cannot be used"
                         )),
                     });
@@ -304,6 +301,14 @@ pub(super) fn hand_out<M>(
             sink.event(d, ev);
         }
     }
+}
+
+/// The refusal of `what` (an argument) passed undonated while the same call donates it.
+pub(super) fn also_donated(what: &str) -> Error {
+    Error::invalid(format!(
+        "{what} is a buffer this call also donates; pass a donated buffer only in its \
+         donated position"
+    ))
 }
 
 /// The refusal of a donation from a plugin callback while another launch holds the buffer.

@@ -239,10 +239,7 @@ impl Loaded {
             if !b.enter_launch() {
                 let also_donated = reserved.buffers.iter().any(|r| r.same(b));
                 return Err(if also_donated {
-                    Error::invalid(
-                        "an argument is a buffer this call also donates; pass a donated \
-                         buffer only in its donated position",
-                    )
+                    super::execute::also_donated("an argument")
                 } else {
                     Error::Deleted(
                         "an argument was deleted or donated since the call was prepared; \

@@ -947,7 +947,7 @@ impl SessionProgram {
             // this call also reads (one buffer bound to two slots, through clones of one
             // handle or the same one).
             .filter(|&k| {
-                !refs[k].is_zero_copy()
+                !refs[k].borrows_host()
                     && slot_refs
                         .iter()
                         .enumerate()

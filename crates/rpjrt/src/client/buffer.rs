@@ -170,11 +170,6 @@ impl Buffer {
         }
     }
 
-    /// Whether this buffer borrows host memory kept alive by an owner.
-    pub(crate) fn is_zero_copy(&self) -> bool {
-        self.raw.borrows_host()
-    }
-
     /// Whether that memory is also the caller's (not only rpjrt's staging memory).
     pub(crate) fn shares_callers_memory(&self) -> bool {
         self.raw.borrows_callers_memory()
