@@ -12,7 +12,7 @@ from ._discovery import PluginInfo
 from ._dtypes import DType
 from ._errors import Error
 
-__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_convert_host", "_shard_global_dims", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
+__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_convert_host", "_shard_global_dims", "_shard_check", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
 
 __version__: str
 
@@ -320,9 +320,11 @@ class Executable:
     def compiled_memory_stats(self) -> dict[str, int]: ...
     def output_memory_kinds(self) -> list[str]: ...
     def parameter_shardings(self) -> list[OpSharding]:
-        """The sharding of each parameter (Shardings extension); UnsupportedError without it."""
+        """The sharding of each parameter: the plugin's (Shardings extension), else what the
+        SPMD partitioner recorded in the compiled program; UnsupportedError when neither says."""
     def output_shardings(self) -> list[OpSharding]:
-        """The sharding of each output (Shardings extension); UnsupportedError without it."""
+        """The sharding of each output, from the plugin or the compiled program as
+        parameter_shardings(); UnsupportedError when neither says."""
     def parameter_layouts(self) -> list[tuple[int, ...] | None]:
         """minor_to_major of each parameter's layout (Layouts extension)."""
     def output_layouts(self) -> list[tuple[int, ...] | None]: ...
@@ -671,6 +673,13 @@ def _shard_global_dims(
     device_ids: Sequence[int],
     spec: Sequence[Sequence[str]],
 ) -> list[int]: ...
+def _shard_check(
+    sharding: OpSharding,
+    rank: int,
+    axes: Sequence[tuple[str, int]],
+    device_ids: Sequence[int],
+    spec: Sequence[Sequence[str]],
+) -> None: ...
 
 @final
 class _Waiter:

@@ -14,6 +14,10 @@ spec does not name hold copies. Mesh position ``k`` (row-major over the axes) ru
 program's partition ``k``: compile with ``device_assignment=[mesh.device_ids]`` when the
 devices are not the first ones in order.
 
+Where the plugin reports the shardings a program was compiled with (the Shardings
+extension), :func:`run_sharded` checks each spec against them and refuses one that would
+hand a partition another partition's block, naming the argument or output.
+
 Modules that use the Shardy dialect (``sdy``) are compiled with the Shardy partitioner
 automatically (GSPMD cannot read them); :func:`uses_shardy` says whether a module does.
 """
@@ -26,13 +30,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from ._dtypes import DType, _numpy_dtype
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, UnsupportedError
 from ._rpjrt import (
     Buffer,
     Client,
     Device,
     Executable,
+    OpSharding,
     _shard_assemble,
+    _shard_check,
     _shard_global_dims,
     _shard_split,
     _uses_shardy,
@@ -184,6 +190,32 @@ def gather(shards: Sequence[Any], mesh: Mesh, spec: Spec, shape: Sequence[int]) 
     return assemble(shards, mesh, spec, shape)
 
 
+def _compiled_shardings(
+    exe: Executable, n_args: int
+) -> tuple[list[OpSharding], list[OpSharding]] | None:
+    """The shardings ``exe`` was compiled with, per parameter and output, where they can be
+    checked against specs: the plugin reports them, and partitions are the mesh positions
+    (one replica; with several, each replica reads the whole mesh's data its own way)."""
+    if exe.num_replicas != 1:
+        return None
+    try:
+        params, outputs = exe.parameter_shardings(), exe.output_shardings()
+    except UnsupportedError:
+        return None
+    if len(params) != n_args or len(outputs) != exe.num_outputs:
+        return None
+    return params, outputs
+
+
+def _check_spec(sharding: OpSharding, rank: int, mesh: Mesh, spec: Spec, what: str) -> None:
+    try:
+        _shard_check(sharding, rank, list(mesh.axes), list(mesh.device_ids), _spec(spec))
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(
+            f"{what} {spec!r} does not match the sharding the program was compiled with: {e}"
+        ) from None
+
+
 def run_sharded(
     exe: Executable,
     args: Sequence[Any],
@@ -193,7 +225,12 @@ def run_sharded(
 ) -> list[Any]:
     """Splits each host argument by its spec, runs ``exe.execute_sharded`` with mesh
     position ``k``'s shards on ``mesh.device_ids[k]``, and returns each output put back
-    together by its spec (numpy arrays of the global shapes)."""
+    together by its spec (numpy arrays of the global shapes).
+
+    Where the plugin reports the executable's shardings, each spec is checked against its
+    parameter's or output's (``InvalidArgumentError`` naming it; input specs before
+    anything runs): a spec that cuts a value into other blocks, or gives a mesh position
+    another partition's block, would otherwise return a wrong array."""
     client = exe.client
     exe_ids = [d.id for d in exe.addressable_devices()]
     if exe_ids != list(mesh.device_ids):
@@ -214,13 +251,25 @@ def run_sharded(
         raise ValueError(f"{len(args)} arguments but {len(in_specs)} input specs")
     if len(out_specs) != exe.num_outputs:
         raise ValueError(f"{exe.name} has {exe.num_outputs} outputs but {len(out_specs)} output specs")
+    hosts = [_host(a)[0] for a in args]
+    compiled = _compiled_shardings(exe, len(args))
+    if compiled is not None:
+        params, outputs = compiled
+        for k, (h, spec) in enumerate(zip(hosts, in_specs)):
+            _check_spec(params[k], h.ndim, mesh, spec, f"in_specs[{k}]")
     pos = {d: k for k, d in enumerate(mesh.device_ids)}
-    per_arg = [shard(client, a, mesh, s) for a, s in zip(args, in_specs)]
+    per_arg = [shard(client, h, mesh, s) for h, s in zip(hosts, in_specs)]
     lists = [[bufs[pos[d]] for bufs in per_arg] for d in exe_ids]
     outs = exe.execute_sharded(lists)
     results = []
     for j, spec in enumerate(out_specs):
         by_pos = [outs[exe_ids.index(d)][j] for d in mesh.device_ids]
+        if compiled is not None:
+            out = compiled[1][j]
+            _check_spec(out, len(by_pos[0].shape), mesh, spec, f"out_specs[{j}]")
+            if out.type == "maximal":
+                # The whole value is on one partition; the others' copies are not it.
+                by_pos = [by_pos[out.devices()[0]]] * len(by_pos)
         full = _shard_global_dims(
             list(by_pos[0].shape), list(mesh.axes), list(mesh.device_ids), _spec(spec)
         )

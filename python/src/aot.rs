@@ -297,7 +297,7 @@ impl PyTopology {
 #[pyclass(frozen, eq, hash, name = "OpSharding", module = "rpjrt")]
 #[derive(PartialEq, Hash)]
 pub struct PyOpSharding {
-    inner: rpjrt::OpSharding,
+    pub(crate) inner: rpjrt::OpSharding,
 }
 
 #[pymethods]
@@ -492,7 +492,8 @@ impl PyExecutable {
         self.rexe().output_memory_kinds().pyerr()
     }
 
-    /// The sharding of each parameter (Shardings extension); UnsupportedError without it.
+    /// The sharding of each parameter: the plugin's (Shardings extension), else what the
+    /// SPMD partitioner recorded in the compiled program; UnsupportedError when neither says.
     fn parameter_shardings(&self) -> PyResult<Vec<PyOpSharding>> {
         let s = self.rexe().parameter_shardings().pyerr()?;
         Ok(s.into_iter().map(|inner| PyOpSharding { inner }).collect())

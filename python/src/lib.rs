@@ -162,6 +162,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_global_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_shard_check, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_discover, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_candidates, m)?)?;

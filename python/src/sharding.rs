@@ -1,10 +1,11 @@
-//! Sharded arrays: Shardy detection and mesh split/assemble (rpjrt::sharding). The
-//! Python-facing helpers (Mesh, shard, gather, run_sharded) are in rpjrt/sharding.py.
+//! Sharded arrays: Shardy detection (rpjrt::sharding), mesh split/assemble and spec checks
+//! (rpjrt_mesh). The Python-facing helpers (Mesh, shard, assemble, run_sharded) are in
+//! rpjrt/sharding.py.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use rpjrt::sharding::{self, HostShard, Mesh, PartitionSpec};
-use rpjrt::{ElementType, Program};
+use rpjrt::{sharding, ElementType, Program};
+use rpjrt_mesh::{HostShard, Mesh, PartitionSpec};
 
 use crate::convert::dtype_from_py;
 use crate::errors::PyErrExt;
@@ -44,7 +45,7 @@ pub fn _shard_split<'py>(
     let ty = dtype_from_py(dtype)?;
     let m = mesh(axes, device_ids)?;
     let (shards, shard_dims) = py
-        .detach(|| sharding::split(data, byte_form(ty), &dims, &m, &spec))
+        .detach(|| rpjrt_mesh::split(data, byte_form(ty), &dims, &m, &spec))
         .pyerr()?;
     let items = shards.iter().map(|s| PyBytes::new(py, s));
     Ok((PyList::new(py, items)?, shard_dims))
@@ -79,12 +80,12 @@ pub fn _shard_assemble<'py>(
         .map(|((data, _, d), t)| HostShard::new(data, as_moved(*t), d))
         .collect();
     let full = py
-        .detach(|| sharding::assemble(&refs, array_ty, &dims, &m, &spec))
+        .detach(|| rpjrt_mesh::assemble(&refs, array_ty, &dims, &m, &spec))
         .pyerr()?;
     Ok(PyBytes::new(py, &full))
 }
 
-/// The global dims of an array whose shards have `shard_dims` (`sharding::global_dims`).
+/// The global dims of an array whose shards have `shard_dims` (`rpjrt_mesh::global_dims`).
 #[pyfunction]
 pub fn _shard_global_dims(
     shard_dims: Vec<i64>,
@@ -93,7 +94,21 @@ pub fn _shard_global_dims(
     spec: PartitionSpec,
 ) -> PyResult<Vec<i64>> {
     let m = mesh(axes, device_ids)?;
-    sharding::global_dims(&m, &spec, &shard_dims).pyerr()
+    rpjrt_mesh::global_dims(&m, &spec, &shard_dims).pyerr()
+}
+
+/// Checks `spec` against an executable's `sharding` of a value of `rank` dimensions
+/// (`rpjrt_mesh::check_spec`); InvalidArgumentError saying where they differ.
+#[pyfunction]
+pub fn _shard_check(
+    sharding: &crate::aot::PyOpSharding,
+    rank: usize,
+    axes: Vec<(String, i64)>,
+    device_ids: Vec<i64>,
+    spec: PartitionSpec,
+) -> PyResult<()> {
+    let m = mesh(axes, device_ids)?;
+    rpjrt_mesh::check_spec(&m, &spec, rank, &sharding.inner).pyerr()
 }
 
 /// The type a host array's elements move as when split or assembled: numpy's form holds a

@@ -134,9 +134,11 @@ def test_introspection(client: rpjrt.Client) -> None:
     assert exe.compile_options()
     if old:
         assert exe.cost_analysis()["flops"] == 16.0
-        for f in (exe.output_memory_kinds, exe.parameter_layouts, exe.output_shardings):
+        for f in (exe.output_memory_kinds, exe.parameter_layouts):
             with pytest.raises(rpjrt.UnsupportedError):
                 f()
+        # Without the Shardings extension, from the compiled module: none, as on 0.115.
+        assert exe.parameter_shardings() == [] and exe.output_shardings() == []
     else:
         with pytest.raises(rpjrt.UnsupportedError):
             exe.cost_analysis()
@@ -150,12 +152,9 @@ SHARDY_SIN = REPO / "crates" / "rpjrt" / "tests" / "fixtures" / "shardy_sin.mlir
 
 def test_shardings_of_a_two_device_program(client: rpjrt.Client) -> None:
     # JAX-lowered sin(x) * 2 over f32[8,4], split along axis 0 over a 2-device mesh.
+    # The 0.81 plugin lacks the Shardings extension: its answers come from the compiled
+    # module, and must be the same.
     exe = client.compile(SHARDY_SIN.read_text(), num_partitions=2)
-    if is_old(client):
-        for f in (exe.parameter_shardings, exe.output_shardings):
-            with pytest.raises(rpjrt.UnsupportedError, match="Shardings"):
-                f()
-        return
     (p,) = exe.parameter_shardings()
     (o,) = exe.output_shardings()
     assert isinstance(p, rpjrt.OpSharding)

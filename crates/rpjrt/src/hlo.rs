@@ -606,15 +606,9 @@ struct AliasEntryProto {
 /// when that argument is donated. `None` when the module cannot be read; aliases of tuple
 /// elements inside a parameter are left out.
 pub(crate) fn entry_aliases(module: &[u8], format: &str) -> Option<Vec<(usize, usize)>> {
-    let m = match format {
-        "hlo_with_config" => {
-            HloModuleAliasingWithConfig::decode(module)
-                .ok()?
-                .hlo_module?
-        }
-        "hlo" | "" => HloModuleAliasing::decode(module).ok()?,
-        _ => return None,
-    };
+    let m = read_module(module, format, |w: HloModuleAliasingWithConfig| {
+        w.hlo_module
+    })?;
     let Some(aliases) = m.input_output_alias else {
         return Some(Vec::new());
     };
@@ -632,4 +626,52 @@ pub(crate) fn entry_aliases(module: &[u8], format: &str) -> Option<Vec<(usize, u
             })
             .collect(),
     )
+}
+
+/// The part `M` of a compiled module given as `format`: an `HloModuleProto` ("hlo"), or
+/// one wrapped with its configuration (`W`, "hlo_with_config"), unwrapped by `inner`.
+fn read_module<M: Message + Default, W: Message + Default>(
+    module: &[u8],
+    format: &str,
+    inner: impl FnOnce(W) -> Option<M>,
+) -> Option<M> {
+    match format {
+        "hlo_with_config" => inner(W::decode(module).ok()?),
+        "hlo" | "" => M::decode(module).ok(),
+        _ => None,
+    }
+}
+
+/// `HloModuleProto` fields read for the shardings the SPMD partitioner gave the entry.
+#[derive(Clone, PartialEq, prost::Message)]
+struct HloModuleShardings {
+    #[prost(bytes = "vec", optional, tag = "12")]
+    spmd_output_sharding: Option<Vec<u8>>,
+    #[prost(bytes = "vec", repeated, tag = "14")]
+    spmd_parameters_shardings: Vec<Vec<u8>>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct HloModuleShardingsWithConfig {
+    #[prost(message, optional, tag = "1")]
+    hlo_module: Option<HloModuleShardings>,
+}
+
+/// The serialized `OpSharding`s the SPMD partitioner recorded in a compiled module: one
+/// per parameter, or (`parameters` false) the output's, a tuple's when there are several
+/// outputs. Empty for a module compiled without partitioning; `None` when the module
+/// cannot be read.
+pub(crate) fn spmd_shardings(
+    module: &[u8],
+    format: &str,
+    parameters: bool,
+) -> Option<Vec<Vec<u8>>> {
+    let m = read_module(module, format, |w: HloModuleShardingsWithConfig| {
+        w.hlo_module
+    })?;
+    Some(if parameters {
+        m.spmd_parameters_shardings
+    } else {
+        m.spmd_output_sharding.into_iter().collect()
+    })
 }

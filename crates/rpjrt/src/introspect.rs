@@ -7,7 +7,7 @@
 
 use crate::client::executable::Executable;
 use crate::error::{Error, Result};
-use crate::op_sharding::OpSharding;
+use crate::op_sharding::{OpSharding, ShardingType};
 use crate::raw::aot as raw;
 use crate::value::Value;
 
@@ -188,14 +188,48 @@ impl Executable {
             .map_err(|e| raw::unimplemented_as_unsupported(core.api(), e, "output memory kinds"))
     }
 
-    /// The sharding of each parameter (Shardings extension), decoded.
+    /// The sharding of each parameter, decoded: the plugin's answer (Shardings extension),
+    /// or without the extension, what the SPMD partitioner recorded in the compiled module.
+    /// Empty for a program compiled without partitioning, as the extension answers;
+    /// `Unsupported` when neither the plugin nor the module can tell.
     pub fn parameter_shardings(&self) -> Result<Vec<OpSharding>> {
-        decode_all(self.parameter_shardings_bytes()?, "parameter")
+        match self.parameter_shardings_bytes() {
+            Ok(b) => decode_all(b, "parameter"),
+            Err(e) => self.compiled_shardings(true, e),
+        }
     }
 
-    /// The sharding of each output (Shardings extension), decoded.
+    /// The sharding of each output, decoded, from the plugin or the compiled module as
+    /// [`Executable::parameter_shardings`] says.
     pub fn output_shardings(&self) -> Result<Vec<OpSharding>> {
-        decode_all(self.output_shardings_bytes()?, "output")
+        match self.output_shardings_bytes() {
+            Ok(b) => decode_all(b, "output"),
+            Err(e) => self.compiled_shardings(false, e),
+        }
+    }
+
+    /// The shardings the compiled module records, where the plugin refused to tell them
+    /// with `refused` (returned unchanged unless it is `Unsupported` and the module has
+    /// them). The module gives the outputs as one sharding, a tuple's for several.
+    fn compiled_shardings(&self, parameters: bool, refused: Error) -> Result<Vec<OpSharding>> {
+        if !matches!(refused, Error::Unsupported { .. }) {
+            return Err(refused);
+        }
+        let recorded = self
+            .optimized_program()
+            .ok()
+            .and_then(|(format, code)| crate::hlo::spmd_shardings(&code, &format, parameters));
+        let Some(recorded) = recorded else {
+            return Err(refused);
+        };
+        let what = if parameters { "parameter" } else { "output" };
+        let mut all = decode_all(recorded, what)?;
+        match all.as_slice() {
+            [one] if !parameters && one.kind == ShardingType::Tuple => {
+                Ok(all.remove(0).tuple_shardings)
+            }
+            _ => Ok(all),
+        }
     }
 
     /// The serialized `OpSharding` of each parameter, as the plugin hands it out.

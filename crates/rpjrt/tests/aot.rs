@@ -303,23 +303,16 @@ fn introspection_reports_values_or_unsupported() {
                 matches!(&e, Error::Unsupported { what, .. } if what.contains("72 bytes")),
                 "{e:?}"
             );
-            unsupported(
-                exe.parameter_shardings().map(|_| String::new()),
-                "parameter_shardings",
-            );
-            unsupported(
-                exe.output_shardings().map(|_| String::new()),
-                "output_shardings",
-            );
         } else {
             let pl = exe.parameter_layouts().unwrap();
             assert_eq!(pl.len(), 2);
             assert_eq!(pl[0].minor_to_major, Some(vec![0]));
-            // The extension is there; an unsharded single-device program has no shardings
-            // (the 0.115 plugin returns empty lists; see the SPMD test for real ones).
-            assert_eq!(exe.parameter_shardings().unwrap(), vec![]);
-            assert_eq!(exe.output_shardings().unwrap(), vec![]);
         }
+        // An unsharded single-device program has no shardings: the 0.115 plugin's
+        // extension returns empty lists, and the 0.81 plugin's compiled module records
+        // none (see the SPMD test for real ones).
+        assert_eq!(exe.parameter_shardings().unwrap(), vec![]);
+        assert_eq!(exe.output_shardings().unwrap(), vec![]);
 
         assert!(!exe.fingerprint().unwrap().is_empty());
         // Compile options: the plugin's (0.87+) or the ones rpjrt recorded.
@@ -342,21 +335,8 @@ fn shardings_of_a_two_device_spmd_program_are_decoded() {
                 &CompileOptions::for_mesh(1, 2).unwrap(),
             )
             .unwrap();
-        if is_old(p) {
-            // The 0.81 plugin has no Shardings extension.
-            for (what, r) in [
-                ("parameter", exe.parameter_shardings()),
-                ("output", exe.output_shardings()),
-            ] {
-                match r {
-                    Err(Error::Unsupported { what: w, .. }) => {
-                        assert!(w.contains("Shardings"), "{what}: {w}")
-                    }
-                    other => panic!("{what}: expected Unsupported, got {other:?}"),
-                }
-            }
-            return;
-        }
+        // The 0.81 plugin has no Shardings extension: its answers come from the compiled
+        // module's record, and are the same.
         let params = exe.parameter_shardings().unwrap();
         let outs = exe.output_shardings().unwrap();
         assert_eq!(params.len(), 1, "{params:?}");
@@ -368,9 +348,17 @@ fn shardings_of_a_two_device_spmd_program_are_decoded() {
             assert_eq!(s.to_string(), "{devices=[2,1]<=[2]}");
             assert!(!s.is_replicated());
         }
-        // The raw bytes are there too, and decode to the same value.
-        let raw = exe.parameter_shardings_bytes().unwrap();
-        assert_eq!(rpjrt::OpSharding::decode(&raw[0]).unwrap(), params[0]);
+        // The plugin's raw bytes (0.115), where it has them, decode to the same value.
+        if !is_old(p) {
+            let raw = exe.parameter_shardings_bytes().unwrap();
+            assert_eq!(rpjrt::OpSharding::decode(&raw[0]).unwrap(), params[0]);
+        } else {
+            let e = exe.parameter_shardings_bytes().unwrap_err();
+            assert!(
+                matches!(&e, Error::Unsupported { what, .. } if what.contains("Shardings")),
+                "{e:?}"
+            );
+        }
     });
 }
 

@@ -1,5 +1,5 @@
-//! Sessions (named slots, feedback, donation, lazy loading) and sharded arrays (Shardy
-//! detection, split/assemble across devices) on both CPU plugins.
+//! Sessions (named slots, feedback, donation, lazy loading) and Shardy detection on both
+//! CPU plugins.
 
 mod common;
 
@@ -7,11 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use rpjrt::sharding::{self, Mesh};
-use rpjrt::{
-    ClientOptions, CompileOptions, ElementType, Error, HostArray, Program, Session, SlotState,
-    SlotValue,
-};
+use rpjrt::sharding;
+use rpjrt::{ClientOptions, ElementType, Error, HostArray, Program, Session, SlotState, SlotValue};
 
 /// The SGD step (`sgd_step.mlir`, given as `text`) compiled on `client`, a new session, and
 /// the step as its program `(w, x, y) -> (w, loss)`.
@@ -186,12 +183,6 @@ fn session_refuses_mismatches_naming_the_slot() {
     });
 }
 
-fn sin2_halves() -> (Vec<f32>, Vec<f32>) {
-    let a: Vec<f32> = (0..32).map(|i| i as f32 * 0.1).collect();
-    let want = a.iter().map(|v| v.sin() * 2.0).collect();
-    (a, want)
-}
-
 #[test]
 fn shardy_modules_are_detected_in_text_and_bytecode() {
     for name in [
@@ -219,61 +210,6 @@ fn shardy_modules_are_detected_in_text_and_bytecode() {
     }
     let plain = sharding::bytecode_dialects(&fixture("mul_add.mlirbc")).unwrap();
     assert!(!plain.contains(&"sdy".to_string()), "{plain:?}");
-}
-
-#[test]
-fn shardy_module_runs_with_only_num_partitions_set() {
-    let options = ClientOptions::new().set("cpu_device_count", 4);
-    for_each_plugin_with(&options, |_, client| {
-        let (a, want) = sin2_halves();
-        let mesh = Mesh::new(&[("x", 2)], &[0, 1]).unwrap();
-        let spec = vec![vec!["x".to_string()]];
-        for name in [
-            "shardy_sin.mlir",
-            "shardy_sin.mlirbc",
-            "shardy_sin.jax_export.mlirbc",
-        ] {
-            let exe = client
-                .compile(
-                    &Program::mlir(fixture(name)),
-                    &CompileOptions {
-                        num_partitions: 2,
-                        ..Default::default()
-                    },
-                )
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let devices = exe.addressable_devices().unwrap();
-            assert_eq!(devices.len(), 2);
-            let (shards, dims) =
-                sharding::split(&f32_bytes(&a), ElementType::F32, &[8, 4], &mesh, &spec).unwrap();
-            assert_eq!(dims, vec![4, 4]);
-            let bufs: Vec<rpjrt::Buffer> = shards
-                .iter()
-                .zip(&devices)
-                .map(|(s, d)| {
-                    client
-                        .buffer_from_host(s, ElementType::F32, &dims, None, d, None)
-                        .unwrap()
-                })
-                .collect();
-            let outs = exe
-                .execute_sharded(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>())
-                .unwrap();
-            let host: Vec<Vec<u8>> = outs.iter().map(|o| o[0].to_vec().unwrap()).collect();
-            let refs: Vec<sharding::HostShard> = host
-                .iter()
-                .map(|h| sharding::HostShard::new(h, ElementType::F32, &dims))
-                .collect();
-            let full = sharding::assemble(&refs, ElementType::F32, &[8, 4], &mesh, &spec).unwrap();
-            let got: Vec<f32> = full
-                .chunks(4)
-                .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
-                .collect();
-            for (g, w) in got.iter().zip(&want) {
-                assert!((g - w).abs() < 1e-5, "{name}: {got:?} vs {want:?}");
-            }
-        }
-    });
 }
 
 #[test]
