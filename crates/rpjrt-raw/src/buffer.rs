@@ -25,6 +25,7 @@ args_types! {
     PJRT_Buffer_Device_Args => PJRT_Buffer_Device_Args_STRUCT_SIZE,
     PJRT_Buffer_Memory_Args => PJRT_Buffer_Memory_Args_STRUCT_SIZE,
     PJRT_Buffer_Delete_Args => PJRT_Buffer_Delete_Args_STRUCT_SIZE,
+    PJRT_Buffer_IsDeleted_Args => PJRT_Buffer_IsDeleted_Args_STRUCT_SIZE,
     PJRT_Buffer_IsOnCpu_Args => PJRT_Buffer_IsOnCpu_Args_STRUCT_SIZE,
     PJRT_Buffer_ToHostBuffer_Args => PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE,
     PJRT_Buffer_ReadyEvent_Args => PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE,
@@ -541,6 +542,17 @@ impl<M> Buffer<M> {
     #[inline]
     pub fn leave_launch(&self) {
         self.0.launching.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether the plugin itself holds this buffer deleted (`PJRT_Buffer_IsDeleted`);
+    /// `false` when it cannot say. After a failed execution that donated the buffer, this
+    /// tells a buffer the plugin consumed before failing from one it left alone.
+    pub fn deleted_by_plugin(&self) -> bool {
+        let mut a = sys::PJRT_Buffer_IsDeleted_Args::new();
+        a.buffer = self.ptr();
+        // SAFETY: live buffer (this handle keeps it); the entry only reads its state.
+        let r = unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_IsDeleted, &mut a) };
+        r.is_ok() && a.is_deleted
     }
 
     /// Undoes [`Buffer::reserve_donation`].

@@ -327,6 +327,30 @@ impl Error {
     pub fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
     }
+
+    /// The same error (same variant and code) with `note` appended to its message, where
+    /// the variant carries a message of its own; other variants are returned unchanged.
+    pub fn with_note(self, note: &str) -> Error {
+        match self {
+            Error::Pjrt {
+                entry,
+                code,
+                message,
+            } => Error::Pjrt {
+                entry,
+                code,
+                message: format!("{message}; {note}"),
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m}; {note}")),
+            Error::Deleted(m) => Error::Deleted(format!("{m}; {note}")),
+            Error::ResourceExhausted(m) => Error::ResourceExhausted(format!("{m}; {note}")),
+            Error::OutOfMemory { error, report } => Error::OutOfMemory {
+                error: Box::new(error.with_note(note)),
+                report,
+            },
+            other => other,
+        }
+    }
 }
 
 #[cfg(test)]

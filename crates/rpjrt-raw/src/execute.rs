@@ -256,6 +256,9 @@ impl Loaded {
         // buffers of this client (checked above, and borrowed for the call).
         let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
         drop(launch);
+        if r.is_err() {
+            donation.failed();
+        }
         r?;
         donation.reserved.clear();
         let events = req.want_events.then_some(&events[..]);
@@ -346,8 +349,17 @@ impl<B, M> Drop for Launch<'_, B, M> {
 }
 
 /// Donated buffers marked deleted before the call, restored on drop unless cleared.
-struct Donation<'a, M> {
-    reserved: Vec<&'a Buffer<M>>,
+pub(super) struct Donation<'a, M> {
+    pub(super) reserved: Vec<&'a Buffer<M>>,
+}
+
+impl<M> Donation<'_, M> {
+    /// The plugin refused the call. A buffer it consumed before failing (XLA does so with
+    /// an input its program aliases to an output) stays deleted; the others are restored
+    /// when this drops, as if the call had not happened.
+    pub(super) fn failed(&mut self) {
+        self.reserved.retain(|b| !b.deleted_by_plugin());
+    }
 }
 
 impl<M> Drop for Donation<'_, M> {

@@ -13,7 +13,7 @@ use rpjrt_sys as sys;
 
 use super::buffer::{Buffer, Recycler, StateError};
 use super::executable::Loaded;
-use super::execute::{ExecuteContext, ExecuteSink};
+use super::execute::{Donation, ExecuteContext, ExecuteSink};
 use super::inline::Inline;
 use super::{pjrt, Args};
 use crate::error::{Error, Result};
@@ -133,11 +133,6 @@ impl<M> PreparedArgs<M> {
     }
 }
 
-/// Donated buffers marked deleted before the call, restored on drop unless cleared.
-struct Reserved<'a, M> {
-    buffers: Vec<&'a Buffer<M>>,
-}
-
 /// The first `entered` undonated arguments of `args` were recorded with `enter_launch`;
 /// each is left on drop.
 struct PreparedLaunch<'a, M> {
@@ -160,14 +155,6 @@ impl<M> Drop for PreparedLaunch<'_, M> {
     fn drop(&mut self) {
         for b in self.undonated().take(self.entered) {
             b.leave_launch();
-        }
-    }
-}
-
-impl<M> Drop for Reserved<'_, M> {
-    fn drop(&mut self) {
-        for b in &self.buffers {
-            b.cancel_donation();
         }
     }
 }
@@ -200,19 +187,19 @@ impl Loaded {
                  prepared; prepare it again with live buffers"
             )));
         }
-        let mut reserved = Reserved {
-            buffers: Vec::new(),
+        let mut donation = Donation {
+            reserved: Vec::new(),
         };
         if !args.donate.is_empty() {
             let n = args.num_args;
             for (d, list) in args.buffers.chunks(n.max(1)).enumerate() {
                 for &i in args.donate.iter() {
                     let b = &list[i];
-                    if reserved.buffers.iter().any(|r| r.same(b)) {
+                    if donation.reserved.iter().any(|r| r.same(b)) {
                         continue;
                     }
                     match b.reserve_donation() {
-                        Ok(()) => reserved.buffers.push(b),
+                        Ok(()) => donation.reserved.push(b),
                         Err(StateError::Deleted) => {
                             return Err(Error::Deleted(format!(
                                 "argument {i} of device list {d} was deleted or donated since \
@@ -237,7 +224,7 @@ impl Loaded {
         let mut launch = PreparedLaunch { args, entered: 0 };
         for b in launch.undonated() {
             if !b.enter_launch() {
-                let also_donated = reserved.buffers.iter().any(|r| r.same(b));
+                let also_donated = donation.reserved.iter().any(|r| r.same(b));
                 return Err(if also_donated {
                     super::execute::also_donated("an argument")
                 } else {
@@ -287,8 +274,11 @@ impl Loaded {
         // device; the event array has one slot per device; all live until after the call.
         let r = unsafe { pjrt!(client.api(), PJRT_LoadedExecutable_Execute, &mut a) };
         drop(launch);
+        if r.is_err() {
+            donation.failed();
+        }
         r?;
-        reserved.buffers.clear();
+        donation.reserved.clear();
         let events = want_events.then_some(&events[..]);
         super::execute::hand_out(client, &outs, num_outputs, events, recycle, sink);
         Ok(())

@@ -263,7 +263,48 @@ pub fn write_regular_file(
         let _ = std::fs::remove_file(&tmp);
         return Err(fail(&e));
     }
+    // Temporaries of earlier writers of this file that were killed mid-write.
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        let prefix = format!(".{}.", name.to_string_lossy());
+        remove_orphaned_temps(dir, &prefix, ".tmp");
+    }
     Ok(())
+}
+
+/// Removes the files in `dir` named `{prefix}{pid}-...{suffix}` whose process `pid` no
+/// longer runs: what writers killed between creating a temporary file and renaming it
+/// left behind. Only where `/proc` tells which processes run (Linux); elsewhere, and for
+/// any file that cannot be judged, nothing is removed.
+pub(crate) fn remove_orphaned_temps(dir: &std::path::Path, prefix: &str, suffix: &str) {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        dir
+    }) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(rest) = name
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix(suffix))
+        else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        match pid {
+            Some(pid) if pid != me && !proc.join(pid.to_string()).exists() => {
+                let _ = std::fs::remove_file(entry.path());
+            }
+            _ => {}
+        }
+    }
 }
 
 /// An environment variable as text, `None` when unset or empty. A value that is not UTF-8

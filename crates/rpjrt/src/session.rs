@@ -65,7 +65,8 @@ pub enum SlotState {
     Pending,
     /// Holds a buffer.
     Ready,
-    /// Holds a buffer that was deleted (by the caller, or donated outside this session).
+    /// Holds a buffer that was deleted: by the caller, donated outside this session, or
+    /// consumed by a step that failed after donating it.
     Deleted,
 }
 
@@ -385,7 +386,8 @@ fn of_another_client(d: &Device, session_device: &Device) -> &'static str {
 fn ready_buffer(name: &str, b: &Buffer) -> Result<Buffer> {
     if b.is_deleted() {
         return Err(Error::Deleted(format!(
-            "slot {name:?}: its buffer was deleted (or donated outside this session)"
+            "slot {name:?}: its buffer was deleted or donated (outside this session, or by a \
+             step that failed); bind it again"
         )));
     }
     Ok(b.clone())
@@ -913,15 +915,7 @@ impl SessionProgram {
         for &i in &self.inputs {
             let slot = &st.slots[i];
             match &slot.content {
-                Content::Ready(b) => {
-                    if b.is_deleted() {
-                        return Err(Error::Deleted(format!(
-                            "slot {:?}: its buffer was deleted (or donated outside this session)",
-                            slot.name
-                        )));
-                    }
-                    refs.push(b.clone());
-                }
+                Content::Ready(b) => refs.push(ready_buffer(&slot.name, b)?),
                 _ => {
                     return Err(Error::invalid(format!(
                         "slot {:?} has no value: bind it before calling {}",
@@ -965,8 +959,11 @@ impl SessionProgram {
                 device: self.portable.then(|| inner.device.clone()),
                 ..Default::default()
             };
-            let mut r = self.exe.execute_with(&[refs], &options)?;
-            r.outputs.pop().unwrap_or_default()
+            let lists = [refs];
+            match self.exe.execute_with(&lists, &options) {
+                Ok(mut r) => r.outputs.pop().unwrap_or_default(),
+                Err(e) => return Err(self.lost_in_failure(e, &options.donate, &lists[0])),
+            }
         };
         let mut st = inner.lock();
         for (out, slot) in outs.iter().zip(&self.outputs) {
@@ -978,6 +975,31 @@ impl SessionProgram {
         drop(st);
         drop(stepping);
         Ok(outs)
+    }
+}
+
+impl SessionProgram {
+    /// `e`, a failed execution's error, naming the donated slots the plugin consumed
+    /// before it failed: their values are gone, and the slots read as deleted until bound
+    /// again.
+    fn lost_in_failure(&self, e: Error, donate: &[usize], refs: &[&Buffer]) -> Error {
+        let st = self.inner.lock();
+        let lost: Vec<String> = donate
+            .iter()
+            .filter(|&&k| refs[k].is_deleted())
+            .map(|&k| format!("{:?}", st.slots[self.inputs[k]].name))
+            .collect();
+        if lost.is_empty() {
+            return e;
+        }
+        let note = format!(
+            "the failed step had donated slot{} {}, which the plugin consumed before failing: \
+             bind {} again",
+            if lost.len() == 1 { "" } else { "s" },
+            lost.join(", "),
+            if lost.len() == 1 { "it" } else { "them" }
+        );
+        e.with_note(&note)
     }
 }
 

@@ -197,12 +197,15 @@ fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
 impl Cache {
     /// A cache in `dir` (created if needed), bounded to `max_bytes` if given.
     pub fn new(dir: impl AsRef<Path>, max_bytes: Option<u64>) -> Result<Cache> {
-        let dir = dir.as_ref().to_path_buf();
-        if dir.as_os_str().is_empty() {
+        if dir.as_ref().as_os_str().is_empty() {
             return Err(Error::invalid(
                 "compile cache: the directory's name is empty",
             ));
         }
+        // Made absolute now: a relative name means the directory it names when the cache
+        // is made, not whatever directory the process is in when an entry is stored.
+        let dir = std::path::absolute(dir.as_ref())
+            .map_err(|e| io_err("resolve the directory", dir.as_ref(), e))?;
         // Something that exists and is no directory (a file, /dev/null) is named as such,
         // not by create_dir_all's "File exists".
         if let Err(e) = fs::create_dir_all(&dir) {
@@ -491,6 +494,7 @@ impl Cache {
     /// Writes an entry atomically (temporary file in the same directory, then rename) and
     /// evicts least recently used entries beyond the bound.
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        crate::remove_orphaned_temps(&self.inner.dir, TMP_PREFIX, "");
         let tmp = self.inner.dir.join(format!(
             "{TMP_PREFIX}{}-{}-{}",
             std::process::id(),

@@ -592,16 +592,39 @@ impl Executable {
             }
             // Another thread may delete an argument between the checks and the plugin's
             // own: the plugin then refuses it ("deleted or donated"); say what happened.
+            // A donated argument the plugin consumed before it failed reads as deleted
+            // now (see `Donation::failed`): that is this call's doing, said as such.
             let deleted = lists
                 .iter()
                 .flat_map(|l| l.iter().enumerate())
-                .find(|(_, b)| b.is_deleted());
-            match deleted {
+                .find(|(i, b)| b.is_deleted() && !options.donate.contains(i));
+            let e = match deleted {
                 Some((i, _)) if !matches!(e, Error::Deleted(_)) => Error::Deleted(format!(
                     "argument {i} was deleted while the execution was being launched ({e})"
                 )),
                 _ => e,
+            };
+            let consumed: Vec<String> = (options.donate.iter())
+                .filter(|&&i| {
+                    lists
+                        .iter()
+                        .any(|l| l.get(i).is_some_and(|b| b.is_deleted()))
+                })
+                .map(|i| i.to_string())
+                .collect();
+            if consumed.is_empty() {
+                return e;
             }
+            e.with_note(&format!(
+                "the plugin consumed donated argument{} {} before it failed: {} deleted now",
+                if consumed.len() == 1 { "" } else { "s" },
+                consumed.join(", "),
+                if consumed.len() == 1 {
+                    "it reads as"
+                } else {
+                    "they read as"
+                }
+            ))
         })
     }
 
