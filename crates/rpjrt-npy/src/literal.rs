@@ -15,23 +15,37 @@ use crate::invalid;
 /// `default` when given, else float32 for numbers with a `.`/`e`, int32 for integers and
 /// bool for `true`/`false`. Values follow the one rule for numbers
 /// ([`crate::scalars::to_host`]): in range, no float into an integer type, no overflow.
+///
+/// A literal that is malformed or ragged is an error that says where it goes wrong, by
+/// character of the trimmed literal (1-based, counting characters, not bytes): `[1,,2]`
+/// is `malformed literal "[1,,2]": an empty element at character 4 (...)`, `[[1,2],[3]]`
+/// is `ragged literal "[[1,2],[3]]": the list at character 8 has 1 element(s) ...`, and a
+/// bad number in a list names its element (`"x" is not a number (the element at character
+/// 4 of the literal "[1,x]")`). The literal is quoted when it is at most 80 characters.
 pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> {
     let text = text.trim();
     let (body, ty) = match text.rsplit_once(':') {
         Some((b, t)) if !t.contains(']') => (b, Some(ElementType::from_name(t.trim())?)),
         _ => (text, None),
     };
-    let mut dims = Vec::new();
-    let mut values = Vec::new();
-    parse_nested(body.trim(), 0, &mut dims, &mut values)?;
-    let leaves = values
+    let (dims, tokens) = Scanner::read(text, body)?;
+    let listed = body.trim_start().starts_with('[');
+    let leaves = tokens
         .iter()
-        .map(|v| token_scalar(v))
+        .map(|(at, v)| {
+            token_scalar(v).map_err(|e| match e {
+                Error::InvalidArgument(m) if listed => invalid(format!(
+                    "{m} (the element at character {at} of the literal{})",
+                    shown(text)
+                )),
+                e => e,
+            })
+        })
         .collect::<Result<Vec<_>>>()?;
     let ty = match ty.or(default) {
         Some(t) => t,
         None => {
-            if values.iter().all(|v| v == "true" || v == "false") && !values.is_empty() {
+            if tokens.iter().all(|(_, v)| v == "true" || v == "false") && !tokens.is_empty() {
                 ElementType::Pred
             } else if leaves.iter().any(|s| matches!(s, Scalar::Float(_))) {
                 ElementType::F32
@@ -41,6 +55,15 @@ pub fn parse_literal(text: &str, default: Option<ElementType>) -> Result<Array> 
         }
     };
     dense_array(&leaves, dims, ty)
+}
+
+/// The literal, quoted after a space, for a message; nothing when it is too long to help.
+fn shown(text: &str) -> String {
+    if text.chars().count() <= 80 {
+        format!(" {text:?}")
+    } else {
+        String::new()
+    }
 }
 
 /// One literal token as a scalar: the core's text rule ([`Scalar::parse`]: a finite
@@ -74,66 +97,194 @@ fn dense_array(leaves: &[Scalar], dims: Vec<i64>, ty: ElementType) -> Result<Arr
     Array::new(ty, dims, data)
 }
 
-fn parse_nested(s: &str, depth: usize, dims: &mut Vec<i64>, out: &mut Vec<String>) -> Result<()> {
-    // Bounded before it recurses: deep brackets would otherwise overflow the stack.
-    if depth > scalars::MAX_DEPTH {
-        return Err(invalid(format!(
-            "the literal is nested deeper than {} levels (rpjrt's highest rank)",
-            scalars::MAX_DEPTH
-        )));
+/// A literal's token and its place (a 1-based character of the literal).
+type Token = (usize, String);
+
+/// The reader of a literal's value (`VALUE`, a token or `[VALUE, ...]`, a trailing comma
+/// allowed): its dims and its tokens with their places, or where it goes wrong.
+struct Scanner<'a> {
+    /// The whole literal (for messages); the value's text starts where it does.
+    literal: &'a str,
+    chars: Vec<char>,
+    i: usize,
+    tokens: Vec<Token>,
+    /// Per depth: the length of the lists there (the first one's).
+    counts: Vec<Option<usize>>,
+    /// Per depth: whether single values are there.
+    leaves: Vec<bool>,
+}
+
+impl<'a> Scanner<'a> {
+    /// The dims and tokens of `body`, the value of the trimmed `literal` (before its type).
+    fn read(literal: &'a str, body: &str) -> Result<(Vec<i64>, Vec<Token>)> {
+        let mut s = Scanner {
+            literal,
+            chars: body.chars().collect(),
+            i: 0,
+            tokens: Vec::new(),
+            counts: Vec::new(),
+            leaves: Vec::new(),
+        };
+        if body.trim().is_empty() {
+            return Err(s.malformed(match literal.get(body.len() + 1..) {
+                Some(t) => format!("there is no value before \":{t}\" (as in 1:{t} or [1,2]:{t})"),
+                None => "it is empty: write a value such as 1.5, true or [1,2,3]".to_string(),
+            }));
+        }
+        s.value(0)?;
+        s.skip_ws();
+        if let Some(&c) = s.chars.get(s.i) {
+            let at = s.i + 1;
+            return Err(s.malformed(match c {
+                ']' => format!("unbalanced brackets: the \"]\" at character {at} closes no \"[\""),
+                ',' => format!(
+                    "the \",\" at character {at} is outside brackets: write a list in brackets, \
+                     as [{}]",
+                    body.trim()
+                ),
+                _ => format!(
+                    "{:?} at character {at} follows a complete value",
+                    c.to_string()
+                ),
+            }));
+        }
+        let dims = s.counts.iter().map_while(|n| n.map(|n| n as i64));
+        Ok((dims.collect(), s.tokens))
     }
-    let s = s.trim();
-    let Some(inner) = s.strip_prefix('[') else {
-        if s.is_empty() || s.contains([',', ']']) {
-            return Err(invalid(format!("malformed literal near {s:?}")));
+
+    fn malformed(&self, why: String) -> Error {
+        invalid(format!("malformed literal{}: {why}", shown(self.literal)))
+    }
+
+    fn ragged(&self, why: String) -> Error {
+        let quoted = shown(self.literal);
+        invalid(format!(
+            "ragged literal{quoted}: {why} (a literal is rectangular)"
+        ))
+    }
+
+    fn skip_ws(&mut self) {
+        while self.chars.get(self.i).is_some_and(|c| c.is_whitespace()) {
+            self.i += 1;
         }
-        if dims.len() > depth {
-            return Err(invalid(
-                "ragged literal: nesting depth differs between elements",
-            ));
+    }
+
+    fn value(&mut self, depth: usize) -> Result<()> {
+        self.skip_ws();
+        let at = self.i + 1;
+        match self.chars.get(self.i) {
+            None => Err(self.malformed(format!("a value is missing at character {at} (its end)"))),
+            Some('[') => self.list(depth),
+            Some(']') => Err(self.malformed(format!(
+                "unbalanced brackets: a value is missing at character {at}, where a \"]\" \
+                 closes no \"[\""
+            ))),
+            Some(',') => Err(self.malformed(format!(
+                "an empty element at character {at} (a \",\" with no value before it)"
+            ))),
+            Some(_) => self.atom(depth),
         }
-        out.push(s.to_string());
-        return Ok(());
-    };
-    let inner = inner
-        .strip_suffix(']')
-        .ok_or_else(|| invalid(format!("unbalanced brackets in {s:?}")))?;
-    // Split at top-level commas.
-    let mut parts = Vec::new();
-    let (mut level, mut start) = (0i32, 0usize);
-    for (i, c) in inner.char_indices() {
-        match c {
-            '[' => level += 1,
-            ']' => level -= 1,
-            ',' if level == 0 => {
-                parts.push(&inner[start..i]);
-                start = i + 1;
+    }
+
+    /// A token (whitespace before it already skipped).
+    fn atom(&mut self, depth: usize) -> Result<()> {
+        let start = self.i;
+        while (self.chars.get(self.i)).is_some_and(|c| !matches!(c, '[' | ']' | ',')) {
+            self.i += 1;
+        }
+        let raw: String = self.chars[start..self.i].iter().collect();
+        let token = raw.trim_end();
+        if let Some(gap) = token.find(char::is_whitespace) {
+            let (a, rest) = token.split_at(gap);
+            let b = rest.split_whitespace().next().unwrap_or("");
+            let at = start + a.chars().count() + 1;
+            return Err(self.malformed(format!(
+                "{a:?} and {b:?} are separated by a space at character {at}, not a \",\" \
+                 (a list is written [{a}, {b}])"
+            )));
+        }
+        if self.chars.get(self.i) == Some(&'[') {
+            return Err(self.malformed(format!(
+                "the \"[\" at character {} follows the value {token:?} with no \",\" between \
+                 them",
+                self.i + 1
+            )));
+        }
+        if self.counts.get(depth).copied().flatten().is_some() {
+            return Err(self.ragged(format!(
+                "{token:?} at character {} is a single value where the other elements at its \
+                 depth are lists",
+                start + 1
+            )));
+        }
+        if self.leaves.len() <= depth {
+            self.leaves.resize(depth + 1, false);
+        }
+        self.leaves[depth] = true;
+        self.tokens.push((start + 1, token.to_string()));
+        Ok(())
+    }
+
+    /// The list opened at the current character, its elements at `depth + 1`.
+    fn list(&mut self, depth: usize) -> Result<()> {
+        let open = self.i + 1;
+        // Bounded before it recurses: deep brackets would otherwise overflow the stack.
+        if depth >= scalars::MAX_DEPTH {
+            return Err(self.malformed(format!(
+                "it is nested deeper than {} levels, rpjrt's highest rank (the \"[\" at \
+                 character {open})",
+                scalars::MAX_DEPTH
+            )));
+        }
+        if self.leaves.get(depth) == Some(&true) {
+            return Err(self.ragged(format!(
+                "the list at character {open} stands where the other elements at its depth \
+                 are single values"
+            )));
+        }
+        let mut n = 0;
+        self.i += 1;
+        loop {
+            self.skip_ws();
+            match self.chars.get(self.i) {
+                None => {
+                    return Err(self.malformed(format!(
+                        "unbalanced brackets: the \"[\" at character {open} is never closed"
+                    )))
+                }
+                Some(']') => break,
+                _ => self.value(depth + 1)?,
             }
-            _ => {}
+            n += 1;
+            self.skip_ws();
+            match self.chars.get(self.i) {
+                // After a comma, a `]` may follow (a trailing comma is allowed).
+                Some(',') => self.i += 1,
+                None | Some(']') => {}
+                Some(&c) => {
+                    return Err(self.malformed(format!(
+                        "{:?} at character {} follows an element with no \",\" between them",
+                        c.to_string(),
+                        self.i + 1
+                    )))
+                }
+            }
         }
-        if level < 0 {
-            return Err(invalid(format!("unbalanced brackets in {s:?}")));
+        self.i += 1;
+        if self.counts.len() <= depth {
+            self.counts.resize(depth + 1, None);
+        }
+        match self.counts[depth] {
+            Some(m) if m != n => Err(self.ragged(format!(
+                "the list at character {open} has {n} element(s) where the list before it at \
+                 that depth has {m}"
+            ))),
+            _ => {
+                self.counts[depth] = Some(n);
+                Ok(())
+            }
         }
     }
-    let last = inner[start..].trim();
-    if !last.is_empty() {
-        parts.push(last);
-    } else if !parts.is_empty() {
-        // trailing comma: fine
-    }
-    let n = parts.len() as i64;
-    if dims.len() == depth {
-        dims.push(n);
-    } else if dims[depth] != n {
-        return Err(invalid(format!(
-            "ragged literal: {n} elements where {} were expected",
-            dims[depth]
-        )));
-    }
-    for p in parts {
-        parse_nested(p, depth + 1, dims, out)?;
-    }
-    Ok(())
 }
 
 /// Random values of a type and shape: floats in [-1, 1), integers in [0, 10), random
@@ -192,10 +343,125 @@ mod tests {
         assert_eq!(a.dims, vec![1; scalars::MAX_DEPTH]);
         for n in [scalars::MAX_DEPTH + 1, 100_000] {
             let e = parse_literal(&nested(n), None).unwrap_err().to_string();
-            assert!(e.contains("nested deeper than 64"), "{e}");
+            assert!(e.contains("nested deeper than 64 levels"), "{e}");
+            assert!(e.contains("(the \"[\" at character 65)"), "{e}");
         }
     }
 
+    fn why(text: &str) -> String {
+        parse_literal(text, None).unwrap_err().to_string()
+    }
+
+    /// Malformed literals say where, by 1-based character (not byte) of the trimmed text.
+    #[test]
+    fn malformed_literals_say_where() {
+        assert_eq!(
+            why(" [1, ,2] "),
+            "invalid argument: malformed literal \"[1, ,2]\": an empty element at character 5 \
+             (a \",\" with no value before it)"
+        );
+        assert_eq!(
+            why("[[1,2],[3]]"),
+            "invalid argument: ragged literal \"[[1,2],[3]]\": the list at character 8 has 1 \
+             element(s) where the list before it at that depth has 2 (a literal is rectangular)"
+        );
+        assert_eq!(
+            why("[[1,2],[3,x]]:f32"),
+            "invalid argument: \"x\" is not a number (the element at character 11 of the \
+             literal \"[[1,2],[3,x]]:f32\")"
+        );
+        // A lone token is the whole literal; a long literal is not quoted back.
+        assert_eq!(why("x:f32"), "invalid argument: \"x\" is not a number");
+        let long = format!("[{}", "1,".repeat(50));
+        assert!(why(&long).starts_with("invalid argument: malformed literal: unbalanced"));
+        let nothing = "there is no value before \":f32\" (as in 1:f32 or [1,2]:f32)";
+        for (text, says) in [
+            ("[1,,2]", "an empty element at character 4"),
+            ("[,]", "an empty element at character 2"),
+            ("[1,2,,]", "an empty element at character 6"),
+            (
+                "[",
+                "unbalanced brackets: the \"[\" at character 1 is never closed",
+            ),
+            ("[[1,2]", "the \"[\" at character 1 is never closed"),
+            ("[[1,2],[3", "the \"[\" at character 8 is never closed"),
+            (
+                "]",
+                "a value is missing at character 1, where a \"]\" closes no \"[\"",
+            ),
+            (
+                "[1,2]]",
+                "unbalanced brackets: the \"]\" at character 6 closes no \"[\"",
+            ),
+            (
+                "[1 2]",
+                "\"1\" and \"2\" are separated by a space at character 3, not a \",\"",
+            ),
+            ("nan nan", "separated by a space at character 4"),
+            (
+                "1,2",
+                "the \",\" at character 2 is outside brackets: write a list in brackets, as [1,2]",
+            ),
+            ("[1][2]", "\"[\" at character 4 follows a complete value"),
+            ("[1]x:f32", "\"x\" at character 4 follows a complete value"),
+            (
+                "[[1]2]",
+                "\"2\" at character 5 follows an element with no \",\"",
+            ),
+            ("[1[2]]", "the \"[\" at character 3 follows the value \"1\""),
+            ("", "malformed literal \"\": it is empty: write a value"),
+            (":f32", nothing),
+            // Ragged rows at depths 2 and 3, either way round.
+            (
+                "[[[1,2],[3,4]],[[5,6],[7]]]",
+                "the list at character 23 has 1 element(s)",
+            ),
+            (
+                "[[1],2]",
+                "\"2\" at character 6 is a single value where the other elements",
+            ),
+            (
+                "[[[1,2],[3,4]],[[5,6],7]]",
+                "\"7\" at character 23 is a single value",
+            ),
+            (
+                "[1,[2]]",
+                "the list at character 4 stands where the other elements",
+            ),
+            (
+                "[[],[1]]",
+                "the list at character 5 has 1 element(s) where the list before",
+            ),
+            (
+                "[1e400, 0]",
+                "for an infinity) (the element at character 2 of the literal",
+            ),
+            // Characters, not bytes: "é" is two bytes but one character.
+            ("[é,,1]", "an empty element at character 4"),
+            (
+                "[1,é]",
+                "\"é\" is not a number (the element at character 4 of the literal",
+            ),
+            ("[\"é\",[2]]", "the list at character 6 stands where"),
+            (
+                "[[1],[2],é é]",
+                "\"é\" and \"é\" are separated by a space at character 11",
+            ),
+        ] {
+            let e = why(text);
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
+        // Well-formed ones, trailing commas included.
+        for (text, dims) in [
+            ("[1,2,]", vec![2]),
+            ("[[1,2,],[3,4],]", vec![2, 2]),
+            ("[[],[]]", vec![2, 0]),
+            ("[]", vec![0]),
+            (" 7 ", vec![]),
+        ] {
+            assert_eq!(parse_literal(text, None).unwrap().dims, dims, "{text}");
+        }
+    }
     #[test]
     fn literals() {
         let a = parse_literal("[[1, 2], [3, 4]]:f32", None).unwrap();

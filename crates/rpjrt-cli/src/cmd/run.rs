@@ -345,7 +345,7 @@ fn gather_inputs(
         } else {
             let default = params.and_then(|p| p.get(i)).map(|s| s.element_type);
             parse_literal(value, default).map_err(|e| {
-                CliError::usage(format!("input {i}: {}", crate::literal::explain(value, e)))
+                CliError::usage(format!("input {i}: {}", crate::literal::explain(e)))
             })?
         };
         put(i, a, spec)?;
