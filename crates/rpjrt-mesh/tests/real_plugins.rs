@@ -16,6 +16,42 @@ fn sin2_halves() -> (Vec<f32>, Vec<f32>) {
     (a, want)
 }
 
+/// Splits the f32 array `a` of `dims` by `spec`, runs `exe` (one argument, one output of
+/// the same global shape) on each mesh position's shard, and assembles the output.
+fn run_split(
+    client: &rpjrt::Client,
+    exe: &rpjrt::Executable,
+    mesh: &Mesh,
+    spec: &PartitionSpec,
+    a: &[f32],
+    dims: &[i64],
+) -> Vec<f32> {
+    let (shards, shard_dims) = split(&f32_bytes(a), ElementType::F32, dims, mesh, spec).unwrap();
+    let devices = exe.addressable_devices().unwrap();
+    assert_eq!(devices.len(), shards.len());
+    let bufs: Vec<rpjrt::Buffer> = shards
+        .iter()
+        .zip(&devices)
+        .map(|(s, d)| {
+            client
+                .buffer_from_host(s, ElementType::F32, &shard_dims, None, d, None)
+                .unwrap()
+        })
+        .collect();
+    let outs = exe
+        .execute_sharded(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>())
+        .unwrap();
+    let host: Vec<Vec<u8>> = outs.iter().map(|o| o[0].to_vec().unwrap()).collect();
+    let refs: Vec<HostShard> = host
+        .iter()
+        .map(|h| HostShard::new(h, ElementType::F32, &shard_dims))
+        .collect();
+    let full = assemble(&refs, ElementType::F32, dims, mesh, spec).unwrap();
+    full.chunks(4)
+        .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
 #[test]
 fn shardy_module_runs_with_only_num_partitions_set() {
     let options = ClientOptions::new().set("cpu_device_count", 4);
@@ -37,33 +73,8 @@ fn shardy_module_runs_with_only_num_partitions_set() {
                     },
                 )
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let devices = exe.addressable_devices().unwrap();
-            assert_eq!(devices.len(), 2);
-            let (shards, dims) =
-                split(&f32_bytes(&a), ElementType::F32, &[8, 4], &mesh, &spec).unwrap();
-            assert_eq!(dims, vec![4, 4]);
-            let bufs: Vec<rpjrt::Buffer> = shards
-                .iter()
-                .zip(&devices)
-                .map(|(s, d)| {
-                    client
-                        .buffer_from_host(s, ElementType::F32, &dims, None, d, None)
-                        .unwrap()
-                })
-                .collect();
-            let outs = exe
-                .execute_sharded(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>())
-                .unwrap();
-            let host: Vec<Vec<u8>> = outs.iter().map(|o| o[0].to_vec().unwrap()).collect();
-            let refs: Vec<HostShard> = host
-                .iter()
-                .map(|h| HostShard::new(h, ElementType::F32, &dims))
-                .collect();
-            let full = assemble(&refs, ElementType::F32, &[8, 4], &mesh, &spec).unwrap();
-            let got: Vec<f32> = full
-                .chunks(4)
-                .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
-                .collect();
+            assert_eq!(exe.addressable_devices().unwrap().len(), 2);
+            let got = run_split(client, &exe, &mesh, &spec, &a, &[8, 4]);
             for (g, w) in got.iter().zip(&want) {
                 assert!((g - w).abs() < 1e-5, "{name}: {got:?} vs {want:?}");
             }
@@ -136,27 +147,7 @@ fn specs_are_checked_against_the_compiled_shardings() {
         // The spec that passes is the one that gives the right answer.
         let a: Vec<f32> = (0..32).map(|i| i as f32).collect();
         let sp = spec(&[&["x"]]);
-        let (shards, dims) = split(&f32_bytes(&a), ElementType::F32, &[8, 4], &mesh, &sp).unwrap();
-        let devices = exe.addressable_devices().unwrap();
-        let bufs: Vec<rpjrt::Buffer> = shards
-            .iter()
-            .zip(&devices)
-            .map(|(s, d)| {
-                client
-                    .buffer_from_host(s, ElementType::F32, &dims, None, d, None)
-                    .unwrap()
-            })
-            .collect();
-        let outs = exe
-            .execute_sharded(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>())
-            .unwrap();
-        let host: Vec<Vec<u8>> = outs.iter().map(|o| o[0].to_vec().unwrap()).collect();
-        let refs: Vec<HostShard> = host
-            .iter()
-            .map(|h| HostShard::new(h, ElementType::F32, &dims))
-            .collect();
-        let full = assemble(&refs, ElementType::F32, &[8, 4], &mesh, &sp).unwrap();
-        let want: Vec<u8> = f32_bytes(&a.iter().map(|v| v * 2.0).collect::<Vec<_>>());
-        assert_eq!(full, want);
+        let got = run_split(client, &exe, &mesh, &sp, &a, &[8, 4]);
+        assert_eq!(got, a.iter().map(|v| v * 2.0).collect::<Vec<_>>());
     });
 }
