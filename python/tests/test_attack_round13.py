@@ -53,8 +53,10 @@ def test_a_failed_call_that_consumed_its_donation_reads_as_deleted(
     ones = np.ones(N, np.float32)
     w, x = client.put(ones), client.put(ones)
     flag["fail"] = True
-    with pytest.raises(rpjrt.Error, match="the handler refuses"):
+    with pytest.raises(rpjrt.Error, match="the handler refuses") as err:
         exe(w, x, donate=[0])
+    assert not isinstance(err.value, rpjrt.BufferDeletedError), err.value
+    assert ("consumed donated argument 0" in str(err.value)) == w.is_deleted(), err.value
     # Whatever the plugin did with w, rpjrt's view of it is the plugin's: consumed means
     # deleted (rpjrt's own error on use), kept means still readable with its old values.
     if w.is_deleted():
@@ -67,8 +69,12 @@ def test_a_failed_call_that_consumed_its_donation_reads_as_deleted(
     # The same through a prepared call.
     w2 = client.put(ones)
     call = exe.prepare([[w2, x]], donate=[0])
-    with pytest.raises(rpjrt.Error, match="the handler refuses"):
+    with pytest.raises(rpjrt.Error, match="the handler refuses") as err:
         call()
+    # The plugin's error, with what happened to the donation; not a "deleted while being
+    # launched" error, which is for another thread's deletion.
+    assert not isinstance(err.value, rpjrt.BufferDeletedError), err.value
+    assert ("consumed donated argument 0" in str(err.value)) == w2.is_deleted(), err.value
     if w2.is_deleted():
         with pytest.raises(rpjrt.BufferDeletedError):
             w2.to_numpy()
@@ -152,6 +158,15 @@ def _dead_pid() -> int:
     return pid
 
 
+def _age(*files: Path, seconds: float = 3600) -> None:
+    """Makes `files` look untouched for `seconds` (a killed writer's leftovers are old)."""
+    import time
+
+    t = time.time() - seconds
+    for f in files:
+        os.utime(f, (t, t))
+
+
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs /proc to tell running processes")
 def test_temporaries_of_killed_writers_are_removed_by_the_next_write(
     client: rpjrt.Client, tmp_path: Path
@@ -160,24 +175,99 @@ def test_temporaries_of_killed_writers_are_removed_by_the_next_write(
     orphan = tmp_path / f".ck.npz.{dead}-0.tmp"
     live = tmp_path / f".ck.npz.{alive}-0.tmp"
     other = tmp_path / f".other.npz.{dead}-0.tmp"
-    for f in (orphan, live, other):
+    young = tmp_path / f".ck.npz.{dead}-1.tmp"
+    # Not rpjrt's temporaries, though they start and end alike: a dated name's writer
+    # (".ck.npz.2024-01-05.<pid>-0.tmp" is the temporary of "ck.npz.2024-01-05") and a
+    # user's own files.
+    dated = tmp_path / f".ck.npz.2024-01-05.{dead}-0.tmp"
+    notes = tmp_path / f".ck.npz.{dead}-notes.tmp"
+    padded = tmp_path / f".ck.npz.0{dead}-0.tmp"
+    for f in (orphan, live, other, young, dated, notes, padded):
         f.write_bytes(b"half")
+    _age(orphan, live, other, dated, notes, padded)
     s = rpjrt.Session(client)
     s.bind("w", np.ones(4, np.float32))
     s.save(tmp_path / "ck.npz")
     assert not orphan.exists()
-    assert live.exists(), "a running writer's temporary was removed"
-    assert other.exists(), "another file's temporary was removed"
+    for kept in (live, other, young, dated, notes, padded):
+        assert kept.exists(), f"{kept.name} was removed"
     # The compile cache: a half-written entry of a dead process goes with the next store.
     cache_dir = tmp_path / "cache"
     cache = rpjrt.Cache(cache_dir)
     stale = cache_dir / f".tmp-rpjrtexe-{dead}-0-123"
     running = cache_dir / f".tmp-rpjrtexe-{alive}-0-123"
-    stale.write_bytes(b"x" * 1000)
-    running.write_bytes(b"x")
+    fresh = cache_dir / f".tmp-rpjrtexe-{dead}-1-123"
+    for f in (stale, running, fresh):
+        f.write_bytes(b"x" * 1000)
+    _age(stale, running)
     client.compile(
         "func.func public @main(%x: tensor<5xf32>) -> tensor<5xf32> { return %x : tensor<5xf32> }",
         cache=cache,
     )
     assert not stale.exists()
-    assert running.exists()
+    assert running.exists() and fresh.exists()
+
+
+def test_saving_a_dated_checkpoint_beside_another_keeps_both(
+    client: rpjrt.Client, tmp_path: Path
+) -> None:
+    # Saving "model" once removed the temporary of a save of "model.2024-01-05" in progress.
+    s = rpjrt.Session(client)
+    s.bind("w", np.arange(4, dtype=np.float32))
+    for _ in range(20):
+        s.save(tmp_path / "model.2024-01-05")
+        s.save(tmp_path / "model")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "model.2024-01-05"]
+
+
+UNREDUCED_RESULT = """func.func public @main(%a: tensor<8xf32> {mhlo.sharding = "{devices=[4]<=[4]}"})
+    -> (tensor<f32> {mhlo.sharding = "{unreduced}"}) {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+  return %s : tensor<f32>
+}"""
+
+
+def test_an_unreduced_result_is_refused_not_a_crash(plugin_path: str, plugin_label: str) -> None:
+    # The 0.115 plugin's partitioner stopped the process (a failed check) compiling it; the
+    # 0.81 plugin compiles it.
+    code = (
+        "import sys, rpjrt\n"
+        "c = rpjrt.Client(sys.argv[1])\n"
+        "try:\n"
+        "    c.compile(sys.argv[2], num_partitions=4)\n"
+        "    print('compiled')\n"
+        "except rpjrt.InvalidArgumentError as e:\n"
+        "    print('refused', e)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, plugin_path, UNREDUCED_RESULT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    if plugin_label == "new":
+        assert r.stdout.startswith("refused") and "unreduced sharding" in r.stdout, r.stdout
+    else:
+        assert r.stdout.startswith("compiled"), r.stdout
+
+
+def test_run_sharded_refuses_an_unreduced_output(client: rpjrt.Client) -> None:
+    # Each partition holds a partial value, which no spec describes (run_sharded returned
+    # partition 0's as the array).
+    from rpjrt import sharding as sh
+
+    prog = """func.func public @main(%a: tensor<8xf32> {mhlo.sharding = "{devices=[4]<=[4]}"}) -> (tensor<8xf32>) {
+  %0 = stablehlo.custom_call @Sharding(%a) {mhlo.sharding = "{unreduced}"} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}"""
+    exe = client.compile(prog, num_partitions=4)
+    (out,) = exe.output_shardings()
+    if "unreduced" not in str(out):
+        pytest.fail(f"the plugin compiled the output as {out}")
+    mesh = sh.Mesh({"x": 4}, [d.id for d in exe.addressable_devices()])
+    a = np.arange(8, dtype=np.float32)
+    for spec in (None, ("x",)):
+        with pytest.raises(rpjrt.InvalidArgumentError, match="a value of its own"):
+            sh.run_sharded(exe, [a], mesh, [("x",)], [spec])

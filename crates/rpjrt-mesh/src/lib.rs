@@ -414,9 +414,11 @@ pub fn assemble(
 ///
 /// A sharding of an SPMD program names partitions, so this check applies to programs of
 /// one replica whose partitions are the mesh's devices. A maximal sharding (the whole
-/// value on one partition) matches only a spec that splits nothing. Manual, unknown and
-/// unreduced shardings, and tuples, say nothing about blocks: they pass. A mismatch is an
-/// [`Error::InvalidArgument`] that says where the two differ; the caller names the value.
+/// value on one partition) matches only a spec that splits nothing. A manual or unreduced
+/// sharding (or one whose trailing device groups are) leaves each partition a value of its
+/// own, not a block of one array: every spec is refused. Unknown shardings and tuples say
+/// nothing: they pass. A mismatch is an [`Error::InvalidArgument`] that says where the two
+/// differ; the caller names the value.
 ///
 /// ```
 /// use rpjrt::OpSharding;
@@ -459,7 +461,8 @@ pub fn check_spec(
             return Ok(());
         }
         ShardingType::Other => sharding_tiling(sharding, rank, n)?,
-        _ => return Ok(()),
+        ShardingType::Manual | ShardingType::Unreduced => return Err(not_blocks(sharding)),
+        ShardingType::Unknown | ShardingType::Tuple => return Ok(()),
     };
     for (d, (&mine, &want)) in parts.iter().zip(&theirs.0).enumerate() {
         if mine != want {
@@ -480,6 +483,17 @@ pub fn check_spec(
     }
 }
 
+/// The refusal of a sharding whose partitions hold values of their own (manual: each
+/// partition's value is the program's business; unreduced: partial results still to be
+/// summed), not blocks of one array.
+fn not_blocks(s: &OpSharding) -> Error {
+    Error::invalid(format!(
+        "the executable's sharding {s} leaves each partition a value of its own (manual or \
+         unreduced), not a block of one array: no partition spec describes it, and putting \
+         its shards together would give a wrong array"
+    ))
+}
+
 /// A tiled sharding's blocks per dimension, and the block of each of `partitions`
 /// partitions, for a value of `rank` dimensions.
 fn sharding_tiling(
@@ -487,6 +501,12 @@ fn sharding_tiling(
     rank: usize,
     partitions: usize,
 ) -> Result<(Vec<usize>, Vec<Vec<usize>>)> {
+    if s.last_tile_dims
+        .iter()
+        .any(|t| matches!(t, ShardingType::Manual | ShardingType::Unreduced))
+    {
+        return Err(not_blocks(s));
+    }
     let trailing = usize::from(s.replicate_on_last_tile_dim) + s.last_tile_dims.len();
     let tile = &s.tile_assignment_dimensions;
     let own = tile.len().saturating_sub(trailing);
@@ -739,10 +759,23 @@ mod tests {
         max.tile_assignment_devices = vec![4];
         let e = check_spec(&mesh, &spec(&[]), 1, &max).unwrap_err();
         assert!(e.to_string().contains("partition 4, outside"), "{e}");
-        // Manual says nothing of blocks.
-        let mut manual = tiled(&[], &[], false);
-        manual.kind = ShardingType::Manual;
-        check_spec(&mesh, &spec(&[&["x"]]), 1, &manual).unwrap();
+        // Manual and unreduced: each partition holds a value of its own; no spec fits.
+        for kind in [ShardingType::Manual, ShardingType::Unreduced] {
+            let mut own = tiled(&[], &[], false);
+            own.kind = kind;
+            for sp in [spec(&[]), spec(&[&["x"]])] {
+                let e = check_spec(&mesh, &sp, 1, &own).unwrap_err();
+                assert!(e.to_string().contains("a value of its own"), "{e}");
+            }
+        }
+        // The same for a tiling whose trailing device group is manual.
+        let mut partly = tiled(&[2, 2], &[0, 1, 2, 3], false);
+        partly.last_tile_dims = vec![ShardingType::Manual];
+        let e = check_spec(&mesh, &spec(&[&["x"]]), 1, &partly).unwrap_err();
+        assert!(e.to_string().contains("a value of its own"), "{e}");
+        let mut unknown = tiled(&[], &[], false);
+        unknown.kind = ShardingType::Unknown;
+        check_spec(&mesh, &spec(&[&["x"]]), 1, &unknown).unwrap();
         // A sharding over another number of partitions, or naming one twice.
         let e = check_spec(&mesh, &spec(&[&["x"]]), 1, &tiled(&[2], &[0, 1], false)).unwrap_err();
         assert!(e.to_string().contains("spans 2 partitions"), "{e}");

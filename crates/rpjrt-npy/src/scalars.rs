@@ -118,7 +118,7 @@ impl Scalar {
 impl Scalar {
     /// One number written as text (a command line literal's token): `true`/`false`, an
     /// integer of any size, or a decimal float; the words `nan`, `inf` and `infinity`
-    /// (any case, as Python's `float()` takes them; `+`/`-` before the infinities) are the
+    /// (any case, as Python's `float()` takes them, with an optional `+`/`-`) are the
     /// only ways to write a NaN or an infinity, so the `"NaN"`, `"inf"` and `"-inf"` that
     /// JSON output holds read back. A finite decimal whose magnitude overflows `float64`
     /// (`1e400`) is refused as out of range, as it is for every float type, rather than
@@ -133,7 +133,9 @@ impl Scalar {
         Ok(match text {
             "true" => S::Bool(true),
             "false" => S::Bool(false),
-            _ if text.eq_ignore_ascii_case("nan") => S::Float(f64::NAN),
+            // Signed as Python's float() takes it: "-nan" is a NaN with its sign bit set.
+            _ if word.eq_ignore_ascii_case("nan") && negative => S::Float(-f64::NAN),
+            _ if word.eq_ignore_ascii_case("nan") => S::Float(f64::NAN),
             _ if infinite && negative => S::Float(f64::NEG_INFINITY),
             _ if infinite => S::Float(f64::INFINITY),
             _ => {
@@ -1440,6 +1442,14 @@ mod tests {
             Scalar::Float(f64::NEG_INFINITY)
         );
         assert_eq!(Scalar::parse("+9").unwrap(), Scalar::Int(9));
+        // NaN takes a sign as Python's float() does, and keeps it.
+        for (text, negative) in [("nan", false), ("+NaN", false), ("-nan", true)] {
+            match Scalar::parse(text).unwrap() {
+                Scalar::Float(x) => assert!(x.is_nan() && x.is_sign_negative() == negative),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(Scalar::parse("--nan").is_err());
         assert!(matches!(
             Scalar::parse(&"9".repeat(60)).unwrap(),
             Scalar::BigInt(_)
@@ -1448,9 +1458,7 @@ mod tests {
             let e = Scalar::parse(over).unwrap_err().to_string();
             assert!(e.contains("out of range") && e.contains(over), "{e}");
         }
-        for bad in [
-            "", "-", "1.2.3", "infinit", "nana", "-nan", "0x10", "e5", "1e",
-        ] {
+        for bad in ["", "-", "1.2.3", "infinit", "nana", "0x10", "e5", "1e"] {
             assert!(Scalar::parse(bad).is_err(), "{bad}");
         }
         // The words in any case, as Python's float() takes them and JSON output writes

@@ -328,9 +328,11 @@ impl Error {
         Error::InvalidArgument(msg.into())
     }
 
-    /// The same error (same variant and code) with `note` appended to its message, where
-    /// the variant carries a message of its own; other variants are returned unchanged.
-    pub fn with_note(self, note: &str) -> Error {
+    /// The same error (same variant, code and entry) with its message rewritten by `f`,
+    /// where the variant carries a message of its own (a plugin's error, an invalid
+    /// argument, a deletion, a store failure, exhausted memory); other variants are
+    /// returned unchanged. Callers add context this way without changing the error's kind.
+    pub fn map_message(self, f: impl Fn(String) -> String) -> Error {
         match self {
             Error::Pjrt {
                 entry,
@@ -339,13 +341,17 @@ impl Error {
             } => Error::Pjrt {
                 entry,
                 code,
-                message: format!("{message}; {note}"),
+                message: f(message),
             },
-            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m}; {note}")),
-            Error::Deleted(m) => Error::Deleted(format!("{m}; {note}")),
-            Error::ResourceExhausted(m) => Error::ResourceExhausted(format!("{m}; {note}")),
+            Error::InvalidArgument(m) => Error::InvalidArgument(f(m)),
+            Error::Deleted(m) => Error::Deleted(f(m)),
+            Error::ResourceExhausted(m) => Error::ResourceExhausted(f(m)),
+            Error::Store { code, message } => Error::Store {
+                code,
+                message: f(message),
+            },
             Error::OutOfMemory { error, report } => Error::OutOfMemory {
-                error: Box::new(error.with_note(note)),
+                error: Box::new(error.map_message(f)),
                 report,
             },
             other => other,

@@ -123,6 +123,11 @@ impl<M> PreparedArgs<M> {
         &self.buffers
     }
 
+    /// The donated positions, ascending, without repeats.
+    pub fn donated(&self) -> &[usize] {
+        &self.donate
+    }
+
     /// The first argument that is deleted or donated, as `(device, position)`.
     pub fn first_deleted(&self) -> Option<(usize, usize)> {
         let n = self.num_args.max(1);

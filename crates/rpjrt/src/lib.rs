@@ -265,47 +265,72 @@ pub fn write_regular_file(
     }
     // Temporaries of earlier writers of this file that were killed mid-write.
     if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
-        let prefix = format!(".{}.", name.to_string_lossy());
-        remove_orphaned_temps(dir, &prefix, ".tmp");
+        if let Some(name) = name.to_str() {
+            remove_orphaned_temps(dir, &format!(".{name}."), ".tmp", 2);
+        }
     }
     Ok(())
 }
 
-/// Removes the files in `dir` named `{prefix}{pid}-...{suffix}` whose process `pid` no
-/// longer runs: what writers killed between creating a temporary file and renaming it
-/// left behind. Only where `/proc` tells which processes run (Linux); elsewhere, and for
-/// any file that cannot be judged, nothing is removed.
-pub(crate) fn remove_orphaned_temps(dir: &std::path::Path, prefix: &str, suffix: &str) {
+/// Removes the temporary files in `dir` that writers killed mid-write left: regular files
+/// named exactly `{prefix}{pid}-{n}...{suffix}` (`fields` numbers joined by `-`, the first
+/// the writer's process id, each written as a plain decimal), untouched for at least
+/// [`ORPHAN_AGE`], whose process no longer runs. The age guards a writer this process
+/// cannot see (another PID namespace, another host sharing the directory). Only where
+/// `/proc` tells which processes run (Linux); elsewhere nothing is removed.
+pub(crate) fn remove_orphaned_temps(
+    dir: &std::path::Path,
+    prefix: &str,
+    suffix: &str,
+    fields: usize,
+) {
     let proc = std::path::Path::new("/proc");
     if !proc.join("self").exists() {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+    let dir = if dir.as_os_str().is_empty() {
         std::path::Path::new(".")
     } else {
         dir
-    }) else {
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     let me = std::process::id();
+    let now = std::time::SystemTime::now();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let name = name.to_string_lossy();
         let Some(rest) = name
-            .strip_prefix(prefix)
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|r| r.strip_suffix(suffix))
         else {
             continue;
         };
-        let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        match pid {
-            Some(pid) if pid != me && !proc.join(pid.to_string()).exists() => {
-                let _ = std::fs::remove_file(entry.path());
-            }
-            _ => {}
+        let numbers: Vec<u64> = rest
+            .split('-')
+            .map_while(|f| f.parse::<u64>().ok().filter(|v| v.to_string() == f))
+            .collect();
+        let pid = match numbers.as_slice() {
+            [pid, ..] if numbers.len() == fields && rest.split('-').count() == fields => *pid,
+            _ => continue,
+        };
+        let old = entry
+            .metadata()
+            .ok()
+            .filter(|m| m.file_type().is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age >= ORPHAN_AGE);
+        if old && pid != u64::from(me) && pid != 0 && !proc.join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
         }
     }
 }
+
+/// How long a temporary file must sit untouched before [`remove_orphaned_temps`] may
+/// judge it left behind.
+pub(crate) const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// An environment variable as text, `None` when unset or empty. A value that is not UTF-8
 /// keeps its other characters (with replacement characters), so that it fails the

@@ -17,6 +17,10 @@
 //!   float6 operands are let through (`F6_OPERATIONS`), so an untried operation is refused
 //!   rather than risked;
 //! - the 2-bit integers (`i2`, `ui2`): `concatenate` aborts.
+//! - a function result given an unreduced sharding in MLIR text (`-> (tensor<f32>
+//!   {mhlo.sharding = "{unreduced}"})`): the SPMD partitioner of the 0.115 plugin fails a
+//!   check that a result sharding is tiled; the 0.81 plugin compiles it. Refused on
+//!   plugins newer than 0.81.
 //!
 //! The rules apply to every plugin: they come from XLA code shared by its back ends. MLIR
 //! text is read line by line (a constant is refused only when its own line names a float6
@@ -185,10 +189,44 @@ pub(crate) fn check(program: &Program, minor: i32) -> Result<()> {
              attribute an integer type such as i64)"
         )));
     }
+    if let Program::Mlir(code) = program {
+        if minor > 81 && unreduced_result(code) {
+            return Err(Error::invalid(
+                "a function result has an unreduced sharding (\"{unreduced}\"): this \
+                 plugin's partitioner stops the process on it instead of reporting an error, \
+                 so rpjrt refuses it before compiling (finish the reduction inside the \
+                 program, or give the result a tiled or replicated sharding)",
+            ));
+        }
+    }
     match uses {
         Some(uses) => check_uses(&uses, minor),
         None => Ok(()),
     }
+}
+
+/// Whether MLIR text gives a function result an unreduced sharding: the result list after
+/// a function's parameters (`-> (...)`) holds `"{unreduced`. Bytecode is not read.
+fn unreduced_result(code: &[u8]) -> bool {
+    if code.starts_with(mlir::BYTECODE_MAGIC) {
+        return false;
+    }
+    let text = String::from_utf8_lossy(code);
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find("func.func") {
+        let after = &rest[at + "func.func".len()..];
+        let Some(open) = after.find('(') else { break };
+        let params = balanced_in(&after[open..], '(', ')');
+        let tail = after[open + params.len()..].trim_start();
+        if let Some(results) = tail.strip_prefix("->") {
+            let results = results.trim_start();
+            if results.starts_with('(') && balanced_in(results, '(', ')').contains("\"{unreduced") {
+                return true;
+            }
+        }
+        rest = &after[open + params.len()..];
+    }
+    false
 }
 
 /// The attribute dictionaries of the typed-FFI custom calls of MLIR text (`backend_config =
@@ -250,17 +288,21 @@ fn outside_strings(s: &str) -> impl Iterator<Item = (usize, char)> + '_ {
 /// The text of the brace group `s` starts with (all of `s` when it never closes), skipping
 /// braces inside string literals.
 fn balanced(s: &str) -> &str {
+    balanced_in(s, '{', '}')
+}
+
+/// The text of the `open`..`close` group `s` starts with (all of `s` when it never
+/// closes), skipping those characters inside string literals.
+fn balanced_in(s: &str, open: char, close: char) -> &str {
     let mut depth = 0usize;
     for (i, c) in outside_strings(s) {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return &s[..=i];
-                }
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth = depth.saturating_sub(1);
+            if depth == 0 {
+                return &s[..i + c.len_utf8()];
             }
-            _ => {}
         }
     }
     s
@@ -380,6 +422,25 @@ mod tests {
             assert!(e.contains("int2") && e.contains("concatenate"), "{e}");
         }
         assert!(text(&one("concatenate", "i4", "4x"), 115).is_ok());
+    }
+
+    #[test]
+    fn unreduced_results_are_refused_after_081() {
+        let out = |attr: &str| {
+            format!(
+                "func.func public @main(%a: tensor<8xf32> {{mhlo.sharding = \"{{devices=[4]<=[4]}}\"}}) \
+                 -> (tensor<f32> {{mhlo.sharding = \"{attr}\"}}) {{ return }}"
+            )
+        };
+        let e = text(&out("{unreduced}"), 115).unwrap_err().to_string();
+        assert!(e.contains("unreduced sharding"), "{e}");
+        assert!(text(&out("{unreduced}"), 81).is_ok());
+        assert!(text(&out("{replicated}"), 115).is_ok());
+        // An unreduced parameter, or an unreduced value inside the body, compiles.
+        let inner = "func.func @main(%a: tensor<8xf32> {mhlo.sharding = \"{unreduced}\"}) \
+                     -> (tensor<8xf32>) { %0 = stablehlo.custom_call @Sharding(%a) \
+                     {mhlo.sharding = \"{unreduced}\"} : (tensor<8xf32>) -> tensor<8xf32> }";
+        assert!(text(inner, 115).is_ok());
     }
 
     #[test]

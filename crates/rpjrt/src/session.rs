@@ -999,7 +999,7 @@ impl SessionProgram {
             lost.join(", "),
             if lost.len() == 1 { "it" } else { "them" }
         );
-        e.with_note(&note)
+        e.map_message(|m| format!("{m}; {note}"))
     }
 }
 

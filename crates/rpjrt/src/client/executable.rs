@@ -604,27 +604,12 @@ impl Executable {
                 )),
                 _ => e,
             };
-            let consumed: Vec<String> = (options.donate.iter())
-                .filter(|&&i| {
-                    lists
-                        .iter()
-                        .any(|l| l.get(i).is_some_and(|b| b.is_deleted()))
-                })
-                .map(|i| i.to_string())
-                .collect();
-            if consumed.is_empty() {
-                return e;
-            }
-            e.with_note(&format!(
-                "the plugin consumed donated argument{} {} before it failed: {} deleted now",
-                if consumed.len() == 1 { "" } else { "s" },
-                consumed.join(", "),
-                if consumed.len() == 1 {
-                    "it reads as"
-                } else {
-                    "they read as"
-                }
-            ))
+            let consumed = options.donate.iter().copied().filter(|&i| {
+                lists
+                    .iter()
+                    .any(|l| l.get(i).is_some_and(|b| b.is_deleted()))
+            });
+            with_consumed(e, consumed)
         })
     }
 
@@ -964,4 +949,23 @@ impl Executable {
             .ok()
             .and_then(|(code, format)| crate::hlo::entry_aliases(&code, &format)))
     }
+}
+
+/// `e`, a failed execution's error, saying which donated arguments (`consumed`, by
+/// position) the plugin consumed before it failed: they read as deleted now.
+pub(crate) fn with_consumed(e: Error, consumed: impl Iterator<Item = usize>) -> Error {
+    let consumed: Vec<String> = consumed.map(|i| i.to_string()).collect();
+    if consumed.is_empty() {
+        return e;
+    }
+    let (s, they) = if consumed.len() == 1 {
+        ("", "it reads")
+    } else {
+        ("s", "they read")
+    };
+    let note = format!(
+        "the plugin consumed donated argument{s} {} before it failed: {they} as deleted now",
+        consumed.join(", ")
+    );
+    e.map_message(|m| format!("{m}; {note}"))
 }

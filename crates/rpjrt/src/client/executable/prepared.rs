@@ -299,14 +299,29 @@ impl PreparedCall {
                 None,
             ))
         });
-        // Another thread may delete an argument between the check and the plugin's own.
-        match self.args.first_deleted() {
-            Some((d, i)) => Error::Deleted(format!(
-                "argument {i} of device list {d} was deleted while the execution was being \
-                 launched ({e})"
-            )),
+        // Another thread may delete an argument between the check and the plugin's own; a
+        // donated one the plugin consumed before it failed is this call's doing.
+        let donated = self.args.donated();
+        let n = self.args.num_args().max(1);
+        let buffers = self.args.buffers();
+        let deleted = (buffers.iter().enumerate())
+            .find(|(k, b)| b.is_deleted() && donated.binary_search(&(k % n)).is_err());
+        let e = match deleted {
+            Some((k, _)) => {
+                return Error::Deleted(format!(
+                    "argument {} of device list {} was deleted while the execution was being \
+                     launched ({e})",
+                    k % n,
+                    k / n
+                ))
+            }
             None => e,
-        }
+        };
+        let consumed = donated
+            .iter()
+            .copied()
+            .filter(|&i| (0..self.args.num_devices()).any(|d| buffers[d * n + i].is_deleted()));
+        super::with_consumed(e, consumed)
     }
 }
 
