@@ -109,6 +109,7 @@ from ._errors import (
     AbortedError,
     AlreadyExistsError,
     BufferDeletedError,
+    ExecutableDeletedError,
     CancelledError,
     ClientClosedError,
     DataLossError,
@@ -303,4 +304,5 @@ __all__ = [
     "PluginLoadError",
     "ClientClosedError",
     "BufferDeletedError",
+    "ExecutableDeletedError",
 ]

@@ -11,6 +11,9 @@ A few classes also derive from the builtin that Python code conventionally catch
 same situation: ``InvalidArgumentError`` is a ``ValueError``, ``UnimplementedError`` a
 ``NotImplementedError``, ``NotFoundError`` a ``LookupError`` and ``OutOfRangeError`` an
 ``IndexError``... only where the meaning is the same.
+
+An rpjrt error raised while an exception is being handled (in an ``except`` or
+``finally`` block) has that exception as its ``__context__``, as a ``raise`` there would.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "PluginLoadError",
     "ClientClosedError",
     "BufferDeletedError",
+    "ExecutableDeletedError",
     "error_class",
     "CODES",
 ]
@@ -227,6 +231,16 @@ class BufferDeletedError(FailedPreconditionError):
     """The buffer was deleted or donated to an execution. Its code is FAILED_PRECONDITION."""
 
 
+class ExecutableDeletedError(FailedPreconditionError):
+    """The executable was deleted (``Executable.delete()``); compile or load it again.
+    Its code is FAILED_PRECONDITION.
+
+    A sibling of :class:`BufferDeletedError`, not a subclass: an ``except
+    BufferDeletedError`` that re-uploads the arguments of a call must not take a deleted
+    executable for a deleted argument. Catch ``FailedPreconditionError`` for both.
+    """
+
+
 _BY_CODE: dict[str, type[Error]] = {
     cls.code: cls
     for cls in (
@@ -260,6 +274,7 @@ _BY_KIND: dict[str, type[Error]] = {
     "PluginLoad": PluginLoadError,
     "Closed": ClientClosedError,
     "Deleted": BufferDeletedError,
+    "ExecutableDeleted": ExecutableDeletedError,
 }
 
 
@@ -267,8 +282,9 @@ def error_class(code: str | int, kind: str | None = None) -> type[Error]:
     """The exception class for a PJRT status code (name or number) and an rpjrt error kind.
 
     ``kind`` is the name of the Rust ``rpjrt::Error`` variant (``"Unsupported"``,
-    ``"PluginLoad"``, ``"Closed"``, ``"Deleted"``, ``"Pjrt"``, ...); a kind with its own
-    class wins over the code. Unknown codes map to :class:`UnknownError`. This is the one
+    ``"PluginLoad"``, ``"Closed"``, ``"Deleted"``, ``"Pjrt"``, ...), or
+    ``"ExecutableDeleted"`` for a ``Deleted`` error about an executable; a kind with its
+    own class wins over the code. Unknown codes map to :class:`UnknownError`. This is the one
     place where the extension module turns a Rust error into a Python class.
     """
     if kind is not None and kind in _BY_KIND:

@@ -199,7 +199,9 @@ class Session:
     def close(self) -> None:
         """Deletes the buffer every slot holds (buffers the caller bound, and Buffers
         taken from slots, included: they share the slot) and refuses any later use of the
-        session or its programs with ``FailedPreconditionError``. Idempotent."""
+        session or its programs with ``FailedPreconditionError``. Idempotent; after
+        ``client.close()`` (which freed every buffer already) it only marks the session
+        closed."""
         self._s._close()
 
     def __enter__(self) -> Session:
@@ -213,7 +215,20 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc is None:
+            self.close()
+            return
+        # The exception that ended the block is the one the caller must see: a failure to
+        # close (a host view of a slot still open, say) is attached to it as a note, not
+        # raised in its place. Ctrl-C and SystemExit during close() still propagate.
+        try:
+            self.close()
+        except Exception as close_error:
+            _add_note(
+                exc,
+                f"rpjrt.Session.close() at the end of the with block also failed: "
+                f"{type(close_error).__name__}: {close_error}",
+            )
 
     def feed_back(
         self,
@@ -325,10 +340,9 @@ class Session:
                 if isinstance(name, Slot):
                     value = name._conform(value, "the value bound to it")
                 eager.append((_name(name), value))
-        if eager:
-            self._s.bind_all(eager)
-        for n, loader in lazy:
-            self._s.bind_lazy(n, loader)
+        # One call: the loaders' names and the client are checked, and the values
+        # uploaded, before any slot changes.
+        self._s.bind_all(eager, lazy)
 
     def buffer(self, name: SlotLike) -> Buffer:
         """The Buffer slot ``name`` holds (running its loader first if it has not run)."""
@@ -386,6 +400,21 @@ class Session:
 
 
 Loader = Callable[[], object]
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """PEP 678's ``exc.add_note(note)``; on Python 3.10, which has no ``add_note``, the
+    note is appended to ``__notes__`` as 3.11 would (the ``exceptiongroup`` backport and
+    pytest show it)."""
+    add_note = getattr(exc, "add_note", None)
+    try:
+        if add_note is not None:
+            add_note(note)
+        else:
+            notes = getattr(exc, "__notes__", None)
+            exc.__notes__ = [*notes, note] if isinstance(notes, list) else [note]  # type: ignore[attr-defined]
+    except Exception:
+        pass  # an exception that takes no attributes keeps propagating as it is
 
 
 def _checked_loader(slot: Slot, load: Callable[[], object]) -> Callable[[], object]:

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::client::{PyClient, PyPlugin};
-use crate::convert::value_to_py;
+use crate::convert::{type_name, value_to_py, Conversion};
 use crate::errors::{invalid, PyErrExt};
 use crate::executable::PyExecutable;
 
@@ -61,21 +61,24 @@ fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     // Only the buffer protocol (not `bytes(obj)`, which makes `bytes(10**12)` a terabyte of
     // zeros from an int).
     let memoryview = py.import("builtins")?.getattr("memoryview")?;
-    data.call_method0("__bytes__")
-        .or_else(|_| {
-            let view = memoryview.call1((data,))?;
-            view.call_method0("tobytes")
-        })
-        .and_then(|b| Ok(b.cast::<PyBytes>()?.as_bytes().to_vec()))
-        .map_err(|_| {
-            invalid(format!(
-                "data must be bytes-like or a path, not {}",
-                data.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
-        })
+    let refusal = || {
+        invalid(format!(
+            "data must be bytes-like or a path, not {}",
+            type_name(data)
+        ))
+    };
+    let bytes = match data.call_method0("__bytes__").or_none()? {
+        Some(b) => b,
+        None => memoryview
+            .call1((data,))
+            .and_then(|view| view.call_method0("tobytes"))
+            .or_refuse(refusal)?,
+    };
+    Ok(bytes
+        .cast::<PyBytes>()
+        .map_err(|_| refusal())?
+        .as_bytes()
+        .to_vec())
 }
 
 fn target_dict<'py>(py: Python<'py>, t: &rpjrt::ArtifactTarget) -> PyResult<Bound<'py, PyDict>> {
@@ -499,7 +502,8 @@ impl PyExecutable {
         Ok(s.into_iter().map(|inner| PyOpSharding { inner }).collect())
     }
 
-    /// The sharding of each output (Shardings extension); UnsupportedError without it.
+    /// The sharding of each output, from the plugin or the compiled program as
+    /// parameter_shardings(); UnsupportedError when neither says.
     fn output_shardings(&self) -> PyResult<Vec<PyOpSharding>> {
         let s = self.rexe().output_shardings().pyerr()?;
         Ok(s.into_iter().map(|inner| PyOpSharding { inner }).collect())
@@ -619,16 +623,15 @@ fn overrides_from_py(o: &Bound<'_, PyAny>) -> PyResult<rpjrt::CompileOptions> {
         // A bool is an int to Python, but True replicas is a mistake, not 1.
         let int = |what: &str| match v.is_instance_of::<pyo3::types::PyBool>() {
             true => Err(bad(what)),
-            false => v.extract::<i64>().map_err(|_| bad(what)),
+            false => v.extract::<i64>().or_refuse(|| bad(what)),
         };
         let count = |what: &str| u32::try_from(int(what)?).map_err(|_| bad(what));
+        let flag = |what: &str| v.extract::<bool>().or_refuse(|| bad(what));
         match k.as_str() {
             "num_replicas" => opts.num_replicas = count("an int >= 1")?,
             "num_partitions" => opts.num_partitions = count("an int >= 1")?,
-            "portable" => opts.portable = v.extract().map_err(|_| bad("a bool"))?,
-            "use_spmd_partitioning" => {
-                opts.use_spmd_partitioning = v.extract().map_err(|_| bad("a bool"))?
-            }
+            "portable" => opts.portable = flag("a bool")?,
+            "use_spmd_partitioning" => opts.use_spmd_partitioning = flag("a bool")?,
             "device_ordinal" => opts.device_ordinal = int("an int")?,
             other => {
                 return Err(invalid(format!(

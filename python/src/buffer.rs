@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use rpjrt::ElementType;
 
 use crate::client::{wrap_device, wrap_memory, PyClient, PyDevice, PyMemory};
-use crate::convert::{dtype_obj, shape_tuple, spec_string};
+use crate::convert::{dtype_obj, shape_tuple, spec_string, Conversion};
 use crate::errors::{deleted, invalid, PyErrExt};
 use crate::pybuf::{host_memoryview, HostView};
 
@@ -588,16 +588,18 @@ impl PyBuffer {
         // Checked here, so that an out-of-range number is named (not PyO3's OverflowError).
         let max_version = match max_version.filter(|v| !v.is_none()) {
             None => None,
-            Some(v) => Some(v.extract::<(u32, u32)>().map_err(|_| {
-                invalid(format!(
-                    "max_version must be a (major, minor) pair of integers from 0 to \
-                     4294967295, not {}",
-                    v.repr().map_or_else(
-                        |_| "that".into(),
-                        |r| { r.to_string().chars().take(80).collect::<String>() }
-                    )
-                ))
-            })?),
+            Some(v) => {
+                let shown = v
+                    .repr()
+                    .map(|r| r.to_string().chars().take(80).collect::<String>())
+                    .or_describe(|| "that".into())?;
+                Some(v.extract::<(u32, u32)>().or_refuse(|| {
+                    invalid(format!(
+                        "max_version must be a (major, minor) pair of integers from 0 to \
+                         4294967295, not {shown}"
+                    ))
+                })?)
+            }
         };
         crate::dlpack::export(slf, stream, max_version, dl_device, copy)
     }

@@ -8,7 +8,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use rpjrt::{ClientOptions, CompileOptions, OptionOverride, Program, Value};
 
 use crate::buffer::PyBuffer;
-use crate::convert::{attributes_to_py, int_arg, is_int, q, sequence_items, value_from_py};
+use crate::convert::{
+    attributes_to_py, int_arg, int_like, option_items, q, sequence_items, value_from_py,
+};
 use crate::errors::{invalid, make_err, PyErrExt};
 use crate::executable::PyExecutable;
 
@@ -236,15 +238,8 @@ fn options_from_py(
         if source.is_none() {
             continue;
         }
-        let items = source
-            .call_method0("items")
-            .map_err(|_| invalid("options must be a mapping of names to values"))?;
-        for item in items.try_iter()? {
-            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-            let name: String = k
-                .extract()
-                .map_err(|_| invalid("option names must be strings"))?;
-            let value = value_from_py(&name, &v)?;
+        for (name, value) in option_items(source, "options", "option")? {
+            let value = value_from_py(&name, &value)?;
             out = out.set(name, value);
         }
     }
@@ -281,7 +276,7 @@ fn device_choice(device: Option<&Bound<'_, PyAny>>) -> PyResult<rpjrt::DeviceCho
     if let Ok(dev) = d.cast::<PyDevice>() {
         return Ok(rpjrt::DeviceChoice::Device(dev.get().inner.clone()));
     }
-    if !is_int(d) {
+    if !int_like(d)? {
         return Err(invalid(format!(
             "device must be an rpjrt.Device or an index, not {}",
             d.get_type().name()?
@@ -616,7 +611,7 @@ impl PyClient {
                             )));
                         }
                         i64::from(d.get().inner.id())
-                    } else if is_int(&item) {
+                    } else if int_like(&item)? {
                         int_arg(&item, "a device id")?
                     } else {
                         return Err(invalid(format!(

@@ -7,6 +7,86 @@ use rpjrt::{ElementType, Value};
 
 use crate::errors::{invalid, PyErrExt};
 
+/// Whether `e` is what a conversion raises for a value of the wrong type or out of range:
+/// a `TypeError`, `ValueError`, `OverflowError` or `AttributeError` that is not one of
+/// rpjrt's own errors. Only such a failure may be replaced by a message naming the
+/// argument; anything else raised while converting (Ctrl-C's `KeyboardInterrupt`,
+/// `SystemExit`, `MemoryError`, an rpjrt error, any other exception of the object's own
+/// code) propagates as itself.
+pub fn is_conversion_failure(py: Python<'_>, e: &PyErr) -> bool {
+    use pyo3::exceptions as x;
+    (e.is_instance_of::<x::PyTypeError>(py)
+        || e.is_instance_of::<x::PyValueError>(py)
+        || e.is_instance_of::<x::PyOverflowError>(py)
+        || e.is_instance_of::<x::PyAttributeError>(py))
+        && !crate::errors::is_rpjrt_error(py, e)
+}
+
+/// Whether `e` may be replaced by a stand-in where Python code only describes a value (a
+/// `repr()` or a name in an error message): any `Exception` but `MemoryError`. Ctrl-C,
+/// `SystemExit` and running out of memory propagate as themselves.
+pub fn is_describable_failure(py: Python<'_>, e: &PyErr) -> bool {
+    e.is_instance_of::<pyo3::exceptions::PyException>(py)
+        && !e.is_instance_of::<pyo3::exceptions::PyMemoryError>(py)
+}
+
+/// The one rule for the fallbacks of argument conversion: only the failures a conversion
+/// expects ([`is_conversion_failure`]) are rewritten or taken as "not this kind of value".
+pub trait Conversion<T> {
+    /// The value, or `refusal()` in place of an expected conversion failure; when the
+    /// object's own Python code raised that failure (it has a traceback), it becomes the
+    /// refusal's `__cause__`, so what it said is not lost. Any other error is returned
+    /// as it was.
+    fn or_refuse(self, refusal: impl FnOnce() -> PyErr) -> PyResult<T>;
+    /// `Some(value)`, or `None` for an expected conversion failure; any other error is
+    /// returned as it was.
+    fn or_none(self) -> PyResult<Option<T>>;
+    /// The value, or `fallback()` for a failure that only describing it met
+    /// ([`is_describable_failure`]); Ctrl-C, `SystemExit` and `MemoryError` are returned.
+    fn or_describe(self, fallback: impl FnOnce() -> T) -> PyResult<T>;
+}
+
+impl<T> Conversion<T> for PyResult<T> {
+    fn or_refuse(self, refusal: impl FnOnce() -> PyErr) -> PyResult<T> {
+        self.map_err(|e| {
+            Python::attach(|py| {
+                if !is_conversion_failure(py, &e) {
+                    return e;
+                }
+                let new = refusal();
+                if e.traceback(py).is_some() {
+                    new.set_cause(py, Some(e));
+                }
+                new
+            })
+        })
+    }
+
+    fn or_none(self) -> PyResult<Option<T>> {
+        match self {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if Python::attach(|py| is_conversion_failure(py, &e)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn or_describe(self, fallback: impl FnOnce() -> T) -> PyResult<T> {
+        match self {
+            Ok(v) => Ok(v),
+            Err(e) if Python::attach(|py| is_describable_failure(py, &e)) => Ok(fallback()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The name of `obj`'s type, for messages.
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
 struct DtypeCache {
     /// `rpjrt.dtype`, the class (its constructor normalises anything dtype-like).
     class: Py<PyAny>,
@@ -55,7 +135,7 @@ pub fn value_from_py(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
         return Ok(Value::Bool(v.extract()?));
     }
     if v.is_instance_of::<PyInt>() {
-        return Ok(Value::Int64(v.extract().map_err(|_| {
+        return Ok(Value::Int64(v.extract().or_refuse(|| {
             invalid(format!(
                 "option {name:?}: {v} does not fit in a 64-bit integer"
             ))
@@ -69,7 +149,7 @@ pub fn value_from_py(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
         return Ok(Value::String(v.extract()?));
     }
     if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
-        let items: Vec<i64> = v.extract().map_err(|_| {
+        let items: Vec<i64> = v.extract().or_refuse(|| {
             invalid(format!(
                 "option {name:?}: a list option must hold only integers"
             ))
@@ -193,9 +273,11 @@ pub fn reject_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
 }
 
 /// Whether `obj` is an integer as Python indexes with it: an int (a bool too, which
-/// [`int_arg`] then refuses) or anything with `__index__`, such as a numpy integer.
-pub fn is_int(obj: &Bound<'_, PyAny>) -> bool {
-    obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false)
+/// [`int_arg`] then refuses) or anything with `__index__`, such as a numpy integer. An
+/// error looking the attribute up that is not an `AttributeError` (a `__getattr__` that
+/// Ctrl-C interrupted) propagates.
+pub fn int_like(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.is_instance_of::<PyInt>() || obj.hasattr("__index__")?)
 }
 
 /// An integer argument as an `i64`, `what` naming it ("a device index") in the errors: a
@@ -203,15 +285,20 @@ pub fn is_int(obj: &Bound<'_, PyAny>) -> bool {
 /// Python's OverflowError about C types), and anything else is named by its type.
 pub fn int_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     reject_bool(obj, what)?;
+    let py = obj.py();
     match obj.extract::<i64>() {
         Ok(v) => Ok(v),
-        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
+        // An integer too large for 64 bits (an OverflowError that the object's own Python
+        // code raised is not that: it is kept as the refusal's cause below).
+        Err(e)
+            if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py)
+                && e.traceback(py).is_none() =>
+        {
             Err(invalid(format!("{obj} is out of range for {what}")))
         }
-        Err(_) => Err(invalid(format!(
-            "{what} must be an int, not {}",
-            obj.get_type().name()?
-        ))),
+        Err(e) => {
+            Err(e).or_refuse(|| invalid(format!("{what} must be an int, not {}", type_name(obj))))
+        }
     }
 }
 
@@ -224,13 +311,14 @@ pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathB
         .getattr("fspath")?
         .call1((obj,))
         .and_then(|p| os.getattr("fsdecode")?.call1((p,)));
-    match decoded {
-        Ok(text) => text.extract(),
-        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "{what} must be a path (str, bytes or os.PathLike), not {}",
-            obj.get_type().name()?
-        ))),
-    }
+    decoded
+        .or_refuse(|| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "{what} must be a path (str, bytes or os.PathLike), not {}",
+                type_name(obj)
+            ))
+        })?
+        .extract()
 }
 
 /// The `(name, value)` items of a mapping of option names (`argument` names it, `item` names
@@ -241,13 +329,7 @@ pub fn option_items<'py>(
     argument: &str,
     item: &str,
 ) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
-    let type_name = |o: &Bound<'_, PyAny>| {
-        o.get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_default()
-    };
-    let items = obj.call_method0("items").map_err(|_| {
+    let items = obj.call_method0("items").or_refuse(|| {
         invalid(format!(
             "{argument} must be a mapping of option names to values, not {}",
             type_name(obj)
@@ -258,7 +340,7 @@ pub fn option_items<'py>(
         let (k, v): (Bound<'py, PyAny>, Bound<'py, PyAny>) = pair?.extract()?;
         let k: String = k
             .extract()
-            .map_err(|_| invalid(format!("{item} names are strings, not {}", type_name(&k))))?;
+            .or_refuse(|| invalid(format!("{item} names are strings, not {}", type_name(&k))))?;
         out.push((k, v));
     }
     Ok(out)
@@ -284,12 +366,16 @@ pub fn sequence_items<'py>(
         || obj.is_instance_of::<PyDict>()
         || obj.is_instance_of::<pyo3::types::PySet>()
         || obj.is_instance_of::<pyo3::types::PyFrozenSet>()
-        || obj.hasattr("keys").unwrap_or(false);
-    let iter = if refused { None } else { obj.try_iter().ok() };
+        || obj.hasattr("keys")?;
+    let iter = if refused {
+        None
+    } else {
+        obj.try_iter().or_none()?
+    };
     let Some(iter) = iter else {
         return Err(invalid(format!(
             "{what} must be a list or tuple, not {}",
-            obj.get_type().name()?
+            type_name(obj)
         )));
     };
     iter.collect()
@@ -307,21 +393,16 @@ pub(crate) fn secs_arg(
     let secs = match obj.filter(|o| !o.is_none()) {
         None => default,
         Some(o) => {
-            let v = if o.is_instance_of::<pyo3::types::PyBool>() {
-                None
-            } else {
-                o.extract::<f64>().ok()
-            };
-            v.ok_or_else(|| {
-                let ty = o
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
+            let refusal = || {
                 pyo3::exceptions::PyTypeError::new_err(format!(
-                    "{what} must be a number of seconds (int or float), not {ty}"
+                    "{what} must be a number of seconds (int or float), not {}",
+                    type_name(o)
                 ))
-            })?
+            };
+            if o.is_instance_of::<pyo3::types::PyBool>() {
+                return Err(refusal());
+            }
+            o.extract::<f64>().or_refuse(refusal)?
         }
     };
     rpjrt::duration_from_secs(secs, what).pyerr()

@@ -13,7 +13,7 @@ use rpjrt_distributed::{
     MAX_PROCESSES,
 };
 
-use crate::convert::{int_arg, is_int, secs_arg};
+use crate::convert::{int_arg, secs_arg};
 use crate::errors::{invalid, PyErrExt};
 use crate::pybuf::HostView;
 use crate::slow::run_interruptible;
@@ -35,7 +35,13 @@ pub fn process_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
     let v = match int_arg(obj, what) {
         Ok(v) => v,
         // An int beyond 64 bits: say which end of the range it left.
-        Err(_) if !obj.is_instance_of::<pyo3::types::PyBool>() && is_int(obj) => {
+        // (int_arg's own refusal or a conversion failure; Ctrl-C from `__index__` is not.)
+        Err(e)
+            if (crate::errors::is_rpjrt_error(obj.py(), &e)
+                || crate::convert::is_conversion_failure(obj.py(), &e))
+                && !obj.is_instance_of::<pyo3::types::PyBool>()
+                && crate::convert::int_like(obj)? =>
+        {
             return Err(if obj.lt(0)? { negative() } else { too_big() });
         }
         Err(e) => return Err(e),

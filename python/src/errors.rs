@@ -19,13 +19,23 @@ fn kind_name(e: &rpjrt::Error) -> &'static str {
         rpjrt::Error::StructSize { .. } => "StructSize",
         rpjrt::Error::InvalidArgument(_) => "InvalidArgument",
         rpjrt::Error::Closed(_) => "Closed",
+        rpjrt::Error::Deleted(m) if is_executable_deletion(m) => "ExecutableDeleted",
         rpjrt::Error::Deleted(_) => "Deleted",
         rpjrt::Error::ResourceExhausted(_) => "ResourceExhausted",
         _ => "Other",
     }
 }
 
-/// An instance of the class `error_class(code, kind)` with `message` and `entry`.
+/// Whether a `Deleted` error's message is about an executable (`Executable.delete()`), not
+/// a buffer: the core names one kind of deletion, Python has a class for each.
+fn is_executable_deletion(message: &str) -> bool {
+    message.starts_with("executable was deleted")
+}
+
+/// An instance of the class `error_class(code, kind)` with `message` and `entry`, whose
+/// `__context__` is the exception being handled where the native call was made (as a
+/// `raise` in an `except` or `finally` block would set it): an error raised while cleaning
+/// up after another never hides that other.
 pub fn make_err(
     py: Python<'_>,
     code: &str,
@@ -41,9 +51,46 @@ pub fn make_err(
         let kwargs = PyDict::new(py);
         kwargs.set_item("entry", entry)?;
         let inst = cls.call((message,), Some(&kwargs))?;
-        Ok(PyErr::from_value(inst))
+        let err = PyErr::from_value(inst);
+        if let Some(handled) = handled_exception(py) {
+            // What CPython's PyErr_SetObject does for an exception raised from C; the new
+            // instance is in no chain yet, so no cycle can form.
+            if !handled.is(err.value(py)) {
+                err.set_context(py, Some(PyErr::from_value(handled)));
+            }
+        }
+        Ok(err)
     })();
     built.unwrap_or_else(|e| e)
+}
+
+/// The exception being handled on this thread (`sys.exception()`), if any.
+fn handled_exception(py: Python<'_>) -> Option<Bound<'_, PyAny>> {
+    let (mut ty, mut value, mut tb) = (
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    // SAFETY: the GIL is held (`py`); PyErr_GetExcInfo (stable ABI) stores a new reference
+    // or NULL in each pointer, and each is owned by exactly one Bound below.
+    unsafe {
+        pyo3::ffi::PyErr_GetExcInfo(&mut ty, &mut value, &mut tb);
+        drop(Bound::<PyAny>::from_owned_ptr_or_opt(py, ty));
+        drop(Bound::<PyAny>::from_owned_ptr_or_opt(py, tb));
+        Bound::<PyAny>::from_owned_ptr_or_opt(py, value)
+    }
+    .filter(|v| !v.is_none())
+}
+
+/// Whether `e` is one of rpjrt's own exceptions (an `rpjrt.Error`).
+pub fn is_rpjrt_error(py: Python<'_>, e: &PyErr) -> bool {
+    let base = ERROR_BASE.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import("rpjrt._errors")?.getattr("Error")?.unbind())
+    });
+    match base {
+        Ok(base) => e.value(py).is_instance(base.bind(py)).unwrap_or(false),
+        Err(_) => false,
+    }
 }
 
 /// The Python exception for an rpjrt error.
@@ -118,19 +165,14 @@ pub fn code_of_exception(py: Python<'_>, e: &PyErr) -> rpjrt::Code {
     use pyo3::exceptions as x;
     use rpjrt::Code;
     let value = e.value(py);
-    let base = ERROR_BASE.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("rpjrt._errors")?.getattr("Error")?.unbind())
-    });
-    if let Ok(base) = base {
-        if value.is_instance(base.bind(py)).unwrap_or(false) {
-            if let Some(code) = value
-                .getattr("code")
-                .and_then(|c| c.extract::<String>())
-                .ok()
-                .and_then(|c| Code::from_name(&c).ok())
-            {
-                return code;
-            }
+    if is_rpjrt_error(py, e) {
+        if let Some(code) = value
+            .getattr("code")
+            .and_then(|c| c.extract::<String>())
+            .ok()
+            .and_then(|c| Code::from_name(&c).ok())
+        {
+            return code;
         }
     }
     let says_deadline = || {

@@ -16,7 +16,7 @@ use rpjrt_npy::scalars::{Nested, Scalar, MAX_DEPTH};
 
 use crate::buffer::PyBuffer;
 use crate::client::PyClient;
-use crate::convert::{dtype_from_py, spec_string};
+use crate::convert::{dtype_from_py, spec_string, type_name, Conversion};
 use crate::errors::{invalid, PyErrExt};
 use crate::pybuf::{HostView, PinnedHost};
 
@@ -68,45 +68,45 @@ pub fn put_input(
 /// (`minor_to_major`) or anything with a `minor_to_major` attribute and no tiles (such as
 /// `rpjrt.transfer.DeviceLayout`).
 pub fn layout_from_py(layout: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
-    let bad = || {
-        invalid(format!(
+    // Named by the type of what was given and, when it is an item (or the minor_to_major)
+    // that is wrong, by that one's type too: a list with one bad item is still a list.
+    let bad = |of: &Bound<'_, PyAny>| {
+        let mut why = format!(
             "layout= takes minor_to_major dimension numbers (a sequence of ints) or a \
              DeviceLayout, not {}",
-            layout
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| "?".into())
-        ))
+            type_name(layout)
+        );
+        if !of.is(layout) {
+            why.push_str(&format!(" (it holds a {})", type_name(of)));
+        }
+        invalid(why)
+    };
+    let dims = |seq: &Bound<'_, PyAny>| -> PyResult<Vec<i64>> {
+        // A sequence as a Vec is extracted from (not a str, a set or a generator).
+        let items: Vec<Bound<'_, PyAny>> = seq.extract().or_refuse(|| bad(seq))?;
+        items
+            .iter()
+            .map(|item| item.extract::<i64>().or_refuse(|| bad(item)))
+            .collect()
     };
     if layout.hasattr("minor_to_major")? {
-        if let Ok(tiles) = layout.getattr("tiles") {
-            if tiles.len().unwrap_or(0) > 0 {
+        if let Some(tiles) = layout.getattr("tiles").or_none()? {
+            if tiles.len().or_none()?.unwrap_or(0) > 0 {
                 return Err(invalid(
                     "a tiled device layout cannot be requested for a put; give \
                      minor_to_major only",
                 ));
             }
         }
-        return layout
-            .getattr("minor_to_major")?
-            .extract::<Vec<i64>>()
-            .map_err(|_| bad());
+        return dims(&layout.getattr("minor_to_major")?);
     }
-    if layout.is_instance_of::<pyo3::types::PyString>() {
-        return Err(bad());
-    }
-    layout.extract::<Vec<i64>>().map_err(|_| bad())
+    dims(layout)
 }
 
 /// The refusal of `copy=False` for a value that had to be converted into a new array
 /// first: the buffer could only share that array's memory, not the caller's.
 fn converted_refusal(obj: &Bound<'_, PyAny>, how: &str) -> PyErr {
-    let what = obj
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "value".into());
+    let what = type_name(obj);
     invalid(format!(
         "copy=False shares the caller's memory, but this {what} is {how} into a new array \
          first; leave copy= at its default (None) to allow the copy"
@@ -496,10 +496,11 @@ fn scalar_from_py<'py>(
         Some(np) => np,
         None => np.insert(NumpyScalars::get(py)?),
     };
-    if let Some(np) = np
-        .as_ref()
-        .filter(|n| obj.is_instance(&n.generic).unwrap_or(false))
-    {
+    let np = match np.as_ref() {
+        Some(n) if obj.is_instance(&n.generic)? => Some(n),
+        _ => None,
+    };
+    if let Some(np) = np {
         if obj.is_instance(&np.bool_)? {
             return Ok(Scalar::Bool(obj.is_truthy()?));
         }
@@ -528,7 +529,7 @@ fn scalar_from_py<'py>(
     let repr: String = obj
         .repr()
         .map(|r| r.to_string())
-        .unwrap_or_else(|_| "?".into());
+        .or_describe(|| "?".into())?;
     Err(invalid(format!(
         "cannot put a {} ({}) on a device: a list must hold only numbers (bool, int, float or \
          complex)",
@@ -539,10 +540,10 @@ fn scalar_from_py<'py>(
 
 /// An exact Python int: `i128` where it fits, else its decimal text.
 fn int_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
-    if let Ok(v) = obj.extract::<i64>() {
+    if let Some(v) = obj.extract::<i64>().or_none()? {
         return Ok(Scalar::Int(v.into()));
     }
-    if let Ok(v) = obj.extract::<i128>() {
+    if let Some(v) = obj.extract::<i128>().or_none()? {
         return Ok(Scalar::Int(v));
     }
     Ok(Scalar::BigInt(obj.str()?.to_string().into()))

@@ -42,20 +42,121 @@ fn between_steps(py: Python<'_>, s: &Session) -> PyResult<()> {
 }
 
 impl PySession {
+    /// Deletes the buffer of every slot that holds one (`_close`'s work, and what a call
+    /// during which the session was closed does for slots a loader filled after the close).
+    fn free_slots(&self) -> rpjrt::Result<()> {
+        let s = &self.inner;
+        let mut first = None;
+        for slot in s.slots() {
+            if slot.state != SlotState::Ready {
+                continue;
+            }
+            // Every slot is tried; the first failure (a host view still open) is raised.
+            // A buffer shared by two slots is already deleted when the second is reached.
+            // A closed client has freed every buffer already: nothing is left to do.
+            match s.fetch(&slot.name).and_then(|b| b.delete()) {
+                Ok(()) | Err(rpjrt::Error::Deleted(_) | rpjrt::Error::Closed(_)) => {}
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// The error of a use after `_close`.
+    fn closed_error(py: Python<'_>) -> PyErr {
+        make_err(
+            py,
+            "FAILED_PRECONDITION",
+            "SessionClosed",
+            "this Session was closed (by close() or the end of its `with` block) and \
+             its slots' buffers were freed; make a new Session"
+                .to_string(),
+            None,
+        )
+    }
+
     /// Refuses use after `_close`, with an error that says so.
     fn check_open(&self, py: Python<'_>) -> PyResult<()> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(make_err(
-                py,
-                "FAILED_PRECONDITION",
-                "SessionClosed",
-                "this Session was closed (by close() or the end of its `with` block) and \
-                 its slots' buffers were freed; make a new Session"
-                    .to_string(),
-                None,
-            ));
+            return Err(Self::closed_error(py));
         }
         Ok(())
+    }
+
+    /// Refuses a loader (or anything else that runs later) for a client already closed:
+    /// it could never run.
+    fn check_client_open(&self) -> PyResult<()> {
+        if self.inner.client().is_closed() {
+            return Err(crate::errors::to_py(rpjrt::Error::Closed("session")));
+        }
+        Ok(())
+    }
+
+    /// The Python exception of a call that failed. When the session was closed meanwhile
+    /// (by a loader, a custom-call handler or another thread), that is the error, as the
+    /// next call would say: the buffers the close freed are not to blame. A failure that
+    /// is not that fallout (a loader's own exception, a handler's error) is kept as its
+    /// cause; Ctrl-C in a loader stays Ctrl-C.
+    fn fail(&self, py: Python<'_>, e: rpjrt::Error) -> PyErr {
+        if !self.closed.load(Ordering::Acquire) {
+            return raise(py, &self.loader_error, e);
+        }
+        let loader = self
+            .loader_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let cause = match loader {
+            Some(c) if !c.is_instance_of::<pyo3::exceptions::PyException>(py) => return c,
+            Some(c) => Some(c),
+            None if matches!(e, rpjrt::Error::Deleted(_) | rpjrt::Error::Closed(_)) => None,
+            None => Some(crate::errors::to_py(e)),
+        };
+        let err = Self::closed_error(py);
+        if cause.is_some() {
+            err.set_cause(py, cause);
+        }
+        err
+    }
+
+    /// Refuses a loader that `bind_loader` could not bind: an empty name, or one that is
+    /// not callable.
+    fn check_loader(&self, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
+        if name.is_empty() {
+            return Err(invalid("a slot name is empty"));
+        }
+        if !loader.is_callable() {
+            return Err(invalid(format!(
+                "the loader of slot {name:?} is not callable"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Binds slot `name` to `loader` (already checked by `check_loader`).
+    fn bind_loader(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
+        let f = loader.clone().unbind();
+        // No Session in the closure: the slot holds the closure (a cycle would leak both).
+        let client = self.client.clone_ref(py);
+        let device = self.device.clone_ref(py);
+        let stash = Arc::clone(&self.loader_error);
+        let slot = name.to_string();
+        let load = move || -> rpjrt::Result<SlotValue> {
+            Python::attach(|py| {
+                let r = f
+                    .bind(py)
+                    .call0()
+                    .and_then(|v| slot_value(py, None, &client, &device, &slot, &v));
+                r.map_err(|e| {
+                    let msg = format!("its loader raised {e}");
+                    *stash.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    rpjrt::Error::InvalidArgument(msg)
+                })
+            })
+        };
+        self.inner.bind_lazy(name, Arc::new(load)).pyerr()
     }
 }
 
@@ -173,30 +274,13 @@ impl PySession {
     }
 
     /// Refuses every later use, then deletes the buffer of every slot that holds one
-    /// (loaders that never ran never will). Closing twice does nothing.
+    /// (loaders that never ran never will). Closing twice does nothing, and neither does
+    /// closing a session whose client was closed (that freed every buffer).
     fn _close(&self, py: Python<'_>) -> PyResult<()> {
         if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let s = &self.inner;
-        py.detach(|| {
-            let mut first = None;
-            for slot in s.slots() {
-                if slot.state != SlotState::Ready {
-                    continue;
-                }
-                // Every slot is tried; the first failure (a host view still open) is raised.
-                // A buffer shared by two slots is already deleted when the second is reached.
-                match s.fetch(&slot.name).and_then(|b| b.delete()) {
-                    Ok(()) | Err(rpjrt::Error::Deleted(_)) => {}
-                    Err(e) => {
-                        first.get_or_insert(e);
-                    }
-                }
-            }
-            first.map_or(Ok(()), Err)
-        })
-        .pyerr()
+        py.detach(|| self.free_slots()).pyerr()
     }
 
     /// A SessionProgram running `executable` with its arguments read from the `inputs`
@@ -246,12 +330,39 @@ impl PySession {
         py.detach(|| s.bind(name, v)).pyerr()
     }
 
-    /// Binds every `(name, value)` pair, all or nothing (`Session::bind_all`).
-    fn bind_all(&self, py: Python<'_>, pairs: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Binds every `(name, value)` pair, and every `(name, loader)` pair of `lazy` to its
+    /// loader, all or nothing (`Session::bind_all`): the loaders' names, the values and
+    /// the client are checked, and the values uploaded, before any slot changes.
+    #[pyo3(signature = (pairs, lazy = None))]
+    fn bind_all(
+        &self,
+        py: Python<'_>,
+        pairs: &Bound<'_, PyAny>,
+        lazy: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         self.check_open(py)?;
+        let mut loaders = Vec::new();
+        if let Some(lazy) = lazy.filter(|l| !l.is_none()) {
+            for item in crate::convert::sequence_items(lazy, "bind_all's loaders")? {
+                let (name, loader): (String, Bound<'_, PyAny>) = item.extract()?;
+                self.check_loader(&name, &loader)?;
+                if loaders.iter().any(|(n, _)| *n == name) {
+                    return Err(invalid(format!(
+                        "slot {name:?} is given more than one loader"
+                    )));
+                }
+                loaders.push((name, loader));
+            }
+            self.check_client_open()?;
+        }
         let mut values = Vec::new();
         for item in crate::convert::sequence_items(pairs, "bind_all's pairs")? {
             let (name, value): (String, Bound<'_, PyAny>) = item.extract()?;
+            if loaders.iter().any(|(n, _)| *n == name) {
+                return Err(invalid(format!(
+                    "slot {name:?} is given both a value and a loader"
+                )));
+            }
             let v = slot_value(
                 py,
                 Some(&self.inner),
@@ -262,40 +373,28 @@ impl PySession {
             )?;
             values.push((name, v));
         }
+        // Converting ran Python code, which may have closed the session or its client.
         self.check_open(py)?;
+        if !loaders.is_empty() {
+            self.check_client_open()?;
+        }
         let s = &self.inner;
         between_steps(py, s)?;
-        py.detach(|| s.bind_all(values)).pyerr()
+        if !values.is_empty() {
+            py.detach(|| s.bind_all(values)).pyerr()?;
+        }
+        for (name, loader) in &loaders {
+            self.bind_loader(py, name, loader)?;
+        }
+        Ok(())
     }
 
     /// Binds slot `name` to `loader`, a callable run when the slot is first read.
     fn bind_lazy(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_open(py)?;
-        if !loader.is_callable() {
-            return Err(invalid(format!(
-                "the loader of slot {name:?} is not callable"
-            )));
-        }
-        let f = loader.clone().unbind();
-        // No Session in the closure: the slot holds the closure (a cycle would leak both).
-        let client = self.client.clone_ref(py);
-        let device = self.device.clone_ref(py);
-        let stash = Arc::clone(&self.loader_error);
-        let slot = name.to_string();
-        let load = move || -> rpjrt::Result<SlotValue> {
-            Python::attach(|py| {
-                let r = f
-                    .bind(py)
-                    .call0()
-                    .and_then(|v| slot_value(py, None, &client, &device, &slot, &v));
-                r.map_err(|e| {
-                    let msg = format!("its loader raised {e}");
-                    *stash.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    rpjrt::Error::InvalidArgument(msg)
-                })
-            })
-        };
-        self.inner.bind_lazy(name, Arc::new(load)).pyerr()
+        self.check_loader(name, loader)?;
+        self.check_client_open()?;
+        self.bind_loader(py, name, loader)
     }
 
     /// The Buffer slot `name` holds (shared with the slot).
@@ -306,10 +405,17 @@ impl PySession {
         // loader, or waiting for another thread's use of the session, runs without it.
         let b = match s.fetch_loaded(name).pyerr()? {
             Some(b) => b,
-            None => between_steps(py, s).and_then(|()| {
-                py.detach(|| s.fetch(name))
-                    .map_err(|e| raise(py, &self.loader_error, e))
-            })?,
+            None => {
+                between_steps(py, s)?;
+                let b = py.detach(|| s.fetch(name)).map_err(|e| self.fail(py, e))?;
+                if self.closed.load(Ordering::Acquire) {
+                    // Its loader closed the session: what it loaded is freed too, as
+                    // close() promises, and the call fails as the next one would.
+                    let _ = py.detach(|| self.free_slots());
+                    return Err(Self::closed_error(py));
+                }
+                b
+            }
         };
         PyBuffer::wrap_shared(py, b, &self.client)
     }
@@ -321,7 +427,13 @@ impl PySession {
         let s = &self.inner;
         between_steps(py, s)?;
         py.detach(|| rpjrt_npy::checkpoint::save(s, &path))
-            .map_err(|e| raise(py, &self.loader_error, e))
+            .map_err(|e| self.fail(py, e))?;
+        if self.closed.load(Ordering::Acquire) {
+            // A loader closed the session (the checkpoint was written from the values
+            // read): the slots it filled after the close are freed too.
+            let _ = py.detach(|| self.free_slots());
+        }
+        Ok(())
     }
 
     /// Binds every array of an `.npz` file to its slot (rpjrt_npy::checkpoint::restore).
@@ -466,9 +578,7 @@ impl PySessionProgram {
             py.detach(|| session.bind_all(pairs)).pyerr()?;
         }
         between_steps(py, &s.inner)?;
-        let outs = py
-            .detach(|| p.call_outputs())
-            .map_err(|e| raise(py, &s.loader_error, e))?;
+        let outs = py.detach(|| p.call_outputs()).map_err(|e| s.fail(py, e))?;
         if s.closed.load(Ordering::Acquire) {
             // Closed while the step ran (by its own custom-call handler, or another thread):
             // the outputs it just stored in slots are freed too, as close() promises.

@@ -74,9 +74,7 @@ fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
                 "slot {name:?} holds a token, which has no data to save"
             )));
         }
-        let mut data = b
-            .to_vec_row_major()
-            .map_err(|e| slot_err(name, e.to_string()))?;
+        let mut data = b.to_vec_row_major().map_err(|e| in_slot(name, e))?;
         let member = match descr_of(t) {
             Ok(descr) => write_npy_raw(&descr, b.dims(), &data),
             Err(_) => {
@@ -98,6 +96,14 @@ fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
 
 fn slot_err(name: &str, why: String) -> Error {
     invalid(format!("slot {name:?}: {why}"))
+}
+
+/// `e` with the slot's name in its message, of the same kind and code: a closed client
+/// stays [`Error::Closed`], a deleted buffer [`Error::Deleted`], a plugin's error keeps its
+/// entry and code. (`Closed` has a fixed message and no room for the name; it says what
+/// was closed, which is the same for every slot.)
+fn in_slot(name: &str, e: Error) -> Error {
+    e.map_message(|m| format!("slot {name:?}: {m}"))
 }
 
 /// Binds every array in the `.npz` file at `path` to the slot of its name (creating slots
@@ -174,10 +180,7 @@ pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
         let buffer = session
             .client()
             .put(&host, session.device(), None, CopyMode::Always)
-            .map_err(|e| match e {
-                Error::InvalidArgument(m) => slot_err(name, m),
-                other => other,
-            })?;
+            .map_err(|e| in_slot(name, e))?;
         ready.push((name.clone(), SlotValue::Uploaded(buffer)));
     }
     session.bind_all(ready).map_err(with_file)
@@ -374,4 +377,37 @@ fn plan_member(
         strides,
         order,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpjrt::Code;
+
+    #[test]
+    fn in_slot_names_the_slot_and_keeps_the_kind() {
+        let name = |e: &Error| e.to_string();
+        let e = in_slot("w", Error::Deleted("buffer was deleted".into()));
+        assert!(matches!(e, Error::Deleted(_)), "{e:?}");
+        assert_eq!(name(&e), "slot \"w\": buffer was deleted");
+        let e = in_slot("w", Error::invalid("bad"));
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        assert!(name(&e).contains("slot \"w\": bad"), "{e}");
+        let e = in_slot(
+            "w",
+            Error::Pjrt {
+                entry: "PJRT_Event_Await",
+                code: Code::Internal,
+                message: "it broke".into(),
+            },
+        );
+        assert_eq!(e.code(), Code::Internal);
+        assert_eq!(e.entry(), Some("PJRT_Event_Await"));
+        assert!(name(&e).contains("slot \"w\": it broke"), "{e}");
+        let e = in_slot("w", Error::ResourceExhausted("no memory".into()));
+        assert_eq!(e.code(), Code::ResourceExhausted);
+        assert!(name(&e).contains("slot \"w\""), "{e}");
+        let e = in_slot("w", Error::Closed("buffer"));
+        assert!(matches!(e, Error::Closed("buffer")), "{e:?}");
+    }
 }

@@ -834,3 +834,25 @@ fn a_checkpoint_does_not_mix_slots_from_before_and_after_a_step() {
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     });
 }
+
+#[test]
+fn save_errors_keep_their_kind() {
+    // r13: a save after client.close() was an InvalidArgument error (Python's
+    // InvalidArgumentError); it is the closed client's error, as every other call gives.
+    for_each_plugin(|p, client| {
+        let dir = temp_dir(&format!("kind{}", p.version().minor));
+        let path = dir.join("kind.npz");
+        let session = Session::new(client).unwrap();
+        session.bind("w", host(&[1.0, 2.0], &[2])).unwrap();
+        client.close().unwrap();
+        let e = checkpoint::save(&session, &path).unwrap_err();
+        assert!(
+            matches!(e, rpjrt::Error::Closed(_)),
+            "{}: {e:?}",
+            common::label(p)
+        );
+        assert_eq!(e.code(), rpjrt::Code::FailedPrecondition);
+        assert!(!path.exists(), "nothing is written");
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
