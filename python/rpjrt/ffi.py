@@ -55,10 +55,20 @@ The rules a handler lives by:
   thread: deeper, the handler is not run and the call fails (the plugins bound the
   executions in flight, and a deeper one would wait for the enclosing ones for ever); for
   the same reason a handler's execute is refused while 16 or more handlers run at once.
+  Both refusals are ``ResourceExhaustedError`` naming "rpjrt's custom-call nesting limit"
+  (a limit, not memory: no out-of-memory report, ``hint`` is ``None``). An error passed up
+  through nested handlers reads ``... raised X from N nested handler errors; the
+  innermost: ...``, N counting every level below, the innermost error said once.
 - A native handler given as a capsule or an address must point at code: a stray int, or a
   capsule of data, is refused at registration.
 - At interpreter exit, running handlers finish; handlers not yet started fail with
-  ``CancelledError`` without running Python.
+  ``CancelledError`` without running Python. Then rpjrt lets go of every Python handler,
+  instantiate function and instance state it holds, so the modules they refer to are
+  finalized as usual (``__del__`` runs, files left open are flushed).
+- An argument's ``__dlpack__`` is read-only, which only versioned DLPack
+  (``max_version=(1, 0)``, as ``np.from_dlpack`` asks) can mark; a legacy request (no
+  ``max_version``) exports a private writable copy, and one with ``copy=False`` raises
+  ``BufferError``.
 
 Per-instance state: ``register(client, name, fn, instantiate=make)`` calls ``make(call)``
 once per compiled instance of the custom call (each call site of each compiled program) and

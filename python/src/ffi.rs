@@ -15,7 +15,7 @@ use rpjrt::ffi::{self, AttrArray, AttrValue, Attrs, CallFrame, FfiError, Handler
 use rpjrt::{Code, ElementType};
 
 use crate::client::{PyClient, PyPlugin};
-use crate::convert::dtype_obj;
+use crate::convert::{dtype_obj, Conversion};
 use crate::errors::{invalid, PyErrExt};
 
 /// One buffer argument or result of a custom call; valid only during the handler call.
@@ -220,13 +220,58 @@ impl PyFfiBuffer {
         Ok(a)
     }
 
+    /// DLPack export of the buffer's copy (see `memoryview`), through numpy. An argument is
+    /// read-only, which only versioned DLPack (``max_version=(1, 0)`` or newer, as
+    /// ``np.from_dlpack`` asks) can mark: a legacy request (no ``max_version``) gets a
+    /// private writable copy of the argument's values instead (writing it changes nothing),
+    /// and a legacy request with ``copy=False`` raises ``BufferError`` saying what to pass.
     #[pyo3(signature = (**kwargs))]
     fn __dlpack__<'py>(
         &self,
         py: Python<'py>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.to_numpy(py)?.call_method("__dlpack__", (), kwargs)
+        let view = self.to_numpy(py)?;
+        if self.writable {
+            return view.call_method("__dlpack__", (), kwargs);
+        }
+        let given = |key: &str| -> PyResult<Option<Bound<'py, PyAny>>> {
+            Ok(match kwargs {
+                Some(d) => d.get_item(key)?.filter(|v| !v.is_none()),
+                None => None,
+            })
+        };
+        // Versioned DLPack marks the export read-only; an odd max_version is numpy's to
+        // refuse.
+        let versioned = match given("max_version")? {
+            None => false,
+            Some(v) => v
+                .extract::<(i64, i64)>()
+                .map_or(true, |(major, _)| major >= 1),
+        };
+        if versioned {
+            return view.call_method("__dlpack__", (), kwargs);
+        }
+        if let Some(copy) = given("copy")? {
+            if !copy.is_truthy()? {
+                return Err(pyo3::exceptions::PyBufferError::new_err(
+                    "this custom-call argument is read-only, which the legacy DLPack protocol \
+                     (__dlpack__() without max_version, or with one below (1, 0)) cannot mark, \
+                     so it is exported only as a copy: pass max_version=(1, 0) for a read-only \
+                     export (np.from_dlpack does), or leave copy unset for a writable copy",
+                ));
+            }
+        }
+        let rest = PyDict::new(py);
+        if let Some(d) = kwargs {
+            for (k, v) in d.iter() {
+                if !k.eq("copy")? {
+                    rest.set_item(k, v)?;
+                }
+            }
+        }
+        view.call_method0("copy")?
+            .call_method("__dlpack__", (), Some(&rest))
     }
 
     fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
@@ -375,8 +420,9 @@ fn stage_name(s: ffi::Stage) -> &'static str {
     }
 }
 
-/// `ExcType: message (at file:line in func <- ...)`, the last three frames.
-fn describe_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
+/// `<wrapper>"target" raised ExcType: message (traceback, innermost first: ...)`, the last
+/// three frames; the wrapper names the role (handler or instantiate function).
+fn describe_exception(py: Python<'_>, e: &PyErr, target: &str, role: Role) -> String {
     let ty = e
         .get_type(py)
         .name()
@@ -420,20 +466,112 @@ fn describe_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
     let where_ = if tail.is_empty() {
         String::new()
     } else {
-        format!(" (traceback, innermost first: {})", tail.join(" <- "))
+        format!("{TRACEBACK}{})", tail.join(" <- "))
     };
-    // A handler that ran a program whose own handler failed: one wrapper per level would
-    // bury the cause under up to 16 of them. The innermost says what happened.
-    const WRAP: &str = "Python handler for ";
-    let depth = msg.matches(WRAP).count();
-    if let (true, Some(at)) = (depth > 1, msg.rfind(WRAP)) {
-        let inner = &msg[at..];
-        return format!(
-            "Python handler for {target:?} raised {ty} from {depth} nested handler errors; \
-             the innermost: {inner}{where_}"
-        );
+    wrap_handler_error(role.wrapper(), target, &ty, &msg, &where_)
+}
+
+/// What starts the error of a Python function rpjrt called for a custom call, by role.
+const WRAPPERS: [&str; 2] = [
+    "Python handler for ",
+    "Python instantiate function (the instantiate stage) for ",
+];
+/// What starts the traceback part of such an error.
+const TRACEBACK: &str = " (traceback, innermost first: ";
+/// What a collapsed chain of nested handler errors says after its count.
+const NESTED: &str = " nested handler errors; the innermost: ";
+
+/// The error text of a Python function that raised `ty: msg` for `target`.
+///
+/// A handler (or instantiate function) that ran a program (or compiled one) whose own
+/// handler failed carries that handler's error in `msg`, which may carry another's, up to
+/// 16 deep: one wrapper per level would bury the cause. From two nested errors on, the text
+/// is `<wrapper>"target" raised Ty from N nested handler errors; the innermost: <the
+/// innermost error>`, N counting every handler error below this one (of both kinds; a
+/// collapsed one counts as the errors it stands for), so the count stays right however
+/// many levels collapse it again. The innermost keeps its own traceback; the tracebacks
+/// the levels between it and this one appended are dropped (this level's is added).
+fn wrap_handler_error(wrapper: &str, target: &str, ty: &str, msg: &str, where_: &str) -> String {
+    let starts = wrapper_starts(msg);
+    let nested: usize = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &at)| {
+            let end = starts.get(i + 1).copied().unwrap_or(msg.len());
+            collapsed_count(&msg[at..end]).unwrap_or(1)
+        })
+        .sum();
+    if let (true, Some(&at)) = (nested > 1, starts.last()) {
+        let inner = own_traceback_only(&msg[at..]);
+        return format!("{wrapper}{target:?} raised {ty} from {nested}{NESTED}{inner}{where_}");
     }
-    format!("Python handler for {target:?} raised {ty}: {msg}{where_}")
+    format!("{wrapper}{target:?} raised {ty}: {msg}{where_}")
+}
+
+/// Where the errors of nested Python functions start in `msg`, in order. A wrapper starts
+/// an error's text, so the plugin's prefix (`PJRT_... failed with CODE: `) or the start of
+/// the message is before it; "the Python handler for" (rpjrt's own errors about a handler,
+/// e.g. a wrong return value) starts none.
+fn wrapper_starts(msg: &str) -> Vec<usize> {
+    let mut starts: Vec<usize> = WRAPPERS
+        .iter()
+        .flat_map(|w| msg.match_indices(w).map(|(at, _)| at))
+        .filter(|&at| !msg[..at].ends_with("the "))
+        .collect();
+    starts.sort_unstable();
+    starts
+}
+
+/// N when `segment` (one nested error's text, up to the next one's) is a collapsed chain,
+/// `<wrapper>"target" raised Ty from N nested handler errors; ...`: the N errors below it,
+/// one of which (its innermost) follows as a segment of its own and counts there, plus the
+/// one this segment stands for.
+fn collapsed_count(segment: &str) -> Option<usize> {
+    let rest = WRAPPERS.iter().find_map(|w| segment.strip_prefix(w))?;
+    let rest = skip_quoted(rest)?.strip_prefix(" raised ")?;
+    let (_ty, rest) = rest.split_once(' ')?;
+    let rest = rest.strip_prefix("from ")?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let n: usize = rest[..digits].parse().ok()?;
+    rest[digits..].starts_with(NESTED).then_some(n)
+}
+
+/// The text after a leading Rust-`Debug`-quoted string (`"a \"b\""`).
+fn skip_quoted(s: &str) -> Option<&str> {
+    let body = s.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, '"') => return Some(&body[i + 1..]),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The innermost error's text without the tracebacks that enclosing levels appended after
+/// its own (an error with one nested error below it is not collapsed, and appends its
+/// traceback after the nested one's).
+fn own_traceback_only(inner: &str) -> &str {
+    let Some(first) = inner.find(TRACEBACK) else {
+        return inner;
+    };
+    let after = first + TRACEBACK.len();
+    let Some(next) = inner[after..].find(TRACEBACK).map(|n| after + n) else {
+        return inner;
+    };
+    // Cut only where nothing but traceback groups follow.
+    let only_tracebacks = inner[next..]
+        .split(TRACEBACK)
+        .skip(1)
+        .all(|g| g.ends_with(')') && !g.contains('\n'));
+    if only_tracebacks {
+        &inner[..next]
+    } else {
+        inner
+    }
 }
 
 /// Set by the `atexit` hook: the interpreter is finalizing, and Python handlers fail
@@ -462,6 +600,10 @@ impl Drop for InFlight {
 
 /// The `atexit` hook: from now on Python handlers fail at once without touching Python;
 /// the ones already running get the GIL (released here) and finish, for up to ten seconds.
+/// Then every Python object the handler registry holds is released (see [`Held`]), and
+/// the kept `BaseException`s with them, so that the interpreter's teardown finalizes the
+/// modules those objects kept alive (a handler's `__globals__`: buffered files are
+/// flushed, `__del__` runs).
 #[pyfunction]
 pub fn _ffi_finalize(py: Python<'_>) {
     FINALIZING.store(true, Ordering::SeqCst);
@@ -471,6 +613,76 @@ pub fn _ffi_finalize(py: Python<'_>) {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
     });
+    Held::release_all(py);
+    let kept = std::mem::take(&mut *BASE_EXCEPTIONS.lock().unwrap_or_else(|p| p.into_inner()));
+    // Dropped with the GIL held and no lock taken: a `__del__` may run here.
+    drop(kept);
+}
+
+/// A Python object a registered Python handler holds: its function, its instantiate
+/// function, or an instance's state. The plugin-wide registry keeps handlers for the life
+/// of the process (and the runtime keeps states as long as their executables), so the exit
+/// hook, after which no Python handler runs, empties every one ([`Held::release_all`]); a
+/// call that starts later finds it empty and fails as "shutting down". The lock is taken
+/// only to take a new reference or to take the object out, never while Python code runs.
+struct Held(std::sync::Mutex<Option<Py<PyAny>>>);
+
+/// Every `Held` made, for the exit hook, and the length at which dead entries are next
+/// pruned (twice the live ones after a pruning, so pruning costs O(1) a registration).
+static ALL_HELD: std::sync::Mutex<(Vec<std::sync::Weak<Held>>, usize)> =
+    std::sync::Mutex::new((Vec::new(), 64));
+
+impl Held {
+    /// Holds `obj`; `None` (dropping it) once the exit hook has run.
+    fn new(obj: Py<PyAny>) -> Option<Arc<Held>> {
+        let held = Arc::new(Held(std::sync::Mutex::new(Some(obj))));
+        {
+            let mut all = ALL_HELD.lock().unwrap_or_else(|p| p.into_inner());
+            let (list, prune_at) = &mut *all;
+            if list.len() >= *prune_at {
+                list.retain(|w| w.strong_count() > 0);
+                *prune_at = (2 * list.len()).max(64);
+            }
+            list.push(Arc::downgrade(&held));
+        }
+        // Checked after the entry is listed: a hook that set FINALIZING before this read
+        // either finds the entry or is seen here (both are SeqCst).
+        if FINALIZING.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(held)
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Py<PyAny>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new reference to the object; `None` once the exit hook released it.
+    fn get(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.slot().as_ref().map(|o| o.clone_ref(py))
+    }
+
+    /// Empties every `Held` (the exit hook; `_py`: with the GIL held, so each object is
+    /// released now). The objects are dropped after each lock is let go: dropping one may
+    /// run Python code (`__del__`), which may register.
+    fn release_all(_py: Python<'_>) {
+        let listed = std::mem::take(&mut ALL_HELD.lock().unwrap_or_else(|p| p.into_inner()).0);
+        let all: Vec<Arc<Held>> = listed.iter().filter_map(std::sync::Weak::upgrade).collect();
+        for held in all {
+            let obj = held.slot().take();
+            drop(obj);
+        }
+    }
+}
+
+/// The error of a registration made after the exit hook ran.
+fn finalizing_error() -> PyErr {
+    crate::errors::to_py(rpjrt::Error::Pjrt {
+        entry: "XLA_FFI_Handler_Register",
+        code: Code::Cancelled,
+        message: "a Python handler cannot be registered: the Python interpreter is shutting down"
+            .to_string(),
+    })
 }
 
 /// Exceptions that are not `Exception`s (`KeyboardInterrupt`, `SystemExit`, ...) raised by
@@ -625,15 +837,26 @@ enum Role {
     Instantiate,
 }
 
+impl Role {
+    /// What starts the error of a function called in this role (one of [`WRAPPERS`]).
+    fn wrapper(self) -> &'static str {
+        match self {
+            Role::Execute => WRAPPERS[0],
+            Role::Instantiate => WRAPPERS[1],
+        }
+    }
+}
+
 /// Calls `func` with an `FfiCall` for this frame (taking the GIL for the call only) and
 /// maps its exception to the call's error. `state` is the instance's state for handlers
-/// registered with an instantiate function.
+/// registered with an instantiate function. In the instantiate role, what `func` returned
+/// (the instance's state), held so that the exit hook releases it.
 fn call_python(
     call: &mut CallFrame<'_>,
-    func: &Py<PyAny>,
-    state: Option<&Py<PyAny>>,
+    func: &Held,
+    state: Option<&Held>,
     role: Role,
-) -> Result<Option<Py<PyAny>>, FfiError> {
+) -> Result<Option<Arc<Held>>, FfiError> {
     let Some(_in_flight) = InFlight::enter() else {
         return Err(shutting_down(call.target()));
     };
@@ -645,6 +868,18 @@ fn call_python(
     // finalizing.
     ffi::with_ieee_subnormals(|| {
         Python::try_attach(|py| {
+            // New references, taken with the GIL held: the exit hook may release the held
+            // ones (with the GIL held too) once this call has them, and these keep the
+            // objects alive until the call is over. Released already: the interpreter is
+            // finalizing, and nothing of Python runs.
+            let Some(func) = func.get(py) else {
+                return Err(shutting_down(&target));
+            };
+            let state = match state.map(|s| s.get(py)) {
+                Some(None) => return Err(shutting_down(&target)),
+                Some(Some(s)) => Some(s),
+                None => None,
+            };
             let valid = Arc::new(AtomicBool::new(true));
             let build = |py: Python<'_>, call: &mut CallFrame<'_>| -> PyResult<Py<PyFfiCall>> {
                 let mut args = Vec::with_capacity(call.args().len());
@@ -697,7 +932,7 @@ fn call_python(
                         runtime_version: call.runtime_version(),
                         stage: stage_name(call.stage()),
                         device_ordinal: call.device_ordinal(),
-                        state: state.map(|s| s.clone_ref(py)),
+                        state: state.as_ref().map(|s| s.clone_ref(py)),
                     },
                 )?;
                 Ok(obj)
@@ -741,26 +976,28 @@ fn call_python(
                 Ok(None)
             });
             valid.store(false, Ordering::Release);
-            result.map_err(|e| {
-                let mut message = describe_exception(py, &e, &target);
-                if role == Role::Instantiate {
-                    message = message.replacen(
-                        "Python handler for",
-                        "Python instantiate function (the instantiate stage) for",
-                        1,
-                    );
-                }
+            let state = result.map_err(|e| {
+                let mut message = describe_exception(py, &e, &target, role);
                 if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
                     message.push_str(&keep_base_exception(py, &e));
                 }
                 FfiError::new(crate::errors::code_of_exception(py, &e), message)
-            })
+            })?;
+            // The instance's state, held before the GIL is let go: the exit hook (which
+            // runs with the GIL) has either released everything already, and this is
+            // refused, or has not yet, and will release this too.
+            match state {
+                Some(state) => Held::new(state)
+                    .map(Some)
+                    .ok_or_else(|| shutting_down(&target)),
+                None => Ok(None),
+            }
         })
     })
     .unwrap_or_else(|| Err(shutting_down(&target)))
 }
 
-fn python_handler(func: Py<PyAny>) -> Arc<HandlerFn> {
+fn python_handler(func: Arc<Held>) -> Arc<HandlerFn> {
     Arc::new(move |call: &mut CallFrame<'_>| -> Result<(), FfiError> {
         call_python(call, &func, None, Role::Execute).map(|_| ())
     })
@@ -814,7 +1051,7 @@ pub fn _ffi_register_python(
     }
     let (plugin, platform) = resolve(target, platform.as_deref())?;
     let Some(instantiate) = instantiate.filter(|f| !f.is_none(py)) else {
-        let handler = python_handler(func);
+        let handler = python_handler(Held::new(func).ok_or_else(finalizing_error)?);
         return py
             .detach(|| ffi::register_on(&plugin, &platform, name, replace, handler))
             .pyerr()
@@ -826,8 +1063,11 @@ pub fn _ffi_register_python(
             instantiate.bind(py).get_type().name()?
         )));
     }
+    let func = Held::new(func).ok_or_else(finalizing_error)?;
+    let instantiate = Held::new(instantiate).ok_or_else(finalizing_error)?;
     // The state is a Python object owned by the runtime's instance: it is released (its
-    // reference dropped) when the executable holding the instance is destroyed.
+    // reference dropped) when the executable holding the instance is destroyed, or by the
+    // exit hook.
     let make = move |call: &mut CallFrame<'_>| -> Result<StateObject, FfiError> {
         call_python(call, &instantiate, None, Role::Instantiate)?
             .map(StateObject)
@@ -843,8 +1083,8 @@ pub fn _ffi_register_python(
 
 /// The state of one instance of a stateful Python handler. Dropped by the runtime's state
 /// deleter when the executable goes; without the GIL, pyo3 defers the decref until the
-/// interpreter is next entered.
-struct StateObject(Py<PyAny>);
+/// interpreter is next entered. The exit hook releases the object before that.
+struct StateObject(Arc<Held>);
 
 /// Registers native handler code: a PyCapsule (jax.ffi convention) or an address.
 #[pyfunction]
@@ -864,7 +1104,7 @@ pub fn _ffi_register_native(
         // requires; the name pointer stays valid while the capsule lives (we hold it).
         let cname = name.map(|n| unsafe { n.as_cstr() });
         cap.pointer_checked(cname)?.as_ptr() as usize
-    } else if let Ok(a) = handler.extract::<usize>() {
+    } else if let Some(a) = handler.extract::<usize>().or_none()? {
         a
     } else {
         return Err(invalid(

@@ -303,10 +303,16 @@ impl Error {
     /// True when this error says memory ran out (`RESOURCE_EXHAUSTED`, or an allocation
     /// failure the plugin reported under another code).
     pub fn is_out_of_memory(&self) -> bool {
+        let text = self.to_string();
+        // rpjrt's refusal of runaway custom-call nesting is RESOURCE_EXHAUSTED too, but a
+        // limit of depth, not of memory.
+        if crate::ffi::is_nesting_refusal(&text) {
+            return false;
+        }
         if self.code() == Code::ResourceExhausted {
             return true;
         }
-        let m = self.to_string().to_lowercase();
+        let m = text.to_lowercase();
         // "OOM" only as a word of its own: "boom", "room" or "zoom" say nothing of memory.
         m.contains("out of memory")
             || m.contains("failed to allocate")
@@ -371,6 +377,10 @@ mod tests {
             message: message.to_string(),
         };
         assert!(e(Code::Internal, "CUDA OOM while allocating").is_out_of_memory());
+        // rpjrt's nesting refusal shares the code, not the meaning.
+        let nested = format!("16 handlers run, at {}", crate::ffi::NESTING_LIMIT);
+        assert!(!e(Code::ResourceExhausted, &nested).is_out_of_memory());
+        assert!(e(Code::ResourceExhausted, "no room").is_out_of_memory());
         assert!(e(Code::Internal, "oom: 12 bytes").is_out_of_memory());
         assert!(e(Code::Unknown, "Out of memory allocating 4 GiB").is_out_of_memory());
         assert!(e(Code::ResourceExhausted, "anything").is_out_of_memory());

@@ -690,6 +690,20 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
 /// that bound waits for the enclosing ones, which wait for it.
 pub const MAX_NESTED_HANDLERS: u32 = 16;
 
+/// The words both refusals of runaway custom-call nesting carry ([`check_nested_execute`],
+/// and a handler not run past [`MAX_NESTED_HANDLERS`] deep). The refusals are
+/// `RESOURCE_EXHAUSTED` (a limit was reached, as a quota is), but no memory ran out:
+/// [`is_nesting_refusal`] tells them apart from an allocation failure, so no out-of-memory
+/// report is added to them. The words stay in the message of every handler level the
+/// refusal passes up through.
+pub const NESTING_LIMIT: &str = "rpjrt's custom-call nesting limit";
+
+/// Whether an error message is (or carries, from a nested handler) rpjrt's refusal of
+/// runaway custom-call nesting: a limit, not an allocation failure.
+pub fn is_nesting_refusal(message: &str) -> bool {
+    message.contains(NESTING_LIMIT)
+}
+
 /// rpjrt handlers running now, on every thread.
 static ACTIVE_HANDLERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -729,9 +743,10 @@ pub(crate) fn check_nested_execute() -> Result<()> {
         code: Code::ResourceExhausted,
         message: format!(
             "not started: it was called from inside a custom-call handler while {active} \
-             handlers run (nested, or on other threads), each holding an execution in flight; \
-             past {MAX_NESTED_HANDLERS}, a nested execution could wait for the plugin's bound on \
-             executions in flight (32 on the CPU plugins) for ever"
+             handlers run (nested, or on other threads), at {NESTING_LIMIT} of \
+             {MAX_NESTED_HANDLERS}: each holds an execution in flight, and a nested execution \
+             past the limit could wait for ever for the plugin's bound on executions in flight \
+             (32 on the CPU plugins)"
         ),
     })
 }
@@ -830,10 +845,11 @@ unsafe fn dispatch_inner(
                 return Err((
                     Code::ResourceExhausted,
                     format!(
-                        "the FFI handler for {:?} was not run: custom-call handlers are nested \
-                         {depth} deep on this thread (a handler ran a program whose custom call \
-                         ran another); deeper nesting would wait for the plugin's limit on \
-                         executions in flight (32 on the CPU plugins) and never return",
+                        "the FFI handler for {:?} was not run: it would be nested {depth} deep \
+                         on this thread (a handler ran a program whose custom call ran a \
+                         handler, and so on), past {NESTING_LIMIT} of {MAX_NESTED_HANDLERS}; \
+                         deeper nesting would wait for the plugin's bound on executions in \
+                         flight (32 on the CPU plugins) and never return",
                         target.name
                     ),
                 ));
@@ -1561,5 +1577,26 @@ mod thunks {
         Err(Error::invalid(
             "custom-call handlers written in Rust or Python need Linux on x86-64 or aarch64",
         ))
+    }
+}
+
+#[cfg(test)]
+mod nesting_tests {
+    use super::*;
+
+    #[test]
+    fn the_nesting_refusal_is_told_apart_and_names_the_limit() {
+        // Outside a plugin callback nothing is checked.
+        assert!(check_nested_execute().is_ok());
+        let text = "PJRT_LoadedExecutable_Execute failed with RESOURCE_EXHAUSTED: Python handler \
+                    for \"rec\" raised ResourceExhaustedError: ... at rpjrt's custom-call \
+                    nesting limit of 16: ...";
+        assert!(is_nesting_refusal(text));
+        assert!(!is_nesting_refusal(
+            "RESOURCE_EXHAUSTED: Out of memory allocating 4 GiB"
+        ));
+        // The words carry no memory vocabulary (they must not read as an allocation failure).
+        let m = NESTING_LIMIT.to_lowercase();
+        assert!(!m.contains("memory") && !m.contains("alloc") && !m.contains("oom"));
     }
 }

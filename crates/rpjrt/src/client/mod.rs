@@ -164,6 +164,12 @@ impl ClientCore {
     /// [`Error::OutOfMemory`] with the figures of `devices`, the client's memory options
     /// and a hint; any other error passes unchanged. `request` (what was being allocated
     /// and its size) is asked for only when the error is kept.
+    ///
+    /// Two `RESOURCE_EXHAUSTED` errors get no report: rpjrt's refusal of runaway custom-call
+    /// nesting (a limit, not memory: [`raw::ffi::is_nesting_refusal`]), and an error that
+    /// carries a report already (an allocation failed in a program a custom-call handler
+    /// ran, and the handler's error came back through this call: the report of the
+    /// allocation that failed is the one that says what to change).
     pub(crate) fn with_memory_context(
         &self,
         e: Error,
@@ -172,6 +178,11 @@ impl ClientCore {
     ) -> Error {
         if !matches!(e, Error::Pjrt { .. }) || !e.is_out_of_memory() {
             return e;
+        }
+        if let Error::Pjrt { message, .. } = &e {
+            if raw::ffi::is_nesting_refusal(message) || carries_oom_report(message) {
+                return e;
+            }
         }
         let report = self.memory_report(devices, request());
         Error::OutOfMemory {
@@ -211,6 +222,13 @@ impl ClientCore {
     pub(crate) fn devices_of(self: &Arc<Self>, raws: &[DeviceRef]) -> Vec<Device> {
         raws.iter().filter_map(|&d| self.device(d).ok()).collect()
     }
+}
+
+/// Whether an error message already holds an out-of-memory report ([`OomReport`]'s
+/// lines, as `Error::OutOfMemory` shows them), e.g. a nested execution's that a custom-call
+/// handler's error carried back.
+fn carries_oom_report(message: &str) -> bool {
+    message.contains("\nclient memory options: ") && message.contains("\nhint: ")
 }
 
 /// The most devices whose allocator figures an out-of-memory error lists.
@@ -1082,4 +1100,58 @@ fn _assert_send_sync() {
     check::<Client>();
     check::<Device>();
     check::<Memory>();
+}
+
+#[cfg(test)]
+mod memory_context_tests {
+    use super::*;
+    use crate::error::Code;
+
+    fn pjrt(message: &str) -> Error {
+        Error::Pjrt {
+            entry: "PJRT_LoadedExecutable_Execute",
+            code: Code::ResourceExhausted,
+            message: message.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_message_holding_a_report_is_told_by_the_reports_own_lines() {
+        let report = OomReport {
+            request: Some("float32[8], 32 bytes, on device 0".into()),
+            request_bytes: Some(32),
+            devices: vec![DeviceFigures {
+                device: 0,
+                stats: Err("UNIMPLEMENTED".into()),
+            }],
+            options: Vec::new(),
+        };
+        let with = Error::OutOfMemory {
+            error: Box::new(pjrt("Out of memory allocating 32 bytes")),
+            report: Box::new(report),
+        };
+        // What a handler's error carries back: the nested execution's error, as text.
+        let carried = format!("Python handler for \"h\" raised ResourceExhaustedError: {with}");
+        assert!(carries_oom_report(&carried), "{carried}");
+        assert!(!carries_oom_report(
+            "Out of memory allocating 32 bytes; hint: none"
+        ));
+    }
+
+    #[test]
+    fn the_nesting_refusal_is_a_limit_not_an_allocation_failure() {
+        let e = pjrt(&format!(
+            "Python handler for \"rec\" raised ResourceExhaustedError: not started: ... at {} \
+             of 16",
+            raw::ffi::NESTING_LIMIT
+        ));
+        // RESOURCE_EXHAUSTED by code, but a limit of depth: not out of memory, and
+        // with_memory_context adds no report to it.
+        assert_eq!(e.code(), crate::Code::ResourceExhausted);
+        assert!(!e.is_out_of_memory());
+        let Error::Pjrt { message, .. } = &e else {
+            unreachable!()
+        };
+        assert!(raw::ffi::is_nesting_refusal(message));
+    }
 }
