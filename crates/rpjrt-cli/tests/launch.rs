@@ -583,7 +583,11 @@ fn launch_says_when_it_stops_reading_a_pipe_held_open() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stdout.contains("[0] before"), "{stdout}");
     assert!(
-        stderr.contains("stopped reading the output of process 0"),
+        stderr.contains(
+            "stopped reading the output of process 0: its pipe was still open, with \
+             nothing written to it, 2s after every process had exited (a process it \
+             started (pid "
+        ),
         "{stderr}"
     );
     // Given up after the idle limit, not held until the background process ends.
@@ -592,6 +596,125 @@ fn launch_says_when_it_stops_reading_a_pipe_held_open() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// A background process that a worker started and that keeps writing held `launch
+/// --timeout 2` open for as long as it lived (the drain of leftover output never looked
+/// at the timeout), and the message blamed 2 s of silence. The timeout now bounds the
+/// drain: exit 124, a message that says the processes had exited and names the process
+/// still holding the pipe (left running: this test stops it).
+#[cfg(target_os = "linux")]
+#[test]
+fn launch_timeout_bounds_a_chatty_background_process() {
+    let dir = std::env::temp_dir().join(format!("rpjrt-chatty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("daemon.pid");
+    let script = format!(
+        "sh -c 'echo $$ > {}; while true; do echo tick; sleep 0.3; done' & exit 0",
+        pidfile.display()
+    );
+    let started = Instant::now();
+    let out = finish(
+        cmd(
+            &[
+                "launch",
+                "-n",
+                "1",
+                "--timeout",
+                "2",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let took = started.elapsed();
+    let daemon = std::fs::read_to_string(&pidfile)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if !daemon.is_empty() {
+        let _ = Command::new("kill").arg("-KILL").arg(&daemon).status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(stdout.contains("[0] tick"), "{stdout}");
+    assert!(took < Duration::from_secs(6), "{took:?} {stderr}");
+    assert!(
+        stderr.contains(
+            "rpjrt: stopped reading the output of process 0: the launch timed out after \
+             2.0s while its pipe was still open after every process had exited"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("(pids {daemon}, "))
+            || stderr.contains(&format!(
+                "(pid {daemon}) keeps it open and was left running"
+            )),
+        "{daemon} {stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "rpjrt: launch timed out after 2.0s: every process had exited, but a process \
+             they started still held their output open"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("killed the processes"), "{stderr}");
+    assert!(!stderr.contains("with nothing written"), "{stderr}");
+}
+
+/// A worker killed at the timeout leaves a background writer (out of its process tree:
+/// the subshell that started it exited)
+/// holding the pipe: the drain ends at most the idle limit after the kill.
+#[cfg(target_os = "linux")]
+#[test]
+fn launch_timeout_bounds_the_drain_after_killing_the_processes() {
+    let started = Instant::now();
+    let out = finish(
+        cmd(
+            &[
+                "launch",
+                "-n",
+                "1",
+                "--timeout",
+                "1",
+                "--",
+                "sh",
+                "-c",
+                "( while true; do echo tick; sleep 0.3; done & ); exec sleep 30",
+            ],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let took = started.elapsed();
+    let stderr = text(&out.stderr);
+    // The reparented writer is stopped by the test, found through the message's pid.
+    for pids in stderr
+        .split(['(', ')'])
+        .filter_map(|r| r.strip_prefix("pid ").or_else(|| r.strip_prefix("pids ")))
+    {
+        for pid in pids.split(", ") {
+            let _ = Command::new("kill").arg("-KILL").arg(pid).status();
+        }
+    }
+    assert_eq!(out.status.code(), Some(124), "{stderr}");
+    assert!(took < Duration::from_secs(6), "{took:?} {stderr}");
+    assert!(
+        stderr.contains("launch timed out after 1.0s; killed the processes still running"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("left running"), "{stderr}");
 }
 
 /// A process killed by a signal is reported by the signal's name and number, and the
@@ -650,6 +773,8 @@ fn launch_timeout_message_shows_the_timeout_as_given() {
         timed_out: true,
         stopped_by: None,
         output_cut: vec![],
+        output_cut_why: None,
+        output_holders: vec![],
     };
     for (t, want) in [
         (0.25, "250ms"),
@@ -731,6 +856,8 @@ fn a_launcher_stopped_by_a_signal_says_so() {
             timed_out: false,
             stopped_by: Some(sig),
             output_cut: vec![],
+            output_cut_why: None,
+            output_holders: vec![],
         };
         assert_eq!(outcome.exit_code(), 128 + sig);
         assert_eq!(

@@ -410,10 +410,30 @@ pub struct LaunchOutcome {
     /// running [`STOP_GRACE`] later (or at a second such signal) were killed with
     /// SIGKILL. [`LaunchOutcome::exit_code`] is then 128 + that signal.
     pub stopped_by: Option<i32>,
-    /// Processes whose output the launcher stopped reading before it ended: their pipe
-    /// was still open and silent [`OUTPUT_IDLE_LIMIT`] after every process had exited
-    /// (a process they started keeps it open), so anything written to it later is lost.
+    /// Processes whose output the launcher stopped reading before it ended: a process
+    /// they started (in the background) still held their pipe open, so anything written
+    /// to it later is lost. [`Self::output_cut_why`] says why the launcher stopped reading.
     pub output_cut: Vec<usize>,
+    /// Why the output of [`Self::output_cut`] was cut; `None` when nothing was cut.
+    pub output_cut_why: Option<OutputCut>,
+    /// The processes found holding a cut pipe open when the launcher stopped reading
+    /// (their pids, read from `/proc` on Linux; empty elsewhere, or when none could be
+    /// read). The launcher does not stop them: they left the job's process tree when the
+    /// process that started them exited, and run on.
+    pub output_holders: Vec<u32>,
+}
+
+/// Why `rpjrt launch` stopped reading an output pipe that was still open after every
+/// process had exited ([`LaunchOutcome::output_cut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputCut {
+    /// The pipe stayed open and silent for [`OUTPUT_IDLE_LIMIT`].
+    Idle,
+    /// The launch's timeout ran out while the pipe still delivered output
+    /// ([`LaunchOutcome::timed_out`] is set).
+    Timeout,
+    /// A stop signal (SIGINT, SIGTERM, SIGHUP) came ([`LaunchOutcome::stopped_by`]).
+    Stopped,
 }
 
 impl LaunchOutcome {
@@ -526,7 +546,9 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How long the launcher keeps reading an output pipe that stays open, and silent, after
 /// every process has exited (a process they started in the background holds it). A pipe
 /// that still delivers output, or whose last line is still being written out (to a slow
-/// reader of the launcher's own output), is read to its end however long that takes.
+/// reader of the launcher's own output), is read to its end however long that takes,
+/// unless the launch has a timeout: reading then ends when the timeout runs out (or at
+/// most this long after the processes were killed, where they were still running then).
 pub const OUTPUT_IDLE_LIMIT: Duration = Duration::from_secs(2);
 
 /// One line of a child's output: process index, whether it came from stderr, and the
@@ -675,6 +697,9 @@ impl Launcher {
         let mut open_pipes: Vec<usize> = Vec::with_capacity(self.num_processes);
         let mut children: Vec<Child> = Vec::new();
         let mut readers = 0usize;
+        // Per process, what `/proc` calls its output pipes (`pipe:[1234]`), to name the
+        // processes still holding one open if reading has to stop.
+        let mut pipe_ids: Vec<Vec<String>> = Vec::with_capacity(self.num_processes);
         for p in 0..self.num_processes {
             if stop.caught().is_some() {
                 // Stopped while starting: the wait below stops the ones started.
@@ -722,6 +747,15 @@ impl Launcher {
                     ));
                 }
             };
+            pipe_ids.push(
+                [
+                    child.stdout.as_ref().and_then(pipe_id),
+                    child.stderr.as_ref().and_then(pipe_id),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
+            );
             let pipes: [(bool, Option<Box<dyn Read + Send>>); 2] = [
                 (false, child.stdout.take().map(|s| Box::new(s) as _)),
                 (true, child.stderr.take().map(|s| Box::new(s) as _)),
@@ -820,12 +854,28 @@ impl Launcher {
         }
         // Read what the children wrote to its end, however slowly the launcher's own
         // output is taken. Only a pipe that stays open and silent (a grandchild holds it)
-        // is given up, after OUTPUT_IDLE_LIMIT, and reported in `output_cut`.
+        // is given up, after OUTPUT_IDLE_LIMIT, and reported in `output_cut`. The timeout
+        // bounds the drain too: a grandchild that keeps writing cannot hold the launch
+        // past it (nor past OUTPUT_IDLE_LIMIT after the timeout killed the processes).
         activity.fetch_max(millis_since(epoch), Ordering::SeqCst);
+        let drain_deadline = self
+            .timeout
+            .map(|t| (start + t).max(Instant::now() + OUTPUT_IDLE_LIMIT.min(t)));
+        let mut cut_why = None;
         while readers > 0 {
             // A stop signal during the drain: the processes are gone, stop reading now
             // (what is left unread is reported as cut).
             if stopping.is_none() && stop.caught().is_some() {
+                cut_why = Some(OutputCut::Stopped);
+                break;
+            }
+            if drain_deadline.is_some_and(|d| Instant::now() >= d) {
+                cut_why = Some(OutputCut::Timeout);
+                // The processes all exited on their own (or failed, or were stopped):
+                // the launch still ran into its timeout, waiting on their output.
+                if first_failure.is_none() && stopping.is_none() {
+                    timed_out = true;
+                }
                 break;
             }
             match done_rx.recv_timeout(Duration::from_millis(50)) {
@@ -838,6 +888,7 @@ impl Launcher {
                     if busy.load(Ordering::SeqCst) == 0
                         && idle >= OUTPUT_IDLE_LIMIT.as_millis() as u64
                     {
+                        cut_why = Some(OutputCut::Idle);
                         break;
                     }
                 }
@@ -847,20 +898,74 @@ impl Launcher {
         // A signal that came after the last process ended still stops the launcher.
         let stopped_by = stopping.map(|(sig, _)| sig).or_else(|| stop.caught());
         drop(stop);
+        let output_cut: Vec<usize> = open_pipes
+            .iter()
+            .enumerate()
+            .filter(|(_, &open)| open > 0)
+            .map(|(p, _)| p)
+            .collect();
+        let cut_ids: Vec<&str> = output_cut
+            .iter()
+            .flat_map(|&p| pipe_ids.get(p).into_iter().flatten())
+            .map(String::as_str)
+            .collect();
+        let output_holders = pipe_holders(&cut_ids);
         Ok(LaunchOutcome {
             exit_codes: codes.into_iter().map(|c| c.flatten()).collect(),
             signals,
             first_failure,
             timed_out,
             stopped_by,
-            output_cut: open_pipes
-                .iter()
-                .enumerate()
-                .filter(|(_, &open)| open > 0)
-                .map(|(p, _)| p)
-                .collect(),
+            output_cut_why: if output_cut.is_empty() {
+                None
+            } else {
+                Some(cut_why.unwrap_or(OutputCut::Idle))
+            },
+            output_cut,
+            output_holders,
         })
     }
+}
+
+/// What `/proc/self/fd` calls the pipe behind `fd` (`pipe:[1234]`), on Linux.
+fn pipe_id<F: std::os::fd::AsRawFd>(fd: &F) -> Option<String> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    let link = link.to_str()?;
+    link.starts_with("pipe:").then(|| link.to_string())
+}
+
+/// The processes other than this one that hold any of the pipes `ids` open (their pids,
+/// ascending), from `/proc/*/fd`; empty where `/proc` cannot be read.
+fn pipe_holders(ids: &[&str]) -> Vec<u32> {
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let fds = std::fs::read_dir(entry.path().join("fd"));
+        let holds = fds.into_iter().flatten().flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .ok()
+                .and_then(|l| l.to_str().map(|l| ids.contains(&l)))
+                .unwrap_or(false)
+        });
+        if holds {
+            found.push(pid);
+        }
+    }
+    found.sort_unstable();
+    found
 }
 
 #[cfg(test)]
@@ -1227,6 +1332,8 @@ mod tests {
             timed_out,
             stopped_by,
             output_cut: vec![1],
+            output_cut_why: Some(OutputCut::Idle),
+            output_holders: vec![],
         };
         // The launcher's own stop signal wins over everything else it could report.
         assert_eq!(outcome(Some(2), false, None).exit_code(), 130);

@@ -38,8 +38,8 @@ mod tcp;
 
 pub use launch::signal_name;
 pub use launch::{
-    first_host, LaunchEnv, LaunchOutcome, LaunchSource, Launcher, OutputSink, DEFAULT_PORT,
-    MAX_LOCAL_PROCESSES, OUTPUT_IDLE_LIMIT, STOP_GRACE,
+    first_host, LaunchEnv, LaunchOutcome, LaunchSource, Launcher, OutputCut, OutputSink,
+    DEFAULT_PORT, MAX_LOCAL_PROCESSES, OUTPUT_IDLE_LIMIT, STOP_GRACE,
 };
 pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};
@@ -98,6 +98,11 @@ pub trait Rendezvous: KvStore {
     /// arrive in time. A name may be used again: each use is a new generation, which
     /// waits for every process to arrive again.
     ///
+    /// A process id is at a barrier once at a time: a call with the same store handle,
+    /// `name` and `process_id` while another is still waiting there (two threads claiming
+    /// one id) is refused at once with `FAILED_PRECONDITION`, naming the id; the waiting
+    /// call goes on unharmed and the generations stay aligned.
+    ///
     /// An arrival is not taken back when the wait times out: a process whose barrier
     /// failed has still arrived at that generation, so a process that arrives there later
     /// passes it at once, without waiting for the one that gave up. Every process's count
@@ -141,6 +146,7 @@ pub fn barrier_on<S: KvStore + ?Sized>(
 ) -> Result<()> {
     barrier_with(
         store,
+        store as *const S as *const () as usize,
         name,
         process_id,
         num_processes,
@@ -154,9 +160,11 @@ pub fn barrier_on<S: KvStore + ?Sized>(
 /// [`barrier_on`], waiting in slices of `poll` (when given) and asking `alive(p)` after
 /// each slice whether process `p` can still arrive (an error ends the wait at once). A
 /// timeout says the missing processes did not `what` ("reach barrier \"b\"").
+/// `owner` identifies the store handle (its address) for the one-entry-at-a-time check.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     store: &S,
+    owner: usize,
     name: &str,
     process_id: usize,
     num_processes: usize,
@@ -167,6 +175,10 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
 ) -> Result<()> {
     check_world(process_id, num_processes)?;
     let deadline = deadline_after(timeout);
+    // One entry per (store, name, process id) at a time: the use count is read, then
+    // written, so two threads entering together took one generation between them, and
+    // the barrier blamed the wrong process and stayed out of step afterwards.
+    let _entry = BarrierEntry::enter(owner, name, process_id)?;
     let generation = next_generation(store, name, process_id)?;
     let key = |p: usize| format!("rpjrt:barrier:{name}:{generation}:{p}");
     store.set(&key(process_id), num_processes.to_string().as_bytes())?;
@@ -257,6 +269,49 @@ fn arrival_matches(
                 String::from_utf8_lossy(&arrival[..arrival.len().min(64)])
             ),
         )),
+    }
+}
+
+/// The barriers being waited at in this process: (store address, name, process id).
+static IN_BARRIER: std::sync::Mutex<Vec<(usize, String, usize)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// A barrier entry of this process, held while the barrier is waited at: a second entry
+/// for the same store handle, name and process id is refused until it ends.
+struct BarrierEntry(usize, String, usize);
+
+impl BarrierEntry {
+    fn enter(at: usize, name: &str, process_id: usize) -> Result<Self> {
+        let mut inside = IN_BARRIER.lock().unwrap_or_else(|p| p.into_inner());
+        if inside
+            .iter()
+            .any(|(s, n, p)| *s == at && n == name && *p == process_id)
+        {
+            return Err(store_error(
+                Code::FailedPrecondition,
+                format!(
+                    "barrier {}: process id {process_id} is already waiting at this barrier \
+                     on this store (another thread called it with the same process id); \
+                     each process id may be at a barrier once at a time: give every \
+                     participant its own id",
+                    shown(name)
+                ),
+            ));
+        }
+        inside.push((at, name.to_string(), process_id));
+        Ok(Self(at, name.to_string(), process_id))
+    }
+}
+
+impl Drop for BarrierEntry {
+    fn drop(&mut self) {
+        let mut inside = IN_BARRIER.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = inside
+            .iter()
+            .position(|(s, n, p)| *s == self.0 && *n == self.1 && *p == self.2)
+        {
+            inside.swap_remove(i);
+        }
     }
 }
 

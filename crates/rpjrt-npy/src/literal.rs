@@ -287,22 +287,31 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Random values of a type and shape: floats in [-1, 1), integers in [0, 10), random
-/// bools, from a small deterministic generator seeded by `seed`.
+/// Random values of a type and shape, from a small deterministic generator seeded by
+/// `seed`: floats in [-1, 1) (float8_e8m0fnu, which holds only powers of two: 2^-4 to
+/// 2^3), complex numbers with both parts in [-1, 1), integers uniform in [0, 10) (in 0
+/// up to the type's largest value where that is below 9: int2 0-1, uint2 0-3, int4 0-7),
+/// random bools.
 pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
     let n = element_count(dims)?;
     let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        // splitmix64
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
+    // splitmix64's output function.
+    let mix = |mut z: u64| {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(state)
+    };
+    let unit = |r: u64| (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+    // Uniform over what the type holds of [0, 10): `r % 10 % (hi + 1)` made 0 and 1 twice
+    // as likely as the rest for int4 and uint2.
+    let (_, hi) = scalars::int_range(ty);
+    let int_span = (hi + 1).clamp(1, 10) as u64;
     use rpjrt::ElementKind as K;
     use Scalar as S;
-    let (_, hi) = scalars::int_range(ty);
     let mut leaves = Vec::new();
     leaves
         .try_reserve_exact(n)
@@ -311,11 +320,12 @@ pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
         let r = next();
         leaves.push(match ty.kind() {
             K::Bool => S::Bool(r & 1 == 1),
-            K::Float | K::Complex if ty == ElementType::F8E8M0FNU => {
-                S::Float(2f64.powi((r % 8) as i32 - 4))
-            }
-            K::Float | K::Complex => S::Float((r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0),
-            _ => S::Int(i128::from(r % 10) % (hi + 1).max(1)),
+            K::Float if ty == ElementType::F8E8M0FNU => S::Float(2f64.powi((r % 8) as i32 - 4)),
+            K::Float => S::Float(unit(r)),
+            // The real part as before; the imaginary one from the same draw, mixed again
+            // (it was always 0, so complex programs never saw an imaginary part).
+            K::Complex => S::Complex(unit(r), unit(mix(r ^ 0x5851_f42d_4c95_7f2d))),
+            _ => S::Int(i128::from(r % int_span)),
         });
     }
     dense_array(&leaves, dims.to_vec(), ty)
@@ -324,6 +334,59 @@ pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Complex inputs got an imaginary part of 0, and int2/uint2/int4 took `r % 10 %
+    /// (hi + 1)`: skewed towards 0 and 1. Every type now covers what the docs say, evenly.
+    #[test]
+    fn random_values_cover_the_documented_range() {
+        for t in [ElementType::C64, ElementType::C128] {
+            let a = random(t, &[200], 3).unwrap();
+            let leaves: Vec<Scalar> = (0..a.len()).map(|i| a.get(i).unwrap()).collect();
+            let (mut re_seen, mut im_seen) = (false, false);
+            for v in &leaves {
+                let Scalar::Complex(re, im) = *v else {
+                    panic!("{t}: {v:?}")
+                };
+                assert!(
+                    (-1.0..1.0).contains(&re) && (-1.0..1.0).contains(&im),
+                    "{t}: {v:?}"
+                );
+                re_seen |= re != 0.0;
+                im_seen |= im.abs() > 0.5;
+            }
+            assert!(re_seen && im_seen, "{t}: {leaves:?}");
+            // Reproducible.
+            assert_eq!(random(t, &[200], 3).unwrap().data, a.data, "{t}");
+            assert_ne!(random(t, &[200], 4).unwrap().data, a.data, "{t}");
+        }
+        for (t, span) in [
+            (ElementType::S2, 2),
+            (ElementType::U2, 4),
+            (ElementType::S4, 8),
+            (ElementType::U4, 10),
+            (ElementType::S8, 10),
+            (ElementType::U32, 10),
+            (ElementType::S64, 10),
+        ] {
+            let n = 4000;
+            let a = random(t, &[n as i64], 7).unwrap();
+            let mut counts = vec![0usize; span];
+            for v in (0..a.len()).map(|i| a.get(i).unwrap()) {
+                let Scalar::Int(i) = v else {
+                    panic!("{t}: {v:?}")
+                };
+                assert!((0..span as i128).contains(&i), "{t}: {i}");
+                counts[i as usize] += 1;
+            }
+            let even = n / span;
+            for (i, &c) in counts.iter().enumerate() {
+                assert!(
+                    c > even * 3 / 4 && c < even * 5 / 4,
+                    "{t}: value {i} came {c} times of {n}, not about {even}: {counts:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn random_values_for_every_type() {

@@ -59,13 +59,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     });
     match launcher.run(sink) {
         Ok(outcome) => {
-            for p in &outcome.output_cut {
-                crate::errln!(
-                    "rpjrt: stopped reading the output of process {p}: its pipe was still open \
-                     {}s after every process had exited (a process it started keeps it open); \
-                     anything written to it later is lost",
-                    rpjrt_distributed::OUTPUT_IDLE_LIMIT.as_secs()
-                );
+            for line in cut_messages(&outcome, timeout) {
+                crate::errln!("{line}");
             }
             for line in end_messages(&outcome, timeout) {
                 crate::errln!("{line}");
@@ -78,6 +73,57 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     }
 }
 
+/// What `rpjrt launch` says about each process whose output it stopped reading: why it
+/// stopped (the pipe stayed silent, the timeout ran out, a stop signal came), and which
+/// processes still held the pipe open (they were started by the job's processes and
+/// left running: the launcher does not stop them).
+pub fn cut_messages(
+    outcome: &rpjrt_distributed::LaunchOutcome,
+    timeout: Option<std::time::Duration>,
+) -> Vec<String> {
+    use rpjrt_distributed::OutputCut;
+    let holders = match outcome.output_holders.as_slice() {
+        [] => "a process it started keeps it open and was left running".to_string(),
+        [pid] => format!("a process it started (pid {pid}) keeps it open and was left running"),
+        pids => format!(
+            "processes it started (pids {}) keep it open and were left running",
+            pids.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let why = match outcome.output_cut_why {
+        Some(OutputCut::Timeout) => format!(
+            "the launch timed out after {} while its pipe was still open after every \
+             process had exited",
+            rpjrt_distributed::duration_text(timeout.unwrap_or_default())
+        ),
+        Some(OutputCut::Stopped) => match outcome.stopped_by {
+            Some(sig) => format!(
+                "the launcher was stopped by {} ({sig}) while its pipe was still open",
+                rpjrt_distributed::signal_name(sig)
+            ),
+            None => "the launcher was stopped while its pipe was still open".to_string(),
+        },
+        Some(OutputCut::Idle) | None => format!(
+            "its pipe was still open, with nothing written to it, {}s after every process \
+             had exited",
+            rpjrt_distributed::OUTPUT_IDLE_LIMIT.as_secs()
+        ),
+    };
+    outcome
+        .output_cut
+        .iter()
+        .map(|p| {
+            format!(
+                "rpjrt: stopped reading the output of process {p}: {why} ({holders}); \
+                 anything written to it later is lost"
+            )
+        })
+        .collect()
+}
+
 /// What `rpjrt launch` says about how the launch ended, where it did not simply succeed:
 /// the timeout that ran out (as given: `1ms`, not `0.0s`) or the process that failed, and
 /// the signal that stopped the launcher itself (it said nothing, and exited 128 + N).
@@ -87,7 +133,17 @@ pub fn end_messages(
     timeout: Option<std::time::Duration>,
 ) -> Vec<String> {
     let mut lines = Vec::new();
-    if outcome.timed_out {
+    let every_process_exited = outcome.exit_codes.iter().all(|c| c.is_some());
+    if outcome.timed_out
+        && every_process_exited
+        && outcome.output_cut_why == Some(rpjrt_distributed::OutputCut::Timeout)
+    {
+        lines.push(format!(
+            "rpjrt: launch timed out after {}: every process had exited, but a process they \
+             started still held their output open",
+            rpjrt_distributed::duration_text(timeout.unwrap_or_default())
+        ));
+    } else if outcome.timed_out {
         lines.push(format!(
             "rpjrt: launch timed out after {}; killed the processes still running",
             rpjrt_distributed::duration_text(timeout.unwrap_or_default())

@@ -764,9 +764,23 @@ fn format_float(f: f64, ty: ElementType) -> String {
     }
 }
 
-/// numpy-style text of an array: `array([1., 2.], dtype=float32)`.
+/// numpy-style text of an array: `array([1., 2.], dtype=float32)`. As numpy prints by
+/// default: an array of more than 1000 elements is summarised, each dimension longer than
+/// 6 showing its first and last 3 entries around `...`; a smaller one prints whole.
 pub fn format_numpy(a: &Array) -> String {
-    fn go(a: &Array, dim: usize, offset: usize, stride: usize, indent: usize) -> String {
+    /// numpy's `threshold` and `edgeitems`.
+    const THRESHOLD: usize = 1000;
+    const EDGE: usize = 3;
+    let summarise = a.len() > THRESHOLD;
+    let go_args = (summarise,);
+    fn go(
+        a: &Array,
+        dim: usize,
+        offset: usize,
+        stride: usize,
+        indent: usize,
+        (summarise,): (bool,),
+    ) -> String {
         if dim == a.dims.len() {
             return a
                 .get(offset)
@@ -775,17 +789,25 @@ pub fn format_numpy(a: &Array) -> String {
         }
         let n = a.dims[dim].max(0) as usize;
         let inner = stride / n.max(1);
-        let shown: Vec<usize> = if n > 10 {
-            (0..3).chain(n - 3..n).collect()
+        let cut = summarise && n > 2 * EDGE;
+        let shown: Vec<usize> = if cut {
+            (0..EDGE).chain(n - EDGE..n).collect()
         } else {
             (0..n).collect()
         };
         let mut parts = Vec::new();
         for (k, &i) in shown.iter().enumerate() {
-            if n > 10 && k == 3 {
+            if cut && k == EDGE {
                 parts.push("...".to_string());
             }
-            parts.push(go(a, dim + 1, offset + i * inner, inner, indent + 1));
+            parts.push(go(
+                a,
+                dim + 1,
+                offset + i * inner,
+                inner,
+                indent + 1,
+                (summarise,),
+            ));
         }
         let sep = if dim + 1 < a.dims.len() {
             format!(",\n{}", " ".repeat(indent + 1))
@@ -794,7 +816,7 @@ pub fn format_numpy(a: &Array) -> String {
         };
         format!("[{}]", parts.join(&sep))
     }
-    let body = go(a, 0, 0, a.len(), 6);
+    let body = go(a, 0, 0, a.len(), 6, go_args);
     format!("array({body}, dtype={})", a.element_type.name())
 }
 
@@ -837,5 +859,56 @@ mod tests {
         // ... and what run --json writes reads back as an --input literal.
         let back = parse_literal(&nested_json(&f).to_string(), None).unwrap();
         assert_eq!(format_numpy(&back), format_numpy(&f));
+    }
+
+    /// Every dimension longer than 10 was cut to `1, 2, 3, ..., 10, 11, 12`, so a
+    /// 12-element output lost values from the default text. numpy summarises only arrays
+    /// of more than 1000 elements (3 edge items per dimension longer than 6).
+    #[test]
+    fn outputs_are_summarised_only_past_numpys_threshold() {
+        let list = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        let a = parse_literal(&format!("[{}]:int32", list(12)), None).unwrap();
+        assert_eq!(
+            format_numpy(&a),
+            "array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], dtype=int32)"
+        );
+        // 1000 elements: whole.
+        let a = parse_literal(&format!("[{}]:int32", list(1000)), None).unwrap();
+        let t = format_numpy(&a);
+        assert!(!t.contains("..."), "{t}");
+        assert!(t.contains(" 500, 501, "), "{t}");
+        // 1001: summarised, as numpy prints it.
+        let a = parse_literal(&format!("[{}]:int32", list(1001)), None).unwrap();
+        assert_eq!(
+            format_numpy(&a),
+            "array([1, 2, 3, ..., 999, 1000, 1001], dtype=int32)"
+        );
+        // 2-d, 2 x 600: the short dimension stays whole, the long one is cut.
+        let row = |base: usize| {
+            format!(
+                "[{}]",
+                (base..base + 600)
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        let a = parse_literal(&format!("[{},{}]:int32", row(0), row(600)), None).unwrap();
+        assert_eq!(
+            format_numpy(&a),
+            "array([[0, 1, 2, ..., 597, 598, 599],\n       [600, 601, 602, ..., 1197, 1198, 1199]], \
+             dtype=int32)"
+        );
+        // 1100 x 1: the long dimension is cut, rows as numpy shows them.
+        let col = (0..1100)
+            .map(|i| format!("[{i}]"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let a = parse_literal(&format!("[{col}]:int32"), None).unwrap();
+        assert_eq!(
+            format_numpy(&a),
+            "array([[0],\n       [1],\n       [2],\n       ...,\n       [1097],\n       \
+             [1098],\n       [1099]], dtype=int32)"
+        );
     }
 }
