@@ -36,7 +36,9 @@ The rules a handler lives by:
 - The handler returns ``None`` (after writing ``call.rets``) or the results: one array-like
   for a single result, or a tuple/list with one per result, each exactly of the result's
   shape and dtype (``None`` in the place of a token result: tokens hold no data, and their
-  buffers have no views). Anything else fails the execution with ``InvalidArgumentError``.
+  buffers have no views). A sub-byte result (int4, uint4, int2, uint2) takes an ml_dtypes
+  array, which rpjrt packs (its views cannot show packed data; ``memoryview()`` gives the
+  packed bytes). Anything else fails the execution with ``InvalidArgumentError``.
 - Views are row-major: a program whose custom call gives the handler's target
   ``operand_layouts``/``result_layouts`` other than row-major is refused when it is compiled
   (or loaded), naming the target, the operand or result and the layout. The check sees the

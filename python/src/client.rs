@@ -189,10 +189,25 @@ impl Drop for PyClient {
         // The kept buffers may hold the last references to the C client.
         let kept = self.take_deferred();
         if let Some(inner) = self.inner.take() {
+            // Counted while it runs, so that the exit hook (`_leak_at_exit`) can wait for a
+            // destroy in flight, for a bounded time, and say which one it gave up on.
+            DESTROYS_IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            struct Done;
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    DESTROYS_IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            let done = Done;
             crate::notify::drop_detached((inner, kept));
+            drop(done);
         }
     }
 }
+
+/// Client drops (`PJRT_Client_Destroy`, which may wait for the client's work) running now.
+pub static DESTROYS_IN_FLIGHT: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
 
 impl PyClient {
     /// The platform name, cached at creation.

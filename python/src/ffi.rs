@@ -170,9 +170,21 @@ impl PyFfiBuffer {
             ));
         }
         if t.byte_width().is_none() {
-            return Err(invalid(format!(
-                "{t} is packed below a byte; read .memoryview() and unpack it"
-            )));
+            let bits = t.storage_bits();
+            return Err(invalid(if self.writable {
+                format!(
+                    "{t} packs {} elements to a byte, which a numpy view cannot show: return \
+                     an array of the result's shape and dtype (ml_dtypes.{t}; rpjrt packs \
+                     it), or write the packed bytes (low bits first) into .memoryview()",
+                    8 / bits
+                )
+            } else {
+                format!(
+                    "{t} packs {} elements to a byte, which a numpy view cannot show: read \
+                     the packed bytes from .memoryview() and unpack them (low bits first)",
+                    8 / bits
+                )
+            }));
         }
         // Straight through numpy's C API where it is usable: the array's base is the
         // memoryview, whose export keeps the copy alive and its size fixed.
@@ -799,6 +811,10 @@ fn write_returned(
                 v.get_type().name()?
             )));
         }
+        if let Some(t) = r.get().element_type.filter(|t| t.is_sub_byte()) {
+            write_sub_byte(py, target, i, v, r.get(), t)?;
+            continue;
+        }
         let view = r.get().to_numpy(py)?;
         let arr = np.call_method1("asarray", (v,))?;
         let (want_shape, got_shape) = (view.getattr("shape")?, arr.getattr("shape")?);
@@ -816,6 +832,67 @@ fn write_returned(
         np.call_method1("copyto", (view, arr))?;
     }
     Ok(())
+}
+
+/// Writes a handler's returned array into a sub-byte result (int4, uint4, int2, uint2...):
+/// numpy (ml_dtypes) holds one element per byte, the result packs them (low bits first, as
+/// `rpjrt::pack_sub_byte`). The array must have the result's exact shape and dtype, and
+/// each byte must hold a value of the type (ml_dtypes keeps the type's bits in the low
+/// bits and zeros above; a byte with other bits set, as `.view()` of wider data makes, is
+/// refused rather than cut down to the type's bits).
+fn write_sub_byte(
+    py: Python<'_>,
+    target: &str,
+    i: usize,
+    v: &Bound<'_, PyAny>,
+    r: &PyFfiBuffer,
+    t: ElementType,
+) -> PyResult<()> {
+    let np = py.import("numpy")?;
+    let want_dtype = dtype_obj(py, t)?;
+    let arr = np.call_method1("asarray", (v,))?;
+    let got_dtype = arr.getattr("dtype")?;
+    let got_shape: Vec<i64> = arr.getattr("shape")?.extract()?;
+    if got_shape != r.shape || !want_dtype.eq(&got_dtype)? {
+        return Err(invalid(format!(
+            "the Python handler for {target:?} returned {} {} for result {i}, which is {} {}",
+            got_dtype.str()?,
+            arr.getattr("shape")?.str()?,
+            want_dtype.str()?,
+            PyTuple::new(py, &r.shape)?.str()?
+        )));
+    }
+    let bytes: Vec<u8> = np
+        .call_method1("ascontiguousarray", (arr,))?
+        .call_method1("view", (np.getattr("uint8")?,))?
+        .call_method0("tobytes")?
+        .extract()?;
+    let bits = t.storage_bits();
+    if let Some((k, b)) = bytes.iter().enumerate().find(|(_, &b)| b >> bits != 0) {
+        return Err(invalid(format!(
+            "the Python handler for {target:?} returned a {t} array for result {i} whose \
+             element {k} (in C order) is stored as byte {b:#04x}, which is outside {t}'s {bits} \
+             bits (an array made by .view() of wider data?); rpjrt refuses it rather than cut \
+             it to {bits} bits: make the array with .astype({want})",
+            want = want_dtype.str()?
+        )));
+    }
+    let packed = rpjrt::pack_sub_byte(t, &bytes);
+    if packed.len() != r.nbytes {
+        return Err(invalid(format!(
+            "result {i} of the custom call {target:?} ({t} {:?}) holds {} bytes, but its {} \
+             elements pack into {} bytes",
+            r.shape,
+            r.nbytes,
+            bytes.len(),
+            packed.len()
+        )));
+    }
+    let mv = r.memoryview(py)?;
+    mv.set_item(
+        pyo3::types::PySlice::full(py),
+        pyo3::types::PyBytes::new(py, &packed),
+    )
 }
 
 fn shutting_down(target: &str) -> FfiError {

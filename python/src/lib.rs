@@ -117,15 +117,52 @@ fn only_in_main_interpreter() -> PyResult<()> {
     Ok(())
 }
 
+/// How long the exit hook waits for a client destroy already running on another thread.
+const EXIT_DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The last exit hook: the process is ending, so clients, executables and buffers dropped
+/// from here on (module globals, objects freed while the interpreter finalizes) are leaked
+/// instead of destroyed in the plugin, as the CLI does once its work is done: the system
+/// reclaims their memory, and a plugin that hangs in a destroy entry (PJRT_Client_Destroy)
+/// cannot keep the process from ending. A client destroy already running on another
+/// thread is waited for (without the GIL) for at most two seconds, then named on stderr.
+#[pyfunction]
+fn _leak_at_exit(py: Python<'_>) {
+    use std::sync::atomic::Ordering;
+    rpjrt::set_leak_on_drop(true);
+    if client::DESTROYS_IN_FLIGHT.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let start = std::time::Instant::now();
+    let left = py.detach(|| {
+        while start.elapsed() < EXIT_DESTROY_WAIT {
+            if client::DESTROYS_IN_FLIGHT.load(Ordering::SeqCst) == 0 {
+                return 0;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        client::DESTROYS_IN_FLIGHT.load(Ordering::SeqCst)
+    });
+    if left > 0 {
+        rpjrt::stdio::notice(&format!(
+            "rpjrt: {left} plugin call(s) of PJRT_Client_Destroy started before exit did not \
+             return within {} s; exiting without waiting for them",
+            EXIT_DESTROY_WAIT.as_secs()
+        ));
+    }
+}
+
 #[pymodule]
 fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     only_in_main_interpreter()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    // First registered, so last run: after every other exit hook (see the function).
+    // First registered, so last run: after every other exit hook (see the functions).
+    m.add_function(wrap_pyfunction!(_leak_at_exit, m)?)?;
     m.add_function(wrap_pyfunction!(slow::_exit_if_loader_stuck, m)?)?;
     m.add_function(wrap_pyfunction!(slow::_plugin_timeout_env, m)?)?;
     m.add_function(wrap_pyfunction!(notify::_stop_notifiers, m)?)?;
     let atexit = m.py().import("atexit")?;
+    atexit.call_method1("register", (m.getattr("_leak_at_exit")?,))?;
     atexit.call_method1("register", (m.getattr("_exit_if_loader_stuck")?,))?;
     // Registered after it, so run before it: the notifier threads end before finalizing.
     atexit.call_method1("register", (m.getattr("_stop_notifiers")?,))?;

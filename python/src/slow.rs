@@ -126,7 +126,7 @@ fn wait_for<T: Send + 'static>(
     call: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
     let (tx, mut rx) = mpsc::sync_channel(1);
-    std::thread::Builder::new()
+    let worker = std::thread::Builder::new()
         .name(
             if plugin {
                 "rpjrt-plugin-load"
@@ -141,6 +141,8 @@ fn wait_for<T: Send + 'static>(
             let _ = tx.send(call());
         })
         .map_err(|e| PyRuntimeError::new_err(format!("{what}: cannot start a thread: {e}")))?;
+    // Dropping the handle detaches the thread; its id names the step it is in at a timeout.
+    let worker = worker.thread().id();
     let start = Instant::now();
     loop {
         let slice = match timeout {
@@ -166,13 +168,19 @@ fn wait_for<T: Send + 'static>(
         if let Some(t) = timeout {
             if start.elapsed() >= t {
                 ABANDONED.store(true, std::sync::atomic::Ordering::SeqCst);
+                let step = if plugin {
+                    rpjrt::Plugin::current_step(worker)
+                } else {
+                    None
+                };
+                let step = step.map_or_else(String::new, |s| format!("; it was in {s}"));
                 return Err(crate::errors::make_err(
                     py,
                     "DEADLINE_EXCEEDED",
                     "Timeout",
                     format!(
                         "{what}: the plugin did not return within {} s (timeout, or \
-                         {TIMEOUT_ENV}). Its call goes on in the background and cannot be \
+                         {TIMEOUT_ENV}){step}. Its call goes on in the background and cannot be \
                          stopped inside this process: restart the process before using this \
                          plugin again. A plugin may wait on a device, a driver or a network \
                          service; its log on stderr may say which",

@@ -247,12 +247,16 @@ impl Quiet {
         let deadline = plugin_timeout().map(|limit| {
             let log = capture.as_ref().and_then(|c| c.log());
             let what = what.to_string();
+            // The watched call runs on this thread: the step it is in names the entry.
+            let caller = std::thread::current().id();
             let give_up: rpjrt::stdio::OnDeadline = Box::new(move |ran| {
                 let log = log.map(|l| l.read()).unwrap_or_default();
+                let step = rpjrt::Plugin::current_step(caller)
+                    .map_or_else(String::new, |s| format!(", in {s}"));
                 let message = with_log(
                     format!(
-                        "{what}: the plugin did not return within {:.0}s (--plugin-timeout); \
-                         giving up",
+                        "{what}: the plugin did not return within {:.0}s \
+                         (--plugin-timeout){step}; giving up",
                         ran.as_secs_f64()
                     ),
                     &log,

@@ -155,11 +155,100 @@ fn load_library(path: &Path) -> Result<Api> {
     })
 }
 
+/// The steps of plugin loads running now, per thread, innermost last: what a caller that
+/// gives up on a load (a timeout) names as the call that did not return. A thread whose
+/// load has returned keeps [`STEP_LOADED`], so that a wait over a load and a client
+/// creation can tell that the creation was running.
+static STEPS: Mutex<Vec<(std::thread::ThreadId, &'static str)>> = Mutex::new(Vec::new());
+
+/// The step of a load that is inside `raw::load` (the library loader, then `GetPjrtApi`).
+const STEP_LIBRARY: &str = "library";
+
+/// The mark a finished load leaves on its thread.
+const STEP_LOADED: &str = "loaded";
+
+/// At most this many marks are kept (threads that loaded and ended leave theirs).
+const STEPS_KEPT: usize = 256;
+
+fn steps() -> std::sync::MutexGuard<'static, Vec<(std::thread::ThreadId, &'static str)>> {
+    STEPS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Marks `name` as this thread's current step until dropped.
+struct Step(std::thread::ThreadId);
+
+impl Step {
+    fn enter(name: &'static str) -> Step {
+        let id = std::thread::current().id();
+        let mut s = steps();
+        if s.len() >= STEPS_KEPT {
+            s.remove(0);
+        }
+        s.push((id, name));
+        Step(id)
+    }
+}
+
+impl Step {
+    /// Runs `f` with this step marked.
+    fn finish<T>(self, f: impl FnOnce() -> T) -> T {
+        let out = f();
+        drop(self);
+        out
+    }
+}
+
+impl Drop for Step {
+    fn drop(&mut self) {
+        let mut s = steps();
+        if let Some(i) = s.iter().rposition(|(t, _)| *t == self.0) {
+            s.remove(i);
+        }
+    }
+}
+
 impl Plugin {
+    /// What the plugin load or client creation running on `thread` is waiting on, for a
+    /// caller that gave up on it (`RPJRT_PLUGIN_TIMEOUT`, `--plugin-timeout`): the PJRT
+    /// entry in flight (`GetPjrtApi`, `PJRT_Plugin_Initialize`, ...), the system's library
+    /// loader, or, once [`Plugin::load`] has returned on that thread, the client creation
+    /// that follows it. `None` when nothing is known (no load was started there).
+    pub fn current_step(thread: std::thread::ThreadId) -> Option<String> {
+        let name = steps()
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == thread)
+            .map(|(_, n)| *n)?;
+        Some(match name {
+            STEP_LIBRARY if raw::loads_in_loader() > 0 => {
+                "the system's library loader (dlopen, running the library's initializers)"
+                    .to_string()
+            }
+            STEP_LIBRARY => "GetPjrtApi".to_string(),
+            STEP_LOADED => "the client's creation after the plugin loaded \
+                            (PJRT_Client_Create, or one of the new client's first queries: \
+                            PJRT_Client_Devices, PJRT_Client_AddressableDevices, \
+                            PJRT_Client_PlatformName, ...)"
+                .to_string(),
+            entry => entry.to_string(),
+        })
+    }
+
     /// Loads the plugin at `path`, checks that it is a PJRT plugin of a version rpjrt can
     /// talk to (0.57 or newer), and initialises it.
     pub fn load(path: impl AsRef<Path>) -> Result<Plugin> {
-        let path = path.as_ref();
+        let id = std::thread::current().id();
+        steps().retain(|(t, _)| *t != id);
+        let loaded = Self::load_marked(path.as_ref());
+        if loaded.is_ok() {
+            // Left in place: what this thread does next (creating a client) is past the load.
+            std::mem::forget(Step::enter(STEP_LOADED));
+        }
+        loaded
+    }
+
+    /// [`Plugin::load`], marking each step for [`Plugin::current_step`].
+    fn load_marked(path: &Path) -> Result<Plugin> {
         let canonical = raw::canonical(path);
         let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
@@ -167,22 +256,26 @@ impl Plugin {
         }
         let _span = crate::trace::span(crate::trace::Category::Load, "plugin_load")
             .text("path", &path.to_string_lossy());
-        let api = load_library(path)?;
+        let api = {
+            let _step = Step::enter(STEP_LIBRARY);
+            load_library(path)?
+        };
         // Another name of a library already loaded (a hard link): the same plugin, which
         // must not be initialised twice nor split its handlers over two `Plugin`s.
         if let Some(p) = loaded.iter().find(|p| p.inner.api.same_library(&api)) {
             return Ok(p.clone());
         }
         let api: &'static Api = Box::leak(Box::new(api));
-        api.plugin_initialize()?;
+        Step::enter("PJRT_Plugin_Initialize").finish(|| api.plugin_initialize())?;
         // Attributes arrived at 0.58; a plugin without the entry simply has none. One whose
         // entry fails has none either, and the failure is kept (`attributes_error`) rather
         // than passed off as an empty list.
-        let (attributes, attributes_error) = match api.plugin_attributes() {
-            Ok(list) => (crate::value::from_raw_list(list), None),
-            Err(Error::Unsupported { .. }) => (Vec::new(), None),
-            Err(e) => (Vec::new(), Some(e.to_string())),
-        };
+        let (attributes, attributes_error) =
+            match Step::enter("PJRT_Plugin_Attributes").finish(|| api.plugin_attributes()) {
+                Ok(list) => (crate::value::from_raw_list(list), None),
+                Err(Error::Unsupported { .. }) => (Vec::new(), None),
+                Err(e) => (Vec::new(), Some(e.to_string())),
+            };
         let extensions = Extensions {
             all: api
                 .extension_list()
