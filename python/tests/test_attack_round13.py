@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,6 +46,23 @@ def failing(fresh_client: rpjrt.Client) -> tuple[rpjrt.Client, dict[str, bool]]:
     rpjrt.ffi.unregister(fresh_client, "r13_maybe_fail")
 
 
+def _fails_with_donation(call: Any, donated: rpjrt.Buffer, before: np.ndarray) -> None:
+    """`call()` fails in the handler. Whatever the plugin did with `donated`, rpjrt's view
+    of it is the plugin's: consumed means deleted (and the error says so), kept means still
+    readable with its old values. Never a "deleted while being launched" error, which is
+    for another thread's deletion."""
+    with pytest.raises(rpjrt.Error, match="the handler refuses") as err:
+        call()
+    assert not isinstance(err.value, rpjrt.BufferDeletedError), err.value
+    consumed = donated.is_deleted()
+    assert ("consumed donated argument 0" in str(err.value)) == consumed, err.value
+    if consumed:
+        with pytest.raises(rpjrt.BufferDeletedError):
+            donated.to_numpy()
+    else:
+        np.testing.assert_array_equal(donated.to_numpy(), before)
+
+
 def test_a_failed_call_that_consumed_its_donation_reads_as_deleted(
     failing: tuple[rpjrt.Client, dict[str, bool]],
 ) -> None:
@@ -53,33 +71,12 @@ def test_a_failed_call_that_consumed_its_donation_reads_as_deleted(
     ones = np.ones(N, np.float32)
     w, x = client.put(ones), client.put(ones)
     flag["fail"] = True
-    with pytest.raises(rpjrt.Error, match="the handler refuses") as err:
-        exe(w, x, donate=[0])
-    assert not isinstance(err.value, rpjrt.BufferDeletedError), err.value
-    assert ("consumed donated argument 0" in str(err.value)) == w.is_deleted(), err.value
-    # Whatever the plugin did with w, rpjrt's view of it is the plugin's: consumed means
-    # deleted (rpjrt's own error on use), kept means still readable with its old values.
-    if w.is_deleted():
-        with pytest.raises(rpjrt.BufferDeletedError):
-            w.to_numpy()
-    else:
-        np.testing.assert_array_equal(w.to_numpy(), ones)
+    _fails_with_donation(lambda: exe(w, x, donate=[0]), w, ones)
     # The undonated argument is untouched either way.
     np.testing.assert_array_equal(x.to_numpy(), ones)
     # The same through a prepared call.
     w2 = client.put(ones)
-    call = exe.prepare([[w2, x]], donate=[0])
-    with pytest.raises(rpjrt.Error, match="the handler refuses") as err:
-        call()
-    # The plugin's error, with what happened to the donation; not a "deleted while being
-    # launched" error, which is for another thread's deletion.
-    assert not isinstance(err.value, rpjrt.BufferDeletedError), err.value
-    assert ("consumed donated argument 0" in str(err.value)) == w2.is_deleted(), err.value
-    if w2.is_deleted():
-        with pytest.raises(rpjrt.BufferDeletedError):
-            w2.to_numpy()
-    else:
-        np.testing.assert_array_equal(w2.to_numpy(), ones)
+    _fails_with_donation(exe.prepare([[w2, x]], donate=[0]), w2, ones)
 
 
 def test_a_session_names_the_slot_a_failed_step_consumed(
