@@ -690,12 +690,12 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
 /// that bound waits for the enclosing ones, which wait for it.
 pub const MAX_NESTED_HANDLERS: u32 = 16;
 
-/// The words both refusals of runaway custom-call nesting carry ([`check_nested_execute`],
-/// and a handler not run past [`MAX_NESTED_HANDLERS`] deep). The refusals are
-/// `RESOURCE_EXHAUSTED` (a limit was reached, as a quota is), but no memory ran out:
-/// [`is_nesting_refusal`] tells them apart from an allocation failure, so no out-of-memory
-/// report is added to them. The words stay in the message of every handler level the
-/// refusal passes up through.
+/// The words both refusals of runaway custom-call nesting carry (an execution started
+/// from inside a handler, and a handler not run past [`MAX_NESTED_HANDLERS`] deep). The
+/// refusals are `RESOURCE_EXHAUSTED` (a limit was reached, as a quota is), but no memory
+/// ran out: [`is_nesting_refusal`] tells them apart from an allocation failure, so no
+/// out-of-memory report is added to them. The words stay in the message of every handler
+/// level the refusal passes up through.
 pub const NESTING_LIMIT: &str = "rpjrt's custom-call nesting limit";
 
 /// Whether an error message is (or carries, from a nested handler) rpjrt's refusal of
