@@ -976,9 +976,7 @@ impl SessionProgram {
         drop(stepping);
         Ok(outs)
     }
-}
 
-impl SessionProgram {
     /// `e`, a failed execution's error, naming the donated slots the plugin consumed
     /// before it failed: their values are gone, and the slots read as deleted until bound
     /// again.
