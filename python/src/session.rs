@@ -212,7 +212,18 @@ fn raise(py: Python<'_>, stash: &Stash, e: rpjrt::Error) -> PyErr {
     match cause {
         Some(c) if !c.is_instance_of::<pyo3::exceptions::PyException>(py) => c,
         Some(c) => {
-            let err = crate::errors::to_py(e);
+            // The loader's failure keeps its kind: an rpjrt error its own class, a
+            // MemoryError (or another exception with a status of its own) that status's
+            // class; anything else is the refusal of the slot's value.
+            let message = e.to_string();
+            let own = crate::errors::is_rpjrt_error(py, &c)
+                .then(|| c.get_type(py).call1((message.clone(),)).ok())
+                .flatten()
+                .map(PyErr::from_value);
+            let err = own.unwrap_or_else(|| match crate::errors::code_of_exception(py, &c) {
+                rpjrt::Code::Unknown | rpjrt::Code::InvalidArgument => crate::errors::to_py(e),
+                code => crate::errors::make_err(py, code.name(), "Other", message, None),
+            });
             err.set_cause(py, Some(c));
             err
         }

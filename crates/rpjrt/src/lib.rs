@@ -263,26 +263,29 @@ pub fn write_regular_file(
         let _ = std::fs::remove_file(&tmp);
         return Err(fail(&e));
     }
-    // Temporaries of earlier writers of this file that were killed mid-write.
-    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
-        if let Some(name) = name.to_str() {
-            remove_orphaned_temps(dir, &format!(".{name}."), ".tmp", 2);
-        }
+    // Temporaries of earlier writers of this file that were killed mid-write: named as
+    // above, the whole name or (a long one) its first `keep` bytes.
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        remove_orphaned_temps(dir, 2, |t| {
+            let rest = t.strip_prefix('.')?.strip_suffix(".tmp")?;
+            let (written, numbers) = rest.rsplit_once('.')?;
+            let cut = 255usize.checked_sub(numbers.len() + ".tmp".len() + 2) == Some(written.len());
+            (written == name || (cut && name.starts_with(written))).then_some(numbers)
+        });
     }
     Ok(())
 }
 
 /// Removes the temporary files in `dir` that writers killed mid-write left: regular files
-/// named exactly `{prefix}{pid}-{n}...{suffix}` (`fields` numbers joined by `-`, the first
-/// the writer's process id, each written as a plain decimal), untouched for at least
-/// [`ORPHAN_AGE`], whose process no longer runs. The age guards a writer this process
-/// cannot see (another PID namespace, another host sharing the directory). Only where
-/// `/proc` tells which processes run (Linux); elsewhere nothing is removed.
+/// whose name `numbers_of` recognises, giving its numbers part (`fields` numbers joined by
+/// `-`, the first the writer's process id, each written as a plain decimal), untouched for
+/// at least [`ORPHAN_AGE`], whose process no longer runs. The age guards a writer this
+/// process cannot see (another PID namespace, another host sharing the directory). Only
+/// where `/proc` tells which processes run (Linux); elsewhere nothing is removed.
 pub(crate) fn remove_orphaned_temps(
     dir: &std::path::Path,
-    prefix: &str,
-    suffix: &str,
     fields: usize,
+    numbers_of: impl Fn(&str) -> Option<&str>,
 ) {
     let proc = std::path::Path::new("/proc");
     if !proc.join("self").exists() {
@@ -300,11 +303,7 @@ pub(crate) fn remove_orphaned_temps(
     let now = std::time::SystemTime::now();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(prefix))
-            .and_then(|r| r.strip_suffix(suffix))
-        else {
+        let Some(rest) = name.to_str().and_then(&numbers_of) else {
             continue;
         };
         let numbers: Vec<u64> = rest

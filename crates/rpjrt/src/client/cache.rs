@@ -494,7 +494,7 @@ impl Cache {
     /// Writes an entry atomically (temporary file in the same directory, then rename) and
     /// evicts least recently used entries beyond the bound.
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        crate::remove_orphaned_temps(&self.inner.dir, TMP_PREFIX, "", 3);
+        crate::remove_orphaned_temps(&self.inner.dir, 3, |t| t.strip_prefix(TMP_PREFIX));
         let tmp = self.inner.dir.join(format!(
             "{TMP_PREFIX}{}-{}-{}",
             std::process::id(),
