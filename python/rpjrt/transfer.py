@@ -228,7 +228,11 @@ def uninitialized(
     device: Device | int | None = None,
     memory: Memory | str | None = None,
 ) -> Buffer:
-    """A buffer whose contents are unspecified (PJRT_Client_CreateUninitializedBuffer)."""
+    """A buffer whose contents are unspecified (PJRT_Client_CreateUninitializedBuffer).
+
+    With ``memory``, the buffer is checked to be there: the CPU plugins place it in the
+    device's default memory whatever is asked, which is an ``UnsupportedError`` naming
+    both memories rather than a buffer somewhere else."""
     return _rpjrt._create_uninitialized_buffer(client, dtype, list(shape), device, memory)
 
 

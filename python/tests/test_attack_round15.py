@@ -116,3 +116,41 @@ def test_event_wait_takes_seconds_by_the_one_rule(client: rpjrt.Client) -> None:
 
     with pytest.raises(KeyboardInterrupt):
         ev.wait(Interrupting())  # type: ignore[arg-type]
+
+
+def test_an_uninitialized_buffer_lands_where_asked_or_is_refused(client: rpjrt.Client) -> None:
+    # The CPU plugins ignore the memory and place the buffer in device memory: handed out
+    # as if it were pinned host memory, with no warning.
+    from rpjrt import transfer
+
+    d = client.device(0)
+    for kind in [m.kind for m in d.memories()]:
+        try:
+            b = transfer.uninitialized(client, "f32", [3], memory=kind)
+        except rpjrt.UnsupportedError as e:
+            assert "placed it in" in str(e), e
+            continue
+        assert b.memory.kind == kind, (kind, b.memory)
+    b = transfer.uninitialized(client, "f32", [3])
+    assert b.memory.kind == d.default_memory().kind
+
+
+def test_an_alias_refuses_a_target_in_another_memory_and_stays_pending(client: rpjrt.Client) -> None:
+    kinds = [m.kind for m in client.device(0).memories()]
+    other = [k for k in kinds if k != client.device(0).default_memory().kind]
+    if not other:
+        pytest.fail(f"{client!r} has one memory per device; the test needs two")
+    alias, fulfiller = client.create_alias_buffer("f32", (3,))
+    src = client.put(np.ones(3, np.float32), memory=other[0])
+    with pytest.raises(rpjrt.InvalidArgumentError, match="but the target buffer is in"):
+        fulfiller.fulfill(src)
+    assert fulfiller.pending and not src.is_deleted()
+    fulfiller.fulfill(client.put(np.arange(3, dtype=np.float32)))
+    np.testing.assert_array_equal(alias.to_numpy(), np.arange(3, dtype=np.float32))
+
+
+def test_failing_an_alias_after_close_says_the_client_is_closed(fresh_client: rpjrt.Client) -> None:
+    _, fulfiller = fresh_client.create_alias_buffer("f32", (3,))
+    fresh_client.close()
+    with pytest.raises(rpjrt.ClientClosedError):
+        fulfiller.fail("INTERNAL", "too late")

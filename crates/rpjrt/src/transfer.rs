@@ -128,7 +128,27 @@ impl Client {
             let core = self.core();
             core.with_memory_context(e, &[d], || core.array_request(element_type, dims, d))
         })?;
-        Ok(Buffer::from_raw(raw))
+        let buffer = Buffer::from_raw(raw);
+        // The CPU plugins ignore the memory asked for and place the buffer in the device's
+        // default one: a buffer somewhere else than asked is refused, not handed out.
+        if let Some(want) = memory {
+            let got = buffer.memory()?;
+            if got != *want {
+                return Err(Error::Unsupported {
+                    what: format!(
+                        "an uninitialized buffer in memory {:?} (the plugin placed it in {:?} \
+                         instead; put() or create an error buffer there, or copy it there \
+                         with copy_to_memory)",
+                        want.kind(),
+                        got.kind()
+                    ),
+                    needs: self.core().api().version(),
+                    plugin: self.core().api().version(),
+                    missing_slot: true,
+                });
+            }
+        }
+        Ok(buffer)
     }
 
     /// A buffer of `element_type[dims]` that carries an error instead of data
@@ -531,7 +551,7 @@ pub struct AliasFulfiller {
     alias: usize,
     /// Keeps the alias alive while pending, so that its identity cannot pass to another
     /// buffer meanwhile.
-    _alias_buffer: Buffer,
+    alias_buffer: Buffer,
 }
 
 /// The addresses of alias buffers whose fulfiller is pending. One of them as the target of
@@ -597,6 +617,8 @@ impl AliasFulfiller {
 
     /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
     pub fn fail(mut self, code: Code, message: &str) -> Result<()> {
+        // After `Client::close` the alias is failed on drop, with its own message.
+        self.client.core().check("alias buffer")?;
         let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
         alias_settled(self.alias);
         match crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
@@ -614,8 +636,8 @@ impl AliasFulfiller {
 }
 
 impl AliasFulfiller {
-    /// Whether `target` can complete this alias (same client, element type, shape and
-    /// device, not deleted): the error [`AliasFulfiller::fulfill`] would give, without
+    /// Whether `target` can complete this alias (same client, element type, shape, device
+    /// and memory, not deleted): the error [`AliasFulfiller::fulfill`] would give, without
     /// giving up the fulfiller.
     pub fn check(&self, target: &Buffer) -> Result<()> {
         target.check()?;
@@ -650,6 +672,16 @@ impl AliasFulfiller {
             return Err(Error::invalid(format!(
                 "the alias is on {}, but the target buffer is on {d}",
                 self.device
+            )));
+        }
+        let (want, got) = (self.alias_buffer.memory()?, target.memory()?);
+        if want != got {
+            return Err(Error::invalid(format!(
+                "the alias is in memory {:?} of {}, but the target buffer is in {:?} (copy it \
+                 there first, with copy_to_memory)",
+                want.kind(),
+                self.device,
+                got.kind()
             )));
         }
         if target.raw().meta().non_default_layout() {
@@ -723,7 +755,7 @@ impl Client {
                 dims: dims.to_vec(),
                 device: device.clone(),
                 alias,
-                _alias_buffer: buffer,
+                alias_buffer: buffer,
             },
         ))
     }
