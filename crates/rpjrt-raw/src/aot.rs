@@ -641,9 +641,10 @@ pub fn topology_compile_serialized(
     format: &str,
     options: &[u8],
 ) -> Result<Vec<u8>> {
+    let code = super::client::nul_terminated(code);
     let mut program = sys::PJRT_Program::new();
     program.code = code.as_ptr() as *mut c_char;
-    program.code_size = code.len();
+    program.code_size = code.len() - 1;
     program.format = format.as_ptr().cast();
     program.format_size = format.len();
     let mut a = sys::PJRT_Compile_Args::new();
