@@ -33,6 +33,24 @@ const SCRUB: &[&str] = &[
     "SLURM_STEP_ID",
 ];
 
+/// `rpjrt launch -n N --timeout T -- sh -c SCRIPT`, with no extra environment.
+fn launch_sh(n: &str, timeout: &str, script: &str) -> Command {
+    cmd(
+        &[
+            "launch",
+            "-n",
+            n,
+            "--timeout",
+            timeout,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        &[],
+    )
+}
+
 fn cmd(args: &[&str], env: &[(&str, String)]) -> Command {
     let mut c = Command::new(RPJRT);
     c.args(args);
@@ -614,25 +632,7 @@ fn launch_timeout_bounds_a_chatty_background_process() {
         pidfile.display()
     );
     let started = Instant::now();
-    let out = finish(
-        cmd(
-            &[
-                "launch",
-                "-n",
-                "1",
-                "--timeout",
-                "2",
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ],
-            &[],
-        )
-        .spawn()
-        .unwrap(),
-        LIMIT,
-    );
+    let out = finish(launch_sh("1", "2", &script).spawn().unwrap(), LIMIT);
     let took = started.elapsed();
     let daemon = std::fs::read_to_string(&pidfile)
         .unwrap_or_default()
@@ -896,25 +896,7 @@ fn an_abandoned_launch_takes_its_processes_descendants_with_it() {
         } else {
             format!("{marker}; echo done")
         };
-        let out = finish(
-            cmd(
-                &[
-                    "launch",
-                    "-n",
-                    "2",
-                    "--timeout",
-                    "3",
-                    "--",
-                    "sh",
-                    "-c",
-                    &script,
-                ],
-                &[],
-            )
-            .spawn()
-            .unwrap(),
-            LIMIT,
-        );
+        let out = finish(launch_sh("2", "3", &script).spawn().unwrap(), LIMIT);
         let err = text(&out.stderr);
         assert_eq!(
             out.status.code(),
