@@ -47,6 +47,37 @@ fn inside(offset: u64, size: u64, count: u64, len: u64) -> bool {
         .is_some_and(|end| end <= len)
 }
 
+/// What a file that is not a library seems to be, from its first bytes, for files users
+/// pass where a plugin belongs: the artifacts and programs rpjrt reads, a wheel, a script.
+fn looks_like(header: &[u8]) -> Option<&'static str> {
+    let text = String::from_utf8_lossy(header);
+    let text = text.trim_start();
+    if header.starts_with(b"RPJRTEXE") {
+        Some("it is an rpjrt artifact, which a client loads (Client.load, `rpjrt run`)")
+    } else if header.starts_with(b"ML\xefR") {
+        Some("it is MLIR bytecode, a program to compile")
+    } else if header.starts_with(b"PK\x03\x04") {
+        Some(
+            "it is a zip archive; a plugin wheel holds the library: install it, or extract the .so",
+        )
+    } else if header.starts_with(b"#!") {
+        Some("it is a script")
+    } else if [
+        "module",
+        "func.func",
+        "HloModule",
+        "stablehlo.",
+        "\"builtin.module\"",
+    ]
+    .iter()
+    .any(|p| text.starts_with(p))
+    {
+        Some("it looks like program text, which a client compiles")
+    } else {
+        None
+    }
+}
+
 /// Checks that `path` is a regular file holding a shared library for this machine whose
 /// headers agree with its size. The error says what is wrong, in words.
 pub fn check_library_file(path: &Path) -> Result<(), String> {
@@ -80,7 +111,12 @@ pub fn check_library_file(path: &Path) -> Result<(), String> {
         return Err(if len == 0 {
             "it is not a loadable shared library (the file is empty)".into()
         } else {
-            "it is not a loadable shared library (not an ELF file)".into()
+            match looks_like(&header) {
+                Some(what) => {
+                    format!("it is not a loadable shared library (not an ELF file: {what})")
+                }
+                None => "it is not a loadable shared library (not an ELF file)".into(),
+            }
         });
     }
     let is64 = match header[4] {
@@ -350,6 +386,16 @@ mod tests {
         assert!(check_library_file(&text)
             .unwrap_err()
             .contains("not an ELF file"));
+        for (bytes, says) in [
+            (&b"RPJRTEXE\x01\x00"[..], "rpjrt artifact"),
+            (b"ML\xefR\x00MLIR", "MLIR bytecode"),
+            (b"PK\x03\x04\x14\x00", "zip archive"),
+            (b"  func.func @main() {}", "program text"),
+        ] {
+            std::fs::write(&text, bytes).unwrap();
+            let e = check_library_file(&text).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
