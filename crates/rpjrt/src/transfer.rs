@@ -641,6 +641,14 @@ impl AliasFulfiller {
     /// giving up the fulfiller.
     pub fn check(&self, target: &Buffer) -> Result<()> {
         target.check()?;
+        if self.alias_buffer.raw().is_deleted() {
+            // The plugins would still move the target into it, and nothing could read it.
+            return Err(Error::Deleted(
+                "the alias buffer was deleted: fulfilling it would consume the target for \
+                 nothing (fail() it, or drop the fulfiller)"
+                    .into(),
+            ));
+        }
         let at = target.raw().handle_id();
         if at == self.alias {
             return Err(Error::invalid(

@@ -456,5 +456,13 @@ fn topologies_and_compiling_without_devices() {
             }
             other => panic!("plugin topology: {other:?}"),
         }
+        // A client's topology follows the client's close(), as every object made from it.
+        c.close().unwrap();
+        for e in [
+            t.compile(&program, &CompileOptions::default()).unwrap_err(),
+            t.serialize().unwrap_err(),
+        ] {
+            assert!(matches!(e, Error::Closed("topology")), "{e:?}");
+        }
     });
 }

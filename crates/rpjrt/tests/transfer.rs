@@ -374,6 +374,19 @@ fn alias_buffers_are_fulfilled_later() {
             .unwrap();
         let e = promise.fulfill(&other).unwrap_err();
         assert!(e.to_string().contains("target buffer is on"), "{e}");
+        // An alias deleted before it was fulfilled: the target would be consumed for
+        // nothing, so it is refused and the target stays usable.
+        let (gone, promise) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        gone.delete();
+        let keep = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d)
+            .unwrap();
+        let e = promise.fulfill(&keep).unwrap_err();
+        assert!(matches!(e, Error::Deleted(_)), "{e}");
+        assert!(e.to_string().contains("alias buffer was deleted"), "{e}");
+        assert_eq!(keep.to_vec_of::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
     });
 }
 

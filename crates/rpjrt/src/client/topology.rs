@@ -27,7 +27,7 @@ pub struct Topology {
     /// True when we created it (and destroy it); false when a client owns it.
     owned: bool,
     facts: TopologyFacts,
-    _client: Option<Arc<ClientCore>>,
+    client: Option<Arc<ClientCore>>,
 }
 
 impl Drop for Topology {
@@ -51,7 +51,7 @@ impl Client {
             ptr,
             owned: false,
             facts,
-            _client: Some(Arc::clone(&self.core)),
+            client: Some(Arc::clone(&self.core)),
         })
     }
 }
@@ -75,7 +75,7 @@ impl Plugin {
             ptr,
             owned: true,
             facts,
-            _client: None,
+            client: None,
         })
     }
 }
@@ -93,12 +93,18 @@ impl Topology {
     pub fn devices(&self) -> &[(i32, String)] {
         &self.facts.device_kinds
     }
+    /// A client's topology follows its client's `close()`; one made from a plugin has none.
+    fn check(&self) -> Result<()> {
+        self.client.as_ref().map_or(Ok(()), |c| c.check("topology"))
+    }
+
     /// The plugin's fingerprint of the topology, where it gives one.
     pub fn fingerprint(&self) -> Option<u64> {
         self.facts.fingerprint
     }
     /// The plugin's serialized form of the topology.
     pub fn serialize(&self) -> Result<Vec<u8>> {
+        self.check()?;
         raw::topology_serialize(self.api, self.ptr)
     }
 
@@ -121,6 +127,7 @@ impl Topology {
     /// Compiles for this topology without devices and returns an rpjrt artifact that
     /// [`Client::load`] accepts on a matching client.
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<Vec<u8>> {
+        self.check()?;
         self.plugin.check_program(program)?;
         let ids: Vec<i64> = self
             .facts
