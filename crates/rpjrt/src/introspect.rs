@@ -7,9 +7,9 @@
 
 use crate::client::executable::Executable;
 use crate::error::{Error, Result};
-use crate::op_sharding::{OpSharding, ShardingType};
 use crate::raw::aot as raw;
 use crate::value::Value;
+use rpjrt_xla::{OpSharding, ShardingType};
 
 /// Compiled memory statistics of an executable, in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

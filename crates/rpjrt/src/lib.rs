@@ -42,7 +42,6 @@ mod kv;
 pub mod layout;
 mod libraries;
 mod mlir;
-mod op_sharding;
 mod options;
 mod plugin;
 pub mod profiler;
@@ -350,13 +349,13 @@ pub use host::{
 pub use introspect::{CompiledLayout, CompiledMemoryStats};
 pub use kv::{random_token, DistributedOptions, KvStore};
 pub use layout::{DeviceLayout, HostDestination};
-pub use op_sharding::{OpSharding, ShardGroup, ShardingType};
 pub use options::{CompileOptions, OptionOverride, CPU_FAST_MIN_MAX};
 pub use plugin::{ApiVersion, ExtensionInfo, Extensions, Plugin};
 pub use program::{
     is_artifact, ArraySpec, Program, ProgramFile, ENVELOPE_MAGIC, EXECUTABLE_FORMAT,
     PROGRAM_FORMATS,
 };
+pub use rpjrt_xla::{OpSharding, ShardGroup, ShardingType};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, is_text_parse_refusal, StablehloFit, StablehloVersion};
 pub use transfer::{AliasFulfiller, ChunkSink, StreamOptions, Upload};

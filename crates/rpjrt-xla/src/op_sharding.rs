@@ -14,7 +14,7 @@ use std::fmt;
 
 use prost::Message;
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// Most devices a decoded tile assignment may name (an iota expands to this many at most);
 /// far beyond any real mesh, it keeps a crafted proto from asking for gigabytes.
