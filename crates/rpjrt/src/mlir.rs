@@ -35,6 +35,9 @@ pub(crate) struct Uses {
     /// Text only: element types that appear on the same line as a `constant` operation.
     /// `None` for bytecode, where a constant cannot be tied to its type this cheaply.
     pub constant_types: Option<Vec<ElementType>>,
+    /// Bytecode only: the type table holds `index` (builtin or VHLO), which an attribute
+    /// may carry where the text form would show `: index`.
+    pub index_type: bool,
 }
 
 impl Uses {
@@ -378,6 +381,9 @@ impl<'a> Bytecode<'a> {
         for ty in elements.iter().flatten() {
             out.note(*ty, false);
         }
+        out.index_type = types
+            .iter()
+            .any(|(d, custom, bytes)| is_index_type(d, *custom, bytes));
         for (dialect, custom, bytes) in &types {
             if let Some((dims, element)) = ranked_tensor(dialect, *custom, bytes) {
                 if let Some(Some(ty)) = elements.get(element) {
@@ -451,6 +457,21 @@ const VHLO_UI2: u64 = 32;
 const VHLO_F4E2M1FN: u64 = 37;
 const VHLO_F6E2M3FN: u64 = 38;
 const VHLO_F6E3M2FN: u64 = 39;
+
+const BUILTIN_INDEX: u64 = 1;
+const VHLO_INDEX: u64 = 9;
+
+/// Whether a type-table entry is `index` (builtin `IndexType`, VHLO `IndexV1Type`).
+fn is_index_type(dialect: &str, custom: bool, bytes: &[u8]) -> bool {
+    if !custom {
+        return bytes.strip_suffix(&[0]).unwrap_or(bytes) == b"index";
+    }
+    let mut p = 0;
+    matches!(
+        (dialect, read_varint(bytes, &mut p)),
+        ("builtin", Some(BUILTIN_INDEX)) | ("vhlo", Some(VHLO_INDEX))
+    )
+}
 
 fn bytecode_element_type(dialect: &str, custom: bool, bytes: &[u8]) -> Option<ElementType> {
     if !custom {
