@@ -959,6 +959,7 @@ fn cache_ls_reads_only_the_header_of_each_entry() {
             xla_version: String::new(),
             stablehlo_current_version: String::new(),
             stablehlo_minimum_version: String::new(),
+            plugin_build: String::new(),
             device_kind: "cpu".into(),
             device_count: 1,
         },

@@ -123,6 +123,43 @@ pub(crate) struct PluginInner {
     attributes: Vec<(String, Value)>,
     /// Why `PJRT_Plugin_Attributes` failed, when the plugin has the entry and it failed.
     attributes_error: Option<String>,
+    /// [`Plugin::build`]: a fingerprint of the library file.
+    build: String,
+}
+
+/// The bytes read from each end of a library for its fingerprint.
+const BUILD_SAMPLE: u64 = 64 << 10;
+
+/// A fingerprint of a library file that tells builds apart where the version attributes
+/// do not: SHA-256 over its size, its first and its last 64 KiB (the ELF headers, the
+/// dynamic symbols, the section table), as 16 hex digits; empty when it cannot be read.
+/// Copies of one build anywhere agree; a rebuild moves sizes and offsets.
+fn build_fingerprint(path: &Path) -> String {
+    use sha2::Digest;
+    use std::io::{Read, Seek, SeekFrom};
+    let read = || -> std::io::Result<String> {
+        let mut f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        let mut h = sha2::Sha256::new();
+        h.update(len.to_le_bytes());
+        let mut chunk = [0u8; 8192];
+        for start in [0, len.saturating_sub(BUILD_SAMPLE)] {
+            f.seek(SeekFrom::Start(start))?;
+            let mut part = (&mut f).take(BUILD_SAMPLE);
+            loop {
+                let n = part.read(&mut chunk)?;
+                if n == 0 {
+                    break;
+                }
+                h.update(&chunk[..n]);
+            }
+        }
+        Ok(h.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect())
+    };
+    read().unwrap_or_default()
 }
 
 /// A loaded PJRT plugin. Cheap to clone.
@@ -290,6 +327,7 @@ impl Plugin {
                 })
                 .collect(),
         };
+        let build = build_fingerprint(&canonical);
         let plugin = Plugin {
             inner: Arc::new(PluginInner {
                 path: canonical,
@@ -297,6 +335,7 @@ impl Plugin {
                 extensions,
                 attributes,
                 attributes_error,
+                build,
             }),
         };
         loaded.push(plugin.clone());
@@ -329,6 +368,13 @@ impl Plugin {
     /// The library's path (canonicalised).
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// A fingerprint of the library file (16 hex digits, empty when it could not be
+    /// read): two builds that report the same versions still differ here. Artifacts and
+    /// compile-cache keys record it.
+    pub fn build(&self) -> &str {
+        &self.inner.build
     }
 
     /// The PJRT C API version the plugin implements.

@@ -150,3 +150,63 @@ fn an_entry_the_plugin_refuses_is_reported_and_recompiled() {
     assert!(w[0].contains("cannot load this"), "{w:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_entry_refused_for_what_this_process_lacks_is_kept() {
+    let dir = temp_dir("kept");
+    let good = client(&[]);
+    let writer = Cache::new(&dir, None).unwrap();
+    good.compile_with_cache(&program(), &CompileOptions::default(), &writer)
+        .unwrap();
+    // What a plugin says when a custom-call handler is registered in the writing process
+    // but not in this one: the entry is fine for the others sharing the directory.
+    let lacking = client(&[(
+        "RPJRT_FAKE_FAIL",
+        "PJRT_Executable_DeserializeAndLoad:NOT_FOUND:No FFI handler registered for h",
+    )]);
+    let cache = Cache::new(&dir, None).unwrap();
+    let exe = lacking
+        .compile_with_cache(&program(), &CompileOptions::default(), &cache)
+        .unwrap();
+    assert_eq!(run(&lacking, &exe), vec![1.0, 2.0, 3.0, 4.0]);
+    let s = cache.stats();
+    assert_eq!((s.hits, s.misses, s.corrupt), (0, 1, 0), "{s:?}");
+    let w = cache.take_warnings();
+    assert!(
+        w.len() == 1 && w[0].contains("No FFI handler") && w[0].contains("kept"),
+        "{w:?}"
+    );
+    assert_eq!(writer.entries().unwrap().len(), 1);
+    // The writer still hits it.
+    good.compile_with_cache(&program(), &CompileOptions::default(), &writer)
+        .unwrap();
+    assert_eq!(writer.stats().hits, 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_cache_directory_removed_meanwhile_is_made_again() {
+    let dir = temp_dir("removed");
+    let c = client(&[]);
+    let cache = Cache::new(&dir, None).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    c.compile_with_cache(&program(), &CompileOptions::default(), &cache)
+        .unwrap();
+    assert_eq!(cache.stats().writes, 1, "{:?}", cache.take_warnings());
+    assert_eq!(cache.entries().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn artifacts_record_the_plugin_build() {
+    let c = client(&[]);
+    let t = ArtifactTarget::of_client(&c).unwrap();
+    assert_eq!(t.plugin_build.len(), 16, "{t:?}");
+    assert_eq!(t.plugin_build, c.plugin().build());
+    let exe = c.compile(&program(), &CompileOptions::default()).unwrap();
+    let bytes = exe.serialize().unwrap();
+    let mut other = Artifact::decode(&bytes).unwrap();
+    other.target.plugin_build = "0123456789abcdef".into();
+    let e = c.load(&other.encode(), None).unwrap_err().to_string();
+    assert!(e.contains("plugin_build"), "{e}");
+}

@@ -120,7 +120,7 @@ fn text() -> impl Strategy<Value = String> {
 
 fn artifact() -> impl Strategy<Value = Artifact> {
     (
-        proptest::collection::vec(text(), 7),
+        proptest::collection::vec(text(), 8),
         any::<u16>(),
         proptest::collection::vec(any::<u8>(), 0..64),
         proptest::collection::vec(any::<u8>(), 0..256),
@@ -134,6 +134,7 @@ fn artifact() -> impl Strategy<Value = Artifact> {
                 xla_version: t[3].clone(),
                 stablehlo_current_version: t[4].clone(),
                 stablehlo_minimum_version: t[5].clone(),
+                plugin_build: t[7].clone(),
                 device_kind: t[6].clone(),
                 device_count: usize::from(count),
             },

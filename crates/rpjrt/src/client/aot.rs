@@ -66,6 +66,8 @@ pub struct ArtifactTarget {
     pub stablehlo_current_version: String,
     /// The plugin's oldest StableHLO version (empty when unknown).
     pub stablehlo_minimum_version: String,
+    /// The plugin library's fingerprint ([`crate::Plugin::build`]).
+    pub plugin_build: String,
     /// The device kind(s), comma-separated when mixed.
     pub device_kind: String,
     /// The number of devices of the client.
@@ -113,6 +115,7 @@ impl ArtifactTarget {
                 .unwrap_or_default(),
             stablehlo_current_version: version_list(plugin.stablehlo_current_version()),
             stablehlo_minimum_version: version_list(plugin.stablehlo_minimum_version()),
+            plugin_build: plugin.build().to_string(),
             device_kind: String::new(),
             device_count: 0,
         }
@@ -133,6 +136,7 @@ impl ArtifactTarget {
                 "stablehlo_minimum_version",
                 self.stablehlo_minimum_version.clone(),
             ),
+            ("plugin_build", self.plugin_build.clone()),
             ("device_kind", self.device_kind.clone()),
             ("device_count", self.device_count.to_string()),
         ]
@@ -153,6 +157,11 @@ impl ArtifactTarget {
             xla_version: get("xla_version")?,
             stablehlo_current_version: get("stablehlo_current_version")?,
             stablehlo_minimum_version: get("stablehlo_minimum_version")?,
+            plugin_build: get("plugin_build").map_err(|_| {
+                Error::invalid(
+                    "the artifact's header does not record the plugin build it was compiled                      by (an rpjrt before 0.1.0 wrote it): compile it again",
+                )
+            })?,
             device_kind: get("device_kind")?,
             device_count: get("device_count")?
                 .parse()

@@ -16,7 +16,10 @@
 //!   another key's name (a valid artifact of another program) is a corrupt entry, not a hit.
 //! - A truncated or corrupt entry fails the artifact checksum before the plugin sees it: it
 //!   is reported once (a warning, see [`Cache::take_warnings`] and
-//!   [`Cache::set_warning_handler`]), removed and recompiled.
+//!   [`Cache::set_warning_handler`]), removed and recompiled. An intact entry the plugin
+//!   refuses for a reason of this process (a custom-call handler not registered here:
+//!   NOT_FOUND; out of memory; cancelled) is reported, kept for the processes that can load
+//!   it, and the program compiled.
 //! - With a size bound, the least recently used entries (oldest modification time; a hit
 //!   touches its entry) are removed after each write until the directory fits.
 
@@ -74,6 +77,22 @@ pub(crate) fn check_key(artifact: &Artifact, key: &str) -> Result<()> {
              cannot be shown to be the entry for {key}"
         ))),
     }
+}
+
+/// Whether a failed load of an entry (which passed the envelope and checksum checks) says
+/// nothing against the file: the plugin's codes for what this process lacks or ran out of.
+fn kept_on_refusal(e: &Error) -> bool {
+    use crate::error::Code;
+    matches!(e, Error::Pjrt { .. })
+        && matches!(
+            e.code(),
+            Code::NotFound
+                | Code::ResourceExhausted
+                | Code::Cancelled
+                | Code::Aborted
+                | Code::Unavailable
+                | Code::DeadlineExceeded
+        )
 }
 
 /// Counters of one [`Cache`] object (this process only).
@@ -476,6 +495,19 @@ impl Cache {
                 s.hit_plugin_time += plugin_time;
                 Ok(Some(exe))
             }
+            // The plugin refused a checked entry for a reason of this process, not of the
+            // file: a custom-call handler not registered here (NOT_FOUND), memory, a
+            // cancellation. Other processes sharing the directory may load it: kept.
+            Err(e) if kept_on_refusal(&e) => {
+                self.warn(
+                    &format!("refused:{key}"),
+                    format!(
+                        "compile cache: entry {} cannot be loaded in this process ({e});                          compiling instead, the entry is kept",
+                        path.display()
+                    ),
+                );
+                Ok(None)
+            }
             Err(e) => {
                 lock(&self.inner.stats).corrupt += 1;
                 self.warn(
@@ -505,6 +537,8 @@ impl Cache {
                 .unwrap_or(0)
         ));
         let result = (|| -> std::io::Result<()> {
+            // A directory removed while the client lives (a cleaner, `rm -rf`) is made again.
+            fs::create_dir_all(&self.inner.dir)?;
             let mut f = fs::File::create(&tmp)?;
             f.write_all(bytes)?;
             f.sync_all()?;
