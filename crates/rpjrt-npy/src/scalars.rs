@@ -15,8 +15,9 @@
 //! - **Values** must be representable in the element type: integers in range (`int4` holds
 //!   -8..7, `bool` only 0 and 1); no float into an integer or bool type, even `2.0`; no
 //!   complex into a real type; no finite value that overflows a float type, i.e. whose
-//!   magnitude reaches the largest finite value plus half an ulp of it (`float8_e4m3fn`
-//!   cannot hold 1e6, `bfloat16` not 1e300), nor one that the type would turn into NaN
+//!   magnitude reaches the largest finite value plus half an ulp of it, or passes it where
+//!   that tie rounds down (`float8_e4m3fn`, whose 464 is 448; it cannot hold 1e6,
+//!   `bfloat16` not 1e300), nor one that the type would turn into NaN
 //!   (a negative or zero `float8_e8m0fnu`); NaN only into types with a NaN and infinities
 //!   only into types with infinities. Rounding to the nearest representable value (ties
 //!   to even, as numpy and ml_dtypes round; `float8_e8m0fnu` rounds ties up, as ml_dtypes
@@ -814,7 +815,11 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
     if t == ElementType::F64 {
         return Ok(x.to_bits());
     }
-    if a >= f.limit() {
+    // Halfway past the largest finite value overflows when ties go away from it: to an odd
+    // largest mantissa (ties to even) or up (`float8_e8m0fnu`). `float8_e4m3fn`'s largest,
+    // 448, has an even mantissa, so 464 rounds down to it, as ml_dtypes rounds.
+    let tie_stays = f.specials != Specials::E8m0 && f.max_fields().1 & 1 == 0;
+    if a > f.limit() || (a == f.limit() && !tie_stays) {
         return Err(format!(
             "overflows {t} (largest finite value {}; from Python, cast=True \
              converts as numpy's astype does)",
@@ -1192,6 +1197,15 @@ mod tests {
             assert!(encode_float(-max, t).is_ok() || t == T::F8E8M0FNU, "{t}");
             let just_below = f64::from_bits(limit.to_bits() - 1);
             assert!(encode_float(just_below, t).is_ok(), "{t}");
+            if t == T::F8E4M3FN {
+                // The tie rounds to the even mantissa, 448 (ml_dtypes gives 448 too); past
+                // it is an overflow.
+                assert_eq!(encode_float(limit, t), encode_float(max, t), "{t}");
+                assert_eq!(encode_float(-limit, t), encode_float(-max, t), "{t}");
+                let just_above = f64::from_bits(limit.to_bits() + 1);
+                assert!(encode_float(just_above, t).is_err(), "{t}");
+                continue;
+            }
             let e = encode_float(limit, t).unwrap_err();
             assert!(
                 e.contains(&format!("overflows {t}")) && e.contains("cast=True"),
