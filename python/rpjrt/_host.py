@@ -55,11 +55,23 @@ def _is_numpy(obj: object) -> bool:
     return np is not None and isinstance(obj, (np.ndarray, np.generic))
 
 
+def refuse_masked(obj: object) -> None:
+    """Refuses a numpy masked array: reading it as an array keeps the values hidden under
+    its mask and drops the mask, so a computation would use them as data."""
+    ma = sys.modules.get("numpy.ma")
+    if ma is not None and isinstance(obj, ma.MaskedArray):
+        raise InvalidArgumentError(
+            "a numpy masked array cannot go to a device: its mask would be lost and the masked"
+            " values used as data; pass arr.filled(value) (or arr.data to keep them on purpose)"
+        )
+
+
 def _from_numpy(
     obj: Any, want: DType | None, cast: bool = False
 ) -> tuple[object, DType, tuple[int, ...] | None]:
     np = _numpy()
     assert np is not None
+    refuse_masked(obj)
     arr = np.asarray(obj)
     if want is not None:
         if arr.dtype != want.numpy:
@@ -213,6 +225,11 @@ def as_host(
         return _from_numpy(obj, want, cast)
     if isinstance(obj, (bool, int, float, complex, list, tuple)):
         return _from_python(obj, want, cast)
+    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or hasattr(obj, "__dlpack__"):
+        # An array (jax, torch, ...) converts by value, as numpy's own arrays do, even where
+        # it also exports a buffer: only plain buffers (bytes, memoryview, array.array) are
+        # raw bytes that dtype= reinterprets.
+        return _from_numpy(numpy_of(obj), want, cast)
     try:
         memoryview(obj)  # type: ignore[arg-type]
         has_buffer = True
@@ -229,8 +246,6 @@ def as_host(
                 " bytes hold"
             )
         return _from_buffer(obj, want)
-    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or hasattr(obj, "__dlpack__"):
-        return _from_numpy(numpy_of(obj), want, cast)
     raise InvalidArgumentError(
         f"cannot put a {type(obj).__module__}.{type(obj).__qualname__} on a device: it supports"
         " neither the buffer protocol, __array__ nor __dlpack__, and it is not a number or a"

@@ -100,6 +100,14 @@ pub fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
     Ok(API.get_or_init(py, || found).as_ref())
 }
 
+/// Whether `obj` is exactly a `numpy.ndarray` (no subclass), known without importing numpy:
+/// false until numpy's table was loaded (by a `to_numpy`), which callers must allow for.
+pub fn is_exact_ndarray(obj: &Bound<'_, PyAny>) -> bool {
+    API.get(obj.py())
+        .and_then(Option::as_ref)
+        .is_some_and(|a| obj.get_type().as_type_ptr() == a.array_type)
+}
+
 /// Reads and checks numpy's table; `None` on any surprise.
 fn load(py: Python<'_>) -> Option<Api> {
     // numpy 2 moved its core to numpy._core (numpy.core still works there, with a warning).

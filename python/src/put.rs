@@ -197,6 +197,7 @@ pub fn put_with(
     // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
     let mut dlpack_refused = None;
     if let Some(view) = HostView::get(obj) {
+        refuse_masked(obj)?;
         if let Some((t, order)) = rpjrt::host::buffer_format_type(view.format(), view.itemsize()) {
             if want.is_none_or(|w| w == t) {
                 return from_view(
@@ -284,6 +285,28 @@ pub fn put_with(
         copy,
         layout.as_deref(),
     )
+}
+
+/// Refuses a numpy masked array (as `rpjrt._host.refuse_masked` does): its buffer is its
+/// data without the mask, so the masked values would be used as data. A masked array can
+/// exist only once `numpy.ma` is imported; an exact ndarray is told apart first.
+fn refuse_masked(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    if crate::npy::is_exact_ndarray(obj) {
+        return Ok(());
+    }
+    let py = obj.py();
+    let modules = py.import("sys")?.getattr("modules")?;
+    let ma_loaded = modules
+        .cast::<pyo3::types::PyDict>()
+        .ok()
+        .and_then(|m| m.get_item("numpy.ma").ok().flatten())
+        .is_some();
+    if ma_loaded {
+        py.import("rpjrt._host")?
+            .getattr("refuse_masked")?
+            .call1((obj,))?;
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,125 @@
+"""Round 17 of outside checks: data going in, artifacts and files that are not plugins.
+
+- An array object (jax, or anything with ``__array__``/``__dlpack__``) given with ``dtype=``
+  converts by value, as a numpy array does; only plain buffers (bytes, memoryview,
+  array.array) are raw bytes that ``dtype=`` reinterprets.
+- A numpy masked array is refused wherever host data goes in: its buffer is the data
+  without the mask, so the hidden values would be computed with.
+- A client's topology refuses work once the client is closed; a deleted alias is not
+  fulfilled (which would consume the target for nothing).
+- A file given as a plugin that is an artifact, a program or a wheel says what it is.
+- An artifact records the plugin build it was compiled by.
+"""
+
+from __future__ import annotations
+
+import array
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rpjrt
+from rpjrt.sharding import Mesh, split
+
+ID8 = """func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+  return %x : tensor<8xf32>
+}"""
+
+
+class _ArrayLike:
+    """A minimal foreign array: the buffer protocol of int8 data (as jax's CPU arrays
+    export) and ``__array__``."""
+
+    def __init__(self, a: Any) -> None:
+        self._a = np.ascontiguousarray(a)
+
+    def __buffer__(self, flags: int) -> memoryview:
+        return memoryview(self._a)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self._a if dtype is None else self._a.astype(dtype)
+
+
+def test_a_foreign_int8_array_with_dtype_converts_by_value(client: rpjrt.Client) -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    a = np.arange(1, 9, dtype=np.int8).reshape(1, 8)
+    for obj in (jnp.asarray(a), _ArrayLike(a)):
+        for dtype in (np.float64, np.int32, np.float32):
+            b = client.put(obj, dtype=dtype)
+            assert b.shape == (1, 8), (type(obj), dtype)
+            np.testing.assert_array_equal(b.to_numpy(), a.astype(dtype))
+    # Values the wanted type cannot hold are refused, as for numpy arrays.
+    u = np.array([0, 2, 1, 255], dtype=np.uint8)
+    for obj in (jnp.asarray(u), _ArrayLike(u), u):
+        with pytest.raises(rpjrt.InvalidArgumentError, match="int8"):
+            client.put(obj, dtype=np.int8)
+    # Plain buffers keep their documented meaning: raw bytes reinterpreted.
+    raw = np.arange(4, dtype=np.float32).tobytes()
+    for obj in (raw, bytearray(raw), memoryview(raw), array.array("b", raw)):
+        np.testing.assert_array_equal(
+            client.put(obj, dtype=np.float32).to_numpy(), np.arange(4, dtype=np.float32)
+        )
+
+
+def test_masked_arrays_are_refused_wherever_data_goes_in(client: rpjrt.Client) -> None:
+    m = np.ma.masked_array(np.arange(8, dtype=np.float32), mask=[0, 1] * 4, fill_value=-999)
+    exe = client.compile(ID8)
+    for what, call in [
+        ("put", lambda: client.put(m)),
+        ("put dtype=", lambda: client.put(m, dtype=np.float64)),
+        ("argument", lambda: exe(m)),
+        ("split", lambda: split(m, Mesh({"x": 2}, [0, 1]), ["x"])),
+    ]:
+        with pytest.raises(rpjrt.InvalidArgumentError, match="masked array") as e:
+            call()
+        assert "filled" in str(e.value), what
+    # Its filled array goes in, and so does an ordinary array after numpy.ma is loaded.
+    np.testing.assert_array_equal(exe(m.filled(0))[0].to_numpy(), m.filled(0))
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(exe(x)[0].to_numpy(), x)
+    np.testing.assert_array_equal(client.put(x[::-1]).to_numpy(), x[::-1])
+
+
+def test_a_closed_clients_topology_refuses_work(plugin_path: str) -> None:
+    c = rpjrt.Client(plugin_path)
+    t = c.topology()
+    c.close()
+    with pytest.raises(rpjrt.ClientClosedError):
+        t.compile(ID8)
+    with pytest.raises(rpjrt.ClientClosedError):
+        t.serialize()
+
+
+def test_a_deleted_alias_is_not_fulfilled(client: rpjrt.Client) -> None:
+    alias, fulfiller = client.create_alias_buffer(np.float32, (8,))
+    alias.delete()
+    src = client.put(np.arange(8, dtype=np.float32))
+    with pytest.raises(rpjrt.BufferDeletedError, match="alias buffer was deleted"):
+        fulfiller.fulfill(src)
+    # The target was not consumed.
+    np.testing.assert_array_equal(src.to_numpy(), np.arange(8, dtype=np.float32))
+
+
+def test_files_that_are_not_plugins_say_what_they_are(client: rpjrt.Client, tmp_path: Path) -> None:
+    art = tmp_path / "model.rpjrt"
+    art.write_bytes(client.compile(ID8).serialize())
+    prog = tmp_path / "model.so"
+    prog.write_text(ID8)
+    wheel = tmp_path / "plugin.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("x.txt", "x")
+    for path, says in [(art, "rpjrt artifact"), (prog, "program text"), (wheel, "zip archive")]:
+        with pytest.raises(rpjrt.Error) as e:
+            rpjrt.Client(str(path))
+        assert says in str(e.value), str(e.value)
+
+
+def test_an_artifact_records_the_plugin_build(client: rpjrt.Client) -> None:
+    info = rpjrt.inspect_artifact(client.compile(ID8).serialize())
+    build = info["target"]["plugin_build"] if "target" in info else info["plugin_build"]
+    assert isinstance(build, str) and len(build) == 16
+    int(build, 16)
+    assert client.artifact_target()["plugin_build"] == build
