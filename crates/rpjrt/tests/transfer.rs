@@ -379,7 +379,7 @@ fn alias_buffers_are_fulfilled_later() {
         let (gone, promise) = c
             .create_alias_buffer(ElementType::F32, &[4], &d, None)
             .unwrap();
-        gone.delete();
+        gone.delete().unwrap();
         let keep = c
             .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d)
             .unwrap();
