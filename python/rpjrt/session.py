@@ -239,8 +239,11 @@ class Session:
         program call returns, or any values) is bound to slot ``into.get(name, name)``.
 
         Every destination must be an existing slot (a misspelt name is an error, not a new
-        slot), and every value is checked against its slot's dtype and shape and against
-        any :class:`Slot` spec before any slot changes.
+        slot), two outputs may not go to one slot, and every value is checked against its
+        slot's dtype and shape and against any :class:`Slot` spec before any slot changes.
+        All or nothing: the values are bound in one call (as :meth:`bind_many`'s are), so a
+        value refused only when it is bound (a deleted Buffer, one on another device, a
+        list that does not fit) leaves every slot as it was.
         """
         routes = {_name(k): v for k, v in (into or {}).items()}
         unknown_routes = set(routes) - {_name(k) for k in outputs}
@@ -250,6 +253,7 @@ class Session:
             )
         known = {n: (d, sh) for n, d, sh, _ in self._s.slots()}
         plan: list[tuple[str, object]] = []
+        source: dict[str, str] = {}
         for key, value in outputs.items():
             dest = routes.get(_name(key), key)
             name = _name(dest)
@@ -257,6 +261,11 @@ class Session:
                 raise InvalidArgumentError(
                     f"feed_back: no slot {name!r} in this session (slots: {', '.join(known) or 'none'})"
                 )
+            if name in source:
+                raise InvalidArgumentError(
+                    f"feed_back: the outputs {source[name]!r} and {_name(key)!r} both go to slot {name!r}"
+                )
+            source[name] = _name(key)
             what = f"the output {_name(key)!r} fed back to it"
             for decl in (key, dest):
                 if isinstance(decl, Slot):
@@ -265,8 +274,9 @@ class Session:
             if shape is not None and hasattr(value, "dtype") and hasattr(value, "shape"):
                 Slot(name, (dtype, shape))._check(getattr(value, "dtype"), getattr(value, "shape"), what)
             plan.append((name, value))
-        for name, value in plan:
-            self._s.bind(name, value)
+        # One call: every value is converted and checked (and uploaded) before any slot
+        # changes.
+        self._s.bind_all(plan, [])
 
     def program(
         self,
@@ -324,18 +334,26 @@ class Session:
         """Binds several slots, all or nothing: every value is checked (and uploaded)
         before any slot changes. A callable value is a loader: it is called (with no
         arguments) only when a program first needs that slot, and what it returns is bound.
+
+        A :class:`Slot` key with a spec fixes that spec as the slot's now, for a loader too:
+        a slot that already holds another dtype or shape is refused here, and whatever
+        lands in the slot later (a bind, a restore, the loader's value) is checked against
+        it, naming the slot.
         """
         if not isinstance(values, Mapping):
             raise TypeError(
                 f"bind_many takes a mapping of slot names to values, not {type(values).__name__}"
             )
         eager: list[tuple[str, object]] = []
-        lazy: list[tuple[str, Any]] = []
+        lazy: list[tuple[str, Any, Any]] = []
         for name, value in values.items():
             if hasattr(value, "__call__") and not isinstance(value, Buffer):  # noqa: B004
+                spec = name.spec if isinstance(name, Slot) else None
                 if isinstance(name, Slot) and name.spec is not None:
                     value = _checked_loader(name, value)
-                lazy.append((_name(name), value))
+                # The spec goes to the core slot with the loader (its check covers restores
+                # and plain-name binds too, not only this loader's value).
+                lazy.append((_name(name), value, spec))
             else:
                 if isinstance(name, Slot):
                     value = name._conform(value, "the value bound to it")
@@ -357,7 +375,8 @@ class Session:
 
     def slots(self) -> list[tuple[str, Any, tuple[int, ...] | None, str]]:
         """``(name, dtype, shape, state)`` of every slot; state is ``"empty"``,
-        ``"pending"`` (a loader that has not run), ``"ready"`` or ``"deleted"``."""
+        ``"pending"`` (a loader that has not run), ``"ready"`` or ``"deleted"`` (after
+        :meth:`close`, every slot that held a value or a loader)."""
         return self._s.slots()
 
     def __getitem__(self, name: SlotLike) -> Buffer:
@@ -380,6 +399,11 @@ class Session:
         numpy cannot name (bfloat16, float8, int4 ...) are stored as ``uint8`` with a
         trailing axis of the item size, and the member ``__rpjrt_dtypes__`` names every
         slot's dtype. The work is done in Rust (``rpjrt_npy::checkpoint::save``).
+
+        A session closed before the values are taken (by a loader this save runs, or by
+        another thread) fails the save with ``FailedPreconditionError``: nothing is written
+        (a file already at ``path`` is left as it was), and what the loaders returned is
+        freed.
         """
         self._s.save(path)
 
@@ -388,9 +412,11 @@ class Session:
         the slot of its name, creating slots the session lacks.
 
         Everything is checked before any slot changes: a dtype or shape that differs from
-        the slot's is refused naming the slot (from the member's header, before its data
-        is read), a name stored twice is refused naming it, and a damaged file is an error
-        naming it. Arrays ``numpy.savez`` stored as raw bytes (bfloat16 ...) take their
+        the slot's (one a program fixed, a bind, or a :class:`Slot` spec given with a
+        loader) is refused naming the slot (from the member's header, before its data is
+        read), a name stored twice is refused naming it, and a damaged file is an error
+        naming it. A session closed while the restore runs (from another thread) fails it
+        with ``FailedPreconditionError``, and nothing it read stays in the slots. Arrays ``numpy.savez`` stored as raw bytes (bfloat16 ...) take their
         slot's dtype. The work is done in Rust (``rpjrt_npy::checkpoint::restore``).
         """
         self._s.restore(path)

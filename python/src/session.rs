@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use rpjrt::{Session, SessionProgram, SlotState, SlotValue};
+use rpjrt::{ArraySpec, Loader, Session, SessionProgram, SlotState, SlotValue};
 
 use crate::buffer::PyBuffer;
 use crate::client::{wrap_device, PyClient, PyDevice};
-use crate::convert::{dtype_obj, shape_tuple};
+use crate::convert::{dtype_from_py, dtype_obj, shape_tuple};
 use crate::errors::{invalid, make_err, PyErrExt};
 use crate::executable::PyExecutable;
 
@@ -121,7 +121,43 @@ impl PySession {
         err
     }
 
-    /// Refuses a loader that `bind_loader` could not bind: an empty name, or one that is
+    /// The end of a call that put values into slots, or ran loaders that did (a bind, a
+    /// restore, a step, a load): when the session was closed meanwhile (by another thread,
+    /// a loader or a custom-call handler), what landed after the close is freed, as close()
+    /// promises, and the call fails as the next call would (`fail`); otherwise `r`, its
+    /// error raised as `fail` raises it. Every slot then reads `deleted`, whichever of the
+    /// call and the close came first: a close that ran before the values landed is seen
+    /// here, and one that runs after frees them itself.
+    fn landed<T>(&self, py: Python<'_>, r: rpjrt::Result<T>) -> PyResult<T> {
+        if self.closed.load(Ordering::Acquire) {
+            let _ = py.detach(|| self.free_slots());
+            return Err(match r {
+                Ok(_) => Self::closed_error(py),
+                Err(e) => self.fail(py, e),
+            });
+        }
+        r.map_err(|e| self.fail(py, e))
+    }
+
+    /// `Err` once the session is closed (what `landed` then reports as closed): the check a
+    /// checkpoint save or restore runs, without the GIL, before it writes or binds.
+    fn still_open(&self) -> rpjrt::Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(rpjrt::Error::Closed("session"));
+        }
+        Ok(())
+    }
+
+    /// What slot state `s` reads as: after close, a loader that never ran never will, so
+    /// its slot reads `deleted` like every slot whose buffer the close freed.
+    fn state_name(&self, s: SlotState) -> &'static str {
+        if s == SlotState::Pending && self.closed.load(Ordering::Acquire) {
+            return "deleted";
+        }
+        state_name(s)
+    }
+
+    /// Refuses a loader that `loader_of` could not bind: an empty name, or one that is
     /// not callable.
     fn check_loader(&self, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
         if name.is_empty() {
@@ -135,8 +171,9 @@ impl PySession {
         Ok(())
     }
 
-    /// Binds slot `name` to `loader` (already checked by `check_loader`).
-    fn bind_loader(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// The core loader of slot `name` that calls the Python callable `loader` (already
+    /// checked by `check_loader`) and turns what it returns into the slot's value.
+    fn loader_of(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> Loader {
         let f = loader.clone().unbind();
         // No Session in the closure: the slot holds the closure (a cycle would leak both).
         let client = self.client.clone_ref(py);
@@ -156,8 +193,31 @@ impl PySession {
                 })
             })
         };
-        self.inner.bind_lazy(name, Arc::new(load)).pyerr()
+        Arc::new(load)
     }
+}
+
+/// The spec a loader's slot is declared to hold, from `bind_all`'s `(dtype, shape)` (None:
+/// none declared).
+fn declared_spec(name: &str, spec: Option<&Bound<'_, PyAny>>) -> PyResult<Option<ArraySpec>> {
+    let Some(spec) = spec.filter(|s| !s.is_none()) else {
+        return Ok(None);
+    };
+    let (dtype, dims): (Bound<'_, PyAny>, Vec<i64>) = spec.extract().map_err(|_| {
+        invalid(format!(
+            "the spec declared for slot {name:?} is (dtype, shape), not {}",
+            crate::convert::type_name(spec)
+        ))
+    })?;
+    if dims.iter().any(|&d| d < 0) {
+        return Err(invalid(format!(
+            "the shape declared for slot {name:?} has a negative size: {dims:?}"
+        )));
+    }
+    Ok(Some(ArraySpec {
+        element_type: dtype_from_py(&dtype)?,
+        dims,
+    }))
 }
 
 /// A value for a slot: Buffers are bound as they are, anything else is put on the
@@ -338,12 +398,15 @@ impl PySession {
         self.check_open(py)?;
         let s = &self.inner;
         between_steps(py, s)?;
-        py.detach(|| s.bind(name, v)).pyerr()
+        let r = py.detach(|| s.bind(name, v));
+        self.landed(py, r)
     }
 
-    /// Binds every `(name, value)` pair, and every `(name, loader)` pair of `lazy` to its
-    /// loader, all or nothing (`Session::bind_all`): the loaders' names, the values and
-    /// the client are checked, and the values uploaded, before any slot changes.
+    /// Binds every `(name, value)` pair, and every `(name, loader)` or `(name, loader,
+    /// spec)` of `lazy` to its loader, all or nothing (`Session::bind_all_with`): the
+    /// loaders' names and declared specs (`(dtype, shape)`, which become their slots'
+    /// specs), the values and the client are checked, and the values uploaded, before any
+    /// slot changes.
     #[pyo3(signature = (pairs, lazy = None))]
     fn bind_all(
         &self,
@@ -352,24 +415,32 @@ impl PySession {
         lazy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         self.check_open(py)?;
-        let mut loaders = Vec::new();
+        let mut loaders: Vec<(String, Bound<'_, PyAny>, Option<ArraySpec>)> = Vec::new();
         if let Some(lazy) = lazy.filter(|l| !l.is_none()) {
             for item in crate::convert::sequence_items(lazy, "bind_all's loaders")? {
-                let (name, loader): (String, Bound<'_, PyAny>) = item.extract()?;
+                let three: PyResult<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)> = item.extract();
+                let (name, loader, spec) = match three {
+                    Ok((name, loader, spec)) => (name, loader, Some(spec)),
+                    Err(_) => {
+                        let (name, loader): (String, Bound<'_, PyAny>) = item.extract()?;
+                        (name, loader, None)
+                    }
+                };
                 self.check_loader(&name, &loader)?;
-                if loaders.iter().any(|(n, _)| *n == name) {
+                if loaders.iter().any(|(n, ..)| *n == name) {
                     return Err(invalid(format!(
                         "slot {name:?} is given more than one loader"
                     )));
                 }
-                loaders.push((name, loader));
+                let spec = declared_spec(&name, spec.as_ref())?;
+                loaders.push((name, loader, spec));
             }
             self.check_client_open()?;
         }
         let mut values = Vec::new();
         for item in crate::convert::sequence_items(pairs, "bind_all's pairs")? {
             let (name, value): (String, Bound<'_, PyAny>) = item.extract()?;
-            if loaders.iter().any(|(n, _)| *n == name) {
+            if loaders.iter().any(|(n, ..)| *n == name) {
                 return Err(invalid(format!(
                     "slot {name:?} is given both a value and a loader"
                 )));
@@ -389,15 +460,18 @@ impl PySession {
         if !loaders.is_empty() {
             self.check_client_open()?;
         }
+        let lazy = loaders
+            .into_iter()
+            .map(|(name, loader, spec)| {
+                let load = self.loader_of(py, &name, &loader);
+                (name, spec, load)
+            })
+            .collect();
         let s = &self.inner;
         between_steps(py, s)?;
-        if !values.is_empty() {
-            py.detach(|| s.bind_all(values)).pyerr()?;
-        }
-        for (name, loader) in &loaders {
-            self.bind_loader(py, name, loader)?;
-        }
-        Ok(())
+        // One core call: the values and the loaders land together, or nothing does.
+        let r = py.detach(|| s.bind_all_with(values, lazy));
+        self.landed(py, r)
     }
 
     /// Binds slot `name` to `loader`, a callable run when the slot is first read.
@@ -405,7 +479,11 @@ impl PySession {
         self.check_open(py)?;
         self.check_loader(name, loader)?;
         self.check_client_open()?;
-        self.bind_loader(py, name, loader)
+        let load = self.loader_of(py, name, loader);
+        let s = &self.inner;
+        between_steps(py, s)?;
+        let r = py.detach(|| s.bind_lazy(name, load));
+        self.landed(py, r)
     }
 
     /// The Buffer slot `name` holds (shared with the slot).
@@ -418,14 +496,10 @@ impl PySession {
             Some(b) => b,
             None => {
                 between_steps(py, s)?;
-                let b = py.detach(|| s.fetch(name)).map_err(|e| self.fail(py, e))?;
-                if self.closed.load(Ordering::Acquire) {
-                    // Its loader closed the session: what it loaded is freed too, as
-                    // close() promises, and the call fails as the next one would.
-                    let _ = py.detach(|| self.free_slots());
-                    return Err(Self::closed_error(py));
-                }
-                b
+                // Its loader may close the session: what it loaded is freed too, as
+                // close() promises, and the call fails as the next one would.
+                let r = py.detach(|| s.fetch(name));
+                self.landed(py, r)?
             }
         };
         PyBuffer::wrap_shared(py, b, &self.client)
@@ -437,14 +511,15 @@ impl PySession {
         self.check_open(py)?;
         let s = &self.inner;
         between_steps(py, s)?;
-        py.detach(|| rpjrt_npy::checkpoint::save(s, &path))
-            .map_err(|e| self.fail(py, e))?;
-        if self.closed.load(Ordering::Acquire) {
-            // A loader closed the session (the checkpoint was written from the values
-            // read): the slots it filled after the close are freed too.
-            let _ = py.detach(|| self.free_slots());
+        // Nothing is written when the session was closed before the values were taken (by
+        // a loader the save ran, or another thread): the save fails as the next call would,
+        // and what the loaders filled after the close is freed. A close that comes after
+        // the values were taken waits for them, and the file is that state.
+        let r = py.detach(|| rpjrt_npy::checkpoint::save_with(s, &path, || self.still_open()));
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) => self.landed(py, Err(e)),
         }
-        Ok(())
     }
 
     /// Binds every array of an `.npz` file to its slot (rpjrt_npy::checkpoint::restore).
@@ -453,8 +528,10 @@ impl PySession {
         self.check_open(py)?;
         let s = &self.inner;
         between_steps(py, s)?;
-        py.detach(|| rpjrt_npy::checkpoint::restore(s, &path))
-            .pyerr()
+        // A close while the file is read stops the restore; one that races its bind frees
+        // what it bound (`landed`): either way the call fails and every slot reads deleted.
+        let r = py.detach(|| rpjrt_npy::checkpoint::restore_with(s, &path, &|| self.still_open()));
+        self.landed(py, r)
     }
 
     /// `[(name, dtype | None, shape | None, state)]` in creation order.
@@ -477,7 +554,10 @@ impl PySession {
                         s.name.into_pyobject(py)?.into_any().unbind(),
                         dtype,
                         shape,
-                        state_name(s.state).into_pyobject(py)?.into_any().unbind(),
+                        self.state_name(s.state)
+                            .into_pyobject(py)?
+                            .into_any()
+                            .unbind(),
                     ],
                 )
             })
@@ -495,7 +575,7 @@ impl PySession {
                     || "?".to_string(),
                     |sp| crate::convert::spec_string(sp.element_type, &sp.dims),
                 );
-                format!("{}: {spec} {}", s.name, state_name(s.state))
+                format!("{}: {spec} {}", s.name, self.state_name(s.state))
             })
             .collect::<Vec<_>>()
             .join(", ");
@@ -586,22 +666,15 @@ impl PySessionProgram {
             s.check_open(py)?;
             let session = &s.inner;
             between_steps(py, session)?;
-            py.detach(|| session.bind_all(pairs)).pyerr()?;
+            let r = py.detach(|| session.bind_all(pairs));
+            s.landed(py, r)?;
         }
         between_steps(py, &s.inner)?;
-        let outs = py.detach(|| p.call_outputs()).map_err(|e| s.fail(py, e))?;
-        if s.closed.load(Ordering::Acquire) {
-            // Closed while the step ran (by its own custom-call handler, or another thread):
-            // the outputs it just stored in slots are freed too, as close() promises.
-            py.detach(|| {
-                for (out, slot) in outs.iter().zip(p.outputs()) {
-                    if slot.is_some() {
-                        let _ = out.delete();
-                    }
-                }
-            });
-            s.check_open(py)?;
-        }
+        // Closed while the step ran (by its own custom-call handler, one of its inputs'
+        // loaders, or another thread): the outputs it stored in slots, and what the loaders
+        // loaded, are freed too, as close() promises.
+        let r = py.detach(|| p.call_outputs());
+        let outs = s.landed(py, r)?;
         let dict = PyDict::new(py);
         for (out, slot) in outs.into_iter().zip(p.outputs()) {
             if let Some(name) = slot {

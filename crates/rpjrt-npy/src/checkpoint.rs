@@ -41,9 +41,25 @@ const MAX_TABLE: usize = 64 << 20;
 /// Slots whose loader has not run are loaded first; empty slots are left out; a slot whose
 /// buffer was deleted is an error naming it, and the old file is left as it was.
 pub fn save(session: &Session, path: impl AsRef<Path>) -> Result<()> {
+    save_with(session, path, || Ok(()))
+}
+
+/// [`save`], with `check` run at the moment the values are taken (after the lazy slots are
+/// loaded; no step runs and no bind lands until they are copied): when it fails, that is
+/// the error and nothing is written (a file already at `path` stays as it was). A binding
+/// that can close a session (a loader may do it) refuses this way to write a checkpoint of
+/// a closed one.
+pub fn save_with(
+    session: &Session,
+    path: impl AsRef<Path>,
+    check: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let path = path.as_ref();
     // One state of the session: no step runs (and nothing is donated) while it is copied.
-    let members = session.with_values(members_of)?;
+    let members = session.with_values(|values| {
+        check()?;
+        members_of(values)
+    })?;
     write_members(path, &members)
 }
 
@@ -118,6 +134,18 @@ fn in_slot(name: &str, e: Error) -> Error {
 /// the extra host memory is one member, not the file; the slots change only once every
 /// upload has succeeded ([`Session::bind_all`]).
 pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
+    restore_with(session, path, &|| Ok(()))
+}
+
+/// [`restore`], with `check` run before each member is read and once more before the slots
+/// change: when it fails, that is the error and the session is left as it was. A binding
+/// whose sessions can be closed while a restore reads (from another thread) stops reading
+/// this way; the bind itself may still race such a close, which the caller then handles.
+pub fn restore_with(
+    session: &Session,
+    path: impl AsRef<Path>,
+    check: &dyn Fn() -> Result<()>,
+) -> Result<()> {
     let path = path.as_ref();
     let file = path.display();
     if session.in_step() {
@@ -153,6 +181,7 @@ pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
         if name == DTYPES_KEY {
             continue;
         }
+        check()?;
         let slot = specs.get(name);
         let member = npz.member(i)?;
         let plan = plan_member(name, member.header(), types.get(name).copied(), slot)
@@ -183,6 +212,7 @@ pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
             .map_err(|e| in_slot(name, e))?;
         ready.push((name.clone(), SlotValue::Uploaded(buffer)));
     }
+    check()?;
     session.bind_all(ready).map_err(with_file)
 }
 

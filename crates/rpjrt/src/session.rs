@@ -603,26 +603,7 @@ impl Session {
     /// another thread runs a program of this session, the bind lands after that step has
     /// stored its outputs (so they do not overwrite it).
     pub fn bind(&self, name: &str, value: SlotValue) -> Result<()> {
-        if name.is_empty() {
-            return Err(Error::invalid("a slot name is empty"));
-        }
-        let spec = {
-            let st = self.inner.lock();
-            st.index.get(name).and_then(|&i| st.slots[i].spec.clone())
-        };
-        let (buffer, uploaded) = self.inner.materialize(name, spec.as_ref(), value)?;
-        let mut st = self.inner.lock_between_steps();
-        let i = st.slot_index(name);
-        let spec = ArraySpec {
-            element_type: buffer.element_type(),
-            dims: buffer.dims().to_vec(),
-        };
-        st.settle_spec(i, &spec, "the value bound to it")?;
-        if uploaded {
-            st.uploads += 1;
-        }
-        st.slots[i].content = Content::Ready(buffer);
-        Ok(())
+        self.bind_all(vec![(name.to_string(), value)])
     }
 
     /// Binds every `(name, value)` pair at once, all or nothing: each value is checked
@@ -631,8 +612,22 @@ impl Session {
     /// ready do the slots change. On any error the session is left as it was. Slots are
     /// created as needed. (A checkpoint restore is built on this.)
     pub fn bind_all(&self, values: Vec<(String, SlotValue)>) -> Result<()> {
-        let mut seen = std::collections::HashSet::with_capacity(values.len());
-        for (name, _) in &values {
+        self.bind_all_with(values, Vec::new())
+    }
+
+    /// [`Session::bind_all`] that also binds each `(name, spec, loader)` of `lazy` to its
+    /// loader (as [`Session::bind_lazy`]), in the same all-or-nothing step. A `spec` is the
+    /// element type and shape the slot is declared to hold: it is checked with the values
+    /// against the slots' specs before any slot changes, and becomes the slot's spec, so
+    /// whatever lands there later (a bind, a restore, the loader's value) is checked
+    /// against it. A name given twice (as a value or a loader) is refused.
+    pub fn bind_all_with(
+        &self,
+        values: Vec<(String, SlotValue)>,
+        lazy: Vec<(String, Option<ArraySpec>, Loader)>,
+    ) -> Result<()> {
+        let mut seen = std::collections::HashSet::with_capacity(values.len() + lazy.len());
+        for name in values.iter().map(|v| &v.0).chain(lazy.iter().map(|l| &l.0)) {
             if name.is_empty() {
                 return Err(Error::invalid("a slot name is empty"));
             }
@@ -658,11 +653,17 @@ impl Session {
         let mut st = self.inner.lock_between_steps();
         // A slot may have been given a type meanwhile (another thread): check again under
         // the lock, before changing anything.
-        for (name, spec, _, _) in &ready {
+        let declared = lazy
+            .iter()
+            .filter_map(|(n, s, _)| Some((n, s.as_ref()?, "it is declared")));
+        let bound = ready
+            .iter()
+            .map(|(n, s, ..)| (n, s, "the value bound to it is"));
+        for (name, spec, what) in bound.chain(declared) {
             if let Some(have) = st.index.get(name).and_then(|&i| st.slots[i].spec.as_ref()) {
                 if have != spec {
                     return Err(Error::invalid(format!(
-                        "slot {name:?} holds {have}, but the value bound to it is {spec}"
+                        "slot {name:?} holds {have}, but {what} {spec}"
                     )));
                 }
             }
@@ -675,19 +676,20 @@ impl Session {
             }
             st.slots[i].content = Content::Ready(buffer);
         }
+        for (name, spec, loader) in lazy {
+            let i = st.slot_index(&name);
+            if let Some(spec) = spec {
+                st.settle_spec(i, &spec, "its declared spec")?;
+            }
+            st.slots[i].content = Content::Lazy(loader);
+        }
         Ok(())
     }
 
     /// Binds slot `name` to a loader, called only when a program first needs the slot (or
     /// on [`Session::fetch`]). Its value is checked against the slot's type and shape then.
     pub fn bind_lazy(&self, name: &str, loader: Loader) -> Result<()> {
-        if name.is_empty() {
-            return Err(Error::invalid("a slot name is empty"));
-        }
-        let mut st = self.inner.lock_between_steps();
-        let i = st.slot_index(name);
-        st.slots[i].content = Content::Lazy(loader);
-        Ok(())
+        self.bind_all_with(Vec::new(), vec![(name.to_string(), None, loader)])
     }
 
     /// The buffer slot `name` holds (running its loader first if it is lazy). The buffer is
