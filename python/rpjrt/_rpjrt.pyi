@@ -612,11 +612,12 @@ class _Session:
     def bind_all(
         self,
         pairs: Sequence[tuple[str, object]],
-        lazy: Sequence[tuple[str, Any]] | None = None,
+        lazy: Sequence[tuple[str, Any] | tuple[str, Any, tuple[Any, Sequence[int]] | None]] | None = None,
     ) -> None:
-        """Binds every ``(name, value)`` pair, and each ``(name, loader)`` of ``lazy`` to
-        its loader, all or nothing: names, loaders and the client are checked, and values
-        uploaded, before any slot changes."""
+        """Binds every ``(name, value)`` pair, and each ``(name, loader)`` or ``(name,
+        loader, (dtype, shape) | None)`` of ``lazy`` to its loader, all or nothing: names,
+        loaders, declared specs (which become the slots' specs) and the client are checked,
+        and values uploaded, before any slot changes."""
     def bind_lazy(self, name: str, loader: Any) -> None:
         """Binds slot ``name`` to ``loader``; refused for an empty name, a value that is
         not callable, or a closed session or client."""
