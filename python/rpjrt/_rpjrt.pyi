@@ -925,10 +925,12 @@ class FfiCall:
     """What a Python custom-call handler receives.
 
     The handler returns ``None`` (after writing ``rets``), or the results: one array-like
-    for a single result, or a tuple/list with one per result, each of the result's exact
-    shape and dtype (anything else fails the execution with ``InvalidArgumentError``).
-    ``KeyboardInterrupt``/``SystemExit`` raised in a handler propagate as themselves from
-    the call that reports the execution's error. A string attribute that is not UTF-8 fails
+    for a single result, or a tuple/list with one per result (a plain list is one value
+    per result, even for a single result), each of the result's exact shape and dtype
+    (anything else fails the execution with ``InvalidArgumentError``). A ``BaseException``
+    that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``,
+    one's own subclass...) raised in a handler propagates as itself from the call that
+    reports the execution's error. A string attribute that is not UTF-8 fails
     the call with an error naming the attribute. At interpreter exit, handlers not yet
     started fail (``CancelledError``) without running Python.
     """
@@ -980,6 +982,10 @@ def _ffi_runtime_version(target: Client | Plugin) -> tuple[int, int]: ...
 __all__ += ["_ffi_finalize"]
 
 def _ffi_finalize() -> None: ...
+
+__all__ += ["_ffi_handler_wait_limit"]
+
+def _ffi_handler_wait_limit(seconds: float | None = None) -> float: ...
 def _ffi_rpjrt_version() -> tuple[int, int]: ...
 def _ffi_bench_register_rust(target: Client | Plugin, name: str) -> _FfiRegistration: ...
 

@@ -15,7 +15,9 @@ dtype, nbytes, data address, ``memoryview()``, ``to_numpy()``, ``__array__``, ``
 ``attrs`` (the custom call's ``backend_config`` dictionary as Python values), ``stream``,
 ``user_data`` (the object passed as ``exe(x, ffi_user_data=obj)``), ``state`` (the
 instance's state, below), ``target`` and ``runtime_version``. An exception fails the execute call with its type, message and the
-innermost traceback frames; ``KeyboardInterrupt`` and ``SystemExit`` propagate as themselves.
+innermost traceback frames; a ``BaseException`` that is not an ``Exception``
+(``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``, ``BaseExceptionGroup``, a
+``BaseException`` subclass of one's own) propagates as itself.
 The exception's type picks the status code, and so the :class:`rpjrt.Error` subclass the
 caller sees (the same table serves Python key-value stores): an ``rpjrt.Error`` keeps its
 code; ``TimeoutError`` is DEADLINE_EXCEEDED, ``IndexError`` OUT_OF_RANGE, ``KeyError`` (any
@@ -33,12 +35,19 @@ The rules a handler lives by:
   views nor returns is zeros (an aliasing one keeps the argument's values). A view kept after the call stays readable but is
   detached from the computation (it never reads memory the runtime freed, and writing it
   changes no result); asking a buffer for a new view after the call raises.
+- ``__array__`` follows numpy's protocol (``__array__(dtype=None, copy=None)``): no
+  ``dtype``, or the buffer's own, gives the view itself (``np.asarray(call.rets[0],
+  dtype=np.float32)`` of an f32 result writes the result); another dtype a converted copy,
+  detached from the result; ``copy=True`` a fresh copy; ``copy=False`` where only a copy
+  could be given raises ``ValueError``.
 - The handler returns ``None`` (after writing ``call.rets``) or the results: one array-like
-  for a single result, or a tuple/list with one per result, each exactly of the result's
-  shape and dtype (``None`` in the place of a token result: tokens hold no data, and their
+  for a single result, or a tuple/list with one per result (a plain list is one value per
+  result even for a single result: return ``np.asarray(values, dtype)`` for one array),
+  each exactly of the result's shape and dtype (``None`` in the place of a token result: tokens hold no data, and their
   buffers have no views). A sub-byte result (int4, uint4, int2, uint2) takes an ml_dtypes
   array, which rpjrt packs (its views cannot show packed data; ``memoryview()`` gives the
-  packed bytes). Anything else fails the execution with ``InvalidArgumentError``.
+  packed bytes). Anything else fails the execution with ``InvalidArgumentError``. A bool
+  result's bytes become 0 or 1 (nonzero is true), however the handler produced them.
 - Views are row-major: a program whose custom call gives the handler's target
   ``operand_layouts``/``result_layouts`` other than row-major is refused when it is compiled
   (or loaded), naming the target, the operand or result and the layout. The check sees the
@@ -55,9 +64,14 @@ The rules a handler lives by:
   that session again from inside the handler is refused ("the session is stepping").
 - A handler may execute programs (its own included), up to 16 handlers nested on one
   thread: deeper, the handler is not run and the call fails (the plugins bound the
-  executions in flight, and a deeper one would wait for the enclosing ones for ever); for
-  the same reason a handler's execute is refused while 16 or more handlers run at once.
-  Both refusals are ``ResourceExhaustedError`` naming "rpjrt's custom-call nesting limit"
+  executions in flight, 32 per device on the CPU plugins, and a deeper one would wait for
+  the enclosing ones for ever); for the same reason a handler's execute is refused while
+  16 or more handlers run at once. At most 16 Python handler calls are in progress at
+  once: another waits for a place (briefly, while handlers return), and one that waits
+  :func:`set_handler_wait_limit` seconds (5 by default) with none of them returning is
+  not run and its execute fails, so a handler that waits for a program run on another
+  thread (a thread pool) fails past 16 levels instead of hanging. These refusals are
+  ``ResourceExhaustedError`` naming "rpjrt's custom-call nesting limit"
   (a limit, not memory: no out-of-memory report, ``hint`` is ``None``). An error passed up
   through nested handlers reads ``... raised X from N nested handler errors; the
   innermost: ...``, N counting every level below, the innermost error said once.
@@ -121,6 +135,7 @@ __all__ = [
     "register_jaxlib_cpu_targets",
     "rpjrt_ffi_version",
     "runtime_version",
+    "set_handler_wait_limit",
     "unregister",
 ]
 
@@ -162,7 +177,8 @@ def register(
     attributes, there are no buffers) and returns any object; every execution of that
     instance then sees it as ``call.state``. The state is released when the executable is
     destroyed. An exception in ``instantiate`` fails the compile (or load) with its type
-    and message; ``KeyboardInterrupt`` propagates as itself. It needs an XLA FFI runtime of
+    and message; a ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``...)
+    propagates as itself. It needs an XLA FFI runtime of
     version 0.3 or newer (the PJRT 0.115 CPU plugin's is 0.4); on older runtimes (the 0.81
     plugin's 0.2) registering raises ``UnimplementedError`` naming both versions.
     """
@@ -234,6 +250,23 @@ def rpjrt_ffi_version() -> tuple[int, int]:
     """The XLA FFI version rpjrt's own handlers speak."""
     major, minor = _rpjrt._ffi_rpjrt_version()
     return (major, minor)
+
+
+def set_handler_wait_limit(seconds: float | None = None) -> float:
+    """Sets how long a Python handler waits for a place among the 16 Python handler calls
+    that may be in progress at once, while none of them returns, before it is refused with
+    ``ResourceExhaustedError`` (rpjrt's custom-call nesting limit); returns the previous
+    limit in seconds (``None`` only reads it). 5 seconds by default.
+
+    Those 16 handlers each hold one of the plugin's executions in flight, which the CPU
+    plugins bound at 32 per device; when they wait for executions started on other threads
+    whose handlers need places too, nothing would ever finish, and the refusal ends that.
+    Raise the limit when 16 handlers at once are legitimately slower than it (from 0.001 to
+    86400 seconds; anything else raises ``InvalidArgumentError``).
+    """
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+        raise TypeError(f"seconds must be a number, not {type(seconds).__name__}")
+    return float(_rpjrt._ffi_handler_wait_limit(None if seconds is None else float(seconds)))
 
 
 def register_jaxlib_cpu_targets(client: Target, *, replace: bool = False) -> list[str]:

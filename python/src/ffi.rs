@@ -214,22 +214,52 @@ impl PyFfiBuffer {
             .call((PyTuple::new(py, &self.shape)?, dt.bind(py)), Some(&kwargs))
     }
 
+    /// numpy's array protocol over the buffer's copy (see `memoryview`), as numpy defines
+    /// ``__array__(dtype=None, copy=None)``: the view itself when no conversion is needed
+    /// (``dtype`` unset or the buffer's own), so that ``np.asarray(call.rets[k],
+    /// dtype=<its dtype>)`` writes reach the result; a converted copy for another dtype;
+    /// a fresh copy for ``copy=True``; and ``ValueError`` for ``copy=False`` when only a
+    /// copy could be given (a converted copy is detached from the result).
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
         &self,
         py: Python<'py>,
         dtype: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
+        copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let a = self.to_numpy(py)?;
-        let a = match dtype {
-            Some(d) if !d.is_none() => a.call_method1("astype", (d,))?,
-            _ => a,
+        // numpy passes True, False or None; anything else is read as numpy reads it.
+        let copy = match copy.filter(|c| !c.is_none()) {
+            None => None,
+            Some(c) => Some(c.is_truthy()?),
         };
-        if copy == Some(true) {
-            return a.call_method0("copy");
+        let a = self.to_numpy(py)?;
+        let have = a.getattr("dtype")?;
+        let want = match dtype.filter(|d| !d.is_none()) {
+            None => None,
+            Some(d) => {
+                let want = py.import("numpy")?.getattr("dtype")?.call1((d,))?;
+                (!want.eq(&have)?).then_some(want)
+            }
+        };
+        match (want, copy) {
+            (None, Some(true)) => a.call_method0("copy"),
+            (None, _) => Ok(a),
+            (Some(want), Some(false)) => Err(invalid(format!(
+                "__array__(dtype={}, copy=False) of this custom-call {} cannot avoid a copy: \
+                 the buffer is {}, and converting it makes a new array{}; leave dtype unset \
+                 (or give {}) for a view, or pass copy=None to allow the copy",
+                want.str()?,
+                if self.writable { "result" } else { "argument" },
+                have.str()?,
+                if self.writable {
+                    " whose writes would not reach the result"
+                } else {
+                    ""
+                },
+                have.str()?
+            ))),
+            (Some(want), _) => a.call_method1("astype", (want,)),
         }
-        Ok(a)
     }
 
     /// DLPack export of the buffer's copy (see `memoryview`), through numpy. An argument is
@@ -333,10 +363,12 @@ fn numpy_cache(py: Python<'_>) -> PyResult<&NumpyCache> {
 /// What a Python custom-call handler receives.
 ///
 /// The handler returns ``None`` (after writing ``rets``), or the results: one array-like
-/// for a single result, or a tuple/list with one per result, each of the result's exact
-/// shape and dtype (anything else fails the execution with ``InvalidArgumentError``).
-/// ``KeyboardInterrupt``/``SystemExit`` raised in a handler propagate as themselves from
-/// the call that reports the execution's error. A string attribute that is not UTF-8 fails
+/// for a single result, or a tuple/list with one per result (a plain list is one value
+/// per result, even for a single result), each of the result's exact shape and dtype
+/// (anything else fails the execution with ``InvalidArgumentError``). A ``BaseException``
+/// that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``,
+/// one's own subclass...) raised in a handler propagates as itself from the call that
+/// reports the execution's error. A string attribute that is not UTF-8 fails
 /// the call with an error naming the attribute. At interpreter exit, handlers not yet
 /// started fail (``CancelledError``) without running Python.
 #[pyclass(frozen, name = "FfiCall", module = "rpjrt.ffi")]
@@ -610,6 +642,177 @@ impl Drop for InFlight {
     }
 }
 
+/// How many Python handler calls (execute stage) may be in progress at once, process-wide;
+/// more wait for a place (see [`Gate`]). The half of the CPU plugins' bound on executions in
+/// flight (32 per device) that rpjrt's other nesting rules keep to.
+const MAX_RUNNING_PY_HANDLERS: usize = 16;
+
+/// The words of rpjrt's nesting refusals (`rpjrt_raw::ffi::NESTING_LIMIT`, which the core
+/// does not re-export): errors carrying them are a limit, not an allocation failure, so no
+/// out-of-memory report is added.
+const NESTING_LIMIT: &str = "rpjrt's custom-call nesting limit";
+
+/// How long a Python handler waits for a place when all [`MAX_RUNNING_PY_HANDLERS`] are
+/// taken and none of their handlers returns, in milliseconds; set by
+/// `rpjrt.ffi.set_handler_wait_limit`.
+static WAIT_LIMIT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(5000);
+
+/// The places of the [`Gate`]: how many Python handler calls are in progress, the waiting
+/// ones in arrival order (by ticket), and how many have returned so far (the waiters'
+/// sign that the running handlers still make progress).
+struct GateState {
+    running: usize,
+    queue: std::collections::VecDeque<u64>,
+    next_ticket: u64,
+    returned: u64,
+}
+
+static GATE: std::sync::Mutex<GateState> = std::sync::Mutex::new(GateState {
+    running: 0,
+    queue: std::collections::VecDeque::new(),
+    next_ticket: 0,
+    returned: 0,
+});
+static GATE_MOVED: std::sync::Condvar = std::sync::Condvar::new();
+
+thread_local! {
+    /// Python handler calls in progress on this thread (a handler nested in another
+    /// through a program it executes on its own thread).
+    static GATED_HERE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One place among the Python handler calls in progress, held for the call.
+///
+/// Each custom call holds one of the plugin's executions in flight while its handler runs,
+/// and the CPU plugins bound those (32 per device; an execute past the bound waits inside
+/// the plugin for one to finish). A handler that waits for an execution started on another
+/// thread (a thread pool, a thread it joins) holds its place while that execution needs
+/// one more: a chain of such handlers about 32 deep fills the bound, and the next execute
+/// waits inside the plugin for ever, where no check of rpjrt's can end it. So at most
+/// [`MAX_RUNNING_PY_HANDLERS`] Python handler calls are in progress at once, and the others
+/// wait for a place (in arrival order, without the GIL and without any lock of ours held
+/// across the plugin), which leaves the plugin slots for the executions the running ones
+/// wait for. Handlers that return keep places turning over, so many threads running
+/// programs whose handlers return promptly only queue briefly. When no running handler has
+/// returned for the wait limit (`rpjrt.ffi.set_handler_wait_limit`, 5 s by default) while
+/// one waits, the running ones are taken to wait for each other (or for work that cannot
+/// start), and the waiting handler is refused with `RESOURCE_EXHAUSTED` naming rpjrt's
+/// custom-call nesting limit, so the chain above it fails instead of hanging.
+///
+/// A handler nested on the thread of a running one (its handler executed a program whose
+/// custom call runs on that thread) takes a place without waiting: the enclosing handler
+/// cannot return before it, and the core bounds that nesting (16 deep on a thread, and no
+/// nested execute while 16 handlers run). So does one whose execute kept the GIL (the bench
+/// mode `_bench_hold_gil`), since waiting there would stop every Python thread.
+struct Gate;
+
+impl Gate {
+    /// A place for a Python handler call of `target`, or the refusal of it.
+    fn enter(target: &str) -> Result<Gate, FfiError> {
+        let mut st = GATE.lock().unwrap_or_else(|p| p.into_inner());
+        if GATED_HERE.with(|g| g.get()) > 0 || crate::bench::hold_gil() {
+            st.running += 1;
+            GATED_HERE.with(|g| g.set(g.get() + 1));
+            return Ok(Gate);
+        }
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        st.queue.push_back(ticket);
+        let mut seen = st.returned;
+        let mut since = std::time::Instant::now();
+        loop {
+            let leave = |st: &mut GateState| {
+                st.queue.retain(|&t| t != ticket);
+                GATE_MOVED.notify_all();
+            };
+            if FINALIZING.load(Ordering::SeqCst) {
+                leave(&mut st);
+                return Err(shutting_down(target));
+            }
+            if st.running < MAX_RUNNING_PY_HANDLERS && st.queue.front() == Some(&ticket) {
+                st.queue.pop_front();
+                st.running += 1;
+                GATED_HERE.with(|g| g.set(g.get() + 1));
+                // The next in line may fit too.
+                GATE_MOVED.notify_all();
+                return Ok(Gate);
+            }
+            if st.returned != seen {
+                seen = st.returned;
+                since = std::time::Instant::now();
+            }
+            let limit = std::time::Duration::from_millis(WAIT_LIMIT_MS.load(Ordering::Relaxed));
+            let waited = since.elapsed();
+            // Refused only while every place is taken: with one free, the waiter ahead is
+            // about to take it and this one moves up.
+            if waited >= limit && st.running >= MAX_RUNNING_PY_HANDLERS {
+                let running = st.running;
+                leave(&mut st);
+                return Err(gate_refusal(target, running, limit));
+            }
+            let pause = limit
+                .saturating_sub(waited)
+                .max(std::time::Duration::from_millis(1));
+            st = GATE_MOVED
+                .wait_timeout(st, pause)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        GATED_HERE.with(|g| g.set(g.get().saturating_sub(1)));
+        let mut st = GATE.lock().unwrap_or_else(|p| p.into_inner());
+        st.running = st.running.saturating_sub(1);
+        st.returned = st.returned.wrapping_add(1);
+        GATE_MOVED.notify_all();
+    }
+}
+
+/// The error of a handler refused by the [`Gate`].
+fn gate_refusal(target: &str, running: usize, limit: std::time::Duration) -> FfiError {
+    FfiError::new(
+        Code::ResourceExhausted,
+        format!(
+            "the Python handler for {target:?} was not run ({NESTING_LIMIT}): \
+             {running} Python handlers are in progress, the most rpjrt runs at once, \
+             and none of them returned in the {} s this one waited for a place. Each holds one \
+             of the plugin's executions in flight (the CPU plugins allow 32 per device), so \
+             handlers that wait for executions started on other threads (a thread pool, a \
+             thread they join) whose handlers need places too would wait for ever; refused \
+             instead of hanging. Do not make a handler wait for a program run on another \
+             thread more than a few levels deep (return, and run the next level outside the \
+             handler), or, if the handlers are merely slow, run fewer at once or raise the \
+             wait with rpjrt.ffi.set_handler_wait_limit(seconds)",
+            limit.as_secs_f64()
+        ),
+    )
+}
+
+/// `_ffi_handler_wait_limit(seconds=None)`: sets how long a Python handler waits for a
+/// place among the 16 in progress while none of them returns, before it is refused (see
+/// [`Gate`]); returns the previous limit in seconds. `None` only reads it.
+#[pyfunction]
+#[pyo3(signature = (seconds = None))]
+pub fn _ffi_handler_wait_limit(seconds: Option<f64>) -> PyResult<f64> {
+    let before = WAIT_LIMIT_MS.load(Ordering::Relaxed) as f64 / 1000.0;
+    if let Some(s) = seconds {
+        // At least a millisecond, at most a day: the wait is measured in milliseconds.
+        if !(0.001..=86_400.0).contains(&s) {
+            return Err(invalid(format!(
+                "the handler wait limit must be a number of seconds from 0.001 to 86400, not \
+                 {s}"
+            )));
+        }
+        WAIT_LIMIT_MS.store((s * 1000.0).round() as u64, Ordering::Relaxed);
+        // Waiters measure against the new limit at once.
+        GATE_MOVED.notify_all();
+    }
+    Ok(before)
+}
+
 /// The `atexit` hook: from now on Python handlers fail at once without touching Python;
 /// the ones already running get the GIL (released here) and finish, for up to ten seconds.
 /// Then every Python object the handler registry holds is released (see [`Held`]), and
@@ -619,6 +822,10 @@ impl Drop for InFlight {
 #[pyfunction]
 pub fn _ffi_finalize(py: Python<'_>) {
     FINALIZING.store(true, Ordering::SeqCst);
+    // Handlers waiting for a place give up now (they see FINALIZING once woken); the lock
+    // is taken so that none misses the wake-up between its check and its wait.
+    drop(GATE.lock().unwrap_or_else(|p| p.into_inner()));
+    GATE_MOVED.notify_all();
     py.detach(|| {
         let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while IN_FLIGHT.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
@@ -790,11 +997,21 @@ fn write_returned(
         )));
     };
     if values.len() != rets.len() {
+        // A list or tuple is one value per result, also for a single result: a plain list
+        // of numbers given for one array result reads as that many results.
+        let one_array = if rets.len() == 1 {
+            "; for the one array result, return a numpy array (np.asarray(the_list, \
+             dtype=...)) rather than a plain list"
+        } else {
+            ""
+        };
         return Err(invalid(format!(
-            "the Python handler for {target:?} returned {} values, but the custom call has {} \
-             results",
+            "the Python handler for {target:?} returned {} values (a {}, which is taken as \
+             one value per result), but the custom call has {} result{}{one_array}",
             values.len(),
-            rets.len()
+            value.get_type().name()?,
+            rets.len(),
+            if rets.len() == 1 { "" } else { "s" }
         )));
     }
     let np = py.import("numpy")?;
@@ -938,6 +1155,12 @@ fn call_python(
         return Err(shutting_down(call.target()));
     };
     let target = call.target().to_string();
+    // A place among the Python handlers in progress (see `Gate`), taken without the GIL;
+    // the instantiate stage runs in a compile, which holds no execution in flight.
+    let _place = match role {
+        Role::Execute => Some(Gate::enter(&target)?),
+        Role::Instantiate => None,
+    };
     // Python's floats are IEEE: the handler's code (and the attributes' conversion to
     // Python floats) must not run under the runtime's flush-to-zero mode, where
     // `1e-310 * 1.0` is 0 and a subnormal f32 attribute reads as 0.
@@ -1040,15 +1263,14 @@ fn call_python(
                     // SAFETY: the GIL is held and no Python code runs while the
                     // bytearray's bytes are borrowed for this copy.
                     let src = unsafe { stage.as_bytes() };
-                    if src.len() == dst.len() {
-                        dst.copy_from_slice(src);
-                    } else {
+                    if src.len() != dst.len() {
                         return Err(invalid(format!(
                             "result copy of {} bytes for a {}-byte result",
                             src.len(),
                             dst.len()
                         )));
                     }
+                    copy_result(r.get().element_type, src, dst);
                 }
                 Ok(None)
             });
@@ -1072,6 +1294,21 @@ fn call_python(
         })
     })
     .unwrap_or_else(|| Err(shutting_down(&target)))
+}
+
+/// Copies a result's staged bytes (what the handler returned or wrote into its views, or
+/// through `data`) into the result's memory. A bool result is normalised as rpjrt's put
+/// normalises bool bytes (`rpjrt::host`: nonzero is true): each byte becomes 0 or 1, so an
+/// array made by `.view(np.bool_)` of wider data, or bytes written through `memoryview()`,
+/// never leave an `i1` byte other than 0 and 1 for later ops to misread.
+fn copy_result(element_type: Option<ElementType>, src: &[u8], dst: &mut [u8]) {
+    if element_type == Some(ElementType::Pred) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = u8::from(s != 0);
+        }
+    } else {
+        dst.copy_from_slice(src);
+    }
 }
 
 fn python_handler(func: Arc<Held>) -> Arc<HandlerFn> {
@@ -1284,6 +1521,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_ffi_rpjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(_ffi_bench_register_rust, m)?)?;
     m.add_function(wrap_pyfunction!(_ffi_finalize, m)?)?;
+    m.add_function(wrap_pyfunction!(_ffi_handler_wait_limit, m)?)?;
     // Registered at import: atexit runs hooks last-registered first, so this runs after
     // the hooks of modules imported later, still before the interpreter tears down.
     m.py()
