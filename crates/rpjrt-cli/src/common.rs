@@ -249,15 +249,16 @@ impl Quiet {
             let what = what.to_string();
             // The watched call runs on this thread: the step it is in names the entry.
             let caller = std::thread::current().id();
-            let give_up: rpjrt::stdio::OnDeadline = Box::new(move |ran| {
+            let give_up: rpjrt::stdio::OnDeadline = Box::new(move |_ran| {
                 let log = log.map(|l| l.read()).unwrap_or_default();
                 let step = rpjrt::Plugin::current_step(caller)
                     .map_or_else(String::new, |s| format!(", in {s}"));
+                // The limit as given (`0.1ms`, `2.0s`), not the time the watch ran, rounded
+                // (a limit under half a second read "0s").
                 let message = with_log(
                     format!(
-                        "{what}: the plugin did not return within {:.0}s \
-                         (--plugin-timeout){step}; giving up",
-                        ran.as_secs_f64()
+                        "{what}: the plugin did not return within {}{step}; giving up",
+                        plugin_timeout_shown().unwrap_or_else(|| "its limit".into())
                     ),
                     &log,
                 );
@@ -321,8 +322,10 @@ pub fn with_log(message: String, log: &str) -> String {
 
 static SHOW_PLUGIN_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// `--plugin-timeout` in milliseconds (0: none).
-static PLUGIN_TIMEOUT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// `--plugin-timeout` as given, and what gave it (the option or the variable); `None`: no
+/// limit.
+static PLUGIN_TIMEOUT: std::sync::Mutex<Option<(std::time::Duration, &'static str)>> =
+    std::sync::Mutex::new(None);
 
 /// Sets how long loading a plugin or creating its client may take before the CLI gives up
 /// (`--plugin-timeout`, or `RPJRT_PLUGIN_TIMEOUT` when the option is not given).
@@ -341,20 +344,33 @@ pub fn set_plugin_timeout(seconds: Option<f64>) -> Result<(), CliError> {
             _ => (None, ""),
         },
     };
-    let ms = match seconds {
-        Some(s) => (positive_seconds(s, what)?.as_millis() as u64).max(1),
-        None => 0,
+    let limit = match seconds {
+        // Kept as given: a limit of 0.0001 s is 100 µs, not rounded to a millisecond.
+        Some(s) => Some((positive_seconds(s, what)?, what)),
+        None => None,
     };
-    PLUGIN_TIMEOUT_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
+    *PLUGIN_TIMEOUT.lock().unwrap_or_else(|p| p.into_inner()) = limit;
     Ok(())
 }
 
 /// The `--plugin-timeout` in force, if any.
 pub fn plugin_timeout() -> Option<std::time::Duration> {
-    match PLUGIN_TIMEOUT_MS.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => None,
-        ms => Some(std::time::Duration::from_millis(ms)),
-    }
+    PLUGIN_TIMEOUT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .map(|(d, _)| d)
+}
+
+/// The `--plugin-timeout` in force as messages name it: its length, in the one format of
+/// the CLI's durations (`2.0s`, `0.1ms`... see [`rpjrt_distributed::duration_text`]; a
+/// short limit never reads as `0s`), and what set it: `2.0s (--plugin-timeout)`,
+/// `500ms (RPJRT_PLUGIN_TIMEOUT)`. `None` when there is no limit.
+pub fn plugin_timeout_shown() -> Option<String> {
+    let (limit, what) = (*PLUGIN_TIMEOUT.lock().unwrap_or_else(|p| p.into_inner()))?;
+    Some(format!(
+        "{} ({what})",
+        rpjrt_distributed::duration_text(limit)
+    ))
 }
 
 /// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).

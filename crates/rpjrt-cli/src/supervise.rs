@@ -242,8 +242,8 @@ pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> 
     let deadline = Instant::now() + timeout;
     let too_long = || {
         Probe::Broken(format!(
-            "loading it did not finish in {:.0} s",
-            timeout.as_secs_f64()
+            "loading it did not finish in {}",
+            rpjrt_distributed::duration_text(timeout)
         ))
     };
     let status = match rpjrt::stdio::wait_until(&mut child, deadline) {

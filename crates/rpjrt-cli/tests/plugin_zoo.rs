@@ -274,8 +274,14 @@ fn a_plugin_that_does_not_answer_is_given_up_on_after_the_timeout() {
         assert_eq!(code, 1, "{err}");
         assert!(took < Duration::from_secs(20), "took {took:?}");
         assert!(out.is_empty(), "{out}");
+        // The limit is named with what set it.
+        let named = if option.is_some() {
+            "did not return within 1.0s (--plugin-timeout)"
+        } else {
+            "did not return within 1.0s (RPJRT_PLUGIN_TIMEOUT)"
+        };
         assert!(
-            err.contains("creating a client") && err.contains("did not return within 1s"),
+            err.contains("creating a client") && err.contains(named),
             "{err}"
         );
         assert!(err.contains("PJRT_Client_Create: hanging"), "{err}");
@@ -353,7 +359,7 @@ fn libraries_that_hang_while_loading_cost_one_timeout_together() {
             r["problem"]
                 .as_str()
                 .unwrap_or("")
-                .contains("did not finish in 5 s"),
+                .contains("did not finish in 5.0s"),
             "{r}"
         );
     }
@@ -442,4 +448,78 @@ fn a_plugin_hanging_in_compile_or_execute_is_named_while_waited_on() {
         assert!(err.contains("still waiting after 5s"), "{verb:?}: {err}");
         assert!(err.contains(want), "{verb:?}: {err}");
     }
+}
+
+/// `conform` honours `--plugin-timeout` (and `RPJRT_PLUGIN_TIMEOUT`) for the load in its
+/// children: it waited a fixed minute for a load that hung, then reported its own kill as
+/// "killed by SIGKILL (9)", as if the plugin had crashed.
+#[test]
+fn conform_gives_up_on_a_load_at_the_plugin_timeout_naming_it() {
+    for (hang, option, step) in [
+        ("dlopen", true, "the system's library loader"),
+        ("dlopen", false, "the system's library loader"),
+        ("GetPjrtApi", true, "GetPjrtApi"),
+    ] {
+        let mut c = rpjrt();
+        if option {
+            c.args(["--plugin-timeout", "2"]);
+        } else {
+            c.env("RPJRT_PLUGIN_TIMEOUT", "2");
+        }
+        c.arg("conform")
+            .arg(fake())
+            .args(["--timeout", "3", "--only", "api.version"])
+            .env("RPJRT_FAKE_HANG_ON", hang);
+        let started = Instant::now();
+        let (code, _, err) = run(&mut c);
+        let took = started.elapsed();
+        assert_eq!(code, 1, "{hang}: {err}");
+        assert!(
+            took < Duration::from_secs(20),
+            "{hang}: took {took:?}: {err}"
+        );
+        let named = if option {
+            "did not return within 2.0s (--plugin-timeout)"
+        } else {
+            "did not return within 2.0s (RPJRT_PLUGIN_TIMEOUT)"
+        };
+        assert!(err.contains(named), "{hang}: {err}");
+        assert!(err.contains(&format!(", in {step}")), "{hang}: {err}");
+        assert!(!err.contains("SIGKILL"), "{hang}: {err}");
+    }
+}
+
+/// A short `--plugin-timeout` is named as given, in milliseconds: 0.0001 s read "0s".
+#[test]
+fn a_short_plugin_timeout_is_not_shown_as_zero() {
+    let (code, _, err) = run(rpjrt()
+        .arg("info")
+        .arg(fake())
+        .env("RPJRT_PLUGIN_TIMEOUT", "0.0001")
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create"));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("did not return within 0.1ms (RPJRT_PLUGIN_TIMEOUT)"),
+        "{err}"
+    );
+    assert!(!err.contains("within 0s"), "{err}");
+}
+
+/// A plugin path that cannot be read for another reason than its absence (a loop of
+/// symbolic links) is not said to be "not there".
+#[test]
+fn a_symlink_loop_is_not_called_a_missing_file() {
+    let dir = tmpdir("zoo-symlink-loop");
+    let (a, b) = (dir.join("loop1.so"), dir.join("loop2.so"));
+    let _ = std::fs::remove_file(&a);
+    let _ = std::fs::remove_file(&b);
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let (code, _, err) = run(rpjrt().arg("info").arg(&a));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("loop of symbolic links"), "{err}");
+    assert!(!err.contains("not there"), "{err}");
+    let (code, _, err) = run(rpjrt().arg("info").arg(dir.join("absent.so")));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not there"), "{err}");
 }

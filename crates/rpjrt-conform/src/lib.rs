@@ -41,6 +41,7 @@
 //!         child: vec![std::env::current_exe().expect("own path").into(), "child".into()],
 //!         timeout: Duration::from_secs(60),
 //!         env: Vec::new(),
+//!         load_timeout: None,
 //!     };
 //!     let checks = rpjrt_conform::select(Some("api.*,buffers.*"));
 //!     let mut progress = |_: usize, _: usize, _: &str, _: Option<&rpjrt_conform::CheckResult>| {};
@@ -659,10 +660,19 @@ fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
 /// `{"start": NAME}` before a check, `{"result": {...}}` after it). Returns the process
 /// exit code. Started by [`run_isolated`] ([`PARENT_PIPE_ENV`] set), it also ends the
 /// process as soon as the runner is gone.
+///
+/// With [`LOAD_TIMEOUT_ENV`] set (by a runner given [`RunConfig::load_timeout`]), a load
+/// still running at that limit ends the child at once (the call cannot be taken back from
+/// the plugin, and its static destructors must not run under it), after a `load_error`
+/// naming the limit and the step the load was in.
 pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
     exit_with_parent();
     let checks = all_checks();
-    let plugin = match Plugin::load(plugin) {
+    let loaded = match load_limit_from_env() {
+        Some((limit, shown_as)) => load_within(plugin, limit, &shown_as, out),
+        None => Plugin::load(plugin),
+    };
+    let plugin = match loaded {
         Ok(p) => p,
         Err(e) => {
             let reason = match e {
@@ -701,6 +711,102 @@ pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
     0
 }
 
+/// Set by [`run_isolated`] in a child's environment when [`RunConfig::load_timeout`] is
+/// given: the limit on loading the plugin, in seconds (a decimal number).
+pub const LOAD_TIMEOUT_ENV: &str = "RPJRT_CONFORM_LOAD_TIMEOUT";
+/// Set with [`LOAD_TIMEOUT_ENV`]: how the child's error names the limit
+/// ([`LoadTimeout::shown_as`]).
+pub const LOAD_TIMEOUT_SHOWN_ENV: &str = "RPJRT_CONFORM_LOAD_TIMEOUT_SHOWN";
+
+/// The stack of the thread that loads the plugin under a limit: as large as a main
+/// thread's usually is (a plugin's initializers may recurse deeply).
+const LOAD_THREAD_STACK: usize = 16 << 20;
+
+/// The load limit [`run_isolated`] gave this child, when it gave one.
+fn load_limit_from_env() -> Option<(Duration, String)> {
+    let secs: f64 = std::env::var(LOAD_TIMEOUT_ENV).ok()?.parse().ok()?;
+    let limit = Duration::try_from_secs_f64(secs).ok()?;
+    let shown = std::env::var(LOAD_TIMEOUT_SHOWN_ENV)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("{secs}s"));
+    Some((limit, shown))
+}
+
+/// [`Plugin::load`] on a thread of its own, given up at `limit`: the child then reports a
+/// `load_error` naming the limit (as `shown_as`) and the step the load was in
+/// ([`Plugin::current_step`]), and ends at once (see [`child_main`]).
+fn load_within(
+    path: &Path,
+    limit: Duration,
+    shown_as: &str,
+    out: &mut dyn Write,
+) -> rpjrt::Result<Plugin> {
+    let (tx, rx) = mpsc::channel();
+    // A thread's first blocking wait on a channel registers thread-locals with destructors,
+    // which takes the dynamic loader's lock: a `dlopen` that never returns holds it. This
+    // thread's first such wait is made here, before the load starts, so that the wait
+    // below cannot block on that lock and never give up. The mark is made ready too.
+    let _ = rx.recv_timeout(Duration::from_millis(1));
+    let _ = mark_here();
+    let owned = path.to_path_buf();
+    let loader = std::thread::Builder::new()
+        .name("rpjrt-conform-load".into())
+        .stack_size(LOAD_THREAD_STACK)
+        .spawn(move || {
+            let _ = tx.send(Plugin::load(&owned));
+        });
+    let loader = match loader {
+        Ok(t) => t,
+        // No thread to spare: load here, without the limit.
+        Err(_) => return Plugin::load(path),
+    };
+    let loader_id = loader.thread().id();
+    match rx.recv_timeout(limit) {
+        Ok(loaded) => {
+            let _ = loader.join();
+            loaded
+        }
+        // The load panicked: as it would have on this thread.
+        Err(mpsc::RecvTimeoutError::Disconnected) => match loader.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            // Not expected: the loader sends its result before it ends.
+            Ok(()) => Err(Error::PluginLoad {
+                path: path.to_path_buf(),
+                reason: "the thread loading the plugin ended without a result".into(),
+            }),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            let step =
+                Plugin::current_step(loader_id).map_or_else(String::new, |s| format!(", in {s}"));
+            emit(
+                out,
+                &json!({
+                    "load_error": format!(
+                        "the plugin did not return within {shown_as}{step}; the conform \
+                         child process gave up on it and exited"
+                    ),
+                    "timed_out": true,
+                }),
+            );
+            // The load cannot be taken back: no exit handlers or static destructors run
+            // while it is still inside the plugin (and may hold the loader's lock).
+            rpjrt::stdio::exit_now(1)
+        }
+    }
+}
+
+/// A limit on loading the plugin in each child of [`run_isolated`] (`dlopen` and the
+/// library's initializers, `GetPjrtApi`, `PJRT_Plugin_Initialize`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadTimeout {
+    /// How long a child may take to load the plugin.
+    pub limit: Duration,
+    /// How an error names the limit, after "did not return within": its length and what
+    /// set it, e.g. `2.0s (--plugin-timeout)`.
+    pub shown_as: String,
+}
+
 /// How [`run_isolated`] starts a child and reports progress.
 pub struct RunConfig {
     /// The program and leading arguments that start a child: the runner appends
@@ -710,11 +816,21 @@ pub struct RunConfig {
     pub timeout: Duration,
     /// Environment variables set in the child (on top of the caller's).
     pub env: Vec<(OsString, OsString)>,
+    /// The limit on loading the plugin in each child. `None`: the larger of `timeout` and
+    /// a minute. A child still loading at the limit reports a timeout naming it and the
+    /// step the load was in (or, when it cannot, is killed a moment later and the
+    /// timeout is reported for it): [`run_isolated`] fails with that error.
+    pub load_timeout: Option<LoadTimeout>,
 }
 
-/// The least time [`run_isolated`] gives a child to load the plugin, whatever the limit
-/// per check (loading a GPU plugin takes seconds).
+/// The least time [`run_isolated`] gives a child to load the plugin when no
+/// [`RunConfig::load_timeout`] is given, whatever the limit per check (loading a GPU
+/// plugin takes seconds).
 const LOAD_TIMEOUT_FLOOR: Duration = Duration::from_secs(60);
+
+/// How long after a [`RunConfig::load_timeout`] the runner waits for the child's own
+/// report of it (the child starting up counts against the limit too) before it kills it.
+const LOAD_REPORT_GRACE: Duration = Duration::from_secs(3);
 
 /// The whole report of one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -876,6 +992,16 @@ fn spawn(
     for (k, v) in &config.env {
         cmd.env(k, v);
     }
+    match &config.load_timeout {
+        Some(t) => {
+            cmd.env(LOAD_TIMEOUT_ENV, t.limit.as_secs_f64().to_string())
+                .env(LOAD_TIMEOUT_SHOWN_ENV, &t.shown_as);
+        }
+        None => {
+            cmd.env_remove(LOAD_TIMEOUT_ENV)
+                .env_remove(LOAD_TIMEOUT_SHOWN_ENV);
+        }
+    }
     cmd.spawn()
 }
 
@@ -982,11 +1108,20 @@ pub fn run_isolated(
         // When the last event came: the limit between checks (and after the last one,
         // while the child tears the client down) counts from it.
         let mut last_event = Instant::now();
+        // The load's limit counts from the child's start, whatever it prints meanwhile.
+        let load_wait = match &config.load_timeout {
+            Some(t) => t.limit.saturating_add(LOAD_REPORT_GRACE),
+            // Loading a large plugin (a GPU one) may take longer than one check.
+            None => config.timeout.max(LOAD_TIMEOUT_FLOOR),
+        };
+        let load_deadline = Instant::now().checked_add(load_wait);
+        let mut load_timed_out = false;
         loop {
             let wait = match &current {
                 Some((_, since)) => config.timeout.saturating_sub(since.elapsed()),
-                // Loading a large plugin (a GPU one) may take longer than one check.
-                None if plugin_info.is_none() => config.timeout.max(LOAD_TIMEOUT_FLOOR),
+                None if plugin_info.is_none() => {
+                    load_deadline.map_or(load_wait, |d| d.saturating_duration_since(Instant::now()))
+                }
                 // Between checks, or after the last one (the child tearing down): the
                 // child has no more than a check's time.
                 None => config.timeout.saturating_sub(last_event.elapsed()),
@@ -1027,9 +1162,15 @@ pub fn run_isolated(
                         .filter(|_| plugin_info.is_none())
                     {
                         let _ = child.wait();
+                        // A load given up at its limit: what the plugin wrote so far
+                        // says what it waited on.
+                        let log = match v.get("timed_out").and_then(Json::as_bool) {
+                            Some(true) => with_stderr(&drain_closed(&erx)),
+                            _ => String::new(),
+                        };
                         return Err(Error::PluginLoad {
                             path: plugin.to_path_buf(),
-                            reason: e.to_string(),
+                            reason: format!("{e}{log}"),
                         });
                     }
                 }
@@ -1042,8 +1183,11 @@ pub fn run_isolated(
                     let last = results[first_here..].last().map(|r| r.name.clone());
                     let (name, since) = match (current.take(), last) {
                         (Some(c), _) => c,
-                        // Not loaded: reported below as a load failure.
-                        (None, _) if plugin_info.is_none() => break,
+                        // Not loaded: reported below as a load that ran out of time.
+                        (None, _) if plugin_info.is_none() => {
+                            load_timed_out = true;
+                            break;
+                        }
                         // After its last check: the results stand; the hang (in the
                         // plugin's teardown, mostly) is noted, not pinned on a check.
                         (None, Some(last)) if next >= total => {
@@ -1097,19 +1241,30 @@ pub fn run_isolated(
             // The child never got the plugin loaded: nothing can be checked.
             let _ = child.kill();
             let status = child.wait().ok();
-            let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
-            let log = drain_closed(&erx);
+            let log = with_stderr(&drain_closed(&erx));
+            // Killed here because the load ran out of time: a timeout, not a crash (the
+            // SIGKILL was the runner's).
+            let reason = match (&config.load_timeout, load_timed_out) {
+                (Some(t), true) => format!(
+                    "the plugin did not finish loading within {} in the conform child \
+                     process, which did not report it itself; the child was killed{log}",
+                    t.shown_as
+                ),
+                (None, true) => format!(
+                    "the plugin did not finish loading within {:.1} s (the larger of the \
+                     per-check limit and {} s, as no limit on loading was given); the \
+                     conform child process was killed{log}",
+                    load_wait.as_secs_f64(),
+                    LOAD_TIMEOUT_FLOOR.as_secs()
+                ),
+                _ => {
+                    let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
+                    format!("the conform child process {how} while loading the plugin{log}")
+                }
+            };
             return Err(Error::PluginLoad {
                 path: plugin.to_path_buf(),
-                reason: format!(
-                    "the conform child process {how} while loading the plugin{}{}",
-                    if log.trim().is_empty() {
-                        ""
-                    } else {
-                        "; its stderr: "
-                    },
-                    log.trim()
-                ),
+                reason,
             });
         }
         // The child is gone or ending: reap it, record a check it died in, then split its
@@ -1153,6 +1308,14 @@ pub fn run_isolated(
         results,
         notes,
     })
+}
+
+/// `"; its stderr: LOG"` for a child's stderr `log`, or nothing when it wrote none.
+fn with_stderr(log: &str) -> String {
+    match log.trim() {
+        "" => String::new(),
+        log => format!("; its stderr: {log}"),
+    }
 }
 
 /// The result of a check whose process ended abnormally (`detail` says how and when).

@@ -9,10 +9,11 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rpjrt_conform::{
-    run_isolated, select, CheckResult, Outcome, Report, RunConfig, CLIENT_CHECK, TEST_CRASH_ENV,
+    run_isolated, select, CheckResult, LoadTimeout, Outcome, Report, RunConfig, CLIENT_CHECK,
+    TEST_CRASH_ENV,
 };
 
 fn main() {
@@ -59,6 +60,14 @@ fn main() {
         (
             "a_plugin_printing_protocol_lines_forges_nothing",
             a_plugin_printing_protocol_lines_forges_nothing,
+        ),
+        (
+            "a_load_that_hangs_ends_at_the_load_timeout_naming_it",
+            a_load_that_hangs_ends_at_the_load_timeout_naming_it,
+        ),
+        (
+            "a_load_within_its_timeout_runs_the_checks",
+            a_load_within_its_timeout_runs_the_checks,
         ),
     ];
     let mut failed = Vec::new();
@@ -124,6 +133,17 @@ fn conform(plugin: &Path, only: &str, env: &[(&str, &str)]) -> Report {
 
 /// [`conform`] with `timeout` per check.
 fn conform_within(plugin: &Path, only: &str, env: &[(&str, &str)], timeout: Duration) -> Report {
+    conform_limited(plugin, only, env, timeout, None).expect("the run completes")
+}
+
+/// [`conform_within`] with a limit on loading the plugin, returning the run's error.
+fn conform_limited(
+    plugin: &Path,
+    only: &str,
+    env: &[(&str, &str)],
+    timeout: Duration,
+    load_timeout: Option<LoadTimeout>,
+) -> rpjrt::Result<Report> {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut child_env: Vec<(OsString, OsString)> = env
         .iter()
@@ -135,11 +155,12 @@ fn conform_within(plugin: &Path, only: &str, env: &[(&str, &str)], timeout: Dura
         child: vec![exe.into_os_string(), "child".into()],
         timeout,
         env: child_env,
+        load_timeout,
     };
     let checks = select(Some(only));
     assert!(!checks.is_empty(), "no check matches {only}");
     let mut progress = |_: usize, _: usize, _: &str, _: Option<&CheckResult>| {};
-    run_isolated(plugin, &checks, &config, &mut progress).expect("the run completes")
+    run_isolated(plugin, &checks, &config, &mut progress)
 }
 
 fn result<'a>(r: &'a Report, name: &str) -> &'a CheckResult {
@@ -512,4 +533,56 @@ fn a_table_size_the_loader_clamped_fails_table_size() {
     let c = result(&r, "api.table_size");
     assert_eq!(c.outcome, Outcome::Pass, "{}", c.detail);
     assert_eq!(c.facts["claimed_table_size"], c.facts["table_size"]);
+}
+
+fn a_load_that_hangs_ends_at_the_load_timeout_naming_it() {
+    // The runner waited a fixed minute for a load that hung (the load limit was not
+    // passed on), then reported its own SIGKILL as if the plugin had crashed.
+    for (entry, step) in [
+        ("dlopen", "the system's library loader"),
+        ("GetPjrtApi", "GetPjrtApi"),
+    ] {
+        let started = Instant::now();
+        let e = conform_limited(
+            &fake_plugin(),
+            "api.version",
+            &[("RPJRT_FAKE_HANG_ON", entry)],
+            Duration::from_secs(60),
+            Some(LoadTimeout {
+                limit: Duration::from_secs(2),
+                shown_as: "2.0s (the test's limit)".into(),
+            }),
+        )
+        .expect_err("a load that never returns fails the run");
+        let took = started.elapsed();
+        let msg = e.to_string();
+        assert!(
+            took < Duration::from_secs(20),
+            "{entry}: took {took:?}: {msg}"
+        );
+        assert!(
+            msg.contains("did not return within 2.0s (the test's limit)"),
+            "{entry}: {msg}"
+        );
+        assert!(msg.contains(&format!(", in {step}")), "{entry}: {msg}");
+        assert!(!msg.contains("SIGKILL"), "{entry}: {msg}");
+        // What the plugin wrote while it hung says where.
+        assert!(msg.contains("hanging"), "{entry}: {msg}");
+    }
+}
+
+fn a_load_within_its_timeout_runs_the_checks() {
+    let r = conform_limited(
+        &fake_plugin(),
+        "api.version",
+        &[],
+        Duration::from_secs(60),
+        Some(LoadTimeout {
+            limit: Duration::from_secs(30),
+            shown_as: "30.0s (the test's limit)".into(),
+        }),
+    )
+    .expect("the run completes");
+    let c = result(&r, "api.version");
+    assert_eq!(c.outcome, Outcome::Pass, "{}", c.detail);
 }

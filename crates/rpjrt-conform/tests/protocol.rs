@@ -19,6 +19,7 @@ fn run_script(lines: &[String], checks: &[rpjrt_conform::Check]) -> rpjrt_confor
         child: vec!["sh".into(), "-c".into(), body.into(), "sh".into()],
         timeout: Duration::from_secs(20),
         env: Vec::new(),
+        load_timeout: None,
     };
     let mut progress = |_: usize, _: usize, _: &str, _: Option<&CheckResult>| {};
     run_isolated(
@@ -74,4 +75,42 @@ fn lines_out_of_protocol_order_are_not_verdicts() {
         "{}",
         report.results[1].detail
     );
+}
+
+#[test]
+fn a_child_that_never_reports_its_load_is_killed_at_the_load_timeout_and_said_so() {
+    // A child that neither loads nor reports (stuck before it could) was waited for a
+    // minute, then its kill reported as "killed by SIGKILL" as if it had crashed.
+    let config = RunConfig {
+        child: vec![
+            "sh".into(),
+            "-c".into(),
+            "exec sleep 60".into(),
+            "sh".into(),
+        ],
+        timeout: Duration::from_secs(60),
+        env: Vec::new(),
+        load_timeout: Some(rpjrt_conform::LoadTimeout {
+            limit: Duration::from_millis(500),
+            shown_as: "500ms (the test's limit)".into(),
+        }),
+    };
+    let checks: Vec<_> = select(None).into_iter().take(1).collect();
+    let mut progress = |_: usize, _: usize, _: &str, _: Option<&CheckResult>| {};
+    let started = std::time::Instant::now();
+    let e = run_isolated(
+        "/nonexistent/plugin.so".as_ref(),
+        &checks,
+        &config,
+        &mut progress,
+    )
+    .expect_err("a child that never loads fails the run");
+    let took = started.elapsed();
+    let msg = e.to_string();
+    assert!(took < Duration::from_secs(20), "took {took:?}: {msg}");
+    assert!(
+        msg.contains("did not finish loading within 500ms (the test's limit)"),
+        "{msg}"
+    );
+    assert!(msg.contains("killed") && !msg.contains("SIGKILL"), "{msg}");
 }

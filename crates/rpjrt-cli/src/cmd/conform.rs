@@ -242,6 +242,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         } else {
             Vec::new()
         },
+        // `--plugin-timeout` bounds each child's load of the plugin, as it bounds every
+        // verb's (client creation is a check, bounded by --timeout).
+        load_timeout: common::plugin_timeout().map(|limit| conform::LoadTimeout {
+            limit,
+            shown_as: common::plugin_timeout_shown().unwrap_or_default(),
+        }),
     };
     let to_stdout = is_stdout(args.json.as_ref()) || is_stdout(args.html.as_ref());
     // Which check runs and how many are left, on a terminal only and never with --json.
