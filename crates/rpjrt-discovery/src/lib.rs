@@ -1154,18 +1154,46 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
             path.display()
         ))
     })?;
-    let lib = config
-        .get("library_path")
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| err("the PJRT plugin config has no 'library_path' field".into()))?;
+    if !config.is_object() {
+        return Err(err(format!(
+            "the PJRT plugin config {} is {}, not a JSON object with a 'library_path' field",
+            path.display(),
+            json_kind(&config)
+        )));
+    }
+    let lib = match config.get("library_path") {
+        Some(serde_json::Value::String(s)) => s,
+        Some(other) => {
+            return Err(err(format!(
+                "the PJRT plugin config {}: 'library_path' is {}, not a string (the path \
+                 of the plugin library)",
+                path.display(),
+                json_kind(other)
+            )))
+        }
+        None => {
+            return Err(err(format!(
+                "the PJRT plugin config {} has no 'library_path' field",
+                path.display()
+            )))
+        }
+    };
     // Every option is kept as written, or refused naming it: an option dropped here
     // would leave the client created without what the config asked for.
     let options = match config.get("create_options") {
         None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::Object(o)) => Some(
+        Some(serde_json::Value::Object(o)) => Some({
+            // The options' text as written: serde_json reads an integer beyond u64 as a
+            // float, which must be refused as an integer out of range, not passed on as a
+            // float (nor rounded).
+            let raw = raw_create_options(&text);
             o.iter()
                 .map(|(k, v)| {
-                    json_value(v).map(|v| (k.clone(), v)).map_err(|why| {
+                    let checked = match raw.get(k).and_then(|r| integer_out_of_range(r.get())) {
+                        Some(why) => Err(why),
+                        None => json_value(v),
+                    };
+                    checked.map(|v| (k.clone(), v)).map_err(|why| {
                         err(format!(
                             "the PJRT plugin config {}: create option {k:?} is {why}; options \
                              are booleans, integers, floats, strings or lists of integers",
@@ -1173,8 +1201,8 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
                         ))
                     })
                 })
-                .collect::<Result<ClientOptions>>()?,
-        ),
+                .collect::<Result<ClientOptions>>()?
+        }),
         Some(_) => {
             return Err(err(format!(
                 "the PJRT plugin config {}: 'create_options' is not an object of NAME: VALUE",
@@ -1183,6 +1211,71 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
         }
     };
     Ok((lib.to_string(), options))
+}
+
+/// The most of a number's text an error message shows.
+const SHOWN_NUMBER_BYTES: usize = 48;
+
+/// A JSON value's kind for a message: `a number (5)`, `a boolean (true)`, `null`, `a
+/// list`, `an object`, `a string`.
+fn json_kind(v: &serde_json::Value) -> String {
+    use serde_json::Value as J;
+    match v {
+        J::Null => "null".into(),
+        J::Bool(b) => format!("a boolean ({b})"),
+        J::Number(n) => format!("a number ({})", shown_number(&n.to_string())),
+        J::String(_) => "a string".into(),
+        J::Array(_) => "a list".into(),
+        J::Object(_) => "an object".into(),
+    }
+}
+
+/// A number's text as a message shows it: whole when short, else its first digits and
+/// how many there are (a config may hold a number of a million digits).
+fn shown_number(text: &str) -> String {
+    if text.len() <= SHOWN_NUMBER_BYTES || !text.is_ascii() {
+        return text.to_string();
+    }
+    format!(
+        "{}... ({} characters)",
+        &text[..SHOWN_NUMBER_BYTES],
+        text.len()
+    )
+}
+
+/// The `create_options` of a config's JSON `text`, each value as written (empty when the
+/// text holds none; the parsed config says what is wrong with it then).
+fn raw_create_options(
+    text: &str,
+) -> std::collections::BTreeMap<String, &serde_json::value::RawValue> {
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    // Duplicate keys: the last one counts, as in the parsed config.
+    serde_json::from_str::<BTreeMap<String, &RawValue>>(text)
+        .ok()
+        .and_then(|top| top.get("create_options").copied())
+        .and_then(|o| serde_json::from_str::<BTreeMap<String, &RawValue>>(o.get()).ok())
+        .unwrap_or_default()
+}
+
+/// Why a create option written as `raw` (its JSON text) is refused as an integer outside
+/// int64's range (`"99999999999999999999999, beyond int64"`), for an integer or a list
+/// holding one; `None` for anything else, which [`json_value`] judges.
+fn integer_out_of_range(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    if raw.starts_with('[') {
+        let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(raw).ok()?;
+        return items.iter().find_map(|item| {
+            let why = integer_out_of_range(item.get())?;
+            Some(format!("a list holding {why}"))
+        });
+    }
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    if !integer || raw.parse::<i64>().is_ok() {
+        return None;
+    }
+    Some(format!("{}, beyond int64", shown_number(raw)))
 }
 
 /// A create option's value from a JSON config, or what it is instead of a value rpjrt can
@@ -1457,6 +1550,21 @@ mod tests {
             (r#"{"a": {"x": 1}}"#, "\"a\" is an object"),
             (r#"{"a": [1, 2.5]}"#, "not all int64"),
             (r#"{"a": 18446744073709551615}"#, "beyond int64"),
+            // Beyond u64: serde_json reads these as floats, which passed on as floats.
+            (
+                r#"{"a": 99999999999999999999999}"#,
+                "\"a\" is 99999999999999999999999, beyond int64",
+            ),
+            (
+                r#"{"a": -99999999999999999999999}"#,
+                "\"a\" is -99999999999999999999999, beyond int64",
+            ),
+            (
+                r#"{"a": [1, 99999999999999999999999]}"#,
+                "a list holding 99999999999999999999999, beyond int64",
+            ),
+            // A duplicate key: the last one counts, as it does for the parsed config.
+            (r#"{"a": 1, "a": 99999999999999999999999}"#, "beyond int64"),
             (r#"{"a": 1e300}"#, "beyond float32"),
             ("7", "not an object"),
         ] {
@@ -1464,6 +1572,73 @@ mod tests {
             let e = read_json_config(&cfg).unwrap_err().to_string();
             assert!(e.contains(want), "{opts}: {e}");
             assert!(e.contains("p.json"), "{opts}: {e}");
+        }
+    }
+
+    #[test]
+    fn integers_in_range_and_floats_are_kept_as_written() {
+        let d = tmp("config-numbers");
+        let cfg = d.join("p.json");
+        std::fs::write(
+            &cfg,
+            r#"{"library_path": "/x/lib.so", "create_options": {"a": 9223372036854775807,
+                "b": -9223372036854775808, "c": 1e23, "d": 100000000000000000000000.0,
+                "e": [-1, 9223372036854775807]}}"#,
+        )
+        .unwrap();
+        let (_, opts) = read_json_config(&cfg).unwrap();
+        let opts = opts.unwrap();
+        let get = |k: &str| {
+            opts.entries()
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        assert_eq!(get("a"), Value::Int64(i64::MAX));
+        assert_eq!(get("b"), Value::Int64(i64::MIN));
+        // Written as floats: floats, whatever their size.
+        assert_eq!(get("c"), Value::Float(1e23));
+        assert_eq!(get("d"), Value::Float(1e23));
+        assert_eq!(get("e"), Value::Int64List(vec![-1, i64::MAX]));
+        // A number of 300 digits is shown by its first ones and its length.
+        std::fs::write(
+            &cfg,
+            format!(
+                r#"{{"library_path": "/x/lib.so", "create_options": {{"a": {}}}}}"#,
+                "9".repeat(300)
+            ),
+        )
+        .unwrap();
+        let e = read_json_config(&cfg).unwrap_err().to_string();
+        assert!(e.contains("(300 characters), beyond int64"), "{e}");
+        assert!(!e.contains(&"9".repeat(49)), "{e}");
+    }
+
+    #[test]
+    fn a_library_path_that_is_not_a_string_is_said_so_naming_the_file() {
+        let d = tmp("config-library-path");
+        let cfg = d.join("p.json");
+        for (text, want) in [
+            (
+                r#"{"library_path": 5}"#,
+                "'library_path' is a number (5), not a string",
+            ),
+            (
+                r#"{"library_path": null}"#,
+                "'library_path' is null, not a string",
+            ),
+            (
+                r#"{"library_path": ["/x.so"]}"#,
+                "'library_path' is a list, not a string",
+            ),
+            (r#"{"create_options": {}}"#, "has no 'library_path' field"),
+            (r#"[1, 2]"#, "is a list, not a JSON object"),
+        ] {
+            std::fs::write(&cfg, text).unwrap();
+            let e = read_json_config(&cfg).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+            assert!(e.contains("p.json"), "{text}: {e}");
         }
     }
 

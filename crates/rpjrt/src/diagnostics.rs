@@ -51,15 +51,59 @@ pub fn explain(e: &Error, device: Option<&Device>, request: Option<&str>) -> Opt
         } else if r.contains("glibc") || r.contains("glibcxx") {
             "the plugin was built for a newer C/C++ runtime than this system has: use a \
              plugin wheel built for this platform"
-        } else if r.contains("the file cannot be read") {
-            "the file is not there: list what is installed with `rpjrt plugins`, or pip \
-             install xla-cpu-pjrt for a CPU plugin"
+        } else if let Some(at) = r.find("the file cannot be read") {
+            unreadable_hint(os_error(&r[at..]))
         } else {
             return None;
         };
         return Some(format!("hint: {hint}"));
     }
     None
+}
+
+/// The OS error number in an I/O error's text (`... (os error 40)`), the first after the
+/// start of `text`.
+fn os_error(text: &str) -> Option<i32> {
+    let from = text.find("(os error ")? + "(os error ".len();
+    let digits = &text[from..];
+    let end = digits.find(')')?;
+    digits[..end].parse().ok()
+}
+
+/// The hint for a plugin file that cannot be read, by why (`errno`, when the error gave
+/// one): only a file that is not there is told to look for what is installed.
+fn unreadable_hint(errno: Option<i32>) -> &'static str {
+    use std::io::ErrorKind;
+    // The numbers that std's `ErrorKind` does not name on a stable release (Linux's).
+    const EIO: i32 = 5;
+    const ELOOP: i32 = 40;
+    let kind = errno.map(|n| std::io::Error::from_raw_os_error(n).kind());
+    match (errno, kind) {
+        (_, Some(ErrorKind::NotFound)) => {
+            "the file is not there: list what is installed with `rpjrt plugins`, or pip \
+             install xla-cpu-pjrt for a CPU plugin"
+        }
+        (_, Some(ErrorKind::PermissionDenied)) => {
+            "the file is there, but this user may not read it (or may not enter a directory \
+             on its path): check the permissions with `namei -l PATH`"
+        }
+        (Some(ELOOP), _) if cfg!(target_os = "linux") => {
+            "the path is a loop of symbolic links, which never reaches a file: `namei PATH` \
+             shows where each link points; point the path at the library itself"
+        }
+        (_, Some(ErrorKind::NotADirectory)) => {
+            "a part of the path before the file name is a file, not a directory: check the \
+             path"
+        }
+        (Some(EIO), _) => {
+            "the system failed reading the file (an I/O error: a failing disk or network \
+             file system); the kernel log (`dmesg`) may say more"
+        }
+        _ => {
+            "the file exists but cannot be read (see the system's reason above): check it \
+             with `ls -lL PATH`"
+        }
+    }
 }
 
 #[cfg(test)]
@@ -88,6 +132,36 @@ mod tests {
         let hint = explain(&e, None, None).unwrap();
         assert!(hint.contains("LD_LIBRARY_PATH"), "{hint}");
         assert!(!hint.contains("not there"), "{hint}");
+    }
+
+    #[test]
+    fn an_unreadable_plugin_is_said_to_be_missing_only_when_it_is() {
+        // Any file that could not be read got "the file is not there", a symlink loop or
+        // a file this user may not read included.
+        let hint = |why: &str| {
+            let e = Error::PluginLoad {
+                path: "/p/plugin.so".into(),
+                reason: format!("the file cannot be read ({why})"),
+            };
+            explain(&e, None, None).unwrap()
+        };
+        let missing = hint("No such file or directory (os error 2)");
+        assert!(missing.contains("not there"), "{missing}");
+        for (why, want) in [
+            (
+                "Too many levels of symbolic links (os error 40)",
+                "loop of symbolic links",
+            ),
+            ("Permission denied (os error 13)", "permissions"),
+            ("Input/output error (os error 5)", "I/O error"),
+            ("Not a directory (os error 20)", "not a directory"),
+            ("Text file busy (os error 26)", "exists but cannot be read"),
+            ("no number here", "exists but cannot be read"),
+        ] {
+            let h = hint(why);
+            assert!(h.contains(want), "{why}: {h}");
+            assert!(!h.contains("not there"), "{why}: {h}");
+        }
     }
 
     #[test]
