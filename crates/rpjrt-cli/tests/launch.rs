@@ -910,3 +910,147 @@ fn an_abandoned_launch_takes_its_processes_descendants_with_it() {
         );
     }
 }
+
+#[test]
+fn a_launch_the_system_cannot_carry_out_is_a_failure_not_a_usage_error() {
+    // Out of file descriptors after 15 of 50 processes: "invalid argument", exit 2, as if
+    // the command line were wrong.
+    let script = format!("ulimit -n 40 && exec {RPJRT} launch -n 50 -- sleep 30");
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &script]);
+    for v in SCRUB {
+        sh.env_remove(v);
+    }
+    let started = Instant::now();
+    let out = finish(
+        sh.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot start"), "{err}");
+    assert!(err.contains("ulimit -n"), "{err}");
+    assert!(!err.contains("invalid argument"), "{err}");
+    // The processes started were killed, not waited for.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // A command that is not there, or cannot be run, stays the user's error.
+    for program in ["/nonexistent/program", "/etc/passwd", "/"] {
+        let out = finish(
+            cmd(&["launch", "-n", "2", "--", program], &[])
+                .spawn()
+                .unwrap(),
+            LIMIT,
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{program}: {err}");
+        assert!(err.contains("cannot start"), "{program}: {err}");
+    }
+}
+
+#[test]
+fn launcher_variables_with_spaces_are_refused_naming_them() {
+    // " 1" and "1 " were read as 1, though the documentation says digits and nothing else.
+    let port = free_port();
+    for bad in [" 1", "1 "] {
+        let mut env = rpjrt_env(1, 2, port, "t");
+        env[0].1 = bad.to_string();
+        let out = finish(
+            cmd(&["rendezvous", "--timeout", "2"], &env)
+                .spawn()
+                .unwrap(),
+            LIMIT,
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains("RPJRT_PROCESS_ID"), "{bad:?}: {err}");
+    }
+}
+
+#[test]
+fn a_long_coordinator_is_shortened_in_the_error() {
+    let long = format!("{}:1", "a".repeat(100_000));
+    let out = finish(
+        cmd(
+            &[
+                "rendezvous",
+                "--process-id",
+                "1",
+                "--num-processes",
+                "2",
+                "--coordinator",
+                &long,
+                "--timeout",
+                "2",
+            ],
+            &[],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", &err[..err.len().min(500)]);
+    assert!(err.len() < 1000, "{} bytes", err.len());
+    assert!(err.contains("(100002 bytes)"), "{err}");
+}
+
+/// Raw connections that are not the job's processes: one that never says hello, and one
+/// that says hello as process 1 (with the token) and stays open while the real process 1
+/// joins. Neither may keep the host up once process 1 has left (it stayed 5 s for the
+/// first, its whole --timeout for the second).
+#[test]
+fn connections_that_are_not_peers_do_not_keep_the_rendezvous_host_up() {
+    use std::io::{Read, Write};
+    let port = free_port();
+    let host = cmd(
+        &["rendezvous", "--timeout", "30"],
+        &rpjrt_env(0, 2, port, "tok"),
+    )
+    .spawn()
+    .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    let silent = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("the host never listened: {e}"),
+        }
+    };
+    let mut extra = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut hello = vec![0x01];
+    hello.extend_from_slice(b"RPJRTKV1");
+    hello.extend_from_slice(&1u32.to_be_bytes());
+    hello.extend_from_slice(b"tok");
+    let mut frame = (hello.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&hello);
+    extra.write_all(&frame).unwrap();
+    let mut reply = [0u8; 5];
+    extra.read_exact(&mut reply).unwrap();
+    assert_eq!(reply, [0, 0, 0, 1, 0], "the hello was not let in");
+    let peer = finish(
+        cmd(
+            &["rendezvous", "--timeout", "30"],
+            &rpjrt_env(1, 2, port, "tok"),
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    assert!(peer.status.success(), "{}", text(&peer.stderr));
+    let left = Instant::now();
+    let out = finish(host, LIMIT);
+    let stayed = left.elapsed();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stayed < Duration::from_secs(4),
+        "the host stayed {stayed:?}"
+    );
+    drop((silent, extra));
+}

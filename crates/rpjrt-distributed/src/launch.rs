@@ -71,23 +71,45 @@ pub struct LaunchEnv {
     pub source: LaunchSource,
 }
 
+/// True for text that is a decimal integer as a launcher writes one: ASCII digits only,
+/// at least one (no sign, no spaces, no other text).
+fn decimal(t: &str) -> bool {
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// A launcher's count or id variable: a decimal integer from 0 to [`MAX_PROCESSES`]
-/// (`crate::MAX_PROCESSES`); a sign, other text or a larger value is an error naming it.
+/// (`crate::MAX_PROCESSES`); a sign, spaces, other text or a larger value is an error
+/// naming it.
 fn parse_num(get: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<usize>> {
     let Some(v) = get(name) else {
         return Ok(None);
     };
-    let t = v.trim();
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+    if !decimal(&v) {
         return Err(crate::invalid(format!(
-            "environment variable {name}={v:?} is not a non-negative integer"
+            "environment variable {name}={} is not a non-negative integer (decimal digits \
+             only: no sign, spaces or other text)",
+            crate::shown(&v)
         )));
     }
-    match t.parse::<usize>() {
+    match v.parse::<usize>() {
         Ok(n) if n <= crate::MAX_PROCESSES => Ok(Some(n)),
         _ => Err(crate::invalid(format!(
-            "environment variable {name}={v:?} is above the limit of {} processes",
+            "environment variable {name}={} is above the limit of {} processes",
+            crate::shown(&v),
             crate::MAX_PROCESSES
+        ))),
+    }
+}
+
+/// A launcher's port variable (`MASTER_PORT`, `RPJRT_COORDINATOR_PORT`): a decimal
+/// integer from 0 to 65535, as [`parse_num`] reads a count.
+fn parse_port(name: &str, v: &str) -> Result<u16> {
+    match v.parse::<u16>() {
+        Ok(n) if decimal(v) => Ok(n),
+        _ => Err(crate::invalid(format!(
+            "environment variable {name}={} is not a port (a decimal integer from 0 to \
+             65535, with no sign, spaces or other text)",
+            crate::shown(v)
         ))),
     }
 }
@@ -194,11 +216,7 @@ impl LaunchEnv {
             }
         };
         let port_plus_one = |p: String| -> Result<String> {
-            let n: u16 = p.trim().parse().map_err(|_| {
-                crate::invalid(format!(
-                    "environment variable MASTER_PORT={p:?} is not a port"
-                ))
-            })?;
+            let n = parse_port("MASTER_PORT", &p)?;
             Ok((n
                 .checked_add(1)
                 .ok_or_else(|| crate::invalid("MASTER_PORT is 65535"))?)
@@ -251,11 +269,7 @@ impl LaunchEnv {
                 .or_else(|| get("SLURM_JOB_NODELIST"))
                 .or_else(|| get("SLURM_NODELIST"));
             let port = match get("RPJRT_COORDINATOR_PORT") {
-                Some(p) => p.trim().parse::<u16>().map_err(|_| {
-                    crate::invalid(format!(
-                        "environment variable RPJRT_COORDINATOR_PORT={p:?} is not a port"
-                    ))
-                })?,
+                Some(p) => parse_port("RPJRT_COORDINATOR_PORT", &p)?,
                 None => DEFAULT_PORT,
             };
             let coordinator = match list {
@@ -309,7 +323,7 @@ impl LaunchEnv {
 /// The first host of a Slurm node list: `node[01-04,07]` → `node01`,
 /// `gpu-a[3,5],cpu1` → `gpu-a3`, `rack[1-2]-n[08-09]` → `rack1-n08`, `host` → `host`.
 pub fn first_host(list: &str) -> Result<String> {
-    let bad = |why: &str| crate::invalid(format!("Slurm node list {list:?}: {why}"));
+    let bad = |why: &str| crate::invalid(format!("Slurm node list {}: {why}", crate::shown(list)));
     let list = list.trim();
     // The first entry ends at the first comma outside brackets.
     let mut depth = 0i32;
@@ -642,6 +656,65 @@ fn free_port() -> Result<u16> {
     Ok(l.local_addr().map_err(fail)?.port())
 }
 
+/// A launch's process that could not start, as an error: a command that is not there or
+/// cannot be run (not found, not executable, a directory, a name too long, an argument
+/// list too long) is the caller's input, `INVALID_ARGUMENT`; anything else (out of file
+/// descriptors, processes or memory) is the system failing the launch, never reported as
+/// an invalid argument (see [`resource_error`]).
+fn spawn_error(e: &std::io::Error, message: String) -> rpjrt::Error {
+    use std::io::ErrorKind;
+    // Linux's numbers for what std's `ErrorKind` does not name on a stable release.
+    const ENOEXEC: i32 = 8;
+    const ELOOP: i32 = 40;
+    let the_callers = matches!(
+        e.kind(),
+        ErrorKind::NotFound
+            | ErrorKind::PermissionDenied
+            | ErrorKind::IsADirectory
+            | ErrorKind::NotADirectory
+            | ErrorKind::InvalidFilename
+            | ErrorKind::ArgumentListTooLong
+            | ErrorKind::InvalidInput
+    ) || matches!(e.raw_os_error(), Some(ENOEXEC | ELOOP));
+    if the_callers {
+        crate::invalid(message)
+    } else {
+        resource_error(e, message)
+    }
+}
+
+/// A launch the system could not carry out (`RESOURCE_EXHAUSTED` when it ran out of file
+/// descriptors, processes, threads or memory; `INTERNAL` for another failure), with what
+/// to do about it where that is known.
+fn resource_error(e: &std::io::Error, message: String) -> rpjrt::Error {
+    use std::io::ErrorKind;
+    // Linux's numbers: too many open files (in this process, in the system).
+    const EMFILE: i32 = 24;
+    const ENFILE: i32 = 23;
+    let (code, what) = match (e.raw_os_error(), e.kind()) {
+        (Some(EMFILE | ENFILE), _) => (
+            rpjrt::Code::ResourceExhausted,
+            "out of file descriptors (each process started takes pipes for its output): \
+             raise the limit (`ulimit -n`) or start fewer processes",
+        ),
+        (_, ErrorKind::WouldBlock) => (
+            rpjrt::Code::ResourceExhausted,
+            "out of processes or threads: raise the limit (`ulimit -u`) or start fewer \
+             processes",
+        ),
+        (_, ErrorKind::OutOfMemory) => (
+            rpjrt::Code::ResourceExhausted,
+            "out of memory: start fewer processes",
+        ),
+        _ => (rpjrt::Code::Internal, ""),
+    };
+    let message = match what {
+        "" => message,
+        what => format!("{message}; {what}"),
+    };
+    crate::store_error(code, message)
+}
+
 impl Launcher {
     /// Starts the processes, forwards each line of their output to `sink`, and waits.
     /// When one fails (non-zero exit or signal) or the timeout runs out, the others are
@@ -727,24 +800,25 @@ impl Launcher {
             rpjrt_raw::process::killed_with_parent(&mut cmd);
             // Whatever cannot be started (the process, its output readers) ends the launch
             // with the ones started so far killed: never a panic, never a partial job.
-            let abort = |children: &mut Vec<Child>, why: String| {
+            let abort = |children: &mut Vec<Child>, why: rpjrt::Error| {
                 for c in children.iter_mut() {
                     let _ = rpjrt_raw::process::signal_child_tree(c, SIGKILL);
                     let _ = c.kill();
                     let _ = c.wait();
                 }
-                crate::invalid(why)
+                why
             };
             let mut child = match cmd.spawn() {
                 Ok(c) => c,
                 Err(e) => {
-                    return Err(abort(
-                        &mut children,
+                    let why = spawn_error(
+                        &e,
                         format!(
                             "cannot start {program:?} (process {p} of {}): {e}",
                             self.num_processes
                         ),
-                    ));
+                    );
+                    return Err(abort(&mut children, why));
                 }
             };
             pipe_ids.push(
@@ -781,13 +855,15 @@ impl Launcher {
                     });
                 if let Err(e) = reader {
                     children.push(child);
-                    return Err(abort(
-                        &mut children,
+                    // Never the user's input: the system is out of threads or memory.
+                    let why = resource_error(
+                        &e,
                         format!(
                             "cannot start a thread to read the output of process {p} of {}: {e}",
                             self.num_processes
                         ),
-                    ));
+                    );
+                    return Err(abort(&mut children, why));
                 }
                 readers += 1;
                 pipes_read += 1;
@@ -979,6 +1055,28 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         LaunchEnv::detect_from(move |k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn a_process_that_cannot_start_is_the_callers_error_only_for_the_command() {
+        let e = |n: i32| spawn_error(&std::io::Error::from_raw_os_error(n), "cannot start".into());
+        // ENOENT, EACCES, ENOEXEC, ENOTDIR, EISDIR, ENAMETOOLONG, ELOOP, E2BIG: the command.
+        for n in [2, 13, 8, 20, 21, 36, 40, 7] {
+            assert_eq!(e(n).code(), rpjrt::Code::InvalidArgument, "errno {n}");
+        }
+        // EMFILE, ENFILE, EAGAIN, ENOMEM: the system ran out; EIO: it failed.
+        for (n, hint) in [
+            (24, "ulimit -n"),
+            (23, "ulimit -n"),
+            (11, "ulimit -u"),
+            (12, "out of memory"),
+        ] {
+            let err = e(n);
+            assert_eq!(err.code(), rpjrt::Code::ResourceExhausted, "errno {n}");
+            assert!(err.to_string().contains(hint), "errno {n}: {err}");
+            assert!(!err.to_string().contains("invalid argument"), "{err}");
+        }
+        assert_eq!(e(5).code(), rpjrt::Code::Internal);
     }
 
     #[test]
@@ -1283,14 +1381,52 @@ mod tests {
     #[test]
     fn launcher_counts_go_through_one_bounded_check() {
         let m = |vars: &[(&str, &str)]| env(vars).unwrap_err().to_string();
-        // Signs and text are refused, naming the variable.
-        for bad in ["-1", "+1", "1.0", "0x2", " "] {
+        // Signs, spaces and text are refused, naming the variable (spaces around a number
+        // passed, though the documentation says "no other text").
+        for bad in ["-1", "+1", "1.0", "0x2", " ", " 1", "1 ", "\t1", "1\n"] {
             let e = m(&[("RPJRT_PROCESS_ID", "0"), ("RPJRT_NUM_PROCESSES", bad)]);
             assert!(
                 e.contains("RPJRT_NUM_PROCESSES") && e.contains("not a non-negative"),
                 "{e}"
             );
         }
+        for bad in [" 1", "1 "] {
+            let e = m(&[("RPJRT_PROCESS_ID", bad), ("RPJRT_NUM_PROCESSES", "2")]);
+            assert!(
+                e.contains("RPJRT_PROCESS_ID") && e.contains("no sign, spaces"),
+                "{e}"
+            );
+        }
+        // Ports alike.
+        for bad in [" 29500", "29500 ", "+29500", "65536"] {
+            let e = m(&[
+                ("RANK", "0"),
+                ("WORLD_SIZE", "1"),
+                ("MASTER_ADDR", "h"),
+                ("MASTER_PORT", bad),
+            ]);
+            assert!(
+                e.contains("MASTER_PORT") && e.contains("not a port"),
+                "{bad:?}: {e}"
+            );
+            let e = m(&[
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "1"),
+                ("RPJRT_COORDINATOR_PORT", bad),
+            ]);
+            assert!(
+                e.contains("RPJRT_COORDINATOR_PORT") && e.contains("not a port"),
+                "{bad:?}: {e}"
+            );
+        }
+        // A value of 100 KB is shown by its start and its length, not whole.
+        let long = "7".repeat(100_000) + "x";
+        let e = m(&[("RPJRT_PROCESS_ID", &long), ("RPJRT_NUM_PROCESSES", "2")]);
+        assert!(
+            e.contains("(100001 bytes)") && e.len() < 400,
+            "{}",
+            &e[..e.len().min(400)]
+        );
         // Beyond the bound (and beyond 64 bits), the bound is named.
         let limit = crate::MAX_PROCESSES.to_string();
         for huge in ["4294967296", "99999999999999999999999"] {

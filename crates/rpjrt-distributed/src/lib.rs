@@ -452,9 +452,10 @@ pub(crate) fn store_error(code: Code, message: impl Into<String>) -> Error {
 /// How many bytes of a key or barrier name an error message shows at most.
 const SHOWN_KEY_BYTES: usize = 48;
 
-/// A key or barrier name as an error message shows it: quoted whole when short, else its
-/// first few dozen characters and its length, so that a message stays short however long
-/// the key a caller passed (a key of 64 MiB made a 64 MiB message).
+/// A key, barrier name, address or variable's value as an error message shows it: quoted
+/// whole when short, else its first few dozen characters and its length, so that a message
+/// stays short however long the text a caller passed (a key of 64 MiB made a 64 MiB
+/// message; a `--coordinator` of 100 KB was echoed whole).
 pub(crate) fn shown(key: &str) -> String {
     if key.len() <= SHOWN_KEY_BYTES {
         return format!("{key:?}");

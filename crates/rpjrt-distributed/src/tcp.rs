@@ -129,13 +129,13 @@ fn utf8<'a>(stream: &mut TcpStream, b: &'a [u8]) -> io::Result<Option<&'a str>> 
 fn resolve(addr: &str) -> Result<SocketAddr> {
     let all: Vec<SocketAddr> = addr
         .to_socket_addrs()
-        .map_err(|e| invalid(format!("cannot resolve store address {addr:?}: {e}")))?
+        .map_err(|e| invalid(format!("cannot resolve store address {}: {e}", shown(addr))))?
         .collect();
     all.iter()
         .find(|a| a.is_ipv4())
         .or_else(|| all.first())
         .copied()
-        .ok_or_else(|| invalid(format!("store address {addr:?} resolves to nothing")))
+        .ok_or_else(|| invalid(format!("store address {} resolves to nothing", shown(addr))))
 }
 
 // ------------------------------------------------------------------------------ the host
@@ -237,12 +237,23 @@ impl Host {
         })
     }
 
-    /// Whether every peer has closed its connections.
-    fn idle(&self) -> bool {
-        let conns = self.shared.conns.lock().unwrap_or_else(|p| p.into_inner());
-        conns
+    /// Whether every process that has a connection open to the store (one that said hello
+    /// with the job's token) has said goodbye: such a process is done with the store,
+    /// whatever connections it (or another holding its id) leaves open. Connections that
+    /// never said hello are not peers and are not waited for.
+    fn peers_left(&self) -> bool {
+        let open: Vec<u32> = self
+            .shared
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .all(|(_, t)| t.as_ref().is_none_or(|t| t.is_finished()))
+            .filter(|(_, &n)| n > 0)
+            .map(|(&p, _)| p)
+            .collect();
+        let map = self.shared.lock();
+        open.iter()
+            .all(|&p| map.contains_key(&goodbye_key(p as usize)))
     }
 
     fn shutdown(&self) {
@@ -887,8 +898,9 @@ impl TcpStore {
         let sock = resolve(addr)?;
         if sock.port() == 0 {
             return Err(invalid(format!(
-                "store address {addr:?} has port 0, which nothing can be reached on: give \
-                 the port the store host (process 0) listens on"
+                "store address {} has port 0, which nothing can be reached on: give the \
+                 port the store host (process 0) listens on",
+                shown(addr)
             )));
         }
         if process_id >= crate::MAX_PROCESSES {
@@ -1067,8 +1079,11 @@ impl TcpStore {
     /// Like [`TcpStore::shutdown`], but the host first waits up to `grace` for its peers
     /// to leave, so that a peer still reading the last barrier's keys is not cut off: for
     /// each peer's goodbye (or lost connection) when the store knows the process count
-    /// ([`TcpStore::from_env`]), and for every connection to close. Returns whether every
-    /// peer had left before the host stopped.
+    /// ([`TcpStore::from_env`]), and for every process with a connection open to say
+    /// goodbye or close it. It stops waiting as soon as they have: connections that never
+    /// presented the job's token, and ones left open by a process that said goodbye (or
+    /// by another under its id), do not hold it. Returns whether every peer had left
+    /// before the host stopped.
     pub fn shutdown_after(&self, grace: Duration) -> bool {
         let mut clean = true;
         if let Role::Host(h) = &self.role {
@@ -1078,7 +1093,7 @@ impl TcpStore {
                     || u32::try_from(p).is_ok_and(|p| h.shared.peer_state(p) == PeerState::Gone)
             };
             let n = self.members.unwrap_or(0);
-            while !((1..n).all(left) && h.idle()) {
+            while !((1..n).all(left) && h.peers_left()) {
                 if Instant::now() >= until {
                     clean = false;
                     break;
@@ -2166,5 +2181,121 @@ mod tests {
         crate::tests_support::hammer(|i| {
             Arc::new(TcpStore::connect(&addr, "t", i + 1, T).unwrap()) as Arc<dyn KvStore>
         });
+    }
+
+    /// A free port on 127.0.0.1, as an address.
+    fn free_addr() -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    }
+
+    /// A raw connection that said hello as `pid` with `token` and was let in.
+    fn hello_as(addr: &str, pid: u32, token: &[u8]) -> TcpStream {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write_frame(
+            &mut s,
+            &[&[OP_HELLO], PROTOCOL_MAGIC, &pid.to_be_bytes(), token],
+        )
+        .unwrap();
+        assert_eq!(raw_reply(&mut s).unwrap(), [R_OK]);
+        s
+    }
+
+    /// Hosts a job of two from `addr` in a thread, which returns how long the host's
+    /// `shutdown_after` (of 20 s) took once `from_env` returned, and whether it was clean.
+    fn host_of_two(addr: &str) -> JoinHandle<(Duration, bool)> {
+        let a = addr.to_string();
+        let h = std::thread::spawn(move || {
+            let s = TcpStore::from_env(&env(0, 2, &a), Duration::from_secs(20)).unwrap();
+            let t = Instant::now();
+            let clean = s.shutdown_after(Duration::from_secs(20));
+            (t.elapsed(), clean)
+        });
+        // The host is up before the callers connect.
+        let until = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(addr).is_err() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        h
+    }
+
+    #[test]
+    fn a_silent_connection_does_not_hold_the_host_after_everyone_left() {
+        // The host waited for every connection's thread to end, a connection that never
+        // said hello included: it stayed up for the 5 s hello deadline after the job.
+        let addr = free_addr();
+        let host = host_of_two(&addr);
+        let silent = TcpStream::connect(&addr).unwrap();
+        let peer = TcpStore::from_env(&env(1, 2, &addr), T).unwrap();
+        drop(peer); // says goodbye
+        let (took, clean) = host.join().unwrap();
+        assert!(clean);
+        assert!(took < Duration::from_secs(3), "the host stayed {took:?}");
+        drop(silent);
+    }
+
+    #[test]
+    fn a_connection_left_open_under_a_peers_id_does_not_hold_the_host() {
+        // A connection that said hello as process 1 and stayed open, then the real
+        // process 1: the host waited for that connection to close, for its whole grace.
+        let addr = free_addr();
+        let host = host_of_two(&addr);
+        let extra = hello_as(&addr, 1, b"j");
+        let peer = TcpStore::from_env(&env(1, 2, &addr), T).unwrap();
+        drop(peer);
+        let (took, clean) = host.join().unwrap();
+        assert!(clean);
+        assert!(took < Duration::from_secs(5), "the host stayed {took:?}");
+        drop(extra);
+    }
+
+    #[test]
+    fn a_host_whose_join_failed_ends_promptly() {
+        // A hello as process 1 that then closes: process 1 counts as gone, the join fails
+        // at once, and the host's wait for its peers ends with it.
+        let addr = free_addr();
+        let a = addr.clone();
+        let t = Instant::now();
+        let host = std::thread::spawn(move || {
+            TcpStore::from_env(&env(0, 2, &a), Duration::from_secs(20)).map(drop)
+        });
+        let until = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(&addr).is_err() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let silent = TcpStream::connect(&addr).unwrap();
+        drop(hello_as(&addr, 1, b"j"));
+        let e = host.join().unwrap().unwrap_err();
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "{:?}: {e}",
+            t.elapsed()
+        );
+        assert!(
+            e.to_string().contains("process 1 of 2 lost its connection"),
+            "{e}"
+        );
+        assert!(TcpStream::connect(&addr).is_err(), "still listening");
+        drop(silent);
+    }
+
+    #[test]
+    fn a_long_address_is_shortened_in_messages() {
+        // A 100 KB address was echoed whole in the error.
+        let long = format!("{}:1", "a".repeat(100_000));
+        for e in [
+            TcpStore::connect(&long, "t", 1, Duration::from_millis(100)).unwrap_err(),
+            TcpStore::host(&long, "t").unwrap_err(),
+        ] {
+            let m = e.to_string();
+            assert!(m.len() < 400, "{} bytes: {}", m.len(), &m[..400]);
+            assert!(m.contains("(100002 bytes)"), "{m}");
+        }
+        // A short one is quoted whole.
+        let m = TcpStore::connect("127.0.0.1:0", "t", 1, T)
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("\"127.0.0.1:0\" has port 0"), "{m}");
     }
 }
