@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import array
+import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,21 @@ def test_an_artifact_records_the_plugin_build(client: rpjrt.Client) -> None:
     assert isinstance(build, str) and len(build) == 16
     int(build, 16)
     assert client.artifact_target()["plugin_build"] == build
+
+
+@pytest.mark.parametrize("value", [" 1", "1 ", "1\n"])
+def test_launcher_numbers_with_spaces_are_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from rpjrt import distributed
+
+    for k in list(os.environ):
+        if k.startswith(("RPJRT_", "OMPI_", "PMI_", "SLURM_")) or k in ("RANK", "WORLD_SIZE"):
+            monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("RPJRT_PROCESS_ID", value)
+    monkeypatch.setenv("RPJRT_NUM_PROCESSES", "2")
+    monkeypatch.setenv("RPJRT_COORDINATOR", "127.0.0.1:1234")
+    with pytest.raises(rpjrt.InvalidArgumentError, match="RPJRT_PROCESS_ID"):
+        distributed.detect()
+    monkeypatch.setenv("RPJRT_PROCESS_ID", "1")
+    assert distributed.detect().process_id == 1
