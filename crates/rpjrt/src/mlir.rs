@@ -35,9 +35,9 @@ pub(crate) struct Uses {
     /// Text only: element types that appear on the same line as a `constant` operation.
     /// `None` for bytecode, where a constant cannot be tied to its type this cheaply.
     pub constant_types: Option<Vec<ElementType>>,
-    /// Bytecode only: the type table holds `index` (builtin or VHLO), which an attribute
-    /// may carry where the text form would show `: index`.
-    pub index_type: bool,
+    /// Bytecode only: some integer attribute has type `index` (the text form's `5 :
+    /// index`), builtin or VHLO.
+    pub index_attribute: bool,
 }
 
 impl Uses {
@@ -314,12 +314,6 @@ impl<'a> Bytecode<'a> {
         Some(DialectSection { dialects, ops })
     }
 
-    /// The type table: for each type, its dialect and its bytes, with whether the bytes
-    /// are the dialect's own encoding (else they are the type's text).
-    fn types(&self, dialects: &[String]) -> Option<Vec<(String, bool, &'a [u8])>> {
-        Some(self.table(dialects)?.1)
-    }
-
     /// The attribute and type tables: for each entry, its dialect and its bytes, with
     /// whether the bytes are the dialect's own encoding (else they are its text).
     #[allow(clippy::type_complexity)]
@@ -373,7 +367,7 @@ impl<'a> Bytecode<'a> {
             return out;
         };
         out.ops = section.ops.iter().cloned().collect();
-        let types = self.types(&section.dialects).unwrap_or_default();
+        let (attrs, types) = self.table(&section.dialects).unwrap_or_default();
         let elements: Vec<Option<ElementType>> = types
             .iter()
             .map(|(d, custom, bytes)| bytecode_element_type(d, *custom, bytes))
@@ -381,9 +375,11 @@ impl<'a> Bytecode<'a> {
         for ty in elements.iter().flatten() {
             out.note(*ty, false);
         }
-        out.index_type = types
-            .iter()
-            .any(|(d, custom, bytes)| is_index_type(d, *custom, bytes));
+        out.index_attribute = attrs.iter().any(|(d, custom, bytes)| {
+            integer_attribute_type(d, *custom, bytes)
+                .and_then(|t| types.get(t))
+                .is_some_and(|(d, custom, bytes)| is_index_type(d, *custom, bytes))
+        });
         for (dialect, custom, bytes) in &types {
             if let Some((dims, element)) = ranked_tensor(dialect, *custom, bytes) {
                 if let Some(Some(ty)) = elements.get(element) {
@@ -460,6 +456,24 @@ const VHLO_F6E3M2FN: u64 = 39;
 
 const BUILTIN_INDEX: u64 = 1;
 const VHLO_INDEX: u64 = 9;
+// Attribute codes of the integer attributes (builtin `IntegerAttr`, VHLO `IntegerV1Attr`),
+// whose encoding starts with the index of their type in the type table.
+const BUILTIN_INTEGER_ATTR: u64 = 8;
+const VHLO_INTEGER_ATTR: u64 = 9;
+
+/// The type-table index of an integer attribute's type; `None` for any other attribute.
+fn integer_attribute_type(dialect: &str, custom: bool, bytes: &[u8]) -> Option<usize> {
+    if !custom {
+        return None;
+    }
+    let mut p = 0;
+    match (dialect, read_varint(bytes, &mut p)?) {
+        ("builtin", BUILTIN_INTEGER_ATTR) | ("vhlo", VHLO_INTEGER_ATTR) => {
+            read_usize(bytes, &mut p)
+        }
+        _ => None,
+    }
+}
 
 /// Whether a type-table entry is `index` (builtin `IndexType`, VHLO `IndexV1Type`).
 fn is_index_type(dialect: &str, custom: bool, bytes: &[u8]) -> bool {

@@ -190,11 +190,17 @@ pub(crate) fn check(program: &Program, minor: i32) -> Result<()> {
         )));
     }
     if let (Program::Mlir(_), Some(u)) = (program, &uses) {
-        // Bytecode's attributes are not read: an `index` type anywhere with a custom call
-        // is refused as a possible index attribute.
-        if u.index_type && u.ops.contains("stablehlo.custom_call") {
+        // Bytecode's attribute dictionaries are not followed to their operations: an
+        // integer attribute of type index anywhere, with a custom call, is refused as a
+        // possible FFI attribute (index tensors, such as jax's operand layouts, pass).
+        if u.index_attribute && u.ops.contains("stablehlo.custom_call") {
             return Err(Error::invalid(
-                "the program is MLIR bytecode with a custom call and values of type index;                  an index-typed attribute in a custom call's backend_config crashes the                  plugin's compiler instead of being reported, and rpjrt cannot tell from                  bytecode where the index is, so it refuses the program before compiling                  (give such attributes an integer type such as i64, or pass the program as                  text)",
+                "the program is MLIR bytecode with a custom call and an integer attribute of \
+                 type index; an index-typed attribute in a custom call's backend_config \
+                 crashes the plugin's compiler instead of being reported, and rpjrt does not \
+                 read from bytecode which operation holds it, so it refuses the program \
+                 before compiling (give such attributes an integer type such as i64, or pass \
+                 the program as text)",
             ));
         }
     }
@@ -383,6 +389,10 @@ mod tests {
     const I64_PORTABLE: &str = "4d4cef520d537461626c65484c4f5f76312e31372e300001190501050901030b03070f131703392109010d0b131313131303150b0b0b0b0b130b0f0b0b0309131707070271050d170103031701050717010527170107151701090b030123031d0f1d110b090d03191b1d131307151d150501290309051103010301091d044d050150030107043d0301050350050307042903050b03030700054609050301030107040b03030603010501009b170505030b05151f110f0b116275696c74696e0076686c6f006d6f64756c650066756e635f763100637573746f6d5f63616c6c5f76310072657475726e5f7631002d006d61696e0000610068000827070501010b0d0f0d11131115171d0d1f0d0d0d";
     const INDEX_PLAIN: &str = "4d4cef520d4d4c495232332e302e3067697400011f070105090901030f0305071305031703311b0b011b0b130b0b13130f130b0f0b1313010b1317070f07026d050d170101010d03050f1701030317010323110711030311130511110915051317010511170107071b03090505030103010b01020203044d050150030107043d0301050350090307042903050b03030b00074617050301030105041903030603010501008f1505050b05190f0f150b116275696c74696e0066756e6300737461626c65686c6f006d6f64756c650072657475726e00637573746f6d5f63616c6c002d006d61696e00610068000829070501010d010501010701111b1f150101010101";
 
+    /// The same with `a = dense<[1, 2]> : tensor<2xindex>` (an index tensor, as jax's
+    /// operand layouts are; the plugin refuses it in a backend_config with an error).
+    const DENSE_INDEX_PORTABLE: &str = "4d4cef520d537461626c65484c4f5f76312e31372e300001190501050901030b03070f1317033b210b010d0b131313131303150b0b0b0b0b130b4f0b0b030b13170713070299050d170103031701050717010527170107151701090b030123031d0f1d110b090d03191b1d131f0721010000000000000002000000000000001d150501290309051103010301092903090913044d050150030107043d0301050350050307042903050b03030700054609050301030107040b03030603010501009b170505030b05151f110f0b116275696c74696e0076686c6f006d6f64756c650066756e635f763100637573746f6d5f63616c6c5f76310072657475726e5f7631002d006d61696e0000610068000827070501010b0d0f0d11131115171d0d1f0d0d0d";
+
     fn unhex(s: &str) -> Vec<u8> {
         (0..s.len())
             .step_by(2)
@@ -391,11 +401,12 @@ mod tests {
     }
 
     #[test]
-    fn index_types_with_custom_calls_in_bytecode_are_refused() {
+    fn index_attributes_with_custom_calls_in_bytecode_are_refused() {
         for (hex, bad) in [
             (INDEX_PORTABLE, true),
             (INDEX_PLAIN, true),
             (I64_PORTABLE, false),
+            (DENSE_INDEX_PORTABLE, false),
         ] {
             let r = check(&Program::mlir(unhex(hex)), 115);
             assert_eq!(r.is_err(), bad, "{r:?}");
