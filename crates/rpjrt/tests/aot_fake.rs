@@ -208,5 +208,15 @@ fn artifacts_record_the_plugin_build() {
     let mut other = Artifact::decode(&bytes).unwrap();
     other.target.plugin_build = "0123456789abcdef".into();
     let e = c.load(&other.encode(), None).unwrap_err().to_string();
-    assert!(e.contains("plugin_build"), "{e}");
+    assert!(
+        e.contains("plugin_build") && e.contains("another build"),
+        "{e}"
+    );
+    // An artifact from before the field (read as an unknown build) still decodes, for
+    // inspection, and is refused for loading with the reason.
+    other.target.plugin_build = String::new();
+    let old = Artifact::decode(&other.encode()).unwrap();
+    assert_eq!(old.target.plugin_build, "");
+    let e = c.load(&other.encode(), None).unwrap_err().to_string();
+    assert!(e.contains("does not record the plugin build"), "{e}");
 }

@@ -157,11 +157,9 @@ impl ArtifactTarget {
             xla_version: get("xla_version")?,
             stablehlo_current_version: get("stablehlo_current_version")?,
             stablehlo_minimum_version: get("stablehlo_minimum_version")?,
-            plugin_build: get("plugin_build").map_err(|_| {
-                Error::invalid(
-                    "the artifact's header does not record the plugin build it was compiled                      by (an rpjrt before 0.1.0 wrote it): compile it again",
-                )
-            })?,
+            // Artifacts written before the field was recorded read as an unknown build,
+            // which `check_target` refuses to load (and says why).
+            plugin_build: get("plugin_build").unwrap_or_default(),
             device_kind: get("device_kind")?,
             device_count: get("device_count")?
                 .parse()
@@ -465,7 +463,18 @@ impl Artifact {
         }
         let list = diffs
             .iter()
-            .map(|(k, a, b)| format!("{k}: artifact {a:?}, this client {b:?}"))
+            .map(|(k, a, b)| match *k {
+                "plugin_build" if a.is_empty() => format!(
+                    "{k}: the artifact does not record the plugin build that compiled it (it \
+                     was written before rpjrt recorded it), so it cannot be shown to match \
+                     this plugin's {b:?}: compile it again"
+                ),
+                "plugin_build" => format!(
+                    "{k}: artifact {a:?}, this client {b:?}: another build of the plugin \
+                     compiled it"
+                ),
+                _ => format!("{k}: artifact {a:?}, this client {b:?}"),
+            })
             .collect::<Vec<_>>()
             .join("; ");
         Err(Error::invalid(format!(

@@ -502,7 +502,8 @@ impl Cache {
                 self.warn(
                     &format!("refused:{key}"),
                     format!(
-                        "compile cache: entry {} cannot be loaded in this process ({e});                          compiling instead, the entry is kept",
+                        "compile cache: entry {} cannot be loaded in this process ({e}); \
+                         compiling instead, the entry is kept",
                         path.display()
                     ),
                 );
