@@ -51,8 +51,23 @@ fn inside(offset: u64, size: u64, count: u64, len: u64) -> bool {
 /// pass where a plugin belongs: the artifacts and programs rpjrt reads, a wheel, a script.
 fn looks_like(header: &[u8]) -> Option<&'static str> {
     let text = String::from_utf8_lossy(header);
-    let text = text.trim_start();
-    if header.starts_with(b"RPJRTEXE") {
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    const MACH_O: [&[u8]; 3] = [
+        b"\xcf\xfa\xed\xfe",
+        b"\xce\xfa\xed\xfe",
+        b"\xca\xfe\xba\xbe",
+    ];
+    const PROGRAM_TEXT: [&str; 6] = [
+        "module",
+        "func.func",
+        "HloModule",
+        "stablehlo.",
+        "\"builtin.module\"",
+        "#loc",
+    ];
+    if header.starts_with(b"\x7fELF") {
+        Some("it starts like one but is cut short: the copy is incomplete")
+    } else if header.starts_with(b"RPJRTEXE") {
         Some("it is an rpjrt artifact, which a client loads (Client.load, `rpjrt run`)")
     } else if header.starts_with(b"ML\xefR") {
         Some("it is MLIR bytecode, a program to compile")
@@ -62,16 +77,18 @@ fn looks_like(header: &[u8]) -> Option<&'static str> {
         )
     } else if header.starts_with(b"#!") {
         Some("it is a script")
-    } else if [
-        "module",
-        "func.func",
-        "HloModule",
-        "stablehlo.",
-        "\"builtin.module\"",
-    ]
-    .iter()
-    .any(|p| text.starts_with(p))
+    } else if header.starts_with(b"\x1f\x8b") {
+        Some("it is gzip-compressed: decompress it first")
+    } else if MACH_O.iter().any(|m| header.starts_with(m)) {
+        Some("it is a macOS (Mach-O) library, for another system")
+    } else if header.starts_with(b"MZ") {
+        Some("it is a Windows (PE) file, for another system")
+    } else if ["/* GNU ld script", "GROUP", "INPUT"]
+        .iter()
+        .any(|p| text.starts_with(p))
     {
+        Some("it is a linker script, which names the real library: point at that file")
+    } else if PROGRAM_TEXT.iter().any(|p| text.starts_with(p)) {
         Some("it looks like program text, which a client compiles")
     } else {
         None
@@ -391,6 +408,17 @@ mod tests {
             (b"ML\xefR\x00MLIR", "MLIR bytecode"),
             (b"PK\x03\x04\x14\x00", "zip archive"),
             (b"  func.func @main() {}", "program text"),
+            (
+                "\u{feff}#loc = loc(unknown)\nmodule {}".as_bytes(),
+                "program text",
+            ),
+            (
+                b"/* GNU ld script\n */\nGROUP ( /lib/libc.so.6 )",
+                "linker script",
+            ),
+            (b"\x1f\x8b\x08\x00", "gzip"),
+            (b"\xcf\xfa\xed\xfe\x07\x00", "Mach-O"),
+            (b"\x7fELF", "cut short"),
         ] {
             std::fs::write(&text, bytes).unwrap();
             let e = check_library_file(&text).unwrap_err();

@@ -95,13 +95,17 @@ fn unreadable_hint(errno: Option<i32>) -> &'static str {
             "a part of the path before the file name is a file, not a directory: check the \
              path"
         }
+        (_, Some(ErrorKind::InvalidFilename)) => {
+            "the path, or a name in it, is longer than the system allows: use a shorter path \
+             (a symbolic link to the library, for one)"
+        }
         (Some(EIO), _) => {
             "the system failed reading the file (an I/O error: a failing disk or network \
              file system); the kernel log (`dmesg`) may say more"
         }
         _ => {
-            "the file exists but cannot be read (see the system's reason above): check it \
-             with `ls -lL PATH`"
+            "the file cannot be opened for the system's reason above: check the path with \
+             `ls -lL PATH`"
         }
     }
 }
