@@ -100,12 +100,24 @@ pub fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
     Ok(API.get_or_init(py, || found).as_ref())
 }
 
-/// Whether `obj` is exactly a `numpy.ndarray` (no subclass), known without importing numpy:
-/// false until numpy's table was loaded (by a `to_numpy`), which callers must allow for.
-pub fn is_exact_ndarray(obj: &Bound<'_, PyAny>) -> bool {
-    API.get(obj.py())
-        .and_then(Option::as_ref)
-        .is_some_and(|a| obj.get_type().as_type_ptr() == a.array_type)
+/// `numpy.ndarray`, once numpy is imported (this never imports it; `None` before).
+pub fn ndarray_type(py: Python<'_>) -> Option<&Bound<'_, pyo3::types::PyType>> {
+    static NDARRAY: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+    if let Some(t) = NDARRAY.get(py) {
+        return Some(t.bind(py));
+    }
+    let numpy = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("modules"))
+        .ok()?
+        .get_item("numpy")
+        .ok()?;
+    let t = numpy
+        .getattr("ndarray")
+        .ok()?
+        .cast_into::<pyo3::types::PyType>()
+        .ok()?;
+    Some(NDARRAY.get_or_init(py, || t.unbind()).bind(py))
 }
 
 /// Reads and checks numpy's table; `None` on any surprise.

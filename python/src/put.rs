@@ -195,9 +195,9 @@ pub fn put_with(
     }
 
     // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
+    refuse_masked(obj)?;
     let mut dlpack_refused = None;
     if let Some(view) = HostView::get(obj) {
-        refuse_masked(obj)?;
         if let Some((t, order)) = rpjrt::host::buffer_format_type(view.format(), view.itemsize()) {
             if want.is_none_or(|w| w == t) {
                 return from_view(
@@ -224,9 +224,10 @@ pub fn put_with(
         //    arrays of ml_dtypes types get here too; numpy refuses to export those, and
         //    the adapter below handles them.
         match crate::dlpack::import(client, obj, &dev, copy) {
-            Err(e) if e.is_instance_of::<pyo3::exceptions::PyBufferError>(py) => {
-                dlpack_refused = Some(e)
-            }
+            // The producer's own refusal to export (BufferError by the protocol; jax raises
+            // its runtime error for a type DLPack lacks, such as int4): the adapter below
+            // may still read it through `__array__`. rpjrt's own errors stand.
+            Err(e) if is_producer_refusal(py, &e) => dlpack_refused = Some(e),
             other => return other,
         }
     }
@@ -287,25 +288,30 @@ pub fn put_with(
     )
 }
 
+/// Whether an error from reading a DLPack producer is the producer refusing to export
+/// (rather than one of rpjrt's errors, or an interruption, which stand as they are).
+fn is_producer_refusal(py: Python<'_>, e: &PyErr) -> bool {
+    e.is_instance_of::<pyo3::exceptions::PyBufferError>(py)
+        || (e.is_instance_of::<pyo3::exceptions::PyException>(py)
+            && !crate::errors::is_rpjrt_error(py, e))
+}
+
 /// Refuses a numpy masked array (as `rpjrt._host.refuse_masked` does): its buffer is its
-/// data without the mask, so the masked values would be used as data. A masked array can
-/// exist only once `numpy.ma` is imported; an exact ndarray is told apart first.
-fn refuse_masked(obj: &Bound<'_, PyAny>) -> PyResult<()> {
-    if crate::npy::is_exact_ndarray(obj) {
+/// data without the mask, so the masked values would be used as data. Only a subclass of
+/// `numpy.ndarray` can be one, so anything else (an exact ndarray, bytes, a memoryview, a
+/// numpy scalar, any object before numpy is imported) costs a type comparison.
+pub(crate) fn refuse_masked(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = obj.py();
+    let Some(ndarray) = crate::npy::ndarray_type(py) else {
+        return Ok(());
+    };
+    let ty = obj.get_type();
+    if ty.is(ndarray) || !ty.is_subclass(ndarray)? {
         return Ok(());
     }
-    let py = obj.py();
-    let modules = py.import("sys")?.getattr("modules")?;
-    let ma_loaded = modules
-        .cast::<pyo3::types::PyDict>()
-        .ok()
-        .and_then(|m| m.get_item("numpy.ma").ok().flatten())
-        .is_some();
-    if ma_loaded {
-        py.import("rpjrt._host")?
-            .getattr("refuse_masked")?
-            .call1((obj,))?;
-    }
+    py.import("rpjrt._host")?
+        .getattr("refuse_masked")?
+        .call1((obj,))?;
     Ok(())
 }
 

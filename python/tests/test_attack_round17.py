@@ -142,3 +142,51 @@ def test_launcher_numbers_with_spaces_are_refused_naming_the_variable(
         distributed.detect()
     monkeypatch.setenv("RPJRT_PROCESS_ID", "1")
     assert distributed.detect().process_id == 1
+
+
+@pytest.mark.parametrize("fn", ["cholesky", "eigh", "qr"])
+def test_jax_exported_linalg_bytecode_passes_the_index_screen(client: rpjrt.Client, fn: str) -> None:
+    """jax writes index-typed operand layouts on its LAPACK custom calls; only an integer
+    attribute of type index (what crashes the compiler) is refused in bytecode."""
+    jax = pytest.importorskip("jax")
+    from jax import export
+
+    import rpjrt.ffi
+
+    a = np.array([[4.0, 1.0], [1.0, 3.0]], np.float32)
+    f = getattr(jax.numpy.linalg, fn)
+    exported = export.export(jax.jit(f))(a).mlir_module_serialized
+    try:
+        rpjrt.ffi.register_jaxlib_cpu_targets(client)
+    except rpjrt.FailedPreconditionError as e:
+        # The 0.81 plugin's FFI runtime predates jaxlib's handlers: the program reaches
+        # the plugin (which lacks the handler), it is not refused by the screen.
+        assert "FFI runtime" in str(e)
+        with pytest.raises(rpjrt.Error) as refused:
+            client.compile(exported)
+        assert "type index" not in str(refused.value), str(refused.value)
+        return
+    got = client.compile(exported)(a)
+    want = jax.tree_util.tree_leaves(jax.jit(f)(a))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.abs(g.to_numpy()), np.abs(np.asarray(w)), rtol=1e-5, atol=1e-5)
+
+
+def test_a_jax_array_dlpack_cannot_export_goes_in_through_its_array(client: rpjrt.Client) -> None:
+    """jax raises its own error (not BufferError) from __dlpack__ for int4; the array
+    still goes in through __array__, with and without dtype=, and as an argument."""
+    jnp = pytest.importorskip("jax.numpy")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    want = np.array([1, -2, 3, 0], dtype=ml_dtypes.int4)
+    j = jnp.asarray(want)
+    for b in (client.put(j), client.put(j, dtype="int4")):
+        assert b.dtype == rpjrt.dtype("int4")
+        np.testing.assert_array_equal(b.to_numpy().astype(np.int8), want.astype(np.int8))
+
+
+def test_a_masked_array_without_a_buffer_is_refused_as_masked(client: rpjrt.Client) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    m = np.ma.masked_array(np.arange(4).astype(ml_dtypes.bfloat16), mask=[0, 1, 0, 0])
+    with pytest.raises(rpjrt.InvalidArgumentError, match="masked array"):
+        client.put(m)
