@@ -905,7 +905,8 @@ class FfiBuffer:
         """A numpy array over the buffer's copy, during the call only. Sub-byte types (int4,
         uint4, int2, uint2) are packed below a byte, which no numpy view can show: this
         raises, saying to return the result as an ml_dtypes array (rpjrt packs it) or to
-        use ``memoryview()`` (packed, low bits first)."""
+        use ``memoryview()`` (packed, low bits first); ``np.asarray(arg)`` /
+        ``np.array(buf)`` give an unpacked copy (see ``__array__``)."""
     def __array__(self, dtype: object = None, copy: bool | None = None) -> Any: ...
     def __dlpack__(self, **kwargs: Any) -> CapsuleType:
         """DLPack export of the buffer's copy (the keywords of ``ndarray.__dlpack__``).

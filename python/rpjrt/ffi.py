@@ -110,11 +110,13 @@ FFI runtime older than the handler) raises here, naming target, platform and ver
 
 from __future__ import annotations
 
+import numbers
+import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, SupportsFloat, TypeVar, Union, cast
 
 from . import _rpjrt
-from ._errors import UnsupportedError
+from ._errors import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     from ._rpjrt import Client, Plugin
@@ -252,7 +254,7 @@ def rpjrt_ffi_version() -> tuple[int, int]:
     return (major, minor)
 
 
-def set_handler_wait_limit(seconds: float | None = None) -> float:
+def set_handler_wait_limit(seconds: SupportsFloat | None = None) -> float:
     """Sets how long a Python handler waits for a place among the 16 Python handler calls
     that may be in progress at once, while none of them returns, before it is refused with
     ``ResourceExhaustedError`` (rpjrt's custom-call nesting limit); returns the previous
@@ -262,11 +264,35 @@ def set_handler_wait_limit(seconds: float | None = None) -> float:
     plugins bound at 32 per device; when they wait for executions started on other threads
     whose handlers need places too, nothing would ever finish, and the refusal ends that.
     Raise the limit when 16 handlers at once are legitimately slower than it (from 0.001 to
-    86400 seconds; anything else raises ``InvalidArgumentError``).
+    86400 seconds; anything else raises ``InvalidArgumentError``). ``seconds`` is any real
+    number (``int``, ``float``, numpy numbers, ``Fraction``, ``Decimal``...); a ``bool`` or
+    a non-number raises ``TypeError``.
     """
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
-        raise TypeError(f"seconds must be a number, not {type(seconds).__name__}")
-    return float(_rpjrt._ffi_handler_wait_limit(None if seconds is None else float(seconds)))
+    if seconds is None:
+        return float(_rpjrt._ffi_handler_wait_limit(None))
+    return float(_rpjrt._ffi_handler_wait_limit(_wait_seconds(seconds)))
+
+
+def _wait_seconds(seconds: object) -> float:
+    """``seconds`` as a float for :func:`set_handler_wait_limit`: a real number (not a bool,
+    nor numpy's bool), with one too large for a float refused by range, not OverflowError."""
+    np_bool = getattr(sys.modules.get("numpy"), "bool_", None)
+    is_bool = isinstance(seconds, bool) or (np_bool is not None and isinstance(seconds, np_bool))
+    real = isinstance(seconds, numbers.Real) or (
+        not isinstance(seconds, numbers.Complex) and hasattr(type(seconds), "__float__")
+    )
+    if is_bool or not real:
+        raise TypeError(f"seconds must be a real number, not {type(seconds).__name__}")
+    try:
+        return float(cast(SupportsFloat, seconds))
+    except OverflowError:
+        shown = repr(seconds)
+        if len(shown) > 40:
+            shown = shown[:20] + "..." + shown[-8:] + f" ({len(shown)} characters)"
+        raise InvalidArgumentError(
+            "the handler wait limit must be a number of seconds from 0.001 to 86400, not "
+            + shown
+        ) from None
 
 
 def register_jaxlib_cpu_targets(client: Target, *, replace: bool = False) -> list[str]:

@@ -154,6 +154,16 @@ impl PyBuffer {
     /// (`rpjrt::Buffer::check_host_destination`) and copies (`copy_to_host_strided`).
     pub fn copy_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_not_deleted()?;
+        // A masked array's buffer is its .data: the copy would land under the old mask, so
+        // the copied values would stay hidden (and masked ones read as before).
+        if is_masked(out)? {
+            return Err(invalid(format!(
+                "out is a numpy masked array ({}): the copy would go into its .data under \
+                 its old mask, so copied values would stay hidden; pass out.data (and clear \
+                 the mask with out.mask = numpy.ma.nomask to show them) or a plain ndarray",
+                out.get_type().name()?
+            )));
+        }
         let b: &rpjrt::Buffer = &self.inner;
         let t = b.element_type();
         // A numpy array states its dtype; those of ml_dtypes types export no buffer at
@@ -202,6 +212,34 @@ impl PyBuffer {
             )));
         }
         Ok(())
+    }
+}
+
+/// Whether `obj` is a numpy masked array (`numpy.ma.MaskedArray` or a subclass), whose
+/// buffer is its data without the mask. Only a subclass of `numpy.ndarray` can be one, so
+/// anything else (an exact ndarray, a memoryview, bytearray, any object before numpy is
+/// imported) costs a type comparison; nothing is imported here.
+pub(crate) fn is_masked(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = obj.py();
+    let Some(ndarray) = crate::npy::ndarray_type(py) else {
+        return Ok(false);
+    };
+    let ty = obj.get_type();
+    if ty.is(ndarray) || !ty.is_subclass(ndarray)? {
+        return Ok(false);
+    }
+    let modules = py.import("sys")?.getattr("modules")?;
+    let Some(ma) = modules
+        .cast::<pyo3::types::PyDict>()
+        .ok()
+        .and_then(|m| m.get_item("numpy.ma").ok().flatten())
+    else {
+        return Ok(false);
+    };
+    match ma.getattr("MaskedArray") {
+        Ok(cls) => obj.is_instance(&cls),
+        // numpy.ma replaced by something else (or still importing): no MaskedArray yet.
+        Err(_) => Ok(false),
     }
 }
 

@@ -168,6 +168,9 @@ pub fn import(
             );
         }
     }
+    // A masked array exports its data without the mask: refused as `put` refuses it
+    // (before its __dlpack__, which may refuse for other reasons).
+    crate::put::refuse_masked(obj)?;
     if !obj.hasattr("__dlpack__")? {
         return Err(invalid(format!(
             "{} is not a DLPack producer (it has no __dlpack__)",

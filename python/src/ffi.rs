@@ -87,6 +87,119 @@ impl PyFfiBuffer {
     }
 }
 
+impl PyFfiBuffer {
+    /// `__array__` of a sub-byte buffer (int4, uint4, int2, uint2): the runtime packs its
+    /// elements two or four to a byte, ml_dtypes holds one per byte, so no numpy array is a
+    /// view of it. An unpacked copy (converted to `dtype` where one is asked) is given
+    /// wherever numpy allows a copy; refused are `copy=False` (a view is required), and a
+    /// result's `copy=None` with no conversion, which asks for the view whose writes reach
+    /// the result (a detached copy would drop them silently).
+    fn sub_byte_array<'py>(
+        &self,
+        py: Python<'py>,
+        t: ElementType,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let role = if self.writable { "result" } else { "argument" };
+        let per_byte = 8 / t.storage_bits();
+        let np = py.import("numpy")?;
+        let have = np.getattr("dtype")?.call1((dtype_obj(py, t)?,))?;
+        let want = match dtype.filter(|d| !d.is_none()) {
+            None => None,
+            Some(d) => {
+                let want = np.getattr("dtype")?.call1((d,))?;
+                (!want.eq(&have)?).then_some(want)
+            }
+        };
+        if copy == Some(false) {
+            return Err(invalid(format!(
+                "__array__({}copy=False) of this custom-call {t} {role} cannot be a view: {t} \
+                 packs {per_byte} elements to a byte, which no numpy array shows; pass \
+                 copy=None or copy=True for an unpacked copy{}, or use .memoryview() for the \
+                 packed bytes (low bits first)",
+                match &want {
+                    Some(w) => format!("dtype={}, ", w.str()?),
+                    None => String::new(),
+                },
+                if self.writable {
+                    " (detached from the result: return an array to set the result)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        if self.writable && want.is_none() && copy.is_none() {
+            return Err(invalid(format!(
+                "np.asarray of this custom-call {t} result would have to be a view for writes \
+                 to reach the result, and {t} packs {per_byte} elements to a byte, which no \
+                 numpy array shows: return an array of the result's shape and dtype \
+                 (ml_dtypes.{t}; rpjrt packs it), or write the packed bytes (low bits first) \
+                 into .memoryview(); np.array(ret) (copy=True) gives a detached, unpacked copy \
+                 of its current values"
+            )));
+        }
+        let a = self.unpacked(py, t)?;
+        match want {
+            // Fresh already: converted without a second copy.
+            Some(w) => {
+                let kw = PyDict::new(py);
+                kw.set_item("copy", false)?;
+                a.call_method("astype", (w,), Some(&kw))
+            }
+            None => {
+                if copy.is_none() {
+                    // An argument is read-only, as its views are.
+                    a.getattr("flags")?.setattr("writeable", false)?;
+                }
+                Ok(a)
+            }
+        }
+    }
+
+    /// A fresh numpy array of the buffer's ml_dtypes sub-byte type, one element per byte
+    /// holding the type's bits with zeros above (as ml_dtypes stores them, and as a handler
+    /// may return them), unpacked from the buffer's copy (low bits first).
+    fn unpacked<'py>(&self, py: Python<'py>, t: ElementType) -> PyResult<Bound<'py, PyAny>> {
+        let stage = self.stage(py)?.bind(py);
+        let bits = t.storage_bits();
+        let count = self
+            .shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+            .ok_or_else(|| invalid(format!("custom-call buffer shape {:?}", self.shape)))?;
+        // SAFETY: the bytearray is the buffer's private copy; nothing resizes it while the
+        // GIL is held, and the bytes are copied out before any Python code runs.
+        let packed = unsafe { stage.as_bytes() }.to_vec();
+        if count
+            .checked_mul(bits)
+            .is_none_or(|b| b.div_ceil(8) > packed.len())
+        {
+            return Err(invalid(format!(
+                "this custom-call {t} buffer {:?} holds {} bytes, fewer than its {count} \
+                 elements pack into",
+                self.shape,
+                packed.len()
+            )));
+        }
+        let mask = ((1u16 << bits) - 1) as u8;
+        let mut dense = rpjrt::unpack_sub_byte(t, &packed, count);
+        for v in &mut dense {
+            *v &= mask;
+        }
+        let (ndarray, dtypes) = numpy_cache(py)?;
+        let dt = dtypes
+            .get(t.code() as usize)
+            .and_then(|d| d.as_ref())
+            .ok_or_else(|| invalid(format!("{t} has no numpy dtype here (install ml_dtypes)")))?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("buffer", PyByteArray::new(py, &dense))?;
+        ndarray
+            .bind(py)
+            .call((PyTuple::new(py, &self.shape)?, dt.bind(py)), Some(&kwargs))
+    }
+}
+
 #[pymethods]
 impl PyFfiBuffer {
     /// Dimensions.
@@ -175,13 +288,15 @@ impl PyFfiBuffer {
                 format!(
                     "{t} packs {} elements to a byte, which a numpy view cannot show: return \
                      an array of the result's shape and dtype (ml_dtypes.{t}; rpjrt packs \
-                     it), or write the packed bytes (low bits first) into .memoryview()",
+                     it), or write the packed bytes (low bits first) into .memoryview() \
+                     (np.array(ret) gives a detached, unpacked copy of its current values)",
                     8 / bits
                 )
             } else {
                 format!(
                     "{t} packs {} elements to a byte, which a numpy view cannot show: read \
-                     the packed bytes from .memoryview() and unpack them (low bits first)",
+                     the packed bytes from .memoryview() and unpack them (low bits first), \
+                     or take an unpacked copy with np.asarray(arg) or np.array(arg)",
                     8 / bits
                 )
             }));
@@ -219,7 +334,11 @@ impl PyFfiBuffer {
     /// (``dtype`` unset or the buffer's own), so that ``np.asarray(call.rets[k],
     /// dtype=<its dtype>)`` writes reach the result; a converted copy for another dtype;
     /// a fresh copy for ``copy=True``; and ``ValueError`` for ``copy=False`` when only a
-    /// copy could be given (a converted copy is detached from the result).
+    /// copy could be given (a converted copy is detached from the result). A sub-byte buffer
+    /// (int4, uint4, int2, uint2) has no view: it gives an unpacked copy where numpy allows
+    /// one (read-only for an argument with ``copy=None``), and ``ValueError`` for
+    /// ``copy=False`` and for a result's ``copy=None`` with no conversion (a detached copy
+    /// would drop the writes meant for the result).
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
         &self,
@@ -232,6 +351,9 @@ impl PyFfiBuffer {
             None => None,
             Some(c) => Some(c.is_truthy()?),
         };
+        if let Some(t) = self.element_type.filter(|t| t.is_sub_byte()) {
+            return self.sub_byte_array(py, t, dtype, copy);
+        }
         let a = self.to_numpy(py)?;
         let have = a.getattr("dtype")?;
         let want = match dtype.filter(|d| !d.is_none()) {
