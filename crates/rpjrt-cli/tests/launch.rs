@@ -1001,6 +1001,83 @@ fn a_long_coordinator_is_shortened_in_the_error() {
     assert!(err.contains("(100002 bytes)"), "{err}");
 }
 
+#[test]
+fn a_long_program_name_or_job_id_is_shortened_and_named() {
+    // `launch -n 1 -- /nonexist/<100 KB>` printed a 100 KB error; a 100 KB SLURM_JOB_ID
+    // was refused as "the job token is 100007 bytes long", naming no variable.
+    let program = format!("/nonexist/{}", "x".repeat(100_000));
+    let out = finish(
+        cmd(&["launch", "-n", "1", "--", &program], &[])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", &err[..err.len().min(500)]);
+    assert!(err.len() < 1000, "{} bytes", err.len());
+    assert!(err.contains("cannot start \"/nonexist/xxx"), "{err}");
+    assert!(err.contains("(100010 bytes)"), "{err}");
+    let long = "7".repeat(100_000);
+    for (name, env) in [
+        (
+            "SLURM_JOB_ID (100000 bytes)",
+            vec![
+                ("SLURM_PROCID", "1".to_string()),
+                ("SLURM_NTASKS", "2".to_string()),
+                ("SLURM_NODELIST", "127.0.0.1".to_string()),
+                ("SLURM_JOB_ID", long.clone()),
+            ],
+        ),
+        (
+            "TORCHELASTIC_RUN_ID (100000 bytes)",
+            vec![
+                ("RANK", "1".to_string()),
+                ("WORLD_SIZE", "2".to_string()),
+                ("MASTER_ADDR", "127.0.0.1".to_string()),
+                ("MASTER_PORT", "1".to_string()),
+                ("TORCHELASTIC_RUN_ID", long.clone()),
+            ],
+        ),
+    ] {
+        let out = finish(
+            cmd(&["rendezvous", "--timeout", "2"], &env)
+                .spawn()
+                .unwrap(),
+            LIMIT,
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(name), "{err}");
+        assert!(err.len() < 1000, "{} bytes", err.len());
+    }
+    // With the process id and count given, a long RPJRT_TOKEN is named too.
+    let out = finish(
+        cmd(
+            &[
+                "rendezvous",
+                "--process-id",
+                "1",
+                "--num-processes",
+                "2",
+                "--coordinator",
+                "127.0.0.1:1",
+                "--timeout",
+                "2",
+            ],
+            &[("RPJRT_TOKEN", long.clone())],
+        )
+        .spawn()
+        .unwrap(),
+        LIMIT,
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("RPJRT_TOKEN is 100000 bytes long; at most 4096 are accepted"),
+        "{err}"
+    );
+}
+
 /// Raw connections that are not the job's processes: one that never says hello, and one
 /// that says hello as process 1 (with the token) and stays open while the real process 1
 /// joins. Neither may keep the host up once process 1 has left (it stayed 5 s for the

@@ -298,6 +298,7 @@ impl LaunchEnv {
         if let Some(t) = get("RPJRT_TOKEN") {
             env.token = Some(t);
         }
+        check_token_source(&env, get)?;
         env.checked()
     }
 
@@ -318,6 +319,44 @@ impl LaunchEnv {
         }
         v
     }
+}
+
+/// Refuses a job token no store would accept ([`crate::tcp::MAX_TOKEN_BYTES`]), naming
+/// the variable it came from: `RPJRT_TOKEN`, or the launcher's job id it was made from
+/// (`TORCHELASTIC_RUN_ID`, `SLURM_JOB_ID` and `SLURM_STEP_ID`), with their lengths, so
+/// that the error does not speak of a token the user never set.
+fn check_token_source(env: &LaunchEnv, get: &dyn Fn(&str) -> Option<String>) -> Result<()> {
+    let Some(token) = &env.token else {
+        return Ok(());
+    };
+    let max = crate::tcp::MAX_TOKEN_BYTES;
+    if token.len() <= max {
+        return Ok(());
+    }
+    let len = |name: &str| get(name).map_or(0, |v| v.len());
+    let made_from = if get("RPJRT_TOKEN").is_some() {
+        return Err(crate::invalid(format!(
+            "RPJRT_TOKEN is {} bytes long; at most {max} are accepted",
+            token.len()
+        )));
+    } else {
+        match env.source {
+            LaunchSource::Torchrun => {
+                format!("TORCHELASTIC_RUN_ID ({} bytes)", len("TORCHELASTIC_RUN_ID"))
+            }
+            LaunchSource::Slurm => format!(
+                "SLURM_JOB_ID ({} bytes) and SLURM_STEP_ID ({} bytes)",
+                len("SLURM_JOB_ID"),
+                len("SLURM_STEP_ID")
+            ),
+            _ => format!("the {} launch environment", env.source),
+        }
+    };
+    Err(crate::invalid(format!(
+        "the job token made from {made_from} is {} bytes long; at most {max} are accepted: \
+         set RPJRT_TOKEN to a shorter secret shared by the job's processes",
+        token.len()
+    )))
 }
 
 /// The first host of a Slurm node list: `node[01-04,07]` → `node01`,
@@ -814,7 +853,8 @@ impl Launcher {
                     let why = spawn_error(
                         &e,
                         format!(
-                            "cannot start {program:?} (process {p} of {}): {e}",
+                            "cannot start {} (process {p} of {}): {e}",
+                            crate::shown(program),
                             self.num_processes
                         ),
                     );
@@ -1288,6 +1328,104 @@ mod tests {
         assert!(first_host("node[01-04").is_err());
         assert!(first_host("node[x]").is_err());
         assert!(first_host("").is_err());
+    }
+
+    #[test]
+    fn a_job_token_too_long_names_the_variable_it_came_from() {
+        // A 100 KB SLURM_JOB_ID was refused as "the job token is 100007 bytes long".
+        let long = "7".repeat(100_000);
+        let slurm = [
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_ID", long.as_str()),
+            ("SLURM_STEP_ID", "4"),
+        ];
+        let e = env(&slurm).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "the job token made from SLURM_JOB_ID (100000 bytes) and SLURM_STEP_ID \
+                 (1 bytes) is 100008 bytes long; at most 4096 are accepted"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("RPJRT_TOKEN"), "{e}");
+        assert!(e.len() < 400, "{e}");
+        let e = env(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_ID", "1"),
+            ("SLURM_STEP_ID", long.as_str()),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("SLURM_STEP_ID (100000 bytes)"), "{e}");
+        let e = env(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", long.as_str()),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("the job token made from TORCHELASTIC_RUN_ID (100000 bytes) is 100009"),
+            "{e}"
+        );
+        // RPJRT_TOKEN overrides the derived token: a short one is fine, a long one named.
+        let mut with = slurm.to_vec();
+        with.push(("RPJRT_TOKEN", "s"));
+        assert_eq!(env(&with).unwrap().token.as_deref(), Some("s"));
+        with.pop();
+        with.push(("RPJRT_TOKEN", long.as_str()));
+        let e = env(&with).unwrap_err().to_string();
+        assert!(
+            e.contains("RPJRT_TOKEN is 100000 bytes long; at most 4096 are accepted"),
+            "{e}"
+        );
+        // The longest accepted token passes.
+        let id = "1".repeat(crate::MAX_TOKEN_BYTES - "torchrun-".len());
+        let e = env(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("TORCHELASTIC_RUN_ID", &id),
+        ]);
+        assert_eq!(e.unwrap().token.unwrap().len(), crate::MAX_TOKEN_BYTES);
+    }
+
+    #[test]
+    fn a_long_program_name_is_shortened_in_the_error() {
+        // `launch -- /nonexist/<100 KB>` printed the whole name.
+        let program = format!("/nonexist/{}", "x".repeat(100_000));
+        let e = Launcher {
+            num_processes: 1,
+            command: vec![program, "arg".into()],
+            port: None,
+            timeout: Some(Duration::from_secs(10)),
+        }
+        .run(Arc::new(|_, _, _| {}))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.len() < 400,
+            "{} bytes: {}",
+            e.len(),
+            &e[..400.min(e.len())]
+        );
+        assert!(e.contains("cannot start \"/nonexist/xxx"), "{e}");
+        assert!(e.contains("(100010 bytes)"), "{e}");
+        // A short one is named whole.
+        let e = Launcher {
+            num_processes: 1,
+            command: vec!["/nonexist/prog".into()],
+            port: None,
+            timeout: Some(Duration::from_secs(10)),
+        }
+        .run(Arc::new(|_, _, _| {}))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("cannot start \"/nonexist/prog\" (process 0 of 1)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub use launch::{
 };
 pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};
-pub use tcp::{TcpStore, MAX_ENTRY_BYTES, MAX_KEY_BYTES, PROTOCOL_MAGIC};
+pub use tcp::{TcpStore, MAX_ENTRY_BYTES, MAX_KEY_BYTES, MAX_TOKEN_BYTES, PROTOCOL_MAGIC};
 
 /// The most processes a job may have: the TCP store's protocol carries a process id in 32
 /// bits, so ids run from 0 to `u32::MAX - 1`. Every count and id that rpjrt takes from a
@@ -401,10 +401,11 @@ fn missing_processes(
     )
 }
 
-/// A duration for a message, precise enough to tell it from zero: seconds with one
-/// decimal (`2.5s`, `0.5s`, `0.0s` for none) where that shows it exactly or it is a
-/// second or more, else milliseconds (`1ms`, `250ms`, `0.5ms`, `0.001ms`), so that
-/// a timeout of a millisecond is not shown as `0.0s`.
+/// A duration for a message, exactly as it is (to the nanosecond), in a short form:
+/// seconds with at least one decimal and as many more as it takes (`2.5s`, `1.96s`,
+/// `0.5s`, `0.0s` for none) for a second or more or a whole number of tenths, else
+/// milliseconds (`1ms`, `250ms`, `0.5ms`, `0.001ms`), else nanoseconds (`900ns`): a
+/// timeout of a millisecond is not shown as `0.0s`, nor one of 1.96 s as `2.0s`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -414,22 +415,44 @@ fn missing_processes(
 /// assert_eq!(duration_text(Duration::from_micros(500)), "0.5ms");
 /// assert_eq!(duration_text(Duration::from_millis(500)), "0.5s");
 /// assert_eq!(duration_text(Duration::from_millis(2500)), "2.5s");
+/// assert_eq!(duration_text(Duration::from_millis(1960)), "1.96s");
+/// assert_eq!(duration_text(Duration::from_micros(1)), "0.001ms");
 /// assert_eq!(duration_text(Duration::ZERO), "0.0s");
 /// ```
 pub fn duration_text(d: Duration) -> String {
-    if d >= Duration::from_secs(1) || d.as_nanos().is_multiple_of(100_000_000) {
-        return format!("{:.1}s", d.as_secs_f64());
+    /// `whole.frac` with `frac` (of `digits` digits) written without its trailing zeros,
+    /// and at least `min` of them.
+    fn decimal(whole: u128, frac: u128, digits: usize, min: usize) -> String {
+        let frac = format!("{frac:0digits$}");
+        let kept = frac.trim_end_matches('0').len().max(min);
+        format!("{whole}.{}", &frac[..kept])
     }
-    if d.as_nanos().is_multiple_of(1_000_000) {
-        return format!("{}ms", d.as_millis());
+    let ns = d.as_nanos();
+    if ns == 0 || d >= Duration::from_secs(1) || ns.is_multiple_of(100_000_000) {
+        return format!("{}s", decimal(ns / 1_000_000_000, ns % 1_000_000_000, 9, 1));
     }
-    // Below a millisecond's precision: up to three decimals, no trailing zeros.
-    let ms = format!("{:.3}", d.as_secs_f64() * 1000.0);
-    let ms = ms.trim_end_matches('0').trim_end_matches('.');
-    match ms {
-        "0" => format!("{}ns", d.as_nanos()),
-        ms => format!("{ms}ms"),
+    if ns.is_multiple_of(1_000_000) {
+        return format!("{}ms", ns / 1_000_000);
     }
+    if ns < 1_000 {
+        return format!("{ns}ns");
+    }
+    format!("{}ms", decimal(ns / 1_000_000, ns % 1_000_000, 6, 0))
+}
+
+/// A measured duration rounded for a message: to the millisecond from one on, else to
+/// the microsecond ([`duration_text`] shows a duration exactly, to the nanosecond).
+pub(crate) fn rounded(d: Duration) -> Duration {
+    let unit: u128 = if d >= Duration::from_millis(1) {
+        1_000_000
+    } else {
+        1_000
+    };
+    let ns = (d.as_nanos() + unit / 2) / unit * unit;
+    Duration::new(
+        u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX),
+        (ns % 1_000_000_000) as u32,
+    )
 }
 
 /// `now + after`, saturating: a wait given as "forever" (`Duration::MAX`) is a wait
@@ -456,7 +479,7 @@ const SHOWN_KEY_BYTES: usize = 48;
 /// whole when short, else its first few dozen characters and its length, so that a message
 /// stays short however long the text a caller passed (a key of 64 MiB made a 64 MiB
 /// message; a `--coordinator` of 100 KB was echoed whole).
-pub(crate) fn shown(key: &str) -> String {
+pub fn shown(key: &str) -> String {
     if key.len() <= SHOWN_KEY_BYTES {
         return format!("{key:?}");
     }
@@ -522,6 +545,34 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const LONG: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn durations_are_shown_exactly_never_rounded_to_another_value() {
+        // 1.96 s read "2.0s", and 1e-10 s (0 ns) read "0.0s".
+        let ns = Duration::from_nanos;
+        for (d, want) in [
+            (Duration::from_secs_f64(1.96), "1.96s"),
+            (Duration::from_secs_f64(1.999), "1.999s"),
+            (Duration::from_secs_f64(2.0000001), "2.0000001s"),
+            (Duration::from_secs(2), "2.0s"),
+            (Duration::from_secs(30), "30.0s"),
+            (Duration::from_millis(1500), "1.5s"),
+            (Duration::from_millis(300), "0.3s"),
+            (Duration::from_millis(350), "350ms"),
+            (Duration::from_micros(1), "0.001ms"),
+            (Duration::from_micros(1500), "1.5ms"),
+            (ns(1_000_001), "1.000001ms"),
+            (ns(999), "999ns"),
+            (ns(1), "1ns"),
+            (Duration::ZERO, "0.0s"),
+            (Duration::MAX, "18446744073709551615.999999999s"),
+        ] {
+            assert_eq!(duration_text(d), want, "{d:?}");
+        }
+        assert_eq!(rounded(ns(1_234_567_891)), Duration::from_millis(1235));
+        assert_eq!(rounded(ns(1_499)), Duration::from_micros(1));
+        assert_eq!(rounded(Duration::MAX), Duration::new(u64::MAX, 0));
+    }
 
     /// Two processes of one barrier, each called with its own world size; both errors.
     fn two_sizes(first: (usize, usize), second: (usize, usize)) -> (Error, Error, Duration) {

@@ -118,10 +118,15 @@ fn frame_len(head: [u8; 4], what: &str) -> io::Result<usize> {
 
 /// A request's key, or `None` once the peer has been told that it is not UTF-8 (the
 /// connection stays open: closing it told the peer nothing).
-fn utf8<'a>(stream: &mut TcpStream, b: &'a [u8]) -> io::Result<Option<&'a str>> {
+fn utf8<'a>(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    id: u64,
+    b: &'a [u8],
+) -> io::Result<Option<&'a str>> {
     match std::str::from_utf8(b) {
         Ok(key) => Ok(Some(key)),
-        Err(_) => write_frame(stream, &[&[R_ERROR], b"the key is not UTF-8"]).map(|()| None),
+        Err(_) => reply(stream, shared, id, &[&[R_ERROR], b"the key is not UTF-8"]).map(|()| None),
     }
 }
 
@@ -148,6 +153,81 @@ struct Shared {
     conns: Mutex<Vec<(TcpStream, Option<JoinHandle<()>>)>>,
     /// Open connections per process id; an id that joined and has none left is gone.
     peers: Mutex<HashMap<u32, usize>>,
+    /// What the joined connections did, and when each process said goodbye: what
+    /// [`TcpStore::shutdown_after`] waits for.
+    activity: Mutex<Activity>,
+}
+
+/// How long after a process's goodbye a connection left open under its id, idle since,
+/// still holds the host in [`TcpStore::shutdown_after`]: time for another client of that
+/// process (one that has not closed) to make its next request, which marks the
+/// connection active.
+const LEFTOVER_SETTLE: Duration = Duration::from_secs(1);
+
+/// The joined connections and the goodbyes, ordered by one event count (hellos, requests
+/// and goodbyes each take the next number), so that "after the goodbye" is exact.
+#[derive(Default)]
+struct Activity {
+    /// The last event's number.
+    clock: u64,
+    /// The next joined connection's number.
+    next_conn: u64,
+    /// The joined connections that are open, by number.
+    conns: HashMap<u64, Joined>,
+    /// Each process's latest goodbye: its event number and when it came.
+    goodbyes: HashMap<u32, (u64, Instant)>,
+}
+
+/// A connection that said hello with the job's token.
+struct Joined {
+    /// The process id it said hello as.
+    pid: u32,
+    /// The event number of its hello, or of the start or end of its latest request.
+    last: u64,
+    /// Whether a request of its is being answered now (a `get` may wait long).
+    busy: bool,
+}
+
+/// How much a joined connection holds the host in [`TcpStore::shutdown_after`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Hold {
+    /// Not at all: its process said goodbye and it has been idle since, for at least
+    /// [`LEFTOVER_SETTLE`] (a connection left open, by that process or another under its
+    /// id).
+    No,
+    /// For now: idle since its process's goodbye, which came less than
+    /// [`LEFTOVER_SETTLE`] ago. Cutting it off at the grace cuts off no call.
+    Settling,
+    /// Until it closes: its process has not said goodbye, or the connection said hello
+    /// again (a re-join) or made a request after the goodbye, or has one in progress.
+    Active,
+}
+
+impl Activity {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// How much connection `c` holds the host now.
+    fn hold(&self, c: &Joined) -> Hold {
+        match self.goodbyes.get(&c.pid) {
+            _ if c.busy => Hold::Active,
+            None => Hold::Active,
+            Some(&(at, _)) if c.last > at => Hold::Active,
+            Some(&(_, when)) if when.elapsed() < LEFTOVER_SETTLE => Hold::Settling,
+            Some(_) => Hold::No,
+        }
+    }
+
+    /// The most any joined connection holds the host now.
+    fn most_held(&self) -> Hold {
+        self.conns
+            .values()
+            .map(|c| self.hold(c))
+            .max()
+            .unwrap_or(Hold::No)
+    }
 }
 
 impl Shared {
@@ -172,6 +252,59 @@ impl Shared {
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         let n = peers.entry(p).or_insert(0);
         *n = if up { *n + 1 } else { n.saturating_sub(1) };
+    }
+    fn activity(&self) -> MutexGuard<'_, Activity> {
+        self.activity.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Registers a connection that said hello as `pid`; returns its number.
+    fn joined(&self, pid: u32) -> u64 {
+        let mut a = self.activity();
+        let last = a.tick();
+        let id = a.next_conn;
+        a.next_conn += 1;
+        a.conns.insert(
+            id,
+            Joined {
+                pid,
+                last,
+                busy: false,
+            },
+        );
+        id
+    }
+    /// Marks connection `id` busy with a request, or returns `false` when the host has
+    /// stopped: read under the lock that [`Host::stop_if_left`] sets `stop` under, so a
+    /// request either holds the host or is never started.
+    fn request_begins(&self, id: u64) -> bool {
+        let mut a = self.activity();
+        if self.stopped() {
+            return false;
+        }
+        let now = a.tick();
+        if let Some(c) = a.conns.get_mut(&id) {
+            c.busy = true;
+            c.last = now;
+        }
+        true
+    }
+    /// Connection `id`'s request is over (when it still was in progress: a second call
+    /// changes nothing); `goodbye`: the request was process `pid`'s goodbye, which comes
+    /// after the request (the connection it came on is idle since).
+    fn request_ends(&self, id: u64, goodbye: Option<u32>) {
+        let mut a = self.activity();
+        let now = a.tick();
+        if let Some(c) = a.conns.get_mut(&id).filter(|c| c.busy) {
+            c.busy = false;
+            c.last = now;
+        }
+        if let Some(p) = goodbye {
+            let at = a.tick();
+            a.goodbyes.insert(p, (at, Instant::now()));
+        }
+    }
+    /// Connection `id` closed.
+    fn closed(&self, id: u64) {
+        self.activity().conns.remove(&id);
     }
 }
 
@@ -224,6 +357,7 @@ impl Host {
             token: token.as_bytes().to_vec(),
             conns: Mutex::new(Vec::new()),
             peers: Mutex::new(HashMap::new()),
+            activity: Mutex::new(Activity::default()),
         });
         let s = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -237,23 +371,24 @@ impl Host {
         })
     }
 
-    /// Whether every process that has a connection open to the store (one that said hello
-    /// with the job's token) has said goodbye: such a process is done with the store,
-    /// whatever connections it (or another holding its id) leaves open. Connections that
-    /// never said hello are not peers and are not waited for.
-    fn peers_left(&self) -> bool {
-        let open: Vec<u32> = self
-            .shared
-            .peers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(&p, _)| p)
-            .collect();
-        let map = self.shared.lock();
-        open.iter()
-            .all(|&p| map.contains_key(&goodbye_key(p as usize)))
+    /// Stops the host's service (as [`Host::shutdown`] begins to) when no joined
+    /// connection holds it ([`Activity::hold`]), or, with `anyway` (the grace ran out),
+    /// whatever holds it. Returns `None` while it is held and not stopped, else how much
+    /// was still held when it stopped. The decision and the stop are one step under the
+    /// activity lock, which a request takes to start: no request starts after the host
+    /// found none in progress and before it stopped.
+    ///
+    /// Connections that never said hello with the job's token are not peers and are not
+    /// waited for; one left open under the id of a process that said goodbye, idle since,
+    /// is waited for only [`LEFTOVER_SETTLE`] after that goodbye.
+    fn stop_if_left(&self, anyway: bool) -> Option<Hold> {
+        let a = self.shared.activity();
+        let held = a.most_held();
+        if held != Hold::No && !anyway {
+            return None;
+        }
+        self.shared.stop.store(true, Ordering::Release);
+        Some(held)
     }
 
     fn shutdown(&self) {
@@ -431,99 +566,151 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         let _ = write_frame(stream, &[&[R_REFUSED], why.as_bytes()]);
         return Ok(());
     }
-    write_frame(stream, &[&[R_OK]])?;
-    stream.set_read_timeout(None)?;
+    // Counted as joined before the client hears so: a host deciding whether to wait sees
+    // every connection whose client believes it is in.
     shared.peer_delta(pid, true);
-    let r = serve_requests(stream, shared);
+    let id = shared.joined(pid);
+    let r = write_frame(stream, &[&[R_OK]])
+        .and_then(|()| stream.set_read_timeout(None))
+        .and_then(|()| serve_requests(stream, shared, pid, id));
+    shared.closed(id);
     shared.peer_delta(pid, false);
     r
 }
 
-fn serve_requests(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
+/// What became of one request.
+enum Served {
+    /// Answered; the connection goes on.
+    Answered,
+    /// The connection ends (the host stopped, or the client hung up).
+    Close,
+}
+
+/// Serves the requests of connection `id`, which said hello as process `pid`.
+fn serve_requests(stream: &mut TcpStream, shared: &Shared, pid: u32, id: u64) -> io::Result<()> {
     loop {
         let req = match read_frame(stream) {
             Ok(r) => r,
             Err(_) => return Ok(()),
         };
-        if shared.stopped() {
+        if !shared.request_begins(id) {
             return Ok(());
         }
-        let body = &req[1..];
-        match req[0] {
-            OP_SET if body.len() >= 4 => {
-                let klen = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
-                if body.len() < 4 + klen {
-                    write_frame(stream, &[&[R_ERROR], b"truncated set"])?;
-                    continue;
-                }
-                let Some(key) = utf8(stream, &body[4..4 + klen])? else {
-                    continue;
-                };
-                shared
-                    .lock()
-                    .insert(key.to_string(), body[4 + klen..].to_vec());
-                shared.changed.notify_all();
-                write_frame(stream, &[&[R_OK]])?;
-            }
-            OP_GET if body.len() >= 8 => {
-                let mut ms = [0u8; 8];
-                ms.copy_from_slice(&body[..8]);
-                let ms = u64::from_be_bytes(ms).min(MAX_WAIT_MS);
-                let Some(key) = utf8(stream, &body[8..])? else {
-                    continue;
-                };
-                // While it waits, the thread also looks whether the client hung up (it
-                // exited or was killed inside its get): the thread then ends, so the
-                // process counts as gone at once (a barrier fails naming it, a host's
-                // `shutdown_after` stops waiting for it), not when the get's wait ran out.
-                let hung_up = Cell::new(false);
-                let last_look = Cell::new(Instant::now());
-                let client = &*stream;
-                let v = wait_for_key(
-                    shared.lock(),
-                    &shared.changed,
-                    key,
-                    Duration::from_millis(ms),
-                    &|| {
-                        if shared.stopped() {
-                            return true;
-                        }
-                        if last_look.get().elapsed() >= HANG_UP_CHECK {
-                            last_look.set(Instant::now());
-                            hung_up.set(client_hung_up(client));
-                        }
-                        hung_up.get()
-                    },
-                );
-                if v.is_none() && (shared.stopped() || hung_up.get()) {
-                    // Closing tells the client the host went away, not that time ran out;
-                    // a client that hung up has no one to answer.
-                    return Ok(());
-                }
-                match v {
-                    Some(v) => write_frame(stream, &[&[R_OK], &v])?,
-                    None => write_frame(stream, &[&[R_TIMEOUT]])?,
-                }
-            }
-            OP_PEER if body.len() == 4 => {
-                let p = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-                let (state, open) = shared.peer_info(p);
-                let open = u32::try_from(open).unwrap_or(u32::MAX);
-                write_frame(stream, &[&[R_OK, state as u8], &open.to_be_bytes()])?;
-            }
-            OP_TRY_GET => {
-                let Some(key) = utf8(stream, body)? else {
-                    continue;
-                };
-                let v = shared.lock().get(key).cloned();
-                match v {
-                    Some(v) => write_frame(stream, &[&[R_OK], &v])?,
-                    None => write_frame(stream, &[&[R_NOT_FOUND]])?,
-                }
-            }
-            _ => write_frame(stream, &[&[R_ERROR], b"unknown or malformed request"])?,
+        match answer(stream, shared, &req, pid, id)? {
+            // Ended already, before its reply went out (see `reply`).
+            Served::Answered => {}
+            Served::Close => return Ok(()),
         }
     }
+}
+
+/// Sends the reply to connection `id`'s request, marking the request ended first: the
+/// client acts on the reply (says goodbye on another connection, connects again) only
+/// after the host has counted the request as over, never before.
+fn reply(stream: &mut TcpStream, shared: &Shared, id: u64, parts: &[&[u8]]) -> io::Result<()> {
+    shared.request_ends(id, None);
+    write_frame(stream, parts)
+}
+
+/// Answers one request of connection `id`, which said hello as process `pid`; every reply
+/// goes through [`reply`].
+fn answer(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    req: &[u8],
+    pid: u32,
+    id: u64,
+) -> io::Result<Served> {
+    let body = &req[1..];
+    match req[0] {
+        OP_SET if body.len() >= 4 => {
+            let klen = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
+            if body.len() < 4 + klen {
+                reply(stream, shared, id, &[&[R_ERROR], b"truncated set"])?;
+                return Ok(Served::Answered);
+            }
+            let Some(key) = utf8(stream, shared, id, &body[4..4 + klen])? else {
+                return Ok(Served::Answered);
+            };
+            shared
+                .lock()
+                .insert(key.to_string(), body[4 + klen..].to_vec());
+            shared.changed.notify_all();
+            if key == goodbye_key(pid as usize) {
+                // Counted before the client hears back: its next connection comes after.
+                shared.request_ends(id, Some(pid));
+            }
+            reply(stream, shared, id, &[&[R_OK]])?;
+        }
+        OP_GET if body.len() >= 8 => {
+            let mut ms = [0u8; 8];
+            ms.copy_from_slice(&body[..8]);
+            let ms = u64::from_be_bytes(ms).min(MAX_WAIT_MS);
+            let Some(key) = utf8(stream, shared, id, &body[8..])? else {
+                return Ok(Served::Answered);
+            };
+            // While it waits, the thread also looks whether the client hung up (it
+            // exited or was killed inside its get): the thread then ends, so the
+            // process counts as gone at once (a barrier fails naming it, a host's
+            // `shutdown_after` stops waiting for it), not when the get's wait ran out.
+            let hung_up = Cell::new(false);
+            let last_look = Cell::new(Instant::now());
+            let client = &*stream;
+            let v = wait_for_key(
+                shared.lock(),
+                &shared.changed,
+                key,
+                Duration::from_millis(ms),
+                &|| {
+                    if shared.stopped() {
+                        return true;
+                    }
+                    if last_look.get().elapsed() >= HANG_UP_CHECK {
+                        last_look.set(Instant::now());
+                        hung_up.set(client_hung_up(client));
+                    }
+                    hung_up.get()
+                },
+            );
+            if v.is_none() && (shared.stopped() || hung_up.get()) {
+                // Closing tells the client the host went away, not that time ran out;
+                // a client that hung up has no one to answer.
+                return Ok(Served::Close);
+            }
+            match v {
+                Some(v) => reply(stream, shared, id, &[&[R_OK], &v])?,
+                None => reply(stream, shared, id, &[&[R_TIMEOUT]])?,
+            }
+        }
+        OP_PEER if body.len() == 4 => {
+            let p = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+            let (state, open) = shared.peer_info(p);
+            let open = u32::try_from(open).unwrap_or(u32::MAX);
+            reply(
+                stream,
+                shared,
+                id,
+                &[&[R_OK, state as u8], &open.to_be_bytes()],
+            )?;
+        }
+        OP_TRY_GET => {
+            let Some(key) = utf8(stream, shared, id, body)? else {
+                return Ok(Served::Answered);
+            };
+            let v = shared.lock().get(key).cloned();
+            match v {
+                Some(v) => reply(stream, shared, id, &[&[R_OK], &v])?,
+                None => reply(stream, shared, id, &[&[R_NOT_FOUND]])?,
+            }
+        }
+        _ => reply(
+            stream,
+            shared,
+            id,
+            &[&[R_ERROR], b"unknown or malformed request"],
+        )?,
+    }
+    Ok(Served::Answered)
 }
 
 /// Whether the client at the other end of `stream` hung up: its end reads as closed (it
@@ -668,7 +855,9 @@ impl Remote {
                     "the store host (process 0) at {} did not answer within {} (it may \
                      be paused, overloaded or unreachable)",
                     self.addr,
-                    crate::duration_text(waited)
+                    // A measured time: to the millisecond (the microsecond below one),
+                    // not to the nanosecond.
+                    crate::duration_text(crate::rounded(waited))
                 ),
             )
         };
@@ -1079,11 +1268,20 @@ impl TcpStore {
     /// Like [`TcpStore::shutdown`], but the host first waits up to `grace` for its peers
     /// to leave, so that a peer still reading the last barrier's keys is not cut off: for
     /// each peer's goodbye (or lost connection) when the store knows the process count
-    /// ([`TcpStore::from_env`]), and for every process with a connection open to say
-    /// goodbye or close it. It stops waiting as soon as they have: connections that never
-    /// presented the job's token, and ones left open by a process that said goodbye (or
-    /// by another under its id), do not hold it. Returns whether every peer had left
-    /// before the host stopped.
+    /// ([`TcpStore::from_env`]), and for every joined connection that is active to close.
+    ///
+    /// A joined connection (one that said hello with the job's token) is active while
+    /// its process has not said goodbye, while a request of its is in progress, and once
+    /// it said hello again (a re-join) or made a request after its process's goodbye: a
+    /// process that reconnects after its goodbye, or goes on using a second client after
+    /// closing one, is waited for until that connection closes. The host stops waiting as
+    /// soon as only idle leftovers remain: connections that never presented the token
+    /// (silent, or a stranger), and ones left open under the id of a process that said
+    /// goodbye and idle since, which hold it at most [`LEFTOVER_SETTLE`] (1 s) after that
+    /// goodbye (time for another client of the process to make its next request).
+    ///
+    /// Returns whether the shutdown was clean: every peer had left, and no active
+    /// connection was cut off. A peer cut off when the grace ran out makes it `false`.
     pub fn shutdown_after(&self, grace: Duration) -> bool {
         let mut clean = true;
         if let Role::Host(h) = &self.role {
@@ -1093,10 +1291,14 @@ impl TcpStore {
                     || u32::try_from(p).is_ok_and(|p| h.shared.peer_state(p) == PeerState::Gone)
             };
             let n = self.members.unwrap_or(0);
-            while !((1..n).all(left) && h.peers_left()) {
-                if Instant::now() >= until {
-                    clean = false;
-                    break;
+            loop {
+                let out = Instant::now() >= until;
+                let members_left = (1..n).all(left);
+                if members_left || out {
+                    if let Some(held) = h.stop_if_left(out) {
+                        clean = members_left && held != Hold::Active;
+                        break;
+                    }
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -2248,6 +2450,120 @@ mod tests {
         assert!(clean);
         assert!(took < Duration::from_secs(5), "the host stayed {took:?}");
         drop(extra);
+    }
+
+    /// A reader of keys `k0`..`k4` on `store`, pausing `pause` before each; returns what
+    /// it saw (`"ok"` or the first error) and shuts the store down when `close`.
+    fn reader(store: Arc<TcpStore>, pause: Duration, close: bool) -> JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut seen = "ok".to_string();
+            for i in 0..5 {
+                std::thread::sleep(pause);
+                if let Err(e) = store.get(&format!("k{i}"), Duration::from_secs(5)) {
+                    seen = e.to_string();
+                    break;
+                }
+            }
+            if close {
+                store.shutdown();
+            }
+            seen
+        })
+    }
+
+    #[test]
+    fn a_peer_that_reconnects_after_its_goodbye_is_waited_for() {
+        // Process 1 said goodbye, connected again as process 1 and went on reading: the
+        // host took the old goodbye for the new connection's and cut it off at once,
+        // saying the shutdown was clean.
+        let (host, addr) = pair("t");
+        let first = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        first.set("phase1", b"x").unwrap();
+        first.shutdown();
+        let again = Arc::new(TcpStore::connect(&addr, "t", 1, T).unwrap());
+        let read = reader(Arc::clone(&again), Duration::from_millis(300), true);
+        for i in 0..5 {
+            host.set(&format!("k{i}"), b"v").unwrap();
+        }
+        let t = Instant::now();
+        let clean = host.shutdown_after(Duration::from_secs(20));
+        assert_eq!(read.join().unwrap(), "ok");
+        assert!(clean, "cut off after {:?}", t.elapsed());
+        assert!(
+            t.elapsed() >= Duration::from_millis(1400),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_peer_cut_off_when_the_grace_runs_out_is_not_a_clean_shutdown() {
+        // The re-joined process never leaves: the host waits for it the whole grace, and
+        // says it did not end cleanly.
+        let (host, addr) = pair("t");
+        TcpStore::connect(&addr, "t", 1, T).unwrap().shutdown();
+        let again = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let t = Instant::now();
+        assert!(!host.shutdown_after(Duration::from_millis(1500)));
+        assert!(
+            t.elapsed() >= Duration::from_millis(1400),
+            "{:?}",
+            t.elapsed()
+        );
+        let e = again.try_get("k").unwrap_err();
+        assert_eq!(e.code(), Code::Unavailable, "{e}");
+    }
+
+    #[test]
+    fn a_process_using_a_second_client_after_closing_one_is_waited_for() {
+        // Process 1 holds two clients and closes one (its goodbye) while using the other:
+        // the host cut the other off, saying the shutdown was clean. Its first request
+        // comes a little after the goodbye and after the host began to shut down.
+        for pause in [Duration::ZERO, Duration::from_millis(300)] {
+            let (host, addr) = pair("t");
+            let a = TcpStore::connect(&addr, "t", 1, T).unwrap();
+            let b = Arc::new(TcpStore::connect(&addr, "t", 1, T).unwrap());
+            a.shutdown();
+            let read = reader(Arc::clone(&b), pause, true);
+            for i in 0..5 {
+                host.set(&format!("k{i}"), b"v").unwrap();
+            }
+            let clean = host.shutdown_after(Duration::from_secs(20));
+            assert_eq!(read.join().unwrap(), "ok", "pause {pause:?}");
+            assert!(clean, "pause {pause:?}");
+        }
+    }
+
+    #[test]
+    fn a_request_in_progress_across_a_goodbye_holds_the_host() {
+        // Process 1's second client waits in a get when its first client says goodbye;
+        // the key comes after the leftover allowance: the get is answered, and the
+        // connection (active since) is waited for until it closes.
+        let (host, addr) = pair("t");
+        let host = Arc::new(host);
+        let a = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let b = Arc::new(TcpStore::connect(&addr, "t", 1, T).unwrap());
+        let b2 = Arc::clone(&b);
+        let waiter = std::thread::spawn(move || {
+            let v = b2.get("late", Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(500));
+            let after = b2.try_get("late");
+            b2.shutdown();
+            (v, after)
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        a.shutdown();
+        let h2 = Arc::clone(&host);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(LEFTOVER_SETTLE + Duration::from_millis(500));
+            h2.set("late", b"v").unwrap();
+        });
+        let clean = host.shutdown_after(Duration::from_secs(20));
+        setter.join().unwrap();
+        let (v, after) = waiter.join().unwrap();
+        assert_eq!(v.unwrap(), b"v");
+        assert_eq!(after.unwrap().as_deref(), Some(&b"v"[..]));
+        assert!(clean);
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rpjrt::{Client, ClientOptions, Plugin};
-use rpjrt_distributed::{DistributedOptions, KvStore, LaunchEnv, Rendezvous, TcpStore};
+use rpjrt_distributed::{
+    DistributedOptions, KvStore, LaunchEnv, Rendezvous, TcpStore, MAX_TOKEN_BYTES,
+};
 
 use crate::common::{self, CliError, EXIT_OK};
 
@@ -42,12 +44,17 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32, CliError> {
     let timeout = crate::common::positive_seconds(args.timeout, "--timeout")?;
     let env = match (args.process_id, args.num_processes) {
-        (Some(p), Some(n)) => LaunchEnv::explicit(
-            p,
-            n,
-            args.coordinator.clone(),
-            std::env::var("RPJRT_TOKEN").ok(),
-        ),
+        (Some(p), Some(n)) => {
+            let token = std::env::var("RPJRT_TOKEN").ok();
+            // Named as the variable the user set, not as "the job token".
+            if let Some(t) = token.as_ref().filter(|t| t.len() > MAX_TOKEN_BYTES) {
+                return Err(CliError::usage(format!(
+                    "RPJRT_TOKEN is {} bytes long; at most {MAX_TOKEN_BYTES} are accepted",
+                    t.len()
+                )));
+            }
+            LaunchEnv::explicit(p, n, args.coordinator.clone(), token)
+        }
         (None, None) => LaunchEnv::detect().map(|mut e| {
             if args.coordinator.is_some() {
                 e.coordinator = args.coordinator.clone();
