@@ -336,7 +336,8 @@ pub fn set_plugin_timeout(seconds: Option<f64>) -> Result<(), CliError> {
             Ok(v) if !v.trim().is_empty() => (
                 Some(v.trim().parse::<f64>().map_err(|_| {
                     CliError::usage(format!(
-                        "RPJRT_PLUGIN_TIMEOUT must be a number of seconds, got {v:?}"
+                        "RPJRT_PLUGIN_TIMEOUT must be a number of seconds, got {}",
+                        rpjrt_distributed::shown(&v)
                     ))
                 })?),
                 "RPJRT_PLUGIN_TIMEOUT",
@@ -489,6 +490,23 @@ pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
         };
         return Ok((name, Value::Int64List(list)));
     }
+    // A number float32 cannot hold is refused, as a JSON config's is: one too large was
+    // passed on as text, and a nonzero one too small became 0.
+    if raw.parse::<f64>().is_ok() && raw.bytes().any(|b| b.is_ascii_digit()) {
+        let f = raw.parse::<f32>().unwrap_or(f32::NAN);
+        let mantissa = raw.split(['e', 'E']).next().unwrap_or(raw);
+        if f.is_infinite() {
+            return Err(CliError::usage(format!(
+                "-o {name}: {raw} is beyond float32 (PJRT's float option type)"
+            )));
+        }
+        if f == 0.0 && mantissa.bytes().any(|b| matches!(b, b'1'..=b'9')) {
+            return Err(CliError::usage(format!(
+                "-o {name}: {raw} is too small for float32 (PJRT's float option type): it \
+                 would be passed as 0"
+            )));
+        }
+    }
     Ok((name, value))
 }
 
@@ -562,13 +580,23 @@ pub fn explain_request(e: &rpjrt::Error, device: Option<&rpjrt::Device>, request
     }
 }
 
+/// The shortest time limit the command line takes: one microsecond. A shorter one cannot
+/// be measured (1e-10 s is 0 ns, a limit of zero, which is refused).
+pub const MIN_LIMIT: std::time::Duration = std::time::Duration::from_micros(1);
+
 /// A positive number of seconds from the command line (infinity and huge values mean
-/// "as long as it takes", capped at `rpjrt::MAX_SECONDS`); anything else is a usage error.
+/// "as long as it takes", capped at `rpjrt::MAX_SECONDS`), at least [`MIN_LIMIT`];
+/// anything else is a usage error naming `what` and the value.
 pub fn positive_seconds(seconds: f64, what: &str) -> Result<std::time::Duration, CliError> {
     match rpjrt::duration_from_secs(seconds, what) {
-        Ok(d) if seconds > 0.0 => Ok(d),
+        Ok(d) if seconds > 0.0 && d >= MIN_LIMIT => Ok(d),
+        Ok(_) if seconds > 0.0 => Err(CliError::usage(format!(
+            "{what} must be at least 0.000001 seconds (1µs), got {seconds:?}: a shorter \
+             time limit cannot be measured"
+        ))),
         _ => Err(CliError::usage(format!(
-            "{what} must be a positive number of seconds, got {seconds}"
+            // `{:?}`: -1e-300 in 1e-300's form, not 300 digits.
+            "{what} must be a positive number of seconds, got {seconds:?}"
         ))),
     }
 }
@@ -809,6 +837,78 @@ pub fn work_done() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_float32_cannot_hold_are_refused_not_changed() {
+        // 1e-46 became 0 and 1e300 the text "1e300".
+        for (o, want) in [
+            ("a=1e-46", "-o a: 1e-46 is too small for float32"),
+            ("a=-1e-50", "-o a: -1e-50 is too small for float32"),
+            ("a=1e300", "-o a: 1e300 is beyond float32"),
+            ("a=-1e39", "-o a: -1e39 is beyond float32"),
+            ("a=1e400", "-o a: 1e400 is beyond float32"),
+        ] {
+            let e = parse_option(o).unwrap_err();
+            assert_eq!(e.exit_code, EXIT_USAGE, "{o}");
+            assert!(e.message.contains(want), "{o}: {}", e.message);
+        }
+        assert_eq!(
+            parse_option("a=1e-45").unwrap().1,
+            Value::Float(f32::from_bits(1))
+        );
+        assert_eq!(parse_option("a=0.0").unwrap().1, Value::Float(0.0));
+        assert_eq!(parse_option("a=0e-99").unwrap().1, Value::Float(0.0));
+        assert_eq!(parse_option("a=-0").unwrap().1, Value::Int64(0));
+        assert_eq!(
+            parse_option("a=3.4028235e38").unwrap().1,
+            Value::Float(f32::MAX)
+        );
+        // Not numbers: text, as before.
+        for t in ["inf", "nan", "-infinity", "1e", "x1e-46"] {
+            assert_eq!(
+                parse_option(&format!("a={t}")).unwrap().1,
+                Value::String(t.into()),
+                "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn time_limits_too_short_to_measure_are_refused() {
+        // 1e-10 s passed as a limit of 0 ns, shown as "0.0s".
+        for s in [1e-10, 1e-12, 9.99e-7, 5e-324] {
+            let e = positive_seconds(s, "--plugin-timeout").unwrap_err();
+            assert_eq!(e.exit_code, EXIT_USAGE, "{s}");
+            assert!(
+                e.message
+                    .contains("--plugin-timeout must be at least 0.000001 seconds (1µs)"),
+                "{s}: {}",
+                e.message
+            );
+        }
+        for s in [0.0, -1.0, f64::NAN] {
+            let e = positive_seconds(s, "--timeout").unwrap_err();
+            assert!(
+                e.message.contains("must be a positive number"),
+                "{}",
+                e.message
+            );
+        }
+        // Values are shown short, whatever their size.
+        let e = positive_seconds(-1e-300, "--timeout").unwrap_err();
+        assert!(e.message.ends_with("got -1e-300"), "{}", e.message);
+        let e = positive_seconds(1e-10, "--timeout").unwrap_err();
+        assert!(e.message.contains("got 1e-10:"), "{}", e.message);
+        assert_eq!(
+            positive_seconds(1e-6, "x").unwrap(),
+            std::time::Duration::from_micros(1)
+        );
+        assert_eq!(
+            positive_seconds(1.96, "x").unwrap(),
+            std::time::Duration::from_millis(1960)
+        );
+        assert!(positive_seconds(f64::INFINITY, "x").is_ok());
+    }
 
     #[test]
     fn options_are_typed() {

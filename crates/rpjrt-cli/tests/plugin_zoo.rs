@@ -505,6 +505,47 @@ fn a_short_plugin_timeout_is_not_shown_as_zero() {
     assert!(!err.contains("within 0s"), "{err}");
 }
 
+/// A plugin timeout too short to measure is refused like a zero one (1e-10 s was a limit
+/// of 0 ns, shown "0.0s"), and a limit is shown as given (1.96 s read "2.0s").
+#[test]
+fn plugin_timeouts_under_a_microsecond_are_refused_and_limits_shown_as_given() {
+    for tiny in ["1e-10", "1e-12", "0.0000009"] {
+        let (code, _, err) = run(rpjrt().args(["info", "--plugin-timeout", tiny]).arg(fake()));
+        assert_eq!(code, 2, "--plugin-timeout {tiny}: {err}");
+        assert!(
+            err.contains("--plugin-timeout must be at least 0.000001 seconds (1µs)"),
+            "{err}"
+        );
+        let (code, _, err) = run(rpjrt()
+            .arg("info")
+            .arg(fake())
+            .env("RPJRT_PLUGIN_TIMEOUT", tiny));
+        assert_eq!(code, 2, "RPJRT_PLUGIN_TIMEOUT={tiny}: {err}");
+        assert!(
+            err.contains("RPJRT_PLUGIN_TIMEOUT must be at least 0.000001 seconds"),
+            "{err}"
+        );
+        assert!(!err.contains("0.0s"), "{err}");
+    }
+    // A long value is shown short.
+    let (code, _, err) = run(rpjrt()
+        .arg("info")
+        .arg(fake())
+        .env("RPJRT_PLUGIN_TIMEOUT", "x".repeat(100_000)));
+    assert_eq!(code, 2, "{}", &err[..err.len().min(500)]);
+    assert!(err.len() < 1000, "{} bytes", err.len());
+    assert!(err.contains("(100000 bytes)"), "{err}");
+    let (code, _, err) = run(rpjrt()
+        .args(["info", "--plugin-timeout", "1.96"])
+        .arg(fake())
+        .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create"));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("did not return within 1.96s (--plugin-timeout)"),
+        "{err}"
+    );
+}
+
 /// A plugin path that cannot be read for another reason than its absence (a loop of
 /// symbolic links) is not said to be "not there".
 #[test]

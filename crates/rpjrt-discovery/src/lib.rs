@@ -1189,10 +1189,7 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
             let raw = raw_create_options(&text);
             o.iter()
                 .map(|(k, v)| {
-                    let checked = match raw.get(k).and_then(|r| integer_out_of_range(r.get())) {
-                        Some(why) => Err(why),
-                        None => json_value(v),
-                    };
+                    let checked = json_value(v, raw.get(k).map(|r| r.get()));
                     checked.map(|v| (k.clone(), v)).map_err(|why| {
                         err(format!(
                             "the PJRT plugin config {}: create option {k:?} is {why}; options \
@@ -1230,17 +1227,18 @@ fn json_kind(v: &serde_json::Value) -> String {
     }
 }
 
-/// A number's text as a message shows it: whole when short, else its first digits and
-/// how many there are (a config may hold a number of a million digits).
+/// A number's (or a list's) text as a message shows it: whole when short, else its first
+/// characters and how many bytes there are (a config may hold a number of a million
+/// digits).
 fn shown_number(text: &str) -> String {
-    if text.len() <= SHOWN_NUMBER_BYTES || !text.is_ascii() {
+    if text.len() <= SHOWN_NUMBER_BYTES {
         return text.to_string();
     }
-    format!(
-        "{}... ({} characters)",
-        &text[..SHOWN_NUMBER_BYTES],
-        text.len()
-    )
+    let mut end = SHOWN_NUMBER_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} characters)", &text[..end], text.len())
 }
 
 /// The `create_options` of a config's JSON `text`, each value as written (empty when the
@@ -1258,49 +1256,102 @@ fn raw_create_options(
         .unwrap_or_default()
 }
 
-/// Why a create option written as `raw` (its JSON text) is refused as an integer outside
-/// int64's range (`"99999999999999999999999, beyond int64"`), for an integer or a list
-/// holding one; `None` for anything else, which [`json_value`] judges.
-fn integer_out_of_range(raw: &str) -> Option<String> {
-    let raw = raw.trim();
-    if raw.starts_with('[') {
-        let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(raw).ok()?;
-        return items.iter().find_map(|item| {
-            let why = integer_out_of_range(item.get())?;
-            Some(format!("a list holding {why}"))
-        });
+/// A JSON number as a create option: an integer (written without a point or an
+/// exponent, whatever its sign: `-0` is the integer 0, as Python's `json` reads it) or a
+/// float32.
+#[derive(Debug, PartialEq)]
+enum Number {
+    Int(i64),
+    Float(f32),
+}
+
+/// Whether a JSON number's text is an integer: digits, after an optional minus sign.
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The create option a JSON number written as `text` (parsed as `n`) stands for, or why
+/// it cannot be passed on unchanged: an integer outside int64's range (never passed on
+/// as a float), or a float beyond float32 (PJRT's float option type) either way, too
+/// large (infinite) or too small (a nonzero value that would become 0). Subnormals that
+/// float32 holds are kept.
+fn json_number(text: &str, n: &serde_json::Number) -> std::result::Result<Number, String> {
+    if is_integer_text(text) {
+        return text
+            .parse::<i64>()
+            .map(Number::Int)
+            .map_err(|_| format!("{}, beyond int64", shown_number(text)));
     }
-    let digits = raw.strip_prefix('-').unwrap_or(raw);
-    let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    if !integer || raw.parse::<i64>().is_ok() {
-        return None;
+    let x = n.as_f64().unwrap_or(f64::NAN);
+    let f = x as f32;
+    if !f.is_finite() {
+        return Err(format!(
+            "{}, beyond float32 (PJRT's float option type)",
+            shown_number(text)
+        ));
     }
-    Some(format!("{}, beyond int64", shown_number(raw)))
+    // The mantissa as written, not the parsed value (which may have become 0 already).
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    if f == 0.0 && mantissa.bytes().any(|b| matches!(b, b'1'..=b'9')) {
+        return Err(format!(
+            "{}, too small for float32 (PJRT's float option type): it would be passed as 0",
+            shown_number(text)
+        ));
+    }
+    Ok(Number::Float(f))
 }
 
 /// A create option's value from a JSON config, or what it is instead of a value rpjrt can
-/// pass on unchanged.
-fn json_value(v: &serde_json::Value) -> std::result::Result<Value, String> {
+/// pass on unchanged. `written` is the value's JSON text as the file has it, which tells
+/// an integer from a float (serde_json reads `-0`, and integers beyond u64, as floats);
+/// without it the parsed value's own text is used.
+fn json_value(v: &serde_json::Value, written: Option<&str>) -> std::result::Result<Value, String> {
+    use serde_json::value::RawValue;
     use serde_json::Value as J;
+    let text = |n: &serde_json::Number, w: Option<&str>| {
+        w.map_or_else(|| n.to_string(), |w| w.trim().to_string())
+    };
     Ok(match v {
         J::Bool(b) => Value::Bool(*b),
-        J::Number(n) if n.is_i64() => Value::Int64(n.as_i64().unwrap_or_default()),
-        J::Number(n) if n.is_u64() => return Err(format!("{n}, beyond int64")),
-        J::Number(n) => {
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            let f = x as f32;
-            if !f.is_finite() {
-                return Err(format!("{n}, beyond float32 (PJRT's float option type)"));
-            }
-            Value::Float(f)
-        }
+        J::Number(n) => match json_number(&text(n, written), n)? {
+            Number::Int(i) => Value::Int64(i),
+            Number::Float(f) => Value::Float(f),
+        },
         J::String(s) => Value::String(s.clone()),
-        J::Array(a) => Value::Int64List(
-            a.iter()
-                .map(|x| x.as_i64())
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| format!("{v}, a list that is not all int64 integers"))?,
-        ),
+        J::Array(a) => {
+            let list = written.map_or_else(|| v.to_string(), |w| w.trim().to_string());
+            let items: Vec<Option<&RawValue>> = written
+                .and_then(|w| serde_json::from_str::<Vec<&RawValue>>(w).ok())
+                .filter(|r| r.len() == a.len())
+                .map_or_else(
+                    || vec![None; a.len()],
+                    |r| r.into_iter().map(Some).collect(),
+                );
+            let mut out = Vec::with_capacity(a.len());
+            for (x, w) in a.iter().zip(items) {
+                let not_integer = |item: String| {
+                    format!(
+                        "{}, a list that is not all int64 integers ({} is not one)",
+                        shown_number(&list),
+                        shown_number(&item)
+                    )
+                };
+                let J::Number(n) = x else {
+                    return Err(not_integer(x.to_string()));
+                };
+                let item = text(n, w.map(RawValue::get));
+                if !is_integer_text(&item) {
+                    return Err(not_integer(item));
+                }
+                match json_number(&item, n) {
+                    Ok(Number::Int(i)) => out.push(i),
+                    Ok(Number::Float(_)) => return Err(not_integer(item)),
+                    Err(why) => return Err(format!("a list holding {why}")),
+                }
+            }
+            Value::Int64List(out)
+        }
         J::Null => return Err("null".into()),
         J::Object(_) => return Err("an object".into()),
     })
@@ -1613,6 +1664,78 @@ mod tests {
         let e = read_json_config(&cfg).unwrap_err().to_string();
         assert!(e.contains("(300 characters), beyond int64"), "{e}");
         assert!(!e.contains(&"9".repeat(49)), "{e}");
+    }
+
+    #[test]
+    fn minus_zero_is_an_integer_and_floats_that_float32_cannot_hold_are_refused() {
+        // `-0` became the float -0.0 (and a list holding it was refused), and 1e-46 was
+        // passed on as 0 while 1e300 was refused.
+        let d = tmp("config-zero");
+        let cfg = d.join("p.json");
+        std::fs::write(
+            &cfg,
+            r#"{"library_path": "/x/lib.so", "create_options": {"a": -0, "b": [1, -0],
+                "c": -0.0, "d": 0e-400, "e": 1e-45, "f": -8e-46, "g": 0, "h": -0E5}}"#,
+        )
+        .unwrap();
+        let (_, opts) = read_json_config(&cfg).unwrap();
+        let opts = opts.unwrap();
+        let get = |k: &str| {
+            opts.entries()
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        assert_eq!(get("a"), Value::Int64(0));
+        assert_eq!(get("b"), Value::Int64List(vec![1, 0]));
+        assert_eq!(get("g"), Value::Int64(0));
+        // Zeros written as floats stay floats (with their sign).
+        let Value::Float(c) = get("c") else { panic!() };
+        assert!(c == 0.0 && c.is_sign_negative());
+        assert_eq!(get("d"), Value::Float(0.0));
+        let Value::Float(h) = get("h") else { panic!() };
+        assert!(h == 0.0 && h.is_sign_negative());
+        // The smallest subnormal float32 is kept, and so is a value rounding to it.
+        let tiny = f32::from_bits(1);
+        assert_eq!(get("e"), Value::Float(tiny));
+        assert_eq!(get("f"), Value::Float(-tiny));
+        let write = |opts: &str| {
+            std::fs::write(
+                &cfg,
+                format!(r#"{{"library_path": "/x/lib.so", "create_options": {opts}}}"#),
+            )
+            .unwrap()
+        };
+        for (opts, want) in [
+            (r#"{"a": 1e-46}"#, "\"a\" is 1e-46, too small for float32"),
+            (r#"{"a": -1e-50}"#, "\"a\" is -1e-50, too small for float32"),
+            // Just under half the smallest subnormal: rounds to 0.
+            (r#"{"a": 7e-46}"#, "\"a\" is 7e-46, too small for float32"),
+            (r#"{"a": 1e-400}"#, "\"a\" is 1e-400, too small for float32"),
+            (
+                r#"{"a": 0.00000000000000000000000000000000000000000000001}"#,
+                "too small",
+            ),
+            (r#"{"a": 1e300}"#, "\"a\" is 1e300, beyond float32"),
+            (r#"{"a": -1e300}"#, "\"a\" is -1e300, beyond float32"),
+            (
+                r#"{"a": [1, -0.0]}"#,
+                "\"a\" is [1, -0.0], a list that is not all int64 integers (-0.0 is not one)",
+            ),
+            (r#"{"a": [1, "x"]}"#, "(\"x\" is not one)"),
+            (r#"{"a": [-0, 1e2]}"#, "(1e2 is not one)"),
+        ] {
+            write(opts);
+            let e = read_json_config(&cfg).unwrap_err().to_string();
+            assert!(e.contains(want), "{opts}: {e}");
+            assert!(e.contains("p.json"), "{opts}: {e}");
+        }
+        // A long list is shown by its start and its length.
+        write(&format!(r#"{{"a": [{}0.5]}}"#, "1, ".repeat(10_000)));
+        let e = read_json_config(&cfg).unwrap_err().to_string();
+        assert!(e.len() < 600, "{e}");
+        assert!(e.contains("(30005 characters)"), "{e}");
     }
 
     #[test]
