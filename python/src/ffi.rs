@@ -832,7 +832,12 @@ impl Gate {
     /// A place for a Python handler call of `target`, or the refusal of it.
     fn enter(target: &str) -> Result<Gate, FfiError> {
         let mut st = GATE.lock().unwrap_or_else(|p| p.into_inner());
-        if GATED_HERE.with(|g| g.get()) > 0 || crate::bench::hold_gil() {
+        // Nested on this thread, or a free place with nobody waiting ahead (the common
+        // case: no queue, and no wake-up to send, which costs a system call).
+        if GATED_HERE.with(|g| g.get()) > 0
+            || crate::bench::hold_gil()
+            || (st.queue.is_empty() && st.running < MAX_RUNNING_PY_HANDLERS)
+        {
             st.running += 1;
             GATED_HERE.with(|g| g.set(g.get() + 1));
             return Ok(Gate);
@@ -856,7 +861,9 @@ impl Gate {
                 st.running += 1;
                 GATED_HERE.with(|g| g.set(g.get() + 1));
                 // The next in line may fit too.
-                GATE_MOVED.notify_all();
+                if !st.queue.is_empty() {
+                    GATE_MOVED.notify_all();
+                }
                 return Ok(Gate);
             }
             if st.returned != seen {
@@ -889,7 +896,10 @@ impl Drop for Gate {
         let mut st = GATE.lock().unwrap_or_else(|p| p.into_inner());
         st.running = st.running.saturating_sub(1);
         st.returned = st.returned.wrapping_add(1);
-        GATE_MOVED.notify_all();
+        // Only waiters need the news (a wake-up is a system call).
+        if !st.queue.is_empty() {
+            GATE_MOVED.notify_all();
+        }
     }
 }
 
