@@ -1277,7 +1277,7 @@ impl TcpStore {
     /// closing one, is waited for until that connection closes. The host stops waiting as
     /// soon as only idle leftovers remain: connections that never presented the token
     /// (silent, or a stranger), and ones left open under the id of a process that said
-    /// goodbye and idle since, which hold it at most [`LEFTOVER_SETTLE`] (1 s) after that
+    /// goodbye and idle since, which hold it at most `LEFTOVER_SETTLE` (1 s) after that
     /// goodbye (time for another client of the process to make its next request).
     ///
     /// Returns whether the shutdown was clean: every peer had left, and no active
