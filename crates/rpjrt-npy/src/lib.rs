@@ -74,10 +74,14 @@ pub fn load_checked(
             let (t, big, want) = npy::array_layout(member.header())
                 .map_err(|e| npz::io_err(path, format!("member {name:?}: {}", npz::bare(&e))))?;
             let dims = member.header().dims.clone();
+            let fortran = member.header().fortran;
             check(&name, t, &dims)?;
             let mut data = member.read_data(want)?;
             if big {
                 npy::swap_to_little(t, &mut data);
+            }
+            if fortran {
+                data = npy::c_order(t.host_itemsize(), &dims, data);
             }
             out.push((name, Array::new(t, dims, data)?));
         }
@@ -116,6 +120,9 @@ pub fn load_checked(
     }
     if big {
         npy::swap_to_little(t, &mut data);
+    }
+    if h.fortran {
+        data = npy::c_order(t.host_itemsize(), &h.dims, data);
     }
     Ok(vec![(String::new(), Array::new(t, h.dims, data)?)])
 }

@@ -375,18 +375,48 @@ pub fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
         .ok_or_else(|| invalid(format!("the .npy type {descr:?} has no PJRT element type")))
 }
 
-/// The element type and data size of an array header, refusing Fortran order (which a
-/// plain [`Array`] cannot hold) and raw-byte types. Returns the type, whether it is
-/// big-endian and the number of data bytes.
+/// The element type and data size of an array header, refusing raw-byte types. Returns the
+/// type, whether it is big-endian and the number of data bytes. A Fortran-order array's
+/// data is column-major: [`c_order`] turns it into the row-major data an [`Array`] holds.
 pub(crate) fn array_layout(h: &Header) -> Result<(ElementType, bool, usize)> {
     let (t, big) = type_of_descr(&h.descr)?;
-    if h.fortran {
-        return Err(invalid(
-            "the .npy array is in Fortran order; save it with np.ascontiguousarray(a)",
-        ));
-    }
     let want = t.dense_byte_size(element_count(&h.dims)?)?;
     Ok((t, big, want))
+}
+
+/// The row-major bytes of column-major (`fortran_order`) data of `dims`, each element
+/// `width` bytes.
+pub(crate) fn c_order(width: usize, dims: &[i64], data: Vec<u8>) -> Vec<u8> {
+    if dims.iter().filter(|&&d| d > 1).count() < 2 {
+        return data; // one axis of more than one element: both orders are the same bytes
+    }
+    let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+    // Column-major strides, in elements.
+    let mut strides = vec![0usize; dims.len()];
+    let mut step = 1usize;
+    for (k, &d) in dims.iter().enumerate() {
+        strides[k] = step;
+        step *= d;
+    }
+    let mut out = Vec::with_capacity(data.len());
+    let mut index = vec![0usize; dims.len()];
+    for _ in 0..step {
+        let at = index
+            .iter()
+            .zip(&strides)
+            .map(|(i, s)| i * s)
+            .sum::<usize>()
+            * width;
+        out.extend_from_slice(&data[at..at + width]);
+        for k in (0..dims.len()).rev() {
+            index[k] += 1;
+            if index[k] < dims[k] {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+    out
 }
 
 /// Parses a `.npy` file's bytes.
@@ -404,6 +434,9 @@ pub fn read_npy(bytes: &[u8]) -> Result<Array> {
     let mut data = r.to_vec();
     if big {
         swap_to_little(element_type, &mut data);
+    }
+    if h.fortran {
+        data = c_order(element_type.host_itemsize(), &h.dims, data);
     }
     Array::new(element_type, h.dims, data)
 }
@@ -599,7 +632,7 @@ mod tests {
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         let e = read_npy(&huge).unwrap_err().to_string();
         assert!(e.contains("the header claims 4294967295 bytes"), "{e}");
-        // Big-endian data is swapped; Fortran order is refused for a plain array.
+        // Big-endian data is swapped; a one-element Fortran-order array is the same bytes.
         let be = write_npy_raw(">i4", &[2], &[0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe]);
         assert_eq!(
             read_npy(&be).unwrap().data,
@@ -608,7 +641,7 @@ mod tests {
         let mut f = write_npy_raw("<f4", &[1], &[0; 4]);
         let at = f.windows(5).position(|w| w == b"False").unwrap();
         f[at..at + 5].copy_from_slice(b"True ");
-        assert!(read_npy(&f).unwrap_err().to_string().contains("Fortran"));
+        assert_eq!(read_npy(&f).unwrap().data, vec![0; 4]);
     }
 
     #[test]

@@ -145,3 +145,50 @@ fn malformed_dicts_are_refused_naming_the_problem() {
         assert!(e.contains(want), "{dict}: {e}");
     }
 }
+
+/// A Fortran-order array (what `np.save(np.asfortranarray(a))` writes) is read as numpy
+/// reads it: its column-major data becomes the row-major data of the same values. It was
+/// refused, though numpy reads it.
+#[test]
+fn fortran_order_arrays_are_read_in_row_major_order() {
+    // a[i, j, k] = 100 i + 10 j + k, shape (2, 3, 4), stored column-major (i fastest).
+    let (d0, d1, d2) = (2, 3, 4);
+    let value = |i: usize, j: usize, k: usize| (100 * i + 10 * j + k) as f32;
+    let mut col = Vec::new();
+    for k in 0..d2 {
+        for j in 0..d1 {
+            for i in 0..d0 {
+                col.push(value(i, j, k));
+            }
+        }
+    }
+    let mut row = Vec::new();
+    for i in 0..d0 {
+        for j in 0..d1 {
+            for k in 0..d2 {
+                row.push(value(i, j, k));
+            }
+        }
+    }
+    let a = read_npy(&npy(
+        "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3, 4), }",
+        &f32s(&col),
+    ))
+    .unwrap();
+    assert_eq!(a.dims, vec![2, 3, 4]);
+    assert_eq!(a.data, f32s(&row));
+    // Big-endian and Fortran order together; a vector is the same either way.
+    let be: Vec<u8> = col.iter().flat_map(|x| x.to_be_bytes()).collect();
+    let b = read_npy(&npy(
+        "{'descr': '>f4', 'fortran_order': True, 'shape': (2, 3, 4), }",
+        &be,
+    ))
+    .unwrap();
+    assert_eq!(b.data, f32s(&row));
+    let v = read_npy(&npy(
+        "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 3), }",
+        &f32s(&[1.0, 2.0, 3.0]),
+    ))
+    .unwrap();
+    assert_eq!(v.data, f32s(&[1.0, 2.0, 3.0]));
+}
