@@ -159,8 +159,12 @@ mod tests {
             ("Permission denied (os error 13)", "permissions"),
             ("Input/output error (os error 5)", "I/O error"),
             ("Not a directory (os error 20)", "not a directory"),
-            ("Text file busy (os error 26)", "exists but cannot be read"),
-            ("no number here", "exists but cannot be read"),
+            (
+                "File name too long (os error 36)",
+                "longer than the system allows",
+            ),
+            ("Text file busy (os error 26)", "cannot be opened"),
+            ("no number here", "cannot be opened"),
         ] {
             let h = hint(why);
             assert!(h.contains(want), "{why}: {h}");
