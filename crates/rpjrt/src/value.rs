@@ -27,7 +27,8 @@ impl fmt::Display for Value {
                 let parts: Vec<String> = v.iter().map(|x| x.to_string()).collect();
                 write!(f, "[{}]", parts.join(", "))
             }
-            Value::Float(v) => write!(f, "{v}"),
+            // Debug keeps the point (2.0, not 2) and writes extremes as exponents.
+            Value::Float(v) => write!(f, "{v:?}"),
             Value::Bool(v) => write!(f, "{v}"),
         }
     }
