@@ -288,12 +288,19 @@ pub fn put_with(
     )
 }
 
-/// Whether an error from reading a DLPack producer is the producer refusing to export
-/// (rather than one of rpjrt's errors, or an interruption, which stand as they are).
+/// Whether an error from reading a DLPack producer leaves `__array__` to try: the producer
+/// refusing to export, or rpjrt refusing what it exported (packed float4 data, which DLPack
+/// import does not unpack). rpjrt's other errors and interruptions stand as they are.
 fn is_producer_refusal(py: Python<'_>, e: &PyErr) -> bool {
+    let unsupported = || {
+        e.value(py)
+            .getattr("code")
+            .and_then(|c| c.extract::<String>())
+            .is_ok_and(|c| c == "UNIMPLEMENTED")
+    };
     e.is_instance_of::<pyo3::exceptions::PyBufferError>(py)
         || (e.is_instance_of::<pyo3::exceptions::PyException>(py)
-            && !crate::errors::is_rpjrt_error(py, e))
+            && (!crate::errors::is_rpjrt_error(py, e) || unsupported()))
 }
 
 /// Refuses a numpy masked array (as `rpjrt._host.refuse_masked` does): its buffer is its

@@ -190,3 +190,14 @@ def test_a_masked_array_without_a_buffer_is_refused_as_masked(client: rpjrt.Clie
     m = np.ma.masked_array(np.arange(4).astype(ml_dtypes.bfloat16), mask=[0, 1, 0, 0])
     with pytest.raises(rpjrt.InvalidArgumentError, match="masked array"):
         client.put(m)
+
+
+def test_a_jax_float4_array_goes_in_without_dtype(client: rpjrt.Client) -> None:
+    """jax exports float4 through DLPack as packed data, which rpjrt's DLPack import does
+    not unpack: the array goes in through __array__ instead, as with dtype=."""
+    jnp = pytest.importorskip("jax.numpy")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    want = np.array([1.5, 2.0, -0.5, 6.0], dtype=ml_dtypes.float4_e2m1fn)
+    b = client.put(jnp.asarray(want))
+    assert b.dtype == rpjrt.dtype("float4_e2m1fn")
+    np.testing.assert_array_equal(b.to_numpy().astype(np.float32), want.astype(np.float32))
