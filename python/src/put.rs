@@ -218,6 +218,7 @@ pub fn put_with(
     } else if want.is_none()
         && layout.is_none()
         && obj.hasattr("__dlpack__")?
+        && !(obj.hasattr("__array__")? && packed_by_dtype(obj))
         && !obj.is_instance_of::<pyo3::types::PyType>()
     {
         // 4. A DLPack producer without the buffer protocol (torch, jax, cupy...). numpy
@@ -288,19 +289,22 @@ pub fn put_with(
     )
 }
 
-/// Whether an error from reading a DLPack producer leaves `__array__` to try: the producer
-/// refusing to export, or rpjrt refusing what it exported (packed float4 data, which DLPack
-/// import does not unpack). rpjrt's other errors and interruptions stand as they are.
+/// Whether an error from reading a DLPack producer is the producer refusing to export
+/// (rather than one of rpjrt's errors, or an interruption, which stand as they are).
 fn is_producer_refusal(py: Python<'_>, e: &PyErr) -> bool {
-    let unsupported = || {
-        e.value(py)
-            .getattr("code")
-            .and_then(|c| c.extract::<String>())
-            .is_ok_and(|c| c == "UNIMPLEMENTED")
-    };
     e.is_instance_of::<pyo3::exceptions::PyBufferError>(py)
         || (e.is_instance_of::<pyo3::exceptions::PyException>(py)
-            && (!crate::errors::is_rpjrt_error(py, e) || unsupported()))
+            && !crate::errors::is_rpjrt_error(py, e))
+}
+
+/// Whether `obj` says (by its `dtype`) that it holds a type packed below a byte, which
+/// rpjrt's DLPack import does not unpack (jax exports float4 packed): such an array goes
+/// in through `__array__` instead.
+fn packed_by_dtype(obj: &Bound<'_, PyAny>) -> bool {
+    obj.getattr("dtype")
+        .ok()
+        .and_then(|d| dtype_from_py(&d).ok())
+        .is_some_and(|t| t.byte_width().is_none())
 }
 
 /// Refuses a numpy masked array (as `rpjrt._host.refuse_masked` does): its buffer is its
