@@ -391,15 +391,9 @@ fn plan_member(
     let bytes = element_count(&dims)?
         .checked_mul(itemsize)
         .ok_or_else(|| slot_err(name, format!("shape {dims:?} is too large")))?;
-    let strides = h.fortran.then(|| {
-        let mut strides = vec![0i64; dims.len()];
-        let mut step = itemsize as i64;
-        for (k, &d) in dims.iter().enumerate() {
-            strides[k] = step;
-            step = step.saturating_mul(d.max(1));
-        }
-        strides
-    });
+    let strides = h
+        .fortran
+        .then(|| crate::npy::fortran_strides(&dims, itemsize));
     Ok(Plan {
         element_type: t,
         dims,

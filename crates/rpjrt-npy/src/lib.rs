@@ -81,7 +81,7 @@ pub fn load_checked(
                 npy::swap_to_little(t, &mut data);
             }
             if fortran {
-                data = npy::c_order(t.host_itemsize(), &dims, data);
+                data = npy::c_order(t.host_itemsize(), &dims, data)?;
             }
             out.push((name, Array::new(t, dims, data)?));
         }
@@ -122,7 +122,7 @@ pub fn load_checked(
         npy::swap_to_little(t, &mut data);
     }
     if h.fortran {
-        data = npy::c_order(t.host_itemsize(), &h.dims, data);
+        data = npy::c_order(t.host_itemsize(), &h.dims, data)?;
     }
     Ok(vec![(String::new(), Array::new(t, h.dims, data)?)])
 }

@@ -384,39 +384,25 @@ pub(crate) fn array_layout(h: &Header) -> Result<(ElementType, bool, usize)> {
     Ok((t, big, want))
 }
 
-/// The row-major bytes of column-major (`fortran_order`) data of `dims`, each element
-/// `width` bytes.
-pub(crate) fn c_order(width: usize, dims: &[i64], data: Vec<u8>) -> Vec<u8> {
-    if dims.iter().filter(|&&d| d > 1).count() < 2 {
-        return data; // one axis of more than one element: both orders are the same bytes
-    }
-    let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-    // Column-major strides, in elements.
-    let mut strides = vec![0usize; dims.len()];
-    let mut step = 1usize;
+/// The byte strides of column-major (`fortran_order`) data of `dims`, `itemsize` bytes an
+/// element: the first axis fastest.
+pub(crate) fn fortran_strides(dims: &[i64], itemsize: usize) -> Vec<i64> {
+    let mut strides = vec![0i64; dims.len()];
+    let mut step = itemsize as i64;
     for (k, &d) in dims.iter().enumerate() {
         strides[k] = step;
-        step *= d;
+        step = step.saturating_mul(d.max(1));
     }
-    let mut out = Vec::with_capacity(data.len());
-    let mut index = vec![0usize; dims.len()];
-    for _ in 0..step {
-        let at = index
-            .iter()
-            .zip(&strides)
-            .map(|(i, s)| i * s)
-            .sum::<usize>()
-            * width;
-        out.extend_from_slice(&data[at..at + width]);
-        for k in (0..dims.len()).rev() {
-            index[k] += 1;
-            if index[k] < dims[k] {
-                break;
-            }
-            index[k] = 0;
-        }
+    strides
+}
+
+/// The row-major bytes of column-major (`fortran_order`) data of `dims`, each element
+/// `width` bytes (rpjrt's strided gather).
+pub(crate) fn c_order(width: usize, dims: &[i64], data: Vec<u8>) -> Result<Vec<u8>> {
+    if dims.iter().filter(|&&d| d > 1).count() < 2 {
+        return Ok(data); // at most one axis longer than 1: both orders are the same bytes
     }
-    out
+    rpjrt::host::gather(&data, 0, dims, &fortran_strides(dims, width), width)
 }
 
 /// Parses a `.npy` file's bytes.
@@ -436,7 +422,7 @@ pub fn read_npy(bytes: &[u8]) -> Result<Array> {
         swap_to_little(element_type, &mut data);
     }
     if h.fortran {
-        data = c_order(element_type.host_itemsize(), &h.dims, data);
+        data = c_order(element_type.host_itemsize(), &h.dims, data)?;
     }
     Array::new(element_type, h.dims, data)
 }
