@@ -212,6 +212,11 @@ fn artifacts_record_the_plugin_build() {
         e.contains("plugin_build") && e.contains("another build"),
         "{e}"
     );
+    // Only the build differs, which the one-line summary leaves out: it is said once, not
+    // as "built for X but this client is X".
+    let summary = t.to_string();
+    assert_eq!(e.matches(&summary).count(), 1, "{e}");
+    assert!(e.contains("are both"), "{e}");
     // An artifact from before the field (read as an unknown build) still decodes, for
     // inspection, and is refused for loading with the reason.
     other.target.plugin_build = String::new();

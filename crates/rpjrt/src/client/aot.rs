@@ -477,10 +477,16 @@ impl Artifact {
             })
             .collect::<Vec<_>>()
             .join("; ");
+        let (theirs, mine) = (self.target.to_string(), ours.to_string());
+        // The summary leaves out the versions and the plugin build: when only those differ
+        // it reads the same on both sides, and the list says what differs.
+        let head = if theirs == mine {
+            format!("the artifact and this client are both {mine}, but")
+        } else {
+            format!("the artifact was built for {theirs} but this client is {mine};")
+        };
         Err(Error::invalid(format!(
-            "the artifact was built for {} but this client is {}; it cannot be loaded here \
-             ({list})",
-            self.target, ours
+            "{head} it cannot be loaded here ({list})"
         )))
     }
 }
