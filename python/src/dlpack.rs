@@ -135,6 +135,32 @@ fn call_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
+/// A producer's own refusal to export (jax refuses int4 arrays, say) as rpjrt's
+/// `UnsupportedError`, naming the producer and what still works, with the producer's error
+/// as its cause; rpjrt's own errors and interruptions stand as they are.
+fn producer_refused(obj: &Bound<'_, PyAny>, e: PyErr) -> PyErr {
+    let py = obj.py();
+    if !crate::put::is_producer_refusal(py, &e) {
+        return e;
+    }
+    let kind = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "the object".into());
+    let wrapped = unsupported(format!(
+        "{kind} refused to export its data through DLPack ({}: {}); \
+         client.put(x) copies it in through numpy instead",
+        e.get_type(py)
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
+        e.value(py)
+    ));
+    wrapped.set_cause(py, Some(e));
+    wrapped
+}
+
 pub fn import(
     client: &Bound<'_, PyClient>,
     obj: &Bound<'_, PyAny>,
@@ -186,7 +212,7 @@ pub fn import(
             )));
         }
     }
-    let cap = call_dlpack(obj)?;
+    let cap = call_dlpack(obj).map_err(|e| producer_refused(obj, e))?;
     let cap_ptr = cap.as_ptr();
     // SAFETY: IsValid only inspects the object (any object is allowed) under the GIL.
     let versioned = unsafe { ffi::PyCapsule_IsValid(cap_ptr, NAME_V.as_ptr()) } == 1;

@@ -291,7 +291,7 @@ pub fn put_with(
 
 /// Whether an error from reading a DLPack producer is the producer refusing to export
 /// (rather than one of rpjrt's errors, or an interruption, which stand as they are).
-fn is_producer_refusal(py: Python<'_>, e: &PyErr) -> bool {
+pub(crate) fn is_producer_refusal(py: Python<'_>, e: &PyErr) -> bool {
     e.is_instance_of::<pyo3::exceptions::PyBufferError>(py)
         || (e.is_instance_of::<pyo3::exceptions::PyException>(py)
             && !crate::errors::is_rpjrt_error(py, e))

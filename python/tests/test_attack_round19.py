@@ -1,0 +1,55 @@
+"""Round 19: what the outside checks of this round found, and the items an earlier round
+left over, on both CPU plugins.
+
+A. A DLPack producer's own refusal to export (jax refuses int4 arrays) reached the caller of
+   ``client.from_dlpack`` as the producer's exception, naming neither rpjrt nor what to do:
+   it is now ``rpjrt.UnsupportedError`` naming the producer and ``client.put``, with the
+   producer's error as its ``__cause__``. rpjrt's own errors stand as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rpjrt
+
+
+class _Refuses:
+    """A DLPack producer that refuses every export, as jax does for int4."""
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        raise ValueError("cannot export this one")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
+def test_a_producers_refusal_is_an_unsupported_error_naming_it(client: rpjrt.Client) -> None:
+    with pytest.raises(rpjrt.UnsupportedError, match=r"_Refuses refused to export") as e:
+        client.from_dlpack(_Refuses())
+    msg = str(e.value)
+    assert "ValueError: cannot export this one" in msg and "client.put" in msg, msg
+    assert isinstance(e.value.__cause__, ValueError)
+
+
+def test_jax_int4_from_dlpack_says_what_to_do(client: rpjrt.Client) -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    j = jnp.asarray(np.array([1, -2, 3, 0], dtype=ml_dtypes.int4))
+    with pytest.raises(rpjrt.UnsupportedError, match="refused to export") as e:
+        client.from_dlpack(j)
+    assert "client.put" in str(e.value)
+    # What the message suggests works.
+    b = client.put(j)
+    np.testing.assert_array_equal(b.to_numpy().astype(np.int8), [1, -2, 3, 0])
+
+
+def test_rpjrt_errors_from_a_producer_stand(client: rpjrt.Client) -> None:
+    b = client.put(np.arange(4, dtype=np.float32))
+    b.delete()
+    with pytest.raises(rpjrt.Error) as e:
+        client.from_dlpack(b)
+    assert "refused to export" not in str(e.value)
