@@ -772,6 +772,7 @@ impl PyClient {
         let py = slf.py();
         let (dev, _) = slf.get().resolve_target(py, device, None)?;
         crate::dlpack::import(slf, obj, &dev, copy)
+            .map_err(|e| crate::dlpack::producer_refused(obj, e))
     }
 
     /// Destroy the client. Later use of it or its objects raises ClientClosedError.

@@ -137,8 +137,9 @@ fn call_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 
 /// A producer's own refusal to export (jax refuses int4 arrays, say) as rpjrt's
 /// `UnsupportedError`, naming the producer and what still works, with the producer's error
-/// as its cause; rpjrt's own errors and interruptions stand as they are.
-fn producer_refused(obj: &Bound<'_, PyAny>, e: PyErr) -> PyErr {
+/// as its cause; rpjrt's own errors and interruptions stand as they are. Only for
+/// `Client.from_dlpack`: `put` goes on to `__array__` after such a refusal.
+pub fn producer_refused(obj: &Bound<'_, PyAny>, e: PyErr) -> PyErr {
     let py = obj.py();
     if !crate::put::is_producer_refusal(py, &e) {
         return e;
@@ -212,7 +213,7 @@ pub fn import(
             )));
         }
     }
-    let cap = call_dlpack(obj).map_err(|e| producer_refused(obj, e))?;
+    let cap = call_dlpack(obj)?;
     let cap_ptr = cap.as_ptr();
     // SAFETY: IsValid only inspects the object (any object is allowed) under the GIL.
     let versioned = unsafe { ffi::PyCapsule_IsValid(cap_ptr, NAME_V.as_ptr()) } == 1;

@@ -53,3 +53,13 @@ def test_rpjrt_errors_from_a_producer_stand(client: rpjrt.Client) -> None:
     with pytest.raises(rpjrt.Error) as e:
         client.from_dlpack(b)
     assert "refused to export" not in str(e.value)
+
+
+def test_put_still_goes_through_array_when_numpy_refuses_dlpack(client: rpjrt.Client) -> None:
+    """numpy refuses to export bfloat16 through DLPack: put goes on through the array
+    protocol (the from_dlpack wording must not reach put's fallback)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = np.array([1.5, -2.0, 3.25], dtype=ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(client.put(a).to_numpy(), a)
+    with pytest.raises(rpjrt.UnsupportedError, match="ndarray refused to export"):
+        client.from_dlpack(a)
