@@ -96,6 +96,12 @@ pub fn _exit_if_loader_stuck(py: Python<'_>) {
     rpjrt::stdio::exit_now(1);
 }
 
+/// Whether a plugin load or client creation was given up on in this process (its call may
+/// never return).
+pub(crate) fn abandoned() -> bool {
+    ABANDONED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 pub(crate) fn run_abandonable<T: Send + 'static>(
     py: Python<'_>,
     what: &str,

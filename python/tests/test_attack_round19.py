@@ -5,10 +5,16 @@ A. A DLPack producer's own refusal to export (jax refuses int4 arrays) reached t
    ``client.from_dlpack`` as the producer's exception, naming neither rpjrt nor what to do:
    it is now ``rpjrt.UnsupportedError`` naming the producer and ``client.put``, with the
    producer's error as its ``__cause__``. rpjrt's own errors stand as they are.
+B. The interpreter ending while a daemon thread compiled crashed about one process in four
+   (SIGSEGV, or "pure virtual method called" on the 0.81 plugin): the plugin's global state
+   was torn down under the compile. The exit hook now refuses new compiles and loads and
+   waits (bounded) for running ones.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -63,3 +69,37 @@ def test_put_still_goes_through_array_when_numpy_refuses_dlpack(client: rpjrt.Cl
     np.testing.assert_array_equal(client.put(a).to_numpy(), a)
     with pytest.raises(rpjrt.UnsupportedError, match="ndarray refused to export"):
         client.from_dlpack(a)
+
+
+_EXIT_DURING_COMPILE = r"""
+import sys, threading, time, rpjrt
+c = rpjrt.Client(sys.argv[1])
+def work():
+    i = 0
+    while True:
+        try:
+            c.compile(
+                "func.func public @main(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+                f"  %c = stablehlo.constant dense<{i}.0> : tensor<8xf32>\n"
+                "  %0 = stablehlo.add %a, %c : tensor<8xf32>\n"
+                "  return %0 : tensor<8xf32>\n}"
+            )
+        except rpjrt.Error as e:
+            assert "process is ending" in str(e), e
+            return
+        i += 1
+threading.Thread(target=work, daemon=True).start()
+time.sleep(float(sys.argv[2]))
+print("main done", flush=True)
+"""
+
+
+def test_exiting_while_a_daemon_thread_compiles_ends_cleanly(plugin_path: str) -> None:
+    for i in range(8):
+        r = subprocess.run(
+            [sys.executable, "-c", _EXIT_DURING_COMPILE, plugin_path, str(0.3 + 0.1 * i)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0 and "main done" in r.stdout, (r.returncode, r.stderr[-2000:])

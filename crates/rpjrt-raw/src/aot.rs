@@ -172,6 +172,7 @@ pub fn deserialize_and_load(
         a.overridden_serialized_compile_options_size = o.len();
     }
     // Loading may compile (a plugin whose blob is a program): under the runtime's mode.
+    let long = super::callback::LongCall::enter("PJRT_Executable_DeserializeAndLoad")?;
     let fp = super::fpmode::FlushDenormals::enter_if(client.runtime_flushes());
     // Rebuilding a program from its protos is allocator-bound: without glibc's fast bins
     // (see `malloc`) the CPU plugins load a large program in ~0.85x the CPU time.
@@ -181,6 +182,7 @@ pub fn deserialize_and_load(
     let r = unsafe { pjrt!(api, PJRT_Executable_DeserializeAndLoad, &mut a) };
     drop(bins);
     drop(fp);
+    drop(long);
     r?;
     Loaded::new(client, a.loaded_executable).unwrap_or_else(|| {
         Err(Error::invalid(
@@ -661,10 +663,12 @@ pub fn topology_compile_serialized(
         .is_ok_and(|()| {
             super::fpmode::runtime_flushes(&string(name.platform_name, name.platform_name_size))
         });
+    let long = super::callback::LongCall::enter("PJRT_Compile")?;
     let fp = super::fpmode::FlushDenormals::enter_if(flushes);
     // SAFETY: program, code, format and options outlive the call; the plugin only reads them.
     let r = unsafe { pjrt!(api, PJRT_Compile, &mut a) };
     drop(fp);
+    drop(long);
     r.map_err(|e| match e {
         // The 0.81 CPU plugin has the entry but no compiler behind it.
         Error::Pjrt {

@@ -118,6 +118,67 @@ pub fn leaking() -> bool {
     LEAK_AT_END.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Plugin calls that may run for seconds (client creation, compiles, loads) in progress.
+static LONG_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Set by [`end_long_calls`]: no new long call starts.
+static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// One long plugin call in progress (see [`end_long_calls`]); dropping it ends it.
+pub(crate) struct LongCall(());
+
+impl LongCall {
+    /// Counts a long call of `entry` starting now, or refuses it once the process is
+    /// ending. Counted first and checked after, so that `end_long_calls` either sees it or
+    /// it sees `ENDING`.
+    pub(crate) fn enter(entry: &'static str) -> Result<LongCall, crate::Error> {
+        use std::sync::atomic::Ordering::SeqCst;
+        LONG_CALLS.fetch_add(1, SeqCst);
+        let call = LongCall(());
+        if ENDING.load(SeqCst) {
+            return Err(crate::Error::Pjrt {
+                entry,
+                code: crate::Code::Cancelled,
+                message: "rpjrt did not start it: the process is ending, and a plugin call \
+                          still running when the plugin's global state is torn down can \
+                          crash the process"
+                    .into(),
+            });
+        }
+        Ok(call)
+    }
+}
+
+impl Drop for LongCall {
+    fn drop(&mut self) {
+        LONG_CALLS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// For a process about to end: refuses plugin calls that can run long (client creation,
+/// `PJRT_Client_Compile`, `PJRT_Compile`, `PJRT_Executable_DeserializeAndLoad`) from now
+/// on, and waits up to `limit` for those already running on other threads to return.
+/// Returns how many are still running. Exiting while another thread compiles runs the
+/// plugin's global destructors under that compile, which crashes the process; `on_wait`
+/// is called once, with the count, when the wait goes beyond a tenth of `limit`.
+pub fn end_long_calls(limit: std::time::Duration, on_wait: impl FnOnce(usize)) -> usize {
+    use std::sync::atomic::Ordering::SeqCst;
+    ENDING.store(true, SeqCst);
+    let start = std::time::Instant::now();
+    let mut on_wait = Some(on_wait);
+    loop {
+        let n = LONG_CALLS.load(SeqCst);
+        if n == 0 || start.elapsed() >= limit {
+            return n;
+        }
+        if start.elapsed() >= limit / 10 {
+            if let Some(f) = on_wait.take() {
+                f(n);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// Runs a destruction now, or, on a thread inside a plugin callback, hands it to the reaper
 /// thread: destroying a client (or a buffer or executable it computes with) waits for the
 /// client's work, and the callback is part of that work, so destroying it there would wait

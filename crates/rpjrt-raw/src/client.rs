@@ -129,10 +129,12 @@ impl Client {
         if let Some(kv) = kv {
             super::kv::set_callbacks(api, &mut a, kv);
         }
+        let long = super::callback::LongCall::enter("PJRT_Client_Create")?;
         // SAFETY: the named values and their strings live until after the call; the KV user
         // data, if any, outlives the call (the caller holds `kv`) and then lives in the
         // client.
         unsafe { pjrt!(api, PJRT_Client_Create, &mut a) }?;
+        drop(long);
         let ptr = NonNull::new(a.client)
             .ok_or_else(|| Error::invalid("PJRT_Client_Create returned no client"))?;
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -253,11 +255,13 @@ impl Client {
         a.compile_options = options.as_ptr().cast();
         a.compile_options_size = options.len();
         // XLA folds constants on this thread while compiling: under the runtime's mode.
+        let long = super::callback::LongCall::enter("PJRT_Client_Compile")?;
         let fp = super::fpmode::FlushDenormals::enter_if(self.runtime_flushes());
         // SAFETY: program, code (NUL-terminated past code_size), format and options outlive
         // the call; the plugin only reads the code.
         let r = unsafe { pjrt!(self.api, PJRT_Client_Compile, &mut a) };
         drop(fp);
+        drop(long);
         r?;
         Loaded::new(self, a.executable)
             .ok_or_else(|| Error::invalid("PJRT_Client_Compile returned no executable"))?

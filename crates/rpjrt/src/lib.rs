@@ -90,6 +90,16 @@ pub fn set_leak_on_drop(leak: bool) {
     raw::callback::set_leaking(leak)
 }
 
+/// For a process about to end while other threads may still be inside the plugin: from
+/// now on, client creation, compiles and executable loads are refused (`CANCELLED`, before
+/// reaching the plugin), and those already running are waited for, up to `limit`. Returns
+/// how many still run after it. Ending the process during a compile tears down the
+/// plugin's global state under it and can crash; Python's exit hook calls this. `on_wait`
+/// is called once, with the count, if the wait lasts beyond a tenth of `limit`.
+pub fn end_long_plugin_calls(limit: std::time::Duration, on_wait: impl FnOnce(usize)) -> usize {
+    raw::callback::end_long_calls(limit, on_wait)
+}
+
 /// How many `fork()`s lie between the first call of this function and this process (0 in
 /// the process that first called it). State kept per process (threads, locks) is stale
 /// when this differs from the value it was made under.
