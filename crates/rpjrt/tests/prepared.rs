@@ -69,6 +69,12 @@ fn prepared_call_gives_what_execute_sharded_gives() {
             assert_eq!(shards.len(), 2);
             assert!(outs.output(1).is_none());
             assert!(outs.device(2).is_empty());
+            // Indexes whose products wrap around (2 * 2^63 = 0) are out of range too.
+            for huge in [1usize << 63, usize::MAX, (usize::MAX / 2) + 1] {
+                assert!(outs.device(huge).is_empty(), "device({huge})");
+                assert!(call.argument(huge, 0).is_none(), "argument({huge}, 0)");
+                assert!(call.argument(0, huge).is_none(), "argument(0, {huge})");
+            }
             let lists = outs.into_lists();
             assert_eq!(lists.len(), 2);
             assert_eq!(lists[1].len(), 1);

@@ -61,6 +61,9 @@ impl CallOutputs {
     /// The outputs of device `device` (in the order of
     /// [`Executable::addressable_devices`]); empty for a device out of range.
     pub fn device(&self, device: usize) -> &[Buffer] {
+        if device >= self.num_devices {
+            return &[];
+        }
         let n = self.num_outputs;
         self.buffers
             .get(device * n..(device + 1) * n)
@@ -244,7 +247,7 @@ impl PreparedCall {
 
     /// Argument `position` of device list `device`, as bound.
     pub fn argument(&self, device: usize, position: usize) -> Option<Buffer> {
-        if position >= self.args.num_args() {
+        if position >= self.args.num_args() || device >= self.args.num_devices() {
             return None;
         }
         self.args
