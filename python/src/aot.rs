@@ -42,8 +42,22 @@ pub fn retry_as_portable(
     Ok(py.detach(|| compile(&artifact)))
 }
 
-/// Bytes from `bytes`, `bytearray`, `memoryview` or a path-like naming a file.
+/// Bytes from `bytes`, `bytearray`, `memoryview` or a path-like naming a file (read
+/// without the GIL).
 fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    data_or_file(data, |p| rpjrt::read_regular_file(p))
+}
+
+/// [`data_bytes`] of an rpjrt artifact: a file is read whole only once its head shows it
+/// is one (`rpjrt::Artifact::read_file`).
+fn artifact_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    data_or_file(data, |p| rpjrt::Artifact::read_file(p))
+}
+
+fn data_or_file(
+    data: &Bound<'_, PyAny>,
+    read: impl FnOnce(&std::path::Path) -> rpjrt::Result<Vec<u8>> + Send,
+) -> PyResult<Vec<u8>> {
     if let Ok(b) = data.cast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
     }
@@ -56,7 +70,7 @@ fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let path_like = py.import("os")?.getattr("PathLike")?;
     if data.is_instance(&path_like)? {
         let p: std::path::PathBuf = data.extract()?;
-        return rpjrt::read_regular_file(&p).pyerr();
+        return py.detach(|| read(&p)).pyerr();
     }
     // Only the buffer protocol (not `bytes(obj)`, which makes `bytes(10**12)` a terabyte of
     // zeros from an int).
@@ -561,7 +575,11 @@ impl PyClient {
         overrides: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyExecutable>> {
         let py = slf.py();
-        let bytes = data_bytes(data)?;
+        let bytes = if bare {
+            data_bytes(data)?
+        } else {
+            artifact_bytes(data)?
+        };
         let overrides = match overrides.filter(|o| !o.is_none()) {
             None => None,
             Some(_) if bare => {
@@ -708,7 +726,7 @@ pub fn inspect_artifact<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let b = data_bytes(data)?;
+    let b = artifact_bytes(data)?;
     let a = rpjrt::Artifact::decode(&b).pyerr()?;
     let d = PyDict::new(py);
     d.set_item("target", target_dict(py, &a.target)?)?;

@@ -443,6 +443,31 @@ impl Artifact {
         head_of(fields, Vec::new())
     }
 
+    /// The bytes of the artifact file at `path` (for [`Client::load`] or
+    /// [`Artifact::decode`]), read whole only after its fixed head shows an envelope of
+    /// exactly the file's size: a large file that is not an artifact is refused after a
+    /// few bytes, not read into memory first.
+    pub fn read_file(path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
+        use std::io::Read as _;
+        let path = path.as_ref();
+        let fail = |e: &dyn fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
+        let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
+        if !meta.is_file() {
+            return Err(fail(&"not a regular file"));
+        }
+        let mut file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+        let mut fixed = [0u8; FIXED_HEAD];
+        let got = read_up_to(&mut file, &mut fixed).map_err(|e| fail(&e))?;
+        check_fixed_head(&fixed[..got], meta.len()).map_err(|e| fail(&e))?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(meta.len() as usize).map_err(|_| {
+            Error::ResourceExhausted(format!("{}: {} bytes", path.display(), meta.len()))
+        })?;
+        bytes.extend_from_slice(&fixed[..got]);
+        file.read_to_end(&mut bytes).map_err(|e| fail(&e))?;
+        Ok(bytes)
+    }
+
     fn with_blob(self, blob: Vec<u8>) -> Artifact {
         Artifact { blob, ..self }
     }
