@@ -149,9 +149,18 @@ pub fn producer_refused(obj: &Bound<'_, PyAny>, e: PyErr) -> PyErr {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "the object".into());
+    // `put` reads an object through these too; without any, it has no other way in.
+    let other_way = crate::pybuf::HostView::get(obj).is_some()
+        || obj.hasattr("__array__").unwrap_or(false)
+        || obj.hasattr("__array_interface__").unwrap_or(false);
+    let instead = if other_way {
+        "client.put(x) copies it in through its array interface instead"
+    } else {
+        "it offers no other way to read its data (no __array__, __array_interface__ or \
+         buffer protocol), so it cannot go in"
+    };
     let wrapped = unsupported(format!(
-        "{kind} refused to export its data through DLPack ({}: {}); \
-         client.put(x) copies it in through numpy instead",
+        "{kind} refused to export its data through DLPack ({}: {}); {instead}",
         e.get_type(py)
             .name()
             .map(|n| n.to_string())

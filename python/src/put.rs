@@ -139,7 +139,8 @@ pub fn put_with(
     let want = dtype.map(dtype_from_py).transpose()?;
     let me = client.clone().unbind();
 
-    // 1. A Buffer: copy it to the target.
+    // 1. A Buffer: copy it to the target. One of another client cannot be copied inside
+    //    the plugin: it goes in as host data does (through DLPack, below), copied.
     if let Ok(b) = obj.cast::<PyBuffer>() {
         let src = b.get();
         src.check_not_deleted()?;
@@ -163,14 +164,16 @@ pub fn put_with(
                  (copy it to the host first)",
             ));
         }
-        let rb = src.rb();
-        let out = py
-            .detach(|| match &mem {
-                Some(m) => rb.copy_to_memory(m),
-                None => rb.copy_to_device(&dev),
-            })
-            .pyerr()?;
-        return PyBuffer::wrap(py, out, &me);
+        if src.client.is(&me) {
+            let rb = src.rb();
+            let out = py
+                .detach(|| match &mem {
+                    Some(m) => rb.copy_to_memory(m),
+                    None => rb.copy_to_device(&dev),
+                })
+                .pyerr()?;
+            return PyBuffer::wrap(py, out, &me);
+        }
     }
 
     // 2. Python numbers and (nested) lists/tuples of them: the core's rule for numbers.

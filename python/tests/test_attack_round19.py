@@ -4,11 +4,19 @@ left over, on both CPU plugins.
 A. A DLPack producer's own refusal to export (jax refuses int4 arrays) reached the caller of
    ``client.from_dlpack`` as the producer's exception, naming neither rpjrt nor what to do:
    it is now ``rpjrt.UnsupportedError`` naming the producer and ``client.put``, with the
-   producer's error as its ``__cause__``. rpjrt's own errors stand as they are.
+   producer's error as its ``__cause__``. rpjrt's own errors stand as they are. It
+   suggests ``client.put`` only where the object offers another way in.
 B. The interpreter ending while a daemon thread compiled crashed about one process in four
    (SIGSEGV, or "pure virtual method called" on the 0.81 plugin): the plugin's global state
    was torn down under the compile. The exit hook now refuses new compiles and loads and
    waits (bounded) for running ones.
+C. ``client.load(path)`` and ``inspect_artifact(path)`` read a whole file, holding the GIL,
+   before looking at its first bytes: a large file that is not an artifact is now refused
+   after its head, and files are read without the GIL.
+D. ``client2.put(buffer_of_client1)`` was refused naming client2's own device: a Buffer of
+   another client now goes in through the host, copied, as other host data does.
+E. ``PreparedCall.argument`` / ``CallOutputs.device`` index arithmetic wrapped for huge
+   indexes (``argument(2**63, 0)`` gave argument 0): out of range now.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ def test_a_producers_refusal_is_an_unsupported_error_naming_it(client: rpjrt.Cli
     with pytest.raises(rpjrt.UnsupportedError, match=r"_Refuses refused to export") as e:
         client.from_dlpack(_Refuses())
     msg = str(e.value)
-    assert "ValueError: cannot export this one" in msg and "client.put" in msg, msg
+    assert "ValueError: cannot export this one" in msg and "no other way" in msg, msg
     assert isinstance(e.value.__cause__, ValueError)
 
 
@@ -103,3 +111,57 @@ def test_exiting_while_a_daemon_thread_compiles_ends_cleanly(plugin_path: str) -
             timeout=120,
         )
         assert r.returncode == 0 and "main done" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def test_load_of_a_large_non_artifact_file_reads_only_its_head(
+    client: rpjrt.Client, tmp_path: Any
+) -> None:
+    import resource
+    import time
+
+    p = tmp_path / "big.bin"
+    with open(p, "wb") as f:
+        f.write(b"NOTANART")
+        f.truncate(2 << 30)  # 2 GiB, sparse
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    for call in (client.load, rpjrt.inspect_artifact):
+        with pytest.raises(rpjrt.InvalidArgumentError, match="not an rpjrt artifact") as e:
+            call(p)
+        assert str(p) in str(e.value)
+    assert time.perf_counter() - t < 2.0
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 256, grown_mib
+    # An artifact file still loads.
+    exe = client.compile(
+        "func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}"
+    )
+    art = tmp_path / "ok.rpjrt"
+    art.write_bytes(exe.serialize())
+    again = client.load(art)
+    (y,) = again(client.put(np.ones(4, np.float32)), wait=True)
+    np.testing.assert_array_equal(y.to_numpy(), np.full(4, 2, np.float32))
+    assert rpjrt.inspect_artifact(art)["blob_bytes"] > 0
+    # A truncated artifact is refused by its head, naming the file.
+    cut = tmp_path / "cut.rpjrt"
+    cut.write_bytes(exe.serialize()[:-10])
+    with pytest.raises(rpjrt.InvalidArgumentError, match="truncated"):
+        client.load(cut)
+
+
+def test_a_buffer_of_another_client_is_put_through_the_host(plugin_path: str) -> None:
+    c1, c2 = rpjrt.Client(plugin_path), rpjrt.Client(plugin_path)
+    try:
+        b = c1.put(np.arange(3, dtype=np.float32))
+        for kw in ({}, {"device": c2.devices()[-1]}):
+            got = c2.put(b, **kw)
+            assert got.client is c2
+            np.testing.assert_array_equal(got.to_numpy(), [0, 1, 2])
+        # The copy is c2's own: deleting the source leaves it intact.
+        got = c2.put(b)
+        b.delete()
+        np.testing.assert_array_equal(got.to_numpy(), [0, 1, 2])
+    finally:
+        c1.close()
+        c2.close()

@@ -479,7 +479,8 @@ impl Buffer {
         self.check_array("copied")?;
         if !Arc::ptr_eq(&device.core, self.core()) {
             return Err(Error::invalid(format!(
-                "{device} belongs to another client"
+                "{device} belongs to another client than this buffer (copies between clients \
+                 go through the host)"
             )));
         }
         let meta = self.copy_meta();
@@ -511,7 +512,8 @@ impl Buffer {
         self.check_array("copied")?;
         if !Arc::ptr_eq(&memory.core, self.core()) {
             return Err(Error::invalid(format!(
-                "{memory} belongs to another client"
+                "{memory} belongs to another client than this buffer (copies between clients \
+                 go through the host)"
             )));
         }
         let meta = self.copy_meta();
