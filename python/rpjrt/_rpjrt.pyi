@@ -347,10 +347,12 @@ class Executable:
         Arguments that are not Buffers are put on the device first. `donate` lists
         argument positions whose Buffers the program may reuse (they become deleted).
         `ffi_user_data` is handed to custom-call handlers as `call.user_data` (the call
-        then waits until the outputs are ready). `wait=True` returns once every output
-        is ready (or raises its computation's error), polling without the GIL in the same
-        release as the execution: `exe(x, wait=True)` is one release where
-        `exe(x)[0].block_until_ready()` is two.
+        then waits until the execution has finished, and raises a handler's error).
+        `wait=True` returns once every output is ready (or raises its computation's
+        error), polling without the GIL in the same release as the execution:
+        `exe(x, wait=True)` is one release where `exe(x)[0].block_until_ready()` is two.
+        For a program with no outputs, `wait=True` waits for the execution itself (a
+        failing custom call's error has nowhere else to go).
         """
     def execute_sharded(
         self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None

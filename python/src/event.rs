@@ -59,7 +59,11 @@ impl PyEvent {
     /// `True` when it completed, `False` on timeout; raises the event's error if it failed.
     /// The GIL is released while waiting, and Ctrl-C interrupts the wait.
     #[pyo3(signature = (timeout = None))]
-    fn wait(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    pub(crate) fn wait(
+        &self,
+        py: Python<'_>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
         // The package's one rule for seconds (no bool, a value's own failure kept).
         let limit = match timeout.filter(|t| !t.is_none()) {
             Some(t) => Some(crate::convert::secs_arg(Some(t), 0.0, "timeout")?),

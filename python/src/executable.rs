@@ -20,10 +20,11 @@ use crate::errors::{invalid, unsupported, PyErrExt};
 /// Arguments that are not Buffers are put on the device first. `donate` lists
 /// argument positions whose Buffers the program may reuse (they become deleted).
 /// `ffi_user_data` is handed to custom-call handlers as `call.user_data` (the call
-/// then waits until the outputs are ready). `wait=True` returns once every output
-/// is ready (or raises its computation's error), polling without the GIL in the same
-/// release as the execution: `exe(x, wait=True)` is one release where
-/// `exe(x)[0].block_until_ready()` is two.
+/// then waits until the execution has finished, and raises a handler's error).
+/// `wait=True` returns once every output is ready (or raises its computation's error),
+/// polling without the GIL in the same release as the execution: `exe(x, wait=True)` is
+/// one release where `exe(x)[0].block_until_ready()` is two. For a program with no
+/// outputs, `wait=True` waits for the execution itself.
 #[pyclass(frozen, weakref, name = "Executable", module = "rpjrt")]
 pub struct PyExecutable {
     inner: crate::notify::Held<rpjrt::Executable>,
@@ -171,7 +172,8 @@ impl PyExecutable {
     }
 
     /// A call with any arguments and options: non-Buffer arguments are put on the target
-    /// device first.
+    /// device first. With `wait_execution`, it also waits (interruptibly) for the
+    /// execution's completion event and raises its error.
     fn call_general<'py>(
         &self,
         py: Python<'py>,
@@ -179,6 +181,7 @@ impl PyExecutable {
         device: Option<&Bound<'py, PyAny>>,
         donate: Option<&Bound<'py, PyAny>>,
         ffi_user_data: Option<Py<PyAny>>,
+        wait_execution: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let donate = donate_list(donate)?;
         let (chosen, target) = self.target_device(device)?;
@@ -192,7 +195,10 @@ impl PyExecutable {
             )?),
             None => None,
         };
-        let mut outs = if donate.is_empty() && chosen.is_none() && ffi_context.is_none() {
+        // With an execute context the core waits for the execution itself.
+        let events = wait_execution && ffi_context.is_none();
+        let mut outs = if donate.is_empty() && chosen.is_none() && ffi_context.is_none() && !events
+        {
             if crate::bench::hold_gil() {
                 exe.execute(&refs).pyerr()?
             } else {
@@ -203,10 +209,14 @@ impl PyExecutable {
                 donate,
                 device: chosen,
                 ffi_context,
-                ..Default::default()
+                completion_events: events,
             };
             let lists = vec![refs];
             let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
+            for e in r.events.drain(..) {
+                let what = format!("execution of {}", exe.name());
+                crate::event::PyEvent::new(e, what).wait(py, None)?;
+            }
             r.outputs.pop().unwrap_or_default()
         };
         let outs = std::mem::take(&mut outs);
@@ -474,12 +484,17 @@ impl PyExecutable {
         ffi_user_data: Option<Py<PyAny>>,
         wait: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        if device.is_none() && donate.is_none() && ffi_user_data.is_none() {
+        // A program with no outputs has only its completion event to wait for (and to
+        // carry a failing custom call's error): `wait` takes the general path.
+        let no_outputs = self.inner.num_outputs() == 0;
+        if device.is_none() && donate.is_none() && ffi_user_data.is_none() && !(wait && no_outputs)
+        {
             if let Some(outs) = self.call_buffers(py, args, wait) {
                 return outs;
             }
         }
-        let outs = self.call_general(py, args, device, donate, ffi_user_data)?;
+        let outs =
+            self.call_general(py, args, device, donate, ffi_user_data, wait && no_outputs)?;
         if wait {
             for o in outs.iter() {
                 o.cast::<PyBuffer>()?.get().wait_ready(py)?;

@@ -17,6 +17,10 @@ D. ``client2.put(buffer_of_client1)`` was refused naming client2's own device: a
    another client now goes in through the host, copied, as other host data does.
 E. ``PreparedCall.argument`` / ``CallOutputs.device`` index arithmetic wrapped for huge
    indexes (``argument(2**63, 0)`` gave argument 0): out of range now.
+F. A program with no outputs, dispatched asynchronously (real work before its custom call):
+   ``exe(x, ffi_user_data=...)`` returned before the handler ran and freed the user data
+   under it (SIGSEGV); ``exe(x, wait=True)`` neither waited nor raised the handler's error.
+   Both now wait for the execution's completion event.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 import pytest
 
 import rpjrt
+import rpjrt.ffi
 
 
 class _Refuses:
@@ -165,3 +170,58 @@ def test_a_buffer_of_another_client_is_put_through_the_host(plugin_path: str) ->
     finally:
         c1.close()
         c2.close()
+
+
+def _side_effect_program(target: str, n: int = 256) -> str:
+    # The dot makes the CPU plugins dispatch the program asynchronously: the custom call
+    # then runs on a plugin thread after the execute call has returned.
+    return (
+        f"func.func public @main(%x: tensor<{n}x{n}xf32>) -> () {{\n"
+        f"  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : "
+        f"(tensor<{n}x{n}xf32>, tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32>\n"
+        f"  %s = stablehlo.slice %d [0:1, 0:1] : (tensor<{n}x{n}xf32>) -> tensor<1x1xf32>\n"
+        f"  stablehlo.custom_call @{target}(%s) {{api_version = 4 : i32, has_side_effect = true}}"
+        " : (tensor<1x1xf32>) -> ()\n  return\n}"
+    )
+
+
+def test_user_data_outlives_a_program_without_outputs(client: rpjrt.Client) -> None:
+    import gc
+    import time
+
+    seen: list[Any] = []
+
+    def h(call: Any) -> None:
+        time.sleep(0.05)
+        seen.append(list(call.user_data))
+
+    target = f"r19_zero_out_ud_{id(client)}"
+    rpjrt.ffi.register(client, target, h)
+    exe = client.compile(_side_effect_program(target))
+    x = client.put(np.ones((256, 256), np.float32))
+    for i in range(3):
+        assert exe(x, ffi_user_data=["payload", i]) == []
+        # The call waited for the execution: the handler has run, with the user data.
+        assert seen[-1] == ["payload", i], seen
+        gc.collect()
+
+
+def test_wait_true_without_outputs_waits_and_raises(client: rpjrt.Client) -> None:
+    import time
+
+    ran: list[int] = []
+
+    def h(call: Any) -> None:
+        time.sleep(0.1)
+        ran.append(1)
+        if len(ran) == 2:
+            raise ValueError("the side effect failed")
+
+    target = f"r19_zero_out_err_{id(client)}"
+    rpjrt.ffi.register(client, target, h)
+    exe = client.compile(_side_effect_program(target))
+    x = client.put(np.ones((256, 256), np.float32))
+    assert exe(x, wait=True) == [] and ran == [1]
+    with pytest.raises(rpjrt.Error, match="the side effect failed"):
+        exe(x, wait=True)
+    assert ran == [1, 1]

@@ -29,8 +29,9 @@ pub struct ExecuteOptions {
     /// Return per-device completion events.
     pub completion_events: bool,
     /// Per-execute data for custom-call handlers ([`crate::ffi::ExecuteContext`]). When
-    /// set, the call waits until the outputs are ready, so the context may be dropped
-    /// as soon as it returns, and a failing handler's error is this call's error.
+    /// set, the call waits until the execution has finished (its completion events and its
+    /// outputs), so the context may be dropped as soon as it returns, and a failing
+    /// handler's error is this call's error, also for a program with no outputs.
     pub ffi_context: Option<Arc<crate::ffi::ExecuteContext>>,
 }
 
@@ -123,8 +124,22 @@ fn ffi_context<'a>(
     }
 }
 
-/// Waits until every output is ready (the execute context must outlive the execution); the
-/// error of the first output whose producer failed. Outputs on several devices share one
+/// Waits until an execution has finished (its execute context must outlive it): every
+/// completion event in `events`, then every output. The error of the first output whose
+/// producer failed (it names the output and, for memory, the device's figures), else the
+/// first failed event's (a program with no outputs fails only there).
+fn wait_execution<'a>(events: &[Event], outputs: impl Iterator<Item = &'a Buffer>) -> Result<()> {
+    let refs: Vec<&Event> = events.iter().collect();
+    let done = if refs.is_empty() {
+        Ok(())
+    } else {
+        Event::wait_all(&refs)
+    };
+    wait_all(outputs)?;
+    done
+}
+
+/// Waits until every output is ready; the error of the first output whose producer failed. Outputs on several devices share one
 /// wait (`raw::event::AllReady`: the caller wakes once, not once per output).
 fn wait_all<'a>(outputs: impl Iterator<Item = &'a Buffer>) -> Result<()> {
     let pending: Vec<&Buffer> = outputs.filter(|b| !b.is_known_ready()).collect();
@@ -520,17 +535,23 @@ impl Executable {
         events: bool,
     ) -> Result<Execution> {
         self.validate(lists, options)?;
+        // With an execute context the call waits for the execution itself (its completion
+        // events), not only for its outputs: a program with no outputs, or whose outputs
+        // are ready before a later custom call runs, would otherwise free the context
+        // (and the handlers' user data) under that custom call.
+        let with_context = options.ffi_context.is_some();
+        let want_events = events || with_context;
         if let [list] = lists {
             let mut outputs = Vec::with_capacity(self.state.outputs.len());
             let mut sink = OneDevice::new(&self.state, &mut outputs);
-            self.launch(&[list], options, events, &mut sink)?;
+            self.launch(&[list], options, want_events, &mut sink)?;
             let event = sink.event.take();
-            if options.ffi_context.is_some() {
-                wait_all(outputs.iter())?;
+            if with_context {
+                wait_execution(event.as_slice(), outputs.iter())?;
             }
             return Ok(Execution {
                 outputs: vec![outputs],
-                events: event.into_iter().collect(),
+                events: event.into_iter().filter(|_| events).collect(),
             });
         }
         let mut sink = ManyDevices {
@@ -538,9 +559,12 @@ impl Executable {
             outputs: (0..lists.len()).map(|_| Vec::new()).collect(),
             events: Vec::new(),
         };
-        self.launch(lists, options, events, &mut sink)?;
-        if options.ffi_context.is_some() {
-            wait_all(sink.outputs.iter().flatten())?;
+        self.launch(lists, options, want_events, &mut sink)?;
+        if with_context {
+            wait_execution(&sink.events, sink.outputs.iter().flatten())?;
+        }
+        if !events {
+            sink.events.clear();
         }
         Ok(Execution {
             outputs: sink.outputs,
