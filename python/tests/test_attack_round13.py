@@ -203,6 +203,12 @@ def test_temporaries_of_killed_writers_are_removed_by_the_next_write(
     )
     assert not stale.exists()
     assert running.exists() and fresh.exists()
+    # clear() removes every entry, and orphans, but not a write in progress elsewhere.
+    stale.write_bytes(b"x" * 1000)
+    _age(stale)
+    assert cache.clear() == 1
+    assert not stale.exists() and not any(cache_dir.glob("*.rpjrtexe"))
+    assert running.exists() and fresh.exists()
 
 
 def test_saving_a_dated_checkpoint_beside_another_keeps_both(

@@ -670,7 +670,9 @@ impl Cache {
         }
     }
 
-    /// Removes every entry (and stray temporary files); returns how many entries went.
+    /// Removes every entry, and the temporary files that writers killed mid-write left;
+    /// returns how many entries went. An entry another process is writing right now is
+    /// left to its writer (removing its temporary file would fail that write).
     pub fn clear(&self) -> Result<usize> {
         let mut n = 0;
         for (p, _, _) in self.scan()? {
@@ -678,13 +680,7 @@ impl Cache {
                 n += 1;
             }
         }
-        if let Ok(rd) = fs::read_dir(&self.inner.dir) {
-            for ent in rd.flatten() {
-                if ent.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
-                    let _ = fs::remove_file(ent.path());
-                }
-            }
-        }
+        crate::remove_orphaned_temps(&self.inner.dir, 3, |t| t.strip_prefix(TMP_PREFIX));
         Ok(n)
     }
 }
