@@ -198,10 +198,17 @@ class Session:
 
     def close(self) -> None:
         """Deletes the buffer every slot holds (buffers the caller bound, and Buffers
-        taken from slots, included: they share the slot) and refuses any later use of the
-        session or its programs with ``FailedPreconditionError``. Idempotent; after
-        ``client.close()`` (which freed every buffer already) it only marks the session
-        closed."""
+        taken from slots, included: they share the slot), drops the loaders that never ran,
+        and refuses any later use of the session or its programs with
+        ``FailedPreconditionError``; every slot that held a value or a loader then reads
+        ``"deleted"``.
+
+        A buffer that cannot be deleted because a host view of it is open (an array made
+        with ``np.from_dlpack``) fails the close, naming its slot: the session is closed
+        to every other use, the other slots are freed, and calling ``close()`` again once
+        the views are dropped frees the rest. Once a close has freed everything, closing
+        again does nothing; after ``client.close()`` (which freed every buffer already) it
+        only marks the session closed."""
         self._s._close()
 
     def __enter__(self) -> Session:

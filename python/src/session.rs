@@ -4,8 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use pyo3::exceptions::PyBaseException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 use rpjrt::{ArraySpec, Loader, Session, SessionProgram, SlotState, SlotValue};
 
 use crate::buffer::PyBuffer;
@@ -14,8 +16,35 @@ use crate::convert::{dtype_from_py, dtype_obj, shape_tuple};
 use crate::errors::{invalid, make_err, PyErrExt};
 use crate::executable::PyExecutable;
 
-/// The Python exception a loader raised, kept so that the failed call can chain it.
-type Stash = Arc<Mutex<Option<PyErr>>>;
+/// The Python exception a loader raised (normalized, its traceback attached), kept so that
+/// the failed call can chain it.
+type Stash = Arc<Mutex<Option<Py<PyBaseException>>>>;
+
+/// The Python objects one loader holds: its callable, and the client and device its value
+/// is put on.
+struct LoaderObjects {
+    call: Py<PyAny>,
+    client: Py<PyClient>,
+    device: Py<PyDevice>,
+}
+
+/// A loader's Python objects, shared by the loader (through [`LoaderHold`]) and its
+/// session's list, so that Python's cycle collector sees them (`__traverse__`) and can
+/// release them (`__clear__`): a loader that refers back to its session (a bound method of
+/// an object holding it) is a reference cycle.
+type Held = Mutex<Option<LoaderObjects>>;
+
+/// The loader's share of its [`Held`] objects: when the core drops the loader (it ran, was
+/// replaced, or the session closed), the objects are released with it.
+struct LoaderHold(Arc<Held>);
+
+impl Drop for LoaderHold {
+    fn drop(&mut self) {
+        // Taken out under the lock and dropped after it: dropping a callable may run code.
+        let objects = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(objects);
+    }
+}
 
 /// Named slots on one device (the engine of `rpjrt.Session`).
 #[pyclass(frozen, name = "_Session", module = "rpjrt")]
@@ -24,8 +53,14 @@ pub struct PySession {
     client: Py<PyClient>,
     device: Py<PyDevice>,
     loader_error: Stash,
+    /// The Python objects of the loaders bound to slots (entries whose loader is gone are
+    /// empty, and pruned when a loader is added).
+    loaders: Mutex<Vec<Arc<Held>>>,
     /// Set by `_close` (the end of a `with` block): every later use is refused.
     closed: AtomicBool,
+    /// Set when a `_close` freed every slot's buffer: a close refused (a host view of a
+    /// slot still open) leaves it unset, and the next `_close` tries again.
+    freed: AtomicBool,
 }
 
 /// How often a call waiting for another thread's step answers Ctrl-C.
@@ -57,30 +92,49 @@ impl PySession {
             match s.fetch(&slot.name).and_then(|b| b.delete()) {
                 Ok(()) | Err(rpjrt::Error::Deleted(_) | rpjrt::Error::Closed(_)) => {}
                 Err(e) => {
-                    first.get_or_insert(e);
+                    let name = slot.name;
+                    first.get_or_insert(e.map_message(|m| format!("slot {name:?}: {m}")));
                 }
             }
         }
         first.map_or(Ok(()), Err)
     }
 
-    /// The error of a use after `_close`.
-    fn closed_error(py: Python<'_>) -> PyErr {
-        make_err(
-            py,
-            "FAILED_PRECONDITION",
-            "SessionClosed",
+    /// The names of the slots whose buffers are still alive (a close that could not free
+    /// them), quoted and joined; empty when none.
+    fn unfreed(&self) -> String {
+        self.inner
+            .slots()
+            .into_iter()
+            .filter(|s| s.state == SlotState::Ready)
+            .map(|s| format!("{:?}", s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The error of a use after `_close`: it says whether the close freed the slots'
+    /// buffers, or which it could not free (a host view still open) and how to finish.
+    fn closed_error(&self, py: Python<'_>) -> PyErr {
+        let unfreed = self.unfreed();
+        let msg = if unfreed.is_empty() {
             "this Session was closed (by close() or the end of its `with` block) and \
              its slots' buffers were freed; make a new Session"
-                .to_string(),
-            None,
-        )
+                .to_string()
+        } else {
+            format!(
+                "this Session was closed (by close() or the end of its `with` block), but \
+                 the buffers of slot(s) {unfreed} could not be freed yet (a host view of them \
+                 was open): drop the views and call close() again to free them; make a new \
+                 Session to go on"
+            )
+        };
+        make_err(py, "FAILED_PRECONDITION", "SessionClosed", msg, None)
     }
 
     /// Refuses use after `_close`, with an error that says so.
     fn check_open(&self, py: Python<'_>) -> PyResult<()> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Self::closed_error(py));
+            return Err(self.closed_error(py));
         }
         Ok(())
     }
@@ -103,18 +157,14 @@ impl PySession {
         if !self.closed.load(Ordering::Acquire) {
             return raise(py, &self.loader_error, e);
         }
-        let loader = self
-            .loader_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let loader = take_stash(py, &self.loader_error);
         let cause = match loader {
             Some(c) if !c.is_instance_of::<pyo3::exceptions::PyException>(py) => return c,
             Some(c) => Some(c),
             None if matches!(e, rpjrt::Error::Deleted(_) | rpjrt::Error::Closed(_)) => None,
             None => Some(crate::errors::to_py(e)),
         };
-        let err = Self::closed_error(py);
+        let err = self.closed_error(py);
         if cause.is_some() {
             err.set_cause(py, cause);
         }
@@ -131,8 +181,10 @@ impl PySession {
     fn landed<T>(&self, py: Python<'_>, r: rpjrt::Result<T>) -> PyResult<T> {
         if self.closed.load(Ordering::Acquire) {
             let _ = py.detach(|| self.free_slots());
+            // A loader bound after the close never runs either.
+            self.inner.drop_loaders();
             return Err(match r {
-                Ok(_) => Self::closed_error(py),
+                Ok(_) => self.closed_error(py),
                 Err(e) => self.fail(py, e),
             });
         }
@@ -149,7 +201,10 @@ impl PySession {
     }
 
     /// What slot state `s` reads as: after close, a loader that never ran never will, so
-    /// its slot reads `deleted` like every slot whose buffer the close freed.
+    /// its slot reads `deleted` like every slot whose buffer the close freed (the core
+    /// reads a slot deleted once its client closed). A slot whose buffer a refused close
+    /// could not free (a host view open) still holds it, and reads `ready` until a later
+    /// close frees it.
     fn state_name(&self, s: SlotState) -> &'static str {
         if s == SlotState::Pending && self.closed.load(Ordering::Acquire) {
             return "deleted";
@@ -174,21 +229,45 @@ impl PySession {
     /// The core loader of slot `name` that calls the Python callable `loader` (already
     /// checked by `check_loader`) and turns what it returns into the slot's value.
     fn loader_of(&self, py: Python<'_>, name: &str, loader: &Bound<'_, PyAny>) -> Loader {
-        let f = loader.clone().unbind();
-        // No Session in the closure: the slot holds the closure (a cycle would leak both).
-        let client = self.client.clone_ref(py);
-        let device = self.device.clone_ref(py);
+        // No Session in the closure: the slot holds the closure. The Python objects it
+        // needs are shared with the session's list, where the cycle collector sees them
+        // (the callable may refer back to the session).
+        let held: Arc<Held> = Arc::new(Mutex::new(Some(LoaderObjects {
+            call: loader.clone().unbind(),
+            client: self.client.clone_ref(py),
+            device: self.device.clone_ref(py),
+        })));
+        {
+            let mut list = self.loaders.lock().unwrap_or_else(|p| p.into_inner());
+            // Entries whose loader is gone (it ran, or was replaced) are empty: drop them.
+            list.retain(|h| Arc::strong_count(h) > 1);
+            list.push(Arc::clone(&held));
+        }
+        let hold = LoaderHold(held);
         let stash = Arc::clone(&self.loader_error);
         let slot = name.to_string();
         let load = move || -> rpjrt::Result<SlotValue> {
             Python::attach(|py| {
+                let objects = {
+                    let g = hold.0.lock().unwrap_or_else(|p| p.into_inner());
+                    g.as_ref().map(|o| {
+                        (
+                            o.call.clone_ref(py),
+                            o.client.clone_ref(py),
+                            o.device.clone_ref(py),
+                        )
+                    })
+                };
+                let Some((f, client, device)) = objects else {
+                    return Err(rpjrt::Error::Closed("session"));
+                };
                 let r = f
                     .bind(py)
                     .call0()
                     .and_then(|v| slot_value(py, None, &client, &device, &slot, &v));
                 r.map_err(|e| {
                     let msg = format!("its loader raised {e}");
-                    *stash.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    *stash.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.into_value(py));
                     rpjrt::Error::InvalidArgument(msg)
                 })
             })
@@ -264,11 +343,17 @@ fn state_name(s: SlotState) -> &'static str {
     }
 }
 
+/// The exception a loader raised, taken from `stash` (None when none is kept).
+fn take_stash(py: Python<'_>, stash: &Stash) -> Option<PyErr> {
+    let e = stash.lock().unwrap_or_else(|p| p.into_inner()).take();
+    e.map(|v| PyErr::from_value(v.into_bound(py).into_any()))
+}
+
 /// Turns a failed call's error into the Python exception, chaining a loader's own
 /// exception as its cause. A loader interrupted by something that is not an `Exception`
 /// (KeyboardInterrupt, SystemExit) raises that itself: Ctrl-C must stay Ctrl-C.
 fn raise(py: Python<'_>, stash: &Stash, e: rpjrt::Error) -> PyErr {
-    let cause = stash.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let cause = take_stash(py, stash);
     match cause {
         Some(c) if !c.is_instance_of::<pyo3::exceptions::PyException>(py) => c,
         Some(c) => {
@@ -310,8 +395,54 @@ impl PySession {
             client,
             device,
             loader_error: Arc::new(Mutex::new(None)),
+            loaders: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            freed: AtomicBool::new(false),
         })
+    }
+
+    /// Visits every Python object the session holds (its client and device, each pending
+    /// loader's callable, client and device, a loader's exception not yet raised), so that
+    /// Python's cycle collector can reclaim a session its loaders refer back to. A lock
+    /// another thread holds is not waited for: what it guards is skipped this time (the
+    /// collector then keeps those objects, which is safe).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.client)?;
+        visit.call(&self.device)?;
+        if let Ok(stash) = self.loader_error.try_lock() {
+            if let Some(e) = stash.as_ref() {
+                visit.call(e)?;
+            }
+        }
+        if let Ok(list) = self.loaders.try_lock() {
+            for held in list.iter() {
+                if let Ok(objects) = held.try_lock() {
+                    if let Some(o) = objects.as_ref() {
+                        visit.call(&o.call)?;
+                        visit.call(&o.client)?;
+                        visit.call(&o.device)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases the Python objects of the pending loaders (and a kept loader exception),
+    /// breaking a cycle through them; a loader whose objects were released fails as if the
+    /// session had closed.
+    fn __clear__(&self) {
+        let list = std::mem::take(&mut *self.loaders.lock().unwrap_or_else(|p| p.into_inner()));
+        for held in &list {
+            let objects = held.lock().unwrap_or_else(|p| p.into_inner()).take();
+            drop(objects);
+        }
+        let e = self
+            .loader_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        drop(e);
     }
 
     /// The session's client.
@@ -344,14 +475,30 @@ impl PySession {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Refuses every later use, then deletes the buffer of every slot that holds one
-    /// (loaders that never ran never will). Closing twice does nothing, and neither does
-    /// closing a session whose client was closed (that freed every buffer).
+    /// Refuses every later use, drops the loaders that never ran (they never will, and
+    /// what they captured is released), then deletes the buffer of every slot that holds
+    /// one. A buffer that cannot be deleted (a host view of it is open) fails the close,
+    /// naming its slot; the session stays closed to every other use, and a later close
+    /// tries again. Once a close has freed everything, closing again does nothing, and
+    /// neither does closing a session whose client was closed (that freed every buffer).
     fn _close(&self, py: Python<'_>) -> PyResult<()> {
-        if self.closed.swap(true, Ordering::AcqRel) {
+        self.closed.store(true, Ordering::Release);
+        if self.freed.load(Ordering::Acquire) {
             return Ok(());
         }
-        py.detach(|| self.free_slots()).pyerr()
+        self.inner.drop_loaders();
+        match py.detach(|| self.free_slots()) {
+            Ok(()) => {
+                self.freed.store(true, Ordering::Release);
+                Ok(())
+            }
+            Err(e) => Err(crate::errors::to_py(e.map_message(|m| {
+                format!(
+                    "{m}; the session is closed to every other use (the other slots were \
+                     freed): drop the views, then call close() again to free this one"
+                )
+            }))),
+        }
     }
 
     /// A SessionProgram running `executable` with its arguments read from the `inputs`
@@ -604,6 +751,13 @@ pub struct PySessionProgram {
 
 #[pymethods]
 impl PySessionProgram {
+    /// Visits the session and executable it holds, so that Python's cycle collector sees a
+    /// cycle through a program (a loader of its session that refers to it).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.session)?;
+        visit.call(&self.executable)
+    }
+
     /// The executable it runs.
     #[getter]
     fn executable(&self, py: Python<'_>) -> Py<PyExecutable> {

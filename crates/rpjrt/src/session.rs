@@ -65,8 +65,9 @@ pub enum SlotState {
     Pending,
     /// Holds a buffer.
     Ready,
-    /// Holds a buffer that was deleted: by the caller, donated outside this session, or
-    /// consumed by a step that failed after donating it.
+    /// Holds a buffer that was deleted: by the caller, donated outside this session,
+    /// consumed by a step that failed after donating it, or freed when the client closed;
+    /// or held a loader that was dropped before it ran ([`Session::drop_loaders`]).
     Deleted,
 }
 
@@ -85,21 +86,43 @@ enum Content {
     Empty,
     Lazy(Loader),
     Ready(Buffer),
+    /// A loader dropped before it ran ([`Session::drop_loaders`]).
+    Dropped,
 }
 
 struct Slot {
     name: String,
     spec: Option<ArraySpec>,
     content: Content,
+    /// Whether `content` is a buffer a caller bound as it was (or a loader returned): the
+    /// only kind another slot can also hold. Uploads and step outputs are the slot's own.
+    bound: bool,
 }
 
 impl Slot {
-    fn state(&self) -> SlotState {
+    /// What the slot holds now; with `client_closed`, a value or loader reads as deleted
+    /// (closing the client freed every buffer, and a loader could make none).
+    fn state(&self, client_closed: bool) -> SlotState {
         match &self.content {
             Content::Empty => SlotState::Empty,
+            Content::Lazy(_) if client_closed => SlotState::Deleted,
             Content::Lazy(_) => SlotState::Pending,
+            Content::Ready(_) if client_closed => SlotState::Deleted,
             Content::Ready(b) if b.is_deleted() => SlotState::Deleted,
             Content::Ready(_) => SlotState::Ready,
+            Content::Dropped => SlotState::Deleted,
+        }
+    }
+
+    /// The error of a use of this slot when it holds no buffer.
+    fn no_value(&self, what: &str) -> Error {
+        match self.content {
+            Content::Dropped => Error::Deleted(format!(
+                "slot {:?}: its loader was dropped before it ran (the session was closed); \
+                 bind it again",
+                self.name
+            )),
+            _ => Error::invalid(format!("slot {:?} has no value{what}", self.name)),
         }
     }
 }
@@ -119,6 +142,9 @@ struct State {
     /// its own slot again (directly, through another slot's loader, or by calling a
     /// program that reads it) on that thread is a cycle, refused instead of recursing.
     loading: Vec<(usize, std::thread::ThreadId)>,
+    /// The slots whose `bound` flag is set (few): a step donates a slot's buffer only when
+    /// none of them (nor, for a bound slot, any slot) holds it too.
+    bound: Vec<usize>,
 }
 
 impl State {
@@ -139,6 +165,7 @@ impl State {
             name: name.to_string(),
             spec: None,
             content: Content::Empty,
+            bound: false,
         });
         self.index.insert(name.to_string(), self.slots.len() - 1);
         self.slots.len() - 1
@@ -170,6 +197,35 @@ impl State {
             text.push_str(&format!(" and {} more", self.slots.len() - SHOWN));
         }
         text
+    }
+
+    /// Puts `content` into slot `i`; `bound`: a buffer a caller bound as it was (see
+    /// [`Slot::bound`]).
+    fn store(&mut self, i: usize, content: Content, bound: bool) {
+        let slot = &mut self.slots[i];
+        slot.content = content;
+        if slot.bound != bound {
+            slot.bound = bound;
+            if bound {
+                self.bound.push(i);
+            } else {
+                self.bound.retain(|&j| j != i);
+            }
+        }
+    }
+
+    /// Whether a slot other than `i` holds `b`, the buffer of slot `i`: only a slot holding
+    /// a bound buffer can (uploads and step outputs are fresh buffers), so unless slot `i`
+    /// is bound itself only those few are compared.
+    fn held_elsewhere(&self, i: usize, b: &Buffer) -> Option<usize> {
+        let holds = |j: usize| {
+            j != i && matches!(&self.slots[j].content, Content::Ready(o) if o.raw().same(b.raw()))
+        };
+        if self.slots[i].bound {
+            (0..self.slots.len()).find(|&j| holds(j))
+        } else {
+            self.bound.iter().copied().find(|&j| holds(j))
+        }
     }
 
     /// Fixes slot `i`'s spec, or checks `spec` against the one it has.
@@ -352,7 +408,7 @@ impl Inner {
                     dims: buffer.dims().to_vec(),
                 };
                 st.settle_spec(i, &spec, "the loaded value")?;
-                st.slots[i].content = Content::Ready(buffer);
+                st.store(i, Content::Ready(buffer), !uploaded);
             }
         }
         Ok(())
@@ -382,12 +438,15 @@ fn of_another_client(d: &Device, session_device: &Device) -> &'static str {
     }
 }
 
-/// A slot's buffer, unless it was deleted.
+/// A slot's buffer, unless it was deleted. (A step of this session never donates a buffer
+/// that another of its slots holds, so the slot lost it outside the session, or to a step
+/// that failed.)
 fn ready_buffer(name: &str, b: &Buffer) -> Result<Buffer> {
     if b.is_deleted() {
         return Err(Error::Deleted(format!(
-            "slot {name:?}: its buffer was deleted or donated (outside this session, or by a \
-             step that failed); bind it again"
+            "slot {name:?}: its buffer was deleted or donated outside this session (by \
+             delete(), by a call that donated it, or by another session sharing it), or \
+             consumed by a step of this session that failed; bind it again"
         )));
     }
     Ok(b.clone())
@@ -674,16 +733,41 @@ impl Session {
             if uploaded {
                 st.uploads += 1;
             }
-            st.slots[i].content = Content::Ready(buffer);
+            st.store(i, Content::Ready(buffer), !uploaded);
         }
         for (name, spec, loader) in lazy {
             let i = st.slot_index(&name);
             if let Some(spec) = spec {
                 st.settle_spec(i, &spec, "its declared spec")?;
             }
-            st.slots[i].content = Content::Lazy(loader);
+            st.store(i, Content::Lazy(loader), false);
         }
         Ok(())
+    }
+
+    /// Drops the loader of every slot whose loader has not run (it never will: bindings
+    /// call this when the session closes), releasing what the loaders captured; those slots
+    /// read [`SlotState::Deleted`] until bound again. A loader running now is left to
+    /// finish: its value lands as it would have (the caller frees it), and the loader is
+    /// released then. Returns how many loaders were dropped. The loaders are dropped after
+    /// the session's lock is released (dropping one may run code that uses the session).
+    pub fn drop_loaders(&self) -> usize {
+        let dropped: Vec<Loader> = {
+            let mut guard = self.inner.lock();
+            let st = &mut *guard;
+            let mut out = Vec::new();
+            for (i, slot) in st.slots.iter_mut().enumerate() {
+                let running = st.loading.iter().any(|&(j, _)| j == i);
+                if !running && matches!(slot.content, Content::Lazy(_)) {
+                    if let Content::Lazy(l) = std::mem::replace(&mut slot.content, Content::Dropped)
+                    {
+                        out.push(l);
+                    }
+                }
+            }
+            out
+        };
+        dropped.len()
     }
 
     /// Binds slot `name` to a loader, called only when a program first needs the slot (or
@@ -709,9 +793,7 @@ impl Session {
         let st = self.inner.lock_between_steps();
         match &st.slots[i].content {
             Content::Ready(b) => ready_buffer(name, b),
-            _ => Err(Error::invalid(format!(
-                "slot {name:?} has no value yet: bind it first"
-            ))),
+            _ => Err(st.slots[i].no_value(" yet: bind it first")),
         }
     }
 
@@ -780,14 +862,14 @@ impl Session {
         match &st.slots[i].content {
             Content::Ready(b) => ready_buffer(name, b).map(Some),
             Content::Lazy(_) => Ok(None),
-            Content::Empty => Err(Error::invalid(format!(
-                "slot {name:?} has no value yet: bind it first"
-            ))),
+            Content::Empty | Content::Dropped => Err(st.slots[i].no_value(" yet: bind it first")),
         }
     }
 
-    /// Every slot: name, type and shape, state (in creation order).
+    /// Every slot: name, type and shape, state (in creation order). Once the client is
+    /// closed, every slot that held a value or a loader reads [`SlotState::Deleted`].
     pub fn slots(&self) -> Vec<SlotInfo> {
+        let client_closed = self.inner.client.is_closed();
         self.inner
             .lock()
             .slots
@@ -795,7 +877,7 @@ impl Session {
             .map(|s| SlotInfo {
                 name: s.name.clone(),
                 spec: s.spec.clone(),
-                state: s.state(),
+                state: s.state(client_closed),
             })
             .collect()
     }
@@ -813,11 +895,12 @@ impl Session {
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let client_closed = self.inner.client.is_closed();
         let st = self.inner.lock();
         let slots = st
             .slots
             .iter()
-            .map(|s| describe_slot(s.name.as_str(), s.spec.as_ref(), s.state()))
+            .map(|s| describe_slot(s.name.as_str(), s.spec.as_ref(), s.state(client_closed)))
             .collect::<Vec<_>>()
             .join(", ");
         write!(
@@ -919,11 +1002,9 @@ impl SessionProgram {
             match &slot.content {
                 Content::Ready(b) => refs.push(ready_buffer(&slot.name, b)?),
                 _ => {
-                    return Err(Error::invalid(format!(
-                        "slot {:?} has no value: bind it before calling {}",
-                        slot.name,
-                        self.exe.name()
-                    )))
+                    return Err(
+                        slot.no_value(&format!(": bind it before calling {}", self.exe.name()))
+                    )
                 }
             }
         }
@@ -941,20 +1022,25 @@ impl SessionProgram {
             .copied()
             // Never donate borrowed host memory, nor a buffer that another argument of
             // this call also reads (one buffer bound to two slots, through clones of one
-            // handle or the same one).
+            // handle or the same one), nor one that another slot of the session holds (a
+            // snapshot bound from an earlier step's output): that slot keeps its value, and
+            // this step writes a fresh buffer instead.
             .filter(|&k| {
                 !refs[k].borrows_host()
                     && slot_refs
                         .iter()
                         .enumerate()
                         .all(|(j, b)| j == k || !b.raw().same(slot_refs[k].raw()))
+                    && st.held_elsewhere(self.inputs[k], slot_refs[k]).is_none()
             })
             .collect();
         drop(slot_refs);
         let stepping = Stepping::begin(inner, st);
         let refs: Vec<&Buffer> = refs.iter().collect();
         let outs = if donate.is_empty() && !self.portable {
-            self.exe.execute(&refs)?
+            self.exe
+                .execute(&refs)
+                .map_err(|e| self.in_slot_terms(e, &[]))?
         } else {
             let options = ExecuteOptions {
                 donate,
@@ -964,19 +1050,55 @@ impl SessionProgram {
             let lists = [refs];
             match self.exe.execute_with(&lists, &options) {
                 Ok(mut r) => r.outputs.pop().unwrap_or_default(),
-                Err(e) => return Err(self.lost_in_failure(e, &options.donate, &lists[0])),
+                Err(e) => {
+                    let e = self.in_slot_terms(e, &options.donate);
+                    return Err(self.lost_in_failure(e, &options.donate, &lists[0]));
+                }
             }
         };
         let mut st = inner.lock();
         for (out, slot) in outs.iter().zip(&self.outputs) {
             if let Some(i) = slot {
-                st.slots[*i].content = Content::Ready(out.clone());
+                st.store(*i, Content::Ready(out.clone()), false);
             }
         }
         st.stepping = None;
         drop(st);
         drop(stepping);
         Ok(outs)
+    }
+
+    /// `e`, a refused or failed execution's error, in the session's terms: each `argument
+    /// N` it names is the slot that argument is read from (`slot "w" (argument N)`), and a
+    /// donation refused because host views of the buffer exist says how to get out of it.
+    fn in_slot_terms(&self, e: Error, donate: &[usize]) -> Error {
+        let st = self.inner.lock();
+        let names: Vec<&str> = self
+            .inputs
+            .iter()
+            .map(|&i| st.slots[i].name.as_str())
+            .collect();
+        let exe = self.exe.name();
+        e.map_message(|m| {
+            let mut m = name_arguments(&m, &names);
+            if m.contains("cannot be donated while") {
+                let which: Vec<String> = donate
+                    .iter()
+                    .filter_map(|&k| names.get(k).map(|n| format!("{n:?}")))
+                    .collect();
+                m.push_str(&format!(
+                    "; {exe} donates slot{} {} to update {} in place: drop the host views \
+                     (arrays made with np.from_dlpack, external references) of the slot's \
+                     buffer before the step, or make the program without donation \
+                     (Session.program(..., donate=False); Rust: Session::program_with(.., \
+                     false)), which writes a fresh buffer and leaves the view's one alone",
+                    if which.len() == 1 { "" } else { "s" },
+                    which.join(", "),
+                    if which.len() == 1 { "it" } else { "them" },
+                ));
+            }
+            m
+        })
     }
 
     /// `e`, a failed execution's error, naming the donated slots the plugin consumed
@@ -1001,6 +1123,41 @@ impl SessionProgram {
         );
         e.map_message(|m| format!("{m}; {note}"))
     }
+}
+
+/// `m` with each `argument N` (a whole number, not part of a longer word) that is an
+/// argument of a session program written as the slot it is read from, `names[N]`:
+/// `slot "w" (argument N)`.
+fn name_arguments(m: &str, names: &[&str]) -> String {
+    const WORD: &str = "argument ";
+    let mut out = String::with_capacity(m.len() + 16);
+    let mut rest = m;
+    while let Some(at) = rest.find(WORD) {
+        let (before, after) = rest.split_at(at);
+        out.push_str(before);
+        let tail = &after[WORD.len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        let starts_word = !out
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let k = (digits > 0 && starts_word)
+            .then(|| tail[..digits].parse::<usize>().ok())
+            .flatten()
+            .filter(|&k| k < names.len());
+        match k {
+            Some(k) => {
+                out.push_str(&format!("slot {:?} (argument {k})", names[k]));
+                rest = &tail[digits..];
+            }
+            None => {
+                out.push_str(WORD);
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Ends a step on every path out of [`SessionProgram::call`] (errors included): clears
@@ -1046,5 +1203,33 @@ impl fmt::Debug for SessionProgram {
             self.inputs().join(", "),
             self.donated().join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_arguments;
+
+    #[test]
+    fn name_arguments_rewrites_whole_argument_numbers_only() {
+        let names = ["x", "w"];
+        assert_eq!(
+            name_arguments("argument 1 cannot be donated", &names),
+            "slot \"w\" (argument 1) cannot be donated"
+        );
+        assert_eq!(
+            name_arguments("donated argument 0 before; argument 1: gone", &names),
+            "donated slot \"x\" (argument 0) before; slot \"w\" (argument 1): gone"
+        );
+        // Out of range, not a number, or part of a longer word: left as they are.
+        for m in [
+            "argument 12 is odd",
+            "argument list 0 has 2 buffers",
+            "subargument 0 is odd",
+            "arguments 0, 1",
+            "argument ",
+        ] {
+            assert_eq!(name_arguments(m, &names), m);
+        }
     }
 }

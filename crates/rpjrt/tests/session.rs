@@ -586,3 +586,139 @@ fn one_buffer_in_two_slots_is_not_donated_from_under_the_other() {
         assert_eq!(s.fetch("x").unwrap().to_vec_of::<f32>().unwrap(), [1.0; 4]);
     });
 }
+
+/// `w <- w + 1` on f32[8], with `w` aliased to the output (donated in a session).
+const DONATE_STEP: &str =
+    "func.func public @main(%a: tensor<8xf32> {tf.aliasing_output = 0 : i32}) -> tensor<8xf32> {
+  %one = stablehlo.constant dense<1.0> : tensor<8xf32>
+  %r = stablehlo.add %a, %one : tensor<8xf32>
+  return %r : tensor<8xf32>
+}";
+
+#[test]
+fn a_buffer_another_slot_holds_is_not_donated_by_a_step() {
+    // A snapshot kept in another slot (a step's output bound as it is) was donated from
+    // under it by the next step through "w", and then blamed on "outside this session".
+    for_each_plugin(|_, c| {
+        let exe = compile(c, DONATE_STEP);
+        let s = Session::new(c).unwrap();
+        let step = s.program(&exe, &["w"], &["w"]).unwrap();
+        assert_eq!(step.donated(), vec!["w".to_string()]);
+        s.bind("w", host(&[0.0; 8], &[8])).unwrap();
+        let out = step.call_outputs().unwrap();
+        s.bind("snap", SlotValue::Buffer(out[0].clone())).unwrap();
+        step.call().unwrap();
+        step.call().unwrap();
+        assert_eq!(s.fetch("w").unwrap().to_vec_of::<f32>().unwrap(), [3.0; 8]);
+        assert_eq!(
+            s.fetch("snap").unwrap().to_vec_of::<f32>().unwrap(),
+            [1.0; 8]
+        );
+        assert!(!out[0].is_deleted());
+        // Once the snapshot holds a buffer of its own, the step donates again.
+        s.bind("snap", host(&[9.0; 8], &[8])).unwrap();
+        let before = s.fetch("w").unwrap();
+        step.call().unwrap();
+        assert!(before.is_deleted(), "the step no longer donates \"w\"");
+        // The donated slot itself bound from a buffer another slot holds: kept too.
+        let shared = s.fetch("w").unwrap();
+        s.bind("keep", SlotValue::Buffer(shared.clone())).unwrap();
+        step.call().unwrap();
+        assert!(!shared.is_deleted());
+        assert_eq!(
+            s.fetch("keep").unwrap().to_vec_of::<f32>().unwrap(),
+            [4.0; 8]
+        );
+        assert_eq!(s.fetch("w").unwrap().to_vec_of::<f32>().unwrap(), [5.0; 8]);
+    });
+}
+
+#[test]
+fn a_step_refused_for_a_host_view_names_the_slot_and_the_way_out() {
+    let text = "func.func public @main(%x: tensor<8xf32>, %a: tensor<8xf32> {tf.aliasing_output = 0 : i32}) -> tensor<8xf32> {
+  %r = stablehlo.add %a, %x : tensor<8xf32>
+  return %r : tensor<8xf32>
+}";
+    for_each_plugin(|_, c| {
+        let exe = compile(c, text);
+        let s = Session::new(c).unwrap();
+        let step = s.program(&exe, &["x", "w"], &["w"]).unwrap();
+        assert_eq!(step.donated(), vec!["w".to_string()]);
+        s.bind("x", host(&[1.0; 8], &[8])).unwrap();
+        s.bind("w", host(&[0.0; 8], &[8])).unwrap();
+        let w = s.fetch("w").unwrap();
+        let view = w.external_reference().unwrap();
+        let e = expect_err(
+            step.call(),
+            &[
+                "slot \"w\" (argument 1) cannot be donated",
+                "donate=False",
+                "drop the host views",
+            ],
+        );
+        assert!(!e.to_string().contains("argument 1 cannot"), "{e}");
+        assert!(!e.to_string().contains("\"x\""), "{e}");
+        drop(view);
+        step.call().unwrap();
+        assert_eq!(s.fetch("w").unwrap().to_vec_of::<f32>().unwrap(), [1.0; 8]);
+    });
+}
+
+#[test]
+fn dropped_loaders_release_what_they_hold_and_read_deleted() {
+    for_each_plugin(|_, c| {
+        let s = Session::new(c).unwrap();
+        let captured = Arc::new(());
+        let held = Arc::clone(&captured);
+        s.bind_lazy(
+            "x",
+            Arc::new(move || {
+                let _ = &held;
+                Ok(host(&[1.0; 8], &[8]))
+            }),
+        )
+        .unwrap();
+        s.bind("y", host(&[2.0; 8], &[8])).unwrap();
+        assert_eq!(Arc::strong_count(&captured), 2);
+        assert_eq!(s.drop_loaders(), 1);
+        assert_eq!(
+            Arc::strong_count(&captured),
+            1,
+            "the loader was not released"
+        );
+        assert_eq!(s.drop_loaders(), 0);
+        let states: Vec<SlotState> = s.slots().into_iter().map(|i| i.state).collect();
+        assert_eq!(states, [SlotState::Deleted, SlotState::Ready]);
+        expect_err(
+            s.fetch("x"),
+            &["slot \"x\"", "loader was dropped", "bind it again"],
+        );
+        s.bind("x", host(&[3.0; 8], &[8])).unwrap();
+        assert_eq!(s.fetch("x").unwrap().to_vec_of::<f32>().unwrap(), [3.0; 8]);
+    });
+}
+
+#[test]
+fn slots_read_deleted_once_the_client_closed() {
+    for_each_plugin_only(|plugin| {
+        let c = rpjrt::Client::new(plugin, &ClientOptions::new()).unwrap();
+        let s = Session::new(&c).unwrap();
+        s.bind("w", host(&[0.0; 8], &[8])).unwrap();
+        s.bind_lazy("l", Arc::new(|| Ok(host(&[1.0; 8], &[8]))))
+            .unwrap();
+        let exe = compile(&c, DONATE_STEP);
+        let _step = s.program(&exe, &["w"], &["out"]).unwrap();
+        c.close().unwrap();
+        let states: Vec<(String, SlotState)> =
+            s.slots().into_iter().map(|i| (i.name, i.state)).collect();
+        assert_eq!(
+            states,
+            [
+                ("w".to_string(), SlotState::Deleted),
+                ("l".to_string(), SlotState::Deleted),
+                ("out".to_string(), SlotState::Empty),
+            ]
+        );
+        assert!(format!("{s:?}").contains("w: float32[8] deleted"), "{s:?}");
+    });
+}
