@@ -12,7 +12,9 @@ the Rust crate's ``rpjrt::ElementType`` table, read from the extension; so is th
 names it does not list exactly: numpy's meaning for numpy type codes (``"i8"`` and
 ``"<i8"`` are int64, ``"f4"`` float32), XLA's for XLA spellings (``"s8"`` is int8,
 ``"bf16"`` bfloat16), and an error for the short names the two read differently
-(``"u1"``, ``"u2"``, ``"u4"``, ``"u8"``, ``"f16"``).
+(``"u1"``, ``"u2"``, ``"u4"``, ``"u8"``, ``"f16"``) and for numpy's string type codes
+(``"S8"``, ``"U16"``, ``"a8"``: bytes or unicode strings to numpy, which rpjrt has no type
+for, though ``"s8"`` and ``"u16"`` are XLA's int8 and uint16).
 """
 
 from __future__ import annotations
@@ -282,6 +284,27 @@ def _lookup(spec: Any) -> DType | None:
     return None
 
 
+def _numpy_string_dtype(spec: Any) -> str | None:
+    """What numpy string type `spec` is (a numpy dtype or scalar type of kind ``S`` or
+    ``U``), for the refusal; None for anything else. Never imports numpy."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return None
+    try:
+        nd = spec if isinstance(spec, np.dtype) else None
+        if isinstance(spec, type) and issubclass(spec, (np.bytes_, np.str_)):
+            nd = np.dtype(spec)
+    except Exception:
+        return None
+    if nd is None or nd.kind not in ("S", "U"):
+        return None
+    what = "bytes" if nd.kind == "S" else "unicode"
+    if isinstance(spec, type):  # numpy.bytes_ / numpy.str_: no length
+        return f"{what} string type"
+    n = nd.itemsize if nd.kind == "S" else nd.itemsize // 4
+    return f"{what} string type of {n} character{'' if n == 1 else 's'}"
+
+
 def _to_dtype(spec: Any) -> DType:
     d = _lookup(spec)
     if d is None and not isinstance(spec, (str, type)) and hasattr(spec, "dtype"):
@@ -292,6 +315,9 @@ def _to_dtype(spec: Any) -> DType:
 
         if isinstance(spec, str):
             raise InvalidArgumentError(_element_type_from_name(spec)[1])
+        string = _numpy_string_dtype(spec)
+        if string is not None:
+            raise InvalidArgumentError(f"{spec!r} is numpy's {string}; rpjrt has no string types")
         known = ", ".join(x.name for x in ALL)
         raise InvalidArgumentError(f"{spec!r} is not a dtype rpjrt knows; known dtypes: {known}")
     return d

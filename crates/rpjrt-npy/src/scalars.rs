@@ -24,7 +24,9 @@
 //!   does) is fine.
 //!
 //! Integers beyond `i128` are [`Scalar::BigInt`] (decimal text): out of range of every
-//! integer type, and converted to floats with correct rounding.
+//! integer type. Integers of any size convert to a float type (or a complex type's parts)
+//! with one rounding, to the nearest value of that type ([`int_to_f64`]), never through
+//! the nearest `float64` first.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -94,26 +96,129 @@ impl Scalar {
         }
     }
 
-    /// The value as the nearest `f64` (the real part of a complex); integers round to
-    /// nearest, ties to even. An integer beyond `f64`'s range is refused (it must not
-    /// become an infinity), for the element type `t` named in the reason.
-    fn real(&self, t: ElementType) -> std::result::Result<f64, String> {
+    /// The value as the `f64` that [`encode_float`] turns into the element of real float
+    /// type `into` (the real part of a complex): floats as they are, integers through
+    /// [`int_to_f64`] so that they round once, to the nearest element of `into`. An integer
+    /// beyond `f64`'s range is refused (it must not become an infinity), for the element
+    /// type `t` named in the reason.
+    fn real(&self, t: ElementType, into: ElementType) -> std::result::Result<f64, String> {
+        let beyond = || {
+            format!(
+                "overflows {t} (it is beyond the range of float64; from Python, \
+                 cast=True converts as numpy's astype does)"
+            )
+        };
         match self {
             Scalar::Bool(b) => Ok(f64::from(u8::from(*b))),
-            Scalar::Int(i) => Ok(*i as f64),
-            // Rust's float parsing rounds correctly and gives ±inf past the range.
-            Scalar::BigInt(s) => match s.parse::<f64>() {
-                Ok(x) if x.is_finite() => Ok(x),
-                Ok(_) => Err(format!(
-                    "overflows {t} (it is beyond the range of float64; from Python, \
-                     cast=True converts as numpy's astype does)"
-                )),
-                Err(_) => Err(format!("is not a decimal integer ({t})")),
-            },
+            Scalar::Int(i) => {
+                let m = i.unsigned_abs();
+                int_to_f64(*i < 0, &[m as u64, (m >> 64) as u64], into).ok_or_else(beyond)
+            }
+            Scalar::BigInt(s) => {
+                let (negative, limbs) =
+                    decimal_limbs(s).ok_or_else(|| format!("is not a decimal integer ({t})"))?;
+                match limbs {
+                    Some(limbs) => int_to_f64(negative, &limbs, into).ok_or_else(beyond),
+                    None => Err(beyond()),
+                }
+            }
             Scalar::Float(f) => Ok(*f),
             Scalar::Complex(re, _) => Ok(*re),
         }
     }
+}
+
+/// An integer (`negative`, magnitude in little-endian 64-bit `limbs`) as the `f64` from
+/// which [`encode_float`] gives the element of real float type `into` nearest to the
+/// integer (ties to even; ties up for `float8_e8m0fnu`): the one conversion of integers
+/// into float types, so that they are rounded once. `None` when the magnitude is beyond
+/// `f64`'s range (it would round to an infinity).
+///
+/// For `float64` the integer is rounded to nearest, ties to even, at 53 bits. For every
+/// narrower type it is rounded to odd at 53 bits (truncated, with the lowest kept bit set
+/// when any dropped bit was set): that keeps which side of every value of 51 or fewer
+/// significant bits the integer lies on, and whether it is equal, so the second rounding
+/// (`f64` to a type of at most 24 significant bits, its ties and its overflow limit
+/// included) gives what one rounding of the integer would. Rounding to nearest first would
+/// not: 2^60 + 2^36 + 1 would become the float32 tie 2^60 + 2^36, then 2^60.
+pub fn int_to_f64(negative: bool, limbs: &[u64], into: ElementType) -> Option<f64> {
+    let top = match limbs.iter().rposition(|&w| w != 0) {
+        Some(top) => top,
+        // Integers have no negative zero: `-0` is 0.0, as numpy converts it.
+        None => return Some(0.0),
+    };
+    let bits = top * 64 + 64 - limbs[top].leading_zeros() as usize;
+    let magnitude = if bits <= 53 {
+        limbs[0] as f64 // exact
+    } else {
+        let mut shift = bits - 53;
+        // The 53 bits from `shift` up, and whether any bit below `shift` is set.
+        let bit = |k: usize| limbs.get(k / 64).is_some_and(|w| w >> (k % 64) & 1 == 1);
+        let (word, off) = (shift / 64, shift % 64);
+        let mut kept = limbs[word] >> off;
+        if off > 0 {
+            if let Some(next) = limbs.get(word + 1) {
+                kept |= next << (64 - off);
+            }
+        }
+        kept &= (1u64 << 53) - 1;
+        let below = |k: usize| {
+            // (1 << 0) - 1 masks nothing: no bit of the word is below bit 0.
+            limbs[..k / 64].iter().any(|&w| w != 0) || limbs[k / 64] & ((1u64 << (k % 64)) - 1) != 0
+        };
+        if into == ElementType::F64 {
+            // Nearest, ties to even: the first dropped bit, then the rest.
+            if bit(shift - 1) && (below(shift - 1) || kept & 1 == 1) {
+                kept += 1;
+                if kept == 1 << 53 {
+                    kept >>= 1;
+                    shift += 1;
+                }
+            }
+        } else if below(shift) {
+            kept |= 1; // round to odd
+        }
+        // kept < 2^53 and kept · 2^shift < 2^1024 keep the product exact and finite.
+        if shift + 53 > 1024 {
+            return None;
+        }
+        kept as f64 * pow2(shift as i32)
+    };
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+/// The sign and magnitude (little-endian 64-bit limbs) of decimal integer text with an
+/// optional leading `-` or `+`; `Some((negative, None))` for a magnitude of more than 400
+/// digits, beyond every float type's range; `None` for text that is not a decimal integer.
+fn decimal_limbs(text: &str) -> Option<(bool, Option<Vec<u64>>)> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 400 {
+        return Some((negative, None));
+    }
+    let mut limbs: Vec<u64> = Vec::new();
+    // Nineteen digits at a time: limbs = limbs · 10^k + chunk.
+    for chunk in digits.as_bytes().chunks(19) {
+        let mut carry: u128 = chunk
+            .iter()
+            .fold(0u128, |a, &d| a * 10 + u128::from(d - b'0'));
+        let scale = 10u128.pow(chunk.len() as u32);
+        for w in limbs.iter_mut() {
+            let v = u128::from(*w) * scale + carry;
+            *w = v as u64;
+            carry = v >> 64;
+        }
+        if carry != 0 {
+            limbs.push(carry as u64);
+        }
+    }
+    Some((negative, Some(limbs)))
 }
 
 impl Scalar {
@@ -633,19 +738,19 @@ fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result
             Ok(())
         }
         ElementKind::Float => {
-            let bits = encode_float(s.real(t)?, t)?;
+            let bits = encode_float(s.real(t, t)?, t)?;
             push_bits(bits, t.host_itemsize(), out);
             Ok(())
         }
         ElementKind::Complex => {
-            let (re, im) = match s {
-                Scalar::Complex(re, im) => (*re, *im),
-                other => (other.real(t)?, 0.0),
-            };
             let part = if t == ElementType::C64 {
                 ElementType::F32
             } else {
                 ElementType::F64
+            };
+            let (re, im) = match s {
+                Scalar::Complex(re, im) => (*re, *im),
+                other => (other.real(t, part)?, 0.0),
             };
             for x in [re, im] {
                 let bits = encode_float(x, part).map_err(|why| format!("has a part that {why}"))?;
@@ -1304,6 +1409,202 @@ mod tests {
                         "{x:e} as {t}: {got:#x} (err {err:e}) vs {nb:#x} (err {other:e})"
                     );
                 }
+            }
+        }
+    }
+
+    /// The element of `t` (a real float type, or a complex type's first part) that
+    /// `to_host` stores for the integer `s`, as its bits.
+    fn stored(s: Scalar, t: ElementType) -> std::result::Result<u64, String> {
+        let v = values_to_host(&[s], vec![], Some(t)).map_err(|e| e.to_string())?;
+        let width = match t {
+            T::C64 => 4,
+            T::C128 => 8,
+            _ => t.host_itemsize(),
+        };
+        let mut raw = [0u8; 8];
+        raw[..width].copy_from_slice(&v.bytes[..width]);
+        Ok(u64::from_le_bytes(raw))
+    }
+
+    /// Whether `got` (bits of `t`) is the nearest value of `t` to the integer `n`, ties
+    /// to even, where every candidate value is an integer (|n| at least 2^(man + 1)).
+    fn nearest_for_integer(n: i128, t: ElementType, got: u64) -> bool {
+        let f = format_of(t).unwrap();
+        let value = |b: u64| decode_float(b, t).unwrap();
+        let exact =
+            |x: f64| -> Option<i128> { (x.is_finite() && x.abs() < 1.6e38).then(|| x as i128) };
+        let Some(v) = exact(value(got)) else {
+            return false;
+        };
+        let err = (v - n).unsigned_abs();
+        let sign = got & f.sign_bit();
+        let mag = got & (f.sign_bit() - 1);
+        [mag.wrapping_sub(1), mag + 1]
+            .into_iter()
+            .filter(|&m| m < f.sign_bit())
+            .filter_map(|m| exact(value(sign | m)))
+            .all(|o| {
+                let other = (o - n).unsigned_abs();
+                err < other || (err == other && got & 1 == 0)
+            })
+    }
+
+    #[test]
+    fn integers_round_once_to_the_nearest_float() {
+        // The report's cases: one past a tie of the target that float64 rounds onto the tie.
+        let f32_of = |n: i128| stored(Scalar::Int(n), T::F32).map(|b| f32::from_bits(b as u32));
+        assert_eq!(
+            f32_of((1 << 60) + (1 << 36) + 1),
+            Ok(((1u64 << 60) + (1 << 37)) as f32)
+        );
+        assert_eq!(
+            f32_of(-((1 << 60) + (1 << 36) + 1)),
+            Ok(-(((1u64 << 60) + (1 << 37)) as f32))
+        );
+        assert_eq!(f32_of((1 << 60) + (1 << 36)), Ok((1u64 << 60) as f32)); // the tie: even
+        let c64 = stored(Scalar::Int((1 << 60) + (1 << 36) + 1), T::C64).unwrap();
+        assert_eq!(
+            f32::from_bits(c64 as u32),
+            ((1u64 << 60) + (1 << 37)) as f32
+        );
+        let bf = stored(Scalar::Int((1 << 60) + (1 << 52) + 1), T::BF16).unwrap();
+        assert_eq!(
+            half::bf16::from_bits(bf as u16).to_f64(),
+            ((1u64 << 60) + (1 << 53)) as f64
+        );
+        // float64 itself: nearest, ties to even, for integers past 2^53.
+        let f64_of = |n: i128| stored(Scalar::Int(n), T::F64).map(f64::from_bits);
+        assert_eq!(f64_of((1 << 53) + 1), Ok((1u64 << 53) as f64));
+        assert_eq!(f64_of((1 << 53) + 3), Ok(((1u64 << 53) + 4) as f64));
+        assert_eq!(f64_of(u64::MAX.into()), Ok(18446744073709551616.0));
+        assert_eq!(f64_of(i128::MAX), Ok(2f64.powi(127)));
+        assert_eq!(f64_of(i128::MIN), Ok(-(2f64.powi(127))));
+        // Values around 2^24, 2^53, 2^60, 2^63, 2^64 - 1, 2^100 and 2^126, both signs.
+        let mut values = Vec::new();
+        for e in [24, 25, 53, 54, 60, 63, 64, 100, 126] {
+            for d in -70i128..=70 {
+                for step in [1i128, 1 << (e - 24), 1 << (e.max(53) - 53)] {
+                    values.push((1i128 << e) + d * step);
+                    values.push((1i128 << e) + d * step + 1);
+                }
+            }
+        }
+        // Pseudo-random 64- and 128-bit integers (xorshift).
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r
+        };
+        for _ in 0..20_000 {
+            let x = next();
+            values.push(i128::from(x as i64));
+            values.push(i128::from(x));
+            values.push(i128::from(x >> (x % 40)));
+            values.push((i128::from(next()) << 62) ^ i128::from(next()));
+        }
+        for n in values {
+            for sign in [1, -1] {
+                let n = n * sign;
+                for (t, least) in [
+                    (T::F32, 1i128 << 24),
+                    (T::C64, 1 << 24),
+                    (T::BF16, 1 << 8),
+                    (T::F64, 1 << 53),
+                    (T::C128, 1 << 53),
+                ] {
+                    if n.unsigned_abs() < least as u128 {
+                        continue;
+                    }
+                    let part = match t {
+                        T::C64 => T::F32,
+                        T::C128 => T::F64,
+                        t => t,
+                    };
+                    let got = stored(Scalar::Int(n), t).unwrap();
+                    assert!(nearest_for_integer(n, part, got), "{n} as {t}: {got:#x}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_beyond_i128_round_once_too() {
+        // 2^127 + 2^103 + 1 (as text, past i128): one past a float32 tie; its nearest
+        // float32 is 2^127 + 2^104.
+        let text = |x: u128| Scalar::BigInt(x.to_string().into());
+        let x = (1u128 << 127) + (1 << 103) + 1;
+        let got = stored(text(x), T::F32).unwrap();
+        assert_eq!(
+            f32::from_bits(got as u32),
+            ((1u128 << 127) + (1 << 104)) as f32
+        );
+        let got = stored(text((1u128 << 127) + (1 << 103)), T::F32).unwrap();
+        assert_eq!(f32::from_bits(got as u32), (1u128 << 127) as f32);
+        let got = stored(text(x), T::BF16).unwrap();
+        assert_eq!(half::bf16::from_bits(got as u16).to_f64(), 2f64.powi(127));
+        let y = (1u128 << 127) + (1 << 119) + 1; // one past a bfloat16 tie
+        let got = stored(text(y), T::BF16).unwrap();
+        assert_eq!(
+            half::bf16::from_bits(got as u16).to_f64(),
+            2f64.powi(127) + 2f64.powi(120)
+        );
+        let got = stored(text(u128::MAX), T::F64).unwrap();
+        assert_eq!(f64::from_bits(got), 2f64.powi(128));
+        // Leading zeros and signs.
+        assert_eq!(
+            decimal_limbs("-000340282366920938463463374607431768211456"),
+            Some((true, Some(vec![0, 0, 1])))
+        );
+        assert_eq!(
+            decimal_limbs("+18446744073709551615"),
+            Some((false, Some(vec![u64::MAX])))
+        );
+        assert_eq!(decimal_limbs("12a"), None);
+        assert_eq!(decimal_limbs(&"9".repeat(401)), Some((false, None)));
+        // float64's limit: its largest value (2^53 - 1) · 2^971 plus half an ulp (2^970)
+        // rounds to even, up to 2^1024: an overflow; one less stays finite.
+        let mut max = vec![0u64; 16];
+        max[15] = u64::MAX << 11; // bits 971..1024 set
+        assert_eq!(int_to_f64(false, &max, T::F64), Some(f64::MAX));
+        max[15] |= 1 << 10; // + 2^970: the tie
+        assert_eq!(int_to_f64(false, &max, T::F64), None);
+        max[15] &= !(1 << 10);
+        max[15] |= (1 << 10) - 1; // just below the tie
+        max[..15].fill(u64::MAX);
+        assert_eq!(int_to_f64(true, &max, T::F64), Some(-f64::MAX));
+        // Rounded to odd for the narrower types: finite, and refused by the type's limit.
+        assert_eq!(int_to_f64(false, &max, T::F32), Some(f64::MAX)); // odd: kept as is
+        assert!(int_to_f64(
+            false,
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            T::F32
+        )
+        .is_none());
+        assert_eq!(int_to_f64(true, &[0, 0], T::F32), Some(0.0));
+        assert!(int_to_f64(true, &[0, 0], T::F32)
+            .unwrap()
+            .is_sign_positive());
+        let e = stored(text(1u128 << 127), T::F16).unwrap_err();
+        assert!(e.contains("overflows float16"), "{e}");
+    }
+
+    proptest::proptest! {
+        /// Any 128-bit integer into float32 and bfloat16, one past or at a tie or not:
+        /// the nearest value, ties to even (with the exact integer distances).
+        #[test]
+        fn any_integer_rounds_to_the_nearest(n in proptest::prelude::any::<i128>(),
+                                             low in 0u32..100) {
+            let n = n >> low; // many magnitudes
+            for t in [T::F32, T::BF16, T::F64] {
+                let least: i128 = if t == T::F64 { 1 << 53 } else { 1 << 24 };
+                if n.unsigned_abs() < least as u128 || n.unsigned_abs() >= 1 << 126 {
+                    continue;
+                }
+                let got = stored(Scalar::Int(n), t).unwrap();
+                proptest::prop_assert!(nearest_for_integer(n, t, got), "{} as {}: {:#x}", n, t, got);
             }
         }
     }

@@ -9,22 +9,29 @@
 //!
 //! # Names
 //!
-//! [`ElementType::from_name`] accepts, case-sensitively first and then ignoring case:
+//! [`ElementType::from_name`] accepts:
 //! - numpy / ml_dtypes names (`float32`, `bfloat16`, `int4`, `float8_e4m3fn`) and numpy's
 //!   spelled-out aliases with numpy's meaning (`float` and `double` = float64, `single` =
-//!   float32, `half` = float16, `complex` = complex128, `bool_`);
-//! - numpy type codes with numpy's meaning: a kind letter and a size in **bytes** (`i1`,
-//!   `i2`, `i4`, `i8` = int8/16/32/64, `f2`/`f4`/`f8`, `c8`/`c16`, `b1`), the one-letter
-//!   codes (`?`, `b`, `B`, `h`, `H`, `i`, `I`, `q`, `Q`, `e`, `f`, `d`, `F`, `D`), and the
-//!   same with numpy's byte-order prefix (`<i8`, `=f4`, `|u1`; `>` only for one-byte types,
-//!   since buffers hold native little-endian data);
+//!   float32, `half` = float16, `complex` = complex128, `bool_`), in any case (`Float32`,
+//!   `BFloat16`);
+//! - numpy type codes with numpy's meaning, case-sensitively as numpy reads them: a kind
+//!   letter and a size in **bytes** (`i1`, `i2`, `i4`, `i8` = int8/16/32/64, `f2`/`f4`/`f8`,
+//!   `c8`/`c16`, `b1`), the one-letter codes (`?`, `b`, `B`, `h`, `H`, `i`, `I`, `q`, `Q`,
+//!   `e`, `f`, `d`, `F`, `D`), and the same with numpy's byte-order prefix (`<i8`, `=f4`,
+//!   `|u1`; `>` only for one-byte types, since buffers hold native little-endian data);
 //! - XLA / PJRT spellings, where the size is in **bits**: `pred`, `s8` … `s64`, `u16` …
-//!   `u64`, `f16`, `f32`, `f64`, `bf16`, `c64`, `c128`, `s1`, `s2`, `s4`, `f8e4m3fn`, ….
+//!   `u64`, `f16`, `f32`, `f64`, `bf16`, `c64`, `c128`, `s1`, `s2`, `s4`, `f8e4m3fn`, …,
+//!   and, where numpy reads no other meaning into it, the same in upper case (`F32`,
+//!   `BF16`, `PRED`, `C64`).
 //!
 //! Where numpy and XLA read the same short name differently (`u1`, `u2`, `u4`, `u8`: bytes
 //! to numpy, bits to XLA; `f16`: a 16-byte float to numpy, float16 to XLA) the name is
 //! refused as ambiguous, with both readings in the message; write the long name. Rust's
-//! own spellings `i16`, `i32`, `i64` are refused too, since numpy's `i8` is int64.
+//! own spellings `i16`, `i32`, `i64` are refused too, since numpy's `i8` is int64. numpy's
+//! string codes (`S8`, `a8`, `|S8`: bytes of 8 characters; `U16`, `<U16`: unicode of 16
+//! characters; `c`: one byte) are refused as strings, which rpjrt has no type for, though
+//! their lower case is an XLA spelling (`s8` is int8, `u16` uint16); so are numpy's byte
+//! size codes in another case (`I8`, `F4`), which numpy does not read.
 
 use std::fmt;
 
@@ -279,6 +286,51 @@ const AMBIGUOUS: &[(&str, &str, &str)] = &[
 /// Rust's type spellings, refused because numpy's `i8` is int64: (name, long name).
 const RUST_SPELLINGS: &[(&str, &str)] = &[("i16", "int16"), ("i32", "int32"), ("i64", "int64")];
 
+/// numpy's type codes that count bytes (a kind letter and a size), case-sensitive as numpy
+/// reads them, with the type numpy means.
+const NUMPY_SIZED_CODES: &[(&str, ElementType)] = &[
+    ("b1", ElementType::Pred),
+    ("i1", ElementType::S8),
+    ("i2", ElementType::S16),
+    ("i4", ElementType::S32),
+    ("i8", ElementType::S64),
+    ("u1", ElementType::U8),
+    ("u2", ElementType::U16),
+    ("u4", ElementType::U32),
+    ("u8", ElementType::U64),
+    ("f2", ElementType::F16),
+    ("f4", ElementType::F32),
+    ("f8", ElementType::F64),
+    ("c8", ElementType::C64),
+    ("c16", ElementType::C128),
+];
+
+/// numpy's reading of `name` when it is one of numpy's string type codes: `S`, `a` (bytes)
+/// or `U` (unicode) and a count of characters (none for 0), or `c` (one byte), each with
+/// an optional byte-order prefix; `None` for any other name.
+fn numpy_string_code(name: &str) -> Option<String> {
+    let code = name.strip_prefix(['<', '>', '=', '|']).unwrap_or(name);
+    if code == "c" {
+        return Some("a bytes string of 1 character (numpy.bytes_, 'S1')".into());
+    }
+    let (kind, count) = code.split_at_checked(1)?;
+    if !count.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n = count.trim_start_matches('0');
+    let n = if n.is_empty() { "0" } else { n };
+    let plural = if n == "1" { "" } else { "s" };
+    match kind {
+        "S" | "a" => Some(format!(
+            "a bytes string of {n} character{plural} (numpy.bytes_, 'S{n}')"
+        )),
+        "U" => Some(format!(
+            "a unicode string of {n} character{plural} (numpy.str_, 'U{n}')"
+        )),
+        _ => None,
+    }
+}
+
 impl ElementType {
     /// True for the types packed several to a byte (`int4`, `uint2`, `float4_e2m1fn`, ...).
     pub const fn is_sub_byte(self) -> bool {
@@ -350,14 +402,31 @@ impl ElementType {
         if let Some(t) = Self::exact_name(name) {
             return Ok(t);
         }
+        let lower = name.to_ascii_lowercase();
+        if let Some(numpy) = numpy_string_code(name) {
+            // Its lower case may be an XLA spelling ('S8' and s8): say how to write that.
+            let xla = match AMBIGUOUS.iter().find(|(n, _, _)| *n == lower) {
+                Some(&(_, _, xla)) => Some(format!("; for XLA's {lower} ({xla}) write {xla:?}")),
+                None => Self::exact_name(&lower).map(|t| {
+                    format!(
+                        "; for XLA's {lower} ({t}) write {lower:?} or {:?}",
+                        t.name()
+                    )
+                }),
+            };
+            return Err(Error::invalid(format!(
+                "element type name {name:?} is numpy's type code for {numpy}; rpjrt has no \
+                 string types{}",
+                xla.unwrap_or_default()
+            )));
+        }
         if let Some(t) = Self::numpy_typestr(name)? {
             return Ok(t);
         }
-        let lower = name.to_ascii_lowercase();
         if let Some(&(_, np, xla)) = AMBIGUOUS.iter().find(|(n, _, _)| *n == lower) {
             return Err(Error::invalid(format!(
-                "element type name {name:?} is ambiguous: numpy reads it as {np}, XLA as \
-                 {xla}; write the full name"
+                "element type name {name:?} is ambiguous: numpy reads {lower:?} as {np}, XLA \
+                 as {xla}; write the full name"
             )));
         }
         if let Some(&(_, long)) = RUST_SPELLINGS.iter().find(|(n, _)| *n == lower) {
@@ -367,8 +436,18 @@ impl ElementType {
                 &lower[1..]
             )));
         }
-        // Case-insensitive match of the multi-letter names (one-letter codes are
-        // case-sensitive: 'f' is float32, 'F' complex64).
+        if let Some(&(code, t)) = NUMPY_SIZED_CODES.iter().find(|(n, _)| *n == lower) {
+            // Only the exact case is numpy's ('F' alone is complex64, 'I' uint32).
+            return Err(Error::invalid(format!(
+                "element type name {name:?} is not accepted: numpy's type codes are \
+                 case-sensitive and numpy does not read {name:?} (its {code:?} is {t}); write \
+                 {code:?} or {:?}",
+                t.name()
+            )));
+        }
+        // Case-insensitive match of the multi-letter names and XLA spellings (one-letter
+        // codes are case-sensitive: 'f' is float32, 'F' complex64; so are numpy's sized
+        // codes, refused above).
         for &t in ElementType::ALL {
             if t.name() == lower || t.aliases().iter().any(|a| a.len() > 1 && *a == lower) {
                 return Ok(t);
@@ -395,22 +474,9 @@ impl ElementType {
             return Ok(None);
         };
         let rest = &s[1..];
-        let t = match rest {
-            "b1" => Some(ElementType::Pred),
-            "i1" => Some(ElementType::S8),
-            "i2" => Some(ElementType::S16),
-            "i4" => Some(ElementType::S32),
-            "i8" => Some(ElementType::S64),
-            "u1" => Some(ElementType::U8),
-            "u2" => Some(ElementType::U16),
-            "u4" => Some(ElementType::U32),
-            "u8" => Some(ElementType::U64),
-            "f2" => Some(ElementType::F16),
-            "f4" => Some(ElementType::F32),
-            "f8" => Some(ElementType::F64),
-            "c8" => Some(ElementType::C64),
-            "c16" => Some(ElementType::C128),
-            _ => ElementType::ALL
+        let t = match NUMPY_SIZED_CODES.iter().find(|(n, _)| *n == rest) {
+            Some(&(_, t)) => Some(t),
+            None => ElementType::ALL
                 .iter()
                 .copied()
                 .find(|t| t.buffer_format() == Some(rest) && rest.len() == 1),
@@ -983,10 +1049,12 @@ mod tests {
         ok("=f4", ElementType::F32);
         ok(">i1", ElementType::S8);
         ok("BFloat16", ElementType::BF16);
-        for n in ["u1", "u2", "u4", "u8", "U8", "f16"] {
+        for n in ["u1", "u2", "u4", "u8", "f16", "F16"] {
             let e = ElementType::from_name(n).unwrap_err().to_string();
             assert!(e.contains("ambiguous"), "{n}: {e}");
         }
+        let e = ElementType::from_name("F16").unwrap_err().to_string();
+        assert!(e.contains("numpy reads \"f16\" as float128"), "{e}");
         for n in ["i16", "i32", "i64"] {
             let e = ElementType::from_name(n).unwrap_err().to_string();
             assert!(e.contains("'i8' is int64"), "{n}: {e}");
@@ -996,6 +1064,87 @@ mod tests {
         assert!(ElementType::from_name("float7").is_err());
         assert!(ElementType::from_name("<x9").is_err());
         assert!(ElementType::from_name("").is_err());
+    }
+
+    #[test]
+    fn numpy_string_codes_are_refused_as_strings() {
+        let err = |n: &str| ElementType::from_name(n).unwrap_err().to_string();
+        // numpy reads these as strings; their lower case is XLA's (s8 is int8).
+        for (n, numpy) in [
+            ("S1", "a bytes string of 1 character (numpy.bytes_, 'S1')"),
+            ("S8", "a bytes string of 8 characters (numpy.bytes_, 'S8')"),
+            ("S16", "a bytes string of 16 characters"),
+            ("S32", "a bytes string of 32 characters"),
+            ("S64", "a bytes string of 64 characters"),
+            ("S2", "a bytes string of 2 characters"),
+            ("S4", "a bytes string of 4 characters"),
+            ("S0", "a bytes string of 0 characters"),
+            ("S", "a bytes string of 0 characters"),
+            ("S08", "a bytes string of 8 characters"),
+            ("a8", "a bytes string of 8 characters (numpy.bytes_, 'S8')"),
+            ("|S8", "a bytes string of 8 characters"),
+            ("<a4", "a bytes string of 4 characters"),
+            ("c", "a bytes string of 1 character (numpy.bytes_, 'S1')"),
+            ("|c", "a bytes string of 1 character"),
+            ("U1", "a unicode string of 1 character (numpy.str_, 'U1')"),
+            ("U2", "a unicode string of 2 characters"),
+            ("U4", "a unicode string of 4 characters"),
+            ("U8", "a unicode string of 8 characters (numpy.str_, 'U8')"),
+            ("U16", "a unicode string of 16 characters"),
+            ("U32", "a unicode string of 32 characters"),
+            ("U64", "a unicode string of 64 characters"),
+            ("U", "a unicode string of 0 characters"),
+            ("<U16", "a unicode string of 16 characters"),
+            (">U8", "a unicode string of 8 characters"),
+            ("=U3", "a unicode string of 3 characters"),
+        ] {
+            let e = err(n);
+            assert!(
+                e.contains(&format!("{n:?} is numpy's type code for {numpy}")),
+                "{n}: {e}"
+            );
+            assert!(e.contains("rpjrt has no string types"), "{n}: {e}");
+            assert!(!e.contains("uint8, XLA"), "{n}: {e}");
+        }
+        // The message names XLA's reading of the lower case, and how to write it.
+        assert!(err("S8").contains("for XLA's s8 (int8) write \"s8\" or \"int8\""));
+        assert!(err("U16").contains("for XLA's u16 (uint16) write \"u16\" or \"uint16\""));
+        assert!(err("U1").contains("for XLA's u1 (uint1) write \"uint1\""));
+        assert!(err("U8").contains("for XLA's u8 (uint8) write \"uint8\""));
+        // The XLA spellings themselves, and other cases, keep their meaning.
+        let ok = |n: &str, t: ElementType| assert_eq!(ElementType::from_name(n).unwrap(), t, "{n}");
+        ok("s8", ElementType::S8);
+        ok("s1", ElementType::S1);
+        ok("s16", ElementType::S16);
+        ok("u16", ElementType::U16);
+        ok("u64", ElementType::U64);
+        ok("BF16", ElementType::BF16);
+        ok("PRED", ElementType::Pred);
+        ok("C64", ElementType::C64);
+        ok("F64", ElementType::F64);
+        ok("Int8", ElementType::S8);
+        ok("UINT16", ElementType::U16);
+        ok("Complex", ElementType::C128);
+        ok("F8E4M3FN", ElementType::F8E4M3FN);
+        // numpy's byte-size codes are case-sensitive: 'I8' and 'F8' are not numpy's, and
+        // its 'F' is complex64, so they are refused rather than read as 'i8' and 'f8'.
+        for (n, code) in [
+            ("I8", "i8"),
+            ("F8", "f8"),
+            ("F4", "f4"),
+            ("B1", "b1"),
+            ("C16", "c16"),
+        ] {
+            let e = err(n);
+            assert!(
+                e.contains("case-sensitive") && e.contains(&format!("write {code:?}")),
+                "{e}"
+            );
+        }
+        // Names that merely start with the letters are not string codes.
+        assert!(err("Sx").contains("unknown element type name"));
+        assert!(err("a").contains("bytes string of 0"));
+        assert!(err("A8").contains("unknown element type name"));
     }
 
     #[test]

@@ -386,7 +386,8 @@ impl ChunkSink<'_> {
     }
 
     /// Hands the chunk's bytes to the plugin; returns once it is done with them, so they
-    /// may be released or reused afterwards. Called once per chunk.
+    /// may be released or reused afterwards. Called once per chunk. `bool` bytes other than
+    /// 0/1 are normalised as [`Upload::write`] says.
     pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
         if self.written {
             return Err(Error::invalid(format!(
@@ -461,7 +462,8 @@ impl Upload {
 
     /// Writes `data` at byte `offset` of buffer `index`, in order (`offset` must be where
     /// the previous write ended); `is_last` completes the buffer and must be given exactly
-    /// when the write reaches its end. Returns once the plugin is done with `data`.
+    /// when the write reaches its end. Returns once the plugin is done with `data`. Bytes of
+    /// a `bool` buffer are stored as `Client::put` stores them: nonzero is true (1).
     pub fn write(&mut self, index: usize, offset: usize, data: &[u8], is_last: bool) -> Result<()> {
         self.check_index(index)?;
         if self.finished[index] {
@@ -494,6 +496,16 @@ impl Upload {
             )));
         }
         self.client.core().check("client")?;
+        // Bool bytes other than 0/1 are normalised into a copy, as `Client::put` does (PJRT
+        // assumes 0/1 and some plugins compute wrong answers otherwise); other types pay
+        // one comparison.
+        let normalised;
+        let data = if crate::dtype::needs_bool_normalising(self.shapes[index].0, data) {
+            normalised = crate::dtype::normalised_bools(data)?;
+            normalised.as_slice()
+        } else {
+            data
+        };
         self.tm.transfer_blocking(index, data, offset, is_last)?;
         self.written[index] = end;
         self.finished[index] = is_last;
