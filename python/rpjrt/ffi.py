@@ -53,15 +53,45 @@ The rules a handler lives by:
   (or loaded), naming the target, the operand or result and the layout. The check sees the
   handlers registered at that moment: register before compiling (a program compiled while
   its target had no rpjrt handler is not checked again when one is registered later).
-- A string attribute that is not UTF-8 fails the call with an error naming the attribute.
+- A string attribute that is not UTF-8 fails the call with an error naming the attribute;
+  an attribute name that is not UTF-8 fails it too (it is not decoded lossily, which could
+  merge distinct names).
+- A returned numpy masked array is refused (its mask would be lost), as ``put`` refuses it.
+- Registering for a platform the client does not have (``platform="cpuu"``) is refused at
+  once, naming the client's platform; ``cpu``/``host`` (any case) name the CPU platform, and
+  ``gpu`` a CUDA or ROCm one.
+- Replacing a handler that has ``instantiate`` with another one: programs compiled before
+  the replacement are refused (``FailedPreconditionError``, "compile the program again")
+  rather than hand the new handler the old instantiate function's state. A target first
+  registered with ``instantiate`` cannot be replaced by native code (``FailedPreconditionError``:
+  use a new name).
 - Handlers run with IEEE subnormals, as every Python thread has (the CPU runtime flushes
   them to zero on its threads, and puts that mode back when the handler returns).
 - Dropping the last reference to a client, executable or buffer inside a handler is fine:
   its destruction happens on another thread once the handler returns. So is deleting a
   buffer (even one the running program reads): it is refused from then on, and its memory
   is freed on that thread once the program lets go of it.
-- A handler may use the Session whose program runs it (read, bind); running a program of
-  that session again from inside the handler is refused ("the session is stepping").
+- A handler may use the Session whose program runs it (bind, and read slots that are not
+  outputs of the running step); running a program of that session again from inside the
+  handler is refused ("the session is stepping"). Reading a slot that the running step
+  writes gives its pre-step value where the step has not yet put its outputs in, and
+  otherwise ``FailedPreconditionError`` ("not waited for ... not ready"; see the next
+  point): the output is made by the execution waiting for the handler.
+- The CPU plugins run a cheap program inline, inside the execute call, but dispatch one
+  with real work in it (a large dot) asynchronously: its handler runs later on a plugin
+  worker thread, and the plugin runs a device's executions in order. From such a handler
+  an execute on a device of the handler's own execution is refused at once with
+  ``FailedPreconditionError`` naming the device (it would wait behind the execution that
+  waits for the handler, for ever), and so is a wait for a buffer on that device that is
+  not ready (after a 1 s grace, which a host transfer finishes within). Executing on
+  another device works, and so do nested executes from handlers of programs run inline and
+  from instantiate functions. rpjrt cannot tell a plugin's clients apart inside a handler,
+  so the refusal holds for that device of every client of the plugin.
+- In a replicated program with collectives (``all_reduce`` and the like), a handler that
+  raises on some replicas only leaves the other replicas waiting in the collective for
+  them; XLA aborts the process after its own timeout (about 40 s on the CPU plugins).
+  Handlers in such programs should not raise on some replicas only (rpjrt's own refusals,
+  such as the nesting limit, count as raising).
 - A handler may execute programs (its own included), up to 16 handlers nested on one
   thread: deeper, the handler is not run and the call fails (the plugins bound the
   executions in flight, 32 per device on the CPU plugins, and a deeper one would wait for

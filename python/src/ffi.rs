@@ -1160,6 +1160,15 @@ fn write_returned(
                 v.get_type().name()?
             )));
         }
+        // A masked array's mask would be lost and its masked values written as data, as
+        // `put` refuses (the one check, for sub-byte results too).
+        crate::put::refuse_masked(v).map_err(|e| {
+            invalid(format!(
+                "the Python handler for {target:?} returned a numpy masked array for result \
+                 {i}: {}",
+                e.value(py)
+            ))
+        })?;
         if let Some(t) = r.get().element_type.filter(|t| t.is_sub_byte()) {
             write_sub_byte(py, target, i, v, r.get(), t)?;
             continue;

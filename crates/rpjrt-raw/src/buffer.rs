@@ -711,6 +711,7 @@ impl<M> Buffer<M> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.refuse_wait_in_worker_handler()?;
         self.ready_event_here()?.wait()?;
         self.0.ready_ok.store(true, Ordering::Release);
         Ok(())
@@ -723,6 +724,7 @@ impl<M> Buffer<M> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
         }
+        self.refuse_wait_in_worker_handler()?;
         let budget = std::time::Duration::from_nanos(super::event::spin_nanos());
         if budget.is_zero() {
             return Ok(false);
@@ -733,6 +735,25 @@ impl<M> Buffer<M> {
             self.0.ready_ok.store(true, Ordering::Release);
         }
         Ok(ready)
+    }
+
+    /// Refuses (instead of waiting for ever) a wait from a custom-call handler that runs on
+    /// a plugin worker thread for a buffer that is not ready on the device of the handler's
+    /// own execution (`raw::ffi::check_worker_wait`). One atomic load while no such
+    /// handler runs anywhere.
+    fn refuse_wait_in_worker_handler(&self) -> Result<()> {
+        if !super::ffi::worker_handlers_running() || self.0.ready_ok.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        super::ffi::check_worker_wait(
+            &self.0.client,
+            || self.device(),
+            || {
+                self.ready_event_here()
+                    .and_then(|e| e.is_ready())
+                    .unwrap_or(true)
+            },
+        )
     }
 
     /// Records that the contents are ready and their producer succeeded, for a caller that
@@ -795,6 +816,7 @@ impl<M> Buffer<M> {
     /// `PJRT_Buffer_ToHostBuffer` into `dst` (which must be exactly the size the plugin
     /// asks for, checked first), waiting for the copy to finish.
     pub fn to_host(&self, dst: &mut [u8]) -> Result<()> {
+        self.refuse_wait_in_worker_handler()?;
         let api = self.0.client.api();
         let mut q = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         q.src = self.ptr();

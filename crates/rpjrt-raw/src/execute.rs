@@ -100,7 +100,8 @@ impl Loaded {
         if req.send_recv.is_some() {
             return Err(Error::invalid("send/recv callbacks are not supported yet"));
         }
-        super::ffi::check_nested_execute()?;
+        // Kept until the plugin's call returned (see `check_nested_execute`).
+        let _launch_mark = super::ffi::check_nested_execute(self, req.device)?;
         let num_devices = req.lists.len();
         let num_args = req.lists.first().map_or(0, |l| l.len());
         let num_outputs = self.num_outputs();

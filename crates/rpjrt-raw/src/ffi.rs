@@ -336,6 +336,8 @@ pub struct Target {
     /// The runtime's FFI api, learned at the metadata call (0 until then).
     api: AtomicPtr<sys::XLA_FFI_Api>,
     thunk: usize,
+    /// The plugin the target is registered with ([`FfiExtension::key`]).
+    plugin: usize,
     /// Whether the runtime knows this target with its instantiate stage
     /// ([`Target::register_bundle`]); a target registered through the PJRT extension has
     /// the execute stage only, for good (the runtime cannot re-register a name).
@@ -343,8 +345,15 @@ pub struct Target {
 }
 
 impl Target {
-    /// A new target with its own thunk; `host_memory` says buffers are host-addressable.
-    pub fn new(name: &str, platform: &str, host_memory: bool) -> Result<&'static Target> {
+    /// A new target of the plugin whose FFI extension has key `plugin`
+    /// ([`FfiExtension::key`]), with its own thunk; `host_memory` says buffers are
+    /// host-addressable.
+    pub fn new(
+        name: &str,
+        platform: &str,
+        host_memory: bool,
+        plugin: usize,
+    ) -> Result<&'static Target> {
         let (code, slot) = thunks::take()?;
         let t: &'static Target = Box::leak(Box::new(Target {
             name: name.to_string(),
@@ -354,6 +363,7 @@ impl Target {
             meta: Mutex::new(None),
             api: AtomicPtr::new(null_mut()),
             thunk: code,
+            plugin,
             instantiate_stage: std::sync::atomic::AtomicBool::new(false),
         }));
         slot.store((t as *const Target).cast_mut(), Ordering::Release);
@@ -362,6 +372,9 @@ impl Target {
 
     /// Replaces what this target runs (`None`: calls fail with "removed").
     pub fn bind(&self, b: Option<Bound>) {
+        if matches!(b, Some(Bound::Rust(_))) {
+            HANDLERS_BOUND.store(true, Ordering::Relaxed);
+        }
         *self.bound.write().unwrap_or_else(|e| e.into_inner()) = b;
     }
 
@@ -728,25 +741,271 @@ impl Drop for ActiveHandler {
 /// process. Each of them holds an execution in flight, waiting for it; the CPU plugins
 /// bound the executions in flight (32 per device), and once every slot is held by one that
 /// waits for a nested execution, nothing finishes. Refusing nested executions past half of
-/// that bound leaves slots for the ones already running. Outside callbacks it checks
-/// nothing (one thread-local read).
-pub(crate) fn check_nested_execute() -> Result<()> {
+/// that bound leaves slots for the ones already running.
+///
+/// Also refuses, from a handler that runs on a plugin worker thread (its program was
+/// dispatched asynchronously), an execution on a device of that handler's execution (see
+/// [`worker_thread_refusal`]): the plugin runs a device's executions in order, so it would
+/// wait behind the execution that waits for the handler, for ever.
+///
+/// `loaded` is the executable about to run and `device` the device a portable one runs on.
+/// Outside callbacks it checks nothing (one thread-local read). Once a Rust handler has been
+/// bound in the process, the returned mark records, until dropped, that this thread is
+/// inside rpjrt's execute call: a handler the plugin then runs inline on this thread knows
+/// it is not on a worker thread. The caller keeps it until the plugin's call returned.
+pub(crate) fn check_nested_execute(
+    loaded: &super::executable::Loaded,
+    device: Option<super::device::DeviceRef>,
+) -> Result<Option<LaunchMark>> {
     if !super::callback::in_callback() {
-        return Ok(());
+        return Ok(LaunchMark::enter());
     }
     let active = ACTIVE_HANDLERS.load(Ordering::Acquire);
-    if active < MAX_NESTED_HANDLERS {
+    if active >= MAX_NESTED_HANDLERS {
+        return Err(crate::error::Error::Pjrt {
+            entry: "PJRT_LoadedExecutable_Execute",
+            code: Code::ResourceExhausted,
+            message: format!(
+                "not started: it was called from inside a custom-call handler while {active} \
+                 handlers run (nested, or on other threads), at {NESTING_LIMIT} of \
+                 {MAX_NESTED_HANDLERS}: each holds an execution in flight, and a nested \
+                 execution past the limit could wait for ever for the plugin's bound on \
+                 executions in flight (32 on the CPU plugins)"
+            ),
+        });
+    }
+    if WORKER_HANDLERS.load(Ordering::Acquire) > 0 {
+        let client = loaded.client();
+        let plugin = extension(client.api()).map(|e| e.key());
+        let devices = match device {
+            Some(d) => vec![d],
+            None => loaded.devices()?,
+        };
+        let ids = device_ids(client, &devices);
+        if let Some((w, shown)) = blocked_worker(plugin, &ids) {
+            return Err(worker_thread_refusal(&w, shown));
+        }
+    }
+    Ok(LaunchMark::enter())
+}
+
+/// Set once a Rust closure (an rpjrt handler, Python's included) is bound to a target:
+/// from then on rpjrt's execute calls mark their thread ([`LaunchMark`]).
+static HANDLERS_BOUND: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// rpjrt handlers of the execute stage running now on plugin worker threads (not inline
+/// inside an rpjrt execute call on their thread), on every thread.
+static WORKER_HANDLERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// How long a wait from a worker-thread handler for a buffer of its own device is polled
+/// before it is refused ([`check_worker_wait`]): a host transfer finishes within it (a
+/// gigabyte, at memory speed), an execution queued behind the handler's never does.
+const WORKER_WAIT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+thread_local! {
+    /// rpjrt execute calls in progress on this thread (counted once a handler is bound).
+    static LAUNCHING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// The rpjrt handlers running on this thread, outermost first.
+    static HANDLER_FRAMES: std::cell::RefCell<Vec<HandlerMark>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A handler running on a plugin worker thread, for an execution on device `ordinal`
+/// (`None` where the runtime does not say) of the plugin `plugin`.
+#[derive(Clone, Copy)]
+struct WorkerHandler {
+    plugin: usize,
+    ordinal: Option<i32>,
+    target: &'static str,
+}
+
+/// One rpjrt handler on this thread's stack: how many execute calls were in progress on
+/// the thread when it started, and whether it runs on a worker thread.
+struct HandlerMark {
+    launches: u32,
+    worker: Option<WorkerHandler>,
+}
+
+/// Records that this thread is inside an rpjrt execute call, until dropped.
+pub(crate) struct LaunchMark(());
+
+impl LaunchMark {
+    /// A mark, once a Rust handler was ever bound (before, no handler can run inline).
+    fn enter() -> Option<LaunchMark> {
+        if !HANDLERS_BOUND.load(Ordering::Relaxed) {
+            return None;
+        }
+        LAUNCHING.with(|c| c.set(c.get().saturating_add(1)));
+        Some(LaunchMark(()))
+    }
+}
+
+impl Drop for LaunchMark {
+    fn drop(&mut self) {
+        LAUNCHING.with(|c| c.set(c.get().saturating_sub(1)));
+    }
+}
+
+/// One handler on this thread's stack, popped on drop.
+struct HandlerOnStack {
+    worker: bool,
+}
+
+impl HandlerOnStack {
+    /// Pushes the handler of `frame`. It runs inline when an rpjrt execute call started on
+    /// this thread since the enclosing handler started (or, for the outermost one, at all);
+    /// otherwise the plugin runs it on one of its own threads. Only the execute stage counts
+    /// as a worker: the instantiate stage runs at compile or load, outside any execution.
+    fn enter(frame: &Frame<'_>) -> HandlerOnStack {
+        let launches = LAUNCHING.with(|c| c.get());
+        let enclosing = HANDLER_FRAMES.with(|f| f.borrow().last().map(|m| m.launches));
+        let inline = launches > enclosing.unwrap_or(0);
+        let worker = (!inline && frame.stage() == sys::XLA_FFI_ExecutionStage_EXECUTE).then(|| {
+            WorkerHandler {
+                plugin: frame.target.plugin,
+                ordinal: frame.device_ordinal(),
+                target: &frame.target.name,
+            }
+        });
+        if worker.is_some() {
+            WORKER_HANDLERS.fetch_add(1, Ordering::AcqRel);
+        }
+        HANDLER_FRAMES.with(|f| f.borrow_mut().push(HandlerMark { launches, worker }));
+        HandlerOnStack {
+            worker: worker.is_some(),
+        }
+    }
+}
+
+impl Drop for HandlerOnStack {
+    fn drop(&mut self) {
+        HANDLER_FRAMES.with(|f| f.borrow_mut().pop());
+        if self.worker {
+            WORKER_HANDLERS.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// The ids a device may go by in a handler's device ordinal: its id and its local hardware
+/// id (the CPU plugins give the id, GPU plugins the local ordinal); `None` when unknown.
+fn device_ids(
+    client: &super::client::Client,
+    devices: &[super::device::DeviceRef],
+) -> Vec<(Option<i32>, Option<i32>)> {
+    devices
+        .iter()
+        .map(|d| match d.facts(client) {
+            Ok(f) => (
+                Some(f.id),
+                (f.local_hardware_id >= 0).then_some(f.local_hardware_id),
+            ),
+            Err(_) => (None, None),
+        })
+        .collect()
+}
+
+/// The innermost worker-thread handler on this thread whose execution is on one of
+/// `devices` (as [`device_ids`] gives them) of the plugin `plugin`, and the device id to
+/// name. A handler whose device is unknown, or a device whose ids are unknown, matches.
+fn blocked_worker(
+    plugin: Option<usize>,
+    devices: &[(Option<i32>, Option<i32>)],
+) -> Option<(WorkerHandler, Option<i32>)> {
+    let workers: Vec<WorkerHandler> =
+        HANDLER_FRAMES.with(|f| f.borrow().iter().rev().filter_map(|m| m.worker).collect());
+    for w in workers {
+        if plugin.is_some_and(|p| p != w.plugin) {
+            continue;
+        }
+        for &(id, hw) in devices {
+            let same = match (w.ordinal, id, hw) {
+                (None, ..) | (_, None, None) => true,
+                (Some(o), id, hw) => id == Some(o) || hw == Some(o),
+            };
+            if same {
+                return Some((w, id.or(w.ordinal)));
+            }
+        }
+    }
+    None
+}
+
+fn device_words(w: &WorkerHandler, device: Option<i32>) -> String {
+    match (device, w.ordinal) {
+        (Some(d), _) => format!("device {d}"),
+        (None, Some(o)) => format!("device {o}"),
+        (None, None) => "a device the runtime does not name (so every device of the plugin \
+                         counts)"
+            .to_string(),
+    }
+}
+
+/// The refusal of an execution on `device` from the worker-thread handler `w`.
+fn worker_thread_refusal(w: &WorkerHandler, device: Option<i32>) -> Error {
+    let on = device_words(w, device);
+    Error::Pjrt {
+        entry: "PJRT_LoadedExecutable_Execute",
+        code: Code::FailedPrecondition,
+        message: format!(
+            "not started: it was called from the custom-call handler for {:?}, which runs on a \
+             plugin worker thread for an execution on {on} (the plugin dispatched that program \
+             asynchronously), and this execution would run on {on} too. The plugin runs a \
+             device's executions in order, so this one would wait behind the execution that \
+             waits for this handler, for ever. From such a handler, execute on another device, \
+             or execute only from handlers of programs the plugin runs inline on the calling \
+             thread; rpjrt cannot tell a plugin's clients apart inside a handler, so this \
+             holds for that device of every client of the plugin",
+            w.target
+        ),
+    }
+}
+
+/// Whether a handler is running on a plugin worker thread anywhere in the process (one
+/// atomic load): only then can a wait be one [`check_worker_wait`] refuses.
+#[inline]
+pub(crate) fn worker_handlers_running() -> bool {
+    WORKER_HANDLERS.load(Ordering::Relaxed) > 0
+}
+
+/// Refuses a wait, from a handler on a plugin worker thread, for a buffer of `client` on
+/// `device` that is not ready (`ready` polls it) when the handler's execution runs on that
+/// device: the buffer's producer runs after that execution, which waits for the handler,
+/// so the wait would never end. Polls for a short grace first, which a host transfer
+/// finishes within. Checks nothing when this thread runs no worker-thread handler.
+pub(crate) fn check_worker_wait(
+    client: &super::client::Client,
+    device: impl FnOnce() -> Result<super::device::DeviceRef>,
+    mut ready: impl FnMut() -> bool,
+) -> Result<()> {
+    let any = HANDLER_FRAMES.with(|f| f.borrow().iter().any(|m| m.worker.is_some()));
+    if !any {
         return Ok(());
     }
-    Err(crate::error::Error::Pjrt {
-        entry: "PJRT_LoadedExecutable_Execute",
-        code: Code::ResourceExhausted,
+    let plugin = extension(client.api()).map(|e| e.key());
+    let Ok(device) = device() else {
+        return Ok(());
+    };
+    let ids = device_ids(client, &[device]);
+    let Some((w, shown)) = blocked_worker(plugin, &ids) else {
+        return Ok(());
+    };
+    if super::event::spin_for(WORKER_WAIT_GRACE, &mut ready) {
+        return Ok(());
+    }
+    let on = device_words(&w, shown);
+    Err(Error::Pjrt {
+        entry: "PJRT_Event_Await",
+        code: Code::FailedPrecondition,
         message: format!(
-            "not started: it was called from inside a custom-call handler while {active} \
-             handlers run (nested, or on other threads), at {NESTING_LIMIT} of \
-             {MAX_NESTED_HANDLERS}: each holds an execution in flight, and a nested execution \
-             past the limit could wait for ever for the plugin's bound on executions in flight \
-             (32 on the CPU plugins)"
+            "not waited for: the custom-call handler for {:?} runs on a plugin worker thread \
+             for an execution on {on} (the plugin dispatched that program asynchronously), and \
+             it waited for a buffer on {on} that is not ready. Its producer runs after the \
+             execution that waits for this handler (a program launched later on that device, \
+             or the running program itself: an output of the Session step that runs the \
+             handler), so the wait would never end. Read such a buffer after the execution \
+             completes; from the handler, read only buffers that are ready (its own \
+             arguments, the inputs of the step) or buffers on another device",
+            w.target
         ),
     })
 }
@@ -869,6 +1128,7 @@ unsafe fn dispatch_inner(
                 _life: std::marker::PhantomData,
             };
             let _active = ActiveHandler::enter();
+            let _stack = HandlerOnStack::enter(&f);
             cb(&f).map(|()| null_mut())
         }
         None => Err((
@@ -1274,7 +1534,19 @@ unsafe fn decode_attrs(
         // SAFETY: `size` entries in each array, per the runtime.
         let (ty, name, value) = unsafe { (*a.types.add(i), *a.names.add(i), *a.attrs.add(i)) };
         // SAFETY: the name is a byte span owned by the runtime for the call.
-        let name = unsafe { span(name) };
+        let name = unsafe { span_bytes(name) };
+        // A lossy decoding would merge names that differ only in their invalid bytes.
+        let name = String::from_utf8(name).map_err(|e| {
+            (
+                Code::InvalidArgument,
+                format!(
+                    "an attribute name is not valid UTF-8 (its bytes are \"{}\"): rpjrt \
+                     refuses it rather than decode it lossily, which could merge distinct \
+                     attributes",
+                    e.as_bytes().escape_ascii()
+                ),
+            )
+        })?;
         let v = match ty {
             sys::XLA_FFI_AttrType_SCALAR => {
                 // SAFETY: a SCALAR entry points at an XLA_FFI_Scalar.
@@ -1328,22 +1600,6 @@ unsafe fn copy_bytes(p: *const c_void, n: usize) -> Vec<u8> {
     }
     // SAFETY: per the contract.
     unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) }.to_vec()
-}
-
-/// # Safety
-/// `s` is null or points at a live byte span.
-unsafe fn span(s: *const sys::XLA_FFI_ByteSpan) -> String {
-    if s.is_null() {
-        return String::new();
-    }
-    // SAFETY: per the contract.
-    let s = unsafe { &*s };
-    if s.ptr.is_null() || s.len == 0 {
-        return String::new();
-    }
-    // SAFETY: `len` bytes at `ptr`, live for the call.
-    let bytes = unsafe { std::slice::from_raw_parts(s.ptr.cast::<u8>(), s.len) };
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// # Safety
@@ -1586,8 +1842,6 @@ mod nesting_tests {
 
     #[test]
     fn the_nesting_refusal_is_told_apart_and_names_the_limit() {
-        // Outside a plugin callback nothing is checked.
-        assert!(check_nested_execute().is_ok());
         let text = "PJRT_LoadedExecutable_Execute failed with RESOURCE_EXHAUSTED: Python handler \
                     for \"rec\" raised ResourceExhaustedError: ... at rpjrt's custom-call \
                     nesting limit of 16: ...";

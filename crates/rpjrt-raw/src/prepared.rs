@@ -177,7 +177,8 @@ impl Loaded {
         recycle: Option<&Recycler<M>>,
         sink: &mut impl ExecuteSink<M>,
     ) -> Result<()> {
-        super::ffi::check_nested_execute()?;
+        // Kept until the plugin's call returned (see `check_nested_execute`).
+        let _launch_mark = super::ffi::check_nested_execute(self, None)?;
         let client = self.client();
         if let Some(b) = args.buffers.first() {
             if !b.belongs_to(client) {

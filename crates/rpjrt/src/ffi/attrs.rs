@@ -130,16 +130,39 @@ impl AttrValue {
         })
     }
 
-    /// The value as an `f64` if it is a number.
+    /// The value as an `f64` if it is a number that converts to one exactly (an integer
+    /// past 2^53 may not).
     pub fn as_f64(&self) -> Option<f64> {
         match *self {
             AttrValue::F32(v) => Some(widen(v)),
             AttrValue::F64(v) => Some(v),
             AttrValue::F16Bits(b) => Some(half::f16::from_bits(b).to_f64()),
             AttrValue::BF16Bits(b) => Some(half::bf16::from_bits(b).to_f64()),
-            _ => self.as_i64().map(|v| v as f64),
+            AttrValue::U64(v) => exact_u64(v),
+            _ => self.as_i64().and_then(exact_i64),
         }
     }
+}
+
+/// `v` as `f64` when it converts exactly (integers past 2^53 may not).
+fn exact_i64(v: i64) -> Option<f64> {
+    let f = v as f64;
+    // `f as i128` saturates nowhere for these magnitudes (|f| <= 2^63).
+    (f as i128 == i128::from(v)).then_some(f)
+}
+
+/// `v` as `f64` when it converts exactly.
+fn exact_u64(v: u64) -> Option<f64> {
+    let f = v as f64;
+    (f as u128 == u128::from(v)).then_some(f)
+}
+
+/// `x` as `f32` when it converts exactly (NaN stays NaN, infinities stay infinite): not
+/// out of `f32`'s range, not rounded, not flushed to zero. Compared by bits: handlers run
+/// on threads that may treat subnormals as zero, where `==` would call 1e-320 and 0 equal.
+fn exact_f32(x: f64) -> Option<f32> {
+    let y = x as f32;
+    (x.is_nan() || f64::from(y).to_bits() == x.to_bits()).then_some(y)
 }
 
 impl AttrArray {
@@ -201,7 +224,18 @@ impl AttrArray {
         })
     }
 
-    /// The elements as `f64` (any numeric array).
+    /// The elements as `f64` when every one converts exactly (any numeric array).
+    pub fn to_exact_f64_vec(&self) -> Option<Vec<f64>> {
+        match self {
+            AttrArray::F32(v) => Some(v.iter().map(|&x| widen(x)).collect()),
+            AttrArray::F64(v) => Some(v.clone()),
+            AttrArray::U64(v) => v.iter().map(|&x| exact_u64(x)).collect(),
+            other => other.to_i64_vec()?.into_iter().map(exact_i64).collect(),
+        }
+    }
+
+    /// The elements as `f64` (any numeric array; integers past 2^53 are rounded, see
+    /// [`AttrArray::to_exact_f64_vec`]).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
             AttrArray::F32(v) => v.iter().map(|&x| widen(x)).collect(),
@@ -396,7 +430,7 @@ impl FromAttr for f32 {
     fn from_attr(v: &AttrValue) -> Option<Self> {
         match v {
             AttrValue::F32(x) => Some(*x),
-            _ => f64::from_attr(v).map(|x| x as f32),
+            _ => f64::from_attr(v).and_then(exact_f32),
         }
     }
 }
@@ -425,7 +459,7 @@ impl FromAttr for Vec<f64> {
     const EXPECTED: &'static str = "array of numbers";
     fn from_attr(v: &AttrValue) -> Option<Self> {
         match v {
-            AttrValue::Array(a) => Some(a.to_f64_vec()),
+            AttrValue::Array(a) => a.to_exact_f64_vec(),
             _ => None,
         }
     }
@@ -436,7 +470,7 @@ impl FromAttr for Vec<f32> {
     fn from_attr(v: &AttrValue) -> Option<Self> {
         match v {
             AttrValue::Array(AttrArray::F32(x)) => Some(x.clone()),
-            AttrValue::Array(a) => Some(a.to_f64_vec().into_iter().map(|x| x as f32).collect()),
+            AttrValue::Array(a) => a.to_exact_f64_vec()?.into_iter().map(exact_f32).collect(),
             _ => None,
         }
     }
@@ -722,5 +756,68 @@ mod tests {
         assert_eq!(big.get_as::<u16>("v").unwrap(), 300);
         assert_eq!(AttrValue::F16Bits(0x3c00).as_f64(), Some(1.0));
         assert_eq!(AttrValue::BF16Bits(0x3f80).as_f64(), Some(1.0));
+    }
+
+    #[test]
+    fn numbers_convert_only_when_they_fit_exactly() {
+        let one = |v: AttrValue| Attrs::new(vec![("v".to_string(), v)]);
+        // f32 from f64: out of range, flushed to zero, rounded: refused, naming the name.
+        for x in [1.0e300, 1.0e-320, 0.1] {
+            let e = one(AttrValue::F64(x)).get_as::<f32>("v").unwrap_err();
+            assert!(
+                e.message.contains("\"v\"") && e.message.contains("f32"),
+                "{e:?}"
+            );
+        }
+        assert_eq!(one(AttrValue::F64(0.5)).get_as::<f32>("v").unwrap(), 0.5);
+        assert!(one(AttrValue::F64(f64::NAN))
+            .get_as::<f32>("v")
+            .unwrap()
+            .is_nan());
+        assert_eq!(
+            one(AttrValue::F64(f64::NEG_INFINITY))
+                .get_as::<f32>("v")
+                .unwrap(),
+            f32::NEG_INFINITY
+        );
+        // f32 and f64 from integers past their mantissa.
+        assert!(one(AttrValue::I64(16_777_217)).get_as::<f32>("v").is_err());
+        assert_eq!(
+            one(AttrValue::I64(16_777_216)).get_as::<f32>("v").unwrap(),
+            16_777_216.0
+        );
+        assert!(one(AttrValue::I64(i64::MAX)).get_as::<f64>("v").is_err());
+        assert_eq!(
+            one(AttrValue::I64(i64::MIN)).get_as::<f64>("v").unwrap(),
+            -(2f64.powi(63))
+        );
+        assert!(one(AttrValue::U64(u64::MAX)).get_as::<f64>("v").is_err());
+        assert_eq!(
+            one(AttrValue::U64(1 << 63)).get_as::<f64>("v").unwrap(),
+            2f64.powi(63)
+        );
+        assert_eq!(AttrValue::U64(1 << 63).as_f64(), Some(2f64.powi(63)));
+        assert_eq!(AttrValue::I64((1 << 53) + 1).as_f64(), None);
+        // Arrays: one inexact element refuses the whole array.
+        let arr = |a: AttrArray| one(AttrValue::Array(a));
+        assert!(arr(AttrArray::F64(vec![1.0, 1.0e300]))
+            .get_as::<Vec<f32>>("v")
+            .is_err());
+        assert!(arr(AttrArray::I64(vec![1, (1 << 53) + 1]))
+            .get_as::<Vec<f64>>("v")
+            .is_err());
+        assert_eq!(
+            arr(AttrArray::I64(vec![1, 2]))
+                .get_as::<Vec<f32>>("v")
+                .unwrap(),
+            vec![1.0, 2.0]
+        );
+        // Integers of every width: out of range refused; bool is not an integer.
+        assert!(one(AttrValue::I64(300)).get_as::<u8>("v").is_err());
+        assert!(one(AttrValue::I64(-1)).get_as::<u64>("v").is_err());
+        assert!(one(AttrValue::U64(u64::MAX)).get_as::<i64>("v").is_err());
+        assert!(one(AttrValue::F64(3.0)).get_as::<i32>("v").is_err());
+        assert!(one(AttrValue::Bool(true)).get_as::<i32>("v").is_err());
+        assert!(one(AttrValue::I32(1)).get_as::<bool>("v").is_err());
     }
 }

@@ -517,7 +517,17 @@ impl<'a> CallFrame<'a> {
     /// This instance's state, made by the instantiate stage of a handler registered with
     /// [`register_with_state`] (`None` for other handlers).
     pub fn state_any(&self) -> Option<&'a (dyn Any + Send + Sync)> {
-        self.frame.state(self.state_type?)
+        let s = self.frame.state(self.state_type?)?;
+        Some(match s.downcast_ref::<Stamped>() {
+            Some(st) => &*st.state,
+            None => s,
+        })
+    }
+
+    /// Which registration's instantiate function made this instance's state.
+    fn state_registration(&self) -> Option<u64> {
+        let s = self.frame.state(self.state_type?)?;
+        s.downcast_ref::<Stamped>().map(|st| st.registration)
     }
 
     /// The address attached under a user type id ([`ExecuteContext::add_raw`]).
@@ -525,6 +535,16 @@ impl<'a> CallFrame<'a> {
         self.frame.user_data(type_id.0)
     }
 }
+
+/// An instance's state with the registration ([`register_with_state_on`]) whose
+/// instantiate function made it.
+struct Stamped {
+    registration: u64,
+    state: Box<dyn Any + Send + Sync>,
+}
+
+/// The stamp of the next stateful registration.
+static NEXT_REGISTRATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// The signature of a Rust handler.
 pub type HandlerFn = dyn Fn(&mut CallFrame<'_>) -> std::result::Result<(), FfiError> + Send + Sync;
@@ -576,12 +596,45 @@ pub const PLUGIN_DEFAULT_PLATFORM: &str = "cpu";
 /// The platform to register for: `platform` when given; otherwise the client's platform,
 /// or [`PLUGIN_DEFAULT_PLATFORM`] when registering on a plugin without a client. Fails only
 /// for a closed client.
+///
+/// A platform named with a client must be the client's, by one of its names (`cpu` and
+/// `host` alike; `gpu` for a CUDA or ROCm client; any letter case): a registration for a
+/// platform the client does not have is refused here, naming the one it has, rather than
+/// failing at compile with "No FFI handler registered".
 pub fn platform_or_default(platform: Option<&str>, client: Option<&Client>) -> Result<String> {
     match (platform, client) {
-        (Some(p), _) => Ok(p.to_string()),
+        (Some(p), Some(c)) => {
+            let has = c.platform_name()?;
+            if same_platform(p, &has) {
+                Ok(p.to_string())
+            } else {
+                Err(fail(
+                    Code::InvalidArgument,
+                    format!(
+                        "the FFI platform {p:?} is not this client's: its plugin runs the \
+                         platform {has:?} (named {:?} in XLA's FFI registry{}); register for \
+                         that platform, or leave the platform out to get it",
+                        canonical_platform(&has),
+                        match canonical_platform(&has).as_str() {
+                            "cuda" | "rocm" => ", or \"gpu\"",
+                            "host" => ", or \"cpu\"",
+                            _ => "",
+                        }
+                    ),
+                ))
+            }
+        }
+        (Some(p), None) => Ok(p.to_string()),
         (None, Some(c)) => c.platform_name(),
         (None, None) => Ok(PLUGIN_DEFAULT_PLATFORM.to_string()),
     }
+}
+
+/// Whether `named` (as a registration gives it) is the platform `has` (a client's platform
+/// name): the same in XLA's FFI registry, or `gpu` for a CUDA or ROCm platform.
+fn same_platform(named: &str, has: &str) -> bool {
+    let (n, h) = (canonical_platform(named), canonical_platform(has));
+    n == h || (n == "gpu" && matches!(h.as_str(), "cuda" | "rocm"))
 }
 
 /// The platform name XLA's FFI registry uses (`cpu` is `host` there).
@@ -728,6 +781,20 @@ fn bind_via(
                     ),
                 ));
             }
+            if matches!(bound, raw::Bound::Native(_)) && t.has_instantiate_stage() {
+                // The runtime calls the target at its instantiate stage too (at every
+                // compile), which native code written for the execute stage refuses.
+                return Err(fail(
+                    Code::FailedPrecondition,
+                    format!(
+                        "target {name:?} on platform {platform:?} was first registered with \
+                         per-instance state, so the runtime calls it at its instantiate stage \
+                         too (at every compile), which native handler code does not expect, and \
+                         XLA cannot register a name again: register the native handler under a \
+                         new target name"
+                    ),
+                ));
+            }
             if let Some(m) = t.metadata().filter(accepted) {
                 // Already known to the runtime: swap what it runs.
                 t.bind(Some(bound));
@@ -741,7 +808,7 @@ fn bind_via(
             *t
         }
         None => {
-            let t = raw::Target::new(name, &platform, platform == "host")?;
+            let t = raw::Target::new(name, &platform, platform == "host", ext.key())?;
             map.insert(key, t);
             t
         }
@@ -939,6 +1006,9 @@ where
     let state_type = raw::state_type_id(xla_api)?;
     let ext = extension(plugin)?;
     let user_type = user_type(plugin, &ext);
+    // This registration's stamp on the states its instantiate function makes: a handler
+    // that replaced it never gets them (whatever their type).
+    let registration = NEXT_REGISTRATION.fetch_add(1, AtomicOrdering::Relaxed);
     let cb: Arc<raw::Callback> = Arc::new(move |frame: &raw::Frame<'_>| {
         let mut call =
             CallFrame::new(frame, user_type, Some(state_type)).map_err(|e| (e.code, e.message))?;
@@ -948,28 +1018,37 @@ where
         match call.stage() {
             Stage::Instantiate => {
                 let s = instantiate(&mut call).map_err(fail)?;
-                frame.set_state(state_type, Box::new(s))
+                let stamped = Stamped {
+                    registration,
+                    state: Box::new(s),
+                };
+                frame.set_state(state_type, Box::new(stamped))
             }
             Stage::Execute => {
+                let stamp = call.state_registration();
                 let state = call.state_any();
-                let s = state.and_then(|s| s.downcast_ref::<S>()).ok_or_else(|| {
-                    let why = match state {
-                        // Made by the handler this one replaced, with another state type.
-                        Some(_) => {
-                            "holds the state of another type, made by the handler this \
-                                    one replaced: compile the program again to instantiate \
-                                    it for this handler"
-                        }
-                        None => {
-                            "has no instance state (was it first registered without one? \
+                let s = state
+                    .filter(|_| stamp == Some(registration))
+                    .and_then(|s| s.downcast_ref::<S>())
+                    .ok_or_else(|| {
+                        let why = match state {
+                            // Made by the instantiate function of the handler this one
+                            // replaced (whatever its type): never handed to this one.
+                            Some(_) => {
+                                "holds the state made by the instantiate function of the \
+                                 handler this one replaced: compile the program again to \
+                                 instantiate it for this handler"
+                            }
+                            None => {
+                                "has no instance state (was it first registered without one? \
                                  state needs its own target name)"
-                        }
-                    };
-                    (
-                        Code::FailedPrecondition,
-                        format!("the handler for {:?} {why}", call.target()),
-                    )
-                })?;
+                            }
+                        };
+                        (
+                            Code::FailedPrecondition,
+                            format!("the handler for {:?} {why}", call.target()),
+                        )
+                    })?;
                 execute(&mut call, s).map_err(fail)?;
                 call.zero_unwritten();
                 Ok(())
