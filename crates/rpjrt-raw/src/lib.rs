@@ -48,6 +48,7 @@ pub mod execute;
 pub mod extension;
 pub mod external;
 pub mod ffi;
+pub mod files;
 #[cfg(feature = "bench")]
 pub mod floor;
 pub mod fpmode;

@@ -1,11 +1,11 @@
 //! The plugin profiler's data inside a [`Trace`]: the serialized `XSpace` kept as it is
 //! (written beside the trace by [`Trace::save`]) and, where it decodes, its events added
-//! on a process row of their own. Pure: the profiler handle itself is `crate::profiler`.
+//! on a process row of their own. Pure: the profiler handle itself is `rpjrt::profiler`.
 
 use serde_json::{json, Value};
 
 use super::Trace;
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 impl Trace {
     /// Adds what a plugin profiler collected, or records why there is nothing: with

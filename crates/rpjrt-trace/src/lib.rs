@@ -8,8 +8,8 @@
 //! recorded:
 //!
 //! ```
-//! # fn main() -> rpjrt::Result<()> {
-//! use rpjrt::trace::{self, Category};
+//! # fn main() -> rpjrt_trace::Result<()> {
+//! use rpjrt_trace::{self as trace, Category};
 //! trace::start()?;
 //! {
 //!     let _span = trace::span(Category::Execute, "my step").bytes(1024);
@@ -28,6 +28,11 @@
 //!
 //! [`html`] turns a trace into one self-contained HTML page (a timeline and a per-phase
 //! summary, no network), what `rpjrt trace view` writes.
+//!
+//! This crate is `rpjrt::trace`: the client re-exports it under that name and records its
+//! spans here; it needs no plugin, and errors are rpjrt's own [`Error`] type.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,7 +41,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::{Error, Result};
+use rpjrt_raw::error::Code;
+pub use rpjrt_raw::error::{Error, Result};
 
 /// What a span measured. The names are the `cat` field of the Chrome trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -186,6 +192,7 @@ thread_local! {
 }
 
 /// Whether spans are being recorded now.
+#[inline]
 pub fn is_recording() -> bool {
     ON.load(Ordering::Relaxed)
 }
@@ -197,7 +204,7 @@ pub fn start() -> Result<()> {
     if ON.load(Ordering::Relaxed) {
         return Err(Error::Pjrt {
             entry: "rpjrt::trace::start",
-            code: crate::Code::FailedPrecondition,
+            code: Code::FailedPrecondition,
             message: "a trace is already being recorded: stop it before starting another"
                 .to_string(),
         });
@@ -219,7 +226,7 @@ pub fn stop() -> Result<Trace> {
     if !ON.swap(false, Ordering::AcqRel) {
         return Err(Error::Pjrt {
             entry: "rpjrt::trace::stop",
-            code: crate::Code::FailedPrecondition,
+            code: Code::FailedPrecondition,
             message: "no trace is being recorded (call start first)".to_string(),
         });
     }
@@ -300,6 +307,7 @@ impl Span {
     }
 
     /// Whether this span will be recorded (recording was on when it opened).
+    #[inline]
     pub fn is_recording(&self) -> bool {
         self.open.is_some()
     }
@@ -479,14 +487,13 @@ impl Trace {
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let path = path.as_ref();
         let write = |p: &std::path::Path, bytes: &[u8]| {
-            crate::write_regular_file(p, |f| std::io::Write::write_all(f, bytes)).map_err(|e| {
-                match e {
+            rpjrt_raw::files::write_regular_file(p, |f| std::io::Write::write_all(f, bytes))
+                .map_err(|e| match e {
                     Error::InvalidArgument(m) => {
                         Error::invalid(format!("writing the trace to {m}"))
                     }
                     other => other,
-                }
-            })
+                })
         };
         let mut file = None;
         if let Some(bytes) = &self.plugin_profile {

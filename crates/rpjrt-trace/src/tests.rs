@@ -102,11 +102,11 @@ fn start_twice_and_stop_without_start_are_errors() {
     let _g = serial();
     start().unwrap();
     let e = start().unwrap_err();
-    assert_eq!(e.code(), crate::Code::FailedPrecondition);
+    assert_eq!(e.code(), rpjrt_raw::error::Code::FailedPrecondition);
     assert!(e.to_string().contains("already being recorded"), "{e}");
     stop().unwrap();
     let e = stop().unwrap_err();
-    assert_eq!(e.code(), crate::Code::FailedPrecondition);
+    assert_eq!(e.code(), rpjrt_raw::error::Code::FailedPrecondition);
     assert!(e.to_string().contains("no trace is being recorded"), "{e}");
 }
 

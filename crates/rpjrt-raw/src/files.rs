@@ -1,0 +1,204 @@
+//! Files read and written whole: a regular file read without blocking on a FIFO or a
+//! device, a file replaced atomically (a temporary file renamed over it), and the removal
+//! of temporary files that writers killed mid-write left behind. Plain safe code shared by
+//! every crate above this one (the client, its trace recorder, the `.npy` reader, the
+//! CLI); `rpjrt` re-exports the readers and writers at its root.
+
+use crate::error::{Error, Result};
+
+/// The bytes of a regular file. A FIFO, a directory or a device is refused without being
+/// read (reading a FIFO blocks until a writer comes; `/dev/zero` never ends), and every
+/// error names the path.
+///
+/// ```
+/// let e = rpjrt_raw::files::read_regular_file("/dev/zero").unwrap_err();
+/// assert_eq!(e.to_string(), "invalid argument: /dev/zero: not a regular file");
+/// ```
+pub fn read_regular_file(path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
+    let path = path.as_ref();
+    let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
+    if !meta.is_file() {
+        return Err(fail(&"not a regular file"));
+    }
+    std::fs::read(path).map_err(|e| fail(&e))
+}
+
+/// Checks that a file can be written at `path` by replacing it: nothing there yet, or a
+/// regular file. A FIFO, a device, a socket or a directory is refused: writing to a FIFO
+/// blocks until a reader comes, and renaming a new file over a device node (as
+/// [`write_regular_file`] does) would replace the node itself.
+///
+/// ```
+/// let e = rpjrt_raw::files::check_regular_output("/dev/null").unwrap_err();
+/// assert!(e.to_string().contains("/dev/null: a character device, not a regular file"));
+/// ```
+pub fn check_regular_output(path: impl AsRef<std::path::Path>) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let path = path.as_ref();
+    let kind = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::invalid(format!("{}: {e}", path.display()))),
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(m) => match m.file_type() {
+            t if t.is_dir() => "a directory",
+            t if t.is_fifo() => "a FIFO (named pipe)",
+            t if t.is_char_device() => "a character device",
+            t if t.is_block_device() => "a block device",
+            t if t.is_socket() => "a socket",
+            _ => "not a plain file",
+        },
+    };
+    Err(Error::invalid(format!(
+        "{}: {kind}, not a regular file; give a file name to write",
+        path.display()
+    )))
+}
+
+/// The file a symbolic link at `path` leads to (following links in turn, as opening it
+/// would), or `path` itself when it is no link. The target need not exist.
+fn follow_links(path: &std::path::Path) -> Result<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    // Linux's own bound on links followed in one path lookup.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p)
+                    .map_err(|e| Error::invalid(format!("{}: {e}", p.display())))?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(Error::invalid(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
+}
+
+/// Writes the file at `path` whole or not at all: `write` fills a new temporary file in the
+/// same directory (a name of its own, never an existing file), which then replaces `path`.
+/// A `path` that exists and is not a regular file is refused untouched
+/// ([`check_regular_output`]); on any error the temporary file is removed. Errors name
+/// `path`. A symbolic link at `path` is followed: the file it leads to is replaced (in
+/// that file's directory) and the link stays, as writing through the link would do;
+/// replacing the link itself would leave its target holding the old contents.
+/// A file that is replaced keeps its permission bits (a read-only 0444 file stays
+/// read-only); being a new file, it gets this process's owner and is no longer
+/// hard-linked to the old file's other names.
+pub fn write_regular_file(
+    path: impl AsRef<std::path::Path>,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<()> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let given = path.as_ref();
+    check_regular_output(given)?;
+    let target = follow_links(given)?;
+    let path = target.as_path();
+    let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", given.display()));
+    let name = path.file_name().ok_or_else(|| fail(&"not a file name"))?;
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let suffix = format!(".{}-{n}.tmp", std::process::id());
+    // Within the 255 bytes a file name may have: a long name is shortened in the temporary.
+    let keep = 255 - 1 - suffix.len();
+    let mut tmp_name = std::ffi::OsString::from(".");
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt as _;
+        let b = name.as_bytes();
+        tmp_name.push(std::ffi::OsStr::from_bytes(&b[..b.len().min(keep)]));
+    }
+    #[cfg(not(unix))]
+    tmp_name.push(name);
+    tmp_name.push(suffix);
+    let tmp = path.with_file_name(tmp_name);
+    let mut file = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| {
+            fail(&format!(
+                "cannot create the temporary file {} ({e})",
+                tmp.display()
+            ))
+        })?;
+    // The file replaced keeps its mode: the new one would otherwise get the default.
+    let keep_mode = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let result = write(&mut file)
+        .and_then(|()| keep_mode.map_or(Ok(()), |mode| file.set_permissions(mode)))
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(&e));
+    }
+    // Temporaries of earlier writers of this file that were killed mid-write: named as
+    // above, the whole name or (a long one) its first `keep` bytes.
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        remove_orphaned_temps(dir, 2, |t| {
+            let rest = t.strip_prefix('.')?.strip_suffix(".tmp")?;
+            let (written, numbers) = rest.rsplit_once('.')?;
+            let cut = 255usize.checked_sub(numbers.len() + ".tmp".len() + 2) == Some(written.len());
+            (written == name || (cut && name.starts_with(written))).then_some(numbers)
+        });
+    }
+    Ok(())
+}
+
+/// Removes the temporary files in `dir` that writers killed mid-write left: regular files
+/// whose name `numbers_of` recognises, giving its numbers part (`fields` numbers joined by
+/// `-`, the first the writer's process id, each written as a plain decimal), untouched for
+/// at least [`ORPHAN_AGE`], whose process no longer runs. The age guards a writer this
+/// process cannot see (another PID namespace, another host sharing the directory). Only
+/// where `/proc` tells which processes run (Linux); elsewhere nothing is removed.
+pub fn remove_orphaned_temps(
+    dir: &std::path::Path,
+    fields: usize,
+    numbers_of: impl Fn(&str) -> Option<&str>,
+) {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let dir = if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let me = std::process::id();
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(&numbers_of) else {
+            continue;
+        };
+        let numbers: Vec<u64> = rest
+            .split('-')
+            .map_while(|f| f.parse::<u64>().ok().filter(|v| v.to_string() == f))
+            .collect();
+        let pid = match numbers.as_slice() {
+            [pid, ..] if numbers.len() == fields && rest.split('-').count() == fields => *pid,
+            _ => continue,
+        };
+        let old = entry
+            .metadata()
+            .ok()
+            .filter(|m| m.file_type().is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age >= ORPHAN_AGE);
+        if old && pid != u64::from(me) && pid != 0 && !proc.join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// How long a temporary file must sit untouched before [`remove_orphaned_temps`] may
+/// judge it left behind.
+pub const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
