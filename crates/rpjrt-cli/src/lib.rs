@@ -80,6 +80,8 @@ where
         cmd::Command::Info(_) => Some("info"),
         cmd::Command::Run(_) => Some("run"),
         cmd::Command::Compile(_) => Some("compile"),
+        // Only with --plugin does it load one.
+        cmd::Command::Rendezvous(ref r) if r.plugin.is_some() => Some("rendezvous"),
         _ => None,
     };
     if let Some(verb) = verb.filter(|_| !supervise::is_child()) {
@@ -88,13 +90,11 @@ where
             args.get(1..).unwrap_or_default(),
         ));
     }
-    // Verbs whose output is read by programs (--json) keep a plugin's prints off stdout.
-    let diverted = matches!(
-        cli.command,
-        cmd::Command::Info(_) | cmd::Command::Plugins(_) | cmd::Command::Run(_)
-    )
-    .then(common::divert_plugin_stdout)
-    .flatten();
+    // A plugin's prints never reach stdout, which is the verb's own (read by programs:
+    // --json, the probe's answer line): see `diverts_plugin_stdout`.
+    let diverted = diverts_plugin_stdout(&cli.command)
+        .then(common::divert_plugin_stdout)
+        .flatten();
     let result = cmd::run(cli.command);
     common::end_plugin_stdout_diversion();
     drop(diverted);
@@ -104,6 +104,19 @@ where
         (result, _) => result,
     };
     exit_code(result)
+}
+
+/// Whether a verb sends descriptor 1 to stderr while it runs (its own output still reaches
+/// stdout), so that what a plugin prints (a banner, XLA's `--xla_dump_to=-`) cannot mix
+/// with the verb's output: one rule for every verb, whether it loads a plugin or not,
+/// except those whose stdout is a protocol or another process's output that they pass on
+/// themselves (`launch`, `conform`, `conform-child`: conform reads its workers' marked
+/// lines, and launch relays its processes' lines).
+fn diverts_plugin_stdout(command: &cmd::Command) -> bool {
+    !matches!(
+        command,
+        cmd::Command::Launch(_) | cmd::Command::Conform(_) | cmd::Command::ConformChild(_)
+    )
 }
 
 /// A verb's exit code; its error, if any, printed.

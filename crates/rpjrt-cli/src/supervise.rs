@@ -1,5 +1,6 @@
 //! A plugin that crashes ends the verb with a message, not with the shell's "Segmentation
-//! fault": the verbs that load a plugin into the process (`info`, `run`, `compile`) run in a
+//! fault": the verbs that load a plugin into the process (`info`, `run`, `compile`,
+//! `rendezvous --plugin`) run in a
 //! child process of the CLI, and the parent reports a child killed by a signal. `plugins`
 //! reads each plugin's version in a child of its own ([`probe_version`]), so one broken
 //! library does not take the listing down.
@@ -39,15 +40,22 @@ pub fn self_command() -> Result<Vec<OsString>, CliError> {
     Ok(vec![exe.into_os_string()])
 }
 
-/// This CLI run again as a child: [`CHILD_ENV`] set, and ended by SIGTERM when this
-/// process dies (a supervisor killed by its own launcher leaves nothing running).
+/// This CLI run again as a child: [`CHILD_ENV`] set, and killed (SIGKILL, which a plugin
+/// cannot ignore or handle) when the thread that starts it ends, whichever way this
+/// process ends (SIGKILL included): a supervisor killed by its own launcher leaves
+/// nothing running. A supervisor asked to stop gives its child SIGTERM and
+/// [`STOP_GRACE`] first ([`run_verb_in_child`]).
 fn child_command() -> Result<Command, CliError> {
     let cmd = self_command()?;
     let mut c = Command::new(&cmd[0]);
     c.args(&cmd[1..]).env(CHILD_ENV, "1");
-    rpjrt::stdio::die_with_parent(&mut c);
+    rpjrt_raw::process::killed_with_parent(&mut c);
     Ok(c)
 }
+
+/// How long a supervised child asked to stop (the signal that stopped the CLI, passed on)
+/// has to end before it is killed: a plugin may ignore or handle SIGTERM and SIGINT.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// The file a supervised child leaves in its capture directory when its verb ran to the end.
 const FINISHED: &str = "finished";
@@ -78,12 +86,22 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
     if crate::common::stdout_closed() {
         cmd.env(crate::common::STDOUT_CLOSED_ENV, "1");
     }
-    let status = cmd.args(args).status().map_err(|e| {
+    // A stop signal (Ctrl-C, SIGTERM from `timeout` or a job manager, SIGHUP) must not end
+    // this process before its child and its log directory are gone: it is caught, passed
+    // on to the child, and the child killed after STOP_GRACE if it has not ended.
+    let stop = rpjrt_raw::process::StopSignals::catch().ok();
+    let mut child = cmd.args(args).spawn().map_err(|e| {
         CliError::failed(format!(
             "cannot start rpjrt again to run `rpjrt {verb}` in a child process: {e} (set \
                  {CHILD_ENV}=1 to run it in this process)"
         ))
     })?;
+    let (status, stopped_by) = wait_or_stop(&mut child, stop.as_ref(), verb)?;
+    if let Some(sig) = stopped_by {
+        // As a shell reports a command a signal ended: 128 + N, quietly (the user asked).
+        drop(logs);
+        return Ok(128 + sig);
+    }
     let finished = logs.0.as_ref().is_none_or(|d| d.join(FINISHED).exists());
     match (status.code(), signal_of(status)) {
         (Some(code), _) if finished => Ok(code),
@@ -115,6 +133,59 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
             message: format!("`rpjrt {verb}` was ended by signal {sig} from outside rpjrt"),
             exit_code: 128 + sig,
         }),
+    }
+}
+
+/// Waits for a supervised child. When `stop` catches a stop signal, the child gets that
+/// signal, and SIGKILL after [`STOP_GRACE`] (or at a second signal) if it has not ended;
+/// the signal is returned with the child's status once it has ended.
+fn wait_or_stop(
+    child: &mut std::process::Child,
+    stop: Option<&rpjrt_raw::process::StopSignals>,
+    verb: &str,
+) -> Result<(ExitStatus, Option<i32>), CliError> {
+    let mut asked: Option<(i32, Instant, usize)> = None;
+    let mut killed = false;
+    loop {
+        match child.try_wait() {
+            // A signal to the whole group (Ctrl-C) may end the child before this loop saw
+            // it caught here: it still counts.
+            Ok(Some(status)) => {
+                let sig = asked
+                    .map(|(sig, _, _)| sig)
+                    .or_else(|| stop.and_then(|s| s.caught()));
+                return Ok((status, sig));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(CliError::failed(format!(
+                    "waiting for the child running `rpjrt {verb}` failed: {e}"
+                )));
+            }
+        }
+        if let Some(stop) = stop {
+            match (asked, stop.caught()) {
+                (None, Some(sig)) => {
+                    let _ = rpjrt_raw::process::signal_child(child, sig);
+                    asked = Some((sig, Instant::now(), stop.times()));
+                }
+                (Some((sig, at, times)), _)
+                    if !killed && (at.elapsed() >= STOP_GRACE || stop.times() > times) =>
+                {
+                    rpjrt::stdio::notice(&format!(
+                        "rpjrt: `rpjrt {verb}` did not end within {} of {}; killed it",
+                        rpjrt_distributed::duration_text(STOP_GRACE),
+                        rpjrt_distributed::signal_name(sig)
+                    ));
+                    let _ = child.kill();
+                    killed = true;
+                }
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -227,17 +298,23 @@ pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> 
                 "cannot start rpjrt again to read a plugin's version: {e}"
             ))
         })?;
-    // The answer is one short line; read it on a thread so that neither the wait nor the
+    // The answer is the first line; read it on a thread so that neither the wait nor the
     // read can outlast the limit (a process the library started may hold the pipe open).
-    let mut stdout = child.stdout.take();
+    let stdout = child.stdout.take();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        // The first line is the answer (no need to wait for the pipe's end).
-        let mut s = String::new();
-        if let Some(out) = stdout.as_mut() {
-            let _ = std::io::BufReader::new(out.take(4096)).read_line(&mut s);
-        }
-        let _ = tx.send(s);
+        let Some(out) = stdout else {
+            let _ = tx.send(String::new());
+            return;
+        };
+        let mut out = std::io::BufReader::new(out);
+        // The first line is the answer, sent as soon as it is read.
+        let mut s = Vec::new();
+        let _ = out.by_ref().take(4096).read_until(b'\n', &mut s);
+        let _ = tx.send(String::from_utf8_lossy(&s).into_owned());
+        // The rest is read to its end and dropped: a child with more to write (what a
+        // plugin printed and its C library flushes at exit) must not die of SIGPIPE.
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
     });
     let deadline = Instant::now() + timeout;
     let too_long = || {

@@ -1357,12 +1357,30 @@ fn json_value(v: &serde_json::Value, written: Option<&str>) -> std::result::Resu
     })
 }
 
+/// The same library found more than once (by the variables, an entry point, a package)
+/// is listed once, under its first name, with what the later findings add. Names given in
+/// `PJRT_NAMES_AND_LIBRARY_PATHS` are the exception: each is a backend of its own, as JAX
+/// reads them (two names for one library, each with its own create options in its config),
+/// so an entry that already holds one such name never takes in another.
 fn merge(found: Vec<PluginInfo>) -> Vec<PluginInfo> {
+    const NAMED_BY: &str = "PJRT_NAMES_AND_LIBRARY_PATHS";
     let mut out: Vec<PluginInfo> = Vec::new();
-    let mut keys: Vec<PathBuf> = Vec::new();
+    // Per entry of `out`: its library, and the name from the variable it holds, if any.
+    let mut keys: Vec<(PathBuf, Option<String>)> = Vec::new();
     for info in found {
         let key = resolve(&info.path);
-        if let Some(i) = keys.iter().position(|k| *k == key) {
+        let given = (info.source == NAMED_BY).then(|| info.name.clone());
+        let same = keys.iter().position(|(k, name)| {
+            *k == key
+                && match (&given, name) {
+                    (Some(g), Some(n)) => g == n,
+                    _ => true,
+                }
+        });
+        if let Some(i) = same {
+            if keys[i].1.is_none() {
+                keys[i].1 = given;
+            }
             let first = &mut out[i];
             if first.version.is_none() {
                 first.version = info.version;
@@ -1378,7 +1396,7 @@ fn merge(found: Vec<PluginInfo>) -> Vec<PluginInfo> {
             }
             continue;
         }
-        keys.push(key);
+        keys.push((key, given));
         out.push(info);
     }
     out

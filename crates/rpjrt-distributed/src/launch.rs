@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rpjrt::Result;
+use rpjrt_raw::process::{signal_child_tree_in, ProcessTree};
 
 use crate::env_text;
 
@@ -438,8 +439,9 @@ pub const MAX_LOCAL_PROCESSES: usize = 4096;
 pub struct Launcher {
     /// How many processes to start: 1 to [`MAX_LOCAL_PROCESSES`].
     pub num_processes: usize,
-    /// The program and its arguments.
-    pub command: Vec<String>,
+    /// The program and its arguments (OS strings: an argument need not be UTF-8, as a
+    /// file name need not be).
+    pub command: Vec<std::ffi::OsString>,
     /// The port process 0 hosts the store on; `None` picks a free one.
     pub port: Option<u16>,
     /// Kill everything after this long; `None` waits for ever.
@@ -840,8 +842,9 @@ impl Launcher {
             // Whatever cannot be started (the process, its output readers) ends the launch
             // with the ones started so far killed: never a panic, never a partial job.
             let abort = |children: &mut Vec<Child>, why: rpjrt::Error| {
+                let tree = ProcessTree::scan();
                 for c in children.iter_mut() {
-                    let _ = rpjrt_raw::process::signal_child_tree(c, SIGKILL);
+                    let _ = signal_child_tree_in(c, SIGKILL, &tree);
                     let _ = c.kill();
                     let _ = c.wait();
                 }
@@ -854,7 +857,7 @@ impl Launcher {
                         &e,
                         format!(
                             "cannot start {} (process {p} of {}): {e}",
-                            crate::shown(program),
+                            crate::shown(&program.to_string_lossy()),
                             self.num_processes
                         ),
                     );
@@ -940,9 +943,12 @@ impl Launcher {
             }
             if stopping.is_none() {
                 if let Some(sig) = stop.caught() {
+                    // One reading of the process tree for the whole round: one per child
+                    // made stopping thousands of processes take minutes.
+                    let tree = ProcessTree::scan();
                     for (i, c) in children.iter_mut().enumerate() {
                         if codes[i].is_none() {
-                            let _ = rpjrt_raw::process::signal_child_tree(c, SIGTERM);
+                            let _ = signal_child_tree_in(c, SIGTERM, &tree);
                         }
                     }
                     stopping = Some((sig, Instant::now() + STOP_GRACE));
@@ -953,12 +959,19 @@ impl Launcher {
                 stopping.is_some_and(|(_, until)| Instant::now() >= until || stop.times() > 1);
             if first_failure.is_some() || over || grace_over {
                 timed_out = over && first_failure.is_none() && stopping.is_none();
+                // Every tree is killed first (from one reading of /proc), then each process
+                // reaped: a wait between kills would let the later trees run on meanwhile.
+                let tree = ProcessTree::scan();
                 for (i, c) in children.iter_mut().enumerate() {
                     if codes[i].is_none() {
                         // The whole tree: a wrapper script's job, or helpers the process
                         // started, would otherwise run on after the launcher.
-                        let _ = rpjrt_raw::process::signal_child_tree(c, SIGKILL);
+                        let _ = signal_child_tree_in(c, SIGKILL, &tree);
                         let _ = c.kill();
+                    }
+                }
+                for (i, c) in children.iter_mut().enumerate() {
+                    if codes[i].is_none() {
                         let status = c.wait().ok();
                         codes[i] = Some(status.and_then(|s| s.code()));
                         signals[i] = status.and_then(signal_of);
@@ -1397,7 +1410,7 @@ mod tests {
         let program = format!("/nonexist/{}", "x".repeat(100_000));
         let e = Launcher {
             num_processes: 1,
-            command: vec![program, "arg".into()],
+            command: vec![program.into(), "arg".into()],
             port: None,
             timeout: Some(Duration::from_secs(10)),
         }

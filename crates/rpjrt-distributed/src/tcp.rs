@@ -132,15 +132,81 @@ fn utf8<'a>(
 
 /// Resolves `addr` ("host:port"), preferring IPv4.
 fn resolve(addr: &str) -> Result<SocketAddr> {
-    let all: Vec<SocketAddr> = addr
-        .to_socket_addrs()
-        .map_err(|e| invalid(format!("cannot resolve store address {}: {e}", shown(addr))))?
-        .collect();
+    resolve_once(addr)
+        .map_err(|e| invalid(format!("cannot resolve store address {}: {e}", shown(addr))))
+}
+
+/// Resolves `addr` ("host:port"), preferring IPv4, retrying until `deadline` while the
+/// host name does not resolve (a name that enters DNS only once its host is up: a
+/// Kubernetes headless service, some Slurm set-ups), as an unreachable host is retried.
+/// An address that cannot be one (no port, a bad port) fails at once.
+fn resolve_until(addr: &str, deadline: Instant, timeout: Duration) -> Result<SocketAddr> {
+    // A name no DNS can ever hold is the user's input, refused at once.
+    if let Some(why) = addr
+        .rsplit_once(':')
+        .and_then(|(host, _)| impossible_host_name(host))
+    {
+        return Err(invalid(format!(
+            "cannot resolve store address {}: {why}",
+            shown(addr)
+        )));
+    }
+    loop {
+        match resolve_once(addr) {
+            Ok(sock) => return Ok(sock),
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                return Err(invalid(format!(
+                    "cannot resolve store address {}: {e}",
+                    shown(addr)
+                )))
+            }
+            Err(e) if Instant::now() >= deadline => {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                return Err(store_error(
+                    Code::DeadlineExceeded,
+                    format!(
+                        "the store host's name {} in {} did not resolve within {}; last \
+                         error: {e}",
+                        shown(host),
+                        shown(addr),
+                        crate::duration_text(timeout)
+                    ),
+                ));
+            }
+            Err(_) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                std::thread::sleep(left.min(Duration::from_millis(100)));
+            }
+        }
+    }
+}
+
+/// Why `host` can never be resolved (longer than 253 bytes, a label empty or longer than
+/// 63 bytes, as DNS allows no other), or `None` for an IP address or a possible name.
+fn impossible_host_name(host: &str) -> Option<&'static str> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if name.len() > 253 {
+        return Some("the host name is longer than the 253 bytes a DNS name may have");
+    }
+    if name.split('.').any(|l| l.is_empty() || l.len() > 63) {
+        return Some("a part of the host name is empty or longer than the 63 bytes DNS allows");
+    }
+    None
+}
+
+/// One try at resolving `addr`: a name that resolves to nothing is an error too (not
+/// [`io::ErrorKind::InvalidInput`]: it may resolve later).
+fn resolve_once(addr: &str) -> io::Result<SocketAddr> {
+    let all: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
     all.iter()
         .find(|a| a.is_ipv4())
         .or_else(|| all.first())
         .copied()
-        .ok_or_else(|| invalid(format!("store address {} resolves to nothing", shown(addr))))
+        .ok_or_else(|| io::Error::other("the name resolves to no address"))
 }
 
 // ------------------------------------------------------------------------------ the host
@@ -1084,8 +1150,11 @@ impl TcpStore {
         timeout: Duration,
     ) -> Result<TcpStore> {
         check_token(token)?;
-        let sock = resolve(addr)?;
-        if sock.port() == 0 {
+        // The port is checked before the name is looked up (which may be retried).
+        let port_zero = addr
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>() == Ok(0));
+        if port_zero {
             return Err(invalid(format!(
                 "store address {} has port 0, which nothing can be reached on: give the \
                  port the store host (process 0) listens on",
@@ -1099,6 +1168,15 @@ impl TcpStore {
             )));
         }
         let process_id = process_id as u32;
+        let deadline = crate::deadline_after(timeout);
+        let sock = resolve_until(addr, deadline, timeout)?;
+        if sock.port() == 0 {
+            return Err(invalid(format!(
+                "store address {} has port 0, which nothing can be reached on: give the \
+                 port the store host (process 0) listens on",
+                shown(addr)
+            )));
+        }
         let remote = Remote {
             addr: sock,
             token: token.to_string(),
@@ -1109,7 +1187,6 @@ impl TcpStore {
             calls: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         };
-        let deadline = crate::deadline_after(timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match remote.open(left.max(Duration::from_millis(50))) {

@@ -45,7 +45,7 @@ fn launcher_child() {
     }
     let launcher = Launcher {
         num_processes: 2,
-        command: vec!["sh".into(), "-c".into(), script],
+        command: vec!["sh".into(), "-c".into(), script.into()],
         port: None,
         timeout: Some(Duration::from_secs(120)),
     };

@@ -60,14 +60,153 @@ pub const CAPTURE_KEEP: u64 = 64 << 10;
 /// The real stderr while a [`Capture`] is active (for [`notice`]).
 static REAL_STDERR: Mutex<Option<OwnedFd>> = Mutex::new(None);
 
+/// A capture's file is replaced by a fresh one once it holds this much, so that a plugin
+/// that writes without end (a retry loop logging each try while its load hangs) fills
+/// the disk with at most about twice this, plus what it writes between two checks (every
+/// 20 ms): only the last [`CAPTURE_KEEP`] bytes are ever shown.
+pub const CAPTURE_ROTATE_AT: u64 = 4 * CAPTURE_KEEP;
+
+/// How often a capture checks the size of its file (see [`CAPTURE_ROTATE_AT`]).
+const ROTATE_EVERY: Duration = Duration::from_millis(20);
+
+/// One file of a capture, removed (its name, when it has one) when dropped.
+struct Segment {
+    file: File,
+    name: Option<std::path::PathBuf>,
+}
+
+impl Segment {
+    /// A new empty file in `dir`, keeping its name when `named` (else it lives on only
+    /// through the descriptor).
+    fn create(dir: &std::path::Path, named: bool) -> Result<Segment> {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = dir.join(format!(
+            ".rpjrt-capture-{}-{nanos}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&name)
+            .map_err(|e| io_error(&format!("create {}", name.display()), e))?;
+        let name = if named {
+            Some(name)
+        } else {
+            let _ = std::fs::remove_file(&name);
+            None
+        };
+        Ok(Segment { file, name })
+    }
+
+    fn len(&self) -> u64 {
+        self.file.metadata().map_or(0, |m| m.len())
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if let Some(name) = self.name.take() {
+            let _ = std::fs::remove_file(name);
+        }
+    }
+}
+
+/// The files of a capture: the one descriptors 1 and 2 write to now, the one before it
+/// (its end may be all of what is shown), and how many bytes went into older ones, which
+/// are gone.
+struct Segments {
+    dir: std::path::PathBuf,
+    named: bool,
+    prev: Option<Segment>,
+    cur: Segment,
+    dropped: u64,
+}
+
+impl Segments {
+    /// Starts a new file when the current one holds [`CAPTURE_ROTATE_AT`] bytes or more:
+    /// descriptors 1 and 2 move to it, and the file before the current one is removed.
+    fn rotate_if_full(&mut self) {
+        if self.cur.len() < CAPTURE_ROTATE_AT {
+            return;
+        }
+        let Ok(next) = Segment::create(&self.dir, self.named) else {
+            return;
+        };
+        use std::os::fd::AsRawFd;
+        for fd in [2, 1] {
+            // SAFETY: dup2 atomically makes descriptor 1 or 2 refer to the open file of
+            // `next`, which is held open here; no memory is involved. A write in flight
+            // on another thread completes on the file it started on, which is kept.
+            if unsafe { libc::dup2(next.file.as_raw_fd(), fd) } < 0 {
+                // Nothing moved for this descriptor: keep writing where it writes now.
+                // (Descriptor 2 moved and 1 did not: both files are kept below.)
+                if fd == 2 {
+                    return;
+                }
+            }
+        }
+        let old = std::mem::replace(&mut self.cur, next);
+        if let Some(gone) = self.prev.replace(old) {
+            self.dropped += gone.len();
+        }
+    }
+
+    /// The last [`CAPTURE_KEEP`] bytes written, as lossy UTF-8 from a whole line, with a
+    /// note of what was left out. Reads at offsets: no descriptor's position is used.
+    fn tail(&self) -> String {
+        use std::os::unix::fs::FileExt;
+        let mut parts: Vec<&Segment> = self.prev.iter().collect();
+        parts.push(&self.cur);
+        let lens: Vec<u64> = parts.iter().map(|s| s.len()).collect();
+        let total: u64 = lens.iter().sum();
+        let want = total.min(CAPTURE_KEEP);
+        let from = self.dropped + (total - want);
+        // Skip the first `total - want` bytes across the files, read the rest in order.
+        let mut skip = total - want;
+        let mut text = Vec::with_capacity(want as usize);
+        for (seg, len) in parts.iter().zip(lens) {
+            let start = skip.min(len);
+            skip -= start;
+            let mut buf = vec![0u8; (len - start) as usize];
+            let mut got = 0;
+            while got < buf.len() {
+                match seg.file.read_at(&mut buf[got..], start + got as u64) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+            }
+            buf.truncate(got);
+            text.extend_from_slice(&buf);
+        }
+        let text = String::from_utf8_lossy(&text).into_owned();
+        if from > 0 {
+            // Start at a whole line.
+            let rest = text.split_once('\n').map_or("", |(_, r)| r);
+            format!("({from} earlier bytes left out)\n{rest}")
+        } else {
+            text
+        }
+    }
+}
+
+fn lock(segments: &Mutex<Segments>) -> std::sync::MutexGuard<'_, Segments> {
+    segments.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Descriptors 1 and 2 captured into a temporary file (see [`capture`]).
 pub struct Capture {
     // Dropped in this order: stderr is restored before stdout, then the file closes.
     err: Option<Diverted>,
     out: Option<Diverted>,
-    file: File,
-    /// The file's name while it keeps one ([`capture_in`]); removed when the capture ends.
-    named: Option<std::path::PathBuf>,
+    segments: std::sync::Arc<Mutex<Segments>>,
+    /// The thread that keeps the capture's size bounded (see [`CAPTURE_ROTATE_AT`]), and
+    /// the sender whose drop stops it.
+    rotator: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
 /// Sends what is written to descriptors 2 and 1 into a temporary file until
@@ -79,7 +218,10 @@ pub fn capture() -> Result<Capture> {
 
 /// As [`capture`]; with `keep_in`, the file is made in that directory and keeps its name
 /// until the capture ends (it is removed then), so that a process watching this one can
-/// read what a plugin wrote before it crashed the process.
+/// read what a plugin wrote before it crashed the process. The capture's files on disk
+/// stay bounded whatever the plugin writes: once a file holds [`CAPTURE_ROTATE_AT`]
+/// bytes, the descriptors move to a new one and the one before is removed (in `keep_in`
+/// there are then two files; the end of the older, then the newer, is the end of the log).
 pub fn capture_in(keep_in: Option<&std::path::Path>) -> Result<Capture> {
     let mut real = REAL_STDERR.lock().unwrap_or_else(|p| p.into_inner());
     if real.is_some() {
@@ -88,75 +230,62 @@ pub fn capture_in(keep_in: Option<&std::path::Path>) -> Result<Capture> {
         ));
     }
     let dir = keep_in.map_or_else(std::env::temp_dir, |d| d.to_path_buf());
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let name = dir.join(format!(
-        ".rpjrt-capture-{}-{nanos}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&name)
-        .map_err(|e| io_error(&format!("create {}", name.display()), e))?;
-    // Unless asked to keep its name, the file lives on only through the descriptor.
-    let named = match keep_in {
-        Some(_) => Some(name),
-        None => {
-            let _ = std::fs::remove_file(&name);
-            None
-        }
-    };
+    let first = Segment::create(&dir, keep_in.is_some())?;
     let saved = raw_stdio::duplicate(raw_stdio::standard(Std::Err))
         .map_err(|e| io_error("duplicate stderr", e))?;
-    let err = Diverted::new(Std::Err, file.as_fd()).map_err(|e| io_error("capture stderr", e))?;
-    let out = Diverted::new(Std::Out, file.as_fd()).map_err(|e| io_error("capture stdout", e))?;
+    let err =
+        Diverted::new(Std::Err, first.file.as_fd()).map_err(|e| io_error("capture stderr", e))?;
+    let out =
+        Diverted::new(Std::Out, first.file.as_fd()).map_err(|e| io_error("capture stdout", e))?;
+    let segments = std::sync::Arc::new(Mutex::new(Segments {
+        dir,
+        named: keep_in.is_some(),
+        prev: None,
+        cur: first,
+        dropped: 0,
+    }));
+    let rotator = start_rotator(std::sync::Arc::clone(&segments));
     *real = Some(saved);
     Ok(Capture {
         err: Some(err),
         out: Some(out),
-        file,
-        named,
+        segments,
+        rotator,
     })
+}
+
+/// Starts the thread that checks a capture's size every [`ROTATE_EVERY`] (none when a
+/// thread cannot be started: the capture then works unbounded, as before).
+fn start_rotator(
+    segments: std::sync::Arc<Mutex<Segments>>,
+) -> Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)> {
+    let (stop, rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("rpjrt-capture".into())
+        .spawn(move || {
+            // As in `watch_until`: the thread's first uses of thread-locals happen before
+            // the caller goes on into a call (a `dlopen`) that may hold the loader's lock.
+            let _ = rx.recv_timeout(Duration::from_millis(1));
+            let _ = std::thread::current();
+            let _ = ready_tx.send(());
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(ROTATE_EVERY) {
+                lock(&segments).rotate_if_full();
+            }
+        })
+        .ok()?;
+    let _ = ready_rx.recv_timeout(Duration::from_secs(1));
+    Some((stop, thread))
 }
 
 /// What a capture holds so far, readable from another thread while it goes on (see
 /// [`Capture::log`]).
-pub struct CaptureLog(File);
+pub struct CaptureLog(std::sync::Arc<Mutex<Segments>>);
 
 impl CaptureLog {
     /// What was captured up to now, cut as [`Capture::finish`] cuts it.
     pub fn read(&self) -> String {
-        tail(&self.0)
-    }
-}
-
-/// The last [`CAPTURE_KEEP`] bytes of `file` as lossy UTF-8, from a whole line, with a note
-/// of what was left out. Reads at offsets: the descriptor's position is not used.
-fn tail(file: &File) -> String {
-    use std::os::unix::fs::FileExt;
-    let len = file.metadata().map_or(0, |m| m.len());
-    let from = len.saturating_sub(CAPTURE_KEEP);
-    let mut text = vec![0u8; (len - from) as usize];
-    let mut got = 0;
-    while got < text.len() {
-        match file.read_at(&mut text[got..], from + got as u64) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got += n,
-        }
-    }
-    text.truncate(got);
-    let text = String::from_utf8_lossy(&text).into_owned();
-    if from > 0 {
-        // Start at a whole line.
-        let rest = text.split_once('\n').map_or("", |(_, r)| r);
-        format!("({from} earlier bytes left out)\n{rest}")
-    } else {
-        text
+        lock(&self.0).tail()
     }
 }
 
@@ -164,22 +293,43 @@ impl Capture {
     /// Puts descriptors 1 and 2 back and returns what was written meanwhile (lossy UTF-8;
     /// the last [`CAPTURE_KEEP`] bytes when more was written).
     pub fn finish(mut self) -> String {
+        self.put_back();
+        let text = lock(&self.segments).tail();
         self.restore();
-        tail(&self.file)
+        text
     }
 
     /// A reader of what this capture holds so far, for another thread (e.g. to show a
     /// plugin's log when giving up on a call that does not return).
     pub fn log(&self) -> Option<CaptureLog> {
-        self.file.try_clone().ok().map(CaptureLog)
+        Some(CaptureLog(std::sync::Arc::clone(&self.segments)))
     }
 
-    fn restore(&mut self) {
+    /// Stops the size checks; the descriptors then stay on the current file.
+    fn stop_rotator(&mut self) {
+        if let Some((stop, thread)) = self.rotator.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
+    }
+
+    /// Puts descriptors 1 and 2 back (Rust's buffered output flushed into the capture
+    /// first).
+    fn put_back(&mut self) {
+        // No rotation may move the descriptors after they are put back.
+        self.stop_rotator();
         let mut real = REAL_STDERR.lock().unwrap_or_else(|p| p.into_inner());
         self.err.take();
         self.out.take();
         *real = None;
-        if let Some(name) = self.named.take() {
+    }
+
+    fn restore(&mut self) {
+        self.put_back();
+        let mut segments = lock(&self.segments);
+        segments.prev.take();
+        // The current file's name goes now; its descriptor closes with the last reader.
+        if let Some(name) = segments.cur.name.take() {
             let _ = std::fs::remove_file(name);
         }
     }
@@ -318,6 +468,9 @@ pub fn summarize_log(text: &str, max_lines: usize) -> String {
 mod tests {
     use super::*;
 
+    /// Captures are process-wide and do not nest: their tests take turns.
+    static CAPTURES: Mutex<()> = Mutex::new(());
+
     #[test]
     fn a_watch_calls_its_deadline_once_and_a_dropped_one_never() {
         let (tx, rx) = mpsc::channel();
@@ -348,6 +501,7 @@ mod tests {
     #[test]
     fn a_kept_capture_has_a_name_until_it_ends() {
         use std::io::Write as _;
+        let _turn = CAPTURES.lock().unwrap_or_else(|p| p.into_inner());
         let dir = std::env::temp_dir().join(format!("rpjrt-kept-capture-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let c = capture_in(Some(&dir)).unwrap();
@@ -366,6 +520,57 @@ mod tests {
             0,
             "removed at the end"
         );
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_capture_of_endless_output_stays_bounded_on_disk_and_keeps_its_end() {
+        use std::io::Write as _;
+        let _turn = CAPTURES.lock().unwrap_or_else(|p| p.into_inner());
+        let dir =
+            std::env::temp_dir().join(format!("rpjrt-bounded-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = capture_in(Some(&dir)).unwrap();
+        let log = c.log().unwrap();
+        let line = [b'x'; 1023];
+        let mut most = 0;
+        // 8 MiB in all, written directly to descriptor 2, with pauses for the size checks.
+        for i in 0..8 * 1024 {
+            let mut err = std::io::stderr();
+            err.write_all(&line).unwrap();
+            err.write_all(b"\n").unwrap();
+            if i % 256 == 255 {
+                std::thread::sleep(ROTATE_EVERY * 2);
+                let on_disk: u64 = std::fs::read_dir(&dir)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.metadata().map_or(0, |m| m.len()))
+                    .sum();
+                most = most.max(on_disk);
+            }
+        }
+        std::io::stderr().write_all(b"the last line\n").unwrap();
+        let so_far = log.read();
+        assert!(
+            so_far.ends_with("the last line\n"),
+            "{}",
+            &so_far[so_far.len() - 100..]
+        );
+        let text = c.finish();
+        assert!(
+            most <= 3 * CAPTURE_ROTATE_AT,
+            "{most} bytes on disk at one time"
+        );
+        assert!(text.starts_with('('), "{}", &text[..100]);
+        assert!(text.contains("earlier bytes left out"), "{}", &text[..100]);
+        assert!(
+            text.ends_with("x\nthe last line\n"),
+            "{}",
+            &text[text.len() - 100..]
+        );
+        // The whole of what is kept: 64 KiB less the partial first line.
+        assert!(text.len() as u64 > CAPTURE_KEEP - 2048, "{}", text.len());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         std::fs::remove_dir(&dir).unwrap();
     }
 

@@ -88,13 +88,28 @@ pub fn signal_child(child: &mut Child, sig: i32) -> std::io::Result<bool> {
 /// to `child` itself as [`signal_child`] does: a worker that is a wrapper script, or that
 /// started helpers of its own, is stopped whole. Descendants are read from `/proc` (Linux;
 /// elsewhere only `child` is signalled); one that has left the tree (reparented after its
-/// parent ended) is not found.
+/// parent ended) is not found. To signal many children, scan once ([`ProcessTree::scan`])
+/// and use [`signal_child_tree_in`]: each call here reads every process's parent.
 pub fn signal_child_tree(child: &mut Child, sig: i32) -> std::io::Result<bool> {
     if child.try_wait()?.is_some() {
         return Ok(false);
     }
+    signal_child_tree_in(child, sig, &ProcessTree::scan())
+}
+
+/// As [`signal_child_tree`], with the descendants taken from `tree`, one reading of
+/// `/proc` shared by every child signalled in one round (a launch of thousands of
+/// processes would otherwise read every process's parent once per child).
+pub fn signal_child_tree_in(
+    child: &mut Child,
+    sig: i32,
+    tree: &ProcessTree,
+) -> std::io::Result<bool> {
+    if child.try_wait()?.is_some() {
+        return Ok(false);
+    }
     if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        for d in descendants(pid) {
+        for d in tree.descendants(pid) {
             // SAFETY: kill takes two integers and touches no memory of ours. `d` was a
             // descendant of our unreaped child a moment ago; a pid reused since is the
             // one risk, as with any signal sent by pid.
@@ -106,38 +121,54 @@ pub fn signal_child_tree(child: &mut Child, sig: i32) -> std::io::Result<bool> {
     signal_child(child, sig)
 }
 
-/// The pids descended from `pid`, deepest last, from each process's parent in `/proc`.
-fn descendants(pid: libc::pid_t) -> Vec<libc::pid_t> {
-    let mut parent_of = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(p) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        // "pid (comm) state ppid ...": the command may hold spaces and parentheses, so the
-        // fields are read after the last ')'.
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|x| x.parse::<libc::pid_t>().ok());
-        if let Some(ppid) = ppid {
-            parent_of.push((p, ppid));
-        }
-    }
-    let mut found: Vec<libc::pid_t> = Vec::new();
-    let mut next = 0;
-    let mut parents = vec![pid];
-    while next < parents.len() {
-        let q = parents[next];
-        next += 1;
-        for &(p, pp) in &parent_of {
-            if pp == q && p != pid && !found.contains(&p) {
-                found.push(p);
-                parents.push(p);
+/// Every process's children, as read once from each `/proc/PID/stat` (Linux; empty
+/// elsewhere).
+#[derive(Debug, Default)]
+pub struct ProcessTree {
+    children_of: std::collections::HashMap<libc::pid_t, Vec<libc::pid_t>>,
+}
+
+impl ProcessTree {
+    /// Reads the parent of every process now running.
+    pub fn scan() -> ProcessTree {
+        let mut children_of: std::collections::HashMap<libc::pid_t, Vec<libc::pid_t>> =
+            std::collections::HashMap::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(p) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            // "pid (comm) state ppid ...": the command may hold spaces and parentheses, so
+            // the fields are read after the last ')'.
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|x| x.parse::<libc::pid_t>().ok());
+            if let Some(ppid) = ppid {
+                children_of.entry(ppid).or_default().push(p);
             }
         }
+        ProcessTree { children_of }
     }
-    found
+
+    /// The pids descended from `pid` at the time of the scan, deepest last.
+    pub fn descendants(&self, pid: libc::pid_t) -> Vec<libc::pid_t> {
+        let mut seen = std::collections::HashSet::from([pid]);
+        let mut found: Vec<libc::pid_t> = Vec::new();
+        let mut next = 0;
+        let mut parents = vec![pid];
+        while next < parents.len() {
+            let q = parents[next];
+            next += 1;
+            for &p in self.children_of.get(&q).map_or(&[][..], Vec::as_slice) {
+                if seen.insert(p) {
+                    found.push(p);
+                    parents.push(p);
+                }
+            }
+        }
+        found
+    }
 }
 
 /// The signals [`StopSignals`] catches: SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal

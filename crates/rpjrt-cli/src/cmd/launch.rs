@@ -21,9 +21,9 @@ pub struct Args {
     /// Kill every process after this many seconds and exit with 124.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
-    /// The command to run, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    /// The command to run, after `--` (its arguments need not be UTF-8).
+    #[arg(last = true, required = true, value_name = "CMD", value_parser = clap::value_parser!(std::ffi::OsString))]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Runs `rpjrt launch`; the exit code is the first failing process's, 128 + N for one

@@ -393,8 +393,19 @@ impl Phase {
             return Json::Null;
         }
         let mean = s.iter().sum::<f64>() / s.len() as f64;
-        json!({"n": s.len(), "min_ms": s[0], "median_ms": s[s.len() / 2],
+        json!({"n": s.len(), "min_ms": s[0], "median_ms": median(&s),
                "mean_ms": mean, "max_ms": s[s.len() - 1]})
+    }
+}
+
+/// The median of sorted, non-empty samples: the middle one, or for an even count the mean
+/// of the two middle ones (as numpy and statistics.median give it).
+pub fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
     }
 }
 
