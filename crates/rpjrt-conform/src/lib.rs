@@ -1463,6 +1463,10 @@ pub fn describe_exit(status: std::process::ExitStatus) -> String {
                 9 => "SIGKILL",
                 11 => "SIGSEGV",
                 4 => "SIGILL",
+                1 => "SIGHUP",
+                2 => "SIGINT",
+                13 => "SIGPIPE (it wrote to a pipe nobody reads)",
+                15 => "SIGTERM",
                 _ => "a signal",
             };
             return format!("was killed by {name} ({sig})");
