@@ -1433,7 +1433,7 @@ mod tests {
         let f = format_of(t).unwrap();
         let value = |b: u64| decode_float(b, t).unwrap();
         let exact =
-            |x: f64| -> Option<i128> { (x.is_finite() && x.abs() < 1.6e38).then(|| x as i128) };
+            |x: f64| -> Option<i128> { (x.is_finite() && x.abs() < 1.6e38).then_some(x as i128) };
         let Some(v) = exact(value(got)) else {
             return false;
         };
