@@ -117,8 +117,8 @@ fn only_in_main_interpreter() -> PyResult<()> {
     Ok(())
 }
 
-/// How long the exit hook waits for compiles and loads still running on other threads.
-const EXIT_LONG_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// When the exit hook says that it waits for compiles and loads on other threads.
+const EXIT_LONG_CALL_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How long the exit hook waits for a client destroy already running on another thread.
 const EXIT_DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -130,34 +130,46 @@ const EXIT_DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(2)
 /// cannot keep the process from ending. A client destroy already running on another
 /// thread is waited for (without the GIL) for at most two seconds, then named on stderr.
 /// Before that, compiles and loads are refused from now on, and those running on other
-/// threads are waited for up to 30 s (see `rpjrt::end_long_plugin_calls`).
+/// threads are waited for (see `rpjrt::end_long_plugin_calls`), as Python waits for its
+/// non-daemon threads: ending the process under them would crash it and lose its exit
+/// status. Ctrl-C during that wait ends the process at once with status 130.
 #[pyfunction]
 fn _leak_at_exit(py: Python<'_>) {
     use std::sync::atomic::Ordering;
     // A compile or load still running on another thread (a daemon thread's) when the
     // process ends would have the plugin's global state torn down under it: new ones are
-    // refused and running ones waited for, without the GIL, for a bounded time (not at all
-    // when a load or creation was given up on: that call may never return).
-    let limit = if slow::abandoned() {
+    // refused and running ones waited for, without the GIL (not when a load or creation
+    // was given up on: that call may never return).
+    let slice = if slow::abandoned() {
         std::time::Duration::ZERO
     } else {
-        EXIT_LONG_CALL_WAIT
+        std::time::Duration::from_millis(100)
     };
-    let left = py.detach(|| {
-        rpjrt::end_long_plugin_calls(limit, |n| {
+    let start = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        let left = py.detach(|| rpjrt::end_long_plugin_calls(slice, |_| {}));
+        if left == 0 || slice.is_zero() {
+            break;
+        }
+        if !told && start.elapsed() >= EXIT_LONG_CALL_NOTICE {
+            told = true;
             rpjrt::stdio::notice(&format!(
-                "rpjrt: waiting up to {} s for {n} compile(s) or load(s) still running on \
-                 other threads before the process ends",
-                EXIT_LONG_CALL_WAIT.as_secs()
-            ))
-        })
-    });
-    if left > 0 && !limit.is_zero() {
-        rpjrt::stdio::notice(&format!(
-            "rpjrt: {left} compile(s) or load(s) on other threads did not return within {} \
-             s; the process ends with them running, and the plugin may crash on the way out",
-            EXIT_LONG_CALL_WAIT.as_secs()
-        ));
+                "rpjrt: waiting for {left} compile(s) or load(s) still running on other \
+                 threads before the process ends (ending under them would crash it); \
+                 Ctrl-C ends it now"
+            ));
+        }
+        if let Err(e) = py.check_signals() {
+            drop(e);
+            rpjrt::stdio::notice(&format!(
+                "rpjrt: interrupted while waiting for {left} compile(s) or load(s) on other \
+                 threads: ending the process now (status 130), without its exit handlers"
+            ));
+            slow::flush_python_streams(py);
+            let _ = std::io::Write::flush(&mut std::io::stderr());
+            rpjrt::stdio::exit_now(130);
+        }
     }
     rpjrt::set_leak_on_drop(true);
     if client::DESTROYS_IN_FLIGHT.load(Ordering::SeqCst) == 0 {

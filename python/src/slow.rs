@@ -82,11 +82,7 @@ pub fn _exit_if_loader_stuck(py: Python<'_>) {
     {
         return;
     }
-    for stream in ["stdout", "stderr"] {
-        if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
-            let _ = s.call_method0("flush");
-        }
-    }
+    flush_python_streams(py);
     rpjrt::stdio::notice(
         "rpjrt: a plugin load that was given up on is still inside the system's library \
          loader and holds its lock, so a normal exit would wait forever; ending the process \
@@ -94,6 +90,16 @@ pub fn _exit_if_loader_stuck(py: Python<'_>) {
     );
     let _ = std::io::stderr().flush();
     rpjrt::stdio::exit_now(1);
+}
+
+/// Flushes Python's `sys.stdout` and `sys.stderr`, for a process about to end without its
+/// exit handlers (`rpjrt::stdio::exit_now`).
+pub(crate) fn flush_python_streams(py: Python<'_>) {
+    for stream in ["stdout", "stderr"] {
+        if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
+            let _ = s.call_method0("flush");
+        }
+    }
 }
 
 /// Whether a plugin load or client creation was given up on in this process (its call may

@@ -9,7 +9,8 @@ A. A DLPack producer's own refusal to export (jax refuses int4 arrays) reached t
 B. The interpreter ending while a daemon thread compiled crashed about one process in four
    (SIGSEGV, or "pure virtual method called" on the 0.81 plugin): the plugin's global state
    was torn down under the compile. The exit hook now refuses new compiles and loads and
-   waits (bounded) for running ones.
+   waits for running ones (as Python waits for non-daemon threads, keeping the exit
+   status); Ctrl-C during that wait ends the process at once with status 130.
 C. ``client.load(path)`` and ``inspect_artifact(path)`` read a whole file, holding the GIL,
    before looking at its first bytes: a large file that is not an artifact is now refused
    after its head, and files are read without the GIL.
@@ -20,7 +21,9 @@ E. ``PreparedCall.argument`` / ``CallOutputs.device`` index arithmetic wrapped f
 F. A program with no outputs, dispatched asynchronously (real work before its custom call):
    ``exe(x, ffi_user_data=...)`` returned before the handler ran and freed the user data
    under it (SIGSEGV); ``exe(x, wait=True)`` neither waited nor raised the handler's error.
-   Both now wait for the execution's completion event.
+   Both now wait for the execution's completion event; so does ``PreparedCall(wait=True)``.
+G. numpy's platform codes for int64/uint64 (``l``, ``L``, ``p``, ``P``, ``int``, ``uint``)
+   were unknown element type names; a missing artifact file said "invalid argument" twice.
 """
 
 from __future__ import annotations
@@ -225,3 +228,47 @@ def test_wait_true_without_outputs_waits_and_raises(client: rpjrt.Client) -> Non
     with pytest.raises(rpjrt.Error, match="the side effect failed"):
         exe(x, wait=True)
     assert ran == [1, 1]
+
+
+def test_a_prepared_call_without_outputs_waits_and_raises(client: rpjrt.Client) -> None:
+    import time
+
+    ran: list[int] = []
+
+    def h(call: Any) -> None:
+        time.sleep(0.1)
+        ran.append(1)
+        if len(ran) == 2:
+            raise ValueError("late failure")
+
+    target = f"r19_prep_zero_{id(client)}"
+    rpjrt.ffi.register(client, target, h)
+    exe = client.compile(_side_effect_program(target))
+    x = client.put(np.ones((256, 256), np.float32))
+    call = exe.prepare([[x]])
+    call(wait=True)
+    assert ran == [1]
+    with pytest.raises(rpjrt.Error, match="late failure"):
+        call(wait=True)
+    assert ran == [1, 1]
+
+
+def test_numpy_platform_codes_name_their_types() -> None:
+    for name, want in [("l", "int64"), ("p", "int64"), ("int", "int64"), ("int_", "int64"),
+                       ("intp", "int64"), ("L", "uint64"), ("P", "uint64"), ("uint", "uint64"),
+                       ("uintp", "uint64")]:
+        assert rpjrt.dtype(name) == rpjrt.dtype(want), name
+        assert np.dtype(name) == np.dtype(want), name
+
+
+def test_a_missing_artifact_file_says_so_once(client: rpjrt.Client, tmp_path: Any) -> None:
+    p = tmp_path / "nope.rpjrt"
+    for call in (client.load, rpjrt.inspect_artifact):
+        with pytest.raises(rpjrt.InvalidArgumentError) as e:
+            call(p)
+        assert str(p) in str(e.value)
+        assert str(e.value).count("invalid argument") <= 1, str(e.value)
+    p.write_bytes(b"NOTANARTIFACT")
+    with pytest.raises(rpjrt.InvalidArgumentError) as e:
+        client.load(p)
+    assert str(e.value).count("invalid argument") <= 1, str(e.value)
