@@ -134,7 +134,9 @@ impl CallOutputs {
         if let Some((_, e)) = self.errors.get().and_then(|errors| errors.first()) {
             return Err(e.clone());
         }
-        if self.buffers.iter().all(|b| b.raw.is_ready_cached()) {
+        // A call without outputs has only its completion events to wait for (they carry a
+        // failing custom call's error).
+        if !self.buffers.is_empty() && self.buffers.iter().all(|b| b.raw.is_ready_cached()) {
             return Ok(true);
         }
         if self.events.len() != self.num_devices {
