@@ -193,7 +193,7 @@ element_types! {
         ["s32", "i4", "i"];
     /// Signed 64-bit integer.
     S64 = 5, "int64", bits 64, host 64, Signed, fmt Some("q"), dl dl(0, 64), ffi Some(5),
-        ["s64", "i8", "q"];
+        ["s64", "i8", "q", "l", "p", "int", "int_", "intp"];
     /// Unsigned 8-bit integer.
     U8 = 6, "uint8", bits 8, host 8, Unsigned, fmt Some("B"), dl dl(1, 8), ffi Some(6),
         ["B"];
@@ -205,7 +205,7 @@ element_types! {
         ["u32", "I"];
     /// Unsigned 64-bit integer.
     U64 = 9, "uint64", bits 64, host 64, Unsigned, fmt Some("Q"), dl dl(1, 64), ffi Some(9),
-        ["u64", "Q"];
+        ["u64", "Q", "L", "P", "uint", "uintp"];
     /// IEEE half precision.
     F16 = 10, "float16", bits 16, host 16, Float, fmt Some("e"), dl dl(2, 16), ffi Some(10),
         ["f2", "half", "e"];

@@ -458,7 +458,8 @@ impl Artifact {
         let mut file = std::fs::File::open(path).map_err(|e| fail(&e))?;
         let mut fixed = [0u8; FIXED_HEAD];
         let got = read_up_to(&mut file, &mut fixed).map_err(|e| fail(&e))?;
-        check_fixed_head(&fixed[..got], meta.len()).map_err(|e| fail(&e))?;
+        check_fixed_head(&fixed[..got], meta.len())
+            .map_err(|e| e.map_message(|m| format!("{}: {m}", path.display())))?;
         let mut bytes = Vec::new();
         bytes.try_reserve_exact(meta.len() as usize).map_err(|_| {
             Error::ResourceExhausted(format!("{}: {} bytes", path.display(), meta.len()))
