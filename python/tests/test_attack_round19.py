@@ -22,6 +22,9 @@ F. A program with no outputs, dispatched asynchronously (real work before its cu
    ``exe(x, ffi_user_data=...)`` returned before the handler ran and freed the user data
    under it (SIGSEGV); ``exe(x, wait=True)`` neither waited nor raised the handler's error.
    Both now wait for the execution's completion event; so does ``PreparedCall(wait=True)``.
+H. A handler on a plugin worker thread waiting on ``buffer.ready_event()`` for a buffer
+   queued behind its own execution hung (the buffer's own waits were refused): the event
+   of a buffer knows its device and is refused the same way.
 G. numpy's platform codes for int64/uint64 (``l``, ``L``, ``p``, ``P``, ``int``, ``uint``)
    were unknown element type names; a missing artifact file said "invalid argument" twice.
 """
@@ -272,3 +275,42 @@ def test_a_missing_artifact_file_says_so_once(client: rpjrt.Client, tmp_path: An
     with pytest.raises(rpjrt.InvalidArgumentError) as e:
         client.load(p)
     assert str(e.value).count("invalid argument") <= 1, str(e.value)
+
+
+def test_a_worker_thread_handler_waiting_on_a_ready_event_is_refused(plugin_path: str) -> None:
+    import time
+
+    c = rpjrt.Client(plugin_path)
+    try:
+        got: list[Any] = []
+        pending: dict[str, Any] = {}
+
+        def h(call: Any) -> None:
+            time.sleep(0.2)
+            try:
+                got.append(pending["b"].ready_event().wait())
+            except rpjrt.Error as e:
+                got.append(e)
+
+        target = f"r19_worker_event_{id(c)}"
+        rpjrt.ffi.register(c, target, h)
+        outer = c.compile(_side_effect_program(target))
+        n = 256
+        dot = c.compile(
+            f"func.func public @main(%x: tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32> {{\n"
+            f"  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : "
+            f"(tensor<{n}x{n}xf32>, tensor<{n}x{n}xf32>) -> tensor<{n}x{n}xf32>\n"
+            "  return %d : tensor<{n}x{n}xf32>\n}".replace("{n}", str(n))
+        )
+        x = c.put(np.ones((n, n), np.float32))
+        outer(x)  # dispatched asynchronously: the handler runs on a plugin worker thread
+        pending["b"] = dot(x)[0]  # queued behind it on the same device
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got, "the handler hung waiting on the event"
+        assert isinstance(got[0], rpjrt.FailedPreconditionError), got
+        assert "worker thread" in str(got[0])
+        pending["b"].block_until_ready()
+    finally:
+        c.close()

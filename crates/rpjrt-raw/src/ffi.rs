@@ -967,6 +967,21 @@ pub(crate) fn worker_handlers_running() -> bool {
     WORKER_HANDLERS.load(Ordering::Relaxed) > 0
 }
 
+/// [`check_worker_wait`] for an event that completes when a buffer of `client` on `device`
+/// is ready (a buffer's ready event): refuses the wait from a handler on a plugin worker
+/// thread whose own execution runs on `device` while the event is pending. One atomic
+/// load while no such handler runs anywhere.
+pub fn refuse_event_wait_in_worker_handler(
+    client: &super::client::Client,
+    device: super::device::DeviceRef,
+    ready: impl FnMut() -> bool,
+) -> Result<()> {
+    if !worker_handlers_running() {
+        return Ok(());
+    }
+    check_worker_wait(client, || Ok(device), ready)
+}
+
 /// Refuses a wait, from a handler on a plugin worker thread, for a buffer of `client` on
 /// `device` that is not ready (`ready` polls it) when the handler's execution runs on that
 /// device: the buffer's producer runs after that execution, which waits for the handler,

@@ -306,7 +306,12 @@ impl Buffer {
     /// An event that completes when the buffer's contents are ready.
     pub fn ready_event(&self) -> Result<Event> {
         self.check()?;
-        Ok(Event::from_raw(self.core(), self.raw.ready_event()?))
+        let raw = self.raw.ready_event()?;
+        Ok(Event::of_buffer_on(
+            self.core(),
+            raw,
+            self.raw.device().ok(),
+        ))
     }
 
     /// Blocks until the buffer's contents are ready; returns the error of a failed producer.

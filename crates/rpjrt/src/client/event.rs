@@ -70,6 +70,9 @@ pub struct Event {
     ready: OnceLock<Arc<ReadyState>>,
     /// For an event made by [`Event::new_user`]: whether [`Event::set`] was called.
     user_set: Option<AtomicBool>,
+    /// For a buffer's ready event: the buffer's device (a wait for it from a custom-call
+    /// handler on a plugin worker thread of that device is refused, as the buffer's is).
+    device: Option<raw::device::DeviceRef>,
 }
 
 /// Completion state shared between an event's `OnReady` callback and its waiters.
@@ -162,6 +165,30 @@ impl Event {
             raw,
             ready: OnceLock::new(),
             user_set: None,
+            device: None,
+        }
+    }
+
+    /// [`Event::from_raw`] of a buffer's ready event, with the buffer's device.
+    pub(crate) fn of_buffer_on(
+        core: &Arc<ClientCore>,
+        raw: raw::event::Event,
+        device: Option<raw::device::DeviceRef>,
+    ) -> Event {
+        Event {
+            device,
+            ..Event::from_raw(core, raw)
+        }
+    }
+
+    /// Refuses a wait that would never end: from a custom-call handler on a plugin worker
+    /// thread, for a buffer's ready event on the device of the handler's own execution.
+    fn refuse_wait_in_worker_handler(&self) -> Result<()> {
+        match self.device {
+            Some(d) => raw::ffi::refuse_event_wait_in_worker_handler(self.core.raw(), d, || {
+                self.raw.is_ready().unwrap_or(true)
+            }),
+            None => Ok(()),
         }
     }
 
@@ -181,6 +208,7 @@ impl Event {
             raw,
             ready: OnceLock::new(),
             user_set: Some(AtomicBool::new(false)),
+            device: None,
         })
     }
 
@@ -214,6 +242,7 @@ impl Event {
     /// Blocks until the event completes; returns its error if it failed.
     pub fn wait(&self) -> Result<()> {
         self.core.check("event")?;
+        self.refuse_wait_in_worker_handler()?;
         let _span = crate::trace::span(crate::trace::Category::Wait, "event_wait");
         self.raw.wait()
     }
@@ -240,6 +269,7 @@ impl Event {
     /// callback once (no thread is kept blocked in the plugin after a timeout).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
         self.core.check("event")?;
+        self.refuse_wait_in_worker_handler()?;
         let _span = crate::trace::span(crate::trace::Category::Wait, "event_wait");
         // Poll first, as `wait` does, but never past the timeout.
         if raw::event::spin_for(timeout.min(wait_spin()), || {
