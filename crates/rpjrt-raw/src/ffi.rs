@@ -967,10 +967,10 @@ pub(crate) fn worker_handlers_running() -> bool {
     WORKER_HANDLERS.load(Ordering::Relaxed) > 0
 }
 
-/// [`check_worker_wait`] for an event that completes when a buffer of `client` on `device`
-/// is ready (a buffer's ready event): refuses the wait from a handler on a plugin worker
-/// thread whose own execution runs on `device` while the event is pending. One atomic
-/// load while no such handler runs anywhere.
+/// For an event that completes when a buffer of `client` on `device` is ready (a buffer's
+/// ready event): refuses the wait from a handler on a plugin worker thread whose own
+/// execution runs on `device` while the event is pending, as a wait for the buffer itself
+/// is refused. One atomic load while no such handler runs anywhere.
 pub fn refuse_event_wait_in_worker_handler(
     client: &super::client::Client,
     device: super::device::DeviceRef,
