@@ -211,6 +211,24 @@ class Session:
         only marks the session closed."""
         self._s._close()
 
+    def __copy__(self) -> Session:
+        raise TypeError(
+            "a Session cannot be copied: a copy would share its slots (closing one would "
+            "close both); make a new Session and bind what it needs"
+        )
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Session:
+        raise TypeError(
+            "a Session cannot be copied: its slots hold device buffers of its client; "
+            "save() and restore() carry their values to a new Session"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError(
+            "a Session cannot be pickled: its slots hold device buffers; save() writes "
+            "their values to a file that restore() reads into a new Session"
+        )
+
     def __enter__(self) -> Session:
         if self._s.closed:
             raise FailedPreconditionError("this Session was closed; a with block needs an open one")

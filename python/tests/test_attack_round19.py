@@ -314,3 +314,17 @@ def test_a_worker_thread_handler_waiting_on_a_ready_event_is_refused(plugin_path
         pending["b"].block_until_ready()
     finally:
         c.close()
+
+
+def test_a_session_refuses_copies_and_pickling(client: rpjrt.Client) -> None:
+    import copy
+    import pickle
+
+    s = rpjrt.Session(client)
+    s.bind("w", np.ones(4, np.float32))
+    for f, what in ((copy.copy, "copied"), (copy.deepcopy, "copied"), (pickle.dumps, "pickled")):
+        with pytest.raises(TypeError, match=f"a Session cannot be {what}"):
+            f(s)
+    # The session is untouched.
+    np.testing.assert_array_equal(s.fetch("w"), np.ones(4, np.float32))
+    s.close()
