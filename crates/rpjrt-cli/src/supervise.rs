@@ -207,13 +207,62 @@ fn signal_of(status: ExitStatus) -> Option<i32> {
 /// then captures as usual), removed with what is in it.
 struct LogDir(Option<std::path::PathBuf>);
 
+/// The name every [`LogDir`] starts with, followed by `PID-NANOS`.
+const LOG_DIR_PREFIX: &str = ".rpjrt-child-logs-";
+
+/// How long a log directory of a process that no longer runs is left alone before it is
+/// taken for one that a killed CLI (SIGKILL cannot be caught) left behind.
+const LOG_DIR_ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the log directories in `tmp` that CLI runs killed before their cleanup left:
+/// named for a process that no longer runs (`/proc` tells; elsewhere nothing is removed),
+/// untouched for [`LOG_DIR_ORPHAN_AGE`]. Symbolic links and other users' directories are
+/// left alone (the one is never followed, the other cannot be removed).
+fn remove_orphaned_log_dirs(tmp: &std::path::Path) {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some((pid, nanos)) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(LOG_DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+        else {
+            continue;
+        };
+        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), nanos.parse::<u128>()) else {
+            continue;
+        };
+        if pid == std::process::id() || pid == 0 || proc.join(pid.to_string()).exists() {
+            continue;
+        }
+        // `DirEntry::metadata` does not follow a symbolic link.
+        let old = e
+            .metadata()
+            .ok()
+            .filter(|m| m.is_dir())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= LOG_DIR_ORPHAN_AGE);
+        if old {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl LogDir {
     fn new() -> LogDir {
+        let tmp = std::env::temp_dir();
+        remove_orphaned_log_dirs(&tmp);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let dir =
-            std::env::temp_dir().join(format!(".rpjrt-child-logs-{}-{nanos}", std::process::id()));
+        let dir = tmp.join(format!("{LOG_DIR_PREFIX}{}-{nanos}", std::process::id()));
         LogDir(std::fs::create_dir(&dir).ok().map(|()| dir))
     }
 

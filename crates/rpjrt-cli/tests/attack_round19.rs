@@ -344,3 +344,40 @@ fn launch_passes_an_argument_that_is_not_utf8() {
     );
     assert_eq!(out.stdout, b"[0] caf\xe9\n");
 }
+
+/// A log directory that a CLI killed outright left behind (SIGKILL runs no cleanup) is
+/// removed by a later supervised verb once it is old and its process is gone; a young one,
+/// or one of a process that still runs, is left alone.
+#[test]
+fn log_directories_of_killed_runs_are_removed_later() {
+    let dir = tmpdir("r19-orphan-logs");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut done = Command::new("true").spawn().unwrap();
+    let dead = done.id();
+    done.wait().unwrap();
+    let old_dead = tmp.join(format!(".rpjrt-child-logs-{dead}-1"));
+    let young_dead = tmp.join(format!(".rpjrt-child-logs-{dead}-2"));
+    let old_alive = tmp.join(format!(".rpjrt-child-logs-{}-3", std::process::id()));
+    for d in [&old_dead, &young_dead, &old_alive] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("capture"), b"log").unwrap();
+    }
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for d in [&old_dead, &old_alive] {
+        std::fs::File::open(d)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+    let (code, _, err) = run(rpjrt().arg("info").arg(new()).env("TMPDIR", &tmp));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !old_dead.exists(),
+        "an old directory of a dead process stays"
+    );
+    assert!(young_dead.exists() && old_alive.exists());
+    let mut left = log_dirs(&tmp);
+    left.sort();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
