@@ -15,13 +15,27 @@ use crate::error::{Error, Result};
 /// assert_eq!(e.to_string(), "invalid argument: /dev/zero: not a regular file");
 /// ```
 pub fn read_regular_file(path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let path = path.as_ref();
+    let (mut file, len) = open_regular_file(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
+    Ok(bytes)
+}
+
+/// A regular file opened for reading, with its size: what [`read_regular_file`] reads,
+/// for a caller that looks at its first bytes before reading the rest. Refuses what
+/// [`read_regular_file`] refuses, before opening it, with the same errors.
+pub fn open_regular_file(path: impl AsRef<std::path::Path>) -> Result<(std::fs::File, u64)> {
     let path = path.as_ref();
     let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
     let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
     if !meta.is_file() {
         return Err(fail(&"not a regular file"));
     }
-    std::fs::read(path).map_err(|e| fail(&e))
+    let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+    Ok((file, meta.len()))
 }
 
 /// Checks that a file can be written at `path` by replacing it: nothing there yet, or a

@@ -758,11 +758,11 @@ impl Session {
             let mut out = Vec::new();
             for (i, slot) in st.slots.iter_mut().enumerate() {
                 let running = st.loading.iter().any(|&(j, _)| j == i);
-                if !running && matches!(slot.content, Content::Lazy(_)) {
-                    if let Content::Lazy(l) = std::mem::replace(&mut slot.content, Content::Dropped)
-                    {
-                        out.push(l);
-                    }
+                if running || !matches!(slot.content, Content::Lazy(_)) {
+                    continue;
+                }
+                if let Content::Lazy(l) = std::mem::replace(&mut slot.content, Content::Dropped) {
+                    out.push(l);
                 }
             }
             out

@@ -451,19 +451,15 @@ impl Artifact {
         use std::io::Read as _;
         let path = path.as_ref();
         let fail = |e: &dyn fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
-        let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
-        if !meta.is_file() {
-            return Err(fail(&"not a regular file"));
-        }
-        let mut file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+        let (mut file, len) = crate::raw::files::open_regular_file(path)?;
         let mut fixed = [0u8; FIXED_HEAD];
         let got = read_up_to(&mut file, &mut fixed).map_err(|e| fail(&e))?;
-        check_fixed_head(&fixed[..got], meta.len())
+        check_fixed_head(&fixed[..got], len)
             .map_err(|e| e.map_message(|m| format!("{}: {m}", path.display())))?;
         let mut bytes = Vec::new();
-        bytes.try_reserve_exact(meta.len() as usize).map_err(|_| {
-            Error::ResourceExhausted(format!("{}: {} bytes", path.display(), meta.len()))
-        })?;
+        bytes
+            .try_reserve_exact(len as usize)
+            .map_err(|_| Error::ResourceExhausted(format!("{}: {len} bytes", path.display())))?;
         bytes.extend_from_slice(&fixed[..got]);
         file.read_to_end(&mut bytes).map_err(|e| fail(&e))?;
         Ok(bytes)
