@@ -10,7 +10,8 @@
 #   4. `rpjrt conform` reports the missing device as ONE failure: either the client-creation
 #      failure plus checks marked `blocked` (the status the conform crate is gaining), or,
 #      with today's conform, failures that all carry that same client-creation error; no
-#      crash and no timeout either way.
+#      crash and no timeout either way. Failures of the API-table checks (group "api",
+#      which need no device) are the plugin's own defects: named in the summary, not counted.
 #
 #   bash scripts/test-zoo.sh                      # every wheel below (several GB to download)
 #   bash scripts/test-zoo.sh libtpu jax-tt-plugin # just these
@@ -125,15 +126,21 @@ for r in res:
 bad = [r["name"] for r in res if r["outcome"] in ("crash", "timeout")]
 if bad:
     print(f"BAD crash/timeout in {', '.join(bad[:5])}"); sys.exit()
-fails = outcomes.get("fail", [])
+# Checks of the API table itself (group "api") need no client and no device: a failure
+# there is the plugin's own defect (jax-tt-plugin 0.1.3 leaves pjrt_api_version's
+# struct_size at 0), which conform rightly reports; it is named, not counted, since this
+# tier asks whether the MISSING DEVICE is one failure.
+own = [r["name"] for r in outcomes.get("fail", []) if r.get("group") == "api"]
+fails = [r for r in outcomes.get("fail", []) if r.get("group") != "api"]
+note = f"; plugin's own defects reported: {', '.join(own)}" if own else ""
 counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(outcomes.items()))
 if not client_error:
-    print(f"OK client created; {counts}"); sys.exit()
+    print(f"OK client created; {counts}{note}"); sys.exit()
 if "blocked" in outcomes:
     if len(fails) != 1:
         print(f"BAD {len(fails)} failures beside blocked checks (want 1): {counts}")
     else:
-        print(f"OK one failure, {len(outcomes['blocked'])} blocked ({counts})")
+        print(f"OK one failure, {len(outcomes['blocked'])} blocked ({counts}){note}")
     sys.exit()
 # Today's conform: every failure is the client-creation failure (some checks wrap it in
 # their own words, so the failing entry and code are compared: "PJRT_Client_Create failed
@@ -141,7 +148,7 @@ if "blocked" in outcomes:
 cause = client_error.split(":")[0]
 other = [r["name"] for r in fails if cause not in r["detail"]]
 if not other:
-    print(f"OK (no blocked status yet) all {len(fails)} failures are {cause!r} ({counts})")
+    print(f"OK (no blocked status yet) all {len(fails)} failures are {cause!r} ({counts}){note}")
 else:
     print(f"BAD failures other than {cause!r}: {', '.join(other[:5])}")
 PY
