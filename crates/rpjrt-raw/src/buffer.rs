@@ -88,6 +88,9 @@ struct Shared<M> {
     direct_len: AtomicUsize,
     /// The contents are known to be ready and their producer succeeded.
     ready_ok: AtomicBool,
+    /// Devices besides its own whose queues produce the contents: for a copy of a buffer
+    /// that was not known ready, the source's device and the source's own upstream.
+    upstream: Option<Arc<[DeviceRef]>>,
     /// Fires when the plugin no longer reads `owner`'s bytes.
     host_done: Option<Event>,
     /// Host memory the buffer uses in place (dropped after the buffer and `host_done`).
@@ -238,6 +241,7 @@ impl<M> Spare<M> {
         *s.host_direct.get_mut() = UNKNOWN;
         *s.direct_len.get_mut() = 0;
         *s.ready_ok.get_mut() = false;
+        s.upstream = None;
         s.released = false;
         Buffer(ManuallyDrop::new(self.0))
     }
@@ -374,6 +378,7 @@ impl<M> Buffer<M> {
             host_direct: AtomicU8::new(UNKNOWN),
             direct_len: AtomicUsize::new(0),
             ready_ok: AtomicBool::new(false),
+            upstream: None,
             host_done,
             owner,
             recycler,
@@ -747,7 +752,7 @@ impl<M> Buffer<M> {
         }
         super::ffi::check_worker_wait(
             &self.0.client,
-            || self.device(),
+            || self.wait_devices(),
             || {
                 self.ready_event_here()
                     .and_then(|e| e.is_ready())
@@ -810,7 +815,29 @@ impl<M> Buffer<M> {
 
     fn wrap_copy<N>(&self, ptr: *mut sys::PJRT_Buffer, meta: N) -> Result<Buffer<N>> {
         let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid("the copy returned no buffer"))?;
-        Ok(Buffer::new(&self.0.client, ptr, meta, None, None))
+        let mut copy = Buffer::new(&self.0.client, ptr, meta, None, None);
+        // A copy of contents still being produced is ready only after its source: a wait for
+        // it from a worker-thread handler blocks on the source's device too.
+        if !self.0.ready_ok.load(Ordering::Acquire) {
+            let mut devices = self.0.upstream.as_deref().unwrap_or_default().to_vec();
+            if let Ok(d) = self.device() {
+                if !devices.contains(&d) {
+                    devices.push(d);
+                }
+            }
+            if !devices.is_empty() {
+                unique(&mut copy.0).upstream = Some(devices.into());
+            }
+        }
+        Ok(copy)
+    }
+
+    /// The devices whose queues produce this buffer's contents: its own, then those of the
+    /// sources it was copied from while they were not known ready.
+    pub fn wait_devices(&self) -> Vec<DeviceRef> {
+        let mut v: Vec<DeviceRef> = self.device().into_iter().collect();
+        v.extend(self.0.upstream.iter().flat_map(|u| u.iter().copied()));
+        v
     }
 
     /// `PJRT_Buffer_ToHostBuffer` into `dst` (which must be exactly the size the plugin

@@ -967,29 +967,31 @@ pub(crate) fn worker_handlers_running() -> bool {
     WORKER_HANDLERS.load(Ordering::Relaxed) > 0
 }
 
-/// For an event that completes when a buffer of `client` on `device` is ready (a buffer's
-/// ready event): refuses the wait from a handler on a plugin worker thread whose own
-/// execution runs on `device` while the event is pending, as a wait for the buffer itself
-/// is refused. One atomic load while no such handler runs anywhere.
+/// For an event that completes when a buffer of `client` is ready (a buffer's ready
+/// event; `devices` are the buffer's [`Buffer::wait_devices`](super::buffer::Buffer::wait_devices)):
+/// refuses the wait from a handler on a plugin worker thread whose own execution runs on
+/// one of `devices` while the event is pending, as a wait for the buffer itself is refused.
+/// One atomic load while no such handler runs anywhere.
 pub fn refuse_event_wait_in_worker_handler(
     client: &super::client::Client,
-    device: super::device::DeviceRef,
+    devices: &[super::device::DeviceRef],
     ready: impl FnMut() -> bool,
 ) -> Result<()> {
-    if !worker_handlers_running() {
+    if !worker_handlers_running() || devices.is_empty() {
         return Ok(());
     }
-    check_worker_wait(client, || Ok(device), ready)
+    check_worker_wait(client, || devices.to_vec(), ready)
 }
 
-/// Refuses a wait, from a handler on a plugin worker thread, for a buffer of `client` on
-/// `device` that is not ready (`ready` polls it) when the handler's execution runs on that
-/// device: the buffer's producer runs after that execution, which waits for the handler,
-/// so the wait would never end. Polls for a short grace first, which a host transfer
-/// finishes within. Checks nothing when this thread runs no worker-thread handler.
+/// Refuses a wait, from a handler on a plugin worker thread, for a buffer of `client` that
+/// is not ready (`ready` polls it) when the handler's execution runs on a device whose
+/// queue produces it (`devices`: the buffer's own, and for a copy its sources'): the
+/// buffer's producer runs after that execution, which waits for the handler, so the wait
+/// would never end. Polls for a short grace first, which a host transfer finishes within.
+/// Checks nothing when this thread runs no worker-thread handler.
 pub(crate) fn check_worker_wait(
     client: &super::client::Client,
-    device: impl FnOnce() -> Result<super::device::DeviceRef>,
+    devices: impl FnOnce() -> Vec<super::device::DeviceRef>,
     mut ready: impl FnMut() -> bool,
 ) -> Result<()> {
     let any = HANDLER_FRAMES.with(|f| f.borrow().iter().any(|m| m.worker.is_some()));
@@ -997,10 +999,11 @@ pub(crate) fn check_worker_wait(
         return Ok(());
     }
     let plugin = extension(client.api()).map(|e| e.key());
-    let Ok(device) = device() else {
+    let devices = devices();
+    if devices.is_empty() {
         return Ok(());
-    };
-    let ids = device_ids(client, &[device]);
+    }
+    let ids = device_ids(client, &devices);
     let Some((w, shown)) = blocked_worker(plugin, &ids) else {
         return Ok(());
     };
@@ -1014,8 +1017,8 @@ pub(crate) fn check_worker_wait(
         message: format!(
             "not waited for: the custom-call handler for {:?} runs on a plugin worker thread \
              for an execution on {on} (the plugin dispatched that program asynchronously), and \
-             it waited for a buffer on {on} that is not ready. Its producer runs after the \
-             execution that waits for this handler (a program launched later on that device, \
+             it waited for a buffer on {on} (or a copy of one) that is not ready. Its \
+             producer runs after the execution that waits for this handler (a program launched later on that device, \
              or the running program itself: an output of the Session step that runs the \
              handler), so the wait would never end. Read such a buffer after the execution \
              completes; from the handler, read only buffers that are ready (its own \

@@ -310,7 +310,7 @@ impl Buffer {
         Ok(Event::of_buffer_on(
             self.core(),
             raw,
-            self.raw.device().ok(),
+            self.raw.wait_devices(),
         ))
     }
 

@@ -70,9 +70,10 @@ pub struct Event {
     ready: OnceLock<Arc<ReadyState>>,
     /// For an event made by [`Event::new_user`]: whether [`Event::set`] was called.
     user_set: Option<AtomicBool>,
-    /// For a buffer's ready event: the buffer's device (a wait for it from a custom-call
-    /// handler on a plugin worker thread of that device is refused, as the buffer's is).
-    device: Option<raw::device::DeviceRef>,
+    /// For a buffer's ready event: the devices whose queues produce the buffer (a wait for
+    /// it from a custom-call handler on a plugin worker thread of one is refused, as the
+    /// buffer's is).
+    devices: Vec<raw::device::DeviceRef>,
 }
 
 /// Completion state shared between an event's `OnReady` callback and its waiters.
@@ -165,18 +166,19 @@ impl Event {
             raw,
             ready: OnceLock::new(),
             user_set: None,
-            device: None,
+            devices: Vec::new(),
         }
     }
 
-    /// [`Event::from_raw`] of a buffer's ready event, with the buffer's device.
+    /// [`Event::from_raw`] of a buffer's ready event, with the devices whose queues
+    /// produce the buffer (`raw::buffer::Buffer::wait_devices`).
     pub(crate) fn of_buffer_on(
         core: &Arc<ClientCore>,
         raw: raw::event::Event,
-        device: Option<raw::device::DeviceRef>,
+        devices: Vec<raw::device::DeviceRef>,
     ) -> Event {
         Event {
-            device,
+            devices,
             ..Event::from_raw(core, raw)
         }
     }
@@ -184,12 +186,9 @@ impl Event {
     /// Refuses a wait that would never end: from a custom-call handler on a plugin worker
     /// thread, for a buffer's ready event on the device of the handler's own execution.
     fn refuse_wait_in_worker_handler(&self) -> Result<()> {
-        match self.device {
-            Some(d) => raw::ffi::refuse_event_wait_in_worker_handler(self.core.raw(), d, || {
-                self.raw.is_ready().unwrap_or(true)
-            }),
-            None => Ok(()),
-        }
+        raw::ffi::refuse_event_wait_in_worker_handler(self.core.raw(), &self.devices, || {
+            self.raw.is_ready().unwrap_or(true)
+        })
     }
 
     /// A pending event that this program completes with [`Event::set`]
@@ -208,7 +207,7 @@ impl Event {
             raw,
             ready: OnceLock::new(),
             user_set: Some(AtomicBool::new(false)),
-            device: None,
+            devices: Vec::new(),
         })
     }
 

@@ -1,0 +1,131 @@
+"""Round 20: defects found by outside checks, and the classes behind them.
+
+A. A custom-call handler on a plugin worker thread (its program was dispatched
+   asynchronously) that waits for a COPY (``copy_to`` another device) of a buffer queued
+   behind its own execution used to wait for ever: the check looked only at the copy's own
+   device. A copy now remembers the devices whose queues produce it, and the wait is
+   refused at once, through every way of waiting.
+B. ``np.from_dlpack(buf, copy=True)`` gave a read-only array: the copy is the consumer's
+   own, so it is writable now (and the buffer itself stays read-only through DLPack).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import rpjrt
+import rpjrt.ffi
+
+N = 256
+
+
+def _side_effect_program(target: str) -> str:
+    # The dot makes the CPU plugins dispatch the program asynchronously: the custom call
+    # then runs on a plugin thread after the execute call has returned.
+    return (
+        f"func.func public @main(%x: tensor<{N}x{N}xf32>) -> () {{\n"
+        f"  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : "
+        f"(tensor<{N}x{N}xf32>, tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>\n"
+        f"  %s = stablehlo.slice %d [0:1, 0:1] : (tensor<{N}x{N}xf32>) -> tensor<1x1xf32>\n"
+        f"  stablehlo.custom_call @{target}(%s) {{api_version = 4 : i32, has_side_effect = true}}"
+        " : (tensor<1x1xf32>) -> ()\n  return\n}"
+    )
+
+
+DOT = (
+    f"func.func public @main(%x: tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32> {{\n"
+    f"  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : "
+    f"(tensor<{N}x{N}xf32>, tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>\n"
+    f"  return %d : tensor<{N}x{N}xf32>\n}}"
+)
+
+WAITS: dict[str, Callable[[Any], Any]] = {
+    "block_until_ready": lambda b: b.block_until_ready(),
+    "to_numpy": lambda b: b.to_numpy(),
+    "ready_event": lambda b: b.ready_event().wait(),
+}
+
+
+@pytest.mark.parametrize("how", sorted(WAITS))
+@pytest.mark.parametrize("hops", [1, 2])
+def test_worker_handler_waiting_for_a_copy_of_a_queued_buffer_is_refused(
+    plugin_paths_all: dict[str, str], how: str, hops: int
+) -> None:
+    for which in ("old", "new"):
+        c = rpjrt.Client(plugin_paths_all[which], options={"cpu_device_count": 3})
+        try:
+            got: list[Any] = []
+            pending: dict[str, Any] = {}
+
+            def h(call: Any) -> None:
+                time.sleep(0.2)
+                try:
+                    got.append(WAITS[how](pending["b"]))
+                except rpjrt.Error as e:
+                    got.append(e)
+
+            target = f"r20_copy_wait_{how}_{hops}_{id(c)}"
+            rpjrt.ffi.register(c, target, h)
+            outer = c.compile(_side_effect_program(target))
+            dot = c.compile(DOT)
+            x = c.put(np.ones((N, N), np.float32))
+            outer(x)  # the handler runs on device 0's worker thread, later
+            b = dot(x)[0]  # queued behind it on device 0
+            for d in c.devices()[1 : 1 + hops]:
+                b = b.copy_to(d)  # a copy on another device, of contents not produced yet
+            pending["b"] = b
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert got, f"{which}: the handler hung waiting for the copy ({how})"
+            assert isinstance(got[0], rpjrt.FailedPreconditionError), (which, got)
+            msg = str(got[0])
+            assert "worker thread" in msg and "device 0" in msg and "copy" in msg, msg
+            # Once the execution is done, the copy is there and right.
+            np.testing.assert_array_equal(b.to_numpy()[0, :4], float(N))
+        finally:
+            c.close()
+
+
+def test_worker_handler_may_wait_for_a_copy_of_a_ready_buffer(plugin_path: str) -> None:
+    c = rpjrt.Client(plugin_path, options={"cpu_device_count": 2})
+    try:
+        got: list[Any] = []
+        src = c.put(np.arange(4, dtype=np.float32))
+        src.block_until_ready()
+        copy = src.copy_to(c.devices()[1])
+
+        def h(call: Any) -> None:
+            try:
+                got.append(copy.to_numpy().copy())
+            except rpjrt.Error as e:
+                got.append(e)
+
+        target = f"r20_copy_ready_{id(c)}"
+        rpjrt.ffi.register(c, target, h)
+        outer = c.compile(_side_effect_program(target))
+        outer(c.put(np.ones((N, N), np.float32)))
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got and isinstance(got[0], np.ndarray), got
+        np.testing.assert_array_equal(got[0], [0, 1, 2, 3])
+    finally:
+        c.close()
+
+
+def test_from_dlpack_copy_is_the_consumers_own(client: rpjrt.Client) -> None:
+    b = client.put(np.arange(6, dtype=np.int32).reshape(2, 3))
+    view = np.from_dlpack(b)
+    assert not view.flags.writeable
+    c = np.from_dlpack(b, copy=True)
+    assert c.flags.writeable and c.ctypes.data != view.ctypes.data
+    c[...] = -1
+    np.testing.assert_array_equal(b.to_numpy(), np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(view, np.arange(6).reshape(2, 3))
+    del view, c
+    b.delete()
