@@ -90,7 +90,8 @@ pub fn export<'py>(
     }
     // The consumer reads right away (CPU) or on its stream: make the data ready first.
     b.wait_ready(py)?;
-    let owner: Bound<'py, PyBuffer> = if copy == Some(true) {
+    let copied = copy == Some(true);
+    let owner: Bound<'py, PyBuffer> = if copied {
         let rb = b.rb();
         let dev = rb.device().pyerr()?;
         let c = py.detach(|| rb.copy_to_device(&dev)).pyerr()?;
@@ -110,8 +111,16 @@ pub fn export<'py>(
     // deleter runs; the Python owner is kept as long, so its drop releases the GIL as usual.
     let hold = Box::new(owner.clone().unbind());
     if max_version.is_some_and(|(major, _)| major >= 1) {
+        // A copy made for this consumer is its own to write (numpy's
+        // `from_dlpack(x, copy=True)` gives a writable array); the buffer itself is not.
         let m = py
-            .detach(|| rpjrt::dlpack::export_with::<DlManagedTensorVersioned>(rb, hold))
+            .detach(|| match copied {
+                true => rpjrt::dlpack::export_copy_with::<DlManagedTensorVersioned>(
+                    rb.clone(),
+                    hold,
+                ),
+                false => rpjrt::dlpack::export_with::<DlManagedTensorVersioned>(rb, hold),
+            })
             .pyerr()?;
         capsule(py, m)
     } else {

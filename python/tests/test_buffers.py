@@ -383,6 +383,11 @@ def test_dlpack_copy_and_device_arguments(client: rpjrt.Client) -> None:
     b = client.put(np.arange(4, dtype=np.float32))
     c = np.from_dlpack(b, copy=True)
     np.testing.assert_array_equal(c, [0, 1, 2, 3])
+    # The copy is the consumer's own: writable, and writing it leaves the buffer alone.
+    assert c.flags.writeable
+    c[0] = 7
+    np.testing.assert_array_equal(b.to_numpy(), [0, 1, 2, 3])
+    assert not np.from_dlpack(b).flags.writeable
     with pytest.raises(rpjrt.UnsupportedError):
         b.__dlpack__(dl_device=(2, 0))
 

@@ -101,6 +101,9 @@ pub struct DlManagedTensorVersioned {
 
 /// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write the memory.
 pub const FLAG_READ_ONLY: u64 = 1;
+/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the memory is a copy made for this consumer, which no
+/// one else reads or writes.
+pub const FLAG_IS_COPIED: u64 = 1 << 1;
 
 /// `kDLCPU`.
 pub const DEVICE_CPU: i32 = 1;

@@ -37,7 +37,7 @@ use crate::host::{extent, CopyMode, HostArray};
 pub use crate::raw::dlpack::{
     delete_managed, host_readable, DlDataType, DlDevice, DlManagedTensor, DlManagedTensorVersioned,
     DlPackVersion, DlTensor, DlTensorDesc, Exported, ImportedTensor, Managed, DEVICE_CPU,
-    DEVICE_CUDA_HOST, FLAG_READ_ONLY,
+    DEVICE_CUDA_HOST, FLAG_IS_COPIED, FLAG_READ_ONLY,
 };
 
 /// A buffer exported as a pre-1.0 `DLManagedTensor` (see [`export`]).
@@ -101,6 +101,25 @@ pub fn export_with<M: Managed>(
     buffer: &Buffer,
     keep_alive: Box<dyn Any + Send>,
 ) -> Result<Exported<M>> {
+    export_flagged(buffer, keep_alive, FLAG_READ_ONLY)
+}
+
+/// As [`export_with`], for a buffer made for this consumer alone (a copy asked for with
+/// `copy=True`) that no one else can reach: the consumer may write to it, so the tensor is
+/// flagged as a copy, not read-only. Never pass a buffer anything else still holds: its
+/// readers would see the consumer's writes.
+pub fn export_copy_with<M: Managed>(
+    buffer: Buffer,
+    keep_alive: Box<dyn Any + Send>,
+) -> Result<Exported<M>> {
+    export_flagged(&buffer, keep_alive, FLAG_IS_COPIED)
+}
+
+fn export_flagged<M: Managed>(
+    buffer: &Buffer,
+    keep_alive: Box<dyn Any + Send>,
+    versioned_flags: u64,
+) -> Result<Exported<M>> {
     let (device_type, device_id) = device_of(buffer)?;
     let t = buffer.element_type();
     let dtype = t
@@ -133,7 +152,7 @@ pub fn export_with<M: Managed>(
         dtype,
         shape,
         strides,
-        flags: if M::VERSIONED { FLAG_READ_ONLY } else { 0 },
+        flags: if M::VERSIONED { versioned_flags } else { 0 },
     };
     Ok(Exported::new(spec, Box::new((pin, keep_alive))))
 }
