@@ -129,3 +129,48 @@ def test_from_dlpack_copy_is_the_consumers_own(client: rpjrt.Client) -> None:
     np.testing.assert_array_equal(view, np.arange(6).reshape(2, 3))
     del view, c
     b.delete()
+
+
+ADD2 = """func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+
+
+def test_one_buffer_donated_in_two_positions_is_refused(client: rpjrt.Client) -> None:
+    exe = client.compile(ADD2)
+    b = client.put(np.arange(4, dtype=np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError, match="arguments 0 and 1 are the same buffer"):
+        exe(b, b, donate=[0, 1])
+    # Refused before anything happened: the buffer is intact and usable, and donating it
+    # once works.
+    np.testing.assert_array_equal(b.to_numpy(), [0, 1, 2, 3])
+    np.testing.assert_array_equal(exe(b, client.put(np.ones(4, np.float32)), donate=[0])[0].to_numpy(), [1, 2, 3, 4])
+    assert b.is_deleted()
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_execute_sharded_wait_raises_a_zero_output_programs_error(
+    plugin_path: str, replicas: int
+) -> None:
+    c = rpjrt.Client(plugin_path, options={"cpu_device_count": replicas})
+    try:
+        target = f"r20_sharded_zero_{replicas}_{id(c)}"
+        ran: list[int] = []
+
+        def h(call: Any) -> None:
+            ran.append(1)
+            raise ValueError("the handler failed on purpose")
+
+        rpjrt.ffi.register(c, target, h)
+        exe = c.compile(_side_effect_program(target), num_replicas=replicas)
+        lists = [[c.put(np.ones((N, N), np.float32), device=d)] for d in exe.addressable_devices()]
+        with pytest.raises(rpjrt.Error, match="the handler failed on purpose"):
+            exe.execute_sharded(lists, wait=True)
+        assert len(ran) == replicas
+        # A program that succeeds: wait=True returns its (ready) outputs.
+        ok = c.compile(DOT, num_replicas=replicas)
+        outs = ok.execute_sharded(lists, wait=True)
+        assert len(outs) == replicas and all(o[0].is_ready() for o in outs)
+    finally:
+        c.close()

@@ -176,6 +176,19 @@ impl Loaded {
             owned_indices = v;
             &owned_indices
         };
+        // One buffer in two donated positions would be handed to the plugin to consume
+        // twice (XLA's own clients refuse it too).
+        for list in req.lists {
+            for (k, &i) in req.donate.iter().enumerate() {
+                let here = (req.raw)(list[i]);
+                let first = req.donate[..k]
+                    .iter()
+                    .find(|&&j| j != i && (req.raw)(list[j]).same(here));
+                if let Some(&j) = first {
+                    return Err(donated_twice(j.min(i), j.max(i)));
+                }
+            }
+        }
         let mut donation = Donation {
             reserved: Vec::new(),
         };
@@ -312,6 +325,15 @@ pub(super) fn also_donated(what: &str) -> Error {
     Error::invalid(format!(
         "{what} is a buffer this call also donates; pass a donated buffer only in its \
          donated position"
+    ))
+}
+
+/// The refusal of one buffer donated in positions `first` and `second` of one call.
+pub(super) fn donated_twice(first: usize, second: usize) -> Error {
+    Error::invalid(format!(
+        "arguments {first} and {second} are the same buffer, and both are donated: a buffer \
+         can be given up once per call; donate one of them and pass a copy (or nothing) for \
+         the other"
     ))
 }
 
