@@ -355,9 +355,17 @@ class Executable:
         failing custom call's error has nowhere else to go).
         """
     def execute_sharded(
-        self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None
+        self,
+        args: Sequence[Sequence[object]],
+        *,
+        donate: Sequence[int] | None = None,
+        wait: bool = False,
     ) -> list[list[Buffer]]:
-        """Run on every addressable device: args[i] is device i's argument list."""
+        """Run on every addressable device: args[i] is device i's argument list.
+
+        `wait=True` returns once every output is ready, raising a failed computation's
+        error; a program without outputs is then waited for through its completion events,
+        which are the only place its failure (a custom call's error) goes."""
     def prepare(
         self, args: Sequence[Sequence[object]], *, donate: Sequence[int] | None = None
     ) -> PreparedCall:

@@ -503,13 +503,16 @@ impl PyExecutable {
         Ok(outs)
     }
 
-    /// Run on every addressable device: `args[i]` is device i's argument list.
-    #[pyo3(signature = (args, *, donate = None))]
+    /// Run on every addressable device: `args[i]` is device i's argument list. With
+    /// `wait`, returns once every output is ready, raising a failed execution's error (for
+    /// a program without outputs, from its completion events, the only place it goes).
+    #[pyo3(signature = (args, *, donate = None, wait = false))]
     fn execute_sharded<'py>(
         &self,
         py: Python<'py>,
         args: &Bound<'py, PyAny>,
         donate: Option<&Bound<'py, PyAny>>,
+        wait: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let donate = donate_list(donate)?;
         let devices = self.inner.addressable_devices().pyerr()?;
@@ -521,14 +524,37 @@ impl PyExecutable {
         let exe = &self.inner;
         let opts = ExecuteOptions {
             donate,
+            completion_events: wait && exe.num_outputs() == 0,
             ..Default::default()
         };
-        let result = py.detach(|| exe.execute_with(&refs, &opts)).pyerr()?;
+        let mut result = py.detach(|| exe.execute_with(&refs, &opts)).pyerr()?;
+        // Every device finishes before the first failure is raised (an interruption is
+        // raised at once).
+        let mut failed = None;
+        for e in result.events.drain(..) {
+            let what = format!("execution of {}", exe.name());
+            if let Err(err) = crate::event::PyEvent::new(e, what).wait(py, None) {
+                if !err.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                    return Err(err);
+                }
+                failed.get_or_insert(err);
+            }
+        }
+        if let Some(err) = failed {
+            return Err(err);
+        }
         let per_device = result
             .outputs
             .into_iter()
             .map(|outs| self.wrap_outputs(py, outs))
             .collect::<PyResult<Vec<_>>>()?;
+        if wait {
+            for outs in &per_device {
+                for o in outs.iter() {
+                    o.cast::<PyBuffer>()?.get().wait_ready(py)?;
+                }
+            }
+        }
         PyList::new(py, per_device)
     }
 
