@@ -7,6 +7,8 @@
 // exception as a flag plus its what() text. When nothing is thrown this costs one extra
 // direct call: C++ try blocks are free on the non-throwing path (table-based unwinding).
 
+#include <dlfcn.h>
+
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -21,6 +23,48 @@ thread_local std::string last_what;
 extern "C" void* rpjrt_guarded_call(void* (*entry)(void*), void* args, int* threw) {
   try {
     return entry(args);
+  } catch (const std::exception& e) {
+    *threw = 1;
+    try {
+      last_what = e.what();
+    } catch (...) {
+      last_what.clear();
+    }
+  } catch (...) {
+    *threw = 1;
+    last_what = "an exception that is not a std::exception";
+  }
+  return nullptr;
+}
+
+// Opens a shared library (dlopen) inside a try block: a library whose static initialiser
+// throws reports the exception here instead of ending the process in the unwinder. The C
+// library declares dlopen noexcept for C++, so it is called through a pointer of a type
+// without that promise, or the compiler would turn any exception into std::terminate.
+extern "C" void* rpjrt_guarded_dlopen(const char* path, int flags, int* threw) {
+  using OpenFn = void* (*)(const char*, int);
+  OpenFn volatile open = reinterpret_cast<OpenFn>(&dlopen);
+  try {
+    return open(path, flags);
+  } catch (const std::exception& e) {
+    *threw = 1;
+    try {
+      last_what = e.what();
+    } catch (...) {
+      last_what.clear();
+    }
+  } catch (...) {
+    *threw = 1;
+    last_what = "an exception that is not a std::exception";
+  }
+  return nullptr;
+}
+
+// Calls a plugin's GetPjrtApi (no arguments) inside a try block, as rpjrt_guarded_call
+// does for the table's entries.
+extern "C" const void* rpjrt_guarded_get_api(const void* (*entry)(), int* threw) {
+  try {
+    return entry();
   } catch (const std::exception& e) {
     *threw = 1;
     try {

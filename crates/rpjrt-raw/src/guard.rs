@@ -91,6 +91,19 @@ extern "C" {
         threw: *mut i32,
     ) -> *mut std::ffi::c_void;
     fn rpjrt_guard_last_what() -> *const std::ffi::c_char;
+    // src/guard.cpp: `dlopen(path, flags)` inside a C++ try block (as above).
+    fn rpjrt_guarded_dlopen(
+        path: *const std::ffi::c_char,
+        flags: i32,
+        threw: *mut i32,
+    ) -> *mut std::ffi::c_void;
+    // src/guard.cpp: `entry()` (a plugin's `GetPjrtApi`) inside a C++ try block.
+    fn rpjrt_guarded_get_api(
+        entry: unsafe extern "C" fn() -> *const std::ffi::c_void,
+        threw: *mut i32,
+    ) -> *const std::ffi::c_void;
+    // POSIX: the calling thread's description of its last dlopen/dlsym failure, or null.
+    fn dlerror() -> *const std::ffi::c_char;
     #[cfg(test)]
     fn rpjrt_guard_test_throw(args: *mut std::ffi::c_void) -> *mut std::ffi::c_void;
 }
@@ -108,6 +121,71 @@ pub unsafe fn call(
     let mut threw = 0i32;
     // SAFETY: the caller vouches for `entry` and `args`; `threw` is a valid int.
     let r = unsafe { rpjrt_guarded_call(entry, args, &mut threw) };
+    if threw == 0 {
+        return Ok(r);
+    }
+    Err(last_what())
+}
+
+/// `RTLD_LAZY` (resolve functions on first call, as libloading does) with `RTLD_LOCAL`
+/// (0: the library's symbols stay its own, so two plugins built from one code base do not
+/// resolve into each other).
+const RTLD_LAZY: i32 = 1;
+
+/// How opening a library failed.
+#[derive(Debug)]
+pub enum OpenFailure {
+    /// The loader refused it; its message.
+    Refused(String),
+    /// An initialiser of the library threw a C++ exception; its `what()`.
+    Threw(String),
+}
+
+/// Opens the shared library at `path` as libloading would (`RTLD_LAZY | RTLD_LOCAL`), but
+/// catches a C++ exception that one of its static initialisers throws.
+///
+/// # Safety
+/// Opening a library runs its initialisers (arbitrary code), as any dlopen does.
+pub unsafe fn open_library(
+    path: &std::path::Path,
+) -> std::result::Result<*mut std::ffi::c_void, OpenFailure> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| OpenFailure::Refused("the path contains a NUL byte".into()))?;
+    let mut threw = 0i32;
+    // SAFETY: `c` is a NUL-terminated path that lives through the call; `threw` is a
+    // valid int; what the library's initialisers do is the caller's choice (see above).
+    let handle = unsafe { rpjrt_guarded_dlopen(c.as_ptr(), RTLD_LAZY, &mut threw) };
+    if threw != 0 {
+        return Err(OpenFailure::Threw(last_what()));
+    }
+    if handle.is_null() {
+        // SAFETY: dlerror returns null or a NUL-terminated message of this thread's last
+        // loader failure (the dlopen above), copied right away.
+        let msg = unsafe { dlerror() };
+        let msg = match msg.is_null() {
+            true => "the dynamic loader gave no reason".to_string(),
+            // SAFETY: non-null: a NUL-terminated string, valid until the next loader call
+            // on this thread.
+            false => unsafe { std::ffi::CStr::from_ptr(msg) }
+                .to_string_lossy()
+                .into_owned(),
+        };
+        return Err(OpenFailure::Refused(msg));
+    }
+    Ok(handle)
+}
+
+/// Calls a plugin's `GetPjrtApi`, catching a C++ exception it throws: `Err(what())`.
+///
+/// # Safety
+/// `entry` must be the library's `GetPjrtApi` (no arguments, returns the table).
+pub unsafe fn get_api(
+    entry: unsafe extern "C" fn() -> *const std::ffi::c_void,
+) -> std::result::Result<*const std::ffi::c_void, String> {
+    let mut threw = 0i32;
+    // SAFETY: the caller vouches for `entry`; `threw` is a valid int.
+    let r = unsafe { rpjrt_guarded_get_api(entry, &mut threw) };
     if threw == 0 {
         return Ok(r);
     }

@@ -301,22 +301,41 @@ pub fn load(path: &Path) -> Result<Api> {
     // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
     // blocks on a FIFO: check the file first.
     elf::check_library_file(path).map_err(fail)?;
-    let lib = {
+    let opened = {
         let _in_loader = InLoader::enter();
         // SAFETY: loading a library runs its initialisers. That is what loading a plugin
         // means; the user chose this path as a PJRT plugin.
-        unsafe { libloading::Library::new(path) }
-    }
-    .map_err(|e| fail(format!("it is not a loadable shared library ({e})")))?;
+        unsafe { guard::open_library(path) }
+    };
+    let handle = match opened {
+        Ok(h) => h,
+        Err(guard::OpenFailure::Refused(e)) => {
+            return Err(fail(format!("it is not a loadable shared library ({e})")))
+        }
+        Err(guard::OpenFailure::Threw(what)) => initialiser_threw(path, &what),
+    };
+    // SAFETY: a handle dlopen just returned, owned from here by `lib`.
+    let lib: libloading::Library =
+        unsafe { libloading::os::unix::Library::from_raw(handle) }.into();
     // SAFETY: `GetPjrtApi` is declared by the C API as `const PJRT_Api* GetPjrtApi(void)`.
-    let get: libloading::Symbol<unsafe extern "C" fn() -> *const sys::PJRT_Api> = unsafe {
+    let get: libloading::Symbol<unsafe extern "C" fn() -> *const std::ffi::c_void> = unsafe {
         lib.get(b"GetPjrtApi\0")
     }
     .map_err(|_| fail("it does not export GetPjrtApi, so it is not a PJRT plugin".into()))?;
-    // SAFETY: calling the plugin's entry point, which takes no arguments.
-    let ptr = unsafe { get() };
-    // Never unload: handles from this plugin may outlive every rpjrt object.
+    // SAFETY: the plugin's entry point, which takes no arguments, called inside the
+    // exception guard.
+    let got = unsafe { guard::get_api(*get) };
+    // Never unload: handles from this plugin may outlive every rpjrt object (and a library
+    // whose entry point threw may be in any state).
     std::mem::forget(lib);
+    let ptr = got
+        .map_err(|what| {
+            fail(format!(
+                "its GetPjrtApi threw a C++ exception instead of returning its table ({})",
+                summarize_exception(&what)
+            ))
+        })?
+        .cast::<sys::PJRT_Api>();
     if ptr.is_null() {
         return Err(fail("GetPjrtApi returned a null table".into()));
     }
@@ -705,6 +724,27 @@ pub unsafe fn call_guarded<T, E>(
         Ok(e) => Ok(e.cast()),
         Err(what) => Err(exception_error(entry, what)),
     }
+}
+
+/// Ends the process after a static initialiser of the plugin library at `path` threw a
+/// C++ exception while it was being opened. The C library's loader holds its lock while
+/// initialisers run and has no way to release it when one throws, so every later library
+/// load in any other thread of the process (a Python import of an extension module, the
+/// next plugin) would wait for ever; returning an error would only trade this exit for a
+/// hang. What happened is said first, on standard error.
+#[cold]
+fn initialiser_threw(path: &Path, what: &str) -> ! {
+    eprintln!(
+        "rpjrt: fatal: the PJRT plugin {} threw a C++ exception from its library \
+         initialisers while it was being loaded: {}. The dynamic loader cannot recover from \
+         that (it stays locked, so no other library could be loaded in this process), so \
+         the process ends here. This is the plugin's defect: some plugins do this when \
+         several processes load them at the same time (jax-tt-plugin unpacks files into \
+         $TMPDIR then); retry, or load it in one process first.",
+        path.display(),
+        summarize_exception(what)
+    );
+    std::process::abort()
 }
 
 /// The error for a C++ exception that escaped from a plugin function.
