@@ -174,3 +174,28 @@ def test_execute_sharded_wait_raises_a_zero_output_programs_error(
         assert len(outs) == replicas and all(o[0].is_ready() for o in outs)
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("raise_", ["rpjrt", "memory"])
+def test_a_handlers_own_exhaustion_gets_no_device_memory_report(
+    client: rpjrt.Client, raise_: str
+) -> None:
+    target = f"r20_quota_{raise_}_{id(client)}"
+
+    def h(call: Any) -> None:
+        if raise_ == "rpjrt":
+            raise rpjrt.ResourceExhaustedError("request quota of the lookup service exceeded")
+        raise MemoryError("the handler's own cache is full")
+
+    rpjrt.ffi.register(client, target, h)
+    exe = client.compile(
+        "func.func public @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+        f"  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : "
+        "(tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}"
+    )
+    with pytest.raises(rpjrt.ResourceExhaustedError) as e:
+        exe(np.zeros(8, np.float32))[0].to_numpy()
+    msg = str(e.value)
+    assert "quota" in msg or "cache is full" in msg, msg
+    assert "smaller batches" not in msg and "allocator" not in msg, msg
+    assert not getattr(e.value, "hint", None), e.value.hint

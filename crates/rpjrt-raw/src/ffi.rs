@@ -717,6 +717,42 @@ pub fn is_nesting_refusal(message: &str) -> bool {
     message.contains(NESTING_LIMIT)
 }
 
+/// The start of the messages of the last handler failures with code `RESOURCE_EXHAUSTED`
+/// (a handler's own quota, or its `MemoryError`), newest last, at most
+/// [`HANDLER_EXHAUSTED_KEPT`] of [`HANDLER_EXHAUSTED_BYTES`] bytes each.
+static HANDLER_EXHAUSTED: std::sync::Mutex<std::collections::VecDeque<String>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+const HANDLER_EXHAUSTED_KEPT: usize = 64;
+const HANDLER_EXHAUSTED_BYTES: usize = 160;
+
+/// Remembers that a handler failed with `RESOURCE_EXHAUSTED` and `message` (see
+/// [`is_handler_exhaustion`]).
+fn note_handler_exhausted(message: &str) {
+    let mut end = message.len().min(HANDLER_EXHAUSTED_BYTES);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = message[..end].to_string();
+    let mut kept = HANDLER_EXHAUSTED.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.iter().any(|k| *k == head) {
+        return;
+    }
+    if kept.len() == HANDLER_EXHAUSTED_KEPT {
+        kept.pop_front();
+    }
+    kept.push_back(head);
+}
+
+/// Whether an execution's `RESOURCE_EXHAUSTED` error carries the failure of one of rpjrt's
+/// custom-call handlers (a quota of the handler's own, its `MemoryError`) rather than the
+/// device running out of memory: no device memory report belongs to it. The runtime passes
+/// a handler's message on inside its own, so the recent handler failures are looked for in
+/// it.
+pub fn is_handler_exhaustion(message: &str) -> bool {
+    let kept = HANDLER_EXHAUSTED.lock().unwrap_or_else(|p| p.into_inner());
+    kept.iter().any(|k| message.contains(k.as_str()))
+}
+
 /// rpjrt handlers running now, on every thread.
 static ACTIVE_HANDLERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -1055,8 +1091,13 @@ unsafe extern "C" fn dispatch(
     }));
     match result {
         Ok(Ok(err)) => err,
-        // SAFETY: `api` is the runtime's live api.
-        Ok(Err((code, msg))) => unsafe { make_error(api, code, &msg) },
+        Ok(Err((code, msg))) => {
+            if code == Code::ResourceExhausted {
+                note_handler_exhausted(&msg);
+            }
+            // SAFETY: `api` is the runtime's live api.
+            unsafe { make_error(api, code, &msg) }
+        }
         Err(p) => {
             let msg = format!(
                 "FFI handler {:?} panicked: {}",
@@ -1857,6 +1898,30 @@ mod thunks {
 #[cfg(test)]
 mod nesting_tests {
     use super::*;
+
+    #[test]
+    fn a_handlers_own_exhaustion_is_told_apart() {
+        let own = "Python handler for \"q\" raised ResourceExhaustedError: request quota of \
+                   the lookup service exceeded (traceback, innermost first: x.py:11 in h)";
+        assert!(!is_handler_exhaustion(&format!(
+            "RESOURCE_EXHAUSTED: {own}"
+        )));
+        note_handler_exhausted(own);
+        assert!(is_handler_exhaustion(&format!(
+            "PJRT_LoadedExecutable_Execute failed with RESOURCE_EXHAUSTED: {own}"
+        )));
+        assert!(!is_handler_exhaustion(
+            "RESOURCE_EXHAUSTED: Out of memory allocating 4 GiB"
+        ));
+        // Bounded: old entries go, long messages are kept by their start (on a character
+        // boundary).
+        for i in 0..2 * HANDLER_EXHAUSTED_KEPT {
+            note_handler_exhausted(&format!("handler {i} \u{e9}{}", "x".repeat(400)));
+        }
+        let kept = HANDLER_EXHAUSTED.lock().unwrap();
+        assert_eq!(kept.len(), HANDLER_EXHAUSTED_KEPT);
+        assert!(kept.iter().all(|k| k.len() <= HANDLER_EXHAUSTED_BYTES));
+    }
 
     #[test]
     fn the_nesting_refusal_is_told_apart_and_names_the_limit() {

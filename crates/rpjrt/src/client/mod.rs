@@ -180,7 +180,10 @@ impl ClientCore {
             return e;
         }
         if let Error::Pjrt { message, .. } = &e {
-            if raw::ffi::is_nesting_refusal(message) || carries_oom_report(message) {
+            if raw::ffi::is_nesting_refusal(message)
+                || raw::ffi::is_handler_exhaustion(message)
+                || carries_oom_report(message)
+            {
                 return e;
             }
         }
@@ -270,7 +273,8 @@ impl Client {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
         let _span = crate::trace::span(crate::trace::Category::Load, "client_create");
-        let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))?;
+        let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))
+            .map_err(|e| explain_option_type(e, options))?;
         Client::finish_create(plugin, rc, cache, options)
     }
 
@@ -319,7 +323,7 @@ impl Client {
             match raw::client::Client::create_with_kv(api, &to_named(&o), &kv) {
                 Ok(rc) => return Client::finish_create(plugin, rc, cache, &o),
                 Err(e) if refuses_option_name(&e, extra) => last = Some(e),
-                Err(e) => return Err(e),
+                Err(e) => return Err(explain_option_type(e, &o)),
             }
         }
         Err(last.unwrap_or_else(|| Error::invalid("client creation made no attempt")))
@@ -748,6 +752,210 @@ fn to_named(options: &ClientOptions) -> Vec<(String, raw::util::NamedValue)> {
         .collect()
 }
 
+/// A create option's value type, as PJRT names the types (`PJRT_NamedValue_Type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OptionKind {
+    Text,
+    Int64,
+    Int64List,
+    Float,
+    Bool,
+}
+
+impl OptionKind {
+    /// The kind `PJRT_NamedValue_Type` numbers `i` (kString 0, kInt64 1, kInt64List 2,
+    /// kFloat 3, kBool 4): how XLA's plugins number the type they expect.
+    fn from_pjrt_type(i: u64) -> Option<OptionKind> {
+        use OptionKind::*;
+        [Text, Int64, Int64List, Float, Bool]
+            .get(usize::try_from(i).ok()?)
+            .copied()
+    }
+
+    /// The kind XLA's `PjRtValueType` variant numbers `i` (string 0, bool 1, int64 2,
+    /// int64 list 3, float 4): how XLA's plugins number the type they received.
+    fn from_xla_variant(i: u64) -> Option<OptionKind> {
+        use OptionKind::*;
+        [Text, Bool, Int64, Int64List, Float]
+            .get(usize::try_from(i).ok()?)
+            .copied()
+    }
+
+    /// The kind of `v`.
+    fn of(v: &Value) -> OptionKind {
+        match v {
+            Value::String(_) => OptionKind::Text,
+            Value::Int64(_) => OptionKind::Int64,
+            Value::Int64List(_) => OptionKind::Int64List,
+            Value::Float(_) => OptionKind::Float,
+            Value::Bool(_) => OptionKind::Bool,
+        }
+    }
+
+    /// The kind in words, with its article ("a list of int64s").
+    fn words(self) -> &'static str {
+        match self {
+            OptionKind::Text => "text (a string)",
+            OptionKind::Int64 => "an int64",
+            OptionKind::Int64List => "a list of int64s",
+            OptionKind::Float => "a float",
+            OptionKind::Bool => "a bool",
+        }
+    }
+
+    /// A value of this kind, for an example.
+    fn example(self) -> Value {
+        match self {
+            OptionKind::Text => Value::String("NAME".into()),
+            OptionKind::Int64 => Value::Int64(1),
+            OptionKind::Int64List => Value::Int64List(vec![0]),
+            OptionKind::Float => Value::Float(1.0),
+            OptionKind::Bool => Value::Bool(true),
+        }
+    }
+}
+
+/// `given` written as `want` where the meaning is plain (`0` as the list `[0]`, `1` as the
+/// float `1.0`, `1` as `true`, `"2"` as the int64 `2`); `None` where it is not.
+fn convert_option(given: &Value, want: OptionKind) -> Option<Value> {
+    let integral = |f: f32| (f.fract() == 0.0 && f.abs() < 9.0e15).then_some(f as i64);
+    match (given, want) {
+        (v, OptionKind::Text) => Some(Value::String(match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })),
+        (Value::Int64(n), OptionKind::Int64List) => Some(Value::Int64List(vec![*n])),
+        (Value::Float(f), OptionKind::Int64List) => integral(*f).map(|n| Value::Int64List(vec![n])),
+        (Value::Int64(n), OptionKind::Float) => Some(Value::Float(*n as f32)),
+        (Value::String(s), OptionKind::Float) => s
+            .trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Value::Float),
+        (Value::Float(f), OptionKind::Int64) => integral(*f).map(Value::Int64),
+        (Value::String(s), OptionKind::Int64) => s.trim().parse().ok().map(Value::Int64),
+        (Value::Int64List(l), OptionKind::Int64) if l.len() == 1 => Some(Value::Int64(l[0])),
+        (Value::Int64(n @ (0 | 1)), OptionKind::Bool) => Some(Value::Bool(*n == 1)),
+        (Value::String(s), OptionKind::Bool) => match s.trim() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `v` as `rpjrt -o NAME=VALUE` reads it back (`[0,1]`, `1.0`, `true`); `None` for text
+/// the command line would read as another type (`3`, `true`, `[1]`).
+fn cli_spelling(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Int64List(l) => format!(
+            "[{}]",
+            l.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        ),
+        Value::String(s) => {
+            let (_, read) = ClientOptions::parse_assignment(&format!("x={s}")).ok()?;
+            let listy = s.starts_with('[') && s.ends_with(']');
+            if !matches!(read, Value::String(_)) || listy || s.is_empty() {
+                return None;
+            }
+            s.clone()
+        }
+        other => other.to_string(),
+    })
+}
+
+/// `v` as Python writes it (`[0, 1]`, `1.0`, `True`, `"bfc"`).
+fn python_spelling(v: &Value) -> String {
+    match v {
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The option name and the two type numbers of XLA's refusal of a wrongly typed create
+/// option: "Option passed to PJRT_Client_Create with name NAME has type index GOT but
+/// expected type index is WANT".
+fn option_type_refusal(message: &str) -> Option<(&str, u64, u64)> {
+    let rest = &message[message.find("with name ")? + "with name ".len()..];
+    let (name, rest) = rest.split_once(" has type index ")?;
+    let (got, rest) = rest.split_once(" but expected type index is ")?;
+    let digits = |t: &str| -> Option<u64> {
+        let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        t[..end].parse().ok()
+    };
+    Some((name, digits(got.trim())?, digits(rest.trim())?))
+}
+
+/// XLA's refusal of a wrongly typed create option, in words: XLA numbers the type it got
+/// by its own `PjRtValueType` variant and the type it wants by `PJRT_NamedValue_Type`, so
+/// "visible_devices has type index 2 but expected type index is 2" means "an int64 was
+/// given where a list of int64s is wanted". The rewording names the option, the type it
+/// takes and the one it was given (what `options` sent, which is certain; XLA's number
+/// where the option is not among them), and what to write instead, on the command line
+/// and in Python; the plugin's own words follow. `None` when `message` is not that refusal
+/// or does not add up.
+fn explain_option_type_message(message: &str, options: &ClientOptions) -> Option<String> {
+    let (name, got, want) = option_type_refusal(message)?;
+    let want = OptionKind::from_pjrt_type(want)?;
+    let sent = options
+        .entries()
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v);
+    let given = match sent {
+        Some(v) => OptionKind::of(v),
+        None => OptionKind::from_xla_variant(got)?,
+    };
+    if given == want {
+        // Another numbering than the one known: say nothing rather than something wrong.
+        return None;
+    }
+    let given_text = match sent {
+        Some(v) => format!("{} ({v})", given.words()),
+        None => given.words().to_string(),
+    };
+    let value = sent
+        .and_then(|v| convert_option(v, want))
+        .unwrap_or_else(|| want.example());
+    let python = format!("options={{{name:?}: {}}}", python_spelling(&value));
+    let advice = match cli_spelling(&value) {
+        Some(cli) => format!("write -o {name}={cli} on the command line, {python} in Python"),
+        None => format!(
+            "write {python} in Python (the command line cannot give this text: -o reads it \
+             as a number, a bool or a list)"
+        ),
+    };
+    Some(format!(
+        "create option {name} takes {}, but was given {given_text}: {advice} (the plugin \
+         said: \"{}\", numbering the type it got and the type it wants differently)",
+        want.words(),
+        message.trim()
+    ))
+}
+
+/// `e` with XLA's refusal of a wrongly typed create option explained
+/// ([`explain_option_type_message`]); any other error as it is.
+fn explain_option_type(e: Error, options: &ClientOptions) -> Error {
+    match e {
+        Error::Pjrt {
+            entry,
+            code: code @ crate::error::Code::InvalidArgument,
+            message,
+        } => {
+            let message = explain_option_type_message(&message, options).unwrap_or(message);
+            Error::Pjrt {
+                entry,
+                code,
+                message,
+            }
+        }
+        other => other,
+    }
+}
+
 /// Which device an operation targets, as a caller names it.
 #[derive(Clone, Debug, Default)]
 pub enum DeviceChoice {
@@ -1153,5 +1361,156 @@ mod memory_context_tests {
             unreachable!()
         };
         assert!(raw::ffi::is_nesting_refusal(message));
+    }
+}
+
+#[cfg(test)]
+mod option_type_tests {
+    use super::*;
+    use crate::error::Code;
+
+    /// XLA's message, as the CUDA plugin (jax-cuda13-pjrt 0.12.1) gives it.
+    fn xla(name: &str, got: u64, want: u64) -> String {
+        format!(
+            "Option passed to PJRT_Client_Create with name {name} has type index {got} but \
+             expected type index is {want}"
+        )
+    }
+
+    fn explained(name: &str, got: u64, want: u64, value: impl Into<Value>) -> String {
+        let options = ClientOptions::new().set(name, value);
+        explain_option_type_message(&xla(name, got, want), &options)
+            .unwrap_or_else(|| panic!("{name}: not explained"))
+    }
+
+    #[test]
+    fn an_int_for_a_list_says_write_a_list() {
+        // `-o visible_devices=0`: "type index 2 but expected type index is 2".
+        let m = explained("visible_devices", 2, 2, 0i64);
+        assert!(
+            m.starts_with(
+                "create option visible_devices takes a list of int64s, but was given an int64 (0)"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("-o visible_devices=[0]"), "{m}");
+        assert!(m.contains(r#"options={"visible_devices": [0]}"#), "{m}");
+        // The plugin's words stay, for searches.
+        assert!(m.contains(&xla("visible_devices", 2, 2)), "{m}");
+    }
+
+    #[test]
+    fn an_int_for_a_float_says_write_a_float() {
+        // `-o memory_fraction=1`: "type index 2 but expected type index is 3".
+        let m = explained("memory_fraction", 2, 3, 1i64);
+        assert!(
+            m.starts_with(
+                "create option memory_fraction takes a float, but was given an int64 (1)"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("-o memory_fraction=1.0"), "{m}");
+        assert!(m.contains(r#"options={"memory_fraction": 1.0}"#), "{m}");
+    }
+
+    #[test]
+    fn an_int_for_text_says_the_command_line_reads_it_as_a_number() {
+        // `-o allocator=3`: "type index 2 but expected type index is 0".
+        let m = explained("allocator", 2, 0, 3i64);
+        assert!(
+            m.starts_with(
+                "create option allocator takes text (a string), but was given an int64 (3)"
+            ),
+            "{m}"
+        );
+        assert!(m.contains(r#"options={"allocator": "3"}"#), "{m}");
+        assert!(m.contains("-o reads it as a number"), "{m}");
+    }
+
+    #[test]
+    fn other_kinds_are_converted_where_the_meaning_is_plain() {
+        let m = explained("preallocate", 2, 4, 1i64);
+        assert!(m.contains("-o preallocate=true"), "{m}");
+        assert!(m.contains(r#"options={"preallocate": True}"#), "{m}");
+        let m = explained("node_id", 0, 1, "2");
+        assert!(m.contains("was given text (a string) (\"2\")"), "{m}");
+        assert!(m.contains("-o node_id=2"), "{m}");
+        let m = explained("visible_devices", 4, 2, 1.0f32);
+        assert!(m.contains("-o visible_devices=[1]"), "{m}");
+        // No plain meaning: an example of the kind.
+        let m = explained("memory_fraction", 0, 3, "most");
+        assert!(m.contains("-o memory_fraction=1.0"), "{m}");
+        // Text the command line cannot give: Python only.
+        let m = explained("allocator", 1, 0, true);
+        assert!(
+            m.contains(r#"options={"allocator": "true"} in Python (the command"#),
+            "{m}"
+        );
+        let m = explained("allocator", 3, 0, vec![0i64]);
+        assert!(
+            m.contains(r#"options={"allocator": "[0]"} in Python (the command"#),
+            "{m}"
+        );
+        let options = ClientOptions::new();
+        let m = explain_option_type_message(&xla("allocator", 2, 0), &options).unwrap();
+        assert!(m.contains("-o allocator=NAME on the command line"), "{m}");
+    }
+
+    #[test]
+    fn an_option_rpjrt_did_not_send_is_read_by_xlas_numbering() {
+        let m = explain_option_type_message(&xla("memory_fraction", 2, 3), &ClientOptions::new())
+            .unwrap();
+        assert!(
+            m.starts_with("create option memory_fraction takes a float, but was given an int64:"),
+            "{m}"
+        );
+        assert!(m.contains("-o memory_fraction=1.0"), "{m}");
+    }
+
+    #[test]
+    fn other_messages_are_left_alone() {
+        let o = ClientOptions::new().set("bogus", 1i64);
+        for m in [
+            "Unexpected option name passed to PJRT_Client_Create: bogus".to_string(),
+            // What rpjrt sent is what the plugin wants: another numbering, not explained.
+            xla("bogus", 2, 1),
+            // Out of range.
+            xla("bogus", 2, 9),
+            "Option passed to PJRT_Client_Create with name bogus has type index x".into(),
+        ] {
+            assert_eq!(explain_option_type_message(&m, &o), None, "{m}");
+        }
+    }
+
+    #[test]
+    fn the_error_keeps_its_code_and_entry() {
+        let options = ClientOptions::new().set("visible_devices", 0i64);
+        let e = explain_option_type(
+            Error::Pjrt {
+                entry: "PJRT_Client_Create",
+                code: Code::InvalidArgument,
+                message: xla("visible_devices", 2, 2),
+            },
+            &options,
+        );
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert_eq!(e.entry(), Some("PJRT_Client_Create"));
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "PJRT_Client_Create failed with INVALID_ARGUMENT: create option visible_devices"
+            ),
+            "{text}"
+        );
+        // Another code: untouched.
+        let e = explain_option_type(
+            Error::Pjrt {
+                entry: "PJRT_Client_Create",
+                code: Code::Internal,
+                message: xla("visible_devices", 2, 2),
+            },
+            &options,
+        );
+        assert!(e.to_string().ends_with("expected type index is 2"), "{e}");
     }
 }
