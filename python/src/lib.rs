@@ -197,6 +197,9 @@ fn _leak_at_exit(py: Python<'_>) {
 #[pymodule]
 fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     only_in_main_interpreter()?;
+    // A child forked during a client's destroy does not run it: its exit hook must not
+    // wait for it.
+    rpjrt::reset_after_fork(&client::DESTROYS_IN_FLIGHT);
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // First registered, so last run: after every other exit hook (see the functions).
     m.add_function(wrap_pyfunction!(_leak_at_exit, m)?)?;

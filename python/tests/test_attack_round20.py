@@ -199,3 +199,59 @@ def test_a_handlers_own_exhaustion_gets_no_device_memory_report(
     assert "quota" in msg or "cache is full" in msg, msg
     assert "smaller batches" not in msg and "allocator" not in msg, msg
     assert not getattr(e.value, "hint", None), e.value.hint
+
+
+def test_a_child_forked_during_a_compile_exits_at_once(plugin_path: str, tmp_path: Any) -> None:
+    # The child does nothing with rpjrt: its exit hook must not wait for the parent's
+    # compile (or client destroy), whose thread does not exist in the child.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "fork_during_compile.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os, sys, threading, time
+            import rpjrt
+            c = rpjrt.Client(sys.argv[1])
+            src = sys.argv[2]
+            in_compile = threading.Event()
+            def compiler():
+                while True:
+                    in_compile.set()
+                    c.compile(src)
+            threading.Thread(target=compiler, daemon=True).start()
+            in_compile.wait()
+            for i in range(5):
+                time.sleep(0.02)
+                t0 = time.monotonic()
+                pid = os.fork()
+                if pid == 0:
+                    sys.exit(0)
+                deadline = time.monotonic() + 15
+                while time.monotonic() < deadline:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        break
+                    time.sleep(0.02)
+                else:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    print("HUNG", i)
+                    sys.exit(3)
+                assert os.waitstatus_to_exitcode(status) == 0, status
+                print("child", i, round(time.monotonic() - t0, 2))
+            os._exit(0)
+            """
+        )
+    )
+    r = subprocess.run(
+        [sys.executable, str(script), plugin_path, ADD2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
+    times = [float(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("child")]
+    assert len(times) == 5 and max(times) < 5, r.stdout

@@ -132,6 +132,9 @@ impl LongCall {
     /// it sees `ENDING`.
     pub(crate) fn enter(entry: &'static str) -> Result<LongCall, crate::Error> {
         use std::sync::atomic::Ordering::SeqCst;
+        static REGISTER: std::sync::Once = std::sync::Once::new();
+        // A child forked during a long call does not run it.
+        REGISTER.call_once(|| crate::guard::reset_after_fork(&LONG_CALLS));
         LONG_CALLS.fetch_add(1, SeqCst);
         let call = LongCall(());
         if ENDING.load(SeqCst) {

@@ -8,7 +8,7 @@
 //! from a later generation with a clear error. Drops ignore that error, so objects
 //! inherited across a fork are leaked in the child, never destroyed.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Once;
 
 /// Bumped in the child after every `fork()`.
@@ -26,8 +26,44 @@ extern "C" {
 }
 
 extern "C" fn in_child() {
-    // Only an atomic add: async-signal-safe, as a fork handler must be.
+    // Only atomic operations: async-signal-safe, as a fork handler must be.
     GENERATION.fetch_add(1, Ordering::Relaxed);
+    for slot in &RESET_IN_CHILD {
+        let counter = slot.load(Ordering::Relaxed);
+        if !counter.is_null() {
+            // SAFETY: only `&'static AtomicUsize`s are stored (`reset_after_fork`).
+            unsafe { (*counter).store(0, Ordering::Relaxed) };
+        }
+    }
+}
+
+/// Counters of calls in progress on some thread that [`reset_after_fork`] registered.
+static RESET_IN_CHILD: [std::sync::atomic::AtomicPtr<AtomicUsize>; 8] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; 8];
+
+/// Sets `counter` (calls in progress on other threads, which a process waits for before
+/// it ends) to zero in every child forked from now on: `fork()` copies only the calling
+/// thread, so the calls it counted are not running in the child, and a wait for them
+/// there would never end. At most eight counters; registering one twice is harmless.
+pub fn reset_after_fork(counter: &'static AtomicUsize) {
+    generation();
+    let ptr = counter as *const AtomicUsize as *mut AtomicUsize;
+    for slot in &RESET_IN_CHILD {
+        match slot.compare_exchange(
+            std::ptr::null_mut(),
+            ptr,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return,
+            Err(existing) if existing == ptr => return,
+            Err(_) => {}
+        }
+    }
+    debug_assert!(
+        false,
+        "more than eight counters registered for reset after fork"
+    );
 }
 
 /// The current fork generation, registering the fork handler on first use.

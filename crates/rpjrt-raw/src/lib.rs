@@ -235,6 +235,10 @@ struct InLoader;
 
 impl InLoader {
     fn enter() -> InLoader {
+        static REGISTER: std::sync::Once = std::sync::Once::new();
+        // A forked child does not run the parent's load (and glibc gives the child a fresh
+        // loader lock).
+        REGISTER.call_once(|| guard::reset_after_fork(&IN_LOADER));
         IN_LOADER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         InLoader
     }

@@ -107,6 +107,14 @@ pub fn fork_generation() -> u32 {
     raw::guard::generation()
 }
 
+/// Sets `counter` (calls in progress on some thread that the process waits for before it
+/// ends) to zero in every child forked from now on: the child does not run the threads
+/// that made those calls, so waiting for them there would never end. At most eight
+/// counters in a process.
+pub fn reset_after_fork(counter: &'static std::sync::atomic::AtomicUsize) {
+    raw::guard::reset_after_fork(counter)
+}
+
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
 /// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
 /// instead of making `println!` panic on EPIPE. Process-wide: call it at the start of a
