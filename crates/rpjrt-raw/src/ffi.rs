@@ -718,7 +718,7 @@ pub fn is_nesting_refusal(message: &str) -> bool {
 }
 
 /// The start of the messages of the last handler failures with code `RESOURCE_EXHAUSTED`
-/// (a handler's own quota, or its `MemoryError`), newest last, at most
+/// that are not memory running out (a handler's own quota or queue limit), newest last, at most
 /// [`HANDLER_EXHAUSTED_KEPT`] of [`HANDLER_EXHAUSTED_BYTES`] bytes each.
 static HANDLER_EXHAUSTED: std::sync::Mutex<std::collections::VecDeque<String>> =
     std::sync::Mutex::new(std::collections::VecDeque::new());
@@ -744,8 +744,8 @@ fn note_handler_exhausted(message: &str) {
 }
 
 /// Whether an execution's `RESOURCE_EXHAUSTED` error carries the failure of one of rpjrt's
-/// custom-call handlers (a quota of the handler's own, its `MemoryError`) rather than the
-/// device running out of memory: no device memory report belongs to it. The runtime passes
+/// custom-call handlers that is a limit of its own (a quota, a full queue; a Python
+/// handler's `MemoryError` is not one) rather than memory running out: no device memory report belongs to it. The runtime passes
 /// a handler's message on inside its own, so the recent handler failures are looked for in
 /// it.
 pub fn is_handler_exhaustion(message: &str) -> bool {
@@ -1092,7 +1092,9 @@ unsafe extern "C" fn dispatch(
     match result {
         Ok(Ok(err)) => err,
         Ok(Err((code, msg))) => {
-            if code == Code::ResourceExhausted {
+            // A Python handler's MemoryError is the process running out of memory, which
+            // the out-of-memory report is about; anything else is the handler's own limit.
+            if code == Code::ResourceExhausted && !msg.contains(" raised MemoryError") {
                 note_handler_exhausted(&msg);
             }
             // SAFETY: `api` is the runtime's live api.
