@@ -66,37 +66,18 @@ pub fn load_checked(
     mut check: impl FnMut(&str, rpjrt::ElementType, &[i64]) -> Result<()>,
 ) -> Result<Vec<(String, Array)>> {
     let path = path.as_ref();
-    if let Some(mut npz) = npz::NpzReader::open(path)? {
-        let mut out = Vec::with_capacity(npz.names().len());
-        for i in 0..npz.names().len() {
-            let member = npz.member(i)?;
-            let name = member.name().to_string();
-            let (t, big, want) = npy::array_layout(member.header())
-                .map_err(|e| npz::io_err(path, format!("member {name:?}: {}", npz::bare(&e))))?;
-            let dims = member.header().dims.clone();
-            let fortran = member.header().fortran;
-            check(&name, t, &dims)?;
-            let mut data = member.read_data(want)?;
-            if big {
-                npy::swap_to_little(t, &mut data);
-            }
-            if fortran {
-                data = npy::c_order(t.host_itemsize(), &dims, data)?;
-            }
-            out.push((name, Array::new(t, dims, data)?));
-        }
-        return Ok(out);
-    }
-    // A .npy file: its header first (the file is opened once, as a regular file).
+    // Opened once: the .npy reading below reads the very file this looked at.
+    let (file, len) = match npz::NpzReader::open_any(path)? {
+        npz::Opened::Npz(npz) => return load_members(path, npz, check),
+        npz::Opened::Other(file, len) => (file, len),
+    };
+    // A .npy file: its header first, its size that of the file open (not another look at
+    // `path`, which an atomic save may have replaced since).
     let fail = |e: &dyn std::fmt::Display| npz::io_err(path, e);
-    let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
-    if !meta.is_file() {
-        return Err(fail(&"not a regular file"));
-    }
-    let mut file = std::io::BufReader::new(std::fs::File::open(path).map_err(|e| fail(&e))?);
+    let mut file = std::io::BufReader::new(file);
     let h = npy::read_header(&mut file).map_err(|e| fail(&npz::bare(&e)))?;
     let (t, big, want) = npy::array_layout(&h).map_err(|e| fail(&npz::bare(&e)))?;
-    let have = meta.len().saturating_sub(h.len as u64);
+    let have = len.saturating_sub(h.len as u64);
     if have != want as u64 {
         return Err(fail(&format!(
             "not a valid .npy file: shape {:?} of {t} needs {want} data bytes, the file has \
@@ -125,6 +106,33 @@ pub fn load_checked(
         data = npy::c_order(t.host_itemsize(), &h.dims, data)?;
     }
     Ok(vec![(String::new(), Array::new(t, h.dims, data)?)])
+}
+
+/// The arrays of an open `.npz` archive, in archive order ([`load_checked`]).
+fn load_members(
+    path: &Path,
+    mut npz: npz::NpzReader,
+    mut check: impl FnMut(&str, rpjrt::ElementType, &[i64]) -> Result<()>,
+) -> Result<Vec<(String, Array)>> {
+    let mut out = Vec::with_capacity(npz.names().len());
+    for i in 0..npz.names().len() {
+        let member = npz.member(i)?;
+        let name = member.name().to_string();
+        let (t, big, want) = npy::array_layout(member.header())
+            .map_err(|e| npz::io_err(path, format!("member {name:?}: {}", npz::bare(&e))))?;
+        let dims = member.header().dims.clone();
+        let fortran = member.header().fortran;
+        check(&name, t, &dims)?;
+        let mut data = member.read_data(want)?;
+        if big {
+            npy::swap_to_little(t, &mut data);
+        }
+        if fortran {
+            data = npy::c_order(t.host_itemsize(), &dims, data)?;
+        }
+        out.push((name, Array::new(t, dims, data)?));
+    }
+    Ok(out)
 }
 
 /// Writes one array as a `.npy` file, whole or not at all (`rpjrt::write_regular_file`).

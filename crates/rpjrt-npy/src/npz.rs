@@ -33,37 +33,83 @@ pub struct NpzReader {
 /// member declaring more than that many times the archive's size is damaged (or hostile).
 const MAX_RATIO: u64 = 1032;
 
+/// A file opened by [`NpzReader::open_any`]: an archive, or (not starting with a zip
+/// header) the open file itself with its size, for the caller to read as something else.
+pub(crate) enum Opened {
+    /// A zip archive, its directory checked.
+    Npz(NpzReader),
+    /// Not a zip archive: the file, at its start, and its size (of this open file).
+    Other(std::fs::File, u64),
+}
+
+/// `path` opened for reading once, refused unless it is a regular file, with its size.
+/// Everything said about the file comes from the one open handle (`fstat`), never from a
+/// second look at `path`: an atomic save renames a new file over the old one at any moment,
+/// and the size of one with the bytes of the other would make an intact file look damaged.
+/// A path that is a FIFO, a directory or a device is refused before it is opened (one put
+/// there in the moment between that look and the open would still be opened, and a FIFO
+/// then waited on: this crate, free of `unsafe` and of libc, has no non-blocking open).
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64)> {
+    // Not opened when it is plainly no regular file (opening a FIFO waits for a writer).
+    let seen = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
+    if !seen.is_file() {
+        return Err(io_err(path, "not a regular file"));
+    }
+    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+    let meta = file.metadata().map_err(|e| io_err(path, e))?;
+    if !meta.is_file() {
+        return Err(io_err(path, "not a regular file"));
+    }
+    Ok((file, meta.len()))
+}
+
 impl NpzReader {
     /// Opens `path`, which must be a regular file: `None` when it does not start with a zip
     /// header (a `.npy` file, say); an error naming the file when it is not a readable
     /// archive, when a member name is stored twice (or twice once `.npy` is removed), or
-    /// when a name is empty.
+    /// when a name is empty. The file is opened once: its size, its directory and its
+    /// members are all read from that one open file, so a file replaced meanwhile (an
+    /// atomic save renaming a new file over it) is read whole, old or new, never a mix.
     pub fn open(path: &Path) -> Result<Option<NpzReader>> {
-        let meta = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
-        if !meta.is_file() {
-            return Err(io_err(path, "not a regular file"));
-        }
-        let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-        let mut magic = [0u8; 2];
-        let n = file.read(&mut magic).map_err(|e| io_err(path, e))?;
-        if &magic[..n] != b"PK" {
-            return Ok(None);
-        }
-        file.seek(std::io::SeekFrom::Start(0))
+        Ok(match Self::open_any(path)? {
+            Opened::Npz(reader) => Some(reader),
+            Opened::Other(..) => None,
+        })
+    }
+
+    /// [`NpzReader::open`], handing back the open file when it is no zip archive, so that
+    /// the caller reads the very file looked at, not whatever `path` names by then.
+    pub(crate) fn open_any(path: &Path) -> Result<Opened> {
+        let (mut file, total) = open_regular(path)?;
+        let mut magic = Vec::with_capacity(2);
+        (&mut file)
+            .take(2)
+            .read_to_end(&mut magic)
+            .and_then(|_| file.seek(std::io::SeekFrom::Start(0)))
             .map_err(|e| io_err(path, e))?;
+        if magic != b"PK" {
+            return Ok(Opened::Other(file, total));
+        }
+        // A second handle on the same open file (not a second open of `path`), for the
+        // central directory; read at positions, so the zip reader's offset is not moved.
+        let directory = file.try_clone().map_err(|e| io_err(path, e))?;
         let zip = zip::ZipArchive::new(std::io::BufReader::new(file))
             .map_err(|e| io_err(path, format!("not a valid .npz archive ({e})")))?;
         let mut reader = NpzReader {
             path: path.to_path_buf(),
             zip,
             names: Vec::new(),
-            total: meta.len(),
+            total,
         };
         // The zip reader takes the member count from the end record and keeps one entry
         // per name: the central directory itself says what the archive holds.
-        let raw = central_directory_names(path, &reader.zip)?;
-        // An archive of no members is its 22-byte end record and comment, nothing more.
-        let empty_size = 22 + reader.zip.comment().len() as u64;
+        let raw = central_directory_names(path, &directory, &reader.zip)?;
+        // An archive of no members is its 22-byte end record and comment, nothing more
+        // (after the bytes before the archive, if any: a self-extracting stub's).
+        let empty_size = reader
+            .zip
+            .offset()
+            .saturating_add(22 + reader.zip.comment().len() as u64);
         if reader.zip.is_empty() && reader.total > empty_size {
             return Err(io_err(
                 path,
@@ -116,7 +162,7 @@ impl NpzReader {
             }
             reader.names.push(name);
         }
-        Ok(Some(reader))
+        Ok(Opened::Npz(reader))
     }
 
     /// The file's path.
@@ -286,17 +332,18 @@ impl Member<'_> {
 }
 
 /// Every member name as the central directory lists it, duplicates included (the zip
-/// reader merges them). Reads the file from the directory's start only.
+/// reader merges them). Reads `file` (the archive's own open file, never `path` opened
+/// again) from the directory's start only.
 fn central_directory_names(
     path: &Path,
+    file: &std::fs::File,
     zip: &zip::ZipArchive<std::io::BufReader<std::fs::File>>,
 ) -> Result<Vec<String>> {
-    let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-    let start = zip.offset().saturating_add(zip.central_directory_start());
-    let mut bytes = Vec::new();
-    file.seek(std::io::SeekFrom::Start(start))
-        .and_then(|_| file.read_to_end(&mut bytes))
-        .map_err(|e| io_err(path, e))?;
+    // Where the directory starts in the file: the zip reader's figure already counts any
+    // bytes before the archive (`offset()`, a self-extracting stub), so it is not added
+    // again.
+    let start = zip.central_directory_start();
+    let bytes = read_from(file, start).map_err(|e| io_err(path, e))?;
     let mut at = 0usize;
     let mut names = Vec::new();
     while bytes.get(at..at + 4) == Some(b"PK\x01\x02".as_slice()) {
@@ -314,6 +361,35 @@ fn central_directory_names(
         at += 46 + n + extra + comment;
     }
     Ok(names)
+}
+
+/// The bytes of `file` from `start` to its end, read at positions (`pread`): the offset of
+/// the file, shared with its clones, is left where it was.
+#[cfg(unix)]
+fn read_from(file: &std::fs::File, start: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let at = start.saturating_add(bytes.len() as u64);
+        match file.read_at(&mut chunk, at) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The bytes of `file` from `start` to its end. Without positional reads the offset it
+/// shares with the zip reader's handle moves; harmless, as the zip reader seeks to a
+/// member's absolute position before reading it.
+#[cfg(not(unix))]
+fn read_from(mut file: &std::fs::File, start: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.seek(std::io::SeekFrom::Start(start))?;
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Writes `(name, .npy bytes)` members as a stored (uncompressed) zip archive, each member

@@ -26,16 +26,73 @@ pub fn read_regular_file(path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
 
 /// A regular file opened for reading, with its size: what [`read_regular_file`] reads,
 /// for a caller that looks at its first bytes before reading the rest. Refuses what
-/// [`read_regular_file`] refuses, before opening it, with the same errors.
+/// [`read_regular_file`] refuses, with the same errors, without blocking and without
+/// reading from it.
+///
+/// The file is opened once, and everything said about it comes from that open file: its
+/// kind and its size are the open handle's (`fstat`), not another look at `path`, which
+/// another process may have replaced in between (an atomic save renames a new file over
+/// the old one: the size of one and the bytes of the other would make an intact file look
+/// truncated). A `path` that is already a FIFO, a directory or a device is refused before
+/// it is opened; one swapped for a FIFO just before the open is opened without blocking
+/// (`O_NONBLOCK`, cleared again for a regular file) and then refused.
 pub fn open_regular_file(path: impl AsRef<std::path::Path>) -> Result<(std::fs::File, u64)> {
     let path = path.as_ref();
     let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
-    let meta = std::fs::metadata(path).map_err(|e| fail(&e))?;
+    // Not opened at all when it is plainly no regular file (opening some devices acts).
+    if !std::fs::metadata(path).map_err(|e| fail(&e))?.is_file() {
+        return Err(fail(&"not a regular file"));
+    }
+    let file = open_nonblocking(path).map_err(|e| fail(&e))?;
+    // What was opened decides, whatever `path` names now or named a moment ago.
+    let meta = file.metadata().map_err(|e| fail(&e))?;
     if !meta.is_file() {
         return Err(fail(&"not a regular file"));
     }
-    let file = std::fs::File::open(path).map_err(|e| fail(&e))?;
+    set_blocking(&file).map_err(|e| fail(&e))?;
     Ok((file, meta.len()))
+}
+
+/// `path` opened for reading without waiting for a FIFO's writer.
+#[cfg(unix)]
+fn open_nonblocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+/// Clears the `O_NONBLOCK` that [`open_nonblocking`] set, so that the caller's reads are
+/// plain reads (Linux ignores the flag for regular files; other systems need not).
+#[cfg(unix)]
+fn set_blocking(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd as _;
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is the open descriptor `file` owns, alive for this call; F_GETFL takes
+    // no argument and only reads the descriptor's status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if flags & libc::O_NONBLOCK != 0 {
+        // SAFETY: as above; F_SETFL takes an int of status flags and changes only this
+        // descriptor's file status flags (O_NONBLOCK cleared, the rest as they were).
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn set_blocking(_file: &std::fs::File) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// Checks that a file can be written at `path` by replacing it: nothing there yet, or a
@@ -216,3 +273,131 @@ pub fn remove_orphaned_temps(
 /// How long a temporary file must sit untouched before [`remove_orphaned_temps`] may
 /// judge it left behind.
 pub const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("rpjrt-files-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn mkfifo(path: &std::path::Path) {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+
+    /// Runs `f` on another thread and fails (instead of hanging) if it has not returned
+    /// within 10 seconds.
+    fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("blocked (on a FIFO?)")
+    }
+
+    #[test]
+    fn a_file_replaced_atomically_while_read_is_read_whole_old_or_new() {
+        // The size came from a look at the path, the bytes from an open made after it: a
+        // file renamed over the path in between made an intact file look truncated (or
+        // longer than its header said) to Artifact::read_file.
+        let dir = temp_dir("replace");
+        let path = dir.join("f.bin");
+        let small = vec![1u8; 5306];
+        let large = vec![2u8; 7331];
+        write_regular_file(&path, |f| std::io::Write::write_all(f, &small)).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut k = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let bytes = if k.is_multiple_of(2) { &large } else { &small };
+                    write_regular_file(&path, |f| std::io::Write::write_all(f, bytes)).unwrap();
+                    k += 1;
+                }
+            });
+            let start = std::time::Instant::now();
+            let mut reads = 0;
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                while reads < 300 || start.elapsed() < std::time::Duration::from_millis(1500) {
+                    let (mut file, len) = open_regular_file(&path).unwrap();
+                    let mut bytes = Vec::new();
+                    std::io::Read::read_to_end(&mut file, &mut bytes).unwrap();
+                    assert_eq!(bytes.len() as u64, len, "the size is the open file's");
+                    assert!(bytes == small || bytes == large);
+                    let whole = read_regular_file(&path).unwrap();
+                    assert!(whole == small || whole == large);
+                    reads += 1;
+                }
+            }));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Err(p) = result {
+                std::panic::resume_unwind(p);
+            }
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_is_no_regular_file_is_refused_without_blocking() {
+        let dir = temp_dir("kinds");
+        let fifo = dir.join("pipe");
+        mkfifo(&fifo);
+        let fifo_text = fifo.display().to_string();
+        let dir_text = dir.display().to_string();
+        for (p, text) in [
+            (fifo.clone(), fifo_text),
+            (dir.clone(), dir_text),
+            ("/dev/zero".into(), "/dev/zero".to_string()),
+        ] {
+            let e = within_10s(move || open_regular_file(&p).map(|(_, n)| n)).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("invalid argument: {text}: not a regular file")
+            );
+        }
+        let e = read_regular_file(dir.join("missing")).unwrap_err();
+        assert!(e.to_string().contains("missing: No such file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_fifo_that_replaced_a_file_after_the_first_look_is_opened_without_blocking() {
+        // The path is looked at first (so a FIFO is usually never opened); one put there
+        // just after that look is opened here, which must not wait for a writer, and the
+        // open handle then says what it is.
+        let dir = temp_dir("fifoswap");
+        let fifo = dir.join("pipe");
+        mkfifo(&fifo);
+        let meta = within_10s(move || {
+            let file = open_nonblocking(&fifo).unwrap();
+            file.metadata().unwrap()
+        });
+        assert!(!meta.is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_file_handed_back_reads_as_a_plain_blocking_file() {
+        use std::os::unix::io::AsRawFd as _;
+        let dir = temp_dir("flags");
+        let path = dir.join("f");
+        std::fs::write(&path, b"abc").unwrap();
+        let (file, len) = open_regular_file(&path).unwrap();
+        assert_eq!(len, 3);
+        // SAFETY: the descriptor is `file`'s, open for this call; F_GETFL only reads its
+        // status flags.
+        let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+        assert!(flags >= 0);
+        assert_eq!(flags & libc::O_NONBLOCK, 0, "O_NONBLOCK is cleared");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

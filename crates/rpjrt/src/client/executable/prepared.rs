@@ -199,6 +199,8 @@ impl Executable {
         if lists.len() == 1 {
             self.check_placement(&lists)?;
         }
+        // A plain call refuses these at each launch; a prepared one, here, once.
+        check_donated_once(&lists, donate)?;
         let prepared =
             PreparedArgs::new(&self.state.loaded, &lists, super::raw_of, &options.donate)?;
         Ok(PreparedCall {
@@ -206,6 +208,66 @@ impl Executable {
             args: prepared,
         })
     }
+}
+
+/// Refuses a buffer that a call would hand to the plugin to consume and also use: given in
+/// two donated positions (it would be consumed twice), or in a donated position and in one
+/// not donated (read after it is consumed). Positions are named as `argument i of device
+/// list d`, in the words of a plain call's refusals. Runs once per [`Executable::prepare`],
+/// in time linear in the number of arguments (the buffers are grouped by their plugin
+/// handle; [`raw::buffer::Buffer::same`] decides).
+fn check_donated_once(lists: &[&[&Buffer]], donate: &[usize]) -> Result<()> {
+    let mut donated: Vec<usize> = donate.to_vec();
+    donated.sort_unstable();
+    donated.dedup();
+    if donated.is_empty() {
+        return Ok(());
+    }
+    let at = |d: usize, i: usize| format!("argument {i} of device list {d}");
+    let raw = |d: usize, i: usize| &lists[d][i].raw;
+    // The donated positions (device list, argument), grouped by their buffer's handle.
+    let mut donors: std::collections::HashMap<usize, Vec<(usize, usize)>> =
+        std::collections::HashMap::new();
+    // Donated twice: reported first, as a plain call does.
+    for (d, list) in lists.iter().enumerate() {
+        for &i in donated.iter().filter(|&&i| i < list.len()) {
+            let here = raw(d, i);
+            let seen = donors.entry(here.handle_id()).or_default();
+            if let Some(&(e, j)) = seen.iter().find(|&&(e, j)| raw(e, j).same(here)) {
+                let what = if e == d {
+                    format!("arguments {j} and {i} of device list {d}")
+                } else {
+                    format!("{} and {}", at(e, j), at(d, i))
+                };
+                return Err(Error::invalid(format!(
+                    "{what} are the same buffer, and both are donated: a buffer can be given \
+                     up once per call; donate one of them and pass a copy (or nothing) for \
+                     the other"
+                )));
+            }
+            seen.push((d, i));
+        }
+    }
+    for (d, list) in lists.iter().enumerate() {
+        for (i, b) in list.iter().enumerate() {
+            if donated.binary_search(&i).is_ok() {
+                continue;
+            }
+            let here = &b.raw;
+            let also = donors
+                .get(&here.handle_id())
+                .and_then(|seen| seen.iter().find(|&&(e, j)| raw(e, j).same(here)));
+            if let Some(&(e, j)) = also {
+                return Err(Error::invalid(format!(
+                    "{} is a buffer this call also donates (as {}); pass a donated buffer \
+                     only in its donated position",
+                    at(d, i),
+                    at(e, j)
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Collects every output of a prepared execution in one device-major list, and the
