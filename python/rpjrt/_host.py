@@ -66,6 +66,38 @@ def refuse_masked(obj: object) -> None:
         )
 
 
+# What a numpy dtype of a kind other than numpy's numeric ones holds, for refusals.
+_NOT_NUMBERS = {
+    "M": "dates (datetime64)",
+    "m": "durations (timedelta64)",
+    "O": "Python objects",
+    "S": "bytes",
+    "U": "text",
+    "V": "raw or structured records",
+}
+
+
+def no_equivalent(dtype: Any) -> InvalidArgumentError:
+    """The refusal of a numpy dtype rpjrt has no type for, naming it (and, for dates,
+    durations, objects, text and records, what it holds instead of numbers)."""
+    held = _NOT_NUMBERS.get(getattr(dtype, "kind", ""))
+    why = f" (it holds {held}, not numbers)" if held else ""
+    return InvalidArgumentError(
+        f"numpy dtype {dtype} has no PJRT equivalent{why}; known dtypes: "
+        + ", ".join(x.name for x in ALL)
+    )
+
+
+def numpy_dtype_type(dtype: Any) -> DType:
+    """The rpjrt type of a numpy dtype (either byte order), or the refusal naming it."""
+    found = _lookup(dtype)
+    if found is None and dtype.byteorder == (">" if sys.byteorder == "little" else "<"):
+        found = _lookup(dtype.newbyteorder("="))
+    if found is None:
+        raise no_equivalent(dtype)
+    return found
+
+
 def _from_numpy(
     obj: Any, want: DType | None, cast: bool = False
 ) -> tuple[object, DType, tuple[int, ...] | None]:
@@ -80,13 +112,7 @@ def _from_numpy(
     else:
         found = _lookup(arr.dtype)
         if found is None:
-            if arr.dtype.byteorder == (">" if sys.byteorder == "little" else "<"):
-                found = _lookup(arr.dtype.newbyteorder("="))
-            if found is None:
-                raise InvalidArgumentError(
-                    f"numpy dtype {arr.dtype} has no PJRT equivalent; known dtypes: "
-                    + ", ".join(x.name for x in ALL)
-                )
+            found = numpy_dtype_type(arr.dtype)
             arr = arr.astype(found.numpy)
         d = found
     if not arr.flags.c_contiguous:
@@ -286,7 +312,13 @@ def numpy_of(obj: object) -> Any:
             raise InvalidArgumentError(
                 f"cannot read the {type(obj).__name__} through __dlpack__ on the host: {e}"
             ) from None
-    return np.asarray(obj)
+    if isinstance(obj, np.ndarray):
+        refuse_masked(obj)
+        return np.asarray(obj)
+    # What __array__ gives may itself be a masked array, whose mask np.asarray drops.
+    arr = np.asanyarray(obj)
+    refuse_masked(arr)
+    return np.asarray(arr)
 
 
 def as_numpy(obj: object, dtype: Any = None, cast: bool = False) -> tuple[Any, DType]:

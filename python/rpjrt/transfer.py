@@ -14,6 +14,7 @@ is a terminal.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Union
@@ -64,7 +65,16 @@ def _tqdm_progress(total: int) -> tuple[ProgressFn | None, Callable[[], None]]:
 
 def _byte_source(obj: Any) -> tuple[Callable[[int, int], Any], Any, tuple[int, ...]]:
     """(source function, dtype, shape) of a C-contiguous buffer-protocol object."""
+    from ._host import numpy_dtype_type, refuse_masked
+
+    # A masked array's bytes are its data without the mask, as client.put refuses it.
+    refuse_masked(obj)
     dtype = getattr(obj, "dtype", None)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, (np.ndarray, np.generic)):
+        # Read by its dtype, as client.put reads it: numpy exports a datetime64 or
+        # timedelta64 scalar's bytes as uint8, and dtypes without numbers are refused by name.
+        numpy_dtype_type(dtype)
     byteorder = getattr(dtype, "byteorder", "=")
     if byteorder not in ("=", "|") and byteorder != ("<" if sys.byteorder == "little" else ">"):
         raise _rpjrt_invalid(
@@ -170,6 +180,7 @@ def put_streaming(
     else:
         fn, own_dtype, own_shape = _byte_source(source)
         dtype, shape = _agree_with_source(own_dtype, own_shape, dtype, shape)
+    fn = _checked_chunks(fn, dtype)
     close: Callable[[], None] = lambda: None
     report: ProgressFn | None
     if progress is None or progress is True:
@@ -198,6 +209,57 @@ def put_streaming(
         )
     finally:
         close()
+
+
+# The float6 types use the low 6 bits of each byte; a byte with bits 6-7 set is no value.
+_SPARE_BITS = {"float6_e2m3fn", "float6_e3m2fn"}
+_SPARE_BYTE = re.compile(rb"[\x40-\xff]")
+
+
+def _checked_chunks(fn: Callable[[int, int], Any], dtype: Any) -> Callable[[int, int], Any]:
+    """``fn`` with each chunk checked as client.put checks host data: a numpy masked array
+    is refused (its mask would be lost), and for the float6 types a byte with bits 6-7
+    set is refused as no value of the type, as int4 and float4 bytes are."""
+    from . import dtype as to_dtype
+    from ._host import refuse_masked
+
+    try:
+        name = to_dtype(dtype).name
+    except Exception:
+        name = ""  # an unknown dtype is refused by the upload itself, before any chunk
+    spare = name in _SPARE_BITS
+
+    def checked(offset: int, nbytes: int) -> Any:
+        chunk = fn(offset, nbytes)
+        refuse_masked(chunk)
+        if spare:
+            found = _first_spare_byte(chunk)
+            if found is not None:
+                i, byte = found
+                raise _rpjrt_invalid(
+                    f"put_streaming: the {name} data's element {offset + i} is the byte"
+                    f" {byte:#04x}, which is no {name} value (6 bits)"
+                )
+        return chunk
+
+    return checked
+
+
+def _first_spare_byte(chunk: Any) -> tuple[int, int] | None:
+    """The index and value of the first byte of ``chunk`` with bit 6 or 7 set, if any
+    (with numpy when it is loaded: a scan at memory speed)."""
+    try:
+        np = sys.modules.get("numpy")
+        if np is not None:
+            a = np.frombuffer(chunk, np.uint8)
+            if a.size == 0 or int(a.max()) < 0x40:
+                return None
+            i = int(np.argmax(a >= 0x40))
+            return i, int(a[i])
+        found = _SPARE_BYTE.search(chunk)
+    except (TypeError, ValueError, BufferError):
+        return None  # not contiguous bytes: refused by the upload itself
+    return None if found is None else (found.start(), found.group()[0])
 
 
 def _has_buffer(obj: Any) -> bool:

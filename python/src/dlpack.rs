@@ -115,10 +115,9 @@ pub fn export<'py>(
         // `from_dlpack(x, copy=True)` gives a writable array); the buffer itself is not.
         let m = py
             .detach(|| match copied {
-                true => rpjrt::dlpack::export_copy_with::<DlManagedTensorVersioned>(
-                    rb.clone(),
-                    hold,
-                ),
+                true => {
+                    rpjrt::dlpack::export_copy_with::<DlManagedTensorVersioned>(rb.clone(), hold)
+                }
                 false => rpjrt::dlpack::export_with::<DlManagedTensorVersioned>(rb, hold),
             })
             .pyerr()?;

@@ -103,7 +103,23 @@ pub fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
 /// `numpy.ndarray`, once numpy is imported (this never imports it; `None` before).
 pub fn ndarray_type(py: Python<'_>) -> Option<&Bound<'_, pyo3::types::PyType>> {
     static NDARRAY: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
-    if let Some(t) = NDARRAY.get(py) {
+    numpy_type(py, &NDARRAY, "ndarray")
+}
+
+/// `numpy.generic`, the base class of numpy's scalars, once numpy is imported (this never
+/// imports it; `None` before).
+pub fn generic_type(py: Python<'_>) -> Option<&Bound<'_, pyo3::types::PyType>> {
+    static GENERIC: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+    numpy_type(py, &GENERIC, "generic")
+}
+
+/// The class `numpy.<name>`, kept in `cell` once numpy is imported.
+fn numpy_type<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<pyo3::types::PyType>>,
+    name: &str,
+) -> Option<&'py Bound<'py, pyo3::types::PyType>> {
+    if let Some(t) = cell.get(py) {
         return Some(t.bind(py));
     }
     let numpy = py
@@ -113,11 +129,11 @@ pub fn ndarray_type(py: Python<'_>) -> Option<&Bound<'_, pyo3::types::PyType>> {
         .get_item("numpy")
         .ok()?;
     let t = numpy
-        .getattr("ndarray")
+        .getattr(name)
         .ok()?
         .cast_into::<pyo3::types::PyType>()
         .ok()?;
-    Some(NDARRAY.get_or_init(py, || t.unbind()).bind(py))
+    Some(cell.get_or_init(py, || t.unbind()).bind(py))
 }
 
 /// Reads and checks numpy's table; `None` on any surprise.

@@ -198,10 +198,16 @@ pub fn put_with(
     }
 
     // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
+    //    A numpy scalar is read by its dtype, not its buffer: numpy exports a datetime64,
+    //    timedelta64 or bytes_ scalar as raw bytes (format "B", eight of them for a
+    //    duration), which would be stored as uint8. Those go to the adapter, which refuses
+    //    them by dtype (or reinterprets raw void bytes with dtype=, as for arrays).
     refuse_masked(obj)?;
     let mut dlpack_refused = None;
     if let Some(view) = HostView::get(obj) {
-        if let Some((t, order)) = rpjrt::host::buffer_format_type(view.format(), view.itemsize()) {
+        if let Some((t, order)) = rpjrt::host::buffer_format_type(view.format(), view.itemsize())
+            .filter(|_| !is_numpy_scalar_without_numbers(obj))
+        {
             if want.is_none_or(|w| w == t) {
                 return from_view(
                     py,
@@ -221,12 +227,14 @@ pub fn put_with(
     } else if want.is_none()
         && layout.is_none()
         && obj.hasattr("__dlpack__")?
-        && !(obj.hasattr("__array__")? && packed_by_dtype(obj))
+        && !(obj.hasattr("__array__")? && checked_by_dtype(obj))
+        && !is_numpy_without_numbers(obj)
         && !obj.is_instance_of::<pyo3::types::PyType>()
     {
         // 4. A DLPack producer without the buffer protocol (torch, jax, cupy...). numpy
-        //    arrays of ml_dtypes types get here too; numpy refuses to export those, and
-        //    the adapter below handles them.
+        //    arrays of types numpy does not export (datetime64, timedelta64, ml_dtypes'
+        //    types) go to the adapter below directly: it reads ml_dtypes' types and refuses
+        //    the others by their dtype.
         match crate::dlpack::import(client, obj, &dev, copy) {
             // The producer's own refusal to export (BufferError by the protocol; jax raises
             // its runtime error for a type DLPack lacks, such as int4): the adapter below
@@ -301,13 +309,52 @@ pub(crate) fn is_producer_refusal(py: Python<'_>, e: &PyErr) -> bool {
 }
 
 /// Whether `obj` says (by its `dtype`) that it holds a type packed below a byte, which
-/// rpjrt's DLPack import does not unpack (jax exports float4 packed): such an array goes
-/// in through `__array__` instead.
-fn packed_by_dtype(obj: &Bound<'_, PyAny>) -> bool {
+/// rpjrt's DLPack import does not unpack (jax exports float4 packed), or a type whose
+/// bytes have bits no value uses (float6), which the DLPack import does not check: such an
+/// array goes in through `__array__` instead.
+fn checked_by_dtype(obj: &Bound<'_, PyAny>) -> bool {
     obj.getattr("dtype")
         .ok()
         .and_then(|d| dtype_from_py(&d).ok())
-        .is_some_and(|t| t.byte_width().is_none())
+        .is_some_and(|t| t.byte_width().is_none() || has_spare_bits(t))
+}
+
+/// Whether a byte of `t` has bits above the element's (the float6 types: 6 bits in a byte),
+/// which must be clear. The sub-byte types are checked by the core when they are packed.
+fn has_spare_bits(t: ElementType) -> bool {
+    !t.is_sub_byte() && t.bit_width() > 0 && t.bit_width() < 8
+}
+
+/// Whether the numpy dtype kind (`dtype.kind`) of a numpy array or scalar is none of
+/// numpy's numeric kinds (b, i, u, f, c): dates, durations, objects, text, bytes, records.
+/// ml_dtypes' types are kind V too; the adapter reads those by their dtype.
+fn numpy_kind_without_numbers(obj: &Bound<'_, PyAny>) -> bool {
+    obj.getattr("dtype")
+        .and_then(|d| d.getattr("kind"))
+        .ok()
+        .and_then(|k| k.extract::<String>().ok())
+        .is_some_and(|k| !matches!(k.as_str(), "b" | "i" | "u" | "f" | "c"))
+}
+
+/// Whether `obj` is a numpy scalar (`numpy.generic`) whose dtype holds no numbers (see
+/// [`numpy_kind_without_numbers`]). An exact ndarray, the fast path's usual object, costs
+/// one type comparison; other objects one `isinstance`.
+fn is_numpy_scalar_without_numbers(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    if crate::npy::ndarray_type(py).is_some_and(|t| obj.get_type().is(t)) {
+        return false;
+    }
+    crate::npy::generic_type(py).is_some_and(|g| obj.is_instance(g).unwrap_or(false))
+        && numpy_kind_without_numbers(obj)
+}
+
+/// Whether `obj` is a numpy array (any subclass) or scalar whose dtype holds no numbers.
+fn is_numpy_without_numbers(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    let is_numpy = crate::npy::ndarray_type(py)
+        .is_some_and(|t| obj.is_instance(t).unwrap_or(false))
+        || crate::npy::generic_type(py).is_some_and(|g| obj.is_instance(g).unwrap_or(false));
+    is_numpy && numpy_kind_without_numbers(obj)
 }
 
 /// Refuses a numpy masked array (as `rpjrt._host.refuse_masked` does): its buffer is its
@@ -384,6 +431,11 @@ fn from_view(
         .unwrap_or((0, 0));
     let region = view.region(lo, end)?;
     let offset = (-lo) as usize;
+    if has_spare_bits(t) {
+        // SAFETY: the region lies inside the held view, which outlives this check.
+        let bytes = unsafe { region.as_slice() };
+        check_spare_bits(t, bytes, &dims, &strides, offset, order)?;
+    }
     let mode = if layout.is_some() {
         CopyMode::Always
     } else {
@@ -407,6 +459,39 @@ fn from_view(
     }
     .pyerr()?;
     wrap_put(py, b, client)
+}
+
+/// Refuses a byte of a float6 array with bits 6-7 set (see [`has_spare_bits`]), as the core
+/// refuses an int4 or float4 byte that holds no value of its type: the plugin would keep
+/// or drop those bits, and neither is the value the caller has.
+fn check_spare_bits(
+    t: ElementType,
+    bytes: &[u8],
+    dims: &[i64],
+    strides: &[i64],
+    offset: usize,
+    order: ByteOrder,
+) -> PyResult<()> {
+    let dense = offset == 0 && strides == rpjrt::host::c_strides(dims, 1).as_slice();
+    let found = if dense {
+        rpjrt::first_foreign_byte(t, bytes)
+    } else {
+        // Strided: the core gathers the elements (and checks them) into a dense copy.
+        let array = HostArray::new(HostData::Borrowed(bytes), t, dims)
+            .with_byte_strides(strides, offset)
+            .with_byte_order(order);
+        let gathered = array.to_dense().pyerr()?;
+        rpjrt::first_foreign_byte(t, &gathered)
+    };
+    match found {
+        None => Ok(()),
+        // Worded (and raised) as the core's own refusal of an int4 or float4 byte.
+        Some((i, b)) => Err(rpjrt::Error::invalid(format!(
+            "the {t}{dims:?} host array's {}",
+            rpjrt::foreign_byte_text(t, i, b)
+        )))
+        .pyerr(),
+    }
 }
 
 fn wrap_put(py: Python<'_>, b: rpjrt::Buffer, client: &Py<PyClient>) -> PyResult<Py<PyBuffer>> {
@@ -464,6 +549,7 @@ fn is_plain_python_tree(obj: &Bound<'_, PyAny>) -> bool {
 /// numpy's abstract scalar classes, when numpy is imported.
 struct NumpyScalars<'py> {
     generic: Bound<'py, PyAny>,
+    timedelta64: Bound<'py, PyAny>,
     bool_: Bound<'py, PyAny>,
     integer: Bound<'py, PyAny>,
     floating: Bound<'py, PyAny>,
@@ -478,6 +564,7 @@ impl<'py> NumpyScalars<'py> {
         };
         Ok(Some(NumpyScalars {
             generic: np.getattr("generic")?,
+            timedelta64: np.getattr("timedelta64")?,
             bool_: np.getattr("bool_")?,
             integer: np.getattr("integer")?,
             floating: np.getattr("floating")?,
@@ -544,6 +631,11 @@ fn scalar_from_py<'py>(
         _ => None,
     };
     if let Some(np) = np {
+        // A duration is no number, though numpy makes timedelta64 a signedinteger (int()
+        // of one gives its count of its unit, or a datetime.timedelta, or None for NaT).
+        if obj.is_instance(&np.timedelta64)? {
+            return Err(not_a_number(obj)?);
+        }
         if obj.is_instance(&np.bool_)? {
             return Ok(Scalar::Bool(obj.is_truthy()?));
         }
@@ -569,11 +661,17 @@ fn scalar_from_py<'py>(
     if obj.is_instance_of::<PyComplex>() {
         return complex_from_py(obj);
     }
+    Err(not_a_number(obj)?)
+}
+
+/// The refusal of a list item that is no number, naming its type (an error reading its
+/// repr other than an ordinary failure, such as an interruption, stands instead).
+fn not_a_number(obj: &Bound<'_, PyAny>) -> PyResult<PyErr> {
     let repr: String = obj
         .repr()
         .map(|r| r.to_string())
         .or_describe(|| "?".into())?;
-    Err(invalid(format!(
+    Ok(invalid(format!(
         "cannot put a {} ({}) on a device: a list must hold only numbers (bool, int, float or \
          complex)",
         obj.get_type().name()?,
