@@ -490,7 +490,11 @@ fn numpy_cache(py: Python<'_>) -> PyResult<&NumpyCache> {
 /// (anything else fails the execution with ``InvalidArgumentError``). A ``BaseException``
 /// that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``,
 /// one's own subclass...) raised in a handler propagates as itself from the call that
-/// reports the execution's error. A string attribute that is not UTF-8 fails
+/// reports the execution's error, each time that error is reported (with the handler's
+/// traceback); rpjrt keeps the 1024 most recent such exceptions for that (only the 64 most
+/// recent with their tracebacks; an older one carries a note saying where the handler
+/// raised it), and an error whose exception it no longer holds raises an ``rpjrt.Error``
+/// that names the exception. A string attribute that is not UTF-8 fails
 /// the call with an error naming the attribute. At interpreter exit, handlers not yet
 /// started fail (``CancelledError``) without running Python.
 #[pyclass(frozen, name = "FfiCall", module = "rpjrt.ffi")]
@@ -1036,37 +1040,219 @@ fn finalizing_error() -> PyErr {
     })
 }
 
-/// Exceptions that are not `Exception`s (`KeyboardInterrupt`, `SystemExit`, ...) raised by
-/// handlers, kept until the error they caused reaches Python: `errors::to_py` re-raises the
-/// original instead of a PJRT error. Bounded: the oldest are dropped.
-static BASE_EXCEPTIONS: std::sync::Mutex<Vec<(u64, Py<PyAny>)>> = std::sync::Mutex::new(Vec::new());
-static NEXT_BASE_EXCEPTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-const BASE_EXCEPTION_TAG: &str = "[rpjrt: re-raised as the handler's ";
+/// A `BaseException` that is not an `Exception` (`KeyboardInterrupt`, `SystemExit`, ...)
+/// raised by a handler, kept until the error it caused reaches Python: `errors::to_py`
+/// re-raises the original instead of a PJRT error.
+struct KeptBase {
+    id: u64,
+    value: Py<PyAny>,
+    /// The traceback the handler's raise gave it, which every re-raise starts from again
+    /// (a re-raise appends the reader's frames to the object's `__traceback__`, which
+    /// would otherwise grow with every read). `None` once let go (see [`KEPT_WHOLE`]).
+    traceback: Option<Py<PyAny>>,
+    target: String,
+}
 
-/// Keeps `e` and returns the tag its error message carries.
-fn keep_base_exception(py: Python<'_>, e: &PyErr) -> String {
+/// The kept exceptions, oldest first. Each failed output re-raises its exception at every
+/// read, and nothing says when the last output holding the error is gone, so they are kept
+/// by recency, bounded: the [`KEPT_WHOLE`] most recent whole, with their tracebacks (whose
+/// frames keep the handlers' locals alive: the call and its result copies); older ones,
+/// up to [`KEPT_MAX`], without their tracebacks and chained exceptions (a note on the
+/// exception shows where the handler raised it); older still are let go, and their
+/// errors raise a clear rpjrt error naming the exception instead (see
+/// [`base_exception_in`]).
+static BASE_EXCEPTIONS: std::sync::Mutex<std::collections::VecDeque<KeptBase>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+static NEXT_BASE_EXCEPTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+const KEPT_WHOLE: usize = 64;
+const KEPT_MAX: usize = 1024;
+const BASE_EXCEPTION_TAG: &str = "[rpjrt: re-raised as the handler's ";
+/// What starts the note on an exception whose traceback was let go.
+const LET_GO_NOTE: &str = "rpjrt: raised by the Python handler for ";
+
+/// Keeps `e`, raised by the handler (or instantiate function) for `target`, and returns
+/// the tag its error message carries: `[rpjrt: re-raised as the handler's Type #id.key]`
+/// (see [`tag_key`]), the type's name without `#`, `[` and `]`, so that the tag parses
+/// whatever the name.
+fn keep_base_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
     let id = NEXT_BASE_EXCEPTION.fetch_add(1, Ordering::Relaxed);
-    let mut kept = BASE_EXCEPTIONS.lock().unwrap_or_else(|p| p.into_inner());
-    if kept.len() >= 64 {
-        kept.remove(0);
+    let entry = KeptBase {
+        id,
+        value: e.value(py).clone().into_any().unbind(),
+        traceback: e.traceback(py).map(|t| t.into_any().unbind()),
+        target: target.to_string(),
+    };
+    let (dropped, let_go) = {
+        let mut kept = BASE_EXCEPTIONS.lock().unwrap_or_else(|p| p.into_inner());
+        kept.push_back(entry);
+        let dropped = (kept.len() > KEPT_MAX).then(|| kept.pop_front()).flatten();
+        // The one that just stopped being among the most recent KEPT_WHOLE.
+        let let_go = match kept.len().checked_sub(KEPT_WHOLE + 1) {
+            Some(at) => {
+                let recent_has = |v: &Py<PyAny>| {
+                    kept.iter()
+                        .skip(at + 1)
+                        .any(|k| k.value.is(v) && k.traceback.is_some())
+                };
+                let older = &kept[at];
+                // The same object kept again since (a nested handler that let it
+                // propagate) keeps its traceback there: only this entry's copy goes.
+                let shared = recent_has(&older.value);
+                let older = &mut kept[at];
+                older
+                    .traceback
+                    .take()
+                    .map(|tb| (older.value.clone_ref(py), tb, older.target.clone(), shared))
+            }
+            None => None,
+        };
+        (dropped, let_go)
+    };
+    // Python code (a `__del__` of what the traceback held) may run from here on: no lock
+    // of ours is held.
+    if let Some((value, tb, target, shared)) = let_go {
+        if !shared {
+            let_go_of_traceback(py, value.bind(py), tb.bind(py), &target);
+        }
+        drop(tb);
     }
-    kept.push((id, e.value(py).clone().into_any().unbind()));
+    drop(dropped);
     let ty = e
         .get_type(py)
         .name()
         .map(|n| n.to_string())
-        .unwrap_or_default();
-    format!(" {BASE_EXCEPTION_TAG}{ty} #{id}]")
+        .unwrap_or_default()
+        .replace(['#', '[', ']'], "_");
+    format!(" {BASE_EXCEPTION_TAG}{ty} #{id}.{:016x}]", tag_key())
 }
 
-/// The handler's original `BaseException` when `message` carries the tag of one.
-pub fn base_exception_in(py: Python<'_>, message: &str) -> Option<PyErr> {
-    let at = message.find(BASE_EXCEPTION_TAG)?;
+/// Lets go of a kept exception's traceback and chained exceptions (which keep the frames,
+/// and so the handler's locals, alive), leaving a note that says where the handler raised
+/// it (its innermost 16 frames). Best effort: an exception that refuses is left as it is.
+fn let_go_of_traceback(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    tb: &Bound<'_, PyAny>,
+    target: &str,
+) {
+    let _ = (|| -> PyResult<()> {
+        let noted = match value.getattr("__notes__") {
+            Ok(notes) => notes.try_iter()?.flatten().any(|n| {
+                n.extract::<String>()
+                    .is_ok_and(|n| n.starts_with(LET_GO_NOTE))
+            }),
+            Err(_) => false,
+        };
+        if !noted && value.hasattr("add_note")? {
+            let frames: Vec<String> = py
+                .import("traceback")?
+                .call_method1("format_tb", (tb, -16))?
+                .extract()?;
+            let mut where_ = frames.concat();
+            if where_.len() > 4000 {
+                let mut cut = where_.len() - 4000;
+                while !where_.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                where_ = format!("  ...\n{}", &where_[cut..]);
+            }
+            value.call_method1(
+                "add_note",
+                (format!(
+                    "{LET_GO_NOTE}{target:?}; its traceback and chained exceptions were let \
+                     go to bound memory (rpjrt keeps them for the {KEPT_WHOLE} most recent \
+                     such exceptions). The handler raised it here:\n{}",
+                    where_.trim_end()
+                ),),
+            )?;
+        }
+        value.setattr("__traceback__", py.None())?;
+        value.setattr("__cause__", py.None())?;
+        value.setattr("__context__", py.None())
+    })();
+}
+
+/// The tag of a kept exception in `message` (the last one: the outermost handler's):
+/// where it starts and ends, the type's name it gives, and the id.
+fn base_exception_tag(message: &str) -> Option<(usize, usize, &str, u64)> {
+    let at = message.rfind(BASE_EXCEPTION_TAG)?;
     let rest = &message[at + BASE_EXCEPTION_TAG.len()..];
-    let id: u64 = rest.split('#').nth(1)?.trim_end_matches(']').parse().ok()?;
-    let kept = BASE_EXCEPTIONS.lock().unwrap_or_else(|p| p.into_inner());
-    let (_, v) = kept.iter().find(|(k, _)| *k == id)?;
-    Some(PyErr::from_value(v.bind(py).clone()))
+    let close = rest.find(']')?;
+    let (ty, id) = rest[..close].rsplit_once(" #")?;
+    let (id, key) = id.split_once('.')?;
+    if u64::from_str_radix(key, 16).ok()? != tag_key() {
+        return None;
+    }
+    let id = id.parse().ok()?;
+    Some((at, at + BASE_EXCEPTION_TAG.len() + close + 1, ty, id))
+}
+
+/// A random number of this process that every tag carries: text that looks like a tag in a
+/// message of the handler's own (an ordinary exception's) is not taken for one. A real
+/// tag's text does not reach Python through rpjrt's exceptions (its error is raised as the
+/// exception, or, once that is let go, as a message without the tag).
+fn tag_key() -> u64 {
+    static KEY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *KEY.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        // A hasher with the process's random keys: its empty hash is random too.
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+    })
+}
+
+/// The Python exception for an error whose `message` carries the tag of a handler's
+/// `BaseException`: the original itself, its traceback reset to the handler's (each read
+/// raises it as if first raised there, plus the reader's frames); or, for one that was let
+/// go, an rpjrt error with the same code that says so, without the tag.
+pub fn base_exception_in(py: Python<'_>, message: &str) -> Option<PyErr> {
+    let (start, end, ty, id) = base_exception_tag(message)?;
+    let found = BASE_EXCEPTIONS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|k| k.id == id)
+        .map(|k| {
+            (
+                k.value.clone_ref(py),
+                k.traceback.as_ref().map(|t| t.clone_ref(py)),
+            )
+        });
+    if let Some((value, tb)) = found {
+        let value = value.into_bound(py);
+        // Set before the PyErr is made: it takes the traceback from the object.
+        let tb = tb.unwrap_or_else(|| py.None());
+        let _ = value.setattr("__traceback__", tb);
+        return Some(PyErr::from_value(value));
+    }
+    // An id never handed out is text that looks like a tag, not one.
+    if id >= NEXT_BASE_EXCEPTION.load(Ordering::Relaxed) {
+        return None;
+    }
+    let text = format!(
+        "{}(the handler raised {ty}, which rpjrt no longer holds to raise as itself: it \
+         keeps the {KEPT_MAX} most recent BaseExceptions that handlers raised, and more were \
+         raised before this error was read){}",
+        &message[..start],
+        &message[end..]
+    );
+    // The code and entry that `errors::to_py` would take from the error, read back from
+    // its text, `<entry> failed with <CODE>: ...` (a handler's error as the plugin reports
+    // it); UNKNOWN (a BaseException's code) otherwise.
+    let (entry, code) = message
+        .split_once(" failed with ")
+        .filter(|(entry, _)| {
+            entry.starts_with("PJRT_")
+                && entry.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .and_then(|(entry, rest)| {
+            let code = Code::from_name(rest.split(':').next()?).ok()?;
+            Some((Some(entry), code))
+        })
+        .unwrap_or((None, Code::Unknown));
+    let kind = if entry.is_some() { "Pjrt" } else { "Other" };
+    Some(crate::errors::make_err(py, code.name(), kind, text, entry))
 }
 
 /// How a handler may use a buffer of its frame.
@@ -1108,6 +1294,14 @@ fn ffi_buffer(
 
 /// Writes a handler's return value into the results: one array-like for a single result,
 /// or a tuple/list with one per result; each must have the result's shape and dtype.
+///
+/// The values are read as they were when the handler returned, as if all were read before
+/// any result was written: a value may be a view of a result's copy (`call.rets[k]`, its
+/// `to_numpy()`, `memoryview()`), and writing an earlier result would change it
+/// (`return (rets[1], rets[0])` swaps, `return (x * 2, r0)` gives `r0`'s values as they
+/// were). So every value is converted first, and one whose memory overlaps the copy of a
+/// result written before it is copied before anything is written; other values are not
+/// copied.
 fn write_returned(
     py: Python<'_>,
     target: &str,
@@ -1147,11 +1341,18 @@ fn write_returned(
         )));
     }
     let np = py.import("numpy")?;
-    for (i, (v, r)) in values.iter().zip(rets.iter()).enumerate() {
-        let r = r.cast_into::<PyFfiBuffer>()?;
+    let rets: Vec<Bound<'_, PyFfiBuffer>> = rets
+        .iter()
+        .map(|r| r.cast_into::<PyFfiBuffer>().map_err(PyErr::from))
+        .collect::<PyResult<_>>()?;
+    // Every value as an array (None for a token result's place), before anything is
+    // written: converting a value (`__array__`) runs Python code that may read results.
+    let mut arrays: Vec<Option<Bound<'_, PyAny>>> = Vec::with_capacity(values.len());
+    for (i, (v, r)) in values.iter().zip(&rets).enumerate() {
         if r.get().element_type == Some(ElementType::Token) {
             // A token result holds no data: its place in the tuple takes None.
             if v.is_none() {
+                arrays.push(None);
                 continue;
             }
             return Err(invalid(format!(
@@ -1169,12 +1370,34 @@ fn write_returned(
                 e.value(py)
             ))
         })?;
+        arrays.push(Some(np.call_method1("asarray", (v,))?));
+    }
+    // The results whose copies exist now, which a value can view (the handler viewed
+    // them, or a value converted was one of them); the copies made below for writing are
+    // new, and nothing else views them.
+    let viewable: Vec<Option<Py<PyByteArray>>> = rets
+        .iter()
+        .map(|r| r.get().staging.get(py).map(|s| s.clone_ref(py)))
+        .collect();
+    // Checked against the results, in order; a sub-byte value is packed here (a copy).
+    let mut writes: Vec<Option<Written<'_>>> = Vec::with_capacity(values.len());
+    for (i, (arr, r)) in arrays.into_iter().zip(&rets).enumerate() {
+        let Some(arr) = arr else {
+            writes.push(None);
+            continue;
+        };
         if let Some(t) = r.get().element_type.filter(|t| t.is_sub_byte()) {
-            write_sub_byte(py, target, i, v, r.get(), t)?;
+            writes.push(Some(Written::Packed(pack_sub_byte(
+                py,
+                target,
+                i,
+                &arr,
+                r.get(),
+                t,
+            )?)));
             continue;
         }
         let view = r.get().to_numpy(py)?;
-        let arr = np.call_method1("asarray", (v,))?;
         let (want_shape, got_shape) = (view.getattr("shape")?, arr.getattr("shape")?);
         let (want_dtype, got_dtype) = (view.getattr("dtype")?, arr.getattr("dtype")?);
         if !want_shape.eq(&got_shape)? || !want_dtype.eq(&got_dtype)? {
@@ -1187,28 +1410,69 @@ fn write_returned(
                 want_shape.str()?
             )));
         }
-        np.call_method1("copyto", (view, arr))?;
+        // Overlapping the copy of a result written before it: copied now, while it still
+        // holds what the handler returned. (Overlapping its own result's copy is fine:
+        // np.copyto handles overlap.)
+        let mut arr = arr;
+        for (j, staged) in viewable.iter().enumerate().take(i) {
+            let Some(staged) = staged else { continue };
+            if writes[j].is_none() {
+                continue;
+            }
+            if np
+                .call_method1("may_share_memory", (&arr, staged.bind(py)))?
+                .is_truthy()?
+            {
+                arr = arr.call_method0("copy")?;
+                break;
+            }
+        }
+        writes.push(Some(Written::Dense { view, arr }));
+    }
+    for (w, r) in writes.into_iter().zip(&rets) {
+        match w {
+            None => {}
+            Some(Written::Dense { view, arr }) => {
+                np.call_method1("copyto", (view, arr))?;
+            }
+            Some(Written::Packed(packed)) => {
+                let mv = r.get().memoryview(py)?;
+                mv.set_item(
+                    pyo3::types::PySlice::full(py),
+                    pyo3::types::PyBytes::new(py, &packed),
+                )?;
+            }
+        }
     }
     Ok(())
 }
 
-/// Writes a handler's returned array into a sub-byte result (int4, uint4, int2, uint2...):
+/// What [`write_returned`] writes into one result: an array into the result's view, or a
+/// sub-byte result's packed bytes.
+enum Written<'py> {
+    Dense {
+        view: Bound<'py, PyAny>,
+        arr: Bound<'py, PyAny>,
+    },
+    Packed(Vec<u8>),
+}
+
+/// A handler's returned array for a sub-byte result (int4, uint4, int2, uint2...), packed:
 /// numpy (ml_dtypes) holds one element per byte, the result packs them (low bits first, as
 /// `rpjrt::pack_sub_byte`). The array must have the result's exact shape and dtype, and
 /// each byte must hold a value of the type (ml_dtypes keeps the type's bits in the low
 /// bits and zeros above; a byte with other bits set, as `.view()` of wider data makes, is
 /// refused rather than cut down to the type's bits).
-fn write_sub_byte(
+fn pack_sub_byte(
     py: Python<'_>,
     target: &str,
     i: usize,
-    v: &Bound<'_, PyAny>,
+    arr: &Bound<'_, PyAny>,
     r: &PyFfiBuffer,
     t: ElementType,
-) -> PyResult<()> {
+) -> PyResult<Vec<u8>> {
     let np = py.import("numpy")?;
     let want_dtype = dtype_obj(py, t)?;
-    let arr = np.call_method1("asarray", (v,))?;
     let got_dtype = arr.getattr("dtype")?;
     let got_shape: Vec<i64> = arr.getattr("shape")?.extract()?;
     if got_shape != r.shape || !want_dtype.eq(&got_dtype)? {
@@ -1246,11 +1510,7 @@ fn write_sub_byte(
             packed.len()
         )));
     }
-    let mv = r.memoryview(py)?;
-    mv.set_item(
-        pyo3::types::PySlice::full(py),
-        pyo3::types::PyBytes::new(py, &packed),
-    )
+    Ok(packed)
 }
 
 fn shutting_down(target: &str) -> FfiError {
@@ -1419,7 +1679,7 @@ fn call_python(
             let state = result.map_err(|e| {
                 let mut message = describe_exception(py, &e, &target, role);
                 if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
-                    message.push_str(&keep_base_exception(py, &e));
+                    message.push_str(&keep_base_exception(py, &e, &target));
                 }
                 FfiError::new(crate::errors::code_of_exception(py, &e), message)
             })?;
