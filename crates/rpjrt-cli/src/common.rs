@@ -405,12 +405,7 @@ fn colour_allowed(is_tty: bool) -> bool {
 /// True when stdout gets colour: a terminal, and `NO_COLOR` unset or empty.
 pub fn stdout_colour() -> bool {
     // While plugin prints are diverted, descriptor 1 is stderr: ask about the real stdout.
-    let original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
-    let tty = match original.as_ref() {
-        Some(f) => f.is_terminal(),
-        None => std::io::stdout().is_terminal(),
-    };
-    colour_allowed(tty)
+    colour_allowed(stdout_is_terminal())
 }
 
 /// True when stderr gets colour: a terminal, and `NO_COLOR` unset or empty.
@@ -630,6 +625,81 @@ pub fn check_output_path(path: &std::path::Path, option: &str) -> Result<(), Cli
     Ok(())
 }
 
+/// How an output option takes `-`: one rule for every output file of every verb, so that
+/// `-` never silently becomes a file of that name (write `./-` for such a file).
+#[derive(Clone, Copy, Debug)]
+pub enum Dash {
+    /// Text (JSON, HTML): `-` writes it to stdout.
+    Text,
+    /// Binary data (an artifact): `-` writes it to stdout when stdout is not a terminal
+    /// (a pipe or a file); on a terminal it is refused, as the bytes would garble it.
+    Binary,
+    /// `-` is refused: stdout already carries the verb's own output (the text given says
+    /// which), or the output is more than one file.
+    Refused(&'static str),
+}
+
+/// Whether `path`, given to `option`, means stdout: exactly `-`, as [`Dash`] allows it for
+/// that option; a usage error (exit 2) naming the option where `-` cannot be stdout.
+pub fn output_is_stdout(
+    path: &std::path::Path,
+    option: &str,
+    dash: Dash,
+) -> Result<bool, CliError> {
+    if path.as_os_str() != "-" {
+        return Ok(false);
+    }
+    match dash {
+        Dash::Text => Ok(true),
+        Dash::Binary if stdout_is_terminal() => Err(CliError::usage(format!(
+            "{option} -: the output is binary and stdout is a terminal; redirect stdout to \
+             a file or a pipe (`> FILE`, `| ...`), or give a file name (./- for a file \
+             named -)"
+        ))),
+        Dash::Binary => Ok(true),
+        Dash::Refused(why) => Err(CliError::usage(format!(
+            "{option} -: stdout cannot take it ({why}); give a file name (./- for a file \
+             named -)"
+        ))),
+    }
+}
+
+/// True when the CLI's own stdout (not where plugin prints are diverted) is a terminal.
+pub fn stdout_is_terminal() -> bool {
+    let original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
+    match original.as_ref() {
+        Some(f) => f.is_terminal(),
+        None => std::io::stdout().is_terminal(),
+    }
+}
+
+/// Reads a program file for `run` or `compile`: the core's one rule
+/// ([`rpjrt::ProgramFile::detect`] on the bytes of the regular file `path`), its errors
+/// naming the file. An rpjrt artifact given with `--format` is refused in the verb's own
+/// words (`advice`: what to do with it), not as a program of that format to compile.
+pub fn read_program_file(
+    path: &std::path::Path,
+    format: Option<&str>,
+    advice: &str,
+) -> Result<rpjrt::ProgramFile, CliError> {
+    let bytes = rpjrt::read_regular_file(path)?;
+    if let (true, Some(f)) = (rpjrt::is_artifact(&bytes), format) {
+        return Err(CliError::usage(format!(
+            "{}: an rpjrt artifact (what `rpjrt compile` writes), not a program in format \
+             {f}: {advice}",
+            path.display()
+        )));
+    }
+    let name = path.to_string_lossy();
+    rpjrt::ProgramFile::detect(bytes, Some(&name), format).map_err(|e| {
+        CliError::from(rpjrt::Error::invalid(format!(
+            "{}: {}",
+            path.display(),
+            bare(e)
+        )))
+    })
+}
+
 /// Writes an output file whole or not at all (`rpjrt::write_regular_file`: never over a
 /// FIFO or a device, never half a file); errors name `option` and the path.
 pub fn write_output(path: &std::path::Path, option: &str, bytes: &[u8]) -> Result<(), CliError> {
@@ -714,10 +784,75 @@ fn wanted(spec: Option<&OsStr>) -> Option<String> {
 }
 
 fn candidates(spec: Option<&OsStr>) -> Result<Vec<PluginInfo>, CliError> {
-    Discovery::from_env().candidates(spec).map_err(|e| match e {
+    let discovery = Discovery::from_env();
+    if let Some(e) = unmatched_name(&discovery, spec) {
+        return Err(e);
+    }
+    discovery.candidates(spec).map_err(|e| match e {
         rpjrt::Error::PluginLoad { reason, .. } => CliError::usage(reason),
         other => CliError::from(other),
     })
+}
+
+/// Whether `spec` (as bytes) names a file rather than a plugin, by the rule discovery
+/// applies to text (`rpjrt_discovery::looks_like_path`: a `/`, a library suffix), or
+/// because a regular file of that name exists.
+fn names_a_path(spec: &OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let b = spec.as_bytes();
+    b.contains(&b'/')
+        || [&b".so"[..], b".dylib", b".dll"]
+            .iter()
+            .any(|s| b.ends_with(s))
+        || b.windows(4).any(|w| w == b".so.")
+        || std::fs::metadata(spec).is_ok_and(|m| m.is_file())
+}
+
+/// The error for a plugin named (by the argument, else `RPJRT_PLUGIN`) with bytes that are
+/// not UTF-8 and do not name a file: plugin, wheel and platform names are text, so it
+/// matches none of them, and it is said as any other unknown name is (`no PJRT plugin
+/// matching ... found. Searched: ...`, exit 2), not taken for a relative path that does
+/// not exist. `None` for every other spec (discovery answers those).
+fn unmatched_name(discovery: &Discovery, spec: Option<&OsStr>) -> Option<CliError> {
+    let (raw, from_env) = match spec {
+        Some(s) => (s.to_os_string(), false),
+        None => (std::env::var_os("RPJRT_PLUGIN")?, true),
+    };
+    if raw.to_str().is_some() || names_a_path(&raw) {
+        return None;
+    }
+    let origin = if from_env { " (from RPJRT_PLUGIN)" } else { "" };
+    // `{:?}` of an OsStr shows the bytes that are not UTF-8 as `\xFF`.
+    let mut msg = format!("no PJRT plugin matching {raw:?}{origin} found. Searched:\n");
+    for line in discovery.searched() {
+        msg.push_str(&format!("  {line}\n"));
+    }
+    // RPJRT_PLUGIN's own value is not a plugin found (discovery lists it as a path).
+    let found: Vec<PluginInfo> = discovery
+        .plugins_and_problems()
+        .0
+        .into_iter()
+        .filter(|p| !(from_env && p.source == "RPJRT_PLUGIN"))
+        .collect();
+    if found.is_empty() {
+        msg.push_str("found: nothing\n");
+    } else {
+        msg.push_str("found, but not matching:\n");
+        for p in &found {
+            msg.push_str(&format!(
+                "  {} ({}) at {}\n",
+                p.name,
+                p.platform.as_deref().unwrap_or("unknown platform"),
+                p.path.display()
+            ));
+        }
+    }
+    msg.push_str(
+        "a plugin name is text: this one is not valid UTF-8 (to load a file by that name, \
+         give its path, e.g. ./NAME)\nInstall one:\n  ",
+    );
+    msg.push_str(&install_hint(None));
+    Some(CliError::usage(msg))
 }
 
 /// The first plugin discovery offers for `spec` (see [`load_plugin`]), without loading it.
@@ -725,10 +860,96 @@ pub fn find_plugin(spec: Option<&OsStr>) -> Result<PluginInfo, CliError> {
     Ok(candidates(spec)?.remove(0))
 }
 
+/// How far a candidate plugin got before it failed: what decides whether the error ends
+/// with what to install (only when no library could be loaded at all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reached {
+    /// The library could not be loaded: missing, unreadable, not a PJRT plugin, too old,
+    /// or needing libraries that are not installed (`rpjrt::Error::PluginLoad`).
+    Library,
+    /// The library loaded; its `PJRT_Plugin_Initialize` (or a later step of the load)
+    /// failed.
+    Initialize,
+    /// The plugin loaded and initialised; creating its client failed.
+    Client,
+}
+
+/// One candidate's failure in [`open_client`].
+struct Failed {
+    error: rpjrt::Error,
+    reached: Reached,
+    /// Its client creation refused the create options or settings (the user's input).
+    refused: bool,
+}
+
+impl fmt::Display for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+/// How far a failed [`Plugin::load`] got.
+fn load_reached(e: &rpjrt::Error) -> Reached {
+    match e {
+        rpjrt::Error::PluginLoad { .. } => Reached::Library,
+        _ => Reached::Initialize,
+    }
+}
+
+/// Whether `e`, from creating a client with `options`, refuses the options or settings
+/// the user gave: rpjrt's own refusal (`-o cpu_device_count=0`, a bad `RPJRT_*` value),
+/// or the plugin's `INVALID_ARGUMENT` from `PJRT_Client_Create` while create options were
+/// given (`Unexpected option name passed to PJRT_Client_Create: bogus`: its only inputs
+/// are the options). Such a failure is a usage error (exit 2), whatever the verb.
+pub fn refuses_options(e: &rpjrt::Error, options: &ClientOptions) -> bool {
+    match e {
+        rpjrt::Error::InvalidArgument(_) => true,
+        rpjrt::Error::Pjrt {
+            entry: "PJRT_Client_Create",
+            code: rpjrt::Code::InvalidArgument,
+            ..
+        } => !options.entries().is_empty(),
+        _ => false,
+    }
+}
+
+/// What follows a plugin's refusal of the create options ([`refuses_options`]): which
+/// options were given, and what to do. Empty for rpjrt's own refusals, which name the
+/// option and its range themselves.
+pub fn option_refusal_note(e: &rpjrt::Error, options: &ClientOptions) -> String {
+    if matches!(e, rpjrt::Error::InvalidArgument(_)) || options.entries().is_empty() {
+        return String::new();
+    }
+    let given: Vec<String> = options
+        .entries()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!(
+        "\n  the plugin refused the client create options given ({}): check each name and \
+         value type against what this plugin accepts, or leave the option out",
+        given.join(", ")
+    )
+}
+
+/// The create options a client on `info` gets: `options`, plus those of the plugin's JAX
+/// config (`.json` in `PJRT_NAMES_AND_LIBRARY_PATHS`) that `options` does not set (as
+/// `rpjrt_discovery::open_first` merges them).
+fn with_config_options(options: &ClientOptions, info: &PluginInfo) -> ClientOptions {
+    let mut merged = options.clone();
+    for (name, value) in info.options.iter().flat_map(|o| o.entries()) {
+        if !options.entries().iter().any(|(n, _)| n == name) {
+            merged = merged.set(name.clone(), value.clone());
+        }
+    }
+    merged
+}
+
 /// The plugin a verb should use: `spec` (a path, a plugin or wheel name, or a platform
 /// such as `cpu`), else `$RPJRT_PLUGIN`, else the first plugin discovery finds. Each
-/// candidate is tried in order; the first that loads wins. Load errors name the file, the
-/// loader's reason and what to install.
+/// candidate is tried in order; the first that loads wins. Load errors name the file and
+/// the loader's reason; what to install follows only when no library could be loaded (a
+/// plugin that loaded and failed in `PJRT_Plugin_Initialize` is there already).
 pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliError> {
     let candidates = candidates(spec)?;
     let quiet = Quiet::start("loading and initialising the plugin");
@@ -738,35 +959,82 @@ pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliErro
         |info| Plugin::load(&info.path).map(|p| (p, info.clone())),
     );
     let log = quiet.finish();
-    let errors: Vec<String> = match result {
+    let (errors, none_loaded): (Vec<String>, bool) = match result {
         Ok((found, _skipped)) => return Ok(found),
-        Err(rpjrt_discovery::OpenFailure::One(e)) => vec![explain(&e, None)],
-        Err(rpjrt_discovery::OpenFailure::All(all)) => {
-            all.iter().map(|(_, e)| explain(e, None)).collect()
-        }
+        Err(rpjrt_discovery::OpenFailure::One(e)) => (
+            vec![explain(&e, None)],
+            load_reached(&e) == Reached::Library,
+        ),
+        Err(rpjrt_discovery::OpenFailure::All(all)) => (
+            all.iter().map(|(_, e)| explain(e, None)).collect(),
+            all.iter().all(|(_, e)| load_reached(e) == Reached::Library),
+        ),
     };
-    Err(CliError::failed(with_hint(errors.join("\n"), spec, &log)))
+    Err(CliError::failed(failure_text(
+        errors.join("\n"),
+        spec,
+        &log,
+        none_loaded,
+    )))
 }
 
-/// The error of a failed [`open_client`]: a plugin that could not be loaded says what to
-/// install; a refused option or setting (`-o cpu_device_count=0`, a bad `RPJRT_*` value)
-/// is the user's mistake, exit 2 with no install hint (the plugins are fine); anything else
-/// (the plugin's own error) is a failure, exit 1.
-fn client_error(e: rpjrt::Error, spec: Option<&OsStr>, log: &str) -> CliError {
-    match e {
-        // A plugin that loaded and refused the options, among others that did not load:
-        // the options are still the user's mistake, and no plugin is missing.
-        rpjrt::Error::PluginLoad { ref reason, .. } if reason.contains("invalid argument: ") => {
-            CliError::usage(with_log(e.to_string(), log))
+/// The error of a failed [`open_client`]. A refused option or setting
+/// ([`refuses_options`], by every plugin that got as far as creating a client) is the
+/// user's mistake: exit 2, no install hint (the plugins are fine). Anything else is a
+/// failure, exit 1, with what to install only when no plugin library could be loaded.
+fn open_error(
+    failure: rpjrt_discovery::OpenFailure<Failed>,
+    first_path: std::path::PathBuf,
+    options: &ClientOptions,
+    spec: Option<&OsStr>,
+    log: &str,
+) -> CliError {
+    use rpjrt_discovery::OpenFailure;
+    let failures: Vec<&Failed> = match &failure {
+        OpenFailure::One(f) => vec![f],
+        OpenFailure::All(all) => all.iter().map(|(_, f)| f).collect(),
+    };
+    let created: Vec<&&Failed> = failures
+        .iter()
+        .filter(|f| f.reached == Reached::Client)
+        .collect();
+    let options_refused = !created.is_empty() && created.iter().all(|f| f.refused);
+    let none_loaded = failures.iter().all(|f| f.reached == Reached::Library);
+    let note = created
+        .iter()
+        .map(|f| option_refusal_note(&f.error, options))
+        .find(|n| !n.is_empty())
+        .filter(|_| options_refused)
+        .unwrap_or_default();
+    let (message, code) = match &failure {
+        OpenFailure::One(f) => {
+            let code = match f.error {
+                rpjrt::Error::InvalidArgument(_) => EXIT_USAGE,
+                _ => EXIT_DEFECT,
+            };
+            (explain(&f.error, None), code)
         }
-        rpjrt::Error::PluginLoad { .. } => {
-            CliError::failed(with_hint(explain(&e, None), spec, log))
+        OpenFailure::All(_) if failures.iter().all(|f| f.refused) => (
+            rpjrt::Error::invalid(
+                failure.message_led_by("every plugin tried refused the client options or settings"),
+            )
+            .to_string(),
+            EXIT_USAGE,
+        ),
+        OpenFailure::All(_) => {
+            let e = rpjrt::Error::PluginLoad {
+                path: first_path,
+                reason: failure.message(),
+            };
+            (explain(&e, None), EXIT_DEFECT)
         }
-        other => {
-            let mut err = CliError::from(other);
-            err.message = with_log(err.message, log);
-            err
-        }
+    };
+    if options_refused {
+        return CliError::usage(with_log(format!("{message}{note}"), log));
+    }
+    CliError {
+        message: failure_text(message, spec, log, none_loaded),
+        exit_code: code,
     }
 }
 
@@ -786,11 +1054,21 @@ pub fn target_json(t: &rpjrt::ArtifactTarget) -> serde_json::Map<String, Json> {
         .collect()
 }
 
-/// `message`, then the plugin's captured log (if any), then what to install unless the
-/// message already carries a hint (said once).
-fn with_hint(message: String, spec: Option<&OsStr>, log: &str) -> String {
+/// The text of a plugin that could not be used: `message`, what rpjrt can add about it
+/// (another process holding libtpu's lock), the plugin's captured log (if any), then, when
+/// `install` is set (no plugin library could be loaded at all) and the message carries no
+/// hint of its own, what to install. A plugin that was found and loaded but failed in
+/// `PJRT_Plugin_Initialize` or client creation gets no install hint: it is installed, and
+/// another CPU plugin would not make it work.
+fn failure_text(message: String, spec: Option<&OsStr>, log: &str, install: bool) -> String {
+    let mut message = message;
+    if let Some(hint) = libtpu_lock_hint(&message) {
+        message.push('\n');
+        message.push_str(&hint);
+    }
+    let hinted = message.contains("hint:");
     let mut text = with_log(message, log);
-    if !text.contains("hint:") {
+    if install && !hinted {
         let want = wanted(spec);
         text.push_str(&format!(
             "\n  to get a working plugin: {}",
@@ -800,10 +1078,87 @@ fn with_hint(message: String, spec: Option<&OsStr>, log: &str) -> String {
     text
 }
 
+/// What rpjrt adds to libtpu's refusal to initialise while another process holds its
+/// lock (`Internal error when accessing libtpu multi-process lockfile. Run "$ sudo rm
+/// /tmp/libtpu_lockfile".`): that another process is probably using the TPU, which one
+/// where `/proc/locks` says, and not to delete the lock file while it runs (libtpu's
+/// advice is for a lock left behind by a process that has ended). `None` for any other
+/// message.
+fn libtpu_lock_hint(message: &str) -> Option<String> {
+    if !message.contains("libtpu multi-process lockfile") && !message.contains("libtpu_lockfile") {
+        return None;
+    }
+    let lock = lock_file_named(message).unwrap_or_else(|| "/tmp/libtpu_lockfile".to_string());
+    let holder = match lock_holder(std::path::Path::new(&lock)) {
+        Some((pid, command)) => format!("; process {pid} holds it now ({command})"),
+        None => String::new(),
+    };
+    Some(format!(
+        "hint: another process is probably using the TPU: libtpu lets one process at a time \
+         use this host's TPU chips, and takes the lock file {lock} for it{holder}. Wait for \
+         that process to end, or stop it, then try again; do not delete {lock} while it \
+         runs (removing it is for a lock left behind by a process that has ended)"
+    ))
+}
+
+/// The lock file libtpu's message names (`... Run "$ sudo rm /tmp/libtpu_lockfile".`).
+fn lock_file_named(message: &str) -> Option<String> {
+    let at = message.find(" rm ")? + " rm ".len();
+    let path: String = message[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
+        .collect();
+    let path = path.trim_end_matches(['.', ',', ';']).to_string();
+    path.starts_with('/').then_some(path)
+}
+
+/// The process holding a lock on `path` (`flock` or POSIX), from `/proc/locks`: its id
+/// and command line (shortened). `None` when there is none, or it cannot be told (not
+/// Linux, the file gone, a lock owned by an open file description with no process).
+fn lock_holder(path: &std::path::Path) -> Option<(u32, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let dev = meta.dev();
+    // glibc's encoding of a device number (gnu_dev_major / gnu_dev_minor).
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let want = format!("{major:02x}:{minor:02x}:{}", meta.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let me = std::process::id();
+    let pid = locks.lines().find_map(|line| {
+        // `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`; a waiter's line has `->`
+        // after the number, and does not hold the lock.
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) == Some(&"->") || fields.get(5) != Some(&want.as_str()) {
+            return None;
+        }
+        fields
+            .get(4)?
+            .parse::<u32>()
+            .ok()
+            .filter(|&p| p > 0 && p != me)
+    })?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut command = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if command.chars().count() > 120 {
+        command = command.chars().take(117).collect::<String>() + "...";
+    }
+    if command.is_empty() {
+        command = "its command line cannot be read".to_string();
+    }
+    Some((pid, command))
+}
+
 /// A client on the first plugin for `spec` that loads and creates a client with `options`
-/// (`rpjrt_discovery::Discovery::open_client`): a plugin that loads but cannot serve here,
-/// such as a CUDA plugin without a GPU, is skipped with a note on stderr. Errors carry the
-/// install hint, as for [`load_plugin`].
+/// (as `rpjrt_discovery::Discovery::open_client` opens one): a plugin that loads but
+/// cannot serve here, such as a CUDA plugin without a GPU, is skipped with a note on
+/// stderr. When none can, the error says why ([`open_error`]: exit 2 for create options
+/// the plugins refused, else 1, with what to install only when no library loaded).
 pub fn open_client(
     spec: Option<&OsStr>,
     options: &ClientOptions,
@@ -811,19 +1166,37 @@ pub fn open_client(
     // No plugin matching the name is the user's input (exit 2), said as every verb says it
     // ([`candidates`]); only a plugin that was found but cannot be used is a failure.
     let candidates = candidates(spec)?;
+    let first_path = candidates
+        .first()
+        .map(|i| i.path.clone())
+        .unwrap_or_default();
     let quiet = Quiet::start("loading the plugin and creating a client");
-    let result = rpjrt_discovery::open_first(candidates, options, rpjrt::cuda::create_client);
+    let result = rpjrt_discovery::first_that_opens(
+        candidates,
+        |info| format!("{} ({})", info.name, info.path.display()),
+        |info| {
+            let plugin = Plugin::load(&info.path).map_err(|error| Failed {
+                reached: load_reached(&error),
+                error,
+                refused: false,
+            })?;
+            let merged = with_config_options(options, info);
+            match rpjrt::cuda::create_client(&plugin, &merged) {
+                Ok(client) => Ok((client, plugin, info.clone())),
+                Err(error) => Err(Failed {
+                    refused: refuses_options(&error, &merged),
+                    error,
+                    reached: Reached::Client,
+                }),
+            }
+        },
+    );
     let log = quiet.finish();
-    let opened = result.map_err(|e| client_error(e, spec, &log))?;
-    for (info, e) in &opened.skipped {
-        crate::errln!(
-            "rpjrt: skipped plugin {} ({}): {}",
-            info.name,
-            info.path.display(),
-            e
-        );
+    let (opened, skipped) = result.map_err(|f| open_error(f, first_path, options, spec, &log))?;
+    for (what, f) in &skipped {
+        crate::errln!("rpjrt: skipped plugin {what}: {f}");
     }
-    Ok((opened.client, opened.plugin, opened.info))
+    Ok(opened)
 }
 
 /// Called by a verb whose work is done and whose results are out: the plugin objects it

@@ -65,6 +65,14 @@ where
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
+            // clap says only "invalid UTF-8 was detected in one or more arguments": name
+            // the argument, and what takes text.
+            if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
+                if let Some(message) = not_utf8_message(&args) {
+                    common::print_error(&CliError::usage(message));
+                    return EXIT_USAGE;
+                }
+            }
             let _ = e.print();
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
@@ -104,6 +112,40 @@ where
         (result, _) => result,
     };
     exit_code(result)
+}
+
+/// The message for an argument that is not UTF-8 where the command line wants text (a
+/// create option, a format, a pattern...): which argument, as its bytes, and which option
+/// took it. Every file and plugin argument takes any bytes; only text is refused.
+fn not_utf8_message(args: &[std::ffi::OsString]) -> Option<String> {
+    let at = args.iter().skip(1).position(|a| a.to_str().is_none())? + 1;
+    let arg = &args[at];
+    // `--name=VALUE`, else the option before it (`-o VALUE`), else the argument's place.
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = arg.as_bytes();
+    let attached = bytes
+        .starts_with(b"--")
+        .then(|| bytes.iter().position(|&b| b == b'='))
+        .flatten()
+        .map(|eq| {
+            (
+                String::from_utf8_lossy(&bytes[..eq]).into_owned(),
+                std::ffi::OsStr::from_bytes(&bytes[eq + 1..]),
+            )
+        });
+    let before = args
+        .get(at - 1)
+        .and_then(|a| a.to_str())
+        .filter(|a| at > 1 && a.starts_with('-') && *a != "--")
+        .map(|o| (o.to_string(), arg.as_os_str()));
+    let what = match attached.or(before) {
+        Some((option, value)) => format!("the value of {option}, {value:?},"),
+        None => format!("argument {at}, {arg:?},"),
+    };
+    Some(format!(
+        "{what} is not valid UTF-8, and it is read as text there (file names and plugin \
+         paths may hold any bytes; names, options and literals must be UTF-8)"
+    ))
 }
 
 /// Whether a verb sends descriptor 1 to stderr while it runs (its own output still reaches

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use rpjrt::{Artifact, Cache, ClientOptions, CompileOptions, Program};
+use rpjrt::{Artifact, Cache, ClientOptions, CompileOptions, Program, ProgramFile};
 use serde_json::json;
 
 use crate::common::CliError;
@@ -123,12 +123,50 @@ pub fn check_not_an_option(output: &std::path::Path) -> Result<(), CliError> {
     )))
 }
 
+/// Reads the program to compile ([`crate::common::read_program_file`]); a file that is
+/// compiled already (an rpjrt artifact, or a plugin's executable named by
+/// `--format executable`) is refused with how to run it instead.
+fn read_program(path: &std::path::Path, format: Option<&str>) -> Result<Program, CliError> {
+    let shown = path.display();
+    if format == Some(rpjrt::EXECUTABLE_FORMAT) {
+        return Err(CliError::usage(format!(
+            "--format executable names a plugin's own serialized executable, which is \
+             compiled already: `rpjrt compile` compiles programs (--format mlir or hlo); run \
+             an executable with `rpjrt run {shown} --format executable`"
+        )));
+    }
+    let run_it = format!("it is compiled already: run it with `rpjrt run {shown}`");
+    match crate::common::read_program_file(path, format, &run_it)? {
+        ProgramFile::Program(p) => Ok(p),
+        ProgramFile::Artifact(_) => Err(CliError::usage(format!(
+            "{shown}: an rpjrt artifact (what `rpjrt compile` writes): {run_it}; \
+             `rpjrt compile` takes a program (StableHLO text or bytecode, or HLO)"
+        ))),
+        ProgramFile::Executable(_) => Err(CliError::usage(format!(
+            "{shown}: --format executable names a plugin's own serialized executable, which \
+             is compiled already: run it with `rpjrt run {shown} --format executable`; \
+             `rpjrt compile` takes a program (--format mlir or hlo)"
+        ))),
+    }
+}
+
 /// Runs `rpjrt compile`. The program is read and the options built by the core
 /// ([`Program::read`], [`CompileOptions::for_mesh`]): a FIFO, an unknown format or zero
 /// partitions are usage errors (exit 2) found before the plugin is loaded.
 pub fn run(a: CompileArgs) -> Result<(), CliError> {
     check_not_an_option(&a.output)?;
-    let program = Program::read(&a.program, a.format.as_deref())?;
+    // `-o -` writes the artifact to stdout (a pipe or a file, never a terminal); the line
+    // saying what was written then goes to stderr, and --json, which wants stdout, is
+    // refused with it.
+    let to_stdout =
+        crate::common::output_is_stdout(&a.output, "--output", crate::common::Dash::Binary)?;
+    if to_stdout && a.json {
+        return Err(CliError::usage(
+            "--output - writes the artifact to stdout, where --json would print too; give \
+             the artifact a file name with --json, or leave --json out",
+        ));
+    }
+    let program = read_program(&a.program, a.format.as_deref())?;
     let opts = CompileOptions::for_mesh(a.num_replicas, a.num_partitions).map_err(|e| {
         CliError::usage(format!(
             "--num-replicas/--num-partitions: {}",
@@ -174,7 +212,11 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     let bytes = exe
         .serialize()
         .map_err(|e| CliError::failed(e.to_string()))?;
-    crate::common::write_output(&a.output, "--output", &bytes)?;
+    if to_stdout {
+        crate::common::write_out_bytes(&bytes);
+    } else {
+        crate::common::write_output(&a.output, "--output", &bytes)?;
+    }
     let target = Artifact::decode(&bytes)
         .map_err(|e| CliError::failed(e.to_string()))?
         .target;
@@ -225,18 +267,30 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
             ),
             (None, _) => format!("compiled in {compile_ms:.1} ms"),
         };
-        crate::outln!(
-            "wrote {} ({} bytes, {how}) for {target}",
-            a.output.display(),
+        // With the artifact on stdout, what is said about it goes to stderr.
+        let say = |line: String| {
+            if to_stdout {
+                crate::errln!("{line}");
+            } else {
+                crate::outln!("{line}");
+            }
+        };
+        let written = if to_stdout {
+            "the artifact to stdout".to_string()
+        } else {
+            a.output.display().to_string()
+        };
+        say(format!(
+            "wrote {written} ({} bytes, {how}) for {target}",
             bytes.len()
-        );
+        ));
         for (k, v) in &described {
             match v {
-                Ok(list) => crate::outln!(
+                Ok(list) => say(format!(
                     "  {k}: {}",
                     list.iter().map(item_text).collect::<Vec<_>>().join(" ")
-                ),
-                Err(why) => crate::outln!("  {k}: not available ({why})"),
+                )),
+                Err(why) => say(format!("  {k}: not available ({why})")),
             }
         }
     }

@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             let log = quiet.finish();
             match created {
                 Ok(_) => return Err(open_err),
-                Err(e) => return plugin_only(&plugin, e, &log, args.json),
+                Err(e) => return plugin_only(&plugin, e, &options, &log, args.json),
             }
         }
     };
@@ -242,8 +242,15 @@ fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
 
 /// What `info` shows when the plugin loads but its client cannot be created: the plugin's
 /// own facts on stdout (with `client_error` in JSON), then the error on stderr as every
-/// failure is reported (exit 1).
-fn plugin_only(plugin: &Plugin, err: rpjrt::Error, log: &str, json: bool) -> Result<i32, CliError> {
+/// failure is reported: exit 1, or 2 where the create options were refused
+/// ([`common::refuses_options`]).
+fn plugin_only(
+    plugin: &Plugin,
+    err: rpjrt::Error,
+    options: &rpjrt::ClientOptions,
+    log: &str,
+    json: bool,
+) -> Result<i32, CliError> {
     if json {
         let (attributes, extensions) = plugin_json(plugin);
         common::print_json(&json!({
@@ -260,17 +267,19 @@ fn plugin_only(plugin: &Plugin, err: rpjrt::Error, log: &str, json: bool) -> Res
     } else {
         print_plugin(plugin, None);
     }
-    let mut e = CliError::from(err);
-    e.message = common::with_log(
-        format!(
-            "the plugin loaded, but its client could not be created: {}",
-            e.message
-        ),
+    // A refused option stays the user's mistake (exit 2); anything else is a failure.
+    let refused = common::refuses_options(&err, options);
+    let note = if refused {
+        common::option_refusal_note(&err, options)
+    } else {
+        String::new()
+    };
+    let message = common::with_log(
+        format!("the plugin loaded, but its client could not be created: {err}{note}"),
         log,
     );
-    // A refused option stays the user's mistake (exit 2); anything else is a failure.
-    if e.exit_code != EXIT_USAGE {
-        e.exit_code = EXIT_DEFECT;
-    }
-    Err(e)
+    Err(CliError {
+        message,
+        exit_code: if refused { EXIT_USAGE } else { EXIT_DEFECT },
+    })
 }

@@ -103,11 +103,10 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         });
     // Client options the plugin or rpjrt refused are the user's input (exit 2).
     let result = result.map_err(|e| match e {
-        ClientError::Options(e) => {
-            let mut err = CliError::from(e);
-            err.message = format!("process {p} of {n}: {}", err.message);
-            err
-        }
+        ClientError::Options(e) => CliError::usage(format!(
+            "process {p} of {n}: {e}{}",
+            common::option_refusal_note(&e, &options)
+        )),
         ClientError::Other(e) => fail(e),
     });
     // The store as the user named it, unless that was port 0 (the host then listens on
@@ -133,8 +132,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
-/// Why a rendezvous failed: client options rpjrt refused (the user's input), or anything
-/// else.
+/// Why a rendezvous failed: client options rpjrt or the plugin refused (the user's input,
+/// [`common::refuses_options`]), or anything else.
 enum ClientError {
     Options(rpjrt::Error),
     Other(rpjrt::Error),
@@ -155,9 +154,12 @@ fn client_view(
     n: usize,
 ) -> Result<String, ClientError> {
     let dist = DistributedOptions::new(store.clone(), p, n)?;
-    let client = Client::new_distributed(plugin, options, &dist).map_err(|e| match e {
-        rpjrt::Error::InvalidArgument(_) => ClientError::Options(e),
-        other => ClientError::Other(other),
+    let client = Client::new_distributed(plugin, options, &dist).map_err(|e| {
+        if common::refuses_options(&e, options) {
+            ClientError::Options(e)
+        } else {
+            ClientError::Other(e)
+        }
     })?;
     let devices = client.devices()?;
     let owners: Vec<String> = devices

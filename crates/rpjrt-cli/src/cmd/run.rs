@@ -1,6 +1,8 @@
 //! `rpjrt run`: compile a program, feed it inputs, print or save its outputs, time it.
 
-use std::path::PathBuf;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rpjrt::{ArraySpec, CompileOptions, ElementType, ProgramFile};
@@ -30,14 +32,14 @@ pub struct Args {
     /// An input, as KEY=FILE.npy, KEY=LITERAL (`1.5`, `[1,2,3]:f32`), or FILE.npz (each
     /// array fills the parameter its name names, or arr_N/argN/N argument N; any other
     /// name is refused). KEY is 0-based, argN, arr_N, or the parameter's name where the
-    /// program carries names (jax.export).
+    /// program carries names (jax.export). File names need not be UTF-8.
     #[arg(
         long = "input",
         short = 'i',
         value_name = "KEY=FILE|LITERAL",
         allow_hyphen_values = true
     )]
-    pub inputs: Vec<String>,
+    pub inputs: Vec<OsString>,
     /// Fill inputs that were not given with random values of the right type and shape.
     #[arg(long)]
     pub random: bool,
@@ -216,11 +218,12 @@ fn check_against(i: usize, a: &Array, spec: Option<&ArraySpec>) -> Result<(), Cl
 /// fill (`slot(name)`) before its data is read: a wrong or huge array is refused from its
 /// header, not after it was inflated.
 fn load_input(
-    value: &str,
+    file: &Path,
     params: Option<&[ArraySpec]>,
     mut slot: impl FnMut(&str) -> Result<usize, String>,
 ) -> Result<Vec<(String, Array)>, CliError> {
-    npy::load_checked(value, |name, t, dims| {
+    let value = file.display();
+    npy::load_checked(file, |name, t, dims| {
         let i = slot(name).map_err(rpjrt::Error::InvalidArgument)?;
         match mismatch(i, t, dims, params.and_then(|p| p.get(i))) {
             Some(m) => Err(rpjrt::Error::InvalidArgument(format!("{value}: {m}"))),
@@ -240,12 +243,23 @@ fn label(i: usize, names: Option<&[String]>) -> String {
 
 /// Builds the argument arrays from `--input`/`--random`, checked against `params`; input
 /// keys may be the parameter `names` where the program carries them.
-/// An `--input` as its key (`KEY=`, if any) and its value (a file or a literal).
-fn split_input(spec: &str) -> (Option<&str>, &str) {
-    match spec.split_once('=') {
-        Some((k, v)) if !k.contains('[') => (Some(k), v),
+/// An `--input` as its key (`KEY=`, if any) and its value (a file or a literal), split on
+/// its bytes: a file name need not be UTF-8 (a key and a literal must be).
+fn split_input(spec: &OsStr) -> (Option<&OsStr>, &OsStr) {
+    let b = spec.as_bytes();
+    match b.iter().position(|&c| c == b'=') {
+        Some(at) if !b[..at].contains(&b'[') => (
+            Some(OsStr::from_bytes(&b[..at])),
+            OsStr::from_bytes(&b[at + 1..]),
+        ),
         _ => (None, spec),
     }
+}
+
+/// Whether an `--input` value names a file (`.npy`, `.npz`) rather than a literal.
+fn is_npy_file(value: &OsStr) -> bool {
+    let b = value.as_bytes();
+    b.ends_with(b".npy") || b.ends_with(b".npz")
 }
 
 /// The `--input` values that are files (`KEY=FILE.npy`, `FILE.npy`, `FILE.npz`), split as
@@ -254,7 +268,7 @@ fn input_files(args: &Args) -> Vec<std::path::PathBuf> {
     args.inputs
         .iter()
         .map(|spec| split_input(spec).1)
-        .filter(|v| v.ends_with(".npy") || v.ends_with(".npz"))
+        .filter(|v| is_npy_file(v))
         .map(std::path::PathBuf::from)
         .collect()
 }
@@ -289,13 +303,29 @@ fn gather_inputs(
     let mut next_positional = 0usize;
     for spec in &args.inputs {
         let (target, value) = split_input(spec);
-        let looks_like_file = value.ends_with(".npy") || value.ends_with(".npz");
-        if target.is_none() && value.ends_with(".npz") {
+        // A key is text (a parameter name or number); one that is not UTF-8 names none.
+        let target = match target.map(|k| (k, k.to_str())) {
+            Some((k, None)) => {
+                return Err(CliError::usage(format!(
+                    "input {spec:?}: its key {k:?} is not valid UTF-8, so it names no \
+                     parameter; {}",
+                    parameter_list(n, params, names)
+                )))
+            }
+            Some((_, key)) => key,
+            None => None,
+        };
+        let looks_like_file = is_npy_file(value);
+        let file = Path::new(value);
+        let value_shown = file.display().to_string();
+        let by = format!("{}", Path::new(spec).display());
+        if target.is_none() && value.as_bytes().ends_with(b".npz") {
+            let value = value_shown.as_str();
             // Each member's place, from its name alone (never its order in the file), is
             // settled from its header, before its data is read: a name that names no
             // argument, or a second member for the same one, is refused there.
             let mut seen: Vec<Option<String>> = vec![None; n];
-            let arrays = load_input(value, params, |name| {
+            let arrays = load_input(file, params, |name| {
                 let i = member_index(value, name, n, params, names)?;
                 if let Some(first) = &seen[i] {
                     return Err(format!(
@@ -325,7 +355,7 @@ fn gather_inputs(
             None => {
                 if next_positional >= n {
                     return Err(CliError::usage(format!(
-                        "input {spec:?}: the program takes {n} argument(s); {}",
+                        "input {by:?}: the program takes {n} argument(s); {}",
                         parameter_list(n, params, names)
                     )));
                 }
@@ -334,21 +364,27 @@ fn gather_inputs(
         };
         next_positional = i + 1;
         let a = if looks_like_file {
-            let mut arrays = load_input(value, params, |_| Ok(i))?;
+            let mut arrays = load_input(file, params, |_| Ok(i))?;
             if arrays.len() != 1 {
                 return Err(CliError::usage(format!(
-                    "{value} holds {} arrays; give it without INDEX= to spread them over the arguments",
+                    "{value_shown} holds {} arrays; give it without INDEX= to spread them over the arguments",
                     arrays.len()
                 )));
             }
             arrays.remove(0).1
         } else {
+            let Some(literal) = value.to_str() else {
+                return Err(CliError::usage(format!(
+                    "input {i}: {value:?} is neither a .npy or .npz file name nor a literal \
+                     (a literal is UTF-8 text, such as [1,2,3]:f32)"
+                )));
+            };
             let default = params.and_then(|p| p.get(i)).map(|s| s.element_type);
-            parse_literal(value, default).map_err(|e| {
+            parse_literal(literal, default).map_err(|e| {
                 CliError::usage(format!("input {i}: {}", crate::literal::explain(e)))
             })?
         };
-        put(i, a, spec)?;
+        put(i, a, &by)?;
     }
     let mut out = Vec::with_capacity(n);
     for (i, slot) in slots.into_iter().enumerate() {
@@ -427,13 +463,32 @@ fn check_files(args: &Args) -> Result<(), CliError> {
     if args.repeat == 0 {
         return Err(CliError::usage("--repeat must be at least 1"));
     }
+    // `-` is never a file here: stdout carries the results `run` prints.
     if let Some(path) = &args.out {
+        common::output_is_stdout(
+            path,
+            "--out",
+            common::Dash::Refused(
+                "it carries the results `run` prints; --json prints every value of the \
+                 outputs there",
+            ),
+        )?;
         let p = path.to_string_lossy();
         if !p.ends_with(".npy") && !p.ends_with(".npz") {
             return Err(CliError::usage(format!(
                 "--out {p}: give a .npz or .npy file name"
             )));
         }
+    }
+    if let Some(path) = &args.trace {
+        common::output_is_stdout(
+            path,
+            "--trace",
+            common::Dash::Refused(
+                "it carries the results `run` prints, and the plugin's profile is written \
+                 beside the trace file",
+            ),
+        )?;
     }
     let mut outputs: Vec<common::NamedPath<'_>> = Vec::new();
     if let Some(p) = &args.out {
@@ -458,7 +513,11 @@ fn run_program(
     args: Args,
     profiler: Option<&mut crate::cmd::trace::ProfilerSlot>,
 ) -> Result<i32, CliError> {
-    let program = ProgramFile::read(&args.program, args.format.as_deref())?;
+    let program = common::read_program_file(
+        &args.program,
+        args.format.as_deref(),
+        "`rpjrt run` tells an artifact from its bytes and loads it: leave --format out",
+    )?;
     let t = Instant::now();
     let options = common::parse_options(&args.options)?;
     let progress = Progress::new(args.json);

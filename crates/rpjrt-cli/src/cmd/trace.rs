@@ -26,8 +26,8 @@ enum Verb {
 pub struct ViewArgs {
     /// The trace: a Chrome trace-event JSON file.
     pub trace: PathBuf,
-    /// Where to write the page (default: the trace's name with .html).
-    #[arg(short = 'o', long = "output")]
+    /// Where to write the page (default: the trace's name with .html; `-` for stdout).
+    #[arg(short = 'o', long = "output", value_name = "PAGE.html|-")]
     pub output: Option<PathBuf>,
 }
 
@@ -44,6 +44,7 @@ fn view(args: ViewArgs) -> Result<(), CliError> {
         .output
         .clone()
         .unwrap_or_else(|| args.trace.with_extension("html"));
+    let to_stdout = crate::common::output_is_stdout(&out, "--output", crate::common::Dash::Text)?;
     crate::common::check_outputs(&[("--output", &out)], &[("the trace", &args.trace)])?;
     let bytes =
         rpjrt::read_regular_file(&args.trace).map_err(|e| CliError::usage(e.to_string()))?;
@@ -63,8 +64,12 @@ fn view(args: ViewArgs) -> Result<(), CliError> {
             crate::common::bare(e)
         ))
     })?;
-    crate::common::write_output(&out, "--output", page.as_bytes())?;
-    crate::outln!("{}", out.display());
+    if to_stdout {
+        crate::outln!("{}", page.trim_end_matches('\n'));
+    } else {
+        crate::common::write_output(&out, "--output", page.as_bytes())?;
+        crate::outln!("{}", out.display());
+    }
     Ok(())
 }
 
