@@ -303,6 +303,8 @@ pub fn wait_buffer(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
     if b.is_known_ready() || py.detach(|| b.poll_ready()).pyerr()? {
         return b.block_until_ready().pyerr();
     }
+    // Held through the whole wait below (a handler waiting back for this one is refused).
+    let _waiting = py.detach(|| b.begin_wait()).pyerr()?;
     let mut event = Box::pin(b.ready_event().pyerr()?);
     let cw = Arc::new(CondWaker {
         woke: Mutex::new(false),

@@ -260,3 +260,112 @@ def test_a_child_forked_during_a_compile_exits_at_once(plugin_path: str, tmp_pat
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
     times = [float(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("child")]
     assert len(times) == 5 and max(times) < 5, r.stdout
+
+
+def _async_custom_call(target: str) -> str:
+    return (
+        f"func.func public @main(%x: tensor<{N}x{N}xf32>) -> tensor<4xf32> {{\n"
+        f"  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : "
+        f"(tensor<{N}x{N}xf32>, tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>\n"
+        f"  %s = stablehlo.slice %d [0:1, 0:4] : (tensor<{N}x{N}xf32>) -> tensor<1x4xf32>\n"
+        "  %r = stablehlo.reshape %s : (tensor<1x4xf32>) -> tensor<4xf32>\n"
+        f"  %0 = stablehlo.custom_call @{target}(%r) {{api_version = 4 : i32}} : "
+        "(tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}"
+    )
+
+
+ADD1 = """func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+
+
+def test_worker_handlers_waiting_on_each_others_devices_are_refused_not_deadlocked(
+    plugin_paths_all: dict[str, str],
+) -> None:
+    """Handlers of async programs on devices 0 and 1 each execute on the other device and
+    read the result: each device's queue waits for the other's. One wait is refused (the
+    one that would close the cycle); the other then completes."""
+    import threading
+
+    for which in ("old", "new"):
+        c = rpjrt.Client(plugin_paths_all[which], options={"cpu_device_count": 2})
+        try:
+            devs = c.devices()
+            small = c.compile(ADD1, portable=True)
+            barrier = threading.Barrier(2, timeout=10)
+            got: dict[int, Any] = {}
+
+            def h(call: Any) -> Any:
+                d = call.device_ordinal
+                barrier.wait()
+                outs = small(np.ones(4, np.float32), device=devs[1 - d])
+                try:
+                    got[d] = outs[0].to_numpy().copy()
+                except rpjrt.FailedPreconditionError as e:
+                    got[d] = e
+                return call.args[0].to_numpy()
+
+            target = f"r20_cross_{id(c)}"
+            rpjrt.ffi.register(c, target, h)
+            e = c.compile(_async_custom_call(target), portable=True)
+            a = np.ones((N, N), np.float32)
+            outs = [e(a, device=devs[0])[0], e(a, device=devs[1])[0]]
+            deadline = time.monotonic() + 30
+            while len(got) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(got) == 2, f"{which}: the handlers deadlocked ({got})"
+            refused = [d for d, v in got.items() if isinstance(v, Exception)]
+            assert len(refused) == 1, (which, got)
+            msg = str(got[refused[0]])
+            assert "each device's queue waits for the other's" in msg, msg
+            ok = 1 - refused[0]
+            np.testing.assert_array_equal(got[ok], 2.0)
+            # The handlers caught the refusal and returned: both programs complete.
+            for o in outs:
+                np.testing.assert_array_equal(o.to_numpy(), float(N))
+        finally:
+            c.close()
+
+
+@pytest.mark.parametrize("how", ["event", "prepared"])
+def test_worker_handler_waiting_for_a_queued_executions_events_is_refused(
+    plugin_path: str, how: str
+) -> None:
+    c = rpjrt.Client(plugin_path)
+    try:
+        small = c.compile(ADD1)
+        later: dict[str, Any] = {}
+        got: list[Any] = []
+
+        def h(call: Any) -> Any:
+            time.sleep(0.2)
+            try:
+                if how == "event":
+                    later["w"].wait()
+                else:
+                    later["w"].block_until_ready()
+                got.append("returned")
+            except rpjrt.Error as e:
+                got.append(e)
+            return call.args[0].to_numpy()
+
+        target = f"r20_events_{how}_{id(c)}"
+        rpjrt.ffi.register(c, target, h)
+        outer = c.compile(_async_custom_call(target))
+        x4 = c.put(np.ones(4, np.float32))
+        o = outer(np.ones((N, N), np.float32))[0]  # the handler runs later, on a worker
+        if how == "event":
+            later["w"] = small.execute_with_events(x4)[1]
+        else:
+            later["w"] = small.prepare([[x4]])(wait=False)
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got, "the handler hung waiting"
+        assert isinstance(got[0], rpjrt.FailedPreconditionError), got
+        assert "worker thread" in str(got[0])
+        np.testing.assert_array_equal(o.to_numpy(), float(N))
+        later["w"].wait() if how == "event" else later["w"].block_until_ready()
+    finally:
+        c.close()

@@ -716,7 +716,7 @@ impl<M> Buffer<M> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.refuse_wait_in_worker_handler()?;
+        let _waiting = self.refuse_wait_in_worker_handler()?;
         self.ready_event_here()?.wait()?;
         self.0.ready_ok.store(true, Ordering::Release);
         Ok(())
@@ -729,7 +729,7 @@ impl<M> Buffer<M> {
         if self.0.ready_ok.load(Ordering::Acquire) {
             return Ok(true);
         }
-        self.refuse_wait_in_worker_handler()?;
+        let _waiting = self.refuse_wait_in_worker_handler()?;
         let budget = std::time::Duration::from_nanos(super::event::spin_nanos());
         if budget.is_zero() {
             return Ok(false);
@@ -746,9 +746,9 @@ impl<M> Buffer<M> {
     /// a plugin worker thread for a buffer that is not ready on the device of the handler's
     /// own execution (`raw::ffi::check_worker_wait`). One atomic load while no such
     /// handler runs anywhere.
-    fn refuse_wait_in_worker_handler(&self) -> Result<()> {
+    pub fn refuse_wait_in_worker_handler(&self) -> Result<super::ffi::WorkerWait> {
         if !super::ffi::worker_handlers_running() || self.0.ready_ok.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok(super::ffi::WorkerWait::none());
         }
         super::ffi::check_worker_wait(
             &self.0.client,
@@ -843,7 +843,7 @@ impl<M> Buffer<M> {
     /// `PJRT_Buffer_ToHostBuffer` into `dst` (which must be exactly the size the plugin
     /// asks for, checked first), waiting for the copy to finish.
     pub fn to_host(&self, dst: &mut [u8]) -> Result<()> {
-        self.refuse_wait_in_worker_handler()?;
+        let _waiting = self.refuse_wait_in_worker_handler()?;
         let api = self.0.client.api();
         let mut q = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         q.src = self.ptr();

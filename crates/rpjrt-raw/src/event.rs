@@ -143,6 +143,11 @@ impl<'a> Event<&'a Client> {
 }
 
 impl<C: Deref<Target = Client>> Event<C> {
+    /// The client whose plugin made the event.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// Waits until the event is ready and returns its status: polls `PJRT_Event_IsReady`
     /// (yielding the CPU between polls) for up to the poll time, then blocks in
     /// `PJRT_Event_Await`. A blocked waiter is woken by the plugin's worker thread through

@@ -999,7 +999,7 @@ fn worker_thread_refusal(w: &WorkerHandler, device: Option<i32>) -> Error {
 /// Whether a handler is running on a plugin worker thread anywhere in the process (one
 /// atomic load): only then can a wait be one [`check_worker_wait`] refuses.
 #[inline]
-pub(crate) fn worker_handlers_running() -> bool {
+pub fn worker_handlers_running() -> bool {
     WORKER_HANDLERS.load(Ordering::Relaxed) > 0
 }
 
@@ -1012,9 +1012,9 @@ pub fn refuse_event_wait_in_worker_handler(
     client: &super::client::Client,
     devices: &[super::device::DeviceRef],
     ready: impl FnMut() -> bool,
-) -> Result<()> {
+) -> Result<WorkerWait> {
     if !worker_handlers_running() || devices.is_empty() {
-        return Ok(());
+        return Ok(WorkerWait::none());
     }
     check_worker_wait(client, || devices.to_vec(), ready)
 }
@@ -1029,39 +1029,150 @@ pub(crate) fn check_worker_wait(
     client: &super::client::Client,
     devices: impl FnOnce() -> Vec<super::device::DeviceRef>,
     mut ready: impl FnMut() -> bool,
-) -> Result<()> {
-    let any = HANDLER_FRAMES.with(|f| f.borrow().iter().any(|m| m.worker.is_some()));
-    if !any {
-        return Ok(());
-    }
+) -> Result<WorkerWait> {
+    let innermost = HANDLER_FRAMES.with(|f| f.borrow().iter().rev().find_map(|m| m.worker));
+    let Some(me) = innermost else {
+        return Ok(WorkerWait::none());
+    };
     let plugin = extension(client.api()).map(|e| e.key());
     let devices = devices();
     if devices.is_empty() {
-        return Ok(());
+        return Ok(WorkerWait::none());
     }
     let ids = device_ids(client, &devices);
-    let Some((w, shown)) = blocked_worker(plugin, &ids) else {
-        return Ok(());
+    if let Some((w, shown)) = blocked_worker(plugin, &ids) {
+        if super::event::spin_for(WORKER_WAIT_GRACE, &mut ready) {
+            return Ok(WorkerWait::none());
+        }
+        let on = device_words(&w, shown);
+        return Err(Error::Pjrt {
+            entry: "PJRT_Event_Await",
+            code: Code::FailedPrecondition,
+            message: format!(
+                "not waited for: the custom-call handler for {:?} runs on a plugin worker \
+                 thread for an execution on {on} (the plugin dispatched that program \
+                 asynchronously), and it waited for a buffer on {on} (or a copy of one) that \
+                 is not ready. Its producer runs after the execution that waits for this \
+                 handler (a program launched later on that device, or the running program \
+                 itself: an output of the Session step that runs the handler), so the wait \
+                 would never end. Read such a buffer after the execution completes; from the \
+                 handler, read only buffers that are ready (its own arguments, the inputs of \
+                 the step) or buffers on another device",
+                w.target
+            ),
+        });
+    }
+    // A wait on another device's queue: fine unless a handler of that device is itself
+    // waiting, directly or through others, for this handler's device.
+    let (Some(plugin), Some(mine)) = (plugin, me.ordinal) else {
+        return Ok(WorkerWait::none());
+    };
+    if ready() {
+        return Ok(WorkerWait::none());
+    }
+    let edge = WaitEdge {
+        id: NEXT_WAIT_EDGE.fetch_add(1, Ordering::Relaxed),
+        plugin,
+        from: mine,
+        to: ids,
+    };
+    let cycle = {
+        let mut graph = WORKER_WAITS.lock().unwrap_or_else(|p| p.into_inner());
+        let cycle = waits_for(&graph, &edge);
+        if cycle.is_none() {
+            graph.push(edge.clone());
+        }
+        cycle
+    };
+    let Some(other) = cycle else {
+        return Ok(WorkerWait(Some(edge.id)));
     };
     if super::event::spin_for(WORKER_WAIT_GRACE, &mut ready) {
-        return Ok(());
+        return Ok(WorkerWait::none());
     }
-    let on = device_words(&w, shown);
     Err(Error::Pjrt {
         entry: "PJRT_Event_Await",
         code: Code::FailedPrecondition,
         message: format!(
             "not waited for: the custom-call handler for {:?} runs on a plugin worker thread \
-             for an execution on {on} (the plugin dispatched that program asynchronously), and \
-             it waited for a buffer on {on} (or a copy of one) that is not ready. Its \
-             producer runs after the execution that waits for this handler (a program launched later on that device, \
-             or the running program itself: an output of the Session step that runs the \
-             handler), so the wait would never end. Read such a buffer after the execution \
-             completes; from the handler, read only buffers that are ready (its own \
-             arguments, the inputs of the step) or buffers on another device",
-            w.target
+             for an execution on device {mine} and waited for a buffer produced on device \
+             {other}, whose own running execution has a handler that waits (directly or \
+             through other devices) for device {mine}: each device's queue waits for the \
+             other's, so neither wait would ever end. Executing on another device from such \
+             a handler works while that device's handlers do not wait back; break the \
+             cycle (read results after the executions complete, or run these programs \
+             inline)",
+            me.target
         ),
     })
+}
+
+/// A handler on a plugin worker thread waiting for a buffer produced on other devices'
+/// queues: the handler's device waits for those devices meanwhile.
+#[derive(Clone)]
+struct WaitEdge {
+    id: u64,
+    plugin: usize,
+    from: i32,
+    to: Vec<(Option<i32>, Option<i32>)>,
+}
+
+/// The waits of worker-thread handlers in progress, process-wide (a handful at most).
+static WORKER_WAITS: std::sync::Mutex<Vec<WaitEdge>> = std::sync::Mutex::new(Vec::new());
+static NEXT_WAIT_EDGE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Whether a device id pair (as [`device_ids`] gives it) names the device `ordinal`.
+fn names(ordinal: i32, (id, hw): (Option<i32>, Option<i32>)) -> bool {
+    id == Some(ordinal) || hw == Some(ordinal)
+}
+
+/// The device (as named in `edge.to`) through which the wait `edge` would close a cycle of
+/// waits in `graph`: a device `edge` waits for has a waiting handler that waits, directly or
+/// through others, for `edge.from`.
+fn waits_for(graph: &[WaitEdge], edge: &WaitEdge) -> Option<i32> {
+    let shown = |t: (Option<i32>, Option<i32>)| t.0.or(t.1).unwrap_or(-1);
+    for &start in &edge.to {
+        let mut frontier = vec![start];
+        let mut seen: Vec<u64> = Vec::new();
+        while let Some(t) = frontier.pop() {
+            for e in graph
+                .iter()
+                .filter(|e| e.plugin == edge.plugin && names(e.from, t))
+            {
+                if seen.contains(&e.id) {
+                    continue;
+                }
+                seen.push(e.id);
+                if e.to.iter().any(|&u| names(edge.from, u)) {
+                    return Some(shown(start));
+                }
+                frontier.extend(e.to.iter().copied());
+            }
+        }
+    }
+    None
+}
+
+/// A wait [`check_worker_wait`] let through; while it lives, the waiting handler's device is
+/// recorded as waiting for the buffer's (so that a wait back is refused). Drop it after the
+/// wait.
+#[must_use = "the wait is recorded only while this lives: keep it until the wait ends"]
+pub struct WorkerWait(Option<u64>);
+
+impl WorkerWait {
+    /// A wait that records nothing.
+    pub fn none() -> WorkerWait {
+        WorkerWait(None)
+    }
+}
+
+impl Drop for WorkerWait {
+    fn drop(&mut self) {
+        if let Some(id) = self.0 {
+            let mut graph = WORKER_WAITS.lock().unwrap_or_else(|p| p.into_inner());
+            graph.retain(|e| e.id != id);
+        }
+    }
 }
 
 /// The one function every thunk jumps to, with the thunk's slot as second argument.

@@ -61,6 +61,7 @@ mod value;
 pub(crate) use rpjrt_raw as raw;
 /// Keeping a plugin's own output out of a program's output (see `rpjrt_raw::capture`).
 pub use rpjrt_raw::capture as stdio;
+pub use rpjrt_raw::ffi::WorkerWait;
 pub(crate) use rpjrt_raw::{error, oom};
 pub use rpjrt_trace as trace;
 

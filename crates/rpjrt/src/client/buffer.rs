@@ -314,6 +314,17 @@ impl Buffer {
         ))
     }
 
+    /// For a caller about to wait for the contents in a way of its own (polling an async
+    /// ready event, say): refuses, as [`Buffer::block_until_ready`] does, a wait that could
+    /// never end (from a custom-call handler on a plugin worker thread, for a buffer queued
+    /// behind that handler's own execution), and while the returned guard lives records the
+    /// wait, so that a handler on the buffer's device waiting back for this one is refused.
+    /// Keep the guard until the wait ends.
+    pub fn begin_wait(&self) -> Result<crate::WorkerWait> {
+        self.check()?;
+        self.raw.refuse_wait_in_worker_handler()
+    }
+
     /// Blocks until the buffer's contents are ready; returns the error of a failed producer.
     pub fn block_until_ready(&self) -> Result<()> {
         self.check()?;

@@ -170,8 +170,9 @@ impl Event {
         }
     }
 
-    /// [`Event::from_raw`] of a buffer's ready event, with the devices whose queues
-    /// produce the buffer (`raw::buffer::Buffer::wait_devices`).
+    /// [`Event::from_raw`] of an event that completes on `devices`' queues: a buffer's
+    /// ready event (`raw::buffer::Buffer::wait_devices`) or an execution's completion event
+    /// (its device).
     pub(crate) fn of_buffer_on(
         core: &Arc<ClientCore>,
         raw: raw::event::Event,
@@ -185,7 +186,7 @@ impl Event {
 
     /// Refuses a wait that would never end: from a custom-call handler on a plugin worker
     /// thread, for a buffer's ready event on the device of the handler's own execution.
-    fn refuse_wait_in_worker_handler(&self) -> Result<()> {
+    fn refuse_wait_in_worker_handler(&self) -> Result<raw::ffi::WorkerWait> {
         raw::ffi::refuse_event_wait_in_worker_handler(self.core.raw(), &self.devices, || {
             self.raw.is_ready().unwrap_or(true)
         })
@@ -241,7 +242,7 @@ impl Event {
     /// Blocks until the event completes; returns its error if it failed.
     pub fn wait(&self) -> Result<()> {
         self.core.check("event")?;
-        self.refuse_wait_in_worker_handler()?;
+        let _waiting = self.refuse_wait_in_worker_handler()?;
         let _span = crate::trace::span(crate::trace::Category::Wait, "event_wait");
         self.raw.wait()
     }
@@ -268,7 +269,7 @@ impl Event {
     /// callback once (no thread is kept blocked in the plugin after a timeout).
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
         self.core.check("event")?;
-        self.refuse_wait_in_worker_handler()?;
+        let _waiting = self.refuse_wait_in_worker_handler()?;
         let _span = crate::trace::span(crate::trace::Category::Wait, "event_wait");
         // Poll first, as `wait` does, but never past the timeout.
         if raw::event::spin_for(timeout.min(wait_spin()), || {

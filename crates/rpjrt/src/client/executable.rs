@@ -902,8 +902,8 @@ impl ExecuteSink<BufferMeta> for OneDevice<'_> {
     fn output(&mut self, _device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
         self.outputs.push(Buffer::from_raw(buffer));
     }
-    fn event(&mut self, _device: usize, event: raw::event::Event) {
-        self.event = Some(Event::from_raw(&self.state.core, event));
+    fn event(&mut self, device: usize, event: raw::event::Event) {
+        self.event = Some(execution_event(self.state, device, event));
     }
 }
 
@@ -924,9 +924,17 @@ impl ExecuteSink<BufferMeta> for ManyDevices<'_> {
     fn output(&mut self, device: usize, buffer: raw::buffer::Buffer<BufferMeta>) {
         self.outputs[device].push(Buffer::from_raw(buffer));
     }
-    fn event(&mut self, _device: usize, event: raw::event::Event) {
-        self.events.push(Event::from_raw(&self.state.core, event));
+    fn event(&mut self, device: usize, event: raw::event::Event) {
+        self.events.push(execution_event(self.state, device, event));
     }
+}
+
+/// The completion event of an execution on device list `device`, knowing that device (a
+/// wait for it from a custom-call handler on a worker thread of that device is refused, as
+/// a wait for its outputs is). A portable executable's chosen device is not known here.
+fn execution_event(state: &ExeState, device: usize, event: raw::event::Event) -> Event {
+    let devices = state.devices.get(device).copied().into_iter().collect();
+    Event::of_buffer_on(&state.core, event, devices)
 }
 
 impl fmt::Debug for Executable {

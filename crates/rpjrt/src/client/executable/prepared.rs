@@ -45,6 +45,9 @@ pub struct CallOutputs {
     errors: OnceLock<Vec<(usize, Error)>>,
     num_devices: usize,
     num_outputs: usize,
+    /// For a program without outputs: the devices it ran on (with outputs, their devices
+    /// say so, and nothing is kept here).
+    devices: Vec<raw::device::DeviceRef>,
 }
 
 impl CallOutputs {
@@ -142,6 +145,7 @@ impl CallOutputs {
         if self.events.len() != self.num_devices {
             return super::wait_all(self.buffers.iter()).map(|()| true);
         }
+        let _waiting = self.refuse_wait_in_worker_handler()?;
         let _span = crate::trace::span(crate::trace::Category::Wait, "block_until_ready")
             .int("devices", self.num_devices as i64);
         let all = self
@@ -166,6 +170,31 @@ impl CallOutputs {
             b.raw.mark_ready();
         }
         Ok(true)
+    }
+}
+
+impl CallOutputs {
+    /// Refuses a wait that would never end: from a custom-call handler on a plugin worker
+    /// thread, for an execution queued behind that handler's own (on its device). One
+    /// atomic load while no such handler runs anywhere.
+    fn refuse_wait_in_worker_handler(&self) -> Result<raw::ffi::WorkerWait> {
+        if !raw::ffi::worker_handlers_running() {
+            return Ok(raw::ffi::WorkerWait::none());
+        }
+        let Some(first) = self.events.first() else {
+            return Ok(raw::ffi::WorkerWait::none());
+        };
+        let devices: Vec<raw::device::DeviceRef> = match self.buffers.is_empty() {
+            true => self.devices.clone(),
+            false => self
+                .buffers
+                .iter()
+                .filter_map(|b| b.raw.device().ok())
+                .collect(),
+        };
+        raw::ffi::refuse_event_wait_in_worker_handler(first.client(), &devices, || {
+            self.events.iter().all(|e| e.is_ready().unwrap_or(true))
+        })
     }
 }
 
@@ -342,6 +371,10 @@ impl PreparedCall {
             errors: OnceLock::new(),
             num_devices,
             num_outputs: st.outputs.len(),
+            devices: match st.outputs.is_empty() {
+                true => st.devices.clone(),
+                false => Vec::new(),
+            },
         })
     }
 
