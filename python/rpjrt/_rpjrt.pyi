@@ -644,7 +644,9 @@ class AliasFulfiller:
 
     def fulfill(self, buffer: Buffer) -> None:
         """Give the alias ``buffer``'s contents (same client, dtype, shape and device).
-        A buffer that does not match is refused and the alias stays pending."""
+        ``buffer`` is moved into the alias, as a donation is: it is deleted (later use of it
+        raises ``BufferDeletedError``; read the alias instead). A buffer that does not match
+        is refused and the alias stays pending."""
     def fail(self, code: str, message: str) -> None:
         """Complete the alias with an error ``code`` (a name such as "INTERNAL")."""
     @property
@@ -849,7 +851,12 @@ class InMemoryStore:
 
 @final
 class TcpStore:
-    """The TCP key-value store: process 0 hosts it, the others connect with the token."""
+    """The TCP key-value store: process 0 hosts it, the others connect with the token.
+
+    A store belongs to the process that made it: in a process forked from that one,
+    ``set``, ``get``, ``try_get``, ``barrier`` and ``shutdown`` raise
+    ``FailedPreconditionError`` naming the fork, and dropping the store there does nothing
+    (the parent's store goes on working)."""
 
     @staticmethod
     def host(address: str, token: str) -> TcpStore: ...
@@ -867,7 +874,8 @@ class TcpStore:
         self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
     ) -> None: ...
     def shutdown(self, grace: float = 0.0) -> bool:
-        """Host: stop, first waiting up to ``grace`` s for every peer to leave.
+        """Host: stop, first waiting up to ``grace`` s for every peer to leave (Ctrl-C
+        ends the wait: the host stops at once and ``KeyboardInterrupt`` is raised).
         Peer: say goodbye, then close."""
 
 def _detect_launch_env() -> dict[str, Any]: ...
@@ -1156,7 +1164,8 @@ class RawCopy:
     bytes once."""
 
     def wait(self) -> bytes:
-        """Wait for the copy (without the GIL) and return the bytes."""
+        """Wait for the copy (without the GIL) and return the bytes. Ctrl-C interrupts the
+        wait for the source buffer's contents; the copy can then be waited for again."""
     @property
     def ready(self) -> bool:
         """Whether the copy has finished; True once waited for."""

@@ -132,7 +132,7 @@ macro_rules! store_class {
 }
 
 /// A key-value store in this process's memory, shared by its threads.
-#[pyclass(frozen, name = "InMemoryStore", module = "rpjrt.distributed")]
+#[pyclass(frozen, weakref, name = "InMemoryStore", module = "rpjrt.distributed")]
 pub struct PyInMemoryStore {
     store: Arc<dyn Rendezvous>,
 }
@@ -150,7 +150,11 @@ store_class!(PyInMemoryStore {
 });
 
 /// The TCP key-value store: process 0 hosts it, the others connect with the job's token.
-#[pyclass(frozen, name = "TcpStore", module = "rpjrt.distributed")]
+///
+/// A store belongs to the process that made it: in a process forked from that one, `set`,
+/// `get`, `try_get`, `barrier` and `shutdown` raise `FailedPreconditionError` naming the
+/// fork, and dropping the store there does nothing (the parent's store goes on working).
+#[pyclass(frozen, weakref, name = "TcpStore", module = "rpjrt.distributed")]
 pub struct PyTcpStore {
     tcp: Arc<TcpStore>,
     store: Arc<dyn Rendezvous>,
@@ -207,11 +211,26 @@ store_class!(PyTcpStore {
         self.tcp.is_host()
     }
     /// Stops the host (after waiting up to `grace` seconds for peers to leave) or closes
-    /// this client's connections. Returns whether every peer had left in time.
+    /// this client's connections. Returns whether every peer had left in time. Ctrl-C
+    /// ends the wait: the host then stops at once, and `KeyboardInterrupt` is raised.
+    /// Refused in a process forked from the one that made the store.
     #[pyo3(signature = (grace = None), text_signature = "(self, grace=0.0)")]
     fn shutdown(&self, py: Python<'_>, grace: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let g = secs_arg(grace, 0.0, "grace")?;
-        Ok(py.detach(|| self.tcp.shutdown_after(g)))
+        self.tcp.check_not_forked().pyerr()?;
+        if g.is_zero() || !self.tcp.is_host() {
+            // No wait for peers (a peer's goodbye is bounded by a brief grace of its own).
+            return Ok(py.detach(|| self.tcp.shutdown_after(g)));
+        }
+        let tcp = Arc::clone(&self.tcp);
+        let r = run_interruptible(py, "shutting down the key-value store host", move || {
+            tcp.shutdown_after(g)
+        });
+        if r.is_err() {
+            // Interrupted: stop now (the wait given up on ends with it).
+            py.detach(|| self.tcp.shutdown());
+        }
+        r
     }
     fn __repr__(&self) -> String {
         format!("{:?}", self.tcp)
@@ -227,18 +246,29 @@ struct PyObjectStore {
     obj: Py<PyAny>,
 }
 
-/// A store method's exception as a store error, coded by the one exception table.
+/// A store method's exception as a store error, coded by the one exception table. A
+/// `BaseException` that is not an `Exception` (`KeyboardInterrupt`, `SystemExit`) is kept
+/// as a custom-call handler's is (`ffi::keep_base_exception`): the error that reaches
+/// Python (`Client(kv=...)` failing) raises it as itself.
 fn store_err(py: Python<'_>, e: PyErr, what: &str) -> rpjrt::Error {
+    let mut message = format!(
+        "the Python store's {what} raised {}: {}",
+        e.get_type(py)
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
+        e.value(py)
+    );
+    if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+        message.push_str(&crate::ffi::keep_base_exception(
+            py,
+            &e,
+            &format!("the key-value store's {what}"),
+        ));
+    }
     rpjrt::Error::Store {
         code: crate::errors::code_of_exception(py, &e),
-        message: format!(
-            "the Python store's {what} raised {}: {}",
-            e.get_type(py)
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
-            e.value(py)
-        ),
+        message,
     }
 }
 

@@ -10,19 +10,32 @@ use crate::buffer::PyBuffer;
 use crate::errors::{invalid, PyErrExt};
 
 /// A raw copy to host in flight; `wait()` gives the bytes once.
-#[pyclass(frozen, name = "RawCopy", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "RawCopy", module = "rpjrt")]
 pub struct PyRawCopy {
-    inner: Mutex<Option<rpjrt::RawCopy>>,
+    /// The copy and its source buffer (whose contents it waits for), until waited for.
+    inner: Mutex<Option<(rpjrt::RawCopy, rpjrt::Buffer)>>,
     size: usize,
 }
 
+fn already_waited() -> PyErr {
+    invalid("this raw copy was already waited for")
+}
+
 impl PyRawCopy {
-    fn take(&self) -> PyResult<rpjrt::RawCopy> {
+    fn take(&self) -> PyResult<(rpjrt::RawCopy, rpjrt::Buffer)> {
         self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
-            .ok_or_else(|| invalid("this raw copy was already waited for"))
+            .ok_or_else(already_waited)
+    }
+
+    /// The source buffer (shared), while the copy is not waited for yet.
+    fn source(&self) -> PyResult<rpjrt::Buffer> {
+        match &*self.inner.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((_, b)) => Ok(b.clone()),
+            None => Err(already_waited()),
+        }
     }
 }
 
@@ -33,10 +46,13 @@ impl Drop for PyRawCopy {
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        if let Some(copy) = pending {
-            if !copy.is_ready().unwrap_or(true) {
+        if let Some(pending) = pending {
+            if !pending.0.is_ready().unwrap_or(true) {
                 // Dropping an unfinished copy waits for it; never with the GIL held.
-                std::thread::spawn(move || drop(copy));
+                std::thread::spawn(move || drop(pending));
+            } else {
+                // It may hold the last reference to its source buffer.
+                crate::notify::drop_detached(pending);
             }
         }
     }
@@ -44,10 +60,22 @@ impl Drop for PyRawCopy {
 
 #[pymethods]
 impl PyRawCopy {
-    /// Waits for the copy (without the GIL) and returns the bytes.
+    /// Waits for the copy (without the GIL) and returns the bytes. The wait for the
+    /// source buffer's contents answers Ctrl-C; the copy is then still there to wait for.
     fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let copy = self.take()?;
-        let out = py.detach(|| copy.wait()).pyerr()?;
+        let source = self.source()?;
+        let settled = crate::transfer::wait_settled(py, &source);
+        // The last reference to the source may be this one: never dropped with the GIL.
+        crate::notify::drop_detached(source);
+        settled?;
+        let (copy, source) = self.take()?;
+        let out = py
+            .detach(move || {
+                let out = copy.wait();
+                drop(source);
+                out
+            })
+            .pyerr()?;
         Ok(PyBytes::new(py, &out))
     }
 
@@ -55,7 +83,7 @@ impl PyRawCopy {
     #[getter]
     fn ready(&self) -> PyResult<bool> {
         match &*self.inner.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(c) => c.is_ready().pyerr(),
+            Some((c, _)) => c.is_ready().pyerr(),
             None => Ok(true),
         }
     }
@@ -85,7 +113,7 @@ pub fn _copy_raw_to_host_async(
         .detach(|| b.rb().copy_raw_to_host_async(offset, size))
         .pyerr()?;
     Ok(PyRawCopy {
-        inner: Mutex::new(Some(copy)),
+        inner: Mutex::new(Some((copy, b.rb().clone()))),
         size,
     })
 }

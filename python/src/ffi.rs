@@ -1074,7 +1074,7 @@ const LET_GO_NOTE: &str = "rpjrt: raised by the Python handler for ";
 /// the tag its error message carries: `[rpjrt: re-raised as the handler's Type #id.key]`
 /// (see [`tag_key`]), the type's name without `#`, `[` and `]`, so that the tag parses
 /// whatever the name.
-fn keep_base_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
+pub(crate) fn keep_base_exception(py: Python<'_>, e: &PyErr, target: &str) -> String {
     let id = NEXT_BASE_EXCEPTION.fetch_add(1, Ordering::Relaxed);
     let entry = KeptBase {
         id,

@@ -47,7 +47,7 @@ impl Drop for LoaderHold {
 }
 
 /// Named slots on one device (the engine of `rpjrt.Session`).
-#[pyclass(frozen, name = "_Session", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "_Session", module = "rpjrt")]
 pub struct PySession {
     inner: Session,
     client: Py<PyClient>,
@@ -658,6 +658,18 @@ impl PySession {
         self.check_open(py)?;
         let s = &self.inner;
         between_steps(py, s)?;
+        // The save copies the slots' contents inside one call, where no signal is seen:
+        // their buffers are waited for first, answering Ctrl-C.
+        for slot in s.slots() {
+            if slot.state != SlotState::Ready {
+                continue;
+            }
+            if let Ok(Some(b)) = s.fetch_loaded(&slot.name) {
+                let settled = crate::transfer::wait_settled(py, &b);
+                crate::notify::drop_detached(b);
+                settled?;
+            }
+        }
         // Nothing is written when the session was closed before the values were taken (by
         // a loader the save ran, or another thread): the save fails as the next call would,
         // and what the loaders filled after the close is freed. A close that comes after

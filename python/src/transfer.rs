@@ -94,7 +94,8 @@ pub fn _put_streaming(
     }
 }
 
-/// `size` bytes from byte `offset` of the buffer's on-device form, as bytes.
+/// `size` bytes from byte `offset` of the buffer's on-device form, as bytes. The wait for
+/// the buffer's contents answers Ctrl-C ([`wait_settled`]).
 #[pyfunction]
 pub fn _copy_raw_to_host<'py>(
     py: Python<'py>,
@@ -108,9 +109,23 @@ pub fn _copy_raw_to_host<'py>(
     out.try_reserve_exact(size)
         .map_err(|_| invalid(format!("cannot allocate {size} bytes for a raw read")))?;
     out.resize(size, 0u8);
+    wait_settled(py, b.rb())?;
     py.detach(|| b.rb().copy_raw_to_host(offset, &mut out))
         .pyerr()?;
     Ok(PyBytes::new(py, &out))
+}
+
+/// Waits until `b`'s contents are ready, have failed, or the buffer is gone, through the
+/// one interruptible wait ([`crate::buffer::wait_buffer`]: without the GIL, answering
+/// Ctrl-C): for calls that would otherwise wait inside one plugin call, where no signal is
+/// seen (a raw read, a raw copy's wait, a checkpoint save). Returns only an interruption
+/// (what a signal handler raised: `KeyboardInterrupt`, ...): the buffer's own failure, or
+/// its deletion, is left to the call that follows, which reports it as it always has.
+pub(crate) fn wait_settled(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
+    match crate::buffer::wait_buffer(py, b) {
+        Err(e) if !crate::errors::is_rpjrt_error(py, &e) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// A buffer with unspecified contents.
@@ -166,7 +181,7 @@ pub fn _create_error_buffer(
 /// The promise that completes an alias buffer (rpjrt::AliasFulfiller): `fulfill(buffer)`
 /// gives the alias that buffer's contents, `fail(code, message)` an error. Used once;
 /// dropped unused, it fails the alias with CANCELLED so nothing waits forever.
-#[pyclass(frozen, name = "AliasFulfiller", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "AliasFulfiller", module = "rpjrt")]
 pub struct PyAliasFulfiller {
     inner: Mutex<Option<rpjrt::AliasFulfiller>>,
     spec: String,
@@ -185,7 +200,9 @@ impl PyAliasFulfiller {
 #[pymethods]
 impl PyAliasFulfiller {
     /// Give the alias ``buffer``'s contents (same client, dtype, shape and device).
-    /// A buffer that does not match is refused and the alias stays pending.
+    /// ``buffer`` is moved into the alias, as a donation is: it is deleted (later use of it
+    /// raises ``BufferDeletedError``; read the alias instead). A buffer that does not match
+    /// is refused and the alias stays pending.
     fn fulfill(&self, py: Python<'_>, buffer: &Bound<'_, PyBuffer>) -> PyResult<()> {
         buffer.get().check_not_deleted()?;
         let b = buffer.get();

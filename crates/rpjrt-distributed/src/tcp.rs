@@ -1080,12 +1080,46 @@ enum Role {
 /// Every call is bounded: `get` by its timeout plus the I/O timeout, the others by the I/O
 /// timeout. A peer must present the job's token to join. The host stops listening and
 /// closes every connection on [`TcpStore::shutdown`] (or drop).
+///
+/// A store belongs to the process that made it. In a process forked from it (`fork()`
+/// without `exec`), which inherits a copy of the store but none of its threads, every call
+/// that reaches the store (`set`, `get`, `try_get`, `barrier`) is refused with
+/// `FAILED_PRECONDITION` naming the fork ([`TcpStore::check_not_forked`]; `address`,
+/// `is_host` and `Debug` still answer), and [`TcpStore::shutdown`],
+/// [`TcpStore::shutdown_after`] and drop do nothing there: they neither join the host's
+/// threads (which do not exist in the child) nor say goodbye or shut down a connection
+/// (which the child shares with its parent, whose store goes on working).
 pub struct TcpStore {
     role: Role,
     io_timeout: Duration,
     /// The job's process count, when known ([`TcpStore::from_env`]): the host then waits
     /// for every peer's goodbye in [`TcpStore::shutdown_after`].
     members: Option<usize>,
+    /// The process that made the store.
+    origin: Origin,
+}
+
+/// The process a store was made in: its fork generation ([`rpjrt::fork_generation`]),
+/// which differs in every process forked from it since, and its id, for messages.
+#[derive(Clone, Copy)]
+struct Origin {
+    generation: u32,
+    pid: u32,
+}
+
+impl Origin {
+    /// This process (registering the fork handler that tells a fork apart, on first use).
+    fn here() -> Origin {
+        Origin {
+            generation: rpjrt::fork_generation(),
+            pid: std::process::id(),
+        }
+    }
+
+    /// Whether this process is a fork of the one the store was made in (one atomic load).
+    fn forked(&self) -> bool {
+        rpjrt::fork_generation() != self.generation
+    }
 }
 
 /// The key a peer sets when it leaves the store.
@@ -1138,6 +1172,7 @@ impl TcpStore {
             role: Role::Host(host),
             io_timeout: Duration::from_secs(30),
             members: None,
+            origin: Origin::here(),
         })
     }
 
@@ -1218,6 +1253,7 @@ impl TcpStore {
             role: Role::Remote(remote),
             io_timeout: timeout.max(Duration::from_millis(100)),
             members: None,
+            origin: Origin::here(),
         })
     }
 
@@ -1329,13 +1365,44 @@ impl TcpStore {
         matches!(self.role, Role::Host(_))
     }
 
+    /// `FAILED_PRECONDITION` in a process forked from the one that made this store, which
+    /// every call refuses there (see [`TcpStore`]): the store's threads did not survive
+    /// the fork, and its connections are the parent's. `Ok` in the process that made it.
+    pub fn check_not_forked(&self) -> Result<()> {
+        if !self.origin.forked() {
+            return Ok(());
+        }
+        let what = match &self.role {
+            Role::Host(h) => format!("the key-value store hosted on {}", h.addr),
+            Role::Remote(r) => format!(
+                "the key-value store connection of process {} to {}",
+                r.process_id, r.addr
+            ),
+        };
+        Err(store_error(
+            Code::FailedPrecondition,
+            format!(
+                "{what} was made by process {}, and this process (pid {}) is a fork of it: a \
+                 store's threads do not survive fork and its connections are the parent's, \
+                 so it cannot be used or shut down here (it is left to the parent): connect \
+                 a new store in this process instead",
+                self.origin.pid,
+                std::process::id()
+            ),
+        ))
+    }
+
     /// Stops the host at once (it stops listening, closes every connection and joins its
     /// threads), or says goodbye to the host and closes this client's connections. Every
     /// later call on this store fails, and so does every call another thread is waiting
     /// in now (a `get`, a barrier), at once rather than when its wait runs out: both with
     /// `FAILED_PRECONDITION` "the key-value store was shut down", on the host as on a
-    /// peer. Idempotent.
+    /// peer. Idempotent. Does nothing in a process forked from the one that made the store
+    /// (see [`TcpStore`]).
     pub fn shutdown(&self) {
+        if self.origin.forked() {
+            return;
+        }
         match &self.role {
             Role::Host(h) => h.shutdown(),
             Role::Remote(r) => r.shutdown(),
@@ -1358,8 +1425,13 @@ impl TcpStore {
     /// goodbye (time for another client of the process to make its next request).
     ///
     /// Returns whether the shutdown was clean: every peer had left, and no active
-    /// connection was cut off. A peer cut off when the grace ran out makes it `false`.
+    /// connection was cut off. A peer cut off when the grace ran out makes it `false`. In a
+    /// process forked from the one that made the store it does nothing and returns `false`
+    /// (see [`TcpStore::check_not_forked`]).
     pub fn shutdown_after(&self, grace: Duration) -> bool {
+        if self.origin.forked() {
+            return false;
+        }
         let mut clean = true;
         if let Role::Host(h) = &self.role {
             let until = crate::deadline_after(grace);
@@ -1371,6 +1443,12 @@ impl TcpStore {
             loop {
                 let out = Instant::now() >= until;
                 let members_left = (1..n).all(left);
+                // Stopped already (by a shutdown in another thread, which ends this wait,
+                // or an earlier one): nothing is left to wait for.
+                if h.shared.stopped() {
+                    clean = members_left;
+                    break;
+                }
                 if members_left || out {
                     if let Some(held) = h.stop_if_left(out) {
                         clean = members_left && held != Hold::Active;
@@ -1396,6 +1474,7 @@ impl TcpStore {
     /// Process `p`'s state, and how many connections to the host it has open (`None`
     /// from a host that does not say).
     fn peer_info(&self, p: usize, cap: Option<Instant>) -> Result<(PeerState, Option<usize>)> {
+        self.check_not_forked()?;
         let p32 = u32::try_from(p).map_err(|_| invalid("process id too large"))?;
         match &self.role {
             Role::Host(h) => {
@@ -1421,6 +1500,17 @@ impl TcpStore {
 
 impl Drop for TcpStore {
     fn drop(&mut self) {
+        if self.origin.forked() {
+            // In a fork the host's threads do not exist: their handles are let go without
+            // a join or a detach (the threads' memory is the parent's copy, and leaks).
+            // The sockets are only closed (the child's descriptors), never shut down: the
+            // connections stay the parent's, and nothing is said on them.
+            if let Role::Host(h) = &mut self.role {
+                let accept = h.accept.get_mut().unwrap_or_else(|p| p.into_inner());
+                std::mem::forget(accept.take());
+            }
+            return;
+        }
         self.shutdown();
     }
 }
@@ -1432,6 +1522,7 @@ impl TcpStore {
     /// (paused, overloaded) fails the barrier then, naming the host, instead of holding
     /// it for the I/O timeout of each call.
     fn meet(&self, name: &str, pid: usize, n: usize, timeout: Duration, what: &str) -> Result<()> {
+        self.check_not_forked()?;
         crate::check_world(pid, n)?;
         if name.len() > MAX_KEY_BYTES - BARRIER_KEY_EXTRA {
             return Err(invalid(format!(
@@ -1517,6 +1608,7 @@ impl Rendezvous for TcpStore {
 impl TcpStore {
     /// [`KvStore::set`], its call to the host ending by `cap` when given.
     fn set_by(&self, key: &str, value: &[u8], cap: Option<Instant>) -> Result<()> {
+        self.check_not_forked()?;
         check_entry(key, value)?;
         match &self.role {
             Role::Host(h) => {
@@ -1545,6 +1637,7 @@ impl TcpStore {
 
     /// [`KvStore::get`], its call to the host ending by `cap` when given.
     fn get_by(&self, key: &str, timeout: Duration, cap: Option<Instant>) -> Result<Vec<u8>> {
+        self.check_not_forked()?;
         check_key(key)?;
         match &self.role {
             Role::Host(h) => {
@@ -1580,6 +1673,7 @@ impl TcpStore {
 
     /// [`KvStore::try_get`], its call to the host ending by `cap` when given.
     fn try_get_by(&self, key: &str, cap: Option<Instant>) -> Result<Option<Vec<u8>>> {
+        self.check_not_forked()?;
         check_key(key)?;
         match &self.role {
             Role::Host(h) => {
@@ -2690,5 +2784,76 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(m.contains("\"127.0.0.1:0\" has port 0"), "{m}");
+    }
+
+    /// Whether `r` is the refusal of a store used in a forked child.
+    fn refused_as_forked<T>(r: Result<T>) -> bool {
+        match r {
+            Ok(_) => false,
+            Err(e) => {
+                let m = e.to_string();
+                e.code() == Code::FailedPrecondition
+                    && m.contains("is a fork of it")
+                    && m.contains(&format!("pid {}", std::process::id()))
+            }
+        }
+    }
+
+    #[test]
+    fn a_store_seen_from_another_fork_generation_refuses_every_call() {
+        // A fork seen without forking: the stores claim another generation.
+        let (mut host, addr) = pair("t");
+        let peer = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let mut other = TcpStore::connect(&addr, "t", 2, T).unwrap();
+        host.set("k", b"v").unwrap();
+        assert_eq!(other.get("k", T).unwrap(), b"v");
+        other.origin.generation = other.origin.generation.wrapping_add(1);
+        host.origin.generation = host.origin.generation.wrapping_add(1);
+        for s in [&other, &host] {
+            assert!(refused_as_forked(s.get("k", T)));
+            assert!(refused_as_forked(s.set("k", b"w")));
+            assert!(refused_as_forked(s.try_get("k")));
+            assert!(refused_as_forked(s.barrier("b", 2, 3, T)));
+            assert!(refused_as_forked(s.check_not_forked()));
+            assert!(!s.shutdown_after(T));
+            s.shutdown();
+        }
+        // Neither shutdown nor drop said goodbye for process 2 (its drop only closes its
+        // connection), and the host still serves.
+        drop(other);
+        host.origin = Origin::here();
+        assert_eq!(host.try_get(&goodbye_key(2)).unwrap(), None);
+        assert_eq!(peer.get("k", T).unwrap(), b"v");
+        peer.check_not_forked().unwrap();
+    }
+
+    #[test]
+    fn a_shutdown_in_another_thread_ends_a_hosts_grace_at_once() {
+        // Python's `shutdown(grace)` stops the host at once on Ctrl-C: the wait it gave up
+        // on (in another thread) must end with it, not hold the store for the grace.
+        let (host, addr) = pair("t");
+        let peer = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let mut host = host;
+        host.members = Some(2);
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| host.shutdown_after(Duration::from_secs(60)));
+            std::thread::sleep(Duration::from_millis(200));
+            host.shutdown();
+            assert!(!waiter.join().unwrap(), "process 1 had not left");
+        });
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        // Once every peer left, a later shutdown reports a clean end, as before.
+        drop(peer);
+        let (mut h2, addr2) = pair("t");
+        h2.members = Some(2);
+        let p2 = TcpStore::connect(&addr2, "t", 1, T).unwrap();
+        p2.shutdown();
+        assert!(h2.shutdown_after(T));
+        assert!(h2.shutdown_after(T));
     }
 }
