@@ -1361,9 +1361,16 @@ fn write_returned(
                 v.get_type().name()?
             )));
         }
+        // An object that is not an array is read through its `__array__` here, so that
+        // what that gives is checked too (numpy's `asarray` would drop a mask).
+        let ndarray = np.getattr("ndarray")?;
+        let v = match !v.is_instance(&ndarray)? && v.hasattr("__array__")? {
+            true => v.call_method0("__array__")?,
+            false => v.clone(),
+        };
         // A masked array's mask would be lost and its masked values written as data, as
         // `put` refuses (the one check, for sub-byte results too).
-        crate::put::refuse_masked(v).map_err(|e| {
+        crate::put::refuse_masked(&v).map_err(|e| {
             invalid(format!(
                 "the Python handler for {target:?} returned a numpy masked array for result \
                  {i}: {}",

@@ -32,7 +32,7 @@ fn wait_outputs(py: Python<'_>, outs: &rpjrt::CallOutputs) -> PyResult<()> {
 /// `call(*, wait=True)` runs it once and returns its `CallOutputs`; with wait=True it
 /// returns once every device has finished (one wait for all of them, interruptible by
 /// Ctrl-C) and raises the execution's error; with wait=False it returns at once.
-#[pyclass(frozen, name = "PreparedCall", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "PreparedCall", module = "rpjrt")]
 pub struct PyPreparedCall {
     inner: crate::notify::Held<rpjrt::PreparedCall>,
     client: Py<PyClient>,
@@ -51,7 +51,7 @@ impl Drop for PyPreparedCall {
 /// The outputs of one prepared call: `outs[j]` is the list of output `j`'s shards (one
 /// Buffer per device, in `Executable.addressable_devices()` order); `outs.per_device()` is
 /// one output list per device, as `Executable.execute_sharded` returns.
-#[pyclass(frozen, name = "CallOutputs", module = "rpjrt")]
+#[pyclass(frozen, weakref, name = "CallOutputs", module = "rpjrt")]
 pub struct PyCallOutputs {
     inner: rpjrt::CallOutputs,
     client: Py<PyClient>,

@@ -369,3 +369,35 @@ def test_worker_handler_waiting_for_a_queued_executions_events_is_refused(
         later["w"].wait() if how == "event" else later["w"].block_until_ready()
     finally:
         c.close()
+
+
+def test_a_handler_value_whose_array_is_masked_is_refused(client: rpjrt.Client) -> None:
+    class Holder:
+        def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+            return np.ma.masked_array(np.arange(4, dtype=np.float32), mask=[0, 1, 0, 0])
+
+    target = f"r20_masked_holder_{id(client)}"
+    rpjrt.ffi.register(client, target, lambda call: Holder())
+    exe = client.compile(
+        "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        f"  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : "
+        "(tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}"
+    )
+    with pytest.raises(rpjrt.InvalidArgumentError, match="masked array for result 0"):
+        exe(np.zeros(4, np.float32))[0].to_numpy()
+
+    class Plain:
+        def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+            return np.full(4, 3, np.float32)
+
+    rpjrt.ffi.register(client, target, lambda call: Plain(), replace=True)
+    np.testing.assert_array_equal(exe(np.zeros(4, np.float32))[0].to_numpy(), 3.0)
+
+
+def test_prepared_calls_and_their_outputs_take_weak_references(client: rpjrt.Client) -> None:
+    import weakref
+
+    exe = client.compile(ADD1)
+    p = exe.prepare([[client.put(np.ones(4, np.float32))]])
+    outs = p(wait=True)
+    assert weakref.ref(p)() is p and weakref.ref(outs)() is outs

@@ -151,7 +151,13 @@ fn classify(
         return match format {
             None => Ok(ProgramFile::Artifact(bytes)),
             Some(f) => Err(format!(
-                "an rpjrt artifact, not a {f} program: load it instead of compiling it"
+                "an rpjrt artifact (a compiled program), not {} {f} program: load it \
+                 (client.load / Client::load) instead of compiling it",
+                if f.to_string().starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                }
             )),
         };
     }
