@@ -1157,7 +1157,7 @@ fn lock_holder(path: &std::path::Path) -> Option<(u32, String)> {
 /// A client on the first plugin for `spec` that loads and creates a client with `options`
 /// (as `rpjrt_discovery::Discovery::open_client` opens one): a plugin that loads but
 /// cannot serve here, such as a CUDA plugin without a GPU, is skipped with a note on
-/// stderr. When none can, the error says why ([`open_error`]: exit 2 for create options
+/// stderr. When none can, the error says why (`open_error`: exit 2 for create options
 /// the plugins refused, else 1, with what to install only when no library loaded).
 pub fn open_client(
     spec: Option<&OsStr>,

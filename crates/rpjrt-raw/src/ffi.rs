@@ -997,7 +997,7 @@ fn worker_thread_refusal(w: &WorkerHandler, device: Option<i32>) -> Error {
 }
 
 /// Whether a handler is running on a plugin worker thread anywhere in the process (one
-/// atomic load): only then can a wait be one [`check_worker_wait`] refuses.
+/// atomic load): only then can a wait be one that rpjrt refuses.
 #[inline]
 pub fn worker_handlers_running() -> bool {
     WORKER_HANDLERS.load(Ordering::Relaxed) > 0
@@ -1153,7 +1153,7 @@ fn waits_for(graph: &[WaitEdge], edge: &WaitEdge) -> Option<i32> {
     None
 }
 
-/// A wait [`check_worker_wait`] let through; while it lives, the waiting handler's device is
+/// A wait the worker-handler checks let through; while it lives, the waiting handler's device is
 /// recorded as waiting for the buffer's (so that a wait back is refused). Drop it after the
 /// wait.
 #[must_use = "the wait is recorded only while this lives: keep it until the wait ends"]
