@@ -1440,15 +1440,24 @@ impl TcpStore {
                     || u32::try_from(p).is_ok_and(|p| h.shared.peer_state(p) == PeerState::Gone)
             };
             let n = self.members.unwrap_or(0);
+            // Whether every peer had left, as last seen while the host still ran: a stop
+            // closes the peers' connections, after which they all read as gone.
+            let mut seen_left = None;
             loop {
                 let out = Instant::now() >= until;
+                let running = !h.shared.stopped();
                 let members_left = (1..n).all(left);
                 // Stopped already (by a shutdown in another thread, which ends this wait,
-                // or an earlier one): nothing is left to wait for.
-                if h.shared.stopped() {
-                    clean = members_left;
+                // or an earlier one): nothing is left to wait for. A reading taken across
+                // the stop may count peers its closing of connections made gone.
+                if !running || h.shared.stopped() {
+                    clean = match seen_left {
+                        Some(l) => l,
+                        None => (1..n).all(|p| h.shared.lock().contains_key(&goodbye_key(p))),
+                    };
                     break;
                 }
+                seen_left = Some(members_left);
                 if members_left || out {
                     if let Some(held) = h.stop_if_left(out) {
                         clean = members_left && held != Hold::Active;
