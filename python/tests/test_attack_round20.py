@@ -401,3 +401,110 @@ def test_prepared_calls_and_their_outputs_take_weak_references(client: rpjrt.Cli
     p = exe.prepare([[client.put(np.ones(4, np.float32))]])
     outs = p(wait=True)
     assert weakref.ref(p)() is p and weakref.ref(outs)() is outs
+
+
+def test_worker_handler_waiting_for_a_portable_executions_event_is_refused(
+    plugin_path: str,
+) -> None:
+    c = rpjrt.Client(plugin_path, options={"cpu_device_count": 2})
+    try:
+        d0 = c.devices()[0]
+        small = c.compile(ADD1, portable=True)
+        later: dict[str, Any] = {}
+        got: list[Any] = []
+
+        def h(call: Any) -> Any:
+            time.sleep(0.2)
+            try:
+                later["ev"].wait()
+                got.append("returned")
+            except rpjrt.Error as e:
+                got.append(e)
+            return call.args[0].to_numpy()
+
+        target = f"r20_portable_event_{id(c)}"
+        rpjrt.ffi.register(c, target, h)
+        outer = c.compile(_async_custom_call(target), portable=True)
+        o = outer(np.ones((N, N), np.float32), device=d0)[0]
+        later["ev"] = small.execute_with_events(c.put(np.ones(4, np.float32), device=d0), device=d0)[1]
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got and isinstance(got[0], rpjrt.FailedPreconditionError), got
+        np.testing.assert_array_equal(o.to_numpy(), float(N))
+    finally:
+        c.close()
+
+
+def test_outputs_computed_from_a_queued_copy_wait_for_its_source_device(plugin_path: str) -> None:
+    """A handler on device 0 copies a buffer queued behind its own execution to device 1,
+    runs a program there on the copy and reads the output: refused, not hung."""
+    c = rpjrt.Client(plugin_path, options={"cpu_device_count": 2})
+    try:
+        d0, d1 = c.devices()[:2]
+        small = c.compile(ADD1, portable=True)
+        later: dict[str, Any] = {}
+        got: list[Any] = []
+
+        def h(call: Any) -> Any:
+            time.sleep(0.3)
+            try:
+                z = later["y"].copy_to(d1)
+                got.append(small(z, device=d1)[0].to_numpy().copy())
+            except rpjrt.Error as e:
+                got.append(e)
+            return call.args[0].to_numpy()
+
+        target = f"r20_via_input_{id(c)}"
+        rpjrt.ffi.register(c, target, h)
+        outer = c.compile(_async_custom_call(target), portable=True)
+        o = outer(np.ones((N, N), np.float32), device=d0)[0]
+        later["y"] = small(c.put(np.ones(4, np.float32), device=d0), device=d0)[0]
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got and isinstance(got[0], rpjrt.FailedPreconditionError), got
+        np.testing.assert_array_equal(o.to_numpy(), float(N))
+    finally:
+        c.close()
+
+
+def test_handlers_waiting_for_host_filled_alias_buffers_are_not_a_cycle(plugin_path: str) -> None:
+    """Handlers on devices 0 and 1 each wait for an alias buffer on the other device that
+    the host fills later: no device queue produces those, so neither wait is refused."""
+    import threading
+
+    c = rpjrt.Client(plugin_path, options={"cpu_device_count": 2})
+    try:
+        devs = c.devices()[:2]
+        alias = {d.id: c.create_alias_buffer("float32", [4], device=d) for d in devs}
+        got: dict[int, Any] = {}
+        barrier = threading.Barrier(2, timeout=10)
+
+        def h(call: Any) -> Any:
+            d = call.device_ordinal
+            barrier.wait()
+            try:
+                got[d] = alias[devs[1 - d].id][0].to_numpy().copy()
+            except rpjrt.Error as e:
+                got[d] = e
+            return call.args[0].to_numpy()
+
+        target = f"r20_alias_wait_{id(c)}"
+        rpjrt.ffi.register(c, target, h)
+        e = c.compile(_async_custom_call(target), portable=True)
+        outs = [e(np.ones((N, N), np.float32), device=d)[0] for d in devs]
+        time.sleep(1.8)  # past the 1 s grace
+        for d in devs:
+            alias[d.id][1].fulfill(c.put(np.full(4, 7, np.float32), device=d))
+        deadline = time.monotonic() + 30
+        while len(got) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(got) == 2, got
+        for v in got.values():
+            assert not isinstance(v, Exception), v
+            np.testing.assert_array_equal(v, 7.0)
+        for o in outs:
+            np.testing.assert_array_equal(o.to_numpy(), float(N))
+    finally:
+        c.close()

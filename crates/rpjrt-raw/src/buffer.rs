@@ -91,6 +91,9 @@ struct Shared<M> {
     /// Devices besides its own whose queues produce the contents: for a copy of a buffer
     /// that was not known ready, the source's device and the source's own upstream.
     upstream: Option<Arc<[DeviceRef]>>,
+    /// Filled from the host (an alias buffer, an asynchronous transfer's buffer), not by a
+    /// device's queue of executions.
+    host_filled: bool,
     /// Fires when the plugin no longer reads `owner`'s bytes.
     host_done: Option<Event>,
     /// Host memory the buffer uses in place (dropped after the buffer and `host_done`).
@@ -101,6 +104,34 @@ struct Shared<M> {
     /// The C buffer was destroyed already and this allocation waits in a recycler.
     released: bool,
     meta: M,
+}
+
+/// For an execution launched while a custom-call handler runs on a plugin worker thread
+/// somewhere: the devices whose queues produce those of `args` not known ready (their own,
+/// and their upstream), which the outputs then wait for too. `None` otherwise (nothing is
+/// looked at: one atomic load).
+pub(crate) fn upstream_of<'a, M: 'a>(
+    args: impl Iterator<Item = &'a Buffer<M>>,
+) -> Option<Arc<[DeviceRef]>> {
+    if !super::ffi::worker_handlers_running() {
+        return None;
+    }
+    let mut v: Vec<DeviceRef> = Vec::new();
+    let pending = |b: &Buffer<M>| {
+        !b.0.ready_ok.load(Ordering::Acquire)
+            && !b
+                .ready_event_here()
+                .and_then(|e| e.is_ready())
+                .unwrap_or(false)
+    };
+    for b in args.filter(|b| pending(b)) {
+        for d in b.wait_devices() {
+            if !v.contains(&d) {
+                v.push(d);
+            }
+        }
+    }
+    (!v.is_empty()).then(|| v.into())
 }
 
 /// Marks a slot of a closed pool: nothing may be put there any more. Never a real
@@ -242,6 +273,7 @@ impl<M> Spare<M> {
         *s.direct_len.get_mut() = 0;
         *s.ready_ok.get_mut() = false;
         s.upstream = None;
+        s.host_filled = false;
         s.released = false;
         Buffer(ManuallyDrop::new(self.0))
     }
@@ -379,6 +411,7 @@ impl<M> Buffer<M> {
             direct_len: AtomicUsize::new(0),
             ready_ok: AtomicBool::new(false),
             upstream: None,
+            host_filled: false,
             host_done,
             owner,
             recycler,
@@ -761,6 +794,18 @@ impl<M> Buffer<M> {
         )
     }
 
+    /// Marks a buffer just made (no other handle yet) as filled from the host (see
+    /// [`Buffer::wait_devices`]).
+    pub(crate) fn mark_host_filled(&mut self) {
+        unique(&mut self.0).host_filled = true;
+    }
+
+    /// Records, on an execution's output just made (no other handle yet), the devices
+    /// besides its own whose queues produce its inputs (see [`upstream_of`]).
+    pub(crate) fn set_upstream(&mut self, upstream: &Arc<[DeviceRef]>) {
+        unique(&mut self.0).upstream = Some(Arc::clone(upstream));
+    }
+
     /// Records that the contents are ready and their producer succeeded, for a caller that
     /// saw the execution that produced them complete without error (its completion event),
     /// so that later waits are free.
@@ -833,8 +878,12 @@ impl<M> Buffer<M> {
     }
 
     /// The devices whose queues produce this buffer's contents: its own, then those of the
-    /// sources it was copied from while they were not known ready.
+    /// sources it was copied (or computed) from while they were not known ready; none for a
+    /// buffer the host fills (an alias buffer, an asynchronous transfer's).
     pub fn wait_devices(&self) -> Vec<DeviceRef> {
+        if self.0.host_filled {
+            return Vec::new();
+        }
         let mut v: Vec<DeviceRef> = self.device().into_iter().collect();
         v.extend(self.0.upstream.iter().flat_map(|u| u.iter().copied()));
         v

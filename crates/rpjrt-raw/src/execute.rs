@@ -265,6 +265,13 @@ impl Loaded {
             a.device_complete_events = events.as_mut_slice().as_mut_ptr();
         }
         a.execute_device = req.device.map_or(null_mut(), |d| d.ptr());
+        // The devices whose queues the outputs wait for besides their own (only while a
+        // worker-thread handler runs anywhere).
+        let upstream = super::buffer::upstream_of(
+            req.lists
+                .iter()
+                .flat_map(|l| l.iter().map(|b| (req.raw)(b))),
+        );
         // SAFETY: every array lives until after the call and has the length given; the
         // output lists have room for the executable's outputs; the argument buffers are live
         // buffers of this client (checked above, and borrowed for the call).
@@ -276,7 +283,15 @@ impl Loaded {
         r?;
         donation.reserved.clear();
         let events = req.want_events.then_some(&events[..]);
-        hand_out(client, &outs, num_outputs, events, req.recycle, sink);
+        hand_out(
+            client,
+            &outs,
+            num_outputs,
+            events,
+            req.recycle,
+            upstream.as_ref(),
+            sink,
+        );
         Ok(())
     }
 }
@@ -290,6 +305,7 @@ pub(super) fn hand_out<M>(
     num_outputs: usize,
     events: Option<&[*mut sys::PJRT_Event]>,
     recycle: Option<&Recycler<M>>,
+    upstream: Option<&Arc<[super::device::DeviceRef]>>,
     sink: &mut impl ExecuteSink<M>,
 ) {
     // Device by device, output by output (no division per output on the hot path).
@@ -310,6 +326,10 @@ pub(super) fn hand_out<M>(
                 },
                 None => Buffer::new(client, p, sink.meta(d, o), None, None),
             };
+            let mut buffer = buffer;
+            if let Some(u) = upstream {
+                buffer.set_upstream(u);
+            }
             sink.output(d, buffer);
         }
     }

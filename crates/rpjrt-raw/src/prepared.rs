@@ -274,6 +274,9 @@ impl Loaded {
             a.device_complete_events = events.as_mut_slice().as_mut_ptr();
         }
         a.execute_device = null_mut();
+        // The devices whose queues the outputs wait for besides their own (only while a
+        // worker-thread handler runs anywhere).
+        let upstream = super::buffer::upstream_of(args.buffers().iter());
         // SAFETY: the argument lists point at buffers `args` owns (alive for the call, none
         // deleted when checked above; the plugin refuses one deleted meanwhile), each list
         // `num_args` long; the output lists have room for the executable's outputs on each
@@ -286,7 +289,15 @@ impl Loaded {
         r?;
         donation.reserved.clear();
         let events = want_events.then_some(&events[..]);
-        super::execute::hand_out(client, &outs, num_outputs, events, recycle, sink);
+        super::execute::hand_out(
+            client,
+            &outs,
+            num_outputs,
+            events,
+            recycle,
+            upstream.as_ref(),
+            sink,
+        );
         Ok(())
     }
 }

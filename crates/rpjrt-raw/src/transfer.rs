@@ -500,12 +500,14 @@ impl TransferManager {
                 &mut a
             )
         }?;
-        wrap(
+        let mut b = wrap(
             &self.client,
             a.buffer_out,
             "PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer",
             meta,
-        )
+        )?;
+        b.mark_host_filled();
+        Ok(b)
     }
 }
 
@@ -570,12 +572,13 @@ pub fn create_alias_buffer<M>(
         ));
     }
     let cb = AliasCallback(a.fulfill_alias_buffer_cb);
-    let b = wrap(
+    let mut b = wrap(
         client,
         a.alias_buffer,
         "PJRT_Client_CreateAliasBuffer",
         meta,
     )?;
+    b.mark_host_filled();
     Ok((b, cb))
 }
 

@@ -184,6 +184,12 @@ impl Event {
         }
     }
 
+    /// Sets the devices whose queues complete the event (an execution's, once its device is
+    /// known).
+    pub(crate) fn set_devices(&mut self, devices: Vec<raw::device::DeviceRef>) {
+        self.devices = devices;
+    }
+
     /// Refuses a wait that would never end: from a custom-call handler on a plugin worker
     /// thread, for a buffer's ready event on the device of the handler's own execution.
     fn refuse_wait_in_worker_handler(&self) -> Result<raw::ffi::WorkerWait> {

@@ -545,7 +545,11 @@ impl Executable {
             let mut outputs = Vec::with_capacity(self.state.outputs.len());
             let mut sink = OneDevice::new(&self.state, &mut outputs);
             self.launch(&[list], options, want_events, &mut sink)?;
-            let event = sink.event.take();
+            let mut event = sink.event.take();
+            // A portable executable's device is the one chosen for this call.
+            if let (Some(ev), Some(d)) = (event.as_mut(), options.device.as_ref()) {
+                ev.set_devices(vec![d.data.raw]);
+            }
             if with_context {
                 wait_execution(event.as_slice(), outputs.iter())?;
             }
