@@ -509,6 +509,26 @@ impl Dist {
         })
     }
 
+    /// Whether RECORD lists `library` (a path under this distribution's site directory,
+    /// its directory resolved as the site's is: RECORD lists a symlink as installed).
+    fn lists(&self, library: &Path) -> bool {
+        let site = fs::canonicalize(&self.site).unwrap_or_else(|_| self.site.clone());
+        let real = match (library.parent().map(fs::canonicalize), library.file_name()) {
+            (Some(Ok(dir)), Some(name)) => dir.join(name),
+            _ => library.to_path_buf(),
+        };
+        let Some(rel) = real.strip_prefix(&site).ok().and_then(|r| r.to_str()) else {
+            return false;
+        };
+        read_small_text(&self.info_dir.join("RECORD")).is_some_and(|record| {
+            record.lines().any(|l| {
+                l.split(',')
+                    .next()
+                    .is_some_and(|f| f.replace('\\', "/") == rel)
+            })
+        })
+    }
+
     /// The library under `module_dir` (`a/b`) among the files RECORD lists.
     fn library(&self, module_dir: &str, preferred: Option<&str>) -> Option<PathBuf> {
         let record = read_small_text(&self.info_dir.join("RECORD"))?;
@@ -825,13 +845,17 @@ impl Discovery {
                     }
                     if let Some(lib) = pick_library(&sub, None) {
                         let platform = guess_platform(&[Some(&name)]);
+                        // The wheel that installed the module, where its RECORD lists the
+                        // library (a namespace package's module has no entry point naming
+                        // its wheel).
+                        let wheel = self.dists.iter().find(|d| d.lists(&lib));
                         out.push(PluginInfo {
                             source: format!("namespace package {ns}.{name}"),
                             name,
                             path: resolve(&lib),
-                            version: None,
+                            version: wheel.and_then(|d| d.version.clone()),
                             platform,
-                            package: None,
+                            package: wheel.map(|d| d.name.clone()),
                             options: None,
                         });
                     }

@@ -97,15 +97,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 .collect()
         })
     };
-    let dirs = &discovery.search_path().dirs;
     for ((p, _), answer) in listed.iter().zip(answers) {
         let (pjrt, problem) = answer?;
-        // A plugin found without its wheel (through a namespace package): the wheel whose
-        // RECORD lists the library, where one does.
-        let (package, version) = match (&p.package, &p.version) {
-            (None, None) => wheel_of(&p.path, dirs).map_or((None, None), |(n, v)| (Some(n), v)),
-            (package, version) => (package.clone(), version.clone()),
-        };
+        let (package, version) = (p.package.clone(), p.version.clone());
         let mut row = json!({
             "name": p.name, "path": p.path.display().to_string(), "source": p.source,
             "platform": p.platform, "package": package, "version": version,
@@ -173,85 +167,3 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
-/// The wheel (name, version) whose `.dist-info/RECORD`, in one of the site directories
-/// `dirs`, lists the library `path`: for a plugin discovery found without its wheel (a
-/// namespace package's module). `None` when no RECORD lists it.
-fn wheel_of(
-    path: &std::path::Path,
-    dirs: &[std::path::PathBuf],
-) -> Option<(String, Option<String>)> {
-    // The directory resolved, not the file: a RECORD lists a symlink as installed.
-    let real = match (path.parent().map(std::fs::canonicalize), path.file_name()) {
-        (Some(Ok(dir)), Some(name)) => dir.join(name),
-        _ => path.to_path_buf(),
-    };
-    for dir in dirs {
-        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
-        let Ok(rel) = real.strip_prefix(&dir) else {
-            continue;
-        };
-        let Some(rel) = rel.to_str() else { continue };
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut infos: Vec<std::path::PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "dist-info") && p.is_dir())
-            .collect();
-        infos.sort();
-        for info in infos {
-            let Some(record) = small_text(&info.join("RECORD")) else {
-                continue;
-            };
-            let listed = record.lines().any(|l| {
-                l.split(',')
-                    .next()
-                    .is_some_and(|f| f.replace('\\', "/") == rel)
-            });
-            if !listed {
-                continue;
-            }
-            // The name and version: METADATA's, else the directory's (`name-1.2.dist-info`).
-            let stem = info
-                .file_name()
-                .map(|n| {
-                    n.to_string_lossy()
-                        .trim_end_matches(".dist-info")
-                        .to_string()
-                })
-                .unwrap_or_default();
-            let (mut name, mut version) = match stem.split_once('-') {
-                Some((n, v)) => (n.to_string(), Some(v.to_string())),
-                None => (stem.clone(), None),
-            };
-            for line in small_text(&info.join("METADATA"))
-                .unwrap_or_default()
-                .lines()
-            {
-                if line.is_empty() {
-                    break; // the end of the headers
-                }
-                if let Some(v) = line.strip_prefix("Name:") {
-                    name = v.trim().to_string();
-                } else if let Some(v) = line.strip_prefix("Version:") {
-                    version = Some(v.trim().to_string());
-                }
-            }
-            return Some((name, version));
-        }
-    }
-    None
-}
-
-/// A regular file's text (lossy), when it is at most 16 MiB: a FIFO or a device is not
-/// opened.
-fn small_text(p: &std::path::Path) -> Option<String> {
-    let meta = std::fs::metadata(p).ok()?;
-    if !meta.is_file() || meta.len() > 16 << 20 {
-        return None;
-    }
-    std::fs::read(p)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-}
