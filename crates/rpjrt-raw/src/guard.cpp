@@ -20,9 +20,12 @@ thread_local std::string last_what;
 
 }  // namespace
 
-extern "C" void* rpjrt_guarded_call(void* (*entry)(void*), void* args, int* threw) {
+// Runs `call` inside a try block: on an exception sets `*threw`, keeps its what() text in
+// last_what and returns a null pointer; otherwise returns what `call` returned.
+template <typename Call>
+auto guarded(Call call, int* threw) -> decltype(call()) {
   try {
-    return entry(args);
+    return call();
   } catch (const std::exception& e) {
     *threw = 1;
     try {
@@ -35,6 +38,10 @@ extern "C" void* rpjrt_guarded_call(void* (*entry)(void*), void* args, int* thre
     last_what = "an exception that is not a std::exception";
   }
   return nullptr;
+}
+
+extern "C" void* rpjrt_guarded_call(void* (*entry)(void*), void* args, int* threw) {
+  return guarded([&] { return entry(args); }, threw);
 }
 
 // Opens a shared library (dlopen) inside a try block: a library whose static initialiser
@@ -44,39 +51,13 @@ extern "C" void* rpjrt_guarded_call(void* (*entry)(void*), void* args, int* thre
 extern "C" void* rpjrt_guarded_dlopen(const char* path, int flags, int* threw) {
   using OpenFn = void* (*)(const char*, int);
   OpenFn volatile open = reinterpret_cast<OpenFn>(&dlopen);
-  try {
-    return open(path, flags);
-  } catch (const std::exception& e) {
-    *threw = 1;
-    try {
-      last_what = e.what();
-    } catch (...) {
-      last_what.clear();
-    }
-  } catch (...) {
-    *threw = 1;
-    last_what = "an exception that is not a std::exception";
-  }
-  return nullptr;
+  return guarded([&] { return open(path, flags); }, threw);
 }
 
 // Calls a plugin's GetPjrtApi (no arguments) inside a try block, as rpjrt_guarded_call
 // does for the table's entries.
 extern "C" const void* rpjrt_guarded_get_api(const void* (*entry)(), int* threw) {
-  try {
-    return entry();
-  } catch (const std::exception& e) {
-    *threw = 1;
-    try {
-      last_what = e.what();
-    } catch (...) {
-      last_what.clear();
-    }
-  } catch (...) {
-    *threw = 1;
-    last_what = "an exception that is not a std::exception";
-  }
-  return nullptr;
+  return guarded([&] { return entry(); }, threw);
 }
 
 // The what() text of the exception the last guarded call on this thread caught.
