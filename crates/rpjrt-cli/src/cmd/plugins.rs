@@ -166,4 +166,3 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     }
     Ok(EXIT_OK)
 }
-
