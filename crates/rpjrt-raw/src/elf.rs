@@ -248,6 +248,11 @@ pub struct Dynamic {
     pub runpath: Option<String>,
     /// The `DT_RPATH` entry.
     pub rpath: Option<String>,
+    /// The `DT_SONAME` entry.
+    pub soname: Option<String>,
+    /// The whole dynamic string table (NUL-separated: the names above and the dynamic
+    /// symbols' names among them).
+    pub strings: Vec<u8>,
 }
 
 /// Reads the dynamic section of the shared library at `path` (which
@@ -308,7 +313,7 @@ pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
         return Ok(Dynamic::default()); // PT_DYNAMIC absent: a static library needs nothing
     };
     let entries = read_at(dyn_off, dyn_size)?;
-    let (mut needed, mut runpath, mut rpath) = (Vec::new(), None, None);
+    let (mut needed, mut runpath, mut rpath, mut soname) = (Vec::new(), None, None, None);
     let (mut strtab, mut strsz) = (None, 0u64);
     for e in entries.chunks_exact(2 * w) {
         let (tag, val) = (word(e, 0), word(e, w));
@@ -317,6 +322,7 @@ pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
             1 => needed.push(val),
             5 => strtab = Some(val),
             10 => strsz = val,
+            14 => soname = Some(val),
             15 => rpath = Some(val),
             29 => runpath = Some(val),
             _ => {}
@@ -340,10 +346,16 @@ pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
             .ok_or("a dynamic entry points outside its string table")?;
         Ok(String::from_utf8_lossy(s).into_owned())
     };
+    let needed = needed.into_iter().map(text).collect::<Result<_, _>>()?;
+    let runpath = runpath.map(text).transpose()?;
+    let rpath = rpath.map(text).transpose()?;
+    let soname = soname.map(text).transpose()?;
     Ok(Dynamic {
-        needed: needed.into_iter().map(text).collect::<Result<_, _>>()?,
-        runpath: runpath.map(text).transpose()?,
-        rpath: rpath.map(text).transpose()?,
+        needed,
+        runpath,
+        rpath,
+        soname,
+        strings,
     })
 }
 

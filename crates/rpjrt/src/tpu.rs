@@ -20,7 +20,6 @@
 //! and VFIO groups that do not hold only other devices.
 
 use std::ffi::OsStr;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// The settings libtpu gets off a TPU machine, unless the user set them.
@@ -48,9 +47,6 @@ const LIBTPU_SYMBOLS: &[&str] = &["TfTpu_Initialize", "GetLibtpuSdkApi"];
 
 /// Prefixes of symbol families only libtpu exports.
 const LIBTPU_SYMBOL_PREFIXES: &[&str] = &["TpuTopology_", "TpuExecutable_"];
-
-/// The most bytes read from a library's dynamic string table (libtpu's is 10 KB).
-const MAX_DYNAMIC_STRINGS: u64 = 16 << 20;
 
 /// What the slow-load note says while libtpu is being loaded: why it may take minutes,
 /// and the variable that ends the wait.
@@ -158,146 +154,25 @@ pub fn is_libtpu(path: &Path) -> bool {
     if canonical.as_deref().is_some_and(named) {
         return true;
     }
+    // The loader's own view of the file (regular files only: a FIFO is never opened).
     canonical
         .as_deref()
-        .and_then(dynamic_strings)
-        .is_some_and(|d| d.is_libtpu())
+        .and_then(|p| crate::raw::elf::dynamic_info(p).ok())
+        .is_some_and(|d| dynamic_is_libtpu(&d))
 }
 
-/// The dynamic section's names of a shared library: its `DT_SONAME`, its `DT_NEEDED`
-/// entries, and its whole dynamic string table (symbol names among them).
-#[derive(Debug, Default)]
-struct DynamicStrings {
-    soname: Option<String>,
-    needed: Vec<String>,
-    table: Vec<u8>,
-}
-
-impl DynamicStrings {
-    /// Whether these are libtpu's (its soname, or its symbols) or a library's that loads
-    /// libtpu (a `DT_NEEDED` on it).
-    fn is_libtpu(&self) -> bool {
-        let libtpu = |n: &str| n.starts_with("libtpu");
-        self.soname.as_deref().is_some_and(libtpu)
-            || self.needed.iter().any(|n| libtpu(n))
-            || self.table.split(|&b| b == 0).any(|s| {
-                LIBTPU_SYMBOLS.iter().any(|m| s == m.as_bytes())
-                    || LIBTPU_SYMBOL_PREFIXES
-                        .iter()
-                        .any(|p| s.starts_with(p.as_bytes()))
-            })
-    }
-}
-
-/// Reads `n` bytes at `at` of `data` as an unsigned little- or big-endian number.
-fn num(data: &[u8], at: usize, n: usize, little: bool) -> Option<u64> {
-    let bytes = data.get(at..at.checked_add(n)?)?;
-    let fold = |v: u64, b: &u8| (v << 8) | u64::from(*b);
-    Some(if little {
-        bytes.iter().rev().fold(0, fold)
-    } else {
-        bytes.iter().fold(0, fold)
-    })
-}
-
-/// The dynamic section's names of the ELF shared library at `path` (read through its
-/// program headers, as the loader sees it), or `None` when `path` is not a regular file
-/// or not a well-formed ELF file. Bounded reads only.
-fn dynamic_strings(path: &Path) -> Option<DynamicStrings> {
-    // A FIFO or a device would block or never end: only a regular file is opened.
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let len = meta.len();
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut read_at = |at: u64, n: u64| -> Option<Vec<u8>> {
-        if n > MAX_DYNAMIC_STRINGS || at.checked_add(n)? > len {
-            return None;
-        }
-        let mut buf = vec![0u8; usize::try_from(n).ok()?];
-        file.seek(SeekFrom::Start(at)).ok()?;
-        file.read_exact(&mut buf).ok()?;
-        Some(buf)
-    };
-    let header = read_at(0, 64.min(len))?;
-    if !header.starts_with(b"\x7fELF") || header.len() < 52 {
-        return None;
-    }
-    let is64 = match header[4] {
-        1 => false,
-        2 => true,
-        _ => return None,
-    };
-    let little = match header[5] {
-        1 => true,
-        2 => false,
-        _ => return None,
-    };
-    let w = if is64 { 8 } else { 4 };
-    let word = |d: &[u8], at: usize| num(d, at, w, little);
-    let half = |d: &[u8], at: usize| num(d, at, 2, little);
-    let phoff = word(&header, if is64 { 32 } else { 28 })?;
-    let at = if is64 { 54 } else { 42 };
-    let (phentsize, phnum) = (half(&header, at)?, half(&header, at + 2)?);
-    if phentsize < if is64 { 56 } else { 32 } {
-        return None;
-    }
-    let table = read_at(phoff, phentsize.checked_mul(phnum)?)?;
-    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
-    let headers: Vec<(u64, u64, u64, u64)> = (0..phnum as usize)
-        .filter_map(|i| {
-            let e = i * phentsize as usize;
-            let t = num(&table, e, 4, little)?;
-            Some(if is64 {
-                (
-                    t,
-                    word(&table, e + 8)?,
-                    word(&table, e + 16)?,
-                    word(&table, e + 32)?,
-                )
-            } else {
-                (
-                    t,
-                    word(&table, e + 4)?,
-                    word(&table, e + 8)?,
-                    word(&table, e + 16)?,
-                )
-            })
+/// Whether the dynamic section read from a library is libtpu's (its soname, or its
+/// symbols) or a library's that loads libtpu (a `DT_NEEDED` on it).
+fn dynamic_is_libtpu(d: &crate::raw::elf::Dynamic) -> bool {
+    let libtpu = |n: &str| n.starts_with("libtpu");
+    d.soname.as_deref().is_some_and(libtpu)
+        || d.needed.iter().any(|n| libtpu(n))
+        || d.strings.split(|&b| b == 0).any(|s| {
+            LIBTPU_SYMBOLS.iter().any(|m| s == m.as_bytes())
+                || LIBTPU_SYMBOL_PREFIXES
+                    .iter()
+                    .any(|p| s.starts_with(p.as_bytes()))
         })
-        .collect();
-    const PT_LOAD: u64 = 1;
-    const PT_DYNAMIC: u64 = 2;
-    let &(_, dyn_off, _, dyn_size) = headers.iter().find(|h| h.0 == PT_DYNAMIC)?;
-    let entries = read_at(dyn_off, dyn_size)?;
-    let (mut strtab, mut strsz, mut soname, mut needed) = (None, 0u64, None, Vec::new());
-    for e in entries.chunks_exact(2 * w) {
-        let (tag, val) = (word(e, 0)?, word(e, w)?);
-        match tag {
-            0 => break,               // DT_NULL
-            1 => needed.push(val),    // DT_NEEDED
-            5 => strtab = Some(val),  // DT_STRTAB
-            10 => strsz = val,        // DT_STRSZ
-            14 => soname = Some(val), // DT_SONAME
-            _ => {}
-        }
-    }
-    // DT_STRTAB is an address: the loadable segment that holds it gives its file offset.
-    let strtab = strtab?;
-    let &(_, off, vaddr, _) = headers
-        .iter()
-        .find(|h| h.0 == PT_LOAD && h.2 <= strtab && strtab < h.2.saturating_add(h.3))?;
-    let table = read_at(strtab - vaddr + off, strsz)?;
-    let text = |at: u64| -> Option<String> {
-        let s = table.get(usize::try_from(at).ok()?..)?;
-        let s = s.split(|&b| b == 0).next()?;
-        Some(String::from_utf8_lossy(s).into_owned())
-    };
-    Some(DynamicStrings {
-        soname: soname.and_then(text),
-        needed: needed.into_iter().filter_map(text).collect(),
-        table,
-    })
 }
 
 /// Whether the user set the variable whose value is `value`: an empty value counts as not
