@@ -213,10 +213,7 @@ impl PyExecutable {
             };
             let lists = vec![refs];
             let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
-            for e in r.events.drain(..) {
-                let what = format!("execution of {}", exe.name());
-                crate::event::PyEvent::new(e, what).wait(py, None)?;
-            }
+            wait_events(py, exe, std::mem::take(&mut r.events))?;
             r.outputs.pop().unwrap_or_default()
         };
         let outs = std::mem::take(&mut outs);
@@ -528,21 +525,7 @@ impl PyExecutable {
             ..Default::default()
         };
         let mut result = py.detach(|| exe.execute_with(&refs, &opts)).pyerr()?;
-        // Every device finishes before the first failure is raised (an interruption is
-        // raised at once).
-        let mut failed = None;
-        for e in result.events.drain(..) {
-            let what = format!("execution of {}", exe.name());
-            if let Err(err) = crate::event::PyEvent::new(e, what).wait(py, None) {
-                if !err.is_instance_of::<pyo3::exceptions::PyException>(py) {
-                    return Err(err);
-                }
-                failed.get_or_insert(err);
-            }
-        }
-        if let Some(err) = failed {
-            return Err(err);
-        }
+        wait_events(py, exe, std::mem::take(&mut result.events))?;
         let per_device = result
             .outputs
             .into_iter()
@@ -619,4 +602,20 @@ impl PyExecutable {
             self.inner.name()
         )
     }
+}
+
+/// Waits (interruptibly) for an execution's completion events, one per device: every
+/// device finishes before the first failure is raised; an interruption is raised at once.
+fn wait_events(py: Python<'_>, exe: &rpjrt::Executable, events: Vec<rpjrt::Event>) -> PyResult<()> {
+    let mut failed = None;
+    for e in events {
+        let what = format!("execution of {}", exe.name());
+        if let Err(err) = crate::event::PyEvent::new(e, what).wait(py, None) {
+            if !err.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                return Err(err);
+            }
+            failed.get_or_insert(err);
+        }
+    }
+    failed.map_or(Ok(()), Err)
 }
