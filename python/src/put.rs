@@ -431,11 +431,6 @@ fn from_view(
         .unwrap_or((0, 0));
     let region = view.region(lo, end)?;
     let offset = (-lo) as usize;
-    if has_spare_bits(t) {
-        // SAFETY: the region lies inside the held view, which outlives this check.
-        let bytes = unsafe { region.as_slice() };
-        check_spare_bits(t, bytes, &dims, &strides, offset, order)?;
-    }
     let mode = if layout.is_some() {
         CopyMode::Always
     } else {
@@ -459,39 +454,6 @@ fn from_view(
     }
     .pyerr()?;
     wrap_put(py, b, client)
-}
-
-/// Refuses a byte of a float6 array with bits 6-7 set (see [`has_spare_bits`]), as the core
-/// refuses an int4 or float4 byte that holds no value of its type: the plugin would keep
-/// or drop those bits, and neither is the value the caller has.
-fn check_spare_bits(
-    t: ElementType,
-    bytes: &[u8],
-    dims: &[i64],
-    strides: &[i64],
-    offset: usize,
-    order: ByteOrder,
-) -> PyResult<()> {
-    let dense = offset == 0 && strides == rpjrt::host::c_strides(dims, 1).as_slice();
-    let found = if dense {
-        rpjrt::first_foreign_byte(t, bytes)
-    } else {
-        // Strided: the core gathers the elements (and checks them) into a dense copy.
-        let array = HostArray::new(HostData::Borrowed(bytes), t, dims)
-            .with_byte_strides(strides, offset)
-            .with_byte_order(order);
-        let gathered = array.to_dense().pyerr()?;
-        rpjrt::first_foreign_byte(t, &gathered)
-    };
-    match found {
-        None => Ok(()),
-        // Worded (and raised) as the core's own refusal of an int4 or float4 byte.
-        Some((i, b)) => Err(rpjrt::Error::invalid(format!(
-            "the {t}{dims:?} host array's {}",
-            rpjrt::foreign_byte_text(t, i, b)
-        )))
-        .pyerr(),
-    }
 }
 
 fn wrap_put(py: Python<'_>, b: rpjrt::Buffer, client: &Py<PyClient>) -> PyResult<Py<PyBuffer>> {

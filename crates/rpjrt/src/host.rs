@@ -563,9 +563,30 @@ impl Client {
                 None => true, // checked after the gather
             }
         };
-        let convert = swap || fix_bool || (array.unpacked && t.is_sub_byte());
+        // A type stored a byte per element with bits to spare (float6): a byte with them
+        // set holds no value. Dense data is checked here (it may be used as it is); other
+        // layouts are converted, which checks every element (`dense_from`).
+        let spare_bits = !t.is_sub_byte() && t.bit_width() > 0 && t.bit_width() < 8;
+        let check_spare = spare_bits && {
+            match &layout {
+                Layout::Dense { len } => {
+                    match crate::dtype::first_foreign_byte(t, &src[start..start + len]) {
+                        Some((i, b)) => {
+                            return Err(Error::invalid(format!(
+                                "the {t}{dims:?} host array's {}",
+                                crate::dtype::foreign_byte_text(t, i, b)
+                            )))
+                        }
+                        None => false,
+                    }
+                }
+                _ => true,
+            }
+        };
+        let must_convert = swap || fix_bool || (array.unpacked && t.is_sub_byte());
+        let convert = must_convert || check_spare;
         if mode == CopyMode::Never {
-            let why = if convert {
+            let why = if must_convert {
                 Some("its elements must be converted (byte order, bool bytes or sub-byte packing)")
             } else if !matches!(layout, Layout::Dense { .. }) {
                 Some("it is not C-contiguous (dense row-major)")
