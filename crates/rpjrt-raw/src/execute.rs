@@ -185,7 +185,11 @@ impl Loaded {
                     .iter()
                     .find(|&&j| j != i && (req.raw)(list[j]).same(here));
                 if let Some(&j) = first {
-                    return Err(donated_twice(j.min(i), j.max(i)));
+                    return Err(donated_twice(&format!(
+                        "arguments {} and {}",
+                        j.min(i),
+                        j.max(i)
+                    )));
                 }
             }
         }
@@ -222,7 +226,7 @@ impl Loaded {
                 let raw = (req.raw)(b);
                 if !raw.enter_launch() {
                     return Err(match donation.reserved.iter().any(|r| r.same(raw)) {
-                        true => also_donated(&format!("argument {i}")),
+                        true => also_donated(&format!("argument {i}"), None),
                         false => Error::Deleted(format!(
                             "argument {i} was deleted or donated and cannot be used"
                         )),
@@ -340,20 +344,22 @@ pub(super) fn hand_out<M>(
     }
 }
 
-/// The refusal of `what` (an argument) passed undonated while the same call donates it.
-pub(super) fn also_donated(what: &str) -> Error {
+/// The refusal of `what` (an argument) passed undonated while the same call donates it
+/// (`donated_as`, the donated position, where the caller names it).
+pub fn also_donated(what: &str, donated_as: Option<&str>) -> Error {
+    let as_ = donated_as.map_or_else(String::new, |d| format!(" (as {d})"));
     Error::invalid(format!(
-        "{what} is a buffer this call also donates; pass a donated buffer only in its \
+        "{what} is a buffer this call also donates{as_}; pass a donated buffer only in its \
          donated position"
     ))
 }
 
-/// The refusal of one buffer donated in positions `first` and `second` of one call.
-pub(super) fn donated_twice(first: usize, second: usize) -> Error {
+/// The refusal of one buffer donated in two positions of one call (`what`: `arguments 0
+/// and 1`).
+pub fn donated_twice(what: &str) -> Error {
     Error::invalid(format!(
-        "arguments {first} and {second} are the same buffer, and both are donated: a buffer \
-         can be given up once per call; donate one of them and pass a copy (or nothing) for \
-         the other"
+        "{what} are the same buffer, and both are donated: a buffer can be given up once per \
+         call; donate one of them and pass a copy (or nothing) for the other"
     ))
 }
 

@@ -232,7 +232,7 @@ impl Loaded {
             if !b.enter_launch() {
                 let also_donated = donation.reserved.iter().any(|r| r.same(b));
                 return Err(if also_donated {
-                    super::execute::also_donated("an argument")
+                    super::execute::also_donated("an argument", None)
                 } else {
                     Error::Deleted(
                         "an argument was deleted or donated since the call was prepared; \

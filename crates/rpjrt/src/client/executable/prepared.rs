@@ -268,11 +268,7 @@ fn check_donated_once(lists: &[&[&Buffer]], donate: &[usize]) -> Result<()> {
                 } else {
                     format!("{} and {}", at(e, j), at(d, i))
                 };
-                return Err(Error::invalid(format!(
-                    "{what} are the same buffer, and both are donated: a buffer can be given \
-                     up once per call; donate one of them and pass a copy (or nothing) for \
-                     the other"
-                )));
+                return Err(raw::execute::donated_twice(&what));
             }
             seen.push((d, i));
         }
@@ -287,12 +283,7 @@ fn check_donated_once(lists: &[&[&Buffer]], donate: &[usize]) -> Result<()> {
                 .get(&here.handle_id())
                 .and_then(|seen| seen.iter().find(|&&(e, j)| raw(e, j).same(here)));
             if let Some(&(e, j)) = also {
-                return Err(Error::invalid(format!(
-                    "{} is a buffer this call also donates (as {}); pass a donated buffer \
-                     only in its donated position",
-                    at(d, i),
-                    at(e, j)
-                )));
+                return Err(raw::execute::also_donated(&at(d, i), Some(&at(e, j))));
             }
         }
     }
