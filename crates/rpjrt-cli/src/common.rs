@@ -235,6 +235,21 @@ impl Quiet {
     /// naming the call and the plugin's log so far (the call cannot be taken back from
     /// the plugin, and its static destructors must not run under it).
     pub fn start(what: &str) -> Quiet {
+        Quiet::start_with(what, None)
+    }
+
+    /// [`Quiet::start`] for loading one of `plugins`: when one of them is libtpu, the
+    /// slow-call note also says how to skip its wait for the cloud metadata server (see
+    /// [`rpjrt::tpu::slow_load_hint`]).
+    pub fn start_loading<'a>(
+        what: &str,
+        plugins: impl IntoIterator<Item = &'a std::path::Path>,
+    ) -> Quiet {
+        let hint = plugins.into_iter().find_map(rpjrt::tpu::slow_load_hint);
+        Quiet::start_with(what, hint)
+    }
+
+    fn start_with(what: &str, hint: Option<&str>) -> Quiet {
         let show = SHOW_PLUGIN_LOG.load(std::sync::atomic::Ordering::Relaxed);
         let capture = if show {
             None
@@ -276,7 +291,8 @@ impl Quiet {
                 format!(
                     "{what} (the plugin has not returned; a plugin may wait on a device, a \
                      driver or a network service: rerun with --plugin-log to see its log, \
-                     or give up after a while with --plugin-timeout SECONDS)"
+                     or give up after a while with --plugin-timeout SECONDS){}",
+                    hint.map_or_else(String::new, |h| format!("; {h}"))
                 ),
                 SLOW_CALL_NOTICE,
                 deadline,
@@ -952,7 +968,10 @@ fn with_config_options(options: &ClientOptions, info: &PluginInfo) -> ClientOpti
 /// plugin that loaded and failed in `PJRT_Plugin_Initialize` is there already).
 pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliError> {
     let candidates = candidates(spec)?;
-    let quiet = Quiet::start("loading and initialising the plugin");
+    let quiet = Quiet::start_loading(
+        "loading and initialising the plugin",
+        candidates.iter().map(|c| c.path.as_path()),
+    );
     let result = rpjrt_discovery::first_that_opens(
         candidates,
         |info| info.name.clone(),
@@ -1170,7 +1189,10 @@ pub fn open_client(
         .first()
         .map(|i| i.path.clone())
         .unwrap_or_default();
-    let quiet = Quiet::start("loading the plugin and creating a client");
+    let quiet = Quiet::start_loading(
+        "loading the plugin and creating a client",
+        candidates.iter().map(|c| c.path.as_path()),
+    );
     let result = rpjrt_discovery::first_that_opens(
         candidates,
         |info| format!("{} ({})", info.name, info.path.display()),

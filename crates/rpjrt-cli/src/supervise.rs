@@ -404,7 +404,8 @@ pub fn probe_version(path: &Path, timeout: Duration) -> Result<Probe, CliError> 
 
 /// The child side of [`probe_version`]: prints `version M.N` or `error MESSAGE` on stdout.
 pub fn probe_version_child(path: &Path) -> i32 {
-    let quiet = crate::common::Quiet::start("loading the plugin to read its PJRT version");
+    let quiet =
+        crate::common::Quiet::start_loading("loading the plugin to read its PJRT version", [path]);
     let r = rpjrt::Plugin::probe_version(path);
     drop(quiet.finish());
     match r {

@@ -253,6 +253,47 @@ fn a_plugin_that_does_not_answer_is_reported_while_its_log_is_captured() {
     assert!(!err.contains("RPJRT_FAKE_HANG_ON"), "{err}");
 }
 
+/// The note on a libtpu that does not answer says how to skip its wait for the cloud
+/// metadata server (libtpu retries it for minutes off a Cloud TPU VM); another plugin's
+/// note does not mention it. The fake plugin stands in for libtpu under libtpu's name.
+#[test]
+fn the_slow_load_note_on_libtpu_names_the_metadata_server_variable() {
+    let dir = tmpdir("zoo-slow-libtpu");
+    let libtpu = dir.join("libtpu").join("libtpu.so");
+    std::fs::create_dir_all(libtpu.parent().unwrap()).unwrap();
+    let other = fake();
+    std::fs::copy(&other, &libtpu).unwrap();
+    for (plugin, named) in [(libtpu.as_path(), true), (other.as_path(), false)] {
+        let log = dir.join("stderr.txt");
+        let mut child = rpjrt()
+            .args(["info", "--json", "--plugin-timeout", "8"])
+            .arg(plugin)
+            .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let mut err = String::new();
+        while started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(250));
+            err = std::fs::read_to_string(&log).unwrap_or_default();
+            if err.contains("still waiting after") || child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(err.contains("still waiting after 5s"), "{plugin:?}: {err}");
+        assert_eq!(
+            err.contains("TPU_SKIP_MDS_QUERY=1"),
+            named,
+            "{plugin:?}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `--plugin-timeout` (or `RPJRT_PLUGIN_TIMEOUT`) gives up on a plugin that does not return
 /// from client creation: status 1 soon after the limit, naming the call and showing the
 /// plugin's log so far; a bad value is a usage error before anything loads.

@@ -63,7 +63,10 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 Some("not a regular file (a device, FIFO or directory); not loaded".into()),
             )
         } else if supervise::is_child() {
-            let quiet = common::Quiet::start("loading the plugins to read their PJRT versions");
+            let quiet = common::Quiet::start_loading(
+                "loading the plugins to read their PJRT versions",
+                [p.path.as_path()],
+            );
             let v = Plugin::probe_version(&p.path);
             drop(quiet.finish());
             match v {
