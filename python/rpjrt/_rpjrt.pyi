@@ -179,6 +179,9 @@ class Client:
     ) -> Buffer:
         """Put host data on a device.
 
+        device: a Device, or an int: the device at that place in addressable_devices() (not
+        a device id; in a job of several processes the two differ, and `client.device(id)`
+        looks a device up by id). Default: the client's default device.
         obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
         arrays, including non-contiguous ones), a `__dlpack__` producer, a Python number or a
         nested list of numbers of one kind, or a Buffer (copied to `device`).

@@ -964,7 +964,9 @@ pub enum DeviceChoice {
     Default,
     /// This device.
     Device(Device),
-    /// The device at this index of [`Client::addressable_devices`].
+    /// The device at this index of [`Client::addressable_devices`] (not a device id: in a
+    /// job of several processes, index 0 of process 1 is not device 0; name a device by its
+    /// id with [`Client::lookup_device`]).
     Index(i64),
 }
 
@@ -994,17 +996,39 @@ impl Client {
             }
             DeviceChoice::Index(i) => {
                 let devs = self.addressable_devices()?;
-                usize::try_from(*i)
-                    .ok()
-                    .and_then(|i| devs.get(i).cloned())
-                    .ok_or_else(|| {
-                        Error::invalid(format!(
-                            "device index {i} is out of range: the client has {} devices",
-                            devs.len()
-                        ))
-                    })
+                if let Some(d) = usize::try_from(*i).ok().and_then(|i| devs.get(i)) {
+                    return Ok(d.clone());
+                }
+                Err(Error::invalid(self.index_out_of_range(*i, devs.len())))
             }
         }
+    }
+
+    /// Why device index `i` names no device: the count is of this process's devices (in a
+    /// job of several processes the client has more), and a number that is some device's
+    /// id is pointed to the lookup by id, which is what its caller may have meant.
+    fn index_out_of_range(&self, i: i64, addressable: usize) -> String {
+        let all = self.devices().unwrap_or_default();
+        let of = if all.len() > addressable {
+            format!(" (of the job's {})", all.len())
+        } else {
+            String::new()
+        };
+        let by_id = i32::try_from(i)
+            .ok()
+            .and_then(|id| all.iter().find(|d| d.id() == id))
+            .map_or_else(String::new, |d| {
+                format!(
+                    "; {d} has id {i}: name it by its id with Client::lookup_device (Python: \
+                     client.device({i})) and pass the device"
+                )
+            });
+        format!(
+            "device index {i} is out of range: this process has {addressable} addressable \
+             device{}{of}, and a number names a device by its place in \
+             addressable_devices(), not by its id{by_id}",
+            if addressable == 1 { "" } else { "s" }
+        )
     }
 
     /// Device and memory of a transfer: a memory named alone picks its first device (or the
