@@ -392,11 +392,17 @@ fn read_small_text(p: &Path) -> Option<String> {
     if !meta.is_file() || meta.len() > 16 << 20 {
         return None;
     }
+    // Opened without waiting, and what was opened decides: a FIFO swapped in since the
+    // look above is not waited on.
+    let (file, opened) = rpjrt::open_for_reading(p).ok()?;
+    if !opened.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(16 << 20).read_to_end(&mut bytes).ok()?;
     // Lossy: one byte that is not UTF-8 (a Latin-1 file name in RECORD, a METADATA
     // description) must not hide the whole wheel.
-    fs::read(p)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn absolute(p: impl AsRef<OsStr>) -> PathBuf {
@@ -1157,8 +1163,12 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
     // not read whole into memory).
     const MAX_CONFIG: u64 = 1 << 20;
     let mut text = String::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
+    // Opened without waiting: a FIFO swapped in since the look above is refused.
+    rpjrt::open_for_reading(path)
+        .and_then(|(f, m)| match m.is_file() {
+            true => f.take(MAX_CONFIG + 1).read_to_string(&mut text),
+            false => Err(std::io::Error::other("it is not a regular file")),
+        })
         .map_err(|e| {
             err(format!(
                 "cannot read the PJRT plugin config {} (named in PJRT_NAMES_AND_LIBRARY_PATHS): {e}",

@@ -42,25 +42,12 @@ pub(crate) enum Opened {
     Other(std::fs::File, u64),
 }
 
-/// `path` opened for reading once, refused unless it is a regular file, with its size.
-/// Everything said about the file comes from the one open handle (`fstat`), never from a
-/// second look at `path`: an atomic save renames a new file over the old one at any moment,
-/// and the size of one with the bytes of the other would make an intact file look damaged.
-/// A path that is a FIFO, a directory or a device is refused before it is opened (one put
-/// there in the moment between that look and the open would still be opened, and a FIFO
-/// then waited on: this crate, free of `unsafe` and of libc, has no non-blocking open).
+/// `path` opened for reading once, refused unless it is a regular file, with its size
+/// ([`rpjrt::open_regular_file`]: everything said about the file comes from the one open
+/// handle, so a file an atomic save renames over it is read whole, old or new; and a FIFO
+/// swapped in just before the open is opened without waiting for a writer, then refused).
 pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64)> {
-    // Not opened when it is plainly no regular file (opening a FIFO waits for a writer).
-    let seen = std::fs::metadata(path).map_err(|e| io_err(path, e))?;
-    if !seen.is_file() {
-        return Err(io_err(path, "not a regular file"));
-    }
-    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-    let meta = file.metadata().map_err(|e| io_err(path, e))?;
-    if !meta.is_file() {
-        return Err(io_err(path, "not a regular file"));
-    }
-    Ok((file, meta.len()))
+    rpjrt::open_regular_file(path)
 }
 
 impl NpzReader {

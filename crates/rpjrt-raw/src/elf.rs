@@ -98,10 +98,34 @@ fn looks_like(header: &[u8]) -> Option<&'static str> {
 /// Checks that `path` is a regular file holding a shared library for this machine whose
 /// headers agree with its size. The error says what is wrong, in words.
 pub fn check_library_file(path: &Path) -> Result<(), String> {
-    // `metadata` follows symlinks and does not open the file (a FIFO would block).
-    let meta = std::fs::metadata(path).map_err(|e| format!("the file cannot be read ({e})"))?;
+    open_library(path).map(drop)
+}
+
+/// `path` opened once and checked as [`check_library_file`] says, the open file (at an
+/// unspecified position) and its size: what is read after the check comes from the file
+/// that was checked, whatever `path` names by then.
+fn open_library(path: &Path) -> Result<(File, u64), String> {
+    let unreadable = |e: std::io::Error| format!("the file cannot be read ({e})");
+    // `metadata` follows symlinks and does not open the file (a FIFO would block): what
+    // the path plainly is, said in words.
+    let seen = std::fs::metadata(path).map_err(unreadable)?;
+    if let Some(kind) = not_regular(&seen) {
+        return Err(format!("it is {kind}, not a shared library file"));
+    }
+    // One swapped for a FIFO since is opened without waiting for a writer, and what was
+    // opened decides.
+    let (mut file, meta) = crate::files::open_for_reading(path).map_err(unreadable)?;
+    if let Some(kind) = not_regular(&meta) {
+        return Err(format!("it is {kind}, not a shared library file"));
+    }
+    check_opened(&mut file, meta.len())?;
+    Ok((file, meta.len()))
+}
+
+/// What a file that is not a regular file is, in words.
+fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
     let ft = meta.file_type();
-    let kind = if ft.is_dir() {
+    if ft.is_dir() {
         Some("a directory")
     } else if ft.is_fifo() {
         Some("a FIFO (named pipe)")
@@ -115,14 +139,15 @@ pub fn check_library_file(path: &Path) -> Result<(), String> {
         Some("not a regular file")
     } else {
         None
-    };
-    if let Some(kind) = kind {
-        return Err(format!("it is {kind}, not a shared library file"));
     }
-    let len = meta.len();
+}
+
+/// The checks of [`check_library_file`] on the open regular `file` of `len` bytes.
+fn check_opened(file: &mut File, len: u64) -> Result<(), String> {
+    use std::io::{Seek, SeekFrom};
     let mut header = Vec::with_capacity(64);
-    File::open(path)
-        .and_then(|f| f.take(64).read_to_end(&mut header))
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.by_ref().take(64).read_to_end(&mut header))
         .map_err(|e| format!("the file cannot be read ({e})"))?;
     if header.len() < 16 || &header[..4] != b"\x7fELF" {
         return Err(if len == 0 {
@@ -206,13 +231,9 @@ pub fn check_library_file(path: &Path) -> Result<(), String> {
     }
     // Every loadable segment's file bytes must be in the file: dlopen maps them.
     let mut table = vec![0u8; (phentsize * phnum) as usize];
-    {
-        use std::io::{Seek, SeekFrom};
-        let mut f = File::open(path).map_err(|e| format!("the file cannot be read ({e})"))?;
-        f.seek(SeekFrom::Start(phoff))
-            .and_then(|_| f.read_exact(&mut table))
-            .map_err(|_| truncated("program header table"))?;
-    }
+    file.seek(SeekFrom::Start(phoff))
+        .and_then(|_| file.read_exact(&mut table))
+        .map_err(|_| truncated("program header table"))?;
     for i in 0..phnum as usize {
         let e = i * phentsize as usize;
         let p_type = num(&table, e, 4, little).unwrap_or(0);
@@ -260,9 +281,7 @@ pub struct Dynamic {
 /// segment and its string table are read, however large the file.
 pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
     use std::io::{Seek, SeekFrom};
-    check_library_file(path)?;
-    let mut f = File::open(path).map_err(|e| format!("the file cannot be read ({e})"))?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let (mut f, len) = open_library(path)?;
     let mut read_at = |at: u64, n: u64| -> Result<Vec<u8>, String> {
         if !inside(at, n, 1, len) || n > (64 << 20) {
             return Err("its dynamic section lies outside the file".into());

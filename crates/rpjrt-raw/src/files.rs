@@ -43,14 +43,28 @@ pub fn open_regular_file(path: impl AsRef<std::path::Path>) -> Result<(std::fs::
     if !std::fs::metadata(path).map_err(|e| fail(&e))?.is_file() {
         return Err(fail(&"not a regular file"));
     }
-    let file = open_nonblocking(path).map_err(|e| fail(&e))?;
+    let (file, meta) = open_for_reading(path).map_err(|e| fail(&e))?;
     // What was opened decides, whatever `path` names now or named a moment ago.
-    let meta = file.metadata().map_err(|e| fail(&e))?;
     if !meta.is_file() {
         return Err(fail(&"not a regular file"));
     }
-    set_blocking(&file).map_err(|e| fail(&e))?;
     Ok((file, meta.len()))
+}
+
+/// `path` opened for reading without ever waiting for a FIFO's writer, with the metadata
+/// of what was opened (`fstat`), for the caller to check (`is_file`) before reading: a
+/// regular file reads as usual, anything else keeps `O_NONBLOCK` and is not to be read.
+/// For a caller that handles its own errors (a missing file is `NotFound`); see
+/// [`open_regular_file`].
+pub fn open_for_reading(
+    path: impl AsRef<std::path::Path>,
+) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let file = open_nonblocking(path.as_ref())?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        set_blocking(&file)?;
+    }
+    Ok((file, meta))
 }
 
 /// `path` opened for reading without waiting for a FIFO's writer.

@@ -153,7 +153,10 @@ pub fn duration_from_secs(seconds: f64, what: &str) -> Result<std::time::Duratio
 }
 
 pub(crate) use rpjrt_raw::files::remove_orphaned_temps;
-pub use rpjrt_raw::files::{check_regular_output, read_regular_file, write_regular_file};
+pub use rpjrt_raw::files::{
+    check_regular_output, open_for_reading, open_regular_file, read_regular_file,
+    write_regular_file,
+};
 
 /// An environment variable as text, `None` when unset or empty. A value that is not UTF-8
 /// keeps its other characters (with replacement characters), so that it fails the

@@ -138,8 +138,12 @@ fn build_fingerprint(path: &Path) -> String {
     use sha2::Digest;
     use std::io::{Read, Seek, SeekFrom};
     let read = || -> std::io::Result<String> {
-        let mut f = std::fs::File::open(path)?;
-        let len = f.metadata()?.len();
+        // Never waits on a FIFO swapped in for the library.
+        let (mut f, meta) = crate::raw::files::open_for_reading(path)?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        let len = meta.len();
         let mut h = sha2::Sha256::new();
         h.update(len.to_le_bytes());
         let mut chunk = [0u8; 8192];

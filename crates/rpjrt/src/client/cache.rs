@@ -48,12 +48,22 @@ pub const ENTRY_EXTENSION: &str = "rpjrtexe";
 /// the time): [`Cache::clear`] removes these and no other hidden file.
 const TMP_PREFIX: &str = ".tmp-rpjrtexe-";
 
+/// The file at `p` opened for reading, with its size, when it is a regular file: opened
+/// without waiting, so a FIFO planted under an entry's name (or swapped in after a look at
+/// the path) is refused, never waited on.
+fn open_entry(p: &Path) -> std::io::Result<(fs::File, u64)> {
+    match crate::raw::files::open_for_reading(p)? {
+        (f, m) if m.is_file() => Ok((f, m.len())),
+        _ => Err(std::io::Error::other("not a regular file")),
+    }
+}
+
 /// Whether the file at `p` begins with an artifact's magic bytes (an entry of ours).
 fn starts_with_magic(p: &Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; crate::program::ENVELOPE_MAGIC.len()];
-    fs::File::open(p)
-        .and_then(|mut f| f.read_exact(&mut head))
+    open_entry(p)
+        .and_then(|(mut f, _)| f.read_exact(&mut head))
         .is_ok_and(|()| crate::program::is_artifact(&head))
 }
 const KEY_DOMAIN: &[u8] = b"rpjrt compile cache key v1\0";
@@ -444,13 +454,11 @@ impl Cache {
             );
             Ok(None)
         };
-        let mut file = match fs::File::open(path) {
-            Ok(f) => f,
+        // Opened without waiting (something swapped in since the look above is told by
+        // what was opened, not waited on).
+        let (mut file, size) = match open_entry(path) {
+            Ok(opened) => opened,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return cannot_read(e),
-        };
-        let size = match file.metadata() {
-            Ok(m) => m.len(),
             Err(e) => return cannot_read(e),
         };
         // The header first (a few hundred bytes): a file that is no entry, or another
@@ -482,10 +490,9 @@ impl Cache {
             });
         match loaded {
             Ok((recorded, (exe, plugin_time), read)) => {
-                let _ = fs::File::options()
-                    .append(true)
-                    .open(path)
-                    .and_then(|f| f.set_modified(SystemTime::now()));
+                // On the file that was read (opening the path again for writing could
+                // meet something else there, a FIFO that waits for a reader).
+                let _ = file.set_modified(SystemTime::now());
                 let mut s = lock(&self.inner.stats);
                 s.hits += 1;
                 s.bytes_read += read;
@@ -555,8 +562,12 @@ impl Cache {
             s.bytes_written += bytes.len() as u64;
         }
         if let Some(max) = self.inner.max_bytes {
-            let n = self.evict_to(max, Some(path))?;
-            lock(&self.inner.stats).evictions += n as u64;
+            let removal = self.evict_to(max, Some(path))?;
+            lock(&self.inner.stats).evictions += removal.removed as u64;
+            // The entry is stored: an entry that could not be evicted is said, not failed.
+            if let Err(e) = removal.outcome(&self.inner.dir, "evict") {
+                self.warn("evict", e.to_string());
+            }
         }
         Ok(())
     }
@@ -586,32 +597,34 @@ impl Cache {
     }
 
     /// Removes least recently used entries until the directory holds at most `max` bytes
-    /// of entries (`keep`, the entry just written, goes last). Returns how many went.
-    fn evict_to(&self, max: u64, keep: Option<&Path>) -> Result<usize> {
+    /// of entries (`keep`, the entry just written, goes last). Says what went and what
+    /// could not.
+    fn evict_to(&self, max: u64, keep: Option<&Path>) -> Result<Removal> {
         let mut all = self.scan()?;
         let mut total: u64 = all.iter().map(|e| e.1).sum();
+        let mut removal = Removal::default();
         if total <= max {
-            return Ok(0);
+            return Ok(removal);
         }
         all.sort_by_key(|(p, _, t)| (Some(p.as_path()) == keep, *t));
-        let mut n = 0;
         for (p, size, _) in all {
             if total <= max {
                 break;
             }
-            if fs::remove_file(&p).is_ok() {
-                n += 1;
+            // An entry that cannot be removed still takes its room: the next one goes.
+            if removal.remove(&p) {
+                total = total.saturating_sub(size);
             }
-            total = total.saturating_sub(size);
         }
-        Ok(n)
+        Ok(removal)
     }
 
     /// Removes least recently used entries until the directory fits the bound; returns
-    /// how many were removed (none without a bound).
+    /// how many were removed (none without a bound). An entry that cannot be removed (a
+    /// read-only directory) makes it an error, after the others were tried.
     pub fn evict(&self) -> Result<usize> {
         match self.inner.max_bytes {
-            Some(max) => self.evict_to(max, None),
+            Some(max) => self.evict_to(max, None)?.outcome(&self.inner.dir, "evict"),
             None => Ok(0),
         }
     }
@@ -672,16 +685,57 @@ impl Cache {
 
     /// Removes every entry, and the temporary files that writers killed mid-write left;
     /// returns how many entries went. An entry another process is writing right now is
-    /// left to its writer (removing its temporary file would fail that write).
+    /// left to its writer (removing its temporary file would fail that write). An entry
+    /// that cannot be removed makes it an error naming it, after the others were tried.
     pub fn clear(&self) -> Result<usize> {
-        let mut n = 0;
+        let mut removal = Removal::default();
         for (p, _, _) in self.scan()? {
-            if fs::remove_file(&p).is_ok() {
-                n += 1;
-            }
+            removal.remove(&p);
         }
         crate::remove_orphaned_temps(&self.inner.dir, 3, |t| t.strip_prefix(TMP_PREFIX));
-        Ok(n)
+        removal.outcome(&self.inner.dir, "clear")
+    }
+}
+
+/// Entries removed from a cache directory, and the first of those that could not be.
+#[derive(Default)]
+struct Removal {
+    removed: usize,
+    failed: usize,
+    first_failure: Option<(PathBuf, std::io::Error)>,
+}
+
+impl Removal {
+    /// Removes the entry at `p`; whether it is gone (one already gone, removed by another
+    /// process, is gone without being counted).
+    fn remove(&mut self, p: &Path) -> bool {
+        match fs::remove_file(p) {
+            Ok(()) => self.removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                self.failed += 1;
+                self.first_failure.get_or_insert((p.to_path_buf(), e));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// How many went, or (when one could not be removed) an error saying how many could
+    /// not, the first of them and why, and how many went: a cache that stays full (a
+    /// read-only directory, say) is not reported as emptied.
+    fn outcome(self, dir: &Path, what: &str) -> Result<usize> {
+        let Some((p, e)) = self.first_failure else {
+            return Ok(self.removed);
+        };
+        Err(Error::invalid(format!(
+            "compile cache {}: cannot {what}: {} of its entries could not be removed (the \
+             first, {}: {e}); {} removed",
+            dir.display(),
+            self.failed,
+            p.display(),
+            self.removed
+        )))
     }
 }
 
@@ -693,16 +747,19 @@ fn describe(path: PathBuf, size: u64, last_used: SystemTime, whole: bool) -> Cac
         .and_then(|s| s.to_str())
         .unwrap_or_default()
         .to_string();
-    let decoded = if whole {
-        fs::read(&path)
-            .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
-            .and_then(|b| Artifact::decode(&b))
-    } else {
-        fs::File::open(&path)
-            .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
-            .and_then(|f| Artifact::read_head(&mut std::io::BufReader::new(f), size))
-    }
-    .and_then(|a| check_key(&a, &key).map(|()| a));
+    let decoded = open_entry(&path)
+        .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
+        .and_then(|(mut f, len)| {
+            if whole {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut b)
+                    .map_err(|e| Error::invalid(format!("cannot read it: {e}")))?;
+                Artifact::decode(&b)
+            } else {
+                Artifact::read_head(&mut std::io::BufReader::new(f), len.min(size))
+            }
+        })
+        .and_then(|a| check_key(&a, &key).map(|()| a));
     let (target, compile_ms, error) = match decoded {
         Ok(a) => (
             Some(a.target.clone()),
@@ -766,4 +823,55 @@ fn _assert_send_sync() {
     check::<Cache>();
     check::<crate::client::topology::Topology>();
     check::<Artifact>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry that cannot be removed is counted and named, not passed over as removed:
+    /// `clear` and `evict` said "0 removed" and succeeded on a read-only directory.
+    #[test]
+    fn an_entry_that_cannot_be_removed_is_reported() {
+        let dir = std::env::temp_dir().join(format!("rpjrt-removal-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("stuck")).unwrap();
+        fs::write(dir.join("gone"), b"x").unwrap();
+        let mut r = Removal::default();
+        assert!(r.remove(&dir.join("gone")));
+        // Removing a directory as a file fails, as an entry on a read-only file system does.
+        assert!(!r.remove(&dir.join("stuck")));
+        // One already removed by another process is neither removed nor failed.
+        assert!(r.remove(&dir.join("gone")));
+        let e = r.outcome(&dir, "clear").unwrap_err().to_string();
+        assert!(
+            e.contains("cannot clear: 1 of its entries could not be removed"),
+            "{e}"
+        );
+        assert!(e.contains("stuck"), "{e}");
+        assert!(e.contains("1 removed"), "{e}");
+        assert_eq!(Removal::default().outcome(&dir, "evict").unwrap(), 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An entry's name holding a FIFO (planted, or swapped in after the first look) is
+    /// refused when opened, never waited on for a writer.
+    #[test]
+    fn a_fifo_is_refused_when_opened() {
+        let dir = std::env::temp_dir().join(format!("rpjrt-fifo-entry-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("entry");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = fifo.clone();
+        std::thread::spawn(move || tx.send(open_entry(&p).map(|_| ()).unwrap_err().to_string()));
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("opening a FIFO entry waited for a writer");
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(!starts_with_magic(&fifo));
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
