@@ -1105,6 +1105,11 @@ impl SessionProgram {
     /// before it failed: their values are gone, and the slots read as deleted until bound
     /// again.
     fn lost_in_failure(&self, e: Error, donate: &[usize], refs: &[&Buffer]) -> Error {
+        // Only the plugin's own failure consumed anything (see `with_consumed`, which said
+        // so already, naming the slots): what is left to say is what to do.
+        if !crate::client::executable::plugin_ran(&e) {
+            return e;
+        }
         let st = self.inner.lock();
         let lost: Vec<String> = donate
             .iter()
@@ -1115,11 +1120,9 @@ impl SessionProgram {
             return e;
         }
         let note = format!(
-            "the failed step had donated slot{} {}, which the plugin consumed before failing: \
-             bind {} again",
+            "bind slot{} {} again",
             if lost.len() == 1 { "" } else { "s" },
             lost.join(", "),
-            if lost.len() == 1 { "it" } else { "them" }
         );
         e.map_message(|m| format!("{m}; {note}"))
     }

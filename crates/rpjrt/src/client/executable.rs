@@ -598,6 +598,7 @@ impl Executable {
             .program(&self.state.name)
             .int("devices", lists.len() as i64);
         self.state.loaded.execute(&req, sink).map_err(|e| {
+            let ran = plugin_ran(&e);
             let st = &*self.state;
             let on = options.device.as_ref().map(|d| d.data.raw);
             let devices = on.map_or_else(|| st.devices.clone(), |d| vec![d]);
@@ -637,7 +638,7 @@ impl Executable {
                     .iter()
                     .any(|l| l.get(i).is_some_and(|b| b.is_deleted()))
             });
-            with_consumed(e, consumed)
+            with_consumed(e, ran, consumed)
         })
     }
 
@@ -989,7 +990,14 @@ impl Executable {
 
 /// `e`, a failed execution's error, saying which donated arguments (`consumed`, by
 /// position) the plugin consumed before it failed: they read as deleted now.
-pub(crate) fn with_consumed(e: Error, consumed: impl Iterator<Item = usize>) -> Error {
+///
+/// Only when the plugin's execute itself failed (`ran`, as [`plugin_ran`] read the error
+/// the plugin returned): a call that rpjrt refused before the plugin ran consumed nothing,
+/// and a donated argument that reads as deleted then was taken by another thread.
+pub(crate) fn with_consumed(e: Error, ran: bool, consumed: impl Iterator<Item = usize>) -> Error {
+    if !ran {
+        return e;
+    }
     let consumed: Vec<String> = consumed.map(|i| i.to_string()).collect();
     if consumed.is_empty() {
         return e;
@@ -1004,4 +1012,37 @@ pub(crate) fn with_consumed(e: Error, consumed: impl Iterator<Item = usize>) -> 
         consumed.join(", ")
     );
     e.map_message(|m| format!("{m}; {note}"))
+}
+
+/// Whether `e` is the plugin's own failure of an execution (so the plugin ran, and may
+/// have consumed donated arguments), not a refusal of rpjrt's before the call.
+pub(crate) fn plugin_ran(e: &Error) -> bool {
+    e.entry() == Some("PJRT_LoadedExecutable_Execute")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A donated argument that reads as deleted after rpjrt itself refused the call was
+    /// taken by another thread: the plugin never ran, so it consumed nothing (the refusal
+    /// said it did). After the plugin's own failure the note stays.
+    #[test]
+    fn only_the_plugins_own_failure_is_said_to_have_consumed_donations() {
+        let refused = Error::Deleted("argument 0 was deleted or donated".into());
+        assert!(!plugin_ran(&refused));
+        let e = with_consumed(refused, false, [0].into_iter()).to_string();
+        assert!(!e.contains("consumed"), "{e}");
+        let failed = Error::Pjrt {
+            entry: "PJRT_LoadedExecutable_Execute".into(),
+            code: crate::Code::Internal,
+            message: "the handler refuses".into(),
+        };
+        assert!(plugin_ran(&failed));
+        let e = with_consumed(failed, true, [0].into_iter()).to_string();
+        assert!(
+            e.contains("consumed donated argument 0 before it failed"),
+            "{e}"
+        );
+    }
 }

@@ -379,6 +379,7 @@ impl PreparedCall {
 
     /// The error of a refused launch, with the memory figures of an out-of-memory one.
     fn launch_error(&self, e: Error) -> Error {
+        let ran = super::plugin_ran(&e);
         let st = &*self.exe.state;
         if matches!(e, Error::Deleted(_)) {
             return e;
@@ -412,7 +413,7 @@ impl PreparedCall {
             .iter()
             .copied()
             .filter(|&i| (0..self.args.num_devices()).any(|d| buffers[d * n + i].is_deleted()));
-        super::with_consumed(e, consumed)
+        super::with_consumed(e, ran, consumed)
     }
 }
 
