@@ -90,8 +90,9 @@ driver_fns! {
 pub(crate) struct Driver {
     fns: Fns,
     name: String,
-    // Keeps the library mapped while the function pointers above are in use.
-    _lib: libloading::Library,
+    // Keeps the library mapped while the function pointers above are in use (never
+    // unloaded).
+    _lib: std::mem::ManuallyDrop<libloading::Library>,
 }
 
 /// A driver that cannot be used: FAILED_PRECONDITION, like the plugins without a GPU.
@@ -126,7 +127,11 @@ impl Driver {
         let name = path.display().to_string();
         // SAFETY: loading the CUDA driver runs its initialisers, which have no
         // preconditions; any library given here is the caller's explicit choice.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
+        // Never unloaded (ManuallyDrop): `cuInit` starts the driver's threads, and a library
+        // that is no driver may have started its own while it loaded; unloading would pull
+        // their code from under them.
+        let lib = unsafe { libloading::Library::new(path) }.map(std::mem::ManuallyDrop::new);
+        let lib = lib.map_err(|e| {
             unavailable(
                 "dlopen",
                 format!("cannot load the CUDA driver {name}: {e} (is an NVIDIA driver installed?)"),

@@ -45,10 +45,13 @@ fn symbol<T: Copy>(lib: &libloading::Library, name: &str, sym: &str) -> Result<T
 }
 
 /// Opens `name` (searched the way the dynamic loader does), initialises the driver and
-/// reads its version and device count. The library stays loaded only for the call.
+/// reads its version and device count. The library stays loaded (`cuInit` starts the
+/// driver's threads, and a library that is no driver may have started its own: unloading
+/// would pull their code from under them).
 pub fn probe(name: &str) -> Result<DriverFacts> {
     // SAFETY: loading the CUDA driver runs its initialisers, which have no preconditions.
-    let lib = unsafe { libloading::Library::new(name) }.map_err(|e| {
+    let lib = unsafe { libloading::Library::new(name) }.map(std::mem::ManuallyDrop::new);
+    let lib = lib.map_err(|e| {
         unavailable(
             "dlopen",
             format!("cannot load the CUDA driver {name}: {e} (is an NVIDIA driver installed?)"),

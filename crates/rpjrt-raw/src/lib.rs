@@ -318,9 +318,14 @@ pub fn load(path: &Path) -> Result<Api> {
         }
         Err(guard::OpenFailure::Threw(what)) => initialiser_threw(path, &what),
     };
-    // SAFETY: a handle dlopen just returned, owned from here by `lib`.
-    let lib: libloading::Library =
-        unsafe { libloading::os::unix::Library::from_raw(handle) }.into();
+    // SAFETY: a handle dlopen just returned, owned from here by `lib`. Never unloaded,
+    // whatever follows: handles from a plugin may outlive every rpjrt object, a library
+    // whose entry point threw may be in any state, and a library that is no plugin at all
+    // may have started threads or registered thread-exit functions while it loaded (code
+    // that unloading would pull from under them: a crash later, anywhere).
+    let lib = std::mem::ManuallyDrop::new(libloading::Library::from(unsafe {
+        libloading::os::unix::Library::from_raw(handle)
+    }));
     // SAFETY: `GetPjrtApi` is declared by the C API as `const PJRT_Api* GetPjrtApi(void)`.
     let get: libloading::Symbol<unsafe extern "C" fn() -> *const std::ffi::c_void> = unsafe {
         lib.get(b"GetPjrtApi\0")
@@ -329,9 +334,6 @@ pub fn load(path: &Path) -> Result<Api> {
     // SAFETY: the plugin's entry point, which takes no arguments, called inside the
     // exception guard.
     let got = unsafe { guard::get_api(*get) };
-    // Never unload: handles from this plugin may outlive every rpjrt object (and a library
-    // whose entry point threw may be in any state).
-    std::mem::forget(lib);
     let ptr = got
         .map_err(|what| {
             fail(format!(

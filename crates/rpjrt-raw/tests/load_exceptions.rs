@@ -108,3 +108,32 @@ fn initialiser_throwing_ends_the_process_saying_why() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A library that is no plugin (here its entry point is exported under a C++-mangled name)
+/// but started a thread while it loaded: the load fails with an error, and the library
+/// stays mapped, so the thread goes on running its code. Unloading it after the error made
+/// the process crash a moment later, in the thread, with no message.
+const NO_PLUGIN_WITH_A_THREAD: &str = r#"
+#include <pthread.h>
+#include <unistd.h>
+static void* worker(void*) { for (;;) { usleep(1000); } return nullptr; }
+struct Start { Start() { pthread_t t; pthread_create(&t, nullptr, worker, nullptr); pthread_detach(t); } };
+static Start start;
+const void* GetPjrtApi() { return nullptr; }
+"#;
+
+#[test]
+fn a_library_that_is_no_plugin_is_not_unloaded_under_its_threads() {
+    let dir = scratch("thread");
+    let lib = compile(&dir, "notplugin", NO_PLUGIN_WITH_A_THREAD);
+    for _ in 0..2 {
+        let e = rpjrt_raw::load(&lib)
+            .err()
+            .expect("the load must fail")
+            .to_string();
+        assert!(e.contains("does not export GetPjrtApi"), "{e}");
+    }
+    // The thread's code is still mapped: the process lives on while it runs.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
