@@ -32,7 +32,9 @@ The rules a handler lives by:
   argument's bytes (or starts a result zeroed; a result that aliases an argument through
   ``output_operand_aliases`` starts with the argument's values), and what the handler writes
   into a result's views becomes the result when it returns. A result the handler neither
-  views nor returns is zeros (an aliasing one keeps the argument's values). A view kept after the call stays readable but is
+  views nor returns is zeros (an aliasing one keeps the argument's values). A call
+  whose results would share memory (two results aliasing one operand) is refused before
+  the handler runs, naming the results and the operand. A view kept after the call stays readable but is
   detached from the computation (it never reads memory the runtime freed, and writing it
   changes no result); asking a buffer for a new view after the call raises.
 - ``__array__`` follows numpy's protocol (``__array__(dtype=None, copy=None)``): no
@@ -49,8 +51,10 @@ The rules a handler lives by:
   packed bytes). Anything else fails the execution with ``InvalidArgumentError``. A bool
   result's bytes become 0 or 1 (nonzero is true), however the handler produced them.
 - Views are row-major: a program whose custom call gives the handler's target
-  ``operand_layouts``/``result_layouts`` other than row-major is refused when it is compiled
-  (or loaded), naming the target, the operand or result and the layout. The check sees the
+  ``operand_layouts``/``result_layouts`` whose elements do not lie in row-major order in
+  memory is refused when it is compiled (or loaded), naming the target, the operand or
+  result and the layout (size-1 dimensions may be placed anywhere, and a shape with no
+  elements has no order: those pass). The check sees the
   handlers registered at that moment: register before compiling (a program compiled while
   its target had no rpjrt handler is not checked again when one is registered later).
 - A string attribute that is not UTF-8 fails the call with an error naming the attribute;
@@ -103,8 +107,9 @@ The rules a handler lives by:
   thread (a thread pool) fails past 16 levels instead of hanging. These refusals are
   ``ResourceExhaustedError`` naming "rpjrt's custom-call nesting limit"
   (a limit, not memory: no out-of-memory report, ``hint`` is ``None``). An error passed up
-  through nested handlers reads ``... raised X from N nested handler errors; the
-  innermost: ...``, N counting every level below, the innermost error said once.
+  unchanged through nested handlers reads ``... raised X from N nested handler errors; the
+  innermost: ...``, N counting every level below, the innermost error said once; a
+  handler that raises its own exception keeps its message whole, whatever it quotes.
 - A native handler given as a capsule or an address must point at code: a stray int, or a
   capsule of data, is refused at registration.
 - At interpreter exit, running handlers finish; handlers not yet started fail with
@@ -140,6 +145,7 @@ FFI runtime older than the handler) raises here, naming target, platform and ver
 
 from __future__ import annotations
 
+import fractions
 import numbers
 import sys
 from collections.abc import Callable
@@ -294,35 +300,77 @@ def set_handler_wait_limit(seconds: SupportsFloat | None = None) -> float:
     plugins bound at 32 per device; when they wait for executions started on other threads
     whose handlers need places too, nothing would ever finish, and the refusal ends that.
     Raise the limit when 16 handlers at once are legitimately slower than it (from 0.001 to
-    86400 seconds; anything else raises ``InvalidArgumentError``). ``seconds`` is any real
-    number (``int``, ``float``, numpy numbers, ``Fraction``, ``Decimal``...); a ``bool`` or
-    a non-number raises ``TypeError``.
+    86400 seconds, compared exactly: anything else, a NaN included, raises
+    ``InvalidArgumentError`` saying whether it is below, above or not a number).
+    ``seconds`` is any real number (``int``, ``float``, numpy numbers, ``Fraction``,
+    ``Decimal``...); a ``bool``, an array or a non-number raises an ``InvalidArgumentError``
+    that is also a ``TypeError``.
     """
     if seconds is None:
         return float(_rpjrt._ffi_handler_wait_limit(None))
     return float(_rpjrt._ffi_handler_wait_limit(_wait_seconds(seconds)))
 
 
+class _NotARealNumberError(InvalidArgumentError, TypeError):
+    """rpjrt's ``InvalidArgumentError`` for a value that is no real number at all (a bool,
+    a string, a complex number...): a ``TypeError`` too, as Python's own checks raise.
+    Shown as ``rpjrt.InvalidArgumentError``."""
+
+
+_NotARealNumberError.__name__ = _NotARealNumberError.__qualname__ = "InvalidArgumentError"
+_NotARealNumberError.__module__ = "rpjrt"
+
+
 def _wait_seconds(seconds: object) -> float:
     """``seconds`` as a float for :func:`set_handler_wait_limit`: a real number (not a bool,
-    nor numpy's bool), with one too large for a float refused by range, not OverflowError."""
+    nor numpy's bool, nor an array) from 0.001 to 86400, checked exactly before it is
+    converted (a tiny positive ``Fraction`` is not 0, ``Decimal('sNaN')`` is no number).
+    Every refusal is an :class:`InvalidArgumentError` with a short message."""
     np_bool = getattr(sys.modules.get("numpy"), "bool_", None)
     is_bool = isinstance(seconds, bool) or (np_bool is not None and isinstance(seconds, np_bool))
     real = isinstance(seconds, numbers.Real) or (
         not isinstance(seconds, numbers.Complex) and hasattr(type(seconds), "__float__")
     )
-    if is_bool or not real:
-        raise TypeError(f"seconds must be a real number, not {type(seconds).__name__}")
+    if is_bool or not real or getattr(seconds, "ndim", 0) != 0:
+        raise _NotARealNumberError(
+            f"the handler wait limit must be a real number of seconds, not "
+            f"{type(seconds).__name__}"
+        )
+    if type(seconds).__module__ == "numpy" and hasattr(seconds, "item"):
+        seconds = seconds.item()  # a Python int or float: compared without numpy's casts
+    shown, size = repr(seconds), ""
+    if len(shown) > 40:
+        shown, size = shown[:20] + "..." + shown[-8:], f"{len(shown)} characters, "
     try:
-        return float(cast(SupportsFloat, seconds))
-    except OverflowError:
-        shown = repr(seconds)
-        if len(shown) > 40:
-            shown = shown[:20] + "..." + shown[-8:] + f" ({len(shown)} characters)"
-        raise InvalidArgumentError(
-            "the handler wait limit must be a number of seconds from 0.001 to 86400, not "
-            + shown
-        ) from None
+        try:
+            # Compared exactly (a Fraction, a Decimal, a huge int), not as a rounded float.
+            why = _out_of_range(seconds)
+        except TypeError:
+            why = _out_of_range(float(cast(SupportsFloat, seconds)))
+        if why is None:
+            return float(cast(SupportsFloat, seconds))
+    except (ArithmeticError, ValueError, TypeError):
+        # Decimal's NaNs refuse to be compared (sNaN even to be converted).
+        why = "not a number"
+    raise InvalidArgumentError(
+        f"the handler wait limit must be a number of seconds from 0.001 to 86400, not {shown} "
+        f"({size}{why})"
+    ) from None
+
+
+_WAIT_MIN = fractions.Fraction(1, 1000)
+
+
+def _out_of_range(value: Any) -> str | None:
+    """Why ``value`` is not from 0.001 to 86400 (compared with exactly 1/1000, not the
+    float nearest it), or None when it is."""
+    if value < _WAIT_MIN:
+        return "below 0.001"
+    if value > 86400:
+        return "above 86400"
+    if not _WAIT_MIN <= value <= 86400:
+        return "not a number"
+    return None
 
 
 def register_jaxlib_cpu_targets(client: Target, *, replace: bool = False) -> list[str]:

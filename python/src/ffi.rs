@@ -523,7 +523,8 @@ pub struct PyFfiCall {
     /// The stage the handler runs in: "instantiate", "prepare", "initialize" or "execute".
     #[pyo3(get)]
     stage: &'static str,
-    /// The ordinal of the device the call runs on (None where the runtime does not say).
+    /// The ordinal of the device the call runs on (None where the runtime does not say, and
+    /// during the instantiate stage, which runs at compile, outside any execution).
     #[pyo3(get)]
     device_ordinal: Option<i32>,
     /// The instance's state (what the instantiate function returned); None for handlers
@@ -638,7 +639,8 @@ fn describe_exception(py: Python<'_>, e: &PyErr, target: &str, role: Role) -> St
     } else {
         format!("{TRACEBACK}{})", tail.join(" <- "))
     };
-    wrap_handler_error(role.wrapper(), target, &ty, &msg, &where_)
+    let below = made_below(py, e, &msg);
+    wrap_handler_error(role.wrapper(), target, &ty, &msg, &where_, below)
 }
 
 /// What starts the error of a Python function rpjrt called for a custom call, by role.
@@ -654,94 +656,112 @@ const NESTED: &str = " nested handler errors; the innermost: ";
 /// The error text of a Python function that raised `ty: msg` for `target`.
 ///
 /// A handler (or instantiate function) that ran a program (or compiled one) whose own
-/// handler failed carries that handler's error in `msg`, which may carry another's, up to
-/// 16 deep: one wrapper per level would bury the cause. From two nested errors on, the text
-/// is `<wrapper>"target" raised Ty from N nested handler errors; the innermost: <the
-/// innermost error>`, N counting every handler error below this one (of both kinds; a
-/// collapsed one counts as the errors it stands for), so the count stays right however
-/// many levels collapse it again. The innermost keeps its own traceback; the tracebacks
-/// the levels between it and this one appended are dropped (this level's is added).
-fn wrap_handler_error(wrapper: &str, target: &str, ty: &str, msg: &str, where_: &str) -> String {
-    let starts = wrapper_starts(msg);
-    let nested: usize = starts
-        .iter()
-        .enumerate()
-        .map(|(i, &at)| {
-            let end = starts.get(i + 1).copied().unwrap_or(msg.len());
-            collapsed_count(&msg[at..end]).unwrap_or(1)
-        })
-        .sum();
-    if let (true, Some(&at)) = (nested > 1, starts.last()) {
-        let inner = own_traceback_only(&msg[at..]);
-        return format!("{wrapper}{target:?} raised {ty} from {nested}{NESTED}{inner}{where_}");
-    }
-    format!("{wrapper}{target:?} raised {ty}: {msg}{where_}")
-}
-
-/// Where the errors of nested Python functions start in `msg`, in order. A wrapper starts
-/// an error's text, so the plugin's prefix (`PJRT_... failed with CODE: `) or the start of
-/// the message is before it; "the Python handler for" (rpjrt's own errors about a handler,
-/// e.g. a wrong return value) starts none.
-fn wrapper_starts(msg: &str) -> Vec<usize> {
-    let mut starts: Vec<usize> = WRAPPERS
-        .iter()
-        .flat_map(|w| msg.match_indices(w).map(|(at, _)| at))
-        .filter(|&at| !msg[..at].ends_with("the "))
-        .collect();
-    starts.sort_unstable();
-    starts
-}
-
-/// N when `segment` (one nested error's text, up to the next one's) is a collapsed chain,
-/// `<wrapper>"target" raised Ty from N nested handler errors; ...`: the N errors below it,
-/// one of which (its innermost) follows as a segment of its own and counts there, plus the
-/// one this segment stands for.
-fn collapsed_count(segment: &str) -> Option<usize> {
-    let rest = WRAPPERS.iter().find_map(|w| segment.strip_prefix(w))?;
-    let rest = skip_quoted(rest)?.strip_prefix(" raised ")?;
-    let (_ty, rest) = rest.split_once(' ')?;
-    let rest = rest.strip_prefix("from ")?;
-    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-    let n: usize = rest[..digits].parse().ok()?;
-    rest[digits..].starts_with(NESTED).then_some(n)
-}
-
-/// The text after a leading Rust-`Debug`-quoted string (`"a \"b\""`).
-fn skip_quoted(s: &str) -> Option<&str> {
-    let body = s.strip_prefix('"')?;
-    let mut escaped = false;
-    for (i, c) in body.char_indices() {
-        match (escaped, c) {
-            (true, _) => escaped = false,
-            (false, '\\') => escaped = true,
-            (false, '"') => return Some(&body[i + 1..]),
-            _ => {}
+/// handler failed, and let that error pass up unchanged, carries that handler's error in
+/// `msg`, which may carry another's, up to 16 deep: one wrapper per level would bury the
+/// cause. `below` is that error when `msg` is one rpjrt made ([`made_below`]: found
+/// structurally, never by reading the text): how many handler errors it stands for, and
+/// where its innermost error lies in `msg`. From two nested errors on, the text is
+/// `<wrapper>"target" raised Ty from N nested handler errors; the innermost: <the innermost
+/// error>`, N counting every handler error below this one (of both kinds), with the
+/// innermost's own traceback and this level's. Any other message (a handler's own, however
+/// many errors it quotes) is kept whole. The text made is remembered for the level above.
+fn wrap_handler_error(
+    wrapper: &str,
+    target: &str,
+    ty: &str,
+    msg: &str,
+    where_: &str,
+    below: Option<(usize, std::ops::Range<usize>)>,
+) -> String {
+    let head = format!("{wrapper}{target:?} raised {ty}");
+    let (text, nested, inner) = match below {
+        Some((n, at)) if n > 1 => {
+            let start = head.len() + format!(" from {n}{NESTED}").len();
+            let inner = start..start + at.len();
+            let text = format!("{head} from {n}{NESTED}{}{where_}", &msg[at]);
+            (text, n + 1, inner)
         }
+        Some((n, at)) => {
+            let start = head.len() + 2;
+            let text = format!("{head}: {msg}{where_}");
+            (text, n + 1, start + at.start..start + at.end)
+        }
+        None => {
+            let text = format!("{head}: {msg}{where_}");
+            let len = text.len();
+            (text, 1, 0..len)
+        }
+    };
+    let entry = Made {
+        hash: text_hash(&text),
+        len: text.len(),
+        nested,
+        inner,
+    };
+    let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+    if made.len() == MADE_KEPT {
+        made.pop_front();
     }
-    None
+    made.push_back(entry);
+    drop(made);
+    text
 }
 
-/// The innermost error's text without the tracebacks that enclosing levels appended after
-/// its own (an error with one nested error below it is not collapsed, and appends its
-/// traceback after the nested one's).
-fn own_traceback_only(inner: &str) -> &str {
-    let Some(first) = inner.find(TRACEBACK) else {
-        return inner;
-    };
-    let after = first + TRACEBACK.len();
-    let Some(next) = inner[after..].find(TRACEBACK).map(|n| after + n) else {
-        return inner;
-    };
-    // Cut only where nothing but traceback groups follow.
-    let only_tracebacks = inner[next..]
-        .split(TRACEBACK)
-        .skip(1)
-        .all(|g| g.ends_with(')') && !g.contains('\n'));
-    if only_tracebacks {
-        &inner[..next]
-    } else {
-        inner
+/// A handler error text rpjrt made ([`wrap_handler_error`]): its hash and length, how many
+/// handler errors it stands for, and where its innermost error lies in it.
+struct Made {
+    hash: u64,
+    len: usize,
+    nested: usize,
+    inner: std::ops::Range<usize>,
+}
+
+/// The most recent texts rpjrt made, newest last, at most [`MADE_KEPT`] (a nested error is
+/// read by the level above right after it is made; one read later than that is kept whole).
+static MADE: std::sync::Mutex<std::collections::VecDeque<Made>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+const MADE_KEPT: usize = 256;
+
+/// A hash with this process's random keys: a text made elsewhere cannot be crafted to match.
+fn text_hash(text: &str) -> u64 {
+    use std::hash::BuildHasher;
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(Default::default).hash_one(text)
+}
+
+/// The handler error rpjrt made that the exception `e` (with message `msg`) passes up
+/// unchanged: `e` is an rpjrt error, raised by the execute (or compile) whose handler
+/// failed, whose message is that text after the error's own `<entry> failed with <CODE>: `
+/// (and before an out-of-memory report rpjrt added, on lines of its own). Returns how many
+/// handler errors it stands for and where its innermost error lies in `msg`.
+fn made_below(py: Python<'_>, e: &PyErr, msg: &str) -> Option<(usize, std::ops::Range<usize>)> {
+    if !crate::errors::is_rpjrt_error(py, e) {
+        return None;
     }
+    let v = e.value(py);
+    let entry: Option<String> = v.getattr("entry").ok()?.extract().ok()?;
+    let code: String = v.getattr("code").ok()?.extract().ok()?;
+    let head = entry.map_or(String::new(), |en| format!("{en} failed with {code}: "));
+    let rest = msg.strip_prefix(head.as_str())?;
+    let reported = v.getattr("hint").is_ok_and(|h| !h.is_none());
+    let made: Vec<(u64, usize, usize, std::ops::Range<usize>)> = {
+        let made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+        let fits = |m: &&Made| {
+            rest.is_char_boundary(m.len)
+                && (m.len == rest.len() || (reported && rest[m.len..].starts_with('\n')))
+        };
+        made.iter()
+            .rev()
+            .filter(fits)
+            .map(|m| (m.hash, m.len, m.nested, m.inner.clone()))
+            .collect()
+    };
+    let (_, _, nested, inner) = made
+        .into_iter()
+        .find(|(hash, len, ..)| text_hash(&rest[..*len]) == *hash)?;
+    let at = head.len() + inner.start..head.len() + inner.end;
+    msg.get(at.clone()).map(|_| (nested, at))
 }
 
 /// Set by the `atexit` hook: the interpreter is finalizing, and Python handlers fail
@@ -939,7 +959,7 @@ pub fn _ffi_handler_wait_limit(seconds: Option<f64>) -> PyResult<f64> {
         if !(0.001..=86_400.0).contains(&s) {
             return Err(invalid(format!(
                 "the handler wait limit must be a number of seconds from 0.001 to 86400, not \
-                 {s}"
+                 {s:?}"
             )));
         }
         WAIT_LIMIT_MS.store((s * 1000.0).round() as u64, Ordering::Relaxed);
@@ -1380,12 +1400,19 @@ fn write_returned(
         arrays.push(Some(np.call_method1("asarray", (v,))?));
     }
     // The results whose copies exist now, which a value can view (the handler viewed
-    // them, or a value converted was one of them); the copies made below for writing are
-    // new, and nothing else views them.
-    let viewable: Vec<Option<Py<PyByteArray>>> = rets
+    // them, or a value converted was one of them), as the byte ranges they hold, sorted
+    // (distinct bytearrays: disjoint, so sorted by end too); the copies made below for
+    // writing are new, and nothing else views them.
+    let mut staged: Vec<(usize, usize, usize)> = rets
         .iter()
-        .map(|r| r.get().staging.get(py).map(|s| s.clone_ref(py)))
+        .enumerate()
+        .filter_map(|(j, r)| {
+            let s = r.get().staging.get(py)?.bind(py);
+            let lo = s.data() as usize;
+            (s.len() > 0).then(|| (lo, lo + s.len(), j))
+        })
         .collect();
+    staged.sort_unstable();
     // Checked against the results, in order; a sub-byte value is packed here (a copy).
     let mut writes: Vec<Option<Written<'_>>> = Vec::with_capacity(values.len());
     for (i, (arr, r)) in arrays.into_iter().zip(&rets).enumerate() {
@@ -1419,19 +1446,15 @@ fn write_returned(
         }
         // Overlapping the copy of a result written before it: copied now, while it still
         // holds what the handler returned. (Overlapping its own result's copy is fine:
-        // np.copyto handles overlap.)
+        // np.copyto handles overlap.) Two binary searches among the sorted copies, so
+        // returning many results costs O(n log n), not a check per pair; an array over
+        // more than two copies (strided across them) is simply copied.
         let mut arr = arr;
-        for (j, staged) in viewable.iter().enumerate().take(i) {
-            let Some(staged) = staged else { continue };
-            if writes[j].is_none() {
-                continue;
-            }
-            if np
-                .call_method1("may_share_memory", (&arr, staged.bind(py)))?
-                .is_truthy()?
-            {
+        if let Some((lo, hi)) = array_extent(&arr)? {
+            let first = staged.partition_point(|s| s.1 <= lo);
+            let over = &staged[first..staged.partition_point(|s| s.0 < hi).max(first)];
+            if over.len() > 2 || over.iter().any(|s| s.2 < i) {
                 arr = arr.call_method0("copy")?;
-                break;
             }
         }
         writes.push(Some(Written::Dense { view, arr }));
@@ -1452,6 +1475,21 @@ fn write_returned(
         }
     }
     Ok(())
+}
+
+/// The bytes a numpy array's elements lie in, `[lo, hi)`; `None` when it has none.
+fn array_extent(arr: &Bound<'_, PyAny>) -> PyResult<Option<(usize, usize)>> {
+    let (addr, _): (usize, bool) = arr
+        .getattr("__array_interface__")?
+        .get_item("data")?
+        .extract()?;
+    let shape: Vec<i64> = arr.getattr("shape")?.extract()?;
+    let strides: Vec<i64> = arr.getattr("strides")?.extract()?;
+    let itemsize: usize = arr.getattr("itemsize")?.extract()?;
+    let at = |off: i128| usize::try_from(addr as i128 + off).unwrap_or(0);
+    Ok(rpjrt::host::extent(&shape, &strides, itemsize)
+        .pyerr()?
+        .map(|(lo, hi)| (at(lo), at(hi))))
 }
 
 /// What [`write_returned`] writes into one result: an array into the result's view, or a

@@ -40,7 +40,22 @@ pub unsafe fn reclaim<T>(user: *mut c_void) -> T {
 /// ([`in_callback`]).
 pub fn guard<R>(body: impl FnOnce() -> R) -> Option<R> {
     let _inside = Inside::enter();
-    catch_unwind(AssertUnwindSafe(body)).ok()
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => Some(r),
+        Err(p) => {
+            drop_payload(p);
+            None
+        }
+    }
+}
+
+/// Drops a caught panic's payload without unwinding: its `Drop` is user code too (a
+/// `panic_any` of a value whose drop panics), and a panic there is caught in turn; the
+/// payload of that second panic is leaked rather than dropped.
+pub fn drop_payload(p: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(p))) {
+        std::mem::forget(again);
+    }
 }
 
 thread_local! {
@@ -93,7 +108,9 @@ fn reaper() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> {
                 .spawn(move || {
                     for job in rx {
                         // A panicking destructor must not end the reaper.
-                        let _ = catch_unwind(AssertUnwindSafe(job));
+                        if let Err(p) = catch_unwind(AssertUnwindSafe(job)) {
+                            drop_payload(p);
+                        }
                     }
                 })
                 .ok()

@@ -552,12 +552,15 @@ unsafe fn take_ffi_error(api: *const sys::XLA_FFI_Api, err: *mut sys::XLA_FFI_Er
 /// What rpjrt stores as per-instance state: a boxed `Box<dyn Any + Send + Sync>`.
 type StateBox = Box<dyn Any + Send + Sync>;
 
-/// Deleter the runtime calls for a per-instance state.
+/// Deleter the runtime calls for a per-instance state. The state's `Drop` is user code: a
+/// panic in it is caught (the panic hook has printed it; what its fields did not free is
+/// leaked), never unwinding into the runtime, which would abort the process.
 unsafe extern "C" fn drop_state(p: *mut c_void) {
     if !p.is_null() {
         // SAFETY: only `Frame::set_state` stores states under rpjrt's type, always as
         // `Box::into_raw(Box<StateBox>)`; the runtime calls the deleter once.
-        drop(unsafe { Box::from_raw(p.cast::<StateBox>()) });
+        let state = unsafe { Box::from_raw(p.cast::<StateBox>()) };
+        super::callback::guard(move || drop(state));
     }
 }
 
@@ -1217,6 +1220,9 @@ unsafe extern "C" fn dispatch(
                 target.name,
                 panic_message(p.as_ref())
             );
+            // The payload's `Drop` is user code too (`panic_any` of a value whose drop
+            // panics): it must not unwind into the runtime either.
+            super::callback::drop_payload(p);
             // SAFETY: as above.
             unsafe { make_error(api, Code::Internal, &msg) }
         }
@@ -1404,6 +1410,82 @@ impl<'a> Frame<'a> {
         self.buffers(r.size, r.types, r.rets, "result")
     }
 
+    /// How the call's buffers share memory: for each argument, the result whose memory it
+    /// is (`output_operand_aliases`: the argument is then read through that result, so that
+    /// no shared slice covers bytes a mutable one does); `None` for the others, and for every
+    /// argument off the host. Refused, naming target, results and operand: two results that
+    /// share memory (a handler cannot give them different values, and two mutable slices
+    /// would cover the same bytes), and an argument that overlaps results without being
+    /// exactly one result's memory. Sorts the results once: `O(n log n)` in the buffers.
+    pub fn shared_memory(
+        &self,
+        args: &[RawBuffer<'a>],
+        rets: &[RawBuffer<'a>],
+    ) -> std::result::Result<Vec<Option<usize>>, (Code, String)> {
+        let span = |b: &RawBuffer<'a>| {
+            ffi_dense_bytes(b.dtype, b.dims)
+                .filter(|&n| n > 0 && b.data != 0)
+                .map(|n| (b.data, b.data.saturating_add(n)))
+        };
+        let mut spans: Vec<(usize, usize, usize)> = rets
+            .iter()
+            .enumerate()
+            .filter_map(|(j, r)| span(r).map(|(lo, hi)| (lo, hi, j)))
+            .collect();
+        spans.sort_unstable();
+        let target = &self.target.name;
+        // Sorted by start, any two overlapping results include two adjacent ones.
+        for w in spans.windows(2) {
+            let ((lo, hi, a), (lo2, hi2, b)) = (w[0], w[1]);
+            if lo2 < hi {
+                let (a, b, hi) = (a.min(b), a.max(b), hi.max(hi2));
+                let why = match args
+                    .iter()
+                    .position(|x| span(x).is_some_and(|(xlo, xhi)| xlo < hi && lo < xhi))
+                {
+                    Some(k) => format!(
+                        "results {a} and {b} both alias operand {k} (output_operand_aliases)"
+                    ),
+                    None => format!("results {a} and {b} share memory"),
+                };
+                return Err((
+                    Code::InvalidArgument,
+                    format!(
+                        "the custom call to {target:?} was refused: {why}, so the runtime \
+                         gives them one memory, and no handler could give them different \
+                         values; alias each operand to one result at most"
+                    ),
+                ));
+            }
+        }
+        let mut out = Vec::with_capacity(args.len());
+        for (k, a) in args.iter().enumerate() {
+            // The result whose memory this argument overlaps, if any (results are disjoint
+            // now: the first one ending past the argument's start is the only candidate).
+            let hit = span(a).and_then(|(lo, hi)| {
+                let first = spans.partition_point(|s| s.1 <= lo);
+                spans.get(first).filter(|s| s.0 < hi).map(|s| (s, (lo, hi)))
+            });
+            match hit {
+                None => out.push(None),
+                Some((&(rlo, rhi, j), arg)) if (rlo, rhi) == arg => {
+                    out.push(self.target.host_memory.then_some(j))
+                }
+                Some((&(_, _, j), _)) => {
+                    return Err((
+                        Code::InvalidArgument,
+                        format!(
+                            "the custom call to {target:?} was refused: operand {k} overlaps \
+                             result {j} without being its memory, and the handler would get \
+                             overlapping views of one memory"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The attributes, copied out of the frame in order (the safe layer types them).
     pub fn attrs(&self) -> std::result::Result<Vec<(String, RawAttr)>, (Code, String)> {
         let a = self.frame().attrs;
@@ -1431,7 +1513,8 @@ impl<'a> Frame<'a> {
             return Some(&mut []);
         }
         // SAFETY: result buffers are written by the handler; valid and host-addressable as
-        // in `host_bytes`. Each result is handed out once by the core view.
+        // in `host_bytes`. Each result is handed out once by the core view, which first
+        // refuses a call whose results share memory (`shared_memory`).
         Some(unsafe { std::slice::from_raw_parts_mut(b.data as *mut u8, n) })
     }
 
@@ -1574,8 +1657,12 @@ impl<'a> Frame<'a> {
         Some(&**arc)
     }
 
-    /// `XLA_FFI_DeviceOrdinal_Get`: the device this call runs on, where the runtime says.
+    /// `XLA_FFI_DeviceOrdinal_Get`: the device this call runs on, where the runtime says
+    /// (`None` at the instantiate stage, which runs at compile, outside any execution).
     pub fn device_ordinal(&self) -> Option<i32> {
+        if self.stage() == sys::XLA_FFI_ExecutionStage_INSTANTIATE {
+            return None;
+        }
         let get = self.api_fn(
             offset_of!(sys::XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get),
             |a| a.XLA_FFI_DeviceOrdinal_Get,
@@ -1592,11 +1679,16 @@ impl<'a> Frame<'a> {
             self.drop_error(err);
             return None;
         }
-        Some(a.device_ordinal)
+        // A negative ordinal is the runtime's "no device".
+        (a.device_ordinal >= 0).then_some(a.device_ordinal)
     }
 
-    /// `XLA_FFI_RunId_Get`: the id of this execution, where the runtime says.
+    /// `XLA_FFI_RunId_Get`: the id of this execution, where the runtime says (`None` at the
+    /// instantiate stage: there is no execution then, and the runtime answers 0).
     pub fn run_id(&self) -> Option<i64> {
+        if self.stage() == sys::XLA_FFI_ExecutionStage_INSTANTIATE {
+            return None;
+        }
         let get = self.api_fn(offset_of!(sys::XLA_FFI_Api, XLA_FFI_RunId_Get), |a| {
             a.XLA_FFI_RunId_Get
         })?;

@@ -247,8 +247,7 @@ pub(crate) fn custom_call_layouts(module: &[u8], format: &str) -> Option<Vec<Odd
                     .as_ref()
                     .map(|l| l.minor_to_major.clone())
                     .unwrap_or_default();
-                let rank = s.dimensions.len() as i64;
-                if !m2m.is_empty() && !m2m.iter().copied().eq((0..rank).rev()) {
+                if !row_major_in_memory(&s.dimensions, &m2m) {
                     odd.push((i.custom_call_target.clone(), format!("{what} {k}"), m2m));
                 }
             }
@@ -261,6 +260,24 @@ pub(crate) fn custom_call_layouts(module: &[u8], format: &str) -> Option<Vec<Odd
         check("operand", i.operand_shapes_with_layout.iter().collect());
     }
     Some(odd)
+}
+
+/// Whether elements laid out with `minor_to_major` (empty: the default) lie in memory in
+/// row-major order: the dimensions other than those of size 1 (which do not change the
+/// order) go from major to minor in order, and a shape with no elements has no order.
+fn row_major_in_memory(dims: &[i64], m2m: &[i64]) -> bool {
+    let rank = dims.len() as i64;
+    let mut sorted = m2m.to_vec();
+    sorted.sort_unstable();
+    let big = |d: &i64| usize::try_from(*d).is_ok_and(|d| dims.get(d) != Some(&1));
+    m2m.is_empty()
+        || dims.contains(&0)
+        || (sorted.into_iter().eq(0..rank)
+            && m2m
+                .iter()
+                .copied()
+                .filter(big)
+                .eq((0..rank).rev().filter(big)))
 }
 
 /// XLA's `PrimitiveType` numbering (differs from PJRT's buffer type codes).
@@ -393,6 +410,22 @@ fn describe(s: &ShapeProto) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layouts_row_major_in_memory_pass_and_others_are_odd() {
+        let ok = |dims: &[i64], m2m: &[i64]| row_major_in_memory(dims, m2m);
+        // Row-major, the default, and size-1 dimensions placed anywhere.
+        assert!(ok(&[2, 3], &[1, 0]) && ok(&[2, 3], &[]));
+        assert!(ok(&[1, 4], &[0, 1]) && ok(&[2, 1, 3], &[2, 0, 1]));
+        assert!(ok(&[2, 1, 3], &[1, 2, 0]) && ok(&[1, 1], &[0, 1]) && ok(&[5], &[0]));
+        assert!(ok(&[4, 1, 1, 3], &[3, 2, 0, 1]) && ok(&[], &[]));
+        // No elements: no order to get wrong.
+        assert!(ok(&[0, 3], &[0, 1]) && ok(&[3, 0, 2], &[0, 1, 2]));
+        // Column-major and other orders of dimensions bigger than 1; malformed layouts.
+        assert!(!ok(&[2, 3], &[0, 1]) && !ok(&[2, 1, 3], &[0, 2, 1]));
+        assert!(!ok(&[2, 3, 4], &[1, 2, 0]) && !ok(&[2, 3], &[1]) && !ok(&[2, 3], &[1, 1]));
+        assert!(!ok(&[2, 3], &[2, 0]) && !ok(&[2, 3], &[-1, 0]) && !ok(&[1, 3], &[1, 0, 2]));
+    }
 
     fn module(params: Vec<ShapeProto>) -> Vec<u8> {
         HloModuleProto {

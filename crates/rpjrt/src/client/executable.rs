@@ -1034,7 +1034,7 @@ mod tests {
         let e = with_consumed(refused, false, [0].into_iter()).to_string();
         assert!(!e.contains("consumed"), "{e}");
         let failed = Error::Pjrt {
-            entry: "PJRT_LoadedExecutable_Execute".into(),
+            entry: "PJRT_LoadedExecutable_Execute",
             code: crate::Code::Internal,
             message: "the handler refuses".into(),
         };

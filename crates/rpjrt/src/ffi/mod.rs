@@ -44,7 +44,9 @@
 //! Buffer bytes are offered as slices only on the host platform; elsewhere use
 //! [`Arg::data_ptr`] with the [`CallFrame::stream`]. Slices are row-major: a compiled
 //! program whose custom call to a closure's target lays out an operand or result otherwise
-//! (`operand_layouts`, `result_layouts`) is refused, naming target, operand and layout.
+//! in memory (`operand_layouts`, `result_layouts`; size-1 dimensions may go anywhere) is
+//! refused, naming target, operand and layout. A call whose results share memory (two
+//! results aliasing one operand) is refused before the handler runs.
 //! The check sees the closures registered when the program is compiled or loaded:
 //! register first (a later registration does not re-check programs compiled before it).
 
@@ -288,7 +290,8 @@ impl<'a> Ret<'a> {
         self.in_place
     }
 
-    /// Results share no memory with other results here (only an argument can alias one).
+    /// Results share no memory with other results here (only an argument can alias one): a
+    /// call whose results would share memory is refused before the handler runs.
     fn aliased_result(&self) -> Option<usize> {
         None
     }
@@ -341,59 +344,37 @@ impl<'a> CallFrame<'a> {
         state_type: Option<i64>,
     ) -> std::result::Result<CallFrame<'a>, FfiError> {
         let conv = |(c, m): (Code, String)| FfiError::new(c, m);
-        let rets: Vec<Ret<'a>> = frame
-            .rets()
-            .map_err(conv)?
-            .into_iter()
+        let (raw_args, raw_rets) = (frame.args().map_err(conv)?, frame.rets().map_err(conv)?);
+        // Where a result's memory is an argument's (`output_operand_aliases`), handing out
+        // both a shared slice of the argument and a mutable slice of the result would alias
+        // them: the argument gets no slice, and names the result instead. Results sharing
+        // memory are refused there.
+        let shared = frame.shared_memory(&raw_args, &raw_rets).map_err(conv)?;
+        let mut rets: Vec<Ret<'a>> = raw_rets
+            .iter()
             .map(|b| Ret {
                 ffi_dtype: b.dtype,
                 dims: b.dims,
                 data: b.data,
-                bytes: frame.host_bytes_mut(&b),
+                bytes: frame.host_bytes_mut(b),
                 touched: std::cell::Cell::new(false),
                 in_place: false,
             })
             .collect();
-        // Where a result's memory is an argument's (`output_operand_aliases`), handing out
-        // both a shared slice of the argument and a mutable slice of the result would alias
-        // them: the argument gets no slice, and names the result instead.
-        let span = |data: usize, dtype: i32, dims: &[i64]| {
-            crate::raw::util::ffi_dense_bytes(dtype, dims)
-                .filter(|&n| n > 0 && data != 0)
-                .map(|n| (data, data.saturating_add(n)))
-        };
-        let ret_spans: Vec<Option<(usize, usize)>> = rets
+        for &j in shared.iter().flatten() {
+            rets[j].in_place = true;
+        }
+        let args: Vec<Arg<'a>> = raw_args
             .iter()
-            .map(|r| r.bytes.as_ref().and(span(r.data, r.ffi_dtype, r.dims)))
-            .collect();
-        let args: Vec<Arg<'a>> = frame
-            .args()
-            .map_err(conv)?
-            .into_iter()
-            .map(|b| {
-                let aliased_with = span(b.data, b.dtype, b.dims).and_then(|(lo, hi)| {
-                    ret_spans
-                        .iter()
-                        .position(|r| r.is_some_and(|(rlo, rhi)| lo < rhi && rlo < hi))
-                });
-                Arg {
-                    ffi_dtype: b.dtype,
-                    dims: b.dims,
-                    data: b.data,
-                    bytes: match aliased_with {
-                        Some(_) => None,
-                        None => frame.host_bytes(&b),
-                    },
-                    aliased_with,
-                }
+            .zip(shared)
+            .map(|(b, aliased_with)| Arg {
+                ffi_dtype: b.dtype,
+                dims: b.dims,
+                data: b.data,
+                bytes: aliased_with.map_or_else(|| frame.host_bytes(b), |_| None),
+                aliased_with,
             })
             .collect();
-        let mut rets = rets;
-        for j in args.iter().filter_map(|a| a.aliased_with) {
-            if let Some(r) = rets.get_mut(j) {
-                r.in_place = true;
-            }
-        }
         Ok(CallFrame {
             frame,
             args,
@@ -489,12 +470,14 @@ impl<'a> CallFrame<'a> {
         self.frame.stream()
     }
 
-    /// The ordinal of the device this call runs on (`None` where the runtime does not say).
+    /// The ordinal of the device this call runs on (`None` where the runtime does not say,
+    /// and at the instantiate stage, which runs at compile, outside any execution).
     pub fn device_ordinal(&self) -> Option<i32> {
         self.frame.device_ordinal()
     }
 
-    /// The id of this execution (`None` where the runtime does not say).
+    /// The id of this execution (`None` where the runtime does not say, and at the
+    /// instantiate stage).
     pub fn run_id(&self) -> Option<i64> {
         self.frame.run_id()
     }
@@ -947,7 +930,7 @@ pub fn register_on(
 /// Registers a handler with per-instance state: `instantiate` runs once for each compiled
 /// instance of the custom call (at compile time) and returns the instance's state; every
 /// execution then gets that state with the call. The runtime frees the state with the
-/// executable.
+/// executable (a panic in its `Drop` there is caught and printed, never unwinding into it).
 ///
 /// Needs an FFI runtime of version 0.3 or newer (the 0.115 CPU plugin's is 0.4); on older
 /// ones (the 0.81 plugin's 0.2) this fails with `Unimplemented`, naming the versions.
