@@ -2,6 +2,7 @@
 //! introspection, StableHLO versions and topologies. Conversion only; the logic is in the
 //! rpjrt crate (`aot`, `cache`, `introspect`, `stablehlo`, `topology`).
 
+use crate::detach::Detach;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
@@ -39,7 +40,7 @@ pub fn retry_as_portable(
         return Ok(Err(err));
     }
     let artifact = rpjrt::Program::mlir(artifact.cast::<PyBytes>()?.as_bytes().to_vec());
-    Ok(py.detach(|| compile(&artifact)))
+    Ok(py.detach_call(|| compile(&artifact)))
 }
 
 /// Bytes from `bytes`, `bytearray`, `memoryview` or a path-like naming a file (read
@@ -70,7 +71,7 @@ fn data_or_file(
     let path_like = py.import("os")?.getattr("PathLike")?;
     if data.is_instance(&path_like)? {
         let p: std::path::PathBuf = data.extract()?;
-        return py.detach(|| read(&p)).pyerr();
+        return py.detach_call(|| read(&p)).pyerr();
     }
     // Only the buffer protocol (not `bytes(obj)`, which makes `bytes(10**12)` a terabyte of
     // zeros from an int).
@@ -216,7 +217,7 @@ impl PyCache {
 
     /// Every entry, most recently used first, described from its header alone.
     fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let entries = py.detach(|| self.inner.entries()).pyerr()?;
+        let entries = py.detach_call(|| self.inner.entries()).pyerr()?;
         let items = entries
             .iter()
             .map(|e| entry_dict(py, e))
@@ -226,24 +227,24 @@ impl PyCache {
 
     /// The entry with `key` (or a unique key prefix), read whole and verified.
     fn info<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyDict>> {
-        let e = py.detach(|| self.inner.info(key)).pyerr()?;
+        let e = py.detach_call(|| self.inner.info(key)).pyerr()?;
         entry_dict(py, &e)
     }
 
     /// Removes every entry (and stray temporary files); returns how many entries went.
     fn clear(&self, py: Python<'_>) -> PyResult<usize> {
-        py.detach(|| self.inner.clear()).pyerr()
+        py.detach_call(|| self.inner.clear()).pyerr()
     }
 
     /// Removes least recently used entries until the directory fits max_bytes;
     /// returns how many were removed (none without a bound).
     fn evict(&self, py: Python<'_>) -> PyResult<usize> {
-        py.detach(|| self.inner.evict()).pyerr()
+        py.detach_call(|| self.inner.evict()).pyerr()
     }
 
     /// Total bytes of the entries in the directory.
     fn total_bytes(&self, py: Python<'_>) -> PyResult<u64> {
-        py.detach(|| self.inner.total_bytes()).pyerr()
+        py.detach_call(|| self.inner.total_bytes()).pyerr()
     }
 
     /// Warnings not yet taken (each problem is reported once per cache object).
@@ -290,7 +291,7 @@ impl PyTopology {
     }
     /// The plugin's serialized form of the topology.
     fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let b = py.detach(|| self.inner.serialize()).pyerr()?;
+        let b = py.detach_call(|| self.inner.serialize()).pyerr()?;
         Ok(PyBytes::new(py, &b))
     }
     /// Compile without devices; returns an artifact for Client.load.
@@ -303,7 +304,7 @@ impl PyTopology {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let prog = program_from_py(program, format)?;
         let b = py
-            .detach(|| self.inner.compile(&prog, &rpjrt::CompileOptions::default()))
+            .detach_call(|| self.inner.compile(&prog, &rpjrt::CompileOptions::default()))
             .pyerr()?;
         Ok(PyBytes::new(py, &b))
     }
@@ -463,14 +464,14 @@ impl PyExecutable {
     /// An rpjrt artifact (envelope + the plugin's blob); load it with `Client.load`.
     fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let exe = self.rexe().clone();
-        let b = py.detach(|| exe.serialize()).pyerr()?;
+        let b = py.detach_call(|| exe.serialize()).pyerr()?;
         Ok(PyBytes::new(py, &b))
     }
 
     /// The plugin's own serialized executable, without an envelope.
     fn serialize_bare<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let exe = self.rexe().clone();
-        let b = py.detach(|| exe.serialize_bare()).pyerr()?;
+        let b = py.detach_call(|| exe.serialize_bare()).pyerr()?;
         Ok(PyBytes::new(py, &b))
     }
 
@@ -591,7 +592,7 @@ impl PyClient {
         };
         let client = slf.get().inner.clone();
         let exe = py
-            .detach(|| {
+            .detach_call(|| {
                 if bare {
                     client.load_bare(&bytes)
                 } else {
@@ -621,7 +622,7 @@ impl PyClient {
     /// The topology of the client's devices (UnsupportedError where the plugin has none).
     fn topology(&self, py: Python<'_>) -> PyResult<PyTopology> {
         let c = self.inner.clone();
-        let inner = py.detach(|| c.topology()).pyerr()?;
+        let inner = py.detach_call(|| c.topology()).pyerr()?;
         Ok(PyTopology { inner })
     }
 
@@ -708,7 +709,7 @@ impl PyPlugin {
     /// A named topology without a client (UnsupportedError where the plugin has none).
     fn topology(&self, py: Python<'_>, name: &str) -> PyResult<PyTopology> {
         let p = self.inner.clone();
-        let inner = py.detach(|| p.topology(name)).pyerr()?;
+        let inner = py.detach_call(|| p.topology(name)).pyerr()?;
         Ok(PyTopology { inner })
     }
 }

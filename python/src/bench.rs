@@ -3,6 +3,7 @@
 //! Not part of the API (private name). Compiled only with the `bench` feature (which
 //! scripts/bench.sh enables); otherwise `_bench_c_floor` exists but raises.
 
+use crate::detach::Detach;
 use pyo3::prelude::*;
 #[cfg(feature = "bench")]
 use rpjrt::__bench::{c_floor_execute, FloorWait};
@@ -30,7 +31,7 @@ pub fn _bench_c_floor(
     let exe = exe.get().rexe();
     let refs: Vec<&rpjrt::Buffer> = args.iter().map(|b| b.get().rb()).collect();
     let t = py
-        .detach(|| c_floor_execute(exe, &refs, iters, wait))
+        .detach_call(|| c_floor_execute(exe, &refs, iters, wait))
         .pyerr()?;
     Ok(t.as_secs_f64())
 }
@@ -104,7 +105,7 @@ impl PyBenchFloor {
         #[cfg(feature = "bench")]
         {
             let t = py
-                .detach(|| {
+                .detach_call(|| {
                     let mut floor = self.inner.lock().unwrap_or_else(|p| p.into_inner());
                     floor.run(iters)
                 })
@@ -198,7 +199,7 @@ pub fn _bench_rust_loop(
         }
         Ok(())
     };
-    let elapsed = py.detach(|| -> rpjrt::Result<std::time::Duration> {
+    let elapsed = py.detach_call(|| -> rpjrt::Result<std::time::Duration> {
         let start = std::time::Instant::now();
         match refs.as_slice() {
             [] => {}

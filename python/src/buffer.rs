@@ -1,5 +1,6 @@
 //! Buffer: device arrays, waiting (interruptible and async), host copies.
 
+use crate::detach::Detach;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex};
@@ -200,7 +201,7 @@ impl PyBuffer {
         // SAFETY: the region lies inside `view`, a writable export held until this function
         // returns; no other Rust code uses it meanwhile.
         let dst = unsafe { region.as_mut_slice() };
-        py.detach(|| b.copy_to_host_strided(dst, &strides, offset))
+        py.detach_call(|| b.copy_to_host_strided(dst, &strides, offset))
             .pyerr()
     }
 
@@ -250,7 +251,7 @@ fn copy_to_host_array(py: Python<'_>, b: &rpjrt::Buffer, dst: &mut [u8]) -> PyRe
     if b.host_copy_is_quick() {
         b.to_host_array(dst).pyerr()
     } else {
-        py.detach(|| b.to_host_array(dst)).pyerr()
+        py.detach_call(|| b.to_host_array(dst)).pyerr()
     }
 }
 
@@ -300,11 +301,11 @@ pub fn wait_buffer(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
     // A short computation is over sooner than a sleeping thread can be woken: poll first,
     // without the GIL (one ready event; a success is remembered, so the wait after it
     // makes no plugin call, and a failure is reported by it).
-    if b.is_known_ready() || py.detach(|| b.poll_ready()).pyerr()? {
+    if b.is_known_ready() || py.detach_call(|| b.poll_ready()).pyerr()? {
         return b.block_until_ready().pyerr();
     }
     // Held through the whole wait below (a handler waiting back for this one is refused).
-    let _waiting = py.detach(|| b.begin_wait()).pyerr()?;
+    let _waiting = py.detach_call(|| b.begin_wait()).pyerr()?;
     let mut event = Box::pin(b.ready_event().pyerr()?);
     let cw = Arc::new(CondWaker {
         woke: Mutex::new(false),
@@ -317,7 +318,7 @@ pub fn wait_buffer(py: Python<'_>, b: &rpjrt::Buffer) -> PyResult<()> {
             return r.pyerr();
         }
         let c = Arc::clone(&cw);
-        py.detach(move || {
+        py.detach_call(move || {
             let g = c.woke.lock().unwrap_or_else(|p| p.into_inner());
             let (mut g, _) =
                 c.cv.wait_timeout_while(g, SIGNAL_SLICE, |w| !*w)
@@ -442,7 +443,7 @@ impl PyBuffer {
             // The interpreter is exiting (an exit hook that runs after rpjrt's): no thread
             // will wake the awaiting task, so wait here and wake it now.
             let inner = &self.inner;
-            py.detach(|| {
+            py.detach_call(|| {
                 let _ = inner.block_until_ready();
             });
             callback.call0(py)?;
@@ -577,10 +578,10 @@ impl PyBuffer {
         let b: &rpjrt::Buffer = &self.inner;
         let out = if let Ok(d) = destination.cast::<PyDevice>() {
             let dev = d.get().inner.clone();
-            py.detach(|| b.copy_to_device(&dev)).pyerr()?
+            py.detach_call(|| b.copy_to_device(&dev)).pyerr()?
         } else if let Ok(m) = destination.cast::<PyMemory>() {
             let mem = m.get().inner.clone();
-            py.detach(|| b.copy_to_memory(&mem)).pyerr()?
+            py.detach_call(|| b.copy_to_memory(&mem)).pyerr()?
         } else {
             return Err(invalid(format!(
                 "copy_to takes an rpjrt.Device or rpjrt.Memory, not {}",
@@ -594,7 +595,7 @@ impl PyBuffer {
     /// one leaves the other.
     fn copy(&self, py: Python<'_>) -> PyResult<Py<PyBuffer>> {
         let b: &rpjrt::Buffer = &self.inner;
-        let out = py.detach(|| b.duplicate()).pyerr()?;
+        let out = py.detach_call(|| b.duplicate()).pyerr()?;
         PyBuffer::wrap(py, out, &self.client)
     }
 
@@ -609,7 +610,7 @@ impl PyBuffer {
     /// Free the device memory now (a no-op when already deleted). Later use raises BufferDeletedError.
     fn delete(&self, py: Python<'_>) -> PyResult<()> {
         let b: &rpjrt::Buffer = &self.inner;
-        py.detach(|| b.delete()).pyerr()
+        py.detach_call(|| b.delete()).pyerr()
     }
 
     /// Whether the buffer has been deleted or donated.

@@ -1,5 +1,6 @@
 //! Plugin, Client, Device, Memory.
 
+use crate::detach::Detach;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -198,9 +199,10 @@ impl Drop for PyClient {
                     DESTROYS_IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 }
             }
-            let done = Done;
-            crate::notify::drop_detached((inner, kept));
-            drop(done);
+            // Dropped last of the three (a tuple drops its fields in order), without the
+            // GIL: the count falls when the destroy returned, not when the GIL is back
+            // (which a daemon thread at exit never gets: see `detach`).
+            crate::notify::drop_detached((inner, kept, Done));
         }
     }
 }
@@ -684,7 +686,7 @@ impl PyClient {
             Some(c) => client.compile_with_cache(p, &opts, c),
             None => client.compile(p, &opts),
         };
-        let exe = py.detach(|| run(&prog));
+        let exe = py.detach_call(|| run(&prog));
         // Text the plugin's StableHLO parser refused: compile it as a portable artifact.
         let exe = crate::aot::retry_as_portable(py, &client, &prog, exe, run)?;
         if let Some(c) = &cache {
@@ -695,15 +697,21 @@ impl PyClient {
 
     /// Put host data on a device.
     ///
+    /// device: a Device, or an int: the device at that place in addressable_devices() (not
+    /// a device id; in a job of several processes the two differ, and `client.device(id)`
+    /// looks a device up by id). Default: the client's default device.
     /// obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
     /// arrays, including non-contiguous ones), a `__dlpack__` producer, a Python number or a
-    /// nested list of numbers of one kind, or a Buffer (copied to `device`).
+    /// nested list of numbers of one kind, or a Buffer (copied to `device`). numpy and
+    /// ml_dtypes scalars in a list keep their dtype, promoted as `numpy.asarray` promotes
+    /// them (`[np.int8(1)]` is int8); a `longdouble` one is refused, as the bare scalar is.
     /// dtype: the element type; with raw bytes (format "B", "b" or "c", or numpy's raw
     /// "|V" items of the same width) it reinterprets them; numpy arrays and scalars,
     /// `__dlpack__` producers, Python numbers and lists are converted, and every value must
     /// fit exactly (out-of-range values, float -> int, complex -> real and float overflow
-    /// raise InvalidArgumentError); with other buffer-protocol objects it must match the
-    /// data (big-endian data is converted, other formats refused).
+    /// raise InvalidArgumentError; a NaN keeps its sign and payload as numpy's astype
+    /// keeps them); with other buffer-protocol objects it must match the data (big-endian
+    /// data is converted, other formats refused).
     /// cast: convert as numpy's astype does (wrapping, truncating, saturating) instead of
     /// refusing values the dtype cannot hold.
     /// copy: True copies during the call; False shares the host memory (raises if the
@@ -778,7 +786,7 @@ impl PyClient {
     /// Destroy the client. Later use of it or its objects raises ClientClosedError.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let kept = self.take_deferred();
-        py.detach(move || drop(kept));
+        py.detach_call(move || drop(kept));
         self.inner.close().pyerr()
     }
 
@@ -917,7 +925,7 @@ view_class!(PyDevice, 31 {
     /// none (both CPU plugins).
     fn memory_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = &self.inner;
-        let s = match py.detach(|| d.memory_stats()) {
+        let s = match py.detach_call(|| d.memory_stats()) {
             Ok(s) => s,
             Err(e) if e.code() == rpjrt::Code::Unimplemented => {
                 return Err(crate::errors::unsupported(format!(

@@ -2,6 +2,7 @@
 //! (the rpjrt-cuda crate).
 //! The Python-facing module is rpjrt/cuda.py.
 
+use crate::detach::Detach;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::sync::Mutex;
@@ -61,7 +62,7 @@ pub fn _cuda_allocators() -> Vec<&'static str> {
 /// One line on the CUDA driver: loaded with version and device count, or why not.
 #[pyfunction]
 pub fn _cuda_driver_summary(py: Python<'_>) -> String {
-    py.detach(rpjrt::cuda::driver_summary)
+    py.detach_call(rpjrt::cuda::driver_summary)
 }
 
 /// The CUDA driver library (libcuda.so.1), opened at run time.
@@ -77,7 +78,7 @@ impl PyCudaDriver {
     #[pyo3(signature = (path = None))]
     fn load(py: Python<'_>, path: Option<std::path::PathBuf>) -> PyResult<PyCudaDriver> {
         let inner = py
-            .detach(|| match path {
+            .detach_call(|| match path {
                 Some(p) => Cuda::load_from(p),
                 None => Cuda::load(),
             })
@@ -110,7 +111,7 @@ impl PyCudaDriver {
     /// Device `ordinal`'s primary context (the one XLA uses).
     #[pyo3(signature = (ordinal = 0))]
     fn context(&self, py: Python<'_>, ordinal: i32) -> PyResult<PyCudaContext> {
-        let inner = py.detach(|| self.inner.context(ordinal)).pyerr()?;
+        let inner = py.detach_call(|| self.inner.context(ordinal)).pyerr()?;
         Ok(PyCudaContext { inner })
     }
 
@@ -164,7 +165,7 @@ impl PyCudaContext {
 
     /// Waits until every piece of work in the context is done.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.synchronize()).pyerr()
+        py.detach_call(|| self.inner.synchronize()).pyerr()
     }
 
     /// (free, total) device memory in bytes.
@@ -221,19 +222,19 @@ impl PyCudaContext {
 
     /// Loads a module from PTX text.
     fn load_ptx(&self, py: Python<'_>, ptx: &str) -> PyResult<PyCudaModule> {
-        let inner = py.detach(|| self.inner.load_ptx(ptx)).pyerr()?;
+        let inner = py.detach_call(|| self.inner.load_ptx(ptx)).pyerr()?;
         Ok(PyCudaModule { inner })
     }
 
     /// Loads a module from a cubin (or fatbin) image.
     fn load_cubin(&self, py: Python<'_>, image: Vec<u8>) -> PyResult<PyCudaModule> {
-        let inner = py.detach(|| self.inner.load_cubin(&image)).pyerr()?;
+        let inner = py.detach_call(|| self.inner.load_cubin(&image)).pyerr()?;
         Ok(PyCudaModule { inner })
     }
 
     /// Copies `data` to device address `dst` (waits for the copy).
     fn memcpy_htod(&self, py: Python<'_>, dst: u64, data: Vec<u8>) -> PyResult<()> {
-        py.detach(|| self.inner.memcpy_htod(DevicePtr(dst), &data))
+        py.detach_call(|| self.inner.memcpy_htod(DevicePtr(dst), &data))
             .pyerr()
     }
 
@@ -245,14 +246,14 @@ impl PyCudaContext {
         nbytes: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut v = vec![0u8; nbytes];
-        py.detach(|| self.inner.memcpy_dtoh(&mut v, DevicePtr(src)))
+        py.detach_call(|| self.inner.memcpy_dtoh(&mut v, DevicePtr(src)))
             .pyerr()?;
         Ok(PyBytes::new(py, &v))
     }
 
     /// Copies `nbytes` from device address `src` to `dst` (waits for the copy).
     fn memcpy_dtod(&self, py: Python<'_>, dst: u64, src: u64, nbytes: usize) -> PyResult<()> {
-        py.detach(|| {
+        py.detach_call(|| {
             self.inner
                 .memcpy_dtod(DevicePtr(dst), DevicePtr(src), nbytes)
         })
@@ -269,7 +270,7 @@ impl PyCudaContext {
 
     /// Sets `nbytes` bytes at device address `dst` to `value` (waits).
     fn memset(&self, py: Python<'_>, dst: u64, value: u8, nbytes: usize) -> PyResult<()> {
-        py.detach(|| self.inner.memset(DevicePtr(dst), value, nbytes))
+        py.detach_call(|| self.inner.memset(DevicePtr(dst), value, nbytes))
             .pyerr()
     }
 
@@ -330,12 +331,12 @@ impl PyDeviceMemory {
 
     /// Copies `data` (exactly the allocation's size) into it (waits for the copy).
     fn copy_from_host(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<()> {
-        py.detach(|| self.inner.copy_from_host(&data)).pyerr()
+        py.detach_call(|| self.inner.copy_from_host(&data)).pyerr()
     }
 
     /// The whole allocation copied to host bytes.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.detach(|| self.inner.to_vec()).pyerr()?;
+        let v = py.detach_call(|| self.inner.to_vec()).pyerr()?;
         Ok(PyBytes::new(py, &v))
     }
 
@@ -367,7 +368,7 @@ impl PyPinnedMemory {
 
     /// Overwrites it with `data` (exactly its size), after any copy in flight.
     fn write(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<()> {
-        py.detach(|| {
+        py.detach_call(|| {
             let mut buf = self.lock();
             if data.len() != buf.len() {
                 return Err(rpjrt::Error::InvalidArgument(format!(
@@ -385,7 +386,7 @@ impl PyPinnedMemory {
     /// Its bytes, after any copy in flight.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let v = py
-            .detach(|| self.lock().as_slice().map(|s| s.to_vec()))
+            .detach_call(|| self.lock().as_slice().map(|s| s.to_vec()))
             .pyerr()?;
         Ok(PyBytes::new(py, &v))
     }
@@ -438,7 +439,7 @@ impl PyCudaStream {
 
     /// Waits until the work queued on the stream is done.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.synchronize()).pyerr()
+        py.detach_call(|| self.inner.synchronize()).pyerr()
     }
 
     /// Makes later work on the stream wait for `event`.
@@ -463,7 +464,7 @@ impl PyCudaEvent {
 
     /// Waits until the event has completed.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.synchronize()).pyerr()
+        py.detach_call(|| self.inner.synchronize()).pyerr()
     }
 
     /// Milliseconds between the `start` event and this one (both recorded with timing).

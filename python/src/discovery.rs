@@ -1,5 +1,6 @@
 //! Plugin discovery (`rpjrt_discovery`) for `rpjrt._discovery`: conversion only.
 
+use crate::detach::Detach;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
@@ -47,7 +48,7 @@ pub fn _discover<'py>(
     // A plugin config that cannot be read is listed (under its own path, so its version
     // reads as unknown) instead of failing the whole listing.
     let (found, problems) =
-        py.detach(|| Discovery::new(SearchPath::new(search_path)).plugins_and_problems());
+        py.detach_call(|| Discovery::new(SearchPath::new(search_path)).plugins_and_problems());
     found
         .iter()
         .chain(problems.iter().map(|(p, _)| p))
@@ -65,7 +66,7 @@ pub fn _candidates<'py>(
     search_path: Vec<PathBuf>,
 ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
     let found = py
-        .detach(|| Discovery::new(SearchPath::new(search_path)).candidates(spec.as_deref()))
+        .detach_call(|| Discovery::new(SearchPath::new(search_path)).candidates(spec.as_deref()))
         .map_err(discovery_err)?;
     found.iter().map(|p| info_tuple(py, p)).collect()
 }

@@ -3,6 +3,7 @@
 //! Only the PyCapsule protocol lives here; the C structs, the export deleter and the import
 //! (checks, ownership, `Client::put`) are `rpjrt::dlpack`.
 
+use crate::detach::Detach;
 use std::ffi::{c_void, CStr};
 use std::ptr::NonNull;
 
@@ -94,7 +95,7 @@ pub fn export<'py>(
     let owner: Bound<'py, PyBuffer> = if copied {
         let rb = b.rb();
         let dev = rb.device().pyerr()?;
-        let c = py.detach(|| rb.copy_to_device(&dev)).pyerr()?;
+        let c = py.detach_call(|| rb.copy_to_device(&dev)).pyerr()?;
         let nb = PyBuffer::wrap(py, c, &b.client)?.into_bound(py);
         nb.get().wait_ready(py)?;
         nb
@@ -114,7 +115,7 @@ pub fn export<'py>(
         // A copy made for this consumer is its own to write (numpy's
         // `from_dlpack(x, copy=True)` gives a writable array); the buffer itself is not.
         let m = py
-            .detach(|| match copied {
+            .detach_call(|| match copied {
                 true => {
                     rpjrt::dlpack::export_copy_with::<DlManagedTensorVersioned>(rb.clone(), hold)
                 }
@@ -124,7 +125,7 @@ pub fn export<'py>(
         capsule(py, m)
     } else {
         let m = py
-            .detach(|| rpjrt::dlpack::export_with::<DlManagedTensor>(rb, hold))
+            .detach_call(|| rpjrt::dlpack::export_with::<DlManagedTensor>(rb, hold))
             .pyerr()?;
         capsule(py, m)
     }
@@ -274,7 +275,7 @@ pub fn import(
     let mode = crate::put::copy_mode(copy);
     let rc = &c.inner;
     let b = py
-        .detach(|| rpjrt::dlpack::import(rc, tensor, dev, mode))
+        .detach_call(|| rpjrt::dlpack::import(rc, tensor, dev, mode))
         .pyerr()?;
     if b.borrows_host() {
         PyBuffer::wrap_borrowing(py, b, &me)

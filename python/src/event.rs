@@ -1,6 +1,7 @@
 //! Event: something the device finishes later (a buffer's readiness, an execution's
 //! completion), future-shaped: `wait`, `is_ready`, `await`, `add_done_callback`, `error`.
 
+use crate::detach::Detach;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,7 +80,7 @@ impl PyEvent {
                 None => SIGNAL_SLICE,
             };
             let e = Arc::clone(ev);
-            if py.detach(move || e.wait_timeout(slice)).pyerr()? {
+            if py.detach_call(move || e.wait_timeout(slice)).pyerr()? {
                 return Ok(true);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -157,7 +158,7 @@ impl PyEvent {
             // will call back, so wait here (for a while: the event may never complete) and
             // call now.
             let inner = &slf.get().inner;
-            let done = py.detach(|| inner.wait_timeout(EXIT_CALLBACK_WAIT).unwrap_or(true));
+            let done = py.detach_call(|| inner.wait_timeout(EXIT_CALLBACK_WAIT).unwrap_or(true));
             let called = if done {
                 r#fn.call1((slf,)).map(drop)
             } else {

@@ -1,5 +1,6 @@
 //! Executable: compiled programs and execution.
 
+use crate::detach::Detach;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use pyo3::prelude::*;
@@ -202,7 +203,7 @@ impl PyExecutable {
             if crate::bench::hold_gil() {
                 exe.execute(&refs).pyerr()?
             } else {
-                py.detach(|| exe.execute(&refs)).pyerr()?
+                py.detach_call(|| exe.execute(&refs)).pyerr()?
             }
         } else {
             let opts = ExecuteOptions {
@@ -212,7 +213,7 @@ impl PyExecutable {
                 completion_events: events,
             };
             let lists = vec![refs];
-            let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
+            let mut r = py.detach_call(|| exe.execute_with(&lists, &opts)).pyerr()?;
             wait_events(py, exe, std::mem::take(&mut r.events))?;
             r.outputs.pop().unwrap_or_default()
         };
@@ -274,7 +275,7 @@ impl PyExecutable {
         let ran = if crate::bench::hold_gil() {
             run(&mut outs)
         } else {
-            py.detach(|| run(&mut outs))
+            py.detach_call(|| run(&mut outs))
         };
         Some(self.finish_call(py, ran, outs, wait))
     }
@@ -373,7 +374,7 @@ impl PyExecutable {
     /// (`Executable::delete`); a no-op when already deleted.
     fn delete(&self, py: Python<'_>) -> PyResult<()> {
         let e = &self.inner;
-        py.detach(|| e.delete()).pyerr()
+        py.detach_call(|| e.delete()).pyerr()
     }
 
     /// Whether `delete()` was called.
@@ -524,7 +525,7 @@ impl PyExecutable {
             completion_events: wait && exe.num_outputs() == 0,
             ..Default::default()
         };
-        let mut result = py.detach(|| exe.execute_with(&refs, &opts)).pyerr()?;
+        let mut result = py.detach_call(|| exe.execute_with(&refs, &opts)).pyerr()?;
         wait_events(py, exe, std::mem::take(&mut result.events))?;
         let per_device = result
             .outputs
@@ -563,7 +564,7 @@ impl PyExecutable {
         };
         let exe = &self.inner;
         let lists = vec![refs];
-        let mut r = py.detach(|| exe.execute_with(&lists, &opts)).pyerr()?;
+        let mut r = py.detach_call(|| exe.execute_with(&lists, &opts)).pyerr()?;
         let outs = self.wrap_outputs(py, r.outputs.pop().unwrap_or_default())?;
         let what = format!("execution of {} on device {}", exe.name(), target.id());
         let event = r.events.pop().map(|e| crate::event::PyEvent::new(e, what));

@@ -1,6 +1,7 @@
 //! Raw copies to host that run while Python does other work (conversion only; the logic is
 //! `rpjrt::external`). Python-side sugar is `rpjrt.transfer.copy_raw_to_host_async`.
 
+use crate::detach::Detach;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -70,7 +71,7 @@ impl PyRawCopy {
         settled?;
         let (copy, source) = self.take()?;
         let out = py
-            .detach(move || {
+            .detach_call(move || {
                 let out = copy.wait();
                 drop(source);
                 out
@@ -110,7 +111,7 @@ pub fn _copy_raw_to_host_async(
     let b = buffer.get();
     b.check_not_deleted()?;
     let copy = py
-        .detach(|| b.rb().copy_raw_to_host_async(offset, size))
+        .detach_call(|| b.rb().copy_raw_to_host_async(offset, size))
         .pyerr()?;
     Ok(PyRawCopy {
         inner: Mutex::new(Some((copy, b.rb().clone()))),

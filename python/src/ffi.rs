@@ -6,6 +6,7 @@
 //! for the call itself (every execute releases the GIL while the plugin runs, so a handler
 //! on a plugin worker thread cannot deadlock against the caller).
 
+use crate::detach::Detach;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -982,7 +983,7 @@ pub fn _ffi_finalize(py: Python<'_>) {
     // is taken so that none misses the wake-up between its check and its wait.
     drop(GATE.lock().unwrap_or_else(|p| p.into_inner()));
     GATE_MOVED.notify_all();
-    py.detach(|| {
+    py.detach_call(|| {
         let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while IN_FLIGHT.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(1));
@@ -1813,7 +1814,7 @@ pub fn _ffi_register_python(
     let Some(instantiate) = instantiate.filter(|f| !f.is_none(py)) else {
         let handler = python_handler(Held::new(func).ok_or_else(finalizing_error)?);
         return py
-            .detach(|| ffi::register_on(&plugin, &platform, name, replace, handler))
+            .detach_call(|| ffi::register_on(&plugin, &platform, name, replace, handler))
             .pyerr()
             .map(registration_tuple);
     };
@@ -1836,7 +1837,7 @@ pub fn _ffi_register_python(
     let run = move |call: &mut CallFrame<'_>, state: &StateObject| -> Result<(), FfiError> {
         call_python(call, &func, Some(&state.0), Role::Execute).map(|_| ())
     };
-    py.detach(|| ffi::register_with_state_on(&plugin, &platform, name, replace, make, run))
+    py.detach_call(|| ffi::register_with_state_on(&plugin, &platform, name, replace, make, run))
         .pyerr()
         .map(registration_tuple)
 }
@@ -1882,7 +1883,7 @@ pub fn _ffi_register_native(
     let Some(handler) = (unsafe { ffi::NativeHandler::from_address(address) }) else {
         return Err(invalid(format!("the handler address for {name:?} is null")));
     };
-    let r = py.detach(|| ffi::register_raw_on(&plugin, &platform, name, handler, replace));
+    let r = py.detach_call(|| ffi::register_raw_on(&plugin, &platform, name, handler, replace));
     r.pyerr().map(registration_tuple)
 }
 
@@ -1914,7 +1915,7 @@ pub fn _ffi_is_registered(
 #[pyfunction]
 pub fn _ffi_runtime_version(py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<(i32, i32)> {
     let (plugin, _) = plugin_of(target)?;
-    py.detach(|| ffi::runtime_version(&plugin)).pyerr()
+    py.detach_call(|| ffi::runtime_version(&plugin)).pyerr()
 }
 
 /// rpjrt's own XLA FFI version.
@@ -1940,7 +1941,7 @@ pub fn _ffi_bench_register_rust(
         }
         Ok(())
     });
-    py.detach(|| ffi::register_on(&plugin, &platform, name, true, handler))
+    py.detach_call(|| ffi::register_on(&plugin, &platform, name, true, handler))
         .pyerr()
         .map(registration_tuple)
 }

@@ -10,6 +10,7 @@ mod buffer;
 mod client;
 mod convert;
 mod cuda;
+mod detach;
 mod discovery;
 mod distributed;
 mod dlpack;
@@ -31,6 +32,7 @@ mod trace;
 mod transfer;
 mod triton;
 
+use crate::detach::Detach;
 use pyo3::prelude::*;
 
 /// `copy.copy` and `copy.deepcopy` of a handle give the handle itself: it names one plugin
@@ -64,7 +66,7 @@ copy_is_identity!(
 /// The PJRT version a plugin library reports, read without initialising it.
 #[pyfunction]
 fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
-    py.detach(|| rpjrt::Plugin::probe_version(&path))
+    py.detach_call(|| rpjrt::Plugin::probe_version(&path))
         .map(|v| v.to_string())
         .map_err(errors::to_py)
 }
@@ -96,7 +98,7 @@ fn wait_spin() -> f64 {
 /// surrogate escapes) reaches the tool as the same bytes.
 #[pyfunction]
 fn _run_cli(py: Python<'_>, args: Vec<std::ffi::OsString>) -> i32 {
-    py.detach(|| rpjrt_cli::run_from_args(args))
+    py.detach_call(|| rpjrt_cli::run_from_args(args))
 }
 
 /// Refuses to load in a subinterpreter. The module keeps per-process state that holds
@@ -120,6 +122,10 @@ fn only_in_main_interpreter() -> PyResult<()> {
 /// When the exit hook says that it waits for compiles and loads on other threads.
 const EXIT_LONG_CALL_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// How long the exit hook waits for threads whose rpjrt call just returned to take the GIL
+/// back before the interpreter finalizes.
+const EXIT_RETURNING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How long the exit hook waits for a client destroy already running on another thread.
 const EXIT_DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -136,6 +142,10 @@ const EXIT_DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(2)
 #[pyfunction]
 fn _leak_at_exit(py: Python<'_>) {
     use std::sync::atomic::Ordering;
+    // From here on a daemon thread whose rpjrt call returns parks instead of taking the
+    // GIL back while the interpreter finalizes (which would end the process with status
+    // 134); one on its way back already gets the GIL first (see `detach`).
+    detach::let_returning_threads_in(py, EXIT_RETURNING_WAIT);
     // A compile or load still running on another thread (a daemon thread's) when the
     // process ends would have the plugin's global state torn down under it: new ones are
     // refused and running ones waited for, without the GIL (not when a load or creation

@@ -15,6 +15,7 @@
 //! the GIL during finalization is ended by CPython from inside Rust frames, which aborts
 //! the process.
 
+use crate::detach::Detach;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -150,7 +151,7 @@ pub fn _stop_notifiers(py: Python<'_>) {
         let taken = n.slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some((tx, done)) = taken {
             drop(tx);
-            py.detach(|| {
+            py.detach_call(|| {
                 let flag = done.0.lock().unwrap_or_else(|p| p.into_inner());
                 let _ = done
                     .1
@@ -194,7 +195,7 @@ pub fn drop_detached<T: Send>(value: T) {
     let mut slot = Some(value);
     let _ = Python::try_attach(|py| {
         let v = slot.take();
-        py.detach(move || drop(v));
+        py.detach_call(move || drop(v));
     });
     drop(slot);
 }

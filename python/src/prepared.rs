@@ -2,6 +2,7 @@
 //! called many times (`rpjrt::PreparedCall`); the outputs of one call come back as one
 //! `CallOutputs` object whose Buffers are made only when asked for.
 
+use crate::detach::Detach;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -20,7 +21,7 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 /// computation goes on).
 fn wait_outputs(py: Python<'_>, outs: &rpjrt::CallOutputs) -> PyResult<()> {
     loop {
-        if py.detach(|| outs.wait_timeout(SIGNAL_SLICE)).pyerr()? {
+        if py.detach_call(|| outs.wait_timeout(SIGNAL_SLICE)).pyerr()? {
             return Ok(());
         }
         py.check_signals()?;
@@ -93,7 +94,7 @@ impl PyExecutable {
             .iter()
             .map(|l| l.iter().map(|b| b.get().rb()).collect())
             .collect();
-        let inner = py.detach(|| exe.prepare(&refs, &donate)).pyerr()?;
+        let inner = py.detach_call(|| exe.prepare(&refs, &donate)).pyerr()?;
         Ok(PyPreparedCall {
             inner: crate::notify::Held::new(inner),
             client: this.client_ref().clone_ref(py),
@@ -112,7 +113,7 @@ impl PyPreparedCall {
         let call: &rpjrt::PreparedCall = &self.inner;
         // One release of the GIL for the call and, mostly, the whole wait.
         let (inner, done) = py
-            .detach(|| -> rpjrt::Result<_> {
+            .detach_call(|| -> rpjrt::Result<_> {
                 let outs = call.call()?;
                 let done = !wait || outs.wait_timeout(SIGNAL_SLICE)?;
                 Ok((outs, done))

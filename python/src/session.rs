@@ -1,6 +1,7 @@
 //! Sessions: named slots and programs that read and write them (rpjrt::Session).
 //! Python-only sugar (compiling sources, bind_many) is in rpjrt/session.py.
 
+use crate::detach::Detach;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -70,7 +71,7 @@ const SIGNAL_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
 /// `KeyboardInterrupt` (or what a signal handler raises) between them: the call that
 /// follows then finds the session between steps, or at worst waits for a step begun since.
 fn between_steps(py: Python<'_>, s: &Session) -> PyResult<()> {
-    while !py.detach(|| s.wait_between_steps(SIGNAL_SLICE)) {
+    while !py.detach_call(|| s.wait_between_steps(SIGNAL_SLICE)) {
         py.check_signals()?;
     }
     Ok(())
@@ -180,7 +181,7 @@ impl PySession {
     /// here, and one that runs after frees them itself.
     fn landed<T>(&self, py: Python<'_>, r: rpjrt::Result<T>) -> PyResult<T> {
         if self.closed.load(Ordering::Acquire) {
-            let _ = py.detach(|| self.free_slots());
+            let _ = py.detach_call(|| self.free_slots());
             // A loader bound after the close never runs either.
             self.inner.drop_loaders();
             return Err(match r {
@@ -487,7 +488,7 @@ impl PySession {
             return Ok(());
         }
         self.inner.drop_loaders();
-        match py.detach(|| self.free_slots()) {
+        match py.detach_call(|| self.free_slots()) {
             Ok(()) => {
                 self.freed.store(true, Ordering::Release);
                 Ok(())
@@ -545,7 +546,7 @@ impl PySession {
         self.check_open(py)?;
         let s = &self.inner;
         between_steps(py, s)?;
-        let r = py.detach(|| s.bind(name, v));
+        let r = py.detach_call(|| s.bind(name, v));
         self.landed(py, r)
     }
 
@@ -617,7 +618,7 @@ impl PySession {
         let s = &self.inner;
         between_steps(py, s)?;
         // One core call: the values and the loaders land together, or nothing does.
-        let r = py.detach(|| s.bind_all_with(values, lazy));
+        let r = py.detach_call(|| s.bind_all_with(values, lazy));
         self.landed(py, r)
     }
 
@@ -629,7 +630,7 @@ impl PySession {
         let load = self.loader_of(py, name, loader);
         let s = &self.inner;
         between_steps(py, s)?;
-        let r = py.detach(|| s.bind_lazy(name, load));
+        let r = py.detach_call(|| s.bind_lazy(name, load));
         self.landed(py, r)
     }
 
@@ -645,7 +646,7 @@ impl PySession {
                 between_steps(py, s)?;
                 // Its loader may close the session: what it loaded is freed too, as
                 // close() promises, and the call fails as the next one would.
-                let r = py.detach(|| s.fetch(name));
+                let r = py.detach_call(|| s.fetch(name));
                 self.landed(py, r)?
             }
         };
@@ -674,7 +675,7 @@ impl PySession {
         // a loader the save ran, or another thread): the save fails as the next call would,
         // and what the loaders filled after the close is freed. A close that comes after
         // the values were taken waits for them, and the file is that state.
-        let r = py.detach(|| rpjrt_npy::checkpoint::save_with(s, &path, || self.still_open()));
+        let r = py.detach_call(|| rpjrt_npy::checkpoint::save_with(s, &path, || self.still_open()));
         match r {
             Ok(()) => Ok(()),
             Err(e) => self.landed(py, Err(e)),
@@ -689,7 +690,8 @@ impl PySession {
         between_steps(py, s)?;
         // A close while the file is read stops the restore; one that races its bind frees
         // what it bound (`landed`): either way the call fails and every slot reads deleted.
-        let r = py.detach(|| rpjrt_npy::checkpoint::restore_with(s, &path, &|| self.still_open()));
+        let r =
+            py.detach_call(|| rpjrt_npy::checkpoint::restore_with(s, &path, &|| self.still_open()));
         self.landed(py, r)
     }
 
@@ -832,14 +834,14 @@ impl PySessionProgram {
             s.check_open(py)?;
             let session = &s.inner;
             between_steps(py, session)?;
-            let r = py.detach(|| session.bind_all(pairs));
+            let r = py.detach_call(|| session.bind_all(pairs));
             s.landed(py, r)?;
         }
         between_steps(py, &s.inner)?;
         // Closed while the step ran (by its own custom-call handler, one of its inputs'
         // loaders, or another thread): the outputs it stored in slots, and what the loaders
         // loaded, are freed too, as close() promises.
-        let r = py.detach(|| p.call_outputs());
+        let r = py.detach_call(|| p.call_outputs());
         let outs = s.landed(py, r)?;
         let dict = PyDict::new(py);
         for (out, slot) in outs.into_iter().zip(p.outputs()) {

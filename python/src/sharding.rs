@@ -2,6 +2,7 @@
 //! (rpjrt_mesh). The Python-facing helpers (Mesh, shard, assemble, run_sharded) are in
 //! rpjrt/sharding.py.
 
+use crate::detach::Detach;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rpjrt::{sharding, ElementType, Program};
@@ -45,7 +46,7 @@ pub fn _shard_split<'py>(
     let ty = dtype_from_py(dtype)?;
     let m = mesh(axes, device_ids)?;
     let (shards, shard_dims) = py
-        .detach(|| rpjrt_mesh::split(data, byte_form(ty), &dims, &m, &spec))
+        .detach_call(|| rpjrt_mesh::split(data, byte_form(ty), &dims, &m, &spec))
         .pyerr()?;
     let items = shards.iter().map(|s| PyBytes::new(py, s));
     Ok((PyList::new(py, items)?, shard_dims))
@@ -80,7 +81,7 @@ pub fn _shard_assemble<'py>(
         .map(|((data, _, d), t)| HostShard::new(data, as_moved(*t), d))
         .collect();
     let full = py
-        .detach(|| rpjrt_mesh::assemble(&refs, array_ty, &dims, &m, &spec))
+        .detach_call(|| rpjrt_mesh::assemble(&refs, array_ty, &dims, &m, &spec))
         .pyerr()?;
     Ok(PyBytes::new(py, &full))
 }

@@ -1,6 +1,7 @@
 //! The staging pool behind large `put` copies (`rpjrt::staging`): its figures, its bound
 //! and release on demand.
 
+use crate::detach::Detach;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -11,7 +12,7 @@ use pyo3::types::PyDict;
 /// ``memcpy`` speed. Blocks in use by live buffers are not affected.
 #[pyfunction]
 pub fn release_pooled_memory(py: Python<'_>) -> usize {
-    py.detach(rpjrt::staging::release_pooled_memory)
+    py.detach_call(rpjrt::staging::release_pooled_memory)
 }
 
 /// What the staging pool holds and has done: ``limit``, ``pooled_bytes``,
@@ -37,5 +38,5 @@ pub fn pooled_memory_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// unmapped at once (`rpjrt::staging::set_limit`).
 #[pyfunction]
 pub fn set_pooled_memory_limit(py: Python<'_>, nbytes: usize) {
-    py.detach(|| rpjrt::staging::set_limit(nbytes))
+    py.detach_call(|| rpjrt::staging::set_limit(nbytes))
 }

@@ -2,6 +2,7 @@
 //! page and the plugin-profile policy are `rpjrt::trace`). The context manager
 //! `rpjrt.trace()` is Python sugar in `rpjrt/_trace.py`.
 
+use crate::detach::Detach;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -32,7 +33,7 @@ pub fn _trace_begin(
     trace::start().pyerr()?;
     let profiler = client.map(|c| {
         let c = c.get();
-        py.detach(|| PluginProfiler::begin(&c.inner))
+        py.detach_call(|| PluginProfiler::begin(&c.inner))
     });
     Ok(PyTraceRecording {
         state: Mutex::new(Some(profiler)),
@@ -63,7 +64,7 @@ impl PyTraceRecording {
         let mut t = trace::stop().pyerr()?;
         match state {
             Some(profiler) => {
-                let collected = py.detach(|| profiler.and_then(|p| p.finish()));
+                let collected = py.detach_call(|| profiler.and_then(|p| p.finish()));
                 t.attach_plugin_profile(collected);
             }
             None => t.set_metadata(
@@ -153,7 +154,7 @@ impl PyTrace {
     /// Writes the Chrome trace JSON to `path`, and the plugin's profile beside it
     /// (`NAME.plugin.xspace.pb`) when there is one.
     fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        py.detach(|| self.inner.save(&path)).pyerr()
+        py.detach_call(|| self.inner.save(&path)).pyerr()
     }
 
     fn __len__(&self) -> usize {

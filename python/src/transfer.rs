@@ -2,6 +2,7 @@
 //! the logic is `rpjrt::transfer`). Python-side sugar (tqdm bars, numpy sources) lives in
 //! `rpjrt/transfer.py`.
 
+use crate::detach::Detach;
 use std::cell::RefCell;
 use std::sync::Mutex;
 
@@ -68,7 +69,7 @@ pub fn _put_streaming(
             // SAFETY: `view` lives until the end of this closure, so the region's bytes stay
             // valid; the plugin is done with them when `write` returns.
             let bytes = unsafe { region.as_slice() };
-            py.detach(|| sink.write(bytes)).pyerr()
+            py.detach_call(|| sink.write(bytes)).pyerr()
         })();
         keep(r)
     };
@@ -110,7 +111,7 @@ pub fn _copy_raw_to_host<'py>(
         .map_err(|_| invalid(format!("cannot allocate {size} bytes for a raw read")))?;
     out.resize(size, 0u8);
     wait_settled(py, b.rb())?;
-    py.detach(|| b.rb().copy_raw_to_host(offset, &mut out))
+    py.detach_call(|| b.rb().copy_raw_to_host(offset, &mut out))
         .pyerr()?;
     Ok(PyBytes::new(py, &out))
 }
@@ -143,7 +144,7 @@ pub fn _create_uninitialized_buffer(
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
     let b = py
-        .detach(|| {
+        .detach_call(|| {
             me.inner
                 .create_uninitialized_buffer(t, &shape, &dev, mem.as_ref())
         })
@@ -170,7 +171,7 @@ pub fn _create_error_buffer(
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
     let b = py
-        .detach(|| {
+        .detach_call(|| {
             me.inner
                 .create_error_buffer(c, message, t, &shape, &dev, mem.as_ref())
         })
@@ -217,7 +218,7 @@ impl PyAliasFulfiller {
             f.check(b.rb()).pyerr()?;
         }
         let f = self.take()?;
-        py.detach(|| f.fulfill(b.rb())).pyerr()
+        py.detach_call(|| f.fulfill(b.rb())).pyerr()
     }
 
     /// Completes the alias with an error: using the alias raises `code` (a name such as
@@ -225,7 +226,7 @@ impl PyAliasFulfiller {
     fn fail(&self, py: Python<'_>, code: &str, message: &str) -> PyResult<()> {
         let c = rpjrt::Code::from_name(code).pyerr()?;
         let f = self.take()?;
-        py.detach(|| f.fail(c, message)).pyerr()
+        py.detach_call(|| f.fail(c, message)).pyerr()
     }
 
     /// Whether the alias still waits to be completed.
@@ -257,7 +258,7 @@ pub fn create_alias_buffer(
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
     let (b, f) = py
-        .detach(|| me.inner.create_alias_buffer(t, &shape, &dev, mem.as_ref()))
+        .detach_call(|| me.inner.create_alias_buffer(t, &shape, &dev, mem.as_ref()))
         .pyerr()?;
     let buffer = PyBuffer::wrap(py, b, &client.clone().unbind())?;
     Ok((
@@ -274,7 +275,7 @@ pub fn create_alias_buffer(
 #[pyfunction]
 pub fn _device_layout(py: Python<'_>, buffer: &Bound<'_, PyBuffer>) -> PyResult<LayoutTuple> {
     let b = buffer.get();
-    py.detach(|| b.rb().device_layout())
+    py.detach_call(|| b.rb().device_layout())
         .pyerr()
         .map(layout_tuple)
 }
@@ -302,7 +303,7 @@ pub fn _default_layout(
 ) -> PyResult<LayoutTuple> {
     let t = dtype_from_py(dtype)?;
     let me = client.get();
-    py.detach(|| me.inner.default_layout(t, &shape))
+    py.detach_call(|| me.inner.default_layout(t, &shape))
         .pyerr()
         .map(layout_tuple)
 }

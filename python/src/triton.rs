@@ -1,6 +1,7 @@
 //! `rpjrt.triton`: Triton kernels compiled by the plugin (rpjrt::triton).
 //! The Python-facing module is rpjrt/triton.py.
 
+use crate::detach::Detach;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 
@@ -176,7 +177,7 @@ pub fn _triton_compile(
         .and_then(|o| o.num_stages(num_stages))
         .pyerr()?;
     let inner = py
-        .detach(|| match &client {
+        .detach_call(|| match &client {
             Some(c) => c.triton_compile(&bytes, &options),
             None => rpjrt::triton::compile(&plugin, &bytes, &options),
         })
