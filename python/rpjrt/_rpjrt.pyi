@@ -184,13 +184,16 @@ class Client:
         looks a device up by id). Default: the client's default device.
         obj: any buffer-protocol object (bytes, bytearray, array.array, memoryview, numpy
         arrays, including non-contiguous ones), a `__dlpack__` producer, a Python number or a
-        nested list of numbers of one kind, or a Buffer (copied to `device`).
+        nested list of numbers of one kind, or a Buffer (copied to `device`). numpy and
+        ml_dtypes scalars in a list keep their dtype, promoted as `numpy.asarray` promotes
+        them (`[np.int8(1)]` is int8); a `longdouble` one is refused, as the bare scalar is.
         dtype: the element type; with raw bytes (format "B", "b" or "c", or numpy's raw
         "|V" items of the same width) it reinterprets them; numpy arrays and scalars,
         `__dlpack__` producers, Python numbers and lists are converted, and every value must
         fit exactly (out-of-range values, float -> int, complex -> real and float overflow
-        raise InvalidArgumentError); with other buffer-protocol objects it must match the
-        data (big-endian data is converted, other formats refused).
+        raise InvalidArgumentError; a NaN keeps its sign and payload as numpy's astype
+        keeps them); with other buffer-protocol objects it must match the data (big-endian
+        data is converted, other formats refused).
         cast: convert as numpy's astype does (wrapping, truncating, saturating) instead of
         refusing values the dtype cannot hold.
         copy: True copies during the call; False shares the host memory (raises if the
@@ -841,25 +844,37 @@ class _KvStoreLike(Protocol):
 
 @final
 class InMemoryStore:
-    """A key-value store in this process's memory, shared by its threads."""
+    """A key-value store in this process's memory, shared by its threads.
+
+    A store belongs to the process that made it: in a process forked from that one,
+    ``set``, ``get``, ``try_get``, ``delete`` and ``barrier`` raise
+    ``FailedPreconditionError`` naming the fork."""
 
     def __new__(cls) -> Self: ...
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         """Sets `key` to `value`, any contiguous bytes-like object (copied)."""
-    def get(self, key: str, timeout: float = 30.0) -> bytes: ...
+    def get(self, key: str, timeout: float = 30.0) -> bytes:
+        """The value of `key`, waiting up to `timeout` s for it (Ctrl-C ends the wait)."""
     def try_get(self, key: str) -> bytes | None: ...
+    def delete(self, key: str) -> bool:
+        """Removes `key`; returns whether it was set."""
     def barrier(
         self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
-    ) -> None: ...
+    ) -> None:
+        """Waits for every process. Ctrl-C ends the wait, takes this arrival back and gives
+        the use back: calling it again waits at the same generation."""
 
 @final
 class TcpStore:
     """The TCP key-value store: process 0 hosts it, the others connect with the token.
 
     A store belongs to the process that made it: in a process forked from that one,
-    ``set``, ``get``, ``try_get``, ``barrier`` and ``shutdown`` raise
+    ``set``, ``get``, ``try_get``, ``delete``, ``barrier`` and ``shutdown`` raise
     ``FailedPreconditionError`` naming the fork, and dropping the store there does nothing
-    (the parent's store goes on working)."""
+    (the parent's store goes on working).
+
+    On a peer every call answers Ctrl-C, and a ``get`` whose host does not answer (paused,
+    overloaded) fails about a second after its timeout."""
 
     @staticmethod
     def host(address: str, token: str) -> TcpStore: ...
@@ -871,11 +886,16 @@ class TcpStore:
     def is_host(self) -> bool: ...
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         """Sets `key` to `value`, any contiguous bytes-like object (copied)."""
-    def get(self, key: str, timeout: float = 30.0) -> bytes: ...
+    def get(self, key: str, timeout: float = 30.0) -> bytes:
+        """The value of `key`, waiting up to `timeout` s for it (Ctrl-C ends the wait)."""
     def try_get(self, key: str) -> bytes | None: ...
+    def delete(self, key: str) -> bool:
+        """Removes `key`; returns whether it was set."""
     def barrier(
         self, name: str, process_id: int, num_processes: int, timeout: float = 30.0
-    ) -> None: ...
+    ) -> None:
+        """Waits for every process. Ctrl-C ends the wait, takes this arrival back and gives
+        the use back: calling it again waits at the same generation."""
     def shutdown(self, grace: float = 0.0) -> bool:
         """Host: stop, first waiting up to ``grace`` s for every peer to leave (Ctrl-C
         ends the wait: the host stops at once and ``KeyboardInterrupt`` is raised).
@@ -973,7 +993,9 @@ class FfiCall:
     @property
     def stage(self) -> str: ...
     @property
-    def device_ordinal(self) -> int | None: ...
+    def device_ordinal(self) -> int | None:
+        """The ordinal of the device the call runs on (None where the runtime does not
+        say, and during the instantiate stage, which runs at compile)."""
     @property
     def state(self) -> Any:
         """The instance's state: what the ``instantiate`` function given at registration

@@ -34,12 +34,14 @@ import numbers
 import operator
 import os
 import queue
+import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
 
-from ._errors import FailedPreconditionError, InvalidArgumentError
+from ._errors import FailedPreconditionError, InvalidArgumentError, UnimplementedError
 from ._rpjrt import (
     _MAX_PROCESSES,
     InMemoryStore,
@@ -164,6 +166,9 @@ class KvStore(Protocol):
     def try_get(self, key: str, /) -> bytes | None:
         """The value of ``key`` now, or ``None``."""
 
+    # Optional, not part of what ``kv=`` needs: ``delete(key) -> bool`` removes a key and
+    # says whether it was set. rpjrt's stores and adapters have it (:meth:`BoundedStore.delete`).
+
 
 @dataclass(frozen=True)
 class LaunchEnv:
@@ -264,6 +269,11 @@ def initialize(
 
     ``process_id`` and ``num_processes`` must be ints (not bools), ``0 <= process_id <
     num_processes <= MAX_PROCESSES``; anything else is refused before any connection.
+
+    Ctrl-C ends the wait, and the store it made is stopped before ``KeyboardInterrupt`` is
+    raised (process 0's port is free again for a retry). A process that calls it again
+    after its ``shutdown`` (a job's next round) waits, within ``timeout``, until process 0
+    has replaced the store it left with a new one.
     """
     p = None if process_id is None else _int_arg(process_id, "process_id")
     n = None if num_processes is None else _int_arg(num_processes, "num_processes")
@@ -335,13 +345,20 @@ class _Worker:
 
 _pool_lock = threading.Lock()
 _idle: list[_Worker] = []
+#: Every bounded store of this process, for the fork handler.
+_stores: weakref.WeakSet[BoundedStore] = weakref.WeakSet()
 
 
 def _forget_workers() -> None:
-    # A forked child has none of its parent's threads.
+    # A forked child has none of its parent's threads: no idle worker, no call still out
+    # (a count of its parent's stuck calls would refuse its calls for ever), and no lock
+    # one of them held at the fork.
     global _pool_lock
     _pool_lock = threading.Lock()
     _idle.clear()
+    for store in list(_stores):
+        store._stuck = 0
+        store._stuck_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -354,13 +371,21 @@ def _run_bounded(fn: Callable[..., _T], args: tuple[Any, ...], bound: float,
     """Runs ``fn(*args)`` on a worker thread and waits up to ``bound`` seconds:
     ``(True, result)``, or ``(False, None)`` when it did not return in time (then
     ``on_abandon`` runs now, and ``on_late`` once the call does return). Its exception
-    is raised here."""
+    is raised here. A wait interrupted (Ctrl-C) abandons the call the same way before the
+    interrupt goes on, so that calls left running stay counted (and bounded)."""
     call = _Call(fn, args, on_late)
     with _pool_lock:
         worker = _idle.pop() if _idle else None
     (worker or _Worker()).jobs.put(call)
-    # A wait beyond what the lock takes (1e300 s is a finite timeout) waits that long.
-    call.done.wait(min(bound, threading.TIMEOUT_MAX))
+    try:
+        # A wait beyond what the lock takes (1e300 s is a finite timeout) waits that long.
+        call.done.wait(min(bound, threading.TIMEOUT_MAX))
+    except BaseException:
+        with call.lock:
+            if not call.finished:
+                call.abandoned = True
+                on_abandon()
+        raise
     with call.lock:
         if not call.finished:
             call.abandoned = True
@@ -376,11 +401,25 @@ def _run_bounded(fn: Callable[..., _T], args: tuple[Any, ...], bound: float,
     return True, value
 
 
+#: The status code an error's text starts with (``DEADLINE_EXCEEDED: ...``), as XLA and
+#: JAX write their errors.
+_STATUS_PREFIX = re.compile(r"\s*([A-Z][A-Z_]*[A-Z]):")
+
+
+def _status_code(e: BaseException) -> str | None:
+    """The canonical status code an error names first (``"NOT_FOUND"``), or ``None``. Only
+    the code that starts the message counts: a message that merely mentions a timeout or
+    something not found deeper in its text (``UNAVAILABLE: ... heartbeat timeout``) keeps
+    its own code."""
+    code = getattr(e, "code", None)
+    if isinstance(code, str) and code.isupper():
+        return code
+    m = _STATUS_PREFIX.match(str(e))
+    return m.group(1) if m else None
+
+
 def _is_timeout(e: BaseException) -> bool:
-    text = str(e).lower()
-    return isinstance(e, TimeoutError) or "timeout" in text or "timed out" in text or (
-        "deadline_exceeded" in text
-    )
+    return isinstance(e, TimeoutError) or _status_code(e) == "DEADLINE_EXCEEDED"
 
 
 class BoundedStore:
@@ -420,6 +459,7 @@ class BoundedStore:
         self._op_timeout = _seconds_arg(op_timeout, "op_timeout")
         self._stuck = 0
         self._stuck_lock = threading.Lock()
+        _stores.add(self)
 
     def __repr__(self) -> str:
         return self._name()
@@ -450,10 +490,26 @@ class BoundedStore:
         key = _key_arg(key)
         return self._get(key, _seconds_arg(timeout, "timeout"))
 
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; whether it was set. Within ``op_timeout``. A wrapped object
+        without a ``delete`` method is refused (``UnimplementedError``, a
+        ``NotImplementedError``)."""
+        key = _key_arg(key)
+        return bool(self._call(self._delete, (key,), self._op_timeout, f"delete({key!r})"))
+
     # ------------------------------------------------------------ what adapters define
 
     def _set(self, key: str, value: bytes) -> None:
         self._target.set(key, value)
+
+    def _delete(self, key: str) -> bool:
+        delete = getattr(self._target, "delete", None)
+        if not callable(delete):
+            raise UnimplementedError(
+                f"{self._name()} cannot delete keys: "
+                f"{type(self._target).__name__} has no delete method"
+            )
+        return bool(delete(key))
 
     def _try_get(self, key: str) -> Any:
         return self._target.try_get(key)
@@ -474,8 +530,8 @@ class BoundedStore:
             stuck = self._stuck
         if stuck >= self.max_stuck:
             raise TimeoutError(
-                f"{self._name()}: {stuck} earlier calls have not returned (the store does "
-                f"not answer); {what} was not started"
+                f"{self._name()}: {stuck} earlier calls have not returned (they timed out "
+                f"or were interrupted: the store does not answer); {what} was not started"
             )
         ok, value = _run_bounded(fn, args, bound, self._abandoned, self._returned)
         if not ok:
@@ -553,6 +609,9 @@ class TorchStore(BoundedStore):
     def _set(self, key: str, value: bytes) -> None:
         self._store.set(key, value)
 
+    def _delete(self, key: str) -> bool:
+        return bool(self._store.delete_key(key))
+
     def _get(self, key: str, timeout: float) -> bytes:
         return self._poll_get(key, timeout, self._poll)
 
@@ -614,9 +673,18 @@ class JaxStore(BoundedStore):
         try:
             return bytes(self._client.key_value_try_get_bytes(key))
         except Exception as e:
-            if "not_found" in str(e).lower() or "not found" in str(e).lower():
+            # Only a NOT_FOUND status is an absent key: any other error (a client that
+            # lost its service, one "not found in the cluster") is the store's error.
+            if _status_code(e) == "NOT_FOUND":
                 return None
             raise
+
+    def _delete(self, key: str) -> bool:
+        # JAX's delete says nothing: whether the key was set is looked up first. (JAX
+        # also removes the keys under ``key + "/"``, as a directory.)
+        was = self._try_get(key) is not None
+        self._client.key_value_delete(key)
+        return was
 
 
 class RedisStore(BoundedStore):
@@ -648,6 +716,9 @@ class RedisStore(BoundedStore):
 
     def _set(self, key: str, value: bytes) -> None:
         self._redis.set(self._prefix + key, value)
+
+    def _delete(self, key: str) -> bool:
+        return bool(self._redis.delete(self._prefix + key))
 
     def _try_get(self, key: str) -> bytes | None:
         return self._redis.get(self._prefix + key)  # type: ignore[no-any-return]

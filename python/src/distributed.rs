@@ -2,6 +2,7 @@
 //! Python object with `set`/`get`/`try_get` as a store for the plugin, and launch-env
 //! detection. The GIL is released whenever a store may wait.
 
+use crate::detach::Detach;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rpjrt::Code;
 use rpjrt_distributed::{
-    check_world, DistributedOptions, InMemoryStore, KvStore, LaunchEnv, Rendezvous, TcpStore,
-    MAX_PROCESSES,
+    check_world, Cancel, DistributedOptions, InMemoryStore, KvStore, LaunchEnv, Rendezvous,
+    TcpStore, MAX_PROCESSES,
 };
 
 use crate::convert::{int_arg, secs_arg};
@@ -60,9 +61,24 @@ pub fn opt_process_arg(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<O
         .transpose()
 }
 
+/// Runs a store call on a thread of its own inside a [`Cancel`] token, answering Ctrl-C
+/// at once: the token is cancelled, so the call ends (a wait within 100 ms, a call on a
+/// connection at once; a barrier takes its arrival back) and is waited for (briefly)
+/// before `KeyboardInterrupt` is raised. Nothing it held is left behind.
+fn cancellable<T: Send + 'static>(
+    py: Python<'_>,
+    what: &str,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    let cancel = Cancel::new();
+    let token = cancel.clone();
+    run_interruptible(py, what, move || cancel.cancel(), move || token.run(call))
+}
+
 /// The `#[pymethods]` of a Rust store's class: what every store has (`set`, `get`,
-/// `try_get`, `barrier` on its `store` field, each releasing the GIL while it may wait)
-/// and the class's own items.
+/// `try_get`, `delete`, `barrier` on its `store` field, each releasing the GIL while it
+/// may wait; a call that talks to another process, and every wait, answers Ctrl-C) and
+/// the class's own items.
 macro_rules! store_class {
     ($class:ty { $($own:tt)* }) => {
         #[pymethods]
@@ -71,7 +87,14 @@ macro_rules! store_class {
             /// ...).
             fn set(&self, py: Python<'_>, key: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
                 let value = bytes_like(value)?;
-                py.detach(|| self.store.set(key, &value)).pyerr()
+                if self.remote {
+                    let (store, k) = (Arc::clone(&self.store), key.to_string());
+                    return cancellable(py, "a key-value store set", move || {
+                        store.set(&k, &value)
+                    })?
+                    .pyerr();
+                }
+                py.detach_call(|| self.store.set(key, &value)).pyerr()
             }
             /// The value of `key`, waiting up to `timeout` seconds for it to be set
             /// (Ctrl-C interrupts the wait).
@@ -83,23 +106,42 @@ macro_rules! store_class {
                 timeout: Option<&Bound<'py, PyAny>>,
             ) -> PyResult<Bound<'py, PyBytes>> {
                 let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
-                // Set already: no wait. Otherwise the wait answers Ctrl-C.
-                if let Some(v) = py.detach(|| self.store.try_get(key)).pyerr()? {
-                    return Ok(PyBytes::new(py, &v));
+                // Set already in this process's memory: no wait. Otherwise (and always
+                // for a peer, whose every call may wait on the host) the call answers
+                // Ctrl-C.
+                if !self.remote {
+                    if let Some(v) = py.detach_call(|| self.store.try_get(key)).pyerr()? {
+                        return Ok(PyBytes::new(py, &v));
+                    }
                 }
                 let (store, k) = (Arc::clone(&self.store), key.to_string());
-                let v = run_interruptible(py, "a key-value store get", move || store.get(&k, t))?
+                let v = cancellable(py, "a key-value store get", move || store.get(&k, t))?
                     .pyerr()?;
                 Ok(PyBytes::new(py, &v))
             }
-            /// The value of `key`, or None when it is not set (does not wait).
+            /// The value of `key`, or None when it is not set (does not wait for the key).
             fn try_get<'py>(
                 &self,
                 py: Python<'py>,
                 key: &str,
             ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-                let v = py.detach(|| self.store.try_get(key)).pyerr()?;
+                let v = if self.remote {
+                    let (store, k) = (Arc::clone(&self.store), key.to_string());
+                    cancellable(py, "a key-value store try_get", move || store.try_get(&k))?
+                } else {
+                    py.detach_call(|| self.store.try_get(key))
+                }
+                .pyerr()?;
                 Ok(v.map(|v| PyBytes::new(py, &v)))
+            }
+            /// Removes `key`; returns whether it was set.
+            fn delete(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
+                if self.remote {
+                    let (store, k) = (Arc::clone(&self.store), key.to_string());
+                    return cancellable(py, "a key-value store delete", move || store.delete(&k))?
+                        .pyerr();
+                }
+                py.detach_call(|| self.store.delete(key)).pyerr()
             }
             /// Waits for every process (see `Rendezvous::barrier`): the ids and count go
             /// through one integer check (no bools, no negatives, at most
@@ -121,7 +163,7 @@ macro_rules! store_class {
                 check_world(p, n).pyerr()?;
                 let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
                 let (store, name) = (Arc::clone(&self.store), name.to_string());
-                run_interruptible(py, "a key-value store barrier", move || {
+                cancellable(py, "a key-value store barrier", move || {
                     store.barrier(&name, p, n, t)
                 })?
                 .pyerr()
@@ -132,9 +174,15 @@ macro_rules! store_class {
 }
 
 /// A key-value store in this process's memory, shared by its threads.
+///
+/// A store belongs to the process that made it: in a process forked from that one, `set`,
+/// `get`, `try_get`, `delete` and `barrier` raise `FailedPreconditionError` naming the
+/// fork (a thread of the parent may have held its lock at the fork).
 #[pyclass(frozen, weakref, name = "InMemoryStore", module = "rpjrt.distributed")]
 pub struct PyInMemoryStore {
     store: Arc<dyn Rendezvous>,
+    /// Never: the store is in this process's memory.
+    remote: bool,
 }
 
 store_class!(PyInMemoryStore {
@@ -142,6 +190,7 @@ store_class!(PyInMemoryStore {
     fn new() -> PyInMemoryStore {
         PyInMemoryStore {
             store: Arc::new(InMemoryStore::new()),
+            remote: false,
         }
     }
     fn __repr__(&self) -> String {
@@ -152,12 +201,15 @@ store_class!(PyInMemoryStore {
 /// The TCP key-value store: process 0 hosts it, the others connect with the job's token.
 ///
 /// A store belongs to the process that made it: in a process forked from that one, `set`,
-/// `get`, `try_get`, `barrier` and `shutdown` raise `FailedPreconditionError` naming the
-/// fork, and dropping the store there does nothing (the parent's store goes on working).
+/// `get`, `try_get`, `delete`, `barrier` and `shutdown` raise `FailedPreconditionError`
+/// naming the fork, and dropping the store there does nothing (the parent's store goes on
+/// working).
 #[pyclass(frozen, weakref, name = "TcpStore", module = "rpjrt.distributed")]
 pub struct PyTcpStore {
     tcp: Arc<TcpStore>,
     store: Arc<dyn Rendezvous>,
+    /// Whether the store is a peer's (every call goes to the host, and may wait on it).
+    remote: bool,
 }
 
 impl PyTcpStore {
@@ -165,6 +217,7 @@ impl PyTcpStore {
         let tcp = Arc::new(t);
         PyTcpStore {
             store: tcp.clone(),
+            remote: !tcp.is_host(),
             tcp,
         }
     }
@@ -174,7 +227,7 @@ store_class!(PyTcpStore {
     /// Hosts the store on `address` ("127.0.0.1:0" picks a free port).
     #[staticmethod]
     fn host(py: Python<'_>, address: &str, token: &str) -> PyResult<PyTcpStore> {
-        py.detach(|| TcpStore::host(address, token))
+        py.detach_call(|| TcpStore::host(address, token))
             .pyerr()
             .map(PyTcpStore::wrap)
     }
@@ -194,7 +247,7 @@ store_class!(PyTcpStore {
         let p = process_arg(process_id, "process_id")?;
         let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
         let (address, token) = (address.to_string(), token.to_string());
-        run_interruptible(py, "connecting to the key-value store", move || {
+        cancellable(py, "connecting to the key-value store", move || {
             TcpStore::connect(&address, &token, p, t)
         })?
         .pyerr()
@@ -220,15 +273,15 @@ store_class!(PyTcpStore {
         self.tcp.check_not_forked().pyerr()?;
         if g.is_zero() || !self.tcp.is_host() {
             // No wait for peers (a peer's goodbye is bounded by a brief grace of its own).
-            return Ok(py.detach(|| self.tcp.shutdown_after(g)));
+            return Ok(py.detach_call(|| self.tcp.shutdown_after(g)));
         }
         let tcp = Arc::clone(&self.tcp);
-        let r = run_interruptible(py, "shutting down the key-value store host", move || {
+        let r = cancellable(py, "shutting down the key-value store host", move || {
             tcp.shutdown_after(g)
         });
         if r.is_err() {
             // Interrupted: stop now (the wait given up on ends with it).
-            py.detach(|| self.tcp.shutdown());
+            py.detach_call(|| self.tcp.shutdown());
         }
         r
     }
@@ -401,7 +454,9 @@ pub fn _initialize<'py>(
     let t = secs_arg(timeout, DEFAULT_TIMEOUT, "timeout")?;
     let env = LaunchEnv::resolve(p, n, coordinator, token).pyerr()?;
     let joining = env.clone();
-    let store = run_interruptible(py, "joining the job's key-value store", move || {
+    // Ctrl-C cancels the join: a host it started stops (its port free again) before
+    // `KeyboardInterrupt` is raised, so a retry can host on the same address.
+    let store = cancellable(py, "joining the job's key-value store", move || {
         TcpStore::from_env(&joining, t)
     })?
     .pyerr()?;

@@ -7,6 +7,7 @@
 //! giving up at the timeout. A call given up on goes on in the background; whatever it
 //! returns later is dropped there.
 
+use crate::detach::Detach;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -114,27 +115,37 @@ pub(crate) fn run_abandonable<T: Send + 'static>(
     timeout: Option<Duration>,
     call: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
-    wait_for(py, what, timeout, true, call)
+    wait_for(py, what, timeout, true, None, call)
 }
 
+/// How long an interrupted call's end is waited for once `on_interrupt` asked it to end
+/// ([`run_interruptible`]), before `KeyboardInterrupt` is raised all the same.
+const ENDING_WAIT: Duration = Duration::from_secs(5);
+
 /// Runs `call` (a wait that is not the plugin's: a key-value store's `get`, a barrier) on a
-/// thread of its own and waits for it with Ctrl-C answered at once; a call given up on
-/// goes on in the background until its own timeout ends it.
+/// thread of its own and waits for it with Ctrl-C answered at once. On Ctrl-C,
+/// `on_interrupt` runs (it asks the call to end: a store call's cancel), and the call's
+/// end is waited for (with the GIL released, at most [`ENDING_WAIT`]) before
+/// `KeyboardInterrupt` is raised, so that what the call held (a thread, a connection, a
+/// place at a barrier, a port) is let go of by then and a retry finds it free.
 pub(crate) fn run_interruptible<T: Send + 'static>(
     py: Python<'_>,
     what: &str,
+    on_interrupt: impl FnOnce() + Send + 'static,
     call: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
-    wait_for(py, what, None, false, call)
+    wait_for(py, what, None, false, Some(Box::new(on_interrupt)), call)
 }
 
 /// [`run_abandonable`] and [`run_interruptible`]: `plugin` marks a call given up on as a
-/// plugin load or creation (see `_exit_if_loader_stuck`).
+/// plugin load or creation (see `_exit_if_loader_stuck`); `on_interrupt` (when given)
+/// asks the call to end on Ctrl-C, and its end is then waited for.
 fn wait_for<T: Send + 'static>(
     py: Python<'_>,
     what: &str,
     timeout: Option<Duration>,
     plugin: bool,
+    on_interrupt: Option<Box<dyn FnOnce() + Send>>,
     call: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
     let (tx, mut rx) = mpsc::sync_channel(1);
@@ -162,7 +173,7 @@ fn wait_for<T: Send + 'static>(
             None => SLICE,
         };
         // The receiver goes into the GIL-free closure and comes back (it is Send, not Sync).
-        let (got, back) = py.detach(move || (rx.recv_timeout(slice), rx));
+        let (got, back) = py.detach_call(move || (rx.recv_timeout(slice), rx));
         rx = back;
         match got {
             Ok(v) => return Ok(v),
@@ -175,6 +186,14 @@ fn wait_for<T: Send + 'static>(
         }
         if let Err(e) = py.check_signals() {
             ABANDONED.fetch_or(plugin, std::sync::atomic::Ordering::SeqCst);
+            if let Some(end) = on_interrupt {
+                end();
+                // The call ends soon once asked: its result (an error saying so) is
+                // dropped. The receiver is moved in and dropped there.
+                py.detach_call(move || {
+                    let _ = rx.recv_timeout(ENDING_WAIT);
+                });
+            }
             return Err(e);
         }
         if let Some(t) = timeout {

@@ -32,9 +32,12 @@ use std::time::{Duration, Instant};
 
 use rpjrt::{Code, Error, Result};
 
+mod cancel;
 mod launch;
 mod memory;
 mod tcp;
+
+pub use cancel::Cancel;
 
 pub use launch::signal_name;
 pub use launch::{
@@ -91,7 +94,10 @@ pub(crate) fn world_problem(process_id: usize, num_processes: usize) -> Option<S
 /// A [`KvStore`] the processes of a job can meet at: [`Rendezvous::barrier`].
 ///
 /// Every store gets the key-based barrier of [`barrier_on`]; a store that knows more
-/// (the TCP store knows which peers are still connected) overrides it.
+/// (the TCP store knows which peers are still connected) overrides it. A store that can
+/// remove keys says so by implementing [`Rendezvous::delete`]: its barriers then remove
+/// the arrivals of old generations, so that a barrier met at every step of a long job
+/// keeps the store's size bounded.
 pub trait Rendezvous: KvStore {
     /// Waits until each of `num_processes` processes has called `barrier` with the same
     /// `name`, or until `timeout` runs out. The error names every process that did not
@@ -110,10 +116,20 @@ pub trait Rendezvous: KvStore {
     /// calls the barrier again (after all of them failed, or after the late ones passed),
     /// they meet in the next generation as usual.
     ///
+    /// A barrier whose call is cancelled ([`Cancel`]; Python's Ctrl-C) ends within 100 ms,
+    /// takes its arrival back (where the store can delete keys) and gives its use back:
+    /// calling it again waits at the same generation, so a retry meets the others. (A
+    /// process that saw the arrival before it was taken back has passed; the retry then
+    /// passes too, at once.)
+    ///
     /// Each arrival carries the `num_processes` it was called with: a process that finds
     /// another that arrived with a different count fails at once, naming both counts. A
     /// `process_id` out of range for `num_processes`, and a `num_processes` of 0 or above
     /// [`MAX_PROCESSES`], are refused before the store is touched.
+    ///
+    /// What it keeps in the store, per name and process: the count of uses and, once a
+    /// use has passed, that use's arrival (the arrivals of older uses are removed with
+    /// [`Rendezvous::delete`]; a store without it keeps them all).
     fn barrier(
         &self,
         name: &str,
@@ -121,13 +137,41 @@ pub trait Rendezvous: KvStore {
         num_processes: usize,
         timeout: Duration,
     ) -> Result<()> {
-        barrier_on(self, name, process_id, num_processes, timeout)
+        barrier_with(
+            self,
+            self as *const Self as *const () as usize,
+            name,
+            process_id,
+            num_processes,
+            timeout,
+            &Hooks {
+                delete: Some(&|k: &str| self.delete(k)),
+                ..Hooks::plain(name)
+            },
+        )
+    }
+
+    /// Removes `key` and its value; returns whether it was set. The stores of this crate
+    /// implement it (the TCP store over its protocol, from the host and from a peer);
+    /// the default says `UNIMPLEMENTED`, and a barrier over such a store keeps every
+    /// arrival.
+    fn delete(&self, key: &str) -> Result<bool> {
+        Err(store_error(
+            Code::Unimplemented,
+            format!(
+                "this key-value store cannot delete keys (asked to delete {})",
+                shown(key)
+            ),
+        ))
     }
 }
 
 impl<T: Rendezvous + ?Sized> Rendezvous for Arc<T> {
     fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
         (**self).barrier(name, pid, n, timeout)
+    }
+    fn delete(&self, key: &str) -> Result<bool> {
+        (**self).delete(key)
     }
 }
 
@@ -136,7 +180,8 @@ impl<T: Rendezvous + ?Sized> Rendezvous for Arc<T> {
 /// `num_processes` it was called with, and waits for the other processes' keys of
 /// generation `k`; a timeout names the processes whose keys never came, and a key holding
 /// another count fails the barrier at once. Every process must use the same names in the
-/// same order.
+/// same order. A [`KvStore`] cannot delete keys, so this barrier keeps every generation's
+/// arrivals; [`Rendezvous::barrier`] on a store with [`Rendezvous::delete`] removes them.
 pub fn barrier_on<S: KvStore + ?Sized>(
     store: &S,
     name: &str,
@@ -151,17 +196,48 @@ pub fn barrier_on<S: KvStore + ?Sized>(
         process_id,
         num_processes,
         timeout,
-        None,
-        &|_| Ok(()),
-        &format!("reach barrier {}", shown(name)),
+        &Hooks::plain(name),
     )
 }
 
-/// [`barrier_on`], waiting in slices of `poll` (when given) and asking `alive(p)` after
-/// each slice whether process `p` can still arrive (an error ends the wait at once). A
-/// timeout says the missing processes did not `what` ("reach barrier \"b\"").
-/// `owner` identifies the store handle (its address) for the one-entry-at-a-time check.
-#[allow(clippy::too_many_arguments)]
+/// What removes a key from a store ([`Rendezvous::delete`]).
+pub(crate) type Deleter<'a> = dyn Fn(&str) -> Result<bool> + 'a;
+
+/// What a store adds to the key-based barrier ([`barrier_with`]).
+pub(crate) struct Hooks<'a> {
+    /// Wait in slices of this (when given), asking `alive` after each.
+    pub(crate) poll: Option<Duration>,
+    /// Whether process `p` can still arrive (an error ends the wait at once).
+    pub(crate) alive: &'a dyn Fn(usize) -> Result<()>,
+    /// What a timeout says the missing processes did not do ("reach barrier \"b\"").
+    pub(crate) what: String,
+    /// Removes a key (the arrivals of old generations); `None`: keys stay.
+    pub(crate) delete: Option<&'a Deleter<'a>>,
+}
+
+impl Hooks<'static> {
+    /// No polling, every process alive, no deletion, the plain wording.
+    pub(crate) fn plain(name: &str) -> Hooks<'static> {
+        fn always(_: usize) -> Result<()> {
+            Ok(())
+        }
+        Hooks {
+            poll: None,
+            alive: &always,
+            what: format!("reach barrier {}", shown(name)),
+            delete: None,
+        }
+    }
+}
+
+/// Process `p`'s arrival at generation `generation` of barrier `name`.
+fn arrival_key(name: &str, generation: u64, p: usize) -> String {
+    format!("rpjrt:barrier:{name}:{generation}:{p}")
+}
+
+/// [`barrier_on`] with a store's `hooks` (polling and liveness, deletion of old
+/// arrivals). `owner` identifies the store handle (its address) for the
+/// one-entry-at-a-time check.
 pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     store: &S,
     owner: usize,
@@ -169,19 +245,101 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     process_id: usize,
     num_processes: usize,
     timeout: Duration,
-    poll: Option<Duration>,
-    alive: &dyn Fn(usize) -> Result<()>,
-    what: &str,
+    hooks: &Hooks<'_>,
 ) -> Result<()> {
     check_world(process_id, num_processes)?;
+    cancel::check()?;
     let deadline = deadline_after(timeout);
     // One entry per (store, name, process id) at a time: the use count is read, then
     // written, so two threads entering together took one generation between them, and
     // the barrier blamed the wrong process and stayed out of step afterwards.
     let _entry = BarrierEntry::enter(owner, name, process_id)?;
-    let generation = next_generation(store, name, process_id)?;
-    let key = |p: usize| format!("rpjrt:barrier:{name}:{generation}:{p}");
-    store.set(&key(process_id), num_processes.to_string().as_bytes())?;
+    let counter = format!("rpjrt:barrier-uses:{name}:{process_id}");
+    let before = store.try_get(&counter)?;
+    let uses = Uses::parse(name, &counter, before.as_deref())?;
+    let generation = uses.used;
+    let mine = arrival_key(name, generation, process_id);
+    let result = (|| {
+        // The count as it will stand once this use passed and its older arrivals are
+        // gone: one write in the usual case (a failure below writes it again).
+        let next = Uses {
+            used: generation + 1,
+            from: generation,
+        };
+        store.set(&counter, next.text().as_bytes())?;
+        store.set(&mine, num_processes.to_string().as_bytes())?;
+        wait_for_arrivals(
+            store,
+            name,
+            generation,
+            process_id,
+            num_processes,
+            timeout,
+            deadline,
+            hooks,
+        )
+    })();
+    match result {
+        Ok(()) => {
+            // Every process arrived here, so every process has ended its calls of the
+            // older generations: nobody reads this process's older arrivals again.
+            if let Some(delete) = hooks.delete {
+                cancel::shielded(|| {
+                    for g in uses.from..generation {
+                        let _ = delete(&arrival_key(name, g, process_id));
+                    }
+                });
+            }
+            Ok(())
+        }
+        Err(e) if cancel::ended_by_cancel(&e) => {
+            // Given up on: the arrival is taken back and the use given back, so that
+            // calling the barrier again waits at this generation.
+            cancel::shielded(|| {
+                if let Some(delete) = hooks.delete {
+                    let _ = delete(&mine);
+                }
+                let _ = match (&before, hooks.delete) {
+                    (Some(v), _) => store.set(&counter, v),
+                    (None, Some(delete)) => delete(&counter).map(drop),
+                    (None, None) => store.set(&counter, b"0"),
+                };
+            });
+            Err(if e.code() == Code::Cancelled {
+                e
+            } else {
+                cancel::cancelled_error()
+            })
+        }
+        Err(e) => {
+            // The arrival stands (see `Rendezvous::barrier`): the count keeps the older
+            // arrivals still stored, for the next use that passes to remove.
+            if hooks.delete.is_some() && uses.from < generation {
+                let keep = Uses {
+                    used: generation + 1,
+                    from: uses.from,
+                };
+                let _ = cancel::shielded(|| store.set(&counter, keep.text().as_bytes()));
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Waits for every other process's arrival at `generation` of barrier `name` (see
+/// [`barrier_with`]).
+#[allow(clippy::too_many_arguments)]
+fn wait_for_arrivals<S: KvStore + ?Sized>(
+    store: &S,
+    name: &str,
+    generation: u64,
+    process_id: usize,
+    num_processes: usize,
+    timeout: Duration,
+    deadline: Instant,
+    hooks: &Hooks<'_>,
+) -> Result<()> {
+    let key = |p: usize| arrival_key(name, generation, p);
     // A peer's arrival must carry this process's count: one called with another count
     // waits for a different set of processes, and would otherwise leave one side waiting
     // until its timeout for a process the other never counted.
@@ -191,15 +349,16 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     for p in (0..num_processes).filter(|&p| p != process_id) {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let slice = poll.map_or(left, |s| s.min(left));
+            let slice = hooks.poll.map_or(left, |s| s.min(left));
             match store.get(&key(p), slice) {
                 Ok(arrival) => {
                     same_world(p, &arrival)?;
                     break;
                 }
                 Err(e) if e.code() == Code::DeadlineExceeded => {
+                    cancel::check()?;
                     if Instant::now() < deadline {
-                        alive(p)?;
+                        (hooks.alive)(p)?;
                         continue;
                     }
                     // The others are looked up once each, up to a bound: a job of a
@@ -226,7 +385,7 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
                     let later = num_processes - (p + 1) - usize::from(process_id > p);
                     let unchecked = later - checked;
                     return Err(missing_processes(
-                        what,
+                        &hooks.what,
                         &missing,
                         unchecked,
                         num_processes,
@@ -238,6 +397,57 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// A process's count of uses of a barrier name, as its counter key holds it: `used` uses
+/// began, and its arrivals of generations `from..used` may still be stored. Written
+/// `"<used>"` when `from` is `used - 1` (only the latest arrival stored, the usual case),
+/// else `"<used> <from>"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Uses {
+    used: u64,
+    from: u64,
+}
+
+impl Uses {
+    fn text(self) -> String {
+        if self.from == self.used.saturating_sub(1) {
+            self.used.to_string()
+        } else {
+            format!("{} {}", self.used, self.from)
+        }
+    }
+
+    /// The counter's value (`None`: no use yet).
+    fn parse(name: &str, counter: &str, value: Option<&[u8]>) -> Result<Uses> {
+        let Some(value) = value else {
+            return Ok(Uses { used: 0, from: 0 });
+        };
+        let text = std::str::from_utf8(value).ok();
+        let mut parts = text.into_iter().flat_map(|t| t.split(' '));
+        let number = |p: Option<&str>| p.and_then(|t| t.parse::<u64>().ok());
+        let used = number(parts.next());
+        let parsed = match (used, parts.next(), parts.next()) {
+            (Some(used), None, None) => Some(Uses {
+                used,
+                from: used.saturating_sub(1),
+            }),
+            (Some(used), Some(from), None) => number(Some(from))
+                .filter(|&f| f <= used)
+                .map(|from| Uses { used, from }),
+            _ => None,
+        };
+        parsed.ok_or_else(|| {
+            store_error(
+                Code::DataLoss,
+                format!(
+                    "barrier {}: the store's use count {} is not a number",
+                    shown(name),
+                    shown(counter)
+                ),
+            )
+        })
+    }
 }
 
 /// Checks that process `p`'s arrival at barrier `name` (the decimal process count it was
@@ -272,18 +482,33 @@ fn arrival_matches(
     }
 }
 
-/// The barriers being waited at in this process: (store address, name, process id).
-static IN_BARRIER: std::sync::Mutex<Vec<(usize, String, usize)>> =
-    std::sync::Mutex::new(Vec::new());
+/// The barriers being waited at in this process: (store address, name, process id), with
+/// the fork generation they were entered in (a fork's copy of its parent's entries, whose
+/// threads it does not have, is forgotten).
+static IN_BARRIER: std::sync::Mutex<Entries> = std::sync::Mutex::new((0, Vec::new()));
+
+/// The fork generation and the barrier entries of this process.
+type Entries = (u32, Vec<(usize, String, usize)>);
 
 /// A barrier entry of this process, held while the barrier is waited at: a second entry
 /// for the same store handle, name and process id is refused until it ends.
 struct BarrierEntry(usize, String, usize);
 
+/// The entries of this process (a fork's inherited ones forgotten).
+fn in_barrier() -> std::sync::MutexGuard<'static, Entries> {
+    let mut inside = IN_BARRIER.lock().unwrap_or_else(|p| p.into_inner());
+    let generation = rpjrt::fork_generation();
+    if inside.0 != generation {
+        *inside = (generation, Vec::new());
+    }
+    inside
+}
+
 impl BarrierEntry {
     fn enter(at: usize, name: &str, process_id: usize) -> Result<Self> {
-        let mut inside = IN_BARRIER.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inside = in_barrier();
         if inside
+            .1
             .iter()
             .any(|(s, n, p)| *s == at && n == name && *p == process_id)
         {
@@ -291,52 +516,30 @@ impl BarrierEntry {
                 Code::FailedPrecondition,
                 format!(
                     "barrier {}: process id {process_id} is already waiting at this barrier \
-                     on this store (another thread called it with the same process id); \
-                     each process id may be at a barrier once at a time: give every \
-                     participant its own id",
+                     on this store (another thread of this process called it with the same \
+                     process id and is still waiting, or an earlier call that was given up \
+                     on is still ending); each process id may be at a barrier once at a \
+                     time: give every participant its own id",
                     shown(name)
                 ),
             ));
         }
-        inside.push((at, name.to_string(), process_id));
+        inside.1.push((at, name.to_string(), process_id));
         Ok(Self(at, name.to_string(), process_id))
     }
 }
 
 impl Drop for BarrierEntry {
     fn drop(&mut self) {
-        let mut inside = IN_BARRIER.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inside = in_barrier();
         if let Some(i) = inside
+            .1
             .iter()
             .position(|(s, n, p)| *s == self.0 && *n == self.1 && *p == self.2)
         {
-            inside.swap_remove(i);
+            inside.1.swap_remove(i);
         }
     }
-}
-
-/// The generation of this process's next use of barrier `name`, kept in the store under a
-/// key only this process writes (so every handle on the store sees the same count).
-fn next_generation<S: KvStore + ?Sized>(store: &S, name: &str, process_id: usize) -> Result<u64> {
-    let counter = format!("rpjrt:barrier-uses:{name}:{process_id}");
-    let used = match store.try_get(&counter)? {
-        None => 0,
-        Some(v) => std::str::from_utf8(&v)
-            .ok()
-            .and_then(|t| t.parse::<u64>().ok())
-            .ok_or_else(|| {
-                store_error(
-                    Code::DataLoss,
-                    format!(
-                        "barrier {}: the store's use count {} is not a number",
-                        shown(name),
-                        shown(&counter)
-                    ),
-                )
-            })?,
-    };
-    store.set(&counter, (used + 1).to_string().as_bytes())?;
-    Ok(used)
 }
 
 /// How many other processes a timed-out barrier looks up to name the missing ones.

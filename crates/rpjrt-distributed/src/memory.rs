@@ -1,55 +1,122 @@
 //! A store shared by the threads of one process (tests, single-process runs).
 
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::{store_error, KvStore, Rendezvous};
+use crate::{cancel, store_error, KvStore, Rendezvous};
 use rpjrt::{Code, Result};
 
+/// The map of a store: values are shared, so that a reader copies a value after letting go
+/// of the lock, and a writer copies its value before taking it (a copy of hundreds of
+/// megabytes under the lock held every other thread, and a fork at that moment left the
+/// child with a lock no thread of its would ever release).
+pub(crate) type Map = HashMap<String, Arc<[u8]>>;
+
 /// A [`KvStore`] in this process's memory. Clone an `Arc` of it into each thread.
-#[derive(Default)]
+///
+/// A store belongs to the process that made it: its threads share it. In a process forked
+/// from that one (`fork()` without `exec`), which has a copy that no other process sees and
+/// whose lock a thread of the parent may have held at the fork, every call that reaches
+/// the store (`set`, `get`, `try_get`, `delete`, `barrier`) is refused with
+/// `FAILED_PRECONDITION` naming the fork ([`InMemoryStore::check_not_forked`]), and a drop
+/// there leaves the copy alone.
 pub struct InMemoryStore {
-    map: Mutex<HashMap<String, Vec<u8>>>,
+    map: Mutex<Map>,
     changed: Condvar,
+    /// The fork generation and id of the process that made the store.
+    origin: (u32, u32),
+}
+
+impl Default for InMemoryStore {
+    fn default() -> InMemoryStore {
+        InMemoryStore::new()
+    }
 }
 
 impl InMemoryStore {
     /// An empty store.
     pub fn new() -> InMemoryStore {
-        InMemoryStore::default()
+        InMemoryStore {
+            map: Mutex::new(HashMap::new()),
+            changed: Condvar::new(),
+            origin: (rpjrt::fork_generation(), std::process::id()),
+        }
     }
 
-    /// The number of keys set.
+    /// The number of keys set. In a process forked from the one that made the store, 0:
+    /// the copy there is refused every use ([`InMemoryStore::check_not_forked`]).
     pub fn len(&self) -> usize {
+        if self.forked() {
+            return 0;
+        }
         self.lock().len()
     }
 
-    /// Whether no key is set.
+    /// Whether no key is set (see [`InMemoryStore::len`]).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<u8>>> {
+    /// `FAILED_PRECONDITION` in a process forked from the one that made this store, which
+    /// every call refuses there: the store is shared by the threads of one process, a
+    /// fork's copy is seen by no other process, and a thread of the parent may have held
+    /// its lock at the fork (the child would wait for it for ever). `Ok` in the process
+    /// that made it.
+    pub fn check_not_forked(&self) -> Result<()> {
+        if !self.forked() {
+            return Ok(());
+        }
+        Err(store_error(
+            Code::FailedPrecondition,
+            format!(
+                "the in-memory key-value store was made by process {}, and this process \
+                 (pid {}) is a fork of it: the store is shared by the threads of the process \
+                 that made it, a fork has a copy no other process sees, and a thread of the \
+                 parent may have held its lock at the fork, so it cannot be used here: make a \
+                 new store in this process instead",
+                self.origin.1,
+                std::process::id()
+            ),
+        ))
+    }
+
+    fn forked(&self) -> bool {
+        rpjrt::fork_generation() != self.origin.0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Map> {
         // A panic while holding the lock cannot leave the map half-updated (each update is
         // one insert), so a poisoned lock is still usable.
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-/// Waits on `changed` until `key` is in the map behind `guard`, or until `timeout`.
-/// Shared by the in-memory store and the TCP store's server.
+impl Drop for InMemoryStore {
+    fn drop(&mut self) {
+        if self.forked() {
+            // A thread of the parent may have been changing the map at the fork: it is
+            // let go of as it is, never walked.
+            let map = self.map.get_mut().unwrap_or_else(|p| p.into_inner());
+            std::mem::forget(std::mem::take(map));
+        }
+    }
+}
+
+/// Waits on `changed` until `key` is in the map behind `guard`, or until `timeout`, or
+/// until `stop()` says so (looked at least every 100 ms). Shared by the in-memory store and
+/// the TCP store's server.
 pub(crate) fn wait_for_key(
-    mut guard: MutexGuard<'_, HashMap<String, Vec<u8>>>,
+    mut guard: MutexGuard<'_, Map>,
     changed: &Condvar,
     key: &str,
     timeout: Duration,
     stop: &dyn Fn() -> bool,
-) -> Option<Vec<u8>> {
+) -> Option<Arc<[u8]>> {
     let deadline = crate::deadline_after(timeout);
     loop {
         if let Some(v) = guard.get(key) {
-            return Some(v.clone());
+            return Some(Arc::clone(v));
         }
         let now = Instant::now();
         if now >= deadline || stop() {
@@ -75,22 +142,58 @@ pub(crate) fn timeout_error(key: &str, timeout: Duration) -> rpjrt::Error {
     )
 }
 
-impl Rendezvous for InMemoryStore {}
+impl Rendezvous for InMemoryStore {
+    fn barrier(&self, name: &str, pid: usize, n: usize, timeout: Duration) -> Result<()> {
+        // Before the barrier's own bookkeeping (whose locks a fork may have copied held).
+        self.check_not_forked()?;
+        crate::barrier_with(
+            self,
+            self as *const Self as *const () as usize,
+            name,
+            pid,
+            n,
+            timeout,
+            &crate::Hooks {
+                delete: Some(&|k: &str| self.delete(k)),
+                ..crate::Hooks::plain(name)
+            },
+        )
+    }
+
+    fn delete(&self, key: &str) -> Result<bool> {
+        self.check_not_forked()?;
+        // The value is let go of after the lock.
+        let old = self.lock().remove(key);
+        Ok(old.is_some())
+    }
+}
 
 impl KvStore for InMemoryStore {
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
-        self.lock().insert(key.to_string(), value.to_vec());
+        self.check_not_forked()?;
+        let (key, value): (String, Arc<[u8]>) = (key.to_string(), Arc::from(value));
+        // The value replaced is let go of after the lock.
+        let old = self.lock().insert(key, value);
         self.changed.notify_all();
+        drop(old);
         Ok(())
     }
 
     fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
-        let v = wait_for_key(self.lock(), &self.changed, key, timeout, &|| false);
-        v.ok_or_else(|| timeout_error(key, timeout))
+        self.check_not_forked()?;
+        cancel::check()?;
+        let v = wait_for_key(self.lock(), &self.changed, key, timeout, &cancel::cancelled);
+        match v {
+            Some(v) => Ok(v.to_vec()),
+            None if cancel::cancelled() => Err(cancel::cancelled_error()),
+            None => Err(timeout_error(key, timeout)),
+        }
     }
 
     fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        Ok(self.lock().get(key).cloned())
+        self.check_not_forked()?;
+        let v = self.lock().get(key).cloned();
+        Ok(v.map(|v| v.to_vec()))
     }
 }
 

@@ -10,10 +10,15 @@
 //! | `0x03` get | `u64` timeout in ms, key | ok + value, timeout |
 //! | `0x04` try-get | key | ok + value, not-found |
 //! | `0x05` peer | `u32` process id | ok + one byte: 0 never joined, 1 connected, 2 gone, + `u32` open connections |
+//! | `0x06` delete | key | ok + one byte: 1 it was set, 0 it was not |
 //!
 //! Replies: `0x00` ok (+ value), `0x01` not found, `0x02` timeout, `0x03` refused (+ UTF-8
-//! reason), `0x04` error (+ UTF-8 message). A connection must say hello first, with the
-//! job's token; a wrong token or magic gets `refused` and the connection is closed.
+//! reason), `0x04` error (+ UTF-8 message), `0x05` shutting down (+ UTF-8 reason; to a
+//! hello only). A connection must say hello first, with the job's token; a wrong token or
+//! magic gets `refused` and the connection is closed. A host in
+//! [`TcpStore::shutdown_after`] answers the hello of a process that already left it with
+//! `shutting down`, which a connecting peer takes as a host not up yet: it retries, and so
+//! reaches the next store on that address.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -26,8 +31,10 @@ use std::time::{Duration, Instant};
 
 use rpjrt::{Code, Error, Result};
 
-use crate::memory::{timeout_error, wait_for_key};
-use crate::{barrier_with, invalid, shown, store_error, KvStore, LaunchEnv, Rendezvous};
+use crate::memory::{timeout_error, wait_for_key, Map};
+use crate::{
+    barrier_with, cancel, invalid, shown, store_error, Hooks, KvStore, LaunchEnv, Rendezvous,
+};
 
 /// The 8 bytes a client's hello starts with (protocol name and version).
 pub const PROTOCOL_MAGIC: &[u8; 8] = b"RPJRTKV1";
@@ -62,12 +69,14 @@ const OP_SET: u8 = 0x02;
 const OP_GET: u8 = 0x03;
 const OP_TRY_GET: u8 = 0x04;
 const OP_PEER: u8 = 0x05;
+const OP_DELETE: u8 = 0x06;
 
 const R_OK: u8 = 0x00;
 const R_NOT_FOUND: u8 = 0x01;
 const R_TIMEOUT: u8 = 0x02;
 const R_REFUSED: u8 = 0x03;
 const R_ERROR: u8 = 0x04;
+const R_CLOSING: u8 = 0x05;
 
 fn write_frame(w: &mut impl Write, parts: &[&[u8]]) -> io::Result<()> {
     let len: usize = parts.iter().map(|p| p.len()).sum();
@@ -212,9 +221,12 @@ fn resolve_once(addr: &str) -> io::Result<SocketAddr> {
 // ------------------------------------------------------------------------------ the host
 
 struct Shared {
-    map: Mutex<HashMap<String, Vec<u8>>>,
+    map: Mutex<Map>,
     changed: Condvar,
     stop: AtomicBool,
+    /// Set when [`TcpStore::shutdown_after`] begins: a process that already left is not
+    /// let in again (see [`Activity::left_for_good`]).
+    closing: AtomicBool,
     token: Vec<u8>,
     conns: Mutex<Vec<(TcpStream, Option<JoinHandle<()>>)>>,
     /// Open connections per process id; an id that joined and has none left is gone.
@@ -286,6 +298,17 @@ impl Activity {
         }
     }
 
+    /// Whether process `pid` left the store for good: it said goodbye, and no connection
+    /// of its is active since ([`Hold::Active`]; a second client of the process that goes
+    /// on working is).
+    fn left_for_good(&self, pid: u32) -> bool {
+        self.goodbyes.contains_key(&pid)
+            && !self
+                .conns
+                .values()
+                .any(|c| c.pid == pid && self.hold(c) == Hold::Active)
+    }
+
     /// The most any joined connection holds the host now.
     fn most_held(&self) -> Hold {
         self.conns
@@ -297,8 +320,24 @@ impl Activity {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<u8>>> {
+    fn lock(&self) -> MutexGuard<'_, Map> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Sets `key`; the value it replaces is let go of after the lock.
+    fn insert(&self, key: &str, value: &[u8]) {
+        let (key, value): (String, Arc<[u8]>) = (key.to_string(), Arc::from(value));
+        let old = self.lock().insert(key, value);
+        self.changed.notify_all();
+        drop(old);
+    }
+    /// Removes `key`; whether it was set (its value let go of after the lock).
+    fn remove(&self, key: &str) -> bool {
+        let old = self.lock().remove(key);
+        old.is_some()
+    }
+    /// The value of `key`, shared (copied by the caller after the lock).
+    fn value(&self, key: &str) -> Option<Arc<[u8]>> {
+        self.lock().get(key).cloned()
     }
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
@@ -420,6 +459,7 @@ impl Host {
             map: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             token: token.as_bytes().to_vec(),
             conns: Mutex::new(Vec::new()),
             peers: Mutex::new(HashMap::new()),
@@ -551,21 +591,52 @@ fn read_until(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::
 /// cannot stretch a call past its bound. A reply announcing more than `max` bytes (the
 /// most the request can be answered with) is refused unread, naming the limit.
 fn read_frame_by(stream: &mut TcpStream, deadline: Instant, max: usize) -> io::Result<Vec<u8>> {
+    read_reply(stream, deadline, deadline, max).map_err(NoReply::into_io)
+}
+
+/// Why a reply did not come ([`read_reply`]).
+enum NoReply {
+    /// Not even its head came in time (or the read failed before it).
+    Head(io::Error),
+    /// Its head came, announcing this many bytes, but not the rest in time.
+    Body(usize, io::Error),
+    /// What came is not a reply of ours.
+    Bad(io::Error),
+}
+
+impl NoReply {
+    fn into_io(self) -> io::Error {
+        match self {
+            NoReply::Head(e) => late(e, "no answer"),
+            NoReply::Body(len, e) => late(e, &format!("the {len}-byte reply did not come whole")),
+            NoReply::Bad(e) => e,
+        }
+    }
+}
+
+/// A reply frame whose head (its length) comes by `head_by` and whose whole by `deadline`
+/// (a host that does not answer is told from one whose long answer is on its way). A reply
+/// announcing more than `max` bytes is refused unread, naming the limit.
+fn read_reply(
+    stream: &mut TcpStream,
+    head_by: Instant,
+    deadline: Instant,
+    max: usize,
+) -> std::result::Result<Vec<u8>, NoReply> {
     let mut head = [0u8; 4];
-    read_until(stream, &mut head, deadline).map_err(|e| late(e, "no answer"))?;
-    let len = frame_len(head, "a reply frame")?;
+    read_until(stream, &mut head, head_by.min(deadline)).map_err(NoReply::Head)?;
+    let len = frame_len(head, "a reply frame").map_err(NoReply::Bad)?;
     if len > max {
-        return Err(io::Error::new(
+        return Err(NoReply::Bad(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
                 "a reply frame of {len} bytes, more than the {max} bytes this request is \
                  answered with at most (is an rpjrt key-value store listening there?)"
             ),
-        ));
+        )));
     }
     let mut buf = vec![0u8; len];
-    read_until(stream, &mut buf, deadline)
-        .map_err(|e| late(e, &format!("the {len}-byte reply did not come whole")))?;
+    read_until(stream, &mut buf, deadline).map_err(|e| NoReply::Body(len, e))?;
     Ok(buf)
 }
 
@@ -630,6 +701,18 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
             "wrong token: this store belongs to another job"
         };
         let _ = write_frame(stream, &[&[R_REFUSED], why.as_bytes()]);
+        return Ok(());
+    }
+    // A host shutting down takes no new connection from a process that left it: that
+    // process is joining the job's next store on this address (it called `initialize`
+    // again), which it reaches by retrying. Let in, it found its own marks of this store
+    // and was refused as a restarted process.
+    if shared.closing.load(Ordering::Acquire) && shared.activity().left_for_good(pid) {
+        let why = format!(
+            "the store is shutting down, and process {pid} already left it (it said \
+             goodbye): it takes no new connection from that process"
+        );
+        let _ = write_frame(stream, &[&[R_CLOSING], why.as_bytes()]);
         return Ok(());
     }
     // Counted as joined before the client hears so: a host deciding whether to wait sees
@@ -698,10 +781,7 @@ fn answer(
             let Some(key) = utf8(stream, shared, id, &body[4..4 + klen])? else {
                 return Ok(Served::Answered);
             };
-            shared
-                .lock()
-                .insert(key.to_string(), body[4 + klen..].to_vec());
-            shared.changed.notify_all();
+            shared.insert(key, &body[4 + klen..]);
             if key == goodbye_key(pid as usize) {
                 // Counted before the client hears back: its next connection comes after.
                 shared.request_ends(id, Some(pid));
@@ -744,7 +824,7 @@ fn answer(
                 return Ok(Served::Close);
             }
             match v {
-                Some(v) => reply(stream, shared, id, &[&[R_OK], &v])?,
+                Some(v) => reply(stream, shared, id, &[&[R_OK], &v[..]])?,
                 None => reply(stream, shared, id, &[&[R_TIMEOUT]])?,
             }
         }
@@ -759,13 +839,20 @@ fn answer(
                 &[&[R_OK, state as u8], &open.to_be_bytes()],
             )?;
         }
+        OP_DELETE => {
+            let Some(key) = utf8(stream, shared, id, body)? else {
+                return Ok(Served::Answered);
+            };
+            let was = shared.remove(key);
+            reply(stream, shared, id, &[&[R_OK, u8::from(was)]])?;
+        }
         OP_TRY_GET => {
             let Some(key) = utf8(stream, shared, id, body)? else {
                 return Ok(Served::Answered);
             };
-            let v = shared.lock().get(key).cloned();
+            let v = shared.value(key);
             match v {
-                Some(v) => reply(stream, shared, id, &[&[R_OK], &v])?,
+                Some(v) => reply(stream, shared, id, &[&[R_OK], &v[..]])?,
                 None => reply(stream, shared, id, &[&[R_NOT_FOUND]])?,
             }
         }
@@ -820,6 +907,12 @@ struct Remote {
     token: String,
     process_id: u32,
     io_timeout: Duration,
+    /// A connection opened at connect and used for no request: it stays open until the
+    /// store is shut down, so that the host counts this process as connected while it
+    /// lives even when every connection calls use was dropped (after a timeout, or cut by a
+    /// cancel): a live process was reported as "exited or crashed" when its only
+    /// connection was dropped after a timeout.
+    presence: Mutex<Option<TcpStream>>,
     pool: Mutex<Vec<TcpStream>>,
     /// The connections calls are using now (a clone of each, sharing its socket), by call
     /// number: [`TcpStore::shutdown`] shuts them down too, so that a call waiting in
@@ -834,7 +927,19 @@ struct Remote {
     closed: AtomicBool,
 }
 
+/// The longest single try at a TCP connect: connecting to a host that drops packets waits
+/// for the OS's timeout, so a connect is made in tries of at most this, a cancel looked at
+/// between them.
+const CONNECT_TRY: Duration = Duration::from_secs(1);
+
+/// What a `get` allows the host beyond its timeout for the head of the answer (or the I/O
+/// timeout, when shorter): a host that does not answer (paused with `SIGSTOP`, overloaded)
+/// fails the get then, not after the whole I/O timeout. A long value whose reply has begun
+/// still has the I/O timeout to arrive.
+const ANSWER_GRACE: Duration = Duration::from_secs(1);
+
 impl Remote {
+    /// Opens a connection and says hello, within `timeout`; a cancel ([`cancel`]) ends it.
     fn open(&self, timeout: Duration) -> Result<TcpStream> {
         let lost = |e: io::Error| {
             store_error(
@@ -845,22 +950,49 @@ impl Remote {
                 ),
             )
         };
-        let mut s = TcpStream::connect_timeout(&self.addr, timeout).map_err(lost)?;
-        s.set_nodelay(true).map_err(lost)?;
-        s.set_read_timeout(Some(timeout)).map_err(lost)?;
-        s.set_write_timeout(Some(timeout)).map_err(lost)?;
-        write_frame(
-            &mut s,
-            &[
-                &[OP_HELLO],
-                PROTOCOL_MAGIC,
-                &self.process_id.to_be_bytes(),
-                self.token.as_bytes(),
-            ],
-        )
-        .map_err(lost)?;
-        let reply =
-            read_frame_by(&mut s, crate::deadline_after(timeout), MAX_HELLO_REPLY).map_err(lost)?;
+        cancel::check()?;
+        let deadline = crate::deadline_after(timeout);
+        let mut s = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let try_for = left.min(CONNECT_TRY).max(Duration::from_millis(1));
+            match TcpStream::connect_timeout(&self.addr, try_for) {
+                Ok(s) => break s,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                    ) && Instant::now() < deadline
+                        && !cancel::cancelled() => {}
+                Err(e) => {
+                    cancel::check()?;
+                    return Err(lost(e));
+                }
+            }
+        };
+        let _watch = cancel::watch(&s)?;
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let hello = (|| {
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(left))?;
+            s.set_write_timeout(Some(left))?;
+            write_frame(
+                &mut s,
+                &[
+                    &[OP_HELLO],
+                    PROTOCOL_MAGIC,
+                    &self.process_id.to_be_bytes(),
+                    self.token.as_bytes(),
+                ],
+            )?;
+            read_frame_by(&mut s, deadline, MAX_HELLO_REPLY)
+        })();
+        cancel::check()?;
+        let reply = hello.map_err(lost)?;
+        // The I/O timeout is the connection's again (a try's own may have been shorter).
+        let _ = s.set_read_timeout(Some(self.io_timeout));
+        let _ = s.set_write_timeout(Some(self.io_timeout));
         match reply[0] {
             R_OK => Ok(s),
             R_REFUSED => Err(store_error(
@@ -872,6 +1004,15 @@ impl Remote {
                     String::from_utf8_lossy(&reply[1..])
                 ),
             )),
+            // Not a refusal: the next store on this address may take the process.
+            R_CLOSING => Err(store_error(
+                Code::Unavailable,
+                format!(
+                    "the store host at {} is shutting down: {}",
+                    self.addr,
+                    String::from_utf8_lossy(&reply[1..])
+                ),
+            )),
             _ => Err(store_error(
                 Code::Unavailable,
                 format!("the store host at {} answered hello oddly", self.addr),
@@ -879,14 +1020,34 @@ impl Remote {
         }
     }
 
+    /// How many connections to the host this client holds open now.
+    fn open_connections(&self) -> usize {
+        let presence = self
+            .presence
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        usize::from(presence)
+            + self.pool.lock().unwrap_or_else(|p| p.into_inner()).len()
+            + self.in_use.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// Sends one request and reads its reply, on a pooled connection (or a new one),
-    /// within the I/O timeout plus `wait`, and by `cap` when given (a barrier's deadline
-    /// and grace). A reply that does not come by `cap` is `UNAVAILABLE` (the host does
-    /// not answer), not a key that was not set: the connection is dropped, never reused.
+    /// within the I/O timeout plus `wait`, by `cap` when given (a barrier's deadline and
+    /// grace), and with the head of the reply by `head_by` when given (a get's timeout and
+    /// grace). A reply that does not come by `cap` is `UNAVAILABLE` (the host does not
+    /// answer), not a key that was not set: the connection is dropped, never reused.
     /// A call that [`TcpStore::shutdown`] (in another thread) cuts short fails with the
-    /// shutdown's `FAILED_PRECONDITION`, not as a lost connection or a key's timeout.
-    fn call(&self, parts: &[&[u8]], wait: Duration, cap: Option<Instant>) -> Result<Vec<u8>> {
-        self.exchange(parts, wait, cap, false)
+    /// shutdown's `FAILED_PRECONDITION`, not as a lost connection or a key's timeout, and
+    /// one cancelled ([`cancel`]) with `CANCELLED`.
+    fn call(
+        &self,
+        parts: &[&[u8]],
+        wait: Duration,
+        cap: Option<Instant>,
+        head_by: Option<Instant>,
+    ) -> Result<Vec<u8>> {
+        self.exchange(parts, wait, cap, head_by, false)
     }
 
     /// [`Remote::call`]; `goodbye` is the one call a shutdown makes itself (its goodbye),
@@ -896,11 +1057,13 @@ impl Remote {
         parts: &[&[u8]],
         wait: Duration,
         cap: Option<Instant>,
+        head_by: Option<Instant>,
         goodbye: bool,
     ) -> Result<Vec<u8>> {
         if !goodbye && self.is_closed() {
             return Err(closed_error());
         }
+        cancel::check()?;
         // A request too large for one frame is refused here, before a connection is
         // touched: nothing was sent, and the connection is not lost.
         let len: usize = parts.iter().map(|p| p.len()).sum();
@@ -913,7 +1076,8 @@ impl Remote {
         let natural = crate::deadline_after(self.io_timeout.saturating_add(wait));
         let deadline = cap.map_or(natural, |c| c.min(natural));
         let capped = deadline < natural;
-        let left = || deadline.saturating_duration_since(Instant::now());
+        let head_by = head_by.map_or(deadline, |h| h.min(deadline));
+        let left = |by: Instant| by.saturating_duration_since(Instant::now());
         let silent = |waited: Duration| {
             store_error(
                 Code::Unavailable,
@@ -927,58 +1091,85 @@ impl Remote {
                 ),
             )
         };
-        if capped && left().is_zero() {
+        if capped && left(deadline).is_zero() {
             return Err(silent(Duration::ZERO));
         }
+        // What a request that changes the store may have done when its answer is missing.
+        let maybe_done = match parts.first().and_then(|p| p.first()) {
+            Some(&OP_SET) => "; the value may have been stored all the same",
+            Some(&OP_DELETE) => "; the key may have been deleted all the same",
+            _ => "",
+        };
         let started = Instant::now();
         let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut s = match pooled {
             Some(s) => s,
-            None => self.open(self.io_timeout.min(left().max(Duration::from_millis(1))))?,
+            None => self.open(
+                self.io_timeout
+                    .min(left(head_by).max(Duration::from_millis(1))),
+            )?,
         };
         // Dropping `s` on a refusal closes it.
         let id = self.check_out(&s, goodbye)?;
-        let result = (|| {
-            let limit = left().max(Duration::from_millis(1));
-            s.set_read_timeout(Some(limit))?;
-            s.set_write_timeout(Some(limit))?;
-            write_frame(&mut s, parts)?;
-            read_frame_by(&mut s, deadline, MAX_FRAME)
-        })();
+        let watched = cancel::watch(&s);
+        let result = match &watched {
+            Err(_) => Err(NoReply::Head(io::Error::other("cancelled"))),
+            Ok(_) => (|| {
+                let limit = left(deadline).max(Duration::from_millis(1));
+                s.set_read_timeout(Some(limit)).map_err(NoReply::Head)?;
+                s.set_write_timeout(Some(limit)).map_err(NoReply::Head)?;
+                write_frame(&mut s, parts).map_err(NoReply::Head)?;
+                read_reply(&mut s, head_by, deadline, MAX_FRAME)
+            })(),
+        };
+        drop(watched);
         self.in_use
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
+        let timed_out = |e: &io::Error| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            )
+        };
         match result {
             Ok(reply) => {
                 self.put_back(s);
                 Ok(reply)
             }
             // Whatever the read saw (an end of stream, a reset, a timeout), a connection
-            // a shutdown cut is the shutdown's doing.
+            // a shutdown cut is the shutdown's doing, and one a cancel cut the cancel's.
             Err(_) if !goodbye && self.is_closed() => Err(closed_error()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
+            Err(_) if cancel::cancelled() => Err(cancel::cancelled_error()),
+            Err(NoReply::Head(e)) if timed_out(&e) => {
                 if capped {
                     return Err(silent(started.elapsed()));
                 }
                 Err(store_error(
                     Code::DeadlineExceeded,
                     format!(
-                        "the store host (process 0) at {} did not answer within {}",
+                        "the store host (process 0) at {} did not answer within {} (it may \
+                         be paused, overloaded or unreachable){maybe_done}",
                         self.addr,
-                        crate::duration_text(self.io_timeout.saturating_add(wait))
+                        crate::duration_text(crate::rounded(started.elapsed()))
                     ),
                 ))
             }
-            Err(e) => Err(store_error(
+            Err(NoReply::Body(n, e)) if timed_out(&e) => Err(store_error(
+                Code::DeadlineExceeded,
+                format!(
+                    "the store host (process 0) at {} answered, but its reply of {n} bytes \
+                     did not arrive whole within {} (this store's I/O timeout, the timeout \
+                     it connected with, may be too short for values this large){maybe_done}",
+                    self.addr,
+                    crate::duration_text(crate::rounded(started.elapsed()))
+                ),
+            )),
+            Err(NoReply::Head(e) | NoReply::Body(_, e) | NoReply::Bad(e)) => Err(store_error(
                 Code::Unavailable,
                 format!(
-                    "lost the connection to the store host (process 0) at {}: {e}",
+                    "lost the connection to the store host (process 0) at {}: {e}{maybe_done}",
                     self.addr
                 ),
             )),
@@ -1020,8 +1211,8 @@ impl Remote {
 
     /// Ends this client: every later call fails, the calls other threads are making now
     /// end at once with the shutdown's error (their connections are shut down), then a
-    /// brief goodbye to the host (only on the first shutdown), then the idle connections
-    /// close.
+    /// brief goodbye to the host (only on the first shutdown; not itself cancelled), then
+    /// the idle connections and the presence connection close.
     fn shutdown(&self) {
         let first = !self.closed.swap(true, Ordering::AcqRel);
         for s in self
@@ -1039,18 +1230,29 @@ impl Remote {
             let key = goodbye_key(self.process_id as usize);
             let klen = (key.len() as u32).to_be_bytes();
             let cap = crate::deadline_after(GOODBYE_GRACE.min(self.io_timeout));
-            let _ = self.exchange(
-                &[&[OP_SET], &klen, key.as_bytes()],
-                Duration::ZERO,
-                Some(cap),
-                true,
-            );
+            let _ = cancel::shielded(|| {
+                self.exchange(
+                    &[&[OP_SET], &klen, key.as_bytes()],
+                    Duration::ZERO,
+                    Some(cap),
+                    None,
+                    true,
+                )
+            });
         }
         for s in self
             .pool
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .drain(..)
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        if let Some(s) = self
+            .presence
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
         {
             let _ = s.shutdown(Shutdown::Both);
         }
@@ -1217,6 +1419,7 @@ impl TcpStore {
             token: token.to_string(),
             process_id,
             io_timeout: timeout.max(Duration::from_millis(100)),
+            presence: Mutex::new(None),
             pool: Mutex::new(Vec::new()),
             in_use: Mutex::new(HashMap::new()),
             calls: AtomicU64::new(0),
@@ -1224,16 +1427,27 @@ impl TcpStore {
         };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match remote.open(left.max(Duration::from_millis(50))) {
-                Ok(s) => {
+            // Two connections: the presence connection, which no call uses (see
+            // `Remote::presence`), and the first of the pool.
+            let opened = remote
+                .open(left.max(Duration::from_millis(50)))
+                .and_then(|presence| {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    Ok((presence, remote.open(left.max(Duration::from_millis(50)))?))
+                });
+            match opened {
+                Ok((presence, pooled)) => {
+                    *remote.presence.lock().unwrap_or_else(|p| p.into_inner()) = Some(presence);
                     remote
                         .pool
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .push(s);
+                        .push(pooled);
                     break;
                 }
-                Err(e) if e.code() == Code::PermissionDenied => return Err(e),
+                Err(e) if matches!(e.code(), Code::PermissionDenied | Code::Cancelled) => {
+                    return Err(e)
+                }
                 Err(e) => {
                     if Instant::now() >= deadline {
                         return Err(store_error(
@@ -1246,6 +1460,7 @@ impl TcpStore {
                         ));
                     }
                     std::thread::sleep(Duration::from_millis(50));
+                    cancel::check()?;
                 }
             }
         }
@@ -1266,7 +1481,45 @@ impl TcpStore {
     /// The store knows the process count: [`TcpStore::shutdown_after`] on the host waits
     /// for every peer to leave.
     pub fn from_env(env: &LaunchEnv, timeout: Duration) -> Result<TcpStore> {
-        let mut store = TcpStore::open_env(env, timeout)?;
+        let deadline = crate::deadline_after(timeout);
+        let mut wait = timeout;
+        let mut store = loop {
+            let store = TcpStore::open_env(env, wait, timeout)?;
+            if store.is_host() {
+                break store;
+            }
+            // A store this process said goodbye to: the job's previous store (this
+            // process called `initialize` again), still up because process 0 has not
+            // shut it down yet or is waiting in its shutdown for the others to leave. The
+            // next store comes on the same address once it stops: try again until then.
+            match store.try_get(&goodbye_key(env.process_id)) {
+                Ok(None) => break store,
+                Ok(Some(_)) if Instant::now() < deadline => {
+                    drop(store);
+                    std::thread::sleep(Duration::from_millis(100));
+                    cancel::check()?;
+                    wait = deadline.saturating_duration_since(Instant::now());
+                }
+                Ok(Some(_)) => {
+                    return Err(store_error(
+                        Code::FailedPrecondition,
+                        format!(
+                            "process {} of {} already joined the job's store at {} and left \
+                             it (it shut its store down, saying goodbye), and within {} that \
+                             store was not shut down for a new one to take its place: a store \
+                             takes each process once; to join again, process 0 must shut the \
+                             store down and start a new one (initialize again after its \
+                             shutdown)",
+                            env.process_id,
+                            env.num_processes,
+                            store.address(),
+                            crate::duration_text(timeout)
+                        ),
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        };
         // Each process marks its id with a nonce of its own before the join barrier: one
         // that finds the mark already there, or (when two marked at once) another's nonce
         // there after the barrier, shares its id with another process. Unnoticed, that
@@ -1301,6 +1554,12 @@ impl TcpStore {
             _ => Err(shared_id()),
         });
         if let Err(e) = joined {
+            if cancel::ended_by_cancel(&e) {
+                // Given up on: the store stops now (a host frees its port at once), and
+                // the peers that joined see it gone.
+                store.shutdown();
+                return Err(cancel::cancelled_error());
+            }
             // The peers that did join are failing their own wait; the host serves them
             // until they have gone (bounded), so they see the missing processes named
             // rather than a lost connection.
@@ -1312,29 +1571,49 @@ impl TcpStore {
     }
 
     /// Why this process cannot take its id, whose mark another process set before it:
-    /// when this process's own connection is the only one the id has open, the process
-    /// that marked it joined and then lost its connection (this one is a restarted
+    /// when the id has no connection open but this process's own, the process that marked
+    /// it joined and then left: by a goodbye (it shut its store down; the job's store
+    /// takes each process once), or by losing its connection (this one is a restarted
     /// process, which a job cannot take); otherwise `shared` (two live processes hold the
     /// id).
     fn taken_id_error(&self, env: &LaunchEnv, shared: Error) -> Error {
-        if env.process_id == 0 {
+        let Role::Remote(r) = &self.role else {
             return shared;
-        }
-        match self.peer_info(env.process_id, None) {
-            Ok((PeerState::Connected, Some(1))) => store_error(
-                Code::FailedPrecondition,
-                format!(
-                    "process {} of {} already joined this job and then lost its connection \
-                     (it exited or was killed): a job cannot take a restarted process; \
-                     start the whole job again",
-                    env.process_id, env.num_processes
-                ),
-            ),
+        };
+        let (p, n) = (env.process_id, env.num_processes);
+        let state = self.peer_info(p, None);
+        let own = r.open_connections();
+        match state {
+            Ok((PeerState::Connected, Some(open))) if open <= own => {
+                if matches!(self.try_get(&goodbye_key(p)), Ok(Some(_))) {
+                    return store_error(
+                        Code::FailedPrecondition,
+                        format!(
+                            "process {p} of {n} already joined the job's store at {} and \
+                             left it (it shut its store down, saying goodbye), and that store \
+                             is still up: a store takes each process once; to join again, \
+                             process 0 must shut the store down and start a new one \
+                             (initialize again after its shutdown)",
+                            r.addr
+                        ),
+                    );
+                }
+                store_error(
+                    Code::FailedPrecondition,
+                    format!(
+                        "process {p} of {n} already joined this job and then lost its \
+                         connection without saying goodbye (it exited or was killed): a job \
+                         cannot take a restarted process; start the whole job again"
+                    ),
+                )
+            }
             _ => shared,
         }
     }
 
-    fn open_env(env: &LaunchEnv, timeout: Duration) -> Result<TcpStore> {
+    /// Hosts (process 0) or connects, waiting up to `wait` for the host, with `io` as the
+    /// store's I/O timeout.
+    fn open_env(env: &LaunchEnv, wait: Duration, io: Duration) -> Result<TcpStore> {
         let addr = env.coordinator.as_deref().ok_or_else(|| {
             invalid(format!(
                 "the launch environment ({}) names no coordinator address; set \
@@ -1343,13 +1622,17 @@ impl TcpStore {
             ))
         })?;
         let token = env.token.as_deref().unwrap_or("");
-        if env.process_id == 0 {
-            let mut s = TcpStore::host(addr, token)?;
-            s.io_timeout = timeout.max(Duration::from_millis(100));
-            Ok(s)
+        let io = io.max(Duration::from_millis(100));
+        let mut s = if env.process_id == 0 {
+            TcpStore::host(addr, token)?
         } else {
-            TcpStore::connect(addr, token, env.process_id, timeout)
+            TcpStore::connect(addr, token, env.process_id, wait)?
+        };
+        s.io_timeout = io;
+        if let Role::Remote(r) = &mut s.role {
+            r.io_timeout = io;
         }
+        Ok(s)
     }
 
     /// The address the host listens on (for the host) or connects to (for the others).
@@ -1434,6 +1717,7 @@ impl TcpStore {
         }
         let mut clean = true;
         if let Role::Host(h) = &self.role {
+            h.shared.closing.store(true, Ordering::Release);
             let until = crate::deadline_after(grace);
             let left = |p: usize| {
                 h.shared.lock().contains_key(&goodbye_key(p))
@@ -1444,7 +1728,8 @@ impl TcpStore {
             // closes the peers' connections, after which they all read as gone.
             let mut seen_left = None;
             loop {
-                let out = Instant::now() >= until;
+                // A cancelled wait (Python's Ctrl-C) stops the host now.
+                let out = Instant::now() >= until || cancel::cancelled();
                 let running = !h.shared.stopped();
                 let members_left = (1..n).all(left);
                 // Stopped already (by a shutdown in another thread, which ends this wait,
@@ -1491,7 +1776,7 @@ impl TcpStore {
                 Ok((state, Some(open)))
             }
             Role::Remote(r) => {
-                let reply = r.call(&[&[OP_PEER], &p32.to_be_bytes()], Duration::ZERO, cap)?;
+                let reply = r.call(&[&[OP_PEER], &p32.to_be_bytes()], Duration::ZERO, cap, None)?;
                 let state = match (reply[0], reply.get(1)) {
                     (R_OK, Some(0)) => PeerState::NeverJoined,
                     (R_OK, Some(1)) => PeerState::Connected,
@@ -1544,17 +1829,20 @@ impl TcpStore {
         let cap = crate::deadline_after(timeout.saturating_add(BARRIER_GRACE.min(self.io_timeout)));
         let view = Capped { store: self, cap };
         let alive = |p: usize| -> Result<()> {
-            if self.peer_state(p, Some(cap))? == PeerState::Gone {
-                return Err(store_error(
-                    Code::Unavailable,
-                    format!(
-                        "process {p} of {n} lost its connection to the store (it exited or \
-                         crashed) before it could {what}"
-                    ),
-                ));
+            if self.peer_state(p, Some(cap))? != PeerState::Gone {
+                return Ok(());
             }
-            Ok(())
+            // Gone: by its own shutdown (a goodbye), or without one.
+            let how = match view.try_get(&goodbye_key(p)) {
+                Ok(Some(_)) => "left the store (it shut its store down)",
+                _ => "lost its connection to the store (it exited or crashed)",
+            };
+            Err(store_error(
+                Code::Unavailable,
+                format!("process {p} of {n} {how} before it could {what}"),
+            ))
         };
+        let delete = |k: &str| view.delete(k);
         barrier_with(
             &view,
             self as *const Self as *const () as usize,
@@ -1562,9 +1850,12 @@ impl TcpStore {
             pid,
             n,
             timeout,
-            Some(Duration::from_millis(200)),
-            &alive,
-            what,
+            &Hooks {
+                poll: Some(Duration::from_millis(200)),
+                alive: &alive,
+                what: what.to_string(),
+                delete: Some(&delete),
+            },
         )
     }
 }
@@ -1584,6 +1875,12 @@ const BARRIER_GRACE: Duration = Duration::from_secs(1);
 struct Capped<'a> {
     store: &'a TcpStore,
     cap: Instant,
+}
+
+impl Capped<'_> {
+    fn delete(&self, key: &str) -> Result<bool> {
+        self.store.delete_by(key, Some(self.cap))
+    }
 }
 
 impl KvStore for Capped<'_> {
@@ -1612,6 +1909,13 @@ impl Rendezvous for TcpStore {
             &format!("reach barrier {}", shown(name)),
         )
     }
+
+    /// Removes `key` from the store, on the host or over the protocol from a peer (the
+    /// host's answer says whether it was set). Refused in a fork, after a shutdown, and
+    /// for a key longer than [`MAX_KEY_BYTES`], like every other call.
+    fn delete(&self, key: &str) -> Result<bool> {
+        self.delete_by(key, None)
+    }
 }
 
 impl TcpStore {
@@ -1624,8 +1928,7 @@ impl TcpStore {
                 if h.shared.stopped() {
                     return Err(closed_error());
                 }
-                h.shared.lock().insert(key.to_string(), value.to_vec());
-                h.shared.changed.notify_all();
+                h.shared.insert(key, value);
                 Ok(())
             }
             Role::Remote(r) => {
@@ -1635,6 +1938,7 @@ impl TcpStore {
                     &[&[OP_SET], &klen.to_be_bytes(), key.as_bytes(), value],
                     Duration::ZERO,
                     cap,
+                    None,
                 )?;
                 match reply[0] {
                     R_OK => Ok(()),
@@ -1655,21 +1959,30 @@ impl TcpStore {
                 if h.shared.stopped() {
                     return Err(closed_error());
                 }
+                cancel::check()?;
                 let v = wait_for_key(h.shared.lock(), &h.shared.changed, key, timeout, &|| {
-                    h.shared.stopped()
+                    h.shared.stopped() || cancel::cancelled()
                 });
                 match v {
-                    Some(v) => Ok(v),
+                    Some(v) => Ok(v.to_vec()),
                     None if h.shared.stopped() => Err(closed_error()),
+                    None if cancel::cancelled() => Err(cancel::cancelled_error()),
                     None => Err(timeout_error(key, timeout)),
                 }
             }
             Role::Remote(r) => {
                 let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+                // The head of the answer comes by the timeout and a grace: a host that
+                // does not answer fails the get then, not after the whole I/O timeout.
+                // (A barrier's calls have their own bound, `cap`.)
+                let head_by = cap.is_none().then(|| {
+                    crate::deadline_after(timeout.saturating_add(ANSWER_GRACE.min(self.io_timeout)))
+                });
                 let reply = r.call(
                     &[&[OP_GET], &ms.to_be_bytes(), key.as_bytes()],
                     timeout,
                     cap,
+                    head_by,
                 )?;
                 match reply[0] {
                     R_OK => Ok(reply[1..].to_vec()),
@@ -1689,13 +2002,34 @@ impl TcpStore {
                 if h.shared.stopped() {
                     return Err(closed_error());
                 }
-                Ok(h.shared.lock().get(key).cloned())
+                Ok(h.shared.value(key).map(|v| v.to_vec()))
             }
             Role::Remote(r) => {
-                let reply = r.call(&[&[OP_TRY_GET], key.as_bytes()], Duration::ZERO, cap)?;
+                let reply = r.call(&[&[OP_TRY_GET], key.as_bytes()], Duration::ZERO, cap, None)?;
                 match reply[0] {
                     R_OK => Ok(Some(reply[1..].to_vec())),
                     R_NOT_FOUND => Ok(None),
+                    _ => Err(reply_error(&reply)),
+                }
+            }
+        }
+    }
+
+    /// [`Rendezvous::delete`], its call to the host ending by `cap` when given.
+    fn delete_by(&self, key: &str, cap: Option<Instant>) -> Result<bool> {
+        self.check_not_forked()?;
+        check_key(key)?;
+        match &self.role {
+            Role::Host(h) => {
+                if h.shared.stopped() {
+                    return Err(closed_error());
+                }
+                Ok(h.shared.remove(key))
+            }
+            Role::Remote(r) => {
+                let reply = r.call(&[&[OP_DELETE], key.as_bytes()], Duration::ZERO, cap, None)?;
+                match (reply[0], reply.get(1)) {
+                    (R_OK, Some(&was)) => Ok(was == 1),
                     _ => Err(reply_error(&reply)),
                 }
             }
@@ -2216,13 +2550,25 @@ mod tests {
         let stayer = std::thread::spawn(move || stayer.barrier("b", 1, 3, T));
         let e = host.barrier("b", 0, 3, T).unwrap_err();
         assert_eq!(e.code(), Code::Unavailable, "{e}");
+        // It said goodbye (a drop does): named as having left, not as crashed.
         assert!(
-            e.to_string().contains("process 2 of 3 lost its connection"),
+            e.to_string()
+                .contains("process 2 of 3 left the store (it shut its store down)"),
             "{e}"
         );
         let e = stayer.join().unwrap().unwrap_err();
         assert!(
-            e.to_string().contains("process 2 of 3 lost its connection"),
+            e.to_string().contains("process 2 of 3 left the store"),
+            "{e}"
+        );
+        // One that goes without a goodbye (killed) is named as lost.
+        let (host, addr) = pair("t");
+        let raw = hello_as(&addr, 1, b"t");
+        std::thread::sleep(Duration::from_millis(100));
+        drop(raw);
+        let e = host.barrier("c", 0, 2, T).unwrap_err();
+        assert!(
+            e.to_string().contains("process 1 of 2 lost its connection"),
             "{e}"
         );
     }
@@ -2453,7 +2799,7 @@ mod tests {
         };
         let big = vec![0u8; MAX_FRAME];
         let e = r
-            .call(&[&[OP_TRY_GET], &big], Duration::ZERO, None)
+            .call(&[&[OP_TRY_GET], &big], Duration::ZERO, None, None)
             .unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument, "{e}");
         assert!(e.to_string().contains("message limit"), "{e}");
@@ -2486,8 +2832,12 @@ mod tests {
         // Process 1 joins (marks its id) and is killed; a restarted process 1 was told
         // that its id "is used by more than one process", a usage error.
         let (_host, addr) = pair("j");
-        let old = TcpStore::connect(&addr, "j", 1, T).unwrap();
-        old.set("rpjrt:member:1", b"the first process 1").unwrap();
+        // The first process 1, killed: it marked its id and closed without a goodbye.
+        let mut old = hello_as(&addr, 1, b"j");
+        let key = b"rpjrt:member:1";
+        let klen = (key.len() as u32).to_be_bytes();
+        write_frame(&mut old, &[&[OP_SET], &klen, key, b"the first process 1"]).unwrap();
+        assert_eq!(raw_reply(&mut old).unwrap(), [R_OK]);
         drop(old);
         std::thread::sleep(Duration::from_millis(200));
         let e = TcpStore::from_env(&env(1, 3, &addr), T).unwrap_err();
@@ -2864,5 +3214,81 @@ mod tests {
         p2.shutdown();
         assert!(h2.shutdown_after(T));
         assert!(h2.shutdown_after(T));
+    }
+
+    #[test]
+    fn a_call_that_times_out_leaves_its_live_process_connected() {
+        // The call's connection is dropped (never reused) when its answer is late; when it
+        // was the process's only one, the host counted the live process as gone.
+        let (host, addr) = pair("t");
+        let peer = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let Role::Remote(r) = &peer.role else {
+            unreachable!()
+        };
+        // A get the host holds for 5 s, whose answer is wanted within 50 ms.
+        let ms = 5000u64.to_be_bytes();
+        let head_by = Instant::now() + Duration::from_millis(50);
+        let e = r
+            .call(
+                &[&[OP_GET], &ms, b"never"],
+                Duration::ZERO,
+                None,
+                Some(head_by),
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), Code::DeadlineExceeded, "{e}");
+        assert!(e.to_string().contains("did not answer within"), "{e}");
+        assert!(
+            r.pool.lock().unwrap().is_empty(),
+            "the late connection was kept"
+        );
+        // The host's thread for the dropped connection ends within its hang-up check.
+        std::thread::sleep(Duration::from_millis(300));
+        let Role::Host(h) = &host.role else {
+            unreachable!()
+        };
+        assert_eq!(h.shared.peer_info(1), (PeerState::Connected, 1));
+        // The peer goes on: a new connection for the next call.
+        peer.set("k", b"v").unwrap();
+        assert_eq!(host.get("k", T).unwrap(), b"v");
+    }
+
+    #[test]
+    fn a_host_shutting_down_turns_away_only_the_processes_that_left_it() {
+        let (mut host, addr) = pair("t");
+        host.members = Some(3);
+        let leaver = TcpStore::connect(&addr, "t", 1, T).unwrap();
+        let stayer = TcpStore::connect(&addr, "t", 2, T).unwrap();
+        leaver.shutdown();
+        let host = Arc::new(host);
+        let h = Arc::clone(&host);
+        let closing = std::thread::spawn(move || h.shutdown_after(Duration::from_secs(20)));
+        std::thread::sleep(Duration::from_millis(300));
+        // Process 1 said goodbye: turned away, in words a connect retries on.
+        let hello = |pid: u32| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            write_frame(
+                &mut s,
+                &[&[OP_HELLO], PROTOCOL_MAGIC, &pid.to_be_bytes(), b"t"],
+            )
+            .unwrap();
+            (raw_reply(&mut s).unwrap(), s)
+        };
+        let (reply, _) = hello(1);
+        assert_eq!(reply[0], R_CLOSING, "{:?}", String::from_utf8_lossy(&reply));
+        let why = String::from_utf8_lossy(&reply[1..]).to_string();
+        assert!(
+            why.contains("shutting down") && why.contains("process 1"),
+            "{why}"
+        );
+        let e = TcpStore::connect(&addr, "t", 1, Duration::from_millis(300)).unwrap_err();
+        assert!(e.to_string().contains("is shutting down"), "{e}");
+        // Process 2, still in the job, gets a new connection.
+        let (reply, extra) = hello(2);
+        assert_eq!(reply, [R_OK]);
+        drop(extra);
+        drop(stayer);
+        assert!(closing.join().unwrap());
     }
 }

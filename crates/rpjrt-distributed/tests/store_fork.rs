@@ -5,8 +5,12 @@
 
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
 use rpjrt::{Code, Result};
-use rpjrt_distributed::{KvStore, Rendezvous, TcpStore};
+use rpjrt_distributed::{InMemoryStore, KvStore, Rendezvous, TcpStore};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -14,8 +18,14 @@ extern "C" {
     // POSIX, in libc (which every Rust program on Linux links).
     fn fork() -> i32;
     fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    fn kill(pid: i32, sig: i32) -> i32;
     fn _exit(status: i32) -> !;
 }
+
+/// `waitpid`'s option not to wait.
+const WNOHANG: i32 = 1;
+/// `SIGKILL`.
+const SIGKILL: i32 = 9;
 
 /// Whether `r` is the refusal of a store used in a forked child.
 fn refused_as_forked<T>(r: Result<T>) -> bool {
@@ -94,4 +104,73 @@ fn a_forked_child_is_refused_its_parents_stores_and_their_drop_leaves_the_parent
     });
     peer.shutdown();
     assert!(host.shutdown_after(T));
+}
+
+#[test]
+fn an_in_memory_store_is_refused_in_a_fork_even_while_another_thread_writes_to_it() {
+    // A thread setting a large value held the store's lock while it copied the value; a
+    // fork then left the child a lock no thread of its would release, and the child's
+    // first call on the store never returned.
+    let store = Arc::new(InMemoryStore::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (s, stop) = (Arc::clone(&store), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let big = vec![7u8; 64 << 20];
+            while !stop.load(Ordering::Relaxed) {
+                s.set("big", &big).unwrap();
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..3 {
+        // SAFETY: plain fork(); the child only calls the store (whose refusal takes no
+        // lock of the store's: it reads the fork generation and formats a message) and
+        // ends with `_exit`.
+        let pid = unsafe { fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let bad = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let s = &*store;
+                let mut bad = 0;
+                bad += i32::from(!refused_as_forked(s.try_get("small")));
+                bad += i32::from(!refused_as_forked(s.get("small", T)));
+                bad += i32::from(!refused_as_forked(s.set("small", b"x")));
+                bad += i32::from(!refused_as_forked(s.delete("big")));
+                bad += i32::from(!refused_as_forked(s.barrier("b", 0, 2, T)));
+                bad += i32::from(!refused_as_forked(s.check_not_forked()));
+                bad += i32::from(!s.is_empty());
+                bad
+            }));
+            // SAFETY: ends the child at once, running nothing of the parent's.
+            unsafe { _exit(bad.unwrap_or(100)) }
+        }
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut status = 0;
+        loop {
+            // SAFETY: polls the child forked above; `status` is a valid int.
+            let r = unsafe { waitpid(pid, &mut status, WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if Instant::now() >= until {
+                // SAFETY: kills and reaps the child forked above, which hangs.
+                unsafe {
+                    kill(pid, SIGKILL);
+                    waitpid(pid, &mut status, 0);
+                }
+                stop.store(true, Ordering::Relaxed);
+                panic!("the forked child hung on the in-memory store");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(status, 0, "child exit code {} (checks failed)", status >> 8);
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    // The parent's store works on.
+    store.check_not_forked().unwrap();
+    store.set("k", b"v").unwrap();
+    assert_eq!(store.get("k", T).unwrap(), b"v");
+    assert!(store.delete("big").unwrap());
 }
