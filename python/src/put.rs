@@ -7,10 +7,11 @@
 //! nested lists become an `rpjrt_npy::scalars::Nested` tree, which `rpjrt_npy::scalars::to_host`
 //! checks and converts under the one rule for numbers.
 
+use crate::detach::Detach;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyComplex, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyComplex, PyFloat, PyInt, PyList, PyTuple, PyType};
 use rpjrt::{ByteOrder, CopyMode, ElementType, HostArray, HostData};
 use rpjrt_npy::scalars::{Nested, Scalar, MAX_DEPTH};
 
@@ -167,7 +168,7 @@ pub fn put_with(
         if src.client.is(&me) {
             let rb = src.rb();
             let out = py
-                .detach(|| match &mem {
+                .detach_call(|| match &mem {
                     Some(m) => rb.copy_to_memory(m),
                     None => rb.copy_to_device(&dev),
                 })
@@ -183,11 +184,10 @@ pub fn put_with(
         if copy == Some(false) {
             return Err(converted_refusal(obj, "a Python number or list, converted"));
         }
-        let tree = nested_from_py(obj)?;
-        let values = rpjrt_npy::scalars::to_host(&tree, want).pyerr()?;
+        let values = read_tree(obj)?.to_host(want)?;
         let array = values.into_host_array();
         let b = py
-            .detach(|| match layout.as_deref() {
+            .detach_call(|| match layout.as_deref() {
                 Some(m2m) => c
                     .inner
                     .put_array_with_layout(&array, m2m, &dev, mem.as_ref()),
@@ -449,8 +449,8 @@ fn from_view(
         array = array.unpacked();
     }
     let b = match layout {
-        Some(m2m) => py.detach(|| rc.put_array_with_layout(&array, m2m, dev, mem)),
-        None => py.detach(|| rc.put(&array, dev, mem, mode)),
+        Some(m2m) => py.detach_call(|| rc.put_array_with_layout(&array, m2m, dev, mem)),
+        None => py.detach_call(|| rc.put(&array, dev, mem, mode)),
     }
     .pyerr()?;
     wrap_put(py, b, client)
@@ -508,14 +508,18 @@ fn is_plain_python_tree(obj: &Bound<'_, PyAny>) -> bool {
         || obj.is_exact_instance_of::<PyComplex>()
 }
 
-/// numpy's abstract scalar classes, when numpy is imported.
+/// The element type and numpy dtype of a numpy scalar; `None` for a Python number, or for a
+/// numpy type rpjrt has no type for.
+type Typed<'py> = Option<(ElementType, Bound<'py, PyAny>)>;
+
+/// numpy's scalar classes that the reader tells apart, when numpy is imported, and what
+/// the scalar types met so far are.
 struct NumpyScalars<'py> {
     generic: Bound<'py, PyAny>,
     timedelta64: Bound<'py, PyAny>,
-    bool_: Bound<'py, PyAny>,
-    integer: Bound<'py, PyAny>,
-    floating: Bound<'py, PyAny>,
-    complexfloating: Bound<'py, PyAny>,
+    /// Each scalar type met: its element type and numpy dtype, or `None` where rpjrt has
+    /// no such type.
+    types: Vec<(Bound<'py, PyType>, Typed<'py>)>,
 }
 
 impl<'py> NumpyScalars<'py> {
@@ -527,117 +531,246 @@ impl<'py> NumpyScalars<'py> {
         Ok(Some(NumpyScalars {
             generic: np.getattr("generic")?,
             timedelta64: np.getattr("timedelta64")?,
-            bool_: np.getattr("bool_")?,
-            integer: np.getattr("integer")?,
-            floating: np.getattr("floating")?,
-            complexfloating: np.getattr("complexfloating")?,
+            types: Vec::new(),
         }))
     }
+
+    /// The element type and numpy dtype of numpy (or ml_dtypes) scalar `obj`, `None` where
+    /// rpjrt has no type for its dtype (`longdouble`, dates, text...).
+    fn element_type(&mut self, obj: &Bound<'py, PyAny>) -> PyResult<Typed<'py>> {
+        let ty = obj.get_type();
+        if let Some((_, found)) = self.types.iter().find(|(t, _)| t.is(&ty)) {
+            return Ok(found.clone());
+        }
+        let py = obj.py();
+        let dtype = obj.getattr("dtype")?;
+        let found = py
+            .import("rpjrt._dtypes")?
+            .getattr("_lookup")?
+            .call1((&dtype,))?;
+        let found = if found.is_none() {
+            None
+        } else {
+            let code: i32 = found.getattr("code")?.extract()?;
+            Some((ElementType::from_code(code).pyerr()?, dtype))
+        };
+        self.types.push((ty, found.clone()));
+        Ok(found)
+    }
 }
 
-/// A Python number or nested lists/tuples of numbers as the core's tree (conversion only;
-/// shape and values are checked by `rpjrt_npy::scalars`). Leaves are bool, int, float, complex
-/// and numpy scalars; anything else is refused here, naming its type.
-pub fn nested_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Nested> {
-    let mut np = None;
-    to_nested(obj, 0, &mut np)
+/// A Python number or nested lists/tuples of numbers, read for the core's rule
+/// (`rpjrt_npy::scalars`; conversion only, which checks shape and values): the tree, and
+/// which of its leaves were numpy or ml_dtypes scalars, which keep their dtype as numpy
+/// keeps it (`[np.int8(1)]` is int8, a NaN keeps its bits).
+pub struct PyTree<'py> {
+    nested: Nested,
+    /// (row-major index, element type) of the leaves that were numpy scalars, ascending.
+    typed: Vec<(usize, ElementType)>,
+    /// The numpy dtype of each type in `typed`, once, in the order met.
+    dtypes: Vec<(ElementType, Bound<'py, PyAny>)>,
 }
 
-fn to_nested<'py>(
-    obj: &Bound<'py, PyAny>,
-    depth: usize,
-    np: &mut Option<Option<NumpyScalars<'py>>>,
-) -> PyResult<Nested> {
-    let items = |it: &mut dyn Iterator<Item = Bound<'py, PyAny>>,
-                 np: &mut Option<Option<NumpyScalars<'py>>>|
-     -> PyResult<Nested> {
-        if depth > MAX_DEPTH {
-            // Deeper than any rank: the core refuses the tree, so stop descending.
-            return Ok(Nested::List(Vec::new()));
-        }
-        let mut v = Vec::with_capacity(it.size_hint().0);
-        for x in it {
-            v.push(to_nested(&x, depth + 1, np)?);
-        }
-        Ok(Nested::List(v))
+/// Reads a Python number or nested lists/tuples of them (see [`PyTree`]). Leaves are bool,
+/// int, float, complex and numpy (and ml_dtypes) scalars; anything else is refused here,
+/// naming its type, and so is a numpy scalar of a dtype rpjrt has no type for
+/// (`longdouble`), as the bare scalar is.
+pub fn read_tree<'py>(obj: &Bound<'py, PyAny>) -> PyResult<PyTree<'py>> {
+    let mut r = Reader {
+        np: None,
+        leaves: 0,
+        tree: PyTree {
+            nested: Nested::List(Vec::new()),
+            typed: Vec::new(),
+            dtypes: Vec::new(),
+        },
     };
-    if let Ok(l) = obj.cast::<PyList>() {
-        return items(&mut l.iter(), np);
-    }
-    if let Ok(t) = obj.cast::<PyTuple>() {
-        return items(&mut t.iter(), np);
-    }
-    Ok(Nested::Scalar(scalar_from_py(obj, np)?))
+    r.tree.nested = r.read(obj, 0)?;
+    Ok(r.tree)
 }
 
-fn scalar_from_py<'py>(
-    obj: &Bound<'py, PyAny>,
-    np: &mut Option<Option<NumpyScalars<'py>>>,
-) -> PyResult<Scalar> {
+struct Reader<'py> {
+    np: Option<Option<NumpyScalars<'py>>>,
+    /// Leaves read so far (in row-major order for a rectangular tree).
+    leaves: usize,
+    tree: PyTree<'py>,
+}
+
+impl<'py> Reader<'py> {
+    fn read(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> PyResult<Nested> {
+        let mut items = |it: &mut dyn Iterator<Item = Bound<'py, PyAny>>| -> PyResult<Nested> {
+            if depth > MAX_DEPTH {
+                // Deeper than any rank: the core refuses the tree, so stop descending.
+                return Ok(Nested::List(Vec::new()));
+            }
+            let mut v = Vec::with_capacity(it.size_hint().0);
+            for x in it {
+                v.push(self.read(&x, depth + 1)?);
+            }
+            Ok(Nested::List(v))
+        };
+        if let Ok(l) = obj.cast::<PyList>() {
+            return items(&mut l.iter());
+        }
+        if let Ok(t) = obj.cast::<PyTuple>() {
+            return items(&mut t.iter());
+        }
+        let (s, typed) = self.scalar(obj)?;
+        if let Some((t, dtype)) = typed {
+            self.tree.typed.push((self.leaves, t));
+            if !self.tree.dtypes.iter().any(|(u, _)| *u == t) {
+                self.tree.dtypes.push((t, dtype));
+            }
+        }
+        self.leaves += 1;
+        Ok(Nested::Scalar(s))
+    }
+
+    /// One leaf, and its element type and numpy dtype when it is a numpy scalar.
+    fn scalar(&mut self, obj: &Bound<'py, PyAny>) -> PyResult<(Scalar, Typed<'py>)> {
+        let py = obj.py();
+        if obj.is_exact_instance_of::<PyFloat>() {
+            return Ok((Scalar::Float(obj.extract()?), None));
+        }
+        if obj.is_exact_instance_of::<PyBool>() {
+            return Ok((Scalar::Bool(obj.extract()?), None));
+        }
+        if obj.is_exact_instance_of::<PyInt>() {
+            return Ok((int_from_py(obj)?, None));
+        }
+        let np = match &mut self.np {
+            Some(np) => np,
+            None => self.np.insert(NumpyScalars::get(py)?),
+        };
+        if let Some(np) = np.as_mut() {
+            if obj.is_instance(&np.generic)? {
+                // A duration is no number, though numpy makes timedelta64 a
+                // signedinteger (int() of one gives its count of its unit, or a
+                // datetime.timedelta, or None for NaT).
+                if obj.is_instance(&np.timedelta64)? {
+                    return Err(not_a_number(obj)?);
+                }
+                return match np.element_type(obj)? {
+                    Some((t, dtype)) => Ok((typed_scalar(obj, t)?, Some((t, dtype)))),
+                    // ml_dtypes' types are of kind V too: one rpjrt lacks is a number.
+                    None if numpy_kind_without_numbers(obj) && !is_ml_dtypes(obj) => {
+                        Err(not_a_number(obj)?)
+                    }
+                    None => Err(no_type_for(obj)?),
+                };
+            }
+        }
+        if obj.is_instance_of::<PyBool>() {
+            return Ok((Scalar::Bool(obj.is_truthy()?), None));
+        }
+        if obj.is_instance_of::<PyInt>() {
+            return Ok((int_from_py(&py.get_type::<PyInt>().call1((obj,))?)?, None));
+        }
+        if obj.is_instance_of::<PyFloat>() {
+            return Ok((Scalar::Float(obj.extract()?), None));
+        }
+        if obj.is_instance_of::<PyComplex>() {
+            return Ok((complex_from_py(obj)?, None));
+        }
+        Err(not_a_number(obj)?)
+    }
+}
+
+/// The value of numpy (or ml_dtypes) scalar `obj` of element type `t`, exactly: integers
+/// through `int()`, floats and complex numbers from their bits, NaN payloads included
+/// (`float()` of a float32 NaN would set its quiet bit).
+fn typed_scalar(obj: &Bound<'_, PyAny>, t: ElementType) -> PyResult<Scalar> {
+    use rpjrt::ElementKind as K;
+    use rpjrt_npy::scalars::decode_float;
     let py = obj.py();
-    if obj.is_exact_instance_of::<PyFloat>() {
-        return Ok(Scalar::Float(obj.extract()?));
-    }
-    if obj.is_exact_instance_of::<PyBool>() {
-        return Ok(Scalar::Bool(obj.extract()?));
-    }
-    if obj.is_exact_instance_of::<PyInt>() {
-        return int_from_py(obj);
-    }
-    let np = match np {
-        Some(np) => np,
-        None => np.insert(NumpyScalars::get(py)?),
-    };
-    let np = match np.as_ref() {
-        Some(n) if obj.is_instance(&n.generic)? => Some(n),
-        _ => None,
-    };
-    if let Some(np) = np {
-        // A duration is no number, though numpy makes timedelta64 a signedinteger (int()
-        // of one gives its count of its unit, or a datetime.timedelta, or None for NaT).
-        if obj.is_instance(&np.timedelta64)? {
-            return Err(not_a_number(obj)?);
+    match t.kind() {
+        K::Bool => Ok(Scalar::Bool(obj.is_truthy()?)),
+        K::Signed | K::Unsigned => int_from_py(&py.get_type::<PyInt>().call1((obj,))?),
+        K::Float | K::Complex => {
+            let bytes = obj.call_method0("tobytes")?;
+            let bytes = bytes.cast::<PyBytes>()?.as_bytes();
+            let complex = t.kind() == K::Complex;
+            let part = match t {
+                ElementType::C64 => ElementType::F32,
+                ElementType::C128 => ElementType::F64,
+                t => t,
+            };
+            let size = part.host_itemsize();
+            if bytes.len() != size * (1 + usize::from(complex)) {
+                return Err(invalid(format!(
+                    "a {} scalar gave {} bytes, not {}",
+                    t,
+                    bytes.len(),
+                    t.host_itemsize()
+                )));
+            }
+            let value = |b: &[u8]| -> f64 {
+                let bits = match b.len() {
+                    8 => u64::from_ne_bytes(b.try_into().unwrap_or_default()),
+                    4 => u64::from(u32::from_ne_bytes(b.try_into().unwrap_or_default())),
+                    2 => u64::from(u16::from_ne_bytes(b.try_into().unwrap_or_default())),
+                    _ => u64::from(b[0]),
+                };
+                decode_float(bits, part).unwrap_or(f64::NAN)
+            };
+            Ok(if complex {
+                Scalar::Complex(value(&bytes[..size]), value(&bytes[size..]))
+            } else {
+                Scalar::Float(value(bytes))
+            })
         }
-        if obj.is_instance(&np.bool_)? {
-            return Ok(Scalar::Bool(obj.is_truthy()?));
-        }
-        if obj.is_instance(&np.integer)? {
-            return int_from_py(&py.get_type::<PyInt>().call1((obj,))?);
-        }
-        if obj.is_instance(&np.floating)? {
-            return Ok(Scalar::Float(obj.extract()?));
-        }
-        if obj.is_instance(&np.complexfloating)? {
-            return complex_from_py(&py.get_type::<PyComplex>().call1((obj,))?);
-        }
+        _ => Err(not_a_number(obj)?),
     }
-    if obj.is_instance_of::<PyBool>() {
-        return Ok(Scalar::Bool(obj.is_truthy()?));
+}
+
+/// Whether `obj`'s type comes from ml_dtypes.
+fn is_ml_dtypes(obj: &Bound<'_, PyAny>) -> bool {
+    obj.get_type()
+        .module()
+        .is_ok_and(|m| m.to_str().is_ok_and(|m| m.starts_with("ml_dtypes")))
+}
+
+/// The refusal of a numpy scalar of a numeric dtype rpjrt has no type for (`longdouble`,
+/// `clongdouble`), as the bare scalar is refused: it is not read through `float()`, which
+/// would turn a value beyond float64 into an infinity.
+fn no_type_for(obj: &Bound<'_, PyAny>) -> PyResult<PyErr> {
+    let py = obj.py();
+    let why = py
+        .import("rpjrt._host")?
+        .getattr("no_equivalent")?
+        .call1((obj.getattr("dtype")?,))?
+        .str()?
+        .to_string();
+    let ty = obj.get_type();
+    Ok(invalid(format!(
+        "cannot put a {}.{} ({}) on a device: {why}",
+        ty.module()?,
+        ty.name()?,
+        short_repr(obj)?
+    )))
+}
+
+/// `repr(obj)`, shortened to 40 characters and `...` ("?" where the repr itself fails).
+fn short_repr(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    let repr: String = obj
+        .repr()
+        .map(|r| r.to_string())
+        .or_describe(|| "?".into())?;
+    let mut short: String = repr.chars().take(40).collect();
+    if short.len() < repr.len() {
+        short.push_str("...");
     }
-    if obj.is_instance_of::<PyInt>() {
-        return int_from_py(&py.get_type::<PyInt>().call1((obj,))?);
-    }
-    if obj.is_instance_of::<PyFloat>() {
-        return Ok(Scalar::Float(obj.extract()?));
-    }
-    if obj.is_instance_of::<PyComplex>() {
-        return complex_from_py(obj);
-    }
-    Err(not_a_number(obj)?)
+    Ok(short)
 }
 
 /// The refusal of a list item that is no number, naming its type (an error reading its
 /// repr other than an ordinary failure, such as an interruption, stands instead).
 fn not_a_number(obj: &Bound<'_, PyAny>) -> PyResult<PyErr> {
-    let repr: String = obj
-        .repr()
-        .map(|r| r.to_string())
-        .or_describe(|| "?".into())?;
     Ok(invalid(format!(
         "cannot put a {} ({}) on a device: a list must hold only numbers (bool, int, float or \
-         complex)",
+         complex, or numpy scalars of them)",
         obj.get_type().name()?,
-        repr.chars().take(40).collect::<String>()
+        short_repr(obj)?
     )))
 }
 
@@ -657,6 +790,114 @@ fn complex_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     Ok(Scalar::Complex(c.real(), c.imag()))
 }
 
+impl PyTree<'_> {
+    /// The tree's values as a dense host array of `want`, or of the type the values imply:
+    /// for Python numbers alone the core's (one kind only: `bool`, `int64`, `float64`,
+    /// `complex128`), and where numpy scalars are among them numpy's
+    /// ([`PyTree::numpy_type`]). Either way the values are converted under the core's rule.
+    pub fn to_host(&self, want: Option<ElementType>) -> PyResult<rpjrt_npy::scalars::HostValues> {
+        let (leaves, dims) = rpjrt_npy::scalars::flatten(&self.nested).pyerr()?;
+        let (want, promoted) = match want {
+            None if !self.typed.is_empty() => {
+                let (t, how) = self.numpy_type(&leaves, &dims)?;
+                (Some(t), Some(how))
+            }
+            want => (want, None),
+        };
+        rpjrt_npy::scalars::values_to_host_from(&leaves, &self.typed, dims, want).map_err(|e| {
+            match promoted {
+                Some(how) if e.code() == rpjrt::Code::InvalidArgument => {
+                    invalid(format!("{e} ({how}; pass dtype= to choose another type)"))
+                }
+                _ => crate::errors::to_py(e),
+            }
+        })
+    }
+
+    /// The element type of the values with `want` where given, else as [`PyTree::to_host`]
+    /// picks it (for `cast=True`, which converts as numpy's `astype` does).
+    pub fn element_type(&self, want: Option<ElementType>) -> PyResult<(Vec<i64>, ElementType)> {
+        let (leaves, dims) = rpjrt_npy::scalars::flatten(&self.nested).pyerr()?;
+        let t = match want {
+            Some(t) => t,
+            None if !self.typed.is_empty() => self.numpy_type(&leaves, &dims)?.0,
+            None => rpjrt_npy::scalars::default_element_type(&leaves).pyerr()?,
+        };
+        Ok((dims, t))
+    }
+
+    /// The element type `numpy.asarray` gives these values, where some are numpy scalars:
+    /// `numpy.result_type` of their dtypes and of the dtypes numpy reads Python's numbers
+    /// in a list as (`bool`, `int64` or `uint64` beyond it, `float64`, `complex128`); and
+    /// how it came about, for messages. An int beyond 64 bits (numpy would make an array of
+    /// Python objects) and types numpy cannot promote are refused.
+    fn numpy_type(&self, leaves: &[&Scalar], dims: &[i64]) -> PyResult<(ElementType, String)> {
+        let Some((_, first)) = self.dtypes.first() else {
+            return Err(invalid("no numpy scalars to promote"));
+        };
+        let py = first.py();
+        let mut dtypes: Vec<Bound<'_, PyAny>> =
+            self.dtypes.iter().map(|(_, d)| d.clone()).collect();
+        let mut names: Vec<String> = self.dtypes.iter().map(|(t, _)| t.to_string()).collect();
+        let mut python: Vec<&str> = Vec::new();
+        let mut typed = self.typed.iter().peekable();
+        for (i, s) in leaves.iter().enumerate() {
+            if typed.next_if(|&&(at, _)| at == i).is_some() {
+                continue;
+            }
+            let dtype = match s {
+                Scalar::Bool(_) => "bool",
+                Scalar::Int(v) if i64::try_from(*v).is_ok() => "int64",
+                Scalar::Int(v) if u64::try_from(*v).is_ok() => "uint64",
+                Scalar::Int(_) | Scalar::BigInt(_) => {
+                    return Err(invalid(format!(
+                        "{s}{} does not fit in 64 bits: numpy would hold this list, which has \
+                         numpy scalars, as Python objects, which rpjrt has no type for; pass \
+                         dtype= to say what to store",
+                        rpjrt_npy::scalars::index_text(dims, i)
+                    )))
+                }
+                Scalar::Float(_) => "float64",
+                Scalar::Complex(..) => "complex128",
+            };
+            if !python.contains(&dtype) {
+                python.push(dtype);
+            }
+        }
+        let np = py.import("numpy")?;
+        for dtype in python {
+            dtypes.push(np.getattr("dtype")?.call1((dtype,))?);
+            names.push(format!("Python numbers read as {dtype}"));
+        }
+        let names = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.join(""),
+        };
+        let result = np
+            .getattr("result_type")?
+            .call1(PyTuple::new(py, &dtypes)?)
+            .or_refuse(|| {
+                invalid(format!(
+                    "the list holds {names}, which numpy promotes to no one dtype; pass dtype= \
+                     to say what to store"
+                ))
+            })?;
+        let found = py
+            .import("rpjrt._dtypes")?
+            .getattr("_lookup")?
+            .call1((&result,))?;
+        if found.is_none() {
+            return Err(invalid(format!(
+                "the list holds {names}, which numpy promotes to {}, a dtype rpjrt has no type \
+                 for; pass dtype= to say what to store",
+                result.str()?
+            )));
+        }
+        let t = ElementType::from_code(found.getattr("code")?.extract()?).pyerr()?;
+        Ok((t, format!("{t} is numpy's type for {names}")))
+    }
+}
+
 /// `(bytes, element type code, shape)` of Python numbers or nested lists of them under
 /// the core's rule (`rpjrt.scalars.to_host`), for `rpjrt._host.as_host`.
 #[pyfunction]
@@ -666,8 +907,7 @@ pub fn _python_to_host<'py>(
     dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyBytes>, i32, Vec<i64>)> {
     let want = dtype.map(dtype_from_py).transpose()?;
-    let tree = nested_from_py(obj)?;
-    let v = rpjrt_npy::scalars::to_host(&tree, want).pyerr()?;
+    let v = read_tree(obj)?.to_host(want)?;
     Ok((
         PyBytes::new(obj.py(), &v.bytes),
         v.element_type.code(),
@@ -695,14 +935,14 @@ pub fn _convert_host<'py>(
         .and_then(HostView::contiguous_bytes)
         .ok_or_else(|| invalid("the data to convert must be a C-contiguous buffer"))?;
     let v = py
-        .detach(|| rpjrt_npy::scalars::convert(bytes, from, shape, want))
+        .detach_call(|| rpjrt_npy::scalars::convert(bytes, from, shape, want))
         .pyerr()?;
     Ok((PyBytes::new(py, &v.bytes), v.element_type.code(), v.dims))
 }
 
 /// `(shape, element type code)` of Python numbers or nested lists of them: the shape
-/// checks and the default type of `rpjrt.scalars` without converting values (for the
-/// lossy `cast=True` path, which converts as numpy's `astype` does).
+/// checks and the type `Client.put` picks ([`PyTree::to_host`]) without converting
+/// values (for the lossy `cast=True` path, which converts as numpy's `astype` does).
 #[pyfunction]
 #[pyo3(signature = (obj, dtype = None))]
 pub fn _python_shape(
@@ -710,11 +950,6 @@ pub fn _python_shape(
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<i64>, i32)> {
     let want = dtype.map(dtype_from_py).transpose()?;
-    let tree = nested_from_py(obj)?;
-    let (leaves, dims) = rpjrt_npy::scalars::flatten(&tree).pyerr()?;
-    let t = match want {
-        Some(t) => t,
-        None => rpjrt_npy::scalars::default_element_type(&leaves).pyerr()?,
-    };
+    let (dims, t) = read_tree(obj)?.element_type(want)?;
     Ok((dims, t.code()))
 }

@@ -260,7 +260,11 @@ def test_f3_durations_in_lists_are_not_numbers(client: rpjrt.Client, v: Any) -> 
 
 
 def test_f3_numpy_numbers_in_lists_still_go_in(client: rpjrt.Client) -> None:
-    got = client.put([np.int64(5), np.int8(-1), np.uint64(7)]).to_numpy()
+    # The dtype numpy.asarray gives them (int64 with uint64 promotes to float64).
+    items = [np.int64(5), np.int8(-1), np.uint64(7)]
+    got = client.put(items).to_numpy()
+    assert got.dtype == np.asarray(items).dtype and got.tolist() == [5, -1, 7]
+    got = client.put([np.int64(5), np.int8(-1), np.uint8(7)]).to_numpy()
     assert got.dtype == np.int64 and got.tolist() == [5, -1, 7]
     assert client.put([np.bool_(True), False]).to_numpy().tolist() == [True, False]
     got = client.put([np.float32(0.5), np.float64(1.5), 2.0]).to_numpy()

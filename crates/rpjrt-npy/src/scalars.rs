@@ -22,6 +22,9 @@
 //!   only into types with infinities. Rounding to the nearest representable value (ties
 //!   to even, as numpy and ml_dtypes round; `float8_e8m0fnu` rounds ties up, as ml_dtypes
 //!   does) is fine.
+//! - **NaN** converts as numpy's `astype` converts it ([`convert_nan`]), bit for bit: a
+//!   float is a float64 (a Python float's payload is kept), and a value read from an
+//!   element of a type ([`convert`], [`values_to_host_from`]) converts from that type.
 //!
 //! Integers beyond `i128` are [`Scalar::BigInt`] (decimal text): out of range of every
 //! integer type. Integers of any size convert to a float type (or a complex type's parts)
@@ -522,6 +525,21 @@ pub fn values_to_host<S: Borrow<Scalar>>(
     dims: Vec<i64>,
     want: Option<ElementType>,
 ) -> Result<HostValues> {
+    values_to_host_from(leaves, &[], dims, want)
+}
+
+/// [`values_to_host`] for scalars of which some were read from elements of a type (numpy
+/// scalars): `sources` lists those (row-major index, ascending, and the type). Their
+/// values are exact in a [`Scalar`]; what the type adds is how a NaN converts: as numpy's
+/// `astype` converts a NaN of that type ([`convert_nan`], which keeps payloads where numpy
+/// does), where the others' NaNs convert as float64 ones. A float NaN of a source type is
+/// the one [`decode_float`] reads from its bits.
+pub fn values_to_host_from<S: Borrow<Scalar>>(
+    leaves: &[S],
+    sources: &[(usize, ElementType)],
+    dims: Vec<i64>,
+    want: Option<ElementType>,
+) -> Result<HostValues> {
     let n = rpjrt::element_count(&dims)?;
     if n != leaves.len() {
         return Err(Error::invalid(format!(
@@ -549,8 +567,21 @@ pub fn values_to_host<S: Borrow<Scalar>>(
         let i = leaves.iter().position(|s| s.kind() == worst).unwrap_or(0);
         check_kind(worst, t, || format!("{}{}", leaves[i], at(i)))?;
     }
+    let mut sources = sources.iter().peekable();
     for (i, s) in leaves.iter().enumerate() {
-        put_one(s, t, &mut bytes).map_err(|why| Error::invalid(format!("{s}{} {why}", at(i))))?;
+        let src = match sources.next_if(|&&(at, _)| at == i) {
+            Some(&(_, src)) => src,
+            None => ElementType::F64,
+        };
+        put_one(s, src, t, &mut bytes)
+            .map_err(|why| Error::invalid(format!("{s}{} {why}", at(i))))?;
+    }
+    if let Some((i, _)) = sources.next() {
+        return Err(Error::invalid(format!(
+            "a source type was given for value {i}, which is not one of the {} values or \
+             not in ascending order",
+            leaves.len()
+        )));
     }
     Ok(HostValues {
         element_type: t,
@@ -587,7 +618,7 @@ fn check_kind(kind: ScalarKind, t: ElementType, first: impl FnOnce() -> String) 
 
 /// `" at index [i, j]"` for the row-major element `i` of an array with `dims` (nothing for
 /// a 0-d array).
-fn index_text(dims: &[i64], i: usize) -> String {
+pub fn index_text(dims: &[i64], i: usize) -> String {
     if dims.is_empty() {
         return String::new();
     }
@@ -648,7 +679,8 @@ pub fn convert(
     let mut bytes = rpjrt::host::try_alloc(n.saturating_mul(to_size), "converting host data")?;
     for i in 0..n {
         let s = element(i);
-        put_one(&s, to, &mut bytes).map_err(|why| Error::invalid(format!("{s}{} {why}", at(i))))?;
+        put_one(&s, from, to, &mut bytes)
+            .map_err(|why| Error::invalid(format!("{s}{} {why}", at(i))))?;
     }
     Ok(HostValues {
         element_type: to,
@@ -701,8 +733,26 @@ fn scalar_at(data: &[u8], t: ElementType, i: usize) -> Scalar {
     }
 }
 
-/// Appends `s` as one element of `t` (native byte order), or says why it cannot be stored.
-fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result<(), String> {
+/// The real float type whose NaNs a float (or a complex part) read from an element of type
+/// `src` carries: `src` itself, a complex type's part type, and float64 for anything else
+/// (Python's numbers).
+fn nan_source(src: ElementType) -> ElementType {
+    match src {
+        ElementType::C64 => ElementType::F32,
+        t if t.kind() == ElementKind::Float => t,
+        _ => ElementType::F64,
+    }
+}
+
+/// Appends `s` as one element of `t` (native byte order), or says why it cannot be stored;
+/// `src` is the element type `s` was read from (float64 for Python's numbers), whose NaNs
+/// convert as numpy converts them ([`convert_nan`]).
+fn put_one(
+    s: &Scalar,
+    src: ElementType,
+    t: ElementType,
+    out: &mut Vec<u8>,
+) -> std::result::Result<(), String> {
     match t.kind() {
         ElementKind::Bool | ElementKind::Signed | ElementKind::Unsigned => {
             let (lo, hi) = int_range(t);
@@ -738,7 +788,7 @@ fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result
             Ok(())
         }
         ElementKind::Float => {
-            let bits = encode_float(s.real(t, t)?, t)?;
+            let bits = encode_from(s.real(t, t)?, nan_source(src), t)?;
             push_bits(bits, t.host_itemsize(), out);
             Ok(())
         }
@@ -753,7 +803,8 @@ fn put_one(s: &Scalar, t: ElementType, out: &mut Vec<u8>) -> std::result::Result
                 other => (other.real(t, part)?, 0.0),
             };
             for x in [re, im] {
-                let bits = encode_float(x, part).map_err(|why| format!("has a part that {why}"))?;
+                let bits = encode_from(x, nan_source(src), part)
+                    .map_err(|why| format!("has a part that {why}"))?;
                 push_bits(bits, part.host_itemsize(), out);
             }
             Ok(())
@@ -899,15 +950,15 @@ fn pow2(e: i32) -> f64 {
 /// The bits of the element of float type `t` nearest to `x` (ties to even;
 /// `float8_e8m0fnu` ties up, as ml_dtypes does), in the low bits of the result, or why `x`
 /// cannot be stored: a finite value that overflows or would become NaN, a NaN or infinity
-/// for a type without one.
+/// for a type without one. A NaN converts as numpy converts a float64 NaN
+/// ([`convert_nan`]): into float64 unchanged, payload and all.
 pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> {
     let f = format_of(t).ok_or_else(|| format!("{t} is not a real float type"))?;
     let negative = x.is_sign_negative();
     let sign = if negative { f.sign_bit() } else { 0 };
     if x.is_nan() {
-        return f
-            .nan(negative)
-            .ok_or_else(|| format!("cannot be stored as {t}, which has no NaN"));
+        // A float64 NaN as numpy's astype converts it (its payload where `t` keeps one).
+        return convert_nan(x.to_bits(), ElementType::F64, t);
     }
     if x.is_infinite() {
         return if f.specials == Specials::Ieee {
@@ -1028,9 +1079,25 @@ pub fn encode_float(x: f64, t: ElementType) -> std::result::Result<u64, String> 
 
 /// The value of the element of float type `t` whose bits are the low bits of `bits` (the
 /// inverse of [`encode_float`]): NaN and the infinities where the type has them, `-0.0`
-/// for a negative zero. `None` when `t` is not a real float type.
+/// for a negative zero. A NaN of an IEEE type (float16/32/64, bfloat16, the float8 types
+/// with infinities) keeps its sign and its payload, shifted to the top of float64's (the
+/// quiet bit as it was, so a signalling NaN stays one). `None` when `t` is not a real
+/// float type.
 pub fn decode_float(bits: u64, t: ElementType) -> Option<f64> {
     let f = format_of(t)?;
+    if f.specials == Specials::Ieee {
+        // A NaN widens keeping its sign and every payload bit (the quiet bit included, as
+        // it is), so that [`nan_source_bits`] gives its bits back exactly.
+        let man = f.man;
+        let width = f.exp + man + 1;
+        let bits = bits & (u64::MAX >> (64 - width));
+        let all_exp = ((1u64 << f.exp) - 1) << man;
+        if bits & all_exp == all_exp && bits & ((1 << man) - 1) != 0 {
+            let sign = (bits >> (width - 1)) << 63;
+            let payload = (bits & ((1 << man) - 1)) << (52 - man);
+            return Some(f64::from_bits(sign | (0x7ff << 52) | payload));
+        }
+    }
     match t {
         ElementType::F64 => return Some(f64::from_bits(bits)),
         ElementType::F32 => return Some(f64::from(f32::from_bits(bits as u32))),
@@ -1063,6 +1130,92 @@ pub fn decode_float(bits: u64, t: ElementType) -> Option<f64> {
         (1.0 + m as f64 / (1u64 << f.man) as f64) * pow2(e as i32 - f.bias)
     };
     Some(if negative { -magnitude } else { magnitude })
+}
+
+/// The mantissa width of the types whose NaNs carry a payload through numpy's
+/// conversions: numpy's float16, float32 and float64, and bfloat16 (as a source).
+fn payload_bits(t: ElementType) -> Option<u32> {
+    match t {
+        ElementType::F16 => Some(10),
+        ElementType::BF16 => Some(7),
+        ElementType::F32 => Some(23),
+        ElementType::F64 => Some(52),
+        _ => None,
+    }
+}
+
+/// The bits of the NaN of real float type `from` that [`decode_float`] read as `x` (a
+/// NaN): exact for the IEEE types, which have payloads; for the others (one NaN, or one
+/// of each sign) the type's NaN of `x`'s sign.
+fn nan_source_bits(x: f64, from: ElementType) -> u64 {
+    let bits = x.to_bits();
+    match format_of(from) {
+        Some(f) if f.specials == Specials::Ieee => {
+            let man = f.man;
+            let sign = (bits >> 63) << (f.exp + man);
+            sign | (((1u64 << f.exp) - 1) << man) | ((bits & ((1 << 52) - 1)) >> (52 - man))
+        }
+        Some(f) => f.nan(x.is_sign_negative()).unwrap_or(0),
+        None => bits,
+    }
+}
+
+/// The element of real float type `to` that numpy's `astype` (ml_dtypes' for its types)
+/// makes of the NaN whose bits are `bits` in real float type `from`, or why `to` cannot
+/// hold it (it has no NaN):
+///
+/// - the same type: the same bits;
+/// - among float16, float32 and float64 (and from bfloat16 into float32 or float64): the
+///   sign and the top bits of the payload. The conversions between float32 and float64
+///   (the processor's, which numpy uses; ml_dtypes' bfloat16 goes through float32) set the
+///   quiet bit, numpy's own float16 conversions do not, and keep the lowest bit set when
+///   every kept payload bit is clear, so that a NaN stays a NaN;
+/// - into bfloat16 and the 8-bit floats, and out of the 8-bit floats (and from bfloat16
+///   into float16): the type's own NaN, with the sign where it has one.
+pub fn convert_nan(
+    bits: u64,
+    from: ElementType,
+    to: ElementType,
+) -> std::result::Result<u64, String> {
+    use ElementType as T;
+    let f = format_of(to).ok_or_else(|| format!("{to} is not a real float type"))?;
+    let g = format_of(from).ok_or_else(|| format!("{from} is not a real float type"))?;
+    let negative = bits & g.sign_bit() != 0;
+    let Some(nan) = f.nan(negative) else {
+        return Err(format!("cannot be stored as {to}, which has no NaN"));
+    };
+    if from == to {
+        let width = g.exp + g.man + u32::from(g.specials != Specials::E8m0);
+        return Ok(bits & (u64::MAX >> (64 - width)));
+    }
+    let (Some(mf), Some(mt)) = (payload_bits(from), payload_bits(to)) else {
+        return Ok(nan);
+    };
+    if to == T::BF16 || (from == T::BF16 && to == T::F16) {
+        return Ok(nan);
+    }
+    let payload = bits & ((1 << mf) - 1);
+    let mut p = if mt >= mf {
+        payload << (mt - mf)
+    } else {
+        payload >> (mf - mt)
+    };
+    if matches!((from, to), (T::F32 | T::BF16, T::F64) | (T::F64, T::F32)) {
+        p |= 1 << (mt - 1);
+    } else if p == 0 {
+        p = 1;
+    }
+    let sign = if negative { f.sign_bit() } else { 0 };
+    Ok(sign | (((1u64 << f.exp) - 1) << mt) | p)
+}
+
+/// [`encode_float`] for `x` read from an element of real float type `from`: a NaN converts
+/// from that type's NaN, as numpy converts it ([`convert_nan`]).
+fn encode_from(x: f64, from: ElementType, t: ElementType) -> std::result::Result<u64, String> {
+    if x.is_nan() && from != ElementType::F64 {
+        return convert_nan(nan_source_bits(x, from), from, t);
+    }
+    encode_float(x, t)
 }
 
 /// `x` with its low 32 mantissa bits folded into bit 32 (set when any of them is set).
@@ -1898,5 +2051,108 @@ mod tests {
             convert(&[], T::F64, vec![0, 3], T::S8).unwrap().bytes,
             Vec::<u8>::new()
         );
+    }
+
+    /// NaNs as numpy 2.4 and ml_dtypes 0.7 convert them on x86-64 (`astype`), bit for bit.
+    #[test]
+    fn nans_convert_as_numpy_converts_them() {
+        let cases: &[(u64, T, T, u64)] = &[
+            // The same type: the same bits, signalling or not.
+            (0x7FF8_0000_0000_0123, T::F64, T::F64, 0x7FF8_0000_0000_0123),
+            (0xFFF0_0000_0000_0001, T::F64, T::F64, 0xFFF0_0000_0000_0001),
+            (0x7F80_0001, T::F32, T::F32, 0x7F80_0001),
+            (0x7C01, T::F16, T::F16, 0x7C01),
+            (0xFF81, T::BF16, T::BF16, 0xFF81),
+            (0x7D, T::F8E5M2, T::F8E5M2, 0x7D),
+            (0xFF, T::F8E4M3FN, T::F8E4M3FN, 0xFF),
+            // float64 into float32: the top payload bits, quiet bit set.
+            (0x7FFC_0000_0000_0123, T::F64, T::F32, 0x7FE0_0000),
+            (0xFFF0_0000_0000_0001, T::F64, T::F32, 0xFFC0_0000),
+            // float32 into float64: widened, quiet bit set.
+            (0x7F80_0001, T::F32, T::F64, 0x7FF8_0000_2000_0000),
+            // numpy's float16 code: truncated or widened, no quiet bit, never an infinity.
+            (0x7FC1_2000, T::F32, T::F16, 0x7E09),
+            (0x7F80_0001, T::F32, T::F16, 0x7C01),
+            (0xFFF0_0000_0000_0123, T::F64, T::F16, 0xFC01),
+            (0x7C01, T::F16, T::F32, 0x7F80_2000),
+            (0xFC01, T::F16, T::F64, 0xFFF0_0400_0000_0000),
+            // bfloat16 out: into float32 widened, into float64 as through float32.
+            (0x7F81, T::BF16, T::F32, 0x7F81_0000),
+            (0x7F81, T::BF16, T::F64, 0x7FF8_2000_0000_0000),
+            // Into bfloat16 and float8, and out of float8: the type's NaN, with the sign.
+            (0x7FF0_0000_0000_0001, T::F64, T::BF16, 0x7FC0),
+            (0xFF80_0001, T::F32, T::F8E5M2, 0xFE),
+            (0xFC01, T::F16, T::F8E4M3FN, 0xFF),
+            (0xFF81, T::BF16, T::F16, 0xFE00),
+            (0x7D, T::F8E5M2, T::F32, 0x7FC0_0000),
+            (0xFD, T::F8E5M2, T::F8E4M3, 0xFC),
+            (0x80, T::F8E4M3FNUZ, T::F16, 0xFE00),
+            (0x80, T::F8E5M2FNUZ, T::F8E4M3B11FNUZ, 0x80),
+            (0xFF, T::F8E8M0FNU, T::F64, 0x7FF8_0000_0000_0000),
+            (0xFFF8_0000_0000_0000, T::F64, T::F8E8M0FNU, 0xFF),
+        ];
+        for &(bits, from, to, want) in cases {
+            assert_eq!(
+                convert_nan(bits, from, to),
+                Ok(want),
+                "{bits:#x} {from} -> {to}"
+            );
+            // The same through a host array of `from` and through a scalar read from it.
+            let size = from.host_itemsize();
+            let v = convert(&bits.to_ne_bytes()[..size], from, vec![], to).unwrap();
+            let mut got = [0u8; 8];
+            got[..v.bytes.len()].copy_from_slice(&v.bytes);
+            assert_eq!(u64::from_ne_bytes(got), want, "{bits:#x} {from} -> {to}");
+            let x = Scalar::Float(decode_float(bits, from).unwrap());
+            let v = values_to_host_from(&[x], &[(0, from)], vec![], Some(to)).unwrap();
+            assert_eq!(
+                v.bytes[..],
+                got[..v.bytes.len()],
+                "{bits:#x} {from} -> {to}"
+            );
+        }
+        assert!(convert_nan(0x7E00, T::F16, T::F4E2M1FN)
+            .unwrap_err()
+            .contains("no NaN"));
+    }
+
+    #[test]
+    fn python_float_nans_keep_their_payload() {
+        let x = f64::from_bits(0x7FF0_0000_0000_0123);
+        let v = host(x, None).unwrap();
+        assert_eq!(v.bytes, 0x7FF0_0000_0000_0123u64.to_ne_bytes());
+        let v = host(Nested::Scalar(Scalar::Complex(x, -x)), Some(T::C64)).unwrap();
+        assert_eq!(
+            v.bytes,
+            [0x7FC0_0000u32, 0xFFC0_0000].map(u32::to_ne_bytes).concat()
+        );
+        // A complex64 NaN part is read as float32, into complex128 widened and quieted.
+        let part = 0x7F80_0001u64;
+        let c = [part as u32, 0x3F80_0000].map(u32::to_ne_bytes).concat();
+        let v = convert(&c, T::C64, vec![], T::C128).unwrap();
+        assert_eq!(
+            v.bytes,
+            [0x7FF8_0000_2000_0000u64, 1f64.to_bits()]
+                .map(u64::to_ne_bytes)
+                .concat()
+        );
+    }
+
+    #[test]
+    fn every_ieee_nan_reads_back_exactly() {
+        for t in [T::F16, T::BF16, T::F8E5M2, T::F8E4M3, T::F8E3M4] {
+            let width = t.bit_width();
+            for bits in 0..1u64 << width {
+                let x = decode_float(bits, t).unwrap();
+                if x.is_nan() {
+                    assert_eq!(nan_source_bits(x, t), bits, "{t} {bits:#x}");
+                    assert_eq!(convert_nan(bits, t, t), Ok(bits), "{t} {bits:#x}");
+                }
+            }
+        }
+        let e = values_to_host_from(&[Scalar::Float(1.0)], &[(1, T::F32)], vec![1], None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not one of the 1 values"), "{e}");
     }
 }
