@@ -16,6 +16,28 @@ __all__ = ["main"]
 # interpreter leaves a closed stdout closed and sets ``sys.stdout`` to None).
 _STDOUT_CLOSED_ENV = "RPJRT_CLI_STDOUT_CLOSED"
 
+# What this front end changed in the environment for the tool, with the user's own values
+# (the hex of their bytes, or null where unset): ``rpjrt launch`` gives the job's processes
+# the user's environment back from it, not the tool's settings.
+_ADDED_ENV = "RPJRT_CLI_ADDED_ENV"
+# The variables this front end sets for the tool.
+_SET_FOR_THE_TOOL = ("RPJRT_PLUGIN_PATH", "RPJRT_CLI_SELF")
+
+
+def _added_record(saved: dict[str, str | None]) -> str:
+    """The value of ``RPJRT_CLI_ADDED_ENV`` for this run: the user's values of the variables
+    set for the tool. A ``python -m rpjrt`` that the tool started (a verb's child process)
+    keeps the record it inherited, which holds the user's values, not its parent's
+    settings."""
+    inherited = os.environ.get(_ADDED_ENV)
+    if inherited and saved["RPJRT_CLI_SELF"] == _self_command():
+        return inherited
+    record: dict[str, str | None] = {}
+    for k in _SET_FOR_THE_TOOL:
+        value = saved[k]
+        record[k] = None if value is None else os.fsencode(value).hex()
+    return json.dumps(record)
+
 
 def _fd_closed(fd: int) -> bool:
     try:
@@ -76,11 +98,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The tool finds plugins with the same Rust discovery as rpjrt.Client(); give it this
     # interpreter's sys.path to search, and the command that starts the tool again (conform
     # runs its checks in child processes, and this process is the interpreter, not the
-    # rpjrt binary). Both are restored afterwards.
+    # rpjrt binary). Both are restored afterwards; what the user had is recorded for the
+    # tool (``RPJRT_CLI_ADDED_ENV``), so that ``launch`` passes on only the user's settings.
     saved = {
         k: os.environ.get(k)
-        for k in ("RPJRT_PLUGIN_PATH", "RPJRT_CLI_SELF", _STDOUT_CLOSED_ENV)
+        for k in (*_SET_FOR_THE_TOOL, _STDOUT_CLOSED_ENV, _ADDED_ENV)
     }
+    os.environ[_ADDED_ENV] = _added_record(saved)
     os.environ["RPJRT_PLUGIN_PATH"] = _search_path(saved["RPJRT_PLUGIN_PATH"])
     os.environ["RPJRT_CLI_SELF"] = _self_command()
     opened, stdout_closed = _occupy_closed_stdio()

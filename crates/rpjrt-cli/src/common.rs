@@ -104,6 +104,61 @@ pub fn quiet_plugin_logs(show: bool) {
     QUIETED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Set by the Python front end (`python -m rpjrt`, `python/rpjrt/_cli.py`) to what it
+/// changed in the environment for the tool: a JSON object naming each variable it set
+/// (`RPJRT_PLUGIN_PATH`, with `sys.path` added; `RPJRT_CLI_SELF`), with the value the user
+/// had, as the hex of its bytes, or `null` where it was unset.
+pub const ADDED_ENV: &str = "RPJRT_CLI_ADDED_ENV";
+
+/// The variables only a supervised child of this CLI is given (its capture directory):
+/// never the user's.
+const CHILD_ONLY_ENV: [&str; 1] = [crate::supervise::CAPTURE_DIR_ENV];
+
+/// Gives this process's environment back what the user set, before it starts processes
+/// of the user's (`rpjrt launch`): what the CLI set for itself is removed or restored,
+/// never passed on: the plugin log level it set ([`quiet_plugin_logs`]), the Python
+/// front end's settings ([`ADDED_ENV`]: the command that runs the tool again, its own
+/// additions to `RPJRT_PLUGIN_PATH`), and what only a supervised child is given. What the
+/// user set themselves (even `RPJRT_CLI_SUPERVISED=1`) is passed on unchanged. Call it
+/// before the process has other threads.
+pub fn restore_user_env() {
+    use std::os::unix::ffi::OsStringExt as _;
+    if plugin_logs_quieted() {
+        std::env::remove_var(PLUGIN_LOG_LEVEL_ENV);
+    }
+    for k in CHILD_ONLY_ENV {
+        std::env::remove_var(k);
+    }
+    let Some(added) = std::env::var_os(ADDED_ENV) else {
+        return;
+    };
+    std::env::remove_var(ADDED_ENV);
+    let Ok(Json::Object(added)) = serde_json::from_str::<Json>(&added.to_string_lossy()) else {
+        return;
+    };
+    let hex = |s: &str| -> Option<Vec<u8>> {
+        s.len()
+            .is_multiple_of(2)
+            .then(|| {
+                (0..s.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+                    .collect()
+            })
+            .flatten()
+    };
+    for (name, user) in added {
+        // Only the front end's own variables: the list cannot set anything else.
+        if !name.starts_with("RPJRT_") {
+            continue;
+        }
+        match user.as_str().and_then(hex) {
+            Some(bytes) => std::env::set_var(&name, std::ffi::OsString::from_vec(bytes)),
+            None => std::env::remove_var(&name),
+        }
+    }
+}
+
 /// True when [`quiet_plugin_logs`] set the log level itself (a child process whose stderr
 /// is captured may then have it back).
 pub fn plugin_logs_quieted() -> bool {
@@ -278,6 +333,11 @@ impl Quiet {
                     &log,
                 );
                 rpjrt::stdio::notice(&format!("{} {message}", paint_stderr("rpjrt:", Style::Red)));
+                // A trace being recorded (`run --trace`) is written first, saying so.
+                crate::cmd::trace::save_before_exit(&format!(
+                    "failed (exit code {EXIT_DEFECT}): {}",
+                    message.lines().next().unwrap_or("")
+                ));
                 // The verb ends here by rpjrt's own decision, its error said: a supervising
                 // parent must not take the exit for a plugin's exit() and say it again.
                 crate::supervise::note_finished();
@@ -285,13 +345,19 @@ impl Quiet {
             });
             (limit, give_up)
         });
+        // With a limit in force, the note says when rpjrt gives up, rather than advising
+        // to set one.
+        let give_up = match plugin_timeout_shown() {
+            Some(limit) => format!("rpjrt gives up at the limit of {limit}"),
+            None => "or give up after a while with --plugin-timeout SECONDS".to_string(),
+        };
         Quiet {
             capture,
             _watch: rpjrt::stdio::watch_until(
                 format!(
                     "{what} (the plugin has not returned; a plugin may wait on a device, a \
                      driver or a network service: rerun with --plugin-log to see its log, \
-                     or give up after a while with --plugin-timeout SECONDS){}",
+                     {give_up}){}",
                     hint.map_or_else(String::new, |h| format!("; {h}"))
                 ),
                 SLOW_CALL_NOTICE,
@@ -466,13 +532,19 @@ pub fn print_json(doc: &Json) -> Result<(), CliError> {
 /// and `[1,2,3]` (`[]` for none) is an integer list (`Value::Int64List`, which real
 /// options such as `visible_devices` take). A bad one is a usage error.
 pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
+    parse_option_for(s, "-o")
+}
+
+/// [`parse_option`] for a create option given to `flag` (`-o`, or `compile`'s
+/// `--client-option`): its errors name that option.
+pub fn parse_option_for(s: &str, flag: &str) -> Result<(String, Value), CliError> {
     let (name, value) = ClientOptions::parse_assignment(s).map_err(|e| CliError::usage(bare(e)))?;
     let raw = s.split_once('=').map_or("", |(_, v)| v);
     let digits = raw.strip_prefix(['-', '+']).unwrap_or(raw);
     let integer = |t: &str| -> Result<i64, CliError> {
         t.parse::<i64>().map_err(|_| {
             CliError::usage(format!(
-                "-o {name}: {t} is not an int64 (-9223372036854775808 to \
+                "{flag} {name}: {t} is not an int64 (-9223372036854775808 to \
                  9223372036854775807)"
             ))
         })
@@ -492,7 +564,7 @@ pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
                     let d = t.strip_prefix(['-', '+']).unwrap_or(t);
                     if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
                         return Err(CliError::usage(format!(
-                            "-o {name}={raw}: a list holds integers ([0,1,2]), not {t:?}"
+                            "{flag} {name}={raw}: a list holds integers ([0,1,2]), not {t:?}"
                         )));
                     }
                     integer(t)
@@ -508,12 +580,12 @@ pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
         let mantissa = raw.split(['e', 'E']).next().unwrap_or(raw);
         if f.is_infinite() {
             return Err(CliError::usage(format!(
-                "-o {name}: {raw} is beyond float32 (PJRT's float option type)"
+                "{flag} {name}: {raw} is beyond float32 (PJRT's float option type)"
             )));
         }
         if f == 0.0 && mantissa.bytes().any(|b| matches!(b, b'1'..=b'9')) {
             return Err(CliError::usage(format!(
-                "-o {name}: {raw} is too small for float32 (PJRT's float option type): it \
+                "{flag} {name}: {raw} is too small for float32 (PJRT's float option type): it \
                  would be passed as 0"
             )));
         }
@@ -524,14 +596,20 @@ pub fn parse_option(s: &str) -> Result<(String, Value), CliError> {
 /// Client options from `NAME=VALUE` strings ([`parse_option`]); a name given twice is
 /// refused (the last one silently won).
 pub fn parse_options(options: &[String]) -> Result<ClientOptions, CliError> {
+    parse_options_for(options, "-o")
+}
+
+/// [`parse_options`] for create options given to `flag` (`compile` takes them as
+/// `--client-option`, its `-o` being the output): its errors name that option.
+pub fn parse_options_for(options: &[String], flag: &str) -> Result<ClientOptions, CliError> {
     let parsed = options
         .iter()
-        .map(|o| parse_option(o))
+        .map(|o| parse_option_for(o, flag))
         .collect::<Result<Vec<_>, _>>()?;
     for (i, (name, _)) in parsed.iter().enumerate() {
         if let Some(j) = parsed[..i].iter().position(|(n, _)| n == name) {
             return Err(CliError::usage(format!(
-                "-o {name} is given twice ({} and {}); give each option once",
+                "{flag} {name} is given twice ({} and {}); give each option once",
                 options[j], options[i]
             )));
         }
@@ -613,8 +691,13 @@ pub fn positive_seconds(seconds: f64, what: &str) -> Result<std::time::Duration,
 }
 
 /// Checks, before any work, that a file can be written at `path` (given as `option`): not
-/// a directory, and its directory exists. A usage error naming the option and the path
-/// otherwise, so that a long run does not end in an error about where to put its result.
+/// a directory, not a FIFO, device or socket, and a file can be created where it will be
+/// written: in the directory of the file a symbolic link at `path` leads to (following
+/// links as the write does; a dangling link's target directory must exist), which must
+/// exist and take a new file (one is created there and removed at once: a read-only
+/// file system, `/proc`, a directory without write permission are found here, not after
+/// the work). A usage error naming the option and the path otherwise, so that a long run
+/// does not end in an error about where to put its result.
 pub fn check_output_path(path: &std::path::Path, option: &str) -> Result<(), CliError> {
     let shown = path.display();
     if path.as_os_str().is_empty() {
@@ -628,17 +711,75 @@ pub fn check_output_path(path: &std::path::Path, option: &str) -> Result<(), Cli
     // A FIFO would block the write, and a device would be replaced by the renamed file.
     rpjrt::check_regular_output(path)
         .map_err(|e| CliError::usage(format!("{option} {}", bare(e))))?;
-    let dir = match path.parent() {
+    let target =
+        follow_links(path).map_err(|why| CliError::usage(format!("{option} {shown}: {why}")))?;
+    let through = if target.as_path() == path {
+        String::new()
+    } else {
+        format!(" (a symbolic link to {})", target.display())
+    };
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
     };
     if !dir.is_dir() {
         return Err(CliError::usage(format!(
-            "{option} {shown}: the directory {} does not exist",
+            "{option} {shown}{through}: the directory {} does not exist",
             dir.display()
         )));
     }
-    Ok(())
+    probe_directory(dir, &target).map_err(|e| {
+        CliError::usage(format!(
+            "{option} {shown}{through}: a file cannot be created in {} ({e}); give a path \
+             in a directory this user can write to",
+            dir.display()
+        ))
+    })
+}
+
+/// The file a symbolic link at `path` leads to (following links in turn, as writing
+/// through it would), or `path` itself when it is no link; the target need not exist.
+/// Why not, for a loop or an unreadable link.
+fn follow_links(path: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    let mut p = path.to_path_buf();
+    // Linux's own bound on the links followed in one path lookup.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p)
+                    .map_err(|e| format!("cannot read the symbolic link {}: {e}", p.display()))?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err("too many levels of symbolic links".to_string())
+}
+
+/// Creates a file of its own in `dir`, beside where `target` will be written, and removes
+/// it: whether the output's temporary file (`rpjrt::write_regular_file` writes one there,
+/// then renames it) can be made. The probe is named as such a temporary is, so that one
+/// left by a process killed in between is cleaned up as they are.
+fn probe_directory(dir: &std::path::Path, target: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // Numbers of their own (from the top of the range): never a writer's temporary name.
+    let suffix = format!(".{}-{}.tmp", std::process::id(), u64::MAX - n);
+    let name = target.file_name().map(OsStr::as_bytes).unwrap_or(b"out");
+    let keep = 255 - 1 - suffix.len();
+    let mut probe = std::ffi::OsString::from(".");
+    probe.push(OsStr::from_bytes(&name[..name.len().min(keep)]));
+    probe.push(&suffix);
+    let probe = dir.join(probe);
+    std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
 }
 
 /// How an output option takes `-`: one rule for every output file of every verb, so that
@@ -717,10 +858,24 @@ pub fn read_program_file(
 }
 
 /// Writes an output file whole or not at all (`rpjrt::write_regular_file`: never over a
-/// FIFO or a device, never half a file); errors name `option` and the path.
+/// FIFO or a device, never half a file); errors are [`output_failed`].
 pub fn write_output(path: &std::path::Path, option: &str, bytes: &[u8]) -> Result<(), CliError> {
     rpjrt::write_regular_file(path, |f| std::io::Write::write_all(f, bytes))
-        .map_err(|e| CliError::usage(format!("{option}: cannot write {}", bare(e))))
+        .map_err(|e| output_failed(option, path, e))
+}
+
+/// The error of an output file (`option` gave `path`) that could not be written once the
+/// work was done (a full disk, a file system that failed): a failure, exit code 1, never
+/// a usage error (the command line was right, and was checked before the work), in one
+/// form for every output of every verb: `--out o.npz: cannot write it: REASON`.
+pub fn output_failed(option: &str, path: &std::path::Path, e: rpjrt::Error) -> CliError {
+    let shown = path.display().to_string();
+    let reason = bare(e);
+    // rpjrt's file errors lead with the path, which the message has named already.
+    let reason = reason
+        .strip_prefix(&format!("{shown}: "))
+        .map_or_else(|| reason.clone(), str::to_string);
+    CliError::failed(format!("{option} {shown}: cannot write it: {reason}"))
 }
 
 /// A file a verb reads or writes: (what names it, the path). For an output, what names it

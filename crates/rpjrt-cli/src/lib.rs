@@ -73,10 +73,32 @@ where
                     return EXIT_USAGE;
                 }
             }
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            if e.use_stderr() {
+                let _ = e.print();
+                return EXIT_USAGE;
+            }
+            // --help and --version: output like any other, so one that cannot be written
+            // (a full disk, `> /dev/full`, a stdout closed at start) fails the command.
+            let rendered = e.render();
+            let printed = if common::stdout_colour() {
+                rendered.ansi().to_string()
+            } else {
+                rendered.to_string()
+            };
+            common::write_out(format_args!("{printed}"));
+            return match common::take_output_error() {
+                Some(err) => {
+                    common::print_error(&err);
+                    err.exit_code
+                }
+                None => EXIT_OK,
+            };
         }
     };
+    if let Err(e) = supervise::check_env() {
+        common::print_error(&e);
+        return e.exit_code;
+    }
     common::quiet_plugin_logs(cli.plugin_log);
     if let Err(e) = common::set_plugin_timeout(cli.plugin_timeout) {
         common::print_error(&e);

@@ -17,9 +17,26 @@ use std::time::{Duration, Instant};
 
 use crate::common::{CliError, EXIT_DEFECT};
 
-/// Set in a child's environment; a CLI that sees it runs the verb itself. Setting it by
-/// hand turns supervision off (the verb then runs in the calling process).
+/// Set to `1` in a child's environment; a CLI that sees `1` runs the verb itself. Setting
+/// it to `1` by hand turns supervision off (the verb then runs in the calling process);
+/// unset, empty or `0` leaves it on, and any other value is refused ([`check_env`]).
 pub const CHILD_ENV: &str = "RPJRT_CLI_SUPERVISED";
+
+/// Refuses a [`CHILD_ENV`] value other than unset, empty, `0` or `1` (a usage error naming
+/// the variable): `RPJRT_CLI_SUPERVISED=0` (or `no`) must not read as "supervised" and
+/// silently turn supervision off, nor any value pass for another.
+pub fn check_env() -> Result<(), CliError> {
+    match std::env::var_os(CHILD_ENV) {
+        None => Ok(()),
+        Some(v) if v.is_empty() || v == "0" || v == "1" => Ok(()),
+        Some(v) => Err(CliError::usage(format!(
+            "{CHILD_ENV}={}: set it to 1 to run the verbs that load a plugin in this process \
+             (no supervising parent), or leave it unset (or 0) to keep them in a child process \
+             that a plugin's crash cannot take the CLI down with",
+            rpjrt_distributed::shown(&v.to_string_lossy())
+        ))),
+    }
+}
 
 /// Set in a verb's child: the directory where its captures of the plugin's output keep
 /// their names, so that after a crash the parent can show what the plugin wrote.
@@ -68,9 +85,23 @@ pub fn note_finished() {
     }
 }
 
-/// Whether this process is a supervised child (or supervision is off).
+/// Whether this process is a supervised child (or supervision is off): [`CHILD_ENV`] is
+/// `1`.
 pub fn is_child() -> bool {
-    std::env::var_os(CHILD_ENV).is_some()
+    std::env::var_os(CHILD_ENV).is_some_and(|v| v == "1")
+}
+
+/// The file a supervised child leaves in its capture directory when a stop signal ended
+/// its verb after it wrote what it had to (a trace): the signal's number.
+const STOPPED: &str = "stopped";
+
+/// In a supervised child: notes that the stop signal `sig` ends the verb (the process then
+/// exits with 128 + `sig`), so that the supervisor reports it as the signal, not as an
+/// `exit()` from inside the process.
+pub fn note_stopped(sig: i32) {
+    if let Some(dir) = std::env::var_os(CAPTURE_DIR_ENV).filter(|_| is_child()) {
+        let _ = std::fs::write(Path::new(&dir).join(STOPPED), sig.to_string());
+    }
 }
 
 /// Runs the CLI again on `args` (without the program name) in a child and returns its exit
@@ -102,8 +133,20 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
         drop(logs);
         return Ok(128 + sig);
     }
+    // A child that a stop signal ended once it had written what it had to (a trace) counts
+    // as ended by that signal.
+    let stopped = logs
+        .0
+        .as_ref()
+        .and_then(|d| std::fs::read_to_string(d.join(STOPPED)).ok())
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .filter(|&sig| status.code() == Some(128 + sig));
     let finished = logs.0.as_ref().is_none_or(|d| d.join(FINISHED).exists());
-    match (status.code(), signal_of(status)) {
+    let (code, signal) = match stopped {
+        Some(sig) => (None, Some(sig)),
+        None => (status.code(), signal_of(status)),
+    };
+    match (code, signal) {
         (Some(code), _) if finished => Ok(code),
         // Exited without reaching the end of the verb: a plugin called exit() (while
         // loading, say), which a status of 0 would pass off as success.

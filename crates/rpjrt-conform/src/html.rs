@@ -91,6 +91,7 @@ pre { margin: 4px 0; padding: 6px; background: var(--head); border-radius: 4px; 
 dl.facts { margin: 4px 0; font-size: 0.85em; display: grid; grid-template-columns: auto 1fr; gap: 0 8px; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+.load-error { color: #842029; background: #fbd9d9; padding: 6px 8px; border-radius: 6px; overflow-wrap: anywhere; white-space: pre-wrap; }
 footer { margin-top: 16px; font-size: 0.8em; color: var(--muted); }
 "#;
 
@@ -248,6 +249,14 @@ fn page(source: &str, r: &Report) -> String {
         r.results.len(),
         escape(source)
     );
+    if let Some(e) = r.load_error() {
+        let _ = writeln!(
+            out,
+            "<p class=\"load-error\" data-load-error><strong>The plugin could not be loaded; no \
+             check ran:</strong> {}</p>",
+            escape(e)
+        );
+    }
     chips(&mut out, r);
     // The plugin's facts are written here but shown after the checks (below).
     let facts_at = out.len();
@@ -265,6 +274,9 @@ fn page(source: &str, r: &Report) -> String {
         ),
         ("extensions", extension_names(r)),
     ];
+    if let Some(e) = r.load_error() {
+        rows.push(("load error", e.to_string()));
+    }
     if let Some(attrs) = r.plugin.get("attributes").and_then(Json::as_object) {
         for (k, v) in attrs {
             rows.push(("attribute", format!("{k} = {}", json_text(v))));
@@ -407,6 +419,16 @@ fn matrix(reports: &[(&str, &Report)]) -> String {
             reports.iter().map(|(_, r)| extension_names(r)).collect(),
         ),
     ];
+    // A plugin that could not be loaded says why (its column has no check).
+    if reports.iter().any(|(_, r)| r.load_error().is_some()) {
+        facts.push((
+            "load error",
+            reports
+                .iter()
+                .map(|(_, r)| r.load_error().unwrap_or("").to_string())
+                .collect(),
+        ));
+    }
     for o in Outcome::ALL {
         facts.push((
             o.name(),
@@ -462,7 +484,7 @@ fn matrix(reports: &[(&str, &Report)]) -> String {
             },
             n = escape(name),
         );
-        for cell in cells {
+        for (cell, (_, report)) in cells.iter().zip(reports) {
             let o = cell.map(|c| c.outcome);
             let _ = write!(
                 out,
@@ -474,6 +496,10 @@ fn matrix(reports: &[(&str, &Report)]) -> String {
                 Some(c) => {
                     let _ = write!(out, "<span class=\"detail\">{}</span>", detail_html(c));
                 }
+                None if report.load_error().is_some() => out.push_str(
+                    "<span class=\"detail\">not run: the plugin could not be loaded (its load \
+                     error is under Plugins)</span>",
+                ),
                 None => out.push_str("<span class=\"detail\">not in this report</span>"),
             }
             out.push_str("</td>");

@@ -251,35 +251,90 @@ impl CheckResult {
     }
 
     fn from_json(v: &Json) -> Option<CheckResult> {
-        Some(CheckResult {
-            name: v.get("name")?.as_str()?.to_string(),
-            group: v.get("group")?.as_str()?.to_string(),
-            outcome: Outcome::from_name(v.get("outcome")?.as_str()?)?,
-            unsupported_by: v
-                .get("unsupported_by")
-                .and_then(|s| s.as_str())
-                .map(str::to_string),
-            blocked_by: v
-                .get("blocked_by")
-                .and_then(|s| s.as_str())
-                .map(str::to_string),
-            detail: v
-                .get("detail")
-                .and_then(|s| s.as_str())
-                .unwrap_or("")
-                .to_string(),
-            facts: v
-                .get("facts")
-                .and_then(|f| f.as_object())
-                .cloned()
-                .unwrap_or_default(),
-            duration_ms: v.get("duration_ms").and_then(|d| d.as_f64()).unwrap_or(0.0),
-            stderr: v
-                .get("stderr")
-                .and_then(|s| s.as_str())
-                .unwrap_or("")
-                .to_string(),
+        CheckResult::read(v).ok()
+    }
+
+    /// A result as a report holds it, each field checked against the schema: a field of
+    /// the wrong type (`"duration_ms": "fast"`), an unknown outcome or a missing name is
+    /// refused naming the field. Fields that version 1 reports lack (`blocked_by`) and the
+    /// optional ones may be absent or null.
+    fn read(v: &Json) -> std::result::Result<CheckResult, String> {
+        let o = v
+            .as_object()
+            .ok_or_else(|| format!("is {}, not an object", kind(v)))?;
+        let text = |k: &str| -> std::result::Result<Option<String>, String> {
+            match o.get(k) {
+                None | Some(Json::Null) => Ok(None),
+                Some(Json::String(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(format!("\"{k}\" is {}, not a string", kind(other))),
+            }
+        };
+        let name = text("name")?
+            .filter(|n| !n.is_empty())
+            .ok_or("has no \"name\" (the check's name)")?;
+        let group = text("group")?.ok_or("has no \"group\"")?;
+        let outcome = match o.get("outcome") {
+            Some(Json::String(s)) => Outcome::from_name(s).ok_or_else(|| {
+                format!(
+                    "\"outcome\" is {s:?}, not one of {}",
+                    Outcome::ALL.map(Outcome::name).join(", ")
+                )
+            })?,
+            Some(other) => return Err(format!("\"outcome\" is {}, not a string", kind(other))),
+            None => return Err("has no \"outcome\"".into()),
+        };
+        let facts = match o.get("facts") {
+            None | Some(Json::Null) => Map::new(),
+            Some(Json::Object(f)) => f.clone(),
+            Some(other) => return Err(format!("\"facts\" is {}, not an object", kind(other))),
+        };
+        let duration_ms = match o.get("duration_ms") {
+            None | Some(Json::Null) => 0.0,
+            Some(Json::Number(n)) => match n.as_f64() {
+                Some(d) if d.is_finite() && d >= 0.0 => d,
+                _ => {
+                    return Err(format!(
+                        "\"duration_ms\" is {n}, not a number of milliseconds (0 or more)"
+                    ))
+                }
+            },
+            Some(other) => {
+                return Err(format!(
+                    "\"duration_ms\" is {}, not a number of milliseconds",
+                    kind(other)
+                ))
+            }
+        };
+        Ok(CheckResult {
+            name,
+            group,
+            outcome,
+            unsupported_by: text("unsupported_by")?,
+            blocked_by: text("blocked_by")?,
+            detail: text("detail")?.unwrap_or_default(),
+            facts,
+            duration_ms,
+            stderr: text("stderr")?.unwrap_or_default(),
         })
+    }
+}
+
+/// A JSON value's kind, for a message: `a string ("fast")`, `a number (5)`, `null`, ...
+fn kind(v: &Json) -> String {
+    let short = |s: String| {
+        if s.chars().count() > 40 {
+            format!("{}...", s.chars().take(40).collect::<String>())
+        } else {
+            s
+        }
+    };
+    match v {
+        Json::Null => "null".into(),
+        Json::Bool(b) => format!("a boolean ({b})"),
+        Json::Number(n) => format!("a number ({})", short(n.to_string())),
+        Json::String(s) => format!("a string ({})", short(format!("{s:?}"))),
+        Json::Array(_) => "a list".into(),
+        Json::Object(_) => "an object".into(),
     }
 }
 
@@ -862,12 +917,37 @@ impl Report {
         m
     }
 
-    /// True when any check failed, crashed or timed out, or could not run (blocked): a
-    /// run that leaves checks undone does not vouch for the plugin.
+    /// True when any check failed, crashed or timed out, or could not run (blocked), or
+    /// the plugin could not be loaded at all ([`Report::load_error`]): a run that leaves
+    /// checks undone does not vouch for the plugin.
     pub fn has_defects(&self) -> bool {
-        self.results
-            .iter()
-            .any(|r| r.outcome.is_defect() || r.outcome == Outcome::Blocked)
+        self.load_error().is_some()
+            || self
+                .results
+                .iter()
+                .any(|r| r.outcome.is_defect() || r.outcome == Outcome::Blocked)
+    }
+
+    /// The report of a run in which the plugin at `path` (or the plugin named so, when
+    /// none was found) could not be loaded, for `reason`: its `plugin` holds `path` and
+    /// `load_error` (the schema's field), and no check ran.
+    pub fn load_failed(path: &str, reason: &str) -> Report {
+        let mut plugin = Map::new();
+        plugin.insert("path".into(), json!(path));
+        plugin.insert("load_error".into(), json!(reason));
+        Report {
+            schema_version: SCHEMA_VERSION,
+            rpjrt_version: env!("CARGO_PKG_VERSION").to_string(),
+            plugin,
+            results: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Why the plugin could not be loaded, for a report of a run that could not load it
+    /// (`plugin.load_error`); `None` when it loaded.
+    pub fn load_error(&self) -> Option<&str> {
+        self.plugin.get("load_error").and_then(Json::as_str)
     }
 
     /// The report as JSON (the documented schema).
@@ -886,7 +966,10 @@ impl Report {
         v
     }
 
-    /// Reads a report; refuses other schemas and newer schema versions.
+    /// Reads a report; refuses other schemas and newer schema versions, and a report that
+    /// breaks the schema: a check listed twice, a field of the wrong type (a `duration_ms`
+    /// that is text, a count that is negative, `"plugin": null`), naming the field
+    /// (`results[3] ("api.version") "duration_ms" is a string ...`).
     pub fn from_json(v: &Json) -> rpjrt::Result<Report> {
         if v.get("schema").and_then(|s| s.as_str()) != Some("rpjrt-conform") {
             return Err(invalid(
@@ -903,39 +986,122 @@ impl Report {
                 )))
             }
         };
-        let results = v
-            .get("results")
-            .and_then(|r| r.as_array())
-            .ok_or_else(|| invalid("the report has no results list"))?
-            .iter()
-            .map(|r| {
-                CheckResult::from_json(r).ok_or_else(|| invalid("a malformed result in the report"))
-            })
-            .collect::<rpjrt::Result<Vec<_>>>()?;
+        let results = match v.get("results") {
+            Some(Json::Array(r)) => r,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "\"results\" is {}, not a list of check results",
+                    kind(other)
+                )))
+            }
+            None => return Err(invalid("the report has no \"results\" list")),
+        };
+        let mut read: Vec<CheckResult> = Vec::with_capacity(results.len());
+        for (i, r) in results.iter().enumerate() {
+            let r = CheckResult::read(r).map_err(|why| {
+                let name = r.get("name").and_then(Json::as_str);
+                let which = name.map_or_else(String::new, |n| format!(" ({n:?})"));
+                invalid(format!("results[{i}]{which} {why}"))
+            })?;
+            // Each check once: a second result for a check would be compared (--diff, the
+            // matrix) by its first alone.
+            if let Some(first) = read.iter().position(|x| x.name == r.name) {
+                return Err(invalid(format!(
+                    "results[{i}]: the check {:?} is listed twice (also at results[{first}]); \
+                     a report lists each check once",
+                    r.name
+                )));
+            }
+            read.push(r);
+        }
+        let text = |k: &str| -> rpjrt::Result<String> {
+            match v.get(k) {
+                None | Some(Json::Null) => Ok(String::new()),
+                Some(Json::String(s)) => Ok(s.clone()),
+                Some(other) => Err(invalid(format!("\"{k}\" is {}, not a string", kind(other)))),
+            }
+        };
+        let plugin = match v.get("plugin") {
+            Some(Json::Object(p)) => p.clone(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "\"plugin\" is {}, not an object describing the plugin",
+                    kind(other)
+                )))
+            }
+            // A minimal report (schema, version, results) reads; a present one is typed.
+            None => Map::new(),
+        };
+        check_plugin(&plugin).map_err(|why| invalid(format!("\"plugin\": {why}")))?;
+        // The counts are made again from the results; a summary given must be counts.
+        if let Some(summary) = v.get("summary").filter(|s| !s.is_null()) {
+            let Json::Object(summary) = summary else {
+                return Err(invalid(format!(
+                    "\"summary\" is {}, not an object of counts",
+                    kind(summary)
+                )));
+            };
+            for (k, n) in summary {
+                if n.as_u64().is_none() {
+                    return Err(invalid(format!(
+                        "\"summary\": {k:?} is {}, not a count (a whole number, 0 or more)",
+                        kind(n)
+                    )));
+                }
+            }
+        }
+        let notes = match v.get("notes") {
+            None | Some(Json::Null) => Vec::new(),
+            Some(Json::Array(n)) => n
+                .iter()
+                .enumerate()
+                .map(|(i, s)| match s {
+                    Json::String(s) => Ok(s.clone()),
+                    other => Err(invalid(format!(
+                        "\"notes\"[{i}] is {}, not a string",
+                        kind(other)
+                    ))),
+                })
+                .collect::<rpjrt::Result<Vec<String>>>()?,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "\"notes\" is {}, not a list of strings",
+                    kind(other)
+                )))
+            }
+        };
         Ok(Report {
             schema_version: version,
-            rpjrt_version: v
-                .get("rpjrt_version")
-                .and_then(|s| s.as_str())
-                .unwrap_or("")
-                .to_string(),
-            plugin: v
-                .get("plugin")
-                .and_then(|p| p.as_object())
-                .cloned()
-                .unwrap_or_default(),
-            results,
-            notes: v
-                .get("notes")
-                .and_then(|n| n.as_array())
-                .map(|n| {
-                    n.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            rpjrt_version: text("rpjrt_version")?,
+            plugin,
+            results: read,
+            notes,
         })
     }
+}
+
+/// Checks the fields of a report's `plugin` that the schema types: why one is wrong.
+fn check_plugin(p: &Map<String, Json>) -> std::result::Result<(), String> {
+    for (k, v) in p {
+        let ok = match k.as_str() {
+            "path" | "pjrt_version" | "load_error" => v.is_string(),
+            "table_size" | "table_slots" => v.is_u64(),
+            "attributes" => v.is_object(),
+            "extensions" => v.as_array().is_some_and(|e| e.iter().all(Json::is_object)),
+            // Fields may be added within a version: others are not checked.
+            _ => true,
+        };
+        if !ok {
+            let want = match k.as_str() {
+                "table_size" | "table_slots" => "a whole number, 0 or more",
+                "attributes" => "an object",
+                "extensions" => "a list of objects",
+                _ => "a string",
+            };
+            return Err(format!("{k:?} is {}, not {want}", kind(v)));
+        }
+    }
+    Ok(())
 }
 
 /// What the plugin says about itself, for the report's header (read in the child, so
@@ -1192,11 +1358,11 @@ pub fn run_isolated(
                         // plugin's teardown, mostly) is noted, not pinned on a check.
                         (None, Some(last)) if next >= total => {
                             notes.push(format!(
-                                "the conform child did not exit within {:.1} s after its \
+                                "the conform child did not exit within {} after its \
                                  last check ({last}); it was killed (a hang in the \
                                  plugin's teardown: PJRT_Client_Destroy or a static \
                                  destructor)",
-                                last_event.elapsed().as_secs_f64()
+                                duration_text(rounded(last_event.elapsed()))
                             ));
                             break;
                         }
@@ -1204,9 +1370,9 @@ pub fn run_isolated(
                         // carries on from the next check.
                         (None, Some(last)) => {
                             notes.push(format!(
-                                "the conform child hung for {:.1} s after {last} and before \
+                                "the conform child hung for {} after {last} and before \
                                  {} started; it was killed and a new one went on",
-                                last_event.elapsed().as_secs_f64(),
+                                duration_text(rounded(last_event.elapsed())),
                                 names[next]
                             ));
                             break;
@@ -1223,8 +1389,10 @@ pub fn run_isolated(
                         unsupported_by: None,
                         blocked_by: None,
                         detail: format!(
-                            "no result after {:.1} s; the child process was killed",
-                            since.elapsed().as_secs_f64()
+                            "no result within the limit of {} (--timeout); the child \
+                             process was killed after {}",
+                            duration_text(config.timeout),
+                            duration_text(rounded(since.elapsed()))
                         ),
                         facts: Map::new(),
                         duration_ms: since.elapsed().as_secs_f64() * 1e3,
@@ -1251,11 +1419,11 @@ pub fn run_isolated(
                     t.shown_as
                 ),
                 (None, true) => format!(
-                    "the plugin did not finish loading within {:.1} s (the larger of the \
-                     per-check limit and {} s, as no limit on loading was given); the \
+                    "the plugin did not finish loading within {} (the larger of the \
+                     per-check limit and {}, as no limit on loading was given); the \
                      conform child process was killed{log}",
-                    load_wait.as_secs_f64(),
-                    LOAD_TIMEOUT_FLOOR.as_secs()
+                    duration_text(load_wait),
+                    duration_text(LOAD_TIMEOUT_FLOOR)
                 ),
                 _ => {
                     let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
@@ -1308,6 +1476,45 @@ pub fn run_isolated(
         results,
         notes,
     })
+}
+
+/// A duration as the command line writes one (`2.0s`, `500ms`, `0.1ms`, `250ns`):
+/// exactly, never rounded to `0.0 s` (a limit of 1 ms read "after 0.0 s"). The same form
+/// as the CLI's other time limits.
+fn duration_text(d: Duration) -> String {
+    fn decimal(whole: u128, frac: u128, digits: usize, min: usize) -> String {
+        let frac = format!("{frac:0digits$}");
+        let kept = frac.trim_end_matches('0').len().max(min);
+        format!("{whole}.{}", &frac[..kept])
+    }
+    let ns = d.as_nanos();
+    if ns == 0 || d >= Duration::from_secs(1) || ns.is_multiple_of(100_000_000) {
+        return format!("{}s", decimal(ns / 1_000_000_000, ns % 1_000_000_000, 9, 1));
+    }
+    if ns.is_multiple_of(1_000_000) {
+        return format!("{}ms", ns / 1_000_000);
+    }
+    if ns < 1_000 {
+        return format!("{ns}ns");
+    }
+    format!("{}ms", decimal(ns / 1_000_000, ns % 1_000_000, 6, 0))
+}
+
+/// A measured duration rounded for a message: to the millisecond from one on (to a tenth
+/// of a second from a second on), else to the microsecond.
+fn rounded(d: Duration) -> Duration {
+    let unit: u128 = if d >= Duration::from_secs(1) {
+        100_000_000
+    } else if d >= Duration::from_millis(1) {
+        1_000_000
+    } else {
+        1_000
+    };
+    let ns = (d.as_nanos() + unit / 2) / unit * unit;
+    Duration::new(
+        u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX),
+        (ns % 1_000_000_000) as u32,
+    )
 }
 
 /// `"; its stderr: LOG"` for a child's stderr `log`, or nothing when it wrote none.
@@ -1714,6 +1921,128 @@ mod tests {
         assert!(all
             .iter()
             .all(|c| c.name.starts_with(&format!("{}.", c.group))));
+    }
+
+    /// A report that breaks the schema is refused naming the field (a check listed twice
+    /// was compared by its first result alone, and `"duration_ms": "fast"` read as 0); a
+    /// version 1 report without `blocked_by` still reads.
+    #[test]
+    fn reports_breaking_the_schema_are_refused_naming_the_field() {
+        let result = |name: &str, outcome: &str| {
+            json!({"name": name, "group": "api", "outcome": outcome, "unsupported_by": null,
+                   "blocked_by": null, "detail": "", "facts": {}, "duration_ms": 1.5,
+                   "stderr": ""})
+        };
+        let good = json!({
+            "schema": "rpjrt-conform", "schema_version": 2, "rpjrt_version": "0.1.0",
+            "plugin": {"path": "/p.so", "pjrt_version": "0.81", "table_size": 984,
+                       "table_slots": 118, "attributes": {}, "extensions": []},
+            "summary": {"pass": 2, "fail": 0},
+            "results": [result("api.version", "pass"), result("api.table_size", "pass")],
+        });
+        assert!(Report::from_json(&good).is_ok());
+        let refused = |mutate: &dyn Fn(&mut Json), want: &str| {
+            let mut r = good.clone();
+            mutate(&mut r);
+            let e = Report::from_json(&r).unwrap_err().to_string();
+            assert!(e.contains(want), "{want}: {e}");
+        };
+        refused(
+            &|r| {
+                r["results"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(result("api.version", "fail"))
+            },
+            "results[2]: the check \"api.version\" is listed twice (also at results[0])",
+        );
+        refused(
+            &|r| r["results"][1]["duration_ms"] = json!("fast"),
+            "results[1] (\"api.table_size\") \"duration_ms\" is a string (\"fast\")",
+        );
+        refused(
+            &|r| r["results"][0]["duration_ms"] = json!(-3),
+            "\"duration_ms\" is -3",
+        );
+        refused(
+            &|r| r["results"][0]["outcome"] = json!("great"),
+            "\"outcome\" is \"great\"",
+        );
+        refused(
+            &|r| r["results"][0]["facts"] = json!([1]),
+            "\"facts\" is a list",
+        );
+        refused(
+            &|r| r["results"][0]["stderr"] = json!(7),
+            "\"stderr\" is a number (7)",
+        );
+        refused(
+            &|r| r["results"][0]["blocked_by"] = json!(true),
+            "\"blocked_by\" is a boolean",
+        );
+        refused(
+            &|r| r["summary"]["pass"] = json!("many"),
+            "\"summary\": \"pass\" is a string",
+        );
+        refused(
+            &|r| r["summary"]["fail"] = json!(-5),
+            "\"summary\": \"fail\" is a number (-5)",
+        );
+        refused(&|r| r["summary"] = json!([]), "\"summary\" is a list");
+        refused(&|r| r["plugin"] = Json::Null, "\"plugin\" is null");
+        refused(
+            &|r| r["plugin"]["path"] = json!(5),
+            "\"plugin\": \"path\" is a number (5)",
+        );
+        refused(
+            &|r| r["plugin"]["table_size"] = json!(-1),
+            "\"plugin\": \"table_size\" is a number (-1)",
+        );
+        refused(
+            &|r| r["rpjrt_version"] = json!(1),
+            "\"rpjrt_version\" is a number",
+        );
+        refused(&|r| r["notes"] = json!([1]), "\"notes\"[0] is a number");
+        refused(&|r| r["results"] = json!({}), "\"results\" is an object");
+        // Version 1: no blocked_by; optional fields absent.
+        let mut v1 = good.clone();
+        v1["schema_version"] = json!(1);
+        for r in v1["results"].as_array_mut().unwrap() {
+            let o = r.as_object_mut().unwrap();
+            o.remove("blocked_by");
+            o.remove("stderr");
+        }
+        assert!(Report::from_json(&v1).is_ok());
+    }
+
+    /// A report of a plugin that could not be loaded: `plugin.load_error` with its path, no
+    /// results; it reads back, and counts as a defect.
+    #[test]
+    fn a_load_failure_makes_a_report() {
+        let r = Report::load_failed("/x/p.so", "it implements PJRT 0.56");
+        assert_eq!(r.load_error(), Some("it implements PJRT 0.56"));
+        assert!(r.has_defects());
+        let j = r.to_json();
+        assert_eq!(j["plugin"]["path"], "/x/p.so");
+        assert_eq!(j["plugin"]["load_error"], "it implements PJRT 0.56");
+        assert_eq!(j["results"], json!([]));
+        let back = Report::from_json(&j).unwrap();
+        assert_eq!(back, r);
+        let page = render_html(&[("r.json", &back)]);
+        assert!(page.contains("data-load-error"), "{page}");
+        assert!(page.contains("it implements PJRT 0.56"));
+    }
+
+    /// Durations in messages are exact for limits, never `0.0 s`.
+    #[test]
+    fn durations_are_never_zero() {
+        assert_eq!(duration_text(Duration::from_millis(1)), "1ms");
+        assert_eq!(duration_text(Duration::from_micros(100)), "0.1ms");
+        assert_eq!(duration_text(Duration::from_secs(60)), "60.0s");
+        assert_eq!(duration_text(Duration::from_millis(1960)), "1.96s");
+        assert_eq!(duration_text(rounded(Duration::from_micros(1234))), "1ms");
+        assert_eq!(duration_text(rounded(Duration::from_micros(12))), "0.012ms");
+        assert_eq!(duration_text(rounded(Duration::from_millis(2345))), "2.3s");
     }
 
     #[test]

@@ -18,8 +18,10 @@
 //!
 //! A file found twice is listed once, under its first source. The search path is a list of
 //! site-packages style directories: Python passes its `sys.path`; elsewhere
-//! [`SearchPath::from_env`] uses `RPJRT_PLUGIN_PATH` (a `:`-separated list) and the
-//! site-packages of `VIRTUAL_ENV`. Only regular files are ever read (metadata files and
+//! [`SearchPath::from_env`] uses `RPJRT_PLUGIN_PATH` (a `:`-separated list), the
+//! site-packages of `VIRTUAL_ENV` and of the environment the program is installed in, and
+//! the site directories a Python interpreter gives (`RPJRT_PYTHON`, or `python3`, when
+//! `VIRTUAL_ENV` gives none). Only regular files are ever read (metadata files and
 //! JSON configs); libraries are only listed.
 
 #![warn(missing_docs)]
@@ -194,6 +196,9 @@ impl PluginInfo {
 pub struct SearchPath {
     /// Site-packages style directories, in priority order.
     pub dirs: Vec<PathBuf>,
+    /// For a search path read from the environment ([`SearchPath::from_env`]) that holds
+    /// no directory: why each source gave none (for [`Discovery::searched`]).
+    empty_because: Option<String>,
 }
 
 impl SearchPath {
@@ -201,22 +206,29 @@ impl SearchPath {
     pub fn new(dirs: impl IntoIterator<Item = impl Into<PathBuf>>) -> SearchPath {
         SearchPath {
             dirs: dirs.into_iter().map(Into::into).collect(),
+            empty_because: None,
         }
     }
 
     /// `RPJRT_PLUGIN_PATH` (`:`-separated), then the site-packages directories of the
     /// virtual environment in `VIRTUAL_ENV` (`lib/python*/site-packages`), then those of
     /// the virtual environment the running program is installed in (a `bin/` next to a
-    /// `pyvenv.cfg`), if any; and when `VIRTUAL_ENV` is unset, the site directories of the
-    /// `python3` on PATH ([`python_site_dirs`]).
+    /// `pyvenv.cfg`), if any; then the site directories of a Python interpreter
+    /// ([`python_site_dirs`]), asked when `RPJRT_PYTHON` names one (always honoured), or
+    /// when `VIRTUAL_ENV` gives no directory: unset, or naming no environment (deleted,
+    /// moved, a typo), which never turns the query off. `RPJRT_PYTHON` set empty turns it
+    /// off.
     pub fn from_env() -> SearchPath {
         let mut dirs = Vec::new();
         if let Some(v) = std::env::var_os("RPJRT_PLUGIN_PATH") {
             dirs.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
         }
-        if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
-            dirs.extend(venv_site_packages(Path::new(&venv)));
-        }
+        let venv = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty());
+        let venv_dirs = venv
+            .as_ref()
+            .map(|v| venv_site_packages(Path::new(v)))
+            .unwrap_or_default();
+        dirs.extend(venv_dirs.iter().cloned());
         // A program installed in a virtual environment's bin/ (the Python console script,
         // or a binary copied there) sees that environment's wheels without activation.
         if let Some(prefix) = std::env::current_exe()
@@ -232,9 +244,13 @@ impl SearchPath {
             }
         }
         // An environment activated only by PATH (`VIRTUAL_ENV` unset, as `uv run`, conda
-        // and direct `venv/bin` invocations leave it), or a user site: ask the Python that
-        // a `python3` command would run, as other tools do.
-        if std::env::var_os("VIRTUAL_ENV").is_none_or(|v| v.is_empty()) {
+        // and direct `venv/bin` invocations leave it), a stale `VIRTUAL_ENV`, or a user
+        // site: ask the Python that a `python3` command would run, as other tools do; an
+        // interpreter named by RPJRT_PYTHON is asked whatever else is set.
+        let python = std::env::var_os("RPJRT_PYTHON");
+        let explicit = python.as_ref().is_some_and(|p| !p.is_empty());
+        let asked = explicit || venv_dirs.is_empty();
+        if asked {
             for d in python_site_dirs() {
                 if !dirs.contains(&d) {
                     dirs.push(d);
@@ -251,7 +267,44 @@ impl SearchPath {
             }
             new
         });
-        SearchPath { dirs }
+        let empty_because = dirs.is_empty().then(|| {
+            let mut why = vec!["RPJRT_PLUGIN_PATH is unset".to_string()];
+            why.push(match &venv {
+                None => "VIRTUAL_ENV is unset".to_string(),
+                Some(v) => format!(
+                    "VIRTUAL_ENV={} has no lib/python*/site-packages (no virtual environment \
+                     there)",
+                    v.to_string_lossy()
+                ),
+            });
+            why.push(match &python {
+                Some(p) if p.is_empty() => {
+                    "the Python query is off (RPJRT_PYTHON is set empty)".to_string()
+                }
+                Some(p) => format!(
+                    "RPJRT_PYTHON={} gave no site directories (it did not run, or did not \
+                     answer within {}s)",
+                    p.to_string_lossy(),
+                    PYTHON_QUERY_TIMEOUT.as_secs()
+                ),
+                None => "no `python3` on PATH gave site directories".to_string(),
+            });
+            let fix = match &venv {
+                None => {
+                    "set RPJRT_PLUGIN_PATH to a site-packages directory holding the \
+                         plugin wheels, or VIRTUAL_ENV to a virtual environment"
+                }
+                Some(_) => {
+                    "set RPJRT_PLUGIN_PATH to a site-packages directory holding the \
+                            plugin wheels, or VIRTUAL_ENV to an existing virtual environment"
+                }
+            };
+            format!("{}; {fix}", why.join("; "))
+        });
+        SearchPath {
+            dirs,
+            empty_because,
+        }
     }
 }
 
@@ -1030,7 +1083,10 @@ impl Discovery {
             format!(
                 "in: {}",
                 if dirs.is_empty() {
-                    "(no directories: set RPJRT_PLUGIN_PATH or VIRTUAL_ENV)".to_string()
+                    match &self.search.empty_because {
+                        Some(why) => format!("(no directories: {why})"),
+                        None => "(no directories were given)".to_string(),
+                    }
                 } else {
                     dirs.join(", ")
                 }

@@ -129,11 +129,7 @@ pub fn check_not_an_option(output: &std::path::Path) -> Result<(), CliError> {
 fn read_program(path: &std::path::Path, format: Option<&str>) -> Result<Program, CliError> {
     let shown = path.display();
     if format == Some(rpjrt::EXECUTABLE_FORMAT) {
-        return Err(CliError::usage(format!(
-            "--format executable names a plugin's own serialized executable, which is \
-             compiled already: `rpjrt compile` compiles programs (--format mlir or hlo); run \
-             an executable with `rpjrt run {shown} --format executable`"
-        )));
+        return Err(executable_refused(path));
     }
     let run_it = format!("it is compiled already: run it with `rpjrt run {shown}`");
     match crate::common::read_program_file(path, format, &run_it)? {
@@ -147,6 +143,40 @@ fn read_program(path: &std::path::Path, format: Option<&str>) -> Result<Program,
              is compiled already: run it with `rpjrt run {shown} --format executable`; \
              `rpjrt compile` takes a program (--format mlir or hlo)"
         ))),
+    }
+}
+
+/// The refusal of `--format executable`, which names a plugin's own serialized executable
+/// (compiled already), with advice that fits what the file is: a program (StableHLO or
+/// HLO, which `compile` compiles once `--format executable` is left out), an rpjrt
+/// artifact (run it), or bytes that may be an executable (run it with `--format
+/// executable`). A file that cannot be read says why.
+fn executable_refused(path: &std::path::Path) -> CliError {
+    let shown = path.display();
+    let lead = "--format executable names a plugin's own serialized executable, which is \
+                compiled already, and `rpjrt compile` compiles programs";
+    let bytes = match rpjrt::read_regular_file(path) {
+        Ok(b) => b,
+        Err(e) => return CliError::usage(crate::common::bare(e)),
+    };
+    if rpjrt::is_artifact(&bytes) {
+        return CliError::usage(format!(
+            "{lead}; {shown} is an rpjrt artifact (compiled already): run it with `rpjrt run \
+             {shown}`"
+        ));
+    }
+    let name = path.to_string_lossy();
+    match ProgramFile::detect(bytes, Some(&name), Some(rpjrt::EXECUTABLE_FORMAT)) {
+        // The bytes are plainly a program (text or bytecode): compile it as one.
+        Err(e) => CliError::usage(format!(
+            "{lead}; {shown} is {}: leave --format out to compile it (or give --format mlir \
+             or hlo)",
+            crate::common::bare(e)
+        )),
+        Ok(_) => CliError::usage(format!(
+            "{lead} (--format mlir or hlo); run a plugin's executable with `rpjrt run {shown} \
+             --format executable`"
+        )),
     }
 }
 
@@ -173,7 +203,7 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
             crate::common::bare(e)
         ))
     })?;
-    let options: ClientOptions = crate::common::parse_options(&a.options)?;
+    let options: ClientOptions = crate::common::parse_options_for(&a.options, "--client-option")?;
     // The artifact is never written over the program nor over the plugin library (both
     // read by this command).
     let plugins = crate::common::plugin_paths(a.plugin.as_deref());

@@ -222,14 +222,32 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let timeout = common::positive_seconds(args.timeout, "--timeout")?;
     // Only the children load the plugin: one that crashes while loading cannot take this
     // process down.
-    let info = common::find_plugin(args.plugin.first().map(OsString::as_os_str))?;
+    let spec = args.plugin.first().map(OsString::as_os_str);
+    let found = common::find_plugin(spec);
     // The report's files are checked before the checks run, not after: writable, not the
     // plugin, not each other.
     let outputs: Vec<common::NamedPath<'_>> = [("--json", &args.json), ("--html", &args.html)]
         .into_iter()
         .filter_map(|(o, p)| Some((o, p.as_deref()?)))
         .collect();
-    common::check_outputs(&outputs, &[("the plugin library", &info.path)])?;
+    let library: Vec<common::NamedPath<'_>> = match &found {
+        Ok(info) => vec![("the plugin library", info.path.as_path())],
+        Err(_) => Vec::new(),
+    };
+    common::check_outputs(&outputs, &library)?;
+    // A plugin that cannot be loaded, found or not, still gets its report (and page):
+    // `plugin.load_error` says why, and a matrix of reports shows it.
+    let info = match found {
+        Ok(info) => info,
+        Err(e) => {
+            let named = match spec {
+                Some(s) => s.to_string_lossy().into_owned(),
+                None => std::env::var("RPJRT_PLUGIN").unwrap_or_default(),
+            };
+            let report = Report::load_failed(&named, &e.message);
+            return Err(with_report(&args, &report, e));
+        }
+    };
     let mut child = crate::supervise::self_command()?;
     child.push("conform-child".into());
     let config = RunConfig {
@@ -262,8 +280,18 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             }
         }
     };
-    let report = conform::run_isolated(&info.path, &checks, &config, &mut progress)
-        .map_err(|e| CliError::failed(common::explain(&e, None)))?;
+    let report = match conform::run_isolated(&info.path, &checks, &config, &mut progress) {
+        Ok(report) => report,
+        Err(e) => {
+            let error = CliError::failed(common::explain(&e, None));
+            let reason = match &e {
+                rpjrt::Error::PluginLoad { reason, .. } => reason.clone(),
+                other => other.to_string(),
+            };
+            let report = Report::load_failed(&info.path.display().to_string(), &reason);
+            return Err(with_report(&args, &report, error));
+        }
+    };
     if verbose && !to_stdout {
         // The plugin's own output, per check (known once each child process has ended).
         for r in report.results.iter().filter(|r| !r.stderr.is_empty()) {
@@ -284,23 +312,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             common::paint_stderr("rpjrt: note:", Style::Yellow)
         );
     }
-    let doc = report.to_json();
-    match &args.json {
-        Some(p) if p.as_os_str() == "-" => common::print_json(&doc)?,
-        Some(p) => {
-            let text =
-                serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
-            common::write_output(p, "--json", (text + "\n").as_bytes())?;
-        }
-        None => {}
-    }
-    if let Some(page) = &args.html {
-        let source = match &args.json {
-            Some(p) if p.as_os_str() != "-" => p.display().to_string(),
-            _ => format!("a run of rpjrt conform on {}", info.path.display()),
-        };
-        write_out(page, &conform::render_html(&[(&source, &report)]))?;
-    }
+    write_reports(&args, &report, &info.path.display().to_string())?;
     if !to_stdout {
         let s = report.summary();
         let blocked = match s["blocked"] {
@@ -329,6 +341,50 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     } else {
         EXIT_OK
     })
+}
+
+/// Writes the run's report where `--json` and `--html` ask (a file, or stdout for `-`);
+/// `plugin` names what was checked in the page's source line.
+fn write_reports(args: &Args, report: &Report, plugin: &str) -> Result<(), CliError> {
+    let doc = report.to_json();
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => common::print_json(&doc)?,
+        Some(p) => {
+            let text =
+                serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
+            common::write_output(p, "--json", (text + "\n").as_bytes())?;
+        }
+        None => {}
+    }
+    if let Some(page) = &args.html {
+        let source = match &args.json {
+            Some(p) if p.as_os_str() != "-" => p.display().to_string(),
+            _ => format!("a run of rpjrt conform on {plugin}"),
+        };
+        write_out(page, &conform::render_html(&[(&source, report)]))?;
+    }
+    Ok(())
+}
+
+/// `error` (the plugin could not be found or loaded), once the report of that
+/// (`report`, with `plugin.load_error`) is written where `--json`/`--html` ask: a CI that
+/// collects reports gets one for this plugin too. A report that cannot be written is said
+/// too; the load error stays the command's.
+fn with_report(args: &Args, report: &Report, error: CliError) -> CliError {
+    if let Err(e) = write_reports(args, report, &report_path(report)) {
+        common::print_error(&e);
+    }
+    error
+}
+
+/// The plugin a report is of, as its `plugin.path` gives it.
+fn report_path(report: &Report) -> String {
+    report
+        .plugin
+        .get("path")
+        .and_then(|p| p.as_str())
+        .unwrap_or("")
+        .to_string()
 }
 
 fn read_report(p: &PathBuf) -> Result<Report, CliError> {

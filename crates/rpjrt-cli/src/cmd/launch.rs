@@ -40,6 +40,10 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         .timeout
         .map(|t| crate::common::positive_seconds(t, "--timeout"))
         .transpose()?;
+    // The job's processes get the environment the user set, not the CLI's own settings
+    // (the log level it quiets plugins with, the Python front end's search path and
+    // re-run command): a `rpjrt` started by the job must run as itself.
+    crate::common::restore_user_env();
     let launcher = Launcher {
         num_processes: args.num_processes,
         command: args.command,

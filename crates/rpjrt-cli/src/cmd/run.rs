@@ -241,14 +241,16 @@ fn label(i: usize, names: Option<&[String]>) -> String {
     }
 }
 
-/// Builds the argument arrays from `--input`/`--random`, checked against `params`; input
-/// keys may be the parameter `names` where the program carries them.
 /// An `--input` as its key (`KEY=`, if any) and its value (a file or a literal), split on
-/// its bytes: a file name need not be UTF-8 (a key and a literal must be).
+/// its bytes: a file name need not be UTF-8 (a key and a literal must be). The key is what
+/// precedes the first `=`, when that holds no `/` and no `[`: a parameter name or number
+/// never does, so `-i /data/a=b.npy` is the file `/data/a=b.npy` (no key), and
+/// `-i 0=/data/a=b.npy` gives it to argument 0. A file in the current directory whose
+/// name holds `=` is given as `./a=b.npy`, or after a key.
 fn split_input(spec: &OsStr) -> (Option<&OsStr>, &OsStr) {
     let b = spec.as_bytes();
     match b.iter().position(|&c| c == b'=') {
-        Some(at) if !b[..at].contains(&b'[') => (
+        Some(at) if !b[..at].contains(&b'[') && !b[..at].contains(&b'/') => (
             Some(OsStr::from_bytes(&b[..at])),
             OsStr::from_bytes(&b[at + 1..]),
         ),
@@ -256,23 +258,62 @@ fn split_input(spec: &OsStr) -> (Option<&OsStr>, &OsStr) {
     }
 }
 
-/// Whether an `--input` value names a file (`.npy`, `.npz`) rather than a literal.
-fn is_npy_file(value: &OsStr) -> bool {
+/// Whether a name ends with `suffix` (`.npy`), compared without regard to case (`X.NPY`,
+/// `a.Npz`).
+fn has_suffix(value: &OsStr, suffix: &str) -> bool {
     let b = value.as_bytes();
-    b.ends_with(b".npy") || b.ends_with(b".npz")
+    b.len() >= suffix.len() && b[b.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
 }
 
-/// The `--input` values that are files (`KEY=FILE.npy`, `FILE.npy`, `FILE.npz`), split as
-/// [`gather_inputs`] splits them: an output must not replace one of them.
+/// Whether a name is a `.npz` file's (any case): without `KEY=`, its arrays are spread
+/// over the arguments by their names.
+fn is_npz_name(value: &OsStr) -> bool {
+    has_suffix(value, ".npz")
+}
+
+/// Whether an `--input` value names a file whatever else it could be: a `.npy`/`.npz`
+/// suffix (any case), or a `/` (no literal has one). Any other value is a literal, or a
+/// file when it is no literal and a file of that name exists ([`is_file_input`]).
+fn names_file(value: &OsStr) -> bool {
+    has_suffix(value, ".npy") || is_npz_name(value) || value.as_bytes().contains(&b'/')
+}
+
+/// Whether an `--input` value is read as a file: it [`names_file`], or it is not a
+/// literal (`literal_ok` false) and something of that name exists (a file named
+/// `x.bin`; a FIFO or directory is then refused as a file, saying what it is).
+fn is_file_input(value: &OsStr, literal_ok: bool) -> bool {
+    names_file(value) || (!literal_ok && std::fs::symlink_metadata(value).is_ok())
+}
+
+/// What `path` is when it exists and is not a regular file (`a FIFO (named pipe)`, `a
+/// directory`, ...), following symbolic links; `None` for a regular file or nothing.
+fn not_a_regular_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    Some(match t {
+        t if t.is_file() => return None,
+        t if t.is_dir() => "a directory",
+        t if t.is_fifo() => "a FIFO (named pipe)",
+        t if t.is_char_device() => "a character device",
+        t if t.is_block_device() => "a block device",
+        t if t.is_socket() => "a socket",
+        _ => "not a plain file",
+    })
+}
+
+/// The `--input` values that are, or may be, files (`KEY=FILE`, `FILE.npy`, `FILE.npz`),
+/// split as [`gather_inputs`] splits them: an output must not replace one of them.
 fn input_files(args: &Args) -> Vec<std::path::PathBuf> {
     args.inputs
         .iter()
         .map(|spec| split_input(spec).1)
-        .filter(|v| is_npy_file(v))
+        .filter(|v| names_file(v) || std::fs::symlink_metadata(v).is_ok())
         .map(std::path::PathBuf::from)
         .collect()
 }
 
+/// Builds the argument arrays from `--input`/`--random`, checked against `params`; input
+/// keys may be the parameter `names` where the program carries them.
 fn gather_inputs(
     args: &Args,
     params: Option<&[ArraySpec]>,
@@ -315,11 +356,10 @@ fn gather_inputs(
             Some((_, key)) => key,
             None => None,
         };
-        let looks_like_file = is_npy_file(value);
         let file = Path::new(value);
         let value_shown = file.display().to_string();
         let by = format!("{}", Path::new(spec).display());
-        if target.is_none() && value.as_bytes().ends_with(b".npz") {
+        if target.is_none() && is_npz_name(value) {
             let value = value_shown.as_str();
             // Each member's place, from its name alone (never its order in the file), is
             // settled from its header, before its data is read: a name that names no
@@ -363,8 +403,40 @@ fn gather_inputs(
             }
         };
         next_positional = i + 1;
-        let a = if looks_like_file {
-            let mut arrays = load_input(file, params, |_| Ok(i))?;
+        let default = params.and_then(|p| p.get(i)).map(|s| s.element_type);
+        // A value that names no file is parsed as a literal first: its error is kept for
+        // when no file of that name exists either.
+        let literal = match (names_file(value), value.to_str()) {
+            (false, Some(text)) => Some(parse_literal(text, default)),
+            _ => None,
+        };
+        let literal_ok = matches!(literal, Some(Ok(_)));
+        let a = if is_file_input(value, literal_ok) {
+            if let Some(what) = not_a_regular_file(file) {
+                return Err(CliError::usage(format!(
+                    "input {i}: {value_shown} is {what}, not a regular file: an input is a \
+                     .npy/.npz file or a literal (a FIFO, device or directory is never opened)"
+                )));
+            }
+            let named = has_suffix(value, ".npy") || is_npz_name(value);
+            if let (false, Err(e)) = (named, std::fs::metadata(file)) {
+                return Err(CliError::usage(format!(
+                    "input {i}: {value_shown}: it cannot be read as a file ({e}); an input \
+                     is a .npy/.npz file or a literal such as 1.5 or [1,2,3]:f32"
+                )));
+            }
+            let mut arrays = load_input(file, params, |_| Ok(i)).map_err(|e| {
+                // A file named otherwise was read by its contents: say that it is neither.
+                if named {
+                    e
+                } else {
+                    CliError::usage(format!(
+                        "input {i}: {value_shown} is neither a .npy nor a .npz file (its name \
+                         has no .npy/.npz suffix, and its contents are not numpy's format: {})",
+                        e.message
+                    ))
+                }
+            })?;
             if arrays.len() != 1 {
                 return Err(CliError::usage(format!(
                     "{value_shown} holds {} arrays; give it without INDEX= to spread them over the arguments",
@@ -373,16 +445,34 @@ fn gather_inputs(
             }
             arrays.remove(0).1
         } else {
-            let Some(literal) = value.to_str() else {
-                return Err(CliError::usage(format!(
-                    "input {i}: {value:?} is neither a .npy or .npz file name nor a literal \
-                     (a literal is UTF-8 text, such as [1,2,3]:f32)"
-                )));
-            };
-            let default = params.and_then(|p| p.get(i)).map(|s| s.element_type);
-            parse_literal(literal, default).map_err(|e| {
-                CliError::usage(format!("input {i}: {}", crate::literal::explain(e)))
-            })?
+            match literal {
+                Some(Ok(a)) => a,
+                Some(Err(e)) => {
+                    // A value that may have been meant as a file name (no list, no type, no
+                    // space) is said to be neither.
+                    let text = value.to_string_lossy();
+                    let file_like = !text.contains(['[', ']', ',', ':', ' ']);
+                    let nor_file = if file_like {
+                        format!(
+                            "; nor is it a file: no file {value_shown} exists (an input is a \
+                             literal such as 1.5 or [1,2,3]:f32, or a .npy/.npz file)"
+                        )
+                    } else {
+                        String::new()
+                    };
+                    return Err(CliError::usage(format!(
+                        "input {i}: {}{nor_file}",
+                        crate::literal::explain(e)
+                    )));
+                }
+                None => {
+                    return Err(CliError::usage(format!(
+                        "input {i}: {value:?} is neither a .npy or .npz file name nor a \
+                         literal (no file of that name exists, and a literal is UTF-8 text, \
+                         such as [1,2,3]:f32)"
+                    )))
+                }
+            }
         };
         put(i, a, &by)?;
     }
@@ -473,10 +563,10 @@ fn check_files(args: &Args) -> Result<(), CliError> {
                  outputs there",
             ),
         )?;
-        let p = path.to_string_lossy();
-        if !p.ends_with(".npy") && !p.ends_with(".npz") {
+        if out_kind(path).is_none() {
             return Err(CliError::usage(format!(
-                "--out {p}: give a .npz or .npy file name"
+                "--out {}: give a .npz or .npy file name",
+                path.display()
             )));
         }
     }
@@ -506,6 +596,23 @@ fn check_files(args: &Args) -> Result<(), CliError> {
     inputs.extend(files.iter().map(|f| ("an --input file", f.as_path())));
     inputs.extend(plugins.iter().map(|p| ("the plugin library", p.as_path())));
     common::check_outputs(&outputs, &inputs)
+}
+
+/// What `--out` writes, by its suffix (any case): `.npy`, one array, or `.npz`, several.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OutKind {
+    Npy,
+    Npz,
+}
+
+fn out_kind(path: &Path) -> Option<OutKind> {
+    if has_suffix(path.as_os_str(), ".npy") {
+        Some(OutKind::Npy)
+    } else if is_npz_name(path.as_os_str()) {
+        Some(OutKind::Npz)
+    } else {
+        None
+    }
 }
 
 /// Runs `rpjrt run`; with `profiler`, starts the plugin's profiler once the client exists.
@@ -570,8 +677,21 @@ fn run_program(
         )));
     }
     let compile = t.elapsed();
-    // Outputs that --out could not save are refused before anything runs.
+    // Outputs that --out could not save are refused before anything runs: a .npy holds
+    // one array, and each output's type must have a numpy name.
     if let Some(path) = &args.out {
+        let with_data = exe
+            .outputs()
+            .iter()
+            .filter(|o| o.element_type != rpjrt::ElementType::Token)
+            .count();
+        if out_kind(path) == Some(OutKind::Npy) && with_data != 1 {
+            return Err(CliError::usage(format!(
+                "--out {}: the program has {with_data} outputs with data, and a .npy file \
+                 holds one array; save them as .npz",
+                path.display()
+            )));
+        }
         for (i, spec) in exe.outputs().iter().enumerate() {
             // A token has no data: it is left out of the file (and printed as a token).
             if spec.element_type == rpjrt::ElementType::Token {
@@ -652,31 +772,24 @@ fn run_program(
     }
 
     if let Some(path) = &args.out {
-        let p = path.to_string_lossy();
         let arrays: Vec<(usize, &Array)> = outputs
             .iter()
             .enumerate()
             .filter_map(|(i, a)| a.as_ref().map(|a| (i, a)))
             .collect();
-        if p.ends_with(".npy") {
-            let [(_, only)] = arrays.as_slice() else {
-                return Err(CliError::usage(format!(
-                    "{p}: the program has {} outputs with data; save them as .npz",
-                    arrays.len()
-                )));
-            };
-            npy::save_npy(path, only)?;
-        } else if p.ends_with(".npz") {
-            let named: Vec<(String, Array)> = arrays
-                .iter()
-                .map(|(i, a)| (format!("out{i}"), (*a).clone()))
-                .collect();
-            npy::save_npz(path, &named)?;
-        } else {
-            return Err(CliError::usage(format!(
-                "--out {p}: give a .npz or .npy file name"
-            )));
-        }
+        // The kind and the count were checked before anything ran.
+        let saved = match (out_kind(path), arrays.as_slice()) {
+            (Some(OutKind::Npy), [(_, only)]) => npy::save_npy(path, only),
+            _ => {
+                let named: Vec<(String, Array)> = arrays
+                    .iter()
+                    .map(|(i, a)| (format!("out{i}"), (*a).clone()))
+                    .collect();
+                npy::save_npz(path, &named)
+            }
+        };
+        // The work is done: a file that cannot be written now is a failure (exit 1).
+        saved.map_err(|e| common::output_failed("--out", path, e))?;
     }
 
     let timings = json!({

@@ -95,20 +95,127 @@ impl ProfilerSlot {
     }
 }
 
+/// The trace a command is recording (`--trace`), while it runs: where it goes and which
+/// command it is of. Taken by whichever writes the trace: [`record`] when the command
+/// returns, or [`save_before_exit`] when the process ends before that.
+struct Active {
+    path: PathBuf,
+    command: String,
+}
+
+static ACTIVE: std::sync::Mutex<Option<Active>> = std::sync::Mutex::new(None);
+
+fn take_active() -> Option<Active> {
+    ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// Writes the trace being recorded, if one is, with `outcome` in its metadata, for a
+/// command that is about to end before [`record`] gets to write it: a stop signal
+/// (SIGINT, SIGTERM, SIGHUP) or `--plugin-timeout` giving up on a plugin. The plugin's
+/// profile is not collected then (the plugin may be inside a call). Says on stderr where
+/// the trace went, or why it could not be written. Does nothing when no trace is being
+/// recorded, or when it has been written already; returns whether it took the trace (then
+/// the caller must end the process: the command's own ending finds no trace to write,
+/// and waits for that).
+pub fn save_before_exit(outcome: &str) -> bool {
+    let Some(active) = take_active() else {
+        return false;
+    };
+    let Ok(mut t) = trace::stop() else {
+        return true;
+    };
+    t.attach_plugin_profile(Err(rpjrt::Error::InvalidArgument(format!(
+        "not collected: the command ended early ({outcome})"
+    ))));
+    t.set_metadata("command", active.command.as_str());
+    t.set_metadata("outcome", outcome);
+    let line = match t.save(&active.path) {
+        Ok(()) => paint_stderr(
+            &format!(
+                "trace: {} ({} spans)",
+                active.path.display(),
+                t.events().len()
+            ),
+            Style::Dim,
+        ),
+        Err(e) => format!("rpjrt: {}", trace_write_failed(&active.path, e).message),
+    };
+    rpjrt::stdio::notice(&line);
+    true
+}
+
+/// The error of a trace that could not be written ([`crate::common::output_failed`]).
+fn trace_write_failed(path: &Path, e: rpjrt::Error) -> CliError {
+    // The trace's own errors lead with "writing the trace to", which the form says.
+    let e = match e {
+        rpjrt::Error::InvalidArgument(m) => rpjrt::Error::InvalidArgument(
+            m.strip_prefix("writing the trace to ")
+                .map_or_else(|| m.clone(), str::to_string),
+        ),
+        other => other,
+    };
+    crate::common::output_failed("--trace", path, e)
+}
+
 /// Runs `body` with rpjrt's spans recorded, then writes the trace to `path` (and the
 /// plugin's profile beside it), whether `body` succeeded or not; a failure is noted in
-/// the trace's metadata (`outcome`). Prints where the trace went on stderr.
+/// the trace's metadata (`outcome`). Prints where the trace went on stderr. A stop signal
+/// (Ctrl-C, SIGTERM, SIGHUP; in a supervised child, the one its supervisor passes on)
+/// writes the trace too, with `outcome` `interrupted (SIGINT)`, then ends the process as
+/// the signal would have (status 128 + N; a supervisor is told the signal stopped it).
 pub fn record(
     path: &Path,
     command: &str,
     body: impl FnOnce(&mut ProfilerSlot) -> Result<i32, CliError>,
 ) -> Result<i32, CliError> {
     trace::start().map_err(|e| CliError::usage(format!("--trace: {}", crate::common::bare(e))))?;
+    *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Active {
+        path: path.to_path_buf(),
+        command: command.to_string(),
+    });
+    // While the command runs, a stop signal is caught (not the end of the process): a
+    // watcher writes the trace and ends the process then.
+    let stop = rpjrt_raw::process::StopSignals::catch()
+        .ok()
+        .map(std::sync::Arc::new);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = stop.clone().and_then(|stop| {
+        let done = done.clone();
+        std::thread::Builder::new()
+            .name("rpjrt-trace-stop".into())
+            .spawn(move || loop {
+                if let Some(sig) = stop.caught() {
+                    let outcome = format!("interrupted ({})", rpjrt_distributed::signal_name(sig));
+                    if !save_before_exit(&outcome) {
+                        // The command is writing its trace: it sees the signal itself.
+                        return;
+                    }
+                    crate::supervise::note_stopped(sig);
+                    rpjrt::stdio::exit_now(128 + sig);
+                }
+                if done.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            })
+            .ok()
+    });
     let mut slot = ProfilerSlot::default();
     let result = body(&mut slot);
+    let Some(active) = take_active() else {
+        // Taken by the watcher (a stop signal) or by --plugin-timeout giving up: it
+        // writes the trace and ends the process.
+        loop {
+            std::thread::park();
+        }
+    };
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Some(w) = watcher {
+        let _ = w.join();
+    }
     let mut t = trace::stop().map_err(|e| CliError::failed(format!("--trace: {e}")))?;
     t.attach_plugin_profile(slot.finish());
-    t.set_metadata("command", command);
+    t.set_metadata("command", active.command.as_str());
     t.set_metadata(
         "outcome",
         match &result {
@@ -136,10 +243,16 @@ pub fn record(
             );
         }
         // The run's own error matters more; the trace's is reported beside it.
-        (Err(e), Err(_)) => crate::errln!("rpjrt: --trace: {e}"),
+        (Err(e), Err(_)) => crate::errln!("rpjrt: {}", trace_write_failed(path, e.clone()).message),
         (Err(_), Ok(_)) => {}
     }
+    // A stop signal that came as the command ended: its trace is written, and the
+    // process ends as the signal asks.
+    if let Some(sig) = stop.as_ref().and_then(|s| s.caught()) {
+        crate::supervise::note_stopped(sig);
+        return Ok(128 + sig);
+    }
     let code = result?;
-    saved.map_err(|e| CliError::failed(format!("--trace: {e}")))?;
+    saved.map_err(|e| trace_write_failed(path, e))?;
     Ok(code)
 }
