@@ -900,7 +900,12 @@ fn format_scalar(s: Scalar, ty: ElementType) -> String {
         Scalar::Complex(re, im) => format!(
             "{}{}{}j",
             format_float(re, ty),
-            if im < 0.0 { "-" } else { "+" },
+            // The sign bit, as numpy prints it (`-0.j`), except for NaN (`+nanj`).
+            if im.is_sign_negative() && !im.is_nan() {
+                "-"
+            } else {
+                "+"
+            },
             format_float(im.abs(), ty)
         ),
     }
@@ -1006,6 +1011,17 @@ pub fn format_numpy(a: &Array) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The imaginary part's sign is its sign bit, as numpy prints it: `-0.j` (printed as
+    /// `+0.j` before), while a NaN prints `+nanj` whatever its sign.
+    #[test]
+    fn complex_parts_print_their_sign_bit() {
+        let c = |re: f64, im: f64| format_scalar(Scalar::Complex(re, im), ElementType::C64);
+        assert_eq!(c(1.0, -0.0), "1.-0.j");
+        assert_eq!(c(1.0, 0.0), "1.+0.j");
+        assert_eq!(c(1.0, -f64::NAN), "1.+nanj");
+        assert_eq!(c(1.0, f64::NEG_INFINITY), "1.-infj");
+    }
 
     #[test]
     fn numpy_style_text() {
