@@ -1239,10 +1239,27 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
         )));
     }
     let config: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        err(format!(
-            "the PJRT plugin config {} (named in PJRT_NAMES_AND_LIBRARY_PATHS) is not valid JSON: {e}",
-            path.display()
-        ))
+        // serde_json refuses a number beyond float64 (`1e400`) before any option is
+        // looked at: name the option, as for one beyond float32.
+        let huge = raw_create_options(&text).into_iter().find_map(|(k, raw)| {
+            let t = raw.get().trim();
+            let number = t.starts_with(|c: char| c == '-' || c.is_ascii_digit());
+            (number && serde_json::from_str::<serde_json::Value>(t).is_err()).then(|| {
+                let limit = if is_integer_text(t) { "int64" } else { "float32 (PJRT's float option type)" };
+                format!("create option {k:?} is {}, beyond {limit}", shown_number(t))
+            })
+        });
+        match huge {
+            Some(why) => err(format!(
+                "the PJRT plugin config {}: {why}; options are booleans, integers, floats, \
+                 strings or lists of integers",
+                path.display()
+            )),
+            None => err(format!(
+                "the PJRT plugin config {} (named in PJRT_NAMES_AND_LIBRARY_PATHS) is not valid JSON: {e}",
+                path.display()
+            )),
+        }
     })?;
     if !config.is_object() {
         return Err(err(format!(
@@ -1827,6 +1844,9 @@ mod tests {
             ),
             (r#"{"a": 1e300}"#, "\"a\" is 1e300, beyond float32"),
             (r#"{"a": -1e300}"#, "\"a\" is -1e300, beyond float32"),
+            // Beyond float64 too, which the JSON parser itself refuses: still named.
+            (r#"{"a": 1e400}"#, "\"a\" is 1e400, beyond float32"),
+            (r#"{"b": 1, "a": -1e400}"#, "\"a\" is -1e400, beyond float32"),
             (
                 r#"{"a": [1, -0.0]}"#,
                 "\"a\" is [1, -0.0], a list that is not all int64 integers (-0.0 is not one)",
