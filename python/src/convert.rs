@@ -392,18 +392,22 @@ pub(crate) fn secs_arg(
 ) -> PyResult<std::time::Duration> {
     let secs = match obj.filter(|o| !o.is_none()) {
         None => default,
-        Some(o) => {
-            let refusal = || {
-                pyo3::exceptions::PyTypeError::new_err(format!(
-                    "{what} must be a number of seconds (int or float), not {}",
-                    type_name(o)
-                ))
-            };
-            if o.is_instance_of::<pyo3::types::PyBool>() {
-                return Err(refusal());
-            }
-            o.extract::<f64>().or_refuse(refusal)?
-        }
+        Some(o) => secs_value(o, what)?,
     };
     rpjrt::duration_from_secs(secs, what).pyerr()
+}
+
+/// A number of seconds given as `what`, as a float (an int or a float; a bool is refused
+/// with a TypeError naming its type), for the caller to check its range.
+pub(crate) fn secs_value(o: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    let refusal = || {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{what} must be a number of seconds (int or float), not {}",
+            type_name(o)
+        ))
+    };
+    if o.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(refusal());
+    }
+    o.extract::<f64>().or_refuse(refusal)
 }

@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::errors::PyErrExt;
-
 /// How often a waiting caller checks for Ctrl-C.
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -30,11 +28,13 @@ pub(crate) const TIMEOUT_ENV: &str = "RPJRT_PLUGIN_TIMEOUT";
 /// package's one rule for seconds (`convert::secs_arg`: a number, not a bool; NaN and
 /// negative refused; infinity as long as a `Duration` can wait), and above zero.
 pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
-    let (limit, what) = match timeout.filter(|t| !t.is_none()) {
-        Some(t) => (
-            crate::convert::secs_arg(Some(t), 0.0, "timeout")?,
-            "timeout",
-        ),
+    // The CLI's rule for its --plugin-timeout, in its words: a positive number of seconds,
+    // at least 1 µs (a shorter limit cannot be measured).
+    let limit = |s: f64, what: &str| {
+        rpjrt_cli::common::positive_seconds(s, what).map_err(|e| crate::errors::invalid(e.message))
+    };
+    match timeout.filter(|t| !t.is_none()) {
+        Some(t) => limit(crate::convert::secs_value(t, "timeout")?, "timeout").map(Some),
         None => match std::env::var(TIMEOUT_ENV) {
             Ok(v) if !v.trim().is_empty() => {
                 let s: f64 = v.trim().parse().map_err(|_| {
@@ -42,20 +42,11 @@ pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Op
                         "{TIMEOUT_ENV} must be a number of seconds, got {v:?}"
                     ))
                 })?;
-                (
-                    rpjrt::duration_from_secs(s, TIMEOUT_ENV).pyerr()?,
-                    TIMEOUT_ENV,
-                )
+                limit(s, TIMEOUT_ENV).map(Some)
             }
-            _ => return Ok(None),
+            _ => Ok(None),
         },
-    };
-    if limit.is_zero() {
-        return Err(crate::errors::invalid(format!(
-            "{what} must be a number of seconds above 0, got 0"
-        )));
     }
-    Ok(Some(limit))
 }
 
 /// `RPJRT_PLUGIN_TIMEOUT` in seconds by the rule `Plugin(..., timeout=)` follows (`None`

@@ -46,3 +46,31 @@ def test_an_int_device_is_a_place_in_the_addressable_devices_and_its_refusal_say
     assert "client.device(2)" in by_id, by_id
     assert "device index 7 is out of range" in none
     assert "client.device(" not in none, none
+
+
+def test_a_plugin_timeout_follows_the_clis_rule_and_words() -> None:
+    """``timeout=`` and ``RPJRT_PLUGIN_TIMEOUT`` take what the CLI's --plugin-timeout
+    takes: -1 was called "not non-negative" while 0 was refused too, and 1e-9 was taken
+    although no such limit can be measured."""
+    import math
+
+    import pytest
+
+    import rpjrt
+
+    from .conftest import plugin_paths
+
+    path = plugin_paths()["new"]
+    for bad in (-1, 0, 0.0, -0.0, math.nan, -math.inf):
+        with pytest.raises(rpjrt.InvalidArgumentError, match="timeout must be a positive number of seconds"):
+            rpjrt.Plugin(path, timeout=bad)
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"timeout must be at least 0\.000001 seconds"):
+        rpjrt.Plugin(path, timeout=1e-9)
+    with pytest.raises(TypeError, match="not bool"):
+        rpjrt.Plugin(path, timeout=True)
+    r = run_python(
+        f"import rpjrt\ntry:\n    rpjrt.Plugin({path!r})\nexcept rpjrt.InvalidArgumentError as e:\n    print(e)",
+        env={"RPJRT_PLUGIN_TIMEOUT": "-1"},
+        timeout=60,
+    )
+    assert "RPJRT_PLUGIN_TIMEOUT must be a positive number of seconds, got -1.0" in r.stdout, r.stdout + r.stderr
