@@ -83,7 +83,7 @@ fn targets_resolve_in_the_core() {
         assert_eq!(c.resolve_device(&d1).unwrap(), devs[1]);
         expect_err(
             c.resolve_device(&DeviceChoice::Index(99)),
-            &["device index 99 is out of range", "4 devices"],
+            &["device index 99 is out of range", "4 addressable devices"],
         );
         expect_err(
             c.resolve_device(&DeviceChoice::Index(-1)),
