@@ -64,6 +64,9 @@
 mod checks;
 pub mod html;
 
+// Durations as the command line writes them (`2.0s`, `500ms`, `0.1ms`): exactly, never
+// rounded to `0.0 s` (a limit of 1 ms read "after 0.0 s").
+use rpjrt::stdio::duration_text;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -1476,28 +1479,6 @@ pub fn run_isolated(
         results,
         notes,
     })
-}
-
-/// A duration as the command line writes one (`2.0s`, `500ms`, `0.1ms`, `250ns`):
-/// exactly, never rounded to `0.0 s` (a limit of 1 ms read "after 0.0 s"). The same form
-/// as the CLI's other time limits.
-fn duration_text(d: Duration) -> String {
-    fn decimal(whole: u128, frac: u128, digits: usize, min: usize) -> String {
-        let frac = format!("{frac:0digits$}");
-        let kept = frac.trim_end_matches('0').len().max(min);
-        format!("{whole}.{}", &frac[..kept])
-    }
-    let ns = d.as_nanos();
-    if ns == 0 || d >= Duration::from_secs(1) || ns.is_multiple_of(100_000_000) {
-        return format!("{}s", decimal(ns / 1_000_000_000, ns % 1_000_000_000, 9, 1));
-    }
-    if ns.is_multiple_of(1_000_000) {
-        return format!("{}ms", ns / 1_000_000);
-    }
-    if ns < 1_000 {
-        return format!("{ns}ns");
-    }
-    format!("{}ms", decimal(ns / 1_000_000, ns % 1_000_000, 6, 0))
 }
 
 /// A measured duration rounded for a message: to the millisecond from one on (to a tenth

@@ -604,44 +604,9 @@ fn missing_processes(
     )
 }
 
-/// A duration for a message, exactly as it is (to the nanosecond), in a short form:
-/// seconds with at least one decimal and as many more as it takes (`2.5s`, `1.96s`,
-/// `0.5s`, `0.0s` for none) for a second or more or a whole number of tenths, else
-/// milliseconds (`1ms`, `250ms`, `0.5ms`, `0.001ms`), else nanoseconds (`900ns`): a
-/// timeout of a millisecond is not shown as `0.0s`, nor one of 1.96 s as `2.0s`.
-///
-/// ```
-/// use std::time::Duration;
-/// use rpjrt_distributed::duration_text;
-/// assert_eq!(duration_text(Duration::from_millis(1)), "1ms");
-/// assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
-/// assert_eq!(duration_text(Duration::from_micros(500)), "0.5ms");
-/// assert_eq!(duration_text(Duration::from_millis(500)), "0.5s");
-/// assert_eq!(duration_text(Duration::from_millis(2500)), "2.5s");
-/// assert_eq!(duration_text(Duration::from_millis(1960)), "1.96s");
-/// assert_eq!(duration_text(Duration::from_micros(1)), "0.001ms");
-/// assert_eq!(duration_text(Duration::ZERO), "0.0s");
-/// ```
-pub fn duration_text(d: Duration) -> String {
-    /// `whole.frac` with `frac` (of `digits` digits) written without its trailing zeros,
-    /// and at least `min` of them.
-    fn decimal(whole: u128, frac: u128, digits: usize, min: usize) -> String {
-        let frac = format!("{frac:0digits$}");
-        let kept = frac.trim_end_matches('0').len().max(min);
-        format!("{whole}.{}", &frac[..kept])
-    }
-    let ns = d.as_nanos();
-    if ns == 0 || d >= Duration::from_secs(1) || ns.is_multiple_of(100_000_000) {
-        return format!("{}s", decimal(ns / 1_000_000_000, ns % 1_000_000_000, 9, 1));
-    }
-    if ns.is_multiple_of(1_000_000) {
-        return format!("{}ms", ns / 1_000_000);
-    }
-    if ns < 1_000 {
-        return format!("{ns}ns");
-    }
-    format!("{}ms", decimal(ns / 1_000_000, ns % 1_000_000, 6, 0))
-}
+/// A duration for a message, exactly as it is, in a short form (see
+/// [`rpjrt::stdio::duration_text`], which the CLI and the conformance harness use too).
+pub use rpjrt::stdio::duration_text;
 
 /// A measured duration rounded for a message: to the millisecond from one on, else to
 /// the microsecond ([`duration_text`] shows a duration exactly, to the nanosecond).

@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 /// The ELF machine number of the target this crate was built for.
@@ -109,37 +108,17 @@ fn open_library(path: &Path) -> Result<(File, u64), String> {
     // `metadata` follows symlinks and does not open the file (a FIFO would block): what
     // the path plainly is, said in words.
     let seen = std::fs::metadata(path).map_err(unreadable)?;
-    if let Some(kind) = not_regular(&seen) {
+    if let Some(kind) = crate::files::kind_of(&seen) {
         return Err(format!("it is {kind}, not a shared library file"));
     }
     // One swapped for a FIFO since is opened without waiting for a writer, and what was
     // opened decides.
     let (mut file, meta) = crate::files::open_for_reading(path).map_err(unreadable)?;
-    if let Some(kind) = not_regular(&meta) {
+    if let Some(kind) = crate::files::kind_of(&meta) {
         return Err(format!("it is {kind}, not a shared library file"));
     }
     check_opened(&mut file, meta.len())?;
     Ok((file, meta.len()))
-}
-
-/// What a file that is not a regular file is, in words.
-fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
-    let ft = meta.file_type();
-    if ft.is_dir() {
-        Some("a directory")
-    } else if ft.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if ft.is_char_device() {
-        Some("a character device")
-    } else if ft.is_block_device() {
-        Some("a block device")
-    } else if ft.is_socket() {
-        Some("a socket")
-    } else if !ft.is_file() {
-        Some("not a regular file")
-    } else {
-        None
-    }
 }
 
 /// The checks of [`check_library_file`] on the open regular `file` of `len` bytes.

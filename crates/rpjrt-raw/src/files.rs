@@ -109,6 +109,27 @@ fn set_blocking(_file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a file that is not a regular file is, in words for a message ("a directory", "a
+/// FIFO (named pipe)", "a character device", ...); `None` for a regular file.
+pub fn kind_of(meta: &std::fs::Metadata) -> Option<&'static str> {
+    #[cfg(unix)]
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    Some(match t {
+        t if t.is_file() => return None,
+        t if t.is_dir() => "a directory",
+        #[cfg(unix)]
+        t if t.is_fifo() => "a FIFO (named pipe)",
+        #[cfg(unix)]
+        t if t.is_char_device() => "a character device",
+        #[cfg(unix)]
+        t if t.is_block_device() => "a block device",
+        #[cfg(unix)]
+        t if t.is_socket() => "a socket",
+        _ => "not a plain file",
+    })
+}
+
 /// Checks that a file can be written at `path` by replacing it: nothing there yet, or a
 /// regular file. A FIFO, a device, a socket or a directory is refused: writing to a FIFO
 /// blocks until a reader comes, and renaming a new file over a device node (as
@@ -119,19 +140,13 @@ fn set_blocking(_file: &std::fs::File) -> std::io::Result<()> {
 /// assert!(e.to_string().contains("/dev/null: a character device, not a regular file"));
 /// ```
 pub fn check_regular_output(path: impl AsRef<std::path::Path>) -> Result<()> {
-    use std::os::unix::fs::FileTypeExt as _;
     let path = path.as_ref();
     let kind = match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::invalid(format!("{}: {e}", path.display()))),
-        Ok(m) if m.is_file() => return Ok(()),
-        Ok(m) => match m.file_type() {
-            t if t.is_dir() => "a directory",
-            t if t.is_fifo() => "a FIFO (named pipe)",
-            t if t.is_char_device() => "a character device",
-            t if t.is_block_device() => "a block device",
-            t if t.is_socket() => "a socket",
-            _ => "not a plain file",
+        Ok(m) => match kind_of(&m) {
+            None => return Ok(()),
+            Some(kind) => kind,
         },
     };
     Err(Error::invalid(format!(

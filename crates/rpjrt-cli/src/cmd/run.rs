@@ -288,17 +288,7 @@ fn is_file_input(value: &OsStr, literal_ok: bool) -> bool {
 /// What `path` is when it exists and is not a regular file (`a FIFO (named pipe)`, `a
 /// directory`, ...), following symbolic links; `None` for a regular file or nothing.
 fn not_a_regular_file(path: &Path) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt as _;
-    let t = std::fs::metadata(path).ok()?.file_type();
-    Some(match t {
-        t if t.is_file() => return None,
-        t if t.is_dir() => "a directory",
-        t if t.is_fifo() => "a FIFO (named pipe)",
-        t if t.is_char_device() => "a character device",
-        t if t.is_block_device() => "a block device",
-        t if t.is_socket() => "a socket",
-        _ => "not a plain file",
-    })
+    rpjrt_raw::files::kind_of(&std::fs::metadata(path).ok()?)
 }
 
 /// The `--input` values that are, or may be, files (`KEY=FILE`, `FILE.npy`, `FILE.npz`),
