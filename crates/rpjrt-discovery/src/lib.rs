@@ -1846,7 +1846,10 @@ mod tests {
             (r#"{"a": -1e300}"#, "\"a\" is -1e300, beyond float32"),
             // Beyond float64 too, which the JSON parser itself refuses: still named.
             (r#"{"a": 1e400}"#, "\"a\" is 1e400, beyond float32"),
-            (r#"{"b": 1, "a": -1e400}"#, "\"a\" is -1e400, beyond float32"),
+            (
+                r#"{"b": 1, "a": -1e400}"#,
+                "\"a\" is -1e400, beyond float32",
+            ),
             (
                 r#"{"a": [1, -0.0]}"#,
                 "\"a\" is [1, -0.0], a list that is not all int64 integers (-0.0 is not one)",
