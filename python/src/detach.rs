@@ -10,22 +10,20 @@
 //! So every release of the GIL in the bindings goes through [`Detach::detach_call`]: once
 //! the exit hook (`_leak_at_exit`) has begun, a thread whose work returns parks for good
 //! instead of taking the GIL back (the process is ending; only daemon threads are left
-//! then, and nothing waits for them). Threads already on their way back to the GIL when
-//! the hook began are let through first: the hook waits, without the GIL, until they hold
-//! it ([`let_returning_threads_in`]).
+//! then, and nothing waits for them). A thread that was already on its way back to the GIL
+//! when the hook began is given it: when other threads exist, the hook releases the GIL
+//! for a moment before the interpreter finalizes ([`let_returning_threads_in`]). The check
+//! on the call path is one relaxed load: a GIL release stays as cheap as PyO3's own.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pyo3::Python;
+use pyo3::prelude::*;
 
 /// Set by the exit hook: threads whose work returns from now on park.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
-/// Threads whose work returned and that are taking the GIL back.
-static RETURNING: AtomicUsize = AtomicUsize::new(0);
-
-/// The exit hook's own thread, which must not park (its id, as a number).
+/// The exit hook's own thread, which must not park.
 static EXIT_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
 /// [`Python::detach`] that does not take the GIL back once the process is ending.
@@ -39,42 +37,44 @@ pub(crate) trait Detach {
 impl Detach for Python<'_> {
     #[inline]
     fn detach_call<T: Send, F: Send + FnOnce() -> T>(self, f: F) -> T {
-        let out = self.detach(|| {
+        self.detach(|| {
             let out = f();
-            // Counted first, checked after: the exit hook either sees this thread
-            // returning (and waits for it to hold the GIL) or this thread sees the hook.
-            RETURNING.fetch_add(1, SeqCst);
-            if EXITING.load(SeqCst) && Some(&std::thread::current().id()) != EXIT_THREAD.get() {
-                RETURNING.fetch_sub(1, SeqCst);
-                park_for_good();
+            if EXITING.load(Ordering::Relaxed) {
+                park_unless_exit_thread();
             }
             out
-        });
-        RETURNING.fetch_sub(1, SeqCst);
-        out
+        })
     }
 }
 
-/// Parks the calling thread until the process ends.
-fn park_for_good() -> ! {
+/// Parks the calling thread until the process ends, unless it runs the exit hook.
+#[cold]
+fn park_unless_exit_thread() {
+    if Some(&std::thread::current().id()) == EXIT_THREAD.get() {
+        return;
+    }
     loop {
         std::thread::park();
     }
 }
 
 /// Called by the exit hook on its thread, holding the GIL: from now on threads whose work
-/// returns park, and those already returning are given the GIL first (waited for without
-/// it, for at most `limit`), so that none of them takes it back while the interpreter
-/// finalizes.
-pub(crate) fn let_returning_threads_in(py: Python<'_>, limit: Duration) {
+/// returns park. When other Python threads exist, the GIL is released for `grace` (in
+/// short slices) first, so that one already on its way back takes it now rather than
+/// while the interpreter finalizes.
+pub(crate) fn let_returning_threads_in(py: Python<'_>, grace: Duration) {
     let _ = EXIT_THREAD.set(std::thread::current().id());
-    EXITING.store(true, SeqCst);
-    if RETURNING.load(SeqCst) == 0 {
+    EXITING.store(true, Ordering::SeqCst);
+    let others = py
+        .import("sys")
+        .and_then(|sys| sys.call_method0("_current_frames"))
+        .and_then(|frames| frames.len())
+        .map_or(true, |n| n > 1);
+    if !others {
         return;
     }
     let start = Instant::now();
-    // Each pass releases the GIL for a moment, for a returning thread to take.
-    while RETURNING.load(SeqCst) > 0 && start.elapsed() < limit {
+    while start.elapsed() < grace {
         py.detach(|| std::thread::sleep(Duration::from_millis(1)));
     }
 }

@@ -122,9 +122,9 @@ fn only_in_main_interpreter() -> PyResult<()> {
 /// When the exit hook says that it waits for compiles and loads on other threads.
 const EXIT_LONG_CALL_NOTICE: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// How long the exit hook waits for threads whose rpjrt call just returned to take the GIL
-/// back before the interpreter finalizes.
-const EXIT_RETURNING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long the exit hook leaves the GIL to other threads (when there are any), so that one
+/// whose rpjrt call just returned takes it back before the interpreter finalizes.
+const EXIT_RETURNING_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// How long the exit hook waits for a client destroy already running on another thread.
 const EXIT_DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
