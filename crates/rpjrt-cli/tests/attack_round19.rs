@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{fake, fixture, new, rpjrt, run, tmpdir};
+use common::{fake, fixture, ignored_signals, new, rpjrt, run, tmpdir};
 
 /// Builds `src` (C) into `dir/name.so` with `cc`.
 fn build_so(dir: &Path, name: &str, src: &str) -> PathBuf {
@@ -55,18 +55,6 @@ fn signal(pid: u32, sig: &str) {
         .status()
         .unwrap();
     assert!(ok.success());
-}
-
-/// The signals this process ignores (`SigIgn` of /proc/self/status: bit N-1 for signal N).
-fn ignored_signals() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("SigIgn:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Polls `f` every 20 ms for up to `limit`.

@@ -119,3 +119,17 @@ pub fn run(c: &mut Command) -> (i32, String, String) {
         String::from_utf8_lossy(&stderr).into_owned(),
     )
 }
+
+/// The signals this process ignores (`SigIgn` of /proc/self/status: bit N-1 for signal N).
+/// A shell starts a background job with SIGINT ignored, and the CLI, as a shell's child
+/// should, leaves an ignored signal ignored: tests send such a signal only when it is not.
+pub fn ignored_signals() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0)
+}
