@@ -31,8 +31,10 @@ import pytest
 import rpjrt
 import rpjrt.ffi
 
+# The round-19 programs: an asynchronously dispatched custom call, and a cheap one.
+from .test_attack_round19_ffi import N, _async_program, _cheap_program
+
 _ids = itertools.count()
-N = 256
 ONES = np.ones((N, N), np.float32)
 X4 = np.array([1, 2, 3, 4], np.float32)
 
@@ -40,24 +42,6 @@ X4 = np.array([1, 2, 3, 4], np.float32)
 def _name(base: str) -> str:
     """A fresh target name (registrations are per process and per plugin)."""
     return f"r20_{base}_{next(_ids)}"
-
-
-def _async_program(target: str) -> str:
-    """A dot before the custom call: the CPU plugins dispatch it asynchronously."""
-    return f"""func.func public @main(%x: tensor<{N}x{N}xf32>) -> tensor<4xf32> {{
-  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : (tensor<{N}x{N}xf32>, tensor<{N}x{N}xf32>) -> tensor<{N}x{N}xf32>
-  %s = stablehlo.slice %d [0:1, 0:4] : (tensor<{N}x{N}xf32>) -> tensor<1x4xf32>
-  %r = stablehlo.reshape %s : (tensor<1x4xf32>) -> tensor<4xf32>
-  %0 = stablehlo.custom_call @{target}(%r) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}}"""
-
-
-def _cheap_program(target: str) -> str:
-    return f"""func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
-  %0 = stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32}} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}}"""
 
 
 def _multi_program(target: str, result_types: list[str]) -> str:

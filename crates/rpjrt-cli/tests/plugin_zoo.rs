@@ -253,6 +253,29 @@ fn a_plugin_that_does_not_answer_is_reported_while_its_log_is_captured() {
     assert!(!err.contains("RPJRT_FAKE_HANG_ON"), "{err}");
 }
 
+/// Runs `c` (a command whose plugin hangs) with its stderr in `log`, until the CLI's
+/// "still waiting" note appears or 30 s pass (or it ends), kills it, and returns what it
+/// wrote on stderr.
+fn stderr_until_slow_note(mut c: Command, log: &Path) -> String {
+    let mut child = c
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut err = String::new();
+    while started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(250));
+        err = std::fs::read_to_string(log).unwrap_or_default();
+        if err.contains("still waiting after") || child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    err
+}
+
 /// The note on a libtpu that does not answer says how to skip its wait for the cloud
 /// metadata server (libtpu retries it for minutes off a Cloud TPU VM); another plugin's
 /// note does not mention it. The fake plugin stands in for libtpu under libtpu's name.
@@ -264,26 +287,11 @@ fn the_slow_load_note_on_libtpu_names_the_metadata_server_variable() {
     let other = fake();
     std::fs::copy(&other, &libtpu).unwrap();
     for (plugin, named) in [(libtpu.as_path(), true), (other.as_path(), false)] {
-        let log = dir.join("stderr.txt");
-        let mut child = rpjrt()
-            .args(["info", "--json", "--plugin-timeout", "8"])
+        let mut c = rpjrt();
+        c.args(["info", "--json", "--plugin-timeout", "8"])
             .arg(plugin)
-            .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        let mut err = String::new();
-        while started.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(250));
-            err = std::fs::read_to_string(&log).unwrap_or_default();
-            if err.contains("still waiting after") || child.try_wait().ok().flatten().is_some() {
-                break;
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+            .env("RPJRT_FAKE_HANG_ON", "PJRT_Client_Create");
+        let err = stderr_until_slow_note(c, &dir.join("stderr.txt"));
         assert!(err.contains("still waiting after 5s"), "{plugin:?}: {err}");
         assert_eq!(
             err.contains("TPU_SKIP_MDS_QUERY=1"),
@@ -463,29 +471,13 @@ fn a_plugin_hanging_in_compile_or_execute_is_named_while_waited_on() {
         ),
     ];
     for (verb, entry, want) in cases {
-        let log = dir.join("stderr.txt");
         let mut c = rpjrt();
         c.args(verb).arg(&program).arg("--plugin").arg(fake());
         if verb[0] == "compile" {
             c.arg("-o").arg(dir.join("x.rpjrtexe"));
         }
-        let mut child = c
-            .env("RPJRT_FAKE_HANG_ON", entry)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        let mut err = String::new();
-        while started.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(250));
-            err = std::fs::read_to_string(&log).unwrap_or_default();
-            if err.contains("still waiting after") || child.try_wait().ok().flatten().is_some() {
-                break;
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        c.env("RPJRT_FAKE_HANG_ON", entry);
+        let err = stderr_until_slow_note(c, &dir.join("stderr.txt"));
         assert!(err.contains("still waiting after 5s"), "{verb:?}: {err}");
         assert!(err.contains(want), "{verb:?}: {err}");
     }
