@@ -63,12 +63,20 @@ thread_local! {
     static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// How many plugin callbacks all threads are inside. While it is zero no thread is in one,
+/// so [`in_callback`] answers without touching thread-local storage (in a shared library,
+/// such as the Python extension, every thread-local access is a call into the loader).
+/// A thread always sees its own increments, so a nonzero depth of this thread is never
+/// missed.
+static INSIDE_ANYWHERE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Marks the current thread as inside a plugin callback until dropped.
 pub struct Inside(());
 
 impl Inside {
     /// Enters a callback on this thread.
     pub fn enter() -> Inside {
+        INSIDE_ANYWHERE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         DEPTH.with(|d| d.set(d.get().saturating_add(1)));
         Inside(())
     }
@@ -77,14 +85,16 @@ impl Inside {
 impl Drop for Inside {
     fn drop(&mut self) {
         DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        INSIDE_ANYWHERE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
 /// Whether this thread is running a callback the plugin called (a custom-call handler, a
 /// key-value callback, a readiness or deleter callback). The plugin may be waiting for
 /// that callback to return, so nothing here may wait for the plugin.
+#[inline]
 pub fn in_callback() -> bool {
-    depth() > 0
+    INSIDE_ANYWHERE.load(std::sync::atomic::Ordering::Relaxed) != 0 && depth() > 0
 }
 
 /// How many plugin callbacks this thread is inside (a custom-call handler that runs a

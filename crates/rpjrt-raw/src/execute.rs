@@ -108,9 +108,11 @@ impl Loaded {
         let client = self.client();
         // Every argument must be a live buffer of this client: the plugin would crash on a
         // buffer of another client.
-        let mut arg_ptrs: Inline<*mut sys::PJRT_Buffer, INLINE> =
+        let mut arg_store: Inline<*mut sys::PJRT_Buffer, INLINE> =
             Inline::filled(num_devices * num_args, null_mut());
-        let mut slots = arg_ptrs.as_mut_slice().iter_mut();
+        // Each list is taken as a slice once (not matched again at every use).
+        let arg_ptrs = arg_store.as_mut_slice();
+        let mut slots = arg_ptrs.iter_mut();
         // Each undonated argument is recorded as launching until the plugin's call returns,
         // so that a donation on another thread waits for it (see `reserve_donation`):
         // here when nothing is donated, else once the donations are reserved (below).
@@ -236,21 +238,29 @@ impl Loaded {
             }
         }
 
-        let mut arg_lists: Inline<*const *mut sys::PJRT_Buffer, 4> =
+        let mut arg_list_store: Inline<*const *mut sys::PJRT_Buffer, 4> =
             Inline::filled(num_devices, std::ptr::null());
-        for (d, slot) in arg_lists.as_mut_slice().iter_mut().enumerate() {
-            *slot = arg_ptrs[d * num_args..].as_ptr();
+        let arg_lists = arg_list_store.as_mut_slice();
+        let arg_base = arg_ptrs.as_ptr();
+        for (d, slot) in arg_lists.iter_mut().enumerate() {
+            // In bounds: `arg_ptrs` has `num_devices * num_args` slots.
+            *slot = arg_base.wrapping_add(d * num_args);
         }
-        let mut outs: Inline<*mut sys::PJRT_Buffer, INLINE> =
+        let mut out_store: Inline<*mut sys::PJRT_Buffer, INLINE> =
             Inline::filled(num_devices * num_outputs, null_mut());
-        let mut output_lists: Inline<*mut *mut sys::PJRT_Buffer, 4> =
+        let outs = out_store.as_mut_slice();
+        let mut output_list_store: Inline<*mut *mut sys::PJRT_Buffer, 4> =
             Inline::filled(num_devices, null_mut());
-        let base = outs.as_mut_slice().as_mut_ptr();
-        for (d, slot) in output_lists.as_mut_slice().iter_mut().enumerate() {
+        let output_lists = output_list_store.as_mut_slice();
+        let base = outs.as_mut_ptr();
+        for (d, slot) in output_lists.iter_mut().enumerate() {
             // In bounds: `outs` has `num_devices * num_outputs` slots.
             *slot = base.wrapping_add(d * num_outputs);
         }
-        let mut events: Inline<*mut sys::PJRT_Event, 4> = Inline::filled(num_devices, null_mut());
+        // Room for events only when they are asked for.
+        let mut event_store: Inline<*mut sys::PJRT_Event, 4> =
+            Inline::filled(if req.want_events { num_devices } else { 0 }, null_mut());
+        let events = event_store.as_mut_slice();
 
         let mut options = sys::PJRT_ExecuteOptions::new();
         options.non_donatable_input_indices = non_donatable.as_ptr();
@@ -266,7 +276,7 @@ impl Loaded {
         a.num_args = num_args;
         a.output_lists = output_lists.as_ptr();
         if req.want_events {
-            a.device_complete_events = events.as_mut_slice().as_mut_ptr();
+            a.device_complete_events = events.as_mut_ptr();
         }
         a.execute_device = req.device.map_or(null_mut(), |d| d.ptr());
         // The devices whose queues the outputs wait for besides their own (only while a
@@ -289,7 +299,7 @@ impl Loaded {
         let events = req.want_events.then_some(&events[..]);
         hand_out(
             client,
-            &outs,
+            outs,
             num_outputs,
             events,
             req.recycle,

@@ -314,20 +314,37 @@ impl Span {
 
     /// Adds an integer argument.
     #[inline]
-    pub fn int(mut self, key: &'static str, value: i64) -> Span {
+    pub fn int(self, key: &'static str, value: i64) -> Span {
+        match self.open {
+            None => self,
+            Some(_) => self.push(key, Arg::Int(value)),
+        }
+    }
+
+    /// [`Span::text`] while recording (out of line: the off path stays a test).
+    #[cold]
+    #[inline(never)]
+    fn push_text(self, key: &'static str, value: &str) -> Span {
+        self.push(key, Arg::Text(value.to_string()))
+    }
+
+    /// Adds an argument to an open span.
+    #[cold]
+    #[inline(never)]
+    fn push(mut self, key: &'static str, arg: Arg) -> Span {
         if let Some(o) = &mut self.open {
-            o.args.push((key, Arg::Int(value)));
+            o.args.push((key, arg));
         }
         self
     }
 
     /// Adds a text argument (copied only when recording).
     #[inline]
-    pub fn text(mut self, key: &'static str, value: &str) -> Span {
-        if let Some(o) = &mut self.open {
-            o.args.push((key, Arg::Text(value.to_string())));
+    pub fn text(self, key: &'static str, value: &str) -> Span {
+        match self.open {
+            None => self,
+            Some(_) => self.push_text(key, value),
         }
-        self
     }
 
     /// Adds the `bytes` argument.

@@ -669,6 +669,16 @@ pub fn unpack_sub_byte(ty: ElementType, packed: &[u8], count: usize) -> Vec<u8> 
 
 /// Number of elements in a shape, with a clear error for negative or overflowing dims.
 pub fn element_count(dims: &[i64]) -> Result<usize> {
+    // One pass in the common case (every dropped Python buffer asks), the refusals apart.
+    let n = dims
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?));
+    n.map_or_else(|| element_count_slow(dims), Ok)
+}
+
+/// [`element_count`] of a shape with a negative dimension or a product past `usize`.
+#[cold]
+fn element_count_slow(dims: &[i64]) -> Result<usize> {
     let mut n = Some(1usize);
     for (i, &d) in dims.iter().enumerate() {
         let d = usize::try_from(d)
