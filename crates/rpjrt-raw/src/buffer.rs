@@ -794,6 +794,16 @@ impl<M> Buffer<M> {
         )
     }
 
+    /// Whether the plugin may hold no memory for the contents yet, or ever: a buffer the
+    /// host fills (an alias buffer) not seen ready and successful, polled once more here. The
+    /// CPU plugins abort copying such a buffer into a non-donated aliased parameter.
+    pub fn may_lack_memory(&self) -> bool {
+        self.0.host_filled && !self.is_ready_cached() && {
+            let _ = self.is_ready();
+            !self.is_ready_cached()
+        }
+    }
+
     /// Marks a buffer just made (no other handle yet) as filled from the host (see
     /// [`Buffer::wait_devices`]).
     pub(crate) fn mark_host_filled(&mut self) {

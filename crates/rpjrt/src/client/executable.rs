@@ -58,11 +58,17 @@ struct Params {
     /// Why `parameters` is `None`: the executable cannot be called with array arguments
     /// (`refuse`), or its signature could not be read (then the checks are conservative).
     unknown: Option<UnknownParameters>,
+    /// The parameters an output may alias (`tf.aliasing_output`); `None` when not read.
+    aliased: Option<Vec<usize>>,
 }
 
 impl Params {
     /// Reads them from the compiled program the plugin hands back (`optimized`).
     fn of(optimized: Result<(Vec<u8>, String)>, tupled: bool) -> Params {
+        // A tupled program's aliases name tuple elements, which are not read: unknown.
+        let aliased = (optimized.as_ref().ok().filter(|_| !tupled))
+            .and_then(|(code, format)| crate::hlo::entry_aliases(code, format))
+            .map(|a| a.into_iter().map(|(_, p)| p).collect());
         let (parameters, unknown) = match optimized {
             Err(e) => (
                 None,
@@ -98,6 +104,7 @@ impl Params {
         Params {
             parameters,
             unknown,
+            aliased,
         }
     }
 }
@@ -584,6 +591,15 @@ impl Executable {
         want_events: bool,
         sink: &mut impl ExecuteSink<BufferMeta>,
     ) -> Result<()> {
+        let copies = self.concrete_args(lists, &options.donate)?;
+        let (refs, fixed): (Vec<Vec<&Buffer>>, Vec<&[&Buffer]>);
+        let lists = if copies.is_empty() {
+            lists
+        } else {
+            refs = copies.iter().map(|l| l.iter().collect()).collect();
+            fixed = refs.iter().map(Vec::as_slice).collect();
+            &fixed
+        };
         let req = ExecuteRequest {
             lists,
             raw: raw_of,
@@ -640,6 +656,46 @@ impl Executable {
             });
             with_consumed(e, ran, consumed)
         })
+    }
+
+    /// `lists` with an on-device copy in place of each argument whose memory may not exist
+    /// (a pending or failed alias buffer: `raw::buffer::Buffer::may_lack_memory`) given, not
+    /// donated, to a parameter an output may alias; empty when there is none. The CPU plugins
+    /// copy such an argument at once and abort (at the call, or when the alias fails later),
+    /// while their own copy of it waits for it and carries its error. A program without
+    /// aliases costs one check, a buffer known ready none; the caller keeps the copies alive.
+    #[inline]
+    fn concrete_args(&self, lists: &[&[&Buffer]], donate: &[usize]) -> Result<Vec<Vec<Buffer>>> {
+        let aliased = self.params().aliased.as_deref();
+        if aliased.is_some_and(|a| a.is_empty()) {
+            return Ok(Vec::new());
+        }
+        self.concrete_copies(lists, donate, aliased)
+    }
+
+    /// [`Executable::concrete_args`] of a program that may alias parameters.
+    fn concrete_copies(
+        &self,
+        lists: &[&[&Buffer]],
+        donate: &[usize],
+        aliased: Option<&[usize]>,
+    ) -> Result<Vec<Vec<Buffer>>> {
+        // The buffer's flag first: a long argument list meets a long alias list only here.
+        let copy = |i: usize, b: &Buffer| {
+            b.raw.may_lack_memory()
+                && !donate.contains(&i)
+                && aliased.is_none_or(|a| a.contains(&i))
+        };
+        if !(lists.iter()).any(|l| l.iter().enumerate().any(|(i, b)| copy(i, b))) {
+            return Ok(Vec::new());
+        }
+        let one = |(i, b): (usize, &&Buffer)| match copy(i, b) {
+            true => b.duplicate(),
+            false => Ok((*b).clone()),
+        };
+        (lists.iter())
+            .map(|l| l.iter().enumerate().map(one).collect())
+            .collect()
     }
 
     /// Every check of an execution request, with messages that name the argument.

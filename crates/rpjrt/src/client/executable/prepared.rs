@@ -230,6 +230,11 @@ impl Executable {
         }
         // A plain call refuses these at each launch; a prepared one, here, once.
         check_donated_once(&lists, donate)?;
+        // A pending or failed alias buffer is bound as a copy (see `concrete_args`).
+        let copies = self.concrete_args(&lists, donate)?;
+        let refs: Vec<Vec<&Buffer>> = copies.iter().map(|l| l.iter().collect()).collect();
+        let fixed: Vec<&[&Buffer]> = refs.iter().map(Vec::as_slice).collect();
+        let lists = if fixed.is_empty() { lists } else { fixed };
         let prepared =
             PreparedArgs::new(&self.state.loaded, &lists, super::raw_of, &options.donate)?;
         Ok(PreparedCall {
