@@ -303,6 +303,65 @@ pub fn remove_orphaned_temps(
 /// judge it left behind.
 pub const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// The identity of `file`, open at `path`, as text: the path, device, inode, size, and
+/// modification and change times in nanoseconds. Any write to a file moves its change
+/// time, which no call can set back, so changed contents never keep an identity. `None`
+/// where the platform has no such fields or `fstat` fails.
+pub fn identity(path: &std::path::Path, file: &std::fs::File) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = file.metadata().ok()?;
+        let times = [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()];
+        Some(format!(
+            "{path:?} {} {} {} {times:?}",
+            m.dev(),
+            m.ino(),
+            m.size()
+        ))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, file);
+        None
+    }
+}
+
+/// The bytes of the regular file `path` when it holds at most `max` of them (opened
+/// without waiting on a FIFO); `None` when it cannot be read or is larger.
+pub fn read_small(path: &std::path::Path, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let (f, m) = open_for_reading(path).ok()?;
+    (m.is_file() && m.len() <= max).then_some(())?;
+    let mut b = Vec::new();
+    f.take(max + 1).read_to_end(&mut b).ok()?;
+    (b.len() as u64 <= max).then_some(b)
+}
+
+/// A value kept in the memo file `memo` as one line `<value> <check>`: read from there
+/// when `check(value)` is `Some` of the line's check, else made by `make` and written
+/// there (atomically; a failed write only costs the next process the work). `check` says
+/// `None` for a value of the wrong form, which is neither believed nor written. A damaged,
+/// foreign or unreadable memo is never trusted. Without a memo, `make` runs.
+pub fn memoized(
+    memo: Option<&std::path::Path>,
+    check: impl Fn(&str) -> Option<String>,
+    make: impl FnOnce() -> String,
+) -> String {
+    let text = memo.and_then(|p| read_small(p, 4096)).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let kept = text.strip_suffix('\n').and_then(|t| t.split_once(' '));
+    if let Some((value, _)) = kept.filter(|(v, c)| check(v).as_deref() == Some(*c)) {
+        return value.to_string();
+    }
+    let value = make();
+    if let (Some(p), Some(c)) = (memo, check(&value)) {
+        let line = format!("{value} {c}\n");
+        let _ = write_regular_file(p, |f| std::io::Write::write_all(f, line.as_bytes()));
+    }
+    value
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,6 +57,7 @@ pub mod hostmem;
 pub mod inline;
 pub mod kv;
 pub mod layout;
+pub mod libraries;
 pub mod malloc;
 pub mod memstats;
 pub mod prepared;

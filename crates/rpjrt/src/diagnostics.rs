@@ -3,7 +3,7 @@
 
 use crate::client::Device;
 use crate::error::{Error, Result};
-pub use crate::libraries::{describe_missing, library_provider, missing_libraries, MissingLibrary};
+pub use crate::raw::libraries::{describe_missing, library_provider, missing_libraries, MissingLibrary};
 pub use crate::oom::{human_bytes, DeviceFigures, MemoryStats, OomReport, MEMORY_OPTIONS};
 
 /// The device allocator's figures, or the plugin's error (both CPU plugins answer
@@ -113,7 +113,7 @@ fn unreadable_hint(errno: Option<i32>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::libraries::{describe_missing, library_provider, MissingLibrary};
+    use crate::raw::libraries::{describe_missing, library_provider, MissingLibrary};
 
     #[test]
     fn missing_libraries_are_grouped_by_provider_and_hinted() {

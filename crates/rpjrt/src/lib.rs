@@ -40,7 +40,6 @@ pub mod host;
 mod introspect;
 mod kv;
 pub mod layout;
-mod libraries;
 mod mlir;
 mod options;
 mod plugin;

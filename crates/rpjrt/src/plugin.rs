@@ -2,7 +2,9 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::raw::{self, Api};
@@ -10,34 +12,11 @@ use crate::value::Value;
 
 pub use crate::error::ApiVersion;
 
-/// Names of the extension type ids, in the C API's numbering.
-const EXTENSION_NAMES: &[&str] = &[
-    "GpuCustomCall",
-    "Profiler",
-    "CustomPartitioner",
-    "Stream",
-    "Layouts",
-    "FFI",
-    "MemoryDescriptions",
-    "Triton",
-    "RawBuffer",
-    "PhaseCompile",
-    "Example",
-    "Unknown",
-    "CrossHostTransfers",
-    "ExecutableMetadata",
-    "Callback",
-    "HostAllocator",
-    "TpuTopology",
-    "TpuExecutable",
-    "Megascale",
-    "Shardings",
-    "AbiVersion",
-    "Collectives",
-    "MultiSlice",
-    "HostMemoryAllocator",
-    "XlaTransform",
-];
+/// Names of the extension type ids, in the C API's numbering (separated by spaces).
+const EXTENSION_NAMES: &str = "GpuCustomCall Profiler CustomPartitioner Stream Layouts \
+     FFI MemoryDescriptions Triton RawBuffer PhaseCompile Example Unknown CrossHostTransfers \
+     ExecutableMetadata Callback HostAllocator TpuTopology TpuExecutable Megascale Shardings \
+     AbiVersion Collectives MultiSlice HostMemoryAllocator XlaTransform";
 
 /// One extension a plugin offers on its extension chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,10 +30,10 @@ pub struct ExtensionInfo {
 }
 
 macro_rules! extension_getters {
-    ($($(#[$doc:meta])* $fn:ident = $id:literal;)*) => {
+    ($($fn:ident = $id:literal, $what:literal;)*) => {
         impl Extensions {
             $(
-                $(#[$doc])*
+                #[doc = concat!("The ", $what, ".")]
                 pub fn $fn(&self) -> Option<&ExtensionInfo> {
                     self.get($id)
                 }
@@ -82,38 +61,22 @@ impl Extensions {
 }
 
 extension_getters! {
-    /// The GPU custom-call extension.
-    gpu_custom_call = 0;
-    /// The profiler extension.
-    profiler = 1;
-    /// The custom partitioner extension.
-    custom_partitioner = 2;
-    /// The stream extension.
-    stream = 3;
-    /// The layouts extension.
-    layouts = 4;
-    /// The XLA FFI extension (custom calls).
-    ffi = 5;
-    /// The memory descriptions extension.
-    memory_descriptions = 6;
-    /// The Triton extension.
-    triton = 7;
-    /// The raw buffer extension.
-    raw_buffer = 8;
-    /// The phase compile extension.
-    phase_compile = 9;
-    /// The cross-host transfers extension.
-    cross_host_transfers = 12;
-    /// The executable metadata extension.
-    executable_metadata = 13;
-    /// The callback extension.
-    callback = 14;
-    /// The shardings extension.
-    shardings = 19;
-    /// The collectives extension.
-    collectives = 21;
-    /// The XLA transform extension.
-    xla_transform = 24;
+    gpu_custom_call = 0, "GPU custom-call extension";
+    profiler = 1, "profiler extension";
+    custom_partitioner = 2, "custom partitioner extension";
+    stream = 3, "stream extension";
+    layouts = 4, "layouts extension";
+    ffi = 5, "XLA FFI extension (custom calls)";
+    memory_descriptions = 6, "memory descriptions extension";
+    triton = 7, "Triton extension";
+    raw_buffer = 8, "raw buffer extension";
+    phase_compile = 9, "phase compile extension";
+    cross_host_transfers = 12, "cross-host transfers extension";
+    executable_metadata = 13, "executable metadata extension";
+    callback = 14, "callback extension";
+    shardings = 19, "shardings extension";
+    collectives = 21, "collectives extension";
+    xla_transform = 24, "XLA transform extension";
 }
 
 pub(crate) struct PluginInner {
@@ -123,47 +86,35 @@ pub(crate) struct PluginInner {
     attributes: Vec<(String, Value)>,
     /// Why `PJRT_Plugin_Attributes` failed, when the plugin has the entry and it failed.
     attributes_error: Option<String>,
-    /// [`Plugin::build`]: a fingerprint of the library file.
-    build: String,
+    /// The library file as loaded (opened then), which [`Plugin::build`] hashes.
+    file: Option<std::fs::File>,
+    /// [`Plugin::build`], computed at first need.
+    build: OnceLock<String>,
+    /// [`Plugin::xla_flags`], taken as the plugin's first client is created.
+    xla_flags: OnceLock<Vec<Vec<u8>>>,
 }
 
-/// The bytes read from each end of a library for its fingerprint.
-const BUILD_SAMPLE: u64 = 64 << 10;
+/// What a build fingerprint hashes before the library's bytes (so that no fingerprint of
+/// the whole file equals one of the earlier rpjrt's, which hashed its two ends only).
+const BUILD_DOMAIN: &[u8] = b"rpjrt plugin build v2\0";
 
-/// A fingerprint of a library file that tells builds apart where the version attributes
-/// do not: SHA-256 over its size, its first and its last 64 KiB (the ELF headers, the
-/// dynamic symbols, the section table), as 16 hex digits; empty when it cannot be read.
-/// Copies of one build anywhere agree; a rebuild moves sizes and offsets.
-fn build_fingerprint(path: &Path) -> String {
-    use sha2::Digest;
-    use std::io::{Read, Seek, SeekFrom};
-    let read = || -> std::io::Result<String> {
-        // Never waits on a FIFO swapped in for the library.
-        let (mut f, meta) = crate::raw::files::open_for_reading(path)?;
-        if !meta.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        let len = meta.len();
-        let mut h = sha2::Sha256::new();
-        h.update(len.to_le_bytes());
-        let mut chunk = [0u8; 8192];
-        for start in [0, len.saturating_sub(BUILD_SAMPLE)] {
-            f.seek(SeekFrom::Start(start))?;
-            let mut part = (&mut f).take(BUILD_SAMPLE);
-            loop {
-                let n = part.read(&mut chunk)?;
-                if n == 0 {
-                    break;
-                }
-                h.update(&chunk[..n]);
-            }
-        }
-        Ok(h.finalize()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect())
-    };
-    read().unwrap_or_default()
+/// The largest `XLA_FLAGS` file (or build memo) read: a larger one counts as unreadable.
+const SMALL_FILE_MAX: u64 = 1 << 20;
+
+/// Lower-case hex digits of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 over [`BUILD_DOMAIN`] and every byte of the library open as `file`, as 16 hex
+/// digits: copies of one build anywhere agree, and any change to the file changes it.
+fn hash_library(mut file: &std::fs::File) -> std::io::Result<String> {
+    use std::io::Seek as _;
+    file.rewind()?;
+    let mut h = Sha256::new();
+    h.update(BUILD_DOMAIN);
+    std::io::copy(&mut file, &mut h)?;
+    Ok(hex(&h.finalize()[..8]))
 }
 
 /// A loaded PJRT plugin. Cheap to clone.
@@ -184,9 +135,9 @@ fn load_library(path: &Path) -> Result<Api> {
     crate::tpu::prepare(path);
     raw::load(path).map_err(|e| match e {
         Error::PluginLoad { path, reason } if reason.contains("cannot open shared object") => {
-            match crate::libraries::missing_libraries(&path) {
+            match crate::raw::libraries::missing_libraries(&path) {
                 Ok(missing) if !missing.is_empty() => Error::PluginLoad {
-                    reason: crate::libraries::describe_missing(&missing),
+                    reason: crate::raw::libraries::describe_missing(&missing),
                     path,
                 },
                 _ => Error::PluginLoad { path, reason },
@@ -228,9 +179,7 @@ impl Step {
         s.push((id, name));
         Step(id)
     }
-}
 
-impl Step {
     /// Runs `f` with this step marked.
     fn finish<T>(self, f: impl FnOnce() -> T) -> T {
         let out = f();
@@ -325,13 +274,16 @@ impl Plugin {
                     type_id,
                     name: usize::try_from(type_id)
                         .ok()
-                        .and_then(|i| EXTENSION_NAMES.get(i))
+                        .and_then(|i| EXTENSION_NAMES.split_whitespace().nth(i))
                         .map_or_else(|| format!("unknown({type_id})"), |n| n.to_string()),
                     struct_size,
                 })
                 .collect(),
         };
-        let build = build_fingerprint(&canonical);
+        // Never waits on a FIFO swapped in for the library.
+        let file = crate::raw::files::open_for_reading(&canonical)
+            .ok()
+            .and_then(|(f, m)| m.is_file().then_some(f));
         let plugin = Plugin {
             inner: Arc::new(PluginInner {
                 path: canonical,
@@ -339,7 +291,9 @@ impl Plugin {
                 extensions,
                 attributes,
                 attributes_error,
-                build,
+                file,
+                build: OnceLock::new(),
+                xla_flags: OnceLock::new(),
             }),
         };
         loaded.push(plugin.clone());
@@ -374,11 +328,57 @@ impl Plugin {
         &self.inner.path
     }
 
-    /// A fingerprint of the library file (16 hex digits, empty when it could not be
-    /// read): two builds that report the same versions still differ here. Artifacts and
-    /// compile-cache keys record it.
+    /// A fingerprint of the library file: SHA-256 over all of its bytes, as 16 hex digits
+    /// (empty when it could not be read). Two builds that report the same versions still
+    /// differ here. Artifacts and compile-cache keys record it. Computed at first need,
+    /// once per process, from the file as it was when the plugin loaded.
     pub fn build(&self) -> &str {
-        &self.inner.build
+        self.build_memo(None)
+    }
+
+    /// [`Plugin::build`], taken from (or recorded in) a memo file in the compile-cache
+    /// directory `dir` named by the library's identity, so that a later process pays a
+    /// `stat` and a small read instead of hashing the whole library.
+    pub(crate) fn build_memo(&self, dir: Option<&Path>) -> &str {
+        self.inner.build.get_or_init(|| {
+            let Some(file) = &self.inner.file else {
+                return String::new();
+            };
+            // Filed under a hash of the library's identity; its check, a hash of that and
+            // the build, fails for a damaged memo, which is then rewritten.
+            let id = dir.and(raw::files::identity(&self.inner.path, file));
+            let id = id.map(|id| hex(&Sha256::digest(id)[..16]));
+            let memo = dir.zip(id.as_ref());
+            let memo = memo.map(|(d, id)| d.join(format!(".rpjrt-build-{id}")));
+            let id = id.unwrap_or_default();
+            let check = |b: &str| {
+                let ok = b.len() == 16 && b.bytes().all(|c| c.is_ascii_hexdigit());
+                ok.then(|| hex(&Sha256::digest(format!("{id} {b}"))[..8]))
+            };
+            raw::files::memoized(memo.as_deref(), check, || {
+                hash_library(file).unwrap_or_default()
+            })
+        })
+    }
+
+    /// The `XLA_FLAGS` the plugin's compiler runs with, as parts for the compile-cache key:
+    /// none, or the value and, when it names a file (it does not start with `-`), the file's
+    /// contents or an `unreadable` marker. XLA reads them once per library, as its first
+    /// client is created: so does [`Client::new`](crate::Client::new), by calling this.
+    pub(crate) fn xla_flags(&self) -> &[Vec<u8>] {
+        self.inner.xla_flags.get_or_init(|| {
+            let Some(v) = std::env::var_os("XLA_FLAGS").filter(|v| !v.is_empty()) else {
+                return Vec::new();
+            };
+            let mut parts = vec![b"XLA_FLAGS".to_vec(), v.as_encoded_bytes().to_vec()];
+            if !v.as_encoded_bytes().trim_ascii_start().starts_with(b"-") {
+                match raw::files::read_small(Path::new(&v), SMALL_FILE_MAX) {
+                    Some(text) => parts.extend([b"XLA_FLAGS file".to_vec(), text]),
+                    None => parts.push(b"XLA_FLAGS file: unreadable".to_vec()),
+                }
+            }
+            parts
+        })
     }
 
     /// The PJRT C API version the plugin implements.

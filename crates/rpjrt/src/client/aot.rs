@@ -41,7 +41,7 @@ use sha2::{Digest, Sha256};
 use crate::client::executable::{Executable, Origin, Source};
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::options::CompileOptions;
+use crate::options::{tupled_arguments as tupled, CompileOptions};
 use crate::plugin::Plugin;
 use crate::program::{is_artifact, ProgramFile, ENVELOPE_MAGIC};
 use crate::raw::aot as raw;
@@ -75,13 +75,8 @@ pub struct ArtifactTarget {
 }
 
 fn version_list(v: Option<Vec<i64>>) -> String {
-    v.map(|v| {
-        v.iter()
-            .map(|x| x.to_string())
-            .collect::<Vec<_>>()
-            .join(".")
-    })
-    .unwrap_or_default()
+    let parts: Vec<String> = v.unwrap_or_default().iter().map(i64::to_string).collect();
+    parts.join(".")
 }
 
 impl ArtifactTarget {
@@ -95,6 +90,9 @@ impl ArtifactTarget {
                 kinds.push(d.facts.kind.clone());
             }
         }
+        // The build from the memo in the client's cache directory, where there is one.
+        core.plugin
+            .build_memo(client.cache().as_ref().map(|c| c.dir()));
         let mut t = ArtifactTarget::of_plugin(&core.plugin);
         t.platform_name = core.platform_name.clone();
         t.platform_version = core.platform_version.clone();
@@ -584,13 +582,37 @@ impl Executable {
     }
 }
 
+/// Refuses load overrides that place the program in two ways that disagree, in rpjrt's
+/// words (the plugins' would speak of a device assignment the caller may not have given).
+fn check_placement(o: &CompileOptions) -> Result<()> {
+    let (r, p) = (o.num_replicas, o.num_partitions);
+    let clash = match (o.portable, o.device_ordinal, &o.device_assignment) {
+        (true, id, _) if id >= 0 => format!("portable=true and device_ordinal {id}"),
+        (true, _, Some(a)) => format!("portable=true and the device assignment {a:?}"),
+        (true, ..) if (r, p) != (1, 1) => format!("portable=true and {r} x {p} devices"),
+        (_, id, _) if id >= 0 && (r, p) != (1, 1) => {
+            format!("device_ordinal {id} and {r} x {p} devices")
+        }
+        (_, id, Some(a)) if id >= 0 && *a != [vec![id]] => {
+            format!("device_ordinal {id} and the device assignment {a:?}")
+        }
+        _ => return Ok(()),
+    };
+    Err(Error::invalid(format!(
+        "the overrides ask for {clash}, which contradict each other: a portable program \
+         runs on the one device chosen at each call, and device_ordinal places a \
+         single-device program on one device; give only one of them"
+    )))
+}
+
 impl Client {
     /// Loads an artifact written by [`Executable::serialize`].
     ///
     /// The envelope is checked completely (magic, length, checksum, and every target field
     /// against this client) before the plugin sees the executable; a mismatch names both
     /// sides. `overrides` replaces the compile options stored in the executable, where the
-    /// plugin's PJRT version has that field (0.71 and newer); older plugins refuse.
+    /// plugin's PJRT version has that field (0.71 and newer; older plugins refuse): a device
+    /// ordinal or `portable` places the program, else it keeps its compiled devices.
     pub fn load(&self, bytes: &[u8], overrides: Option<&CompileOptions>) -> Result<Executable> {
         self.core.check("client")?;
         let artifact = Artifact::decode(bytes)?;
@@ -647,23 +669,13 @@ impl Client {
     ) -> Result<(Executable, std::time::Duration, bool)> {
         let encoded = match overrides {
             Some(o) => {
-                // The plugins place a loaded program by its device assignment alone: a
-                // device ordinal becomes one, and without either the artifact keeps the
-                // devices it was compiled for (options given at load replace all of them).
-                let mut o = o.clone();
-                if o.device_assignment.is_none() {
-                    let single = o.num_replicas == 1 && o.num_partitions == 1;
-                    o.device_assignment = match o.device_ordinal {
-                        id if id >= 0 && single => Some(vec![vec![id]]),
-                        _ => crate::options::recorded_assignment(&artifact.compile_options),
-                    };
-                }
+                // Checked as given first (counts of 0, devices the client lacks).
+                o.encode(&self.device_ids())?;
                 // Loading re-places a compiled program; it does not partition it again.
                 // Other counts than the compiled ones load and then compute with the
                 // compiled shards (or fail inside the plugin at the first collective).
-                let encoded = o.encode(&self.device_ids())?;
-                let recorded = crate::options::mesh_counts(&artifact.compile_options);
                 let asked = (i64::from(o.num_replicas), i64::from(o.num_partitions));
+                let recorded = crate::options::mesh_counts(&artifact.compile_options);
                 if let Some(have) = recorded.filter(|&have| have != asked) {
                     return Err(Error::invalid(format!(
                         "the artifact was compiled for {} replica(s) x {} partition(s), but \
@@ -674,7 +686,21 @@ impl Client {
                         have.0, have.1, asked.0, asked.1
                     )));
                 }
-                Some(encoded)
+                check_placement(o)?;
+                // The plugins place a loaded program by its device assignment alone: a
+                // device ordinal becomes one, a portable program has none (its device is
+                // chosen at each call), and otherwise the artifact keeps the devices it was
+                // compiled for (options given at load replace all of them).
+                let mut o = o.clone();
+                // How the entry takes its parameters is the compiled program's, too.
+                o.parameter_is_tupled_arguments |= tupled(&artifact.compile_options);
+                if o.device_assignment.is_none() && !o.portable {
+                    o.device_assignment = match o.device_ordinal {
+                        id if id >= 0 => Some(vec![vec![id]]),
+                        _ => crate::options::recorded_assignment(&artifact.compile_options),
+                    };
+                }
+                Some(o.encode(&self.device_ids())?)
             }
             // An artifact written from an executable loaded with other options than its
             // blob's: those options are given at load again.
@@ -685,7 +711,8 @@ impl Client {
             }
             None => None,
         };
-        let (exe, plugin_time) = self.load_blob_with(blob, encoded.as_deref())?;
+        let options = encoded.as_deref().unwrap_or(&artifact.compile_options);
+        let (exe, plugin_time) = self.load_blob_with(blob, encoded.as_deref(), options)?;
         let overridden = encoded.is_some();
         let recorded = encoded.unwrap_or_else(|| artifact.compile_options.clone());
         if !recorded.is_empty() {
@@ -752,14 +779,18 @@ impl Client {
     }
 
     fn load_blob(&self, blob: &[u8], overrides: Option<&[u8]>) -> Result<Executable> {
-        Ok(self.load_blob_with(blob, overrides)?.0)
+        Ok(self
+            .load_blob_with(blob, overrides, overrides.unwrap_or(&[]))?
+            .0)
     }
 
-    /// Loads a plugin blob; also returns the time the plugin's deserialization took.
+    /// Loads a plugin blob compiled with the encoded `options` (how its entry takes its
+    /// parameters); also returns the time the plugin's deserialization took.
     fn load_blob_with(
         &self,
         blob: &[u8],
         overrides: Option<&[u8]>,
+        options: &[u8],
     ) -> Result<(Executable, std::time::Duration)> {
         if blob.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
@@ -769,7 +800,7 @@ impl Client {
         let t0 = std::time::Instant::now();
         let loaded = raw::deserialize_and_load(&self.core.raw, blob, overrides)?;
         let plugin_time = t0.elapsed();
-        let exe = Executable::from_loaded_with(&self.core, loaded, overrides.unwrap_or(&[]), true)?;
+        let exe = Executable::from_loaded_with(&self.core, loaded, options, true)?;
         Ok((exe, plugin_time))
     }
 

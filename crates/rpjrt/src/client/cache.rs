@@ -7,8 +7,9 @@
 //!
 //! - Each entry is one file `<key>.rpjrtexe` holding an rpjrt artifact (see [`crate::client::aot`]):
 //!   the key is the SHA-256 of the program bytes and format, the encoded compile options,
-//!   and every [`ArtifactTarget`] field (platform name and version, PJRT version, the
-//!   plugin's XLA and StableHLO version attributes, device kinds and count).
+//!   every [`ArtifactTarget`] field (platform name and version, PJRT version, the plugin's
+//!   XLA and StableHLO versions and build, device kinds and count), and the `XLA_FLAGS`
+//!   taken as the plugin's first client was created (a flags file's contents included).
 //! - Writes go to a temporary file in the same directory, then are renamed into place, so a
 //!   reader never sees half an entry and several processes can share a directory (the last
 //!   writer of a key wins; every writer's entry is complete and valid).
@@ -326,9 +327,15 @@ impl Cache {
         lock(&self.inner.warnings).push(message);
     }
 
-    /// The cache key of `program` compiled with the encoded `options` for `target`, under
-    /// this process's `XLA_FLAGS` (when set: compiler flags the plugin reads too).
-    pub fn key(program: &Program, options: &[u8], target: &ArtifactTarget) -> String {
+    /// The cache key of `program` compiled with the encoded `options` for `target` on
+    /// `plugin`, under the `XLA_FLAGS` in force for it: compiler flags the plugin reads
+    /// too, taken as its first client was created (with the contents of a flags file).
+    pub fn key(
+        program: &Program,
+        options: &[u8],
+        target: &ArtifactTarget,
+        plugin: &crate::Plugin,
+    ) -> String {
         let mut h = Sha256::new();
         h.update(KEY_DOMAIN);
         let (format, code): (&[u8], &[u8]) = match program {
@@ -346,14 +353,10 @@ impl Cache {
             part(k.as_bytes());
             part(v.as_bytes());
         }
-        // XLA reads compiler flags from the environment too (fast math, NaN handling): a
-        // program compiled under other flags is another executable. (Keys made without
-        // flags stay as they were.)
-        if let Some(flags) = std::env::var_os("XLA_FLAGS").filter(|f| !f.is_empty()) {
-            part(b"XLA_FLAGS");
-            part(flags.as_encoded_bytes());
-        }
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        // XLA's flags (fast math, NaN handling): a program compiled under other flags is
+        // another executable. Keys made without flags stay as they were.
+        plugin.xla_flags().iter().for_each(|p| part(p));
+        crate::plugin::hex(&h.finalize())
     }
 
     /// The file of the entry with `key`.
@@ -374,8 +377,10 @@ impl Cache {
         let encoded = options
             .effective(program, &client.core.platform_name)
             .encode(&client.device_ids())?;
+        // The plugin's build from this directory's memo, where a process put it before.
+        client.plugin().build_memo(Some(self.dir()));
         let target = ArtifactTarget::of_client(client)?;
-        let key = Cache::key(program, &encoded, &target);
+        let key = Cache::key(program, &encoded, &target, client.plugin());
         let path = self.entry_path(&key);
         if let Some(exe) = self.try_load(client, &key, &path, &target, started)? {
             // The entry holds this program's executable (its key says so).

@@ -273,6 +273,7 @@ impl Client {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
         let _span = crate::trace::span(crate::trace::Category::Load, "client_create");
+        plugin.xla_flags(); // XLA reads them as its first client is created: so are they.
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))
             .map_err(|e| explain_option_type(e, options))?;
         Client::finish_create(plugin, rc, cache, options)
@@ -296,6 +297,7 @@ impl Client {
     ) -> Result<Client> {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
+        plugin.xla_flags(); // As in `Client::new`.
         let api = plugin.inner.api;
         let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
             crate::kv::Backend(Arc::clone(&dist.store)),

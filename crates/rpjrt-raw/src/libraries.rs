@@ -2,7 +2,7 @@
 //! entries resolved the way the loader resolves them (run paths with `$ORIGIN`,
 //! `LD_LIBRARY_PATH`, the loader's cache, the default directories), each named with what
 //! usually provides it. Pure: it reads files and names no handle, so `plugin` can use it
-//! when `dlopen` refuses a library, and `diagnostics` re-exports it.
+//! when `dlopen` refuses a library, and `rpjrt::diagnostics` re-exports it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -189,7 +189,7 @@ pub fn missing_libraries(path: &Path) -> Result<Vec<MissingLibrary>> {
         if !seen.insert(lib.clone()) || seen.len() > 400 {
             continue;
         }
-        let info = match crate::raw::elf::dynamic_info(&lib) {
+        let info = match crate::elf::dynamic_info(&lib) {
             Ok(i) => i,
             Err(reason) if first => return Err(fail(reason)),
             Err(_) => continue,
