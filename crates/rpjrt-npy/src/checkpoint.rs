@@ -24,7 +24,10 @@ use rpjrt::{
     HostArray, Result, Session, SlotValue,
 };
 
-use crate::npy::{decode_text, descr_of, text_len, type_of_descr, write_npy_raw, Header};
+use crate::npy::{
+    byte_order_of_descr, decode_text, descr_of, ml_dtypes_guess, text_len, type_of_descr,
+    write_npy_raw, Header,
+};
 use crate::npz::{bare, io_err, write_members, NpzReader};
 use crate::{invalid, npy};
 
@@ -130,9 +133,13 @@ fn in_slot(name: &str, e: Error) -> Error {
 /// naming the slot, and a damaged or truncated file is an error naming the file; either
 /// way the session is left as it was. Arrays `np.savez` stored as raw bytes (bfloat16 and
 /// other ml_dtypes types) take the type of their slot, which must then be known (from a
-/// program or an earlier bind). Members are read, checked and uploaded one at a time, so
-/// the extra host memory is one member, not the file; the slots change only once every
-/// upload has succeeded ([`Session::bind_all`]).
+/// program or an earlier bind), in the byte order their type string states (`>V2` is a
+/// big-endian bfloat16 array). ml_dtypes' float8_e5m2, which numpy saves as `<f1`, is
+/// refused saying so (numpy has no 1-byte float to read it as). A slot whose value lives
+/// in another memory of the device (host memory) is restored into that memory. Members
+/// are read, checked and uploaded one at a time, so the extra host memory is one member,
+/// not the file; the slots change only once every upload has succeeded
+/// ([`Session::bind_all`]).
 pub fn restore(session: &Session, path: impl AsRef<Path>) -> Result<()> {
     restore_with(session, path, &|| Ok(()))
 }
@@ -206,9 +213,15 @@ pub fn restore_with(
         if plan.element_type.is_sub_byte() {
             host = host.unpacked();
         }
+        // A slot whose value lives in another memory of the device (host memory) gets the
+        // restored value in that memory too; otherwise the device's default memory.
+        let device = session.device();
+        let memory = (session.fetch_loaded(name).ok().flatten())
+            .and_then(|b| b.memory().ok())
+            .filter(|m| device.default_memory().ok().as_ref() != Some(m));
         let buffer = session
             .client()
-            .put(&host, session.device(), None, CopyMode::Always)
+            .put(&host, device, memory.as_ref(), CopyMode::Always)
             .map_err(|e| in_slot(name, e))?;
         ready.push((name.clone(), SlotValue::Uploaded(buffer)));
     }
@@ -316,6 +329,10 @@ fn plan_member(
         .strip_prefix(['|', '<', '>', '='])
         .and_then(|d| d.strip_prefix('V'))
         .and_then(|n| n.parse::<usize>().ok());
+    // The byte order the type string states. Raw-byte types state one too (numpy.savez
+    // writes a big-endian bfloat16 array as `>V2`): it applies to each element of the type
+    // the element size comes from, as for any other type string.
+    let stated = byte_order_of_descr(descr);
     let mut dims = h.dims.clone();
     let (t, order) = match (named, raw_bytes) {
         // A type numpy cannot name: uint8 with a trailing byte axis (what save writes) or
@@ -324,7 +341,9 @@ fn plan_member(
             let w = t.host_itemsize();
             let as_u8 = type_of_descr(descr).ok().map(|d| d.0) == Some(ElementType::U8)
                 && dims.last() == Some(&(w as i64));
-            if raw_bytes != Some(w) {
+            if raw_bytes == Some(w) {
+                (t, stated)
+            } else {
                 if !as_u8 || h.fortran {
                     return Err(invalid(format!(
                         "slot {name:?} is {t}, stored as {w}-byte raw elements (or C-order \
@@ -333,24 +352,18 @@ fn plan_member(
                     )));
                 }
                 dims.pop();
+                // The bytes of each element as the saving machine held them (save's form).
+                (t, ByteOrder::Native)
             }
-            (t, ByteOrder::Native)
         }
         (named, None) => {
-            let (t, big) = type_of_descr(descr).map_err(|e| slot_err(name, bare(&e)))?;
+            let (t, _) = type_of_descr(descr).map_err(|e| refused_descr(name, descr, slot, e))?;
             if let Some(n) = named.filter(|&n| n != t) {
                 return Err(invalid(format!(
                     "slot {name:?}: the type table says {n}, but the member holds {t}"
                 )));
             }
-            (
-                t,
-                if big {
-                    ByteOrder::Big
-                } else {
-                    ByteOrder::Native
-                },
-            )
+            (t, stated)
         }
         (_, Some(w)) => match slot {
             Some(s)
@@ -358,7 +371,7 @@ fn plan_member(
                     && descr_of(s.element_type).is_err()
                     && s.element_type.host_itemsize() == w =>
             {
-                (s.element_type, ByteOrder::Native)
+                (s.element_type, stated)
             }
             Some(s) if s.element_type.host_itemsize() != w => {
                 return Err(invalid(format!(
@@ -401,6 +414,32 @@ fn plan_member(
         strides,
         order,
     })
+}
+
+/// The refusal of member `name`'s type string `descr`, which names no element type
+/// ([`type_of_descr`]'s error `e`). A type string numpy writes for an ml_dtypes type that
+/// PJRT has (`<f1`: float8_e5m2) says so, and how to save the array so that it restores:
+/// as raw bytes, which take the slot's type, or as a checkpoint.
+fn refused_descr(name: &str, descr: &str, slot: Option<&ArraySpec>, e: Error) -> Error {
+    let Some(guess) = ml_dtypes_guess(descr).filter(|g| g.in_pjrt) else {
+        return slot_err(name, bare(&e));
+    };
+    let slot_type = match slot {
+        Some(s) => format!("slot {name:?} is {}", s.element_type),
+        None => format!(
+            "slot {name:?} has no type yet: give it the type {} first (a program or a bind)",
+            guess.name
+        ),
+    };
+    invalid(format!(
+        "slot {name:?}: the .npy type {descr:?} has no PJRT element type: {what}; numpy \
+         itself cannot load it. Save the array as raw bytes, as numpy.savez stores the other \
+         ml_dtypes types (arr.view(\"V{size}\") in place of arr): raw elements restore into \
+         their slot's type ({slot_type}); or save the session with Session.save, which \
+         records each slot's type",
+        what = guess.what,
+        size = guess.itemsize
+    ))
 }
 
 #[cfg(test)]

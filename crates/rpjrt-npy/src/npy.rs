@@ -6,7 +6,7 @@
 
 use std::io::Read;
 
-use rpjrt::{element_count, ElementKind, ElementType, Error, Result};
+use rpjrt::{element_count, ByteOrder, ElementKind, ElementType, Error, Result};
 
 use crate::array::Array;
 use crate::invalid;
@@ -89,6 +89,7 @@ fn parse_dict(header: &str) -> Result<(String, bool, Vec<i64>)> {
         pos: 0,
     };
     let (mut descr, mut fortran, mut shape) = (None, None, None);
+    let mut structured = false;
     p.skip_space();
     p.expect('{', "the header is not a dict")?;
     loop {
@@ -104,12 +105,16 @@ fn parse_dict(header: &str) -> Result<(String, bool, Vec<i64>)> {
         p.skip_space();
         let fresh = match key.as_str() {
             "descr" => {
-                if p.peek() == Some('[') {
-                    return Err(bad("structured (record) arrays are not supported"));
-                }
-                let v = p.string()?.ok_or_else(|| {
-                    bad(&format!("'descr' is not a quoted type string {}", p.here()))
-                })?;
+                // A structured (record) dtype is a list of fields: valid .npy, read whole
+                // here (so the rest of the header is still checked) and refused below.
+                let v = if p.peek() == Some('[') {
+                    structured = true;
+                    p.list_text()?.to_string()
+                } else {
+                    p.string()?.ok_or_else(|| {
+                        bad(&format!("'descr' is not a quoted type string {}", p.here()))
+                    })?
+                };
                 descr.replace(v).is_none()
             }
             "fortran_order" => {
@@ -155,6 +160,9 @@ fn parse_dict(header: &str) -> Result<(String, bool, Vec<i64>)> {
     let descr = descr.ok_or_else(|| bad("no 'descr' in the header"))?;
     let fortran = fortran.ok_or_else(|| bad("no 'fortran_order' in the header"))?;
     let dims = shape.ok_or_else(|| bad("no 'shape' in the header"))?;
+    if structured {
+        return Err(structured_refusal(&descr));
+    }
     // numpy reads a type code without a byte order (`'f4'`) in the machine's order.
     let native = {
         let mut c = descr.chars();
@@ -164,6 +172,22 @@ fn parse_dict(header: &str) -> Result<(String, bool, Vec<i64>)> {
     };
     let descr = if native { format!("={descr}") } else { descr };
     Ok((descr, fortran, dims))
+}
+
+/// The refusal of a valid `.npy` file whose dtype is structured (`descr` is a list of
+/// fields, as `[('a', '<f4'), ('b', '<i4')]`): the file is fine, the type is unsupported.
+fn structured_refusal(fields: &str) -> Error {
+    const SHOWN: usize = 200;
+    let shown: String = if fields.chars().count() > SHOWN {
+        format!("{}...", fields.chars().take(SHOWN).collect::<String>())
+    } else {
+        fields.to_string()
+    };
+    invalid(format!(
+        "a valid .npy file, but its dtype {shown} is a structured (record) type, which rpjrt \
+         does not support: it reads arrays of one numeric type; save each field as an array \
+         of its own (numpy.savez(path, a=arr[\"a\"], ...))"
+    ))
 }
 
 /// A cursor over the text of a header dict (see [`parse_dict`]).
@@ -245,6 +269,49 @@ impl DictParser<'_> {
         }
         Err(bad(&format!(
             "a string in the header is not closed {}",
+            self.here()
+        )))
+    }
+
+    /// The text of a bracketed Python literal starting here (a structured dtype's list of
+    /// fields, `[('a', '<f4'), ('b', '<i4', (2,))]`), through its closing bracket: nested
+    /// brackets and quoted strings (with backslash escapes) are skipped whole; a bracket
+    /// closed by another kind, or one never closed, is refused.
+    fn list_text(&mut self) -> Result<&str> {
+        let start = self.pos;
+        let mut open = Vec::new();
+        let mut quote = None;
+        let mut chars = self.text[start..].char_indices();
+        while let Some((i, c)) = chars.next() {
+            match (quote, c) {
+                (Some(_), '\\') => {
+                    chars.next();
+                }
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), '\n') => break,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '[') => open.push(']'),
+                (None, '(') => open.push(')'),
+                (None, '{') => open.push('}'),
+                (None, ']' | ')' | '}') => {
+                    if open.pop() != Some(c) {
+                        self.pos = start + i;
+                        return Err(bad(&format!(
+                            "unbalanced brackets in the structured 'descr' list {}",
+                            self.here()
+                        )));
+                    }
+                    if open.is_empty() {
+                        self.pos = start + i + 1;
+                        return Ok(&self.text[start..self.pos]);
+                    }
+                }
+                (None, _) => {}
+            }
+        }
+        Err(bad(&format!(
+            "the structured 'descr' list is not closed {}",
             self.here()
         )))
     }
@@ -372,7 +439,86 @@ pub fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
         .copied()
         .find(|&t| has_descr(t) && Some(t.kind().numpy_char()) == kind && byte_size(t) == size)
         .map(|t| (t, big))
-        .ok_or_else(|| invalid(format!("the .npy type {descr:?} has no PJRT element type")))
+        .ok_or_else(|| {
+            let why = match ml_dtypes_guess(descr) {
+                Some(guess) => format!(
+                    ": {}; numpy itself cannot load such a file. .npy readers take numpy's own \
+                     types only: save the array as one (arr.astype(numpy.{})){}",
+                    guess.what,
+                    guess.numpy_type,
+                    if guess.in_pjrt {
+                        format!(
+                            ", or, for Session.restore, as raw bytes (arr.view(\"V{}\")), \
+                             which take their slot's type",
+                            guess.itemsize
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+                None => String::new(),
+            };
+            invalid(format!(
+                "the .npy type {descr:?} has no PJRT element type{why}"
+            ))
+        })
+}
+
+/// What a numpy type string that names no numpy type most likely holds: an ml_dtypes type
+/// that ml_dtypes gives a numpy kind letter of its own (`f`, `c`) rather than `V`, so that
+/// `numpy.save` writes it as that letter and its size ([`type_of_descr`] refuses it).
+pub(crate) struct MlDtypesGuess {
+    /// The ml_dtypes type's name (`float8_e5m2`).
+    pub name: &'static str,
+    /// Why the type string is taken for it, for a message.
+    pub what: &'static str,
+    /// The numpy type to convert such an array to, so that `.npy` readers can read it.
+    pub numpy_type: &'static str,
+    /// Whether PJRT has the type (rpjrt can read it from the raw-bytes form).
+    pub in_pjrt: bool,
+    /// Bytes per element (the size in the type string).
+    pub itemsize: usize,
+}
+
+/// The ml_dtypes type numpy most likely wrote as `descr` (any byte order): `f1` (numpy has
+/// no 1-byte float; ml_dtypes' `float8_e5m2` is of kind `f`) or `c4` (numpy has no 4-byte
+/// complex; ml_dtypes' `complex32` is of kind `c`). `None` for any other type string.
+pub(crate) fn ml_dtypes_guess(descr: &str) -> Option<MlDtypesGuess> {
+    let code = descr.strip_prefix(['<', '>', '|', '=']).unwrap_or(descr);
+    match code {
+        "f1" => Some(MlDtypesGuess {
+            name: "float8_e5m2",
+            what: "numpy has no 1-byte float, and a 1-byte float type string is what numpy \
+                   writes for an ml_dtypes float8_e5m2 array (the one float8 type ml_dtypes \
+                   gives numpy's float kind 'f'; the other float8 types are saved as raw \
+                   bytes, '<V1'), so the array is most likely float8_e5m2",
+            numpy_type: "float32",
+            in_pjrt: true,
+            itemsize: 1,
+        }),
+        "c4" => Some(MlDtypesGuess {
+            name: "complex32",
+            what: "numpy has no 4-byte complex, and a 4-byte complex type string is what \
+                   numpy writes for an ml_dtypes complex32 array (a pair of float16), a type \
+                   PJRT does not have",
+            numpy_type: "complex64",
+            in_pjrt: false,
+            itemsize: 4,
+        }),
+        _ => None,
+    }
+}
+
+/// The byte order a numpy type string states: `>` big-endian, `<` little-endian, and
+/// native for `|` (not applicable), `=` or none. Raw-byte types (`>V2`, as numpy writes an
+/// ml_dtypes bfloat16 array in big-endian order) state one too; a reader that knows their
+/// element size must honour it.
+pub(crate) fn byte_order_of_descr(descr: &str) -> ByteOrder {
+    match descr.chars().next() {
+        Some('>') => ByteOrder::Big,
+        Some('<') => ByteOrder::Little,
+        _ => ByteOrder::Native,
+    }
 }
 
 /// The element type and data size of an array header, refusing raw-byte types. Returns the
@@ -537,6 +683,40 @@ pub(crate) fn decode_text(data: &[u8]) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every byte-order marker a type string can carry is kept, raw bytes included.
+    #[test]
+    fn byte_order_of_descr_keeps_every_marker() {
+        for (descr, order) in [
+            (">V2", ByteOrder::Big),
+            ("<V2", ByteOrder::Little),
+            ("|V2", ByteOrder::Native),
+            ("=V2", ByteOrder::Native),
+            (">f4", ByteOrder::Big),
+            ("<c8", ByteOrder::Little),
+            ("|u1", ByteOrder::Native),
+            ("d", ByteOrder::Native),
+        ] {
+            assert_eq!(byte_order_of_descr(descr), order, "{descr}");
+        }
+    }
+
+    /// `f1` and `c4` in any byte-order spelling are taken for ml_dtypes' types; numpy's
+    /// own type strings and others are not.
+    #[test]
+    fn ml_dtypes_type_strings_are_recognised() {
+        for d in ["<f1", ">f1", "|f1", "=f1", "f1"] {
+            assert_eq!(
+                ml_dtypes_guess(d).map(|g| g.name),
+                Some("float8_e5m2"),
+                "{d}"
+            );
+        }
+        assert_eq!(ml_dtypes_guess("<c4").map(|g| g.name), Some("complex32"));
+        for d in ["<f2", "<f16", "|V1", "<c8", "f", ""] {
+            assert!(ml_dtypes_guess(d).is_none(), "{d}");
+        }
+    }
     use crate::literal::{parse_literal, random};
 
     #[test]
