@@ -67,15 +67,32 @@ def _occupy_closed_stdio() -> tuple[list[int], bool]:
     return opened, stdout_closed
 
 
+def _sys_path_dirs() -> list[str]:
+    """The entries of ``sys.path`` that the import system searches, as directories: a
+    ``str`` without NUL (an empty one is the current directory). Anything else (bytes, a
+    number, a ``str`` holding NUL, one that the file system encoding cannot encode) is
+    skipped, as imports skip it: one such entry must not fail plugin discovery."""
+    dirs = []
+    for entry in sys.path:
+        if not isinstance(entry, str) or "\0" in entry:
+            continue
+        try:
+            os.fsencode(entry)
+        except UnicodeError:
+            continue
+        dirs.append(entry or ".")
+    return dirs
+
+
 def _search_path(inherited: str | None) -> str:
     """The directories the tool searches for plugins: ``RPJRT_PLUGIN_PATH`` as given, then
-    this interpreter's ``sys.path``, each directory once. A ``python -m rpjrt`` that this
-    command started (to run a verb in a child process) keeps the list it was given, which
-    already holds its parent's ``sys.path``."""
+    this interpreter's ``sys.path`` (:func:`_sys_path_dirs`), each directory once. A
+    ``python -m rpjrt`` that this command started (to run a verb in a child process) keeps
+    the list it was given, which already holds its parent's ``sys.path``."""
     if inherited and os.environ.get("RPJRT_CLI_SELF") == _self_command():
         return inherited
     search = inherited.split(os.pathsep) if inherited else []
-    search += [p or "." for p in sys.path]
+    search += _sys_path_dirs()
     seen = set()
     unique = []
     for p in search:
@@ -86,8 +103,54 @@ def _search_path(inherited: str | None) -> str:
     return os.pathsep.join(unique)
 
 
+# What a child started by :func:`_child_command` runs: this rpjrt, found through the
+# directory it was imported from (passed as the first argument) when the child's own
+# ``sys.path`` would not find it there (a zipapp, a notebook, an embedded interpreter that
+# added a ``sys.path`` entry at run time) or would find another copy first. Only the child's
+# ``sys.path`` changes, never an environment variable that processes it starts inherit. A
+# child that cannot import rpjrt says so on stderr, led by :data:`CHILD_IMPORT_FAILED`, and
+# exits with status 2 (it did not start the verb).
+CHILD_IMPORT_FAILED = "rpjrt: this child process cannot import rpjrt"
+_CHILD_BOOTSTRAP = f"""\
+import os, sys
+from importlib.util import find_spec
+where = sys.argv.pop(1)
+try:
+    found = find_spec("rpjrt")
+except (ImportError, ValueError):
+    found = None
+here = [] if found is None else [
+    os.path.dirname(os.path.realpath(p)) for p in found.submodule_search_locations or ()
+]
+if os.path.realpath(where) not in here:
+    sys.path.insert(0, where)
+try:
+    from rpjrt._cli import main
+except ImportError as e:
+    sys.stderr.write(
+        "{CHILD_IMPORT_FAILED} (" + sys.executable + "; the parent imported it from "
+        + repr(where) + ", which is on this sys.path): " + str(e) + "\\n"
+    )
+    sys.exit(2)
+sys.exit(main())
+"""
+
+
+def _import_dir() -> str:
+    """The ``sys.path`` entry this rpjrt was imported from: the directory above the package
+    (a zip archive's path for a zipapp)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _child_command() -> list[str]:
+    """The command that runs this rpjrt's command line again in a child process: this
+    interpreter, told where rpjrt was imported from (see ``_CHILD_BOOTSTRAP``), so that the
+    child imports the same rpjrt even when only a run-time ``sys.path`` entry finds it."""
+    return [sys.executable, "-c", _CHILD_BOOTSTRAP, _import_dir()]
+
+
 def _self_command() -> str:
-    return json.dumps([sys.executable, "-m", "rpjrt"])
+    return json.dumps(_child_command())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,8 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # process as it ends the native binary.
     # Likewise a closed pipe (`python -m rpjrt info --json | head`) ends the process
     # quietly, as it ends C tools, instead of a panic on EPIPE inside the tool.
+    # A SIGINT that was ignored when the process started (a background job of a
+    # non-interactive shell) stays ignored, as the binary keeps it (docs/distributed.md).
     try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
+        previous = None
+        if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+            previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
         previous_pipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     except ValueError:  # not the main thread: leave signals alone
         previous = previous_pipe = None

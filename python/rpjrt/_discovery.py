@@ -18,9 +18,11 @@ and Rust users, so all three find the same plugins in the same order; Python pas
    jax-cuda13-pjrt, and libtpu (``TPU_LIBRARY_PATH`` first, then the libtpu wheel).
 
 Nothing here opens a library in this process: :func:`plugins` lists files and reads each
-one's PJRT version in a child process (``python -m rpjrt probe-version``), all at once, so
-that a library that crashes, exits or hangs while loading costs only its own answer
-(``None``), after at most ``RPJRT_PLUGIN_TIMEOUT`` seconds (20 by default). ``Client()`` loads the first usable one, trying accelerators (tpu, cuda,
+one's PJRT version in a child process (the ``probe-version`` verb of ``python -m rpjrt``,
+run by this interpreter with this rpjrt), all at once, so that a library that crashes,
+exits or hangs while loading costs only its own answer (``None``), after at most
+``RPJRT_PLUGIN_TIMEOUT`` seconds (20 by default), however long a process it started holds
+the child's pipes. ``Client()`` loads the first usable one, trying accelerators (tpu, cuda,
 rocm, others) before CPU plugins when nothing was asked for explicitly. What stays in
 Python is what needs the interpreter: ``sys.path`` and the :class:`PluginInfo` objects.
 """
@@ -32,7 +34,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["PluginInfo", "plugins", "find_plugin", "candidates", "ENTRY_POINT_GROUPS", "KNOWN_PACKAGES"]
 
@@ -108,7 +113,11 @@ class PluginInfo:
 
 
 def _search_path() -> list[str]:
-    return [entry or "." for entry in sys.path]
+    """``sys.path`` as directories to search: entries that imports skip (not a ``str``, or
+    holding NUL) are skipped here too."""
+    from ._cli import _sys_path_dirs
+
+    return _sys_path_dirs()
 
 
 def _info(t: tuple[Any, ...]) -> PluginInfo:
@@ -158,61 +167,174 @@ def _probe_pjrt_versions(paths: list[str]) -> list[str | None]:
     """The PJRT version each library reports, or None where it is not a loadable plugin.
 
     Loading a library runs its code, so each is loaded in a child process (the hidden
-    ``probe-version`` verb of ``python -m rpjrt``); the children run at once and are
-    killed when the time is up. Ctrl-C interrupts the wait (and kills the children).
+    ``probe-version`` verb of the command line, run by this interpreter with this rpjrt:
+    ``_cli._child_command``); the children run at once. Nothing here waits past the time
+    limit (``RPJRT_PLUGIN_TIMEOUT``): neither for a child to end (it is killed) nor for
+    its output to end (a process the library started, a daemon, may hold the pipe open
+    for as long as it runs; the answer is the first line). A library that did not answer
+    in time is named in a :class:`RuntimeWarning`, and so is a child that could not import
+    rpjrt. Ctrl-C interrupts the wait (and kills the children).
     """
     import subprocess
     import time
 
+    from ._cli import CHILD_IMPORT_FAILED, _child_command
+
     # The time limit is this side's: a child that gave up by itself at the same moment
     # would race the kill and read as a library that answered nothing.
     env = {k: v for k, v in os.environ.items() if k != "RPJRT_PLUGIN_TIMEOUT"}
-    children: list[subprocess.Popen[bytes] | None] = []
+    probes: list[_Probe | None] = []
+    command = _child_command()
     for path in paths:
         # A missing file, or a FIFO/device named by a variable, is never opened.
         if not os.path.isfile(path):
-            children.append(None)
+            probes.append(None)
             continue
         try:
-            children.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "rpjrt", "probe-version", path],
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    env=env,
-                )
+            child = subprocess.Popen(
+                [*command, "probe-version", path],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
             )
         except OSError:
-            children.append(None)
+            probes.append(None)
+            continue
+        probes.append(_Probe(path, child))
     limit = _probe_timeout()
-    # A limit beyond any wait (inf: none) is waited out without one: select() cannot take it.
+    # A limit beyond any wait (inf: none) is waited out without one.
     deadline = None if limit > 1e6 else time.monotonic() + limit
-    versions: list[str | None] = []
     try:
-        for child in children:
-            if child is None:
-                versions.append(None)
-                continue
-            try:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                out, _ = child.communicate(timeout=left)
-            except subprocess.TimeoutExpired:
-                if child.poll() is None:  # still loading when the time is up
-                    child.kill()
-                    child.communicate()
-                    versions.append(None)
-                    continue
-                out, _ = child.communicate()  # it finished while another was waited for
-            first = out.decode("utf-8", "replace").partition("\n")[0].strip()
-            ok = child.returncode == 0 and first.startswith("version ")
-            versions.append(first[len("version ") :] if ok else None)
+        _wait_for_probes([p for p in probes if p is not None], deadline)
     finally:
-        for child in children:
-            if child is not None and child.poll() is None:
-                child.kill()
-                child.wait()
+        for probe in probes:
+            if probe is not None:
+                probe.close()
+    versions = [None if p is None else p.version() for p in probes]
+    _warn_about_probes([p for p in probes if p is not None], limit, CHILD_IMPORT_FAILED)
     return versions
+
+
+class _Probe:
+    """One ``probe-version`` child, and what it wrote: the start of its stdout (the answer
+    is the first line) and the end of its stderr (what it said if it could not start)."""
+
+    #: How much of each stream is kept (the rest is read and dropped, so that a child with
+    #: more to write is never blocked on a full pipe).
+    KEEP = 4096
+
+    def __init__(self, path: str, child: subprocess.Popen[bytes]) -> None:
+        self.path = path
+        self.child = child
+        self.out = b""
+        self.err = b""
+        self.stdout = None if child.stdout is None else child.stdout.fileno()
+        self.open = {f.fileno(): f for f in (child.stdout, child.stderr) if f is not None}
+        for fd in self.open:
+            os.set_blocking(fd, False)
+        self.timed_out = False
+
+    def read(self, fd: int) -> bool:
+        """Reads what is there on one of the child's pipes; True at its end (the caller
+        then stops watching it and closes it: :meth:`close_pipe`)."""
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return True
+        if fd == self.stdout:
+            if len(self.out) < self.KEEP:
+                self.out = (self.out + chunk)[: self.KEEP]
+        else:
+            self.err = (self.err + chunk)[-self.KEEP :]
+        return False
+
+    def close_pipe(self, fd: int) -> None:
+        """Closes one of the child's pipes, at its end."""
+        self.open.pop(fd).close()
+
+    def answered(self) -> bool:
+        """The child has ended and its answer is in: its first line, or the end of its
+        stdout (a process it started may still hold the pipes; they are not waited on)."""
+        if self.child.poll() is None:
+            return False
+        return b"\n" in self.out or self.stdout not in self.open
+
+    def close(self) -> None:
+        """Kills the child if it still runs (and reaps it: a killed child ends at once; a
+        process it started is not waited for), and closes the pipes."""
+        if self.child.poll() is None:
+            self.timed_out = True
+            self.child.kill()
+            self.child.wait()
+        for f in self.open.values():
+            f.close()
+        self.open.clear()
+
+    def version(self) -> str | None:
+        """The version the child reported, or None."""
+        first = self.out.decode("utf-8", "replace").partition("\n")[0].strip()
+        if self.timed_out or self.child.returncode != 0 or not first.startswith("version "):
+            return None
+        return first[len("version ") :]
+
+
+def _wait_for_probes(probes: list[_Probe], deadline: float | None) -> None:
+    """Reads the probes' pipes until every child has answered, or the deadline passes."""
+    import selectors
+    import time
+
+    with selectors.DefaultSelector() as sel:
+        for probe in probes:
+            for fd in probe.open:
+                sel.register(fd, selectors.EVENT_READ, probe)
+        while True:
+            waiting = [p for p in probes if not p.answered()]
+            if not waiting:
+                return
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                # The children that have not answered are killed by the caller; one that
+                # ended but whose first line never came (its pipe held open) is late too.
+                for p in waiting:
+                    p.timed_out = True
+                return
+            # A child's end is not something select() reports: look again every 20 ms.
+            for key, _ in sel.select(0.02 if left is None else min(left, 0.02)):
+                probe = key.data
+                if probe.read(key.fd):
+                    # Unwatched before it is closed: its number may be used again.
+                    sel.unregister(key.fd)
+                    probe.close_pipe(key.fd)
+
+
+def _warn_about_probes(probes: list[_Probe], limit: float, import_failed: str) -> None:
+    """Says which libraries did not answer in time, and that a child could not import
+    rpjrt (their versions are None, which would otherwise read as "not a plugin")."""
+    import warnings
+
+    late = [p.path for p in probes if p.timed_out]
+    if late:
+        warnings.warn(
+            f"rpjrt.plugins(): loading {', '.join(map(repr, late))} to read the PJRT version "
+            f"did not finish in {limit:g} s (RPJRT_PLUGIN_TIMEOUT); pjrt_version is None",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    for p in probes:
+        said = p.err.decode("utf-8", "replace")
+        if import_failed in said:
+            line = said[said.index(import_failed) :].splitlines()[0]
+            warnings.warn(
+                f"rpjrt.plugins(): cannot read the plugins' PJRT versions: {line}",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return
 
 
 def candidates(spec: object = None) -> list[PluginInfo]:
@@ -244,7 +366,7 @@ def candidates(spec: object = None) -> list[PluginInfo]:
         warnings.warn(
             "PYPJRT_PLUGIN is set but rpjrt does not read it: set RPJRT_PLUGIN (or pass the "
             "plugin to Client) to choose the plugin; choosing from every plugin found",
-            stacklevel=3,
+            stacklevel=4,
         )
     return [_info(t) for t in _rpjrt._candidates(spec, _search_path())]
 

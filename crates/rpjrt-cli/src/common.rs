@@ -332,7 +332,11 @@ impl Quiet {
                     ),
                     &log,
                 );
-                rpjrt::stdio::notice(&format!("{} {message}", paint_stderr("rpjrt:", Style::Red)));
+                rpjrt::stdio::notice(&format!(
+                    "{} {}",
+                    paint_stderr("rpjrt:", Style::Red),
+                    printable_lines(&message)
+                ));
                 // A trace being recorded (`run --trace`) is written first, saying so.
                 crate::cmd::trace::save_before_exit(&format!(
                     "failed (exit code {EXIT_DEFECT}): {}",
@@ -459,7 +463,90 @@ pub fn plugin_timeout_shown() -> Option<String> {
 /// Prints `rpjrt: message` on stderr (the error prefix in red on a colour terminal).
 pub fn print_error(e: &CliError) {
     let prefix = paint_stderr("rpjrt:", Style::Red);
-    crate::errln!("{prefix} {}", e.message);
+    // A message may hold a name or path from outside (a file name, a plugin's log): its
+    // control characters are escaped, its lines kept.
+    crate::errln!("{prefix} {}", printable_lines(&e.message));
+}
+
+/// `text` made safe for the CLI's human-readable output (tables, `key  value` lines,
+/// messages), as `ls` shows odd file names: every control character (C0, DEL, C1) and
+/// every bidirectional-override character is written as an escape, so that a name cannot
+/// recolour the terminal, move its cursor, reorder what follows it or break a row:
+/// `\n`, `\r`, `\t`, `\e` (ESC), `\xNN` for the other control bytes below U+0100, and
+/// `\u{NNNN}` for the rest. Anything else is kept as it is. (`--json` output needs none
+/// of this: JSON escapes control characters itself.)
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, false)
+}
+
+/// [`printable`] that keeps newlines and tabs: for messages of several lines.
+pub fn printable_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text, true)
+}
+
+/// A path (or any OS string) for human-readable output: [`printable`], with each byte
+/// that is not UTF-8 written as `\xNN` (never a replacement character that names no file).
+pub fn printable_os(text: &OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = String::new();
+    for chunk in text.as_bytes().utf8_chunks() {
+        out.push_str(&printable(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// [`printable_os`] of a path.
+pub fn printable_path(path: &std::path::Path) -> String {
+    printable_os(path.as_os_str())
+}
+
+/// Whether [`printable`] escapes `c`: a control character, or one that changes the
+/// direction of the text after it.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn escape_controls(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| needs_escape(c) && !(keep_lines && matches!(c, '\n' | '\t'));
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !escaped(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Sets `key` of the JSON object `obj` to `path`, losslessly: the path as text, and, when
+/// it is not valid UTF-8, also `KEY_hex`, the hex of its bytes. The text then has U+FFFD in
+/// place of each byte that is not UTF-8 (JSON text is Unicode), so it names no file;
+/// `KEY_hex` does (`os.fsdecode(bytes.fromhex(v))` in Python). docs/cli.md documents it.
+pub fn set_path_json(obj: &mut Json, key: &str, path: &std::path::Path) {
+    obj[key] = json!(path.to_string_lossy());
+    if let Some(hex) = path_hex(path.as_os_str()) {
+        obj[format!("{key}_hex")] = json!(hex);
+    }
+}
+
+/// The hex of `text`'s bytes when they are not valid UTF-8 (`None` when they are).
+pub fn path_hex(text: &OsStr) -> Option<String> {
+    rpjrt_conform::path_hex(std::path::Path::new(text))
 }
 
 /// Text styles used by the tables.
@@ -959,10 +1046,40 @@ fn candidates(spec: Option<&OsStr>) -> Result<Vec<PluginInfo>, CliError> {
     if let Some(e) = unmatched_name(&discovery, spec) {
         return Err(e);
     }
-    discovery.candidates(spec).map_err(|e| match e {
+    let found = discovery.candidates(spec).map_err(|e| match e {
         rpjrt::Error::PluginLoad { reason, .. } => CliError::usage(reason),
         other => CliError::from(other),
-    })
+    })?;
+    if let [one] = &found[..] {
+        if let Some(why) = special_file(&one.path) {
+            return Err(CliError::failed(format!(
+                "cannot load PJRT plugin {}: {why}",
+                printable_path(&one.path)
+            )));
+        }
+    }
+    Ok(found)
+}
+
+/// Why a plugin path naming a special file that says it is empty but is not (a `/proc` or
+/// `/sys` file: `stat` gives size 0, and its contents are made as it is read) cannot be
+/// loaded: the loader's own check would call it empty. `None` for anything else.
+pub fn special_file(path: &std::path::Path) -> Option<&'static str> {
+    use std::io::Read as _;
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() != 0 {
+        return None;
+    }
+    let (file, opened) = rpjrt::open_for_reading(path).ok()?;
+    if !opened.is_file() {
+        return None;
+    }
+    let mut byte = [0u8; 1];
+    let got = file.take(1).read(&mut byte).ok()?;
+    (got == 1).then_some(
+        "it is not a loadable shared library (it is a special file, as /proc and /sys files \
+         are: it reports a size of 0, but its contents are made as it is read)",
+    )
 }
 
 /// Whether `spec` (as bytes) names a file rather than a plugin, by the rule discovery
@@ -1371,7 +1488,11 @@ pub fn open_client(
     let log = quiet.finish();
     let (opened, skipped) = result.map_err(|f| open_error(f, first_path, options, spec, &log))?;
     for (what, f) in &skipped {
-        crate::errln!("rpjrt: skipped plugin {what}: {f}");
+        crate::errln!(
+            "rpjrt: skipped plugin {}: {}",
+            printable(what),
+            printable_lines(&f.to_string())
+        );
     }
     Ok(opened)
 }

@@ -42,6 +42,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    // A supervised child notes first of all that rpjrt runs in it: one that ends without
+    // the note failed to start (its parent then blames no plugin).
+    if supervise::is_child() {
+        supervise::note_started();
+    }
     let code = run_args(args);
     // A verb may have left its objects to leak (`common::work_done`); the process this CLI
     // runs in (Python's, for the console script) may go on using rpjrt.
@@ -95,6 +100,10 @@ where
             };
         }
     };
+    if let Err(e) = refuse_repeated_globals(&args, &cli) {
+        common::print_error(&e);
+        return e.exit_code;
+    }
     if let Err(e) = supervise::check_env() {
         common::print_error(&e);
         return e.exit_code;
@@ -134,6 +143,57 @@ where
         (result, _) => result,
     };
     exit_code(result)
+}
+
+/// Refuses an option of every verb (`--plugin-timeout`, `--plugin-log`) given both before
+/// and after the verb: clap refuses one given twice on the same side, but lets the later
+/// side's value win silently across the verb. A usage error (exit 2), as clap's own.
+///
+/// Before the verb only these options can stand, so the tokens there are read plainly;
+/// whether one was given after the verb too is asked of clap, by parsing the command line
+/// again without the occurrence before the verb.
+fn refuse_repeated_globals(args: &[std::ffi::OsString], cli: &Cli) -> Result<(), CliError> {
+    let mut i = 1;
+    let mut before: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+    while let Some(a) = args.get(i).and_then(|a| a.to_str()) {
+        let (name, len) = match a {
+            "--plugin-log" => ("--plugin-log", 1),
+            "--plugin-timeout" => ("--plugin-timeout <SECONDS>", 2),
+            a if a.starts_with("--plugin-timeout=") => ("--plugin-timeout <SECONDS>", 1),
+            _ => break,
+        };
+        before.push((name, i..i + len));
+        i += len;
+    }
+    for (name, at) in before {
+        let given_before = match name {
+            "--plugin-log" => cli.plugin_log,
+            _ => cli.plugin_timeout.is_some(),
+        };
+        if !given_before {
+            continue;
+        }
+        let rest: Vec<&std::ffi::OsString> = args
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !at.contains(k))
+            .map(|(_, a)| a)
+            .collect();
+        let Ok(again) = Cli::try_parse_from(rest) else {
+            continue;
+        };
+        let after = match name {
+            "--plugin-log" => again.plugin_log,
+            _ => again.plugin_timeout.is_some(),
+        };
+        if after {
+            return Err(CliError::usage(format!(
+                "the argument '{name}' cannot be used multiple times (it was given before \
+                 the verb and after it; give it once)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The message for an argument that is not UTF-8 where the command line wants text (a

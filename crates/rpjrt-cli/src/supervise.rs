@@ -77,6 +77,19 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 /// The file a supervised child leaves in its capture directory when its verb ran to the end.
 const FINISHED: &str = "finished";
 
+/// The file a supervised child leaves in its capture directory as soon as rpjrt runs in
+/// it: a child that exits without it never got as far as rpjrt (the command that runs the
+/// CLI again failed: an interpreter that cannot import rpjrt, say), so no plugin was
+/// loaded and none is to blame.
+const STARTED: &str = "started";
+
+/// In a supervised child: notes, with a file in its capture directory, that rpjrt runs.
+pub fn note_started() {
+    if let Some(dir) = std::env::var_os(CAPTURE_DIR_ENV).filter(|_| is_child()) {
+        let _ = std::fs::write(std::path::Path::new(&dir).join(STARTED), b"");
+    }
+}
+
 /// In a supervised child: notes, with a file in its capture directory, that the verb ran
 /// to its end.
 pub fn note_finished() {
@@ -142,10 +155,14 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
         .and_then(|s| s.trim().parse::<i32>().ok())
         .filter(|&sig| status.code() == Some(128 + sig));
     let finished = logs.0.as_ref().is_none_or(|d| d.join(FINISHED).exists());
+    let started = logs.0.as_ref().is_none_or(|d| d.join(STARTED).exists());
     let (code, signal) = match stopped {
         Some(sig) => (None, Some(sig)),
         None => (status.code(), signal_of(status)),
     };
+    if !started && stopped.is_none() && !matches!(signal, Some(2 | 13)) {
+        return Err(not_started(verb, status));
+    }
     match (code, signal) {
         (Some(code), _) if finished => Ok(code),
         // Exited without reaching the end of the verb: a plugin called exit() (while
@@ -177,6 +194,32 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
             exit_code: 128 + sig,
         }),
     }
+}
+
+/// The error for a verb's child that ended before rpjrt ran in it: the command that runs
+/// the CLI again (`RPJRT_CLI_SELF`, set by the Python front end, or this executable) could
+/// not run it. What the child printed (an interpreter's `No module named rpjrt`) is
+/// already on stderr.
+fn not_started(verb: &str, status: ExitStatus) -> CliError {
+    let program = self_command()
+        .ok()
+        .and_then(|c| c.into_iter().next())
+        .map(|p| rpjrt_distributed::shown(&p.to_string_lossy()))
+        .unwrap_or_default();
+    let how = if std::env::var_os(crate::cmd::conform::SELF_COMMAND_ENV).is_some() {
+        format!(
+            "the command in {} (run by {program})",
+            crate::cmd::conform::SELF_COMMAND_ENV
+        )
+    } else {
+        program
+    };
+    CliError::failed(format!(
+        "`rpjrt {verb}` runs in a child process, which {} before rpjrt started in it: \
+         {how} could not run rpjrt (what it printed, if anything, is above); no plugin was \
+         loaded",
+        rpjrt_conform::describe_exit(status)
+    ))
 }
 
 /// Waits for a supervised child. When `stop` catches a stop signal, the child gets that

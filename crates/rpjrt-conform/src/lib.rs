@@ -1107,11 +1107,30 @@ fn check_plugin(p: &Map<String, Json>) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The hex of a path's bytes when they are not valid UTF-8 (the report's `plugin.path`
+/// then has U+FFFD in their place, and `plugin.path_hex` names the file exactly).
+pub fn path_hex(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    if path.to_str().is_some() {
+        return None;
+    }
+    Some(
+        path.as_os_str()
+            .as_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
+}
+
 /// What the plugin says about itself, for the report's header (read in the child, so
 /// that a plugin crashing while it loads cannot take the caller down).
 fn describe(p: &Plugin) -> Map<String, Json> {
     let mut m = Map::new();
-    m.insert("path".into(), json!(p.path().display().to_string()));
+    m.insert("path".into(), json!(p.path().to_string_lossy()));
+    if let Some(hex) = path_hex(p.path()) {
+        m.insert("path_hex".into(), json!(hex));
+    }
     m.insert("pjrt_version".into(), json!(p.version().to_string()));
     m.insert("table_size".into(), json!(p.table_size()));
     m.insert("table_slots".into(), json!(p.table_slots()));
@@ -1261,8 +1280,9 @@ pub fn run_isolated(
         });
         // After the child is gone: everything it wrote, waiting (briefly) for the pipe to
         // close so that its last lines (a crash message) are not lost.
-        let drain_closed = |erx: &mpsc::Receiver<Vec<u8>>| {
-            let deadline = Instant::now() + Duration::from_secs(2);
+        // Within `within` (a process the plugin started may hold the pipe open for good).
+        let drain_within = |erx: &mpsc::Receiver<Vec<u8>>, within: Duration| {
+            let deadline = Instant::now() + within;
             let mut s = Vec::new();
             while let Ok(chunk) =
                 erx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -1285,6 +1305,11 @@ pub fn run_isolated(
         };
         let load_deadline = Instant::now().checked_add(load_wait);
         let mut load_timed_out = false;
+        // When the child was seen to have exited (reaped): its end is watched apart from
+        // its stdout's, which a process the plugin started (a helper, a daemon) may hold
+        // open long after. Set when the child ended but its stdout did not.
+        let mut exited: Option<Instant> = None;
+        let mut pipe_held = false;
         loop {
             let wait = match &current {
                 Some((_, since)) => config.timeout.saturating_sub(since.elapsed()),
@@ -1295,7 +1320,10 @@ pub fn run_isolated(
                 // child has no more than a check's time.
                 None => config.timeout.saturating_sub(last_event.elapsed()),
             };
-            match rx.recv_timeout(wait) {
+            // Waited in slices, so that the child's own exit is seen while its stdout stays
+            // open.
+            let slice = wait.min(EXIT_POLL);
+            match rx.recv_timeout(slice) {
                 Ok(Event::Line(line)) => {
                     let Some(at) = line.find(&mark) else {
                         continue; // not ours (a plugin printing to stdout)
@@ -1334,7 +1362,7 @@ pub fn run_isolated(
                         // A load given up at its limit: what the plugin wrote so far
                         // says what it waited on.
                         let log = match v.get("timed_out").and_then(Json::as_bool) {
-                            Some(true) => with_stderr(&drain_closed(&erx)),
+                            Some(true) => with_stderr(&drain_within(&erx, STDERR_GRACE)),
                             _ => String::new(),
                         };
                         return Err(Error::PluginLoad {
@@ -1345,6 +1373,17 @@ pub fn run_isolated(
                 }
                 Ok(Event::Eof) => break,
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                // The child has exited and what it wrote has been read (its lines were in
+                // the pipe when it ended), but the pipe is still open: another process
+                // holds it. Nothing more of the child's can come.
+                Err(mpsc::RecvTimeoutError::Timeout)
+                    if child_exited(&mut child, &mut exited)
+                        .is_some_and(|at| at.elapsed() >= PIPE_GRACE || slice >= wait) =>
+                {
+                    pipe_held = true;
+                    break;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if slice < wait => continue,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     timed_out = true;
                     let _ = child.kill();
@@ -1412,7 +1451,7 @@ pub fn run_isolated(
             // The child never got the plugin loaded: nothing can be checked.
             let _ = child.kill();
             let status = child.wait().ok();
-            let log = with_stderr(&drain_closed(&erx));
+            let log = with_stderr(&drain_within(&erx, STDERR_GRACE));
             // Killed here because the load ran out of time: a timeout, not a crash (the
             // SIGKILL was the runner's).
             let reason = match (&config.load_timeout, load_timed_out) {
@@ -1446,6 +1485,18 @@ pub fn run_isolated(
             rpjrt::stdio::Reaped::Failed(_) => None,
         };
         let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
+        if pipe_held {
+            let after = match results[first_here..].last() {
+                Some(r) => format!(" after {}", r.name),
+                None => String::new(),
+            };
+            notes.push(format!(
+                "the conform child process {how}{after}, but its output stayed open: a \
+                 process the plugin started (a helper or daemon, which inherited the \
+                 child's stdout and stderr) still holds it; conform did not wait for that \
+                 process, nor end it (it is still running)"
+            ));
+        }
         let pushed_from = results.len();
         if let Some((name, since)) = current.take() {
             results.push(crashed(
@@ -1466,7 +1517,9 @@ pub fn run_isolated(
             ));
             next += 1;
         }
-        let log = drain_closed(&erx);
+        // Its stderr is held open as long as its stdout was: what the child wrote is in
+        // the pipe already, and comes within the grace given to its stdout.
+        let log = drain_within(&erx, if pipe_held { PIPE_GRACE } else { STDERR_GRACE });
         assign_stderr(&log, &mark, &mut results[first_here..]);
         for (i, r) in results.iter().enumerate().skip(pushed_from) {
             progress(i, total, &r.name, Some(r));
@@ -1479,6 +1532,28 @@ pub fn run_isolated(
         results,
         notes,
     })
+}
+
+/// How long [`run_isolated`] waits for a conform child's stderr to close once the child
+/// is gone, so that its last lines (a crash message) are not lost.
+const STDERR_GRACE: Duration = Duration::from_secs(2);
+
+/// How often [`run_isolated`] looks whether a conform child has exited while it waits for
+/// the child's output.
+const EXIT_POLL: Duration = Duration::from_millis(50);
+
+/// How long a conform child that has exited may keep its stdout open (what it wrote
+/// before it ended is read well within this) before the pipe is taken to be held by
+/// another process: one the plugin started, which inherited it.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// When the conform `child` was first seen to have exited, reaping it (`None` while it
+/// runs); `exited` keeps the answer.
+fn child_exited(child: &mut std::process::Child, exited: &mut Option<Instant>) -> Option<Instant> {
+    if exited.is_none() && matches!(child.try_wait(), Ok(Some(_))) {
+        *exited = Some(Instant::now());
+    }
+    *exited
 }
 
 /// A measured duration rounded for a message: to the millisecond from one on (to a tenth
@@ -1687,7 +1762,7 @@ pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
     keys.sort();
     keys.dedup();
     for k in keys {
-        if k == "path" {
+        if k == "path" || k == "path_hex" {
             continue;
         }
         let (x, y) = (a.plugin.get(k), b.plugin.get(k));

@@ -142,8 +142,19 @@ pub struct PluginInfo {
 }
 
 impl PluginInfo {
+    /// A plugin named by a path (and a name: the one given, or the file's stem). Its
+    /// platform is guessed from meaningful names only ([`guess_platform`]): the name, the
+    /// library's file name, and the name of the directory holding it when that directory
+    /// is a Python package (a plugin module's directory: it has an `__init__.py`). Other
+    /// directories on the way are never read: `.../output/libmine.so` is no TPU plugin.
     fn bare(name: String, path: PathBuf, source: &str) -> PluginInfo {
-        let platform = guess_platform(&[Some(&name), path.to_str()]);
+        let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
+        let package = path
+            .parent()
+            .filter(|dir| dir.join("__init__.py").is_file())
+            .and_then(Path::file_name)
+            .map(|d| d.to_string_lossy().into_owned());
+        let platform = guess_platform(&[Some(&name), file.as_deref(), package.as_deref()]);
         PluginInfo {
             name,
             path,
@@ -399,23 +410,52 @@ pub fn venv_site_packages(prefix: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The platform that names suggest, or `None`: the first of `texts` that holds a platform
+/// word as a whole token decides. A token is a run of letters and digits (split at `_`,
+/// `-`, `.`, `/`...), compared without case, without a `lib` prefix and without trailing
+/// digits (`libtpu`, `xla_cuda12`, `jax-rocm7-pjrt`): `tpu`, `cuda`, `rocm`, `metal`,
+/// `cpu`, `host` (cpu). A word inside another is no token of it: `output` and
+/// `throughput` are no `tpu`, `cpuinfo` no `cpu`.
 fn guess_platform(texts: &[Option<&str>]) -> Option<String> {
+    const WORDS: [(&str, &str); 6] = [
+        ("tpu", "tpu"),
+        ("cuda", "cuda"),
+        ("rocm", "rocm"),
+        ("metal", "metal"),
+        ("cpu", "cpu"),
+        ("host", "cpu"),
+    ];
     for t in texts.iter().flatten() {
         let t = t.to_lowercase();
-        for (key, platform) in [
-            ("tpu", "tpu"),
-            ("cuda", "cuda"),
-            ("rocm", "rocm"),
-            ("metal", "metal"),
-            ("cpu", "cpu"),
-            ("host", "cpu"),
-        ] {
-            if t.contains(key) {
+        let tokens: Vec<&str> = t
+            .split(|c: char| !c.is_alphanumeric())
+            .map(platform_token)
+            .filter(|w| !w.is_empty())
+            .collect();
+        // The words in the order of WORDS, so that the answer does not depend on which
+        // comes first in the name (as before: tpu, then cuda, ...).
+        for (word, platform) in WORDS {
+            if tokens.contains(&word) {
                 return Some(platform.to_string());
             }
         }
     }
     None
+}
+
+/// A name's token as [`guess_platform`] compares it: without a `lib` prefix (when
+/// something is left) and without trailing digits.
+fn platform_token(token: &str) -> &str {
+    let t = match token.strip_prefix("lib") {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => token,
+    };
+    let t = t.trim_end_matches(|c: char| c.is_ascii_digit());
+    if t.is_empty() {
+        token
+    } else {
+        t
+    }
 }
 
 /// True when `spec` is spelled like a path rather than a name.
@@ -433,6 +473,12 @@ fn is_library_name(name: &str) -> bool {
         || name.ends_with(".dylib")
         || name.ends_with(".dll")
         || name.contains(".so.")
+}
+
+/// What `name` is in the current directory when something not a regular file has that
+/// name (`a directory`, `a FIFO (named pipe)`, ...); `None` when nothing or a file does.
+fn not_a_file_here(name: &str) -> Option<&'static str> {
+    rpjrt::file_kind(&fs::metadata(name).ok()?)
 }
 
 fn is_regular_file(p: &Path) -> bool {
@@ -857,7 +903,13 @@ impl Discovery {
                             .find_map(|d| pick_library(d, None))
                     });
                     let Some(lib) = lib else { continue };
-                    let platform = guess_platform(&[Some(&name), Some(&module), Some(&dist.name)]);
+                    let file = lib.file_name().map(|f| f.to_string_lossy().into_owned());
+                    let platform = guess_platform(&[
+                        Some(&name),
+                        Some(&module),
+                        Some(&dist.name),
+                        file.as_deref(),
+                    ]);
                     out.push(PluginInfo {
                         name: name.clone(),
                         path: resolve(&lib),
@@ -903,7 +955,9 @@ impl Discovery {
                         continue; // an earlier directory shadows it, as for imports
                     }
                     if let Some(lib) = pick_library(&sub, None) {
-                        let platform = guess_platform(&[Some(&name)]);
+                        // The module's name, then the library's own.
+                        let file = lib.file_name().map(|f| f.to_string_lossy().into_owned());
+                        let platform = guess_platform(&[Some(&name), file.as_deref()]);
                         // The wheel that installed the module, where its RECORD lists the
                         // library (a namespace package's module has no entry point naming
                         // its wheel).
@@ -1103,7 +1157,16 @@ impl Discovery {
                 } else {
                     ""
                 };
-                format!("no PJRT plugin matching {s:?}{origin} found. Searched:\n")
+                match not_a_file_here(s) {
+                    // A directory or FIFO of that name where the user is: they likely meant
+                    // it as a path; say what it is, not only that no plugin has the name.
+                    Some(kind) => format!(
+                        "{s:?}{origin} is {kind} here, not a plugin library (a plugin named by \
+                         its path must be a shared library file), and no PJRT plugin matching \
+                         {s:?} was found either. Searched:\n"
+                    ),
+                    None => format!("no PJRT plugin matching {s:?}{origin} found. Searched:\n"),
+                }
             }
         };
         for line in self.searched() {
@@ -1942,5 +2005,59 @@ mod tests {
         };
         assert!(info.matches("gpu") && info.matches("CUDA") && info.matches("jax_cuda12_pjrt"));
         assert!(info.matches("xla_cuda_plugin.so") && !info.matches("cpu"));
+    }
+
+    #[test]
+    fn platform_is_guessed_from_whole_tokens_of_meaningful_names() {
+        let g = |t: &str| guess_platform(&[Some(t)]);
+        for (name, want) in [
+            ("libtpu.so", Some("tpu")),
+            ("xla_cuda12", Some("cuda")),
+            ("jax-rocm7-pjrt", Some("rocm")),
+            ("pjrt_c_api_cpu_plugin.so", Some("cpu")),
+            ("libpjrt_cpu.so", Some("cpu")),
+            ("pjrt_plugin_metal_14.dylib", Some("metal")),
+            ("HOST", Some("cpu")),
+            // A word inside another word is not that word.
+            ("output", None),
+            ("throughput", None),
+            ("cpuinfo", None),
+            ("libcudart.so.12", None),
+            ("hostname", None),
+            ("procmon", None),
+            ("libmine.so", None),
+        ] {
+            assert_eq!(g(name).as_deref(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bare_path_reads_no_platform_from_unrelated_directories() {
+        let d = tmp("bare-platform");
+        for dir in ["output", "tpu", "cuda-build", "throughput/cpu"] {
+            let lib = d.join(dir).join("libmine.so");
+            fake_lib(&lib);
+            let info = PluginInfo::bare(stem(&lib), lib.clone(), "RPJRT_PLUGIN");
+            assert_eq!(info.platform, None, "{}", lib.display());
+            // The name given with it still counts.
+            let named =
+                PluginInfo::bare("cuda".into(), lib.clone(), "PJRT_NAMES_AND_LIBRARY_PATHS");
+            assert_eq!(named.platform.as_deref(), Some("cuda"));
+        }
+        // The file's own name counts, whatever the directories say.
+        let lib = d.join("output/libtpu.so");
+        fake_lib(&lib);
+        let info = PluginInfo::bare("mine".into(), lib, "PJRT_NAMES_AND_LIBRARY_PATHS");
+        assert_eq!(info.platform.as_deref(), Some("tpu"));
+        // A plugin module's directory (a Python package) counts: it names the plugin.
+        let module = d.join("site/jax_plugins/xla_cuda12");
+        fake_lib(&module.join("xla_plugin.so"));
+        fs::write(module.join("__init__.py"), b"").unwrap();
+        let lib = module.join("xla_plugin.so");
+        let info = PluginInfo::bare(stem(&lib), lib, "RPJRT_PLUGIN");
+        assert_eq!(info.platform.as_deref(), Some("cuda"));
+        // /proc/cpuinfo named as a plugin is no CPU plugin.
+        let info = PluginInfo::bare("cpuinfo".into(), "/proc/cpuinfo".into(), "RPJRT_PLUGIN");
+        assert_eq!(info.platform, None);
     }
 }

@@ -153,8 +153,8 @@ pub fn duration_from_secs(seconds: f64, what: &str) -> Result<std::time::Duratio
 
 pub(crate) use rpjrt_raw::files::remove_orphaned_temps;
 pub use rpjrt_raw::files::{
-    check_regular_output, open_for_reading, open_regular_file, read_regular_file,
-    write_regular_file,
+    check_regular_output, kind_of as file_kind, open_for_reading, open_regular_file,
+    read_regular_file, write_regular_file,
 };
 
 /// An environment variable as text, `None` when unset or empty. A value that is not UTF-8

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use rpjrt::{Cache, CacheEntry};
 use serde_json::{json, Value as Json};
 
-use crate::common::CliError;
+use crate::common::{printable, printable_path, CliError};
 
 /// Arguments of `rpjrt cache`.
 #[derive(Args, Debug)]
@@ -60,7 +60,7 @@ fn open(dir: Option<PathBuf>) -> Result<Cache, CliError> {
     if !dir.is_dir() {
         return Err(CliError::usage(format!(
             "{} is not a cache directory",
-            dir.display()
+            printable_path(&dir)
         )));
     }
     Cache::new(&dir, None).map_err(|e| CliError::usage(crate::common::bare(e)))
@@ -75,15 +75,43 @@ fn age_s(t: SystemTime) -> f64 {
 
 fn entry_json(e: &CacheEntry) -> Json {
     let target = e.target.as_ref().map(crate::common::target_json);
-    json!({
+    let mut doc = json!({
         "key": e.key,
-        "path": e.path.display().to_string(),
         "bytes": e.size,
         "last_used_seconds_ago": age_s(e.last_used),
         "compile_ms": e.compile_ms,
         "target": target,
         "error": e.error,
-    })
+    });
+    crate::common::set_path_json(&mut doc, "path", &e.path);
+    doc
+}
+
+/// The entry `key` (or a unique key prefix) names, described for `cache info`: every byte
+/// read and verified (the checksum included), unless its header already shows it
+/// unusable. The header is checked first, as `cache ls` and a compile check it: an entry
+/// whose file is far larger than its header says (a file grown to 2 GiB, say) is reported
+/// from the few hundred bytes of its head, never read whole into memory.
+fn describe(cache: &Cache, key: &str) -> Result<CacheEntry, CliError> {
+    let by_header: Vec<CacheEntry> = if key.trim().is_empty() {
+        Vec::new()
+    } else {
+        cache
+            .entries()
+            .map_err(|e| CliError::failed(e.to_string()))?
+            .into_iter()
+            .filter(|e| e.key.starts_with(key))
+            .collect()
+    };
+    if let [one] = &by_header[..] {
+        if one.error.is_some() {
+            return Ok(one.clone());
+        }
+    }
+    // None, several (the library says which), or one whose header is sound.
+    cache
+        .info(key)
+        .map_err(|e| CliError::usage(crate::common::bare(e)))
 }
 
 /// Runs `rpjrt cache ...`: a bad directory or an unknown key is a usage error (exit 2),
@@ -97,11 +125,12 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
                 .map_err(|e| CliError::failed(e.to_string()))?;
             if d.json {
                 let total: u64 = entries.iter().map(|e| e.size).sum();
-                return crate::common::print_json(&json!({
-                    "dir": cache.dir().display().to_string(),
+                let mut doc = json!({
                     "total_bytes": total,
                     "entries": entries.iter().map(entry_json).collect::<Vec<_>>(),
-                }));
+                });
+                crate::common::set_path_json(&mut doc, "dir", cache.dir());
+                return crate::common::print_json(&doc);
             }
             crate::outln!(
                 "{:<16} {:>10} {:>10} {:>9}  target",
@@ -112,15 +141,15 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
             );
             for e in &entries {
                 let target = match (&e.target, &e.error) {
-                    (Some(t), _) => t.to_string(),
-                    (None, Some(err)) => format!("unusable: {err}"),
+                    (Some(t), _) => printable(&t.to_string()).into_owned(),
+                    (None, Some(err)) => format!("unusable: {}", printable(err)),
                     (None, None) => "-".into(),
                 };
                 crate::outln!(
                     "{:<16} {:>10} {:>10} {:>9.0}  {target}",
                     // By characters: an entry's name is any file name, and a byte
                     // index could fall inside a multi-byte character.
-                    e.key.chars().take(16).collect::<String>(),
+                    printable(&e.key.chars().take(16).collect::<String>()),
                     e.size,
                     e.compile_ms.map_or("-".into(), |m| format!("{m:.1}")),
                     age_s(e.last_used)
@@ -131,24 +160,22 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
         }
         CacheAction::Info { key, dir } => {
             let cache = open(dir.dir)?;
-            let e = cache
-                .info(&key)
-                .map_err(|e| CliError::usage(crate::common::bare(e)))?;
+            let e = describe(&cache, &key)?;
             if dir.json {
                 return crate::common::print_json(&entry_json(&e));
             }
-            crate::outln!("key          {}", e.key);
-            crate::outln!("path         {}", e.path.display());
+            crate::outln!("key          {}", printable(&e.key));
+            crate::outln!("path         {}", printable_path(&e.path));
             crate::outln!("bytes        {}", e.size);
             if let Some(ms) = e.compile_ms {
                 crate::outln!("compile ms   {ms:.1}");
             }
             if let Some(err) = &e.error {
-                crate::outln!("unusable     {err}");
+                crate::outln!("unusable     {}", printable(err));
             }
             if let Some(t) = &e.target {
                 for (k, v) in t.fields() {
-                    crate::outln!("{k:<26} {v}");
+                    crate::outln!("{k:<26} {}", printable(&v.to_string()));
                 }
             }
             Ok(())
@@ -159,7 +186,7 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
             if d.json {
                 return crate::common::print_json(&json!({"removed": n}));
             }
-            crate::outln!("removed {n} entries from {}", cache.dir().display());
+            crate::outln!("removed {n} entries from {}", printable_path(cache.dir()));
             Ok(())
         }
     }

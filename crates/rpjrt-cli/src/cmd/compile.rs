@@ -127,7 +127,7 @@ pub fn check_not_an_option(output: &std::path::Path) -> Result<(), CliError> {
 /// compiled already (an rpjrt artifact, or a plugin's executable named by
 /// `--format executable`) is refused with how to run it instead.
 fn read_program(path: &std::path::Path, format: Option<&str>) -> Result<Program, CliError> {
-    let shown = path.display();
+    let shown = crate::common::printable_path(path);
     if format == Some(rpjrt::EXECUTABLE_FORMAT) {
         return Err(executable_refused(path));
     }
@@ -152,7 +152,7 @@ fn read_program(path: &std::path::Path, format: Option<&str>) -> Result<Program,
 /// artifact (run it), or bytes that may be an executable (run it with `--format
 /// executable`). A file that cannot be read says why.
 fn executable_refused(path: &std::path::Path) -> CliError {
-    let shown = path.display();
+    let shown = crate::common::printable_path(path);
     let lead = "--format executable names a plugin's own serialized executable, which is \
                 compiled already, and `rpjrt compile` compiles programs";
     let bytes = match rpjrt::read_regular_file(path) {
@@ -215,8 +215,14 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     let (client, _, _) = crate::common::open_client(a.plugin.as_deref(), &options)?;
     drop(spinner);
     let t0 = Instant::now();
-    let spinner = progress.spinner(&format!("compiling {}", a.program.display()));
-    let watch = crate::common::watch_plugin(&format!("compile of {}", a.program.display()));
+    let spinner = progress.spinner(&format!(
+        "compiling {}",
+        crate::common::printable_path(&a.program)
+    ));
+    let watch = crate::common::watch_plugin(&format!(
+        "compile of {}",
+        crate::common::printable_path(&a.program)
+    ));
     // The cache compiled through: --cache-dir, else the client's own (RPJRT_CACHE_DIR).
     let cache = match &a.cache_dir {
         // A cache directory that cannot be used is the user's input: exit 2.
@@ -239,9 +245,32 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         (stats.hits > 0, stats.writes > 0)
     });
     let cache_dir = cache.as_ref().map(|c| c.dir().to_path_buf());
-    let bytes = exe
-        .serialize()
-        .map_err(|e| CliError::failed(e.to_string()))?;
+    // An executable from a cache hit is serialized from its entry, read again: another
+    // process (`rpjrt cache clear`, an eviction) may have removed it since the hit. The
+    // verb's only job is the artifact, so it compiles the program again rather than fail.
+    let (exe, bytes, from_cache, recompiled) = match exe.serialize() {
+        Ok(bytes) => (exe, bytes, from_cache, None),
+        Err(e) if from_cache => {
+            let spinner = progress.spinner(&format!(
+                "compiling {} (its compile cache entry went away)",
+                crate::common::printable_path(&a.program)
+            ));
+            let t1 = Instant::now();
+            let again = client.compile(&program, &opts).map_err(CliError::from)?;
+            let bytes = again
+                .serialize()
+                .map_err(|e| CliError::failed(e.to_string()))?;
+            drop(spinner);
+            let why = e.to_string();
+            (
+                again,
+                bytes,
+                false,
+                Some((t1.elapsed().as_secs_f64() * 1e3, why)),
+            )
+        }
+        Err(e) => return Err(CliError::failed(e.to_string())),
+    };
     if to_stdout {
         crate::common::write_out_bytes(&bytes);
     } else {
@@ -255,15 +284,22 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     } else {
         Vec::new()
     };
+    let compile_ms = compile_ms + recompiled.as_ref().map_or(0.0, |(ms, _)| *ms);
     if a.json {
         let mut doc = json!({
-            "artifact": a.output.display().to_string(),
             "bytes": bytes.len(),
             "compile_ms": compile_ms,
             "from_cache": from_cache,
-            "cache_dir": cache_dir.as_ref().map(|d| d.display().to_string()),
+            "cache_dir": null,
             "target": crate::common::target_json(&target),
         });
+        crate::common::set_path_json(&mut doc, "artifact", &a.output);
+        if let Some(d) = &cache_dir {
+            crate::common::set_path_json(&mut doc, "cache_dir", d);
+        }
+        if let Some((_, why)) = &recompiled {
+            doc["cache_entry_lost"] = json!(why);
+        }
         if a.describe {
             let items: serde_json::Map<String, serde_json::Value> = described
                 .iter()
@@ -283,17 +319,22 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         );
     } else {
         let how = match (&cache_dir, from_cache) {
+            (Some(d), _) if recompiled.is_some() => format!(
+                "compiled in {compile_ms:.1} ms: the compile cache in {} had it, but its \
+                 entry was removed (by another process) before it could be read back",
+                crate::common::printable_path(d)
+            ),
             (Some(d), true) => format!(
                 "loaded from the compile cache in {} in {compile_ms:.1} ms, not compiled",
-                d.display()
+                crate::common::printable_path(d)
             ),
             (Some(d), false) if stored => format!(
                 "compiled in {compile_ms:.1} ms, and stored in the compile cache in {}",
-                d.display()
+                crate::common::printable_path(d)
             ),
             (Some(d), false) => format!(
                 "compiled in {compile_ms:.1} ms; the compile cache in {} did not store it",
-                d.display()
+                crate::common::printable_path(d)
             ),
             (None, _) => format!("compiled in {compile_ms:.1} ms"),
         };
@@ -308,19 +349,25 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         let written = if to_stdout {
             "the artifact to stdout".to_string()
         } else {
-            a.output.display().to_string()
+            crate::common::printable_path(&a.output)
         };
         say(format!(
-            "wrote {written} ({} bytes, {how}) for {target}",
-            bytes.len()
+            "wrote {written} ({} bytes, {how}) for {}",
+            bytes.len(),
+            crate::common::printable(&target.to_string())
         ));
         for (k, v) in &described {
             match v {
                 Ok(list) => say(format!(
                     "  {k}: {}",
-                    list.iter().map(item_text).collect::<Vec<_>>().join(" ")
+                    crate::common::printable(
+                        &list.iter().map(item_text).collect::<Vec<_>>().join(" ")
+                    )
                 )),
-                Err(why) => say(format!("  {k}: not available ({why})")),
+                Err(why) => say(format!(
+                    "  {k}: not available ({})",
+                    crate::common::printable(why)
+                )),
             }
         }
     }

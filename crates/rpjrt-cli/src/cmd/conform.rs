@@ -10,8 +10,9 @@ use crate::common::{self, paint, CliError, Style, EXIT_DEFECT, EXIT_OK};
 use crate::progress::Progress;
 
 /// Environment variable holding the command that starts this CLI again, as a JSON list
-/// (`["/usr/bin/python3", "-m", "rpjrt"]`); set by the Python console script, whose
-/// process is the interpreter rather than the `rpjrt` binary.
+/// (`["/usr/bin/python3", "-c", BOOTSTRAP, DIR]`: the interpreter, told the directory its
+/// rpjrt was imported from); set by the Python console script, whose process is the
+/// interpreter rather than the `rpjrt` binary.
 pub const SELF_COMMAND_ENV: &str = "RPJRT_CLI_SELF";
 
 /// Arguments of `rpjrt conform`.
@@ -90,16 +91,23 @@ fn print_result(r: &CheckResult, verbose: bool) {
         (Outcome::Blocked, Some(cause)) => format!("blocked by {cause}"),
         _ => r.detail.lines().next().unwrap_or("").to_string(),
     };
+    // What a check says may hold the plugin's own text (an error message, an attribute):
+    // its control characters are escaped.
     crate::outln!(
         "{} {:<34} {}{}",
         outcome_text(r.outcome),
-        r.name,
-        detail,
+        common::printable(&r.name),
+        common::printable(&detail),
         by
     );
     if verbose {
         for (k, v) in &r.facts {
-            crate::outln!("{:>12}{k} = {v}", "");
+            crate::outln!(
+                "{:>12}{} = {}",
+                "",
+                common::printable(k),
+                common::printable(&v.to_string())
+            );
         }
     }
 }
@@ -159,6 +167,38 @@ fn render_saved(args: &Args, page: &std::path::Path) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
+/// `rpjrt conform --list`: the checks `--only` selects, as a table, or with `--json
+/// FILE|-` as JSON (`{"checks": [{"name", "group", "description"}]}`). `--html` has no
+/// page of a list to write: refused (exit 2), as a flag a verb cannot honour is.
+fn list_checks(args: &Args, checks: &[conform::Check]) -> Result<i32, CliError> {
+    if args.html.is_some() {
+        return Err(CliError::usage(
+            "--list lists the checks and runs none, so there is no report for --html to \
+             render; leave --html out (--list --json FILE|- writes the list as JSON)",
+        ));
+    }
+    if let Some(p) = &args.json {
+        let rows: Vec<serde_json::Value> = checks
+            .iter()
+            .map(|c| json!({"name": c.name, "group": c.group, "description": c.description}))
+            .collect();
+        let doc = json!({ "checks": rows });
+        if p.as_os_str() == "-" {
+            common::print_json(&doc)?;
+        } else {
+            common::check_outputs(&[("--json", p.as_path())], &[])?;
+            let text =
+                serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
+            common::write_output(p, "--json", (text + "\n").as_bytes())?;
+        }
+        return Ok(EXIT_OK);
+    }
+    for c in checks {
+        crate::outln!("{:<34} {}", c.name, c.description);
+    }
+    Ok(EXIT_OK)
+}
+
 /// Runs `rpjrt conform`.
 pub fn run(args: Args) -> Result<i32, CliError> {
     if let Some(files) = &args.diff {
@@ -214,10 +254,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         )));
     }
     if args.list {
-        for c in &checks {
-            crate::outln!("{:<34} {}", c.name, c.description);
-        }
-        return Ok(EXIT_OK);
+        return list_checks(&args, &checks);
     }
     let timeout = common::positive_seconds(args.timeout, "--timeout")?;
     // Only the children load the plugin: one that crashes while loading cannot take this
@@ -288,7 +325,10 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 rpjrt::Error::PluginLoad { reason, .. } => reason.clone(),
                 other => other.to_string(),
             };
-            let report = Report::load_failed(&info.path.display().to_string(), &reason);
+            let mut report = Report::load_failed(&info.path.to_string_lossy(), &reason);
+            if let Some(hex) = common::path_hex(info.path.as_os_str()) {
+                report.plugin.insert("path_hex".into(), json!(hex));
+            }
             return Err(with_report(&args, &report, error));
         }
     };
@@ -300,7 +340,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 paint(&format!("plugin stderr during {}:", r.name), Style::Dim)
             );
             for line in r.stderr.lines() {
-                crate::outln!("  {}", paint(line, Style::Dim));
+                crate::outln!("  {}", paint(&common::printable(line), Style::Dim));
             }
         }
     }
@@ -308,8 +348,9 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     // on stderr, and kept in the report's "notes".
     for note in &report.notes {
         crate::errln!(
-            "{} {note}",
-            common::paint_stderr("rpjrt: note:", Style::Yellow)
+            "{} {}",
+            common::paint_stderr("rpjrt: note:", Style::Yellow),
+            common::printable_lines(note)
         );
     }
     write_reports(&args, &report, &info.path.display().to_string())?;
@@ -327,7 +368,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             s["unsupported"],
             s["crash"],
             s["timeout"],
-            info.path.display()
+            common::printable_path(&info.path)
         );
         let style = if report.has_defects() {
             Style::Red
@@ -414,8 +455,9 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
             .iter()
             .map(|x| json!({"what": x.what, "a": x.a, "b": x.b}))
             .collect();
-        let doc = json!({"a": files[0].display().to_string(), "b": files[1].display().to_string(),
-                         "differences": rows});
+        let mut doc = json!({ "differences": rows });
+        common::set_path_json(&mut doc, "a", &files[0]);
+        common::set_path_json(&mut doc, "b", &files[1]);
         if p.as_os_str() == "-" {
             common::print_json(&doc)?;
         } else {
@@ -437,10 +479,10 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
         paint(
             &format!(
                 "A = {} ({})\nB = {} ({})",
-                files[0].display(),
-                name(&a, &files[0]),
-                files[1].display(),
-                name(&b, &files[1])
+                common::printable_path(&files[0]),
+                common::printable(&name(&a, &files[0])),
+                common::printable_path(&files[1]),
+                common::printable(&name(&b, &files[1]))
             ),
             Style::Bold
         )
@@ -471,15 +513,16 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
             }
             continue;
         }
-        crate::outln!("{}", x.what);
+        crate::outln!("{}", common::printable(&x.what));
         crate::outln!("  A: {}", paint(&x.a.to_string(), Style::Red));
         crate::outln!("  B: {}", paint(&x.b.to_string(), Style::Green));
     }
     for (side, cause, names) in &grouped {
         crate::outln!(
-            "{} checks blocked in {side} by {cause}: {}",
+            "{} checks blocked in {side} by {}: {}",
             names.len(),
-            paint(&names.join(", "), Style::Dim)
+            common::printable(cause),
+            paint(&common::printable(&names.join(", ")), Style::Dim)
         );
     }
     crate::outln!("{} differences", d.len());

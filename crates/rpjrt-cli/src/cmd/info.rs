@@ -54,16 +54,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     let platform = client.platform_name()?;
     let platform_version = client.platform_version()?;
 
-    let (attributes, extensions) = plugin_json(&plugin);
+    let (attributes, repeated, extensions) = plugin_json(&plugin);
     let device_rows: Vec<Json> = devices
         .iter()
         .map(|d| {
             let default = d.default_memory().ok().map(|m| m.kind().to_string());
-            let attrs: serde_json::Map<String, Json> = d
-                .attributes()
-                .iter()
-                .map(|(k, v)| (k.clone(), value_json(v)))
-                .collect();
+            let (attrs, repeated) = attributes_json(d.attributes());
             let stats = if d.is_addressable() {
                 match rpjrt::diagnostics::memory_stats(d) {
                     Ok(s) => json!({
@@ -77,12 +73,16 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             } else {
                 Json::Null
             };
-            json!({
+            let mut row = json!({
                 "memory_stats": stats,
                 "id": d.id(), "kind": d.kind(), "process_index": d.process_index(),
                 "local_hardware_id": d.local_hardware_id(), "addressable": d.is_addressable(),
                 "description": d.description(), "default_memory": default, "attributes": attrs,
-            })
+            });
+            if !repeated.is_empty() {
+                row["duplicate_attributes"] = Json::Object(repeated);
+            }
+            row
         })
         .collect();
     let memory_rows: Vec<Json> = memories
@@ -99,8 +99,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         .collect();
 
     if args.json {
-        common::print_json(&json!({
-            "path": plugin.path().display().to_string(),
+        let mut doc = json!({
             "pjrt_version": plugin.version().to_string(),
             "table_size": plugin.table_size(),
             "claimed_table_size": claimed_table_size(&plugin),
@@ -112,7 +111,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             "extensions": extensions,
             "devices": device_rows,
             "memories": memory_rows,
-        }))?;
+        });
+        common::set_path_json(&mut doc, "path", plugin.path());
+        if !repeated.is_empty() {
+            doc["duplicate_attributes"] = Json::Object(repeated);
+        }
+        common::print_json(&doc)?;
         crate::common::work_done();
         return Ok(EXIT_OK);
     }
@@ -135,11 +139,11 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         crate::outln!(
             "  {:<4} {:<8} {:<8} {:<6} {:<16} {}",
             d.id(),
-            d.kind(),
+            common::printable(d.kind()),
             d.process_index(),
             d.local_hardware_id(),
-            default,
-            d.description()
+            common::printable(&default),
+            common::printable(d.description())
         );
     }
     crate::outln!(
@@ -164,7 +168,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         crate::outln!(
             "  {:<4} {:<16} {:<8} {}",
             m.id(),
-            m.kind(),
+            common::printable(m.kind()),
             m.kind_id(),
             by.join(",")
         );
@@ -179,25 +183,54 @@ fn claimed_table_size(plugin: &Plugin) -> usize {
     rpjrt_raw::table_claim(plugin.path()).map_or(plugin.table_size(), |c| c.claimed)
 }
 
-/// The plugin's attributes and extensions as JSON.
-fn plugin_json(plugin: &Plugin) -> (serde_json::Map<String, Json>, Vec<Json>) {
-    let attributes = plugin
-        .attributes()
-        .iter()
-        .map(|(k, v)| (k.clone(), value_json(v)))
-        .collect();
+/// Attributes as a JSON object, and the names given more than once with every value they
+/// were given, in order (empty when none is). The object holds a repeated name's first
+/// value, the one `Plugin::attribute` answers; docs/cli.md documents
+/// `duplicate_attributes`.
+fn attributes_json(
+    attributes: &[(String, rpjrt::Value)],
+) -> (serde_json::Map<String, Json>, serde_json::Map<String, Json>) {
+    let mut first = serde_json::Map::new();
+    let mut repeated = serde_json::Map::new();
+    for (k, v) in attributes {
+        if first.contains_key(k) {
+            continue;
+        }
+        first.insert(k.clone(), value_json(v));
+        let all: Vec<Json> = attributes
+            .iter()
+            .filter(|(n, _)| n == k)
+            .map(|(_, v)| value_json(v))
+            .collect();
+        if all.len() > 1 {
+            repeated.insert(k.clone(), Json::Array(all));
+        }
+    }
+    (first, repeated)
+}
+
+/// The plugin's attributes (with those given more than once: [`attributes_json`]) and
+/// extensions as JSON.
+fn plugin_json(
+    plugin: &Plugin,
+) -> (
+    serde_json::Map<String, Json>,
+    serde_json::Map<String, Json>,
+    Vec<Json>,
+) {
+    let (attributes, repeated) = attributes_json(plugin.attributes());
     let extensions = plugin
         .extensions()
         .all()
         .iter()
         .map(|e| json!({"name": e.name, "type_id": e.type_id, "struct_size": e.struct_size}))
         .collect();
-    (attributes, extensions)
+    (attributes, repeated, extensions)
 }
 
 /// The plugin's path, version, attributes and extensions as a table.
 fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
-    crate::outln!("plugin      {}", plugin.path().display());
+    crate::outln!("plugin      {}", common::printable_path(plugin.path()));
     let claimed = claimed_table_size(plugin);
     if claimed == plugin.table_size() {
         crate::outln!(
@@ -220,20 +253,21 @@ fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
         );
     }
     if let Some(p) = platform {
-        crate::outln!("platform    {p}");
+        crate::outln!("platform    {}", common::printable(p));
     }
     crate::outln!("\n{}", paint("attributes", Style::Bold));
     if let Some(e) = plugin.attributes_error() {
         crate::outln!("  {}", paint(&format!("unavailable: {e}"), Style::Red));
     }
     for (k, v) in plugin.attributes() {
-        crate::outln!("  {k:<28} {v}");
+        let k = common::printable(k);
+        crate::outln!("  {k:<28} {}", common::printable(&v.to_string()));
     }
     crate::outln!("\n{}", paint("extensions", Style::Bold));
     for e in plugin.extensions().all() {
         crate::outln!(
             "  {:<28} type {:<3} {} bytes",
-            e.name,
+            common::printable(&e.name),
             e.type_id,
             e.struct_size
         );
@@ -252,9 +286,8 @@ fn plugin_only(
     json: bool,
 ) -> Result<i32, CliError> {
     if json {
-        let (attributes, extensions) = plugin_json(plugin);
-        common::print_json(&json!({
-            "path": plugin.path().display().to_string(),
+        let (attributes, repeated, extensions) = plugin_json(plugin);
+        let mut doc = json!({
             "pjrt_version": plugin.version().to_string(),
             "table_size": plugin.table_size(),
             "claimed_table_size": claimed_table_size(plugin),
@@ -263,7 +296,12 @@ fn plugin_only(
             "attributes_error": plugin.attributes_error(),
             "extensions": extensions,
             "client_error": common::explain(&err, None),
-        }))?;
+        });
+        common::set_path_json(&mut doc, "path", plugin.path());
+        if !repeated.is_empty() {
+            doc["duplicate_attributes"] = Json::Object(repeated);
+        }
+        common::print_json(&doc)?;
     } else {
         print_plugin(plugin, None);
     }

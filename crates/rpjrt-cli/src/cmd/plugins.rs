@@ -62,6 +62,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 None,
                 Some("not a regular file (a device, FIFO or directory); not loaded".into()),
             )
+        } else if let Some(why) = common::special_file(&p.path) {
+            (None, Some(why.to_string()))
         } else if supervise::is_child() {
             let quiet = common::Quiet::start_loading(
                 "loading the plugins to read their PJRT versions",
@@ -100,14 +102,18 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 .collect()
         })
     };
+    // Each row's path as the table shows it (the bytes that are not UTF-8 escaped).
+    let mut paths = Vec::with_capacity(listed.len());
     for ((p, _), answer) in listed.iter().zip(answers) {
         let (pjrt, problem) = answer?;
         let (package, version) = (p.package.clone(), p.version.clone());
         let mut row = json!({
-            "name": p.name, "path": p.path.display().to_string(), "source": p.source,
+            "name": p.name, "source": p.source,
             "platform": p.platform, "package": package, "version": version,
             "pjrt_version": pjrt,
         });
+        common::set_path_json(&mut row, "path", &p.path);
+        paths.push(common::printable_path(&p.path));
         if let Some(why) = problem {
             row["problem"] = json!(why);
         }
@@ -120,7 +126,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     if rows.is_empty() {
         crate::outln!("no PJRT plugin found. Searched:");
         for line in discovery.searched() {
-            crate::outln!("  {line}");
+            crate::outln!("  {}", common::printable(&line));
         }
         crate::outln!("Install one:\n  {}", rpjrt_discovery::install_hint(None));
         return Ok(EXIT_OK);
@@ -134,7 +140,11 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         ("version", "version", 10),
         ("source", "found by", 40),
     ];
-    let cell = |r: &serde_json::Value, k: &str| r[k].as_str().unwrap_or("-").to_string();
+    // Names come from directory and file names: their control characters are escaped
+    // (an ESC would recolour the terminal, a newline split the row).
+    let cell = |r: &serde_json::Value, k: &str| {
+        common::printable(r[k].as_str().unwrap_or("-")).into_owned()
+    };
     let widths: Vec<usize> = COLUMNS
         .iter()
         .map(|(key, _, least)| {
@@ -155,14 +165,14 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     };
     let heading: Vec<String> = COLUMNS.iter().map(|(_, h, _)| h.to_string()).collect();
     crate::outln!("{}", paint(&line(heading, "path"), Style::Bold));
-    for r in &rows {
+    for (r, path) in rows.iter().zip(&paths) {
         let cells: Vec<String> = COLUMNS.iter().map(|(k, _, _)| cell(r, k)).collect();
-        crate::outln!("{}", line(cells, &cell(r, "path")));
+        crate::outln!("{}", line(cells, path));
         if let Some(why) = r["problem"].as_str() {
             crate::outln!(
                 "{:<w$} {}",
                 "",
-                paint(&format!("^ {why}"), Style::Red),
+                paint(&format!("^ {}", common::printable(why)), Style::Red),
                 w = widths[0]
             );
         }

@@ -123,11 +123,15 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     drop(store);
     let (seen, view) = result?;
     crate::outln!(
-        "process {p} of {n}: rendezvous ok, {seen} processes (launcher: {}, store: {address})",
-        env.source,
+        "process {p} of {n}: rendezvous ok, {seen} processes (launcher: {}, store: {})",
+        crate::common::printable(&env.source.to_string()),
+        crate::common::printable(&address.to_string()),
     );
     if let Some(v) = view {
-        crate::outln!("process {p} of {n}: {v}");
+        crate::outln!(
+            "process {p} of {n}: {}",
+            crate::common::printable(&v.to_string())
+        );
     }
     Ok(EXIT_OK)
 }

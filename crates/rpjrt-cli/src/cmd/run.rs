@@ -46,7 +46,8 @@ pub struct Args {
     /// Seed for --random.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Run on this device id (default: the plugin's first device).
+    /// Run on this device id (default: the device an artifact was compiled for, else the
+    /// plugin's first device).
     #[arg(long, allow_negative_numbers = true)]
     pub device: Option<i32>,
     /// Run this many times and report timing statistics.
@@ -605,6 +606,24 @@ fn out_kind(path: &Path) -> Option<OutKind> {
     }
 }
 
+/// Refuses to run on the device `asked` (`--device`) an executable compiled for the device
+/// `own` (`None`: portable, which runs anywhere), which loading could not move there (a
+/// plugin before PJRT 0.71 takes no compile options at load). Without `--device` the
+/// inputs go to the executable's own device, so that an artifact compiled for device 2 runs
+/// there: a CLI user has no way to "copy it there first".
+fn refuse_another_device(program: &Path, own: Option<i32>, asked: i32) -> Result<(), CliError> {
+    match own {
+        Some(own) if own != asked => Err(CliError::usage(format!(
+            "{}: the executable was compiled for device {own} and cannot be moved to device \
+             {asked} here: pass --device {own} (or leave --device out), or compile it \
+             portable (Python compile(..., portable=True), Rust CompileOptions::portable) to \
+             choose its device when it runs",
+            program.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Runs `rpjrt run`; with `profiler`, starts the plugin's profiler once the client exists.
 fn run_program(
     args: Args,
@@ -626,14 +645,16 @@ fn run_program(
         slot.begin(&client);
     }
 
-    let device = match args.device {
-        Some(id) => client
-            .lookup_device(id)
-            .map_err(|e| CliError::usage(format!("--device {id}: {e}")))?,
-        None => client.default_device()?,
+    let chosen = match args.device {
+        Some(id) => Some(
+            client
+                .lookup_device(id)
+                .map_err(|e| CliError::usage(format!("--device {id}: {e}")))?,
+        ),
+        None => None,
     };
-    let pinned = match args.device {
-        Some(_) => Some(CompileOptions::default().on_device(i64::from(device.id()))?),
+    let pinned = match &chosen {
+        Some(d) => Some(CompileOptions::default().on_device(i64::from(d.id()))?),
         None => None,
     };
     let t = Instant::now();
@@ -641,6 +662,16 @@ fn run_program(
     let watch = common::watch_plugin(&format!("compile of {}", args.program.display()));
     let exe = client
         .open_program(&program, pinned.as_ref())
+        .or_else(|e| match (&program, &e) {
+            // An artifact that could not be placed on --device (a plugin before PJRT 0.71
+            // takes no compile options at load; one compiled for several devices keeps
+            // them): loaded as compiled, for the checks below to say what to do instead.
+            (
+                ProgramFile::Artifact(_),
+                rpjrt::Error::Unsupported { .. } | rpjrt::Error::InvalidArgument(_),
+            ) if pinned.is_some() => client.open_program(&program, None).map_err(|_| e),
+            _ => Err(e),
+        })
         .map_err(|e| {
             // rpjrt's own refusals (an artifact for another plugin, a damaged one) are bad
             // input, exit 2; what the plugin reports is a failure, exit 1.
@@ -666,6 +697,15 @@ fn run_program(
             exe.num_partitions()
         )));
     }
+    // Without --device, the executable's own device (a portable one: the first device).
+    let own = exe.addressable_devices()?.into_iter().next();
+    let device = match chosen {
+        Some(d) => {
+            refuse_another_device(&args.program, own.as_ref().map(|o| o.id()), d.id())?;
+            d
+        }
+        None => exe.default_device()?,
+    };
     let compile = t.elapsed();
     // Outputs that --out could not save are refused before anything runs: a .npy holds
     // one array, and each output's type must have a numpy name.
@@ -739,9 +779,11 @@ fn run_program(
         let refs: Vec<&rpjrt::Buffer> = bufs.iter().collect();
         let watching = watch("execution");
         let t = Instant::now();
-        let outs = exe
-            .execute(&refs)
-            .map_err(|e| CliError::failed(common::explain(&e, Some(&device))))?;
+        let outs = match own {
+            Some(_) => exe.execute(&refs),
+            None => exe.execute_on(&device, &refs),
+        }
+        .map_err(|e| CliError::failed(common::explain(&e, Some(&device))))?;
         for o in &outs {
             o.block_until_ready()
                 .map_err(|e| CliError::failed(common::explain(&e, Some(&device))))?;
@@ -797,13 +839,15 @@ fn run_program(
                 None => json!({"dtype": "token", "shape": [], "data": null}),
             })
             .collect();
-        common::print_json(&json!({
-            "program": args.program.display().to_string(),
-            "plugin": plugin.path().display().to_string(),
+        let mut doc = json!({
             "device": device.id(),
             "outputs": outs,
             "timings": timings,
-        }))?;
+        });
+        // Losslessly: a path that is not UTF-8 gets a `_hex` field too (docs/cli.md).
+        common::set_path_json(&mut doc, "program", &args.program);
+        common::set_path_json(&mut doc, "plugin", plugin.path());
+        common::print_json(&doc)?;
         crate::common::work_done();
         return Ok(EXIT_OK);
     }
@@ -994,6 +1038,16 @@ pub fn format_numpy(a: &Array) -> String {
         };
         format!("[{}]", parts.join(&sep))
     }
+    // An empty array other than 1-D shows its shape, as numpy does: `[]` alone would read
+    // as shape (0,).
+    if a.is_empty() && a.dims.len() != 1 {
+        let dims: Vec<String> = a.dims.iter().map(|d| d.to_string()).collect();
+        return format!(
+            "array([], shape=({}), dtype={})",
+            dims.join(", "),
+            a.element_type.name()
+        );
+    }
     let body = go(a, 0, 0, a.len(), 6, go_args);
     format!("array({body}, dtype={})", a.element_type.name())
 }
@@ -1001,6 +1055,27 @@ pub fn format_numpy(a: &Array) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An executable compiled for another device than `--device` that could not be moved
+    /// is refused naming the device to pass (not "copy it there first"); its own device,
+    /// and a portable executable, are not.
+    #[test]
+    fn another_device_than_the_compiled_one_is_refused_naming_it() {
+        let p = Path::new("prog.rpjrt");
+        let e = refuse_another_device(p, Some(2), 0).unwrap_err();
+        assert_eq!(e.exit_code, crate::common::EXIT_USAGE);
+        assert!(
+            e.message.starts_with(
+                "prog.rpjrt: the executable was compiled for device 2 and cannot be moved \
+                 to device 0 here: pass --device 2 (or leave --device out), or compile it \
+                 portable"
+            ),
+            "{}",
+            e.message
+        );
+        assert!(refuse_another_device(p, Some(2), 2).is_ok());
+        assert!(refuse_another_device(p, None, 3).is_ok());
+    }
 
     /// The imaginary part's sign is its sign bit, as numpy prints it: `-0.j` (printed as
     /// `+0.j` before), while a NaN prints `+nanj` whatever its sign.

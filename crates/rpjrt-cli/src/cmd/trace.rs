@@ -68,7 +68,7 @@ fn view(args: ViewArgs) -> Result<(), CliError> {
         crate::outln!("{}", page.trim_end_matches('\n'));
     } else {
         crate::common::write_output(&out, "--output", page.as_bytes())?;
-        crate::outln!("{}", out.display());
+        crate::outln!("{}", crate::common::printable_path(&out));
     }
     Ok(())
 }
@@ -133,12 +133,15 @@ pub fn save_before_exit(outcome: &str) -> bool {
         Ok(()) => paint_stderr(
             &format!(
                 "trace: {} ({} spans)",
-                active.path.display(),
+                crate::common::printable_path(&active.path),
                 t.events().len()
             ),
             Style::Dim,
         ),
-        Err(e) => format!("rpjrt: {}", trace_write_failed(&active.path, e).message),
+        Err(e) => format!(
+            "rpjrt: {}",
+            crate::common::printable_lines(&trace_write_failed(&active.path, e).message)
+        ),
     };
     rpjrt::stdio::notice(&line);
     true
@@ -228,14 +231,19 @@ pub fn record(
         (Ok(()), _) => {
             let beside = t
                 .plugin_profile()
-                .map(|_| format!(" and {}", trace::profile_path(path).display()))
+                .map(|_| {
+                    format!(
+                        " and {}",
+                        crate::common::printable_path(&trace::profile_path(path))
+                    )
+                })
                 .unwrap_or_default();
             crate::errln!(
                 "{}",
                 paint_stderr(
                     &format!(
                         "trace: {} ({} spans){beside}",
-                        path.display(),
+                        crate::common::printable_path(path),
                         t.events().len()
                     ),
                     Style::Dim
@@ -243,7 +251,10 @@ pub fn record(
             );
         }
         // The run's own error matters more; the trace's is reported beside it.
-        (Err(e), Err(_)) => crate::errln!("rpjrt: {}", trace_write_failed(path, e.clone()).message),
+        (Err(e), Err(_)) => crate::errln!(
+            "rpjrt: {}",
+            crate::common::printable_lines(&trace_write_failed(path, e.clone()).message)
+        ),
         (Err(_), Ok(_)) => {}
     }
     // A stop signal that came as the command ended: its trace is written, and the
