@@ -1076,10 +1076,7 @@ pub fn special_file(path: &std::path::Path) -> Option<&'static str> {
     }
     let mut byte = [0u8; 1];
     let got = file.take(1).read(&mut byte).ok()?;
-    (got == 1).then_some(
-        "it is not a loadable shared library (it is a special file, as /proc and /sys files \
-         are: it reports a size of 0, but its contents are made as it is read)",
-    )
+    (got == 1).then_some(rpjrt_raw::elf::SPECIAL_FILE)
 }
 
 /// Whether `spec` (as bytes) names a file rather than a plugin, by the rule discovery

@@ -121,6 +121,12 @@ fn open_library(path: &Path) -> Result<(File, u64), String> {
     Ok((file, meta.len()))
 }
 
+/// Why a file that reports a size of 0 but reads bytes (a `/proc` or `/sys` file) is no
+/// plugin library.
+pub const SPECIAL_FILE: &str = "it is not a loadable shared library (it is a special file, as \
+     /proc and /sys files are: it reports a size of 0, but its contents are made as it is \
+     read)";
+
 /// The checks of [`check_library_file`] on the open regular `file` of `len` bytes.
 fn check_opened(file: &mut File, len: u64) -> Result<(), String> {
     use std::io::{Seek, SeekFrom};
@@ -129,8 +135,10 @@ fn check_opened(file: &mut File, len: u64) -> Result<(), String> {
         .and_then(|_| file.by_ref().take(64).read_to_end(&mut header))
         .map_err(|e| format!("the file cannot be read ({e})"))?;
     if header.len() < 16 || &header[..4] != b"\x7fELF" {
-        return Err(if len == 0 {
+        return Err(if len == 0 && header.is_empty() {
             "it is not a loadable shared library (the file is empty)".into()
+        } else if len == 0 {
+            SPECIAL_FILE.into()
         } else {
             match looks_like(&header) {
                 Some(what) => {
@@ -360,6 +368,19 @@ pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A /proc file reports a size of 0 yet reads bytes: it is called a special file, not
+    /// an empty one; a truly empty file is empty.
+    #[test]
+    fn special_files_are_not_called_empty() {
+        let e = check_library_file(Path::new("/proc/self/status")).unwrap_err();
+        assert_eq!(e, SPECIAL_FILE);
+        let empty = std::env::temp_dir().join(format!("rpjrt-elf-empty-{}", std::process::id()));
+        std::fs::write(&empty, b"").unwrap();
+        let e = check_library_file(&empty).unwrap_err();
+        std::fs::remove_file(&empty).unwrap();
+        assert!(e.contains("the file is empty"), "{e}");
+    }
 
     fn own_library() -> Option<std::path::PathBuf> {
         // Any shared library of this machine will do: the C library is always there.
