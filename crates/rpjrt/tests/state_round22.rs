@@ -605,3 +605,37 @@ fn a_tupled_artifact_loads_with_and_without_overrides() {
         }
     });
 }
+
+/// `Cache::info` (what `rpjrt cache info` shows) reads an entry's header before the rest:
+/// a huge file whose header records no key is described as unusable after a few hundred
+/// bytes, not read whole first (2 GiB of memory for a 2 GiB file before).
+#[test]
+fn cache_info_reads_the_header_first() {
+    // The plugins' build fingerprints read whole libraries once per process: taken first,
+    // so that no test beside this one counts its reads in this process's total.
+    for_each_plugin_only(|p| assert_eq!(p.build().len(), 16));
+    let dir = temp_dir("info-head");
+    let cache = Cache::new(&dir, None).unwrap();
+    let key = "ab".repeat(32);
+    let entry = cache.entry_path(&key);
+    let size: u64 = 4 << 30;
+    let mut f = std::fs::File::create(&entry).unwrap();
+    let mut head = b"RPJRTEXE".to_vec();
+    head.extend_from_slice(&1u32.to_le_bytes());
+    head.extend_from_slice(&size.to_le_bytes());
+    head.extend_from_slice(&0u32.to_le_bytes()); // no header fields
+    f.write_all(&head).unwrap();
+    f.set_len(size).unwrap();
+    drop(f);
+    let rchar = || -> u64 {
+        let io = std::fs::read_to_string("/proc/self/io").unwrap();
+        let line = io.lines().find_map(|l| l.strip_prefix("rchar: ")).unwrap();
+        line.trim().parse().unwrap()
+    };
+    let before = rchar();
+    let info = cache.info(&key).unwrap();
+    let read = rchar() - before;
+    assert!(read < 1 << 20, "read {read} bytes of a 4 GiB entry");
+    assert!(info.error.is_some(), "{info:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -754,15 +754,19 @@ fn describe(path: PathBuf, size: u64, last_used: SystemTime, whole: bool) -> Cac
         .to_string();
     let decoded = open_entry(&path)
         .map_err(|e| Error::invalid(format!("cannot read it: {e}")))
-        .and_then(|(mut f, len)| {
-            if whole {
-                let mut b = Vec::new();
-                std::io::Read::read_to_end(&mut f, &mut b)
-                    .map_err(|e| Error::invalid(format!("cannot read it: {e}")))?;
-                Artifact::decode(&b)
-            } else {
-                Artifact::read_head(&mut std::io::BufReader::new(f), len.min(size))
+        .and_then(|(f, len)| {
+            // The header first, whole or not: a large file that is no entry is refused
+            // after a few hundred bytes.
+            let head = Artifact::read_head(&mut std::io::BufReader::new(&f), len.min(size))?;
+            if !whole {
+                return Ok(head);
             }
+            check_key(&head, &key)?;
+            let mut b = Vec::new();
+            std::io::Seek::rewind(&mut &f)
+                .and_then(|_| std::io::Read::read_to_end(&mut &f, &mut b))
+                .map_err(|e| Error::invalid(format!("cannot read it: {e}")))?;
+            Artifact::decode(&b)
         })
         .and_then(|a| check_key(&a, &key).map(|()| a));
     let (target, compile_ms, error) = match decoded {
