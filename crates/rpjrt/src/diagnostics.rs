@@ -3,8 +3,10 @@
 
 use crate::client::Device;
 use crate::error::{Error, Result};
-pub use crate::raw::libraries::{describe_missing, library_provider, missing_libraries, MissingLibrary};
 pub use crate::oom::{human_bytes, DeviceFigures, MemoryStats, OomReport, MEMORY_OPTIONS};
+pub use crate::raw::libraries::{
+    describe_missing, library_provider, missing_libraries, MissingLibrary,
+};
 
 /// The device allocator's figures, or the plugin's error (both CPU plugins answer
 /// `UNIMPLEMENTED`; a plugin before the entry existed answers `Unsupported`). The same as
