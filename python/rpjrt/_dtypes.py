@@ -253,7 +253,13 @@ def from_format(fmt: str, itemsize: int) -> DType | None:
 
 
 def _lookup(spec: Any) -> DType | None:
-    """The dtype that `spec` names, or None; never imports numpy."""
+    """The dtype that `spec` names, or None; never imports numpy.
+
+    Besides rpjrt's own names: the builtin types, and, when numpy is loaded, numpy dtypes
+    and anything that is a type to numpy (``numpy.dtype(spec)`` for a class: numpy's and
+    ml_dtypes' scalar types, JAX's ``jnp.float32``, any class with a ``dtype``), in native
+    byte order.
+    """
     if isinstance(spec, DType):
         return spec
     if isinstance(spec, str):
@@ -265,23 +271,37 @@ def _lookup(spec: Any) -> DType | None:
         return d
     if isinstance(spec, type) and spec in _BUILTIN_TYPES:
         return _BUILTIN_TYPES[spec]
-    # numpy dtypes, numpy scalar types and ml_dtypes types.
+    nd = _numpy_read(spec, instances=False)
+    if nd is None:
+        return None
+    d = DType._by_name.get(nd.name)
+    return d if d is not None and _native_order(nd) else None
+
+
+def _native_order(nd: Any) -> bool:
+    """Whether a numpy dtype is in this machine's byte order (or has none)."""
+    return bool(nd.byteorder in ("=", "|", "<" if sys.byteorder == "little" else ">"))
+
+
+def _numpy_read(spec: Any, instances: bool) -> Any:
+    """The numpy dtype ``numpy.dtype(spec)`` gives, or None; only when numpy is loaded
+    (never imported here). A numpy dtype is itself; a class is read as numpy reads it; any
+    other object only with `instances` (the conversion of a dtype argument, not a
+    comparison) and unless it has a ``dtype`` attribute (an array or array-like, read by
+    that attribute by the caller). ``None`` is never read (numpy's default float64 is not
+    rpjrt's: ``None`` means "not given" throughout rpjrt)."""
     np = sys.modules.get("numpy")
-    if np is not None:
-        nd: Any = None
-        try:
-            if isinstance(spec, np.dtype):
-                nd = spec
-            elif isinstance(spec, type) and issubclass(spec, np.generic):
-                nd = np.dtype(spec)
-        except Exception:
-            nd = None
-        if nd is not None:
-            d = DType._by_name.get(nd.name)
-            if d is not None and nd.byteorder in ("=", "|", "<" if sys.byteorder == "little" else ">"):
-                return d
+    if np is None or spec is None:
+        return None
+    try:
+        if isinstance(spec, np.dtype):
+            return spec
+        if not isinstance(spec, type) and (not instances or hasattr(spec, "dtype")):
             return None
-    return None
+        nd = np.dtype(spec)
+    except Exception:
+        return None
+    return nd if isinstance(nd, np.dtype) else None
 
 
 def _numpy_string_dtype(spec: Any) -> str | None:
@@ -310,11 +330,22 @@ def _to_dtype(spec: Any) -> DType:
     if d is None and not isinstance(spec, (str, type)) and hasattr(spec, "dtype"):
         # An array-like (numpy array, rpjrt.Buffer, jax array): its element type.
         d = _lookup(spec.dtype)
+    nd = None
+    if d is None and not isinstance(spec, str):
+        # Whatever else numpy reads as a dtype (b"f4", a numpy scalar type's instance ...).
+        nd = _numpy_read(spec, instances=True)
+        if nd is None and not isinstance(spec, type) and hasattr(spec, "dtype"):
+            nd = _numpy_read(spec.dtype, instances=True)
+        if nd is not None and _native_order(nd):
+            d = DType._by_name.get(nd.name)
     if d is None:
         from ._errors import InvalidArgumentError
 
         if isinstance(spec, str):
             raise InvalidArgumentError(_element_type_from_name(spec)[1])
+        if nd is not None and nd.name in DType._by_name:
+            # A known type in the other byte order: the message a string like ">f4" gets.
+            raise InvalidArgumentError(f"{spec!r}: {_element_type_from_name(nd.str)[1]}")
         string = _numpy_string_dtype(spec)
         if string is not None:
             raise InvalidArgumentError(f"{spec!r} is numpy's {string}; rpjrt has no string types")

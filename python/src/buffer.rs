@@ -10,6 +10,7 @@ use std::time::Duration;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 use rpjrt::ElementType;
 
 use crate::client::{wrap_device, wrap_memory, PyClient, PyDevice, PyMemory};
@@ -26,11 +27,28 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(20);
 /// buffer.
 #[pyclass(frozen, weakref, name = "Buffer", module = "rpjrt")]
 pub struct PyBuffer {
-    inner: crate::notify::Held<rpjrt::Buffer>,
+    inner: crate::notify::Clearable<rpjrt::Buffer>,
     pub client: Py<PyClient>,
     /// The buffer borrows host memory (zero-copy put, DLPack import): dropping it may wait
     /// for the plugin.
     borrows_host: bool,
+    /// A zero-copy buffer made here: its share of the pin of the host memory it uses,
+    /// through which `__traverse__` shows the cycle collector that memory's exporter.
+    host: Option<crate::pybuf::HostLink>,
+    /// An alias buffer made here: the done-callbacks registered on its ready events, which
+    /// its fulfiller accounts for (`transfer::AliasCallbacks`).
+    alias: Option<Arc<crate::transfer::AliasCallbacks>>,
+    /// The device buffer's identity ([`buffer_key`]), for `==` and `hash`.
+    key: usize,
+}
+
+/// The identity of the device buffer behind `b` among live handles: the address of the
+/// metadata that every clone of one `rpjrt::Buffer` shares (the allocation its `dims()`
+/// slice lives in; a rank above the inline limit keeps its dims in a box of its own,
+/// equally unique). The core has no public identity accessor; this one holds while a
+/// handle lives, which the Buffer holding it guarantees.
+fn buffer_key(b: &rpjrt::Buffer) -> usize {
+    b.dims().as_ptr() as usize
 }
 
 impl Drop for PyBuffer {
@@ -38,6 +56,13 @@ impl Drop for PyBuffer {
         let Some(inner) = self.inner.take() else {
             return;
         };
+        self.release_handle(inner);
+    }
+}
+
+impl PyBuffer {
+    /// Lets go of the device buffer handle as dropping the Buffer does.
+    fn release_handle(&self, inner: rpjrt::Buffer) {
         // A small buffer waits for the next call of its client's executables, which
         // destroys it with the GIL released (see `PyClient::defer_drop`).
         let inner = if !self.borrows_host && inner.host_size() <= crate::client::DEFERRED_DROP_BYTES
@@ -59,10 +84,40 @@ impl Drop for PyBuffer {
 impl PyBuffer {
     pub fn new(inner: rpjrt::Buffer, client: Py<PyClient>, borrows_host: bool) -> PyBuffer {
         PyBuffer {
-            inner: crate::notify::Held::new(inner),
+            key: buffer_key(&inner),
+            inner: crate::notify::Clearable::new(inner),
             client,
             borrows_host,
+            host: None,
+            alias: None,
         }
+    }
+
+    /// A zero-copy buffer over host memory that `pin` keeps exported (a put or a DLPack
+    /// import made here, once the put is over): its cycles through the memory's exporter
+    /// are collectable (`__traverse__`).
+    pub fn wrap_pinned(
+        py: Python<'_>,
+        inner: rpjrt::Buffer,
+        client: &Py<PyClient>,
+        pin: Arc<crate::pybuf::PinnedHost>,
+    ) -> PyResult<Py<PyBuffer>> {
+        let mut b = PyBuffer::new(inner, client.clone_ref(py), true);
+        b.host = Some(crate::pybuf::HostLink::new(pin));
+        Py::new(py, b)
+    }
+
+    /// A pending alias buffer whose ready events register their done-callbacks with
+    /// `callbacks` (its fulfiller's).
+    pub fn wrap_alias(
+        py: Python<'_>,
+        inner: rpjrt::Buffer,
+        client: &Py<PyClient>,
+        callbacks: Arc<crate::transfer::AliasCallbacks>,
+    ) -> PyResult<Py<PyBuffer>> {
+        let mut b = PyBuffer::new(inner, client.clone_ref(py), false);
+        b.alias = Some(callbacks);
+        Py::new(py, b)
     }
 
     pub fn wrap(
@@ -89,17 +144,16 @@ impl PyBuffer {
         inner: rpjrt::Buffer,
         client: &Py<PyClient>,
     ) -> PyResult<Py<PyBuffer>> {
-        Py::new(
-            py,
-            PyBuffer {
-                inner: crate::notify::Held::new(inner),
-                client: client.clone_ref(py),
-                borrows_host: false,
-            },
-        )
+        Py::new(py, PyBuffer::new(inner, client.clone_ref(py), false))
     }
 
+    /// The device buffer handle, for other modules (which may keep a clone of it: an
+    /// execution, a session slot, an export ...; a zero-copy buffer then stops showing its
+    /// host memory's exporter to the cycle collector, see `pybuf::HostLink`).
     pub fn rb(&self) -> &rpjrt::Buffer {
+        if let Some(h) = &self.host {
+            h.mark_shared();
+        }
         &self.inner
     }
 
@@ -169,16 +223,21 @@ impl PyBuffer {
         let t = b.element_type();
         // A numpy array states its dtype; those of ml_dtypes types export no buffer at
         // all, so when the dtype is the buffer's their bits are viewed as the carrier
-        // integer type (the form `to_host()` exports).
+        // integer type (the form `to_host()` exports). That view is in native order
+        // whatever the dtype's, so the byte order is checked on the dtype first.
         let mut type_name = None;
         let viewed;
         let mut target = out;
         if HostView::get(out).is_none() && out.hasattr("dtype")? {
-            let name: String = out.getattr("dtype")?.getattr("name")?.extract()?;
-            let carrier = rpjrt::host::carrier_type(t);
-            if name == t.name() && carrier != t {
-                viewed = out.call_method1("view", (carrier.name(),))?;
-                target = &viewed;
+            let dtype = out.getattr("dtype")?;
+            let name: String = dtype.getattr("name")?.extract()?;
+            if name == t.name() {
+                check_native_order(&dtype, &name)?;
+                let carrier = rpjrt::host::carrier_type(t);
+                if carrier != t {
+                    viewed = out.call_method1("view", (carrier.name(),))?;
+                    target = &viewed;
+                }
             }
             type_name = Some(name);
         }
@@ -214,6 +273,46 @@ impl PyBuffer {
         }
         Ok(())
     }
+}
+
+/// Refuses a destination dtype (`dtype`, named `name`) in non-native byte order with
+/// multi-byte items, as the core refuses a foreign-order buffer format: a copy to the host
+/// writes native order, and an ml_dtypes dtype (big-endian bfloat16) reaches the copy only
+/// through a native-order view of its bits, which would hide the order and leave the bytes
+/// swapped. One-byte items (float8, int4 ..., which numpy gives a byte order too) have no
+/// order to get wrong. A dtype-like object without numpy's `isnative` is taken as native.
+fn check_native_order(dtype: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
+    let attr = |a: &str| dtype.getattr(a);
+    let native = attr("isnative")
+        .and_then(|v| v.extract::<bool>())
+        .or_none()?
+        .unwrap_or(true);
+    let itemsize = attr("itemsize")
+        .and_then(|v| v.extract::<usize>())
+        .or_none()?
+        .unwrap_or(0);
+    if native || itemsize <= 1 {
+        return Ok(());
+    }
+    let order = attr("byteorder")
+        .and_then(|v| v.extract::<String>())
+        .or_none()?
+        .unwrap_or_default();
+    let order = match order.as_str() {
+        ">" => "big-endian",
+        "<" => "little-endian",
+        _ => "non-native",
+    };
+    let spelled = attr("str")
+        .and_then(|v| v.extract::<String>())
+        .or_none()?
+        .map(|s| format!(", {s:?}"))
+        .unwrap_or_default();
+    Err(invalid(format!(
+        "the destination is in foreign byte order (dtype {name}, {order}{spelled}); a copy \
+         to the host writes native order: pass an array of dtype {name} in native order \
+         (out.dtype.newbyteorder(\"=\")) and convert it afterwards"
+    )))
 }
 
 /// Whether `obj` is a numpy masked array (`numpy.ma.MaskedArray` or a subclass), whose
@@ -474,7 +573,7 @@ impl PyBuffer {
             spec_string(self.inner.element_type(), self.inner.dims())
         );
         let ev = self.inner.ready_event().pyerr()?;
-        Ok(crate::event::PyEvent::new(ev, what))
+        Ok(crate::event::PyEvent::new(ev, what).with_alias(self.alias.clone()))
     }
 
     /// `await buf` waits without blocking the event loop and returns the buffer.
@@ -650,6 +749,9 @@ impl PyBuffer {
     }
 
     fn __repr__(&self) -> String {
+        if self.inner.is_cleared() {
+            return "rpjrt.Buffer(reclaimed by the garbage collector)".into();
+        }
         let spec = spec_string(self.inner.element_type(), self.inner.dims());
         if self.inner.is_deleted() {
             return format!("rpjrt.Buffer({spec}, deleted)");
@@ -670,6 +772,93 @@ impl PyBuffer {
             None => Err(pyo3::exceptions::PyTypeError::new_err(
                 "len() of a 0-d buffer",
             )),
+        }
+    }
+
+    /// The truth of the value of a one-element buffer (read from the device, waiting for
+    /// it), as numpy and JAX define it. Any other size raises ValueError, an empty buffer
+    /// too (as numpy 2 does): `if buf:` is never a test of the buffer's existence.
+    fn __bool__(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let n = slf.get().inner.element_count();
+        if n != 1 {
+            let hint = if n == 0 {
+                "it is empty; use `buffer.size > 0` to check that a buffer is not empty"
+            } else {
+                "reduce it to one element first, or test `buffer.to_numpy().any()` or \
+                 `.all()`"
+            };
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "The truth value of a buffer with {n} elements is ambiguous: {hint}"
+            )));
+        }
+        // Nested one-element lists down to the value (any rank).
+        let mut v = Self::tolist(slf)?;
+        while let Ok(list) = v.cast::<PyList>() {
+            let item = list.get_item(0)?;
+            v = item;
+        }
+        v.is_truthy()
+    }
+
+    /// Buffers are equal when they are handles of one device buffer (deleting one deletes
+    /// the other): `CallOutputs[i]`, `PreparedCall.argument()` and `Session.buffer()` make
+    /// a new handle on every call. Never elementwise; anything but a Buffer is left to its
+    /// own comparison (numpy arrays compare elementwise, through `__array__`).
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> Py<PyAny> {
+        match other.cast::<PyBuffer>() {
+            Ok(o) => pyo3::types::PyBool::new(py, o.get().key == self.key)
+                .to_owned()
+                .into_any()
+                .unbind(),
+            Err(_) => py.NotImplemented(),
+        }
+    }
+
+    /// `not ==` for two Buffers; anything else is left to its own comparison (as for
+    /// `==`: PyO3's default `!=` would take the truth of numpy's elementwise answer).
+    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> Py<PyAny> {
+        match other.cast::<PyBuffer>() {
+            Ok(o) => pyo3::types::PyBool::new(py, o.get().key != self.key)
+                .to_owned()
+                .into_any()
+                .unbind(),
+            Err(_) => py.NotImplemented(),
+        }
+    }
+
+    /// The device buffer's identity (handles of one device buffer hash alike).
+    fn __hash__(&self) -> u64 {
+        // As CPython hashes pointers: the low bits of an aligned address carry nothing.
+        (self.key as u64).rotate_right(4)
+    }
+
+    /// Visits the client, and for a zero-copy buffer made here whose device buffer no
+    /// other handle shares, the pin of its host memory (and so the memory's exporter,
+    /// which may hold this Buffer: `x.dev = client.put(x, copy=False)`). See
+    /// `pybuf::HostLink` for when the pin is not visited.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.client)?;
+        if !self.inner.is_cleared() {
+            if let Some(h) = &self.host {
+                h.traverse(&visit)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Breaks a cycle as deleting the Buffer would: lets go of the device buffer handle
+    /// (a zero-copy buffer waits, without the GIL, until the plugin is done with the host
+    /// memory), then of the pin of that memory. Using the Buffer afterwards raises
+    /// `PanicException`; only an object the collector has reclaimed can be.
+    fn __clear__(&self) {
+        // SAFETY: PyO3 calls `__clear__` only as the type's `tp_clear` (the class cannot be
+        // subclassed), which the cycle collector calls only for an object no running code
+        // refers to; every `&rpjrt::Buffer` borrowed from it lives within such a call.
+        if let Some(inner) = unsafe { self.inner.clear() } {
+            self.release_handle(inner);
+        }
+        if let Some(h) = &self.host {
+            drop(h.release());
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 use rpjrt::{ClientOptions, CompileOptions, OptionOverride, Program, Value};
 
 use crate::buffer::PyBuffer;
@@ -165,6 +166,9 @@ impl PyPlugin {
 pub struct PyClient {
     pub inner: crate::notify::Held<rpjrt::Client>,
     plugin: Py<PyPlugin>,
+    /// The Python key-value store of a multi-process client (`kv=`), held here alone: the
+    /// plugin reaches it weakly, and `close()` (or the collector) lets it go.
+    kv: Mutex<Option<Py<crate::distributed::PyClientStore>>>,
     platform: String,
     /// Small buffers whose last Python reference went with the GIL held, destroyed by the
     /// next call of one of this client's executables while it has the GIL released.
@@ -403,7 +407,11 @@ impl PyClient {
             .filter(|c| !c.is_none())
             .map(crate::aot::cache_from_py)
             .transpose()?;
-        let dist = crate::distributed::distributed_from_py(kv, process_id, num_processes)?;
+        let (dist, kv_store) =
+            match crate::distributed::distributed_from_py(kv, process_id, num_processes)? {
+                Some(d) => (Some(d.options), d.store),
+                None => (None, None),
+            };
         // The plugin may call a Python store back from its own threads during creation:
         // the GIL is released around the call (py.detach), so those calls can take it.
         let create = move |pl: &rpjrt::Plugin, opts: &ClientOptions| match &dist {
@@ -427,6 +435,7 @@ impl PyClient {
                 return Ok(PyClient {
                     inner: crate::notify::Held::new(inner),
                     plugin: p.clone().unbind(),
+                    kv: Mutex::new(kv_store),
                     platform,
                     deferred: Mutex::default(),
                 });
@@ -486,6 +495,7 @@ impl PyClient {
                     info: found[opened.index].clone().unbind(),
                 },
             )?,
+            kv: Mutex::new(kv_store),
             platform,
             deferred: Mutex::default(),
         })
@@ -783,11 +793,34 @@ impl PyClient {
             .map_err(|e| crate::dlpack::producer_refused(obj, e))
     }
 
-    /// Destroy the client. Later use of it or its objects raises ClientClosedError.
+    /// Destroy the client. Later use of it or its objects raises ClientClosedError. A
+    /// Python key-value store (`kv=`) is released: the plugin's later calls to it fail.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let kept = self.take_deferred();
         py.detach_call(move || drop(kept));
-        self.inner.close().pyerr()
+        let closed = self.inner.close().pyerr();
+        // The Python store goes too: the plugin's later calls to it fail.
+        let kv = self.kv.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(kv);
+        closed
+    }
+
+    /// Visits the plugin and the Python key-value store (`kv=`), which the Client alone
+    /// holds, so that a store that refers back to its Client (an object that is both the
+    /// store and the client's owner) is a cycle the collector reclaims. The store's lock is
+    /// held only briefly, by threads that hold the GIL; a held one is not waited for.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.plugin)?;
+        if let Ok(kv) = self.kv.try_lock() {
+            visit.call(kv.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// Breaks such a cycle: closes the client as `close()` does, which lets the store go.
+    fn __clear__(&self, py: Python<'_>) {
+        // `close` fails on nothing it does; an error would have nowhere to go here.
+        let _ = self.close(py);
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -865,6 +898,11 @@ macro_rules! view_class {
                     Ok(o) => o.get().inner == self.inner,
                     Err(_) => false,
                 }
+            }
+            /// Visits its client (its own reference), so that a cycle through it and a
+            /// Client's store is collectable.
+            fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+                visit.call(&self.client)
             }
             fn __hash__(&self) -> isize {
                 (self.client.as_ptr() as isize)

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyWeakrefMethods, PyWeakrefReference};
+use pyo3::{PyTraverseError, PyVisit};
 use rpjrt::Code;
 use rpjrt_distributed::{
     check_world, Cancel, DistributedOptions, InMemoryStore, KvStore, LaunchEnv, Rendezvous,
@@ -295,8 +296,70 @@ store_class!(PyTcpStore {
 /// The object is one of `rpjrt.distributed`'s bounded stores (an adapter, or any other
 /// object wrapped in `BoundedStore` by [`store_from_py`]), so every call returns within
 /// its bound even when the object's own method never does.
+///
+/// The plugin keeps its store as long as the C client lives, which other objects of the
+/// client may prolong; the Python object, though, is the `Client`'s ([`PyClientStore`]):
+/// this store reaches it through a weak reference, and fails once the Client let it go
+/// (`close()`, or the Client's collection). So a store that refers back to its Client
+/// forms a cycle the collector sees through the Client alone.
 struct PyObjectStore {
-    obj: Py<PyAny>,
+    /// A weak reference to the Client's [`PyClientStore`].
+    owner: Py<PyWeakrefReference>,
+}
+
+impl PyObjectStore {
+    /// The Python store, while its Client holds it.
+    fn store<'py>(&self, py: Python<'py>) -> rpjrt::Result<Bound<'py, PyAny>> {
+        let gone = || rpjrt::Error::Store {
+            code: Code::FailedPrecondition,
+            message: "the Python key-value store was released: its rpjrt.Client was closed \
+                      or garbage-collected"
+                .into(),
+        };
+        let owner = self
+            .owner
+            .bind(py)
+            .upgrade_as::<PyClientStore>()
+            .ok()
+            .flatten()
+            .ok_or_else(gone)?;
+        let obj = owner
+            .get()
+            .obj
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|o| o.clone_ref(py))
+            .ok_or_else(gone)?;
+        Ok(obj.into_bound(py))
+    }
+}
+
+/// The Python store of a `Client(kv=...)`, held by the Client alone (the plugin's store
+/// reaches it weakly: [`PyObjectStore`]). `__traverse__` visits it, so that a store that
+/// refers back to its Client (an object that is both) is a cycle the collector reclaims;
+/// `__clear__`, and the Client's `close()`, let it go.
+#[pyclass(frozen, weakref, name = "_ClientStore", module = "rpjrt._rpjrt")]
+pub struct PyClientStore {
+    obj: std::sync::Mutex<Option<Py<PyAny>>>,
+}
+
+#[pymethods]
+impl PyClientStore {
+    /// Visits the store object (the lock is held only briefly, by threads that hold the
+    /// GIL; a held one is not waited for).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(obj) = self.obj.try_lock() {
+            visit.call(obj.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// Lets go of the store object (the plugin's later calls to it fail).
+    fn __clear__(&self) {
+        let obj = self.obj.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(obj);
+    }
 }
 
 /// A store method's exception as a store error, coded by the one exception table. A
@@ -346,8 +409,8 @@ fn store_bytes(v: &Bound<'_, PyAny>, what: &str) -> rpjrt::Result<Vec<u8>> {
 impl KvStore for PyObjectStore {
     fn set(&self, key: &str, value: &[u8]) -> rpjrt::Result<()> {
         Python::attach(|py| {
-            self.obj
-                .call_method1(py, "set", (key, PyBytes::new(py, value)))
+            self.store(py)?
+                .call_method1("set", (key, PyBytes::new(py, value)))
                 .map(|_| ())
                 .map_err(|e| store_err(py, e, "set"))
         })
@@ -355,35 +418,37 @@ impl KvStore for PyObjectStore {
     fn get(&self, key: &str, timeout: Duration) -> rpjrt::Result<Vec<u8>> {
         Python::attach(|py| {
             let v = self
-                .obj
-                .call_method1(py, "get", (key, timeout.as_secs_f64()))
+                .store(py)?
+                .call_method1("get", (key, timeout.as_secs_f64()))
                 .map_err(|e| store_err(py, e, "get"))?;
-            store_bytes(v.bind(py), &format!("get({key:?})"))
+            store_bytes(&v, &format!("get({key:?})"))
         })
     }
     fn try_get(&self, key: &str) -> rpjrt::Result<Option<Vec<u8>>> {
         Python::attach(|py| {
             let v = self
-                .obj
-                .call_method1(py, "try_get", (key,))
+                .store(py)?
+                .call_method1("try_get", (key,))
                 .map_err(|e| store_err(py, e, "try_get"))?;
-            if v.is_none(py) {
+            if v.is_none() {
                 return Ok(None);
             }
-            store_bytes(v.bind(py), &format!("try_get({key:?})")).map(Some)
+            store_bytes(&v, &format!("try_get({key:?})")).map(Some)
         })
     }
 }
 
 /// The store behind `kv`: a Rust store as is; one of `rpjrt.distributed`'s bounded
 /// stores (the adapters, `BoundedStore`) through its methods; any other object wrapped in
-/// `BoundedStore` first, so that a method that never returns cannot hang the plugin.
-fn store_from_py(kv: &Bound<'_, PyAny>) -> PyResult<Arc<dyn KvStore>> {
+/// `BoundedStore` first, so that a method that never returns cannot hang the plugin. For a
+/// Python store, also the [`PyClientStore`] that holds it, for the Client to keep (the
+/// plugin's store reaches it weakly).
+fn store_from_py(kv: &Bound<'_, PyAny>) -> PyResult<StoreAndHolder> {
     if let Ok(s) = kv.cast::<PyInMemoryStore>() {
-        return Ok(s.get().store.clone() as Arc<dyn KvStore>);
+        return Ok((s.get().store.clone() as Arc<dyn KvStore>, None));
     }
     if let Ok(s) = kv.cast::<PyTcpStore>() {
-        return Ok(s.get().store.clone() as Arc<dyn KvStore>);
+        return Ok((s.get().store.clone() as Arc<dyn KvStore>, None));
     }
     for m in ["set", "get", "try_get"] {
         if !kv.hasattr(m)? {
@@ -399,9 +464,25 @@ fn store_from_py(kv: &Bound<'_, PyAny>) -> PyResult<Arc<dyn KvStore>> {
     } else {
         dist.getattr("BoundedStore")?.call1((kv,))?
     };
-    Ok(Arc::new(PyObjectStore {
-        obj: bounded.unbind(),
-    }))
+    let py = kv.py();
+    let owner = Py::new(
+        py,
+        PyClientStore {
+            obj: std::sync::Mutex::new(Some(bounded.unbind())),
+        },
+    )?;
+    let weak = PyWeakrefReference::new(owner.bind(py).as_any())?.unbind();
+    Ok((Arc::new(PyObjectStore { owner: weak }), Some(owner)))
+}
+
+/// A store for the plugin, and the holder of its Python object (for a Python store).
+type StoreAndHolder = (Arc<dyn KvStore>, Option<Py<PyClientStore>>);
+
+/// What `Client(kv=..., process_id=..., num_processes=...)` makes of its arguments: the
+/// core's options, and for a Python store the holder the Client keeps ([`store_from_py`]).
+pub struct DistributedFromPy {
+    pub options: DistributedOptions,
+    pub store: Option<Py<PyClientStore>>,
 }
 
 /// The distributed options of `Client(kv=..., process_id=..., num_processes=...)`; the id
@@ -410,16 +491,18 @@ pub fn distributed_from_py(
     kv: Option<&Bound<'_, PyAny>>,
     process_id: Option<&Bound<'_, PyAny>>,
     num_processes: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<DistributedOptions>> {
+) -> PyResult<Option<DistributedFromPy>> {
     let p = opt_process_arg(process_id, "process_id")?;
     let n = opt_process_arg(num_processes, "num_processes")?;
     match (kv.filter(|k| !k.is_none()), p, n) {
         (None, None, None) => Ok(None),
         (Some(kv), Some(p), Some(n)) => {
             check_world(p, n).pyerr()?;
-            Ok(Some(
-                DistributedOptions::new(store_from_py(kv)?, p, n).pyerr()?,
-            ))
+            let (store, holder) = store_from_py(kv)?;
+            Ok(Some(DistributedFromPy {
+                options: DistributedOptions::new(store, p, n).pyerr()?,
+                store: holder,
+            }))
         }
         _ => Err(invalid(
             "a multi-process client needs kv, process_id and num_processes together",

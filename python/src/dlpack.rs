@@ -274,6 +274,9 @@ pub fn import(
     tensor.desc().plan_import().map_err(unsupported_from)?;
     let mode = crate::put::copy_mode(copy);
     let rc = &c.inner;
+    if let Some(pin) = pin_for_import(obj, &tensor, rc, mode)? {
+        return import_pinned(py, &me, tensor, pin, dev, mode);
+    }
     let b = py
         .detach_call(|| rpjrt::dlpack::import(rc, tensor, dev, mode))
         .pyerr()?;
@@ -281,5 +284,63 @@ pub fn import(
         PyBuffer::wrap_borrowing(py, b, &me)
     } else {
         PyBuffer::wrap(py, b, &me)
+    }
+}
+
+/// For an import that may use the memory in place (a host platform, `copy` not True): a pin
+/// of the producer's own buffer-protocol export when it covers the tensor's bytes (a numpy
+/// array, and its subclasses, export both ways), else `None`.
+///
+/// A buffer over the memory then holds the producer through that export, which the cycle
+/// collector can see (`pybuf::HostPin`), and not through the DLPack tensor, whose hold on
+/// the producer (numpy's keeps a reference to the array in its private context) no
+/// collector can see: `x.dev = client.from_dlpack(x)` would otherwise be a cycle never
+/// collected.
+fn pin_for_import(
+    obj: &Bound<'_, PyAny>,
+    tensor: &ImportedTensor,
+    rc: &rpjrt::Client,
+    mode: rpjrt::CopyMode,
+) -> PyResult<Option<crate::pybuf::PinnedHost>> {
+    use rpjrt::HostBytes;
+    if mode == rpjrt::CopyMode::Always
+        || !matches!(rc.platform_name().pyerr()?.as_str(), "cpu" | "host")
+    {
+        return Ok(None);
+    }
+    let bytes = tensor.bytes();
+    crate::pybuf::PinnedHost::covering(obj, bytes.as_ptr() as usize, bytes.len())
+}
+
+/// `rpjrt::dlpack::import` with `pin` (an export of the same bytes, see
+/// [`pin_for_import`]) as the owner of the memory in place of the tensor, whose deleter
+/// runs here (the export keeps the memory valid and in place from now on).
+fn import_pinned(
+    py: Python<'_>,
+    client: &Py<PyClient>,
+    tensor: ImportedTensor,
+    pin: crate::pybuf::PinnedHost,
+    dev: &rpjrt::Device,
+    mode: rpjrt::CopyMode,
+) -> PyResult<Py<PyBuffer>> {
+    let plan = tensor.desc().plan_import().map_err(unsupported_from)?;
+    let first = tensor.first_element_offset();
+    drop(tensor);
+    let pin = std::sync::Arc::new(pin);
+    let array = rpjrt::HostArray::from_owner(
+        std::sync::Arc::clone(&pin) as std::sync::Arc<dyn rpjrt::HostBytes>,
+        plan.element_type,
+        &plan.dims,
+    )
+    .with_byte_strides(&plan.byte_strides, first);
+    let rc = &client.get().inner;
+    let b = py.detach_call(|| rc.put(&array, dev, None, mode)).pyerr()?;
+    // Counted without the array's share: the pin's holders are now the buffer's (if it
+    // uses the memory in place) and the Buffer object's.
+    drop(array);
+    if b.borrows_host() {
+        PyBuffer::wrap_pinned(py, b, client, pin)
+    } else {
+        PyBuffer::wrap(py, b, client)
     }
 }

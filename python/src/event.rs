@@ -21,6 +21,9 @@ pub struct PyEvent {
     inner: crate::notify::Held<Arc<rpjrt::Event>>,
     /// What completes: `buffer float32[8] ready`, `execution of main on device 0`.
     what: String,
+    /// For a pending alias buffer's ready event: where its done-callbacks are registered,
+    /// so that the alias's fulfiller accounts for them (`transfer::AliasCallbacks`).
+    alias: Option<Arc<crate::transfer::AliasCallbacks>>,
 }
 
 impl Drop for PyEvent {
@@ -38,7 +41,15 @@ impl PyEvent {
         PyEvent {
             inner: crate::notify::Held::new(Arc::new(inner)),
             what,
+            alias: None,
         }
+    }
+
+    /// The event, with its done-callbacks registered with `alias` (the callbacks of a
+    /// pending alias buffer's fulfiller) when given.
+    pub fn with_alias(mut self, alias: Option<Arc<crate::transfer::AliasCallbacks>>) -> PyEvent {
+        self.alias = alias;
+        self
     }
 
     /// `done`, `failed: CODE`, `pending` or `closed`.
@@ -174,15 +185,19 @@ impl PyEvent {
             }
             return Ok(());
         }
-        let call = py
-            .import("functools")?
-            .getattr("partial")?
-            .call1((r#fn, slf))?
-            .unbind();
-        // Runs on whichever thread completes the event: only hands the call over.
+        // The call waits in a slot, taken out (and run) only by the notifier thread with the
+        // GIL held; an alias's fulfiller accounts for the slots of its alias's events.
+        let call = Arc::new(crate::notify::CallbackSlot::new(
+            r#fn.unbind(),
+            slf.clone().into_any().unbind(),
+        ));
+        if let Some(alias) = &slf.get().alias {
+            alias.register(&call);
+        }
+        // Runs on whichever thread completes the event: only hands the slot over.
         slf.get()
             .inner
-            .add_done_callback(move |_| crate::notify::post(lane, call));
+            .add_done_callback(move |_| crate::notify::post_slot(lane, call));
         Ok(())
     }
 }

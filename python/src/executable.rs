@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 use rpjrt::{ArraySpec, ExecuteOptions};
 
 use crate::buffer::PyBuffer;
@@ -87,13 +88,23 @@ impl PyExecutable {
         device: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Option<rpjrt::Device>, rpjrt::Device)> {
         let chosen = match device.filter(|d| !d.is_none()) {
-            Some(d) => Some(
-                d.cast::<PyDevice>()
+            Some(d) => {
+                let dev = d
+                    .cast::<PyDevice>()
                     .map_err(|_| invalid("device must be an rpjrt.Device"))?
                     .get()
                     .inner
-                    .clone(),
-            ),
+                    .clone();
+                // Checked before any argument is put there: a device of another client is
+                // the `device=` argument's fault, said as `put` and `compile` say it.
+                let client = self.client.get();
+                Some(
+                    client
+                        .inner
+                        .resolve_device(&rpjrt::DeviceChoice::Device(dev))
+                        .pyerr()?,
+                )
+            }
             None => None,
         };
         let target = match &chosen {
@@ -569,6 +580,12 @@ impl PyExecutable {
         let what = format!("execution of {} on device {}", exe.name(), target.id());
         let event = r.events.pop().map(|e| crate::event::PyEvent::new(e, what));
         Ok((outs, event))
+    }
+
+    /// Visits its client (its own reference), so that a cycle through it and a Client's
+    /// store is collectable.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.client)
     }
 
     fn __repr__(&self) -> String {

@@ -61,6 +61,9 @@ copy_is_identity!(
     aot::PyCache,
     aot::PyTopology,
     session::PySessionProgram,
+    event::PyEvent,
+    prepared::PyPreparedCall,
+    prepared::PyCallOutputs,
 );
 
 /// The PJRT version a plugin library reports, read without initialising it.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::buffer::PyBuffer;
 use crate::client::PyClient;
@@ -164,6 +165,12 @@ impl PyPreparedCall {
         PyBuffer::wrap_shared(py, b, &self.client)
     }
 
+    /// Visits its client (its own reference), so that a cycle through it and a Client's
+    /// store is collectable.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.client)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "rpjrt.PreparedCall({}: {} device(s) x {} argument(s))",
@@ -226,6 +233,12 @@ impl PyCallOutputs {
     fn block_until_ready(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
         wait_outputs(slf.py(), &slf.get().inner)?;
         Ok(slf.clone().unbind())
+    }
+
+    /// Visits its client (its own reference), so that a cycle through it and a Client's
+    /// store is collectable.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.client)
     }
 
     fn __repr__(&self) -> String {

@@ -436,11 +436,16 @@ fn from_view(
     } else {
         copy_mode(copy)
     };
+    // The pin of a buffer that may use the memory in place, which the Buffer shares (so
+    // that the cycle collector can see the exporter: `pybuf::HostLink`).
+    let mut pinned = None;
     let data = if mode == CopyMode::Always {
         // SAFETY: the region lies inside the held view, which outlives the put below.
         HostData::Borrowed(unsafe { region.as_slice() })
     } else {
-        HostData::Owned(Arc::new(PinnedHost::new(obj, view, region)?))
+        let pin = Arc::new(PinnedHost::new(obj, view, region)?);
+        pinned = Some(Arc::clone(&pin));
+        HostData::Owned(pin)
     };
     let mut array = HostArray::new(data, t, &dims)
         .with_byte_strides(&strides, offset)
@@ -453,7 +458,14 @@ fn from_view(
         None => py.detach_call(|| rc.put(&array, dev, mem, mode)),
     }
     .pyerr()?;
-    wrap_put(py, b, client)
+    match pinned {
+        Some(pin) if b.borrows_host() => {
+            // The pin's holders are counted without the array's share.
+            drop(array);
+            PyBuffer::wrap_pinned(py, b, client, pin)
+        }
+        _ => wrap_put(py, b, client),
+    }
 }
 
 fn wrap_put(py: Python<'_>, b: rpjrt::Buffer, client: &Py<PyClient>) -> PyResult<Py<PyBuffer>> {

@@ -7,6 +7,7 @@
 //! accepts in type specs since 3.9.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::mem::ManuallyDrop;
 use std::ptr;
 
 use pyo3::exceptions::PyBufferError;
@@ -14,6 +15,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
+use pyo3::{PyTraverseError, PyVisit};
 use rpjrt::ElementType;
 
 /// CPython's `Py_buffer` (identical in 3.3 through 3.14).
@@ -482,13 +484,14 @@ pub fn host_memoryview<'py>(
     Ok(unsafe { Bound::from_owned_ptr(py, mv) })
 }
 
-/// Host bytes for a zero-copy buffer: a memoryview that pins the exporter's memory.
+/// Host bytes for a zero-copy buffer: a region of memory that a [`HostPin`] keeps exported.
 ///
-/// The memoryview holds the exporter's buffer export for as long as it lives, so the bytes
-/// stay valid (and e.g. a bytearray cannot be resized). Dropping it without the GIL is
-/// safe: PyO3 defers the decref.
+/// The device buffer keeps this value (as its owner of host memory) until the plugin is
+/// done with the memory; only then is the pin dropped. Dropping it without the GIL is safe:
+/// PyO3 defers the reference count change, and the pin's export is released by its own
+/// deallocation, which CPython runs with the GIL.
 pub struct PinnedHost {
-    _mv: Py<PyAny>,
+    pin: Py<HostPin>,
     region: Region,
 }
 
@@ -496,35 +499,192 @@ impl PinnedHost {
     /// Pins `obj`'s buffer; `region` (inside `view`, an export of `obj`) is the data.
     pub fn new(obj: &Bound<'_, PyAny>, view: &HostView, region: Region) -> PyResult<PinnedHost> {
         let py = obj.py();
-        // SAFETY: `obj` is live and exports a buffer; we hold the GIL.
-        let mv = unsafe { ffi::PyMemoryView_FromObject(obj.as_ptr()) };
-        if mv.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        // SAFETY: a new reference.
-        let mv = unsafe { Bound::from_owned_ptr(py, mv) };
-        // The memoryview took its own export of the same memory: check it is the same.
-        let check = HostView::get(&mv)
-            .ok_or_else(|| PyBufferError::new_err("memoryview refused its buffer"))?;
-        if check.ptr() != view.ptr() {
+        // A second export of the same memory, held by the pin (`view` is the caller's).
+        let pinned = HostView::get_with(obj, PYBUF_RECORDS_RO)?;
+        if pinned.ptr() != view.ptr() {
             return Err(PyBufferError::new_err(
                 "the exporter moved its memory between two exports",
             ));
         }
         Ok(PinnedHost {
-            _mv: mv.unbind(),
+            pin: HostPin::wrap(py, obj, pinned)?,
             region,
         })
+    }
+
+    /// A pin of `obj`'s buffer for the `len` bytes at `addr` that something else (a DLPack
+    /// tensor of `obj`) describes, or `None` when `obj` exports no buffer, or one that does
+    /// not cover those bytes. The export asks for no format, so that arrays of types
+    /// without a buffer format (bfloat16, ...) export too: only the addresses matter here.
+    pub fn covering(
+        obj: &Bound<'_, PyAny>,
+        addr: usize,
+        len: usize,
+    ) -> PyResult<Option<PinnedHost>> {
+        let py = obj.py();
+        if len == 0 {
+            return Ok(None);
+        }
+        let Ok(view) = HostView::get_with(obj, PYBUF_STRIDES) else {
+            return Ok(None);
+        };
+        let itemsize = view.itemsize();
+        let dims = view.shape();
+        let strides = view.strides();
+        let Ok(Some((lo, end))) = rpjrt::extent(&dims, &strides, itemsize) else {
+            return Ok(None);
+        };
+        let base = view.ptr() as usize as i128;
+        let (start, stop) = (base + lo, base + end);
+        let (want, want_end) = (addr as i128, addr as i128 + len as i128);
+        if want < start || want_end > stop {
+            return Ok(None);
+        }
+        Ok(Some(PinnedHost {
+            pin: HostPin::wrap(py, obj, view)?,
+            region: Region { addr, len },
+        }))
+    }
+
+    /// The pin (for the cycle collector: see `HostLink`).
+    pub fn pin(&self) -> &Py<HostPin> {
+        &self.pin
+    }
+}
+
+/// An export of a Python object's buffer, held for a zero-copy device buffer: while it
+/// lives, the exporter keeps that memory valid and in place (the buffer protocol's
+/// promise). It is a Python object so that the export is released where CPython releases
+/// objects (with the GIL, when the last reference goes, however late the device buffer's
+/// owner drops it), and so that the cycle collector sees the exporter: `__traverse__`
+/// visits the references the export holds. It has no `__clear__` on purpose: the export
+/// may be given up only once the device buffer over its memory is destroyed and the plugin
+/// is done with the memory, which is when the pin's last holder lets it go; a cycle through
+/// it is broken elsewhere (the Buffer's `__clear__`, or the exporter's own).
+#[pyclass(frozen, name = "_HostPin", module = "rpjrt._rpjrt")]
+pub struct HostPin {
+    /// The export; released (with its reference to the exporter) on drop.
+    _export: PinView,
+    /// The reference `view`'s `obj` holds (the exporter or the object it named), typed
+    /// for the visitor; never released as such (`PyBuffer_Release` gives it back).
+    view_obj: Option<ManuallyDrop<Py<PyAny>>>,
+    /// A reference of our own to the exporter, so that its memory stays whatever the
+    /// export names as its owner.
+    exporter: Py<PyAny>,
+}
+
+/// A [`HostView`] that a `HostPin` may hold (for its drop, which releases the export).
+struct PinView {
+    _held: HostView,
+}
+
+// SAFETY: the view is created with the GIL held, never read after the pin is made (the
+// pointers it holds are read only by `HostPin::wrap`), and released by `HostView`'s drop,
+// which for a pyclass runs in its deallocation, with the GIL held, on whichever thread let
+// go of the last reference.
+unsafe impl Send for PinView {}
+// SAFETY: as above: shared references to it are never used to read or change it.
+unsafe impl Sync for PinView {}
+
+impl HostPin {
+    fn wrap(py: Python<'_>, exporter: &Bound<'_, PyAny>, view: HostView) -> PyResult<Py<HostPin>> {
+        let raw_obj = view.raw.obj;
+        let view_obj = (!raw_obj.is_null()).then(|| {
+            // SAFETY: a successful export's `obj` is a strong reference the view owns; the
+            // `Py` made here stands for that same reference and is never dropped
+            // (`ManuallyDrop`): `PyBuffer_Release` gives it back when the view goes.
+            ManuallyDrop::new(unsafe { Bound::from_owned_ptr(py, raw_obj) }.unbind())
+        });
+        Py::new(
+            py,
+            HostPin {
+                _export: PinView { _held: view },
+                view_obj,
+                exporter: exporter.clone().unbind(),
+            },
+        )
+    }
+}
+
+#[pymethods]
+impl HostPin {
+    /// Visits the exporter and the object the export holds (two references of its own).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(o) = &self.view_obj {
+            visit.call(&**o)?;
+        }
+        visit.call(&self.exporter)
+    }
+}
+
+/// A Buffer's share of the [`PinnedHost`] its zero-copy device buffer uses, through which
+/// the Buffer's `__traverse__` lets the cycle collector see the host memory's exporter
+/// (which may refer back to the Buffer: an ndarray subclass instance holding the Buffer made
+/// from it).
+///
+/// The pin belongs to the device buffer, which other holders may share: it is visited only
+/// while the Buffer object is that device buffer's one holder. So the visit stops for good
+/// once the Buffer's handle was lent out ([`HostLink::mark_shared`]: an execution, a
+/// session slot, an export...), and whenever the pin has more holders than when the Buffer
+/// was made. Leaving a cycle uncollected is safe; visiting a reference someone else holds
+/// is not.
+pub struct HostLink {
+    pinned: std::sync::Mutex<Option<std::sync::Arc<PinnedHost>>>,
+    /// The pin's holders when the Buffer was made, this link included.
+    holders: usize,
+    /// The Buffer's handle may have been cloned: never visit again.
+    shared: std::sync::atomic::AtomicBool,
+}
+
+impl HostLink {
+    /// A link to `pin` (call once the put is over, so that its holders are counted).
+    pub fn new(pin: std::sync::Arc<PinnedHost>) -> HostLink {
+        HostLink {
+            holders: std::sync::Arc::strong_count(&pin),
+            pinned: std::sync::Mutex::new(Some(pin)),
+            shared: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Records that the Buffer's device buffer handle was lent out and may now have holders
+    /// besides the Buffer object.
+    #[inline]
+    pub fn mark_shared(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.shared.load(Ordering::Relaxed) {
+            self.shared.store(true, Ordering::Release);
+        }
+    }
+
+    /// Visits the pin while the Buffer is its device buffer's only holder. The lock is taken
+    /// only by threads that hold the GIL, briefly; a held one is not waited for.
+    pub fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if self.shared.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
+        if let Ok(pinned) = self.pinned.try_lock() {
+            if let Some(p) = pinned.as_ref() {
+                if std::sync::Arc::strong_count(p) <= self.holders {
+                    visit.call(p.pin())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The Buffer's share, taken out (for `__clear__`, after the handle was dropped).
+    pub fn release(&self) -> Option<std::sync::Arc<PinnedHost>> {
+        self.pinned.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
 // SAFETY: `bytes` always returns the same range (fixed at creation), which lies inside the
-// export that `_mv` holds: valid and not resizable while this value lives. The exporter's
+// export that `pin` holds: valid and not resizable while this value lives. The exporter's
 // owner may still write through other references; rpjrt's Python API documents that a
 // zero-copy buffer must not be written to, as numpy does for shared memory.
 unsafe impl rpjrt::HostBytes for PinnedHost {
     fn bytes(&self) -> &[u8] {
-        // SAFETY: the region lies inside the export held by `_mv`, which we own.
+        // SAFETY: the region lies inside the export held by `pin`, which we own.
         unsafe { self.region.as_slice() }
     }
 }

@@ -4,10 +4,11 @@
 
 use crate::detach::Detach;
 use std::cell::RefCell;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::buffer::PyBuffer;
 use crate::client::PyClient;
@@ -186,15 +187,87 @@ pub fn _create_error_buffer(
 pub struct PyAliasFulfiller {
     inner: Mutex<Option<rpjrt::AliasFulfiller>>,
     spec: String,
+    /// The done-callbacks waiting on the alias's ready events, which this fulfiller
+    /// accounts for while the alias is pending (see [`AliasCallbacks`]).
+    callbacks: Arc<AliasCallbacks>,
 }
 
 impl PyAliasFulfiller {
     fn take(&self) -> PyResult<rpjrt::AliasFulfiller> {
-        self.inner
+        let f = self
+            .inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
-            .ok_or_else(|| invalid(format!("this {} alias was already completed", self.spec)))
+            .ok_or_else(|| invalid(format!("this {} alias was already completed", self.spec)))?;
+        // Completing the alias (or failing to, which drops the fulfiller: the alias is then
+        // cancelled) completes its events, whose callbacks run as usual from now on.
+        drop(self.callbacks.close());
+        Ok(f)
+    }
+}
+
+impl Drop for PyAliasFulfiller {
+    fn drop(&mut self) {
+        // The alias is cancelled as the fulfiller goes (unless completed): its callbacks run.
+        drop(self.callbacks.close());
+    }
+}
+
+/// The done-callbacks registered (`Event.add_done_callback`, `await`) on the ready events of
+/// one pending alias buffer made here, shared by the alias Buffer, its events and its
+/// fulfiller.
+///
+/// Those events complete only when the fulfiller completes the alias, or is dropped (which
+/// cancels it). So a callback that refers to the fulfiller (`lambda ev, f=fulfiller: ...`)
+/// forms a cycle that nothing but the fulfiller can account for: the fulfiller's
+/// `__traverse__` visits the callbacks still waiting, and its `__clear__` drops them
+/// (uncalled: the collector may already have cleared what they refer to) before it lets go
+/// of the alias, which is then cancelled. Only the fulfiller visits them, and only while
+/// the alias is pending; each callback waits in one [`CallbackSlot`], out of which only the
+/// notifier thread (with the GIL) or the fulfiller's `__clear__` takes it.
+pub struct AliasCallbacks {
+    /// The slots; `None` once the alias completed (or its fulfiller went): callbacks added
+    /// then are left to their events, which have completed.
+    slots: Mutex<Option<Vec<Arc<crate::notify::CallbackSlot>>>>,
+}
+
+impl AliasCallbacks {
+    fn new() -> Arc<AliasCallbacks> {
+        Arc::new(AliasCallbacks {
+            slots: Mutex::new(Some(Vec::new())),
+        })
+    }
+
+    /// Accounts for `slot` (a done-callback of one of the alias's events) while the alias is
+    /// pending; slots that have run are pruned.
+    pub fn register(&self, slot: &Arc<crate::notify::CallbackSlot>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(list) = slots.as_mut() {
+            list.retain(|s| s.is_pending());
+            list.push(Arc::clone(slot));
+        }
+    }
+
+    /// Stops accounting (the alias completed, or its fulfiller went) and hands back the
+    /// slots (the caller drops them, or the calls in them, after the lock is released).
+    fn close(&self) -> Vec<Arc<crate::notify::CallbackSlot>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default()
+    }
+
+    /// Visits the callbacks (and their events) still waiting. The locks are held only
+    /// briefly, by threads that hold the GIL; a held one is not waited for.
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(slots) = self.slots.try_lock() {
+            for slot in slots.iter().flatten() {
+                slot.traverse(visit)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -242,6 +315,27 @@ impl PyAliasFulfiller {
         let state = if self.pending() { "pending" } else { "done" };
         format!("rpjrt.AliasFulfiller({}, {state})", self.spec)
     }
+
+    /// Visits the done-callbacks still waiting on the pending alias's ready events (see
+    /// [`AliasCallbacks`]): a callback that refers back to this fulfiller is then a cycle
+    /// the collector can reclaim.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        self.callbacks.traverse(&visit)
+    }
+
+    /// Breaks such a cycle: drops the waiting callbacks uncalled, then lets go of the
+    /// alias as dropping the fulfiller does (the alias is cancelled).
+    fn __clear__(&self) {
+        let calls: Vec<_> = self
+            .callbacks
+            .close()
+            .iter()
+            .filter_map(|slot| slot.take())
+            .collect();
+        drop(calls);
+        let f = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(f);
+    }
 }
 
 /// A buffer of `dtype[shape]` completed later through the returned fulfiller
@@ -260,12 +354,14 @@ pub fn create_alias_buffer(
     let (b, f) = py
         .detach_call(|| me.inner.create_alias_buffer(t, &shape, &dev, mem.as_ref()))
         .pyerr()?;
-    let buffer = PyBuffer::wrap(py, b, &client.clone().unbind())?;
+    let callbacks = AliasCallbacks::new();
+    let buffer = PyBuffer::wrap_alias(py, b, &client.clone().unbind(), Arc::clone(&callbacks))?;
     Ok((
         buffer,
         PyAliasFulfiller {
             inner: Mutex::new(Some(f)),
             spec: crate::convert::spec_string(t, &shape),
+            callbacks,
         },
     ))
 }
