@@ -29,18 +29,12 @@ import pytest
 
 import rpjrt
 
+from .test_attack_round19_session import _collected
+
 ADD = """func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = stablehlo.add %a, %a : tensor<2xf32>
   return %0 : tensor<2xf32>
 }"""
-
-
-def _collected(ref: weakref.ref[Any]) -> bool:
-    for _ in range(3):
-        gc.collect()
-        if ref() is None:
-            return True
-    return False
 
 
 class Host(np.ndarray):
@@ -60,11 +54,27 @@ def _host(n: int = 1 << 12) -> Host:
 # 2: a Python kv store that refers back to its Client -----------------------------------
 
 
-class Worker:
+class DictStore:
+    """A key-value store in a dict."""
+
+    def __init__(self) -> None:
+        self.d: dict[str, bytes] = {}
+
+    def set(self, k: str, v: bytes) -> None:
+        self.d[k] = v
+
+    def get(self, k: str, timeout: float) -> bytes:
+        return self.d[k]
+
+    def try_get(self, k: str) -> bytes | None:
+        return self.d.get(k)
+
+
+class Worker(DictStore):
     """The store, and the owner of the client made with it."""
 
     def __init__(self, plugin: str, via: str = "client") -> None:
-        self.d: dict[str, bytes] = {}
+        super().__init__()
         client = rpjrt.Client(plugin, kv=self, process_id=0, num_processes=1)
         self.ref = weakref.ref(client)
         if via == "client":
@@ -80,15 +90,6 @@ class Worker:
             self.outs = client.compile(ADD).prepare([[np.ones(2, np.float32)]])()
         else:
             raise AssertionError(via)
-
-    def set(self, k: str, v: bytes) -> None:
-        self.d[k] = v
-
-    def get(self, k: str, timeout: float) -> bytes:
-        return self.d[k]
-
-    def try_get(self, k: str) -> bytes | None:
-        return self.d.get(k)
 
 
 @pytest.mark.parametrize("via", ["client", "device", "buffer", "executable", "outputs"])
@@ -113,20 +114,7 @@ def test_a_referenced_client_in_a_store_cycle_stays_open(plugin_path: str) -> No
 
 
 def test_close_releases_the_python_store(plugin_path: str) -> None:
-    class Store:
-        def __init__(self) -> None:
-            self.d: dict[str, bytes] = {}
-
-        def set(self, k: str, v: bytes) -> None:
-            self.d[k] = v
-
-        def get(self, k: str, timeout: float) -> bytes:
-            return self.d[k]
-
-        def try_get(self, k: str) -> bytes | None:
-            return self.d.get(k)
-
-    store = Store()
+    store = DictStore()
     ref = weakref.ref(store)
     c = rpjrt.Client(plugin_path, kv=store, process_id=0, num_processes=1)
     del store

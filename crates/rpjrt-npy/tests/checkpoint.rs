@@ -13,6 +13,8 @@ use rpjrt_npy::checkpoint;
 /// The core's test helpers: plugins, fixtures, compiling, error checks.
 #[path = "../../rpjrt/tests/common/mod.rs"]
 mod common;
+mod npy_file;
+use npy_file::npy;
 
 use common::{compile, expect_err, fixture, for_each_plugin};
 
@@ -167,21 +169,6 @@ fn session_restores_plain_npz_files() {
     for_each_plugin(|plugin, client| {
         let dir = temp_dir(&format!("np{}", plugin.version().minor));
         let path = dir.join("plain.npz");
-        let npy = |descr: &str, fortran: bool, shape: &str, data: &[u8]| -> Vec<u8> {
-            let mut h = format!(
-                "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
-                if fortran { "True" } else { "False" }
-            );
-            while (10 + h.len() + 1) % 64 != 0 {
-                h.push(' ');
-            }
-            h.push('\n');
-            let mut out = b"\x93NUMPY\x01\x00".to_vec();
-            out.extend_from_slice(&(h.len() as u16).to_le_bytes());
-            out.extend_from_slice(h.as_bytes());
-            out.extend_from_slice(data);
-            out
-        };
         let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
         let members = [
             (

@@ -20,6 +20,8 @@ use rpjrt_npy::npy::write_npy_raw;
 /// The core's test helpers: plugins, fixtures, compiling, error checks.
 #[path = "../../rpjrt/tests/common/mod.rs"]
 mod common;
+mod npy_file;
+use npy_file::npy;
 
 use common::{expect_err, for_each_plugin};
 
@@ -36,24 +38,6 @@ fn bf16_bits(values: &[f32]) -> Vec<u16> {
 
 fn typed(t: ElementType, bytes: Vec<u8>, dims: &[i64]) -> SlotValue {
     SlotValue::Host(HostArray::from_owner(Arc::new(bytes), t, dims.to_vec()))
-}
-
-/// A `.npy` member with a header dict `{'descr': descr, 'fortran_order': fortran,
-/// 'shape': shape}` written as numpy writes it, and `data`.
-fn npy(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = format!(
-        "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
-        if fortran { "True" } else { "False" }
-    );
-    while (10 + h.len() + 1) % 64 != 0 {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(h.len() as u16).to_le_bytes());
-    out.extend_from_slice(h.as_bytes());
-    out.extend_from_slice(data);
-    out
 }
 
 fn write(path: &Path, members: &[(&str, Vec<u8>)]) {
