@@ -1559,18 +1559,14 @@ fn child_exited(child: &mut std::process::Child, exited: &mut Option<Instant>) -
 /// A measured duration rounded for a message: to the millisecond from one on (to a tenth
 /// of a second from a second on), else to the microsecond.
 fn rounded(d: Duration) -> Duration {
-    let unit: u128 = if d >= Duration::from_secs(1) {
-        100_000_000
+    let unit = if d >= Duration::from_secs(1) {
+        Duration::from_millis(100)
     } else if d >= Duration::from_millis(1) {
-        1_000_000
+        Duration::from_millis(1)
     } else {
-        1_000
+        Duration::from_micros(1)
     };
-    let ns = (d.as_nanos() + unit / 2) / unit * unit;
-    Duration::new(
-        u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX),
-        (ns % 1_000_000_000) as u32,
-    )
+    rpjrt::stdio::rounded_to(d, unit)
 }
 
 /// `"; its stderr: LOG"` for a child's stderr `log`, or nothing when it wrote none.

@@ -611,16 +611,12 @@ pub use rpjrt::stdio::duration_text;
 /// A measured duration rounded for a message: to the millisecond from one on, else to
 /// the microsecond ([`duration_text`] shows a duration exactly, to the nanosecond).
 pub(crate) fn rounded(d: Duration) -> Duration {
-    let unit: u128 = if d >= Duration::from_millis(1) {
-        1_000_000
+    let unit = if d >= Duration::from_millis(1) {
+        Duration::from_millis(1)
     } else {
-        1_000
+        Duration::from_micros(1)
     };
-    let ns = (d.as_nanos() + unit / 2) / unit * unit;
-    Duration::new(
-        u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX),
-        (ns % 1_000_000_000) as u32,
-    )
+    rpjrt::stdio::rounded_to(d, unit)
 }
 
 /// `now + after`, saturating: a wait given as "forever" (`Duration::MAX`) is a wait

@@ -464,6 +464,29 @@ pub fn summarize_log(text: &str, max_lines: usize) -> String {
     )
 }
 
+/// `d` rounded to the nearest multiple of `unit` (half up), for a measured duration in a
+/// message: [`duration_text`] then shows it exactly, without the noise of the last digits.
+/// A zero `unit` leaves `d` as it is.
+///
+/// ```
+/// use std::time::Duration;
+/// use rpjrt_raw::capture::rounded_to;
+/// let ms = Duration::from_millis(1);
+/// assert_eq!(rounded_to(Duration::from_micros(1_499), ms), ms);
+/// assert_eq!(rounded_to(Duration::from_micros(1_500), ms), 2 * ms);
+/// ```
+pub fn rounded_to(d: std::time::Duration, unit: std::time::Duration) -> std::time::Duration {
+    let unit = unit.as_nanos();
+    if unit == 0 {
+        return d;
+    }
+    let ns = (d.as_nanos() + unit / 2) / unit * unit;
+    std::time::Duration::new(
+        u64::try_from(ns / 1_000_000_000).unwrap_or(u64::MAX),
+        (ns % 1_000_000_000) as u32,
+    )
+}
+
 /// A duration for a message, exactly as it is (to the nanosecond), in a short form:
 /// seconds with at least one decimal and as many more as it takes (`2.5s`, `1.96s`,
 /// `0.5s`, `0.0s` for none) for a second or more or a whole number of tenths, else
