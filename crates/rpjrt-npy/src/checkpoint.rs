@@ -66,6 +66,10 @@ pub fn save_with(
     write_members(path, &members)
 }
 
+/// The longest slot name a checkpoint saves, in bytes (a zip member's name, with `.npy`,
+/// shares a 64 KiB header with its other fields).
+pub const MAX_SLOT_NAME_BYTES: usize = 65_000;
+
 /// The `.npy` members of a checkpoint of `values`, its type table last.
 fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
     let names: Vec<&String> = values.iter().map(|(n, _)| n).collect();
@@ -82,6 +86,15 @@ fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
             "slot {name:?} cannot be saved: its name contains a NUL character, at which \
              numpy's zip reader cuts member names (it would load as {:?})",
             name.split('\0').next().unwrap_or_default()
+        )));
+    }
+    if let Some(name) = names.iter().find(|n| n.len() > MAX_SLOT_NAME_BYTES) {
+        // A zip member's name and header fields share 64 KiB; the message shows the start.
+        let start: String = name.chars().take(40).collect();
+        return Err(invalid(format!(
+            "slot {start:?}... cannot be saved: its name is {} bytes, and a checkpoint \
+             member's name holds at most {MAX_SLOT_NAME_BYTES}",
+            name.len()
         )));
     }
     let mut members = Vec::with_capacity(names.len() + 1);

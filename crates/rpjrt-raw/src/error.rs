@@ -221,6 +221,16 @@ pub enum Error {
         /// What failed, naming the process or key involved.
         message: String,
     },
+    /// A file could not be written or read for a reason of the system, not of the path
+    /// given: a full disk or quota, a permission, a read-only file system, a failing device.
+    #[error("{message}")]
+    Io {
+        /// The status code that describes the failure (`RESOURCE_EXHAUSTED` for a full
+        /// disk, `PERMISSION_DENIED`, `DATA_LOSS` for a device error, ...).
+        code: Code,
+        /// What failed, naming the file, with the system's reason.
+        message: String,
+    },
     /// A host allocation sized by the request could not be made (or its size overflows):
     /// the request needs more memory than there is, as numpy's `MemoryError`.
     #[error("out of memory: {0}")]
@@ -267,6 +277,23 @@ fn closed_message(what: &str) -> String {
 }
 
 impl Error {
+    /// The error of a failed file operation: `message` (which names the file) and the
+    /// system's error `e`. A failure of the system (a full disk, a permission, a device) is
+    /// [`Error::Io`] with the code that describes it; one of the path itself (a symbolic
+    /// link loop, a folder where a file goes) stays [`Error::InvalidArgument`].
+    pub fn io(message: impl std::fmt::Display, e: &std::io::Error) -> Error {
+        let code = match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => Code::ResourceExhausted,
+            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Code::PermissionDenied,
+            Some(libc::EIO) => Code::DataLoss,
+            _ => return Error::invalid(format!("{message}: {e}")),
+        };
+        Error::Io {
+            code,
+            message: format!("{message}: {e}"),
+        }
+    }
+
     /// The PJRT status code that best describes this error.
     pub fn code(&self) -> Code {
         match self {
@@ -275,7 +302,7 @@ impl Error {
             Error::Unsupported { .. } => Code::Unimplemented,
             Error::StructSize { .. } | Error::InvalidArgument(_) => Code::InvalidArgument,
             Error::Closed(_) | Error::Deleted(_) => Code::FailedPrecondition,
-            Error::Store { code, .. } => *code,
+            Error::Store { code, .. } | Error::Io { code, .. } => *code,
             Error::ResourceExhausted(_) => Code::ResourceExhausted,
             Error::OutOfMemory { error, .. } => error.code(),
         }
@@ -306,7 +333,8 @@ impl Error {
         let text = self.to_string();
         // rpjrt's refusal of runaway custom-call nesting is RESOURCE_EXHAUSTED too, but a
         // limit of depth, not of memory.
-        if crate::ffi::is_nesting_refusal(&text) {
+        // Nor is an error whose words the program chose (a failed alias, an error buffer).
+        if crate::ffi::is_nesting_refusal(&text) || crate::oom::is_chosen_error(&text) {
             return false;
         }
         if self.code() == Code::ResourceExhausted {

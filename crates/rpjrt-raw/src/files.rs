@@ -220,10 +220,14 @@ pub fn write_regular_file(
         .create_new(true)
         .open(&tmp)
         .map_err(|e| {
-            fail(&format!(
-                "cannot create the temporary file {} ({e})",
-                tmp.display()
-            ))
+            Error::io(
+                format_args!(
+                    "{}: cannot create the temporary file {}",
+                    given.display(),
+                    tmp.display()
+                ),
+                &e,
+            )
         })?;
     // The file replaced keeps its mode: the new one would otherwise get the default.
     let keep_mode = std::fs::metadata(path).ok().map(|m| m.permissions());
@@ -233,7 +237,7 @@ pub fn write_regular_file(
         .and_then(|()| std::fs::rename(&tmp, path));
     if let Err(e) = result {
         let _ = std::fs::remove_file(&tmp);
-        return Err(fail(&e));
+        return Err(Error::io(given.display(), &e));
     }
     // Temporaries of earlier writers of this file that were killed mid-write: named as
     // above, the whole name or (a long one) its first `keep` bytes.

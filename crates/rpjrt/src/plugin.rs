@@ -90,16 +90,65 @@ pub(crate) struct PluginInner {
     file: Option<std::fs::File>,
     /// [`Plugin::build`], computed at first need.
     build: OnceLock<String>,
-    /// [`Plugin::xla_flags`], taken as the plugin's first client is created.
-    xla_flags: OnceLock<Vec<Vec<u8>>>,
+    /// [`Plugin::xla_flags`], settled as the plugin's first client is created.
+    xla_flags: OnceLock<XlaFlags>,
+    /// The flags as they were at the first attempt to create a client, which the plugin
+    /// may have read even if that attempt failed.
+    xla_flags_first_attempt: Mutex<Option<XlaFlags>>,
+}
+
+/// The `XLA_FLAGS` a plugin's compiler runs with, as the compile cache sees them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum XlaFlags {
+    /// Known: the parts of the cache key (none when unset).
+    Known(Vec<Vec<u8>>),
+    /// Not known for sure, and why: nothing is cached or served from the cache then.
+    Unknown(String),
+}
+
+impl XlaFlags {
+    /// The flags in the environment now: the value and, when it names a file (it does not
+    /// start with `-`, as XLA reads it), a digest of the file's contents. A file that is not
+    /// regular (a pipe such as `<(...)` or `/dev/stdin`: reading it would take what the
+    /// plugin reads) or cannot be read makes them unknown.
+    fn now() -> XlaFlags {
+        let Some(v) = std::env::var_os("XLA_FLAGS").filter(|v| !v.is_empty()) else {
+            return XlaFlags::Known(Vec::new());
+        };
+        let mut parts = vec![b"XLA_FLAGS".to_vec(), v.as_encoded_bytes().to_vec()];
+        if !v.as_encoded_bytes().trim_ascii_start().starts_with(b"-") {
+            let path = Path::new(&v);
+            let digest = match std::fs::metadata(path) {
+                Ok(m) if !m.is_file() => {
+                    Err("it is not a regular file (a pipe, device or folder), and \
+                     reading it would take what the plugin reads"
+                        .to_string())
+                }
+                Ok(_) => raw::files::open_for_reading(path)
+                    .and_then(|(mut f, _)| {
+                        let mut h = Sha256::new();
+                        std::io::copy(&mut f, &mut h).map(|_| h.finalize().to_vec())
+                    })
+                    .map_err(|e| format!("it cannot be read ({e})")),
+                Err(e) => Err(format!("it cannot be read ({e})")),
+            };
+            match digest {
+                Ok(d) => parts.extend([b"XLA_FLAGS file sha256".to_vec(), d]),
+                Err(why) => {
+                    return XlaFlags::Unknown(format!(
+                        "XLA_FLAGS names the file {}, whose flags rpjrt cannot know: {why}",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        XlaFlags::Known(parts)
+    }
 }
 
 /// What a build fingerprint hashes before the library's bytes (so that no fingerprint of
 /// the whole file equals one of the earlier rpjrt's, which hashed its two ends only).
 const BUILD_DOMAIN: &[u8] = b"rpjrt plugin build v2\0";
-
-/// The largest `XLA_FLAGS` file (or build memo) read: a larger one counts as unreadable.
-const SMALL_FILE_MAX: u64 = 1 << 20;
 
 /// Lower-case hex digits of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -294,6 +343,7 @@ impl Plugin {
                 file,
                 build: OnceLock::new(),
                 xla_flags: OnceLock::new(),
+                xla_flags_first_attempt: Mutex::new(None),
             }),
         };
         loaded.push(plugin.clone());
@@ -361,24 +411,44 @@ impl Plugin {
         })
     }
 
-    /// The `XLA_FLAGS` the plugin's compiler runs with, as parts for the compile-cache key:
-    /// none, or the value and, when it names a file (it does not start with `-`), the file's
-    /// contents or an `unreadable` marker. XLA reads them once per library, as its first
-    /// client is created: so does [`Client::new`](crate::Client::new), by calling this.
-    pub(crate) fn xla_flags(&self) -> &[Vec<u8>] {
+    /// The `XLA_FLAGS` the plugin's compiler runs with (see [`XlaFlags::now`]), for the
+    /// compile-cache key. XLA reads them once per library, at its first client's creation:
+    /// [`Plugin::client_attempt`] and [`Plugin::client_created`] settle them then. Before any
+    /// client, what the environment holds now.
+    pub(crate) fn xla_flags(&self) -> XlaFlags {
+        self.inner
+            .xla_flags
+            .get()
+            .cloned()
+            .unwrap_or_else(XlaFlags::now)
+    }
+
+    /// Notes an attempt to create a client: the flags now, which the caller gives to
+    /// [`Plugin::client_created`] if the creation succeeds.
+    pub(crate) fn client_attempt(&self) -> XlaFlags {
+        let now = XlaFlags::now();
+        let mut first =
+            (self.inner.xla_flags_first_attempt.lock()).unwrap_or_else(|p| p.into_inner());
+        first.get_or_insert_with(|| now.clone());
+        now
+    }
+
+    /// Settles the flags once a client was created with `flags` in force (from
+    /// [`Plugin::client_attempt`]). When the first attempt, which failed, saw others, the
+    /// plugin may have read either: they are unknown.
+    pub(crate) fn client_created(&self, flags: XlaFlags) {
         self.inner.xla_flags.get_or_init(|| {
-            let Some(v) = std::env::var_os("XLA_FLAGS").filter(|v| !v.is_empty()) else {
-                return Vec::new();
-            };
-            let mut parts = vec![b"XLA_FLAGS".to_vec(), v.as_encoded_bytes().to_vec()];
-            if !v.as_encoded_bytes().trim_ascii_start().starts_with(b"-") {
-                match raw::files::read_small(Path::new(&v), SMALL_FILE_MAX) {
-                    Some(text) => parts.extend([b"XLA_FLAGS file".to_vec(), text]),
-                    None => parts.push(b"XLA_FLAGS file: unreadable".to_vec()),
-                }
+            let first =
+                (self.inner.xla_flags_first_attempt.lock()).unwrap_or_else(|p| p.into_inner());
+            match first.as_ref() {
+                Some(f) if *f != flags => XlaFlags::Unknown(
+                    "XLA_FLAGS changed after a failed client creation, and which the plugin \
+                     read is not known"
+                        .into(),
+                ),
+                _ => flags,
             }
-            parts
-        })
+        });
     }
 
     /// The PJRT C API version the plugin implements.

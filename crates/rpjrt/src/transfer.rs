@@ -165,6 +165,7 @@ impl Client {
     ) -> Result<Buffer> {
         self.check_put_target(element_type, dims, device, memory)?;
         let mem = target_memory(device, memory)?;
+        crate::oom::note_chosen_error(message);
         let raw = create_error_buffer(
             self.core().raw(),
             code_number(code),
@@ -555,7 +556,8 @@ impl Buffer {
 /// unfulfilled, it completes the alias with a `CANCELLED` error so nothing waits forever.
 pub struct AliasFulfiller {
     client: Client,
-    cb: Option<crate::raw::transfer::AliasCallback>,
+    /// The plugin's completion, shared with [`PENDING_ALIASES`] while pending.
+    slot: Arc<AliasSlot>,
     element_type: ElementType,
     dims: Vec<i64>,
     device: Device,
@@ -566,14 +568,54 @@ pub struct AliasFulfiller {
     alias_buffer: Buffer,
 }
 
-/// The addresses of alias buffers whose fulfiller is pending. One of them as the target of
-/// a fulfill (itself, or another pending alias) would make the alias wait for a buffer that
-/// waits in turn: the plugins accept it, and every execution queued on it never ends.
-static PENDING_ALIASES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+/// An alias's completion: taken out once, by whichever of its fulfiller (fulfill, fail,
+/// drop) and the alias's deletion comes first.
+struct AliasSlot {
+    cb: std::sync::Mutex<Option<crate::raw::transfer::AliasCallback>>,
+}
+
+impl AliasSlot {
+    fn take(&self) -> Option<crate::raw::transfer::AliasCallback> {
+        self.cb.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// The alias buffers whose fulfiller is pending, by address, with their completions and
+/// clients. One of them as the target of a fulfill (itself, or another pending alias)
+/// would make the alias wait for a buffer that waits in turn: the plugins accept it, and
+/// every execution queued on it never ends. Deleting one fails it (see [`alias_deleted`]).
+#[allow(clippy::type_complexity)]
+static PENDING_ALIASES: std::sync::Mutex<Vec<(usize, Arc<AliasSlot>, Client)>> =
+    std::sync::Mutex::new(Vec::new());
 
 fn alias_settled(alias: usize) {
     let mut pending = PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-    pending.retain(|&a| a != alias);
+    pending.retain(|(a, _, _)| *a != alias);
+}
+
+/// Fails the pending alias buffer at `alias` (a buffer's address), if it is one, as
+/// [`Buffer::delete`] deletes it: no fulfill can complete it any more (the fulfiller
+/// refuses a deleted alias), and what waits on it would otherwise wait until the fulfiller
+/// is dropped.
+pub(crate) fn alias_deleted(alias: usize) {
+    let found = {
+        let mut pending = PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
+        match pending.iter().position(|(a, _, _)| *a == alias) {
+            Some(i) => pending.swap_remove(i),
+            None => return,
+        }
+    };
+    // No lock of ours is held: failing the alias runs its waiters' callbacks.
+    let (_, slot, client) = found;
+    if let Some(cb) = slot.take() {
+        let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
+            client.core().raw(),
+            cb,
+            None,
+            1,
+            "the alias buffer was deleted before it was fulfilled",
+        );
+    }
 }
 
 impl std::fmt::Debug for AliasFulfiller {
@@ -581,7 +623,15 @@ impl std::fmt::Debug for AliasFulfiller {
         f.debug_struct("AliasFulfiller")
             .field("element_type", &self.element_type)
             .field("dims", &self.dims)
-            .field("pending", &self.cb.is_some())
+            .field(
+                "pending",
+                &self
+                    .slot
+                    .cb
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_some(),
+            )
             .finish()
     }
 }
@@ -606,14 +656,19 @@ impl AliasFulfiller {
     /// does), so `target` is marked deleted: later use is [`Error::Deleted`] instead of the
     /// plugin's "deleted or donated" complaint. A target with live host views or external
     /// references is refused, since its memory may not move while they exist.
-    pub fn fulfill(mut self, target: &Buffer) -> Result<()> {
+    pub fn fulfill(self, target: &Buffer) -> Result<()> {
         self.check(target)?;
         target
             .raw()
             .reserve_donation()
             .map_err(|e| target.state_error(e, "moved into an alias"))?;
-        let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
         alias_settled(self.alias);
+        let Some(cb) = self.slot.take() else {
+            target.raw().cancel_donation();
+            return Err(Error::Deleted(
+                "the alias buffer was deleted, which failed it: nothing can fulfill it".into(),
+            ));
+        };
         let r = crate::raw::transfer::fulfill_alias_buffer(
             self.client.core().raw(),
             cb,
@@ -628,11 +683,15 @@ impl AliasFulfiller {
     }
 
     /// Completes the alias with an error: waiting on it or using it reports `code`/`message`.
-    pub fn fail(mut self, code: Code, message: &str) -> Result<()> {
+    pub fn fail(self, code: Code, message: &str) -> Result<()> {
         // After `Client::close` the alias is failed on drop, with its own message.
         self.client.core().check("alias buffer")?;
-        let cb = self.cb.take().expect("an AliasFulfiller is consumed once");
         alias_settled(self.alias);
+        let Some(cb) = self.slot.take() else {
+            // Its deletion failed it already.
+            return Ok(());
+        };
+        crate::oom::note_chosen_error(message);
         match crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
             self.client.core().raw(),
             cb,
@@ -667,7 +726,10 @@ impl AliasFulfiller {
                 "an alias buffer cannot be fulfilled with itself",
             ));
         }
-        if (PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner())).contains(&at) {
+        let pending = PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
+        let target_pending = pending.iter().any(|(a, _, _)| *a == at);
+        drop(pending);
+        if target_pending {
             return Err(Error::invalid(
                 "the target is an alias buffer that is not fulfilled yet: the two would wait \
                  for each other (fulfill the target first)",
@@ -716,8 +778,8 @@ impl AliasFulfiller {
 
 impl Drop for AliasFulfiller {
     fn drop(&mut self) {
-        if let Some(cb) = self.cb.take() {
-            alias_settled(self.alias);
+        alias_settled(self.alias);
+        if let Some(cb) = self.slot.take() {
             // Also after `Client::close`, which only marks the client: the plugin's client
             // lives on while this alias does, and a thread may be waiting on it.
             let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
@@ -761,16 +823,19 @@ impl Client {
             BufferMeta::new(self.core(), element_type, dims),
         )?;
         let alias = raw.handle_id();
+        let slot = Arc::new(AliasSlot {
+            cb: std::sync::Mutex::new(Some(cb)),
+        });
         PENDING_ALIASES
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(alias);
+            .push((alias, Arc::clone(&slot), self.clone()));
         let buffer = Buffer::from_raw(raw);
         Ok((
             buffer.clone(),
             AliasFulfiller {
                 client: self.clone(),
-                cb: Some(cb),
+                slot,
                 element_type,
                 dims: dims.to_vec(),
                 device: device.clone(),

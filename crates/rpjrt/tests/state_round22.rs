@@ -75,6 +75,13 @@ fn child_main() {
     };
     let plugin = rpjrt::Plugin::load(std::env::var("RPJRT_R22_PLUGIN").unwrap()).unwrap();
     let dir = std::env::var("RPJRT_R22_DIR").unwrap();
+    if let Ok(flags) = std::env::var("RPJRT_R22_FAIL_FIRST") {
+        // A first client the plugin refuses (an option name it does not know), then the
+        // flags set, then the client that works.
+        let refused = ClientOptions::new().set("rpjrt_r23_no_such_option", 1i64);
+        assert!(Client::new(&plugin, &refused).is_err());
+        std::env::set_var("XLA_FLAGS", flags);
+    }
     let client = Client::new(&plugin, &ClientOptions::new().cache_dir(&dir)).unwrap();
     match std::env::var("RPJRT_R22_AFTER").as_deref() {
         Ok("remove") => std::env::remove_var("XLA_FLAGS"),
@@ -96,6 +103,12 @@ fn child_main() {
         .unwrap();
     let out = exe.execute(&[&x]).unwrap()[0].to_vec_of::<f32>().unwrap();
     let s = client.cache().unwrap().stats();
+    let warned = client
+        .cache()
+        .unwrap()
+        .take_warnings()
+        .iter()
+        .any(|w| w.contains("XLA_FLAGS"));
     // The key of the entry this compile used, and the key without flags.
     let ids: Vec<i64> = client
         .devices()
@@ -117,7 +130,7 @@ fn child_main() {
         &[b"XLA_FLAGS", fast_inline().as_bytes()],
     );
     println!(
-        "R22 nans={} hits={} misses={} plain_key={} inline_key={} stored={}",
+        "R22 nans={} hits={} misses={} plain_key={} inline_key={} warned={warned} stored={}",
         out.iter().filter(|v| v.is_nan()).count(),
         s.hits,
         s.misses,
@@ -130,6 +143,17 @@ fn child_main() {
 /// Runs `child_main` in a child process with `mode`, the plugin at `plugin`, the cache
 /// `dir` and `env`; returns its `R22 ` line.
 fn child(plugin: &Path, dir: &Path, mode: &str, env: &[(&str, &str)]) -> String {
+    child_fed(plugin, dir, mode, env, None)
+}
+
+/// [`child`], with `stdin` (when given) written to the child's standard input, a pipe.
+fn child_fed(
+    plugin: &Path,
+    dir: &Path,
+    mode: &str,
+    env: &[(&str, &str)],
+    stdin: Option<&str>,
+) -> String {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args(["child_main", "--exact", "--nocapture", "--test-threads=1"])
         .env("RPJRT_R22_CHILD", mode)
@@ -137,11 +161,29 @@ fn child(plugin: &Path, dir: &Path, mode: &str, env: &[(&str, &str)]) -> String 
         .env("RPJRT_R22_DIR", dir)
         .env_remove("XLA_FLAGS")
         .env_remove("RPJRT_R22_AFTER")
+        .env_remove("RPJRT_R22_FAIL_FIRST")
         .env_remove("RPJRT_CACHE_DIR");
     for (k, v) in env {
         c.env(k, v);
     }
-    let out = c.output().unwrap();
+    let out = match stdin {
+        None => c.output().unwrap(),
+        Some(text) => {
+            let mut running = c
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            running
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+            running.wait_with_output().unwrap()
+        }
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -639,4 +681,88 @@ fn cache_info_reads_the_header_first() {
     assert!(read < 1 << 20, "read {read} bytes of a 4 GiB entry");
     assert!(info.error.is_some(), "{info:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Round 23: flags rpjrt cannot read without taking them from the plugin (a pipe, as
+/// `XLA_FLAGS=/dev/stdin` or bash's `<(...)` give) turn the cache off in that process, with
+/// a warning naming `XLA_FLAGS`. They were keyed by a fixed marker, so a later process
+/// without flags was served the fast-math build stored under it.
+#[test]
+fn flags_from_a_pipe_turn_the_cache_off() {
+    for which in Which::BOTH {
+        let cache = temp_dir(&format!("pipe-{which:?}"));
+        let p = plugin_path(which);
+        for _ in 0..2 {
+            let piped = child_fed(
+                &p,
+                &cache,
+                "probe",
+                &[("XLA_FLAGS", "/dev/stdin")],
+                Some(FAST),
+            );
+            assert!(
+                piped.contains("hits=0 misses=1 ") && piped.ends_with("warned=true stored=false"),
+                "{which:?}: flags read from a pipe cannot be keyed: {piped}"
+            );
+        }
+        let clean = child(&p, &cache, "probe", &[]);
+        assert!(
+            clean.starts_with("nans=2 hits=0 misses=1 "),
+            "{which:?}: a process without flags must not get the fast-math build: {clean}"
+        );
+        let _ = std::fs::remove_dir_all(&cache);
+    }
+}
+
+/// Round 23: a flags file of any size is keyed by its contents (one over 1 MiB was keyed
+/// by the same marker as an unreadable one, whatever it said).
+#[test]
+fn a_large_flags_file_is_keyed_by_its_contents() {
+    let dir = temp_dir("bigflags");
+    let (cache, flags) = (dir.join("cache"), dir.join("xla.flags"));
+    let padding = " ".repeat(3 << 20);
+    let probe = |contents: String| {
+        std::fs::write(&flags, contents).unwrap();
+        child(
+            &plugin_path(Which::New),
+            &cache,
+            "probe",
+            &[("XLA_FLAGS", flags.to_str().unwrap())],
+        )
+    };
+    let fast = probe(format!("{FAST}{padding}"));
+    assert!(
+        fast.starts_with("nans=0 hits=0 misses=1 ") && fast.ends_with("stored=true"),
+        "{fast}"
+    );
+    let plain = probe(format!("{padding}\n{}", " ".repeat(FAST.len() - 1)));
+    assert!(
+        plain.starts_with("nans=2 hits=0 misses=1 "),
+        "another large file must be another key: {plain}"
+    );
+    let again = probe(format!("{FAST}{padding}"));
+    assert!(again.starts_with("nans=0 hits=1 misses=0 "), "{again}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Round 23: the flags are settled by the first client the plugin creates, not by an
+/// attempt it refused. Flags set between a refused attempt and the first client are what
+/// XLA reads; the cache does not know which, so it stays off in that process (it keyed the
+/// build by the refused attempt's flags, and a later process without flags got it).
+#[test]
+fn flags_changed_after_a_refused_client_turn_the_cache_off() {
+    let cache = temp_dir("refused-first");
+    let p = plugin_path(Which::New);
+    let fast = fast_inline();
+    let after = child(&p, &cache, "probe", &[("RPJRT_R22_FAIL_FIRST", &fast)]);
+    assert!(
+        after.contains("hits=0 misses=1 ") && after.ends_with("warned=true stored=false"),
+        "{after}"
+    );
+    let clean = child(&p, &cache, "probe", &[]);
+    assert!(
+        clean.starts_with("nans=2 hits=0 misses=1 "),
+        "a process without flags must not get the fast-math build: {clean}"
+    );
+    let _ = std::fs::remove_dir_all(&cache);
 }

@@ -245,6 +245,12 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         (stats.hits > 0, stats.writes > 0)
     });
     let cache_dir = cache.as_ref().map(|c| c.dir().to_path_buf());
+    // What the cache had to say (why it did not store the executable, an entry it could
+    // not read ...): on stderr, and in `--json` as `cache_warnings`.
+    let cache_warnings = cache
+        .as_ref()
+        .map(|c| c.take_warnings())
+        .unwrap_or_default();
     // An executable from a cache hit is serialized from its entry, read again: another
     // process (`rpjrt cache clear`, an eviction) may have removed it since the hit. The
     // verb's only job is the artifact, so it compiles the program again rather than fail.
@@ -296,6 +302,7 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         crate::common::set_path_json(&mut doc, "artifact", &a.output);
         if let Some(d) = &cache_dir {
             crate::common::set_path_json(&mut doc, "cache_dir", d);
+            doc["cache_warnings"] = json!(cache_warnings);
         }
         if let Some((_, why)) = &recompiled {
             doc["cache_entry_lost"] = json!(why);
@@ -356,6 +363,9 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
             bytes.len(),
             crate::common::printable(&target.to_string())
         ));
+        for w in &cache_warnings {
+            crate::errln!("rpjrt: warning: {}", crate::common::printable_lines(w));
+        }
         for (k, v) in &described {
             match v {
                 Ok(list) => say(format!(

@@ -261,7 +261,10 @@ impl Buffer {
     pub fn delete(&self) -> Result<()> {
         self.core().check("buffer")?;
         match self.raw.delete()? {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                crate::transfer::alias_deleted(self.raw.handle_id());
+                Ok(())
+            }
             Err(e) => Err(self.state_error(e, "deleted")),
         }
     }

@@ -218,10 +218,10 @@ impl EntryBytes {
 }
 
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::invalid(format!(
-        "compile cache: cannot {what} {}: {e}",
-        path.display()
-    ))
+    Error::io(
+        format_args!("compile cache: cannot {what} {}", path.display()),
+        &e,
+    )
 }
 
 impl Cache {
@@ -239,8 +239,14 @@ impl Cache {
         // Something that exists and is no directory (a file, /dev/null) is named as such,
         // not by create_dir_all's "File exists".
         if let Err(e) = fs::create_dir_all(&dir) {
-            if !dir.exists() {
-                return Err(io_err("create the directory", &dir, e));
+            // What is there, if anything, says more than "File exists": a symbolic link
+            // loop or a dangling link is named by the error of following it.
+            match fs::metadata(&dir) {
+                Ok(_) => {}
+                Err(m) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(io_err("use the directory", &dir, m))
+                }
+                Err(_) => return Err(io_err("create the directory", &dir, e)),
             }
         }
         if !dir.is_dir() {
@@ -355,7 +361,11 @@ impl Cache {
         }
         // XLA's flags (fast math, NaN handling): a program compiled under other flags is
         // another executable. Keys made without flags stay as they were.
-        plugin.xla_flags().iter().for_each(|p| part(p));
+        match plugin.xla_flags() {
+            crate::plugin::XlaFlags::Known(parts) => parts.iter().for_each(|p| part(p)),
+            // `compile` neither reads nor writes an entry then; no key of known flags is this.
+            crate::plugin::XlaFlags::Unknown(_) => part(b"XLA_FLAGS: unknown"),
+        }
         crate::plugin::hex(&h.finalize())
     }
 
@@ -382,7 +392,23 @@ impl Cache {
         let target = ArtifactTarget::of_client(client)?;
         let key = Cache::key(program, &encoded, &target, client.plugin());
         let path = self.entry_path(&key);
-        if let Some(exe) = self.try_load(client, &key, &path, &target, started)? {
+        // Under compiler flags it cannot know, the cache is neither read nor written: an
+        // entry could hold another compilation than the plugin would make now.
+        let flags_known = match client.plugin().xla_flags() {
+            crate::plugin::XlaFlags::Known(_) => true,
+            crate::plugin::XlaFlags::Unknown(why) => {
+                self.warn(
+                    "xla-flags",
+                    format!("compile cache: not used: {why}; compiling without it"),
+                );
+                false
+            }
+        };
+        let hit = match flags_known {
+            true => self.try_load(client, &key, &path, &target, started)?,
+            false => None,
+        };
+        if let Some(exe) = hit {
             // The entry holds this program's executable (its key says so).
             exe.note_source(program);
             return Ok(exe);
@@ -406,6 +432,9 @@ impl Cache {
             ),
             (KEY_FIELD.to_string(), key.clone()),
         ];
+        if !flags_known {
+            return Ok(exe);
+        }
         match exe.to_artifact(extra) {
             Ok(artifact) => {
                 if let Err(e) = self.write_entry(&path, &artifact.encode()) {

@@ -83,6 +83,31 @@ struct ReadyState {
     cv: Condvar,
 }
 
+/// The completion states of a client's events that asynchronous waiters use, which
+/// [`Client::close`](crate::Client::close) completes with its error (weakly held: an event
+/// dropped, or completed, is let go as the list grows).
+#[derive(Default)]
+pub(crate) struct Waited(Mutex<Vec<std::sync::Weak<ReadyState>>>);
+
+impl Waited {
+    fn add(&self, state: &Arc<ReadyState>) {
+        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if list.len() == list.capacity() {
+            // Amortised: the live, pending ones are kept before the list grows.
+            list.retain(|w| w.upgrade().is_some_and(|s| s.poll(None).is_none()));
+        }
+        list.push(Arc::downgrade(state));
+    }
+
+    /// Completes every pending one with `error()`.
+    pub(crate) fn close_all(&self, error: impl Fn() -> Error) {
+        let list = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        for state in list.iter().filter_map(|w| w.upgrade()) {
+            state.complete(Err(error()));
+        }
+    }
+}
+
 /// A function run once an event completes, with its result.
 type DoneCallback = Box<dyn FnOnce(Result<()>) + Send>;
 
@@ -106,11 +131,15 @@ impl ReadyState {
         None
     }
 
-    /// Called once, from the plugin's callback: never blocks for long (a short lock); the
-    /// done callbacks run after the lock is released.
+    /// Called from the plugin's callback, or by [`Client::close`](crate::Client::close):
+    /// the first result stays. Never blocks for long (a short lock); the done callbacks run
+    /// after the lock is released.
     fn complete(&self, result: Result<()>) {
         let (waker, callbacks) = {
             let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            if g.result.is_some() {
+                return;
+            }
             g.result = Some(result.clone());
             (g.waker.take(), std::mem::take(&mut g.callbacks))
         };
@@ -235,6 +264,9 @@ impl Event {
             ));
         }
         let error = result.err().map(|e| (e.code(), e.to_string()));
+        if let Some((_, m)) = &error {
+            crate::oom::note_chosen_error(m);
+        }
         let r = self
             .raw
             .set(error.as_ref().map(|(c, m)| (c.number(), m.as_str())));
@@ -331,9 +363,14 @@ impl Event {
             Arc::new(ReadyState::default())
         });
         if fresh {
+            self.core.waited_events.add(state);
             let target = Arc::clone(state);
             if let Err(e) = self.raw.on_ready(Box::new(move |r| target.complete(r))) {
                 // The callback will never run: record the failure for every waiter.
+                state.complete(Err(e));
+            }
+            // Closed since the check above, perhaps before the state was listed.
+            if let Err(e) = self.core.check("event") {
                 state.complete(Err(e));
             }
         }

@@ -65,6 +65,9 @@ pub(crate) struct ClientCore {
     pub(in crate::client) cache: std::sync::RwLock<Option<crate::client::cache::Cache>>,
     /// The create options that bound device memory (`oom::MEMORY_OPTIONS`), as text.
     memory_options: Vec<(String, String)>,
+    /// Events with asynchronous waiters (`.await`, done callbacks, timed waits), which
+    /// `close` ends: nothing else would wake them while what they wait for never comes.
+    pub(in crate::client) waited_events: crate::client::event::Waited,
 }
 
 impl ClientCore {
@@ -273,10 +276,11 @@ impl Client {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
         let _span = crate::trace::span(crate::trace::Category::Load, "client_create");
-        plugin.xla_flags(); // XLA reads them as its first client is created: so are they.
+        // XLA reads its flags as its first client is created: so does the cache's key.
+        let flags = plugin.client_attempt();
         let rc = raw::client::Client::create(plugin.inner.api, &to_named(options))
             .map_err(|e| explain_option_type(e, options))?;
-        Client::finish_create(plugin, rc, cache, options)
+        Client::finish_create(plugin, rc, cache, options, flags)
     }
 
     /// Creates a client that is one process of a multi-process job: the plugin gets the
@@ -297,7 +301,7 @@ impl Client {
     ) -> Result<Client> {
         check_known_options(options)?;
         let cache = crate::client::cache::Cache::for_client(options)?;
-        plugin.xla_flags(); // As in `Client::new`.
+        let flags = plugin.client_attempt(); // As in `Client::new`.
         let api = plugin.inner.api;
         let kv = Arc::new(crate::raw::kv::KvUserData::new(Arc::new(
             crate::kv::Backend(Arc::clone(&dist.store)),
@@ -323,7 +327,7 @@ impl Client {
                 o = o.set(*k, *v);
             }
             match raw::client::Client::create_with_kv(api, &to_named(&o), &kv) {
-                Ok(rc) => return Client::finish_create(plugin, rc, cache, &o),
+                Ok(rc) => return Client::finish_create(plugin, rc, cache, &o, flags),
                 Err(e) if refuses_option_name(&e, extra) => last = Some(e),
                 Err(e) => return Err(explain_option_type(e, &o)),
             }
@@ -336,7 +340,9 @@ impl Client {
         rc: raw::client::Client,
         cache: Option<crate::client::cache::Cache>,
         options: &ClientOptions,
+        flags: crate::plugin::XlaFlags,
     ) -> Result<Client> {
+        plugin.client_created(flags);
         crate::client::event::wait_spin_from_env()?;
         let api = plugin.inner.api;
         let rc = Arc::new(rc);
@@ -383,6 +389,7 @@ impl Client {
             process_index: rc.process_index()?,
             raw: rc,
             closed: AtomicBool::new(false),
+            waited_events: Default::default(),
             devices,
             addressable,
             memories,
@@ -494,8 +501,13 @@ impl Client {
 
     /// Marks the client closed: it and every object made from it refuse further use with a
     /// clear error. The C client is destroyed once the last such object is dropped.
+    ///
+    /// Waits still pending end with that error too: blocking ones (which look at the mark
+    /// as they wait) and asynchronous ones (`.await` of an event, its done callbacks), which
+    /// are woken here.
     pub fn close(&self) -> Result<()> {
         self.core.closed.store(true, Ordering::Release);
+        self.core.waited_events.close_all(|| Error::Closed("event"));
         Ok(())
     }
 
