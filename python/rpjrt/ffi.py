@@ -224,6 +224,9 @@ def register(
         raise TypeError(
             f"instantiate must be a callable taking an FfiCall, not {type(instantiate).__name__}"
         )
+    _refuse_asynchronous(handler, "handler")
+    if instantiate is not None:
+        _refuse_asynchronous(instantiate, "instantiate function")
     if _is_native(handler):
         if instantiate is not None:
             raise TypeError(
@@ -242,6 +245,31 @@ def register(
             f"not {type(handler).__name__}"
         )
     return Registration(*r)
+
+
+def _refuse_asynchronous(fn: object, role: str) -> None:
+    """Refuses an ``async def``, generator or async generator function (or a callable
+    object whose ``__call__`` is one): the plugin calls handlers synchronously on its own
+    thread and uses what they return at once, so a coroutine or generator in place of the
+    result could only fail every execution with a message about the wrong thing."""
+    import functools
+    import inspect
+
+    plain = inspect.isfunction(fn) or inspect.ismethod(fn)
+    call = fn if plain else getattr(type(fn), "__call__", None)
+    target = fn if isinstance(fn, functools.partial) else call
+    kinds = (
+        (inspect.iscoroutinefunction, "an async def function"),
+        (inspect.isasyncgenfunction, "an async generator function"),
+        (inspect.isgeneratorfunction, "a generator function"),
+    )
+    for test, what in kinds:
+        if target is not None and test(target):
+            raise TypeError(
+                f"the FFI {role} is {what}: the plugin calls it synchronously on its own "
+                "thread and needs the result when it returns; write a plain function "
+                "(run asynchronous work before the call, or block on it inside)"
+            )
 
 
 def handler(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Union
@@ -134,14 +135,23 @@ class Slot:
                 f"slot {self.name!r} is declared {_spec_text(self.spec)}, but {what} is {_spec_text(got)}"
             )
 
-    def _conform(self, value: object, what: str) -> object:
+    def _conform(
+        self, value: object, what: str, put: Callable[[object], Buffer] | None = None
+    ) -> object:
         """``value`` checked against the spec; Python numbers and lists are made arrays of
-        the spec's dtype first."""
+        the spec's dtype first. With ``put``, an array-like that is neither a numpy array
+        nor a Buffer is put by it and the Buffer returned, its dtype and shape checked too:
+        what a put reads (``__array__``, ``__dlpack__``) need not be what the object's
+        ``dtype`` and ``shape`` attributes say."""
         if self.spec is None:
             return value
         if hasattr(value, "dtype") and hasattr(value, "shape"):
             v: Any = value
             self._check(v.dtype, v.shape, what)
+            if put is not None and not (isinstance(value, Buffer) or _is_numpy_array(value)):
+                b = put(value)
+                self._check(b.dtype, b.shape, what)
+                return b
             return value
         from ._host import as_numpy
 
@@ -150,6 +160,13 @@ class Slot:
         arr, _ = as_numpy(value, self.spec[0])
         self._check(self.spec[0], arr.shape, what)
         return arr
+
+
+def _is_numpy_array(value: object) -> bool:
+    """Whether ``value`` is a numpy array or scalar (whose attributes are its data's);
+    without numpy imported, nothing is."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, (np.ndarray, np.generic))
 
 
 #: A slot: its name, or a :class:`Slot`.
@@ -294,7 +311,7 @@ class Session:
             what = f"the output {_name(key)!r} fed back to it"
             for decl in (key, dest):
                 if isinstance(decl, Slot):
-                    value = decl._conform(value, what)
+                    value = decl._conform(value, what, self._put)
             dtype, shape = known[name]
             if shape is not None and hasattr(value, "dtype") and hasattr(value, "shape"):
                 Slot(name, (dtype, shape))._check(getattr(value, "dtype"), getattr(value, "shape"), what)
@@ -352,8 +369,12 @@ class Session:
     def bind(self, name: SlotLike, value: object) -> None:
         """Puts ``value`` (a Buffer, or anything ``client.put`` takes) into slot ``name``."""
         if isinstance(name, Slot):
-            value = name._conform(value, "the value bound to it")
+            value = name._conform(value, "the value bound to it", self._put)
         self._s.bind(_name(name), value)
+
+    def _put(self, value: object) -> Buffer:
+        """``value`` put on the session's device, as binding it would."""
+        return self.client.put(value, device=self.device)
 
     def bind_many(self, values: Mapping[str, object] | Mapping[Slot, object] | Mapping[SlotLike, object]) -> None:
         """Binds several slots, all or nothing: every value is checked (and uploaded)
@@ -381,7 +402,7 @@ class Session:
                 lazy.append((_name(name), value, spec))
             else:
                 if isinstance(name, Slot):
-                    value = name._conform(value, "the value bound to it")
+                    value = name._conform(value, "the value bound to it", self._put)
                 eager.append((_name(name), value))
         # One call: the loaders' names and the client are checked, and the values
         # uploaded, before any slot changes.

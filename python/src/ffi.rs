@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyCapsule, PyDict, PyList, PyString, PyTuple};
 use rpjrt::ffi::{self, AttrArray, AttrValue, Attrs, CallFrame, FfiError, HandlerFn};
 use rpjrt::{Code, ElementType};
 
@@ -594,23 +594,36 @@ fn stage_name(s: ffi::Stage) -> &'static str {
 
 /// `<wrapper>"target" raised ExcType: message (traceback, innermost first: ...)`, the last
 /// three frames; the wrapper names the role (handler or instantiate function).
-fn describe_exception(py: Python<'_>, e: &PyErr, target: &str, role: Role) -> String {
+///
+/// A `BaseException` that is not an `Exception` (a Ctrl-C's `KeyboardInterrupt`) raised
+/// by `str()` of the exception is returned too, so that it reaches the caller as itself
+/// (as one the handler raised does) rather than only as words in the text.
+fn describe_exception(
+    py: Python<'_>,
+    e: &PyErr,
+    target: &str,
+    role: Role,
+) -> (String, Option<PyErr>) {
     let ty = e
         .get_type(py)
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "Exception".into());
-    let msg = e.value(py).str().map_or_else(
-        |f| {
+    let mut raised = None;
+    let msg = match e.value(py).str() {
+        Ok(s) => s.to_string_lossy().into_owned(),
+        Err(f) => {
             let why = f
                 .value(py)
                 .get_type()
                 .name()
                 .map_or_else(|_| "?".into(), |n| n.to_string());
+            if !f.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                raised = Some(f);
+            }
             format!("<str() of the exception raised {why}>")
-        },
-        |s| s.to_string(),
-    );
+        }
+    };
     let mut frames = Vec::new();
     if let Some(tb) = e.traceback(py) {
         if let Ok(summary) = py
@@ -619,15 +632,9 @@ fn describe_exception(py: Python<'_>, e: &PyErr, target: &str, role: Role) -> St
         {
             if let Ok(items) = summary.try_iter() {
                 for f in items.flatten() {
-                    let file: String = f
-                        .getattr("filename")
-                        .and_then(|x| x.extract())
-                        .unwrap_or_default();
+                    let file = lossy_text(f.getattr("filename"));
                     let line: i64 = f.getattr("lineno").and_then(|x| x.extract()).unwrap_or(0);
-                    let func: String = f
-                        .getattr("name")
-                        .and_then(|x| x.extract())
-                        .unwrap_or_default();
+                    let func = lossy_text(f.getattr("name"));
                     let short = file.rsplit('/').next().unwrap_or(&file).to_string();
                     frames.push(format!("{short}:{line} in {func}"));
                 }
@@ -641,7 +648,18 @@ fn describe_exception(py: Python<'_>, e: &PyErr, target: &str, role: Role) -> St
         format!("{TRACEBACK}{})", tail.join(" <- "))
     };
     let below = made_below(py, e, &msg);
-    wrap_handler_error(role.wrapper(), target, &ty, &msg, &where_, below)
+    let text = wrap_handler_error(role.wrapper(), target, &ty, &msg, &where_, below);
+    (text, raised)
+}
+
+/// A frame's file or function name as text: a name that is not valid UTF-8 (a lone
+/// surrogate, as `os.fsdecode` makes of a non-UTF-8 path) keeps its other characters, each
+/// such one replaced, rather than the whole name being dropped.
+fn lossy_text(name: PyResult<Bound<'_, PyAny>>) -> String {
+    name.ok()
+        .and_then(|n| n.cast_into::<PyString>().ok())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// What starts the error of a Python function rpjrt called for a custom call, by role.
@@ -1385,7 +1403,11 @@ fn write_returned(
         // An object that is not an array is read through its `__array__` here, so that
         // what that gives is checked too (numpy's `asarray` would drop a mask).
         let ndarray = np.getattr("ndarray")?;
-        let v = match !v.is_instance(&ndarray)? && v.hasattr("__array__")? {
+        let is_array = v.is_instance(&ndarray)?;
+        if !is_array {
+            refuse_asynchronous(py, target, i, v)?;
+        }
+        let v = match !is_array && v.hasattr("__array__")? {
             true => v.call_method0("__array__")?,
             false => v.clone(),
         };
@@ -1723,11 +1745,19 @@ fn call_python(
             });
             valid.store(false, Ordering::Release);
             let state = result.map_err(|e| {
-                let mut message = describe_exception(py, &e, &target, role);
-                if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
-                    message.push_str(&keep_base_exception(py, &e, &target));
+                let (mut message, raised) = describe_exception(py, &e, &target, role);
+                // The handler's own BaseException, else one raised while describing it.
+                let base = match e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                    true => raised.as_ref(),
+                    false => Some(&e),
+                };
+                if let Some(b) = base {
+                    message.push_str(&keep_base_exception(py, b, &target));
                 }
-                FfiError::new(crate::errors::code_of_exception(py, &e), message)
+                FfiError::new(
+                    crate::errors::code_of_exception(py, base.unwrap_or(&e)),
+                    message,
+                )
             })?;
             // The instance's state, held before the GIL is let go: the exit hook (which
             // runs with the GIL) has either released everything already, and this is
@@ -1741,6 +1771,41 @@ fn call_python(
         })
     })
     .unwrap_or_else(|| Err(shutting_down(&target)))
+}
+
+/// Refuses a coroutine, generator or other awaitable returned for result `i` (an `async
+/// def` or generator handler that registration could not see as one, such as a lambda
+/// calling one), closing it so that Python does not warn that it was never awaited. Read
+/// as an array, it would be a 0-d object array, and the refusal would name only that.
+fn refuse_asynchronous(
+    py: Python<'_>,
+    target: &str,
+    i: usize,
+    v: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let inspect = py.import("inspect")?;
+    let kinds = [
+        ("isgenerator", "a generator"),
+        ("isasyncgen", "an async generator"),
+        (
+            "isawaitable",
+            "an awaitable (a coroutine: is it an async def function?)",
+        ),
+    ];
+    for (test, what) in kinds {
+        if inspect.call_method1(test, (v,))?.is_truthy()? {
+            if v.hasattr("close")? {
+                // Whatever closing raises is beside the point of the refusal.
+                let _ = v.call_method0("close");
+            }
+            return Err(invalid(format!(
+                "the Python handler for {target:?} returned {what} for result {i}: handlers \
+                 run synchronously on the plugin's thread, so return the result itself (run \
+                 asynchronous work before the call, or block on it inside the handler)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Copies a result's staged bytes (what the handler returned or wrote into its views, or
