@@ -14,6 +14,8 @@ killing pytest.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .conftest import run_python
@@ -175,10 +177,16 @@ def test_a_failed_alias_at_an_aliased_parameter_raises(plugin_path: str, case: s
         assert "no data" in line or "dropped unfulfilled" in line, f"{case}: {line}"
 
 
+def _event_error(lines: list[str]) -> list[str]:
+    """``lines`` without the entry that reported the event's error: a wait reads it through
+    ``PJRT_Event_Await`` or through the ``PJRT_Event_OnReady`` callback, by timing."""
+    return [re.sub(r"PJRT_Event_(Await|OnReady|Error) failed", "PJRT_Event_* failed", l) for l in lines]
+
+
 def test_the_error_is_the_one_a_donated_call_gives(plugin_path: str) -> None:
-    failed = run_case(plugin_path, "failed")
-    assert failed == run_case(plugin_path, "failed_donated")
-    assert failed == run_case(plugin_path, "failed_unaliased")
+    failed = _event_error(run_case(plugin_path, "failed"))
+    assert failed == _event_error(run_case(plugin_path, "failed_donated"))
+    assert failed == _event_error(run_case(plugin_path, "failed_unaliased"))
 
 
 @pytest.mark.parametrize("case", ["pending_then_fulfill", "fulfilled", "prepared_pending_fulfill"])
