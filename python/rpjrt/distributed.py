@@ -124,28 +124,59 @@ def _key_arg(key: object) -> str:
     return key
 
 
+def _holds_objects(fmt: str) -> bool:
+    """Whether a buffer format holds Python object pointers (``O``), at the top level or in
+    a field of a structured format (``T{<i8:a:O:b:}``); field names, between colons, are
+    skipped."""
+    in_name = False
+    for c in fmt:
+        if c == ":":
+            in_name = not in_name
+        elif c == "O" and not in_name:
+            return True
+    return False
+
+
+_OBJECTS = " (its buffer holds Python object pointers, format {!r}, not data)"
+
+
+def _data_bytes(value: object) -> tuple[bytes | None, str]:
+    """The bytes of a bytes-like value, copied, or None and why not: for anything else, and
+    for a buffer of object pointers (numpy ``dtype=object``), whose bytes are this
+    process's addresses."""
+    if isinstance(value, bytes):
+        return value, ""
+    try:
+        view = memoryview(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None, ""
+    with view:
+        if _holds_objects(view.format):
+            return None, _OBJECTS.format(view.format)
+        return view.tobytes(), ""
+
+
 def _value_arg(value: object) -> bytes:
     """A value to store: bytes as they are, any other bytes-like object (bytearray,
-    memoryview, an array) copied into bytes; anything else (a str, an int) is refused."""
-    if isinstance(value, bytes):
-        return value
-    try:
-        return memoryview(value).tobytes()  # type: ignore[arg-type]
-    except TypeError:
+    memoryview, an array) copied into bytes; anything else (a str, an int, an array of
+    Python objects) is refused."""
+    data, why = _data_bytes(value)
+    if data is None:
         raise TypeError(
-            f"value must be bytes-like (bytes, bytearray, memoryview), not {type(value).__name__}"
-        ) from None
+            "value must be bytes-like (bytes, bytearray, memoryview), not "
+            f"{type(value).__name__}{why}"
+        )
+    return data
 
 
 def _bytes_result(value: object, store: str, what: str) -> bytes:
-    """What a wrapped store returned, as bytes; a value that is not bytes-like is the
-    store's error, named (``bytes(5)`` would have made five zero bytes of it)."""
-    if isinstance(value, bytes):
-        return value
-    try:
-        return memoryview(value).tobytes()  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"{store}: {what} returned {type(value).__name__}, not bytes") from None
+    """What a wrapped store returned, as bytes; a value that is not bytes-like (or an
+    array of Python objects) is the store's error, named (``bytes(5)`` would have made
+    five zero bytes of it)."""
+    data, why = _data_bytes(value)
+    if data is None:
+        raise TypeError(f"{store}: {what} returned {type(value).__name__}{why}, not bytes")
+    return data
 
 
 class KvStore(Protocol):

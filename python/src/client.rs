@@ -412,6 +412,11 @@ impl PyClient {
                 Some(d) => (Some(d.options), d.store),
                 None => (None, None),
             };
+        // A creation that runs out of time while the plugin waits in the store is named
+        // as that wait ([`kv_wait_timeout`]), not as a plugin that did not return.
+        let started = std::time::Instant::now();
+        let world = dist.as_ref().map(|d| (d.process_id, d.num_processes));
+        let named = |py: Python<'_>, e: PyErr| kv_wait_timeout(py, e, world, started, timeout);
         // The plugin may call a Python store back from its own threads during creation:
         // the GIL is released around the call (py.detach), so those calls can take it.
         let create = move |pl: &rpjrt::Plugin, opts: &ClientOptions| match &dist {
@@ -426,7 +431,8 @@ impl PyClient {
                 let pl = p.get().inner.clone();
                 let what = format!("creating a client of plugin {}", pl.path().display());
                 let inner =
-                    crate::slow::run_abandonable(py, &what, timeout, move || create(&pl, &opts))?
+                    crate::slow::run_abandonable(py, &what, timeout, move || create(&pl, &opts))
+                        .map_err(|e| named(py, e))?
                         .pyerr()?;
                 if cache.is_some() {
                     inner.set_cache(cache.clone());
@@ -463,7 +469,8 @@ impl PyClient {
         };
         let opened = crate::slow::run_abandonable(py, &what, timeout, move || {
             rpjrt_discovery::open_first(infos, &opts, create)
-        })?
+        })
+        .map_err(|e| named(py, e))?
         .map_err(|e| match e {
             rpjrt::Error::PluginLoad { reason, .. } if found.len() > 1 => {
                 make_err(py, "NOT_FOUND", "PluginLoad", reason, None)
@@ -1029,3 +1036,44 @@ view_class!(PyMemory, 37 {
         self.inner.to_string()
     }
 });
+
+/// A multi-process client's creation that ran out of time (`timeout`, or
+/// `RPJRT_PLUGIN_TIMEOUT`) while the plugin was waiting in rpjrt's own key-value callback
+/// for a key (`Client::kv_keys_waited_for`, waits begun since `started`): the error says
+/// so, naming the key, instead of blaming the plugin. Any other error is `e` as it is.
+fn kv_wait_timeout(
+    py: Python<'_>,
+    e: PyErr,
+    world: Option<(usize, usize)>,
+    started: std::time::Instant,
+    timeout: Option<std::time::Duration>,
+) -> PyErr {
+    let (Some((p, n)), Some(t)) = (world, timeout) else {
+        return e;
+    };
+    let text = e.value(py).to_string();
+    let Some((what, _)) = text.split_once(": the plugin did not return within ") else {
+        return e;
+    };
+    let keys = rpjrt::Client::kv_keys_waited_for(started);
+    let Some(key) = keys.first() else {
+        return e;
+    };
+    crate::errors::make_err(
+        py,
+        "DEADLINE_EXCEEDED",
+        "Timeout",
+        format!(
+            "{what}: the client's creation (process {p} of {n}) did not finish within {} s \
+             (timeout, or RPJRT_PLUGIN_TIMEOUT, which also bounds the wait for the other \
+             processes): it was waiting in the key-value store for key {key:?}, which another \
+             process of the job sets as it joins; that process has not joined yet (not \
+             started, slower, crashed, or using another store). Start every process of the \
+             job, or give a longer timeout. The plugin's call goes on in the background until \
+             the key comes or the store's wait ends; restart the process before creating \
+             another client of this plugin",
+            t.as_secs_f64()
+        ),
+        None,
+    )
+}

@@ -566,13 +566,23 @@ pub fn _first_host(list: &str) -> PyResult<String> {
 /// copied; anything else (a `str` included) is refused by name.
 fn bytes_like(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     let view = HostView::get(value);
+    // A buffer of Python object pointers (numpy dtype=object, or a structured dtype with
+    // such a field) holds this process's addresses, not data: refused like a str.
+    let objects = view
+        .as_ref()
+        .map(HostView::format)
+        .filter(|f| holds_objects(f))
+        .map_or(String::new(), |f| {
+            format!(" (its buffer holds Python object pointers, format {f:?}, not data)")
+        });
     let bytes = view
         .as_ref()
+        .filter(|_| objects.is_empty())
         .and_then(HostView::contiguous_bytes)
         .ok_or_else(|| {
             pyo3::exceptions::PyTypeError::new_err(format!(
                 "a store value is a contiguous bytes-like object (bytes, bytearray, \
-             memoryview), not {}",
+             memoryview), not {}{objects}",
                 value
                     .get_type()
                     .name()
@@ -580,4 +590,19 @@ fn bytes_like(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
             ))
         })?;
     Ok(bytes.to_vec())
+}
+
+/// Whether a buffer's struct-module format holds Python object pointers (`O`), at the top
+/// level or in a field of a structured format (`T{<i8:a:O:b:}`); field names (between
+/// colons) are not codes and are skipped.
+fn holds_objects(format: &str) -> bool {
+    let mut in_name = false;
+    for c in format.chars() {
+        match c {
+            ':' => in_name = !in_name,
+            'O' if !in_name => return true,
+            _ => {}
+        }
+    }
+    false
 }

@@ -218,11 +218,19 @@ impl LaunchEnv {
         };
         let port_plus_one = |p: String| -> Result<String> {
             let n = parse_port("MASTER_PORT", &p)?;
-            Ok((n
-                .checked_add(1)
-                .ok_or_else(|| crate::invalid("MASTER_PORT is 65535"))?)
+            Ok((n.checked_add(1).ok_or_else(|| {
+                crate::invalid(
+                    "MASTER_PORT is 65535: rpjrt hosts its store at MASTER_PORT+1 (torch's \
+                     own store listens on MASTER_PORT), which does not exist for 65535; set \
+                     RPJRT_COORDINATOR=host:port (or give torchrun another --master-port)",
+                )
+            })?)
             .to_string())
         };
+        // `RPJRT_COORDINATOR` overrides any launcher's coordinator, which is then not
+        // worked out at all: a launcher address rpjrt cannot use refuses nothing.
+        let own_coordinator = get("RPJRT_COORDINATOR");
+        let overridden = own_coordinator.is_some();
         let mut env = if let Some((r, n)) = pair("RPJRT_PROCESS_ID", "RPJRT_NUM_PROCESSES")? {
             LaunchEnv {
                 process_id: r,
@@ -233,6 +241,7 @@ impl LaunchEnv {
             }
         } else if let Some((r, n)) = pair("RANK", "WORLD_SIZE")? {
             let coordinator = match (get("MASTER_ADDR"), get("MASTER_PORT")) {
+                _ if overridden => None,
                 (Some(a), Some(p)) => Some(format!("{a}:{}", port_plus_one(p)?)),
                 _ => None,
             };
@@ -270,12 +279,13 @@ impl LaunchEnv {
                 .or_else(|| get("SLURM_JOB_NODELIST"))
                 .or_else(|| get("SLURM_NODELIST"));
             let port = match get("RPJRT_COORDINATOR_PORT") {
+                _ if overridden => DEFAULT_PORT,
                 Some(p) => parse_port("RPJRT_COORDINATOR_PORT", &p)?,
                 None => DEFAULT_PORT,
             };
             let coordinator = match list {
-                Some(l) => Some(format!("{}:{port}", first_host(&l)?)),
-                None => None,
+                Some(l) if !overridden => Some(format!("{}:{port}", first_host(&l)?)),
+                _ => None,
             };
             let token = get("SLURM_JOB_ID")
                 .map(|j| format!("slurm-{j}-{}", get("SLURM_STEP_ID").unwrap_or_default()));
@@ -293,7 +303,7 @@ impl LaunchEnv {
                  pass the process id and count explicitly",
             ));
         };
-        if let Some(c) = get("RPJRT_COORDINATOR") {
+        if let Some(c) = own_coordinator {
             env.coordinator = Some(c);
         }
         if let Some(t) = get("RPJRT_TOKEN") {

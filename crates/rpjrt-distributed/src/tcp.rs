@@ -70,6 +70,11 @@ const OP_GET: u8 = 0x03;
 const OP_TRY_GET: u8 = 0x04;
 const OP_PEER: u8 = 0x05;
 const OP_DELETE: u8 = 0x06;
+/// A client's claim of its process id, sent once on its presence connection with its OS
+/// process's nonce ([`process_nonce`]): the host refuses it while another OS process
+/// (another nonce) holds the id with a presence connection still open, so two live
+/// processes cannot share an id (one process may hold several clients of its id).
+const OP_CLAIM: u8 = 0x07;
 
 const R_OK: u8 = 0x00;
 const R_NOT_FOUND: u8 = 0x01;
@@ -234,7 +239,14 @@ struct Shared {
     /// What the joined connections did, and when each process said goodbye: what
     /// [`TcpStore::shutdown_after`] waits for.
     activity: Mutex<Activity>,
+    /// The process ids claimed ([`OP_CLAIM`]): the claiming OS process's nonce and the
+    /// connections it claimed on; a claim ends when the last of them closes.
+    claims: Mutex<HashMap<u32, Claim>>,
 }
+
+/// One process id's claim ([`OP_CLAIM`]): the claiming OS process's nonce, and the
+/// connections it claimed on.
+type Claim = (Vec<u8>, Vec<u64>);
 
 /// How long after a process's goodbye a connection left open under its id, idle since,
 /// still holds the host in [`TcpStore::shutdown_after`]: time for another client of that
@@ -446,9 +458,13 @@ impl Host {
     fn bind(addr: SocketAddr, token: &str) -> Result<Host> {
         check_token(token)?;
         let listener = TcpListener::bind(addr).map_err(|e| {
+            let who = match e.kind() {
+                io::ErrorKind::AddrInUse => who_listens(addr, token),
+                _ => String::new(),
+            };
             store_error(
                 Code::Unavailable,
-                format!("cannot host the store on {addr}: {e}"),
+                format!("cannot host the store on {addr}: {e}{who}"),
             )
         })?;
         let addr = listener.local_addr().map_err(io_err("local address"))?;
@@ -464,6 +480,7 @@ impl Host {
             conns: Mutex::new(Vec::new()),
             peers: Mutex::new(HashMap::new()),
             activity: Mutex::new(Activity::default()),
+            claims: Mutex::new(HashMap::new()),
         });
         let s = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -516,6 +533,58 @@ impl Host {
         }
     }
 }
+
+/// How long a host that cannot bind its address gives the process listening there to
+/// answer a hello ([`who_listens`]).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// For a host whose address is in use: who listens there, as the end of its error. A
+/// hello as process 0 with this job's token is refused by an rpjrt host of this job as the
+/// host's own id ([`HOST_ID_TAKEN`]): another process hosts this job's store (id 0 given
+/// twice, or an earlier run of the job is still up). Any other answer, or none, adds
+/// nothing but what that means.
+fn who_listens(addr: SocketAddr, token: &str) -> String {
+    let mut to = addr;
+    if to.ip().is_unspecified() {
+        to.set_ip(match to {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let deadline = Instant::now() + PROBE_TIMEOUT;
+    let answer = TcpStream::connect_timeout(&to, PROBE_TIMEOUT).and_then(|mut s| {
+        s.set_write_timeout(Some(PROBE_TIMEOUT))?;
+        write_frame(
+            &mut s,
+            &[
+                &[OP_HELLO],
+                PROTOCOL_MAGIC,
+                &0u32.to_be_bytes(),
+                token.as_bytes(),
+            ],
+        )?;
+        read_frame_by(&mut s, deadline, MAX_HELLO_REPLY)
+    });
+    match answer {
+        Ok(r) if r.first() == Some(&R_REFUSED) && r[1..] == *HOST_ID_TAKEN.as_bytes() => {
+            "; another process hosts this job's store there (it answered with this job's \
+             token): process id 0 is used by more than one process (give exactly one process \
+             id 0), or an earlier run of this job is still up"
+                .to_string()
+        }
+        Ok(r) if r.first() == Some(&R_REFUSED) => {
+            "; an rpjrt key-value store of another job (another token) listens there: give \
+             this job another address"
+                .to_string()
+        }
+        _ => "; something else listens there: give the job another address".to_string(),
+    }
+}
+
+/// The host's answer to a hello as process 0 with the job's token.
+const HOST_ID_TAKEN: &str = "process 0 is this store's host, which never connects to it: \
+                             process id 0 is used by more than one process (a peer cannot \
+                             connect as process 0)";
 
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     while !shared.stopped() {
@@ -690,6 +759,12 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
         let _ = write_frame(stream, &[&[R_REFUSED], why.as_bytes()]);
         return Ok(());
     }
+    // Process 0 is the host itself, which never connects: a peer saying it is process 0
+    // shares the host's id (a second process 0 of this job).
+    if ok && pid == 0 {
+        let _ = write_frame(stream, &[&[R_REFUSED], HOST_ID_TAKEN.as_bytes()]);
+        return Ok(());
+    }
     if !ok {
         let why = if too_long {
             "the hello is longer than any this store accepts (a wrong token, or not an rpjrt \
@@ -722,6 +797,14 @@ fn serve(stream: &mut TcpStream, shared: &Shared) -> io::Result<()> {
     let r = write_frame(stream, &[&[R_OK]])
         .and_then(|()| stream.set_read_timeout(None))
         .and_then(|()| serve_requests(stream, shared, pid, id));
+    shared
+        .claims
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|_, (_, by)| {
+            by.retain(|c| *c != id);
+            !by.is_empty()
+        });
     shared.closed(id);
     shared.peer_delta(pid, false);
     r
@@ -839,6 +922,27 @@ fn answer(
                 &[&[R_OK, state as u8], &open.to_be_bytes()],
             )?;
         }
+        OP_CLAIM if !body.is_empty() => {
+            let mut claims = shared.claims.lock().unwrap_or_else(|p| p.into_inner());
+            let claim = claims
+                .entry(pid)
+                .or_insert_with(|| (body.to_vec(), Vec::new()));
+            let taken = claim.0.as_slice() != body;
+            if !taken {
+                claim.1.push(id);
+            }
+            drop(claims);
+            if taken {
+                let why = format!(
+                    "process id {pid} is used by more than one process: another process \
+                     connected as process {pid} and is still connected; give each process \
+                     its own id"
+                );
+                reply(stream, shared, id, &[&[R_REFUSED], why.as_bytes()])?;
+            } else {
+                reply(stream, shared, id, &[&[R_OK]])?;
+            }
+        }
         OP_DELETE => {
             let Some(key) = utf8(stream, shared, id, body)? else {
                 return Ok(Served::Answered);
@@ -925,6 +1029,31 @@ struct Remote {
     /// Set by [`TcpStore::shutdown`]: no call opens a connection after it, and a call
     /// whose connection it shut down reports the shutdown.
     closed: AtomicBool,
+    /// Set once the host has answered a hello: a later hello that gets no answer is a
+    /// host that stopped answering (paused, overloaded), not a wrong address.
+    spoken: AtomicBool,
+}
+
+/// How long a client waits for the answer to its claim ([`Remote::claim`]).
+const CLAIM_WAIT: Duration = Duration::from_secs(1);
+
+/// This OS process's nonce for claims ([`OP_CLAIM`]): random once per process, with the
+/// OS process id, so a forked child (which inherits the random part) has its own.
+fn process_nonce() -> String {
+    static RANDOM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    format!(
+        "{}:{}",
+        RANDOM.get_or_init(rpjrt::random_token),
+        std::process::id()
+    )
+}
+
+/// Why [`Remote::try_open`] got no connection.
+enum OpenFailed {
+    /// The error to report.
+    Error(Error),
+    /// A host this client has spoken to did not answer the hello within this long.
+    Silent(Duration),
 }
 
 /// The longest single try at a TCP connect: connecting to a host that drops packets waits
@@ -940,7 +1069,34 @@ const ANSWER_GRACE: Duration = Duration::from_secs(1);
 
 impl Remote {
     /// Opens a connection and says hello, within `timeout`; a cancel ([`cancel`]) ends it.
+    /// A host this client has spoken to that does not answer the hello is reported as
+    /// calls report a host that does not answer (`DEADLINE_EXCEEDED`, "did not answer
+    /// within ... (it may be paused, overloaded or unreachable)").
     fn open(&self, timeout: Duration) -> Result<TcpStream> {
+        self.try_open(timeout).map_err(|f| match f {
+            OpenFailed::Error(e) => e,
+            OpenFailed::Silent(waited) => self.no_answer(Code::DeadlineExceeded, waited, ""),
+        })
+    }
+
+    /// The error of a host (process 0) that did not answer within `waited`.
+    fn no_answer(&self, code: Code, waited: Duration, maybe_done: &str) -> Error {
+        store_error(
+            code,
+            format!(
+                "the store host (process 0) at {} did not answer within {} (it may be \
+                 paused, overloaded or unreachable){maybe_done}",
+                self.addr,
+                // A measured time: to the millisecond (the microsecond below one), not to
+                // the nanosecond.
+                crate::duration_text(crate::rounded(waited))
+            ),
+        )
+    }
+
+    /// [`Remote::open`], telling a silent host this client has spoken to apart.
+    fn try_open(&self, timeout: Duration) -> std::result::Result<TcpStream, OpenFailed> {
+        let started = Instant::now();
         let lost = |e: io::Error| {
             store_error(
                 Code::Unavailable,
@@ -950,7 +1106,7 @@ impl Remote {
                 ),
             )
         };
-        cancel::check()?;
+        cancel::check().map_err(OpenFailed::Error)?;
         let deadline = crate::deadline_after(timeout);
         let mut s = loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -964,12 +1120,12 @@ impl Remote {
                     ) && Instant::now() < deadline
                         && !cancel::cancelled() => {}
                 Err(e) => {
-                    cancel::check()?;
-                    return Err(lost(e));
+                    cancel::check().map_err(OpenFailed::Error)?;
+                    return Err(OpenFailed::Error(lost(e)));
                 }
             }
         };
-        let _watch = cancel::watch(&s)?;
+        let _watch = cancel::watch(&s).map_err(OpenFailed::Error)?;
         let left = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
@@ -988,14 +1144,29 @@ impl Remote {
             )?;
             read_frame_by(&mut s, deadline, MAX_HELLO_REPLY)
         })();
-        cancel::check()?;
-        let reply = hello.map_err(lost)?;
+        cancel::check().map_err(OpenFailed::Error)?;
+        let reply = match hello {
+            Ok(r) => r,
+            Err(e)
+                if self.spoken.load(Ordering::Acquire)
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                    ) =>
+            {
+                return Err(OpenFailed::Silent(started.elapsed()));
+            }
+            Err(e) => return Err(OpenFailed::Error(lost(e))),
+        };
         // The I/O timeout is the connection's again (a try's own may have been shorter).
         let _ = s.set_read_timeout(Some(self.io_timeout));
         let _ = s.set_write_timeout(Some(self.io_timeout));
-        match reply[0] {
-            R_OK => Ok(s),
-            R_REFUSED => Err(store_error(
+        let refused = match reply[0] {
+            R_OK => {
+                self.spoken.store(true, Ordering::Release);
+                return Ok(s);
+            }
+            R_REFUSED => store_error(
                 Code::PermissionDenied,
                 format!(
                     "the store host at {} refused process {}: {}",
@@ -1003,20 +1174,73 @@ impl Remote {
                     self.process_id,
                     String::from_utf8_lossy(&reply[1..])
                 ),
-            )),
+            ),
             // Not a refusal: the next store on this address may take the process.
-            R_CLOSING => Err(store_error(
+            R_CLOSING => store_error(
                 Code::Unavailable,
                 format!(
                     "the store host at {} is shutting down: {}",
                     self.addr,
                     String::from_utf8_lossy(&reply[1..])
                 ),
-            )),
-            _ => Err(store_error(
+            ),
+            code => store_error(
                 Code::Unavailable,
-                format!("the store host at {} answered hello oddly", self.addr),
+                format!(
+                    "the store host at {} answered hello oddly (reply code {code:#04x}, \
+                     which no rpjrt host sends to a hello)",
+                    self.addr
+                ),
+            ),
+        };
+        Err(OpenFailed::Error(refused))
+    }
+
+    /// Claims this client's process id on `presence` (its presence connection) with a
+    /// nonce of its own ([`OP_CLAIM`]): the host refuses the claim while another live
+    /// client holds the id. A host that does not know the request (answers anything
+    /// but a refusal) is taken as not checking.
+    ///
+    /// The answer is waited for at most [`CLAIM_WAIT`]: a host that does not answer it (one
+    /// that does not know the request and says nothing) is not waited for, and a late
+    /// answer is never read (no call uses the presence connection).
+    fn claim(&self, presence: &mut TcpStream, deadline: Instant) -> Result<()> {
+        let nonce = process_nonce();
+        let by = deadline.min(Instant::now() + CLAIM_WAIT);
+        let sent = write_frame(presence, &[&[OP_CLAIM], nonce.as_bytes()])
+            .and_then(|()| read_frame_by(presence, by, MAX_HELLO_REPLY));
+        let reply = match sent {
+            Ok(r) => r,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                ) =>
+            {
+                return Ok(())
+            }
+            Err(e) => {
+                return Err(store_error(
+                    Code::Unavailable,
+                    format!(
+                        "cannot reach the store host (process 0) at {}: claiming process id \
+                         {}: {e}",
+                        self.addr, self.process_id
+                    ),
+                ))
+            }
+        };
+        match reply.first() {
+            Some(&R_REFUSED) => Err(store_error(
+                Code::AlreadyExists,
+                format!(
+                    "the store host at {} refused process {}: {}",
+                    self.addr,
+                    self.process_id,
+                    String::from_utf8_lossy(&reply[1..])
+                ),
             )),
+            _ => Ok(()),
         }
     }
 
@@ -1078,19 +1302,7 @@ impl Remote {
         let capped = deadline < natural;
         let head_by = head_by.map_or(deadline, |h| h.min(deadline));
         let left = |by: Instant| by.saturating_duration_since(Instant::now());
-        let silent = |waited: Duration| {
-            store_error(
-                Code::Unavailable,
-                format!(
-                    "the store host (process 0) at {} did not answer within {} (it may \
-                     be paused, overloaded or unreachable)",
-                    self.addr,
-                    // A measured time: to the millisecond (the microsecond below one),
-                    // not to the nanosecond.
-                    crate::duration_text(crate::rounded(waited))
-                ),
-            )
-        };
+        let silent = |waited: Duration| self.no_answer(Code::Unavailable, waited, "");
         if capped && left(deadline).is_zero() {
             return Err(silent(Duration::ZERO));
         }
@@ -1104,10 +1316,19 @@ impl Remote {
         let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut s = match pooled {
             Some(s) => s,
-            None => self.open(
+            None => match self.try_open(
                 self.io_timeout
                     .min(left(head_by).max(Duration::from_millis(1))),
-            )?,
+            ) {
+                Ok(s) => s,
+                Err(OpenFailed::Error(e)) => return Err(e),
+                // Nothing was sent: the host that does not answer the hello is reported as
+                // one that does not answer a request, with the same code.
+                Err(OpenFailed::Silent(_)) if capped => return Err(silent(started.elapsed())),
+                Err(OpenFailed::Silent(_)) => {
+                    return Err(self.no_answer(Code::DeadlineExceeded, started.elapsed(), ""))
+                }
+            },
         };
         // Dropping `s` on a refusal closes it.
         let id = self.check_out(&s, goodbye)?;
@@ -1146,15 +1367,7 @@ impl Remote {
                 if capped {
                     return Err(silent(started.elapsed()));
                 }
-                Err(store_error(
-                    Code::DeadlineExceeded,
-                    format!(
-                        "the store host (process 0) at {} did not answer within {} (it may \
-                         be paused, overloaded or unreachable){maybe_done}",
-                        self.addr,
-                        crate::duration_text(crate::rounded(started.elapsed()))
-                    ),
-                ))
+                Err(self.no_answer(Code::DeadlineExceeded, started.elapsed(), maybe_done))
             }
             Err(NoReply::Body(n, e)) if timed_out(&e) => Err(store_error(
                 Code::DeadlineExceeded,
@@ -1260,13 +1473,35 @@ impl Remote {
 }
 
 fn reply_error(reply: &[u8]) -> Error {
-    store_error(
-        Code::Internal,
-        format!(
-            "the store host answered with an error: {}",
-            String::from_utf8_lossy(reply.get(1..).unwrap_or_default())
-        ),
-    )
+    let text = String::from_utf8_lossy(reply.get(1..).unwrap_or_default());
+    let message = match reply.first() {
+        Some(&R_ERROR) if !text.is_empty() => {
+            format!("the store host answered with an error: {text}")
+        }
+        Some(&code) => {
+            let name = match code {
+                R_OK => "ok",
+                R_NOT_FOUND => "not found",
+                R_TIMEOUT => "timeout",
+                R_REFUSED => "refused",
+                R_ERROR => "error",
+                R_CLOSING => "closing",
+                _ => "unknown",
+            };
+            let text = if text.is_empty() {
+                "no text".to_string()
+            } else {
+                format!("text {text:?}")
+            };
+            format!(
+                "the store host answered with reply code {code:#04x} ({name}), which this \
+                 request does not expect ({text}): not an rpjrt host of this version, or a \
+                 broken one"
+            )
+        }
+        None => "the store host answered with an empty reply".to_string(),
+    };
+    store_error(Code::Internal, message)
 }
 
 // ------------------------------------------------------------------------------ the store
@@ -1404,6 +1639,13 @@ impl TcpStore {
                 crate::MAX_PROCESSES - 1
             )));
         }
+        if process_id == 0 {
+            return Err(invalid(
+                "process 0 is the store's host (TcpStore::host), which never connects to it: \
+                 a peer connects as process 1 or above; process id 0 used by a peer would be \
+                 used by more than one process",
+            ));
+        }
         let process_id = process_id as u32;
         let deadline = crate::deadline_after(timeout);
         let sock = resolve_until(addr, deadline, timeout)?;
@@ -1424,13 +1666,22 @@ impl TcpStore {
             in_use: Mutex::new(HashMap::new()),
             calls: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            spoken: AtomicBool::new(false),
         };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             // Two connections: the presence connection, which no call uses (see
             // `Remote::presence`), and the first of the pool.
+            // The presence connection claims the id (refused while another live client
+            // holds it), and holds the claim while it is open.
             let opened = remote
                 .open(left.max(Duration::from_millis(50)))
+                .and_then(|mut presence| {
+                    let by = deadline.max(Instant::now() + Duration::from_millis(50));
+                    remote.claim(&mut presence, by)?;
+                    let _ = presence.set_read_timeout(Some(remote.io_timeout));
+                    Ok(presence)
+                })
                 .and_then(|presence| {
                     let left = deadline.saturating_duration_since(Instant::now());
                     Ok((presence, remote.open(left.max(Duration::from_millis(50)))?))
@@ -1445,7 +1696,12 @@ impl TcpStore {
                         .push(pooled);
                     break;
                 }
-                Err(e) if matches!(e.code(), Code::PermissionDenied | Code::Cancelled) => {
+                Err(e)
+                    if matches!(
+                        e.code(),
+                        Code::PermissionDenied | Code::Cancelled | Code::AlreadyExists
+                    ) =>
+                {
                     return Err(e)
                 }
                 Err(e) => {
@@ -1484,7 +1740,21 @@ impl TcpStore {
         let deadline = crate::deadline_after(timeout);
         let mut wait = timeout;
         let mut store = loop {
-            let store = TcpStore::open_env(env, wait, timeout)?;
+            // The host refuses the id while another live process holds it (`Remote::claim`).
+            let store = TcpStore::open_env(env, wait, timeout).map_err(|e| {
+                if e.code() != Code::AlreadyExists {
+                    return e;
+                }
+                invalid(format!(
+                    "process id {} of {} is used by more than one process (another process \
+                     connected to the job's store as process {} and is still connected): give \
+                     each process its own id, 0 to {}",
+                    env.process_id,
+                    env.num_processes,
+                    env.process_id,
+                    env.num_processes.saturating_sub(1)
+                ))
+            })?;
             if store.is_host() {
                 break store;
             }
@@ -1623,6 +1893,21 @@ impl TcpStore {
         })?;
         let token = env.token.as_deref().unwrap_or("");
         let io = io.max(Duration::from_millis(100));
+        // A host on port 0 listens on a port the OS picks, which no peer can know: with
+        // peers to come, refused at once (as a peer given port 0 is), not after a join
+        // that cannot happen. One process alone may host anywhere.
+        let port_zero = addr
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>() == Ok(0));
+        if env.process_id == 0 && env.num_processes > 1 && port_zero {
+            return Err(invalid(format!(
+                "store address {} has port 0: process 0 would host the store on a port the \
+                 OS picks, which the other {} process(es) cannot know; give a real port \
+                 (rpjrt launch picks one itself)",
+                shown(addr),
+                env.num_processes - 1
+            )));
+        }
         let mut s = if env.process_id == 0 {
             TcpStore::host(addr, token)?
         } else {

@@ -7,7 +7,7 @@
 
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rpjrt_sys as sys;
 
@@ -211,6 +211,50 @@ fn fail(e: crate::error::Error) -> (Code, String) {
     (e.code(), e.to_string())
 }
 
+/// The keys a plugin is waiting for in a `kv_get` callback now, each with when its wait
+/// began (one entry per call in progress; a call's entry goes when it returns).
+static WAITING: std::sync::Mutex<Vec<(u64, String, Instant)>> = std::sync::Mutex::new(Vec::new());
+
+/// The next entry number of [`WAITING`].
+static WAIT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// One `kv_get` in progress, listed in [`WAITING`] while it lives.
+struct Waiting(u64);
+
+impl Waiting {
+    fn begin(key: &str) -> Waiting {
+        let id = WAIT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        WAITING.lock().unwrap_or_else(|p| p.into_inner()).push((
+            id,
+            key.to_string(),
+            Instant::now(),
+        ));
+        Waiting(id)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(id, _, _)| *id != self.0);
+    }
+}
+
+/// The keys that plugins are waiting for in the store now (a `kv_get` callback in
+/// progress, typically another process's rendezvous key during client creation) whose
+/// wait began at or after `since`, oldest first.
+pub fn waiting_keys(since: Instant) -> Vec<String> {
+    WAITING
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter(|(_, _, t)| *t >= since)
+        .map(|(_, k, _)| k.clone())
+        .collect()
+}
+
 /// `kv_get_callback`: waits for a key through the store.
 pub(crate) unsafe extern "C" fn kv_get(
     args: *mut sys::PJRT_KeyValueGetCallback_Args,
@@ -219,6 +263,7 @@ pub(crate) unsafe extern "C" fn kv_get(
     unsafe {
         serve(args, |a, store, key| {
             let timeout = Duration::from_millis(a.timeout_in_ms.max(0) as u64);
+            let _waiting = Waiting::begin(key);
             a.set_value(&store.get(key, timeout).map_err(fail)?);
             Ok(())
         })
@@ -453,5 +498,54 @@ mod tests {
         let (code, msg) = last_error();
         assert_eq!(code, 3);
         assert!(msg.contains("UTF-8"), "{msg}");
+    }
+
+    /// A store whose `get` waits until told to go on.
+    struct Gate(Mutex<std::sync::mpsc::Receiver<()>>);
+    impl KvBackend for Gate {
+        fn set(&self, _: &str, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn get(&self, _: &str, _: Duration) -> Result<Vec<u8>> {
+            let _ = self.0.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            Ok(vec![1])
+        }
+        fn try_get(&self, _: &str) -> Result<Option<Vec<u8>>> {
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn a_get_in_progress_lists_its_key_until_it_returns() {
+        let since = Instant::now();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let data = Arc::new(KvUserData::new(Arc::new(Gate(Mutex::new(rx)))));
+        let arg = data.as_arg() as usize;
+        let waiter = std::thread::spawn(move || {
+            let mut cb: Option<sys::PJRT_CallbackError> = Some(record_error);
+            let key = "peer:waited";
+            let mut g = sys::PJRT_KeyValueGetCallback_Args::new();
+            g.key = key.as_ptr().cast();
+            g.key_size = key.len();
+            g.timeout_in_ms = 10_000;
+            g.callback_error = &mut cb;
+            g.user_arg = arg as *mut c_void;
+            // SAFETY: valid args; the user data outlives the call (joined below).
+            assert!(unsafe { kv_get(&mut g) }.is_null());
+            // SAFETY: the trampoline returned the value; the deleter frees it once.
+            unsafe { (g.value_deleter_callback.unwrap())(g.value) };
+        });
+        let waited = |t| waiting_keys(t).contains(&"peer:waited".to_string());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !waited(since) {
+            assert!(Instant::now() < deadline, "the waited key was never listed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // A wait that began before `since` is not listed.
+        assert!(!waited(Instant::now() + Duration::from_secs(5)));
+        tx.send(()).unwrap();
+        waiter.join().unwrap();
+        assert!(!waited(since));
+        drop(data);
     }
 }

@@ -89,11 +89,22 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         rpjrt::Error::InvalidArgument(m) => CliError::usage(format!("process {p} of {n}: {m}")),
         other => fail(other),
     })?);
+    // Whether this process's own step (its client) failed, as opposed to the meeting
+    // (a process that did not come, which the others are told of by name).
+    let mut own_failure = false;
     let result = meet(&store, p, n, timeout, args.hold)
         .map_err(ClientError::Other)
         .and_then(|seen| {
             let view = match &plugin {
-                Some(pl) => Some(client_view(pl, &options, &store, p, n)?),
+                Some(pl) => {
+                    // While the plugin waits in the store for the others, a process whose
+                    // own step failed (it publishes why, below) ends this one at once.
+                    let watch = FailureWatch::start(&store, p, n, timeout);
+                    let view = client_view(pl, &options, &store, p, n);
+                    watch.stop();
+                    own_failure = view.is_err();
+                    Some(view?)
+                }
                 None => None,
             };
             store
@@ -109,6 +120,11 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         )),
         ClientError::Other(e) => fail(e),
     });
+    // This process's own step failed: the others, waiting in the store for its keys,
+    // hear why at once (`FailureWatch`) rather than when their waits run out.
+    if let (true, Err(e)) = (own_failure, &result) {
+        let _ = store.set(FAILED_KEY, e.message.as_bytes());
+    }
     // The store as the user named it, unless that was port 0 (the host then listens on
     // a free port: show that one).
     let address = match env.coordinator.as_deref() {
@@ -116,9 +132,15 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         _ => store.address().to_string(),
     };
     // Process 0 hosts the store: it outlives the others' last reads (or their own
-    // timeouts, when the rendezvous failed), bounded by the timeout.
+    // timeouts, when the rendezvous failed), bounded by the timeout. When a process's own
+    // step failed, the others leave as soon as they read why: the host waits for them only
+    // briefly, not for the whole timeout.
     if store.is_host() {
-        store.shutdown_after(timeout);
+        let grace = match own_failure {
+            true => timeout.min(FAILED_GRACE),
+            false => timeout,
+        };
+        store.shutdown_after(grace);
     }
     drop(store);
     let (seen, view) = result?;
@@ -134,6 +156,70 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// The key a process whose own step failed sets to its error: the others' [`FailureWatch`]
+/// reads it.
+const FAILED_KEY: &str = "rpjrt:rendezvous:failed";
+
+/// How often a [`FailureWatch`] looks for [`FAILED_KEY`].
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// How long a host whose own step failed (or who heard of another's failure) serves the
+/// others, who leave as soon as they have read the failure.
+const FAILED_GRACE: Duration = Duration::from_secs(5);
+
+/// A thread that looks for another process's failure ([`FAILED_KEY`]) while this one waits
+/// in its client creation (the plugin waiting in the store for that process's key): it
+/// ends this process with that process's error, at once. The plugin's wait cannot be
+/// cut short any other way.
+struct FailureWatch {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FailureWatch {
+    fn start(store: &Arc<TcpStore>, p: usize, n: usize, timeout: Duration) -> FailureWatch {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (store, flag) = (Arc::clone(store), Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("rpjrt-rendezvous-watch".into())
+            .spawn(move || {
+                while !flag.load(std::sync::atomic::Ordering::Acquire) {
+                    if let Ok(Some(why)) = store.try_get(FAILED_KEY) {
+                        if flag.load(std::sync::atomic::Ordering::Acquire) {
+                            return;
+                        }
+                        let message = format!(
+                            "process {p} of {n}: another process failed, so this job cannot \
+                             go on: {}",
+                            String::from_utf8_lossy(&why)
+                        );
+                        if store.is_host() {
+                            store.shutdown_after(timeout.min(FAILED_GRACE));
+                        }
+                        rpjrt::stdio::notice(&format!(
+                            "{} {}",
+                            common::paint_stderr("rpjrt:", common::Style::Red),
+                            common::printable_lines(&message)
+                        ));
+                        crate::supervise::note_finished();
+                        rpjrt::stdio::exit_now(crate::common::EXIT_DEFECT);
+                    }
+                    std::thread::sleep(WATCH_EVERY);
+                }
+            })
+            .ok();
+        FailureWatch { stop, thread }
+    }
+
+    /// Ends the watch (this process's own step ended, well or not).
+    fn stop(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Why a rendezvous failed: client options rpjrt or the plugin refused (the user's input,

@@ -308,6 +308,9 @@ impl Client {
         )));
         let given = |n: &str| options.entries().iter().any(|(k, _)| k == n);
         let explicit = given("node_id") || given("num_nodes") || given("process_id");
+        if explicit {
+            check_explicit_process_options(options, dist)?;
+        }
         let attempts: Vec<Vec<(&str, i64)>> = if explicit {
             vec![vec![]]
         } else {
@@ -327,12 +330,25 @@ impl Client {
                 o = o.set(*k, *v);
             }
             match raw::client::Client::create_with_kv(api, &to_named(&o), &kv) {
-                Ok(rc) => return Client::finish_create(plugin, rc, cache, &o, flags),
+                Ok(rc) => {
+                    let client = Client::finish_create(plugin, rc, cache, &o, flags)?;
+                    check_created_process(&client, &o, dist)?;
+                    return Ok(client);
+                }
                 Err(e) if refuses_option_name(&e, extra) => last = Some(e),
                 Err(e) => return Err(explain_option_type(e, &o)),
             }
         }
         Err(last.unwrap_or_else(|| Error::invalid("client creation made no attempt")))
+    }
+
+    /// The keys that a plugin is waiting for in a store given to
+    /// [`Client::new_distributed`] now (its `kv_get` callback in progress; during creation,
+    /// typically another process's key, set as that process joins), of the waits that
+    /// began at or after `since`, oldest first. A caller that gave up on a creation names
+    /// with it what the creation was waiting for.
+    pub fn kv_keys_waited_for(since: std::time::Instant) -> Vec<String> {
+        raw::kv::waiting_keys(since)
     }
 
     fn finish_create(
@@ -743,6 +759,119 @@ fn host_put<'a>(
 /// faster than linearly with the count (measured: about 1.5 s for 1024 devices, 6 to 13 s
 /// for 4096), so 65536 never returns in practice; 1024 is far beyond any real use.
 pub const MAX_CPU_DEVICE_COUNT: i64 = 1024;
+
+/// The largest process id + 1 the 0.115 CPU plugin can number devices for: it numbers a
+/// process's devices from `process_id << 11` in a 32-bit int, so from 2^20 on its device
+/// ids wrap (negative, or the same as another process's).
+const CPU_PLUGIN_PROCESS_ID_LIMIT: usize = 1 << 20;
+
+/// For [`Client::new_distributed`]: the create options that name this process
+/// (`process_id`, `node_id`, `num_nodes`), set explicitly, must agree with the
+/// distributed options' id and count, and must not leave a job of several processes
+/// without a multi-process client (`node_id` without `num_nodes`, or the reverse).
+fn check_explicit_process_options(
+    options: &ClientOptions,
+    dist: &crate::DistributedOptions,
+) -> Result<()> {
+    let value = |n: &str| {
+        options
+            .entries()
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.clone())
+    };
+    let wanted = [
+        ("process_id", dist.process_id, "process_id"),
+        ("node_id", dist.process_id, "process_id"),
+        ("num_nodes", dist.num_processes, "num_processes"),
+    ];
+    for (name, want, arg) in wanted {
+        if let Some(v) = value(name) {
+            let agrees = matches!(v, Value::Int64(i) if i >= 0 && i as u64 == want as u64);
+            if !agrees {
+                return Err(Error::invalid(format!(
+                    "create option {name}={v} contradicts {arg}={want} (this process is \
+                     process {} of {}); leave {name} out of the options, or give it the \
+                     same value",
+                    dist.process_id, dist.num_processes
+                )));
+            }
+        }
+    }
+    if dist.num_processes > 1 {
+        match (value("node_id").is_some(), value("num_nodes").is_some()) {
+            (true, false) => {
+                return Err(Error::invalid(format!(
+                    "create option node_id is set but num_nodes is not: the plugin would \
+                     make a single-process client, not process {} of {}; set num_nodes={} \
+                     too, or leave both out",
+                    dist.process_id, dist.num_processes, dist.num_processes
+                )))
+            }
+            (false, true) => {
+                return Err(Error::invalid(format!(
+                    "create option num_nodes is set but node_id is not: the plugin would \
+                     take this process for node 0, not process {} of {}; set node_id={} \
+                     too, or leave both out",
+                    dist.process_id, dist.num_processes, dist.process_id
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// For [`Client::new_distributed`]: the client the plugin made is the process it was told
+/// to be. A plugin that reports another process index than the id given (other than 0:
+/// a plugin that ignores the options makes a single-process client, as documented), or
+/// numbers this process's devices with negative ids, wrapped the id; the 0.115 CPU plugin
+/// (which took `process_id`) cannot number the devices of a process id from 2^20 on.
+fn check_created_process(
+    client: &Client,
+    sent: &ClientOptions,
+    dist: &crate::DistributedOptions,
+) -> Result<()> {
+    let p = dist.process_id;
+    let took_process_id = sent.entries().iter().any(|(k, _)| k == "process_id");
+    let cpu = client.core.platform_name.eq_ignore_ascii_case("cpu");
+    if took_process_id && cpu && p >= CPU_PLUGIN_PROCESS_ID_LIMIT {
+        return Err(Error::invalid(format!(
+            "process_id {p} is too large for this CPU plugin: it numbers a process's \
+             devices from process_id << 11 in 32 bits, so it takes process ids below 2^20 \
+             ({CPU_PLUGIN_PROCESS_ID_LIMIT}); its devices for process {p} would have wrapped \
+             ids (see docs/distributed.md)"
+        )));
+    }
+    let index = client.core.process_index;
+    if index != 0 && i64::from(index) != p as i64 {
+        return Err(Error::invalid(format!(
+            "the plugin made a client with process index {index} for process_id {p}: it \
+             cannot represent process ids this large (its process index is a 32-bit int{})",
+            if took_process_id && cpu {
+                "; this CPU plugin takes process ids below 2^20"
+            } else {
+                ""
+            }
+        )));
+    }
+    if index != 0 {
+        if let Some(d) = client
+            .core
+            .addressable
+            .iter()
+            .map(|&i| &client.core.devices[i])
+            .find(|d| d.facts.id < 0)
+        {
+            return Err(Error::invalid(format!(
+                "the plugin numbered a device of process_id {p} with the negative id {}: \
+                 its device ids wrapped, so it cannot represent process ids this large",
+                d.facts.id
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// Whether `e` is a plugin's refusal of one of the option names in `extra` as unknown
 /// ("Unexpected option name passed to PJRT_Client_Create: num_nodes").
