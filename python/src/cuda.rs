@@ -1,6 +1,13 @@
 //! `rpjrt.cuda`: typed CUDA plugin options (rpjrt::cuda) and the CUDA driver helpers
 //! (the rpjrt-cuda crate).
 //! The Python-facing module is rpjrt/cuda.py.
+//!
+//! Every call that reaches the driver runs without the GIL (`detach_call`): a driver call
+//! can block (waits, copies, module loads, a pinned buffer waiting for its last copy), and
+//! other Python threads run meanwhile. Our own locks (a pinned buffer's) are only taken
+//! without the GIL, so a thread that holds the GIL never waits on one. The objects' last
+//! references are dropped without the GIL too (freeing memory, unloading a module or
+//! destroying an event can wait for the device).
 
 use crate::detach::Detach;
 use pyo3::prelude::*;
@@ -15,6 +22,65 @@ use rpjrt_cuda::{
 };
 
 use crate::errors::{invalid, PyErrExt};
+
+/// A value dropped without the GIL (`notify::drop_detached`) when its Python object is
+/// collected: freeing driver objects can wait for the device. Reads through `Deref`.
+struct DropDetached<T: Send>(Option<T>);
+
+impl<T: Send> DropDetached<T> {
+    fn new(value: T) -> Self {
+        DropDetached(Some(value))
+    }
+}
+
+impl<T: Send> std::ops::Deref for DropDetached<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match &self.0 {
+            Some(v) => v,
+            None => unreachable!("the value is taken only by drop"),
+        }
+    }
+}
+
+impl<T: Send> Drop for DropDetached<T> {
+    fn drop(&mut self) {
+        if let Some(v) = self.0.take() {
+            crate::notify::drop_detached(v);
+        }
+    }
+}
+
+/// New bytes of `len` filled by `fill` (which runs with the GIL; it releases it for the
+/// driver). A size no allocation can have is `InvalidArgumentError`; one the system cannot
+/// give is `ResourceExhaustedError` (a `MemoryError`); both name the size. Never an abort.
+fn new_bytes<'py>(
+    py: Python<'py>,
+    len: usize,
+    what: &str,
+    fill: impl FnOnce(&mut [u8]) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    if isize::try_from(len).is_err() {
+        return Err(invalid(format!(
+            "{what}: {len} bytes is more than any host allocation can hold (at most {} bytes)",
+            isize::MAX
+        )));
+    }
+    let mut filling = false;
+    let made = PyBytes::new_with(py, len, |b| {
+        filling = true;
+        fill(b)
+    });
+    match made {
+        Err(e) if !filling && e.is_instance_of::<pyo3::exceptions::PyMemoryError>(py) => {
+            Err(rpjrt::Error::ResourceExhausted(format!(
+                "{what} needs a host allocation of {len} bytes, which cannot be made"
+            )))
+            .pyerr()
+        }
+        other => other,
+    }
+}
 
 /// Checked CUDA plugin create options as a dict for `Client(..., options=...)`.
 #[pyfunction]
@@ -94,25 +160,27 @@ impl PyCudaDriver {
 
     /// The driver's CUDA version, e.g. `13000` for 13.0.
     #[getter]
-    fn driver_version(&self) -> PyResult<i32> {
-        self.inner.driver_version().pyerr()
+    fn driver_version(&self, py: Python<'_>) -> PyResult<i32> {
+        py.detach_call(|| self.inner.driver_version()).pyerr()
     }
 
     /// The number of CUDA devices the driver sees.
-    fn device_count(&self) -> PyResult<i32> {
-        self.inner.device_count().pyerr()
+    fn device_count(&self, py: Python<'_>) -> PyResult<i32> {
+        py.detach_call(|| self.inner.device_count()).pyerr()
     }
 
     /// The name of device `ordinal`.
-    fn device_name(&self, ordinal: i32) -> PyResult<String> {
-        self.inner.device_name(ordinal).pyerr()
+    fn device_name(&self, py: Python<'_>, ordinal: i32) -> PyResult<String> {
+        py.detach_call(|| self.inner.device_name(ordinal)).pyerr()
     }
 
     /// Device `ordinal`'s primary context (the one XLA uses).
     #[pyo3(signature = (ordinal = 0))]
     fn context(&self, py: Python<'_>, ordinal: i32) -> PyResult<PyCudaContext> {
         let inner = py.detach_call(|| self.inner.context(ordinal)).pyerr()?;
-        Ok(PyCudaContext { inner })
+        Ok(PyCudaContext {
+            inner: DropDetached::new(inner),
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -152,7 +220,7 @@ fn dims(name: &str, v: Vec<u32>) -> PyResult<[u32; 3]> {
 /// A device's primary context (the one XLA uses).
 #[pyclass(frozen, name = "CudaContext", module = "rpjrt.cuda")]
 pub struct PyCudaContext {
-    inner: Context,
+    inner: DropDetached<Context>,
 }
 
 #[pymethods]
@@ -169,67 +237,93 @@ impl PyCudaContext {
     }
 
     /// (free, total) device memory in bytes.
-    fn mem_info(&self) -> PyResult<(usize, usize)> {
-        self.inner.mem_info().pyerr()
+    fn mem_info(&self, py: Python<'_>) -> PyResult<(usize, usize)> {
+        py.detach_call(|| self.inner.mem_info()).pyerr()
     }
 
     /// Allocates `nbytes` of device memory.
-    fn alloc(&self, nbytes: usize) -> PyResult<PyDeviceMemory> {
+    fn alloc(&self, py: Python<'_>, nbytes: usize) -> PyResult<PyDeviceMemory> {
+        let inner = py.detach_call(|| self.inner.alloc(nbytes)).pyerr()?;
         Ok(PyDeviceMemory {
-            inner: self.inner.alloc(nbytes).pyerr()?,
+            inner: DropDetached::new(inner),
         })
     }
 
-    /// Page-locked host memory for the asynchronous copies.
-    fn alloc_pinned(&self, nbytes: usize) -> PyResult<PyPinnedMemory> {
+    /// Page-locked host memory for the asynchronous copies, zeroed.
+    fn alloc_pinned(&self, py: Python<'_>, nbytes: usize) -> PyResult<PyPinnedMemory> {
+        let inner = py.detach_call(|| self.inner.alloc_pinned(nbytes)).pyerr()?;
         Ok(PyPinnedMemory {
-            inner: Mutex::new(self.inner.alloc_pinned(nbytes).pyerr()?),
+            nbytes,
+            inner: DropDetached::new(Mutex::new(inner)),
         })
     }
 
     /// Queues a copy of all of `src` (pinned) to device address `dst` on `stream`.
     #[pyo3(signature = (dst, src, stream = 0))]
-    fn memcpy_htod_async(&self, dst: u64, src: &PyPinnedMemory, stream: usize) -> PyResult<()> {
-        let src = src.lock();
-        self.inner
-            .memcpy_htod_async(DevicePtr(dst), &src, StreamRef(stream))
-            .pyerr()
+    fn memcpy_htod_async(
+        &self,
+        py: Python<'_>,
+        dst: u64,
+        src: &PyPinnedMemory,
+        stream: usize,
+    ) -> PyResult<()> {
+        // Waits for `src`'s last copy: without the GIL, and its lock is taken there too.
+        py.detach_call(|| {
+            let src = src.lock();
+            self.inner
+                .memcpy_htod_async(DevicePtr(dst), &src, StreamRef(stream))
+        })
+        .pyerr()
     }
 
     /// Queues a copy from device address `src` filling all of `dst` (pinned) on `stream`.
     #[pyo3(signature = (dst, src, stream = 0))]
-    fn memcpy_dtoh_async(&self, dst: &PyPinnedMemory, src: u64, stream: usize) -> PyResult<()> {
-        let mut dst = dst.lock();
-        self.inner
-            .memcpy_dtoh_async(&mut dst, DevicePtr(src), StreamRef(stream))
-            .pyerr()
+    fn memcpy_dtoh_async(
+        &self,
+        py: Python<'_>,
+        dst: &PyPinnedMemory,
+        src: u64,
+        stream: usize,
+    ) -> PyResult<()> {
+        py.detach_call(|| {
+            let mut dst = dst.lock();
+            self.inner
+                .memcpy_dtoh_async(&mut dst, DevicePtr(src), StreamRef(stream))
+        })
+        .pyerr()
     }
 
     /// A new stream in this context.
-    fn stream(&self) -> PyResult<PyCudaStream> {
+    fn stream(&self, py: Python<'_>) -> PyResult<PyCudaStream> {
+        let inner = py.detach_call(|| self.inner.stream()).pyerr()?;
         Ok(PyCudaStream {
-            inner: self.inner.stream().pyerr()?,
+            inner: DropDetached::new(inner),
         })
     }
 
     /// A new event; `timing=True` lets it measure elapsed time.
     #[pyo3(signature = (timing = false))]
-    fn event(&self, timing: bool) -> PyResult<PyCudaEvent> {
+    fn event(&self, py: Python<'_>, timing: bool) -> PyResult<PyCudaEvent> {
+        let inner = py.detach_call(|| self.inner.event(timing)).pyerr()?;
         Ok(PyCudaEvent {
-            inner: self.inner.event(timing).pyerr()?,
+            inner: DropDetached::new(inner),
         })
     }
 
     /// Loads a module from PTX text.
     fn load_ptx(&self, py: Python<'_>, ptx: &str) -> PyResult<PyCudaModule> {
         let inner = py.detach_call(|| self.inner.load_ptx(ptx)).pyerr()?;
-        Ok(PyCudaModule { inner })
+        Ok(PyCudaModule {
+            inner: DropDetached::new(inner),
+        })
     }
 
     /// Loads a module from a cubin (or fatbin) image.
     fn load_cubin(&self, py: Python<'_>, image: Vec<u8>) -> PyResult<PyCudaModule> {
         let inner = py.detach_call(|| self.inner.load_cubin(&image)).pyerr()?;
-        Ok(PyCudaModule { inner })
+        Ok(PyCudaModule {
+            inner: DropDetached::new(inner),
+        })
     }
 
     /// Copies `data` to device address `dst` (waits for the copy).
@@ -239,16 +333,17 @@ impl PyCudaContext {
     }
 
     /// Copies `nbytes` from device address `src` into new bytes (waits for the copy).
+    /// A size the host cannot allocate raises `ResourceExhaustedError` naming it.
     fn memcpy_dtoh<'py>(
         &self,
         py: Python<'py>,
         src: u64,
         nbytes: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let mut v = vec![0u8; nbytes];
-        py.detach_call(|| self.inner.memcpy_dtoh(&mut v, DevicePtr(src)))
-            .pyerr()?;
-        Ok(PyBytes::new(py, &v))
+        new_bytes(py, nbytes, "memcpy_dtoh", |b| {
+            py.detach_call(|| self.inner.memcpy_dtoh(b, DevicePtr(src)))
+                .pyerr()
+        })
     }
 
     /// Copies `nbytes` from device address `src` to `dst` (waits for the copy).
@@ -262,10 +357,19 @@ impl PyCudaContext {
 
     /// Queues a copy of `nbytes` from device address `src` to `dst` on `stream`.
     #[pyo3(signature = (dst, src, nbytes, stream = 0))]
-    fn memcpy_dtod_async(&self, dst: u64, src: u64, nbytes: usize, stream: usize) -> PyResult<()> {
-        self.inner
-            .memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), nbytes, StreamRef(stream))
-            .pyerr()
+    fn memcpy_dtod_async(
+        &self,
+        py: Python<'_>,
+        dst: u64,
+        src: u64,
+        nbytes: usize,
+        stream: usize,
+    ) -> PyResult<()> {
+        py.detach_call(|| {
+            self.inner
+                .memcpy_dtod_async(DevicePtr(dst), DevicePtr(src), nbytes, StreamRef(stream))
+        })
+        .pyerr()
     }
 
     /// Sets `nbytes` bytes at device address `dst` to `value` (waits).
@@ -276,17 +380,28 @@ impl PyCudaContext {
 
     /// Queues setting `nbytes` bytes at device address `dst` to `value` on `stream`.
     #[pyo3(signature = (dst, value, nbytes, stream = 0))]
-    fn memset_async(&self, dst: u64, value: u8, nbytes: usize, stream: usize) -> PyResult<()> {
-        self.inner
-            .memset_async(DevicePtr(dst), value, nbytes, StreamRef(stream))
-            .pyerr()
+    fn memset_async(
+        &self,
+        py: Python<'_>,
+        dst: u64,
+        value: u8,
+        nbytes: usize,
+        stream: usize,
+    ) -> PyResult<()> {
+        py.detach_call(|| {
+            self.inner
+                .memset_async(DevicePtr(dst), value, nbytes, StreamRef(stream))
+        })
+        .pyerr()
     }
 
     /// Launches `function`; `args` are (type, value) pairs, type one of ptr, i32, u32,
     /// i64, u64, f32, f64.
     #[pyo3(signature = (function, grid, block, args, *, shared_mem = 0, stream = 0))]
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
+        py: Python<'_>,
         function: &PyCudaFunction,
         grid: Vec<u32>,
         block: Vec<u32>,
@@ -303,16 +418,18 @@ impl PyCudaContext {
             block: dims("block", block)?,
             shared_mem_bytes: shared_mem,
         };
-        self.inner
-            .launch(&function.inner, cfg, &args, StreamRef(stream))
-            .pyerr()
+        py.detach_call(|| {
+            self.inner
+                .launch(&function.inner, cfg, &args, StreamRef(stream))
+        })
+        .pyerr()
     }
 }
 
 /// Device memory allocated by rpjrt, freed when collected.
 #[pyclass(frozen, name = "DeviceMemory", module = "rpjrt.cuda")]
 pub struct PyDeviceMemory {
-    inner: DeviceBuffer,
+    inner: DropDetached<DeviceBuffer>,
 }
 
 #[pymethods]
@@ -334,25 +451,32 @@ impl PyDeviceMemory {
         py.detach_call(|| self.inner.copy_from_host(&data)).pyerr()
     }
 
-    /// The whole allocation copied to host bytes.
+    /// The whole allocation copied to host bytes. An allocation the host cannot hold raises
+    /// `ResourceExhaustedError` naming its size.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py.detach_call(|| self.inner.to_vec()).pyerr()?;
-        Ok(PyBytes::new(py, &v))
+        new_bytes(py, self.inner.len(), "DeviceMemory.to_bytes", |b| {
+            py.detach_call(|| self.inner.copy_to_host(b)).pyerr()
+        })
     }
 
     fn __repr__(&self) -> String {
-        format!("{:?}", self.inner)
+        format!("{:?}", *self.inner)
     }
 }
 
-/// Page-locked host memory; it waits for its last asynchronous copy before it is read,
-/// written or freed.
+/// Page-locked host memory, zeroed when allocated; it waits for its last asynchronous copy
+/// before it is read, written or freed.
 #[pyclass(frozen, name = "PinnedMemory", module = "rpjrt.cuda")]
 pub struct PyPinnedMemory {
-    inner: Mutex<PinnedBuffer>,
+    /// The size, readable without the lock.
+    nbytes: usize,
+    inner: DropDetached<Mutex<PinnedBuffer>>,
 }
 
 impl PyPinnedMemory {
+    /// The buffer, locked. Only ever called without the GIL (inside `detach_call`): the
+    /// holder may be waiting for the device, and a thread holding the GIL must never wait
+    /// for it.
     fn lock(&self) -> std::sync::MutexGuard<'_, PinnedBuffer> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -363,7 +487,7 @@ impl PyPinnedMemory {
     /// The size in bytes.
     #[getter]
     fn nbytes(&self) -> usize {
-        self.lock().len()
+        self.nbytes
     }
 
     /// Overwrites it with `data` (exactly its size), after any copy in flight.
@@ -385,25 +509,30 @@ impl PyPinnedMemory {
 
     /// Its bytes, after any copy in flight.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = py
-            .detach_call(|| self.lock().as_slice().map(|s| s.to_vec()))
-            .pyerr()?;
-        Ok(PyBytes::new(py, &v))
+        new_bytes(py, self.nbytes, "PinnedMemory.to_bytes", |b| {
+            py.detach_call(|| {
+                let buf = self.lock();
+                b.copy_from_slice(buf.as_slice()?);
+                Ok(())
+            })
+            .pyerr()
+        })
     }
 }
 
 /// A loaded module.
 #[pyclass(frozen, name = "CudaModule", module = "rpjrt.cuda")]
 pub struct PyCudaModule {
-    inner: Module,
+    inner: DropDetached<Module>,
 }
 
 #[pymethods]
 impl PyCudaModule {
     /// The kernel function `name` of the module.
-    fn function(&self, name: &str) -> PyResult<PyCudaFunction> {
+    fn function(&self, py: Python<'_>, name: &str) -> PyResult<PyCudaFunction> {
+        let inner = py.detach_call(|| self.inner.function(name)).pyerr()?;
         Ok(PyCudaFunction {
-            inner: self.inner.function(name).pyerr()?,
+            inner: DropDetached::new(inner),
         })
     }
 }
@@ -411,7 +540,7 @@ impl PyCudaModule {
 /// A kernel in a loaded module.
 #[pyclass(frozen, name = "CudaFunction", module = "rpjrt.cuda")]
 pub struct PyCudaFunction {
-    inner: Function,
+    inner: DropDetached<Function>,
 }
 
 #[pymethods]
@@ -426,7 +555,7 @@ impl PyCudaFunction {
 /// A stream created by rpjrt.
 #[pyclass(frozen, name = "CudaStream", module = "rpjrt.cuda")]
 pub struct PyCudaStream {
-    inner: Stream,
+    inner: DropDetached<Stream>,
 }
 
 #[pymethods]
@@ -443,23 +572,25 @@ impl PyCudaStream {
     }
 
     /// Makes later work on the stream wait for `event`.
-    fn wait_event(&self, event: &PyCudaEvent) -> PyResult<()> {
-        self.inner.wait_event(&event.inner).pyerr()
+    fn wait_event(&self, py: Python<'_>, event: &PyCudaEvent) -> PyResult<()> {
+        py.detach_call(|| self.inner.wait_event(&event.inner))
+            .pyerr()
     }
 }
 
 /// A CUDA event.
 #[pyclass(frozen, name = "CudaEvent", module = "rpjrt.cuda")]
 pub struct PyCudaEvent {
-    inner: Event,
+    inner: DropDetached<Event>,
 }
 
 #[pymethods]
 impl PyCudaEvent {
     /// Records the event on `stream` (0: the default stream).
     #[pyo3(signature = (stream = 0))]
-    fn record(&self, stream: usize) -> PyResult<()> {
-        self.inner.record(StreamRef(stream)).pyerr()
+    fn record(&self, py: Python<'_>, stream: usize) -> PyResult<()> {
+        py.detach_call(|| self.inner.record(StreamRef(stream)))
+            .pyerr()
     }
 
     /// Waits until the event has completed.
@@ -468,8 +599,9 @@ impl PyCudaEvent {
     }
 
     /// Milliseconds between the `start` event and this one (both recorded with timing).
-    fn elapsed_ms(&self, start: &PyCudaEvent) -> PyResult<f32> {
-        self.inner.elapsed_ms(&start.inner).pyerr()
+    fn elapsed_ms(&self, py: Python<'_>, start: &PyCudaEvent) -> PyResult<f32> {
+        py.detach_call(|| self.inner.elapsed_ms(&start.inner))
+            .pyerr()
     }
 }
 

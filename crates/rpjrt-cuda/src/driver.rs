@@ -16,6 +16,32 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }
 
+/// A zeroed host vector of `len` bytes for `what`, made fallibly: a size no allocation can
+/// have (above `isize::MAX`) is `InvalidArgument`, one the system cannot give is
+/// `ResourceExhausted`; both name the size. Never an abort.
+pub(crate) fn host_bytes(len: usize, what: &str) -> Result<Vec<u8>> {
+    if isize::try_from(len).is_err() {
+        return Err(invalid(format!(
+            "{what}: {len} bytes is more than any host allocation can hold (at most {} bytes)",
+            isize::MAX
+        )));
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::ResourceExhausted(format!(
+            "{what} needs a host allocation of {len} bytes, which cannot be made"
+        ))
+    })?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
+/// CUDA's limits on launch shapes (every compute capability since 3.0): threads per block
+/// in total and per dimension, and blocks per grid per dimension.
+const MAX_THREADS_PER_BLOCK: u64 = 1024;
+const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
+const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
 /// A device address (`CUdeviceptr`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct DevicePtr(pub u64);
@@ -180,12 +206,41 @@ impl LaunchConfig {
                 self.grid, self.block
             )));
         }
-        let threads: u64 = self.block.iter().map(|&b| u64::from(b)).product();
-        if threads > 1024 {
-            return Err(invalid(format!(
-                "kernel launch block {:?} has {threads} threads; CUDA allows at most 1024",
-                self.block
-            )));
+        // Checked arithmetic: a product that wraps must not pass for a small one.
+        let threads = self
+            .block
+            .iter()
+            .try_fold(1u64, |acc, &b| acc.checked_mul(u64::from(b)));
+        match threads {
+            Some(t) if t <= MAX_THREADS_PER_BLOCK => {}
+            Some(t) => {
+                return Err(invalid(format!(
+                    "kernel launch block {:?} has {t} threads; CUDA allows at most \
+                     {MAX_THREADS_PER_BLOCK}",
+                    self.block
+                )))
+            }
+            None => {
+                return Err(invalid(format!(
+                    "kernel launch block {:?} has 2**64 or more threads; CUDA allows at \
+                     most {MAX_THREADS_PER_BLOCK}",
+                    self.block
+                )))
+            }
+        }
+        for (i, axis) in ["x", "y", "z"].iter().enumerate() {
+            if self.block[i] > MAX_BLOCK[i] {
+                return Err(invalid(format!(
+                    "kernel launch block {:?}: block {axis} is {}, CUDA allows at most {}",
+                    self.block, self.block[i], MAX_BLOCK[i]
+                )));
+            }
+            if self.grid[i] > MAX_GRID[i] {
+                return Err(invalid(format!(
+                    "kernel launch grid {:?}: grid {axis} is {}, CUDA allows at most {}",
+                    self.grid, self.grid[i], MAX_GRID[i]
+                )));
+            }
         }
         Ok(())
     }
@@ -248,7 +303,14 @@ fn ptx_image(ptx: &str) -> Result<Vec<u8>> {
             "this is not PTX: it declares no .entry or .func (pass a cubin with load_cubin)",
         ));
     }
-    let mut v = body.as_bytes().to_vec();
+    let mut v = Vec::new();
+    v.try_reserve_exact(body.len() + 1).map_err(|_| {
+        Error::ResourceExhausted(format!(
+            "copying {} bytes of PTX text needs a host allocation that cannot be made",
+            body.len() + 1
+        ))
+    })?;
+    v.extend_from_slice(body.as_bytes());
     v.push(0);
     Ok(v)
 }
@@ -301,7 +363,7 @@ impl Context {
         Ok(PinnedBuffer {
             ctx: self.clone(),
             alloc: HostAlloc::new(self.inner.driver.clone(), bytes)?,
-            pending: Mutex::new(None),
+            pending: Mutex::new(Pending::None),
         })
     }
 
@@ -378,9 +440,12 @@ impl Context {
         stream: StreamRef,
     ) -> Result<()> {
         src.wait()?;
+        // The event that will track the copy exists before the copy is queued: a copy in
+        // flight is never left untracked because an event could not be made.
+        let ev = self.event(false)?;
         let d = self.inner.enter()?;
         d.memcpy_htod_async(dst.0, src.alloc.addr(), src.alloc.len(), stream.0)?;
-        src.mark_pending(stream)
+        src.mark_pending(ev, stream)
     }
 
     /// Queues a copy from `src` filling all of `dst` on `stream`. `dst` waits for it before
@@ -392,9 +457,10 @@ impl Context {
         stream: StreamRef,
     ) -> Result<()> {
         dst.wait()?;
+        let ev = self.event(false)?;
         let d = self.inner.enter()?;
         d.memcpy_dtoh_async(dst.alloc.addr(), src.0, dst.alloc.len(), stream.0)?;
-        dst.mark_pending(stream)
+        dst.mark_pending(ev, stream)
     }
 
     /// Queues a device-to-device copy of `bytes` on `stream`.
@@ -486,9 +552,10 @@ impl DeviceBuffer {
         self.ctx.memcpy_dtoh(dst, self.ptr())
     }
 
-    /// Its contents as a new vector.
+    /// Its contents as a new vector. A host allocation of its size that cannot be made is
+    /// `ResourceExhausted` naming the size, not an abort.
     pub fn to_vec(&self) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; self.len];
+        let mut v = host_bytes(self.len, "copying a device buffer to the host")?;
         self.copy_to_host(&mut v)?;
         Ok(v)
     }
@@ -513,14 +580,26 @@ impl Drop for DeviceBuffer {
     }
 }
 
+/// What a pinned buffer must wait for before it is touched.
+enum Pending {
+    /// No copy in flight.
+    None,
+    /// The last copy, tracked by an event recorded after it.
+    Event(Arc<Event>),
+    /// A copy was queued (in this context) but its event could not be recorded: only a
+    /// whole-context synchronize makes it safe to touch the memory.
+    Unknown(Context),
+}
+
 /// Page-locked host memory for asynchronous copies (and the fastest synchronous ones).
 ///
-/// It remembers its last asynchronous copy and waits for it before it is read, written
-/// or freed.
+/// New pinned memory is zeroed. It remembers its last asynchronous copy and waits for it
+/// before it is read, written or freed; a wait that fails is kept, so the next read, write
+/// or the free waits again (and the free falls back to synchronizing the context).
 pub struct PinnedBuffer {
     ctx: Context,
     alloc: HostAlloc,
-    pending: Mutex<Option<Event>>,
+    pending: Mutex<Pending>,
 }
 
 impl PinnedBuffer {
@@ -534,24 +613,49 @@ impl PinnedBuffer {
         self.alloc.len() == 0
     }
 
-    /// Waits for the last asynchronous copy into or out of it.
-    pub fn wait(&self) -> Result<()> {
-        let ev = self
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        match ev {
-            Some(e) => e.synchronize(),
-            None => Ok(()),
-        }
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn mark_pending(&self, stream: StreamRef) -> Result<()> {
-        let ev = self.ctx.event(false)?;
-        ev.record(stream)?;
-        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(ev);
+    /// Waits for the last asynchronous copy into or out of it. When the wait fails, the
+    /// copy stays pending: the next call waits again. No lock is held during the wait.
+    pub fn wait(&self) -> Result<()> {
+        let ev = match &*self.pending() {
+            Pending::None => return Ok(()),
+            Pending::Event(e) => Ok(e.clone()),
+            Pending::Unknown(ctx) => Err(ctx.clone()),
+        };
+        match &ev {
+            Ok(e) => e.synchronize()?,
+            Err(ctx) => ctx.synchronize()?,
+        }
+        // Done: forget it, unless another copy was queued meanwhile.
+        let mut p = self.pending();
+        let same = match (&*p, &ev) {
+            (Pending::Event(now), Ok(waited)) => Arc::ptr_eq(now, waited),
+            (Pending::Unknown(_), Err(_)) => true,
+            _ => false,
+        };
+        if same {
+            *p = Pending::None;
+        }
         Ok(())
+    }
+
+    /// Records `ev` after the copy just queued on `stream`; when that fails, the copy is
+    /// still remembered (as needing a whole-context synchronize).
+    fn mark_pending(&self, ev: Event, stream: StreamRef) -> Result<()> {
+        let ctx = ev.ctx.clone();
+        match ev.record(stream) {
+            Ok(()) => {
+                *self.pending() = Pending::Event(Arc::new(ev));
+                Ok(())
+            }
+            Err(e) => {
+                *self.pending() = Pending::Unknown(ctx);
+                Err(e)
+            }
+        }
     }
 
     /// Its bytes, after waiting for any copy in flight.
@@ -734,6 +838,53 @@ mod tests {
         big.block = [32, 32, 2];
         let e = big.check().unwrap_err().to_string();
         assert!(e.contains("2048 threads") && e.contains("1024"), "{e}");
+        // Products that wrap a u64 (or a u32) are refused, not passed as small ones.
+        for block in [
+            [1 << 22, 1 << 21, 1 << 21],
+            [u32::MAX, u32::MAX, u32::MAX],
+            [1 << 31, 1 << 31, 1 << 31],
+            [1 << 16, 1 << 16, 1],
+        ] {
+            let mut w = c;
+            w.block = block;
+            let e = w.check().unwrap_err().to_string();
+            assert!(e.contains("CUDA allows at most 1024"), "{block:?}: {e}");
+        }
+        // Per-dimension limits of blocks and grids.
+        let mut z65 = c;
+        z65.block = [1, 1, 65];
+        let e = z65.check().unwrap_err().to_string();
+        assert!(e.contains("block z is 65, CUDA allows at most 64"), "{e}");
+        let mut gy = c;
+        gy.grid = [1, 65536, 1];
+        let e = gy.check().unwrap_err().to_string();
+        assert!(
+            e.contains("grid y is 65536, CUDA allows at most 65535"),
+            "{e}"
+        );
+        let mut gx = c;
+        gx.grid = [u32::MAX, 1, 1];
+        let e = gx.check().unwrap_err().to_string();
+        assert!(e.contains("grid x is 4294967295"), "{e}");
+        let mut ok = c;
+        ok.grid = [i32::MAX as u32, 65535, 65535];
+        ok.block = [1024, 1, 1];
+        ok.check().unwrap();
+    }
+
+    #[test]
+    fn host_vectors_are_made_fallibly() {
+        let e = host_bytes(usize::MAX, "copying x").unwrap_err();
+        assert_eq!(e.code(), rpjrt::Code::InvalidArgument);
+        let msg = e.to_string();
+        assert!(msg.contains(&usize::MAX.to_string()), "{msg}");
+        let e = host_bytes(isize::MAX as usize, "copying x").unwrap_err();
+        assert_eq!(e.code(), rpjrt::Code::ResourceExhausted, "{e}");
+        assert!(
+            e.to_string().contains(&(isize::MAX as usize).to_string()),
+            "{e}"
+        );
+        assert_eq!(host_bytes(3, "x").unwrap(), vec![0, 0, 0]);
     }
 
     #[test]

@@ -120,6 +120,27 @@ fn h(handle: usize) -> Handle {
     handle as Handle
 }
 
+/// A driver that answered a call with success and nothing usable: INTERNAL, naming the call
+/// and what was missing, instead of a handle or pointer that would be used later.
+fn lying_driver(call: &'static str, what: &str) -> Error {
+    Error::Pjrt {
+        entry: call,
+        code: Code::Internal,
+        message: format!(
+            "{call} reported success but returned {what}; the CUDA driver is broken or is \
+             not the NVIDIA driver"
+        ),
+    }
+}
+
+/// `handle` as an address, or an error when the driver returned NULL with its success.
+fn non_null(call: &'static str, what: &str, handle: Handle) -> Result<usize> {
+    if handle.is_null() {
+        return Err(lying_driver(call, &format!("a NULL {what}")));
+    }
+    Ok(handle as usize)
+}
+
 impl Driver {
     /// Opens the driver library at `path` (a file name like `libcuda.so.1` is searched the
     /// way the dynamic loader does), resolves the entry points and calls `cuInit(0)`.
@@ -144,7 +165,16 @@ impl Driver {
             _lib: lib,
         };
         // SAFETY: cuInit takes a flags word (must be 0) and nothing else.
-        d.check("cuInit", unsafe { (d.fns.init)(0) })?;
+        let rc = unsafe { (d.fns.init)(0) };
+        // Whatever cuInit's code, the driver cannot be used: FAILED_PRECONDITION, the code
+        // rpjrt's own driver probe (`rpjrt::cuda::driver_summary`) gives the same failure.
+        d.check("cuInit", rc).map_err(|e| match e {
+            Error::Pjrt { entry, message, .. } => unavailable(
+                entry,
+                format!("{} loaded, but cuInit failed: {message}", d.name),
+            ),
+            other => other,
+        })?;
         Ok(d)
     }
 
@@ -185,6 +215,12 @@ impl Driver {
         self.check("cuDriverGetVersion", unsafe {
             (self.fns.driver_get_version)(&mut v)
         })?;
+        if v < 0 {
+            return Err(lying_driver(
+                "cuDriverGetVersion",
+                &format!("an invalid (negative) driver version {v}"),
+            ));
+        }
         Ok(v)
     }
 
@@ -194,6 +230,12 @@ impl Driver {
         self.check("cuDeviceGetCount", unsafe {
             (self.fns.device_get_count)(&mut n)
         })?;
+        if n < 0 {
+            return Err(lying_driver(
+                "cuDeviceGetCount",
+                &format!("an invalid (negative) device count {n}"),
+            ));
+        }
         Ok(n)
     }
 
@@ -203,15 +245,13 @@ impl Driver {
         self.check("cuDeviceGet", unsafe {
             (self.fns.device_get)(&mut dev, ordinal)
         })?;
-        let mut buf = [0 as c_char; 256];
-        // SAFETY: the buffer holds 256 chars and its length is passed.
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer holds 256 bytes and its length is passed; the driver writes at
+        // most that many.
         self.check("cuDeviceGetName", unsafe {
-            (self.fns.device_get_name)(buf.as_mut_ptr(), buf.len() as c_int, dev)
+            (self.fns.device_get_name)(buf.as_mut_ptr().cast::<c_char>(), buf.len() as c_int, dev)
         })?;
-        // SAFETY: the driver wrote a NUL-terminated string into the buffer.
-        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned())
+        Ok(fixed_c_string(&buf))
     }
 
     /// Retains device `ordinal`'s primary context and makes it current on this thread.
@@ -226,8 +266,19 @@ impl Driver {
         self.check("cuDevicePrimaryCtxRetain", unsafe {
             (self.fns.primary_ctx_retain)(&mut ctx, dev)
         })?;
-        self.set_current(ctx as usize)?;
-        Ok((dev, ctx as usize))
+        let ctx = match non_null("cuDevicePrimaryCtxRetain", "context", ctx) {
+            Ok(c) => c,
+            Err(e) => {
+                // The retain itself succeeded: balance it.
+                self.release_primary_context(dev);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.set_current(ctx) {
+            self.release_primary_context(dev);
+            return Err(e);
+        }
+        Ok((dev, ctx))
     }
 
     pub(crate) fn release_primary_context(&self, dev: i32) {
@@ -260,6 +311,12 @@ impl Driver {
         let mut p: u64 = 0;
         // SAFETY: valid out-pointer.
         self.check("cuMemAlloc", unsafe { (self.fns.mem_alloc)(&mut p, bytes) })?;
+        if p == 0 && bytes != 0 {
+            return Err(lying_driver(
+                "cuMemAlloc",
+                &format!("device address 0 for {bytes} bytes"),
+            ));
+        }
         Ok(p)
     }
 
@@ -275,7 +332,7 @@ impl Driver {
         self.check("cuMemAllocHost", unsafe {
             (self.fns.mem_alloc_host)(&mut p, bytes)
         })?;
-        Ok(p as usize)
+        non_null("cuMemAllocHost", &format!("pointer for {bytes} bytes"), p)
     }
 
     pub(crate) fn free_host(&self, addr: usize) -> Result<()> {
@@ -379,7 +436,7 @@ impl Driver {
         self.check("cuModuleLoadData", unsafe {
             (self.fns.module_load_data)(&mut m, image.as_ptr().cast())
         })?;
-        Ok(m as usize)
+        non_null("cuModuleLoadData", "module handle", m)
     }
 
     pub(crate) fn module_unload(&self, module: usize) -> Result<()> {
@@ -398,7 +455,11 @@ impl Driver {
         self.check("cuModuleGetFunction", unsafe {
             (self.fns.module_get_function)(&mut f, h(module), cname.as_ptr())
         })?;
-        Ok(f as usize)
+        non_null(
+            "cuModuleGetFunction",
+            &format!("function handle for {name:?}"),
+            f,
+        )
     }
 
     /// Launches `function` with `params`, the kernel's arguments packed one after another,
@@ -451,7 +512,8 @@ impl Driver {
         self.check("cuStreamCreate", unsafe {
             (self.fns.stream_create)(&mut s, non_blocking as c_uint)
         })?;
-        Ok(s as usize)
+        // NULL is the legacy default stream, not a new one.
+        non_null("cuStreamCreate", "stream handle", s)
     }
 
     pub(crate) fn stream_destroy(&self, stream: usize) -> Result<()> {
@@ -483,7 +545,7 @@ impl Driver {
         self.check("cuEventCreate", unsafe {
             (self.fns.event_create)(&mut e, flags)
         })?;
-        Ok(e as usize)
+        non_null("cuEventCreate", "event handle", e)
     }
 
     pub(crate) fn event_destroy(&self, event: usize) -> Result<()> {
@@ -529,9 +591,13 @@ pub(crate) struct HostAlloc {
 }
 
 impl HostAlloc {
+    /// `len` bytes of page-locked memory, zeroed (`cuMemAllocHost` leaves whatever the
+    /// memory held before).
     pub(crate) fn new(driver: std::sync::Arc<Driver>, len: usize) -> Result<HostAlloc> {
         let addr = if len == 0 { 0 } else { driver.alloc_host(len)? };
-        Ok(HostAlloc { driver, addr, len })
+        let mut a = HostAlloc { driver, addr, len };
+        a.as_mut_slice().fill(0);
+        Ok(a)
     }
 
     pub(crate) fn addr(&self) -> usize {
@@ -565,5 +631,28 @@ impl Drop for HostAlloc {
         if self.len != 0 {
             let _ = self.driver.free_host(self.addr);
         }
+    }
+}
+
+/// The text in a fixed buffer the driver filled: up to its first NUL, or the whole buffer
+/// when the driver wrote none (never read past it).
+pub(crate) fn fixed_c_string(buf: &[u8]) -> String {
+    let text = match CStr::from_bytes_until_nul(buf) {
+        Ok(c) => c.to_bytes(),
+        Err(_) => buf,
+    };
+    String::from_utf8_lossy(text).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_buffer_is_read_within_its_bounds() {
+        assert_eq!(fixed_c_string(b"Fake GPU\0junk"), "Fake GPU");
+        assert_eq!(fixed_c_string(&[b'A'; 8]), "AAAAAAAA");
+        assert_eq!(fixed_c_string(b"\0"), "");
+        assert_eq!(fixed_c_string(b""), "");
     }
 }
