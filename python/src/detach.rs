@@ -78,3 +78,26 @@ pub(crate) fn let_returning_threads_in(py: Python<'_>, grace: Duration) {
         py.detach(|| std::thread::sleep(Duration::from_millis(1)));
     }
 }
+
+/// Keeps a Python thread state for the calling thread, which holds the GIL, for as long as
+/// the thread lives: a thread Python did not start (rpjrt's notifier, a plugin's worker
+/// running a custom call) otherwise gets a new thread state each time it takes the GIL and
+/// deletes it each time it lets go. Making and deleting one takes the interpreter's lock of
+/// thread states without the GIL, and a `fork()` at that moment leaves the child waiting for
+/// that lock for ever inside `os.fork()` (CPython re-creates it only after it deletes the
+/// other threads' states, which needs it). Once kept, taking the GIL again only takes the GIL.
+/// Call it only on long-lived threads (each keeps one thread state).
+pub(crate) fn keep_thread_state(_py: Python<'_>) {
+    thread_local! {
+        static KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if KEPT.with(|k| k.replace(true)) {
+        return;
+    }
+    // SAFETY: the GIL is held (`_py`), and this thread has a thread state (the one it holds
+    // the GIL with). `PyGILState_Ensure` then only counts one more use of it; that use is
+    // never released, so the state is not deleted when the caller lets go of the GIL.
+    unsafe {
+        pyo3::ffi::PyGILState_Ensure();
+    }
+}

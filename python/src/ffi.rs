@@ -1637,6 +1637,8 @@ fn call_python(
     // finalizing.
     ffi::with_ieee_subnormals(|| {
         Python::try_attach(|py| {
+            // A plugin's worker threads run handler after handler.
+            crate::detach::keep_thread_state(py);
             // New references, taken with the GIL held: the exit hook may release the held
             // ones (with the GIL held too) once this call has them, and these keep the
             // objects alive until the call is over. Released already: the interpreter is

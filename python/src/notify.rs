@@ -115,6 +115,7 @@ fn start(name: &str) -> Slot {
                 // `try_attach` gives up while the interpreter shuts down; the callable is
                 // then dropped without the GIL (PyO3 defers the reference count change).
                 let _ = Python::try_attach(|py| {
+                    crate::detach::keep_thread_state(py);
                     let called = match job {
                         Job::Call(cb) => cb.call0(py).map(drop),
                         Job::Slot(slot) => slot.run(py),

@@ -361,7 +361,12 @@ fn raise(py: Python<'_>, stash: &Stash, e: rpjrt::Error) -> PyErr {
             // The loader's failure keeps its kind: an rpjrt error its own class, a
             // MemoryError (or another exception with a status of its own) that status's
             // class; anything else is the refusal of the slot's value.
-            let message = e.to_string();
+            // Its words without "invalid argument: " (the loader's failure is not one
+            // where it keeps a class of its own).
+            let message = match &e {
+                rpjrt::Error::InvalidArgument(m) => m.clone(),
+                e => e.to_string(),
+            };
             let own = crate::errors::is_rpjrt_error(py, &c)
                 .then(|| c.get_type(py).call1((message.clone(),)).ok())
                 .flatten()

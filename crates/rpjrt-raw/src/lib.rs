@@ -499,6 +499,16 @@ impl Api {
         exception_error(entry, what)
     }
 
+    /// Refuses `what` (an operation that makes no plugin call but acts on state the plugin's
+    /// threads share, such as closing a client) in a process forked from the one that
+    /// loaded the plugin, with the error a plugin call there gets.
+    pub fn check_not_forked(&self, what: &'static str) -> Result<()> {
+        if guard::forked_since(self.fork_generation) {
+            return Err(self.forked_error(what));
+        }
+        Ok(())
+    }
+
     /// The error for a call refused in a forked child (see `guard`).
     #[cold]
     fn forked_error(&self, entry: &'static str) -> Error {

@@ -520,8 +520,11 @@ impl Client {
     ///
     /// Waits still pending end with that error too: blocking ones (which look at the mark
     /// as they wait) and asynchronous ones (`.await` of an event, its done callbacks), which
-    /// are woken here.
+    /// are woken here. In a process forked from the one that made the client, it is refused
+    /// as every use of the client is there.
     pub fn close(&self) -> Result<()> {
+        // In a forked child the parent's waiters are the parent's: nothing runs them here.
+        self.core.api.check_not_forked("Client::close")?;
         self.core.closed.store(true, Ordering::Release);
         self.core.waited_events.close_all(|| Error::Closed("event"));
         Ok(())
