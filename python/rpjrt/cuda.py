@@ -1,7 +1,7 @@
 """NVIDIA GPUs: typed create options for the CUDA PJRT plugin and CUDA driver helpers.
 
-The options come from the core (``rpjrt::cuda`` in Rust), the driver helpers from the
-``rpjrt-cuda`` crate (``rpjrt_cuda``).
+Both come from the ``rpjrt-cuda`` crate in Rust (``rpjrt_cuda``): the plugin's options
+(``CudaOptions``) and the driver helpers (``Cuda``).
 
     import rpjrt, rpjrt.cuda
     client = rpjrt.Client("cuda", options=rpjrt.cuda.options(memory_fraction=0.5, preallocate=False))

@@ -421,7 +421,7 @@ impl PyClient {
         // the GIL is released around the call (py.detach), so those calls can take it.
         let create = move |pl: &rpjrt::Plugin, opts: &ClientOptions| match &dist {
             // A CUDA plugin's creation failure gets the library and driver state added.
-            None => rpjrt::cuda::create_client(pl, opts),
+            None => rpjrt_cuda::create_client(pl, opts),
             Some(d) => rpjrt::Client::new_distributed(pl, opts, d),
         };
         // A loaded Plugin: use it as is.

@@ -1,4 +1,4 @@
-//! `rpjrt.cuda`: typed CUDA plugin options (rpjrt::cuda) and the CUDA driver helpers
+//! `rpjrt.cuda`: typed CUDA plugin options (rpjrt_cuda::CudaOptions) and the CUDA driver helpers
 //! (the rpjrt-cuda crate).
 //! The Python-facing module is rpjrt/cuda.py.
 //!
@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::sync::Mutex;
 
-use rpjrt::cuda::{Allocator, CudaOptions};
+use rpjrt_cuda::{Allocator, CudaOptions};
 use rpjrt::Value;
 use rpjrt_cuda::{
     Context, Cuda, DeviceBuffer, DevicePtr, Event, Function, KernelArg, LaunchConfig, Module,
@@ -128,7 +128,7 @@ pub fn _cuda_allocators() -> Vec<&'static str> {
 /// One line on the CUDA driver: loaded with version and device count, or why not.
 #[pyfunction]
 pub fn _cuda_driver_summary(py: Python<'_>) -> String {
-    py.detach_call(rpjrt::cuda::driver_summary)
+    py.detach_call(rpjrt_cuda::driver_summary)
 }
 
 /// The CUDA driver library (libcuda.so.1), opened at run time.

@@ -1472,7 +1472,7 @@ pub fn open_client(
                 refused: false,
             })?;
             let merged = with_config_options(options, info);
-            match rpjrt::cuda::create_client(&plugin, &merged) {
+            match rpjrt_cuda::create_client(&plugin, &merged) {
                 Ok(client) => Ok((client, plugin, info.clone())),
                 Err(error) => Err(Failed {
                     refused: refuses_options(&error, &merged),

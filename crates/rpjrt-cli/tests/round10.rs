@@ -295,7 +295,7 @@ fn malformed_literals_say_where_and_hints_are_for_the_command_line() {
 #[test]
 fn info_on_a_cuda_plugin_without_a_gpu_names_the_plugin_and_the_driver() {
     let cuda = plugin("RPJRT_TEST_PLUGIN_CUDA");
-    if rpjrt::cuda::driver_summary().contains("loaded") {
+    if rpjrt_cuda::driver_summary().contains("loaded") {
         // A machine with a driver: the plugin may well work; nothing to check here.
         return;
     }

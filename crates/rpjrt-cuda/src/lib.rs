@@ -8,7 +8,24 @@
 //! [`rpjrt::Error`]s: a driver failure is `Error::Pjrt` with the driver call as its entry
 //! and the driver's error name and description as its message.
 //!
-//! The typed create options of the CUDA PJRT plugin stay in the core, in `rpjrt::cuda`.
+//! It also holds what concerns the CUDA PJRT plugin (`jax-cuda12-pjrt`, `jax-cuda13-pjrt`)
+//! as a client: its typed create options ([`CudaOptions`]), [`create_client`], which says
+//! what the CUDA driver is missing when such a plugin cannot create a client, and
+//! [`driver_summary`]. The core crate knows nothing of CUDA.
+//!
+//! ```no_run
+//! use rpjrt_cuda::{Allocator, CudaOptions};
+//! # fn main() -> rpjrt::Result<()> {
+//! let plugin = rpjrt::Plugin::load("/path/to/xla_cuda_plugin.so")?;
+//! let options = CudaOptions::new()
+//!     .memory_fraction(0.5)
+//!     .allocator(Allocator::Bfc)
+//!     .to_client_options()?;
+//! let client = rpjrt_cuda::create_client(&plugin, &options)?;
+//! # Ok(()) }
+//! ```
+//!
+//! Kernels next to XLA:
 //!
 //! ```no_run
 //! use rpjrt_cuda::{Cuda, KernelArg, LaunchConfig, StreamRef};
@@ -28,8 +45,13 @@
 #![warn(missing_docs)]
 
 mod driver;
+mod options;
+mod plugin;
 #[allow(unsafe_code)]
 mod raw;
+
+pub use options::{Allocator, CudaOptions};
+pub use plugin::{create_client, driver_summary, is_cuda_plugin, DRIVER_LIBRARY};
 
 pub use driver::{
     Context, Cuda, DeviceBuffer, DevicePtr, Event, Function, KernelArg, LaunchConfig, Module,

@@ -167,7 +167,7 @@ impl Driver {
         // SAFETY: cuInit takes a flags word (must be 0) and nothing else.
         let rc = unsafe { (d.fns.init)(0) };
         // Whatever cuInit's code, the driver cannot be used: FAILED_PRECONDITION, the code
-        // rpjrt's own driver probe (`rpjrt::cuda::driver_summary`) gives the same failure.
+        // rpjrt's own driver probe (`rpjrt_cuda::driver_summary`) gives the same failure.
         d.check("cuInit", rc).map_err(|e| match e {
             Error::Pjrt { entry, message, .. } => unavailable(
                 entry,

@@ -710,7 +710,7 @@ pub struct Opened {
 /// before the CPU plugin) does not stop the search.
 ///
 /// Each candidate gets `options` over the options of its own JAX plugin config (`options`
-/// win). `create` makes the client: [`rpjrt::Client::new`], [`rpjrt::cuda::create_client`]
+/// win). `create` makes the client: [`rpjrt::Client::new`], `rpjrt_cuda::create_client`
 /// (which explains CUDA failures) or a closure over [`rpjrt::Client::new_distributed`].
 ///
 /// When no candidate works: with one candidate, or one failure, that failure as it was;

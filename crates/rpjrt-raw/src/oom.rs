@@ -57,7 +57,7 @@ pub fn human_bytes(n: i64) -> String {
 }
 
 /// The create-option names that bound a client's device memory (the CUDA and ROCm
-/// plugins read them; see `rpjrt::cuda::CudaOptions`).
+/// plugins read them; see `rpjrt_cuda::CudaOptions`).
 pub const MEMORY_OPTIONS: &[&str] = &["memory_fraction", "preallocate", "allocator"];
 
 /// One device's allocator figures in an [`OomReport`], or why there are none.

@@ -1,9 +1,12 @@
-//! Errors that explain themselves: allocator figures for out-of-memory errors, and what to
-//! do about a plugin that cannot be loaded.
+//! Errors that explain themselves: allocator figures for out-of-memory errors, what to
+//! do about a plugin that cannot be loaded, and one line on the CUDA driver
+//! ([`cuda_driver_summary`], which `rpjrt-cuda`'s `create_client` adds to a CUDA plugin's
+//! failure).
 
 use crate::client::Device;
 use crate::error::{Error, Result};
 pub use crate::oom::{human_bytes, DeviceFigures, MemoryStats, OomReport, MEMORY_OPTIONS};
+pub use crate::raw::cuda::summary as cuda_driver_summary;
 pub use crate::raw::libraries::{
     describe_missing, library_provider, missing_libraries, MissingLibrary,
 };

@@ -29,7 +29,6 @@
 #[cfg(feature = "bench")]
 mod bench;
 mod client;
-pub mod cuda;
 pub mod diagnostics;
 pub mod dlpack;
 mod dtype;

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             let quiet = common::Quiet::start("creating a client");
             // As `open_client` creates it: a CUDA plugin's error names the plugin file and
             // what loading the CUDA driver found.
-            let created = rpjrt::cuda::create_client(&plugin, &options);
+            let created = rpjrt_cuda::create_client(&plugin, &options);
             let log = quiet.finish();
             match created {
                 Ok(_) => return Err(open_err),

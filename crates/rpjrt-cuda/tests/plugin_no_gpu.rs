@@ -1,6 +1,6 @@
 //! The CUDA PJRT plugin (`jax-cuda13-pjrt`) on a machine without a GPU: it loads and
 //! describes itself; client creation fails cleanly and says what is missing. The driver
-//! helpers' own no-GPU tests are in `crates/rpjrt-cuda/tests/no_gpu.rs`.
+//! helpers' own no-GPU tests are in `no_gpu.rs` beside this file.
 //!
 //! The plugin is installed by `scripts/setup.sh` (`RPJRT_TEST_PLUGIN_CUDA` in
 //! `.deps/plugins.env`). Client creation runs in a child process (this test binary run
@@ -11,10 +11,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The core's test helpers (plugins and fixtures).
+#[path = "../../rpjrt/tests/common/mod.rs"]
 mod common;
 
-use rpjrt::cuda::{Allocator, CudaOptions};
 use rpjrt::{ApiVersion, ClientOptions, Plugin, Value};
+use rpjrt_cuda::{Allocator, CudaOptions};
 
 const CHILD_ENV: &str = "RPJRT_CUDA_NO_GPU_CHILD";
 
@@ -121,7 +123,7 @@ fn child_creates_client() {
             .unwrap(),
         _ => ClientOptions::new(),
     };
-    let err = match rpjrt::cuda::create_client(&plugin, &options) {
+    let err = match rpjrt_cuda::create_client(&plugin, &options) {
         Ok(_) => panic!("a CUDA client was created: this machine has a GPU"),
         Err(e) => e,
     };
@@ -161,7 +163,7 @@ fn client_creation_fails_cleanly() {
 
 #[test]
 fn driver_summary_names_the_missing_library() {
-    let msg = rpjrt::cuda::driver_summary();
+    let msg = rpjrt_cuda::driver_summary();
     assert!(msg.contains("libcuda.so.1"), "{msg}");
     assert!(msg.contains("cannot load the CUDA driver"), "{msg}");
     assert!(msg.contains("FAILED_PRECONDITION"), "{msg}");
@@ -174,12 +176,12 @@ fn cpu_plugin_errors_are_left_alone() {
     // create_client only adds CUDA context to CUDA plugins' errors.
     let p = common::plugin_path(common::Which::New);
     let plugin = Plugin::load(p).unwrap();
-    assert!(!rpjrt::cuda::is_cuda_plugin(&plugin));
+    assert!(!rpjrt_cuda::is_cuda_plugin(&plugin));
     let cuda = Plugin::load(cuda_plugin_path()).unwrap();
-    assert!(rpjrt::cuda::is_cuda_plugin(&cuda));
+    assert!(rpjrt_cuda::is_cuda_plugin(&cuda));
     let bad = ClientOptions::new().set("cpu_device_count", "many");
     let direct = rpjrt::Client::new(&plugin, &bad).map(|_| ()).unwrap_err();
-    let wrapped = rpjrt::cuda::create_client(&plugin, &bad)
+    let wrapped = rpjrt_cuda::create_client(&plugin, &bad)
         .map(|_| ())
         .unwrap_err();
     assert_eq!(direct.to_string(), wrapped.to_string());

@@ -10,8 +10,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{Error, Result};
-use crate::value::ClientOptions;
+use rpjrt::{ClientOptions, Error, Result};
 
 /// The device memory allocator the CUDA plugin uses for buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,7 +71,7 @@ impl FromStr for Allocator {
 /// Client create options for the CUDA plugin. Unset fields are left to the plugin.
 ///
 /// ```
-/// use rpjrt::cuda::{Allocator, CudaOptions};
+/// use rpjrt_cuda::{Allocator, CudaOptions};
 /// let opts = CudaOptions::new()
 ///     .memory_fraction(0.5)
 ///     .preallocate(false)
@@ -121,7 +120,7 @@ impl CudaOptions {
     }
 
     /// Checks the options and turns them into [`ClientOptions`] entries for
-    /// [`crate::Client::new`].
+    /// [`rpjrt::Client::new`].
     ///
     /// Refuses a memory fraction outside `(0, 1]` (or not finite), an empty, negative or
     /// repeated device list, and a memory fraction or preallocation with the `platform`
@@ -179,7 +178,7 @@ impl CudaOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Value;
+    use rpjrt::Value;
 
     #[test]
     fn allocator_names_round_trip() {

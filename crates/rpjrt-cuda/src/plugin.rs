@@ -1,32 +1,11 @@
-//! NVIDIA GPUs: typed create options for the CUDA PJRT plugin, and client creation that
-//! says what the CUDA driver is missing when a CUDA plugin cannot create a client.
-//!
-//! The CUDA driver API helpers for custom kernels (contexts, device and pinned memory,
-//! PTX/cubin modules, kernel launch, streams, events) are the `rpjrt-cuda` crate
-//! (`rpjrt_cuda::Cuda`). The core never depends on it and never links against CUDA: its
-//! one look at the driver, [`driver_summary`], opens `libcuda.so.1` at run time, so
-//! everything builds and loads on machines without a GPU.
-//!
-//! ```no_run
-//! use rpjrt::cuda::{Allocator, CudaOptions};
-//! # fn main() -> rpjrt::Result<()> {
-//! let plugin = rpjrt::Plugin::load("/path/to/xla_cuda_plugin.so")?;
-//! let options = CudaOptions::new()
-//!     .memory_fraction(0.5)
-//!     .allocator(Allocator::Bfc)
-//!     .to_client_options()?;
-//! let client = rpjrt::cuda::create_client(&plugin, &options)?;
-//! # Ok(()) }
-//! ```
-
-mod options;
-
-pub use options::{Allocator, CudaOptions};
+//! Clients of the CUDA PJRT plugin: whether a plugin is one, client creation that says
+//! what the CUDA driver is missing when a CUDA plugin cannot create a client, and one line
+//! on the driver ([`driver_summary`]), from rpjrt's own probe of `libcuda.so.1` (opened at
+//! run time, so everything builds and loads on machines without a GPU).
 
 use std::time::Duration;
 
-use crate::error::{Code, Error, Result};
-use crate::{Client, ClientOptions, Plugin};
+use rpjrt::{Client, ClientOptions, Code, Error, Plugin, Result};
 
 /// The CUDA driver library's name, as the dynamic loader searches for it.
 pub const DRIVER_LIBRARY: &str = "libcuda.so.1";
@@ -79,7 +58,7 @@ const PROBE_BOUND: Duration = Duration::from_secs(3);
 /// did not return (that thread stays blocked in the driver; later calls wait for the same
 /// probe rather than starting another).
 pub fn driver_summary() -> String {
-    crate::raw::cuda::summary(DRIVER_LIBRARY, PROBE_BOUND)
+    rpjrt::diagnostics::cuda_driver_summary(DRIVER_LIBRARY, PROBE_BOUND)
 }
 
 #[cfg(test)]
