@@ -154,8 +154,27 @@ def _self_command() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the rpjrt CLI with ``argv`` (default: ``sys.argv[1:]``); returns its exit code."""
-    args = ["rpjrt", *(sys.argv[1:] if argv is None else argv)]
+    """Run the rpjrt CLI with ``argv`` (default: ``sys.argv[1:]``); returns its exit code.
+
+    ``argv`` is a list of arguments (``["plugins", "--json"]``), never one string: a string
+    would be taken apart character by character. An argument holding a NUL byte, which no
+    command line can hold, is a usage error (exit code 2) naming the argument."""
+    if isinstance(argv, (str, bytes, bytearray)):
+        raise TypeError(
+            f"rpjrt._cli.main takes a list of arguments, not one {type(argv).__name__} "
+            f"({argv!r}): write main([{argv!r}]), or main(shlex.split(...)) for a command line"
+        )
+    given = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(given, 1):
+        raw = os.fspath(arg) if isinstance(arg, os.PathLike) else arg
+        if isinstance(raw, str) and "\x00" in raw or isinstance(raw, bytes) and b"\x00" in raw:
+            print(
+                f"rpjrt: argument {i}, {raw!r}, holds a NUL byte, which no command-line "
+                "argument can hold (a C string ends there); remove it",
+                file=sys.stderr,
+            )
+            return 2
+    args = ["rpjrt", *given]
     from ._rpjrt import _run_cli
 
     # The tool finds plugins with the same Rust discovery as rpjrt.Client(); give it this

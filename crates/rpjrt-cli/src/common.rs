@@ -24,8 +24,49 @@ macro_rules! outln {
 macro_rules! errln {
     ($($arg:tt)*) => {{
         use ::std::io::Write as _;
-        let _ = ::std::writeln!(::std::io::stderr().lock(), $($arg)*);
+        let _ = ::std::writeln!(
+            $crate::common::Patient(&mut ::std::io::stderr().lock()),
+            $($arg)*
+        );
     }};
+}
+
+/// A writer that waits out a full non-blocking descriptor: a pipe whose open file has
+/// `O_NONBLOCK` set by the other side (node.js, some CI runners and `ssh` leave it so)
+/// answers `EAGAIN` when its buffer is full, where a blocking one would wait for the reader.
+/// Each write is tried again until the reader makes room, so output larger than the pipe's
+/// buffer arrives whole instead of failing after 64 KiB.
+pub struct Patient<'a, W: std::io::Write + ?Sized>(pub &'a mut W);
+
+/// How long [`Patient`] waits before trying a write the descriptor refused for now again
+/// (the longest; it starts shorter).
+const PATIENT_MAX_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
+
+impl<W: std::io::Write + ?Sized> Patient<'_, W> {
+    /// `op` tried again, pausing a little longer each time, while it says `WouldBlock`.
+    fn again<T>(&mut self, mut op: impl FnMut(&mut W) -> std::io::Result<T>) -> std::io::Result<T> {
+        let mut pause = std::time::Duration::from_micros(100);
+        loop {
+            match op(self.0) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(PATIENT_MAX_PAUSE);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+}
+
+impl<W: std::io::Write + ?Sized> std::io::Write for Patient<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.again(|w| w.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.again(|w| w.flush())
+    }
 }
 
 /// Exit code: success.
@@ -225,8 +266,8 @@ fn write_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>
         ))
     } else {
         match original.as_mut() {
-            Some(f) => write(f),
-            None => write(&mut std::io::stdout()),
+            Some(f) => write(&mut Patient(f)),
+            None => write(&mut Patient(&mut std::io::stdout())),
         }
     };
     if let Err(e) = written {
@@ -242,7 +283,7 @@ fn write_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>
 /// whole is a failure, never a silent success.
 pub fn take_output_error() -> Option<CliError> {
     use std::io::Write as _;
-    if let Err(e) = std::io::stdout().flush() {
+    if let Err(e) = Patient(&mut std::io::stdout()).flush() {
         OUTPUT_ERROR
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -1167,9 +1208,23 @@ struct Failed {
     refused: bool,
 }
 
+/// One candidate's failure, worded by how far it got: a library that could not be loaded
+/// is said as the loader's error (`cannot load PJRT plugin ...`); one that loaded says so
+/// before its later failure, so that no plugin that loaded reads as unloadable.
 impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.error.fmt(f)
+        let error = explain(&self.error, None);
+        match self.reached {
+            Reached::Library => f.write_str(&error),
+            Reached::Initialize => write!(
+                f,
+                "the library loaded, but initialising the plugin failed: {error}"
+            ),
+            Reached::Client => write!(
+                f,
+                "the plugin loaded, but its client could not be created: {error}"
+            ),
+        }
     }
 }
 
@@ -1272,7 +1327,6 @@ pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliErro
 /// failure, exit 1, with what to install only when no plugin library could be loaded.
 fn open_error(
     failure: rpjrt_discovery::OpenFailure<Failed>,
-    first_path: std::path::PathBuf,
     options: &ClientOptions,
     spec: Option<&OsStr>,
     log: &str,
@@ -1309,12 +1363,19 @@ fn open_error(
             .to_string(),
             EXIT_USAGE,
         ),
+        // Several candidates, each failing its own way: the lead names no one library as
+        // unloadable (the first may have loaded and failed later), and each candidate's
+        // line says how far it got (`Failed`'s wording).
         OpenFailure::All(_) => {
-            let e = rpjrt::Error::PluginLoad {
-                path: first_path,
-                reason: failure.message(),
+            let lead = if none_loaded {
+                "no plugin could be used: none of the plugins tried could be loaded"
+            } else if failures.iter().all(|f| f.reached == Reached::Client) {
+                "no plugin could be used: every plugin tried loaded, but none could create a \
+                 client"
+            } else {
+                "no plugin could be used"
             };
-            (explain(&e, None), EXIT_DEFECT)
+            (failure.message_led_by(lead), EXIT_DEFECT)
         }
     };
     if options_refused {
@@ -1454,10 +1515,6 @@ pub fn open_client(
     // No plugin matching the name is the user's input (exit 2), said as every verb says it
     // ([`candidates`]); only a plugin that was found but cannot be used is a failure.
     let candidates = candidates(spec)?;
-    let first_path = candidates
-        .first()
-        .map(|i| i.path.clone())
-        .unwrap_or_default();
     let quiet = Quiet::start_loading(
         "loading the plugin and creating a client",
         candidates.iter().map(|c| c.path.as_path()),
@@ -1483,7 +1540,7 @@ pub fn open_client(
         },
     );
     let log = quiet.finish();
-    let (opened, skipped) = result.map_err(|f| open_error(f, first_path, options, spec, &log))?;
+    let (opened, skipped) = result.map_err(|f| open_error(f, options, spec, &log))?;
     for (what, f) in &skipped {
         crate::errln!(
             "rpjrt: skipped plugin {}: {}",

@@ -140,7 +140,11 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
                  {CHILD_ENV}=1 to run it in this process)"
         ))
     })?;
-    let (status, stopped_by) = wait_or_stop(&mut child, stop.as_ref(), verb)?;
+    let startup = logs.0.as_ref().map(|d| Startup::new(d.join(STARTED), verb));
+    let (status, stopped_by) = match wait_or_stop(&mut child, stop.as_ref(), verb, startup)? {
+        Waited::Ended(status, stopped_by) => (status, stopped_by),
+        Waited::NeverStarted(after) => return Err(never_started(verb, after)),
+    };
     if let Some(sig) = stopped_by {
         // As a shell reports a command a signal ended: 128 + N, quietly (the user asked).
         drop(logs);
@@ -222,14 +226,128 @@ fn not_started(verb: &str, status: ExitStatus) -> CliError {
     ))
 }
 
+/// The least time a supervised child is given to start rpjrt (its `started` marker) before
+/// the parent gives up on it, whatever `--plugin-timeout` says: starting an interpreter
+/// and importing rpjrt (`python -m rpjrt`) takes a moment, and the limit is the plugin's.
+pub const STARTUP_FLOOR: Duration = Duration::from_secs(10);
+
+/// The parent's watch on a child that has not started rpjrt yet: until its `started`
+/// marker appears, no note nor limit of the child's own can apply (they live in rpjrt), so
+/// the parent says what it waits on after [`crate::common::SLOW_CALL_NOTICE`], and gives up
+/// at `--plugin-timeout` (no sooner than [`STARTUP_FLOOR`]).
+struct Startup {
+    marker: std::path::PathBuf,
+    since: Instant,
+    /// Set once the marker was seen (or the watch ended).
+    done: bool,
+    /// The note on stderr while waiting.
+    note: Option<rpjrt::stdio::Watch>,
+    /// When to give up: `--plugin-timeout`, at least [`STARTUP_FLOOR`].
+    limit: Option<Duration>,
+}
+
+impl Startup {
+    fn new(marker: std::path::PathBuf, verb: &str) -> Startup {
+        let limit = crate::common::plugin_timeout().map(|l| l.max(STARTUP_FLOOR));
+        let give_up = match (limit, crate::common::plugin_timeout_shown()) {
+            (Some(l), Some(shown)) => format!(
+                "rpjrt gives up after {} (the limit is {shown}, and a child is given \
+                 at least {} to start)",
+                rpjrt_distributed::duration_text(l),
+                rpjrt_distributed::duration_text(STARTUP_FLOOR)
+            ),
+            _ => "or give up after a while with --plugin-timeout SECONDS".to_string(),
+        };
+        let program = self_command()
+            .ok()
+            .and_then(|c| c.into_iter().next())
+            .map(|p| rpjrt_distributed::shown(&p.to_string_lossy()))
+            .unwrap_or_default();
+        let note = rpjrt::stdio::watch(
+            format!(
+                "the child process that runs `rpjrt {verb}` has not started rpjrt yet (it \
+                 runs {program}{}; no plugin is loaded yet): Ctrl-C ends it, {give_up}",
+                if std::env::var_os(crate::cmd::conform::SELF_COMMAND_ENV).is_some() {
+                    format!(", from {}", crate::cmd::conform::SELF_COMMAND_ENV)
+                } else {
+                    String::new()
+                }
+            ),
+            crate::common::SLOW_CALL_NOTICE,
+        );
+        Startup {
+            marker,
+            since: Instant::now(),
+            done: false,
+            note: Some(note),
+            limit,
+        }
+    }
+
+    /// Whether the child has been waited for past the limit without starting rpjrt; ends
+    /// the watch once it has started.
+    fn overdue(&mut self) -> Option<Duration> {
+        if self.done {
+            return None;
+        }
+        if self.marker.exists() {
+            self.done = true;
+            self.note = None;
+            return None;
+        }
+        let waited = self.since.elapsed();
+        self.limit.filter(|l| waited >= *l).map(|_| waited)
+    }
+}
+
+/// How waiting for a supervised child ended.
+enum Waited {
+    /// It ended: its status, and the stop signal passed on to it, if one was.
+    Ended(ExitStatus, Option<i32>),
+    /// It did not start rpjrt within the start-up limit ([`Startup`]), and was killed
+    /// after this long.
+    NeverStarted(Duration),
+}
+
+/// The error for a verb's child that did not start rpjrt within the limit (killed).
+fn never_started(verb: &str, after: Duration) -> CliError {
+    let program = self_command()
+        .ok()
+        .and_then(|c| c.into_iter().next())
+        .map(|p| rpjrt_distributed::shown(&p.to_string_lossy()))
+        .unwrap_or_default();
+    let how = if std::env::var_os(crate::cmd::conform::SELF_COMMAND_ENV).is_some() {
+        format!(
+            "the command in {} (run by {program})",
+            crate::cmd::conform::SELF_COMMAND_ENV
+        )
+    } else {
+        program
+    };
+    CliError::failed(format!(
+        "`rpjrt {verb}` runs in a child process, which had not started rpjrt after {} \
+         ({}; a child is given at least {} to start): {how} hangs before it reaches rpjrt; \
+         it was killed, and no plugin was loaded",
+        rpjrt_distributed::duration_text(rpjrt::stdio::rounded_to(
+            after,
+            Duration::from_millis(100)
+        )),
+        crate::common::plugin_timeout_shown()
+            .map_or_else(|| "its limit".to_string(), |s| format!("the limit is {s}")),
+        rpjrt_distributed::duration_text(STARTUP_FLOOR)
+    ))
+}
+
 /// Waits for a supervised child. When `stop` catches a stop signal, the child gets that
 /// signal, and SIGKILL after [`STOP_GRACE`] (or at a second signal) if it has not ended;
-/// the signal is returned with the child's status once it has ended.
+/// the signal is returned with the child's status once it has ended. While the child has
+/// not started rpjrt (`startup`), the wait is bounded and noted as [`Startup`] says.
 fn wait_or_stop(
     child: &mut std::process::Child,
     stop: Option<&rpjrt_raw::process::StopSignals>,
     verb: &str,
-) -> Result<(ExitStatus, Option<i32>), CliError> {
+    mut startup: Option<Startup>,
+) -> Result<Waited, CliError> {
     let mut asked: Option<(i32, Instant, usize)> = None;
     let mut killed = false;
     loop {
@@ -240,7 +358,7 @@ fn wait_or_stop(
                 let sig = asked
                     .map(|(sig, _, _)| sig)
                     .or_else(|| stop.and_then(|s| s.caught()));
-                return Ok((status, sig));
+                return Ok(Waited::Ended(status, sig));
             }
             Ok(None) => {}
             Err(e) => {
@@ -269,6 +387,16 @@ fn wait_or_stop(
                     killed = true;
                 }
                 _ => {}
+            }
+        }
+        if asked.is_none() {
+            if let Some(after) = startup.as_mut().and_then(Startup::overdue) {
+                drop(startup.take());
+                // SIGKILL: the child may be a wrapper (a shell) whose own child hangs.
+                let _ = rpjrt_raw::process::signal_child_tree(child, 9);
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(Waited::NeverStarted(after));
             }
         }
         std::thread::sleep(Duration::from_millis(5));

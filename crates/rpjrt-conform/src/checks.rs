@@ -41,7 +41,7 @@ pub fn all() -> Vec<Check> {
             api_table_size,
         ),
         check(
-            "api.null_entries",
+            crate::NULL_ENTRIES_CHECK,
             "which entries inside the table are left null",
             api_null_entries,
         ),

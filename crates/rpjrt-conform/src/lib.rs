@@ -42,6 +42,7 @@
 //!         timeout: Duration::from_secs(60),
 //!         env: Vec::new(),
 //!         load_timeout: None,
+//!         load_notice: None,
 //!     };
 //!     let checks = rpjrt_conform::select(Some("api.*,buffers.*"));
 //!     let mut progress = |_: usize, _: usize, _: &str, _: Option<&rpjrt_conform::CheckResult>| {};
@@ -138,14 +139,23 @@ pub const PARENT_PIPE_ENV: &str = "RPJRT_CONFORM_PARENT_PIPE";
 
 /// When [`PARENT_PIPE_ENV`] is set, a thread that reads stdin and exits the process at end
 /// of file (the runner is gone). It writes nothing: there is no one left to read it.
+///
+/// The exit is `_exit` ([`rpjrt::stdio::exit_now`]): a normal exit runs the C library's
+/// exit handlers, which take the dynamic loader's lock, and a plugin hung in its library
+/// initializer (inside `dlopen`) holds that lock for ever. The thread is running, its own
+/// set-up done, before this returns (and so before the plugin is loaded), for the same
+/// reason: a new thread's first uses of thread-locals take that lock too.
 fn exit_with_parent() {
     if std::env::var_os(PARENT_PIPE_ENV).is_none() {
         return;
     }
-    let _ = std::thread::Builder::new()
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let watcher = std::thread::Builder::new()
         .name("rpjrt-conform-parent".into())
-        .spawn(|| {
+        .spawn(move || {
+            let _ = std::thread::current();
             let mut stdin = std::io::stdin();
+            let _ = ready_tx.send(());
             let mut buf = [0u8; 64];
             loop {
                 match stdin.read(&mut buf) {
@@ -154,8 +164,70 @@ fn exit_with_parent() {
                     _ => {}
                 }
             }
-            std::process::exit(1);
+            rpjrt::stdio::exit_now(1)
         });
+    if watcher.is_ok() {
+        let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+    }
+}
+
+/// Where [`child_main`] writes its protocol.
+enum Channel<'a> {
+    /// A private copy of descriptor 1 taken before the plugin was loaded (the child of
+    /// [`run_isolated`]): a plugin that points descriptor 1 elsewhere (`/dev/null`) or
+    /// closes it cannot take the channel with it.
+    /// Never closed: it stays open until the process ends, so that the runner's end of
+    /// file means the child has ended (or that something cut the channel under it).
+    Private(std::mem::ManuallyDrop<std::fs::File>),
+    /// What the caller gave.
+    Given(&'a mut dyn Write),
+}
+
+impl Write for Channel<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Channel::Private(f) => std::io::Write::write(&mut **f, buf).inspect_err(lost),
+            Channel::Given(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Channel::Private(f) => std::io::Write::flush(&mut **f).inspect_err(lost),
+            Channel::Given(w) => w.flush(),
+        }
+    }
+}
+
+/// What starts the line a child writes on stderr, after its mark, when its channel is
+/// lost ([`lost`]): the runner reads it there (the mark holds the run's nonce).
+const LOST: &str = "lost-channel";
+
+/// Ends the child whose channel cannot be written (`e`, other than an interrupted call):
+/// something in the process (the plugin) closed the copy of stdout it writes to. Nothing
+/// it finds can reach the runner any more, so it says so on stderr, under its mark, and
+/// ends at once (the plugin may be inside a call on another thread).
+fn lost(e: &std::io::Error) {
+    if e.kind() == std::io::ErrorKind::Interrupted {
+        return;
+    }
+    let _ = write!(std::io::stderr().lock(), "\n{}{LOST} {e}\n", mark_here());
+    rpjrt::stdio::exit_now(1)
+}
+
+/// The channel of [`child_main`]: when [`run_isolated`] started this process
+/// ([`PARENT_PIPE_ENV`] set), its protocol goes to the runner on the process's stdout, and
+/// is written to a private copy of descriptor 1 (close-on-exec, numbered above 2), so that
+/// the plugin owns descriptor 1 as any program's library does; otherwise `out`.
+fn channel(out: &mut dyn Write) -> Channel<'_> {
+    if std::env::var_os(PARENT_PIPE_ENV).is_some() {
+        use std::os::fd::AsFd as _;
+        let _ = out.flush();
+        if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() {
+            return Channel::Private(std::mem::ManuallyDrop::new(std::fs::File::from(fd)));
+        }
+    }
+    Channel::Given(out)
 }
 
 /// How a check ended.
@@ -459,11 +531,16 @@ impl Verdict {
 }
 
 /// The entries of the PJRT C API that every plugin must implement: without one of them a
-/// plugin cannot run a program at all (create a client, find the devices it can use, put
+/// plugin cannot run a program at all (read the errors it returns, create a client, find the devices it can use, put
 /// host data on one, compile, execute, and read a result back). A check that finds one of
 /// them missing (an empty slot, or a call answered with UNIMPLEMENTED) reports a failure,
 /// not `unsupported`; every other capability may be absent without being a defect.
 pub const REQUIRED_ENTRIES: &[&str] = &[
+    // Without these no error the plugin returns can be read (its code, its message) or
+    // freed: every other check's verdict on an error would be a guess.
+    "PJRT_Error_Destroy",
+    "PJRT_Error_Message",
+    "PJRT_Error_GetCode",
     "PJRT_Client_Create",
     "PJRT_Client_AddressableDevices",
     "PJRT_Client_BufferFromHostBuffer",
@@ -670,13 +747,66 @@ pub fn select(only: Option<&str>) -> Vec<Check> {
         .collect()
 }
 
+/// The check that reports a required entry the plugin leaves out: the one defect when an
+/// error entry is missing (`ERROR_READERS`).
+pub const NULL_ENTRIES_CHECK: &str = "api.null_entries";
+
+/// The entries through which an error the plugin returns is read: without
+/// `PJRT_Error_GetCode` every error reads as `UNKNOWN` (an `UNIMPLEMENTED` cannot be told
+/// from a defect), without `PJRT_Error_Message` it says nothing.
+const ERROR_READERS: &[&str] = &["PJRT_Error_GetCode", "PJRT_Error_Message"];
+
+/// A check that failed on an error the plugin returned, while the plugin leaves an entry
+/// of [`ERROR_READERS`] out: the failure may only be that the error could not be read
+/// (`UNIMPLEMENTED` read as `UNKNOWN`). Reported as blocked by [`NULL_ENTRIES_CHECK`],
+/// which fails once for the missing entry, naming the entry; `None` for any other verdict.
+fn unreadable_error(
+    plugin: &Plugin,
+    check: &str,
+    verdict: &Verdict,
+    error: Option<&Error>,
+) -> Option<String> {
+    if check == NULL_ENTRIES_CHECK || verdict.outcome != Some(Outcome::Fail) {
+        return None;
+    }
+    let missing: Vec<&str> = ERROR_READERS
+        .iter()
+        .copied()
+        .filter(|e| !plugin.has_entry(e))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    // An error from the plugin: returned by the check, or read by it (its detail names
+    // the code that could not be read, or the message that could not be).
+    let from_plugin = error.is_some_and(|e| e.entry().is_some())
+        || verdict.detail.contains("UNKNOWN")
+        || verdict.detail.contains("(the plugin gave no message)");
+    if !from_plugin {
+        return None;
+    }
+    let them = if missing.len() == 1 { "it" } else { "them" };
+    Some(format!(
+        "the plugin returned an error that cannot be read: its function table leaves {} \
+         null ({NULL_ENTRIES_CHECK} fails for {them}), so its code or message is unknown; \
+         as read: {}",
+        missing.join(" and "),
+        verdict.detail
+    ))
+}
+
 fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
     let start = Instant::now();
     ctx.wanted_missing_client = false;
+    let mut error = None;
     let verdict = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (check.run)(ctx)))
     {
         Ok(Ok(v)) => v,
-        Ok(Err(e)) => Verdict::from_error(&e),
+        Ok(Err(e)) => {
+            let v = Verdict::from_error(&e);
+            error = Some(e);
+            v
+        }
         Err(p) => {
             let msg = p
                 .downcast_ref::<String>()
@@ -689,14 +819,24 @@ fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
     // Only the client check reports a failure to create the client; the others could
     // not run without one.
     let blocked = ctx.wanted_missing_client && check.name != CLIENT_CHECK;
-    let (verdict, blocked_by) = match (&ctx.client_error, blocked) {
-        (Some(e), true) => (
+    let unreadable = unreadable_error(&ctx.plugin, &check.name, &verdict, error.as_ref());
+    let (verdict, blocked_by) = match (&ctx.client_error, blocked, unreadable) {
+        (Some(e), true, _) => (
             Verdict {
                 outcome: Some(Outcome::Blocked),
                 detail: format!("needs a client, and the plugin could not create one: {e}"),
                 ..Verdict::default()
             },
             Some(CLIENT_CHECK.to_string()),
+        ),
+        (_, _, Some(detail)) => (
+            Verdict {
+                outcome: Some(Outcome::Blocked),
+                detail,
+                facts: verdict.facts,
+                ..Verdict::default()
+            },
+            Some(NULL_ENTRIES_CHECK.to_string()),
         ),
         _ => (verdict, None),
     };
@@ -725,6 +865,8 @@ fn run_one(ctx: &mut Ctx, check: &Check) -> CheckResult {
 /// naming the limit and the step the load was in.
 pub fn child_main(plugin: &Path, names: &[String], out: &mut dyn Write) -> i32 {
     exit_with_parent();
+    let mut channel = channel(out);
+    let out = &mut channel;
     let checks = all_checks();
     let loaded = match load_limit_from_env() {
         Some((limit, shown_as)) => load_within(plugin, limit, &shown_as, out),
@@ -879,16 +1021,37 @@ pub struct RunConfig {
     /// step the load was in (or, when it cannot, is killed a moment later and the
     /// timeout is reported for it): [`run_isolated`] fails with that error.
     pub load_timeout: Option<LoadTimeout>,
+    /// A note while a child loads the plugin slowly: `(after, what)` writes `rpjrt: still
+    /// waiting after 5s: WHAT` on stderr once a child has not loaded the plugin `after` its
+    /// start, then every 30 s ([`rpjrt::stdio::watch`]), until the load ends. `None`:
+    /// silent.
+    pub load_notice: Option<(Duration, String)>,
 }
 
 /// The least time [`run_isolated`] gives a child to load the plugin when no
 /// [`RunConfig::load_timeout`] is given, whatever the limit per check (loading a GPU
 /// plugin takes seconds).
-const LOAD_TIMEOUT_FLOOR: Duration = Duration::from_secs(60);
+pub const LOAD_TIMEOUT_FLOOR: Duration = Duration::from_secs(60);
 
 /// How long after a [`RunConfig::load_timeout`] the runner waits for the child's own
 /// report of it (the child starting up counts against the limit too) before it kills it.
 const LOAD_REPORT_GRACE: Duration = Duration::from_secs(3);
+
+/// A report's `schema_version` that is not one, for a message: as written, except a whole
+/// number past 64 bits, which JSON parsing kept only as a float (2^70 would read
+/// `1.1805916207174113e+21`): said to be one, with its order of magnitude.
+fn version_shown(raw: &Json) -> String {
+    match raw.as_f64() {
+        Some(f) if raw.is_f64() && f.is_finite() && f.fract() == 0.0 && f.abs() >= 1e19 => {
+            format!(
+                "{}, a whole number of about 10^{} (far past any version)",
+                if f < 0.0 { "negative" } else { "too large" },
+                f.abs().log10().floor()
+            )
+        }
+        _ => raw.to_string(),
+    }
+}
 
 /// The whole report of one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -985,7 +1148,8 @@ impl Report {
             Some(n) if (1..=SCHEMA_VERSION).contains(&n) => n,
             _ => {
                 return Err(invalid(format!(
-                    "conform report schema version {raw}; this rpjrt reads 1 to {SCHEMA_VERSION}"
+                    "conform report schema version {}; this rpjrt reads 1 to {SCHEMA_VERSION}",
+                    version_shown(raw)
                 )))
             }
         };
@@ -1180,6 +1344,10 @@ fn spawn(
     for (k, v) in &config.env {
         cmd.env(k, v);
     }
+    // Killed (SIGKILL, which no plugin can ignore) when this process ends, however it
+    // ends: a child hung in the plugin's library initializer, inside `dlopen`, holds the
+    // loader's lock and may never see its stdin close.
+    rpjrt_raw::process::killed_with_parent(&mut cmd);
     match &config.load_timeout {
         Some(t) => {
             cmd.env(LOAD_TIMEOUT_ENV, t.limit.as_secs_f64().to_string())
@@ -1229,6 +1397,11 @@ pub fn run_isolated(
             })?;
         let stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
+        // Says what conform waits on while this child loads the plugin.
+        let mut load_watch = config
+            .load_notice
+            .as_ref()
+            .map(|(after, what)| rpjrt::stdio::watch(what.clone(), *after));
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             // Lines as bytes: a plugin printing bytes that are not UTF-8 on stdout must not
@@ -1310,6 +1483,8 @@ pub fn run_isolated(
         // open long after. Set when the child ended but its stdout did not.
         let mut exited: Option<Instant> = None;
         let mut pipe_held = false;
+        // The child's channel reached its end (normally: the child ended).
+        let mut eof = false;
         loop {
             let wait = match &current {
                 Some((_, since)) => config.timeout.saturating_sub(since.elapsed()),
@@ -1338,6 +1513,7 @@ pub fn run_isolated(
                     // child's, and is ignored rather than taken as a verdict.
                     let running = current.as_ref().map(|(n, _)| n.as_str());
                     if let Some(d) = v.get("plugin").and_then(|d| d.as_object()) {
+                        load_watch = None;
                         plugin_info.get_or_insert_with(|| d.clone());
                     } else if let Some(name) = v.get("start").and_then(|s| s.as_str()) {
                         if running.is_some() || names.get(next).map(String::as_str) != Some(name) {
@@ -1358,6 +1534,7 @@ pub fn run_isolated(
                         .and_then(|s| s.as_str())
                         .filter(|_| plugin_info.is_none())
                     {
+                        drop(load_watch.take());
                         let _ = child.wait();
                         // A load given up at its limit: what the plugin wrote so far
                         // says what it waited on.
@@ -1371,8 +1548,10 @@ pub fn run_isolated(
                         });
                     }
                 }
-                Ok(Event::Eof) => break,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Ok(Event::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    eof = true;
+                    break;
+                }
                 // The child has exited and what it wrote has been read (its lines were in
                 // the pipe when it ended), but the pipe is still open: another process
                 // holds it. Nothing more of the child's can come.
@@ -1447,11 +1626,31 @@ pub fn run_isolated(
                 }
             }
         }
+        drop(load_watch);
+        // The channel is a private copy of the child's stdout, open until the child ends:
+        // a child still running well after its end of file had it cut under it (the plugin
+        // closed the descriptor, or pointed it elsewhere). It is killed, and what happened
+        // is said as such: neither a crash nor the kill is the child's doing.
+        let cut_alive = eof && !child_ends_within(&mut child, &mut exited, CUT_GRACE);
+        if cut_alive {
+            let _ = child.kill();
+        }
+        // Or the child found its channel closed and ended itself, saying so on stderr.
+        let lost_mark = format!("{mark}{LOST}");
+        let cut = match cut_alive {
+            true => Some("the process was still running, and conform ended it"),
+            false => None,
+        };
         if plugin_info.is_none() {
             // The child never got the plugin loaded: nothing can be checked.
             let _ = child.kill();
             let status = child.wait().ok();
-            let log = with_stderr(&drain_within(&erx, STDERR_GRACE));
+            let raw = drain_within(&erx, STDERR_GRACE);
+            let cut = cut.or_else(|| {
+                raw.contains(&lost_mark)
+                    .then_some("the child found it closed and ended itself")
+            });
+            let log = with_stderr(&without_marks(&raw, &mark));
             // Killed here because the load ran out of time: a timeout, not a crash (the
             // SIGKILL was the runner's).
             let reason = match (&config.load_timeout, load_timed_out) {
@@ -1466,6 +1665,10 @@ pub fn run_isolated(
                      conform child process was killed{log}",
                     duration_text(load_wait),
                     duration_text(LOAD_TIMEOUT_FLOOR)
+                ),
+                _ if cut.is_some() => format!(
+                    "{CUT_TEXT} while the plugin was loading; {}{log}",
+                    cut.unwrap_or_default()
                 ),
                 _ => {
                     let how = status.map(describe_exit).unwrap_or_else(|| "ended".into());
@@ -1497,29 +1700,48 @@ pub fn run_isolated(
                  process, nor end it (it is still running)"
             ));
         }
+        // Its stderr is held open as long as its stdout was: what the child wrote is in
+        // the pipe already, and comes within the grace given to its stdout.
+        let log = drain_within(&erx, if pipe_held { PIPE_GRACE } else { STDERR_GRACE });
+        let cut = cut.or_else(|| {
+            log.contains(&lost_mark)
+                .then_some("the child found it closed and ended itself")
+        });
         let pushed_from = results.len();
         if let Some((name, since)) = current.take() {
-            results.push(crashed(
-                group_of(&name),
-                name,
-                format!("the process {how} during this check"),
-                since.elapsed().as_secs_f64() * 1e3,
-            ));
+            let duration_ms = since.elapsed().as_secs_f64() * 1e3;
+            results.push(if let Some(end) = cut {
+                cut_under(
+                    group_of(&name),
+                    name,
+                    "during this check, so its result could not be read",
+                    end,
+                    duration_ms,
+                )
+            } else {
+                crashed(
+                    group_of(&name),
+                    name,
+                    format!("the process {how} during this check"),
+                    duration_ms,
+                )
+            });
             next += 1;
         } else if !timed_out && next < total {
             // It exited between checks without finishing them all.
             let name = names[next].clone();
-            results.push(crashed(
-                group_of(&name),
-                name,
-                format!("the process {how} before this check started"),
-                0.0,
-            ));
+            results.push(if let Some(end) = cut {
+                cut_under(group_of(&name), name, "before this check started", end, 0.0)
+            } else {
+                crashed(
+                    group_of(&name),
+                    name,
+                    format!("the process {how} before this check started"),
+                    0.0,
+                )
+            });
             next += 1;
         }
-        // Its stderr is held open as long as its stdout was: what the child wrote is in
-        // the pipe already, and comes within the grace given to its stdout.
-        let log = drain_within(&erx, if pipe_held { PIPE_GRACE } else { STDERR_GRACE });
         assign_stderr(&log, &mark, &mut results[first_here..]);
         for (i, r) in results.iter().enumerate().skip(pushed_from) {
             progress(i, total, &r.name, Some(r));
@@ -1546,6 +1768,52 @@ const EXIT_POLL: Duration = Duration::from_millis(50);
 /// before it ended is read well within this) before the pipe is taken to be held by
 /// another process: one the plugin started, which inherited it.
 const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// How long a conform child may run on after its channel reached its end (the channel
+/// closes as the process ends, and the process is gone a moment later) before the channel
+/// is taken to have been cut under it.
+const CUT_GRACE: Duration = Duration::from_secs(2);
+
+/// What happened when a conform child's channel was cut under it.
+const CUT_TEXT: &str = "the conform child's output channel (a copy of its stdout, which \
+                        carries its results to conform) was closed under it: something in \
+                        the process, the plugin, closed or redirected that descriptor";
+
+/// The result of a check whose child had its channel cut ([`CUT_TEXT`]) `when`, the child
+/// then ending as `end` says: a failure (the plugin took a descriptor it does not own),
+/// said as what happened.
+fn cut_under(group: String, name: String, when: &str, end: &str, duration_ms: f64) -> CheckResult {
+    CheckResult {
+        group,
+        name,
+        outcome: Outcome::Fail,
+        unsupported_by: None,
+        blocked_by: None,
+        detail: format!("{CUT_TEXT} {when}; {end}"),
+        facts: Map::new(),
+        duration_ms,
+        stderr: String::new(),
+    }
+}
+
+/// Whether the conform `child` ends (is reaped) within `grace`; `exited` as for
+/// [`child_exited`].
+fn child_ends_within(
+    child: &mut std::process::Child,
+    exited: &mut Option<Instant>,
+    grace: Duration,
+) -> bool {
+    let deadline = Instant::now() + grace;
+    loop {
+        if child_exited(child, exited).is_some() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
 
 /// When the conform `child` was first seen to have exited, reaping it (`None` while it
 /// runs); `exited` keeps the answer.
@@ -1685,6 +1953,13 @@ impl StderrCap {
     }
 }
 
+/// `log` without the lines holding `mark` (the child's own, not the plugin's).
+fn without_marks(log: &str, mark: &str) -> String {
+    log.split_inclusive('\n')
+        .filter(|l| !l.contains(mark))
+        .collect()
+}
+
 /// Gives each result the part of the child's stderr between its start mark (`mark`, then
 /// `start NAME`) and the next.
 fn assign_stderr(log: &str, mark: &str, results: &mut [CheckResult]) {
@@ -1694,8 +1969,9 @@ fn assign_stderr(log: &str, mark: &str, results: &mut [CheckResult]) {
             let rest = line[at + mark.len()..].trim_end();
             if let Some(name) = rest.strip_prefix("start ") {
                 segments.push((name, String::new()));
-                continue;
             }
+            // Any other marked line ([`LOST`]) is the child's, not the plugin's.
+            continue;
         }
         if let Some((_, text)) = segments.last_mut() {
             text.push_str(line);
@@ -1820,15 +2096,7 @@ mod tests {
 
     #[test]
     fn a_schema_version_is_read_whole() {
-        for raw in [
-            "4294967298",
-            "18446744073709551617",
-            "0",
-            "-1",
-            "2.5",
-            "\"2\"",
-            "null",
-        ] {
+        for raw in ["4294967298", "0", "-1", "2.5", "\"2\"", "null"] {
             let text =
                 format!(r#"{{"schema": "rpjrt-conform", "schema_version": {raw}, "results": []}}"#);
             let e = Report::from_json(&serde_json::from_str(&text).unwrap()).unwrap_err();
@@ -1839,6 +2107,27 @@ mod tests {
                 )),
                 "{raw}: {e}"
             );
+        }
+        // A whole number past 64 bits is said to be one, never shown as a float.
+        for (raw, shown) in [
+            (
+                "1180591620717411303424",
+                "too large, a whole number of about 10^21",
+            ),
+            (
+                "-1180591620717411303424",
+                "negative, a whole number of about 10^21",
+            ),
+            (
+                "18446744073709551617",
+                "too large, a whole number of about 10^19",
+            ),
+        ] {
+            let text =
+                format!(r#"{{"schema": "rpjrt-conform", "schema_version": {raw}, "results": []}}"#);
+            let e = Report::from_json(&serde_json::from_str(&text).unwrap()).unwrap_err();
+            assert!(e.to_string().contains(shown), "{raw}: {e}");
+            assert!(!e.to_string().contains("e+21"), "{raw}: {e}");
         }
         let ok = r#"{"schema": "rpjrt-conform", "schema_version": 2, "results": []}"#;
         assert!(Report::from_json(&serde_json::from_str(ok).unwrap()).is_ok());

@@ -156,6 +156,7 @@ fn conform_limited(
         timeout,
         env: child_env,
         load_timeout,
+        load_notice: None,
     };
     let checks = select(Some(only));
     assert!(!checks.is_empty(), "no check matches {only}");

@@ -20,6 +20,7 @@ fn run_script(lines: &[String], checks: &[rpjrt_conform::Check]) -> rpjrt_confor
         timeout: Duration::from_secs(20),
         env: Vec::new(),
         load_timeout: None,
+        load_notice: None,
     };
     let mut progress = |_: usize, _: usize, _: &str, _: Option<&CheckResult>| {};
     run_isolated(
@@ -94,6 +95,7 @@ fn a_child_that_never_reports_its_load_is_killed_at_the_load_timeout_and_said_so
             limit: Duration::from_millis(500),
             shown_as: "500ms (the test's limit)".into(),
         }),
+        load_notice: None,
     };
     let checks: Vec<_> = select(None).into_iter().take(1).collect();
     let mut progress = |_: usize, _: usize, _: &str, _: Option<&CheckResult>| {};

@@ -1359,6 +1359,16 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
             let raw = raw_create_options(&text);
             o.iter()
                 .map(|(k, v)| {
+                    // The name is checked here, as the value is, so that the error names
+                    // the config it came from (the client's own check cannot).
+                    if let Err(e) = ClientOptions::check_name(k) {
+                        return Err(err(format!(
+                            "the PJRT plugin config {}: {}; each key of 'create_options' is \
+                             the name of an option the plugin takes",
+                            path.display(),
+                            bare_message(&e)
+                        )));
+                    }
                     let checked = json_value(v, raw.get(k).map(|r| r.get()));
                     checked.map(|v| (k.clone(), v)).map_err(|why| {
                         err(format!(
@@ -1378,6 +1388,14 @@ fn read_json_config(path: &Path) -> Result<(String, Option<ClientOptions>)> {
         }
     };
     Ok((lib.to_string(), options))
+}
+
+/// An error's message without the `invalid argument: ` its display leads with.
+fn bare_message(e: &Error) -> String {
+    match e {
+        Error::InvalidArgument(m) => m.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// The most of a number's text an error message shows.
@@ -1806,6 +1824,12 @@ mod tests {
             (r#"{"a": 1, "a": 99999999999999999999999}"#, "beyond int64"),
             (r#"{"a": 1e300}"#, "beyond float32"),
             ("7", "not an object"),
+            // A name no option has: refused naming the config, as a bad value is.
+            (r#"{"": 1}"#, "a create option has an empty name"),
+            (
+                r#"{"a b": 1}"#,
+                "contains '=', whitespace or a control character",
+            ),
         ] {
             write(opts);
             let e = read_json_config(&cfg).unwrap_err().to_string();

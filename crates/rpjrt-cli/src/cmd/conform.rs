@@ -285,6 +285,32 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             return Err(with_report(&args, &report, e));
         }
     };
+    // The children resolve the path as this process does, except for a path that names
+    // something of the process itself (`/dev/stdin`, `/proc/self/fd/0`): each child's
+    // stdin is conform's pipe. What is not a regular file is refused here, as every verb
+    // says it (`it is a character device, not a shared library file`).
+    if let Some(kind) = std::fs::metadata(&info.path)
+        .ok()
+        .and_then(|m| rpjrt_raw::files::kind_of(&m))
+    {
+        let e = rpjrt::Error::PluginLoad {
+            path: info.path.clone(),
+            reason: format!("it is {kind}, not a shared library file"),
+        };
+        let reason = match &e {
+            rpjrt::Error::PluginLoad { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        };
+        let mut report = Report::load_failed(&info.path.to_string_lossy(), &reason);
+        if let Some(hex) = common::path_hex(info.path.as_os_str()) {
+            report.plugin.insert("path_hex".into(), json!(hex));
+        }
+        return Err(with_report(
+            &args,
+            &report,
+            CliError::failed(common::explain(&e, None)),
+        ));
+    }
     let mut child = crate::supervise::self_command()?;
     child.push("conform-child".into());
     let config = RunConfig {
@@ -303,6 +329,22 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             limit,
             shown_as: common::plugin_timeout_shown().unwrap_or_default(),
         }),
+        // The note every verb gives when loading a plugin takes long.
+        load_notice: Some((
+            common::SLOW_CALL_NOTICE,
+            format!(
+                "loading the plugin in conform's child process (the plugin has not \
+                 returned; a plugin may wait on a device, a driver or a network service: \
+                 rerun with -v to see its log, {})",
+                match common::plugin_timeout_shown() {
+                    Some(limit) => format!("conform gives up at the limit of {limit}"),
+                    None => format!(
+                        "conform gives up after {}, or sooner with --plugin-timeout SECONDS",
+                        rpjrt_distributed::duration_text(timeout.max(conform::LOAD_TIMEOUT_FLOOR))
+                    ),
+                }
+            ),
+        )),
     };
     let to_stdout = is_stdout(args.json.as_ref()) || is_stdout(args.html.as_ref());
     // Which check runs and how many are left, on a terminal only and never with --json.

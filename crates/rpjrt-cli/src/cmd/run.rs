@@ -305,6 +305,15 @@ fn input_files(args: &Args) -> Vec<std::path::PathBuf> {
 
 /// Builds the argument arrays from `--input`/`--random`, checked against `params`; input
 /// keys may be the parameter `names` where the program carries them.
+/// Whether an `--input` literal names its type (`[1,2,3]:f32`, `7:int8`), as
+/// `rpjrt_npy::parse_literal` reads a suffix: text after the last `:` holding no `]`.
+fn has_type_suffix(value: &std::ffi::OsStr) -> bool {
+    value
+        .to_str()
+        .and_then(|t| t.trim().rsplit_once(':'))
+        .is_some_and(|(_, ty)| !ty.contains(']'))
+}
+
 fn gather_inputs(
     args: &Args,
     params: Option<&[ArraySpec]>,
@@ -437,6 +446,18 @@ fn gather_inputs(
             arrays.remove(0).1
         } else {
             match literal {
+                // Without the program's parameter types there is no argument type to take:
+                // an untyped literal would be guessed (int32 for `[1,2,3]`) and handed to a
+                // plugin that may read its bytes as another type.
+                Some(Ok(_)) if params.is_none() && !has_type_suffix(value) => {
+                    return Err(CliError::usage(format!(
+                        "input {i}: the literal {:?} has no type, and this plugin does not \
+                         report the program's parameter types (no optimized program) for it \
+                         to take the argument's: give its type with a suffix, such as \
+                         [1,2,3]:f32 or 7:int32",
+                        value.to_string_lossy()
+                    )));
+                }
                 Some(Ok(a)) => a,
                 Some(Err(e)) => {
                     // A value that may have been meant as a file name (no list, no type, no
@@ -800,6 +821,13 @@ fn run_program(
             })
             .collect::<Result<Vec<_>, CliError>>()?;
         fetch.samples.push(t.elapsed());
+        drop(watching);
+        // The round's buffers are destroyed here, under the same watch as every other
+        // plugin call of the round: a plugin hanging in PJRT_Buffer_Destroy says so.
+        let watching = watch("release of the round's buffers (PJRT_Buffer_Destroy)");
+        drop(refs);
+        drop(outs);
+        drop(bufs);
         drop(watching);
     }
 
