@@ -714,7 +714,9 @@ pub struct Opened {
 /// (which explains CUDA failures) or a closure over [`rpjrt::Client::new_distributed`].
 ///
 /// When no candidate works: with one candidate, or one failure, that failure as it was;
-/// otherwise a [`Error::PluginLoad`] that lists every candidate and why it failed.
+/// otherwise an error that lists every candidate and why it failed: a
+/// [`Error::PluginLoad`] (of the first) when none could be loaded, else the first loaded
+/// plugin's code, so that a plugin that loaded is never said to be unloadable.
 pub fn open_first(
     candidates: Vec<PluginInfo>,
     options: &ClientOptions,
@@ -752,7 +754,6 @@ pub fn open_first(
                 skipped,
             })
         }
-        Err(OpenFailure::One(e)) => Err(e),
         // Every plugin refused the options or settings (an option out of range, a bad
         // `RPJRT_*` value): the caller's mistake, reported as such, not as a missing plugin.
         Err(OpenFailure::All(all))
@@ -764,16 +765,36 @@ pub fn open_first(
                 "every plugin tried refused the client options or settings",
             )))
         }
-        Err(all) => {
-            let path = skipped_infos
-                .first()
-                .map(|(_, i)| i.path.clone())
-                .unwrap_or_default();
-            Err(Error::PluginLoad {
-                path,
-                reason: all.message(),
+        // A plugin that loaded and failed later (a CUDA plugin without a GPU) is not said to
+        // be unloadable: the error is that plugin's, led by what happened to every one.
+        Err(OpenFailure::All(all)) => {
+            let loaded = all
+                .iter()
+                .map(|(_, e)| e)
+                .find(|e| !matches!(e, Error::PluginLoad { .. }));
+            let Some(first_loaded) = loaded else {
+                let path = skipped_infos
+                    .first()
+                    .map(|(_, i)| i.path.clone())
+                    .unwrap_or_default();
+                let reason = OpenFailure::All(all)
+                    .message_led_by("none of the plugins tried could be loaded");
+                return Err(Error::PluginLoad { path, reason });
+            };
+            let entry = match first_loaded.entry() {
+                Some("PJRT_Plugin_Initialize") => "PJRT_Plugin_Initialize",
+                _ => "PJRT_Client_Create",
+            };
+            let code = first_loaded.code();
+            Err(Error::Pjrt {
+                entry,
+                code,
+                message: OpenFailure::All(all).message_led_by(
+                    "no plugin could be used (a plugin that loaded could not create a client)",
+                ),
             })
         }
+        Err(OpenFailure::One(e)) => Err(e),
     }
 }
 

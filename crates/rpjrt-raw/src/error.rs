@@ -258,6 +258,12 @@ fn unsupported_message(
 ) -> String {
     if missing_slot && plugin == needs {
         format!("{what} is not available: this plugin (PJRT {plugin}) does not implement it")
+    } else if !missing_slot && plugin >= needs {
+        // The table is shorter than the version the plugin states.
+        format!(
+            "{what} is not available: this plugin says it implements PJRT {plugin}, which has \
+             it since PJRT {needs}, but its function table ends before it"
+        )
     } else {
         let tail = if missing_slot { " without it" } else { "" };
         format!(
@@ -396,6 +402,32 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::Code;
+
+    #[test]
+    fn a_short_table_is_not_said_to_need_an_older_version() {
+        let v = |minor| super::ApiVersion { major: 0, minor };
+        let e = |needs, plugin, missing_slot| super::Error::Unsupported {
+            what: "PJRT_Client_Compile".into(),
+            needs: v(needs),
+            plugin: v(plugin),
+            missing_slot,
+        };
+        // A table that ends before an entry its stated version has (round 23: "needs PJRT
+        // 0.57, and this plugin implements PJRT 0.114").
+        let m = e(57, 114, false).to_string();
+        assert!(m.contains("says it implements PJRT 0.114"), "{m}");
+        assert!(m.contains("since PJRT 0.57"), "{m}");
+        assert!(m.contains("function table ends before it"), "{m}");
+        // An older plugin still reads as needing the newer version.
+        let m = e(89, 81, false).to_string();
+        assert!(
+            m.ends_with("it needs PJRT 0.89, and this plugin implements PJRT 0.81"),
+            "{m}"
+        );
+        // A slot left empty.
+        let m = e(57, 114, true).to_string();
+        assert!(m.ends_with("implements PJRT 0.114 without it"), "{m}");
+    }
 
     #[test]
     fn out_of_memory_is_told_by_whole_words() {
