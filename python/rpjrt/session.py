@@ -163,10 +163,10 @@ class Slot:
 
 
 def _is_numpy_array(value: object) -> bool:
-    """Whether ``value`` is a numpy array or scalar (whose attributes are its data's);
-    without numpy imported, nothing is."""
+    """Whether ``value`` is exactly a numpy array or scalar (whose attributes are its
+    data's; a subclass may say otherwise); without numpy imported, nothing is."""
     np = sys.modules.get("numpy")
-    return np is not None and isinstance(value, (np.ndarray, np.generic))
+    return np is not None and (type(value) is np.ndarray or isinstance(value, np.generic))
 
 
 #: A slot: its name, or a :class:`Slot`.

@@ -14,8 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::sync::Mutex;
 
-use rpjrt_cuda::{Allocator, CudaOptions};
 use rpjrt::Value;
+use rpjrt_cuda::{Allocator, CudaOptions};
 use rpjrt_cuda::{
     Context, Cuda, DeviceBuffer, DevicePtr, Event, Function, KernelArg, LaunchConfig, Module,
     PinnedBuffer, Stream, StreamRef,

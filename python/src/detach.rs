@@ -80,13 +80,15 @@ pub(crate) fn let_returning_threads_in(py: Python<'_>, grace: Duration) {
 }
 
 /// Keeps a Python thread state for the calling thread, which holds the GIL, for as long as
-/// the thread lives: a thread Python did not start (rpjrt's notifier, a plugin's worker
-/// running a custom call) otherwise gets a new thread state each time it takes the GIL and
+/// the thread lives: a thread Python did not start (rpjrt's notifier) otherwise gets a
+/// new thread state each time it takes the GIL and
 /// deletes it each time it lets go. Making and deleting one takes the interpreter's lock of
 /// thread states without the GIL, and a `fork()` at that moment leaves the child waiting for
 /// that lock for ever inside `os.fork()` (CPython re-creates it only after it deletes the
 /// other threads' states, which needs it). Once kept, taking the GIL again only takes the GIL.
-/// Call it only on long-lived threads (each keeps one thread state).
+/// Call it only on threads that live as long as the process: the state outlives its
+/// thread (a plugin's worker threads, which end with their client, are left to make and
+/// delete theirs, as under JAX).
 pub(crate) fn keep_thread_state(_py: Python<'_>) {
     thread_local! {
         static KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

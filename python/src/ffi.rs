@@ -1405,7 +1405,7 @@ fn write_returned(
         let ndarray = np.getattr("ndarray")?;
         let is_array = v.is_instance(&ndarray)?;
         if !is_array {
-            refuse_asynchronous(py, target, i, v)?;
+            refuse_asynchronous(py, target, &format!(" for result {i}"), v)?;
         }
         let v = match !is_array && v.hasattr("__array__")? {
             true => v.call_method0("__array__")?,
@@ -1637,8 +1637,6 @@ fn call_python(
     // finalizing.
     ffi::with_ieee_subnormals(|| {
         Python::try_attach(|py| {
-            // A plugin's worker threads run handler after handler.
-            crate::detach::keep_thread_state(py);
             // New references, taken with the GIL held: the exit hook may release the held
             // ones (with the GIL held too) once this call has them, and these keep the
             // objects alive until the call is over. Released already: the interpreter is
@@ -1716,6 +1714,15 @@ fn call_python(
                     return Ok(Some(value.unbind()));
                 }
                 if !value.is_none() {
+                    // Whatever the number of results (none too): a coroutine is named, and
+                    // closed so that Python does not warn it was never awaited.
+                    let kind = value.get_type().name()?;
+                    if matches!(
+                        kind.to_str()?,
+                        "coroutine" | "generator" | "async_generator"
+                    ) {
+                        refuse_asynchronous(py, &target, "", &value)?;
+                    }
                     write_returned(py, &target, &value, rets)?;
                 }
                 // What the handler wrote into its result views becomes the results. A
@@ -1775,24 +1782,25 @@ fn call_python(
     .unwrap_or_else(|| Err(shutting_down(&target)))
 }
 
-/// Refuses a coroutine, generator or other awaitable returned for result `i` (an `async
-/// def` or generator handler that registration could not see as one, such as a lambda
-/// calling one), closing it so that Python does not warn that it was never awaited. Read
-/// as an array, it would be a 0-d object array, and the refusal would name only that.
+/// Refuses a coroutine, generator or async generator returned (`place`: for which result,
+/// or empty for the whole return value) by an `async def` or generator handler that
+/// registration could not see as one (a lambda calling one), closing it so that Python
+/// does not warn that it was never awaited. Read as an array, it would be a 0-d object
+/// array, and the refusal would name only that. Other awaitables (an rpjrt Buffer) are
+/// array-likes like any other.
 fn refuse_asynchronous(
     py: Python<'_>,
     target: &str,
-    i: usize,
+    place: &str,
     v: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
+    // Coroutines and generators only: an object that is also awaitable (an rpjrt Buffer,
+    // an asyncio Future) is an array-like like any other here.
     let inspect = py.import("inspect")?;
     let kinds = [
         ("isgenerator", "a generator"),
         ("isasyncgen", "an async generator"),
-        (
-            "isawaitable",
-            "an awaitable (a coroutine: is it an async def function?)",
-        ),
+        ("iscoroutine", "a coroutine (is it an async def function?)"),
     ];
     for (test, what) in kinds {
         if inspect.call_method1(test, (v,))?.is_truthy()? {
@@ -1801,8 +1809,8 @@ fn refuse_asynchronous(
                 let _ = v.call_method0("close");
             }
             return Err(invalid(format!(
-                "the Python handler for {target:?} returned {what} for result {i}: handlers \
-                 run synchronously on the plugin's thread, so return the result itself (run \
+                "the Python handler for {target:?} returned {what}{place}: handlers run \
+                 synchronously on the plugin's thread, so return the result itself (run \
                  asynchronous work before the call, or block on it inside the handler)"
             )));
         }

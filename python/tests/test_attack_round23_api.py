@@ -165,3 +165,71 @@ def _event_error(buf: Any) -> rpjrt.Error:
     with pytest.raises(rpjrt.ResourceExhaustedError) as info:
         buf.ready_event().wait()
     return info.value
+
+
+# ----------------------------------------------------------------- third wave (variants)
+
+_NO_OUTPUTS = """func.func public @main(%a: tensor<4xf32>) -> () {
+  return
+}"""
+
+
+def test_close_ends_a_prepared_call_without_outputs_waiting_on_a_pending_alias(
+    fresh_client: Any,
+) -> None:
+    exe = fresh_client.compile(_NO_OUTPUTS)
+    alias, fulfiller = fresh_client.create_alias_buffer("float32", [4])
+    call = exe.prepare([[alias]])
+    closer = _close_soon(fresh_client, 0.3)
+    t0 = time.monotonic()
+    with pytest.raises(rpjrt.ClientClosedError):
+        call(wait=True)
+    assert time.monotonic() - t0 < 10
+    closer.join()
+    del fulfiller
+
+
+def test_a_pending_alias_donated_to_an_execution_can_be_fulfilled(client: Any) -> None:
+    exe = client.compile(
+        """func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+    )
+    alias, fulfiller = client.create_alias_buffer("float32", [4])
+    (out,) = exe(alias, donate=[0])
+    assert alias.is_deleted()
+    fulfiller.fulfill(client.put(np.arange(4, dtype=np.float32)))
+    np.testing.assert_array_equal(out.to_numpy(), 2 * np.arange(4, dtype=np.float32))
+
+
+class _LyingArray(np.ndarray):
+    """An ndarray subclass whose dtype and shape attributes say float32[4]."""
+
+    @property
+    def dtype(self) -> Any:  # type: ignore[override]
+        return np.dtype(np.float32)
+
+    @property
+    def shape(self) -> Any:  # type: ignore[override]
+        return (4,)
+
+
+def test_an_ndarray_subclass_that_lies_is_checked_by_its_data(client: Any) -> None:
+    lie = np.arange(7, dtype=np.float64).view(_LyingArray)
+    s = rpjrt.Session(client)
+    with pytest.raises(rpjrt.InvalidArgumentError, match=r"float32\[4\].*float64\[7\]"):
+        s.bind(rpjrt.Slot("x", ("float32", (4,))), lie)
+
+
+def test_a_copy_into_an_ml_dtypes_destination_of_another_type_names_no_entry_point(
+    client: Any,
+) -> None:
+    import ml_dtypes
+
+    b = client.put(np.array([1.5, -2.0, 3.0], np.float32))
+    with pytest.raises(rpjrt.InvalidArgumentError) as info:
+        b.to_numpy(out=np.zeros(3, ml_dtypes.bfloat16))
+    message = str(info.value)
+    assert "a copy to the host does not convert" in message, message
+    assert "copy_to_host" not in message, message

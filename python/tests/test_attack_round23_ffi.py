@@ -101,7 +101,7 @@ def test_a_coroutine_returned_by_a_plain_handler_is_named(client: rpjrt.Client, 
 
         gc.collect()
     message = str(info.value)
-    expected = "a generator" if kind == "generator" else "an awaitable (a coroutine"
+    expected = "a generator" if kind == "generator" else "a coroutine (is it an async def"
     assert f"returned {expected}" in message, message
     assert "handlers run synchronously" in message, message
     # The handler did not run as a mistake of dtype or shape.
@@ -141,3 +141,41 @@ def test_a_keyboard_interrupt_while_describing_an_error_propagates(client: rpjrt
     # The program runs again afterwards.
     rpjrt.ffi.register(client, target, lambda call: call.args[0].to_numpy() * 2, replace=True)
     np.testing.assert_array_equal(exe(X4, wait=True)[0].to_numpy(), X4 * 2)
+
+
+def test_an_awaitable_array_like_returned_is_taken_as_data(client: rpjrt.Client) -> None:
+    # An rpjrt Buffer is awaitable; it is an array-like like any other here.
+    target = _name("buffer")
+    rpjrt.ffi.register(client, target, lambda call: client.put(call.args[0].to_numpy() + 10))
+    exe = client.compile(_program(target))
+    np.testing.assert_array_equal(exe(X4, wait=True)[0].to_numpy(), X4 + 10)
+
+
+def test_a_coroutine_from_a_handler_without_results_is_named_and_closed(
+    client: rpjrt.Client,
+) -> None:
+    ran: list[int] = []
+
+    async def body(call: Any) -> None:
+        ran.append(1)
+
+    @functools.wraps(body)
+    def wrapped(call: Any) -> Any:  # a plain function: registration cannot tell
+        return body(call)
+
+    target = _name("noresult")
+    rpjrt.ffi.register(client, target, wrapped)
+    exe = client.compile(
+        f"""func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  stablehlo.custom_call @{target}(%x) {{api_version = 4 : i32, has_side_effect = true}} : (tensor<4xf32>) -> ()
+  return %x : tensor<4xf32>
+}}"""
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(rpjrt.InvalidArgumentError, match="returned a coroutine"):
+            exe(X4, wait=True)
+        import gc
+
+        gc.collect()
+    assert ran == []

@@ -222,7 +222,8 @@ pub enum Error {
         message: String,
     },
     /// A file could not be written or read for a reason of the system, not of the path
-    /// given: a full disk or quota, a permission, a read-only file system, a failing device.
+    /// given: a full disk or quota, too many open files, a permission, a read-only file
+    /// system, a failing device.
     #[error("{message}")]
     Io {
         /// The status code that describes the failure (`RESOURCE_EXHAUSTED` for a full
@@ -289,8 +290,10 @@ impl Error {
     /// link loop, a folder where a file goes) stays [`Error::InvalidArgument`].
     pub fn io(message: impl std::fmt::Display, e: &std::io::Error) -> Error {
         let code = match e.raw_os_error() {
-            Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG) => Code::ResourceExhausted,
-            Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EROFS) => Code::PermissionDenied,
+            Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG | libc::EMFILE | libc::ENFILE) => {
+                Code::ResourceExhausted
+            }
+            Some(libc::EACCES | libc::EPERM | libc::EROFS) => Code::PermissionDenied,
             Some(libc::EIO) => Code::DataLoss,
             _ => return Error::invalid(format!("{message}: {e}")),
         };
@@ -339,8 +342,7 @@ impl Error {
         let text = self.to_string();
         // rpjrt's refusal of runaway custom-call nesting is RESOURCE_EXHAUSTED too, but a
         // limit of depth, not of memory.
-        // Nor is an error whose words the program chose (a failed alias, an error buffer).
-        if crate::ffi::is_nesting_refusal(&text) || crate::oom::is_chosen_error(&text) {
+        if crate::ffi::is_nesting_refusal(&text) {
             return false;
         }
         if self.code() == Code::ResourceExhausted {

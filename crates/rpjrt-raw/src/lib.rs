@@ -499,14 +499,10 @@ impl Api {
         exception_error(entry, what)
     }
 
-    /// Refuses `what` (an operation that makes no plugin call but acts on state the plugin's
-    /// threads share, such as closing a client) in a process forked from the one that
-    /// loaded the plugin, with the error a plugin call there gets.
-    pub fn check_not_forked(&self, what: &'static str) -> Result<()> {
-        if guard::forked_since(self.fork_generation) {
-            return Err(self.forked_error(what));
-        }
-        Ok(())
+    /// Whether this process is a fork of the one that loaded the plugin (where every
+    /// plugin call is refused, and what the plugin's threads share is not to be touched).
+    pub fn is_forked(&self) -> bool {
+        guard::forked_since(self.fork_generation)
     }
 
     /// The error for a call refused in a forked child (see `guard`).

@@ -182,42 +182,6 @@ impl fmt::Display for OomReport {
     }
 }
 
-/// Error messages the program itself chose: an alias buffer failed through its fulfiller,
-/// an error buffer, an event set with an error (most recent last, the last
-/// [`CHOSEN_KEPT`] kept). An error whose text ends with one says what the program said, not
-/// that memory ran out, whatever its code ([`crate::error::Error::is_out_of_memory`]).
-static CHOSEN: std::sync::Mutex<std::collections::VecDeque<String>> =
-    std::sync::Mutex::new(std::collections::VecDeque::new());
-/// Whether [`CHOSEN`] holds anything (so that most checks take no lock).
-static ANY_CHOSEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-const CHOSEN_KEPT: usize = 64;
-
-/// Notes `message` as one the program chose for an error it gives the plugin to report.
-pub fn note_chosen_error(message: &str) {
-    let message = message.trim_end();
-    if message.is_empty() {
-        return;
-    }
-    let mut chosen = CHOSEN.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(i) = chosen.iter().position(|m| m == message) {
-        chosen.remove(i);
-    } else if chosen.len() == CHOSEN_KEPT {
-        chosen.pop_front();
-    }
-    chosen.push_back(message.to_string());
-    ANY_CHOSEN.store(true, std::sync::atomic::Ordering::Release);
-}
-
-/// Whether `text` (an error's text) ends with a message the program chose.
-pub fn is_chosen_error(text: &str) -> bool {
-    if !ANY_CHOSEN.load(std::sync::atomic::Ordering::Acquire) {
-        return false;
-    }
-    let text = text.trim_end();
-    let chosen = CHOSEN.lock().unwrap_or_else(|p| p.into_inner());
-    chosen.iter().any(|m| text.ends_with(m.as_str()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -243,7 +243,7 @@ impl Buffer {
         if let Some(name) = type_name {
             if name != t.name() {
                 return Err(Error::invalid(format!(
-                    "the destination holds {name}, but the buffer holds {t} (copy_to_host does \
+                    "the destination holds {name}, but the buffer holds {t} (a copy to the host does \
                      not convert)"
                 )));
             }

@@ -165,7 +165,8 @@ impl Client {
     ) -> Result<Buffer> {
         self.check_put_target(element_type, dims, device, memory)?;
         let mem = target_memory(device, memory)?;
-        crate::oom::note_chosen_error(message);
+        let mut meta = BufferMeta::new(self.core(), element_type, dims);
+        meta.set_chosen();
         let raw = create_error_buffer(
             self.core().raw(),
             code_number(code),
@@ -173,7 +174,7 @@ impl Client {
             element_type.code(),
             dims,
             mem.raw_ref(),
-            BufferMeta::new(self.core(), element_type, dims),
+            meta,
         )?;
         Ok(Buffer::from_raw(raw))
     }
@@ -565,7 +566,11 @@ pub struct AliasFulfiller {
     alias: usize,
     /// Keeps the alias alive while pending, so that its identity cannot pass to another
     /// buffer meanwhile.
-    alias_buffer: Buffer,
+    _alias_buffer: Buffer,
+    /// The alias's memory, read when it was made (a donated alias's handle is gone, and the
+    /// execution it went to waits for its contents); `None` where the plugin has no
+    /// memories.
+    memory: Option<Memory>,
 }
 
 /// An alias's completion: taken out once, by whichever of its fulfiller (fulfill, fail,
@@ -691,7 +696,6 @@ impl AliasFulfiller {
             // Its deletion failed it already.
             return Ok(());
         };
-        crate::oom::note_chosen_error(message);
         match crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
             self.client.core().raw(),
             cb,
@@ -712,11 +716,12 @@ impl AliasFulfiller {
     /// giving up the fulfiller.
     pub fn check(&self, target: &Buffer) -> Result<()> {
         target.check()?;
-        if self.alias_buffer.raw().is_deleted() {
-            // The plugins would still move the target into it, and nothing could read it.
+        // Deleting the alias failed it (see `alias_deleted`): nothing can complete it now.
+        // An alias donated to an execution is not: that execution waits for its contents.
+        if (self.slot.cb.lock().unwrap_or_else(|p| p.into_inner())).is_none() {
             return Err(Error::Deleted(
-                "the alias buffer was deleted: fulfilling it would consume the target for \
-                 nothing (fail() it, or drop the fulfiller)"
+                "the alias buffer was deleted, which failed it: fulfilling it would consume \
+                 the target for nothing"
                     .into(),
             ));
         }
@@ -756,15 +761,17 @@ impl AliasFulfiller {
                 self.device
             )));
         }
-        let (want, got) = (self.alias_buffer.memory()?, target.memory()?);
-        if want != got {
-            return Err(Error::invalid(format!(
-                "the alias is in memory {:?} of {}, but the target buffer is in {:?} (copy it \
-                 there first, with copy_to_memory)",
-                want.kind(),
-                self.device,
-                got.kind()
-            )));
+        if let Some(want) = &self.memory {
+            let got = target.memory()?;
+            if *want != got {
+                return Err(Error::invalid(format!(
+                    "the alias is in memory {:?} of {}, but the target buffer is in {:?} (copy \
+                     it there first, with copy_to_memory)",
+                    want.kind(),
+                    self.device,
+                    got.kind()
+                )));
+            }
         }
         if target.raw().meta().non_default_layout() {
             return Err(Error::invalid(
@@ -815,12 +822,15 @@ impl Client {
             )));
         }
         let mem = target_memory(device, memory)?;
+        // Its contents or error are the program's: a failed alias is never an allocation.
+        let mut meta = BufferMeta::new(self.core(), element_type, dims);
+        meta.set_chosen();
         let (raw, cb) = crate::raw::transfer::create_alias_buffer(
             self.core().raw(),
             mem.raw_ref(),
             element_type.code(),
             dims,
-            BufferMeta::new(self.core(), element_type, dims),
+            meta,
         )?;
         let alias = raw.handle_id();
         let slot = Arc::new(AliasSlot {
@@ -831,6 +841,7 @@ impl Client {
             .unwrap_or_else(|p| p.into_inner())
             .push((alias, Arc::clone(&slot), self.clone()));
         let buffer = Buffer::from_raw(raw);
+        let memory = buffer.memory().ok();
         Ok((
             buffer.clone(),
             AliasFulfiller {
@@ -840,7 +851,8 @@ impl Client {
                 dims: dims.to_vec(),
                 device: device.clone(),
                 alias,
-                alias_buffer: buffer,
+                _alias_buffer: buffer,
+                memory,
             },
         ))
     }

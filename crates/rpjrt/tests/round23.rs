@@ -1,7 +1,7 @@
 //! Round 23 (outside checks): `Client::close` ends asynchronous waits (done callbacks and
 //! `.await` of an event) as it ends blocking ones; deleting a pending alias buffer fails it,
 //! so that waits begun before the delete end; an error the program chose (a failed alias,
-//! an error buffer) is not taken for an allocation failure; file-system failures are
+//! an error buffer) is not reported as an allocation failure; file-system failures are
 //! classed by their cause; and a compile-cache directory that is a symbolic link loop is
 //! named as one.
 
@@ -111,8 +111,10 @@ fn deleting_a_pending_alias_fails_it() {
     }
 }
 
-/// An alias the program failed with `RESOURCE_EXHAUSTED` reports its own words, not an
-/// allocation failure with the allocator's figures.
+/// An alias the program failed with `RESOURCE_EXHAUSTED`, and an error buffer, report their
+/// own words, not an allocation failure with the allocator's figures: the buffers are
+/// marked as the program's when made (round 23 first remembered the words, which a short
+/// message matched in any later error).
 #[test]
 fn a_chosen_resource_exhausted_error_is_not_out_of_memory() {
     let c = client(Which::New);
@@ -126,7 +128,7 @@ fn a_chosen_resource_exhausted_error_is_not_out_of_memory() {
     let e = alias.block_until_ready().unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted);
     assert!(e.oom_report().is_none(), "{e}");
-    assert!(!e.is_out_of_memory(), "{e}");
+    assert!(e.to_string().ends_with("the r23 queue is full"), "{e}");
     let made = c
         .create_error_buffer(
             Code::ResourceExhausted,
@@ -138,7 +140,11 @@ fn a_chosen_resource_exhausted_error_is_not_out_of_memory() {
         )
         .unwrap();
     let e = made.block_until_ready().unwrap_err();
-    assert!(e.oom_report().is_none() && !e.is_out_of_memory(), "{e}");
+    assert!(e.oom_report().is_none(), "{e}");
+    // The mark is the buffer's, not the words': another client's error buffer with the
+    // same words changes nothing for a buffer whose producer really failed (the words are
+    // not remembered anywhere).
+    assert!(e.to_string().ends_with("the r23 quota ran out"), "{e}");
 }
 
 /// A full disk, a permission or a device error is classed by its cause; a bad path stays
@@ -148,6 +154,7 @@ fn file_system_failures_are_classed_by_cause() {
     let io = |errno| std::io::Error::from_raw_os_error(errno);
     let code = |errno| Error::io("writing /x", &io(errno)).code();
     assert_eq!(code(libc_errno::ENOSPC), Code::ResourceExhausted);
+    assert_eq!(code(libc_errno::EMFILE), Code::ResourceExhausted);
     assert_eq!(code(libc_errno::EACCES), Code::PermissionDenied);
     assert_eq!(code(libc_errno::EROFS), Code::PermissionDenied);
     assert_eq!(code(libc_errno::EIO), Code::DataLoss);
@@ -163,6 +170,45 @@ mod libc_errno {
     pub const EROFS: i32 = 30;
     pub const ENOSPC: i32 = 28;
     pub const ELOOP: i32 = 40;
+    pub const EMFILE: i32 = 24;
+}
+
+/// An alias donated to an execution (what JAX's donation of a pending input does) can
+/// still be fulfilled: the execution waits for its contents. The fulfiller refused it as
+/// a deleted alias, and the execution waited until the fulfiller was dropped.
+#[test]
+fn a_pending_alias_donated_to_an_execution_can_be_fulfilled() {
+    use rpjrt::{CompileOptions, ExecuteOptions, Program};
+    for which in Which::BOTH {
+        let c = client(which);
+        let d = c.default_device().unwrap();
+        let exe = c
+            .compile(
+                &Program::mlir(
+                    "func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) \
+                     -> tensor<4xf32> {\n  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  \
+                     return %0 : tensor<4xf32>\n}",
+                ),
+                &CompileOptions::default(),
+            )
+            .unwrap();
+        let (alias, fulfiller) = c
+            .create_alias_buffer(ElementType::F32, &[4], &d, None)
+            .unwrap();
+        let donate = ExecuteOptions {
+            donate: vec![0],
+            ..Default::default()
+        };
+        let out = exe.execute_with(&[vec![&alias]], &donate).unwrap();
+        let target = c
+            .buffer_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], &d)
+            .unwrap();
+        fulfiller
+            .fulfill(&target)
+            .unwrap_or_else(|e| panic!("{which:?}: a donated pending alias refused: {e}"));
+        let got = out.outputs[0][0].to_vec_of::<f32>().unwrap();
+        assert_eq!(got, vec![2.0, 4.0, 6.0, 8.0], "{which:?}");
+    }
 }
 
 /// A cache directory that is a symbolic link loop is named as one (it read "File exists").

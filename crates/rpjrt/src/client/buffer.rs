@@ -44,12 +44,21 @@ pub(crate) struct BufferMeta {
     /// ([`Client::put_with_layout`](crate::Client::put_with_layout)); programs take the
     /// default layout, so execute refuses such a buffer.
     pub(in crate::client) non_default_layout: bool,
+    /// The buffer's contents, or its error, are what the program chose (an alias buffer, an
+    /// error buffer): an error it reports is the program's words, never an allocation that
+    /// failed, and gets no out-of-memory report.
+    chosen: bool,
 }
 
 impl BufferMeta {
     /// Marks a buffer made with a caller-chosen (not the default) device layout.
     pub(crate) fn set_non_default_layout(&mut self, yes: bool) {
         self.non_default_layout = yes;
+    }
+
+    /// Marks a buffer whose contents or error the program gives (see `chosen`).
+    pub(crate) fn set_chosen(&mut self) {
+        self.chosen = true;
     }
 
     /// Whether the buffer was made with a caller-chosen device layout.
@@ -63,6 +72,7 @@ impl BufferMeta {
             element_type,
             dims: Inline::from_slice(dims),
             non_default_layout: false,
+            chosen: false,
         }
     }
 
@@ -82,6 +92,7 @@ impl BufferMeta {
             self.dims = Inline::from_slice(dims);
         }
         self.non_default_layout = false;
+        self.chosen = false;
     }
 }
 
@@ -340,6 +351,9 @@ impl Buffer {
     /// An out-of-memory error of this buffer's producer explained with its device's
     /// figures (see `ClientCore::with_memory_context`).
     pub(crate) fn with_memory_context(&self, e: Error) -> Error {
+        if self.raw.meta().chosen {
+            return e;
+        }
         match self.raw_device() {
             Ok(d) => (self.core()).with_memory_context(e, &[d], || {
                 self.core()

@@ -264,9 +264,6 @@ impl Event {
             ));
         }
         let error = result.err().map(|e| (e.code(), e.to_string()));
-        if let Some((_, m)) = &error {
-            crate::oom::note_chosen_error(m);
-        }
         let r = self
             .raw
             .set(error.as_ref().map(|(c, m)| (c.number(), m.as_str())));

@@ -520,11 +520,14 @@ impl Client {
     ///
     /// Waits still pending end with that error too: blocking ones (which look at the mark
     /// as they wait) and asynchronous ones (`.await` of an event, its done callbacks), which
-    /// are woken here. In a process forked from the one that made the client, it is refused
-    /// as every use of the client is there.
+    /// are woken here. In a process forked from the one that made the client it does
+    /// nothing (every use there is refused, and the parent's waiters are the parent's).
     pub fn close(&self) -> Result<()> {
-        // In a forked child the parent's waiters are the parent's: nothing runs them here.
-        self.core.api.check_not_forked("Client::close")?;
+        // In a forked child the parent's waiters are the parent's: nothing runs them here,
+        // and the close (a `with` block the child leaves) does nothing.
+        if self.core.api.is_forked() {
+            return Ok(());
+        }
         self.core.closed.store(true, Ordering::Release);
         self.core.waited_events.close_all(|| Error::Closed("event"));
         Ok(())

@@ -37,6 +37,9 @@ pub struct PreparedCall {
 /// What one [`PreparedCall`] execution returns: every output of every device, device-major,
 /// in one list, and the execution's completion event on each device.
 pub struct CallOutputs {
+    /// The client, whose close ends a wait (with outputs, their buffers would say so; a
+    /// call without outputs has none).
+    core: std::sync::Arc<crate::client::ClientCore>,
     buffers: Vec<Buffer>,
     events: Vec<raw::event::Event>,
     /// The one wait on `events`, made by the first wait.
@@ -131,9 +134,7 @@ impl CallOutputs {
     }
 
     fn wait_for(&self, timeout: Option<Duration>) -> Result<bool> {
-        if let Some(b) = self.buffers.first() {
-            b.core().check("buffer")?;
-        }
+        self.core.check("buffer")?;
         if let Some((_, e)) = self.errors.get().and_then(|errors| errors.first()) {
             return Err(e.clone());
         }
@@ -361,6 +362,7 @@ impl PreparedCall {
             .execute_prepared(&self.args, true, context, Some(&st.spare), &mut sink)
             .map_err(|e| self.launch_error(e))?;
         Ok(CallOutputs {
+            core: std::sync::Arc::clone(&st.core),
             buffers: sink.buffers,
             events: sink.events,
             all: OnceLock::new(),
