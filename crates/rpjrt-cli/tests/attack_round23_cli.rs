@@ -711,3 +711,35 @@ fn a_hang_in_buffer_destroy_during_run_is_noted() {
     let mut rest = String::new();
     let _ = std::fs::File::open(&err).map(|mut f| f.read_to_string(&mut rest));
 }
+
+/// Finding 5: `launch --timeout` whose job writes more than a pipe holds while the
+/// launcher's own stdout is read late. No other process holds the job's output, and the job
+/// was killed by the timeout: the message said "after every process had exited" and "a
+/// process it started keeps it open and was left running", both false.
+#[test]
+fn a_launch_timed_out_while_writing_blames_no_process_left_running() {
+    let mut child = rpjrt()
+        .args(["launch", "-n", "1", "--timeout", "1", "--", "sh", "-c"])
+        .arg("head -c 3000000 /dev/zero | tr '\\0' a; echo")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The launcher's stdout is taken only after its timeout ran out.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(124), "{err}");
+    assert!(err.contains("the launch timed out after 1.0s"), "{err}");
+    assert!(!err.contains("after every process had exited"), "{err}");
+    assert!(!err.contains("left running"), "{err}");
+    assert!(err.contains("no other process holds it"), "{err}");
+}

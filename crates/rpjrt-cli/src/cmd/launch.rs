@@ -86,8 +86,18 @@ pub fn cut_messages(
     timeout: Option<std::time::Duration>,
 ) -> Vec<String> {
     use rpjrt_distributed::OutputCut;
+    // Whether the job's own processes had all exited (by themselves) when the reading
+    // stopped; otherwise the launcher killed them while they still wrote.
+    let every_process_exited = outcome.exit_codes.iter().all(|c| c.is_some());
     let holders = match outcome.output_holders.as_slice() {
-        [] => "a process it started keeps it open and was left running".to_string(),
+        // Nothing else holds the pipe: the reading was cut short (a timeout or a stop
+        // killed the job while it wrote, or the launcher's own output was taken slowly).
+        [] if !every_process_exited => {
+            "no other process holds it: the job was stopped while it still wrote, or the \
+             launcher's own output was not taken fast enough"
+                .to_string()
+        }
+        [] => "no process holding it was found: it may have closed it since".to_string(),
         [pid] => format!("a process it started (pid {pid}) keeps it open and was left running"),
         pids => format!(
             "processes it started (pids {}) keep it open and were left running",
@@ -99,9 +109,12 @@ pub fn cut_messages(
     };
     let why = match outcome.output_cut_why {
         Some(OutputCut::Timeout) => format!(
-            "the launch timed out after {} while its pipe was still open after every \
-             process had exited",
-            rpjrt_distributed::duration_text(timeout.unwrap_or_default())
+            "the launch timed out after {} while its pipe was still open{}",
+            rpjrt_distributed::duration_text(timeout.unwrap_or_default()),
+            match every_process_exited {
+                true => " after every process had exited",
+                false => "",
+            }
         ),
         Some(OutputCut::Stopped) => match outcome.stopped_by {
             Some(sig) => format!(
@@ -142,9 +155,12 @@ pub fn end_messages(
         && every_process_exited
         && outcome.output_cut_why == Some(rpjrt_distributed::OutputCut::Timeout)
     {
+        let held = match outcome.output_holders.is_empty() {
+            false => "a process they started still held their output open",
+            true => "their output was still open",
+        };
         lines.push(format!(
-            "rpjrt: launch timed out after {}: every process had exited, but a process they \
-             started still held their output open",
+            "rpjrt: launch timed out after {}: every process had exited, but {held}",
             rpjrt_distributed::duration_text(timeout.unwrap_or_default())
         ));
     } else if outcome.timed_out {
