@@ -903,7 +903,10 @@ fn a_stderr_that_cannot_be_written_keeps_the_exit_code() {
     ];
     // Bad input, and a plugin's error, met in the supervised child that runs the verb.
     let mut cases = cases;
-    for (inputs, want) in [(["[1,,2]:f32", "[1]:f32"], 2), (["[1,2]:f32", "[1]:f32"], 1)] {
+    for (inputs, want) in [
+        (["[1,,2]:f32", "[1]:f32"], 2),
+        (["[1,2]:f32", "[1]:f32"], 1),
+    ] {
         let mut args: Vec<std::ffi::OsString> = vec![
             "run".into(),
             program.clone().into(),

@@ -777,8 +777,9 @@ pub fn open_first(
                     .first()
                     .map(|(_, i)| i.path.clone())
                     .unwrap_or_default();
-                let reason = OpenFailure::All(all)
-                    .message_led_by("none of the plugins tried could be loaded");
+                let reason = OpenFailure::All(all).message_led_by(
+                    "no plugin could be used: none of the plugins tried could be loaded",
+                );
                 return Err(Error::PluginLoad { path, reason });
             };
             let entry = match first_loaded.entry() {
