@@ -200,24 +200,30 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
     }
 }
 
-/// The error for a verb's child that ended before rpjrt ran in it: the command that runs
-/// the CLI again (`RPJRT_CLI_SELF`, set by the Python front end, or this executable) could
-/// not run it. What the child printed (an interpreter's `No module named rpjrt`) is
-/// already on stderr.
-fn not_started(verb: &str, status: ExitStatus) -> CliError {
+/// What runs the CLI again in a verb's child, for messages: the command in
+/// `RPJRT_CLI_SELF` (and the program running it), or this executable.
+fn self_command_text() -> String {
     let program = self_command()
         .ok()
         .and_then(|c| c.into_iter().next())
         .map(|p| rpjrt_distributed::shown(&p.to_string_lossy()))
         .unwrap_or_default();
-    let how = if std::env::var_os(crate::cmd::conform::SELF_COMMAND_ENV).is_some() {
+    if std::env::var_os(crate::cmd::conform::SELF_COMMAND_ENV).is_some() {
         format!(
             "the command in {} (run by {program})",
             crate::cmd::conform::SELF_COMMAND_ENV
         )
     } else {
         program
-    };
+    }
+}
+
+/// The error for a verb's child that ended before rpjrt ran in it: the command that runs
+/// the CLI again (`RPJRT_CLI_SELF`, set by the Python front end, or this executable) could
+/// not run it. What the child printed (an interpreter's `No module named rpjrt`) is
+/// already on stderr.
+fn not_started(verb: &str, status: ExitStatus) -> CliError {
+    let how = self_command_text();
     CliError::failed(format!(
         "`rpjrt {verb}` runs in a child process, which {} before rpjrt started in it: \
          {how} could not run rpjrt (what it printed, if anything, is above); no plugin was \
@@ -311,19 +317,7 @@ enum Waited {
 
 /// The error for a verb's child that did not start rpjrt within the limit (killed).
 fn never_started(verb: &str, after: Duration) -> CliError {
-    let program = self_command()
-        .ok()
-        .and_then(|c| c.into_iter().next())
-        .map(|p| rpjrt_distributed::shown(&p.to_string_lossy()))
-        .unwrap_or_default();
-    let how = if std::env::var_os(crate::cmd::conform::SELF_COMMAND_ENV).is_some() {
-        format!(
-            "the command in {} (run by {program})",
-            crate::cmd::conform::SELF_COMMAND_ENV
-        )
-    } else {
-        program
-    };
+    let how = self_command_text();
     CliError::failed(format!(
         "`rpjrt {verb}` runs in a child process, which had not started rpjrt after {} \
          ({}; a child is given at least {} to start): {how} hangs before it reaches rpjrt; \

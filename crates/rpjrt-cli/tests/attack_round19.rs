@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{fake, fixture, ignored_signals, new, rpjrt, run, tmpdir};
+use common::{
+    alive, children_of, fake, fixture, ignored_signals, new, rpjrt, run, signal, tmpdir, wait_for,
+};
 
 /// Builds `src` (C) into `dir/name.so` with `cc`.
 fn build_so(dir: &Path, name: &str, src: &str) -> PathBuf {
@@ -31,43 +33,6 @@ fn build_so(dir: &Path, name: &str, src: &str) -> PathBuf {
 const IGNORES_STOP: &str = "#include <signal.h>\n#include <unistd.h>\n\
 const void* GetPjrtApi(void) { signal(SIGTERM, SIG_IGN); signal(SIGINT, SIG_IGN); \
 for (;;) pause(); return 0; }\n";
-
-/// The pids of `pid`'s children.
-fn children_of(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
-/// Whether `pid` runs (a zombie does not).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()))
-        .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-/// Polls `f` every 20 ms for up to `limit`.
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
-}
 
 /// The log directories of supervised verbs left in `dir`.
 fn log_dirs(dir: &Path) -> Vec<String> {

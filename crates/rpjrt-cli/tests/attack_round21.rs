@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{fake, ignored_signals, new, rpjrt, run, tmpdir};
+use common::{children_of, fake, ignored_signals, new, rpjrt, run, tmpdir};
 
 /// A program adding its one argument to itself, f32[N], written into `dir`.
 fn add_program(dir: &Path, n: usize) -> PathBuf {
@@ -232,15 +232,6 @@ impl Target {
             Target::Cli
         }
     }
-}
-
-/// The child processes of `pid`, from /proc.
-fn children_of(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// [`interrupted_trace`], sending the signal to `target`; also returns the CLI's stderr.

@@ -16,48 +16,10 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{fake, new, rpjrt, run, tmpdir};
+use common::{alive, children_of, fake, new, rpjrt, run, signal, tmpdir, wait_for};
 
 fn json_of(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
-
-/// The pids of `pid`'s children.
-fn children_of(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
-/// Whether `pid` runs (a zombie does not).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()))
-        .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'))
-}
-
-/// Sends `sig` (a name: `TERM`, `KILL`) to `pid`.
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-/// Polls `f` every 20 ms for up to `limit`.
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
 }
 
 /// A started process, killed (SIGKILL) and reaped when dropped, with any processes left

@@ -6,17 +6,17 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+
 use std::time::{Duration, Instant};
 
-use rpjrt::{ElementType, HostArray, Session, SlotValue};
+use rpjrt::Session;
 use rpjrt_npy::literal::parse_literal;
 use rpjrt_npy::{checkpoint, Array};
 
 #[path = "../../rpjrt/tests/common/mod.rs"]
 mod common;
 
-use common::{expect_err, for_each_plugin};
+use common::{expect_err, f32_slot, for_each_plugin};
 
 fn temp_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rpjrt-atk20-{tag}-{}", std::process::id()));
@@ -102,16 +102,6 @@ fn a_file_replaced_atomically_while_loaded_is_read_whole_old_or_new() {
     );
     assert!(reads >= 200);
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// `values` as one f32 slot's host value.
-fn f32_slot(values: &[f32]) -> SlotValue {
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    SlotValue::Host(HostArray::from_owner(
-        Arc::new(bytes),
-        ElementType::F32,
-        vec![values.len() as i64],
-    ))
 }
 
 #[test]

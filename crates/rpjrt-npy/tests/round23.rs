@@ -3,25 +3,14 @@
 //! (the zip library's own words, with the whole 65 KB name, were the message), and nothing
 //! is written; a name at the limit saves and restores.
 
-use std::sync::Arc;
-
-use rpjrt::{ElementType, HostArray, Session, SlotValue};
+use rpjrt::Session;
 use rpjrt_npy::checkpoint;
 
 /// The core's test helpers: plugins, fixtures, compiling, error checks.
 #[path = "../../rpjrt/tests/common/mod.rs"]
 mod common;
 
-use common::for_each_plugin;
-
-fn f32_slot(values: &[f32]) -> SlotValue {
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    SlotValue::Host(HostArray::from_owner(
-        Arc::new(bytes),
-        ElementType::F32,
-        vec![values.len() as i64],
-    ))
-}
+use common::{f32_slot, for_each_plugin};
 
 #[test]
 fn a_slot_name_too_long_for_a_checkpoint_is_refused_plainly() {

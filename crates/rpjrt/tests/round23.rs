@@ -18,19 +18,33 @@ fn client(which: Which) -> Client {
     Client::new(&plugin, &ClientOptions::new()).unwrap()
 }
 
+/// A pending alias of `c`, its fulfiller, its ready event, and what a done callback of that
+/// event receives.
+fn watched_alias(
+    c: &Client,
+) -> (
+    rpjrt::Buffer,
+    rpjrt::AliasFulfiller,
+    rpjrt::Event,
+    mpsc::Receiver<rpjrt::Result<()>>,
+) {
+    let d = c.default_device().unwrap();
+    let (alias, fulfiller) = c
+        .create_alias_buffer(ElementType::F32, &[4], &d, None)
+        .unwrap();
+    let ev = alias.ready_event().unwrap();
+    let (tx, rx) = mpsc::channel();
+    ev.add_done_callback(move |r| tx.send(r).unwrap());
+    (alias, fulfiller, ev, rx)
+}
+
 /// A done callback of a pending alias's ready event runs when the client closes, with the
 /// client's `Closed` error (the fulfiller is kept, so nothing else would complete it).
 #[test]
 fn close_completes_the_done_callbacks_of_pending_events() {
     for which in Which::BOTH {
         let c = client(which);
-        let d = c.default_device().unwrap();
-        let (alias, fulfiller) = c
-            .create_alias_buffer(ElementType::F32, &[4], &d, None)
-            .unwrap();
-        let ev = alias.ready_event().unwrap();
-        let (tx, rx) = mpsc::channel();
-        ev.add_done_callback(move |r| tx.send(r).unwrap());
+        let (_alias, fulfiller, ev, rx) = watched_alias(&c);
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
         c.close().unwrap();
         let got = rx
@@ -88,13 +102,7 @@ fn close_wakes_an_awaited_event() {
 fn deleting_a_pending_alias_fails_it() {
     for which in Which::BOTH {
         let c = client(which);
-        let d = c.default_device().unwrap();
-        let (alias, fulfiller) = c
-            .create_alias_buffer(ElementType::F32, &[4], &d, None)
-            .unwrap();
-        let ev = alias.ready_event().unwrap();
-        let (tx, rx) = mpsc::channel();
-        ev.add_done_callback(move |r| tx.send(r).unwrap());
+        let (alias, fulfiller, _ev, rx) = watched_alias(&c);
         alias.delete().unwrap();
         let got = rx
             .recv_timeout(Duration::from_secs(10))
@@ -105,7 +113,9 @@ fn deleting_a_pending_alias_fails_it() {
             e.to_string().contains("deleted before it was fulfilled"),
             "{e}"
         );
-        let target = c.buffer_from_slice(&[1.0f32; 4], &[4], &d).unwrap();
+        let target = c
+            .buffer_from_slice(&[1.0f32; 4], &[4], &c.default_device().unwrap())
+            .unwrap();
         assert!(matches!(fulfiller.fulfill(&target), Err(Error::Deleted(_))));
         assert_eq!(target.to_vec_of::<f32>().unwrap(), vec![1.0; 4]);
     }

@@ -297,19 +297,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             path: info.path.clone(),
             reason: format!("it is {kind}, not a shared library file"),
         };
-        let reason = match &e {
-            rpjrt::Error::PluginLoad { reason, .. } => reason.clone(),
-            other => other.to_string(),
-        };
-        let mut report = Report::load_failed(&info.path.to_string_lossy(), &reason);
-        if let Some(hex) = common::path_hex(info.path.as_os_str()) {
-            report.plugin.insert("path_hex".into(), json!(hex));
-        }
-        return Err(with_report(
-            &args,
-            &report,
-            CliError::failed(common::explain(&e, None)),
-        ));
+        return Err(load_failure(&args, &info.path, &e));
     }
     let mut child = crate::supervise::self_command()?;
     child.push("conform-child".into());
@@ -361,18 +349,7 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     };
     let report = match conform::run_isolated(&info.path, &checks, &config, &mut progress) {
         Ok(report) => report,
-        Err(e) => {
-            let error = CliError::failed(common::explain(&e, None));
-            let reason = match &e {
-                rpjrt::Error::PluginLoad { reason, .. } => reason.clone(),
-                other => other.to_string(),
-            };
-            let mut report = Report::load_failed(&info.path.to_string_lossy(), &reason);
-            if let Some(hex) = common::path_hex(info.path.as_os_str()) {
-                report.plugin.insert("path_hex".into(), json!(hex));
-            }
-            return Err(with_report(&args, &report, error));
-        }
+        Err(e) => return Err(load_failure(&args, &info.path, &e)),
     };
     if verbose && !to_stdout {
         // The plugin's own output, per check (known once each child process has ended).
@@ -447,6 +424,21 @@ fn write_reports(args: &Args, report: &Report, plugin: &str) -> Result<(), CliEr
         write_out(page, &conform::render_html(&[(&source, report)]))?;
     }
     Ok(())
+}
+
+/// The error of a plugin at `path` that could not be loaded (`e`), with its report (see
+/// [`with_report`]): the load error as every verb says it, and `plugin.load_error` (and
+/// `plugin.path_hex` for a non-UTF-8 path) in the report.
+fn load_failure(args: &Args, path: &std::path::Path, e: &rpjrt::Error) -> CliError {
+    let reason = match e {
+        rpjrt::Error::PluginLoad { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
+    let mut report = Report::load_failed(&path.to_string_lossy(), &reason);
+    if let Some(hex) = common::path_hex(path.as_os_str()) {
+        report.plugin.insert("path_hex".into(), json!(hex));
+    }
+    with_report(args, &report, CliError::failed(common::explain(e, None)))
 }
 
 /// `error` (the plugin could not be found or loaded), once the report of that

@@ -379,3 +379,13 @@ pub fn fake_plugin_library() -> PathBuf {
         })
         .clone()
 }
+
+/// `values` as one f32 slot's host value (a session bind).
+pub fn f32_slot(values: &[f32]) -> rpjrt::SlotValue {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    rpjrt::SlotValue::Host(rpjrt::HostArray::from_owner(
+        std::sync::Arc::new(bytes),
+        rpjrt::ElementType::F32,
+        vec![values.len() as i64],
+    ))
+}
