@@ -3,31 +3,16 @@
 //! plugin that prints, `rendezvous --plugin` supervised, a coordinator name not in DNS
 //! yet, the median of an even count, and a `launch` argument that is not UTF-8.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
 
 use common::{
-    alive, children_of, fake, fixture, ignored_signals, new, rpjrt, run, signal, tmpdir, wait_for,
+    alive, build_so, children_of, fake, fixture, ignored_signals, new, rpjrt, run, signal, tmpdir,
+    wait_for,
 };
-
-/// Builds `src` (C) into `dir/name.so` with `cc`.
-fn build_so(dir: &Path, name: &str, src: &str) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    let so = dir.join(format!("{name}.so"));
-    std::fs::write(&c, src).unwrap();
-    let ok = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&so)
-        .arg(&c)
-        .arg("-ldl")
-        .status()
-        .expect("cc runs");
-    assert!(ok.success(), "cc {name}");
-    so
-}
 
 /// A plugin whose `GetPjrtApi` ignores SIGTERM and SIGINT, then never returns.
 const IGNORES_STOP: &str = "#include <signal.h>\n#include <unistd.h>\n\

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{alive, children_of, fake, new, rpjrt, run, signal, tmpdir, wait_for};
+use common::{alive, build_so, children_of, fake, new, rpjrt, run, signal, tmpdir, wait_for};
 
 fn json_of(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -72,22 +72,6 @@ fn add3(dir: &Path) -> PathBuf {
     )
     .unwrap();
     p
-}
-
-/// Compiles C `src` into a shared library `name.so` in `dir`.
-fn build_c(dir: &Path, name: &str, src: &str) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    let so = dir.join(format!("{name}.so"));
-    std::fs::write(&c, src).unwrap();
-    let ok = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&so)
-        .arg(&c)
-        .args(["-ldl", "-lpthread"])
-        .status()
-        .expect("cc runs");
-    assert!(ok.success(), "cc {name}");
-    so
 }
 
 // --- 1: conform's child dies with its runner, even inside a hung dlopen ---------------
@@ -184,7 +168,7 @@ void *GetPjrtApi(void) {
 #[test]
 fn conform_tests_a_plugin_that_mutes_or_closes_stdout() {
     let d = tmpdir("r23-mute");
-    let lib = build_c(&d, "libmute_pjrt", MUTE_PLUGIN);
+    let lib = build_so(&d, "libmute_pjrt", MUTE_PLUGIN);
     for (at, how, only) in [
         ("api", "null", "api.version,client.create"),
         ("api", "close", "api.version,client.create"),
@@ -265,7 +249,7 @@ void *GetPjrtApi(void) {
 #[test]
 fn a_channel_cut_under_the_child_is_said_as_such_not_as_a_crash_or_a_kill() {
     let d = tmpdir("r23-cut");
-    let lib = build_c(&d, "libcut_pjrt", CUT_PLUGIN);
+    let lib = build_so(&d, "libcut_pjrt", CUT_PLUGIN);
     // While loading: the load error says what happened.
     let (code, out, err) = run(rpjrt()
         .arg("conform")

@@ -8,25 +8,11 @@ use std::time::{Duration, Instant};
 
 use rpjrt::{Client, ClientOptions, Code, DistributedOptions, KvStore, Plugin};
 
-const RPJRT: &str = env!("CARGO_BIN_EXE_rpjrt");
+mod common;
 
-/// The fake plugin library, built here if the workspace has not built it yet.
-fn fake_plugin() -> std::path::PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../target").into());
-    let lib = target.join("debug").join("librpjrt_fake_plugin.so");
-    if !lib.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--locked", "-p", "rpjrt-fake-plugin"])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "building the fake plugin failed");
-    }
-    lib
-}
+use common::fake;
+
+const RPJRT: &str = env!("CARGO_BIN_EXE_rpjrt");
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -66,7 +52,7 @@ fn rendezvous(p: usize, port: u16, option: &str) -> std::process::Child {
             "--coordinator",
             &format!("127.0.0.1:{port}"),
             "--plugin",
-            fake_plugin().to_str().unwrap(),
+            fake().to_str().unwrap(),
             "-o",
             option,
         ])
@@ -114,7 +100,7 @@ fn a_host_whose_own_client_failed_ends_the_job_at_once_with_its_error() {
 
 #[test]
 fn launch_stops_soon_when_process_0_fails_its_own_step() {
-    let fake = fake_plugin();
+    let fake = fake();
     let script = format!(
         "if [ \"$RPJRT_PROCESS_ID\" = 0 ]; then opt=fake_addressable_device_count=9; \
          else opt=fake_device_count=2; fi; exec {RPJRT} rendezvous --timeout 30 --plugin {} \
@@ -140,15 +126,15 @@ fn store() -> Arc<dyn KvStore> {
     Arc::new(rpjrt_distributed::InMemoryStore::new())
 }
 
-fn fake() -> Plugin {
+fn fake_kv_plugin() -> Plugin {
     // The plugin reads it as it loads (once per process): every load here sets it first.
     std::env::set_var("RPJRT_FAKE_KV", "1");
-    Plugin::load(fake_plugin()).unwrap()
+    Plugin::load(fake()).unwrap()
 }
 
 #[test]
 fn explicit_process_options_that_contradict_the_process_are_refused() {
-    let plugin = fake();
+    let plugin = fake_kv_plugin();
     let dist = DistributedOptions::new(store(), 1, 2).unwrap();
     for (name, value, arg) in [
         ("process_id", 5i64, "process_id=1"),
@@ -176,7 +162,7 @@ fn explicit_process_options_that_contradict_the_process_are_refused() {
 
 #[test]
 fn a_partial_set_of_process_options_is_refused() {
-    let plugin = fake();
+    let plugin = fake_kv_plugin();
     let dist = DistributedOptions::new(store(), 1, 2).unwrap();
     let o = ClientOptions::new().set("node_id", 1i64);
     let m = Client::new_distributed(&plugin, &o, &dist)
@@ -198,7 +184,7 @@ fn a_partial_set_of_process_options_is_refused() {
 
 #[test]
 fn explicit_process_options_that_agree_are_sent() {
-    let plugin = fake();
+    let plugin = fake_kv_plugin();
     let s = store();
     // Process 0's key, as its plugin would have set it.
     s.set("fake:device:0", b"2").unwrap();

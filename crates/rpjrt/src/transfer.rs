@@ -557,12 +557,12 @@ impl Buffer {
 /// unfulfilled, it completes the alias with a `CANCELLED` error so nothing waits forever.
 pub struct AliasFulfiller {
     client: Client,
-    /// The plugin's completion, shared with [`PENDING_ALIASES`] while pending.
-    slot: Arc<AliasSlot>,
+    /// The plugin's completion, shared with the pending list (`client::alias`).
+    slot: Arc<crate::client::alias::AliasSlot>,
     element_type: ElementType,
     dims: Vec<i64>,
     device: Device,
-    /// The alias buffer's identity, in [`PENDING_ALIASES`] while `cb` is unused.
+    /// The alias buffer's identity, in the pending list while its completion is unused.
     alias: usize,
     /// Keeps the alias alive while pending, so that its identity cannot pass to another
     /// buffer meanwhile.
@@ -573,70 +573,12 @@ pub struct AliasFulfiller {
     memory: Option<Memory>,
 }
 
-/// An alias's completion: taken out once, by whichever of its fulfiller (fulfill, fail,
-/// drop) and the alias's deletion comes first.
-struct AliasSlot {
-    cb: std::sync::Mutex<Option<crate::raw::transfer::AliasCallback>>,
-}
-
-impl AliasSlot {
-    fn take(&self) -> Option<crate::raw::transfer::AliasCallback> {
-        self.cb.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-/// The alias buffers whose fulfiller is pending, by address, with their completions and
-/// clients. One of them as the target of a fulfill (itself, or another pending alias)
-/// would make the alias wait for a buffer that waits in turn: the plugins accept it, and
-/// every execution queued on it never ends. Deleting one fails it (see [`alias_deleted`]).
-#[allow(clippy::type_complexity)]
-static PENDING_ALIASES: std::sync::Mutex<Vec<(usize, Arc<AliasSlot>, Client)>> =
-    std::sync::Mutex::new(Vec::new());
-
-fn alias_settled(alias: usize) {
-    let mut pending = PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-    pending.retain(|(a, _, _)| *a != alias);
-}
-
-/// Fails the pending alias buffer at `alias` (a buffer's address), if it is one, as
-/// [`Buffer::delete`] deletes it: no fulfill can complete it any more (the fulfiller
-/// refuses a deleted alias), and what waits on it would otherwise wait until the fulfiller
-/// is dropped.
-pub(crate) fn alias_deleted(alias: usize) {
-    let found = {
-        let mut pending = PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-        match pending.iter().position(|(a, _, _)| *a == alias) {
-            Some(i) => pending.swap_remove(i),
-            None => return,
-        }
-    };
-    // No lock of ours is held: failing the alias runs its waiters' callbacks.
-    let (_, slot, client) = found;
-    if let Some(cb) = slot.take() {
-        let _ = crate::raw::transfer::fulfill_alias_buffer::<BufferMeta>(
-            client.core().raw(),
-            cb,
-            None,
-            1,
-            "the alias buffer was deleted before it was fulfilled",
-        );
-    }
-}
-
 impl std::fmt::Debug for AliasFulfiller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AliasFulfiller")
             .field("element_type", &self.element_type)
             .field("dims", &self.dims)
-            .field(
-                "pending",
-                &self
-                    .slot
-                    .cb
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .is_some(),
-            )
+            .field("pending", &!self.slot.is_taken())
             .finish()
     }
 }
@@ -667,7 +609,7 @@ impl AliasFulfiller {
             .raw()
             .reserve_donation()
             .map_err(|e| target.state_error(e, "moved into an alias"))?;
-        alias_settled(self.alias);
+        crate::client::alias::settled(self.alias);
         let Some(cb) = self.slot.take() else {
             target.raw().cancel_donation();
             return Err(Error::Deleted(
@@ -691,7 +633,7 @@ impl AliasFulfiller {
     pub fn fail(self, code: Code, message: &str) -> Result<()> {
         // After `Client::close` the alias is failed on drop, with its own message.
         self.client.core().check("alias buffer")?;
-        alias_settled(self.alias);
+        crate::client::alias::settled(self.alias);
         let Some(cb) = self.slot.take() else {
             // Its deletion failed it already.
             return Ok(());
@@ -716,9 +658,10 @@ impl AliasFulfiller {
     /// giving up the fulfiller.
     pub fn check(&self, target: &Buffer) -> Result<()> {
         target.check()?;
-        // Deleting the alias failed it (see `alias_deleted`): nothing can complete it now.
-        // An alias donated to an execution is not: that execution waits for its contents.
-        if (self.slot.cb.lock().unwrap_or_else(|p| p.into_inner())).is_none() {
+        // Deleting the alias failed it (`client::alias::deleted`): nothing can complete it
+        // now. An alias donated to an execution is not: that execution waits for its
+        // contents.
+        if self.slot.is_taken() {
             return Err(Error::Deleted(
                 "the alias buffer was deleted, which failed it: fulfilling it would consume \
                  the target for nothing"
@@ -731,10 +674,7 @@ impl AliasFulfiller {
                 "an alias buffer cannot be fulfilled with itself",
             ));
         }
-        let pending = PENDING_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-        let target_pending = pending.iter().any(|(a, _, _)| *a == at);
-        drop(pending);
-        if target_pending {
+        if crate::client::alias::is_pending(at) {
             return Err(Error::invalid(
                 "the target is an alias buffer that is not fulfilled yet: the two would wait \
                  for each other (fulfill the target first)",
@@ -785,7 +725,7 @@ impl AliasFulfiller {
 
 impl Drop for AliasFulfiller {
     fn drop(&mut self) {
-        alias_settled(self.alias);
+        crate::client::alias::settled(self.alias);
         if let Some(cb) = self.slot.take() {
             // Also after `Client::close`, which only marks the client: the plugin's client
             // lives on while this alias does, and a thread may be waiting on it.
@@ -833,13 +773,7 @@ impl Client {
             meta,
         )?;
         let alias = raw.handle_id();
-        let slot = Arc::new(AliasSlot {
-            cb: std::sync::Mutex::new(Some(cb)),
-        });
-        PENDING_ALIASES
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((alias, Arc::clone(&slot), self.clone()));
+        let slot = crate::client::alias::register(alias, cb, self.core());
         let buffer = Buffer::from_raw(raw);
         let memory = buffer.memory().ok();
         Ok((

@@ -611,26 +611,11 @@ fn a_symlink_under_an_entry_name_is_not_served() {
     });
 }
 
-/// Bytes this process has read from files so far (`rchar` of /proc/self/io).
-fn bytes_read() -> u64 {
-    // This thread's reads only: tests beside this one read files too (a plugin's build
-    // fingerprint hashes its whole library).
-    std::fs::read_to_string("/proc/thread-self/io")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("rchar: "))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// An entry is judged by its header before its body is read: a huge file whose header
 /// records no key (here 8 GiB, sparse, with a well-formed fixed head) is refused after a
 /// few hundred bytes. Before, a hit read (and hashed) the whole file first.
 #[test]
 fn a_huge_entry_with_a_foreign_header_is_refused_unread() {
-    use std::io::Write as _;
     // Each plugin's build fingerprint reads its whole library once per process: taken
     // first, so that this thread's count covers the entry alone.
     common::for_each_plugin_only(|p| assert_eq!(p.build().len(), 16));
@@ -640,18 +625,10 @@ fn a_huge_entry_with_a_foreign_header_is_refused_unread() {
         let opts = CompileOptions::default();
         let expected = run_mlp(&c.compile_with_cache(&mlp(), &opts, &cache).unwrap(), c);
         let entry = entry_files(&dir).remove(0);
-        let size: u64 = 8 << 30;
-        let mut f = std::fs::File::create(&entry).unwrap();
-        let mut head = b"RPJRTEXE".to_vec();
-        head.extend_from_slice(&1u32.to_le_bytes());
-        head.extend_from_slice(&size.to_le_bytes());
-        head.extend_from_slice(&0u32.to_le_bytes()); // no header fields
-        f.write_all(&head).unwrap();
-        f.set_len(size).unwrap();
-        drop(f);
-        let before = bytes_read();
+        sparse_cache_entry(&entry, 8 << 30);
+        let before = thread_bytes_read();
         let exe = c.compile_with_cache(&mlp(), &opts, &cache).unwrap();
-        let read = bytes_read() - before;
+        let read = thread_bytes_read() - before;
         assert!(read < 1 << 20, "read {read} bytes of an 8 GiB entry");
         assert_eq!(run_mlp(&exe, c), expected);
         assert_eq!(cache.stats().corrupt, 1);

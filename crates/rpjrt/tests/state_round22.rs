@@ -660,24 +660,10 @@ fn cache_info_reads_the_header_first() {
     let cache = Cache::new(&dir, None).unwrap();
     let key = "ab".repeat(32);
     let entry = cache.entry_path(&key);
-    let size: u64 = 4 << 30;
-    let mut f = std::fs::File::create(&entry).unwrap();
-    let mut head = b"RPJRTEXE".to_vec();
-    head.extend_from_slice(&1u32.to_le_bytes());
-    head.extend_from_slice(&size.to_le_bytes());
-    head.extend_from_slice(&0u32.to_le_bytes()); // no header fields
-    f.write_all(&head).unwrap();
-    f.set_len(size).unwrap();
-    drop(f);
-    let rchar = || -> u64 {
-        // This thread's reads only (tests beside this one read whole libraries).
-        let io = std::fs::read_to_string("/proc/thread-self/io").unwrap();
-        let line = io.lines().find_map(|l| l.strip_prefix("rchar: ")).unwrap();
-        line.trim().parse().unwrap()
-    };
-    let before = rchar();
+    sparse_cache_entry(&entry, 4 << 30);
+    let before = thread_bytes_read();
     let info = cache.info(&key).unwrap();
-    let read = rchar() - before;
+    let read = thread_bytes_read() - before;
     assert!(read < 1 << 20, "read {read} bytes of a 4 GiB entry");
     assert!(info.error.is_some(), "{info:?}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -171,3 +171,20 @@ pub fn wait_for(limit: std::time::Duration, mut f: impl FnMut() -> bool) -> bool
     }
     f()
 }
+
+/// Compiles C `src` into the shared library `dir/name.so` with the system C compiler
+/// (`cc`, linking libdl and libpthread).
+pub fn build_so(dir: &std::path::Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    let so = dir.join(format!("{name}.so"));
+    std::fs::write(&c, src).unwrap();
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&so)
+        .arg(&c)
+        .args(["-ldl", "-lpthread"])
+        .status()
+        .expect("cc runs");
+    assert!(ok.success(), "cc {name}");
+    so
+}

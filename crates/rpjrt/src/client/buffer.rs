@@ -273,7 +273,7 @@ impl Buffer {
         self.core().check("buffer")?;
         match self.raw.delete()? {
             Ok(_) => {
-                crate::transfer::alias_deleted(self.raw.handle_id());
+                super::alias::deleted(self.raw.handle_id());
                 Ok(())
             }
             Err(e) => Err(self.state_error(e, "deleted")),

@@ -4,6 +4,7 @@
 //! client makes buffers), so they are one module; everything else in the crate depends on
 //! this one way.
 
+pub(crate) mod alias;
 pub(crate) mod aot;
 pub(crate) mod buffer;
 pub(crate) mod cache;

@@ -389,3 +389,30 @@ pub fn f32_slot(values: &[f32]) -> rpjrt::SlotValue {
         vec![values.len() as i64],
     ))
 }
+
+/// The bytes this thread has read so far (`rchar` of /proc/thread-self/io): this thread's
+/// reads only, as tests beside it read files too (a plugin's build fingerprint hashes its
+/// whole library).
+pub fn thread_bytes_read() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/io")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Writes at `path` a compile-cache entry head declaring a body of `size` bytes and no
+/// header fields, the file made that long (sparse): what a reader must not read whole.
+pub fn sparse_cache_entry(path: &Path, size: u64) {
+    use std::io::Write as _;
+    let mut f = std::fs::File::create(path).unwrap();
+    let mut head = b"RPJRTEXE".to_vec();
+    head.extend_from_slice(&1u32.to_le_bytes());
+    head.extend_from_slice(&size.to_le_bytes());
+    head.extend_from_slice(&0u32.to_le_bytes()); // no header fields
+    f.write_all(&head).unwrap();
+    f.set_len(size).unwrap();
+}
