@@ -149,6 +149,9 @@ fn _leak_at_exit(py: Python<'_>) {
     // GIL back while the interpreter finalizes (which would end the process with status
     // 134); one on its way back already gets the GIL first (see `detach`).
     detach::let_returning_threads_in(py, EXIT_RETURNING_WAIT);
+    // In a child forked from a process with a plugin, the plugin's static destructors (C
+    // exit handlers, after Python's finalization) would wait for the parent's threads.
+    rpjrt::skip_plugin_exit_handlers_in_forked_child();
     // A compile or load still running on another thread (a daemon thread's) when the
     // process ends would have the plugin's global state torn down under it: new ones are
     // refused and running ones waited for, without the GIL (not when a load or creation

@@ -508,3 +508,82 @@ def test_handlers_waiting_for_host_filled_alias_buffers_are_not_a_cycle(plugin_p
             np.testing.assert_array_equal(o.to_numpy(), float(N))
     finally:
         c.close()
+
+
+_EXIT_HANDLER_C = r"""
+#include <stdlib.h>
+#include <unistd.h>
+static pid_t loaded_in;
+/* Stands in for a plugin's static destructor that waits for a lock or a thread pool of the
+   process that loaded it: in a forked child it never returns. */
+static void wait_for_parent_threads(void) {
+    if (getpid() != loaded_in) {
+        for (;;) pause();
+    }
+}
+__attribute__((constructor)) static void on_load(void) {
+    loaded_in = getpid();
+    atexit(wait_for_parent_threads);
+}
+"""
+
+
+def test_a_forked_child_ends_without_the_exit_handlers_of_its_parent(
+    plugin_path: str, tmp_path: Any
+) -> None:
+    # In a child forked after a plugin was loaded, C exit handlers registered before the
+    # child's exit (a plugin's static destructors) are skipped: they wait for the parent's
+    # threads. The exit status and C stdio output survive; the parent still runs them.
+    import shutil
+    import subprocess
+    import sys
+    import textwrap
+
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.fail("the C compiler `cc` is needed to build the test's exit-handler library")
+    lib = tmp_path / "libexithandler.so"
+    src = tmp_path / "exithandler.c"
+    src.write_text(_EXIT_HANDLER_C)
+    r = subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    script = tmp_path / "fork_exit.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import ctypes, os, sys, time
+            import rpjrt
+            c = rpjrt.Client(sys.argv[1])
+            ctypes.CDLL(sys.argv[2])
+            libc = ctypes.CDLL(None)
+            for how in ("sys.exit", "end of script"):
+                pid = os.fork()
+                if pid == 0:
+                    libc.printf(b"child output kept (%s) ", how.encode())
+                    if how == "sys.exit":
+                        sys.exit(7)
+                    raise SystemExit(7)
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        break
+                    time.sleep(0.02)
+                else:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    print("HUNG", how, flush=True)
+                    os._exit(3)
+                print("child", how, os.waitstatus_to_exitcode(status), flush=True)
+            """
+        )
+    )
+    r = subprocess.run(
+        [sys.executable, str(script), plugin_path, str(lib)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-2000:])
+    assert "child sys.exit 7" in r.stdout and "child end of script 7" in r.stdout, r.stdout
+    assert r.stdout.count("child output kept") == 2, r.stdout

@@ -85,6 +85,77 @@ pub fn forked_since(generation: u32) -> bool {
     GENERATION.load(Ordering::Relaxed) != generation
 }
 
+/// The fork generation in which a library was first handed to the system's loader
+/// ([`note_library_loaded`]); `u32::MAX` while none has been.
+static LOADED_IN: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Records that a library was loaded (its initialisers ran, and may have registered exit
+/// handlers) in the current fork generation; only the first call counts.
+pub(crate) fn note_library_loaded() {
+    let now = generation();
+    let _ = LOADED_IN.compare_exchange(u32::MAX, now, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// Whether this process is a fork of one that had loaded a plugin library.
+pub fn forked_after_load() -> bool {
+    let loaded_in = LOADED_IN.load(Ordering::Relaxed);
+    loaded_in != u32::MAX && forked_since(loaded_in)
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" {
+    // glibc: `int on_exit(void (*function)(int, void *), void *arg)`: like `atexit`, in the
+    // same list (run last-registered first), and the function gets the exit status.
+    fn on_exit(
+        function: extern "C" fn(i32, *mut std::ffi::c_void),
+        arg: *mut std::ffi::c_void,
+    ) -> i32;
+}
+
+/// The exit handler [`end_before_older_exit_handlers`] registers: flushes C stdio (glibc
+/// gives a forked child fresh stream locks) and ends the process with `status`.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn end_with_status(status: i32, _arg: *mut std::ffi::c_void) {
+    // SAFETY: `fflush(NULL)` flushes every open C stream; `_exit` ends the process with
+    // the status `exit` was given, and touches no memory of ours.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(status);
+    }
+}
+
+/// In a process forked from one that had loaded a plugin library: makes the process's
+/// normal exit (`exit(status)`, which Python's own exit ends with) stop, with the same
+/// status, before the C exit handlers registered until now run, and returns whether it
+/// did (it does nothing elsewhere, and nothing on a C library without `on_exit`).
+///
+/// Those handlers include the plugin's static destructors, which take the plugin's locks
+/// and stop its thread pools; in the child, a lock that one of the parent's other threads
+/// held at the fork (a compile in progress) is held for ever, and the pool's threads do not
+/// exist, so they wait for ever. Python's `multiprocessing` ends its forked children with
+/// `os._exit` for the same reason. Call it as late as possible in the exit (handlers
+/// registered after it still run); calling it again adds nothing.
+pub fn end_before_older_exit_handlers() -> bool {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !forked_after_load() {
+        return false;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        if DONE.swap(true, Ordering::SeqCst) {
+            return true;
+        }
+        // SAFETY: registers a function of this library (never unloaded while in use) that
+        // takes no pointer of ours (`arg` is null and unused).
+        unsafe { on_exit(end_with_status, std::ptr::null_mut()) == 0 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = &DONE;
+        false
+    }
+}
+
 /// The message for a call refused in a forked child.
 pub fn forked_message(loaded_in_pid: u32) -> String {
     format!(

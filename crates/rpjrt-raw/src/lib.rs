@@ -312,6 +312,10 @@ pub fn load(path: &Path) -> Result<Api> {
         // means; the user chose this path as a PJRT plugin.
         unsafe { guard::open_library(path) }
     };
+    if !matches!(opened, Err(guard::OpenFailure::Refused(_))) {
+        // Its initialisers ran: exit handlers of its own may be registered from here on.
+        guard::note_library_loaded();
+    }
     let handle = match opened {
         Ok(h) => h,
         Err(guard::OpenFailure::Refused(e)) => {

@@ -114,6 +114,16 @@ pub fn reset_after_fork(counter: &'static std::sync::atomic::AtomicUsize) {
     raw::guard::reset_after_fork(counter)
 }
 
+/// For a process forked from one that had loaded a plugin, as it ends normally: makes
+/// `exit` end the process (with its status) before the exit handlers registered so far
+/// run, which include the plugin's static destructors. Those wait for locks and threads of
+/// the parent that the child does not have, so the child would never end. Returns whether
+/// it applies (in a forked child, on glibc). Python's exit hook calls it; a Rust program
+/// that forks should end its children with `_exit` instead, as `multiprocessing` does.
+pub fn skip_plugin_exit_handlers_in_forked_child() -> bool {
+    raw::guard::end_before_older_exit_handlers()
+}
+
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
 /// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
 /// instead of making `println!` panic on EPIPE. Process-wide: call it at the start of a
