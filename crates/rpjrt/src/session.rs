@@ -97,6 +97,9 @@ struct Slot {
     /// Whether `content` is a buffer a caller bound as it was (or a loader returned): the
     /// only kind another slot can also hold. Uploads and step outputs are the slot's own.
     bound: bool,
+    /// Whether `content` is a step's output (which a plugin may still be computing, with
+    /// custom-call handlers of that step still to run).
+    from_step: bool,
 }
 
 impl Slot {
@@ -138,6 +141,10 @@ struct State {
     /// never held across the execution: the plugin may call back (a custom-call handler)
     /// into code that uses the session.
     stepping: Option<std::thread::ThreadId>,
+    /// The slots the running step writes (its outputs); empty between steps.
+    step_writes: Vec<usize>,
+    /// The slots whose buffers the running step donates; empty between steps.
+    step_donates: Vec<usize>,
     /// The slots whose loaders are running, and on which thread: a loader that asks for
     /// its own slot again (directly, through another slot's loader, or by calling a
     /// program that reads it) on that thread is a cycle, refused instead of recursing.
@@ -157,6 +164,49 @@ impl State {
             .is_some_and(|t| t != here && !crate::raw::callback::in_callback())
     }
 
+    /// Refuses a bind (or, with `fetch`, a fetch) of slot `i` from inside a plugin
+    /// callback (a custom-call handler) where it would be lost or would read an input
+    /// being consumed: the running step writes the slot (its outputs land when it returns,
+    /// over a bind) or donates it (a fetch), or, for a bind, the slot holds a step's output
+    /// that the plugin is still computing (a handler of that step replacing it would drop
+    /// the step's result). Such a callback cannot wait for the step: it may be part of it,
+    /// and nothing tells which execution it serves.
+    fn check_callback_use(&self, i: usize, fetch: bool) -> Result<()> {
+        if !crate::raw::callback::in_callback() {
+            return Ok(());
+        }
+        let slot = &self.slots[i];
+        let (what, running, does) = match fetch {
+            true => ("a fetch", &self.step_donates, "donates the slot's buffer"),
+            false => ("a bind", &self.step_writes, "writes the slot"),
+        };
+        if self.stepping.is_some() && running.contains(&i) {
+            return Err(Error::invalid(format!(
+                "slot {:?}: {what} from inside a plugin callback (a custom-call handler) while \
+                 a step of this session that {does} is running (a value bound now would be \
+                 replaced by the step's output, and a donated buffer is being consumed), and \
+                 a callback cannot wait for the step, which may be waiting for the callback; \
+                 do it after the step returns",
+                slot.name
+            )));
+        }
+        if fetch {
+            return Ok(());
+        }
+        if let (Content::Ready(b), true) = (&slot.content, slot.from_step) {
+            if !b.is_deleted() && matches!(b.is_ready(), Ok(false)) {
+                return Err(Error::invalid(format!(
+                    "slot {:?}: {what} from inside a plugin callback (a custom-call handler) \
+                     while the slot holds a step's output that is still being computed: a \
+                     handler of that step would replace the step's own result; do it once \
+                     the output is ready",
+                    slot.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn slot_index(&mut self, name: &str) -> usize {
         if let Some(&i) = self.index.get(name) {
             return i;
@@ -166,6 +216,7 @@ impl State {
             spec: None,
             content: Content::Empty,
             bound: false,
+            from_step: false,
         });
         self.index.insert(name.to_string(), self.slots.len() - 1);
         self.slots.len() - 1
@@ -204,6 +255,7 @@ impl State {
     fn store(&mut self, i: usize, content: Content, bound: bool) {
         let slot = &mut self.slots[i];
         slot.content = content;
+        slot.from_step = false;
         if slot.bound != bound {
             slot.bound = bound;
             if bound {
@@ -265,11 +317,19 @@ impl Inner {
         what: &str,
     ) -> Result<MutexGuard<'a, State>> {
         while let Some(t) = st.stepping {
-            if t == std::thread::current().id() || crate::raw::callback::in_callback() {
+            if t == std::thread::current().id() {
                 return Err(Error::invalid(format!(
                     "the session is stepping: {what} needs the session between steps, and a \
                      program of this session is running and waits for this call (a \
                      custom-call handler of the running step); do it after the step returns"
+                )));
+            }
+            if crate::raw::callback::in_callback() {
+                return Err(Error::invalid(format!(
+                    "the session is stepping: {what} needs the session between steps, and a \
+                     step of this session is running on another thread, which a plugin \
+                     callback (this custom-call handler) cannot wait for: the plugin may be \
+                     waiting for the callback first; do it outside the handler"
                 )));
             }
             st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -727,6 +787,12 @@ impl Session {
                 }
             }
         }
+        let names = ready.iter().map(|r| &r.0).chain(lazy.iter().map(|l| &l.0));
+        for name in names {
+            if let Some(&i) = st.index.get(name) {
+                st.check_callback_use(i, false)?;
+            }
+        }
         for (name, spec, buffer, uploaded) in ready {
             let i = st.slot_index(&name);
             st.settle_spec(i, &spec, "the value bound to it")?;
@@ -784,6 +850,7 @@ impl Session {
         let i = {
             let st = self.inner.lock_between_steps();
             let i = st.find(name)?;
+            st.check_callback_use(i, true)?;
             if let Content::Ready(b) = &st.slots[i].content {
                 return ready_buffer(name, b);
             }
@@ -824,11 +891,12 @@ impl Session {
         r
     }
 
-    /// Whether this thread runs inside a step of this session (the step's own thread, or a
-    /// custom-call handler of its program), where a restore must not land.
+    /// Whether this thread runs inside a step of this session (the step's own thread, and
+    /// so a custom-call handler its program runs inline there), where a restore must not
+    /// land. A callback on another thread is not counted: nothing says which execution it
+    /// serves, and binds refuse the slots a running step writes from any callback.
     pub fn in_step(&self) -> bool {
-        let st = self.inner.lock();
-        st.stepping.is_some() && !st.stepped_elsewhere()
+        self.inner.lock().stepping == Some(std::thread::current().id())
     }
 
     /// Waits up to `limit` until no other thread runs a program of this session; whether
@@ -859,6 +927,7 @@ impl Session {
             return Ok(None);
         }
         let i = st.find(name)?;
+        st.check_callback_use(i, true)?;
         match &st.slots[i].content {
             Content::Ready(b) => ready_buffer(name, b).map(Some),
             Content::Lazy(_) => Ok(None),
@@ -1035,6 +1104,12 @@ impl SessionProgram {
             })
             .collect();
         drop(slot_refs);
+        st.step_writes.clear();
+        st.step_writes
+            .extend(self.outputs.iter().flatten().copied());
+        st.step_donates.clear();
+        st.step_donates
+            .extend(donate.iter().map(|&k| self.inputs[k]));
         let stepping = Stepping::begin(inner, st);
         let refs: Vec<&Buffer> = refs.iter().collect();
         let outs = if donate.is_empty() && !self.portable {
@@ -1060,9 +1135,12 @@ impl SessionProgram {
         for (out, slot) in outs.iter().zip(&self.outputs) {
             if let Some(i) = slot {
                 st.store(*i, Content::Ready(out.clone()), false);
+                st.slots[*i].from_step = true;
             }
         }
         st.stepping = None;
+        st.step_writes.clear();
+        st.step_donates.clear();
         drop(st);
         drop(stepping);
         Ok(outs)
@@ -1185,6 +1263,8 @@ impl Drop for Stepping<'_> {
         let mut st = self.0.lock();
         if st.stepping == Some(std::thread::current().id()) {
             st.stepping = None;
+            st.step_writes.clear();
+            st.step_donates.clear();
         }
         drop(st);
         self.0.idle.notify_all();
