@@ -847,6 +847,17 @@ thread_local! {
     /// The rpjrt handlers running on this thread, outermost first.
     static HANDLER_FRAMES: std::cell::RefCell<Vec<HandlerMark>> =
         const { std::cell::RefCell::new(Vec::new()) };
+    /// Calls of targets rpjrt dispatches that failed on this thread, ever.
+    static HANDLER_FAILURES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many calls of targets that rpjrt dispatches (a handler, native or Rust, an
+/// instantiate function, a target whose handler was removed) failed on this thread so
+/// far. A plugin call during which it grows failed (at least partly) because of a
+/// handler, which is the registrant's code or registration, not the program's or the
+/// plugin's: a compile cache keeps an entry whose load failed that way.
+pub fn handler_failures() -> u64 {
+    HANDLER_FAILURES.with(|c| c.get())
 }
 
 /// A handler running on a plugin worker thread, for an execution on device `ordinal`
@@ -1203,6 +1214,9 @@ unsafe extern "C" fn dispatch(
         // SAFETY: live frame, for the duration of this call.
         unsafe { dispatch_inner(frame, api, target) }
     }));
+    if !matches!(result, Ok(Ok(err)) if err.is_null()) {
+        HANDLER_FAILURES.with(|c| c.set(c.get().wrapping_add(1)));
+    }
     match result {
         Ok(Ok(err)) => err,
         Ok(Err((code, msg))) => {

@@ -505,6 +505,10 @@ impl Cache {
                 file.rewind()
                     .map_err(|e| Error::invalid(format!("cannot read it again: {e}")))
             });
+        // Set once the entry passed every check of its own and goes to the plugin: a
+        // failure from there on may be this process's rather than the file's.
+        let mut checked = false;
+        let failures_before = crate::raw::ffi::handler_failures();
         let loaded = head
             .and_then(|()| EntryBytes::read(&mut file, size))
             .and_then(|bytes| {
@@ -518,6 +522,10 @@ impl Cache {
                     // A field of a file on disk: any number, none of them a crash.
                     .and_then(|ms| crate::duration_from_secs(ms / 1e3, "compile_ms").ok())
                     .unwrap_or_default();
+                if blob.is_empty() {
+                    return Err(Error::invalid("it holds no executable"));
+                }
+                checked = true;
                 client
                     .load_cache_entry(&a, &bytes[blob], path, key)
                     .map(|exe| (recorded, exe, bytes.len() as u64))
@@ -536,10 +544,18 @@ impl Cache {
                 s.hit_plugin_time += plugin_time;
                 Ok(Some(exe))
             }
+            // A custom-call handler (or instantiate function) of this process failed while
+            // the plugin loaded the entry, or its target's handler was removed: the error
+            // is the registrant's, as it would be from a compile, and the compile ends with
+            // it (a recompile would run the failing code again, or lose what it raised, a
+            // Ctrl-C among them). The file is not at fault: kept.
+            Err(e) if checked && crate::raw::ffi::handler_failures() != failures_before => Err(e),
             // The plugin refused a checked entry for a reason of this process, not of the
             // file: a custom-call handler not registered here (NOT_FOUND), memory, a
-            // cancellation. Other processes sharing the directory may load it: kept.
-            Err(e) if kept_on_refusal(&e) => {
+            // cancellation; or rpjrt refused what the plugin loaded for a reason of this
+            // process (a custom call served here by a handler that cannot take the
+            // compiled layout). Other processes sharing the directory may load it: kept.
+            Err(e) if checked && (kept_on_refusal(&e) || !matches!(e, Error::Pjrt { .. })) => {
                 self.warn(
                     &format!("refused:{key}"),
                     format!(
