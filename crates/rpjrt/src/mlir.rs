@@ -96,6 +96,47 @@ fn op_name(dialect: &str, op: &str) -> String {
     format!("{dialect}.{op}")
 }
 
+/// The text with every `//` comment (outside string literals) turned into spaces, up to
+/// its line's end: a comment may hold anything (an old signature, a note naming an
+/// operation or a type), and the scans of a program's text read code only. Byte offsets
+/// are kept, so positions found in the result are positions in `code`.
+fn blank_comments(code: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if !code.windows(2).any(|w| w == b"//") {
+        return std::borrow::Cow::Borrowed(code);
+    }
+    let mut out = code.to_vec();
+    let (mut in_str, mut esc, mut in_comment) = (false, false, false);
+    for i in 0..out.len() {
+        let b = out[i];
+        if in_comment {
+            if b == b'\n' {
+                in_comment = false;
+            } else {
+                out[i] = b' ';
+            }
+            continue;
+        }
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') | (false, b'\n') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'/' if out.get(i + 1) == Some(&b'/') => {
+                in_comment = true;
+                out[i] = b' ';
+            }
+            _ => {}
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The text with the whitespace inside `<...>` removed (MLIR accepts
 /// `tensor<0 x 3 x f6E2M3FN>`, even across lines), so that a shape reads as one token.
 /// The `>` of `->` closes nothing.
@@ -119,7 +160,7 @@ fn text_uses(code: &[u8]) -> Uses {
         constant_types: Some(Vec::new()),
         ..Uses::default()
     };
-    let code = squeeze_angles(code);
+    let code = squeeze_angles(&blank_comments(code));
     for line in code.split(|&b| b == b'\n') {
         let mut line_types = Vec::new();
         let mut line_has_constant = false;
@@ -551,7 +592,8 @@ pub(crate) fn entry_parameter_names(code: &[u8]) -> Option<Vec<String>> {
     if code.starts_with(BYTECODE_MAGIC) {
         return bytecode_parameter_names(code);
     }
-    let text = std::str::from_utf8(code).ok()?;
+    let code = blank_comments(code);
+    let text = std::str::from_utf8(&code).ok()?;
     let list = entry_parameter_list(text)?;
     let params = split_top_level(list);
     let mut names = Vec::with_capacity(params.len());
@@ -569,7 +611,15 @@ pub(crate) fn entry_parameter_names(code: &[u8]) -> Option<Vec<String>> {
 fn entry_parameter_list(text: &str) -> Option<&str> {
     let mut at = None;
     let mut publics = Vec::new();
-    let starts: Vec<usize> = text.match_indices("func.func").map(|(i, _)| i).collect();
+    // Only the `func.func`s of code: not one inside a string literal (an attribute).
+    let bytes = text.as_bytes();
+    let mut starts = Vec::new();
+    scan_outside_strings(bytes, 0, |i, _, _| {
+        if bytes[i..].starts_with(b"func.func") {
+            starts.push(i);
+        }
+        false
+    });
     for (k, &start) in starts.iter().enumerate() {
         let from = start + "func.func".len();
         // The parameter list opens before the next function: a search to the end of the
@@ -1164,6 +1214,34 @@ mod tests {
         assert_eq!(names(two), Some(vec!["p".to_string()]));
         assert_eq!(names("ML\u{ef}R"), None);
         assert_eq!(names("not mlir at all"), None);
+    }
+
+    #[test]
+    fn comments_and_strings_are_not_code() {
+        let names = |t: &str| entry_parameter_names(t.as_bytes());
+        let ab = Some(vec!["a".to_string(), "b".to_string()]);
+        // An old signature in a comment before the entry, with the parameters swapped.
+        let commented = "// was: func.func @main(%b: tensor<f32>, %a: tensor<f32>)
+                         func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {";
+        assert_eq!(names(commented), ab);
+        // A comment inside the parameter list, with brackets and a comma in it.
+        let inside = "func.func @main(%a: tensor<f32>, // the weights (w, v]
+                      %b: tensor<f32>) -> tensor<f32> {";
+        assert_eq!(names(inside), ab);
+        // An attribute string that holds the words of a signature.
+        let attr = "module attributes {doc = \"func.func @main(%b: tensor<f32>)\"} {
+                    func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {";
+        assert_eq!(names(attr), ab);
+        // `//` inside a string (a location's file URL) is no comment.
+        let url = "func.func @main(%arg0: tensor<f32> loc(\"file://x/a\"),                    %arg1: tensor<f32> loc(\"b\")) {";
+        assert_eq!(
+            names(url),
+            Some(vec!["file://x/a".to_string(), "b".to_string()])
+        );
+        // A type named in a comment is not a type the program uses.
+        let uses = text_uses(b"// f8E4M3FN would be smaller\nfunc.func @main(%a: tensor<f32>) {");
+        let plain = text_uses(b"func.func @main(%a: tensor<f32>) {");
+        assert_eq!(format!("{uses:?}"), format!("{plain:?}"));
     }
 
     #[test]
