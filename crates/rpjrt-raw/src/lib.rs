@@ -64,6 +64,7 @@ pub mod prepared;
 pub mod process;
 pub mod profiler;
 pub mod stdio;
+pub mod tpu;
 pub mod transfer;
 pub mod triton;
 pub mod util;

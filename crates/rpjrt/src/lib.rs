@@ -49,7 +49,6 @@ mod session;
 pub mod sharding;
 mod stablehlo;
 pub mod staging;
-pub mod tpu;
 pub mod transfer;
 pub mod triton;
 mod value;
@@ -60,6 +59,9 @@ pub(crate) use rpjrt_raw as raw;
 /// Keeping a plugin's own output out of a program's output (see `rpjrt_raw::capture`).
 pub use rpjrt_raw::capture as stdio;
 pub use rpjrt_raw::ffi::WorkerWait;
+/// libtpu on a machine without a TPU: how it is recognised, and the variables set before
+/// it loads (see `rpjrt_raw::tpu`).
+pub use rpjrt_raw::tpu;
 pub(crate) use rpjrt_raw::{error, oom};
 pub use rpjrt_trace as trace;
 

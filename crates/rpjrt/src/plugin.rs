@@ -181,7 +181,7 @@ static LOADED: Mutex<Vec<Plugin>> = Mutex::new(Vec::new());
 /// failure over missing libraries explained: every missing library named (the loader names
 /// only the first), with what provides it.
 fn load_library(path: &Path) -> Result<Api> {
-    crate::tpu::prepare(path);
+    crate::raw::tpu::prepare(path);
     raw::load(path).map_err(|e| match e {
         Error::PluginLoad { path, reason } if reason.contains("cannot open shared object") => {
             match crate::raw::libraries::missing_libraries(&path) {

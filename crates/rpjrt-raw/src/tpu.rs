@@ -5,8 +5,8 @@
 //! once, and client creation then fails quickly ("No jellyfish device found"), so discovery
 //! moves on to the next plugin. JAX sets the same variable when it counts no TPU chips.
 //!
-//! Before loading a library that [`is_libtpu`] recognises, [`Plugin::load`](crate::Plugin::load)
-//! sets the variables of [`OFF_TPU_DEFAULTS`] that the user has not set (an empty value
+//! Before loading a library that [`is_libtpu`] recognises, rpjrt's `Plugin::load` (through
+//! [`prepare`]) sets the variables of [`OFF_TPU_DEFAULTS`] that the user has not set (an empty value
 //! counts as not set), when [`tpu_present`] sees no TPU. This is the one place where rpjrt
 //! changes the process environment; it happens before the library is loaded, and only for
 //! libtpu.
@@ -157,13 +157,13 @@ pub fn is_libtpu(path: &Path) -> bool {
     // The loader's own view of the file (regular files only: a FIFO is never opened).
     canonical
         .as_deref()
-        .and_then(|p| crate::raw::elf::dynamic_info(p).ok())
+        .and_then(|p| crate::elf::dynamic_info(p).ok())
         .is_some_and(|d| dynamic_is_libtpu(&d))
 }
 
 /// Whether the dynamic section read from a library is libtpu's (its soname, or its
 /// symbols) or a library's that loads libtpu (a `DT_NEEDED` on it).
-fn dynamic_is_libtpu(d: &crate::raw::elf::Dynamic) -> bool {
+fn dynamic_is_libtpu(d: &crate::elf::Dynamic) -> bool {
     let libtpu = |n: &str| n.starts_with("libtpu");
     d.soname.as_deref().is_some_and(libtpu)
         || d.needed.iter().any(|n| libtpu(n))
@@ -205,7 +205,7 @@ pub fn slow_load_hint(path: &Path) -> Option<&'static str> {
 }
 
 /// Sets the off-TPU defaults before `path` is loaded (see the module documentation).
-pub(crate) fn prepare(path: &Path) {
+pub fn prepare(path: &Path) {
     let is_set = |k: &str| set_by_user(std::env::var_os(k).as_deref());
     // Nothing to read when the user set everything already.
     if OFF_TPU_DEFAULTS.iter().all(|(k, _)| is_set(k)) || !is_libtpu(path) {
