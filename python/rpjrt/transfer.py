@@ -272,7 +272,8 @@ def _has_buffer(obj: Any) -> bool:
 
 def read_raw(buffer: Buffer, offset: int, size: int) -> bytes:
     """``size`` bytes from byte ``offset`` of the buffer's on-device form
-    (PJRT_Buffer_CopyRawToHost); on the CPU plugins that is the row-major data."""
+    (PJRT_Buffer_CopyRawToHost); on the CPU plugins that is the row-major data. A buffer put
+    with a non-default ``layout`` is refused: plugins disagree on its bytes."""
     return _rpjrt._copy_raw_to_host(buffer, offset, size)
 
 

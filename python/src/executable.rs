@@ -72,7 +72,8 @@ impl PyExecutable {
     fn params(&self) -> PyResult<&[ArraySpec]> {
         self.inner.parameters().ok_or_else(|| {
             unsupported(format!(
-                "the input types of {} are unknown: {}",
+                "the input types of {} are not known: the compiled program's signature \
+                 cannot be used ({})",
                 self.inner.name(),
                 self.inner
                     .parameters_unknown_reason()

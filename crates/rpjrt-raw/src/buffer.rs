@@ -534,6 +534,12 @@ impl<M> Buffer<M> {
         // SAFETY: live buffer (this handle keeps it), marked deleted and not pinned (checked
         // atomically by the caller), so nobody reads its memory in place.
         unsafe { pjrt!(self.0.client.api(), PJRT_Buffer_Delete, &mut a) }?;
+        // Host memory the plugin reads in place stays in use by executions and copies
+        // already queued on the buffer: the delete returns once the plugin is done with it,
+        // so that the caller may write its array again (as the buffer's release does).
+        if let (Some(done), Some(_)) = (&self.0.host_done, &self.0.owner) {
+            let _ = done.wait();
+        }
         Ok(())
     }
 

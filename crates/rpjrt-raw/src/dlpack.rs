@@ -104,6 +104,9 @@ pub const FLAG_READ_ONLY: u64 = 1;
 /// `DLPACK_FLAG_BITMASK_IS_COPIED`: the memory is a copy made for this consumer, which no
 /// one else reads or writes.
 pub const FLAG_IS_COPIED: u64 = 1 << 1;
+/// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED` (DLPack 1.1): each element of a type
+/// narrower than a byte takes a whole byte; without it such elements are packed.
+pub const FLAG_SUBBYTE_PADDED: u64 = 1 << 2;
 
 /// `kDLCPU`.
 pub const DEVICE_CPU: i32 = 1;
@@ -200,7 +203,15 @@ impl sealed::Sealed for DlManagedTensorVersioned {
     }
     fn build(tensor: DlTensor, flags: u64) -> Self {
         DlManagedTensorVersioned {
-            version: DlPackVersion { major: 1, minor: 0 },
+            // 1.1 names the padded flag (and the float6 and float4 codes).
+            version: DlPackVersion {
+                major: 1,
+                minor: if flags & FLAG_SUBBYTE_PADDED != 0 {
+                    1
+                } else {
+                    0
+                },
+            },
             manager_ctx: std::ptr::null_mut(),
             deleter: Some(export_deleter::<DlManagedTensorVersioned>),
             flags,
@@ -444,6 +455,10 @@ pub struct DlTensorDesc {
     pub byte_offset: u64,
     /// The versioned tensor's read-only flag (rpjrt only reads imported memory).
     pub readonly: bool,
+    /// The versioned tensor's flag that a type narrower than a byte takes a byte per
+    /// element (`false`: packed, as DLPack has it by default, and always for the legacy
+    /// form).
+    pub subbyte_padded: bool,
 }
 
 /// The most dimensions an imported tensor may have (numpy's limit): its shape and strides
@@ -487,7 +502,7 @@ impl ImportedTensor {
         // SAFETY: a live managed tensor per the contract; the description is copied.
         let tensor = unsafe { p.as_ref() }.dl_tensor;
         // SAFETY: forwarded contract.
-        unsafe { ImportedTensor::own(p.cast(), false, tensor, false) }
+        unsafe { ImportedTensor::own(p.cast(), false, tensor, 0) }
     }
 
     /// Takes ownership of a DLPack 1.x `DLManagedTensorVersioned`; refuses (and frees) a
@@ -511,16 +526,17 @@ impl ImportedTensor {
         // SAFETY: a live major-1 tensor per the contract; the description is copied.
         let (tensor, flags) = unsafe { (p.as_ref().dl_tensor, p.as_ref().flags) };
         // SAFETY: forwarded contract.
-        unsafe { ImportedTensor::own(p.cast(), true, tensor, flags & FLAG_READ_ONLY != 0) }
+        unsafe { ImportedTensor::own(p.cast(), true, tensor, flags) }
     }
 
     /// # Safety
-    /// `managed` is the live, owned struct (`versioned` says which) and `tensor` its copy.
+    /// `managed` is the live, owned struct (`versioned` says which), `tensor` its copy and
+    /// `flags` its flags (0 for the legacy form).
     unsafe fn own(
         managed: NonNull<c_void>,
         versioned: bool,
         tensor: DlTensor,
-        readonly: bool,
+        flags: u64,
     ) -> Result<ImportedTensor> {
         let ndim = usize::try_from(tensor.ndim).unwrap_or(0);
         let read = |p: *mut i64| -> Option<Vec<i64>> {
@@ -542,7 +558,8 @@ impl ImportedTensor {
                 shape: read(tensor.shape).unwrap_or_default(),
                 strides: read(tensor.strides),
                 byte_offset: tensor.byte_offset,
-                readonly,
+                readonly: flags & FLAG_READ_ONLY != 0,
+                subbyte_padded: flags & FLAG_SUBBYTE_PADDED != 0,
             },
             addr: 0,
             len: 0,

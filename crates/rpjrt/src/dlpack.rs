@@ -125,6 +125,16 @@ fn export_flagged<M: Managed>(
     let dtype = t
         .dlpack()
         .ok_or_else(|| Error::invalid(format!("DLPack cannot carry {t} buffers")))?;
+    // A type narrower than a byte whose elements take a byte each (float6): DLPack 1.1's
+    // padded flag says so; the legacy form has no flags, and its readers would take the
+    // bytes as packed elements.
+    let padded = dtype.bits < 8 && t.byte_width().is_some();
+    if padded && !M::VERSIONED {
+        return Err(Error::invalid(format!(
+            "{t} elements take a byte each, which only versioned DLPack (1.1 and newer, its \
+             padded flag) can say: ask for max_version (1, 1) or newer"
+        )));
+    }
     // The CPU plugins disagree on such a buffer: one reports the layout asked for but holds
     // row-major bytes, so strides made from the layout would read other elements.
     if buffer.raw().meta().non_default_layout() {
@@ -152,7 +162,11 @@ fn export_flagged<M: Managed>(
         dtype,
         shape,
         strides,
-        flags: if M::VERSIONED { versioned_flags } else { 0 },
+        flags: match (M::VERSIONED, padded) {
+            (false, _) => 0,
+            (true, false) => versioned_flags,
+            (true, true) => versioned_flags | crate::raw::dlpack::FLAG_SUBBYTE_PADDED,
+        },
     };
     Ok(Exported::new(spec, Box::new((pin, keep_alive))))
 }
@@ -231,6 +245,15 @@ impl PlanImport for DlTensorDesc {
         let itemsize = t.byte_width().ok_or_else(|| {
             Error::invalid(format!("DLPack import of packed {t} data is not supported"))
         })?;
+        // A type narrower than a byte that PJRT keeps a byte per element (float6): DLPack
+        // packs it unless the producer says otherwise.
+        if d.bits < 8 && !self.subbyte_padded {
+            return Err(Error::invalid(format!(
+                "the DLPack tensor's {t} elements are packed ({} bits each; the producer did \
+                 not set DLPack 1.1's padded flag), and rpjrt reads {t} one byte per element",
+                d.bits
+            )));
+        }
         let rank = self.shape.len();
         let byte_strides: Vec<i64> = match &self.strides {
             None => crate::host::c_strides(&self.shape, itemsize),
@@ -295,6 +318,7 @@ mod tests {
             strides: strides.map(|s| s.to_vec()),
             byte_offset: 0,
             readonly: false,
+            subbyte_padded: false,
         }
     }
 

@@ -11,7 +11,7 @@ use std::ops::{Deref, DerefMut};
 use crate::client::buffer::{Buffer, BufferMeta};
 use crate::client::{Client, Device, Memory};
 use crate::dtype::ElementType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::raw;
 
 pub use crate::raw::external::DeviceAddress;
@@ -138,13 +138,7 @@ impl Buffer {
     /// bytes. The range is checked against the on-device size first. The synchronous form is
     /// [`Buffer::copy_raw_to_host`].
     pub fn copy_raw_to_host_async(&self, offset: usize, len: usize) -> Result<RawCopy> {
-        self.check()?;
-        let size = self.on_device_size()?;
-        if offset.checked_add(len).is_none_or(|e| e > size) {
-            return Err(Error::invalid(format!(
-                "raw read of {len} bytes at offset {offset} runs past the buffer's {size} bytes"
-            )));
-        }
+        self.check_raw_read(offset, len)?;
         let mut dst = crate::dtype::try_alloc(len, "the raw copy's destination")?;
         // Reserved above, so this does not allocate again.
         dst.resize(len, 0);

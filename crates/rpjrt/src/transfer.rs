@@ -536,20 +536,34 @@ impl Buffer {
     /// Copies `dst.len()` bytes starting at byte `offset` of the buffer's on-device
     /// representation into `dst` (`PJRT_Buffer_CopyRawToHost`), e.g. to read a large buffer
     /// in pieces. On the CPU plugins the device form of a dense array is its row-major
-    /// bytes.
+    /// bytes. A buffer put with a non-default layout is refused (see `check_raw_read`).
     pub fn copy_raw_to_host(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
-        self.check()?;
-        let size = self.on_device_size()?;
-        if offset.checked_add(dst.len()).is_none_or(|e| e > size) {
-            return Err(Error::invalid(format!(
-                "raw read of {} bytes at offset {offset} runs past the buffer's {size} bytes",
-                dst.len()
-            )));
-        }
+        self.check_raw_read(offset, dst.len())?;
         if dst.is_empty() {
             return Ok(());
         }
         self.raw().copy_raw_to_host(offset, dst)
+    }
+
+    /// The checks of a raw read of `len` bytes at `offset`: a live buffer with the default
+    /// layout (the plugins disagree on the bytes of one put with another: one holds them
+    /// in that layout's order, the other row-major), and a range inside its on-device size.
+    pub(crate) fn check_raw_read(&self, offset: usize, len: usize) -> Result<()> {
+        self.check()?;
+        if self.raw().meta().non_default_layout() {
+            return Err(Error::invalid(
+                "a buffer put with a non-default device layout (or a copy of one) has no raw \
+                 form that every plugin agrees on (one holds its bytes in that layout's order, \
+                 another row-major): read it with to_host/to_numpy, which give row-major data",
+            ));
+        }
+        let size = self.on_device_size()?;
+        if offset.checked_add(len).is_none_or(|e| e > size) {
+            return Err(Error::invalid(format!(
+                "raw read of {len} bytes at offset {offset} runs past the buffer's {size} bytes"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -602,9 +616,25 @@ impl AliasFulfiller {
     /// The plugin moves `target` into the alias (both CPU plugins consume it, as a donation
     /// does), so `target` is marked deleted: later use is [`Error::Deleted`] instead of the
     /// plugin's "deleted or donated" complaint. A target with live host views or external
-    /// references is refused, since its memory may not move while they exist.
+    /// references is refused, since its memory may not move while they exist, and so is one
+    /// that reads its caller's memory in place (a put without a copy, a DLPack import); one
+    /// in rpjrt's staging memory (a large put) is copied on the device first.
     pub fn fulfill(self, target: &Buffer) -> Result<()> {
         self.check(target)?;
+        if target.borrows_host() {
+            // rpjrt's own staging memory (a large put), which the alias must not keep from
+            // the pool: the alias gets a copy on the device, and the target is consumed as
+            // a moved one is.
+            let copy = match &self.memory {
+                Some(m) => target.copy_to_memory(m)?,
+                None => target.copy_to_device(&self.device)?,
+            };
+            self.fulfill(&copy)?;
+            // Consumed like a moved target; a host view that keeps it alive is the
+            // caller's to drop, and the alias is complete either way.
+            let _ = target.delete();
+            return Ok(());
+        }
         target
             .raw()
             .reserve_donation()
@@ -717,6 +747,17 @@ impl AliasFulfiller {
             return Err(Error::invalid(
                 "the target buffer has a non-default device layout (put with one, or a copy \
                  of such a buffer): programs would read the alias as row-major bytes",
+            ));
+        }
+        if target.raw().borrows_callers_memory() {
+            // The alias would take over the caller's memory, which the plugin reads in
+            // place: it would go on reading the caller's array after the target is gone,
+            // and the target's release, which waits until the plugin is done with that
+            // memory, would wait for as long as the alias lives.
+            return Err(Error::invalid(
+                "the target buffer reads its caller's memory in place (a put without a copy, \
+                 or a DLPack import), which an alias cannot take over: fulfill it with a copy \
+                 of the target on its device",
             ));
         }
         Ok(())

@@ -548,6 +548,7 @@ proptest! {
             strides: strides.clone(),
             byte_offset: offset,
             readonly: true,
+            subbyte_padded: bits < 8,
         };
         let (got, largest) = largest_alloc(|| desc.plan_import());
         prop_assert!(largest <= 4096, "{} bytes allocated", largest);

@@ -268,7 +268,11 @@ impl Buffer {
 
     /// Frees the device memory now (for every clone). Deleting a deleted (or donated)
     /// buffer does nothing, as `close()` on a closed client; deleting while a [`HostView`]
-    /// of the buffer exists (or a direct host read is in progress) is an error.
+    /// of the buffer exists (or a direct host read is in progress) is an error. A buffer
+    /// that reads host memory in place (a zero-copy put, a DLPack import) returns once the
+    /// plugin is done with that memory (executions and copies queued on it have read it),
+    /// so the caller may write it again; inside a plugin callback, which cannot wait, the
+    /// delete is finished on another thread.
     pub fn delete(&self) -> Result<()> {
         self.core().check("buffer")?;
         match self.raw.delete()? {
