@@ -3,7 +3,7 @@
 //! ([`Client::view_of_device_buffer`]), and raw copies to host that run while the caller
 //! does other work ([`Buffer::copy_raw_to_host_async`]).
 //!
-//! A plugin without an entry gives [`Error::Unsupported`] naming it and the PJRT version
+//! A plugin without an entry gives [`Error::Unsupported`](crate::Error::Unsupported) naming it and the PJRT version
 //! that added it.
 
 use std::ops::{Deref, DerefMut};
