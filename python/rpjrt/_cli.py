@@ -157,16 +157,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the rpjrt CLI with ``argv`` (default: ``sys.argv[1:]``); returns its exit code.
 
     ``argv`` is a list of arguments (``["plugins", "--json"]``), never one string: a string
-    would be taken apart character by character. An argument holding a NUL byte, which no
-    command line can hold, is a usage error (exit code 2) naming the argument."""
+    would be taken apart character by character. Each argument is a ``str``, ``bytes`` or
+    an ``os.PathLike`` (``pathlib.Path``), the last two passed on as the same bytes; any
+    other type raises ``TypeError`` naming the argument. An argument holding a NUL byte,
+    which no command line can hold, is a usage error (exit code 2) naming the argument."""
     if isinstance(argv, (str, bytes, bytearray)):
         raise TypeError(
             f"rpjrt._cli.main takes a list of arguments, not one {type(argv).__name__} "
             f"({argv!r}): write main([{argv!r}]), or main(shlex.split(...)) for a command line"
         )
-    given = list(sys.argv[1:] if argv is None else argv)
-    for i, arg in enumerate(given, 1):
+    given = []
+    for i, arg in enumerate(list(sys.argv[1:] if argv is None else argv), 1):
+        # A path (``pathlib.Path``) or bytes is an argument as the OS holds it: given to
+        # the tool as the same bytes (``os.fsdecode``'s surrogate escapes), as a file name
+        # that is not UTF-8 arrives from a shell.
         raw = os.fspath(arg) if isinstance(arg, os.PathLike) else arg
+        if isinstance(raw, bytearray):
+            raw = bytes(raw)
+        if not isinstance(raw, (str, bytes)):
+            raise TypeError(
+                f"rpjrt._cli.main: argument {i}, {arg!r}, is a {type(arg).__name__}; each "
+                "argument is a str, bytes or os.PathLike (write str(x) for a number)"
+            )
         if isinstance(raw, str) and "\x00" in raw or isinstance(raw, bytes) and b"\x00" in raw:
             print(
                 f"rpjrt: argument {i}, {raw!r}, holds a NUL byte, which no command-line "
@@ -174,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
+        given.append(os.fsdecode(raw) if isinstance(raw, bytes) else raw)
     args = ["rpjrt", *given]
     from ._rpjrt import _run_cli
 

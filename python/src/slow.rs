@@ -35,16 +35,25 @@ pub(crate) fn timeout_from_py(timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Op
     };
     match timeout.filter(|t| !t.is_none()) {
         Some(t) => limit(crate::convert::secs_value(t, "timeout")?, "timeout").map(Some),
-        None => match std::env::var(TIMEOUT_ENV) {
-            Ok(v) if !v.trim().is_empty() => {
-                let s: f64 = v.trim().parse().map_err(|_| {
-                    crate::errors::invalid(format!(
-                        "{TIMEOUT_ENV} must be a number of seconds, got {v:?}"
-                    ))
-                })?;
-                limit(s, TIMEOUT_ENV).map(Some)
-            }
-            _ => Ok(None),
+        // Read as bytes: a value that is not UTF-8 is refused as a bad value (as the CLI
+        // refuses it), never taken for unset, which would mean no limit at all.
+        None => match std::env::var_os(TIMEOUT_ENV) {
+            Some(raw) => match raw.to_str() {
+                Some(v) if v.trim().is_empty() => Ok(None),
+                Some(v) => {
+                    let s: f64 = v.trim().parse().map_err(|_| {
+                        crate::errors::invalid(format!(
+                            "{TIMEOUT_ENV} must be a number of seconds, got {v:?}"
+                        ))
+                    })?;
+                    limit(s, TIMEOUT_ENV).map(Some)
+                }
+                None => Err(crate::errors::invalid(format!(
+                    "{TIMEOUT_ENV} must be a number of seconds, got {:?} (not UTF-8 text)",
+                    raw.to_string_lossy()
+                ))),
+            },
+            None => Ok(None),
         },
     }
 }

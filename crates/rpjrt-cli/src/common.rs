@@ -459,17 +459,29 @@ static PLUGIN_TIMEOUT: std::sync::Mutex<Option<(std::time::Duration, &'static st
 pub fn set_plugin_timeout(seconds: Option<f64>) -> Result<(), CliError> {
     let (seconds, what) = match seconds {
         Some(s) => (Some(s), "--plugin-timeout"),
-        None => match std::env::var("RPJRT_PLUGIN_TIMEOUT") {
-            Ok(v) if !v.trim().is_empty() => (
-                Some(v.trim().parse::<f64>().map_err(|_| {
-                    CliError::usage(format!(
-                        "RPJRT_PLUGIN_TIMEOUT must be a number of seconds, got {}",
-                        rpjrt_distributed::shown(&v)
-                    ))
-                })?),
-                "RPJRT_PLUGIN_TIMEOUT",
-            ),
-            _ => (None, ""),
+        // Read as bytes: a value that is not UTF-8 is refused as a bad value, never taken
+        // for unset (which would mean no limit at all).
+        None => match std::env::var_os("RPJRT_PLUGIN_TIMEOUT") {
+            Some(raw) => match raw.to_str() {
+                Some(v) if v.trim().is_empty() => (None, ""),
+                Some(v) => (
+                    Some(v.trim().parse::<f64>().map_err(|_| {
+                        CliError::usage(format!(
+                            "RPJRT_PLUGIN_TIMEOUT must be a number of seconds, got {}",
+                            rpjrt_distributed::shown(v)
+                        ))
+                    })?),
+                    "RPJRT_PLUGIN_TIMEOUT",
+                ),
+                None => {
+                    return Err(CliError::usage(format!(
+                        "RPJRT_PLUGIN_TIMEOUT must be a number of seconds, got {} (not \
+                         UTF-8 text)",
+                        rpjrt_distributed::shown(&raw.to_string_lossy())
+                    )))
+                }
+            },
+            None => (None, ""),
         },
     };
     let limit = match seconds {
@@ -1302,22 +1314,18 @@ pub fn load_plugin(spec: Option<&OsStr>) -> Result<(Plugin, PluginInfo), CliErro
         |info| Plugin::load(&info.path).map(|p| (p, info.clone())),
     );
     let log = quiet.finish();
-    let (errors, none_loaded): (Vec<String>, bool) = match result {
+    let failed: Vec<rpjrt::Error> = match result {
         Ok((found, _skipped)) => return Ok(found),
-        Err(rpjrt_discovery::OpenFailure::One(e)) => (
-            vec![explain(&e, None)],
-            load_reached(&e) == Reached::Library,
-        ),
-        Err(rpjrt_discovery::OpenFailure::All(all)) => (
-            all.iter().map(|(_, e)| explain(e, None)).collect(),
-            all.iter().all(|(_, e)| load_reached(e) == Reached::Library),
-        ),
+        Err(rpjrt_discovery::OpenFailure::One(e)) => vec![e],
+        Err(rpjrt_discovery::OpenFailure::All(all)) => all.into_iter().map(|(_, e)| e).collect(),
     };
+    let errors: Vec<String> = failed.iter().map(|e| explain(e, None)).collect();
+    let none_loaded = failed.iter().all(|e| load_reached(e) == Reached::Library);
     Err(CliError::failed(failure_text(
         errors.join("\n"),
         spec,
         &log,
-        none_loaded,
+        none_loaded.then(|| failed.iter().collect()),
     )))
 }
 
@@ -1382,7 +1390,12 @@ fn open_error(
         return CliError::usage(with_log(format!("{message}{note}"), log));
     }
     CliError {
-        message: failure_text(message, spec, log, none_loaded),
+        message: failure_text(
+            message,
+            spec,
+            log,
+            none_loaded.then(|| failures.iter().map(|f| &f.error).collect()),
+        ),
         exit_code: code,
     }
 }
@@ -1405,11 +1418,18 @@ pub fn target_json(t: &rpjrt::ArtifactTarget) -> serde_json::Map<String, Json> {
 
 /// The text of a plugin that could not be used: `message`, what rpjrt can add about it
 /// (another process holding libtpu's lock), the plugin's captured log (if any), then, when
-/// `install` is set (no plugin library could be loaded at all) and the message carries no
-/// hint of its own, what to install. A plugin that was found and loaded but failed in
+/// `install` is given (no plugin library could be loaded at all: their load errors) and
+/// the message carries no hint of its own, what to do: for a library too old for rpjrt
+/// (PJRT before 0.57, such as jax-cuda12-pjrt 0.4.31), to upgrade the wheel it came from;
+/// for any other, what to install. A plugin that was found and loaded but failed in
 /// `PJRT_Plugin_Initialize` or client creation gets no install hint: it is installed, and
 /// another CPU plugin would not make it work.
-fn failure_text(message: String, spec: Option<&OsStr>, log: &str, install: bool) -> String {
+fn failure_text(
+    message: String,
+    spec: Option<&OsStr>,
+    log: &str,
+    install: Option<Vec<&rpjrt::Error>>,
+) -> String {
     let mut message = message;
     if let Some(hint) = libtpu_lock_hint(&message) {
         message.push('\n');
@@ -1417,7 +1437,28 @@ fn failure_text(message: String, spec: Option<&OsStr>, log: &str, install: bool)
     }
     let hinted = message.contains("hint:");
     let mut text = with_log(message, log);
-    if install && !hinted {
+    let Some(errors) = install.filter(|_| !hinted) else {
+        return text;
+    };
+    let old: Vec<&std::path::Path> = errors.iter().filter_map(|e| too_old(e)).collect();
+    for path in &old {
+        let how = match owning_distribution(path) {
+            Some((name, Some(version))) => {
+                format!("pip install -U {name} (version {version} is installed; ")
+            }
+            Some((name, None)) => format!("pip install -U {name} ("),
+            None => "install a newer release of this plugin (".to_string(),
+        };
+        // One library: the message has named it.
+        let what = match errors.len() {
+            1 => "to get a working plugin".to_string(),
+            _ => format!("to use {}", printable_path(path)),
+        };
+        text.push_str(&format!(
+            "\n  {what}: {how}rpjrt needs a plugin built for PJRT 0.57 or newer)"
+        ));
+    }
+    if old.len() < errors.len() {
         let want = wanted(spec);
         text.push_str(&format!(
             "\n  to get a working plugin: {}",
@@ -1425,6 +1466,71 @@ fn failure_text(message: String, spec: Option<&OsStr>, log: &str, install: bool)
         ));
     }
     text
+}
+
+/// The library a load error refuses as too old for rpjrt (`it implements PJRT 0.54; rpjrt
+/// needs PJRT 0.57 or newer`): a newer release of its own package is what helps, not a
+/// CPU plugin.
+fn too_old(e: &rpjrt::Error) -> Option<&std::path::Path> {
+    match e {
+        rpjrt::Error::PluginLoad { path, reason } if reason.contains("rpjrt needs PJRT") => {
+            Some(path.as_path())
+        }
+        _ => None,
+    }
+}
+
+/// The Python distribution (wheel) that installed the file at `path`, and its version: the
+/// `*.dist-info` directory beside one of the file's parent directories (up to three levels
+/// up, where site-packages holds both) whose `RECORD` lists the file. `None` when no
+/// wheel's record lists it (a library built or copied by hand).
+fn owning_distribution(path: &std::path::Path) -> Option<(String, Option<String>)> {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    for root in path.ancestors().skip(1).take(4) {
+        let Ok(relative) = path.strip_prefix(root) else {
+            continue;
+        };
+        let relative = relative.to_string_lossy().into_owned();
+        let Ok(entries) = std::fs::read_dir(root) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let dir_name = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = dir_name.strip_suffix(".dist-info") else {
+                continue;
+            };
+            // A RECORD is a few kilobytes; one far larger is not read.
+            let record = entry.path().join("RECORD");
+            if std::fs::metadata(&record).map_or(true, |m| m.len() > (16 << 20)) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&record) else {
+                continue;
+            };
+            let listed = text
+                .lines()
+                .any(|line| line.split(',').next() == Some(relative.as_str()));
+            if !listed {
+                continue;
+            }
+            let metadata =
+                std::fs::read_to_string(entry.path().join("METADATA")).unwrap_or_default();
+            let field = |key: &str| {
+                metadata
+                    .lines()
+                    .take_while(|l| !l.is_empty())
+                    .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+            };
+            let (dir_dist, dir_version) = match stem.split_once('-') {
+                Some((d, v)) => (d.replace('_', "-"), Some(v.to_string())),
+                None => (stem.replace('_', "-"), None),
+            };
+            let name = field("Name:").unwrap_or(dir_dist);
+            let version = field("Version:").or(dir_version);
+            return Some((name, version));
+        }
+    }
+    None
 }
 
 /// What rpjrt adds to libtpu's refusal to initialise while another process holds its

@@ -23,7 +23,7 @@ pub enum CacheAction {
     Ls(DirArgs),
     /// Show one entry (by key or a unique key prefix).
     Info {
-        /// The entry's key or a unique prefix of it.
+        /// The entry's key or a unique prefix of it (or its file name, KEY.rpjrtexe).
         key: String,
         #[command(flatten)]
         dir: DirArgs,
@@ -87,12 +87,17 @@ fn entry_json(e: &CacheEntry) -> Json {
     doc
 }
 
-/// The entry `key` (or a unique key prefix) names, described for `cache info`: every byte
+/// The suffix of an entry's file in the cache directory (`<key>.rpjrtexe`).
+const ENTRY_SUFFIX: &str = ".rpjrtexe";
+
+/// The entry `key` (or a unique key prefix, or the entry's file name) names, described for `cache info`: every byte
 /// read and verified (the checksum included), unless its header already shows it
 /// unusable. The header is checked first, as `cache ls` and a compile check it: an entry
 /// whose file is far larger than its header says (a file grown to 2 GiB, say) is reported
 /// from the few hundred bytes of its head, never read whole into memory.
 fn describe(cache: &Cache, key: &str) -> Result<CacheEntry, CliError> {
+    // An entry's file name, as `ls DIR` shows it (`KEY.rpjrtexe`), names its key.
+    let key = key.strip_suffix(ENTRY_SUFFIX).unwrap_or(key);
     let by_header: Vec<CacheEntry> = if key.trim().is_empty() {
         Vec::new()
     } else {

@@ -43,32 +43,48 @@ pub struct Args {
 /// Runs `rpjrt rendezvous`.
 pub fn run(args: Args) -> Result<i32, CliError> {
     let timeout = crate::common::positive_seconds(args.timeout, "--timeout")?;
-    let env = match (args.process_id, args.num_processes) {
-        (Some(p), Some(n)) => {
-            let token = std::env::var("RPJRT_TOKEN").ok();
-            // Named as the variable the user set, not as "the job token".
-            if let Some(t) = token.as_ref().filter(|t| t.len() > MAX_TOKEN_BYTES) {
-                return Err(CliError::usage(format!(
-                    "RPJRT_TOKEN is {} bytes long; at most {MAX_TOKEN_BYTES} are accepted",
-                    t.len()
-                )));
-            }
-            LaunchEnv::explicit(p, n, args.coordinator.clone(), token)
-        }
-        (None, None) => LaunchEnv::detect().map(|mut e| {
-            if args.coordinator.is_some() {
-                e.coordinator = args.coordinator.clone();
-            }
-            e
-        }),
+    let explicit = match (args.process_id, args.num_processes) {
+        (Some(_), Some(_)) => true,
+        (None, None) => false,
         _ => {
             return Err(CliError::usage(
                 "give both --process-id and --num-processes, or neither",
             ))
         }
-    }
+    };
+    // As the library resolves `initialize`'s arguments (`LaunchEnv::resolve`): explicit
+    // ids take the coordinator and token from `RPJRT_COORDINATOR` and `RPJRT_TOKEN` (as
+    // `rpjrt launch` sets them) unless --coordinator is given; without ids, the launcher's
+    // environment, --coordinator overriding its coordinator. A value that is not UTF-8 is
+    // kept (with replacement characters), to fail naming it, never dropped as unset.
+    let env = LaunchEnv::resolve(
+        args.process_id,
+        args.num_processes,
+        args.coordinator.clone(),
+        None,
+    )
     .map_err(|e| CliError::usage(e.to_string()))?;
+    // Named as the variable the user set, not as "the job token" (the launcher's own
+    // environment has checked its token already).
+    if let Some(t) = env
+        .token
+        .as_ref()
+        .filter(|t| explicit && t.len() > MAX_TOKEN_BYTES)
+    {
+        return Err(CliError::usage(format!(
+            "RPJRT_TOKEN is {} bytes long; at most {MAX_TOKEN_BYTES} are accepted",
+            t.len()
+        )));
+    }
     let (p, n) = (env.process_id, env.num_processes);
+    if env.coordinator.is_none() {
+        return Err(CliError::usage(format!(
+            "process {p} of {n}: no coordinator address: the launch environment ({}) names \
+             none; pass --coordinator HOST:PORT or set RPJRT_COORDINATOR=host:port (process \
+             0 hosts the store there)",
+            env.source
+        )));
+    }
     let fail = |e: rpjrt::Error| CliError::failed(format!("process {p} of {n}: {e}"));
     let options = common::parse_options(&args.options)?;
     // Found as every verb finds it: no plugin matching the name is a usage error (exit 2),

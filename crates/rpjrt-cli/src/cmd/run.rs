@@ -243,13 +243,30 @@ fn label(i: usize, names: Option<&[String]>) -> String {
 }
 
 /// An `--input` as its key (`KEY=`, if any) and its value (a file or a literal), split on
-/// its bytes: a file name need not be UTF-8 (a key and a literal must be). The key is what
-/// precedes the first `=`, when that holds no `/` and no `[`: a parameter name or number
-/// never does, so `-i /data/a=b.npy` is the file `/data/a=b.npy` (no key), and
-/// `-i 0=/data/a=b.npy` gives it to argument 0. A file in the current directory whose
-/// name holds `=` is given as `./a=b.npy`, or after a key.
-fn split_input(spec: &OsStr) -> (Option<&OsStr>, &OsStr) {
+/// its bytes: a file name need not be UTF-8 (a key and a literal must be). A key that is one
+/// of the program's parameter `names` followed by `=` is taken first, whatever it holds
+/// (JAX names its pytree leaves `p['w']`, `args[0]`, `x/y`), the longest such name when
+/// several fit. Otherwise the key is what precedes the first `=`, when that holds no `/`
+/// and no `[` (no number, and no plain name, does): `-i /data/a=b.npy` is the file
+/// `/data/a=b.npy` (no key), and `-i 0=/data/a=b.npy` gives it to argument 0. A file in the
+/// current directory whose name holds `=` is given as `./a=b.npy`, or after a key.
+fn split_input<'a>(spec: &'a OsStr, names: Option<&[String]>) -> (Option<&'a OsStr>, &'a OsStr) {
     let b = spec.as_bytes();
+    let named = names
+        .into_iter()
+        .flatten()
+        .filter(|name| {
+            let n = name.as_bytes();
+            !n.is_empty() && b.len() > n.len() && b.starts_with(n) && b[n.len()] == b'='
+        })
+        .map(|name| name.len())
+        .max();
+    if let Some(at) = named {
+        return (
+            Some(OsStr::from_bytes(&b[..at])),
+            OsStr::from_bytes(&b[at + 1..]),
+        );
+    }
     match b.iter().position(|&c| c == b'=') {
         Some(at) if !b[..at].contains(&b'[') && !b[..at].contains(&b'/') => (
             Some(OsStr::from_bytes(&b[..at])),
@@ -257,6 +274,23 @@ fn split_input(spec: &OsStr) -> (Option<&OsStr>, &OsStr) {
         ),
         _ => (None, spec),
     }
+}
+
+/// The files an `--input` may read, for comparing with the outputs before the program (and
+/// its parameter names, which decide [`split_input`]'s split) is read: the value as split
+/// without names, and the text after the first `=` (what follows a key such as `p['w']=`),
+/// and after any later `=` that follows a `[` or a quote (a key such as `p['a=b']=`).
+fn possible_input_files(spec: &OsStr) -> Vec<&OsStr> {
+    let b = spec.as_bytes();
+    let mut out = vec![split_input(spec, None).1];
+    for (at, _) in b.iter().enumerate().filter(|(_, &c)| c == b'=') {
+        let first = !b[..at].contains(&b'=');
+        if first || b[..at].iter().any(|c| matches!(c, b'[' | b'\'' | b'"')) {
+            out.push(OsStr::from_bytes(&b[at + 1..]));
+        }
+    }
+    out.dedup();
+    out
 }
 
 /// Whether a name ends with `suffix` (`.npy`), compared without regard to case (`X.NPY`,
@@ -293,11 +327,12 @@ fn not_a_regular_file(path: &Path) -> Option<&'static str> {
 }
 
 /// The `--input` values that are, or may be, files (`KEY=FILE`, `FILE.npy`, `FILE.npz`),
-/// split as [`gather_inputs`] splits them: an output must not replace one of them.
+/// each split every way [`gather_inputs`] may split it ([`possible_input_files`]): an
+/// output must not replace one of them.
 fn input_files(args: &Args) -> Vec<std::path::PathBuf> {
     args.inputs
         .iter()
-        .map(|spec| split_input(spec).1)
+        .flat_map(|spec| possible_input_files(spec))
         .filter(|v| names_file(v) || std::fs::symlink_metadata(v).is_ok())
         .map(std::path::PathBuf::from)
         .collect()
@@ -343,7 +378,7 @@ fn gather_inputs(
     };
     let mut next_positional = 0usize;
     for spec in &args.inputs {
-        let (target, value) = split_input(spec);
+        let (target, value) = split_input(spec, names);
         // A key is text (a parameter name or number); one that is not UTF-8 names none.
         let target = match target.map(|k| (k, k.to_str())) {
             Some((k, None)) => {
@@ -359,6 +394,22 @@ fn gather_inputs(
         let file = Path::new(value);
         let value_shown = file.display().to_string();
         let by = format!("{}", Path::new(spec).display());
+        // A value holding `=` that split off no key (what precedes the `=` is no parameter
+        // name, and holds a `/` or `[`) and names no file: a key the program does not have
+        // (`p['v']=...`), or a file that does not exist. Said as both, with the parameters,
+        // not as a missing file or a malformed literal alone.
+        if target.is_none()
+            && value.as_bytes().contains(&b'=')
+            && std::fs::symlink_metadata(file).is_err()
+        {
+            let b = value.as_bytes();
+            let key = String::from_utf8_lossy(&b[..b.iter().position(|&c| c == b'=').unwrap_or(0)]);
+            return Err(CliError::usage(format!(
+                "input {by:?}: {key:?} (before the \"=\") names no parameter of the program, \
+                 and no file {value_shown} exists; {}",
+                parameter_list(n, params, names)
+            )));
+        }
         if target.is_none() && is_npz_name(value) {
             let value = value_shown.as_str();
             // Each member's place, from its name alone (never its order in the file), is
@@ -596,8 +647,21 @@ fn check_files(args: &Args) -> Result<(), CliError> {
     if let Some(p) = &args.out {
         outputs.push(("--out", p));
     }
+    // The plugin's profile (a plugin with the Profiler extension: CUDA, libtpu) goes beside
+    // the trace: an output too, checked as the others are, whichever plugin it turns out
+    // to be.
+    let profile = args.trace.as_deref().map(rpjrt::trace::profile_path);
+    let profile_label = args.trace.as_deref().map(|t| {
+        format!(
+            "--trace {}: the plugin's profile written beside it,",
+            t.display()
+        )
+    });
     if let Some(p) = &args.trace {
         outputs.push(("--trace", p));
+    }
+    if let (Some(p), Some(label)) = (&profile, &profile_label) {
+        outputs.push((label.as_str(), p.as_path()));
     }
     if outputs.is_empty() {
         return Ok(());
@@ -981,10 +1045,21 @@ fn format_float(f: f64, ty: ElementType) -> String {
         return if f > 0.0 { "inf" } else { "-inf" }.into();
     }
     // Shortest representation at the type's precision, as numpy prints; in scientific
-    // notation (`1.e+300`, `1.5e-05`) outside [1e-4, 1e16), where numpy switches too.
+    // notation (`1.e+300`, `1.5e-05`) outside [1e-4, 1e16), where numpy switches too (for
+    // float16 from 1e3 on: numpy's cutoff is 10 to the type's decimal precision, 3 digits).
     let single = matches!(ty, ElementType::F32 | ElementType::C64);
     let a = f.abs();
-    if a != 0.0 && !(1e-4..1e16).contains(&a) {
+    let upper = if ty == ElementType::F16 { 1e3 } else { 1e16 };
+    // A narrower type (float16, bfloat16, the float8/6/4 types): the shortest decimal that
+    // reads back as the same value of that type, printed as a float64 (which shows it as
+    // written): 0.1 for float16's 0.0999755859375, not every binary digit. A whole number
+    // printed in full is printed exactly (float8_e4m3fn's 448 is `448.`, not `450.`), as
+    // ml_dtypes prints it.
+    let f = match shortest_in(f, ty) {
+        d if d != f && d.fract() == 0.0 && a < upper => f,
+        d => d,
+    };
+    if a != 0.0 && !(1e-4..upper).contains(&a) {
         let s = if single {
             format!("{:e}", f as f32)
         } else {
@@ -1012,6 +1087,53 @@ fn format_float(f: f64, ty: ElementType) -> String {
     } else {
         format!("{s}.")
     }
+}
+
+/// The value of type `ty` nearest to `x`, as a float64 (`x` rounded to the type, as
+/// `rpjrt_npy::scalars::encode_float` rounds); `None` when the type cannot hold it.
+fn round_in(x: f64, ty: ElementType) -> Option<f64> {
+    let bits = rpjrt_npy::scalars::encode_float(x, ty).ok()?;
+    rpjrt_npy::scalars::decode_float(bits, ty)
+}
+
+/// For a float type narrower than float32 (`ty`), the number with the fewest significant
+/// decimal digits that rounds to `f` in that type, the nearest to `f` of those (what numpy
+/// and ml_dtypes print: float16 0.0999755859375 is `0.1`); `f` itself for float32, float64
+/// and the complex types (printed by their own shortest forms), for zero and for a value
+/// that is not finite. Also `f` itself for float8_e8m0fnu, a scale type of powers of two
+/// only, whose every other value is a factor of 2 away: the shortest decimal that rounds
+/// to 0.25 there is `0.2`, which would read as a value the type cannot hold.
+fn shortest_in(f: f64, ty: ElementType) -> f64 {
+    use ElementType as T;
+    if matches!(ty, T::F32 | T::F64 | T::C64 | T::C128 | T::F8E8M0FNU) || f == 0.0 || !f.is_finite()
+    {
+        return f;
+    }
+    if round_in(f, ty) != Some(f) {
+        return f; // Not a value of the type: shown as it is.
+    }
+    for digits in 1..=17usize {
+        // The nearest decimal of `digits` significant digits, and its neighbours (at a power
+        // of two the interval that rounds to `f` is lopsided: the nearest may fall outside
+        // it while the one on the other side is inside).
+        let text = format!("{:.*e}", digits - 1, f);
+        let Some((mantissa, exp)) = text.split_once('e') else {
+            return f;
+        };
+        let (Ok(m), Ok(e)) = (mantissa.replace('.', "").parse::<i64>(), exp.parse::<i32>()) else {
+            return f;
+        };
+        let scale = e - (digits as i32 - 1);
+        let best = [m, m - 1, m + 1]
+            .into_iter()
+            .filter_map(|m| format!("{m}e{scale}").parse::<f64>().ok())
+            .filter(|&d| round_in(d, ty) == Some(f))
+            .min_by(|a, b| (a - f).abs().total_cmp(&(b - f).abs()));
+        if let Some(d) = best {
+            return d;
+        }
+    }
+    f
 }
 
 /// numpy-style text of an array: `array([1., 2.], dtype=float32)`. As numpy prints by
@@ -1083,6 +1205,43 @@ pub fn format_numpy(a: &Array) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// float16, bfloat16 and the float8 types printed every binary digit of a value
+    /// (`0.0999755859375`); now the shortest decimal that reads back as the same value of
+    /// the type, as numpy prints float16 (scientific from 1e3 on), a whole number whole.
+    #[test]
+    fn narrow_floats_print_their_shortest_decimal() {
+        let f = |x: f64, t: ElementType| format_float(x, t);
+        assert_eq!(f(0.0999755859375, ElementType::F16), "0.1");
+        assert_eq!(f(0.300048828125, ElementType::F16), "0.3");
+        assert_eq!(f(65504.0, ElementType::F16), "6.55e+04");
+        assert_eq!(f(2048.0, ElementType::F16), "2.048e+03");
+        assert_eq!(f(999.0, ElementType::F16), "999.");
+        assert_eq!(f(6.103515625e-05, ElementType::F16), "6.104e-05");
+        assert_eq!(f(-0.0, ElementType::F16), "-0.");
+        assert_eq!(f(0.10009765625, ElementType::BF16), "0.1");
+        assert_eq!(f(1504.0, ElementType::BF16), "1504.");
+        assert_eq!(f(0.1015625, ElementType::F8E4M3FN), "0.1");
+        assert_eq!(f(448.0, ElementType::F8E4M3FN), "448.");
+        assert_eq!(f(-57344.0, ElementType::F8E5M2), "-57344.");
+        assert_eq!(f(0.001953125, ElementType::F8E4M3FN), "0.002");
+        // Powers of two only: exact.
+        assert_eq!(f(0.25, ElementType::F8E8M0FNU), "0.25");
+        // float32 and float64 as before.
+        assert_eq!(f(f64::from(0.1f32), ElementType::F32), "0.1");
+        assert_eq!(f(0.1, ElementType::F64), "0.1");
+        // Every float16 value prints as a decimal that reads back as itself.
+        for bits in 0u64..0x7c00 {
+            let x = rpjrt_npy::scalars::decode_float(bits, ElementType::F16).unwrap();
+            let text = f(x, ElementType::F16);
+            let back: f64 = text
+                .trim_end_matches('.')
+                .replace(".e", "e")
+                .parse()
+                .unwrap();
+            assert_eq!(round_in(back, ElementType::F16), Some(x), "{x}: {text}");
+        }
+    }
 
     /// An executable compiled for another device than `--device` that could not be moved
     /// is refused naming the device to pass (not "copy it there first"); its own device,

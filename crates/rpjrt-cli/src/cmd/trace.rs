@@ -129,7 +129,7 @@ pub fn save_before_exit(outcome: &str) -> bool {
     ))));
     t.set_metadata("command", active.command.as_str());
     t.set_metadata("outcome", outcome);
-    let line = match t.save(&active.path) {
+    let line = match save(&mut t, &active.path).0 {
         Ok(()) => paint_stderr(
             &format!(
                 "trace: {} ({} spans)",
@@ -145,6 +145,57 @@ pub fn save_before_exit(outcome: &str) -> bool {
     };
     rpjrt::stdio::notice(&line);
     true
+}
+
+/// Writes `t` to `path` and the plugin's profile, if it has one, beside it
+/// ([`trace::profile_path`]), as `Trace::save` does, except that a profile that cannot be
+/// written costs only itself: the trace is written anyway, its metadata (`plugin_profile`)
+/// saying why the profile is missing. The trace's own result, and the profile's error.
+fn save(t: &mut trace::Trace, path: &Path) -> (rpjrt::Result<()>, Option<rpjrt::Error>) {
+    let beside = trace::profile_path(path);
+    let profile = match t.plugin_profile() {
+        None => return (t.save(path), None),
+        Some(bytes) => rpjrt::write_regular_file(&beside, |f| std::io::Write::write_all(f, bytes)),
+    };
+    let profile_error = match profile {
+        Ok(()) => {
+            let name = beside
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            t.set_metadata("plugin_profile_file", name);
+            None
+        }
+        Err(e) => {
+            let note = t
+                .metadata()
+                .get("plugin_profile")
+                .cloned()
+                .unwrap_or_default();
+            t.set_metadata(
+                "plugin_profile",
+                format!("{note}; not written: {}", crate::common::bare(e.clone())),
+            );
+            Some(e)
+        }
+    };
+    let json = t.to_chrome_json();
+    let saved = rpjrt::write_regular_file(path, |f| std::io::Write::write_all(f, json.as_bytes()));
+    (saved, profile_error)
+}
+
+/// The error of a plugin profile that could not be written beside the trace at `path`.
+fn profile_write_failed(path: &Path, e: rpjrt::Error) -> CliError {
+    let beside = trace::profile_path(path);
+    let shown = beside.display().to_string();
+    let reason = crate::common::bare(e);
+    let reason = reason
+        .strip_prefix(&format!("{shown}: "))
+        .map_or_else(|| reason.clone(), str::to_string);
+    CliError::failed(format!(
+        "--trace {}: the plugin's profile could not be written beside it, to {shown}: \
+         {reason} (the trace itself was written)",
+        path.display()
+    ))
 }
 
 /// The error of a trace that could not be written ([`crate::common::output_failed`]).
@@ -226,11 +277,12 @@ pub fn record(
             Err(e) => format!("failed (exit code {}): {}", e.exit_code, e.message),
         },
     );
-    let saved = t.save(path);
+    let (saved, profile_error) = save(&mut t, path);
     match (&saved, &result) {
         (Ok(()), _) => {
             let beside = t
                 .plugin_profile()
+                .filter(|_| profile_error.is_none())
                 .map(|_| {
                     format!(
                         " and {}",
@@ -257,6 +309,15 @@ pub fn record(
         ),
         (Err(_), Ok(_)) => {}
     }
+    // A profile that could not be written: the trace was (or failed on its own); said
+    // beside the run's own error, or as the command's failure (exit 1) when it succeeded.
+    let profile_error = profile_error.map(|e| profile_write_failed(path, e));
+    if let Some(e) = profile_error
+        .as_ref()
+        .filter(|_| result.is_err() || saved.is_err())
+    {
+        crate::errln!("rpjrt: {}", crate::common::printable_lines(&e.message));
+    }
     // A stop signal that came as the command ended: its trace is written, and the
     // process ends as the signal asks.
     if let Some(sig) = stop.as_ref().and_then(|s| s.caught()) {
@@ -265,5 +326,58 @@ pub fn record(
     }
     let code = result?;
     saved.map_err(|e| trace_write_failed(path, e))?;
+    if let Some(e) = profile_error {
+        return Err(e);
+    }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile that cannot be written (a directory at its path, made after the checks)
+    /// lost the trace too (`Trace::save` returned on its error before writing the trace);
+    /// now the trace is written, its metadata saying why the profile is missing, and the
+    /// profile's error is reported apart.
+    #[test]
+    fn a_profile_that_cannot_be_written_costs_only_itself() {
+        let dir = std::env::temp_dir().join(format!("rpjrt-trace-save-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("t.plugin.xspace.pb")).unwrap();
+        let mut t = trace::Trace::default();
+        t.attach_plugin_profile(Ok(vec![1, 2, 3]));
+        let path = dir.join("t.json");
+        let (saved, profile) = save(&mut t, &path);
+        assert!(saved.is_ok(), "{saved:?}");
+        let e = profile_write_failed(&path, profile.expect("the profile's error"));
+        assert_eq!(e.exit_code, crate::common::EXIT_DEFECT);
+        assert!(
+            e.message.contains("t.plugin.xspace.pb") && e.message.contains("trace itself"),
+            "{}",
+            e.message
+        );
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let note = written["otherData"]["plugin_profile"].as_str().unwrap();
+        assert!(note.contains("not written"), "{note}");
+        assert!(written["otherData"].get("plugin_profile_file").is_none());
+        // Where it can be written: both, the trace naming the profile.
+        std::fs::remove_dir(dir.join("t.plugin.xspace.pb")).unwrap();
+        let mut t = trace::Trace::default();
+        t.attach_plugin_profile(Ok(vec![1, 2, 3]));
+        let (saved, profile) = save(&mut t, &path);
+        assert!(saved.is_ok() && profile.is_none());
+        assert_eq!(
+            std::fs::read(dir.join("t.plugin.xspace.pb")).unwrap(),
+            [1, 2, 3]
+        );
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(
+            written["otherData"]["plugin_profile_file"],
+            "t.plugin.xspace.pb"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
