@@ -14,6 +14,7 @@ It needs nothing outside the standard library; numpy, ml_dtypes and jax are opti
 from __future__ import annotations
 
 import _thread
+import os as _os
 
 from . import _dtypes as _dtypes_module
 
@@ -173,6 +174,28 @@ from_code = _dtypes_module.from_code
 
 _default_client: Client | None = None
 _default_lock = _thread.allocate_lock()
+
+
+def _fresh_default_lock() -> None:
+    # A child forked while another thread held the lock (making the default client) would
+    # wait for it for ever: that thread does not exist in the child.
+    global _default_lock
+    _default_lock = _thread.allocate_lock()
+
+
+def _import_before_fork() -> None:
+    # CPython keeps a lock per module being imported, and a child forked while another
+    # thread imports a module finds that lock held for ever. The modules rpjrt imports on
+    # first use, possibly on other threads (plugin discovery, at the first Client), are
+    # imported now: one another thread is importing is waited for.
+    import importlib
+
+    for name in ("rpjrt._discovery", "subprocess", "selectors", "warnings"):
+        importlib.import_module(name)
+
+
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(before=_import_before_fork, after_in_child=_fresh_default_lock)
 
 
 def default_client() -> Client:

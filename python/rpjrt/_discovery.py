@@ -115,9 +115,12 @@ class PluginInfo:
 def _search_path() -> list[str]:
     """``sys.path`` as directories to search: entries that imports skip (not a ``str``, or
     holding NUL) are skipped here too."""
-    from ._cli import _sys_path_dirs
-
     return _sys_path_dirs()
+
+
+# Imported with this module, not at the first search: an import that another thread is in
+# the middle of when the process forks leaves the module's import lock held in the child.
+from ._cli import _sys_path_dirs  # noqa: E402
 
 
 def _info(t: tuple[Any, ...]) -> PluginInfo:

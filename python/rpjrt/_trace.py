@@ -31,7 +31,9 @@ class trace:
     (``trace.plugin.xspace.pb``) and its events into the trace. A plugin without the
     extension is noted in :attr:`metadata` (``plugin_profile``), not an error.
 
-    One recording at a time per process: a nested ``rpjrt.trace()`` raises.
+    One recording at a time per process: a nested ``rpjrt.trace()`` raises. A process
+    forked inside the block does not write the file when it leaves the block: the file is
+    the process's that began the recording (the child's copy is in :attr:`events`).
     """
 
     def __init__(
@@ -41,11 +43,13 @@ class trace:
         self._client = client
         self._recording: Any = None
         self._trace: _rpjrt.Trace | None = None
+        self._pid = 0
 
     def __enter__(self) -> trace:
         if self._recording is not None or self._trace is not None:
             raise RuntimeError("this rpjrt.trace() was already used; make a new one")
         self._recording = _rpjrt._trace_begin(self._client)
+        self._pid = os.getpid()
         return self
 
     def __exit__(
@@ -58,7 +62,7 @@ class trace:
         if recording is None:
             raise RuntimeError("this rpjrt.trace() is not recording: use it in a with statement")
         self._trace = recording.finish()
-        if self._path is not None:
+        if self._path is not None and os.getpid() == self._pid:
             self._trace.save(self._path)
 
     @property

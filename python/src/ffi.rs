@@ -787,7 +787,8 @@ fn made_below(py: Python<'_>, e: &PyErr, msg: &str) -> Option<(usize, std::ops::
 /// without touching Python (a worker thread must never wait for the GIL then).
 static FINALIZING: AtomicBool = AtomicBool::new(false);
 /// Python handler calls past the `FINALIZING` check and not yet returned.
-static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub(crate) static IN_FLIGHT: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
 
 /// Counts one handler call in flight for as long as it lives.
 struct InFlight;

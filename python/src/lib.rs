@@ -210,12 +210,31 @@ fn _leak_at_exit(py: Python<'_>) {
     }
 }
 
+/// The `os.register_at_fork(before=...)` hook: waits (without the GIL, at most
+/// `FORK_LOAD_WAIT`) for a plugin load on another thread, and sees to it that a child of
+/// this fork ends before the plugin's static destructors (`rpjrt::before_fork`).
+#[pyfunction]
+fn _before_fork(py: Python<'_>) {
+    py.detach(|| rpjrt::before_fork(FORK_LOAD_WAIT));
+}
+
+/// The `os.register_at_fork(after_in_parent=..., after_in_child=...)` hook.
+#[pyfunction]
+fn _after_fork() {
+    rpjrt::after_fork();
+}
+
+/// The longest an `os.fork()` waits for a plugin load in progress on another thread.
+const FORK_LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[pymodule]
 fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     only_in_main_interpreter()?;
     // A child forked during a client's destroy does not run it: its exit hook must not
     // wait for it.
     rpjrt::reset_after_fork(&client::DESTROYS_IN_FLIGHT);
+    // Nor the handlers another thread was running: the exit hook waits for those.
+    rpjrt::reset_after_fork(&ffi::IN_FLIGHT);
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // First registered, so last run: after every other exit hook (see the functions).
     m.add_function(wrap_pyfunction!(_leak_at_exit, m)?)?;
@@ -227,6 +246,16 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     atexit.call_method1("register", (m.getattr("_exit_if_loader_stuck")?,))?;
     // Registered after it, so run before it: the notifier threads end before finalizing.
     atexit.call_method1("register", (m.getattr("_stop_notifiers")?,))?;
+    m.add_function(wrap_pyfunction!(_before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork, m)?)?;
+    let os = m.py().import("os")?;
+    if os.hasattr("register_at_fork")? {
+        let kw = pyo3::types::PyDict::new(m.py());
+        kw.set_item("before", m.getattr("_before_fork")?)?;
+        kw.set_item("after_in_parent", m.getattr("_after_fork")?)?;
+        kw.set_item("after_in_child", m.getattr("_after_fork")?)?;
+        os.call_method("register_at_fork", (), Some(&kw))?;
+    }
     m.add_class::<client::PyPlugin>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyDevice>()?;

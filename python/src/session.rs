@@ -493,6 +493,14 @@ impl PySession {
             return Ok(());
         }
         self.inner.drop_loaders();
+        // In a forked child the buffers are the parent's (nothing here can free them), as
+        // the client's close does nothing there.
+        if self.inner.client().is_forked() {
+            return Ok(());
+        }
+        // A step running on another thread stores its outputs first: waited for in slices,
+        // so that Ctrl-C ends the wait.
+        between_steps(py, &self.inner)?;
         match py.detach_call(|| self.free_slots()) {
             Ok(()) => {
                 self.freed.store(true, Ordering::Release);

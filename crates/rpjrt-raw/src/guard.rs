@@ -124,17 +124,59 @@ extern "C" fn end_with_status(status: i32, _arg: *mut std::ffi::c_void) {
     }
 }
 
-/// In a process forked from one that had loaded a plugin library: makes the process's
-/// normal exit (`exit(status)`, which Python's own exit ends with) stop, with the same
-/// status, before the C exit handlers registered until now run, and returns whether it
-/// did (it does nothing elsewhere, and nothing on a C library without `on_exit`).
-///
-/// Those handlers include the plugin's static destructors, which take the plugin's locks
-/// and stop its thread pools; in the child, a lock that one of the parent's other threads
-/// held at the fork (a compile in progress) is held for ever, and the pool's threads do not
-/// exist, so they wait for ever. Python's `multiprocessing` ends its forked children with
-/// `os._exit` for the same reason. Call it as late as possible in the exit (handlers
-/// registered after it still run); calling it again adds nothing.
+/// How many exit handlers [`before_fork`] registered in this process and its ancestors
+/// (inherited by each child).
+static FORK_HANDLERS: AtomicU32 = AtomicU32::new(0);
+
+/// The most exit handlers [`before_fork`] registers in one process (each fork adds one,
+/// a few dozen bytes that stay until the process ends).
+const MAX_FORK_HANDLERS: u32 = 4096;
+
+/// The exit handler [`before_fork`] registers: in a child forked after a plugin library
+/// was loaded, ends it as [`end_with_status`] does; in the process that registered it (or
+/// one that loaded nothing before its fork) it does nothing.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn end_if_forked(status: i32, arg: *mut std::ffi::c_void) {
+    if forked_after_load() {
+        end_with_status(status, arg);
+    }
+}
+
+/// For a process that is about to `fork()` (Python's `os.register_at_fork(before=...)`),
+/// once it has loaded a plugin library: registers an exit handler that ends a child of this
+/// fork normally exiting (`exit(status)`) with its status, after the exit handlers the child
+/// registers itself and before those registered until now, which include the plugin's
+/// static destructors. Those wait for the plugin's locks and thread pools; in the child a
+/// lock one of the parent's other threads held at the fork (a compile in progress) is held
+/// for ever, and the pool's threads do not exist. Python's `multiprocessing` ends its forked
+/// children with `os._exit` for the same reason. Returns whether it registered one (at most
+/// 4096 per process; never on a C library without `on_exit`).
+pub fn before_fork() -> bool {
+    if LOADED_IN.load(Ordering::Relaxed) == u32::MAX {
+        return false;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        if FORK_HANDLERS.load(Ordering::Relaxed) >= MAX_FORK_HANDLERS {
+            return false;
+        }
+        // SAFETY: registers a function of this library (never unloaded while in use) that
+        // takes no pointer of ours (`arg` is null and unused).
+        if unsafe { on_exit(end_if_forked, std::ptr::null_mut()) } == 0 {
+            FORK_HANDLERS.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+    }
+    false
+}
+
+/// In a process forked from one that had loaded a plugin library, when the fork did not
+/// go through [`before_fork`] (a fork from C, or past its bound): registers the handler of
+/// [`before_fork`] now, so that the process's normal exit ends, with its status, before the
+/// exit handlers registered until now (the plugin's static destructors, and any the child
+/// registered itself). Returns whether the exit is covered, by this or by [`before_fork`];
+/// nothing is covered elsewhere, or on a C library without `on_exit`. Call it as late as
+/// possible in the exit; calling it again adds nothing.
 pub fn end_before_older_exit_handlers() -> bool {
     static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !forked_after_load() {
@@ -142,7 +184,7 @@ pub fn end_before_older_exit_handlers() -> bool {
     }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        if DONE.swap(true, Ordering::SeqCst) {
+        if FORK_HANDLERS.load(Ordering::Relaxed) > 0 || DONE.swap(true, Ordering::SeqCst) {
             return true;
         }
         // SAFETY: registers a function of this library (never unloaded while in use) that

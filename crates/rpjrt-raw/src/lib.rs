@@ -512,7 +512,7 @@ impl Api {
 
     /// The error for a call refused in a forked child (see `guard`).
     #[cold]
-    fn forked_error(&self, entry: &'static str) -> Error {
+    pub fn forked_error(&self, entry: &'static str) -> Error {
         Error::Pjrt {
             entry,
             code: Code::FailedPrecondition,

@@ -126,6 +126,8 @@ pub fn skip_plugin_exit_handlers_in_forked_child() -> bool {
     raw::guard::end_before_older_exit_handlers()
 }
 
+pub use plugin::{after_fork, before_fork};
+
 /// For command-line tools: restores the default action of SIGPIPE, so that writing to a
 /// closed pipe (`rpjrt info --json | head`) ends the process quietly, as C tools do,
 /// instead of making `println!` panic on EPIPE. Process-wide: call it at the start of a

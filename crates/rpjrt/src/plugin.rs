@@ -177,6 +177,40 @@ pub struct Plugin {
 
 static LOADED: Mutex<Vec<Plugin>> = Mutex::new(Vec::new());
 
+thread_local! {
+    /// The registry, held by the thread about to fork ([`before_fork`]) until the fork is over.
+    static HELD_FOR_FORK: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Vec<Plugin>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// For a process about to `fork()`, on the forking thread: waits up to `limit` for a plugin
+/// load in progress on another thread and holds the registry of plugins until
+/// [`after_fork`] (a child forked mid-load would find the registry locked for ever, and the
+/// C library's list of exit handlers too, by the library's constructors), then registers the
+/// exit handler of `rpjrt_raw::guard::before_fork`. A load that outlasts `limit` is not
+/// waited for further.
+pub fn before_fork(limit: std::time::Duration) {
+    let start = std::time::Instant::now();
+    let held = loop {
+        match LOADED.try_lock() {
+            Ok(g) => break Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => break Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => break None,
+        }
+    };
+    HELD_FOR_FORK.with(|h| *h.borrow_mut() = held);
+    raw::guard::before_fork();
+}
+
+/// In the parent and in the child after a fork, on the forking thread: lets go of what
+/// [`before_fork`] held.
+pub fn after_fork() {
+    HELD_FOR_FORK.with(|h| drop(h.borrow_mut().take()));
+}
+
 /// `raw::load`, with the settings libtpu needs off a TPU machine first, and a loader
 /// failure over missing libraries explained: every missing library named (the loader names
 /// only the first), with what provides it.

@@ -141,6 +141,9 @@ struct State {
     /// never held across the execution: the plugin may call back (a custom-call handler)
     /// into code that uses the session.
     stepping: Option<std::thread::ThreadId>,
+    /// The fork generation `stepping` was set in: in a process forked since, the thread
+    /// that stepped does not exist, and the step never ends there.
+    stepping_generation: u32,
     /// The slots the running step writes (its outputs); empty between steps.
     step_writes: Vec<usize>,
     /// The slots whose buffers the running step donates; empty between steps.
@@ -160,7 +163,7 @@ impl State {
     /// inside the step: they never wait for it.
     fn stepped_elsewhere(&self) -> bool {
         let here = std::thread::current().id();
-        self.stepping
+        self.stepper()
             .is_some_and(|t| t != here && !crate::raw::callback::in_callback())
     }
 
@@ -180,7 +183,7 @@ impl State {
             true => ("a fetch", &self.step_donates, "donates the slot's buffer"),
             false => ("a bind", &self.step_writes, "writes the slot"),
         };
-        if self.stepping.is_some() && running.contains(&i) {
+        if self.stepper().is_some() && running.contains(&i) {
             return Err(Error::invalid(format!(
                 "slot {:?}: {what} from inside a plugin callback (a custom-call handler) while \
                  a step of this session that {does} is running (a value bound now would be \
@@ -205,6 +208,13 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// The thread running a step of the session, if any (a step a parent of this forked
+    /// process was running is none: its thread is not here).
+    fn stepper(&self) -> Option<std::thread::ThreadId> {
+        self.stepping
+            .filter(|_| !crate::raw::guard::forked_since(self.stepping_generation))
     }
 
     fn slot_index(&mut self, name: &str) -> usize {
@@ -316,7 +326,7 @@ impl Inner {
         mut st: MutexGuard<'a, State>,
         what: &str,
     ) -> Result<MutexGuard<'a, State>> {
-        while let Some(t) = st.stepping {
+        while let Some(t) = st.stepper() {
             if t == std::thread::current().id() {
                 return Err(Error::invalid(format!(
                     "the session is stepping: {what} needs the session between steps, and a \
@@ -896,7 +906,7 @@ impl Session {
     /// land. A callback on another thread is not counted: nothing says which execution it
     /// serves, and binds refuse the slots a running step writes from any callback.
     pub fn in_step(&self) -> bool {
-        self.inner.lock().stepping == Some(std::thread::current().id())
+        self.inner.lock().stepper() == Some(std::thread::current().id())
     }
 
     /// Waits up to `limit` until no other thread runs a program of this session; whether
@@ -1253,6 +1263,7 @@ impl<'a> Stepping<'a> {
     /// steps, binds and fetches wait until the guard drops.
     fn begin(inner: &'a Inner, mut st: MutexGuard<'a, State>) -> Stepping<'a> {
         st.stepping = Some(std::thread::current().id());
+        st.stepping_generation = crate::fork_generation();
         drop(st);
         Stepping(inner)
     }

@@ -92,6 +92,10 @@ impl ClientCore {
     pub(crate) fn check(&self, what: &'static str) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             Err(Error::Closed(what))
+        } else if self.api.is_forked() {
+            // Refused before anything of rpjrt's own (a lock another thread of the parent
+            // held at the fork, a value it was computing) is touched, not only at the plugin.
+            Err(self.api.forked_error("use of a plugin object"))
         } else {
             Ok(())
         }
@@ -534,9 +538,15 @@ impl Client {
         Ok(())
     }
 
+    /// Whether this process is a fork of the one that made the client, where every use of
+    /// it is refused and `close()` does nothing.
+    pub fn is_forked(&self) -> bool {
+        self.core.api.is_forked()
+    }
+
     /// Whether `close()` was called.
     pub fn is_closed(&self) -> bool {
-        self.core.check("client").is_err()
+        self.core.closed.load(Ordering::Acquire)
     }
 
     /// Compiles a program (through the client's compile cache when it has one). A
