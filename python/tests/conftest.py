@@ -154,3 +154,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped, and skips count as failures here: {report.longrepr}"
+
+
+# Scripts that fork start with this (``WAIT_CHILD + script``): ``wait_child(pid, limit)``
+# waits up to ``limit`` seconds for child ``pid`` and gives its exit code, or "HUNG" (the
+# child killed).
+WAIT_CHILD = """
+def wait_child(pid, limit=20):
+    import os, time
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return "HUNG"
+"""

@@ -20,6 +20,8 @@ import pytest
 import rpjrt
 import rpjrt.ffi
 
+from .conftest import WAIT_CHILD
+
 N = 256
 
 
@@ -215,7 +217,8 @@ def test_a_child_forked_during_a_compile_exits_at_once(plugin_path: str, tmp_pat
 
     script = tmp_path / "fork_during_compile.py"
     script.write_text(
-        textwrap.dedent(
+        WAIT_CHILD
+        + textwrap.dedent(
             """
             import os, sys, threading, time
             import rpjrt
@@ -234,18 +237,11 @@ def test_a_child_forked_during_a_compile_exits_at_once(plugin_path: str, tmp_pat
                 pid = os.fork()
                 if pid == 0:
                     sys.exit(0)
-                deadline = time.monotonic() + 15
-                while time.monotonic() < deadline:
-                    done, status = os.waitpid(pid, os.WNOHANG)
-                    if done:
-                        break
-                    time.sleep(0.02)
-                else:
-                    os.kill(pid, 9)
-                    os.waitpid(pid, 0)
+                status = wait_child(pid, 15)
+                if status == "HUNG":
                     print("HUNG", i)
                     sys.exit(3)
-                assert os.waitstatus_to_exitcode(status) == 0, status
+                assert status == 0, status
                 print("child", i, round(time.monotonic() - t0, 2))
             os._exit(0)
             """
@@ -549,7 +545,8 @@ def test_a_forked_child_ends_without_the_exit_handlers_of_its_parent(
     assert r.returncode == 0, r.stderr
     script = tmp_path / "fork_exit.py"
     script.write_text(
-        textwrap.dedent(
+        WAIT_CHILD
+        + textwrap.dedent(
             """
             import ctypes, os, sys, time
             import rpjrt
@@ -563,18 +560,11 @@ def test_a_forked_child_ends_without_the_exit_handlers_of_its_parent(
                     if how == "sys.exit":
                         sys.exit(7)
                     raise SystemExit(7)
-                deadline = time.monotonic() + 20
-                while time.monotonic() < deadline:
-                    done, status = os.waitpid(pid, os.WNOHANG)
-                    if done:
-                        break
-                    time.sleep(0.02)
-                else:
-                    os.kill(pid, 9)
-                    os.waitpid(pid, 0)
+                status = wait_child(pid, 20)
+                if status == "HUNG":
                     print("HUNG", how, flush=True)
                     os._exit(3)
-                print("child", how, os.waitstatus_to_exitcode(status), flush=True)
+                print("child", how, status, flush=True)
             """
         )
     )

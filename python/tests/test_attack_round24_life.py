@@ -12,44 +12,30 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import WAIT_CHILD
+
 
 def _run(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", _WAIT_CHILD + textwrap.dedent(code), *args],
+        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
     )
 
 
-_WAIT_CHILD = """
-def wait_child(pid, limit=20):
-    import os, time
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    return "HUNG"
-"""
+_PRELUDE = WAIT_CHILD + """
+import os, signal, sys, threading, time
+import numpy as np, rpjrt, rpjrt.ffi
 
-
-@pytest.mark.parametrize("act", ["with", "close", "fetch", "save", "step"])
-def test_a_child_forked_while_a_parent_thread_steps_a_session_is_not_stuck(
-    plugin_path: str, act: str, tmp_path: Path
-) -> None:
-    code = """
-    import os, sys, threading, time
-    import numpy as np, rpjrt, rpjrt.ffi
-    c = rpjrt.Client(sys.argv[1])
-    act = sys.argv[2]
+def stepping_session(plugin, seconds):
+    # A session whose step (w <- handler(w) + 1) runs on a thread of its own, the handler
+    # sleeping `seconds`; returns once the handler is running.
+    c = rpjrt.Client(plugin)
     inside = threading.Event()
     def h(call):
         inside.set()
-        time.sleep(1.5)
+        time.sleep(seconds)
         return call.args[0].to_numpy() + 1
     rpjrt.ffi.register(c, "r24_life_slow", h)
     s = rpjrt.Session(c)
@@ -61,6 +47,18 @@ def test_a_child_forked_while_a_parent_thread_steps_a_session_is_not_stuck(
     s.bind("w", np.zeros(4, np.float32))
     threading.Thread(target=step, daemon=True).start()
     inside.wait()
+    return s, step
+
+"""
+
+
+@pytest.mark.parametrize("act", ["with", "close", "fetch", "save", "step"])
+def test_a_child_forked_while_a_parent_thread_steps_a_session_is_not_stuck(
+    plugin_path: str, act: str, tmp_path: Path
+) -> None:
+    code = """
+    act = sys.argv[2]
+    s, step = stepping_session(sys.argv[1], 1.5)
     pid = os.fork()
     if pid == 0:
         try:
@@ -91,24 +89,7 @@ def test_a_child_forked_while_a_parent_thread_steps_a_session_is_not_stuck(
 
 def test_session_close_answers_ctrl_c_while_another_thread_steps(plugin_path: str) -> None:
     code = """
-    import os, signal, sys, threading, time
-    import numpy as np, rpjrt, rpjrt.ffi
-    c = rpjrt.Client(sys.argv[1])
-    inside = threading.Event()
-    def h(call):
-        inside.set()
-        time.sleep(4)
-        return call.args[0].to_numpy()
-    rpjrt.ffi.register(c, "r24_life_close", h)
-    s = rpjrt.Session(c)
-    step = s.program(
-        "func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {\\n"
-        "  %0 = stablehlo.custom_call @r24_life_close(%x) {api_version = 4 : i32} : "
-        "(tensor<4xf32>) -> tensor<4xf32>\\n  return %0 : tensor<4xf32>\\n}",
-        inputs=["w"], outputs=["w"])
-    s.bind("w", np.zeros(4, np.float32))
-    threading.Thread(target=step, daemon=True).start()
-    inside.wait()
+    s, step = stepping_session(sys.argv[1], 4)
     threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
     try:

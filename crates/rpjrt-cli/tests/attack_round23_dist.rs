@@ -10,17 +10,9 @@ use rpjrt::{Client, ClientOptions, Code, DistributedOptions, KvStore, Plugin};
 
 mod common;
 
-use common::fake;
+use common::{fake, free_port};
 
 const RPJRT: &str = env!("CARGO_BIN_EXE_rpjrt");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Waits for `child` at most `limit`, killing it after; its output and how long it took.
 fn finish(child: std::process::Child, limit: Duration) -> (std::process::Output, Duration) {

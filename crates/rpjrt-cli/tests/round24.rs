@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{build_so, fake, new, rpjrt, run, tmpdir};
+use common::{build_so, fake, free_port, new, rpjrt, run, tmpdir};
 
 const ADD: &str = "func.func @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {\n  \
                    %0 = stablehlo.add %a, %b : tensor<3xf32>\n  return %0 : tensor<3xf32>\n}\n";
@@ -118,15 +118,6 @@ fn an_input_at_the_profile_path_is_not_overwritten() {
 }
 
 // --- 3: rendezvous with explicit ids and RPJRT_COORDINATOR ---------------------------------
-
-/// A port nothing listens on (bound and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Explicit ids ignored `RPJRT_COORDINATOR` and then asked for it to be set; now it is
 /// used (process 1 tries to reach it: exit 1 naming the address).

@@ -188,3 +188,12 @@ pub fn build_so(dir: &std::path::Path, name: &str, src: &str) -> PathBuf {
     assert!(ok.success(), "cc {name}");
     so
 }
+
+/// A local TCP port nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
