@@ -762,7 +762,10 @@ impl PyBuffer {
                 self.client.get().platform_name(),
                 d.id()
             ),
-            Err(_) => format!("rpjrt.Buffer({spec}, closed)"),
+            Err(_) => format!(
+                "rpjrt.Buffer({spec}, {})",
+                crate::client::gone(&self.client.get().inner)
+            ),
         }
     }
 

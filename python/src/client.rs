@@ -849,9 +849,10 @@ impl PyClient {
             .getattr("name")
             .and_then(|n| n.extract::<String>())
             .unwrap_or_else(|_| "?".into());
-        if self.inner.is_closed() {
+        if self.inner.is_closed() || self.inner.is_forked() {
             return format!(
-                "rpjrt.Client(closed, platform={}, plugin={})",
+                "rpjrt.Client({}, platform={}, plugin={})",
+                gone(&self.inner),
                 q(&self.platform),
                 q(&name)
             );
@@ -868,6 +869,15 @@ impl PyClient {
             v.major,
             v.minor
         )
+    }
+}
+
+/// Why a client's objects are unusable, as reprs say it: `closed`, or, in a process forked
+/// from the one that made the client, `inherited across fork`.
+pub(crate) fn gone(client: &rpjrt::Client) -> &'static str {
+    match client.is_forked() {
+        true => "inherited across fork",
+        false => "closed",
     }
 }
 
@@ -1024,7 +1034,7 @@ view_class!(PyMemory, 37 {
                 format!("devices=[{}]", ids.join(", "))
             }
             // Not "devices=[]": the memory is not attached to no device, its client is gone.
-            Err(_) => "closed".to_string(),
+            Err(_) => gone(&self.client.get().inner).to_string(),
         };
         format!(
             "rpjrt.Memory(id={}, kind={}, {devices})",

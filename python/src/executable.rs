@@ -613,7 +613,10 @@ impl PyExecutable {
                     let ids: Vec<String> = d.iter().map(|d| d.id().to_string()).collect();
                     format!("devices=[{}]", ids.join(", "))
                 }
-                Err(_) => "client closed".to_string(),
+                Err(_) => match self.client.get().inner.is_forked() {
+                    true => "inherited across fork".to_string(),
+                    false => "client closed".to_string(),
+                },
             }
         };
         format!(

@@ -215,7 +215,12 @@ fn _leak_at_exit(py: Python<'_>) {
 /// this fork ends before the plugin's static destructors (`rpjrt::before_fork`).
 #[pyfunction]
 fn _before_fork(py: Python<'_>) {
-    py.detach(|| rpjrt::before_fork(FORK_LOAD_WAIT));
+    // A load given up on may never return: no fork waits for it.
+    let limit = match slow::abandoned() {
+        true => std::time::Duration::ZERO,
+        false => FORK_LOAD_WAIT,
+    };
+    py.detach(|| rpjrt::before_fork(limit));
 }
 
 /// The `os.register_at_fork(after_in_parent=..., after_in_child=...)` hook.

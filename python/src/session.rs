@@ -757,7 +757,9 @@ impl PySession {
         let platform = self.inner.client().platform_name();
         format!(
             "rpjrt.Session(device={}:{}, slots=[{slots}], uploads={})",
-            platform.as_deref().unwrap_or("closed"),
+            platform
+                .as_deref()
+                .unwrap_or(crate::client::gone(self.inner.client())),
             self.inner.device().id(),
             self.inner.uploads()
         )

@@ -222,3 +222,27 @@ def test_a_child_forked_during_the_first_client_is_not_stuck(plugin_paths_all: d
     r = _run(code, plugin_paths_all["new"], plugin_paths_all["old"], timeout=240)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "results [0, 0, 0, 0]" in r.stdout, r.stdout
+
+
+def test_reprs_in_a_forked_child_say_the_objects_are_inherited(plugin_path: str) -> None:
+    # Not "closed": the parent's client is open; in the child nothing of it can be used.
+    code = """
+    c = rpjrt.Client(sys.argv[1])
+    b = c.put(np.arange(4, dtype=np.float32))
+    exe = c.compile("func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {"
+                    " return %a : tensor<4xf32> }")
+    pid = os.fork()
+    if pid == 0:
+        for x in (c, b, exe):
+            print(repr(x), flush=True)
+        os._exit(0)
+    print("status", wait_child(pid), flush=True)
+    c.close()
+    print(repr(c), repr(b), flush=True)
+    """
+    r = _run(code, plugin_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert len(lines) == 5 and lines[3] == "status 0", r.stdout
+    assert all("inherited across fork" in line for line in lines[:3]), r.stdout
+    assert "closed" in lines[4] and "inherited" not in lines[4], r.stdout
