@@ -89,6 +89,8 @@ def test_a_child_forked_while_a_parent_thread_steps_a_session_is_not_stuck(
 
 def test_session_close_answers_ctrl_c_while_another_thread_steps(plugin_path: str) -> None:
     code = """
+    # SIGINT may be ignored where the tests run (a background job): Python's handler first.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     s, step = stepping_session(sys.argv[1], 4)
     threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
