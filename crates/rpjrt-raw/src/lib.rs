@@ -68,6 +68,7 @@ pub mod tpu;
 pub mod transfer;
 pub mod triton;
 pub mod util;
+pub mod value;
 
 /// Calls table entry `$entry` with `$args` (a `&mut` to its args struct).
 ///

@@ -8,7 +8,7 @@
 use crate::client::executable::Executable;
 use crate::error::{Error, Result};
 use crate::raw::aot as raw;
-use crate::value::Value;
+use crate::raw::value::Value;
 use rpjrt_xla::{OpSharding, ShardingType};
 
 /// Compiled memory statistics of an executable, in bytes.

@@ -51,7 +51,6 @@ mod stablehlo;
 pub mod staging;
 pub mod transfer;
 pub mod triton;
-mod value;
 
 // The unsafe layer is its own crate, so the boundary is the compiler's: this crate forbids
 // `unsafe`. Its paths stay `crate::raw::X`, and the error vocabulary it defines is ours.
@@ -199,4 +198,4 @@ pub use rpjrt_xla::{OpSharding, ShardGroup, ShardingType};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, is_text_parse_refusal, StablehloFit, StablehloVersion};
 pub use transfer::{AliasFulfiller, ChunkSink, StreamOptions, Upload};
-pub use value::{ClientOptions, Value};
+pub use rpjrt_raw::value::{ClientOptions, Value};

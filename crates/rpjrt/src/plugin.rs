@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::raw::{self, Api};
-use crate::value::Value;
+use crate::raw::value::Value;
 
 pub use crate::error::ApiVersion;
 
@@ -345,7 +345,7 @@ impl Plugin {
         // than passed off as an empty list.
         let (attributes, attributes_error) =
             match Step::enter("PJRT_Plugin_Attributes").finish(|| api.plugin_attributes()) {
-                Ok(list) => (crate::value::from_raw_list(list), None),
+                Ok(list) => (crate::raw::value::from_raw_list(list), None),
                 Err(Error::Unsupported { .. }) => (Vec::new(), None),
                 Err(e) => (Vec::new(), Some(e.to_string())),
             };

@@ -24,7 +24,7 @@ use crate::client::{Client, Device};
 use crate::error::{Error, Result};
 use crate::plugin::Plugin;
 use crate::raw;
-use crate::value::Value;
+use crate::raw::value::Value;
 
 /// The most warps per CTA [`TritonCompileOptions::num_warps`] accepts (32 warps of 32
 /// threads is the 1024-thread limit of a CUDA block).

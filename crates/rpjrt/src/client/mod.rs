@@ -32,7 +32,7 @@ use crate::plugin::Plugin;
 use crate::program::Program;
 use crate::raw::device::{DeviceFacts, DeviceRef, MemoryFacts, MemoryRef};
 use crate::raw::{self, Api};
-use crate::value::{from_raw_list, ClientOptions, Value};
+use crate::raw::value::{from_raw_list, ClientOptions, Value};
 
 pub(crate) struct DeviceData {
     pub(in crate::client) raw: DeviceRef,

@@ -1,4 +1,7 @@
-//! Typed values for plugin attributes, device attributes and client create options.
+//! Typed values for plugin attributes, device attributes and client create options (the
+//! `rpjrt` crate re-exports [`Value`] and [`ClientOptions`]). Plain data, checked on the
+//! host: the layer that calls the plugin converts them to and from
+//! [`NamedValue`](crate::util::NamedValue).
 
 use std::fmt;
 
@@ -70,7 +73,7 @@ impl From<bool> for Value {
     }
 }
 
-/// Typed create options for [`crate::Client::new`]: `ClientOptions::new().set("cpu_device_count", 8)`.
+/// Typed create options for `rpjrt::Client::new`: `ClientOptions::new().set("cpu_device_count", 8)`.
 ///
 /// Besides the plugin's named options, [`ClientOptions::cache_dir`] turns rpjrt's persistent
 /// compile cache on for the new client (it is never sent to the plugin).
@@ -102,10 +105,10 @@ impl ClientOptions {
         &self.entries
     }
 
-    /// Compiles through a persistent compile cache in `dir` (created if missing; no size
-    /// bound), overriding `RPJRT_CACHE_DIR`. Without it the client uses the cache that
+    /// Compiles through a persistent compile cache in `dir` (created if missing; bounded by
+    /// `RPJRT_CACHE_MAX_BYTES` when set), overriding `RPJRT_CACHE_DIR`. Without it the client uses the cache that
     /// `RPJRT_CACHE_DIR` (and `RPJRT_CACHE_MAX_BYTES`) name, if any; see
-    /// [`crate::Cache::for_client`].
+    /// `rpjrt::Cache::for_client`.
     pub fn cache_dir(mut self, dir: impl Into<std::path::PathBuf>) -> ClientOptions {
         self.cache_dir = Some(dir.into());
         self
@@ -141,7 +144,7 @@ impl ClientOptions {
     /// Checks a create option's name before any plugin sees it: not empty, and no
     /// whitespace, control character or `=` (no plugin has such an option; an empty name
     /// reached the plugins, which disagreed on whether it is an error).
-    /// [`crate::Client::new`] checks every name this way.
+    /// `rpjrt::Client::new` checks every name this way.
     pub fn check_name(name: &str) -> crate::error::Result<()> {
         if name.is_empty() {
             return Err(crate::error::Error::invalid(
@@ -167,9 +170,9 @@ impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for ClientOptions {
     }
 }
 
-impl From<crate::raw::util::NamedValue> for Value {
-    fn from(v: crate::raw::util::NamedValue) -> Value {
-        use crate::raw::util::NamedValue as N;
+impl From<crate::util::NamedValue> for Value {
+    fn from(v: crate::util::NamedValue) -> Value {
+        use crate::util::NamedValue as N;
         match v {
             N::String(s) => Value::String(s),
             N::Int64(i) => Value::Int64(i),
@@ -181,8 +184,9 @@ impl From<crate::raw::util::NamedValue> for Value {
 }
 
 impl Value {
-    pub(crate) fn to_raw(&self) -> crate::raw::util::NamedValue {
-        use crate::raw::util::NamedValue as N;
+    /// The value as the plugin call layer passes it.
+    pub fn to_raw(&self) -> crate::util::NamedValue {
+        use crate::util::NamedValue as N;
         match self {
             Value::String(s) => N::String(s.clone()),
             Value::Int64(i) => N::Int64(*i),
@@ -194,8 +198,8 @@ impl Value {
 }
 
 /// Named values from the plugin, converted.
-pub(crate) fn from_raw_list(
-    v: Vec<(String, crate::raw::util::NamedValue)>,
+pub fn from_raw_list(
+    v: Vec<(String, crate::util::NamedValue)>,
 ) -> Vec<(String, Value)> {
     v.into_iter().map(|(n, v)| (n, v.into())).collect()
 }
