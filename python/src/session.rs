@@ -71,7 +71,13 @@ const SIGNAL_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
 /// `KeyboardInterrupt` (or what a signal handler raises) between them: the call that
 /// follows then finds the session between steps, or at worst waits for a step begun since.
 fn between_steps(py: Python<'_>, s: &Session) -> PyResult<()> {
-    while !py.detach_call(|| s.wait_between_steps(SIGNAL_SLICE)) {
+    between_steps_for(py, s, None)
+}
+
+/// [`between_steps`] for a bind or fetch of the slots `names`: it waits only while another
+/// thread's step writes or donates one of them (`Session::wait_for_slots`).
+fn between_steps_for(py: Python<'_>, s: &Session, names: Option<&[&str]>) -> PyResult<()> {
+    while !py.detach_call(|| s.wait_for_slots(names, SIGNAL_SLICE)) {
         py.check_signals()?;
     }
     Ok(())
@@ -558,7 +564,7 @@ impl PySession {
         // Converting ran Python code, which may have closed the session.
         self.check_open(py)?;
         let s = &self.inner;
-        between_steps(py, s)?;
+        between_steps_for(py, s, Some(&[name]))?;
         let r = py.detach_call(|| s.bind(name, v));
         self.landed(py, r)
     }
@@ -621,7 +627,7 @@ impl PySession {
         if !loaders.is_empty() {
             self.check_client_open()?;
         }
-        let lazy = loaders
+        let lazy: Vec<_> = loaders
             .into_iter()
             .map(|(name, loader, spec)| {
                 let load = self.loader_of(py, &name, &loader);
@@ -629,7 +635,9 @@ impl PySession {
             })
             .collect();
         let s = &self.inner;
-        between_steps(py, s)?;
+        let names = values.iter().map(|v| v.0.as_str());
+        let names: Vec<&str> = names.chain(lazy.iter().map(|l| l.0.as_str())).collect();
+        between_steps_for(py, s, Some(&names))?;
         // One core call: the values and the loaders land together, or nothing does.
         let r = py.detach_call(|| s.bind_all_with(values, lazy));
         self.landed(py, r)
@@ -642,7 +650,7 @@ impl PySession {
         self.check_client_open()?;
         let load = self.loader_of(py, name, loader);
         let s = &self.inner;
-        between_steps(py, s)?;
+        between_steps_for(py, s, Some(&[name]))?;
         let r = py.detach_call(|| s.bind_lazy(name, load));
         self.landed(py, r)
     }
@@ -656,7 +664,7 @@ impl PySession {
         let b = match s.fetch_loaded(name).pyerr()? {
             Some(b) => b,
             None => {
-                between_steps(py, s)?;
+                between_steps_for(py, s, Some(&[name]))?;
                 // Its loader may close the session: what it loaded is freed too, as
                 // close() promises, and the call fails as the next one would.
                 let r = py.detach_call(|| s.fetch(name));

@@ -30,7 +30,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::client::buffer::Buffer;
-use crate::client::executable::{Executable, ExecuteOptions};
+use crate::client::executable::{wait_execution, Executable, ExecuteOptions};
 use crate::client::{Client, Device};
 use crate::dtype::ElementType;
 use crate::error::{Error, Result};
@@ -165,6 +165,16 @@ impl State {
         let here = std::thread::current().id();
         self.stepper()
             .is_some_and(|t| t != here && !crate::raw::callback::in_callback())
+    }
+
+    /// Whether a call that binds or fetches the slots `names` waits for another thread's
+    /// step: only for slots that step writes or donates (a bind would be overwritten by its
+    /// output, a fetch could return an input being consumed). Others go ahead at once,
+    /// and land as they would after the step: a handler of the step may have handed the
+    /// call to another thread and be waiting for it.
+    fn step_holds(&self, names: &[&str]) -> bool {
+        let held = |i: &usize| self.step_writes.contains(i) || self.step_donates.contains(i);
+        self.stepped_elsewhere() && names.iter().any(|n| self.index.get(*n).is_some_and(held))
     }
 
     /// Refuses a bind (or, with `fetch`, a fetch) of slot `i` from inside a plugin
@@ -347,21 +357,16 @@ impl Inner {
         Ok(st)
     }
 
-    /// Waits until no other thread runs a program of this session, so a bind or a fetch
-    /// from another thread lands after the running step's outputs are stored (a bind made
-    /// mid-step would be overwritten by them, and a fetch would return an input the step
-    /// may be donating). The step's own thread and plugin callbacks (a custom-call handler
-    /// of the running program) go ahead: they run inside the step and must not wait for it.
-    fn wait_step<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        while st.stepped_elsewhere() {
+    /// The lock, once no other thread runs a step that writes or donates one of the slots
+    /// `names` ([`State::step_holds`]), so that a bind or a fetch of them lands after that
+    /// step's outputs are stored. The step's own thread and plugin callbacks (a custom-call
+    /// handler of the running program) go ahead: they run inside the step.
+    fn lock_between_steps(&self, names: &[&str]) -> MutexGuard<'_, State> {
+        let mut st = self.lock();
+        while st.step_holds(names) {
             st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st
-    }
-
-    /// The lock, once no other thread is stepping the session ([`Inner::wait_step`]).
-    fn lock_between_steps(&self) -> MutexGuard<'_, State> {
-        self.wait_step(self.lock())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -729,8 +734,9 @@ impl Session {
 
     /// Binds `value` to slot `name` (created if new). A value whose element type or shape
     /// differs from the slot's is refused here, naming the slot, before any upload. While
-    /// another thread runs a program of this session, the bind lands after that step has
-    /// stored its outputs (so they do not overwrite it).
+    /// another thread runs a program of this session that writes or donates the slot, the
+    /// bind lands after that step has stored its outputs (so they do not overwrite it);
+    /// other slots are bound at once.
     pub fn bind(&self, name: &str, value: SlotValue) -> Result<()> {
         self.bind_all(vec![(name.to_string(), value)])
     }
@@ -779,7 +785,9 @@ impl Session {
             };
             ready.push((name, spec, buffer, uploaded));
         }
-        let mut st = self.inner.lock_between_steps();
+        let names = ready.iter().map(|r| &r.0).chain(lazy.iter().map(|l| &l.0));
+        let names: Vec<&str> = names.map(String::as_str).collect();
+        let mut st = self.inner.lock_between_steps(&names);
         // A slot may have been given a type meanwhile (another thread): check again under
         // the lock, before changing anything.
         let declared = lazy
@@ -854,11 +862,12 @@ impl Session {
 
     /// The buffer slot `name` holds (running its loader first if it is lazy). The buffer is
     /// shared with the slot: a later donation of the slot makes it unusable. While another
-    /// thread runs a program of this session, this waits for that step's outputs (as do the
-    /// binds): what it returns is never an input that step is donating.
+    /// thread runs a program of this session that writes or donates the slot, this waits
+    /// for that step's outputs (as do the binds): what it returns is never an input that
+    /// step is donating.
     pub fn fetch(&self, name: &str) -> Result<Buffer> {
         let i = {
-            let st = self.inner.lock_between_steps();
+            let st = self.inner.lock_between_steps(&[name]);
             let i = st.find(name)?;
             st.check_callback_use(i, true)?;
             if let Content::Ready(b) = &st.slots[i].content {
@@ -867,7 +876,7 @@ impl Session {
             i
         };
         self.inner.load(&[i])?;
-        let st = self.inner.lock_between_steps();
+        let st = self.inner.lock_between_steps(&[name]);
         match &st.slots[i].content {
             Content::Ready(b) => ready_buffer(name, b),
             _ => Err(st.slots[i].no_value(" yet: bind it first")),
@@ -894,7 +903,10 @@ impl Session {
                 values.push((slot.name.clone(), ready_buffer(&slot.name, b)?));
             }
         }
-        // Held as a step is: other threads' steps and binds wait until `f` returns.
+        // Held as a step that writes every slot is: other threads' steps, binds and
+        // fetches wait until `f` returns.
+        let mut st = st;
+        st.step_writes = (0..st.slots.len()).collect();
         let held = Stepping::begin(inner, st);
         let r = f(&values);
         drop(held);
@@ -913,14 +925,20 @@ impl Session {
     /// none does now. Faces wait in slices with it, answering Ctrl-C in between, before a
     /// call that would wait for a step.
     pub fn wait_between_steps(&self, limit: std::time::Duration) -> bool {
+        self.wait_for_slots(None, limit)
+    }
+
+    /// [`Session::wait_between_steps`] for a bind or fetch of the slots `names` only: it
+    /// waits while another thread's step writes or donates one of them, as
+    /// [`Session::bind`] and [`Session::fetch`] do.
+    pub fn wait_for_slots(&self, names: Option<&[&str]>, limit: std::time::Duration) -> bool {
         let inner = &*self.inner;
-        let waited = inner
-            .idle
-            .wait_timeout_while(inner.lock(), limit, |st| st.stepped_elsewhere());
-        !waited
-            .unwrap_or_else(|e| e.into_inner())
-            .0
-            .stepped_elsewhere()
+        let busy = |st: &mut State| match names {
+            Some(n) => st.step_holds(n),
+            None => st.stepped_elsewhere(),
+        };
+        let waited = inner.idle.wait_timeout_while(inner.lock(), limit, busy);
+        !busy(&mut waited.unwrap_or_else(|e| e.into_inner()).0)
     }
 
     /// As [`Session::fetch`], but never runs a loader and never waits: `Ok(None)` when slot
@@ -932,7 +950,7 @@ impl Session {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return Ok(None),
         };
-        if st.stepped_elsewhere() {
+        if st.step_holds(&[name]) {
             // Another thread's step will replace or donate what the slot holds now.
             return Ok(None);
         }
@@ -1122,7 +1140,11 @@ impl SessionProgram {
             .extend(donate.iter().map(|&k| self.inputs[k]));
         let stepping = Stepping::begin(inner, st);
         let refs: Vec<&Buffer> = refs.iter().collect();
-        let outs = if donate.is_empty() && !self.portable {
+        // A failed execution's error is carried by its outputs: a step that keeps none in a
+        // slot (a program without outputs, or `outputs=[None]`) would lose it, so it waits
+        // for the execution and fails with it.
+        let keeps_none = self.outputs.iter().all(Option::is_none);
+        let outs = if donate.is_empty() && !self.portable && !keeps_none {
             self.exe
                 .execute(&refs)
                 .map_err(|e| self.in_slot_terms(e, &[]))?
@@ -1130,11 +1152,17 @@ impl SessionProgram {
             let options = ExecuteOptions {
                 donate,
                 device: self.portable.then(|| inner.device.clone()),
+                completion_events: keeps_none,
                 ..Default::default()
             };
             let lists = [refs];
-            match self.exe.execute_with(&lists, &options) {
-                Ok(mut r) => r.outputs.pop().unwrap_or_default(),
+            let ran = self.exe.execute_with(&lists, &options).and_then(|mut r| {
+                let outs = r.outputs.pop().unwrap_or_default();
+                wait_execution(&r.events, outs.iter().filter(|_| keeps_none))?;
+                Ok(outs)
+            });
+            match ran {
+                Ok(outs) => outs,
                 Err(e) => {
                     let e = self.in_slot_terms(e, &options.donate);
                     return Err(self.lost_in_failure(e, &options.donate, &lists[0]));

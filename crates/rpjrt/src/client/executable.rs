@@ -135,7 +135,10 @@ fn ffi_context<'a>(
 /// completion event in `events`, then every output. The error of the first output whose
 /// producer failed (it names the output and, for memory, the device's figures), else the
 /// first failed event's (a program with no outputs fails only there).
-fn wait_execution<'a>(events: &[Event], outputs: impl Iterator<Item = &'a Buffer>) -> Result<()> {
+pub(crate) fn wait_execution<'a>(
+    events: &[Event],
+    outputs: impl Iterator<Item = &'a Buffer>,
+) -> Result<()> {
     let refs: Vec<&Event> = events.iter().collect();
     let done = if refs.is_empty() {
         Ok(())
