@@ -378,7 +378,19 @@ fn plan_member(
             }
             (t, stated)
         }
-        (_, Some(w)) => match slot {
+        // A type numpy names, stored as raw elements: the type table rules (a slot of
+        // another type is refused with the table's type when the value lands).
+        (Some(n), Some(w)) => {
+            if n.host_itemsize() != w {
+                return Err(invalid(format!(
+                    "slot {name:?}: the type table says {n} ({} bytes per element), but the \
+                     member stores raw {w}-byte elements ({descr:?})",
+                    n.host_itemsize()
+                )));
+            }
+            (n, stated)
+        }
+        (None, Some(w)) => match slot {
             Some(s)
                 if s.element_type != ElementType::Token
                     && descr_of(s.element_type).is_err()

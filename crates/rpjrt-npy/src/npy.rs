@@ -419,6 +419,21 @@ pub fn type_of_descr(descr: &str) -> Result<(ElementType, bool)> {
         "d" => Some("f8"),
         "F" => Some("c8"),
         "D" => Some("c16"),
+        // numpy's type names, which numpy also reads in a header (native byte order).
+        "bool" => Some("b1"),
+        "int8" => Some("i1"),
+        "uint8" => Some("u1"),
+        "int16" => Some("i2"),
+        "uint16" => Some("u2"),
+        "int32" => Some("i4"),
+        "uint32" => Some("u4"),
+        "int64" => Some("i8"),
+        "uint64" => Some("u8"),
+        "float16" | "half" => Some("f2"),
+        "float32" | "single" => Some("f4"),
+        "float64" | "double" => Some("f8"),
+        "complex64" => Some("c8"),
+        "complex128" => Some("c16"),
         _ => None,
     };
     let code = short.unwrap_or(code);

@@ -279,13 +279,19 @@ impl Member<'_> {
         let name = &self.name;
         let expected = (self.header.len as u64).checked_add(want as u64);
         if expected != Some(self.declared) {
+            let described = self.header.len as u128 + want as u128;
+            let why = match u128::from(self.declared) > described {
+                // numpy.load reads the array and ignores the rest; a restore refuses a
+                // member whose size says something else than its header.
+                true => "the bytes after the array's data are not part of any array",
+                false => "the member is shorter than its array: the archive is damaged",
+            };
             return Err(io_err(
                 path,
                 format!(
-                    "member {name:?} is {} bytes, but its header describes {} (the archive is \
-                     damaged)",
+                    "member {name:?} is {} bytes, but its .npy header describes {described} \
+                     ({why})",
                     self.declared,
-                    self.header.len as u128 + want as u128
                 ),
             ));
         }

@@ -449,7 +449,7 @@ fn members_are_checked_before_they_are_inflated() {
         std::fs::write(&path, declared(1000)).unwrap();
         expect_err(
             checkpoint::restore(&session, &path),
-            &["member \"w\" is 1000 bytes, but its header describes 144"],
+            &["member \"w\" is 1000 bytes, but its .npy header describes 144"],
         );
         let mut long = small.clone();
         long.resize(small.len() + (8 << 20), 0);
