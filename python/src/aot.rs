@@ -669,7 +669,7 @@ pub fn cache_from_py(c: &Bound<'_, PyAny>) -> PyResult<rpjrt::Cache> {
         return Ok(pc.get().inner.clone());
     }
     let dir = crate::convert::path_arg(c, "cache (an rpjrt.Cache or a directory path)")?;
-    rpjrt::Cache::new(dir, None).pyerr()
+    rpjrt::Cache::at(dir).pyerr()
 }
 
 #[pymethods]

@@ -272,23 +272,23 @@ impl Cache {
         let Some(dir) = std::env::var_os("RPJRT_CACHE_DIR").filter(|d| !d.is_empty()) else {
             return Ok(None);
         };
-        let max = match crate::env_text("RPJRT_CACHE_MAX_BYTES") {
-            Some(s) if !s.trim().is_empty() => Some(s.trim().parse::<u64>().map_err(|_| {
-                Error::invalid(format!(
-                    "RPJRT_CACHE_MAX_BYTES={s:?} is not a whole number of bytes"
-                ))
-            })?),
-            _ => None,
-        };
-        Cache::new(dir, max).map(Some)
+        Cache::at(dir).map(Some)
+    }
+
+    /// A cache in `dir`, bounded by `RPJRT_CACHE_MAX_BYTES` when set, as the one
+    /// `RPJRT_CACHE_DIR` names is (what a client's `cache_dir` option and the CLI's
+    /// `--cache-dir` make).
+    pub fn at(dir: impl AsRef<Path>) -> Result<Cache> {
+        Cache::new(dir, env_max_bytes()?)
     }
 
     /// The cache a client created with `options` uses: the directory of
-    /// [`crate::ClientOptions::cache_dir`] (no size bound) if set, else [`Cache::from_env`].
-    /// Checked before the plugin creates the client, so a bad setting costs no client.
+    /// [`crate::ClientOptions::cache_dir`] if set, else [`Cache::from_env`]; either is
+    /// bounded by `RPJRT_CACHE_MAX_BYTES` when set. Checked before the plugin creates the
+    /// client, so a bad setting costs no client.
     pub fn for_client(options: &crate::ClientOptions) -> Result<Option<Cache>> {
         match options.cache_dir_path() {
-            Some(dir) => Cache::new(dir, None).map(Some),
+            Some(dir) => Cache::at(dir).map(Some),
             None => Cache::from_env(),
         }
     }
@@ -568,14 +568,18 @@ impl Cache {
             }
             Err(e) => {
                 lock(&self.inner.stats).corrupt += 1;
+                let removed = match fs::remove_file(path) {
+                    Ok(()) => "removed".to_string(),
+                    Err(r) if r.kind() == std::io::ErrorKind::NotFound => "removed".to_string(),
+                    Err(r) => format!("it could not be removed ({r}), so it is met again"),
+                };
                 self.warn(
                     &format!("corrupt:{key}"),
                     format!(
-                        "compile cache: entry {} is unusable ({e}); removed and recompiled",
+                        "compile cache: entry {} is unusable ({e}); {removed}; recompiled",
                         path.display()
                     ),
                 );
-                let _ = fs::remove_file(path);
                 Ok(None)
             }
         }
@@ -877,6 +881,18 @@ fn _assert_send_sync() {
     check::<Cache>();
     check::<crate::client::topology::Topology>();
     check::<Artifact>();
+}
+
+/// `RPJRT_CACHE_MAX_BYTES`, the size bound of a cache directory, if set.
+fn env_max_bytes() -> Result<Option<u64>> {
+    match crate::env_text("RPJRT_CACHE_MAX_BYTES") {
+        Some(s) if !s.trim().is_empty() => s.trim().parse::<u64>().map(Some).map_err(|_| {
+            Error::invalid(format!(
+                "RPJRT_CACHE_MAX_BYTES={s:?} is not a whole number of bytes"
+            ))
+        }),
+        _ => Ok(None),
+    }
 }
 
 #[cfg(test)]
