@@ -289,7 +289,12 @@ def shares_memory(obj: object, data: object) -> bool:
     try:
         import numpy as np
 
-        return bool(np.may_share_memory(numpy_of(obj), np.asarray(data)))
+        a, d = numpy_of(obj), np.asarray(data)
+        # No element, no memory to share or to copy (numpy says no sharing for every empty
+        # array, which would refuse a put(copy=False) that copies nothing).
+        if a.size == 0 and d.size == 0:
+            return True
+        return bool(np.may_share_memory(a, d))
     except Exception:
         return False
 

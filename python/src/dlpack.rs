@@ -110,6 +110,17 @@ pub fn export<'py>(
     }
     // The core's export pin refuses deleting or donating the buffer until the consumer's
     // deleter runs; the Python owner is kept as long, so its drop releases the GIL as usual.
+    // A type DLPack 1.1 added (float8, float6, float4) is not in the version a consumer
+    // asking for at most 1.0 reads: refused, as the protocol says, rather than stamped with
+    // a version past its limit.
+    if let (Some((1, 0)), Some(d)) = (max_version, t.dlpack()) {
+        if rpjrt::dlpack::minor_version_for(d.code, 0) > 0 {
+            return Err(pyo3::exceptions::PyBufferError::new_err(format!(
+                "{t} needs DLPack 1.1, and the consumer asked for max_version (1, 0): pass \
+                 max_version=(1, 1) or newer"
+            )));
+        }
+    }
     let hold = Box::new(owner.clone().unbind());
     if max_version.is_some_and(|(major, _)| major >= 1) {
         // A copy made for this consumer is its own to write (numpy's

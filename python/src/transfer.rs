@@ -107,6 +107,8 @@ pub fn _copy_raw_to_host<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let b = buffer.get();
     b.check_not_deleted()?;
+    // The range first: the destination is allocated only for a read that can happen.
+    b.rb().check_raw_read(offset, size).pyerr()?;
     let mut out = Vec::new();
     out.try_reserve_exact(size)
         .map_err(|_| invalid(format!("cannot allocate {size} bytes for a raw read")))?;

@@ -108,6 +108,15 @@ pub const FLAG_IS_COPIED: u64 = 1 << 1;
 /// narrower than a byte takes a whole byte; without it such elements are packed.
 pub const FLAG_SUBBYTE_PADDED: u64 = 1 << 2;
 
+/// The first type code of DLPack 1.1 (the float8 types; float6 and float4 follow).
+pub const FIRST_V1_1_CODE: u8 = 7;
+
+/// The DLPack 1.x minor version a tensor of type code `code` with `flags` needs: 1 for the
+/// float8, float6 and float4 codes and the padded flag, which 1.1 added; 0 otherwise.
+pub fn minor_version_for(code: u8, flags: u64) -> u32 {
+    u32::from(code >= FIRST_V1_1_CODE || flags & FLAG_SUBBYTE_PADDED != 0)
+}
+
 /// `kDLCPU`.
 pub const DEVICE_CPU: i32 = 1;
 /// `kDLCUDAHost` (pinned host memory, readable by the CPU).
@@ -203,14 +212,9 @@ impl sealed::Sealed for DlManagedTensorVersioned {
     }
     fn build(tensor: DlTensor, flags: u64) -> Self {
         DlManagedTensorVersioned {
-            // 1.1 names the padded flag (and the float6 and float4 codes).
             version: DlPackVersion {
                 major: 1,
-                minor: if flags & FLAG_SUBBYTE_PADDED != 0 {
-                    1
-                } else {
-                    0
-                },
+                minor: minor_version_for(tensor.dtype.code, flags),
             },
             manager_ctx: std::ptr::null_mut(),
             deleter: Some(export_deleter::<DlManagedTensorVersioned>),

@@ -35,9 +35,9 @@ use crate::error::{Error, Result};
 use crate::host::{extent, CopyMode, HostArray};
 
 pub use crate::raw::dlpack::{
-    delete_managed, host_readable, DlDataType, DlDevice, DlManagedTensor, DlManagedTensorVersioned,
-    DlPackVersion, DlTensor, DlTensorDesc, Exported, ImportedTensor, Managed, DEVICE_CPU,
-    DEVICE_CUDA_HOST, FLAG_IS_COPIED, FLAG_READ_ONLY,
+    delete_managed, host_readable, minor_version_for, DlDataType, DlDevice, DlManagedTensor,
+    DlManagedTensorVersioned, DlPackVersion, DlTensor, DlTensorDesc, Exported, ImportedTensor,
+    Managed, DEVICE_CPU, DEVICE_CUDA_HOST, FLAG_IS_COPIED, FLAG_READ_ONLY,
 };
 
 /// A buffer exported as a pre-1.0 `DLManagedTensor` (see [`export`]).

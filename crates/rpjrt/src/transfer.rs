@@ -548,7 +548,8 @@ impl Buffer {
     /// The checks of a raw read of `len` bytes at `offset`: a live buffer with the default
     /// layout (the plugins disagree on the bytes of one put with another: one holds them
     /// in that layout's order, the other row-major), and a range inside its on-device size.
-    pub(crate) fn check_raw_read(&self, offset: usize, len: usize) -> Result<()> {
+    /// A caller that allocates the destination makes these checks first.
+    pub fn check_raw_read(&self, offset: usize, len: usize) -> Result<()> {
         self.check()?;
         if self.raw().meta().non_default_layout() {
             return Err(Error::invalid(
