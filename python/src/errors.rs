@@ -93,6 +93,27 @@ pub fn is_rpjrt_error(py: Python<'_>, e: &PyErr) -> bool {
     }
 }
 
+/// How the core appends, to a failed execution's error, the donated arguments it consumed.
+const CONSUMED: &str = "; the plugin consumed donated ";
+
+/// Adds `note` to `err`'s `__notes__` (PEP 678; a list made here on Python 3.10, which has
+/// no `add_note`), once: a note already there is not added again.
+fn add_note(py: Python<'_>, err: &PyErr, note: String) -> PyResult<()> {
+    let value = err.value(py);
+    let notes = match value.getattr("__notes__") {
+        Ok(n) if n.is_instance_of::<pyo3::types::PyList>() => n,
+        _ => {
+            let n = pyo3::types::PyList::empty(py).into_any();
+            value.setattr("__notes__", &n)?;
+            n
+        }
+    };
+    if !notes.contains(&note)? {
+        notes.call_method1("append", (note,))?;
+    }
+    Ok(())
+}
+
 /// The Python exception for an rpjrt error.
 pub fn to_py(e: rpjrt::Error) -> PyErr {
     Python::attach(|py| {
@@ -101,8 +122,14 @@ pub fn to_py(e: rpjrt::Error) -> PyErr {
             "no-copy mode (CopyMode::Never, Python's copy=False)",
             "copy=False",
         );
-        // A custom-call handler's KeyboardInterrupt/SystemExit propagates as itself.
+        // A custom-call handler's KeyboardInterrupt/SystemExit propagates as itself; what
+        // the failed execution consumed (donated arguments, a session's slots) is said in
+        // a note on it, as the error of an ordinary exception says it in its message.
         if let Some(original) = crate::ffi::base_exception_in(py, &message) {
+            if let Some(at) = message.find(CONSUMED) {
+                let note = message[at + 2..].to_string();
+                let _ = add_note(py, &original, note);
+            }
             return original;
         }
         let err = make_err(py, e.code().name(), kind_name(&e), message, e.entry());

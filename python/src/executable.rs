@@ -128,6 +128,11 @@ impl PyExecutable {
             args,
             &format!("{verb}'s argument (one argument list per device)"),
         )?;
+        if devices.is_empty() {
+            // A portable executable has no device of its own: the core's refusal of a
+            // call without a device says how to run it.
+            self.inner.execute_sharded(&[]).pyerr()?;
+        }
         if lists.len() != devices.len() {
             return Err(invalid(format!(
                 "{} argument list(s) given, but the executable runs on {} device(s) and \
