@@ -1010,8 +1010,10 @@ impl<M> Buffer<M> {
         let api = self.0.client.api();
         let mut a = sys::PJRT_Buffer_IncreaseExternalReferenceCount_Args::new();
         a.buffer = self.ptr();
+        let counting = external_counts();
         // SAFETY: live buffer.
         unsafe { pjrt!(api, PJRT_Buffer_IncreaseExternalReferenceCount, &mut a) }?;
+        drop(counting);
         // From here the guard owns the count and gives it back on drop.
         let mut guard = ExternalRef {
             buffer: self.clone(),
@@ -1061,6 +1063,16 @@ impl<M> Drop for PinnedSlice<M> {
     }
 }
 
+/// Held around every change of a buffer's external reference count. The CPU plugins keep
+/// a buffer's external references in a list without a lock of their own: two threads
+/// counting on one buffer at once (two DLPack exports) lost an update, and the plugin
+/// aborted when it destroyed the buffer with a reference still counted. These calls call
+/// nothing back and take no time, so one lock for the process costs nothing measurable.
+fn external_counts() -> std::sync::MutexGuard<'static, ()> {
+    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    COUNTING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A counted external reference to a buffer's memory, given back on drop, with a pin
 /// (released after the count).
 pub struct ExternalRef<M> {
@@ -1080,6 +1092,7 @@ impl<M> Drop for ExternalRef<M> {
     fn drop(&mut self) {
         let mut a = sys::PJRT_Buffer_DecreaseExternalReferenceCount_Args::new();
         a.buffer = self.buffer.ptr();
+        let _counting = external_counts();
         // SAFETY: the buffer is alive (our clone) and we raised its count once, in
         // `external_ref`; this gives that one count back.
         let _ = unsafe {
