@@ -79,6 +79,20 @@ pub fn generation() -> u32 {
     GENERATION.load(Ordering::Relaxed)
 }
 
+/// Registers `prepare`, `parent` and `child` to run inside every `fork()` of the process,
+/// after every handler a language runtime runs around its own fork call (Python's
+/// `os.register_at_fork` hooks run before `fork()` is entered): `prepare` just before the
+/// process is copied, then `parent` in the parent and `child` in the child, on the forking
+/// thread. `child` must do only what is safe in a child of a threaded process (atomics,
+/// unlocking).
+pub fn on_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) {
+    // SAFETY: registers three functions that live for the whole program (Rust functions
+    // of the caller, which never unloads); the C library calls them with no arguments.
+    unsafe {
+        pthread_atfork(Some(prepare), Some(parent), Some(child));
+    }
+}
+
 /// Whether this process is a fork of the one in `generation` (cheap: one atomic load).
 #[inline]
 pub fn forked_since(generation: u32) -> bool {
@@ -132,12 +146,15 @@ static FORK_HANDLERS: AtomicU32 = AtomicU32::new(0);
 /// a few dozen bytes that stay until the process ends).
 const MAX_FORK_HANDLERS: u32 = 4096;
 
-/// The exit handler [`before_fork`] registers: in a child forked after a plugin library
-/// was loaded, ends it as [`end_with_status`] does; in the process that registered it (or
-/// one that loaded nothing before its fork) it does nothing.
+/// The exit handler [`before_fork`] registers, with the fork generation of the process
+/// that registered it as `arg`: in a descendant of that process forked after a plugin
+/// library was loaded, ends it as [`end_with_status`] does; in the registering process
+/// itself (a child that forks in turn registers one too), or one that loaded nothing
+/// before its fork, it does nothing, so that process's own exit handlers still run.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 extern "C" fn end_if_forked(status: i32, arg: *mut std::ffi::c_void) {
-    if forked_after_load() {
+    let registered_in = arg as usize as u32;
+    if forked_since(registered_in) && forked_after_load() {
         end_with_status(status, arg);
     }
 }
@@ -160,9 +177,11 @@ pub fn before_fork() -> bool {
         if FORK_HANDLERS.load(Ordering::Relaxed) >= MAX_FORK_HANDLERS {
             return false;
         }
-        // SAFETY: registers a function of this library (never unloaded while in use) that
-        // takes no pointer of ours (`arg` is null and unused).
-        if unsafe { on_exit(end_if_forked, std::ptr::null_mut()) } == 0 {
+        // The generation travels as the pointer's value, never dereferenced.
+        let registered_in = generation() as usize as *mut std::ffi::c_void;
+        // SAFETY: registers a function of this library (never unloaded while in use) whose
+        // argument is a number, not a pointer to anything.
+        if unsafe { on_exit(end_if_forked, registered_in) } == 0 {
             FORK_HANDLERS.fetch_add(1, Ordering::Relaxed);
             return true;
         }

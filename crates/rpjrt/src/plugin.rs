@@ -2,13 +2,14 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::raw::{self, Api};
 use crate::raw::value::Value;
+use crate::raw::{self, Api};
 
 pub use crate::error::ApiVersion;
 
@@ -177,19 +178,76 @@ pub struct Plugin {
 
 static LOADED: Mutex<Vec<Plugin>> = Mutex::new(Vec::new());
 
+/// For a process about to `fork()`, on the forking thread (before the fork hooks of
+/// others, with the interpreter's lock released where there is one): waits up to `limit`
+/// for a plugin load in progress on another thread, then registers the exit handler of
+/// `rpjrt_raw::guard::before_fork`. The registry of plugins itself is held inside
+/// `fork()`, around the copy of the process, after every hook: a hook that loads a plugin
+/// (one registered before rpjrt's runs after it) finds it free. A load that outlasts
+/// `limit` is not waited for again inside `fork()`.
+pub fn before_fork(limit: std::time::Duration) {
+    watch_forks();
+    let start = std::time::Instant::now();
+    let free = loop {
+        match LOADED.try_lock() {
+            Ok(_) | Err(std::sync::TryLockError::Poisoned(_)) => break true,
+            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => break false,
+        }
+    };
+    let wait = if free {
+        limit
+    } else {
+        std::time::Duration::ZERO
+    };
+    let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+    NEXT_FORK_WAIT_MS.store(ms, Ordering::Relaxed);
+    raw::guard::before_fork();
+}
+
+/// The other half of [`before_fork`]'s pairing, kept for its callers: the registry is let
+/// go inside `fork()` itself, so this only makes sure nothing is still held.
+pub fn after_fork() {
+    release_registry_after_fork();
+}
+
 thread_local! {
-    /// The registry, held by the thread about to fork ([`before_fork`]) until the fork is over.
+    /// The registry, held by the forking thread inside `fork()` ([`watch_forks`]).
     static HELD_FOR_FORK: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Vec<Plugin>>>> =
         const { std::cell::RefCell::new(None) };
 }
 
-/// For a process about to `fork()`, on the forking thread: waits up to `limit` for a plugin
-/// load in progress on another thread and holds the registry of plugins until
-/// [`after_fork`] (a child forked mid-load would find the registry locked for ever, and the
-/// C library's list of exit handlers too, by the library's constructors), then registers the
-/// exit handler of `rpjrt_raw::guard::before_fork`. A load that outlasts `limit` is not
-/// waited for further.
-pub fn before_fork(limit: std::time::Duration) {
+/// How long the next fork waits, inside `fork()`, for a plugin load in progress on another
+/// thread (set by [`before_fork`]; [`FORK_WAIT_MS`] for a fork that did not call it).
+static NEXT_FORK_WAIT_MS: AtomicU64 = AtomicU64::new(FORK_WAIT_MS);
+const FORK_WAIT_MS: u64 = 2000;
+
+/// The fork generation of the last fork made while another thread held the registry (a
+/// load that outlasted the fork's wait); `u32::MAX` when the last fork held it.
+static FORKED_MID_LOAD: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Has every `fork()` of the process hold the registry of plugins around the copy (its
+/// `pthread_atfork` handlers, which run after every fork hook of Python's): a child forked
+/// while another thread was loading a plugin would find the registry locked for ever, and
+/// the C library's list of exit handlers too, by the library's constructors.
+fn watch_forks() {
+    static WATCHING: std::sync::Once = std::sync::Once::new();
+    WATCHING.call_once(|| {
+        raw::guard::on_fork(
+            hold_registry_for_fork,
+            release_registry_after_fork,
+            release_registry_after_fork,
+        )
+    });
+}
+
+/// Inside `fork()`, before the copy: holds the registry, waiting for a load in progress
+/// for at most the fork's wait.
+extern "C" fn hold_registry_for_fork() {
+    let limit = NEXT_FORK_WAIT_MS.swap(FORK_WAIT_MS, Ordering::Relaxed);
+    let limit = std::time::Duration::from_millis(limit);
     let start = std::time::Instant::now();
     let held = loop {
         match LOADED.try_lock() {
@@ -201,14 +259,49 @@ pub fn before_fork(limit: std::time::Duration) {
             Err(std::sync::TryLockError::WouldBlock) => break None,
         }
     };
-    HELD_FOR_FORK.with(|h| *h.borrow_mut() = held);
-    raw::guard::before_fork();
+    // A child of this fork inherits the registry locked by a thread it does not have.
+    let mid_load = if held.is_some() {
+        u32::MAX
+    } else {
+        raw::guard::generation()
+    };
+    FORKED_MID_LOAD.store(mid_load, Ordering::Relaxed);
+    let _ = HELD_FOR_FORK.try_with(|h| {
+        if let Ok(mut slot) = h.try_borrow_mut() {
+            *slot = held;
+        }
+    });
 }
 
-/// In the parent and in the child after a fork, on the forking thread: lets go of what
-/// [`before_fork`] held.
-pub fn after_fork() {
-    HELD_FOR_FORK.with(|h| drop(h.borrow_mut().take()));
+/// Inside `fork()`, after the copy, in the parent and in the child: lets go of the
+/// registry.
+extern "C" fn release_registry_after_fork() {
+    let _ = HELD_FOR_FORK.try_with(|h| {
+        if let Ok(mut slot) = h.try_borrow_mut() {
+            drop(slot.take());
+        }
+    });
+}
+
+/// Runs `f` on the registry of loaded plugins. In a child forked while another thread of
+/// the parent was loading, the registry is locked by a thread that does not exist here:
+/// refused at once, not waited for.
+fn with_registry<R>(f: impl FnOnce(&mut Vec<Plugin>) -> Result<R>) -> Result<R> {
+    watch_forks();
+    let mid_load = FORKED_MID_LOAD.load(Ordering::Relaxed);
+    if mid_load != u32::MAX && raw::guard::forked_since(mid_load) {
+        return Err(Error::Pjrt {
+            entry: "PJRT_Plugin_Initialize",
+            code: crate::error::Code::FailedPrecondition,
+            message: "this process was forked while another thread of its parent was loading \
+                      a plugin (for longer than the fork waits, 2 s), so the registry of \
+                      plugins it inherited is locked by a thread it does not have: plugins \
+                      cannot be loaded in it. Fork once the load is over, or start the \
+                      process with the spawn or forkserver method"
+                .into(),
+        });
+    }
+    f(&mut LOADED.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// `raw::load`, with the settings libtpu needs off a TPU machine first, and a loader
@@ -323,7 +416,11 @@ impl Plugin {
     /// [`Plugin::load`], marking each step for [`Plugin::current_step`].
     fn load_marked(path: &Path) -> Result<Plugin> {
         let canonical = raw::canonical(path);
-        let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        with_registry(|loaded| Self::load_into(loaded, path, canonical))
+    }
+
+    /// The load of [`Plugin::load_marked`], with the registry `loaded` held.
+    fn load_into(loaded: &mut Vec<Plugin>, path: &Path, canonical: PathBuf) -> Result<Plugin> {
         if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
             return Ok(p.clone());
         }
@@ -399,12 +496,16 @@ impl Plugin {
     pub fn probe_version(path: impl AsRef<Path>) -> Result<ApiVersion> {
         let path = path.as_ref();
         let canonical = raw::canonical(path);
-        let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
-            return Ok(p.version());
+        let known = with_registry(|loaded| {
+            Ok(loaded
+                .iter()
+                .find(|p| p.inner.path == canonical)
+                .map(Plugin::version))
+        })?;
+        match known {
+            Some(v) => Ok(v),
+            None => Ok(load_library(path)?.version()),
         }
-        drop(loaded);
-        Ok(load_library(path)?.version())
     }
 
     /// The library's path (canonicalised).
