@@ -247,7 +247,12 @@ fn watch_forks() {
 /// for at most the fork's wait.
 extern "C" fn hold_registry_for_fork() {
     let limit = NEXT_FORK_WAIT_MS.swap(FORK_WAIT_MS, Ordering::Relaxed);
-    let limit = std::time::Duration::from_millis(limit);
+    // A fork from inside a load on this very thread (a library's initializer that starts
+    // a process) would wait for itself: it does not wait at all.
+    let limit = match REGISTRY_USER.load(Ordering::Relaxed) == this_thread_number() {
+        true => std::time::Duration::ZERO,
+        false => std::time::Duration::from_millis(limit),
+    };
     let start = std::time::Instant::now();
     let held = loop {
         match LOADED.try_lock() {
@@ -301,7 +306,23 @@ fn with_registry<R>(f: impl FnOnce(&mut Vec<Plugin>) -> Result<R>) -> Result<R> 
                 .into(),
         });
     }
-    f(&mut LOADED.lock().unwrap_or_else(|p| p.into_inner()))
+    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    REGISTRY_USER.store(this_thread_number(), Ordering::Relaxed);
+    let r = f(&mut loaded);
+    REGISTRY_USER.store(0, Ordering::Relaxed);
+    r
+}
+
+/// The number ([`this_thread_number`]) of the thread holding the registry, 0 when none.
+static REGISTRY_USER: AtomicU64 = AtomicU64::new(0);
+
+/// A number of this thread's own, never 0 (a fork handler compares numbers, not ids).
+fn this_thread_number() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static NUMBER: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    NUMBER.try_with(|n| *n).unwrap_or(u64::MAX)
 }
 
 /// `raw::load`, with the settings libtpu needs off a TPU machine first, and a loader
