@@ -198,8 +198,6 @@ impl Value {
 }
 
 /// Named values from the plugin, converted.
-pub fn from_raw_list(
-    v: Vec<(String, crate::util::NamedValue)>,
-) -> Vec<(String, Value)> {
+pub fn from_raw_list(v: Vec<(String, crate::util::NamedValue)>) -> Vec<(String, Value)> {
     v.into_iter().map(|(n, v)| (n, v.into())).collect()
 }

@@ -194,8 +194,8 @@ pub use program::{
     is_artifact, ArraySpec, Program, ProgramFile, ENVELOPE_MAGIC, EXECUTABLE_FORMAT,
     PROGRAM_FORMATS,
 };
+pub use rpjrt_raw::value::{ClientOptions, Value};
 pub use rpjrt_xla::{OpSharding, ShardGroup, ShardingType};
 pub use session::{Loader, Session, SessionProgram, SlotInfo, SlotState, SlotValue};
 pub use stablehlo::{artifact_version, is_text_parse_refusal, StablehloFit, StablehloVersion};
 pub use transfer::{AliasFulfiller, ChunkSink, StreamOptions, Upload};
-pub use rpjrt_raw::value::{ClientOptions, Value};

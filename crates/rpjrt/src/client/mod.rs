@@ -31,8 +31,8 @@ use crate::options::CompileOptions;
 use crate::plugin::Plugin;
 use crate::program::Program;
 use crate::raw::device::{DeviceFacts, DeviceRef, MemoryFacts, MemoryRef};
-use crate::raw::{self, Api};
 use crate::raw::value::{from_raw_list, ClientOptions, Value};
+use crate::raw::{self, Api};
 
 pub(crate) struct DeviceData {
     pub(in crate::client) raw: DeviceRef,
