@@ -357,6 +357,20 @@ def _to_dtype(spec: Any) -> DType:
 _NUMPY_CACHE: dict[int, Any] = {}
 
 
+def import_failed(module: str, what: str, e: ImportError) -> ImportError:
+    """The error for ``what`` when importing ``module`` (numpy, ml_dtypes) failed with ``e``:
+    the install hint only when the module is missing; at interpreter shutdown, which
+    refuses imports, that reason; otherwise the import's own error."""
+    if sys.is_finalizing():
+        return ImportError(
+            f"{what} needs {module}, which cannot be imported while the interpreter is "
+            f"shutting down ({type(e).__name__}: {e})"
+        )
+    if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == module:
+        return ImportError(f"{what} needs {module}: pip install 'rpjrt[numpy]'")
+    return ImportError(f"{what} needs {module}, whose import failed: {type(e).__name__}: {e}")
+
+
 def _numpy_dtype(d: DType) -> Any:
     cached = _NUMPY_CACHE.get(d.code)
     if cached is not None:
@@ -368,18 +382,14 @@ def _numpy_dtype(d: DType) -> Any:
     try:
         import numpy as np
     except ImportError as e:
-        raise ImportError(
-            f"converting rpjrt.{d.name} to a numpy dtype needs numpy: pip install 'rpjrt[numpy]'"
-        ) from e
+        raise import_failed("numpy", f"converting rpjrt.{d.name} to a numpy dtype", e) from e
     if d.format is not None:
         nd = np.dtype(d.name)
     else:
         try:
             import ml_dtypes
         except ImportError as e:
-            raise ImportError(
-                f"rpjrt.{d.name} needs ml_dtypes for numpy: pip install 'rpjrt[numpy]'"
-            ) from e
+            raise import_failed("ml_dtypes", f"rpjrt.{d.name} as a numpy dtype", e) from e
         t = getattr(ml_dtypes, d.name, None)
         if t is None:
             from ._errors import UnsupportedError

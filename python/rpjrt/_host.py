@@ -31,7 +31,7 @@ import struct
 import sys
 from typing import Any
 
-from ._dtypes import ALL, DType, _lookup, from_code, from_format
+from ._dtypes import ALL, DType, _lookup, from_code, from_format, import_failed
 from ._errors import InvalidArgumentError
 
 __all__ = ["as_host"]
@@ -354,11 +354,9 @@ def to_numpy(mv: memoryview, dtype: DType) -> Any:
     """A numpy array over a fresh host copy (``mv`` from ``Buffer.to_host()``)."""
     try:
         import numpy as np
-    except ImportError:
-        raise ImportError(
-            "Buffer.to_numpy() needs numpy (pip install 'rpjrt[numpy]'); "
-            "Buffer.to_host() gives a memoryview without it"
-        ) from None
+    except ImportError as e:
+        err = import_failed("numpy", "Buffer.to_numpy() (Buffer.to_host() gives a memoryview without it)", e)
+        raise err from e
     arr = np.asarray(mv)
     if dtype.format is None:
         arr = arr.view(dtype.numpy)

@@ -31,9 +31,10 @@ class trace:
     (``trace.plugin.xspace.pb``) and its events into the trace. A plugin without the
     extension is noted in :attr:`metadata` (``plugin_profile``), not an error.
 
-    One recording at a time per process: a nested ``rpjrt.trace()`` raises. A process
-    forked inside the block does not write the file when it leaves the block: the file is
-    the process's that began the recording (the child's copy is in :attr:`events`).
+    One recording at a time per process: a nested ``rpjrt.trace()`` raises. The recording
+    is the process's that began it: a process forked inside the block records nothing of
+    it (its :attr:`events` are empty when it leaves the block, and it writes no file), and
+    may begin its own ``rpjrt.trace()``.
     """
 
     def __init__(

@@ -24,11 +24,14 @@ const NAME_L: &CStr = c"dltensor";
 const USED_V: &CStr = c"used_dltensor_versioned";
 const USED_L: &CStr = c"used_dltensor";
 
-/// A core error as `rpjrt.UnsupportedError` (what DLPack cannot carry or read), except a
-/// closed client or a deleted buffer, which keep their own exception classes.
+/// A core error as `rpjrt.UnsupportedError` (what DLPack cannot carry or read), except an
+/// error about the state of the object rather than its data, which keeps the exception
+/// class every other call gives it: a closed client, a deleted buffer, and a failed
+/// precondition (an object inherited across fork, whose use every method refuses so).
 fn unsupported_from(e: rpjrt::Error) -> PyErr {
     match e {
         rpjrt::Error::Closed(_) | rpjrt::Error::Deleted(_) => crate::errors::to_py(e),
+        e if e.code() == rpjrt::Code::FailedPrecondition => crate::errors::to_py(e),
         e => unsupported(e.to_string().replace("invalid argument: ", "")),
     }
 }

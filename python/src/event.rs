@@ -24,6 +24,9 @@ pub struct PyEvent {
     /// For a pending alias buffer's ready event: where its done-callbacks are registered,
     /// so that the alias's fulfiller accounts for them (`transfer::AliasCallbacks`).
     alias: Option<Arc<crate::transfer::AliasCallbacks>>,
+    /// The process that made it: in a process forked since, its client is the parent's
+    /// (every use refused), as the repr says.
+    pid: u32,
 }
 
 impl Drop for PyEvent {
@@ -42,6 +45,7 @@ impl PyEvent {
             inner: crate::notify::Held::new(Arc::new(inner)),
             what,
             alias: None,
+            pid: std::process::id(),
         }
     }
 
@@ -52,15 +56,21 @@ impl PyEvent {
         self
     }
 
-    /// `done`, `failed: CODE`, `pending` or `closed`.
+    /// `done`, `failed: CODE`, `pending`, `closed`, or, in a process forked from the one
+    /// that made the event, `inherited across fork` (as the reprs of the client's other
+    /// objects say, `client::gone`).
     fn state(&self) -> String {
+        if self.pid != std::process::id() {
+            return "inherited across fork".into();
+        }
         match self.inner.is_ready() {
             Ok(true) => match self.inner.error() {
                 Some(e) => format!("failed: {}", e.code()),
                 None => "done".into(),
             },
             Ok(false) => "pending".into(),
-            Err(_) => "closed".into(),
+            Err(rpjrt::Error::Closed(_)) => "closed".into(),
+            Err(e) => format!("unknown: {}", e.code()),
         }
     }
 }

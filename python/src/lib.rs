@@ -141,7 +141,9 @@ const EXIT_DESTROY_WAIT: std::time::Duration = std::time::Duration::from_secs(2)
 /// Before that, compiles and loads are refused from now on, and those running on other
 /// threads are waited for (see `rpjrt::end_long_plugin_calls`), as Python waits for its
 /// non-daemon threads: ending the process under them would crash it and lose its exit
-/// status. Ctrl-C during that wait ends the process at once with status 130.
+/// status. Ctrl-C during that wait ends the process at once with status 130; another
+/// exception a signal handler raises then ends it at once too, with the status CPython
+/// gives that exception (`end_for_signal_handler_error`).
 #[pyfunction]
 fn _leak_at_exit(py: Python<'_>) {
     use std::sync::atomic::Ordering;
@@ -177,14 +179,7 @@ fn _leak_at_exit(py: Python<'_>) {
             ));
         }
         if let Err(e) = py.check_signals() {
-            drop(e);
-            rpjrt::stdio::notice(&format!(
-                "rpjrt: interrupted while waiting for {left} compile(s) or load(s) on other \
-                 threads: ending the process now (status 130), without its exit handlers"
-            ));
-            slow::flush_python_streams(py);
-            let _ = std::io::Write::flush(&mut std::io::stderr());
-            rpjrt::stdio::exit_now(130);
+            end_for_signal_handler_error(py, e, left);
         }
     }
     rpjrt::set_leak_on_drop(true);
@@ -208,6 +203,81 @@ fn _leak_at_exit(py: Python<'_>) {
             EXIT_DESTROY_WAIT.as_secs()
         ));
     }
+}
+
+/// Ends the process for the exception `e` that a signal handler raised while the exit hook
+/// waited for `left` compiles or loads on other threads, with the status CPython gives that
+/// exception when it escapes the main module: a `SystemExit` its code (`None` 0, an int
+/// that int, anything else printed to stderr and 1), a `KeyboardInterrupt` 130 (Ctrl-C),
+/// anything else printed as an unhandled exception (through `sys.excepthook`) and 1. The
+/// process ends at once, without its remaining exit handlers: finalizing under the
+/// running compiles would crash it.
+fn end_for_signal_handler_error(py: Python<'_>, e: PyErr, left: usize) -> ! {
+    use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
+    let (status, why) = if e.is_instance_of::<PySystemExit>(py) {
+        let status = system_exit_status(py, &e);
+        (
+            status,
+            format!("a signal handler raised SystemExit (status {status})"),
+        )
+    } else if e.is_instance_of::<PyKeyboardInterrupt>(py) {
+        (130, "interrupted".to_string())
+    } else {
+        let name = e
+            .get_type(py)
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "an exception".into());
+        // What CPython prints for an unhandled exception (sys.excepthook); `e` is not a
+        // SystemExit, so this prints and never exits.
+        e.print(py);
+        (1, format!("a signal handler raised {name} (status 1)"))
+    };
+    rpjrt::stdio::notice(&format!(
+        "rpjrt: {why} while waiting for {left} compile(s) or load(s) on other threads: \
+         ending the process now (status {status}), without its exit handlers"
+    ));
+    slow::flush_python_streams(py);
+    let _ = std::io::Write::flush(&mut std::io::stderr());
+    rpjrt::stdio::exit_now(status);
+}
+
+/// The exit status CPython gives a `SystemExit` that ends the process
+/// (`_Py_HandleSystemExit`): `None` is 0, an int (a bool too) is that int cut to a C int
+/// (-1 when it does not fit a C long long), anything else is written to `sys.stderr` (as
+/// `str`, with a newline) and gives 1.
+fn system_exit_status(py: Python<'_>, e: &PyErr) -> i32 {
+    let code = match e.value(py).getattr("code") {
+        Ok(c) => c,
+        Err(_) => return 0,
+    };
+    if code.is_none() {
+        return 0;
+    }
+    if code.is_instance_of::<pyo3::types::PyInt>() {
+        return match code.extract::<i64>() {
+            // Cut to a C int as CPython's `(int)` cast does.
+            Ok(n) => n as i32,
+            Err(_) => -1,
+        };
+    }
+    let text = code
+        .str()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "<unprintable exit code>".into());
+    let written = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("stderr"))
+        .and_then(|err| {
+            if err.is_none() {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err("no sys.stderr"));
+            }
+            err.call_method1("write", (format!("{text}\n"),)).map(drop)
+        });
+    if written.is_err() {
+        eprintln!("{text}");
+    }
+    1
 }
 
 /// The `os.register_at_fork(before=...)` hook: waits (without the GIL, at most

@@ -84,20 +84,69 @@ static API: PyOnceLock<Option<Api>> = PyOnceLock::new();
 /// The numpy dtype of each element type, by PJRT code.
 static DESCRS: [PyOnceLock<Py<PyAny>>; 64] = [const { PyOnceLock::new() }; 64];
 
-/// numpy's API, importing numpy the first time. `Err(ImportError)` when numpy is not
-/// installed; `Ok(None)` when its table is not one this module knows.
+/// numpy's API, importing numpy the first time. `Err(ImportError)` when numpy cannot be
+/// imported (see [`import_failed`]); `Ok(None)` when its table is not one this module
+/// knows.
 pub fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
     if let Some(a) = API.get(py) {
         return Ok(a.as_ref());
     }
-    if py.import("numpy").is_err() {
-        return Err(PyImportError::new_err(
-            "Buffer.to_numpy() needs numpy (pip install 'rpjrt[numpy]'); Buffer.to_host() \
-             gives a memoryview without it",
-        ));
+    if let Err(e) = py.import("numpy") {
+        return Err(import_failed(py, e));
     }
     let found = load(py);
     Ok(API.get_or_init(py, || found).as_ref())
+}
+
+/// The error for `to_numpy()` when `import numpy` raised `e`, with `e` as its cause: says
+/// to install numpy only when it is not installed. While the interpreter shuts down (a
+/// `__del__` or finalizer run then), imports fail whatever is installed, and the error says
+/// that instead; numpy present but failing to import gives its own error's text. An
+/// exception that is not an ImportError (a Ctrl-C during the import) stands as it is.
+fn import_failed(py: Python<'_>, e: PyErr) -> PyErr {
+    if !e.is_instance_of::<PyImportError>(py) {
+        return e;
+    }
+    let finalizing = py
+        .import("sys")
+        .and_then(|sys| sys.call_method0("is_finalizing"))
+        .and_then(|f| f.is_truthy())
+        // No usable `sys` is itself a sign of the interpreter's end.
+        .unwrap_or(true);
+    let absent = e.is_instance_of::<pyo3::exceptions::PyModuleNotFoundError>(py)
+        && e.value(py)
+            .getattr("name")
+            .and_then(|n| n.extract::<String>())
+            .is_ok_and(|n| n == "numpy");
+    let message = if finalizing {
+        "Buffer.to_numpy() cannot import numpy: the interpreter is shutting down (an object \
+         read in a __del__ or finalizer at exit), when Python refuses imports; read the \
+         buffer before then, or with Buffer.to_host() (a memoryview, which needs no import)"
+            .to_string()
+    } else if absent {
+        "Buffer.to_numpy() needs numpy (pip install 'rpjrt[numpy]'); Buffer.to_host() gives \
+         a memoryview without it"
+            .to_string()
+    } else {
+        format!(
+            "Buffer.to_numpy() could not import numpy: {}: {}",
+            e.get_type(py)
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "ImportError".into()),
+            e.value(py)
+        )
+    };
+    // Made as an instance at once: pyo3 normalizes a lazily made error (as `set_cause`
+    // needs) through a fresh attach, which panics once the interpreter is finalizing.
+    match py.get_type::<PyImportError>().call1((message,)) {
+        Ok(inst) => {
+            let err = PyErr::from_value(inst);
+            err.set_cause(py, Some(e));
+            err
+        }
+        Err(_) => e,
+    }
 }
 
 /// `numpy.ndarray`, once numpy is imported (this never imports it; `None` before).

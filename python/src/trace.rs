@@ -14,12 +14,23 @@ use rpjrt::profiler::PluginProfiler;
 use rpjrt::trace::{self, Arg, Trace};
 
 /// A running recording, from `_trace_begin`: `finish()` stops it once and returns the
-/// `Trace`.
+/// `Trace`. The recording is the process's that began it: in a process forked since,
+/// `finish()` stops nothing (the child's own recording, if it began one, goes on) and
+/// gives an empty trace, and dropping it stops nothing either.
 #[pyclass(name = "_TraceRecording", module = "rpjrt._rpjrt", frozen)]
 pub struct PyTraceRecording {
     /// `None` after `finish`; inside, the plugin profiler (or why there is none; `None`
     /// when no client was given).
     state: Mutex<Option<Option<rpjrt::Result<PluginProfiler>>>>,
+    /// The process that began the recording.
+    pid: u32,
+}
+
+impl PyTraceRecording {
+    /// Whether this process is a fork of the one that began the recording.
+    fn inherited(&self) -> bool {
+        self.pid != std::process::id()
+    }
 }
 
 /// Starts recording rpjrt's spans; with `client`, also starts its plugin's profiler (the
@@ -37,6 +48,7 @@ pub fn _trace_begin(
     });
     Ok(PyTraceRecording {
         state: Mutex::new(Some(profiler)),
+        pid: std::process::id(),
     })
 }
 
@@ -44,9 +56,15 @@ impl Drop for PyTraceRecording {
     /// A recording dropped without `finish` (its `with` block never ended) stops, so
     /// that the next `rpjrt.trace()` can start.
     fn drop(&mut self) {
+        let inherited = self.inherited();
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if state.take().is_some() {
-            let _ = trace::stop();
+        match state.take() {
+            // The parent's recording and profiler: left alone (leaked) in a forked child.
+            Some(profiler) if inherited => std::mem::forget(profiler),
+            Some(_) => {
+                let _ = trace::stop();
+            }
+            None => {}
         }
     }
 }
@@ -61,6 +79,24 @@ impl PyTraceRecording {
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .ok_or_else(|| invalid("this trace recording was already finished"))?;
+        if self.inherited() {
+            // The parent's recording: nothing of it was recorded here, and its plugin
+            // profiler is the parent's (leaked: nothing inherited across fork may call the
+            // plugin).
+            std::mem::forget(state);
+            let mut t = Trace::default();
+            t.set_metadata(
+                "recording",
+                format!(
+                    "none in this process: it was forked (pid {}) from the process that \
+                     began the recording (pid {}), which records and writes it",
+                    std::process::id(),
+                    self.pid
+                ),
+            );
+            t.set_metadata("command", "rpjrt.trace() (Python)");
+            return Ok(PyTrace { inner: t });
+        }
         let mut t = trace::stop().pyerr()?;
         match state {
             Some(profiler) => {

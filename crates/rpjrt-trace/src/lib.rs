@@ -26,6 +26,11 @@
 //! recording. A span is written when it ends (its guard is dropped); spans still open when
 //! [`stop`] runs, and spans that began before [`start`], are left out.
 //!
+//! A recording belongs to the process that started it. In a process forked during one,
+//! nothing is recorded (a span there is as cheap as with recording off, and keeps no
+//! memory), [`is_recording`] is false, [`stop`] finds nothing to stop, and [`start`]
+//! begins the child's own recording.
+//!
 //! [`html`] turns a trace into one self-contained HTML page (a timeline and a per-phase
 //! summary, no network), what `rpjrt trace view` writes.
 //!
@@ -35,7 +40,7 @@
 #![warn(missing_docs)]
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -135,8 +140,13 @@ pub struct Event {
     pub args: Vec<(&'static str, Arg)>,
 }
 
-/// Whether spans are recorded: the one load a span makes when off.
+/// Whether spans are recorded: the one load a span makes when off. Set in the process that
+/// started the recording ([`OWNER`]); a child forked during the recording inherits it set,
+/// and treats it as off.
 static ON: AtomicBool = AtomicBool::new(false);
+/// The fork generation (`rpjrt_raw::guard::generation`) of the process that started the
+/// current (or last) recording.
+static OWNER: AtomicU32 = AtomicU32::new(0);
 /// The number of the current (or last) recording; a span keeps the one it started in.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Thread numbers, handed out on a thread's first span.
@@ -161,12 +171,23 @@ struct ThreadLog {
 struct Recorder {
     started: Option<(Instant, i64)>,
     threads: Vec<Arc<ThreadLog>>,
+    /// The fork generation whose threads `threads` lists (in a child, the logs of the
+    /// parent's other threads are left behind: those threads do not exist there).
+    generation: u32,
 }
 
 static RECORDER: Mutex<Recorder> = Mutex::new(Recorder {
     started: None,
     threads: Vec::new(),
+    generation: 0,
 });
+
+/// Whether a recording is on in this process: on, and started by this process, not by
+/// one it was forked from.
+#[inline]
+fn recording_here() -> bool {
+    ON.load(Ordering::Acquire) && !rpjrt_raw::guard::forked_since(OWNER.load(Ordering::Acquire))
+}
 
 /// Now, in nanoseconds since the Unix epoch (0 if the clock is before it).
 fn unix_ns() -> i64 {
@@ -191,17 +212,32 @@ thread_local! {
     };
 }
 
-/// Whether spans are being recorded now.
+/// Whether spans are being recorded now in this process (a recording of the process this
+/// one was forked from does not count).
 #[inline]
 pub fn is_recording() -> bool {
-    ON.load(Ordering::Relaxed)
+    recording_here()
 }
 
 /// Starts recording spans in this process. Fails with `FailedPrecondition` when a
-/// recording is already running (one at a time: stop it first).
+/// recording is already running (one at a time: stop it first); one that was running in
+/// the process this one was forked from is not (it is the parent's, and is dropped here).
 pub fn start() -> Result<()> {
+    // Registers the fork handler that tells a child from its parent (before the recording
+    // starts, so that a fork during it is seen).
+    let now = rpjrt_raw::guard::generation();
+    // This thread's log, made before the recorder is locked (making it locks it).
+    let mine = LOG.try_with(Arc::clone).ok();
     let mut r = recorder();
-    if ON.load(Ordering::Relaxed) {
+    if r.generation != now {
+        // The first recording in a forked child: the other threads of the parent are not
+        // here, and their logs (whose locks one of them may have held at the fork) are
+        // never touched again.
+        r.threads
+            .retain(|t| mine.as_ref().is_some_and(|m| Arc::ptr_eq(t, m)));
+        r.generation = now;
+    }
+    if recording_here() {
         return Err(Error::Pjrt {
             entry: "rpjrt::trace::start",
             code: Code::FailedPrecondition,
@@ -215,13 +251,24 @@ pub fn start() -> Result<()> {
     }
     GENERATION.fetch_add(1, Ordering::Relaxed);
     r.started = Some((Instant::now(), unix_ns()));
+    OWNER.store(now, Ordering::Release);
     ON.store(true, Ordering::Release);
     Ok(())
 }
 
 /// Stops recording and returns the spans that ended since [`start`], ordered by start
-/// time. Fails with `FailedPrecondition` when no recording is running.
+/// time. Fails with `FailedPrecondition` when no recording is running in this process (a
+/// recording of the process this one was forked from is that process's to stop).
 pub fn stop() -> Result<Trace> {
+    if ON.load(Ordering::Acquire) && !recording_here() {
+        return Err(Error::Pjrt {
+            entry: "rpjrt::trace::stop",
+            code: Code::FailedPrecondition,
+            message: "no trace is being recorded in this process: the one running when it \
+                      was forked belongs to the parent process, which stops it"
+                .to_string(),
+        });
+    }
     let mut r = recorder();
     if !ON.swap(false, Ordering::AcqRel) {
         return Err(Error::Pjrt {
@@ -295,6 +342,10 @@ struct Open {
 impl Span {
     #[cold]
     fn begin(category: Category, name: &'static str) -> Span {
+        // A recording inherited across fork is the parent's: nothing is kept here.
+        if !recording_here() {
+            return Span { open: None };
+        }
         Span {
             open: Some(Box::new(Open {
                 name,
@@ -379,7 +430,7 @@ impl Drop for Span {
 #[cold]
 fn finish(o: Open) {
     let duration = o.start.elapsed();
-    if !ON.load(Ordering::Relaxed) || GENERATION.load(Ordering::Relaxed) != o.generation {
+    if !recording_here() || GENERATION.load(Ordering::Relaxed) != o.generation {
         return;
     }
     let raw = Raw {

@@ -444,6 +444,15 @@ impl Cache {
                     );
                 }
             }
+            // A client closed during the compile (or the serialization) is no sign of what
+            // the plugin can do: said as such, and the capability warning stays for a
+            // real refusal.
+            Err(e) if matches!(e, Error::Closed(_)) || client.is_closed() => self.warn(
+                "closed",
+                "compile cache: nothing is cached for a compile whose client was closed \
+                 while it ran (its executable cannot be used)"
+                    .to_string(),
+            ),
             Err(e) => self.warn(
                 "serialize",
                 format!("compile cache: this plugin cannot serialize executables, nothing is cached: {e}"),
@@ -550,6 +559,9 @@ impl Cache {
             // it (a recompile would run the failing code again, or lose what it raised, a
             // Ctrl-C among them). The file is not at fault: kept.
             Err(e) if checked && crate::raw::ffi::handler_failures() != failures_before => Err(e),
+            // The client was closed while the entry loaded: neither the file's nor the
+            // plugin's doing, and a compile would be refused the same way.
+            Err(e) if matches!(e, Error::Closed(_)) || client.is_closed() => Err(e),
             // The plugin refused a checked entry for a reason of this process, not of the
             // file: a custom-call handler not registered here (NOT_FOUND), memory, a
             // cancellation; or rpjrt refused what the plugin loaded for a reason of this
