@@ -216,6 +216,10 @@ impl PySession {
         if s == SlotState::Pending && self.closed.load(Ordering::Acquire) {
             return "deleted";
         }
+        // A session inherited across fork holds nothing this process can use.
+        if s != SlotState::Empty && self.inner.client().is_forked() {
+            return crate::client::gone(self.inner.client());
+        }
         state_name(s)
     }
 

@@ -166,3 +166,25 @@ def test_two_threads_exporting_one_buffer_through_dlpack_do_not_abort(plugin_pat
     r = _run(code, plugin_path, timeout=240)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert "done" in r.stdout
+
+
+def test_a_sessions_repr_in_a_forked_child_says_its_slots_are_inherited(plugin_path: str) -> None:
+    code = """
+    import os, sys
+    import numpy as np, rpjrt
+    c = rpjrt.Client(sys.argv[1])
+    s = rpjrt.Session(c)
+    s.bind("w", np.zeros(4, np.float32))
+    pid = os.fork()
+    if pid == 0:
+        print(repr(s), flush=True)
+        os._exit(0)
+    print("status", wait_child(pid), flush=True)
+    print(repr(s), flush=True)
+    """
+    r = _run(code, plugin_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    child, status, parent = r.stdout.splitlines()
+    assert status == "status 0"
+    assert "w: float32[4] inherited across fork" in child, child
+    assert "w: float32[4] ready" in parent, parent
