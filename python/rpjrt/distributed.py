@@ -110,7 +110,14 @@ def _seconds_arg(value: object, what: str) -> float:
         raise TypeError(
             f"{what} must be a number of seconds (int or float), not {type(value).__name__}"
         )
-    t = float(value)
+    try:
+        t = float(value)
+    except OverflowError:
+        # An int (or a Fraction) beyond a float's range: a value, not a type, at fault.
+        raise InvalidArgumentError(
+            f"{what} must be a finite, non-negative number of seconds, not a number too "
+            "large for a float"
+        ) from None
     if not math.isfinite(t) or t < 0:
         raise InvalidArgumentError(
             f"{what} must be a finite, non-negative number of seconds, not {value!r}"

@@ -409,5 +409,16 @@ pub(crate) fn secs_value(o: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
     if o.is_instance_of::<pyo3::types::PyBool>() {
         return Err(refusal());
     }
-    o.extract::<f64>().or_refuse(refusal)
+    match o.extract::<f64>() {
+        Ok(v) => Ok(v),
+        // A number too large for a float (`10**400`) is a wait as long as infinity's, or a
+        // negative one, which the caller refuses as negative: not a wrong type.
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(o.py()) => {
+            Ok(match o.lt(0)? {
+                true => f64::NEG_INFINITY,
+                false => f64::INFINITY,
+            })
+        }
+        Err(_) => Err(refusal()),
+    }
 }

@@ -432,13 +432,17 @@ pub fn watch_plugin(step: &str) -> rpjrt::stdio::Watch {
     )
 }
 
+/// What [`with_log`] puts between a message and the plugin's log.
+pub const LOG_HEADING: &str =
+    "\n  the plugin's log (shown because it failed; --plugin-log shows it always):\n";
+
 /// `message` with the plugin's captured log appended, when there is one.
 pub fn with_log(message: String, log: &str) -> String {
     if log.trim().is_empty() {
         return message;
     }
     format!(
-        "{message}\n  the plugin's log (shown because it failed; --plugin-log shows it always):\n{}",
+        "{message}{LOG_HEADING}{}",
         rpjrt::stdio::summarize_log(log, 20)
             .lines()
             .map(|l| format!("    {l}"))
@@ -1023,20 +1027,48 @@ pub fn output_failed(option: &str, path: &std::path::Path, e: rpjrt::Error) -> C
 /// `the plugin library`).
 pub type NamedPath<'a> = (&'a str, &'a std::path::Path);
 
+/// How many symbolic links [`resolved`] follows at most (as the kernel's `ELOOP` limit): a
+/// longer chain, or a loop, is left as it is (its write fails, naming it).
+const MAX_LINK_HOPS: usize = 40;
+
 /// Where `path` leads, for comparing paths that may not exist yet: the canonical path when
-/// it exists; else its directory's canonical path joined with its file name (so `x.npy`
-/// and `./x.npy`, neither written yet, compare equal); else the path made absolute.
+/// it exists; else, for a symbolic link whose target does not exist yet (a dangling link,
+/// which a write follows and creates the target of), where its chain of links ends, each
+/// link read relative to its own directory (at most [`MAX_LINK_HOPS`] links: a loop is
+/// left as it is); then that path's directory's canonical path joined with its file name
+/// (so `x.npy` and `./x.npy`, neither written yet, compare equal); else the path made
+/// absolute.
 fn resolved(path: &std::path::Path) -> std::path::PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
+    let mut at = path.to_path_buf();
+    for _ in 0..MAX_LINK_HOPS {
+        if let Ok(p) = std::fs::canonicalize(&at) {
+            return p;
+        }
+        // Not there (yet): a link is followed to where the write would go.
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        let target = match is_link {
+            true => std::fs::read_link(&at).ok(),
+            false => None,
+        };
+        match target {
+            Some(t) if t.is_absolute() => at = t,
+            Some(t) => {
+                let dir = at.parent().map(std::path::Path::to_path_buf);
+                at = match dir {
+                    Some(d) if !d.as_os_str().is_empty() => d.join(t),
+                    _ => t,
+                };
+            }
+            None => break,
+        }
     }
-    let dir = match path.parent() {
+    let dir = match at.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
     };
-    match (std::fs::canonicalize(dir), path.file_name()) {
+    match (std::fs::canonicalize(dir), at.file_name()) {
         (Ok(d), Some(name)) => d.join(name),
-        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        _ => std::path::absolute(&at).unwrap_or(at),
     }
 }
 
@@ -1663,6 +1695,18 @@ pub fn open_client(
 /// entry point turns it off again, for a CLI run inside a longer process).
 pub fn work_done() {
     rpjrt::set_leak_on_drop(true);
+}
+
+/// Calls [`work_done`] when dropped: declared right after a verb's client, it drops before
+/// the client on every way out of the verb, an error included, so that a plugin hanging
+/// in `PJRT_Client_Destroy` cannot keep a failed command from saying why and exiting
+/// (the objects made after it, dropped before it, are destroyed as usual).
+pub struct LeakClientOnReturn;
+
+impl Drop for LeakClientOnReturn {
+    fn drop(&mut self) {
+        work_done();
+    }
 }
 
 #[cfg(test)]

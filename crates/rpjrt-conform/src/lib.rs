@@ -1496,8 +1496,17 @@ pub fn run_isolated(
                 None => config.timeout.saturating_sub(last_event.elapsed()),
             };
             // Waited in slices, so that the child's own exit is seen while its stdout stays
-            // open.
-            let slice = wait.min(EXIT_POLL);
+            // open. Once the child has ended, nothing it does can run past a limit: what it
+            // wrote is in the pipe, and the end of file is on its way (unless a process it
+            // started holds the pipe), so it is waited for up to PIPE_GRACE from the end,
+            // whatever is left of the limit (a limit of a microsecond, spent before the
+            // end of file was read, made that look like a pipe held open).
+            let slice = match exited {
+                Some(at) => PIPE_GRACE
+                    .saturating_sub(at.elapsed())
+                    .clamp(Duration::from_millis(1), EXIT_POLL),
+                None => wait.min(EXIT_POLL),
+            };
             match rx.recv_timeout(slice) {
                 Ok(Event::Line(line)) => {
                     let Some(at) = line.find(&mark) else {
@@ -1557,11 +1566,13 @@ pub fn run_isolated(
                 // holds it. Nothing more of the child's can come.
                 Err(mpsc::RecvTimeoutError::Timeout)
                     if child_exited(&mut child, &mut exited)
-                        .is_some_and(|at| at.elapsed() >= PIPE_GRACE || slice >= wait) =>
+                        .is_some_and(|at| at.elapsed() >= PIPE_GRACE) =>
                 {
                     pipe_held = true;
                     break;
                 }
+                // Ended a moment ago: its end of file is read next (see `slice`).
+                Err(mpsc::RecvTimeoutError::Timeout) if exited.is_some() => continue,
                 Err(mpsc::RecvTimeoutError::Timeout) if slice < wait => continue,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     timed_out = true;

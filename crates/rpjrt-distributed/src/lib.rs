@@ -46,7 +46,9 @@ pub use launch::{
 };
 pub use memory::InMemoryStore;
 pub use rpjrt::{DistributedOptions, KvStore};
-pub use tcp::{TcpStore, MAX_ENTRY_BYTES, MAX_KEY_BYTES, MAX_TOKEN_BYTES, PROTOCOL_MAGIC};
+pub use tcp::{
+    Departure, TcpStore, MAX_ENTRY_BYTES, MAX_KEY_BYTES, MAX_TOKEN_BYTES, PROTOCOL_MAGIC,
+};
 
 /// The most processes a job may have: the TCP store's protocol carries a process id in 32
 /// bits, so ids run from 0 to `u32::MAX - 1`. Every count and id that rpjrt takes from a

@@ -459,7 +459,11 @@ impl Host {
         check_token(token)?;
         let listener = TcpListener::bind(addr).map_err(|e| {
             let who = match e.kind() {
-                io::ErrorKind::AddrInUse => who_listens(addr, token),
+                // A store this process hosts there itself is said as such, not taken for
+                // another process's (it answers a hello as any host of the job does).
+                io::ErrorKind::AddrInUse => {
+                    hosted_here(addr).unwrap_or_else(|| who_listens(addr, token))
+                }
                 _ => String::new(),
             };
             store_error(
@@ -487,6 +491,10 @@ impl Host {
             .name("rpjrt-kv-accept".into())
             .spawn(move || accept_loop(listener, s))
             .map_err(io_err("spawn"))?;
+        let mut hosted = HOSTED.lock().unwrap_or_else(|p| p.into_inner());
+        hosted.retain(|(_, h, _)| h.upgrade().is_some_and(|h| !h.stopped()));
+        hosted.push((addr, Arc::downgrade(&shared), std::process::id()));
+        drop(hosted);
         Ok(Host {
             addr,
             shared,
@@ -532,6 +540,36 @@ impl Host {
             }
         }
     }
+}
+
+/// The stores hosted in this process (and, in a forked child, in the process it was forked
+/// from): the address each listens on, its state (gone once the host is dropped) and the
+/// OS process id that made it. What [`hosted_here`] reads.
+type Hosted = Vec<(SocketAddr, std::sync::Weak<Shared>, u32)>;
+static HOSTED: Mutex<Hosted> = Mutex::new(Vec::new());
+
+/// For a host whose address is in use: when a store this same process hosts (and has not
+/// shut down) listens there, the end of its error saying so, with what to do. A second
+/// `initialize` (or `TcpStore::host`) in a process whose first store is still open is
+/// not "another process".
+fn hosted_here(addr: SocketAddr) -> Option<String> {
+    let hosted = HOSTED.lock().unwrap_or_else(|p| p.into_inner());
+    let same = |a: &SocketAddr| {
+        a.port() == addr.port()
+            && (a.ip() == addr.ip() || a.ip().is_unspecified() || addr.ip().is_unspecified())
+    };
+    let (at, _, pid) = hosted
+        .iter()
+        .find(|(a, h, _)| same(a) && h.upgrade().is_some_and(|h| !h.stopped()))?;
+    let whose = match *pid == std::process::id() {
+        true => "this process hosts a store there already",
+        false => "the process this one was forked from hosts a store there",
+    };
+    Some(format!(
+        "; {whose} ({at}: one made earlier, by an earlier `initialize` or `TcpStore.host`, \
+         and not shut down): shut that store down first (`Distributed.shutdown()`, \
+         `TcpStore.shutdown()`), or go on using it, rather than hosting a second one"
+    ))
 }
 
 /// How long a host that cannot bind its address gives the process listening there to
@@ -2114,17 +2152,15 @@ impl TcpStore {
         let cap = crate::deadline_after(timeout.saturating_add(BARRIER_GRACE.min(self.io_timeout)));
         let view = Capped { store: self, cap };
         let alive = |p: usize| -> Result<()> {
-            if self.peer_state(p, Some(cap))? != PeerState::Gone {
+            let Some(how) = self.departure_by(p, Some(cap))? else {
                 return Ok(());
-            }
-            // Gone: by its own shutdown (a goodbye), or without one.
-            let how = match view.try_get(&goodbye_key(p)) {
-                Ok(Some(_)) => "left the store (it shut its store down)",
-                _ => "lost its connection to the store (it exited or crashed)",
             };
             Err(store_error(
                 Code::Unavailable,
-                format!("process {p} of {n} {how} before it could {what}"),
+                format!(
+                    "process {p} of {n} {} before it could {what}",
+                    how.describe()
+                ),
             ))
         };
         let delete = |k: &str| view.delete(k);
@@ -2142,6 +2178,50 @@ impl TcpStore {
                 delete: Some(&delete),
             },
         )
+    }
+}
+
+/// How a process that joined a [`TcpStore`] left it ([`TcpStore::departure`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Departure {
+    /// It shut its store down (it said goodbye).
+    Left,
+    /// Its connection ended without a goodbye: it exited or crashed.
+    Lost,
+}
+
+impl Departure {
+    /// The words the store's errors use: `left the store (it shut its store down)`,
+    /// `lost its connection to the store (it exited or crashed)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Departure::Left => "left the store (it shut its store down)",
+            Departure::Lost => "lost its connection to the store (it exited or crashed)",
+        }
+    }
+}
+
+impl TcpStore {
+    /// Whether process `p` joined this store and has left it since, and how: the check a
+    /// barrier makes of each process it waits for, for a caller that waits on something
+    /// else (a plugin waiting in the store for a key of `p`'s) and wants to stop as soon
+    /// as `p` cannot come. `None` while `p` is connected, before it joined, and for
+    /// process 0 (the host: one that answers is up). A host that cannot be asked is an
+    /// error.
+    pub fn departure(&self, p: usize) -> Result<Option<Departure>> {
+        self.departure_by(p, None)
+    }
+
+    /// [`TcpStore::departure`], its calls to the host ending by `cap` when given.
+    fn departure_by(&self, p: usize, cap: Option<Instant>) -> Result<Option<Departure>> {
+        if self.peer_state(p, cap)? != PeerState::Gone {
+            return Ok(None);
+        }
+        // Gone: by its own shutdown (a goodbye), or without one.
+        Ok(Some(match self.try_get_by(&goodbye_key(p), cap) {
+            Ok(Some(_)) => Departure::Left,
+            _ => Departure::Lost,
+        }))
     }
 }
 

@@ -126,10 +126,49 @@ fn from_env_names_a_duplicate_id_with_the_job_size() {
     assert!(host.join().unwrap().is_err());
 }
 
+/// What [`a_second_host_is_told_another_process_hosts_this_jobs_store`] runs in another
+/// process (this test binary, run again): with `RPJRT_TEST_OTHER_HOST` set to a token,
+/// hosts a store with it on a free port, prints `ADDR=<address>` (after the test harness's
+/// `test ... ` on the same line) and holds it until its
+/// stdin closes. Without the variable (a plain test run) it does nothing.
+#[test]
+fn other_process_host_helper() {
+    let Ok(token) = std::env::var("RPJRT_TEST_OTHER_HOST") else {
+        return;
+    };
+    let host = TcpStore::host("127.0.0.1:0", &token).unwrap();
+    println!("ADDR={}", host.address());
+    std::io::stdout().flush().unwrap();
+    let _ = std::io::stdin().read(&mut [0u8; 1]);
+}
+
+/// A store of this job hosted by another process (the test binary run again).
+fn host_in_another_process(token: &str) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["other_process_host_helper", "--exact", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env("RPJRT_TEST_OTHER_HOST", token)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(out).lines();
+    let addr = lines
+        .by_ref()
+        .map_while(|l| l.ok())
+        .find_map(|l| l.split_once("ADDR=").map(|(_, a)| a.trim().to_string()))
+        .expect("the helper hosts a store");
+    // The rest of its output is read (to its end), so that the helper's harness does not
+    // write into a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, addr)
+}
+
 #[test]
 fn a_second_host_is_told_another_process_hosts_this_jobs_store() {
-    let host = TcpStore::host("127.0.0.1:0", "job-a").unwrap();
-    let addr = host.address().to_string();
+    let (mut other, addr) = host_in_another_process("job-a");
     let e = TcpStore::host(&addr, "job-a").err().unwrap().to_string();
     assert!(e.contains("Address already in use"), "{e}");
     assert!(
@@ -139,6 +178,24 @@ fn a_second_host_is_told_another_process_hosts_this_jobs_store() {
     );
     let e = TcpStore::host(&addr, "job-b").err().unwrap().to_string();
     assert!(e.contains("another job"), "{e}");
+    drop(other.stdin.take());
+    let _ = other.wait();
+    // A second store where this same process hosts one (a second `initialize` as process
+    // 0) is not "another process": it is said to be this one's, with what to do.
+    let host = TcpStore::host("127.0.0.1:0", "job-a").unwrap();
+    let addr = host.address().to_string();
+    let e = TcpStore::host(&addr, "job-a").err().unwrap().to_string();
+    assert!(e.contains("Address already in use"), "{e}");
+    assert!(
+        e.contains("this process hosts a store there already") && e.contains("shut"),
+        "{e}"
+    );
+    assert!(!e.contains("another process hosts"), "{e}");
+    // Shut down, it no longer counts, and the address is free for the next store.
+    host.shutdown();
+    drop(host);
+    let again = TcpStore::host(&addr, "job-a").unwrap();
+    drop(again);
     // Something that is not a store.
     let other = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = other.local_addr().unwrap().to_string();

@@ -213,6 +213,7 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     let progress = Progress::new(a.json);
     let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, _, _) = crate::common::open_client(a.plugin.as_deref(), &options)?;
+    let _leak_client = crate::common::LeakClientOnReturn;
     drop(spinner);
     let t0 = Instant::now();
     let spinner = progress.spinner(&format!(
@@ -226,7 +227,7 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     // The cache compiled through: --cache-dir, else the client's own (RPJRT_CACHE_DIR).
     let cache = match &a.cache_dir {
         // A cache directory that cannot be used is the user's input: exit 2.
-        Some(d) => Some(Cache::new(d, None).map_err(CliError::from)?),
+        Some(d) => Some(Cache::at(d).map_err(CliError::from)?),
         None => client.cache(),
     };
     let exe = match (&a.cache_dir, &cache) {

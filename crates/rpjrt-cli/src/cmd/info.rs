@@ -44,11 +44,17 @@ pub fn run(args: Args) -> Result<i32, CliError> {
             let created = rpjrt_cuda::create_client(&plugin, &options);
             let log = quiet.finish();
             match created {
-                Ok(_) => return Err(open_err),
+                Ok(client) => {
+                    // Not destroyed: a plugin hanging there must not hide the error.
+                    common::work_done();
+                    drop(client);
+                    return Err(open_err);
+                }
                 Err(e) => return plugin_only(&plugin, e, &options, &log, args.json),
             }
         }
     };
+    let _leak_client = common::LeakClientOnReturn;
     let devices = client.devices()?;
     let memories = client.addressable_memories()?;
     let platform = client.platform_name()?;

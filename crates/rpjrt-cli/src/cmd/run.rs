@@ -709,6 +709,25 @@ fn refuse_another_device(program: &Path, own: Option<i32>, asked: i32) -> Result
     }
 }
 
+/// Says on stderr that `program`, a plugin's bare serialized executable (`--format
+/// executable`), is run unchecked: its bytes carry no record of the plugin build that wrote
+/// them, so rpjrt cannot tell whether `plugin` is that build, and another build may run it
+/// and compute garbage (exit 0) rather than refuse it. The run goes on (it is right on the
+/// build that wrote it); the checked form is the artifact `rpjrt compile` writes.
+pub(crate) fn warn_bare_executable(program: &std::path::Path, plugin: &std::path::Path) {
+    crate::errln!(
+        "{} {} is a bare serialized executable (--format executable): its bytes carry no \
+         record of the plugin build that wrote them, so rpjrt cannot check them against \
+         this plugin ({}); its results are only meaningful on that same plugin build (another \
+         build may refuse it, or run it and compute wrong values without an error). For a \
+         file rpjrt checks against the plugin, write an artifact with `rpjrt compile \
+         PROGRAM -o FILE.rpjrt` (or Python's Executable.serialize()) and run that",
+        common::paint_stderr("rpjrt: warning:", Style::Yellow),
+        common::printable_path(program),
+        common::printable_path(plugin),
+    );
+}
+
 /// Runs `rpjrt run`; with `profiler`, starts the plugin's profiler once the client exists.
 fn run_program(
     args: Args,
@@ -724,8 +743,12 @@ fn run_program(
     let progress = Progress::new(args.json);
     let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, plugin, _) = common::open_client(args.plugin.as_deref(), &options)?;
+    let _leak_client = common::LeakClientOnReturn;
     drop(spinner);
     let load = t.elapsed();
+    if let ProgramFile::Executable(_) = &program {
+        warn_bare_executable(&args.program, plugin.path());
+    }
     if let Some(slot) = profiler {
         slot.begin(&client);
     }
