@@ -172,3 +172,23 @@ def wait_child(pid, limit=20):
     os.waitpid(pid, 0)
     return "HUNG"
 """
+
+
+def exit_log_library(tmp_path: Path) -> Path:
+    """A shared library whose ``start_log(path)`` registers a C exit handler (``atexit``)
+    that writes "ran" to ``path``: whether a process ran its own exit handlers."""
+    import shutil
+
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.fail("the C compiler `cc` is needed to build the test's exit-handler library")
+    src = tmp_path / "exitlog.c"
+    src.write_text(
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nstatic char *out;\n"
+        "static void write_log(void) { FILE *f = fopen(out, \"w\"); if (f) { fputs(\"ran\", f); fclose(f); } }\n"
+        "void start_log(const char *path) { out = strdup(path); atexit(write_log); }\n"
+    )
+    lib = tmp_path / "libexitlog.so"
+    r = subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return lib

@@ -4,7 +4,6 @@ first client, or records a trace; a child's own exit handlers; close() while ste
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import WAIT_CHILD
+from .conftest import WAIT_CHILD, exit_log_library
 
 
 def _run(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -170,18 +169,7 @@ def test_a_child_forked_inside_a_trace_block_leaves_the_parents_file_alone(
 
 def test_a_forked_childs_own_exit_handlers_still_run(plugin_path: str, tmp_path: Path) -> None:
     # Only the handlers registered before the fork (the plugin's) are skipped.
-    cc = shutil.which("cc")
-    if cc is None:
-        pytest.fail("the C compiler `cc` is needed to build the test's exit-handler library")
-    src = tmp_path / "exitlog.c"
-    src.write_text(
-        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nstatic char *out;\n"
-        "static void write_log(void) { FILE *f = fopen(out, \"w\"); if (f) { fputs(\"ran\", f); fclose(f); } }\n"
-        "void start_log(const char *path) { out = strdup(path); atexit(write_log); }\n"
-    )
-    lib = tmp_path / "libexitlog.so"
-    r = subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    lib = exit_log_library(tmp_path)
     code = """
     import ctypes, os, sys
     import rpjrt

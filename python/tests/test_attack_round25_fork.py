@@ -3,7 +3,6 @@ slow plugin load, children that fork in turn, and DLPack exports from two thread
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import WAIT_CHILD, fake_plugin_path
+from .conftest import WAIT_CHILD, exit_log_library, fake_plugin_path
 
 
 def _run(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -94,18 +93,7 @@ def test_a_forked_child_that_forks_still_runs_its_own_exit_handlers(
     # The exit handler registered at a fork ends the *children* of that fork before the
     # plugin's static destructors; in the process that forked (itself a forked child here)
     # it does nothing, so that process's own handlers run.
-    cc = shutil.which("cc")
-    if cc is None:
-        pytest.fail("the C compiler `cc` is needed to build the test's exit-handler library")
-    src = tmp_path / "exitlog.c"
-    src.write_text(
-        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nstatic char *out;\n"
-        "static void write_log(void) { FILE *f = fopen(out, \"w\"); if (f) { fputs(\"ran\", f); fclose(f); } }\n"
-        "void start_log(const char *path) { out = strdup(path); atexit(write_log); }\n"
-    )
-    lib = tmp_path / "libexitlog.so"
-    r = subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    lib = exit_log_library(tmp_path)
     code = """
     import ctypes, os, subprocess, sys
     import rpjrt

@@ -291,15 +291,6 @@ def test_to_numpy_keeps_the_real_import_error(
     assert "pip install" not in r.stdout, r.stdout
     assert "this numpy build is broken" in r.stdout, r.stdout
     # numpy absent (an import that finds no module): the install hint, with its cause.
-    code = """
-    sys.modules["numpy"] = None
-    c = rpjrt.Client(sys.argv[1])
-    b = c.put([1.0, 2.0])
-    try:
-        b.to_numpy()
-    except ImportError as e:
-        print(f"raised: {e} | cause: {e.__cause__!r}")
-    """
-    r = _run(code, plugin_paths_all["new"])
+    r = _run('\n    sys.modules["numpy"] = None' + code, plugin_paths_all["new"])
     assert "pip install 'rpjrt[numpy]'" in r.stdout, (r.stdout, r.stderr)
     assert "cause: ModuleNotFoundError(" in r.stdout, r.stdout

@@ -13,6 +13,8 @@ import pytest
 import rpjrt
 import rpjrt.transfer
 
+from .test_attack_round24_num import _Versioned
+
 
 def test_a_raw_read_checks_its_range_before_allocating(client: rpjrt.Client) -> None:
     # A read past the buffer's end is refused as such, before a destination of `size`
@@ -40,17 +42,6 @@ def test_a_zero_size_array_is_put_without_a_copy_whatever_its_type(
     b = client.put(a, copy=False)
     assert b.shape == shape and b.dtype == np.dtype(dtype)
     assert b.to_numpy().shape == shape
-
-
-class _Versioned(ctypes.Structure):
-    _fields_ = [
-        ("major", ctypes.c_uint32),
-        ("minor", ctypes.c_uint32),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-        ("flags", ctypes.c_uint64),
-        ("code", ctypes.c_uint8 * 0),  # (the tensor follows; only the version is read)
-    ]
 
 
 @pytest.mark.parametrize(
