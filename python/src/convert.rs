@@ -419,6 +419,6 @@ pub(crate) fn secs_value(o: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
                 false => f64::INFINITY,
             })
         }
-        Err(_) => Err(refusal()),
+        e => e.or_refuse(refusal),
     }
 }
