@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-from ._rpjrt import _element_type_from_name, _element_types
+from ._rpjrt import _element_type_from_name, _element_types, _import_failed
 
 # `typing` costs milliseconds to import; the names are only needed by type checkers.
 TYPE_CHECKING = False
@@ -357,18 +357,14 @@ def _to_dtype(spec: Any) -> DType:
 _NUMPY_CACHE: dict[int, Any] = {}
 
 
-def import_failed(module: str, what: str, e: ImportError) -> ImportError:
+def import_failed(module: str, what: str, e: ImportError, hint: str = "") -> ImportError:
     """The error for ``what`` when importing ``module`` (numpy, ml_dtypes) failed with ``e``:
-    the install hint only when the module is missing; at interpreter shutdown, which
-    refuses imports, that reason; otherwise the import's own error."""
-    if sys.is_finalizing():
-        return ImportError(
-            f"{what} needs {module}, which cannot be imported while the interpreter is "
-            f"shutting down ({type(e).__name__}: {e})"
-        )
-    if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == module:
-        return ImportError(f"{what} needs {module}: pip install 'rpjrt[numpy]'")
-    return ImportError(f"{what} needs {module}, whose import failed: {type(e).__name__}: {e}")
+    the extension's one rule (the install hint only when the module is missing; at
+    interpreter shutdown, which refuses imports, that reason; otherwise the import's own
+    error), with ``e`` as its cause and ``hint`` (what works without it) at its end."""
+    err = _import_failed(module, what, e, hint)
+    assert isinstance(err, ImportError)
+    return err
 
 
 def _numpy_dtype(d: DType) -> Any:

@@ -355,8 +355,7 @@ def to_numpy(mv: memoryview, dtype: DType) -> Any:
     try:
         import numpy as np
     except ImportError as e:
-        err = import_failed("numpy", "Buffer.to_numpy() (Buffer.to_host() gives a memoryview without it)", e)
-        raise err from e
+        raise import_failed("numpy", "Buffer.to_numpy()", e, "Buffer.to_host() gives a memoryview without it") from e
     arr = np.asarray(mv)
     if dtype.format is None:
         arr = arr.view(dtype.numpy)

@@ -12,7 +12,7 @@ from ._discovery import PluginInfo
 from ._dtypes import DType
 from ._errors import Error
 
-__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_leak_at_exit", "_before_fork", "_after_fork", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_convert_host", "_shard_global_dims", "_shard_check", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
+__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_leak_at_exit", "_import_failed", "_before_fork", "_after_fork", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_convert_host", "_shard_global_dims", "_shard_check", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
 
 __version__: str
 
@@ -776,6 +776,10 @@ def _exit_if_loader_stuck() -> None:
     the system's library loader (a normal exit would wait for its lock forever)."""
 def _stop_notifiers() -> None:
     """The exit hook that ends rpjrt's notifier threads before the interpreter finalizes."""
+def _import_failed(module: str, what: str, error: BaseException, hint: str = "") -> BaseException:
+    """The ImportError to raise for `what` when importing `module` raised `error` (the
+    install hint only when the module is missing; at shutdown, that reason); `error` is its
+    cause. Another exception than an ImportError comes back as it is."""
 def _leak_at_exit() -> None:
     """The last exit hook: plugin objects freed after it are leaked, not destroyed in the
     plugin (a destroy that hangs cannot keep the process from ending); a client destroy in

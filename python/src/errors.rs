@@ -93,9 +93,6 @@ pub fn is_rpjrt_error(py: Python<'_>, e: &PyErr) -> bool {
     }
 }
 
-/// How the core appends, to a failed execution's error, the donated arguments it consumed.
-const CONSUMED: &str = "; the plugin consumed donated ";
-
 /// Adds `note` to `err`'s `__notes__` (PEP 678; a list made here on Python 3.10, which has
 /// no `add_note`), once: a note already there is not added again.
 fn add_note(py: Python<'_>, err: &PyErr, note: String) -> PyResult<()> {
@@ -126,8 +123,8 @@ pub fn to_py(e: rpjrt::Error) -> PyErr {
         // the failed execution consumed (donated arguments, a session's slots) is said in
         // a note on it, as the error of an ordinary exception says it in its message.
         if let Some(original) = crate::ffi::base_exception_in(py, &message) {
-            if let Some(at) = message.find(CONSUMED) {
-                let note = message[at + 2..].to_string();
+            if let Some(at) = message.find(rpjrt::CONSUMED_NOTE) {
+                let note = message[at + "; ".len()..].to_string();
                 let _ = add_note(py, &original, note);
             }
             return original;

@@ -313,6 +313,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // First registered, so last run: after every other exit hook (see the functions).
     m.add_function(wrap_pyfunction!(_leak_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(npy::_import_failed, m)?)?;
     m.add_function(wrap_pyfunction!(slow::_exit_if_loader_stuck, m)?)?;
     m.add_function(wrap_pyfunction!(slow::_plugin_timeout_env, m)?)?;
     m.add_function(wrap_pyfunction!(notify::_stop_notifiers, m)?)?;

@@ -98,12 +98,31 @@ pub fn api(py: Python<'_>) -> PyResult<Option<&'static Api>> {
     Ok(API.get_or_init(py, || found).as_ref())
 }
 
-/// The error for `to_numpy()` when `import numpy` raised `e`, with `e` as its cause: says
-/// to install numpy only when it is not installed. While the interpreter shuts down (a
-/// `__del__` or finalizer run then), imports fail whatever is installed, and the error says
-/// that instead; numpy present but failing to import gives its own error's text. An
-/// exception that is not an ImportError (a Ctrl-C during the import) stands as it is.
+/// The error for `to_numpy()` when `import numpy` raised `e` ([`import_failed_for`]).
 fn import_failed(py: Python<'_>, e: PyErr) -> PyErr {
+    import_failed_for(
+        py,
+        "numpy",
+        "Buffer.to_numpy()",
+        "Buffer.to_host() gives a memoryview without it",
+        e,
+    )
+}
+
+/// The error for `what` when importing `module` (numpy, ml_dtypes) raised `e`, with `e` as
+/// its cause and `hint` (what works without the module) at its end, if any: says to install the module only when it is not installed. While the
+/// interpreter shuts down (a `__del__` or finalizer run then), imports fail whatever is
+/// installed, and the error says that instead; a module present but failing to import
+/// gives its own error's text. An exception that is not an ImportError (a Ctrl-C during
+/// the import) stands as it is. The Python package's conversions use the same rule
+/// (`_import_failed`).
+pub(crate) fn import_failed_for(
+    py: Python<'_>,
+    module: &str,
+    what: &str,
+    hint: &str,
+    e: PyErr,
+) -> PyErr {
     if !e.is_instance_of::<PyImportError>(py) {
         return e;
     }
@@ -117,25 +136,27 @@ fn import_failed(py: Python<'_>, e: PyErr) -> PyErr {
         && e.value(py)
             .getattr("name")
             .and_then(|n| n.extract::<String>())
-            .is_ok_and(|n| n == "numpy");
+            .is_ok_and(|n| n.split('.').next() == Some(module));
     let message = if finalizing {
-        "Buffer.to_numpy() cannot import numpy: the interpreter is shutting down (an object \
-         read in a __del__ or finalizer at exit), when Python refuses imports; read the \
-         buffer before then, or with Buffer.to_host() (a memoryview, which needs no import)"
-            .to_string()
+        format!(
+            "{what} cannot import {module}: the interpreter is shutting down (an object read \
+             in a __del__ or finalizer at exit), when Python refuses imports; do it before then"
+        )
     } else if absent {
-        "Buffer.to_numpy() needs numpy (pip install 'rpjrt[numpy]'); Buffer.to_host() gives \
-         a memoryview without it"
-            .to_string()
+        format!("{what} needs {module} (pip install 'rpjrt[numpy]')")
     } else {
         format!(
-            "Buffer.to_numpy() could not import numpy: {}: {}",
+            "{what} could not import {module}: {}: {}",
             e.get_type(py)
                 .name()
                 .map(|n| n.to_string())
                 .unwrap_or_else(|_| "ImportError".into()),
             e.value(py)
         )
+    };
+    let message = match hint {
+        "" => message,
+        hint => format!("{message}; {hint}"),
     };
     // Made as an instance at once: pyo3 normalizes a lazily made error (as `set_cause`
     // needs) through a fresh attach, which panics once the interpreter is finalizing.
@@ -147,6 +168,22 @@ fn import_failed(py: Python<'_>, e: PyErr) -> PyErr {
         }
         Err(_) => e,
     }
+}
+
+/// `_import_failed(module, what, error, hint="")`: the ImportError to raise for `what`
+/// when importing `module` raised `error` (the rule of [`import_failed_for`]).
+#[pyfunction]
+#[pyo3(signature = (module, what, error, hint = ""))]
+pub fn _import_failed(
+    py: Python<'_>,
+    module: &str,
+    what: &str,
+    error: Bound<'_, PyAny>,
+    hint: &str,
+) -> Py<PyAny> {
+    import_failed_for(py, module, what, hint, PyErr::from_value(error))
+        .into_value(py)
+        .into_any()
 }
 
 /// `numpy.ndarray`, once numpy is imported (this never imports it; `None` before).

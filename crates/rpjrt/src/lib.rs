@@ -73,6 +73,7 @@ pub mod __bench {
     pub use crate::raw::guard::guard_overhead_ns;
 }
 
+pub use client::executable::CONSUMED_NOTE;
 pub use client::{
     set_wait_spin, wait_spin, Artifact, ArtifactTarget, Buffer, Cache, CacheEntry, CacheStats,
     Client, Device, DeviceChoice, Event, Executable, ExecuteOptions, Execution, ExternalReference,

@@ -187,20 +187,9 @@ static LOADED: Mutex<Vec<Plugin>> = Mutex::new(Vec::new());
 /// `limit` is not waited for again inside `fork()`.
 pub fn before_fork(limit: std::time::Duration) {
     watch_forks();
-    let start = std::time::Instant::now();
-    let free = loop {
-        match LOADED.try_lock() {
-            Ok(_) | Err(std::sync::TryLockError::Poisoned(_)) => break true,
-            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < limit => {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            Err(std::sync::TryLockError::WouldBlock) => break false,
-        }
-    };
-    let wait = if free {
-        limit
-    } else {
-        std::time::Duration::ZERO
+    let wait = match registry_within(limit) {
+        Some(_) => limit,
+        None => std::time::Duration::ZERO,
     };
     let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
     NEXT_FORK_WAIT_MS.store(ms, Ordering::Relaxed);
@@ -247,23 +236,7 @@ fn watch_forks() {
 /// for at most the fork's wait.
 extern "C" fn hold_registry_for_fork() {
     let limit = NEXT_FORK_WAIT_MS.swap(FORK_WAIT_MS, Ordering::Relaxed);
-    // A fork from inside a load on this very thread (a library's initializer that starts
-    // a process) would wait for itself: it does not wait at all.
-    let limit = match REGISTRY_USER.load(Ordering::Relaxed) == this_thread_number() {
-        true => std::time::Duration::ZERO,
-        false => std::time::Duration::from_millis(limit),
-    };
-    let start = std::time::Instant::now();
-    let held = loop {
-        match LOADED.try_lock() {
-            Ok(g) => break Some(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => break Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < limit => {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            Err(std::sync::TryLockError::WouldBlock) => break None,
-        }
-    };
+    let held = registry_within(std::time::Duration::from_millis(limit));
     // A child of this fork inherits the registry locked by a thread it does not have.
     let mid_load = if held.is_some() {
         u32::MAX
@@ -276,6 +249,28 @@ extern "C" fn hold_registry_for_fork() {
             *slot = held;
         }
     });
+}
+
+/// The registry, once a load in progress on another thread lets go of it, waiting at most
+/// `limit`; `None` past that. A load on this very thread (a library's initializer that
+/// starts a process) would be waited for by itself: then `None` at once.
+fn registry_within(
+    limit: std::time::Duration,
+) -> Option<std::sync::MutexGuard<'static, Vec<Plugin>>> {
+    if REGISTRY_USER.load(Ordering::Relaxed) == this_thread_number() {
+        return None;
+    }
+    let start = std::time::Instant::now();
+    loop {
+        match LOADED.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
 }
 
 /// Inside `fork()`, after the copy, in the parent and in the child: lets go of the

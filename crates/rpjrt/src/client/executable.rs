@@ -1047,6 +1047,12 @@ impl Executable {
     }
 }
 
+/// How a failed execution's error begins the sentence it gains when the plugin consumed
+/// donated arguments before it failed (a Session names them as its slots): `"; "` and
+/// this, after the plugin's own message. A face that raises something
+/// other than the error (a handler's `KeyboardInterrupt`) finds that sentence by it.
+pub const CONSUMED_NOTE: &str = "; the plugin consumed donated ";
+
 /// `e`, a failed execution's error, saying which donated arguments (`consumed`, by
 /// position) the plugin consumed before it failed: they read as deleted now.
 ///
@@ -1067,10 +1073,10 @@ pub(crate) fn with_consumed(e: Error, ran: bool, consumed: impl Iterator<Item = 
         ("s", "they read")
     };
     let note = format!(
-        "the plugin consumed donated argument{s} {} before it failed: {they} as deleted now",
+        "argument{s} {} before it failed: {they} as deleted now",
         consumed.join(", ")
     );
-    e.map_message(|m| format!("{m}; {note}"))
+    e.map_message(|m| format!("{m}{CONSUMED_NOTE}{note}"))
 }
 
 /// Whether `e` is the plugin's own failure of an execution (so the plugin ran, and may
