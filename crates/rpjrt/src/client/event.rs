@@ -23,7 +23,10 @@ use crate::raw;
 /// waits ~40 µs longer asleep than polling; bench/RESULTS.md). Waits on long computations
 /// poll for the budget and then sleep, so they spend at most the budget in polling. Set it
 /// to zero where cores are scarce and latency does not matter. The poll yields the CPU
-/// between checks, so other runnable threads are not starved. At most [`MAX_WAIT_SPIN`].
+/// between checks, so other runnable threads are not starved. A wait for a multi-device
+/// call ([`crate::CallOutputs::block_until_ready`]) with at least as many devices still
+/// running as the host has cores sleeps at once: their work needs every core. At most
+/// [`MAX_WAIT_SPIN`].
 pub fn set_wait_spin(spin: Duration) {
     let spin = spin.min(MAX_WAIT_SPIN);
     raw::event::set_spin_nanos(u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX));
