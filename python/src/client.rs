@@ -881,6 +881,15 @@ pub(crate) fn gone(client: &rpjrt::Client) -> &'static str {
     }
 }
 
+/// `", closed"` or `", inherited across fork"` for a repr whose client can no longer be
+/// used; empty while it can.
+pub(crate) fn gone_suffix(client: &rpjrt::Client) -> String {
+    match client.is_closed() || client.is_forked() {
+        true => format!(", client {}", gone(client)),
+        false => String::new(),
+    }
+}
+
 /// A device of a client.
 #[pyclass(frozen, weakref, name = "Device", module = "rpjrt")]
 pub struct PyDevice {
@@ -998,10 +1007,11 @@ view_class!(PyDevice, 31 {
     }
     fn __repr__(&self) -> String {
         format!(
-            "rpjrt.Device(id={}, kind={}, platform={})",
+            "rpjrt.Device(id={}, kind={}, platform={}{})",
             self.inner.id(),
             q(self.inner.kind()),
-            q(&self.client.get().platform)
+            q(&self.client.get().platform),
+            gone_suffix(&self.client.get().inner)
         )
     }
     fn __str__(&self) -> String {

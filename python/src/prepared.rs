@@ -173,10 +173,11 @@ impl PyPreparedCall {
 
     fn __repr__(&self) -> String {
         format!(
-            "rpjrt.PreparedCall({}: {} device(s) x {} argument(s))",
+            "rpjrt.PreparedCall({}: {} device(s) x {} argument(s){})",
             self.inner.executable().name(),
             self.inner.num_devices(),
-            self.inner.num_args()
+            self.inner.num_args(),
+            crate::client::gone_suffix(&self.client.get().inner)
         )
     }
 }
@@ -243,9 +244,10 @@ impl PyCallOutputs {
 
     fn __repr__(&self) -> String {
         format!(
-            "rpjrt.CallOutputs({} device(s) x {} output(s))",
+            "rpjrt.CallOutputs({} device(s) x {} output(s){})",
             self.inner.num_devices(),
-            self.inner.num_outputs()
+            self.inner.num_outputs(),
+            crate::client::gone_suffix(&self.client.get().inner)
         )
     }
 }
