@@ -416,8 +416,12 @@ class Session:
         return b
 
     def fetch(self, name: SlotLike) -> Any:
-        """Slot ``name`` copied to the host as a numpy array."""
-        return self.buffer(name).to_numpy()
+        """Slot ``name`` copied to the host as a numpy array. A step that starts on
+        another thread during the copy writes a fresh buffer instead of donating the
+        slot's, so neither fails."""
+        if isinstance(name, Slot):
+            self.buffer(name)  # the handle's type and shape, checked against the slot's
+        return self._s.fetch_host(_name(name))
 
     def slots(self) -> list[tuple[str, Any, tuple[int, ...] | None, str]]:
         """``(name, dtype, shape, state)`` of every slot; state is ``"empty"``,

@@ -678,6 +678,48 @@ impl PySession {
         PyBuffer::wrap_shared(py, b, &self.client)
     }
 
+    /// Slot `name` copied to the host as a numpy array (`Session::read_slot`): a step that
+    /// starts during the copy writes a fresh buffer instead of donating the slot's, so
+    /// neither the copy nor the step fails.
+    fn fetch_host<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let b = self.buffer(py, name)?;
+        let b = b.bind(py);
+        let rb = b.get().rb();
+        // Waited for first, answering Ctrl-C (the copy does not wait long then).
+        crate::transfer::wait_settled(py, rb)?;
+        let Some(api) = crate::npy::api(py)? else {
+            return b.call_method0("to_numpy");
+        };
+        let descr = crate::npy::descr(py, rb.element_type())?.bind(py);
+        let Some((arr, data)) = api.empty(py, descr, rb.dims())? else {
+            return b.call_method0("to_numpy");
+        };
+        let (ty, dims, len) = (rb.element_type(), rb.dims().to_vec(), rb.host_array_size());
+        let dst: &mut [u8] = match len {
+            0 => &mut [],
+            // SAFETY: `data` addresses the new array's `len` bytes (its dtype has the host
+            // item size, checked by `npy::descr`); nothing else can reach the array before it
+            // is returned, and `arr` keeps it alive while the slice is used.
+            _ => unsafe { std::slice::from_raw_parts_mut(data, len) },
+        };
+        let copy = |cur: &rpjrt::Buffer| -> rpjrt::Result<()> {
+            // A slot keeps its type and shape: a value that differs is not this slot's.
+            if cur.element_type() != ty || cur.dims() != dims.as_slice() {
+                return Err(rpjrt::Error::invalid(format!(
+                    "slot {name:?} changed its type while it was being fetched"
+                )));
+            }
+            match dst.is_empty() {
+                true => Ok(()),
+                false => cur.to_host_array(dst),
+            }
+        };
+        let s = &self.inner;
+        let r = py.detach_call(|| s.read_slot(name, copy));
+        self.landed(py, r)?;
+        Ok(arr)
+    }
+
     /// Writes every slot with a value to an `.npz` checkpoint (rpjrt_npy::checkpoint::save).
     fn save(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<()> {
         let path = crate::convert::path_arg(path, "the checkpoint path")?;
@@ -835,12 +877,11 @@ impl PySessionProgram {
         let s = self.session.get();
         s.check_open(py)?;
         let p = &self.inner;
+        let mut pairs = Vec::new();
         if let Some(values) = values.filter(|v| !v.is_empty()) {
-            // All or nothing: every value is checked (and uploaded) before any slot
-            // changes, and a name that is not an input of this program is refused (it would
-            // only create a slot the step never reads).
+            // A name that is not an input of this program is refused (it would only create
+            // a slot the step never reads), before any conversion.
             let inputs = p.inputs();
-            let mut pairs = Vec::with_capacity(values.len());
             for (k, v) in values.iter() {
                 let name: String = k.extract()?;
                 if !inputs.contains(&name) {
@@ -859,16 +900,15 @@ impl PySessionProgram {
             }
             // The conversions ran Python code, which may have closed the session.
             s.check_open(py)?;
-            let session = &s.inner;
-            between_steps(py, session)?;
-            let r = py.detach_call(|| session.bind_all(pairs));
-            s.landed(py, r)?;
         }
         between_steps(py, &s.inner)?;
+        // The values land and the step reads them in one hold of the session (all or
+        // nothing: every value is checked and uploaded before any slot changes), so another
+        // thread's call cannot replace them in between.
         // Closed while the step ran (by its own custom-call handler, one of its inputs'
         // loaders, or another thread): the outputs it stored in slots, and what the loaders
         // loaded, are freed too, as close() promises.
-        let r = py.detach_call(|| p.call_outputs());
+        let r = py.detach_call(|| p.call_with(pairs));
         let outs = s.landed(py, r)?;
         let dict = PyDict::new(py);
         for (out, slot) in outs.into_iter().zip(p.outputs()) {

@@ -325,7 +325,7 @@ impl AllReady {
         C: Deref<Target = Client>,
         E: Borrow<Event<C>>,
     {
-        if !self.is_done() && !(self.poll && spin_until(|| self.is_done())) {
+        if !self.is_done() && (!self.poll || !spin_until(|| self.is_done())) {
             let g = self.shared.done.lock().unwrap_or_else(|p| p.into_inner());
             let _g = self
                 .shared

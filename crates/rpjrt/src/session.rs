@@ -130,6 +130,11 @@ impl Slot {
     }
 }
 
+/// A value checked and uploaded for a bind: `(name, spec, buffer, uploaded)`.
+type Ready = (String, ArraySpec, Buffer, bool);
+/// A loader to bind: `(name, declared spec, loader)`.
+type LazyBind = (String, Option<ArraySpec>, Loader);
+
 #[derive(Default)]
 struct State {
     slots: Vec<Slot>,
@@ -152,6 +157,9 @@ struct State {
     /// its own slot again (directly, through another slot's loader, or by calling a
     /// program that reads it) on that thread is a cycle, refused instead of recursing.
     loading: Vec<(usize, std::thread::ThreadId)>,
+    /// The slots being read out ([`Session::read_slot`]), once per read: a step does not
+    /// donate their buffers.
+    reading: Vec<usize>,
     /// The slots whose `bound` flag is set (few): a step donates a slot's buffer only when
     /// none of them (nor, for a bound slot, any slot) holds it too.
     bound: Vec<usize>,
@@ -175,6 +183,17 @@ impl State {
     fn step_holds(&self, names: &[&str]) -> bool {
         let held = |i: &usize| self.step_writes.contains(i) || self.step_donates.contains(i);
         self.stepped_elsewhere() && names.iter().any(|n| self.index.get(*n).is_some_and(held))
+    }
+
+    /// Whether another thread's step donates one of `buffers` (held by a slot it donates):
+    /// a bind of such a buffer to any slot waits for the step, and is then refused as
+    /// deleted, instead of landing a buffer the step is consuming.
+    fn step_consumes(&self, buffers: &[&Buffer]) -> bool {
+        let donated = |&i: &usize| match &self.slots[i].content {
+            Content::Ready(d) => buffers.iter().any(|b| b.raw().same(d.raw())),
+            _ => false,
+        };
+        self.stepped_elsewhere() && self.step_donates.iter().any(donated)
     }
 
     /// Refuses a bind (or, with `fetch`, a fetch) of slot `i` from inside a plugin
@@ -300,6 +319,57 @@ impl State {
         }
     }
 
+    /// The second half of a bind, under the lock: all or nothing, the prepared values and
+    /// the loaders land in their slots (created as needed). A slot given a type meanwhile
+    /// (by another thread) is checked again, and a bound buffer deleted meanwhile (a step
+    /// donated it) is refused, before anything changes.
+    fn land(&mut self, ready: Vec<Ready>, lazy: Vec<LazyBind>) -> Result<()> {
+        let declared = lazy
+            .iter()
+            .filter_map(|(n, s, _)| Some((n, s.as_ref()?, "it is declared")));
+        let bound = ready
+            .iter()
+            .map(|(n, s, ..)| (n, s, "the value bound to it is"));
+        for (name, spec, what) in bound.chain(declared) {
+            if let Some(have) = self
+                .index
+                .get(name)
+                .and_then(|&i| self.slots[i].spec.as_ref())
+            {
+                if have != spec {
+                    return Err(Error::invalid(format!(
+                        "slot {name:?} holds {have}, but {what} {spec}"
+                    )));
+                }
+            }
+        }
+        if let Some((name, ..)) = ready.iter().find(|r| r.2.is_deleted()) {
+            return Err(deleted(name));
+        }
+        let names = ready.iter().map(|r| &r.0).chain(lazy.iter().map(|l| &l.0));
+        for name in names {
+            if let Some(&i) = self.index.get(name) {
+                self.check_callback_use(i, false)?;
+            }
+        }
+        for (name, spec, buffer, uploaded) in ready {
+            let i = self.slot_index(&name);
+            self.settle_spec(i, &spec, "the value bound to it")?;
+            if uploaded {
+                self.uploads += 1;
+            }
+            self.store(i, Content::Ready(buffer), !uploaded);
+        }
+        for (name, spec, loader) in lazy {
+            let i = self.slot_index(&name);
+            if let Some(spec) = spec {
+                self.settle_spec(i, &spec, "its declared spec")?;
+            }
+            self.store(i, Content::Lazy(loader), false);
+        }
+        Ok(())
+    }
+
     /// Fixes slot `i`'s spec, or checks `spec` against the one it has.
     fn settle_spec(&mut self, i: usize, spec: &ArraySpec, what: &str) -> Result<()> {
         let slot = &mut self.slots[i];
@@ -361,9 +431,9 @@ impl Inner {
     /// `names` ([`State::step_holds`]), so that a bind or a fetch of them lands after that
     /// step's outputs are stored. The step's own thread and plugin callbacks (a custom-call
     /// handler of the running program) go ahead: they run inside the step.
-    fn lock_between_steps(&self, names: &[&str]) -> MutexGuard<'_, State> {
+    fn lock_between_steps(&self, names: &[&str], buffers: &[&Buffer]) -> MutexGuard<'_, State> {
         let mut st = self.lock();
-        while st.step_holds(names) {
+        while st.step_holds(names) || st.step_consumes(buffers) {
             st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st
@@ -404,9 +474,7 @@ impl Inner {
                     .map_err(|e| prefix(name, e))?;
                 Ok((b, true))
             }
-            SlotValue::Buffer(b) | SlotValue::Uploaded(b) if b.is_deleted() => Err(Error::Deleted(
-                format!("the buffer bound to slot {name:?} was deleted (or donated)"),
-            )),
+            SlotValue::Buffer(b) | SlotValue::Uploaded(b) if b.is_deleted() => Err(deleted(name)),
             SlotValue::Buffer(b) => {
                 check(b.element_type(), b.dims())?;
                 self.check_device(name, &b)?;
@@ -418,6 +486,37 @@ impl Inner {
                 Ok((b, true))
             }
         }
+    }
+
+    /// The first half of a bind, without the lock: refuses an empty or repeated name
+    /// (among `values` and `lazy`), checks each value against its slot's spec and uploads
+    /// host values. Returns `(name, spec, buffer, uploaded)` for [`State::land`].
+    fn prepare(&self, values: Vec<(String, SlotValue)>, lazy: &[LazyBind]) -> Result<Vec<Ready>> {
+        let mut seen = std::collections::HashSet::with_capacity(values.len() + lazy.len());
+        for name in values.iter().map(|v| &v.0).chain(lazy.iter().map(|l| &l.0)) {
+            if name.is_empty() {
+                return Err(Error::invalid("a slot name is empty"));
+            }
+            if !seen.insert(name.as_str()) {
+                return Err(Error::invalid(format!(
+                    "slot {name:?} is given more than one value"
+                )));
+            }
+        }
+        let mut ready = Vec::with_capacity(values.len());
+        for (name, value) in values {
+            let spec = {
+                let st = self.lock();
+                st.index.get(&name).and_then(|&i| st.slots[i].spec.clone())
+            };
+            let (buffer, uploaded) = self.materialize(&name, spec.as_ref(), value)?;
+            let spec = ArraySpec {
+                element_type: buffer.element_type(),
+                dims: buffer.dims().to_vec(),
+            };
+            ready.push((name, spec, buffer, uploaded));
+        }
+        Ok(ready)
     }
 
     fn check_device(&self, name: &str, b: &Buffer) -> Result<()> {
@@ -490,6 +589,18 @@ impl Inner {
     }
 }
 
+/// Takes one mark of a read of slot `.1` ([`Session::read_slot`]) away when the read ends.
+struct Reading<'a>(&'a Inner, usize);
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
+        if let Some(k) = st.reading.iter().position(|&i| i == self.1) {
+            st.reading.swap_remove(k);
+        }
+    }
+}
+
 /// Takes slot `.1`'s mark of a running loader on thread `.2` away on every path out of the
 /// loader (errors and panics included).
 struct Loading<'a>(&'a Inner, usize, std::thread::ThreadId);
@@ -525,6 +636,13 @@ fn ready_buffer(name: &str, b: &Buffer) -> Result<Buffer> {
         )));
     }
     Ok(b.clone())
+}
+
+/// The refusal of a bind of a buffer that was deleted (or donated) before it landed.
+fn deleted(name: &str) -> Error {
+    Error::Deleted(format!(
+        "the buffer bound to slot {name:?} was deleted (or donated)"
+    ))
 }
 
 fn prefix(name: &str, e: Error) -> Error {
@@ -759,74 +877,15 @@ impl Session {
     pub fn bind_all_with(
         &self,
         values: Vec<(String, SlotValue)>,
-        lazy: Vec<(String, Option<ArraySpec>, Loader)>,
+        lazy: Vec<LazyBind>,
     ) -> Result<()> {
-        let mut seen = std::collections::HashSet::with_capacity(values.len() + lazy.len());
-        for name in values.iter().map(|v| &v.0).chain(lazy.iter().map(|l| &l.0)) {
-            if name.is_empty() {
-                return Err(Error::invalid("a slot name is empty"));
-            }
-            if !seen.insert(name.as_str()) {
-                return Err(Error::invalid(format!(
-                    "slot {name:?} is given more than one value"
-                )));
-            }
-        }
-        let mut ready = Vec::with_capacity(values.len());
-        for (name, value) in values {
-            let spec = {
-                let st = self.inner.lock();
-                st.index.get(&name).and_then(|&i| st.slots[i].spec.clone())
-            };
-            let (buffer, uploaded) = self.inner.materialize(&name, spec.as_ref(), value)?;
-            let spec = ArraySpec {
-                element_type: buffer.element_type(),
-                dims: buffer.dims().to_vec(),
-            };
-            ready.push((name, spec, buffer, uploaded));
-        }
+        let ready = self.inner.prepare(values, &lazy)?;
         let names = ready.iter().map(|r| &r.0).chain(lazy.iter().map(|l| &l.0));
         let names: Vec<&str> = names.map(String::as_str).collect();
-        let mut st = self.inner.lock_between_steps(&names);
-        // A slot may have been given a type meanwhile (another thread): check again under
-        // the lock, before changing anything.
-        let declared = lazy
-            .iter()
-            .filter_map(|(n, s, _)| Some((n, s.as_ref()?, "it is declared")));
-        let bound = ready
-            .iter()
-            .map(|(n, s, ..)| (n, s, "the value bound to it is"));
-        for (name, spec, what) in bound.chain(declared) {
-            if let Some(have) = st.index.get(name).and_then(|&i| st.slots[i].spec.as_ref()) {
-                if have != spec {
-                    return Err(Error::invalid(format!(
-                        "slot {name:?} holds {have}, but {what} {spec}"
-                    )));
-                }
-            }
-        }
-        let names = ready.iter().map(|r| &r.0).chain(lazy.iter().map(|l| &l.0));
-        for name in names {
-            if let Some(&i) = st.index.get(name) {
-                st.check_callback_use(i, false)?;
-            }
-        }
-        for (name, spec, buffer, uploaded) in ready {
-            let i = st.slot_index(&name);
-            st.settle_spec(i, &spec, "the value bound to it")?;
-            if uploaded {
-                st.uploads += 1;
-            }
-            st.store(i, Content::Ready(buffer), !uploaded);
-        }
-        for (name, spec, loader) in lazy {
-            let i = st.slot_index(&name);
-            if let Some(spec) = spec {
-                st.settle_spec(i, &spec, "its declared spec")?;
-            }
-            st.store(i, Content::Lazy(loader), false);
-        }
-        Ok(())
+        let buffers: Vec<&Buffer> = ready.iter().filter(|r| !r.3).map(|r| &r.2).collect();
+        let mut st = self.inner.lock_between_steps(&names, &buffers);
+        drop(buffers);
+        st.land(ready, lazy)
     }
 
     /// Drops the loader of every slot whose loader has not run (it never will: bindings
@@ -867,7 +926,7 @@ impl Session {
     /// step is donating.
     pub fn fetch(&self, name: &str) -> Result<Buffer> {
         let i = {
-            let st = self.inner.lock_between_steps(&[name]);
+            let st = self.inner.lock_between_steps(&[name], &[]);
             let i = st.find(name)?;
             st.check_callback_use(i, true)?;
             if let Content::Ready(b) = &st.slots[i].content {
@@ -876,10 +935,32 @@ impl Session {
             i
         };
         self.inner.load(&[i])?;
-        let st = self.inner.lock_between_steps(&[name]);
+        let st = self.inner.lock_between_steps(&[name], &[]);
         match &st.slots[i].content {
             Content::Ready(b) => ready_buffer(name, b),
             _ => Err(st.slots[i].no_value(" yet: bind it first")),
+        }
+    }
+
+    /// Runs `f` on the buffer of slot `name` (loaded first if lazy) once it is ready. While
+    /// `f` runs, no step of this session donates that buffer: a step that starts meanwhile
+    /// writes a fresh buffer instead, so `f` can copy the value out whole (Python's
+    /// `Session.fetch`), and neither side fails. Waits as [`Session::fetch`] does.
+    pub fn read_slot<R>(&self, name: &str, f: impl FnOnce(&Buffer) -> Result<R>) -> Result<R> {
+        let inner = &*self.inner;
+        loop {
+            let b = self.fetch(name)?;
+            let mut st = inner.lock();
+            let i = st.find(name)?;
+            // A step that began since may be consuming it, or have replaced it: again.
+            let same = matches!(&st.slots[i].content, Content::Ready(c) if c.raw().same(b.raw()));
+            if !same || st.step_holds(&[name]) {
+                continue;
+            }
+            st.reading.push(i);
+            drop(st);
+            let _reading = Reading(inner, i);
+            return b.block_until_ready().and_then(|()| f(&b));
         }
     }
 
@@ -1077,19 +1158,33 @@ impl SessionProgram {
     /// step that donates the slot makes that buffer unusable. These are this call's own
     /// outputs even when other threads step the session right after it.
     pub fn call_outputs(&self) -> Result<Vec<Buffer>> {
+        self.call_with(Vec::new())
+    }
+
+    /// Binds `values` to input slots of this program and runs it, as one step: no other
+    /// thread's bind or step lands between the bind and the step's read of its inputs, so
+    /// the step computes with these values (Python's `program(x=...)`). The values are
+    /// checked and uploaded first, all or nothing, as [`Session::bind_all`] does; a name
+    /// that is not an input of the program is refused.
+    pub fn call_with(&self, values: Vec<(String, SlotValue)>) -> Result<Vec<Buffer>> {
         let inner = &*self.inner;
+        let ready = match values.is_empty() {
+            true => Vec::new(),
+            false => self.prepare_inputs(values)?,
+        };
         let mut st = inner.wait_idle(inner.lock(), "running a program of the session")?;
-        if self
-            .inputs
-            .iter()
-            .any(|&i| matches!(st.slots[i].content, Content::Lazy(_)))
-        {
+        let given = |st: &State, i: usize| ready.iter().any(|r| r.0 == st.slots[i].name);
+        let lazy: Vec<usize> = (self.inputs.iter().copied())
+            .filter(|&i| matches!(st.slots[i].content, Content::Lazy(_)) && !given(&st, i))
+            .collect();
+        if !lazy.is_empty() {
             // Loaders run without the lock (they may take long, or call back into a
             // binding that uses the session).
             drop(st);
-            inner.load(&self.inputs)?;
+            inner.load(&lazy)?;
             st = inner.wait_idle(inner.lock(), "running a program of the session")?;
         }
+        st.land(ready, Vec::new())?;
         // The execution borrows clones of the slots' buffers; the lock is released while the
         // plugin runs (its custom calls may use the session), and `stepping` keeps other
         // calls out until the outputs are stored.
@@ -1120,8 +1215,8 @@ impl SessionProgram {
             // Never donate borrowed host memory, nor a buffer that another argument of
             // this call also reads (one buffer bound to two slots, through clones of one
             // handle or the same one), nor one that another slot of the session holds (a
-            // snapshot bound from an earlier step's output): that slot keeps its value, and
-            // this step writes a fresh buffer instead.
+            // snapshot bound from an earlier step's output), nor one being read out: that
+            // slot keeps its value, and this step writes a fresh buffer instead.
             .filter(|&k| {
                 !refs[k].borrows_host()
                     && slot_refs
@@ -1129,6 +1224,7 @@ impl SessionProgram {
                         .enumerate()
                         .all(|(j, b)| j == k || !b.raw().same(slot_refs[k].raw()))
                     && st.held_elsewhere(self.inputs[k], slot_refs[k]).is_none()
+                    && !st.reading.contains(&self.inputs[k])
             })
             .collect();
         drop(slot_refs);
@@ -1182,6 +1278,23 @@ impl SessionProgram {
         drop(st);
         drop(stepping);
         Ok(outs)
+    }
+
+    /// [`Inner::prepare`] of values for this program's input slots; other names are refused.
+    fn prepare_inputs(&self, values: Vec<(String, SlotValue)>) -> Result<Vec<Ready>> {
+        let names: Vec<String> = self.inputs();
+        if let Some((n, _)) = values.iter().find(|(n, _)| !names.contains(n)) {
+            let names = if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            };
+            let exe = self.exe.name();
+            return Err(Error::invalid(format!(
+                "{exe} has no input slot {n:?} (its inputs: {names})"
+            )));
+        }
+        self.inner.prepare(values, &[])
     }
 
     /// `e`, a refused or failed execution's error, in the session's terms: each `argument
