@@ -69,7 +69,7 @@ impl ElementKind {
     }
 }
 
-pub use crate::raw::dlpack::DlDataType;
+pub use crate::dlpack::DlDataType;
 
 macro_rules! element_types {
     ($( $(#[$doc:meta])* $variant:ident = $code:literal, $name:literal, bits $bits:literal,
@@ -512,7 +512,7 @@ mod sealed {
     /// The private supertrait that seals [`super::NativeType`]: only rpjrt implements it.
     ///
     /// Requires raw's `HostScalar` (the same types): their slices may be viewed as bytes.
-    pub trait Sealed: Sized + crate::raw::util::HostScalar {
+    pub trait Sealed: Sized + crate::util::HostScalar {
         /// Values read from the dense host bytes of a buffer of the matching type (native
         /// byte order; a trailing partial element is ignored). Never builds an invalid value:
         /// `bool` is read as "byte != 0".
@@ -593,12 +593,12 @@ impl NativeType for bool {
 }
 
 /// Views a slice of native scalars as bytes (no copy).
-pub(crate) fn as_bytes<T: NativeType>(data: &[T]) -> &[u8] {
-    crate::raw::util::as_bytes(data)
+pub fn as_bytes<T: NativeType>(data: &[T]) -> &[u8] {
+    crate::util::as_bytes(data)
 }
 
 /// Values of `T` from dense host bytes of `T`'s element type (see [`NativeType`]).
-pub(crate) fn values_from_bytes<T: NativeType>(bytes: &[u8]) -> Vec<T> {
+pub fn values_from_bytes<T: NativeType>(bytes: &[u8]) -> Vec<T> {
     T::from_host_bytes(bytes)
 }
 
@@ -693,7 +693,7 @@ fn element_count_slow(dims: &[i64]) -> Result<usize> {
 /// Bytes of a dense `ty[dims]`, refused naming the shape when a dimension is negative or
 /// the size passes `i64::MAX`, which XLA's shapes cannot hold (the plugins throw on such
 /// shapes instead of returning an error).
-pub(crate) fn array_bytes(ty: ElementType, dims: &[i64]) -> Result<usize> {
+pub fn array_bytes(ty: ElementType, dims: &[i64]) -> Result<usize> {
     let bits = element_count(dims)? as u128 * ty.storage_bits() as u128;
     match usize::try_from(bits.div_ceil(8)) {
         Ok(b) if b <= i64::MAX as usize => Ok(b),
@@ -704,12 +704,12 @@ pub(crate) fn array_bytes(ty: ElementType, dims: &[i64]) -> Result<usize> {
 }
 
 /// Whether `data` of `ty` holds bool bytes other than 0 and 1.
-pub(crate) fn needs_bool_normalising(ty: ElementType, data: &[u8]) -> bool {
+pub fn needs_bool_normalising(ty: ElementType, data: &[u8]) -> bool {
     ty == ElementType::Pred && data.iter().any(|&b| b > 1)
 }
 
 /// `data` with every nonzero byte made 1 (fallibly allocated).
-pub(crate) fn normalised_bools(data: &[u8]) -> Result<Vec<u8>> {
+pub fn normalised_bools(data: &[u8]) -> Result<Vec<u8>> {
     let mut v = try_alloc(data.len(), "normalising bool bytes")?;
     v.extend(data.iter().map(|&b| u8::from(b != 0)));
     Ok(v)
@@ -738,7 +738,7 @@ mod tests {
         for code in -2..80 {
             let by_table = ElementType::from_ffi_code(code).map(|t| t.storage_bits());
             assert_eq!(
-                crate::raw::util::ffi_storage_bits(code),
+                crate::util::ffi_storage_bits(code),
                 by_table,
                 "FFI code {code}"
             );
@@ -747,7 +747,7 @@ mod tests {
                 .map(|t| t.host_itemsize())
                 .filter(|&n| n > 0);
             assert_eq!(
-                crate::raw::util::host_element_bytes(code),
+                crate::util::host_element_bytes(code),
                 host,
                 "PJRT code {code}"
             );

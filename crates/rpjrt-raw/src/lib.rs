@@ -41,6 +41,7 @@ pub mod client;
 pub mod cuda;
 pub mod device;
 pub mod dlpack;
+pub mod dtype;
 pub mod elf;
 pub mod event;
 pub mod executable;

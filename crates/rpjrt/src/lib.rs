@@ -31,7 +31,7 @@ mod bench;
 mod client;
 pub mod diagnostics;
 pub mod dlpack;
-mod dtype;
+use rpjrt_raw::dtype;
 pub mod external;
 pub mod ffi;
 mod hlo;
