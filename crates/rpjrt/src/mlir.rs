@@ -473,6 +473,17 @@ fn string_section(data: &[u8]) -> Option<Vec<&[u8]>> {
     Some(out)
 }
 
+/// The strings of an MLIR bytecode file's string section (`None` when it cannot be read).
+pub(crate) fn bytecode_strings(code: &[u8]) -> Option<Vec<String>> {
+    let b = Bytecode::read(code)?;
+    Some(
+        b.strings
+            .iter()
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+    )
+}
+
 /// The dialect names listed in an MLIR bytecode file's dialect section, or `None` when the
 /// file cannot be read that far.
 pub(crate) fn bytecode_dialects(code: &[u8]) -> Option<Vec<String>> {

@@ -21,6 +21,11 @@
 //!   {mhlo.sharding = "{unreduced}"})`): the SPMD partitioner of the 0.115 plugin fails a
 //!   check that a result sharding is tiled; the 0.81 plugin compiles it. Refused on
 //!   plugins newer than 0.81.
+//! - a custom call to a target XLA interprets itself, in a form that aborts (TopK not in
+//!   its one-operand, two-result form, SliceToDynamic with a static result, PadToStatic
+//!   with one result, `__onednn$` calls; on plugins newer than 0.81 an
+//!   `xla.sdy.FuncResultSharding` without a sharding on a known mesh); from bytecode and
+//!   HLO only the names are read (docs/custom-calls.md).
 //!
 //! The rules apply to every plugin: they come from XLA code shared by its back ends. MLIR
 //! text is read line by line (a constant is refused only when its own line names a float6
@@ -214,10 +219,156 @@ pub(crate) fn check(program: &Program, minor: i32) -> Result<()> {
             ));
         }
     }
+    if let Some((target, why)) = own_call(program, minor) {
+        return Err(Error::invalid(format!(
+            "the custom call to {target} names a target XLA interprets itself ({why}); \
+             in this form the plugin's compiler stops the process instead of reporting an \
+             error, so rpjrt refuses it before compiling (give a handler a name of your own, \
+             or write the operation with StableHLO ops)"
+        )));
+    }
     match uses {
         Some(uses) => check_uses(&uses, minor),
         None => Ok(()),
     }
+}
+
+/// A tensor type: its dimensions (`-1` for a dynamic one) and element type.
+type Ty = (Vec<i64>, String);
+
+/// Why a custom call to a target XLA interprets itself, with these operand and result
+/// types, is refused: the forms seen to stop the process on both CPU plugins.
+fn own_call_abort(target: &str, ops: &[Ty], res: &[Ty]) -> Option<&'static str> {
+    let topk = || match (ops, res) {
+        ([(o, oe)], [(v, ve), (i, ie)]) if (1..=2).contains(&o.len()) && v.len() == o.len() => {
+            let n = o.len() - 1;
+            v == i && ve == oe && ie == "i32" && o[..n] == v[..n] && (0..=o[n]).contains(&v[n])
+        }
+        _ => false,
+    };
+    Some(match target {
+        "TopK" if !topk() => "it takes one operand of rank 1 or 2 and returns its k largest \
+                              values (same type, k at most the last dimension) and their i32 indices",
+        "SliceToDynamic" if !res.iter().any(|r| r.0.contains(&-1)) => "it must return a dynamic shape",
+        "PadToStatic" if res.len() < 2 => "it must return the padded tensor and its sizes",
+        t if t.starts_with("__onednn$") => "XLA's own oneDNN calls crash or misread in any form",
+        _ => return None,
+    })
+}
+
+/// The first custom call [`own_call_abort`] refuses, or on plugins newer than 0.81 an
+/// `xla.sdy.FuncResultSharding` with no `xla.sdy.sharding` on a mesh the module defines:
+/// `(target, why)`. Text is read line by line; bytecode and serialized HLO by the target
+/// names they hold, refusing those that abort in some form (their shapes are not read).
+fn own_call(program: &Program, minor: i32) -> Option<(String, &'static str)> {
+    let (frs, no_mesh) = (
+        "xla.sdy.FuncResultSharding",
+        "it needs an xla.sdy.sharding on a mesh that the module's xla.sdy.meshes defines",
+    );
+    let text = match program {
+        Program::Mlir(code) if !code.starts_with(mlir::BYTECODE_MAGIC) => {
+            String::from_utf8_lossy(code)
+        }
+        Program::Mlir(code) => {
+            let strings = mlir::bytecode_strings(code).unwrap_or_default();
+            return names_abort(
+                |t| {
+                    strings
+                        .iter()
+                        .any(|s| s == t || (t.ends_with('$') && s.starts_with(t)))
+                },
+                minor,
+            );
+        }
+        // A custom_call_target field (28) holding the name, or starting with a prefix.
+        Program::Hlo(m) => {
+            return names_abort(
+                |t| {
+                    m.windows(t.len() + 3).any(|w| {
+                        w[..2] == [0xe2, 1]
+                            && *t.as_bytes() == w[3..]
+                            && (t.ends_with('$') || usize::from(w[2]) == t.len())
+                    }) || (t.starts_with("xla.sdy.")
+                        && t.as_bytes()[8].is_ascii_lowercase()
+                        && m.windows(t.len()).any(|w| *t.as_bytes() == *w))
+                },
+                minor,
+            )
+        }
+    };
+    for line in text.lines().filter(|l| l.contains("custom_call")) {
+        let call = &line[line.find("custom_call").unwrap_or(0)..];
+        let target = match call
+            .trim_start_matches(['c', 'u', 's', 't', 'o', 'm', '_', 'a', 'l', '"', ' '])
+            .strip_prefix('@')
+        {
+            Some(t) => t.trim_start_matches('"'),
+            None => line
+                .split_once("call_target_name = \"")
+                .map_or("", |(_, t)| t),
+        };
+        let target = &target[..target
+            .find(['(', '"', ' ', '{', ','])
+            .unwrap_or(target.len())];
+        let Some((ops, res)) = line
+            .rsplit_once(" : (")
+            .and_then(|(_, sig)| sig.split_once(") -> "))
+        else {
+            continue;
+        };
+        if let Some(why) = own_call_abort(target, &tensors(ops), &tensors(res)) {
+            return Some((format!("@{target}"), why));
+        }
+        let sharding = line
+            .split_once("xla.sdy.sharding = \"#sdy.sharding")
+            .and_then(|(_, s)| s.split_once("<@"));
+        let mesh = sharding.map(|(_, m)| &m[..m.find([',', '>']).unwrap_or(0)]);
+        if minor > 81
+            && target == frs
+            && !mesh.is_some_and(|m| text.contains(&format!("{m} = #sdy.mesh")))
+        {
+            return Some((format!("@{frs}"), no_mesh));
+        }
+    }
+    None
+}
+
+/// [`own_call`] for a program read by the names it holds (`named`).
+fn names_abort(named: impl Fn(&str) -> bool, minor: i32) -> Option<(String, &'static str)> {
+    let (frs, sdy) = (
+        "xla.sdy.FuncResultSharding",
+        ["xla.sdy.sharding", "xla.sdy.meshes"],
+    );
+    if let Some(t) = ["TopK", "SliceToDynamic", "PadToStatic", "__onednn$"]
+        .into_iter()
+        .find(|t| named(t))
+    {
+        return Some((format!("@{t}"), "some forms of it abort, and rpjrt does not read shapes from bytecode or HLO: pass the program as MLIR text"));
+    }
+    let bare = minor > 81 && named(frs) && !sdy.iter().all(|s| named(s));
+    bare.then(|| {
+        (
+            format!("@{frs}"),
+            "it needs xla.sdy.sharding and xla.sdy.meshes frontend attributes",
+        )
+    })
+}
+
+/// The tensor types written in `s` (`tensor<2x?xf32, #bounds>`).
+fn tensors(s: &str) -> Vec<Ty> {
+    let ty = |t: &str| {
+        let mut rest = t[..t.find([',', '>']).unwrap_or(t.len())].trim();
+        let mut dims = Vec::new();
+        while let Some((d, r)) = rest
+            .split_once('x')
+            .filter(|(d, _)| *d == "?" || d.parse::<i64>().is_ok())
+        {
+            dims.push(d.parse().unwrap_or(-1));
+            rest = r;
+        }
+        (dims, rest.to_string())
+    };
+    s.split("tensor<").skip(1).map(ty).collect()
 }
 
 /// Whether MLIR text gives a function result an unreduced sharding: the result list after
@@ -490,6 +641,54 @@ mod tests {
                      -> (tensor<8xf32>) { %0 = stablehlo.custom_call @Sharding(%a) \
                      {mhlo.sharding = \"{unreduced}\"} : (tensor<8xf32>) -> tensor<8xf32> }";
         assert!(text(inner, 115).is_ok());
+    }
+
+    #[test]
+    fn custom_calls_xla_interprets_are_refused_in_the_forms_that_abort() {
+        let call = |t: &str, sig: &str| {
+            format!("func.func @main(%x: tensor<4xf32>) {{\n %0 = stablehlo.custom_call @{t}(%x) {{api_version = 4 : i32}} : {sig}\n}}")
+        };
+        let one = "(tensor<4xf32>) -> tensor<4xf32>";
+        let topk = "(tensor<1x4xf32>) -> (tensor<1x2xf32>, tensor<1x2xi32>)";
+        for (t, sig, minor) in [
+            ("TopK", one, 81),
+            ("SliceToDynamic", one, 81),
+            ("PadToStatic", one, 115),
+            ("__onednn$matmul", one, 81),
+            ("xla.sdy.FuncResultSharding", one, 115),
+            (
+                "TopK",
+                "(tensor<4xf32>) -> (tensor<8xf32>, tensor<8xi32>)",
+                115,
+            ),
+        ] {
+            let e = text(&call(t, sig), minor).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("@{t}")) && e.contains("interprets itself"),
+                "{e}"
+            );
+        }
+        let dynamic = "(tensor<4xf32>, tensor<i32>) -> tensor<?xf32, #stablehlo.bounds<4>>";
+        for (t, sig, minor) in [
+            ("TopK", topk, 115),
+            ("SliceToDynamic", dynamic, 115),
+            ("xla.sdy.FuncResultSharding", one, 81),
+            ("Sharding", one, 115),
+            ("my_TopK", one, 115),
+        ] {
+            assert!(text(&call(t, sig), minor).is_ok(), "{t} {sig}");
+        }
+        // Serialized HLO: a custom_call_target field (28) naming TopK.
+        let hlo = [&[0x1a, 9, 0x12, 7, 0xe2, 1, 4][..], b"TopK"].concat();
+        assert!(check(&Program::Hlo(hlo.clone()), 115)
+            .unwrap_err()
+            .to_string()
+            .contains("@TopK"));
+        assert!(crate::ffi::xla_own_target("xla.sdy.X") && crate::ffi::xla_own_target("TopK"));
+        assert!(
+            !crate::ffi::xla_own_target("xla.sdyX")
+                && !crate::ffi::xla_own_target("lapack_sgetrf_ffi")
+        );
     }
 
     #[test]
