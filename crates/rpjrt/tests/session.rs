@@ -722,3 +722,33 @@ fn slots_read_deleted_once_the_client_closed() {
         assert!(format!("{s:?}").contains("w: float32[8] deleted"), "{s:?}");
     });
 }
+
+#[test]
+fn call_with_binds_and_steps_in_one_hold_and_read_slot_copies_the_value() {
+    // a + b, donating nothing: the step's keyword-style values are bound by `call_with`,
+    // a name that is not an input is refused before anything changes, and `read_slot`
+    // hands the slot's buffer to its reader.
+    let text =
+        "func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n  \
+                %0 = stablehlo.add %a, %b : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}";
+    for_each_plugin(|_, client| {
+        let exe = compile(client, text);
+        let session = Session::new(client).unwrap();
+        let step = session.program(&exe, &["a", "b"], &["c"]).unwrap();
+        session.bind("b", host(&[10.0; 4], &[4])).unwrap();
+        let outs = step
+            .call_with(vec![("a".into(), host(&[1.0, 2.0, 3.0, 4.0], &[4]))])
+            .unwrap();
+        assert_eq!(
+            outs[0].to_vec_of::<f32>().unwrap(),
+            vec![11.0, 12.0, 13.0, 14.0]
+        );
+        let e = step
+            .call_with(vec![("z".into(), host(&[0.0; 4], &[4]))])
+            .unwrap_err();
+        assert!(e.to_string().contains("no input slot \"z\""), "{e}");
+        let read = session.read_slot("c", |b| b.to_vec_of::<f32>()).unwrap();
+        assert_eq!(read, vec![11.0, 12.0, 13.0, 14.0]);
+        assert!(session.read_slot("nope", |_| Ok(())).is_err());
+    });
+}
