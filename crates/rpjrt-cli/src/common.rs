@@ -719,19 +719,11 @@ pub fn parse_option_for(s: &str, flag: &str) -> Result<(String, Value), CliError
     }
     // A number float32 cannot hold is refused, as a JSON config's is: one too large was
     // passed on as text, and a nonzero one too small became 0.
-    if raw.parse::<f64>().is_ok() && raw.bytes().any(|b| b.is_ascii_digit()) {
-        let f = raw.parse::<f32>().unwrap_or(f32::NAN);
-        let mantissa = raw.split(['e', 'E']).next().unwrap_or(raw);
-        if f.is_infinite() {
-            return Err(CliError::usage(format!(
-                "{flag} {name}: {raw} is beyond float32 (PJRT's float option type)"
-            )));
-        }
-        if f == 0.0 && mantissa.bytes().any(|b| matches!(b, b'1'..=b'9')) {
-            return Err(CliError::usage(format!(
-                "{flag} {name}: {raw} is too small for float32 (PJRT's float option type): it \
-                 would be passed as 0"
-            )));
+    if let Ok(x) = raw.parse::<f64>() {
+        if raw.bytes().any(|b| b.is_ascii_digit()) {
+            if let Err(why) = Value::float_option(x, Some(raw)) {
+                return Err(CliError::usage(format!("{flag} {name}: {raw} is {why}")));
+            }
         }
     }
     Ok((name, value))
@@ -974,6 +966,37 @@ pub fn stdout_is_terminal() -> bool {
     }
 }
 
+/// The default bound on the size of a trace `rpjrt trace view` reads (1 GiB; its JSON takes
+/// several times that once parsed); `RPJRT_MAX_FILE_BYTES` replaces it.
+pub const MAX_TRACE_BYTES: u64 = 1 << 30;
+
+/// The default bound on the size of a conformance report `rpjrt conform --diff` reads
+/// (64 MiB; a report of every check is a few hundred KB); `RPJRT_MAX_FILE_BYTES` replaces
+/// it.
+pub const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// The default bound on the size of a serialized OpSharding read from a file (16 MiB);
+/// `RPJRT_MAX_FILE_BYTES` replaces it.
+pub const MAX_SHARDING_BYTES: u64 = 16 << 20;
+
+pub use rpjrt_raw::files::{read_regular_file_at_most, MAX_READ_ENV};
+
+/// The bytes of the user-named regular file `path`, `what` (a kind of file, for the
+/// message) at most `default` bytes unless `RPJRT_MAX_FILE_BYTES` says otherwise
+/// ([`read_regular_file_at_most`]): a larger file is a usage error naming its size and the
+/// bound, found before anything is allocated; one that does not fit in memory is an
+/// out-of-memory error, never an abort.
+pub fn read_file_at_most(
+    path: &std::path::Path,
+    default: u64,
+    what: &str,
+) -> Result<Vec<u8>, CliError> {
+    read_regular_file_at_most(path, default, what).map_err(|e| match e {
+        rpjrt::Error::InvalidArgument(_) => CliError::usage(bare(e)),
+        e => CliError::from(e),
+    })
+}
+
 /// Reads a program file for `run` or `compile`: the core's one rule
 /// ([`rpjrt::ProgramFile::detect`] on the bytes of the regular file `path`), its errors
 /// naming the file. An rpjrt artifact given with `--format` is refused in the verb's own
@@ -1070,6 +1093,68 @@ fn resolved(path: &std::path::Path) -> std::path::PathBuf {
         (Ok(d), Some(name)) => d.join(name),
         _ => std::path::absolute(&at).unwrap_or(at),
     }
+}
+
+/// The compile cache directory a verb compiles through, with what named it: `given` (the
+/// verb's `--cache-dir`), else a `cache_dir` client option, else `RPJRT_CACHE_DIR`.
+pub fn cache_dir_in_use<'a>(
+    given: Option<&'a std::path::Path>,
+    options: &'a rpjrt::ClientOptions,
+) -> Option<(&'static str, std::path::PathBuf)> {
+    if let Some(d) = given {
+        return Some(("--cache-dir", d.to_path_buf()));
+    }
+    if let Some(d) = options.cache_dir_path() {
+        return Some(("the cache_dir client option", d.to_path_buf()));
+    }
+    std::env::var_os("RPJRT_CACHE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(|d| ("RPJRT_CACHE_DIR", d.into()))
+}
+
+/// Refuses, before anything runs, an output that would collide with the compile cache
+/// directory `cache` (what named it, and the path): the directory itself (the cache makes
+/// it a directory, and the output then cannot be written), a path the directory lies under
+/// (the output's name would have to be a directory), or a file in it under a name the
+/// cache keeps for itself (an entry, a temporary of one, the plugin-build memo). A usage
+/// error (exit 2) naming both. Other files in the directory are left alone by the cache
+/// and allowed.
+pub fn check_outputs_outside_cache(
+    outputs: &[NamedPath<'_>],
+    cache: Option<(&str, &std::path::Path)>,
+) -> Result<(), CliError> {
+    let Some((named, dir)) = cache else {
+        return Ok(());
+    };
+    let at_dir = resolved(dir);
+    for (option, path) in outputs.iter().filter(|(_, p)| p.as_os_str() != "-") {
+        let at = resolved(path);
+        let name = at.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let cache_name = name.starts_with(".tmp-rpjrtexe-")
+            || name.starts_with(".rpjrt-build-")
+            || name.strip_suffix(".rpjrtexe").is_some_and(|k| {
+                k.len() == 64 && k.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            });
+        let why = if at == at_dir {
+            "name the same path: the compile cache would make it a directory, where the \
+             output cannot be written"
+        } else if at_dir.starts_with(&at) {
+            "collide: the compile cache directory lies under the output's path, which would \
+             have to be a directory"
+        } else if at.parent() == Some(at_dir.as_path()) && cache_name {
+            "collide: the output's name is one the compile cache keeps for its own files in \
+             that directory"
+        } else {
+            continue;
+        };
+        return Err(CliError::usage(format!(
+            "{option} {} and {named} {} {why}; give the output another name, or the cache \
+             another directory",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The one check of a verb's files, before anything runs: each output must be writable

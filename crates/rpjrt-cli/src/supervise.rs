@@ -192,6 +192,15 @@ pub fn run_verb_in_child(verb: &str, args: &[OsString]) -> Result<i32, CliError>
         }
         // Ctrl-C, a closed pipe: the user's doing, which the shell reports its own way.
         (None, Some(sig @ (2 | 13))) => Ok(128 + sig),
+        // SIGXFSZ, which the CLI ignores (so writes fail with "File too large"): only
+        // something that set it back (a plugin) is ended by it.
+        (None, Some(sig @ 25)) => Err(CliError {
+            message: format!(
+                "`rpjrt {verb}` was ended by signal {sig} (SIGXFSZ): a write went past the \
+                 file-size limit (`ulimit -f`); raise the limit or write less"
+            ),
+            exit_code: 128 + sig,
+        }),
         // Ended from outside (SIGTERM, SIGKILL from the OOM killer, ...): say so.
         (None, Some(sig)) => Err(CliError {
             message: format!("`rpjrt {verb}` was ended by signal {sig} from outside rpjrt"),

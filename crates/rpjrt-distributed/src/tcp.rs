@@ -234,14 +234,41 @@ struct Shared {
     closing: AtomicBool,
     token: Vec<u8>,
     conns: Mutex<Vec<(TcpStream, Option<JoinHandle<()>>)>>,
-    /// Open connections per process id; an id that joined and has none left is gone.
-    peers: Mutex<HashMap<u32, usize>>,
+    /// Per process id: its open connections, and whether any connection under the id
+    /// ever made a well-formed request. An id that spoke and has no connection left is
+    /// gone; one whose connections all closed without a request (a stray connection that
+    /// said hello and hung up, or sent garbage) never joined.
+    peers: Mutex<HashMap<u32, (usize, bool)>>,
+    /// Why the host could not accept a connection (too many open files, ...) and since
+    /// when, until a connection is accepted again: what a barrier on the host reports
+    /// instead of peers that "did not join" ([`Shared::accept_trouble`]).
+    accept_error: Mutex<Option<AcceptTrouble>>,
     /// What the joined connections did, and when each process said goodbye: what
     /// [`TcpStore::shutdown_after`] waits for.
     activity: Mutex<Activity>,
     /// The process ids claimed ([`OP_CLAIM`]): the claiming OS process's nonce and the
     /// connections it claimed on; a claim ends when the last of them closes.
     claims: Mutex<HashMap<u32, Claim>>,
+}
+
+/// The host's failures to accept connections ([`Shared::accept_failed`]).
+struct AcceptTrouble {
+    /// The latest episode's first failure, in words.
+    why: String,
+    /// When the episode began.
+    first: Instant,
+    /// Its latest failure.
+    last: Instant,
+    /// Whether an accept succeeded since that failure.
+    accepted_since: bool,
+}
+
+impl AcceptTrouble {
+    /// Whether the episode is over: no failure for [`ACCEPT_TROUBLE`], and an accept
+    /// succeeded since.
+    fn over(&self) -> bool {
+        self.accepted_since && self.last.elapsed() >= ACCEPT_TROUBLE
+    }
 }
 
 /// One process id's claim ([`OP_CLAIM`]): the claiming OS process's nonce, and the
@@ -360,15 +387,71 @@ impl Shared {
     /// Process `p`'s state and how many connections it has open now.
     fn peer_info(&self, p: u32) -> (PeerState, usize) {
         match self.peers.lock().unwrap_or_else(|e| e.into_inner()).get(&p) {
-            None => (PeerState::NeverJoined, 0),
-            Some(0) => (PeerState::Gone, 0),
-            Some(&n) => (PeerState::Connected, n),
+            None | Some((0, false)) => (PeerState::NeverJoined, 0),
+            Some((0, true)) => (PeerState::Gone, 0),
+            Some(&(n, _)) => (PeerState::Connected, n),
         }
     }
     fn peer_delta(&self, p: u32, up: bool) {
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        let n = peers.entry(p).or_insert(0);
+        let (n, _) = peers.entry(p).or_insert((0, false));
         *n = if up { *n + 1 } else { n.saturating_sub(1) };
+    }
+    /// A connection of process `p` made a well-formed request: `p` has joined for real.
+    fn peer_spoke(&self, p: u32) {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.entry(p).or_insert((0, false)).1 = true;
+    }
+    /// Notes that accepting a connection failed with `e`, or, with `None`, that one
+    /// succeeded. Failures make one episode, from its first to its latest, until a second
+    /// of none with an accept succeeding after them; the failure is still remembered after
+    /// that, for a later timeout to name.
+    fn accept_failed(&self, e: Option<&io::Error>) {
+        let mut at = self.accept_error.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        match (e, at.as_mut()) {
+            (None, Some(t)) => t.accepted_since = true,
+            (None, None) => {}
+            (Some(_), Some(t)) if !t.over() => {
+                t.last = now;
+                t.accepted_since = false;
+            }
+            (Some(e), _) => {
+                *at = Some(AcceptTrouble {
+                    why: e.to_string(),
+                    first: now,
+                    last: now,
+                    accepted_since: false,
+                })
+            }
+        }
+    }
+    /// The host's failure to accept connections (too many open files), as the error a
+    /// wait on the host reports instead of blaming peers: with `lasting`, only when the
+    /// episode has gone on for [`ACCEPT_TROUBLE`] and is not over (accepts still fail, or
+    /// none succeeded since the last failure: the peers whose connections were dropped
+    /// gave up); else whenever one failed (a peer that lost its connection, or did not
+    /// join in time, is then likely this host's doing).
+    fn accept_trouble(&self, lasting: bool) -> Option<Error> {
+        let at = self.accept_error.lock().unwrap_or_else(|p| p.into_inner());
+        let t = at.as_ref()?;
+        if lasting && (t.first.elapsed() < ACCEPT_TROUBLE || t.over()) {
+            return None;
+        }
+        let (why, first) = (&t.why, t.first);
+        let limit = rpjrt_raw::files::open_files_limit()
+            .map(|n| format!(" (this process may have {n} files open: `ulimit -n`)"))
+            .unwrap_or_default();
+        Some(store_error(
+            Code::ResourceExhausted,
+            format!(
+                "the store host (process 0) could not accept connections: {why}{limit}, \
+                 first {} ago; each peer holds 2 connections to it, each of which takes 2 of \
+                 the host's file descriptors: raise the limit (`ulimit -n 65536` before \
+                 starting the job) or start fewer processes",
+                crate::duration_text(crate::rounded(first.elapsed()))
+            ),
+        ))
     }
     fn activity(&self) -> MutexGuard<'_, Activity> {
         self.activity.lock().unwrap_or_else(|p| p.into_inner())
@@ -457,6 +540,10 @@ fn check_token(token: &str) -> Result<()> {
 impl Host {
     fn bind(addr: SocketAddr, token: &str) -> Result<Host> {
         check_token(token)?;
+        // Each peer costs the host 4 descriptors (2 connections, each kept with a clone
+        // for shutdown): a soft limit of 1024 held about 255 peers. The hard limit is
+        // usually far higher, and raising the soft one to it needs no privilege.
+        rpjrt_raw::files::raise_open_files_limit();
         let listener = TcpListener::bind(addr).map_err(|e| {
             let who = match e.kind() {
                 // A store this process hosts there itself is said as such, not taken for
@@ -483,6 +570,7 @@ impl Host {
             token: token.as_bytes().to_vec(),
             conns: Mutex::new(Vec::new()),
             peers: Mutex::new(HashMap::new()),
+            accept_error: Mutex::new(None),
             activity: Mutex::new(Activity::default()),
             claims: Mutex::new(HashMap::new()),
         });
@@ -630,9 +718,18 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             Ok((stream, _)) => {
                 let _ = stream.set_nonblocking(false);
                 let _ = stream.set_nodelay(true);
-                let Ok(clone) = stream.try_clone() else {
-                    continue;
+                let clone = match stream.try_clone() {
+                    Ok(c) => c,
+                    // Out of descriptors for the clone: said as the accept's failure.
+                    Err(e) => {
+                        shared.accept_failed(Some(&e));
+                        drop(stream);
+                        forget_finished(&shared);
+                        std::thread::sleep(ACCEPT_BACKOFF);
+                        continue;
+                    }
                 };
+                shared.accept_failed(None);
                 let s = Arc::clone(&shared);
                 let t = std::thread::Builder::new()
                     .name("rpjrt-kv-conn".into())
@@ -652,14 +749,33 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 forget_finished(&shared);
                 std::thread::sleep(Duration::from_millis(10));
             }
-            Err(_) => {
+            // Out of descriptors (EMFILE, ENFILE) or memory: noted for the host's barrier to
+            // report (`Shared::accept_trouble`), and retried less often meanwhile (the
+            // connection waits in the listen backlog).
+            Err(e) => {
+                if e.kind() != io::ErrorKind::Interrupted
+                    && e.kind() != io::ErrorKind::ConnectionAborted
+                {
+                    shared.accept_failed(Some(&e));
+                }
                 forget_finished(&shared);
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(ACCEPT_BACKOFF);
             }
         }
     }
     // The listener is dropped here: nothing listens after shutdown.
 }
+
+/// The key under which a host that cannot accept connections leaves its error, for the
+/// joined peers' waits (`meet`) to end with it.
+const HOST_TROUBLE_KEY: &str = "rpjrt:host-cannot-accept";
+
+/// How long the accept loop waits after a failed accept before it tries again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How long the host's accepts must have failed, with none succeeding in between, before
+/// a barrier on the host gives up with that failure ([`Shared::accept_trouble`]).
+const ACCEPT_TROUBLE: Duration = Duration::from_secs(1);
 
 /// Drops the kept clones of connections whose thread has ended, closing their sockets
 /// while no new connection arrives (the accept loop polls every 10 ms): 300 closed
@@ -865,6 +981,10 @@ fn serve_requests(stream: &mut TcpStream, shared: &Shared, pid: u32, id: u64) ->
         };
         if !shared.request_begins(id) {
             return Ok(());
+        }
+        // A well-formed request (not garbage after a hello) shows a client of ours.
+        if matches!(req[0], OP_SET..=OP_CLAIM) {
+            shared.peer_spoke(pid);
         }
         match answer(stream, shared, &req, pid, id)? {
             // Ended already, before its reply went out (see `reply`).
@@ -2152,9 +2272,22 @@ impl TcpStore {
         let cap = crate::deadline_after(timeout.saturating_add(BARRIER_GRACE.min(self.io_timeout)));
         let view = Capped { store: self, cap };
         let alive = |p: usize| -> Result<()> {
+            if let Some(e) = self.accept_trouble(true) {
+                return Err(e);
+            }
+            // A host that cannot accept connections says so to the peers it has.
+            if let Role::Remote(_) = &self.role {
+                if let Ok(Some(why)) = self.try_get_by(HOST_TROUBLE_KEY, Some(cap)) {
+                    let why = String::from_utf8_lossy(&why).into_owned();
+                    return Err(store_error(Code::ResourceExhausted, why));
+                }
+            }
             let Some(how) = self.departure_by(p, Some(cap))? else {
                 return Ok(());
             };
+            if let Some(e) = self.accept_trouble(false) {
+                return Err(e);
+            }
             Err(store_error(
                 Code::Unavailable,
                 format!(
@@ -2178,6 +2311,11 @@ impl TcpStore {
                 delete: Some(&delete),
             },
         )
+        // Peers that did not join while the host could not accept them: the host's doing.
+        .map_err(|e| match e.code() {
+            Code::DeadlineExceeded => self.accept_trouble(false).unwrap_or(e),
+            _ => e,
+        })
     }
 }
 
@@ -2257,6 +2395,19 @@ impl KvStore for Capped<'_> {
     }
     fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         self.store.try_get_by(key, Some(self.cap))
+    }
+}
+
+impl TcpStore {
+    /// On the host: its lasting failure to accept connections ([`Shared::accept_trouble`]).
+    fn accept_trouble(&self, lasting: bool) -> Option<Error> {
+        let Role::Host(h) = &self.role else {
+            return None;
+        };
+        let e = h.shared.accept_trouble(lasting)?;
+        // For the peers' waits to end with it too, rather than at their timeout.
+        h.shared.insert(HOST_TROUBLE_KEY, e.to_string().as_bytes());
+        Some(e)
     }
 }
 
@@ -2926,9 +3077,10 @@ mod tests {
             e.to_string().contains("process 2 of 3 left the store"),
             "{e}"
         );
-        // One that goes without a goodbye (killed) is named as lost.
+        // One that goes without a goodbye (killed) is named as lost: it had joined (made
+        // a request, as every client does at once).
         let (host, addr) = pair("t");
-        let raw = hello_as(&addr, 1, b"t");
+        let raw = joined_as(&addr, 1, b"t");
         std::thread::sleep(Duration::from_millis(100));
         drop(raw);
         let e = host.barrier("c", 0, 2, T).unwrap_err();
@@ -3299,6 +3451,38 @@ mod tests {
         s
     }
 
+    /// [`hello_as`], then a request (as every client of ours makes at once: its claim),
+    /// answered: process `pid` has joined.
+    fn joined_as(addr: &str, pid: u32, token: &[u8]) -> TcpStream {
+        let mut s = hello_as(addr, pid, token);
+        write_frame(&mut s, &[&[OP_TRY_GET], b"k"]).unwrap();
+        assert_eq!(raw_reply(&mut s).unwrap(), [R_NOT_FOUND]);
+        s
+    }
+
+    #[test]
+    fn a_stray_hello_that_made_no_request_is_not_a_process() {
+        // It made the host's barrier fail at once: "process 1 of 2 lost its connection",
+        // though process 1 had not started; the real process 1 then joins.
+        for garbage in [false, true] {
+            let (host, addr) = pair("t");
+            let mut raw = hello_as(&addr, 1, b"t");
+            if garbage {
+                let _ = raw.write_all(&[0, 0, 0, 3, 0xee, 1, 2]);
+                let _ = raw_reply(&mut raw);
+            }
+            drop(raw);
+            std::thread::sleep(Duration::from_millis(300));
+            let a = addr.clone();
+            let real = std::thread::spawn(move || {
+                let p1 = TcpStore::connect(&a, "t", 1, T).unwrap();
+                p1.barrier("b", 1, 2, T)
+            });
+            host.barrier("b", 0, 2, T).unwrap();
+            real.join().unwrap().unwrap();
+        }
+    }
+
     /// Hosts a job of two from `addr` in a thread, which returns how long the host's
     /// `shutdown_after` (of 20 s) took once `from_env` returned, and whether it was clean.
     fn host_of_two(addr: &str) -> JoinHandle<(Duration, bool)> {
@@ -3463,7 +3647,7 @@ mod tests {
 
     #[test]
     fn a_host_whose_join_failed_ends_promptly() {
-        // A hello as process 1 that then closes: process 1 counts as gone, the join fails
+        // Process 1 joins (a hello and a request) and closes: it counts as gone, the join fails
         // at once, and the host's wait for its peers ends with it.
         let addr = free_addr();
         let a = addr.clone();
@@ -3476,7 +3660,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         let silent = TcpStream::connect(&addr).unwrap();
-        drop(hello_as(&addr, 1, b"j"));
+        drop(joined_as(&addr, 1, b"j"));
         let e = host.join().unwrap().unwrap_err();
         assert!(
             t.elapsed() < Duration::from_secs(8),

@@ -8,20 +8,190 @@ use crate::error::{Error, Result};
 
 /// The bytes of a regular file. A FIFO, a directory or a device is refused without being
 /// read (reading a FIFO blocks until a writer comes; `/dev/zero` never ends), and every
-/// error names the path.
+/// error names the path. A file larger than [`MAX_READ_BYTES`] (or the bound set in
+/// [`MAX_READ_ENV`]) is refused before anything is allocated for it, and one that is not
+/// larger but does not fit in memory is an out-of-memory error: see
+/// [`read_regular_file_at_most`].
 ///
 /// ```
 /// let e = rpjrt_raw::files::read_regular_file("/dev/zero").unwrap_err();
 /// assert_eq!(e.to_string(), "invalid argument: /dev/zero: not a regular file");
 /// ```
 pub fn read_regular_file(path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
+    read_regular_file_at_most(path, MAX_READ_BYTES, "a file")
+}
+
+/// The most bytes [`read_regular_file`] reads whole from one file (programs, artifacts,
+/// bare executables) unless [`MAX_READ_ENV`] says otherwise: 4 GiB.
+pub const MAX_READ_BYTES: u64 = 4 << 30;
+
+/// The environment variable that replaces the default bound on the bytes read whole from
+/// one user-named file (every kind's: programs, artifacts, traces, reports, ...): a number
+/// of bytes, with an optional suffix `K`, `M`, `G` or `T` (powers of 1024).
+pub const MAX_READ_ENV: &str = "RPJRT_MAX_FILE_BYTES";
+
+/// The bound on the bytes read whole from one file of a kind whose own bound is `default`:
+/// [`MAX_READ_ENV`] when set, else `default`. A value that is no number of bytes is an
+/// error naming it.
+pub fn max_read_bytes(default: u64) -> Result<u64> {
+    let Some(v) = std::env::var_os(MAX_READ_ENV).filter(|v| !v.is_empty()) else {
+        return Ok(default);
+    };
+    let text = v.to_string_lossy();
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => 64,
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| shift < 64)
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{MAX_READ_ENV}={text:?} is not a number of bytes (e.g. 8589934592 or 8G)"
+            ))
+        })
+}
+
+/// A size in bytes for a message: `N bytes`, with the GiB/MiB/KiB it makes from 1 KiB up.
+pub fn size_text(n: u64) -> String {
+    let (unit, div) = match n {
+        n if n >= 1 << 30 => ("GiB", (1u64 << 30) as f64),
+        n if n >= 1 << 20 => ("MiB", (1u64 << 20) as f64),
+        n if n >= 1 << 10 => ("KiB", 1024.0),
+        _ => return format!("{n} bytes"),
+    };
+    format!("{n} bytes ({:.1} {unit})", n as f64 / div)
+}
+
+/// [`read_regular_file`] with the bound of `what` (a kind of file, as a message names it:
+/// "a trace", "a conformance report"): a file larger than [`max_read_bytes`]`(default)` is
+/// refused before anything is allocated or read, naming the file, its size, the bound and
+/// [`MAX_READ_ENV`]. The buffer is reserved with `try_reserve_exact`, so a file within the
+/// bound that does not fit in memory is [`Error::ResourceExhausted`], never an abort; the
+/// read itself is bounded by the size found, so a file that grows meanwhile is refused
+/// too, not read on without end.
+pub fn read_regular_file_at_most(
+    path: impl AsRef<std::path::Path>,
+    default: u64,
+    what: &str,
+) -> Result<Vec<u8>> {
     use std::io::Read as _;
     let path = path.as_ref();
     let (mut file, len) = open_regular_file(path)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.read_to_end(&mut bytes)
-        .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
-    Ok(bytes)
+    let max = max_read_bytes(default)?;
+    if len > max {
+        return Err(Error::invalid(format!(
+            "{}: {}, larger than the {} rpjrt reads whole from {what}; set {MAX_READ_ENV} \
+             to a larger number of bytes to read it",
+            path.display(),
+            size_text(len),
+            size_text(max)
+        )));
+    }
+    let mut bytes = Vec::new();
+    usize::try_from(len)
+        .ok()
+        .and_then(|n| bytes.try_reserve_exact(n).ok())
+        .ok_or_else(|| {
+            Error::ResourceExhausted(format!(
+                "{}: {}, too large to read into memory",
+                path.display(),
+                size_text(len)
+            ))
+        })?;
+    let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
+    // At most the size found: the reserved buffer never grows (an allocation failure
+    // there would abort the process).
+    (&mut file)
+        .take(len)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(&e))?;
+    let mut more = [0u8; 1];
+    match file.read(&mut more) {
+        Ok(0) => Ok(bytes),
+        Ok(_) => Err(fail(&format_args!(
+            "it grew past the {len} bytes it had when opened while being read; read it \
+             again once it is written"
+        ))),
+        Err(e) => Err(fail(&e)),
+    }
+}
+
+/// Makes a write past the process's file-size limit (`ulimit -f`, `RLIMIT_FSIZE`) fail
+/// with `EFBIG` ("File too large"), which the writers here report naming the file and
+/// clean up after (the temporary file removed), instead of ending the process with
+/// `SIGXFSZ` in mid-write. CPython ignores the signal the same way at start-up; the CLI
+/// calls this first of all. The disposition is inherited by the processes it starts.
+pub fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: sets SIGXFSZ's disposition to "ignore"; no handler code of ours runs, and
+    // `signal` with SIG_IGN has no other effect.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// The most files this process may have open (the soft `RLIMIT_NOFILE`, what `ulimit -n`
+/// shows); `None` when unlimited or unknown.
+pub fn open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the one rlimit struct it is given, alive for the call.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+            return None;
+        }
+        (r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Raises this process's soft limit on open files to its hard limit (what an unprivileged
+/// process may do; Go's runtime does the same at start-up), for a process that serves many
+/// connections (the host of a job's key-value store: 4 descriptors per peer). Returns the
+/// soft limit in force afterwards; `None` when unknown.
+pub fn raise_open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: as in `open_files_limit`.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+            return None;
+        }
+        if r.rlim_cur < r.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            // SAFETY: setrlimit reads the one rlimit struct it is given; a refusal leaves
+            // the limits as they were.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                r.rlim_cur = r.rlim_max;
+            }
+        }
+        (r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 /// A regular file opened for reading, with its size: what [`read_regular_file`] reads,
@@ -193,11 +363,37 @@ pub fn write_regular_file(
     path: impl AsRef<std::path::Path>,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Result<()> {
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let given = path.as_ref();
     check_regular_output(given)?;
     let target = follow_links(given)?;
-    let path = target.as_path();
+    write_over(given, &target, write)
+}
+
+/// [`write_regular_file`] that never follows a symbolic link at `path`: the link itself is
+/// replaced by the new file (renamed over the name), and the file it led to is left as it
+/// was. For files rpjrt keeps for itself in a shared directory (the plugin-build memo of a
+/// compile cache), where a planted link must not make rpjrt overwrite, or create, a file
+/// elsewhere.
+pub fn replace_regular_file(
+    path: impl AsRef<std::path::Path>,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<()> {
+    let given = path.as_ref();
+    let link = std::fs::symlink_metadata(given).is_ok_and(|m| m.file_type().is_symlink());
+    if !link {
+        check_regular_output(given)?;
+    }
+    write_over(given, given, write)
+}
+
+/// Writes a temporary file beside `path` (no link: the file to replace, or a new name) and
+/// renames it over `path`; errors name `given`, the name the caller was given.
+fn write_over(
+    given: &std::path::Path,
+    path: &std::path::Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<()> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let fail = |e: &dyn std::fmt::Display| Error::invalid(format!("{}: {e}", given.display()));
     let name = path.file_name().ok_or_else(|| fail(&"not a file name"))?;
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -230,7 +426,10 @@ pub fn write_regular_file(
             )
         })?;
     // The file replaced keeps its mode: the new one would otherwise get the default.
-    let keep_mode = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let keep_mode = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions());
     let result = write(&mut file)
         .and_then(|()| keep_mode.map_or(Ok(()), |mode| file.set_permissions(mode)))
         .and_then(|()| file.sync_all())
@@ -331,6 +530,31 @@ pub fn identity(path: &std::path::Path, file: &std::fs::File) -> Option<String> 
     }
 }
 
+/// Sets the open `file`'s access and modification times to now (`futimens` with
+/// `UTIME_NOW`), as a use of it (the compile cache's LRU order). Unlike setting a given
+/// time (`File::set_modified`), which only the file's owner may do, this needs only write
+/// permission on the file (a group-writable entry of a cache shared by users), and a
+/// descriptor opened for reading will do.
+pub fn touch(file: &std::fs::File) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd as _;
+        let now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        };
+        let times = [now, now];
+        // SAFETY: the descriptor is `file`'s, open for this call; `times` points to the
+        // two timespecs futimens reads, alive for the call.
+        if unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    file.set_modified(std::time::SystemTime::now())
+}
+
 /// The bytes of the regular file `path` when it holds at most `max` of them (opened
 /// without waiting on a FIFO); `None` when it cannot be read or is larger.
 pub fn read_small(path: &std::path::Path, max: u64) -> Option<Vec<u8>> {
@@ -352,7 +576,13 @@ pub fn memoized(
     check: impl Fn(&str) -> Option<String>,
     make: impl FnOnce() -> String,
 ) -> String {
-    let text = memo.and_then(|p| read_small(p, 4096)).unwrap_or_default();
+    // A symbolic link under the memo's name is neither read through nor written through:
+    // the memo written replaces the link itself (`replace_regular_file`), so a link planted
+    // in a shared cache directory cannot make this process overwrite a file elsewhere.
+    let memo_file = memo.filter(|p| !std::fs::symlink_metadata(p).is_ok_and(|m| m.is_symlink()));
+    let text = memo_file
+        .and_then(|p| read_small(p, 4096))
+        .unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
     let kept = text.strip_suffix('\n').and_then(|t| t.split_once(' '));
     if let Some((value, _)) = kept.filter(|(v, c)| check(v).as_deref() == Some(*c)) {
@@ -361,7 +591,7 @@ pub fn memoized(
     let value = make();
     if let (Some(p), Some(c)) = (memo, check(&value)) {
         let line = format!("{value} {c}\n");
-        let _ = write_regular_file(p, |f| std::io::Write::write_all(f, line.as_bytes()));
+        let _ = replace_regular_file(p, |f| std::io::Write::write_all(f, line.as_bytes()));
     }
     value
 }
@@ -474,6 +704,79 @@ mod tests {
             file.metadata().unwrap()
         });
         assert!(!meta.is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_over_the_bound_is_refused_before_anything_is_allocated() {
+        // A 100 GiB sparse file was given to Vec::with_capacity: the allocation failure
+        // aborted the process.
+        let dir = temp_dir("huge");
+        let path = dir.join("big.mlir");
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(100 << 30).unwrap();
+        let e = read_regular_file(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("big.mlir: 107374182400 bytes (100.0 GiB)"),
+            "{e}"
+        );
+        assert!(e.contains("4294967296 bytes (4.0 GiB)"), "{e}");
+        assert!(e.contains(MAX_READ_ENV), "{e}");
+        f.set_len(5000).unwrap();
+        let e = read_regular_file_at_most(&path, 4096, "a report").unwrap_err();
+        assert!(e.to_string().contains("reads whole from a report"), "{e}");
+        assert_eq!(
+            read_regular_file_at_most(&path, 5000, "x").unwrap().len(),
+            5000
+        );
+        assert_eq!(read_regular_file(&path).unwrap(), vec![0u8; 5000]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_under_a_memo_name_is_replaced_not_written_through() {
+        let dir = temp_dir("memolink");
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, b"keep me").unwrap();
+        let cache = dir.join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        let memo = cache.join(".memo");
+        std::os::unix::fs::symlink("../victim.txt", &memo).unwrap();
+        let check = |v: &str| Some(format!("c{v}"));
+        assert_eq!(memoized(Some(&memo), check, || "v1".into()), "v1");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+        assert!(!std::fs::symlink_metadata(&memo).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&memo).unwrap(), "v1 cv1\n");
+        // A dangling link creates nothing where it leads.
+        std::fs::remove_file(&memo).unwrap();
+        std::os::unix::fs::symlink("../made.txt", &memo).unwrap();
+        assert_eq!(memoized(Some(&memo), check, || "v2".into()), "v2");
+        assert!(!dir.join("made.txt").exists());
+        assert_eq!(std::fs::read_to_string(&memo).unwrap(), "v2 cv2\n");
+        // The memo itself still works.
+        assert_eq!(memoized(Some(&memo), check, || unreachable!()), "v2");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn touch_moves_the_times_of_a_file_open_for_reading() {
+        let dir = temp_dir("touch");
+        let path = dir.join("f");
+        std::fs::write(&path, b"abc").unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let (file, _) = open_regular_file(&path).unwrap();
+        touch(&file).unwrap();
+        let m = std::fs::metadata(&path).unwrap().modified().unwrap();
+        assert!(
+            m.elapsed().unwrap() < std::time::Duration::from_secs(60),
+            "{m:?}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -162,8 +162,8 @@ mod proto {
         pub executable_build_options: Option<ExecutableBuildOptionsProto>,
         #[prost(bool, tag = "4")]
         pub compile_portable_executable: bool,
-        #[prost(map = "string, message", tag = "7")]
-        pub env_option_overrides: std::collections::HashMap<String, OptionOverrideProto>,
+        #[prost(btree_map = "string, message", tag = "7")]
+        pub env_option_overrides: std::collections::BTreeMap<String, OptionOverrideProto>,
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -602,6 +602,38 @@ mod tests {
         assert!(refused("xla_A", OptionOverride::Bool(true)).contains("not an XLA option"));
         assert!(refused("xla_x", OptionOverride::Double(f64::NAN)).contains("finite"));
         assert!(refused("xla_x", OptionOverride::String("a\0b".into())).contains("NUL"));
+    }
+
+    #[test]
+    fn overrides_encode_to_the_same_bytes_every_time() {
+        // A HashMap in the proto encoded them in its per-map random order: one set of
+        // options had up to (k+1)! encodings, and as many cache keys.
+        let names = ["xla_b", "xla_a", "xla_d", "xla_c", "xla_f", "xla_e"];
+        let encode = || {
+            let mut o = CompileOptions::default();
+            for (i, n) in names.iter().enumerate() {
+                o.env_option_overrides
+                    .insert(n.to_string(), OptionOverride::Int(i as i64));
+            }
+            o.encode(&[0]).unwrap()
+        };
+        let first = encode();
+        for _ in 0..32 {
+            assert_eq!(encode(), first, "one set of overrides, one byte string");
+        }
+        let p = proto::CompileOptionsProto::decode(first.as_slice()).unwrap();
+        let keys: Vec<_> = p.env_option_overrides.keys().cloned().collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted);
+        // Sorted on the wire too: each name appears after the one before it.
+        let at = |n: &str| {
+            first
+                .windows(n.len())
+                .position(|w| w == n.as_bytes())
+                .unwrap()
+        };
+        assert!(sorted.windows(2).all(|w| at(&w[0]) < at(&w[1])));
     }
 
     #[test]

@@ -210,6 +210,11 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     let mut inputs: Vec<crate::common::NamedPath<'_>> = vec![("the program", &a.program)];
     inputs.extend(plugins.iter().map(|p| ("the plugin library", p.as_path())));
     crate::common::check_outputs(&[("--output", &a.output)], &inputs)?;
+    let cache_in_use = crate::common::cache_dir_in_use(a.cache_dir.as_deref(), &options);
+    crate::common::check_outputs_outside_cache(
+        &[("--output", &a.output)],
+        cache_in_use.as_ref().map(|(n, d)| (*n, d.as_path())),
+    )?;
     let progress = Progress::new(a.json);
     let spinner = progress.spinner("loading the plugin and creating a client");
     let (client, _, _) = crate::common::open_client(a.plugin.as_deref(), &options)?;
@@ -280,6 +285,10 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
     };
     if to_stdout {
         crate::common::write_out_bytes(&bytes);
+        // The artifact must have reached stdout whole before any line says it was written.
+        if let Some(e) = crate::common::take_output_error() {
+            return Err(e);
+        }
     } else {
         crate::common::write_output(&a.output, "--output", &bytes)?;
     }

@@ -462,8 +462,8 @@ fn report_path(report: &Report) -> String {
         .to_string()
 }
 
-fn read_report(p: &PathBuf) -> Result<Report, CliError> {
-    let bytes = rpjrt::read_regular_file(p).map_err(|e| CliError::usage(common::bare(e)))?;
+fn read_report(p: &std::path::Path) -> Result<Report, CliError> {
+    let bytes = common::read_file_at_most(p, common::MAX_REPORT_BYTES, "a conformance report")?;
     let text = String::from_utf8(bytes)
         .map_err(|_| CliError::usage(format!("{}: not UTF-8 text", p.display())))?;
     let v: serde_json::Value = serde_json::from_str(&text)

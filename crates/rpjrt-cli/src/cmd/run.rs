@@ -671,7 +671,11 @@ fn check_files(args: &Args) -> Result<(), CliError> {
     let mut inputs: Vec<common::NamedPath<'_>> = vec![("the program", &args.program)];
     inputs.extend(files.iter().map(|f| ("an --input file", f.as_path())));
     inputs.extend(plugins.iter().map(|p| ("the plugin library", p.as_path())));
-    common::check_outputs(&outputs, &inputs)
+    common::check_outputs(&outputs, &inputs)?;
+    // A program is compiled through the client's compile cache, if it has one.
+    let options = common::parse_options(&args.options).unwrap_or_default();
+    let cache = common::cache_dir_in_use(None, &options);
+    common::check_outputs_outside_cache(&outputs, cache.as_ref().map(|(n, d)| (*n, d.as_path())))
 }
 
 /// What `--out` writes, by its suffix (any case): `.npy`, one array, or `.npz`, several.
@@ -794,6 +798,15 @@ fn run_program(
         })?;
     drop(watch);
     drop(spinner);
+    // What the client's compile cache (RPJRT_CACHE_DIR, a cache_dir option) had to say:
+    // an unusable entry removed, flags that keep it out of use, an entry not stored.
+    for w in client
+        .cache()
+        .map(|c| c.take_warnings())
+        .unwrap_or_default()
+    {
+        crate::errln!("rpjrt: warning: {}", common::printable_lines(&w));
+    }
     let devices = exe.num_replicas() * exe.num_partitions();
     if devices > 1 {
         return Err(CliError::usage(format!(

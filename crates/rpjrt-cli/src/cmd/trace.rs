@@ -47,7 +47,7 @@ fn view(args: ViewArgs) -> Result<(), CliError> {
     let to_stdout = crate::common::output_is_stdout(&out, "--output", crate::common::Dash::Text)?;
     crate::common::check_outputs(&[("--output", &out)], &[("the trace", &args.trace)])?;
     let bytes =
-        rpjrt::read_regular_file(&args.trace).map_err(|e| CliError::usage(e.to_string()))?;
+        crate::common::read_file_at_most(&args.trace, crate::common::MAX_TRACE_BYTES, "a trace")?;
     let text = String::from_utf8(bytes)
         .map_err(|_| CliError::usage(format!("{}: not UTF-8 text", args.trace.display())))?;
     let title = format!(

@@ -38,7 +38,7 @@ use sha2::{Digest, Sha256};
 use crate::client::aot::{Artifact, ArtifactTarget};
 use crate::client::executable::Executable;
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::options::CompileOptions;
 use crate::program::Program;
 
@@ -93,7 +93,6 @@ pub(crate) fn check_key(artifact: &Artifact, key: &str) -> Result<()> {
 /// Whether a failed load of an entry (which passed the envelope and checksum checks) says
 /// nothing against the file: the plugin's codes for what this process lacks or ran out of.
 fn kept_on_refusal(e: &Error) -> bool {
-    use crate::error::Code;
     matches!(e, Error::Pjrt { .. })
         && matches!(
             e.code(),
@@ -541,9 +540,10 @@ impl Cache {
             });
         match loaded {
             Ok((recorded, (exe, plugin_time), read)) => {
-                // On the file that was read (opening the path again for writing could
-                // meet something else there, a FIFO that waits for a reader).
-                let _ = file.set_modified(SystemTime::now());
+                // The file read, not opened again; "now" needs write permission, not ownership.
+                if let Err(e) = crate::raw::files::touch(&file) {
+                    self.warn("touch", format!("compile cache: cannot record the use of {} ({e}), so eviction may take it first; a cache shared by users needs group-writable entries (docs/compile-once.md)", path.display()));
+                }
                 let mut s = lock(&self.inner.stats);
                 s.hits += 1;
                 s.bytes_read += read;
@@ -600,6 +600,13 @@ impl Cache {
     /// Writes an entry atomically (temporary file in the same directory, then rename) and
     /// evicts least recently used entries beyond the bound.
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        if let Some(max) = self.inner.max_bytes.filter(|&m| bytes.len() as u64 > m) {
+            let message = format!("the entry ({} bytes) is larger than the cache's bound ({max} bytes, RPJRT_CACHE_MAX_BYTES or max_bytes), so it is not kept", bytes.len());
+            return Err(Error::Io {
+                code: Code::ResourceExhausted,
+                message,
+            });
+        }
         crate::remove_orphaned_temps(&self.inner.dir, 3, |t| t.strip_prefix(TMP_PREFIX));
         let tmp = self.inner.dir.join(format!(
             "{TMP_PREFIX}{}-{}-{}",
@@ -887,6 +894,7 @@ impl Client {
     }
 }
 
+#[cfg(test)]
 #[allow(dead_code)]
 fn _assert_send_sync() {
     fn check<T: Send + Sync + 'static>() {}
