@@ -166,7 +166,8 @@ impl PyBuffer {
     pub fn host_bytes(&self, py: Python<'_>) -> PyResult<Vec<u8>> {
         self.check_host_copy(py)?;
         let b: &rpjrt::Buffer = &self.inner;
-        let mut v = vec![0u8; b.host_array_size()];
+        let what = format!("a host copy of {}{:?}", b.element_type(), b.dims());
+        let mut v = rpjrt::host::try_zeroed(b.host_array_size(), &what).pyerr()?;
         copy_to_host_array(py, b, &mut v)?;
         Ok(v)
     }
@@ -492,7 +493,7 @@ impl PyBuffer {
     /// Bytes of the host representation: size * dtype.itemsize.
     #[getter]
     fn nbytes(&self) -> usize {
-        self.inner.element_count() * self.inner.element_type().host_itemsize()
+        self.inner.host_array_size()
     }
 
     /// Bytes the buffer occupies on the device.
@@ -670,6 +671,38 @@ impl PyBuffer {
             }
             _ => Ok(arr),
         }
+    }
+
+    /// JAX's conversion protocol: ``jnp.asarray(buf)`` and ``jnp.array(buf)`` take a host
+    /// copy, as ``numpy.asarray(buf)`` does (``jax.dlpack.from_dlpack(buf)`` shares the
+    /// memory instead). JAX reads ``.dtype`` of other array-likes as a numpy dtype, which
+    /// ``Buffer.dtype`` (an ``rpjrt.DType``) is not.
+    fn __jax_array__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let arr = Self::to_numpy(slf, None)?;
+        slf.py()
+            .import("jax.numpy")?
+            .call_method1("asarray", (arr,))
+    }
+
+    /// ``float(buf)`` of a one-element buffer, as numpy converts a 0-d array.
+    fn __float__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        Self::to_numpy(slf, None)?.call_method0("__float__")
+    }
+
+    /// ``int(buf)`` of a one-element buffer, as numpy converts a 0-d array.
+    fn __int__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        Self::to_numpy(slf, None)?.call_method0("__int__")
+    }
+
+    /// ``operator.index(buf)`` of a one-element integer buffer, as numpy allows for a 0-d
+    /// integer array (a TypeError for other types).
+    fn __index__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        Self::to_numpy(slf, None)?.call_method0("__index__")
+    }
+
+    /// ``complex(buf)`` of a one-element buffer, as numpy converts a 0-d array.
+    fn __complex__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        Self::to_numpy(slf, None)?.call_method0("__complex__")
     }
 
     /// A copy of the buffer on another Device or in another Memory.

@@ -14,14 +14,61 @@
 //! when the hook began is given it: when other threads exist, the hook releases the GIL
 //! for a moment before the interpreter finalizes ([`let_returning_threads_in`]). The check
 //! on the call path is one relaxed load: a GIL release stays as cheap as PyO3's own.
+//!
+//! Python code that rpjrt itself calls (an array-like's `__array__` through the host
+//! adapter, a streaming upload's source and progress callback) runs with rpjrt's frames
+//! under it, and may release the GIL and take it back where rpjrt cannot step in (a
+//! `time.sleep`, a file read). Every such call goes through [`calling_python`]: it is
+//! counted while it runs, a thread parks instead of starting one once the exit hook has
+//! begun, and parks when one returns after that; the exit hook leaves the GIL to the
+//! threads inside one (for at most [`CALLBACK_EXIT_WAIT`]) so that they return to rpjrt and
+//! park before the interpreter finalizes.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
 /// Set by the exit hook: threads whose work returns from now on park.
 static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Threads now running Python code that rpjrt called ([`calling_python`]).
+static IN_CALLBACK: AtomicUsize = AtomicUsize::new(0);
+
+/// The longest the exit hook waits for threads inside [`calling_python`] to return.
+const CALLBACK_EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// Runs `f`, which calls Python code from inside an rpjrt call, so that the thread does not
+/// take the GIL back under rpjrt's frames while the interpreter finalizes: once the exit
+/// hook has begun, the thread parks (without the GIL) instead of calling, or when the call
+/// returns (see the module documentation).
+pub(crate) fn calling_python<T>(py: Python<'_>, f: impl FnOnce() -> T) -> T {
+    /// Dropped when the call returned (`.1` set), or during an unwind: a Rust panic
+    /// (the GIL held) or the interpreter's exit unwinding the thread (the GIL not held).
+    struct Leave<'py>(Python<'py>, bool);
+    impl Drop for Leave<'_> {
+        fn drop(&mut self) {
+            IN_CALLBACK.fetch_sub(1, Ordering::SeqCst);
+            if EXITING.load(Ordering::SeqCst) {
+                if self.1 || std::thread::panicking() {
+                    self.0.detach(park_unless_exit_thread);
+                }
+                // Releasing a GIL it does not hold would corrupt the interpreter.
+                park_unless_exit_thread();
+            }
+        }
+    }
+    // Counted before the check: the exit hook sets EXITING, then reads the count.
+    IN_CALLBACK.fetch_add(1, Ordering::SeqCst);
+    let mut leave = Leave(py, false);
+    if EXITING.load(Ordering::SeqCst) {
+        py.detach(park_unless_exit_thread);
+    }
+    let out = f();
+    leave.1 = true;
+    drop(leave);
+    out
+}
 
 /// The exit hook's own thread, which must not park.
 static EXIT_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
@@ -70,11 +117,12 @@ pub(crate) fn let_returning_threads_in(py: Python<'_>, grace: Duration) {
         .and_then(|sys| sys.call_method0("_current_frames"))
         .and_then(|frames| frames.len())
         .map_or(true, |n| n > 1);
-    if !others {
-        return;
-    }
+    // Threads inside Python code that rpjrt called are waited for however the others
+    // are counted (a thread inside a C function may show no frame).
     let start = Instant::now();
-    while start.elapsed() < grace {
+    while others && start.elapsed() < grace
+        || IN_CALLBACK.load(Ordering::SeqCst) > 0 && start.elapsed() < CALLBACK_EXIT_WAIT
+    {
         py.detach(|| std::thread::sleep(Duration::from_millis(1)));
     }
 }

@@ -149,13 +149,16 @@ fn call_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = obj.py();
     let kwargs = PyDict::new(py);
     kwargs.set_item("max_version", (1, 0))?;
-    match obj.call_method("__dlpack__", (), Some(&kwargs)) {
-        Ok(c) => Ok(c),
-        Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
-            obj.call_method0("__dlpack__")
+    // The producer's own code may be slow Python (see `detach::calling_python`).
+    crate::detach::calling_python(py, || {
+        match obj.call_method("__dlpack__", (), Some(&kwargs)) {
+            Ok(c) => Ok(c),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+                obj.call_method0("__dlpack__")
+            }
+            Err(e) => Err(e),
         }
-        Err(e) => Err(e),
-    }
+    })
 }
 
 /// A producer's own refusal to export (jax refuses int4 arrays, say) as rpjrt's

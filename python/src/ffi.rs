@@ -184,7 +184,7 @@ impl PyFfiBuffer {
             )));
         }
         let mask = ((1u16 << bits) - 1) as u8;
-        let mut dense = rpjrt::unpack_sub_byte(t, &packed, count);
+        let mut dense = rpjrt::try_unpack_sub_byte(t, &packed, count).pyerr()?;
         for v in &mut dense {
             *v &= mask;
         }
@@ -1568,7 +1568,7 @@ fn pack_sub_byte(
             want = want_dtype.str()?
         )));
     }
-    let packed = rpjrt::pack_sub_byte(t, &bytes);
+    let packed = rpjrt::try_pack_sub_byte(t, &bytes).pyerr()?;
     if packed.len() != r.nbytes {
         return Err(invalid(format!(
             "result {i} of the custom call {target:?} ({t} {:?}) holds {} bytes, but its {} \

@@ -246,11 +246,8 @@ pub fn put_with(
 
     // 5. Everything else goes through the Python adapter (numpy dtypes, lossy casts of
     //    numbers, raw bytes with dtype=...).
-    let adapted = match py
-        .import("rpjrt._host")?
-        .getattr("as_host")?
-        .call1((obj, dtype, cast))
-    {
+    let as_host = py.import("rpjrt._host")?.getattr("as_host")?;
+    let adapted = match crate::detach::calling_python(py, || as_host.call1((obj, dtype, cast))) {
         Ok(a) => a,
         // The adapter knows no other way in either: the producer's own refusal is the news.
         Err(e) => match dlpack_refused {

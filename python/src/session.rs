@@ -272,9 +272,7 @@ impl PySession {
                 let Some((f, client, device)) = objects else {
                     return Err(rpjrt::Error::Closed("session"));
                 };
-                let r = f
-                    .bind(py)
-                    .call0()
+                let r = crate::detach::calling_python(py, || f.bind(py).call0())
                     .and_then(|v| slot_value(py, None, &client, &device, &slot, &v));
                 r.map_err(|e| {
                     let msg = format!("its loader raised {e}");

@@ -2,7 +2,7 @@
 //! the logic is `rpjrt::transfer`). Python-side sugar (tqdm bars, numpy sources) lives in
 //! `rpjrt/transfer.py`.
 
-use crate::detach::Detach;
+use crate::detach::{calling_python, Detach};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
@@ -50,7 +50,7 @@ pub fn _put_streaming(
     };
     let mut lend = |offset: usize, n: usize, sink: &mut rpjrt::ChunkSink<'_>| {
         let r = (|| -> PyResult<()> {
-            let chunk = source.call1((offset, n))?;
+            let chunk = calling_python(py, || source.call1((offset, n)))?;
             let view = HostView::get(&chunk).ok_or_else(|| {
                 invalid(format!(
                     "source({offset}, {n}) must return a buffer-protocol object, not {}",
@@ -77,7 +77,7 @@ pub fn _put_streaming(
     let progress = progress.filter(|p| !p.is_none());
     let mut report = |done: u64, total: u64| -> rpjrt::Result<()> {
         match progress {
-            Some(p) => keep(p.call1((done, total)).map(|_| ())),
+            Some(p) => keep(calling_python(py, || p.call1((done, total))).map(|_| ())),
             None => Ok(()),
         }
     };
@@ -109,10 +109,7 @@ pub fn _copy_raw_to_host<'py>(
     b.check_not_deleted()?;
     // The range first: the destination is allocated only for a read that can happen.
     b.rb().check_raw_read(offset, size).pyerr()?;
-    let mut out = Vec::new();
-    out.try_reserve_exact(size)
-        .map_err(|_| invalid(format!("cannot allocate {size} bytes for a raw read")))?;
-    out.resize(size, 0u8);
+    let mut out = rpjrt::host::try_zeroed(size, "a raw read").pyerr()?;
     wait_settled(py, b.rb())?;
     py.detach_call(|| b.rb().copy_raw_to_host(offset, &mut out))
         .pyerr()?;

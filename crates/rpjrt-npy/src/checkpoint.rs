@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rpjrt::{
-    element_count, unpack_sub_byte, ArraySpec, Buffer, ByteOrder, CopyMode, ElementType, Error,
+    element_count, try_unpack_sub_byte, ArraySpec, Buffer, ByteOrder, CopyMode, ElementType, Error,
     HostArray, Result, Session, SlotValue,
 };
 
@@ -111,7 +111,7 @@ fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
             Ok(descr) => write_npy_raw(&descr, b.dims(), &data),
             Err(_) => {
                 if t.is_sub_byte() {
-                    data = unpack_sub_byte(t, &data, element_count(b.dims())?);
+                    data = try_unpack_sub_byte(t, &data, element_count(b.dims())?)?;
                 }
                 let mut dims = b.dims().to_vec();
                 dims.push(t.host_itemsize() as i64);

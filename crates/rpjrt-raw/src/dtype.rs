@@ -631,40 +631,80 @@ pub fn foreign_byte_text(ty: ElementType, index: usize, byte: u8) -> String {
 
 /// Packs one-element-per-byte values of a sub-byte type into the dense form: element `i`
 /// goes to bits `(i * w) % 8` of byte `i * w / 8` (lowest bits first), `w` the bit width.
+/// Aborts if the result cannot be allocated: for sizes that come from a buffer or a caller,
+/// use [`try_pack_sub_byte`].
 pub fn pack_sub_byte(ty: ElementType, unpacked: &[u8]) -> Vec<u8> {
-    let w = ty.storage_bits();
     if !ty.is_sub_byte() {
         return unpacked.to_vec();
     }
+    let mut out = vec![0u8; (unpacked.len() * ty.storage_bits()).div_ceil(8)];
+    pack_into(ty, unpacked, &mut out);
+    out
+}
+
+/// [`pack_sub_byte`], with [`Error::ResourceExhausted`] when the result cannot be allocated.
+pub fn try_pack_sub_byte(ty: ElementType, unpacked: &[u8]) -> Result<Vec<u8>> {
+    let what = format!("packing {} {ty} elements", unpacked.len());
+    if !ty.is_sub_byte() {
+        let mut v = try_alloc(unpacked.len(), &what)?;
+        v.extend_from_slice(unpacked);
+        return Ok(v);
+    }
+    let len = unpacked.len().saturating_mul(ty.storage_bits()).div_ceil(8);
+    let mut out = try_zeroed(len, &what)?;
+    pack_into(ty, unpacked, &mut out);
+    Ok(out)
+}
+
+fn pack_into(ty: ElementType, unpacked: &[u8], out: &mut [u8]) {
+    let w = ty.storage_bits();
     let mask = ((1u16 << w) - 1) as u8;
-    let mut out = vec![0u8; (unpacked.len() * w).div_ceil(8)];
     for (i, &v) in unpacked.iter().enumerate() {
         let bit = i * w;
         out[bit / 8] |= (v & mask) << (bit % 8);
     }
-    out
 }
 
 /// Unpacks `count` elements of a sub-byte type from the dense form (see [`pack_sub_byte`])
 /// into one byte each; signed types are sign-extended, as PJRT's CPU plugins store them.
+/// Aborts if the result cannot be allocated: for sizes that come from a buffer or a caller,
+/// use [`try_unpack_sub_byte`].
 pub fn unpack_sub_byte(ty: ElementType, packed: &[u8], count: usize) -> Vec<u8> {
-    let w = ty.storage_bits();
     if !ty.is_sub_byte() {
         return packed.to_vec();
     }
+    let mut out = Vec::with_capacity(count);
+    unpack_into(ty, packed, count, &mut out);
+    out
+}
+
+/// [`unpack_sub_byte`], with [`Error::ResourceExhausted`] when the result cannot be
+/// allocated.
+pub fn try_unpack_sub_byte(ty: ElementType, packed: &[u8], count: usize) -> Result<Vec<u8>> {
+    let what = format!("unpacking {count} {ty} elements");
+    if !ty.is_sub_byte() {
+        let mut v = try_alloc(packed.len(), &what)?;
+        v.extend_from_slice(packed);
+        return Ok(v);
+    }
+    let mut out = try_alloc(count, &what)?;
+    unpack_into(ty, packed, count, &mut out);
+    Ok(out)
+}
+
+fn unpack_into(ty: ElementType, packed: &[u8], count: usize, out: &mut Vec<u8>) {
+    let w = ty.storage_bits();
     let signed = matches!(ty, ElementType::S4 | ElementType::S2 | ElementType::S1);
     let mask = ((1u16 << w) - 1) as u8;
-    (0..count)
-        .map(|i| {
-            let bit = i * w;
-            let v = (packed[bit / 8] >> (bit % 8)) & mask;
-            if signed && v & (1 << (w - 1)) != 0 {
-                v | !mask
-            } else {
-                v
-            }
-        })
-        .collect()
+    out.extend((0..count).map(|i| {
+        let bit = i * w;
+        let v = (packed[bit / 8] >> (bit % 8)) & mask;
+        if signed && v & (1 << (w - 1)) != 0 {
+            v | !mask
+        } else {
+            v
+        }
+    }));
 }
 
 /// Number of elements in a shape, with a clear error for negative or overflowing dims.
@@ -690,16 +730,44 @@ fn element_count_slow(dims: &[i64]) -> Result<usize> {
         .ok_or_else(|| Error::invalid(format!("shape {dims:?} has too many elements")))
 }
 
+/// The largest size in bits of an XLA array: XLA computes an array's size in bits (for the
+/// sub-byte types) in a signed 64-bit integer, so a larger one wraps (int4[2**31, 2**31] is
+/// 2**64 bits, which wraps to 0, and the plugin allocates nothing for it).
+pub const MAX_ARRAY_BITS: u128 = i64::MAX as u128;
+
+/// Whether an array of `dims` with elements `bits` wide holds more than [`MAX_ARRAY_BITS`]
+/// bits. Dynamic (negative) dimensions are left out; a zero dimension empties the array.
+pub fn exceeds_array_bits(dims: &[i64], bits: usize) -> bool {
+    if dims.contains(&0) {
+        return false;
+    }
+    let total = dims
+        .iter()
+        .filter(|&&d| d > 0)
+        .fold(bits as u128, |n, &d| n.saturating_mul(d as u128));
+    total > MAX_ARRAY_BITS
+}
+
+/// Why `ty[dims]` is refused when [`exceeds_array_bits`] says so.
+pub fn array_bits_text(ty: impl fmt::Display, dims: &[i64], bits: usize) -> String {
+    format!(
+        "{ty}{dims:?} is more than 2**63 - 1 bits ({bits} bits per element), which no XLA \
+         array can hold (XLA counts array sizes in bits in a signed 64-bit integer)"
+    )
+}
+
 /// Bytes of a dense `ty[dims]`, refused naming the shape when a dimension is negative or
-/// the size passes `i64::MAX`, which XLA's shapes cannot hold (the plugins throw on such
-/// shapes instead of returning an error).
+/// the size passes 2**63 - 1 bits, which XLA's shapes cannot hold (the plugins throw on
+/// such shapes, or for the sub-byte types wrap the size and allocate nothing, instead of
+/// returning an error).
 pub fn array_bytes(ty: ElementType, dims: &[i64]) -> Result<usize> {
     let bits = element_count(dims)? as u128 * ty.storage_bits() as u128;
     match usize::try_from(bits.div_ceil(8)) {
-        Ok(b) if b <= i64::MAX as usize => Ok(b),
-        _ => Err(Error::invalid(format!(
+        Ok(b) if bits <= MAX_ARRAY_BITS => Ok(b),
+        _ if bits.div_ceil(8) > MAX_ARRAY_BITS => Err(Error::invalid(format!(
             "{ty}{dims:?} is more than 2**63 - 1 bytes, which no XLA array can hold"
         ))),
+        _ => Err(Error::invalid(array_bits_text(ty, dims, ty.storage_bits()))),
     }
 }
 
@@ -725,6 +793,30 @@ pub fn try_alloc(len: usize, what: &str) -> Result<Vec<u8>> {
         ))
     })?;
     Ok(v)
+}
+
+/// A vector of `len` zero bytes, or [`Error::ResourceExhausted`] naming `what` (never an
+/// abort). The zeroed memory comes from the allocator's zeroed allocation (`calloc`): large
+/// ones are fresh pages, not written here.
+pub fn try_zeroed(len: usize, what: &str) -> Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let failed = || {
+        Error::ResourceExhausted(format!(
+            "{what} needs a host allocation of {len} bytes, which cannot be made"
+        ))
+    };
+    let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| failed())?;
+    // SAFETY: the layout's size is not zero (`len > 0`).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(failed());
+    }
+    // SAFETY: `p` was allocated by the global allocator with the layout of `[u8; len]`
+    // (the layout `Vec<u8>` uses for capacity `len`), and all `len` bytes are initialised
+    // (zero).
+    Ok(unsafe { Vec::from_raw_parts(p, len, len) })
 }
 
 #[cfg(test)]
@@ -1206,6 +1298,70 @@ mod tests {
         let p = pack_sub_byte(ElementType::U2, &u2);
         assert_eq!(p, vec![0b1001_0011, 0b11]);
         assert_eq!(unpack_sub_byte(ElementType::U2, &p, 5), u2);
+    }
+
+    #[test]
+    fn fallible_pack_and_unpack_agree_and_refuse_impossible_sizes() {
+        let vals: Vec<u8> = vec![0x01, 0xFF, 0x07, 0xF8, 0x00];
+        let packed = try_pack_sub_byte(ElementType::S4, &vals).unwrap();
+        assert_eq!(packed, pack_sub_byte(ElementType::S4, &vals));
+        assert_eq!(
+            try_unpack_sub_byte(ElementType::S4, &packed, 5).unwrap(),
+            vals
+        );
+        assert_eq!(
+            try_pack_sub_byte(ElementType::U8, &vals).unwrap(),
+            vals.clone()
+        );
+        let e = try_unpack_sub_byte(ElementType::S4, &packed, usize::MAX).unwrap_err();
+        assert!(matches!(e, Error::ResourceExhausted(_)), "{e}");
+        assert!(e.to_string().contains("unpacking"), "{e}");
+        let z = try_zeroed(4096, "a test").unwrap();
+        assert_eq!(z.len(), 4096);
+        assert!(z.iter().all(|&b| b == 0));
+        assert!(try_zeroed(0, "a test").unwrap().is_empty());
+        for len in [usize::MAX, isize::MAX as usize, 1 << 62] {
+            let e = try_zeroed(len, "a host copy of x").unwrap_err();
+            assert!(matches!(e, Error::ResourceExhausted(_)), "{e}");
+            assert!(e.to_string().contains("a host copy of x"), "{e}");
+        }
+    }
+
+    #[test]
+    fn array_sizes_are_limited_in_bits_as_xla_counts_them() {
+        let n = 1i64 << 31;
+        // 2**62 int4 elements are 2**61 bytes but 2**64 bits: XLA's int64 wraps to 0.
+        for (t, dims) in [
+            (ElementType::S4, vec![n, n]),
+            (ElementType::F4E2M1FN, vec![n, n]),
+            (ElementType::U2, vec![i64::MAX]),
+            (ElementType::S1, vec![i64::MAX, 2]),
+            (ElementType::U8, vec![1 << 61]),
+            (ElementType::F32, vec![1 << 59]),
+        ] {
+            let e = array_bytes(t, &dims).unwrap_err().to_string();
+            assert!(
+                e.contains("is more than 2**63 - 1 b") && e.contains(t.name()),
+                "{e}"
+            );
+            if t.is_sub_byte() {
+                assert!(
+                    e.contains("2**63 - 1 bits") && e.contains("signed 64-bit"),
+                    "{e}"
+                );
+            }
+            assert!(exceeds_array_bits(&dims, t.storage_bits()), "{t}{dims:?}");
+        }
+        // Just under the limit: accepted (the plugin may still refuse to allocate them).
+        assert_eq!(array_bytes(ElementType::S4, &[1 << 60]).unwrap(), 1 << 59);
+        assert_eq!(
+            array_bytes(ElementType::S1, &[i64::MAX]).unwrap(),
+            1usize << 60
+        );
+        assert_eq!(array_bytes(ElementType::S4, &[n, n, 0]).unwrap(), 0);
+        assert!(!exceeds_array_bits(&[n, n, 0], 4));
+        assert!(!exceeds_array_bits(&[n, -1, n], 1));
+        assert!(exceeds_array_bits(&[n, -1, n], 2));
     }
 
     #[test]

@@ -107,7 +107,7 @@ struct ScreenInstruction {
 /// with whether one has no elements, and the element types of `constant` instructions.
 /// `None` when the bytes are not a module.
 pub(crate) fn program_uses(module: &[u8]) -> Option<crate::mlir::Uses> {
-    fn leaves(s: &ShapeProto, depth: usize, out: &mut Vec<(ElementType, bool)>) {
+    fn leaves<'a>(s: &'a ShapeProto, depth: usize, out: &mut Vec<(ElementType, bool, &'a [i64])>) {
         if depth > 64 {
             return;
         }
@@ -115,7 +115,7 @@ pub(crate) fn program_uses(module: &[u8]) -> Option<crate::mlir::Uses> {
             leaves(t, depth + 1, out);
         }
         if let Some(ty) = from_primitive(s.element_type) {
-            out.push((ty, s.dimensions.contains(&0)));
+            out.push((ty, s.dimensions.contains(&0), &s.dimensions));
         }
     }
     let m = ScreenModule::decode(module).ok()?;
@@ -130,8 +130,9 @@ pub(crate) fn program_uses(module: &[u8]) -> Option<crate::mlir::Uses> {
             if let Some(shape) = &i.shape {
                 leaves(shape, 0, &mut found);
             }
-            for (ty, zero) in found {
+            for (ty, zero, dims) in found {
                 uses.note(ty, zero);
+                uses.size(ty, dims, ty.storage_bits());
                 if i.opcode == "constant" {
                     let c = uses.constant_types.get_or_insert_with(Vec::new);
                     if !c.contains(&ty) {

@@ -21,11 +21,11 @@ use std::sync::Arc;
 
 use crate::client::buffer::Buffer;
 use crate::client::{Client, Device, Memory};
-use crate::dtype::{element_count, pack_sub_byte, ElementType};
+use crate::dtype::{element_count, try_pack_sub_byte, ElementType};
 use crate::error::{Error, Result};
 use crate::raw::hostmem::LentBytes;
 
-pub use crate::dtype::try_alloc;
+pub use crate::dtype::{try_alloc, try_zeroed};
 pub use crate::raw::hostmem::HostBytes;
 
 /// The byte order of the elements of a host array.
@@ -420,6 +420,7 @@ impl<'a> HostArray<'a> {
     fn plan_for(&self, have: usize) -> Result<(Layout, usize, usize)> {
         let t = self.element_type;
         let itemsize = self.itemsize()?;
+        crate::dtype::array_bytes(t, &self.dims)?;
         let n = element_count(&self.dims)?;
         if itemsize == 0 {
             let need = t.dense_byte_size(n)?;
@@ -465,7 +466,9 @@ impl HostArray<'_> {
         let (_, itemsize, n) = self.plan_for(src.len())?;
         if itemsize == 0 {
             let len = t.dense_byte_size(n)?;
-            return Ok(src[..len].to_vec());
+            let mut v = try_alloc(len, "copying a packed host array")?;
+            v.extend_from_slice(&src[..len]);
+            return Ok(v);
         }
         let strides: Cow<'_, [i64]> = match &self.byte_strides {
             Some(s) => Cow::Borrowed(s),
@@ -499,7 +502,7 @@ impl HostArray<'_> {
             )));
         }
         if self.unpacked && t.is_sub_byte() {
-            dense = pack_sub_byte(t, &dense);
+            dense = try_pack_sub_byte(t, &dense)?;
         }
         Ok(dense)
     }

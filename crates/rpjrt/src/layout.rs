@@ -188,7 +188,8 @@ impl Buffer {
         self.block_until_ready()?;
         let _span =
             crate::trace::span(crate::trace::Category::Fetch, "to_host").bytes(self.host_size());
-        let mut v = vec![0u8; self.host_size()];
+        let what = self.host_copy_text("a row-major host copy");
+        let mut v = crate::dtype::try_zeroed(self.host_size(), &what)?;
         self.raw().to_host_row_major(self.dims().len(), &mut v)?;
         Ok(v)
     }
@@ -360,7 +361,7 @@ impl Buffer {
         let mut dense = self.to_vec_row_major()?;
         if t.is_sub_byte() {
             let mask = ((1u16 << t.bit_width()) - 1) as u8;
-            dense = crate::dtype::unpack_sub_byte(t, &dense, n);
+            dense = crate::dtype::try_unpack_sub_byte(t, &dense, n)?;
             dense.iter_mut().for_each(|x| *x &= mask);
         }
         let mut index = vec![0i64; dims.len()];

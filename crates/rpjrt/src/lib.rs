@@ -178,8 +178,8 @@ pub(crate) fn env_text(name: &str) -> Option<String> {
     Some(v.to_string_lossy().into_owned()).filter(|v| !v.is_empty())
 }
 pub use dtype::{
-    element_count, first_foreign_byte, foreign_byte_text, pack_sub_byte, unpack_sub_byte,
-    DlDataType, ElementKind, ElementType, NativeType,
+    element_count, first_foreign_byte, foreign_byte_text, pack_sub_byte, try_pack_sub_byte,
+    try_unpack_sub_byte, unpack_sub_byte, DlDataType, ElementKind, ElementType, NativeType,
 };
 pub use error::{Code, Error, Result};
 pub use external::{DeviceAddress, DmaRegion, RawCopy};

@@ -38,6 +38,8 @@ pub(crate) struct Uses {
     /// Bytecode only: some integer attribute has type `index` (the text form's `5 :
     /// index`), builtin or VHLO.
     pub index_attribute: bool,
+    /// The first tensor type found whose size in bits passes 2**63 - 1, described.
+    pub oversize: Option<String>,
 }
 
 impl Uses {
@@ -46,6 +48,13 @@ impl Uses {
         match self.types.iter_mut().find(|(t, _)| *t == ty) {
             Some((_, z)) => *z |= zero_size,
             None => self.types.push((ty, zero_size)),
+        }
+    }
+
+    /// Records `what[dims]` of `bits`-bit elements when it passes 2**63 - 1 bits.
+    pub(crate) fn size(&mut self, what: impl std::fmt::Display, dims: &[i64], bits: usize) {
+        if self.oversize.is_none() && crate::dtype::exceeds_array_bits(dims, bits) {
+            self.oversize = Some(crate::dtype::array_bits_text(what, dims, bits));
         }
     }
 
@@ -66,6 +75,26 @@ fn text_element_type(name: &str) -> Option<ElementType> {
         "i2" | "si2" => ElementType::S2,
         "ui2" => ElementType::U2,
         _ => return None,
+    })
+}
+
+/// Bits of one element of an MLIR element type, for the size check (`i1`, XLA's PRED, is
+/// stored in a byte; `complex` counts as the widest, 128).
+fn text_element_bits(name: &str) -> Option<usize> {
+    Some(match name {
+        "i1" => 8,
+        "index" | "f64" => 64,
+        "complex" => 128,
+        "bf16" | "f16" => 16,
+        "tf32" | "f32" => 32,
+        _ if name.starts_with("f8E") || name.starts_with("f6E") => 8,
+        _ if name.starts_with("f4E") => 4,
+        _ => {
+            let n = ["si", "ui", "i"]
+                .iter()
+                .find_map(|p| name.strip_prefix(p))?;
+            n.parse().ok().filter(|&w| w > 0)?
+        }
     })
 }
 
@@ -206,6 +235,15 @@ fn text_uses(code: &[u8]) -> Uses {
             // spelled elsewhere). `0x7F` (hex, a digit after the x) is not one.
             out.any_zero_size |=
                 zero_dim && ty[0].bytes().next().is_none_or(|b| b.is_ascii_alphabetic());
+            if let (true, false, Some(w)) = (dims_ok, dims.is_empty(), text_element_bits(ty[0])) {
+                // `?` (dynamic) is left out; a dimension past i64 counts as i64::MAX.
+                let d = dims.iter().map(|d| match d.parse() {
+                    Ok(n) => n,
+                    Err(_) if *d == "?" => -1,
+                    Err(_) => i64::MAX,
+                });
+                out.size(ty[0], &d.collect::<Vec<i64>>(), w);
+            }
             let ty = if dims_ok {
                 text_element_type(ty[0])
             } else {
@@ -423,6 +461,11 @@ impl<'a> Bytecode<'a> {
         });
         for (dialect, custom, bytes) in &types {
             if let Some((dims, element)) = ranked_tensor(dialect, *custom, bytes) {
+                if let Some((d, c, b)) = types.get(element) {
+                    if let Some(w) = bytecode_element_bits(d, *c, b) {
+                        out.size(format!("tensor of {w}-bit elements"), &dims, w);
+                    }
+                }
                 if let Some(Some(ty)) = elements.get(element) {
                     out.note(*ty, dims.contains(&0));
                 }
@@ -564,6 +607,26 @@ fn bytecode_element_type(dialect: &str, custom: bool, bytes: &[u8]) -> Option<El
         }
         _ => None,
     }
+}
+
+/// Bits of one element of a bytecode type-table entry: builtin integers, and VHLO's
+/// integer and float types (`None` for others, such as builtin floats).
+fn bytecode_element_bits(dialect: &str, custom: bool, bytes: &[u8]) -> Option<usize> {
+    let mut p = 0;
+    let code = custom.then(|| read_varint(bytes, &mut p))??;
+    Some(match (dialect, code) {
+        ("builtin", BUILTIN_INTEGER) => match read_varint(bytes, &mut p)? >> 2 {
+            1 => 8,
+            w => usize::try_from(w).ok().filter(|&w| w > 0)?,
+        },
+        ("vhlo", 0 | 6 | 7 | 11 | 16) => 8,
+        ("vhlo", 2 | 3 | 12 | 17) => 16,
+        ("vhlo", 4 | 13 | 18) => 32,
+        ("vhlo", 5 | 14 | 19) => 64,
+        ("vhlo", 10 | 15 | VHLO_F4E2M1FN) => 4,
+        ("vhlo", VHLO_I2 | VHLO_UI2) => 2,
+        _ => return None,
+    })
 }
 
 /// A ranked tensor type's dims and the index of its element type in the type table.

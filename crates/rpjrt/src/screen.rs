@@ -124,6 +124,13 @@ fn hlo_op(name: &str) -> Option<&str> {
 
 /// Checks `uses` against the rules for a plugin implementing PJRT 0.`minor`.
 pub(crate) fn check_uses(uses: &Uses, minor: i32) -> Result<()> {
+    if let Some(what) = &uses.oversize {
+        // XLA's size wraps: the plugin would allocate too little and the program write
+        // past it (a crash), or its compiler fail a check.
+        return Err(Error::invalid(format!(
+            "the program has a tensor type {what}; rpjrt refuses it before compiling"
+        )));
+    }
     for &(ty, zero_size) in &uses.types {
         let since = ty.since_pjrt_minor();
         if since > minor {
@@ -689,6 +696,35 @@ mod tests {
             !crate::ffi::xla_own_target("xla.sdyX")
                 && !crate::ffi::xla_own_target("lapack_sgetrf_ffi")
         );
+    }
+
+    #[test]
+    fn tensors_past_2_pow_63_bits_are_refused() {
+        let n = 1u64 << 31;
+        for (ty, shape) in [
+            ("i4", format!("{n}x{n}x")),
+            ("ui2", format!("{}x", i64::MAX)),
+            ("f4E2M1FN", format!("{n}x{n}x")),
+            ("f32", format!("{}x", 1u64 << 59)),
+        ] {
+            let e = text(&one("abs", ty, &shape), 115).unwrap_err().to_string();
+            assert!(e.contains("2**63 - 1 bits") && e.contains(ty), "{ty}: {e}");
+        }
+        // Only the output: a broadcast of a scalar.
+        let out = format!(
+            "func.func public @main(%a: tensor<i4>) -> tensor<{n}x{n}xi4> {{\n  %0 = \
+             stablehlo.broadcast_in_dim %a, dims = [] : (tensor<i4>) -> tensor<{n} x {n} x \
+             i4>\n  return %0 : tensor<{n}x{n}xi4>\n}}"
+        );
+        assert!(text(&out, 115)
+            .unwrap_err()
+            .to_string()
+            .contains("i4[2147483648, 2147483648]"));
+        // Under the limit, empty, or dynamic: the plugin decides.
+        assert!(text(&one("abs", "i4", &format!("{}x", 1u64 << 60)), 115).is_ok());
+        assert!(text(&one("abs", "i4", &format!("{n}x{n}x0x")), 115).is_ok());
+        assert!(text(&one("abs", "i4", &format!("?x{n}x")), 115).is_ok());
+        assert!(text(&one("abs", "i8", "0x7Fx"), 115).is_ok());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::client::event::Event;
 use crate::client::{ClientCore, Device, Memory};
-use crate::dtype::{element_count, pack_sub_byte, ElementType, NativeType};
+use crate::dtype::{element_count, try_pack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::raw;
 use crate::raw::buffer::StateError;
@@ -211,7 +211,7 @@ impl Buffer {
     pub fn host_size(&self) -> usize {
         self.element_type()
             .dense_byte_size(self.element_count())
-            .unwrap_or(0)
+            .unwrap_or(usize::MAX)
     }
 
     /// Bytes the buffer occupies on its device.
@@ -415,9 +415,10 @@ impl Buffer {
         let ty = self.element_type();
         if ty.is_sub_byte() {
             // The plugins write one element per byte; pack into the caller's dense form.
-            let mut unpacked = vec![0u8; self.element_count()];
+            let what = self.host_copy_text("an unpacked host copy");
+            let mut unpacked = crate::dtype::try_zeroed(self.element_count(), &what)?;
             self.raw.to_host(&mut unpacked)?;
-            dst.copy_from_slice(&pack_sub_byte(ty, &unpacked));
+            dst.copy_from_slice(&try_pack_sub_byte(ty, &unpacked)?);
             return Ok(());
         }
         if let Some(src) = self.direct_slice()? {
@@ -435,7 +436,12 @@ impl Buffer {
     /// Bytes of the host-array form that [`Buffer::to_host_array`] writes:
     /// [`ElementType::host_itemsize`] per element.
     pub fn host_array_size(&self) -> usize {
-        self.element_count() * self.element_type().host_itemsize()
+        (self.element_count()).saturating_mul(self.element_type().host_itemsize())
+    }
+
+    /// What a host copy of this buffer is called where its allocation fails.
+    pub(crate) fn host_copy_text(&self, what: &str) -> String {
+        format!("{what} of {}{:?}", self.element_type(), self.dims())
     }
 
     /// Copies the buffer into `dst` in the form numpy and ml_dtypes hold arrays: dense,
@@ -484,7 +490,8 @@ impl Buffer {
 
     /// Copies the buffer into a new vector of bytes.
     pub fn to_vec(&self) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; self.host_size()];
+        let what = self.host_copy_text("a host copy");
+        let mut v = crate::dtype::try_zeroed(self.host_size(), &what)?;
         self.to_host(&mut v)?;
         Ok(v)
     }

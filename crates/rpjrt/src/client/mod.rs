@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::client::buffer::{BufferMeta, HostBytes};
-use crate::dtype::{element_count, unpack_sub_byte, ElementType, NativeType};
+use crate::dtype::{element_count, try_unpack_sub_byte, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::oom::{DeviceFigures, MemoryStats, OomReport};
 use crate::options::CompileOptions;
@@ -625,7 +625,7 @@ impl Client {
         // The plugins take sub-byte types one element per byte; our host form is packed.
         let unpacked;
         let data = if element_type.is_sub_byte() {
-            unpacked = unpack_sub_byte(element_type, data, element_count(dims)?);
+            unpacked = try_unpack_sub_byte(element_type, data, element_count(dims)?)?;
             unpacked.as_slice()
         } else {
             data
