@@ -57,10 +57,16 @@ class Plugin:
         """Names of the PJRT extensions the plugin offers (e.g. "FFI", "Layouts")."""
     @property
     def attributes(self) -> dict[str, str | int | float | bool | list[int]]:
-        """The plugin's attributes (xla_version, stablehlo_current_version, ...)."""
+        """The plugin's attributes (xla_version, stablehlo_current_version, ...). A name the
+        plugin reports more than once keeps its first value (see duplicate_attributes)."""
+    @property
+    def duplicate_attributes(self) -> list[tuple[str, str | int | float | bool | list[int]]]:
+        """The attributes the plugin reported again under a name it had already used, as
+        `[(name, value)]` in its order: what `attributes` (first value wins) leaves out."""
     @property
     def stablehlo_version(self) -> tuple[int, int, int] | None:
-        """The newest StableHLO version the plugin reads (its stablehlo_current_version).
+        """The newest StableHLO version the plugin reads (its stablehlo_current_version), by
+        the rule of stablehlo_versions(): three numbers, none negative; else None.
 
         Serialize portable artifacts for at most this version.
         """
@@ -506,6 +512,12 @@ class Buffer:
         no page faults of fresh memory, so a loop that reuses its destination copies at
         `memcpy` speed (a fresh 64 MiB array costs about what numpy's own `copy()` does)."""
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any: ...
+    def __jax_array__(self) -> Any:
+        """`jnp.asarray(buf)` / `jnp.array(buf)`: a host copy, as `numpy.asarray(buf)`."""
+    def __float__(self) -> float: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    def __complex__(self) -> complex: ...
     def copy_to(self, destination: Device | Memory) -> Buffer: ...
     def delete(self) -> None:
         """Free the device memory now (a no-op when already deleted). Later use raises BufferDeletedError."""

@@ -11,6 +11,9 @@ raised, naming the plugin's StableHLO version and how to produce the artifact.
 
 from __future__ import annotations
 
+import importlib
+import os
+
 
 def to_portable(text: str, target: str) -> bytes | None:
     """``text`` serialized as a StableHLO portable artifact for version ``target``, using
@@ -22,6 +25,32 @@ def to_portable(text: str, target: str) -> bytes | None:
         return None
     try:
         artifact = stablehlo.serialize_portable_artifact_str(text, target)
+    except Exception:
+        return None
+    return bytes(artifact) if artifact else None
+
+
+def legalize_chlo(text: str, target: str) -> bytes | None:
+    """``text``, which holds CHLO ops, as a portable artifact for version ``target`` with
+    the CHLO ops legalized to StableHLO by jaxlib's own code, as JAX does before a plugin
+    sees a program (the plugin's own, possibly older, decomposition can give other values:
+    digamma(0) is -inf in the 0.115 CPU plugin's, NaN in JAX's). ``None``, the text then
+    compiled as it is, when ``RPJRT_LEGALIZE_CHLO`` is ``0`` (or ``false``, ``no``,
+    ``off``), when jaxlib is not installed, or when it cannot serialize the text."""
+    if os.environ.get("RPJRT_LEGALIZE_CHLO", "").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    serialize = None
+    # jaxlib 0.6 and newer, then older jaxlib: the binding behind jax.export's bytes.
+    for name in ("jaxlib._jax", "jaxlib.xla_extension"):
+        try:
+            serialize = importlib.import_module(name).mlir.serialize_portable_artifact
+            break
+        except Exception:
+            continue
+    if serialize is None:
+        return None
+    try:
+        artifact = serialize(text, target)
     except Exception:
         return None
     return bytes(artifact) if artifact else None

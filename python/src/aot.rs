@@ -43,10 +43,49 @@ pub fn retry_as_portable(
     Ok(py.detach_call(|| compile(&artifact)))
 }
 
+/// `program`, text holding CHLO ops (`chlo.digamma`, `chlo.polygamma`, ...), with them
+/// legalized to StableHLO by jaxlib's code, as JAX does before a plugin sees a program: a
+/// portable artifact for the plugin's StableHLO version (`rpjrt._stablehlo.legalize_chlo`).
+/// The plugin's own decomposition may be older and give other values (digamma(0) is -inf
+/// there, NaN in JAX). `None`, the text compiled as it is, for text without `chlo.` (jaxlib
+/// is not imported then), without jaxlib, with `RPJRT_LEGALIZE_CHLO=0`, or when jaxlib
+/// cannot serialize it.
+pub fn legalize_chlo(
+    py: Python<'_>,
+    client: &rpjrt::Client,
+    program: &rpjrt::Program,
+) -> PyResult<Option<rpjrt::Program>> {
+    let rpjrt::Program::Mlir(code) = program else {
+        return Ok(None);
+    };
+    let has_chlo = code.windows(5).any(|w| w == b"chlo.");
+    let text = std::str::from_utf8(code).ok().filter(|_| has_chlo);
+    let (Some(text), Some(target)) = (text, client.plugin().stablehlo_target()) else {
+        return Ok(None);
+    };
+    let artifact = py
+        .import("rpjrt._stablehlo")?
+        .call_method1("legalize_chlo", (text, &target))?;
+    if artifact.is_none() {
+        return Ok(None);
+    }
+    let bytes = artifact.cast::<PyBytes>()?.as_bytes().to_vec();
+    Ok(Some(rpjrt::Program::mlir(bytes)))
+}
+
 /// Bytes from `bytes`, `bytearray`, `memoryview` or a path-like naming a file (read
 /// without the GIL).
 fn data_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     data_or_file(data, |p| rpjrt::read_regular_file(p))
+}
+
+/// [`data_bytes`] of a serialized OpSharding: a file is read only up to its own bound
+/// (`rpjrt_cli::common::MAX_SHARDING_BYTES`, or `RPJRT_MAX_FILE_BYTES`).
+fn sharding_bytes(data: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    data_or_file(data, |p| {
+        use rpjrt_cli::common as c;
+        c::read_regular_file_at_most(p, c::MAX_SHARDING_BYTES, "a serialized OpSharding")
+    })
 }
 
 /// [`data_bytes`] of an rpjrt artifact: a file is read whole only once its head shows it
@@ -323,7 +362,7 @@ impl PyOpSharding {
     /// Decodes a serialized OpSharding proto (InvalidArgumentError when it is not one).
     #[staticmethod]
     fn from_bytes(data: &Bound<'_, PyAny>) -> PyResult<PyOpSharding> {
-        let b = data_bytes(data)?;
+        let b = sharding_bytes(data)?;
         Ok(PyOpSharding {
             inner: rpjrt::OpSharding::decode(&b).pyerr()?,
         })

@@ -108,22 +108,37 @@ impl PyPlugin {
             .collect()
     }
 
-    /// The plugin's attributes (xla_version, stablehlo_current_version, ...).
+    /// The plugin's attributes (xla_version, stablehlo_current_version, ...). A name the
+    /// plugin reports more than once keeps its first value (see duplicate_attributes).
     #[getter]
     fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         attributes_to_py(py, self.inner.attributes())
     }
 
-    /// The newest StableHLO version the plugin reads (its stablehlo_current_version).
+    /// The attributes the plugin reported again under a name it had already used, as
+    /// `[(name, value)]` in its order: what `attributes` (first value wins) leaves out.
+    #[getter]
+    fn duplicate_attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let all = self.inner.attributes();
+        let items = PyList::empty(py);
+        for (i, (name, v)) in all.iter().enumerate() {
+            if all[..i].iter().any(|(n, _)| n == name) {
+                items.append((name, crate::convert::value_to_py(py, v)?))?;
+            }
+        }
+        Ok(items)
+    }
+
+    /// The newest StableHLO version the plugin reads (its stablehlo_current_version), by
+    /// the rule of stablehlo_versions(): three numbers, none negative; else None.
     ///
     /// Serialize portable artifacts for at most this version.
     #[getter]
-    fn stablehlo_version(&self) -> Option<(i64, i64, i64)> {
-        match self.inner.stablehlo_current_version()?.as_slice() {
-            [a, b, c, ..] => Some((*a, *b, *c)),
-            [a, b] => Some((*a, *b, 0)),
-            _ => None,
-        }
+    fn stablehlo_version(&self) -> Option<(u32, u32, u32)> {
+        let list = self.inner.stablehlo_current_version()?;
+        let text: Vec<String> = list.iter().map(i64::to_string).collect();
+        let v: rpjrt::StablehloVersion = text.join(".").parse().ok()?;
+        Some((v.major, v.minor, v.patch))
     }
 
     fn __repr__(&self) -> String {
@@ -138,7 +153,7 @@ impl PyPlugin {
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         match other.cast::<PyPlugin>() {
-            Ok(o) => o.get().inner.path() == self.inner.path(),
+            Ok(o) => o.get().inner.same(&self.inner),
             Err(_) => false,
         }
     }
@@ -679,7 +694,13 @@ impl PyClient {
                         v.get_type().name()?
                     )));
                 }
-                let o = match value_from_py(&k, &v)? {
+                // A float is a double here, whole: the float32 range of create options
+                // (`value_from_py`) does not apply.
+                let as_value = match v.is_instance_of::<pyo3::types::PyFloat>() {
+                    true => Value::Float(0.0),
+                    false => value_from_py(&k, &v)?,
+                };
+                let o = match as_value {
                     Value::Bool(b) => OptionOverride::Bool(b),
                     Value::Int64(i) => OptionOverride::Int(i),
                     Value::Float(_) => OptionOverride::Double(v.extract()?),
@@ -703,6 +724,8 @@ impl PyClient {
             Some(c) => client.compile_with_cache(p, &opts, c),
             None => client.compile(p, &opts),
         };
+        // CHLO ops legalized by jaxlib's code, as JAX does (docs/compile.md).
+        let prog = crate::aot::legalize_chlo(py, &client, &prog)?.unwrap_or(prog);
         let exe = py.detach_call(|| run(&prog));
         // Text the plugin's StableHLO parser refused: compile it as a portable artifact.
         let exe = crate::aot::retry_as_portable(py, &client, &prog, exe, run)?;
@@ -1096,4 +1119,17 @@ fn kv_wait_timeout(
         ),
         None,
     )
+}
+
+#[pymethods]
+impl crate::aot::PyTopology {
+    /// `rpjrt.Topology(platform='cpu', version='...', devices=4)`.
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let name: String = slf.getattr("platform_name")?.extract()?;
+        let version: String = slf.getattr("platform_version")?.extract()?;
+        let devices = slf.call_method0("devices")?.len()?;
+        Ok(format!(
+            "rpjrt.Topology(platform={name:?}, version={version:?}, devices={devices})"
+        ))
+    }
 }

@@ -142,8 +142,12 @@ pub fn value_from_py(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
         })?));
     }
     if v.is_instance_of::<PyFloat>() {
+        // The rule of the CLI's -o and JSON plugin configs: no silent inf or 0.
         let f: f64 = v.extract()?;
-        return Ok(Value::Float(f as f32));
+        return match Value::float_option(f, None) {
+            Ok(f) => Ok(Value::Float(f)),
+            Err(why) => Err(invalid(format!("option {name:?}: {} is {why}", v.repr()?))),
+        };
     }
     if v.is_instance_of::<PyString>() {
         return Ok(Value::String(v.extract()?));
@@ -173,14 +177,17 @@ pub fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny
     })
 }
 
-/// `[(name, value)]` as a dict.
+/// `[(name, value)]` as a dict. A name repeated keeps its first value, as rpjrt's own
+/// readers (`Plugin::attribute`, the StableHLO versions) and `rpjrt info` do.
 pub fn attributes_to_py<'py>(
     py: Python<'py>,
     attrs: &[(String, Value)],
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (k, v) in attrs {
-        d.set_item(k, value_to_py(py, v)?)?;
+        if !d.contains(k)? {
+            d.set_item(k, value_to_py(py, v)?)?;
+        }
     }
     Ok(d)
 }
@@ -374,7 +381,8 @@ pub fn sequence_items<'py>(
     };
     let Some(iter) = iter else {
         return Err(invalid(format!(
-            "{what} must be a list or tuple, not {}",
+            "{what} must be a list or tuple, not {} (any ordered iterable is taken: a list, \
+             tuple, range, numpy array or generator; not a str, bytes, mapping or set)",
             type_name(obj)
         )));
     };

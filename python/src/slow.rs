@@ -199,10 +199,9 @@ fn wait_for<T: Send + 'static>(
         if let Some(t) = timeout {
             if start.elapsed() >= t {
                 ABANDONED.store(true, std::sync::atomic::Ordering::SeqCst);
-                let step = if plugin {
-                    rpjrt::Plugin::current_step(worker)
-                } else {
-                    None
+                let step = match plugin {
+                    true => rpjrt::Plugin::current_step(worker).or_else(loader_held),
+                    false => None,
                 };
                 let step = step.map_or_else(String::new, |s| format!("; it was in {s}"));
                 return Err(crate::errors::make_err(
@@ -222,6 +221,22 @@ fn wait_for<T: Send + 'static>(
             }
         }
     }
+}
+
+/// For a load given up on before it reached a step of its own: the system's library
+/// loader, when another plugin load is inside it (a library initializer that never
+/// returns holds its lock, which a thread's start needs too), naming those loads.
+fn loader_held() -> Option<String> {
+    let others = rpjrt::Plugin::loads_in_progress();
+    (rpjrt::Plugin::loads_in_loader() > 0 && !others.is_empty()).then(|| {
+        let names: Vec<String> = others.iter().map(|p| p.display().to_string()).collect();
+        format!(
+            "a wait for the system's library loader (before a step of its own), which \
+             another plugin load holds: {} (a library initializer that never returns \
+             holds it for every load)",
+            names.join(", ")
+        )
+    })
 }
 
 /// Seconds as a short number (`0.5`, `30`).

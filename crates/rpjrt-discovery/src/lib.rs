@@ -1493,23 +1493,11 @@ fn json_number(text: &str, n: &serde_json::Number) -> std::result::Result<Number
             .map(Number::Int)
             .map_err(|_| format!("{}, beyond int64", shown_number(text)));
     }
-    let x = n.as_f64().unwrap_or(f64::NAN);
-    let f = x as f32;
-    if !f.is_finite() {
-        return Err(format!(
-            "{}, beyond float32 (PJRT's float option type)",
-            shown_number(text)
-        ));
-    }
-    // The mantissa as written, not the parsed value (which may have become 0 already).
-    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
-    if f == 0.0 && mantissa.bytes().any(|b| matches!(b, b'1'..=b'9')) {
-        return Err(format!(
-            "{}, too small for float32 (PJRT's float option type): it would be passed as 0",
-            shown_number(text)
-        ));
-    }
-    Ok(Number::Float(f))
+    // JSON has no NaN nor infinity: a number that reads as one is beyond float32.
+    let x = n.as_f64().filter(|x| x.is_finite()).unwrap_or(f64::MAX);
+    Value::float_option(x, Some(text))
+        .map(Number::Float)
+        .map_err(|why| format!("{}, {why}", shown_number(text)))
 }
 
 /// A create option's value from a JSON config, or what it is instead of a value rpjrt can

@@ -4,7 +4,9 @@
 //! past the end of the file (SIGBUS, which kills the process), and opening a FIFO blocks
 //! until a writer appears. So before loading, the path must name a regular file whose ELF
 //! header is for this machine and whose header tables and loadable segments lie inside
-//! the file. (The file can still change between this check and the load; this catches
+//! the file, and whose dynamic section, thread-local data and read-only-after-relocation
+//! part lie at addresses inside the loadable segments (the loader follows those without
+//! checking). (The file can still change between this check and the load; this catches
 //! mistakes, not an attacker who can rewrite the file meanwhile.)
 
 use std::fs::File;
@@ -221,25 +223,68 @@ fn check_opened(file: &mut File, len: u64) -> Result<(), String> {
     file.seek(SeekFrom::Start(phoff))
         .and_then(|_| file.read_exact(&mut table))
         .map_err(|_| truncated("program header table"))?;
-    for i in 0..phnum as usize {
-        let e = i * phentsize as usize;
-        let p_type = num(&table, e, 4, little).unwrap_or(0);
-        if p_type != 1 {
-            continue; // PT_LOAD only
-        }
-        let (offset, filesz) = if is64 {
-            (
-                num(&table, e + 8, 8, little).unwrap_or(u64::MAX),
-                num(&table, e + 32, 8, little).unwrap_or(u64::MAX),
-            )
-        } else {
-            (
-                num(&table, e + 4, 4, little).unwrap_or(u64::MAX),
-                num(&table, e + 16, 4, little).unwrap_or(u64::MAX),
-            )
-        };
-        if !inside(offset, filesz, 1, len) {
+    // (p_type, p_offset, p_vaddr, p_filesz, p_memsz) of each program header.
+    let field = |e: usize, at64: usize, at32: usize| {
+        let (at, n) = if is64 { (at64, 8) } else { (at32, 4) };
+        num(&table, e + at, n, little).unwrap_or(u64::MAX)
+    };
+    let headers: Vec<_> = (0..phnum as usize)
+        .map(|i| i * phentsize as usize)
+        .map(|e| {
+            let p_type = num(&table, e, 4, little).unwrap_or(0);
+            let (offset, vaddr) = (field(e, 8, 4), field(e, 16, 8));
+            (p_type, offset, vaddr, field(e, 32, 16), field(e, 40, 20))
+        })
+        .collect();
+    for (i, &(p_type, offset, ..)) in headers.iter().enumerate() {
+        if p_type == 1 && !inside(offset, headers[i].3, 1, len) {
             return Err(truncated(&format!("loadable segment {i}")));
+        }
+    }
+    check_segment_addresses(&headers)
+}
+
+/// The segments the loader reads at their addresses once the file is mapped (the dynamic
+/// section, the thread-local data's initial image, the part made read-only after
+/// relocation) must lie inside the loadable segments' addresses: the loader follows
+/// them without checking (one pointing elsewhere crashes it). `headers` holds
+/// `(p_type, p_offset, p_vaddr, p_filesz, p_memsz)` of each program header.
+fn check_segment_addresses(headers: &[(u64, u64, u64, u64, u64)]) -> Result<(), String> {
+    const PT_GNU_RELRO: u64 = 0x6474_e552;
+    let loads = || headers.iter().filter(|h| h.0 == 1);
+    let holds = |start: u64, end: Option<u64>| {
+        loads().any(|h| h.2 <= start && end.is_some_and(|e| e <= h.2.saturating_add(h.3.max(h.4))))
+    };
+    // The end of the last loadable segment's last page (the largest page size, 64 KiB):
+    // the read-only part after relocation may be padded to a page boundary.
+    let mapped_end = loads().map(|h| h.2.saturating_add(h.3.max(h.4))).max();
+    let mapped_end = mapped_end.unwrap_or(0);
+    let mapped_end = mapped_end.saturating_add(0xffff) & !0xffff;
+    for (i, &(p_type, _, vaddr, filesz, memsz)) in headers.iter().enumerate() {
+        // A size in memory below the file's is taken as the file's (as for a PT_LOAD).
+        let memsz = memsz.max(filesz);
+        let (what, ok) = match p_type {
+            2 => (
+                "dynamic section (PT_DYNAMIC)",
+                holds(vaddr, vaddr.checked_add(memsz)),
+            ),
+            7 => (
+                "thread-local data (PT_TLS)",
+                holds(vaddr, vaddr.checked_add(filesz)),
+            ),
+            PT_GNU_RELRO => (
+                "read-only-after-relocation part (PT_GNU_RELRO)",
+                holds(vaddr, vaddr.checked_add(1))
+                    && vaddr.checked_add(memsz).is_some_and(|e| e <= mapped_end),
+            ),
+            _ => continue,
+        };
+        if !ok {
+            return Err(format!(
+                "the file is damaged: its {what}, program header {i}, lies at addresses \
+                 {vaddr:#x}..+{:#x}, outside every loadable segment",
+                if p_type == 7 { filesz } else { memsz }
+            ));
         }
     }
     Ok(())
@@ -399,6 +444,41 @@ mod tests {
         let Some(lib) = own_library() else { return };
         let d = dynamic_info(&lib).unwrap();
         assert!(d.needed.iter().any(|n| n.starts_with("ld-linux")), "{d:?}");
+    }
+
+    /// A copy whose PT_DYNAMIC, PT_TLS or PT_GNU_RELRO address lies outside every
+    /// loadable segment is refused, naming the segment, before the loader follows it.
+    #[test]
+    fn segments_outside_the_loadable_ones_are_refused() {
+        let Some(lib) = own_library() else { return };
+        let bytes = std::fs::read(&lib).unwrap();
+        assert_eq!(&bytes[4..6], b"\x02\x01", "a 64-bit little-endian library");
+        let at = |o: usize, n: usize| num(&bytes, o, n, true).unwrap() as usize;
+        let (phoff, phnum) = (at(32, 8), at(56, 2));
+        let dir = std::env::temp_dir().join(format!("rpjrt-elf-seg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut seen = 0;
+        for (p_type, says) in [
+            (2u32, "PT_DYNAMIC"),
+            (7, "PT_TLS"),
+            (0x6474_e552, "PT_GNU_RELRO"),
+        ] {
+            let Some(i) = (0..phnum).find(|i| at(phoff + 56 * i, 4) == p_type as usize) else {
+                continue;
+            };
+            seen += 1;
+            let mut b = bytes.clone();
+            b[phoff + 56 * i + 16..][..8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+            let p = dir.join(format!("seg{p_type}.so"));
+            std::fs::write(&p, &b).unwrap();
+            let e = check_library_file(&p).unwrap_err();
+            assert!(
+                e.contains(says) && e.contains(&format!("header {i}")),
+                "{e}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(seen >= 2, "the C library has PT_DYNAMIC and PT_GNU_RELRO");
     }
 
     #[test]

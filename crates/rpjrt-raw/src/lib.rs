@@ -277,7 +277,9 @@ pub struct TableClaim {
 static CLAIMS: std::sync::Mutex<Vec<(PathBuf, TableClaim)>> = std::sync::Mutex::new(Vec::new());
 
 fn record_claim(path: &Path, claim: TableClaim) {
-    let canonical = canonical(path);
+    let Ok(canonical) = canonical(path) else {
+        return;
+    };
     let mut claims = CLAIMS.lock().unwrap_or_else(|p| p.into_inner());
     match claims.iter_mut().find(|(p, _)| *p == canonical) {
         Some(entry) => entry.1 = claim,
@@ -290,7 +292,7 @@ fn record_claim(path: &Path, claim: TableClaim) {
 /// refused it before reading its size). Lets `rpjrt info` and the conformance harness
 /// report a `PJRT_Api.struct_size` that the loader clamped.
 pub fn table_claim(path: &Path) -> Option<TableClaim> {
-    let canonical = canonical(path);
+    let canonical = canonical(path).ok()?;
     CLAIMS
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -710,9 +712,49 @@ fn parse_size_complaint(message: &str) -> Option<(String, usize, usize)> {
     ))
 }
 
-/// Canonical form of a plugin path, used to load each library once per process.
-pub fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+/// Canonical form of a plugin path: the path a loaded plugin reports (the registry of
+/// plugins matches files by [`file_key`], never by path).
+///
+/// A file reached through one of the kernel's links that name no path (a memfd's
+/// `/proc/self/fd/N`) keeps `path`, made absolute. A path that names no file (a missing
+/// one, `lib.so/` with its trailing slash) is an error: no unresolved guess is kept, so
+/// nothing can compare equal to a file it does not name.
+pub fn canonical(path: &Path) -> std::io::Result<PathBuf> {
+    std::fs::canonicalize(path).or_else(|e| match std::fs::metadata(path) {
+        Ok(_) => std::path::absolute(path),
+        Err(_) => Err(e),
+    })
+}
+
+/// What tells one file from another whatever names it (device and inode, as the system's
+/// loader compares libraries): the registry of plugins matches files by it.
+#[cfg(unix)]
+pub fn file_key(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt as _;
+    (meta.dev(), meta.ino())
+}
+
+/// `path` opened (never waiting on a FIFO) as a regular file, and its [`file_key`]; what
+/// is wrong with it otherwise, in the words of [`load`]'s checks.
+#[cfg(unix)]
+pub fn open_library_file(path: &Path) -> Result<(std::fs::File, (u64, u64))> {
+    match files::open_for_reading(path) {
+        Ok((f, m)) if m.is_file() => Ok((f, file_key(&m))),
+        _ => Err(Error::PluginLoad {
+            path: path.to_path_buf(),
+            reason: elf::check_library_file(path)
+                .err()
+                .unwrap_or_else(|| "it changed while it was opened".into()),
+        }),
+    }
+}
+
+/// Another name for the file at `path` that the system's loader has not seen: `dir/./file`.
+/// The loader matches a name it has loaded before by its text, before it looks at the file,
+/// so a library replaced at a path (a package upgrade, a reused `/proc/self/fd/N`) is only
+/// loaded under a new name; `$ORIGIN` stays the same folder.
+pub fn unseen_name(path: &Path) -> Option<PathBuf> {
+    Some(path.parent()?.join(".").join(path.file_name()?))
 }
 
 /// Byte offset of function slot `slot` in `PJRT_Api`.

@@ -184,6 +184,30 @@ impl From<crate::util::NamedValue> for Value {
 }
 
 impl Value {
+    /// `x` as PJRT's float option type (float32), or why it cannot be passed on unchanged, in
+    /// words to follow "VALUE is": beyond float32 (a finite number that would become
+    /// infinite), or too small for it (a nonzero number that would become 0). Subnormals that
+    /// float32 holds, infinities and NaN written as such are kept. `written`, the number as
+    /// text, when there is one: a nonzero mantissa (`1e-400`) is nonzero even where `x`, read
+    /// as a 64-bit float, already became 0 (or infinite, for `1e400`).
+    /// The one rule for create options from Python, the CLI and JSON plugin configs.
+    pub fn float_option(x: f64, written: Option<&str>) -> Result<f32, &'static str> {
+        let mantissa = written.map(|t| t.split(['e', 'E']).next().unwrap_or(t));
+        let digits = |m: &str| m.bytes().any(|b| b.is_ascii_digit());
+        let f = x as f32;
+        if f.is_infinite() && (x.is_finite() || mantissa.is_some_and(digits)) {
+            return Err("beyond float32 (PJRT's float option type)");
+        }
+        let nonzero =
+            x != 0.0 || mantissa.is_some_and(|m| m.bytes().any(|b| matches!(b, b'1'..=b'9')));
+        if f == 0.0 && nonzero {
+            return Err(
+                "too small for float32 (PJRT's float option type): it would be passed as 0",
+            );
+        }
+        Ok(f)
+    }
+
     /// The value as the plugin call layer passes it.
     pub fn to_raw(&self) -> crate::util::NamedValue {
         use crate::util::NamedValue as N;
@@ -200,4 +224,39 @@ impl Value {
 /// Named values from the plugin, converted.
 pub fn from_raw_list(v: Vec<(String, crate::util::NamedValue)>) -> Vec<(String, Value)> {
     v.into_iter().map(|(n, v)| (n, v.into())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Value;
+    fn float_option(x: f64, w: Option<&str>) -> Result<f32, &'static str> {
+        Value::float_option(x, w)
+    }
+
+    /// One rule for float create options: finite numbers float32 cannot hold are refused,
+    /// whether given as a number or as text; what it holds (subnormals, ±0, ±inf and NaN
+    /// given as such) passes unchanged.
+    #[test]
+    fn float_options_beyond_float32_are_refused() {
+        for (x, written) in [(1e300, None), (-1e39, None), (f64::INFINITY, Some("1e400"))] {
+            assert!(float_option(x, written)
+                .unwrap_err()
+                .starts_with("beyond float32"));
+        }
+        for (x, written) in [(1e-50, None), (-1e-46, None), (0.0, Some("1e-400"))] {
+            assert!(float_option(x, written)
+                .unwrap_err()
+                .starts_with("too small"));
+        }
+        assert_eq!(float_option(1e-45, None), Ok(f32::from_bits(1)));
+        assert_eq!(
+            float_option(-0.0, None).map(f32::to_bits),
+            Ok((-0.0f32).to_bits())
+        );
+        assert_eq!(float_option(0.0, Some("0e-400")), Ok(0.0));
+        assert_eq!(float_option(f64::INFINITY, None), Ok(f32::INFINITY));
+        assert_eq!(float_option(f64::INFINITY, Some("inf")), Ok(f32::INFINITY));
+        assert!(float_option(f64::NAN, None).unwrap().is_nan());
+        assert_eq!(float_option(3.4e38, Some("3.4e38")), Ok(3.4e38));
+    }
 }

@@ -82,6 +82,8 @@ extension_getters! {
 
 pub(crate) struct PluginInner {
     pub(crate) path: PathBuf,
+    /// The library file's identity, by which the registry knows it.
+    key: FileKey,
     pub(crate) api: &'static Api,
     extensions: Extensions,
     attributes: Vec<(String, Value)>,
@@ -176,7 +178,33 @@ pub struct Plugin {
     pub(crate) inner: Arc<PluginInner>,
 }
 
-static LOADED: Mutex<Vec<Plugin>> = Mutex::new(Vec::new());
+/// A file's identity ([`raw::file_key`]: device and inode).
+type FileKey = (u64, u64);
+
+/// The plugins loaded, and the loads in progress. Held only to look up and record entries,
+/// never across a load's calls into a library: a load that never returns holds up only
+/// later loads of the same file.
+struct Registry {
+    plugins: Vec<Plugin>,
+    loading: Vec<Loading>,
+}
+
+/// A load in progress: of which file, on which thread, and the threads waiting for it.
+struct Loading {
+    key: FileKey,
+    path: PathBuf,
+    number: u64,
+    thread: std::thread::ThreadId,
+    waiters: Vec<std::thread::ThreadId>,
+}
+
+static LOADED: Mutex<Registry> = Mutex::new(Registry {
+    plugins: Vec::new(),
+    loading: Vec::new(),
+});
+
+/// Signalled as each load in progress ends.
+static LOAD_ENDED: std::sync::Condvar = std::sync::Condvar::new();
 
 /// For a process about to `fork()`, on the forking thread (before the fork hooks of
 /// others, with the interpreter's lock released where there is one): waits up to `limit`
@@ -204,7 +232,7 @@ pub fn after_fork() {
 
 thread_local! {
     /// The registry, held by the forking thread inside `fork()` ([`watch_forks`]).
-    static HELD_FOR_FORK: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Vec<Plugin>>>> =
+    static HELD_FOR_FORK: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Registry>>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -251,25 +279,29 @@ extern "C" fn hold_registry_for_fork() {
     });
 }
 
-/// The registry, once a load in progress on another thread lets go of it, waiting at most
-/// `limit`; `None` past that. A load on this very thread (a library's initializer that
+/// The registry, with no load in progress, once those on other threads end, waiting at
+/// most `limit`; `None` past that. A load on this very thread (a library's initializer that
 /// starts a process) would be waited for by itself: then `None` at once.
-fn registry_within(
-    limit: std::time::Duration,
-) -> Option<std::sync::MutexGuard<'static, Vec<Plugin>>> {
-    if REGISTRY_USER.load(Ordering::Relaxed) == this_thread_number() {
-        return None;
-    }
-    let start = std::time::Instant::now();
+fn registry_within(limit: std::time::Duration) -> Option<std::sync::MutexGuard<'static, Registry>> {
+    let (me, start) = (this_thread_number(), std::time::Instant::now());
     loop {
-        match LOADED.try_lock() {
-            Ok(g) => return Some(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) if start.elapsed() < limit => {
-                std::thread::sleep(std::time::Duration::from_millis(1));
+        let held = match LOADED.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(g) = held {
+            if g.loading.iter().any(|l| l.number == me) {
+                return None;
             }
-            Err(std::sync::TryLockError::WouldBlock) => return None,
+            if g.loading.is_empty() {
+                return Some(g);
+            }
         }
+        if start.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
@@ -283,10 +315,10 @@ extern "C" fn release_registry_after_fork() {
     });
 }
 
-/// Runs `f` on the registry of loaded plugins. In a child forked while another thread of
-/// the parent was loading, the registry is locked by a thread that does not exist here:
-/// refused at once, not waited for.
-fn with_registry<R>(f: impl FnOnce(&mut Vec<Plugin>) -> Result<R>) -> Result<R> {
+/// The registry of plugins. In a child forked while another thread of the parent was
+/// loading, the registry is locked by a thread that does not exist here, or holds a load
+/// that never ends: refused at once, not waited for.
+fn registry() -> Result<std::sync::MutexGuard<'static, Registry>> {
     watch_forks();
     let mid_load = FORKED_MID_LOAD.load(Ordering::Relaxed);
     if mid_load != u32::MAX && raw::guard::forked_since(mid_load) {
@@ -301,15 +333,22 @@ fn with_registry<R>(f: impl FnOnce(&mut Vec<Plugin>) -> Result<R>) -> Result<R> 
                 .into(),
         });
     }
-    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
-    REGISTRY_USER.store(this_thread_number(), Ordering::Relaxed);
-    let r = f(&mut loaded);
-    REGISTRY_USER.store(0, Ordering::Relaxed);
-    r
+    Ok(LOADED.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
-/// The number ([`this_thread_number`]) of the thread holding the registry, 0 when none.
-static REGISTRY_USER: AtomicU64 = AtomicU64::new(0);
+/// Ends this thread's load of the file `0` when dropped (whatever happened): records the
+/// plugin `1` if it loaded, and wakes the loads of the same file waiting for it.
+struct LoadEnd(FileKey, Option<Plugin>);
+
+impl Drop for LoadEnd {
+    fn drop(&mut self) {
+        let mut reg = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        let me = this_thread_number();
+        reg.loading.retain(|l| (l.key, l.number) != (self.0, me));
+        reg.plugins.extend(self.1.take());
+        LOAD_ENDED.notify_all();
+    }
+}
 
 /// A number of this thread's own, never 0 (a fork handler compares numbers, not ids).
 fn this_thread_number() -> u64 {
@@ -350,6 +389,9 @@ const STEP_LIBRARY: &str = "library";
 
 /// The mark a finished load leaves on its thread.
 const STEP_LOADED: &str = "loaded";
+
+/// The step of a load waiting for another thread's load of the same file.
+const STEP_WAITING: &str = "waiting";
 
 /// At most this many marks are kept (threads that loaded and ended leave theirs).
 const STEPS_KEPT: usize = 256;
@@ -396,12 +438,47 @@ impl Plugin {
     /// loader, or, once [`Plugin::load`] has returned on that thread, the client creation
     /// that follows it. `None` when nothing is known (no load was started there).
     pub fn current_step(thread: std::thread::ThreadId) -> Option<String> {
+        Self::step_of(thread, 4)
+    }
+
+    /// [`Plugin::current_step`], following waits for other threads' loads `depth` deep.
+    fn step_of(thread: std::thread::ThreadId, depth: u32) -> Option<String> {
         let name = steps()
             .iter()
             .rev()
             .find(|(t, _)| *t == thread)
             .map(|(_, n)| *n)?;
+        // Waited for briefly: a forked child's may be held by a thread it does not have.
+        let reg = (0..200).find_map(|_| {
+            let got = LOADED.try_lock().ok();
+            if got.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            got
+        });
+        let loading = reg.as_ref().map_or(&[][..], |r| &r.loading[..]);
+        let others: Vec<String> = (loading.iter())
+            .filter(|l| l.thread != thread)
+            .map(|l| l.path.display().to_string())
+            .collect();
+        let waited = (loading.iter().find(|l| l.waiters.contains(&thread)))
+            .map(|l| (l.path.clone(), l.thread));
+        drop(reg);
         Some(match name {
+            STEP_WAITING => match waited.filter(|_| depth > 0) {
+                Some((path, loader)) => format!(
+                    "a wait for another thread's load of the same file, {}, which is in {}",
+                    path.display(),
+                    Self::step_of(loader, depth - 1).unwrap_or_else(|| "no known step".into())
+                ),
+                None => "a wait for another thread's load of the same file".into(),
+            },
+            STEP_LIBRARY if raw::loads_in_loader() > 1 && !others.is_empty() => format!(
+                "the system's library loader (dlopen), which loads one library at a time: \
+                 other plugin loads are in progress ({}), and one whose library's initializer \
+                 never returns holds the loader for every load",
+                others.join(", ")
+            ),
             STEP_LIBRARY if raw::loads_in_loader() > 0 => {
                 "the system's library loader (dlopen, running the library's initializers)"
                     .to_string()
@@ -413,6 +490,15 @@ impl Plugin {
                             PJRT_Client_PlatformName, ...)"
                 .to_string(),
             entry => entry.to_string(),
+        })
+    }
+
+    /// The files of the plugin loads in progress in this process (empty when the registry
+    /// is busy this instant).
+    pub fn loads_in_progress() -> Vec<PathBuf> {
+        let reg = LOADED.try_lock().ok();
+        reg.map_or_else(Vec::new, |r| {
+            r.loading.iter().map(|l| l.path.clone()).collect()
         })
     }
 
@@ -430,26 +516,85 @@ impl Plugin {
     }
 
     /// [`Plugin::load`], marking each step for [`Plugin::current_step`].
+    /// The registry knows files by identity: another name of a loaded file (a hard link,
+    /// a symlink) gives its plugin, another file behind a name used before loads anew.
     fn load_marked(path: &Path) -> Result<Plugin> {
-        let canonical = raw::canonical(path);
-        with_registry(|loaded| Self::load_into(loaded, path, canonical))
-    }
-
-    /// The load of [`Plugin::load_marked`], with the registry `loaded` held.
-    fn load_into(loaded: &mut Vec<Plugin>, path: &Path, canonical: PathBuf) -> Result<Plugin> {
-        if let Some(p) = loaded.iter().find(|p| p.inner.path == canonical) {
+        let (file, key) = raw::open_library_file(path)?;
+        let fail = |reason: String| Error::PluginLoad {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let canonical =
+            raw::canonical(path).map_err(|e| fail(format!("the file cannot be read ({e})")))?;
+        let me = std::thread::current().id();
+        let (mut reg, mut waiting) = (registry()?, None);
+        while let Some(l) = reg.loading.iter_mut().find(|l| l.key == key) {
+            if l.thread == me {
+                return Err(fail(
+                    "loading it asked to load it again on the same thread (from \
+                     its own initializer or PJRT entry), which would wait for itself"
+                        .into(),
+                ));
+            }
+            if !l.waiters.contains(&me) {
+                l.waiters.push(me);
+            }
+            waiting.get_or_insert_with(|| Step::enter(STEP_WAITING));
+            reg = LOAD_ENDED.wait(reg).unwrap_or_else(|p| p.into_inner());
+        }
+        if let Some(p) = reg.plugins.iter().find(|p| p.inner.key == key) {
             return Ok(p.clone());
         }
+        let (number, waiters) = (this_thread_number(), Vec::new());
+        let seen = canonical.clone();
+        reg.loading.push(Loading {
+            key,
+            path: seen,
+            number,
+            thread: me,
+            waiters,
+        });
+        drop((reg, waiting));
+        let mut end = LoadEnd(key, None);
+        let plugin = Self::load_file(path, canonical, file, key)?;
+        end.1 = Some(plugin.clone());
+        Ok(plugin)
+    }
+
+    /// The load of [`Plugin::load_marked`], the registry not held (a load in progress of
+    /// the file `key` is recorded there).
+    fn load_file(
+        path: &Path,
+        canonical: PathBuf,
+        file: std::fs::File,
+        key: FileKey,
+    ) -> Result<Plugin> {
         let _span = crate::trace::span(crate::trace::Category::Load, "plugin_load")
             .text("path", &path.to_string_lossy());
-        let api = {
-            let _step = Step::enter(STEP_LIBRARY);
-            load_library(path)?
+        let loaded_as = |api: &Api| {
+            let reg = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+            let p = reg.plugins.iter().find(|p| p.inner.api.same_library(api));
+            p.map(|p| p.path().to_path_buf())
         };
-        // Another name of a library already loaded (a hard link): the same plugin, which
-        // must not be initialised twice nor split its handlers over two `Plugin`s.
-        if let Some(p) = loaded.iter().find(|p| p.inner.api.same_library(&api)) {
-            return Ok(p.clone());
+        let mut api = Step::enter(STEP_LIBRARY).finish(|| load_library(path))?;
+        // The system's loader matches a name it loaded before by its text: a file replaced
+        // at that path (or a reused /proc/self/fd number) gets the earlier library back, and
+        // is loaded under a name the loader has not seen.
+        if loaded_as(&api).is_some() {
+            if let Some(other) = raw::unseen_name(path) {
+                api = Step::enter(STEP_LIBRARY).finish(|| load_library(&other))?;
+            }
+        }
+        if let Some(earlier) = loaded_as(&api) {
+            return Err(Error::PluginLoad {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "the system's loader gave back the library it loaded earlier ({}), though \
+                     this path now names another file (replaced since?): load a copy under \
+                     another name, or restart the process",
+                    earlier.display()
+                ),
+            });
         }
         let api: &'static Api = Box::leak(Box::new(api));
         Step::enter("PJRT_Plugin_Initialize").finish(|| api.plugin_initialize())?;
@@ -476,24 +621,20 @@ impl Plugin {
                 })
                 .collect(),
         };
-        // Never waits on a FIFO swapped in for the library.
-        let file = crate::raw::files::open_for_reading(&canonical)
-            .ok()
-            .and_then(|(f, m)| m.is_file().then_some(f));
         let plugin = Plugin {
             inner: Arc::new(PluginInner {
                 path: canonical,
+                key,
                 api,
                 extensions,
                 attributes,
                 attributes_error,
-                file,
+                file: Some(file),
                 build: OnceLock::new(),
                 xla_flags: OnceLock::new(),
                 xla_flags_first_attempt: Mutex::new(None),
             }),
         };
-        loaded.push(plugin.clone());
         Ok(plugin)
     }
 
@@ -511,17 +652,19 @@ impl Plugin {
     /// are the same as [`Plugin::load`]'s for a file that is not a usable plugin.
     pub fn probe_version(path: impl AsRef<Path>) -> Result<ApiVersion> {
         let path = path.as_ref();
-        let canonical = raw::canonical(path);
-        let known = with_registry(|loaded| {
-            Ok(loaded
-                .iter()
-                .find(|p| p.inner.path == canonical)
-                .map(Plugin::version))
-        })?;
+        let (_, key) = raw::open_library_file(path)?;
+        let known = (registry()?.plugins.iter())
+            .find(|p| p.inner.key == key)
+            .map(Plugin::version);
         match known {
             Some(v) => Ok(v),
             None => Ok(load_library(path)?.version()),
         }
+    }
+
+    /// Whether `other` is this plugin (one library load; two files at one path differ).
+    pub fn same(&self, other: &Plugin) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// The library's path (canonicalised).
