@@ -528,16 +528,16 @@ mod sealed {
 ///
 /// ```compile_fail,E0277
 /// // A reference type would let `to_vec_of` hand out dangling references.
-/// impl rpjrt::NativeType for &'static u8 {
-///     const ELEMENT_TYPE: rpjrt::ElementType = rpjrt::ElementType::U8;
+/// impl rpjrt_raw::dtype::NativeType for &'static u8 {
+///     const ELEMENT_TYPE: rpjrt_raw::dtype::ElementType = rpjrt_raw::dtype::ElementType::U8;
 /// }
 /// ```
 ///
 /// ```compile_fail,E0277
 /// #[derive(Clone, Copy)]
 /// struct Mine(u8);
-/// impl rpjrt::NativeType for Mine {
-///     const ELEMENT_TYPE: rpjrt::ElementType = rpjrt::ElementType::U8;
+/// impl rpjrt_raw::dtype::NativeType for Mine {
+///     const ELEMENT_TYPE: rpjrt_raw::dtype::ElementType = rpjrt_raw::dtype::ElementType::U8;
 /// }
 /// ```
 ///
@@ -546,10 +546,10 @@ mod sealed {
 ///
 /// ```
 /// trait Open: Copy + Send + Sync + 'static {
-///     const ELEMENT_TYPE: rpjrt::ElementType;
+///     const ELEMENT_TYPE: rpjrt_raw::dtype::ElementType;
 /// }
 /// impl Open for &'static u8 {
-///     const ELEMENT_TYPE: rpjrt::ElementType = rpjrt::ElementType::U8;
+///     const ELEMENT_TYPE: rpjrt_raw::dtype::ElementType = rpjrt_raw::dtype::ElementType::U8;
 /// }
 /// ```
 pub trait NativeType: sealed::Sealed + Copy + Send + Sync + 'static {
