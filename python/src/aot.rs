@@ -58,8 +58,9 @@ pub fn legalize_chlo(
     let rpjrt::Program::Mlir(code) = program else {
         return Ok(None);
     };
-    let has_chlo = code.windows(5).any(|w| w == b"chlo.");
-    let text = std::str::from_utf8(code).ok().filter(|_| has_chlo);
+    let text = std::str::from_utf8(code)
+        .ok()
+        .filter(|t| t.contains("chlo."));
     let (Some(text), Some(target)) = (text, client.plugin().stablehlo_target()) else {
         return Ok(None);
     };

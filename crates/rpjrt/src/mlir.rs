@@ -236,13 +236,18 @@ fn text_uses(code: &[u8]) -> Uses {
             out.any_zero_size |=
                 zero_dim && ty[0].bytes().next().is_none_or(|b| b.is_ascii_alphabetic());
             if let (true, false, Some(w)) = (dims_ok, dims.is_empty(), text_element_bits(ty[0])) {
-                // `?` (dynamic) is left out; a dimension past i64 counts as i64::MAX.
-                let d = dims.iter().map(|d| match d.parse() {
+                // `?` (dynamic) is left out; a dimension past i64 counts as i64::MAX. The
+                // size is checked first: the dims are gathered only for a refusal.
+                let dim = |d: &&str| match d.parse() {
                     Ok(n) => n,
                     Err(_) if *d == "?" => -1,
                     Err(_) => i64::MAX,
-                });
-                out.size(ty[0], &d.collect::<Vec<i64>>(), w);
+                };
+                let bits = (dims.iter().map(dim).filter(|&n| n >= 0))
+                    .fold(w as u128, |t, n| t.saturating_mul(n as u128));
+                if bits > crate::dtype::MAX_ARRAY_BITS {
+                    out.size(ty[0], &dims.iter().map(dim).collect::<Vec<i64>>(), w);
+                }
             }
             let ty = if dims_ok {
                 text_element_type(ty[0])
