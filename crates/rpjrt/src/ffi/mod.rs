@@ -704,21 +704,6 @@ fn bind(
     bind_via(plugin, platform, name, bound, replace, Via::Extension)
 }
 
-/// Custom-call targets XLA interprets itself (docs/custom-calls.md): exact names, and
-/// prefixes (ending in `.` or `$`). Each was seen on the CPU plugins never to reach a
-/// registered handler, or to stop the compile.
-pub(crate) const XLA_OWN_TARGETS: &str = "Sharding SPMDFullToShardShape SPMDShardToFullShape \
-    LayoutConstraint ShardBarrierFrom ShardBarrierTo SetBound TopK SliceToDynamic PadToStatic \
-    MoveToHost MoveToDevice annotate_device_placement CreateBuffer Unpin xla.sdy. __onednn$";
-
-/// Whether XLA interprets custom calls to `name` itself ([`XLA_OWN_TARGETS`]).
-pub(crate) fn xla_own_target(name: &str) -> bool {
-    let prefix = |t: &str| t.ends_with(['.', '$']) && name.starts_with(t);
-    XLA_OWN_TARGETS
-        .split_whitespace()
-        .any(|t| t == name || prefix(t))
-}
-
 fn bind_via(
     plugin: &Plugin,
     platform: &str,
@@ -735,7 +720,7 @@ fn bind_via(
             "the FFI target name {name:?} contains a NUL character"
         )));
     }
-    if xla_own_target(name) {
+    if crate::screen::xla_own_target(name) {
         return Err(Error::invalid(format!(
             "the FFI target name {name:?} is one XLA interprets itself: its compiler treats \
              custom calls to {name:?} as its own operation, so a handler registered under it \
