@@ -8,40 +8,14 @@
 //! client, `conform` at a limit of a microsecond).
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
 
-use common::{fake, free_port, rpjrt, run, tmpdir};
+use common::{fake, finish, free_port, rpjrt, run, tmpdir};
 
 const ADD: &str = "func.func @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {\n  \
                    %0 = stablehlo.add %a, %b : tensor<3xf32>\n  return %0 : tensor<3xf32>\n}\n";
-
-/// Waits for `child` up to `limit`; a child still running then is killed, and the test
-/// fails saying so (a hang must fail the test, not hold it). (exit code, stdout, stderr,
-/// how long it ran).
-fn finish(mut child: Child, limit: Duration, what: &str) -> (i32, String, String, Duration) {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if child.try_wait().unwrap().is_some() {
-            let out = child.wait_with_output().unwrap();
-            return (
-                out.status.code().unwrap_or(-1),
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-                t.elapsed(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
-    panic!(
-        "{what}: still running after {limit:?}; killed\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// `rpjrt rendezvous` as process `p` of `n` on `port`, with `--timeout`, and `--plugin`
 /// the fake when `plugin`; `env` set on top.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{free_port, rpjrt, run, tmpdir};
+use common::{finish, free_port, rpjrt, run, tmpdir};
 
 const ADD: &str = "func.func @main(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {\n  \
                    %0 = stablehlo.add %a, %b : tensor<3xf32>\n  return %0 : tensor<3xf32>\n}\n";
@@ -34,31 +34,6 @@ fn names(dir: &std::path::Path) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-/// Waits for `child` up to `limit` (killing it and failing the test after that): (exit
-/// code, stdout, stderr, time taken).
-fn finish(mut child: Child, limit: Duration, what: &str) -> (i32, String, String, Duration) {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if child.try_wait().unwrap().is_some() {
-            let out = child.wait_with_output().unwrap();
-            return (
-                out.status.code().unwrap_or(-1),
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-                t.elapsed(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().unwrap();
-    panic!(
-        "{what}: still running after {limit:?}; killed\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 // --- 1: huge files ------------------------------------------------------------------------

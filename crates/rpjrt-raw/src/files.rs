@@ -143,19 +143,23 @@ pub fn ignore_file_size_signal() {
     }
 }
 
+/// This process's `RLIMIT_NOFILE` (soft and hard); `None` when it cannot be read.
+#[cfg(unix)]
+fn nofile() -> Option<libc::rlimit> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the one rlimit struct it is given, alive for the call.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0).then_some(r)
+}
+
 /// The most files this process may have open (the soft `RLIMIT_NOFILE`, what `ulimit -n`
 /// shows); `None` when unlimited or unknown.
 pub fn open_files_limit() -> Option<u64> {
     #[cfg(unix)]
     {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes the one rlimit struct it is given, alive for the call.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-            return None;
-        }
+        let r = nofile()?;
         (r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as u64)
     }
     #[cfg(not(unix))]
@@ -169,14 +173,7 @@ pub fn open_files_limit() -> Option<u64> {
 pub fn raise_open_files_limit() -> Option<u64> {
     #[cfg(unix)]
     {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: as in `open_files_limit`.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-            return None;
-        }
+        let mut r = nofile()?;
         if r.rlim_cur < r.rlim_max {
             let raised = libc::rlimit {
                 rlim_cur: r.rlim_max,

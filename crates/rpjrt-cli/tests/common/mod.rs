@@ -197,3 +197,33 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Waits for `child` up to `limit`; a child still running then is killed, and the test
+/// fails saying so (a hang must fail the test, not hold it). (exit code, stdout, stderr,
+/// how long it ran).
+pub fn finish(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> (i32, String, String, std::time::Duration) {
+    let t = std::time::Instant::now();
+    while t.elapsed() < limit {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+                t.elapsed(),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "{what}: still running after {limit:?}; killed\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
