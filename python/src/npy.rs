@@ -67,6 +67,8 @@ pub struct Api {
     array_type: *mut ffi::PyTypeObject,
     new_from_descr: NewFromDescr,
     set_base_object: SetBaseObject,
+    /// The most dimensions this numpy's arrays have (`NPY_MAXDIMS`: 32 in 1.x, 64 in 2.x).
+    max_dims: usize,
     /// Keeps the capsule (and so the table it points to) alive.
     _capsule: Py<PyAny>,
 }
@@ -254,9 +256,11 @@ fn load(py: Python<'_>) -> Option<Api> {
             return None;
         }
         let version = std::mem::transmute::<*const c_void, AbiVersion>(version_fn)();
-        if !matches!(version >> 24, 1 | 2) {
-            return None;
-        }
+        let max_dims = match version >> 24 {
+            1 => 32,
+            2 => 64,
+            _ => return None,
+        };
         let array_type = *table.add(SLOT_ARRAY_TYPE) as *mut ffi::PyTypeObject;
         let new_fn = *table.add(SLOT_NEW_FROM_DESCR);
         let base_fn = *table.add(SLOT_SET_BASE_OBJECT);
@@ -267,6 +271,7 @@ fn load(py: Python<'_>) -> Option<Api> {
             array_type,
             new_from_descr: std::mem::transmute::<*const c_void, NewFromDescr>(new_fn),
             set_base_object: std::mem::transmute::<*const c_void, SetBaseObject>(base_fn),
+            max_dims,
             _capsule: capsule.unbind(),
         }
     };
@@ -283,6 +288,19 @@ fn load(py: Python<'_>) -> Option<Api> {
 }
 
 impl Api {
+    /// Why an array of shape `dims` cannot be one of this numpy's, or `None` when it can:
+    /// it has more dimensions than numpy holds (the memoryview fallback stops at 64 too).
+    pub fn rank_refusal(&self, dims: &[i64]) -> Option<String> {
+        let max = self.max_dims;
+        (dims.len() > max).then(|| {
+            format!(
+                "it has {} dimensions, but numpy holds at most {max}; reshape it to at most \
+                 {max} dimensions on the device first (in the program that makes it)",
+                dims.len()
+            )
+        })
+    }
+
     /// `PyArray_NewFromDescr` of a C-ordered array of `descr` with shape `dims` (at most
     /// `MAX_DIMS`) over `data` (null: numpy allocates) with `flags`; a new reference, never
     /// null.
@@ -327,13 +345,19 @@ impl Api {
 
     /// A new, writable, C-ordered array of `descr` elements with shape `dims`, and the
     /// address of its data (`product(dims) * descr.itemsize` bytes, uninitialised).
-    /// `Ok(None)` for more dimensions than numpy takes.
+    /// An error for more dimensions than numpy holds ([`Api::rank_refusal`]); `Ok(None)`
+    /// for more than this path takes (`MAX_DIMS`; the caller's portable path takes them).
     pub fn empty<'py>(
         &self,
         py: Python<'py>,
         descr: &Bound<'py, PyAny>,
         dims: &[i64],
     ) -> PyResult<Option<(Bound<'py, PyAny>, *mut u8)>> {
+        if let Some(why) = self.rank_refusal(dims) {
+            return Err(invalid(format!(
+                "the array cannot be copied to numpy: {why}"
+            )));
+        }
         if dims.len() > MAX_DIMS {
             return Ok(None);
         }
@@ -358,7 +382,8 @@ impl Api {
     /// `writable` says (a writable array needs a writable `base`). `base` is an object with
     /// the buffer protocol that keeps the memory alive and fixed while it lives (a
     /// memoryview holds an export, so its bytearray cannot be resized); it becomes the
-    /// array's base. `Ok(None)` when the sizes do not match or numpy takes no such shape.
+    /// array's base. `Ok(None)` when the sizes do not match or this path takes no such
+    /// shape; an error for more dimensions than numpy holds ([`Api::rank_refusal`]).
     pub fn over<'py>(
         &self,
         py: Python<'py>,
@@ -368,6 +393,9 @@ impl Api {
         base: Bound<'py, PyAny>,
         writable: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if let Some(why) = self.rank_refusal(dims) {
+            return Err(invalid(format!("the array cannot be a numpy array: {why}")));
+        }
         if dims.len() > MAX_DIMS {
             return Ok(None);
         }

@@ -458,6 +458,15 @@ pub fn host_memoryview<'py>(
     dims: &[i64],
     bytes: Vec<u8>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // CPython's limit (PyBUF_MAX_NDIM), numpy's too: past it memoryview fails bare.
+    if dims.len() > 64 {
+        return Err(crate::errors::invalid(format!(
+            "the {t} array has {} dimensions, but a memoryview (and numpy) holds at most 64; \
+             reshape it to at most 64 dimensions on the device first (tobytes() gives its \
+             bytes as they are)",
+            dims.len()
+        )));
+    }
     let itemsize = t.host_itemsize();
     let shape: Vec<ffi::Py_ssize_t> = dims.iter().map(|&d| d as ffi::Py_ssize_t).collect();
     let strides: Vec<ffi::Py_ssize_t> = c_strides(dims, itemsize as i64)

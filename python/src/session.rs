@@ -390,6 +390,30 @@ fn raise(py: Python<'_>, stash: &Stash, e: rpjrt::Error) -> PyErr {
     }
 }
 
+/// Refuses a program whose slots would have more dimensions than numpy holds: such a slot
+/// could never be fetched (`fetch`, `to_numpy`) or saved (`save`), so the program is
+/// refused up front, naming the slot, rather than at the first fetch.
+fn check_slot_ranks(exe: &rpjrt::Executable, inputs: &[&str], outputs: &[&str]) -> PyResult<()> {
+    const MAX: usize = rpjrt_npy::npz::MAX_NUMPY_DIMS;
+    let params = exe.parameters().unwrap_or_default();
+    let inputs = inputs.iter().zip(params).enumerate();
+    let inputs = inputs.map(|(k, (n, s))| (n, s, format!("argument {k}")));
+    let outputs = outputs.iter().zip(exe.outputs()).enumerate();
+    let outputs = outputs.map(|(k, (n, s))| (n, s, format!("output {k}")));
+    for (name, spec, what) in inputs.chain(outputs) {
+        if !name.is_empty() && spec.dims.len() > MAX {
+            return Err(invalid(format!(
+                "{what} of {} has {} dimensions, but numpy holds at most {MAX}: slot {name:?} \
+                 could never be fetched or saved; reshape it to at most {MAX} dimensions in \
+                 the program (an output can also be left unkept, as None)",
+                exe.name(),
+                spec.dims.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl PySession {
     #[new]
@@ -541,6 +565,7 @@ impl PySession {
         let outs: Vec<&str> = outputs.iter().map(|o| o.as_deref().unwrap_or("")).collect();
         let this = slf.get();
         this.check_open(slf.py())?;
+        check_slot_ranks(exe.get().rexe(), &ins, &outs)?;
         let inner = this
             .inner
             .program_with(exe.get().rexe(), &ins, &outs, donate)
@@ -688,6 +713,9 @@ impl PySession {
         let Some(api) = crate::npy::api(py)? else {
             return b.call_method0("to_numpy");
         };
+        if let Some(why) = api.rank_refusal(rb.dims()) {
+            return Err(invalid(format!("slot {name:?} cannot be fetched: {why}")));
+        }
         let descr = crate::npy::descr(py, rb.element_type())?.bind(py);
         let Some((arr, data)) = api.empty(py, descr, rb.dims())? else {
             return b.call_method0("to_numpy");

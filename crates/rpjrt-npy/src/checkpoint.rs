@@ -28,7 +28,7 @@ use crate::npy::{
     byte_order_of_descr, decode_text, descr_of, ml_dtypes_guess, text_len, type_of_descr,
     write_npy_raw, Header,
 };
-use crate::npz::{bare, io_err, write_members, NpzReader};
+use crate::npz::{bare, io_err, write_members, NpzReader, MAX_NUMPY_DIMS};
 use crate::{invalid, npy};
 
 /// The `.npz` member of a checkpoint that records each slot's element type name (numpy has
@@ -97,6 +97,24 @@ fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
             name.len()
         )));
     }
+    check_numpy_keys(&names)?;
+    for (name, b) in values {
+        // save's form of a type numpy cannot name has one more axis: the element's bytes.
+        let extra = usize::from(descr_of(b.element_type()).is_err());
+        let rank = b.dims().len() + extra;
+        if rank > MAX_NUMPY_DIMS {
+            let stored = match extra {
+                0 => String::new(),
+                _ => format!(" ({} with the trailing byte axis of its type)", rank),
+            };
+            return Err(invalid(format!(
+                "slot {name:?} cannot be saved: it has {} dimensions{stored}, and numpy holds \
+                 at most {MAX_NUMPY_DIMS} (numpy.load could not read the checkpoint); reshape \
+                 it to fewer dimensions first",
+                b.dims().len()
+            )));
+        }
+    }
     let mut members = Vec::with_capacity(names.len() + 1);
     let mut types = serde_json::Map::new();
     for (name, b) in values {
@@ -124,6 +142,45 @@ fn members_of(values: &[(String, Buffer)]) -> Result<Vec<(String, Vec<u8>)>> {
     let table = serde_json::Value::Object(types).to_string();
     members.push((DTYPES_KEY.to_string(), npy::write_npy_text(&table)));
     Ok(members)
+}
+
+/// Refuses slot names that `numpy.load` cannot tell apart. Slot `n` is member `n.npy`, and
+/// numpy's `NpzFile` looks a key up as a member name first and only then with `.npy` added:
+/// with slots `x` and `x.npy`, `np.load(path)["x.npy"]` is member `x.npy`, slot `x`, and
+/// no key reaches slot `x.npy`. Python's zipfile on Windows also reads `\` in a member
+/// name as `/`, so `a\b` and `a/b` are one member there. (numpy strips `.npy` exactly:
+/// `x` and `x.NPY` are two keys.)
+fn check_numpy_keys(names: &[&String]) -> Result<()> {
+    let key = |n: &str| n.replace('\\', "/");
+    let mut seen: HashMap<String, &str> = HashMap::with_capacity(names.len() + 1);
+    for n in names.iter().map(|n| n.as_str()).chain([DTYPES_KEY]) {
+        if let Some(other) = seen.insert(key(n), n) {
+            return Err(invalid(format!(
+                "slots {other:?} and {n:?} cannot both be saved: Python's zipfile reads \
+                 '\\' in a member name as '/' on Windows, so numpy.load there sees one \
+                 member for both; rename one of them"
+            )));
+        }
+    }
+    for n in names.iter().map(|n| n.as_str()) {
+        let Some(stem) = key(n).strip_suffix(".npy").map(str::to_string) else {
+            continue;
+        };
+        if let Some(&other) = seen.get(&stem) {
+            let what = match other {
+                DTYPES_KEY => "the checkpoint's type table".to_string(),
+                _ => format!("slot {other:?}"),
+            };
+            return Err(invalid(format!(
+                "slot {n:?} cannot be saved beside {what}: that is stored as member \
+                 {:?}, and numpy.load(path)[{n:?}] looks the key up as a member name before \
+                 adding .npy, so it would return {what} and no key would reach slot {n:?}; \
+                 rename one of them",
+                format!("{other}.npy")
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn slot_err(name: &str, why: String) -> Error {
@@ -471,6 +528,32 @@ fn refused_descr(name: &str, descr: &str, slot: Option<&ArraySpec>, e: Error) ->
 mod tests {
     use super::*;
     use rpjrt::Code;
+
+    #[test]
+    fn numpy_keys_refuse_names_numpy_confuses() {
+        let check = |names: &[&str]| {
+            let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            check_numpy_keys(&owned.iter().collect::<Vec<_>>())
+        };
+        for pair in [
+            ["x", "x.npy"],
+            ["x.npy.npy", "x.npy"],
+            ["a\\b", "a/b"],
+            ["a/b.npy", "a\\b"],
+            ["__rpjrt_dtypes__.npy", "y"],
+        ] {
+            let e = check(&pair).expect_err(&format!("{pair:?}")).to_string();
+            assert!(e.contains(&format!("{:?}", pair[0])), "{e}");
+            assert!(e.contains("rename"), "{e}");
+        }
+        for ok in [
+            &["x", "X", "x.NPY", "xnpy"][..],
+            &["w", "w.npy.npy", ".npy"],
+            &["a/b", "a"],
+        ] {
+            check(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        }
+    }
 
     #[test]
     fn in_slot_names_the_slot_and_keeps_the_kind() {

@@ -203,6 +203,17 @@ impl NpzReader {
         }
         let header = read_header(&mut file)
             .map_err(|e| io_err(path, format!("member {name:?}: {}", bare(&e))))?;
+        if header.dims.len() > MAX_NUMPY_DIMS {
+            return Err(io_err(
+                path,
+                format!(
+                    "member {name:?} has {} dimensions, but numpy holds at most \
+                     {MAX_NUMPY_DIMS} (numpy.load refuses it too): the array could never be \
+                     read back as a numpy array",
+                    header.dims.len()
+                ),
+            ));
+        }
         Ok(Member {
             path,
             name,
@@ -245,6 +256,11 @@ pub(crate) fn bare(e: &Error) -> String {
         other => other.to_string(),
     }
 }
+
+/// The most dimensions an array of an `.npz` archive has: numpy's limit (`NPY_MAXDIMS`,
+/// 64 since numpy 2), past which `numpy.load` refuses a member. Archives with more are
+/// refused on reading, and a checkpoint is not written with more.
+pub const MAX_NUMPY_DIMS: usize = 64;
 
 /// The array name of a member name: without one trailing `.npy`.
 fn array_name(member: &str) -> &str {

@@ -248,14 +248,14 @@ fn contents(session: &Session) -> Vec<(String, ElementType, Vec<i64>, Vec<u8>)> 
 #[test]
 fn slot_names_round_trip_exactly() {
     // Issue 21: `w.npy` came back as `w`, and a session holding `w` and `w.npy` wrote a
-    // checkpoint that restore refused.
+    // checkpoint that restore refused. (Round 27: `w` beside `w.npy` is refused at save,
+    // as numpy.load gives slot `w` under both keys; see checkpoint.rs's unit tests.)
     for_each_plugin(|plugin, client| {
         let dir = temp_dir(&format!("names{}", plugin.version().minor));
         let path = dir.join("names.npz");
         let session = Session::new(client).unwrap();
         let names = [
             "w",
-            "w.npy",
             "w.npy.npy",
             ".npy",
             "a/b",

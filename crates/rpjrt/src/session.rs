@@ -719,7 +719,16 @@ impl Session {
     ) -> Result<SessionProgram> {
         let devices = exe.addressable_devices()?;
         let on_device = match devices.as_slice() {
-            [] => true,
+            // Portable: it runs on any device, but only of the client it was compiled by.
+            [] if Arc::ptr_eq(exe.raw_parts()?.0, self.inner.device.core()) => true,
+            [] => {
+                return Err(Error::invalid(format!(
+                    "{} is a portable executable of another client, but the session's slots \
+                     live on {} of its own client; compile it with the session's client",
+                    exe.name(),
+                    self.inner.device
+                )))
+            }
             [d] if *d == self.inner.device => false,
             [d] => {
                 let other = of_another_client(d, &self.inner.device);
