@@ -133,6 +133,10 @@ def _convert_numpy(
     asked for ``cast=True`` (numpy's astype)."""
     if arr.dtype.kind == "O":
         return _from_python(arr.tolist(), want, cast) if arr.ndim else _from_python(arr.item(), want, cast)
+    if arr.dtype.kind == "b":
+        # A bool is 0 or 1 in every type, whatever its byte holds (a view of uint8 data):
+        # ml_dtypes' casts from bool copy the byte (True 2 -> bfloat16 2.0), numpy's test it.
+        arr = arr.view(np.uint8) != 0
     src = _lookup(arr.dtype)
     if src is None and arr.dtype.byteorder == (">" if sys.byteorder == "little" else "<"):
         src = _lookup(arr.dtype.newbyteorder("="))
@@ -151,6 +155,10 @@ def _convert_numpy(
             f"numpy dtype {arr.dtype} holds no numbers rpjrt converts to {want.name}; known"
             " dtypes: " + ", ".join(x.name for x in ALL)
         )
+    # A sub-byte or float6 byte with bits set above the element's holds no value of its
+    # type: refused whatever the target and cast= (as the core's conversion refuses it),
+    # before astype makes a value of those bits (int4 0x10 -> 0, float6 0x40 -> -0.0).
+    _check_narrow_bytes(np, arr, src)
     # numpy's own "safe" casts keep every value; ml_dtypes registers casts into its narrow
     # floats as safe that overflow (int8 100 into float8_e3m4) or have no zero (e8m0fnu),
     # so those go through the core's check. Out of ml_dtypes' types into numpy's of 4 or
@@ -168,6 +176,27 @@ def _convert_numpy(
     dense = arr.copy(order="C") if not arr.flags.c_contiguous else arr
     data, code, shape = _rpjrt._convert_host(dense.reshape(-1).view(np.uint8), src, list(arr.shape), want)
     return data, from_code(code), tuple(shape)
+
+
+def _check_narrow_bytes(np: Any, arr: Any, src: DType) -> None:
+    """Refuses an element of ``arr`` (of ``src``, one element per byte) whose byte has bits
+    set above the element's width, unless (signed types) they copy its sign bit: the rule of
+    the core's ``first_foreign_byte``, with its message."""
+    bits = src.bits
+    if src.itemsize != 1 or bits >= 8 or src.kind == "b":
+        return
+    u = arr.view(np.uint8).reshape(-1)
+    ok = (u >> bits) == 0
+    if src.kind == "i":
+        ok |= (u.view(np.int8) >> (bits - 1)) == -1
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        i = int(bad[0])
+        ext = ", or those sign-extended" if src.kind == "i" else ""
+        raise InvalidArgumentError(
+            f"the {src.name} data's element {i} is the byte {int(u[i]):#04x}, which is no"
+            f" {src.name} value ({bits} bits{ext})"
+        )
 
 
 def _from_buffer(obj: object, want: DType) -> tuple[object, DType, tuple[int, ...] | None]:
@@ -235,11 +264,68 @@ def _from_python(
     want = from_code(code)
     np = _numpy_or_refuse(want)
     with np.errstate(all="ignore"):
-        src = np.asarray(obj) if shape else np.asarray([obj])
+        try:
+            src = np.asarray(obj) if shape else np.asarray([obj])
+        except OverflowError:  # an int beyond every numpy type, beside floats
+            src = None
+        # numpy reads a list of ints beyond int64 (with other ints, or floats) as float64 or
+        # objects: those ints would lose their low bits, or not convert at all. Each value is
+        # then converted on its own, ints exactly.
+        if src is None or src.dtype.kind == "O" or (want.kind in "iu" and src.dtype.kind in "fc"):
+            return _from_numpy(_cast_each(np, obj, tuple(shape), want), want)
         if src.dtype.kind == "c" and want.kind != "c":
             src = src.real
         arr = src.astype(want.numpy).reshape(tuple(shape))
     return _from_numpy(arr, want)
+
+
+def _leaves(obj: Any) -> list[Any]:
+    """The numbers of a nested list (or a lone number), in row-major order."""
+    if not isinstance(obj, (list, tuple)):
+        return [obj]
+    out: list[Any] = []
+    for x in obj:
+        out.extend(_leaves(x))
+    return out
+
+
+def _cast_each(np: Any, obj: Any, shape: tuple[int, ...], want: DType) -> Any:
+    """``obj``'s numbers as a ``want`` array of ``shape``, as numpy's astype converts each
+    one, with integers (Python's and numpy's, any size) kept exact: into an integer type
+    they wrap modulo 2**bits (never through float64, where 2**64-1 becomes 2**64); into a
+    float type one too large for float64 saturates to infinity."""
+    flat = _leaves(obj)
+    out = np.empty(len(flat), dtype=want.numpy)
+    ints = [i for i, v in enumerate(flat) if isinstance(v, (int, np.integer, np.bool_))]
+    taken = set(ints)
+    rest = [i for i in range(len(flat)) if i not in taken]
+    if ints:
+        vals = [int(flat[i]) for i in ints]
+        if want.kind in ("i", "u"):
+            m = 1 << want.bits
+            vals = [v % m for v in vals]
+            if want.kind == "i":
+                vals = [v - m if v >= m >> 1 else v for v in vals]
+            carrier = np.int64 if want.kind == "i" else np.uint64
+            out[ints] = np.array(vals, dtype=carrier).astype(want.numpy)
+        elif want.kind == "b":
+            out[ints] = np.array([v != 0 for v in vals], dtype=np.bool_)
+        else:
+            out[ints] = np.array([_float_of(v) for v in vals], dtype=np.float64).astype(want.numpy)
+    if rest:
+        r = np.asarray([flat[i] for i in rest])
+        if r.dtype.kind == "c" and want.kind != "c":
+            r = r.real
+        out[rest] = r.astype(want.numpy)
+    return out.reshape(shape)
+
+
+def _float_of(v: int) -> float:
+    """``float(v)``, or an infinity of its sign when ``v`` is beyond float64's range."""
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
 
 
 def as_host(
