@@ -33,8 +33,8 @@ The rules a handler lives by:
   ``output_operand_aliases`` starts with the argument's values), and what the handler writes
   into a result's views becomes the result when it returns. A result the handler neither
   views nor returns is zeros (an aliasing one keeps the argument's values). A call
-  whose results would share memory (two results aliasing one operand) is refused before
-  the handler runs, naming the results and the operand. A view kept after the call stays readable but is
+  whose results would share memory (two results aliasing one operand), or whose one result
+  aliases two operands, is refused before the handler runs, naming the results and operands. A view kept after the call stays readable but is
   detached from the computation (it never reads memory the runtime freed, and writing it
   changes no result); asking a buffer for a new view after the call raises.
 - ``__array__`` follows numpy's protocol (``__array__(dtype=None, copy=None)``): no

@@ -324,6 +324,57 @@ pub struct MetaSeen {
     pub reported: Version,
 }
 
+impl MetaSeen {
+    /// Whether a handler may run on this runtime: a valid runtime version (no negative
+    /// part), the same major version, and a minor version no newer than the runtime's.
+    pub fn accepted(&self) -> bool {
+        let (rt, h) = (self.runtime, self.reported);
+        rt.0.min(rt.1) >= 0 && h.0 == rt.0 && h.1 <= rt.1
+    }
+
+    /// Why [`MetaSeen::accepted`] is false, for target `name` on `platform`; `native`: the
+    /// handler is the caller's own code (else rpjrt's, which speaks what the runtime does).
+    pub fn refusal(&self, name: &str, platform: &str, native: bool) -> String {
+        let (rt, h) = (self.runtime, self.reported);
+        let v = |v: Version| format!("{}.{}", v.0, v.1);
+        let ours = if native {
+            "the handler's own"
+        } else {
+            "rpjrt's"
+        };
+        let why = if rt.0.min(rt.1) < 0 {
+            "which is not a valid version: use another plugin".to_string()
+        } else if h.0 != rt.0 {
+            let other = match native {
+                true => format!("a handler built for FFI {}.x", rt.0),
+                false => format!("an rpjrt that speaks FFI {}.x", rt.0),
+            };
+            format!(
+                "and the handler speaks XLA FFI {} ({ours} version): their major versions \
+                 differ ({} vs {}), and a handler runs only on a runtime of its own major \
+                 version. Use a plugin whose FFI runtime is {}.x, or {other}",
+                v(h),
+                h.0,
+                rt.0,
+                h.0
+            )
+        } else {
+            format!(
+                "and the handler speaks XLA FFI {} ({ours} version), a newer minor version. \
+                 Use a plugin with a newer XLA, or a handler built for FFI {} or older",
+                v(h),
+                v(rt)
+            )
+        };
+        format!(
+            "rpjrt refused the FFI handler for target {name:?} on platform {platform:?} (its \
+             own version check, not the runtime's): the plugin's FFI runtime is XLA FFI {}, \
+             {why}",
+            v(rt)
+        )
+    }
+}
+
 /// One registered (plugin, platform, name): what its thunk dispatches to. Never freed.
 pub struct Target {
     /// The handler's target name.
@@ -1429,8 +1480,9 @@ impl<'a> Frame<'a> {
     /// no shared slice covers bytes a mutable one does); `None` for the others, and for every
     /// argument off the host. Refused, naming target, results and operand: two results that
     /// share memory (a handler cannot give them different values, and two mutable slices
-    /// would cover the same bytes), and an argument that overlaps results without being
-    /// exactly one result's memory. Sorts the results once: `O(n log n)` in the buffers.
+    /// would cover the same bytes), two arguments that are both one result's memory (one
+    /// result aliased to two operands: the first operand's values are lost), and an argument
+    /// that overlaps results without being exactly one result's memory. Sorts the results once: `O(n log n)` in the buffers.
     pub fn shared_memory(
         &self,
         args: &[RawBuffer<'a>],
@@ -1473,6 +1525,11 @@ impl<'a> Frame<'a> {
             }
         }
         let mut out = Vec::with_capacity(args.len());
+        // The operand already found to be each result's memory: a second one means one
+        // result aliases two operands (or two tuple elements), and XLA copies both into
+        // that one memory, the last over the first (copy insertion gives an operand passed
+        // twice with one alias a memory of its own, so that form never meets here).
+        let mut owner: Vec<Option<usize>> = vec![None; rets.len()];
         for (k, a) in args.iter().enumerate() {
             // The result whose memory this argument overlaps, if any (results are disjoint
             // now: the first one ending past the argument's start is the only candidate).
@@ -1483,6 +1540,19 @@ impl<'a> Frame<'a> {
             match hit {
                 None => out.push(None),
                 Some((&(rlo, rhi, j), arg)) if (rlo, rhi) == arg => {
+                    if let Some(first) = owner.get_mut(j).and_then(|o| o.replace(k)) {
+                        return Err((
+                            Code::InvalidArgument,
+                            format!(
+                                "the custom call to {target:?} was refused: result {j} aliases \
+                                 both operand {first} and operand {k} (output_operand_aliases \
+                                 names one output for two operands or tuple elements), so the \
+                                 runtime copies both into one memory and the handler would see \
+                                 operand {k}'s values for operand {first}; alias each result \
+                                 to one operand at most"
+                            ),
+                        ));
+                    }
                     out.push(self.target.host_memory.then_some(j))
                 }
                 Some((&(_, _, j), _)) => {
@@ -2114,6 +2184,236 @@ mod thunks {
     }
 }
 
+/// Operations (StableHLO and MHLO) whose regions may not hold a custom call: on the CPU
+/// plugins (PJRT 0.81 and 0.115) one in a `reduce`, `reduce_window`, `scatter`,
+/// `select_and_scatter` or `map` body stops the process at compile; in a `sort` comparator
+/// or an `all_reduce` / `reduce_scatter` computation the compile fails with an unrelated
+/// error. `while`, `if`, `case` and called functions hold them fine.
+pub const NO_CUSTOM_CALL_REGIONS: [&str; 8] = [
+    "reduce",
+    "reduce_window",
+    "scatter",
+    "select_and_scatter",
+    "map",
+    "sort",
+    "all_reduce",
+    "reduce_scatter",
+];
+
+/// Whether `op` (`dialect.name`, VHLO read as StableHLO) is in [`NO_CUSTOM_CALL_REGIONS`].
+pub fn bars_custom_calls(op: &str) -> bool {
+    op.split_once('.').is_some_and(|(d, o)| {
+        matches!(d, "stablehlo" | "mhlo") && NO_CUSTOM_CALL_REGIONS.contains(&o)
+    })
+}
+
+/// A custom call inside a region of an operation that bars them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionCustomCall {
+    /// The call's target (without `@`); empty where it is not read (bytecode).
+    pub target: String,
+    /// The enclosing operation (`stablehlo.reduce`).
+    pub op: String,
+    /// The function the region calls that holds the custom call (`@f, a function the region
+    /// calls`), when the call is not in the region itself.
+    pub via: Option<String>,
+}
+
+impl RegionCustomCall {
+    /// A custom call to `target` in a computation an HLO instruction of `opcode` calls
+    /// (`reduce-window`), when that opcode bars them.
+    pub fn in_hlo(opcode: &str, target: &str) -> Option<RegionCustomCall> {
+        let op = format!("stablehlo.{}", opcode.replace('-', "_"));
+        let target = target.to_string();
+        bars_custom_calls(&op).then_some(RegionCustomCall {
+            target,
+            op,
+            via: None,
+        })
+    }
+}
+
+impl std::fmt::Display for RegionCustomCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let to = Some(&self.target).filter(|t| !t.is_empty());
+        write!(
+            f,
+            "a custom call{} sits in a region of {}{}: the plugin's compiler cannot compile a \
+             custom call in a region of reduce, reduce_window, scatter, select_and_scatter, \
+             map, sort, all_reduce or reduce_scatter (it stops the process, fails with an \
+             unrelated error, or in map hands the handler whole arrays), so rpjrt refuses it \
+             before compiling (make the call outside that operation, or write the region with \
+             StableHLO operations only)",
+            to.map_or(String::new(), |t| format!(" to @{t}")),
+            self.op,
+            self.via
+                .as_ref()
+                .map_or(String::new(), |v| format!(" (in {v})")),
+        )
+    }
+}
+
+/// Finds a custom call in a region of an operation that bars them
+/// ([`bars_custom_calls`]), at any depth of nested regions and through the functions a
+/// region references (`func.call @f`, a composite's `decomposition = @f`), in MLIR text.
+pub fn text_region_custom_call(text: &str) -> Option<RegionCustomCall> {
+    // Per open bracket: the last operation named at this depth and the first symbol after
+    // it, the innermost barring operation enclosing it, and the function it is in.
+    #[derive(Clone, Default)]
+    struct Frame<'t> {
+        op: Option<&'t str>,
+        sym: Option<&'t str>,
+        bar: Option<&'t str>,
+        func: Option<&'t str>,
+    }
+    if !text.contains("custom_call") {
+        return None;
+    }
+    let b = text.as_bytes();
+    let ident = |i: usize| {
+        let n = b[i..]
+            .iter()
+            .position(|&c| !(c.is_ascii_alphanumeric() || b"_.$-".contains(&c)));
+        &text[i..i + n.unwrap_or(b.len() - i)]
+    };
+    let mut st = vec![Frame::default()];
+    // (function, barring op, target) of calls; (function, barring op, symbol) of references.
+    let (mut calls, mut refs, mut defs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < b.len() {
+        let top = st.len() - 1;
+        let (c, prev) = (b[i], if i > 0 { b[i - 1] } else { b' ' });
+        let mut op = None;
+        match c {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i += b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .unwrap_or(b.len() - i);
+                continue;
+            }
+            b'"' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                let s = &text[i + 1..j.min(b.len())];
+                let next = text[(j + 1).min(b.len())..].trim_start();
+                if s.contains('.') && next.starts_with('(') && ident(i + 1).len() == s.len() {
+                    op = Some(s);
+                }
+                i = j + 1;
+            }
+            b'(' | b'[' | b'{' => {
+                let p = &st[top];
+                let bars = p.op.filter(|o| bars_custom_calls(o));
+                let func = match p.op {
+                    Some("func.func") => p.sym,
+                    _ => p.func,
+                };
+                st.push(Frame {
+                    op: None,
+                    sym: None,
+                    bar: bars.or(p.bar),
+                    func,
+                });
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                if st.len() > 1 {
+                    st.pop();
+                }
+                i += 1;
+            }
+            b'%' => {
+                (st[top].op, st[top].sym) = (None, None);
+                i += 1;
+            }
+            b'@' => {
+                let quoted = b.get(i + 1) == Some(&b'"');
+                let s = match quoted {
+                    true => text[i + 2..].split('"').next().unwrap_or(""),
+                    false => ident(i + 1),
+                };
+                let f = &mut st[top];
+                if f.op == Some("func.func") && f.sym.is_none() {
+                    defs.push(s);
+                } else if let Some(func) = f.func {
+                    refs.push((func, f.bar, s));
+                }
+                f.sym = f.sym.or(Some(s));
+                i += 1 + s.len() + 2 * usize::from(quoted);
+            }
+            c if c.is_ascii_alphabetic()
+                && !(prev.is_ascii_alphanumeric() || b"#!^_.$-".contains(&prev)) =>
+            {
+                let s = ident(i);
+                op = s.contains('.').then_some(s);
+                i += s.len();
+            }
+            _ => i += 1,
+        }
+        if let Some(o) = op {
+            (st[top].op, st[top].sym) = (Some(o), None);
+            if o.ends_with(".custom_call") {
+                let rest = &text[i..text[i..].find("custom_call").map_or(b.len(), |n| i + n)];
+                let target = match rest.trim_start().trim_start_matches('(').strip_prefix('@') {
+                    Some(t) => t.trim_matches('"'),
+                    None => rest
+                        .split_once("call_target_name = \"")
+                        .map_or("", |(_, t)| t),
+                };
+                let end = target.find(|c: char| !(c.is_alphanumeric() || "_.$-".contains(c)));
+                let target = &target[..end.unwrap_or(target.len())];
+                calls.push((st[top].func, st[top].bar, target));
+            }
+        }
+    }
+    let found = |target: &str, op: &str, via: Option<&str>| RegionCustomCall {
+        target: target.to_string(),
+        op: op.to_string(),
+        via: via.map(|v| format!("@{v}, a function the region calls")),
+    };
+    if let Some((_, Some(op), t)) = calls.iter().find(|c| c.1.is_some()) {
+        return Some(found(t, op, None));
+    }
+    // Functions holding a custom call, directly or through the functions they reference.
+    let mut holding: std::collections::HashMap<&str, &str> =
+        calls.iter().filter_map(|c| Some((c.0?, c.2))).collect();
+    for _ in 0..defs.len() {
+        let more: Vec<(&str, &str)> = refs
+            .iter()
+            .filter(|r| !holding.contains_key(r.0))
+            .filter_map(|&(f, _, g)| Some((f, *holding.get(g)?)))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        holding.extend(more);
+    }
+    refs.iter()
+        .find_map(|&(_, bar, g)| Some(found(holding.get(g)?, bar?, Some(g))))
+}
+
+/// [`text_region_custom_call`] for a program whose operations were walked without their
+/// attributes (MLIR bytecode): each custom call or call operation with the operations
+/// enclosing it, outermost first. A call in a barring region counts when the program holds
+/// a custom call anywhere, since the function it calls is not known.
+pub fn walked_region_custom_call(ops: &[(String, Vec<String>)]) -> Option<RegionCustomCall> {
+    let any = ops.iter().any(|(o, _)| o.ends_with(".custom_call"));
+    ops.iter().filter(|_| any).find_map(|(o, outer)| {
+        let bar = outer.iter().rev().find(|e| bars_custom_calls(e))?;
+        let via = (!o.ends_with(".custom_call")).then(|| {
+            format!("a function the region calls through {o}: calls are not followed in bytecode")
+        });
+        Some(RegionCustomCall {
+            target: String::new(),
+            op: bar.clone(),
+            via,
+        })
+    })
+}
+
 #[cfg(test)]
 mod nesting_tests {
     use super::*;
@@ -2154,5 +2454,130 @@ mod nesting_tests {
         // The words carry no memory vocabulary (they must not read as an allocation failure).
         let m = NESTING_LIMIT.to_lowercase();
         assert!(!m.contains("memory") && !m.contains("alloc") && !m.contains("oom"));
+    }
+}
+
+#[cfg(test)]
+mod region_call_tests {
+    use super::*;
+
+    const CC: &str = "stablehlo.custom_call @t(%a, %b) {api_version = 4 : i32} : \
+                      (tensor<f32>, tensor<f32>) -> tensor<f32>";
+
+    fn reduce(body: &str) -> String {
+        format!(
+            "func.func public @main(%x: tensor<8xf32>) -> tensor<f32> {{\n  %z = \
+             stablehlo.constant dense<0.0> : tensor<f32>\n  %r = \"stablehlo.reduce\"(%x, %z) \
+             ({{\n  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n    {body}\n    \
+             stablehlo.return %s : tensor<f32>\n  }}) {{dimensions = array<i64: 0>}} : \
+             (tensor<8xf32>, tensor<f32>) -> tensor<f32>\n  return %r : tensor<f32>\n}}"
+        )
+    }
+
+    fn found(src: &str) -> Option<(String, String, Option<String>)> {
+        text_region_custom_call(src).map(|r| (r.target, r.op, r.via))
+    }
+
+    #[test]
+    fn custom_calls_in_barring_regions_are_found_at_any_depth() {
+        let direct = reduce(&format!("%s = {CC}"));
+        assert_eq!(
+            found(&direct),
+            Some(("t".into(), "stablehlo.reduce".into(), None))
+        );
+        // Generic form with call_target_name, and the op in another barring op's region.
+        let generic = direct.replace(
+            "stablehlo.custom_call @t(%a, %b) {",
+            "\"stablehlo.custom_call\"(%a, %b) {call_target_name = \"g.x\", ",
+        );
+        assert_eq!(found(&generic).unwrap().0, "g.x");
+        for op in NO_CUSTOM_CALL_REGIONS {
+            let src = direct.replace("\"stablehlo.reduce\"", &format!("\"mhlo.{op}\""));
+            assert_eq!(found(&src).unwrap().1, format!("mhlo.{op}"));
+        }
+        // Inside a while nested in the reduce body.
+        let nested = reduce(&format!(
+            "%s = stablehlo.while(%i = %a) : tensor<f32>\n cond {{\n %c = \
+             stablehlo.constant dense<true> : tensor<i1>\n stablehlo.return %c : tensor<i1>\n \
+             }} do {{\n %k = {CC}\n stablehlo.return %k : tensor<f32>\n }}"
+        ));
+        assert_eq!(found(&nested).unwrap().1, "stablehlo.reduce");
+        // Through a chain of called functions.
+        let helper = format!(
+            "func.func private @h2(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {{\n %s = \
+             {CC}\n return %s : tensor<f32>\n}}\nfunc.func private @\"h.1\"(%a: tensor<f32>, %b: \
+             tensor<f32>) -> tensor<f32> {{\n %s = func.call @h2(%a, %b) : (tensor<f32>, \
+             tensor<f32>) -> tensor<f32>\n return %s : tensor<f32>\n}}\n"
+        );
+        let via = helper
+            + &reduce(
+                "%s = func.call @\"h.1\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>",
+            );
+        assert_eq!(
+            found(&via),
+            Some((
+                "t".into(),
+                "stablehlo.reduce".into(),
+                Some("@h.1, a function the region calls".into())
+            ))
+        );
+    }
+
+    #[test]
+    fn custom_calls_elsewhere_pass() {
+        let add = "%s = stablehlo.add %a, %b : tensor<f32>";
+        // A custom call after the reduce, one in a comment, one in a string.
+        let after = reduce(add).replace(
+            "  return %r",
+            "  stablehlo.custom_call @log(%r) : (tensor<f32>) -> ()\n  return %r",
+        );
+        assert_eq!(found(&after), None);
+        let comment = reduce(&format!("{add} // {CC}"));
+        assert_eq!(found(&comment), None);
+        let string = reduce(add).replace("0>}", "0>, note = \"custom_call {\"}");
+        assert_eq!(found(&string), None);
+        // In a while body, and in a function the reduce does not call.
+        let f = format!(
+            "func.func private @h(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {{\n %s = \
+             {CC}\n return %s : tensor<f32>\n}}\n"
+        );
+        assert_eq!(found(&(f + &reduce(add))), None);
+        // Pretty-printed reduce with an `applies` body, and reduce_precision (no region).
+        let pretty = "func.func @main(%x: tensor<8xf32>) -> tensor<f32> {\n %r = stablehlo.reduce(%x \
+                      init: %z) applies stablehlo.add across dimensions = [0] : (tensor<8xf32>, \
+                      tensor<f32>) -> tensor<f32>\n %p = stablehlo.reduce_precision %r : tensor<f32>\n \
+                      %c = stablehlo.custom_call @t(%p) : (tensor<f32>) -> tensor<f32>\n}";
+        assert_eq!(found(pretty), None);
+        assert!(!bars_custom_calls("stablehlo.reduce_precision"));
+        assert!(!bars_custom_calls("stablehlo.while") && bars_custom_calls("mhlo.sort"));
+    }
+
+    #[test]
+    fn walked_calls_in_barring_regions_are_found() {
+        let op = |o: &str, outer: &[&str]| {
+            (o.to_string(), outer.iter().map(|s| s.to_string()).collect())
+        };
+        let m = ["builtin.module", "stablehlo.func"];
+        let cc_in = vec![op(
+            "stablehlo.custom_call",
+            &[&m[..], &["stablehlo.sort"]].concat(),
+        )];
+        assert_eq!(
+            walked_region_custom_call(&cc_in).unwrap().op,
+            "stablehlo.sort"
+        );
+        let call_in = vec![
+            op("stablehlo.call", &[&m[..], &["stablehlo.map"]].concat()),
+            op("stablehlo.custom_call", &m),
+        ];
+        let r = walked_region_custom_call(&call_in).unwrap();
+        assert_eq!((r.op.as_str(), r.via.is_some()), ("stablehlo.map", true));
+        // A call in a reduce body with no custom call in the program, or one outside.
+        assert_eq!(walked_region_custom_call(&call_in[..1]), None);
+        let outside = vec![op(
+            "stablehlo.custom_call",
+            &[&m[..], &["stablehlo.while"]].concat(),
+        )];
+        assert_eq!(walked_region_custom_call(&outside), None);
     }
 }

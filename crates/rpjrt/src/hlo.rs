@@ -163,6 +163,8 @@ struct CallsModule {
 struct CallsComputation {
     #[prost(message, repeated, tag = "2")]
     instructions: Vec<CallInstruction>,
+    #[prost(int64, tag = "5")]
+    id: i64,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -179,6 +181,8 @@ struct CallInstruction {
     custom_call_api_version: i32,
     #[prost(bytes = "vec", tag = "43")]
     backend_config: Vec<u8>,
+    #[prost(int64, repeated, tag = "38")]
+    called_computation_ids: Vec<i64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -220,6 +224,37 @@ pub(crate) fn ffi_backend_configs(module: &[u8]) -> Option<Vec<(String, String)>
             })
             .collect(),
     )
+}
+
+/// A custom call in a computation (at any depth) that an instruction of an opcode barring
+/// them calls, in a serialized HloModuleProto (`screen`).
+pub(crate) fn custom_call_called_by(module: &[u8]) -> Option<rpjrt_raw::ffi::RegionCustomCall> {
+    let m = CallsModule::decode(module).ok()?;
+    // The computations holding a custom call, directly or in those they call: its target.
+    let mut holds = std::collections::HashMap::new();
+    for _ in 0..=m.computations.len() {
+        let before = holds.len();
+        for c in &m.computations {
+            let t = c.instructions.iter().find_map(|j| match j.opcode.as_str() {
+                "custom-call" => Some(j.custom_call_target.as_str()),
+                _ => j
+                    .called_computation_ids
+                    .iter()
+                    .find_map(|i| holds.get(i).copied()),
+            });
+            if let Some(t) = t {
+                holds.entry(c.id).or_insert(t);
+            }
+        }
+        if holds.len() == before {
+            break;
+        }
+    }
+    let mut calls = m.computations.iter().flat_map(|c| &c.instructions);
+    calls.find_map(|i| {
+        let target = i.called_computation_ids.iter().find_map(|c| holds.get(c))?;
+        rpjrt_raw::ffi::RegionCustomCall::in_hlo(&i.opcode, target)
+    })
 }
 
 pub(crate) fn custom_call_layouts(module: &[u8], format: &str) -> Option<Vec<OddLayout>> {

@@ -859,6 +859,9 @@ struct FuncOp {
 struct IrReader<'b> {
     version: u64,
     ops: &'b [String],
+    /// The ops whose regions are being read, and each call op with them, when set.
+    #[allow(clippy::type_complexity)]
+    nest: Option<std::cell::RefCell<(Vec<String>, Vec<(String, Vec<String>)>)>>,
 }
 
 impl IrReader<'_> {
@@ -968,6 +971,13 @@ impl IrReader<'_> {
         let is_module = name == "builtin.module" || name == "stablehlo.module";
         let is_func = name == "func.func" || name == "stablehlo.func";
         let mut found = Vec::new();
+        if let Some(mut n) = self.nest.as_ref().map(|n| n.borrow_mut()) {
+            if name.ends_with("call") || name.ends_with(".composite") {
+                let outer = n.0.clone();
+                n.1.push((name.clone(), outer));
+            }
+            n.0.push(name.clone());
+        }
         if mask & OP_HAS_REGIONS != 0 {
             let v = read_usize(d, p)?;
             let (n_regions, isolated) = (v >> 1, v & 1 == 1);
@@ -1002,6 +1012,9 @@ impl IrReader<'_> {
                 }
             }
         }
+        if let Some(n) = &self.nest {
+            n.borrow_mut().0.pop();
+        }
         match funcs {
             Some(out) => {
                 out.extend(found);
@@ -1010,6 +1023,24 @@ impl IrReader<'_> {
             None => Some(found),
         }
     }
+}
+
+/// Each call or custom call op of MLIR bytecode with the ops enclosing it, outermost first
+/// (`screen`); `None` when the bytecode cannot be read.
+pub(crate) fn bytecode_call_nesting(code: &[u8]) -> Option<Vec<(String, Vec<String>)>> {
+    let b = Bytecode::read(code)?;
+    let section = b.dialect_section()?;
+    let reader = IrReader {
+        version: b.version,
+        ops: &section.ops,
+        nest: Some(Default::default()),
+    };
+    let (ir, mut p) = (b.ir?, 0);
+    let (n_ops, _) = reader.block_header(ir, &mut p)?;
+    for _ in 0..n_ops.min(ir.len()) {
+        reader.op(ir, &mut p, 0, None)?;
+    }
+    Some(reader.nest?.into_inner().1)
 }
 
 /// The entry function's parameter names in MLIR bytecode (plain or a portable artifact):
@@ -1023,6 +1054,7 @@ fn bytecode_parameter_names(code: &[u8]) -> Option<Vec<String>> {
     let reader = IrReader {
         version: b.version,
         ops: &section.ops,
+        nest: None,
     };
     let ir = b.ir?;
     let mut p = 0;

@@ -36,6 +36,7 @@ use crate::dtype::ElementType;
 use crate::error::{Error, Result};
 use crate::mlir::{self, Uses};
 use crate::program::Program;
+use crate::raw::ffi as raw;
 
 /// Operations seen to compile, or to fail with an error, when their operands are float6.
 const F6_OPERATIONS: &[&str] = &[
@@ -233,6 +234,16 @@ pub(crate) fn check(program: &Program, minor: i32) -> Result<()> {
              error, so rpjrt refuses it before compiling (give a handler a name of your own, \
              or write the operation with StableHLO ops)"
         )));
+    }
+    let nested = match program {
+        Program::Mlir(c) if c.starts_with(mlir::BYTECODE_MAGIC) => {
+            mlir::bytecode_call_nesting(c).and_then(|n| raw::walked_region_custom_call(&n))
+        }
+        Program::Mlir(c) => raw::text_region_custom_call(&String::from_utf8_lossy(c)),
+        Program::Hlo(m) => crate::hlo::custom_call_called_by(m),
+    };
+    if let Some(r) = nested {
+        return Err(Error::invalid(r.to_string()));
     }
     match uses {
         Some(uses) => check_uses(&uses, minor),
@@ -737,6 +748,37 @@ mod tests {
         assert!(text(&one("abs", "i4", &format!("{n}x{n}x0x")), 115).is_ok());
         assert!(text(&one("abs", "i4", &format!("?x{n}x")), 115).is_ok());
         assert!(text(&one("abs", "i8", "0x7Fx"), 115).is_ok());
+    }
+
+    /// `stablehlo.reduce` whose body is `custom_call @cc2(%a, %b)`, as a portable artifact
+    /// and as a serialized HloModuleProto; the same call in a `while` body (artifact).
+    const REDUCE_CC_PORTABLE: &str = "4d4cef520d537461626c65484c4f5f76312e31302e3000011d0501050d01030b030b0f13171b1f03472b0d01170b1313131313131313131303150b0b0b0b1f2f0b0b0b0b030d0f130717130702bd051117010303170105071701053517010719170109351701130b17010b1d17010b4517010d1917010f0f030123071d131d151f0109000000001f091100000000000000000b090d011d170501290105290321050911030303012903050b1d048f050150030107047f0301050550050307046b03070f0307070007420905030109560b07030105010307042f03070b05030f0311000b4613090301050103030415030503040d0305060301050100d519090f0b051f151911150f0b116275696c74696e0076686c6f006d6f64756c650072657475726e5f76310066756e635f763100636f6e7374616e745f7631007265647563655f763100637573746f6d5f63616c6c5f7631002d006d61696e007075626c69630063633200082f0b0501010b1719171b1d031f0321112325271729171717";
+    const REDUCE_CC_HLO: &str = "0a046d61696e12066d61696e2e321a88020a0a726567696f6e5f302e31122c0a074172675f302e321209706172616d657465721a07100b2a038001013a0098028180808010a20400920500122e0a074172675f312e311209706172616d657465721a07100b2a038001013a00480198028280808010a2040092050012650a0d637573746f6d2d63616c6c2e31120b637573746f6d2d63616c6c1a07100b2a038001013a0e1a012d200488010490010a98010ae2010363633298028380808010a2020a818080801082808080109003019a03040a020000d00301a20400e80404920500222d0a07100b2a038001010a07100b2a038001011207100b2a038001011a074172675f302e321a074172675f312e3128013083808080101afc010a066d61696e2e3212350a074172675f302e331209706172616d657465721a10100b1a01082a060a01008001013201003a0098028180808020a20400920500123f0a0a636f6e7374616e742e311208636f6e7374616e741a07100b2a038001013a00420f0a07100b2a0380010142040000000098028280808020a20400920500124c0a087265647563652e3112067265647563651a07100b2a038001013a0e1a012d200388010390010898010872010098028380808020a2020a81808080208280808020b2020101a2040092050022240a10100b1a01082a060a01008001013201001207100b2a038001011a074172675f302e332802308380808020221f0a10100b1a01082a060a01008001013201001207100b2a038001011a027030300242009201009a0100";
+    const WHILE_CC_PORTABLE: &str = "4d4cef520d537461626c65484c4f5f76312e31302e300001210501051101030b030f0f13171b1f232703593b0f01210b131313131313131313131313131313031b0b0b0b0b1f1f0b0b0b0b1f0b0b030f0f0f1707070f0702f105151701093917010957170103031701050717010535170107151701091917011f0b1701151d170117191701191917011b0f17010d1d17010f191701110f030123051d171d191f0109000000001f0109010000000b090d011d1b05011f0109030000000901070b2901092901071103030303091b29010d0104e705015007010704d7030105075009030704c303090f03070b0003420d05030109160f0501030503010b048703090f05030307050003421b0703010f461d09030b05010505041f0307030b130503030705000342130b03010b061503010501050d46170d03030503030504190507090504110307060301050100fb1d090f0b05171f0f131115190f0b116275696c74696e0076686c6f006d6f64756c6500636f6e7374616e745f76310072657475726e5f76310066756e635f7631007768696c655f7631006164645f763100637573746f6d5f63616c6c5f763100636f6d706172655f7631002d006d61696e007075626c6963006363320008390f0501010b212321252703290335053739032b112d2f312133212121";
+
+    #[test]
+    fn custom_calls_in_reducer_regions_are_refused_from_bytecode_and_hlo() {
+        for program in [
+            Program::mlir(unhex(REDUCE_CC_PORTABLE)),
+            Program::Hlo(unhex(REDUCE_CC_HLO)),
+        ] {
+            let e = check(&program, 115).unwrap_err().to_string();
+            assert!(e.contains("a region of stablehlo.reduce"), "{e}");
+        }
+        assert!(check(&Program::mlir(unhex(WHILE_CC_PORTABLE)), 115).is_ok());
+        // Text: named with its target.
+        let src = "func.func public @main(%x: tensor<8xf32>) -> tensor<f32> {\n %z = \
+                   stablehlo.constant dense<0.0> : tensor<f32>\n %r = \"stablehlo.reduce\"(%x, \
+                   %z) ({\n ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n %s = \
+                   stablehlo.custom_call @t(%a, %b) : (tensor<f32>, tensor<f32>) -> \
+                   tensor<f32>\n stablehlo.return %s : tensor<f32>\n }) {dimensions = \
+                   array<i64: 0>} : (tensor<8xf32>, tensor<f32>) -> tensor<f32>\n return %r : \
+                   tensor<f32>\n}";
+        let e = text(src, 81).unwrap_err().to_string();
+        assert!(
+            e.contains("custom call to @t sits in a region of stablehlo.reduce"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -755,7 +755,7 @@ fn bind_via(
                 ));
             }
             if matches!(via, Via::Bundle(_))
-                && t.metadata().is_some_and(|m| accepted(&m))
+                && t.metadata().is_some_and(|m| m.accepted())
                 && !t.has_instantiate_stage()
             {
                 // The runtime knows the name with its execute stage only and cannot register
@@ -785,7 +785,7 @@ fn bind_via(
                     ),
                 ));
             }
-            if let Some(m) = t.metadata().filter(accepted) {
+            if let Some(m) = t.metadata().filter(raw::MetaSeen::accepted) {
                 // Already known to the runtime: swap what it runs.
                 t.bind(Some(bound));
                 return Ok(Registration {
@@ -845,19 +845,11 @@ fn bind_via(
             ),
         ));
     };
-    if !accepted(&m) {
+    if !m.accepted() {
         target.bind(None);
         return Err(fail(
             Code::FailedPrecondition,
-            format!(
-                "the plugin's FFI runtime (XLA FFI {}) dropped the handler for target {name:?} \
-                 on platform {platform:?}: the handler was built for XLA FFI {}, which is newer \
-                 than the runtime's. Use a plugin with a newer XLA, or a handler built against \
-                 FFI {} or older",
-                v(m.runtime),
-                v(m.reported),
-                v(m.runtime)
-            ),
+            m.refusal(name, &platform, native),
         ));
     }
     Ok(Registration {
@@ -866,10 +858,6 @@ fn bind_via(
         runtime_version: m.runtime,
         handler_version: m.reported,
     })
-}
-
-fn accepted(m: &raw::MetaSeen) -> bool {
-    m.reported.0 == m.runtime.0 && m.reported.1 <= m.runtime.1
 }
 
 fn rust_callback(user_type: Option<i64>, handler: Arc<HandlerFn>) -> raw::Bound {
@@ -1029,9 +1017,13 @@ where
                                  handler this one replaced: compile the program again to \
                                  instantiate it for this handler"
                             }
+                            // The instantiate stage ran while a handler without state
+                            // was bound (a stateless replacement): it made none.
                             None => {
-                                "has no instance state (was it first registered without one? \
-                                 state needs its own target name)"
+                                "has no instance state: the program was compiled while a \
+                                 handler without state was registered for this target, so \
+                                 none was made; compile the program again to instantiate it \
+                                 for this handler"
                             }
                         };
                         (
