@@ -129,6 +129,9 @@ impl Client {
         if let Some(kv) = kv {
             super::kv::set_callbacks(api, &mut a, kv);
         }
+        // An exit() inside the plugin's creation is reported before the exit handlers that
+        // its loading registered run (see `guard::watch_exit`, which `invoke` arms).
+        super::guard::arm_exit_watch();
         let long = super::callback::LongCall::enter("PJRT_Client_Create")?;
         // SAFETY: the named values and their strings live until after the call; the KV user
         // data, if any, outlives the call (the caller holds `kv`) and then lives in the

@@ -410,6 +410,158 @@ pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
     })
 }
 
+/// What kind of symbol a library defines under a name, from its dynamic symbol table's
+/// `STT_*` type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolKind {
+    /// Code: `STT_FUNC`, `STT_GNU_IFUNC` (a resolver the loader calls), or `STT_NOTYPE`
+    /// (hand-written assembly often leaves functions untyped).
+    Code,
+    /// Something that cannot be called; the words for it (`"a data object"`).
+    NotCode(&'static str),
+}
+
+/// The kind of the symbol `name` that the shared library at `path` defines in its dynamic
+/// symbol table (what `dlsym` finds first), as the loader sees it (through `DT_SYMTAB`,
+/// sized by `DT_HASH` or `DT_GNU_HASH`): `Ok(None)` when it defines no such symbol (it
+/// may come from a library it needs) or the table cannot be sized.
+pub fn defined_symbol(path: &Path, name: &str) -> Result<Option<SymbolKind>, String> {
+    use std::io::{Seek, SeekFrom};
+    let (mut f, len) = open_library(path)?;
+    let mut read_at = |at: u64, n: u64| -> Result<Vec<u8>, String> {
+        if !inside(at, n, 1, len) || n > (64 << 20) {
+            return Err("its dynamic symbol table lies outside the file".into());
+        }
+        let mut buf = vec![0u8; n as usize];
+        f.seek(SeekFrom::Start(at))
+            .and_then(|_| f.read_exact(&mut buf))
+            .map_err(|e| format!("the file cannot be read ({e})"))?;
+        Ok(buf)
+    };
+    let header = read_at(0, 64.min(len))?;
+    let is64 = header[4] == 2;
+    let little = header[5] == 1;
+    let w = if is64 { 8 } else { 4 };
+    let half = |d: &[u8], at| num(d, at, 2, little).unwrap_or(0);
+    let word = |d: &[u8], at| num(d, at, w, little).unwrap_or(0);
+    let u32_at = |d: &[u8], at| num(d, at, 4, little).unwrap_or(0);
+    let phoff = word(&header, if is64 { 32 } else { 28 });
+    let at = if is64 { 54 } else { 42 };
+    let (phentsize, phnum) = (half(&header, at), half(&header, at + 2));
+    let table = read_at(phoff, phentsize * phnum)?;
+    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
+    let headers: Vec<(u64, u64, u64, u64)> = (0..phnum as usize)
+        .map(|i| {
+            let e = i * phentsize as usize;
+            let t = u32_at(&table, e);
+            if is64 {
+                (
+                    t,
+                    word(&table, e + 8),
+                    word(&table, e + 16),
+                    word(&table, e + 32),
+                )
+            } else {
+                (
+                    t,
+                    word(&table, e + 4),
+                    word(&table, e + 8),
+                    word(&table, e + 16),
+                )
+            }
+        })
+        .collect();
+    // A dynamic address as a file offset, through the loadable segment holding it.
+    let offset_of = |addr: u64| {
+        headers
+            .iter()
+            .find(|h| h.0 == 1 && h.2 <= addr && addr < h.2.saturating_add(h.3))
+            .map(|h| addr - h.2 + h.1)
+    };
+    let Some(&(_, dyn_off, _, dyn_size)) = headers.iter().find(|h| h.0 == 2) else {
+        return Ok(None);
+    };
+    let entries = read_at(dyn_off, dyn_size)?;
+    let (mut symtab, mut strtab, mut strsz, mut hash, mut gnu_hash) = (None, None, 0, None, None);
+    for e in entries.chunks_exact(2 * w) {
+        match (word(e, 0), word(e, w)) {
+            (0, _) => break,
+            (4, v) => hash = Some(v),
+            (5, v) => strtab = Some(v),
+            (6, v) => symtab = Some(v),
+            (10, v) => strsz = v,
+            (0x6fff_fef5, v) => gnu_hash = Some(v),
+            _ => {}
+        }
+    }
+    let (Some(symtab), Some(strtab)) = (symtab.and_then(offset_of), strtab.and_then(offset_of))
+    else {
+        return Ok(None);
+    };
+    let syment = if is64 { 24u64 } else { 16 };
+    // The number of symbols: DT_HASH's chain count, or past the last chain DT_GNU_HASH has.
+    let count = if let Some(h) = hash.and_then(offset_of) {
+        u32_at(&read_at(h, 8)?, 4)
+    } else if let Some(h) = gnu_hash.and_then(offset_of) {
+        let head = read_at(h, 16)?;
+        let (nbuckets, symoffset, bloom) = (u32_at(&head, 0), u32_at(&head, 4), u32_at(&head, 8));
+        let buckets_at = h + 16 + bloom * w as u64;
+        let buckets = read_at(buckets_at, nbuckets * 4)?;
+        let last = (0..nbuckets as usize)
+            .map(|i| u32_at(&buckets, 4 * i))
+            .max()
+            .unwrap_or(0);
+        if last < symoffset {
+            symoffset
+        } else {
+            // The last bucket's chain ends at the first entry whose low bit is set: read
+            // it a page at a time, for at most 2^20 entries.
+            let chain_at = buckets_at + nbuckets * 4 + 4 * (last - symoffset);
+            let mut end = None;
+            for page in 0..256u64 {
+                let at = chain_at + page * 4096;
+                let chunk = read_at(at, 4096.min(len.saturating_sub(at)))?;
+                if let Some(k) = (0..chunk.len() / 4).find(|&k| u32_at(&chunk, 4 * k) & 1 == 1) {
+                    end = Some(last + page * 1024 + k as u64 + 1);
+                    break;
+                }
+                if chunk.len() < 4096 {
+                    break;
+                }
+            }
+            let Some(end) = end else { return Ok(None) };
+            end
+        }
+    } else {
+        return Ok(None);
+    };
+    let symbols = read_at(symtab, count.min(16 << 20) * syment)?;
+    let strings = read_at(strtab, strsz)?;
+    for s in symbols.chunks_exact(syment as usize) {
+        let (st_name, info, shndx) = if is64 {
+            (u32_at(s, 0), s[4], half(s, 6))
+        } else {
+            (u32_at(s, 0), s[12], half(s, 14))
+        };
+        let named = strings
+            .get(st_name as usize..)
+            .and_then(|t| t.split(|&b| b == 0).next());
+        if shndx == 0 || named != Some(name.as_bytes()) {
+            continue; // undefined here (imported), or another name
+        }
+        return Ok(Some(match info & 0xf {
+            0 | 2 | 10 => SymbolKind::Code,
+            1 => SymbolKind::NotCode("a data object"),
+            3 => SymbolKind::NotCode("a section"),
+            4 => SymbolKind::NotCode("a file name"),
+            5 => SymbolKind::NotCode("a common data block"),
+            6 => SymbolKind::NotCode("a thread-local variable"),
+            _ => SymbolKind::NotCode("a symbol of an unknown, non-function type"),
+        }));
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

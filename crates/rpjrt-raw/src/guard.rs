@@ -403,6 +403,209 @@ pub fn guard_overhead_ns(iters: usize) -> (f64, f64) {
     (best_direct, best_guarded)
 }
 
+/// A plugin library path and the step rpjrt was in when a thread entered the plugin: what
+/// the exit handler of [`watch_exit`] names.
+type InPlugin = Option<(&'static str, &'static str, u32)>;
+
+thread_local! {
+    /// The plugin call this thread is inside (library, step, fork generation), if any.
+    static IN_PLUGIN: std::cell::Cell<InPlugin> = const { std::cell::Cell::new(None) };
+}
+
+/// How many exit handlers [`watch_exit`] registered (at most [`MAX_EXIT_WATCHERS`]).
+static EXIT_WATCHERS: AtomicU32 = AtomicU32::new(0);
+
+/// The most exit handlers [`watch_exit`] registers in one process (each a few dozen bytes
+/// kept until the process ends). Every one does the same check: the latest runs first.
+const MAX_EXIT_WATCHERS: u32 = 256;
+
+/// Marks this thread as inside `plugin` at `step` while the value lives (restoring what it
+/// was inside before, so calls nest): see [`watch_exit`].
+pub struct InPluginCall(InPlugin);
+
+impl Drop for InPluginCall {
+    fn drop(&mut self) {
+        IN_PLUGIN.with(|c| c.set(self.0));
+    }
+}
+
+/// Marks this thread as inside the plugin library `plugin` at `step` (an entry's name,
+/// `"dlopen"`, `"GetPjrtApi"`) while the returned value lives. A plugin that calls
+/// `exit()` there (giving up in its own way, often with status 0) would end the process
+/// as if the program had finished, its next line never run and nothing said: an exit
+/// handler (registered once, cheaply, by [`arm_exit_watch`]) sees the mark on the exiting
+/// thread, says on standard error which plugin exited at which step, and ends the process
+/// with a non-zero status (the plugin's own, or 1 for 0). An exit from another thread, a
+/// forked child's, or one outside plugin calls is left alone.
+#[inline]
+pub fn watch_exit(plugin: &'static str, step: &'static str) -> InPluginCall {
+    let now = Some((plugin, step, GENERATION.load(Ordering::Relaxed)));
+    InPluginCall(IN_PLUGIN.with(|c| c.replace(now)))
+}
+
+/// Registers the exit handler of [`watch_exit`], so that it runs before every exit handler
+/// registered until now (a library's static destructors among them, which may wait on
+/// the state the plugin left): once per call that loads or creates something (a bounded
+/// number of times per process), and at least once before the first plugin call.
+pub fn arm_exit_watch() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        if EXIT_WATCHERS.fetch_add(1, Ordering::Relaxed) >= MAX_EXIT_WATCHERS {
+            EXIT_WATCHERS.store(MAX_EXIT_WATCHERS, Ordering::Relaxed);
+            return;
+        }
+        generation();
+        // SAFETY: registers a function of this library (never unloaded while in use) that
+        // takes no pointer of ours (`arg` is null and unused).
+        unsafe {
+            on_exit(exit_in_plugin, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The exit handler of [`watch_exit`].
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn exit_in_plugin(status: i32, _arg: *mut std::ffi::c_void) {
+    let Some((plugin, step, generation)) = IN_PLUGIN.with(|c| c.get()) else {
+        return;
+    };
+    if forked_since(generation) {
+        return; // a child the plugin forked, ending as it means to
+    }
+    let code = if status == 0 { 1 } else { status };
+    let status_text = status.to_string();
+    let code_text = code.to_string();
+    let parts: [&str; 9] = [
+        "rpjrt: fatal: the PJRT plugin ",
+        plugin,
+        " called exit(",
+        &status_text,
+        ") inside ",
+        step,
+        ", which would have ended this program as if it had finished, with nothing said; \
+         it ends with exit status ",
+        &code_text,
+        " instead. This is the plugin's way of giving up: its own messages above (if any) \
+         say why; run with the plugin's logging turned up to learn more.\n",
+    ];
+    for p in parts {
+        // SAFETY: writes the bytes of a live string to standard error; a failed write
+        // only loses the message.
+        unsafe {
+            libc::write(2, p.as_ptr().cast(), p.len());
+        }
+    }
+    // SAFETY: as in `end_with_status`.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(code);
+    }
+}
+
+/// Whether the `len` bytes at `addr` can be read in this process, asked of the kernel
+/// (which reports an unmapped or unreadable address as an error instead of a fault):
+/// `Some(false)` when they cannot, `None` when the kernel would not say. Memory a plugin
+/// hands over (its function table, the extension chain) is checked with it before it is
+/// read.
+pub fn readable(addr: usize, len: usize) -> Option<bool> {
+    if len == 0 {
+        return Some(true);
+    }
+    if addr.checked_add(len).is_none() {
+        return Some(false);
+    }
+    let mut buf = [0u8; 4096];
+    let mut at = 0usize;
+    while at < len {
+        let n = (len - at).min(buf.len());
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: n,
+        };
+        let remote = libc::iovec {
+            iov_base: (addr + at) as *mut std::ffi::c_void,
+            iov_len: n,
+        };
+        // SAFETY: copies from this process's own address space into `buf`, which has room
+        // for `n` bytes; the kernel checks the source range and fails (EFAULT) or stops
+        // short rather than fault.
+        let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if got < 0 {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            return match e {
+                Some(libc::EFAULT) => Some(false),
+                _ => readable_by_pipe(addr + at, len - at),
+            };
+        }
+        if got as usize != n {
+            return Some(false);
+        }
+        at += n;
+    }
+    Some(true)
+}
+
+/// [`readable`] where `process_vm_readv` is not allowed (a sandbox): a `write` to a pipe
+/// fails with EFAULT for an unreadable source, too.
+fn readable_by_pipe(addr: usize, len: usize) -> Option<bool> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors `pipe2` writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return None;
+    }
+    let mut result = Some(true);
+    let mut at = 0usize;
+    let mut sink = [0u8; 4096];
+    while at < len {
+        let n = (len - at).min(sink.len());
+        // SAFETY: the kernel reads the source range itself and reports EFAULT for one
+        // that is not readable; nothing of ours is read.
+        let w = unsafe { libc::write(fds[1], (addr + at) as *const std::ffi::c_void, n) };
+        if w <= 0 {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            result = if e == Some(libc::EFAULT) {
+                Some(false)
+            } else {
+                None
+            };
+            break;
+        }
+        // SAFETY: drains what was written into `sink`, which has room for it.
+        unsafe { libc::read(fds[0], sink.as_mut_ptr().cast(), w as usize) };
+        at += w as usize;
+    }
+    // SAFETY: closes the two descriptors opened above, once each.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    result
+}
+
+/// Whether `addr` lies in an executable mapping of this process (`/proc/self/maps`);
+/// `None` when the maps cannot be read. A plugin's `GetPjrtApi` is checked with it before
+/// it is called: jumping to data ends the process with SIGSEGV.
+pub fn executable(addr: usize) -> Option<bool> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+        else {
+            continue;
+        };
+        if lo <= addr && addr < hi {
+            return Some(perms.as_bytes().get(2) == Some(&b'x'));
+        }
+    }
+    Some(false)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -129,6 +129,34 @@ pub unsafe trait Args: Sized {
     }
 }
 
+/// Whether the table entry at `offset` is one that a program's steady loop calls (execute,
+/// readiness, buffer release, host transfers): those calls skip the exit watch
+/// (`guard::watch_exit`), which every other call (loading, creating, compiling) keeps.
+#[inline(always)]
+const fn fast_path_entry(offset: usize) -> bool {
+    use sys::PJRT_Api as A;
+    let fast = [
+        offset_of!(A, PJRT_LoadedExecutable_Execute),
+        offset_of!(A, PJRT_Event_IsReady),
+        offset_of!(A, PJRT_Event_Await),
+        offset_of!(A, PJRT_Event_Error),
+        offset_of!(A, PJRT_Event_Destroy),
+        offset_of!(A, PJRT_Event_OnReady),
+        offset_of!(A, PJRT_Buffer_ReadyEvent),
+        offset_of!(A, PJRT_Buffer_Destroy),
+        offset_of!(A, PJRT_Buffer_ToHostBuffer),
+        offset_of!(A, PJRT_Client_BufferFromHostBuffer),
+    ];
+    let mut i = 0;
+    while i < fast.len() {
+        if fast[i] == offset {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
 macro_rules! args_types {
     ($($t:ident => $size:ident),* $(,)?) => {
         $(
@@ -164,6 +192,9 @@ pub struct Api {
     version_struct_size: usize,
     /// The fork generation (see `guard`) and process the plugin was loaded in.
     fork_generation: u32,
+    /// The library's path, as an exit inside one of its calls is reported
+    /// ([`guard::watch_exit`]).
+    plugin: &'static str,
     loaded_in_pid: u32,
     /// The extension chain, walked once at load: (type id, struct size, address).
     extensions: Vec<extension::Found>,
@@ -311,8 +342,21 @@ pub fn load(path: &Path) -> Result<Api> {
     // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
     // blocks on a FIFO: check the file first.
     elf::check_library_file(path).map_err(fail)?;
+    // A `GetPjrtApi` that is data, not code, would be jumped to (SIGSEGV): refused before
+    // anything of the library runs.
+    if let Ok(Some(elf::SymbolKind::NotCode(what))) = elf::defined_symbol(path, "GetPjrtApi") {
+        return Err(fail(format!(
+            "it exports GetPjrtApi, but as {what}, not a function, so it is not a PJRT plugin \
+             (a PJRT plugin defines `const PJRT_Api* GetPjrtApi(void)`)"
+        )));
+    }
+    // Named in the report of a plugin that calls exit() inside rpjrt's calls (the library
+    // is never unloaded, so neither is its name).
+    let plugin: &'static str = Box::leak(path.display().to_string().into_boxed_str());
+    guard::arm_exit_watch();
     let opened = {
         let _in_loader = InLoader::enter();
+        let _watch = guard::watch_exit(plugin, "its library initialisers (while dlopen loaded it)");
         // SAFETY: loading a library runs its initialisers. That is what loading a plugin
         // means; the user chose this path as a PJRT plugin.
         unsafe { guard::open_library(path) }
@@ -341,9 +385,21 @@ pub fn load(path: &Path) -> Result<Api> {
         lib.get(b"GetPjrtApi\0")
     }
     .map_err(|_| fail("it does not export GetPjrtApi, so it is not a PJRT plugin".into()))?;
-    // SAFETY: the plugin's entry point, which takes no arguments, called inside the
-    // exception guard.
-    let got = unsafe { guard::get_api(*get) };
+    // What the file said can be forged (a data object typed as a function) or come from
+    // another library: the address itself must be code.
+    let entry = *get as usize;
+    if guard::executable(entry) == Some(false) {
+        return Err(fail(format!(
+            "its GetPjrtApi (at {entry:#x}) is not in executable memory (it is data, not a \
+             function), so it is not a PJRT plugin"
+        )));
+    }
+    let got = {
+        let _watch = guard::watch_exit(plugin, "GetPjrtApi");
+        // SAFETY: the plugin's entry point, which takes no arguments, called inside the
+        // exception guard.
+        unsafe { guard::get_api(*get) }
+    };
     let ptr = got
         .map_err(|what| {
             fail(format!(
@@ -355,13 +411,32 @@ pub fn load(path: &Path) -> Result<Api> {
     if ptr.is_null() {
         return Err(fail("GetPjrtApi returned a null table".into()));
     }
-    // SAFETY: a PJRT_Api starts with `size_t struct_size`; we read only that word first.
+    // The table is the plugin's memory, read by rpjrt: each part is checked readable
+    // (asked of the kernel, which reports rather than faults) before it is read.
+    let unreadable = |what: &str, len: usize| {
+        fail(format!(
+            "its GetPjrtApi returned a table at {:#x} whose {what} ({len} bytes) is not \
+             readable memory (a wild or dangling pointer, or a struct_size larger than the \
+             table), so it is not a usable PJRT plugin",
+            ptr as usize
+        ))
+    };
+    if guard::readable(ptr as usize, size_of::<usize>()) == Some(false) {
+        return Err(unreadable("struct_size", size_of::<usize>()));
+    }
+    // SAFETY: a PJRT_Api starts with `size_t struct_size`, readable (checked above).
     let table_size = unsafe { ptr.cast::<usize>().read() };
 
     if table_size < TABLE_HEADER {
         return Err(fail(format!(
             "its PJRT_Api struct is only {table_size} bytes, too small to hold a version"
         )));
+    }
+    if guard::readable(ptr as usize, TABLE_HEADER) == Some(false) {
+        return Err(unreadable(
+            &format!("header (struct_size {table_size})"),
+            TABLE_HEADER,
+        ));
     }
     // SAFETY: the struct covers the header (checked above), so the version is inside it.
     let v = unsafe { std::ptr::addr_of!((*ptr).pjrt_api_version).read() };
@@ -396,6 +471,12 @@ pub fn load(path: &Path) -> Result<Api> {
         .count();
     let claimed_table_size = table_size;
     let table_size = table_size.min(TABLE_HEADER + existed * size_of::<usize>());
+    if guard::readable(ptr as usize, table_size) == Some(false) {
+        return Err(unreadable(
+            &format!("function table (struct_size {claimed_table_size})"),
+            table_size,
+        ));
+    }
     record_claim(
         path,
         TableClaim {
@@ -410,11 +491,12 @@ pub fn load(path: &Path) -> Result<Api> {
         version,
         version_struct_size: v.struct_size,
         fork_generation: guard::generation(),
+        plugin,
         loaded_in_pid: std::process::id(),
         extensions: Vec::new(),
         default_context: std::sync::OnceLock::new(),
     };
-    api.extensions = api.walk_extensions();
+    api.extensions = api.walk_extensions().map_err(fail)?;
     Ok(api)
 }
 
@@ -493,8 +575,12 @@ impl Api {
         if guard::forked_since(self.fork_generation) {
             return Err(self.forked_error(entry));
         }
+        // The entries of the execute and transfer loops are not watched: the mark costs two
+        // thread-local writes per call, and those calls run thousands of times a second.
+        let watch = (!fast_path_entry(offset)).then(|| guard::watch_exit(self.plugin, entry));
         // SAFETY: `f` is the plugin's implementation of `entry`; the caller vouches for args.
         let err = unsafe { call_guarded(entry, f, args) }?;
+        drop(watch);
         if err.is_null() {
             Ok(())
         } else {
@@ -655,14 +741,25 @@ impl Api {
         }
     }
 
-    /// Walks the extension chain once.
-    fn walk_extensions(&self) -> Vec<extension::Found> {
+    /// Walks the extension chain once; an extension header that is not readable memory
+    /// is an error saying so.
+    fn walk_extensions(&self) -> std::result::Result<Vec<extension::Found>, String> {
         let mut out = Vec::new();
         // SAFETY: the table is at least as large as its header (checked in `load`).
         let mut cur = unsafe { std::ptr::addr_of!((*self.ptr).extension_start).read() };
         while !cur.is_null() && out.len() < 64 {
-            // SAFETY: each extension begins with a PJRT_Extension_Base, per the C API; the
-            // chain is immutable and lives as long as the library (never unloaded).
+            let size = size_of::<sys::PJRT_Extension_Base>();
+            if guard::readable(cur as usize, size) == Some(false) {
+                return Err(format!(
+                    "its extension chain points at {:#x} (extension {} of the chain), which \
+                     is not readable memory (a wild or dangling pointer)",
+                    cur as usize,
+                    out.len()
+                ));
+            }
+            // SAFETY: each extension begins with a PJRT_Extension_Base, per the C API, and
+            // this one is readable (checked above); the chain is immutable and lives as
+            // long as the library (never unloaded).
             let base = unsafe { cur.read() };
             out.push(extension::Found::new(
                 base.r#type as i32,
@@ -671,7 +768,7 @@ impl Api {
             ));
             cur = base.next;
         }
-        out
+        Ok(out)
     }
 
     /// `(type id, struct size)` of each extension on the chain, in chain order.
