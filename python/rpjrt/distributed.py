@@ -331,14 +331,15 @@ _T = TypeVar("_T")
 
 
 class _Call:
-    __slots__ = ("fn", "args", "done", "lock", "finished", "abandoned", "on_late", "value", "error")
+    __slots__ = ("fn", "args", "done", "lock", "started", "finished", "abandoned", "on_late",
+                 "value", "error")
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...],
                  on_late: Callable[[], None]) -> None:
         self.fn, self.args, self.on_late = fn, args, on_late
         self.done = threading.Event()
         self.lock = threading.Lock()
-        self.finished = self.abandoned = False
+        self.started = self.finished = self.abandoned = False
         self.value: Any = None
         self.error: BaseException | None = None
 
@@ -364,13 +365,17 @@ class _Worker:
                         _idle.remove(self)
                         return
                 continue  # taken from the idle list just now: its call is on the way
-            try:
-                call.value = call.fn(*call.args)
-            except BaseException as e:  # noqa: BLE001 - handed to the caller
-                call.error = e
+            with call.lock:
+                # One given up on before it began is never made: its caller was told so.
+                call.started = not call.abandoned
+            if call.started:
+                try:
+                    call.value = call.fn(*call.args)
+                except BaseException as e:  # noqa: BLE001 - handed to the caller
+                    call.error = e
             with call.lock:
                 call.finished = True
-                late = call.abandoned
+                late = call.abandoned and call.started
             call.done.set()
             if late:
                 call.on_late()
@@ -403,14 +408,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_workers)
 
 
+#: What :func:`_run_bounded` says of a call that did not return in time.
+_NOT_STARTED, _RUNNING = "not started", "running"
+
+
 def _run_bounded(fn: Callable[..., _T], args: tuple[Any, ...], bound: float,
                  on_abandon: Callable[[], None],
-                 on_late: Callable[[], None]) -> tuple[bool, _T | None]:
+                 on_late: Callable[[], None]) -> tuple[str | None, _T | None]:
     """Runs ``fn(*args)`` on a worker thread and waits up to ``bound`` seconds:
-    ``(True, result)``, or ``(False, None)`` when it did not return in time (then
-    ``on_abandon`` runs now, and ``on_late`` once the call does return). Its exception
-    is raised here. A wait interrupted (Ctrl-C) abandons the call the same way before the
-    interrupt goes on, so that calls left running stay counted (and bounded)."""
+    ``(None, result)``, or ``(_RUNNING, None)`` when it began but did not return in time
+    (then ``on_abandon`` runs now, and ``on_late`` once the call does return), or
+    ``(_NOT_STARTED, None)`` when no worker had begun it yet (it is then never made). Its
+    exception is raised here. A wait interrupted (Ctrl-C) abandons the call the same way
+    before the interrupt goes on, so that calls left running stay counted (and bounded)."""
     call = _Call(fn, args, on_late)
     with _pool_lock:
         worker = _idle.pop() if _idle else None
@@ -422,13 +432,16 @@ def _run_bounded(fn: Callable[..., _T], args: tuple[Any, ...], bound: float,
         with call.lock:
             if not call.finished:
                 call.abandoned = True
-                on_abandon()
+                if call.started:
+                    on_abandon()
         raise
     with call.lock:
         if not call.finished:
             call.abandoned = True
+            if not call.started:
+                return _NOT_STARTED, None
             on_abandon()
-            return False, None
+            return _RUNNING, None
     error, value = call.error, call.value
     del call
     if error is not None:
@@ -436,7 +449,7 @@ def _run_bounded(fn: Callable[..., _T], args: tuple[Any, ...], bound: float,
             raise error
         finally:
             del error
-    return True, value
+    return None, value
 
 
 #: The status code an error's text starts with (``DEADLINE_EXCEEDED: ...``), as XLA and
@@ -473,8 +486,10 @@ class BoundedStore:
 
     The arguments are checked here, once for every adapter: ``key`` a ``str``, ``value``
     bytes-like, ``timeout`` a finite non-negative int or float (``TypeError`` or
-    ``ValueError`` naming the parameter); and what the store returns must be bytes-like
-    (or ``None`` from ``try_get``).
+    ``ValueError`` naming the parameter; 0 looks once without waiting); ``op_timeout``
+    the same but above 0 (it bounds one call, which takes some time); and what the store
+    returns must be bytes-like (or ``None`` from ``try_get``). A call that no worker
+    thread began within its bound is never made (its ``TimeoutError`` says so).
 
     ``BoundedStore(obj)`` wraps any object with ``set``, ``get`` and ``try_get``
     (``Client(kv=obj)`` does so itself). The adapters (:class:`RedisStore`,
@@ -494,7 +509,7 @@ class BoundedStore:
                         f"{type(store).__name__} has no {m}"
                     )
         self._target = store
-        self._op_timeout = _seconds_arg(op_timeout, "op_timeout")
+        self._op_timeout = _bound_arg(op_timeout, "op_timeout")
         self._stuck = 0
         self._stuck_lock = threading.Lock()
         _stores.add(self)
@@ -571,8 +586,16 @@ class BoundedStore:
                 f"{self._name()}: {stuck} earlier calls have not returned (they timed out "
                 f"or were interrupted: the store does not answer); {what} was not started"
             )
-        ok, value = _run_bounded(fn, args, bound, self._abandoned, self._returned)
-        if not ok:
+        late, value = _run_bounded(fn, args, bound, self._abandoned, self._returned)
+        if late == _NOT_STARTED:
+            # Nothing of the store is known: the call was never made (so a set did not
+            # happen), because no thread could begin it within the bound.
+            raise TimeoutError(
+                f"{self._name()}: {what} was not made: no worker thread began it within "
+                f"{bound:g}s (this process is too busy for that bound; the store was not "
+                f"reached, and a set did not take effect)"
+            )
+        if late is not None:
             lead = (f"key {waiting[0]!r} was not set within {waiting[1]:.1f}s: "
                     if waiting else "")
             raise TimeoutError(
@@ -612,11 +635,22 @@ class BoundedStore:
             pause = min(pause * 2, poll)
 
 
+def _bound_arg(value: object, what: str) -> float:
+    """A bound on how long one call to a store may take (``op_timeout``) or a pause
+    between calls (``poll``): as :func:`_seconds_arg`, and above 0. A wait's ``timeout``
+    may be 0 (look once, do not wait); a call cannot be made in no time at all, so a bound
+    of 0 would only report a healthy store as not answering."""
+    t = _seconds_arg(value, what)
+    if t <= 0:
+        raise InvalidArgumentError(
+            f"{what} must be a positive number of seconds (above 0), not {value!r}: it bounds "
+            "how long one call to the store may take"
+        )
+    return t
+
+
 def _poll_arg(poll: object) -> float:
-    p = _seconds_arg(poll, "poll")
-    if p <= 0:
-        raise InvalidArgumentError(f"poll must be a positive number of seconds, not {poll!r}")
-    return p
+    return _bound_arg(poll, "poll")
 
 
 class TorchStore(BoundedStore):

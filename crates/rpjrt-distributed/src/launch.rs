@@ -78,6 +78,14 @@ fn decimal(t: &str) -> bool {
     !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The error for launcher variable `set` given without its partner `missing`.
+fn half_pair(set: &str, missing: &str) -> rpjrt::Error {
+    crate::invalid(format!(
+        "{set} is set but {missing} is not: set both (or neither, to let another launcher's \
+         variables or explicit arguments decide)"
+    ))
+}
+
 /// A launcher's count or id variable: a decimal integer from 0 to [`MAX_PROCESSES`]
 /// (`crate::MAX_PROCESSES`); a sign, spaces, other text or a larger value is an error
 /// naming it.
@@ -210,9 +218,16 @@ impl LaunchEnv {
     /// mixing by accident; set `RPJRT_TOKEN` to a secret to keep other users out.
     pub fn detect_from(get: impl Fn(&str) -> Option<String>) -> Result<LaunchEnv> {
         let get: &dyn Fn(&str) -> Option<String> = &get;
+        // Half of a pair is refused, never passed over for the next launcher's variables
+        // (which would give this process another launcher's id): a rank without its count
+        // for every launcher (as Slurm's), and either half alone for rpjrt's own pair,
+        // which only a user or `rpjrt launch` sets.
         let pair = |rank: &str, size: &str| -> Result<Option<(usize, usize)>> {
+            let own = rank.starts_with("RPJRT_");
             match (parse_num(get, rank)?, parse_num(get, size)?) {
                 (Some(r), Some(n)) => Ok(Some((r, n))),
+                (Some(_), None) => Err(half_pair(rank, size)),
+                (None, Some(_)) if own => Err(half_pair(size, rank)),
                 _ => Ok(None),
             }
         };

@@ -131,7 +131,9 @@ pub trait Rendezvous: KvStore {
     ///
     /// What it keeps in the store, per name and process: the count of uses and, once a
     /// use has passed, that use's arrival (the arrivals of older uses are removed with
-    /// [`Rendezvous::delete`]; a store without it keeps them all).
+    /// [`Rendezvous::delete`], at most 64 per use; a store without it keeps them all).
+    /// The count is read back from the store: one that is damaged, or at [`u64::MAX`],
+    /// fails the barrier with `DATA_LOSS` saying what is wrong with it.
     fn barrier(
         &self,
         name: &str,
@@ -261,11 +263,12 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
     let uses = Uses::parse(name, &counter, before.as_deref())?;
     let generation = uses.used;
     let mine = arrival_key(name, generation, process_id);
+    let next_used = uses.next_use(name, &counter)?;
     let result = (|| {
         // The count as it will stand once this use passed and its older arrivals are
         // gone: one write in the usual case (a failure below writes it again).
         let next = Uses {
-            used: generation + 1,
+            used: next_used,
             from: generation,
         };
         store.set(&counter, next.text().as_bytes())?;
@@ -285,12 +288,30 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
         Ok(()) => {
             // Every process arrived here, so every process has ended its calls of the
             // older generations: nobody reads this process's older arrivals again.
+            // The range comes from the store (another program sharing it, or damage, may
+            // have written any count): at most `MAX_CLEANUP` keys per use, for at most
+            // `LOOKUP_TIME`, and not past a cancel; what is left stays in the count for
+            // the next uses to remove.
             if let Some(delete) = hooks.delete {
-                cancel::shielded(|| {
-                    for g in uses.from..generation {
-                        let _ = delete(&arrival_key(name, g, process_id));
+                let stop = Instant::now() + LOOKUP_TIME;
+                let mut g = uses.from;
+                while g < generation {
+                    let tried = g - uses.from;
+                    if tried >= MAX_CLEANUP
+                        || tried > 0 && (Instant::now() >= stop || cancel::check().is_err())
+                    {
+                        break;
                     }
-                });
+                    let _ = cancel::shielded(|| delete(&arrival_key(name, g, process_id)));
+                    g += 1;
+                }
+                if g < generation {
+                    let left = Uses {
+                        used: next_used,
+                        from: g,
+                    };
+                    let _ = cancel::shielded(|| store.set(&counter, left.text().as_bytes()));
+                }
             }
             Ok(())
         }
@@ -318,7 +339,7 @@ pub(crate) fn barrier_with<S: KvStore + ?Sized>(
             // arrivals still stored, for the next use that passes to remove.
             if hooks.delete.is_some() && uses.from < generation {
                 let keep = Uses {
-                    used: generation + 1,
+                    used: next_used,
                     from: uses.from,
                 };
                 let _ = cancel::shielded(|| store.set(&counter, keep.text().as_bytes()));
@@ -420,32 +441,88 @@ impl Uses {
         }
     }
 
-    /// The counter's value (`None`: no use yet).
+    /// The counter's value (`None`: no use yet). A value that is not one or two decimal
+    /// numbers, whose oldest generation is above its count, or whose count is at the
+    /// largest number a count can hold (so that no further use can be counted) is a
+    /// `DATA_LOSS` error saying which.
     fn parse(name: &str, counter: &str, value: Option<&[u8]>) -> Result<Uses> {
         let Some(value) = value else {
             return Ok(Uses { used: 0, from: 0 });
         };
-        let text = std::str::from_utf8(value).ok();
-        let mut parts = text.into_iter().flat_map(|t| t.split(' '));
-        let number = |p: Option<&str>| p.and_then(|t| t.parse::<u64>().ok());
-        let used = number(parts.next());
-        let parsed = match (used, parts.next(), parts.next()) {
-            (Some(used), None, None) => Some(Uses {
-                used,
-                from: used.saturating_sub(1),
-            }),
-            (Some(used), Some(from), None) => number(Some(from))
-                .filter(|&f| f <= used)
-                .map(|from| Uses { used, from }),
-            _ => None,
-        };
-        parsed.ok_or_else(|| {
+        let damaged = |what: String| {
             store_error(
                 Code::DataLoss,
                 format!(
-                    "barrier {}: the store's use count {} is not a number",
+                    "barrier {}: the store's use count {} {what}; it is rpjrt's own key, \
+                     written only by this process's barriers: another program sharing the \
+                     store, or damage, changed it. Delete it (and the \
+                     name's arrival keys) with every process stopped, or use another \
+                     barrier name",
                     shown(name),
                     shown(counter)
+                ),
+            )
+        };
+        let text = String::from_utf8_lossy(value);
+        let shown_value = shown(&text);
+        let number = |t: &str| {
+            (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<u64>().ok())
+        };
+        let mut parts = text.split(' ');
+        let fields = (parts.next(), parts.next(), parts.next());
+        let (used, from) = match fields {
+            (Some(u), from, None) => (number(u), from.map(number)),
+            _ => (None, None),
+        };
+        let out_of_range = |n: &str| {
+            damaged(format!(
+                "holds {shown_value}, whose {n} is beyond the largest count ({})",
+                u64::MAX
+            ))
+        };
+        let used = match used {
+            None => {
+                return Err(damaged(format!(
+                    "holds {shown_value}, which is not a count"
+                )))
+            }
+            Some(None) => return Err(out_of_range("count")),
+            Some(Some(u)) => u,
+        };
+        let from = match from {
+            None => used.saturating_sub(1),
+            Some(None) => {
+                return Err(damaged(format!(
+                    "holds {shown_value}, which is not a count"
+                )))
+            }
+            Some(Some(None)) => return Err(out_of_range("oldest generation")),
+            Some(Some(Some(f))) if f > used => {
+                return Err(damaged(format!(
+                    "holds {shown_value}: its oldest stored generation {f} is above its \
+                     count of uses {used}"
+                )))
+            }
+            Some(Some(Some(f))) => f,
+        };
+        Ok(Uses { used, from })
+    }
+
+    /// The count once the use at generation `used` began; a count already at the largest
+    /// number ([`u64::MAX`]) is refused rather than wrapped to 0.
+    fn next_use(self, name: &str, counter: &str) -> Result<u64> {
+        self.used.checked_add(1).ok_or_else(|| {
+            store_error(
+                Code::DataLoss,
+                format!(
+                    "barrier {}: the store's use count {} is at the largest count ({}), so \
+                     another use cannot be counted; it is rpjrt's own key: another program \
+                     sharing the store, or damage, set it. Delete it (and the \
+                     name's arrival keys) with every process stopped, or use another \
+                     barrier name",
+                    shown(name),
+                    shown(counter),
+                    self.used
                 ),
             )
         })
@@ -548,6 +625,10 @@ impl Drop for BarrierEntry {
 const MAX_LOOKED_UP: usize = 10_000;
 /// How long a timed-out barrier spends looking them up, at most.
 const LOOKUP_TIME: Duration = Duration::from_millis(500);
+
+/// The most arrivals of older generations one passed barrier removes (the rest are left
+/// to the next uses, a count of which the counter keeps).
+const MAX_CLEANUP: u64 = 64;
 /// How many runs of missing ids a message lists before it counts the rest.
 const MAX_RUNS_SHOWN: usize = 20;
 
