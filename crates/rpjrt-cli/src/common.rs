@@ -1162,8 +1162,10 @@ pub fn check_outputs_outside_cache(
 /// the `--input` files, the plugin library, the reports rendered or compared), and must not
 /// be another of its outputs (`--out` and `--trace`, `--json` and `--html` naming one file:
 /// the second written would replace the first). A usage error (exit 2) naming both.
-/// Outputs given as `-` (stdout) are not files and are skipped.
+/// Outputs given as `-` are stdout, which every verb writes to: stdout itself must not be
+/// any of the inputs ([`check_stdout`], `rpjrt ... >> INPUT`).
 pub fn check_outputs(outputs: &[NamedPath<'_>], inputs: &[NamedPath<'_>]) -> Result<(), CliError> {
+    check_stdout(inputs)?;
     let outputs: Vec<(&str, &std::path::Path, std::path::PathBuf)> = outputs
         .iter()
         .filter(|(_, p)| p.as_os_str() != "-")
@@ -1189,6 +1191,54 @@ pub fn check_outputs(outputs: &[NamedPath<'_>], inputs: &[NamedPath<'_>]) -> Res
                 "{other} {} and {option} {} name the same file: the one written last would \
                  replace the other; give each its own",
                 other_path.display(),
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// (device, inode) of the CLI's own stdout (not where a plugin's prints are diverted) when
+/// it is a regular file; `None` for a terminal, a pipe, a device, or a closed stdout.
+fn stdout_file_id() -> Option<(u64, u64)> {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    if stdout_closed() {
+        return None;
+    }
+    let original = ORIGINAL_STDOUT.lock().unwrap_or_else(|p| p.into_inner());
+    let meta = match original.as_ref() {
+        Some(f) => f.metadata(),
+        None => std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata()),
+    }
+    .ok()?;
+    meta.is_file().then(|| (meta.dev(), meta.ino()))
+}
+
+/// Whether stdout is a regular file, which [`check_stdout`] compares with the inputs (a
+/// verb may skip finding its inputs otherwise).
+pub fn stdout_is_a_file() -> bool {
+    stdout_file_id().is_some()
+}
+
+/// Refuses (exit 2) a stdout that is one of the files the verb reads (`inputs`): `rpjrt
+/// compile p.mlir -o - >> p.mlir`, `rpjrt trace view t.json -o - 1<> t.json` would write
+/// the verb's output into its own input, as a named output is refused for (`cat f >> f`
+/// refuses it too). Compared by device and inode, so any name for the file is caught.
+pub fn check_stdout(inputs: &[NamedPath<'_>]) -> Result<(), CliError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let Some(id) = stdout_file_id() else {
+        return Ok(());
+    };
+    for (what, path) in inputs {
+        let same = std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == id);
+        if same {
+            return Err(CliError::usage(format!(
+                "stdout is the input file {} ({what}): the output would be written into \
+                 the file this command reads; send stdout to another file",
                 path.display()
             )));
         }

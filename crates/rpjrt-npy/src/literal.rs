@@ -287,11 +287,24 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The largest value of the float type `t` below 1 (its bits are 1.0's less one: a
+/// positive float's bits grow with its value); 1.0 for a type without such a value.
+fn below_one(t: ElementType) -> f64 {
+    scalars::encode_float(1.0, t)
+        .ok()
+        .filter(|&bits| bits > 0)
+        .and_then(|bits| scalars::decode_float(bits - 1, t))
+        .filter(|v| *v < 1.0)
+        .unwrap_or(1.0)
+}
+
 /// Random values of a type and shape, from a small deterministic generator seeded by
-/// `seed`: floats in [-1, 1) (float8_e8m0fnu, which holds only powers of two: 2^-4 to
-/// 2^3), complex numbers with both parts in [-1, 1), integers uniform in [0, 10) (in 0
-/// up to the type's largest value where that is below 9: int2 0-1, uint2 0-3, int4 0-7),
-/// random bools.
+/// `seed`: floats in [-1, 1) as stored in the type (float8_e8m0fnu, which holds only
+/// powers of two: 2^-4 to 2^3), complex numbers with both parts in [-1, 1), integers
+/// uniform in [0, 10) (in 0 up to the type's largest value where that is below 9: int2
+/// 0-1, uint2 0-3, int4 0-7), random bools. A draw that the type would round up to 1.0
+/// (float16's, bfloat16's, a float8's nearest value to 0.9999) is taken as the type's
+/// largest value below 1 instead, so that 1.0 is never among them.
 pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
     let n = element_count(dims)?;
     let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
@@ -305,7 +318,14 @@ pub fn random(ty: ElementType, dims: &[i64], seed: u64) -> Result<Array> {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         mix(state)
     };
-    let unit = |r: u64| (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+    // In [-1, 1) once rounded to `ty` (or, for a complex type, to its parts' type).
+    let part = match ty {
+        ElementType::C64 => ElementType::F32,
+        ElementType::C128 => ElementType::F64,
+        t => t,
+    };
+    let top = below_one(part);
+    let unit = |r: u64| ((r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0).min(top);
     // Uniform over what the type holds of [0, 10): `r % 10 % (hi + 1)` made 0 and 1 twice
     // as likely as the rest for int4 and uint2.
     let (_, hi) = scalars::int_range(ty);
@@ -386,6 +406,44 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// float16, bfloat16 and the float8/6/4 types drew 1.0 (a draw just below 1 rounded
+    /// up to it); the documented range is [-1, 1) as stored, for every float type.
+    #[test]
+    fn random_floats_stay_below_one_once_rounded() {
+        for &t in ElementType::ALL {
+            let part = match t {
+                ElementType::C64 => ElementType::F32,
+                ElementType::C128 => ElementType::F64,
+                t if t.kind() == rpjrt::ElementKind::Float => t,
+                _ => continue,
+            };
+            if t == ElementType::F8E8M0FNU {
+                continue;
+            }
+            let a = random(t, &[50_000], 0).unwrap();
+            let mut top = f64::MIN;
+            for v in (0..a.len()).map(|i| a.get(i).unwrap()) {
+                let (re, im) = match v {
+                    Scalar::Float(x) => (x, 0.0),
+                    Scalar::Complex(re, im) => (re, im),
+                    v => panic!("{t}: {v:?}"),
+                };
+                for x in [re, im] {
+                    assert!((-1.0..1.0).contains(&x), "{t}: {x}");
+                }
+                top = top.max(re);
+            }
+            // The top of the range is still reached where the type's values are coarse.
+            if part.bit_width() <= 16 {
+                assert_eq!(top, below_one(part), "{t}");
+            }
+        }
+        assert_eq!(below_one(ElementType::F16), 1.0 - 2f64.powi(-11));
+        assert_eq!(below_one(ElementType::BF16), 1.0 - 2f64.powi(-8));
+        assert_eq!(below_one(ElementType::F4E2M1FN), 0.5);
+        assert_eq!(below_one(ElementType::F32), 1.0 - 2f64.powi(-24));
     }
 
     #[test]

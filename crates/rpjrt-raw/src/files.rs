@@ -75,21 +75,12 @@ pub fn size_text(n: u64) -> String {
     format!("{n} bytes ({:.1} {unit})", n as f64 / div)
 }
 
-/// [`read_regular_file`] with the bound of `what` (a kind of file, as a message names it:
-/// "a trace", "a conformance report"): a file larger than [`max_read_bytes`]`(default)` is
-/// refused before anything is allocated or read, naming the file, its size, the bound and
-/// [`MAX_READ_ENV`]. The buffer is reserved with `try_reserve_exact`, so a file within the
-/// bound that does not fit in memory is [`Error::ResourceExhausted`], never an abort; the
-/// read itself is bounded by the size found, so a file that grows meanwhile is refused
-/// too, not read on without end.
-pub fn read_regular_file_at_most(
-    path: impl AsRef<std::path::Path>,
-    default: u64,
-    what: &str,
-) -> Result<Vec<u8>> {
-    use std::io::Read as _;
-    let path = path.as_ref();
-    let (mut file, len) = open_regular_file(path)?;
+/// The bound on reading `len` bytes of `path` whole, `what` (a kind of file, as a message
+/// names it: "a trace", "a compile cache entry"): [`max_read_bytes`]`(default)`, or an error
+/// naming the file, its size, the bound and [`MAX_READ_ENV`] when `len` is larger. The one
+/// check of every whole read of a file (a program, an artifact, a cache entry, a report),
+/// so that one read of a file cannot pass where another read of it is refused.
+pub fn read_bound(path: &std::path::Path, len: u64, default: u64, what: &str) -> Result<u64> {
     let max = max_read_bytes(default)?;
     if len > max {
         return Err(Error::invalid(format!(
@@ -99,6 +90,29 @@ pub fn read_regular_file_at_most(
             size_text(len),
             size_text(max)
         )));
+    }
+    Ok(max)
+}
+
+/// [`read_regular_file`] with the bound of `what` (a kind of file, for the message:
+/// "a trace", "a conformance report"): a file larger than [`max_read_bytes`]`(default)` is
+/// refused before anything is allocated or read ([`read_bound`]). The buffer is reserved
+/// with `try_reserve_exact`, so a file within the bound that does not fit in memory is
+/// [`Error::ResourceExhausted`], never an abort; the read itself is bounded by the size
+/// found, so a file that grows meanwhile is refused too, not read on without end. A file
+/// whose size says 0 but that has contents (a `/proc` or `/sys` file, made as it is read)
+/// is read up to the bound (`read_generated`).
+pub fn read_regular_file_at_most(
+    path: impl AsRef<std::path::Path>,
+    default: u64,
+    what: &str,
+) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let path = path.as_ref();
+    let (mut file, len) = open_regular_file(path)?;
+    let max = read_bound(path, len, default, what)?;
+    if len == 0 {
+        return read_generated(&mut file, path, max, what);
     }
     let mut bytes = Vec::new();
     usize::try_from(len)
@@ -126,6 +140,46 @@ pub fn read_regular_file_at_most(
              again once it is written"
         ))),
         Err(e) => Err(fail(&e)),
+    }
+}
+
+/// The contents of `file` (`path`), a regular file whose size says 0: empty, or a file
+/// made as it is read (`/proc/cpuinfo`, a `/sys` attribute), read to its end in pieces, at
+/// most `max` bytes (the bound of `what`, [`read_bound`]). The buffer grows with
+/// `try_reserve`, so memory running out is [`Error::ResourceExhausted`], never an abort.
+fn read_generated(
+    file: &mut std::fs::File,
+    path: &std::path::Path,
+    max: u64,
+    what: &str,
+) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut piece = vec![0u8; 64 << 10];
+    loop {
+        let n = match file.read(&mut piece) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::invalid(format!("{}: {e}", path.display()))),
+        };
+        if (bytes.len() + n) as u64 > max {
+            return Err(Error::invalid(format!(
+                "{}: a special file (its size says 0, as /proc's and /sys's files do, and its \
+                 contents are made as it is read) with more than the {} rpjrt reads whole \
+                 from {what}; set {MAX_READ_ENV} to a larger number of bytes to read it",
+                path.display(),
+                size_text(max)
+            )));
+        }
+        bytes.try_reserve(n).map_err(|_| {
+            Error::ResourceExhausted(format!(
+                "{}: {}, too large to read into memory",
+                path.display(),
+                size_text((bytes.len() + n) as u64)
+            ))
+        })?;
+        bytes.extend_from_slice(&piece[..n]);
     }
 }
 

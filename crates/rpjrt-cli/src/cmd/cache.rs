@@ -119,6 +119,16 @@ fn describe(cache: &Cache, key: &str) -> Result<CacheEntry, CliError> {
         .map_err(|e| CliError::usage(crate::common::bare(e)))
 }
 
+/// Refuses (exit 2) a stdout that is one of the cache entries read (`rpjrt cache ls >>
+/// DIR/KEY.rpjrtexe`): the listing would be written into the entry.
+fn check_stdout_not_entry(entries: &[CacheEntry]) -> Result<(), CliError> {
+    let inputs: Vec<crate::common::NamedPath<'_>> = entries
+        .iter()
+        .map(|e| ("a compile cache entry", e.path.as_path()))
+        .collect();
+    crate::common::check_stdout(&inputs)
+}
+
 /// Runs `rpjrt cache ...`: a bad directory or an unknown key is a usage error (exit 2),
 /// a failure to read or remove entries exit 1.
 pub fn run(a: CacheArgs) -> Result<(), CliError> {
@@ -128,6 +138,7 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
             let entries = cache
                 .entries()
                 .map_err(|e| CliError::failed(e.to_string()))?;
+            check_stdout_not_entry(&entries)?;
             if d.json {
                 let total: u64 = entries.iter().map(|e| e.size).sum();
                 let mut doc = json!({
@@ -166,6 +177,7 @@ pub fn run(a: CacheArgs) -> Result<(), CliError> {
         CacheAction::Info { key, dir } => {
             let cache = open(dir.dir)?;
             let e = describe(&cache, &key)?;
+            check_stdout_not_entry(std::slice::from_ref(&e))?;
             if dir.json {
                 return crate::common::print_json(&entry_json(&e));
             }

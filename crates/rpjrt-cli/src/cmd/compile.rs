@@ -258,22 +258,25 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         .map(|c| c.take_warnings())
         .unwrap_or_default();
     // An executable from a cache hit is serialized from its entry, read again: another
-    // process (`rpjrt cache clear`, an eviction) may have removed it since the hit. The
-    // verb's only job is the artifact, so it compiles the program again rather than fail.
+    // process (`rpjrt cache clear`, an eviction, a copy over it) may have removed or
+    // changed it since the hit. The verb's only job is the artifact, so it compiles the
+    // program again rather than fail, without the cache (whose entry just failed: through
+    // the client's own cache it would be hit and fail again).
     let (exe, bytes, from_cache, recompiled) = match exe.serialize() {
         Ok(bytes) => (exe, bytes, from_cache, None),
         Err(e) if from_cache => {
             let spinner = progress.spinner(&format!(
-                "compiling {} (its compile cache entry went away)",
+                "compiling {} (its compile cache entry could not be read back)",
                 crate::common::printable_path(&a.program)
             ));
             let t1 = Instant::now();
+            client.set_cache(None);
             let again = client.compile(&program, &opts).map_err(CliError::from)?;
             let bytes = again
                 .serialize()
                 .map_err(|e| CliError::failed(e.to_string()))?;
             drop(spinner);
-            let why = e.to_string();
+            let why = crate::common::bare(e);
             (
                 again,
                 bytes,
@@ -338,8 +341,9 @@ pub fn run(a: CompileArgs) -> Result<(), CliError> {
         let how = match (&cache_dir, from_cache) {
             (Some(d), _) if recompiled.is_some() => format!(
                 "compiled in {compile_ms:.1} ms: the compile cache in {} had it, but its \
-                 entry was removed (by another process) before it could be read back",
-                crate::common::printable_path(d)
+                 entry could not be read back ({})",
+                crate::common::printable_path(d),
+                crate::common::printable(recompiled.as_ref().map_or("", |(_, w)| w.as_str()))
             ),
             (Some(d), true) => format!(
                 "loaded from the compile cache in {} in {compile_ms:.1} ms, not compiled",

@@ -473,14 +473,16 @@ fn read_report(p: &std::path::Path) -> Result<Report, CliError> {
 }
 
 fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> {
-    // Never over a report being compared.
-    if let Some(p) = json_out {
-        let inputs: Vec<common::NamedPath<'_>> = files
-            .iter()
-            .map(|f| ("a report to compare", f.as_path()))
-            .collect();
-        common::check_outputs(&[("--json", p)], &inputs)?;
-    }
+    // Never over a report being compared (stdout, where the text goes, included).
+    let inputs: Vec<common::NamedPath<'_>> = files
+        .iter()
+        .map(|f| ("a report to compare", f.as_path()))
+        .collect();
+    let outputs: Vec<common::NamedPath<'_>> = json_out
+        .map(|p| ("--json", p.as_path()))
+        .into_iter()
+        .collect();
+    common::check_outputs(&outputs, &inputs)?;
     let a = read_report(&files[0])?;
     let b = read_report(&files[1])?;
     let d = conform::diff(&a, &b);
@@ -548,8 +550,13 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
             continue;
         }
         crate::outln!("{}", common::printable(&x.what));
-        crate::outln!("  A: {}", paint(&x.a.to_string(), Style::Red));
-        crate::outln!("  B: {}", paint(&x.b.to_string(), Style::Green));
+        // The values are a report's (what a plugin said, or a file handed over): JSON
+        // text leaves C1 controls and bidirectional overrides raw, so they are escaped
+        // as every text line is.
+        let a_text = common::printable(&x.a.to_string()).into_owned();
+        let b_text = common::printable(&x.b.to_string()).into_owned();
+        crate::outln!("  A: {}", paint(&a_text, Style::Red));
+        crate::outln!("  B: {}", paint(&b_text, Style::Green));
     }
     for (side, cause, names) in &grouped {
         crate::outln!(

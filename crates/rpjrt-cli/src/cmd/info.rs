@@ -28,6 +28,15 @@ pub struct Args {
 /// Runs `rpjrt info`.
 pub fn run(args: Args) -> Result<i32, CliError> {
     let options = common::parse_options(&args.options)?;
+    // Never printed into the plugin library it reads (`rpjrt info lib.so >> lib.so`).
+    if common::stdout_is_a_file() {
+        let plugins = common::plugin_paths(args.plugin.as_deref());
+        let inputs: Vec<common::NamedPath<'_>> = plugins
+            .iter()
+            .map(|p| ("the plugin library", p.as_path()))
+            .collect();
+        common::check_stdout(&inputs)?;
+    }
     // The first plugin that can serve here; when none can, the first that loads is shown
     // anyway: its own facts need no client, so a plugin whose client cannot be created (a
     // GPU plugin on a machine without a GPU) still shows its version, attributes and
@@ -263,7 +272,13 @@ fn print_plugin(plugin: &Plugin, platform: Option<&str>) {
     }
     crate::outln!("\n{}", paint("attributes", Style::Bold));
     if let Some(e) = plugin.attributes_error() {
-        crate::outln!("  {}", paint(&format!("unavailable: {e}"), Style::Red));
+        crate::outln!(
+            "  {}",
+            paint(
+                &format!("unavailable: {}", common::printable(e)),
+                Style::Red
+            )
+        );
     }
     for (k, v) in plugin.attributes() {
         let k = common::printable(k);

@@ -46,6 +46,12 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         .map(|p| (p, None))
         .chain(bad_configs.iter().map(|(p, why)| (p, Some(why.clone()))))
         .collect();
+    // Never printed into a library it reads (`rpjrt plugins >> lib.so`).
+    let libraries: Vec<common::NamedPath<'_>> = listed
+        .iter()
+        .map(|(p, _)| ("a plugin library listed", p.path.as_path()))
+        .collect();
+    common::check_stdout(&libraries)?;
     // Every version is read at once, each in its own child, so that stuck libraries cost
     // one timeout in all, not one each.
     let read = |p: &rpjrt_discovery::PluginInfo,

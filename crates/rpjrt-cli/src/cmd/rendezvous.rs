@@ -110,6 +110,10 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         ),
         None => None,
     };
+    // Never printed into the plugin library it loaded (`... >> lib.so`).
+    if let Some(plugin) = &plugin {
+        common::check_stdout(&[("the plugin library", plugin.path())])?;
+    }
     // A coordinator address that does not parse is the user's input: a usage error.
     let store = Arc::new(TcpStore::from_env(&env, timeout).map_err(|e| match e {
         rpjrt::Error::InvalidArgument(m) => CliError::usage(format!("process {p} of {n}: {m}")),

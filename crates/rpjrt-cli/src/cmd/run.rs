@@ -663,7 +663,8 @@ fn check_files(args: &Args) -> Result<(), CliError> {
     if let (Some(p), Some(label)) = (&profile, &profile_label) {
         outputs.push((label.as_str(), p.as_path()));
     }
-    if outputs.is_empty() {
+    // With no output file, stdout (where the results go) is still checked against them.
+    if outputs.is_empty() && !common::stdout_is_a_file() {
         return Ok(());
     }
     let files = input_files(args);

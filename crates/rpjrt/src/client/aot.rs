@@ -450,6 +450,7 @@ impl Artifact {
         let path = path.as_ref();
         let fail = |e: &dyn fmt::Display| Error::invalid(format!("{}: {e}", path.display()));
         let (mut file, len) = crate::raw::files::open_regular_file(path)?;
+        crate::raw::files::read_bound(path, len, crate::raw::files::MAX_READ_BYTES, "a file")?;
         let mut fixed = [0u8; FIXED_HEAD];
         let got = read_up_to(&mut file, &mut fixed).map_err(|e| fail(&e))?;
         check_fixed_head(&fixed[..got], len)

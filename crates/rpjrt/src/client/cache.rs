@@ -67,6 +67,13 @@ fn starts_with_magic(p: &Path) -> bool {
         .and_then(|(mut f, _)| f.read_exact(&mut head))
         .is_ok_and(|()| crate::program::is_artifact(&head))
 }
+/// Checks an entry of `len` bytes against the bound of every whole read of a file
+/// (`RPJRT_MAX_FILE_BYTES`, [`crate::raw::files::read_bound`]): hit, store, `info` and the
+/// read-back of a hit's serialization all agree on it.
+fn entry_bound(path: &Path, len: u64) -> Result<u64> {
+    use crate::raw::files::{read_bound, MAX_READ_BYTES};
+    read_bound(path, len, MAX_READ_BYTES, "a compile cache entry")
+}
 const KEY_DOMAIN: &[u8] = b"rpjrt compile cache key v1\0";
 
 /// The artifact field in which an entry records its own key.
@@ -503,6 +510,12 @@ impl Cache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return cannot_read(e),
         };
+        // Serializing a hit reads the entry again, bounded: one above it is a miss, kept.
+        if let Err(Error::InvalidArgument(why)) = entry_bound(path, size) {
+            let why = format!("compile cache: not reading an entry: {why}; compiling instead");
+            self.warn(&format!("read:{key}"), why);
+            return Ok(None);
+        }
         // The header first (a few hundred bytes): a file that is no entry, or another
         // program's or target's, is refused before its body is read or hashed, however
         // large the file claims to be.
@@ -600,6 +613,14 @@ impl Cache {
     /// Writes an entry atomically (temporary file in the same directory, then rename) and
     /// evicts least recently used entries beyond the bound.
     fn write_entry(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        // Never an entry a hit would not read (`try_load`): it would be written each time.
+        if let Err(Error::InvalidArgument(m)) = entry_bound(path, bytes.len() as u64) {
+            let message = format!("{m}; it is not kept");
+            return Err(Error::Io {
+                code: Code::ResourceExhausted,
+                message,
+            });
+        }
         if let Some(max) = self.inner.max_bytes.filter(|&m| bytes.len() as u64 > m) {
             let message = format!("the entry ({} bytes) is larger than the cache's bound ({max} bytes, RPJRT_CACHE_MAX_BYTES or max_bytes), so it is not kept", bytes.len());
             return Err(Error::Io {
@@ -826,6 +847,8 @@ fn describe(path: PathBuf, size: u64, last_used: SystemTime, whole: bool) -> Cac
             // The header first, whole or not: a large file that is no entry is refused
             // after a few hundred bytes.
             let head = Artifact::read_head(&mut std::io::BufReader::new(&f), len.min(size))?;
+            // One a compile would not read is no usable entry, in a listing too.
+            entry_bound(&path, len)?;
             if !whole {
                 return Ok(head);
             }
