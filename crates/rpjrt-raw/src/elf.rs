@@ -308,68 +308,118 @@ pub struct Dynamic {
     pub strings: Vec<u8>,
 }
 
+/// A shared library's file opened for reading its dynamic section: the ELF header's
+/// class and byte order, and its program headers.
+struct DynReader {
+    file: File,
+    len: u64,
+    is64: bool,
+    little: bool,
+    /// (p_type, p_offset, p_vaddr, p_filesz) of each program header.
+    headers: Vec<(u64, u64, u64, u64)>,
+    /// What a read outside the file is said to be (`"its dynamic section"`).
+    what: &'static str,
+}
+
+impl DynReader {
+    /// Opens the library at `path` (which [`check_library_file`] accepted) and reads its
+    /// ELF header and program headers.
+    fn open(path: &Path, what: &'static str) -> Result<Self, String> {
+        let (file, len) = open_library(path)?;
+        let mut r = DynReader {
+            file,
+            len,
+            is64: false,
+            little: true,
+            headers: Vec::new(),
+            what,
+        };
+        let header = r.read_at(0, 64.min(len))?;
+        r.is64 = header[4] == 2;
+        r.little = header[5] == 1;
+        let phoff = r.word(&header, if r.is64 { 32 } else { 28 });
+        let at = if r.is64 { 54 } else { 42 };
+        let (phentsize, phnum) = (r.half(&header, at), r.half(&header, at + 2));
+        let table = r.read_at(phoff, phentsize * phnum)?;
+        r.headers = (0..phnum as usize)
+            .map(|i| {
+                let e = i * phentsize as usize;
+                let t = r.u32_at(&table, e);
+                let fields = if r.is64 { [8, 16, 32] } else { [4, 8, 16] };
+                let [off, vaddr, size] = fields.map(|f| r.word(&table, e + f));
+                (t, off, vaddr, size)
+            })
+            .collect();
+        Ok(r)
+    }
+
+    /// `n` bytes of the file from `at`.
+    fn read_at(&mut self, at: u64, n: u64) -> Result<Vec<u8>, String> {
+        use std::io::{Seek, SeekFrom};
+        if !inside(at, n, 1, self.len) || n > (64 << 20) {
+            return Err(format!("{} lies outside the file", self.what));
+        }
+        let mut buf = vec![0u8; n as usize];
+        self.file
+            .seek(SeekFrom::Start(at))
+            .and_then(|_| self.file.read_exact(&mut buf))
+            .map_err(|e| format!("the file cannot be read ({e})"))?;
+        Ok(buf)
+    }
+
+    /// The address-sized word at `at` of `d` (0 past its end).
+    fn word(&self, d: &[u8], at: usize) -> u64 {
+        num(d, at, if self.is64 { 8 } else { 4 }, self.little).unwrap_or(0)
+    }
+
+    /// The 16-bit number at `at` of `d`.
+    fn half(&self, d: &[u8], at: usize) -> u64 {
+        num(d, at, 2, self.little).unwrap_or(0)
+    }
+
+    /// The 32-bit number at `at` of `d`.
+    fn u32_at(&self, d: &[u8], at: usize) -> u64 {
+        num(d, at, 4, self.little).unwrap_or(0)
+    }
+
+    /// The (tag, value) entries of the dynamic segment, up to `DT_NULL`; `None` when the
+    /// library has no `PT_DYNAMIC`.
+    fn dynamic_entries(&mut self) -> Result<Option<Vec<(u64, u64)>>, String> {
+        let Some(&(_, off, _, size)) = self.headers.iter().find(|h| h.0 == 2) else {
+            return Ok(None);
+        };
+        let entries = self.read_at(off, size)?;
+        let w = if self.is64 { 8 } else { 4 };
+        Ok(Some(
+            entries
+                .chunks_exact(2 * w)
+                .map(|e| (self.word(e, 0), self.word(e, w)))
+                .take_while(|&(tag, _)| tag != 0)
+                .collect(),
+        ))
+    }
+
+    /// A dynamic address as a file offset, through the loadable segment holding it.
+    fn file_offset(&self, addr: u64) -> Option<u64> {
+        self.headers
+            .iter()
+            .find(|h| h.0 == 1 && h.2 <= addr && addr < h.2.saturating_add(h.3))
+            .map(|h| addr - h.2 + h.1)
+    }
+}
+
 /// Reads the dynamic section of the shared library at `path` (which
 /// [`check_library_file`] accepted). Only the ELF header, the program headers, the dynamic
 /// segment and its string table are read, however large the file.
 pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
-    use std::io::{Seek, SeekFrom};
-    let (mut f, len) = open_library(path)?;
-    let mut read_at = |at: u64, n: u64| -> Result<Vec<u8>, String> {
-        if !inside(at, n, 1, len) || n > (64 << 20) {
-            return Err("its dynamic section lies outside the file".into());
-        }
-        let mut buf = vec![0u8; n as usize];
-        f.seek(SeekFrom::Start(at))
-            .and_then(|_| f.read_exact(&mut buf))
-            .map_err(|e| format!("the file cannot be read ({e})"))?;
-        Ok(buf)
-    };
-    let header = read_at(0, 64.min(len))?;
-    let is64 = header[4] == 2;
-    let little = header[5] == 1;
-    let w = if is64 { 8 } else { 4 };
-    let half = |d: &[u8], at| num(d, at, 2, little).unwrap_or(0);
-    let word = |d: &[u8], at| num(d, at, w, little).unwrap_or(0);
-    let phoff = if is64 {
-        word(&header, 32)
-    } else {
-        word(&header, 28)
-    };
-    let at = if is64 { 54 } else { 42 };
-    let (phentsize, phnum) = (half(&header, at), half(&header, at + 2));
-    let table = read_at(phoff, phentsize * phnum)?;
-    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
-    let headers: Vec<(u64, u64, u64, u64)> = (0..phnum as usize)
-        .map(|i| {
-            let e = i * phentsize as usize;
-            let t = num(&table, e, 4, little).unwrap_or(0);
-            if is64 {
-                (
-                    t,
-                    word(&table, e + 8),
-                    word(&table, e + 16),
-                    word(&table, e + 32),
-                )
-            } else {
-                (
-                    t,
-                    word(&table, e + 4),
-                    word(&table, e + 8),
-                    word(&table, e + 16),
-                )
-            }
-        })
-        .collect();
-    let Some(&(_, dyn_off, _, dyn_size)) = headers.iter().find(|h| h.0 == 2) else {
+    let mut r = DynReader::open(path, "its dynamic section")?;
+    let Some(entries) = r.dynamic_entries()? else {
         return Ok(Dynamic::default()); // PT_DYNAMIC absent: a static library needs nothing
     };
-    let entries = read_at(dyn_off, dyn_size)?;
     let (mut needed, mut runpath, mut rpath, mut soname) = (Vec::new(), None, None, None);
     let (mut strtab, mut strsz) = (None, 0u64);
-    for e in entries.chunks_exact(2 * w) {
-        let (tag, val) = (word(e, 0), word(e, w));
+    for (tag, val) in entries {
         match tag {
-            0 => break,
             1 => needed.push(val),
             5 => strtab = Some(val),
             10 => strsz = val,
@@ -383,13 +433,10 @@ pub fn dynamic_info(path: &Path) -> Result<Dynamic, String> {
         return Err("its dynamic section has no string table".into());
     };
     // DT_STRTAB is an address: find the loadable segment that holds it.
-    let Some(&(_, off, vaddr, _)) = headers
-        .iter()
-        .find(|h| h.0 == 1 && h.2 <= strtab && strtab < h.2.saturating_add(h.3))
-    else {
+    let Some(at) = r.file_offset(strtab) else {
         return Err("its string table lies outside its loadable segments".into());
     };
-    let strings = read_at(strtab - vaddr + off, strsz)?;
+    let strings = r.read_at(at, strsz)?;
     let text = |at: u64| -> Result<String, String> {
         let s = strings
             .get(at as usize..)
@@ -426,66 +473,13 @@ pub enum SymbolKind {
 /// sized by `DT_HASH` or `DT_GNU_HASH`): `Ok(None)` when it defines no such symbol (it
 /// may come from a library it needs) or the table cannot be sized.
 pub fn defined_symbol(path: &Path, name: &str) -> Result<Option<SymbolKind>, String> {
-    use std::io::{Seek, SeekFrom};
-    let (mut f, len) = open_library(path)?;
-    let mut read_at = |at: u64, n: u64| -> Result<Vec<u8>, String> {
-        if !inside(at, n, 1, len) || n > (64 << 20) {
-            return Err("its dynamic symbol table lies outside the file".into());
-        }
-        let mut buf = vec![0u8; n as usize];
-        f.seek(SeekFrom::Start(at))
-            .and_then(|_| f.read_exact(&mut buf))
-            .map_err(|e| format!("the file cannot be read ({e})"))?;
-        Ok(buf)
-    };
-    let header = read_at(0, 64.min(len))?;
-    let is64 = header[4] == 2;
-    let little = header[5] == 1;
-    let w = if is64 { 8 } else { 4 };
-    let half = |d: &[u8], at| num(d, at, 2, little).unwrap_or(0);
-    let word = |d: &[u8], at| num(d, at, w, little).unwrap_or(0);
-    let u32_at = |d: &[u8], at| num(d, at, 4, little).unwrap_or(0);
-    let phoff = word(&header, if is64 { 32 } else { 28 });
-    let at = if is64 { 54 } else { 42 };
-    let (phentsize, phnum) = (half(&header, at), half(&header, at + 2));
-    let table = read_at(phoff, phentsize * phnum)?;
-    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
-    let headers: Vec<(u64, u64, u64, u64)> = (0..phnum as usize)
-        .map(|i| {
-            let e = i * phentsize as usize;
-            let t = u32_at(&table, e);
-            if is64 {
-                (
-                    t,
-                    word(&table, e + 8),
-                    word(&table, e + 16),
-                    word(&table, e + 32),
-                )
-            } else {
-                (
-                    t,
-                    word(&table, e + 4),
-                    word(&table, e + 8),
-                    word(&table, e + 16),
-                )
-            }
-        })
-        .collect();
-    // A dynamic address as a file offset, through the loadable segment holding it.
-    let offset_of = |addr: u64| {
-        headers
-            .iter()
-            .find(|h| h.0 == 1 && h.2 <= addr && addr < h.2.saturating_add(h.3))
-            .map(|h| addr - h.2 + h.1)
-    };
-    let Some(&(_, dyn_off, _, dyn_size)) = headers.iter().find(|h| h.0 == 2) else {
+    let mut r = DynReader::open(path, "its dynamic symbol table")?;
+    let Some(entries) = r.dynamic_entries()? else {
         return Ok(None);
     };
-    let entries = read_at(dyn_off, dyn_size)?;
     let (mut symtab, mut strtab, mut strsz, mut hash, mut gnu_hash) = (None, None, 0, None, None);
-    for e in entries.chunks_exact(2 * w) {
-        match (word(e, 0), word(e, w)) {
-            (0, _) => break,
+    for e in entries {
+        match e {
             (4, v) => hash = Some(v),
             (5, v) => strtab = Some(v),
             (6, v) => symtab = Some(v),
@@ -494,21 +488,27 @@ pub fn defined_symbol(path: &Path, name: &str) -> Result<Option<SymbolKind>, Str
             _ => {}
         }
     }
-    let (Some(symtab), Some(strtab)) = (symtab.and_then(offset_of), strtab.and_then(offset_of))
-    else {
+    let (Some(symtab), Some(strtab)) = (
+        symtab.and_then(|a| r.file_offset(a)),
+        strtab.and_then(|a| r.file_offset(a)),
+    ) else {
         return Ok(None);
     };
+    let (is64, len) = (r.is64, r.len);
+    let w = if is64 { 8 } else { 4 };
     let syment = if is64 { 24u64 } else { 16 };
     // The number of symbols: DT_HASH's chain count, or past the last chain DT_GNU_HASH has.
-    let count = if let Some(h) = hash.and_then(offset_of) {
-        u32_at(&read_at(h, 8)?, 4)
-    } else if let Some(h) = gnu_hash.and_then(offset_of) {
-        let head = read_at(h, 16)?;
-        let (nbuckets, symoffset, bloom) = (u32_at(&head, 0), u32_at(&head, 4), u32_at(&head, 8));
+    let count = if let Some(h) = hash.and_then(|a| r.file_offset(a)) {
+        let head = r.read_at(h, 8)?;
+        r.u32_at(&head, 4)
+    } else if let Some(h) = gnu_hash.and_then(|a| r.file_offset(a)) {
+        let head = r.read_at(h, 16)?;
+        let (nbuckets, symoffset, bloom) =
+            (r.u32_at(&head, 0), r.u32_at(&head, 4), r.u32_at(&head, 8));
         let buckets_at = h + 16 + bloom * w as u64;
-        let buckets = read_at(buckets_at, nbuckets * 4)?;
+        let buckets = r.read_at(buckets_at, nbuckets * 4)?;
         let last = (0..nbuckets as usize)
-            .map(|i| u32_at(&buckets, 4 * i))
+            .map(|i| r.u32_at(&buckets, 4 * i))
             .max()
             .unwrap_or(0);
         if last < symoffset {
@@ -520,8 +520,8 @@ pub fn defined_symbol(path: &Path, name: &str) -> Result<Option<SymbolKind>, Str
             let mut end = None;
             for page in 0..256u64 {
                 let at = chain_at + page * 4096;
-                let chunk = read_at(at, 4096.min(len.saturating_sub(at)))?;
-                if let Some(k) = (0..chunk.len() / 4).find(|&k| u32_at(&chunk, 4 * k) & 1 == 1) {
+                let chunk = r.read_at(at, 4096.min(len.saturating_sub(at)))?;
+                if let Some(k) = (0..chunk.len() / 4).find(|&k| r.u32_at(&chunk, 4 * k) & 1 == 1) {
                     end = Some(last + page * 1024 + k as u64 + 1);
                     break;
                 }
@@ -535,13 +535,13 @@ pub fn defined_symbol(path: &Path, name: &str) -> Result<Option<SymbolKind>, Str
     } else {
         return Ok(None);
     };
-    let symbols = read_at(symtab, count.min(16 << 20) * syment)?;
-    let strings = read_at(strtab, strsz)?;
+    let symbols = r.read_at(symtab, count.min(16 << 20) * syment)?;
+    let strings = r.read_at(strtab, strsz)?;
     for s in symbols.chunks_exact(syment as usize) {
         let (st_name, info, shndx) = if is64 {
-            (u32_at(s, 0), s[4], half(s, 6))
+            (r.u32_at(s, 0), s[4], r.half(s, 6))
         } else {
-            (u32_at(s, 0), s[12], half(s, 14))
+            (r.u32_at(s, 0), s[12], r.half(s, 14))
         };
         let named = strings
             .get(st_name as usize..)
