@@ -987,13 +987,23 @@ fn cache_ls_reads_only_the_header_of_each_entry() {
         .unwrap()
         .set_len(size)
         .unwrap();
-    let (code, out, err) = run(rpjrt().args(["cache", "ls", "--json", "--dir"]).arg(&*dir));
+    // With the bound on file reads raised past it, the entry is listed from its header.
+    let (code, out, err) = run(rpjrt()
+        .env("RPJRT_MAX_FILE_BYTES", (1u64 << 40).to_string())
+        .args(["cache", "ls", "--json", "--dir"])
+        .arg(&*dir));
     assert_eq!(code, 0, "{err}");
     let doc: Json = serde_json::from_str(&out).unwrap();
     let entry = &doc["entries"][0];
     assert_eq!(entry["bytes"], size, "{out}");
     assert_eq!(entry["target"]["platform_version"], "test", "{out}");
     assert!(entry["error"].is_null(), "{out}");
+    // Under the default bound (4 GiB) it is listed as unusable, as a hit would not read it.
+    let (code, out, err) = run(rpjrt().args(["cache", "ls", "--json", "--dir"]).arg(&*dir));
+    assert_eq!(code, 0, "{err}");
+    let doc: Json = serde_json::from_str(&out).unwrap();
+    let why = doc["entries"][0]["error"].as_str().unwrap_or_default();
+    assert!(why.contains("RPJRT_MAX_FILE_BYTES"), "{out}");
     // A small entry with the same damage: `info` reads it whole and names the checksum.
     let small: u64 = head.len() as u64 + 8 + 16 + 32;
     let mut file = head.to_vec();
