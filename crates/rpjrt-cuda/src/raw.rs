@@ -1,4 +1,4 @@
-//! The CUDA driver API (`libcuda.so.1`), opened at run time with libloading.
+//! The CUDA driver API (`libcuda.so.1`), opened at run time (`rpjrt_raw::cuda::open_driver`).
 //!
 //! Nothing links against CUDA: this module looks the driver's entry points up when
 //! [`Driver::open`] runs and keeps them as plain function pointers. Every call returns the
@@ -15,11 +15,11 @@ type CuResult = c_int;
 type Handle = *mut c_void;
 
 macro_rules! driver_fns {
-    ($( $field:ident = $sym:literal : fn($($arg:ty),*); )*) => {
+    ($( $field:ident = $sym:literal : fn($($arg:ident : $ty:ty),*); )*) => {
         /// The driver entry points this crate uses.
         #[allow(non_snake_case)]
         struct Fns {
-            $( $field: unsafe extern "C" fn($($arg),*) -> CuResult, )*
+            $( $field: unsafe extern "C" fn($($ty),*) -> CuResult, )*
         }
 
         impl Fns {
@@ -29,7 +29,7 @@ macro_rules! driver_fns {
                         // SAFETY: the symbol is the CUDA driver entry point of that name,
                         // whose C signature is the one declared here (CUDA driver API).
                         let s = unsafe {
-                            lib.get::<unsafe extern "C" fn($($arg),*) -> CuResult>(
+                            lib.get::<unsafe extern "C" fn($($ty),*) -> CuResult>(
                                 concat!($sym, "\0").as_bytes(),
                             )
                         };
@@ -40,56 +40,86 @@ macro_rules! driver_fns {
                 })
             }
         }
+
+        /// Each entry point called with the thread marked as inside the driver `library`
+        /// (`rpjrt_raw::guard::watch_exit_as`): a driver that calls `exit()` there ends
+        /// the process with a report and a non-zero status, not as if the program had
+        /// finished.
+        #[allow(clippy::too_many_arguments)]
+        impl Fns {
+            $(
+                /// The driver's entry point of that name, watched.
+                ///
+                /// # Safety
+                /// As calling the entry point directly: the arguments are valid for it.
+                #[inline]
+                unsafe fn $field(&self, library: &'static str, $($arg: $ty),*) -> CuResult {
+                    let _watch = rpjrt_raw::guard::watch_exit_as(
+                        rpjrt_raw::cuda::CUDA_DRIVER,
+                        library,
+                        $sym,
+                    );
+                    // SAFETY: the caller vouches for the arguments (see above).
+                    unsafe { (self.$field)($($arg),*) }
+                }
+            )*
+        }
     };
 }
 
 driver_fns! {
-    init = "cuInit": fn(c_uint);
-    driver_get_version = "cuDriverGetVersion": fn(*mut c_int);
-    get_error_name = "cuGetErrorName": fn(CuResult, *mut *const c_char);
-    get_error_string = "cuGetErrorString": fn(CuResult, *mut *const c_char);
-    device_get_count = "cuDeviceGetCount": fn(*mut c_int);
-    device_get = "cuDeviceGet": fn(*mut c_int, c_int);
-    device_get_name = "cuDeviceGetName": fn(*mut c_char, c_int, c_int);
-    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut Handle, c_int);
-    primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(c_int);
-    ctx_set_current = "cuCtxSetCurrent": fn(Handle);
+    init = "cuInit": fn(a0: c_uint);
+    driver_get_version = "cuDriverGetVersion": fn(a0: *mut c_int);
+    get_error_name = "cuGetErrorName": fn(a0: CuResult, a1: *mut *const c_char);
+    get_error_string = "cuGetErrorString": fn(a0: CuResult, a1: *mut *const c_char);
+    device_get_count = "cuDeviceGetCount": fn(a0: *mut c_int);
+    device_get = "cuDeviceGet": fn(a0: *mut c_int, a1: c_int);
+    device_get_name = "cuDeviceGetName": fn(a0: *mut c_char, a1: c_int, a2: c_int);
+    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(a0: *mut Handle, a1: c_int);
+    primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(a0: c_int);
+    ctx_set_current = "cuCtxSetCurrent": fn(a0: Handle);
     ctx_synchronize = "cuCtxSynchronize": fn();
-    mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize);
-    mem_alloc = "cuMemAlloc_v2": fn(*mut u64, usize);
-    mem_free = "cuMemFree_v2": fn(u64);
-    mem_alloc_host = "cuMemAllocHost_v2": fn(*mut *mut c_void, usize);
-    mem_free_host = "cuMemFreeHost": fn(*mut c_void);
-    memcpy_htod = "cuMemcpyHtoD_v2": fn(u64, *const c_void, usize);
-    memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, u64, usize);
-    memcpy_dtod = "cuMemcpyDtoD_v2": fn(u64, u64, usize);
-    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(u64, *const c_void, usize, Handle);
-    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(*mut c_void, u64, usize, Handle);
-    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(u64, u64, usize, Handle);
-    memset_d8 = "cuMemsetD8_v2": fn(u64, u8, usize);
-    memset_d8_async = "cuMemsetD8Async": fn(u64, u8, usize, Handle);
-    module_load_data = "cuModuleLoadData": fn(*mut Handle, *const c_void);
-    module_unload = "cuModuleUnload": fn(Handle);
-    module_get_function = "cuModuleGetFunction": fn(*mut Handle, Handle, *const c_char);
-    launch_kernel = "cuLaunchKernel": fn(
-        Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle,
-        *mut *mut c_void, *mut *mut c_void
+    mem_get_info = "cuMemGetInfo_v2": fn(a0: *mut usize, a1: *mut usize);
+    mem_alloc = "cuMemAlloc_v2": fn(a0: *mut u64, a1: usize);
+    mem_free = "cuMemFree_v2": fn(a0: u64);
+    mem_alloc_host = "cuMemAllocHost_v2": fn(a0: *mut *mut c_void, a1: usize);
+    mem_free_host = "cuMemFreeHost": fn(a0: *mut c_void);
+    memcpy_htod = "cuMemcpyHtoD_v2": fn(a0: u64, a1: *const c_void, a2: usize);
+    memcpy_dtoh = "cuMemcpyDtoH_v2": fn(a0: *mut c_void, a1: u64, a2: usize);
+    memcpy_dtod = "cuMemcpyDtoD_v2": fn(a0: u64, a1: u64, a2: usize);
+    memcpy_htod_async = "cuMemcpyHtoDAsync_v2": fn(
+        a0: u64, a1: *const c_void, a2: usize, a3: Handle
     );
-    stream_create = "cuStreamCreate": fn(*mut Handle, c_uint);
-    stream_destroy = "cuStreamDestroy_v2": fn(Handle);
-    stream_synchronize = "cuStreamSynchronize": fn(Handle);
-    stream_wait_event = "cuStreamWaitEvent": fn(Handle, Handle, c_uint);
-    event_create = "cuEventCreate": fn(*mut Handle, c_uint);
-    event_destroy = "cuEventDestroy_v2": fn(Handle);
-    event_record = "cuEventRecord": fn(Handle, Handle);
-    event_synchronize = "cuEventSynchronize": fn(Handle);
-    event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, Handle, Handle);
+    memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2": fn(
+        a0: *mut c_void, a1: u64, a2: usize, a3: Handle
+    );
+    memcpy_dtod_async = "cuMemcpyDtoDAsync_v2": fn(a0: u64, a1: u64, a2: usize, a3: Handle);
+    memset_d8 = "cuMemsetD8_v2": fn(a0: u64, a1: u8, a2: usize);
+    memset_d8_async = "cuMemsetD8Async": fn(a0: u64, a1: u8, a2: usize, a3: Handle);
+    module_load_data = "cuModuleLoadData": fn(a0: *mut Handle, a1: *const c_void);
+    module_unload = "cuModuleUnload": fn(a0: Handle);
+    module_get_function = "cuModuleGetFunction": fn(a0: *mut Handle, a1: Handle, a2: *const c_char);
+    launch_kernel = "cuLaunchKernel": fn(
+        a0: Handle, a1: c_uint, a2: c_uint, a3: c_uint, a4: c_uint, a5: c_uint, a6: c_uint,
+        a7: c_uint, a8: Handle, a9: *mut *mut c_void, a10: *mut *mut c_void
+    );
+    stream_create = "cuStreamCreate": fn(a0: *mut Handle, a1: c_uint);
+    stream_destroy = "cuStreamDestroy_v2": fn(a0: Handle);
+    stream_synchronize = "cuStreamSynchronize": fn(a0: Handle);
+    stream_wait_event = "cuStreamWaitEvent": fn(a0: Handle, a1: Handle, a2: c_uint);
+    event_create = "cuEventCreate": fn(a0: *mut Handle, a1: c_uint);
+    event_destroy = "cuEventDestroy_v2": fn(a0: Handle);
+    event_record = "cuEventRecord": fn(a0: Handle, a1: Handle);
+    event_synchronize = "cuEventSynchronize": fn(a0: Handle);
+    event_elapsed_time = "cuEventElapsedTime": fn(a0: *mut f32, a1: Handle, a2: Handle);
 }
 
 /// The opened driver library and its entry points.
 pub(crate) struct Driver {
     fns: Fns,
     name: String,
+    /// The file opened, as the exit report of a call into the driver names it.
+    label: &'static str,
     // Keeps the library mapped while the function pointers above are in use (never
     // unloaded).
     _lib: std::mem::ManuallyDrop<libloading::Library>,
@@ -146,26 +176,27 @@ impl Driver {
     /// way the dynamic loader does), resolves the entry points and calls `cuInit(0)`.
     pub(crate) fn open(path: &Path) -> Result<Driver> {
         let name = path.display().to_string();
-        // SAFETY: loading the CUDA driver runs its initialisers, which have no
-        // preconditions; any library given here is the caller's explicit choice.
-        // Never unloaded (ManuallyDrop): `cuInit` starts the driver's threads, and a library
-        // that is no driver may have started its own while it loaded; unloading would pull
+        // The file is checked before the loader sees it (a truncated copy would crash the
+        // loader, a FIFO would block it for good), and an exit() in its initialisers is
+        // reported: the one path rpjrt loads every foreign library by.
+        let opened = rpjrt_raw::cuda::open_driver(path)?;
+        let label = opened.label;
+        // SAFETY: a handle the loader just returned, owned from here by `lib`. Never
+        // unloaded (ManuallyDrop): `cuInit` starts the driver's threads, and a library that
+        // is no driver may have started its own while it loaded; unloading would pull
         // their code from under them.
-        let lib = unsafe { libloading::Library::new(path) }.map(std::mem::ManuallyDrop::new);
-        let lib = lib.map_err(|e| {
-            unavailable(
-                "dlopen",
-                format!("cannot load the CUDA driver {name}: {e} (is an NVIDIA driver installed?)"),
-            )
-        })?;
+        let lib = std::mem::ManuallyDrop::new(libloading::Library::from(unsafe {
+            libloading::os::unix::Library::from_raw(opened.handle)
+        }));
         let fns = Fns::resolve(&lib, &name)?;
         let d = Driver {
             fns,
             name,
+            label,
             _lib: lib,
         };
         // SAFETY: cuInit takes a flags word (must be 0) and nothing else.
-        let rc = unsafe { (d.fns.init)(0) };
+        let rc = unsafe { d.fns.init(d.label, 0) };
         // Whatever cuInit's code, the driver cannot be used: FAILED_PRECONDITION, the code
         // rpjrt's own driver probe (`rpjrt_cuda::driver_summary`) gives the same failure.
         d.check("cuInit", rc).map_err(|e| match e {
@@ -188,11 +219,16 @@ impl Driver {
         if code == 0 {
             return Ok(());
         }
-        let text = |f: unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult| {
+        let text = |name: bool| {
             let mut p: *const c_char = std::ptr::null();
             // SAFETY: the out-pointer is valid; the driver stores a pointer to a static
             // string, or returns an error for unknown codes (then `p` stays null).
-            let rc = unsafe { f(code, &mut p) };
+            let rc = unsafe {
+                match name {
+                    true => self.fns.get_error_name(self.label, code, &mut p),
+                    false => self.fns.get_error_string(self.label, code, &mut p),
+                }
+            };
             if rc != 0 || p.is_null() {
                 None
             } else {
@@ -200,8 +236,8 @@ impl Driver {
                 Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
             }
         };
-        let name = text(self.fns.get_error_name).unwrap_or_else(|| "CUDA_ERROR_UNKNOWN".into());
-        let desc = text(self.fns.get_error_string).unwrap_or_else(|| "unknown error".into());
+        let name = text(true).unwrap_or_else(|| "CUDA_ERROR_UNKNOWN".into());
+        let desc = text(false).unwrap_or_else(|| "unknown error".into());
         Err(Error::Pjrt {
             entry: call,
             code: code_of(code),
@@ -213,7 +249,7 @@ impl Driver {
         let mut v: c_int = 0;
         // SAFETY: valid out-pointer.
         self.check("cuDriverGetVersion", unsafe {
-            (self.fns.driver_get_version)(&mut v)
+            self.fns.driver_get_version(self.label, &mut v)
         })?;
         if v < 0 {
             return Err(lying_driver(
@@ -228,7 +264,7 @@ impl Driver {
         let mut n: c_int = 0;
         // SAFETY: valid out-pointer.
         self.check("cuDeviceGetCount", unsafe {
-            (self.fns.device_get_count)(&mut n)
+            self.fns.device_get_count(self.label, &mut n)
         })?;
         if n < 0 {
             return Err(lying_driver(
@@ -243,13 +279,18 @@ impl Driver {
         let mut dev: c_int = 0;
         // SAFETY: valid out-pointer.
         self.check("cuDeviceGet", unsafe {
-            (self.fns.device_get)(&mut dev, ordinal)
+            self.fns.device_get(self.label, &mut dev, ordinal)
         })?;
         let mut buf = [0u8; 256];
         // SAFETY: the buffer holds 256 bytes and its length is passed; the driver writes at
         // most that many.
         self.check("cuDeviceGetName", unsafe {
-            (self.fns.device_get_name)(buf.as_mut_ptr().cast::<c_char>(), buf.len() as c_int, dev)
+            self.fns.device_get_name(
+                self.label,
+                buf.as_mut_ptr().cast::<c_char>(),
+                buf.len() as c_int,
+                dev,
+            )
         })?;
         Ok(fixed_c_string(&buf))
     }
@@ -259,12 +300,12 @@ impl Driver {
         let mut dev: c_int = 0;
         // SAFETY: valid out-pointer.
         self.check("cuDeviceGet", unsafe {
-            (self.fns.device_get)(&mut dev, ordinal)
+            self.fns.device_get(self.label, &mut dev, ordinal)
         })?;
         let mut ctx: Handle = std::ptr::null_mut();
         // SAFETY: valid out-pointer; `dev` came from cuDeviceGet.
         self.check("cuDevicePrimaryCtxRetain", unsafe {
-            (self.fns.primary_ctx_retain)(&mut ctx, dev)
+            self.fns.primary_ctx_retain(self.label, &mut ctx, dev)
         })?;
         let ctx = match non_null("cuDevicePrimaryCtxRetain", "context", ctx) {
             Ok(c) => c,
@@ -283,26 +324,28 @@ impl Driver {
 
     pub(crate) fn release_primary_context(&self, dev: i32) {
         // SAFETY: `dev` had its primary context retained once by `primary_context`.
-        let _ = unsafe { (self.fns.primary_ctx_release)(dev) };
+        let _ = unsafe { self.fns.primary_ctx_release(self.label, dev) };
     }
 
     pub(crate) fn set_current(&self, ctx: usize) -> Result<()> {
         // SAFETY: `ctx` is a context handle from the driver.
         self.check("cuCtxSetCurrent", unsafe {
-            (self.fns.ctx_set_current)(h(ctx))
+            self.fns.ctx_set_current(self.label, h(ctx))
         })
     }
 
     pub(crate) fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments.
-        self.check("cuCtxSynchronize", unsafe { (self.fns.ctx_synchronize)() })
+        self.check("cuCtxSynchronize", unsafe {
+            self.fns.ctx_synchronize(self.label)
+        })
     }
 
     pub(crate) fn mem_info(&self) -> Result<(usize, usize)> {
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: valid out-pointers.
         self.check("cuMemGetInfo", unsafe {
-            (self.fns.mem_get_info)(&mut free, &mut total)
+            self.fns.mem_get_info(self.label, &mut free, &mut total)
         })?;
         Ok((free, total))
     }
@@ -310,7 +353,9 @@ impl Driver {
     pub(crate) fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut p: u64 = 0;
         // SAFETY: valid out-pointer.
-        self.check("cuMemAlloc", unsafe { (self.fns.mem_alloc)(&mut p, bytes) })?;
+        self.check("cuMemAlloc", unsafe {
+            self.fns.mem_alloc(self.label, &mut p, bytes)
+        })?;
         if p == 0 && bytes != 0 {
             return Err(lying_driver(
                 "cuMemAlloc",
@@ -322,7 +367,7 @@ impl Driver {
 
     pub(crate) fn free(&self, ptr: u64) -> Result<()> {
         // SAFETY: device pointers are checked by the driver; a bad one is an error code.
-        self.check("cuMemFree", unsafe { (self.fns.mem_free)(ptr) })
+        self.check("cuMemFree", unsafe { self.fns.mem_free(self.label, ptr) })
     }
 
     /// Page-locked host memory of `bytes` bytes, as an address.
@@ -330,7 +375,7 @@ impl Driver {
         let mut p: *mut c_void = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         self.check("cuMemAllocHost", unsafe {
-            (self.fns.mem_alloc_host)(&mut p, bytes)
+            self.fns.mem_alloc_host(self.label, &mut p, bytes)
         })?;
         non_null("cuMemAllocHost", &format!("pointer for {bytes} bytes"), p)
     }
@@ -338,7 +383,7 @@ impl Driver {
     pub(crate) fn free_host(&self, addr: usize) -> Result<()> {
         // SAFETY: `addr` came from `alloc_host` and is freed once (the owner's Drop).
         self.check("cuMemFreeHost", unsafe {
-            (self.fns.mem_free_host)(addr as *mut c_void)
+            self.fns.mem_free_host(self.label, addr as *mut c_void)
         })
     }
 
@@ -346,7 +391,8 @@ impl Driver {
     pub(crate) fn memcpy_htod(&self, dst: u64, src: &[u8]) -> Result<()> {
         // SAFETY: `src` is valid for its length for the whole (synchronous) call.
         self.check("cuMemcpyHtoD", unsafe {
-            (self.fns.memcpy_htod)(dst, src.as_ptr().cast(), src.len())
+            self.fns
+                .memcpy_htod(self.label, dst, src.as_ptr().cast(), src.len())
         })
     }
 
@@ -354,14 +400,15 @@ impl Driver {
     pub(crate) fn memcpy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
         // SAFETY: `dst` is valid for writes of its length for the whole call.
         self.check("cuMemcpyDtoH", unsafe {
-            (self.fns.memcpy_dtoh)(dst.as_mut_ptr().cast(), src, dst.len())
+            self.fns
+                .memcpy_dtoh(self.label, dst.as_mut_ptr().cast(), src, dst.len())
         })
     }
 
     pub(crate) fn memcpy_dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<()> {
         // SAFETY: only device addresses, which the driver checks.
         self.check("cuMemcpyDtoD", unsafe {
-            (self.fns.memcpy_dtod)(dst, src, bytes)
+            self.fns.memcpy_dtod(self.label, dst, src, bytes)
         })
     }
 
@@ -377,7 +424,8 @@ impl Driver {
         // SAFETY: the caller keeps `src..src+bytes` alive and unwritten until the copy is
         // done (the pinned buffer's event is synchronised before it is touched or freed).
         self.check("cuMemcpyHtoDAsync", unsafe {
-            (self.fns.memcpy_htod_async)(dst, src as *const c_void, bytes, h(stream))
+            self.fns
+                .memcpy_htod_async(self.label, dst, src as *const c_void, bytes, h(stream))
         })
     }
 
@@ -391,7 +439,8 @@ impl Driver {
     ) -> Result<()> {
         // SAFETY: as for `memcpy_htod_async`, the caller owns and guards `dst`.
         self.check("cuMemcpyDtoHAsync", unsafe {
-            (self.fns.memcpy_dtoh_async)(dst as *mut c_void, src, bytes, h(stream))
+            self.fns
+                .memcpy_dtoh_async(self.label, dst as *mut c_void, src, bytes, h(stream))
         })
     }
 
@@ -404,14 +453,15 @@ impl Driver {
     ) -> Result<()> {
         // SAFETY: only device addresses and a stream handle, which the driver checks.
         self.check("cuMemcpyDtoDAsync", unsafe {
-            (self.fns.memcpy_dtod_async)(dst, src, bytes, h(stream))
+            self.fns
+                .memcpy_dtod_async(self.label, dst, src, bytes, h(stream))
         })
     }
 
     pub(crate) fn memset(&self, dst: u64, value: u8, bytes: usize) -> Result<()> {
         // SAFETY: only a device address, which the driver checks.
         self.check("cuMemsetD8", unsafe {
-            (self.fns.memset_d8)(dst, value, bytes)
+            self.fns.memset_d8(self.label, dst, value, bytes)
         })
     }
 
@@ -424,7 +474,8 @@ impl Driver {
     ) -> Result<()> {
         // SAFETY: only a device address and a stream handle, which the driver checks.
         self.check("cuMemsetD8Async", unsafe {
-            (self.fns.memset_d8_async)(dst, value, bytes, h(stream))
+            self.fns
+                .memset_d8_async(self.label, dst, value, bytes, h(stream))
         })
     }
 
@@ -434,7 +485,8 @@ impl Driver {
         let mut m: Handle = std::ptr::null_mut();
         // SAFETY: `image` is a complete image (PTX NUL-terminated) valid for the call.
         self.check("cuModuleLoadData", unsafe {
-            (self.fns.module_load_data)(&mut m, image.as_ptr().cast())
+            self.fns
+                .module_load_data(self.label, &mut m, image.as_ptr().cast())
         })?;
         non_null("cuModuleLoadData", "module handle", m)
     }
@@ -442,7 +494,7 @@ impl Driver {
     pub(crate) fn module_unload(&self, module: usize) -> Result<()> {
         // SAFETY: `module` came from `module_load` and is unloaded once (owner's Drop).
         self.check("cuModuleUnload", unsafe {
-            (self.fns.module_unload)(h(module))
+            self.fns.module_unload(self.label, h(module))
         })
     }
 
@@ -453,7 +505,8 @@ impl Driver {
         let mut f: Handle = std::ptr::null_mut();
         // SAFETY: valid out-pointer, a live module and a NUL-terminated name.
         self.check("cuModuleGetFunction", unsafe {
-            (self.fns.module_get_function)(&mut f, h(module), cname.as_ptr())
+            self.fns
+                .module_get_function(self.label, &mut f, h(module), cname.as_ptr())
         })?;
         non_null(
             "cuModuleGetFunction",
@@ -490,7 +543,8 @@ impl Driver {
         // SAFETY: every parameter pointer points at a value of the size the caller declared,
         // alive for the call (the driver copies parameters before cuLaunchKernel returns).
         self.check("cuLaunchKernel", unsafe {
-            (self.fns.launch_kernel)(
+            self.fns.launch_kernel(
+                self.label,
                 h(function),
                 grid[0],
                 grid[1],
@@ -510,7 +564,8 @@ impl Driver {
         let mut s: Handle = std::ptr::null_mut();
         // SAFETY: valid out-pointer; flag 1 is CU_STREAM_NON_BLOCKING.
         self.check("cuStreamCreate", unsafe {
-            (self.fns.stream_create)(&mut s, non_blocking as c_uint)
+            self.fns
+                .stream_create(self.label, &mut s, non_blocking as c_uint)
         })?;
         // NULL is the legacy default stream, not a new one.
         non_null("cuStreamCreate", "stream handle", s)
@@ -519,21 +574,22 @@ impl Driver {
     pub(crate) fn stream_destroy(&self, stream: usize) -> Result<()> {
         // SAFETY: `stream` came from `stream_create` and is destroyed once.
         self.check("cuStreamDestroy", unsafe {
-            (self.fns.stream_destroy)(h(stream))
+            self.fns.stream_destroy(self.label, h(stream))
         })
     }
 
     pub(crate) fn stream_synchronize(&self, stream: usize) -> Result<()> {
         // SAFETY: a stream handle (0 is the legacy default stream).
         self.check("cuStreamSynchronize", unsafe {
-            (self.fns.stream_synchronize)(h(stream))
+            self.fns.stream_synchronize(self.label, h(stream))
         })
     }
 
     pub(crate) fn stream_wait_event(&self, stream: usize, event: usize) -> Result<()> {
         // SAFETY: stream and event handles from the driver.
         self.check("cuStreamWaitEvent", unsafe {
-            (self.fns.stream_wait_event)(h(stream), h(event), 0)
+            self.fns
+                .stream_wait_event(self.label, h(stream), h(event), 0)
         })
     }
 
@@ -543,7 +599,7 @@ impl Driver {
         let flags: c_uint = if timing { 0 } else { 2 };
         // SAFETY: valid out-pointer.
         self.check("cuEventCreate", unsafe {
-            (self.fns.event_create)(&mut e, flags)
+            self.fns.event_create(self.label, &mut e, flags)
         })?;
         non_null("cuEventCreate", "event handle", e)
     }
@@ -551,21 +607,21 @@ impl Driver {
     pub(crate) fn event_destroy(&self, event: usize) -> Result<()> {
         // SAFETY: `event` came from `event_create` and is destroyed once.
         self.check("cuEventDestroy", unsafe {
-            (self.fns.event_destroy)(h(event))
+            self.fns.event_destroy(self.label, h(event))
         })
     }
 
     pub(crate) fn event_record(&self, event: usize, stream: usize) -> Result<()> {
         // SAFETY: event and stream handles from the driver.
         self.check("cuEventRecord", unsafe {
-            (self.fns.event_record)(h(event), h(stream))
+            self.fns.event_record(self.label, h(event), h(stream))
         })
     }
 
     pub(crate) fn event_synchronize(&self, event: usize) -> Result<()> {
         // SAFETY: an event handle from the driver.
         self.check("cuEventSynchronize", unsafe {
-            (self.fns.event_synchronize)(h(event))
+            self.fns.event_synchronize(self.label, h(event))
         })
     }
 
@@ -573,7 +629,8 @@ impl Driver {
         let mut ms = 0f32;
         // SAFETY: valid out-pointer and two event handles.
         self.check("cuEventElapsedTime", unsafe {
-            (self.fns.event_elapsed_time)(&mut ms, h(start), h(end))
+            self.fns
+                .event_elapsed_time(self.label, &mut ms, h(start), h(end))
         })?;
         Ok(ms)
     }

@@ -47,25 +47,56 @@ fn symbol<T: Copy>(lib: &libloading::Library, name: &str, sym: &str) -> Result<T
     })
 }
 
+/// What the exit report of a call into the CUDA driver calls the library.
+pub const CUDA_DRIVER: &str = "the CUDA driver library";
+
+/// Opens the CUDA driver library `name` (a path, or a bare name searched the way the
+/// dynamic loader does) through [`crate::guard::open_checked_library`]: the file is checked
+/// before the loader sees it (a truncated copy would crash the loader, a FIFO would block
+/// it), and an `exit()` in its initialisers is reported. Errors are FAILED_PRECONDITION at
+/// `dlopen`, naming the library and what is wrong with it. Shared with `rpjrt-cuda`.
+pub fn open_driver(given: &std::path::Path) -> Result<crate::guard::CheckedLibrary> {
+    let name = given.display();
+    // SAFETY: loading the CUDA driver runs its initialisers; the caller chose `name` as
+    // the driver.
+    let opened = unsafe { crate::guard::open_checked_library(given, CUDA_DRIVER, |_| Ok(())) };
+    opened.map_err(|e| {
+        let hint = match &e {
+            crate::guard::CheckedOpenError::Refused { .. } => " (is an NVIDIA driver installed?)",
+            crate::guard::CheckedOpenError::Unusable { .. } => "",
+        };
+        unavailable(
+            "dlopen",
+            format!(
+                "cannot load the CUDA driver {name}: {}{hint}",
+                e.reason_for(given)
+            ),
+        )
+    })
+}
+
 /// Opens `name` (searched the way the dynamic loader does), initialises the driver and
 /// reads its version and device count. The library stays loaded (`cuInit` starts the
 /// driver's threads, and a library that is no driver may have started its own: unloading
 /// would pull their code from under them).
 pub fn probe(name: &str) -> Result<DriverFacts> {
-    // SAFETY: loading the CUDA driver runs its initialisers, which have no preconditions.
-    let lib = unsafe { libloading::Library::new(name) }.map(std::mem::ManuallyDrop::new);
-    let lib = lib.map_err(|e| {
-        unavailable(
-            "dlopen",
-            format!("cannot load the CUDA driver {name}: {e} (is an NVIDIA driver installed?)"),
-        )
-    })?;
+    let lib = open_driver(std::path::Path::new(name))?;
+    let label = lib.label;
+    // SAFETY: a handle the loader just returned, owned from here by `lib` and never
+    // unloaded (see above).
+    let lib = std::mem::ManuallyDrop::new(libloading::Library::from(unsafe {
+        libloading::os::unix::Library::from_raw(lib.handle)
+    }));
+    // Each call into the driver is watched: a library that calls exit() there ends the
+    // process with a report and a non-zero status, not as if the program had finished.
+    let watch = |step| crate::guard::watch_exit_as(CUDA_DRIVER, label, step);
     let init: InitFn = symbol(&lib, name, "cuInit")?;
     let version: CountFn = symbol(&lib, name, "cuDriverGetVersion")?;
     let count: CountFn = symbol(&lib, name, "cuDeviceGetCount")?;
     let error_name: ErrorNameFn = symbol(&lib, name, "cuGetErrorName")?;
     let describe = |code: CuResult| {
         let mut p: *const c_char = std::ptr::null();
+        let _w = watch("cuGetErrorName");
         // SAFETY: a valid out-pointer; the driver stores a static string or leaves it null.
         let rc = unsafe { error_name(code, &mut p) };
         if rc != 0 || p.is_null() {
@@ -76,8 +107,10 @@ pub fn probe(name: &str) -> Result<DriverFacts> {
             format!("{s} ({code})")
         }
     };
+    let w = watch("cuInit");
     // SAFETY: cuInit takes a flags word (must be 0) and nothing else.
     let rc = unsafe { init(0) };
+    drop(w);
     if rc != 0 {
         return Err(unavailable(
             "cuInit",
@@ -85,8 +118,10 @@ pub fn probe(name: &str) -> Result<DriverFacts> {
         ));
     }
     let mut v: c_int = 0;
+    let w = watch("cuDriverGetVersion");
     // SAFETY: a valid out-pointer.
     let rc = unsafe { version(&mut v) };
+    drop(w);
     if rc != 0 {
         return Err(unavailable(
             "cuDriverGetVersion",
@@ -94,8 +129,10 @@ pub fn probe(name: &str) -> Result<DriverFacts> {
         ));
     }
     let mut n: c_int = 0;
+    let w = watch("cuDeviceGetCount");
     // SAFETY: a valid out-pointer.
     let rc = unsafe { count(&mut n) };
+    drop(w);
     Ok(DriverFacts {
         version: v,
         devices: if rc == 0 { Ok(n) } else { Err(describe(rc)) },

@@ -123,6 +123,38 @@ fn open_library(path: &Path) -> Result<(File, u64), String> {
     Ok((file, meta.len()))
 }
 
+/// Whether the regular file at `path` is an ELF file built for another kind of machine
+/// (another word size, byte order or architecture). The dynamic loader's search passes
+/// over such a file and goes on to the next directory, so a search that mirrors it does
+/// too. A FIFO or device is not opened for reading (so never waited on).
+pub fn built_for_another_machine(path: &Path) -> bool {
+    let Ok((file, meta)) = crate::files::open_for_reading(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    let mut h = Vec::with_capacity(20);
+    if file.take(20).read_to_end(&mut h).is_err() || h.len() < 20 || &h[..4] != b"\x7fELF" {
+        return false;
+    }
+    let is64 = match h[4] {
+        1 => false,
+        2 => true,
+        _ => return false,
+    };
+    let little = match h[5] {
+        1 => true,
+        2 => false,
+        _ => return false,
+    };
+    if is64 != cfg!(target_pointer_width = "64") || little != cfg!(target_endian = "little") {
+        return true;
+    }
+    let machine = num(&h, 18, 2, little).unwrap_or(0) as u16;
+    host_machine().is_some_and(|host| host != machine)
+}
+
 /// Why a file that reports a size of 0 but reads bytes (a `/proc` or `/sys` file) is no
 /// plugin library.
 pub const SPECIAL_FILE: &str = "it is not a loadable shared library (it is a special file, as \

@@ -344,6 +344,192 @@ pub unsafe fn open_library(
     Ok(handle)
 }
 
+/// A library [`open_checked_library`] opened. Never closed: a library's code may be in
+/// use by threads it started while it loaded, long after rpjrt is done with it.
+#[derive(Debug)]
+pub struct CheckedLibrary {
+    /// The loader's handle.
+    pub handle: *mut std::ffi::c_void,
+    /// The file that was checked and handed to the loader: the path given, or for a bare
+    /// name the first usable file of the loader's search (the bare name itself when that
+    /// search found nothing where rpjrt looks, and the loader searched on its own).
+    pub path: std::path::PathBuf,
+    /// `path` as text, kept for the life of the process: what [`watch_exit_as`] names in
+    /// calls into the library.
+    pub label: &'static str,
+}
+
+/// Why [`open_checked_library`] did not open a library.
+#[derive(Debug)]
+pub enum CheckedOpenError {
+    /// The file at `path` cannot be a library this process loads (missing, unreadable, a
+    /// FIFO, a device or a directory, not ELF, truncated, for another machine, or refused
+    /// by the caller's own check): `reason` says which. The loader was not called.
+    Unusable {
+        /// The file that was checked.
+        path: std::path::PathBuf,
+        /// Why it cannot be loaded, in words.
+        reason: String,
+    },
+    /// The loader refused the file at `path`: its message.
+    Refused {
+        /// The file handed to the loader.
+        path: std::path::PathBuf,
+        /// The loader's message (`dlerror`).
+        message: String,
+    },
+}
+
+impl CheckedOpenError {
+    /// The file the error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            CheckedOpenError::Unusable { path, .. } | CheckedOpenError::Refused { path, .. } => {
+                path
+            }
+        }
+    }
+
+    /// Why, in words, naming the file when the loader's search found it for the bare name
+    /// `given` (for a path, the caller names it).
+    pub fn reason_for(&self, given: &std::path::Path) -> String {
+        let why = match self {
+            CheckedOpenError::Unusable { reason, .. } => reason.clone(),
+            CheckedOpenError::Refused { message, .. } => message.clone(),
+        };
+        if self.path() == given {
+            return why;
+        }
+        format!(
+            "the loader's search (LD_LIBRARY_PATH, its cache, the system directories) finds \
+             {} first, and {why}; remove that file or change LD_LIBRARY_PATH",
+            self.path().display()
+        )
+    }
+}
+
+/// The one way rpjrt hands a foreign library to the system's loader (PJRT plugins, the
+/// CUDA driver, the driver probe). `name` is a path, or a bare file name searched as the
+/// loader does ([`crate::libraries::dlopen_search`]). In order:
+///
+/// 1. the file is checked before the loader sees it ([`crate::elf::check_library_file`]):
+///    the loader trusts a file's headers (a truncated copy raises SIGBUS inside it) and
+///    waits for a writer on a FIFO, holding its lock; for a bare name every file the
+///    search passes on the way is checked too (a file for another machine is passed over,
+///    as the loader does);
+/// 2. `vet` (the caller's own check of the file, e.g. that an entry point is code) runs;
+/// 3. the file is opened with [`open_library`], counted in [`crate::loads_in_loader`], with
+///    [`watch_exit_as`] naming `kind` and the file: a library whose initialisers call
+///    `exit()` ends the process with a report and a non-zero status instead of a silent
+///    success. An initialiser that throws a C++ exception leaves the loader locked: the
+///    process is ended with a report (abort).
+///
+/// # Safety
+/// Opening a library runs its initialisers (arbitrary code), as any dlopen does: the
+/// caller chose `name` as a library of that `kind`.
+pub unsafe fn open_checked_library(
+    name: &std::path::Path,
+    kind: &'static str,
+    vet: impl FnOnce(&std::path::Path) -> std::result::Result<(), String>,
+) -> std::result::Result<CheckedLibrary, CheckedOpenError> {
+    let path = checked_file(name)?;
+    vet(&path).map_err(|reason| CheckedOpenError::Unusable {
+        path: path.clone(),
+        reason,
+    })?;
+    // Named in the report of a library that calls exit() while it loads, and in later
+    // calls into it (never unloaded, so neither is its name).
+    let label: &'static str = Box::leak(path.display().to_string().into_boxed_str());
+    arm_exit_watch();
+    let opened = {
+        let _in_loader = crate::InLoader::enter();
+        let _watch = watch_exit_as(
+            kind,
+            label,
+            "its library initialisers (while dlopen loaded it)",
+        );
+        // SAFETY: the caller chose this library (see above); the file was checked.
+        unsafe { open_library(&path) }
+    };
+    if !matches!(opened, Err(OpenFailure::Refused(_))) {
+        // Its initialisers ran: exit handlers of its own may be registered from here on.
+        note_library_loaded();
+        // Re-armed so the watch runs before those handlers (bounded per process).
+        arm_exit_watch();
+    }
+    match opened {
+        Ok(handle) => Ok(CheckedLibrary {
+            handle,
+            path,
+            label,
+        }),
+        Err(OpenFailure::Refused(message)) => Err(CheckedOpenError::Refused { path, message }),
+        Err(OpenFailure::Threw(what)) => initialiser_threw(kind, &path, &what),
+    }
+}
+
+/// The file [`open_checked_library`] hands to the loader for `name`, checked.
+fn checked_file(
+    name: &std::path::Path,
+) -> std::result::Result<std::path::PathBuf, CheckedOpenError> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let unusable = |path: &std::path::Path, reason: String| CheckedOpenError::Unusable {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = name.as_os_str().as_bytes();
+    if bytes.is_empty() {
+        return Err(unusable(name, "the library name is empty".into()));
+    }
+    if bytes.contains(&b'/') {
+        crate::elf::check_library_file(name).map_err(|r| unusable(name, r))?;
+        return Ok(name.to_path_buf());
+    }
+    let Some(bare) = name.to_str() else {
+        // Not UTF-8: rpjrt's search cannot name it; the loader searches on its own.
+        return Ok(name.to_path_buf());
+    };
+    for (candidate, choosable) in crate::libraries::dlopen_search(bare) {
+        // What the loader's open() would find: a missing or unreachable entry is passed
+        // over, by the loader too.
+        let Ok(meta) = std::fs::metadata(&candidate) else {
+            continue;
+        };
+        if !choosable {
+            if let Some(kind) = crate::files::kind_of(&meta) {
+                return Err(unusable(
+                    &candidate,
+                    format!("it is {kind}, not a shared library file"),
+                ));
+            }
+            continue;
+        }
+        match crate::elf::check_library_file(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(_) if crate::elf::built_for_another_machine(&candidate) => continue,
+            Err(reason) => return Err(unusable(&candidate, reason)),
+        }
+    }
+    // Nowhere rpjrt looks: the loader searches on its own (and says so, most likely).
+    Ok(name.to_path_buf())
+}
+
+/// Ends the process after a library's initialiser threw a C++ exception inside the loader.
+#[cold]
+fn initialiser_threw(kind: &str, path: &std::path::Path, what: &str) -> ! {
+    eprintln!(
+        "rpjrt: fatal: {kind} {} threw a C++ exception from its library initialisers while \
+         it was being loaded: {}. The dynamic loader cannot recover from that (it stays \
+         locked, so no other library could be loaded in this process), so the process ends \
+         here. This is the library's defect: some plugins do this when several processes \
+         load them at the same time (jax-tt-plugin unpacks files into $TMPDIR then); retry, \
+         or load it in one process first.",
+        path.display(),
+        crate::summarize_exception(what)
+    );
+    std::process::abort()
+}
+
 /// Calls a plugin's `GetPjrtApi`, catching a C++ exception it throws: `Err(what())`.
 ///
 /// # Safety
@@ -403,9 +589,12 @@ pub fn guard_overhead_ns(iters: usize) -> (f64, f64) {
     (best_direct, best_guarded)
 }
 
-/// A plugin library path and the step rpjrt was in when a thread entered the plugin: what
-/// the exit handler of [`watch_exit`] names.
-type InPlugin = Option<(&'static str, &'static str, u32)>;
+/// What a library was loaded as (`"the PJRT plugin"`), its path, and the step rpjrt was in
+/// when a thread entered it: what the exit handler of [`watch_exit`] names.
+type InPlugin = Option<(&'static str, &'static str, &'static str, u32)>;
+
+/// What [`watch_exit`] calls a PJRT plugin library in its report.
+pub const PJRT_PLUGIN: &str = "the PJRT plugin";
 
 thread_local! {
     /// The plugin call this thread is inside (library, step, fork generation), if any.
@@ -439,7 +628,20 @@ impl Drop for InPluginCall {
 /// forked child's, or one outside plugin calls is left alone.
 #[inline]
 pub fn watch_exit(plugin: &'static str, step: &'static str) -> InPluginCall {
-    let now = Some((plugin, step, GENERATION.load(Ordering::Relaxed)));
+    watch_exit_as(PJRT_PLUGIN, plugin, step)
+}
+
+/// [`watch_exit`] for any library rpjrt loads and calls into: `kind` says what it is in
+/// the report (`"the CUDA driver library"`), `library` its path, `step` the call (`"cuInit"`).
+/// The report ends the process as [`watch_exit`] says; [`arm_exit_watch`] must have run
+/// once ([`open_checked_library`] does).
+#[inline]
+pub fn watch_exit_as(
+    kind: &'static str,
+    library: &'static str,
+    step: &'static str,
+) -> InPluginCall {
+    let now = Some((kind, library, step, GENERATION.load(Ordering::Relaxed)));
     InPluginCall(IN_PLUGIN.with(|c| c.replace(now)))
 }
 
@@ -466,7 +668,7 @@ pub fn arm_exit_watch() {
 /// The exit handler of [`watch_exit`].
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 extern "C" fn exit_in_plugin(status: i32, _arg: *mut std::ffi::c_void) {
-    let Some((plugin, step, generation)) = IN_PLUGIN.with(|c| c.get()) else {
+    let Some((kind, library, step, generation)) = IN_PLUGIN.with(|c| c.get()) else {
         return;
     };
     if forked_since(generation) {
@@ -475,9 +677,11 @@ extern "C" fn exit_in_plugin(status: i32, _arg: *mut std::ffi::c_void) {
     let code = if status == 0 { 1 } else { status };
     let status_text = status.to_string();
     let code_text = code.to_string();
-    let parts: [&str; 9] = [
-        "rpjrt: fatal: the PJRT plugin ",
-        plugin,
+    let parts: [&str; 11] = [
+        "rpjrt: fatal: ",
+        kind,
+        " ",
+        library,
         " called exit(",
         &status_text,
         ") inside ",
@@ -485,8 +689,8 @@ extern "C" fn exit_in_plugin(status: i32, _arg: *mut std::ffi::c_void) {
         ", which would have ended this program as if it had finished, with nothing said; \
          it ends with exit status ",
         &code_text,
-        " instead. This is the plugin's way of giving up: its own messages above (if any) \
-         say why; run with the plugin's logging turned up to learn more.\n",
+        " instead. This is the library's way of giving up: its own messages above (if any) \
+         say why; run with its logging turned up to learn more.\n",
     ];
     for p in parts {
         // SAFETY: writes the bytes of a live string to standard error; a failed write

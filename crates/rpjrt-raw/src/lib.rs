@@ -339,38 +339,30 @@ pub fn load(path: &Path) -> Result<Api> {
         path: path.to_path_buf(),
         reason,
     };
-    // dlopen trusts the file's headers (a truncated copy raises SIGBUS inside it) and
-    // blocks on a FIFO: check the file first.
-    elf::check_library_file(path).map_err(fail)?;
+    // The shared path of every library rpjrt loads: the file is checked first (dlopen
+    // trusts its headers: a truncated copy raises SIGBUS inside it; it blocks on a FIFO),
+    // then opened guarded, counted and watched for exit() (`guard::open_checked_library`).
     // A `GetPjrtApi` that is data, not code, would be jumped to (SIGSEGV): refused before
     // anything of the library runs.
-    if let Ok(Some(elf::SymbolKind::NotCode(what))) = elf::defined_symbol(path, "GetPjrtApi") {
-        return Err(fail(format!(
+    let vet = |file: &Path| match elf::defined_symbol(file, "GetPjrtApi") {
+        Ok(Some(elf::SymbolKind::NotCode(what))) => Err(format!(
             "it exports GetPjrtApi, but as {what}, not a function, so it is not a PJRT plugin \
              (a PJRT plugin defines `const PJRT_Api* GetPjrtApi(void)`)"
-        )));
-    }
-    // Named in the report of a plugin that calls exit() inside rpjrt's calls (the library
-    // is never unloaded, so neither is its name).
-    let plugin: &'static str = Box::leak(path.display().to_string().into_boxed_str());
-    guard::arm_exit_watch();
-    let opened = {
-        let _in_loader = InLoader::enter();
-        let _watch = guard::watch_exit(plugin, "its library initialisers (while dlopen loaded it)");
-        // SAFETY: loading a library runs its initialisers. That is what loading a plugin
-        // means; the user chose this path as a PJRT plugin.
-        unsafe { guard::open_library(path) }
+        )),
+        _ => Ok(()),
     };
-    if !matches!(opened, Err(guard::OpenFailure::Refused(_))) {
-        // Its initialisers ran: exit handlers of its own may be registered from here on.
-        guard::note_library_loaded();
-    }
-    let handle = match opened {
-        Ok(h) => h,
-        Err(guard::OpenFailure::Refused(e)) => {
-            return Err(fail(format!("it is not a loadable shared library ({e})")))
+    // SAFETY: loading a library runs its initialisers. That is what loading a plugin
+    // means; the user chose this path as a PJRT plugin.
+    let opened = unsafe { guard::open_checked_library(path, guard::PJRT_PLUGIN, vet) };
+    let (handle, plugin) = match opened {
+        Ok(lib) => (lib.handle, lib.label),
+        Err(e @ guard::CheckedOpenError::Refused { .. }) => {
+            return Err(fail(format!(
+                "it is not a loadable shared library ({})",
+                e.reason_for(path)
+            )))
         }
-        Err(guard::OpenFailure::Threw(what)) => initialiser_threw(path, &what),
+        Err(e) => return Err(fail(e.reason_for(path))),
     };
     // SAFETY: a handle dlopen just returned, owned from here by `lib`. Never unloaded,
     // whatever follows: handles from a plugin may outlive every rpjrt object, a library
@@ -883,27 +875,6 @@ pub unsafe fn call_guarded<T, E>(
         Ok(e) => Ok(e.cast()),
         Err(what) => Err(exception_error(entry, what)),
     }
-}
-
-/// Ends the process after a static initialiser of the plugin library at `path` threw a
-/// C++ exception while it was being opened. The C library's loader holds its lock while
-/// initialisers run and has no way to release it when one throws, so every later library
-/// load in any other thread of the process (a Python import of an extension module, the
-/// next plugin) would wait for ever; returning an error would only trade this exit for a
-/// hang. What happened is said first, on standard error.
-#[cold]
-fn initialiser_threw(path: &Path, what: &str) -> ! {
-    eprintln!(
-        "rpjrt: fatal: the PJRT plugin {} threw a C++ exception from its library \
-         initialisers while it was being loaded: {}. The dynamic loader cannot recover from \
-         that (it stays locked, so no other library could be loaded in this process), so \
-         the process ends here. This is the plugin's defect: some plugins do this when \
-         several processes load them at the same time (jax-tt-plugin unpacks files into \
-         $TMPDIR then); retry, or load it in one process first.",
-        path.display(),
-        summarize_exception(what)
-    );
-    std::process::abort()
 }
 
 /// The error for a C++ exception that escaped from a plugin function.

@@ -170,6 +170,60 @@ fn locate(
         .find(|p| p.is_file())
 }
 
+/// The `glibc-hwcaps` subdirectories the loader tries in each directory of its search
+/// before the directory itself, on CPUs of that level (glibc 2.33 and later).
+const HWCAPS_DIRS: &[&str] = if cfg!(target_arch = "x86_64") {
+    &["x86-64-v4", "x86-64-v3", "x86-64-v2"]
+} else {
+    &[]
+};
+
+/// Where the dynamic loader looks for a library that this process opens by the bare name
+/// `name` (no slash), in the loader's order: the program's `DT_RPATH` (when it has no
+/// `DT_RUNPATH`), `LD_LIBRARY_PATH` (an empty entry is the working directory), the
+/// loader's cache, the default directories. Each path comes with whether it may be
+/// chosen: a `glibc-hwcaps` subdirectory's file (searched by the loader only on CPUs of
+/// that level) is `false`, to be checked for what would block or crash the loader, never
+/// loaded in the place of the loader's choice.
+pub fn dlopen_search(name: &str) -> Vec<(PathBuf, bool)> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Ok(exe) = std::fs::canonicalize("/proc/self/exe") {
+        if let Ok(info) = crate::elf::dynamic_info(&exe) {
+            if let (None, Some(rpath)) = (&info.runpath, &info.rpath) {
+                dirs.extend(search_dirs(rpath, exe.parent().unwrap_or(Path::new("/"))));
+            }
+        }
+    }
+    if let Some(v) = std::env::var_os("LD_LIBRARY_PATH") {
+        use std::os::unix::ffi::OsStrExt as _;
+        for d in v.as_bytes().split(|&b| b == b':' || b == b';') {
+            let d = std::ffi::OsStr::from_bytes(d);
+            dirs.push(if d.is_empty() {
+                PathBuf::from(".")
+            } else {
+                PathBuf::from(d)
+            });
+        }
+    }
+    let mut out = Vec::new();
+    let push_dir = |out: &mut Vec<(PathBuf, bool)>, d: &Path| {
+        for level in HWCAPS_DIRS {
+            out.push((d.join("glibc-hwcaps").join(level).join(name), false));
+        }
+        out.push((d.join(name), true));
+    };
+    for d in &dirs {
+        push_dir(&mut out, d);
+    }
+    if let Some(p) = loader_cache().get(name) {
+        out.push((p.clone(), true));
+    }
+    for d in DEFAULT_DIRS {
+        push_dir(&mut out, Path::new(d));
+    }
+    out
+}
+
 /// Every library that `path` needs, directly or through the libraries it needs, that the
 /// dynamic loader would not find: `DT_NEEDED` entries resolved as the loader does
 /// (`DT_RPATH`, `LD_LIBRARY_PATH`, `DT_RUNPATH` with `$ORIGIN`, the `ldconfig` cache, the
