@@ -21,7 +21,13 @@ fn discovery_err(e: rpjrt::Error) -> PyErr {
     }
 }
 
-fn info_tuple<'py>(py: Python<'py>, p: &PluginInfo) -> PyResult<Bound<'py, PyTuple>> {
+/// `p` as `(name, path, version, source, platform, package, options, problem)`, where
+/// `problem` says why the entry cannot be used (a plugin config that cannot be read).
+fn info_tuple<'py>(
+    py: Python<'py>,
+    p: &PluginInfo,
+    problem: Option<&str>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let options = match &p.options {
         Some(o) => Some(attributes_to_py(py, o.entries())?),
         None => None,
@@ -34,25 +40,27 @@ fn info_tuple<'py>(py: Python<'py>, p: &PluginInfo) -> PyResult<Bound<'py, PyTup
         &p.platform,
         &p.package,
         options,
+        problem,
     )
         .into_pyobject(py)
 }
 
 /// Every plugin found over `search_path` (Python's `sys.path`), in search order, as
-/// `(name, path, version, source, platform, package, options)` tuples.
+/// `(name, path, version, source, platform, package, options, problem)` tuples.
 #[pyfunction]
 pub fn _discover<'py>(
     py: Python<'py>,
     search_path: Vec<PathBuf>,
 ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-    // A plugin config that cannot be read is listed (under its own path, so its version
-    // reads as unknown) instead of failing the whole listing.
+    // A plugin config that cannot be read is listed (under its own path, with why, as
+    // `rpjrt plugins` lists it) instead of failing the whole listing.
     let (found, problems) =
         py.detach_call(|| Discovery::new(SearchPath::new(search_path)).plugins_and_problems());
     found
         .iter()
-        .chain(problems.iter().map(|(p, _)| p))
-        .map(|p| info_tuple(py, p))
+        .map(|p| (p, None))
+        .chain(problems.iter().map(|(p, why)| (p, Some(why.as_str()))))
+        .map(|(p, why)| info_tuple(py, p, why))
         .collect()
 }
 
@@ -68,7 +76,7 @@ pub fn _candidates<'py>(
     let found = py
         .detach_call(|| Discovery::new(SearchPath::new(search_path)).candidates(spec.as_deref()))
         .map_err(discovery_err)?;
-    found.iter().map(|p| info_tuple(py, p)).collect()
+    found.iter().map(|p| info_tuple(py, p, None)).collect()
 }
 
 /// The PJRT library in a plugin module's directory, or `None`.

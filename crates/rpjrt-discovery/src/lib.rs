@@ -26,11 +26,12 @@
 
 #![warn(missing_docs)]
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rpjrt::{ClientOptions, Value};
@@ -231,12 +232,15 @@ impl SearchPath {
     /// off.
     pub fn from_env() -> SearchPath {
         let mut dirs = Vec::new();
-        if let Some(v) = std::env::var_os("RPJRT_PLUGIN_PATH") {
-            dirs.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
+        let plugin_path = std::env::var_os("RPJRT_PLUGIN_PATH");
+        if let Some(v) = &plugin_path {
+            dirs.extend(std::env::split_paths(v).filter(|p| !p.as_os_str().is_empty()));
         }
-        let venv = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty());
+        // Set but empty is said as such below; it names no environment either way.
+        let venv = std::env::var_os("VIRTUAL_ENV");
         let venv_dirs = venv
             .as_ref()
+            .filter(|v| !v.is_empty())
             .map(|v| venv_site_packages(Path::new(v)))
             .unwrap_or_default();
         dirs.extend(venv_dirs.iter().cloned());
@@ -279,44 +283,68 @@ impl SearchPath {
             new
         });
         let empty_because = dirs.is_empty().then(|| {
-            let mut why = vec!["RPJRT_PLUGIN_PATH is unset".to_string()];
-            why.push(match &venv {
-                None => "VIRTUAL_ENV is unset".to_string(),
-                Some(v) => format!(
-                    "VIRTUAL_ENV={} has no lib/python*/site-packages (no virtual environment \
-                     there)",
-                    v.to_string_lossy()
-                ),
-            });
-            why.push(match &python {
-                Some(p) if p.is_empty() => {
-                    "the Python query is off (RPJRT_PYTHON is set empty)".to_string()
-                }
-                Some(p) => format!(
-                    "RPJRT_PYTHON={} gave no site directories (it did not run, or did not \
-                     answer within {}s)",
-                    p.to_string_lossy(),
-                    PYTHON_QUERY_TIMEOUT.as_secs()
-                ),
-                None => "no `python3` on PATH gave site directories".to_string(),
-            });
-            let fix = match &venv {
-                None => {
-                    "set RPJRT_PLUGIN_PATH to a site-packages directory holding the \
-                         plugin wheels, or VIRTUAL_ENV to a virtual environment"
-                }
-                Some(_) => {
-                    "set RPJRT_PLUGIN_PATH to a site-packages directory holding the \
-                            plugin wheels, or VIRTUAL_ENV to an existing virtual environment"
-                }
-            };
-            format!("{}; {fix}", why.join("; "))
+            no_directories_because(plugin_path.as_deref(), venv.as_deref(), python.as_deref())
         });
         SearchPath {
             dirs,
             empty_because,
         }
     }
+}
+
+/// Why [`SearchPath::from_env`] found no directory, source by source, from the values of
+/// `RPJRT_PLUGIN_PATH`, `VIRTUAL_ENV` and `RPJRT_PYTHON` (`None`: unset), and what to do:
+/// each variable is said to be unset, set but empty, or set to a value that gave nothing,
+/// and the advice never asks to set a variable that is set.
+fn no_directories_because(
+    plugin_path: Option<&OsStr>,
+    venv: Option<&OsStr>,
+    python: Option<&OsStr>,
+) -> String {
+    let shown = |v: &OsStr| format!("{:?}", v.to_string_lossy());
+    let mut why = vec![match plugin_path {
+        None => "RPJRT_PLUGIN_PATH is not set".to_string(),
+        Some(v) if v.is_empty() => "RPJRT_PLUGIN_PATH is set but empty".to_string(),
+        Some(v) => format!(
+            "RPJRT_PLUGIN_PATH={} names no directory (only `:` separators and empty entries)",
+            shown(v)
+        ),
+    }];
+    why.push(match venv {
+        None => "VIRTUAL_ENV is not set".to_string(),
+        Some(v) if v.is_empty() => "VIRTUAL_ENV is set but empty".to_string(),
+        Some(v) => format!(
+            "VIRTUAL_ENV={} has no lib/python*/site-packages (no virtual environment there)",
+            v.to_string_lossy()
+        ),
+    });
+    why.push(match python {
+        Some(p) if p.is_empty() => {
+            "the Python query is off (RPJRT_PYTHON is set empty)".to_string()
+        }
+        Some(p) => format!(
+            "RPJRT_PYTHON={} gave no site directories (it did not run, or did not answer \
+             within {}s)",
+            p.to_string_lossy(),
+            PYTHON_QUERY_TIMEOUT.as_secs()
+        ),
+        None => "no `python3` on PATH gave site directories".to_string(),
+    });
+    let plugin_fix = match plugin_path {
+        None => "set RPJRT_PLUGIN_PATH to a site-packages directory holding the plugin wheels",
+        Some(_) => "give RPJRT_PLUGIN_PATH a site-packages directory holding the plugin wheels",
+    };
+    let venv_fix = match venv {
+        None => "VIRTUAL_ENV to a virtual environment",
+        Some(v) if v.is_empty() => "VIRTUAL_ENV a virtual environment's directory",
+        Some(_) => "VIRTUAL_ENV an existing virtual environment",
+    };
+    let venv_verb = match (plugin_path.is_some(), venv.is_some()) {
+        (false, false) | (true, true) => "",
+        (true, false) => "set ",
+        (false, true) => "give ",
+    };
+    format!("{}; {plugin_fix}, or {venv_verb}{venv_fix}", why.join("; "))
 }
 
 /// How long [`python_site_dirs`] waits for the interpreter.
@@ -577,6 +605,48 @@ struct Dist {
     info_dir: PathBuf,
     name: String,
     version: Option<String>,
+    /// `site` resolved (symlinks followed), found once.
+    real_site: OnceLock<PathBuf>,
+    /// Its RECORD, read and split once per discovery (`None`: it has none, or it cannot
+    /// be read): every question about the files it installed is answered from here, so a
+    /// discovery reads each wheel's RECORD at most once, however many plugins it finds.
+    record: OnceLock<Option<Arc<Record>>>,
+}
+
+/// The files a wheel's RECORD lists, by directory (`/`-separated, relative to the site
+/// directory; `""` for the site itself), each directory's file names in RECORD's order.
+#[derive(Debug, Default)]
+struct Record {
+    by_dir: HashMap<String, Vec<String>>,
+}
+
+impl Record {
+    /// RECORD's text split into its files (the first field of each line).
+    fn parse(text: &str) -> Record {
+        let mut by_dir: HashMap<String, Vec<String>> = HashMap::new();
+        for line in text.lines() {
+            let file = line.split(',').next().unwrap_or("");
+            if file.is_empty() {
+                continue;
+            }
+            let file = file.replace('\\', "/");
+            let (dir, name) = file.rsplit_once('/').unwrap_or(("", &file));
+            by_dir
+                .entry(dir.to_string())
+                .or_default()
+                .push(name.to_string());
+        }
+        Record { by_dir }
+    }
+}
+
+/// `library` with its directory resolved as a site directory is (RECORD lists a file
+/// under a symlinked directory as installed there).
+fn real_library_path(library: &Path) -> PathBuf {
+    match (library.parent().map(fs::canonicalize), library.file_name()) {
+        (Some(Ok(dir)), Some(name)) => dir.join(name),
+        _ => library.to_path_buf(),
+    }
 }
 
 fn normalize(name: &str) -> String {
@@ -611,43 +681,40 @@ impl Dist {
             info_dir,
             name,
             version,
+            real_site: OnceLock::new(),
+            record: OnceLock::new(),
         })
     }
 
-    /// Whether RECORD lists `library` (a path under this distribution's site directory,
-    /// its directory resolved as the site's is: RECORD lists a symlink as installed).
-    fn lists(&self, library: &Path) -> bool {
-        let site = fs::canonicalize(&self.site).unwrap_or_else(|_| self.site.clone());
-        let real = match (library.parent().map(fs::canonicalize), library.file_name()) {
-            (Some(Ok(dir)), Some(name)) => dir.join(name),
-            _ => library.to_path_buf(),
-        };
-        let Some(rel) = real.strip_prefix(&site).ok().and_then(|r| r.to_str()) else {
-            return false;
-        };
-        read_small_text(&self.info_dir.join("RECORD")).is_some_and(|record| {
-            record.lines().any(|l| {
-                l.split(',')
-                    .next()
-                    .is_some_and(|f| f.replace('\\', "/") == rel)
+    /// The site directory, resolved (once).
+    fn real_site(&self) -> &Path {
+        self.real_site
+            .get_or_init(|| fs::canonicalize(&self.site).unwrap_or_else(|_| self.site.clone()))
+    }
+
+    /// RECORD, read on first use and kept for the rest of the discovery.
+    fn record(&self) -> Option<&Record> {
+        self.record
+            .get_or_init(|| {
+                read_small_text(&self.info_dir.join("RECORD"))
+                    .map(|text| Arc::new(Record::parse(&text)))
             })
-        })
+            .as_deref()
     }
 
     /// The library under `module_dir` (`a/b`) among the files RECORD lists.
     fn library(&self, module_dir: &str, preferred: Option<&str>) -> Option<PathBuf> {
-        let record = read_small_text(&self.info_dir.join("RECORD"))?;
-        let prefix = format!("{}/", module_dir.trim_end_matches('/'));
-        let mut found = Vec::new();
-        for line in record.lines() {
-            let file = line.split(',').next().unwrap_or("").replace('\\', "/");
-            if let Some(name) = file.strip_prefix(&prefix) {
-                if !name.contains('/') && is_library_name(name) {
-                    found.push(self.site.join(&file));
-                }
-            }
-        }
-        let found: Vec<PathBuf> = found.into_iter().filter(|p| is_regular_file(p)).collect();
+        let record = self.record()?;
+        let dir = module_dir.trim_end_matches('/');
+        let found: Vec<PathBuf> = record
+            .by_dir
+            .get(dir)
+            .into_iter()
+            .flatten()
+            .filter(|name| is_library_name(name))
+            .map(|name| self.site.join(dir).join(name))
+            .filter(|p| is_regular_file(p))
+            .collect();
         if let Some(pref) = preferred {
             if let Some(p) = found
                 .iter()
@@ -949,6 +1016,8 @@ impl Discovery {
 
     fn find_namespaces(&self) -> Vec<PluginInfo> {
         let mut out = Vec::new();
+        // Each entry of `out`'s library, resolved as RECORD lists it.
+        let mut libs: Vec<PathBuf> = Vec::new();
         for ns in NAMESPACE_PACKAGES {
             let mut seen = HashSet::new();
             for d in self.module_dirs(ns) {
@@ -980,24 +1049,88 @@ impl Discovery {
                         // The module's name, then the library's own.
                         let file = lib.file_name().map(|f| f.to_string_lossy().into_owned());
                         let platform = guess_platform(&[Some(&name), file.as_deref()]);
-                        // The wheel that installed the module, where its RECORD lists the
-                        // library (a namespace package's module has no entry point naming
-                        // its wheel).
-                        let wheel = self.dists.iter().find(|d| d.lists(&lib));
+                        libs.push(real_library_path(&lib));
                         out.push(PluginInfo {
                             source: format!("namespace package {ns}.{name}"),
                             name,
                             path: resolve(&lib),
-                            version: wheel.and_then(|d| d.version.clone()),
+                            version: None,
                             platform,
-                            package: wheel.map(|d| d.name.clone()),
+                            package: None,
                             options: None,
                         });
                     }
                 }
             }
         }
+        // The wheel that installed each module, where its RECORD lists the library (a
+        // namespace package's module has no entry point naming its wheel).
+        for (info, owner) in out.iter_mut().zip(self.owners(&libs)) {
+            if let Some(d) = owner.map(|i| &self.dists[i]) {
+                info.version = d.version.clone();
+                info.package = Some(d.name.clone());
+            }
+        }
         out
+    }
+
+    /// For each of `libs` (paths as [`real_library_path`] gives them), the first
+    /// distribution (an index into `dists`) whose RECORD lists it. Each RECORD is read
+    /// once (and only those of site directories holding one of `libs`), and each of its
+    /// directories is looked up once: the cost is that of reading the RECORDs, not of
+    /// reading them once per library.
+    fn owners(&self, libs: &[PathBuf]) -> Vec<Option<usize>> {
+        let mut owner = vec![None; libs.len()];
+        // Per resolved site directory: the libraries under it, by directory relative to
+        // it, as (index into `libs`, file name).
+        type Wanted = HashMap<String, Vec<(usize, String)>>;
+        let mut by_site: HashMap<PathBuf, Wanted> = HashMap::new();
+        for d in &self.dists {
+            let site = d.real_site();
+            if by_site.contains_key(site) {
+                continue;
+            }
+            let mut wanted = Wanted::new();
+            for (i, lib) in libs.iter().enumerate() {
+                let Some(rel) = lib.strip_prefix(site).ok().and_then(|r| r.to_str()) else {
+                    continue;
+                };
+                let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+                wanted
+                    .entry(dir.to_string())
+                    .or_default()
+                    .push((i, name.to_string()));
+            }
+            by_site.insert(site.to_path_buf(), wanted);
+        }
+        for (di, d) in self.dists.iter().enumerate() {
+            let Some(wanted) = by_site.get(d.real_site()).filter(|w| !w.is_empty()) else {
+                continue;
+            };
+            let Some(record) = d.record() else { continue };
+            // Whichever of the two is smaller is walked, the other looked up.
+            let mut claim = |names: &[String], want: &[(usize, String)]| {
+                for (i, name) in want {
+                    if owner[*i].is_none() && names.iter().any(|n| n == name) {
+                        owner[*i] = Some(di);
+                    }
+                }
+            };
+            if wanted.len() <= record.by_dir.len() {
+                for (dir, want) in wanted {
+                    if let Some(names) = record.by_dir.get(dir) {
+                        claim(names, want);
+                    }
+                }
+            } else {
+                for (dir, names) in &record.by_dir {
+                    if let Some(want) = wanted.get(dir) {
+                        claim(names, want);
+                    }
+                }
+            }
+        }
+        owner
     }
 
     fn find_known_packages(&self) -> Vec<PluginInfo> {
@@ -1129,15 +1262,40 @@ impl Discovery {
 
     /// What was searched, one place per line (for error messages and `rpjrt plugins`).
     pub fn searched(&self) -> Vec<String> {
-        let show = |k: &str| match env_os(k) {
-            Some(v) => v.to_string_lossy().into_owned(),
-            None => "(unset)".to_string(),
+        // Unset, set but blank (ignored) and set are three different things to say; a
+        // path that is not there is said to be missing.
+        let show = |k: &str| match (std::env::var_os(k), env_os(k)) {
+            (None, _) => "(unset)".to_string(),
+            (Some(raw), None) if raw.is_empty() => "(set but empty: ignored)".to_string(),
+            (Some(raw), None) => {
+                format!("(set to blank text {:?}: ignored)", raw.to_string_lossy())
+            }
+            (Some(_), Some(v)) => {
+                let text = v.to_string_lossy().into_owned();
+                let is_path = k == "TPU_LIBRARY_PATH"
+                    || (k == "RPJRT_PLUGIN" && v.to_str().is_none_or(looks_like_path));
+                match is_path && fs::metadata(absolute(&v)).is_err() {
+                    true => format!("{text} (no such file)"),
+                    false => text,
+                }
+            }
         };
         let dirs: Vec<String> = self
             .search
             .dirs
             .iter()
-            .map(|d| d.display().to_string())
+            .map(|d| {
+                let shown = d.display().to_string();
+                match fs::metadata(if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                }) {
+                    Err(_) => format!("{shown} (does not exist)"),
+                    Ok(m) if !m.is_dir() => format!("{shown} (not a directory)"),
+                    Ok(_) => shown,
+                }
+            })
             .collect();
         vec![
             format!("RPJRT_PLUGIN: {}", show("RPJRT_PLUGIN")),
@@ -1728,6 +1886,86 @@ mod tests {
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn an_empty_search_says_unset_set_empty_and_useless_apart() {
+        let os = |v: &str| OsString::from(v);
+        let why = |pp: Option<&str>, venv: Option<&str>| {
+            let (pp, venv) = (pp.map(os), venv.map(os));
+            no_directories_because(pp.as_deref(), venv.as_deref(), Some(OsStr::new("")))
+        };
+        let w = why(None, None);
+        assert!(
+            w.contains("RPJRT_PLUGIN_PATH is not set; VIRTUAL_ENV is not set"),
+            "{w}"
+        );
+        assert!(
+            w.contains("set RPJRT_PLUGIN_PATH to") && w.contains("or VIRTUAL_ENV to"),
+            "{w}"
+        );
+        let w = why(Some(":"), None);
+        assert!(
+            w.contains("RPJRT_PLUGIN_PATH=\":\" names no directory"),
+            "{w}"
+        );
+        assert!(
+            !w.contains("set RPJRT_PLUGIN_PATH") && w.contains("or set VIRTUAL_ENV"),
+            "{w}"
+        );
+        let w = why(Some(""), Some(""));
+        assert!(w.contains("RPJRT_PLUGIN_PATH is set but empty"), "{w}");
+        assert!(w.contains("VIRTUAL_ENV is set but empty"), "{w}");
+        assert!(
+            !w.contains("not set") && !w.contains("set VIRTUAL_ENV"),
+            "{w}"
+        );
+        let w = why(None, Some("/gone"));
+        assert!(
+            w.contains("VIRTUAL_ENV=/gone has no lib/python*/site-packages"),
+            "{w}"
+        );
+        assert!(w.contains("give VIRTUAL_ENV an existing"), "{w}");
+    }
+
+    #[test]
+    fn each_record_is_read_once_per_discovery() {
+        // Every plugin module re-read every wheel's RECORD: (modules x RECORD bytes).
+        let site = tmp("record-once");
+        for i in 0..3 {
+            let d = site.join(format!("w{i}-1.0.dist-info"));
+            fs::create_dir_all(&d).unwrap();
+            fs::write(
+                d.join("METADATA"),
+                format!("Name: w{i}\nVersion: 1.{i}\n\n"),
+            )
+            .unwrap();
+            fs::write(
+                d.join("RECORD"),
+                format!("jax_plugins/m{i}/pjrt_plugin.so,,\n"),
+            )
+            .unwrap();
+        }
+        for i in 0..5 {
+            let d = site.join(format!("jax_plugins/m{i}"));
+            fs::create_dir_all(&d).unwrap();
+            fake_lib(&d.join("pjrt_plugin.so"));
+        }
+        let disc = Discovery::new(SearchPath::new([&site]));
+        let found = disc.plugins().unwrap();
+        for i in 0..5 {
+            let p = found.iter().find(|p| p.name == format!("m{i}")).unwrap();
+            let want = (i < 3).then(|| (format!("w{i}"), format!("1.{i}")));
+            assert_eq!(p.package.clone().zip(p.version.clone()), want, "{p:?}");
+        }
+        // Each RECORD was read once (its cache is filled); a second search reads none.
+        assert!(disc.dists.iter().all(|d| d.record.get().is_some()));
+        for i in 0..3 {
+            fs::remove_file(site.join(format!("w{i}-1.0.dist-info/RECORD"))).unwrap();
+        }
+        let again = disc.plugins().unwrap();
+        assert_eq!(again, found);
+        let _ = fs::remove_dir_all(&site);
     }
 
     #[test]

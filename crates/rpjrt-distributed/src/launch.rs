@@ -673,8 +673,11 @@ fn utf8_cut(piece: &[u8]) -> usize {
 /// Calls `f` with each line of `r` (without its newline), a line longer than `max` bytes
 /// in pieces of at most `max`, cut between UTF-8 characters ([`utf8_cut`]); stops at
 /// the end of input or a read error. Every byte of `r` but the newlines reaches `f`
-/// unchanged, in order.
+/// unchanged, in order, and the pieces do not depend on how the reads split the input: a
+/// line of exactly `max` bytes (or a piece of a longer line that ends exactly at its
+/// newline) is one piece, never followed by an empty one for its newline.
 fn for_each_line(mut r: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
+    let max = max.max(1);
     let mut line: Vec<u8> = Vec::new();
     loop {
         let buf = match r.fill_buf() {
@@ -683,6 +686,21 @@ fn for_each_line(mut r: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
+        if line.len() >= max {
+            // A full piece: whether it is the whole line or one piece of a longer one
+            // depends on the byte after it, which this read has brought.
+            if buf[0] == b'\n' {
+                r.consume(1);
+                f(&line);
+                line.clear();
+            } else {
+                let cut = utf8_cut(&line);
+                f(&line[..cut]);
+                // The start of a character cut short opens the next piece.
+                line.drain(..cut);
+            }
+            continue;
+        }
         let room = max - line.len();
         let (take, newline) = match buf.iter().take(room).position(|&b| b == b'\n') {
             Some(i) => (i + 1, true),
@@ -694,11 +712,6 @@ fn for_each_line(mut r: impl BufRead, max: usize, mut f: impl FnMut(&[u8])) {
             line.pop();
             f(&line);
             line.clear();
-        } else if line.len() >= max {
-            let cut = utf8_cut(&line);
-            f(&line[..cut]);
-            // The start of a character cut short opens the next piece.
-            line.drain(..cut);
         }
     }
     if !line.is_empty() {
@@ -747,6 +760,235 @@ fn spawn_error(e: &std::io::Error, message: String) -> rpjrt::Error {
     } else {
         resource_error(e, message)
     }
+}
+
+/// The most bytes of a `#!` line the kernel reads (Linux's `BINPRM_BUF_SIZE`).
+const SHEBANG_BYTES: usize = 256;
+
+/// Why `program` could not be started, in words, from the error the start gave (`e`,
+/// whose text ends the message): which file the failure is about. `execve` says
+/// `ENOENT` both for a program that is not there and for one whose `#!` interpreter or
+/// ELF dynamic loader is not there, and `EACCES` for a file that is not executable and
+/// for a `#!` interpreter that is not; the file (found on `PATH` for a bare name, as the
+/// start looked it up) is read to tell which.
+fn why_not_started(program: &std::ffi::OsStr, e: &std::io::Error) -> String {
+    use std::path::{Path, PathBuf};
+    const ENOENT: i32 = 2;
+    const EACCES: i32 = 13;
+    const ENOEXEC: i32 = 8;
+    let errno = e.raw_os_error();
+    if !matches!(errno, Some(ENOENT | EACCES | ENOEXEC)) {
+        return e.to_string();
+    }
+    let bytes = program.as_encoded_bytes();
+    let file: PathBuf = if bytes.contains(&b'/') {
+        PathBuf::from(program)
+    } else if bytes.is_empty() {
+        return format!("the command is an empty string ({e})");
+    } else {
+        // The start looked the name up in each directory of PATH (an empty entry is the
+        // current directory), going on past one that is not there.
+        let path = std::env::var_os("PATH");
+        let dirs: Vec<PathBuf> = match &path {
+            Some(p) => std::env::split_paths(p).collect(),
+            None => vec!["/bin".into(), "/usr/bin".into()],
+        };
+        let found = dirs.iter().map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".").join(program)
+            } else {
+                d.join(program)
+            }
+        });
+        let mut found = found.filter(|f| std::fs::metadata(f).is_ok());
+        match found.next() {
+            Some(f) => f,
+            None if errno == Some(ENOENT) => {
+                let path = match &path {
+                    None => "PATH is unset, so only /bin and /usr/bin were searched".into(),
+                    Some(p) if p.is_empty() => {
+                        "PATH is set but empty, so only the current directory was searched".into()
+                    }
+                    Some(p) => format!("PATH is {}", crate::shown(&p.to_string_lossy())),
+                };
+                let here = match Path::new(program).is_file() {
+                    true => format!(
+                        "; a program in the current directory is started as ./{}",
+                        program.to_string_lossy()
+                    ),
+                    false => String::new(),
+                };
+                return format!(
+                    "no program of that name in any directory of PATH ({path}{here}) ({e})"
+                );
+            }
+            None => return e.to_string(),
+        }
+    };
+    let shown = |p: &Path| crate::shown(&p.to_string_lossy());
+    let named = match bytes.contains(&b'/') {
+        true => String::new(),
+        false => format!("{} (found on PATH) ", shown(&file)),
+    };
+    let meta = match std::fs::metadata(&file) {
+        Ok(m) => m,
+        Err(_) => return e.to_string(),
+    };
+    if let Some(kind) = rpjrt_raw::files::kind_of(&meta) {
+        return format!("{named}is {kind}, not a program ({e})");
+    }
+    let head = read_head(&file, 64 << 10);
+    let interp = shebang(&head);
+    let is_elf = head.starts_with(b"\x7fELF");
+    match errno {
+        Some(ENOENT) => {
+            if let Some(interp) = &interp {
+                let cr = match interp.ends_with('\r') {
+                    true => {
+                        "; the line ends with a carriage return: the file has Windows (CRLF) \
+                         line endings, convert it (`dos2unix`, `sed -i 's/\\r$//'`)"
+                    }
+                    false => "",
+                };
+                if std::fs::metadata(interp).is_err() {
+                    return format!(
+                        "{named}exists, but the interpreter its #! line names, {}, does not \
+                         (bad interpreter{cr}) ({e})",
+                        crate::shown(interp)
+                    );
+                }
+                let loader = elf_interpreter(&read_head(Path::new(interp), 64 << 10));
+                if let Some(loader) = loader.filter(|l| std::fs::metadata(l).is_err()) {
+                    return format!(
+                        "{named}exists, and so does its #! interpreter {}, but that needs the \
+                         dynamic loader {}, which this system does not have (a program built \
+                         for another system or C library) ({e})",
+                        crate::shown(interp),
+                        crate::shown(&loader)
+                    );
+                }
+            } else if is_elf {
+                if let Some(loader) =
+                    elf_interpreter(&head).filter(|l| std::fs::metadata(l).is_err())
+                {
+                    return format!(
+                        "{named}exists, but needs the dynamic loader {}, which this system \
+                         does not have (a program built for another system or C library) ({e})",
+                        crate::shown(&loader)
+                    );
+                }
+            }
+            format!("{named}exists, but could not be started ({e})")
+        }
+        Some(EACCES) => {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = meta.permissions().mode();
+            if mode & 0o111 == 0 {
+                return format!(
+                    "{named}is not executable (its mode is {:04o}): make it so (`chmod +x`) \
+                     or name its interpreter first (`sh FILE`, `python FILE`) ({e})",
+                    mode & 0o7777
+                );
+            }
+            if let Some(interp) = &interp {
+                match std::fs::metadata(interp) {
+                    Ok(m) if m.is_dir() => {
+                        return format!(
+                            "{named}names in its #! line the interpreter {}, which is a \
+                             directory ({e})",
+                            crate::shown(interp)
+                        )
+                    }
+                    Ok(m) if m.permissions().mode() & 0o111 == 0 || !m.is_file() => {
+                        return format!(
+                            "{named}names in its #! line the interpreter {}, which is not \
+                             executable ({e})",
+                            crate::shown(interp)
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            format!(
+                "{named}is executable by its mode ({:04o}), but this user may not run it: it \
+                 may belong to another user or group, its file system may be mounted noexec, \
+                 or a directory above it may not be searchable ({e})",
+                mode & 0o7777
+            )
+        }
+        _ => {
+            let what = match (is_elf, interp.is_some()) {
+                (true, _) => "an ELF file this system cannot run (built for another machine, or not a program)",
+                (false, true) => "a script whose #! line the system cannot use",
+                (false, false) => "neither a program for this machine nor a script starting with a #! line",
+            };
+            format!("{named}is {what} ({e})")
+        }
+    }
+}
+
+/// The first `limit` bytes of the regular file `path` (fewer if it is shorter; none if it
+/// cannot be read or is not a regular file: a FIFO is not opened to wait for a writer).
+fn read_head(path: &std::path::Path, limit: u64) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut head = Vec::new();
+    if let Ok((file, meta)) = rpjrt_raw::files::open_for_reading(path) {
+        if meta.is_file() {
+            let _ = file.take(limit).read_to_end(&mut head);
+        }
+    }
+    head
+}
+
+/// The interpreter a script's `#!` line names, as the kernel reads it: the first word
+/// after `#!` (blanks are spaces and tabs only, so a `\r` stays part of it), within the
+/// first [`SHEBANG_BYTES`].
+fn shebang(head: &[u8]) -> Option<String> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..line.len().min(SHEBANG_BYTES - 2)];
+    let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+    let word = line
+        .split(|&b| b == b' ' || b == b'\t')
+        .find(|w| !w.is_empty())?;
+    Some(String::from_utf8_lossy(word).into_owned())
+}
+
+/// The dynamic loader an ELF program asks for (its `PT_INTERP`), read from `head`, the
+/// start of the file; `None` where there is none or it lies past `head`.
+fn elf_interpreter(head: &[u8]) -> Option<String> {
+    if !head.starts_with(b"\x7fELF") {
+        return None;
+    }
+    let is64 = *head.get(4)? == 2;
+    let little = *head.get(5)? == 1;
+    let num = |at: usize, n: usize| -> Option<usize> {
+        let b = head.get(at..at.checked_add(n)?)?;
+        let mut v: u64 = 0;
+        for i in 0..n {
+            let byte = if little { b[n - 1 - i] } else { b[i] };
+            v = (v << 8) | u64::from(byte);
+        }
+        usize::try_from(v).ok()
+    };
+    let (phoff, phentsize, phnum) = match is64 {
+        true => (num(0x20, 8)?, num(0x36, 2)?, num(0x38, 2)?),
+        false => (num(0x1C, 4)?, num(0x2A, 2)?, num(0x2C, 2)?),
+    };
+    const PT_INTERP: usize = 3;
+    for i in 0..phnum {
+        let at = phoff.checked_add(i.checked_mul(phentsize)?)?;
+        if num(at, 4)? != PT_INTERP {
+            continue;
+        }
+        let (offset, size) = match is64 {
+            true => (num(at + 8, 8)?, num(at + 0x20, 8)?),
+            false => (num(at + 4, 4)?, num(at + 0x10, 4)?),
+        };
+        let text = head.get(offset..offset.checked_add(size)?)?;
+        let text = text.split(|&b| b == 0).next()?;
+        return Some(String::from_utf8_lossy(text).into_owned());
+    }
+    None
 }
 
 /// A launch the system could not carry out (`RESOURCE_EXHAUSTED` when it ran out of file
@@ -881,9 +1123,10 @@ impl Launcher {
                     let why = spawn_error(
                         &e,
                         format!(
-                            "cannot start {} (process {p} of {}): {e}",
+                            "cannot start {} (process {p} of {}): {}",
                             crate::shown(&program.to_string_lossy()),
-                            self.num_processes
+                            self.num_processes,
+                            why_not_started(program.as_ref(), &e)
                         ),
                     );
                     return Err(abort(&mut children, why));
@@ -1197,6 +1440,222 @@ mod tests {
         let mut out: Vec<Vec<u8>> = Vec::new();
         for_each_line(input, max, |l| out.push(l.to_vec()));
         out
+    }
+
+    /// The pieces `for_each_line` should give, computed from the whole input at once: the
+    /// input split at every newline (a last line without one kept if not empty), each line
+    /// longer than `max` cut into pieces of at most `max` by [`utf8_cut`].
+    fn reference_pieces(input: &[u8], max: usize) -> Vec<Vec<u8>> {
+        let mut lines: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        if lines.last().is_some_and(|l| l.is_empty()) {
+            lines.pop();
+        }
+        let mut out = Vec::new();
+        for mut rest in lines {
+            while rest.len() > max {
+                let cut = utf8_cut(&rest[..max]);
+                out.push(rest[..cut].to_vec());
+                rest = &rest[cut..];
+            }
+            out.push(rest.to_vec());
+        }
+        out
+    }
+
+    /// A reader that hands out its bytes in chunks of the given sizes (cycled), as a pipe
+    /// does, so that read boundaries fall anywhere.
+    struct Chunked<'a> {
+        data: &'a [u8],
+        sizes: Vec<usize>,
+        next: usize,
+    }
+
+    impl std::io::Read for Chunked<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let want = self.sizes[self.next % self.sizes.len()].max(1);
+            self.next += 1;
+            let n = want.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_program_that_cannot_start_is_explained_by_the_file_at_fault() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("rpjrt-launch-why-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("adir")).unwrap();
+        let write = |name: &str, body: &[u8], mode: u32| {
+            let p = dir.join(name);
+            std::fs::write(&p, body).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            p
+        };
+        let why = |p: &std::path::Path, errno: i32| {
+            why_not_started(p.as_os_str(), &std::io::Error::from_raw_os_error(errno))
+        };
+        // ENOENT for a script that exists: its #! interpreter is missing ("No such file
+        // or directory" for the script was all it said).
+        let s = write("s.sh", b"#!/nonexistent/interp -x\necho hi\n", 0o755);
+        let w = why(&s, 2);
+        assert!(
+            w.contains("\"/nonexistent/interp\"") && w.contains("bad interpreter"),
+            "{w}"
+        );
+        let s = write("crlf.sh", b"#! /bin/sh\r\necho\r\n", 0o755);
+        assert!(why(&s, 2).contains("CRLF"), "{}", why(&s, 2));
+        // An ELF program whose dynamic loader is missing.
+        let mut elf = std::fs::read("/bin/sh").unwrap();
+        let loader = elf_interpreter(&elf).expect("/bin/sh has a dynamic loader");
+        let at = elf
+            .windows(loader.len())
+            .position(|w| w == loader.as_bytes())
+            .unwrap();
+        elf[at..at + 5].copy_from_slice(b"/nope");
+        let prog = write("prog", &elf, 0o755);
+        let w = why(&prog, 2);
+        assert!(
+            w.contains("dynamic loader \"/nope") && !w.contains("interpreter"),
+            "{w}"
+        );
+        // EACCES: not executable; an interpreter that is a directory or not executable.
+        let s = write("plain.sh", b"#!/bin/sh\n", 0o644);
+        assert!(
+            why(&s, 13).contains("not executable (its mode is 0644)"),
+            "{}",
+            why(&s, 13)
+        );
+        let s = write(
+            "d.sh",
+            format!("#!{}\n", dir.join("adir").display()).as_bytes(),
+            0o755,
+        );
+        assert!(
+            why(&s, 13).contains("which is a directory"),
+            "{}",
+            why(&s, 13)
+        );
+        let s = write(
+            "n.sh",
+            format!("#!{}\n", dir.join("plain.sh").display()).as_bytes(),
+            0o755,
+        );
+        assert!(
+            why(&s, 13).contains("which is not executable"),
+            "{}",
+            why(&s, 13)
+        );
+        assert!(why(&dir.join("adir"), 13).contains("is a directory, not a program"));
+        // ENOEXEC: neither a program nor a script.
+        let s = write("junk", b"\x01\x02junk", 0o755);
+        assert!(why(&s, 8).contains("#! line"), "{}", why(&s, 8));
+        // A program that is not there keeps the system's words; another error too.
+        let gone = dir.join("gone");
+        assert_eq!(
+            why(&gone, 2),
+            std::io::Error::from_raw_os_error(2).to_string()
+        );
+        assert_eq!(
+            why(&s, 24),
+            std::io::Error::from_raw_os_error(24).to_string()
+        );
+        // A bare name is looked up on PATH, as the start did.
+        let w = why_not_started(
+            std::ffi::OsStr::new("rpjrt-no-such-program"),
+            &std::io::Error::from_raw_os_error(2),
+        );
+        assert!(
+            w.contains("no program of that name in any directory of PATH"),
+            "{w}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_line_that_fills_a_piece_exactly_is_one_line() {
+        // "a" * 64 KiB + "\n" went out as the line and then an invented empty line.
+        for n in [
+            MAX_LINE - 1,
+            MAX_LINE,
+            MAX_LINE + 1,
+            2 * MAX_LINE,
+            3 * MAX_LINE,
+        ] {
+            let input = [vec![b'a'; n], b"\nnext\n".to_vec()].concat();
+            let got = pieces(&input, MAX_LINE);
+            assert!(got.iter().all(|p| !p.is_empty()), "{n}: an empty piece");
+            assert_eq!(got.last().map(Vec::as_slice), Some(&b"next"[..]), "{n}");
+            assert_eq!(got.len(), n.div_ceil(MAX_LINE) + 1, "{n}");
+        }
+        assert_eq!(pieces(b"xxxx\n\nyy", 4), [&b"xxxx"[..], b"", b"yy"]);
+        assert_eq!(pieces(b"xxxxxxxx\n", 4), [&b"xxxx"[..], b"xxxx"]);
+        assert_eq!(pieces(b"xxxx", 4), [&b"xxxx"[..]]);
+    }
+
+    #[test]
+    fn lines_are_split_exactly_whatever_the_read_boundaries() {
+        // Random line lengths (many exact multiples of the bound, and the bound +-1),
+        // random characters, random read sizes and buffer capacities, with and without a
+        // last newline: the pieces are always the reference split of the whole input.
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rand = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let atoms: [&[u8]; 6] = [
+            b"a",
+            b"\r",
+            "\u{e9}".as_bytes(),
+            "\u{20ac}".as_bytes(),
+            "\u{1F600}".as_bytes(),
+            b"\xff",
+        ];
+        for round in 0..3000 {
+            let max = 1 + rand(9);
+            let mut input = Vec::new();
+            for _ in 0..rand(8) {
+                let len = match rand(4) {
+                    0 => max * rand(4),
+                    1 => (max * (1 + rand(3))).saturating_sub(1),
+                    2 => max * (1 + rand(3)) + 1,
+                    _ => rand(4 * max),
+                };
+                let start = input.len();
+                while input.len() - start < len {
+                    let a = if rand(3) == 0 {
+                        atoms[rand(atoms.len())]
+                    } else {
+                        b"a"
+                    };
+                    input.extend_from_slice(a);
+                }
+                input.push(b'\n');
+            }
+            if rand(2) == 0 {
+                input.extend(std::iter::repeat_n(b'z', rand(3 * max)));
+            }
+            let sizes: Vec<usize> = (0..1 + rand(5)).map(|_| 1 + rand(2 * max + 2)).collect();
+            let cap = 1 + rand(3 * max);
+            let reader = std::io::BufReader::with_capacity(
+                cap,
+                Chunked {
+                    data: &input,
+                    sizes: sizes.clone(),
+                    next: 0,
+                },
+            );
+            let mut got: Vec<Vec<u8>> = Vec::new();
+            for_each_line(reader, max, |l| got.push(l.to_vec()));
+            assert_eq!(
+                got,
+                reference_pieces(&input, max),
+                "round {round}: max {max}, reads {sizes:?}, capacity {cap}, input {input:?}"
+            );
+        }
     }
 
     #[test]

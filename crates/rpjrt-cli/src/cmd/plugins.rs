@@ -15,6 +15,39 @@ const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 /// What reading one library's version gave: the version, or why there is none.
 type Answer = (Option<String>, Option<String>);
 
+/// The most version probes running at once: each is a child process and a thread here,
+/// holding a pipe. A library stuck while loading holds its slot for the time limit, so
+/// fewer stuck libraries than this still cost one time limit in all.
+const PROBES_AT_ONCE: usize = 32;
+
+/// How many probes to run at once for `n` libraries: [`PROBES_AT_ONCE`], fewer where the
+/// open-files limit (`ulimit -n`) leaves less room (8 descriptors a probe, counting the
+/// ones a start holds for a moment), at least one.
+fn probes_at_once(n: usize) -> usize {
+    let room = rpjrt_raw::files::open_files_limit()
+        .map(|l| usize::try_from(l.saturating_sub(64) / 8).unwrap_or(usize::MAX))
+        .unwrap_or(PROBES_AT_ONCE);
+    PROBES_AT_ONCE.min(room).min(n).max(1)
+}
+
+/// A row's `problem` when its probe child could not be started: what failed, and what to
+/// do where that is known.
+fn start_failure(message: &str) -> String {
+    format!("{message}{}", start_hint(message).unwrap_or_default())
+}
+
+/// What to do about a probe child that could not be started for want of a resource
+/// (its error's text names the errno); `None` for another failure.
+fn start_hint(message: &str) -> Option<&'static str> {
+    if message.contains("os error 24") || message.contains("os error 23") {
+        Some("; out of file descriptors: raise the limit (`ulimit -n`)")
+    } else if message.contains("os error 11") {
+        Some("; out of processes: raise the limit (`ulimit -u`)")
+    } else {
+        None
+    }
+}
+
 /// Arguments of `rpjrt plugins`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -54,6 +87,8 @@ pub fn run(args: Args) -> Result<i32, CliError> {
     common::check_stdout(&libraries)?;
     // Every version is read at once, each in its own child, so that stuck libraries cost
     // one timeout in all, not one each.
+    // How many probes are being started or waited for now (for the retry in `read`).
+    let in_flight = std::sync::atomic::AtomicUsize::new(0);
     let read = |p: &rpjrt_discovery::PluginInfo,
                 config_problem: Option<String>|
      -> Result<Answer, CliError> {
@@ -82,10 +117,28 @@ pub fn run(args: Args) -> Result<i32, CliError> {
                 Err(e) => (None, Some(unread(e.to_string()))),
             }
         } else {
-            match supervise::probe_version(&p.path, timeout)? {
-                Probe::Version(v) => (Some(v), None),
-                Probe::Failed(why) => (None, Some(unread(why))),
-                Probe::Broken(why) => (None, Some(why)),
+            // A start that failed for want of descriptors or processes while other probes
+            // run is tried again once one of those may have ended (a few times, briefly).
+            let mut tries = 0;
+            let probed = loop {
+                in_flight.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let r = supervise::probe_version(&p.path, timeout);
+                let others = in_flight.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) > 1;
+                match r {
+                    Err(e) if others && tries < 50 && start_hint(&e.message).is_some() => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    r => break r,
+                }
+            };
+            match probed {
+                Ok(Probe::Version(v)) => (Some(v), None),
+                Ok(Probe::Failed(why)) => (None, Some(unread(why))),
+                Ok(Probe::Broken(why)) => (None, Some(why)),
+                // A child that could not be started (out of file descriptors or
+                // processes) costs this row its version, not the whole listing.
+                Err(e) => (None, Some(start_failure(&e.message))),
             }
         })
     };
@@ -93,20 +146,39 @@ pub fn run(args: Args) -> Result<i32, CliError> {
         // In this process: one at a time (loading is not something to do in parallel).
         listed.iter().map(|(p, why)| read(p, why.clone())).collect()
     } else {
+        // A bounded number of children at once, each worker taking the next row: all
+        // at once ran out of file descriptors (and threads) with hundreds of plugins.
+        let workers = probes_at_once(listed.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<Result<Answer, CliError>>>> =
+            listed.iter().map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|scope| {
-            let running: Vec<_> = listed
-                .iter()
-                .map(|(p, why)| scope.spawn(|| read(p, why.clone())))
-                .collect();
-            running
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(CliError::failed("reading a plugin's version failed"))
-                    })
-                })
-                .collect()
-        })
+            for _ in 0..workers {
+                let work = || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((p, why)) = listed.get(i) else { break };
+                    let answer = read(p, why.clone());
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(answer);
+                };
+                // A worker that cannot be started leaves its rows to the others (the
+                // calling thread works too, below).
+                let _ = std::thread::Builder::new().spawn_scoped(scope, work);
+            }
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((p, why)) = listed.get(i) else { break };
+                let answer = read(p, why.clone());
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(answer);
+            }
+        });
+        slots
+            .into_iter()
+            .map(|s| {
+                s.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(|| Err(CliError::failed("reading a plugin's version failed")))
+            })
+            .collect()
     };
     // Each row's path as the table shows it (the bytes that are not UTF-8 escaped).
     let mut paths = Vec::with_capacity(listed.len());
