@@ -460,10 +460,19 @@ impl PyExecutable {
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, items)
     }
-    /// A fingerprint of the compiled code, or None where the plugin offers none.
+    /// The plugin's fingerprint of the executable (`PJRT_Executable_Fingerprint`), or
+    /// None where the plugin offers none (it lacks the entry, answers UNIMPLEMENTED, or
+    /// gives an empty one). XLA's plugins give their fingerprint of the program module:
+    /// it need not change with compile options, so it does not identify compiled code.
+    /// A closed client, a deleted executable or a plugin error raises, as every other
+    /// method does.
     #[getter]
-    fn fingerprint(&self) -> Option<String> {
-        self.inner.fingerprint().ok().filter(|f| !f.is_empty())
+    fn fingerprint(&self) -> PyResult<Option<String>> {
+        match self.inner.fingerprint() {
+            Ok(f) => Ok(Some(f).filter(|f| !f.is_empty())),
+            Err(e) if e.code() == rpjrt::Code::Unimplemented => Ok(None),
+            Err(e) => Err(e).pyerr(),
+        }
     }
 
     /// Deprecated name of `addressable_devices()`; kept for one release.

@@ -174,7 +174,9 @@ fn json_text(v: &Json) -> String {
     }
 }
 
-fn facts_html(facts: &serde_json::Map<String, Json>) -> String {
+/// The facts of `r.results[i]`, their wide integers as the report's file writes them.
+fn facts_html(r: &Report, i: usize) -> String {
+    let facts = &r.results[i].facts;
     if facts.is_empty() {
         return String::new();
     }
@@ -184,7 +186,14 @@ fn facts_html(facts: &serde_json::Map<String, Json>) -> String {
             s,
             "<dt>{}</dt><dd><code>{}</code></dd>",
             escape(k),
-            escape(&json_text(v))
+            escape(&match v {
+                Json::String(s) => s.clone(),
+                _ => crate::exact::text_at(
+                    v,
+                    &format!("/results/{i}/facts/{}", crate::exact::token(k)),
+                    &r.wide_integers
+                ),
+            })
         );
     }
     s.push_str("</dl></details>");
@@ -279,7 +288,12 @@ fn page(source: &str, r: &Report) -> String {
     }
     if let Some(attrs) = r.plugin.get("attributes").and_then(Json::as_object) {
         for (k, v) in attrs {
-            rows.push(("attribute", format!("{k} = {}", json_text(v))));
+            let at = format!("/plugin/attributes/{}", crate::exact::token(k));
+            let text = match v {
+                Json::String(s) => s.clone(),
+                _ => crate::exact::text_at(v, &at, &r.wide_integers),
+            };
+            rows.push(("attribute", format!("{k} = {text}")));
         }
     }
     for (k, v) in rows {
@@ -297,7 +311,7 @@ fn page(source: &str, r: &Report) -> String {
         "<table class=\"checks\"><thead><tr><th class=\"sticky\" scope=\"col\">check</th>\
          <th scope=\"col\">outcome and detail</th></tr></thead>\n<tbody>\n",
     );
-    for c in &r.results {
+    for (i, c) in r.results.iter().enumerate() {
         let o = c.outcome.name();
         let _ = write!(
             out,
@@ -305,7 +319,7 @@ fn page(source: &str, r: &Report) -> String {
              <td class=\"cell o-{o}\" data-outcome=\"{o}\">{}<span class=\"detail\">{}</span>{}",
             label_html(Some(c.outcome)),
             detail_html(c),
-            facts_html(&c.facts),
+            facts_html(r, i),
             n = escape(&c.name),
         );
         if !c.stderr.is_empty() {
@@ -559,6 +573,7 @@ mod tests {
                 .clone(),
             results,
             notes: Vec::new(),
+            wide_integers: std::collections::BTreeMap::new(),
         }
     }
 

@@ -63,6 +63,7 @@
 #![warn(missing_docs)]
 
 mod checks;
+mod exact;
 pub mod html;
 
 // Durations as the command line writes them (`2.0s`, `500ms`, `0.1ms`): exactly, never
@@ -1068,6 +1069,12 @@ pub struct Report {
     /// last check, a hang between two checks); `"notes"` in the JSON, absent when empty.
     /// Not a check's verdict: [`Report::has_defects`] does not count them.
     pub notes: Vec<String>,
+    /// The integers of the report's file too wide for 64 bits, as the file writes them,
+    /// by JSON pointer (`/results/0/facts/bytes_limit`, `/plugin/attributes/x`):
+    /// [`Report::from_text`] finds them. The values above hold them as the nearest float
+    /// (all a `serde_json::Value` can); [`diff`] compares and shows these texts instead,
+    /// so 2^64 and 2^64 + 1 differ. Empty for a report made by a run.
+    pub wide_integers: BTreeMap<String, String>,
 }
 
 impl Report {
@@ -1107,6 +1114,7 @@ impl Report {
             plugin,
             results: Vec::new(),
             notes: Vec::new(),
+            wide_integers: BTreeMap::new(),
         }
     }
 
@@ -1130,6 +1138,16 @@ impl Report {
             v["notes"] = json!(self.notes);
         }
         v
+    }
+
+    /// Reads a report from its JSON text: [`Report::from_json`] of it, with the integers
+    /// too wide for 64 bits kept as written ([`Report::wide_integers`]), so that [`diff`]
+    /// compares and shows them exactly. Text that is not JSON is refused saying so.
+    pub fn from_text(text: &str) -> rpjrt::Result<Report> {
+        let v: Json = serde_json::from_str(text).map_err(|e| invalid(format!("not JSON ({e})")))?;
+        let mut report = Report::from_json(&v)?;
+        report.wide_integers = exact::wide_integers(text);
+        Ok(report)
     }
 
     /// Reads a report; refuses other schemas and newer schema versions, and a report that
@@ -1243,6 +1261,7 @@ impl Report {
             plugin,
             results: read,
             notes,
+            wide_integers: BTreeMap::new(),
         })
     }
 }
@@ -1764,6 +1783,7 @@ pub fn run_isolated(
         plugin: plugin_info.unwrap_or_default(),
         results,
         notes,
+        wide_integers: BTreeMap::new(),
     })
 }
 
@@ -2033,6 +2053,24 @@ pub struct Difference {
     pub a: Json,
     /// The value in the second report.
     pub b: Json,
+    /// [`Difference::a`] as JSON text, exactly as the first report writes it: integers too
+    /// wide for 64 bits ([`Report::wide_integers`]) as they are, where `a` holds a float.
+    pub a_text: String,
+    /// [`Difference::b`] as JSON text, exactly as the second report writes it.
+    pub b_text: String,
+}
+
+impl Difference {
+    /// The difference as one JSON object, `{"a": ..., "b": ..., "what": ...}`, with the
+    /// values written exactly ([`Difference::a_text`]).
+    pub fn to_json_text(&self) -> String {
+        format!(
+            "{{\"a\":{},\"b\":{},\"what\":{}}}",
+            self.a_text,
+            self.b_text,
+            Json::String(self.what.clone())
+        )
+    }
 }
 
 /// What differs between two reports: plugin facts (version, table size, attributes,
@@ -2041,6 +2079,22 @@ pub struct Difference {
 /// nothing; its outcome already differs).
 pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
     let mut out = Vec::new();
+    // Values are compared as the reports write them (wide integers exactly), and a
+    // missing value differs from a null one.
+    let exact = |r: &Report, v: Option<&Json>, pointer: String| {
+        v.map(|v| exact::text_at(v, &pointer, &r.wide_integers))
+    };
+    let mut push = |what: String, x: Option<(&Json, String)>, y: Option<(&Json, String)>| {
+        let value = |v: &Option<(&Json, String)>| v.as_ref().map_or(Json::Null, |v| v.0.clone());
+        let text = |v: Option<(&Json, String)>| v.map_or_else(|| "null".to_string(), |v| v.1);
+        out.push(Difference {
+            what,
+            a: value(&x),
+            b: value(&y),
+            a_text: text(x),
+            b_text: text(y),
+        });
+    };
     let mut keys: Vec<&String> = a.plugin.keys().chain(b.plugin.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -2049,12 +2103,10 @@ pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
             continue;
         }
         let (x, y) = (a.plugin.get(k), b.plugin.get(k));
-        if x != y {
-            out.push(Difference {
-                what: format!("plugin.{k}"),
-                a: x.cloned().unwrap_or(Json::Null),
-                b: y.cloned().unwrap_or(Json::Null),
-            });
+        let at = format!("/plugin/{}", exact::token(k));
+        let (tx, ty) = (exact(a, x, at.clone()), exact(b, y, at));
+        if tx != ty {
+            push(format!("plugin.{k}"), x.zip(tx), y.zip(ty));
         }
     }
     let mut names: Vec<&String> = a
@@ -2066,16 +2118,20 @@ pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
     names.sort();
     names.dedup();
     for n in names {
-        let ra = a.results.iter().find(|r| &r.name == n);
-        let rb = b.results.iter().find(|r| &r.name == n);
+        let ia = a.results.iter().position(|r| &r.name == n);
+        let ib = b.results.iter().position(|r| &r.name == n);
+        let ra = ia.map(|i| &a.results[i]);
+        let rb = ib.map(|i| &b.results[i]);
         let outcome =
             |r: Option<&CheckResult>| r.map(|r| json!(r.outcome.name())).unwrap_or(Json::Null);
         if outcome(ra) != outcome(rb) {
-            out.push(Difference {
-                what: format!("check {n}: outcome"),
-                a: outcome(ra),
-                b: outcome(rb),
-            });
+            let (oa, ob) = (outcome(ra), outcome(rb));
+            let (ta, tb) = (oa.to_string(), ob.to_string());
+            push(
+                format!("check {n}: outcome"),
+                Some((&oa, ta)),
+                Some((&ob, tb)),
+            );
         }
         let blocked = |r: Option<&CheckResult>| r.is_some_and(|r| r.outcome == Outcome::Blocked);
         if blocked(ra) || blocked(rb) {
@@ -2089,12 +2145,11 @@ pub fn diff(a: &Report, b: &Report) -> Vec<Difference> {
         fk.dedup();
         for k in fk {
             let (x, y) = (fa.get(k), fb.get(k));
-            if x != y {
-                out.push(Difference {
-                    what: format!("check {n}: {k}"),
-                    a: x.cloned().unwrap_or(Json::Null),
-                    b: y.cloned().unwrap_or(Json::Null),
-                });
+            let at =
+                |i: Option<usize>| format!("/results/{}/facts/{}", i.unwrap_or(0), exact::token(k));
+            let (tx, ty) = (exact(a, x, at(ia)), exact(b, y, at(ib)));
+            if tx != ty {
+                push(format!("check {n}: {k}"), x.zip(tx), y.zip(ty));
             }
         }
     }
@@ -2416,6 +2471,7 @@ mod tests {
             plugin: json!({"table_size": 984}).as_object().unwrap().clone(),
             results: vec![r.clone()],
             notes: vec!["the child did not exit".into()],
+            wide_integers: BTreeMap::new(),
         };
         let back = Report::from_json(&a.to_json()).unwrap();
         assert_eq!(back, a);
@@ -2476,6 +2532,7 @@ mod tests {
             plugin: Map::new(),
             results: vec![r.clone()],
             notes: Vec::new(),
+            wide_integers: BTreeMap::new(),
         };
         let (a, b) = (report(&ok), report(&blocked));
         let d = diff(&a, &b);

@@ -598,6 +598,11 @@ pub fn profile_path(path: &std::path::Path) -> std::path::PathBuf {
 /// nothing from the network. `json` is the text of a Chrome trace (an object with
 /// `traceEvents`, or a bare array of events); `title` names the page.
 ///
+/// Only what the page can draw is embedded: complete (`"ph":"X"`) events with a numeric
+/// `ts` (their `name` and `cat` made text, `?` when absent) and `thread_name` metadata.
+/// Other elements of the list (`null`, a number, an event without a `ts`) are left out,
+/// and the page names them above the timeline; other kinds of event are counted there.
+///
 /// Fails, naming what is wrong, when the text is not JSON or has no event list.
 pub fn html(json: &str, title: &str) -> Result<String> {
     let value: Value = serde_json::from_str(json)
@@ -622,6 +627,8 @@ pub fn html(json: &str, title: &str) -> Result<String> {
 const VIEWER: &str = include_str!("viewer.html");
 
 fn page(trace: &Value, title: &str) -> String {
+    let empty = Map::new();
+    let trace = viewer::drawable(trace.as_object().unwrap_or(&empty));
     // Inside <script>, "</" or "<!--" would change how the page is read: a `<` can only
     // be inside a JSON string, where `\u003c` means the same.
     let data = trace.to_string().replace('<', "\\u003c");
@@ -640,4 +647,5 @@ fn escape_html(s: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+mod viewer;
 mod xspace;

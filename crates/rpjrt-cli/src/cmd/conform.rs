@@ -466,10 +466,39 @@ fn read_report(p: &std::path::Path) -> Result<Report, CliError> {
     let bytes = common::read_file_at_most(p, common::MAX_REPORT_BYTES, "a conformance report")?;
     let text = String::from_utf8(bytes)
         .map_err(|_| CliError::usage(format!("{}: not UTF-8 text", p.display())))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| CliError::usage(format!("{}: not JSON ({e})", p.display())))?;
-    Report::from_json(&v)
+    // From the text: integers too wide for 64 bits are compared and shown as written.
+    Report::from_text(&text)
         .map_err(|e| CliError::usage(format!("{}: {}", p.display(), common::bare(e))))
+}
+
+/// The `--diff --json` document: the two reports' paths and the differences, whose values
+/// are written as the reports write them (an integer too wide for 64 bits included).
+/// `wide`: a report holds integers too wide for 64 bits.
+fn diff_json(d: &[conform::Difference], files: &[PathBuf], wide: bool) -> Result<String, CliError> {
+    let failed = |e: serde_json::Error| CliError::failed(e.to_string());
+    let rows: Vec<serde_json::Value> = d
+        .iter()
+        .map(|x| json!({"what": x.what, "a": x.a, "b": x.b}))
+        .collect();
+    let mut doc = json!({ "differences": rows });
+    common::set_path_json(&mut doc, "a", &files[0]);
+    common::set_path_json(&mut doc, "b", &files[1]);
+    if !wide {
+        return serde_json::to_string_pretty(&doc).map_err(failed);
+    }
+    // Some value is past what a `Value` holds exactly: the rows go in as raw JSON text.
+    use serde_json::value::{to_raw_value, RawValue};
+    let rows = d
+        .iter()
+        .map(|x| RawValue::from_string(x.to_json_text()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(failed)?;
+    let mut exact: std::collections::BTreeMap<String, Box<RawValue>> = Default::default();
+    for (k, v) in doc.as_object().into_iter().flatten() {
+        exact.insert(k.clone(), to_raw_value(v).map_err(failed)?);
+    }
+    exact.insert("differences".into(), to_raw_value(&rows).map_err(failed)?);
+    serde_json::to_string_pretty(&exact).map_err(failed)
 }
 
 fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> {
@@ -487,18 +516,11 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
     let b = read_report(&files[1])?;
     let d = conform::diff(&a, &b);
     if let Some(p) = json_out {
-        let rows: Vec<serde_json::Value> = d
-            .iter()
-            .map(|x| json!({"what": x.what, "a": x.a, "b": x.b}))
-            .collect();
-        let mut doc = json!({ "differences": rows });
-        common::set_path_json(&mut doc, "a", &files[0]);
-        common::set_path_json(&mut doc, "b", &files[1]);
+        let wide = !(a.wide_integers.is_empty() && b.wide_integers.is_empty());
+        let text = diff_json(&d, files, wide)?;
         if p.as_os_str() == "-" {
-            common::print_json(&doc)?;
+            crate::outln!("{text}");
         } else {
-            let text =
-                serde_json::to_string_pretty(&doc).map_err(|e| CliError::failed(e.to_string()))?;
             common::write_output(p, "--json", (text + "\n").as_bytes())?;
         }
         return Ok(EXIT_OK);
@@ -553,8 +575,8 @@ fn diff(files: &[PathBuf], json_out: Option<&PathBuf>) -> Result<i32, CliError> 
         // The values are a report's (what a plugin said, or a file handed over): JSON
         // text leaves C1 controls and bidirectional overrides raw, so they are escaped
         // as every text line is.
-        let a_text = common::printable(&x.a.to_string()).into_owned();
-        let b_text = common::printable(&x.b.to_string()).into_owned();
+        let a_text = common::printable(&x.a_text).into_owned();
+        let b_text = common::printable(&x.b_text).into_owned();
         crate::outln!("  A: {}", paint(&a_text, Style::Red));
         crate::outln!("  B: {}", paint(&b_text, Style::Green));
     }

@@ -201,6 +201,7 @@ struct ExeState {
     options: std::sync::OnceLock<Vec<u8>>,
     /// For a loaded (not compiled) executable: the serialized form it was loaded from.
     origin: std::sync::OnceLock<Origin>,
+    source_signature: std::sync::OnceLock<Option<String>>,
     /// Spare output handle allocations: a loop of executions whose outputs are dropped
     /// reuses them instead of allocating.
     spare: raw::buffer::Recycler<BufferMeta>,
@@ -290,6 +291,13 @@ impl Executable {
         } else if calls.load(Ordering::Relaxed) == CALLS_UNKNOWN {
             calls.store(CALLS_NONE, Ordering::Relaxed);
         }
+        let sig = &self.state.source_signature;
+        let _ = sig.set(crate::mlir::entry_signature(program.code()));
+    }
+
+    /// The entry signature (global shapes, shardings) of the MLIR text it was compiled from.
+    pub fn source_signature(&self) -> Option<&str> {
+        self.state.source_signature.get()?.as_deref()
     }
 
     /// Records the encoded compile options this executable was built with.
@@ -385,6 +393,7 @@ impl Executable {
                 deleted: AtomicBool::new(false),
                 options: std::sync::OnceLock::new(),
                 origin: std::sync::OnceLock::new(),
+                source_signature: std::sync::OnceLock::new(),
                 spare,
                 custom_calls: AtomicU8::new(custom_calls),
             }),
@@ -462,7 +471,11 @@ impl Executable {
         }
     }
 
-    /// A fingerprint of the compiled code, where the plugin offers one.
+    /// The plugin's fingerprint of the executable (`PJRT_Executable_Fingerprint`). XLA's
+    /// plugins give their fingerprint of the program module, which need not change with
+    /// compile options: it does not identify the compiled code. A plugin without one
+    /// answers `Err` with code `Unimplemented` (or an empty string); a closed client or a
+    /// deleted executable is the usual error.
     pub fn fingerprint(&self) -> Result<String> {
         self.check()?;
         self.state.loaded.executable().fingerprint()
