@@ -132,6 +132,7 @@ def _agree_with_source(
     negative = [int(s) for s in shape if int(s) < 0]
     if negative:
         raise _rpjrt_invalid(f"put_streaming: shape={list(shape)} has a negative dimension ({negative[0]})")
+    shape = _dims(shape)
     count = 1
     for s in shape:
         count *= int(s)
@@ -144,6 +145,41 @@ def _agree_with_source(
             f"{list(own_shape)} has {own}"
         )
     return own_dtype, shape
+
+
+#: The largest size, offset or count the transfer API takes: 2**63 - 1.
+_MAX_COUNT = 2**63 - 1
+
+
+def _count(value: Any, what: str, lo: int, hi: int = _MAX_COUNT, noun: str = "it") -> int:
+    """An integer parameter in ``lo..=hi``: a bool or a non-integer is a ``TypeError``
+    naming ``what``; a value out of range an ``InvalidArgumentError`` naming it and the
+    range (never Python's ``OverflowError`` about C types)."""
+    import operator
+
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an integer, not a bool")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
+    if not lo <= v <= hi:
+        top = "2**63-1" if hi == _MAX_COUNT else str(hi)
+        raise _rpjrt_invalid(f"{what} is {v}: {noun} must be at least {lo} and at most {top}")
+    return v
+
+
+def _dims(shape: Any, what: str = "shape") -> list[int]:
+    """A shape parameter: a sequence of integers from 0 to 2**63-1 (each checked as
+    :func:`_count` checks one, named ``shape[i]``)."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise TypeError(f"{what} must be a sequence of integers, not {type(shape).__name__}")
+    out = []
+    for i, d in enumerate(shape):
+        if not isinstance(d, bool) and hasattr(d, "__index__") and d.__index__() < 0:
+            raise _rpjrt_invalid(f"{what}[{i}]: dimension {i} is negative ({d.__index__()})")
+        out.append(_count(d, f"{what}[{i}]", 0, noun="a dimension"))
+    return out
 
 
 def _rpjrt_invalid(message: str) -> Exception:
@@ -171,11 +207,16 @@ def put_streaming(
     the row-major array (then ``dtype`` and ``shape`` are required).
     progress: a callable ``progress(done_bytes, total_bytes)``; ``None`` shows a tqdm bar
     when tqdm is installed and stderr is a terminal; ``False`` reports nothing.
+    chunk_bytes: from 1 to 2**63-1; progress_threshold: from 0 to 2**63-1 (a bool is
+    neither: TypeError; out of range: InvalidArgumentError naming the parameter).
     Raises UnsupportedError naming the entry when the plugin has no transfer manager.
     """
+    chunk_bytes = _count(chunk_bytes, "chunk_bytes", 1, noun="a streaming upload's chunk size")
+    progress_threshold = _count(progress_threshold, "progress_threshold", 0)
     if callable(source) and not _has_buffer(source):
         if dtype is None or shape is None:
             raise _rpjrt_invalid("put_streaming from a function needs dtype= and shape=")
+        shape = _dims(shape)
         fn = source
     else:
         fn, own_dtype, own_shape = _byte_source(source)
@@ -274,13 +315,15 @@ def read_raw(buffer: Buffer, offset: int, size: int) -> bytes:
     """``size`` bytes from byte ``offset`` of the buffer's on-device form
     (PJRT_Buffer_CopyRawToHost); on the CPU plugins that is the row-major data. A buffer put
     with a non-default ``layout`` is refused: plugins disagree on its bytes."""
-    return _rpjrt._copy_raw_to_host(buffer, offset, size)
+    return _rpjrt._copy_raw_to_host(buffer, _count(offset, "offset", 0), _count(size, "size", 0))
 
 
 def read_raw_async(buffer: Buffer, offset: int, size: int) -> RawCopy:
     """Start reading ``size`` bytes from byte ``offset`` of the buffer's on-device form and
     return at once; ``.wait()`` on the result gives the bytes. The range is checked first."""
-    return _rpjrt._copy_raw_to_host_async(buffer, offset, size)
+    return _rpjrt._copy_raw_to_host_async(
+        buffer, _count(offset, "offset", 0), _count(size, "size", 0)
+    )
 
 
 def uninitialized(
@@ -296,7 +339,7 @@ def uninitialized(
     With ``memory``, the buffer is checked to be there: the CPU plugins place it in the
     device's default memory whatever is asked, which is an ``UnsupportedError`` naming
     both memories rather than a buffer somewhere else."""
-    return _rpjrt._create_uninitialized_buffer(client, dtype, list(shape), device, memory)
+    return _rpjrt._create_uninitialized_buffer(client, dtype, _dims(shape), device, memory)
 
 
 def error_buffer(
@@ -312,7 +355,7 @@ def error_buffer(
     """A buffer carrying an error (PJRT_Client_CreateErrorBuffer): waiting on it or using
     it raises ``code`` (a name such as "INTERNAL") with ``message``."""
     return _rpjrt._create_error_buffer(
-        client, dtype, list(shape), code, message, device, memory
+        client, dtype, _dims(shape), code, message, device, memory
     )
 
 
@@ -343,7 +386,7 @@ def device_layout(buffer: Buffer) -> DeviceLayout:
 
 def default_layout(client: Client, dtype: Any, shape: Sequence[int]) -> DeviceLayout:
     """The plugin's default device layout for ``dtype[shape]``."""
-    return _layout(_rpjrt._default_layout(client, dtype, list(shape)))
+    return _layout(_rpjrt._default_layout(client, dtype, _dims(shape)))
 
 
 def byte_strides(buffer: Buffer) -> tuple[int, ...]:

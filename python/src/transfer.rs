@@ -16,13 +16,60 @@ use crate::convert::dtype_from_py;
 use crate::errors::{invalid, PyErrExt};
 use crate::pybuf::HostView;
 
+/// The largest value a size, offset or count of the transfer API may take: 2**63 - 1.
+pub(crate) const MAX_COUNT: u64 = i64::MAX as u64;
+
+/// A whole-number argument `what` of the transfer API in `lo..=hi`. A bool or anything
+/// that is not an integer is a `TypeError` naming it; a value out of range, however large
+/// or negative, is an `InvalidArgumentError` naming it and the range (never Python's
+/// `OverflowError` about C types).
+pub(crate) fn count_arg(obj: &Bound<'_, PyAny>, what: &str, lo: u64, hi: u64) -> PyResult<u64> {
+    let type_error = || {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{what} must be an integer, not {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    };
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(type_error());
+    }
+    let range = || {
+        invalid(format!(
+            "{what} is {obj}, outside its range: an integer from {lo} to {}",
+            if hi == MAX_COUNT {
+                "2**63-1".to_string()
+            } else {
+                hi.to_string()
+            }
+        ))
+    };
+    let index = obj
+        .py()
+        .import("operator")?
+        .call_method1("index", (obj,))
+        .map_err(|e| {
+            if e.is_instance_of::<pyo3::exceptions::PyTypeError>(obj.py()) {
+                type_error()
+            } else {
+                e
+            }
+        })?;
+    match index.extract::<i128>() {
+        Ok(v) if v >= i128::from(lo) && v <= i128::from(hi) => Ok(v as u64),
+        _ => Err(range()),
+    }
+}
+
 /// Uploads `dtype[shape]` through the plugin's async transfer manager, one chunk at a time:
 /// `source(offset, nbytes)` returns a C-contiguous buffer-protocol object of exactly
 /// `nbytes` bytes (bytes `offset..offset + nbytes` of the row-major array), which is handed
 /// to the plugin in place, with the GIL released while it copies. `progress(done, total)`
 /// is called after each chunk when the array is at least `progress_threshold` bytes.
 #[pyfunction]
-#[pyo3(signature = (client, source, dtype, shape, device = None, memory = None, chunk_bytes = 67108864, progress = None, progress_threshold = 268435456))]
+#[pyo3(signature = (client, source, dtype, shape, device = None, memory = None, chunk_bytes = None, progress = None, progress_threshold = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _put_streaming(
     py: Python<'_>,
@@ -32,10 +79,18 @@ pub fn _put_streaming(
     shape: Vec<i64>,
     device: Option<&Bound<'_, PyAny>>,
     memory: Option<&Bound<'_, PyAny>>,
-    chunk_bytes: usize,
+    chunk_bytes: Option<&Bound<'_, PyAny>>,
     progress: Option<&Bound<'_, PyAny>>,
-    progress_threshold: u64,
+    progress_threshold: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBuffer>> {
+    let chunk_bytes = match chunk_bytes {
+        Some(c) => count_arg(c, "chunk_bytes", 1, MAX_COUNT)? as usize,
+        None => rpjrt::StreamOptions::default().chunk_size,
+    };
+    let progress_threshold = match progress_threshold {
+        Some(t) => count_arg(t, "progress_threshold", 0, MAX_COUNT)?,
+        None => rpjrt::StreamOptions::default().progress_threshold,
+    };
     let t = dtype_from_py(dtype)?;
     let me = client.get();
     let (dev, mem) = me.resolve_target(py, device, memory)?;
@@ -102,9 +157,11 @@ pub fn _put_streaming(
 pub fn _copy_raw_to_host<'py>(
     py: Python<'py>,
     buffer: &Bound<'py, PyBuffer>,
-    offset: usize,
-    size: usize,
+    offset: &Bound<'py, PyAny>,
+    size: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let offset = count_arg(offset, "offset", 0, MAX_COUNT)? as usize;
+    let size = count_arg(size, "size", 0, MAX_COUNT)? as usize;
     let b = buffer.get();
     b.check_not_deleted()?;
     // The range first: the destination is allocated only for a read that can happen.

@@ -252,35 +252,38 @@ fn check_host(element_type: ElementType, dims: &[i64], len: usize) -> Result<usi
     element_type.dense_byte_size(1)
 }
 
-/// The rows of block `block` of a row-major array: for each row along the last dimension,
-/// its byte offset in the full array and in the dense shard, and the length every row
-/// has. Nothing for a block with no elements; one row for a rank-0 value.
-fn block_rows(
+/// Calls `row(full, shard, len)` for each row along the last dimension of block `block` of
+/// a row-major array: its byte offset in the full array and in the dense shard, and the
+/// length every row has. Nothing for a block with no elements; one row for a rank-0
+/// value. The rows are walked, not collected: a block of many short rows needs no
+/// allocation of its own.
+fn for_block_rows(
     dims: &[i64],
     shard_dims: &[i64],
     block: &[usize],
     item: usize,
-) -> (Vec<(usize, usize)>, usize) {
+    mut row: impl FnMut(usize, usize, usize),
+) {
     let rank = dims.len();
     if rank == 0 {
-        return (vec![(0, 0)], item);
+        row(0, 0, item);
+        return;
     }
     let sd: Vec<usize> = shard_dims.iter().map(|&d| d as usize).collect();
     let fd: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
     if sd.contains(&0) {
-        return (Vec::new(), 0);
+        return;
     }
-    let row = sd[rank - 1] * item;
+    let len = sd[rank - 1] * item;
     let rows: usize = sd[..rank - 1].iter().product();
     let mut idx = vec![0usize; rank - 1];
-    let mut out = Vec::with_capacity(rows);
     for r in 0..rows {
         let mut off = 0usize;
         for d in 0..rank {
             let i = if d < rank - 1 { idx[d] } else { 0 };
             off = off * fd[d] + block[d] * sd[d] + i;
         }
-        out.push((off * item, r * row));
+        row(off * item, r * len, len);
         for d in (0..rank - 1).rev() {
             idx[d] += 1;
             if idx[d] < sd[d] {
@@ -289,11 +292,92 @@ fn block_rows(
             idx[d] = 0;
         }
     }
-    (out, row)
+}
+
+/// A checked split of one dense row-major host array by a mesh and spec ([`split_plan`]):
+/// the shard dims and bytes, and the copy of each mesh position's shard into a buffer the
+/// caller allocated (so that a caller with its own allocator, e.g. Python's, makes one
+/// copy, and a failed allocation is its to report).
+#[derive(Clone, Debug)]
+pub struct SplitPlan {
+    dims: Vec<i64>,
+    layout: ShardLayout,
+    item: usize,
+    shard_bytes: usize,
+    data_bytes: usize,
+}
+
+/// Checks a split of `data_bytes` bytes of `element_type` and `dims` by `spec` on `mesh`
+/// (the same checks as [`split`]), without copying anything.
+pub fn split_plan(
+    data_bytes: usize,
+    element_type: ElementType,
+    dims: &[i64],
+    mesh: &Mesh,
+    spec: &PartitionSpec,
+) -> Result<SplitPlan> {
+    let item = check_host(element_type, dims, data_bytes)?;
+    let layout = shard_layout(mesh, spec, dims)?;
+    let shard_bytes = element_type.dense_byte_size(element_count(&layout.shard_dims)?)?;
+    Ok(SplitPlan {
+        dims: dims.to_vec(),
+        layout,
+        item,
+        shard_bytes,
+        data_bytes,
+    })
+}
+
+impl SplitPlan {
+    /// Each shard's dims.
+    pub fn shard_dims(&self) -> &[i64] {
+        &self.layout.shard_dims
+    }
+
+    /// Each shard's size in bytes.
+    pub fn shard_bytes(&self) -> usize {
+        self.shard_bytes
+    }
+
+    /// The number of shards (the mesh's devices).
+    pub fn shards(&self) -> usize {
+        self.layout.blocks.len()
+    }
+
+    /// Copies mesh position `position`'s shard of `data` (the array the plan was made
+    /// for) into `out`, which must be [`SplitPlan::shard_bytes`] long.
+    pub fn write_shard(&self, data: &[u8], position: usize, out: &mut [u8]) -> Result<()> {
+        let block = self.layout.blocks.get(position).ok_or_else(|| {
+            Error::invalid(format!(
+                "shard {position} asked for, but the mesh has {} devices",
+                self.shards()
+            ))
+        })?;
+        if data.len() != self.data_bytes || out.len() != self.shard_bytes {
+            return Err(Error::invalid(format!(
+                "a split planned for {} bytes into shards of {} was given {} bytes and a \
+                 shard buffer of {}",
+                self.data_bytes,
+                self.shard_bytes,
+                data.len(),
+                out.len()
+            )));
+        }
+        for_block_rows(
+            &self.dims,
+            &self.layout.shard_dims,
+            block,
+            self.item,
+            |f, o, len| out[o..o + len].copy_from_slice(&data[f..f + len]),
+        );
+        Ok(())
+    }
 }
 
 /// Splits a dense row-major host array into one shard per mesh position (row-major mesh
-/// order), each dense row-major, by the given mesh and partition spec.
+/// order), each dense row-major, by the given mesh and partition spec. Each shard is
+/// allocated fallibly: memory running out is an [`Error::ResourceExhausted`] naming the
+/// size, never an abort (a replicated spec makes one full copy per device).
 pub fn split(
     data: &[u8],
     element_type: ElementType,
@@ -301,22 +385,21 @@ pub fn split(
     mesh: &Mesh,
     spec: &PartitionSpec,
 ) -> Result<(Vec<Vec<u8>>, Vec<i64>)> {
-    let item = check_host(element_type, dims, data.len())?;
-    let layout = shard_layout(mesh, spec, dims)?;
-    let n = element_type.dense_byte_size(element_count(&layout.shard_dims)?)?;
-    let shards = layout
-        .blocks
-        .iter()
-        .map(|b| {
-            let mut s = vec![0u8; n];
-            let (rows, len) = block_rows(dims, &layout.shard_dims, b, item);
-            for (f, o) in rows {
-                s[o..o + len].copy_from_slice(&data[f..f + len]);
-            }
-            s
-        })
-        .collect();
-    Ok((shards, layout.shard_dims))
+    let plan = split_plan(data.len(), element_type, dims, mesh, spec)?;
+    let mut shards = Vec::new();
+    shards.try_reserve_exact(plan.shards()).map_err(|_| {
+        Error::ResourceExhausted(format!(
+            "splitting an array into {} shards cannot allocate the list of shards",
+            plan.shards()
+        ))
+    })?;
+    for k in 0..plan.shards() {
+        let what = format!("shard {k} of {} (split)", plan.shards());
+        let mut s = rpjrt::host::try_zeroed(plan.shard_bytes, &what)?;
+        plan.write_shard(data, k, &mut s)?;
+        shards.push(s);
+    }
+    Ok((shards, plan.layout.shard_dims))
 }
 
 /// One shard handed to [`assemble`]: its dense row-major bytes with the element type and
@@ -343,11 +426,25 @@ impl<'a> HostShard<'a> {
     }
 }
 
+/// The checks of [`assemble`], with nothing copied or allocated: the size in bytes of the
+/// array the shards make (what [`assemble_into`] writes), or the refusal [`assemble`]
+/// would give.
+pub fn assemble_bytes(
+    shards: &[HostShard<'_>],
+    element_type: ElementType,
+    dims: &[i64],
+    mesh: &Mesh,
+    spec: &PartitionSpec,
+) -> Result<usize> {
+    Ok(assemble_check(shards, element_type, dims, mesh, spec)?.0)
+}
+
 /// Reassembles a dense row-major host array of `element_type` and `dims` from one shard per
 /// mesh position (row-major mesh order). Every shard is checked before any is copied: its
 /// element type must be `element_type`, its dims the shard dims the spec gives, and its
 /// bytes that many; the first that differs is named. Where the spec replicates, the first
-/// position holding a block supplies it.
+/// position holding a block supplies it. The result is allocated fallibly
+/// ([`Error::ResourceExhausted`] naming its size, never an abort).
 pub fn assemble(
     shards: &[HostShard<'_>],
     element_type: ElementType,
@@ -355,6 +452,21 @@ pub fn assemble(
     mesh: &Mesh,
     spec: &PartitionSpec,
 ) -> Result<Vec<u8>> {
+    // The checks first: a wrong call is refused before anything is allocated.
+    let total = assemble_check(shards, element_type, dims, mesh, spec)?.0;
+    let mut full = rpjrt::host::try_zeroed(total, "the assembled array")?;
+    assemble_into(shards, element_type, dims, mesh, spec, &mut full)?;
+    Ok(full)
+}
+
+/// The checks of [`assemble`]: the array's size in bytes and the shard layout.
+fn assemble_check(
+    shards: &[HostShard<'_>],
+    element_type: ElementType,
+    dims: &[i64],
+    mesh: &Mesh,
+    spec: &PartitionSpec,
+) -> Result<(usize, ShardLayout, usize)> {
     // First: a shard of another type is the caller's mistake whatever the type.
     if let Some(k) = shards.iter().position(|s| s.element_type != element_type) {
         return Err(Error::invalid(format!(
@@ -390,19 +502,37 @@ pub fn assemble(
             )));
         }
     }
-    let mut full = vec![0u8; total];
-    let mut done: Vec<&Vec<usize>> = Vec::new();
+    Ok((total, layout, item))
+}
+
+/// [`assemble`] into `out`, a buffer of the caller's that must be [`assemble_bytes`] long:
+/// the same checks, and no allocation the size of the array.
+pub fn assemble_into(
+    shards: &[HostShard<'_>],
+    element_type: ElementType,
+    dims: &[i64],
+    mesh: &Mesh,
+    spec: &PartitionSpec,
+    out: &mut [u8],
+) -> Result<()> {
+    let (total, layout, item) = assemble_check(shards, element_type, dims, mesh, spec)?;
+    if out.len() != total {
+        return Err(Error::invalid(format!(
+            "the output buffer has {} bytes, but {element_type}{dims:?} needs {total}",
+            out.len()
+        )));
+    }
+    // Each block once (the first position holding it): a set, so a large mesh is linear.
+    let mut done = std::collections::HashSet::with_capacity(layout.blocks.len().min(1 << 16));
     for (b, s) in layout.blocks.iter().zip(shards) {
-        if done.contains(&b) {
+        if !done.insert(b) {
             continue;
         }
-        done.push(b);
-        let (rows, len) = block_rows(dims, &layout.shard_dims, b, item);
-        for (f, o) in rows {
-            full[f..f + len].copy_from_slice(&s.data[o..o + len]);
-        }
+        for_block_rows(dims, &layout.shard_dims, b, item, |f, o, len| {
+            out[f..f + len].copy_from_slice(&s.data[o..o + len])
+        });
     }
-    Ok(full)
+    Ok(())
 }
 
 /// Checks that `spec` cuts a value of `rank` dimensions on `mesh` the way `sharding` does:
@@ -554,9 +684,178 @@ fn sharding_tiling(
     ))
 }
 
+/// The global shapes of an entry function's parameters and results, read from its MLIR
+/// signature text as [`rpjrt::Executable::source_signature`] gives it
+/// (`(%a: tensor<3x4xf32> {...}) -> (tensor<4xf32> {...})`): for each, its dims where it
+/// is a ranked tensor of static shape, else `None` (a token, a tuple, a dynamic
+/// dimension). `None` when the text is not such a signature.
+///
+/// The compiled program of a partitioned executable reports only each partition's
+/// (padded) shape; these are the shapes the program was written for, which host arrays
+/// are checked against so that an uneven sharding (XLA pads it) is refused rather than a
+/// padded or cut array returned.
+#[allow(clippy::type_complexity)]
+pub fn signature_dims(signature: &str) -> Option<(Vec<Option<Vec<i64>>>, Vec<Option<Vec<i64>>>)> {
+    let sig = signature.trim_start();
+    let params_end = closing(sig)?;
+    let params = top_level(&sig[1..params_end])
+        .into_iter()
+        .map(|p| {
+            let colon = top_level_find(p, b':')?;
+            tensor_dims(&p[colon + 1..])
+        })
+        .collect();
+    let rest = sig[params_end + 1..].trim_start();
+    let Some(results) = rest.strip_prefix("->") else {
+        return Some((params, Vec::new()));
+    };
+    let results = results.trim_start();
+    let results = if results.starts_with('(') {
+        let end = closing(results)?;
+        top_level(&results[1..end])
+            .into_iter()
+            .map(tensor_dims)
+            .collect()
+    } else {
+        vec![tensor_dims(results)]
+    };
+    Some((params, results))
+}
+
+/// Walks `s` outside string literals, calling `visit(index, byte, depth)` with the bracket
+/// depth after each byte (`->` is not a closing bracket); the first index `visit` stops
+/// at.
+fn scan(s: &str, mut visit: impl FnMut(usize, u8, i32) -> bool) -> Option<usize> {
+    let b = s.as_bytes();
+    let (mut depth, mut in_str, mut esc) = (0i32, false, false);
+    for (i, &c) in b.iter().enumerate() {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_str = true;
+                continue;
+            }
+            b'(' | b'<' | b'{' | b'[' => depth += 1,
+            b'>' if i > 0 && b[i - 1] == b'-' => {}
+            b')' | b'>' | b'}' | b']' => depth -= 1,
+            _ => {}
+        }
+        if visit(i, c, depth) {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// The index of the bracket closing the one `s` starts with.
+fn closing(s: &str) -> Option<usize> {
+    scan(s, |_, _, d| d == 0)
+}
+
+/// The first `byte` of `s` outside brackets and strings.
+fn top_level_find(s: &str, byte: u8) -> Option<usize> {
+    scan(s, |_, c, d| c == byte && d == 0)
+}
+
+/// `s` split at its commas outside brackets and strings; nothing for blank text.
+fn top_level(s: &str) -> Vec<&str> {
+    if s.trim().is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut start = 0;
+    scan(s, |i, c, d| {
+        if c == b',' && d == 0 {
+            out.push(&s[start..i]);
+            start = i + 1;
+        }
+        false
+    });
+    out.push(&s[start..]);
+    out
+}
+
+/// The dims of the tensor type `s` starts with (`tensor<3x4xf32> ...` gives [3, 4]);
+/// `None` for another type or a dynamic dimension.
+fn tensor_dims(s: &str) -> Option<Vec<i64>> {
+    let inner = s.trim_start().strip_prefix("tensor<")?;
+    let mut rest = &inner[..inner.find([',', '>'])?];
+    let mut dims = Vec::new();
+    while let Some((d, r)) = rest.split_once('x') {
+        match d.trim().parse::<i64>() {
+            Ok(n) if n >= 0 => dims.push(n),
+            // `?` (dynamic) or a negative size: no static shape.
+            _ if d.trim() == "?" || d.trim().starts_with('-') => return None,
+            // The element type (`complex<f32>` reads as far as its `<`).
+            _ => break,
+        }
+        rest = r;
+    }
+    Some(dims)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signature_dims_read_global_shapes() {
+        let sig = "(%a: tensor<3x4xf32> {mhlo.sharding = \"{devices=[2,1]<=[2]}\"}, %b: tensor<f32> loc(\"b, c\"))\n    -> (tensor<4xf32> {mhlo.sharding = \"{replicated}\"}, tensor<2x?xi32>)";
+        let (p, r) = signature_dims(sig).unwrap();
+        assert_eq!(p, vec![Some(vec![3, 4]), Some(vec![])]);
+        assert_eq!(r, vec![Some(vec![4]), None]);
+        let (p, r) = signature_dims("() -> ()").unwrap();
+        assert!(p.is_empty() && r.is_empty());
+        let (p, r) = signature_dims("(%a: !stablehlo.token) -> tensor<2x3xcomplex<f32>>").unwrap();
+        assert_eq!((p, r), (vec![None], vec![Some(vec![2, 3])]));
+        let (p, r) = signature_dims("(%x: tensor<8xf32>)").unwrap();
+        assert_eq!((p, r), (vec![Some(vec![8])], vec![]));
+        let (_, r) = signature_dims("(%x: tensor<8xf32>) -> tensor<f32> attributes {x}").unwrap();
+        assert_eq!(r, vec![Some(vec![])]);
+        assert!(signature_dims("(%x: tensor<8xf32>").is_none());
+    }
+
+    #[test]
+    fn split_and_assemble_fail_cleanly_and_assemble_into_checks_first() {
+        let mesh = Mesh::new(&[("x", 2)], &[0, 1]).unwrap();
+        let sp = spec(&[&["x"]]);
+        let data: Vec<u8> = (0..8).collect();
+        let plan = split_plan(8, ElementType::U8, &[8], &mesh, &sp).unwrap();
+        assert_eq!(
+            (plan.shards(), plan.shard_bytes(), plan.shard_dims()),
+            (2, 4, &[4i64][..])
+        );
+        let mut out = [0u8; 4];
+        plan.write_shard(&data, 1, &mut out).unwrap();
+        assert_eq!(out, [4, 5, 6, 7]);
+        assert!(plan.write_shard(&data, 2, &mut out).is_err());
+        assert!(plan.write_shard(&data[..7], 0, &mut out).is_err());
+        let shards = [
+            HostShard::new(&data[..4], ElementType::U8, &[4]),
+            HostShard::new(&data[4..], ElementType::U8, &[4]),
+        ];
+        assert_eq!(
+            assemble_bytes(&shards, ElementType::U8, &[8], &mesh, &sp).unwrap(),
+            8
+        );
+        let mut full = [0u8; 7];
+        let e = assemble_into(&shards, ElementType::U8, &[8], &mesh, &sp, &mut full).unwrap_err();
+        assert!(
+            e.to_string().contains("the output buffer has 7 bytes"),
+            "{e}"
+        );
+        // The allocator split and assemble use refuses rather than aborts.
+        let e = rpjrt::host::try_zeroed(usize::MAX, "x").unwrap_err();
+        assert!(matches!(e, Error::ResourceExhausted(_)), "{e}");
+    }
 
     #[test]
     fn meshes_refuse_repeats_and_negative_ids_in_linear_time() {

@@ -2395,17 +2395,88 @@ pub fn text_region_custom_call(text: &str) -> Option<RegionCustomCall> {
         .find_map(|&(_, bar, g)| Some(found(holding.get(g)?, bar?, Some(g))))
 }
 
-/// [`text_region_custom_call`] for a program whose operations were walked without their
-/// attributes (MLIR bytecode): each custom call or call operation with the operations
-/// enclosing it, outermost first. A call in a barring region counts when the program holds
-/// a custom call anywhere, since the function it calls is not known.
-pub fn walked_region_custom_call(ops: &[(String, Vec<String>)]) -> Option<RegionCustomCall> {
-    let any = ops.iter().any(|(o, _)| o.ends_with(".custom_call"));
-    ops.iter().filter(|_| any).find_map(|(o, outer)| {
-        let bar = outer.iter().rev().find(|e| bars_custom_calls(e))?;
-        let via = (!o.ends_with(".custom_call")).then(|| {
-            format!("a function the region calls through {o}: calls are not followed in bytecode")
-        });
+/// One call, composite, custom call or function operation of a walked program (MLIR
+/// bytecode).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WalkedOp {
+    /// The operation's name (`stablehlo.call`, `func.func`).
+    pub op: String,
+    /// The operations enclosing it, outermost first.
+    pub outer: Vec<String>,
+    /// For a function, the names it may have; for a call or composite, the names of the
+    /// function it may call (empty when they could not be read).
+    pub names: Vec<String>,
+    /// The function holding it: its index in the walked list.
+    pub func: Option<usize>,
+}
+
+/// [`text_region_custom_call`] for a program whose operations were walked (MLIR bytecode):
+/// a custom call in a barring region, or a call or composite there whose callee holds a
+/// custom call, directly or through further calls. A callee whose name could not be read
+/// (or that names no function, or where some function's name could not be read) counts as
+/// holding one when the program has a custom call anywhere.
+pub fn walked_region_custom_call(ops: &[WalkedOp]) -> Option<RegionCustomCall> {
+    if !ops.iter().any(|o| o.op.ends_with(".custom_call")) {
+        return None;
+    }
+    let is_func = |o: &WalkedOp| o.op.ends_with(".func");
+    let named = ops
+        .iter()
+        .filter(|o| is_func(o))
+        .all(|f| !f.names.is_empty());
+    // The functions a call may reach; `None` when not known.
+    let targets = |c: &WalkedOp| -> Option<Vec<usize>> {
+        let t: Vec<usize> = (0..ops.len())
+            .filter(|&i| is_func(&ops[i]) && ops[i].names.iter().any(|n| c.names.contains(n)))
+            .collect();
+        (named && !t.is_empty()).then_some(t)
+    };
+    let mut holds = vec![false; ops.len()];
+    for o in ops.iter().filter(|o| o.op.ends_with(".custom_call")) {
+        if let Some(f) = o.func.filter(|&f| f < holds.len()) {
+            holds[f] = true;
+        }
+    }
+    let reaches = |c: &WalkedOp, holds: &[bool]| match targets(c) {
+        Some(t) => t.into_iter().find(|&g| holds[g]).map(Some),
+        None => Some(None),
+    };
+    let calls: Vec<&WalkedOp> = ops
+        .iter()
+        .filter(|o| !is_func(o) && !o.op.ends_with(".custom_call"))
+        .collect();
+    // Each round marks at least one more function, so this ends.
+    loop {
+        let more: Vec<usize> = calls
+            .iter()
+            .filter(|c| reaches(c, &holds).is_some())
+            .filter_map(|c| c.func.filter(|&f| f < holds.len() && !holds[f]))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        more.into_iter().for_each(|f| holds[f] = true);
+    }
+    ops.iter().find_map(|o| {
+        let bar = o.outer.iter().rev().find(|e| bars_custom_calls(e))?;
+        let via = match o.op.ends_with(".custom_call") {
+            true => None,
+            false => Some(match reaches(o, &holds)? {
+                Some(g) => {
+                    let names = &ops[g].names;
+                    let name = names
+                        .iter()
+                        .find(|n| o.names.contains(n))
+                        .unwrap_or(&names[0]);
+                    format!("@{name}, a function the region calls")
+                }
+                None => format!(
+                    "a function the region calls through {}, whose name could not be read from \
+                     bytecode",
+                    o.op
+                ),
+            }),
+        };
         Some(RegionCustomCall {
             target: String::new(),
             op: bar.clone(),
@@ -2554,29 +2625,65 @@ mod region_call_tests {
 
     #[test]
     fn walked_calls_in_barring_regions_are_found() {
-        let op = |o: &str, outer: &[&str]| {
-            (o.to_string(), outer.iter().map(|s| s.to_string()).collect())
+        let op = |o: &str, outer: &[&str], names: &[&str], func: Option<usize>| WalkedOp {
+            op: o.to_string(),
+            outer: outer.iter().map(|s| s.to_string()).collect(),
+            names: names.iter().map(|s| s.to_string()).collect(),
+            func,
         };
         let m = ["builtin.module", "stablehlo.func"];
-        let cc_in = vec![op(
-            "stablehlo.custom_call",
-            &[&m[..], &["stablehlo.sort"]].concat(),
-        )];
+        let in_map = [&m[..], &["stablehlo.map"]].concat();
+        let cc_in = vec![
+            op("stablehlo.func", &m[..1], &["main"], None),
+            op(
+                "stablehlo.custom_call",
+                &[&m[..], &["stablehlo.sort"]].concat(),
+                &[],
+                Some(0),
+            ),
+        ];
         assert_eq!(
             walked_region_custom_call(&cc_in).unwrap().op,
             "stablehlo.sort"
         );
-        let call_in = vec![
-            op("stablehlo.call", &[&m[..], &["stablehlo.map"]].concat()),
-            op("stablehlo.custom_call", &m),
+        // main's map calls @h; @h calls @g, which holds the custom call.
+        let mut call_in = vec![
+            op("stablehlo.func", &m[..1], &["main", "public"], None),
+            op("stablehlo.call", &in_map, &["h"], Some(0)),
+            op("stablehlo.func", &m[..1], &["h"], None),
+            op("stablehlo.call", &m, &["g"], Some(2)),
+            op("stablehlo.func", &m[..1], &["g"], None),
+            op("stablehlo.custom_call", &m, &[], Some(4)),
         ];
         let r = walked_region_custom_call(&call_in).unwrap();
-        assert_eq!((r.op.as_str(), r.via.is_some()), ("stablehlo.map", true));
-        // A call in a reduce body with no custom call in the program, or one outside.
-        assert_eq!(walked_region_custom_call(&call_in[..1]), None);
+        assert_eq!(
+            (r.op.as_str(), r.via.as_deref()),
+            ("stablehlo.map", Some("@h, a function the region calls"))
+        );
+        // @h calls a function without custom calls instead: nothing to refuse.
+        call_in[3].names = vec!["k".into()];
+        call_in.push(op("stablehlo.func", &m[..1], &["k"], None));
+        assert_eq!(walked_region_custom_call(&call_in), None);
+        // A callee whose name is unread, or names no function: refused as before.
+        call_in[1].names.clear();
+        assert!(walked_region_custom_call(&call_in)
+            .unwrap()
+            .via
+            .unwrap()
+            .contains("could not be read"));
+        call_in[1].names = vec!["nowhere".into()];
+        assert!(walked_region_custom_call(&call_in).is_some());
+        // A function whose name is unread makes every call unknown.
+        call_in[1].names = vec!["h".into()];
+        call_in[6].names.clear();
+        assert!(walked_region_custom_call(&call_in).is_some());
+        // No custom call in the program, or one outside a barring region.
+        assert_eq!(walked_region_custom_call(&call_in[..5]), None);
         let outside = vec![op(
             "stablehlo.custom_call",
             &[&m[..], &["stablehlo.while"]].concat(),
+            &[],
+            None,
         )];
         assert_eq!(walked_region_custom_call(&outside), None);
     }

@@ -35,6 +35,7 @@ pub mod oom;
 
 pub mod aot;
 pub mod buffer;
+pub mod bytecode;
 pub mod callback;
 pub mod capture;
 pub mod client;

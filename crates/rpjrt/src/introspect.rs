@@ -200,11 +200,17 @@ impl Executable {
     }
 
     /// The sharding of each output, decoded, from the plugin or the compiled module as
-    /// [`Executable::parameter_shardings`] says.
+    /// [`Executable::parameter_shardings`] says: a root tuple's one sharding stands for its
+    /// elements, and a program with no outputs has none (plugins report the empty tuple's).
     pub fn output_shardings(&self) -> Result<Vec<OpSharding>> {
-        match self.output_shardings_bytes() {
-            Ok(b) => decode_all(b, "output"),
-            Err(e) => self.compiled_shardings(false, e),
+        let mut all = match self.output_shardings_bytes() {
+            Ok(b) => decode_all(b, "output")?,
+            Err(e) => self.compiled_shardings(false, e)?,
+        };
+        match all.as_slice() {
+            _ if self.num_outputs() == 0 => Ok(Vec::new()),
+            [one] if one.kind == ShardingType::Tuple => Ok(all.remove(0).tuple_shardings),
+            _ => Ok(all),
         }
     }
 
@@ -222,14 +228,7 @@ impl Executable {
         let Some(recorded) = recorded else {
             return Err(refused);
         };
-        let what = if parameters { "parameter" } else { "output" };
-        let mut all = decode_all(recorded, what)?;
-        match all.as_slice() {
-            [one] if !parameters && one.kind == ShardingType::Tuple => {
-                Ok(all.remove(0).tuple_shardings)
-            }
-            _ => Ok(all),
-        }
+        decode_all(recorded, if parameters { "parameter" } else { "output" })
     }
 
     /// The serialized `OpSharding` of each parameter, as the plugin hands it out.

@@ -274,26 +274,7 @@ fn text_uses(code: &[u8]) -> Uses {
     out
 }
 
-/// Reads MLIR bytecode's prefix varint: the count of trailing zero bits of the first byte
-/// says how many more bytes follow (a zero first byte: eight more, the whole value).
-pub(crate) fn read_varint(data: &[u8], pos: &mut usize) -> Option<u64> {
-    let first = *data.get(*pos)?;
-    if first == 0 {
-        let bytes = data.get(pos.checked_add(1)?..pos.checked_add(9)?)?;
-        *pos += 9;
-        return Some(u64::from_le_bytes(bytes.try_into().ok()?));
-    }
-    let extra = first.trailing_zeros() as usize;
-    let bytes = data.get(*pos..pos.checked_add(extra + 1)?)?;
-    let mut buf = [0u8; 8];
-    buf[..bytes.len()].copy_from_slice(bytes);
-    *pos += extra + 1;
-    Some(u64::from_le_bytes(buf) >> (extra + 1))
-}
-
-fn read_usize(data: &[u8], pos: &mut usize) -> Option<usize> {
-    usize::try_from(read_varint(data, pos)?).ok()
-}
+use crate::raw::bytecode::{read_section, read_usize, read_varint, string_section};
 
 /// The sections of a bytecode file that rpjrt reads.
 struct Bytecode<'a> {
@@ -480,47 +461,6 @@ impl<'a> Bytecode<'a> {
     }
 }
 
-/// Reads a section header and its data: `(id, data)`.
-fn read_section<'a>(code: &'a [u8], pos: &mut usize) -> Option<(u8, &'a [u8])> {
-    let id_and_aligned = *code.get(*pos)?;
-    *pos += 1;
-    let len = read_usize(code, pos)?;
-    if id_and_aligned & 0x80 != 0 {
-        let align = read_varint(code, pos)?;
-        if align == 0 || !align.is_power_of_two() {
-            return None;
-        }
-        // Padding bytes (0xCB) up to the alignment.
-        while *pos < code.len() && code[*pos] == 0xCB && !(*pos as u64).is_multiple_of(align) {
-            *pos += 1;
-        }
-    }
-    let data = code.get(*pos..pos.checked_add(len)?)?;
-    *pos += len;
-    Some((id_and_aligned & 0x7f, data))
-}
-
-/// The string section: a count, the lengths in reverse order, then the NUL-terminated data.
-fn string_section(data: &[u8]) -> Option<Vec<&[u8]>> {
-    let mut p = 0;
-    let count = read_usize(data, &mut p)?;
-    if count > data.len() {
-        return None;
-    }
-    let mut lengths = Vec::with_capacity(count);
-    for _ in 0..count {
-        lengths.push(read_usize(data, &mut p)?);
-    }
-    lengths.reverse();
-    let mut out = Vec::with_capacity(count);
-    for n in lengths {
-        let s = data.get(p..p.checked_add(n)?)?;
-        p += n;
-        out.push(s.strip_suffix(&[0]).unwrap_or(s));
-    }
-    Some(out)
-}
-
 /// The strings of an MLIR bytecode file's string section (`None` when it cannot be read).
 pub(crate) fn bytecode_strings(code: &[u8]) -> Option<Vec<String>> {
     let b = Bytecode::read(code)?;
@@ -684,6 +624,15 @@ pub(crate) fn entry_parameter_names(code: &[u8]) -> Option<Vec<String>> {
         names.push(parameter_name(p)?);
     }
     Some(names)
+}
+
+/// The entry function's signature in MLIR text, from its parameter list to its body.
+pub(crate) fn entry_signature(code: &[u8]) -> Option<String> {
+    let code = blank_comments(code);
+    let text = std::str::from_utf8(&code).ok()?;
+    let open = entry_parameter_list(text)?.as_ptr() as usize - text.as_ptr() as usize - 1;
+    let body = scan_outside_strings(&code, open, |_, b, d| b == b'{' && d == 1)?;
+    Some(text[open..body].trim_end().to_string())
 }
 
 /// The text between the parentheses of the entry function's parameter list.
@@ -859,9 +808,11 @@ struct FuncOp {
 struct IrReader<'b> {
     version: u64,
     ops: &'b [String],
-    /// The ops whose regions are being read, and each call op with them, when set.
+    /// When set: the ops whose regions are being read, each call, composite, custom call
+    /// and function op as (name, enclosing ops, attribute dictionary, properties entry,
+    /// enclosing function: its index in this list), and the functions being read.
     #[allow(clippy::type_complexity)]
-    nest: Option<std::cell::RefCell<(Vec<String>, Vec<(String, Vec<String>)>)>>,
+    nest: Option<std::cell::RefCell<(Vec<String>, Vec<Walked>, Vec<usize>)>>,
 }
 
 impl IrReader<'_> {
@@ -972,9 +923,10 @@ impl IrReader<'_> {
         let is_func = name == "func.func" || name == "stablehlo.func";
         let mut found = Vec::new();
         if let Some(mut n) = self.nest.as_ref().map(|n| n.borrow_mut()) {
-            if name.ends_with("call") || name.ends_with(".composite") {
-                let outer = n.0.clone();
-                n.1.push((name.clone(), outer));
+            if name.ends_with("call") || name.ends_with(".composite") || is_func {
+                let (outer, func, i) = (n.0.clone(), n.2.last().copied(), n.1.len());
+                n.1.push((name.clone(), outer, attrs, props, func));
+                n.2.extend(is_func.then_some(i));
             }
             n.0.push(name.clone());
         }
@@ -1013,7 +965,9 @@ impl IrReader<'_> {
             }
         }
         if let Some(n) = &self.nest {
-            n.borrow_mut().0.pop();
+            let n = &mut *n.borrow_mut();
+            n.0.pop();
+            n.2.truncate(n.2.len().saturating_sub(usize::from(is_func)));
         }
         match funcs {
             Some(out) => {
@@ -1025,11 +979,22 @@ impl IrReader<'_> {
     }
 }
 
-/// Each call or custom call op of MLIR bytecode with the ops enclosing it, outermost first
+type Walked = (
+    String,
+    Vec<String>,
+    Option<usize>,
+    Option<usize>,
+    Option<usize>,
+);
+
+/// Each call, composite, custom call and function op of MLIR bytecode with the ops
+/// enclosing it, the function holding it and the symbol names it may give or call
 /// (`screen`); `None` when the bytecode cannot be read.
-pub(crate) fn bytecode_call_nesting(code: &[u8]) -> Option<Vec<(String, Vec<String>)>> {
+pub(crate) fn bytecode_call_nesting(code: &[u8]) -> Option<Vec<crate::raw::ffi::WalkedOp>> {
     let b = Bytecode::read(code)?;
     let section = b.dialect_section()?;
+    let (attrs, _) = b.table(&section.dialects).unwrap_or_default();
+    let props = crate::raw::bytecode::property_entries(b.properties);
     let reader = IrReader {
         version: b.version,
         ops: &section.ops,
@@ -1040,7 +1005,18 @@ pub(crate) fn bytecode_call_nesting(code: &[u8]) -> Option<Vec<(String, Vec<Stri
     for _ in 0..n_ops.min(ir.len()) {
         reader.op(ir, &mut p, 0, None)?;
     }
-    Some(reader.nest?.into_inner().1)
+    let walked = reader.nest?.into_inner().1;
+    let names = |p, a| crate::raw::bytecode::symbol_names(&attrs, &b.strings, &props, p, a);
+    let walked = walked.into_iter().map(|(op, outer, a, p, func)| {
+        let names = names(p, a);
+        crate::raw::ffi::WalkedOp {
+            op,
+            outer,
+            names,
+            func,
+        }
+    });
+    Some(walked.collect())
 }
 
 /// The entry function's parameter names in MLIR bytecode (plain or a portable artifact):
@@ -1102,22 +1078,9 @@ fn bytecode_parameter_names(code: &[u8]) -> Option<Vec<String>> {
         let mut r = 0;
         main_index.is_some_and(|m| read_varint(rest, &mut r) == Some(m as u64) && r == rest.len())
     };
-    // The properties section: a count, then each entry as a size and its bytes. A
-    // function's entry lists its inherent attributes (the name among them) as attribute
-    // indices, among flags for the absent optional ones.
-    let property_entries: Vec<&[u8]> = (|| {
-        let d = b.properties?;
-        let mut q = 0;
-        let n = read_usize(d, &mut q)?;
-        let mut out = Vec::with_capacity(n.min(d.len()));
-        for _ in 0..n.min(d.len()) {
-            let size = read_usize(d, &mut q)?;
-            out.push(d.get(q..q.checked_add(size)?)?);
-            q += size;
-        }
-        Some(out)
-    })()
-    .unwrap_or_default();
+    // A function's properties entry lists its inherent attributes (the name among them)
+    // as attribute indices, among flags for the absent optional ones.
+    let property_entries = crate::raw::bytecode::property_entries(b.properties);
     let props_name_main = |i: usize| -> bool {
         let Some(entry) = property_entries.get(i) else {
             return false;
@@ -1294,6 +1257,26 @@ mod tests {
                 let _ = uses(&bad);
             }
         }
+    }
+
+    #[test]
+    fn entry_signature_from_text() {
+        let sig = |t: &str| entry_signature(t.as_bytes());
+        let t = "func.func @main(%a: tensor<3x4xf32> {mhlo.sharding = \"{devices=[2,1]<=[2]}\"})\n    -> (tensor<4xf32> {mhlo.sharding = \"{replicated}\"}) {\n  return\n}";
+        assert_eq!(
+            sig(t).as_deref(),
+            Some("(%a: tensor<3x4xf32> {mhlo.sharding = \"{devices=[2,1]<=[2]}\"})\n    -> (tensor<4xf32> {mhlo.sharding = \"{replicated}\"})")
+        );
+        assert_eq!(
+            sig("func.func @main() -> () {\n return\n}").as_deref(),
+            Some("() -> ()")
+        );
+        assert_eq!(
+            sig("func.func @main(%a: tensor<f32>) -> tensor<f32> attributes {x} {").as_deref(),
+            // A function attribute dictionary ends it early; the types before it stand.
+            Some("(%a: tensor<f32>) -> tensor<f32> attributes")
+        );
+        assert_eq!(sig("ML\u{ef}R"), None);
     }
 
     #[test]

@@ -281,13 +281,15 @@ pub(crate) fn may_hold_custom_calls(code: &[u8]) -> bool {
 /// Text is searched for `sdy.` operations and attributes (`sdy.mesh`, `#sdy.sharding`,
 /// `sdy.sharding_constraint`, and the `xla.sdy.*` attributes of a round-tripped module);
 /// bytecode (including portable artifacts) is read up to its dialect section, which names
-/// every dialect the module uses. HLO protos are never Shardy modules.
+/// every dialect the module uses, and searched for `xla.sdy.` (a round-tripped module). HLO protos are never Shardy modules.
 pub fn uses_shardy(program: &Program) -> bool {
     match program {
         Program::Hlo(_) => false,
         Program::Mlir(code) => {
             if code.starts_with(BYTECODE_MAGIC) {
+                // A round-tripped module lists no `sdy` dialect but holds `xla.sdy.*` names.
                 crate::mlir::bytecode_dialects(code).is_some_and(|d| d.iter().any(|n| n == "sdy"))
+                    || memchr::memmem::find(code, b"xla.sdy.").is_some()
             } else {
                 text_uses_shardy(code)
             }

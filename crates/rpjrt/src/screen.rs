@@ -16,7 +16,8 @@
 //!   `concatenate` and `sort` abort. Only operations seen to compile or fail cleanly with
 //!   float6 operands are let through (`F6_OPERATIONS`), so an untried operation is refused
 //!   rather than risked;
-//! - the 2-bit integers (`i2`, `ui2`): `concatenate` aborts.
+//! - the 2-bit integers (`i2`, `ui2`): `concatenate` aborts; `sort`, `chlo.top_k` and a
+//!   `TopK` custom call return wrong values (refused too).
 //! - a function result given an unreduced sharding in MLIR text (`-> (tensor<f32>
 //!   {mhlo.sharding = "{unreduced}"})`): the SPMD partitioner of the 0.115 plugin fails a
 //!   check that a result sharding is tiled; the 0.81 plugin compiles it. Refused on
@@ -179,6 +180,15 @@ pub(crate) fn check_uses(uses: &Uses, minor: i32) -> Result<()> {
             if let Some(op) = uses.ops.iter().find(|o| hlo_op(o) == Some("concatenate")) {
                 return Err(refuse(ty, &format!("together with {op}")));
             }
+            let sorts = |o: &&String| matches!(hlo_op(o), Some("sort" | "top_k" | "topk"));
+            if let Some(op) = uses.ops.iter().find(sorts) {
+                return Err(Error::invalid(format!(
+                    "the program uses {ty} together with {op}: the plugin's compiler sorts \
+                     2-bit integers wrongly (it returns values that are not the sorted input, \
+                     differing between runs), so rpjrt refuses it before compiling (convert \
+                     those values to a wider type, such as int8, before sorting)"
+                )));
+            }
         }
     }
     Ok(())
@@ -187,13 +197,22 @@ pub(crate) fn check_uses(uses: &Uses, minor: i32) -> Result<()> {
 /// Refuses `program` if it is one a plugin implementing PJRT 0.`minor` is known to abort
 /// on. Bytecode or a module that cannot be read is passed through (the plugin reports it).
 pub(crate) fn check(program: &Program, minor: i32) -> Result<()> {
-    let (uses, configs) = match program {
+    let (mut uses, configs) = match program {
         Program::Mlir(code) => (mlir::uses(code), custom_call_configs(code)),
         Program::Hlo(module) => (
             crate::hlo::program_uses(module),
             crate::hlo::ffi_backend_configs(module).unwrap_or_default(),
         ),
     };
+    // A TopK custom call or a `chlo.top_k` composite sorts too (the 2-bit integer rule).
+    let (Program::Mlir(bytes) | Program::Hlo(bytes)) = program;
+    if ["TopK", "chlo.top_k", "mhlo.topk"]
+        .iter()
+        .any(|t| memchr::memmem::find(bytes, t.as_bytes()).is_some())
+    {
+        uses.iter_mut()
+            .for_each(|u| _ = u.ops.insert("chlo.top_k".into()));
+    }
     if let Some((target, _)) = configs.iter().find(|(_, dict)| has_index_attribute(dict)) {
         return Err(Error::invalid(format!(
             "the custom call to {target} has an index-typed attribute in its backend_config; \
@@ -653,6 +672,23 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(e.contains("int2") && e.contains("concatenate"), "{e}");
+            // Sorts of 2-bit integers give wrong answers: sort, chlo.top_k, a TopK call.
+            let t = format!("tensor<4x{ty}>");
+            for op in [
+                format!("%r = \"stablehlo.sort\"(%a) ({{}}) : ({t}) -> {t}"),
+                format!("%r, %i = chlo.top_k(%a, k = 4) : {t} -> ({t}, tensor<4xi32>)"),
+                format!("%r, %i = stablehlo.custom_call @TopK(%a) : ({t}) -> ({t}, tensor<4xi32>)"),
+            ] {
+                let prog = format!(
+                    "func.func public @main(%a: {t}) -> {t} {{\n {op}\n return %r : {t}\n}}"
+                );
+                let e = text(&prog, 115).unwrap_err().to_string();
+                assert!(
+                    e.contains("int2") && e.contains("sorts 2-bit integers"),
+                    "{e}"
+                );
+                assert!(text(&prog.replace(ty, "i4"), 115).is_ok());
+            }
         }
         assert!(text(&one("concatenate", "i4", "4x"), 115).is_ok());
     }
