@@ -16,12 +16,19 @@ from __future__ import annotations
 import _thread
 import os as _os
 
+# Imported here, on the importing thread: `threading` records the thread that first
+# imports it as the main thread, and one first imported on a thread of rpjrt's (by a fork
+# hook or a done-callback) would make the interpreter's exit wait for that thread for ever.
+import threading as _threading  # noqa: F401
+
 from . import _dtypes as _dtypes_module
 
 # Discovery needs importlib.metadata, json and pathlib (tens of milliseconds to import);
 # it is loaded on first use (a Client without a path, or these names), not on import.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from . import conform, cuda, distributed, ffi, session, sharding, transfer, triton
     from ._discovery import PluginInfo, candidates, find_plugin, plugins
     from .session import Session, Slot
@@ -149,6 +156,7 @@ try:
         Topology,
         Trace,
         __version__,
+        _on_rpjrt_thread,
         artifact_stablehlo_version,
         inspect_artifact,
         pooled_memory_stats,
@@ -183,11 +191,34 @@ def _fresh_default_lock() -> None:
     _default_lock = _thread.allocate_lock()
 
 
+def _notifier_loop(next_job: Any) -> None:
+    # The loop of an rpjrt notifier thread (see python/src/notify.rs): calls each callable
+    # `next_job()` hands over (None ends the loop). The callables run under Python frames
+    # only, so that one still running when the interpreter finalizes ends as a daemon
+    # thread does; what they raise is reported as unraisable, as a done-callback's is.
+    while True:
+        job = next_job()
+        if job is None:
+            return
+        function, args = job
+        del job
+        try:
+            function(*args)
+        except BaseException as e:  # noqa: BLE001 - reported, as for any done-callback
+            next_job.report(e)
+            del e
+        del function, args
+
+
 def _import_before_fork() -> None:
     # CPython keeps a lock per module being imported, and a child forked while another
     # thread imports a module finds that lock held for ever. The modules rpjrt imports on
     # first use, possibly on other threads (plugin discovery, at the first Client), are
     # imported now: one another thread is importing is waited for.
+    # On a thread of rpjrt's (a done-callback's, an FFI handler's) nothing is imported:
+    # the import machinery would run, and record state, on a thread Python did not start.
+    if _on_rpjrt_thread():
+        return
     import importlib
 
     for name in ("rpjrt._discovery", "subprocess", "selectors", "warnings"):

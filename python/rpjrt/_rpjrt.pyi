@@ -12,7 +12,7 @@ from ._discovery import PluginInfo
 from ._dtypes import DType
 from ._errors import Error
 
-__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_leak_at_exit", "_import_failed", "_before_fork", "_after_fork", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_convert_host", "_shard_global_dims", "_shard_check", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
+__all__ = ["_exit_if_loader_stuck", "_stop_notifiers", "_leak_at_exit", "_import_failed", "_before_fork", "_after_fork", "_on_rpjrt_thread", "_plugin_timeout_env", "Buffer", "Client", "Device", "Event", "Executable", "Memory", "Plugin", "_Waiter", "__version__", "_bench_c_floor", "_BenchFloor", "_candidates", "_discover", "_element_type_from_name", "_element_types", "_pick_library", "_discovery_tables", "_probe_pjrt_version", "_run_cli", "_Session", "SessionProgram", "AliasFulfiller", "_uses_shardy", "_shard_split", "_shard_assemble", "Cache", "Topology", "artifact_stablehlo_version", "inspect_artifact", "InMemoryStore", "TcpStore", "_detect_launch_env", "_first_host", "FfiBuffer", "FfiCall", "_ffi_bench_register_rust", "_ffi_is_registered", "_ffi_register_native", "_ffi_register_python", "_ffi_rpjrt_version", "_ffi_runtime_version", "_ffi_unregister", "_python_shape", "_python_to_host", "_convert_host", "_shard_global_dims", "_global_signature", "_shard_check", "_initialize", "_MAX_PROCESSES", "_bench_hold_gil", "OpSharding", "set_wait_spin", "wait_spin", "Trace", "_TraceRecording", "_trace_begin", "_trace_html", "release_pooled_memory", "pooled_memory_stats", "set_pooled_memory_limit", "_bench_rust_loop"]
 
 __version__: str
 
@@ -156,8 +156,8 @@ class Client:
         program: str | bytes | os.PathLike[str],
         *,
         format: Literal["mlir", "hlo"] | None = None,
-        num_replicas: int = 1,
-        num_partitions: int = 1,
+        num_replicas: int | None = None,
+        num_partitions: int | None = None,
         use_spmd_partitioning: bool | None = None,
         use_shardy_partitioner: bool | None = None,
         device_assignment: Sequence[Sequence[int | Device]] | None = None,
@@ -168,6 +168,7 @@ class Client:
     ) -> Executable:
         """Compile StableHLO (text, bytecode or a jax.export portable artifact) or an HLO proto.
 
+        num_replicas and num_partitions default to 1 (None means the default);
         device_assignment is indexed `[replica][partition]`; device picks the one device of
         a single-device program (default: the first addressable one); portable=True makes a
         single-device program that runs on any device (`exe(..., device=d)`).
@@ -319,7 +320,15 @@ class Executable:
     @property
     def output_shapes(self) -> list[tuple[int, ...]]: ...
     @property
-    def fingerprint(self) -> str | None: ...
+    def fingerprint(self) -> str | None:
+        """The plugin's fingerprint of the executable, or None where it offers none.
+
+        XLA's plugins give their fingerprint of the program module: it need not change with
+        compile options (two executables of one program compiled differently can share it),
+        so it does not identify the compiled code. Raises ClientClosedError after
+        ``client.close()``, ExecutableDeletedError after ``delete()``, and the plugin's
+        error when its fingerprint entry fails.
+        """
     def serialize(self) -> bytes:
         """An rpjrt artifact: the plugin's executable in an envelope recording its target."""
     def serialize_bare(self) -> bytes:
@@ -439,7 +448,9 @@ class Event:
     def is_ready(self) -> bool: ...
     def done(self) -> bool: ...
     def error(self) -> Error | None:
-        """The exception a failed event carries; None while pending or after success."""
+        """The exception a failed event carries; None while pending or after success. Once
+        the client is closed, an event not seen to complete before carries a
+        ClientClosedError (never None)."""
     def add_done_callback(self, fn: Callable[[Event], object]) -> None:
         """Call ``fn(event)`` once the event completes, on rpjrt's callback thread (callbacks
         run one at a time there; one that blocks delays the others, never an ``await``)."""
@@ -709,7 +720,7 @@ class SessionProgram:
 
 def _uses_shardy(program: str | bytes) -> bool: ...
 def _shard_split(
-    data: bytes,
+    data: Any,
     dtype: _DTypeLike,
     dims: Sequence[int],
     axes: Sequence[tuple[str, int]],
@@ -717,19 +728,22 @@ def _shard_split(
     spec: Sequence[Sequence[str]],
 ) -> tuple[list[bytes], list[int]]: ...
 def _shard_assemble(
-    shards: Sequence[tuple[bytes, _DTypeLike, Sequence[int]]],
+    shards: Sequence[tuple[Any, _DTypeLike, Sequence[int]]],
     dtype: _DTypeLike,
     dims: Sequence[int],
     axes: Sequence[tuple[str, int]],
     device_ids: Sequence[int],
     spec: Sequence[Sequence[str]],
-) -> bytes: ...
+) -> bytearray: ...
 def _shard_global_dims(
     shard_dims: Sequence[int],
     axes: Sequence[tuple[str, int]],
     device_ids: Sequence[int],
     spec: Sequence[Sequence[str]],
 ) -> list[int]: ...
+def _global_signature(
+    exe: Executable,
+) -> tuple[list[list[int] | None], list[list[int] | None]] | None: ...
 def _shard_check(
     sharding: OpSharding,
     rank: int,
@@ -760,7 +774,7 @@ def _bench_rust_loop(exe: Executable, lists: Sequence[Sequence[Buffer]], iters: 
 def _probe_pjrt_version(path: str | os.PathLike[str]) -> str: ...
 
 _FoundPlugin: TypeAlias = tuple[
-    str, str, str | None, str, str | None, str | None, dict[str, Any] | None
+    str, str, str | None, str, str | None, str | None, dict[str, Any] | None, str | None
 ]
 
 def _discover(search_path: Sequence[str | os.PathLike[str]]) -> list[_FoundPlugin]: ...
@@ -804,6 +818,9 @@ def _before_fork() -> None:
 def _after_fork() -> None:
     """The `os.register_at_fork` hook after a fork (parent and child): lets go of what
     `_before_fork` held."""
+def _on_rpjrt_thread() -> bool:
+    """Whether the calling thread is one of rpjrt's that runs Python code (a done-callback's
+    notifier, a plugin thread running an FFI handler): the fork hook imports nothing there."""
 
 def _plugin_timeout_env() -> float | None:
     """RPJRT_PLUGIN_TIMEOUT in seconds by the rule of ``Plugin(..., timeout=)``; None when unset."""
@@ -1080,9 +1097,9 @@ def _put_streaming(
     shape: list[int],
     device: Device | int | None = None,
     memory: Memory | str | None = None,
-    chunk_bytes: int = 67108864,
+    chunk_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    progress_threshold: int = 268435456,
+    progress_threshold: int | None = None,
 ) -> Buffer:
     """Upload dtype[shape] in chunks from source(offset, nbytes) (see rpjrt.transfer)."""
 def _copy_raw_to_host(buffer: Buffer, offset: int, size: int) -> bytes: ...

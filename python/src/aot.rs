@@ -33,9 +33,11 @@ pub fn retry_as_portable(
     let Ok(text) = std::str::from_utf8(code) else {
         return Ok(Err(err));
     };
-    let artifact = py
-        .import("rpjrt._stablehlo")?
-        .call_method1("to_portable", (text, &target))?;
+    // Python code (jaxlib's) that rpjrt calls: see `detach::calling_python`.
+    let artifact = crate::detach::calling_python(py, || {
+        py.import("rpjrt._stablehlo")?
+            .call_method1("to_portable", (text, &target))
+    })?;
     if artifact.is_none() {
         return Ok(Err(err));
     }
@@ -64,9 +66,11 @@ pub fn legalize_chlo(
     let (Some(text), Some(target)) = (text, client.plugin().stablehlo_target()) else {
         return Ok(None);
     };
-    let artifact = py
-        .import("rpjrt._stablehlo")?
-        .call_method1("legalize_chlo", (text, &target))?;
+    // Python code (jaxlib's) that rpjrt calls: see `detach::calling_python`.
+    let artifact = crate::detach::calling_python(py, || {
+        py.import("rpjrt._stablehlo")?
+            .call_method1("legalize_chlo", (text, &target))
+    })?;
     if artifact.is_none() {
         return Ok(None);
     }
@@ -110,7 +114,8 @@ fn data_or_file(
     let py = data.py();
     let path_like = py.import("os")?.getattr("PathLike")?;
     if data.is_instance(&path_like)? {
-        let p: std::path::PathBuf = data.extract()?;
+        // Its `__fspath__` is Python code rpjrt calls (see `detach::calling_python`).
+        let p: std::path::PathBuf = crate::detach::calling_python(py, || data.extract())?;
         return py.detach_call(|| read(&p)).pyerr();
     }
     // Only the buffer protocol (not `bytes(obj)`, which makes `bytes(10**12)` a terabyte of
@@ -122,13 +127,16 @@ fn data_or_file(
             type_name(data)
         ))
     };
-    let bytes = match data.call_method0("__bytes__").or_none()? {
-        Some(b) => b,
-        None => memoryview
-            .call1((data,))
-            .and_then(|view| view.call_method0("tobytes"))
-            .or_refuse(refusal)?,
-    };
+    // Its `__bytes__` (or buffer export) is Python code rpjrt calls (`calling_python`).
+    let bytes = crate::detach::calling_python(py, || -> PyResult<_> {
+        Ok(match data.call_method0("__bytes__").or_none()? {
+            Some(b) => b,
+            None => memoryview
+                .call1((data,))
+                .and_then(|view| view.call_method0("tobytes"))
+                .or_refuse(refusal)?,
+        })
+    })?;
     Ok(bytes
         .cast::<PyBytes>()
         .map_err(|_| refusal())?
@@ -479,7 +487,10 @@ pub(crate) fn program_text(s: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
 pub(crate) fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<std::path::PathBuf>> {
     let path_like = obj.py().import("os")?.getattr("PathLike")?;
     if obj.is_instance(&path_like)? {
-        return Ok(Some(obj.extract()?));
+        // Its `__fspath__` is Python code rpjrt calls (see `detach::calling_python`).
+        return Ok(Some(crate::detach::calling_python(obj.py(), || {
+            obj.extract()
+        })?));
     }
     Ok(None)
 }
@@ -682,7 +693,10 @@ fn overrides_from_py(o: &Bound<'_, PyAny>) -> PyResult<rpjrt::CompileOptions> {
         // A bool is an int to Python, but True replicas is a mistake, not 1.
         let int = |what: &str| match v.is_instance_of::<pyo3::types::PyBool>() {
             true => Err(bad(what)),
-            false => v.extract::<i64>().or_refuse(|| bad(what)),
+            // Its `__index__` is Python code rpjrt calls (see `detach::calling_python`).
+            false => {
+                crate::detach::calling_python(o.py(), || v.extract::<i64>()).or_refuse(|| bad(what))
+            }
         };
         let count = |what: &str| u32::try_from(int(what)?).map_err(|_| bad(what));
         let flag = |what: &str| v.extract::<bool>().or_refuse(|| bad(what));

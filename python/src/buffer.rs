@@ -209,6 +209,12 @@ impl PyBuffer {
     /// the buffer's shape and dtype with any strides: the core checks the destination
     /// (`rpjrt::Buffer::check_host_destination`) and copies (`copy_to_host_strided`).
     pub fn copy_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+        // `out`'s own attributes and export are Python code rpjrt calls (see
+        // `detach::calling_python`).
+        crate::detach::calling_python(py, || self.copy_into_unguarded(py, out))
+    }
+
+    fn copy_into_unguarded(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<()> {
         self.check_not_deleted()?;
         // A masked array's buffer is its .data: the copy would land under the old mask, so
         // the copied values would stay hidden (and masked ones read as before).
@@ -537,7 +543,7 @@ impl PyBuffer {
     /// Registers `callback()` to run (on a plugin thread, or right away) once the buffer is
     /// ready. Returns a handle that must be kept until then.
     fn _on_ready(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<PyWaiter> {
-        let notifying = crate::notify::warm_up(crate::notify::Lane::Wake);
+        let notifying = crate::notify::warm_up(py, crate::notify::Lane::Wake);
         let mut event = Box::pin(self.inner.ready_event().pyerr()?);
         if !notifying {
             // The interpreter is exiting (an exit hook that runs after rpjrt's): no thread
@@ -546,7 +552,7 @@ impl PyBuffer {
             py.detach_call(|| {
                 let _ = inner.block_until_ready();
             });
-            callback.call0(py)?;
+            crate::detach::calling_python(py, || callback.call0(py))?;
             return Ok(PyWaiter {
                 _event: Mutex::new(Some(event)),
             });
@@ -559,7 +565,8 @@ impl PyBuffer {
         if event.as_mut().poll(&mut cx).is_ready() {
             let cb = w.callback.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(cb) = cb {
-                cb.call0(py)?;
+                // Wakes an event loop (a write to its socket): `detach::calling_python`.
+                crate::detach::calling_python(py, || cb.call0(py))?;
             }
         }
         Ok(PyWaiter {
@@ -622,9 +629,12 @@ impl PyBuffer {
     fn tolist<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let mv = slf.get().to_host(py, None)?;
-        py.import("rpjrt._host")?
-            .getattr("tolist")?
-            .call1((mv, slf.get().dtype(py)?))
+        // numpy's code, which may release the GIL (see `detach::calling_python`).
+        crate::detach::calling_python(py, || {
+            py.import("rpjrt._host")?
+                .getattr("tolist")?
+                .call1((mv, slf.get().dtype(py)?))
+        })
     }
 
     /// A fresh numpy array holding the buffer's contents, or, with `out`, the contents
@@ -645,9 +655,12 @@ impl PyBuffer {
             return Ok(arr);
         }
         let mv = slf.get().to_host(py, None)?;
-        py.import("rpjrt._host")?
-            .getattr("to_numpy")?
-            .call1((mv, slf.get().dtype(py)?))
+        // numpy's code, which may release the GIL (see `detach::calling_python`).
+        crate::detach::calling_python(py, || {
+            py.import("rpjrt._host")?
+                .getattr("to_numpy")?
+                .call1((mv, slf.get().dtype(py)?))
+        })
     }
 
     #[pyo3(signature = (dtype = None, copy = None))]
@@ -667,7 +680,10 @@ impl PyBuffer {
                 // The array is already a fresh copy: convert without a second one.
                 let kw = pyo3::types::PyDict::new(slf.py());
                 kw.set_item("copy", false)?;
-                arr.call_method("astype", (d,), Some(&kw))
+                // numpy's (and `d`'s own) code: see `detach::calling_python`.
+                crate::detach::calling_python(slf.py(), || {
+                    arr.call_method("astype", (d,), Some(&kw))
+                })
             }
             _ => Ok(arr),
         }
@@ -679,9 +695,12 @@ impl PyBuffer {
     /// ``Buffer.dtype`` (an ``rpjrt.DType``) is not.
     fn __jax_array__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let arr = Self::to_numpy(slf, None)?;
-        slf.py()
-            .import("jax.numpy")?
-            .call_method1("asarray", (arr,))
+        // jax's code: see `detach::calling_python`.
+        crate::detach::calling_python(slf.py(), || {
+            slf.py()
+                .import("jax.numpy")?
+                .call_method1("asarray", (arr,))
+        })
     }
 
     /// ``float(buf)`` of a one-element buffer, as numpy converts a 0-d array.
@@ -755,23 +774,31 @@ impl PyBuffer {
         slf: &Bound<'py, Self>,
         stream: Option<&Bound<'py, PyAny>>,
         max_version: Option<&Bound<'py, PyAny>>,
-        dl_device: Option<(i32, i32)>,
+        dl_device: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // Extracted here: a pair's items may be objects with their own `__index__`.
+        let dl_device: Option<(i32, i32)> = match dl_device.filter(|d| !d.is_none()) {
+            None => None,
+            Some(d) => Some(crate::detach::extract_arg(d, "dl_device")?),
+        };
         // Checked here, so that an out-of-range number is named (not PyO3's OverflowError).
         let max_version = match max_version.filter(|v| !v.is_none()) {
             None => None,
             Some(v) => {
-                let shown = v
-                    .repr()
+                // Its own `__repr__` and items' `__index__`: see `detach::calling_python`.
+                let shown = crate::detach::calling_python(slf.py(), || v.repr())
                     .map(|r| r.to_string().chars().take(80).collect::<String>())
                     .or_describe(|| "that".into())?;
-                Some(v.extract::<(u32, u32)>().or_refuse(|| {
-                    invalid(format!(
-                        "max_version must be a (major, minor) pair of integers from 0 to \
+                Some(
+                    crate::detach::calling_python(slf.py(), || v.extract::<(u32, u32)>())
+                        .or_refuse(|| {
+                            invalid(format!(
+                                "max_version must be a (major, minor) pair of integers from 0 to \
                          4294967295, not {shown}"
-                    ))
-                })?)
+                            ))
+                        })?,
+                )
             }
         };
         crate::dlpack::export(slf, stream, max_version, dl_device, copy)
@@ -874,7 +901,10 @@ impl PyBuffer {
     /// `pybuf::HostLink` for when the pin is not visited.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.client)?;
-        if !self.inner.is_cleared() {
+        // Once the process is ending, a Buffer dropped keeps its pin for good (it is
+        // leaked, `_leak_at_exit`): the pinned object must not look like garbage to the
+        // last collections, which would clear it while its export is held.
+        if !self.inner.is_cleared() && !crate::detach::exiting() {
             if let Some(h) = &self.host {
                 h.traverse(&visit)?;
             }

@@ -61,7 +61,10 @@ impl PyPlugin {
         timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyPlugin> {
         let timeout = crate::slow::timeout_from_py(timeout)?;
-        let found = discovery(py)?.call_method1("candidates", (spec,))?;
+        // Python code (discovery's, a path's `__fspath__`): see `detach::calling_python`.
+        let found = crate::detach::calling_python(py, || {
+            discovery(py)?.call_method1("candidates", (spec,))
+        })?;
         let first = found.get_item(0)?;
         PyPlugin::load(py, &first, timeout)
     }
@@ -464,9 +467,12 @@ impl PyClient {
         }
         // Discovery and its spec rules are Python-facing (`_discovery.candidates`); trying
         // them in turn is the core's `open_first`.
-        let found: Vec<Bound<'_, PyAny>> = discovery(py)?
-            .call_method1("candidates", (plugin,))?
-            .extract()?;
+        // Python code (discovery's, a path's `__fspath__`): see `detach::calling_python`.
+        let found: Vec<Bound<'_, PyAny>> = crate::detach::calling_python(py, || {
+            discovery(py)?
+                .call_method1("candidates", (plugin,))?
+                .extract()
+        })?;
         let infos = found
             .iter()
             .map(plugin_info_from_py)
@@ -600,7 +606,7 @@ impl PyClient {
     /// device_assignment is indexed `[replica][partition]`; device picks the one device of
     /// a single-device program (default: the first addressable one); portable=True makes a
     /// single-device program that runs on any device (`exe(..., device=d)`).
-    #[pyo3(signature = (program, *, format = None, num_replicas = 1, num_partitions = 1,
+    #[pyo3(signature = (program, *, format = None, num_replicas = None, num_partitions = None,
         use_spmd_partitioning = None, use_shardy_partitioner = None, device_assignment = None,
         device = None, portable = false, env_option_overrides = None, cache = None))]
     #[allow(clippy::too_many_arguments)]
@@ -608,8 +614,8 @@ impl PyClient {
         slf: &Bound<'_, Self>,
         program: &Bound<'_, PyAny>,
         format: Option<&str>,
-        num_replicas: i64,
-        num_partitions: i64,
+        num_replicas: Option<&Bound<'_, PyAny>>,
+        num_partitions: Option<&Bound<'_, PyAny>>,
         use_spmd_partitioning: Option<bool>,
         use_shardy_partitioner: Option<bool>,
         device_assignment: Option<&Bound<'_, PyAny>>,
@@ -620,6 +626,16 @@ impl PyClient {
     ) -> PyResult<Py<PyExecutable>> {
         let py = slf.py();
         let this = slf.get();
+        // Extracted here: an object's own `__index__` may run (`detach::extract_arg`).
+        // (Not given: 1.)
+        let count = |v: Option<&Bound<'_, PyAny>>, name: &str| -> PyResult<i64> {
+            match v.filter(|v| !v.is_none()) {
+                Some(v) => crate::detach::extract_arg(v, name),
+                None => Ok(1),
+            }
+        };
+        let num_replicas = count(num_replicas, "num_replicas")?;
+        let num_partitions = count(num_partitions, "num_partitions")?;
         let path = crate::aot::as_path(program)?;
         let code: Vec<u8> = if path.is_some() {
             Vec::new()
@@ -802,10 +818,12 @@ impl PyClient {
     fn create_alias_buffer(
         slf: &Bound<'_, Self>,
         dtype: &Bound<'_, PyAny>,
-        shape: Vec<i64>,
+        shape: &Bound<'_, PyAny>,
         device: Option<&Bound<'_, PyAny>>,
         memory: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Py<PyBuffer>, crate::transfer::PyAliasFulfiller)> {
+        // Extracted here: a sequence's and its items' own methods may run.
+        let shape: Vec<i64> = crate::detach::extract_arg(shape, "shape")?;
         crate::transfer::create_alias_buffer(slf.py(), slf, dtype, shape, device, memory)
     }
 

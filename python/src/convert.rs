@@ -123,6 +123,12 @@ pub fn dtype_obj<'py>(py: Python<'py>, t: ElementType) -> PyResult<Bound<'py, Py
 
 /// The element type that a Python dtype-like object names (via `rpjrt.dtype(obj)`).
 pub fn dtype_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ElementType> {
+    // `rpjrt.dtype(obj)` reads the object's own attributes (`dtype`, `__str__`): Python
+    // code rpjrt calls (see `detach::calling_python`).
+    crate::detach::calling_python(obj.py(), || dtype_from_py_unguarded(obj))
+}
+
+fn dtype_from_py_unguarded(obj: &Bound<'_, PyAny>) -> PyResult<ElementType> {
     let py = obj.py();
     let d = cache(py)?.class.bind(py).call1((obj,))?;
     let code: i32 = d.getattr("code")?.extract()?;
@@ -131,6 +137,12 @@ pub fn dtype_from_py(obj: &Bound<'_, PyAny>) -> PyResult<ElementType> {
 
 /// A client create option / attribute value from Python.
 pub fn value_from_py(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
+    // An int or float subclass's or a list's items' own methods may run (`__index__`,
+    // `__repr__`): Python code rpjrt calls (see `detach::calling_python`).
+    crate::detach::calling_python(v.py(), || value_from_py_unguarded(name, v))
+}
+
+fn value_from_py_unguarded(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
     if v.is_instance_of::<PyBool>() {
         return Ok(Value::Bool(v.extract()?));
     }
@@ -284,13 +296,26 @@ pub fn reject_bool(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
 /// error looking the attribute up that is not an `AttributeError` (a `__getattr__` that
 /// Ctrl-C interrupted) propagates.
 pub fn int_like(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(obj.is_instance_of::<PyInt>() || obj.hasattr("__index__")?)
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(true);
+    }
+    // A `__getattr__` is Python code rpjrt calls (see `detach::calling_python`).
+    crate::detach::calling_python(obj.py(), || obj.hasattr("__index__"))
 }
 
 /// An integer argument as an `i64`, `what` naming it ("a device index") in the errors: a
 /// bool is refused, an int too large for 64 bits is said to be out of range (not
 /// Python's OverflowError about C types), and anything else is named by its type.
 pub fn int_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
+    if obj.is_exact_instance_of::<PyInt>() {
+        return int_arg_unguarded(obj, what);
+    }
+    // Its `__index__` (and `__str__`, for the message) is Python code rpjrt calls (see
+    // `detach::calling_python`).
+    crate::detach::calling_python(obj.py(), || int_arg_unguarded(obj, what))
+}
+
+fn int_arg_unguarded(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     reject_bool(obj, what)?;
     let py = obj.py();
     match obj.extract::<i64>() {
@@ -313,6 +338,11 @@ pub fn int_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
 /// bytes, which need not be UTF-8) or an `os.PathLike`; anything else is a `TypeError`
 /// naming `what` and the type.
 pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathBuf> {
+    // An `os.PathLike`'s `__fspath__` is Python code rpjrt calls (`detach::calling_python`).
+    crate::detach::calling_python(obj.py(), || path_arg_unguarded(obj, what))
+}
+
+fn path_arg_unguarded(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathBuf> {
     let os = obj.py().import("os")?;
     let decoded = os
         .getattr("fspath")?
@@ -332,6 +362,16 @@ pub fn path_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<std::path::PathB
 /// one of its keys in messages): anything without `items()` and any key that is not a str
 /// are refused, naming the type.
 pub fn option_items<'py>(
+    obj: &Bound<'py, PyAny>,
+    argument: &str,
+    item: &str,
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    // A mapping's `items()` and its iteration are Python code rpjrt calls (see
+    // `detach::calling_python`).
+    crate::detach::calling_python(obj.py(), || option_items_unguarded(obj, argument, item))
+}
+
+fn option_items_unguarded<'py>(
     obj: &Bound<'py, PyAny>,
     argument: &str,
     item: &str,
@@ -367,6 +407,15 @@ pub fn sequence_items<'py>(
     if let Ok(tuple) = obj.cast::<PyTuple>() {
         return Ok(tuple.iter().collect());
     }
+    // Any other iterable's own methods are Python code rpjrt calls (see
+    // `detach::calling_python`).
+    crate::detach::calling_python(obj.py(), || sequence_items_unguarded(obj, what))
+}
+
+fn sequence_items_unguarded<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let refused = obj.is_instance_of::<PyString>()
         || obj.is_instance_of::<pyo3::types::PyBytes>()
         || obj.is_instance_of::<pyo3::types::PyByteArray>()
@@ -408,6 +457,14 @@ pub(crate) fn secs_arg(
 /// A number of seconds given as `what`, as a float (an int or a float; a bool is refused
 /// with a TypeError naming its type), for the caller to check its range.
 pub(crate) fn secs_value(o: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    if o.is_exact_instance_of::<pyo3::types::PyFloat>() || o.is_exact_instance_of::<PyInt>() {
+        return secs_value_unguarded(o, what);
+    }
+    // Its `__float__` or `__index__` is Python code rpjrt calls (`detach::calling_python`).
+    crate::detach::calling_python(o.py(), || secs_value_unguarded(o, what))
+}
+
+fn secs_value_unguarded(o: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
     let refusal = || {
         pyo3::exceptions::PyTypeError::new_err(format!(
             "{what} must be a number of seconds (int or float), not {}",

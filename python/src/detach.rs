@@ -70,6 +70,116 @@ pub(crate) fn calling_python<T>(py: Python<'_>, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Whether the exit hook has begun (from then on threads whose work returns park).
+pub(crate) fn exiting() -> bool {
+    EXITING.load(Ordering::SeqCst)
+}
+
+/// Whether the interpreter is finalizing (or gone): no thread but the finalizing one may
+/// take the GIL then. Needs no GIL.
+pub(crate) fn finalizing() -> bool {
+    // SAFETY: both only read the runtime's state; callable without the GIL and after the
+    // interpreter is gone (CPython documents `Py_IsInitialized` so; `Py_IsFinalizing`
+    // reads one field of the runtime, and 3.13 made it public API).
+    unsafe { pyo3::ffi::Py_IsInitialized() == 0 || py_is_finalizing() }
+}
+
+/// `Py_IsFinalizing` (`_Py_IsFinalizing` before 3.13), looked up at run time: the
+/// extension is built for the stable ABI, which has neither.
+#[cfg(unix)]
+unsafe fn py_is_finalizing() -> bool {
+    use std::os::raw::{c_char, c_int, c_void};
+    type IsFinalizing = unsafe extern "C" fn() -> c_int;
+    extern "C" {
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    }
+    #[cfg(target_os = "macos")]
+    const RTLD_DEFAULT: *mut c_void = -2isize as *mut c_void;
+    #[cfg(not(target_os = "macos"))]
+    const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+    static FUNC: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let f = FUNC.get_or_init(|| {
+        [c"Py_IsFinalizing", c"_Py_IsFinalizing"]
+            .into_iter()
+            // SAFETY: a lookup among the symbols the process has loaded (the interpreter's).
+            .map(|name| unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) })
+            .find(|p| !p.is_null())
+            .map(|p| p as usize)
+    });
+    f.is_some_and(|f| {
+        // SAFETY: a symbol of either name is CPython's `int (void)` function, which only
+        // reads the runtime's state.
+        let f = unsafe { std::mem::transmute::<usize, IsFinalizing>(f) };
+        // SAFETY: see above.
+        unsafe { f() != 0 }
+    })
+}
+
+/// Elsewhere only the exit hook's flag tells ([`exiting`]).
+#[cfg(not(unix))]
+unsafe fn py_is_finalizing() -> bool {
+    false
+}
+
+/// Ends a process forked on this thread of rpjrt's (inside a done-callback or an FFI
+/// handler) once the Python code it ran returns: `generation` is the process's
+/// `rpjrt::fork_generation()` from before the call. A child forked from a plain Python
+/// thread ends when that thread's function returns (it is the child's only thread); this
+/// thread would go back to waiting for work that never comes there (the notifier's
+/// channel, the plugin's execution, whose other threads the child lacks). Python's
+/// buffered streams are flushed first, then the process ends with status 0 without
+/// running exit handlers (the plugin's static destructors would wait for threads the child
+/// lacks), as `os._exit` does.
+pub(crate) fn end_if_forked_here(py: Python<'_>, generation: u32) {
+    if rpjrt::fork_generation() == generation {
+        return;
+    }
+    for stream in ["stdout", "stderr"] {
+        if let Ok(s) = py.import("sys").and_then(|sys| sys.getattr(stream)) {
+            if !s.is_none() {
+                let _ = s.call_method0("flush");
+            }
+        }
+    }
+    let _ = std::io::Write::flush(&mut std::io::stderr());
+    rpjrt::stdio::exit_now(0);
+}
+
+thread_local! {
+    /// Set on threads of rpjrt's that run Python code: the notifiers, and the plugin
+    /// threads that run FFI handlers ([`mark_rpjrt_thread`]).
+    static RPJRT_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread, which Python did not start, as one of rpjrt's that runs
+/// Python code (see [`_on_rpjrt_thread`]).
+pub(crate) fn mark_rpjrt_thread() {
+    RPJRT_THREAD.with(|t| t.set(true));
+}
+
+/// Whether the calling thread is one of rpjrt's that runs Python code (a done-callback's
+/// notifier, a plugin thread running an FFI handler): the fork hook imports nothing there.
+#[pyfunction]
+pub fn _on_rpjrt_thread() -> bool {
+    RPJRT_THREAD.with(|t| t.get())
+}
+
+/// The argument `name` of an rpjrt function as a `T`, extracted as PyO3 extracts a typed
+/// parameter (the error gets the note `while processing 'name'`), but inside
+/// [`calling_python`]: the extraction may run the object's own Python code (`__index__`,
+/// `__float__`, `__fspath__`, a sequence's `__iter__`).
+pub(crate) fn extract_arg<'a, 'py, T: pyo3::FromPyObject<'a, 'py>>(
+    obj: &'a Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<T> {
+    let py = obj.py();
+    calling_python(py, || obj.extract::<T>().map_err(Into::into)).inspect_err(|e| {
+        let _ = e
+            .value(py)
+            .call_method1("add_note", (format!("while processing '{name}'"),));
+    })
+}
+
 /// The exit hook's own thread, which must not park.
 static EXIT_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
@@ -124,30 +234,5 @@ pub(crate) fn let_returning_threads_in(py: Python<'_>, grace: Duration) {
         || IN_CALLBACK.load(Ordering::SeqCst) > 0 && start.elapsed() < CALLBACK_EXIT_WAIT
     {
         py.detach(|| std::thread::sleep(Duration::from_millis(1)));
-    }
-}
-
-/// Keeps a Python thread state for the calling thread, which holds the GIL, for as long as
-/// the thread lives: a thread Python did not start (rpjrt's notifier) otherwise gets a
-/// new thread state each time it takes the GIL and
-/// deletes it each time it lets go. Making and deleting one takes the interpreter's lock of
-/// thread states without the GIL, and a `fork()` at that moment leaves the child waiting for
-/// that lock for ever inside `os.fork()` (CPython re-creates it only after it deletes the
-/// other threads' states, which needs it). Once kept, taking the GIL again only takes the GIL.
-/// Call it only on threads that live as long as the process: the state outlives its
-/// thread (a plugin's worker threads, which end with their client, are left to make and
-/// delete theirs, as under JAX).
-pub(crate) fn keep_thread_state(_py: Python<'_>) {
-    thread_local! {
-        static KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-    if KEPT.with(|k| k.replace(true)) {
-        return;
-    }
-    // SAFETY: the GIL is held (`_py`), and this thread has a thread state (the one it holds
-    // the GIL with). `PyGILState_Ensure` then only counts one more use of it; that use is
-    // never released, so the state is not deleted when the caller lets go of the GIL.
-    unsafe {
-        pyo3::ffi::PyGILState_Ensure();
     }
 }

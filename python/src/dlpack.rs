@@ -176,9 +176,11 @@ pub fn producer_refused(obj: &Bound<'_, PyAny>, e: PyErr) -> PyErr {
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "the object".into());
     // `put` reads an object through these too; without any, it has no other way in.
-    let other_way = crate::pybuf::HostView::get(obj).is_some()
-        || obj.hasattr("__array__").unwrap_or(false)
-        || obj.hasattr("__array_interface__").unwrap_or(false);
+    let other_way = crate::detach::calling_python(py, || {
+        crate::pybuf::HostView::get(obj).is_some()
+            || obj.hasattr("__array__").unwrap_or(false)
+            || obj.hasattr("__array_interface__").unwrap_or(false)
+    });
     let instead = if other_way {
         "client.put(x) copies it in through its array interface instead"
     } else {
@@ -197,21 +199,51 @@ pub fn producer_refused(obj: &Bound<'_, PyAny>, e: PyErr) -> PyErr {
     wrapped
 }
 
+/// Imports a `__dlpack__` producer onto `dev`, in its default memory (`from_dlpack`).
 pub fn import(
     client: &Bound<'_, PyClient>,
     obj: &Bound<'_, PyAny>,
     dev: &rpjrt::Device,
     copy: Option<bool>,
 ) -> PyResult<Py<PyBuffer>> {
+    import_to(client, obj, dev, None, copy)
+}
+
+/// [`import`] into `mem` (a memory of `dev`) when given: `put(x, memory=...)` of a
+/// DLPack producer or a Buffer of another client lands where it was asked, as every
+/// other source does, never silently in the default memory.
+pub fn import_to(
+    client: &Bound<'_, PyClient>,
+    obj: &Bound<'_, PyAny>,
+    dev: &rpjrt::Device,
+    mem: Option<&rpjrt::Memory>,
+    copy: Option<bool>,
+) -> PyResult<Py<PyBuffer>> {
     let py = client.py();
     let me = client.clone().unbind();
     let c = client.get();
     if let Ok(b) = obj.cast::<PyBuffer>() {
-        // The very Buffer, when it already is what was asked for; on another device it is
-        // copied there (copy=False cannot move it, as for a put).
+        // The very Buffer, when it already is what was asked for; on another device (or
+        // in another memory than the one asked for) it is copied there (copy=False cannot
+        // move it, as for a put).
         if copy != Some(true) && b.get().client.is(&me) {
-            if b.get().rb().device().pyerr()? == *dev {
+            let rb = b.get().rb();
+            let here = match mem {
+                Some(m) => rb.memory().pyerr()? == *m,
+                None => rb.device().pyerr()? == *dev,
+            };
+            if here {
                 return Ok(b.clone().unbind());
+            }
+            if let Some(m) = mem {
+                if copy == Some(false) {
+                    return Err(invalid(format!(
+                        "copy=False cannot move a Buffer in {} to {m}: a move is a copy",
+                        rb.memory().pyerr()?
+                    )));
+                }
+                let out = py.detach_call(|| rb.copy_to_memory(m)).pyerr()?;
+                return PyBuffer::wrap(py, out, &me);
             }
             if copy == Some(false) {
                 return Err(invalid(format!(
@@ -233,14 +265,18 @@ pub fn import(
     // A masked array exports its data without the mask: refused as `put` refuses it
     // (before its __dlpack__, which may refuse for other reasons).
     crate::put::refuse_masked(obj)?;
-    if !obj.hasattr("__dlpack__")? {
+    // The producer's `__getattr__` and `__dlpack_device__` are Python code rpjrt calls
+    // (see `detach::calling_python`).
+    let has = |name: &str| crate::detach::calling_python(py, || obj.hasattr(name));
+    if !has("__dlpack__")? {
         return Err(invalid(format!(
             "{} is not a DLPack producer (it has no __dlpack__)",
             obj.get_type().name()?
         )));
     }
-    if obj.hasattr("__dlpack_device__")? {
-        let (dt, _): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
+    if has("__dlpack_device__")? {
+        let (dt, _): (i32, i32) =
+            crate::detach::calling_python(py, || obj.call_method0("__dlpack_device__")?.extract())?;
         if dt != DEVICE_CPU && dt != DEVICE_CUDA_HOST {
             return Err(unsupported(format!(
                 "importing DLPack device type {dt} memory needs rpjrt support for foreign device \
@@ -292,11 +328,36 @@ pub fn import(
     let mode = crate::put::copy_mode(copy);
     let rc = &c.inner;
     if let Some(pin) = pin_for_import(obj, &tensor, rc, mode)? {
-        return import_pinned(py, &me, tensor, pin, dev, mode);
+        return import_pinned(py, &me, tensor, pin, dev, mem, mode);
     }
-    let b = py
-        .detach_call(|| rpjrt::dlpack::import(rc, tensor, dev, mode))
-        .pyerr()?;
+    let b = match mem {
+        None => py
+            .detach_call(|| rpjrt::dlpack::import(rc, tensor, dev, mode))
+            .pyerr()?,
+        // `rpjrt::dlpack::import` into the memory asked for: the same plan and host
+        // array, put there.
+        Some(m) => {
+            let plan = tensor.desc().plan_import().map_err(unsupported_from)?;
+            let mode = match mode {
+                // Only host platforms can use host memory in place; others copy.
+                rpjrt::CopyMode::IfNeeded
+                    if !matches!(rc.platform_name().pyerr()?.as_str(), "cpu" | "host") =>
+                {
+                    rpjrt::CopyMode::Always
+                }
+                m => m,
+            };
+            let first = tensor.first_element_offset();
+            let array = rpjrt::HostArray::from_owner(
+                std::sync::Arc::new(tensor) as std::sync::Arc<dyn rpjrt::HostBytes>,
+                plan.element_type,
+                &plan.dims,
+            )
+            .with_byte_strides(&plan.byte_strides, first);
+            py.detach_call(|| rc.put(&array, dev, Some(m), mode))
+                .pyerr()?
+        }
+    };
     if b.borrows_host() {
         PyBuffer::wrap_borrowing(py, b, &me)
     } else {
@@ -338,6 +399,7 @@ fn import_pinned(
     tensor: ImportedTensor,
     pin: crate::pybuf::PinnedHost,
     dev: &rpjrt::Device,
+    mem: Option<&rpjrt::Memory>,
     mode: rpjrt::CopyMode,
 ) -> PyResult<Py<PyBuffer>> {
     let plan = tensor.desc().plan_import().map_err(unsupported_from)?;
@@ -351,7 +413,7 @@ fn import_pinned(
     )
     .with_byte_strides(&plan.byte_strides, first);
     let rc = &client.get().inner;
-    let b = py.detach_call(|| rc.put(&array, dev, None, mode)).pyerr()?;
+    let b = py.detach_call(|| rc.put(&array, dev, mem, mode)).pyerr()?;
     // Counted without the array's share: the pin's holders are now the buffer's (if it
     // uses the memory in place) and the Buffer object's.
     drop(array);

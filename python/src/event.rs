@@ -2,7 +2,7 @@
 //! completion), future-shaped: `wait`, `is_ready`, `await`, `add_done_callback`, `error`.
 
 use crate::detach::Detach;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -27,6 +27,10 @@ pub struct PyEvent {
     /// The process that made it: in a process forked since, its client is the parent's
     /// (every use refused), as the repr says.
     pid: u32,
+    /// How it ended, once known (its done-callbacks' result, or a completed state read
+    /// while the client was open): what `error` and the repr report after the client
+    /// closed, when the event itself can no longer be asked.
+    outcome: Arc<OnceLock<Result<(), rpjrt::Error>>>,
 }
 
 impl Drop for PyEvent {
@@ -46,6 +50,7 @@ impl PyEvent {
             what,
             alias: None,
             pid: std::process::id(),
+            outcome: Arc::new(OnceLock::new()),
         }
     }
 
@@ -56,6 +61,31 @@ impl PyEvent {
         self
     }
 
+    /// How the event ended: `Some(Ok)` done, `Some(Err)` failed, or, once its client is
+    /// closed, the closing error unless it was seen to complete before (an event that did
+    /// not complete never reads as a success); `None` while pending. Other errors of the
+    /// readiness check are returned as `Err` too.
+    fn outcome(&self) -> Option<Result<(), rpjrt::Error>> {
+        if let Some(r) = self.outcome.get() {
+            return Some(r.clone());
+        }
+        match self.inner.is_ready() {
+            Ok(false) => None,
+            Ok(true) => {
+                let r = match self.inner.error() {
+                    Some(e) => Err(e),
+                    // Closed between the two checks: its status was not read.
+                    None => match self.inner.is_ready() {
+                        Err(e) => return Some(Err(e)),
+                        Ok(_) => Ok(()),
+                    },
+                };
+                Some(self.outcome.get_or_init(|| r).clone())
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
     /// `done`, `failed: CODE`, `pending`, `closed`, or, in a process forked from the one
     /// that made the event, `inherited across fork` (as the reprs of the client's other
     /// objects say, `client::gone`).
@@ -63,14 +93,12 @@ impl PyEvent {
         if self.pid != std::process::id() {
             return "inherited across fork".into();
         }
-        match self.inner.is_ready() {
-            Ok(true) => match self.inner.error() {
-                Some(e) => format!("failed: {}", e.code()),
-                None => "done".into(),
-            },
-            Ok(false) => "pending".into(),
-            Err(rpjrt::Error::Closed(_)) => "closed".into(),
-            Err(e) => format!("unknown: {}", e.code()),
+        match self.outcome() {
+            None => "pending".into(),
+            Some(Ok(())) => "done".into(),
+            Some(Err(rpjrt::Error::Closed(_))) => "closed".into(),
+            Some(Err(e)) if self.outcome.get().is_some() => format!("failed: {}", e.code()),
+            Some(Err(e)) => format!("unknown: {}", e.code()),
         }
     }
 }
@@ -122,10 +150,11 @@ impl PyEvent {
     }
 
     /// The exception a completed, failed event carries; `None` while pending or after
-    /// success.
+    /// success. Once the client is closed, an event not seen to complete before carries a
+    /// `ClientClosedError` (it never reads as a success).
     fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.inner
-            .error()
+        self.outcome()?
+            .err()
             .map(|e| crate::errors::to_py(e).into_value(py).into_any())
     }
 
@@ -153,7 +182,14 @@ impl PyEvent {
     }
 
     fn __repr__(&self) -> String {
-        format!("rpjrt.Event({}, {})", self.what, self.state())
+        let state = self.state();
+        // "buffer float32[8] ready" names what completes: not said of one that did not.
+        let what = match state.as_str() {
+            "done" | "pending" => &self.what,
+            s if s.starts_with("failed") => &self.what,
+            _ => self.what.strip_suffix(" ready").unwrap_or(&self.what),
+        };
+        format!("rpjrt.Event({what}, {state})")
     }
 }
 
@@ -174,14 +210,14 @@ impl PyEvent {
                 r#fn.get_type().name()?
             )));
         }
-        if !crate::notify::warm_up(lane) {
+        if !crate::notify::warm_up(py, lane) {
             // The interpreter is exiting (an exit hook that runs after rpjrt's): no thread
             // will call back, so wait here (for a while: the event may never complete) and
             // call now.
             let inner = &slf.get().inner;
             let done = py.detach_call(|| inner.wait_timeout(EXIT_CALLBACK_WAIT).unwrap_or(true));
             let called = if done {
-                r#fn.call1((slf,)).map(drop)
+                crate::detach::calling_python(py, || r#fn.call1((slf,)).map(drop))
             } else {
                 Err(pyo3::exceptions::PyRuntimeWarning::new_err(format!(
                     "the interpreter is exiting and {} did not complete within {} s: its \
@@ -204,10 +240,13 @@ impl PyEvent {
         if let Some(alias) = &slf.get().alias {
             alias.register(&call);
         }
-        // Runs on whichever thread completes the event: only hands the slot over.
-        slf.get()
-            .inner
-            .add_done_callback(move |_| crate::notify::post_slot(lane, call));
+        // Runs on whichever thread completes the event: records how it ended (what `error`
+        // reports once the client is closed), then only hands the slot over.
+        let outcome = Arc::clone(&slf.get().outcome);
+        slf.get().inner.add_done_callback(move |r| {
+            let _ = outcome.set(r);
+            crate::notify::post_slot(lane, call)
+        });
         Ok(())
     }
 }

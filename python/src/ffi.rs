@@ -1710,7 +1710,13 @@ fn call_python(
             let result = build(py, call).and_then(|obj| {
                 let rets = obj.get().rets.clone_ref(py);
                 let rets = rets.bind(py);
-                let value = func.bind(py).call1((obj,))?;
+                // The handler's code may release the GIL (see `detach::calling_python`);
+                // a process it forks ends as it returns there (`end_if_forked_here`).
+                let generation = rpjrt::fork_generation();
+                crate::detach::mark_rpjrt_thread();
+                let value = crate::detach::calling_python(py, || func.bind(py).call1((obj,)));
+                crate::detach::end_if_forked_here(py, generation);
+                let value = value?;
                 if role == Role::Instantiate {
                     return Ok(Some(value.unbind()));
                 }

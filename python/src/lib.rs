@@ -68,7 +68,9 @@ copy_is_identity!(
 
 /// The PJRT version a plugin library reports, read without initialising it.
 #[pyfunction]
-fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+fn _probe_pjrt_version(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<String> {
+    // Extracted here: a path's `__fspath__` is Python code (`detach::extract_arg`).
+    let path: std::path::PathBuf = detach::extract_arg(path, "path")?;
     py.detach_call(|| rpjrt::Plugin::probe_version(&path))
         .map(|v| v.to_string())
         .map_err(errors::to_py)
@@ -79,7 +81,9 @@ fn _probe_pjrt_version(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Str
 /// default 100 µs (or ``RPJRT_WAIT_SPIN_US`` at the first client's creation). Polling
 /// trades CPU for latency: waking a sleeping thread costs tens of microseconds.
 #[pyfunction]
-fn set_wait_spin(seconds: f64) -> PyResult<()> {
+fn set_wait_spin(seconds: &Bound<'_, PyAny>) -> PyResult<()> {
+    // Extracted here: an object's `__float__` is Python code (`detach::extract_arg`).
+    let seconds: f64 = detach::extract_arg(seconds, "seconds")?;
     let max = rpjrt::MAX_WAIT_SPIN.as_secs_f64();
     if !(0.0..=max).contains(&seconds) {
         return Err(errors::invalid(format!(
@@ -322,6 +326,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     atexit.call_method1("register", (m.getattr("_exit_if_loader_stuck")?,))?;
     // Registered after it, so run before it: the notifier threads end before finalizing.
     atexit.call_method1("register", (m.getattr("_stop_notifiers")?,))?;
+    m.add_function(wrap_pyfunction!(detach::_on_rpjrt_thread, m)?)?;
     m.add_function(wrap_pyfunction!(_before_fork, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork, m)?)?;
     let os = m.py().import("os")?;
@@ -365,6 +370,7 @@ fn _rpjrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sharding::_shard_split, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_assemble, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_global_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(sharding::_global_signature, m)?)?;
     m.add_function(wrap_pyfunction!(sharding::_shard_check, m)?)?;
     m.add_function(wrap_pyfunction!(_probe_pjrt_version, m)?)?;
     m.add_function(wrap_pyfunction!(discovery::_discover, m)?)?;

@@ -3,17 +3,18 @@
 //! A plugin thread that blocks on the GIL can deadlock the process: the thread holding the
 //! GIL may be waiting for that very plugin thread (destroying a client joins its workers).
 //! So readiness callbacks never touch Python on the plugin's thread: they hand the Python
-//! callable to one notifier thread of ours over a channel (no GIL, no blocking), and the
-//! notifier takes the GIL — it is nobody's worker, so waiting is harmless there — and calls
-//! it (for `await`, that callable only schedules the future's completion on its event loop
-//! with `call_soon_threadsafe`).
-
+//! callable to a notifier thread over a channel (no GIL, no blocking), and the notifier
+//! takes the GIL — it is nobody's worker, so waiting is harmless there — and calls it (for
+//! `await`, that callable only schedules the future's completion on its event loop with
+//! `call_soon_threadsafe`).
 //!
 //! Two such threads: one for rpjrt's own wake-ups (an `await` resuming its event loop),
 //! one for callbacks users register, so that a callback that blocks delays no `await`.
-//! Both are stopped by an exit hook before the interpreter finalizes: a thread that takes
-//! the GIL during finalization is ended by CPython from inside Rust frames, which aborts
-//! the process.
+//! Each is a Python thread whose loop (`rpjrt._notifier_loop`) calls the callables under
+//! Python frames only: a callback still running when the interpreter finalizes is ended
+//! by CPython as any daemon thread is (from inside Rust frames, that would abort the
+//! process). The exit hook closes their channels and waits for them for a while; what is
+//! queued after that is dropped uncalled.
 
 use crate::detach::Detach;
 use std::cell::UnsafeCell;
@@ -23,6 +24,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
 
 /// Which notifier thread runs a callable.
@@ -76,21 +78,34 @@ fn current(cell: &AtomicPtr<Notifier>) -> Option<&'static Notifier> {
 /// interpreter finalizes would abort the process).
 static STOPPED: AtomicBool = AtomicBool::new(false);
 
+/// Set by the exit hook once it stops waiting for the notifiers: the callbacks still
+/// queued are dropped uncalled.
+static GIVEN_UP: AtomicBool = AtomicBool::new(false);
+
+/// Whether a notifier thread must call nothing more: the exit hook gave up waiting for
+/// it, the last exit hook has begun, or the interpreter is finalizing.
+fn abandoned() -> bool {
+    GIVEN_UP.load(Ordering::Acquire) || crate::detach::exiting() || crate::detach::finalizing()
+}
+
 /// The slot of a process whose notifiers were stopped: nothing runs callbacks any more.
 static NONE: Slot = Mutex::new(None);
 
-fn slot(lane: Lane) -> &'static Slot {
-    let (cell, name) = cell(lane);
+/// This process's slot for `lane`, starting its notifier thread when there is none and
+/// `py` (the GIL) is at hand (a Python thread is started only with it); without, a lane
+/// with no notifier gets [`NONE`] (nothing is called).
+fn slot(py: Option<Python<'_>>, lane: Lane) -> &'static Slot {
+    let (cell, _) = cell(lane);
     if let Some(n) = current(cell) {
         return &n.slot;
     }
-    if STOPPED.load(Ordering::Acquire) {
+    let Some(py) = py.filter(|_| !STOPPED.load(Ordering::Acquire)) else {
         return &NONE;
-    }
+    };
     let seen = cell.load(Ordering::Acquire);
     let made = Box::into_raw(Box::new(Notifier {
         generation: rpjrt::fork_generation(),
-        slot: start(name),
+        slot: start(py, lane),
     }));
     match cell.compare_exchange(seen, made, Ordering::AcqRel, Ordering::Acquire) {
         // SAFETY: just published; never freed.
@@ -99,36 +114,103 @@ fn slot(lane: Lane) -> &'static Slot {
             // Another thread started one first: ours ends when its channel is dropped.
             // SAFETY: `made` was never published, so this is its only owner.
             drop(unsafe { Box::from_raw(made) });
-            slot(lane)
+            slot(Some(py), lane)
         }
     }
 }
 
-fn start(name: &str) -> Slot {
+/// Starts a notifier: a Python thread (`_thread.start_new_thread`) running
+/// `rpjrt._notifier_loop(next_job)`, which calls each callable that [`NextJob`] hands it.
+/// The callables run under Python frames only, as on any Python thread: one still running
+/// when the interpreter finalizes is ended by CPython as a daemon thread is, which no Rust
+/// frame of ours may be under (that unwind through Rust code aborts the process).
+fn start(py: Python<'_>, lane: Lane) -> Slot {
     let (tx, rx) = channel::<Job>();
     let done = Arc::new((Mutex::new(false), Condvar::new()));
-    let ended = Arc::clone(&done);
-    let spawned = std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            for job in rx {
-                // `try_attach` gives up while the interpreter shuts down; the callable is
-                // then dropped without the GIL (PyO3 defers the reference count change).
-                let _ = Python::try_attach(|py| {
-                    crate::detach::keep_thread_state(py);
-                    let called = match job {
-                        Job::Call(cb) => cb.call0(py).map(drop),
-                        Job::Slot(slot) => slot.run(py),
-                    };
-                    if let Err(e) = called {
-                        e.write_unraisable(py, None);
-                    }
-                });
+    let next = NextJob {
+        rx: Mutex::new(rx),
+        generation: rpjrt::fork_generation(),
+        ended: Arc::clone(&done),
+        name: cell(lane).1,
+    };
+    let started = (|| -> PyResult<()> {
+        let run = py.import("rpjrt")?.getattr("_notifier_loop")?;
+        let next = Py::new(py, next)?;
+        py.import("_thread")?
+            .call_method1("start_new_thread", (run, (next,)))?;
+        Ok(())
+    })();
+    Mutex::new(started.ok().map(|_| (tx, done)))
+}
+
+/// The source of a notifier thread's work (see [`start`]): called by its loop, it waits
+/// (without the GIL) for the next callable and returns it with its arguments, or `None`
+/// when the loop must end: the channel is closed (the exit hook), or the process is
+/// ending, when what is still queued is dropped uncalled.
+#[pyclass(frozen, module = "rpjrt")]
+pub struct NextJob {
+    rx: Mutex<std::sync::mpsc::Receiver<Job>>,
+    /// The process that started the thread: a child forked inside a callback ends when
+    /// the callback returns here ([`crate::detach::end_if_forked_here`]).
+    generation: u32,
+    /// Raised when the loop ends, for the exit hook.
+    ended: Arc<(Mutex<bool>, Condvar)>,
+    /// `rpjrt-notify` or `rpjrt-callbacks`, for reprs.
+    name: &'static str,
+}
+
+impl NextJob {
+    /// Ends the loop: drops what is queued uncalled (leaked: the process is ending, and a
+    /// callable's `__del__` must not run now) and tells the exit hook.
+    fn finish(&self) -> Option<(Py<PyAny>, Py<PyTuple>)> {
+        let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        while let Ok(job) = rx.try_recv() {
+            std::mem::forget(job);
+        }
+        *self.ended.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.ended.1.notify_all();
+        None
+    }
+}
+
+#[pymethods]
+impl NextJob {
+    fn __call__(&self, py: Python<'_>) -> PyResult<Option<(Py<PyAny>, Py<PyTuple>)>> {
+        // A child forked inside the last callback ends as it returns, as a child forked on
+        // a plain Python thread does when that thread's function returns.
+        crate::detach::end_if_forked_here(py, self.generation);
+        crate::detach::mark_rpjrt_thread();
+        loop {
+            if abandoned() {
+                return Ok(self.finish());
             }
-            *ended.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            ended.1.notify_all();
-        });
-    Mutex::new(spawned.ok().map(|_| (tx, done)))
+            let job = py.detach_call(|| self.rx.lock().unwrap_or_else(|p| p.into_inner()).recv());
+            let Ok(job) = job else {
+                return Ok(self.finish());
+            };
+            if abandoned() {
+                std::mem::forget(job);
+                return Ok(self.finish());
+            }
+            match job {
+                Job::Call(cb) => return Ok(Some((cb, PyTuple::empty(py).unbind()))),
+                Job::Slot(slot) => {
+                    if let Some((function, argument)) = slot.take() {
+                        return Ok(Some((function, PyTuple::new(py, [argument])?.unbind())));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reports what a callable raised as unraisable (as `sys.unraisablehook` shows it).
+    fn report(&self, py: Python<'_>, error: Bound<'_, PyAny>) {
+        PyErr::from_value(error).write_unraisable(py, None);
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<rpjrt {} notifier>", self.name)
+    }
 }
 
 /// Calls `callback()` soon, from `lane`'s notifier thread with the GIL held. Never blocks
@@ -147,7 +229,7 @@ pub fn post_slot(lane: Lane, callback: Arc<CallbackSlot>) {
 }
 
 fn send(lane: Lane, job: Job) {
-    let tx = slot(lane).lock().unwrap_or_else(|p| p.into_inner());
+    let tx = slot(None, lane).lock().unwrap_or_else(|p| p.into_inner());
     if let Some((tx, _)) = tx.as_ref() {
         // Fails only if the notifier thread is gone; nothing is waiting then.
         let _ = tx.send(job);
@@ -184,14 +266,6 @@ impl CallbackSlot {
             .is_some()
     }
 
-    /// Calls the function with its argument, once (nothing if it was taken out).
-    fn run(&self, py: Python<'_>) -> PyResult<()> {
-        match self.take() {
-            Some((function, argument)) => function.call1(py, (argument,)).map(drop),
-            None => Ok(()),
-        }
-    }
-
     /// Visits the function and its argument while the call waits. The lock is only ever
     /// held briefly by threads that hold the GIL; one held elsewhere is not waited for (the
     /// objects are skipped this time, which the collector handles safely).
@@ -210,8 +284,8 @@ impl CallbackSlot {
 /// first callback does not spawn a thread on a plugin's thread. `false` once the exit hook
 /// has stopped the notifiers: a callback posted now would never run, so the caller waits
 /// and calls it itself.
-pub fn warm_up(lane: Lane) -> bool {
-    let running = slot(lane)
+pub fn warm_up(py: Python<'_>, lane: Lane) -> bool {
+    let running = slot(Some(py), lane)
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .is_some();
@@ -219,11 +293,14 @@ pub fn warm_up(lane: Lane) -> bool {
 }
 
 /// The exit hook: closes both notifier threads' channels and waits (without the GIL, up to
-/// two seconds each) for them to finish the callbacks already posted, so that none takes
-/// the GIL once the interpreter finalizes.
+/// two seconds in all) for them to finish the callbacks already posted; the ones left then
+/// are dropped uncalled, and a callback still running parks its thread for good when it
+/// returns after the last exit hook began (`detach::calling_python`), so that no notifier
+/// takes the GIL once the interpreter finalizes.
 #[pyfunction]
 pub fn _stop_notifiers(py: Python<'_>) {
     STOPPED.store(true, Ordering::Release);
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
     for cell in [&WAKE, &USER] {
         // A parent's notifier (in a forked child) has no thread here to wait for.
         let Some(n) = current(cell) else { continue };
@@ -232,12 +309,12 @@ pub fn _stop_notifiers(py: Python<'_>) {
             drop(tx);
             py.detach_call(|| {
                 let flag = done.0.lock().unwrap_or_else(|p| p.into_inner());
-                let _ = done
-                    .1
-                    .wait_timeout_while(flag, Duration::from_secs(2), |ended| !*ended);
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                let _ = done.1.wait_timeout_while(flag, left, |ended| !*ended);
             });
         }
     }
+    GIVEN_UP.store(true, Ordering::Release);
 }
 
 /// A value a Python object owns until its own drop, which takes it out to drop it its own

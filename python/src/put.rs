@@ -69,6 +69,11 @@ pub fn put_input(
 /// (`minor_to_major`) or anything with a `minor_to_major` attribute and no tiles (such as
 /// `rpjrt.transfer.DeviceLayout`).
 pub fn layout_from_py(layout: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    // Its own methods are Python code rpjrt calls (see `detach::calling_python`).
+    crate::detach::calling_python(layout.py(), || layout_from_py_unguarded(layout))
+}
+
+fn layout_from_py_unguarded(layout: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     // Named by the type of what was given and, when it is an item (or the minor_to_major)
     // that is wrong, by that one's type too: a list with one bad item is still a list.
     let bad = |of: &Bound<'_, PyAny>| {
@@ -119,6 +124,24 @@ fn converted_refusal(obj: &Bound<'_, PyAny>, how: &str) -> PyErr {
 /// device layout (`minor_to_major`), which copies.
 #[allow(clippy::too_many_arguments)]
 pub fn put_with(
+    client: &Bound<'_, PyClient>,
+    obj: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    memory: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+    cast: bool,
+    layout: Option<Vec<i64>>,
+) -> PyResult<Py<PyBuffer>> {
+    // The value's own methods (`__array__`, `__dlpack__`, `__len__`, `__float__`, a
+    // dtype's attributes, ...) are Python code rpjrt calls (see `detach::calling_python`).
+    crate::detach::calling_python(client.py(), || {
+        put_with_unguarded(client, obj, device, memory, dtype, copy, cast, layout)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put_with_unguarded(
     client: &Bound<'_, PyClient>,
     obj: &Bound<'_, PyAny>,
     device: Option<&Bound<'_, PyAny>>,
@@ -235,7 +258,7 @@ pub fn put_with(
         //    arrays of types numpy does not export (datetime64, timedelta64, ml_dtypes'
         //    types) go to the adapter below directly: it reads ml_dtypes' types and refuses
         //    the others by their dtype.
-        match crate::dlpack::import(client, obj, &dev, copy) {
+        match crate::dlpack::import_to(client, obj, &dev, mem.as_ref(), copy) {
             // The producer's own refusal to export (BufferError by the protocol; jax raises
             // its runtime error for a type DLPack lacks, such as int4): the adapter below
             // may still read it through `__array__`. rpjrt's own errors stand.
@@ -497,13 +520,16 @@ pub fn as_python_tree<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py
         return Ok(Some(obj.clone()));
     }
     let py = obj.py();
-    let plain = if obj.is_instance_of::<PyComplex>() {
-        py.get_type::<PyComplex>().call1((obj,))?
-    } else if obj.is_instance_of::<PyFloat>() {
-        py.get_type::<PyFloat>().call1((obj,))?
-    } else {
-        py.get_type::<PyInt>().call1((obj,))?
-    };
+    // A subclass's own `__float__`/`__index__`... is Python code rpjrt calls.
+    let plain = crate::detach::calling_python(py, || {
+        if obj.is_instance_of::<PyComplex>() {
+            py.get_type::<PyComplex>().call1((obj,))
+        } else if obj.is_instance_of::<PyFloat>() {
+            py.get_type::<PyFloat>().call1((obj,))
+        } else {
+            py.get_type::<PyInt>().call1((obj,))
+        }
+    })?;
     Ok(Some(plain))
 }
 
@@ -585,6 +611,11 @@ pub struct PyTree<'py> {
 /// naming its type, and so is a numpy scalar of a dtype rpjrt has no type for
 /// (`longdouble`), as the bare scalar is.
 pub fn read_tree<'py>(obj: &Bound<'py, PyAny>) -> PyResult<PyTree<'py>> {
+    // The leaves' own methods are Python code rpjrt calls (see `detach::calling_python`).
+    crate::detach::calling_python(obj.py(), || read_tree_unguarded(obj))
+}
+
+fn read_tree_unguarded<'py>(obj: &Bound<'py, PyAny>) -> PyResult<PyTree<'py>> {
     let mut r = Reader {
         np: None,
         leaves: 0,

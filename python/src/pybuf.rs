@@ -109,7 +109,11 @@ impl HostView {
         });
         // SAFETY: `obj` is a live object and we hold the GIL (a Bound proves it); `raw` is a
         // writable Py_buffer at a stable address that CPython fills in.
-        let rc = unsafe { PyObject_GetBuffer(obj.as_ptr(), &mut *raw, flags) };
+        // A class's own `__buffer__` (3.12+) is Python code rpjrt calls (see
+        // `detach::calling_python`).
+        let rc = crate::detach::calling_python(obj.py(), || unsafe {
+            PyObject_GetBuffer(obj.as_ptr(), &mut *raw, flags)
+        });
         if rc != 0 {
             return Err(PyErr::take(obj.py())
                 .unwrap_or_else(|| PyBufferError::new_err("the object exports no buffer")));
