@@ -136,188 +136,176 @@ pub fn put_with(
     // The value's own methods (`__array__`, `__dlpack__`, `__len__`, `__float__`, a
     // dtype's attributes, ...) are Python code rpjrt calls (see `detach::calling_python`).
     crate::detach::calling_python(client.py(), || {
-        put_with_unguarded(client, obj, device, memory, dtype, copy, cast, layout)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn put_with_unguarded(
-    client: &Bound<'_, PyClient>,
-    obj: &Bound<'_, PyAny>,
-    device: Option<&Bound<'_, PyAny>>,
-    memory: Option<&Bound<'_, PyAny>>,
-    dtype: Option<&Bound<'_, PyAny>>,
-    copy: Option<bool>,
-    cast: bool,
-    layout: Option<Vec<i64>>,
-) -> PyResult<Py<PyBuffer>> {
-    let py = client.py();
-    if layout.is_some() && copy == Some(false) {
-        return Err(invalid(
-            "copy=False cannot be combined with layout=: the data is rearranged into the \
+        let py = client.py();
+        if layout.is_some() && copy == Some(false) {
+            return Err(invalid(
+                "copy=False cannot be combined with layout=: the data is rearranged into the \
              requested device layout",
-        ));
-    }
-    let c = client.get();
-    let (dev, mem) = c.resolve_target(py, device, memory)?;
-    let want = dtype.map(dtype_from_py).transpose()?;
-    let me = client.clone().unbind();
+            ));
+        }
+        let c = client.get();
+        let (dev, mem) = c.resolve_target(py, device, memory)?;
+        let want = dtype.map(dtype_from_py).transpose()?;
+        let me = client.clone().unbind();
 
-    // 1. A Buffer: copy it to the target. One of another client cannot be copied inside
-    //    the plugin: it goes in as host data does (through DLPack, below), copied.
-    if let Ok(b) = obj.cast::<PyBuffer>() {
-        let src = b.get();
-        src.check_not_deleted()?;
-        if let Some(w) = want {
-            if w != src.rb().element_type() {
-                return Err(invalid(format!(
-                    "the buffer holds {}, not {}; rpjrt does not convert on the device",
-                    src.rb().element_type(),
-                    w
-                )));
+        // 1. A Buffer: copy it to the target. One of another client cannot be copied inside
+        //    the plugin: it goes in as host data does (through DLPack, below), copied.
+        if let Ok(b) = obj.cast::<PyBuffer>() {
+            let src = b.get();
+            src.check_not_deleted()?;
+            if let Some(w) = want {
+                if w != src.rb().element_type() {
+                    return Err(invalid(format!(
+                        "the buffer holds {}, not {}; rpjrt does not convert on the device",
+                        src.rb().element_type(),
+                        w
+                    )));
+                }
+            }
+            if copy == Some(false) {
+                return Err(invalid(
+                    "copy=False cannot move a Buffer; pass the Buffer itself",
+                ));
+            }
+            if layout.is_some() {
+                return Err(invalid(
+                    "layout= applies to host data; a Buffer is copied in its own layout \
+                 (copy it to the host first)",
+                ));
+            }
+            if src.client.is(&me) {
+                let rb = src.rb();
+                let out = py
+                    .detach_call(|| match &mem {
+                        Some(m) => rb.copy_to_memory(m),
+                        None => rb.copy_to_device(&dev),
+                    })
+                    .pyerr()?;
+                return PyBuffer::wrap(py, out, &me);
             }
         }
-        if copy == Some(false) {
-            return Err(invalid(
-                "copy=False cannot move a Buffer; pass the Buffer itself",
-            ));
-        }
-        if layout.is_some() {
-            return Err(invalid(
-                "layout= applies to host data; a Buffer is copied in its own layout \
-                 (copy it to the host first)",
-            ));
-        }
-        if src.client.is(&me) {
-            let rb = src.rb();
-            let out = py
-                .detach_call(|| match &mem {
-                    Some(m) => rb.copy_to_memory(m),
-                    None => rb.copy_to_device(&dev),
+
+        // 2. Python numbers and (nested) lists/tuples of them: the core's rule for numbers.
+        //    (numpy scalars at the top level keep numpy's dtype, in the adapter below.) Lists
+        //    and Python numbers have neither the buffer protocol nor DLPack, so they go first.
+        if !cast && is_plain_python_tree(obj) {
+            if copy == Some(false) {
+                return Err(converted_refusal(obj, "a Python number or list, converted"));
+            }
+            let values = read_tree(obj)?.to_host(want)?;
+            let array = values.into_host_array();
+            let b = py
+                .detach_call(|| match layout.as_deref() {
+                    Some(m2m) => c
+                        .inner
+                        .put_array_with_layout(&array, m2m, &dev, mem.as_ref()),
+                    None => c.inner.put(&array, &dev, mem.as_ref(), copy_mode(copy)),
                 })
                 .pyerr()?;
-            return PyBuffer::wrap(py, out, &me);
+            return wrap_put(py, b, &me);
         }
-    }
 
-    // 2. Python numbers and (nested) lists/tuples of them: the core's rule for numbers.
-    //    (numpy scalars at the top level keep numpy's dtype, in the adapter below.) Lists
-    //    and Python numbers have neither the buffer protocol nor DLPack, so they go first.
-    if !cast && is_plain_python_tree(obj) {
-        if copy == Some(false) {
-            return Err(converted_refusal(obj, "a Python number or list, converted"));
-        }
-        let values = read_tree(obj)?.to_host(want)?;
-        let array = values.into_host_array();
-        let b = py
-            .detach_call(|| match layout.as_deref() {
-                Some(m2m) => c
-                    .inner
-                    .put_array_with_layout(&array, m2m, &dev, mem.as_ref()),
-                None => c.inner.put(&array, &dev, mem.as_ref(), copy_mode(copy)),
-            })
-            .pyerr()?;
-        return wrap_put(py, b, &me);
-    }
-
-    // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
-    //    A numpy scalar is read by its dtype, not its buffer: numpy exports a datetime64,
-    //    timedelta64 or bytes_ scalar as raw bytes (format "B", eight of them for a
-    //    duration), which would be stored as uint8. Those go to the adapter, which refuses
-    //    them by dtype (or reinterprets raw void bytes with dtype=, as for arrays).
-    refuse_masked(obj)?;
-    let mut dlpack_refused = None;
-    if let Some(view) = HostView::get(obj) {
-        if let Some((t, order)) = rpjrt::host::buffer_format_type(view.format(), view.itemsize())
-            .filter(|_| !is_numpy_scalar_without_numbers(obj))
+        // 3. The buffer protocol with a format rpjrt knows, in either byte order (the fast path).
+        //    A numpy scalar is read by its dtype, not its buffer: numpy exports a datetime64,
+        //    timedelta64 or bytes_ scalar as raw bytes (format "B", eight of them for a
+        //    duration), which would be stored as uint8. Those go to the adapter, which refuses
+        //    them by dtype (or reinterprets raw void bytes with dtype=, as for arrays).
+        refuse_masked(obj)?;
+        let mut dlpack_refused = None;
+        if let Some(view) = HostView::get(obj) {
+            if let Some((t, order)) =
+                rpjrt::host::buffer_format_type(view.format(), view.itemsize())
+                    .filter(|_| !is_numpy_scalar_without_numbers(obj))
+            {
+                if want.is_none_or(|w| w == t) {
+                    return from_view(
+                        py,
+                        &me,
+                        obj,
+                        &view,
+                        t,
+                        order,
+                        None,
+                        &dev,
+                        mem.as_ref(),
+                        copy,
+                        layout.as_deref(),
+                    );
+                }
+            }
+        } else if want.is_none()
+            && layout.is_none()
+            && obj.hasattr("__dlpack__")?
+            && !(obj.hasattr("__array__")? && checked_by_dtype(obj))
+            && !is_numpy_without_numbers(obj)
+            && !obj.is_instance_of::<pyo3::types::PyType>()
         {
-            if want.is_none_or(|w| w == t) {
-                return from_view(
-                    py,
-                    &me,
-                    obj,
-                    &view,
-                    t,
-                    order,
-                    None,
-                    &dev,
-                    mem.as_ref(),
-                    copy,
-                    layout.as_deref(),
-                );
+            // 4. A DLPack producer without the buffer protocol (torch, jax, cupy...). numpy
+            //    arrays of types numpy does not export (datetime64, timedelta64, ml_dtypes'
+            //    types) go to the adapter below directly: it reads ml_dtypes' types and refuses
+            //    the others by their dtype.
+            match crate::dlpack::import_to(client, obj, &dev, mem.as_ref(), copy) {
+                // The producer's own refusal to export (BufferError by the protocol; jax raises
+                // its runtime error for a type DLPack lacks, such as int4): the adapter below
+                // may still read it through `__array__`. rpjrt's own errors stand.
+                Err(e) if is_producer_refusal(py, &e) => dlpack_refused = Some(e),
+                other => return other,
             }
         }
-    } else if want.is_none()
-        && layout.is_none()
-        && obj.hasattr("__dlpack__")?
-        && !(obj.hasattr("__array__")? && checked_by_dtype(obj))
-        && !is_numpy_without_numbers(obj)
-        && !obj.is_instance_of::<pyo3::types::PyType>()
-    {
-        // 4. A DLPack producer without the buffer protocol (torch, jax, cupy...). numpy
-        //    arrays of types numpy does not export (datetime64, timedelta64, ml_dtypes'
-        //    types) go to the adapter below directly: it reads ml_dtypes' types and refuses
-        //    the others by their dtype.
-        match crate::dlpack::import_to(client, obj, &dev, mem.as_ref(), copy) {
-            // The producer's own refusal to export (BufferError by the protocol; jax raises
-            // its runtime error for a type DLPack lacks, such as int4): the adapter below
-            // may still read it through `__array__`. rpjrt's own errors stand.
-            Err(e) if is_producer_refusal(py, &e) => dlpack_refused = Some(e),
-            other => return other,
-        }
-    }
 
-    // 5. Everything else goes through the Python adapter (numpy dtypes, lossy casts of
-    //    numbers, raw bytes with dtype=...).
-    let as_host = py.import("rpjrt._host")?.getattr("as_host")?;
-    let adapted = match crate::detach::calling_python(py, || as_host.call1((obj, dtype, cast))) {
-        Ok(a) => a,
-        // The adapter knows no other way in either: the producer's own refusal is the news.
-        Err(e) => match dlpack_refused {
-            Some(refusal) => {
-                let err = invalid(format!(
-                    "cannot put a {}: its __dlpack__ refused to export it ({}), and it offers \
+        // 5. Everything else goes through the Python adapter (numpy dtypes, lossy casts of
+        //    numbers, raw bytes with dtype=...).
+        let as_host = py.import("rpjrt._host")?.getattr("as_host")?;
+        let adapted = match crate::detach::calling_python(py, || as_host.call1((obj, dtype, cast)))
+        {
+            Ok(a) => a,
+            // The adapter knows no other way in either: the producer's own refusal is the news.
+            Err(e) => match dlpack_refused {
+                Some(refusal) => {
+                    let err = invalid(format!(
+                        "cannot put a {}: its __dlpack__ refused to export it ({}), and it offers \
                      no other way to read its data",
-                    obj.get_type().name()?,
-                    refusal.value(py)
-                ));
-                err.set_cause(py, Some(refusal));
-                drop(e);
-                return Err(err);
-            }
-            None => return Err(e),
-        },
-    };
-    let (data, dt, shape): (Bound<'_, PyAny>, Bound<'_, PyAny>, Option<Vec<i64>>) =
-        adapted.extract()?;
-    if copy == Some(false)
-        && !py
-            .import("rpjrt._host")?
-            .getattr("shares_memory")?
-            .call1((obj, &data))?
-            .is_truthy()?
-    {
-        return Err(converted_refusal(
-            obj,
-            "converted (its values, dtype= or cast=)",
-        ));
-    }
-    let t = dtype_from_py(&dt)?;
-    let view = HostView::get(&data)
-        .ok_or_else(|| invalid("the host adapter returned an object without a buffer"))?;
-    from_view(
-        py,
-        &me,
-        &data,
-        &view,
-        t,
-        ByteOrder::Native,
-        shape,
-        &dev,
-        mem.as_ref(),
-        copy,
-        layout.as_deref(),
-    )
+                        obj.get_type().name()?,
+                        refusal.value(py)
+                    ));
+                    err.set_cause(py, Some(refusal));
+                    drop(e);
+                    return Err(err);
+                }
+                None => return Err(e),
+            },
+        };
+        let (data, dt, shape): (Bound<'_, PyAny>, Bound<'_, PyAny>, Option<Vec<i64>>) =
+            adapted.extract()?;
+        if copy == Some(false)
+            && !py
+                .import("rpjrt._host")?
+                .getattr("shares_memory")?
+                .call1((obj, &data))?
+                .is_truthy()?
+        {
+            return Err(converted_refusal(
+                obj,
+                "converted (its values, dtype= or cast=)",
+            ));
+        }
+        let t = dtype_from_py(&dt)?;
+        let view = HostView::get(&data)
+            .ok_or_else(|| invalid("the host adapter returned an object without a buffer"))?;
+        from_view(
+            py,
+            &me,
+            &data,
+            &view,
+            t,
+            ByteOrder::Native,
+            shape,
+            &dev,
+            mem.as_ref(),
+            copy,
+            layout.as_deref(),
+        )
+    })
 }
 
 /// Whether an error from reading a DLPack producer is the producer refusing to export

@@ -30,35 +30,29 @@ def _exit_clean(code: str, *, runs: int = 1, timeout: float = 90) -> None:
 # -- 1. done-callbacks at exit ------------------------------------------------------------
 
 
-def test_slow_done_callback_at_exit_does_not_abort() -> None:
-    # Longer than the exit hook's wait: it is still sleeping when the interpreter finalizes.
+@pytest.mark.parametrize(
+    ("callback_s", "small_callbacks", "linger_s"),
+    [
+        # Longer than the exit hook's wait: still sleeping when the interpreter finalizes.
+        (2.5, 0, 2.0),
+        # Longer than every wait at exit, with a queue of small callbacks behind it.
+        (6.0, 50, 4.0),
+    ],
+    ids=["past_the_hooks_wait", "past_every_exit_wait"],
+)
+def test_slow_done_callback_at_exit_does_not_abort(
+    callback_s: float, small_callbacks: int, linger_s: float
+) -> None:
     _exit_clean(
         f"""
         import sys, time, types, rpjrt
         c = rpjrt.Client({_plug()!r})
         y = c.put([1.0, 2.0])
-        y.ready_event().add_done_callback(lambda ev: time.sleep(2.5))
-        class Linger:
-            def __del__(self): time.sleep(2.0)
-        sys.modules["lingering"] = types.ModuleType("lingering")
-        sys.modules["lingering"].obj = Linger()
-        time.sleep(0.2)
-        print("main done", flush=True)
-        """
-    )
-
-
-def test_done_callback_outliving_every_exit_wait_does_not_abort() -> None:
-    _exit_clean(
-        f"""
-        import sys, time, types, rpjrt
-        c = rpjrt.Client({_plug()!r})
-        y = c.put([1.0, 2.0])
-        y.ready_event().add_done_callback(lambda ev: time.sleep(6))
-        for _ in range(50):
+        y.ready_event().add_done_callback(lambda ev: time.sleep({callback_s}))
+        for _ in range({small_callbacks}):
             y.ready_event().add_done_callback(lambda ev: time.sleep(0.01))
         class Linger:
-            def __del__(self): time.sleep(4.0)
+            def __del__(self): time.sleep({linger_s})
         sys.modules["lingering"] = types.ModuleType("lingering")
         sys.modules["lingering"].obj = Linger()
         time.sleep(0.2)

@@ -116,19 +116,26 @@ fn many_plugins(dir: &Path, n: usize) {
     }
 }
 
+/// `rpjrt plugins --json` over the plugins in `dir` under `ulimit -n nofile`: it must
+/// succeed and list all 150 of them; their rows.
+fn listing_under_nofile(dir: &std::path::Path, nofile: u32) -> Vec<serde_json::Value> {
+    let mut c = rpjrt_with_nofile(nofile, "plugins --json");
+    c.env("RPJRT_PLUGIN_PATH", dir).env("RPJRT_PYTHON", "");
+    let (rc, out, err) = run_limited(&mut c, Duration::from_secs(300));
+    assert_eq!(rc, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let rows = v["plugins"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 150, "{v}");
+    rows
+}
+
 #[test]
 fn plugins_under_a_low_open_files_limit_lists_every_plugin() {
     // 150 plugins and `ulimit -n 200`: the whole listing failed (rc 1, "Too many open
     // files"), naming no plugin and not saying `ulimit -n`.
     let dir = tmpdir("r28-many");
     many_plugins(&dir, 150);
-    let mut c = rpjrt_with_nofile(200, "plugins --json");
-    c.env("RPJRT_PLUGIN_PATH", &*dir).env("RPJRT_PYTHON", "");
-    let (rc, out, err) = run_limited(&mut c, Duration::from_secs(300));
-    assert_eq!(rc, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let rows = v["plugins"].as_array().unwrap();
-    assert_eq!(rows.len(), 150, "{v}");
+    let rows = listing_under_nofile(&dir, 200);
     // Bounded probes at once: every version is read under that limit.
     assert!(
         rows.iter().all(|r| r["pjrt_version"].is_string()),
@@ -137,14 +144,8 @@ fn plugins_under_a_low_open_files_limit_lists_every_plugin() {
     );
     // Far too low a limit for any child: every row is listed, each saying why it has no
     // version and what to do.
-    let mut c = rpjrt_with_nofile(8, "plugins --json");
-    c.env("RPJRT_PLUGIN_PATH", &*dir).env("RPJRT_PYTHON", "");
-    let (rc, out, err) = run_limited(&mut c, Duration::from_secs(300));
-    assert_eq!(rc, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    let rows = v["plugins"].as_array().unwrap();
-    assert_eq!(rows.len(), 150, "{v}");
-    for r in rows {
+    let rows = listing_under_nofile(&dir, 8);
+    for r in &rows {
         if r["pjrt_version"].is_null() {
             let why = r["problem"].as_str().unwrap_or_default();
             assert!(why.contains("ulimit -n"), "{r}");
