@@ -408,6 +408,21 @@ impl CheckedOpenError {
     }
 }
 
+/// The name of a library as exit reports give it: one string per path for the whole
+/// process, kept in a table (so loading the same library again adds nothing, and the
+/// strings stay reachable rather than leaked).
+fn library_label(path: &std::path::Path) -> &'static str {
+    static LABELS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let text = path.display().to_string();
+    let mut labels = LABELS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = labels.iter().find(|l| **l == text) {
+        return known;
+    }
+    let label: &'static str = Box::leak(text.into_boxed_str());
+    labels.push(label);
+    label
+}
+
 /// The one way rpjrt hands a foreign library to the system's loader (PJRT plugins, the
 /// CUDA driver, the driver probe). `name` is a path, or a bare file name searched as the
 /// loader does ([`crate::libraries::dlopen_search`]). In order:
@@ -439,7 +454,7 @@ pub unsafe fn open_checked_library(
     })?;
     // Named in the report of a library that calls exit() while it loads, and in later
     // calls into it (never unloaded, so neither is its name).
-    let label: &'static str = Box::leak(path.display().to_string().into_boxed_str());
+    let label = library_label(&path);
     arm_exit_watch();
     let opened = {
         let _in_loader = crate::InLoader::enter();
